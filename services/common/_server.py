@@ -1,0 +1,138 @@
+"""The grpc.aio server every service runs: health, reflection, interceptors, drain on signal."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from services.common._interceptors import RuntimeInterceptor
+from services.common._settings import ServerSettings
+from services.common._telemetry import Telemetry
+
+_log = logging.getLogger("tandem.server")
+
+Registrar = Callable[[Any, grpc.aio.Server], None]
+
+
+class GrpcServer:
+    """One service process's server: register servicers, start, flip health, drain.
+
+    Health reports NOT_SERVING for every registered service until ``set_serving`` is
+    called, so a load balancer never routes to a process that is still loading.
+    """
+
+    def __init__(self, settings: ServerSettings, telemetry: Telemetry) -> None:
+        self.settings = settings
+        self.telemetry = telemetry
+        self.health = health.aio.HealthServicer()
+        self._service_names: list[str] = []
+        self._port: int | None = None
+        self.server = grpc.aio.server(
+            interceptors=[
+                telemetry.server_interceptor(),
+                RuntimeInterceptor(settings.default_deadline_s),
+            ],
+            options=[
+                ("grpc.max_send_message_length", settings.max_message_bytes),
+                ("grpc.max_receive_message_length", settings.max_message_bytes),
+                ("grpc.keepalive_time_ms", settings.keepalive_time_s * 1000),
+                ("grpc.keepalive_timeout_ms", settings.keepalive_timeout_s * 1000),
+                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.so_reuseport", 0),
+            ],
+            maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+        )
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+
+    def add_service(self, full_name: str, register: Registrar, servicer: Any) -> None:
+        """Register a servicer under its proto full name (e.g. ``tandem.v1.EmbeddingService``)."""
+        register(servicer, self.server)
+        self._service_names.append(full_name)
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("server not started")
+        return self._port
+
+    @property
+    def address(self) -> str:
+        return f"{self.settings.host}:{self.port}"
+
+    async def start(self) -> int:
+        """Bind, enable reflection and start NOT_SERVING; returns the bound port."""
+        names = [
+            *self._service_names,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ]
+        reflection.enable_server_reflection(names, self.server)
+        self._port = self.server.add_insecure_port(f"{self.settings.host}:{self.settings.port}")
+        if self._port == 0:
+            raise RuntimeError(f"could not bind {self.settings.host}:{self.settings.port}")
+        await self._set_all(health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self.server.start()
+        _log.info(
+            "listening",
+            extra={"fields": {"port": self._port, "services": self._service_names}},
+        )
+        return self._port
+
+    async def set_serving(self, serving: bool = True) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        await self._set_all(status)
+
+    async def _set_all(self, status: Any) -> None:
+        await self.health.set("", status)
+        for name in self._service_names:
+            await self.health.set(name, status)
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Health NOT_SERVING first, then refuse new calls and let in-flight ones finish."""
+        await self.health.enter_graceful_shutdown()
+        grace = self.settings.grace_period_s if grace_s is None else grace_s
+        await self.server.stop(grace)
+        _log.info("stopped", extra={"fields": {"grace_s": grace}})
+
+    async def wait_for_termination(self) -> None:
+        await self.server.wait_for_termination()
+
+
+async def serve(
+    server: GrpcServer,
+    *,
+    on_start: Callable[[], Awaitable[None]] | None = None,
+    on_stop: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Run until SIGTERM/SIGINT, then drain within the grace period.
+
+    ``on_start`` runs after the port is bound (load models, open pools) and the server is
+    marked SERVING only when it returns.
+    """
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    try:
+        if on_start is not None:
+            await on_start()
+        await server.set_serving(True)
+        await stop.wait()
+    finally:
+        await server.stop()
+        if on_stop is not None:
+            await on_stop()
+        server.telemetry.shutdown()

@@ -1,0 +1,122 @@
+"""Typed settings read once from the environment, failing fast with the variable's name."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class SettingsError(ValueError):
+    """A configuration variable is malformed; the message names the variable."""
+
+
+class Env:
+    """Reads typed values from an environment mapping (``os.environ`` by default).
+
+    Tests pass a plain dict, so settings never depend on hidden process state.
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._environ = os.environ if environ is None else environ
+
+    def get_str(self, name: str, default: str) -> str:
+        value = self._environ.get(name)
+        return default if value is None or value == "" else value
+
+    def get_optional(self, name: str) -> str | None:
+        value = self._environ.get(name)
+        return None if value is None or value == "" else value
+
+    def get_int(self, name: str, default: int, *, minimum: int | None = None) -> int:
+        raw = self.get_optional(name)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+        if minimum is not None and value < minimum:
+            raise SettingsError(f"{name} must be >= {minimum}, got {value}")
+        return value
+
+    def get_float(self, name: str, default: float, *, minimum: float | None = None) -> float:
+        raw = self.get_optional(name)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+        if minimum is not None and value < minimum:
+            raise SettingsError(f"{name} must be >= {minimum}, got {value}")
+        return value
+
+    def get_bool(self, name: str, default: bool) -> bool:
+        raw = self.get_optional(name)
+        if raw is None:
+            return default
+        lowered = raw.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+        raise SettingsError(f"{name} must be a boolean (true/false), got {raw!r}")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How one service's gRPC server listens, drains and bounds its calls."""
+
+    service_name: str
+    host: str = "127.0.0.1"
+    port: int = 0
+    grace_period_s: float = 10.0
+    max_message_bytes: int = 16 * 1024 * 1024
+    keepalive_time_s: int = 30
+    keepalive_timeout_s: int = 10
+    default_deadline_s: float = 30.0
+    max_concurrent_rpcs: int | None = None
+
+    @classmethod
+    def from_env(
+        cls, service_name: str, default_port: int, environ: Mapping[str, str] | None = None
+    ) -> ServerSettings:
+        """Read ``<SERVICE>_HOST``/``<SERVICE>_PORT`` plus the shared ``GRPC_*`` knobs."""
+        env = Env(environ)
+        prefix = service_name.upper()
+        return cls(
+            service_name=service_name,
+            host=env.get_str(f"{prefix}_HOST", "127.0.0.1"),
+            port=env.get_int(f"{prefix}_PORT", default_port, minimum=0),
+            grace_period_s=env.get_float("GRPC_GRACE_PERIOD_S", 10.0, minimum=0.0),
+            max_message_bytes=env.get_int("GRPC_MAX_MESSAGE_BYTES", 16 * 1024 * 1024, minimum=1024),
+            keepalive_time_s=env.get_int("GRPC_KEEPALIVE_TIME_S", 30, minimum=1),
+            keepalive_timeout_s=env.get_int("GRPC_KEEPALIVE_TIMEOUT_S", 10, minimum=1),
+            default_deadline_s=env.get_float("GRPC_DEFAULT_DEADLINE_S", 30.0, minimum=0.001),
+        )
+
+
+@dataclass(frozen=True)
+class TelemetrySettings:
+    """Where traces and metrics go; ``otlp_endpoint`` unset means in-process only."""
+
+    service_name: str
+    otlp_endpoint: str | None = None
+    log_level: str = "INFO"
+    export_timeout_s: float = 5.0
+
+    @classmethod
+    def from_env(
+        cls, service_name: str, environ: Mapping[str, str] | None = None
+    ) -> TelemetrySettings:
+        env = Env(environ)
+        level = env.get_str("LOG_LEVEL", "INFO").upper()
+        if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise SettingsError(f"LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {level!r}")
+        return cls(
+            service_name=service_name,
+            otlp_endpoint=env.get_optional("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            log_level=level,
+            export_timeout_s=env.get_float("OTEL_EXPORT_TIMEOUT_S", 5.0, minimum=0.1),
+        )

@@ -1,0 +1,117 @@
+"""OpenTelemetry tracer and meter providers, and the gRPC tracing interceptors.
+
+Tracing uses the maintained ``opentelemetry-instrumentation-grpc`` aio interceptors: they
+handle unary and streaming calls and W3C context propagation through gRPC metadata, so
+there is no home-made interceptor to keep in step with the spec. Providers are explicit
+objects handed to whoever needs them, never process globals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+from opentelemetry import metrics, trace
+from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor
+from opentelemetry.instrumentation.grpc import filters as grpc_filters
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+
+from services.common._settings import TelemetrySettings
+
+# Health checks and reflection are probes, not work: tracing them floods the backend.
+UNTRACED_SERVICES = (
+    "grpc.health.v1.Health",
+    "grpc.reflection.v1alpha.ServerReflection",
+    "grpc.reflection.v1.ServerReflection",
+)
+
+
+def _traced_filter() -> Any:
+    return grpc_filters.negate(
+        grpc_filters.any_of(*(grpc_filters.service_name(s) for s in UNTRACED_SERVICES))
+    )
+
+
+class Telemetry:
+    """A service's tracer and meter providers plus the gRPC interceptors that use them.
+
+    ``span_exporter``/``metric_reader`` let tests plug in-memory sinks; with
+    ``otlp_endpoint`` set, spans are batched (bounded queue, export timeout) so a dead or
+    slow collector never slows a request.
+    """
+
+    def __init__(
+        self,
+        settings: TelemetrySettings,
+        *,
+        span_exporter: SpanExporter | None = None,
+        metric_reader: MetricReader | None = None,
+    ) -> None:
+        self.settings = settings
+        resource = Resource.create({"service.name": f"tandem-{settings.service_name}"})
+        self.tracer_provider = TracerProvider(resource=resource)
+        readers: list[MetricReader] = []
+        if settings.otlp_endpoint:
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (  # noqa: PLC0415
+                OTLPMetricExporter,
+            )
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # noqa: PLC0415
+                OTLPSpanExporter,
+            )
+
+            self.tracer_provider.add_span_processor(
+                BatchSpanProcessor(
+                    OTLPSpanExporter(
+                        endpoint=settings.otlp_endpoint,
+                        insecure=True,
+                        timeout=int(settings.export_timeout_s),
+                    ),
+                    max_queue_size=4096,
+                    export_timeout_millis=int(settings.export_timeout_s * 1000),
+                )
+            )
+            readers.append(
+                PeriodicExportingMetricReader(
+                    OTLPMetricExporter(
+                        endpoint=settings.otlp_endpoint,
+                        insecure=True,
+                        timeout=int(settings.export_timeout_s),
+                    ),
+                    export_timeout_millis=settings.export_timeout_s * 1000,
+                )
+            )
+        if span_exporter is not None:
+            self.tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
+        if metric_reader is not None:
+            readers.append(metric_reader)
+        self.meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+
+    def tracer(self, name: str) -> trace.Tracer:
+        return self.tracer_provider.get_tracer(name)
+
+    def meter(self, name: str) -> metrics.Meter:
+        return self.meter_provider.get_meter(name)
+
+    def server_interceptor(self) -> grpc.aio.ServerInterceptor:
+        """Server spans continuing the caller's W3C trace context."""
+        interceptor: grpc.aio.ServerInterceptor = aio_server_interceptor(  # type: ignore[no-untyped-call]
+            tracer_provider=self.tracer_provider, filter_=_traced_filter()
+        )
+        return interceptor
+
+    def client_interceptors(self) -> list[grpc.aio.ClientInterceptor]:
+        """Client spans that inject W3C context into outgoing metadata."""
+        return list(
+            aio_client_interceptors(  # type: ignore[no-untyped-call]
+                tracer_provider=self.tracer_provider, filter_=_traced_filter()
+            )
+        )
+
+    def shutdown(self) -> None:
+        """Flush what is queued, bounded by the export timeout."""
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown(timeout_millis=self.settings.export_timeout_s * 1000)

@@ -1,0 +1,54 @@
+"""Fixtures shared by every test layer: telemetry sinks and server factories."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from services.common import GrpcServer, ServerSettings, Telemetry, TelemetrySettings
+
+
+class TelemetrySink:
+    """A service's Telemetry wired to in-memory exporters the test can read."""
+
+    def __init__(self, service_name: str) -> None:
+        self.spans = InMemorySpanExporter()
+        self.metrics = InMemoryMetricReader()
+        self.telemetry = Telemetry(
+            TelemetrySettings(service_name=service_name),
+            span_exporter=self.spans,
+            metric_reader=self.metrics,
+        )
+
+
+@pytest.fixture
+def telemetry_sink() -> Callable[[str], TelemetrySink]:
+    made: list[TelemetrySink] = []
+
+    def make(service_name: str = "test") -> TelemetrySink:
+        sink = TelemetrySink(service_name)
+        made.append(sink)
+        return sink
+
+    yield make  # type: ignore[misc]
+    for sink in made:
+        sink.telemetry.shutdown()
+
+
+@pytest.fixture
+async def grpc_servers() -> AsyncIterator[list[GrpcServer]]:
+    """Servers a test starts are appended here and stopped at teardown."""
+    servers: list[GrpcServer] = []
+    yield servers
+    for server in servers:
+        await server.stop(grace_s=0)
+
+
+def server_settings(name: str = "test", **overrides: object) -> ServerSettings:
+    """Loopback, port 0, short grace: what in-process test servers use."""
+    base = {"service_name": name, "host": "127.0.0.1", "port": 0, "grace_period_s": 1.0}
+    base.update(overrides)
+    return ServerSettings(**base)  # type: ignore[arg-type]

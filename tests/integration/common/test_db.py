@@ -1,0 +1,101 @@
+"""Database access on the real embedded Postgres: migrations, pool, error mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import psycopg
+import pytest
+
+from services.common import (
+    Database,
+    DeadlineExceeded,
+    Migration,
+    Unavailable,
+    apply_migrations,
+    map_db_error,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def _component() -> str:
+    return f"t{uuid.uuid4().hex[:8]}"
+
+
+async def test_migrations_apply_once_and_enable_pgvector(pg_url):
+    comp = _component()
+    migrations = [
+        Migration(
+            comp, 1, "create", f"CREATE TABLE {comp}_items (id int PRIMARY KEY, v vector(3))"
+        ),
+        Migration(comp, 2, "column", f"ALTER TABLE {comp}_items ADD COLUMN note text"),
+    ]
+    first = await apply_migrations(pg_url, migrations)
+    assert [(m.component, m.version) for m in first if m.component == comp] == [
+        (comp, 1),
+        (comp, 2),
+    ]
+    assert await apply_migrations(pg_url, migrations) == []
+    async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+        cur = await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = await cur.fetchone()
+        assert row is not None and row[0] >= "0.7"
+        await conn.execute(f"INSERT INTO {comp}_items VALUES (1, '[1,2,3]', 'n')")
+
+
+async def test_concurrent_starts_apply_each_migration_exactly_once(pg_url):
+    comp = _component()
+    # A slow first migration widens the race window the advisory lock must close.
+    migrations = [
+        Migration(comp, 1, "slow", f"SELECT pg_sleep(0.3); CREATE TABLE {comp}_t (id int)"),
+        Migration(comp, 2, "more", f"ALTER TABLE {comp}_t ADD COLUMN x int"),
+    ]
+    results = await asyncio.gather(*(apply_migrations(pg_url, migrations) for _ in range(4)))
+    applied = [m for result in results for m in result if m.component == comp]
+    assert sorted(m.version for m in applied) == [1, 2]
+    async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM tandem_schema_migrations WHERE component = %s", (comp,)
+        )
+        assert await cur.fetchone() == (2,)
+
+
+async def test_pool_registers_vector_type(pg_url):
+    db = Database(pg_url, min_size=1, max_size=2)
+    await db.open()
+    try:
+        async with db.connection() as conn:
+            cur = await conn.execute("SELECT '[1,2,3]'::vector")
+            row = await cur.fetchone()
+        assert row is not None
+        assert [float(x) for x in row[0]] == [1.0, 2.0, 3.0]
+        assert await db.ping()
+    finally:
+        await db.close()
+
+
+async def test_statement_timeout_maps_to_deadline_exceeded(pg_url):
+    db = Database(pg_url, min_size=1, max_size=1)
+    await db.open()
+    try:
+        with pytest.raises(DeadlineExceeded):
+            async with db.connection() as conn:
+                await conn.execute("SET statement_timeout = '50ms'")
+                await conn.execute("SELECT pg_sleep(1)")
+    finally:
+        await db.close()
+
+
+async def test_unreachable_database_maps_to_unavailable(tmp_path):
+    url = f"postgresql://postgres@/postgres?host={tmp_path}&connect_timeout=1"
+    with pytest.raises(psycopg.OperationalError) as err:
+        await psycopg.AsyncConnection.connect(url)
+    assert isinstance(map_db_error(err.value), Unavailable)
+    db = Database(url, min_size=0, max_size=1, timeout_s=0.5)
+    await db.pool.open(wait=False)
+    try:
+        assert not await db.ping()
+    finally:
+        await db.close()
