@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -25,7 +25,7 @@ class TelemetrySink:
 
 
 @pytest.fixture
-def telemetry_sink() -> Callable[[str], TelemetrySink]:
+def telemetry_sink() -> Iterator[Callable[..., TelemetrySink]]:
     made: list[TelemetrySink] = []
 
     def make(service_name: str = "test") -> TelemetrySink:
@@ -33,7 +33,7 @@ def telemetry_sink() -> Callable[[str], TelemetrySink]:
         made.append(sink)
         return sink
 
-    yield make  # type: ignore[misc]
+    yield make
     for sink in made:
         sink.telemetry.shutdown()
 

@@ -14,7 +14,7 @@ import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 
-ERROR_DOMAIN = "tandem.dev"
+ERROR_DOMAIN = "tandem"
 
 
 @dataclass(frozen=True)
@@ -60,17 +60,33 @@ class InvalidArgument(TandemError):
     code = grpc.StatusCode.INVALID_ARGUMENT
     reason = "INVALID_ARGUMENT"
 
-    def __init__(self, violations: Iterable[FieldViolation], message: str | None = None) -> None:
+    def __init__(
+        self,
+        violations: Iterable[FieldViolation],
+        message: str | None = None,
+        *,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
         self.violations = list(violations)
         if not self.violations:
             raise ValueError("InvalidArgument needs at least one field violation")
         first = self.violations[0]
-        super().__init__(message or f"{first.field}: {first.description}")
+        super().__init__(
+            message or f"{first.field}: {first.description}", reason=reason, metadata=metadata
+        )
 
     @classmethod
-    def field(cls, field: str, description: str) -> InvalidArgument:
+    def field(
+        cls,
+        field: str,
+        description: str,
+        *,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> InvalidArgument:
         """Shorthand for a single-field violation."""
-        return cls([FieldViolation(field, description)])
+        return cls([FieldViolation(field, description)], reason=reason, metadata=metadata)
 
     def details(self) -> list[any_pb2.Any]:
         bad = error_details_pb2.BadRequest(

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _method(channel: grpc.aio.Channel) -> grpc.aio.UnaryUnaryMultiCallable:
+def _method(channel: grpc.aio.Channel) -> grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]:
     return channel.unary_unary(
         "/tandem.test.DrainService/Slow", request_serializer=bytes, response_deserializer=bytes
     )

