@@ -110,7 +110,28 @@ def load_migrations(component: str, package: str) -> list[Migration]:
 
 CORE_MIGRATIONS = [
     Migration("core", 1, "extensions", "CREATE EXTENSION IF NOT EXISTS vector;"),
+    Migration(
+        "core",
+        2,
+        "tenants",
+        """
+        CREATE TABLE IF NOT EXISTS tenants (
+            tenant_id text PRIMARY KEY CHECK (tenant_id ~ '^[a-z0-9][a-z0-9_-]{0,62}$'),
+            display_name text NOT NULL DEFAULT '',
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        """,
+    ),
 ]
+
+
+async def ensure_tenant(conn: psycopg.AsyncConnection[Any], tenant_id: str, name: str = "") -> None:
+    """Register a tenant (idempotent); data-bearing calls for unknown tenants are refused."""
+    await conn.execute(
+        "INSERT INTO tenants (tenant_id, display_name) VALUES (%s, %s) "
+        "ON CONFLICT (tenant_id) DO NOTHING",
+        (tenant_id, name),
+    )
 
 
 async def apply_migrations(conninfo: str, migrations: Sequence[Migration]) -> list[Migration]:
