@@ -1,0 +1,114 @@
+"""API keys: 256-bit random secrets, stored only as a peppered HMAC, verified in constant time.
+
+A key reads ``tdm_<key id>_<secret>``: the recognisable prefix lets secret scanners find
+leaked keys, the key id is the database lookup, and the secret never touches storage or
+logs. Verification hits the database on every call, so a revoked key stops at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from services.common import Database, InvalidArgument, NotFound, Unauthenticated, ensure_tenant
+
+KEY_PREFIX = "tdm_"
+_KEY_SHAPE = re.compile(r"^tdm_([a-z2-7]{16})_([A-Za-z0-9_-]{43})$")
+TENANT_SHAPE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A freshly created key: ``secret`` is shown once and never stored."""
+
+    key_id: str
+    tenant_id: str
+    secret: str
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """What is stored about a key (no secret)."""
+
+    key_id: str
+    tenant_id: str
+    label: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class ApiKeys:
+    """Creates, lists, revokes and verifies keys against the ``api_keys`` table."""
+
+    def __init__(self, db: Database, pepper: bytes) -> None:
+        if len(pepper) < 16:
+            raise ValueError("API key pepper must be at least 16 bytes")
+        self._db = db
+        self._pepper = pepper
+
+    def _hmac(self, secret: str) -> bytes:
+        return hmac.new(self._pepper, secret.encode(), hashlib.sha256).digest()
+
+    async def create(self, tenant_id: str, label: str = "") -> IssuedKey:
+        if not TENANT_SHAPE.match(tenant_id):
+            raise InvalidArgument.field("tenant", "must be 1-63 of [a-z0-9_-], starting alnum")
+        key_id = base64.b32encode(secrets.token_bytes(10)).decode().lower()
+        secret = secrets.token_urlsafe(32)  # 256 bits
+        async with self._db.connection() as conn, conn.transaction():
+            await ensure_tenant(conn, tenant_id)
+            await conn.execute(
+                "INSERT INTO api_keys (key_id, tenant_id, secret_hmac, label) "
+                "VALUES (%s, %s, %s, %s)",
+                (key_id, tenant_id, self._hmac(secret), label),
+            )
+        return IssuedKey(key_id, tenant_id, f"{KEY_PREFIX}{key_id}_{secret}")
+
+    async def list(self, tenant_id: str | None = None) -> list[KeyRecord]:
+        query = "SELECT key_id, tenant_id, label, created_at, revoked_at FROM api_keys"
+        params: tuple[Any, ...] = ()
+        if tenant_id is not None:
+            query += " WHERE tenant_id = %s"
+            params = (tenant_id,)
+        async with self._db.connection() as conn:
+            cur = await conn.execute(query + " ORDER BY created_at", params)
+            return [KeyRecord(*row) for row in await cur.fetchall()]
+
+    async def revoke(self, key_id: str) -> None:
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = %s",
+                (key_id,),
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"no API key with id {key_id}", reason="API_KEY_NOT_FOUND")
+
+    async def verify(self, presented: str | None) -> str:
+        """The tenant of a valid, unrevoked key; UNAUTHENTICATED otherwise.
+
+        Unknown, malformed and revoked keys are indistinguishable to the caller.
+        """
+        if not presented:
+            raise Unauthenticated("missing API key", reason="API_KEY_MISSING")
+        match = _KEY_SHAPE.match(presented)
+        # Compute the HMAC even for malformed keys so timing says nothing about shape.
+        presented_hmac = self._hmac(match.group(2) if match else presented)
+        row = None
+        if match:
+            async with self._db.connection() as conn:
+                cur = await conn.execute(
+                    "SELECT tenant_id, secret_hmac FROM api_keys "
+                    "WHERE key_id = %s AND revoked_at IS NULL",
+                    (match.group(1),),
+                )
+                row = await cur.fetchone()
+        stored = bytes(row[1]) if row else self._hmac(secrets.token_urlsafe(32))
+        if not hmac.compare_digest(presented_hmac, stored) or row is None:
+            raise Unauthenticated("invalid API key", reason="API_KEY_INVALID")
+        tenant: str = row[0]
+        return tenant

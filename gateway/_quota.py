@@ -1,0 +1,49 @@
+"""Per-tenant token buckets: smooth rate limits that tell the caller when to come back."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from services.common import ResourceExhausted
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+
+class TokenBuckets:
+    """``rate`` tokens per second up to ``burst``, one bucket per tenant, in process memory.
+
+    Each gateway replica enforces its share; with N replicas behind a balancer the
+    effective limit is about N x rate (documented in infra/SCALING.md when it lands).
+    """
+
+    def __init__(
+        self, rate: float, burst: float, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be > 0 and burst >= 1")
+        self._rate = rate
+        self._burst = burst
+        self._clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+
+    def take(self, tenant_id: str, cost: float = 1.0) -> None:
+        """Spend ``cost`` tokens or raise RESOURCE_EXHAUSTED with the wait as RetryInfo."""
+        now = self._clock()
+        bucket = self._buckets.get(tenant_id)
+        if bucket is None:
+            bucket = self._buckets[tenant_id] = _Bucket(self._burst, now)
+        bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.updated) * self._rate)
+        bucket.updated = now
+        if bucket.tokens >= cost:
+            bucket.tokens -= cost
+            return
+        wait = (cost - bucket.tokens) / self._rate
+        raise ResourceExhausted(
+            "tenant rate limit exceeded", retry_after_s=wait, reason="QUOTA_EXCEEDED"
+        )
