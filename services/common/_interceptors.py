@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 from grpc_status import rpc_status
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 
 from services.common._deadline import deadline_scope
 from services.common._errors import TandemError, status_for
@@ -34,8 +34,19 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
     log and the span, never to the client) and are never surfaced as UNKNOWN.
     """
 
-    def __init__(self, default_deadline_s: float) -> None:
+    def __init__(self, default_deadline_s: float, meter: metrics.Meter | None = None) -> None:
         self._default_deadline_s = default_deadline_s
+        self._duration = (meter or metrics.NoOpMeter("tandem.rpc")).create_histogram(
+            "tandem.rpc.server.duration",
+            unit="ms",
+            description="Server-side RPC latency by method and status code",
+        )
+
+    def _record(self, method: str, code: grpc.StatusCode, started: float) -> None:
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        _access_log(method, code, elapsed_ms)
+        if not method.startswith(_PROBES):
+            self._duration.record(elapsed_ms, {"rpc.method": method, "rpc.code": code.name})
 
     async def intercept_service(
         self,
@@ -92,7 +103,7 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
                 await _abort_for(exc, context, method)
                 raise
             finally:
-                _access_log(method, code, started)
+                self._record(method, code, started)
 
         return unary
 
@@ -117,7 +128,7 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
                 await _abort_for(exc, context, method)
                 raise
             finally:
-                _access_log(method, code, started)
+                self._record(method, code, started)
 
         return stream
 
@@ -161,8 +172,11 @@ async def _abort_for(
     await abort_with(context, exc)
 
 
-def _access_log(method: str, code: grpc.StatusCode, started: float) -> None:
-    if method.startswith("/grpc.health.") or method.startswith("/grpc.reflection."):
+_PROBES = ("/grpc.health.", "/grpc.reflection.")
+
+
+def _access_log(method: str, code: grpc.StatusCode, elapsed_ms: float) -> None:
+    if method.startswith(_PROBES):
         return
     _log.info(
         "rpc",
@@ -170,7 +184,7 @@ def _access_log(method: str, code: grpc.StatusCode, started: float) -> None:
             "fields": {
                 "rpc.method": method,
                 "rpc.code": code.name,
-                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                "duration_ms": round(elapsed_ms, 2),
             }
         },
     )

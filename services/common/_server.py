@@ -37,7 +37,7 @@ class GrpcServer:
         self.server = grpc.aio.server(
             interceptors=[
                 telemetry.server_interceptor(),
-                RuntimeInterceptor(settings.default_deadline_s),
+                RuntimeInterceptor(settings.default_deadline_s, telemetry.meter("tandem.rpc")),
             ],
             options=[
                 ("grpc.max_send_message_length", settings.max_message_bytes),

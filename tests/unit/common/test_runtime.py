@@ -272,3 +272,35 @@ async def test_access_log_is_json_with_trace_id_and_no_payload(
     assert access[0]["rpc.code"] == "OK"
     assert len(access[0]["trace_id"]) == 32
     assert all("private" not in line and "answer" not in line for line in lines)
+
+
+async def test_rpc_latency_histogram_by_method_and_code(telemetry_sink, grpc_servers):
+    sink = telemetry_sink("probe")
+
+    async def ok(request: bytes, context: Any) -> bytes:
+        return request
+
+    async def bad(request: bytes, context: Any) -> bytes:
+        raise InvalidArgument.field("question", "must not be empty")
+
+    server = probe_server(sink.telemetry, {"Ok": ok, "Bad": bad})
+    grpc_servers.append(server)
+    port = await server.start()
+    async with create_channel(f"127.0.0.1:{port}") as channel:
+        await call(channel, "Ok")(b"x", timeout=5)
+        await call(channel, "Ok")(b"x", timeout=5)
+        with pytest.raises(grpc.aio.AioRpcError):
+            await call(channel, "Bad")(b"x", timeout=5)
+    data = sink.metrics.get_metrics_data()
+    points = {
+        (p.attributes["rpc.method"], p.attributes["rpc.code"]): p.count
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "tandem.rpc.server.duration"
+        for p in m.data.data_points
+    }
+    assert points == {
+        (f"/{SERVICE}/Ok", "OK"): 2,
+        (f"/{SERVICE}/Bad", "INVALID_ARGUMENT"): 1,
+    }
