@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,19 +26,30 @@ class Env:
         return default if value is None or value == "" else value
 
     def get_optional(self, name: str) -> str | None:
-        value = self._environ.get(name)
-        return None if value is None or value == "" else value
+        """The trimmed value, or None when unset or blank."""
+        value = (self._environ.get(name) or "").strip()
+        return value or None
 
-    def get_int(self, name: str, default: int, *, minimum: int | None = None) -> int:
+    def get_int(
+        self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
+    ) -> int:
+        value = self.get_optional_int(name, minimum=minimum, maximum=maximum)
+        return default if value is None else value
+
+    def get_optional_int(
+        self, name: str, *, minimum: int | None = None, maximum: int | None = None
+    ) -> int | None:
         raw = self.get_optional(name)
         if raw is None:
-            return default
+            return None
         try:
             value = int(raw)
         except ValueError:
             raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
         if minimum is not None and value < minimum:
             raise SettingsError(f"{name} must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise SettingsError(f"{name} must be <= {maximum}, got {value}")
         return value
 
     def get_float(self, name: str, default: float, *, minimum: float | None = None) -> float:
@@ -48,8 +60,11 @@ class Env:
             value = float(raw)
         except ValueError:
             raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+        # float() accepts "nan" and "inf", which would silently disable a limit.
+        if not math.isfinite(value):
+            raise SettingsError(f"{name} must be a finite number, got {raw!r}")
         if minimum is not None and value < minimum:
-            raise SettingsError(f"{name} must be >= {minimum}, got {value}")
+            raise SettingsError(f"{name} must be >= {minimum:g}, got {raw!r}")
         return value
 
     def get_bool(self, name: str, default: bool) -> bool:
@@ -88,7 +103,7 @@ class ServerSettings:
         return cls(
             service_name=service_name,
             host=env.get_str(f"{prefix}_HOST", "127.0.0.1"),
-            port=env.get_int(f"{prefix}_PORT", default_port, minimum=0),
+            port=env.get_int(f"{prefix}_PORT", default_port, minimum=0, maximum=65535),
             grace_period_s=env.get_float("GRPC_GRACE_PERIOD_S", 10.0, minimum=0.0),
             max_message_bytes=env.get_int("GRPC_MAX_MESSAGE_BYTES", 16 * 1024 * 1024, minimum=1024),
             keepalive_time_s=env.get_int("GRPC_KEEPALIVE_TIME_S", 30, minimum=1),

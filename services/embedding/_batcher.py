@@ -43,8 +43,9 @@ class _Pending:
 class MicroBatcher:
     """Coalesces requests of one kind arriving within ``max_wait_s`` into one model call.
 
-    A call carries at most ``max_batch`` texts, except that a single larger request runs
-    alone rather than being split. ``max_batch=1`` turns coalescing off.
+    A call carries at most ``max_batch`` texts; a larger request is cut into pieces of
+    that size, so a big ingest batch cannot hold queries back for more than one call.
+    Queries and passages take turns. ``max_batch=1`` turns coalescing off.
     """
 
     def __init__(
@@ -70,6 +71,7 @@ class MicroBatcher:
         self._queued_texts: dict[EmbedKind, int] = dict.fromkeys(EmbedKind, 0)
         self._wakeup = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
+        self._last_kind: EmbedKind | None = None
         self._closing = False
         self._requests = 0
         self._texts = 0
@@ -91,12 +93,24 @@ class MicroBatcher:
         loop = asyncio.get_running_loop()
         if self._worker is None:
             self._worker = loop.create_task(self._run(), name="embedding-batcher")
-        future: asyncio.Future[Vectors] = loop.create_future()
-        self._queues[kind].append(_Pending(tuple(texts), future, loop.time()))
-        self._queued_texts[kind] += len(texts)
         self._requests += 1
+        now = loop.time()
+        futures: list[asyncio.Future[Vectors]] = []
+        for start in range(0, len(texts), self._max_batch):
+            piece = tuple(texts[start : start + self._max_batch])
+            future: asyncio.Future[Vectors] = loop.create_future()
+            self._queues[kind].append(_Pending(piece, future, now))
+            self._queued_texts[kind] += len(piece)
+            futures.append(future)
         self._wakeup.set()
-        return await future
+        if len(futures) == 1:
+            return await futures[0]
+        # every piece's outcome is collected, so no failed piece goes unretrieved
+        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return np.concatenate([o for o in outcomes if not isinstance(o, BaseException)])
 
     async def close(self) -> None:
         """Stops taking requests, finishes every queued one, then releases the thread."""
@@ -122,7 +136,7 @@ class MicroBatcher:
         loop = asyncio.get_running_loop()
         try:
             while True:
-                kind = self._oldest_kind()
+                kind = self._next_kind()
                 if kind is None:
                     if self._closing:
                         return
@@ -131,6 +145,7 @@ class MicroBatcher:
                     continue
                 await self._gather(kind, loop)
                 batch = self._take(kind)
+                self._last_kind = kind
                 if batch:
                     await self._execute(kind, batch, loop)
         finally:
@@ -138,9 +153,15 @@ class MicroBatcher:
             # callers must fail rather than wait forever
             self._fail_queued(EmbeddingUnavailableError("the embedding batcher stopped"))
 
-    def _oldest_kind(self) -> EmbedKind | None:
-        heads = [(queue[0].arrived, kind) for kind, queue in self._queues.items() if queue]
-        return min(heads)[1] if heads else None
+    def _next_kind(self) -> EmbedKind | None:
+        waiting = [kind for kind, queue in self._queues.items() if queue]
+        if not waiting:
+            return None
+        # kinds take turns, so either waits for at most one call of the other: queries
+        # stay quick during a big ingest, and a stream of queries cannot starve ingest
+        if len(waiting) > 1 and self._last_kind in waiting:
+            waiting.remove(self._last_kind)
+        return waiting[0]
 
     async def _gather(self, kind: EmbedKind, loop: asyncio.AbstractEventLoop) -> None:
         """Waits until the batch is full or its oldest request has waited ``max_wait_s``."""
@@ -201,7 +222,13 @@ class MicroBatcher:
             self._failed_batches += 1
             logger.warning(
                 "embedding batch failed",
-                extra={"kind": kind.value, "texts": len(texts), "error": type(exc).__name__},
+                extra={
+                    "fields": {
+                        "kind": kind.value,
+                        "texts": len(texts),
+                        "error": type(exc).__name__,
+                    }
+                },
             )
             for pending in batch:
                 if not pending.future.done():

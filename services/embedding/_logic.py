@@ -125,9 +125,11 @@ class EmbeddingEngine:
         logger.info(
             "embedding engine ready",
             extra={
-                "model": self._model.name,
-                "dim": self._model.dim,
-                "warm_up_ms": round((time.perf_counter() - started) * 1000, 1),
+                "fields": {
+                    "model": self._model.name,
+                    "dim": self._model.dim,
+                    "warm_up_ms": round((time.perf_counter() - started) * 1000, 1),
+                }
             },
         )
         return self.model_info()

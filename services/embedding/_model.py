@@ -292,10 +292,13 @@ def _log_loaded(embedder: Embedder) -> None:
     logger.info(
         "embedding model loaded",
         extra={
-            "model": embedder.name,
-            "dim": embedder.dim,
-            "source": embedder.source,
-            "load_ms": round(embedder.load_seconds * 1000, 1),
+            "fields": {
+                "model": embedder.name,
+                "dim": embedder.dim,
+                "origin": embedder.origin.value,
+                "source": embedder.source,
+                "load_ms": round(embedder.load_seconds * 1000, 1),
+            }
         },
     )
 

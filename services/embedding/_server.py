@@ -25,7 +25,7 @@ from services.embedding._errors import EmbeddingInputError
 from services.embedding._logic import EmbeddingEngine, create_engine
 from services.embedding._model import Embedder
 from services.embedding._settings import EmbeddingSettings
-from services.embedding._types import EmbedKind
+from services.embedding._types import EmbedKind, ModelOrigin
 from tandem.v1 import embedding_service_pb2 as pb
 from tandem.v1 import embedding_service_pb2_grpc as pb_grpc
 
@@ -38,13 +38,15 @@ _KINDS = {pb.INPUT_TYPE_QUERY: EmbedKind.QUERY, pb.INPUT_TYPE_PASSAGE: EmbedKind
 
 @dataclass(frozen=True)
 class EmbeddingDeps:
-    """What the servicer needs: the engine (ready or still loading) and its model source."""
+    """What the servicer needs: the engine, attached once it is warm."""
 
     engine: EmbeddingEngine
-    source: int = pb.MODEL_SOURCE_LOCAL_DIRECTORY
-    pooling: str = "mean"
-    cache_capacity: int = 0
-    cache_ttl_s: float = 0.0
+
+
+_SOURCES = {
+    ModelOrigin.LOCAL_DIRECTORY: pb.MODEL_SOURCE_LOCAL_DIRECTORY,
+    ModelOrigin.HUB: pb.MODEL_SOURCE_HUB,
+}
 
 
 class EmbeddingServicer(pb_grpc.EmbeddingServiceServicer):
@@ -98,17 +100,17 @@ class EmbeddingServicer(pb_grpc.EmbeddingServiceServicer):
         deps = self._ready_deps()
         info = deps.engine.model_info()
         ttl = duration_pb2.Duration()
-        ttl.FromMilliseconds(int(deps.cache_ttl_s * 1000))
+        ttl.FromMilliseconds(int(info.query_cache_ttl_s * 1000))
         return pb.GetModelInfoResponse(
             model_name=info.name,
             dimension=info.dim,
             max_batch_size=info.max_batch,
             max_text_chars=info.max_text_chars,
             max_batch_chars=info.max_batch_chars,
-            source=deps.source,  # type: ignore[arg-type]
-            normalized=True,
-            pooling=deps.pooling,
-            query_cache_capacity=deps.cache_capacity,
+            source=_SOURCES.get(info.origin, pb.MODEL_SOURCE_UNSPECIFIED),
+            normalized=info.normalized,
+            pooling=info.pooling,
+            query_cache_capacity=info.query_cache_capacity,
             query_cache_ttl=ttl,
         )
 
@@ -139,15 +141,6 @@ async def ready(server: GrpcServer, servicer: EmbeddingServicer, deps: Embedding
     _log.info("ready", extra={"fields": {"model": info.name, "dim": info.dim}})
 
 
-def deps_from_settings(settings: EmbeddingSettings, engine: EmbeddingEngine) -> EmbeddingDeps:
-    return EmbeddingDeps(
-        engine=engine,
-        source=pb.MODEL_SOURCE_HUB if settings.model else pb.MODEL_SOURCE_LOCAL_DIRECTORY,
-        cache_capacity=settings.cache_size,
-        cache_ttl_s=settings.cache_ttl_s,
-    )
-
-
 async def run_until_signalled() -> None:
     """Process entry point: bind, load the model off the loop, warm up, serve until SIGTERM."""
     telemetry_settings = TelemetrySettings.from_env("embedding")
@@ -164,7 +157,7 @@ async def run_until_signalled() -> None:
         model = await asyncio.to_thread(Embedder.from_settings, settings)
         engine = create_engine(settings, model)
         engines.append(engine)
-        await ready(server, servicer, deps_from_settings(settings, engine))
+        await ready(server, servicer, EmbeddingDeps(engine))
 
     async def close() -> None:
         for engine in engines:

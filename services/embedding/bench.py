@@ -21,7 +21,7 @@ import numpy as np
 from services.common import ServerSettings, Telemetry, TelemetrySettings, create_channel
 from services.embedding._logic import create_engine
 from services.embedding._model import Embedder
-from services.embedding._server import create_server, deps_from_settings, ready
+from services.embedding._server import EmbeddingDeps, create_server, ready
 from services.embedding._settings import EmbeddingSettings
 from tandem.v1 import embedding_service_pb2 as pb
 from tandem.v1 import embedding_service_pb2_grpc as pb_grpc
@@ -90,7 +90,7 @@ async def _run(settings: EmbeddingSettings, n_passages: int, n_queries: int) -> 
     async def serve_with(cfg: EmbeddingSettings) -> tuple[Any, Any]:
         engine = create_engine(cfg, model)
         server, servicer = await create_server(server_settings, telemetry)
-        await ready(server, servicer, deps_from_settings(cfg, engine))
+        await ready(server, servicer, EmbeddingDeps(engine))
         return server, engine
 
     server, engine = await serve_with(settings)

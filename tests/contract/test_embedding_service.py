@@ -40,7 +40,7 @@ async def running(real_embedder, telemetry_sink, channel_to) -> AsyncIterator[Ru
         limits=EmbeddingLimits(max_batch=4, max_text_chars=50, max_batch_chars=120),
     )
     server, servicer = await create_server(server_settings("embedding"), telemetry_sink().telemetry)
-    await ready(server, servicer, EmbeddingDeps(engine=engine, cache_capacity=100, cache_ttl_s=60))
+    await ready(server, servicer, EmbeddingDeps(engine=engine))
     channel = channel_to(server.address)
     yield Running(
         server, pb_grpc.EmbeddingServiceStub(channel), engine, health_pb2_grpc.HealthStub(channel)

