@@ -23,7 +23,9 @@ Behavior = Callable[..., Any]
 async def abort_with(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> None:
     """Abort the call with the rich status for ``exc`` (BadRequest, RetryInfo, ErrorInfo…)."""
     status = rpc_status.to_status(status_for(exc))
-    await context.abort(status.code, status.details, status.trailing_metadata)
+    await context.abort(
+        status.code, status.details, (*status.trailing_metadata, *_trace_id_metadata())
+    )
 
 
 class RuntimeInterceptor(grpc.aio.ServerInterceptor):
@@ -95,6 +97,7 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             code = grpc.StatusCode.OK
             budget = self._budget(context)
             try:
+                _set_trace_id(context)
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         return await behavior(request, context)
@@ -115,6 +118,7 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             code = grpc.StatusCode.OK
             budget = self._budget(context)
             try:
+                _set_trace_id(context)
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         result = behavior(request, context)
@@ -156,7 +160,9 @@ async def _abort_for(
     ):
         return
     if isinstance(exc, TimeoutError):
-        await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
+        await context.abort(
+            grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded", _trace_id_metadata()
+        )
     span = trace.get_current_span()
     if isinstance(exc, TandemError):
         if exc.code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNAVAILABLE):
@@ -173,6 +179,25 @@ async def _abort_for(
 
 
 _PROBES = ("/grpc.health.", "/grpc.reflection.")
+TRACE_ID_HEADER = "x-trace-id"
+
+
+def _trace_id_metadata() -> tuple[tuple[str, str], ...]:
+    span_context = trace.get_current_span().get_span_context()
+    if not span_context.is_valid:
+        return ()
+    return ((TRACE_ID_HEADER, format(span_context.trace_id, "032x")),)
+
+
+def _set_trace_id(context: grpc.aio.ServicerContext[Any, Any]) -> None:
+    """Return the trace id in trailing metadata so a caller can find its trace.
+
+    Trailers, not headers: a call that has sent headers is committed and gRPC would no
+    longer retry it on UNAVAILABLE.
+    """
+    metadata = _trace_id_metadata()
+    if metadata:
+        context.set_trailing_metadata(metadata)
 
 
 def _access_log(method: str, code: grpc.StatusCode, elapsed_ms: float) -> None:

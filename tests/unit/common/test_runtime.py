@@ -74,6 +74,8 @@ async def test_unexpected_error_is_internal_with_sanitised_message_and_error_spa
     async with create_channel(f"127.0.0.1:{port}") as channel:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await call(channel, "Boom")(b"x", timeout=5)
+    trailers = dict(err.value.trailing_metadata() or ())
+    assert len(trailers["x-trace-id"]) == 32
     assert err.value.code() == grpc.StatusCode.INTERNAL
     assert err.value.details() == INTERNAL_MESSAGE
     assert "secret" not in (err.value.details() or "")
@@ -158,8 +160,11 @@ async def test_client_trace_id_appears_in_server_span(telemetry_sink, grpc_serve
     )
     async with channel:
         with tracer.start_as_current_span("client-root") as root:
-            await call(channel, "Ok")(b"x", timeout=5)
+            rpc = call(channel, "Ok")(b"x", timeout=5)
+            await rpc
             trace_id = root.get_span_context().trace_id
+        returned = dict(await rpc.trailing_metadata())["x-trace-id"]
+    assert returned == format(trace_id, "032x")
     server_spans = [s for s in server_sink.spans.get_finished_spans() if s.name.endswith("/Ok")]
     assert len(server_spans) == 1
     assert server_spans[0].context.trace_id == trace_id
