@@ -63,12 +63,14 @@ run: setup ## start every service locally on the embedded Postgres
 
 bench: setup ## benchmarks (print a table, write JSON under bench-results/)
 	$(BIN)/tandem bench embed
+	$(BIN)/tandem bench retrieval --quick
 
-eval: setup
-	@echo "No evals yet: retrieval and SQL evals arrive with their services." && exit 1
+eval: setup ## retrieval quality and SQL execution accuracy on the golden sets
+	$(BIN)/tandem eval retrieval
+	$(BIN)/tandem eval sql
 
 load: setup
-	@echo "The load driver arrives with the gateway." && exit 1
+	@echo "The ghz-compatible load driver arrives with the gateway (issue 11)." && exit 1
 
 clean:
 	rm -rf $(GEN) $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -20,6 +20,20 @@ def _parser() -> argparse.ArgumentParser:
     embed.add_argument("--passages", type=int, default=512)
     embed.add_argument("--queries", type=int, default=200)
     embed.add_argument("--out", type=Path, default=Path("bench-results/embed.json"))
+    retrieval = bench_sub.add_parser("retrieval", help="search latency, HNSW recall, ingest")
+    retrieval.add_argument("--quick", action="store_true", help="10K chunks only")
+    retrieval.add_argument("--out", type=Path, default=Path("bench-results/retrieval.json"))
+
+    evals = sub.add_parser("eval", help="quality evals on golden sets: table + JSON")
+    eval_sub = evals.add_subparsers(dest="target", required=True)
+    eval_retrieval = eval_sub.add_parser("retrieval", help="Recall@10, MRR@10, nDCG@10 by mode")
+    eval_retrieval.add_argument("--dataset", type=Path, default=None, help="BEIR layout dir")
+    eval_retrieval.add_argument(
+        "--out", type=Path, default=Path("bench-results/eval-retrieval.json")
+    )
+    eval_sql = eval_sub.add_parser("sql", help="text-to-SQL execution accuracy")
+    eval_sql.add_argument("--golden", type=Path, default=None)
+    eval_sql.add_argument("--out", type=Path, default=Path("bench-results/sql_eval.json"))
     return parser
 
 
@@ -33,6 +47,21 @@ def main(argv: list[str] | None = None) -> int:
         from services.embedding.bench import main as bench_embed  # noqa: PLC0415
 
         bench_embed(args.out, args.passages, args.queries)
+        return 0
+    if args.command == "bench" and args.target == "retrieval":
+        from services.retrieval.bench import main as bench_retrieval  # noqa: PLC0415
+
+        bench_retrieval(args.out, quick=args.quick)
+        return 0
+    if args.command == "eval" and args.target == "retrieval":
+        from services.retrieval.eval import main as eval_retrieval  # noqa: PLC0415
+
+        eval_retrieval(args.dataset, args.out)
+        return 0
+    if args.command == "eval" and args.target == "sql":
+        from services.sql.eval import main as eval_sql  # noqa: PLC0415
+
+        eval_sql(args.out, args.golden)
         return 0
     return 2
 

@@ -31,7 +31,11 @@ class ServiceProcess:
 
 
 # In dependency order; services join this list as their issues land.
-SERVICES = [ServiceProcess("embedding", "services.embedding", "EMBEDDING_PORT", 50054)]
+SERVICES = [
+    ServiceProcess("embedding", "services.embedding", "EMBEDDING_PORT", 50054),
+    ServiceProcess("retrieval", "services.retrieval", "RETRIEVAL_PORT", 50053),
+    ServiceProcess("sql", "services.sql", "SQL_PORT", 50055),
+]
 
 
 async def _wait_serving(address: str, wait_s: float) -> bool:
@@ -71,6 +75,8 @@ def run(timeout: float) -> int:
             "\nTandem is running. Try:\n"
             '  grpcurl -plaintext -d \'{"texts":["hello"],"input_type":"INPUT_TYPE_QUERY"}\''
             " 127.0.0.1:50054 tandem.v1.EmbeddingService/Embed\n"
+            '  grpcurl -plaintext -d \'{"question":"how many open opportunities are there?"}\''
+            " 127.0.0.1:50055 tandem.v1.SqlService/AskQuestion\n"
             "Ctrl-C stops every service gracefully.",
             flush=True,
         )

@@ -250,7 +250,10 @@ def map_db_error(exc: BaseException) -> TandemError:
     if isinstance(exc, TandemError):
         return exc
     if isinstance(exc, psycopg_pool.PoolTimeout):
-        return Unavailable("database unavailable: no connection within the pool timeout")
+        return Unavailable(
+            "database unavailable: no connection within the pool timeout",
+            reason="DATABASE_UNAVAILABLE",
+        )
     sqlstate = getattr(exc, "sqlstate", None) or ""
     if sqlstate == "57014":
         return DeadlineExceeded("database statement timed out", reason="STATEMENT_TIMEOUT")
@@ -259,8 +262,12 @@ def map_db_error(exc: BaseException) -> TandemError:
     kind = _SQLSTATE_CLASSES.get(sqlstate[:2])
     if kind is InvalidArgument:
         return InvalidArgument.field("query", f"database rejected a value (SQLSTATE {sqlstate})")
+    if kind is Unavailable:
+        return Unavailable(
+            f"database unavailable (SQLSTATE {sqlstate})", reason="DATABASE_UNAVAILABLE"
+        )
     if kind is not None:
         return kind(f"database error (SQLSTATE {sqlstate})", reason=f"SQLSTATE_{sqlstate}")
     if isinstance(exc, psycopg.OperationalError):
-        return Unavailable("database unavailable")
+        return Unavailable("database unavailable", reason="DATABASE_UNAVAILABLE")
     return TandemError(f"database error (SQLSTATE {sqlstate or 'none'})", reason="DB_ERROR")

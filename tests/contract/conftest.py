@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 
-from services.common import create_channel
+from services.common import create_channel, embedded_server_url
 from services.embedding import Embedder, default_model_dir
 from services.embedding.assemble import assemble
 
@@ -37,3 +37,9 @@ async def channel_to() -> AsyncIterator[object]:
     yield open_channel
     for channel in channels:
         await channel.close()
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private embedded Postgres for contract tests of services that store data."""
+    yield embedded_server_url(tmp_path_factory.mktemp("tandem-contract-data"))

@@ -92,7 +92,9 @@ async def test_unreachable_database_maps_to_unavailable(tmp_path):
     url = f"postgresql://postgres@/postgres?host={tmp_path}&connect_timeout=1"
     with pytest.raises(psycopg.OperationalError) as err:
         await psycopg.AsyncConnection.connect(url)
-    assert isinstance(map_db_error(err.value), Unavailable)
+    mapped = map_db_error(err.value)
+    assert isinstance(mapped, Unavailable)
+    assert mapped.reason == "DATABASE_UNAVAILABLE"
     db = Database(url, min_size=0, max_size=1, timeout_s=0.5)
     await db.pool.open(wait=False)
     try:

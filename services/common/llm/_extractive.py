@@ -1,0 +1,260 @@
+"""Grading, query rewriting and extractive synthesis without a model.
+
+Synthesis only ever copies sentences from passages or values from rows, each with its
+citation id; when nothing covers the question it says the data does not contain the
+answer. Nothing here can state a fact the evidence does not.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.common.llm._rules import search_query
+from services.common.llm._text import (
+    closest,
+    keywords,
+    split_sentences,
+    stem,
+    synonyms,
+    tokenize,
+    word_list,
+)
+from services.common.llm._types import (
+    Answer,
+    AnswerSentence,
+    Cell,
+    Grade,
+    Passage,
+    PassageGrade,
+    Rewrite,
+    RowSet,
+)
+
+NO_ANSWER = "The data does not contain the answer to this question."
+PARTIAL_NOTE = "Some steps failed, so this answer rests on partial results."
+RELEVANT_AT = 0.5
+MAX_SENTENCES = 4
+MAX_PER_PASSAGE = 2
+MAX_ROWS_STATED = 10
+
+# Words that shape a question but are not what it is about.
+_QUESTION_NOISE = frozenset(
+    word_list(
+        """
+        good best fit fits look looks like lot lots key main top latest recent current
+        important notable say said says mention mentioned mentions discuss discussed why
+        does did do company's our their its write written use
+        used using way ways kind kinds type types tell explain describe summarize summarise
+        """
+    )
+)
+
+
+# Sentences that address the reader as a model are instructions, never evidence.
+_INSTRUCTION = re.compile(
+    r"\b(ignore|disregard|forget)\b.{0,40}\b(instructions?|rules|prompt|above|previous)\b"
+    r"|\b(system prompt|you are now|you must now|act as|new instructions)\b"
+    r"|<\s*/?\s*(system|assistant|user)\s*>|^\s*(system|assistant)\s*:",
+    re.IGNORECASE,
+)
+
+
+def question_terms(question: str) -> list[str]:
+    """The question's topic words (placeholders such as ``{{s1}}`` removed)."""
+    text = re.sub(r"\{\{[^}]*\}\}", " ", question)
+    return [k for k in keywords(text) if k not in _QUESTION_NOISE]
+
+
+@dataclass(frozen=True)
+class _Coverage:
+    matched: tuple[str, ...]
+    fraction: float
+
+
+def _coverage(terms: Sequence[str], text: str) -> _Coverage:
+    if not terms:
+        return _Coverage((), 0.0)
+    tokens = tokenize(text)
+    stems = {t.stem for t in tokens}
+    words = sorted({t.low for t in tokens if len(t.low) >= 4})
+    matched = []
+    for term in terms:
+        if (
+            stem(term) in stems
+            or any(stem(s) in stems for s in synonyms(term))
+            or (len(term) >= 5 and closest(term, words, cutoff=0.88) is not None)
+        ):
+            matched.append(term)
+    return _Coverage(tuple(matched), len(matched) / len(terms))
+
+
+def grade(question: str, passages: Sequence[Passage]) -> Grade:
+    """Relevance from term coverage (75%) and the retrieval score relative to the best (25%)."""
+    terms = question_terms(question)
+    scores = [p.score for p in passages if p.score is not None and p.score > 0]
+    best = max(scores) if scores else None
+    grades: list[PassageGrade] = []
+    covered: set[str] = set()
+    for passage in passages:
+        cov = _coverage(terms, f"{passage.title}\n{passage.text}")
+        covered.update(cov.matched)
+        if best and passage.score is not None:
+            combined = 0.75 * cov.fraction + 0.25 * max(0.0, passage.score) / best
+        else:
+            combined = cov.fraction
+        relevant = cov.fraction > 0 and combined >= RELEVANT_AT
+        grades.append(PassageGrade(passage.id, relevant, round(combined, 3)))
+    missing = tuple(t for t in terms if t not in covered)
+    top = max((g.score for g in grades), default=0.0)
+    return Grade(
+        relevant=any(g.relevant for g in grades),
+        score=top,
+        passages=tuple(grades),
+        missing_terms=missing,
+    )
+
+
+def rewrite(
+    question: str, previous_queries: Sequence[str], missing_terms: Sequence[str]
+) -> Rewrite:
+    """Keywords with the gaps first, plus synonyms; each attempt widens, none repeats."""
+    terms = question_terms(question) or keywords(question)
+    missing = [m.lower() for m in missing_terms if m.strip()]
+    ordered = [*[m for m in missing if m in terms], *[t for t in terms if t not in missing]]
+    ordered += [m for m in missing if m not in ordered]
+    attempt = len(previous_queries)
+    # First try: one synonym for each gap. Later tries: up to three for every term.
+    pool = (missing or terms) if attempt == 0 else [*missing, *terms]
+    per_term, budget = (1, 4) if attempt == 0 else (3, 8)
+    expansions: list[str] = []
+    for term in pool:
+        for synonym in synonyms(term)[:per_term]:
+            if synonym not in ordered and synonym not in expansions:
+                expansions.append(synonym)
+    expansions = expansions[:budget]
+    seen = {_squash(q) for q in previous_queries}
+    candidates = [
+        " ".join([*ordered, *expansions]),
+        search_query(question),
+        " ".join(f'"{t}"' if " " in t else t for t in [*ordered, *expansions, question.strip()]),
+    ]
+    for query in candidates:
+        if query.strip() and _squash(query) not in seen:
+            return Rewrite(query.strip(), tuple(ordered), tuple(expansions))
+    return Rewrite(candidates[0].strip() or question.strip(), tuple(ordered), tuple(expansions))
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+def synthesize(
+    question: str, passages: Sequence[Passage], rows: Sequence[RowSet], partial: bool
+) -> Answer:
+    """Best supporting sentences and row values, each cited; else say the data lacks it."""
+    sentences: list[AnswerSentence] = []
+    confidences: list[float] = []
+    for rowset in rows:
+        stated = _state_rows(rowset)
+        sentences.extend(stated)
+        confidences.extend(0.9 for _ in stated)
+    picked = _pick_sentences(question, passages)
+    for text, citation, fraction in picked:
+        sentences.append(AnswerSentence(text, (citation,)))
+        confidences.append(fraction)
+    if not sentences:
+        return Answer((AnswerSentence(NO_ANSWER),), supported=False, confidence=0.0)
+    confidence = sum(confidences) / len(confidences)
+    if partial:
+        sentences.append(AnswerSentence(PARTIAL_NOTE))
+        confidence *= 0.6
+    return Answer(tuple(sentences), supported=True, confidence=round(min(confidence, 1.0), 3))
+
+
+def _pick_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[str, str, float]]:
+    terms = question_terms(question)
+    if not terms:
+        return []
+    candidates: list[tuple[float, int, str, str, float]] = []
+    document_frequency: dict[str, int] = {}
+    split = [(p, split_sentences(p.text)) for p in passages]
+    total = sum(len(s) for _, s in split) or 1
+    for _, sentences in split:
+        for sentence in sentences:
+            for term in set(_coverage(terms, sentence).matched):
+                document_frequency[term] = document_frequency.get(term, 0) + 1
+    weights = {t: 1.0 + math.log((1 + total) / (1 + document_frequency.get(t, 0))) for t in terms}
+    weight_sum = sum(weights.values())
+    order = 0
+    for rank, (passage, sentences) in enumerate(split):
+        for sentence in sentences:
+            if not _coverage(terms, sentence).matched:
+                continue
+            # The passage title is context for each of its sentences ("Acme brief: …").
+            cov = _coverage(terms, f"{passage.title}\n{sentence}")
+            weighted = sum(weights[t] for t in cov.matched) / weight_sum
+            enough = len(cov.matched) >= min(2, len(terms)) and (
+                cov.fraction >= 0.5 or (len(cov.matched) >= 3 and cov.fraction >= 0.34)
+            )
+            if not enough or _INSTRUCTION.search(sentence):
+                continue
+            score = weighted + 0.05 / (1 + rank)
+            candidates.append((score, order, sentence, passage.id, cov.fraction))
+            order += 1
+    candidates.sort(key=lambda c: (-c[0], c[1]))
+    picked: list[tuple[str, str, float]] = []
+    per_passage: dict[str, int] = {}
+    seen: set[str] = set()
+    for _, _, sentence, pid, fraction in candidates:
+        key = re.sub(r"\W+", " ", sentence.lower()).strip()
+        if key in seen or per_passage.get(pid, 0) >= MAX_PER_PASSAGE:
+            continue
+        seen.add(key)
+        per_passage[pid] = per_passage.get(pid, 0) + 1
+        picked.append((sentence if sentence[-1] in ".!?" else sentence + ".", pid, fraction))
+        if len(picked) >= MAX_SENTENCES:
+            break
+    return picked
+
+
+def _format(value: Cell) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.2f}".rstrip("0").rstrip(".") if not value.is_integer() else str(int(value))
+    return str(value)
+
+
+def _label(column: str) -> str:
+    words = column.replace("_", " ").strip()
+    replacements = {"count all": "count", "avg ": "average ", "sum ": "total "}
+    for old, new in replacements.items():
+        if words.startswith(old):
+            words = new + words[len(old) :]
+    return words[:1].upper() + words[1:]
+
+
+def _state_rows(rowset: RowSet) -> list[AnswerSentence]:
+    cite = (rowset.id,)
+    if not rowset.rows:
+        return [AnswerSentence("The query returned no rows.", cite)]
+    if len(rowset.rows) == 1 and len(rowset.columns) == 1:
+        value = _format(rowset.rows[0][0])
+        return [AnswerSentence(f"{_label(rowset.columns[0])}: {value}.", cite)]
+    shown = rowset.rows[:MAX_ROWS_STATED]
+    rendered = []
+    for row in shown:
+        cells = [
+            f"{c.replace('_', ' ')}: {_format(v)}"
+            for c, v in zip(rowset.columns, row, strict=False)
+        ]
+        rendered.append(", ".join(cells))
+    more = len(rowset.rows) - len(shown)
+    tail = f"; and {more} more" if more > 0 else ""
+    noun = "row" if len(rowset.rows) == 1 else "rows"
+    return [AnswerSentence(f"{len(rowset.rows)} {noun}: " + "; ".join(rendered) + tail + ".", cite)]

@@ -1,0 +1,199 @@
+"""Prompts for every role: trusted instructions apart, untrusted data fenced.
+
+The system instruction holds the task and rules; the user turn holds fenced data and
+then restates the rules, so an injected instruction inside the data is both marked as
+data and followed by the real rules. The first line names the task, which keeps logs
+and the test double able to tell roles apart without reading content.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from services.common.llm._fence import (
+    ERROR_MAX_CHARS,
+    SQL_MAX_CHARS,
+    Fence,
+    cap,
+    cap_question,
+    render_passages,
+    render_rows,
+    render_schema,
+)
+from services.common.llm._schema import encode
+from services.common.llm._types import (
+    GenerateSqlRequest,
+    GradeRequest,
+    IdentifyTablesRequest,
+    PlanRequest,
+    RepairSqlRequest,
+    ReplanRequest,
+    RewriteRequest,
+    Role,
+    RouteRequest,
+    SynthesizeRequest,
+    UnderstandSqlRequest,
+)
+
+RoleRequest = (
+    RouteRequest
+    | PlanRequest
+    | ReplanRequest
+    | GradeRequest
+    | RewriteRequest
+    | UnderstandSqlRequest
+    | IdentifyTablesRequest
+    | GenerateSqlRequest
+    | RepairSqlRequest
+    | SynthesizeRequest
+)
+
+JSON_RULE = "Reply with one JSON object that matches the response schema, and nothing else."
+
+_TASKS: dict[Role, str] = {
+    Role.ROUTE: (
+        "Decide whether a question about a company's data needs a lookup (action "
+        "'retrieve', with a concise search_query) or can be answered without company data "
+        "(action 'respond', with a short answer). Classify it: 'aggregation' (countable, "
+        "totals, rankings, filters over records), 'semantic' (meaning, explanations, what "
+        "documents say), 'compound' (needs both or several parts) or 'conversational'."
+    ),
+    Role.PLAN: (
+        "Break the question into the fewest tool steps that answer it. Tools: "
+        "'semantic_search' (documents: notes, briefs, policies), 'sql_question' (a "
+        "countable question over the warehouse), 'sql_intent' (a structured query, only "
+        "when a schema is given). Give steps ids s1, s2, …; list in depends_on the steps "
+        "whose results a step needs, and write {{sN}} in its query where step sN's top "
+        "result goes. Independent steps must not depend on each other."
+    ),
+    Role.REPLAN: (
+        "A step of the plan failed. Return only the steps still to run: an alternative for "
+        "the failed step (another tool or a reworded query) and the pending steps. Never "
+        "repeat a completed step; steps may depend on completed ones by id."
+    ),
+    Role.GRADE: (
+        "Judge whether each passage helps answer the question (relevant true/false, score "
+        "0..1), whether the passages together are relevant, and which question terms no "
+        "passage covers (missing_terms)."
+    ),
+    Role.REWRITE: (
+        "Write a better search query for hybrid (keyword + semantic) search: keep the key "
+        "entities, add synonyms for the missing terms, and differ from every previous query."
+    ),
+    Role.UNDERSTAND_SQL: (
+        "Restate the database question as one precise intent sentence over the schema, and, "
+        "when it fits one of count/list/group_by/top_n/lookup/aggregate, as a structured "
+        "intent. If the question asks to change data, say that only reading is supported."
+    ),
+    Role.IDENTIFY_TABLES: (
+        "Choose the tables of the schema that the question needs, most important first. "
+        "Use only table names that appear in the schema."
+    ),
+    Role.GENERATE_SQL: (
+        "Write exactly one read-only PostgreSQL SELECT that answers the question: explicit "
+        "column names (no *), only tables and columns from the schema, a LIMIT no larger "
+        "than the row limit unless the query returns a single count or total, no data "
+        "changes, no locking clauses, no system catalogs. If the schema cannot answer the "
+        "question, return sql null and explain why."
+    ),
+    Role.REPAIR_SQL: (
+        "The SQL below was rejected by the safety gate or failed in the database. Return a "
+        "corrected single read-only SELECT under the same rules (explicit columns, schema "
+        "names only, LIMIT within the row limit unless it is a single count or total), "
+        "or sql null if it cannot be fixed."
+    ),
+    Role.SYNTHESIZE: (
+        "Answer the question only from the evidence blocks. Every sentence must cite the "
+        "ids of the blocks it rests on; state nothing the evidence does not say. If the "
+        "evidence does not answer the question, return one sentence saying the data does "
+        "not contain the answer, with supported false. If results are partial, say so."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A system instruction and one user turn."""
+
+    system: str
+    user: str
+
+
+def build_prompt(role: Role, request: RoleRequest, fence: Fence) -> Prompt:
+    """The prompt for ``role``; questions and schemas are capped before anything else."""
+    system = "\n".join(
+        [
+            f"Task: {role.value}.",
+            _TASKS[role],
+            fence.rules(),
+            JSON_RULE,
+        ]
+    )
+    blocks = [fence.rules(), *_data_blocks(request, fence)]
+    blocks.append(f"Reminder: {_TASKS[role]} {fence.rules()} {JSON_RULE}")
+    return Prompt(system, "\n\n".join(blocks))
+
+
+def _question_block(question: str, fence: Fence) -> str:
+    return fence.wrap(cap_question(question), "QUESTION")
+
+
+def _data_blocks(request: RoleRequest, fence: Fence) -> list[str]:
+    blocks = [_question_block(request.question, fence)]
+    if isinstance(request, PlanRequest):
+        blocks.append("Available tools: " + ", ".join(t.value for t in request.tools))
+        blocks.append(f"At most {request.max_steps} steps.")
+        if request.schema is not None:
+            blocks.append(fence.wrap(render_schema(request.schema), "SCHEMA"))
+    elif isinstance(request, ReplanRequest):
+        status = {o.step_id: ("completed" if o.succeeded else "failed") for o in request.outcomes}
+        lines = []
+        for step in request.plan.steps:
+            state = status.get(step.id, "pending")
+            if step.id == request.failed_step_id:
+                state = "failed"
+            lines.append(json.dumps({"status": state, **_as_dict(encode(step))}))
+        blocks.append(fence.wrap("\n".join(lines), "PLAN"))
+        errors = [
+            f"{o.step_id}: {cap(o.error, ERROR_MAX_CHARS)}" for o in request.outcomes if o.error
+        ]
+        if errors:
+            blocks.append(fence.wrap("\n".join(errors), "ERRORS"))
+        blocks.append("Available tools: " + ", ".join(t.value for t in request.tools))
+        if request.schema is not None:
+            blocks.append(fence.wrap(render_schema(request.schema), "SCHEMA"))
+    elif isinstance(request, GradeRequest):
+        blocks.append(render_passages(fence, request.passages))
+    elif isinstance(request, RewriteRequest):
+        if request.previous_queries:
+            previous = "\n".join(cap(q, 500) for q in request.previous_queries)
+            blocks.append(fence.wrap(previous, "PREVIOUS QUERIES"))
+        if request.missing_terms:
+            blocks.append(fence.wrap(", ".join(request.missing_terms), "MISSING TERMS"))
+    elif isinstance(request, UnderstandSqlRequest | IdentifyTablesRequest):
+        blocks.append(fence.wrap(render_schema(request.schema), "SCHEMA"))
+        if isinstance(request, IdentifyTablesRequest) and request.understanding:
+            blocks.append(fence.wrap(cap(request.understanding, 1000), "UNDERSTANDING"))
+    elif isinstance(request, GenerateSqlRequest):
+        blocks.append(fence.wrap(render_schema(request.schema), "SCHEMA"))
+        if request.tables:
+            blocks.append("Use these tables: " + ", ".join(request.tables))
+        if request.understanding:
+            blocks.append(fence.wrap(cap(request.understanding, 1000), "UNDERSTANDING"))
+        blocks.append(f"Row limit: {request.row_limit}.")
+    elif isinstance(request, RepairSqlRequest):
+        blocks.append(fence.wrap(render_schema(request.schema), "SCHEMA"))
+        blocks.append(fence.wrap(cap(request.sql, SQL_MAX_CHARS), "SQL"))
+        blocks.append(fence.wrap(cap(request.error, ERROR_MAX_CHARS), "ERROR"))
+        blocks.append(f"Repair attempt {request.attempt}. Row limit: {request.row_limit}.")
+    elif isinstance(request, SynthesizeRequest):
+        blocks.append(render_passages(fence, request.passages))
+        blocks.append(render_rows(fence, request.rows))
+        if request.partial:
+            blocks.append("Some steps failed: the evidence is partial.")
+    return blocks
+
+
+def _as_dict(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}

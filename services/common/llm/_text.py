@@ -1,0 +1,247 @@
+"""Tokens, stems, stopwords, typo tolerance and a small business thesaurus.
+
+The deterministic provider's rules all read text through these helpers, so a plural,
+a capitalised word or a one-letter typo is treated the same way in every role.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from dataclasses import dataclass
+
+_TOKEN = re.compile(
+    r"\d{4}-\d{2}-\d{2}"  # ISO date
+    r"|\$?\d[\d,]*(?:\.\d+)?(?:[kmb]\b)?"  # number, optional $ and k/m/b suffix
+    r"|[A-Za-z][A-Za-z0-9_]*(?:'[A-Za-z]+)?"  # word, optional 's / n't
+)
+
+
+def word_list(text: str) -> list[str]:
+    """The whitespace-separated words of a literal word list."""
+    return text.split()
+
+
+STOPWORDS = frozenset(
+    word_list(
+        """
+        a an the and or but if then else of to in on at by for from with without into onto
+        about above below over under between among through during before after since until
+        is are was were be been being am do does did done doing have has had having i me my
+        mine we us our you your he him his she her it its they them their this that these
+        those there here what which who whom whose when where why how can could would should
+        shall will may might must please kindly just also too very some any all each every
+        both either neither no not nor only own same so than such as up down out off again
+        further once more most less least few fewer many much tell show give list find get
+        let know see say s t don doesn didn isn aren wasn weren hasn haven hadn won't can't
+        whats what's hows how's thanks thank hi hello hey
+        """
+    )
+)
+
+# Question scaffolding: words that carry no topic for search or grading.
+FILLER = frozenset(
+    word_list(
+        """
+        tell show give list find get let know see look display describe explain summarize
+        summarise summary provide share want need like would could please kindly help me
+        information info details detail data thing things stuff anything something
+        everything question answer regarding re
+        """
+    )
+)
+
+NUMBER_WORDS: dict[str, int] = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "dozen": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+    "fifty": 50,
+    "hundred": 100,
+}
+
+# Groups of interchangeable business words; a member links to or expands to the others.
+THESAURUS: tuple[tuple[str, ...], ...] = (
+    ("company", "account", "customer", "client", "firm", "organization", "organisation"),
+    ("opportunity", "deal", "opp", "pipeline"),
+    ("contact", "person", "people", "stakeholder", "buyer"),
+    ("activity", "interaction", "touchpoint", "engagement"),
+    ("product", "item", "sku", "offering"),
+    ("employee", "headcount", "staff", "workforce"),
+    ("amount", "value", "worth"),
+    ("revenue", "turnover", "income"),
+    ("industry", "sector", "vertical"),
+    ("stage", "status", "phase"),
+    ("region", "territory", "geography"),
+    ("owner", "rep", "salesperson", "seller", "owns"),
+    ("score", "rating"),
+    ("price", "cost", "pricing"),
+    ("email", "mail"),
+    ("phone", "telephone"),
+    ("title", "position", "job"),
+    ("note", "memo", "writeup"),
+    ("churn", "attrition", "cancellation"),
+    ("issue", "problem", "complaint", "concern", "objection"),
+    ("policy", "guideline", "rule"),
+    ("contract", "agreement"),
+    ("discount", "rebate"),
+    ("renewal", "renew"),
+    ("meeting", "call"),
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    """A word or number in a question, with its position and stem."""
+
+    raw: str
+    low: str
+    stem: str
+    start: int
+    end: int
+
+    @property
+    def is_number(self) -> bool:
+        return parse_number(self.raw) is not None
+
+    @property
+    def capitalised(self) -> bool:
+        return self.raw[:1].isupper()
+
+
+def tokenize(text: str) -> list[Token]:
+    """Words and numbers of ``text`` in order; possessive ``'s`` is dropped."""
+    tokens = []
+    for match in _TOKEN.finditer(text):
+        raw = match.group(0)
+        if raw.lower().endswith("'s"):
+            raw = raw[:-2]
+        low = raw.lower()
+        tokens.append(Token(raw, low, stem(low), match.start(), match.start() + len(raw)))
+    return tokens
+
+
+@functools.lru_cache(maxsize=16384)
+def stem(word: str) -> str:
+    """A light suffix stripper: plurals, -ing/-ed and a final e (close/closed/closing)."""
+    w = word.lower()
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch")):
+        if w.endswith(suffix) and len(w) > len(suffix) + 1:
+            w = w[: -len(suffix)] + replacement
+            break
+    else:
+        if w.endswith("s") and not w.endswith(("ss", "us", "is")):
+            w = w[:-1]
+    for suffix, minimum in (("ing", 6), ("ed", 5)):
+        if w.endswith(suffix) and len(w) >= minimum:
+            w = w[: -len(suffix)]
+            if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "lsz":
+                w = w[:-1]
+            break
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]
+    return w
+
+
+def parse_number(raw: str) -> float | None:
+    """``50k`` → 50000, ``$1.5m`` → 1500000, ``1,200`` → 1200, ``ten`` → 10."""
+    low = raw.lower().lstrip("$").replace(",", "")
+    if low in NUMBER_WORDS:
+        return float(NUMBER_WORDS[low])
+    multiplier = 1.0
+    if low[-1:] in ("k", "m", "b") and low[:-1]:
+        multiplier = {"k": 1e3, "m": 1e6, "b": 1e9}[low[-1]]
+        low = low[:-1]
+    try:
+        return float(low) * multiplier
+    except ValueError:
+        return None
+
+
+def is_content(token: Token) -> bool:
+    """A token that carries topic: not a stopword, not filler, not punctuation-like."""
+    return token.low not in STOPWORDS and token.low not in FILLER and len(token.low) > 1
+
+
+def keywords(text: str) -> list[str]:
+    """Content words of ``text`` in order of first appearance, lowercased, unique."""
+    seen: dict[str, None] = {}
+    for token in tokenize(text):
+        if is_content(token) and not re.fullmatch(r"\$?[\d.,]+[kmb]?", token.low):
+            seen.setdefault(token.low, None)
+    return list(seen)
+
+
+def similar(a: str, b: str, cutoff: float = 0.85) -> bool:
+    """True when two words are one typo apart (compared on stems, length ≥ 4)."""
+    sa, sb = stem(a), stem(b)
+    if sa == sb:
+        return True
+    if min(len(sa), len(sb)) < 4:
+        return False
+    return difflib.SequenceMatcher(None, sa, sb).ratio() >= cutoff
+
+
+def closest(word: str, vocabulary: list[str], cutoff: float = 0.85) -> str | None:
+    """The vocabulary word (compared by stem) nearest to ``word``, if it is a near typo."""
+    target = stem(word)
+    if len(target) < 4:
+        return None
+    stems = {stem(v): v for v in vocabulary if len(stem(v)) >= 4}
+    match = difflib.get_close_matches(target, list(stems), n=1, cutoff=cutoff)
+    return stems[match[0]] if match else None
+
+
+def closest_stem(word: str, stems: list[str], cutoff: float = 0.85) -> str | None:
+    """The entry of ``stems`` (already stemmed) one typo away from ``word``'s stem."""
+    target = stem(word)
+    if len(target) < 4:
+        return None
+    candidates = [s for s in stems if len(s) >= 4]
+    match = difflib.get_close_matches(target, candidates, n=1, cutoff=cutoff)
+    return match[0] if match else None
+
+
+def synonyms(word: str) -> tuple[str, ...]:
+    """Other members of every thesaurus group ``word`` belongs to (by stem)."""
+    return _SYNONYMS.get(stem(word), ())
+
+
+def _synonym_index() -> dict[str, tuple[str, ...]]:
+    index: dict[str, dict[str, None]] = {}
+    for group in THESAURUS:
+        for member in group:
+            found = index.setdefault(stem(member), {})
+            for other in group:
+                if stem(other) != stem(member):
+                    found.setdefault(other, None)
+    return {key: tuple(values) for key, values in index.items()}
+
+
+_SYNONYMS = _synonym_index()
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences and bullet lines of a passage, trimmed, empties dropped."""
+    pieces = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n\s*[-*•]\s*|\n{2,}|\n(?=[A-Z#])", text)
+    out = []
+    for piece in pieces:
+        cleaned = re.sub(r"\s+", " ", piece).strip(" -*•#\t")
+        if len(cleaned) >= 3:
+            out.append(cleaned)
+    return out

@@ -1,0 +1,83 @@
+"""Retrieval service: redacting ingest and hybrid (pgvector + full-text, RRF) search."""
+
+from __future__ import annotations
+
+from services.retrieval._chunking import Chunk, chunk_text, embedding_text, normalise
+from services.retrieval._documents import DocumentCatalog
+from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError
+from services.retrieval._ingest import Ingestor, derive_document_id
+from services.retrieval._redact import Redacted, Redactor, looks_like_secret_token
+from services.retrieval._repository import RetrievalRepository, migrations
+from services.retrieval._search import (
+    FastembedReranker,
+    Reranker,
+    Searcher,
+    blend,
+    rerank_hits,
+    rrf_score,
+)
+from services.retrieval._settings import DEFAULT_PORT, RetrievalSettings
+from services.retrieval._types import (
+    PERSONAL_KINDS,
+    SECRET_KINDS,
+    ContentType,
+    Degradation,
+    DegradationReason,
+    DocumentInput,
+    DocumentResult,
+    ExclusionReason,
+    Hit,
+    IngestProgress,
+    IngestRequest,
+    IngestStage,
+    IngestSummary,
+    Outcome,
+    RedactionKind,
+    SearchMode,
+    SearchQuery,
+    SearchResult,
+)
+
+__all__ = [
+    "DEFAULT_PORT",
+    "PERSONAL_KINDS",
+    "SECRET_KINDS",
+    "Chunk",
+    "ContentType",
+    "Degradation",
+    "DegradationReason",
+    "DocumentCatalog",
+    "DocumentInput",
+    "DocumentResult",
+    "EmbedderInfo",
+    "EmbeddingClient",
+    "EmbeddingError",
+    "ExclusionReason",
+    "FastembedReranker",
+    "Hit",
+    "IngestProgress",
+    "IngestRequest",
+    "IngestStage",
+    "IngestSummary",
+    "Ingestor",
+    "Outcome",
+    "Redacted",
+    "RedactionKind",
+    "Redactor",
+    "Reranker",
+    "RetrievalRepository",
+    "RetrievalSettings",
+    "SearchMode",
+    "SearchQuery",
+    "SearchResult",
+    "Searcher",
+    "blend",
+    "chunk_text",
+    "derive_document_id",
+    "embedding_text",
+    "looks_like_secret_token",
+    "migrations",
+    "normalise",
+    "rerank_hits",
+    "rrf_score",
+]

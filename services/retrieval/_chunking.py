@@ -1,0 +1,191 @@
+"""Normalisation and structure-aware chunking.
+
+Markdown is split on headings (ATX and setext) into sections; each section's blocks
+(paragraphs, lists, fenced code, tables) are packed into chunks of at most ``chunk_chars``
+characters. A block too long for one chunk is split on sentences, then on words. A chunk
+that continues a section repeats the tail of the previous chunk (about ``overlap_chars``,
+cut at a sentence or word boundary) so an answer that straddles the cut is still found.
+Chunks never cross a section boundary and each one keeps its section heading. Plain text
+is one section split on paragraphs.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from services.retrieval._types import ContentType
+
+# Zero-width and bidi-control characters hide text from readers but not from models.
+_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_TRAILING_SPACE = re.compile(r"[ \t]+\n")
+_MANY_BLANK_LINES = re.compile(r"\n{3,}")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+_INLINE_MARKUP = re.compile(r"[*_`]+")
+
+
+def normalise(text: str) -> str:
+    """NFC, unified newlines, no control or invisible characters, no trailing blanks."""
+    text = unicodedata.normalize("NFC", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _INVISIBLE.sub("", text)
+    text = _CONTROL.sub("", text)
+    text = text.replace("\t", "    ")
+    text = _TRAILING_SPACE.sub("\n", text)
+    text = _MANY_BLANK_LINES.sub("\n\n", text)
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a document: its position, section heading and text."""
+
+    ordinal: int
+    section: str
+    text: str
+
+
+@dataclass(frozen=True)
+class _Section:
+    heading: str
+    blocks: list[str]
+
+
+def _has_content(block: str) -> bool:
+    return any(c.isalnum() for c in block)
+
+
+def _heading_text(raw: str) -> str:
+    return _INLINE_MARKUP.sub("", raw).strip()
+
+
+def _markdown_sections(text: str) -> list[_Section]:
+    sections = [_Section("", [])]
+    paragraph: list[str] = []
+    lines = text.split("\n")
+
+    def flush() -> None:
+        if paragraph:
+            sections[-1].blocks.append("\n".join(paragraph).strip())
+            paragraph.clear()
+
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        fence = _FENCE.match(line)
+        if fence:
+            flush()
+            marker = fence.group(1)
+            block = [line]
+            index += 1
+            while index < len(lines):
+                block.append(lines[index])
+                index += 1
+                if lines[index - 1].strip().startswith(marker):
+                    break
+            sections[-1].blocks.append("\n".join(block))
+            continue
+        atx = _ATX.match(line)
+        if atx:
+            flush()
+            sections.append(_Section(_heading_text(atx.group(2) or ""), []))
+        elif _SETEXT.match(line) and len(paragraph) == 1 and paragraph[0].strip():
+            heading = paragraph.pop()
+            sections.append(_Section(_heading_text(heading), []))
+        elif not line.strip():
+            flush()
+        else:
+            paragraph.append(line)
+        index += 1
+    flush()
+    return sections
+
+
+def _plain_sections(text: str) -> list[_Section]:
+    return [_Section("", [p.strip() for p in re.split(r"\n\s*\n", text)])]
+
+
+def _split_long(block: str, limit: int) -> list[str]:
+    """Cut a block that exceeds ``limit`` on sentences, then words, then characters."""
+    pieces: list[str] = []
+    for sentence in _SENTENCE_END.split(block):
+        if len(sentence) <= limit:
+            pieces.append(sentence)
+            continue
+        current = ""
+        for word in sentence.split():
+            rest = word
+            while len(rest) > limit:
+                if current:
+                    pieces.append(current)
+                    current = ""
+                pieces.append(rest[:limit])
+                rest = rest[limit:]
+            if current and len(current) + 1 + len(rest) > limit:
+                pieces.append(current)
+                current = rest
+            else:
+                current = f"{current} {rest}" if current else rest
+        if current:
+            pieces.append(current)
+    return [p for p in pieces if p.strip()]
+
+
+def _tail(text: str, size: int) -> str:
+    """The last ``size`` characters or fewer, starting at a sentence or word boundary."""
+    if size <= 0 or len(text) <= size:
+        return "" if size <= 0 else text
+    window = text[-size:]
+    sentence = _SENTENCE_END.search(window)
+    if sentence and sentence.end() < len(window):
+        return window[sentence.end() :]
+    space = window.find(" ")
+    return window[space + 1 :] if 0 <= space < len(window) - 1 else ""
+
+
+def _pack(blocks: list[str], chunk_chars: int, overlap_chars: int) -> list[str]:
+    chunks: list[str] = []
+    current = ""
+    for block in blocks:
+        pieces = [block] if len(block) <= chunk_chars else _split_long(block, chunk_chars)
+        joiner = "\n\n"
+        for piece in pieces:
+            if not current:
+                current = piece
+            elif len(current) + len(joiner) + len(piece) <= chunk_chars:
+                current = f"{current}{joiner}{piece}"
+            else:
+                chunks.append(current)
+                overlap = _tail(current, min(overlap_chars, chunk_chars - len(piece) - 1))
+                current = f"{overlap} {piece}" if overlap else piece
+            joiner = " "
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def chunk_text(
+    text: str, content_type: ContentType, *, chunk_chars: int = 1000, overlap_chars: int = 150
+) -> list[Chunk]:
+    """Split normalised ``text`` into ordered chunks; markup-only blocks are dropped."""
+    sections = (
+        _markdown_sections(text) if content_type is ContentType.MARKDOWN else _plain_sections(text)
+    )
+    chunks: list[Chunk] = []
+    for section in sections:
+        blocks = [b for b in section.blocks if _has_content(b)]
+        for piece in _pack(blocks, chunk_chars, overlap_chars):
+            chunks.append(Chunk(len(chunks), section.heading, piece))
+    return chunks
+
+
+def embedding_text(title: str, section: str, text: str, limit: int) -> str:
+    """What the model embeds for a chunk: title and section give a short passage context."""
+    header = " — ".join(part for part in (title.strip(), section.strip()) if part)
+    combined = f"{header}\n{text}" if header else text
+    return combined[:limit]

@@ -1,0 +1,581 @@
+"""Everything the retrieval service says to Postgres, in one place.
+
+Every transaction starts with ``set_config('tandem.tenant_id', …, true)`` so row-level
+security can be enabled later without touching the queries. Connection failures leave
+as ``Unavailable`` with reason DATABASE_UNAVAILABLE.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from services.common import (
+    Database,
+    FailedPrecondition,
+    Migration,
+    ResourceExhausted,
+    Unavailable,
+    load_migrations,
+)
+from services.retrieval._chunking import Chunk
+from services.retrieval._types import (
+    ContentType,
+    Hit,
+    JsonObject,
+    RedactionKind,
+    SearchMode,
+    StoredChunk,
+    StoredDocument,
+)
+
+DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+_HNSW_INDEX = "retrieval_chunks_embedding_hnsw"
+# The width of the embedding column; the HNSW index and the dense expression name it.
+EMBEDDING_DIM = 384
+_INDEX_LOCK_KEY = 0x7A4D_0005
+_CHUNK_NAMESPACE = uuid.UUID("6f1d3c52-2b0e-4f57-9a43-5d0e6c1b8a21")
+
+
+def migrations() -> list[Migration]:
+    """The retrieval component's schema migrations."""
+    return load_migrations("retrieval", "services.retrieval.migrations")
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    """What idempotency compares: the stored fingerprint and model of one document."""
+
+    fingerprint: str
+    model_name: str
+    content_sha256: str
+    chunk_count: int
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    """A prepared document ready to be written with its chunks."""
+
+    document_id: str
+    title: str
+    uri: str
+    category: str
+    metadata: JsonObject
+    content_type: ContentType
+    content_sha256: str
+    fingerprint: str
+    char_count: int
+    redactions: Mapping[RedactionKind, int]
+    chunks: Sequence[Chunk]
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """One search, fully resolved: every default applied, every limit checked."""
+
+    tenant_id: str
+    mode: SearchMode
+    query: str
+    vector: npt.NDArray[np.float32] | None
+    model_name: str
+    categories: tuple[str, ...]
+    document_ids: tuple[str, ...]
+    metadata: JsonObject | None
+    depth: int
+    limit: int
+    ef_search: int
+    rrf_k: int
+    dense_weight: float
+    sparse_weight: float
+    sparse_coverage: float = 0.5
+
+
+@dataclass(frozen=True)
+class SearchRows:
+    """Hits in fused order, and another model found among the tenant's vectors, if any."""
+
+    hits: list[Hit]
+    other_model: str | None
+
+
+def chunk_id_for(tenant_id: str, document_id: str, fingerprint: str, ordinal: int) -> uuid.UUID:
+    """Deterministic, opaque chunk ids: the same content always gets the same ids."""
+    return uuid.uuid5(
+        _CHUNK_NAMESPACE, f"{tenant_id}\x1f{document_id}\x1f{fingerprint}\x1f{ordinal}"
+    )
+
+
+@asynccontextmanager
+async def _database_errors() -> AsyncIterator[None]:
+    try:
+        yield
+    except (Unavailable, ResourceExhausted) as exc:
+        raise Unavailable(
+            "retrieval database unavailable", reason=DATABASE_UNAVAILABLE, retry_after_s=1.0
+        ) from exc
+
+
+_CHUNK_COPY_TYPES = [
+    "uuid",
+    "text",
+    "text",
+    "int4",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "vector",
+]
+
+_TENANT = sql.SQL("SELECT set_config('tandem.tenant_id', %(tenant)s, true)")
+
+_DOCUMENT_COLUMNS = sql.SQL(
+    "document_id, title, uri, category, metadata, content_type, content_sha256, chunk_count, "
+    "char_count, model_name, redactions, create_time, update_time"
+)
+
+
+def _document(row: Sequence[Any]) -> StoredDocument:
+    return StoredDocument(
+        document_id=row[0],
+        title=row[1],
+        uri=row[2],
+        category=row[3],
+        metadata=row[4],
+        content_type=ContentType(row[5]),
+        content_sha256=row[6],
+        chunk_count=row[7],
+        char_count=row[8],
+        model_name=row[9],
+        redactions={RedactionKind[k]: int(v) for k, v in (row[10] or {}).items()},
+        create_time=row[11],
+        update_time=row[12],
+    )
+
+
+class RetrievalRepository:
+    """Documents and chunks of every tenant; each call is scoped to one tenant."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    @asynccontextmanager
+    async def _transaction(self, tenant_id: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        async with _database_errors(), self._db.connection() as conn, conn.transaction():
+            await conn.execute(_TENANT, {"tenant": tenant_id})
+            yield conn
+
+    async def tenant_exists(self, tenant_id: str) -> bool:
+        async with self._transaction(tenant_id) as conn:
+            cur = await conn.execute("SELECT 1 FROM tenants WHERE tenant_id = %s", (tenant_id,))
+            return await cur.fetchone() is not None
+
+    async def stored_versions(
+        self, tenant_id: str, document_ids: Sequence[str]
+    ) -> dict[str, StoredVersion]:
+        if not document_ids:
+            return {}
+        async with self._transaction(tenant_id) as conn:
+            cur = await conn.execute(
+                "SELECT document_id, fingerprint, model_name, content_sha256, chunk_count "
+                "FROM retrieval_documents WHERE tenant_id = %s AND document_id = ANY(%s)",
+                (tenant_id, list(document_ids)),
+            )
+            rows = await cur.fetchall()
+        return {r[0]: StoredVersion(r[1], r[2], r[3], r[4]) for r in rows}
+
+    async def write_document(
+        self,
+        tenant_id: str,
+        document: NewDocument,
+        model_name: str,
+        vectors: npt.NDArray[np.float32],
+    ) -> bool:
+        """Upsert the document and replace its chunks in one transaction; True if replaced."""
+        async with self._transaction(tenant_id) as conn:
+            cur = await conn.execute(
+                """
+                INSERT INTO retrieval_documents (
+                    tenant_id, document_id, title, uri, category, metadata, content_type,
+                    content_sha256, fingerprint, model_name, chunk_count, char_count, redactions
+                ) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                ON CONFLICT (tenant_id, document_id) DO UPDATE SET
+                    title = EXCLUDED.title, uri = EXCLUDED.uri, category = EXCLUDED.category,
+                    metadata = EXCLUDED.metadata, content_type = EXCLUDED.content_type,
+                    content_sha256 = EXCLUDED.content_sha256,
+                    fingerprint = EXCLUDED.fingerprint, model_name = EXCLUDED.model_name,
+                    chunk_count = EXCLUDED.chunk_count, char_count = EXCLUDED.char_count,
+                    redactions = EXCLUDED.redactions, update_time = now()
+                RETURNING (xmax <> 0) AS replaced
+                """,
+                (
+                    tenant_id,
+                    document.document_id,
+                    document.title,
+                    document.uri,
+                    document.category,
+                    Jsonb(document.metadata),
+                    int(document.content_type),
+                    document.content_sha256,
+                    document.fingerprint,
+                    model_name,
+                    len(document.chunks),
+                    document.char_count,
+                    Jsonb({k.name: v for k, v in document.redactions.items()}),
+                ),
+            )
+            row = await cur.fetchone()
+            replaced = bool(row[0]) if row else False
+            if replaced:
+                await conn.execute(
+                    "DELETE FROM retrieval_chunks WHERE tenant_id = %s AND document_id = %s",
+                    (tenant_id, document.document_id),
+                )
+            async with conn.cursor().copy(
+                "COPY retrieval_chunks (chunk_id, tenant_id, document_id, ordinal, category, "
+                "title, section, body, model_name, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(_CHUNK_COPY_TYPES)
+                for chunk, vector in zip(document.chunks, vectors, strict=True):
+                    await copy.write_row(
+                        (
+                            chunk_id_for(
+                                tenant_id, document.document_id, document.fingerprint, chunk.ordinal
+                            ),
+                            tenant_id,
+                            document.document_id,
+                            chunk.ordinal,
+                            document.category,
+                            document.title,
+                            chunk.section,
+                            chunk.text,
+                            model_name,
+                            vector,
+                        )
+                    )
+        return replaced
+
+    async def delete_document(self, tenant_id: str, document_id: str) -> tuple[bool, int]:
+        """Delete a document and its chunks; returns (existed, chunks deleted)."""
+        async with self._transaction(tenant_id) as conn:
+            cur = await conn.execute(
+                "DELETE FROM retrieval_chunks WHERE tenant_id = %s AND document_id = %s",
+                (tenant_id, document_id),
+            )
+            chunks = cur.rowcount
+            cur = await conn.execute(
+                "DELETE FROM retrieval_documents WHERE tenant_id = %s AND document_id = %s",
+                (tenant_id, document_id),
+            )
+            return cur.rowcount > 0, max(chunks, 0)
+
+    async def get_document(
+        self, tenant_id: str, document_id: str, *, include_chunks: bool
+    ) -> tuple[StoredDocument, list[StoredChunk]] | None:
+        async with self._transaction(tenant_id) as conn:
+            cur = await conn.execute(
+                sql.SQL(
+                    "SELECT {} FROM retrieval_documents WHERE tenant_id = %s AND document_id = %s"
+                ).format(_DOCUMENT_COLUMNS),
+                (tenant_id, document_id),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                return None
+            chunks: list[StoredChunk] = []
+            if include_chunks:
+                cur = await conn.execute(
+                    "SELECT chunk_id, ordinal, section, body FROM retrieval_chunks "
+                    "WHERE tenant_id = %s AND document_id = %s ORDER BY ordinal",
+                    (tenant_id, document_id),
+                )
+                chunks = [
+                    StoredChunk(str(r[0]), document_id, r[1], r[2], r[3])
+                    for r in await cur.fetchall()
+                ]
+        return _document(row), chunks
+
+    async def list_documents(
+        self,
+        tenant_id: str,
+        *,
+        categories: Sequence[str],
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[StoredDocument]:
+        """Newest update first, starting after the ``(update_time, document_id)`` cursor."""
+        conditions = [sql.SQL("tenant_id = %(tenant)s")]
+        params: dict[str, Any] = {"tenant": tenant_id, "limit": limit}
+        if categories:
+            conditions.append(sql.SQL("category = ANY(%(categories)s)"))
+            params["categories"] = list(categories)
+        if after is not None:
+            conditions.append(sql.SQL("(update_time, document_id) < (%(time)s, %(id)s)"))
+            params["time"], params["id"] = after
+        query = sql.SQL(
+            "SELECT {} FROM retrieval_documents WHERE {} "
+            "ORDER BY update_time DESC, document_id DESC LIMIT %(limit)s"
+        ).format(_DOCUMENT_COLUMNS, sql.SQL(" AND ").join(conditions))
+        async with self._transaction(tenant_id) as conn:
+            cur = await conn.execute(query, params)
+            return [_document(r) for r in await cur.fetchall()]
+
+    async def search(self, plan: SearchPlan) -> SearchRows:
+        """Run one search in one statement (settings pipelined in the same round trip)."""
+        query, params = _search_statement(plan)
+        async with (
+            _database_errors(),
+            self._db.connection() as conn,
+            conn.pipeline(),
+            conn.transaction(),
+        ):
+            await conn.execute(
+                "SELECT set_config('tandem.tenant_id', %s, true), "
+                "set_config('hnsw.ef_search', %s, true), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                (plan.tenant_id, str(plan.ef_search)),
+            )
+            cur = await conn.execute(query, params)
+            rows = await cur.fetchall()
+        other = rows[0][0] if rows else None
+        hits = [_hit(r) for r in rows if r[1] is not None]
+        return SearchRows(hits, other)
+
+    async def ensure_vector_index(self, *, enabled: bool, m: int, ef_construction: int) -> str:
+        """Bring the HNSW index in line with the settings: "created", "rebuilt", "dropped"
+        or "unchanged". Serialised across replicas by an advisory lock."""
+        wanted = {"m": str(m), "ef_construction": str(ef_construction)}
+        name = sql.Identifier(_HNSW_INDEX)
+        async with _database_errors(), self._db.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_INDEX_LOCK_KEY,))
+            cur = await conn.execute(
+                "SELECT c.reloptions FROM pg_class c WHERE c.oid = to_regclass(%s)",
+                (_HNSW_INDEX,),
+            )
+            row = await cur.fetchone()
+            if not enabled:
+                if row is None:
+                    return "unchanged"
+                await conn.execute(sql.SQL("DROP INDEX {}").format(name))
+                return "dropped"
+            current = dict(o.split("=", 1) for o in (row[0] or [])) if row else {}
+            if row is not None and all(current.get(k) == v for k, v in wanted.items()):
+                return "unchanged"
+            await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
+            await conn.execute(
+                sql.SQL(
+                    "CREATE INDEX {} ON retrieval_chunks USING hnsw "
+                    "((embedding::halfvec({})) halfvec_cosine_ops) "
+                    "WITH (m = {}, ef_construction = {})"
+                ).format(
+                    name, sql.Literal(EMBEDDING_DIM), sql.Literal(m), sql.Literal(ef_construction)
+                )
+            )
+        return "created" if row is None else "rebuilt"
+
+
+def _hit(row: Sequence[Any]) -> Hit:
+    return Hit(
+        chunk_id=str(row[1]),
+        document_id=row[2],
+        ordinal=row[3],
+        section=row[4],
+        text=row[5],
+        title=row[6],
+        uri=row[7],
+        category=row[8],
+        metadata=row[9] or {},
+        score=float(row[10]),
+        fused_score=float(row[11] or 0.0),
+        dense_rank=int(row[12] or 0),
+        sparse_rank=int(row[13] or 0),
+        dense_score=float(row[14] or 0.0),
+        sparse_score=float(row[15] or 0.0),
+    )
+
+
+# The query as an OR of its distinct words, each word parsed like the documents were (so
+# a compound such as "INC-48213" stays one phrase of its parts instead of matching every
+# "INC"); stop words drop out. A chunk is a full-text candidate when it matches at least
+# ``coverage`` of the words (one word at least): without IDF weighting, chunks sharing one
+# incidental common word with a long question are noise that would crowd out the dense
+# side's best hits in the fusion. Candidates rank by words matched, then ts_rank_cd.
+_QUERY_TERMS = sql.SQL(
+    r"""query_terms AS (
+    SELECT string_agg('(' || t.q::text || ')', ' | ')::tsquery AS tsq,
+           array_agg(t.q) AS terms,
+           greatest(1, ceil(count(*) * %(coverage)s))::int AS required
+    FROM (
+        SELECT DISTINCT plainto_tsquery('english'::regconfig, word) AS q
+        FROM regexp_split_to_table(%(text)s, '\s+') AS word
+    ) AS t
+    WHERE numnode(t.q) > 0
+)"""
+)
+
+# Distances are computed in half precision, matching the HNSW expression index (and the
+# one set of pgvector kernels every prebuilt binary runs).
+_DENSE = sql.SQL(
+    """dense AS (
+    SELECT c.chunk_id,
+           c.embedding::halfvec(384) <=> %(vector)s::halfvec(384) AS distance
+    FROM retrieval_chunks c
+    WHERE {where} AND c.model_name = %(model)s
+    ORDER BY c.embedding::halfvec(384) <=> %(vector)s::halfvec(384)
+    LIMIT %(depth)s
+), dense_ranked AS (
+    SELECT chunk_id, 1 - distance AS score,
+           row_number() OVER (ORDER BY distance, chunk_id) AS rank
+    FROM dense
+)"""
+)
+
+_SPARSE = sql.SQL(
+    """sparse AS (
+    SELECT c.chunk_id, ts_rank_cd(c.tsv, q.tsq, 32) AS score, m.matched
+    FROM retrieval_chunks c
+    CROSS JOIN query_terms q
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS matched FROM unnest(q.terms) AS term WHERE c.tsv @@ term
+    ) AS m
+    WHERE {where} AND c.tsv @@ q.tsq AND m.matched >= q.required
+    ORDER BY m.matched DESC, score DESC, c.chunk_id
+    LIMIT %(depth)s
+), sparse_ranked AS (
+    SELECT chunk_id, score,
+           row_number() OVER (ORDER BY matched DESC, score DESC, chunk_id) AS rank
+    FROM sparse
+)"""
+)
+
+# Full text alone ranks every match by ts_rank_cd (no coverage floor, no word count).
+_SPARSE_ONLY = sql.SQL(
+    """sparse AS (
+    SELECT c.chunk_id, ts_rank_cd(c.tsv, q.tsq, 32) AS score
+    FROM retrieval_chunks c CROSS JOIN query_terms q
+    WHERE {where} AND c.tsv @@ q.tsq
+    ORDER BY score DESC, c.chunk_id
+    LIMIT %(depth)s
+), sparse_ranked AS (
+    SELECT chunk_id, score, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank
+    FROM sparse
+)"""
+)
+
+_FUSED = {
+    SearchMode.HYBRID: sql.SQL(
+        """fused AS (
+    SELECT coalesce(d.chunk_id, s.chunk_id) AS chunk_id,
+           d.rank AS dense_rank, s.rank AS sparse_rank,
+           d.score AS dense_score, s.score AS sparse_score,
+           coalesce(%(dense_weight)s / (%(k)s + d.rank), 0)
+             + coalesce(%(sparse_weight)s / (%(k)s + s.rank), 0) AS fused
+    FROM dense_ranked d FULL OUTER JOIN sparse_ranked s ON s.chunk_id = d.chunk_id
+), best AS (
+    SELECT *, fused AS score FROM fused ORDER BY fused DESC, chunk_id LIMIT %(limit)s
+)"""
+    ),
+    SearchMode.DENSE: sql.SQL(
+        """best AS (
+    SELECT chunk_id, rank AS dense_rank, NULL::bigint AS sparse_rank, score AS dense_score,
+           NULL::float8 AS sparse_score, 0::float8 AS fused, score
+    FROM dense_ranked ORDER BY rank LIMIT %(limit)s
+)"""
+    ),
+    SearchMode.SPARSE: sql.SQL(
+        """best AS (
+    SELECT chunk_id, NULL::bigint AS dense_rank, rank AS sparse_rank,
+           NULL::float8 AS dense_score, score AS sparse_score, 0::float8 AS fused, score
+    FROM sparse_ranked ORDER BY rank LIMIT %(limit)s
+)"""
+    ),
+}
+
+_GUARD_DENSE = sql.SQL(
+    """guard AS (
+    SELECT (SELECT m.model_name FROM retrieval_documents m
+            WHERE m.tenant_id = %(tenant)s AND m.model_name <> %(model)s LIMIT 1) AS other_model
+)"""
+)
+_GUARD_NONE = sql.SQL("guard AS (SELECT NULL::text AS other_model)")
+
+_SELECT = sql.SQL(
+    """SELECT g.other_model, b.chunk_id, c.document_id, c.ordinal, c.section, c.body,
+       c.title, d.uri, c.category, d.metadata, b.score, b.fused,
+       b.dense_rank, b.sparse_rank, b.dense_score, b.sparse_score
+FROM guard g
+LEFT JOIN (
+    best b
+    JOIN retrieval_chunks c ON c.chunk_id = b.chunk_id
+    JOIN retrieval_documents d ON d.tenant_id = c.tenant_id AND d.document_id = c.document_id
+) ON true
+ORDER BY b.score DESC, b.chunk_id"""
+)
+
+
+def _search_statement(plan: SearchPlan) -> tuple[sql.Composed, dict[str, Any]]:
+    conditions = [sql.SQL("c.tenant_id = %(tenant)s")]
+    params: dict[str, Any] = {
+        "tenant": plan.tenant_id,
+        "depth": plan.depth,
+        "limit": plan.limit,
+    }
+    if plan.categories:
+        conditions.append(sql.SQL("c.category = ANY(%(categories)s)"))
+        params["categories"] = list(plan.categories)
+    if plan.document_ids:
+        conditions.append(sql.SQL("c.document_id = ANY(%(document_ids)s)"))
+        params["document_ids"] = list(plan.document_ids)
+    if plan.metadata is not None:
+        conditions.append(
+            sql.SQL(
+                "c.document_id IN (SELECT f.document_id FROM retrieval_documents f "
+                "WHERE f.tenant_id = %(tenant)s AND f.metadata @> %(metadata)s)"
+            )
+        )
+        params["metadata"] = Jsonb(plan.metadata)
+    where = sql.SQL(" AND ").join(conditions)
+    dense = plan.mode in (SearchMode.HYBRID, SearchMode.DENSE)
+    sparse = plan.mode in (SearchMode.HYBRID, SearchMode.SPARSE)
+    ctes: list[sql.Composable] = []
+    if dense:
+        ctes.append(_DENSE.format(where=where))
+        params["vector"] = plan.vector
+        params["model"] = plan.model_name
+    if sparse:
+        ctes.append(_QUERY_TERMS)
+        fused = plan.mode is SearchMode.HYBRID and plan.sparse_coverage > 0
+        ctes.append((_SPARSE if fused else _SPARSE_ONLY).format(where=where))
+        params["text"] = plan.query
+        params["coverage"] = plan.sparse_coverage
+    if plan.mode is SearchMode.HYBRID:
+        params.update(
+            k=plan.rrf_k, dense_weight=plan.dense_weight, sparse_weight=plan.sparse_weight
+        )
+    ctes.append(_FUSED[plan.mode])
+    ctes.append(_GUARD_DENSE if dense else _GUARD_NONE)
+    statement = sql.SQL("WITH {ctes}\n{select}").format(
+        ctes=sql.SQL(",\n").join(ctes), select=_SELECT
+    )
+    return statement, params
+
+
+def model_mismatch(stored: str, serving: str) -> FailedPrecondition:
+    """The error Search returns when a tenant's vectors come from another model."""
+    return FailedPrecondition(
+        "stored vectors were made by a different embedding model than the one serving "
+        "queries; re-ingest the documents",
+        reason="MODEL_MISMATCH",
+        metadata={"stored_model": stored, "serving_model": serving},
+    )

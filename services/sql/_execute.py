@@ -1,0 +1,356 @@
+"""Execution of gated statements: the database-side layers of the read-only gate.
+
+Every statement runs on the target's read-only pool (a role holding only SELECT grants),
+inside ``BEGIN READ ONLY`` with ``SET LOCAL statement_timeout``, through a server-side
+cursor (``DECLARE ... CURSOR FOR``: one statement over the extended protocol, and
+Postgres accepts only a SELECT or VALUES there), under a client-side timeout that
+cancels the query even if the server-side one was tampered with. Rows are fetched up
+to the row cap (+1 to detect truncation) and the result-size cap; the transaction is
+always rolled back, since a read has nothing to commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from opentelemetry import metrics, trace
+from psycopg import sql
+
+from services.common import (
+    DeadlineExceeded,
+    InvalidArgument,
+    PermissionDenied,
+    TandemError,
+    Unavailable,
+    remaining,
+)
+from services.sql._gate import Verdict
+from services.sql._values import column_kind, encode, encoded_size, fingerprint
+from tandem.v1 import sql_service_pb2 as pb
+
+_log = logging.getLogger("tandem.sql.execute")
+_CURSOR_NAME = "tandem_statement"
+_FETCH_BATCH = 200
+_MESSAGE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Hard limits for one statement."""
+
+    max_rows: int = 50
+    statement_timeout_s: float = 5.0
+    max_result_bytes: int = 1_048_576
+    client_grace_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class Safeguards:
+    """The execution layers. The service always runs with every one on; tests turn them
+    off one at a time to prove that each remaining layer alone stops a write."""
+
+    read_only_transaction: bool = True
+    server_timeout: bool = True
+    client_timeout: bool = True
+
+
+class FailureKind(enum.Enum):
+    """How the database (or the clock) refused a statement."""
+
+    DATA = "data"  # SQLSTATE classes 22 and 42 (and other statement faults)
+    PERMISSION = "permission"  # 42501 insufficient privilege, 25006 read-only transaction
+    TIMEOUT = "timeout"  # the statement timeout (server- or client-side) cancelled it
+    DEADLINE = "deadline"  # the call's own deadline passed
+    UNAVAILABLE = "unavailable"  # the database could not be reached
+    OTHER = "other"
+
+
+class StatementError(Exception):
+    """A gated statement failed in execution; carries what repair and mapping need."""
+
+    def __init__(self, kind: FailureKind, sqlstate: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.sqlstate = sqlstate
+        self.message = message
+
+    def to_tandem(self, field: str = "sql") -> TandemError:
+        """The documented gRPC error for this failure (messages never quote the SQL)."""
+        meta = {"sqlstate": self.sqlstate} if self.sqlstate else {}
+        if self.kind is FailureKind.DATA:
+            return InvalidArgument.field(
+                field,
+                f"the database rejected the statement (SQLSTATE {self.sqlstate})",
+                reason="SQL_DATABASE_ERROR",
+                metadata=meta,
+            )
+        if self.kind is FailureKind.PERMISSION:
+            return PermissionDenied(
+                f"a database-side defence refused the statement (SQLSTATE {self.sqlstate})",
+                reason="SQL_DATABASE_ERROR",
+                metadata=meta,
+            )
+        if self.kind is FailureKind.TIMEOUT:
+            return DeadlineExceeded("the statement timed out", reason="STATEMENT_TIMEOUT")
+        if self.kind is FailureKind.DEADLINE:
+            return DeadlineExceeded("deadline exceeded before the statement finished")
+        if self.kind is FailureKind.UNAVAILABLE:
+            return Unavailable("the target database is unavailable", reason="DATABASE_UNAVAILABLE")
+        return TandemError(f"database error (SQLSTATE {self.sqlstate or 'none'})")
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """Rows of one executed statement, already in their wire form."""
+
+    columns: tuple[pb.SqlColumn, ...]
+    rows: tuple[pb.SqlRow, ...]
+    truncated: bool
+    truncation_reason: pb.TruncationReason.ValueType
+    fingerprint: str
+    duration_s: float
+
+
+_DATA_CLASSES = ("22", "42", "0A", "21", "54", "2F", "38", "39", "P0", "44")
+
+
+def classify(exc: BaseException, *, deadline_bound: bool = False) -> StatementError:
+    """Map a psycopg error to a failure kind; the message is the short primary text."""
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return StatementError(FailureKind.UNAVAILABLE, "", "no database connection available")
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    diag = getattr(exc, "diag", None)
+    primary = (getattr(diag, "message_primary", None) or "").splitlines()
+    message = (primary[0] if primary else type(exc).__name__)[:_MESSAGE_CHARS]
+    if sqlstate == "57014":
+        kind = FailureKind.DEADLINE if deadline_bound else FailureKind.TIMEOUT
+        return StatementError(kind, sqlstate, "statement timed out")
+    if sqlstate in ("42501", "25006"):
+        return StatementError(FailureKind.PERMISSION, sqlstate, message)
+    if sqlstate[:2] in _DATA_CLASSES:
+        return StatementError(FailureKind.DATA, sqlstate, message)
+    if sqlstate[:2] in ("08", "53", "57", "58") or (
+        not sqlstate and isinstance(exc, psycopg.OperationalError)
+    ):
+        return StatementError(FailureKind.UNAVAILABLE, sqlstate, "database unavailable")
+    return StatementError(FailureKind.OTHER, sqlstate, message)
+
+
+class StatementRunner:
+    """Runs gated statements on a target's read-only pool under the hard limits."""
+
+    def __init__(
+        self,
+        *,
+        tracer: trace.Tracer | None = None,
+        meter: metrics.Meter | None = None,
+    ) -> None:
+        self._tracer = tracer or trace.NoOpTracer()
+        meter = meter or metrics.NoOpMeter("tandem.sql")
+        self._duration = meter.create_histogram(
+            "tandem.sql.execute.duration", unit="s", description="statement execution time"
+        )
+        self._outcomes = meter.create_counter(
+            "tandem.sql.execute.outcomes", description="executed statements by outcome"
+        )
+        self._type_names: dict[tuple[str, int], str] = {}
+
+    async def run(
+        self,
+        pool: psycopg_pool.AsyncConnectionPool[Any],
+        verdict: Verdict,
+        limits: Limits,
+        *,
+        database: str,
+    ) -> ResultSet:
+        """Execute a statement the gate accepted (its normalised text, nothing else)."""
+        if not verdict.valid or not verdict.normalized_sql:
+            raise ValueError("only statements the gate accepted may be executed")
+        with self._tracer.start_as_current_span("sql.execute") as span:
+            span.set_attribute("db.name", database)
+            span.set_attribute("sql.fingerprint", verdict.fingerprint)
+            span.set_attribute("sql.tables", list(verdict.tables_used))
+            try:
+                result = await execute_unvetted(
+                    pool,
+                    verdict.normalized_sql,
+                    limits,
+                    Safeguards(),
+                    type_names=self._type_names,
+                    database=database,
+                )
+            except StatementError as exc:
+                span.set_attribute("sql.outcome", exc.kind.value)
+                span.set_attribute("db.sqlstate", exc.sqlstate)
+                span.set_status(trace.Status(trace.StatusCode.ERROR, exc.kind.value))
+                self._outcomes.add(1, {"database": database, "outcome": exc.kind.value})
+                raise
+            span.set_attribute("sql.outcome", "ok")
+            span.set_attribute("sql.row_count", len(result.rows))
+            span.set_attribute("sql.truncated", result.truncated)
+            self._outcomes.add(1, {"database": database, "outcome": "ok"})
+            self._duration.record(result.duration_s, {"database": database})
+            return result
+
+
+async def execute_unvetted(
+    pool: psycopg_pool.AsyncConnectionPool[Any],
+    text: str,
+    limits: Limits,
+    safeguards: Safeguards,
+    *,
+    type_names: dict[tuple[str, int], str] | None = None,
+    database: str = "",
+) -> ResultSet:
+    """The database-side layers alone, on text that may not have been gated.
+
+    The service reaches this only through :meth:`StatementRunner.run`; tests call it
+    directly to prove that the transaction, the role and the timeouts each stop what
+    the gate would have stopped.
+    """
+    timeout = limits.statement_timeout_s
+    left = remaining()
+    deadline_bound = left is not None and left < timeout
+    if left is not None:
+        if left <= 0:
+            raise StatementError(FailureKind.DEADLINE, "", "deadline exceeded")
+        timeout = min(timeout, left)
+    started = time.perf_counter()
+    try:
+        async with pool.connection(timeout=max(min(timeout, 5.0), 0.1)) as conn:
+            return await _on_connection(
+                conn,
+                text,
+                limits=limits,
+                safeguards=safeguards,
+                budget_s=timeout,
+                deadline_bound=deadline_bound,
+                type_names=type_names if type_names is not None else {},
+                database=database,
+                started=started,
+            )
+    except StatementError:
+        raise
+    except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        raise classify(exc, deadline_bound=deadline_bound) from exc
+
+
+async def _on_connection(
+    conn: psycopg.AsyncConnection[Any],
+    text: str,
+    *,
+    limits: Limits,
+    safeguards: Safeguards,
+    budget_s: float,
+    deadline_bound: bool,
+    type_names: dict[tuple[str, int], str],
+    database: str,
+    started: float,
+) -> ResultSet:
+    await conn.execute(
+        "BEGIN READ ONLY" if safeguards.read_only_transaction else "BEGIN READ WRITE"
+    )
+    try:
+        if safeguards.server_timeout:
+            millis = max(int(budget_s * 1000), 1)
+            await conn.execute(
+                sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(millis))
+            )
+        client_limit = budget_s + limits.client_grace_s if safeguards.client_timeout else None
+        try:
+            async with asyncio.timeout(client_limit):
+                return await _fetch(
+                    conn, text, limits, type_names=type_names, database=database, started=started
+                )
+        except TimeoutError:
+            kind = FailureKind.DEADLINE if deadline_bound else FailureKind.TIMEOUT
+            raise StatementError(kind, "57014", "statement timed out (client-side)") from None
+        except psycopg.Error as exc:
+            raise classify(exc, deadline_bound=deadline_bound) from exc
+    finally:
+        await _rollback(conn)
+
+
+async def _fetch(
+    conn: psycopg.AsyncConnection[Any],
+    text: str,
+    limits: Limits,
+    *,
+    type_names: dict[tuple[str, int], str],
+    database: str,
+    started: float,
+) -> ResultSet:
+    cursor = conn.cursor(name=_CURSOR_NAME, scrollable=False, withhold=False)
+    try:
+        await cursor.execute(text)
+        description = cursor.description or []
+        names = await _type_names(conn, [d.type_code for d in description], type_names, database)
+        columns = tuple(
+            pb.SqlColumn(name=d.name, data_type=names[d.type_code]) for d in description
+        )
+        kinds = [column_kind(c.data_type) for c in columns]
+        rows: list[pb.SqlRow] = []
+        size = 0
+        reason: pb.TruncationReason.ValueType = pb.TRUNCATION_REASON_UNSPECIFIED
+        while reason == pb.TRUNCATION_REASON_UNSPECIFIED:
+            want = min(limits.max_rows + 1 - len(rows), _FETCH_BATCH)
+            batch = await cursor.fetchmany(want)
+            for record in batch:
+                if len(rows) >= limits.max_rows:
+                    reason = pb.TRUNCATION_REASON_ROW_CAP
+                    break
+                row = pb.SqlRow(values=[encode(v, k) for v, k in zip(record, kinds, strict=True)])
+                row_size = sum(encoded_size(v) for v in row.values) + 2 * len(row.values)
+                if size + row_size > limits.max_result_bytes:
+                    reason = pb.TRUNCATION_REASON_SIZE_CAP
+                    break
+                rows.append(row)
+                size += row_size
+            if len(batch) < want:
+                break
+        return ResultSet(
+            columns=columns,
+            rows=tuple(rows),
+            truncated=reason != pb.TRUNCATION_REASON_UNSPECIFIED,
+            truncation_reason=reason,
+            fingerprint=fingerprint(columns, rows),
+            duration_s=time.perf_counter() - started,
+        )
+    finally:
+        await cursor.close()
+
+
+async def _type_names(
+    conn: psycopg.AsyncConnection[Any],
+    oids: list[int],
+    cache: dict[tuple[str, int], str],
+    database: str,
+) -> dict[int, str]:
+    """Postgres type names (``integer``, ``timestamp with time zone``, ``text[]``)."""
+    missing = sorted({oid for oid in oids if (database, oid) not in cache})
+    if missing:
+        cur = await conn.execute(
+            "SELECT o, format_type(o, NULL) FROM unnest(%s::oid[]) AS t(o)", (missing,)
+        )
+        for oid, name in await cur.fetchall():
+            cache[(database, int(oid))] = str(name)
+    return {oid: cache[(database, oid)] for oid in oids}
+
+
+async def _rollback(conn: psycopg.AsyncConnection[Any]) -> None:
+    """End the transaction; a connection that cannot is closed so the pool drops it."""
+    try:
+        await conn.execute("ROLLBACK")
+    except psycopg.Error as exc:
+        _log.warning(
+            "rollback failed; discarding the connection",
+            extra={"fields": {"error.type": type(exc).__name__}},
+        )
+        await conn.close()

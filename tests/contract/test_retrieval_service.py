@@ -1,0 +1,572 @@
+"""RetrievalService through its generated stubs: every RPC, every documented error.
+
+The stack is real: the embedded Postgres, and the real model served by the embedding
+service over gRPC. "Postgres unreachable" is a pool pointed at a closed port.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import struct_pb2
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from services.common import Database, create_channel
+from services.retrieval import RetrievalSettings
+from services.retrieval._server import RetrievalDeps, create_server
+from tandem.v1 import common_pb2
+from tandem.v1 import retrieval_service_pb2 as pb
+from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
+from tests.conftest import server_settings
+from tests.integration.retrieval.stack import (
+    EmbeddingService,
+    Retrieval,
+    ingest,
+    new_tenant,
+    start_embedding,
+    start_retrieval,
+)
+
+INGEST = "tandem.v1.RetrievalService/IngestDocuments"
+DELETE = "tandem.v1.RetrievalService/DeleteDocument"
+GET = "tandem.v1.RetrievalService/GetDocument"
+LIST = "tandem.v1.RetrievalService/ListDocuments"
+SEARCH = "tandem.v1.RetrievalService/Search"
+
+LIMITS = RetrievalSettings(max_batch_documents=4, max_document_chars=2000)
+
+
+@pytest.fixture
+async def embedding(real_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
+    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def running(pg_url, embedding, telemetry_sink) -> AsyncIterator[Retrieval]:
+    address = embedding.server.address
+    settings = RetrievalSettings(
+        embedding_addr=address, max_batch_documents=4, max_document_chars=2000
+    )
+    service = await start_retrieval(
+        pg_url, address, telemetry_sink("retrieval").telemetry, settings=settings
+    )
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+def tenant(pg_url) -> str:
+    return new_tenant(pg_url)
+
+
+@dataclass
+class DeadStore:
+    stub: pb_grpc.RetrievalServiceAsyncStub
+
+
+@pytest.fixture
+async def dead_store(embedding, telemetry_sink, unused_tcp_port) -> AsyncIterator[DeadStore]:
+    """A retrieval server whose Postgres is unreachable (nothing listens on the port)."""
+    database = Database(
+        f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/postgres", timeout_s=0.3
+    )
+    await database.pool.open(wait=False)
+    channel = create_channel(embedding.server.address)
+    server, _ = await create_server(
+        server_settings("retrieval"),
+        telemetry_sink("retrieval").telemetry,
+        RetrievalDeps(RetrievalSettings(), database, channel),
+    )
+    client = create_channel(server.address)
+    yield DeadStore(pb_grpc.RetrievalServiceStub(client))
+    await server.stop(0)
+    await client.close()
+    await channel.close()
+    await database.close()
+
+
+async def _error(call, awaitable=None) -> tuple[grpc.StatusCode, list[str], dict[str, str]]:
+    """Await ``awaitable`` (default: the call) and return the rich status it failed with."""
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await (call if awaitable is None else awaitable)
+    status = await rpc_status.aio.from_call(call)
+    bad, info = error_details_pb2.BadRequest(), error_details_pb2.ErrorInfo()
+    for detail in status.details if status else []:
+        if detail.Is(bad.DESCRIPTOR):
+            detail.Unpack(bad)
+        elif detail.Is(info.DESCRIPTOR):
+            detail.Unpack(info)
+    fields = [v.field for v in bad.field_violations]
+    return err.value.code(), fields, {"reason": info.reason, **dict(info.metadata)}
+
+
+async def _stream_error(call) -> tuple[grpc.StatusCode, list[str], dict[str, str]]:
+    async def drain() -> None:
+        async for _ in call:
+            pass
+
+    return await _error(call, drain())
+
+
+def _doc(document_id: str, text: str, **kw) -> pb.DocumentInput:
+    return pb.DocumentInput(document_id=document_id, text=text, **kw)
+
+
+def _struct(data: dict[str, Any]) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update(data)
+    return struct
+
+
+DOCS = [
+    _doc(
+        "renewal",
+        "# Renewal\n\nAcme asked for a ten percent discount on the renewal.",
+        title="Acme renewal call",
+        category="call_note",
+        uri="crm://notes/1",
+        metadata=_struct({"region": "emea"}),
+        content_type=pb.CONTENT_TYPE_MARKDOWN,
+    ),
+    _doc("security", "Laptops must use full disk encryption.", category="policy"),
+    _doc("pricing", "The Growth tier adds single sign-on and audit logs.", category="guide"),
+]
+
+
+# -- IngestDocuments ----------------------------------------------------------------
+
+
+@pytest.mark.rpc(INGEST)
+async def test_ingest_streams_results_then_exactly_one_summary(running, tenant):
+    request = pb.IngestDocumentsRequest(tenant_id=tenant, documents=DOCS)
+    events = [e async for e in running.stub.IngestDocuments(request, timeout=30)]
+    kinds = [e.WhichOneof("event") for e in events]
+    assert kinds[-1] == "summary" and kinds.count("summary") == 1
+    assert kinds.count("document_finished") == 3 and "progress" in kinds
+    summary = events[-1].summary
+    assert not summary.dry_run and summary.documents_total == 3
+    assert summary.documents_included == 3 and summary.chunks_written == 3
+    assert summary.model_name and summary.duration.ToNanoseconds() > 0
+    first = summary.documents[0]
+    assert (first.index, first.document_id, first.uri) == (0, "renewal", "crm://notes/1")
+    assert first.outcome == pb.DOCUMENT_OUTCOME_INCLUDED and not first.replaced
+    assert first.chunk_count == 1 and len(first.content_sha256) == 64
+
+
+@pytest.mark.rpc(INGEST)
+async def test_ingest_derives_a_stable_id_from_the_uri(running, tenant):
+    doc = pb.DocumentInput(uri="file:///notes/a.txt", text="Quarterly plan for Acme.")
+    _, first = await ingest(running.stub, tenant, [doc])
+    _, second = await ingest(running.stub, tenant, [doc])
+    assert first.documents[0].document_id == second.documents[0].document_id != ""
+    assert second.documents[0].outcome == pb.DOCUMENT_OUTCOME_UNCHANGED
+
+
+@pytest.mark.rpc(INGEST)
+async def test_one_bad_document_never_fails_the_batch(running, tenant):
+    docs = [
+        _doc("ok", "A perfectly fine document."),
+        _doc("blank", "   "),
+        _doc("huge", "x " * 1500),
+        _doc("meta", "text", metadata=_struct({"": 1})),
+        pb.DocumentInput(text="no id and no uri"),
+    ]
+    request = pb.IngestDocumentsRequest(tenant_id=tenant, documents=docs[:4])
+    events = [e async for e in running.stub.IngestDocuments(request, timeout=30)]
+    summary = events[-1].summary
+    results = {d.document_id: d for d in summary.documents}
+    assert results["ok"].outcome == pb.DOCUMENT_OUTCOME_INCLUDED
+    expected = {
+        "blank": ("EMPTY_TEXT", "documents[1].text"),
+        "huge": ("DOCUMENT_TOO_LARGE", "documents[2].text"),
+        "meta": ("INVALID_METADATA", "documents[3].metadata"),
+    }
+    for document_id, (reason, field) in expected.items():
+        result = results[document_id]
+        assert result.outcome == pb.DOCUMENT_OUTCOME_FAILED
+        assert result.error.code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+        assert result.error.reason == reason
+        assert [v.field for v in result.error.field_violations] == [field]
+    _, only = await ingest(running.stub, tenant, [docs[4]])
+    assert only.documents[0].error.field_violations[0].field == "documents[0].document_id"
+
+
+@pytest.mark.rpc(INGEST)
+@pytest.mark.parametrize(
+    ("tenant_id", "documents", "policy", "field", "reason"),
+    [
+        ("", DOCS[:1], None, "tenant_id", "INVALID_ARGUMENT"),
+        ("Bad Tenant!", DOCS[:1], None, "tenant_id", "INVALID_ARGUMENT"),
+        ("never-registered", DOCS[:1], None, "tenant_id", "UNKNOWN_TENANT"),
+        (None, [], None, "documents", "INVALID_ARGUMENT"),
+        (None, DOCS + DOCS, None, "documents", "BATCH_TOO_LARGE"),
+        (
+            None,
+            DOCS[:1],
+            [pb.REDACTION_KIND_EMAIL_ADDRESS, pb.REDACTION_KIND_API_KEY],
+            "redaction_policy.keep_kinds[1]",
+            "INVALID_ARGUMENT",
+        ),
+    ],
+)
+async def test_ingest_invalid_argument_names_the_field(
+    running, tenant, *, tenant_id, documents, policy, field, reason
+):
+    request = pb.IngestDocumentsRequest(
+        tenant_id=tenant if tenant_id is None else tenant_id, documents=documents
+    )
+    if policy is not None:
+        request.redaction_policy.keep_kinds.extend(policy)
+    code, fields, info = await _stream_error(running.stub.IngestDocuments(request, timeout=30))
+    assert (code, fields, info["reason"]) == (grpc.StatusCode.INVALID_ARGUMENT, [field], reason)
+
+
+@pytest.mark.rpc(INGEST)
+async def test_ingest_database_unavailable(dead_store):
+    request = pb.IngestDocumentsRequest(tenant_id="acme", documents=DOCS[:1], dry_run=True)
+    code, _, info = await _stream_error(dead_store.stub.IngestDocuments(request, timeout=30))
+    assert (code, info["reason"]) == (grpc.StatusCode.UNAVAILABLE, "DATABASE_UNAVAILABLE")
+
+
+@pytest.mark.rpc(INGEST)
+async def test_ingest_embedding_failure_fails_documents_not_the_call(
+    pg_url, telemetry_sink, unused_tcp_port, tenant
+):
+    running = await start_retrieval(
+        pg_url, f"127.0.0.1:{unused_tcp_port}", telemetry_sink().telemetry
+    )
+    try:
+        _, summary = await ingest(running.stub, tenant, DOCS[:2])
+        assert summary.documents_failed == 2
+        assert summary.documents[0].error.code == grpc.StatusCode.UNAVAILABLE.value[0]
+        _, dry = await ingest(running.stub, tenant, DOCS[:2], dry_run=True)
+        assert dry.documents_included == 2 and dry.model_name == ""
+    finally:
+        await running.close()
+
+
+# -- DeleteDocument -----------------------------------------------------------------
+
+
+@pytest.mark.rpc(DELETE)
+async def test_delete_removes_the_document_and_its_chunks(running, tenant):
+    await ingest(running.stub, tenant, DOCS)
+    reply = await running.stub.DeleteDocument(
+        pb.DeleteDocumentRequest(tenant_id=tenant, document_id="renewal")
+    )
+    assert (reply.document_id, reply.deleted, reply.chunks_deleted) == ("renewal", True, 1)
+    hits = await running.stub.Search(
+        pb.SearchRequest(tenant_id=tenant, query="renewal discount", top_k=10)
+    )
+    assert "renewal" not in [h.document_id for h in hits.hits]
+    again = await running.stub.DeleteDocument(
+        pb.DeleteDocumentRequest(tenant_id=tenant, document_id="renewal", allow_missing=True)
+    )
+    assert (again.deleted, again.chunks_deleted) == (False, 0)
+
+
+@pytest.mark.rpc(DELETE)
+async def test_delete_missing_document_is_not_found(running, tenant):
+    code, _, info = await _error(
+        running.stub.DeleteDocument(pb.DeleteDocumentRequest(tenant_id=tenant, document_id="nope"))
+    )
+    assert (code, info["reason"], info["document_id"]) == (
+        grpc.StatusCode.NOT_FOUND,
+        "DOCUMENT_NOT_FOUND",
+        "nope",
+    )
+
+
+@pytest.mark.rpc(DELETE)
+@pytest.mark.parametrize(
+    ("tenant_id", "document_id", "field"),
+    [("", "x", "tenant_id"), ("UPPER", "x", "tenant_id"), ("acme", "", "document_id"),
+     ("acme", "bad\x00id", "document_id"), ("acme", "x" * 257, "document_id")],
+)  # fmt: skip
+async def test_delete_invalid_argument(running, tenant_id, document_id, field):
+    code, fields, _ = await _error(
+        running.stub.DeleteDocument(
+            pb.DeleteDocumentRequest(tenant_id=tenant_id, document_id=document_id)
+        )
+    )
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+
+
+@pytest.mark.rpc(DELETE)
+async def test_delete_database_unavailable(dead_store):
+    code, _, info = await _error(
+        dead_store.stub.DeleteDocument(pb.DeleteDocumentRequest(tenant_id="acme", document_id="x"))
+    )
+    assert (code, info["reason"]) == (grpc.StatusCode.UNAVAILABLE, "DATABASE_UNAVAILABLE")
+
+
+# -- GetDocument --------------------------------------------------------------------
+
+
+@pytest.mark.rpc(GET)
+async def test_get_document_with_and_without_chunks(running, tenant):
+    await ingest(running.stub, tenant, DOCS[:1])
+    request = pb.GetDocumentRequest(tenant_id=tenant, document_id="renewal")
+    bare = await running.stub.GetDocument(request)
+    doc = bare.document
+    assert (doc.document_id, doc.title, doc.uri, doc.category) == (
+        "renewal",
+        "Acme renewal call",
+        "crm://notes/1",
+        "call_note",
+    )
+    assert doc.metadata["region"] == "emea"
+    assert doc.content_type == pb.CONTENT_TYPE_MARKDOWN
+    assert doc.chunk_count == 1 and doc.char_count > 0 and doc.model_name
+    assert doc.create_time.seconds > 0 and doc.update_time.seconds > 0
+    assert not bare.chunks
+    request.include_chunks = True
+    full = await running.stub.GetDocument(request)
+    assert [(c.ordinal, c.section, c.document_id) for c in full.chunks] == [
+        (0, "Renewal", "renewal")
+    ]
+    assert full.chunks[0].char_count == len(full.chunks[0].text) > 0
+
+
+@pytest.mark.rpc(GET)
+async def test_get_document_errors(running, tenant, dead_store):
+    code, _, info = await _error(
+        running.stub.GetDocument(pb.GetDocumentRequest(tenant_id=tenant, document_id="nope"))
+    )
+    assert (code, info["reason"]) == (grpc.StatusCode.NOT_FOUND, "DOCUMENT_NOT_FOUND")
+    for tenant_id, document_id, field in (("", "x", "tenant_id"), (tenant, "", "document_id")):
+        code, fields, _ = await _error(
+            running.stub.GetDocument(
+                pb.GetDocumentRequest(tenant_id=tenant_id, document_id=document_id)
+            )
+        )
+        assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+    code, _, info = await _error(
+        dead_store.stub.GetDocument(pb.GetDocumentRequest(tenant_id="acme", document_id="x"))
+    )
+    assert (code, info["reason"]) == (grpc.StatusCode.UNAVAILABLE, "DATABASE_UNAVAILABLE")
+
+
+# -- ListDocuments ------------------------------------------------------------------
+
+
+@pytest.mark.rpc(LIST)
+async def test_list_pages_newest_first_and_filters_by_category(running, tenant):
+    for doc in DOCS:  # one call each, so update times differ
+        await ingest(running.stub, tenant, [doc])
+    seen: list[str] = []
+    token = ""
+    while True:
+        page = await running.stub.ListDocuments(
+            pb.ListDocumentsRequest(tenant_id=tenant, page_size=2, page_token=token)
+        )
+        assert len(page.documents) <= 2
+        seen += [d.document_id for d in page.documents]
+        token = page.next_page_token
+        if not token:
+            break
+    assert seen == ["pricing", "security", "renewal"]
+    policies = await running.stub.ListDocuments(
+        pb.ListDocumentsRequest(tenant_id=tenant, categories=["policy", "guide"])
+    )
+    assert [d.document_id for d in policies.documents] == ["pricing", "security"]
+    assert policies.next_page_token == ""
+    big = await running.stub.ListDocuments(
+        pb.ListDocumentsRequest(tenant_id=tenant, page_size=9999)
+    )
+    assert len(big.documents) == 3
+
+
+@pytest.mark.rpc(LIST)
+async def test_list_errors(running, tenant, pg_url, dead_store):
+    await ingest(running.stub, tenant, DOCS[:2])
+    first = await running.stub.ListDocuments(pb.ListDocumentsRequest(tenant_id=tenant, page_size=1))
+    other = new_tenant(pg_url)
+    cases = [
+        (pb.ListDocumentsRequest(tenant_id=""), "tenant_id", "INVALID_ARGUMENT"),
+        (pb.ListDocumentsRequest(tenant_id=tenant, page_size=-1), "page_size", "INVALID_ARGUMENT"),
+        (
+            pb.ListDocumentsRequest(tenant_id=tenant, page_token="not-a-token"),
+            "page_token",
+            "INVALID_PAGE_TOKEN",
+        ),
+        (
+            pb.ListDocumentsRequest(tenant_id=other, page_token=first.next_page_token),
+            "page_token",
+            "INVALID_PAGE_TOKEN",
+        ),
+        (
+            pb.ListDocumentsRequest(
+                tenant_id=tenant, page_token=first.next_page_token, categories=["policy"]
+            ),
+            "page_token",
+            "INVALID_PAGE_TOKEN",
+        ),
+    ]
+    for request, field, reason in cases:
+        code, fields, info = await _error(running.stub.ListDocuments(request))
+        assert (code, fields, info["reason"]) == (grpc.StatusCode.INVALID_ARGUMENT, [field], reason)
+    code, _, info = await _error(
+        dead_store.stub.ListDocuments(pb.ListDocumentsRequest(tenant_id="acme"))
+    )
+    assert (code, info["reason"]) == (grpc.StatusCode.UNAVAILABLE, "DATABASE_UNAVAILABLE")
+
+
+# -- Search -------------------------------------------------------------------------
+
+
+@pytest.mark.rpc(SEARCH)
+async def test_search_returns_hits_with_ranks_scores_and_timings(running, tenant):
+    await ingest(running.stub, tenant, DOCS)
+    reply = await running.stub.Search(
+        pb.SearchRequest(tenant_id=tenant, query="Acme renewal discount", top_k=2)
+    )
+    assert not reply.degraded and reply.mode == pb.SEARCH_MODE_HYBRID and not reply.reranked
+    assert len(reply.hits) == 2
+    hit = reply.hits[0]
+    assert (hit.document_id, hit.title, hit.uri, hit.category, hit.section) == (
+        "renewal",
+        "Acme renewal call",
+        "crm://notes/1",
+        "call_note",
+        "Renewal",
+    )
+    assert hit.chunk_id and hit.text and hit.ordinal == 0
+    assert hit.dense_rank == 1 and hit.sparse_rank == 1
+    assert hit.score == hit.fused_score == pytest.approx(2 / 61)
+    assert not hit.HasField("rerank_score")
+    assert hit.metadata["region"] == "emea"
+    assert {t.stage for t in reply.timings} == {"embed", "database", "total"}
+    floored = await running.stub.Search(
+        pb.SearchRequest(tenant_id=tenant, query="Acme renewal discount", min_score=0.03)
+    )
+    assert [h.document_id for h in floored.hits] == ["renewal"]
+
+
+@pytest.mark.rpc(SEARCH)
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"tenant_id": ""}, "tenant_id"),
+        ({"tenant_id": "-bad"}, "tenant_id"),
+        ({"query": ""}, "query"),
+        ({"query": "   "}, "query"),
+        ({"query": "q" * 2001}, "query"),
+        ({"top_k": -1}, "top_k"),
+        ({"top_k": 101}, "top_k"),
+        ({"candidate_depth": -1}, "candidate_depth"),
+        ({"candidate_depth": 1001}, "candidate_depth"),
+        ({"candidate_depth": 5, "top_k": 10}, "candidate_depth"),
+        ({"candidate_depth": 5}, "candidate_depth"),
+        ({"ef_search": -1}, "ef_search"),
+        ({"ef_search": 1001}, "ef_search"),
+        ({"min_score": -0.5}, "min_score"),
+        ({"mode": 7}, "mode"),
+        ({"filter": pb.SearchFilter(document_ids=[f"d{i}" for i in range(1001)])},
+         "filter.document_ids"),
+    ],
+)  # fmt: skip
+async def test_search_invalid_argument_names_the_field(running, changes, field):
+    request = pb.SearchRequest(tenant_id="acme", query="renewal")
+    for name, value in changes.items():
+        if name == "filter":
+            request.filter.CopyFrom(value)
+        else:
+            setattr(request, name, value)
+    code, fields, _ = await _error(running.stub.Search(request))
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+
+
+@pytest.mark.rpc(SEARCH)
+async def test_search_model_mismatch_is_failed_precondition(running, tenant, pg_url):
+    import psycopg
+
+    await ingest(running.stub, tenant, DOCS[:1])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE retrieval_documents SET model_name = 'other/model' WHERE tenant_id = %s",
+            (tenant,),
+        )
+    code, _, info = await _error(
+        running.stub.Search(pb.SearchRequest(tenant_id=tenant, query="renewal"))
+    )
+    assert (code, info["reason"], info["stored_model"]) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "MODEL_MISMATCH",
+        "other/model",
+    )
+
+
+@pytest.mark.rpc(SEARCH)
+async def test_search_fails_open_when_postgres_is_unreachable(dead_store):
+    reply = await dead_store.stub.Search(pb.SearchRequest(tenant_id="acme", query="renewal"))
+    assert reply.degraded and not reply.hits
+    assert [(d.reason, d.component) for d in reply.degradations] == [
+        (common_pb2.DEGRADATION_REASON_DATABASE_UNAVAILABLE, "postgres")
+    ]
+    assert reply.degradations[0].message
+
+
+@pytest.mark.rpc(SEARCH)
+async def test_search_fails_open_when_embedding_is_unreachable(
+    pg_url, telemetry_sink, unused_tcp_port
+):
+    running = await start_retrieval(
+        pg_url, f"127.0.0.1:{unused_tcp_port}", telemetry_sink().telemetry
+    )
+    try:
+        for mode in (pb.SEARCH_MODE_HYBRID, pb.SEARCH_MODE_DENSE):
+            reply = await running.stub.Search(
+                pb.SearchRequest(tenant_id="acme", query="renewal", mode=mode)
+            )
+            assert reply.degraded and not reply.hits and reply.mode == mode
+            assert reply.degradations[0].reason == (
+                common_pb2.DEGRADATION_REASON_EMBEDDING_UNAVAILABLE
+            )
+    finally:
+        await running.close()
+
+
+class _LengthReranker:
+    """A plain fake of our Reranker seam: prefers shorter passages."""
+
+    name = "fake/length"
+
+    async def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        return [-float(len(p)) for p in passages]
+
+
+@pytest.mark.rpc(SEARCH)
+async def test_rerank_degrades_without_a_reranker_and_reorders_with_one(
+    running, tenant, pg_url, embedding, telemetry_sink
+):
+    await ingest(running.stub, tenant, DOCS)
+    request = pb.SearchRequest(tenant_id=tenant, query="renewal discount", rerank=True)
+    plain = await running.stub.Search(request)
+    assert plain.degraded and not plain.reranked and plain.hits
+    assert plain.degradations[0].reason == common_pb2.DEGRADATION_REASON_RERANKER_UNAVAILABLE
+    assert plain.hits[0].document_id == "renewal"
+    with_reranker = await start_retrieval(
+        pg_url,
+        embedding.server.address,
+        telemetry_sink().telemetry,
+        reranker=_LengthReranker(),
+        settings=RetrievalSettings(embedding_addr=embedding.server.address, rerank_weight=1.0),
+    )
+    try:
+        reranked = await with_reranker.stub.Search(request)
+    finally:
+        await with_reranker.close()
+    assert reranked.reranked and not reranked.degraded
+    lengths = [len(h.text) for h in reranked.hits]
+    assert lengths == sorted(lengths)
+    assert all(h.HasField("rerank_score") for h in reranked.hits)
+    assert reranked.hits[0].score == 1.0
+    assert "rerank" in {t.stage for t in reranked.timings}

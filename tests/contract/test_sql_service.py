@@ -1,0 +1,704 @@
+"""SqlService through its generated stubs on a real server and a real warehouse: every
+RPC, every documented error."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import grpc
+import psycopg
+import pytest
+from google.protobuf import duration_pb2
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
+
+from services.common import GrpcServer, embedded_server_url
+from services.sql import SqlSettings, TargetConfig, Understanding, ensure_warehouse, grant_read_only
+from services.sql._server import SqlDeps, build_deps, create_server, ready
+from services.sql._warehouse import SCHEMA, database_url, ensure_reader_role
+from tandem.v1 import common_pb2 as cpb
+from tandem.v1 import sql_service_pb2 as pb
+from tandem.v1 import sql_service_pb2_grpc as pb_grpc
+from tests.conftest import server_settings
+from tests.unit.sql.corpus import HOSTILE
+
+ASK = "tandem.v1.SqlService/AskQuestion"
+VALIDATE = "tandem.v1.SqlService/ValidateSql"
+EXECUTE = "tandem.v1.SqlService/ExecuteSql"
+INTENT = "tandem.v1.SqlService/RunIntent"
+DESCRIBE = "tandem.v1.SqlService/DescribeSchema"
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass(frozen=True)
+class Databases:
+    admin_url: str
+    warehouse_admin_url: str
+    warehouse_reader_url: str
+    finance_reader_url: str
+    finance_admin_url: str
+
+
+@pytest.fixture(scope="module")
+def databases(tmp_path_factory: pytest.TempPathFactory) -> Databases:
+    """A private embedded server with the demo warehouse and a small second database."""
+    admin = embedded_server_url(tmp_path_factory.mktemp("sql-contract"))
+
+    async def setup() -> Databases:
+        warehouse = await ensure_warehouse(admin)
+        async with await psycopg.AsyncConnection.connect(admin, autocommit=True) as conn:
+            await conn.execute("DROP DATABASE IF EXISTS finance")
+            await conn.execute("CREATE DATABASE finance")
+            await ensure_reader_role(conn, warehouse.reader_role)
+        finance_admin = database_url(admin, "finance")
+        async with await psycopg.AsyncConnection.connect(finance_admin, autocommit=True) as conn:
+            await conn.execute("CREATE TABLE invoices (invoice_id int PRIMARY KEY, total numeric)")
+            await conn.execute("CREATE TABLE vault (secret_id int PRIMARY KEY)")
+            await conn.execute("INSERT INTO invoices VALUES (1, 5), (2, 7)")
+            await grant_read_only(conn, "finance", warehouse.reader_role, schemas=["public"])
+        return Databases(
+            admin_url=admin,
+            warehouse_admin_url=database_url(admin, warehouse.database),
+            warehouse_reader_url=warehouse.reader_url,
+            finance_reader_url=psycopg.conninfo.make_conninfo(
+                warehouse.reader_url, dbname="finance"
+            ),
+            finance_admin_url=finance_admin,
+        )
+
+    return asyncio.run(setup())
+
+
+@dataclass
+class Running:
+    server: GrpcServer
+    stub: pb_grpc.SqlServiceAsyncStub
+    deps: SqlDeps
+
+
+SETTINGS = SqlSettings(
+    max_sql_chars=20_000,
+    max_question_chars=2000,
+    max_rows=1000,
+    statement_timeout_s=5.0,
+    max_statement_timeout_s=30.0,
+    reference_date=None,
+)
+
+
+def configs(dbs: Databases) -> list[TargetConfig]:
+    return [
+        TargetConfig("warehouse", dbs.warehouse_reader_url),
+        TargetConfig("finance", dbs.finance_reader_url, tenants=frozenset({"acme"})),
+        TargetConfig("offline", "host=/nonexistent/socket dbname=x user=x"),
+    ]
+
+
+async def _start(dbs, telemetry_sink, channel_to, generator=None) -> Running:
+    from dataclasses import replace
+    from datetime import date
+
+    settings = replace(SETTINGS, reference_date=date(2025, 6, 30))
+    deps = await build_deps(
+        settings, telemetry_sink("sql").telemetry, generator=generator, configs=configs(dbs)
+    )
+    server, servicer = await create_server(server_settings("sql"), telemetry_sink().telemetry)
+    await ready(server, servicer, deps)
+    channel: grpc.aio.Channel = channel_to(server.address)
+    return Running(server, pb_grpc.SqlServiceStub(channel), deps)
+
+
+@pytest.fixture
+async def running(databases, telemetry_sink, channel_to) -> AsyncIterator[Running]:
+    run = await _start(databases, telemetry_sink, channel_to)
+    yield run
+    await run.server.stop(0)
+    await run.deps.close()
+
+
+async def _error(call) -> tuple[grpc.StatusCode, list[str], dict[str, str]]:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await call
+    status = await rpc_status.aio.from_call(call)
+    bad, info = error_details_pb2.BadRequest(), error_details_pb2.ErrorInfo()
+    for detail in status.details if status else []:
+        if detail.Is(bad.DESCRIPTOR):
+            detail.Unpack(bad)
+        elif detail.Is(info.DESCRIPTOR):
+            detail.Unpack(info)
+    fields = [v.field for v in bad.field_violations]
+    return err.value.code(), fields, {"reason": info.reason, **dict(info.metadata)}
+
+
+def _requests(tenant: str = "acme", database: str = "") -> dict[str, tuple[str, object]]:
+    return {
+        ASK: ("AskQuestion", pb.AskQuestionRequest(
+            tenant_id=tenant, database=database, question="How many companies are there?")),
+        VALIDATE: ("ValidateSql", pb.ValidateSqlRequest(
+            tenant_id=tenant, database=database, sql="SELECT 1")),
+        EXECUTE: ("ExecuteSql", pb.ExecuteSqlRequest(
+            tenant_id=tenant, database=database, sql="SELECT 1")),
+        INTENT: ("RunIntent", pb.RunIntentRequest(
+            tenant_id=tenant, database=database,
+            intent=pb.SqlIntent(kind=pb.INTENT_KIND_COUNT, table="companies"))),
+        DESCRIBE: ("DescribeSchema", pb.DescribeSchemaRequest(tenant_id=tenant, database=database)),
+    }  # fmt: skip
+
+
+# --- errors shared by every RPC --------------------------------------------------------
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(VALIDATE)
+@pytest.mark.rpc(EXECUTE)
+@pytest.mark.rpc(INTENT)
+@pytest.mark.rpc(DESCRIBE)
+async def test_shared_errors_for_every_rpc(running):
+    for tenant in ("", "Bad Tenant!"):
+        for method, request in _requests(tenant=tenant).values():
+            code, fields, _ = await _error(getattr(running.stub, method)(request, timeout=10))
+            assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["tenant_id"]), method
+    for method, request in _requests(database="nope").values():
+        code, fields, info = await _error(getattr(running.stub, method)(request, timeout=10))
+        assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["database"]), method
+        assert info == {"reason": "UNKNOWN_DATABASE", "database": "nope"}
+    for method, request in _requests(tenant="initech", database="finance").values():
+        code, _, info = await _error(getattr(running.stub, method)(request, timeout=10))
+        assert code == grpc.StatusCode.PERMISSION_DENIED, method
+        assert info == {"reason": "DATABASE_NOT_ALLOWED", "database": "finance"}
+    for method, request in _requests(database="offline").values():
+        code, _, info = await _error(getattr(running.stub, method)(request, timeout=10))
+        assert (code, info["reason"]) == (grpc.StatusCode.UNAVAILABLE, "CATALOG_UNAVAILABLE")
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(EXECUTE)
+async def test_not_ready_is_unavailable_and_health_flips_only_when_ready(
+    databases, telemetry_sink, channel_to
+):
+    server, servicer = await create_server(server_settings("sql"), telemetry_sink().telemetry)
+    try:
+        channel = channel_to(server.address)
+        stub, health = pb_grpc.SqlServiceStub(channel), health_pb2_grpc.HealthStub(channel)
+        check = health_pb2.HealthCheckRequest(service="tandem.v1.SqlService")
+        reply = await health.Check(check, timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        code, _, _ = await _error(
+            stub.ExecuteSql(pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT 1"), timeout=5)
+        )
+        assert code == grpc.StatusCode.UNAVAILABLE
+        deps = await build_deps(SETTINGS, telemetry_sink().telemetry, configs=configs(databases))
+        await ready(server, servicer, deps)
+        reply = await health.Check(check, timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        await deps.close()
+    finally:
+        await server.stop(0)
+
+
+# --- AskQuestion -------------------------------------------------------------------------
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_answers_with_attempts_intent_usage_and_timings(running):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question="How many deals did we win last quarter?"),
+        timeout=10,
+    )
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    assert reply.result.row_count == 1 and reply.result.rows[0].values[0].int_value > 0
+    assert reply.result.tables_used == ["public.opportunities"]
+    assert reply.result.explanation and reply.interpretation
+    assert "2025-01-01" in reply.result.sql
+    assert reply.intent.kind == pb.INTENT_KIND_COUNT
+    assert [(a.attempt, a.outcome) for a in reply.attempts] == [
+        (1, pb.SQL_ATTEMPT_OUTCOME_SUCCEEDED)
+    ]
+    assert reply.repairs == 0 and not reply.degraded
+    assert {e.tier for e in reply.usage.entries} == {cpb.MODEL_TIER_DETERMINISTIC}
+    assert reply.usage.calls >= 3 and reply.usage.input_tokens == 0
+    assert {t.stage for t in reply.timings} == {
+        "understand",
+        "generate",
+        "gate",
+        "execute",
+        "total",
+    }
+    assert len(reply.result.fingerprint) == 64
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_unanswerable_is_ok_without_a_result(running):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question="What will the weather be tomorrow?"),
+        timeout=10,
+    )
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert not reply.HasField("result") and reply.message and not reply.attempts
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_row_cap(running):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question="List the companies", max_rows=3),
+        timeout=10,
+    )
+    assert reply.result.row_count == 3 and reply.result.truncated
+    assert reply.result.truncation_reason == pb.TRUNCATION_REASON_ROW_CAP
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.parametrize(
+    ("request_", "field"),
+    [
+        (pb.AskQuestionRequest(tenant_id="acme", question=""), "question"),
+        (pb.AskQuestionRequest(tenant_id="acme", question="   "), "question"),
+        (pb.AskQuestionRequest(tenant_id="acme", question="x" * 2001), "question"),
+        (pb.AskQuestionRequest(tenant_id="acme", question="q", max_rows=-1), "max_rows"),
+        (pb.AskQuestionRequest(tenant_id="acme", question="q", max_rows=1001), "max_rows"),
+    ],
+)
+async def test_ask_invalid_arguments(running, request_, field):
+    code, fields, _ = await _error(running.stub.AskQuestion(request_, timeout=10))
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+
+
+class _FailingGenerator:
+    async def understand(self, question, schema):
+        raise ConnectionError("model endpoint down")
+
+    identify_tables = generate = repair = understand
+
+
+class _SlowGenerator:
+    async def understand(self, question, schema):
+        await asyncio.sleep(5)
+        return Understanding("slow")
+
+    identify_tables = generate = repair = understand
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_degrades_to_the_deterministic_provider(databases, telemetry_sink, channel_to):
+    run = await _start(databases, telemetry_sink, channel_to, generator=_FailingGenerator())
+    try:
+        reply = await run.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question="How many companies are there?"),
+            timeout=10,
+        )
+        assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED and reply.degraded
+        assert [(d.reason, d.component) for d in reply.degradations] == [
+            (cpb.DEGRADATION_REASON_LLM_UNAVAILABLE, "llm")
+        ]
+    finally:
+        await run.server.stop(0)
+        await run.deps.close()
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_deadline_before_any_attempt(databases, telemetry_sink, channel_to):
+    run = await _start(databases, telemetry_sink, channel_to, generator=_SlowGenerator())
+    try:
+        code, _, _ = await _error(
+            run.stub.AskQuestion(
+                pb.AskQuestionRequest(tenant_id="acme", question="How many companies?"),
+                timeout=0.3,
+            )
+        )
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+    finally:
+        await run.server.stop(0)
+        await run.deps.close()
+
+
+# --- ValidateSql ----------------------------------------------------------------------------
+
+
+@pytest.mark.rpc(VALIDATE)
+async def test_validate_accepts_and_normalises(running):
+    reply = await running.stub.ValidateSql(
+        pb.ValidateSqlRequest(
+            tenant_id="acme", sql="select name, deleted_at, replace(name, 'a', 'b') from companies"
+        ),
+        timeout=10,
+    )
+    assert reply.valid and not reply.violations
+    assert reply.normalized_sql == (
+        "SELECT name, deleted_at, REPLACE(name, 'a', 'b') FROM public.companies"
+    )
+    assert reply.tables_used == ["public.companies"]
+
+
+@pytest.mark.rpc(VALIDATE)
+async def test_validate_refusal_is_ok_with_every_violation(running):
+    reply = await running.stub.ValidateSql(
+        pb.ValidateSqlRequest(tenant_id="acme", sql="SELECT pg_sleep(1) FROM secrets"),
+        timeout=10,
+    )
+    assert not reply.valid and reply.normalized_sql == ""
+    assert {(v.rule, v.subject) for v in reply.violations} == {
+        (pb.SQL_GATE_RULE_FUNCTION_NOT_ALLOWED, "pg_sleep"),
+        (pb.SQL_GATE_RULE_UNKNOWN_TABLE, "secrets"),
+    }
+    assert all(v.message for v in reply.violations)
+
+
+@pytest.mark.rpc(VALIDATE)
+@pytest.mark.parametrize("sql", ["", "  ", "SELECT 1" + " " * 20_000])
+async def test_validate_invalid_sql_argument(running, sql):
+    code, fields, _ = await _error(
+        running.stub.ValidateSql(pb.ValidateSqlRequest(tenant_id="acme", sql=sql), timeout=10)
+    )
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["sql"])
+
+
+# --- ExecuteSql -----------------------------------------------------------------------------
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_execute_returns_typed_rows(running):
+    reply = await running.stub.ExecuteSql(
+        pb.ExecuteSqlRequest(
+            tenant_id="acme",
+            sql="SELECT name, annual_revenue, created_at FROM companies ORDER BY company_id",
+            max_rows=5,
+        ),
+        timeout=10,
+    )
+    result = reply.result
+    assert [c.data_type for c in result.columns] == [
+        "text", "numeric", "timestamp with time zone",
+    ]  # fmt: skip
+    assert result.row_count == 5 and result.truncated
+    first = result.rows[0].values
+    assert first[0].string_value and first[1].decimal_value and first[2].HasField("timestamp_value")
+    assert result.database == "warehouse" and result.execution_duration.ToNanoseconds() > 0
+    again = await running.stub.ExecuteSql(
+        pb.ExecuteSqlRequest(
+            tenant_id="acme",
+            sql="SELECT name, annual_revenue, created_at FROM companies ORDER BY company_id",
+            max_rows=5,
+        ),
+        timeout=10,
+    )
+    assert again.result.fingerprint == result.fingerprint
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_execute_on_a_named_database(running):
+    reply = await running.stub.ExecuteSql(
+        pb.ExecuteSqlRequest(
+            tenant_id="acme", database="finance", sql="SELECT sum(total) FROM invoices"
+        ),
+        timeout=10,
+    )
+    assert reply.result.rows[0].values[0].decimal_value == "12"
+    assert reply.result.database == "finance"
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_execute_refused_by_the_gate_names_the_rule(running):
+    code, fields, info = await _error(
+        running.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT * FROM companies FOR UPDATE"),
+            timeout=10,
+        )
+    )
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["sql"])
+    assert info == {"reason": "SQL_REJECTED", "rule": "SQL_GATE_RULE_LOCKING_CLAUSE"}
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_hostile_suite_is_refused_and_leaves_the_data_untouched(running, databases):
+    async def checksum() -> list[tuple[str, str]]:
+        async with await psycopg.AsyncConnection.connect(databases.warehouse_admin_url) as conn:
+            found = []
+            for table in SCHEMA:
+                query = psycopg.sql.SQL(
+                    "SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM {} t"
+                ).format(psycopg.sql.Identifier(table.name))
+                row = await (await conn.execute(query)).fetchone()
+                found.append((table.name, row[0] if row else ""))
+            return found
+
+    before = await checksum()
+    for sql, rule in HOSTILE:
+        if not sql.strip() or len(sql) > 20_000:
+            continue
+        code, _, info = await _error(
+            running.stub.ExecuteSql(pb.ExecuteSqlRequest(tenant_id="acme", sql=sql), timeout=10)
+        )
+        assert code == grpc.StatusCode.INVALID_ARGUMENT
+        assert info == {"reason": "SQL_REJECTED", "rule": rule.wire_name}, sql
+    assert await checksum() == before
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_execute_database_errors(running):
+    code, fields, info = await _error(
+        running.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT missing FROM companies"), timeout=10
+        )
+    )
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["sql"])
+    assert info == {"reason": "SQL_DATABASE_ERROR", "sqlstate": "42703"}
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_execute_refused_by_a_database_side_defence(running, databases):
+    target = running.deps.targets.get("finance")
+    assert (await target.get_catalog()).table("vault") is not None  # cached while granted
+    async with await psycopg.AsyncConnection.connect(
+        databases.finance_admin_url, autocommit=True
+    ) as admin:
+        await admin.execute("REVOKE SELECT ON vault FROM tandem_reader")
+        try:
+            code, _, info = await _error(
+                running.stub.ExecuteSql(
+                    pb.ExecuteSqlRequest(
+                        tenant_id="acme", database="finance", sql="SELECT * FROM vault"
+                    ),
+                    timeout=10,
+                )
+            )
+        finally:
+            await admin.execute("GRANT SELECT ON vault TO tandem_reader")
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert info == {"reason": "SQL_DATABASE_ERROR", "sqlstate": "42501"}
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_execute_statement_timeout(running):
+    timeout = duration_pb2.Duration()
+    timeout.FromMilliseconds(200)
+    code, _, info = await _error(
+        running.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(
+                tenant_id="acme",
+                sql="SELECT count(*) FROM generate_series(1, 10000000000)",
+                statement_timeout=timeout,
+            ),
+            timeout=10,
+        )
+    )
+    assert (code, info["reason"]) == (grpc.StatusCode.DEADLINE_EXCEEDED, "STATEMENT_TIMEOUT")
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_execute_call_deadline(running):
+    code, _, _ = await _error(
+        running.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(
+                tenant_id="acme", sql="SELECT count(*) FROM generate_series(1, 10000000000)"
+            ),
+            timeout=0.3,
+        )
+    )
+    assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def _duration(seconds: float) -> duration_pb2.Duration:
+    value = duration_pb2.Duration()
+    value.FromNanoseconds(int(seconds * 1e9))
+    return value
+
+
+@pytest.mark.rpc(EXECUTE)
+@pytest.mark.parametrize(
+    ("request_", "field"),
+    [
+        (pb.ExecuteSqlRequest(tenant_id="acme", sql=""), "sql"),
+        (pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT 1" + " " * 20_000), "sql"),
+        (pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT 1", max_rows=-1), "max_rows"),
+        (pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT 1", max_rows=1001), "max_rows"),
+        (pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT 1", statement_timeout=_duration(-1)),
+         "statement_timeout"),
+        (pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT 1", statement_timeout=_duration(31)),
+         "statement_timeout"),
+    ],
+)  # fmt: skip
+async def test_execute_invalid_arguments(running, request_, field):
+    code, fields, _ = await _error(running.stub.ExecuteSql(request_, timeout=10))
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+
+
+# --- RunIntent ------------------------------------------------------------------------------
+
+
+@pytest.mark.rpc(INTENT)
+async def test_run_intent_group_by_with_join_filter_and_order(running):
+    intent = pb.SqlIntent(
+        kind=pb.INTENT_KIND_GROUP_BY,
+        table="opportunities",
+        join_tables=["regions"],
+        group_by=[pb.IntentGroup(column="regions.name")],
+        filters=[
+            pb.IntentFilter(column="stage", op=pb.FILTER_OPERATOR_EQUAL,
+                            values=[cpb.SqlValue(string_value="Closed Won")]),
+            pb.IntentFilter(column="close_date", op=pb.FILTER_OPERATOR_IN_RANGE,
+                            values=[cpb.SqlValue(date_value="2024-01-01"),
+                                    cpb.SqlValue(date_value="2025-01-01")]),
+        ],
+        aggregate_function=pb.AGGREGATE_FUNCTION_SUM,
+        aggregate_column="amount",
+        order_by=[pb.IntentOrder(by_aggregate=True, descending=True)],
+    )  # fmt: skip
+    reply = await running.stub.RunIntent(
+        pb.RunIntentRequest(tenant_id="acme", intent=intent), timeout=10
+    )
+    result = reply.result
+    assert [c.name for c in result.columns] == ["name", "sum_amount"]
+    assert result.row_count == 4
+    totals = [float(r.values[1].decimal_value) for r in result.rows]
+    assert totals == sorted(totals, reverse=True)
+    assert result.tables_used == ["public.opportunities", "public.companies", "public.regions"]
+    assert result.explanation.startswith("Groups opportunities")
+
+
+@pytest.mark.rpc(INTENT)
+async def test_run_intent_top_n_default_limit(running):
+    intent = pb.SqlIntent(
+        kind=pb.INTENT_KIND_TOP_N,
+        table="companies",
+        columns=["name", "employee_count"],
+        order_by=[pb.IntentOrder(column="employee_count", descending=True)],
+    )
+    reply = await running.stub.RunIntent(
+        pb.RunIntentRequest(tenant_id="acme", intent=intent), timeout=10
+    )
+    assert reply.result.row_count == 10 and not reply.result.truncated
+    assert reply.result.sql.endswith("LIMIT 10")
+
+
+def _intent_error_cases() -> list[tuple[pb.SqlIntent, str]]:
+    count, filter_ = pb.INTENT_KIND_COUNT, pb.IntentFilter
+    text = cpb.SqlValue(string_value="x")
+    return [
+        (pb.SqlIntent(table="companies"), "intent.kind"),
+        (pb.SqlIntent(kind=count, table="secrets"), "intent.table"),
+        (pb.SqlIntent(kind=pb.INTENT_KIND_LIST, table="companies", columns=["name", "nope"]),
+         "intent.columns[1]"),
+        (pb.SqlIntent(kind=count, table="companies",
+                      filters=[filter_(column="nope", op=pb.FILTER_OPERATOR_IS_NULL)]),
+         "intent.filters[0].column"),
+        (pb.SqlIntent(kind=pb.INTENT_KIND_GROUP_BY, table="companies",
+                      group_by=[pb.IntentGroup(column="nope")]), "intent.group_by[0].column"),
+        (pb.SqlIntent(kind=pb.INTENT_KIND_TOP_N, table="companies",
+                      order_by=[pb.IntentOrder(column="nope")]), "intent.order_by[0].column"),
+        (pb.SqlIntent(kind=pb.INTENT_KIND_AGGREGATE, table="companies",
+                      aggregate_function=pb.AGGREGATE_FUNCTION_SUM, aggregate_column="nope"),
+         "intent.aggregate_column"),
+        (pb.SqlIntent(kind=count, table="companies", join_tables=["nope"]),
+         "intent.join_tables[0]"),
+        (pb.SqlIntent(kind=count, table="companies",
+                      filters=[filter_(column="name", op=pb.FILTER_OPERATOR_EQUAL)]),
+         "intent.filters[0].values"),
+        (pb.SqlIntent(kind=count, table="companies",
+                      filters=[filter_(column="employee_count", op=pb.FILTER_OPERATOR_EQUAL,
+                                 values=[text])]), "intent.filters[0].values[0]"),
+        (pb.SqlIntent(kind=count, table="companies", limit=-1), "intent.limit"),
+    ]  # fmt: skip
+
+
+@pytest.mark.rpc(INTENT)
+@pytest.mark.parametrize(("intent", "field"), _intent_error_cases())
+async def test_run_intent_invalid_intent_names_the_field(running, intent, field):
+    code, fields, info = await _error(
+        running.stub.RunIntent(pb.RunIntentRequest(tenant_id="acme", intent=intent), timeout=10)
+    )
+    assert (code, fields, info["reason"]) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        [field],
+        "INVALID_INTENT",
+    )
+
+
+@pytest.mark.rpc(INTENT)
+@pytest.mark.parametrize("max_rows", [-1, 1001])
+async def test_run_intent_max_rows_out_of_range(running, max_rows):
+    intent = pb.SqlIntent(kind=pb.INTENT_KIND_COUNT, table="companies")
+    code, fields, _ = await _error(
+        running.stub.RunIntent(
+            pb.RunIntentRequest(tenant_id="acme", intent=intent, max_rows=max_rows), timeout=10
+        )
+    )
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["max_rows"])
+
+
+@pytest.mark.rpc(INTENT)
+async def test_run_intent_refuses_absurd_numbers(running):
+    intent = pb.SqlIntent(
+        kind=pb.INTENT_KIND_COUNT,
+        table="opportunities",
+        filters=[
+            pb.IntentFilter(
+                column="amount",
+                op=pb.FILTER_OPERATOR_GREATER,
+                values=[cpb.SqlValue(decimal_value="1e400000")],
+            )
+        ],
+    )
+    code, _, info = await _error(
+        running.stub.RunIntent(pb.RunIntentRequest(tenant_id="acme", intent=intent), timeout=10)
+    )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert info["reason"] == "INVALID_INTENT"
+
+
+# --- DescribeSchema ---------------------------------------------------------------------------
+
+
+@pytest.mark.rpc(DESCRIBE)
+async def test_describe_returns_text_and_structure(running):
+    reply = await running.stub.DescribeSchema(
+        pb.DescribeSchemaRequest(tenant_id="acme"), timeout=10
+    )
+    assert reply.database == "warehouse" and not reply.truncated
+    assert len(reply.catalog_text) <= 8000
+    names = [t.name for t in reply.tables]
+    assert names == sorted(t.name for t in SCHEMA)
+    opportunities = next(t for t in reply.tables if t.name == "opportunities")
+    assert opportunities.primary_key_columns == ["opportunity_id"]
+    assert opportunities.row_estimate > 0 and opportunities.comment
+    stage = next(c for c in opportunities.columns if c.name == "stage")
+    assert "Closed Won" in stage.sample_values and not stage.nullable
+    assert any(fk.referenced_table == "public.companies" for fk in opportunities.foreign_keys)
+    assert reply.refresh_time.seconds > 0 and not reply.omitted_tables
+
+
+@pytest.mark.rpc(DESCRIBE)
+async def test_describe_prunes_to_a_question_and_filters_tables(running):
+    pruned = await running.stub.DescribeSchema(
+        pb.DescribeSchemaRequest(
+            tenant_id="acme", question="won deals by industry", max_chars=3500
+        ),
+        timeout=10,
+    )
+    assert len(pruned.catalog_text) <= 3500
+    assert {"opportunities", "companies"} <= {t.name for t in pruned.tables}
+    assert pruned.omitted_tables
+    only = await running.stub.DescribeSchema(
+        pb.DescribeSchemaRequest(tenant_id="acme", tables=["regions", "public.products"]),
+        timeout=10,
+    )
+    assert [t.name for t in only.tables] == ["regions", "products"]  # as requested
+    assert "public.companies" in only.omitted_tables
+
+
+@pytest.mark.rpc(DESCRIBE)
+@pytest.mark.parametrize(
+    ("request_", "field"),
+    [
+        (pb.DescribeSchemaRequest(tenant_id="acme", question="x" * 2001), "question"),
+        (pb.DescribeSchemaRequest(tenant_id="acme", max_chars=-1), "max_chars"),
+        (pb.DescribeSchemaRequest(tenant_id="acme", max_chars=100_001), "max_chars"),
+        (pb.DescribeSchemaRequest(tenant_id="acme", tables=["regions", "nope"]), "tables[1]"),
+    ],
+)
+async def test_describe_invalid_arguments(running, request_, field):
+    code, fields, _ = await _error(running.stub.DescribeSchema(request_, timeout=10))
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])

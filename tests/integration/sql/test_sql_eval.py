@@ -1,0 +1,28 @@
+"""The eval end to end: no golden statement refused by the gate, accuracy above target."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from services.sql import AskPipeline, RuleBasedGenerator, SqlGate, StatementRunner, TargetRegistry
+from services.sql.eval import evaluate, load_golden, render
+from tests.integration.sql.conftest import make_engine
+
+pytestmark = pytest.mark.integration
+
+
+async def test_golden_set_accuracy(reader_target):
+    golden = load_golden()
+    pipeline = AskPipeline(
+        RuleBasedGenerator(),
+        gate=SqlGate(),
+        runner=StatementRunner(),
+        today=lambda: date.fromisoformat(golden.reference_date),
+    )
+    engine = make_engine(TargetRegistry([reader_target], "warehouse"), ask=pipeline)
+    report = await evaluate(engine, golden)
+    assert report["gold_rejected"] == 0
+    assert report["execution_accuracy"] >= 0.7, render(report)
+    assert "overall" in render(report)

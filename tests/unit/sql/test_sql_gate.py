@@ -1,0 +1,112 @@
+"""The read-only gate on its own: a pure function of the text and the catalog."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from services.sql import Catalog, GateRule, SqlGate, TableInfo
+from tests.unit.sql.corpus import HOSTILE, LEGITIMATE
+
+TABLES = ["activities", "audit_notes", "companies", "contacts", "opportunities", "owners",
+          "products", "regions"]  # fmt: skip
+CATALOG = Catalog("warehouse", tuple(TableInfo("public", name) for name in TABLES))
+GATE = SqlGate()
+
+
+def test_corpus_is_big_enough():
+    assert len(HOSTILE) >= 120
+    assert len(LEGITIMATE) >= 60
+    assert {rule for _, rule in HOSTILE} == set(GateRule)
+
+
+@pytest.mark.parametrize(("sql", "rule"), HOSTILE, ids=[f"h{i}" for i in range(len(HOSTILE))])
+def test_hostile_statement_is_rejected_with_its_rule(sql, rule):
+    verdict = GATE.check(sql, CATALOG)
+    assert not verdict.valid
+    assert verdict.first_rule is rule, [(v.rule.name, v.subject) for v in verdict.violations]
+    assert verdict.normalized_sql == ""
+
+
+@pytest.mark.parametrize("sql", LEGITIMATE, ids=[f"l{i}" for i in range(len(LEGITIMATE))])
+def test_legitimate_read_passes_and_normalises_to_a_fixed_point(sql):
+    verdict = GATE.check(sql, CATALOG)
+    assert verdict.valid, [(v.rule.name, v.subject) for v in verdict.violations]
+    again = GATE.check(verdict.normalized_sql, CATALOG)
+    assert again.valid
+    assert again.normalized_sql == verdict.normalized_sql
+    assert len(verdict.fingerprint) == 64
+
+
+def test_subjects_name_identifiers_never_literals():
+    for sql, _ in HOSTILE:
+        for violation in GATE.check(sql, CATALOG).violations:
+            assert "/etc/passwd" not in violation.subject
+            assert "'" not in violation.subject
+
+
+def test_every_violation_is_reported_with_its_subject():
+    verdict = GATE.check(
+        "SELECT pg_sleep(1), set_config('a', 'b', false) FROM secrets, pg_catalog.pg_authid",
+        CATALOG,
+    )
+    found = {(v.rule, v.subject) for v in verdict.violations}
+    assert (GateRule.FUNCTION_NOT_ALLOWED, "pg_sleep") in found
+    assert (GateRule.FUNCTION_NOT_ALLOWED, "set_config") in found
+    assert (GateRule.UNKNOWN_TABLE, "secrets") in found
+    assert (GateRule.SYSTEM_SCHEMA, "pg_catalog.pg_authid") in found
+
+
+def test_normalised_sql_qualifies_tables_and_drops_comments():
+    verdict = GATE.check(
+        "SELECT c.name /* the name */ FROM companies c -- trailing\nWHERE c.name <> 'x'", CATALOG
+    )
+    assert verdict.valid
+    assert verdict.normalized_sql == (
+        "SELECT c.name FROM public.companies AS c WHERE c.name <> 'x'"
+    )
+    assert verdict.tables_used == ("public.companies",)
+
+
+def test_cte_names_shadow_only_inside_their_scope():
+    ok = GATE.check("WITH secrets AS (SELECT 1 AS x) SELECT x FROM secrets", CATALOG)
+    assert ok.valid and ok.tables_used == ()
+    recursive = GATE.check(
+        "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) "
+        "SELECT n FROM t",
+        CATALOG,
+    )
+    assert recursive.valid
+
+
+def test_fingerprint_ignores_literals_but_not_shape():
+    one = GATE.check("SELECT name FROM companies WHERE name = 'Acme'", CATALOG)
+    two = GATE.check("SELECT name FROM companies WHERE name = 'Globex'", CATALOG)
+    other = GATE.check("SELECT name FROM companies WHERE industry = 'Acme'", CATALOG)
+    assert one.fingerprint == two.fingerprint != other.fingerprint
+    assert re.fullmatch(r"[0-9a-f]{64}", one.fingerprint)
+
+
+def test_quoted_identifiers_are_case_sensitive():
+    catalog = Catalog("w", (TableInfo("public", "Mixed Case"), TableInfo("public", "lower")))
+    assert GATE.check('SELECT * FROM "Mixed Case"', catalog).valid
+    assert GATE.check("SELECT * FROM LOWER", catalog).valid
+    assert GATE.check('SELECT * FROM "LOWER"', catalog).first_rule is GateRule.UNKNOWN_TABLE
+    normalized = GATE.check('SELECT * FROM "Mixed Case"', catalog).normalized_sql
+    assert normalized == 'SELECT * FROM public."Mixed Case"'
+
+
+def test_length_limit_is_configurable():
+    gate = SqlGate(max_chars=20)
+    assert gate.check("SELECT name FROM companies", CATALOG).first_rule is (
+        GateRule.STATEMENT_TOO_LONG
+    )
+    assert gate.check("SELECT 1", CATALOG).valid
+
+
+def test_rule_wire_names_match_the_contract():
+    from tandem.v1 import sql_service_pb2 as pb
+
+    for rule in GateRule:
+        assert pb.SqlGateRule.Value(rule.wire_name) == rule.value

@@ -1,0 +1,75 @@
+"""SQL settings from the environment: defaults, parsing, errors naming the variable."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from services.common import SettingsError
+from services.sql import SqlSettings
+from services.sql._server import target_configs
+
+
+def test_defaults():
+    settings = SqlSettings.from_env({})
+    assert settings.default_database == "warehouse"
+    assert (settings.default_max_rows, settings.max_rows) == (50, 1000)
+    assert (settings.statement_timeout_s, settings.max_statement_timeout_s) == (5.0, 30.0)
+    assert settings.catalog_max_chars == 8000 and settings.max_repairs == 2
+    assert settings.reference_date is None and settings.databases == ()
+
+
+def test_databases_allow_lists_and_reference_date():
+    settings = SqlSettings.from_env(
+        {
+            "SQL_DATABASES": "warehouse=postgresql://a/w; finance = postgresql://b/f",
+            "SQL_ALLOW_WRITABLE": "finance",
+            "SQL_DATABASE_TENANTS": "finance=acme,globex",
+            "SQL_REFERENCE_DATE": "2025-06-30",
+            "SQL_MAX_REPAIRS": "1",
+        }
+    )
+    assert settings.databases == (
+        ("warehouse", "postgresql://a/w"),
+        ("finance", "postgresql://b/f"),
+    )
+    assert settings.allow_writable == {"finance"}
+    assert settings.database_tenants == {"finance": {"acme", "globex"}}
+    assert settings.reference_date == date(2025, 6, 30)
+    configs = {c.name: c for c in target_configs(settings, "postgresql://embedded/w")}
+    assert configs["warehouse"].url == "postgresql://a/w"  # explicit entry wins
+    assert configs["finance"].allow_writable and configs["finance"].allows("acme")
+    assert not configs["finance"].allows("initech")
+    assert configs["warehouse"].allows("anyone")
+
+
+def test_warehouse_url_overrides_everything():
+    settings = SqlSettings.from_env(
+        {
+            "SQL_DATABASES": "warehouse=postgresql://a/w",
+            "WAREHOUSE_DATABASE_URL": "postgresql://c/w",
+        }
+    )
+    configs = target_configs(settings, "postgresql://c/w")
+    assert [c.url for c in configs if c.name == "warehouse"] == ["postgresql://c/w"]
+
+
+@pytest.mark.parametrize(
+    ("environ", "variable"),
+    [
+        ({"SQL_DATABASES": "nourl"}, "SQL_DATABASES"),
+        ({"SQL_DATABASES": "Bad Name=postgresql://x"}, "SQL_DATABASES"),
+        ({"SQL_DATABASES": "a=x;a=y"}, "SQL_DATABASES"),
+        ({"SQL_DEFAULT_MAX_ROWS": "2000"}, "SQL_DEFAULT_MAX_ROWS"),
+        ({"SQL_STATEMENT_TIMEOUT_S": "60"}, "SQL_STATEMENT_TIMEOUT_S"),
+        ({"SQL_MAX_REPAIRS": "3"}, "SQL_MAX_REPAIRS"),
+        ({"SQL_REFERENCE_DATE": "yesterday"}, "SQL_REFERENCE_DATE"),
+        ({"SQL_DATABASE_TENANTS": "finance"}, "SQL_DATABASE_TENANTS"),
+        ({"SQL_MAX_ROWS": "x"}, "SQL_MAX_ROWS"),
+        ({"SQL_DEFAULT_DATABASE": "Nope!"}, "SQL_DEFAULT_DATABASE"),
+    ],
+)
+def test_bad_values_name_their_variable(environ, variable):
+    with pytest.raises(SettingsError, match=variable):
+        SqlSettings.from_env(environ)
