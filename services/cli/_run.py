@@ -75,7 +75,8 @@ def run(timeout: float) -> int:
             "\nTandem is running. Try:\n"
             '  grpcurl -plaintext -d \'{"texts":["hello"],"input_type":"INPUT_TYPE_QUERY"}\''
             " 127.0.0.1:50054 tandem.v1.EmbeddingService/Embed\n"
-            '  grpcurl -plaintext -d \'{"question":"how many open opportunities are there?"}\''
+            '  grpcurl -plaintext -d \'{"tenant_id":"demo",'
+            '"question":"how many open opportunities are there?"}\''
             " 127.0.0.1:50055 tandem.v1.SqlService/AskQuestion\n"
             "Ctrl-C stops every service gracefully.",
             flush=True,
