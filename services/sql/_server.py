@@ -26,6 +26,7 @@ from services.sql._ask import AskPipeline, SqlGenerator
 from services.sql._engine import EngineLimits, SqlEngine
 from services.sql._execute import StatementRunner
 from services.sql._gate import SqlGate
+from services.sql._llm_adapter import generator_from_env
 from services.sql._rules import RuleBasedGenerator
 from services.sql._settings import DEFAULT_PORT, SqlSettings
 from services.sql._targets import Target, TargetConfig, TargetRegistry
@@ -270,14 +271,18 @@ async def run_until_signalled() -> None:
     servicer = SqlServicer()
     server.add_service(SERVICE_NAME, pb_grpc.add_SqlServiceServicer_to_server, servicer)
     opened: list[SqlDeps] = []
+    # Gemini behind the generator seam only when GEMINI_API_KEY is set; rules otherwise.
+    generator = generator_from_env(tracer=telemetry.tracer("tandem.sql.llm"))
 
     async def load() -> None:
-        deps = await build_deps(settings, telemetry)
+        deps = await build_deps(settings, telemetry, generator=generator)
         opened.append(deps)
         await ready(server, servicer, deps)
 
     async def close() -> None:
         for deps in opened:
             await deps.close()
+        if generator is not None:
+            await generator.aclose()
 
     await serve(server, on_start=load, on_stop=close)
