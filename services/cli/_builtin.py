@@ -1,0 +1,73 @@
+"""``tandem run`` and the per-service benchmarks and evals."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from services.cli._main import Commands
+
+
+def register(commands: Commands) -> None:
+    run = commands.top.add_parser("run", help="start every implemented service locally")
+    run.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for health")
+    run.set_defaults(handler=_run)
+
+    embed = commands.bench.add_parser("embed", help="embedding throughput and latency")
+    embed.add_argument("--passages", type=int, default=512)
+    embed.add_argument("--queries", type=int, default=200)
+    embed.add_argument("--out", type=Path, default=Path("bench-results/embed.json"))
+    embed.set_defaults(handler=_bench_embed)
+    retrieval = commands.bench.add_parser("retrieval", help="search latency, HNSW recall, ingest")
+    retrieval.add_argument("--quick", action="store_true", help="10K chunks only")
+    retrieval.add_argument("--out", type=Path, default=Path("bench-results/retrieval.json"))
+    retrieval.set_defaults(handler=_bench_retrieval)
+
+    eval_retrieval = commands.eval.add_parser(
+        "retrieval", help="Recall@10, MRR@10, nDCG@10 by mode"
+    )
+    eval_retrieval.add_argument("--dataset", type=Path, default=None, help="BEIR layout dir")
+    eval_retrieval.add_argument(
+        "--out", type=Path, default=Path("bench-results/eval-retrieval.json")
+    )
+    eval_retrieval.set_defaults(handler=_eval_retrieval)
+    eval_sql = commands.eval.add_parser("sql", help="text-to-SQL execution accuracy")
+    eval_sql.add_argument("--golden", type=Path, default=None)
+    eval_sql.add_argument("--out", type=Path, default=Path("bench-results/sql_eval.json"))
+    eval_sql.set_defaults(handler=_eval_sql)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from services.cli._run import run  # noqa: PLC0415
+
+    return run(args.timeout)
+
+
+def _bench_embed(args: argparse.Namespace) -> int:
+    from services.embedding.bench import main as bench_embed  # noqa: PLC0415
+
+    bench_embed(args.out, args.passages, args.queries)
+    return 0
+
+
+def _bench_retrieval(args: argparse.Namespace) -> int:
+    from services.retrieval.bench import main as bench_retrieval  # noqa: PLC0415
+
+    bench_retrieval(args.out, quick=args.quick)
+    return 0
+
+
+def _eval_retrieval(args: argparse.Namespace) -> int:
+    from services.retrieval.eval import main as eval_retrieval  # noqa: PLC0415
+
+    eval_retrieval(args.dataset, args.out)
+    return 0
+
+
+def _eval_sql(args: argparse.Namespace) -> int:
+    from services.sql.eval import main as eval_sql  # noqa: PLC0415
+
+    eval_sql(args.out, args.golden)
+    return 0
