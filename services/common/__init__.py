@@ -7,6 +7,7 @@ from services.common._db import (
     DatabaseSettings,
     Migration,
     apply_migrations,
+    embedded_pgvector_is_portable,
     embedded_server_url,
     ensure_tenant,
     load_migrations,
@@ -29,6 +30,12 @@ from services.common._errors import (
 )
 from services.common._interceptors import RuntimeInterceptor, abort_with
 from services.common._logging import JsonFormatter, configure_logging
+from services.common._observability import (
+    Metrics,
+    PrivacyFilter,
+    fingerprint_sql,
+    fingerprint_tree,
+)
 from services.common._server import GrpcServer, serve
 from services.common._settings import Env, ServerSettings, SettingsError, TelemetrySettings
 from services.common._telemetry import Telemetry
@@ -43,9 +50,11 @@ __all__ = [
     "GrpcServer",
     "InvalidArgument",
     "JsonFormatter",
+    "Metrics",
     "Migration",
     "NotFound",
     "PermissionDenied",
+    "PrivacyFilter",
     "ResourceExhausted",
     "RuntimeInterceptor",
     "ServerSettings",
@@ -62,8 +71,11 @@ __all__ = [
     "deadline_interceptors",
     "deadline_scope",
     "effective_timeout",
+    "embedded_pgvector_is_portable",
     "embedded_server_url",
     "ensure_tenant",
+    "fingerprint_sql",
+    "fingerprint_tree",
     "load_migrations",
     "map_db_error",
     "remaining",

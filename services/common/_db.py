@@ -74,6 +74,27 @@ def embedded_server_url(data_dir: Path, database: str = "postgres") -> str:
     return uri
 
 
+def embedded_pgvector_is_portable() -> bool:
+    """Whether the embedded server's ``vector.so`` is the portable build of
+    ``scripts/build_pgvector.sh`` (its marker holds the library's sha256).
+
+    The wheel's own build needs AVX-512; only the rebuilt one is safe for HNSW anywhere.
+    """
+    import hashlib  # noqa: PLC0415
+    import importlib.util  # noqa: PLC0415
+
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or spec.origin is None:
+        return False
+    libdir = Path(spec.origin).parent / "pginstall" / "lib" / "postgresql"
+    try:
+        marker = (libdir / "vector.so.tandem-portable").read_text(encoding="ascii").strip()
+        library = (libdir / "vector.so").read_bytes()
+    except OSError:
+        return False
+    return hashlib.sha256(library).hexdigest() == marker
+
+
 def resolve_url(settings: DatabaseSettings, database: str = "postgres") -> str:
     """``DATABASE_URL`` when set, else the embedded server's URI."""
     return settings.url or embedded_server_url(settings.data_dir, database)
@@ -192,8 +213,12 @@ class Database:
         max_size: int = 8,
         timeout_s: float = 5.0,
         vector: bool = True,
+        owner_conninfo: str | None = None,
     ) -> None:
         self.conninfo = conninfo
+        # The role that owns the schema: migrations and start-up DDL connect as it, while
+        # the pool may connect as a less privileged application role.
+        self.owner_conninfo = owner_conninfo or conninfo
         self._timeout_s = timeout_s
         self.pool = psycopg_pool.AsyncConnectionPool(
             conninfo,
@@ -207,8 +232,9 @@ class Database:
         )
 
     async def open(self, migrations: Sequence[Migration] = ()) -> None:
-        """Apply migrations, then open the pool and wait until it holds a connection."""
-        await apply_migrations(self.conninfo, migrations)
+        """Apply migrations (as the owner), then open the pool and wait until it holds a
+        connection."""
+        await apply_migrations(self.owner_conninfo, migrations)
         await self.pool.open(wait=True, timeout=self._timeout_s)
 
     async def close(self) -> None:
@@ -221,6 +247,22 @@ class Database:
             async with self.pool.connection() as conn:
                 yield conn
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise map_db_error(exc) from exc
+
+    @asynccontextmanager
+    async def owner_connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection as the schema owner, for start-up DDL (index builds); the pool's own
+        connection when no separate owner is configured."""
+        if self.owner_conninfo == self.conninfo:
+            async with self.connection() as conn:
+                yield conn
+            return
+        try:
+            async with await psycopg.AsyncConnection.connect(
+                self.owner_conninfo, connect_timeout=max(1, int(self._timeout_s))
+            ) as conn:
+                yield conn
+        except psycopg.Error as exc:
             raise map_db_error(exc) from exc
 
     async def ping(self) -> bool:

@@ -1,7 +1,7 @@
 """Everything the retrieval service says to Postgres, in one place.
 
-Every transaction starts with ``set_config('tandem.tenant_id', …, true)`` so row-level
-security can be enabled later without touching the queries. Connection failures leave
+Every transaction starts with ``set_config('tandem.tenant_id', …, true)``, which the
+row-level-security policies of migration 0002 read. Connection failures leave
 as ``Unavailable`` with reason DATABASE_UNAVAILABLE.
 """
 
@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 from services.common import (
@@ -47,9 +48,26 @@ _INDEX_LOCK_KEY = 0x7A4D_0005
 _CHUNK_NAMESPACE = uuid.UUID("6f1d3c52-2b0e-4f57-9a43-5d0e6c1b8a21")
 
 
+# The login role queries run as (created by migration 0002): it owns nothing and cannot
+# bypass row-level security, so a query that forgets its tenant filter still sees only
+# the tenant set for its transaction.
+APP_ROLE = "tandem_retrieval_app"
+
+
 def migrations() -> list[Migration]:
     """The retrieval component's schema migrations."""
     return load_migrations("retrieval", "services.retrieval.migrations")
+
+
+def app_conninfo(owner_conninfo: str, app_url: str | None = None) -> str:
+    """Where queries connect: ``app_url`` when configured, else the owner's connection
+    string with the application role as the user and the password dropped."""
+    if app_url:
+        return app_url
+    params = conninfo_to_dict(owner_conninfo)
+    params.pop("password", None)
+    params["user"] = APP_ROLE
+    return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
 
 
 @dataclass(frozen=True)
@@ -124,19 +142,6 @@ async def _database_errors() -> AsyncIterator[None]:
             "retrieval database unavailable", reason=DATABASE_UNAVAILABLE, retry_after_s=1.0
         ) from exc
 
-
-_CHUNK_COPY_TYPES = [
-    "uuid",
-    "text",
-    "text",
-    "int4",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "vector",
-]
 
 _TENANT = sql.SQL("SELECT set_config('tandem.tenant_id', %(tenant)s, true)")
 
@@ -242,13 +247,14 @@ class RetrievalRepository:
                     "DELETE FROM retrieval_chunks WHERE tenant_id = %s AND document_id = %s",
                     (tenant_id, document.document_id),
                 )
-            async with conn.cursor().copy(
-                "COPY retrieval_chunks (chunk_id, tenant_id, document_id, ordinal, category, "
-                "title, section, body, model_name, embedding) FROM STDIN WITH (FORMAT BINARY)"
-            ) as copy:
-                copy.set_types(_CHUNK_COPY_TYPES)
-                for chunk, vector in zip(document.chunks, vectors, strict=True):
-                    await copy.write_row(
+            # Row by row in one pipelined batch: COPY FROM is refused on tables under
+            # row-level security.
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO retrieval_chunks (chunk_id, tenant_id, document_id, ordinal, "
+                    "category, title, section, body, model_name, embedding) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [
                         (
                             chunk_id_for(
                                 tenant_id, document.document_id, document.fingerprint, chunk.ordinal
@@ -263,7 +269,9 @@ class RetrievalRepository:
                             model_name,
                             vector,
                         )
-                    )
+                        for chunk, vector in zip(document.chunks, vectors, strict=True)
+                    ],
+                )
         return replaced
 
     async def delete_document(self, tenant_id: str, document_id: str) -> tuple[bool, int]:
@@ -357,7 +365,7 @@ class RetrievalRepository:
         or "unchanged". Serialised across replicas by an advisory lock."""
         wanted = {"m": str(m), "ef_construction": str(ef_construction)}
         name = sql.Identifier(_HNSW_INDEX)
-        async with _database_errors(), self._db.connection() as conn, conn.transaction():
+        async with _database_errors(), self._db.owner_connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_INDEX_LOCK_KEY,))
             cur = await conn.execute(
                 "SELECT c.reloptions FROM pg_class c WHERE c.oid = to_regclass(%s)",

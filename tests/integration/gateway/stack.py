@@ -1,0 +1,239 @@
+"""The gateway in front of real internal services for tests: the embedded Postgres, the
+real embedding model over gRPC, the real retrieval and SQL servers on loopback, the real
+router when it is importable, and the gateway on port 0 driven through its stub."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+from datetime import date
+from typing import Any
+
+import grpc
+
+from gateway import ApiKeys, GatewaySettings, TokenBuckets
+from gateway._server import GatewayDeps, create_server, migrations, ready
+from services.common import Database, GrpcServer, RuntimeInterceptor, Telemetry, create_channel
+from services.retrieval import RetrievalSettings
+from services.retrieval._server import RetrievalDeps, build_servicer, open_database
+from services.sql import SqlSettings, TargetConfig, ensure_warehouse
+from services.sql._server import SqlDeps, build_deps
+from services.sql._server import create_server as create_sql_server
+from services.sql._server import ready as sql_ready
+from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
+from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
+from tests.conftest import server_settings
+
+PEPPER = b"gateway-test-pepper-0123456789ab"
+
+
+def bearer(key: str) -> tuple[tuple[str, str], ...]:
+    """Call metadata carrying ``key``."""
+    return (("authorization", f"Bearer {key}"),)
+
+
+@dataclass
+class Gateway:
+    server: GrpcServer
+    stub: gpb_grpc.GatewayServiceAsyncStub
+    keys: ApiKeys
+    database: Database
+    channels: list[grpc.aio.Channel] = field(default_factory=list)
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    async def key(self, tenant: str) -> str:
+        """A fresh API key for ``tenant`` (registering the tenant)."""
+        return (await self.keys.create(tenant, label="test")).secret
+
+    async def close(self) -> None:
+        await self.server.stop(0)
+        for channel in self.channels:
+            await channel.close()
+        await self.database.close()
+
+
+async def start_gateway(
+    pg_url: str,
+    telemetry: Telemetry,
+    *,
+    router_addr: str,
+    retrieval_addr: str,
+    sql_addr: str,
+    settings: GatewaySettings | None = None,
+) -> Gateway:
+    settings = replace(
+        settings or GatewaySettings(rate_per_s=1000.0, burst=1000.0),
+        router_addr=router_addr,
+        retrieval_addr=retrieval_addr,
+        sql_addr=sql_addr,
+    )
+    database = Database(pg_url, min_size=1, max_size=4, vector=False)
+    await database.open(migrations())
+    keys = ApiKeys(database, PEPPER)
+    channels = [create_channel(a) for a in (router_addr, retrieval_addr, sql_addr)]
+    deps = GatewayDeps(
+        settings=settings,
+        keys=keys,
+        quota=TokenBuckets(settings.rate_per_s, settings.burst),
+        router_channel=channels[0],
+        retrieval_channel=channels[1],
+        sql_channel=channels[2],
+    )
+    server, servicer = await create_server(server_settings("gateway"), telemetry, deps)
+    await ready(server, servicer, deps)
+    client = grpc.aio.insecure_channel(server.address)
+    return Gateway(server, gpb_grpc.GatewayServiceStub(client), keys, database, [*channels, client])
+
+
+@dataclass
+class Sql:
+    server: GrpcServer
+    deps: SqlDeps
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    async def close(self) -> None:
+        await self.server.stop(0)
+        await self.deps.close()
+
+
+_WAREHOUSE_LOCK = asyncio.Lock()
+
+
+async def start_sql(pg_url: str, telemetry: Telemetry) -> Sql:
+    """The real SQL service over the demo warehouse in the embedded server."""
+    async with _WAREHOUSE_LOCK:
+        warehouse = await ensure_warehouse(pg_url)
+    settings = SqlSettings(reference_date=date(2025, 6, 30))
+    deps = await build_deps(
+        settings, telemetry, configs=[TargetConfig("warehouse", warehouse.reader_url)]
+    )
+    server, servicer = await create_sql_server(server_settings("sql"), telemetry)
+    await sql_ready(server, servicer, deps)
+    return Sql(server, deps)
+
+
+def router_available() -> bool:
+    """Whether the router service has landed (its server module is importable)."""
+    return importlib.util.find_spec("services.router._server") is not None
+
+
+# -- a retrieval server that records what reached it ------------------------------------
+
+
+@dataclass
+class Seen:
+    """What the recording interceptor saw of each internal call."""
+
+    remaining: list[float | None] = field(default_factory=list)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Recorder(grpc.aio.ServerInterceptor):
+    """Records each call's remaining deadline and whether its handler was cancelled."""
+
+    def __init__(self, seen: Seen) -> None:
+        self.seen = seen
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Any],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler = await continuation(handler_call_details)
+        if handler is None or not handler_call_details.method.startswith("/tandem."):
+            return handler
+        seen = self.seen
+        if handler.unary_unary:
+            inner = handler.unary_unary
+
+            async def unary(request: Any, context: Any) -> Any:
+                seen.remaining.append(context.time_remaining())
+                try:
+                    return await inner(request, context)
+                except asyncio.CancelledError:
+                    seen.cancelled.set()
+                    raise
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary, handler.request_deserializer, handler.response_serializer
+            )
+        inner_stream = handler.unary_stream
+
+        async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+            seen.remaining.append(context.time_remaining())
+            try:
+                async for item in inner_stream(request, context):
+                    yield item
+            except asyncio.CancelledError:
+                seen.cancelled.set()
+                raise
+
+        return grpc.unary_stream_rpc_method_handler(
+            stream, handler.request_deserializer, handler.response_serializer
+        )
+
+
+@dataclass
+class RecordedRetrieval:
+    server: grpc.aio.Server
+    address: str
+    seen: Seen
+    database: Database
+    channel: grpc.aio.Channel
+
+    async def close(self) -> None:
+        await self.server.stop(0)
+        await self.channel.close()
+        await self.database.close()
+
+
+async def start_recorded_retrieval(
+    pg_url: str, embedding_addr: str, telemetry: Telemetry
+) -> RecordedRetrieval:
+    """The real retrieval servicer on a server whose outermost interceptor records."""
+    settings = RetrievalSettings(embedding_addr=embedding_addr)
+    database = await open_database(pg_url, settings, min_size=1, max_size=4)
+    channel = create_channel(embedding_addr)
+    seen = Seen()
+    server = grpc.aio.server(interceptors=[Recorder(seen), RuntimeInterceptor(30.0)])
+    rpb_grpc.add_RetrievalServiceServicer_to_server(
+        build_servicer(RetrievalDeps(settings, database, channel), telemetry), server
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    return RecordedRetrieval(server, f"127.0.0.1:{port}", seen, database, channel)
+
+
+@dataclass
+class Router:
+    server: GrpcServer
+    deps: Any
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    async def close(self) -> None:
+        await self.server.stop(0)
+        await self.deps.close()
+
+
+async def start_router(retrieval_addr: str, sql_addr: str, telemetry: Telemetry) -> Router:
+    """The real router (deterministic provider unless GEMINI_API_KEY is set) on port 0."""
+    server_module = importlib.import_module("services.router._server")
+    settings_module = importlib.import_module("services.router._settings")
+    settings = settings_module.RouterSettings(retrieval_addr=retrieval_addr, sql_addr=sql_addr)
+    server, servicer = await server_module.create_server(
+        server_settings("router"), telemetry, settings
+    )
+    deps = server_module.build_deps(settings, telemetry)
+    await server_module.ready(server, servicer, deps)
+    return Router(server, deps)

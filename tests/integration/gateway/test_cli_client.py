@@ -1,0 +1,152 @@
+"""The ``tandem`` client commands against a real gateway: keys, ingest with a progress
+bar, search, sql, ask, and errors printed as status + field instead of a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from services.cli import _client
+from services.cli._main import Commands
+from tests.integration.gateway.stack import PEPPER
+from tests.integration.retrieval.stack import new_tenant
+
+pytestmark = pytest.mark.integration
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tandem")
+    top = parser.add_subparsers(dest="command", required=True)
+    bench = top.add_parser("bench").add_subparsers(dest="target")
+    evals = top.add_parser("eval").add_subparsers(dest="target")
+    _client.register(Commands(top=top, bench=bench, eval=evals))
+    return parser
+
+
+async def tandem(*argv: str) -> int:
+    """Run one command in a worker thread (the gateway serves on this test's loop)."""
+    args = _parser().parse_args(list(argv))
+    code: int = await asyncio.to_thread(args.handler, args)
+    return code
+
+
+@pytest.fixture
+def cli_env(gateway, pg_url, monkeypatch, tmp_path):
+    monkeypatch.setenv("TANDEM_GATEWAY", gateway.address)
+    monkeypatch.setenv("DATABASE_URL", pg_url)
+    monkeypatch.setenv("GATEWAY_KEY_PEPPER", PEPPER.decode())
+    monkeypatch.setenv("TANDEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("TANDEM_API_KEY", raising=False)
+    return gateway
+
+
+async def _new_key(capsys, tenant: str) -> str:
+    assert await tandem("keys", "create", "--tenant", tenant, "--json") == 0
+    return str(json.loads(capsys.readouterr().out)["api_key"])
+
+
+async def test_keys_create_list_revoke(cli_env, pg_url, capsys, monkeypatch):
+    tenant = new_tenant(pg_url, "cli")
+    key = await _new_key(capsys, tenant)
+    assert key.startswith("tdm_")
+    assert await tandem("keys", "list", "--tenant", tenant) == 0
+    listed = capsys.readouterr().out
+    key_id = key.split("_")[1]
+    assert key_id in listed and "active" in listed
+    assert key[len("tdm_") + 17 :] not in listed  # the secret is never shown again
+    monkeypatch.setenv("TANDEM_API_KEY", key)
+    assert await tandem("sql", "How many companies are there?") == 0
+    capsys.readouterr()
+    assert await tandem("keys", "revoke", key_id, "--tenant", "someone-else") == 1
+    assert await tandem("keys", "revoke", key_id, "--tenant", tenant) == 0
+    capsys.readouterr()
+    assert await tandem("sql", "How many companies are there?") == 1
+    err = capsys.readouterr().err
+    assert "UNAUTHENTICATED" in err and "Traceback" not in err
+
+
+async def test_ingest_then_search_with_progress_on_stderr(cli_env, pg_url, capsys, tmp_path):
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"))
+    docs = tmp_path / "docs"
+    (docs / "notes").mkdir(parents=True)
+    (docs / "notes" / "kestrel.md").write_text(
+        "# Kestrel Freight call\n\nKestrel Freight asked about the audit log export.\n"
+    )
+    (docs / "policy.txt").write_text("Refunds are issued within thirty days of purchase.\n")
+    (docs / "image.png").write_bytes(b"\x89PNG")
+    assert await tandem("ingest", str(docs), "--api-key", key, "--category", "notes") == 0
+    out, err = capsys.readouterr()
+    assert "2 documents: 2 included" in out
+    assert "ingest [" in err and "2/2 documents" in err
+    assert await tandem("search", "Kestrel audit log export", "--api-key", key) == 0
+    out = capsys.readouterr().out
+    assert "Kestrel Freight call" in out and "[notes/kestrel.md]" in out
+    # Unchanged files are recognised on a second run.
+    assert await tandem("ingest", str(docs), "--api-key", key, "--category", "notes") == 0
+    assert "2 unchanged" in capsys.readouterr().out
+
+
+async def test_sql_prints_the_statement_and_a_table(cli_env, pg_url, capsys):
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"))
+    assert await tandem("sql", "How many companies are there?", "--api-key", key) == 0
+    out = capsys.readouterr().out
+    assert "SELECT" in out.upper() and "row(s)" in out
+
+
+async def test_ask_prints_the_answer_route_and_degradation(cli_env, pg_url, capsys):
+    # No router runs behind this gateway: the answer is degraded, visibly, not a crash.
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"))
+    assert await tandem("ask", "What did Kestrel ask about?", "--api-key", key) == 0
+    out = capsys.readouterr().out
+    assert "Route:" in out and "Degraded: router" in out
+    assert await tandem("ask", "What did Kestrel ask?", "--stream", "--api-key", key) == 0
+    assert "Route:" in capsys.readouterr().out
+
+
+async def test_errors_print_status_and_field_not_a_traceback(cli_env, pg_url, capsys):
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"))
+    assert await tandem("search", "x" * 2001, "--api-key", key) == 1
+    err = capsys.readouterr().err
+    assert "INVALID_ARGUMENT" in err and "field query" in err and "Traceback" not in err
+    assert await tandem("search", "anything") == 1
+    assert "TANDEM_API_KEY" in capsys.readouterr().err
+    assert await tandem("search", "anything", "--api-key", "tdm_nope") == 1
+    assert "UNAUTHENTICATED" in capsys.readouterr().err
+
+
+async def test_an_unreachable_gateway_is_one_line(cli_env, capsys, unused_tcp_port):
+    code = await tandem(
+        "search", "x", "--api-key", "tdm_x", "--gateway", f"127.0.0.1:{unused_tcp_port}",
+        "--timeout", "2",
+    )  # fmt: skip
+    assert code == 1
+    assert "cannot reach the gateway" in capsys.readouterr().err
+
+
+def test_every_client_command_has_help_and_a_handler():
+    parser = _parser()
+    top = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name in ("ask", "search", "sql", "ingest"):
+        leaf = top.choices[name]
+        assert leaf.format_help().strip() and callable(leaf.get_default("handler"))
+    keys = top.choices["keys"]
+    actions = next(a for a in keys._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(actions.choices) == {"create", "list", "revoke"}
+    for leaf in actions.choices.values():
+        assert leaf.format_help().strip() and callable(leaf.get_default("handler"))
+
+
+def test_discovery_keeps_stable_ids_and_skips_other_files(tmp_path: Path):
+    (tmp_path / "a" / ".hidden").mkdir(parents=True)
+    (tmp_path / "a" / "one.md").write_text("# One\n")
+    (tmp_path / "a" / ".hidden" / "two.md").write_text("# Two\n")
+    (tmp_path / "a" / "three.TXT").write_text("three")
+    (tmp_path / "a" / "four.pdf").write_bytes(b"%PDF")
+    found = _client.discover([tmp_path / "a"])
+    assert [doc_id for _, doc_id in found] == ["one.md", "three.TXT"]
+    doc = _client.document_for(found[0][0], found[0][1], "notes")
+    assert doc.title == "One" and doc.category == "notes" and doc.uri.startswith("file://")
