@@ -64,16 +64,15 @@ test-soak: setup
 run: setup ## start every service locally on the embedded Postgres
 	$(BIN)/tandem run
 
-bench: setup ## benchmarks (print a table, write JSON under bench-results/)
-	$(BIN)/tandem bench embed
-	$(BIN)/tandem bench retrieval --quick
+bench: setup ## every benchmark + gateway load (gateway part needs `make run` + TANDEM_API_KEY): bench/results/
+	$(BIN)/tandem bench report
 
 eval: setup ## retrieval quality and SQL execution accuracy on the golden sets
 	$(BIN)/tandem eval retrieval
 	$(BIN)/tandem eval sql
 
-load: setup
-	@echo "The ghz-compatible load driver arrives with the gateway (issue 11)." && exit 1
+load: setup ## ghz-compatible load test: make load CONFIG=infra/ghz/search.json LOAD_ARGS='-z 30s'
+	$(BIN)/tandem load --config $(or $(CONFIG),infra/ghz/search.json) $(LOAD_ARGS)
 
 clean:
 	rm -rf $(GEN) $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -18,7 +18,7 @@ SubParsers = Any  # argparse's _SubParsersAction is private; its type is not exp
 Handler = Callable[[argparse.Namespace], int]
 
 # Command modules, each with ``register(commands: Commands) -> None``.
-_MODULES = ("services.cli._builtin", "services.cli._client")
+_MODULES = ("services.cli._builtin", "services.cli._client", "services.cli._load")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,9 @@ RETRY_SERVICE_CONFIG: dict[str, Any] = {
         }
     ],
     "retryThrottling": {"maxTokens": 100, "tokenRatio": 0.1},
+    # With a dns:/// target that resolves to several pods (a headless Service), spread calls
+    # over all of them; pick_first would pin each caller to one replica.
+    "loadBalancingConfig": [{"round_robin": {}}],
 }
 
 

@@ -47,6 +47,10 @@ class GrpcServer:
                 ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
                 ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.so_reuseport", 0),
+                # Clients reconnect (and re-resolve) at least every few minutes, so replicas
+                # an autoscaler adds start taking traffic; in-flight calls get a grace.
+                ("grpc.max_connection_age_ms", settings.max_connection_age_s * 1000),
+                ("grpc.max_connection_age_grace_ms", 30_000),
             ],
             maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
         )

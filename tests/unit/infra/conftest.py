@@ -1,0 +1,58 @@
+"""What the deployment files must agree with: the services, their modules and ports."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+INFRA = ROOT / "infra"
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """One deployable process: its name, entry module, env prefix and settings package."""
+
+    name: str
+    module: str
+    prefix: str
+    settings_module: str
+
+    @property
+    def package_dir(self) -> Path:
+        return ROOT.joinpath(*self.module.split("."))
+
+    def default_port(self) -> int:
+        """The port the service's own settings default to (the source of truth)."""
+        if not self.package_dir.is_dir():
+            pytest.skip(f"{self.module} has not landed in this checkout yet")
+        port: int = importlib.import_module(self.settings_module).DEFAULT_PORT
+        return port
+
+
+SERVICES = (
+    Deployed("embedding", "services.embedding", "EMBEDDING", "services.embedding._settings"),
+    Deployed("retrieval", "services.retrieval", "RETRIEVAL", "services.retrieval._settings"),
+    Deployed("sql", "services.sql", "SQL", "services.sql._settings"),
+    Deployed("router", "services.router", "ROUTER", "services.router._settings"),
+    Deployed("gateway", "gateway", "GATEWAY", "gateway._settings"),
+)
+BY_NAME = {s.name: s for s in SERVICES}
+
+# Who calls whom (SYSTEM.md and issue 11); the gateway also verifies API keys in Postgres.
+CALL_GRAPH = frozenset(
+    {
+        ("gateway", "router"),
+        ("gateway", "retrieval"),
+        ("gateway", "sql"),
+        ("gateway", "postgres"),
+        ("router", "retrieval"),
+        ("router", "sql"),
+        ("retrieval", "embedding"),
+        ("retrieval", "postgres"),
+        ("sql", "postgres"),
+    }
+)

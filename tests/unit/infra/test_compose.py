@@ -1,0 +1,99 @@
+"""The compose file and the collector config parse and wire the services together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.unit.infra.conftest import CALL_GRAPH, INFRA, SERVICES, Deployed
+
+
+def _compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((INFRA / "compose.yaml").read_text())
+    return loaded
+
+
+def test_compose_has_every_service_postgres_collector_and_jaeger() -> None:
+    services = _compose()["services"]
+
+    assert set(services) == {s.name for s in SERVICES} | {
+        "postgres", "otel-collector", "jaeger",
+    }  # fmt: skip
+    assert services["postgres"]["image"] == "pgvector/pgvector:pg16"
+    assert services["jaeger"]["image"].startswith("jaegertracing/all-in-one:")
+    assert services["otel-collector"]["image"].startswith("otel/opentelemetry-collector")
+
+
+@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+def test_each_service_builds_its_dockerfile_and_listens_on_its_port(service: Deployed) -> None:
+    port = service.default_port()
+    spec = _compose()["services"][service.name]
+    env = spec["environment"]
+
+    assert (INFRA / spec["build"]["context"] / spec["build"]["dockerfile"]).resolve() == (
+        INFRA / "docker" / f"{service.name}.Dockerfile"
+    ).resolve()
+    assert env[f"{service.prefix}_PORT"] == str(port)
+    assert env[f"{service.prefix}_HOST"] == "0.0.0.0"
+    assert spec["healthcheck"]["test"][-1] == f"127.0.0.1:{port}"
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4317"
+
+
+def test_addresses_follow_the_call_graph() -> None:
+    services = _compose()["services"]
+    edges = set()
+    for caller in SERVICES:
+        env = services[caller.name]["environment"]
+        for callee in SERVICES:
+            address = env.get(f"{callee.prefix}_ADDR")
+            if address is not None:
+                assert address == f"{callee.name}:{callee.default_port()}"
+                edges.add((caller.name, callee.name))
+        if "@postgres:5432/" in env.get("DATABASE_URL", ""):
+            edges.add((caller.name, "postgres"))
+    assert edges == set(CALL_GRAPH)
+    # Every callee a service depends on is started (healthy) before it.
+    for source, dest in CALL_GRAPH:
+        depends = services[source].get("depends_on", {})
+        assert dest in depends, f"{source} should wait for {dest}"
+
+
+def test_only_the_gateway_is_published_and_secrets_come_from_the_environment() -> None:
+    services = _compose()["services"]
+
+    assert services["gateway"]["ports"] == ["${TANDEM_PORT:-50051}:50051"]
+    for name in ("embedding", "retrieval", "sql", "router", "postgres"):
+        assert "ports" not in services[name]
+    assert services["gateway"]["environment"]["GATEWAY_KEY_PEPPER"].startswith(
+        "${GATEWAY_KEY_PEPPER:?"
+    )
+    for service in SERVICES:
+        assert services[service.name]["read_only"] is True
+
+
+def test_mounted_files_exist() -> None:
+    services = _compose()["services"]
+    for name in ("postgres", "otel-collector"):
+        for volume in services[name]["volumes"]:
+            source = volume.split(":")[0]
+            if source.startswith("./"):
+                assert (INFRA / source).is_file(), source
+
+
+def test_collector_receives_otlp_limits_memory_batches_and_exports_to_jaeger() -> None:
+    config = yaml.safe_load((INFRA / "otel-collector.yaml").read_text())
+    traces = config["service"]["pipelines"]["traces"]
+
+    assert config["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"].endswith(":4317")
+    assert traces["receivers"] == ["otlp"]
+    # memory_limiter must be first to protect everything after it.
+    assert traces["processors"][0] == "memory_limiter"
+    assert "batch" in traces["processors"]
+    for name in traces["processors"]:
+        assert name in config["processors"]
+    (exporter,) = traces["exporters"]
+    assert exporter.split("/")[0] == "otlp"
+    host = config["exporters"][exporter]["endpoint"].split(":")[0]
+    assert host in _compose()["services"]
