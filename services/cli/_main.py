@@ -18,7 +18,12 @@ SubParsers = Any  # argparse's _SubParsersAction is private; its type is not exp
 Handler = Callable[[argparse.Namespace], int]
 
 # Command modules, each with ``register(commands: Commands) -> None``.
-_MODULES = ("services.cli._builtin", "services.cli._client", "services.cli._load")
+_MODULES = (
+    "services.cli._builtin",
+    "services.cli._client",
+    "services.cli._load",
+    "services.cli._router",
+)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ HERE = Path(__file__).parent
 # Services whose servers arrive with later issues. A service leaves this map in the
 # change that implements it, and from then on every one of its RPCs needs a contract
 # test; test_pending_services_are_not_implemented_yet keeps the map honest.
-PENDING: dict[str, str] = {
-}
+PENDING: dict[str, str] = {}
 SERVICE_PACKAGES = {
     "tandem.v1.EmbeddingService": "services/embedding",
     "tandem.v1.RetrievalService": "services/retrieval",

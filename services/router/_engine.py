@@ -1,0 +1,1043 @@
+"""The router: plan → execute in parallel waves → replan keeping finished work →
+cited synthesis behind the guardrails.
+
+``Router.ask`` is the whole request. Per-request state lives in ``_Run`` so the router
+itself holds only collaborators (engines, the LLM provider, telemetry) and a gauge of
+steps in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TypeVar
+
+import grpc
+from opentelemetry import metrics, trace
+
+from services.common import InvalidArgument, Metrics, PermissionDenied, remaining
+from services.common.llm import (
+    ALL_TOOLS,
+    NO_ANSWER,
+    Answer,
+    AnswerSentence,
+    DeterministicProvider,
+    GradeRequest,
+    LlmError,
+    LlmProvider,
+    LlmResult,
+    Passage,
+    Plan,
+    PlanRequest,
+    PlanStep,
+    ReplanRequest,
+    RewriteRequest,
+    Role,
+    RouteRequest,
+    RowSet,
+    StepOutcome,
+    SynthesizeRequest,
+    ToolName,
+)
+from services.router import _guard
+from services.router._clients import SearchTool, SqlTool, ToolError
+from services.router._plan import PlanInvalid, assign_waves, bind, rename, validate
+from services.router._settings import RouterSettings
+from services.router._types import (
+    FAILED_STATUSES,
+    AskInput,
+    Citation,
+    CitationEvent,
+    CitationKind,
+    Degradation,
+    DeltaEvent,
+    Event,
+    GuardrailReport,
+    Hit,
+    InjectionFinding,
+    Klass,
+    Mode,
+    Outcome,
+    PlanEvent,
+    PlanView,
+    Route,
+    RouterAnswer,
+    SqlEvidence,
+    Status,
+    StepFinishedEvent,
+    StepRun,
+    StepStartedEvent,
+    UsageEntry,
+)
+
+_log = logging.getLogger("tandem.router")
+T = TypeVar("T")
+Emit = Callable[[Event], None]
+
+_ROLE_NAMES = {
+    Role.ROUTE: "CLASSIFY",
+    Role.PLAN: "PLAN",
+    Role.REPLAN: "PLAN",
+    Role.GRADE: "GRADE",
+    Role.REWRITE: "REWRITE",
+    Role.SYNTHESIZE: "SYNTHESIZE",
+}
+# Fencing and the restated rules are part of every LLM-layer prompt: always on.
+_ALWAYS_ON = ("FENCING", "RULE_RESTATEMENT")
+_LAYER_FLAGS = (
+    ("INJECTION_SCAN", "injection_scan"),
+    ("OUTPUT_CHECK", "output_check"),
+    ("CITATION_CHECK", "citation_check"),
+)
+
+
+class _ToolCapReached(Exception):
+    """The request's tool-call cap is spent."""
+
+
+def _noop(_event: Event) -> None:
+    return None
+
+
+class Router:
+    """Answers questions over both engines; collaborators arrive through the constructor."""
+
+    def __init__(
+        self,
+        settings: RouterSettings,
+        *,
+        search: SearchTool,
+        sql: SqlTool,
+        llm: LlmProvider,
+        tracer: trace.Tracer | None = None,
+        meter: metrics.Meter | None = None,
+        observe: Metrics | None = None,
+    ) -> None:
+        self.settings = settings
+        self.search = search
+        self.sql = sql
+        self.llm = llm
+        # RETRIEVE mode and the last-resort fallbacks use the rules, never a model.
+        self.rules = DeterministicProvider()
+        self.tracer = tracer or trace.get_tracer("tandem.router")
+        meter = meter or metrics.get_meter("tandem.router")
+        self._answers = meter.create_counter("tandem.router.answers", description="answers")
+        self._step_duration = meter.create_histogram(
+            "tandem.router.step.duration", unit="s", description="plan step duration"
+        )
+        self._observe = observe or Metrics()
+        self.active_steps = 0
+
+    async def precheck(self, request: AskInput) -> None:
+        """Refuse a named database that is unknown or closed to the tenant, before any work.
+
+        An unreachable SQL service is not the caller's fault: its steps degrade instead.
+        """
+        if not request.options.database:
+            return
+        try:
+            await self.sql.check_database(request.tenant_id, request.options.database)
+        except ToolError as exc:
+            _raise_for_database(exc, request.options.database)
+
+    async def ask(
+        self,
+        request: AskInput,
+        *,
+        request_id: str,
+        emit: Emit | None = None,
+        checked: bool = False,
+    ) -> RouterAnswer:
+        """The whole request; ``emit`` receives stream events synchronously as they happen."""
+        if not checked:
+            await self.precheck(request)
+        run = _Run(self, request, request_id, emit or _noop)
+        with self.tracer.start_as_current_span("router.ask") as span:
+            span.set_attribute("router.mode", request.mode.value)
+            span.set_attribute("router.question_chars", len(request.question))
+            answer = await run.execute()
+            span.set_attribute("router.route", answer.route.value)
+            span.set_attribute("router.outcome", answer.outcome.value)
+            span.set_attribute("router.steps", len(answer.trajectory))
+            span.set_attribute("router.replans", answer.replans)
+            span.set_attribute("router.tool_calls", answer.tool_calls)
+            span.set_attribute("router.quarantined", answer.guardrails.passages_quarantined)
+        for degradation in answer.degradations:
+            self._observe.degraded("router", degradation.reason)
+        self._answers.add(
+            1,
+            {"mode": answer.mode.value, "route": answer.route.value, "outcome": answer.outcome},
+        )
+        _log.info(
+            "answered",
+            extra={
+                "fields": {
+                    "request_id": request_id,
+                    "mode": answer.mode.value,
+                    "route": answer.route.value,
+                    "outcome": answer.outcome.value,
+                    "steps": len(answer.trajectory),
+                    "replans": answer.replans,
+                    "tool_calls": answer.tool_calls,
+                    "citations": len(answer.citations),
+                    "answer_chars": len(answer.text),
+                }
+            },
+        )
+        return answer
+
+
+@dataclass
+class _Evidence:
+    """One numbered piece of evidence in the synthesis context."""
+
+    number: int
+    step_id: str
+    hit: Hit | None = None
+    run: StepRun | None = None
+    quarantined: bool = False
+
+
+class _Run:
+    """One request's state: the steps across plan revisions, counters, the report."""
+
+    def __init__(self, router: Router, request: AskInput, request_id: str, emit: Emit) -> None:
+        self.router = router
+        self.settings = router.settings
+        self.request = request
+        self.request_id = request_id
+        self.emit = emit
+        self.started = time.monotonic()
+        left = remaining()
+        self.deadline = self.started + (left if left is not None else 30.0)
+        self.exec_deadline = self.deadline - min(
+            self.settings.synthesis_reserve_s, max(0.0, (self.deadline - self.started) * 0.25)
+        )
+        self.runs: dict[str, StepRun] = {}
+        self.current: list[StepRun] = []
+        self.revision = -1
+        self.replans = 0
+        self.tool_calls = 0
+        self.deadline_hit = False
+        self.cap_hit = False
+        self.replan_limit_hit = False
+        self.fatal: Exception | None = None
+        self.degradations: list[Degradation] = []
+        self.timings: dict[str, float] = {}
+        self.usage: dict[tuple[str, str, str], list[float]] = {}
+        self.findings: dict[str, list[_guard.Finding]] = {}
+        guards = self.settings.guardrails
+        self.report = GuardrailReport(
+            enabled_layers=[
+                *_ALWAYS_ON,
+                *(name for name, flag in _LAYER_FLAGS if getattr(guards, flag)),
+            ]
+        )
+        self.klass = Klass.UNSPECIFIED
+
+    # ---- bookkeeping ---------------------------------------------------------------
+
+    def exec_left(self) -> float:
+        return self.exec_deadline - time.monotonic()
+
+    def degrade(self, reason: str, component: str, message: str, step_id: str = "") -> None:
+        if any(d.reason == reason and d.step_id == step_id for d in self.degradations):
+            return
+        self.degradations.append(Degradation(reason, component, message, step_id))
+
+    async def llm(self, role: Role, call: Awaitable[LlmResult[T]]) -> LlmResult[T]:
+        started = time.monotonic()
+        result = await call
+        usage = result.usage
+        tier = "DETERMINISTIC" if usage.model == "deterministic" else usage.tier.value.upper()
+        key = (_ROLE_NAMES.get(role, "PLAN"), tier, usage.model)
+        entry = self.usage.setdefault(key, [0, 0, 0, 0.0, 0.0])
+        entry[0] += 1
+        entry[1] += usage.input_tokens
+        entry[2] += usage.output_tokens
+        entry[3] += usage.cost_usd or 0.0
+        entry[4] += time.monotonic() - started
+        if result.degraded:
+            self.degrade("LLM_UNAVAILABLE", "llm", f"the model failed for {role.value}")
+        return result
+
+    async def bounded(self, call: Awaitable[T], *, unbounded: bool = False) -> T:
+        """``call`` within what is left of the execution budget (model calls can be slow)."""
+        if unbounded:
+            return await call
+        async with asyncio.timeout(max(self.exec_left(), 0.0)):
+            return await call
+
+    def take_tool_call(self) -> None:
+        if self.tool_calls >= self.request.options.max_tool_calls:
+            self.cap_hit = True
+            raise _ToolCapReached
+        self.tool_calls += 1
+
+    def timed(self, stage: str, started: float) -> None:
+        self.timings[stage] = self.timings.get(stage, 0.0) + time.monotonic() - started
+
+    # ---- the request ---------------------------------------------------------------
+
+    async def execute(self) -> RouterAnswer:
+        mode = self.request.mode
+        question = self.request.question
+        if mode is Mode.SQL:
+            route = Route.SQL
+            steps: Sequence[PlanStep] = (PlanStep("s1", ToolName.SQL_QUESTION, question),)
+        elif mode in (Mode.RETRIEVE, Mode.AGENTIC):
+            route = Route.RETRIEVE if mode is Mode.RETRIEVE else Route.AGENTIC
+            steps = (PlanStep("s1", ToolName.SEMANTIC_SEARCH, question),)
+        else:
+            steps = await self.initial_plan()
+            if not steps:
+                return await self.conversational()
+            self.klass = _classify(steps)
+            route = _route_for(steps)
+        started = time.monotonic()
+        await self.execute_plan(steps, allow_replan=mode is Mode.AUTO)
+        self.timed("execute", started)
+        return await self.synthesize(route)
+
+    async def initial_plan(self) -> Sequence[PlanStep]:
+        started = time.monotonic()
+        request = PlanRequest(self.request.question, max_steps=self.settings.max_plan_steps)
+        try:
+            for provider in (self.router.llm, self.router.llm, self.router.rules):
+                try:
+                    plan = (
+                        await self.bounded(
+                            self.llm(Role.PLAN, provider.plan(request)),
+                            unbounded=provider is self.router.rules,
+                        )
+                    ).output
+                except (LlmError, TimeoutError):
+                    self.degrade("LLM_UNAVAILABLE", "llm", "the planner failed or timed out")
+                    continue
+                if not plan.steps:
+                    return ()
+                try:
+                    validate(
+                        plan.steps,
+                        completed={},
+                        max_steps=self.settings.max_plan_steps,
+                        tools=ALL_TOOLS,
+                    )
+                except PlanInvalid as exc:
+                    _log.warning(
+                        "plan rejected",
+                        extra={"fields": {"request_id": self.request_id, "rule": str(exc)}},
+                    )
+                    continue
+                return plan.steps
+            return (PlanStep("s1", ToolName.SEMANTIC_SEARCH, self.request.question),)
+        finally:
+            self.timed("plan", started)
+
+    async def conversational(self) -> RouterAnswer:
+        decision = (
+            await self.llm(Role.ROUTE, self.router.llm.route(RouteRequest(self.request.question)))
+        ).output
+        text = decision.answer or NO_ANSWER
+        self.emit(DeltaEvent(text))
+        return self.answer(
+            text=text,
+            citations=(),
+            outcome=Outcome.ANSWERED,
+            route=Route.AGENTIC,
+            confidence=decision.confidence,
+            disclaimer="",
+            sql_results=(),
+        )
+
+    # ---- execution -----------------------------------------------------------------
+
+    def adopt(self, steps: Sequence[PlanStep]) -> None:
+        """Make ``steps`` the current revision; completed steps carry over unchanged."""
+        self.revision += 1
+        done = [r for r in self.runs.values() if r.status is Status.SUCCEEDED]
+        offset = max((r.wave for r in done), default=-1) + 1
+        waves = assign_waves(steps, offset=offset)
+        fresh: list[StepRun] = []
+        for step in steps:
+            existing = self.runs.get(step.id)
+            if existing is not None and existing.status is Status.PENDING:
+                existing.step, existing.revision, existing.wave = (
+                    step,
+                    self.revision,
+                    waves[step.id],
+                )
+                fresh.append(existing)
+                continue
+            run = StepRun(step=step, revision=self.revision, wave=waves[step.id])
+            self.runs[step.id] = run
+            fresh.append(run)
+        for old in self.current:
+            if old.status is Status.PENDING and old not in fresh:
+                old.status = Status.SKIPPED
+        self.current = [*done, *fresh]
+        self.emit(PlanEvent(self.plan_view()))
+
+    def plan_view(self) -> PlanView:
+        steps = sorted(self.current, key=lambda r: r.wave)
+        return PlanView(max(self.revision, 0), tuple(steps))
+
+    async def execute_plan(self, steps: Sequence[PlanStep], *, allow_replan: bool) -> None:
+        self.adopt(steps)
+        while True:
+            pending = [r for r in self.current if r.status is Status.PENDING]
+            if not pending:
+                return
+            if self.exec_left() <= 0:
+                self.deadline_hit = True
+                self.stop_pending(Status.CANCELLED, "DEADLINE_EXCEEDED")
+                return
+            wave = min(r.wave for r in pending)
+            batch = [r for r in pending if r.wave == wave]
+            ready = []
+            for run in batch:
+                deps = [self.runs.get(d) for d in run.step.depends_on]
+                if all(d is not None and d.status is Status.SUCCEEDED for d in deps):
+                    ready.append(run)
+                else:
+                    run.status, run.failure_reason = Status.SKIPPED, "STEP_FAILED"
+            await self.run_wave(ready)
+            if self.fatal is not None:
+                raise self.fatal
+            if self.deadline_hit:
+                self.stop_pending(Status.CANCELLED, "DEADLINE_EXCEEDED")
+                return
+            failed = [r for r in batch if r.status in FAILED_STATUSES or r.status is Status.SKIPPED]
+            if not failed:
+                continue
+            if self.cap_hit:
+                self.stop_pending(Status.SKIPPED, "TOOL_CALL_LIMIT_REACHED")
+                return
+            if not allow_replan:
+                continue
+            if self.exec_left() <= 0:
+                self.deadline_hit = True
+                self.stop_pending(Status.CANCELLED, "DEADLINE_EXCEEDED")
+                return
+            if self.replans >= self.settings.max_replans:
+                self.replan_limit_hit = True
+                self.stop_pending(Status.SKIPPED, "REPLAN_LIMIT_REACHED")
+                return
+            revised = await self.replan(failed[0])
+            if revised is None:
+                if self.deadline_hit:
+                    self.stop_pending(Status.CANCELLED, "DEADLINE_EXCEEDED")
+                else:
+                    self.stop_pending(Status.SKIPPED, "STEP_FAILED")
+                return
+            self.adopt(revised)
+
+    def stop_pending(self, status: Status, reason: str) -> None:
+        for run in self.current:
+            if run.status is Status.PENDING:
+                run.status, run.failure_reason = status, reason
+
+    async def replan(self, failed: StepRun) -> Sequence[PlanStep] | None:
+        started = time.monotonic()
+        self.replans += 1
+        succeeded = {k: r for k, r in self.runs.items() if r.status is Status.SUCCEEDED}
+        finished = [r for r in self.runs.values() if r.status not in (Status.PENDING,)]
+        outcomes = tuple(
+            StepOutcome(
+                r.step_id,
+                r.status is Status.SUCCEEDED,
+                error=r.failure_reason,
+                summary=f"{r.status.value}, {r.result_count} result(s)",
+            )
+            for r in finished
+        )
+        plan = Plan(tuple(r.step for r in self.current))
+        request = ReplanRequest(
+            self.request.question, plan, outcomes, failed.step_id, tools=ALL_TOOLS
+        )
+        try:
+            proposal = (
+                await self.bounded(self.llm(Role.REPLAN, self.router.llm.replan(request)))
+            ).output
+        except LlmError:
+            self.degrade("LLM_UNAVAILABLE", "llm", "the replanner failed")
+            return None
+        except TimeoutError:
+            self.deadline_hit = True
+            return None
+        finally:
+            self.timed("plan", started)
+        # A completed step is never re-run, even when the model lists it again.
+        steps = [s for s in proposal.steps if s.id not in succeeded]
+        # Ids are unique across revisions: a retry that reuses a failed step's id gets a
+        # fresh one, and steps that pointed at it follow.
+        taken = set(self.runs) | {s.id for s in steps}
+        renames: dict[str, str] = {}
+        for step in steps:
+            if step.id in self.runs and self.runs[step.id].status is not Status.PENDING:
+                fresh = f"{step.id}-r{self.revision + 1}"
+                while fresh in taken:
+                    fresh += "x"
+                taken.add(fresh)
+                renames[step.id] = fresh
+        steps = [rename(s, renames) for s in steps] if renames else steps
+        try:
+            validate(
+                steps, completed=succeeded, max_steps=self.settings.max_plan_steps, tools=ALL_TOOLS
+            )
+        except PlanInvalid as exc:
+            _log.warning(
+                "replan rejected",
+                extra={"fields": {"request_id": self.request_id, "rule": str(exc)}},
+            )
+            return None
+        return steps
+
+    async def run_wave(self, ready: list[StepRun]) -> None:
+        if not ready:
+            return
+        try:
+            async with asyncio.timeout(max(self.exec_left(), 0.0)):
+                async with asyncio.TaskGroup() as group:
+                    for run in ready:
+                        group.create_task(self.run_step(run))
+        except TimeoutError:
+            self.deadline_hit = True
+            self.degrade(
+                "DEADLINE_EXCEEDED", "router", "the deadline expired before every step finished"
+            )
+
+    async def run_step(self, run: StepRun) -> None:
+        succeeded = {k: r for k, r in self.runs.items() if r.status is Status.SUCCEEDED}
+        bound = bind(run.step, succeeded)
+        run.bound_query = bound.query
+        run.argument_summary = self.summarise(bound)
+        run.status = Status.RUNNING
+        run.start_time = datetime.now(UTC)
+        started = time.monotonic()
+        self.emit(StepStartedEvent(run))
+        self.router.active_steps += 1
+        span = self.router.tracer.start_span("router.step")
+        span.set_attribute("router.step_id", run.step_id)
+        span.set_attribute("router.tool", run.tool.value)
+        try:
+            budget = min(self.settings.step_timeout_s, max(self.exec_left(), 0.0))
+            async with asyncio.timeout(budget):
+                await self.dispatch(run, bound)
+        except TimeoutError:
+            run.status, run.failure_reason = Status.TIMED_OUT, "DEADLINE_EXCEEDED"
+        except asyncio.CancelledError:
+            run.status, run.failure_reason = Status.CANCELLED, "DEADLINE_EXCEEDED"
+            raise
+        except _ToolCapReached:
+            run.status, run.failure_reason = Status.SKIPPED, "TOOL_CALL_LIMIT_REACHED"
+            self.degrade(
+                "TOOL_CALL_LIMIT_REACHED", "router", "the tool-call cap was reached", run.step_id
+            )
+        except ToolError as exc:
+            self.tool_failed(run, exc)
+        except LlmError as exc:
+            run.status, run.failure_reason = Status.FAILED, "DEPENDENCY_ERROR"
+            self.degrade("LLM_UNAVAILABLE", "llm", f"model call failed ({exc.cause})", run.step_id)
+        except Exception as exc:  # a bug in one step must not sink the others
+            _log.exception(
+                "step failed unexpectedly",
+                extra={"fields": {"step_id": run.step_id, "cause": type(exc).__name__}},
+            )
+            run.status, run.failure_reason = Status.FAILED, "INTERNAL_ERROR"
+        finally:
+            self.router.active_steps -= 1
+            run.duration_s = time.monotonic() - started
+            span.set_attribute("router.status", run.status.value)
+            span.set_attribute("router.result_count", run.result_count)
+            span.end()
+            self.router._step_duration.record(
+                run.duration_s, {"tool": run.tool.value, "status": run.status.value}
+            )
+            self.emit(StepFinishedEvent(run))
+        if run.status in FAILED_STATUSES:
+            self.degrade("STEP_FAILED", "router", f"step {run.status.value}", run.step_id)
+
+    def tool_failed(self, run: StepRun, exc: ToolError) -> None:
+        if exc.code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED) and (
+            exc.reason in ("UNKNOWN_DATABASE", "DATABASE_NOT_ALLOWED")
+        ):
+            try:
+                _raise_for_database(exc, self.request.options.database)
+            except Exception as fatal:  # surfaced after the wave, outside the task group
+                self.fatal = fatal
+        if exc.code is grpc.StatusCode.DEADLINE_EXCEEDED:
+            run.status, run.failure_reason = Status.TIMED_OUT, "DEADLINE_EXCEEDED"
+            return
+        run.status = Status.FAILED
+        if exc.code is grpc.StatusCode.UNAVAILABLE:
+            run.failure_reason = "DEPENDENCY_UNAVAILABLE"
+            reason = "RETRIEVAL_UNAVAILABLE" if exc.service == "retrieval" else "SQL_UNAVAILABLE"
+            self.degrade(reason, exc.service, f"{exc.service} unreachable", run.step_id)
+        else:
+            run.failure_reason = exc.reason or "DEPENDENCY_ERROR"
+
+    def summarise(self, step: PlanStep) -> str:
+        options = self.request.options
+        if step.tool is ToolName.SEMANTIC_SEARCH:
+            filters = len(options.categories) + len(options.document_ids)
+            return f"query_chars={len(step.query)} top_k={options.top_k} filters={filters}"
+        database = options.database or "default"
+        if step.intent is not None:
+            return f"intent={step.intent.kind.value} table={step.intent.table} db={database}"
+        return f"question_chars={len(step.query)} db={database}"
+
+    async def dispatch(self, run: StepRun, step: PlanStep) -> None:
+        options = self.request.options
+        tenant = self.request.tenant_id
+        if step.tool is ToolName.SEMANTIC_SEARCH:
+            await self.semantic(run, step.query, loop=self.request.mode is not Mode.RETRIEVE)
+            return
+        self.take_tool_call()
+        run.attempts += 1
+        if step.tool is ToolName.SQL_INTENT and step.intent is not None:
+            outcome = await self.router.sql.run_intent(
+                tenant, options.database, step.intent, max_rows=options.max_rows
+            )
+        else:
+            outcome = await self.router.sql.ask(
+                tenant, options.database, step.query, max_rows=options.max_rows
+            )
+        run.repairs = outcome.repairs
+        if not outcome.answered:
+            run.status, run.failure_reason = Status.FAILED, "STEP_FAILED"
+            return
+        if outcome.degraded:
+            self.degrade("LLM_UNAVAILABLE", "sql", "the SQL service fell back to rules")
+        run.sql = outcome
+        run.result_count = len(outcome.rows)
+        if not outcome.rows:
+            run.status, run.failure_reason = Status.EMPTY, "STEP_FAILED"
+        else:
+            run.status = Status.SUCCEEDED
+
+    def screen(self, hits: Sequence[Hit]) -> tuple[list[Hit], list[Hit]]:
+        """Split hits into usable and quarantined (HIGH-severity injection findings)."""
+        if not self.settings.guardrails.injection_scan:
+            return list(hits), []
+        kept: list[Hit] = []
+        held: list[Hit] = []
+        for hit in hits:
+            findings = self.findings.get(hit.chunk_id)
+            if findings is None:
+                findings = _guard.scan(hit.text)
+                self.findings[hit.chunk_id] = findings
+            (held if any(f.severity == _guard.HIGH for f in findings) else kept).append(hit)
+        return kept, held
+
+    async def semantic(self, run: StepRun, query: str, *, loop: bool) -> None:
+        """The agentic RAG loop: retrieve, grade, rewrite from the gaps (bounded)."""
+        options = self.request.options
+        previous: list[str] = []
+        best: list[Hit] = []
+        quarantined: dict[str, Hit] = {}
+        rewrites_allowed = self.settings.max_rewrites if loop else 0
+        for attempt in range(rewrites_allowed + 1):
+            self.take_tool_call()
+            run.attempts += 1
+            found = await self.router.search.search(
+                self.request.tenant_id,
+                query,
+                top_k=options.top_k,
+                mode=options.search_mode,
+                categories=options.categories,
+                document_ids=options.document_ids,
+                metadata=options.metadata,
+            )
+            previous.append(query)
+            if found.degraded:
+                run.status = Status.DEGRADED
+                run.failure_reason = found.reason or "RETRIEVAL_UNAVAILABLE"
+                self.degrade("RETRIEVAL_UNAVAILABLE", "retrieval", "search degraded", run.step_id)
+                return
+            kept, held = self.screen(found.hits)
+            for hit in held:
+                quarantined.setdefault(hit.chunk_id, hit)
+            if kept and not loop:
+                best = kept
+                break
+            if kept:
+                passages = tuple(
+                    Passage(str(i), h.text, h.title, h.score) for i, h in enumerate(kept, 1)
+                )
+                grade = (
+                    await self.llm(
+                        Role.GRADE, self.router.llm.grade(GradeRequest(run.bound_query, passages))
+                    )
+                ).output
+                marked = {g.passage_id for g in grade.passages if g.relevant}
+                relevant = [h for i, h in enumerate(kept, 1) if str(i) in marked]
+                if grade.relevant and not grade.passages:
+                    relevant = kept
+                if grade.relevant and relevant:
+                    best = relevant
+                    break
+                missing = grade.missing_terms
+            else:
+                missing = ()
+            if attempt >= rewrites_allowed:
+                break
+            rewrite = (
+                await self.llm(
+                    Role.REWRITE,
+                    self.router.llm.rewrite(
+                        RewriteRequest(run.bound_query, tuple(previous), tuple(missing))
+                    ),
+                )
+            ).output
+            query = rewrite.query or query
+            run.rewrites += 1
+        run.hits = tuple(best)
+        run.quarantined = tuple(quarantined.values())
+        run.result_count = len(best)
+        if best:
+            run.status = Status.SUCCEEDED
+        else:
+            run.status, run.failure_reason = Status.EMPTY, "STEP_FAILED"
+
+    # ---- synthesis -----------------------------------------------------------------
+
+    def number_evidence(self) -> list[_Evidence]:
+        evidence: list[_Evidence] = []
+        seen: set[str] = set()
+        for run in self.runs.values():
+            # Quarantined passages were retrieved whatever became of their step: they are
+            # numbered (and reported) but never shown to the model.
+            usable = run.hits if run.status is Status.SUCCEEDED else ()
+            for hit, held in [(h, False) for h in usable] + [(h, True) for h in run.quarantined]:
+                if hit.chunk_id in seen:
+                    continue
+                seen.add(hit.chunk_id)
+                evidence.append(
+                    _Evidence(len(evidence) + 1, run.step_id, hit=hit, quarantined=held)
+                )
+            if run.sql is not None and run.status is Status.SUCCEEDED:
+                evidence.append(_Evidence(len(evidence) + 1, run.step_id, run=run))
+        return evidence
+
+    async def synthesize(self, route: Route) -> RouterAnswer:
+        started = time.monotonic()
+        evidence = self.number_evidence()
+        self.record_scan(evidence)
+        partial = self.partial()
+        usable = [e for e in evidence if not e.quarantined]
+        groups = self.groups(usable)
+        provider = self.router.rules if self.request.mode is Mode.RETRIEVE else self.router.llm
+        answers: list[Answer] = []
+        if usable:
+            requests = [
+                SynthesizeRequest(
+                    question,
+                    passages=tuple(_passage(e) for e in items if e.hit is not None),
+                    rows=tuple(_rows(e) for e in items if e.run is not None),
+                    partial=partial and index == len(groups) - 1,
+                )
+                for index, (question, items) in enumerate(groups)
+            ]
+            answers = await self.synthesize_all(provider, requests)
+        supported = any(a.supported for a in answers)
+        sentences = [s for a in answers for s in a.sentences] if supported else []
+        if not sentences:
+            sentences = [AnswerSentence(NO_ANSWER)]
+        guards = self.settings.guardrails
+        checked = _guard.check_output(
+            sentences,
+            known={e.number for e in evidence},
+            quarantined={e.number for e in evidence if e.quarantined},
+            context=[e.hit.text for e in usable if e.hit is not None]
+            + [
+                " ".join(str(c) for row in e.run.sql.rows for c in row)
+                for e in usable
+                if e.run and e.run.sql
+            ],
+            sentinel="",
+            check_urls_and_leaks=guards.output_check,
+            check_citations=guards.citation_check,
+        )
+        self.report.removed_citations = checked.removed_citations
+        self.report.url_findings = checked.url_findings
+        self.report.prompt_leak_detected = checked.prompt_leak
+        by_number = {e.number: e for e in evidence}
+        text, citations, claims, backed = self.compose(checked.sentences, by_number)
+        self.timed("synthesize", started)
+        if not citations:
+            outcome = Outcome.PARTIAL if partial and self.any_failure() else Outcome.NOT_FOUND
+        else:
+            outcome = Outcome.PARTIAL if partial else Outcome.ANSWERED
+        base = sum(a.confidence for a in answers) / len(answers) if answers else 0.0
+        coverage = backed / claims if claims else 0.0
+        confidence = base * coverage if citations else 0.0
+        if outcome is Outcome.PARTIAL:
+            confidence *= 0.5
+        sql_results = tuple(
+            SqlEvidence(e.step_id, e.number, e.run.sql.raw)
+            for e in evidence
+            if e.run is not None and e.run.sql is not None
+        )
+        return self.answer(
+            text=text,
+            citations=citations,
+            outcome=outcome,
+            route=route,
+            confidence=round(min(max(confidence, 0.0), 1.0), 3),
+            disclaimer=self.disclaimer() if partial else "",
+            sql_results=sql_results,
+        )
+
+    async def synthesize_all(
+        self, provider: LlmProvider, requests: list[SynthesizeRequest]
+    ) -> list[Answer]:
+        budget = max(self.deadline - time.monotonic() - 0.02, 0.05)
+
+        async def one(request: SynthesizeRequest) -> Answer:
+            try:
+                async with asyncio.timeout(budget):
+                    if provider is self.router.rules:
+                        return (await provider.synthesize(request)).output
+                    return (await self.llm(Role.SYNTHESIZE, provider.synthesize(request))).output
+            except (TimeoutError, LlmError):
+                self.degrade("LLM_UNAVAILABLE", "llm", "synthesis fell back to extraction")
+                return (await self.router.rules.synthesize(request)).output
+
+        return list(await asyncio.gather(*(one(r) for r in requests)))
+
+    def groups(self, usable: list[_Evidence]) -> list[tuple[str, list[_Evidence]]]:
+        """One synthesis per step for multi-step plans (each sub-question answered from its
+        own evidence); the original question for a single step."""
+        steps = list(dict.fromkeys(e.step_id for e in usable))
+        if len(self.runs) <= 1:
+            return [(self.request.question, usable)]
+        return [
+            (
+                self.runs[s].bound_query or self.request.question,
+                [e for e in usable if e.step_id == s],
+            )
+            for s in steps
+        ]
+
+    def record_scan(self, evidence: list[_Evidence]) -> None:
+        scanned = [e for e in evidence if e.hit is not None]
+        if not self.settings.guardrails.injection_scan:
+            return
+        self.report.passages_scanned = len(self.findings)
+        self.report.passages_quarantined = sum(1 for e in scanned if e.quarantined)
+        for item in scanned:
+            assert item.hit is not None
+            for finding in self.findings.get(item.hit.chunk_id, []):
+                self.report.injection_findings.append(
+                    InjectionFinding(
+                        passage_id=item.number,
+                        document_id=item.hit.document_id,
+                        chunk_id=item.hit.chunk_id,
+                        kind=finding.kind,
+                        severity=finding.severity,
+                        quarantined=item.quarantined,
+                    )
+                )
+
+    def compose(
+        self, sentences: list[_guard.CheckedSentence], by_number: dict[int, _Evidence]
+    ) -> tuple[str, tuple[Citation, ...], int, int]:
+        parts: list[str] = []
+        citations: dict[int, Citation] = {}
+        claims = backed = 0
+        offset = 0
+        for index, sentence in enumerate(sentences):
+            cited = [n for n in sentence.citations if n in by_number] or sentence.citations
+            piece = sentence.text + ("".join(f" [{n}]" for n in cited) if cited else "")
+            start = offset + (1 if parts else 0)
+            end = start + len(piece)
+            parts.append(piece)
+            offset = end
+            if _guard.needs_citation(sentence.text):
+                claims += 1
+                if any(n in by_number for n in cited):
+                    backed += 1
+                else:
+                    self.report.unsupported_sentences.append((index, (start, end)))
+            for number in cited:
+                item = by_number.get(number)
+                if item is None or number in citations:
+                    continue
+                citations[number] = _citation(item, sentence.text, (start, end))
+        text = " ".join(parts)
+        ordered = tuple(citations.values())
+        for piece in parts:
+            self.emit(DeltaEvent(piece if piece is parts[0] else " " + piece))
+        for citation in ordered:
+            self.emit(CitationEvent(citation))
+        return text, ordered, claims, backed
+
+    def any_failure(self) -> bool:
+        return (
+            any(
+                r.status in FAILED_STATUSES or r.status in (Status.CANCELLED, Status.SKIPPED)
+                for r in self.runs.values()
+                if r.status is not Status.EMPTY
+            )
+            or self.deadline_hit
+            or self.cap_hit
+        )
+
+    def partial(self) -> bool:
+        final = [r for r in self.current if r.status is not Status.SUCCEEDED]
+        if self.request.mode is not Mode.AUTO:
+            # A single-step mode with no result is "not found", unless something broke.
+            return (
+                self.deadline_hit
+                or self.cap_hit
+                or any(r.status not in (Status.EMPTY, Status.SUCCEEDED) for r in final)
+            )
+        return bool(final) or self.deadline_hit or self.cap_hit
+
+    def disclaimer(self) -> str:
+        missing = [r for r in self.current if r.status is not Status.SUCCEEDED]
+        parts = [
+            f'{r.step_id} ("{_short(r.input_summary)}", {r.tool.value}, {r.status.value})'
+            for r in missing
+        ]
+        causes = []
+        if self.deadline_hit:
+            causes.append("the deadline expired")
+            self.degrade(
+                "DEADLINE_EXCEEDED", "router", "the deadline expired before every step finished"
+            )
+        if self.cap_hit:
+            causes.append("the tool-call cap was reached")
+        if self.replan_limit_hit:
+            causes.append(f"steps still failed after {self.replans} replan(s)")
+            self.degrade("REPLAN_LIMIT_REACHED", "router", "a step failed after the last replan")
+        text = "Partial answer: missing results for " + (", ".join(parts) or "some steps")
+        if causes:
+            text += " because " + " and ".join(causes)
+        return text + "."
+
+    def answer(
+        self,
+        *,
+        text: str,
+        citations: tuple[Citation, ...],
+        outcome: Outcome,
+        route: Route,
+        confidence: float,
+        disclaimer: str,
+        sql_results: tuple[SqlEvidence, ...],
+    ) -> RouterAnswer:
+        self.timings["total"] = time.monotonic() - self.started
+        trajectory = tuple(
+            r for r in self.runs.values() if r.status is not Status.PENDING and r.start_time
+        )
+        usage = tuple(
+            UsageEntry(role, tier, model, int(v[0]), int(v[1]), int(v[2]), v[3], v[4])
+            for (role, tier, model), v in self.usage.items()
+        )
+        return RouterAnswer(
+            request_id=self.request_id,
+            text=text,
+            citations=citations,
+            outcome=outcome,
+            mode=self.request.mode,
+            question_class=self.klass,
+            route=route,
+            plan=self.plan_view(),
+            trajectory=trajectory,
+            guardrails=self.report,
+            confidence=confidence,
+            disclaimer=disclaimer,
+            degradations=tuple(self.degradations),
+            usage=usage,
+            sql_results=sql_results,
+            timings=tuple(self.timings.items()),
+            replans=self.replans,
+            tool_calls=self.tool_calls,
+        )
+
+
+def _raise_for_database(exc: ToolError, database: str) -> None:
+    if exc.code is grpc.StatusCode.INVALID_ARGUMENT and exc.reason == "UNKNOWN_DATABASE":
+        raise InvalidArgument.field(
+            "options.database",
+            "not a configured SQL database",
+            reason="UNKNOWN_DATABASE",
+            metadata={"database": database},
+        )
+    if exc.code is grpc.StatusCode.PERMISSION_DENIED:
+        raise PermissionDenied(
+            "the tenant may not query this database",
+            reason="DATABASE_NOT_ALLOWED",
+            metadata={"database": database},
+        )
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _classify(steps: Sequence[PlanStep]) -> Klass:
+    if len(steps) > 1:
+        return Klass.COMPOUND
+    return Klass.SEMANTIC if steps[0].tool is ToolName.SEMANTIC_SEARCH else Klass.COUNTABLE
+
+
+def _route_for(steps: Sequence[PlanStep]) -> Route:
+    if len(steps) > 1:
+        return Route.COMPOUND
+    return Route.AGENTIC if steps[0].tool is ToolName.SEMANTIC_SEARCH else Route.SQL
+
+
+def _passage(item: _Evidence) -> Passage:
+    assert item.hit is not None
+    return Passage(str(item.number), item.hit.text, item.hit.title, item.hit.score)
+
+
+def _rows(item: _Evidence) -> RowSet:
+    assert item.run is not None and item.run.sql is not None
+    sql = item.run.sql
+    return RowSet(str(item.number), sql.columns, sql.rows, sql.description[:300])
+
+
+def _citation(item: _Evidence, sentence: str, span: tuple[int, int]) -> Citation:
+    if item.hit is not None:
+        hit = item.hit
+        at = hit.text.find(sentence.rstrip("."))
+        if at >= 0:
+            quote = sentence.rstrip(".")
+            quote_span = (at, at + len(quote))
+        else:
+            quote = hit.text[:200]
+            quote_span = (0, len(quote))
+        return Citation(
+            passage_id=item.number,
+            kind=CitationKind.PASSAGE,
+            step_id=item.step_id,
+            answer_span=span,
+            document_id=hit.document_id,
+            chunk_id=hit.chunk_id,
+            title=hit.title,
+            uri=hit.uri,
+            section=hit.section,
+            quote=quote,
+            quote_span=quote_span,
+        )
+    assert item.run is not None and item.run.sql is not None
+    sql = item.run.sql
+    first = ", ".join("" if c is None else str(c) for c in sql.rows[0]) if sql.rows else ""
+    return Citation(
+        passage_id=item.number,
+        kind=CitationKind.SQL_RESULT,
+        step_id=item.step_id,
+        answer_span=span,
+        title=sql.description[:120],
+        quote=first[:200],
+        sql_fingerprint=sql.fingerprint,
+    )

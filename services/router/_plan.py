@@ -1,0 +1,130 @@
+"""Plan validation, wave assignment and binding of earlier results into later steps.
+
+The model proposes a plan; this code decides whether it may run: known tools, unique
+ids, dependencies only on earlier or completed steps (so no cycles), placeholders only
+for declared dependencies, intents where the tool needs one, and a size cap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+
+from services.common.llm import IntentFilter, PlanStep, ToolName
+from services.router._types import StepRun
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_-]+)\s*\}\}")
+_STEP_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
+class PlanInvalid(ValueError):
+    """A proposed plan may not run; the message names the rule (metadata only)."""
+
+
+def placeholders(text: str) -> set[str]:
+    """Step ids referenced as ``{{sN}}``."""
+    return set(_PLACEHOLDER.findall(text))
+
+
+def validate(
+    steps: Sequence[PlanStep],
+    *,
+    completed: Mapping[str, StepRun],
+    max_steps: int,
+    tools: Sequence[ToolName],
+) -> None:
+    """Raise PlanInvalid unless ``steps`` can run after the ``completed`` ones."""
+    if not steps:
+        raise PlanInvalid("empty plan")
+    if len(steps) > max_steps:
+        raise PlanInvalid(f"plan has {len(steps)} steps, the cap is {max_steps}")
+    seen: set[str] = set()
+    for step in steps:
+        if not _STEP_ID.match(step.id):
+            raise PlanInvalid("malformed step id")
+        if step.id in seen:
+            raise PlanInvalid(f"duplicate step id {step.id}")
+        if step.tool not in tools:
+            raise PlanInvalid(f"tool {step.tool} is not allowed")
+        if step.tool is ToolName.SQL_INTENT and step.intent is None:
+            raise PlanInvalid(f"{step.id}: sql_intent without an intent")
+        if step.tool is not ToolName.SQL_INTENT and not step.query.strip():
+            raise PlanInvalid(f"{step.id}: empty query")
+        for dependency in step.depends_on:
+            # Only earlier steps of this plan or completed ones: forbids cycles outright.
+            if dependency not in seen and dependency not in completed:
+                raise PlanInvalid(f"{step.id} depends on unknown or later step {dependency}")
+        used = placeholders(step.query)
+        if step.intent is not None:
+            for item in step.intent.filters:
+                if isinstance(item.value, str):
+                    used |= placeholders(item.value)
+        undeclared = used - set(step.depends_on)
+        if undeclared:
+            raise PlanInvalid(f"{step.id} binds a step it does not depend on")
+        seen.add(step.id)
+
+
+def assign_waves(steps: Sequence[PlanStep], *, offset: int = 0) -> dict[str, int]:
+    """Zero-based wave per step: after every dependency in this plan, parallel otherwise."""
+    waves: dict[str, int] = {}
+    for step in steps:
+        inner = [waves[d] for d in step.depends_on if d in waves]
+        waves[step.id] = (max(inner) + 1) if inner else offset
+    return waves
+
+
+def bound_value(run: StepRun) -> str:
+    """What ``{{sN}}`` stands for: the top SQL row's label, or the top hit's title."""
+    if run.sql is not None and run.sql.rows:
+        row = run.sql.rows[0]
+        for value in row:
+            if isinstance(value, str) and value.strip():
+                return value
+        return "" if row[0] is None else str(row[0])
+    if run.hits:
+        return run.hits[0].title or run.hits[0].text[:80]
+    return ""
+
+
+def bind(step: PlanStep, results: Mapping[str, StepRun]) -> PlanStep:
+    """``step`` with every ``{{sN}}`` replaced by step sN's top result."""
+
+    def substitute(text: str) -> str:
+        return _PLACEHOLDER.sub(
+            lambda m: bound_value(results[m.group(1)]) if m.group(1) in results else "",
+            text,
+        )
+
+    query = substitute(step.query)
+    intent = step.intent
+    if intent is not None and any(isinstance(f.value, str) for f in intent.filters):
+        filters = tuple(
+            IntentFilter(f.column, f.op, substitute(f.value)) if isinstance(f.value, str) else f
+            for f in intent.filters
+        )
+        intent = dataclasses.replace(intent, filters=filters)
+    return dataclasses.replace(step, query=" ".join(query.split()), intent=intent)
+
+
+def rename(step: PlanStep, renames: Mapping[str, str]) -> PlanStep:
+    """``step`` with ids (its own, its dependencies, its placeholders) renamed."""
+
+    def substitute(text: str) -> str:
+        return _PLACEHOLDER.sub(lambda m: "{{" + renames.get(m.group(1), m.group(1)) + "}}", text)
+
+    intent = step.intent
+    if intent is not None:
+        filters = tuple(
+            IntentFilter(f.column, f.op, substitute(f.value)) if isinstance(f.value, str) else f
+            for f in intent.filters
+        )
+        intent = dataclasses.replace(intent, filters=filters)
+    return dataclasses.replace(
+        step,
+        id=renames.get(step.id, step.id),
+        query=substitute(step.query),
+        depends_on=tuple(renames.get(d, d) for d in step.depends_on),
+        intent=intent,
+    )

@@ -1,0 +1,377 @@
+"""RouterService through its generated stubs on a real server, wired to real retrieval
+and SQL servers (embedded Postgres, real model): every RPC, every documented error."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
+
+from services.common.llm import DeterministicProvider, PlanRequest
+from services.router import RouterSettings
+from services.router._server import RouterDeps, build_deps, create_server, ready
+from services.sql import TargetConfig, Warehouse, ensure_warehouse
+from tandem.v1 import common_pb2 as cpb
+from tandem.v1 import router_service_pb2 as pb
+from tandem.v1 import router_service_pb2_grpc as pb_grpc
+from tests.conftest import server_settings
+from tests.integration.retrieval.stack import EmbeddingService, ingest, new_tenant, start_embedding
+from tests.integration.router.corpus import documents
+from tests.integration.router.stack import Engines, start_engines
+
+ASK = "tandem.v1.RouterService/Ask"
+STREAM = "tandem.v1.RouterService/StreamAsk"
+COMPOUND = "How many opportunities are there, and summarize the onboarding call notes?"
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def warehouse(pg_url: str) -> Warehouse:
+    return asyncio.run(ensure_warehouse(pg_url))
+
+
+@pytest.fixture
+async def embedding(real_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
+    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def engines(pg_url, warehouse, embedding, telemetry_sink) -> AsyncIterator[Engines]:
+    running = await start_engines(
+        pg_url,
+        warehouse.reader_url,
+        embedding.server.address,
+        telemetry_sink("engines").telemetry,
+        extra_targets=(
+            TargetConfig("restricted", warehouse.reader_url, tenants=frozenset({"vip"})),
+        ),
+    )
+    yield running
+    await running.close()
+
+
+@pytest.fixture
+async def tenant(pg_url: str, engines: Engines) -> str:
+    name = new_tenant(pg_url, "contract")
+    await ingest(engines.retrieval_stub, name, documents())
+    return name
+
+
+async def _router(
+    engines: Engines | None, telemetry_sink: Any, channel_to: Any, llm: Any = None, **settings: Any
+) -> tuple[pb_grpc.RouterServiceAsyncStub, Any, RouterDeps]:
+    addresses = (
+        {"retrieval_addr": engines.retrieval.address, "sql_addr": engines.sql.address}
+        if engines is not None
+        else {"retrieval_addr": "127.0.0.1:1", "sql_addr": "127.0.0.1:1"}
+    )
+    router_settings = RouterSettings(**{**addresses, **settings})
+    telemetry = telemetry_sink("router").telemetry
+    deps = build_deps(router_settings, telemetry, llm=llm or DeterministicProvider())
+    server, servicer = await create_server(server_settings("router"), telemetry, router_settings)
+    await ready(server, servicer, deps)
+    return pb_grpc.RouterServiceStub(channel_to(server.address)), server, deps
+
+
+@pytest.fixture
+async def stub(
+    engines, telemetry_sink, channel_to
+) -> AsyncIterator[pb_grpc.RouterServiceAsyncStub]:
+    stub, server, deps = await _router(engines, telemetry_sink, channel_to, min_deadline_s=0.5)
+    yield stub
+    await server.stop(0)
+    await deps.close()
+
+
+async def _status(call: Any) -> tuple[grpc.StatusCode, list[str], dict[str, str]]:
+    status = await rpc_status.aio.from_call(call)
+    bad, info = error_details_pb2.BadRequest(), error_details_pb2.ErrorInfo()
+    for detail in status.details if status else []:
+        if detail.Is(bad.DESCRIPTOR):
+            detail.Unpack(bad)
+        elif detail.Is(info.DESCRIPTOR):
+            detail.Unpack(info)
+    return (
+        await call.code(),
+        [v.field for v in bad.field_violations],
+        {
+            "reason": info.reason,
+            **dict(info.metadata),
+        },
+    )
+
+
+async def _error(stub: Any, method: str, request: Any, deadline_s: float = 20) -> tuple[Any, ...]:
+    if method == "Ask":
+        call = stub.Ask(request, timeout=deadline_s)
+        with pytest.raises(grpc.aio.AioRpcError):
+            await call
+        return await _status(call)
+    call = stub.StreamAsk(pb.StreamAskRequest(**_fields(request)), timeout=deadline_s)
+    with pytest.raises(grpc.aio.AioRpcError):
+        async for _ in call:
+            pytest.fail("StreamAsk errors end the stream before any event")
+    return await _status(call)
+
+
+def _fields(request: pb.AskRequest) -> dict[str, Any]:
+    return {
+        "tenant_id": request.tenant_id,
+        "question": request.question,
+        "mode": request.mode,
+        "options": request.options,
+    }
+
+
+# --- success -----------------------------------------------------------------------------
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_answers_a_compound_question_with_citations(stub, tenant):
+    response = await stub.Ask(
+        pb.AskRequest(
+            tenant_id=tenant, question=COMPOUND, options=pb.AskOptions(include_trajectory=True)
+        ),
+        timeout=30,
+    )
+    answer = response.answer
+    assert answer.request_id and answer.text
+    assert answer.outcome == pb.ANSWER_OUTCOME_ANSWERED
+    assert answer.mode == pb.ASK_MODE_AUTO and answer.route == pb.ROUTE_COMPOUND
+    assert len(answer.trajectory) == 2 and answer.tool_calls >= 2
+    assert {c.kind for c in answer.citations} == {
+        cpb.CITATION_KIND_PASSAGE,
+        cpb.CITATION_KIND_SQL_RESULT,
+    }
+    assert answer.sql_results and answer.sql_results[0].result.fingerprint
+    assert answer.guardrail_report.enabled_layers
+    assert {t.stage for t in answer.timings} >= {"plan", "execute", "synthesize", "total"}
+    assert 0 < answer.confidence <= 1
+
+
+@pytest.mark.rpc(ASK)
+async def test_each_mode_takes_its_route(stub, tenant):
+    expected = {
+        pb.ASK_MODE_RETRIEVE: pb.ROUTE_RETRIEVE,
+        pb.ASK_MODE_AGENTIC: pb.ROUTE_AGENTIC,
+        pb.ASK_MODE_SQL: pb.ROUTE_SQL,
+    }
+    questions = {
+        pb.ASK_MODE_RETRIEVE: "healthcare analytics clinics",
+        pb.ASK_MODE_AGENTIC: "Which accounts want healthcare analytics?",
+        pb.ASK_MODE_SQL: "How many companies are there?",
+    }
+    for mode, route in expected.items():
+        answer = (
+            await stub.Ask(
+                pb.AskRequest(tenant_id=tenant, question=questions[mode], mode=mode), timeout=30
+            )
+        ).answer
+        assert (answer.mode, answer.route) == (mode, route)
+        assert answer.citations and answer.guardrail_report.enabled_layers
+        assert not answer.trajectory  # only with include_trajectory
+    retrieve = (
+        await stub.Ask(
+            pb.AskRequest(
+                tenant_id=tenant, question="healthcare analytics", mode=pb.ASK_MODE_RETRIEVE
+            ),
+            timeout=30,
+        )
+    ).answer
+    assert retrieve.usage.calls == 0  # RETRIEVE runs no LLM role at all
+
+
+@pytest.mark.rpc(STREAM)
+async def test_stream_ask_sends_accepted_plan_steps_deltas_citations_final(stub, tenant):
+    events = [
+        e
+        async for e in stub.StreamAsk(
+            pb.StreamAskRequest(tenant_id=tenant, question=COMPOUND), timeout=30
+        )
+    ]
+    kinds = [e.WhichOneof("event") for e in events]
+    assert kinds[0] == "accepted" and kinds[-1] == "final_answer"
+    assert {"plan", "step_started", "step_finished", "answer_delta", "citation"} <= set(kinds)
+    final = events[-1].final_answer
+    assert "".join(e.answer_delta.text for e in events if e.HasField("answer_delta")) == final.text
+    assert events[0].accepted.mode == pb.ASK_MODE_AUTO
+    elapsed = [e.elapsed.ToNanoseconds() for e in events]
+    assert elapsed == sorted(elapsed)
+
+
+# --- documented errors -------------------------------------------------------------------
+
+
+def _bad_requests(tenant: str) -> list[tuple[pb.AskRequest, str]]:
+    def ask(**fields: Any) -> pb.AskRequest:
+        options = fields.pop("options", {})
+        return pb.AskRequest(
+            **{"tenant_id": tenant, "question": "How many deals?", **fields},
+            options=pb.AskOptions(**options),
+        )
+
+    return [
+        (ask(tenant_id=""), "tenant_id"),
+        (ask(tenant_id="Bad Tenant!"), "tenant_id"),
+        (ask(question=""), "question"),
+        (ask(question="   "), "question"),
+        (ask(question="x" * 4001), "question"),
+        (ask(options={"top_k": -1}), "options.top_k"),
+        (ask(options={"top_k": 51}), "options.top_k"),
+        (ask(options={"max_tool_calls": -1}), "options.max_tool_calls"),
+        (ask(options={"max_tool_calls": 13}), "options.max_tool_calls"),
+        (ask(options={"max_rows": -1}), "options.max_rows"),
+        (ask(options={"max_rows": 1001}), "options.max_rows"),
+        (
+            ask(options={"search_filter": {"document_ids": [f"d{i}" for i in range(1001)]}}),
+            "options.search_filter.document_ids",
+        ),
+        (ask(mode=99), "mode"),
+    ]
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(STREAM)
+async def test_invalid_requests_name_the_field(stub, tenant):
+    for method in ("Ask", "StreamAsk"):
+        for request, field in _bad_requests(tenant):
+            code, fields, info = await _error(stub, method, request)
+            assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field]), (method, field)
+            assert info["reason"] == "INVALID_ARGUMENT"
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(STREAM)
+async def test_unknown_database_and_forbidden_database(stub, tenant):
+    for method in ("Ask", "StreamAsk"):
+        unknown = pb.AskRequest(
+            tenant_id=tenant, question=COMPOUND, options=pb.AskOptions(database="nope")
+        )
+        code, fields, info = await _error(stub, method, unknown)
+        assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["options.database"])
+        assert info == {"reason": "UNKNOWN_DATABASE", "database": "nope"}
+        forbidden = pb.AskRequest(
+            tenant_id=tenant, question=COMPOUND, options=pb.AskOptions(database="restricted")
+        )
+        code, _, info = await _error(stub, method, forbidden)
+        assert code == grpc.StatusCode.PERMISSION_DENIED
+        assert info == {"reason": "DATABASE_NOT_ALLOWED", "database": "restricted"}
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(STREAM)
+async def test_deadline_too_short_on_arrival(stub, tenant):
+    for method in ("Ask", "StreamAsk"):
+        request = pb.AskRequest(tenant_id=tenant, question=COMPOUND)
+        code, _, info = await _error(stub, method, request, deadline_s=0.3)
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert info["reason"] == "DEADLINE_TOO_SHORT"
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(STREAM)
+async def test_client_cancellation_is_cancelled(stub, engines, tenant):
+    engines.retrieval_log.delays["Search"] = 5.0
+    request = pb.AskRequest(tenant_id=tenant, question="healthcare", mode=pb.ASK_MODE_AGENTIC)
+    call = stub.Ask(request, timeout=30)
+    await asyncio.sleep(0.3)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert call.cancelled()
+    stream = stub.StreamAsk(pb.StreamAskRequest(**_fields(request)), timeout=30)
+    assert (await stream.read()).HasField("accepted")
+    stream.cancel()
+    assert stream.cancelled()
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(STREAM)
+async def test_unreachable_engines_degrade_instead_of_unavailable(telemetry_sink, channel_to):
+    stub, server, deps = await _router(None, telemetry_sink, channel_to)
+    try:
+        answer = (
+            await stub.Ask(pb.AskRequest(tenant_id="acme", question=COMPOUND), timeout=20)
+        ).answer
+        assert answer.degraded and answer.outcome == pb.ANSWER_OUTCOME_PARTIAL
+        reasons = {d.reason for d in answer.degradations}
+        assert {
+            cpb.DEGRADATION_REASON_RETRIEVAL_UNAVAILABLE,
+            cpb.DEGRADATION_REASON_SQL_UNAVAILABLE,
+        } <= reasons
+        events = [
+            e
+            async for e in stub.StreamAsk(
+                pb.StreamAskRequest(tenant_id="acme", question=COMPOUND), timeout=20
+            )
+        ]
+        assert events[-1].final_answer.degraded
+    finally:
+        await server.stop(0)
+        await deps.close()
+
+
+class _Broken(DeterministicProvider):
+    async def plan(self, request: PlanRequest) -> Any:
+        raise RuntimeError("a bug with private details: SELECT secret")
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(STREAM)
+async def test_bugs_are_internal_and_sanitised(engines, telemetry_sink, channel_to):
+    stub, server, deps = await _router(engines, telemetry_sink, channel_to, llm=_Broken())
+    try:
+        for method in ("Ask", "StreamAsk"):
+            call_request = pb.AskRequest(tenant_id="acme", question=COMPOUND)
+            if method == "Ask":
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await stub.Ask(call_request, timeout=20)
+            else:
+                stream = stub.StreamAsk(pb.StreamAskRequest(**_fields(call_request)), timeout=20)
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    async for _ in stream:
+                        pass
+            assert caught.value.code() == grpc.StatusCode.INTERNAL
+            assert "secret" not in (caught.value.details() or "")
+    finally:
+        await server.stop(0)
+        await deps.close()
+
+
+@pytest.mark.rpc(ASK)
+async def test_not_ready_is_unavailable_and_health_flips_when_ready(
+    engines, telemetry_sink, channel_to
+):
+    telemetry = telemetry_sink("router").telemetry
+    server, servicer = await create_server(server_settings("router"), telemetry)
+    try:
+        channel = channel_to(server.address)
+        health = health_pb2_grpc.HealthStub(channel)
+        check = health_pb2.HealthCheckRequest(service="tandem.v1.RouterService")
+        assert (await health.Check(check, timeout=5)).status == (
+            health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        code, _, _ = await _error(
+            pb_grpc.RouterServiceStub(channel), "Ask", pb.AskRequest(tenant_id="a", question="q")
+        )
+        assert code == grpc.StatusCode.UNAVAILABLE
+        settings = RouterSettings(
+            retrieval_addr=engines.retrieval.address, sql_addr=engines.sql.address
+        )
+        deps = build_deps(settings, telemetry, llm=DeterministicProvider())
+        await ready(server, servicer, deps)
+        assert (await health.Check(check, timeout=5)).status == (
+            health_pb2.HealthCheckResponse.SERVING
+        )
+        await deps.close()
+    finally:
+        await server.stop(0)

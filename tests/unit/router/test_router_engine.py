@@ -1,0 +1,265 @@
+"""The router's logic over plain fakes of the engines: modes, waves, replans, limits."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from services.common import deadline_scope
+from services.common.llm import Plan, PlanStep, ToolName
+from services.router import GuardrailSettings, Hit, Mode, Outcome, Status, ToolError
+from services.router._types import CitationKind, DeltaEvent, PlanEvent, StepStartedEvent
+from tests.unit.router.fix_router import (
+    INJECTED,
+    FakeSearch,
+    FakeSql,
+    ScriptedPlanner,
+    ask,
+    make_router,
+    statuses,
+)
+
+DOCS_IRRELEVANT = (Hit("x1", "dx", "Parking", "", "", "Parking is free on weekends.", 0.1),)
+COMPOUND = "How many opportunities are there, and summarize the onboarding call notes?"
+
+
+async def test_compound_question_runs_both_engines_in_parallel_and_cites_both():
+    search, sql = FakeSearch(delay_s=0.05), FakeSql(delay_s=0.05)
+    router = make_router(search, sql)
+    answer = await router.ask(ask(COMPOUND), request_id="r1")
+    assert answer.outcome is Outcome.ANSWERED
+    assert answer.route.value == "compound"
+    assert {r.tool for r in answer.trajectory} == {ToolName.SQL_QUESTION, ToolName.SEMANTIC_SEARCH}
+    (_, s_start, s_end), (_, q_start, q_end) = search.calls[0], sql.calls[0]
+    assert s_start < q_end and q_start < s_end  # overlapping: the same wave
+    kinds = {c.kind for c in answer.citations}
+    assert kinds == {CitationKind.PASSAGE, CitationKind.SQL_RESULT}
+    assert any(c.sql_fingerprint == "fp-123" for c in answer.citations)
+    for citation in answer.citations:
+        start, end = citation.answer_span
+        assert f"[{citation.passage_id}]" in answer.text[start:end]
+
+
+async def test_countable_goes_to_sql_and_fuzzy_to_retrieval():
+    search, sql = FakeSearch(), FakeSql()
+    router = make_router(search, sql)
+    counted = await router.ask(ask("How many opportunities are open?"), request_id="r")
+    assert counted.route.value == "sql" and counted.question_class.value == "countable"
+    assert sql.calls and not search.calls
+    fuzzy = await router.ask(
+        ask("Which accounts look like a good fit for healthcare?"), request_id="r"
+    )
+    assert fuzzy.route.value == "agentic" and fuzzy.question_class.value == "semantic"
+    assert search.calls
+
+
+async def test_retrieve_mode_uses_no_model_and_one_search():
+    search = FakeSearch()
+    answer = await make_router(search).ask(
+        ask("healthcare clinics analytics", Mode.RETRIEVE), request_id="r"
+    )
+    assert len(search.calls) == 1
+    assert answer.usage == ()
+    assert answer.tool_calls == 1
+    assert answer.citations
+
+
+async def test_agentic_loop_rewrites_at_most_twice_then_says_not_found():
+    search = FakeSearch(hits=DOCS_IRRELEVANT)
+    answer = await make_router(search).ask(
+        ask("What is the refund policy for wombats?", Mode.AGENTIC), request_id="r"
+    )
+    (run,) = answer.trajectory
+    assert run.rewrites == 2 and run.attempts == 3 and len(search.calls) == 3
+    assert answer.outcome is Outcome.NOT_FOUND
+    assert "does not contain" in answer.text
+
+
+async def test_failed_step_is_replanned_and_completed_step_never_rerun():
+    plan = Plan(
+        (
+            PlanStep("s1", ToolName.SEMANTIC_SEARCH, "healthcare analytics clinics"),
+            PlanStep("s2", ToolName.SQL_QUESTION, "broken count"),
+        )
+    )
+    replan = Plan(
+        (
+            PlanStep("s1", ToolName.SEMANTIC_SEARCH, "healthcare analytics clinics"),
+            PlanStep("s3", ToolName.SQL_QUESTION, "how many opportunities"),
+        )
+    )
+    planner = ScriptedPlanner([plan], [replan])
+    sql = FakeSql(
+        fail_for=lambda q: (
+            ToolError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_INTENT", "sql")
+            if "broken" in q
+            else None
+        )
+    )
+    search = FakeSearch()
+    answer = await make_router(search, sql, planner).ask(ask("anything"), request_id="r")
+    assert answer.replans == 1
+    assert len(search.calls) == 1
+    assert statuses(answer) == {"s1": "succeeded", "s2": "failed", "s3": "succeeded"}
+    assert answer.outcome is Outcome.ANSWERED
+    (request,) = planner.replan_requests
+    assert request.failed_step_id == "s2"
+    assert {o.step_id: o.succeeded for o in request.outcomes} == {"s1": True, "s2": False}
+    assert answer.plan.revision == 1
+
+
+async def test_two_failed_replans_give_a_partial_answer_with_disclaimer():
+    def broken(step_id: str) -> Plan:
+        return Plan((PlanStep(step_id, ToolName.SQL_QUESTION, f"broken {step_id}"),))
+
+    plan = Plan(
+        (
+            PlanStep("s1", ToolName.SEMANTIC_SEARCH, "healthcare analytics clinics"),
+            PlanStep("s2", ToolName.SQL_QUESTION, "broken s2"),
+        )
+    )
+    planner = ScriptedPlanner([plan], [broken("s3"), broken("s4")])
+    sql = FakeSql(fail_for=lambda q: ToolError(grpc.StatusCode.INTERNAL, "INTERNAL", "sql"))
+    answer = await make_router(FakeSearch(), sql, planner).ask(ask("anything"), request_id="r")
+    assert answer.replans == 2
+    assert answer.outcome is Outcome.PARTIAL
+    assert "s4" in answer.disclaimer and "replan" in answer.disclaimer
+    assert 0 < answer.confidence <= 0.5
+    assert {d.reason for d in answer.degradations} >= {"REPLAN_LIMIT_REACHED", "STEP_FAILED"}
+
+
+async def test_invalid_plans_are_rejected_and_replaced():
+    cyclic = Plan(
+        (
+            PlanStep("s1", ToolName.SEMANTIC_SEARCH, "a {{s2}}", ("s2",)),
+            PlanStep("s2", ToolName.SEMANTIC_SEARCH, "b {{s1}}", ("s1",)),
+        )
+    )
+    dangling = Plan((PlanStep("s1", ToolName.SEMANTIC_SEARCH, "a", ("s9",)),))
+    search = FakeSearch()
+    planner = ScriptedPlanner([cyclic, dangling])
+    answer = await make_router(search, llm=planner).ask(
+        ask("healthcare analytics clinics"), request_id="r"
+    )
+    # Both proposals rejected: the rule-based planner's plan ran instead.
+    assert search.calls and answer.outcome is Outcome.ANSWERED
+
+
+async def test_tool_call_cap_is_hard():
+    search = FakeSearch(hits=DOCS_IRRELEVANT)
+    answer = await make_router(search).ask(
+        ask("What is the refund policy for wombats?", Mode.AGENTIC, max_tool_calls=2),
+        request_id="r",
+    )
+    assert len(search.calls) == 2 and answer.tool_calls == 2
+    assert any(d.reason == "TOOL_CALL_LIMIT_REACHED" for d in answer.degradations)
+
+
+async def test_deadline_mid_plan_returns_finished_work_as_partial():
+    search = FakeSearch(delay_s=5.0)
+    sql = FakeSql()
+    router = make_router(search, sql)
+    with deadline_scope(0.6):
+        answer = await router.ask(ask(COMPOUND), request_id="r")
+    assert answer.outcome is Outcome.PARTIAL
+    got = statuses(answer)
+    assert Status.SUCCEEDED.value in got.values()
+    assert any(v in ("cancelled", "timed_out") for v in got.values())
+    assert any(c.kind is CitationKind.SQL_RESULT for c in answer.citations)
+    assert any(d.reason == "DEADLINE_EXCEEDED" for d in answer.degradations)
+    assert router.active_steps == 0
+
+
+async def test_cancellation_stops_outstanding_steps():
+    search = FakeSearch(delay_s=5.0)
+    router = make_router(search)
+    started = asyncio.Event()
+
+    def emit(event: object) -> None:
+        if isinstance(event, StepStartedEvent):
+            started.set()
+
+    task = asyncio.create_task(
+        router.ask(ask("healthcare fit", Mode.AGENTIC), request_id="r", emit=emit)
+    )
+    await asyncio.wait_for(started.wait(), 2)
+    assert router.active_steps == 1
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert router.active_steps == 0
+    assert not search.calls  # the slow search never completed
+
+
+async def test_injected_passage_is_quarantined_and_its_link_never_appears():
+    search = FakeSearch(hits=(INJECTED, *FakeSearch().hits))
+    answer = await make_router(search).ask(
+        ask("healthcare clinics analytics", Mode.RETRIEVE), request_id="r"
+    )
+    report = answer.guardrails
+    assert report.passages_quarantined == 1
+    assert any(f.chunk_id == "c9" and f.quarantined for f in report.injection_findings)
+    assert "evil.example.com" not in answer.text
+    assert all(c.chunk_id != "c9" for c in answer.citations)
+
+
+async def test_stream_events_come_in_order():
+    events: list[object] = []
+    await make_router().ask(ask(COMPOUND), request_id="r", emit=events.append)
+    assert isinstance(events[0], PlanEvent)
+    assert any(isinstance(e, DeltaEvent) for e in events)
+    text = "".join(e.text for e in events if isinstance(e, DeltaEvent))
+    assert text.strip()
+
+
+async def test_a_retry_reusing_a_failed_id_gets_a_fresh_one():
+    plan = Plan(
+        (
+            PlanStep("s1", ToolName.SQL_QUESTION, "broken count"),
+            PlanStep("s2", ToolName.SEMANTIC_SEARCH, "notes for {{s1}}", ("s1",)),
+        )
+    )
+    retry = Plan(
+        (
+            PlanStep("s1", ToolName.SQL_QUESTION, "how many opportunities"),
+            PlanStep("s2", ToolName.SEMANTIC_SEARCH, "notes for {{s1}}", ("s1",)),
+        )
+    )
+    sql = FakeSql(
+        rows=(("Globex", 3),),
+        fail_for=lambda q: (
+            ToolError(grpc.StatusCode.INTERNAL, "INTERNAL", "sql") if "broken" in q else None
+        ),
+    )
+    search = FakeSearch()
+    planner = ScriptedPlanner([plan], [retry])
+    answer = await make_router(search, sql, planner).ask(ask("anything"), request_id="r")
+    assert statuses(answer) == {"s1": "failed", "s1-r1": "succeeded", "s2": "succeeded"}
+    assert search.calls[0][0] == "notes for Globex"
+    s2 = next(r for r in answer.trajectory if r.step_id == "s2")
+    assert s2.step.depends_on == ("s1-r1",)
+
+
+async def test_guardrail_layers_switch_off_for_measurement():
+    search = FakeSearch(hits=(INJECTED, *FakeSearch().hits))
+    router = make_router(
+        search,
+        guardrails=GuardrailSettings(injection_scan=False, output_check=False),
+    )
+    answer = await router.ask(ask("healthcare clinics analytics", Mode.RETRIEVE), request_id="r")
+    report = answer.guardrails
+    assert report.enabled_layers == ["FENCING", "RULE_RESTATEMENT", "CITATION_CHECK"]
+    assert report.passages_scanned == 0 and report.passages_quarantined == 0
+
+
+async def test_a_step_with_only_hostile_hits_still_reports_them():
+    search = FakeSearch(hits=(INJECTED,))
+    answer = await make_router(search).ask(
+        ask("healthcare clinics analytics", Mode.AGENTIC), request_id="r"
+    )
+    assert answer.outcome is Outcome.NOT_FOUND
+    assert answer.guardrails.passages_quarantined == 1
+    assert [f.chunk_id for f in answer.guardrails.injection_findings if f.quarantined] == [
+        "c9",
+        "c9",
+    ]

@@ -1,0 +1,90 @@
+"""Plan validation, wave assignment and binding earlier results into later steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.common.llm import (
+    ALL_TOOLS,
+    FilterOp,
+    IntentFilter,
+    IntentKind,
+    PlanStep,
+    SqlIntent,
+    ToolName,
+)
+from services.router import PlanInvalid, Status, assign_waves, bind, validate
+from services.router._types import Hit, SqlOutcome, StepRun
+
+SEARCH = ToolName.SEMANTIC_SEARCH
+SQL = ToolName.SQL_QUESTION
+
+
+def _validate(*steps: PlanStep, completed: dict[str, StepRun] | None = None) -> None:
+    validate(steps, completed=completed or {}, max_steps=4, tools=ALL_TOOLS)
+
+
+def test_a_valid_plan_with_a_dependency_passes():
+    _validate(
+        PlanStep("s1", SQL, "which company has the most open deals"),
+        PlanStep("s2", SEARCH, "last call notes for {{s1}}", ("s1",)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("steps", "rule"),
+    [
+        ((), "empty"),
+        (tuple(PlanStep(f"s{i}", SEARCH, "q") for i in range(5)), "cap"),
+        ((PlanStep("s1", SEARCH, "q"), PlanStep("s1", SQL, "q")), "duplicate"),
+        ((PlanStep("s1", SEARCH, "q", ("s2",)), PlanStep("s2", SEARCH, "q", ("s1",))), "later"),
+        ((PlanStep("s1", SEARCH, "q", ("s9",)),), "unknown"),
+        ((PlanStep("s1", ToolName.SQL_INTENT, "count"),), "without an intent"),
+        ((PlanStep("s1", SEARCH, "   "),), "empty query"),
+        ((PlanStep("s1", SQL, "q"), PlanStep("s2", SEARCH, "notes {{s1}}")), "binds"),
+        ((PlanStep("bad id!", SEARCH, "q"),), "malformed"),
+    ],
+)
+def test_invalid_plans_are_rejected_naming_the_rule(steps, rule):
+    with pytest.raises(PlanInvalid, match=rule):
+        _validate(*steps)
+
+
+def test_a_tool_not_offered_is_rejected():
+    with pytest.raises(PlanInvalid, match="not allowed"):
+        validate([PlanStep("s1", SQL, "q")], completed={}, max_steps=4, tools=(SEARCH,))
+
+
+def test_replanned_steps_may_depend_on_completed_ones():
+    done = StepRun(PlanStep("s1", SQL, "q"), revision=0, wave=0, status=Status.SUCCEEDED)
+    _validate(PlanStep("s3", SEARCH, "notes for {{s1}}", ("s1",)), completed={"s1": done})
+
+
+def test_waves_put_independent_steps_together_and_dependents_after():
+    steps = [
+        PlanStep("s1", SQL, "a"),
+        PlanStep("s2", SEARCH, "b"),
+        PlanStep("s3", SEARCH, "c {{s1}}", ("s1",)),
+        PlanStep("s4", SEARCH, "d {{s3}}", ("s3", "s2")),
+    ]
+    assert assign_waves(steps) == {"s1": 0, "s2": 0, "s3": 1, "s4": 2}
+    assert assign_waves(steps[:1], offset=2) == {"s1": 2}
+
+
+def test_bind_uses_the_top_sql_label_or_the_top_hit_title():
+    sql_run = StepRun(PlanStep("s1", SQL, "q"), 0, 0, status=Status.SUCCEEDED)
+    sql_run.sql = SqlOutcome(("name", "open_deals"), (("Globex", 7), ("Acme", 3)), "fp", "d")
+    hit_run = StepRun(PlanStep("s2", SEARCH, "q"), 0, 0, status=Status.SUCCEEDED)
+    hit_run.hits = (Hit("c", "d", "Meridian brief", "", "", "text", 1.0),)
+    step = PlanStep("s3", SEARCH, "call notes for {{s1}} and {{ s2 }}", ("s1", "s2"))
+    bound = bind(step, {"s1": sql_run, "s2": hit_run})
+    assert bound.query == "call notes for Globex and Meridian brief"
+    intent = SqlIntent(
+        IntentKind.COUNT,
+        "activities",
+        filters=(IntentFilter("companies.name", FilterOp.EQ, "{{s1}}"),),
+    )
+    with_intent = bind(
+        PlanStep("s4", ToolName.SQL_INTENT, "count", ("s1",), intent), {"s1": sql_run}
+    )
+    assert with_intent.intent is not None and with_intent.intent.filters[0].value == "Globex"
