@@ -86,8 +86,8 @@ _ROLE_NAMES = {
     Role.REWRITE: "REWRITE",
     Role.SYNTHESIZE: "SYNTHESIZE",
 }
-# Fencing and the restated rules are part of every LLM-layer prompt: always on.
-_ALWAYS_ON = ("FENCING", "RULE_RESTATEMENT")
+# Fencing and the restated rules live in the LLM layer's prompts (LLM_GUARD_*).
+PROMPT_GUARDS = ("FENCING", "RULE_RESTATEMENT")
 _LAYER_FLAGS = (
     ("INJECTION_SCAN", "injection_scan"),
     ("OUTPUT_CHECK", "output_check"),
@@ -116,8 +116,10 @@ class Router:
         tracer: trace.Tracer | None = None,
         meter: metrics.Meter | None = None,
         observe: Metrics | None = None,
+        prompt_guards: tuple[str, ...] = PROMPT_GUARDS,
     ) -> None:
         self.settings = settings
+        self.prompt_guards = prompt_guards
         self.search = search
         self.sql = sql
         self.llm = llm
@@ -233,7 +235,7 @@ class _Run:
         guards = self.settings.guardrails
         self.report = GuardrailReport(
             enabled_layers=[
-                *_ALWAYS_ON,
+                *router.prompt_guards,
                 *(name for name, flag in _LAYER_FLAGS if getattr(guards, flag)),
             ]
         )

@@ -1,8 +1,9 @@
 """Guardrails the router applies itself: the injection scan of retrieved passages and
 the output check of the answer (foreign URLs, invented citations, prompt leakage).
 
-Fencing and the restated rules are part of every LLM-layer prompt; these layers sit on
-either side of it, so a payload that slips past one is still caught by another.
+Fencing and the restated rules are part of every LLM-layer prompt (``LLM_GUARD_*``);
+these layers sit on either side of it, so a payload that slips past one is still caught
+by another.
 """
 
 from __future__ import annotations

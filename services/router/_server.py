@@ -151,8 +151,9 @@ def build_deps(
     interceptors = [*telemetry.client_interceptors(), CallHandles()]
     retrieval = create_channel(settings.retrieval_addr, interceptors=interceptors)
     sql = create_channel(settings.sql_addr, interceptors=interceptors)
+    llm_settings = LlmSettings.from_env()
     provider = llm or create_provider(
-        LlmSettings.from_env(),
+        llm_settings,
         tracer=telemetry.tracer("tandem.router.llm"),
         metrics=telemetry.metrics,
     )
@@ -164,6 +165,7 @@ def build_deps(
         tracer=telemetry.tracer("tandem.router"),
         meter=telemetry.meter("tandem.router"),
         observe=telemetry.metrics,
+        prompt_guards=llm_settings.prompt_guards(),
     )
     return RouterDeps(router=router, channels=[retrieval, sql], llm=provider)
 

@@ -16,8 +16,8 @@ MAX_REWRITES = 2
 @dataclass(frozen=True)
 class GuardrailSettings:
     """Which of the router's own defensive layers run (each can be switched off to measure
-    it). Fencing and the restated rules are built into every LLM-layer prompt and are
-    always on; the guardrail report lists them as such."""
+    it). Fencing and the restated rules belong to the LLM layer's prompts and are switched
+    there (``LLM_GUARD_FENCING``, ``LLM_GUARD_RESTATE_RULES``); the report lists them too."""
 
     injection_scan: bool = True
     output_check: bool = True

@@ -220,8 +220,8 @@ class GeminiProvider:
         check: Callable[[T], str | None] | None = None,
     ) -> LlmResult[T]:
         model, tier = self.model_for(role)
-        fence = Fence()  # fresh sentinel per request
-        prompt = build_prompt(role, request, fence)
+        fence = Fence(enabled=self._settings.fence_untrusted)  # fresh sentinel per request
+        prompt = build_prompt(role, request, fence, restate_rules=self._settings.restate_rules)
         tally = _Tally(model, tier)
         attributes: dict[str, Any] = {
             "llm.provider": self.name,

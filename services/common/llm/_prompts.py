@@ -120,8 +120,13 @@ class Prompt:
     user: str
 
 
-def build_prompt(role: Role, request: RoleRequest, fence: Fence) -> Prompt:
-    """The prompt for ``role``; questions and schemas are capped before anything else."""
+def build_prompt(
+    role: Role, request: RoleRequest, fence: Fence, *, restate_rules: bool = True
+) -> Prompt:
+    """The prompt for ``role``; questions and schemas are capped before anything else.
+
+    ``restate_rules=False`` drops the reminder after the data (LLM_GUARD_RESTATE_RULES,
+    for measurement only)."""
     system = "\n".join(
         [
             f"Task: {role.value}.",
@@ -131,8 +136,9 @@ def build_prompt(role: Role, request: RoleRequest, fence: Fence) -> Prompt:
         ]
     )
     blocks = [fence.rules(), *_data_blocks(request, fence)]
-    blocks.append(f"Reminder: {_TASKS[role]} {fence.rules()} {JSON_RULE}")
-    return Prompt(system, "\n\n".join(blocks))
+    if restate_rules:
+        blocks.append(f"Reminder: {_TASKS[role]} {fence.rules()} {JSON_RULE}")
+    return Prompt(system, "\n\n".join(block for block in blocks if block))
 
 
 def _question_block(question: str, fence: Fence) -> str:

@@ -23,6 +23,9 @@ class LlmSettings:
     max_retries: int = 3
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 8.0
+    # Prompt-level guardrails; switchable only so their effect can be measured.
+    fence_untrusted: bool = True
+    restate_rules: bool = True
 
     def __post_init__(self) -> None:
         if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
@@ -59,6 +62,19 @@ class LlmSettings:
             timeout_s=env.get_float("LLM_TIMEOUT_S", 30.0, minimum=0.001),
             max_retries=env.get_int("LLM_MAX_RETRIES", 3, minimum=0),
             backoff_initial_s=env.get_float("LLM_BACKOFF_S", 0.5, minimum=0.0),
+            fence_untrusted=env.get_bool("LLM_GUARD_FENCING", True),
+            restate_rules=env.get_bool("LLM_GUARD_RESTATE_RULES", True),
+        )
+
+    def prompt_guards(self) -> tuple[str, ...]:
+        """The prompt-level guardrail layers in force, as guardrail-report names."""
+        return tuple(
+            name
+            for name, on in (
+                ("FENCING", self.fence_untrusted),
+                ("RULE_RESTATEMENT", self.restate_rules),
+            )
+            if on
         )
 
     def __repr__(self) -> str:

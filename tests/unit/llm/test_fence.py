@@ -116,3 +116,23 @@ def test_schema_rendering_carries_keys_and_sample_values() -> None:
     assert "table opportunities (~1500 rows) -- Deals in the pipeline" in text
     assert "  company_id integer references companies.id" in text
     assert "  stage text e.g. Prospecting, Qualification" in text
+
+
+def test_fencing_switched_off_pastes_data_under_a_plain_label() -> None:
+    """LLM_GUARD_FENCING=false exists to measure fencing: no sentinel, no framing rules."""
+    fence = Fence(enabled=False)
+    prompt = build_prompt(Role.ROUTE, RouteRequest(INJECTION), fence)
+    assert fence.sentinel not in prompt.system + prompt.user
+    assert "QUESTION:\n" + INJECTION in prompt.user
+    assert "untrusted data" not in prompt.system + prompt.user
+
+
+def test_restatement_switched_off_drops_only_the_reminder_after_the_data() -> None:
+    fence = Fence("s3ntinel")
+    with_reminder = build_prompt(Role.ROUTE, RouteRequest(INJECTION), fence)
+    without = build_prompt(Role.ROUTE, RouteRequest(INJECTION), fence, restate_rules=False)
+    assert with_reminder.user.rstrip().split("\n")[-1].startswith("Reminder:")
+    assert "Reminder:" not in without.user
+    # The data stays fenced and the framing still precedes it.
+    assert without.user.startswith(fence.rules())
+    assert f"<<<END QUESTION {fence.sentinel}>>>" in without.user

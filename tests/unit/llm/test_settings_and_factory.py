@@ -25,6 +25,15 @@ def test_defaults_without_a_key_mean_deterministic() -> None:
     assert isinstance(create_provider(settings), DeterministicProvider)
 
 
+def test_prompt_guards_are_on_unless_switched_off_for_measurement() -> None:
+    assert LlmSettings.from_env({}).prompt_guards() == ("FENCING", "RULE_RESTATEMENT")
+    off = LlmSettings.from_env({"LLM_GUARD_FENCING": "false"})
+    assert off.prompt_guards() == ("RULE_RESTATEMENT",)
+    assert not off.fence_untrusted
+    both = {"LLM_GUARD_FENCING": "0", "LLM_GUARD_RESTATE_RULES": "off"}
+    assert LlmSettings.from_env(both).prompt_guards() == ()
+
+
 async def test_key_selects_gemini_with_deterministic_fallback() -> None:
     settings = LlmSettings.from_env(
         {
@@ -56,6 +65,7 @@ async def test_key_selects_gemini_with_deterministic_fallback() -> None:
         ({"GEMINI_BASE_URL": "localhost:8080"}, "GEMINI_BASE_URL"),
         ({"LLM_FAST_MODEL": "gemini flash"}, "LLM_FAST_MODEL"),
         ({"LLM_BACKOFF_S": "-2"}, "LLM_BACKOFF_S"),
+        ({"LLM_GUARD_FENCING": "maybe"}, "LLM_GUARD_FENCING"),
     ],
 )
 def test_bad_values_fail_fast_naming_the_variable(environ: dict[str, str], variable: str) -> None:
