@@ -23,6 +23,7 @@ _MODULES = (
     "services.cli._client",
     "services.cli._load",
     "services.cli._router",
+    "services.cli._trace",
 )
 
 

@@ -92,6 +92,7 @@ class ServerSettings:
     keepalive_timeout_s: int = 10
     default_deadline_s: float = 30.0
     max_concurrent_rpcs: int | None = None
+    max_connection_age_s: int = 300
 
     @classmethod
     def from_env(
@@ -109,6 +110,7 @@ class ServerSettings:
             keepalive_time_s=env.get_int("GRPC_KEEPALIVE_TIME_S", 30, minimum=1),
             keepalive_timeout_s=env.get_int("GRPC_KEEPALIVE_TIMEOUT_S", 10, minimum=1),
             default_deadline_s=env.get_float("GRPC_DEFAULT_DEADLINE_S", 30.0, minimum=0.001),
+            max_connection_age_s=env.get_int("GRPC_MAX_CONNECTION_AGE_S", 300, minimum=1),
         )
 
 
@@ -120,6 +122,9 @@ class TelemetrySettings:
     otlp_endpoint: str | None = None
     log_level: str = "INFO"
     export_timeout_s: float = 5.0
+    # The local span store for ``tandem trace``: unset means no files are written.
+    trace_dir: str | None = None
+    trace_max_bytes: int = 16 * 1024 * 1024
 
     @classmethod
     def from_env(
@@ -134,4 +139,8 @@ class TelemetrySettings:
             otlp_endpoint=env.get_optional("OTEL_EXPORTER_OTLP_ENDPOINT"),
             log_level=level,
             export_timeout_s=env.get_float("OTEL_EXPORT_TIMEOUT_S", 5.0, minimum=0.1),
+            trace_dir=env.get_optional("TANDEM_TRACE_DIR"),
+            trace_max_bytes=env.get_int(
+                "TANDEM_TRACE_MAX_BYTES", 16 * 1024 * 1024, minimum=64 * 1024
+            ),
         )

@@ -8,6 +8,8 @@ objects handed to whoever needs them, never process globals.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import grpc
@@ -20,7 +22,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
+from services.common._observability import Metrics, PrivacyFilter
 from services.common._settings import TelemetrySettings
+from services.common._spanstore import JsonlSpanExporter
 
 # Health checks and reflection are probes, not work: tracing them floods the backend.
 UNTRACED_SERVICES = (
@@ -41,7 +45,9 @@ class Telemetry:
 
     ``span_exporter``/``metric_reader`` let tests plug in-memory sinks; with
     ``otlp_endpoint`` set, spans are batched (bounded queue, export timeout) so a dead or
-    slow collector never slows a request.
+    slow collector never slows a request; with ``trace_dir`` set, spans also go to the
+    local span store. Every exporter sits behind :class:`PrivacyFilter`, so only
+    metadata leaves the process whichever code made the span.
     """
 
     def __init__(
@@ -55,6 +61,7 @@ class Telemetry:
         resource = Resource.create({"service.name": f"tandem-{settings.service_name}"})
         self.tracer_provider = TracerProvider(resource=resource)
         readers: list[MetricReader] = []
+        self.filters: list[PrivacyFilter] = []
         if settings.otlp_endpoint:
             from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (  # noqa: PLC0415
                 OTLPMetricExporter,
@@ -65,10 +72,12 @@ class Telemetry:
 
             self.tracer_provider.add_span_processor(
                 BatchSpanProcessor(
-                    OTLPSpanExporter(
-                        endpoint=settings.otlp_endpoint,
-                        insecure=True,
-                        timeout=int(settings.export_timeout_s),
+                    self._filtered(
+                        OTLPSpanExporter(
+                            endpoint=settings.otlp_endpoint,
+                            insecure=True,
+                            timeout=max(1, int(settings.export_timeout_s)),
+                        )
                     ),
                     max_queue_size=4096,
                     export_timeout_millis=int(settings.export_timeout_s * 1000),
@@ -79,16 +88,41 @@ class Telemetry:
                     OTLPMetricExporter(
                         endpoint=settings.otlp_endpoint,
                         insecure=True,
-                        timeout=int(settings.export_timeout_s),
+                        timeout=max(1, int(settings.export_timeout_s)),
                     ),
                     export_timeout_millis=settings.export_timeout_s * 1000,
                 )
             )
+        if settings.trace_dir:
+            self.tracer_provider.add_span_processor(
+                BatchSpanProcessor(
+                    self._filtered(
+                        JsonlSpanExporter(
+                            settings.trace_dir,
+                            settings.service_name,
+                            max_bytes=settings.trace_max_bytes,
+                        )
+                    ),
+                    max_queue_size=4096,
+                    schedule_delay_millis=500,
+                    export_timeout_millis=int(settings.export_timeout_s * 1000),
+                )
+            )
         if span_exporter is not None:
-            self.tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
+            self.tracer_provider.add_span_processor(
+                SimpleSpanProcessor(self._filtered(span_exporter))
+            )
         if metric_reader is not None:
             readers.append(metric_reader)
         self.meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+        self.metrics = Metrics(self.meter("tandem"))
+        for privacy in self.filters:
+            privacy.use_meter(self.meter("tandem.telemetry"))
+
+    def _filtered(self, exporter: SpanExporter) -> PrivacyFilter:
+        privacy = PrivacyFilter(exporter)
+        self.filters.append(privacy)
+        return privacy
 
     def tracer(self, name: str) -> trace.Tracer:
         return self.tracer_provider.get_tracer(name)
@@ -112,6 +146,22 @@ class Telemetry:
         )
 
     def shutdown(self) -> None:
-        """Flush what is queued, bounded by the export timeout."""
-        self.tracer_provider.shutdown()
-        self.meter_provider.shutdown(timeout_millis=self.settings.export_timeout_s * 1000)
+        """Flush what is queued; returns within about the export timeout.
+
+        Spans and metrics flush side by side, and a collector that does not answer in
+        time loses what was still queued rather than holding up the process's exit.
+        """
+        timeout_s = self.settings.export_timeout_s
+        workers = [
+            threading.Thread(target=self.tracer_provider.shutdown, daemon=True),
+            threading.Thread(
+                target=self.meter_provider.shutdown,
+                kwargs={"timeout_millis": timeout_s * 1000},
+                daemon=True,
+            ),
+        ]
+        for worker in workers:
+            worker.start()
+        deadline = time.monotonic() + timeout_s + 0.5
+        for worker in workers:
+            worker.join(max(deadline - time.monotonic(), 0.0))

@@ -8,7 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from opentelemetry import trace
 
+from services.common._observability import CACHE_HITS, CACHE_MISSES, CHARS, COUNT, KIND, MODEL
+from services.common._observability import Metrics as TandemMetrics
 from services.embedding._batcher import BatcherStats, MicroBatcher
 from services.embedding._cache import CacheStats, QueryCache
 from services.embedding._errors import (
@@ -80,11 +83,16 @@ class EmbeddingEngine:
         cache: QueryCache,
         batcher: MicroBatcher,
         limits: EmbeddingLimits | None = None,
+        *,
+        tracer: trace.Tracer | None = None,
+        metrics: TandemMetrics | None = None,
     ) -> None:
         self._model = model
         self._cache = cache
         self._batcher = batcher
         self._limits = limits or EmbeddingLimits()
+        self._tracer = tracer or trace.NoOpTracer()
+        self._metrics = metrics or TandemMetrics()
         self._ready = False
 
     @property
@@ -144,12 +152,24 @@ class EmbeddingEngine:
         self._validate(texts, kind)
         if expected_model and expected_model != self._model.name:
             raise EmbeddingModelMismatchError(expected_model, self._model.name)
-        if kind is EmbedKind.QUERY:
-            vectors, hits = await self._embed_queries(texts)
-        else:
-            vectors = await self._batcher.embed(texts, EmbedKind.PASSAGE)
-            self._check_shape(vectors, len(texts))
-            hits = 0
+        with self._tracer.start_as_current_span("embedding.embed") as span:
+            span.set_attributes(
+                {
+                    KIND: kind.name,
+                    COUNT: len(texts),
+                    CHARS: sum(len(t) for t in texts),
+                    MODEL: self._model.name,
+                }
+            )
+            if kind is EmbedKind.QUERY:
+                vectors, hits = await self._embed_queries(texts)
+                misses = len(texts) - hits
+                span.set_attributes({CACHE_HITS: hits, CACHE_MISSES: misses})
+                self._metrics.cache(hits, misses)
+            else:
+                vectors = await self._batcher.embed(texts, EmbedKind.PASSAGE)
+                self._check_shape(vectors, len(texts))
+                hits = 0
         return EmbedResult(
             vectors=vectors, model=self._model.name, dim=self._model.dim, cache_hits=hits
         )
@@ -234,7 +254,13 @@ class EmbeddingEngine:
             )
 
 
-def create_engine(settings: EmbeddingSettings, model: EmbeddingModel) -> EmbeddingEngine:
+def create_engine(
+    settings: EmbeddingSettings,
+    model: EmbeddingModel,
+    *,
+    tracer: trace.Tracer | None = None,
+    metrics: TandemMetrics | None = None,
+) -> EmbeddingEngine:
     """Wires an engine with the cache, batcher and limits the settings describe."""
     return EmbeddingEngine(
         model=model,
@@ -249,4 +275,6 @@ def create_engine(settings: EmbeddingSettings, model: EmbeddingModel) -> Embeddi
             max_text_chars=settings.max_text_chars,
             max_batch_chars=settings.max_batch_chars,
         ),
+        tracer=tracer,
+        metrics=metrics,
     )

@@ -155,7 +155,9 @@ async def run_until_signalled() -> None:
 
     async def load() -> None:
         model = await asyncio.to_thread(Embedder.from_settings, settings)
-        engine = create_engine(settings, model)
+        engine = create_engine(
+            settings, model, tracer=telemetry.tracer("tandem.embedding"), metrics=telemetry.metrics
+        )
         engines.append(engine)
         await ready(server, servicer, EmbeddingDeps(engine))
 

@@ -25,6 +25,8 @@ import numpy as np
 from opentelemetry import metrics, trace
 
 from services.common import FieldViolation, InvalidArgument, TandemError, Unavailable
+from services.common._observability import CHARS, CHUNKS, COUNT, node_span
+from services.common._observability import Metrics as TandemMetrics
 from services.retrieval._chunking import chunk_text, embedding_text, normalise
 from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError
 from services.retrieval._redact import Redactor, has_content
@@ -256,9 +258,7 @@ class Ingestor:
         self._documents = meter.create_counter(
             "tandem.retrieval.ingest.documents", description="Documents ingested, by outcome"
         )
-        self._chunks = meter.create_counter(
-            "tandem.retrieval.ingest.chunks_written", description="Chunks written"
-        )
+        self._metrics = TandemMetrics(meter)
 
     # -- preparation (runs in a worker thread) ----------------------------------------
 
@@ -273,20 +273,28 @@ class Ingestor:
                 counts[kind] = counts.get(kind, 0) + count
             return redacted.text
 
-        text = scrub(normalise(doc.text))
-        title = scrub(normalise(doc.title))
-        uri = scrub(doc.uri)
-        metadata = _scrub_json(doc.metadata or {}, scrub)
+        with node_span(self._tracer, "retrieval.ingest.normalise", {CHARS: len(doc.text)}) as span:
+            normalised_text = normalise(doc.text)
+            normalised_title = normalise(doc.title)
+            span.set_attribute("tandem.chars_out", len(normalised_text))
+        with node_span(self._tracer, "retrieval.ingest.redact") as span:
+            text = scrub(normalised_text)
+            title = scrub(normalised_title)
+            uri = scrub(doc.uri)
+            metadata = _scrub_json(doc.metadata or {}, scrub)
+            span.set_attributes(_redaction_attributes(counts))
         content_sha256 = hashlib.sha256(text.encode()).hexdigest()
         if not has_content(text):
             return ExclusionReason.EMPTY_AFTER_REDACTION, counts, len(text), content_sha256
         content_type = ContentType(doc.content_type or ContentType.PLAIN_TEXT)
-        chunks = chunk_text(
-            text,
-            content_type,
-            chunk_chars=self._settings.chunk_chars,
-            overlap_chars=self._settings.chunk_overlap_chars,
-        )
+        with node_span(self._tracer, "retrieval.ingest.chunk", {CHARS: len(text)}) as span:
+            chunks = chunk_text(
+                text,
+                content_type,
+                chunk_chars=self._settings.chunk_chars,
+                overlap_chars=self._settings.chunk_overlap_chars,
+            )
+            span.set_attributes({CHUNKS: len(chunks), "tandem.content_type": content_type.name})
         if not chunks:
             return ExclusionReason.NO_CHUNKS, counts, len(text), content_sha256
         category = doc.category.strip()
@@ -417,7 +425,7 @@ class Ingestor:
         for outcome in Outcome:
             if summary.count(outcome):
                 self._documents.add(summary.count(outcome), {"outcome": outcome.name})
-        self._chunks.add(chunks_written)
+        self._metrics.chunks_written(chunks_written)
         yield self._progress(counters, IngestStage.WRITING)
         yield summary
 
@@ -579,11 +587,7 @@ class Ingestor:
                 if not sent:
                     continue
                 task = asyncio.create_task(
-                    self._embedder.embed_passages(
-                        [work[p].texts[c] for p, c in sent],
-                        expected_model=info.model_name,
-                        timeout_s=self._settings.embed_timeout_s,
-                    )
+                    self._embed_batch([work[p].texts[c] for p, c in sent], info.model_name)
                 )
                 in_flight.append((sent, task))
 
@@ -623,6 +627,15 @@ class Ingestor:
             for _, task in in_flight:
                 task.cancel()
 
+    async def _embed_batch(
+        self, texts: list[str], model_name: str
+    ) -> np.ndarray[Any, np.dtype[np.float32]]:
+        attributes = {COUNT: len(texts), CHARS: sum(len(t) for t in texts)}
+        with node_span(self._tracer, "retrieval.ingest.embed", attributes):
+            return await self._embedder.embed_passages(
+                texts, expected_model=model_name, timeout_s=self._settings.embed_timeout_s
+            )
+
     async def _finish(self, tenant_id: str, item: _Work, model_name: str) -> DocumentResult:
         if item.error is not None or item.vectors is None:
             return self._failed(
@@ -630,9 +643,13 @@ class Ingestor:
                 item.error or _document_error(_INTERNAL, "no vectors", "INTERNAL_ERROR"),
             )
         try:
-            replaced = await self._repository.write_document(
-                tenant_id, item.document, model_name, item.vectors
-            )
+            with node_span(
+                self._tracer, "retrieval.ingest.write", {CHUNKS: len(item.document.chunks)}
+            ) as span:
+                replaced = await self._repository.write_document(
+                    tenant_id, item.document, model_name, item.vectors
+                )
+                span.set_attribute("tandem.replaced", replaced)
         except Unavailable:
             return self._failed(
                 item,
@@ -683,6 +700,13 @@ def _embedding_failure(exc: EmbeddingError) -> DocumentError:
     return _document_error(
         _UNAVAILABLE, f"embedding service unavailable ({exc.code.name})", "DEPENDENCY_UNAVAILABLE"
     )
+
+
+def _redaction_attributes(counts: dict[RedactionKind, int]) -> dict[str, int]:
+    """Redaction counts by kind (``tandem.redactions.<kind>``) and in all."""
+    attributes = {f"tandem.redactions.{kind.name.lower()}": n for kind, n in counts.items()}
+    attributes["tandem.redactions"] = sum(counts.values())
+    return attributes
 
 
 def _scrub_json(value: Any, scrub: Callable[[str], str]) -> Any:

@@ -7,6 +7,7 @@ warning naming the cause, and the span marked as an error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -17,6 +18,8 @@ from typing import Protocol
 from opentelemetry import metrics, trace
 
 from services.common import DeadlineExceeded, InvalidArgument, Unavailable, remaining
+from services.common._observability import DEGRADED_REASON, HITS, MODEL, node_span
+from services.common._observability import Metrics as TandemMetrics
 from services.retrieval._embedding_client import EmbeddingClient, EmbeddingError
 from services.retrieval._repository import (
     RetrievalRepository,
@@ -185,9 +188,7 @@ class Searcher:
         self._tracer = tracer
         self._reranker = reranker
         self._clock = clock
-        self._degraded = meter.create_counter(
-            "tandem.retrieval.search.degraded", description="Degraded searches, by reason"
-        )
+        self._metrics = TandemMetrics(meter)
         self._stage_ms = meter.create_histogram(
             "tandem.retrieval.search.stage_duration",
             unit="ms",
@@ -214,11 +215,23 @@ class Searcher:
             span.set_attribute("tandem.degraded", result.degraded)
             for stage, seconds in timings.items():
                 self._stage_ms.record(seconds * 1000, {"stage": stage, "mode": result.mode.name})
+            if result.hits:
+                # rank/score summaries: how each side contributed, never what matched
+                span.set_attributes(
+                    {
+                        "tandem.score.top": result.hits[0].score,
+                        "tandem.score.min": result.hits[-1].score,
+                        "tandem.hits.dense": sum(1 for h in result.hits if h.dense_rank),
+                        "tandem.hits.sparse": sum(1 for h in result.hits if h.sparse_rank),
+                    }
+                )
             if result.degraded:
-                reasons = ",".join(d.reason.name for d in result.degradations)
+                names = [d.reason.name for d in result.degradations]
+                reasons = ",".join(names)
                 for target in (span, server_span):
                     target.set_status(trace.Status(trace.StatusCode.ERROR, f"degraded: {reasons}"))
-                span.set_attribute("tandem.degradations", reasons)
+                span.set_attribute("tandem.degradations", names)
+                span.set_attribute(DEGRADED_REASON, names[0])
             return result
 
     async def _search(
@@ -231,9 +244,11 @@ class Searcher:
         if mode is not SearchMode.SPARSE:
             embed_started = self._clock()
             try:
-                vector, model_name = await self._embedder.embed_query(
-                    query.query, timeout_s=self._settings.query_embed_timeout_s
-                )
+                with self._stage("retrieval.search.embed_query") as stage:
+                    vector, model_name = await self._embedder.embed_query(
+                        query.query, timeout_s=self._settings.query_embed_timeout_s
+                    )
+                    stage.set_attribute(MODEL, model_name)
             except EmbeddingError as exc:
                 self._raise_if_out_of_time(exc)
                 return self._degrade(
@@ -273,7 +288,10 @@ class Searcher:
         )
         db_started = self._clock()
         try:
-            rows: SearchRows = await self._repository.search(plan)
+            with self._stage("retrieval.search.db_query") as stage:
+                stage.set_attributes({"tandem.mode": mode.name, "tandem.limit": limit})
+                rows: SearchRows = await self._repository.search(plan)
+                stage.set_attribute(HITS, len(rows.hits))
         except Unavailable:
             return self._degrade(
                 mode,
@@ -292,7 +310,12 @@ class Searcher:
         reranked = False
         if rerank:
             rerank_started = self._clock()
-            hits, degradation = await self._rerank(query.query, hits)
+            with self._stage("retrieval.search.rerank") as stage:
+                stage.set_attribute("tandem.candidates", len(hits))
+                hits, degradation = await self._rerank(query.query, hits)
+                if degradation is not None:
+                    stage.set_attribute(DEGRADED_REASON, degradation.reason.name)
+                    stage.set_status(trace.Status(trace.StatusCode.ERROR, "degraded"))
             timings["rerank"] = self._clock() - rerank_started
             reranked = degradation is None and bool(hits)
             if degradation is not None:
@@ -329,6 +352,9 @@ class Searcher:
             )
         return rerank_hits(hits, scores, self._settings.rerank_weight), None
 
+    def _stage(self, name: str) -> contextlib.AbstractContextManager[trace.Span]:
+        return node_span(self._tracer, name)
+
     def _raise_if_out_of_time(self, exc: EmbeddingError) -> None:
         """The caller's own deadline running out is DEADLINE_EXCEEDED, not a degradation."""
         left = remaining()
@@ -336,7 +362,7 @@ class Searcher:
             raise DeadlineExceeded("deadline exceeded while embedding the query") from exc
 
     def _degradation(self, reason: DegradationReason, component: str, message: str) -> Degradation:
-        self._degraded.add(1, {"reason": reason.name})
+        self._metrics.degraded("retrieval", reason.name)
         _log.warning(
             "search degraded",
             extra={"fields": {"cause": reason.name, "component": component, "detail": message}},

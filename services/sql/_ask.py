@@ -30,6 +30,23 @@ from typing import Protocol, TypeVar, runtime_checkable
 from opentelemetry import metrics, trace
 
 from services.common import DeadlineExceeded, remaining
+from services.common._observability import (
+    COUNT,
+    DEGRADED,
+    DEGRADED_REASON,
+    GATE_RULES,
+    LLM_COST_USD,
+    LLM_DEGRADED,
+    LLM_INPUT_TOKENS,
+    LLM_MODEL,
+    LLM_OUTPUT_TOKENS,
+    LLM_ROLE,
+    LLM_TIER,
+    SQL_FINGERPRINT,
+    TABLES,
+    node_span,
+)
+from services.common._observability import Metrics as TandemMetrics
 from services.sql._catalog import Catalog, TableInfo, render
 from services.sql._execute import FailureKind, Limits, ResultSet, StatementError, StatementRunner
 from services.sql._gate import SqlGate, Verdict, Violation
@@ -269,6 +286,7 @@ class AskPipeline:
         self._attempts = meter.create_counter(
             "tandem.sql.ask.attempts", description="generate/repair attempts by outcome"
         )
+        self._metrics = TandemMetrics(meter)
 
     async def ask(
         self, question: str, target: Target, catalog: Catalog, limits: Limits
@@ -282,6 +300,13 @@ class AskPipeline:
             span.set_attribute("sql.ask.attempts", len(result.attempts))
             span.set_attribute("sql.ask.repairs", result.repairs)
             span.set_attribute("sql.ask.degraded", result.degraded_llm)
+            span.set_attribute(DEGRADED, result.degraded_llm)
+            if result.degraded_llm:
+                span.set_attribute(DEGRADED_REASON, LLM_FALLBACK)
+                self._metrics.degraded("sql", LLM_FALLBACK)
+            if result.answer is not None:
+                span.set_attribute(SQL_FINGERPRINT, result.answer.verdict.fingerprint)
+                span.set_attribute("sql.row_count", len(result.answer.result.rows))
             self._outcomes.add(1, {"database": target.name, "outcome": result.outcome.name})
             for attempt in result.attempts:
                 self._attempts.add(1, {"outcome": attempt.outcome.name})
@@ -353,10 +378,42 @@ class _Run:
             **kwargs,  # type: ignore[arg-type]
         )
 
+    def _observe(self, span: trace.Span, calls: Sequence[ModelCall]) -> None:
+        """Model usage on the node's span and in the metrics (never prompts or outputs)."""
+        if not calls:
+            return
+        span.set_attributes(
+            {
+                LLM_ROLE: calls[-1].role.value,
+                LLM_MODEL: calls[-1].model_name,
+                LLM_TIER: calls[-1].tier.name.lower(),
+                LLM_INPUT_TOKENS: sum(c.input_tokens for c in calls),
+                LLM_OUTPUT_TOKENS: sum(c.output_tokens for c in calls),
+                LLM_COST_USD: sum(c.cost_usd for c in calls),
+                LLM_DEGRADED: self.degraded,
+            }
+        )
+        for call in calls:
+            self.p._metrics.llm_call(
+                role=call.role.value,
+                tier=call.tier.name.lower(),
+                input_tokens=call.input_tokens,
+                output_tokens=call.output_tokens,
+                cost_usd=call.cost_usd,
+                degraded=self.degraded,
+            )
+
     async def go(self) -> AskResult:
         step_started = time.perf_counter()
         full = self._view()
-        understanding: Understanding = await self._call(lambda g: g.understand(self.question, full))
+        with node_span(self.p._tracer, "sql.understand") as span:
+            understanding: Understanding = await self._call(
+                lambda g: g.understand(self.question, full)
+            )
+            self._observe(span, understanding.calls)
+            span.set_attribute("sql.answerable", understanding.answerable)
+            if understanding.intent is not None and understanding.intent.kind is not None:
+                span.set_attribute("sql.intent", understanding.intent.kind.name)
         self.calls += understanding.calls
         if not understanding.answerable:
             self.timings["understand"] = time.perf_counter() - step_started
@@ -365,11 +422,15 @@ class _Run:
                 interpretation=understanding.interpretation,
                 message=understanding.reason or "the question does not map to this database",
             )
-        choice: TableChoice = await self._call(
-            lambda g: g.identify_tables(self.question, understanding, full)
-        )
+        with node_span(self.p._tracer, "sql.identify_tables") as span:
+            choice: TableChoice = await self._call(
+                lambda g: g.identify_tables(self.question, understanding, full)
+            )
+            self._observe(span, choice.calls)
+            # Catalog-known names only: a proposed name can echo the question.
+            chosen = [t for t in (self.catalog.table(n) for n in choice.tables) if t is not None]
+            span.set_attributes({TABLES: [t.qualified for t in chosen], COUNT: len(chosen)})
         self.calls += choice.calls
-        chosen = [t for t in (self.catalog.table(n) for n in choice.tables) if t is not None]
         narrowed = _with_neighbours(self.catalog, chosen) if chosen else None
         schema = self._view(narrowed)
         self.timings["understand"] = time.perf_counter() - step_started
@@ -384,9 +445,23 @@ class _Run:
                     raise DeadlineExceeded("deadline exceeded before any attempt finished")
                 break
             began = time.perf_counter()
-            current = proposal = await self._call(
-                self._step(understanding, schema, proposal, failure)
-            )
+            node = "sql.generate" if failure is None else "sql.repair"
+            with node_span(self.p._tracer, node, {"sql.attempt": number}) as span:
+                if failure is not None:
+                    span.set_attribute("sql.repair.failed", failure.outcome.name)
+                    if failure.violations:
+                        span.set_attribute(GATE_RULES, [v.rule.name for v in failure.violations])
+                    if failure.sqlstate:
+                        span.set_attribute("db.sqlstate", failure.sqlstate)
+                    self.p._metrics.repair(failure.outcome.name)
+                current = proposal = await self._call(
+                    self._step(understanding, schema, proposal, failure)
+                )
+                self._observe(span, current.calls)
+                span.set_attribute(
+                    "sql.proposal",
+                    "sql" if current.sql else "intent" if current.intent else "none",
+                )
             self.calls += current.calls
             self.timings["generate"] += time.perf_counter() - began
             try:
@@ -467,7 +542,9 @@ class _Run:
             message = proposal.explanation or "the generator produced no statement"
             return done(AttemptOutcome.GENERATION_FAILED, "", message=message[:200]), None
         gate_started = time.perf_counter()
-        verdict = self.p._gate.check(text, self.catalog)
+        with node_span(self.p._tracer, "sql.gate") as span:
+            verdict = self.p._gate.check(text, self.catalog)
+            record_verdict(span, verdict, self.p._metrics)
         self.timings["gate"] += time.perf_counter() - gate_started
         if not verdict.valid:
             message = "; ".join(v.message for v in verdict.violations)[:200]
@@ -511,6 +588,20 @@ class _Run:
 
 
 _QUOTED = re.compile(r'"[^"]*"')
+# The degradation reason when the rule-based generator answered for a failed model.
+LLM_FALLBACK = "LLM_FALLBACK"
+
+
+def record_verdict(span: trace.Span, verdict: Verdict, metrics: TandemMetrics) -> None:
+    """A gate verdict on its span (validity, rule names, known tables, fingerprint — never
+    the statement) and a rejection counted by its first rule."""
+    span.set_attribute("sql.gate.valid", verdict.valid)
+    span.set_attribute(GATE_RULES, [v.rule.name for v in verdict.violations])
+    span.set_attribute(TABLES, list(verdict.tables_used))
+    if verdict.fingerprint:
+        span.set_attribute(SQL_FINGERPRINT, verdict.fingerprint)
+    if verdict.violations:
+        metrics.gate_rejection(verdict.violations[0].rule.name)
 
 
 def sanitize(sqlstate: str, message: str) -> str:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from opentelemetry import metrics, trace
 
 from services.common import InvalidArgument
-from services.sql._ask import AskPipeline, AskResult
+from services.common._observability import Metrics as TandemMetrics
+from services.sql._ask import AskPipeline, AskResult, record_verdict
 from services.sql._catalog import Catalog, RenderedCatalog, TableInfo, render
 from services.sql._execute import Limits, ResultSet, StatementError, StatementRunner
 from services.sql._gate import SqlGate, Verdict
@@ -76,9 +77,7 @@ class SqlEngine:
         self._ask = ask
         self._tracer = tracer or trace.NoOpTracer()
         meter = meter or metrics.NoOpMeter("tandem.sql")
-        self._rejections = meter.create_counter(
-            "tandem.sql.gate.rejections", description="statements refused, by first rule"
-        )
+        self._metrics = TandemMetrics(meter)
 
     # --- request rules ---------------------------------------------------------------
 
@@ -138,13 +137,7 @@ class SqlEngine:
         """The gate's verdict, recorded in the current span (rule names, never the SQL)."""
         with self._tracer.start_as_current_span("sql.gate") as span:
             verdict = self._gate.check(sql, catalog)
-            span.set_attribute("sql.gate.valid", verdict.valid)
-            span.set_attribute("sql.gate.rules", [v.rule.name for v in verdict.violations])
-            span.set_attribute("sql.tables", list(verdict.tables_used))
-            if verdict.fingerprint:
-                span.set_attribute("sql.fingerprint", verdict.fingerprint)
-            if verdict.violations:
-                self._rejections.add(1, {"rule": verdict.violations[0].rule.name})
+            record_verdict(span, verdict, self._metrics)
             return verdict
 
     async def validate(self, tenant_id: str, database: str, sql: str) -> Verdict:

@@ -173,7 +173,10 @@ class StatementRunner:
         """Execute a statement the gate accepted (its normalised text, nothing else)."""
         if not verdict.valid or not verdict.normalized_sql:
             raise ValueError("only statements the gate accepted may be executed")
-        with self._tracer.start_as_current_span("sql.execute") as span:
+        # The database's message can quote a literal: the span gets the kind and SQLSTATE.
+        with self._tracer.start_as_current_span(
+            "sql.execute", record_exception=False, set_status_on_exception=False
+        ) as span:
             span.set_attribute("db.name", database)
             span.set_attribute("sql.fingerprint", verdict.fingerprint)
             span.set_attribute("sql.tables", list(verdict.tables_used))

@@ -15,7 +15,6 @@ smuggle anything the tree did not show.
 from __future__ import annotations
 
 import enum
-import hashlib
 import logging
 import re
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
 
+from services.common._observability import fingerprint_tree
 from services.sql._catalog import TableInfo
 from services.sql._names import identifier
 
@@ -258,12 +258,9 @@ def _parse(text: str) -> exp.Expr | Violation:
 
 
 def shape_fingerprint(tree: exp.Expr) -> str:
-    """SHA-256 of the statement with every literal replaced: safe to log and to compare."""
-    shape = tree.copy()
-    for literal in list(shape.find_all(exp.Literal)):
-        literal.replace(exp.Placeholder())
-    text = shape.sql(dialect="postgres", comments=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    """SHA-256 of the statement with every literal replaced: safe to log and to compare
+    (the shared :func:`services.common.fingerprint_tree`, so every service agrees)."""
+    return fingerprint_tree(tree)
 
 
 class _TreeCheck:

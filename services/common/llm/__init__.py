@@ -25,6 +25,7 @@ from services.common.llm._gemini import DEFAULT_PRICES, GeminiProvider, ModelPri
 from services.common.llm._intent_sql import IntentError, compile_intent
 from services.common.llm._interface import Embedder, LlmProvider
 from services.common.llm._jsonrepair import JsonRepairError, extract_json, parse_output
+from services.common.llm._observed import ObservedProvider
 from services.common.llm._prompts import Prompt, build_prompt
 from services.common.llm._schema import SchemaViolation, decode, encode, json_schema
 from services.common.llm._settings import LlmSettings
@@ -112,6 +113,7 @@ __all__ = [
     "LlmTimeout",
     "LlmUnavailable",
     "ModelPrice",
+    "ObservedProvider",
     "Passage",
     "PassageGrade",
     "Plan",

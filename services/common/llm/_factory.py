@@ -8,10 +8,12 @@ from datetime import date
 
 from opentelemetry import trace
 
+from services.common._observability import Metrics
 from services.common.llm._deterministic import DeterministicProvider, utc_today
 from services.common.llm._fallback import FallbackProvider
 from services.common.llm._gemini import GeminiProvider
 from services.common.llm._interface import Embedder, LlmProvider
+from services.common.llm._observed import ObservedProvider
 from services.common.llm._settings import LlmSettings
 
 _log = logging.getLogger(__name__)
@@ -22,17 +24,22 @@ def create_provider(
     embedder: Embedder | None = None,
     *,
     tracer: trace.Tracer | None = None,
+    metrics: Metrics | None = None,
     today: Callable[[], date] = utc_today,
     logger: logging.Logger | None = None,
 ) -> LlmProvider:
-    """Gemini wrapped in the deterministic fallback when a key is set, else deterministic."""
+    """Gemini wrapped in the deterministic fallback when a key is set, else deterministic.
+
+    With a ``tracer`` every role call gets an ``llm.call`` span (and ``metrics`` its
+    token and cost counts); Gemini's own per-request detail becomes an event on it.
+    """
     deterministic = DeterministicProvider(embedder=embedder, today=today)
     if not settings.gemini_enabled:
         (logger or _log).info(
             "llm provider selected", extra={"fields": {"provider": deterministic.name}}
         )
-        return deterministic
-    gemini = GeminiProvider(settings, tracer=tracer)
+        return _observed(deterministic, tracer, metrics)
+    gemini = GeminiProvider(settings)
     provider = FallbackProvider(gemini, deterministic, logger=logger)
     (logger or _log).info(
         "llm provider selected",
@@ -44,4 +51,12 @@ def create_provider(
             }
         },
     )
-    return provider
+    return _observed(provider, tracer, metrics)
+
+
+def _observed(
+    provider: LlmProvider, tracer: trace.Tracer | None, metrics: Metrics | None
+) -> LlmProvider:
+    if tracer is None:
+        return provider
+    return ObservedProvider(provider, tracer=tracer, metrics=metrics)

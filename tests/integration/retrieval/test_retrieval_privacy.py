@@ -1,0 +1,201 @@
+"""Principle 6 on the real retrieval and embedding services: a canary planted in a
+document and in queries reaches no span, event, status, log line or metric label, while
+every pipeline node still gets its span with metadata."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+from google.protobuf import struct_pb2
+from opentelemetry.sdk.trace import ReadableSpan
+
+from services.common import GrpcServer
+from services.embedding import Embedder, EmbeddingEngine, MicroBatcher, QueryCache
+from services.embedding._server import EmbeddingDeps
+from services.embedding._server import create_server as create_embedding_server
+from services.embedding._server import ready as embedding_ready
+from tandem.v1 import retrieval_service_pb2 as pb
+from tests.conftest import TelemetrySink, server_settings
+from tests.integration.retrieval.stack import ingest, new_tenant, start_retrieval
+from tests.privacy import (
+    assert_code_never_tries,
+    assert_no_canary,
+    captured_logs,
+    new_canary,
+    raw_spans,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Observed:
+    """Two real services, each with its sinks and a view of spans before the filter."""
+
+    embedding: TelemetrySink
+    retrieval: TelemetrySink
+    embedding_address: str
+
+    def __post_init__(self) -> None:
+        self.raw = [
+            raw_spans(self.embedding.telemetry.tracer_provider),
+            raw_spans(self.retrieval.telemetry.tracer_provider),
+        ]
+
+    def spans(self) -> list[ReadableSpan]:
+        return [
+            *self.embedding.spans.get_finished_spans(),
+            *self.retrieval.spans.get_finished_spans(),
+        ]
+
+    def unfiltered(self) -> list[ReadableSpan]:
+        return [span for exporter in self.raw for span in exporter.get_finished_spans()]
+
+    def metric_names(self) -> set[str]:
+        names: set[str] = set()
+        for sink in (self.embedding, self.retrieval):
+            data = sink.metrics.get_metrics_data()
+            for rm in data.resource_metrics if data else ():
+                for scope in rm.scope_metrics:
+                    names.update(m.name for m in scope.metrics)
+        return names
+
+
+@pytest.fixture
+async def observed(retrieval_embedder: Embedder) -> AsyncIterator[Observed]:
+    embedding_sink = TelemetrySink("embedding")
+    engine = EmbeddingEngine(
+        model=retrieval_embedder,
+        cache=QueryCache(1000, 600),
+        batcher=MicroBatcher(retrieval_embedder, max_wait_s=0.002, max_batch=64),
+        tracer=embedding_sink.telemetry.tracer("tandem.embedding"),
+        metrics=embedding_sink.telemetry.metrics,
+    )
+    server: GrpcServer
+    server, servicer = await create_embedding_server(
+        server_settings("embedding"), embedding_sink.telemetry
+    )
+    await embedding_ready(server, servicer, EmbeddingDeps(engine=engine))
+    retrieval_sink = TelemetrySink("retrieval")
+    yield Observed(embedding_sink, retrieval_sink, server.address)
+    await server.stop(0)
+    await engine.close()
+    embedding_sink.telemetry.shutdown()
+    retrieval_sink.telemetry.shutdown()
+
+
+def _document(canary: str) -> pb.DocumentInput:
+    metadata = struct_pb2.Struct()
+    metadata.update({"owner": canary, "region": "emea"})
+    text = (
+        f"# Renewal notes for {canary}\n\n"
+        f"The account {canary} asked about pricing tiers and a discount on renewal. "
+        f"Contact {canary}@example.com or call +1 415 555 0199.\n\n"
+        f"password: {canary}Secret99\n\n"
+        "## Next steps\n\nSchedule a follow-up call about the enterprise plan."
+    )
+    return pb.DocumentInput(
+        uri=f"https://docs.example.com/{canary}",
+        title=f"Notes {canary}",
+        category=f"cat-{canary}",
+        metadata=metadata,
+        text=text,
+        content_type=pb.CONTENT_TYPE_MARKDOWN,
+    )
+
+
+async def test_ingest_and_search_leak_no_document_or_query_text(pg_url, observed):
+    canary = new_canary()
+    retrieval = await start_retrieval(
+        pg_url, observed.embedding_address, observed.retrieval.telemetry
+    )
+    try:
+        tenant = new_tenant(pg_url)
+        with captured_logs() as logs:
+            _, summary = await ingest(retrieval.stub, tenant, [_document(canary)])
+            assert summary.documents_included == 1 and summary.chunks_written >= 1
+            query = f"what did {canary} ask about pricing?"
+            first = await retrieval.stub.Search(
+                pb.SearchRequest(tenant_id=tenant, query=query, rerank=True)
+            )
+            again = await retrieval.stub.Search(pb.SearchRequest(tenant_id=tenant, query=query))
+            sparse = await retrieval.stub.Search(
+                pb.SearchRequest(tenant_id=tenant, query=canary, mode=pb.SEARCH_MODE_SPARSE)
+            )
+        assert first.hits and again.hits and sparse.hits
+        assert first.degraded  # rerank asked for, no reranker: visible, not silent
+    finally:
+        await retrieval.close()
+
+    spans = observed.spans()
+    names = {s.name for s in spans}
+    assert {
+        "retrieval.ingest",
+        "retrieval.ingest.normalise",
+        "retrieval.ingest.redact",
+        "retrieval.ingest.chunk",
+        "retrieval.ingest.embed",
+        "retrieval.ingest.write",
+        "retrieval.search",
+        "retrieval.search.embed_query",
+        "retrieval.search.db_query",
+        "retrieval.search.rerank",
+        "embedding.embed",
+    } <= names
+    redact = next(s for s in spans if s.name == "retrieval.ingest.redact")
+    assert redact.attributes["tandem.redactions"] >= 2
+    assert redact.attributes["tandem.redactions.labeled_secret"] >= 1
+    search = next(
+        s for s in spans if s.name == "retrieval.search" and s.attributes["tandem.mode"] == "SPARSE"
+    )
+    assert search.attributes["tandem.hits.sparse"] >= 1 and search.attributes["tandem.hits"] >= 1
+    db_query = next(s for s in spans if s.name == "retrieval.search.db_query")
+    assert db_query.attributes["tandem.hits"] >= 1
+    cached = [
+        s for s in spans if s.name == "embedding.embed" and s.attributes["tandem.kind"] == "QUERY"
+    ]
+    assert any(s.attributes["tandem.cache.hits"] == 1 for s in cached)
+    assert {
+        "tandem.retrieval.ingest.chunks_written",
+        "tandem.embedding.cache.hits",
+        "tandem.embedding.cache.misses",
+        "tandem.degraded",
+    } <= observed.metric_names()
+
+    for sink in (observed.embedding, observed.retrieval):
+        assert_no_canary(
+            canary,
+            spans=sink.spans.get_finished_spans(),
+            metrics=sink.metrics.get_metrics_data(),
+            logs=logs,
+        )
+    assert_code_never_tries(canary, observed.unfiltered())
+
+
+async def test_a_degraded_search_leaks_nothing_either(pg_url, unused_tcp_port):
+    canary = new_canary()
+    sink = TelemetrySink("retrieval")
+    retrieval = await start_retrieval(pg_url, f"127.0.0.1:{unused_tcp_port}", sink.telemetry)
+    raw = raw_spans(sink.telemetry.tracer_provider)
+    try:
+        tenant = new_tenant(pg_url)
+        with captured_logs() as logs:
+            reply = await retrieval.stub.Search(
+                pb.SearchRequest(tenant_id=tenant, query=f"accounts like {canary}")
+            )
+        assert reply.degraded and not reply.hits
+    finally:
+        await retrieval.close()
+        sink.telemetry.shutdown()
+    search = next(s for s in sink.spans.get_finished_spans() if s.name == "retrieval.search")
+    assert (search.attributes or {})["tandem.degraded_reason"] == "EMBEDDING_UNAVAILABLE"
+    assert any("search degraded" in line for line in logs)
+    assert_no_canary(
+        canary,
+        spans=sink.spans.get_finished_spans(),
+        metrics=sink.metrics.get_metrics_data(),
+        logs=logs,
+    )
+    assert_code_never_tries(canary, raw.get_finished_spans())

@@ -1,0 +1,200 @@
+"""Principle 6 on the real SQL service: a canary in the question, in SQL literals and in
+an identifier reaches no span, event, status, log line or metric label, through the ask
+pipeline (generate, gate rejection, database error, repairs) and the vetted-SQL RPCs,
+while every node still gets its span with metadata."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import grpc
+import pytest
+
+from services.sql import Proposal, SqlSettings, TableChoice, TargetConfig, Understanding, Warehouse
+from services.sql._server import SqlDeps, build_deps, create_server, ready
+from tandem.v1 import sql_service_pb2 as pb
+from tandem.v1 import sql_service_pb2_grpc as pb_grpc
+from tests.conftest import TelemetrySink, server_settings
+from tests.privacy import (
+    assert_code_never_tries,
+    assert_no_canary,
+    captured_logs,
+    new_canary,
+    raw_spans,
+)
+
+pytestmark = pytest.mark.integration
+
+SETTINGS = SqlSettings(reference_date=date(2025, 6, 30))
+TENANT = "acme"
+
+
+class Scripted:
+    """Proposes the given statements in order (the model that writes literals)."""
+
+    def __init__(self, *statements: str) -> None:
+        self.statements = list(statements)
+
+    async def understand(self, question: str, schema: Any) -> Understanding:
+        return Understanding(interpretation="scripted")
+
+    async def identify_tables(
+        self, question: str, understanding: Understanding, schema: Any
+    ) -> TableChoice:
+        return TableChoice(("public.companies", "public.zz_unknown"))
+
+    async def generate(self, question: str, understanding: Understanding, schema: Any) -> Proposal:
+        return Proposal(sql=self.statements.pop(0))
+
+    async def repair(self, *args: Any) -> Proposal:
+        return Proposal(sql=self.statements.pop(0))
+
+
+@dataclass
+class Running:
+    sink: TelemetrySink
+    stub: pb_grpc.SqlServiceAsyncStub
+    raw: Any
+
+
+@pytest.fixture
+async def start(warehouse: Warehouse) -> AsyncIterator[Any]:
+    opened: list[tuple[Any, SqlDeps, grpc.aio.Channel, TelemetrySink]] = []
+
+    async def make(generator: Any = None) -> Running:
+        sink = TelemetrySink("sql")
+        raw = raw_spans(sink.telemetry.tracer_provider)
+        deps = await build_deps(
+            SETTINGS,
+            sink.telemetry,
+            generator=generator,
+            configs=[TargetConfig("warehouse", warehouse.reader_url)],
+        )
+        server, servicer = await create_server(server_settings("sql"), sink.telemetry)
+        await ready(server, servicer, deps)
+        channel = grpc.aio.insecure_channel(server.address)
+        opened.append((server, deps, channel, sink))
+        return Running(sink, pb_grpc.SqlServiceStub(channel), raw)
+
+    yield make
+    for server, deps, channel, sink in opened:
+        await channel.close()
+        await server.stop(0)
+        await deps.close()
+        sink.telemetry.shutdown()
+
+
+def _check(running: Running, canary: str, logs: list[str]) -> set[str]:
+    spans = running.sink.spans.get_finished_spans()
+    assert_no_canary(
+        canary, spans=spans, metrics=running.sink.metrics.get_metrics_data(), logs=logs
+    )
+    assert_code_never_tries(canary, running.raw.get_finished_spans())
+    return {s.name for s in spans}
+
+
+async def test_asking_with_a_canary_in_the_question(start):
+    running = await start()
+    canary = new_canary()
+    with captured_logs() as logs:
+        reply = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(
+                tenant_id=TENANT, question=f"How many companies are named {canary}?"
+            )
+        )
+        listed = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(
+                tenant_id=TENANT, question=f"List the opportunities for {canary} by score"
+            )
+        )
+    assert reply.outcome and listed.outcome
+    names = _check(running, canary, logs)
+    assert {"sql.ask", "sql.understand", "sql.identify_tables", "sql.generate", "sql.gate"} <= names
+
+
+async def test_gate_rejections_and_database_errors_with_canary_literals(start):
+    canary = new_canary()
+    running = await start(
+        Scripted(
+            f"DELETE FROM companies WHERE name = '{canary}'",
+            f"SELECT name FROM companies WHERE employee_count = CAST('{canary}' AS integer)",
+            f"SELECT name FROM companies WHERE name = '{canary}' LIMIT 5",
+        )
+    )
+    with captured_logs() as logs:
+        reply = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id=TENANT, question=f"Who is {canary}?")
+        )
+        refused = running.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(
+                tenant_id=TENANT, sql=f"DELETE FROM companies WHERE name = '{canary}'"
+            )
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await refused
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        unknown = await running.stub.ValidateSql(
+            pb.ValidateSqlRequest(tenant_id=TENANT, sql=f"SELECT a FROM {canary}_table")
+        )
+        assert not unknown.valid
+        bad_value = running.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(
+                tenant_id=TENANT,
+                sql=f"SELECT name FROM companies WHERE employee_count = CAST('{canary}' AS int)",
+            )
+        )
+        with pytest.raises(grpc.aio.AioRpcError):
+            await bad_value
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    assert [a.outcome for a in reply.attempts] == [
+        pb.SQL_ATTEMPT_OUTCOME_GATE_REJECTED,
+        pb.SQL_ATTEMPT_OUTCOME_DATABASE_ERROR,
+        pb.SQL_ATTEMPT_OUTCOME_SUCCEEDED,
+    ]
+    names = _check(running, canary, logs)
+    assert {"sql.repair", "sql.gate", "sql.execute"} <= names
+
+    spans = running.sink.spans.get_finished_spans()
+    ask = next(s for s in spans if s.name == "sql.ask")
+    assert dict(ask.attributes or {})["sql.ask.repairs"] == 2
+    assert len(dict(ask.attributes or {})["sql.fingerprint"]) == 64
+    tables = next(s for s in spans if s.name == "sql.identify_tables")
+    assert dict(tables.attributes or {})["sql.tables"] == ("public.companies",)
+    repairs = [dict(s.attributes or {}) for s in spans if s.name == "sql.repair"]
+    assert [r["sql.repair.failed"] for r in repairs] == ["GATE_REJECTED", "DATABASE_ERROR"]
+    assert repairs[0]["sql.gate.rules"] == ("QUERY_ROOT",)
+    labels = _labels(running.sink, "tandem.sql.gate.rejections")
+    assert {"rule": "QUERY_ROOT"} in labels and {"rule": "UNKNOWN_TABLE"} in labels
+    assert {"failed": "DATABASE_ERROR"} in _labels(running.sink, "tandem.sql.repairs")
+
+
+def _labels(sink: TelemetrySink, name: str) -> list[dict[str, Any]]:
+    data = sink.metrics.get_metrics_data()
+    found: list[dict[str, Any]] = []
+    for rm in data.resource_metrics if data else ():
+        for scope in rm.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == name:
+                    found.extend(dict(p.attributes or {}) for p in metric.data.data_points)
+    return found
+
+
+async def test_a_failing_generator_degrades_visibly_and_privately(start):
+    class Down(Scripted):
+        async def understand(self, question: str, schema: Any) -> Understanding:
+            raise ConnectionError(f"model endpoint refused {question}")
+
+    canary = new_canary()
+    running = await start(Down())
+    with captured_logs() as logs:
+        reply = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id=TENANT, question=f"How many companies like {canary}?")
+        )
+    assert reply.degraded and reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    _check(running, canary, logs)
+    assert {"service": "sql", "reason": "LLM_FALLBACK"} in _labels(running.sink, "tandem.degraded")
+    ask = next(s for s in running.sink.spans.get_finished_spans() if s.name == "sql.ask")
+    assert dict(ask.attributes or {})["tandem.degraded"] is True
