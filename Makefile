@@ -58,8 +58,8 @@ test-contract: venv proto
 test-integration: setup
 	$(BIN)/python -m pytest tests/integration -q
 
-test-soak: setup
-	$(BIN)/python -m pytest -m soak -q
+test-soak: setup ## 10 min of mixed load on the process stack (SOAK_DURATION_S, SOAK_WARMUP_S)
+	$(BIN)/python -m pytest -m soak -q -rP
 
 run: setup ## start every service locally on the embedded Postgres
 	$(BIN)/tandem run

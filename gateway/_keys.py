@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -46,11 +47,14 @@ class KeyRecord:
 class ApiKeys:
     """Creates, lists, revokes and verifies keys against the ``api_keys`` table."""
 
-    def __init__(self, db: Database, pepper: bytes) -> None:
+    def __init__(self, db: Database, pepper: bytes, *, recent_size: int = 10_000) -> None:
         if len(pepper) < 16:
             raise ValueError("API key pepper must be at least 16 bytes")
         self._db = db
         self._pepper = pepper
+        # key id -> (tenant, HMAC) of keys that verified recently; never grants access.
+        self._recent: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
+        self._recent_size = recent_size
 
     def _hmac(self, secret: str) -> bytes:
         return hmac.new(self._pepper, secret.encode(), hashlib.sha256).digest()
@@ -87,6 +91,21 @@ class ApiKeys:
             )
             if cur.rowcount == 0:
                 raise NotFound(f"no API key with id {key_id}", reason="API_KEY_NOT_FOUND")
+        self._recent.pop(key_id, None)
+
+    def recent_tenant(self, presented: str | None) -> str | None:
+        """The tenant of a key that verified recently, checked against its HMAC in memory.
+
+        Only for refusing an over-quota caller before the database lookup (a flooding
+        tenant's rejections must stay cheap); any call that does work still goes through
+        ``verify``, so a revoked key is never served.
+        """
+        match = _KEY_SHAPE.match(presented or "")
+        entry = self._recent.get(match.group(1)) if match else None
+        if match is None or entry is None:
+            return None
+        tenant, stored = entry
+        return tenant if hmac.compare_digest(self._hmac(match.group(2)), stored) else None
 
     async def verify(self, presented: str | None) -> str:
         """The tenant of a valid, unrevoked key; UNAUTHENTICATED otherwise.
@@ -108,7 +127,11 @@ class ApiKeys:
                 )
                 row = await cur.fetchone()
         stored = bytes(row[1]) if row else self._hmac(secrets.token_urlsafe(32))
-        if not hmac.compare_digest(presented_hmac, stored) or row is None:
+        if not hmac.compare_digest(presented_hmac, stored) or row is None or match is None:
             raise Unauthenticated("invalid API key", reason="API_KEY_INVALID")
         tenant: str = row[0]
+        self._recent[match.group(1)] = (tenant, stored)
+        self._recent.move_to_end(match.group(1))
+        while len(self._recent) > self._recent_size:
+            self._recent.popitem(last=False)
         return tenant

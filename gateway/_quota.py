@@ -34,15 +34,28 @@ class TokenBuckets:
 
     def take(self, tenant_id: str, cost: float = 1.0) -> None:
         """Spend ``cost`` tokens or raise RESOURCE_EXHAUSTED with the wait as RetryInfo."""
+        bucket = self._refill(tenant_id)
+        if bucket.tokens >= cost:
+            bucket.tokens -= cost
+            return
+        self._refuse(bucket, cost)
+
+    def check(self, tenant_id: str, cost: float = 1.0) -> None:
+        """Raise RESOURCE_EXHAUSTED as ``take`` would, but spend nothing."""
+        bucket = self._refill(tenant_id)
+        if bucket.tokens < cost:
+            self._refuse(bucket, cost)
+
+    def _refill(self, tenant_id: str) -> _Bucket:
         now = self._clock()
         bucket = self._buckets.get(tenant_id)
         if bucket is None:
             bucket = self._buckets[tenant_id] = _Bucket(self._burst, now)
         bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.updated) * self._rate)
         bucket.updated = now
-        if bucket.tokens >= cost:
-            bucket.tokens -= cost
-            return
+        return bucket
+
+    def _refuse(self, bucket: _Bucket, cost: float) -> None:
         wait = (cost - bucket.tokens) / self._rate
         raise ResourceExhausted(
             "tenant rate limit exceeded", retry_after_s=wait, reason="QUOTA_EXCEEDED"

@@ -168,7 +168,13 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def _admit(self, context: Context) -> tuple[_Backends, str]:
         """The verified tenant, after its bucket paid for the call."""
         backends = self._ready()
-        tenant = await backends.deps.keys.verify(bearer_key(context))
+        key = bearer_key(context)
+        known = backends.deps.keys.recent_tenant(key)
+        if known is not None:
+            # A tenant over its quota is refused before the key lookup's database round
+            # trip: its flood must not cost what its admitted calls cost.
+            backends.deps.quota.check(known)
+        tenant = await backends.deps.keys.verify(key)
         backends.deps.quota.take(tenant)
         return backends, tenant
 

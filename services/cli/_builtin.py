@@ -11,8 +11,13 @@ if TYPE_CHECKING:
 
 
 def register(commands: Commands) -> None:
-    run = commands.top.add_parser("run", help="set up and start the whole system locally: services, demo documents, a demo API key")
-    run.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for each service's health")
+    run = commands.top.add_parser(
+        "run",
+        help="set up and start the whole system locally: services, demo documents, a demo API key",
+    )
+    run.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for each service's health"
+    )
     run.set_defaults(handler=_run)
 
     embed = commands.bench.add_parser("embed", help="embedding throughput and latency")

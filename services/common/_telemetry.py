@@ -8,8 +8,10 @@ objects handed to whoever needs them, never process globals.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -38,6 +40,47 @@ def _traced_filter() -> Any:
     return grpc_filters.negate(
         grpc_filters.any_of(*(grpc_filters.service_name(s) for s in UNTRACED_SERVICES))
     )
+
+
+class _TypeOnlyExceptions:
+    """A server span that records an exception by its type only.
+
+    Every refused call (``context.abort``) raises through the tracing interceptor, which
+    records the exception with a formatted stack trace; the privacy filter never exports
+    a trace or message, and formatting them took about 45% of a refused call's CPU (a
+    flooding tenant's rejections slowed every other tenant).
+    """
+
+    def __init__(self, span: trace.Span) -> None:
+        self._span = span
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._span, name)
+
+    def record_exception(
+        self,
+        exception: BaseException,
+        attributes: Any = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
+    ) -> None:
+        self._span.add_event("exception", {"exception.type": type(exception).__name__}, timestamp)
+
+
+class _TypeOnlyTracer:
+    """The interceptor's tracer, handing out spans that record exceptions by type only."""
+
+    def __init__(self, tracer: Any) -> None:
+        self._tracer = tracer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tracer, name)
+
+    @contextlib.contextmanager
+    def start_as_current_span(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        kwargs["record_exception"] = False
+        with self._tracer.start_as_current_span(*args, **kwargs) as span:
+            yield _TypeOnlyExceptions(span)
 
 
 class Telemetry:
@@ -135,6 +178,7 @@ class Telemetry:
         interceptor: grpc.aio.ServerInterceptor = aio_server_interceptor(  # type: ignore[no-untyped-call]
             tracer_provider=self.tracer_provider, filter_=_traced_filter()
         )
+        interceptor._tracer = _TypeOnlyTracer(interceptor._tracer)  # type: ignore[attr-defined]
         return interceptor
 
     def client_interceptors(self) -> list[grpc.aio.ClientInterceptor]:

@@ -1,0 +1,289 @@
+"""Tenant fairness on the stack as processes: tenant A floods the gateway far past its
+quota (and gets RESOURCE_EXHAUSTED) while tenant B, inside its own quota, keeps its
+latency.
+
+B's latency is measured three ways in one test, in interleaved windows so that all three
+see the same background load of a shared machine: B alone; B next to a neighbour using
+its whole quota (C, the load a quota admits); B while A floods at ten times its quota (A
+also gets its quota's worth of calls through). A's flood and C's load come from separate
+processes (``tandem load``, the repo's ghz-compatible driver) paused with SIGSTOP outside
+their windows, so the test's own client measures B alone.
+
+The flood must cost B no more than a neighbour at quota does: p99 under the flood within
+20% of p99 next to C. Against B alone the flood adds the quota's admitted work too; that
+ratio is reported (``bench-results/fairness.json``) with the CPU each process used.
+
+A refusal was made cheaper — the gateway checks the quota of a recently verified key
+before the key's database lookup, and the tracing interceptor records a refusal's
+exception by type only (it formatted a stack trace per refusal, which the privacy filter
+then dropped: ~45% of a refusal's CPU) — but not cheap enough: the target is not met on
+a 2-core machine, so the test is an expected failure with the measured reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import psutil
+import pytest
+
+from gateway import GatewaySettings
+from tandem.v1 import gateway_service_pb2 as gpb
+from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
+from tests.conftest import TelemetrySink
+from tests.integration.gateway.stack import bearer, start_gateway
+from tests.processes import REPO_ROOT, ProcessStack
+from tests.security.corpora.stacks import SecurityDb, error_details, security_db
+
+pytestmark = pytest.mark.timeout(300)
+
+__all__ = ["security_db"]
+
+RATE_PER_S = 50
+BURST = 50
+# B and C stay inside the quota; A offers ten times it.
+B_RATE_PER_S = float(os.environ.get("FAIRNESS_B_RPS", "40"))
+B_SAMPLES = int(os.environ.get("FAIRNESS_SAMPLES", "240"))
+C_RPS = int(0.8 * RATE_PER_S)
+A_RPS = int(os.environ.get("FAIRNESS_A_RPS", str(10 * RATE_PER_S)))
+WINDOWS = 4
+TOLERANCE = 0.20
+RESULT_PATH = REPO_ROOT / "bench-results" / "fairness.json"
+REQUEST = gpb.GatewayServiceValidateSqlRequest(
+    sql="SELECT name, industry FROM companies WHERE industry = 'Healthcare' LIMIT 5"
+)
+
+
+def p99(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+
+
+async def measure_b(
+    stub: gpb_grpc.GatewayServiceAsyncStub, key: str, samples: int = B_SAMPLES
+) -> list[float]:
+    """B's latencies, one call at a time on a fixed schedule (open loop: a slow call
+    does not push the next one back, so it cannot hide queueing)."""
+    metadata = (("authorization", f"Bearer {key}"),)
+    latencies: list[float] = []
+    period = 1.0 / B_RATE_PER_S
+    start = time.monotonic()
+    for i in range(samples):
+        delay = start + i * period - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        t0 = time.perf_counter()
+        reply = await stub.ValidateSql(REQUEST, metadata=metadata, timeout=10)
+        latencies.append(time.perf_counter() - t0)
+        assert reply.valid
+    return latencies
+
+
+def start_load(
+    stack: ProcessStack, key: str, rps: int, seconds: float, out: Path
+) -> subprocess.Popen[bytes]:
+    """``tandem load`` calling ValidateSql as the tenant of ``key`` at ``rps``."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from services.cli import main; sys.exit(main())",
+            "load",
+            stack.gateway_address,
+            "--insecure",
+            "--call",
+            "tandem.v1.GatewayService.ValidateSql",
+            "-d",
+            json.dumps({"sql": "SELECT 1"}),
+            "-m",
+            json.dumps({"authorization": f"Bearer {key}"}),
+            "-c",
+            "16",
+            "--rps",
+            str(rps),
+            "-z",
+            f"{seconds:.0f}s",
+            "-t",
+            "10s",
+            "-O",
+            "json",
+            "-o",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def cpu_seconds(pids: dict[str, int | None]) -> dict[str, float]:
+    """CPU time (user + system) used so far by each process and its children."""
+    used: dict[str, float] = {}
+    for name, pid in pids.items():
+        if pid is None:
+            continue
+        try:
+            proc = psutil.Process(pid)
+            total = 0.0
+            for p in [proc, *proc.children(recursive=True)]:
+                with_children = p.cpu_times()
+                total += with_children.user + with_children.system
+            used[name] = total
+        except psutil.NoSuchProcess:
+            continue
+    return used
+
+
+def _ms(value: float) -> float:
+    return round(1000 * value, 1)
+
+
+@pytest.mark.e2e
+# Not strict: the margin depends on how busy the machine is (measured +100% to +260% on
+# this shared 2-core machine); a quiet, bigger one may pass, and CI must not break then.
+@pytest.mark.xfail(
+    strict=False,
+    reason="a refused call still costs the single-event-loop Python gateway ~0.6 ms of CPU "
+    "(grpc.aio, interceptors, rich status); A's ~450 refusals/s keep its loop ~30% busier "
+    "and B's p99 queues behind them (+100% to +260% vs a neighbour at quota here). Needs "
+    "admission in front of Python (an edge rate limiter keyed on the API key) or more "
+    "gateway processes; see bench-results/fairness.json",
+)
+async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quota(
+    make_stack: Callable[..., ProcessStack], tmp_path: Path
+) -> None:
+    quota = {"GATEWAY_RATE_PER_S": str(RATE_PER_S), "GATEWAY_BURST": str(BURST)}
+    stack = await asyncio.to_thread(make_stack, service_env={"gateway": quota})
+    keys = {t: await asyncio.to_thread(stack.create_key, f"fair-{t}") for t in "abc"}
+    per_window = B_SAMPLES // WINDOWS
+    seconds = 3 * B_SAMPLES / B_RATE_PER_S + WINDOWS * 1.0 + 8
+    drivers = {
+        "flood": start_load(stack, keys["a"], A_RPS, seconds, tmp_path / "flood.json"),
+        "at_quota": start_load(stack, keys["c"], C_RPS, seconds, tmp_path / "at_quota.json"),
+    }
+    phases: dict[str, list[float]] = {"alone": [], "at_quota": [], "flood": []}
+    pids = {**stack.pids(), **{name: p.pid for name, p in drivers.items()}}
+    cpu: dict[str, dict[str, float]] = {phase: {} for phase in phases}
+    walls = dict.fromkeys(phases, 0.0)
+    try:
+        async with grpc.aio.insecure_channel(stack.gateway_address) as channel:
+            stub = gpb_grpc.GatewayServiceStub(channel)
+            await asyncio.sleep(1.0)  # the drivers connect and reach their rates
+            for driver in drivers.values():
+                driver.send_signal(signal.SIGSTOP)
+            await measure_b(stub, keys["b"], 100)  # warm-up: channels, pools, caches
+            for _ in range(WINDOWS):
+                for phase in phases:
+                    running = drivers.get(phase)
+                    if running is not None:
+                        running.send_signal(signal.SIGCONT)
+                        await asyncio.sleep(0.4)  # back at its rate
+                    before, wall = cpu_seconds(pids), time.monotonic()
+                    phases[phase] += await measure_b(stub, keys["b"], per_window)
+                    after, wall = cpu_seconds(pids), time.monotonic() - wall
+                    walls[phase] += wall
+                    for name in after.keys() & before.keys():
+                        cpu[phase][name] = cpu[phase].get(name, 0.0) + after[name] - before[name]
+                    if running is not None:
+                        running.send_signal(signal.SIGSTOP)
+                        await asyncio.sleep(0.3)  # its calls in flight finish
+    finally:
+        for driver in drivers.values():
+            driver.send_signal(signal.SIGCONT)
+        for driver in drivers.values():
+            await asyncio.to_thread(driver.communicate, None, seconds + 60)
+    reports = {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in drivers}
+    assert reports["flood"]["statusCodeDistribution"].get("ResourceExhausted", 0) > 0
+    assert "ResourceExhausted" not in reports["at_quota"]["statusCodeDistribution"]
+
+    result: dict[str, Any] = {
+        "quota_per_s": RATE_PER_S,
+        "b_rps": B_RATE_PER_S,
+        "a_offered_rps": A_RPS,
+        "c_rps": C_RPS,
+        "samples_per_phase": {p: len(v) for p, v in phases.items()},
+        "b_latency_ms": {
+            p: {"p50": _ms(sorted(v)[len(v) // 2]), "p99": _ms(p99(v)), "max": _ms(max(v))}
+            for p, v in phases.items()
+        },
+        "cpu_cores": {
+            p: {n: round(used / walls[p], 2) for n, used in cpu[p].items() if used > 0.005}
+            for p in phases
+        },
+        "a_status_codes": reports["flood"]["statusCodeDistribution"],
+        "c_status_codes": reports["at_quota"]["statusCodeDistribution"],
+        "machine_load_average": os.getloadavg(),
+    }
+    flood, neighbour, alone = (p99(phases[p]) for p in ("flood", "at_quota", "alone"))
+    result["p99_flood_vs_at_quota"] = round(flood / neighbour - 1, 3)
+    result["p99_flood_vs_alone"] = round(flood / alone - 1, 3)
+    RESULT_PATH.parent.mkdir(parents=True, exist_ok=True)
+    RESULT_PATH.write_text(json.dumps(result, indent=1) + "\n")
+    print("\n" + json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=1))
+    assert flood <= neighbour * (1 + TOLERANCE), result
+
+
+async def test_a_refusal_over_quota_skips_the_key_lookup_but_never_serves_a_bad_key(
+    security_db: SecurityDb, telemetry_sink: Callable[..., TelemetrySink]
+) -> None:
+    gateway = await start_gateway(
+        security_db.pg_url,
+        telemetry_sink("gateway").telemetry,
+        router_addr="127.0.0.1:1",
+        retrieval_addr="127.0.0.1:1",
+        sql_addr="127.0.0.1:1",
+        settings=GatewaySettings(rate_per_s=0.5, burst=1.0),
+    )
+    lookups = 0
+    database = gateway.keys._db
+    real = database.connection
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal lookups
+        lookups += 1
+        return real(*args, **kwargs)
+
+    try:
+        key = await gateway.key("quota-gate")
+        database.connection = counted  # type: ignore[method-assign]
+        request = gpb.GatewayServiceValidateSqlRequest(sql="SELECT 1")
+
+        async def code(presented: str) -> str:
+            try:
+                await gateway.stub.ValidateSql(request, metadata=bearer(presented), timeout=5)
+            except grpc.aio.AioRpcError as exc:
+                details = error_details(exc)
+                return f"{details.code.name}/{details.reason}"
+            return "OK"
+
+        # The one token goes to the first call (the SQL service is unreachable: that is
+        # the forwarded call failing, after admission).
+        assert (await code(key)).startswith("UNAVAILABLE")
+        assert lookups == 1
+        # Over quota: refused before the database.
+        for _ in range(5):
+            assert await code(key) == "RESOURCE_EXHAUSTED/QUOTA_EXCEEDED"
+        assert lookups == 1
+        # The same key id with a wrong secret is not recognised: it is looked up and
+        # refused as a bad key, whatever the tenant's quota.
+        forged = key[:-4] + ("AAAA" if not key.endswith("AAAA") else "BBBB")
+        assert await code(forged) == "UNAUTHENTICATED/API_KEY_INVALID"
+        assert lookups == 2
+        # Revoked: once the bucket has a token again, the lookup refuses it at once.
+        key_id = key.removeprefix("tdm_").split("_", 1)[0]
+        await gateway.keys.revoke(key_id)
+        await asyncio.sleep(2.1)
+        assert await code(key) == "UNAUTHENTICATED/API_KEY_INVALID"
+    finally:
+        database.connection = real  # type: ignore[method-assign]
+        await gateway.close()
