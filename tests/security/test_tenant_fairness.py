@@ -58,6 +58,8 @@ B_SAMPLES = int(os.environ.get("FAIRNESS_SAMPLES", "240"))
 C_RPS = int(0.8 * RATE_PER_S)
 A_RPS = int(os.environ.get("FAIRNESS_A_RPS", str(10 * RATE_PER_S)))
 WINDOWS = 4
+# The flood may never make B more than this many times slower than a neighbour at quota.
+STARVATION_FACTOR = 5.0
 TOLERANCE = 0.20
 RESULT_PATH = REPO_ROOT / "bench-results" / "fairness.json"
 REQUEST = gpb.GatewayServiceValidateSqlRequest(
@@ -149,16 +151,6 @@ def _ms(value: float) -> float:
 
 
 @pytest.mark.e2e
-# Not strict: the margin depends on how busy the machine is (measured +100% to +260% on
-# this shared 2-core machine); a quiet, bigger one may pass, and CI must not break then.
-@pytest.mark.xfail(
-    strict=False,
-    reason="a refused call still costs the single-event-loop Python gateway ~0.6 ms of CPU "
-    "(grpc.aio, interceptors, rich status); A's ~450 refusals/s keep its loop ~30% busier "
-    "and B's p99 queues behind them (+100% to +260% vs a neighbour at quota here). Needs "
-    "admission in front of Python (an edge rate limiter keyed on the API key) or more "
-    "gateway processes; see bench-results/fairness.json",
-)
 async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quota(
     make_stack: Callable[..., ProcessStack], tmp_path: Path
 ) -> None:
@@ -230,7 +222,15 @@ async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quo
     RESULT_PATH.parent.mkdir(parents=True, exist_ok=True)
     RESULT_PATH.write_text(json.dumps(result, indent=1) + "\n")
     print("\n" + json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=1))
-    assert flood <= neighbour * (1 + TOLERANCE), result
+    # Regression guard, always enforced: a flood never starves B (refusals stay cheap and
+    # admitted tenants keep their share).
+    assert flood <= neighbour * STARVATION_FACTOR, result
+    if flood > neighbour * (1 + TOLERANCE):
+        # The issue's +20% target is not met on a shared 2-core machine: a refused call
+        # still costs the single-event-loop Python gateway ~0.6 ms of CPU, so A's refusals
+        # queue ahead of B's calls (measured +100% to +260%). Closing it needs admission in
+        # front of Python (an edge limiter keyed on the API key) or more gateway processes.
+        pytest.xfail(f"+20% target missed: B's p99 {result['p99_flood_vs_at_quota']:+.0%}")
 
 
 async def test_a_refusal_over_quota_skips_the_key_lookup_but_never_serves_a_bad_key(
