@@ -30,7 +30,7 @@ def create_provider(
 ) -> LlmProvider:
     """Gemini wrapped in the deterministic fallback when a key is set, else deterministic.
 
-    With a ``tracer`` every role call gets an ``llm.call`` span (and ``metrics`` its
+    With a ``tracer`` every role call gets an ``llm.<role>`` span (and ``metrics`` its
     token and cost counts); Gemini's own per-request detail becomes an event on it.
     """
     deterministic = DeterministicProvider(embedder=embedder, today=today)

@@ -1,7 +1,8 @@
 """One span and one set of measurements per model call, whichever provider answers.
 
-:class:`ObservedProvider` wraps any :class:`LlmProvider`. Each role call gets an
-``llm.call`` span carrying role, provider, model, tier, token counts, the cost estimate
+:class:`ObservedProvider` wraps any :class:`LlmProvider`. Each role call gets a
+span named for its node (``llm.plan``, ``llm.grade``, ``llm.rewrite``, ``llm.synthesize``,
+``llm.generate_sql``, …) carrying role, provider, model, tier, token counts, the cost estimate
 and whether a fallback answered (with the cause as a short label), and feeds the
 ``tandem.llm.*`` metrics by role and tier. Prompts, questions and outputs never go in.
 """
@@ -87,7 +88,7 @@ class ObservedProvider:
             LLM_PROVIDER: token(self._inner.name),
             "llm.question_chars": question_chars,
         }
-        with node_span(self._tracer, "llm.call", attributes) as span:
+        with node_span(self._tracer, f"llm.{role.value}", attributes) as span:
             try:
                 result = await call()
             except LlmError as exc:

@@ -1,4 +1,4 @@
-"""One ``llm.call`` span and the ``tandem.llm.*`` metrics per model call — role, model,
+"""One ``llm.<role>`` span and the ``tandem.llm.*`` metrics per model call — role, model,
 tier, tokens, cost, degraded — through the real google-genai client against the fake
 Gemini endpoint, and never the question, the passages or the answer."""
 
@@ -74,7 +74,7 @@ async def test_each_call_is_one_span_with_usage_and_no_content(fake_gemini: Fake
     spans = {
         dict(s.attributes or {})["llm.role"]: s
         for s in sink.spans.get_finished_spans()
-        if s.name == "llm.call"
+        if s.name == f"llm.{dict(s.attributes or {})['llm.role']}"
     }
     ok: dict[str, Any] = dict(spans["synthesize"].attributes or {})
     assert ok["llm.model"] == "gemini-2.5-pro" and ok["llm.tier"] == "strong"
