@@ -312,4 +312,10 @@ def map_db_error(exc: BaseException) -> TandemError:
         return kind(f"database error (SQLSTATE {sqlstate})", reason=f"SQLSTATE_{sqlstate}")
     if isinstance(exc, psycopg.OperationalError):
         return Unavailable("database unavailable", reason="DATABASE_UNAVAILABLE")
+    if isinstance(exc, psycopg.DataError):
+        # Refused by the driver before it reached the server: a value Postgres cannot
+        # hold (a NUL character in text), i.e. the caller's input, not our fault.
+        return InvalidArgument.field(
+            "query", "holds a value the database cannot store (a NUL character?)"
+        )
     return TandemError(f"database error (SQLSTATE {sqlstate or 'none'})", reason="DB_ERROR")

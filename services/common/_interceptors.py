@@ -13,11 +13,39 @@ from grpc_status import rpc_status
 from opentelemetry import metrics, trace
 
 from services.common._deadline import deadline_scope
-from services.common._errors import TandemError, status_for
+from services.common._errors import InvalidArgument, TandemError, status_for
 
 _log = logging.getLogger("tandem.rpc")
 
 Behavior = Callable[..., Any]
+
+
+class _Malformed:
+    """Stands in for a request whose bytes are not the expected message, so the handler
+    wrapper answers INVALID_ARGUMENT instead of gRPC's UNKNOWN naming the parser error."""
+
+
+_MALFORMED = _Malformed()
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+
+    def parse(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception:
+            return _MALFORMED
+
+    return parse
+
+
+def _check_parsed(request: Any) -> None:
+    if request is _MALFORMED:
+        raise InvalidArgument.field(
+            "request", "is not a valid protobuf message for this method", reason="MALFORMED_REQUEST"
+        )
 
 
 async def abort_with(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> None:
@@ -64,13 +92,13 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap_unary(handler.unary_unary, method),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=_tolerant(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(
                 self._wrap_stream(handler.unary_stream, method),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=_tolerant(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         if handler.stream_unary:
@@ -98,6 +126,7 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             budget = self._budget(context)
             try:
                 _set_trace_id(context)
+                _check_parsed(request)
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         return await behavior(request, context)
@@ -119,6 +148,7 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             budget = self._budget(context)
             try:
                 _set_trace_id(context)
+                _check_parsed(request)
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         result = behavior(request, context)
