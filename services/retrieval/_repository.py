@@ -42,8 +42,6 @@ from services.retrieval._types import (
 
 DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
 _HNSW_INDEX = "retrieval_chunks_embedding_hnsw"
-# The width of the embedding column; the HNSW index and the dense expression name it.
-EMBEDDING_DIM = 384
 _INDEX_LOCK_KEY = 0x7A4D_0005
 _CHUNK_NAMESPACE = uuid.UUID("6f1d3c52-2b0e-4f57-9a43-5d0e6c1b8a21")
 
@@ -384,11 +382,9 @@ class RetrievalRepository:
             await conn.execute(
                 sql.SQL(
                     "CREATE INDEX {} ON retrieval_chunks USING hnsw "
-                    "((embedding::halfvec({})) halfvec_cosine_ops) "
+                    "(embedding_half halfvec_cosine_ops) "
                     "WITH (m = {}, ef_construction = {})"
-                ).format(
-                    name, sql.Literal(EMBEDDING_DIM), sql.Literal(m), sql.Literal(ef_construction)
-                )
+                ).format(name, sql.Literal(m), sql.Literal(ef_construction))
             )
         return "created" if row is None else "rebuilt"
 
@@ -432,15 +428,15 @@ _QUERY_TERMS = sql.SQL(
 )"""
 )
 
-# Distances are computed in half precision, matching the HNSW expression index (and the
-# one set of pgvector kernels every prebuilt binary runs).
+# Distances are computed in half precision over the stored, inline ``embedding_half``
+# column (migration 0003), which the HNSW index also covers: no detoasting, no cast.
 _DENSE = sql.SQL(
     """dense AS (
     SELECT c.chunk_id,
-           c.embedding::halfvec(384) <=> %(vector)s::halfvec(384) AS distance
+           c.embedding_half <=> %(vector)s::halfvec(384) AS distance
     FROM retrieval_chunks c
     WHERE {where} AND c.model_name = %(model)s
-    ORDER BY c.embedding::halfvec(384) <=> %(vector)s::halfvec(384)
+    ORDER BY c.embedding_half <=> %(vector)s::halfvec(384)
     LIMIT %(depth)s
 ), dense_ranked AS (
     SELECT chunk_id, 1 - distance AS score,
