@@ -64,8 +64,8 @@ test-soak: setup ## 10 min of mixed load on the process stack (SOAK_DURATION_S, 
 run: setup ## start every service locally on the embedded Postgres
 	$(BIN)/tandem run
 
-bench: setup ## every benchmark + gateway load (gateway part needs `make run` + TANDEM_API_KEY): bench/results/
-	$(BIN)/tandem bench report
+bench: setup ## every benchmark + gateway load (starts the stack unless TANDEM_API_KEY is set): bench/results/
+	BIN=$(BIN) bash scripts/bench.sh $(BENCH_ARGS)
 
 eval: setup ## retrieval quality and SQL execution accuracy on the golden sets
 	$(BIN)/tandem eval retrieval
