@@ -30,6 +30,8 @@ from services.common.llm import (
     LlmError,
     LlmProvider,
     LlmResult,
+    MemberEvidence,
+    MentionCheck,
     Passage,
     Plan,
     PlanRequest,
@@ -40,16 +42,25 @@ from services.common.llm import (
     RouteRequest,
     RowSet,
     StepOutcome,
+    StepScope,
     SynthesizeRequest,
     ToolName,
 )
 from services.router import _guard
 from services.router._clients import SearchTool, SqlTool, ToolError
-from services.router._plan import PlanInvalid, assign_waves, bind, rename, validate
+from services.router._plan import (
+    PlanInvalid,
+    assign_waves,
+    bind,
+    rename,
+    scope_members,
+    validate,
+)
 from services.router._settings import RouterSettings
 from services.router._types import (
     FAILED_STATUSES,
     AskInput,
+    Cell,
     Citation,
     CitationEvent,
     CitationKind,
@@ -66,6 +77,8 @@ from services.router._types import (
     PlanView,
     Route,
     RouterAnswer,
+    ScopedMember,
+    SearchOutcome,
     SqlEvidence,
     Status,
     StepFinishedEvent,
@@ -587,7 +600,15 @@ class _Run:
         options = self.request.options
         if step.tool is ToolName.SEMANTIC_SEARCH:
             filters = len(options.categories) + len(options.document_ids)
-            return f"query_chars={len(step.query)} top_k={options.top_k} filters={filters}"
+            summary = f"query_chars={len(step.query)} top_k={options.top_k} filters={filters}"
+            if step.scope is not None:
+                source = self.runs.get(step.scope.source)
+                entities = len(scope_members(step.scope, source)) if source else 0
+                summary += (
+                    f" scope={step.scope.field} from={step.scope.source} entities={entities}"
+                    f" categories={len(step.scope.categories)}"
+                )
+            return summary
         database = options.database or "default"
         if step.intent is not None:
             return f"intent={step.intent.kind.value} table={step.intent.table} db={database}"
@@ -596,6 +617,9 @@ class _Run:
     async def dispatch(self, run: StepRun, step: PlanStep) -> None:
         options = self.request.options
         tenant = self.request.tenant_id
+        if step.tool is ToolName.SEMANTIC_SEARCH and step.scope is not None:
+            await self.scoped(run, step, step.scope)
+            return
         if step.tool is ToolName.SEMANTIC_SEARCH:
             await self.semantic(run, step.query, loop=self.request.mode is not Mode.RETRIEVE)
             return
@@ -621,6 +645,77 @@ class _Run:
             run.status, run.failure_reason = Status.EMPTY, "STEP_FAILED"
         else:
             run.status = Status.SUCCEEDED
+
+    async def scoped(self, run: StepRun, step: PlanStep, scope: StepScope) -> None:
+        """One search per entity of the source step's rows, each kept to that entity's
+        documents by a metadata filter; the searches run concurrently. No rewrite loop:
+        an entity whose documents do not match is an answer ("does not mention"), not a
+        gap to search around."""
+        source = self.runs.get(scope.source)
+        members = scope_members(scope, source) if source is not None else []
+        budget = self.request.options.max_tool_calls - self.tool_calls
+        if len(members) > budget:
+            members = members[: max(budget, 0)]
+            self.cap_hit = True
+            self.degrade(
+                "TOOL_CALL_LIMIT_REACHED",
+                "router",
+                "the tool-call cap left too few searches for every entity",
+                run.step_id,
+            )
+        if not members:
+            run.status, run.failure_reason = Status.EMPTY, "STEP_FAILED"
+            return
+        options = self.request.options
+        categories = scope.categories or options.categories
+
+        async def one(filters: tuple[tuple[str, Cell], ...]) -> SearchOutcome:
+            self.take_tool_call()
+            run.attempts += 1
+            return await self.router.search.search(
+                self.request.tenant_id,
+                step.query,
+                top_k=options.top_k,
+                mode=options.search_mode,
+                categories=categories,
+                document_ids=options.document_ids,
+                metadata={**(options.metadata or {}), **dict(filters)},
+            )
+
+        # Every search settles before a failure is raised, so none is left running.
+        settled = await asyncio.gather(
+            *(one(filters) for _, filters in members), return_exceptions=True
+        )
+        found: list[SearchOutcome] = []
+        for outcome in settled:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            found.append(outcome)
+        if any(f.degraded for f in found):
+            run.status = Status.DEGRADED
+            run.failure_reason = next(f.reason for f in found if f.degraded) or (
+                "RETRIEVAL_UNAVAILABLE"
+            )
+            self.degrade("RETRIEVAL_UNAVAILABLE", "retrieval", "search degraded", run.step_id)
+            return
+        kept_all: dict[str, Hit] = {}
+        held_all: dict[str, Hit] = {}
+        results: list[ScopedMember] = []
+        for (name, filters), outcome in zip(members, found, strict=True):
+            kept, held = self.screen(outcome.hits)
+            for hit in held:
+                held_all.setdefault(hit.chunk_id, hit)
+            for hit in kept:
+                kept_all.setdefault(hit.chunk_id, hit)
+            results.append(ScopedMember(name, filters, tuple(kept)))
+        run.members = tuple(results)
+        run.hits = tuple(kept_all.values())
+        run.quarantined = tuple(held_all.values())
+        run.result_count = len(run.hits)
+        if run.hits:
+            run.status = Status.SUCCEEDED
+        else:
+            run.status, run.failure_reason = Status.EMPTY, "STEP_FAILED"
 
     def screen(self, hits: Sequence[Hit]) -> tuple[list[Hit], list[Hit]]:
         """Split hits into usable and quarantined (HIGH-severity injection findings)."""
@@ -742,6 +837,7 @@ class _Run:
                     passages=tuple(_passage(e) for e in items if e.hit is not None),
                     rows=tuple(_rows(e) for e in items if e.run is not None),
                     partial=partial and index == len(groups) - 1,
+                    mention=self.mention_check(items),
                 )
                 for index, (question, items) in enumerate(groups)
             ]
@@ -818,13 +914,52 @@ class _Run:
         steps = list(dict.fromkeys(e.step_id for e in usable))
         if len(self.runs) <= 1:
             return [(self.request.question, usable)]
-        return [
-            (
+        groups = {
+            s: (
                 self.runs[s].bound_query or self.request.question,
                 [e for e in usable if e.step_id == s],
             )
             for s in steps
-        ]
+        }
+        # A mention check answers the question itself, from the set and its documents
+        # together: the set's rows join the check's group.
+        for step_id in steps:
+            scope = self.runs[step_id].step.scope
+            if scope is None or not scope.check_mention or scope.source not in groups:
+                continue
+            _, source_items = groups.pop(scope.source)
+            groups[step_id] = (self.request.question, source_items + groups[step_id][1])
+        return list(groups.values())
+
+    def mention_check(self, items: list[_Evidence]) -> MentionCheck | None:
+        """Which member of a scoped step's set the group's passages belong to."""
+        scoped = next(
+            (
+                self.runs[e.step_id]
+                for e in items
+                if (sc := self.runs[e.step_id].step.scope) is not None and sc.check_mention
+            ),
+            None,
+        )
+        if scoped is None or scoped.step.scope is None:
+            return None
+        scope = scoped.step.scope
+        rows_id = next(
+            (str(e.number) for e in items if e.run is not None and e.step_id == scope.source),
+            "",
+        )
+        if not rows_id:
+            return None
+        numbers = {e.hit.chunk_id: str(e.number) for e in items if e.hit is not None}
+        members = tuple(
+            MemberEvidence(
+                m.name,
+                rows_id,
+                tuple(numbers[h.chunk_id] for h in m.hits if h.chunk_id in numbers),
+            )
+            for m in scoped.members
+        )
+        return MentionCheck(scope.topic, scope.documents or "documents", members)
 
     def record_scan(self, evidence: list[_Evidence]) -> None:
         scanned = [e for e in evidence if e.hit is not None]

@@ -11,11 +11,12 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 
-from services.common.llm import IntentFilter, PlanStep, ToolName
-from services.router._types import StepRun
+from services.common.llm import IntentFilter, PlanStep, StepScope, ToolName
+from services.router._types import Cell, StepRun
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_-]+)\s*\}\}")
 _STEP_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+_METADATA_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 
 
 class PlanInvalid(ValueError):
@@ -55,6 +56,14 @@ def validate(
             # Only earlier steps of this plan or completed ones: forbids cycles outright.
             if dependency not in seen and dependency not in completed:
                 raise PlanInvalid(f"{step.id} depends on unknown or later step {dependency}")
+        if step.scope is not None:
+            if step.tool is not ToolName.SEMANTIC_SEARCH:
+                raise PlanInvalid(f"{step.id}: only semantic_search takes a scope")
+            if step.scope.source not in step.depends_on:
+                raise PlanInvalid(f"{step.id} is scoped by a step it does not depend on")
+            keys = [k for k in (step.scope.field, step.scope.label_field) if k]
+            if not keys or not all(_METADATA_KEY.match(k) for k in keys):
+                raise PlanInvalid(f"{step.id}: malformed scope field")
         used = placeholders(step.query)
         if step.intent is not None:
             for item in step.intent.filters:
@@ -86,6 +95,33 @@ def bound_value(run: StepRun) -> str:
     if run.hits:
         return run.hits[0].title or run.hits[0].text[:80]
     return ""
+
+
+def scope_members(
+    scope: StepScope, source: StepRun
+) -> list[tuple[str, tuple[tuple[str, Cell], ...]]]:
+    """(name, metadata filter) per entity of ``source``'s rows, in row order: the
+    entity's ``scope.field`` value where the rows carry that column, else its name under
+    ``scope.label_field``; rows with neither are left out."""
+    if source.sql is None:
+        return []
+    columns = [c.lower() for c in source.sql.columns]
+    at = columns.index(scope.field.lower()) if scope.field.lower() in columns else -1
+    members: list[tuple[str, tuple[tuple[str, Cell], ...]]] = []
+    seen: set[tuple[tuple[str, Cell], ...]] = set()
+    for row in source.sql.rows:
+        name = next((v for v in row if isinstance(v, str) and v.strip()), "")
+        key: tuple[tuple[str, Cell], ...] = ()
+        if 0 <= at < len(row) and row[at] is not None and not isinstance(row[at], bool):
+            key = ((scope.field, row[at]),)
+            name = name or f"{scope.field} {row[at]}"
+        elif name and scope.label_field:
+            key = ((scope.label_field, name),)
+        if not key or key in seen:
+            continue
+        seen.add(key)
+        members.append((name, key))
+    return members
 
 
 def bind(step: PlanStep, results: Mapping[str, StepRun]) -> PlanStep:
@@ -121,10 +157,14 @@ def rename(step: PlanStep, renames: Mapping[str, str]) -> PlanStep:
             for f in intent.filters
         )
         intent = dataclasses.replace(intent, filters=filters)
+    scope = step.scope
+    if scope is not None:
+        scope = dataclasses.replace(scope, source=renames.get(scope.source, scope.source))
     return dataclasses.replace(
         step,
         id=renames.get(step.id, step.id),
         query=substitute(step.query),
         depends_on=tuple(renames.get(d, d) for d in step.depends_on),
         intent=intent,
+        scope=scope,
     )

@@ -136,6 +136,16 @@ class Degradation:
     step_id: str = ""
 
 
+@dataclass(frozen=True)
+class ScopedMember:
+    """One entity a scoped step searched for: its name, the metadata filter that kept the
+    search to its documents, and the hits that search returned."""
+
+    name: str
+    metadata: tuple[tuple[str, Cell], ...]
+    hits: tuple[Hit, ...] = ()
+
+
 @dataclass
 class StepRun:
     """One plan step across its life: plan metadata, then its execution record."""
@@ -156,6 +166,7 @@ class StepRun:
     quarantined: tuple[Hit, ...] = ()
     sql: SqlOutcome | None = None
     bound_query: str = ""
+    members: tuple[ScopedMember, ...] = ()
 
     @property
     def step_id(self) -> str:

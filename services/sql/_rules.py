@@ -759,16 +759,22 @@ class _Reader:
             if (index in self.used and index not in weak_only) or word in title_words:
                 continue
             if word in _OPEN_WORDS:
-                closed = [
-                    e
-                    for e in self.lexicon.value_words.get("closed", [])
-                    if e.table.qualified == subject.qualified
+                # "open" negates the closed states: of the subject, else of a table the
+                # question names ("accounts by open pipeline" means open deals)
+                every = self.lexicon.value_words.get("closed", [])
+                closed = [e for e in every if e.table.qualified == subject.qualified] or [
+                    e for e in every if e.table.qualified in named_tables
                 ]
-                if closed:
+                if closed and involve(closed[0].table):
                     column = closed[0].column
                     assert column is not None
-                    vals = tuple(Value.text(e.value) for e in closed if e.column == column)
-                    value_filters.append((index, Filter(column.name, FilterOp.NOT_IN, vals)))
+                    vals = tuple(
+                        Value.text(e.value)
+                        for e in closed
+                        if e.column == column and e.table == closed[0].table
+                    )
+                    ref = self._column_ref(closed[0].table, column, subject)
+                    value_filters.append((index, Filter(ref, FilterOp.NOT_IN, vals)))
                     self.used.add(index)
                 continue
             candidates = [
@@ -1371,12 +1377,17 @@ class _Reader:
             function, column = Aggregate.SUM, self._column_ref(measure[0], measure[1], source)
         else:
             function, column = Aggregate.COUNT, ""
+        groups = [Group(f"{subject.name}.{display.name}")]
+        # The key travels with the name: two rows with one name stay apart, and a later
+        # step can look the entity up by its id (the router scopes documents by it).
+        if len(subject.primary_key) == 1 and subject.primary_key[0] != display.name:
+            groups.append(Group(f"{subject.name}.{subject.primary_key[0]}"))
         return Intent(
             IntentKind.GROUP_BY,
             source.qualified,
             joins_from_source,
             filters=tuple(rebased),
-            group_by=(Group(f"{subject.name}.{display.name}"),),
+            group_by=tuple(groups),
             order_by=(Order(by_aggregate=True, descending=direction),),
             limit=self.limit or (0 if self._plural_subject(subject) else 1),
             aggregate=function,

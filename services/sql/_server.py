@@ -31,6 +31,7 @@ from services.sql._rules import RuleBasedGenerator
 from services.sql._settings import DEFAULT_PORT, SqlSettings
 from services.sql._targets import Target, TargetConfig, TargetRegistry
 from services.sql._warehouse import ensure_warehouse, reader_url
+from services.sql.demo_data import ANCHOR_DATE
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 
@@ -202,8 +203,10 @@ async def build_deps(
     ``generator`` is the primary SQL generator (an LLM adapter); the rule-based one is
     always the fallback, and the primary when none is given.
     """
+    serves_demo = False
     if configs is None:
         needs_warehouse = settings.warehouse_url or "warehouse" not in dict(settings.databases)
+        serves_demo = bool(needs_warehouse) and not settings.warehouse_url
         configs = target_configs(
             settings, await warehouse_url(settings) if needs_warehouse else None
         )
@@ -224,7 +227,7 @@ async def build_deps(
     except BaseException:
         await targets.close()
         raise
-    clock = today or _today(settings)
+    clock = today or reference_clock(settings, serves_demo=serves_demo)
     tracer = telemetry.tracer("tandem.sql")
     meter = telemetry.meter("tandem.sql")
     gate = SqlGate(max_chars=settings.max_sql_chars)
@@ -253,8 +256,13 @@ async def build_deps(
     return SqlDeps(engine=engine, targets=targets)
 
 
-def _today(settings: SqlSettings) -> Callable[[], date]:
+def reference_clock(settings: SqlSettings, *, serves_demo: bool) -> Callable[[], date]:
+    """What relative dates ("last quarter") are read against: SQL_REFERENCE_DATE when set;
+    else the demo data's anchor when the default target is the demo warehouse this service
+    set up (its rows end there, so today would find nothing); else today."""
     fixed = settings.reference_date
+    if fixed is None and serves_demo:
+        fixed = ANCHOR_DATE
     if fixed is None:
         return date.today
     return lambda: fixed

@@ -21,7 +21,11 @@ _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
 @dataclass(frozen=True)
 class SqlSettings:
-    """Everything the SQL service reads from the environment, with its default."""
+    """Everything the SQL service reads from the environment, with its default.
+
+    ``reference_date`` (SQL_REFERENCE_DATE) defaults to the demo data's anchor, not today,
+    while the service serves the demo warehouse it set up itself (see the field).
+    """
 
     databases: tuple[tuple[str, str], ...] = ()
     warehouse_url: str | None = None
@@ -46,6 +50,9 @@ class SqlSettings:
     catalog_ttl_s: float = 300.0
     max_repairs: int = MAX_REPAIRS
     pool_max_size: int = 4
+    # SQL_REFERENCE_DATE: the day relative dates ("last quarter", "this year") are read
+    # against. Unset: the demo data's anchor (2025-06-30) while the default target is the
+    # demo warehouse this service sets up, since its rows end there; today otherwise.
     reference_date: date | None = None
 
     @classmethod

@@ -29,7 +29,7 @@ _log = logging.getLogger("tandem.sql.warehouse")
 DEFAULT_DATABASE = "tandem_warehouse"
 DEFAULT_READER_ROLE = "tandem_reader"
 # Bump when the schema or the generator changes: the next start reloads the data.
-WAREHOUSE_VERSION = 1
+WAREHOUSE_VERSION = 2
 _LOCK_KEY = 0x7A4D_5157
 _META_SCHEMA = "tandem_internal"
 
@@ -82,7 +82,7 @@ SCHEMA: tuple[Table, ...] = (
     ),
     Table(
         "companies",
-        "Customer and prospect accounts (companies, organisations, customers).",
+        "Customer and prospect accounts (accounts, companies, organisations, customers).",
         (
             Column("company_id", "integer PRIMARY KEY", "Company identifier."),
             Column("name", "text NOT NULL UNIQUE", "Company name."),
@@ -182,7 +182,7 @@ SCHEMA: tuple[Table, ...] = (
             Column(
                 "amount",
                 "numeric(14, 2) NOT NULL",
-                "Deal amount (value, revenue) in US dollars.",
+                "Deal amount (value, revenue, pipeline) in US dollars.",
             ),
             Column(
                 "score",

@@ -8,6 +8,7 @@ extractive synthesis that never states anything a passage or row does not.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import re
@@ -54,6 +55,7 @@ from services.common.llm._types import (
     RouteRequest,
     SchemaCatalog,
     SqlUnderstanding,
+    StepScope,
     SynthesizeRequest,
     TableSelection,
     ToolName,
@@ -127,6 +129,11 @@ class DeterministicProvider:
         question = cap_question(request.question)
         if _rules.is_conversational(question) or not question:
             return self._result(Role.PLAN, Plan((), "Nothing to look up."))
+        scoped = _rules.scoped_question(question)
+        if scoped is not None and request.max_steps >= 2:
+            plan = await self._scoped_plan(scoped, request)
+            if plan is not None:
+                return self._result(Role.PLAN, plan)
         parts = _rules.decompose(question, max_parts=max(1, request.max_steps))
         steps: list[PlanStep] = []
         for index, part in enumerate(parts, start=1):
@@ -140,6 +147,34 @@ class DeterministicProvider:
             steps.append(await self._step(step_id, query, depends, request.tools, request.schema))
         kinds = ", ".join(s.tool.value for s in steps)
         return self._result(Role.PLAN, Plan(tuple(steps), f"{len(steps)} step(s): {kinds}."))
+
+    async def _scoped_plan(
+        self, scoped: _rules.ScopedQuestion, request: PlanRequest
+    ) -> Plan | None:
+        """The set from SQL first, then one search per member of it, kept to that
+        member's documents (``None`` when the tools cannot do either half)."""
+        if ToolName.SEMANTIC_SEARCH not in request.tools:
+            return None
+        first = await self._step("s1", scoped.set_question, (), request.tools, request.schema)
+        if first.tool is ToolName.SEMANTIC_SEARCH:
+            return None
+        scope = StepScope(
+            source=first.id,
+            field=f"{scoped.entity}_id",
+            label_field=scoped.entity,
+            categories=scoped.categories,
+            documents=scoped.documents,
+            check_mention=bool(scoped.topic),
+            topic=scoped.topic,
+        )
+        query = scoped.search.replace("{{s}}", f"{{{{{first.id}}}}}")
+        second = PlanStep("s2", ToolName.SEMANTIC_SEARCH, query, (first.id,), scope=scope)
+        kinds = ", ".join(scoped.categories) or "any kind"
+        return Plan(
+            (first, second),
+            f"2 step(s): {first.tool.value} lists the {scoped.entity} set, then "
+            f"semantic_search per {scoped.entity} over its documents ({kinds}).",
+        )
 
     async def _step(
         self,
@@ -195,7 +230,10 @@ class DeterministicProvider:
             query = step.query
             if replacement is not None:
                 query = query.replace(f"{{{{{failed.id}}}}}", f"{{{{{replacement.id}}}}}")
-            steps.append(PlanStep(step.id, step.tool, query, depends, step.intent))
+            scope = step.scope
+            if scope is not None and replacement is not None and scope.source == failed.id:
+                scope = dataclasses.replace(scope, source=replacement.id)
+            steps.append(dataclasses.replace(step, query=query, depends_on=depends, scope=scope))
         rationale = (
             f"Replaced {failed.id} ({failed.tool.value}) with {replacement.id} "
             f"({replacement.tool.value}); kept {len(done)} completed step(s)."
@@ -231,7 +269,9 @@ class DeterministicProvider:
             # Keep the bindings of earlier results the original query relied on.
             bindings = re.findall(r"\{\{[^}]+\}\}", failed.query)
             query = " ".join([query, *bindings])
-            return PlanStep(new_id, ToolName.SEMANTIC_SEARCH, query, failed.depends_on)
+            return PlanStep(
+                new_id, ToolName.SEMANTIC_SEARCH, query, failed.depends_on, scope=failed.scope
+            )
         return None
 
     # ---- the agentic RAG loop ------------------------------------------------------
@@ -247,7 +287,9 @@ class DeterministicProvider:
 
     async def synthesize(self, request: SynthesizeRequest) -> LlmResult[Answer]:
         question = cap_question(request.question)
-        answer = _extractive.synthesize(question, request.passages, request.rows, request.partial)
+        answer = _extractive.synthesize(
+            question, request.passages, request.rows, request.partial, request.mention
+        )
         return self._result(Role.SYNTHESIZE, answer)
 
     # ---- text to SQL ---------------------------------------------------------------

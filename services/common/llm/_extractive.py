@@ -27,6 +27,7 @@ from services.common.llm._types import (
     AnswerSentence,
     Cell,
     Grade,
+    MentionCheck,
     Passage,
     PassageGrade,
     Rewrite,
@@ -152,16 +153,27 @@ def _squash(text: str) -> str:
 
 
 def synthesize(
-    question: str, passages: Sequence[Passage], rows: Sequence[RowSet], partial: bool
+    question: str,
+    passages: Sequence[Passage],
+    rows: Sequence[RowSet],
+    partial: bool,
+    mention: MentionCheck | None = None,
 ) -> Answer:
-    """Best supporting sentences and row values, each cited; else say the data lacks it."""
+    """Best supporting sentences and row values, each cited; else say the data lacks it.
+    With ``mention``: which members of the set their passages show mentioning the topic."""
     sentences: list[AnswerSentence] = []
     confidences: list[float] = []
     for rowset in rows:
         stated = _state_rows(rowset)
         sentences.extend(stated)
         confidences.extend(0.9 for _ in stated)
-    picked = _pick_sentences(question, passages)
+    if mention is not None and mention.members:
+        checked = mention_sentences(mention, passages)
+        sentences.extend(checked)
+        confidences.extend(0.9 for _ in checked)
+        picked = []
+    else:
+        picked = _pick_sentences(question, passages)
     for text, citation, fraction in picked:
         sentences.append(AnswerSentence(text, (citation,)))
         confidences.append(fraction)
@@ -258,3 +270,68 @@ def _state_rows(rowset: RowSet) -> list[AnswerSentence]:
     tail = f"; and {more} more" if more > 0 else ""
     noun = "row" if len(rowset.rows) == 1 else "rows"
     return [AnswerSentence(f"{len(rowset.rows)} {noun}: " + "; ".join(rendered) + tail + ".", cite)]
+
+
+def topic_pattern(topic: str) -> re.Pattern[str]:
+    """The topic's words in order, each as a word start ("security review" also matches
+    "Security reviews"); a leading article is not required."""
+    words = re.findall(r"\w+", topic.lower())
+    if words and words[0] in ("a", "an", "the", "any") and len(words) > 1:
+        words = words[1:]
+    return re.compile(r"\b" + r"\w*[\s-]+".join(re.escape(w) for w in words) + r"\w*", re.I)
+
+
+def _join(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def mention_sentences(check: MentionCheck, passages: Sequence[Passage]) -> list[AnswerSentence]:
+    """Who does and who does not mention ``check.topic``: a member mentions it when one of
+    its own passages contains the topic's words; the set itself is cited from its rows."""
+    by_id = {p.id: p for p in passages}
+    pattern = topic_pattern(check.topic)
+    rows = (check.members[0].rows_id,)
+    mentioning: list[tuple[str, Passage]] = []
+    silent: list[str] = []
+    unread: list[str] = []
+    for member in check.members:
+        own = [by_id[i] for i in member.passage_ids if i in by_id]
+        hit = next((p for p in own if pattern.search(p.text)), None)
+        if hit is not None:
+            mentioning.append((member.name, hit))
+        elif own:
+            silent.append(member.name)
+        else:
+            unread.append(member.name)
+    count = len(check.members)
+    topic, documents = check.topic.strip(), check.documents.strip() or "documents"
+    out: list[AnswerSentence] = []
+    if mentioning:
+        names = [n for n, _ in mentioning]
+        verb = "mentions" if len(names) == 1 else "mention"
+        out.append(
+            AnswerSentence(
+                f"Of these {count}, {_join(names)} {verb} {topic} in their {documents}.",
+                tuple(dict.fromkeys(p.id for _, p in mentioning)),
+            )
+        )
+    else:
+        out.append(
+            AnswerSentence(f"None of these {count} mention {topic} in their {documents}.", rows)
+        )
+    if silent and mentioning:
+        verb = "does" if len(silent) == 1 else "do"
+        out.append(
+            AnswerSentence(
+                f"{_join(silent)} {verb} not mention {topic} in the {documents} retrieved for "
+                f"{'it' if len(silent) == 1 else 'them'}.",
+                rows,
+            )
+        )
+    if unread:
+        out.append(AnswerSentence(f"No {documents} were found for {_join(unread)}.", rows))
+    for _, passage in mentioning[:MAX_SENTENCES]:
+        quote = next((q for q in split_sentences(passage.text) if pattern.search(q)), None)
+        if quote is not None and not _INSTRUCTION.search(quote):
+            out.append(AnswerSentence(quote if quote[-1] in ".!?" else quote + ".", (passage.id,)))
+    return out

@@ -196,6 +196,19 @@ def _data_blocks(request: RoleRequest, fence: Fence) -> list[str]:
     elif isinstance(request, SynthesizeRequest):
         blocks.append(render_passages(fence, request.passages))
         blocks.append(render_rows(fence, request.rows))
+        if request.mention is not None:
+            check = request.mention
+            lines = [f"topic: {cap(check.topic, 200)}", f"documents: {cap(check.documents, 80)}"]
+            lines += [
+                f"{cap(m.name, 120)}: listed in [{m.rows_id}]; its own passages: "
+                + (", ".join(f"[{p}]" for p in m.passage_ids) or "none retrieved")
+                for m in check.members
+            ]
+            blocks.append(
+                "Say which members' own passages mention the topic and which do not "
+                "(a member with no passages had no documents retrieved)."
+            )
+            blocks.append(fence.wrap("\n".join(lines), "MEMBERS"))
         if request.partial:
             blocks.append("Some steps failed: the evidence is partial.")
     return blocks

@@ -172,7 +172,7 @@ def classify(question: str) -> QuestionClass:
     """Conversational, compound (two or more parts), aggregation or semantic."""
     if is_conversational(question):
         return QuestionClass.CONVERSATIONAL
-    if len(decompose(question)) > 1:
+    if scoped_question(question) is not None or len(decompose(question)) > 1:
         return QuestionClass.COMPOUND
     return classify_simple(question)
 
@@ -246,3 +246,167 @@ def search_query(question: str) -> str:
     )
     cleaned = re.sub(r"\s+", " ", cleaned).strip()
     return cleaned or question.strip()
+
+
+# --- "which of <a set from the warehouse> mention <topic> in <documents>" ---------------
+
+_MENTION_VERB = (
+    r"(?:mention(?:s|ed)?|discuss(?:es|ed)?|talk(?:s|ed)? about|br(?:ing|ings|ought) up|"
+    r"rais(?:e|es|ed)|refer(?:s|red)? to|reference(?:s|d)?|cite(?:s|d)?)"
+)
+_IN_DOCUMENTS = r"(?:\s+(?:in|within|across|from)\s+(?:their|its|his|her|the)\s+(?P<kind>.+?))?"
+_MENTION_FORMS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        rf"^(?:which|what)\s+of\s+(?P<set>.+?)\s+(?:have|has)\s+(?P<kind>[\w\s-]+?)\s+"
+        rf"(?:that|which)\s+{_MENTION_VERB}\s+(?P<topic>.+)$",
+        rf"^(?:which|what|who)(?:\s+ones?)?\s+of\s+(?P<set>.+?)\s+(?:have\s+|has\s+)?"
+        rf"{_MENTION_VERB}\s+(?P<topic>.+?){_IN_DOCUMENTS}$",
+        rf"^(?:do|does|did)\s+any\s+of\s+(?P<set>.+?)\s+{_MENTION_VERB}\s+(?P<topic>.+?)"
+        rf"{_IN_DOCUMENTS}$",
+        rf"^(?:among|of)\s+(?P<set>.+?),\s*(?:which|what|who)(?:\s+ones?)?\s+"
+        rf"(?:have\s+|has\s+)?{_MENTION_VERB}\s+(?P<topic>.+?){_IN_DOCUMENTS}$",
+    )
+)
+# "For the company with the most open deals, summarise its last call notes."
+_FOR_ENTITY = re.compile(
+    r"^for\s+(?P<set>(?:the|our|each of (?:the|our))\s+.+?)\s*,\s*(?P<task>.+)$", re.IGNORECASE
+)
+_POSSESSIVE_DOCS = re.compile(
+    r"\b(?:its|their|his|her)\s+(?:(?:last|latest|most recent|recent|newest|own)\s+)?"
+    r"(?P<kind>(?:[a-z]+\s+){0,2}(?:notes|briefs?|emails?|tickets?|documents?|docs|"
+    r"calls?|meetings?|reports?|sheets?|records?))\b",
+    re.IGNORECASE,
+)
+# Entity nouns → the metadata key documents carry for that entity.
+_ENTITIES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), e)
+    for p, e in (
+        (
+            r"\b(?:accounts?|compan(?:y|ies)|customers?|clients?|organi[sz]ations?|"
+            r"prospects?|vendors?)\b",
+            "company",
+        ),
+        (r"\b(?:deals?|opportunit(?:y|ies))\b", "opportunity"),
+        (r"\b(?:contacts?|people|persons?)\b", "contact"),
+        (r"\b(?:reps?|owners?|salespeople|sales ?people|account executives?)\b", "owner"),
+        (r"\bproducts?\b", "product"),
+    )
+)
+_GENERIC_DOCUMENTS = frozenset(
+    {"document", "documents", "doc", "docs", "file", "files", "record", "records", "text"}
+)
+
+
+@dataclass(frozen=True)
+class ScopedQuestion:
+    """A question over a set the warehouse lists and the documents of each member.
+
+    ``set_question`` goes to SQL; ``search`` runs once per member, kept to that member's
+    documents (metadata ``entity_id``, or ``entity`` by name) of ``categories``."""
+
+    set_question: str
+    search: str
+    entity: str
+    categories: tuple[str, ...]
+    documents: str
+    topic: str = ""  # set for "which … mention <topic>": report who does and who does not
+
+
+def scoped_question(question: str) -> ScopedQuestion | None:
+    """The set-then-documents reading of ``question``, or None when it is not one."""
+    text = re.sub(r"\s+", " ", question).strip().rstrip("?.! ")
+    for pattern in _MENTION_FORMS:
+        match = pattern.match(text)
+        if match is None:
+            continue
+        found = _set_and_entity(match.group("set"))
+        if found is None:
+            return None
+        set_phrase, entity = found
+        topic = _trim(match.group("topic"))
+        kind = _trim(match.group("kind") or "")
+        if not topic or "{{" in topic:
+            return None
+        return ScopedQuestion(
+            set_question=_what(set_phrase),
+            search=_topic_query(topic),
+            entity=entity,
+            categories=_categories(kind),
+            documents=kind or "documents",
+            topic=topic,
+        )
+    match = _FOR_ENTITY.match(text)
+    if match is not None:
+        found = _set_and_entity(match.group("set"))
+        docs = _POSSESSIVE_DOCS.search(match.group("task"))
+        if found is None or docs is None:
+            return None
+        set_phrase, entity = found
+        set_phrase = re.sub(r"^each of\s+", "", set_phrase, flags=re.IGNORECASE)
+        kind = docs.group("kind").lower()
+        task = _trim(match.group("task"))
+        # One entity: its name helps the search. Several: each search has its own filter,
+        # and the first one's name would only mislead the others.
+        question_text = _as_question(set_phrase)
+        return ScopedQuestion(
+            set_question=question_text,
+            search=task if question_text.startswith("What are") else f"{task} for {{{{s}}}}",
+            entity=entity,
+            categories=_categories(kind),
+            documents=kind,
+        )
+    return None
+
+
+def _set_and_entity(phrase: str) -> tuple[str, str] | None:
+    """The set phrase and its entity, when the warehouse can list it: it names an entity
+    and carries a countable cue (a rank, a number, a comparison) and no reading cue."""
+    phrase = _trim(phrase)
+    phrase = re.sub(r"^(?:these|those)\s+", "the ", phrase, flags=re.IGNORECASE)
+    entity = next((e for p, e in _ENTITIES if p.search(phrase)), None)
+    if entity is None:
+        return None
+    agg, _strong = aggregation_score(phrase)
+    if agg == 0 or semantic_score(phrase) > 0:
+        return None
+    return phrase, entity
+
+
+def _as_question(set_phrase: str) -> str:
+    """ "the company with the most open deals" → "Which company has the most open deals?" """
+    match = re.match(
+        r"^(?:the|our)\s+(?P<noun>\w+)\s+(?:with|that has|which has)\s+(?P<rest>.+)$",
+        set_phrase,
+        re.IGNORECASE,
+    )
+    if match is not None:
+        return f"Which {match.group('noun')} has {match.group('rest')}?"
+    return _what(set_phrase)
+
+
+def _what(set_phrase: str) -> str:
+    """ "What are <set>?", or "What is <set>?" when it names one entity."""
+    nouns = [m.group().lower() for p, _ in _ENTITIES for m in p.finditer(set_phrase)]
+    plural = any(n.endswith("s") or n == "people" for n in nouns)
+    return f"What {'are' if plural or not nouns else 'is'} {set_phrase}?"
+
+
+def _topic_query(topic: str) -> str:
+    return re.sub(r"^(?:a|an|the|any)\s+", "", topic, flags=re.IGNORECASE).strip()
+
+
+def _categories(kind: str) -> tuple[str, ...]:
+    """Document kinds by the house convention (singular snake_case): "call notes" →
+    call_note. Generic words ("documents", "files") name no kind."""
+    words = re.findall(r"[a-z]+", kind.lower())
+    if not words or all(w in _GENERIC_DOCUMENTS for w in words):
+        return ()
+    if words[-1] in _GENERIC_DOCUMENTS and len(words) > 1:
+        words = words[:-1]
+    last = words[-1]
+    if last.endswith("ies") and len(last) > 4:
+        last = last[:-3] + "y"
+    elif last.endswith("s") and not last.endswith("ss"):
+        last = last[:-1]
+    return ("_".join([*words[:-1], last]),)

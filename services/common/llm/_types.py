@@ -328,13 +328,33 @@ class RepairSqlRequest:
 
 
 @dataclass(frozen=True)
+class MemberEvidence:
+    """One entity of a set: its name, the rows that list it, its retrieved passages."""
+
+    name: str
+    rows_id: str
+    passage_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MentionCheck:
+    """Which members' ``documents`` mention ``topic`` (each member searched on its own)."""
+
+    topic: str
+    documents: str
+    members: tuple[MemberEvidence, ...]
+
+
+@dataclass(frozen=True)
 class SynthesizeRequest:
-    """Answer only from these passages and rows, citing their ids."""
+    """Answer only from these passages and rows, citing their ids; ``mention`` asks which
+    members of a set the passages show mentioning a topic."""
 
     question: str
     passages: tuple[Passage, ...] = ()
     rows: tuple[RowSet, ...] = ()
     partial: bool = False
+    mention: MentionCheck | None = None
 
 
 # --- role outputs ---------------------------------------------------------------------
@@ -352,14 +372,32 @@ class RouteDecision:
 
 
 @dataclass(frozen=True)
+class StepScope:
+    """Runs a semantic step once per entity an earlier step's rows list, each search kept
+    to that entity's documents: metadata ``field`` equal to the row's ``field`` column, or
+    ``label_field`` equal to the row's name when the rows have no such column."""
+
+    source: str  # the step whose rows list the entities (also in depends_on)
+    field: str  # document metadata key and result column, e.g. "company_id"
+    label_field: str = ""  # metadata key holding the entity's name, e.g. "company"
+    categories: tuple[str, ...] = ()  # document kinds, e.g. ("call_note",)
+    documents: str = ""  # how the question names those documents ("call notes")
+    # Report, per entity, whether its documents mention ``topic``.
+    check_mention: bool = False
+    topic: str = ""
+
+
+@dataclass(frozen=True)
 class PlanStep:
-    """One tool call. ``query`` may hold ``{{sN}}``: the router binds step sN's top result."""
+    """One tool call. ``query`` may hold ``{{sN}}``: the router binds step sN's top result.
+    ``scope`` repeats a semantic step per entity of an earlier step's rows."""
 
     id: str
     tool: ToolName
     query: str
     depends_on: tuple[str, ...] = ()
     intent: SqlIntent | None = None
+    scope: StepScope | None = None
 
 
 @dataclass(frozen=True)

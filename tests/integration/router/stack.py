@@ -53,12 +53,13 @@ class CallLog:
     def of(self, method: str) -> list[dict[str, Any]]:
         return [c for c in self.calls if c["method"] == method]
 
-    async def record(self, method: str, call: Any) -> Any:
+    async def record(self, method: str, call: Any, request: Any = None) -> Any:
         entry: dict[str, Any] = {
             "method": method,
             "start": time.monotonic(),
             "end": None,
             "cancelled": False,
+            "request": request,
         }
         self.calls.append(entry)
         try:
@@ -82,7 +83,7 @@ class RecordingRetrieval(rpb_grpc.RetrievalServiceServicer):
 
     async def Search(self, request: rpb.SearchRequest, context: Any) -> rpb.SearchResponse:
         result: rpb.SearchResponse = await self._log.record(
-            "Search", lambda: self._real.Search(request, context)
+            "Search", lambda: self._real.Search(request, context), request
         )
         return result
 
@@ -108,7 +109,7 @@ class RecordingSql(spb_grpc.SqlServiceServicer):
 
     async def AskQuestion(self, request: Any, context: Any) -> spb.AskQuestionResponse:
         result: spb.AskQuestionResponse = await self._log.record(
-            "AskQuestion", lambda: self._real.AskQuestion(request, context)
+            "AskQuestion", lambda: self._real.AskQuestion(request, context), request
         )
         return result
 

@@ -183,3 +183,37 @@ async def test_repair_drops_the_part_the_failure_names(view):
     unrepairable = Failure(1, AttemptOutcome.DATABASE_ERROR, "SELECT 1", sqlstate="42703")
     nothing = await generator.repair("q", understanding, view, previous, unrepairable)
     assert nothing.intent is None and nothing.sql is None and nothing.explanation
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What are our top 5 accounts by open pipeline?",
+        "Which 5 companies have the most open pipeline?",
+        "top 5 customers by open pipeline",
+    ],
+)
+def test_accounts_ranked_by_summed_open_pipeline(view, catalog, question):
+    intent = read(question, view).intent
+    assert (intent.kind, intent.table) == (IntentKind.GROUP_BY, "public.opportunities")
+    assert intent.aggregate is Aggregate.SUM and intent.limit == 5
+    assert [g.column for g in intent.group_by] == ["companies.name", "companies.company_id"]
+    assert filters(intent)["opportunities.stage"] == (
+        FilterOp.NOT_IN,
+        ("Closed Lost", "Closed Won"),
+    )
+    sql = compile_intent(intent, catalog, row_cap=50).sql
+    assert "SUM(opportunities.amount)" in sql and "DESC" in sql
+
+
+def test_the_company_with_the_most_open_deals_counts_only_open_ones(view):
+    intent = read("Which company has the most open deals?", view).intent
+    assert intent.aggregate is Aggregate.COUNT and intent.limit == 1
+    assert "companies.company_id" in [g.column for g in intent.group_by]
+    assert filters(intent)["opportunities.stage"][0] is FilterOp.NOT_IN
+
+
+def test_account_executives_are_still_a_title_not_the_accounts_table(view):
+    intent = read("How many account executives are there?", view).intent
+    assert intent.table == "public.owners"
+    assert filters(intent)["title"] == (FilterOp.EQUAL, ("Account Executive",))

@@ -7,8 +7,8 @@ from datetime import date
 import pytest
 
 from services.common import SettingsError
-from services.sql import SqlSettings
-from services.sql._server import target_configs
+from services.sql import SqlSettings, demo_data
+from services.sql._server import reference_clock, target_configs
 
 
 def test_defaults():
@@ -73,3 +73,13 @@ def test_warehouse_url_overrides_everything():
 def test_bad_values_name_their_variable(environ, variable):
     with pytest.raises(SettingsError, match=variable):
         SqlSettings.from_env(environ)
+
+
+def test_reference_date_defaults_to_the_demo_anchor_only_for_the_demo_warehouse():
+    unset = SqlSettings.from_env({})
+    assert unset.reference_date is None
+    assert reference_clock(unset, serves_demo=True)() == demo_data.ANCHOR_DATE
+    assert reference_clock(unset, serves_demo=False)() == date.today()
+    fixed = SqlSettings.from_env({"SQL_REFERENCE_DATE": "2024-03-15"})
+    for demo in (True, False):
+        assert reference_clock(fixed, serves_demo=demo)() == date(2024, 3, 15)
