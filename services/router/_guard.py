@@ -127,9 +127,15 @@ def check_output(
     check_urls_and_leaks: bool,
     check_citations: bool,
 ) -> OutputCheck:
-    """Drop invented citations, foreign URLs and leaked rules; keep the rest verbatim."""
+    """Drop invented citations, foreign URLs and leaked rules; keep the rest verbatim.
+
+    A URL may stay only if the context holds it outside any passage that itself reads
+    as an exfiltration attempt: the check does its own scan, so a planted link copied
+    verbatim is removed even when the injection scan layer is switched off."""
     result = OutputCheck()
-    context_text = "\n".join(context)
+    context_text = "\n".join(
+        text for text in context if not any(f.kind == EXFILTRATION for f in scan(text))
+    )
     for sentence in sentences:
         text = sentence.text
         cited: list[str] = list(sentence.citations)
