@@ -24,6 +24,7 @@ _MODULES = (
     "services.cli._load",
     "services.cli._router",
     "services.cli._trace",
+    "services.demo._cli",
 )
 
 

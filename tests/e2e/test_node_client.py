@@ -148,7 +148,9 @@ def test_node_ask_gets_a_cited_answer_with_its_guardrail_report(
     )
 
 
-def test_node_ask_decodes_the_answer_to_the_compound_question(node_client: Path, gateway: Gateway):
+def test_node_ask_answers_the_compound_question_with_both_engines(
+    node_client: Path, gateway: Gateway
+):
     code, reply = _client(node_client, gateway, gateway.api_key, "ask", COMPOUND_QUESTION)
 
     assert code == 0, reply
@@ -162,10 +164,19 @@ def test_node_ask_decodes_the_answer_to_the_compound_question(node_client: Path,
     passages = {
         c["document_id"] for c in answer["citations"] if c["kind"] == "CITATION_KIND_PASSAGE"
     }
-    assert passages <= known
-    # The headline answer: exactly the top accounts whose call notes mention the review.
+    assert passages and passages <= known
+    # Both engines answered: the top five from SQL, the mentions from their call notes,
+    # which are the only call notes cited.
     truth = compound_answer(gateway.corpus)
     top = [name for name, _ in truth.top]
+    assert all(name in answer["text"] for name in top), answer["text"]
+    notes = {
+        d.document_id: d.metadata["company"]
+        for d in gateway.corpus.documents
+        if d.category == CALL_NOTE and not d.injections
+    }
+    assert {notes[d] for d in passages if d in notes} <= set(top)
+    # The headline answer: exactly the top accounts whose call notes mention the review.
     sentences = re.split(r"(?<=[.!?])(?:\s*\[\d+\])*\s+", answer["text"])
     (says,) = [s for s in sentences if s.startswith(f"Of these {len(top)},")]
     assert {n for n in top if n in says} == set(truth.mentioning)
