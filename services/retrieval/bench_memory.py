@@ -37,20 +37,27 @@ from tandem.v1 import retrieval_service_pb2 as pb
 
 _TENANT = "bench-memory"
 _MIB = 1024 * 1024
+# How Postgres's shared memory shows in /proc/<pid>/smaps (mmap of /dev/zero, SysV, POSIX).
+_SHARED_SEGMENTS = ("/dev/zero", "/SYSV", "/dev/shm", "/PostgreSQL")
 
 
 def _postgres_private(database_pid: int) -> int:
-    """Private memory (USS) of the postmaster that owns ``database_pid`` and its children.
+    """Private memory of the postmaster that owns ``database_pid`` and its children,
+    outside the shared memory segment.
 
-    RSS would count the shared buffer pool once per backend that touched it; that pool is
-    bounded by ``shared_buffers``, so USS is what a leak would grow.
+    RSS counts the shared buffer pool once per backend that touched it, and even USS
+    counts a buffer page touched by one process only as that process's "private" page,
+    so both grow as the pool fills (bounded by ``shared_buffers``). A leak lives in the
+    heap and anonymous mappings: those are summed, the shared segment is not.
     """
     backend = psutil.Process(database_pid)
     root = backend.parent() or backend
     total = 0
     for process in [root, *root.children(recursive=True)]:
         with contextlib.suppress(psutil.Error):
-            total += process.memory_full_info().uss
+            for mapping in process.memory_maps(grouped=True):
+                if not mapping.path.startswith(_SHARED_SEGMENTS):
+                    total += mapping.private_clean + mapping.private_dirty
     return total
 
 
