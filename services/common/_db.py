@@ -20,6 +20,7 @@ import psycopg
 import psycopg_pool
 from psycopg import sql
 
+from services.common._deadline import remaining
 from services.common._errors import (
     DeadlineExceeded,
     FailedPrecondition,
@@ -242,9 +243,16 @@ class Database:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A pooled connection; database errors leave as mapped TandemErrors."""
+        """A pooled connection; database errors leave as mapped TandemErrors.
+
+        The wait for a free connection is the pool timeout, but never past 80% of what is
+        left of the current request: with the database gone, the caller still answers
+        UNAVAILABLE (retryable, or its fail-open path) before its own deadline.
+        """
+        left = remaining()
+        wait = self._timeout_s if left is None else max(0.001, min(self._timeout_s, left * 0.8))
         try:
-            async with self.pool.connection() as conn:
+            async with self.pool.connection(timeout=wait) as conn:
                 yield conn
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise map_db_error(exc) from exc

@@ -14,6 +14,7 @@ from services.common import (
     Migration,
     Unavailable,
     apply_migrations,
+    deadline_scope,
     map_db_error,
 )
 
@@ -84,6 +85,25 @@ async def test_statement_timeout_maps_to_deadline_exceeded(pg_url):
             async with db.connection() as conn:
                 await conn.execute("SET statement_timeout = '50ms'")
                 await conn.execute("SELECT pg_sleep(1)")
+    finally:
+        await db.close()
+
+
+async def test_waiting_for_a_connection_never_outlives_the_request(pg_url):
+    """A pool with no free connection answers UNAVAILABLE inside the request's deadline,
+    not after the (longer) pool timeout."""
+    db = Database(pg_url, min_size=1, max_size=1, timeout_s=5.0)
+    await db.open()
+    try:
+        async with db.connection():
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with deadline_scope(0.5), pytest.raises(Unavailable) as err:
+                async with db.connection():
+                    pass
+            waited = loop.time() - started
+        assert err.value.reason == "DATABASE_UNAVAILABLE"
+        assert 0.3 <= waited < 0.5
     finally:
         await db.close()
 
