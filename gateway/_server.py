@@ -420,6 +420,7 @@ async def run_until_signalled() -> None:
             sql_channel=sql,
         )
         await ready(server, servicer, deps)
+        server.watch_dependencies({"postgres": database.ping})
 
     async def stop() -> None:
         for channel in (router, retrieval, sql):

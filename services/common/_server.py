@@ -19,13 +19,18 @@ from services.common._telemetry import Telemetry
 _log = logging.getLogger("tandem.server")
 
 Registrar = Callable[[Any, grpc.aio.Server], None]
+DependencyCheck = Callable[[], Awaitable[bool]]
 
 
 class GrpcServer:
     """One service process's server: register servicers, start, flip health, drain.
 
     Health reports NOT_SERVING for every registered service until ``set_serving`` is
-    called, so a load balancer never routes to a process that is still loading.
+    called, so a load balancer never routes to a process that is still loading. With
+    ``watch_dependencies``, each registered service's own status (e.g.
+    ``tandem.v1.RetrievalService``) also follows its dependencies, while the process-wide
+    ``""`` status stays a liveness signal: a readiness probe that names the service takes
+    a replica whose database is gone out of rotation without restarting it.
     """
 
     def __init__(self, settings: ServerSettings, telemetry: Telemetry) -> None:
@@ -33,6 +38,8 @@ class GrpcServer:
         self.telemetry = telemetry
         self.health = health.aio.HealthServicer()
         self._service_names: list[str] = []
+        self._watcher: asyncio.Task[None] | None = None
+        self._down: frozenset[str] = frozenset()
         self._port: int | None = None
         self.server = grpc.aio.server(
             interceptors=[
@@ -98,6 +105,49 @@ class GrpcServer:
         )
         await self._set_all(status)
 
+    def watch_dependencies(
+        self, checks: dict[str, DependencyCheck], interval_s: float = 2.0
+    ) -> None:
+        """Re-check ``checks`` every ``interval_s``: any failing one turns the registered
+        services NOT_SERVING (one warning naming it), all passing turns them back."""
+        if self._watcher is not None:
+            raise RuntimeError("dependencies are already watched")
+        self._watcher = asyncio.create_task(self._watch(checks, interval_s))
+
+    @property
+    def unavailable_dependencies(self) -> frozenset[str]:
+        return self._down
+
+    async def _watch(self, checks: dict[str, DependencyCheck], interval_s: float) -> None:
+        while True:
+            results = await asyncio.gather(
+                *(self._probe(c, timeout_s=max(1.0, interval_s)) for c in checks.values())
+            )
+            down = frozenset(name for name, ok in zip(checks, results, strict=True) if not ok)
+            if down != self._down:
+                for name in sorted(down - self._down):
+                    _log.warning("dependency unavailable", extra={"fields": {"dependency": name}})
+                for name in sorted(self._down - down):
+                    _log.info("dependency back", extra={"fields": {"dependency": name}})
+                status = (
+                    health_pb2.HealthCheckResponse.NOT_SERVING
+                    if down
+                    else health_pb2.HealthCheckResponse.SERVING
+                )
+                for service in self._service_names:
+                    await self.health.set(service, status)
+                self._down = down
+            await asyncio.sleep(interval_s)
+
+    @staticmethod
+    async def _probe(check: DependencyCheck, timeout_s: float) -> bool:
+        # A check that raises or hangs (a stopped database never answers) is failing;
+        # neither may kill or stall the watcher.
+        try:
+            return await asyncio.wait_for(check(), timeout_s)
+        except Exception:
+            return False
+
     async def _set_all(self, status: Any) -> None:
         await self.health.set("", status)
         for name in self._service_names:
@@ -105,6 +155,8 @@ class GrpcServer:
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Health NOT_SERVING first, then refuse new calls and let in-flight ones finish."""
+        if self._watcher is not None:
+            self._watcher.cancel()
         await self.health.enter_graceful_shutdown()
         grace = self.settings.grace_period_s if grace_s is None else grace_s
         await self.server.stop(grace)

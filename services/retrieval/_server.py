@@ -463,6 +463,7 @@ async def run_until_signalled() -> None:
 
     async def start() -> None:
         await prepare_store(database, settings, embedded=db_settings.url is None)
+        server.watch_dependencies({"postgres": database.ping})
 
     async def stop() -> None:
         await channel.close()

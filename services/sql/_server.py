@@ -286,6 +286,7 @@ async def run_until_signalled() -> None:
         deps = await build_deps(settings, telemetry, generator=generator)
         opened.append(deps)
         await ready(server, servicer, deps)
+        server.watch_dependencies({"warehouse": deps.targets.get("").ping})
 
     async def close() -> None:
         for deps in opened:

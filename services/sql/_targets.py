@@ -159,6 +159,15 @@ class Target:
     async def close(self) -> None:
         await self.pool.close()
 
+    async def ping(self) -> bool:
+        """True when a pooled connection answers ``SELECT 1`` within a second (health)."""
+        try:
+            async with self.pool.connection(timeout=1.0) as conn:
+                await conn.execute("SELECT 1")
+        except (psycopg.Error, psycopg_pool.PoolTimeout):
+            return False
+        return True
+
     async def get_catalog(self) -> Catalog:
         """The catalog, refusing a database whose user turned out to be able to write."""
         catalog = await self.catalog.get()

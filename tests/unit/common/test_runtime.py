@@ -145,6 +145,77 @@ async def test_health_is_not_serving_until_ready(telemetry_sink, grpc_servers):
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
+async def test_service_health_follows_its_dependencies_while_the_process_stays_live(
+    telemetry_sink, grpc_servers
+):
+    async def ok(request: bytes, context: Any) -> bytes:
+        return request
+
+    database_up = True
+
+    async def database() -> bool:
+        return database_up
+
+    async def broken() -> bool:
+        raise OSError("a check that raises counts as down")
+
+    server = probe_server(telemetry_sink().telemetry, {"Ok": ok})
+    grpc_servers.append(server)
+    port = await server.start()
+    await server.set_serving(True)
+
+    async def statuses(stub: Any) -> tuple[int, int]:
+        replies = [
+            await stub.Check(health_pb2.HealthCheckRequest(service=name), timeout=5)
+            for name in ("", SERVICE)
+        ]
+        return replies[0].status, replies[1].status
+
+    async def settle(stub: Any, wanted: tuple[int, int]) -> tuple[int, int]:
+        for _ in range(200):
+            got = await statuses(stub)
+            if got == wanted:
+                return got
+            await asyncio.sleep(0.01)
+        return got
+
+    serving, not_serving = (
+        health_pb2.HealthCheckResponse.SERVING,
+        health_pb2.HealthCheckResponse.NOT_SERVING,
+    )
+    server.watch_dependencies({"postgres": database}, interval_s=0.02)
+    async with create_channel(f"127.0.0.1:{port}") as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        assert await settle(stub, (serving, serving)) == (serving, serving)
+        database_up = False
+        assert await settle(stub, (serving, not_serving)) == (serving, not_serving)
+        assert server.unavailable_dependencies == {"postgres"}
+        database_up = True
+        assert await settle(stub, (serving, serving)) == (serving, serving)
+        with pytest.raises(RuntimeError, match="already watched"):
+            server.watch_dependencies({"other": broken})
+
+
+async def test_a_check_that_raises_or_hangs_marks_its_dependency_down(telemetry_sink, grpc_servers):
+    async def broken() -> bool:
+        raise OSError("unreachable")
+
+    async def hung() -> bool:
+        await asyncio.Event().wait()
+        return True
+
+    server = probe_server(telemetry_sink().telemetry, {})
+    grpc_servers.append(server)
+    await server.start()
+    await server.set_serving(True)
+    server.watch_dependencies({"embedding": broken, "postgres": hung}, interval_s=0.02)
+    for _ in range(300):
+        if len(server.unavailable_dependencies) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert server.unavailable_dependencies == {"embedding", "postgres"}
+
+
 async def test_client_trace_id_appears_in_server_span(telemetry_sink, grpc_servers):
     server_sink, client_sink = telemetry_sink("server"), telemetry_sink("client")
 
