@@ -16,6 +16,11 @@ from tests.unit.infra.conftest import CALL_GRAPH, INFRA, SERVICES, Deployed
 
 K8S = INFRA / "k8s"
 INTERNAL = {"embedding", "retrieval", "sql", "router"}
+DATABASE_BACKED = {
+    "retrieval": "tandem.v1.RetrievalService",
+    "sql": "tandem.v1.SqlService",
+    "gateway": "tandem.v1.GatewayService",
+}
 
 
 def _docs(name: str) -> list[dict[str, Any]]:
@@ -70,8 +75,13 @@ def test_deployment_runs_the_module_on_its_port_with_grpc_probes(service: Deploy
     assert container["ports"] == [{"name": "grpc", "containerPort": port, "protocol": "TCP"}]
     assert env[f"{service.prefix}_PORT"] == str(port)
     assert env[f"{service.prefix}_HOST"] == "0.0.0.0"
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+    for probe in ("startupProbe", "livenessProbe"):
         assert container[probe]["grpc"] == {"port": port}, probe
+    # Services with a database report readiness under their own name, which follows it.
+    readiness: dict[str, object] = {"port": port}
+    if service.name in DATABASE_BACKED:
+        readiness["service"] = DATABASE_BACKED[service.name]
+    assert container["readinessProbe"]["grpc"] == readiness
     for bound in ("requests", "limits"):
         assert set(container["resources"][bound]) == {"cpu", "memory"}
     assert pod["securityContext"]["runAsNonRoot"] is True
