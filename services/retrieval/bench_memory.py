@@ -4,7 +4,7 @@ Streams ``documents`` short CRM documents through IngestDocuments in batches (th
 gRPC path: redaction, chunking, embedding through the embedding service, COPY) into a
 scratch database, and samples after every batch the resident set size of this process
 (which hosts the embedding model, the embedding server and the retrieval server) and of
-the embedded Postgres's processes (private memory, see ``_postgres_private``). "Flat"
+the embedded Postgres's processes (private memory, see ``postgres_private_bytes``). "Flat"
 means the last tenth of the run holds no more than the first tenth plus a small
 allowance: a leak grows with documents, a warm-up does not.
 """
@@ -41,17 +41,15 @@ _MIB = 1024 * 1024
 _SHARED_SEGMENTS = ("/dev/zero", "/SYSV", "/dev/shm", "/PostgreSQL")
 
 
-def _postgres_private(database_pid: int) -> int:
-    """Private memory of the postmaster that owns ``database_pid`` and its children,
-    outside the shared memory segment.
+def postgres_private_bytes(postmaster_pid: int) -> int:
+    """Private memory of a postmaster and all its children, outside the shared segment.
 
     RSS counts the shared buffer pool once per backend that touched it, and even USS
     counts a buffer page touched by one process only as that process's "private" page,
     so both grow as the pool fills (bounded by ``shared_buffers``). A leak lives in the
     heap and anonymous mappings: those are summed, the shared segment is not.
     """
-    backend = psutil.Process(database_pid)
-    root = backend.parent() or backend
+    root = psutil.Process(postmaster_pid)
     total = 0
     for process in [root, *root.children(recursive=True)]:
         with contextlib.suppress(psutil.Error):
@@ -59,6 +57,12 @@ def _postgres_private(database_pid: int) -> int:
                 if not mapping.path.startswith(_SHARED_SEGMENTS):
                     total += mapping.private_clean + mapping.private_dirty
     return total
+
+
+def _postmaster_of(backend_pid: int) -> int:
+    backend = psutil.Process(backend_pid)
+    parent = backend.parent()
+    return parent.pid if parent is not None else backend_pid
 
 
 def _summary(samples: list[dict[str, float]], key: str) -> dict[str, float]:
@@ -95,7 +99,7 @@ async def _run(documents: int, batch: int) -> dict[str, Any]:
             cur = await conn.execute("SELECT pg_backend_pid()")
             row = await cur.fetchone()
             assert row is not None
-            backend_pid = int(row[0])
+            postmaster = _postmaster_of(int(row[0]))
             await ensure_tenant(conn, _TENANT)
         async with ingest_stack(database, settings, model, embedding_settings) as stub:
             for offset in range(0, documents, batch):
@@ -118,7 +122,7 @@ async def _run(documents: int, batch: int) -> dict[str, Any]:
                         "documents": min(offset + batch, documents),
                         "elapsed_s": round(time.perf_counter() - started, 1),
                         "process_mib": this.memory_info().rss / _MIB,
-                        "postgres_mib": _postgres_private(backend_pid) / _MIB,
+                        "postgres_mib": postgres_private_bytes(postmaster) / _MIB,
                     }
                 )
     finally:
