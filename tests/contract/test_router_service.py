@@ -21,7 +21,7 @@ from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import router_service_pb2 as pb
 from tandem.v1 import router_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings
-from tests.integration.retrieval.stack import EmbeddingService, ingest, new_tenant, start_embedding
+from tests.integration.retrieval.stack import ingest, new_tenant
 from tests.integration.router.corpus import documents
 from tests.integration.router.stack import Engines, start_engines
 
@@ -35,13 +35,6 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def warehouse(pg_url: str) -> Warehouse:
     return asyncio.run(ensure_warehouse(pg_url))
-
-
-@pytest.fixture
-async def embedding(real_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
-    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
-    yield service
-    await service.close()
 
 
 @pytest.fixture

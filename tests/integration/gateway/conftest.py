@@ -7,38 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.gateway.stack import Gateway, Sql, start_gateway, start_sql
-from tests.integration.retrieval.stack import (
-    EmbeddingService,
-    Retrieval,
-    start_embedding,
-    start_retrieval,
-)
+from tests.integration.gateway.stack import Gateway, start_gateway
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-async def embedding(real_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
-    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
-    yield service
-    await service.close()
-
-
-@pytest.fixture
-async def retrieval(pg_url, embedding, telemetry_sink) -> AsyncIterator[Retrieval]:
-    service = await start_retrieval(
-        pg_url, embedding.server.address, telemetry_sink("retrieval").telemetry
-    )
-    yield service
-    await service.close()
-
-
-@pytest.fixture
-async def sql(pg_url, telemetry_sink) -> AsyncIterator[Sql]:
-    service = await start_sql(pg_url, telemetry_sink("sql").telemetry)
-    yield service
-    await service.close()
 
 
 @pytest.fixture
