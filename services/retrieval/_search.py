@@ -285,6 +285,7 @@ class Searcher:
             sparse_coverage=self._settings.sparse_min_coverage
             if mode is SearchMode.HYBRID
             else 0.0,
+            sparse_candidates=self._settings.sparse_candidates,
         )
         db_started = self._clock()
         try:

@@ -13,7 +13,10 @@ at the end, so the numbers sit side by side:
   measured separately below).
 * **Search latency.** Queries are CRM-style questions embedded once by the real model;
   each mode's database time is measured through the repository (one round trip, as the
-  service does it) and the query-embedding time is reported on its own.
+  service does it) and the query-embedding time is reported on its own. The full-text
+  side reads at most ``RETRIEVAL_SPARSE_CANDIDATES`` chunks (the query's rarest words
+  first); the first 50 queries also run unbounded, for its latency side by side and the
+  share of the top 10 both agree on.
 * **HNSW recall@10** at the default ``ef_search`` against an exact float32 scan in
   NumPy over the same vectors.
 * **Ingest throughput.** Documents of about 150 words go through IngestDocuments (the
@@ -66,6 +69,8 @@ from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
 
 Matrix = npt.NDArray[np.float32]
 TOP_K = 10
+# Queries also run with the full-text side unbounded (its cost grows with the matches).
+UNBOUNDED_QUERIES = 50
 _TENANT = "bench"
 
 
@@ -140,6 +145,7 @@ def _plan(
         dense_weight=s.dense_weight,
         sparse_weight=s.sparse_weight,
         sparse_coverage=s.sparse_min_coverage if mode is SearchMode.HYBRID else 0.0,
+        sparse_candidates=s.sparse_candidates,
     )
 
 
@@ -176,16 +182,35 @@ async def _search_size(setup: _Setup, size: int) -> dict[str, Any]:
     repository = RetrievalRepository(database)
     latency: dict[str, dict[str, float]] = {}
     dense_ids: list[list[int]] = []
+    found: dict[SearchMode, list[set[str]]] = {}
     for mode in (SearchMode.HYBRID, SearchMode.DENSE, SearchMode.SPARSE):
         await repository.search(_plan(mode, query_texts[0], query_vectors[0], model.name, settings))
         ms = []
+        found[mode] = []
         for text, vector in zip(query_texts, query_vectors, strict=True):
             started = time.perf_counter()
             rows = await repository.search(_plan(mode, text, vector, model.name, settings))
             ms.append((time.perf_counter() - started) * 1000)
+            found[mode].append({h.chunk_id for h in rows.hits})
             if mode is SearchMode.DENSE:
                 dense_ids.append([uuid.UUID(h.chunk_id).int - 1 for h in rows.hits])
         latency[mode.name.lower()] = _dist(ms)
+    # The same searches with the full-text side unbounded (every match read and ranked),
+    # on the first queries: its latency side by side, and how many of the bounded
+    # search's top 10 it agrees with.
+    unbounded_settings = RetrievalSettings(**{**settings.__dict__, "sparse_candidates": 0})
+    agreement: dict[str, float] = {}
+    for mode in (SearchMode.HYBRID, SearchMode.SPARSE):
+        ms, overlaps = [], []
+        for i in range(min(UNBOUNDED_QUERIES, len(query_texts))):
+            plan = _plan(mode, query_texts[i], query_vectors[i], model.name, unbounded_settings)
+            started = time.perf_counter()
+            rows = await repository.search(plan)
+            ms.append((time.perf_counter() - started) * 1000)
+            truth = {h.chunk_id for h in rows.hits}
+            overlaps.append(len(truth & found[mode][i]) / len(truth) if truth else 1.0)
+        latency[f"{mode.name.lower()}_unbounded"] = _dist(ms)
+        agreement[mode.name.lower()] = round(statistics.fmean(overlaps), 4)
     exact = np.argsort(-(query_vectors @ vectors.T), axis=1)[:, :TOP_K]
     recall = statistics.fmean(
         len(set(found) & set(truth.tolist())) / TOP_K
@@ -198,6 +223,8 @@ async def _search_size(setup: _Setup, size: int) -> dict[str, Any]:
         "dense_index": "hnsw" if hnsw else "exact scan",
         "database_latency": latency,
         "dense_recall_at_10_vs_exact": round(recall, 4),
+        "sparse_candidates": settings.sparse_candidates,
+        "top10_agreement_with_unbounded_full_text": agreement,
     }
 
 
@@ -362,19 +389,25 @@ def render(results: dict[str, Any]) -> str:
         f"retrieval benchmark — model {results['model']}, dense side: {index}, "
         f"{results['queries']} queries, top_k={TOP_K}",
         "",
-        f"{'chunks':>8} {'mode':<7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}  (database time)",
+        f"{'chunks':>8} {'mode':<17} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}  (database time)",
     ]
     for size in results["sizes"]:
         label = f"{size['chunks']:>8}"
         for mode, dist in size["database_latency"].items():
             lines.append(
-                f"{label} {mode:<7} {dist['p50_ms']:>8.2f} {dist['p95_ms']:>8.2f} "
+                f"{label} {mode:<17} {dist['p50_ms']:>8.2f} {dist['p95_ms']:>8.2f} "
                 f"{dist['p99_ms']:>8.2f}"
             )
             label = " " * 8
         lines.append(
             f"{'':>8} dense recall@10 vs exact: {size['dense_recall_at_10_vs_exact']:.3f}  "
             f"(load {size['load_s']} s, index build {size['hnsw_build_s']} s)"
+        )
+        agree = size["top10_agreement_with_unbounded_full_text"]
+        lines.append(
+            f"{'':>8} full text reads at most {size['sparse_candidates']} chunks, rarest words "
+            f"first; top-10 agreement with unbounded: hybrid {agree['hybrid']:.3f}, "
+            f"sparse {agree['sparse']:.3f}"
         )
     q = results["query_embedding"]
     lines.append(

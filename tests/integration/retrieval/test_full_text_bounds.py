@@ -1,0 +1,206 @@
+"""The full-text side's bounded cost: exact per-tenant word statistics kept by triggers,
+and a search that probes the rarest words first and reads at most
+``RETRIEVAL_SPARSE_CANDIDATES`` chunks — identical to the unbounded search whenever the
+budget is not hit (golden set), bounded when it is."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+
+from services.retrieval import RetrievalSettings
+from services.retrieval._repository import app_conninfo
+from services.retrieval.eval import DEFAULT_DATASET, read_beir
+from tandem.v1 import retrieval_service_pb2 as pb
+from tests.integration.retrieval.stack import Retrieval, ingest, new_tenant, start_retrieval
+
+pytestmark = pytest.mark.integration
+
+HYBRID, SPARSE = pb.SEARCH_MODE_HYBRID, pb.SEARCH_MODE_SPARSE
+
+_STORED = "SELECT lexeme, chunks FROM retrieval_terms WHERE tenant_id = %s ORDER BY lexeme"
+_RECOUNTED = """
+    SELECT l.lexeme, count(*)::int
+    FROM retrieval_chunks c CROSS JOIN LATERAL unnest(tsvector_to_array(c.tsv)) AS l (lexeme)
+    WHERE c.tenant_id = %s GROUP BY l.lexeme ORDER BY l.lexeme"""
+
+
+def _terms(pg_url: str, tenant: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """(stored counts, counts recomputed from the chunks) for one tenant."""
+    with psycopg.connect(pg_url) as conn:
+        stored = [tuple(r) for r in conn.execute(_STORED, (tenant,)).fetchall()]
+        recounted = [tuple(r) for r in conn.execute(_RECOUNTED, (tenant,)).fetchall()]
+    return stored, recounted
+
+
+def _doc(doc_id: str, text: str, title: str = "") -> pb.DocumentInput:
+    return pb.DocumentInput(document_id=doc_id, title=title or doc_id, text=text)
+
+
+@pytest.fixture
+async def bounded(pg_url, embedding_service, telemetry_sink) -> AsyncIterator[Retrieval]:
+    """A second retrieval server on the same store whose full text reads at most 3 chunks."""
+    settings = RetrievalSettings(
+        embedding_addr=embedding_service.server.address, sparse_candidates=3
+    )
+    running = await start_retrieval(
+        pg_url,
+        embedding_service.server.address,
+        telemetry_sink("retrieval-bounded").telemetry,
+        settings=settings,
+    )
+    yield running
+    await running.close()
+
+
+@pytest.fixture
+async def unbounded(pg_url, embedding_service, telemetry_sink) -> AsyncIterator[Retrieval]:
+    settings = RetrievalSettings(
+        embedding_addr=embedding_service.server.address, sparse_candidates=0
+    )
+    running = await start_retrieval(
+        pg_url,
+        embedding_service.server.address,
+        telemetry_sink("retrieval-unbounded").telemetry,
+        settings=settings,
+    )
+    yield running
+    await running.close()
+
+
+async def test_word_counts_follow_ingest_replacement_and_deletion(retrieval, pg_url):
+    tenant = new_tenant(pg_url)
+    await ingest(
+        retrieval.stub,
+        tenant,
+        [
+            _doc("a", "Renewal pricing for the Zephyrine account."),
+            _doc("b", "Renewal pricing and seat expansion."),
+            _doc("c", "Security questionnaire before the renewal."),
+        ],
+    )
+    stored, recounted = _terms(pg_url, tenant)
+    assert stored == recounted
+    assert dict(stored)["renew"] == 3 and dict(stored)["zephyrin"] == 1
+    # A changed document's chunks are replaced: its old words are subtracted.
+    await ingest(retrieval.stub, tenant, [_doc("a", "Quarterly business review agenda.")])
+    stored, recounted = _terms(pg_url, tenant)
+    assert stored == recounted
+    assert "zephyrin" not in dict(stored) and dict(stored)["renew"] == 2
+    await retrieval.stub.DeleteDocument(pb.DeleteDocumentRequest(tenant_id=tenant, document_id="b"))
+    stored, recounted = _terms(pg_url, tenant)
+    assert stored == recounted and dict(stored)["renew"] == 1
+    for doc_id in ("a", "c"):
+        await retrieval.stub.DeleteDocument(
+            pb.DeleteDocumentRequest(tenant_id=tenant, document_id=doc_id)
+        )
+    assert _terms(pg_url, tenant) == ([], [])
+
+
+async def test_concurrent_ingests_of_shared_words_neither_deadlock_nor_miscount(retrieval, pg_url):
+    tenant = new_tenant(pg_url)
+    shared = "renewal pricing seat expansion security questionnaire procurement"
+    batches = [
+        [
+            _doc(f"w{w}-d{d}", f"{shared} worker {w} document {d} topic{(w + d) % 5}")
+            for d in range(6)
+        ]
+        for w in range(6)
+    ]
+    results = await asyncio.gather(*(ingest(retrieval.stub, tenant, b) for b in batches))
+    assert all(summary.documents_failed == 0 for _, summary in results)
+    # Replace half of them concurrently too (delete + insert of the same words).
+    replaced = [
+        [_doc(d.document_id, f"{shared} revised {d.document_id}") for d in b[:3]] for b in batches
+    ]
+    results = await asyncio.gather(*(ingest(retrieval.stub, tenant, b) for b in replaced))
+    assert all(summary.documents_failed == 0 for _, summary in results)
+    stored, recounted = _terms(pg_url, tenant)
+    assert stored == recounted
+    assert dict(stored)["renew"] == 36
+
+
+async def test_word_counts_are_tenant_private_and_go_with_the_tenant(retrieval, pg_url):
+    tenant_a, tenant_b = new_tenant(pg_url, "a"), new_tenant(pg_url, "b")
+    await ingest(retrieval.stub, tenant_a, [_doc("x", "Zephyrine merger plan closes in May.")])
+    await ingest(retrieval.stub, tenant_b, [_doc("y", "Quarterly business review agenda.")])
+    with psycopg.connect(app_conninfo(pg_url), autocommit=True) as conn, conn.transaction():
+        conn.execute("SELECT set_config('tandem.tenant_id', %s, true)", (tenant_b,))
+        seen = {r[0] for r in conn.execute("SELECT DISTINCT tenant_id FROM retrieval_terms")}
+        leaked = conn.execute(
+            "SELECT count(*) FROM retrieval_terms WHERE lexeme = 'zephyrin'"
+        ).fetchone()
+    assert seen == {tenant_b} and leaked == (0,)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant_a,))
+    assert _terms(pg_url, tenant_a) == ([], [])
+
+
+async def test_chunk_text_cannot_be_updated_in_place(retrieval, pg_url):
+    tenant = new_tenant(pg_url)
+    await ingest(retrieval.stub, tenant, [_doc("a", "Renewal pricing.")])
+    with psycopg.connect(pg_url) as conn, pytest.raises(psycopg.errors.FeatureNotSupported):
+        conn.execute(
+            "UPDATE retrieval_chunks SET body = 'other words' WHERE tenant_id = %s", (tenant,)
+        )
+    stored, recounted = _terms(pg_url, tenant)
+    assert stored == recounted
+
+
+async def test_the_budget_bounds_rows_read_and_keeps_the_rarest_words(
+    retrieval, bounded, unbounded, pg_url
+):
+    tenant = new_tenant(pg_url)
+    common = [_doc(f"note-{i}", f"Renewal call number {i} covered pricing.") for i in range(12)]
+    rare = _doc("zeph", "Renewal of the Zephyrine contract.")
+    await ingest(retrieval.stub, tenant, [*common, rare])
+
+    async def search(stub, query: str, mode: pb.SearchMode.ValueType) -> list[str]:
+        reply = await stub.Search(
+            pb.SearchRequest(tenant_id=tenant, query=query, mode=mode, top_k=20)
+        )
+        assert not reply.degraded
+        return [h.document_id for h in reply.hits if mode == SPARSE or h.sparse_rank]
+
+    # One common word: every match is read unbounded, at most 3 bounded.
+    assert len(await search(unbounded.stub, "renewal", SPARSE)) == 13
+    assert len(await search(bounded.stub, "renewal", SPARSE)) == 3
+    # A rare word is always probed, whole: its chunk is found and ranked first.
+    assert (await search(bounded.stub, "renewal Zephyrine", SPARSE)) == ["zeph"]
+    assert (await search(unbounded.stub, "renewal Zephyrine", SPARSE))[0] == "zeph"
+    # Hybrid needs half the words: with two, the common one alone qualifies, and the
+    # budget is what leaves those chunks out of the full-text side.
+    assert await search(bounded.stub, "renewal Zephyrine", HYBRID) == ["zeph"]
+    unbounded_hits = await search(unbounded.stub, "renewal Zephyrine", HYBRID)
+    assert unbounded_hits[0] == "zeph" and len(unbounded_hits) == 13
+    # With three words a chunk needs two, so it holds "zephyrine" or "contract" (the two
+    # rarest, within the budget): probing them is exact.
+    for stub in (bounded.stub, unbounded.stub):
+        assert await search(stub, "renewal Zephyrine contract", HYBRID) == ["zeph"]
+    # A word no chunk contains reads nothing.
+    assert await search(bounded.stub, "Quixotic", SPARSE) == []
+
+
+async def test_within_the_budget_results_equal_the_unbounded_search(retrieval, unbounded, pg_url):
+    dataset = read_beir(DEFAULT_DATASET)
+    tenant = new_tenant(pg_url, "golden")
+    documents = [
+        pb.DocumentInput(document_id=d["_id"], title=d["title"], text=d["text"])
+        for d in dataset.corpus
+    ]
+    await ingest(retrieval.stub, tenant, documents)
+    differing = []
+    for query in dataset.queries:
+        for mode in (HYBRID, SPARSE):
+            request = pb.SearchRequest(tenant_id=tenant, query=query["text"], mode=mode, top_k=30)
+            default, exact = await asyncio.gather(
+                retrieval.stub.Search(request), unbounded.stub.Search(request)
+            )
+            got = [(h.chunk_id, h.sparse_rank) for h in default.hits]
+            want = [(h.chunk_id, h.sparse_rank) for h in exact.hits]
+            if got != want:
+                differing.append((query["_id"], mode))
+    assert not differing
