@@ -243,7 +243,7 @@ async def test_a_secret_in_a_document_is_stored_nowhere(retrieval, pg_url):
     assert counts[pb.REDACTION_KIND_EMAIL_ADDRESS] == 3
     assert counts[pb.REDACTION_KIND_CARD_NUMBER] == 1
     for name, secret in SECRETS.items():
-        for table in ("retrieval_documents", "retrieval_chunks"):
+        for table in ("retrieval_documents", "retrieval_chunks", "retrieval_terms"):
             # row-to-text covers every column, the generated tsvector included
             found = query_one(
                 pg_url,
