@@ -115,7 +115,7 @@ class SearchPlan:
     sparse_weight: float
     sparse_coverage: float = 0.5
     # Most chunks the full-text side reads and ranks (see _QUERY_TERMS); 0 = unbounded.
-    sparse_candidates: int = 2000
+    sparse_candidates: int = 1000
 
 
 @dataclass(frozen=True)
@@ -419,15 +419,20 @@ def _hit(row: Sequence[Any]) -> Hit:
 # side's best hits in the fusion. Candidates rank by words matched, then ts_rank_cd.
 #
 # Bounded cost. Ranking is O(rows read), and a common word matches most of a tenant
-# (every chunk, in the 100K benchmark: 185 ms). So the index is probed with the query's
-# *rarest* words only, by their chunk frequencies in ``retrieval_terms`` (migration 0004):
-# * exact part: a chunk matching ``required`` of the ``n`` words that occur at all must
-#   contain one of the ``n - required + 1`` rarest of them (pigeonhole), so probing those
-#   loses nothing;
-# * budget: rarer words are added while their frequencies sum to at most ``candidates``
-#   (the rarest always), and at most ``candidates`` rows are read. Only when that cuts
-#   into the exact part can a chunk whose matched words are all common be missed; it
-#   still ranks by every word once read. ``candidates = 0`` turns the bound off.
+# (every chunk, in the 100K benchmark: 185 ms). So candidates are read in tiers, best
+# first, and reading stops once ``depth`` candidates are in, or at ``candidates`` rows:
+# 1. chunks holding *all* the words that occur in the tenant, then all but one, then all
+#    but two (each tier one tsquery of AND-clauses, which the GIN index answers from its
+#    posting lists: only matching rows are read). Ranking is by words matched first, so
+#    once the tiers read hold ``depth`` chunks, nothing below them can rank higher: exact;
+# 2. then chunks holding one of the query's rarer words (chunk frequencies kept in
+#    ``retrieval_terms``, migration 0004): a chunk matching ``required`` of the ``n``
+#    words that occur must contain one of the ``n - required + 1`` rarest (pigeonhole),
+#    and rarer words are added while their frequencies sum to at most ``candidates``.
+# Only when the budget cuts a tier can a chunk be missed that would have ranked: the
+# order within a cut tier is then the index's. ``candidates = 0`` reads every match.
+# A tier is skipped when it would need more AND-clauses than this (long queries).
+_MAX_TIER_CLAUSES = 64
 _QUERY_TERMS = sql.SQL(
     r"""words AS (
     SELECT plainto_tsquery('english'::regconfig, word) AS q,
@@ -444,26 +449,71 @@ _QUERY_TERMS = sql.SQL(
     SELECT string_agg('(' || t.q::text || ')', ' | ')::tsquery AS tsq,
            array_agg(t.q) AS terms,
            greatest(1, ceil(count(*) * %(coverage)s))::int AS required,
-           count(*) FILTER (WHERE NOT t.absent) AS present
+           count(*) FILTER (WHERE NOT t.absent)::int AS present
     FROM terms t
+), present AS (
+    SELECT '(' || t.q::text || ')' AS q, t.chunks,
+           row_number() OVER (ORDER BY t.chunks, t.q::text) AS i
+    FROM terms t
+    WHERE NOT t.absent
+), tiers AS (
+    SELECT
+        (SELECT string_agg(p.q, ' & ')::tsquery FROM present p
+         WHERE q.present >= q.required) AS all_words,
+        (SELECT string_agg(x.clause, ' | ')::tsquery FROM (
+            SELECT '(' || string_agg(p.q, ' & ') || ')' AS clause
+            FROM present o JOIN present p ON p.i <> o.i
+            GROUP BY o.i
+         ) AS x
+         WHERE q.present - 1 >= q.required AND q.present <= %(max_clauses)s) AS all_but_one,
+        (SELECT string_agg(x.clause, ' | ')::tsquery FROM (
+            SELECT '(' || string_agg(p.q, ' & ') || ')' AS clause
+            FROM present o1 JOIN present o2 ON o2.i > o1.i
+            JOIN present p ON p.i <> o1.i AND p.i <> o2.i
+            GROUP BY o1.i, o2.i
+         ) AS x
+         WHERE q.present - 2 >= q.required
+           AND q.present * (q.present - 1) / 2 <= %(max_clauses)s) AS all_but_two
+    FROM query_terms q
 ), probe AS (
-    SELECT string_agg('(' || r.q::text || ')', ' | ')::tsquery AS tsq
+    SELECT string_agg(r.q, ' | ')::tsquery AS tsq
     FROM (
-        SELECT t.q,
-               row_number() OVER w AS rarity,
-               sum(t.chunks) OVER w AS cumulative
-        FROM terms t
-        WHERE NOT t.absent
-        WINDOW w AS (ORDER BY t.chunks, t.q::text ROWS UNBOUNDED PRECEDING)
+        SELECT p.q, p.i AS rarity, sum(p.chunks) OVER (ORDER BY p.i) AS cumulative
+        FROM present p
     ) AS r
     CROSS JOIN query_terms q
     WHERE r.rarity <= q.present - q.required + 1
       AND (r.rarity = 1 OR %(candidates)s = 0 OR r.cumulative <= %(candidates)s)
+), tier0 AS MATERIALIZED (
+    SELECT c.chunk_id, c.tsv, q.present AS matched
+    FROM retrieval_chunks c CROSS JOIN tiers t CROSS JOIN query_terms q
+    WHERE {where} AND c.tsv @@ t.all_words
+    LIMIT nullif(%(candidates)s, 0)
+), tier1 AS MATERIALIZED (
+    SELECT c.chunk_id, c.tsv, q.present - 1 AS matched
+    FROM retrieval_chunks c CROSS JOIN tiers t CROSS JOIN query_terms q
+    WHERE (SELECT count(*) FROM tier0) < %(depth)s
+      AND {where} AND c.tsv @@ t.all_but_one AND NOT coalesce(c.tsv @@ t.all_words, false)
+    LIMIT nullif(%(candidates)s, 0) - (SELECT count(*) FROM tier0)
+), tier2 AS MATERIALIZED (
+    SELECT c.chunk_id, c.tsv, q.present - 2 AS matched
+    FROM retrieval_chunks c CROSS JOIN tiers t CROSS JOIN query_terms q
+    WHERE (SELECT count(*) FROM tier0) + (SELECT count(*) FROM tier1) < %(depth)s
+      AND {where} AND c.tsv @@ t.all_but_two
+      AND NOT coalesce(c.tsv @@ coalesce(t.all_but_one, t.all_words), false)
+    LIMIT nullif(%(candidates)s, 0) - (SELECT count(*) FROM tier0) - (SELECT count(*) FROM tier1)
+), rest AS MATERIALIZED (
+    SELECT c.chunk_id, c.tsv, NULL::int AS matched
+    FROM retrieval_chunks c CROSS JOIN tiers t CROSS JOIN probe p
+    WHERE (SELECT count(*) FROM tier0) + (SELECT count(*) FROM tier1)
+          + (SELECT count(*) FROM tier2) < %(depth)s
+      AND {where} AND c.tsv @@ p.tsq
+      AND NOT coalesce(c.tsv @@ coalesce(t.all_but_two, t.all_but_one, t.all_words), false)
+    LIMIT nullif(%(candidates)s, 0) - (SELECT count(*) FROM tier0)
+          - (SELECT count(*) FROM tier1) - (SELECT count(*) FROM tier2)
 ), candidates AS (
-    SELECT c.chunk_id, c.tsv
-    FROM retrieval_chunks c CROSS JOIN probe p
-    WHERE {where} AND c.tsv @@ p.tsq
-    LIMIT CASE WHEN %(candidates)s = 0 THEN NULL ELSE %(candidates)s END
+    SELECT * FROM tier0 UNION ALL SELECT * FROM tier1
+    UNION ALL SELECT * FROM tier2 UNION ALL SELECT * FROM rest
 )"""
 )
 
@@ -490,7 +540,10 @@ _SPARSE = sql.SQL(
     FROM candidates c
     CROSS JOIN query_terms q
     CROSS JOIN LATERAL (
-        SELECT count(*) AS matched FROM unnest(q.terms) AS term WHERE c.tsv @@ term
+        -- a tier's rows match a known number of words; only the rest are counted
+        SELECT coalesce(
+            c.matched, (SELECT count(*) FROM unnest(q.terms) AS term WHERE c.tsv @@ term)
+        ) AS matched
     ) AS m
     WHERE m.matched >= q.required
     ORDER BY m.matched DESC, score DESC, c.chunk_id
@@ -498,19 +551,6 @@ _SPARSE = sql.SQL(
 ), sparse_ranked AS (
     SELECT chunk_id, score,
            row_number() OVER (ORDER BY matched DESC, score DESC, chunk_id) AS rank
-    FROM sparse
-)"""
-)
-
-# Full text alone ranks its candidates by ts_rank_cd (no coverage floor, no word count).
-_SPARSE_ONLY = sql.SQL(
-    """sparse AS (
-    SELECT c.chunk_id, ts_rank_cd(c.tsv, q.tsq, 32) AS score
-    FROM candidates c CROSS JOIN query_terms q
-    ORDER BY score DESC, c.chunk_id
-    LIMIT %(depth)s
-), sparse_ranked AS (
-    SELECT chunk_id, score, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank
     FROM sparse
 )"""
 )
@@ -597,11 +637,12 @@ def _search_statement(plan: SearchPlan) -> tuple[sql.Composed, dict[str, Any]]:
         params["model"] = plan.model_name
     if sparse:
         ctes.append(_QUERY_TERMS.format(where=where))
-        fused = plan.mode is SearchMode.HYBRID and plan.sparse_coverage > 0
-        ctes.append(_SPARSE if fused else _SPARSE_ONLY)
+        ctes.append(_SPARSE)
         params["text"] = plan.query
-        params["coverage"] = plan.sparse_coverage if fused else 0.0
+        # The coverage floor guards the fusion; full text alone keeps every match.
+        params["coverage"] = plan.sparse_coverage if plan.mode is SearchMode.HYBRID else 0.0
         params["candidates"] = plan.sparse_candidates
+        params["max_clauses"] = _MAX_TIER_CLAUSES
     if plan.mode is SearchMode.HYBRID:
         params.update(
             k=plan.rrf_k, dense_weight=plan.dense_weight, sparse_weight=plan.sparse_weight

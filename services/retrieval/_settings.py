@@ -36,9 +36,9 @@ class RetrievalSettings:
     sparse_weight: float = 1.0
     # Share of a query's words a chunk must match to be a full-text candidate.
     sparse_min_coverage: float = 0.5
-    # Most chunks the full-text side reads and ranks per search, probing the query's
-    # rarest words first (0: unbounded, every match is ranked).
-    sparse_candidates: int = 2000
+    # Most chunks the full-text side reads and ranks per search, best tier first (chunks
+    # holding the most query words); 0: unbounded.
+    sparse_candidates: int = 1000
     query_embed_timeout_s: float = 5.0
     # Rerank seam: off unless a cross-encoder model is named.
     reranker_model: str | None = None
@@ -73,7 +73,7 @@ class RetrievalSettings:
             dense_weight=_finite(env, "RETRIEVAL_DENSE_WEIGHT", 1.0),
             sparse_weight=_finite(env, "RETRIEVAL_SPARSE_WEIGHT", 1.0),
             sparse_min_coverage=_finite(env, "RETRIEVAL_SPARSE_MIN_COVERAGE", 0.5, 0.0, 1.0),
-            sparse_candidates=_bounded(env, "RETRIEVAL_SPARSE_CANDIDATES", 2000, 0, 1_000_000),
+            sparse_candidates=_bounded(env, "RETRIEVAL_SPARSE_CANDIDATES", 1000, 0, 1_000_000),
             query_embed_timeout_s=_finite(env, "RETRIEVAL_QUERY_EMBED_TIMEOUT_S", 5.0, 0.01),
             reranker_model=env.get_optional("RETRIEVAL_RERANKER_MODEL"),
             rerank_weight=_finite(env, "RETRIEVAL_RERANK_WEIGHT", 0.5, 0.0, 1.0),

@@ -14,8 +14,8 @@ at the end, so the numbers sit side by side:
 * **Search latency.** Queries are CRM-style questions embedded once by the real model;
   each mode's database time is measured through the repository (one round trip, as the
   service does it) and the query-embedding time is reported on its own. The full-text
-  side reads at most ``RETRIEVAL_SPARSE_CANDIDATES`` chunks (the query's rarest words
-  first); the first 50 queries also run unbounded, for its latency side by side and the
+  side reads at most ``RETRIEVAL_SPARSE_CANDIDATES`` chunks (best tier first, see
+  _repository.py); the first 50 queries also run unbounded, for its latency side by side and the
   share of the top 10 both agree on.
 * **HNSW recall@10** at the default ``ef_search`` against an exact float32 scan in
   NumPy over the same vectors.
@@ -405,7 +405,7 @@ def render(results: dict[str, Any]) -> str:
         )
         agree = size["top10_agreement_with_unbounded_full_text"]
         lines.append(
-            f"{'':>8} full text reads at most {size['sparse_candidates']} chunks, rarest words "
+            f"{'':>8} full text reads at most {size['sparse_candidates']} chunks, best tier "
             f"first; top-10 agreement with unbounded: hybrid {agree['hybrid']:.3f}, "
             f"sparse {agree['sparse']:.3f}"
         )

@@ -2,10 +2,10 @@
 -- lexeme of the full-text vector (the chunk frequency).
 --
 -- Ranking every full-text match is O(matches): a query word found in most chunks made
--- the sparse side of a 100K-chunk hybrid search rank every chunk (185 ms at p50). With
--- these counts the search probes only the query's rarest words, within a budget of
--- candidate rows (see the search statement in _repository.py), and still ranks the
--- candidates with every word. Statement-level triggers keep the counts exact in the
+-- the sparse side of a 100K-chunk hybrid search rank every chunk (185 ms at p50). The
+-- search reads candidates in tiers within a budget of rows; after the tiers of chunks
+-- holding (nearly) all the words, these counts pick the query's rarer words to probe
+-- (see the search statement in _repository.py). Statement-level triggers keep the counts exact in the
 -- same transaction as the chunks: inserts add, deletes subtract, TRUNCATE clears.
 
 CREATE TABLE retrieval_terms (

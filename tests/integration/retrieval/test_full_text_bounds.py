@@ -1,7 +1,7 @@
 """The full-text side's bounded cost: exact per-tenant word statistics kept by triggers,
-and a search that probes the rarest words first and reads at most
-``RETRIEVAL_SPARSE_CANDIDATES`` chunks — identical to the unbounded search whenever the
-budget is not hit (golden set), bounded when it is."""
+and a search that reads chunks in tiers (all the words, all but one, all but two, then
+the rarest words) and at most ``RETRIEVAL_SPARSE_CANDIDATES`` of them — identical to the
+unbounded search whenever the budget is not hit (golden set), bounded when it is."""
 
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ async def test_chunk_text_cannot_be_updated_in_place(retrieval, pg_url):
     assert stored == recounted
 
 
-async def test_the_budget_bounds_rows_read_and_keeps_the_rarest_words(
+async def test_the_budget_bounds_rows_read_and_reads_the_best_tier_first(
     retrieval, bounded, unbounded, pg_url
 ):
     tenant = new_tenant(pg_url)
@@ -168,23 +168,40 @@ async def test_the_budget_bounds_rows_read_and_keeps_the_rarest_words(
     # One common word: every match is read unbounded, at most 3 bounded.
     assert len(await search(unbounded.stub, "renewal", SPARSE)) == 13
     assert len(await search(bounded.stub, "renewal", SPARSE)) == 3
-    # A rare word is always probed, whole: its chunk is found and ranked first.
-    assert (await search(bounded.stub, "renewal Zephyrine", SPARSE)) == ["zeph"]
-    assert (await search(unbounded.stub, "renewal Zephyrine", SPARSE))[0] == "zeph"
-    # Hybrid needs half the words: with two, the common one alone qualifies, and the
-    # budget is what leaves those chunks out of the full-text side.
-    assert await search(bounded.stub, "renewal Zephyrine", HYBRID) == ["zeph"]
-    unbounded_hits = await search(unbounded.stub, "renewal Zephyrine", HYBRID)
-    assert unbounded_hits[0] == "zeph" and len(unbounded_hits) == 13
-    # With three words a chunk needs two, so it holds "zephyrine" or "contract" (the two
-    # rarest, within the budget): probing them is exact.
+    # Chunks holding every word are read first, so the budget never drops them.
+    for mode in (SPARSE, HYBRID):
+        hits = await search(bounded.stub, "renewal Zephyrine", mode)
+        assert hits[0] == "zeph" and len(hits) == 3
+        hits = await search(unbounded.stub, "renewal Zephyrine", mode)
+        assert hits[0] == "zeph" and len(hits) == 13
+    # Three words: hybrid needs two, which only "zeph" holds, bounded or not.
     for stub in (bounded.stub, unbounded.stub):
         assert await search(stub, "renewal Zephyrine contract", HYBRID) == ["zeph"]
     # A word no chunk contains reads nothing.
     assert await search(bounded.stub, "Quixotic", SPARSE) == []
 
 
-async def test_within_the_budget_results_equal_the_unbounded_search(retrieval, unbounded, pg_url):
+# The full-text ranking by its definition, reading and ranking every match: at least
+# ``required`` of the query's words, most words matched first, then ts_rank_cd.
+_EXHAUSTIVE = r"""
+WITH words AS (
+    SELECT DISTINCT plainto_tsquery('english', w) AS q
+    FROM regexp_split_to_table(%(text)s, '\s+') AS w
+    WHERE numnode(plainto_tsquery('english', w)) > 0
+), query AS (
+    SELECT string_agg('(' || q::text || ')', ' | ')::tsquery AS tsq, array_agg(q) AS terms,
+           greatest(1, ceil(count(*) * %(coverage)s))::int AS required
+    FROM words
+)
+SELECT c.chunk_id::text
+FROM retrieval_chunks c CROSS JOIN query q
+CROSS JOIN LATERAL (SELECT count(*) AS n FROM unnest(q.terms) AS t WHERE c.tsv @@ t) AS m
+WHERE c.tenant_id = %(tenant)s AND c.tsv @@ q.tsq AND m.n >= q.required
+ORDER BY m.n DESC, ts_rank_cd(c.tsv, q.tsq, 32) DESC, c.chunk_id
+LIMIT 50"""
+
+
+async def test_within_the_budget_the_ranking_equals_an_exhaustive_one(retrieval, pg_url):
     dataset = read_beir(DEFAULT_DATASET)
     tenant = new_tenant(pg_url, "golden")
     documents = [
@@ -193,14 +210,16 @@ async def test_within_the_budget_results_equal_the_unbounded_search(retrieval, u
     ]
     await ingest(retrieval.stub, tenant, documents)
     differing = []
-    for query in dataset.queries:
-        for mode in (HYBRID, SPARSE):
-            request = pb.SearchRequest(tenant_id=tenant, query=query["text"], mode=mode, top_k=30)
-            default, exact = await asyncio.gather(
-                retrieval.stub.Search(request), unbounded.stub.Search(request)
-            )
-            got = [(h.chunk_id, h.sparse_rank) for h in default.hits]
-            want = [(h.chunk_id, h.sparse_rank) for h in exact.hits]
-            if got != want:
-                differing.append((query["_id"], mode))
+    with psycopg.connect(pg_url) as conn:
+        for query in dataset.queries:
+            for mode, coverage in ((HYBRID, 0.5), (SPARSE, 0.0)):
+                params = {"text": query["text"], "coverage": coverage, "tenant": tenant}
+                expected = [r[0] for r in conn.execute(_EXHAUSTIVE, params).fetchall()]
+                reply = await retrieval.stub.Search(
+                    pb.SearchRequest(tenant_id=tenant, query=query["text"], mode=mode, top_k=50)
+                )
+                ranked = sorted((h.sparse_rank, h.chunk_id) for h in reply.hits if h.sparse_rank)
+                want = [(rank, expected[rank - 1]) for rank, _ in ranked]
+                if ranked != want or (mode == SPARSE and len(ranked) != len(expected)):
+                    differing.append((query["_id"], pb.SearchMode.Name(mode)))
     assert not differing
