@@ -15,16 +15,25 @@ CREATE TABLE retrieval_terms (
     PRIMARY KEY (tenant_id, lexeme)
 );
 
--- Rows are locked in (tenant, lexeme) order everywhere, so two transactions writing
--- overlapping words (concurrent ingests of one tenant) queue instead of deadlocking.
+-- Writers of one tenant's counts take that tenant's transaction-scoped advisory lock
+-- before touching them, so they queue instead of deadlocking: replacing a document
+-- subtracts its old words and then adds its new ones, and two such transactions would
+-- otherwise lock shared words in opposite orders. Writes of a tenant are short
+-- (embedding happens before the transaction), so the queue costs little.
+CREATE FUNCTION retrieval_terms_lock(tenants text[]) RETURNS void
+LANGUAGE sql AS $$
+    SELECT pg_advisory_xact_lock(hashtext('tandem.retrieval_terms'), hashtext(t))
+    FROM (SELECT DISTINCT unnest(tenants) AS t ORDER BY 1) AS s;
+$$;
+
 CREATE FUNCTION retrieval_terms_count_inserted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    PERFORM retrieval_terms_lock(ARRAY(SELECT DISTINCT n.tenant_id FROM inserted_chunks n));
     INSERT INTO retrieval_terms AS t (tenant_id, lexeme, chunks)
     SELECT n.tenant_id, l.lexeme, count(*)
     FROM inserted_chunks n CROSS JOIN LATERAL unnest(tsvector_to_array(n.tsv)) AS l (lexeme)
     GROUP BY n.tenant_id, l.lexeme
-    ORDER BY n.tenant_id, l.lexeme
     ON CONFLICT (tenant_id, lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
     RETURN NULL;
 END
@@ -33,14 +42,7 @@ $$;
 CREATE FUNCTION retrieval_terms_count_deleted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    -- Lock in key order first (LockRows sits above the sort), then apply.
-    PERFORM 1 FROM retrieval_terms t
-    WHERE (t.tenant_id, t.lexeme) IN (
-        SELECT o.tenant_id, l.lexeme
-        FROM deleted_chunks o CROSS JOIN LATERAL unnest(tsvector_to_array(o.tsv)) AS l (lexeme)
-    )
-    ORDER BY t.tenant_id, t.lexeme
-    FOR UPDATE;
+    PERFORM retrieval_terms_lock(ARRAY(SELECT DISTINCT o.tenant_id FROM deleted_chunks o));
     WITH removed AS (
         SELECT o.tenant_id, l.lexeme, count(*) AS chunks
         FROM deleted_chunks o CROSS JOIN LATERAL unnest(tsvector_to_array(o.tsv)) AS l (lexeme)
