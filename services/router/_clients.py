@@ -7,8 +7,6 @@ ErrorInfo reason, so a step can tell a bad intent from an unreachable service.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -78,44 +76,10 @@ def error_reason(error: grpc.aio.AioRpcError) -> str:
     return code.name
 
 
-_CALLS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
-    "tandem_router_calls", default=None
-)
-
-
-class CallHandles(grpc.aio.UnaryUnaryClientInterceptor):
-    """Innermost interceptor: hands the real call to whoever is awaiting it.
-
-    Cancelling a task that awaits an intercepted call cancels the interceptor chain, and
-    an outer interceptor that is awaiting the status (OpenTelemetry's does) leaves the
-    real RPC running. ``_call`` cancels the real call through this handle instead.
-    """
-
-    async def intercept_unary_unary(
-        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
-    ) -> Any:
-        call = await continuation(client_call_details, request)
-        calls = _CALLS.get()
-        if calls is not None:
-            calls.append(call)
-        return call
-
-
 async def _call(make: Callable[[], Any], service: str) -> Any:
-    """Make and await a unary call; a cancelled step cancels its RPC on the wire too."""
-    calls: list[Any] = []
-    token = _CALLS.set(calls)
+    """Make and await a unary call (a cancelled step cancels its RPC: ``create_channel``)."""
     try:
-        call = make()
-    finally:
-        _CALLS.reset(token)
-    try:
-        return await call
-    except asyncio.CancelledError:
-        call.cancel()
-        for inner in calls:
-            inner.cancel()
-        raise
+        return await make()
     except grpc.aio.AioRpcError as exc:
         raise _tool_error(exc, service) from None
 

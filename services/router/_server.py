@@ -27,7 +27,7 @@ from services.common import (
 )
 from services.common.llm import LlmProvider, LlmSettings, create_provider
 from services.router import _convert as convert
-from services.router._clients import CallHandles, GrpcSearchTool, GrpcSqlTool
+from services.router._clients import GrpcSearchTool, GrpcSqlTool
 from services.router._engine import Router
 from services.router._settings import DEFAULT_PORT, RouterSettings
 from tandem.v1 import router_service_pb2 as pb
@@ -148,7 +148,7 @@ def build_deps(
     llm: LlmProvider | None = None,
 ) -> RouterDeps:
     """Channels to both engines and the LLM provider (Gemini when keyed, else rules)."""
-    interceptors = [*telemetry.client_interceptors(), CallHandles()]
+    interceptors = telemetry.client_interceptors()
     retrieval = create_channel(settings.retrieval_addr, interceptors=interceptors)
     sql = create_channel(settings.sql_addr, interceptors=interceptors)
     llm_settings = LlmSettings.from_env()

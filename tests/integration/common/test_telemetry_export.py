@@ -12,33 +12,21 @@ import socket
 import statistics
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import pytest
 
 from services.common import Telemetry, TelemetrySettings
 from services.embedding import Embedder, EmbeddingEngine, MicroBatcher, QueryCache
-from services.embedding import default_model_dir as model_dir_for
 from services.embedding._server import EmbeddingDeps, create_server, ready
-from services.embedding.assemble import assemble
 from tandem.v1 import embedding_service_pb2 as pb
 from tandem.v1 import embedding_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings
 
 pytestmark = pytest.mark.integration
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 EXPORT_TIMEOUT_S = 1.0
 CALLS = 40
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    data_dir = REPO_ROOT / ".tandem"
-    out = model_dir_for(data_dir)
-    assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
-    return Embedder.from_directory(out)
 
 
 @pytest.fixture
@@ -96,14 +84,14 @@ async def _measure(embedder: Embedder, endpoint: str | None) -> tuple[list[float
 
 @pytest.mark.timeout(120)
 async def test_a_dead_or_silent_collector_costs_requests_nothing(
-    embedder: Embedder, closed_port: int, silent_port: int, monkeypatch: pytest.MonkeyPatch
+    real_embedder: Embedder, closed_port: int, silent_port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
     monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "100")
-    baseline, _ = await _measure(embedder, None)
+    baseline, _ = await _measure(real_embedder, None)
     normal = statistics.median(baseline)
     for endpoint in (f"http://127.0.0.1:{closed_port}", f"http://127.0.0.1:{silent_port}"):
-        latencies, shutdown_s = await _measure(embedder, endpoint)
+        latencies, shutdown_s = await _measure(real_embedder, endpoint)
         assert len(latencies) == CALLS, endpoint
         # generous: the same order as without an exporter, nowhere near an export timeout
         assert statistics.median(latencies) < normal * 3 + 0.02, (endpoint, normal, latencies)

