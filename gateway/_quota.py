@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 from services.common import ResourceExhausted
 
+QUOTA_REASON = "QUOTA_EXCEEDED"
+QUOTA_MESSAGE = "tenant rate limit exceeded"
+
 
 @dataclass
 class _Bucket:
@@ -40,11 +43,11 @@ class TokenBuckets:
             return
         self._refuse(bucket, cost)
 
-    def check(self, tenant_id: str, cost: float = 1.0) -> None:
-        """Raise RESOURCE_EXHAUSTED as ``take`` would, but spend nothing."""
+    def wait_s(self, tenant_id: str, cost: float = 1.0) -> float:
+        """Seconds until ``cost`` tokens are there (0.0 when they are now); spends nothing
+        and raises nothing, for refusing at the edge without an exception per call."""
         bucket = self._refill(tenant_id)
-        if bucket.tokens < cost:
-            self._refuse(bucket, cost)
+        return 0.0 if bucket.tokens >= cost else (cost - bucket.tokens) / self._rate
 
     def _refill(self, tenant_id: str) -> _Bucket:
         now = self._clock()
@@ -57,6 +60,4 @@ class TokenBuckets:
 
     def _refuse(self, bucket: _Bucket, cost: float) -> None:
         wait = (cost - bucket.tokens) / self._rate
-        raise ResourceExhausted(
-            "tenant rate limit exceeded", retry_after_s=wait, reason="QUOTA_EXCEEDED"
-        )
+        raise ResourceExhausted(QUOTA_MESSAGE, retry_after_s=wait, reason=QUOTA_REASON)

@@ -13,7 +13,7 @@ by a fixed message naming the service.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 from google.protobuf import any_pb2
@@ -101,11 +101,3 @@ def relay(error: grpc.aio.AioRpcError, service: str) -> TandemError:
     else:
         made = RelayedError(code, f"the {service} service failed ({code.name})")
     return made
-
-
-def metadata_value(metadata: Any, key: str) -> str | None:
-    """The first value of ``key`` in gRPC invocation metadata (keys are lower-case)."""
-    for item_key, value in metadata or ():
-        if item_key == key:
-            return value if isinstance(value, str) else value.decode("utf-8", "replace")
-    return None

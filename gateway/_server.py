@@ -20,9 +20,10 @@ import grpc
 from google.protobuf.message import Message
 
 from gateway import _validation as check
+from gateway._admission import QuotaGate, bearer_token
 from gateway._keys import ApiKeys
 from gateway._quota import TokenBuckets
-from gateway._relay import metadata_value, relay, reparse, to_internal, unreachable
+from gateway._relay import relay, reparse, to_internal, unreachable
 from gateway._settings import DEFAULT_PORT, GatewaySettings, key_pepper
 from services.common import (
     Database,
@@ -137,28 +138,24 @@ class _Backends:
         self.sql = spb_grpc.SqlServiceStub(deps.sql_channel)
 
 
-def bearer_key(context: Context) -> str | None:
-    """The API key from ``authorization: Bearer <key>``; the raw value when the scheme
-    is anything else (it then fails verification as malformed)."""
-    header = metadata_value(context.invocation_metadata(), "authorization")
-    if header is None:
-        return None
-    scheme, _, token = header.strip().partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else header
-
-
 class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     """Thin: admit the caller, validate, forward to one internal service, relay back.
 
     The server binds before the database is reached (health NOT_SERVING meanwhile), so
-    the dependencies arrive through ``attach``; until then calls get UNAVAILABLE.
+    the dependencies arrive through ``attach``; until then calls get UNAVAILABLE. A tenant
+    over its quota is refused by ``gate`` (the server's first interceptor) before the
+    call reaches the servicer, as long as its key verified recently.
     """
 
-    def __init__(self, deps: GatewayDeps | None = None) -> None:
-        self._backends = _Backends(deps) if deps is not None else None
+    def __init__(self, deps: GatewayDeps | None = None, gate: QuotaGate | None = None) -> None:
+        self.gate = gate or QuotaGate(gpb.DESCRIPTOR.services_by_name["GatewayService"])
+        self._backends: _Backends | None = None
+        if deps is not None:
+            self.attach(deps)
 
     def attach(self, deps: GatewayDeps) -> None:
         self._backends = _Backends(deps)
+        self.gate.attach(deps.keys, deps.quota)
 
     def _ready(self) -> _Backends:
         if self._backends is None:
@@ -168,13 +165,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def _admit(self, context: Context) -> tuple[_Backends, str]:
         """The verified tenant, after its bucket paid for the call."""
         backends = self._ready()
-        key = bearer_key(context)
-        known = backends.deps.keys.recent_tenant(key)
-        if known is not None:
-            # A tenant over its quota is refused before the key lookup's database round
-            # trip: its flood must not cost what its admitted calls cost.
-            backends.deps.quota.check(known)
-        tenant = await backends.deps.keys.verify(key)
+        tenant = await backends.deps.keys.verify(bearer_token(context.invocation_metadata()))
         backends.deps.quota.take(tenant)
         return backends, tenant
 
@@ -354,14 +345,26 @@ def server_settings_for(settings: ServerSettings, gateway: GatewaySettings) -> S
     return replace(settings, default_deadline_s=gateway.server_deadline_s)
 
 
+def build_server(
+    settings: ServerSettings, gateway: GatewaySettings, telemetry: Telemetry
+) -> tuple[GrpcServer, GatewayServicer]:
+    """The server with the servicer registered and its quota gate in front of every
+    other interceptor (a refusal must not pay for tracing or logging); not started."""
+    gate = QuotaGate(gpb.DESCRIPTOR.services_by_name["GatewayService"], telemetry.meter("tandem"))
+    server = GrpcServer(server_settings_for(settings, gateway), telemetry, first=[gate])
+    servicer = GatewayServicer(gate=gate)
+    server.add_service(SERVICE_NAME, gpb_grpc.add_GatewayServiceServicer_to_server, servicer)
+    return server, servicer
+
+
 async def create_server(
     settings: ServerSettings, telemetry: Telemetry, deps: GatewayDeps | None = None
 ) -> tuple[GrpcServer, GatewayServicer]:
     """Build and start the server NOT_SERVING; ``ready`` flips it once deps are attached."""
     gateway_settings = deps.settings if deps is not None else GatewaySettings()
-    server = GrpcServer(server_settings_for(settings, gateway_settings), telemetry)
-    servicer = GatewayServicer(deps)
-    server.add_service(SERVICE_NAME, gpb_grpc.add_GatewayServiceServicer_to_server, servicer)
+    server, servicer = build_server(settings, gateway_settings, telemetry)
+    if deps is not None:
+        servicer.attach(deps)
     await server.start()
     return server, servicer
 
@@ -394,9 +397,7 @@ async def run_until_signalled() -> None:
     db_settings = DatabaseSettings.from_env()
     pepper = key_pepper()
     telemetry = Telemetry(telemetry_settings)
-    server = GrpcServer(server_settings_for(server_settings, settings), telemetry)
-    servicer = GatewayServicer()
-    server.add_service(SERVICE_NAME, gpb_grpc.add_GatewayServiceServicer_to_server, servicer)
+    server, servicer = build_server(server_settings, settings, telemetry)
     router, retrieval, sql = open_channels(settings, telemetry)
     opened: list[Database] = []
 

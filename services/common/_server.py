@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -31,9 +31,19 @@ class GrpcServer:
     ``tandem.v1.RetrievalService``) also follows its dependencies, while the process-wide
     ``""`` status stays a liveness signal: a readiness probe that names the service takes
     a replica whose database is gone out of rotation without restarting it.
+
+    ``first`` interceptors run before tracing and the runtime interceptor: for refusals
+    that must cost next to nothing (the gateway's quota gate), so they get no span, no
+    deadline scope and no access-log line.
     """
 
-    def __init__(self, settings: ServerSettings, telemetry: Telemetry) -> None:
+    def __init__(
+        self,
+        settings: ServerSettings,
+        telemetry: Telemetry,
+        *,
+        first: Sequence[grpc.aio.ServerInterceptor] = (),
+    ) -> None:
         self.settings = settings
         self.telemetry = telemetry
         self.health = health.aio.HealthServicer()
@@ -43,6 +53,7 @@ class GrpcServer:
         self._port: int | None = None
         self.server = grpc.aio.server(
             interceptors=[
+                *first,
                 telemetry.server_interceptor(),
                 RuntimeInterceptor(settings.default_deadline_s, telemetry.meter("tandem.rpc")),
             ],

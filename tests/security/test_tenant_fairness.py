@@ -13,11 +13,21 @@ The flood must cost B no more than a neighbour at quota does: p99 under the floo
 20% of p99 next to C. Against B alone the flood adds the quota's admitted work too; that
 ratio is reported (``bench-results/fairness.json``) with the CPU each process used.
 
-A refusal was made cheaper — the gateway checks the quota of a recently verified key
-before the key's database lookup, and the tracing interceptor records a refusal's
-exception by type only (it formatted a stack trace per refusal, which the privacy filter
-then dropped: ~45% of a refusal's CPU) — but not cheap enough: the target is not met on
-a 2-core machine, so the test is an expected failure with the measured reason.
+A refusal is cheap: the gateway's first server interceptor (``gateway/_admission.py``)
+refuses a recently verified key whose tenant is over quota before tracing, logging,
+parsing or the servicer run, with a status built once per retry delay — about 0.25 ms of
+gateway CPU per refusal at saturation and 0.45 ms at 500 a second (it was 0.6 and 0.9 ms;
+a bare grpc.aio server that does nothing but abort costs 0.17 and 0.35-0.4 ms on the same
+machine). The test also checks that the flood was one (A sent most of ten times its
+quota while B was measured, and got its quota's worth through), so a weak driver cannot
+pass it.
+
+The +20% target is still missed on a 2-core machine (quiet, 960 calls a phase: +18%,
++21%, +29%, +51%), so the test is an expected failure with the measured number. What
+is left is sharing the one gateway process: the same flood answered by a separate
+process (the same CPU spent on the same machine) leaves B's p99 within noise of B
+alone, while answered by the gateway it adds +65% to +300%, with B's median up 1-5 ms
+too; renicing the gateway to -10 or a 0.2 ms GIL switch interval did not remove it.
 """
 
 from __future__ import annotations
@@ -54,7 +64,9 @@ RATE_PER_S = 50
 BURST = 50
 # B and C stay inside the quota; A offers ten times it.
 B_RATE_PER_S = float(os.environ.get("FAIRNESS_B_RPS", "40"))
-B_SAMPLES = int(os.environ.get("FAIRNESS_SAMPLES", "240"))
+# A p99 of 240 calls is the third-slowest call: on a quiet machine the same code read
+# +3%, +24% and +4% in three runs. 960 calls (24 s a phase) steady it: +18% to +51%.
+B_SAMPLES = int(os.environ.get("FAIRNESS_SAMPLES", "960"))
 C_RPS = int(0.8 * RATE_PER_S)
 A_RPS = int(os.environ.get("FAIRNESS_A_RPS", str(10 * RATE_PER_S)))
 WINDOWS = 4
@@ -128,6 +140,15 @@ def start_load(
     )
 
 
+def rates_in(
+    report: dict[str, Any], windows: list[tuple[float, float]], seconds: float
+) -> dict[str, float]:
+    """Calls a driver sent per second while B was measured (all, and those answered OK)."""
+    sent = [d for d in report["details"] if any(lo <= d["timestamp"] < hi for lo, hi in windows)]
+    ok = sum(1 for d in sent if d["status"] == "OK")
+    return {"sent": round(len(sent) / seconds, 1), "ok": round(ok / seconds, 1)}
+
+
 def cpu_seconds(pids: dict[str, int | None]) -> dict[str, float]:
     """CPU time (user + system) used so far by each process and its children."""
     used: dict[str, float] = {}
@@ -167,6 +188,7 @@ async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quo
     pids = {**stack.pids(), **{name: p.pid for name, p in drivers.items()}}
     cpu: dict[str, dict[str, float]] = {phase: {} for phase in phases}
     walls = dict.fromkeys(phases, 0.0)
+    windows: dict[str, list[tuple[float, float]]] = {phase: [] for phase in phases}
     try:
         async with grpc.aio.insecure_channel(stack.gateway_address) as channel:
             stub = gpb_grpc.GatewayServiceStub(channel)
@@ -181,7 +203,9 @@ async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quo
                         running.send_signal(signal.SIGCONT)
                         await asyncio.sleep(0.4)  # back at its rate
                     before, wall = cpu_seconds(pids), time.monotonic()
+                    began = time.time()
                     phases[phase] += await measure_b(stub, keys["b"], per_window)
+                    windows[phase].append((began, time.time()))
                     after, wall = cpu_seconds(pids), time.monotonic() - wall
                     walls[phase] += wall
                     for name in after.keys() & before.keys():
@@ -215,6 +239,9 @@ async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quo
         "a_status_codes": reports["flood"]["statusCodeDistribution"],
         "c_status_codes": reports["at_quota"]["statusCodeDistribution"],
         "machine_load_average": os.getloadavg(),
+        "driver_rps_in_windows": {
+            name: rates_in(reports[name], windows[name], walls[name]) for name in drivers
+        },
     }
     flood, neighbour, alone = (p99(phases[p]) for p in ("flood", "at_quota", "alone"))
     result["p99_flood_vs_at_quota"] = round(flood / neighbour - 1, 3)
@@ -222,14 +249,21 @@ async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quo
     RESULT_PATH.parent.mkdir(parents=True, exist_ok=True)
     RESULT_PATH.write_text(json.dumps(result, indent=1) + "\n")
     print("\n" + json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=1))
+    # The flood was one: A sent most of ten times its quota while B was measured, and got
+    # at least its quota's worth through.
+    a_rates = result["driver_rps_in_windows"]["flood"]
+    assert a_rates["sent"] >= 0.7 * A_RPS, result
+    assert a_rates["ok"] >= 0.8 * RATE_PER_S, result
     # Regression guard, always enforced: a flood never starves B (refusals stay cheap and
     # admitted tenants keep their share).
     assert flood <= neighbour * STARVATION_FACTOR, result
     if flood > neighbour * (1 + TOLERANCE):
-        # The issue's +20% target is not met on a shared 2-core machine: a refused call
-        # still costs the single-event-loop Python gateway ~0.6 ms of CPU, so A's refusals
-        # queue ahead of B's calls (measured +100% to +260%). Closing it needs admission in
-        # front of Python (an edge limiter keyed on the API key) or more gateway processes.
+        # The issue's +20% target is not met on a 2-core machine. Refusals are ~0.45 ms
+        # of gateway CPU now, close to what grpc.aio itself costs per call, but they share
+        # the gateway's one process (its event loop, gRPC poller thread and CPU share) with
+        # B's calls: the same flood answered by another process leaves B within noise.
+        # Closing it needs the flood refused outside the process that serves admitted
+        # tenants (an edge limiter keyed on the API key, in front of Python).
         pytest.xfail(f"+20% target missed: B's p99 {result['p99_flood_vs_at_quota']:+.0%}")
 
 

@@ -14,8 +14,9 @@ from google.rpc import error_details_pb2, status_pb2
 
 from gateway import GatewaySettings, Limits, key_pepper
 from gateway import _validation as check
+from gateway._admission import bearer_token
 from gateway._relay import RelayedError, relay, reparse, to_internal, unreachable
-from gateway._server import bearer_key, no_hits, unanswered
+from gateway._server import no_hits, unanswered
 from services.common import InvalidArgument, SettingsError, status_for
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
@@ -262,14 +263,6 @@ def test_fail_open_responses_are_visibly_degraded():
     assert answer.mode == qpb.ASK_MODE_SQL and not answer.citations
 
 
-class _Context:
-    def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
-        self._metadata = metadata
-
-    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
-        return self._metadata
-
-
 @pytest.mark.parametrize(
     ("metadata", "key"),
     [
@@ -280,8 +273,8 @@ class _Context:
         ((("x-other", "1"), ("authorization", "Bearer k")), "k"),
     ],
 )
-def test_bearer_key(metadata, key):
-    assert bearer_key(_Context(metadata)) == key  # type: ignore[arg-type]
+def test_bearer_token(metadata, key):
+    assert bearer_token(metadata) == key
 
 
 # -- settings -------------------------------------------------------------------------
