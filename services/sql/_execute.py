@@ -7,6 +7,16 @@ Postgres accepts only a SELECT or VALUES there), under a client-side timeout tha
 cancels the query even if the server-side one was tampered with. Rows are fetched up
 to the row cap (+1 to detect truncation) and the result-size cap; the transaction is
 always rolled back, since a read has nothing to commit.
+
+The result-size cap is also applied by Postgres, before a value is sent: one
+``repeat('x', 50000000)``, or two hundred values of a megabyte in one fetch, would
+otherwise land whole in this process before the cap here could see them. The
+statement's output columns are described first (``SELECT * FROM (...) LIMIT 0``: planned,
+no row read), then it runs wrapped (:func:`measured_statement`): Postgres measures each
+value in the text it would send, keeps a running total over the rows, and from the first
+row past a budget sends NULLs and a mark instead of values. The budget is a few times the
+cap, since text and encoded sizes differ; the exact cap is still applied here, on the
+encoded values, so results truncate where they did before.
 """
 
 from __future__ import annotations
@@ -39,6 +49,24 @@ _log = logging.getLogger("tandem.sql.execute")
 _CURSOR_NAME = "tandem_statement"
 _FETCH_BATCH = 200
 _MESSAGE_CHARS = 200
+# Server-side budget = this many times the result-size cap, in bytes of the text form.
+# No value's text is more than about 2.5 times its encoded size (hex bytea, a timestamp
+# with offset, a float with exponent), so the server never marks a row the exact cap
+# below would have kept; and a fetch brings at most this many caps of values.
+SERVER_BUDGET_FACTOR = 4
+# Types whose size in text is octet_length of the value: read from the varlena header,
+# without decompressing or rendering it.
+_TEXT_OIDS = frozenset({25, 1042, 1043})  # text, bpchar, varchar
+_BYTEA_OID = 17
+# Fixed-size types whose text is never longer than this (an interval, the longest, takes
+# under 70 bytes): not measured per value, they bound the rows fetched at once instead.
+_SMALL_TEXT_BYTES = 80
+_SMALL_OIDS = frozenset(
+    {
+        16, 20, 21, 23, 26, 700, 701, 790,  # bool, int8, int2, int4, oid, float4/8, money
+        1082, 1083, 1114, 1184, 1186, 1266, 2950,  # date, time(tz), timestamp(tz), interval, uuid
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -257,15 +285,16 @@ async def _on_connection(
     database: str,
     started: float,
 ) -> ResultSet:
-    await conn.execute(
+    setup: sql.SQL | sql.Composed = sql.SQL(
         "BEGIN READ ONLY" if safeguards.read_only_transaction else "BEGIN READ WRITE"
     )
+    if safeguards.server_timeout:
+        millis = max(int(budget_s * 1000), 1)
+        # One round trip for both: fixed text, no parameters, so the simple protocol
+        # may carry two statements.
+        setup = sql.SQL("{}; SET LOCAL statement_timeout = {}").format(setup, sql.Literal(millis))
     try:
-        if safeguards.server_timeout:
-            millis = max(int(budget_s * 1000), 1)
-            await conn.execute(
-                sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(millis))
-            )
+        await conn.execute(setup)
         client_limit = budget_s + limits.client_grace_s if safeguards.client_timeout else None
         try:
             async with asyncio.timeout(client_limit):
@@ -290,26 +319,37 @@ async def _fetch(
     database: str,
     started: float,
 ) -> ResultSet:
+    outputs = await _describe(conn, text)
+    budget = SERVER_BUDGET_FACTOR * limits.max_result_bytes
     cursor = conn.cursor(name=_CURSOR_NAME, scrollable=False, withhold=False)
     try:
-        await cursor.execute(text)
-        description = cursor.description or []
+        await cursor.execute(measured_statement(text, outputs, budget))
+        # The wrapper keeps every type (CASE ... ELSE value END) and appends the mark.
+        description = (cursor.description or [])[: len(outputs)]
         names = await _type_names(conn, [d.type_code for d in description], type_names, database)
         columns = tuple(
-            pb.SqlColumn(name=d.name, data_type=names[d.type_code]) for d in description
+            pb.SqlColumn(name=o.name, data_type=names[d.type_code])
+            for o, d in zip(outputs, description, strict=True)
         )
         kinds = [column_kind(c.data_type) for c in columns]
         rows: list[pb.SqlRow] = []
         size = 0
         reason: pb.TruncationReason.ValueType = pb.TRUNCATION_REASON_UNSPECIFIED
+        small = _SMALL_TEXT_BYTES * sum(1 for o in outputs if o.type_oid in _SMALL_OIDS)
+        batch_rows = max(1, min(_FETCH_BATCH, budget // max(small, 1)))
         while reason == pb.TRUNCATION_REASON_UNSPECIFIED:
-            want = min(limits.max_rows + 1 - len(rows), _FETCH_BATCH)
+            want = min(limits.max_rows + 1 - len(rows), batch_rows)
             batch = await cursor.fetchmany(want)
             for record in batch:
                 if len(rows) >= limits.max_rows:
                     reason = pb.TRUNCATION_REASON_ROW_CAP
                     break
-                row = pb.SqlRow(values=[encode(v, k) for v, k in zip(record, kinds, strict=True)])
+                if record[-1]:  # past the server-side budget: its values were not sent
+                    reason = pb.TRUNCATION_REASON_SIZE_CAP
+                    break
+                row = pb.SqlRow(
+                    values=[encode(v, k) for v, k in zip(record[:-1], kinds, strict=True)]
+                )
                 row_size = sum(encoded_size(v) for v in row.values) + 2 * len(row.values)
                 if size + row_size > limits.max_result_bytes:
                     reason = pb.TRUNCATION_REASON_SIZE_CAP
@@ -328,6 +368,92 @@ async def _fetch(
         )
     finally:
         await cursor.close()
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """One output column of a statement, as Postgres describes it."""
+
+    name: str
+    type_oid: int
+
+
+async def _describe(conn: psycopg.AsyncConnection[Any], text: str) -> list[OutputColumn]:
+    """The statement's output columns, planned but not run (``LIMIT 0`` reads no row)."""
+    # binary=True forces the extended protocol, which carries exactly one statement: the
+    # text cannot close the parenthesis and stack another one behind it.
+    async with conn.cursor() as cursor:
+        await cursor.execute(f"SELECT * FROM (\n{text}\n) AS tandem_statement LIMIT 0", binary=True)
+        return [OutputColumn(d.name, d.type_code) for d in cursor.description or []]
+
+
+def measured_statement(text: str, outputs: list[OutputColumn], budget: int) -> str:
+    """``text`` wrapped so that Postgres sends NULL for every value of every row from the
+    first one whose running total of value sizes passes ``budget``, with a last column
+    saying so; output order, values and types are the statement's own.
+
+    Each level below the window is fenced (``OFFSET 0``) against being merged into the
+    next: the statement's values are computed once, each row's size once, and a row
+    larger than the whole budget loses its values before the window, whose buffer then
+    holds only small rows. The running sum streams (its frame ends at the current row).
+    The text is built from ``text``, positional aliases and integers, nothing else.
+    """
+    budget = int(budget)
+    names = [f"c{i}" for i in range(1, len(outputs) + 1)]
+    sizes = [
+        _size_of(f"q.{n}", o.type_oid, budget)
+        for n, o in zip(names, outputs, strict=True)
+        if o.type_oid not in _SMALL_OIDS
+    ]
+    size = " + ".join(sizes)
+    aliases = f"({', '.join(names)})" if names else ""
+    sized = ", ".join([*(f"q.{n}" for n in names), f"{size or 0} AS tandem_size"])
+    trimmed = ", ".join(
+        [
+            *(f"CASE WHEN s.tandem_size > {budget} THEN NULL ELSE s.{n} END AS {n}" for n in names),
+            "s.tandem_size",
+        ]
+    )
+    marked = ", ".join(
+        [
+            *(f"m.{n}" for n in names),
+            "pg_catalog.sum(m.tandem_size) OVER "
+            f"(ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) > {budget} AS tandem_over",
+        ]
+    )
+    sent = ", ".join(
+        [*(f"CASE WHEN w.tandem_over THEN NULL ELSE w.{n} END" for n in names), "w.tandem_over"]
+    )
+    return (
+        f"SELECT {sent} FROM ("
+        f"SELECT {marked} FROM ("
+        f"SELECT {trimmed} FROM ("
+        f"SELECT {sized} FROM ("
+        f"SELECT * FROM (\n{text}\n) AS tandem_statement OFFSET 0"
+        f") AS q{aliases} OFFSET 0"
+        ") AS s OFFSET 0"
+        ") AS m"
+        ") AS w"
+    )
+
+
+def _size_of(value: str, type_oid: int, budget: int) -> str:
+    """Bytes of ``value`` in the text Postgres would send (0 for NULL), as int8."""
+    if type_oid in _TEXT_OIDS:
+        size = f"pg_catalog.octet_length({value})::pg_catalog.int8"
+    elif type_oid == _BYTEA_OID:
+        size = f"pg_catalog.octet_length({value})::pg_catalog.int8 * 2 + 2"
+    else:
+        # A datum stored in more than twice the budget is past the cap as text too (no
+        # type's stored form is four times its text; jsonb comes closest), so it is
+        # marked without being rendered. Anything smaller, compressed perhaps, is
+        # rendered once to be measured exactly.
+        size = (
+            f"CASE WHEN pg_catalog.pg_column_size({value}) > {2 * budget} "
+            f"THEN pg_catalog.pg_column_size({value})::pg_catalog.int8 "
+            f"ELSE pg_catalog.octet_length({value}::pg_catalog.text)::pg_catalog.int8 END"
+        )
+    return f"COALESCE({size}, 0)"
 
 
 async def _type_names(

@@ -389,6 +389,29 @@ async def test_execute_returns_typed_rows(running):
 
 
 @pytest.mark.rpc(EXECUTE)
+async def test_execute_a_huge_value_ends_the_result_at_the_size_cap(running):
+    """Postgres measures each value before sending it: the rows before a 50 MB value come
+    back in order under their own names, the value and the rows after it do not."""
+    reply = await running.stub.ExecuteSql(
+        pb.ExecuteSqlRequest(
+            tenant_id="acme",
+            sql="SELECT company_id, CASE WHEN rank = 3 THEN repeat('x', 50000000) ELSE name END "
+            'AS "Name", company_id FROM (SELECT company_id, name, '
+            "row_number() OVER (ORDER BY company_id DESC) AS rank FROM companies) AS c "
+            "ORDER BY rank",
+            max_rows=10,
+        ),
+        timeout=30,
+    )
+    result = reply.result
+    assert result.truncated and result.truncation_reason == pb.TRUNCATION_REASON_SIZE_CAP
+    assert [c.name for c in result.columns] == ["company_id", "Name", "company_id"]
+    ids = [row.values[0].int_value for row in result.rows]
+    assert result.row_count == 2 and ids == sorted(ids, reverse=True)
+    assert reply.ByteSize() < 64 * 1024
+
+
+@pytest.mark.rpc(EXECUTE)
 async def test_execute_on_a_named_database(running):
     reply = await running.stub.ExecuteSql(
         pb.ExecuteSqlRequest(

@@ -1,6 +1,6 @@
 """Limits on the running system: a request over the message-size limit, oversized fields
-named in INVALID_ARGUMENT, and a query producing millions of rows answered with at most
-the cap, ``truncated`` and bounded memory in the SQL process."""
+named in INVALID_ARGUMENT, and a query producing millions of rows, or one huge value,
+answered with at most the cap, ``truncated`` and bounded memory in the SQL process."""
 
 from __future__ import annotations
 
@@ -207,17 +207,55 @@ async def test_a_query_of_millions_of_rows_returns_the_cap_with_bounded_memory(
     assert await health(address) == "SERVING"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="one huge value (repeat('x', 50000000)) is fetched whole into the SQL process "
-    "before the result-size cap can see it; Postgres has no per-row size limit to set",
-)
-async def test_a_single_huge_value_stays_within_bounded_memory(sql_process: ServiceProcess):
+# One value of about 50 MB each: compressible and not, a text, an array, a jsonb.
+HUGE_VALUES = {
+    "repeat": "SELECT repeat('x', 50000000) AS blob",
+    "md5s": "SELECT string_agg(md5(g::text), '') AS blob FROM generate_series(1, 1500000) AS g",
+    "array": "SELECT array_agg(md5(g::text)) AS blob FROM generate_series(1, 1500000) AS g",
+    "jsonb": "SELECT jsonb_agg(md5(g::text)) AS blob FROM generate_series(1, 1500000) AS g",
+}
+
+
+@pytest.mark.parametrize("sql", list(HUGE_VALUES.values()), ids=list(HUGE_VALUES))
+async def test_a_single_huge_value_stays_within_bounded_memory(
+    sql_process: ServiceProcess, sql: str
+):
     address = sql_process.address
     await _execute(address, "SELECT g FROM generate_series(1, 10) AS g", 10)  # warm
     baseline = psutil.Process(sql_process.pid).memory_info().rss
     async with RssSampler(sql_process.pid) as rss:
-        result, _ = await _execute(address, "SELECT repeat('x', 50000000) AS blob", 1)
+        result, _ = await _execute(address, sql, 1)
+        # The same value after two small rows: they come back, the huge one never does.
+        middle, _ = await _execute(
+            address,
+            'SELECT g AS id, CASE WHEN g = 3 THEN blob END AS "Blob" '
+            f"FROM ({sql}) AS huge CROSS JOIN generate_series(1, 5) AS g ORDER BY g",
+            10,
+        )
     assert result.truncated and not result.rows
+    assert result.truncation_reason == spb.TRUNCATION_REASON_SIZE_CAP
+    assert [c.name for c in result.columns] == ["blob"]
+    assert middle.truncated and middle.truncation_reason == spb.TRUNCATION_REASON_SIZE_CAP
+    assert [c.name for c in middle.columns] == ["id", "Blob"]
+    assert [row.values[0].int_value for row in middle.rows] == [1, 2]
+    grew_mib = (rss.peak - baseline) / MIB
+    assert grew_mib < 64, f"SQL process grew {grew_mib:.0f} MiB"
+
+
+async def test_many_values_each_under_the_cap_stay_within_bounded_memory(
+    sql_process: ServiceProcess,
+):
+    """Each value fits the cap alone, but a fetch of a couple of hundred would not."""
+    address = sql_process.address
+    await _execute(address, "SELECT g FROM generate_series(1, 10) AS g", 10)  # warm
+    baseline = psutil.Process(sql_process.pid).memory_info().rss
+    async with RssSampler(sql_process.pid) as rss:
+        result, _ = await _execute(
+            address,
+            "SELECT g, repeat(md5(g::text), 30000) AS filler FROM generate_series(1, 1000) AS g",
+            1000,
+        )
+    assert result.truncated and result.truncation_reason == spb.TRUNCATION_REASON_SIZE_CAP
+    assert len(result.rows) == 1 and result.ByteSize() <= 2 * MIB
     grew_mib = (rss.peak - baseline) / MIB
     assert grew_mib < 64, f"SQL process grew {grew_mib:.0f} MiB"
