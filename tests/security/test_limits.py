@@ -5,6 +5,7 @@ answered with at most the cap, ``truncated`` and bounded memory in the SQL proce
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -169,6 +170,18 @@ class RssSampler:
         await self._task
 
 
+@contextlib.asynccontextmanager
+async def bounded_growth(sql: ServiceProcess, limit_mib: float = 64) -> AsyncIterator[None]:
+    """Warm the process, then sample its memory around the block: it may grow less than
+    ``limit_mib``."""
+    await _execute(sql.address, "SELECT g FROM generate_series(1, 10) AS g", 10)
+    baseline = psutil.Process(sql.pid).memory_info().rss
+    async with RssSampler(sql.pid) as rss:
+        yield
+    grew_mib = (rss.peak - baseline) / MIB
+    assert grew_mib < limit_mib, f"SQL process grew {grew_mib:.0f} MiB"
+
+
 MILLIONS = (
     "SELECT a.g AS a, b.g AS b, c.g AS c FROM generate_series(1, 1000) AS a(g) "
     "CROSS JOIN generate_series(1, 1000) AS b(g) CROSS JOIN generate_series(1, 100) AS c(g)"
@@ -189,9 +202,7 @@ async def test_a_query_of_millions_of_rows_returns_the_cap_with_bounded_memory(
     sql_process: ServiceProcess,
 ):
     address = sql_process.address
-    await _execute(address, "SELECT g FROM generate_series(1, 10) AS g", 10)  # warm
-    baseline = psutil.Process(sql_process.pid).memory_info().rss
-    async with RssSampler(sql_process.pid) as rss:
+    async with bounded_growth(sql_process):
         default_cap, _ = await _execute(address, MILLIONS, 0)
         row_cap, took_s = await _execute(address, MILLIONS, 1000)
         size_cap, _ = await _execute(address, WIDE, 1000)
@@ -202,8 +213,6 @@ async def test_a_query_of_millions_of_rows_returns_the_cap_with_bounded_memory(
     assert size_cap.ByteSize() <= 2 * MIB
     # 100 million rows were never produced: the cursor stopped at the cap.
     assert took_s < 5.0
-    grew_mib = (rss.peak - baseline) / MIB
-    assert grew_mib < 64, f"SQL process grew {grew_mib:.0f} MiB"
     assert await health(address) == "SERVING"
 
 
@@ -221,9 +230,7 @@ async def test_a_single_huge_value_stays_within_bounded_memory(
     sql_process: ServiceProcess, sql: str
 ):
     address = sql_process.address
-    await _execute(address, "SELECT g FROM generate_series(1, 10) AS g", 10)  # warm
-    baseline = psutil.Process(sql_process.pid).memory_info().rss
-    async with RssSampler(sql_process.pid) as rss:
+    async with bounded_growth(sql_process):
         result, _ = await _execute(address, sql, 1)
         # The same value after two small rows: they come back, the huge one never does.
         middle, _ = await _execute(
@@ -238,8 +245,6 @@ async def test_a_single_huge_value_stays_within_bounded_memory(
     assert middle.truncated and middle.truncation_reason == spb.TRUNCATION_REASON_SIZE_CAP
     assert [c.name for c in middle.columns] == ["id", "Blob"]
     assert [row.values[0].int_value for row in middle.rows] == [1, 2]
-    grew_mib = (rss.peak - baseline) / MIB
-    assert grew_mib < 64, f"SQL process grew {grew_mib:.0f} MiB"
 
 
 async def test_many_values_each_under_the_cap_stay_within_bounded_memory(
@@ -247,9 +252,7 @@ async def test_many_values_each_under_the_cap_stay_within_bounded_memory(
 ):
     """Each value fits the cap alone, but a fetch of a couple of hundred would not."""
     address = sql_process.address
-    await _execute(address, "SELECT g FROM generate_series(1, 10) AS g", 10)  # warm
-    baseline = psutil.Process(sql_process.pid).memory_info().rss
-    async with RssSampler(sql_process.pid) as rss:
+    async with bounded_growth(sql_process):
         result, _ = await _execute(
             address,
             "SELECT g, repeat(md5(g::text), 30000) AS filler FROM generate_series(1, 1000) AS g",
@@ -257,5 +260,3 @@ async def test_many_values_each_under_the_cap_stay_within_bounded_memory(
         )
     assert result.truncated and result.truncation_reason == spb.TRUNCATION_REASON_SIZE_CAP
     assert len(result.rows) == 1 and result.ByteSize() <= 2 * MIB
-    grew_mib = (rss.peak - baseline) / MIB
-    assert grew_mib < 64, f"SQL process grew {grew_mib:.0f} MiB"

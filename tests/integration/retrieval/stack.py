@@ -20,6 +20,7 @@ from services.embedding._server import create_server as create_embedding_server
 from services.embedding._server import ready as embedding_ready
 from services.retrieval import Reranker, RetrievalSettings
 from services.retrieval._server import RetrievalDeps, create_server, open_database, ready
+from services.retrieval.eval import DEFAULT_DATASET, Dataset, read_beir
 from tandem.v1 import retrieval_service_pb2 as pb
 from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings
@@ -113,6 +114,21 @@ async def ingest(
     assert events[-1].HasField("summary")
     assert sum(e.HasField("summary") for e in events) == 1
     return events, events[-1].summary
+
+
+async def ingest_golden_set(
+    stub: pb_grpc.RetrievalServiceAsyncStub, pg_url: str
+) -> tuple[Dataset, str]:
+    """The retrieval golden set's corpus, ingested whole into a fresh tenant."""
+    dataset = read_beir(DEFAULT_DATASET)
+    tenant = new_tenant(pg_url, "golden")
+    documents = [
+        pb.DocumentInput(document_id=d["_id"], title=d["title"], text=d["text"])
+        for d in dataset.corpus
+    ]
+    _, summary = await ingest(stub, tenant, documents)
+    assert summary.documents_included == len(documents)
+    return dataset, tenant
 
 
 class PgProxy:

@@ -6,16 +6,24 @@ unbounded search whenever the budget is not hit (golden set), bounded when it is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import psycopg
 import pytest
 
 from services.retrieval import RetrievalSettings
 from services.retrieval._repository import app_conninfo
-from services.retrieval.eval import DEFAULT_DATASET, read_beir
 from tandem.v1 import retrieval_service_pb2 as pb
-from tests.integration.retrieval.stack import Retrieval, ingest, new_tenant, start_retrieval
+from tests.integration.retrieval.stack import (
+    EmbeddingService,
+    Retrieval,
+    ingest,
+    ingest_golden_set,
+    new_tenant,
+    start_retrieval,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -40,35 +48,34 @@ def _doc(doc_id: str, text: str, title: str = "") -> pb.DocumentInput:
     return pb.DocumentInput(document_id=doc_id, title=title or doc_id, text=text)
 
 
-@pytest.fixture
-async def bounded(pg_url, embedding_service, telemetry_sink) -> AsyncIterator[Retrieval]:
-    """A second retrieval server on the same store whose full text reads at most 3 chunks."""
-    settings = RetrievalSettings(
-        embedding_addr=embedding_service.server.address, sparse_candidates=3
-    )
+@contextlib.asynccontextmanager
+async def _server_reading_at_most(
+    candidates: int, pg_url: str, embedding_service: EmbeddingService, telemetry_sink: Any
+) -> AsyncIterator[Retrieval]:
+    """A second retrieval server on the same store with another full-text budget."""
+    address = embedding_service.server.address
     running = await start_retrieval(
         pg_url,
-        embedding_service.server.address,
-        telemetry_sink("retrieval-bounded").telemetry,
-        settings=settings,
+        address,
+        telemetry_sink(f"retrieval-{candidates}").telemetry,
+        settings=RetrievalSettings(embedding_addr=address, sparse_candidates=candidates),
     )
-    yield running
-    await running.close()
+    try:
+        yield running
+    finally:
+        await running.close()
+
+
+@pytest.fixture
+async def bounded(pg_url, embedding_service, telemetry_sink) -> AsyncIterator[Retrieval]:
+    async with _server_reading_at_most(3, pg_url, embedding_service, telemetry_sink) as running:
+        yield running
 
 
 @pytest.fixture
 async def unbounded(pg_url, embedding_service, telemetry_sink) -> AsyncIterator[Retrieval]:
-    settings = RetrievalSettings(
-        embedding_addr=embedding_service.server.address, sparse_candidates=0
-    )
-    running = await start_retrieval(
-        pg_url,
-        embedding_service.server.address,
-        telemetry_sink("retrieval-unbounded").telemetry,
-        settings=settings,
-    )
-    yield running
-    await running.close()
+    async with _server_reading_at_most(0, pg_url, embedding_service, telemetry_sink) as running:
+        yield running
 
 
 async def test_word_counts_follow_ingest_replacement_and_deletion(retrieval, pg_url):
@@ -205,13 +212,7 @@ LIMIT 50"""
 
 
 async def test_within_the_budget_the_ranking_equals_an_exhaustive_one(retrieval, pg_url):
-    dataset = read_beir(DEFAULT_DATASET)
-    tenant = new_tenant(pg_url, "golden")
-    documents = [
-        pb.DocumentInput(document_id=d["_id"], title=d["title"], text=d["text"])
-        for d in dataset.corpus
-    ]
-    await ingest(retrieval.stub, tenant, documents)
+    dataset, tenant = await ingest_golden_set(retrieval.stub, pg_url)
     differing = []
     with psycopg.connect(pg_url) as conn:
         for query in dataset.queries:

@@ -11,7 +11,7 @@ from google.protobuf import struct_pb2
 from opentelemetry.trace import StatusCode
 
 from services.retrieval import RetrievalSettings
-from services.retrieval.eval import DEFAULT_DATASET, evaluate, read_beir
+from services.retrieval.eval import evaluate
 from tandem.v1 import common_pb2
 from tandem.v1 import retrieval_service_pb2 as pb
 from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
@@ -19,6 +19,7 @@ from tests.integration.retrieval.corpus import DOCUMENTS, IDENTIFIER_QUERY, PARA
 from tests.integration.retrieval.stack import (
     PgProxy,
     ingest,
+    ingest_golden_set,
     new_tenant,
     query_one,
     start_retrieval,
@@ -457,14 +458,7 @@ def _struct(data: dict[str, Any]) -> struct_pb2.Struct:
 
 
 async def test_golden_set_hybrid_is_at_least_as_good_as_either_side(retrieval, pg_url):
-    dataset = read_beir(DEFAULT_DATASET)
-    tenant = new_tenant(pg_url, "eval")
-    documents = [
-        pb.DocumentInput(document_id=d["_id"], title=d["title"], text=d["text"])
-        for d in dataset.corpus
-    ]
-    _, summary = await ingest(retrieval.stub, tenant, documents)
-    assert summary.documents_included == len(documents)
+    dataset, tenant = await ingest_golden_set(retrieval.stub, pg_url)
     results = await evaluate(retrieval.stub, tenant, dataset, k=10)
     ndcg = {mode: values["ndcg@10"] for mode, values in results["metrics"]["all"].items()}
     assert ndcg["hybrid"] >= max(ndcg["dense"], ndcg["sparse"]), ndcg
