@@ -123,6 +123,7 @@ async def _load(database: Database, texts: Sequence[str], vectors: Matrix, model
     async with database.connection() as conn:
         await conn.execute("ANALYZE retrieval_chunks")
         await conn.execute("ANALYZE retrieval_documents")
+        await conn.execute("ANALYZE retrieval_terms")
     return time.perf_counter() - started
 
 
