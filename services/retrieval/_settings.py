@@ -23,7 +23,9 @@ class RetrievalSettings:
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
     # Search defaults and limits.
-    default_ef_search: int = 100
+    # 200, not 100: +0.5-1 ms at 100K chunks for recall@10 0.99+ of the exact scan of
+    # the same column (0.97-0.99 at 100, varying with the graph build).
+    default_ef_search: int = 200
     default_candidate_depth: int = 50
     default_top_k: int = 10
     max_top_k: int = 100
@@ -66,7 +68,7 @@ class RetrievalSettings:
             hnsw=_choice(env, "RETRIEVAL_HNSW", "auto", ("auto", "on", "off")),
             hnsw_m=_bounded(env, "RETRIEVAL_HNSW_M", 16, 2, 100),
             hnsw_ef_construction=_bounded(env, "RETRIEVAL_HNSW_EF_CONSTRUCTION", 64, 4, 1000),
-            default_ef_search=_bounded(env, "RETRIEVAL_EF_SEARCH", 100, 1, 1000),
+            default_ef_search=_bounded(env, "RETRIEVAL_EF_SEARCH", 200, 1, 1000),
             default_candidate_depth=_bounded(env, "RETRIEVAL_CANDIDATE_DEPTH", 50, 1, 1000),
             max_query_chars=env.get_int("RETRIEVAL_MAX_QUERY_CHARS", 2000, minimum=1),
             rrf_k=env.get_int("RETRIEVAL_RRF_K", 60, minimum=1),

@@ -17,11 +17,13 @@ at the end, so the numbers sit side by side:
   side reads at most ``RETRIEVAL_SPARSE_CANDIDATES`` chunks (best tier first, see
   _repository.py); the first 50 queries also run unbounded, for its latency side by side and the
   share of the top 10 both agree on.
-* **HNSW recall@10** at the default ``ef_search`` against an exact float32 scan in
-  NumPy over the same vectors.
+* **HNSW recall@10** at the default ``ef_search`` against an exact scan of the same
+  half-precision column in Postgres (the index's recall), and against float32 in NumPy
+  (half precision and the index together).
 * **Ingest throughput.** Documents of about 150 words go through IngestDocuments (the
   real gRPC path: redaction, chunking, embedding through the embedding service, COPY),
-  next to the raw model throughput on the same chunk texts measured in the same run.
+  next to the raw model throughput on the same chunk texts, in three alternating rounds
+  (the median round is reported, every round's ratio beside it).
 """
 
 from __future__ import annotations
@@ -150,6 +152,21 @@ def _plan(
     )
 
 
+async def _exact_scan_ids(database: Database, query_vectors: Matrix) -> list[list[int]]:
+    """Top-10 chunk numbers per query by an exact scan of ``embedding_half`` (no index)."""
+    found = []
+    async with database.connection() as conn, conn.transaction():
+        await conn.execute("SET LOCAL enable_indexscan = off")
+        for vector in query_vectors:
+            cur = await conn.execute(
+                "SELECT chunk_id FROM retrieval_chunks WHERE tenant_id = %s "
+                "ORDER BY embedding_half <=> %s::halfvec(384) LIMIT %s",
+                (_TENANT, vector, TOP_K),
+            )
+            found.append([uuid.UUID(str(r[0])).int - 1 for r in await cur.fetchall()])
+    return found
+
+
 @dataclass(frozen=True)
 class _Setup:
     """What every corpus size shares: store, model, base passages and the query set."""
@@ -168,6 +185,11 @@ async def _search_size(setup: _Setup, size: int) -> dict[str, Any]:
     database, settings, model = setup.database, setup.settings, setup.model
     base_texts, base_vectors, hnsw = setup.base_texts, setup.base_vectors, setup.hnsw
     query_texts, query_vectors = setup.query_texts, setup.query_vectors
+    # The index of the previous size goes: loading into it would grow the graph insert
+    # by insert (slower, and a different graph than the bulk build measured here).
+    await RetrievalRepository(database).ensure_vector_index(
+        enabled=False, m=settings.hnsw_m, ef_construction=settings.hnsw_ef_construction
+    )
     async with database.connection() as conn:
         await conn.execute("TRUNCATE retrieval_chunks, retrieval_documents")
     vectors = derive_vectors(base_vectors, size)
@@ -212,8 +234,16 @@ async def _search_size(setup: _Setup, size: int) -> dict[str, Any]:
             overlaps.append(len(truth & found[mode][i]) / len(truth) if truth else 1.0)
         latency[f"{mode.name.lower()}_unbounded"] = _dist(ms)
         agreement[mode.name.lower()] = round(statistics.fmean(overlaps), 4)
+    # Two references: an exact scan of the column the index covers (half precision, in
+    # Postgres: the index's own recall) and float32 in NumPy (what half precision and the
+    # index lose together).
+    scanned = await _exact_scan_ids(database, query_vectors)
     exact = np.argsort(-(query_vectors @ vectors.T), axis=1)[:, :TOP_K]
     recall = statistics.fmean(
+        len(set(found) & set(truth)) / TOP_K
+        for found, truth in zip(dense_ids, scanned, strict=True)
+    )
+    recall_float32 = statistics.fmean(
         len(set(found) & set(truth.tolist())) / TOP_K
         for found, truth in zip(dense_ids, exact, strict=True)
     )
@@ -224,6 +254,7 @@ async def _search_size(setup: _Setup, size: int) -> dict[str, Any]:
         "dense_index": "hnsw" if hnsw else "exact scan",
         "database_latency": latency,
         "dense_recall_at_10_vs_exact": round(recall, 4),
+        "dense_recall_at_10_vs_float32": round(recall_float32, 4),
         "sparse_candidates": settings.sparse_candidates,
         "top10_agreement_with_unbounded_full_text": agreement,
     }
@@ -261,53 +292,84 @@ async def ingest_stack(
         telemetry.shutdown()
 
 
+async def _ingest_round(
+    stub: pb_grpc.RetrievalServiceAsyncStub,
+    database: Database,
+    model: Embedder,
+    batch_size: int,
+    *,
+    texts: Sequence[str],
+    prefix: str,
+) -> tuple[float, float, int]:
+    """One round: IngestDocuments over ``texts``, then the raw model on the chunk texts it
+    wrote; (ingest chunks/s, raw chunks/s, chunks)."""
+    request = pb.IngestDocumentsRequest(
+        tenant_id=_TENANT,
+        documents=[
+            pb.DocumentInput(document_id=f"{prefix}-{i}", title=f"Call note {i}", text=t)
+            for i, t in enumerate(texts)
+        ],
+    )
+    started = time.perf_counter()
+    summary = None
+    async for event in stub.IngestDocuments(request, timeout=3600):
+        if event.HasField("summary"):
+            summary = event.summary
+    ingest_s = time.perf_counter() - started
+    assert summary is not None and summary.documents_failed == 0
+    async with database.connection() as conn:
+        cur = await conn.execute(
+            "SELECT title, body FROM retrieval_chunks WHERE document_id LIKE %s",
+            (f"{prefix}-%",),
+        )
+        chunk_texts = [f"{title}\n{body}" for title, body in await cur.fetchall()]
+    started = time.perf_counter()
+    for i in range(0, len(chunk_texts), batch_size):
+        await asyncio.to_thread(model.embed_passages, chunk_texts[i : i + batch_size])
+    raw_s = time.perf_counter() - started
+    return summary.chunks_written / ingest_s, len(chunk_texts) / raw_s, summary.chunks_written
+
+
 async def _ingest_throughput(
     database: Database,
     settings: RetrievalSettings,
     model: Embedder,
     embedding_settings: EmbeddingSettings,
     documents: int,
+    *,
+    rounds: int = 3,
 ) -> dict[str, Any]:
-    """IngestDocuments end to end vs the raw model on the same chunk texts."""
+    """IngestDocuments end to end vs the raw model on the same chunk texts, in alternating
+    rounds (the median ratio: one round can land on a busy moment of a shared machine)."""
     async with database.connection() as conn:
         await conn.execute("TRUNCATE retrieval_chunks, retrieval_documents")
     base = passages(documents * 3, seed=41)
     texts = [" ".join(base[3 * i : 3 * i + 3]) for i in range(documents)]
-    request = pb.IngestDocumentsRequest(
-        tenant_id=_TENANT,
-        documents=[
-            pb.DocumentInput(document_id=f"ingest-{i}", title=f"Call note {i}", text=t)
-            for i, t in enumerate(texts)
-        ],
-    )
+    measured = []
     async with ingest_stack(database, settings, model, embedding_settings) as stub:
-        started = time.perf_counter()
-        summary = None
-        async for event in stub.IngestDocuments(request, timeout=3600):
-            if event.HasField("summary"):
-                summary = event.summary
-        ingest_s = time.perf_counter() - started
-    assert summary is not None
-    async with database.connection() as conn:
-        cur = await conn.execute("SELECT title, body FROM retrieval_chunks")
-        chunk_texts = [f"{title}\n{body}" for title, body in await cur.fetchall()]
-    started = time.perf_counter()
-    for i in range(0, len(chunk_texts), settings.embed_batch_size):
-        await asyncio.to_thread(
-            model.embed_passages, chunk_texts[i : i + settings.embed_batch_size]
-        )
-    raw_s = time.perf_counter() - started
-    words = statistics.fmean(len(t.split()) for t in texts)
-    ingest_rate = summary.chunks_written / ingest_s
-    raw_rate = len(chunk_texts) / raw_s
+        for r in range(rounds):
+            measured.append(
+                await _ingest_round(
+                    stub,
+                    database,
+                    model,
+                    settings.embed_batch_size,
+                    texts=texts,
+                    prefix=f"ingest{r}",
+                )
+            )
+    ratios = [ingest / raw for ingest, raw, _ in measured]
+    middle = sorted(range(rounds), key=lambda r: ratios[r])[rounds // 2]
+    ingest_rate, raw_rate, chunks = measured[middle]
     return {
         "documents": documents,
-        "words_per_document": round(words, 1),
-        "chunks": summary.chunks_written,
-        "failed": summary.documents_failed,
+        "rounds": rounds,
+        "words_per_document": round(statistics.fmean(len(t.split()) for t in texts), 1),
+        "chunks": chunks,
         "ingest_chunks_per_s": round(ingest_rate, 1),
         "raw_model_chunks_per_s": round(raw_rate, 1),
-        "ingest_vs_model": round(ingest_rate / raw_rate, 3),
+        "ingest_vs_model": round(ratios[middle], 3),
+        "ingest_vs_model_by_round": [round(r, 3) for r in ratios],
     }
 
 
@@ -401,7 +463,8 @@ def render(results: dict[str, Any]) -> str:
             )
             label = " " * 8
         lines.append(
-            f"{'':>8} dense recall@10 vs exact: {size['dense_recall_at_10_vs_exact']:.3f}  "
+            f"{'':>8} dense recall@10 vs exact scan: {size['dense_recall_at_10_vs_exact']:.3f}"
+            f" (vs float32: {size['dense_recall_at_10_vs_float32']:.3f})  "
             f"(load {size['load_s']} s, index build {size['hnsw_build_s']} s)"
         )
         agree = size["top10_agreement_with_unbounded_full_text"]
@@ -421,7 +484,8 @@ def render(results: dict[str, Any]) -> str:
         f"-> {ingest['chunks']} chunks",
         f"  IngestDocuments (gRPC, end to end): {ingest['ingest_chunks_per_s']:.1f} chunks/s",
         f"  raw model, same chunk texts:        {ingest['raw_model_chunks_per_s']:.1f} chunks/s",
-        f"  ingest / model: {ingest['ingest_vs_model']:.2f}",
+        f"  ingest / model: {ingest['ingest_vs_model']:.2f} (median of {ingest['rounds']} "
+        f"alternating rounds: {', '.join(f'{r:.2f}' for r in ingest['ingest_vs_model_by_round'])})",
     ]
     if not results["hnsw"]:
         lines += [

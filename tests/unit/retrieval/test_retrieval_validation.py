@@ -34,7 +34,7 @@ def _field(exc: pytest.ExceptionInfo[InvalidArgument]) -> str:
 def test_search_defaults():
     resolved = resolve_query(SearchQuery("acme", "renewal"), SETTINGS)
     assert (resolved.mode, resolved.top_k, resolved.depth, resolved.ef_search) == (
-        SearchMode.HYBRID, 10, 50, 100,
+        SearchMode.HYBRID, 10, 50, 200,
     )  # fmt: skip
     deep = resolve_query(SearchQuery("acme", "q", top_k=80, mode=3), SETTINGS)
     assert (deep.mode, deep.depth) == (SearchMode.SPARSE, 80)
