@@ -432,7 +432,9 @@ def _hit(row: Sequence[Any]) -> Hit:
 #    words that occur must contain one of the ``n - required + 1`` rarest (pigeonhole),
 #    and rarer words are added while their frequencies sum to at most ``candidates``.
 # Only when the budget cuts a tier can a chunk be missed that would have ranked: the
-# order within a cut tier is then the index's. ``candidates = 0`` reads every match.
+# order within a cut tier is then the index's. ``candidates = 0`` lifts the budget (the
+# tiers still stop at ``depth``, which is exact). Full text alone ranks the same way,
+# with no coverage floor.
 # A tier is skipped when it would need more AND-clauses than this (long queries).
 _MAX_TIER_CLAUSES = 64
 _QUERY_TERMS = sql.SQL(
