@@ -29,8 +29,8 @@ from google.protobuf.descriptor import ServiceDescriptor
 from grpc_status import rpc_status
 from opentelemetry import metrics
 
-from gateway._quota import QUOTA_MESSAGE, QUOTA_REASON, TokenBuckets
-from services.common import ResourceExhausted, status_for
+from gateway._quota import TokenBuckets, quota_exceeded
+from services.common import status_for
 
 _log = logging.getLogger("tandem.gateway")
 _MAX_CACHED = 4096
@@ -146,10 +146,7 @@ class QuotaGate(grpc.aio.ServerInterceptor):
         if handler is None:
             if len(self._handlers) >= _MAX_CACHED:
                 self._handlers.clear()
-            refusal = ResourceExhausted(
-                QUOTA_MESSAGE, retry_after_s=wait_ms / 1000, reason=QUOTA_REASON
-            )
-            status = rpc_status.to_status(status_for(refusal))
+            status = rpc_status.to_status(status_for(quota_exceeded(wait_ms / 1000)))
             refuse = _refusing(status.code, status.details, status.trailing_metadata)
             handler = self._handlers[(streaming, wait_ms)] = _handler(streaming, refuse)
         return handler

@@ -8,8 +8,12 @@ from dataclasses import dataclass
 
 from services.common import ResourceExhausted
 
-QUOTA_REASON = "QUOTA_EXCEEDED"
-QUOTA_MESSAGE = "tenant rate limit exceeded"
+
+def quota_exceeded(wait_s: float) -> ResourceExhausted:
+    """The refusal of a tenant over its quota: retry after ``wait_s`` seconds."""
+    return ResourceExhausted(
+        "tenant rate limit exceeded", retry_after_s=wait_s, reason="QUOTA_EXCEEDED"
+    )
 
 
 @dataclass
@@ -60,4 +64,4 @@ class TokenBuckets:
 
     def _refuse(self, bucket: _Bucket, cost: float) -> None:
         wait = (cost - bucket.tokens) / self._rate
-        raise ResourceExhausted(QUOTA_MESSAGE, retry_after_s=wait, reason=QUOTA_REASON)
+        raise quota_exceeded(wait)

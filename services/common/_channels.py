@@ -60,34 +60,6 @@ def _with_timeout(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDet
     )
 
 
-class _DeadlineUnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
-    async def intercept_unary_unary(
-        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
-    ) -> Any:
-        return await continuation(_with_timeout(client_call_details), request)
-
-
-class _DeadlineUnaryStream(grpc.aio.UnaryStreamClientInterceptor):
-    async def intercept_unary_stream(
-        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
-    ) -> Any:
-        return await continuation(_with_timeout(client_call_details), request)
-
-
-class _DeadlineStreamUnary(grpc.aio.StreamUnaryClientInterceptor):
-    async def intercept_stream_unary(
-        self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
-    ) -> Any:
-        return await continuation(_with_timeout(client_call_details), request_iterator)
-
-
-class _DeadlineStreamStream(grpc.aio.StreamStreamClientInterceptor):
-    async def intercept_stream_stream(
-        self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
-    ) -> Any:
-        return await continuation(_with_timeout(client_call_details), request_iterator)
-
-
 def _cancel_if_abandoned(call: Any) -> Any:
     """Cancel ``call`` on the wire if the interceptor chain above it ends without a result.
 
@@ -107,47 +79,47 @@ def _cancel_if_abandoned(call: Any) -> Any:
     return call
 
 
-class _CancelUnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
+# grpc.aio files an interceptor under one call kind only, hence one class per kind; each
+# gives the call the request's remaining deadline and cancels it if its caller goes away.
+
+
+class _UnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
     async def intercept_unary_unary(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
-        return _cancel_if_abandoned(await continuation(client_call_details, request))
+        return _cancel_if_abandoned(await continuation(_with_timeout(client_call_details), request))
 
 
-class _CancelUnaryStream(grpc.aio.UnaryStreamClientInterceptor):
+class _UnaryStream(grpc.aio.UnaryStreamClientInterceptor):
     async def intercept_unary_stream(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
-        return _cancel_if_abandoned(await continuation(client_call_details, request))
+        return _cancel_if_abandoned(await continuation(_with_timeout(client_call_details), request))
 
 
-class _CancelStreamUnary(grpc.aio.StreamUnaryClientInterceptor):
+class _StreamUnary(grpc.aio.StreamUnaryClientInterceptor):
     async def intercept_stream_unary(
         self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
     ) -> Any:
-        return _cancel_if_abandoned(await continuation(client_call_details, request_iterator))
+        return _cancel_if_abandoned(
+            await continuation(_with_timeout(client_call_details), request_iterator)
+        )
 
 
-class _CancelStreamStream(grpc.aio.StreamStreamClientInterceptor):
+class _StreamStream(grpc.aio.StreamStreamClientInterceptor):
     async def intercept_stream_stream(
         self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
     ) -> Any:
-        return _cancel_if_abandoned(await continuation(client_call_details, request_iterator))
-
-
-def cancellation_interceptors() -> list[grpc.aio.ClientInterceptor]:
-    """Innermost: a cancelled caller cancels the real RPC, whatever the interceptors above do."""
-    return [_CancelUnaryUnary(), _CancelUnaryStream(), _CancelStreamUnary(), _CancelStreamStream()]
+        return _cancel_if_abandoned(
+            await continuation(_with_timeout(client_call_details), request_iterator)
+        )
 
 
 def deadline_interceptors() -> list[grpc.aio.ClientInterceptor]:
-    """Give every outgoing call the smaller of its own timeout and the request's remainder."""
-    return [
-        _DeadlineUnaryUnary(),
-        _DeadlineUnaryStream(),
-        _DeadlineStreamUnary(),
-        _DeadlineStreamStream(),
-    ]
+    """Innermost, next to the real call: every outgoing call gets the smaller of its own
+    timeout and the request's remainder, and a cancelled caller (the awaiting task, or
+    the call object) cancels the RPC on the wire, whatever the interceptors above do."""
+    return [_UnaryUnary(), _UnaryStream(), _StreamUnary(), _StreamStream()]
 
 
 def create_channel(
@@ -158,13 +130,12 @@ def create_channel(
 ) -> grpc.aio.Channel:
     """An insecure internal channel (mesh/mTLS terminates outside the process).
 
-    ``interceptors`` usually comes from ``Telemetry.client_interceptors()``; the
-    deadline interceptor follows them so tracing sees the final timeout, and the
-    cancellation interceptor is innermost, next to the real call: cancelling the task that
-    awaits a call (or the call object) cancels the RPC on the wire.
+    ``interceptors`` usually comes from ``Telemetry.client_interceptors()``; the deadline
+    interceptors follow them, so tracing sees the final timeout, and sit next to the real
+    call, so cancelling the task that awaits a call (or the call object) cancels the RPC.
     """
     return grpc.aio.insecure_channel(
         target,
         options=channel_options(max_message_bytes),
-        interceptors=[*interceptors, *deadline_interceptors(), *cancellation_interceptors()],
+        interceptors=[*interceptors, *deadline_interceptors()],
     )
