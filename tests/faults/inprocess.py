@@ -20,18 +20,16 @@ import services.common._server as runtime_server
 from gateway import GatewaySettings
 from services.common import RuntimeInterceptor, embedded_server_url
 from services.embedding import Embedder
-from tests.conftest import TelemetrySink, real_embedder
+from tests.conftest import TelemetrySink
 from tests.integration.gateway.stack import Gateway, start_gateway, start_router, start_sql
 from tests.integration.retrieval.stack import new_tenant, start_embedding, start_retrieval
 
-# real_embedder (tests/conftest.py) is re-exported: tests/security modules import it from here.
 __all__ = [
     "Hop",
     "HopLog",
     "Stack",
     "hops",
     "pg_url",
-    "real_embedder",
     "recorded",
     "stack",
     "start_stack",

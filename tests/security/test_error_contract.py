@@ -25,7 +25,6 @@ from tests.faults.inprocess import (
     Stack,
     hops,
     pg_url,
-    real_embedder,
     recorded,
     stack,
     start_stack,
@@ -33,7 +32,7 @@ from tests.faults.inprocess import (
 from tests.integration.gateway.stack import Gateway, bearer, start_gateway
 from tests.integration.retrieval.stack import new_tenant
 
-__all__ = ["hops", "pg_url", "real_embedder", "recorded", "stack"]
+__all__ = ["hops", "pg_url", "recorded", "stack"]
 
 pytestmark = pytest.mark.integration
 

@@ -26,10 +26,10 @@ from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
 from tandem.v1 import sql_service_pb2 as spb
 from tests.faults.contract import assert_contract, decode
-from tests.faults.inprocess import Stack, pg_url, real_embedder, stack
+from tests.faults.inprocess import Stack, pg_url, stack
 from tests.faults.procs import health
 
-__all__ = ["pg_url", "real_embedder", "stack"]
+__all__ = ["pg_url", "stack"]
 
 pytestmark = pytest.mark.integration
 

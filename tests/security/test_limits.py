@@ -21,10 +21,10 @@ from tandem.v1 import router_service_pb2 as qpb
 from tandem.v1 import sql_service_pb2 as spb
 from tandem.v1 import sql_service_pb2_grpc as spb_grpc
 from tests.faults.contract import assert_contract, outcome
-from tests.faults.inprocess import Stack, pg_url, real_embedder, stack
+from tests.faults.inprocess import Stack, pg_url, stack
 from tests.faults.procs import ServiceProcess, health, start_service
 
-__all__ = ["pg_url", "real_embedder", "stack"]
+__all__ = ["pg_url", "stack"]
 
 pytestmark = pytest.mark.integration
 
