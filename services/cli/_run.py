@@ -93,6 +93,8 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec(
         "gateway", "gateway", 50051, needs_database=True, calls=("router", "retrieval", "sql")
     ),
+    # nginx in front of the gateway: refuses a tenant's flood before Python sees it.
+    ServiceSpec("edge", "gateway.edge", 50050, needs_database=False, calls=("gateway",)),
 )
 
 
@@ -609,7 +611,9 @@ def _start_and_supervise(
     loaded = asyncio.run(_load_demo(supervisor.addresses[by_name["retrieval"].name], console))
     supervisor.interruptible = False
     console.line(f"  demo       {loaded}")
-    _print_usage(console, api_key, reused, key_path, supervisor.addresses["gateway"])
+    _print_usage(
+        console, api_key, reused, key_path, supervisor.addresses["gateway"], supervisor.addresses
+    )
     while not supervisor.stopping.is_set():
         supervisor.exited.wait(timeout=1.0)
         supervisor.exited.clear()
@@ -620,7 +624,12 @@ def _start_and_supervise(
 
 
 def _print_usage(
-    console: _Console, api_key: str, reused: bool, key_path: Path, gateway: str
+    console: _Console,
+    api_key: str,
+    reused: bool,
+    key_path: Path,
+    gateway: str,
+    addresses: Mapping[str, str],
 ) -> None:
     how = "reused" if reused else "created"
     console.line()
@@ -636,6 +645,12 @@ def _print_usage(
     for example in EXAMPLES:
         console.line(f"  {example}")
     console.line()
+    if "edge" in addresses:
+        console.line()
+        console.line(
+            f"Products and load tests: call the edge at {addresses['edge']} (same API; it "
+            "refuses a tenant's flood before the gateway sees it)."
+        )
     console.line("Ctrl-C stops every service (in-flight calls finish first).")
 
 

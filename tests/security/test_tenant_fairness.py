@@ -13,21 +13,16 @@ The flood must cost B no more than a neighbour at quota does: p99 under the floo
 20% of p99 next to C. Against B alone the flood adds the quota's admitted work too; that
 ratio is reported (``bench-results/fairness.json``) with the CPU each process used.
 
-A refusal is cheap: the gateway's first server interceptor (``gateway/_admission.py``)
-refuses a recently verified key whose tenant is over quota before tracing, logging,
-parsing or the servicer run, with a status built once per retry delay — about 0.25 ms of
-gateway CPU per refusal at saturation and 0.45 ms at 500 a second (it was 0.6 and 0.9 ms;
-a bare grpc.aio server that does nothing but abort costs 0.17 and 0.35-0.4 ms on the same
-machine). The test also checks that the flood was one (A sent most of ten times its
-quota while B was measured, and got its quota's worth through), so a weak driver cannot
-pass it.
+The flood is refused where it costs the others nothing: the edge (nginx, ``gateway.edge``,
+the product's front door) refuses a key past twice its quota in compiled code in its own
+process, and the gateway refuses exactly, on its one event loop, only what the edge let
+through. Every call here goes through the edge. The test also checks that the flood was
+one (A sent most of ten times its quota while B was measured, and got its quota's worth
+through), so a weak driver cannot pass it.
 
-The +20% target is still missed on a 2-core machine (quiet, 960 calls a phase: +18%,
-+21%, +29%, +51%), so the test is an expected failure with the measured number. What
-is left is sharing the one gateway process: the same flood answered by a separate
-process (the same CPU spent on the same machine) leaves B's p99 within noise of B
-alone, while answered by the gateway it adds +65% to +300%, with B's median up 1-5 ms
-too; renicing the gateway to -10 or a 0.2 ms GIL switch interval did not remove it.
+Without the edge, the gateway's cheapest refusal (its first interceptor, about 0.25 ms of
+CPU) still shared the event loop with B: +18% to +51% on a quiet 2-core machine, 960
+calls a phase. Through the edge: see ``bench-results/fairness.json`` and the note.
 """
 
 from __future__ import annotations
@@ -71,7 +66,7 @@ C_RPS = int(0.8 * RATE_PER_S)
 A_RPS = int(os.environ.get("FAIRNESS_A_RPS", str(10 * RATE_PER_S)))
 WINDOWS = 4
 # The flood may never make B more than this many times slower than a neighbour at quota.
-STARVATION_FACTOR = 5.0
+STARVATION_FACTOR = 5.0  # reported first: a worse miss than the target says more
 TOLERANCE = 0.20
 RESULT_PATH = REPO_ROOT / "bench-results" / "fairness.json"
 REQUEST = gpb.GatewayServiceValidateSqlRequest(
@@ -114,7 +109,7 @@ def start_load(
             "-c",
             "import sys; from services.cli import main; sys.exit(main())",
             "load",
-            stack.gateway_address,
+            stack.edge_address,
             "--insecure",
             "--call",
             "tandem.v1.GatewayService.ValidateSql",
@@ -176,7 +171,8 @@ async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quo
     make_stack: Callable[..., ProcessStack], tmp_path: Path
 ) -> None:
     quota = {"GATEWAY_RATE_PER_S": str(RATE_PER_S), "GATEWAY_BURST": str(BURST)}
-    stack = await asyncio.to_thread(make_stack, service_env={"gateway": quota})
+    # The edge reads the same quota (its per-key limit defaults to twice it).
+    stack = await asyncio.to_thread(make_stack, service_env={"gateway": quota, "edge": quota})
     keys = {t: await asyncio.to_thread(stack.create_key, f"fair-{t}") for t in "abc"}
     per_window = B_SAMPLES // WINDOWS
     seconds = 3 * B_SAMPLES / B_RATE_PER_S + WINDOWS * 1.0 + 8
@@ -190,7 +186,7 @@ async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quo
     walls = dict.fromkeys(phases, 0.0)
     windows: dict[str, list[tuple[float, float]]] = {phase: [] for phase in phases}
     try:
-        async with grpc.aio.insecure_channel(stack.gateway_address) as channel:
+        async with grpc.aio.insecure_channel(stack.edge_address) as channel:
             stub = gpb_grpc.GatewayServiceStub(channel)
             await asyncio.sleep(1.0)  # the drivers connect and reach their rates
             for driver in drivers.values():
@@ -257,14 +253,23 @@ async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quo
     # Regression guard, always enforced: a flood never starves B (refusals stay cheap and
     # admitted tenants keep their share).
     assert flood <= neighbour * STARVATION_FACTOR, result
-    if flood > neighbour * (1 + TOLERANCE):
-        # The issue's +20% target is not met on a 2-core machine. Refusals are ~0.45 ms
-        # of gateway CPU now, close to what grpc.aio itself costs per call, but they share
-        # the gateway's one process (its event loop, gRPC poller thread and CPU share) with
-        # B's calls: the same flood answered by another process leaves B within noise.
-        # Closing it needs the flood refused outside the process that serves admitted
-        # tenants (an edge limiter keyed on the API key, in front of Python).
-        pytest.xfail(f"+20% target missed: B's p99 {result['p99_flood_vs_at_quota']:+.0%}")
+    # The issue's target: the flood costs B no more than a neighbour at quota, +20%.
+    assert flood <= neighbour * (1 + TOLERANCE), result
+    # Both layers refused: the edge most of the flood, the gateway exactly what the edge
+    # let through past the quota (A still got its quota's worth, asserted above).
+    refused_by = edge_refusals(stack)
+    assert refused_by["edge"] > refused_by["gateway"] > 0, refused_by
+
+
+def edge_refusals(stack: ProcessStack) -> dict[str, int]:
+    """Refusals of the run by layer, from the edge's access log (privacy-safe JSON)."""
+    counts = {"edge": 0, "gateway": 0}
+    for path in (stack.data_dir / "edge").glob("*/access.log"):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if entry["grpc_status"] == "8":
+                counts["edge" if entry["edge_reply"] == "over_quota" else "gateway"] += 1
+    return counts
 
 
 async def test_a_refusal_over_quota_skips_the_key_lookup_but_never_serves_a_bad_key(

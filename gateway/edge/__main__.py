@@ -1,0 +1,55 @@
+"""``python -m gateway.edge``: render the edge's nginx configuration and run nginx.
+
+nginx runs in the foreground as this process's child. SIGTERM and SIGINT become nginx's
+graceful stop (SIGQUIT: stop accepting, let calls in flight finish, at most the grace
+period), so the edge drains like every other service; this process exits with nginx's
+status. Files live under ``$TANDEM_DATA_DIR/edge/<port>/``; the access log (no metadata,
+no bodies) goes to ``EDGE_ACCESS_LOG`` (default: that directory's ``access.log``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from gateway.edge import EdgeSettings, main_config, nginx_binary, render, template_variables
+from services.common import Env
+
+
+def main() -> int:
+    env = Env()
+    settings = EdgeSettings.from_env()
+    binary = nginx_binary(settings)
+    if binary is None or not binary.exists():
+        print(
+            "edge: no nginx found; run `make edge` (builds it into the virtualenv) or set "
+            "EDGE_NGINX",
+            file=sys.stderr,
+        )
+        return 2
+    port = settings.listen.rpartition(":")[2]
+    run_dir = (Path(env.get_str("TANDEM_DATA_DIR", ".tandem")) / "edge" / port).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    access_log = env.get_str("EDGE_ACCESS_LOG", str(run_dir / "access.log"))
+    http_config = run_dir / "tandem-edge.conf"
+    http_config.write_text(render(template_variables(settings, access_log)), encoding="utf-8")
+    config = run_dir / "nginx.conf"
+    config.write_text(main_config(settings, run_dir, http_config), encoding="utf-8")
+    nginx = subprocess.Popen([str(binary), "-p", str(run_dir), "-e", "stderr", "-c", str(config)])
+
+    def graceful(_signum: int, _frame: object) -> None:
+        if nginx.poll() is None:
+            nginx.send_signal(signal.SIGQUIT)
+
+    signal.signal(signal.SIGTERM, graceful)
+    signal.signal(signal.SIGINT, graceful)
+    print(f"edge: nginx {binary} on {settings.listen} -> gateway {settings.upstream}", flush=True)
+    return nginx.wait()
+
+
+if __name__ == "__main__":
+    os.umask(0o077)
+    sys.exit(main())
