@@ -85,7 +85,8 @@ def _status_header(status_bytes: bytes) -> str:
 
 def _grpc_message(text: str) -> str:
     """grpc-message is percent-encoded (gRPC over HTTP/2)."""
-    return urllib.parse.quote(text, safe=" !#$&'()*+,-./:;<=>?@[]^_`{|}~").replace(" ", "%20")
+    # Also "$": the value goes into an nginx string, where "$" starts a variable.
+    return urllib.parse.quote(text, safe=" !#&'()*+,-./:;<=>?@[]^_`{|}~").replace(" ", "%20")
 
 
 def refusal_variables(quota_rate_per_s: float) -> dict[str, str]:

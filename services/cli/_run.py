@@ -611,9 +611,7 @@ def _start_and_supervise(
     loaded = asyncio.run(_load_demo(supervisor.addresses[by_name["retrieval"].name], console))
     supervisor.interruptible = False
     console.line(f"  demo       {loaded}")
-    _print_usage(
-        console, api_key, reused, key_path, supervisor.addresses["gateway"], supervisor.addresses
-    )
+    _print_usage(console, api_key, reused, key_path, supervisor.addresses)
     while not supervisor.stopping.is_set():
         supervisor.exited.wait(timeout=1.0)
         supervisor.exited.clear()
@@ -628,9 +626,9 @@ def _print_usage(
     api_key: str,
     reused: bool,
     key_path: Path,
-    gateway: str,
     addresses: Mapping[str, str],
 ) -> None:
+    gateway = addresses["gateway"]
     how = "reused" if reused else "created"
     console.line()
     console.line(

@@ -179,6 +179,8 @@ def test_tandem_run_on_a_fresh_directory_serves_the_printed_examples_and_stops_o
     api_key = session.wait_for(r"export TANDEM_API_KEY=(tdm_\S+)").group(1)
     gateway = session.wait_for(r"export TANDEM_GATEWAY=(\S+)").group(1)
     assert gateway == f"127.0.0.1:{run_env['GATEWAY_PORT']}"
+    edge = session.wait_for(r"call the edge at (\S+) ").group(1)
+    assert edge == f"127.0.0.1:{run_env['EDGE_PORT']}"
     session.wait_for(r"Ctrl-C stops every service")
     output = session.output()
     assert re.search(r"demo\s+140 documents loaded", output), output
@@ -190,6 +192,12 @@ def test_tandem_run_on_a_fresh_directory_serves_the_printed_examples_and_stops_o
 
     countable = cli(session.env, asks[0], api_key, gateway)
     assert "Citations:" in countable and "Route: sql" in countable, countable
+
+    # The front door answers the same question the same way.
+    def untimed(text: str) -> str:
+        return re.sub(r"\d+ ms", "", text)
+
+    assert untimed(cli(session.env, asks[0], api_key, edge)) == untimed(countable)
 
     key_file = data_dir / "demo-api-key"
     assert key_file.read_text().strip() == api_key

@@ -5,6 +5,8 @@ every RPC it applies to, in front of the real services."""
 
 from __future__ import annotations
 
+import base64
+import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -13,13 +15,14 @@ import grpc
 import pytest
 
 from gateway import GatewaySettings
+from gateway.edge import refusal_variables
 from services.embedding import Embedder
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import sql_service_pb2 as spb
 from tests.conftest import TelemetrySink
-from tests.faults.contract import ErrorSeen, assert_contract, outcome
+from tests.faults.contract import ErrorSeen, assert_contract, decode, outcome
 from tests.faults.inprocess import (
     HopLog,
     Stack,
@@ -235,3 +238,34 @@ async def test_nul_characters_are_invalid_argument_not_internal(stack: Stack):
         seen = await _call(stack.stub, rpc, request, metadata=stack.metadata)
         if seen is not None:
             assert_contract(seen, internal=_internal(stack))
+
+
+class _EdgeReply:
+    """A trailers-only reply of the edge (nginx) as a client decodes it."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, details_bin: str) -> None:
+        self._code = code
+        self._message = urllib.parse.unquote(message)
+        self._details = base64.b64decode(details_bin + "=" * (-len(details_bin) % 4))
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._message
+
+    def trailing_metadata(self) -> tuple[tuple[str, bytes], ...]:
+        return (("grpc-status-details-bin", self._details),)
+
+
+@pytest.mark.parametrize("quota_rate_per_s", [0.5, 20.0, 5000.0])
+def test_the_edges_own_replies_keep_the_contract(quota_rate_per_s: float):
+    """Over quota and gateway unreachable, as gateway.edge precomputes them for nginx (on
+    the wire: tests/integration/gateway/test_edge.py)."""
+    replies = refusal_variables(quota_rate_per_s)
+    for code, name in (
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, "QUOTA"),
+        (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE"),
+    ):
+        reply = _EdgeReply(code, replies[f"EDGE_{name}_MESSAGE"], replies[f"EDGE_{name}_STATUS"])
+        assert_contract(decode(reply))

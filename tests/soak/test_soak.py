@@ -1,9 +1,9 @@
-"""Soak: mixed load through the gateway on the whole stack as processes, while the memory,
-open file descriptors and database connections of every process are sampled; after a
-warm-up they must stay flat. ``make test-soak`` runs it (``-m soak``; ``make test`` skips
-it). Ten minutes by default; ``SOAK_DURATION_S`` / ``SOAK_WARMUP_S`` / ``SOAK_SAMPLE_S``
-shorten it for a quick run. The curves' start and end values (and every sample) go to
-``bench-results/soak.json`` and are printed.
+"""Soak: mixed load through the edge and the gateway on the whole stack as processes,
+while the memory, open file descriptors and database connections of every process are
+sampled; after a warm-up they must stay flat. ``make test-soak`` runs it (``-m soak``;
+``make test`` skips it). Ten minutes by default; ``SOAK_DURATION_S`` / ``SOAK_WARMUP_S``
+/ ``SOAK_SAMPLE_S`` shorten it for a quick run. The curves' start and end values (and
+every sample) go to ``bench-results/soak.json`` and are printed.
 
 Flat means, comparing the median of the first three samples after the warm-up with the
 median of the last three:
@@ -60,7 +60,9 @@ POOL_BOUND = 8  # DB_POOL_MAX_SIZE default per process and database
 pytestmark = [pytest.mark.soak, pytest.mark.timeout(int(DURATION_S + WARMUP_S + 900))]
 
 TENANT = "soak"
-SERVICES = ("embedding", "retrieval", "sql", "router", "gateway")
+SERVICES = ("embedding", "retrieval", "sql", "router", "gateway", "edge")
+# Sampled with their children: the edge is a small supervisor plus nginx's master/worker.
+TREES = frozenset({"edge"})
 
 
 # -- sampling -------------------------------------------------------------------------
@@ -79,8 +81,11 @@ def sample_processes(stack: ProcessStack) -> dict[str, dict[str, float]]:
         pid = stack.pid(name)
         if pid is None:
             continue
-        proc = psutil.Process(pid)
-        out[name] = {"rss_mb": proc.memory_info().rss / 2**20, "fds": float(proc.num_fds())}
+        procs = _tree(pid) if name in TREES else [psutil.Process(pid)]
+        out[name] = {
+            "rss_mb": sum(p.memory_info().rss for p in procs) / 2**20,
+            "fds": float(sum(p.num_fds() for p in procs)),
+        }
     pid = stack.pid("postgres")
     if pid is not None:
         private = postgres_private_bytes(pid) / 2**20
@@ -274,7 +279,10 @@ def _curves(samples: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
 async def test_memory_fds_and_connections_stay_flat_under_mixed_load(tmp_path: Path) -> None:
     stack = ProcessStack(
         tmp_path / "stack",
-        service_env={"gateway": {"GATEWAY_RATE_PER_S": "1000", "GATEWAY_BURST": "1000"}},
+        service_env={
+            name: {"GATEWAY_RATE_PER_S": "1000", "GATEWAY_BURST": "1000"}
+            for name in ("gateway", "edge")
+        },
     )
     await asyncio.to_thread(stack.start)
     try:
@@ -286,7 +294,7 @@ async def test_memory_fds_and_connections_stay_flat_under_mixed_load(tmp_path: P
         samples: list[dict[str, Any]] = []
         started = time.monotonic()
         until = started + WARMUP_S + DURATION_S
-        async with grpc.aio.insecure_channel(stack.gateway_address) as channel:
+        async with grpc.aio.insecure_channel(stack.edge_address) as channel:
             stub = gpb_grpc.GatewayServiceStub(channel)
             load_task = asyncio.create_task(run_load(stub, metadata, until, load))
             while not load_task.done():

@@ -20,6 +20,9 @@ class Deployed:
     module: str
     prefix: str
     settings_module: str
+    # Our Python image (infra/docker/<name>.Dockerfile, gRPC health, OTLP). The edge runs
+    # the stock nginx image, which has none of these.
+    python: bool = True
 
     @property
     def package_dir(self) -> Path:
@@ -39,12 +42,16 @@ SERVICES = (
     Deployed("sql", "services.sql", "SQL", "services.sql._settings"),
     Deployed("router", "services.router", "ROUTER", "services.router._settings"),
     Deployed("gateway", "gateway", "GATEWAY", "gateway._settings"),
+    Deployed("edge", "gateway.edge", "EDGE", "gateway.edge", python=False),
 )
+PYTHON_SERVICES = tuple(s for s in SERVICES if s.python)
 BY_NAME = {s.name: s for s in SERVICES}
 
 # Who calls whom (SYSTEM.md and issue 11); the gateway also verifies API keys in Postgres.
+# The edge (nginx) is the front door and calls the gateway only.
 CALL_GRAPH = frozenset(
     {
+        ("edge", "gateway"),
         ("gateway", "router"),
         ("gateway", "retrieval"),
         ("gateway", "sql"),

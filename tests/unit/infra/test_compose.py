@@ -7,7 +7,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.infra.conftest import CALL_GRAPH, INFRA, SERVICES, Deployed
+from tests.unit.infra.conftest import (
+    BY_NAME,
+    CALL_GRAPH,
+    INFRA,
+    PYTHON_SERVICES,
+    SERVICES,
+    Deployed,
+)
 
 
 def _compose() -> dict[str, Any]:
@@ -26,7 +33,7 @@ def test_compose_has_every_service_postgres_collector_and_jaeger() -> None:
     assert services["otel-collector"]["image"].startswith("otel/opentelemetry-collector")
 
 
-@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+@pytest.mark.parametrize("service", PYTHON_SERVICES, ids=lambda s: s.name)
 def test_each_service_builds_its_dockerfile_and_listens_on_its_port(service: Deployed) -> None:
     port = service.default_port()
     spec = _compose()["services"][service.name]
@@ -53,6 +60,10 @@ def test_addresses_follow_the_call_graph() -> None:
                 edges.add((caller.name, callee.name))
         if "@postgres:5432/" in env.get("DATABASE_URL", ""):
             edges.add((caller.name, "postgres"))
+    # nginx names its one callee as host:port.
+    host, _, port = services["edge"]["environment"]["EDGE_UPSTREAM"].rpartition(":")
+    assert port == str(BY_NAME[host].default_port())
+    edges.add(("edge", host))
     assert edges == set(CALL_GRAPH)
     # Every callee a service depends on is started (healthy) before it.
     for source, dest in CALL_GRAPH:
@@ -60,9 +71,10 @@ def test_addresses_follow_the_call_graph() -> None:
         assert dest in depends, f"{source} should wait for {dest}"
 
 
-def test_only_the_gateway_is_published_and_secrets_come_from_the_environment() -> None:
+def test_only_the_edge_and_gateway_are_published_and_secrets_come_from_the_environment() -> None:
     services = _compose()["services"]
 
+    assert services["edge"]["ports"] == ["${TANDEM_EDGE_PORT:-50050}:50050"]
     assert services["gateway"]["ports"] == ["${TANDEM_PORT:-50051}:50051"]
     for name in ("embedding", "retrieval", "sql", "router", "postgres"):
         assert "ports" not in services[name]
@@ -75,7 +87,7 @@ def test_only_the_gateway_is_published_and_secrets_come_from_the_environment() -
 
 def test_mounted_files_exist() -> None:
     services = _compose()["services"]
-    for name in ("postgres", "otel-collector"):
+    for name in ("postgres", "otel-collector", "edge"):
         for volume in services[name]["volumes"]:
             source = volume.split(":")[0]
             if source.startswith("./"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.infra.conftest import INFRA, ROOT, SERVICES, Deployed
+from tests.unit.infra.conftest import INFRA, PYTHON_SERVICES, ROOT, Deployed
 
 
 def _instructions(path: Path) -> list[tuple[str, str]]:
@@ -44,7 +44,7 @@ def _dockerfile(service: Deployed) -> Path:
     return INFRA / "docker" / f"{service.name}.Dockerfile"
 
 
-@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+@pytest.mark.parametrize("service", PYTHON_SERVICES, ids=lambda s: s.name)
 def test_entry_module_exists_and_is_what_runs(service: Deployed) -> None:
     port = service.default_port()  # skips a service that has not landed yet
     final = _final_stage(_instructions(_dockerfile(service)))
@@ -55,7 +55,7 @@ def test_entry_module_exists_and_is_what_runs(service: Deployed) -> None:
     assert port > 0
 
 
-@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+@pytest.mark.parametrize("service", PYTHON_SERVICES, ids=lambda s: s.name)
 def test_port_and_host_match_the_service_settings(service: Deployed) -> None:
     port = service.default_port()
     final = _final_stage(_instructions(_dockerfile(service)))
@@ -70,7 +70,7 @@ def test_port_and_host_match_the_service_settings(service: Deployed) -> None:
     assert f'ServerSettings.from_env("{service.name}"' in server_source
 
 
-@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+@pytest.mark.parametrize("service", PYTHON_SERVICES, ids=lambda s: s.name)
 def test_health_check_probes_the_service_port_over_grpc(service: Deployed) -> None:
     port = service.default_port()
     final = _final_stage(_instructions(_dockerfile(service)))
@@ -85,7 +85,7 @@ def test_health_check_probes_the_service_port_over_grpc(service: Deployed) -> No
     assert ["infra/docker/grpc_health_probe.py", "/usr/local/bin/grpc-health-probe"] in copies
 
 
-@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+@pytest.mark.parametrize("service", PYTHON_SERVICES, ids=lambda s: s.name)
 def test_multi_stage_slim_non_root_with_generated_code(service: Deployed) -> None:
     instructions = _instructions(_dockerfile(service))
     froms = [rest for keyword, rest in instructions if keyword == "FROM"]
@@ -108,7 +108,7 @@ def test_multi_stage_slim_non_root_with_generated_code(service: Deployed) -> Non
 def test_the_embedding_image_bakes_the_offline_model_where_the_service_looks() -> None:
     from services.embedding._manifest import DEFAULT_MODEL_DIR_NAME
 
-    instructions = _instructions(_dockerfile(SERVICES[0]))
+    instructions = _instructions(_dockerfile(PYTHON_SERVICES[0]))
     final = _final_stage(instructions)
     data_dir = _env(final)["TANDEM_DATA_DIR"]
 
@@ -134,7 +134,7 @@ def _ignored(path: str, patterns: list[str]) -> bool:
     return ignored
 
 
-@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+@pytest.mark.parametrize("service", PYTHON_SERVICES, ids=lambda s: s.name)
 def test_every_copied_source_exists_and_is_in_the_build_context(service: Deployed) -> None:
     patterns = _dockerignore_patterns()
     for keyword, rest in _instructions(_dockerfile(service)):

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.infra.conftest import CALL_GRAPH, INFRA, SERVICES, Deployed
+from tests.unit.infra.conftest import CALL_GRAPH, INFRA, PYTHON_SERVICES, SERVICES, Deployed
 
 K8S = INFRA / "k8s"
 INTERNAL = {"embedding", "retrieval", "sql", "router"}
@@ -57,7 +57,7 @@ def test_kustomization_lists_every_manifest() -> None:
     assert set(kustomization["resources"]) == files
 
 
-@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+@pytest.mark.parametrize("service", PYTHON_SERVICES, ids=lambda s: s.name)
 def test_deployment_runs_the_module_on_its_port_with_grpc_probes(service: Deployed) -> None:
     port = service.default_port()
     docs = _docs(f"{service.name}.yaml")
@@ -169,7 +169,7 @@ def test_network_policies_allow_exactly_the_call_graph() -> None:
                 dest = _app(peer.get("podSelector", {}))
                 if target and dest:
                     egress_edges.add((target, dest))
-    telemetry = {(s.name, "otel-collector") for s in SERVICES}
+    telemetry = {(s.name, "otel-collector") for s in PYTHON_SERVICES}
 
     assert ingress_edges == set(CALL_GRAPH)
     assert egress_edges == set(CALL_GRAPH) | telemetry
@@ -196,4 +196,5 @@ def test_kustomize_renders_every_object() -> None:
     )
     assert done.returncode == 0, done.stderr
     rendered = [d for d in yaml.safe_load_all(done.stdout) if d]
-    assert len(rendered) == len(list(_all_docs()))
+    generated = yaml.safe_load((K8S / "kustomization.yaml").read_text())["configMapGenerator"]
+    assert len(rendered) == len(list(_all_docs())) + len(generated)
