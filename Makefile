@@ -7,7 +7,7 @@ GEN := gen
 PROTOS := $(shell find protos -name '*.proto' 2>/dev/null)
 MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
 
-.PHONY: setup venv proto models pgvector edge lint fmt test test-unit test-contract test-integration test-soak run bench eval load clean
+.PHONY: setup venv proto models pgvector edge lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness eval load clean
 
 setup: venv proto models pgvector edge ## virtualenv, dependencies, generated code, offline model, portable pgvector, edge nginx
 
@@ -69,6 +69,9 @@ run: setup ## start every service locally on the embedded Postgres
 
 bench: setup ## every benchmark + gateway load (starts the stack unless TANDEM_API_KEY is set): bench/results/
 	BIN=$(BIN) bash scripts/bench.sh $(BENCH_ARGS)
+
+bench-fairness: setup ## tenant B's latency alone, next to a neighbour at quota, and under a flood through the edge and around it
+	FAIRNESS_DIRECT_FLOOD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/security/test_tenant_fairness.py -k flooding
 
 eval: setup ## retrieval quality and SQL execution accuracy on the golden sets
 	$(BIN)/tandem eval retrieval

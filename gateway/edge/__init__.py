@@ -1,10 +1,11 @@
 """The edge: nginx in front of the gateway, refusing floods before Python sees them.
 
 The gateway's event loop serves every tenant; even its cheapest refusal (the first
-interceptor, about 0.25 ms of CPU) is paid on that one loop, so a tenant sending ten
-times its quota slowed the others' p99 by 20-50 %. The edge refuses in compiled code in
-another process: a coarse per-key limit (twice the gateway's quota by default) in front
-of the exact per-tenant buckets, which stay in the gateway.
+interceptor, about 0.3 ms of CPU) is paid on that one loop. The edge refuses in compiled
+code in another process, at about a quarter of that: each API key is held to the quota
+(by default the gateway's per-tenant rate and burst), in front of the gateway's exact
+per-tenant buckets, which stay the authority (a tenant with several keys, or several
+edge replicas, still gets exactly its quota from the gateway).
 
 The nginx configuration is one template, ``infra/edge/tandem-edge.conf.template``, filled
 here for local runs and tests and by the official nginx image (envsubst) in compose and
@@ -31,9 +32,6 @@ DEFAULT_PORT = 50050
 TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "edge" / "tandem-edge.conf.template"
 BINARY_NAME = "tandem-nginx"
 UNAVAILABLE_MESSAGE = "gateway unavailable"
-# The edge's limit is the gateway's quota times this: what passes it is refused exactly
-# by the gateway, at most this many times the quota per tenant.
-DEFAULT_HEADROOM = 2.0
 
 
 @dataclass(frozen=True)
@@ -42,8 +40,8 @@ class EdgeSettings:
 
     listen: str = f"0.0.0.0:{DEFAULT_PORT}"
     upstream: str = "127.0.0.1:50051"
-    rate_per_s: float = DEFAULT_HEADROOM * 20.0
-    burst: int = int(DEFAULT_HEADROOM * 40)
+    rate_per_s: float = 20.0
+    burst: int = 40
     # The gateway's own quota: refusals tell the caller to wait one of its intervals.
     quota_rate_per_s: float = 20.0
     workers: int = 1
@@ -54,13 +52,13 @@ class EdgeSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> EdgeSettings:
         """Reads ``EDGE_*``, ``GATEWAY_ADDR`` and the gateway's ``GATEWAY_RATE_PER_S`` /
-        ``GATEWAY_BURST`` (the edge's defaults are twice those)."""
+        ``GATEWAY_BURST`` (the edge's defaults: a key gets its tenant's quota)."""
         env = Env(environ)
         quota = env.get_float("GATEWAY_RATE_PER_S", 20.0, minimum=0.001)
         burst = env.get_float("GATEWAY_BURST", 40.0, minimum=1.0)
         host = env.get_str("EDGE_HOST", "0.0.0.0")
         port = env.get_int("EDGE_PORT", DEFAULT_PORT, minimum=1, maximum=65535)
-        rate = env.get_float("EDGE_RATE_PER_S", DEFAULT_HEADROOM * quota, minimum=0.017)
+        rate = env.get_float("EDGE_RATE_PER_S", quota, minimum=0.017)
         if rate < quota:
             raise SettingsError(
                 f"EDGE_RATE_PER_S must be >= GATEWAY_RATE_PER_S ({quota:g}), got {rate:g}: "
@@ -70,7 +68,7 @@ class EdgeSettings:
             listen=f"{host}:{port}",
             upstream=env.get_str("GATEWAY_ADDR", "127.0.0.1:50051"),
             rate_per_s=rate,
-            burst=env.get_int("EDGE_BURST", math.ceil(DEFAULT_HEADROOM * burst), minimum=0),
+            burst=env.get_int("EDGE_BURST", math.ceil(burst), minimum=0),
             quota_rate_per_s=quota,
             workers=env.get_int("EDGE_WORKERS", 1, minimum=1, maximum=64),
             grace_s=env.get_float("GRPC_GRACE_PERIOD_S", 10.0, minimum=0.0),

@@ -1,28 +1,26 @@
-"""Tenant fairness on the stack as processes: tenant A floods the gateway far past its
-quota (and gets RESOURCE_EXHAUSTED) while tenant B, inside its own quota, keeps its
-latency.
+"""Tenant fairness on the stack as processes: tenant A floods far past its quota (and gets
+RESOURCE_EXHAUSTED) while tenant B, inside its own quota, keeps its latency.
 
-B's latency is measured three ways in one test, in interleaved windows so that all three
-see the same background load of a shared machine: B alone; B next to a neighbour using
-its whole quota (C, the load a quota admits); B while A floods at ten times its quota (A
-also gets its quota's worth of calls through). A's flood and C's load come from separate
-processes (``tandem load``, the repo's ghz-compatible driver) paused with SIGSTOP outside
-their windows, so the test's own client measures B alone.
+B's latency is measured in interleaved windows, so that every phase sees the same
+background load of a shared machine: B alone; B next to a neighbour using most of its
+quota (C); B while A floods at ten times its quota (A also gets its quota's worth of calls
+through). A's flood and C's load come from separate processes (``tandem load``, the repo's
+ghz-compatible driver) paused with SIGSTOP outside their windows, so the test's own client
+measures B alone. The drivers run under SCHED_IDLE: a flood's client runs on the
+attacker's machines, and on a 2-core machine the Python driver's quarter of a core at 500
+calls a second otherwise competes with the system it floods.
 
-The flood must cost B no more than a neighbour at quota does: p99 under the flood within
-20% of p99 next to C. Against B alone the flood adds the quota's admitted work too; that
-ratio is reported (``bench-results/fairness.json``) with the CPU each process used.
+The target: B's p99 under the flood within 20% of its p99 without one (the alone and
+neighbour windows pooled). The test also checks that the flood was one (A sent most of
+ten times its quota while B was measured, and got its quota's worth through), so a weak
+driver cannot pass it; and that the edge, not the gateway, refused it.
 
-The flood is refused where it costs the others nothing: the edge (nginx, ``gateway.edge``,
-the product's front door) refuses a key past twice its quota in compiled code in its own
-process, and the gateway refuses exactly, on its one event loop, only what the edge let
-through. Every call here goes through the edge. The test also checks that the flood was
-one (A sent most of ten times its quota while B was measured, and got its quota's worth
-through), so a weak driver cannot pass it.
-
-Without the edge, the gateway's cheapest refusal (its first interceptor, about 0.25 ms of
-CPU) still shared the event loop with B: +18% to +51% on a quiet 2-core machine, 960
-calls a phase. Through the edge: see ``bench-results/fairness.json`` and the note.
+Every call goes through the edge (nginx, ``gateway.edge``, the product's front door),
+which refuses a key past its quota in compiled code in its own process; the gateway, the
+exact per-tenant authority behind it, sees little more than the quota. ``make
+bench-fairness`` adds a fourth phase with A flooding the gateway directly, around the
+edge, side by side; numbers in ``bench-results/fairness.json`` (with the CPU each process
+used) and the session notes.
 """
 
 from __future__ import annotations
@@ -60,11 +58,14 @@ BURST = 50
 # B and C stay inside the quota; A offers ten times it.
 B_RATE_PER_S = float(os.environ.get("FAIRNESS_B_RPS", "40"))
 # A p99 of 240 calls is the third-slowest call: on a quiet machine the same code read
-# +3%, +24% and +4% in three runs. 960 calls (24 s a phase) steady it: +18% to +51%.
-B_SAMPLES = int(os.environ.get("FAIRNESS_SAMPLES", "960"))
+# +3%, +24% and +4% in three runs. 1200 calls (30 s a phase) make it the 12th slowest.
+B_SAMPLES = int(os.environ.get("FAIRNESS_SAMPLES", "1200"))
 C_RPS = int(0.8 * RATE_PER_S)
 A_RPS = int(os.environ.get("FAIRNESS_A_RPS", str(10 * RATE_PER_S)))
 WINDOWS = 4
+# ``make bench-fairness``: also measure B while A floods the gateway directly, around the
+# edge (how it was before the edge), side by side in the same interleaved windows.
+DIRECT_FLOOD = os.environ.get("FAIRNESS_DIRECT_FLOOD") == "1"
 # The flood may never make B more than this many times slower than a neighbour at quota.
 STARVATION_FACTOR = 5.0  # reported first: a worse miss than the target says more
 TOLERANCE = 0.20
@@ -100,16 +101,19 @@ async def measure_b(
 
 
 def start_load(
-    stack: ProcessStack, key: str, rps: int, seconds: float, out: Path
+    address: str, key: str, rps: int, seconds: float, out: Path
 ) -> subprocess.Popen[bytes]:
-    """``tandem load`` calling ValidateSql as the tenant of ``key`` at ``rps``."""
-    return subprocess.Popen(
+    """``tandem load`` calling ValidateSql at ``address`` as the tenant of ``key``, at the
+    lowest CPU priority: a flood's client runs on the attacker's machines, not ours, so on a
+    shared 2-core machine it should not take CPU from the system it floods (at 500 calls a
+    second the Python driver uses a quarter of a core)."""
+    driver = subprocess.Popen(
         [
             sys.executable,
             "-c",
             "import sys; from services.cli import main; sys.exit(main())",
             "load",
-            stack.edge_address,
+            address,
             "--insecure",
             "--call",
             "tandem.v1.GatewayService.ValidateSql",
@@ -133,6 +137,10 @@ def start_load(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    # SCHED_IDLE: it runs only on a core nothing else wants (nice 19 still delays a waking
+    # service by a scheduler slice).
+    os.sched_setscheduler(driver.pid, os.SCHED_IDLE, os.sched_param(0))
+    return driver
 
 
 def rates_in(
@@ -167,20 +175,27 @@ def _ms(value: float) -> float:
 
 
 @pytest.mark.e2e
-async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quota(
+async def test_a_flooding_past_its_quota_keeps_b_within_20_percent_of_its_p99_without_a_flood(
     make_stack: Callable[..., ProcessStack], tmp_path: Path
 ) -> None:
     quota = {"GATEWAY_RATE_PER_S": str(RATE_PER_S), "GATEWAY_BURST": str(BURST)}
-    # The edge reads the same quota (its per-key limit defaults to twice it).
+    # The edge reads the same quota (its per-key limit defaults to it).
     stack = await asyncio.to_thread(make_stack, service_env={"gateway": quota, "edge": quota})
     keys = {t: await asyncio.to_thread(stack.create_key, f"fair-{t}") for t in "abc"}
     per_window = B_SAMPLES // WINDOWS
-    seconds = 3 * B_SAMPLES / B_RATE_PER_S + WINDOWS * 1.0 + 8
-    drivers = {
-        "flood": start_load(stack, keys["a"], A_RPS, seconds, tmp_path / "flood.json"),
-        "at_quota": start_load(stack, keys["c"], C_RPS, seconds, tmp_path / "at_quota.json"),
-    }
     phases: dict[str, list[float]] = {"alone": [], "at_quota": [], "flood": []}
+    if DIRECT_FLOOD:
+        phases["flood_direct"] = []
+    seconds = len(phases) * B_SAMPLES / B_RATE_PER_S + WINDOWS * 1.0 + 8
+    edge = stack.edge_address
+    drivers = {
+        "flood": start_load(edge, keys["a"], A_RPS, seconds, tmp_path / "flood.json"),
+        "at_quota": start_load(edge, keys["c"], C_RPS, seconds, tmp_path / "at_quota.json"),
+    }
+    if DIRECT_FLOOD:
+        drivers["flood_direct"] = start_load(
+            stack.gateway_address, keys["a"], A_RPS, seconds, tmp_path / "flood_direct.json"
+        )
     pids = {**stack.pids(), **{name: p.pid for name, p in drivers.items()}}
     cpu: dict[str, dict[str, float]] = {phase: {} for phase in phases}
     walls = dict.fromkeys(phases, 0.0)
@@ -232,16 +247,27 @@ async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quo
             p: {n: round(used / walls[p], 2) for n, used in cpu[p].items() if used > 0.005}
             for p in phases
         },
-        "a_status_codes": reports["flood"]["statusCodeDistribution"],
-        "c_status_codes": reports["at_quota"]["statusCodeDistribution"],
+        "driver_status_codes": {
+            name: report["statusCodeDistribution"] for name, report in reports.items()
+        },
         "machine_load_average": os.getloadavg(),
         "driver_rps_in_windows": {
             name: rates_in(reports[name], windows[name], walls[name]) for name in drivers
         },
     }
     flood, neighbour, alone = (p99(phases[p]) for p in ("flood", "at_quota", "alone"))
+    # B without a flood: alone and next to a neighbour at quota, pooled (twice the samples;
+    # on this machine the two differ by noise, either way round).
+    unflooded = p99(phases["alone"] + phases["at_quota"])
+    result["p99_flood_vs_unflooded"] = round(flood / unflooded - 1, 3)
     result["p99_flood_vs_at_quota"] = round(flood / neighbour - 1, 3)
     result["p99_flood_vs_alone"] = round(flood / alone - 1, 3)
+    if DIRECT_FLOOD:
+        result["p99_flood_direct_vs_unflooded"] = round(
+            p99(phases["flood_direct"]) / unflooded - 1, 3
+        )
+    # Who refused A's calls through the edge, from the edge's access log.
+    result["flood_refused_by"] = refused_by = edge_refusals(stack)
     RESULT_PATH.parent.mkdir(parents=True, exist_ok=True)
     RESULT_PATH.write_text(json.dumps(result, indent=1) + "\n")
     print("\n" + json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=1))
@@ -253,12 +279,12 @@ async def test_a_flooding_past_its_quota_costs_b_no_more_than_a_neighbour_at_quo
     # Regression guard, always enforced: a flood never starves B (refusals stay cheap and
     # admitted tenants keep their share).
     assert flood <= neighbour * STARVATION_FACTOR, result
-    # The issue's target: the flood costs B no more than a neighbour at quota, +20%.
-    assert flood <= neighbour * (1 + TOLERANCE), result
-    # Both layers refused: the edge most of the flood, the gateway exactly what the edge
-    # let through past the quota (A still got its quota's worth, asserted above).
-    refused_by = edge_refusals(stack)
-    assert refused_by["edge"] > refused_by["gateway"] > 0, refused_by
+    # The issue's target: B's p99 under the flood within 20% of its p99 without one.
+    assert flood <= unflooded * (1 + TOLERANCE), result
+    # The edge refused the flood; the gateway, the exact authority behind it, refused at
+    # most the odd call the two limits' clocks disagree on (A still got its quota's worth,
+    # asserted above).
+    assert refused_by["edge"] >= 0.95 * (refused_by["edge"] + refused_by["gateway"]), result
 
 
 def edge_refusals(stack: ProcessStack) -> dict[str, int]:

@@ -78,20 +78,20 @@ def _error_infos(status: status_pb2.Status) -> list[error_details_pb2.ErrorInfo]
 # -- settings ---------------------------------------------------------------------------
 
 
-def test_defaults_are_twice_the_gateways_quota_and_match_the_dataclass():
+def test_defaults_are_the_gateways_quota_and_match_the_dataclass():
     settings = EdgeSettings.from_env({})
     assert settings == EdgeSettings()
     assert settings.listen == f"0.0.0.0:{edge.DEFAULT_PORT}"
     assert settings.upstream == "127.0.0.1:50051"
     assert settings.quota_rate_per_s == 20.0
-    assert settings.rate_per_s == 40.0
-    assert settings.burst == 80
+    assert settings.rate_per_s == 20.0
+    assert settings.burst == 40
     assert settings.nginx is None
 
 
 @pytest.mark.parametrize(
     ("rate", "burst", "edge_rate", "edge_burst"),
-    [("5", "20", 10.0, 40), ("0.5", "7.3", 1.0, 15), ("50", "1", 100.0, 2)],
+    [("5", "20", 5.0, 20), ("0.5", "7.3", 0.5, 8), ("50", "1", 50.0, 1)],
 )
 def test_defaults_follow_the_gateways_quota(
     rate: str, burst: str, edge_rate: float, edge_burst: int
@@ -99,8 +99,8 @@ def test_defaults_follow_the_gateways_quota(
     settings = EdgeSettings.from_env({"GATEWAY_RATE_PER_S": rate, "GATEWAY_BURST": burst})
     assert settings.quota_rate_per_s == float(rate)
     assert settings.rate_per_s == edge_rate
-    # ceil(2 x burst): a fractional gateway burst never gives the edge less than twice it.
-    assert settings.burst == edge_burst == math.ceil(2 * float(burst))
+    # ceil(burst): a fractional gateway burst never gives the edge less than it.
+    assert settings.burst == edge_burst == math.ceil(float(burst))
 
 
 def test_every_setting_can_be_overridden():
