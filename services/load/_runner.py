@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,23 @@ async def run_load(options: LoadOptions, method: MethodInfo | None = None) -> Re
             await channel.close()
 
 
+def _on_signals(
+    loop: asyncio.AbstractEventLoop,
+    signals: tuple[signal.Signals, ...],
+    callback: Callable[[], None],
+) -> list[signal.Signals]:
+    """Install ``callback`` for ``signals`` where this loop may (the main thread's);
+    returns those installed."""
+    installed: list[signal.Signals] = []
+    for sig in signals:
+        try:
+            loop.add_signal_handler(sig, callback)
+        except (NotImplementedError, RuntimeError, ValueError):
+            continue
+        installed.append(sig)
+    return installed
+
+
 async def _drive(
     options: LoadOptions,
     factory: RequestFactory,
@@ -176,9 +194,17 @@ async def _drive(
     start = time.perf_counter()
     deadline = start + options.duration_s if options.duration_s > 0 else math.inf
     end_reason = "normal"
+    stopped = False
+
+    def stop() -> None:
+        # Like ghz on Ctrl-C: send nothing more, let calls in flight end, report.
+        nonlocal stopped
+        stopped = True
 
     def claim() -> int | None:
         nonlocal issued
+        if stopped:
+            return None
         if options.duration_s <= 0 and issued >= options.total:
             return None
         if time.perf_counter() >= deadline:
@@ -211,10 +237,17 @@ async def _drive(
                 return
             await one_call(number, index)
 
-    workers = [asyncio.create_task(worker(i)) for i in range(options.concurrency)]
-    await asyncio.gather(*workers)
+    handled = _on_signals(loop, (signal.SIGINT, signal.SIGTERM), stop)
+    try:
+        workers = [asyncio.create_task(worker(i)) for i in range(options.concurrency)]
+        await asyncio.gather(*workers)
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
     total_s = time.perf_counter() - start
-    if options.duration_s > 0:
+    if stopped:
+        end_reason = "cancel"
+    elif options.duration_s > 0:
         end_reason = "timeout"
     return build_report(
         results,

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 INFRA = ROOT / "infra"
@@ -63,3 +67,19 @@ CALL_GRAPH = frozenset(
         ("sql", "postgres"),
     }
 )
+
+
+def kustomize_build() -> list[dict[str, Any]]:
+    """The objects ``kubectl kustomize infra/k8s`` renders (skips without kubectl)."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    done = subprocess.run(
+        [kubectl, "kustomize", str(INFRA / "k8s")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]

@@ -5,7 +5,6 @@ gateway's quota, name the gateway's port, and make a configuration nginx accepts
 from __future__ import annotations
 
 import re
-import shutil
 import string
 import subprocess
 from pathlib import Path
@@ -17,7 +16,7 @@ import yaml
 import gateway.edge
 from gateway._settings import DEFAULT_PORT as GATEWAY_PORT
 from gateway.edge import EdgeSettings, main_config, nginx_binary, render, template_variables
-from tests.unit.infra.conftest import INFRA, ROOT
+from tests.unit.infra.conftest import INFRA, ROOT, kustomize_build
 
 K8S = INFRA / "k8s"
 TEMPLATES = "/etc/nginx/templates"
@@ -180,14 +179,7 @@ def test_the_k8s_config_map_holds_the_template_byte_for_byte() -> None:
 
 
 def test_kustomize_renders_the_template_into_the_config_map() -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
-    done = subprocess.run(
-        [kubectl, "kustomize", str(K8S)], capture_output=True, text=True, check=False, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    rendered = [d for d in yaml.safe_load_all(done.stdout) if d]
+    rendered = kustomize_build()
     (config_map,) = [
         d
         for d in rendered

@@ -4,15 +4,20 @@ bound resources, autoscale, and the NetworkPolicies allow exactly the call graph
 from __future__ import annotations
 
 import importlib.util
-import shutil
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.unit.infra.conftest import CALL_GRAPH, INFRA, PYTHON_SERVICES, SERVICES, Deployed
+from tests.unit.infra.conftest import (
+    CALL_GRAPH,
+    INFRA,
+    PYTHON_SERVICES,
+    SERVICES,
+    Deployed,
+    kustomize_build,
+)
 
 K8S = INFRA / "k8s"
 INTERNAL = {"embedding", "retrieval", "sql", "router"}
@@ -188,13 +193,6 @@ def test_ingress_ports_are_the_callees_ports() -> None:
 
 
 def test_kustomize_renders_every_object() -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
-    done = subprocess.run(
-        [kubectl, "kustomize", str(K8S)], capture_output=True, text=True, check=False, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    rendered = [d for d in yaml.safe_load_all(done.stdout) if d]
+    rendered = kustomize_build()
     generated = yaml.safe_load((K8S / "kustomization.yaml").read_text())["configMapGenerator"]
     assert len(rendered) == len(list(_all_docs())) + len(generated)

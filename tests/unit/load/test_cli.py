@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -61,6 +63,37 @@ async def test_load_writes_a_ghz_json_report(planned_server: StartServer, tmp_pa
     assert report["statusCodeDistribution"] == {"OK": 8, "Internal": 2}
     assert report["options"]["concurrency"] == 2
     assert server.texts == ["hello"] * 10
+
+
+async def test_sigint_stops_the_load_and_still_writes_the_report(
+    planned_server: StartServer, tmp_path: Path
+) -> None:
+    """As ghz does on Ctrl-C: no new calls, calls in flight end, the report is written."""
+    server = await planned_server()
+    out = tmp_path / "report.json"
+    driver = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import sys; from services.cli import main; sys.exit(main())",
+        "load", server.address, "--insecure", "--call",
+        "tandem.v1.EmbeddingService.GetModelInfo", "-c", "2", "--rps", "50", "-z", "60s",
+        "-O", "json", "-o", str(out),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        for _ in range(200):  # the driver has started calling
+            if server.calls > 5:
+                break
+            await asyncio.sleep(0.05)
+        driver.send_signal(signal.SIGINT)
+        _, stderr = await asyncio.wait_for(driver.communicate(), 20)
+    finally:
+        if driver.returncode is None:
+            driver.kill()
+    assert driver.returncode == 0, stderr
+    report = json.loads(out.read_text())
+    assert report["endReason"] == "cancel"
+    assert 0 < report["count"] < 50 * 60
+    assert report["statusCodeDistribution"] == {"OK": report["count"]}
 
 
 async def test_flags_override_a_ghz_config(planned_server: StartServer, tmp_path: Path) -> None:
