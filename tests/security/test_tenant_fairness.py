@@ -49,7 +49,8 @@ from tests.integration.gateway.stack import bearer, start_gateway
 from tests.processes import REPO_ROOT, ProcessStack
 from tests.security.corpora.stacks import SecurityDb, error_details, security_db
 
-pytestmark = pytest.mark.timeout(300)
+# Up to three rounds of 30 s phases (four phases in make bench-fairness), plus start-up.
+pytestmark = pytest.mark.timeout(720)
 
 __all__ = ["security_db"]
 
