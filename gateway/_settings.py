@@ -10,6 +10,9 @@ from pathlib import Path
 from services.common import Env, SettingsError
 
 DEFAULT_PORT = 50051
+# The per-tenant token bucket: sustained calls per second and the burst allowed.
+DEFAULT_RATE_PER_S = 20.0
+DEFAULT_BURST = 40.0
 PEPPER_VARIABLE = "GATEWAY_KEY_PEPPER"
 _PEPPER_FILE = Path("secrets") / "gateway-key-pepper"
 
@@ -45,9 +48,8 @@ class GatewaySettings:
     router_addr: str = "127.0.0.1:50052"
     retrieval_addr: str = "127.0.0.1:50053"
     sql_addr: str = "127.0.0.1:50055"
-    # Token bucket per tenant: sustained calls per second and the burst allowed.
-    rate_per_s: float = 20.0
-    burst: float = 40.0
+    rate_per_s: float = DEFAULT_RATE_PER_S
+    burst: float = DEFAULT_BURST
     # Deadlines for calls that arrive without one.
     default_deadline_s: float = 30.0
     ingest_deadline_s: float = 300.0
@@ -58,12 +60,13 @@ class GatewaySettings:
         """Reads ``*_ADDR``, ``GATEWAY_*`` and ``GRPC_DEFAULT_DEADLINE_S``."""
         env = Env(environ)
         defaults = Limits()
+        rate_per_s, burst = tenant_quota(env)
         settings = cls(
             router_addr=env.get_str("ROUTER_ADDR", "127.0.0.1:50052"),
             retrieval_addr=env.get_str("RETRIEVAL_ADDR", "127.0.0.1:50053"),
             sql_addr=env.get_str("SQL_ADDR", "127.0.0.1:50055"),
-            rate_per_s=env.get_float("GATEWAY_RATE_PER_S", 20.0, minimum=0.001),
-            burst=env.get_float("GATEWAY_BURST", 40.0, minimum=1.0),
+            rate_per_s=rate_per_s,
+            burst=burst,
             default_deadline_s=env.get_float("GRPC_DEFAULT_DEADLINE_S", 30.0, minimum=0.001),
             ingest_deadline_s=env.get_float("GATEWAY_INGEST_DEADLINE_S", 300.0, minimum=0.001),
             limits=Limits(
@@ -90,6 +93,15 @@ class GatewaySettings:
     def server_deadline_s(self) -> float:
         """The runtime's default: the longest per-RPC default, narrowed per call."""
         return max(self.default_deadline_s, self.ingest_deadline_s)
+
+
+def tenant_quota(env: Env) -> tuple[float, float]:
+    """``GATEWAY_RATE_PER_S`` and ``GATEWAY_BURST``: read by the gateway, and by the edge,
+    whose per-key limit defaults to them."""
+    return (
+        env.get_float("GATEWAY_RATE_PER_S", DEFAULT_RATE_PER_S, minimum=0.001),
+        env.get_float("GATEWAY_BURST", DEFAULT_BURST, minimum=1.0),
+    )
 
 
 def key_pepper(environ: Mapping[str, str] | None = None) -> bytes:

@@ -21,6 +21,7 @@ import asyncio
 import atexit
 import contextlib
 import functools
+import json
 import os
 import random
 import secrets
@@ -41,6 +42,7 @@ import psycopg
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from gateway.edge import ACCESS_LOG, run_dir
 from services.cli._run import (
     SERVICES,
     ServiceSpec,
@@ -234,6 +236,15 @@ class ProcessStack:
     def edge_address(self) -> str:
         """nginx in front of the gateway (``gateway.edge``): the product's front door."""
         return self.addresses["edge"]
+
+    def edge_access_log(self) -> list[dict[str, Any]]:
+        """The edge's access log so far, one dict per call (whole lines only: nginx may be
+        writing the next ones; it flushes its buffer every 2 s)."""
+
+        path = run_dir(self.data_dir, self.ports["edge"]) / ACCESS_LOG
+        text = path.read_text() if path.exists() else ""
+        complete = text[: text.rfind("\n") + 1]
+        return [json.loads(line) for line in complete.splitlines() if line]
 
     @property
     def socket_dir(self) -> Path:

@@ -26,12 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway._quota import quota_exceeded
+from gateway._settings import DEFAULT_BURST, DEFAULT_RATE_PER_S, tenant_quota
+from gateway._settings import DEFAULT_PORT as GATEWAY_PORT
 from services.common import Env, SettingsError, Unavailable, status_for
 
 DEFAULT_PORT = 50050
 TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "edge" / "tandem-edge.conf.template"
 BINARY_NAME = "tandem-nginx"
 UNAVAILABLE_MESSAGE = "gateway unavailable"
+ACCESS_LOG = "access.log"
 
 
 @dataclass(frozen=True)
@@ -39,23 +42,26 @@ class EdgeSettings:
     """Where the edge listens, where the gateway is, and the per-key limit."""
 
     listen: str = f"0.0.0.0:{DEFAULT_PORT}"
-    upstream: str = "127.0.0.1:50051"
-    rate_per_s: float = 20.0
-    burst: int = 40
+    upstream: str = f"127.0.0.1:{GATEWAY_PORT}"
+    rate_per_s: float = DEFAULT_RATE_PER_S
+    burst: int = math.ceil(DEFAULT_BURST)
     # The gateway's own quota: refusals tell the caller to wait one of its intervals.
-    quota_rate_per_s: float = 20.0
+    quota_rate_per_s: float = DEFAULT_RATE_PER_S
     workers: int = 1
     zone_size: str = "10m"
     grace_s: float = 10.0
     nginx: str | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> EdgeSettings:
         """Reads ``EDGE_*``, ``GATEWAY_ADDR`` and the gateway's ``GATEWAY_RATE_PER_S`` /
         ``GATEWAY_BURST`` (the edge's defaults: a key gets its tenant's quota)."""
         env = Env(environ)
-        quota = env.get_float("GATEWAY_RATE_PER_S", 20.0, minimum=0.001)
-        burst = env.get_float("GATEWAY_BURST", 40.0, minimum=1.0)
+        quota, burst = tenant_quota(env)
         host = env.get_str("EDGE_HOST", "0.0.0.0")
         port = env.get_int("EDGE_PORT", DEFAULT_PORT, minimum=1, maximum=65535)
         rate = env.get_float("EDGE_RATE_PER_S", quota, minimum=0.017)
@@ -66,7 +72,7 @@ class EdgeSettings:
             )
         return cls(
             listen=f"{host}:{port}",
-            upstream=env.get_str("GATEWAY_ADDR", "127.0.0.1:50051"),
+            upstream=env.get_str("GATEWAY_ADDR", cls.upstream),
             rate_per_s=rate,
             burst=env.get_int("EDGE_BURST", math.ceil(burst), minimum=0),
             quota_rate_per_s=quota,
@@ -159,6 +165,12 @@ def main_config(settings: EdgeSettings, run_dir: Path, http_config: Path) -> str
     )
 
 
+def run_dir(data_dir: Path, port: int) -> Path:
+    """Where a local edge keeps its configuration, pid and access log (``ACCESS_LOG``):
+    one directory per port under the data directory (``$TANDEM_DATA_DIR/edge/<port>``)."""
+    return (data_dir / "edge" / str(port)).resolve()
+
+
 def nginx_binary(settings: EdgeSettings | None = None) -> Path | None:
     """The nginx to run: ``EDGE_NGINX``, else the one ``make edge`` built into the
     virtualenv, else ``nginx`` on PATH (it needs HTTP/2 and the gRPC proxy)."""
@@ -172,6 +184,7 @@ def nginx_binary(settings: EdgeSettings | None = None) -> Path | None:
 
 
 __all__ = [
+    "ACCESS_LOG",
     "DEFAULT_PORT",
     "TEMPLATE",
     "EdgeSettings",
@@ -179,5 +192,6 @@ __all__ = [
     "nginx_binary",
     "refusal_variables",
     "render",
+    "run_dir",
     "template_variables",
 ]

@@ -15,7 +15,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateway.edge import EdgeSettings, main_config, nginx_binary, render, template_variables
+from gateway.edge import (
+    ACCESS_LOG,
+    EdgeSettings,
+    main_config,
+    nginx_binary,
+    render,
+    run_dir,
+    template_variables,
+)
 from services.common import Env
 
 
@@ -30,15 +38,14 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    port = settings.listen.rpartition(":")[2]
-    run_dir = (Path(env.get_str("TANDEM_DATA_DIR", ".tandem")) / "edge" / port).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    access_log = env.get_str("EDGE_ACCESS_LOG", str(run_dir / "access.log"))
-    http_config = run_dir / "tandem-edge.conf"
+    files = run_dir(Path(env.get_str("TANDEM_DATA_DIR", ".tandem")), settings.port)
+    files.mkdir(parents=True, exist_ok=True)
+    access_log = env.get_str("EDGE_ACCESS_LOG", str(files / ACCESS_LOG))
+    http_config = files / "tandem-edge.conf"
     http_config.write_text(render(template_variables(settings, access_log)), encoding="utf-8")
-    config = run_dir / "nginx.conf"
-    config.write_text(main_config(settings, run_dir, http_config), encoding="utf-8")
-    nginx = subprocess.Popen([str(binary), "-p", str(run_dir), "-e", "stderr", "-c", str(config)])
+    config = files / "nginx.conf"
+    config.write_text(main_config(settings, files, http_config), encoding="utf-8")
+    nginx = subprocess.Popen([str(binary), "-p", str(files), "-e", "stderr", "-c", str(config)])
 
     def graceful(_signum: int, _frame: object) -> None:
         if nginx.poll() is None:

@@ -644,7 +644,6 @@ def _print_usage(
         console.line(f"  {example}")
     console.line()
     if "edge" in addresses:
-        console.line()
         console.line(
             f"Products and load tests: call the edge at {addresses['edge']} (same API; it "
             "refuses a tenant's flood before the gateway sees it)."

@@ -316,11 +316,9 @@ def unflooded_p99(phases: dict[str, list[float]]) -> float:
 def edge_refusals(stack: ProcessStack) -> dict[str, int]:
     """Refusals of the run by layer, from the edge's access log (privacy-safe JSON)."""
     counts = {"edge": 0, "gateway": 0}
-    for path in (stack.data_dir / "edge").glob("*/access.log"):
-        for line in path.read_text().splitlines():
-            entry = json.loads(line)
-            if entry["grpc_status"] == "8":
-                counts["edge" if entry["edge_reply"] == "over_quota" else "gateway"] += 1
+    for entry in stack.edge_access_log():
+        if entry["grpc_status"] == "8":
+            counts["edge" if entry["edge_reply"] == "over_quota" else "gateway"] += 1
     return counts
 
 

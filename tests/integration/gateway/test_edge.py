@@ -11,7 +11,6 @@ as it found it (a paused process resumed, a killed one restarted)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import time
@@ -93,21 +92,13 @@ def _internal(stack: ProcessStack) -> tuple[str, ...]:
     return (*stack.addresses.values(), *(f":{p}" for p in stack.ports.values()))
 
 
-def _access_log(stack: ProcessStack) -> list[dict[str, Any]]:
-    path = stack.data_dir / "edge" / str(stack.ports["edge"]) / "access.log"
-    text = path.read_text() if path.exists() else ""
-    # Whole lines only: nginx may be writing the next ones.
-    complete = text[: text.rfind("\n") + 1]
-    return [json.loads(line) for line in complete.splitlines() if line]
-
-
 async def _logged(
     stack: ProcessStack, ready: Callable[[list[dict[str, Any]]], bool]
 ) -> list[dict[str, Any]]:
     """The access log once ``ready`` holds for it (nginx flushes it every 2 s)."""
     deadline = time.monotonic() + LOG_FLUSH_S
     while True:
-        entries = _access_log(stack)
+        entries = stack.edge_access_log()
         if ready(entries) or time.monotonic() > deadline:
             return entries
         await asyncio.sleep(0.1)
@@ -442,7 +433,7 @@ async def test_sigterm_drains_calls_in_flight_and_refuses_new_ones(edge_stack: P
     # the gateway after being held at the edge across the SIGTERM.
     drained = [
         e
-        for e in _access_log(stack)
+        for e in stack.edge_access_log()
         if e["rpc"].endswith("/ValidateSql") and e["grpc_status"] == "0" and e["request_s"] > 0.7
     ]
     assert len(drained) == len(in_flight), drained
