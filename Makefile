@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 GEN := gen
 PROTOS := $(shell find protos -name '*.proto' 2>/dev/null)
 MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
+# The text-to-SQL development benchmark (4 databases, 104 questions); `make eval` runs it
+# when the folder exists.
+SQL_DATASET ?= ../shared/datasets/sql
 
 .PHONY: setup venv proto models pgvector edge lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness eval load clean
 
@@ -73,9 +76,11 @@ bench: setup ## every benchmark + gateway load (starts the stack unless TANDEM_A
 bench-fairness: setup ## tenant B's latency alone, next to a neighbour at quota, and under a flood through the edge and around it
 	FAIRNESS_DIRECT_FLOOD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/security/test_tenant_fairness.py -k flooding
 
-eval: setup ## retrieval quality and SQL execution accuracy on the golden sets
-	$(BIN)/tandem eval retrieval
+eval: setup ## retrieval quality and SQL execution accuracy on the golden sets and SQL_DATASET
+	$(BIN)/tandem eval retrieval --datasets services/retrieval/eval_data $(wildcard ../shared/datasets/ir/cisi ../shared/datasets/ir/med ../shared/datasets/ir/cacm)
 	$(BIN)/tandem eval sql
+	@if [ -d "$(SQL_DATASET)" ]; then $(BIN)/tandem eval sql --dataset "$(SQL_DATASET)"; \
+	else echo "SQL dataset $(SQL_DATASET) not found: skipped"; fi
 
 load: setup ## ghz-compatible load test: make load CONFIG=infra/ghz/search.json LOAD_ARGS='-z 30s'
 	$(BIN)/tandem load --config $(or $(CONFIG),infra/ghz/search.json) $(LOAD_ARGS)

@@ -21,6 +21,14 @@ from google.protobuf.message import Message
 
 from gateway import _validation as check
 from gateway._admission import QuotaGate, bearer_token
+from gateway._conversations import (
+    ConversationStore,
+    HistoryLimits,
+    Turn,
+    app_conninfo,
+    not_found,
+    parse_id,
+)
 from gateway._keys import ApiKeys
 from gateway._quota import TokenBuckets
 from gateway._relay import relay, reparse, to_internal, unreachable
@@ -28,9 +36,11 @@ from gateway._settings import DEFAULT_PORT, GatewaySettings, key_pepper
 from services.common import (
     Database,
     DatabaseSettings,
+    FailedPrecondition,
     GrpcServer,
     Migration,
     ServerSettings,
+    TandemError,
     Telemetry,
     TelemetrySettings,
     Unavailable,
@@ -73,6 +83,9 @@ class GatewayDeps:
     router_channel: grpc.aio.Channel
     retrieval_channel: grpc.aio.Channel
     sql_channel: grpc.aio.Channel
+    # None switches conversations off: Ask answers standalone and a conversation id or
+    # the conversation RPCs get FAILED_PRECONDITION.
+    conversations: ConversationStore | None = None
 
 
 # -- fail-open responses: an unreachable engine degrades Ask and Search, visibly ---------
@@ -128,6 +141,54 @@ def unanswered_stream(mode: qpb.AskMode.ValueType) -> list[gpb.GatewayServiceStr
         ),
         gpb.GatewayServiceStreamAskResponse(final_answer=answer),
     ]
+
+
+@dataclass(frozen=True)
+class _Conversation:
+    """The conversation an Ask continues (``new`` when the gateway just made its id)."""
+
+    conversation_id: str
+    new: bool
+    history: tuple[Turn, ...]
+
+
+def conversations_off() -> FailedPrecondition:
+    return FailedPrecondition(
+        "conversations are switched off on this gateway", reason="CONVERSATIONS_DISABLED"
+    )
+
+
+def turn_pb(turn: Turn) -> qpb.ConversationTurn:
+    """A stored turn as the router reads it."""
+    out = qpb.ConversationTurn(
+        question=turn.question,
+        resolved_question=turn.resolved_question,
+        route=turn.route,  # type: ignore[arg-type]
+        follow_up_kind=turn.follow_up_kind,  # type: ignore[arg-type]
+        members=turn.members,
+        sql_fingerprints=turn.sql_fingerprints,
+        cited_chunk_ids=turn.cited_chunk_ids,
+        row_count=turn.row_count,
+    )
+    if turn.create_time is not None:
+        out.create_time.FromDatetime(turn.create_time)
+    return out
+
+
+def turn_from(question: str, answer: qpb.Answer) -> Turn:
+    """What to store for an answered question: the router's own description of the turn
+    when it gave one (an unreachable router gives none: the question alone is kept)."""
+    described = answer.turn
+    return Turn(
+        question=question,
+        resolved_question=described.resolved_question or question,
+        route=described.route or answer.route,
+        follow_up_kind=described.follow_up_kind,
+        members=tuple(described.members),
+        sql_fingerprints=tuple(described.sql_fingerprints),
+        cited_chunk_ids=tuple(described.cited_chunk_ids),
+        row_count=described.row_count,
+    )
 
 
 class _Backends:
@@ -228,6 +289,70 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             # The caller went away or failed: stop the internal work too.
             call.cancel()
 
+    async def _open_conversation(
+        self, backends: _Backends, tenant: str, conversation_id: str
+    ) -> _Conversation | None:
+        """The conversation to continue (its bounded history), a new one when no id was
+        sent, or None when conversations are off and none was asked for."""
+        store = backends.deps.conversations
+        if not conversation_id:
+            if store is None:
+                return None
+            return _Conversation(str(uuid.uuid4()), True, ())
+        wanted = parse_id(conversation_id)
+        if store is None:
+            raise conversations_off()
+        settings = backends.deps.settings
+        limits = HistoryLimits(
+            settings.conversation_history_turns, settings.conversation_history_chars
+        )
+        return _Conversation(wanted, False, tuple(await store.history(tenant, wanted, limits)))
+
+    async def _record_turn(
+        self,
+        backends: _Backends,
+        tenant: str,
+        conversation: _Conversation | None,
+        question: str,
+        answer: qpb.Answer,
+    ) -> None:
+        """Store the turn and stamp the answer with its conversation. A store failure
+        does not take the answer away: it is reported as a degradation instead."""
+        if conversation is None:
+            return
+        store = backends.deps.conversations
+        assert store is not None
+        answer.conversation_id = conversation.conversation_id
+        try:
+            index = await store.append(
+                tenant, conversation.conversation_id, turn_from(question, answer),
+                new=conversation.new,
+            )  # fmt: skip
+        except TandemError as exc:
+            _log.warning(
+                "conversation turn not stored",
+                extra={"fields": {"reason": exc.reason, "new": conversation.new}},
+            )
+            answer.degraded = True
+            answer.degradations.append(
+                cpb.Degradation(
+                    reason=cpb.DEGRADATION_REASON_DEPENDENCY_ERROR,
+                    component="conversations",
+                    message="this turn was not stored; a follow-up may not see it",
+                )
+            )
+            return
+        if index == 0:
+            # Deleted (or expired) while the answer was being made: not resurrected.
+            raise not_found(conversation.conversation_id)
+
+    @staticmethod
+    def _with_history(internal: R, conversation: _Conversation | None) -> R:
+        if conversation is not None:
+            internal.conversation_id = conversation.conversation_id  # type: ignore[attr-defined]
+            internal.history.extend(turn_pb(t) for t in conversation.history)  # type: ignore[attr-defined]
+        return internal
+
     # -- RPCs ------------------------------------------------------------------------
 
     async def Ask(
@@ -235,25 +360,45 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     ) -> gpb.GatewayServiceAskResponse:
         backends, tenant = await self._admit(context)
         check.check_ask(request, backends.deps.settings.limits)
-        internal = to_internal(request, qpb.AskRequest, tenant)
-        return await self._unary(
-            context, "router", lambda: backends.router.Ask(internal),
-            gpb.GatewayServiceAskResponse,
-            fail_open=lambda: gpb.GatewayServiceAskResponse(answer=unanswered(request.mode)),
-        )  # fmt: skip
+        question = request.question
+        with self._deadline(context, backends.deps.settings.default_deadline_s):
+            conversation = await self._open_conversation(backends, tenant, request.conversation_id)
+            internal = self._with_history(
+                to_internal(request, qpb.AskRequest, tenant), conversation
+            )
+            response = await self._unary(
+                context, "router", lambda: backends.router.Ask(internal),
+                gpb.GatewayServiceAskResponse,
+                fail_open=lambda: gpb.GatewayServiceAskResponse(answer=unanswered(request.mode)),
+            )  # fmt: skip
+            await self._record_turn(backends, tenant, conversation, question, response.answer)
+        return response
 
     async def StreamAsk(
         self, request: gpb.GatewayServiceStreamAskRequest, context: Context
     ) -> AsyncIterator[gpb.GatewayServiceStreamAskResponse]:
         backends, tenant = await self._admit(context)
         check.check_ask(request, backends.deps.settings.limits)
-        internal = to_internal(request, qpb.StreamAskRequest, tenant)
+        question = request.question
+        with self._deadline(context, backends.deps.settings.default_deadline_s):
+            conversation = await self._open_conversation(backends, tenant, request.conversation_id)
+        internal = self._with_history(
+            to_internal(request, qpb.StreamAskRequest, tenant), conversation
+        )
         async for event in self._stream(
             context, "router", lambda: backends.router.StreamAsk(internal),
             gpb.GatewayServiceStreamAskResponse,
             default_s=backends.deps.settings.default_deadline_s,
             fail_open=lambda: unanswered_stream(request.mode),
         ):  # fmt: skip
+            if conversation is not None:
+                if event.HasField("accepted"):
+                    event.accepted.conversation_id = conversation.conversation_id
+                elif event.HasField("final_answer"):
+                    # Stored before the client sees the end, so its next question finds it.
+                    await self._record_turn(
+                        backends, tenant, conversation, question, event.final_answer
+                    )
             yield event
 
     async def Search(
@@ -335,6 +480,85 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             gpb.GatewayServiceDescribeSchemaResponse,
         )  # fmt: skip
 
+    async def SubmitSqlFeedback(
+        self, request: gpb.GatewayServiceSubmitSqlFeedbackRequest, context: Context
+    ) -> gpb.GatewayServiceSubmitSqlFeedbackResponse:
+        backends, tenant = await self._admit(context)
+        check.check_sql_feedback(request, backends.deps.settings.limits)
+        internal = to_internal(request, spb.SubmitFeedbackRequest, tenant)
+        return await self._unary(
+            context, "sql", lambda: backends.sql.SubmitFeedback(internal),
+            gpb.GatewayServiceSubmitSqlFeedbackResponse,
+        )  # fmt: skip
+
+    async def TeachSql(
+        self, request: gpb.GatewayServiceTeachSqlRequest, context: Context
+    ) -> gpb.GatewayServiceTeachSqlResponse:
+        backends, tenant = await self._admit(context)
+        check.check_teach_sql(request, backends.deps.settings.limits)
+        internal = to_internal(request, spb.TeachSqlRequest, tenant)
+        return await self._unary(
+            context, "sql", lambda: backends.sql.TeachSql(internal),
+            gpb.GatewayServiceTeachSqlResponse,
+        )  # fmt: skip
+
+    async def ListConfirmedPairs(
+        self, request: gpb.GatewayServiceListConfirmedPairsRequest, context: Context
+    ) -> gpb.GatewayServiceListConfirmedPairsResponse:
+        backends, tenant = await self._admit(context)
+        check.check_list_pairs(request, backends.deps.settings.limits)
+        internal = to_internal(request, spb.ListConfirmedPairsRequest, tenant)
+        return await self._unary(
+            context, "sql", lambda: backends.sql.ListConfirmedPairs(internal),
+            gpb.GatewayServiceListConfirmedPairsResponse,
+        )  # fmt: skip
+
+    async def DeleteConfirmedPair(
+        self, request: gpb.GatewayServiceDeleteConfirmedPairRequest, context: Context
+    ) -> gpb.GatewayServiceDeleteConfirmedPairResponse:
+        backends, tenant = await self._admit(context)
+        check.check_delete_pair(request, backends.deps.settings.limits)
+        internal = to_internal(request, spb.DeleteConfirmedPairRequest, tenant)
+        return await self._unary(
+            context, "sql", lambda: backends.sql.DeleteConfirmedPair(internal),
+            gpb.GatewayServiceDeleteConfirmedPairResponse,
+        )  # fmt: skip
+
+    async def ListConversations(
+        self, request: gpb.GatewayServiceListConversationsRequest, context: Context
+    ) -> gpb.GatewayServiceListConversationsResponse:
+        backends, tenant = await self._admit(context)
+        check.check_list_conversations(request, backends.deps.settings.limits)
+        store = backends.deps.conversations
+        if store is None:
+            raise conversations_off()
+        page = await store.page(tenant, page_size=request.page_size, page_token=request.page_token)
+        out = gpb.GatewayServiceListConversationsResponse(next_page_token=page.next_page_token)
+        for item in page.conversations:
+            entry = out.conversations.add(
+                conversation_id=item.conversation_id, turn_count=item.turn_count,
+                title=item.title,
+            )  # fmt: skip
+            entry.create_time.FromDatetime(item.create_time)
+            entry.update_time.FromDatetime(item.update_time)
+            entry.expire_time.FromDatetime(item.expire_time)
+        return out
+
+    async def DeleteConversation(
+        self, request: gpb.GatewayServiceDeleteConversationRequest, context: Context
+    ) -> gpb.GatewayServiceDeleteConversationResponse:
+        backends, tenant = await self._admit(context)
+        conversation_id = parse_id(request.conversation_id)
+        store = backends.deps.conversations
+        if store is None:
+            raise conversations_off()
+        turns = await store.delete(tenant, conversation_id)
+        if turns is None:
+            if request.allow_missing:
+                return gpb.GatewayServiceDeleteConversationResponse(deleted=False)
+            raise not_found(conversation_id)
+        return gpb.GatewayServiceDeleteConversationResponse(deleted=True, turns_deleted=turns)
+
 
 # -- bootstrap ------------------------------------------------------------------------
 
@@ -399,7 +623,7 @@ async def run_until_signalled() -> None:
     telemetry = Telemetry(telemetry_settings)
     server, servicer = build_server(server_settings, settings, telemetry)
     router, retrieval, sql = open_channels(settings, telemetry)
-    opened: list[Database] = []
+    opened: list[Database | ConversationStore] = []
 
     async def start() -> None:
         url = await asyncio.to_thread(resolve_url, db_settings)
@@ -412,6 +636,19 @@ async def run_until_signalled() -> None:
         )
         await database.open(migrations())
         opened.append(database)
+        conversations = ConversationStore(
+            Database(
+                app_conninfo(url, settings.conversation_app_database_url),
+                owner_conninfo=url,
+                min_size=1,
+                max_size=db_settings.pool_max_size,
+                timeout_s=db_settings.connect_timeout_s,
+                vector=False,
+            ),
+            retention_days=settings.conversation_retention_days,
+        )
+        await conversations.open()
+        opened.append(conversations)
         deps = GatewayDeps(
             settings=settings,
             keys=ApiKeys(database, pepper),
@@ -419,6 +656,7 @@ async def run_until_signalled() -> None:
             router_channel=router,
             retrieval_channel=retrieval,
             sql_channel=sql,
+            conversations=conversations,
         )
         await ready(server, servicer, deps)
         server.watch_dependencies({"postgres": database.ping})

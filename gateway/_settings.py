@@ -26,6 +26,7 @@ class Limits:
     max_question_chars: int = 4000
     max_query_chars: int = 2000
     max_sql_question_chars: int = 2000
+    max_sql_instructions_chars: int = 4000
     max_sql_chars: int = 20_000
     max_batch_documents: int = 256
     max_search_top_k: int = 100
@@ -54,6 +55,12 @@ class GatewaySettings:
     default_deadline_s: float = 30.0
     ingest_deadline_s: float = 300.0
     limits: Limits = Limits()
+    # Conversations: how long one lives after its last turn, and how much of it a
+    # follow-up is resolved against (the newest turns first).
+    conversation_retention_days: int = 30
+    conversation_history_turns: int = 4
+    conversation_history_chars: int = 4000
+    conversation_app_database_url: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -79,6 +86,11 @@ class GatewaySettings:
                 max_sql_question_chars=env.get_int(
                     "GATEWAY_MAX_SQL_QUESTION_CHARS", defaults.max_sql_question_chars, minimum=1
                 ),
+                max_sql_instructions_chars=env.get_int(
+                    "GATEWAY_MAX_SQL_INSTRUCTIONS_CHARS",
+                    defaults.max_sql_instructions_chars,
+                    minimum=0,
+                ),
                 max_sql_chars=env.get_int(
                     "GATEWAY_MAX_SQL_CHARS", defaults.max_sql_chars, minimum=1
                 ),
@@ -86,6 +98,16 @@ class GatewaySettings:
                     "GATEWAY_MAX_BATCH_DOCUMENTS", defaults.max_batch_documents, minimum=1
                 ),
             ),
+            conversation_retention_days=env.get_int(
+                "GATEWAY_CONVERSATION_RETENTION_DAYS", 30, minimum=1
+            ),
+            conversation_history_turns=env.get_int(
+                "GATEWAY_CONVERSATION_HISTORY_TURNS", 4, minimum=0
+            ),
+            conversation_history_chars=env.get_int(
+                "GATEWAY_CONVERSATION_HISTORY_CHARS", 4000, minimum=0
+            ),
+            conversation_app_database_url=env.get_optional("GATEWAY_CONVERSATION_APP_DATABASE_URL"),
         )
         return settings
 

@@ -117,6 +117,8 @@ def check_ask(
 ) -> None:
     checks = _Checks()
     checks.text("question", request.question, limits.max_question_chars, required=True)
+    # The shape (a UUID) is checked where the id is parsed, with the same field name.
+    checks.text("conversation_id", request.conversation_id, limits.max_name_chars)
     _options(checks, request.options, limits)
     checks.enums(request)
     checks.raise_if_any()
@@ -140,6 +142,7 @@ def check_ask_sql(request: gpb.GatewayServiceAskSqlRequest, limits: Limits) -> N
     checks.text("database", request.database, limits.max_name_chars)
     checks.text("question", request.question, limits.max_sql_question_chars, required=True)
     checks.count("max_rows", request.max_rows, 0, limits.max_rows)
+    checks.text("instructions", request.instructions, limits.max_sql_instructions_chars)
     checks.raise_if_any()
 
 
@@ -211,4 +214,53 @@ def check_describe(request: gpb.GatewayServiceDescribeSchemaRequest, limits: Lim
     checks.text("question", request.question, limits.max_sql_question_chars)
     checks.count("max_chars", request.max_chars, 0, limits.max_catalog_chars)
     checks.names("tables", request.tables, limits.max_name_chars, limits.max_tables)
+    checks.raise_if_any()
+
+
+# The answer memory: sizes and enums here; UUIDs, the gate and ownership in the SQL service.
+MAX_NOTE_CHARS = 500
+MAX_PAGE_SIZE = 1000
+
+
+def check_sql_feedback(request: gpb.GatewayServiceSubmitSqlFeedbackRequest, limits: Limits) -> None:
+    checks = _Checks()
+    checks.text("answer_id", request.answer_id, limits.max_name_chars, required=True)
+    if request.rating == 0:
+        checks.add("rating", "is required", REQUIRED)
+    checks.text("corrected_sql", request.corrected_sql, limits.max_sql_chars)
+    checks.text("note", request.note, MAX_NOTE_CHARS)
+    checks.enums(request)
+    checks.raise_if_any()
+
+
+def check_teach_sql(request: gpb.GatewayServiceTeachSqlRequest, limits: Limits) -> None:
+    checks = _Checks()
+    checks.text("database", request.database, limits.max_name_chars)
+    checks.text("question", request.question, limits.max_sql_question_chars, required=True)
+    checks.text("sql", request.sql, limits.max_sql_chars, required=True)
+    checks.raise_if_any()
+
+
+def check_list_pairs(request: gpb.GatewayServiceListConfirmedPairsRequest, limits: Limits) -> None:
+    checks = _Checks()
+    checks.text("database", request.database, limits.max_name_chars)
+    checks.count("page_size", request.page_size, 0, MAX_PAGE_SIZE)
+    checks.text("page_token", request.page_token, limits.max_name_chars)
+    checks.raise_if_any()
+
+
+def check_delete_pair(
+    request: gpb.GatewayServiceDeleteConfirmedPairRequest, limits: Limits
+) -> None:
+    checks = _Checks()
+    checks.text("pair_id", request.pair_id, limits.max_name_chars, required=True)
+    checks.raise_if_any()
+
+
+def check_list_conversations(
+    request: gpb.GatewayServiceListConversationsRequest, limits: Limits
+) -> None:
+    checks = _Checks()
+    checks.count("page_size", request.page_size, 0, MAX_PAGE_SIZE)
+    checks.text("page_token", request.page_token, limits.max_name_chars)
     checks.raise_if_any()

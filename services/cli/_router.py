@@ -1,4 +1,5 @@
-"""``tandem bench router``: router latency per mode and time to the first streamed event."""
+"""``tandem bench router`` (latency per mode, first streamed event) and ``tandem eval chat``
+(follow-ups answered in conversations)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ def register(commands: Commands) -> None:
     bench.add_argument("--requests", type=int, default=50, help="requests per measured case")
     bench.add_argument("--out", type=Path, default=Path("bench-results/router.json"))
     bench.set_defaults(handler=_bench_router)
+    chat = commands.eval.add_parser(
+        "chat",
+        help="scripted conversations: follow-ups answered correctly, per follow-up kind",
+    )
+    chat.add_argument("--only", default="", help="only conversations whose name contains this")
+    chat.add_argument("--out", type=Path, default=Path("bench-results/eval-chat.json"))
+    chat.set_defaults(handler=_eval_chat)
 
 
 def _bench_router(args: argparse.Namespace) -> int:
@@ -24,3 +32,11 @@ def _bench_router(args: argparse.Namespace) -> int:
 
     bench_router(args.out, requests=args.requests)
     return 0
+
+
+def _eval_chat(args: argparse.Namespace) -> int:
+    from services.router.eval_chat import main as eval_chat  # noqa: PLC0415
+
+    results = eval_chat(args.out, only=args.only)
+    follow = results["follow_up"]
+    return 0 if follow["accuracy"] >= follow["target"] else 1

@@ -6,8 +6,12 @@ needs *to start* is ready (the database; gRPC dependencies are not start-up depe
 channels connect lazily and retry UNAVAILABLE), waits for SERVING on the standard health
 service, creates or reuses the demo tenant's API key, loads the demo documents (skipped when
 already loaded), prints the key and example commands, and supervises: a service that dies
-is reported with the tail of its log; Ctrl-C / SIGTERM drains callers before callees
-(gateway first, embedding last) and kills what outlives the grace period.
+is reported with the tail of its log and restarted with backoff; an embedded Postgres that
+dies is started again (the services' pools reconnect by themselves); Ctrl-C / SIGTERM
+drains callers before callees (gateway first, embedding last) and kills what outlives the
+grace period. Nothing outlives the supervisor even when it is killed outright: each child
+gets a parent-death signal (Linux ``PR_SET_PDEATHSIG``), and a small guard process stops
+the embedded Postgres when the supervisor is gone.
 
 The process machinery here (``ServiceSpec``, ``launch``, ``wait_serving``,
 ``stop_processes``) is shared with ``tests/processes.py``, which runs the same processes on
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -162,21 +167,53 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
-def launch(module: str, env: Mapping[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+_PR_SET_PDEATHSIG = 1
+
+
+def parent_death_signal(sig: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child receive ``sig`` when the thread that started
+    it exits (Linux only; None elsewhere). A supervisor killed with SIGKILL runs no clean-up
+    of its own, so its children must notice by themselves."""
+    if not sys.platform.startswith("linux"):
+        return None
+    parent = os.getpid()
+    # Resolved before the fork: the child only calls it, loading nothing.
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os.kill(os.getpid(), sig)
+
+    return arm
+
+
+def launch(
+    module: str,
+    env: Mapping[str, str],
+    log_path: Path,
+    *,
+    die_with_parent: bool = False,
+    args: Sequence[str] = (),
+) -> subprocess.Popen[bytes]:
     """Start ``python -m module`` with stdout and stderr appended to ``log_path``.
 
     The child gets its own session: a terminal's Ctrl-C reaches only the supervisor, which
     then stops the services in order, and its process group can be killed as a whole.
+    ``die_with_parent``: the child gets SIGTERM (and drains) when the launching thread dies;
+    launch from a thread that lives as long as the supervisor.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", module],
+            [sys.executable, "-m", module, *args],
             env=dict(env),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            # Runs in the child between fork and exec: only a prctl call (see above).
+            preexec_fn=parent_death_signal(signal.SIGTERM) if die_with_parent else None,  # noqa: PLW1509
         )
 
 
@@ -378,6 +415,32 @@ class _EmbeddedPostgres:
         self._server = get_server(self.pgdata, cleanup_mode="stop")
         return url
 
+    def running(self) -> bool:
+        """Whether the postmaster this run started (or joined) is still alive."""
+        if self._server is None:
+            return True
+        import psutil  # noqa: PLC0415
+
+        info = self._server._postmaster_info
+        try:
+            return info is not None and info.process.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    def restart(self) -> None:
+        """Start the server again in place (a crash, a kill); stale state is Postgres's to
+        clear, and a backend of the dead postmaster may hold it a moment longer."""
+        if self._server is None:
+            return
+        for attempt in range(20):
+            try:
+                self._server.ensure_postgres_running()
+                return
+            except Exception:
+                if attempt == 19:
+                    raise
+                time.sleep(0.25)
+
     def release(self) -> None:
         if self._server is None:
             return
@@ -452,8 +515,15 @@ def _rotate(path: Path) -> None:
         path.replace(path.with_name(path.name + ".1"))
 
 
+_BACKOFF_S = 1.0
+_BACKOFF_MAX_S = 30.0
+_STABLE_S = 60.0
+_WATCH_S = 0.5
+
+
 class _Supervisor:
-    """Runs the services of one ``tandem run`` and stops them, callers first."""
+    """Runs the services of one ``tandem run``, restarts what crashes, and stops them,
+    callers first."""
 
     def __init__(self, console: _Console, env: dict[str, str], addresses: dict[str, str]):
         self.console = console
@@ -466,13 +536,57 @@ class _Supervisor:
         self.exited = threading.Event()
         # Whether a signal may interrupt the main thread (client work, no child handling).
         self.interruptible = False
+        self.started_at: dict[str, float] = {}
+        self.crashes: dict[str, int] = {}
+        self.restart_at: dict[str, float] = {}
+        self.guard: subprocess.Popen[bytes] | None = None
 
-    def start(self, spec: ServiceSpec) -> None:
+    def start(self, spec: ServiceSpec, *, rotate: bool = True) -> None:
         log_path = self.log_dir / f"{spec.name}.log"
-        _rotate(log_path)
-        proc = launch(spec.module, self.env, log_path)
+        if rotate:
+            _rotate(log_path)
+        # Always from the main thread: the parent-death signal follows the launching thread.
+        proc = launch(spec.module, self.env, log_path, die_with_parent=True)
         self.running[spec.name] = _Running(spec, self.addresses[spec.name], log_path, proc)
+        self.started_at[spec.name] = time.monotonic()
         threading.Thread(target=self._watch, args=(proc,), daemon=True).start()
+
+    def guard_postgres(self, pgdata: Path) -> None:
+        """A guard that stops the embedded Postgres once this supervisor is gone, however
+        it went (the server is a daemon, not a child, so no signal reaches it)."""
+        self.guard = launch(
+            "services.cli._pgguard",
+            self.env,
+            self.log_dir / "pgguard.log",
+            die_with_parent=True,
+            args=(str(pgdata),),
+        )
+
+    def restart_crashed(self) -> None:
+        """Restart every service that died, after a backoff that doubles with each crash
+        in a row (1 s up to 30 s; a minute up resets it), saying so on the console."""
+        now = time.monotonic()
+        for name, entry in list(self.running.items()):
+            code = entry.proc.poll()
+            if code is None:
+                if now - self.started_at.get(name, now) > _STABLE_S:
+                    self.crashes.pop(name, None)
+                continue
+            due = self.restart_at.get(name)
+            if due is None:
+                crashes = self.crashes.get(name, 0) + 1
+                self.crashes[name] = crashes
+                delay = min(_BACKOFF_MAX_S, _BACKOFF_S * 2 ** (crashes - 1))
+                self.restart_at[name] = now + delay
+                self.console.line(
+                    f"  {name:<10} exited with status {code}; restarting in {delay:.0f} s "
+                    f"(crash {crashes} in a row)\n"
+                    + "\n".join(f"  | {line}" for line in log_tail(entry.log_path, 8).splitlines())
+                )
+            elif now >= due:
+                del self.restart_at[name]
+                self.start(entry.spec, rotate=False)
+                self.console.line(f"  {name:<10} restarted (pid {self.running[name].proc.pid})")
 
     def _watch(self, proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
@@ -481,13 +595,6 @@ class _Supervisor:
     def failure(self, name: str, problem: str) -> ServiceFailed:
         entry = self.running[name]
         return ServiceFailed(name, problem, log_tail(entry.log_path))
-
-    def dead(self) -> ServiceFailed | None:
-        for name, entry in self.running.items():
-            code = entry.proc.poll()
-            if code is not None:
-                return self.failure(name, f"exited with status {code}")
-        return None
 
     def wait_all_serving(self, timeout_s: float) -> None:
         """Wait for every started service concurrently, printing each as it comes up."""
@@ -528,6 +635,10 @@ class _Supervisor:
         for level in stop_levels([e.spec for e in self.running.values()]):
             procs = [self.running[s.name].proc for s in level]
             stop_processes(procs, grace, force=self.force)
+        if self.guard is not None:
+            # Stopped by hand: the run's own release stops Postgres, not the guard.
+            signal_group(self.guard, signal.SIGKILL)
+            self.guard.wait()
 
 
 def run(timeout: float, out: TextIO | None = None) -> int:
@@ -595,6 +706,7 @@ def _start_and_supervise(
         console.ready("postgres", "ready", "DATABASE_URL")
     else:
         url = postgres.join()
+        supervisor.guard_postgres(postgres.pgdata)
         console.ready("postgres", "ready", f"embedded, {postgres.pgdata}")
     for spec in SERVICES:
         if spec.needs_database:
@@ -613,11 +725,15 @@ def _start_and_supervise(
     console.line(f"  demo       {loaded}")
     _print_usage(console, api_key, reused, key_path, supervisor.addresses)
     while not supervisor.stopping.is_set():
-        supervisor.exited.wait(timeout=1.0)
+        supervisor.exited.wait(timeout=_WATCH_S)
         supervisor.exited.clear()
-        failed = supervisor.dead()
-        if failed is not None and not supervisor.stopping.is_set():
-            raise failed
+        if supervisor.stopping.is_set():
+            break
+        if not postgres.running():
+            console.line("  postgres   died; starting it again (the services reconnect)")
+            postgres.restart()
+            console.ready("postgres", "ready", f"embedded, {postgres.pgdata}")
+        supervisor.restart_crashed()
     return 0
 
 

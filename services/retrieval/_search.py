@@ -286,6 +286,12 @@ class Searcher:
             if mode is SearchMode.HYBRID
             else 0.0,
             sparse_candidates=self._settings.sparse_candidates,
+            bm25_k1=self._settings.bm25_k1,
+            bm25_b=self._settings.bm25_b,
+            bm25_k3=self._settings.bm25_k3,
+            sparse_min_share=self._settings.sparse_min_share,
+            sparse_top_gap=self._settings.sparse_top_gap,
+            sparse_top_boost=self._settings.sparse_top_boost,
         )
         db_started = self._clock()
         try:

@@ -33,14 +33,31 @@ class RetrievalSettings:
     max_ef_search: int = 1000
     max_query_chars: int = 2000
     max_filter_document_ids: int = 1000
-    rrf_k: int = 60
+    # RRF's k: 20, not the customary 60, because both lists are short (candidate depth 50)
+    # and a flatter 60 let a side's weak tail outvote the other side's top (README).
+    rrf_k: int = 20
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
-    # Share of a query's words a chunk must match to be a full-text candidate.
-    sparse_min_coverage: float = 0.5
-    # Most chunks the full-text side reads and ranks per search, best tier first (chunks
-    # holding the most query words); 0: unbounded.
+    # Share of a query's words a chunk must match to be a full-text candidate in HYBRID;
+    # 0 since ranking is BM25 (IDF already discounts chunks matching only common words).
+    sparse_min_coverage: float = 0.0
+    # Fusion guard: the full-text side is left out of a query whose words known to the
+    # tenant carry less than this share of its BM25 weight, and its first hit counts
+    # ``sparse_top_boost`` times when it scores ``sparse_top_gap`` times the runner-up.
+    sparse_min_share: float = 0.5
+    sparse_top_gap: float = 1.3
+    sparse_top_boost: float = 2.0
+    # Most chunks the full-text side reads and scores per search (chunks holding every
+    # query word first, then the rarest words' chunks); 0: unbounded.
     sparse_candidates: int = 1000
+    # Okapi BM25 of the full-text side: k1 saturates repeated words, b scales the length
+    # normalisation (0: none, 1: full). The textbook defaults; see README "Ranking".
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    # Query-word frequency saturation (Robertson's k3): a word repeated in a long query
+    # counts more, but at most k3 + 1 times (0: once). 5 suited all three development
+    # collections (linear counting helped CISI and hurt MED, counting once the reverse).
+    bm25_k3: float = 5.0
     query_embed_timeout_s: float = 5.0
     # Rerank seam: off unless a cross-encoder model is named.
     reranker_model: str | None = None
@@ -71,11 +88,17 @@ class RetrievalSettings:
             default_ef_search=_bounded(env, "RETRIEVAL_EF_SEARCH", 200, 1, 1000),
             default_candidate_depth=_bounded(env, "RETRIEVAL_CANDIDATE_DEPTH", 50, 1, 1000),
             max_query_chars=env.get_int("RETRIEVAL_MAX_QUERY_CHARS", 2000, minimum=1),
-            rrf_k=env.get_int("RETRIEVAL_RRF_K", 60, minimum=1),
+            rrf_k=env.get_int("RETRIEVAL_RRF_K", 20, minimum=1),
             dense_weight=_finite(env, "RETRIEVAL_DENSE_WEIGHT", 1.0),
             sparse_weight=_finite(env, "RETRIEVAL_SPARSE_WEIGHT", 1.0),
-            sparse_min_coverage=_finite(env, "RETRIEVAL_SPARSE_MIN_COVERAGE", 0.5, 0.0, 1.0),
+            sparse_min_coverage=_finite(env, "RETRIEVAL_SPARSE_MIN_COVERAGE", 0.0, 0.0, 1.0),
+            sparse_min_share=_finite(env, "RETRIEVAL_SPARSE_MIN_SHARE", 0.5, 0.0, 1.0),
+            sparse_top_gap=_finite(env, "RETRIEVAL_SPARSE_TOP_GAP", 1.3, 1.0, 100.0),
+            sparse_top_boost=_finite(env, "RETRIEVAL_SPARSE_TOP_BOOST", 2.0, 1.0, 10.0),
             sparse_candidates=_bounded(env, "RETRIEVAL_SPARSE_CANDIDATES", 1000, 0, 1_000_000),
+            bm25_k1=_finite(env, "RETRIEVAL_BM25_K1", 1.2, 0.0, 10.0),
+            bm25_b=_finite(env, "RETRIEVAL_BM25_B", 0.75, 0.0, 1.0),
+            bm25_k3=_finite(env, "RETRIEVAL_BM25_K3", 5.0, 0.0, 1000.0),
             query_embed_timeout_s=_finite(env, "RETRIEVAL_QUERY_EMBED_TIMEOUT_S", 5.0, 0.01),
             reranker_model=env.get_optional("RETRIEVAL_RERANKER_MODEL"),
             rerank_weight=_finite(env, "RETRIEVAL_RERANK_WEIGHT", 0.5, 0.0, 1.0),

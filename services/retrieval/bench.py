@@ -14,9 +14,10 @@ at the end, so the numbers sit side by side:
 * **Search latency.** Queries are CRM-style questions embedded once by the real model;
   each mode's database time is measured through the repository (one round trip, as the
   service does it) and the query-embedding time is reported on its own. The full-text
-  side reads at most ``RETRIEVAL_SPARSE_CANDIDATES`` chunks (best tier first, see
-  _repository.py); the first 50 queries also run unbounded, for its latency side by side and the
-  share of the top 10 both agree on.
+  side reads and scores (BM25) at most ``RETRIEVAL_SPARSE_CANDIDATES`` chunks (those
+  holding every query word first, then the rarest words', see _repository.py); the first
+  50 queries also run unbounded (every match scored), for its latency side by side and
+  the share of the top 10 both agree on.
 * **HNSW recall@10** at the default ``ef_search`` against an exact scan of the same
   half-precision column in Postgres (the index's recall), and against float32 in NumPy
   (half precision and the index together).
@@ -149,6 +150,12 @@ def _plan(
         sparse_weight=s.sparse_weight,
         sparse_coverage=s.sparse_min_coverage if mode is SearchMode.HYBRID else 0.0,
         sparse_candidates=s.sparse_candidates,
+        bm25_k1=s.bm25_k1,
+        bm25_b=s.bm25_b,
+        bm25_k3=s.bm25_k3,
+        sparse_min_share=s.sparse_min_share,
+        sparse_top_gap=s.sparse_top_gap,
+        sparse_top_boost=s.sparse_top_boost,
     )
 
 
@@ -469,8 +476,8 @@ def render(results: dict[str, Any]) -> str:
         )
         agree = size["top10_agreement_with_unbounded_full_text"]
         lines.append(
-            f"{'':>8} full text reads at most {size['sparse_candidates']} chunks, best tier "
-            f"first; top-10 agreement with unbounded: hybrid {agree['hybrid']:.3f}, "
+            f"{'':>8} full text scores at most {size['sparse_candidates']} chunks, every "
+            f"word's first; top-10 agreement with unbounded: hybrid {agree['hybrid']:.3f}, "
             f"sparse {agree['sparse']:.3f}"
         )
     q = results["query_embedding"]

@@ -6,6 +6,11 @@ served over gRPC in-process, the retrieval server on the configured Postgres), r
 query in every mode, and prints the three modes side by side (also per query type when
 queries carry ``metadata.type``). The scratch tenant is deleted afterwards. The default
 dataset is the golden set shipped in ``services/retrieval/eval_data``.
+
+Several datasets (``--datasets``) share one set of servers, each in its own scratch
+tenant, and end with one nDCG table of every collection next to the reference runs of a
+``BASELINES.md`` found beside them (bm25s, dense, RRF computed outside the product), so a
+ranking change is judged on text nobody here wrote, not only on the golden set.
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ import asyncio
 import csv
 import json
 import math
+import re
 import statistics
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -111,15 +117,16 @@ def _documents_in_order(hits: Iterable[pb.SearchHit]) -> list[str]:
 
 
 def _document_input(doc: Mapping[str, Any]) -> pb.DocumentInput:
+    """A BEIR document as an ingest request. A title-only document (half of CACM) is sent
+    with its title as the text: ingest refuses an empty text, and dropping the document
+    would leave its judged queries unanswerable by every mode."""
     metadata = struct_pb2.Struct()
     if isinstance(doc.get("metadata"), dict):
         metadata.update(doc["metadata"])
-    return pb.DocumentInput(
-        document_id=str(doc["_id"]),
-        title=str(doc.get("title", "")),
-        text=str(doc.get("text", "")),
-        metadata=metadata,
-    )
+    title, text = str(doc.get("title", "")), str(doc.get("text", ""))
+    if not text.strip():
+        title, text = "", title
+    return pb.DocumentInput(document_id=str(doc["_id"]), title=title, text=text, metadata=metadata)
 
 
 async def _ingest(stub: pb_grpc.RetrievalServiceAsyncStub, tenant: str, corpus: list[Any]) -> int:
@@ -189,9 +196,13 @@ async def evaluate(
     }
 
 
-async def _run(dataset: Dataset, k: int) -> dict[str, Any]:
+async def _run(datasets: Sequence[tuple[str, Dataset]], k: int) -> dict[str, dict[str, Any]]:
     embedding_settings = EmbeddingSettings.from_env()
     settings = RetrievalSettings.from_env()
+    # Test collections carry queries longer than the API's default cap (CISI: 2,083
+    # characters); the eval measures ranking, so its own server admits them.
+    longest = max((len(q["text"]) for _, d in datasets for q in d.queries), default=0)
+    settings = replace(settings, max_query_chars=max(settings.max_query_chars, longest))
     db_settings = DatabaseSettings.from_env()
     telemetry = Telemetry(TelemetrySettings("eval-retrieval"))
     model = await asyncio.to_thread(Embedder.from_settings, embedding_settings)
@@ -209,29 +220,91 @@ async def _run(dataset: Dataset, k: int) -> dict[str, Any]:
         telemetry,
         RetrievalDeps(settings, database, channel),
     )
-    tenant = f"eval-{uuid.uuid4().hex[:12]}"
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", (tenant,))
+    report: dict[str, dict[str, Any]] = {}
     try:
         async with create_channel(server.address) as client:
             stub = pb_grpc.RetrievalServiceStub(client)
-            started = time.perf_counter()
-            failed = await _ingest(stub, tenant, dataset.corpus)
-            ingest_s = time.perf_counter() - started
-            results = await evaluate(stub, tenant, dataset, k)
-        results["ingest_seconds"] = round(ingest_s, 2)
-        results["documents_failed"] = failed
-        results["model"] = model.name
-        return results
+            for name, dataset in datasets:
+                report[name] = await _run_one(stub, url, dataset, k)
+                report[name]["model"] = model.name
+        return report
     finally:
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            await conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant,))
         await server.stop(0)
         await channel.close()
         await database.close()
         await embedding_server.stop(0)
         await engine.close()
         telemetry.shutdown()
+
+
+async def _run_one(
+    stub: pb_grpc.RetrievalServiceAsyncStub, url: str, dataset: Dataset, k: int
+) -> dict[str, Any]:
+    """Ingest one dataset into a fresh scratch tenant, evaluate it, delete the tenant."""
+    tenant = f"eval-{uuid.uuid4().hex[:12]}"
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", (tenant,))
+    try:
+        started = time.perf_counter()
+        failed = await _ingest(stub, tenant, dataset.corpus)
+        ingest_s = time.perf_counter() - started
+        results = await evaluate(stub, tenant, dataset, k)
+        results["ingest_seconds"] = round(ingest_s, 2)
+        results["documents_failed"] = failed
+        return results
+    finally:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant,))
+
+
+_BASELINE_HEADING = re.compile(r"^##\s+(\S+)")
+_BASELINE_ROW = re.compile(r"^\|\s*(bm25s|dense|RRF)\b[^|]*\|\s*\**([0-9.]+)\**\s*\|")
+
+
+def read_baselines(path: Path) -> dict[str, dict[str, float]]:
+    """nDCG of the reference runs per collection from a ``BASELINES.md``: under each
+    ``## NAME`` heading, the first figure of the ``bm25s``, ``dense …`` and ``RRF …`` rows
+    (keys ``bm25s``, ``dense``, ``rrf``; collections keyed by the lower-cased NAME)."""
+    found: dict[str, dict[str, float]] = {}
+    collection: str | None = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        heading = _BASELINE_HEADING.match(line)
+        if heading:
+            collection = heading.group(1).lower()
+            continue
+        row = _BASELINE_ROW.match(line)
+        if row and collection is not None:
+            found.setdefault(collection, {})[row.group(1).lower()] = float(row.group(2))
+    return found
+
+
+def render_collections(
+    reports: Mapping[str, Mapping[str, Any]], baselines: Mapping[str, Mapping[str, float]]
+) -> str:
+    """One row per collection: the reference runs' nDCG, the product's three modes, and
+    HYBRID against the RRF reference and SPARSE against bm25s (blank without baselines)."""
+    k = next(iter(reports.values()))["k"] if reports else 10
+    header = (
+        f"{'collection':<12} {'docs':>6} {'qs':>4} | {'bm25s':>6} {'dense':>6} {'RRF':>6} | "
+        f"{'SPARSE':>6} {'DENSE':>6} {'HYBRID':>6} | {'H/RRF':>6} {'S/bm25s':>7}"
+    )
+    lines = [f"nDCG@{k} by collection (bm25s, dense, RRF: reference runs, BASELINES.md)", header]
+
+    def cell(value: float | None, width: int = 6) -> str:
+        return f"{value:>{width}.3f}" if value is not None else f"{'-':>{width}}"
+
+    for name, report in reports.items():
+        ours = {m: report["metrics"]["all"][m][f"ndcg@{k}"] for m in MODES}
+        ref = baselines.get(name, {})
+        ratio_h = ours["hybrid"] / ref["rrf"] if ref.get("rrf") else None
+        ratio_s = ours["sparse"] / ref["bm25s"] if ref.get("bm25s") else None
+        lines.append(
+            f"{name:<12} {report['documents']:>6} {report['queries']:>4} | "
+            f"{cell(ref.get('bm25s'))} {cell(ref.get('dense'))} {cell(ref.get('rrf'))} | "
+            f"{cell(ours['sparse'])} {cell(ours['dense'])} {cell(ours['hybrid'])} | "
+            f"{cell(ratio_h)} {cell(ratio_s, 7)}"
+        )
+    return "\n".join(lines)
 
 
 def render(results: Mapping[str, Any]) -> str:
@@ -264,16 +337,46 @@ def main(
     dataset: Path | None = None,
     out: Path = Path("bench-results/eval-retrieval.json"),
     k: int = 10,
+    *,
+    datasets: Sequence[Path] = (),
+    baselines: Path | None = None,
 ) -> dict[str, Any]:
     """Run the eval on ``dataset`` (BEIR layout; default: the bundled golden set), print the
-    table, write JSON to ``out``."""
-    data = read_beir(dataset or DEFAULT_DATASET)
-    results = asyncio.run(_run(data, k))
-    print(render(results))
+    table, write JSON to ``out``. With ``datasets``, run each of them, print each table and
+    then the side-by-side nDCG table against ``baselines`` (default: any ``BASELINES.md``
+    beside the datasets); the JSON then holds one report per collection."""
+    if not datasets:
+        data = read_beir(dataset or DEFAULT_DATASET)
+        results = asyncio.run(_run([("dataset", data)], k))["dataset"]
+        print(render(results))
+        _write(out, results)
+        return results
+    named = [(_label(path), read_beir(path)) for path in datasets]
+    reports = asyncio.run(_run(named, k))
+    files = [baselines] if baselines else [p.resolve().parent / "BASELINES.md" for p in datasets]
+    reference: dict[str, dict[str, float]] = {}
+    for file in dict.fromkeys(files):
+        if file.is_file():
+            reference.update(read_baselines(file))
+    for name, report in reports.items():
+        print(f"== {name}")
+        print(render(report))
+        print()
+    print(render_collections(reports, reference))
+    combined: dict[str, Any] = {"collections": reports, "baselines": reference}
+    _write(out, combined)
+    return combined
+
+
+def _label(path: Path) -> str:
+    """A dataset's name in the tables: its folder's, or "golden" for the bundled set."""
+    return "golden" if path.resolve() == DEFAULT_DATASET.resolve() else path.resolve().name
+
+
+def _write(out: Path, results: Mapping[str, Any]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
     print(f"\nwrote {out}")
-    return results
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from services.router._clients import (
     SearchTool,
     SqlTool,
     ToolError,
-    intent_to_proto,
 )
 from services.router._engine import Router
 from services.router._guard import check_output, scan
@@ -50,7 +49,6 @@ __all__ = [
     "assign_waves",
     "bind",
     "check_output",
-    "intent_to_proto",
     "scan",
     "validate",
 ]

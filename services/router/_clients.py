@@ -2,7 +2,7 @@
 
 The logic programs against ``SearchTool`` / ``SqlTool``; the gRPC clients convert
 protobuf to plain objects and turn downstream statuses into ``ToolError`` with the
-ErrorInfo reason, so a step can tell a bad intent from an unreachable service.
+ErrorInfo reason, so a step can tell a refused question from an unreachable service.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import grpc
 from google.protobuf import json_format, struct_pb2
 from google.rpc import error_details_pb2, status_pb2
 
-from services.common.llm import SqlIntent
 from services.router._types import Cell, Hit, SearchOutcome, SqlOutcome
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import retrieval_service_pb2 as rpb
@@ -50,14 +49,10 @@ class SearchTool(Protocol):
 
 
 class SqlTool(Protocol):
-    """Text-to-SQL and structured intents on a target database."""
+    """Text-to-SQL on a target database: the SQL service links and answers questions."""
 
     async def ask(
         self, tenant_id: str, database: str, question: str, *, max_rows: int
-    ) -> SqlOutcome: ...
-
-    async def run_intent(
-        self, tenant_id: str, database: str, intent: SqlIntent, *, max_rows: int
     ) -> SqlOutcome: ...
 
     async def check_database(self, tenant_id: str, database: str) -> None: ...
@@ -166,73 +161,8 @@ def sql_outcome(result: spb.SqlResult, *, repairs: int = 0, degraded: bool = Fal
     )
 
 
-_OPS = {
-    "eq": spb.FILTER_OPERATOR_EQUAL,
-    "ne": spb.FILTER_OPERATOR_NOT_EQUAL,
-    "gt": spb.FILTER_OPERATOR_GREATER,
-    "gte": spb.FILTER_OPERATOR_GREATER_OR_EQUAL,
-    "lt": spb.FILTER_OPERATOR_LESS,
-    "lte": spb.FILTER_OPERATOR_LESS_OR_EQUAL,
-    "contains": spb.FILTER_OPERATOR_CONTAINS,
-}
-_KINDS = {
-    "count": spb.INTENT_KIND_COUNT,
-    "list": spb.INTENT_KIND_LIST,
-    "group_by": spb.INTENT_KIND_GROUP_BY,
-    "top_n": spb.INTENT_KIND_TOP_N,
-    "lookup": spb.INTENT_KIND_LOOKUP,
-    "aggregate": spb.INTENT_KIND_AGGREGATE,
-}
-_FUNCTIONS = {
-    "count": spb.AGGREGATE_FUNCTION_COUNT,
-    "sum": spb.AGGREGATE_FUNCTION_SUM,
-    "avg": spb.AGGREGATE_FUNCTION_AVG,
-    "min": spb.AGGREGATE_FUNCTION_MIN,
-    "max": spb.AGGREGATE_FUNCTION_MAX,
-}
-
-
-def _sql_value(value: str | int | float | bool) -> cpb.SqlValue:
-    if isinstance(value, bool):
-        return cpb.SqlValue(bool_value=value)
-    if isinstance(value, int):
-        return cpb.SqlValue(int_value=value)
-    if isinstance(value, float):
-        return cpb.SqlValue(double_value=value)
-    return cpb.SqlValue(string_value=value)
-
-
-def intent_to_proto(intent: SqlIntent) -> spb.SqlIntent:
-    """The LLM layer's intent as the SQL service's structured intent."""
-    message = spb.SqlIntent(
-        kind=_KINDS[intent.kind.value],
-        table=intent.table,
-        columns=list(intent.columns),
-        filters=[
-            spb.IntentFilter(column=f.column, op=_OPS[f.op.value], values=[_sql_value(f.value)])
-            for f in intent.filters
-        ],
-        group_by=[spb.IntentGroup(column=c) for c in intent.group_by],
-        limit=intent.limit or 0,
-    )
-    if intent.aggregate is not None:
-        message.aggregate_function = _FUNCTIONS[intent.aggregate.function.value]
-        if intent.aggregate.column != "*":
-            message.aggregate_column = intent.aggregate.column
-    if intent.order_by:
-        by_aggregate = intent.aggregate is not None and intent.order_by == intent.aggregate.alias
-        message.order_by.append(
-            spb.IntentOrder(
-                column="" if by_aggregate else intent.order_by,
-                descending=intent.direction.value == "desc",
-                by_aggregate=by_aggregate,
-            )
-        )
-    return message
-
-
 class GrpcSqlTool:
-    """SqlTool over SqlService.AskQuestion / RunIntent / ValidateSql."""
+    """SqlTool over SqlService.AskQuestion / ValidateSql."""
 
     def __init__(self, channel: grpc.aio.Channel) -> None:
         self._stub = spb_grpc.SqlServiceStub(channel)
@@ -248,18 +178,6 @@ class GrpcSqlTool:
             reason = spb.SqlAskOutcome.Name(response.outcome).removeprefix("SQL_ASK_OUTCOME_")
             return SqlOutcome((), (), "", "", answered=False, reason=reason)
         return sql_outcome(response.result, repairs=response.repairs, degraded=response.degraded)
-
-    async def run_intent(
-        self, tenant_id: str, database: str, intent: SqlIntent, *, max_rows: int
-    ) -> SqlOutcome:
-        request = spb.RunIntentRequest(
-            tenant_id=tenant_id,
-            database=database,
-            intent=intent_to_proto(intent),
-            max_rows=max_rows,
-        )
-        response = await _call(lambda: self._stub.RunIntent(request), "sql")
-        return sql_outcome(response.result)
 
     async def check_database(self, tenant_id: str, database: str) -> None:
         """Raises ToolError when the database is unknown or closed to the tenant."""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from services.common import FieldViolation, InvalidArgument
+from services.common.llm import FollowUpKind, PriorTurn, Resolution, Usage
 from services.router._clients import struct_to_dict
 from services.router._settings import RouterSettings
 from services.router._types import (
@@ -33,8 +35,22 @@ from services.router._types import (
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as pb
+from tandem.v1 import sql_service_pb2 as sql_pb
 
 _TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+MAX_CONVERSATION_ID_CHARS = 256
+# Members kept per turn: what "the second one" or "their call notes" may point at.
+MAX_MEMBERS = 50
+FOLLOW_UP_KINDS = {
+    FollowUpKind.STANDALONE: pb.FOLLOW_UP_KIND_STANDALONE,
+    FollowUpKind.TIME_SHIFT: pb.FOLLOW_UP_KIND_TIME_SHIFT,
+    FollowUpKind.VALUE_SWAP: pb.FOLLOW_UP_KIND_VALUE_SWAP,
+    FollowUpKind.FILTER: pb.FOLLOW_UP_KIND_FILTER,
+    FollowUpKind.BREAKDOWN: pb.FOLLOW_UP_KIND_BREAKDOWN,
+    FollowUpKind.RESULT_REFERENCE: pb.FOLLOW_UP_KIND_RESULT_REFERENCE,
+    FollowUpKind.ORDINAL: pb.FOLLOW_UP_KIND_ORDINAL,
+    FollowUpKind.UNRESOLVED: pb.FOLLOW_UP_KIND_UNRESOLVED,
+}
 
 _MODES = {
     pb.ASK_MODE_UNSPECIFIED: Mode.AUTO,
@@ -122,6 +138,19 @@ def ask_input(request: pb.AskRequest | pb.StreamAskRequest, settings: RouterSett
         )
     if options.search_mode not in rpb.SearchMode.values():
         violations.append(FieldViolation("options.search_mode", "unknown search mode"))
+    if len(request.conversation_id) > MAX_CONVERSATION_ID_CHARS:
+        violations.append(
+            FieldViolation("conversation_id", f"at most {MAX_CONVERSATION_ID_CHARS} characters")
+        )
+    for index, turn in enumerate(request.history):
+        for name in ("question", "resolved_question"):
+            if len(getattr(turn, name)) > settings.max_question_chars:
+                violations.append(
+                    FieldViolation(
+                        f"history[{index}].{name}",
+                        f"at most {settings.max_question_chars} characters",
+                    )
+                )
     if violations:
         raise InvalidArgument(violations)
     search_filter = options.search_filter
@@ -140,6 +169,139 @@ def ask_input(request: pb.AskRequest | pb.StreamAskRequest, settings: RouterSett
             search_mode=int(options.search_mode),
             max_rows=options.max_rows,
         ),
+        conversation_id=request.conversation_id,
+        history=prior_turns(request.history, settings),
+    )
+
+
+def prior_turns(
+    history: Sequence[pb.ConversationTurn], settings: RouterSettings
+) -> tuple[PriorTurn, ...]:
+    """The newest turns within the router's own caps, oldest first: whatever the caller
+    sent, resolution reads a bounded amount."""
+    kept: list[PriorTurn] = []
+    used = 0
+    newest = list(history)[-settings.max_history_turns :] if settings.max_history_turns else []
+    for turn in reversed(newest):
+        members = tuple(turn.members[:MAX_MEMBERS])
+        size = len(turn.question) + len(turn.resolved_question) + sum(map(len, members))
+        if used + size > settings.max_history_chars:
+            break
+        used += size
+        kept.append(
+            PriorTurn(
+                question=turn.question,
+                resolved_question=turn.resolved_question or turn.question,
+                members=members,
+                row_count=turn.row_count,
+                unresolved=turn.follow_up_kind == pb.FOLLOW_UP_KIND_UNRESOLVED,
+            )
+        )
+    kept.reverse()
+    return tuple(kept)
+
+
+def _sql_members(result: sql_pb.SqlResult) -> list[str]:
+    """The first text column's values: the names a list answer gave."""
+    for column in range(len(result.columns)):
+        values = [row.values[column] for row in result.rows if len(row.values) > column]
+        if values and all(v.WhichOneof("kind") == "string_value" for v in values):
+            return [v.string_value for v in values]
+    return []
+
+
+def conversation_turn(
+    answer_pb: pb.Answer, question: str, resolution: Resolution
+) -> pb.ConversationTurn:
+    """What a later follow-up may refer to: the members a list named (else the subjects
+    of the cited documents), fingerprints and cited chunks; never the answer text."""
+    members: list[str] = []
+    for item in answer_pb.sql_results:
+        members = _sql_members(item.result)
+        if members:
+            break
+    if not members and not answer_pb.sql_results:
+        for cited in answer_pb.citations:
+            if cited.title:
+                # Demo and product documents are titled "Kind: Subject".
+                subject = cited.title.rsplit(": ", 1)[-1].strip()
+                if subject and subject not in members:
+                    members.append(subject)
+    first = answer_pb.sql_results[0].result if answer_pb.sql_results else None
+    return pb.ConversationTurn(
+        question=question,
+        resolved_question=resolution.question,
+        route=answer_pb.route,
+        follow_up_kind=FOLLOW_UP_KINDS[resolution.kind],
+        members=members[:MAX_MEMBERS],
+        sql_fingerprints=[s.result.fingerprint for s in answer_pb.sql_results],
+        cited_chunk_ids=list(dict.fromkeys(c.chunk_id for c in answer_pb.citations if c.chunk_id)),
+        row_count=first.row_count if first is not None else 0,
+    )
+
+
+def with_conversation(
+    answer_pb: pb.Answer,
+    ask: AskInput,
+    resolution: Resolution,
+    took_s: float,
+    usage: Usage | None = None,
+) -> pb.Answer:
+    """Stamp an answer with its conversation, how its question was resolved (also the
+    first timing, "resolve") and the turn the gateway stores."""
+    answer_pb.conversation_id = ask.conversation_id
+    answer_pb.resolution.CopyFrom(
+        pb.FollowUpResolution(
+            kind=FOLLOW_UP_KINDS[resolution.kind],
+            resolved_question=resolution.question,
+            unresolved_reason=resolution.reason,
+            history_turns=len(ask.history),
+            duration=_duration(took_s),
+        )
+    )
+    timings = [cpb.Timing(stage="resolve", duration=_duration(took_s)), *answer_pb.timings]
+    del answer_pb.timings[:]
+    answer_pb.timings.extend(timings)
+    answer_pb.turn.CopyFrom(conversation_turn(answer_pb, ask.question, resolution))
+    if usage is not None and usage.calls:
+        # A model proposed the rewrite: its cost belongs to this answer.
+        answer_pb.usage.entries.append(
+            cpb.UsageEntry(
+                role=cpb.LLM_ROLE_RESOLVE_FOLLOW_UP,
+                tier=cpb.ModelTier.Value(f"MODEL_TIER_{usage.tier.name}"),
+                model_name=usage.model,
+                calls=usage.calls,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                estimated_cost_usd=usage.cost_usd or 0.0,
+                duration=_duration(took_s),
+            )
+        )
+        answer_pb.usage.calls += usage.calls
+        answer_pb.usage.input_tokens += usage.input_tokens
+        answer_pb.usage.output_tokens += usage.output_tokens
+        answer_pb.usage.estimated_cost_usd += usage.cost_usd or 0.0
+    return answer_pb
+
+
+def unresolved_text(resolution: Resolution) -> str:
+    """What the user reads when a reference points at nothing: the reason, and how to ask
+    instead; nothing was searched or queried."""
+    return (
+        f"I can't tell what your question refers to: {resolution.reason}. "
+        "Please ask again naming it."
+    )
+
+
+def unresolved_answer(ask: AskInput, request_id: str, resolution: Resolution) -> pb.Answer:
+    """The answer to a follow-up that could not be resolved: said so, not guessed."""
+    return pb.Answer(
+        request_id=request_id,
+        text=unresolved_text(resolution),
+        outcome=pb.ANSWER_OUTCOME_NOT_FOUND,
+        mode=_MODE_PB[ask.mode],
+        confidence=0.0,
+        disclaimer="The question refers to an earlier answer that does not contain it.",
     )
 
 

@@ -21,7 +21,6 @@ from opentelemetry import metrics, trace
 
 from services.common import InvalidArgument, Metrics, PermissionDenied, remaining
 from services.common.llm import (
-    ALL_TOOLS,
     NO_ANSWER,
     Answer,
     AnswerSentence,
@@ -49,6 +48,7 @@ from services.common.llm import (
 from services.router import _guard
 from services.router._clients import SearchTool, SqlTool, ToolError
 from services.router._plan import (
+    TOOLS,
     PlanInvalid,
     assign_waves,
     bind,
@@ -320,7 +320,9 @@ class _Run:
 
     async def initial_plan(self) -> Sequence[PlanStep]:
         started = time.monotonic()
-        request = PlanRequest(self.request.question, max_steps=self.settings.max_plan_steps)
+        request = PlanRequest(
+            self.request.question, tools=TOOLS, max_steps=self.settings.max_plan_steps
+        )
         try:
             for provider in (self.router.llm, self.router.llm, self.router.rules):
                 try:
@@ -340,7 +342,7 @@ class _Run:
                         plan.steps,
                         completed={},
                         max_steps=self.settings.max_plan_steps,
-                        tools=ALL_TOOLS,
+                        tools=TOOLS,
                     )
                 except PlanInvalid as exc:
                     _log.warning(
@@ -471,9 +473,7 @@ class _Run:
             for r in finished
         )
         plan = Plan(tuple(r.step for r in self.current))
-        request = ReplanRequest(
-            self.request.question, plan, outcomes, failed.step_id, tools=ALL_TOOLS
-        )
+        request = ReplanRequest(self.request.question, plan, outcomes, failed.step_id, tools=TOOLS)
         try:
             proposal = (
                 await self.bounded(self.llm(Role.REPLAN, self.router.llm.replan(request)))
@@ -502,7 +502,7 @@ class _Run:
         steps = [rename(s, renames) for s in steps] if renames else steps
         try:
             validate(
-                steps, completed=succeeded, max_steps=self.settings.max_plan_steps, tools=ALL_TOOLS
+                steps, completed=succeeded, max_steps=self.settings.max_plan_steps, tools=TOOLS
             )
         except PlanInvalid as exc:
             _log.warning(
@@ -610,8 +610,6 @@ class _Run:
                 )
             return summary
         database = options.database or "default"
-        if step.intent is not None:
-            return f"intent={step.intent.kind.value} table={step.intent.table} db={database}"
         return f"question_chars={len(step.query)} db={database}"
 
     async def dispatch(self, run: StepRun, step: PlanStep) -> None:
@@ -625,14 +623,10 @@ class _Run:
             return
         self.take_tool_call()
         run.attempts += 1
-        if step.tool is ToolName.SQL_INTENT and step.intent is not None:
-            outcome = await self.router.sql.run_intent(
-                tenant, options.database, step.intent, max_rows=options.max_rows
-            )
-        else:
-            outcome = await self.router.sql.ask(
-                tenant, options.database, step.query, max_rows=options.max_rows
-            )
+        # Every SQL step is a question: the SQL service links it to the schema.
+        outcome = await self.router.sql.ask(
+            tenant, options.database, step.query, max_rows=options.max_rows
+        )
         run.repairs = outcome.repairs
         if not outcome.answered:
             run.status, run.failure_reason = Status.FAILED, "STEP_FAILED"

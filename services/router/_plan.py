@@ -2,7 +2,7 @@
 
 The model proposes a plan; this code decides whether it may run: known tools, unique
 ids, dependencies only on earlier or completed steps (so no cycles), placeholders only
-for declared dependencies, intents where the tool needs one, and a size cap.
+for declared dependencies, and a size cap.
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 
-from services.common.llm import IntentFilter, PlanStep, StepScope, ToolName
+from services.common.llm import PlanStep, StepScope, ToolName
 from services.router._types import Cell, StepRun
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_-]+)\s*\}\}")
 _STEP_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _METADATA_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+
+# What the router runs. SQL goes to the SQL service as a question (AskQuestion), which
+# links it to the schema itself: the router builds no structured intents.
+TOOLS: tuple[ToolName, ...] = (ToolName.SEMANTIC_SEARCH, ToolName.SQL_QUESTION)
 
 
 class PlanInvalid(ValueError):
@@ -48,9 +52,7 @@ def validate(
             raise PlanInvalid(f"duplicate step id {step.id}")
         if step.tool not in tools:
             raise PlanInvalid(f"tool {step.tool} is not allowed")
-        if step.tool is ToolName.SQL_INTENT and step.intent is None:
-            raise PlanInvalid(f"{step.id}: sql_intent without an intent")
-        if step.tool is not ToolName.SQL_INTENT and not step.query.strip():
+        if not step.query.strip():
             raise PlanInvalid(f"{step.id}: empty query")
         for dependency in step.depends_on:
             # Only earlier steps of this plan or completed ones: forbids cycles outright.
@@ -64,12 +66,7 @@ def validate(
             keys = [k for k in (step.scope.field, step.scope.label_field) if k]
             if not keys or not all(_METADATA_KEY.match(k) for k in keys):
                 raise PlanInvalid(f"{step.id}: malformed scope field")
-        used = placeholders(step.query)
-        if step.intent is not None:
-            for item in step.intent.filters:
-                if isinstance(item.value, str):
-                    used |= placeholders(item.value)
-        undeclared = used - set(step.depends_on)
+        undeclared = placeholders(step.query) - set(step.depends_on)
         if undeclared:
             raise PlanInvalid(f"{step.id} binds a step it does not depend on")
         seen.add(step.id)
@@ -133,15 +130,7 @@ def bind(step: PlanStep, results: Mapping[str, StepRun]) -> PlanStep:
             text,
         )
 
-    query = substitute(step.query)
-    intent = step.intent
-    if intent is not None and any(isinstance(f.value, str) for f in intent.filters):
-        filters = tuple(
-            IntentFilter(f.column, f.op, substitute(f.value)) if isinstance(f.value, str) else f
-            for f in intent.filters
-        )
-        intent = dataclasses.replace(intent, filters=filters)
-    return dataclasses.replace(step, query=" ".join(query.split()), intent=intent)
+    return dataclasses.replace(step, query=" ".join(substitute(step.query).split()))
 
 
 def rename(step: PlanStep, renames: Mapping[str, str]) -> PlanStep:
@@ -150,13 +139,6 @@ def rename(step: PlanStep, renames: Mapping[str, str]) -> PlanStep:
     def substitute(text: str) -> str:
         return _PLACEHOLDER.sub(lambda m: "{{" + renames.get(m.group(1), m.group(1)) + "}}", text)
 
-    intent = step.intent
-    if intent is not None:
-        filters = tuple(
-            IntentFilter(f.column, f.op, substitute(f.value)) if isinstance(f.value, str) else f
-            for f in intent.filters
-        )
-        intent = dataclasses.replace(intent, filters=filters)
     scope = step.scope
     if scope is not None:
         scope = dataclasses.replace(scope, source=renames.get(scope.source, scope.source))
@@ -165,6 +147,5 @@ def rename(step: PlanStep, renames: Mapping[str, str]) -> PlanStep:
         id=renames.get(step.id, step.id),
         query=substitute(step.query),
         depends_on=tuple(renames.get(d, d) for d in step.depends_on),
-        intent=intent,
         scope=scope,
     )

@@ -8,7 +8,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import grpc
@@ -25,11 +25,24 @@ from services.common import (
     remaining,
     serve,
 )
-from services.common.llm import LlmProvider, LlmSettings, create_provider
+from services.common.llm import (
+    DETERMINISTIC_MODEL,
+    FollowUpKind,
+    FollowUpRewrite,
+    LlmError,
+    LlmProvider,
+    LlmSettings,
+    Resolution,
+    ResolveFollowUpRequest,
+    Usage,
+    create_provider,
+    resolve,
+)
 from services.router import _convert as convert
 from services.router._clients import GrpcSearchTool, GrpcSqlTool
 from services.router._engine import Router
 from services.router._settings import DEFAULT_PORT, RouterSettings
+from services.router._types import AskInput
 from tandem.v1 import router_service_pb2 as pb
 from tandem.v1 import router_service_pb2_grpc as pb_grpc
 
@@ -81,8 +94,18 @@ class RouterServicer(pb_grpc.RouterServiceServicer):
         ask = convert.ask_input(request, self._settings)
         self._check_deadline()
         await router.precheck(ask)
-        result = await router.ask(ask, request_id=uuid.uuid4().hex, checked=True)
-        return pb.AskResponse(answer=convert.answer(result, ask.options.include_trajectory))
+        request_id = uuid.uuid4().hex
+        resolution, took, usage = await _resolve(ask, router)
+        if not resolution.resolved:
+            answer = convert.unresolved_answer(ask, request_id, resolution)
+        else:
+            result = await router.ask(
+                replace(ask, question=resolution.question), request_id=request_id, checked=True
+            )
+            answer = convert.answer(result, ask.options.include_trajectory)
+        return pb.AskResponse(
+            answer=convert.with_conversation(answer, ask, resolution, took, usage)
+        )
 
     async def StreamAsk(
         self, request: pb.StreamAskRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -99,17 +122,37 @@ class RouterServicer(pb_grpc.RouterServiceServicer):
             queue.put_nowait(convert.event(item, time.monotonic() - started))
 
         yield pb.StreamAskResponse(
-            accepted=pb.AskAccepted(request_id=request_id, mode=convert.mode_pb(ask.mode)),
+            accepted=pb.AskAccepted(
+                request_id=request_id,
+                mode=convert.mode_pb(ask.mode),
+                conversation_id=ask.conversation_id,
+            ),
             elapsed=convert.elapsed(time.monotonic() - started),
         )
-        task = asyncio.create_task(router.ask(ask, request_id=request_id, emit=emit, checked=True))
+        resolution, took, usage = await _resolve(ask, router)
+        if not resolution.resolved:
+            answer = convert.unresolved_answer(ask, request_id, resolution)
+            yield pb.StreamAskResponse(
+                answer_delta=pb.AnswerDelta(text=answer.text),
+                elapsed=convert.elapsed(time.monotonic() - started),
+            )
+            yield pb.StreamAskResponse(
+                final_answer=convert.with_conversation(answer, ask, resolution, took, usage),
+                elapsed=convert.elapsed(time.monotonic() - started),
+            )
+            return
+        resolved = replace(ask, question=resolution.question)
+        task = asyncio.create_task(
+            router.ask(resolved, request_id=request_id, emit=emit, checked=True)
+        )
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (item := await queue.get()) is not None:
                 yield item
             result = await task
+            answer = convert.answer(result, ask.options.include_trajectory)
             yield pb.StreamAskResponse(
-                final_answer=convert.answer(result, ask.options.include_trajectory),
+                final_answer=convert.with_conversation(answer, ask, resolution, took, usage),
                 elapsed=convert.elapsed(time.monotonic() - started),
             )
         finally:
@@ -118,6 +161,56 @@ class RouterServicer(pb_grpc.RouterServiceServicer):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+
+async def _resolve(ask: AskInput, router: Router) -> tuple[Resolution, float, Usage | None]:
+    """The follow-up read as a standalone question, the time that took, and the model's
+    usage when one proposed the rewrite. The span carries the kind, the source and sizes,
+    never the question or its rewrite."""
+    started = time.perf_counter()
+    with router.tracer.start_as_current_span("router.resolve_follow_up") as span:
+        resolution = resolve(ask.question, ask.history)
+        source, usage = "rules", None
+        if ask.history and router.llm.name != DETERMINISTIC_MODEL:
+            try:
+                result = await router.llm.resolve_follow_up(
+                    ResolveFollowUpRequest(ask.question, ask.history)
+                )
+            except LlmError as exc:
+                span.set_attribute("router.follow_up_model_error", exc.cause)
+            else:
+                usage = result.usage
+                # A degraded result is the rules' own answer (the model failed twice).
+                span.set_attribute("router.follow_up_model_degraded", result.degraded)
+                if not result.degraded:
+                    resolution, source = enforce(result.output, ask.question, resolution)
+        span.set_attribute("router.follow_up_kind", resolution.kind.value)
+        span.set_attribute("router.follow_up_source", source)
+        span.set_attribute("router.history_turns", len(ask.history))
+        span.set_attribute("router.resolved_question_chars", len(resolution.question))
+    return resolution, time.perf_counter() - started, usage
+
+
+def enforce(proposed: FollowUpRewrite, asked: str, rules: Resolution) -> tuple[Resolution, str]:
+    """The model proposes, code enforces: a reference the rules proved points at nothing
+    (an ordinal past the list's end, no list at all) stays unresolved whatever the model
+    wrote; a standalone question is answered exactly as asked; an unknown kind or an empty
+    rewrite falls back to the rules."""
+    if rules.kind is FollowUpKind.UNRESOLVED:
+        return rules, "rules"
+    try:
+        kind = FollowUpKind(proposed.kind)
+    except ValueError:
+        return rules, "rules"
+    if kind is FollowUpKind.STANDALONE:
+        return Resolution(kind, asked), "model"
+    if kind is FollowUpKind.UNRESOLVED:
+        reason = proposed.reason.strip()[:300] or "the conversation does not contain it"
+        return Resolution(kind, asked, reason), "model"
+    question = " ".join(proposed.question.split())
+    if not question:
+        return rules, "rules"
+    return Resolution(kind, question), "model"
 
 
 async def create_server(

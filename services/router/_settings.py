@@ -44,6 +44,10 @@ class RouterSettings:
     max_replans: int = MAX_REPLANS
     max_rewrites: int = MAX_REWRITES
     guardrails: GuardrailSettings = GuardrailSettings()
+    # Conversation history a follow-up is resolved against: the newest turns, bounded
+    # again here whatever the caller sent (the gateway bounds it first).
+    max_history_turns: int = 4
+    max_history_chars: int = 4000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RouterSettings:
@@ -73,6 +77,8 @@ class RouterSettings:
             max_plan_steps=env.get_int("ROUTER_MAX_PLAN_STEPS", 6, minimum=1),
             max_replans=replans,
             max_rewrites=rewrites,
+            max_history_turns=env.get_int("ROUTER_MAX_HISTORY_TURNS", 4, minimum=0),
+            max_history_chars=env.get_int("ROUTER_MAX_HISTORY_CHARS", 4000, minimum=0),
             guardrails=GuardrailSettings(
                 injection_scan=env.get_bool("ROUTER_GUARD_INJECTION_SCAN", True),
                 output_check=env.get_bool("ROUTER_GUARD_OUTPUT_CHECK", True),

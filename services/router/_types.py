@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from services.common.llm import PlanStep, ToolName
+from services.common.llm import PlanStep, PriorTurn, ToolName
 
 Cell = str | int | float | bool | None
 
@@ -87,6 +87,10 @@ class AskInput:
     question: str
     mode: Mode
     options: Options
+    # The conversation it was asked in (echoed back; the router keeps no state) and the
+    # conversation's last turns, oldest first, already capped.
+    conversation_id: str = ""
+    history: tuple[PriorTurn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -178,9 +182,6 @@ class StepRun:
 
     @property
     def input_summary(self) -> str:
-        if self.step.intent is not None:
-            intent = self.step.intent
-            return f"{intent.kind.value} over {intent.table}"
         return self.step.query[:200]
 
 

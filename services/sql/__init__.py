@@ -57,10 +57,20 @@ from services.sql._intents import (
 )
 from services.sql._rules import RuleBasedGenerator
 from services.sql._settings import DEFAULT_PORT, SqlSettings
-from services.sql._targets import Target, TargetConfig, TargetRegistry, write_capabilities
+from services.sql._targets import (
+    ANY_TENANT,
+    Capability,
+    Severity,
+    Target,
+    TargetConfig,
+    TargetRegistry,
+    WritableTargetError,
+    role_capabilities,
+)
 from services.sql._warehouse import Warehouse, ensure_warehouse, grant_read_only
 
 __all__ = [
+    "ANY_TENANT",
     "DEFAULT_PORT",
     "Aggregate",
     "AskOutcome",
@@ -68,6 +78,7 @@ __all__ = [
     "AskResult",
     "Attempt",
     "AttemptOutcome",
+    "Capability",
     "Catalog",
     "CatalogCache",
     "ColumnInfo",
@@ -95,6 +106,7 @@ __all__ = [
     "RuleBasedGenerator",
     "Safeguards",
     "SchemaView",
+    "Severity",
     "SqlEngine",
     "SqlGate",
     "SqlGenerator",
@@ -112,11 +124,12 @@ __all__ = [
     "Verdict",
     "Violation",
     "Warehouse",
+    "WritableTargetError",
     "compile_intent",
     "compile_ratio",
     "ensure_warehouse",
     "grant_read_only",
     "introspect",
     "render",
-    "write_capabilities",
+    "role_capabilities",
 ]

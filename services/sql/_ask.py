@@ -50,7 +50,9 @@ from services.common._observability import Metrics as TandemMetrics
 from services.sql._catalog import Catalog, TableInfo, render
 from services.sql._execute import FailureKind, Limits, ResultSet, StatementError, StatementRunner
 from services.sql._gate import SqlGate, Verdict, Violation
+from services.sql._glossary import GlossaryEntry
 from services.sql._intents import Intent, IntentError, compile_intent
+from services.sql._memory import PairUse
 from services.sql._targets import Target
 
 _log = logging.getLogger("tandem.sql.ask")
@@ -71,6 +73,13 @@ class SchemaView:
     tables: tuple[TableInfo, ...]
     text: str
     today: date
+    # Business definitions: the database's glossary, then the request's own entries.
+    glossary: tuple[GlossaryEntry, ...] = ()
+    # The request's free-text instructions (data, never commands), as sent.
+    instructions: str = ""
+    # Confirmed (question, SQL) pairs nearest to the question, for generators that take
+    # examples (the LLM adapter fences them as few-shot examples; rules ignore them).
+    examples: tuple[tuple[str, str], ...] = ()
 
 
 class ModelTier(enum.Enum):
@@ -132,6 +141,10 @@ class Proposal:
     intent: Intent | None = None
     explanation: str = ""
     calls: tuple[ModelCall, ...] = ()
+    # Definitions (glossary terms or instruction sentences) the proposal applied, and
+    # those it could not use: the response reports both.
+    definitions_applied: tuple[str, ...] = ()
+    definitions_ignored: tuple[str, ...] = ()
 
 
 class AttemptOutcome(enum.Enum):
@@ -245,6 +258,14 @@ class AskResult:
     degraded_llm: bool = False
     calls: tuple[ModelCall, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
+    # From the accepted proposal (else the last one): which business definitions shaped
+    # the answer and which the generator could not use.
+    definitions_applied: tuple[str, ...] = ()
+    definitions_ignored: tuple[str, ...] = ()
+    # The answer memory's handle for feedback (empty when the memory is off or down),
+    # and the confirmed pair the answer reused, if any.
+    answer_id: str = ""
+    reused: PairUse | None = None
 
     @property
     def repairs(self) -> int:
@@ -289,12 +310,34 @@ class AskPipeline:
         self._metrics = TandemMetrics(meter)
 
     async def ask(
-        self, question: str, target: Target, catalog: Catalog, limits: Limits
+        self,
+        question: str,
+        target: Target,
+        catalog: Catalog,
+        limits: Limits,
+        *,
+        instructions: str = "",
+        glossary: Sequence[GlossaryEntry] = (),
+        examples: Sequence[tuple[str, str]] = (),
     ) -> AskResult:
+        """Answer ``question``; ``glossary``, ``instructions`` and confirmed ``examples``
+        reach the generator in its :class:`SchemaView` (spans carry their sizes only,
+        never their text)."""
         with self._tracer.start_as_current_span("sql.ask") as span:
             span.set_attribute("db.name", target.name)
             span.set_attribute("question.length", len(question))
-            run = _Run(self, question, target, catalog, limits)
+            span.set_attribute("sql.instructions.length", len(instructions))
+            span.set_attribute("sql.glossary.entries", len(glossary))
+            run = _Run(
+                self,
+                question,
+                target,
+                catalog,
+                limits,
+                instructions=instructions,
+                glossary=tuple(glossary),
+                examples=tuple(examples),
+            )
             result = await run.go()
             span.set_attribute("sql.ask.outcome", result.outcome.name)
             span.set_attribute("sql.ask.attempts", len(result.attempts))
@@ -323,12 +366,19 @@ class _Run:
         target: Target,
         catalog: Catalog,
         limits: Limits,
+        *,
+        instructions: str = "",
+        glossary: tuple[GlossaryEntry, ...] = (),
+        examples: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.p = pipeline
+        self.examples = examples
         self.question = question
         self.target = target
         self.catalog = catalog
         self.limits = limits
+        self.instructions = instructions
+        self.glossary = glossary
         self.generator = pipeline._primary
         self.degraded = False
         self.calls: list[ModelCall] = []
@@ -365,6 +415,9 @@ class _Run:
             tables=rendered.tables,
             text=rendered.text,
             today=self.p._today(),
+            glossary=self.glossary,
+            instructions=self.instructions,
+            examples=self.examples,
         )
 
     def _result(self, outcome: AskOutcome, **kwargs: object) -> AskResult:
@@ -478,6 +531,8 @@ class _Run:
                     intent=current.intent,
                     answer=answered,
                     attempts=tuple(attempts),
+                    definitions_applied=current.definitions_applied,
+                    definitions_ignored=current.definitions_ignored,
                 )
             failure = Failure(
                 attempt=number,
@@ -492,6 +547,8 @@ class _Run:
             interpretation=understanding.interpretation,
             intent=proposal.intent if proposal else understanding.intent,
             attempts=tuple(attempts),
+            definitions_applied=proposal.definitions_applied if proposal else (),
+            definitions_ignored=proposal.definitions_ignored if proposal else (),
             message=(
                 "no attempt produced a statement that passed the gate and ran"
                 if len(attempts) > self.p._max_repairs

@@ -6,7 +6,7 @@ import enum
 from collections.abc import Iterable
 from typing import TypeVar
 
-from google.protobuf import duration_pb2, timestamp_pb2
+from google.protobuf import duration_pb2, json_format, timestamp_pb2
 
 from services.sql._ask import AskResult, GeneratorRole, ModelCall
 from services.sql._catalog import TableInfo
@@ -23,6 +23,7 @@ from services.sql._intents import (
     TimeGrain,
     Value,
 )
+from services.sql._memory import ConfirmedPair
 from services.sql._values import decode, encode
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
@@ -183,6 +184,8 @@ def ask_response(result: AskResult) -> pb.AskQuestionResponse:
         degraded=result.degraded_llm,
         usage=usage(result.calls),
         timings=[cpb.Timing(stage=k, duration=duration(v)) for k, v in result.timings.items()],
+        definitions_applied=list(result.definitions_applied),
+        definitions_ignored=list(result.definitions_ignored),
     )
     if result.answer is not None:
         response.result.CopyFrom(
@@ -207,6 +210,26 @@ def ask_response(result: AskResult) -> pb.AskQuestionResponse:
                 sqlstate=attempt.sqlstate,
                 message=attempt.message,
                 duration=duration(attempt.duration_s),
+            )
+        )
+    response.answer_id = result.answer_id
+    if result.reused is not None:
+        used = result.reused
+        response.confirmed_pair.CopyFrom(
+            pb.ConfirmedPairUse(
+                pair_id=used.pair_id,
+                similarity=used.similarity,
+                mode=used.mode,  # type: ignore[arg-type]
+                substitutions=used.substitutions,
+            )
+        )
+        response.citations.append(
+            cpb.Citation(
+                kind=cpb.CITATION_KIND_CONFIRMED_PAIR,
+                confirmed_pair_id=used.pair_id,
+                title="confirmed question",
+                quote=used.question,
+                sql_fingerprint=response.result.fingerprint,
             )
         )
     if result.degraded_llm:
@@ -290,3 +313,23 @@ def describe_response(described: Described) -> pb.DescribeSchemaResponse:
         omitted_tables=list(rendered.omitted),
         refresh_time=refreshed,
     )
+
+
+# --- the answer memory ------------------------------------------------------------------
+
+
+def confirmed_pair(pair: ConfirmedPair) -> pb.ConfirmedPair:
+    created = timestamp_pb2.Timestamp()
+    created.FromDatetime(pair.create_time)
+    out = pb.ConfirmedPair(
+        pair_id=pair.pair_id,
+        database=pair.database,
+        question=pair.question,
+        sql=pair.sql,
+        source=pair.source.value,  # type: ignore[arg-type]
+        create_time=created,
+        use_count=pair.use_count,
+    )
+    if pair.intent:
+        json_format.ParseDict(pair.intent, out.intent, ignore_unknown_fields=True)
+    return out

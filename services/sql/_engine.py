@@ -4,22 +4,26 @@ the ask pipeline, over the configured target databases. The servicer only conver
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from opentelemetry import metrics, trace
 
-from services.common import InvalidArgument
+from services.common import InvalidArgument, NotFound
 from services.common._observability import Metrics as TandemMetrics
+from services.sql._answers import AnswerMemory, Feedback, memory_disabled
 from services.sql._ask import AskPipeline, AskResult, record_verdict
 from services.sql._catalog import Catalog, RenderedCatalog, TableInfo, render
 from services.sql._execute import Limits, ResultSet, StatementError, StatementRunner
 from services.sql._gate import SqlGate, Verdict
 from services.sql._intents import Intent, IntentError, compile_intent
+from services.sql._memory import ConfirmedPair, NearPair, parse_uuid
 from services.sql._targets import Target, TargetRegistry
 
 _TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 MAX_DESCRIBE_CHARS = 100_000
+MAX_PAGE_SIZE = 1000
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class EngineLimits:
     max_result_bytes: int = 1_048_576
     max_sql_chars: int = 20_000
     max_question_chars: int = 2000
+    max_instructions_chars: int = 4000
     catalog_max_chars: int = 8000
 
 
@@ -67,10 +72,12 @@ class SqlEngine:
         runner: StatementRunner,
         limits: EngineLimits,
         ask: AskPipeline | None = None,
+        memory: AnswerMemory | None = None,
         tracer: trace.Tracer | None = None,
         meter: metrics.Meter | None = None,
     ) -> None:
         self.targets = targets
+        self.memory = memory
         self._gate = gate
         self._runner = runner
         self.limits = limits
@@ -223,17 +230,115 @@ class SqlEngine:
         )
         return Described(target.name, catalog, rendered)
 
+    def _check_instructions(self, instructions: str) -> None:
+        if len(instructions) > self.limits.max_instructions_chars:
+            raise InvalidArgument.field(
+                "instructions", f"longer than {self.limits.max_instructions_chars} characters"
+            )
+
     async def ask(
-        self, tenant_id: str, database: str, question: str, *, max_rows: int = 0
+        self,
+        tenant_id: str,
+        database: str,
+        question: str,
+        *,
+        max_rows: int = 0,
+        instructions: str = "",
     ) -> AskResult:
+        """Answer ``question`` on ``database``; ``instructions`` are the caller's business
+        rules (data for the generator), applied after the database's glossary."""
         self.check_tenant(tenant_id)
         self._check_question(question, required=True)
+        self._check_instructions(instructions)
         rows = self.row_cap(max_rows)
         target = self._target(tenant_id, database)
         catalog = await target.get_catalog()
         if self._ask is None:
             raise RuntimeError("no SQL generator configured")
-        return await self._ask.ask(question, target, catalog, self._limits(rows))
+        limits = self._limits(rows)
+        # A confirmed pair answers first (instructions change what a question means, so
+        # a request that carries them skips the memory); a miss changes nothing below.
+        reused: AskResult | None = None
+        near: tuple[NearPair, ...] = ()
+        looked = time.perf_counter()
+        if self.memory is not None and not instructions.strip():
+            reused, near = await self.memory.reuse(tenant_id, target, catalog, question, limits)
+        looked = time.perf_counter() - looked
+        result = reused or await self._ask.ask(
+            question,
+            target,
+            catalog,
+            limits,
+            instructions=instructions,
+            glossary=target.glossary,
+            examples=[(n.pair.question, n.pair.sql) for n in near],
+        )
+        if reused is None and self.memory is not None:
+            # What the miss cost is visible beside the pipeline's own stages.
+            result.timings["memory"] = looked
+            result.timings["total"] = result.timings.get("total", 0.0) + looked
+            result = self.memory.few_shot(result, near)
+        if self.memory is not None:
+            result = await self.memory.remember(tenant_id, question, result)
+        return result
+
+    # --- the answer memory -------------------------------------------------------------
+
+    def _memory(self) -> AnswerMemory:
+        if self.memory is None:
+            raise memory_disabled()
+        return self.memory
+
+    async def teach(self, tenant_id: str, database: str, question: str, sql: str) -> ConfirmedPair:
+        """Store a confirmed pair after the gate accepts ``sql`` on the database."""
+        self.check_tenant(tenant_id)
+        self._check_question(question, required=True)
+        self._check_sql(sql)
+        memory = self._memory()
+        target = self._target(tenant_id, database)
+        catalog = await target.get_catalog()
+        return await memory.teach(tenant_id, target, catalog, question, sql)
+
+    async def list_pairs(
+        self, tenant_id: str, database: str, *, page_size: int, page_token: str
+    ) -> tuple[list[ConfirmedPair], str]:
+        self.check_tenant(tenant_id)
+        if page_size < 0 or page_size > MAX_PAGE_SIZE:
+            raise InvalidArgument.field("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
+        memory = self._memory()
+        name = self._target(tenant_id, database).name if database else ""
+        return await memory.store.list_pairs(
+            tenant_id, database=name, page_size=page_size or 50, page_token=page_token
+        )
+
+    async def delete_pair(self, tenant_id: str, pair_id: str, *, allow_missing: bool) -> bool:
+        self.check_tenant(tenant_id)
+        key = parse_uuid(pair_id, "pair_id")
+        deleted = await self._memory().store.delete_pair(tenant_id, key)
+        if not deleted and not allow_missing:
+            raise NotFound("no such confirmed pair for this tenant",
+                           reason="CONFIRMED_PAIR_NOT_FOUND")  # fmt: skip
+        return deleted
+
+    async def feedback(
+        self, tenant_id: str, answer_id: str, rating: int, *, corrected_sql: str, note: str
+    ) -> Feedback:
+        self.check_tenant(tenant_id)
+        memory = self._memory()
+
+        async def catalog_for(database: str) -> tuple[Target, Catalog]:
+            target = self._target(tenant_id, database)
+            return target, await target.get_catalog()
+
+        return await memory.feedback(
+            tenant_id,
+            answer_id,
+            rating,
+            corrected_sql=corrected_sql,
+            note=note,
+            catalog_for=catalog_for,
+            max_sql_chars=self.limits.max_sql_chars,
+        )
 
 
 def _raise_if_rejected(verdict: Verdict, field: str) -> None:

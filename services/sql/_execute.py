@@ -8,6 +8,11 @@ cancels the query even if the server-side one was tampered with. Rows are fetche
 to the row cap (+1 to detect truncation) and the result-size cap; the transaction is
 always rolled back, since a read has nothing to commit.
 
+What runs is the gate's regenerated text, but only once Postgres has accepted the
+caller's own text: it is ``PREPARE``d (parsed and analysed, nothing executed) in the
+same read-only transaction first, so text sqlglot would silently repair (a dangling
+comma, two adjacent literals read as a concatenation) fails as Postgres would fail it.
+
 The result-size cap is also applied by Postgres, before a value is sent: one
 ``repeat('x', 50000000)``, or two hundred values of a megabyte in one fetch, would
 otherwise land whole in this process before the cap here could see them. The
@@ -25,6 +30,8 @@ import asyncio
 import enum
 import logging
 import time
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,6 +223,8 @@ class StatementRunner:
                     Safeguards(),
                     type_names=self._type_names,
                     database=database,
+                    source=verdict.source_sql,
+                    source_schemas=verdict.source_schemas,
                 )
             except StatementError as exc:
                 span.set_attribute("sql.outcome", exc.kind.value)
@@ -239,12 +248,15 @@ async def execute_unvetted(
     *,
     type_names: dict[tuple[str, int], str] | None = None,
     database: str = "",
+    source: str = "",
+    source_schemas: Sequence[str] = (),
 ) -> ResultSet:
     """The database-side layers alone, on text that may not have been gated.
 
     The service reaches this only through :meth:`StatementRunner.run`; tests call it
     directly to prove that the transaction, the role and the timeouts each stop what
-    the gate would have stopped.
+    the gate would have stopped. ``source``, when given, is the text ``text`` was
+    regenerated from: Postgres must accept it first (:func:`check_accepted`).
     """
     timeout = limits.statement_timeout_s
     left = remaining()
@@ -266,6 +278,8 @@ async def execute_unvetted(
                 type_names=type_names if type_names is not None else {},
                 database=database,
                 started=started,
+                source=source,
+                source_schemas=source_schemas,
             )
     except StatementError:
         raise
@@ -284,6 +298,8 @@ async def _on_connection(
     type_names: dict[tuple[str, int], str],
     database: str,
     started: float,
+    source: str = "",
+    source_schemas: Sequence[str] = (),
 ) -> ResultSet:
     setup: sql.SQL | sql.Composed = sql.SQL(
         "BEGIN READ ONLY" if safeguards.read_only_transaction else "BEGIN READ WRITE"
@@ -298,6 +314,8 @@ async def _on_connection(
         client_limit = budget_s + limits.client_grace_s if safeguards.client_timeout else None
         try:
             async with asyncio.timeout(client_limit):
+                if source:
+                    await check_accepted(conn, source, source_schemas)
                 return await _fetch(
                     conn, text, limits, type_names=type_names, database=database, started=started
                 )
@@ -368,6 +386,25 @@ async def _fetch(
         )
     finally:
         await cursor.close()
+
+
+async def check_accepted(
+    conn: psycopg.AsyncConnection[Any], text: str, schemas: Sequence[str]
+) -> None:
+    """Raise (as Postgres does) unless Postgres parses and analyses ``text``; nothing runs.
+
+    Must be called inside a transaction: the search path that lets Postgres resolve the
+    caller's unqualified table names is set for the check only and put back after it.
+    """
+    path = [sql.Identifier(name) for name in dict.fromkeys(("pg_catalog", "public", *schemas))]
+    # A unique name: one left behind by a cancelled call can never collide with the next.
+    name = sql.Identifier(f"tandem_accept_{uuid.uuid4().hex}")
+    await conn.execute(sql.SQL("SET LOCAL search_path = {}").format(sql.SQL(", ").join(path)))
+    # binary=True: the extended protocol, one statement only, as in _describe.
+    prepare = sql.SQL("PREPARE {} AS\n").format(name).as_string(conn) + text
+    async with conn.cursor() as cursor:
+        await cursor.execute(prepare, binary=True)
+    await conn.execute(sql.SQL("DEALLOCATE {}; SET LOCAL search_path = pg_catalog").format(name))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,10 @@ as ``replace()`` are just names in the tree, so they pass.
 What the database later runs is not the caller's text but the statement regenerated
 from the checked tree (comments dropped, tables schema-qualified), and that text is
 parsed and checked again: a parser differential between sqlglot and Postgres cannot
-smuggle anything the tree did not show.
+smuggle anything the tree did not show. The other direction (sqlglot accepting text
+Postgres would refuse, such as ``WHERE id = 1 ,``, and "repairing" it) is closed at
+execution: Postgres must accept the caller's own text (``Verdict.source_sql``) before the
+regenerated one runs (see ``_execute``).
 """
 
 from __future__ import annotations
@@ -69,6 +72,10 @@ class Verdict:
     normalized_sql: str
     tables_used: tuple[str, ...]
     fingerprint: str
+    # The caller's text and the schemas its tables live in: Postgres must accept that
+    # text (parsed and analysed, never run) before ``normalized_sql`` may run.
+    source_sql: str = ""
+    source_schemas: tuple[str, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -235,7 +242,14 @@ class SqlGate:
         again = second.run(reparsed)
         if again:
             return Verdict(tuple(again), "", tuple(second.tables_used), "")
-        return Verdict((), normalized, tuple(checker.tables_used), shape_fingerprint(reparsed))
+        return Verdict(
+            (),
+            normalized,
+            tuple(checker.tables_used),
+            shape_fingerprint(reparsed),
+            source_sql=text,
+            source_schemas=tuple(checker.schemas_used),
+        )
 
 
 def _rejected(violation: Violation) -> Verdict:
@@ -244,8 +258,12 @@ def _rejected(violation: Violation) -> Verdict:
 
 def _parse(text: str) -> exp.Expr | Violation:
     try:
+        # A comment after the final ';' (common in model output) parses as a Semicolon
+        # node holding the comment, not as a statement.
         statements = [
-            s for s in sqlglot.parse(text, read="postgres", error_level=ErrorLevel.RAISE) if s
+            s
+            for s in sqlglot.parse(text, read="postgres", error_level=ErrorLevel.RAISE)
+            if s and not isinstance(s, exp.Semicolon)
         ]
     except (ParseError, TokenError):
         return Violation(GateRule.PARSE_ERROR, "statement does not parse as Postgres SQL")
@@ -271,6 +289,7 @@ class _TreeCheck:
         self._violations: list[Violation] = []
         self._seen: set[tuple[GateRule, str]] = set()
         self.tables_used: list[str] = []
+        self.schemas_used: list[str] = []
 
     def _add(self, rule: GateRule, message: str, subject: str = "") -> None:
         if (rule, subject) not in self._seen:
@@ -393,6 +412,8 @@ class _TreeCheck:
             return
         if table.qualified not in self.tables_used:
             self.tables_used.append(table.qualified)
+        if table.schema not in self.schemas_used:
+            self.schemas_used.append(table.schema)
         # Run against the resolved table, never whatever a search_path might find first.
         node.set("db", identifier(table.schema))
         node.set("this", identifier(table.name))

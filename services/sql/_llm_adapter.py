@@ -25,17 +25,16 @@ from services.common.llm import (
     GeneratedSql,
     GenerateSqlRequest,
     IdentifyTablesRequest,
-    IntentError,
     LlmError,
     LlmProvider,
     LlmResult,
     LlmSettings,
     RepairSqlRequest,
     SchemaCatalog,
+    SqlExample,
     Tier,
     UnderstandSqlRequest,
     Usage,
-    compile_intent,
 )
 from services.sql._ask import (
     Failure,
@@ -49,6 +48,7 @@ from services.sql._ask import (
     Understanding,
 )
 from services.sql._catalog import TableInfo
+from services.sql._model_intent import intent_from_model
 
 _T = TypeVar("_T")
 _TIERS = {Tier.STRONG: ModelTier.STRONG, Tier.FAST: ModelTier.FAST}
@@ -90,6 +90,11 @@ def _table(table: TableInfo) -> CatalogTable:
     )
 
 
+def definitions(schema: SchemaView) -> tuple[str, ...]:
+    """The view's glossary as one line per entry, the way the model sees it."""
+    return tuple(entry.text() for entry in schema.glossary)
+
+
 def failure_text(failure: Failure) -> str:
     """The repair signal as one line: the gate's violations or the database's error."""
     parts = [v.message for v in failure.violations]
@@ -127,7 +132,12 @@ class LlmSqlGenerator:
         return result.output, _model_call(role, result.usage, time.perf_counter() - started)
 
     async def understand(self, question: str, schema: SchemaView) -> Understanding:
-        request = UnderstandSqlRequest(question, schema_catalog(schema.tables))
+        request = UnderstandSqlRequest(
+            question,
+            schema_catalog(schema.tables),
+            definitions=definitions(schema),
+            instructions=schema.instructions,
+        )
         output, call = await self._call(
             GeneratorRole.UNDERSTAND, lambda: self._provider.understand_sql(request)
         )
@@ -137,7 +147,11 @@ class LlmSqlGenerator:
         self, question: str, understanding: Understanding, schema: SchemaView
     ) -> TableChoice:
         request = IdentifyTablesRequest(
-            question, schema_catalog(schema.tables), understanding.interpretation
+            question,
+            schema_catalog(schema.tables),
+            understanding.interpretation,
+            definitions=definitions(schema),
+            instructions=schema.instructions,
         )
         output, call = await self._call(
             GeneratorRole.IDENTIFY_TABLES, lambda: self._provider.identify_tables(request)
@@ -155,11 +169,14 @@ class LlmSqlGenerator:
             tables=tuple(t.name for t in catalog.tables),
             understanding=understanding.interpretation,
             row_limit=self._row_limit,
+            definitions=definitions(schema),
+            instructions=schema.instructions,
+            examples=tuple(SqlExample(q, sql) for q, sql in schema.examples),
         )
         output, call = await self._call(
             GeneratorRole.GENERATE_SQL, lambda: self._provider.generate_sql(request)
         )
-        return self._proposal(output, catalog, call)
+        return self._proposal(output, call)
 
     async def repair(
         self,
@@ -177,23 +194,24 @@ class LlmSqlGenerator:
             error=failure_text(failure),
             attempt=failure.attempt,
             row_limit=self._row_limit,
+            definitions=definitions(schema),
+            instructions=schema.instructions,
         )
         output, call = await self._call(
             GeneratorRole.REPAIR_SQL, lambda: self._provider.repair_sql(request)
         )
-        return self._proposal(output, catalog, call)
+        return self._proposal(output, call)
 
-    def _proposal(self, output: GeneratedSql, catalog: SchemaCatalog, call: ModelCall) -> Proposal:
-        """SQL when the model wrote it; else its intent compiled here; else unavailable."""
+    def _proposal(self, output: GeneratedSql, call: ModelCall) -> Proposal:
+        """SQL when the model wrote it; else its intent, which the pipeline compiles with
+        the service's own compiler; else unavailable."""
         sql = (output.sql or "").strip()
-        if not sql and output.intent is not None:
-            try:
-                sql = compile_intent(output.intent, catalog, row_limit=self._row_limit)
-            except IntentError as exc:
-                raise GeneratorUnavailable(f"unusable intent: {exc}") from exc
-        if not sql:
-            raise GeneratorUnavailable("the model proposed no statement")
-        return Proposal(sql=sql, explanation=output.explanation, calls=(call,))
+        if sql:
+            return Proposal(sql=sql, explanation=output.explanation, calls=(call,))
+        if output.intent is not None:
+            intent = intent_from_model(output.intent)
+            return Proposal(intent=intent, explanation=output.explanation, calls=(call,))
+        raise GeneratorUnavailable("the model proposed no statement")
 
 
 def _model_call(role: GeneratorRole, usage: Usage, duration_s: float) -> ModelCall:

@@ -11,6 +11,7 @@ every literal comes from the question or from the catalog's sample values.
 from __future__ import annotations
 
 import calendar
+import logging
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -44,8 +45,17 @@ from services.sql._intents import (
     compile_ratio,
     type_class,
 )
+from services.sql._joins import JoinGraph
+from services.sql._linker import (
+    LinkError,
+    QuestionLinker,
+    Vocabulary,
+    parse_definitions,
+    unexplained,
+)
 
 MODEL_NAME = "deterministic"
+_log = logging.getLogger("tandem.sql.rules")
 
 _STOP = frozenset(
     [
@@ -327,6 +337,11 @@ class _Reading:
     interpretation: str = ""
     reason: str = ""
     tables: list[str] = field(default_factory=list)
+    # A statement composed by the schema linker (services.sql._linker), when it read the
+    # question; the definitions it applied and those it could not use.
+    sql: str = ""
+    applied: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
 
 
 @dataclass
@@ -1430,6 +1445,48 @@ class RuleBasedGenerator:
 
     def __init__(self) -> None:
         self._lexicons: dict[tuple[str, float], _Lexicon] = {}
+        self._vocabularies: dict[tuple[str, float], Vocabulary] = {}
+
+    def _vocabulary(self, catalog: Catalog) -> Vocabulary:
+        key = (catalog.database, catalog.refreshed_at.timestamp())
+        vocabulary = self._vocabularies.get(key)
+        if vocabulary is None:
+            if len(self._vocabularies) > 16:
+                self._vocabularies.clear()
+            vocabulary = Vocabulary(catalog, JoinGraph(catalog))
+            self._vocabularies[key] = vocabulary
+        return vocabulary
+
+    def _link(self, question: str, schema: SchemaView) -> _Reading:
+        """The schema linker's reading: a statement with every phrase linked, or the
+        reason it could not link (``sql`` empty)."""
+        glossary = (*schema.glossary, *parse_definitions(schema.instructions))
+        try:
+            linked = QuestionLinker(
+                question,
+                self._vocabulary(schema.catalog),
+                schema.today,
+                glossary,
+                schema.instructions,
+            ).link()
+        except LinkError as exc:
+            return _Reading(reason=str(exc))
+        except Exception as exc:  # a linker bug must not fail the question: the rules answer
+            _log.warning(
+                "schema linker failed; the intent rules take over",
+                extra={"fields": {"error.type": type(exc).__name__}},
+            )
+            return _Reading(reason="the schema linker could not read the question")
+        used = set(linked.applied)
+        return _Reading(
+            interpretation=linked.explanation,
+            tables=list(linked.tables),
+            sql=linked.sql,
+            applied=linked.applied,
+            ignored=tuple(
+                e.term for e in glossary if e.term not in used and e.source != "question"
+            ),
+        )
 
     def _lexicon(self, catalog: Catalog) -> _Lexicon:
         key = (catalog.database, catalog.refreshed_at.timestamp())
@@ -1441,6 +1498,50 @@ class RuleBasedGenerator:
         return lexicon
 
     def read(self, question: str, schema: SchemaView) -> _Reading:
+        """The schema linker's statement when every phrase links; else the intent rules,
+        when their reading explains every word of the question (else a refusal)."""
+        linked = self._link(question, schema)
+        if linked.sql:
+            return linked
+        reading = self.read_rules(question, schema)
+        if reading.intent is None or self._unexplained(question, reading, schema) is not None:
+            # the linker's reason names what was missing
+            return _Reading(reason=linked.reason or reading.reason)
+        return reading
+
+    def _unexplained(self, question: str, reading: _Reading, schema: SchemaView) -> str | None:
+        intent = reading.intent
+        assert intent is not None
+        names = [intent.table, *intent.join_tables]
+        tables = [t.qualified for t in (schema.catalog.table(n) for n in names) if t is not None]
+        values = [
+            str(v.value)
+            for f in (*intent.filters, *reading.numerator)
+            for v in f.values
+            if isinstance(v.value, str)
+        ]
+        # table comments name synonyms ("opportunities (deals)"); the rules' own cue words
+        extra = {
+            stem(w)
+            for name in tables
+            for t in [schema.catalog.table(name)]
+            if t is not None
+            for w in _WORD.findall(t.comment.lower())
+        }
+        extra |= set(_OPEN_WORDS) | set(_IRREGULAR) | _DESC | _ASC | _RECENCY | set(_GRAINS)
+        return unexplained(
+            question,
+            self._vocabulary(schema.catalog),
+            tables,
+            values,
+            divides=reading.ratio,
+            extra=extra,
+            documented=True,
+        )
+
+    def read_rules(self, question: str, schema: SchemaView) -> _Reading:
+        """The intent rules alone (cue words over a catalog whose comments name its
+        tables' synonyms): the fallback when the linker refuses."""
         reading = _Reader(question, schema, self._lexicon(schema.catalog)).read()
         if reading.intent is not None:
             try:
@@ -1468,6 +1569,8 @@ class RuleBasedGenerator:
         started = time.perf_counter()
         reading = self.read(question, schema)
         calls = self._call(GeneratorRole.UNDERSTAND, started)
+        if reading.sql:
+            return Understanding(interpretation=reading.interpretation, calls=calls)
         if reading.intent is None:
             return Understanding(
                 interpretation="", answerable=False, reason=reading.reason, calls=calls
@@ -1498,6 +1601,14 @@ class RuleBasedGenerator:
     def _proposal(
         self, reading: _Reading, catalog: Catalog, calls: tuple[ModelCall, ...]
     ) -> Proposal:
+        if reading.sql:
+            return Proposal(
+                sql=reading.sql,
+                explanation=reading.interpretation,
+                calls=calls,
+                definitions_applied=reading.applied,
+                definitions_ignored=reading.ignored,
+            )
         if reading.intent is None:
             return Proposal(explanation=reading.reason, calls=calls)
         if reading.ratio:

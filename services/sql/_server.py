@@ -18,17 +18,20 @@ from services.common import (
     TelemetrySettings,
     Unavailable,
     configure_logging,
+    create_channel,
     embedded_server_url,
     serve,
 )
 from services.sql import _convert as convert
+from services.sql._answers import AnswerMemory, MemorySettings, open_memory
 from services.sql._ask import AskPipeline, SqlGenerator
 from services.sql._engine import EngineLimits, SqlEngine
 from services.sql._execute import StatementRunner
 from services.sql._gate import SqlGate
 from services.sql._llm_adapter import generator_from_env
+from services.sql._memory import GrpcQuestionEmbedder, MemoryStore, QuestionEmbedder
 from services.sql._rules import RuleBasedGenerator
-from services.sql._settings import DEFAULT_PORT, SqlSettings
+from services.sql._settings import DEFAULT_PORT, DEFAULT_TARGET, DEMO_TENANT, SqlSettings
 from services.sql._targets import Target, TargetConfig, TargetRegistry
 from services.sql._warehouse import ensure_warehouse, reader_url
 from services.sql.demo_data import ANCHOR_DATE
@@ -48,6 +51,8 @@ class SqlDeps:
 
     async def close(self) -> None:
         await self.targets.close()
+        if self.engine.memory is not None:
+            await self.engine.memory.store.close()
 
 
 class SqlServicer(pb_grpc.SqlServiceServicer):
@@ -73,7 +78,11 @@ class SqlServicer(pb_grpc.SqlServiceServicer):
         self, request: pb.AskQuestionRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.AskQuestionResponse:
         result = await self._engine().ask(
-            request.tenant_id, request.database, request.question, max_rows=request.max_rows
+            request.tenant_id,
+            request.database,
+            request.question,
+            max_rows=request.max_rows,
+            instructions=request.instructions,
         )
         return convert.ask_response(result)
 
@@ -120,6 +129,50 @@ class SqlServicer(pb_grpc.SqlServiceServicer):
         )
         return convert.describe_response(described)
 
+    async def TeachSql(
+        self, request: pb.TeachSqlRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.TeachSqlResponse:
+        pair = await self._engine().teach(
+            request.tenant_id, request.database, request.question, request.sql
+        )
+        return pb.TeachSqlResponse(pair=convert.confirmed_pair(pair))
+
+    async def ListConfirmedPairs(
+        self, request: pb.ListConfirmedPairsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ListConfirmedPairsResponse:
+        pairs, token = await self._engine().list_pairs(
+            request.tenant_id,
+            request.database,
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        return pb.ListConfirmedPairsResponse(
+            pairs=[convert.confirmed_pair(p) for p in pairs], next_page_token=token
+        )
+
+    async def DeleteConfirmedPair(
+        self, request: pb.DeleteConfirmedPairRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.DeleteConfirmedPairResponse:
+        deleted = await self._engine().delete_pair(
+            request.tenant_id, request.pair_id, allow_missing=request.allow_missing
+        )
+        return pb.DeleteConfirmedPairResponse(deleted=deleted)
+
+    async def SubmitFeedback(
+        self, request: pb.SubmitFeedbackRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.SubmitFeedbackResponse:
+        stored = await self._engine().feedback(
+            request.tenant_id,
+            request.answer_id,
+            request.rating,
+            corrected_sql=request.corrected_sql,
+            note=request.note,
+        )
+        response = pb.SubmitFeedbackResponse(feedback_id=stored.feedback_id)
+        if stored.pair is not None:
+            response.pair.CopyFrom(convert.confirmed_pair(stored.pair))
+        return response
+
 
 async def create_server(
     settings: ServerSettings, telemetry: Telemetry, deps: SqlDeps | None = None
@@ -149,6 +202,7 @@ def engine_limits(settings: SqlSettings) -> EngineLimits:
         max_result_bytes=settings.max_result_bytes,
         max_sql_chars=settings.max_sql_chars,
         max_question_chars=settings.max_question_chars,
+        max_instructions_chars=settings.max_instructions_chars,
         catalog_max_chars=settings.catalog_max_chars,
     )
 
@@ -174,20 +228,39 @@ async def warehouse_url(settings: SqlSettings) -> str:
     return warehouse.reader_url
 
 
-def target_configs(settings: SqlSettings, warehouse: str | None) -> list[TargetConfig]:
-    """Every configured database: SQL_DATABASES, plus ``warehouse`` by default."""
+def serves_demo_warehouse(settings: SqlSettings) -> bool:
+    """Whether the ``warehouse`` target is the demo one this service sets up (or expects)."""
+    return (
+        settings.demo_warehouse
+        and not settings.warehouse_url
+        and DEFAULT_TARGET not in dict(settings.databases)
+    )
+
+
+def target_configs(
+    settings: SqlSettings, warehouse: str | None, *, demo: bool = False
+) -> list[TargetConfig]:
+    """Every configured database: SQL_DATABASES, plus ``warehouse`` when given (``demo``:
+    it is the demo warehouse, which serves tenant ``demo`` unless configured otherwise)."""
     urls = dict(settings.databases)
-    if warehouse is not None and (settings.warehouse_url or "warehouse" not in urls):
-        urls["warehouse"] = warehouse
-    return [
-        TargetConfig(
-            name=name,
-            url=url,
-            allow_writable=name in settings.allow_writable,
-            tenants=settings.database_tenants.get(name),
+    if warehouse is not None and (settings.warehouse_url or DEFAULT_TARGET not in urls):
+        urls[DEFAULT_TARGET] = warehouse
+    configs = []
+    for name, url in urls.items():
+        tenants = settings.database_tenants.get(name)
+        if tenants is None and demo and name == DEFAULT_TARGET:
+            tenants = frozenset({DEMO_TENANT})
+        configs.append(
+            TargetConfig(
+                name=name,
+                url=url,
+                allow_writable=name in settings.writable_databases,
+                allow_superuser=name in settings.superuser_databases,
+                tenants=tenants or frozenset(),
+                glossary=settings.glossaries.get(name, ()),
+            )
         )
-        for name, url in urls.items()
-    ]
+    return configs
 
 
 async def build_deps(
@@ -197,18 +270,24 @@ async def build_deps(
     generator: SqlGenerator | None = None,
     configs: list[TargetConfig] | None = None,
     today: Callable[[], date] | None = None,
+    memory: tuple[MemoryStore, QuestionEmbedder] | None = None,
+    memory_settings: MemorySettings | None = None,
 ) -> SqlDeps:
     """Reach every target database and assemble the engine.
 
     ``generator`` is the primary SQL generator (an LLM adapter); the rule-based one is
-    always the fallback, and the primary when none is given.
+    always the fallback, and the primary when none is given. ``memory`` (an opened
+    store and a question embedder) switches the answer memory on; the deps close the
+    store.
     """
     serves_demo = False
     if configs is None:
-        needs_warehouse = settings.warehouse_url or "warehouse" not in dict(settings.databases)
-        serves_demo = bool(needs_warehouse) and not settings.warehouse_url
+        serves_demo = serves_demo_warehouse(settings)
+        needs_warehouse = bool(settings.warehouse_url) or serves_demo
         configs = target_configs(
-            settings, await warehouse_url(settings) if needs_warehouse else None
+            settings,
+            await warehouse_url(settings) if needs_warehouse else None,
+            demo=serves_demo,
         )
     targets = TargetRegistry(
         [
@@ -250,6 +329,18 @@ async def build_deps(
         runner=runner,
         limits=engine_limits(settings),
         ask=pipeline,
+        memory=(
+            AnswerMemory(
+                memory[0],
+                memory[1],
+                gate=gate,
+                runner=runner,
+                settings=memory_settings,
+                tracer=tracer,
+            )
+            if memory is not None
+            else None
+        ),
         tracer=tracer,
         meter=meter,
     )
@@ -282,8 +373,30 @@ async def run_until_signalled() -> None:
     # Gemini behind the generator seam only when GEMINI_API_KEY is set; rules otherwise.
     generator = generator_from_env(tracer=telemetry.tracer("tandem.sql.llm"))
 
+    memory_settings = MemorySettings.from_env()
+    embedding_channel = create_channel(
+        memory_settings.embedding_addr, interceptors=telemetry.client_interceptors()
+    )
+
     async def load() -> None:
-        deps = await build_deps(settings, telemetry, generator=generator)
+        memory = None
+        if memory_settings.enabled:
+            try:
+                store = await open_memory(settings.admin_url, settings.data_dir, memory_settings)
+            except Exception as exc:
+                # Text-to-SQL does not need the memory: serve without it, loudly (its RPCs
+                # answer FAILED_PRECONDITION MEMORY_DISABLED until a restart finds it).
+                _log.error("answer memory unavailable; serving without it",
+                           extra={"fields": {"error.type": type(exc).__name__}})  # fmt: skip
+            else:
+                embedder = GrpcQuestionEmbedder(
+                    embedding_channel, timeout_s=memory_settings.embedding_timeout_s
+                )
+                memory = (store, embedder)
+        deps = await build_deps(
+            settings, telemetry, generator=generator, memory=memory,
+            memory_settings=memory_settings,
+        )  # fmt: skip
         opened.append(deps)
         await ready(server, servicer, deps)
         server.watch_dependencies({"warehouse": deps.targets.get("").ping})
@@ -293,5 +406,6 @@ async def run_until_signalled() -> None:
             await deps.close()
         if generator is not None:
             await generator.aclose()
+        await embedding_channel.close()
 
     await serve(server, on_start=load, on_stop=close)

@@ -10,13 +10,20 @@ from datetime import date
 from pathlib import Path
 
 from services.common import Env, SettingsError
+from services.sql._glossary import GlossaryEntry
+from services.sql._glossary_file import load_glossary
+from services.sql._targets import ANY_TENANT, SUPERUSER_VARIABLE, WRITABLE_VARIABLE
 from services.sql._warehouse import DEFAULT_DATABASE, DEFAULT_READER_ROLE
 from services.sql.demo_data import DEFAULT_SEED
 
 DEFAULT_PORT = 50055
 DEFAULT_TARGET = "warehouse"
+# The tenant the demo warehouse serves unless SQL_DATABASE_TENANTS says otherwise
+# (``tandem run`` issues its demo key for it).
+DEMO_TENANT = "demo"
 MAX_REPAIRS = 2
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
 
 @dataclass(frozen=True)
@@ -25,18 +32,24 @@ class SqlSettings:
 
     ``reference_date`` (SQL_REFERENCE_DATE) defaults to the demo data's anchor, not today,
     while the service serves the demo warehouse it set up itself (see the field).
+    ``demo_warehouse`` (SQL_DEMO_WAREHOUSE) defaults to on only when SQL_DATABASES is
+    empty: serving your own databases does not create the demo one unless asked.
     """
 
     databases: tuple[tuple[str, str], ...] = ()
     warehouse_url: str | None = None
     default_database: str = DEFAULT_TARGET
+    demo_warehouse: bool = True
     setup_warehouse: bool = True
     warehouse_database: str = DEFAULT_DATABASE
     reader_role: str = DEFAULT_READER_ROLE
     demo_seed: int = DEFAULT_SEED
     admin_url: str | None = None
     data_dir: Path = Path(".tandem")
-    allow_writable: frozenset[str] = frozenset()
+    # SQL_UNSAFE_WRITABLE_DATABASES / SQL_UNSAFE_SUPERUSER_DATABASES: databases served even
+    # though their role can write (or is a superuser); logged as an error at every start.
+    writable_databases: frozenset[str] = frozenset()
+    superuser_databases: frozenset[str] = frozenset()
     database_tenants: Mapping[str, frozenset[str]] = field(default_factory=dict)
     default_max_rows: int = 50
     max_rows: int = 1000
@@ -46,6 +59,7 @@ class SqlSettings:
     max_result_bytes: int = 1_048_576
     max_sql_chars: int = 20_000
     max_question_chars: int = 2000
+    max_instructions_chars: int = 4000
     catalog_max_chars: int = 8000
     catalog_ttl_s: float = 300.0
     max_repairs: int = MAX_REPAIRS
@@ -54,6 +68,8 @@ class SqlSettings:
     # against. Unset: the demo data's anchor (2025-06-30) while the default target is the
     # demo warehouse this service sets up, since its rows end there; today otherwise.
     reference_date: date | None = None
+    # SQL_GLOSSARIES: each database's business definitions, loaded from its file at start.
+    glossaries: Mapping[str, tuple[GlossaryEntry, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SqlSettings:
@@ -71,22 +87,40 @@ class SqlSettings:
         repairs = env.get_int("SQL_MAX_REPAIRS", MAX_REPAIRS, minimum=0)
         if repairs > MAX_REPAIRS:
             raise SettingsError(f"SQL_MAX_REPAIRS must be <= {MAX_REPAIRS}, got {repairs}")
+        databases = parse_databases(env.get_str("SQL_DATABASES", ""))
+        glossaries = parse_glossaries(env.get_str("SQL_GLOSSARIES", ""))
+        if env.get_str("SQL_ALLOW_WRITABLE", ""):
+            raise SettingsError(
+                f"SQL_ALLOW_WRITABLE was split: list a database whose role may write in "
+                f"{WRITABLE_VARIABLE}, one whose role is a superuser in {SUPERUSER_VARIABLE}"
+            )
+        known = {name for name, _ in databases} | {DEFAULT_TARGET}
+        warehouse_url = env.get_optional("WAREHOUSE_DATABASE_URL")
+        demo = env.get_bool("SQL_DEMO_WAREHOUSE", not databases)
+        serves_warehouse = bool(warehouse_url) or demo or DEFAULT_TARGET in dict(databases)
+        default_database = env.get_optional("SQL_DEFAULT_DATABASE")
+        if default_database is None:
+            default_database = (
+                DEFAULT_TARGET if serves_warehouse or not databases else databases[0][0]
+            )
+        for name, _ in glossaries:
+            if name not in known:
+                raise SettingsError(
+                    f"SQL_GLOSSARIES names {name!r}, which is not a configured database"
+                )
         return cls(
-            databases=parse_databases(env.get_str("SQL_DATABASES", "")),
-            warehouse_url=env.get_optional("WAREHOUSE_DATABASE_URL"),
-            default_database=_name(
-                "SQL_DEFAULT_DATABASE", env.get_str("SQL_DEFAULT_DATABASE", DEFAULT_TARGET)
-            ),
+            databases=databases,
+            warehouse_url=warehouse_url,
+            default_database=_name("SQL_DEFAULT_DATABASE", default_database),
+            demo_warehouse=demo,
             setup_warehouse=env.get_bool("SQL_SETUP_WAREHOUSE", True),
             warehouse_database=env.get_str("SQL_WAREHOUSE_DATABASE", DEFAULT_DATABASE),
             reader_role=env.get_str("SQL_READER_ROLE", DEFAULT_READER_ROLE),
             demo_seed=env.get_int("SQL_DEMO_SEED", DEFAULT_SEED, minimum=0),
             admin_url=env.get_optional("DATABASE_URL"),
             data_dir=Path(env.get_str("TANDEM_DATA_DIR", ".tandem")),
-            allow_writable=frozenset(
-                _name("SQL_ALLOW_WRITABLE", n)
-                for n in _split(env.get_str("SQL_ALLOW_WRITABLE", ""), ",")
-            ),
+            writable_databases=_names(WRITABLE_VARIABLE, env.get_str(WRITABLE_VARIABLE, "")),
+            superuser_databases=_names(SUPERUSER_VARIABLE, env.get_str(SUPERUSER_VARIABLE, "")),
             database_tenants=parse_database_tenants(env.get_str("SQL_DATABASE_TENANTS", "")),
             default_max_rows=default_rows,
             max_rows=max_rows,
@@ -96,11 +130,13 @@ class SqlSettings:
             max_result_bytes=env.get_int("SQL_MAX_RESULT_BYTES", 1_048_576, minimum=1024),
             max_sql_chars=env.get_int("SQL_MAX_SQL_CHARS", 20_000, minimum=16),
             max_question_chars=env.get_int("SQL_MAX_QUESTION_CHARS", 2000, minimum=16),
+            max_instructions_chars=env.get_int("SQL_MAX_INSTRUCTIONS_CHARS", 4000, minimum=0),
             catalog_max_chars=env.get_int("SQL_CATALOG_MAX_CHARS", 8000, minimum=200),
             catalog_ttl_s=env.get_float("SQL_CATALOG_TTL_S", 300.0, minimum=0.0),
             max_repairs=repairs,
             pool_max_size=env.get_int("SQL_POOL_MAX_SIZE", 4, minimum=1),
             reference_date=_date("SQL_REFERENCE_DATE", env.get_optional("SQL_REFERENCE_DATE")),
+            glossaries={name: load_glossary(path) for name, path in glossaries},
         )
 
 
@@ -115,6 +151,10 @@ def _name(variable: str, value: str) -> str:
             f"starting with a letter; got {value!r}"
         )
     return value
+
+
+def _names(variable: str, raw: str) -> frozenset[str]:
+    return frozenset(_name(variable, n) for n in _split(raw, ","))
 
 
 def _date(variable: str, raw: str | None) -> date | None:
@@ -141,17 +181,44 @@ def parse_databases(raw: str) -> tuple[tuple[str, str], ...]:
     return tuple(found.items())
 
 
-def parse_database_tenants(raw: str) -> dict[str, frozenset[str]]:
-    """``name=tenant1,tenant2;...`` (SQL_DATABASE_TENANTS): who may query which database.
+def parse_glossaries(raw: str) -> tuple[tuple[str, Path], ...]:
+    """``name=path;name=path`` (SQL_GLOSSARIES): one glossary file per database."""
+    found: dict[str, Path] = {}
+    for entry in _split(raw, ";"):
+        name, sep, path = entry.partition("=")
+        name, path = name.strip(), path.strip()
+        if not sep or not path:
+            raise SettingsError(f"SQL_GLOSSARIES entries look like name=path; got {entry!r}")
+        _name("SQL_GLOSSARIES", name)
+        if name in found:
+            raise SettingsError(f"SQL_GLOSSARIES names {name!r} twice")
+        found[name] = Path(path)
+    return tuple(found.items())
 
-    Databases not listed are open to every tenant.
+
+def parse_database_tenants(raw: str) -> dict[str, frozenset[str]]:
+    """``name=tenant1,tenant2;name=*`` (SQL_DATABASE_TENANTS): who may query which database.
+
+    Closed by default: a database not listed serves no tenant (the demo warehouse the
+    service sets up serves ``demo``); ``*`` opens one to every tenant, said explicitly.
     """
     found: dict[str, frozenset[str]] = {}
     for entry in _split(raw, ";"):
-        name, sep, tenants = entry.partition("=")
-        if not sep:
+        name, sep, listed = entry.partition("=")
+        tenants = frozenset(_split(listed, ","))
+        if not sep or not tenants:
             raise SettingsError(
-                f"SQL_DATABASE_TENANTS entries look like name=tenant,tenant; got {entry!r}"
+                f"SQL_DATABASE_TENANTS entries look like name=tenant,tenant or name=*; "
+                f"got {entry!r}"
             )
-        found[_name("SQL_DATABASE_TENANTS", name.strip())] = frozenset(_split(tenants, ","))
+        for tenant in tenants:
+            if tenant != ANY_TENANT and not _TENANT.match(tenant):
+                raise SettingsError(
+                    f"SQL_DATABASE_TENANTS: {tenant!r} is not a tenant id (lowercase letters, "
+                    f"digits, '-' and '_') or '*'"
+                )
+        database = _name("SQL_DATABASE_TENANTS", name.strip())
+        if database in found:
+            raise SettingsError(f"SQL_DATABASE_TENANTS names {database!r} twice")
+        found[database] = tenants
     return found

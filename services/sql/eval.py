@@ -31,12 +31,12 @@ from services.common import TandemError, Telemetry, TelemetrySettings
 from services.sql._ask import AskOutcome
 from services.sql._engine import SqlEngine
 from services.sql._server import build_deps
-from services.sql._settings import SqlSettings
+from services.sql._settings import DEMO_TENANT, SqlSettings
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
 
 DEFAULT_OUT = Path("bench-results/sql_eval.json")
-_TENANT = "eval"
+_TENANT = DEMO_TENANT  # the demo warehouse serves its own tenant only
 _MAX_ROWS = 1000
 
 

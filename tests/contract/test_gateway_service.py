@@ -5,18 +5,20 @@ RetryInfo, INVALID_ARGUMENT naming the field, and the internal errors passed thr
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
+import psycopg
 import pytest
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
-from gateway import GatewaySettings
+from gateway import GatewaySettings, Limits
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
@@ -42,6 +44,8 @@ VALIDATE = "tandem.v1.GatewayService/ValidateSql"
 INGEST = "tandem.v1.GatewayService/IngestDocuments"
 DELETE = "tandem.v1.GatewayService/DeleteDocument"
 DESCRIBE = "tandem.v1.GatewayService/DescribeSchema"
+LIST_CONVERSATIONS = "tandem.v1.GatewayService/ListConversations"
+DELETE_CONVERSATION = "tandem.v1.GatewayService/DeleteConversation"
 
 pytestmark = pytest.mark.integration
 
@@ -144,6 +148,9 @@ VALID: dict[str, tuple[str, Any]] = {
     DELETE: ("DeleteDocument", gpb.GatewayServiceDeleteDocumentRequest(
         document_id="never-was", allow_missing=True)),
     DESCRIBE: ("DescribeSchema", gpb.GatewayServiceDescribeSchemaRequest()),
+    LIST_CONVERSATIONS: ("ListConversations", gpb.GatewayServiceListConversationsRequest()),
+    DELETE_CONVERSATION: ("DeleteConversation", gpb.GatewayServiceDeleteConversationRequest(
+        conversation_id="00000000-0000-4000-8000-000000000000", allow_missing=True)),
 }  # fmt: skip
 
 INVALID: dict[str, tuple[Any, str]] = {
@@ -158,9 +165,15 @@ INVALID: dict[str, tuple[Any, str]] = {
     INGEST: (gpb.GatewayServiceIngestDocumentsRequest(), "documents"),
     DELETE: (gpb.GatewayServiceDeleteDocumentRequest(), "document_id"),
     DESCRIBE: (gpb.GatewayServiceDescribeSchemaRequest(max_chars=100_001), "max_chars"),
+    LIST_CONVERSATIONS: (gpb.GatewayServiceListConversationsRequest(page_size=1001), "page_size"),
+    DELETE_CONVERSATION: (gpb.GatewayServiceDeleteConversationRequest(
+        conversation_id="not-a-uuid"), "conversation_id"),
 }  # fmt: skip
 
-ALL = [ASK, STREAM_ASK, SEARCH, ASK_SQL, RUN_INTENT, VALIDATE, INGEST, DELETE, DESCRIBE]
+ALL = [
+    ASK, STREAM_ASK, SEARCH, ASK_SQL, RUN_INTENT, VALIDATE, INGEST, DELETE, DESCRIBE,
+    LIST_CONVERSATIONS, DELETE_CONVERSATION,
+]  # fmt: skip
 
 
 def _each(rpcs: list[str] = ALL) -> list[Any]:
@@ -339,6 +352,39 @@ async def test_ask_sql_answers_with_a_statement_and_rows(stack):
 
 
 @pytest.mark.rpc(ASK_SQL)
+async def test_ask_sql_with_instructions_answers(stack):
+    key = await stack.key()
+    request = gpb.GatewayServiceAskSqlRequest(
+        question="How many companies are there?",
+        instructions="active means status = 'active'. " + "z" * 3960,
+    )
+    assert len(request.instructions) <= 4000
+    reply = await stack.stub.AskSql(request, metadata=bearer(key))
+    assert reply.outcome == spb.SQL_ASK_OUTCOME_ANSWERED
+
+
+@pytest.mark.rpc(ASK_SQL)
+async def test_ask_sql_refuses_instructions_over_the_edge_limit(stack):
+    key = await stack.key()
+    request = gpb.GatewayServiceAskSqlRequest(question="How many?", instructions="x" * 4001)
+    code, found = await _error(stack.stub.AskSql(request, metadata=bearer(key)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert found["fields"] == ["instructions"] and found["reason"] == "FIELD_TOO_LONG"
+
+
+@pytest.mark.rpc(ASK_SQL)
+async def test_ask_sql_forwards_instructions_to_the_sql_service(make_gateway, pg_url):
+    # An edge looser than the SQL service: the service's own refusal, naming the field,
+    # proves the instructions crossed the gateway.
+    gateway = await make_gateway(limits=Limits(max_sql_instructions_chars=10_000))
+    key = await gateway.key(new_tenant(pg_url))
+    request = gpb.GatewayServiceAskSqlRequest(question="How many?", instructions="x" * 4001)
+    code, found = await _error(gateway.stub.AskSql(request, metadata=bearer(key)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert found["fields"] == ["instructions"] and found["reason"] == "INVALID_ARGUMENT"
+
+
+@pytest.mark.rpc(ASK_SQL)
 async def test_ask_sql_passes_an_unknown_database_through(stack):
     key = await stack.key()
     request = gpb.GatewayServiceAskSqlRequest(question="How many?", database="nowhere")
@@ -454,3 +500,175 @@ async def test_health_and_reflection_need_no_key(stack):
         assert "tandem.v1.GatewayService" in names
     finally:
         await channel.close()
+
+
+# -- conversations ------------------------------------------------------------------------
+
+
+async def _ask(stack: Stack, key: str, question: str, conversation_id: str = "") -> Any:
+    reply = await stack.stub.Ask(
+        gpb.GatewayServiceAskRequest(question=question, conversation_id=conversation_id),
+        metadata=bearer(key), timeout=30,
+    )  # fmt: skip
+    return reply.answer
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(LIST_CONVERSATIONS)
+async def test_ask_starts_a_conversation_and_a_follow_up_is_answered_in_it(stack):
+    key = await stack.key()
+    first = await _ask(stack, key, "How many companies are in Germany?")
+    assert uuid.UUID(first.conversation_id)
+    follow = await _ask(stack, key, "what about France?", first.conversation_id)
+    assert follow.conversation_id == first.conversation_id
+    assert follow.resolution.kind == qpb.FOLLOW_UP_KIND_VALUE_SWAP
+    assert follow.resolution.resolved_question == "How many companies are in France?"
+    assert follow.resolution.history_turns == 1
+    # Each Ask without an id starts its own conversation.
+    other = await _ask(stack, key, "How many products are there?")
+    assert other.conversation_id != first.conversation_id
+    listed = await stack.stub.ListConversations(
+        gpb.GatewayServiceListConversationsRequest(page_size=1), metadata=bearer(key)
+    )
+    assert [c.conversation_id for c in listed.conversations] == [other.conversation_id]
+    page2 = await stack.stub.ListConversations(
+        gpb.GatewayServiceListConversationsRequest(page_size=1, page_token=listed.next_page_token),
+        metadata=bearer(key),
+    )
+    (conversation,) = page2.conversations
+    assert conversation.conversation_id == first.conversation_id
+    assert (
+        conversation.turn_count == 2 and conversation.title == "How many companies are in Germany?"
+    )
+    assert conversation.expire_time.ToDatetime() > conversation.update_time.ToDatetime()
+    assert page2.next_page_token == ""
+
+
+@pytest.mark.rpc(STREAM_ASK)
+async def test_stream_ask_carries_the_conversation_and_stores_the_turn_before_the_end(stack):
+    key = await stack.key()
+    first = await _ask(stack, key, "How many companies are in Germany?")
+    events = await _drain(stack.stub.StreamAsk(
+        gpb.GatewayServiceStreamAskRequest(
+            question="and in Japan?", conversation_id=first.conversation_id),
+        metadata=bearer(key), timeout=30,
+    ))  # fmt: skip
+    assert events[0].accepted.conversation_id == first.conversation_id
+    final = events[-1].final_answer
+    assert final.conversation_id == first.conversation_id
+    assert final.resolution.resolved_question == "How many companies are in Japan?"
+    third = await _ask(stack, key, "and Canada?", first.conversation_id)
+    # The streamed turn was stored: the third turn swaps the value the second one named.
+    assert third.resolution.resolved_question == "How many companies are in Canada?"
+    assert third.resolution.history_turns == 2
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(STREAM_ASK)
+@pytest.mark.rpc(DELETE_CONVERSATION)
+async def test_another_tenants_deleted_or_unknown_conversation_is_not_found(stack):
+    key_a, key_b = await stack.key("a"), await stack.key("b")
+    first = await _ask(stack, key_a, "How many companies are in Germany?")
+    unknown = str(uuid.uuid4())
+    for caller, conversation_id in ((key_b, first.conversation_id), (key_a, unknown)):
+        call = stack.stub.Ask(
+            gpb.GatewayServiceAskRequest(question="and France?", conversation_id=conversation_id),
+            metadata=bearer(caller),
+        )
+        code, found = await _error(call)
+        assert code == grpc.StatusCode.NOT_FOUND and found["reason"] == "CONVERSATION_NOT_FOUND"
+        call, outcome = _invoke(
+            stack.stub, "StreamAsk",
+            gpb.GatewayServiceStreamAskRequest(question="and France?",
+                                               conversation_id=conversation_id),
+            metadata=bearer(caller),
+        )  # fmt: skip
+        assert (await _error(call, outcome))[0] == grpc.StatusCode.NOT_FOUND
+    # Tenant B can neither delete nor list A's conversation.
+    call = stack.stub.DeleteConversation(
+        gpb.GatewayServiceDeleteConversationRequest(conversation_id=first.conversation_id),
+        metadata=bearer(key_b),
+    )
+    assert (await _error(call))[0] == grpc.StatusCode.NOT_FOUND
+    listed = await stack.stub.ListConversations(
+        gpb.GatewayServiceListConversationsRequest(), metadata=bearer(key_b)
+    )
+    assert not listed.conversations
+    deleted = await stack.stub.DeleteConversation(
+        gpb.GatewayServiceDeleteConversationRequest(conversation_id=first.conversation_id),
+        metadata=bearer(key_a),
+    )
+    assert (deleted.deleted, deleted.turns_deleted) == (True, 1)
+    call = stack.stub.Ask(
+        gpb.GatewayServiceAskRequest(question="and France?",
+                                     conversation_id=first.conversation_id),
+        metadata=bearer(key_a),
+    )  # fmt: skip
+    assert (await _error(call))[0] == grpc.StatusCode.NOT_FOUND
+    again = stack.stub.DeleteConversation(
+        gpb.GatewayServiceDeleteConversationRequest(conversation_id=first.conversation_id),
+        metadata=bearer(key_a),
+    )
+    code, found = await _error(again)
+    assert code == grpc.StatusCode.NOT_FOUND and found["reason"] == "CONVERSATION_NOT_FOUND"
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(LIST_CONVERSATIONS)
+async def test_an_expired_conversation_is_not_found_and_not_listed(stack):
+    key = await stack.key()
+    first = await _ask(stack, key, "How many companies are in Germany?")
+    async with await psycopg.AsyncConnection.connect(stack.pg_url, autocommit=True) as conn:
+        # As the owner (a superuser here, so past the tenant policy): age it past retention.
+        await conn.execute(
+            "UPDATE gateway_conversations SET update_time = now() - interval '31 days' "
+            "WHERE conversation_id = %s",
+            (first.conversation_id,),
+        )
+    call = stack.stub.Ask(
+        gpb.GatewayServiceAskRequest(question="and France?",
+                                     conversation_id=first.conversation_id),
+        metadata=bearer(key),
+    )  # fmt: skip
+    assert (await _error(call))[0] == grpc.StatusCode.NOT_FOUND
+    listed = await stack.stub.ListConversations(
+        gpb.GatewayServiceListConversationsRequest(), metadata=bearer(key)
+    )
+    assert first.conversation_id not in [c.conversation_id for c in listed.conversations]
+
+
+@pytest.mark.rpc(ASK)
+async def test_a_malformed_conversation_id_is_invalid_argument_naming_it(stack):
+    key = await stack.key()
+    call = stack.stub.Ask(
+        gpb.GatewayServiceAskRequest(question="and France?", conversation_id="nope"),
+        metadata=bearer(key),
+    )
+    code, found = await _error(call)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and found["fields"] == ["conversation_id"]
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(LIST_CONVERSATIONS)
+async def test_with_conversations_off_ask_is_standalone_and_the_rpcs_fail_precondition(
+    pg_url, retrieval, sql, router, telemetry_sink
+):
+    gateway = await start_gateway(
+        pg_url, telemetry_sink("gateway").telemetry, router_addr=router.address,
+        retrieval_addr=retrieval.server.address, sql_addr=sql.address, conversations=False,
+    )  # fmt: skip
+    try:
+        key = await gateway.key(new_tenant(pg_url))
+        reply = await gateway.stub.Ask(
+            gpb.GatewayServiceAskRequest(question="How many companies are in Germany?"),
+            metadata=bearer(key), timeout=30,
+        )  # fmt: skip
+        assert reply.answer.conversation_id == ""
+        call = gateway.stub.ListConversations(
+            gpb.GatewayServiceListConversationsRequest(), metadata=bearer(key)
+        )
+        code, found = await _error(call)
+        assert code == grpc.StatusCode.FAILED_PRECONDITION
+        assert found["reason"] == "CONVERSATIONS_DISABLED"
+    finally:
+        await gateway.close()

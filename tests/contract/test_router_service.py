@@ -368,3 +368,94 @@ async def test_not_ready_is_unavailable_and_health_flips_when_ready(
         await deps.close()
     finally:
         await server.stop(0)
+
+
+# --- conversations: follow-ups resolved against the history the gateway sends ------------
+
+
+@pytest.mark.rpc(ASK)
+async def test_a_follow_up_is_resolved_against_the_history_and_echoes_the_conversation(
+    stub, tenant
+):
+    first = (
+        await stub.Ask(
+            pb.AskRequest(
+                tenant_id=tenant, question="How many companies are in Germany?",
+                conversation_id="c-1",
+            ),
+            timeout=30,
+        )
+    ).answer  # fmt: skip
+    assert first.resolution.kind == pb.FOLLOW_UP_KIND_STANDALONE
+    assert first.turn.question == "How many companies are in Germany?"
+    assert first.turn.sql_fingerprints and first.turn.row_count == 1
+    follow = (
+        await stub.Ask(
+            pb.AskRequest(
+                tenant_id=tenant, question="what about France?", conversation_id="c-1",
+                history=[first.turn],
+            ),
+            timeout=30,
+        )
+    ).answer  # fmt: skip
+    assert follow.conversation_id == "c-1"
+    assert follow.resolution.kind == pb.FOLLOW_UP_KIND_VALUE_SWAP
+    assert follow.resolution.resolved_question == "How many companies are in France?"
+    assert follow.resolution.history_turns == 1
+    assert follow.turn.resolved_question == follow.resolution.resolved_question
+    assert follow.timings[0].stage == "resolve"
+    # The SQL service got the standalone question (France and Germany happen to hold the
+    # same number of companies, so the statement tells them apart, not the fingerprint).
+    assert "'France'" in follow.sql_results[0].result.sql
+
+
+@pytest.mark.rpc(STREAM)
+async def test_stream_ask_resolves_and_an_unresolvable_reference_is_said_not_guessed(stub, tenant):
+    count = pb.ConversationTurn(
+        question="How many companies are in Germany?",
+        resolved_question="How many companies are in Germany?",
+        route=pb.ROUTE_SQL,
+        row_count=1,
+    )
+    events = [
+        e
+        async for e in stub.StreamAsk(
+            pb.StreamAskRequest(
+                tenant_id=tenant, question="What do the call notes say about the second one?",
+                conversation_id="c-2", history=[count],
+            ),
+            timeout=30,
+        )
+    ]  # fmt: skip
+    assert events[0].accepted.conversation_id == "c-2"
+    final = events[-1].final_answer
+    assert final.resolution.kind == pb.FOLLOW_UP_KIND_UNRESOLVED
+    assert "second one" in final.resolution.unresolved_reason
+    assert final.outcome == pb.ANSWER_OUTCOME_NOT_FOUND
+    assert "can't tell" in final.text and not final.citations and not final.sql_results
+    assert "".join(e.answer_delta.text for e in events if e.HasField("answer_delta")) == final.text
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(STREAM)
+async def test_oversized_history_and_conversation_ids_name_the_field(stub, tenant):
+    long_turn = pb.ConversationTurn(question="q" * 4001, resolved_question="q")
+    for request, field in (
+        (pb.AskRequest(tenant_id=tenant, question="q", history=[long_turn]),
+         "history[0].question"),
+        (pb.AskRequest(tenant_id=tenant, question="q", conversation_id="c" * 257),
+         "conversation_id"),
+    ):  # fmt: skip
+        code, fields, _ = await _error(stub, "Ask", request)
+        assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+        call = stub.StreamAsk(
+            pb.StreamAskRequest(
+                tenant_id=tenant, question="q", history=request.history,
+                conversation_id=request.conversation_id,
+            ),
+            timeout=20,
+        )  # fmt: skip
+        with pytest.raises(grpc.aio.AioRpcError):
+            async for _ in call:
+                pytest.fail("errors end the stream before any event")
+        assert (await _status(call))[:2] == (grpc.StatusCode.INVALID_ARGUMENT, [field])

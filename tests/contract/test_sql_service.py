@@ -16,7 +16,17 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from services.common import GrpcServer, embedded_server_url
-from services.sql import SqlSettings, TargetConfig, Understanding, ensure_warehouse, grant_read_only
+from services.sql import (
+    Proposal,
+    SqlSettings,
+    TableChoice,
+    TargetConfig,
+    Understanding,
+    ensure_warehouse,
+    grant_read_only,
+)
+from services.sql._ask import SchemaView
+from services.sql._glossary import GlossaryEntry
 from services.sql._server import SqlDeps, build_deps, create_server, ready
 from services.sql._warehouse import SCHEMA, database_url, ensure_reader_role
 from tandem.v1 import common_pb2 as cpb
@@ -92,19 +102,24 @@ SETTINGS = SqlSettings(
 
 def configs(dbs: Databases) -> list[TargetConfig]:
     return [
-        TargetConfig("warehouse", dbs.warehouse_reader_url),
+        TargetConfig("warehouse", dbs.warehouse_reader_url, tenants=frozenset({"*"})),
         TargetConfig("finance", dbs.finance_reader_url, tenants=frozenset({"acme"})),
-        TargetConfig("offline", "host=/nonexistent/socket dbname=x user=x"),
+        TargetConfig(
+            "offline", "host=/nonexistent/socket dbname=x user=x", tenants=frozenset({"*"})
+        ),
     ]
 
 
-async def _start(dbs, telemetry_sink, channel_to, generator=None) -> Running:
+async def _start(dbs, telemetry_sink, channel_to, generator=None, targets=None) -> Running:
     from dataclasses import replace
     from datetime import date
 
     settings = replace(SETTINGS, reference_date=date(2025, 6, 30))
     deps = await build_deps(
-        settings, telemetry_sink("sql").telemetry, generator=generator, configs=configs(dbs)
+        settings,
+        telemetry_sink("sql").telemetry,
+        generator=generator,
+        configs=targets or configs(dbs),
     )
     server, servicer = await create_server(server_settings("sql"), telemetry_sink().telemetry)
     await ready(server, servicer, deps)
@@ -260,11 +275,72 @@ async def test_ask_row_cap(running):
         (pb.AskQuestionRequest(tenant_id="acme", question="x" * 2001), "question"),
         (pb.AskQuestionRequest(tenant_id="acme", question="q", max_rows=-1), "max_rows"),
         (pb.AskQuestionRequest(tenant_id="acme", question="q", max_rows=1001), "max_rows"),
+        (
+            pb.AskQuestionRequest(tenant_id="acme", question="q", instructions="x" * 4001),
+            "instructions",
+        ),
     ],
 )
 async def test_ask_invalid_arguments(running, request_, field):
     code, fields, _ = await _error(running.stub.AskQuestion(request_, timeout=10))
     assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+
+
+class _RecordingGenerator:
+    """Keeps the schema views it was given; reports one definition applied, one not."""
+
+    def __init__(self) -> None:
+        self.views: list[SchemaView] = []
+
+    async def understand(self, question, schema):
+        self.views.append(schema)
+        return Understanding("recorded")
+
+    async def identify_tables(self, question, understanding, schema):
+        return TableChoice(("public.companies",))
+
+    async def generate(self, question, understanding, schema):
+        self.views.append(schema)
+        return Proposal(
+            sql="SELECT count(*) AS n FROM public.companies",
+            definitions_applied=("active",),
+            definitions_ignored=("churn",),
+        )
+
+    repair = generate
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_passes_instructions_and_glossary_and_reports_definitions(
+    databases, telemetry_sink, channel_to
+):
+    glossary = (GlossaryEntry("active", definition="status = 'active'"),)
+    targets = [
+        TargetConfig(
+            "warehouse",
+            databases.warehouse_reader_url,
+            tenants=frozenset({"*"}),
+            glossary=glossary,
+        )
+    ]
+    generator = _RecordingGenerator()
+    run = await _start(databases, telemetry_sink, channel_to, generator, targets)
+    rules = ("churn means no order in 90 days. " + "y" * 4000)[:4000]  # at the cap
+    try:
+        reply = await run.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question="How many?", instructions=rules),
+            timeout=10,
+        )
+    finally:
+        await run.server.stop(0)
+        await run.deps.close()
+    assert len(rules) == 4000
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    assert list(reply.definitions_applied) == ["active"]
+    assert list(reply.definitions_ignored) == ["churn"]
+    assert generator.views and all(
+        v.instructions == rules and v.glossary == glossary for v in generator.views
+    )
 
 
 class _FailingGenerator:

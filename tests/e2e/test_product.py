@@ -148,7 +148,8 @@ def test_a_compound_question_gets_a_cited_answer_from_both_engines(tenants: Tena
     assert answer.question_class == qpb.QUESTION_CLASS_COMPOUND
     tools = {step.tool for step in answer.trajectory}
     assert qpb.TOOL_SEMANTIC_SEARCH in tools
-    assert tools & {qpb.TOOL_SQL_QUESTION, qpb.TOOL_SQL_INTENT}
+    # SQL parts go to the SQL service as questions: it is the one schema linker.
+    assert qpb.TOOL_SQL_QUESTION in tools and qpb.TOOL_SQL_INTENT not in tools
     assert all(step.status == qpb.STEP_STATUS_SUCCEEDED for step in answer.trajectory)
 
     # The SQL half: cited by fingerprint, equal to the warehouse's own count.
@@ -347,3 +348,54 @@ def test_a_streamed_answer_starts_before_its_last_step_finishes(tenants: Tenants
     # Deltas were streamed, not replayed: together they are the final text.
     streamed = "".join(e.answer_delta.text for _, kind, e in events if kind == "answer_delta")
     assert streamed == final.text
+
+
+# -- conversations ------------------------------------------------------------------------
+
+
+def test_a_conversation_answers_follow_ups_in_context_and_stays_the_tenants(tenants: Tenants):
+    stub, key = tenants.stub, tenants.key_a
+    open_suite = (
+        "SELECT count(*) FROM opportunities o JOIN products p USING (product_id) "
+        "WHERE p.name = 'Security Suite' AND o.stage NOT IN ('Closed Won', 'Closed Lost')"
+    )
+    first = ask(stub, key, "How many open Security Suite opportunities are there?")
+    conversation = first.conversation_id
+    assert conversation and f"Count: {warehouse_count(tenants.stack, open_suite)}." in first.text
+
+    reply = stub.Ask(
+        gpb.GatewayServiceAskRequest(question="and in 2024?", conversation_id=conversation),
+        metadata=bearer(key), timeout=60,
+    )  # fmt: skip
+    follow = reply.answer
+    assert follow.resolution.kind == qpb.FOLLOW_UP_KIND_TIME_SHIFT
+    assert follow.resolution.resolved_question.endswith("are there in 2024?")
+    in_2024 = warehouse_count(
+        tenants.stack,
+        open_suite + " AND o.created_at >= '2024-01-01' AND o.created_at < '2025-01-01'",
+    )
+    assert f"Count: {in_2024}." in follow.text
+
+    # Another tenant cannot continue, list or delete it.
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Ask(
+            gpb.GatewayServiceAskRequest(question="and in 2023?", conversation_id=conversation),
+            metadata=bearer(tenants.key_b), timeout=60,
+        )  # fmt: skip
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    listed = stub.ListConversations(
+        gpb.GatewayServiceListConversationsRequest(), metadata=bearer(tenants.key_b)
+    )
+    assert conversation not in [c.conversation_id for c in listed.conversations]
+
+    deleted = stub.DeleteConversation(
+        gpb.GatewayServiceDeleteConversationRequest(conversation_id=conversation),
+        metadata=bearer(key),
+    )
+    assert (deleted.deleted, deleted.turns_deleted) == (True, 2)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Ask(
+            gpb.GatewayServiceAskRequest(question="and in 2023?", conversation_id=conversation),
+            metadata=bearer(key), timeout=60,
+        )  # fmt: skip
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND

@@ -1,7 +1,8 @@
 """``tandem run`` as a new user runs it: a fresh data directory, the command in the
 background, the printed key and example commands used from another process, Ctrl-C, and
 nothing left running. A second run on the same directory reuses the key, skips the demo
-load, and reports a service that dies with the tail of its log."""
+load, restarts a service that dies (saying so, with the tail of its log), starts a killed
+Postgres again, and leaves nothing running when it is itself killed outright."""
 
 from __future__ import annotations
 
@@ -17,10 +18,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
 import psutil
 import pytest
 
-from services.cli._run import SERVICES, log_tail
+from services.cli._run import SERVICES, log_tail, wait_serving
+from tandem.v1 import gateway_service_pb2 as gpb
+from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tests.processes import clean_environ, free_ports, model_dir
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -218,24 +222,66 @@ def test_tandem_run_on_a_fresh_directory_serves_the_printed_examples_and_stops_o
         assert log.stat().st_size > 0, log
 
 
-def test_a_second_run_reuses_the_key_skips_the_load_and_reports_a_dying_service(
+def test_a_second_run_reuses_the_key_restarts_what_dies_and_leaves_nothing_when_killed(
     session: RunSession, data_dir: Path
 ):
     recorded = (data_dir / "demo-api-key").read_text().strip()
     api_key = session.wait_for(r"export TANDEM_API_KEY=(tdm_\S+)").group(1)
+    gateway = session.wait_for(r"export TANDEM_GATEWAY=(\S+)").group(1)
     session.wait_for(r"Ctrl-C stops every service")
     output = session.output()
     assert api_key == recorded
     assert "(reused;" in output
     assert re.search(r"demo\s+140 documents already loaded", output), output
 
+    # A crashed service is said on the console and restarted with backoff.
     children = session.children()
     children["router"].kill()
+    session.wait_for(r"router\s+exited with status -9; restarting in 1 s", timeout_s=30)
+    session.wait_for(r"router\s+restarted \(pid \d+\)", timeout_s=30)
+    wait_serving(f"127.0.0.1:{session.env['ROUTER_PORT']}", 60)
+    assert "Route: sql" in cli(session.env, 'tandem ask "How many companies are there?"',
+                               api_key, gateway)  # fmt: skip
 
-    assert session.finish() == 1
-    output = session.output()
-    assert "error: router exited with status -9" in output, output
-    assert "last lines of its log:" in output
-    _gone, alive = psutil.wait_procs(list(children.values()), timeout=5)
-    assert not alive
-    assert postmaster_pid(data_dir) is None
+    # A killed Postgres is started again and search answers within 10 s.
+    postmaster = postmaster_pid(data_dir)
+    assert postmaster is not None
+    psutil.Process(postmaster).kill()
+    killed = time.monotonic()
+    answered = _search_until_answered(gateway, api_key, deadline_s=10.0)
+    assert answered - killed <= 10.0, answered - killed
+    session.wait_for(r"postgres\s+died; starting it again", timeout_s=5)
+
+    # Killed outright, the supervisor leaves nothing running.
+    children = session.children()
+    assert set(children) == {s.name for s in SERVICES}
+    postmaster = postmaster_pid(data_dir)
+    session.proc.kill()
+    session.proc.wait(timeout=10)
+    _gone, alive = psutil.wait_procs(list(children.values()), timeout=10)
+    assert not alive, [p.cmdline() for p in alive]
+    deadline = time.monotonic() + 10
+    while postmaster is not None and not exited(postmaster) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert postmaster is None or exited(postmaster)
+
+
+def _search_until_answered(gateway: str, api_key: str, deadline_s: float) -> float:
+    """When a search first answered from the store again (not degraded, with hits)."""
+    metadata = (("authorization", f"Bearer {api_key}"),)
+    end = time.monotonic() + deadline_s
+    with grpc.insecure_channel(gateway) as channel:
+        stub = gpb_grpc.GatewayServiceStub(channel)
+        while time.monotonic() < end:
+            try:
+                reply = stub.Search(
+                    gpb.GatewayServiceSearchRequest(query="security review"),
+                    metadata=metadata,
+                    timeout=max(0.5, end - time.monotonic()),
+                )
+                if not reply.degraded and reply.hits:
+                    return time.monotonic()
+            except grpc.RpcError:
+                pass
+            time.sleep(0.2)
+    raise AssertionError(f"search did not answer within {deadline_s} s of the kill")

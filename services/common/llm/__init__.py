@@ -5,11 +5,7 @@ the rule-based provider as per-call fallback) when ``GEMINI_API_KEY`` is set, an
 deterministic provider otherwise. Untrusted text is fenced before any prompt exists.
 """
 
-from services.common.llm._deterministic import (
-    DETERMINISTIC_MODEL,
-    DeterministicProvider,
-    utc_today,
-)
+from services.common.llm._deterministic import DETERMINISTIC_MODEL, DeterministicProvider
 from services.common.llm._errors import LlmError, LlmOutputInvalid, LlmTimeout, LlmUnavailable
 from services.common.llm._extractive import NO_ANSWER, PARTIAL_NOTE
 from services.common.llm._factory import create_provider
@@ -21,9 +17,9 @@ from services.common.llm._fence import (
     cap_question,
     render_schema,
 )
+from services.common.llm._followup import FollowUpKind, PriorTurn, Resolution, resolve
 from services.common.llm._gemini import DEFAULT_PRICES, GeminiProvider, ModelPrice, estimate_cost
-from services.common.llm._intent_sql import IntentError, compile_intent
-from services.common.llm._interface import Embedder, LlmProvider
+from services.common.llm._interface import LlmProvider
 from services.common.llm._jsonrepair import JsonRepairError, extract_json, parse_output
 from services.common.llm._observed import ObservedProvider
 from services.common.llm._prompts import Prompt, build_prompt
@@ -38,6 +34,7 @@ from services.common.llm._types import (
     CatalogColumn,
     CatalogTable,
     FilterOp,
+    FollowUpRewrite,
     GeneratedSql,
     GenerateSqlRequest,
     Grade,
@@ -57,6 +54,7 @@ from services.common.llm._types import (
     QuestionClass,
     RepairSqlRequest,
     ReplanRequest,
+    ResolveFollowUpRequest,
     Rewrite,
     RewriteRequest,
     Role,
@@ -66,6 +64,7 @@ from services.common.llm._types import (
     RowSet,
     SchemaCatalog,
     SortDirection,
+    SqlExample,
     SqlIntent,
     SqlUnderstanding,
     StepOutcome,
@@ -93,10 +92,11 @@ __all__ = [
     "CatalogColumn",
     "CatalogTable",
     "DeterministicProvider",
-    "Embedder",
     "FallbackProvider",
     "Fence",
     "FilterOp",
+    "FollowUpKind",
+    "FollowUpRewrite",
     "GeminiProvider",
     "GenerateSqlRequest",
     "GeneratedSql",
@@ -104,7 +104,6 @@ __all__ = [
     "GradeRequest",
     "IdentifyTablesRequest",
     "IntentAggregate",
-    "IntentError",
     "IntentFilter",
     "IntentKind",
     "JsonRepairError",
@@ -124,10 +123,13 @@ __all__ = [
     "Plan",
     "PlanRequest",
     "PlanStep",
+    "PriorTurn",
     "Prompt",
     "QuestionClass",
     "RepairSqlRequest",
     "ReplanRequest",
+    "Resolution",
+    "ResolveFollowUpRequest",
     "Rewrite",
     "RewriteRequest",
     "Role",
@@ -138,6 +140,7 @@ __all__ = [
     "SchemaCatalog",
     "SchemaViolation",
     "SortDirection",
+    "SqlExample",
     "SqlIntent",
     "SqlUnderstanding",
     "StepOutcome",
@@ -150,7 +153,6 @@ __all__ = [
     "Usage",
     "build_prompt",
     "cap_question",
-    "compile_intent",
     "create_provider",
     "decode",
     "encode",
@@ -159,5 +161,5 @@ __all__ = [
     "json_schema",
     "parse_output",
     "render_schema",
-    "utc_today",
+    "resolve",
 ]

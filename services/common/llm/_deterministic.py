@@ -1,40 +1,26 @@
-"""The offline LLM: real, rule-based implementations of every role.
+"""The offline LLM: real, rule-based implementations of every role but the SQL ones.
 
 It is the default when no Gemini key is set and the fallback when Gemini fails, so it
-must be useful on its own: lexical routing and decomposition, schema linking to
-structured intents compiled by sqlglot, grading by coverage, keyword rewriting, and
-extractive synthesis that never states anything a passage or row does not.
+must be useful on its own: lexical routing and decomposition, grading by coverage,
+keyword rewriting, and extractive synthesis that never states anything a passage or row
+does not. It writes no SQL: text-to-SQL has one engine, the SQL service's rule-based
+generator, so the SQL roles here answer "unavailable offline" and the SQL service's
+own generator takes over.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import logging
 import re
-from collections import OrderedDict
-from collections.abc import Callable
-from datetime import UTC, date, datetime
 from typing import TypeVar
 
-import sqlglot
-from sqlglot import exp
-
-from services.common.llm import _extractive, _rules
+from services.common.llm import _extractive, _followup, _rules
+from services.common.llm._errors import LlmUnavailable
 from services.common.llm._fence import cap_question
-from services.common.llm._intent_sql import IntentError, compile_intent
-from services.common.llm._interface import Embedder
-from services.common.llm._linking import (
-    Linked,
-    SchemaLinker,
-    Vocabulary,
-    cosine,
-    table_description,
-)
-from services.common.llm._text import closest
 from services.common.llm._types import (
     ROLE_TIERS,
     Answer,
+    FollowUpRewrite,
     GeneratedSql,
     GenerateSqlRequest,
     Grade,
@@ -47,13 +33,13 @@ from services.common.llm._types import (
     QuestionClass,
     RepairSqlRequest,
     ReplanRequest,
+    ResolveFollowUpRequest,
     Rewrite,
     RewriteRequest,
     Role,
     RouteAction,
     RouteDecision,
     RouteRequest,
-    SchemaCatalog,
     SqlUnderstanding,
     StepScope,
     SynthesizeRequest,
@@ -68,31 +54,13 @@ HELP_ANSWER = (
     "I answer questions about your company's data: ask about accounts, deals, contacts, "
     "activities or products, or about what the documents say."
 )
-INTENT_CONFIDENCE = 0.7
-
-_log = logging.getLogger(__name__)
 T = TypeVar("T")
-_CACHE_SIZE = 8
-
-
-def utc_today() -> date:
-    """Today in UTC: what relative dates ("last quarter") are anchored to by default."""
-    return datetime.now(UTC).date()
+# Why every SQL role refuses: the SQL service falls back to its own rule-based generator.
+OFFLINE_SQL = "sql_offline"
 
 
 class DeterministicProvider:
-    """Rule-based provider; ``today`` anchors relative dates, ``embedder`` is optional."""
-
-    def __init__(
-        self,
-        *,
-        embedder: Embedder | None = None,
-        today: Callable[[], date] = utc_today,
-    ) -> None:
-        self._embedder = embedder
-        self._today = today
-        self._table_vectors: OrderedDict[str, dict[str, list[float]]] = OrderedDict()
-        self._vocabularies: OrderedDict[SchemaCatalog, Vocabulary] = OrderedDict()
+    """Rule-based provider for every role but the SQL ones (see the module note)."""
 
     @property
     def name(self) -> str:
@@ -131,7 +99,7 @@ class DeterministicProvider:
             return self._result(Role.PLAN, Plan((), "Nothing to look up."))
         scoped = _rules.scoped_question(question)
         if scoped is not None and request.max_steps >= 2:
-            plan = await self._scoped_plan(scoped, request)
+            plan = self._scoped_plan(scoped, request)
             if plan is not None:
                 return self._result(Role.PLAN, plan)
         parts = _rules.decompose(question, max_parts=max(1, request.max_steps))
@@ -144,18 +112,16 @@ class DeterministicProvider:
                 previous = steps[-1].id
                 depends = (previous,)
                 query = query.replace("{{s}}", f"{{{{{previous}}}}}")
-            steps.append(await self._step(step_id, query, depends, request.tools, request.schema))
+            steps.append(self._step(step_id, query, depends, request.tools))
         kinds = ", ".join(s.tool.value for s in steps)
         return self._result(Role.PLAN, Plan(tuple(steps), f"{len(steps)} step(s): {kinds}."))
 
-    async def _scoped_plan(
-        self, scoped: _rules.ScopedQuestion, request: PlanRequest
-    ) -> Plan | None:
+    def _scoped_plan(self, scoped: _rules.ScopedQuestion, request: PlanRequest) -> Plan | None:
         """The set from SQL first, then one search per member of it, kept to that
         member's documents (``None`` when the tools cannot do either half)."""
         if ToolName.SEMANTIC_SEARCH not in request.tools:
             return None
-        first = await self._step("s1", scoped.set_question, (), request.tools, request.schema)
+        first = self._step("s1", scoped.set_question, (), request.tools)
         if first.tool is ToolName.SEMANTIC_SEARCH:
             return None
         scope = StepScope(
@@ -176,30 +142,13 @@ class DeterministicProvider:
             f"semantic_search per {scoped.entity} over its documents ({kinds}).",
         )
 
-    async def _step(
-        self,
-        step_id: str,
-        query: str,
-        depends: tuple[str, ...],
-        tools: tuple[ToolName, ...],
-        schema: SchemaCatalog | None,
+    @staticmethod
+    def _step(
+        step_id: str, query: str, depends: tuple[str, ...], tools: tuple[ToolName, ...]
     ) -> PlanStep:
-        question_class = _rules.classify_simple(query)
-        if (
-            question_class is QuestionClass.SEMANTIC
-            and schema is not None
-            and _rules.semantic_score(query) == 0
-            and "{{" not in query
-        ):
-            # No reading cue and the schema explains every word: it is a records question.
-            linked = await self._link(query, schema)
-            if linked.intent is not None and linked.confidence >= 0.9:
-                question_class = QuestionClass.AGGREGATION
-        if question_class is QuestionClass.AGGREGATION:
-            if schema is not None and ToolName.SQL_INTENT in tools and "{{" not in query:
-                linked = await self._link(query, schema)
-                if linked.intent is not None and linked.confidence >= INTENT_CONFIDENCE:
-                    return PlanStep(step_id, ToolName.SQL_INTENT, query, depends, linked.intent)
+        """A records question goes to the SQL service as text (it links the schema, not
+        the planner); anything else to search."""
+        if _rules.classify_simple(query) is QuestionClass.AGGREGATION:
             preferred = [ToolName.SQL_QUESTION, ToolName.SEMANTIC_SEARCH]
         else:
             preferred = [ToolName.SEMANTIC_SEARCH, ToolName.SQL_QUESTION]
@@ -285,6 +234,13 @@ class DeterministicProvider:
         result = _extractive.rewrite(question, request.previous_queries, request.missing_terms)
         return self._result(Role.REWRITE, result)
 
+    async def resolve_follow_up(
+        self, request: ResolveFollowUpRequest
+    ) -> LlmResult[FollowUpRewrite]:
+        resolution = _followup.resolve(cap_question(request.question), request.history)
+        rewrite = FollowUpRewrite(resolution.kind.value, resolution.question, resolution.reason)
+        return self._result(Role.RESOLVE_FOLLOW_UP, rewrite)
+
     async def synthesize(self, request: SynthesizeRequest) -> LlmResult[Answer]:
         question = cap_question(request.question)
         answer = _extractive.synthesize(
@@ -295,136 +251,17 @@ class DeterministicProvider:
     # ---- text to SQL ---------------------------------------------------------------
 
     async def understand_sql(self, request: UnderstandSqlRequest) -> LlmResult[SqlUnderstanding]:
-        linked = await self._link(cap_question(request.question), request.schema)
-        restatement = linked.restatement or "The question could not be linked to the schema."
-        return self._result(
-            Role.UNDERSTAND_SQL, SqlUnderstanding(restatement, linked.intent, linked.confidence)
-        )
+        raise _offline(Role.UNDERSTAND_SQL)
 
     async def identify_tables(self, request: IdentifyTablesRequest) -> LlmResult[TableSelection]:
-        linked = await self._link(cap_question(request.question), request.schema)
-        return self._result(
-            Role.IDENTIFY_TABLES, TableSelection(tuple(linked.tables), linked.confidence)
-        )
+        raise _offline(Role.IDENTIFY_TABLES)
 
     async def generate_sql(self, request: GenerateSqlRequest) -> LlmResult[GeneratedSql]:
-        question = cap_question(request.question)
-        linked = await self._link(question, request.schema)
-        return self._result(
-            Role.GENERATE_SQL, self._compile(linked, request.schema, request.row_limit)
-        )
-
-    def _compile(self, linked: Linked, schema: SchemaCatalog, row_limit: int) -> GeneratedSql:
-        if linked.intent is None:
-            return GeneratedSql(None, "The question names nothing in this schema.")
-        try:
-            sql = compile_intent(linked.intent, schema, row_limit=row_limit)
-        except IntentError as exc:
-            return GeneratedSql(None, f"The linked intent does not compile: {exc}.")
-        return GeneratedSql(
-            sql, linked.restatement, tuple(linked.tables), linked.intent, linked.confidence
-        )
+        raise _offline(Role.GENERATE_SQL)
 
     async def repair_sql(self, request: RepairSqlRequest) -> LlmResult[GeneratedSql]:
-        question = cap_question(request.question)
-        fixed = _repair_names(request.sql, request.error, request.schema)
-        if fixed is not None and _normalise(fixed) != _normalise(request.sql):
-            repaired = GeneratedSql(
-                fixed, "Replaced a name the database did not know with the closest catalog name."
-            )
-            return self._result(Role.REPAIR_SQL, repaired)
-        fresh = self._compile(
-            await self._link(question, request.schema), request.schema, request.row_limit
-        )
-        if fresh.sql is not None and _normalise(fresh.sql) == _normalise(request.sql):
-            fresh = GeneratedSql(None, "The rule-based generator has no different query to offer.")
-        return self._result(Role.REPAIR_SQL, fresh)
-
-    # ---- linking with optional embeddings ------------------------------------------
-
-    async def _link(self, question: str, schema: SchemaCatalog) -> Linked:
-        similarity = await self._similarity(question, schema)
-        return SchemaLinker(schema, self._today, similarity, self._vocabulary(schema)).link(
-            question
-        )
-
-    def _vocabulary(self, schema: SchemaCatalog) -> Vocabulary:
-        """Built once per catalog: the SQL service sends the same catalog every call."""
-        vocabulary = self._vocabularies.get(schema)
-        if vocabulary is None:
-            vocabulary = Vocabulary(schema)
-            self._vocabularies[schema] = vocabulary
-            while len(self._vocabularies) > _CACHE_SIZE:
-                self._vocabularies.popitem(last=False)
-        self._vocabularies.move_to_end(schema)
-        return vocabulary
-
-    async def _similarity(self, question: str, schema: SchemaCatalog) -> dict[str, float]:
-        if self._embedder is None or not schema.tables:
-            return {}
-        descriptions = [table_description(t) for t in schema.tables]
-        key = hashlib.sha256("\n".join(descriptions).encode()).hexdigest()
-        try:
-            vectors = self._table_vectors.get(key)
-            if vectors is None:
-                embedded = await self._embedder.embed_queries(descriptions)
-                vectors = {t.name: v for t, v in zip(schema.tables, embedded, strict=True)}
-                self._table_vectors[key] = vectors
-                while len(self._table_vectors) > _CACHE_SIZE:
-                    self._table_vectors.popitem(last=False)
-            self._table_vectors.move_to_end(key)
-            (query_vector,) = await self._embedder.embed_queries([question])
-        except Exception as exc:  # fail open: lexical linking still works
-            _log.warning(
-                "schema linking embeddings unavailable; lexical only",
-                extra={"fields": {"cause": type(exc).__name__, "tables": len(schema.tables)}},
-            )
-            return {}
-        return {name: cosine(query_vector, vector) for name, vector in vectors.items()}
+        raise _offline(Role.REPAIR_SQL)
 
 
-def _normalise(sql: str) -> str:
-    return re.sub(r"\s+", " ", sql).strip().rstrip(";").lower()
-
-
-_MISSING_NAME = re.compile(
-    r'(column|relation|table)\s+"?([\w.]+)"?\s+does not exist'
-    r"|unknown (column|table)[:\s]+\"?([\w.]+)\"?"
-    r"|no such (column|table)[:\s]+\"?([\w.]+)\"?",
-    re.IGNORECASE,
-)
-
-
-def _repair_names(sql: str, error: str, schema: SchemaCatalog) -> str | None:
-    """Swap the unknown column or table named in ``error`` for its nearest catalog name."""
-    match = _MISSING_NAME.search(error)
-    if match is None:
-        return None
-    kind = (match.group(1) or match.group(3) or match.group(5) or "").lower()
-    bad = (match.group(2) or match.group(4) or match.group(6) or "").split(".")[-1]
-    try:
-        tree = sqlglot.parse_one(sql, dialect="postgres")
-    except sqlglot.errors.ParseError:
-        return None
-    if kind == "column":
-        tables = {t.name.lower() for t in tree.find_all(exp.Table)}
-        names = [c.name for t in schema.tables if t.name.lower() in tables for c in t.columns] or [
-            c.name for t in schema.tables for c in t.columns
-        ]
-        good = closest(bad, names, cutoff=0.6)
-        if good is None:
-            return None
-        for column in tree.find_all(exp.Column):
-            if column.name.lower() == bad.lower():
-                column.set("this", exp.to_identifier(good, quoted=True))
-    else:
-        good = closest(bad, [t.name for t in schema.tables], cutoff=0.6)
-        if good is None:
-            return None
-        for table in tree.find_all(exp.Table):
-            if table.name.lower() == bad.lower():
-                table.set("this", exp.to_identifier(good, quoted=True))
-        for column in tree.find_all(exp.Column):
-            if column.table.lower() == bad.lower():
-                column.set("table", exp.to_identifier(good, quoted=True))
-    return tree.sql(dialect="postgres")
+def _offline(role: Role) -> LlmUnavailable:
+    return LlmUnavailable(f"{role.value} is unavailable offline", cause=OFFLINE_SQL)

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from datetime import date
 
 from opentelemetry import trace
 
 from services.common._observability import Metrics
-from services.common.llm._deterministic import DeterministicProvider, utc_today
+from services.common.llm._deterministic import DeterministicProvider
 from services.common.llm._fallback import FallbackProvider
 from services.common.llm._gemini import GeminiProvider
-from services.common.llm._interface import Embedder, LlmProvider
+from services.common.llm._interface import LlmProvider
 from services.common.llm._observed import ObservedProvider
 from services.common.llm._settings import LlmSettings
 
@@ -21,11 +19,9 @@ _log = logging.getLogger(__name__)
 
 def create_provider(
     settings: LlmSettings,
-    embedder: Embedder | None = None,
     *,
     tracer: trace.Tracer | None = None,
     metrics: Metrics | None = None,
-    today: Callable[[], date] = utc_today,
     logger: logging.Logger | None = None,
 ) -> LlmProvider:
     """Gemini wrapped in the deterministic fallback when a key is set, else deterministic.
@@ -33,7 +29,7 @@ def create_provider(
     With a ``tracer`` every role call gets an ``llm.<role>`` span (and ``metrics`` its
     token and cost counts); Gemini's own per-request detail becomes an event on it.
     """
-    deterministic = DeterministicProvider(embedder=embedder, today=today)
+    deterministic = DeterministicProvider()
     if not settings.gemini_enabled:
         (logger or _log).info(
             "llm provider selected", extra={"fields": {"provider": deterministic.name}}

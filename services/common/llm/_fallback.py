@@ -18,6 +18,7 @@ from services.common.llm._interface import LlmProvider
 from services.common.llm._prompts import RoleRequest
 from services.common.llm._types import (
     Answer,
+    FollowUpRewrite,
     GeneratedSql,
     GenerateSqlRequest,
     Grade,
@@ -28,6 +29,7 @@ from services.common.llm._types import (
     PlanRequest,
     RepairSqlRequest,
     ReplanRequest,
+    ResolveFollowUpRequest,
     Rewrite,
     RewriteRequest,
     Role,
@@ -139,6 +141,16 @@ class FallbackProvider:
     async def repair_sql(self, request: RepairSqlRequest) -> LlmResult[GeneratedSql]:
         return await self._call(
             Role.REPAIR_SQL, request, self._primary.repair_sql, self._fallback.repair_sql
+        )
+
+    async def resolve_follow_up(
+        self, request: ResolveFollowUpRequest
+    ) -> LlmResult[FollowUpRewrite]:
+        return await self._call(
+            Role.RESOLVE_FOLLOW_UP,
+            request,
+            self._primary.resolve_follow_up,
+            self._fallback.resolve_follow_up,
         )
 
     async def synthesize(self, request: SynthesizeRequest) -> LlmResult[Answer]:

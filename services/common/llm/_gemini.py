@@ -25,6 +25,7 @@ from opentelemetry import trace
 from services.common._deadline import effective_timeout
 from services.common.llm._errors import LlmError, LlmOutputInvalid, LlmTimeout, LlmUnavailable
 from services.common.llm._fence import Fence, cap
+from services.common.llm._followup import FollowUpKind
 from services.common.llm._jsonrepair import JsonRepairError, parse_output
 from services.common.llm._prompts import Prompt, RoleRequest, build_prompt
 from services.common.llm._schema import SchemaViolation, json_schema
@@ -32,6 +33,7 @@ from services.common.llm._settings import LlmSettings
 from services.common.llm._types import (
     ROLE_TIERS,
     Answer,
+    FollowUpRewrite,
     GeneratedSql,
     GenerateSqlRequest,
     Grade,
@@ -42,6 +44,7 @@ from services.common.llm._types import (
     PlanRequest,
     RepairSqlRequest,
     ReplanRequest,
+    ResolveFollowUpRequest,
     Rewrite,
     RewriteRequest,
     Role,
@@ -59,6 +62,8 @@ from services.common.llm._types import (
 T = TypeVar("T")
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# A rewritten follow-up is one question: it may name a few members, never an essay.
+MAX_REWRITTEN_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -206,6 +211,22 @@ class GeminiProvider:
 
     async def repair_sql(self, request: RepairSqlRequest) -> LlmResult[GeneratedSql]:
         return await self._run(Role.REPAIR_SQL, request, GeneratedSql)
+
+    async def resolve_follow_up(
+        self, request: ResolveFollowUpRequest
+    ) -> LlmResult[FollowUpRewrite]:
+        kinds = {kind.value for kind in FollowUpKind}
+
+        def check(rewrite: FollowUpRewrite) -> str | None:
+            if rewrite.kind not in kinds:
+                return f"kind must be one of {sorted(kinds)}"
+            if not rewrite.question.strip():
+                return "question must not be empty"
+            if len(rewrite.question) > MAX_REWRITTEN_CHARS:
+                return f"question must be at most {MAX_REWRITTEN_CHARS} characters"
+            return None
+
+        return await self._run(Role.RESOLVE_FOLLOW_UP, request, FollowUpRewrite, check)
 
     async def synthesize(self, request: SynthesizeRequest) -> LlmResult[Answer]:
         return await self._run(Role.SYNTHESIZE, request, Answer)

@@ -6,6 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from services.common.llm._types import (
     Answer,
+    FollowUpRewrite,
     GeneratedSql,
     GenerateSqlRequest,
     Grade,
@@ -16,6 +17,7 @@ from services.common.llm._types import (
     PlanRequest,
     RepairSqlRequest,
     ReplanRequest,
+    ResolveFollowUpRequest,
     Rewrite,
     RewriteRequest,
     RouteDecision,
@@ -76,14 +78,12 @@ class LlmProvider(Protocol):
         """An answer stated only from the cited evidence."""
         ...
 
-    async def aclose(self) -> None:
-        """Release connections; the provider is unusable afterwards."""
+    async def resolve_follow_up(
+        self, request: ResolveFollowUpRequest
+    ) -> LlmResult[FollowUpRewrite]:
+        """A question asked in a conversation as a standalone one (or why it cannot be)."""
         ...
 
-
-class Embedder(Protocol):
-    """Query embeddings for schema linking (the embedding service's client fits this)."""
-
-    async def embed_queries(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text, in order."""
+    async def aclose(self) -> None:
+        """Release connections; the provider is unusable afterwards."""
         ...

@@ -32,6 +32,7 @@ from services.common.llm._errors import LlmError
 from services.common.llm._interface import LlmProvider
 from services.common.llm._types import (
     Answer,
+    FollowUpRewrite,
     GeneratedSql,
     GenerateSqlRequest,
     Grade,
@@ -42,6 +43,7 @@ from services.common.llm._types import (
     PlanRequest,
     RepairSqlRequest,
     ReplanRequest,
+    ResolveFollowUpRequest,
     Rewrite,
     RewriteRequest,
     Role,
@@ -169,6 +171,15 @@ class ObservedProvider:
     async def repair_sql(self, request: RepairSqlRequest) -> LlmResult[GeneratedSql]:
         return await self._call(
             Role.REPAIR_SQL, len(request.question), lambda: self._inner.repair_sql(request)
+        )
+
+    async def resolve_follow_up(
+        self, request: ResolveFollowUpRequest
+    ) -> LlmResult[FollowUpRewrite]:
+        return await self._call(
+            Role.RESOLVE_FOLLOW_UP,
+            len(request.question),
+            lambda: self._inner.resolve_follow_up(request),
         )
 
     async def synthesize(self, request: SynthesizeRequest) -> LlmResult[Answer]:

@@ -52,27 +52,6 @@ FILLER = frozenset(
     )
 )
 
-NUMBER_WORDS: dict[str, int] = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "dozen": 12,
-    "fifteen": 15,
-    "twenty": 20,
-    "thirty": 30,
-    "fifty": 50,
-    "hundred": 100,
-}
-
 # Groups of interchangeable business words; a member links to or expands to the others.
 THESAURUS: tuple[tuple[str, ...], ...] = (
     ("company", "account", "customer", "client", "firm", "organization", "organisation"),
@@ -113,14 +92,6 @@ class Token:
     start: int
     end: int
 
-    @property
-    def is_number(self) -> bool:
-        return parse_number(self.raw) is not None
-
-    @property
-    def capitalised(self) -> bool:
-        return self.raw[:1].isupper()
-
 
 def tokenize(text: str) -> list[Token]:
     """Words and numbers of ``text`` in order; possessive ``'s`` is dropped."""
@@ -158,21 +129,6 @@ def stem(word: str) -> str:
     return w
 
 
-def parse_number(raw: str) -> float | None:
-    """``50k`` → 50000, ``$1.5m`` → 1500000, ``1,200`` → 1200, ``ten`` → 10."""
-    low = raw.lower().lstrip("$").replace(",", "")
-    if low in NUMBER_WORDS:
-        return float(NUMBER_WORDS[low])
-    multiplier = 1.0
-    if low[-1:] in ("k", "m", "b") and low[:-1]:
-        multiplier = {"k": 1e3, "m": 1e6, "b": 1e9}[low[-1]]
-        low = low[:-1]
-    try:
-        return float(low) * multiplier
-    except ValueError:
-        return None
-
-
 def is_content(token: Token) -> bool:
     """A token that carries topic: not a stopword, not filler, not punctuation-like."""
     return token.low not in STOPWORDS and token.low not in FILLER and len(token.low) > 1
@@ -205,16 +161,6 @@ def closest(word: str, vocabulary: list[str], cutoff: float = 0.85) -> str | Non
     stems = {stem(v): v for v in vocabulary if len(stem(v)) >= 4}
     match = difflib.get_close_matches(target, list(stems), n=1, cutoff=cutoff)
     return stems[match[0]] if match else None
-
-
-def closest_stem(word: str, stems: list[str], cutoff: float = 0.85) -> str | None:
-    """The entry of ``stems`` (already stemmed) one typo away from ``word``'s stem."""
-    target = stem(word)
-    if len(target) < 4:
-        return None
-    candidates = [s for s in stems if len(s) >= 4]
-    match = difflib.get_close_matches(target, candidates, n=1, cutoff=cutoff)
-    return match[0] if match else None
 
 
 def synonyms(word: str) -> tuple[str, ...]:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
 
+from services.common.llm._followup import PriorTurn
+
 
 class Role(StrEnum):
     """The jobs the engines hand to a language model."""
@@ -25,6 +27,7 @@ class Role(StrEnum):
     GENERATE_SQL = "generate_sql"
     REPAIR_SQL = "repair_sql"
     SYNTHESIZE = "synthesize"
+    RESOLVE_FOLLOW_UP = "resolve_follow_up"
 
 
 class Tier(StrEnum):
@@ -112,6 +115,8 @@ ROLE_TIERS: dict[Role, Tier] = {
     Role.GENERATE_SQL: Tier.STRONG,
     Role.REPAIR_SQL: Tier.STRONG,
     Role.SYNTHESIZE: Tier.STRONG,
+    # A rewrite of one short question against a few turns: the cheap model suffices.
+    Role.RESOLVE_FOLLOW_UP: Tier.FAST,
 }
 
 Scalar = str | int | float | bool
@@ -288,11 +293,24 @@ class RewriteRequest:
 
 
 @dataclass(frozen=True)
+class ResolveFollowUpRequest:
+    """Turn a question asked inside a conversation into a standalone one, given the
+    conversation's last turns (oldest first; already bounded)."""
+
+    question: str
+    history: tuple[PriorTurn, ...] = ()
+
+
+@dataclass(frozen=True)
 class UnderstandSqlRequest:
     """Restate a database question as an intent."""
 
     question: str
     schema: SchemaCatalog
+    # Business definitions (glossary lines) and the caller's free-text rules: data for
+    # the prompt, fenced like the question.
+    definitions: tuple[str, ...] = ()
+    instructions: str = ""
 
 
 @dataclass(frozen=True)
@@ -302,6 +320,17 @@ class IdentifyTablesRequest:
     question: str
     schema: SchemaCatalog
     understanding: str = ""
+    definitions: tuple[str, ...] = ()
+    instructions: str = ""
+
+
+@dataclass(frozen=True)
+class SqlExample:
+    """A confirmed question and the statement a person confirmed for it (a few-shot
+    example: data for the model, fenced like the question)."""
+
+    question: str
+    sql: str
 
 
 @dataclass(frozen=True)
@@ -313,6 +342,10 @@ class GenerateSqlRequest:
     tables: tuple[str, ...] = ()
     understanding: str = ""
     row_limit: int = 50
+    definitions: tuple[str, ...] = ()
+    instructions: str = ""
+    # Confirmed pairs nearest to the question, most similar first.
+    examples: tuple[SqlExample, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -325,6 +358,8 @@ class RepairSqlRequest:
     error: str
     attempt: int = 1
     row_limit: int = 50
+    definitions: tuple[str, ...] = ()
+    instructions: str = ""
 
 
 @dataclass(frozen=True)
@@ -425,6 +460,16 @@ class Grade:
     score: float
     passages: tuple[PassageGrade, ...] = ()
     missing_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FollowUpRewrite:
+    """A proposed standalone question: ``kind`` is a FollowUpKind value; ``reason`` says
+    what a reference pointed at that the history does not hold (kind "unresolved")."""
+
+    kind: str
+    question: str
+    reason: str = ""
 
 
 @dataclass(frozen=True)

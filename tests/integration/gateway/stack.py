@@ -14,11 +14,14 @@ from typing import Any
 import grpc
 
 from gateway import ApiKeys, GatewaySettings, TokenBuckets
+from gateway._conversations import ConversationStore, app_conninfo
 from gateway._server import GatewayDeps, create_server, migrations, ready
 from services.common import Database, GrpcServer, RuntimeInterceptor, Telemetry, create_channel
 from services.retrieval import RetrievalSettings
 from services.retrieval._server import RetrievalDeps, build_servicer, open_database
 from services.sql import SqlSettings, TargetConfig, ensure_warehouse
+from services.sql._answers import MemorySettings, open_memory
+from services.sql._memory import GrpcQuestionEmbedder
 from services.sql._server import SqlDeps, build_deps
 from services.sql._server import create_server as create_sql_server
 from services.sql._server import ready as sql_ready
@@ -41,6 +44,7 @@ class Gateway:
     keys: ApiKeys
     database: Database
     channels: list[grpc.aio.Channel] = field(default_factory=list)
+    conversations: ConversationStore | None = None
 
     @property
     def address(self) -> str:
@@ -54,6 +58,8 @@ class Gateway:
         await self.server.stop(0)
         for channel in self.channels:
             await channel.close()
+        if self.conversations is not None:
+            await self.conversations.close()
         await self.database.close()
 
 
@@ -65,6 +71,7 @@ async def start_gateway(
     retrieval_addr: str,
     sql_addr: str,
     settings: GatewaySettings | None = None,
+    conversations: bool = True,
 ) -> Gateway:
     settings = replace(
         settings or GatewaySettings(rate_per_s=1000.0, burst=1000.0),
@@ -75,6 +82,14 @@ async def start_gateway(
     database = Database(pg_url, min_size=1, max_size=4, vector=False)
     await database.open(migrations())
     keys = ApiKeys(database, PEPPER)
+    store: ConversationStore | None = None
+    if conversations:
+        # As in production: the row-level-security role, never the owner.
+        store = ConversationStore(
+            Database(app_conninfo(pg_url), owner_conninfo=pg_url, max_size=2, vector=False),
+            retention_days=settings.conversation_retention_days,
+        )
+        await store.open()
     channels = [create_channel(a) for a in (router_addr, retrieval_addr, sql_addr)]
     deps = GatewayDeps(
         settings=settings,
@@ -83,17 +98,21 @@ async def start_gateway(
         router_channel=channels[0],
         retrieval_channel=channels[1],
         sql_channel=channels[2],
+        conversations=store,
     )
     server, servicer = await create_server(server_settings("gateway"), telemetry, deps)
     await ready(server, servicer, deps)
     client = grpc.aio.insecure_channel(server.address)
-    return Gateway(server, gpb_grpc.GatewayServiceStub(client), keys, database, [*channels, client])
+    return Gateway(
+        server, gpb_grpc.GatewayServiceStub(client), keys, database, [*channels, client], store
+    )
 
 
 @dataclass
 class Sql:
     server: GrpcServer
     deps: SqlDeps
+    channels: list[grpc.aio.Channel] = field(default_factory=list)
 
     @property
     def address(self) -> str:
@@ -102,22 +121,40 @@ class Sql:
     async def close(self) -> None:
         await self.server.stop(0)
         await self.deps.close()
+        for channel in self.channels:
+            await channel.close()
 
 
 _WAREHOUSE_LOCK = asyncio.Lock()
 
 
-async def start_sql(pg_url: str, telemetry: Telemetry) -> Sql:
-    """The real SQL service over the demo warehouse in the embedded server."""
+async def start_sql(
+    pg_url: str,
+    telemetry: Telemetry,
+    *,
+    as_configured: bool = False,
+    embedding_addr: str | None = None,
+) -> Sql:
+    """The real SQL service over the demo warehouse in the embedded server, open to every
+    tenant; ``as_configured``: set up exactly as the service does it from its settings
+    (the demo warehouse then serves tenant ``demo`` only); ``embedding_addr``: with the
+    answer memory on, in ``pg_url``'s database, embedding through that service."""
     async with _WAREHOUSE_LOCK:
         warehouse = await ensure_warehouse(pg_url)
-    settings = SqlSettings(reference_date=date(2025, 6, 30))
+    settings = SqlSettings(admin_url=pg_url, reference_date=date(2025, 6, 30))
+    everyone = [TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({"*"}))]
+    memory = None
+    channels: list[grpc.aio.Channel] = []
+    if embedding_addr is not None:
+        channels.append(create_channel(embedding_addr))
+        store = await open_memory(pg_url, settings.data_dir, MemorySettings())
+        memory = (store, GrpcQuestionEmbedder(channels[0]))
     deps = await build_deps(
-        settings, telemetry, configs=[TargetConfig("warehouse", warehouse.reader_url)]
+        settings, telemetry, configs=None if as_configured else everyone, memory=memory
     )
     server, servicer = await create_sql_server(server_settings("sql"), telemetry)
     await sql_ready(server, servicer, deps)
-    return Sql(server, deps)
+    return Sql(server, deps, channels)
 
 
 def router_available() -> bool:

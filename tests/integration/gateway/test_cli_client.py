@@ -78,6 +78,14 @@ async def test_ingest_then_search_with_progress_on_stderr(cli_env, pg_url, capsy
     )
     (docs / "policy.txt").write_text("Refunds are issued within thirty days of purchase.\n")
     (docs / "image.png").write_bytes(b"\x89PNG")
+    # A dry run says what it would write, document by document, and writes nothing.
+    assert await tandem("ingest", str(docs), "--api-key", key, "--dry-run") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("2 documents: 2 included") and "would write 0 " not in lines[0]
+    planned = [line for line in lines[1:] if line.startswith("  would write ")]
+    assert len(planned) == 2 and all(" 0 chunks" not in line for line in planned)
+    assert {line.rsplit("/", 1)[-1] for line in planned} == {"kestrel.md", "policy.txt"}
+    assert sum(int(line.split()[2]) for line in planned) == int(lines[0].split()[-2])
     assert await tandem("ingest", str(docs), "--api-key", key, "--category", "notes") == 0
     out, err = capsys.readouterr()
     assert "2 documents: 2 included" in out

@@ -1,7 +1,8 @@
-"""The full-text side's bounded cost: exact per-tenant word statistics kept by triggers,
-and a search that reads chunks in tiers (all the words, all but one, all but two, then
-the rarest words) and at most ``RETRIEVAL_SPARSE_CANDIDATES`` of them — identical to the
-unbounded search whenever the budget is not hit (golden set), bounded when it is."""
+"""The full-text side's bounded cost: exact per-tenant statistics kept by triggers (each
+word's chunk count, the tenant's chunk and word totals), and a search that reads the
+chunks holding every query word, then those holding its rarest words, at most
+``RETRIEVAL_SPARSE_CANDIDATES`` of them — exact BM25 whenever the budget is not hit
+(golden set), bounded when it is."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from services.retrieval import RetrievalSettings
 from services.retrieval._repository import app_conninfo
 from tandem.v1 import retrieval_service_pb2 as pb
+from tests.integration.retrieval.bm25_reference import bm25, chunk_words, text_words
 from tests.integration.retrieval.stack import (
     EmbeddingService,
     Retrieval,
@@ -37,12 +39,29 @@ _RECOUNTED = """
     WHERE c.tenant_id = %s GROUP BY l.lexeme ORDER BY l.lexeme"""
 
 
+# BM25's corpus totals: chunks and word occurrences (positions) of the tenant.
+_CORPUS_STORED = "SELECT chunks, tokens FROM retrieval_corpus_stats WHERE tenant_id = %s"
+_CORPUS_RECOUNTED = """
+    SELECT count(*), (SELECT sum(coalesce(array_length(u.positions, 1), 1))
+                      FROM retrieval_chunks d CROSS JOIN LATERAL unnest(d.tsv) AS u
+                      WHERE d.tenant_id = %(t)s)
+    FROM retrieval_chunks c WHERE c.tenant_id = %(t)s HAVING count(*) > 0"""
+
+
 def _terms(pg_url: str, tenant: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """(stored counts, counts recomputed from the chunks) for one tenant."""
     with psycopg.connect(pg_url) as conn:
         stored = [tuple(r) for r in conn.execute(_STORED, (tenant,)).fetchall()]
         recounted = [tuple(r) for r in conn.execute(_RECOUNTED, (tenant,)).fetchall()]
     return stored, recounted
+
+
+def _totals(pg_url: str, tenant: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+    """(stored, recomputed) (chunks, word occurrences) of one tenant; None when empty."""
+    with psycopg.connect(pg_url) as conn:
+        stored = conn.execute(_CORPUS_STORED, (tenant,)).fetchone()
+        recounted = conn.execute(_CORPUS_RECOUNTED, {"t": tenant}).fetchone()
+    return (tuple(stored) if stored else None), (tuple(recounted) if recounted else None)
 
 
 def _doc(doc_id: str, text: str, title: str = "") -> pb.DocumentInput:
@@ -93,19 +112,25 @@ async def test_word_counts_follow_ingest_replacement_and_deletion(retrieval, pg_
     stored, recounted = _terms(pg_url, tenant)
     assert stored == recounted
     assert dict(stored)["renew"] == 3 and dict(stored)["zephyrin"] == 1
+    totals, recomputed = _totals(pg_url, tenant)
+    assert totals == recomputed and totals is not None and totals[0] == 3
     # A changed document's chunks are replaced: its old words are subtracted.
     await ingest(retrieval.stub, tenant, [_doc("a", "Quarterly business review agenda.")])
     stored, recounted = _terms(pg_url, tenant)
     assert stored == recounted
     assert "zephyrin" not in dict(stored) and dict(stored)["renew"] == 2
+    assert _totals(pg_url, tenant)[0] == _totals(pg_url, tenant)[1]
     await retrieval.stub.DeleteDocument(pb.DeleteDocumentRequest(tenant_id=tenant, document_id="b"))
     stored, recounted = _terms(pg_url, tenant)
     assert stored == recounted and dict(stored)["renew"] == 1
+    totals, recomputed = _totals(pg_url, tenant)
+    assert totals == recomputed and totals is not None and totals[0] == 2
     for doc_id in ("a", "c"):
         await retrieval.stub.DeleteDocument(
             pb.DeleteDocumentRequest(tenant_id=tenant, document_id=doc_id)
         )
     assert _terms(pg_url, tenant) == ([], [])
+    assert _totals(pg_url, tenant) == (None, None)
 
 
 async def test_concurrent_ingests_of_shared_words_neither_deadlock_nor_miscount(retrieval, pg_url):
@@ -132,6 +157,8 @@ async def test_concurrent_ingests_of_shared_words_neither_deadlock_nor_miscount(
     stored, recounted = _terms(pg_url, tenant)
     assert stored == recounted
     assert dict(stored)["renew"] == 36
+    totals, recomputed = _totals(pg_url, tenant)
+    assert totals == recomputed and totals is not None and totals[0] == 36
 
 
 async def test_word_counts_are_tenant_private_and_go_with_the_tenant(retrieval, pg_url):
@@ -144,10 +171,12 @@ async def test_word_counts_are_tenant_private_and_go_with_the_tenant(retrieval, 
         leaked = conn.execute(
             "SELECT count(*) FROM retrieval_terms WHERE lexeme = 'zephyrin'"
         ).fetchone()
-    assert seen == {tenant_b} and leaked == (0,)
+        totals = {r[0] for r in conn.execute("SELECT tenant_id FROM retrieval_corpus_stats")}
+    assert seen == {tenant_b} and leaked == (0,) and totals == {tenant_b}
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant_a,))
     assert _terms(pg_url, tenant_a) == ([], [])
+    assert _totals(pg_url, tenant_a) == (None, None)
 
 
 async def test_chunk_text_cannot_be_updated_in_place(retrieval, pg_url):
@@ -179,54 +208,41 @@ async def test_the_budget_bounds_rows_read_and_reads_the_best_tier_first(
     # One common word: every match is read unbounded, at most 3 bounded.
     assert len(await search(unbounded.stub, "renewal", SPARSE)) == 13
     assert len(await search(bounded.stub, "renewal", SPARSE)) == 3
-    # Chunks holding every word are read first, so the budget never drops them.
+    # Chunks holding every word are read first, so the budget never drops them; past
+    # them only the rare word's chunks are read (the common word's 13 exceed the budget).
     for mode in (SPARSE, HYBRID):
-        hits = await search(bounded.stub, "renewal Zephyrine", mode)
-        assert hits[0] == "zeph" and len(hits) == 3
+        assert await search(bounded.stub, "renewal Zephyrine", mode) == ["zeph"]
         hits = await search(unbounded.stub, "renewal Zephyrine", mode)
         assert hits[0] == "zeph" and len(hits) == 13
-    # Three words: hybrid needs two, which only "zeph" holds, bounded or not.
+    # Three words: the one chunk holding them all ranks first, bounded or not.
     for stub in (bounded.stub, unbounded.stub):
-        assert await search(stub, "renewal Zephyrine contract", HYBRID) == ["zeph"]
+        assert (await search(stub, "renewal Zephyrine contract", HYBRID))[0] == "zeph"
     # A word no chunk contains reads nothing.
     assert await search(bounded.stub, "Quixotic", SPARSE) == []
 
 
-# The full-text ranking by its definition, reading and ranking every match: at least
-# ``required`` of the query's words, most words matched first, then ts_rank_cd.
-_EXHAUSTIVE = r"""
-WITH words AS (
-    SELECT DISTINCT plainto_tsquery('english', w) AS q
-    FROM regexp_split_to_table(%(text)s, '\s+') AS w
-    WHERE numnode(plainto_tsquery('english', w)) > 0
-), query AS (
-    SELECT string_agg('(' || q::text || ')', ' | ')::tsquery AS tsq, array_agg(q) AS terms,
-           greatest(1, ceil(count(*) * %(coverage)s))::int AS required
-    FROM words
-)
-SELECT c.chunk_id::text
-FROM retrieval_chunks c CROSS JOIN query q
-CROSS JOIN LATERAL (SELECT count(*) AS n FROM unnest(q.terms) AS t WHERE c.tsv @@ t) AS m
-WHERE c.tenant_id = %(tenant)s AND c.tsv @@ q.tsq AND m.n >= q.required
-ORDER BY m.n DESC, ts_rank_cd(c.tsv, q.tsq, 32) DESC, c.chunk_id
-LIMIT 50"""
-
-
-async def test_within_the_budget_the_ranking_equals_an_exhaustive_one(retrieval, pg_url):
+async def test_within_the_budget_the_ranking_equals_an_exhaustive_bm25(retrieval, pg_url):
+    """The golden set's chunks fit in the budget: every match is read and scored."""
     dataset, tenant = await ingest_golden_set(retrieval.stub, pg_url)
-    differing = []
     with psycopg.connect(pg_url) as conn:
-        for query in dataset.queries:
-            for mode, coverage in ((HYBRID, 0.5), (SPARSE, 0.0)):
-                params = {"text": query["text"], "coverage": coverage, "tenant": tenant}
-                expected = [r[0] for r in conn.execute(_EXHAUSTIVE, params).fetchall()]
-                reply = await retrieval.stub.Search(
-                    pb.SearchRequest(tenant_id=tenant, query=query["text"], mode=mode, top_k=50)
-                )
-                ranked = sorted((h.sparse_rank, h.chunk_id) for h in reply.hits if h.sparse_rank)
-                want = [(rank, expected[rank - 1]) for rank, _ in ranked]
-                if ranked != want or (mode == SPARSE and len(ranked) != len(expected)):
-                    differing.append((query["_id"], pb.SearchMode.Name(mode)))
+        chunks = chunk_words(conn, tenant)
+        expected = {
+            q["_id"]: bm25(chunks, text_words(conn, q["text"]), 1.2, 0.75, 5.0)
+            for q in dataset.queries
+        }
+    differing = []
+    for query in dataset.queries:
+        reply = await retrieval.stub.Search(
+            pb.SearchRequest(tenant_id=tenant, query=query["text"], mode=SPARSE, top_k=50)
+        )
+        found = [(h.chunk_id, h.sparse_score) for h in reply.hits]
+        best = sorted(expected[query["_id"]].items(), key=lambda item: -item[1])[:50]
+        if len(found) != len(best) or any(
+            abs(f[1] - e[1]) > 1e-6
+            or expected[query["_id"]].get(f[0], -1.0) != pytest.approx(f[1], abs=1e-6)
+            for f, e in zip(found, best, strict=True)
+        ):
+            differing.append(query["_id"])
     assert not differing
 
 

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 import grpc
+import psycopg
 import pytest
 from google.protobuf import struct_pb2
 from opentelemetry.trace import StatusCode
@@ -15,6 +16,7 @@ from services.retrieval.eval import evaluate
 from tandem.v1 import common_pb2
 from tandem.v1 import retrieval_service_pb2 as pb
 from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
+from tests.integration.retrieval import bm25_reference as reference
 from tests.integration.retrieval.corpus import DOCUMENTS, IDENTIFIER_QUERY, PARAPHRASE_QUERY
 from tests.integration.retrieval.stack import (
     PgProxy,
@@ -52,7 +54,7 @@ async def loaded(retrieval, pg_url):
     return tenant
 
 
-async def test_hybrid_finds_an_exact_identifier_that_dense_search_misses(retrieval, loaded):
+async def test_hybrid_finds_an_exact_identifier_that_dense_search_misses(retrieval, loaded, pg_url):
     dense = await _search(retrieval.stub, loaded, IDENTIFIER_QUERY, DENSE, top_k=1)
     sparse = await _search(retrieval.stub, loaded, IDENTIFIER_QUERY, SPARSE, top_k=1)
     hybrid = await _search(retrieval.stub, loaded, IDENTIFIER_QUERY, HYBRID, top_k=1)
@@ -61,7 +63,15 @@ async def test_hybrid_finds_an_exact_identifier_that_dense_search_misses(retriev
     assert _ids(hybrid) == ["incident-review"]
     hit = hybrid.hits[0]
     assert hit.sparse_rank == 1 and hit.dense_rank > 1
-    assert hit.fused_score == pytest.approx(1 / 61 + 1 / (60 + hit.dense_rank))
+    with psycopg.connect(pg_url) as conn:
+        chunks = reference.chunk_words(conn, loaded)
+        weight, top = reference.sparse_guard(chunks, reference.text_words(conn, IDENTIFIER_QUERY))
+    # Only that chunk holds both "inc" and "-48213": a conclusive full-text match, whose
+    # first hit counts double, where the ticket-format note ranked first by the dense side
+    # also holds "INC".
+    assert (weight, top) == (1.0, 2.0)
+    k = RetrievalSettings().rrf_k
+    assert hit.fused_score == pytest.approx(top / (k + 1) + 1 / (k + hit.dense_rank))
     assert hit.score == hit.fused_score
 
 

@@ -131,6 +131,19 @@ class RecordingSql(spb_grpc.SqlServiceServicer):
         )
         return result
 
+    # The answer memory's RPCs: the router never calls them; delegated unrecorded.
+    async def TeachSql(self, request: Any, context: Any) -> Any:
+        return await self._real.TeachSql(request, context)
+
+    async def ListConfirmedPairs(self, request: Any, context: Any) -> Any:
+        return await self._real.ListConfirmedPairs(request, context)
+
+    async def DeleteConfirmedPair(self, request: Any, context: Any) -> Any:
+        return await self._real.DeleteConfirmedPair(request, context)
+
+    async def SubmitFeedback(self, request: Any, context: Any) -> Any:
+        return await self._real.SubmitFeedback(request, context)
+
 
 @dataclass
 class Engines:
@@ -175,7 +188,12 @@ async def start_engines(
     await retrieval.set_serving(True)
 
     sql_deps: SqlDeps = await build_sql_deps(
-        SqlSettings(), telemetry, configs=[TargetConfig("warehouse", reader_url), *extra_targets]
+        SqlSettings(),
+        telemetry,
+        configs=[
+            TargetConfig("warehouse", reader_url, tenants=frozenset({"*"})),
+            *extra_targets,
+        ],
     )
     sql_log = CallLog()
     sql = GrpcServer(server_settings("sql"), telemetry)

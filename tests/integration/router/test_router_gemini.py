@@ -23,15 +23,13 @@ NOTES = {"id": "s1", "tool": "semantic_search", "query": "onboarding call notes"
 RELEVANT = {"relevant": True, "score": 0.9, "passages": [], "missing_terms": []}
 
 
-def bad_intent(step_id: str, table: str) -> dict[str, Any]:
-    """A structured intent over a table the warehouse does not have: the SQL service
-    rejects it (INVALID_ARGUMENT, INVALID_INTENT)."""
+def bad_question(step_id: str, table: str) -> dict[str, Any]:
+    """A SQL question the SQL service will not answer (it only reads): the step fails."""
     return {
         "id": step_id,
-        "tool": "sql_intent",
-        "query": f"count {table}",
+        "tool": "sql_question",
+        "query": f"Drop the {table} table",
         "depends_on": [],
-        "intent": {"kind": "count", "table": table},
     }
 
 
@@ -72,7 +70,7 @@ def _ask(tenant: str, question: str, **options: Any) -> pb.AskRequest:
 async def test_failed_second_step_is_replanned_and_the_first_never_rerun(
     gemini_router: RouterStack, engines: Engines, fake_gemini: FakeGemini, tenant: str
 ) -> None:
-    fake_gemini.script("plan", Reply.json({"steps": [NOTES, bad_intent("s2", "widgets")]}))
+    fake_gemini.script("plan", Reply.json({"steps": [NOTES, bad_question("s2", "widgets")]}))
     replacement = {
         "id": "s3",
         "tool": "sql_question",
@@ -103,10 +101,10 @@ async def test_failed_second_step_is_replanned_and_the_first_never_rerun(
     }
     assert answer.replans == 1 and answer.plan.revision == 1
     assert engines.retrieval_log.count("Search") == 1  # s1's service: exactly one call
-    assert engines.sql_log.count("RunIntent") == 1
-    assert engines.sql_log.count("AskQuestion") == 1
+    assert engines.sql_log.count("AskQuestion") == 2  # s2 refused, then s3
+    assert engines.sql_log.count("RunIntent") == 0
     failed = next(s for s in answer.trajectory if s.step_id == "s2")
-    assert failed.failure_reason == "INVALID_INTENT"
+    assert failed.failure_reason == "STEP_FAILED"
     assert answer.outcome == pb.ANSWER_OUTCOME_ANSWERED
     carried = {s.step_id: s.status for s in answer.plan.steps}
     assert carried["s1"] == pb.STEP_STATUS_SUCCEEDED
@@ -123,11 +121,11 @@ async def test_failed_second_step_is_replanned_and_the_first_never_rerun(
 async def test_after_two_failed_replans_the_answer_is_partial_with_a_disclaimer(
     gemini_router: RouterStack, engines: Engines, fake_gemini: FakeGemini, tenant: str
 ) -> None:
-    fake_gemini.script("plan", Reply.json({"steps": [NOTES, bad_intent("s2", "widgets")]}))
+    fake_gemini.script("plan", Reply.json({"steps": [NOTES, bad_question("s2", "widgets")]}))
     fake_gemini.script(
         "replan",
-        Reply.json({"steps": [bad_intent("s3", "gadgets")]}),
-        Reply.json({"steps": [bad_intent("s4", "gizmos")]}),
+        Reply.json({"steps": [bad_question("s3", "gadgets")]}),
+        Reply.json({"steps": [bad_question("s4", "gizmos")]}),
     )
     fake_gemini.script("grade", Reply.json(RELEVANT))
     fake_gemini.script("synthesize", answer_citing("1"))
@@ -146,7 +144,8 @@ async def test_after_two_failed_replans_the_answer_is_partial_with_a_disclaimer(
     assert cpb.DEGRADATION_REASON_REPLAN_LIMIT_REACHED in reasons
     assert 0 < answer.confidence <= 0.5
     assert engines.retrieval_log.count("Search") == 1
-    assert engines.sql_log.count("RunIntent") == 3
+    assert engines.sql_log.count("AskQuestion") == 3
+    assert engines.sql_log.count("RunIntent") == 0
     assert answer.citations and answer.citations[0].chunk_id
 
 

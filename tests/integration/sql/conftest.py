@@ -46,7 +46,7 @@ async def open_pool() -> AsyncIterator[PoolFactory]:
     targets: list[Target] = []
 
     async def make(url: str) -> psycopg_pool.AsyncConnectionPool[Any]:
-        target = Target(TargetConfig("t", url), pool_max_size=2)
+        target = Target(TargetConfig("t", url, tenants=frozenset({"*"})), pool_max_size=2)
         await target.pool.open(wait=True, timeout=10)
         targets.append(target)
         return target.pool
@@ -58,7 +58,9 @@ async def open_pool() -> AsyncIterator[PoolFactory]:
 
 @pytest.fixture
 async def reader_target(warehouse: Warehouse) -> AsyncIterator[Target]:
-    target = Target(TargetConfig("warehouse", warehouse.reader_url), pool_max_size=2)
+    target = Target(
+        TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({"*"})), pool_max_size=2
+    )
     assert await target.open()
     yield target
     await target.close()

@@ -24,5 +24,6 @@ async def test_golden_set_accuracy(reader_target):
     engine = make_engine(TargetRegistry([reader_target], "warehouse"), ask=pipeline)
     report = await evaluate(engine, golden)
     assert report["gold_rejected"] == 0
-    assert report["execution_accuracy"] >= 0.7, render(report)
+    # Measured 0.959 (94 of 98) with the schema linker in front; a drop of two fails.
+    assert report["execution_accuracy"] >= 0.94, render(report)
     assert "overall" in render(report)

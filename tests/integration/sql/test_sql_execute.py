@@ -148,3 +148,43 @@ async def test_legitimate_reads_on_warehouse_tables_run_as_written(engine, reade
             continue
         assert len(original) == len(executed.result.rows) or executed.result.truncated, sql
     assert ran >= 50 and columns
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT name FROM companies WHERE company_id = 1 ,",
+        "SELECT name FROM companies WHERE name = '' ''",
+    ],
+)
+async def test_text_postgres_refuses_never_runs_repaired(engine, sql):
+    """sqlglot reads these (dropping the comma, joining the literals); Postgres does not,
+    so the regenerated statement must not run in their place."""
+    assert engine.gate(sql, await engine.targets.get("").get_catalog()).valid
+    with pytest.raises(InvalidArgument) as err:
+        await engine.execute("acme", "", sql)
+    assert (err.value.reason, err.value.metadata) == ("SQL_DATABASE_ERROR", {"sqlstate": "42601"})
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT count(*) AS n FROM companies; -- note",
+        "SELECT count(*) AS n FROM companies;  \n",
+        "SELECT count(*) AS n FROM companies; /* checked */",
+    ],
+)
+async def test_trailing_comment_after_final_semicolon_runs(engine, sql):
+    executed = await engine.execute("acme", "", sql)
+    assert len(executed.result.rows) == 1 and executed.result.rows[0].values[0].int_value > 0
+
+
+async def test_acceptance_check_leaves_the_connection_clean(engine, reader_target):
+    """The check's search path and prepared statement do not outlive it."""
+    for _ in range(3):
+        await engine.execute("acme", "", "SELECT name FROM regions")
+    async with reader_target.pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) FROM pg_prepared_statements")
+        assert await cur.fetchone() == (0,)
+        cur = await conn.execute("SHOW search_path")
+        assert await cur.fetchone() == ("pg_catalog",)

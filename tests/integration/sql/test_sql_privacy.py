@@ -71,7 +71,7 @@ async def start(warehouse: Warehouse) -> AsyncIterator[Any]:
             SETTINGS,
             sink.telemetry,
             generator=generator,
-            configs=[TargetConfig("warehouse", warehouse.reader_url)],
+            configs=[TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({"*"}))],
         )
         server, servicer = await create_server(server_settings("sql"), sink.telemetry)
         await ready(server, servicer, deps)
@@ -113,6 +113,28 @@ async def test_asking_with_a_canary_in_the_question(start):
     assert reply.outcome and listed.outcome
     names = _check(running, canary, logs)
     assert {"sql.ask", "sql.understand", "sql.identify_tables", "sql.generate", "sql.gate"} <= names
+
+
+async def test_asking_with_a_canary_in_the_instructions(start):
+    running = await start()
+    canary = new_canary()
+    rules = (
+        f"A {canary} company means industry = '{canary}'. "
+        f"{canary} rate = SUM(amount) / NULLIF(COUNT(*), 0). Ignore {canary} entirely."
+    )
+    with captured_logs() as logs:
+        reply = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(
+                tenant_id=TENANT,
+                question=f"How many {canary} companies are there?",
+                instructions=rules,
+            )
+        )
+    assert reply.outcome
+    names = _check(running, canary, logs)
+    assert {"sql.ask", "sql.understand", "sql.generate"} <= names
+    ask = next(s for s in running.sink.spans.get_finished_spans() if s.name == "sql.ask")
+    assert (ask.attributes or {}).get("sql.instructions.length") == len(rules)
 
 
 async def test_gate_rejections_and_database_errors_with_canary_literals(start):

@@ -49,7 +49,7 @@ async def count_last_quarter(pg_url: str, warehouse: Warehouse) -> AsyncIterator
         channel = grpc.aio.insecure_channel(server.address)
         closers.extend([deps.close, lambda: server.stop(0), channel.close])
         reply = await pb_grpc.SqlServiceStub(channel).AskQuestion(
-            pb.AskQuestionRequest(tenant_id="acme", question=QUESTION), timeout=30
+            pb.AskQuestionRequest(tenant_id="demo", question=QUESTION), timeout=30
         )
         assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
         (row,) = reply.result.rows
@@ -90,6 +90,7 @@ async def test_a_warehouse_the_service_did_not_set_up_keeps_today(
     )
     expected = _won_between(owner, last_start.isoformat(), quarter_start.isoformat())
     configured = await count_last_quarter(
-        SqlSettings(), configs=[TargetConfig("warehouse", warehouse.reader_url)]
+        SqlSettings(),
+        configs=[TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({"demo"}))],
     )
     assert configured == expected

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from services.common import apply_migrations
-from services.sql import demo_data, ensure_warehouse, introspect, write_capabilities
+from services.sql import demo_data, ensure_warehouse, introspect, role_capabilities
 from services.sql._warehouse import SCHEMA, database_url
 
 pytestmark = pytest.mark.integration
@@ -75,7 +75,7 @@ async def test_every_table_and_column_is_commented(warehouse):
 
 async def test_reader_role_holds_select_only(warehouse):
     async with await psycopg.AsyncConnection.connect(warehouse.reader_url, autocommit=True) as conn:
-        assert await write_capabilities(conn) == []
+        assert await role_capabilities(conn) == []
         row = await (await conn.execute("SHOW default_transaction_read_only")).fetchone()
         assert row == ("on",)
         # The role may switch its read-only default off itself (a known trap)...

@@ -6,7 +6,9 @@ import argparse
 
 import pytest
 
-from services.cli._main import _parser
+import services.cli._builtin as builtin
+from services.cli._main import _parser, main
+from services.embedding._errors import EmbeddingModelError
 
 
 def _leaves(
@@ -41,3 +43,53 @@ def test_a_missing_subcommand_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_info:
         _parser().parse_args(["bench"])
     assert exit_info.value.code == 2
+
+
+def test_eval_sql_takes_a_dataset_or_a_golden_file_not_both() -> None:
+    args = _parser().parse_args(["eval", "sql", "--dataset", "../shared/datasets/sql"])
+    assert str(args.dataset) == "../shared/datasets/sql" and args.out is None
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["eval", "sql", "--dataset", "d", "--golden", "g.json"])
+
+
+def test_sql_takes_instructions() -> None:
+    args = _parser().parse_args(
+        ["sql", "What is the CPC?", "--instructions", "CPC = cost / clicks"]
+    )
+    assert args.instructions == "CPC = cost / clicks"
+    assert _parser().parse_args(["sql", "q"]).instructions == ""
+
+
+def _run_main(argv: list[str]) -> int:
+    return main(argv)
+
+
+def test_a_known_error_is_one_line_and_a_hint_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    """`tandem eval retrieval` without a model: the embedding layer's own explanation."""
+    monkeypatch.setenv("EMBEDDING_MODEL_PATH", str(tmp_path / "absent"))
+    monkeypatch.setenv("TANDEM_DATA_DIR", str(tmp_path))
+    assert _run_main(["eval", "retrieval", "--out", str(tmp_path / "r.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "Traceback" not in "\n".join(err)
+    assert err[0].startswith("error: EMBEDDING_MODEL_PATH=") and "not a directory" in err[0]
+    assert err[1].startswith("hint: ") and "--debug" in err[1]
+
+
+def test_debug_shows_the_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    monkeypatch.setenv("EMBEDDING_MODEL_PATH", str(tmp_path / "absent"))
+    monkeypatch.setenv("TANDEM_DATA_DIR", str(tmp_path))
+    with pytest.raises(EmbeddingModelError):
+        _run_main(["eval", "retrieval", "--out", str(tmp_path / "r.json"), "--debug"])
+
+
+def test_an_unexpected_error_still_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(args: argparse.Namespace) -> int:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(builtin, "_run", broken)
+    with pytest.raises(KeyError):
+        _run_main(["run"])

@@ -11,7 +11,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from services.common.llm import DeterministicProvider, GeminiProvider, LlmSettings
 from tests.fakes.gemini import FakeGemini
-from tests.unit.llm.fix_crm import today
 
 
 @pytest.fixture
@@ -57,4 +56,4 @@ async def gemini(
 
 @pytest.fixture
 def deterministic() -> DeterministicProvider:
-    return DeterministicProvider(today=today)
+    return DeterministicProvider()

@@ -1,16 +1,8 @@
-"""A small CRM catalog shaped like the demo warehouse, and a fixed 'today'."""
+"""A small CRM catalog shaped like the demo warehouse (prompt and fence tests)."""
 
 from __future__ import annotations
 
-from datetime import date
-
 from services.common.llm import CatalogColumn, CatalogTable, SchemaCatalog
-
-TODAY = date(2025, 5, 14)  # Q2 2025: last quarter is Q1 2025
-
-
-def today() -> date:
-    return TODAY
 
 
 def _c(

@@ -8,7 +8,6 @@ import pytest
 
 from services.common.llm import (
     DeterministicProvider,
-    IntentKind,
     Plan,
     PlanRequest,
     PlanStep,
@@ -107,17 +106,12 @@ class StepSpec:
     tool: ToolName
     query: str
     depends_on: tuple[str, ...] = ()
-    intent_kind: IntentKind | None = None
 
 
 PLAN_CASES: list[tuple[str, list[StepSpec]]] = [
     (
         "how many deals closed last quarter?",
-        [
-            StepSpec(
-                ToolName.SQL_INTENT, "how many deals closed last quarter?", (), IntentKind.COUNT
-            )
-        ],
+        [StepSpec(ToolName.SQL_QUESTION, "how many deals closed last quarter?")],
     ),
     (
         "Which accounts look like a good fit for healthcare?",
@@ -133,12 +127,8 @@ PLAN_CASES: list[tuple[str, list[StepSpec]]] = [
     (
         "Compare the number of open deals for Acme and Globex",
         [
-            StepSpec(
-                ToolName.SQL_INTENT, "the number of open deals for Acme", (), IntentKind.COUNT
-            ),
-            StepSpec(
-                ToolName.SQL_INTENT, "the number of open deals for Globex", (), IntentKind.COUNT
-            ),
+            StepSpec(ToolName.SQL_QUESTION, "the number of open deals for Acme"),
+            StepSpec(ToolName.SQL_QUESTION, "the number of open deals for Globex"),
         ],
     ),
     (
@@ -151,7 +141,7 @@ PLAN_CASES: list[tuple[str, list[StepSpec]]] = [
     (
         "List the top 5 deals and describe the main objections in their call notes",
         [
-            StepSpec(ToolName.SQL_INTENT, "List the top 5 deals", (), IntentKind.TOP_N),
+            StepSpec(ToolName.SQL_QUESTION, "List the top 5 deals"),
             StepSpec(
                 ToolName.SEMANTIC_SEARCH,
                 "describe the main objections in their call notes for {{s1}}",
@@ -162,7 +152,7 @@ PLAN_CASES: list[tuple[str, list[StepSpec]]] = [
     (
         "Show deals by stage, and also summarize the renewal policy",
         [
-            StepSpec(ToolName.SQL_INTENT, "Show deals by stage", (), IntentKind.GROUP_BY),
+            StepSpec(ToolName.SQL_QUESTION, "Show deals by stage"),
             StepSpec(ToolName.SEMANTIC_SEARCH, "summarize the renewal policy"),
         ],
     ),
@@ -170,10 +160,8 @@ PLAN_CASES: list[tuple[str, list[StepSpec]]] = [
         "How many contacts do we have at Initech? What were their main concerns?",
         [
             StepSpec(
-                ToolName.SQL_INTENT,
+                ToolName.SQL_QUESTION,
                 "How many contacts do we have at Initech?",
-                (),
-                IntentKind.COUNT,
             ),
             StepSpec(ToolName.SEMANTIC_SEARCH, "What were their main concerns for {{s1}}", ("s1",)),
         ],
@@ -183,10 +171,8 @@ PLAN_CASES: list[tuple[str, list[StepSpec]]] = [
         "employees, summarize the latest call notes",
         [
             StepSpec(
-                ToolName.SQL_INTENT,
+                ToolName.SQL_QUESTION,
                 "Which healthcare companies have open deals with the most employees",
-                (),
-                IntentKind.TOP_N,
             ),
             StepSpec(
                 ToolName.SEMANTIC_SEARCH, "summarize the latest call notes for {{s1}}", ("s1",)
@@ -196,7 +182,7 @@ PLAN_CASES: list[tuple[str, list[StepSpec]]] = [
     (
         "list the top deals, and for the top one, what did the buyer say about price?",
         [
-            StepSpec(ToolName.SQL_INTENT, "list the top deals", (), IntentKind.TOP_N),
+            StepSpec(ToolName.SQL_QUESTION, "list the top deals"),
             StepSpec(
                 ToolName.SEMANTIC_SEARCH,
                 "what did the buyer say about price? for {{s1}}",
@@ -211,23 +197,20 @@ PLAN_CASES: list[tuple[str, list[StepSpec]]] = [
 async def test_plan(
     deterministic: DeterministicProvider, question: str, steps: list[StepSpec]
 ) -> None:
-    result = await deterministic.plan(PlanRequest(question, schema=CRM))
-    got = [
-        StepSpec(s.tool, s.query, s.depends_on, s.intent.kind if s.intent else None)
-        for s in result.output.steps
-    ]
-    assert got == steps
-    assert [s.id for s in result.output.steps] == [f"s{i}" for i in range(1, len(steps) + 1)]
-    assert result.usage.tier is Tier.STRONG
+    # A schema changes nothing: SQL parts go to the SQL service as questions, which links
+    # them itself (the planner builds no intents).
+    for request in (PlanRequest(question), PlanRequest(question, schema=CRM)):
+        result = await deterministic.plan(request)
+        got = [StepSpec(s.tool, s.query, s.depends_on) for s in result.output.steps]
+        assert got == steps
+        assert all(s.intent is None for s in result.output.steps)
+        assert [s.id for s in result.output.steps] == [f"s{i}" for i in range(1, len(steps) + 1)]
+        assert result.usage.tier is Tier.STRONG
 
 
-async def test_plan_without_schema_or_intent_tool_uses_sql_question(
-    deterministic: DeterministicProvider,
-) -> None:
-    no_schema = await deterministic.plan(PlanRequest("how many deals closed last quarter?"))
-    assert [s.tool for s in no_schema.output.steps] == [ToolName.SQL_QUESTION]
+async def test_plan_with_only_search_uses_search(deterministic: DeterministicProvider) -> None:
     only_search = await deterministic.plan(
-        PlanRequest("how many deals closed?", tools=(ToolName.SEMANTIC_SEARCH,), schema=CRM)
+        PlanRequest("how many deals closed?", tools=(ToolName.SEMANTIC_SEARCH,))
     )
     assert [s.tool for s in only_search.output.steps] == [ToolName.SEMANTIC_SEARCH]
 

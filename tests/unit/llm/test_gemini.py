@@ -15,7 +15,6 @@ from services.common.llm import (
     DeterministicProvider,
     FallbackProvider,
     GeminiProvider,
-    GeneratedSql,
     GenerateSqlRequest,
     GradeRequest,
     IdentifyTablesRequest,
@@ -27,9 +26,11 @@ from services.common.llm import (
     Plan,
     PlanRequest,
     PlanStep,
+    PriorTurn,
     QuestionClass,
     RepairSqlRequest,
     ReplanRequest,
+    ResolveFollowUpRequest,
     RewriteRequest,
     Role,
     RouteAction,
@@ -43,7 +44,7 @@ from services.common.llm import (
 )
 from tests.fakes.gemini import FakeGemini, Reply
 from tests.unit.llm.conftest import gemini_settings
-from tests.unit.llm.fix_crm import CRM, today
+from tests.unit.llm.fix_crm import CRM
 
 QUESTION = "What pricing concerns did Globex raise on the last call?"
 PASSAGES = (Passage("1", "Globex raised pricing concerns about the renewal.", "Globex call"),)
@@ -62,6 +63,9 @@ REQUESTS: dict[Role, Any] = {
         "how many deals", CRM, "SELECT count(*) FROM deals", 'relation "deals" does not exist'
     ),
     Role.SYNTHESIZE: SynthesizeRequest(QUESTION, PASSAGES),
+    Role.RESOLVE_FOLLOW_UP: ResolveFollowUpRequest(
+        "and in 2024?", (PriorTurn("How many deals closed?", "How many deals closed?"),)
+    ),
 }
 
 VALID: dict[Role, dict[str, Any]] = {
@@ -86,6 +90,7 @@ VALID: dict[Role, dict[str, Any]] = {
         "sentences": [{"text": "Globex raised pricing concerns.", "citations": ["1"]}],
         "supported": True,
     },
+    Role.RESOLVE_FOLLOW_UP: {"kind": "time_shift", "question": "How many deals closed in 2024?"},
 }
 
 STRONG_ROLES = {Role.PLAN, Role.REPLAN, Role.GENERATE_SQL, Role.REPAIR_SQL, Role.SYNTHESIZE}
@@ -244,32 +249,31 @@ async def test_timeout_falls_back_to_deterministic_visibly(
     tracer_provider, exporter = spans
     tracer = tracer_provider.get_tracer("test")
     gemini = GeminiProvider(gemini_settings(fake_gemini.base_url, timeout_s=0.2), tracer=tracer)
-    deterministic = DeterministicProvider(today=today)
+    deterministic = DeterministicProvider()
     provider = FallbackProvider(gemini, deterministic)
-    fake_gemini.script("generate_sql", Reply.json(VALID[Role.GENERATE_SQL], delay_s=3.0))
-    request = REQUESTS[Role.GENERATE_SQL]
+    fake_gemini.script("plan", Reply.json(VALID[Role.PLAN], delay_s=3.0))
+    request = REQUESTS[Role.PLAN]
     try:
         with caplog.at_level(logging.WARNING), tracer.start_as_current_span("ask"):
-            result = await provider.generate_sql(request)
+            result = await provider.plan(request)
     finally:
         await provider.aclose()
-    expected = await deterministic.generate_sql(request)
+    expected = await deterministic.plan(request)
     assert result.degraded
     assert result.degraded_reason == "gemini: timeout"
-    assert result.output == expected.output
-    assert isinstance(result.output, GeneratedSql) and result.output.sql is not None
+    assert result.output == expected.output and result.output.steps
     assert result.usage.model == "deterministic"
 
     (record,) = [r for r in caplog.records if r.levelno == logging.WARNING]
     fields = record.__dict__["fields"]
-    assert fields["role"] == "generate_sql" and fields["cause"] == "timeout"
+    assert fields["role"] == "plan" and fields["cause"] == "timeout"
     assert request.question not in record.getMessage() + json.dumps(fields)
 
     finished = {s.name: s for s in exporter.get_finished_spans()}
     ask = finished["ask"]
     (event,) = [e for e in ask.events if e.name == "llm.fallback"]
     assert event.attributes is not None and event.attributes["llm.cause"] == "timeout"
-    llm_span = finished["llm.generate_sql"]
+    llm_span = finished["llm.plan"]
     assert llm_span.attributes is not None
     assert llm_span.attributes["llm.outcome"] == "timeout"
     assert llm_span.status.status_code.name == "ERROR"
@@ -277,7 +281,7 @@ async def test_timeout_falls_back_to_deterministic_visibly(
 
 async def test_outage_falls_back_per_call_only(fake_gemini: FakeGemini) -> None:
     gemini = GeminiProvider(gemini_settings(fake_gemini.base_url, max_retries=0))
-    provider = FallbackProvider(gemini, DeterministicProvider(today=today))
+    provider = FallbackProvider(gemini, DeterministicProvider())
     fake_gemini.script("route", Reply.error(503), Reply.json(VALID[Role.ROUTE]))
     try:
         first = await provider.route(REQUESTS[Role.ROUTE])
@@ -286,6 +290,20 @@ async def test_outage_falls_back_per_call_only(fake_gemini: FakeGemini) -> None:
         await provider.aclose()
     assert first.degraded and first.degraded_reason == "gemini: http_503"
     assert not second.degraded and second.usage.model == "gemini-2.5-flash"
+
+
+async def test_sql_roles_have_no_offline_fallback(fake_gemini: FakeGemini) -> None:
+    # The SQL service's own rule-based generator is the one offline engine: when Gemini
+    # fails a SQL role, the failure reaches the SQL service instead of a second linker.
+    gemini = GeminiProvider(gemini_settings(fake_gemini.base_url, max_retries=0))
+    provider = FallbackProvider(gemini, DeterministicProvider())
+    fake_gemini.script("generate_sql", Reply.error(503))
+    try:
+        with pytest.raises(LlmUnavailable) as caught:
+            await provider.generate_sql(REQUESTS[Role.GENERATE_SQL])
+    finally:
+        await provider.aclose()
+    assert caught.value.cause == "sql_offline"
 
 
 async def test_token_usage_and_cost_are_recorded(

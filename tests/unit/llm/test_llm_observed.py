@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from services.common.llm import (
-    GenerateSqlRequest,
     LlmSettings,
     Passage,
+    PlanRequest,
     SynthesizeRequest,
     create_provider,
 )
@@ -24,7 +24,6 @@ from tests.privacy import (
     raw_spans,
 )
 from tests.unit.llm.conftest import gemini_settings
-from tests.unit.llm.fix_crm import CRM, today
 
 
 def _points(sink: TelemetrySink, name: str) -> list[tuple[dict[str, Any], Any]]:
@@ -49,27 +48,24 @@ async def test_each_call_is_one_span_with_usage_and_no_content(fake_gemini: Fake
         gemini_settings(fake_gemini.base_url, max_retries=0),
         tracer=sink.telemetry.tracer("tandem.router.llm"),
         metrics=sink.telemetry.metrics,
-        today=today,
     )
     answer = {
         "sentences": [{"text": f"{canary} raised pricing.", "citations": ["1"]}],
         "supported": True,
     }
     fake_gemini.script("synthesize", Reply.json(answer, input_tokens=1200, output_tokens=300))
-    fake_gemini.script("generate_sql", Reply.error(503))
+    fake_gemini.script("plan", Reply.error(503))
     passages = (Passage("1", f"{canary} raised pricing concerns.", f"{canary} call"),)
     try:
         with captured_logs() as logs:
             synthesized = await provider.synthesize(
                 SynthesizeRequest(f"What did {canary} say about pricing?", passages)
             )
-            generated = await provider.generate_sql(
-                GenerateSqlRequest(f"how many deals did {canary} close", CRM)
-            )
+            planned = await provider.plan(PlanRequest(f"how many deals did {canary} close"))
     finally:
         await provider.aclose()
         sink.telemetry.shutdown()
-    assert not synthesized.degraded and generated.degraded
+    assert not synthesized.degraded and planned.degraded
 
     spans = {
         dict(s.attributes or {})["llm.role"]: s
@@ -81,10 +77,10 @@ async def test_each_call_is_one_span_with_usage_and_no_content(fake_gemini: Fake
     assert (ok["llm.input_tokens"], ok["llm.output_tokens"]) == (1200, 300)
     assert ok["llm.cost_usd"] > 0 and ok["llm.degraded"] is False
     assert [e.name for e in spans["synthesize"].events] == ["llm.call"]
-    degraded: dict[str, Any] = dict(spans["generate_sql"].attributes or {})
+    degraded: dict[str, Any] = dict(spans["plan"].attributes or {})
     assert degraded["llm.degraded"] is True and degraded["llm.degraded_reason"] == "http_503"
     assert degraded["llm.model"] == "deterministic"
-    assert "llm.fallback" in [e.name for e in spans["generate_sql"].events]
+    assert "llm.fallback" in [e.name for e in spans["plan"].events]
 
     tokens = _points(sink, "tandem.llm.tokens")
     assert ({"role": "synthesize", "tier": "strong", "type": "input"}, 1200) in tokens
@@ -92,7 +88,7 @@ async def test_each_call_is_one_span_with_usage_and_no_content(fake_gemini: Fake
     (cost,) = _points(sink, "tandem.llm.cost")
     assert cost[0] == {"role": "synthesize", "tier": "strong"} and cost[1] > 0
     calls = {(a["role"], a["degraded"]) for a, _ in _points(sink, "tandem.llm.calls")}
-    assert calls == {("synthesize", False), ("generate_sql", True)}
+    assert calls == {("synthesize", False), ("plan", True)}
 
     assert_no_canary(
         canary,
@@ -108,7 +104,7 @@ async def test_the_offline_provider_is_observed_too() -> None:
     provider = create_provider(
         LlmSettings(), tracer=sink.telemetry.tracer("t"), metrics=sink.telemetry.metrics
     )
-    await provider.generate_sql(GenerateSqlRequest("how many deals closed last quarter", CRM))
+    await provider.plan(PlanRequest("how many deals closed last quarter"))
     (span,) = sink.spans.get_finished_spans()
     attributes = dict(span.attributes or {})
     assert attributes["llm.model"] == "deterministic" and attributes["llm.degraded"] is False

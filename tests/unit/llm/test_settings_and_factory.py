@@ -1,8 +1,7 @@
-"""LLM settings from the environment, provider selection, and embedding-assisted linking."""
+"""LLM settings from the environment, provider selection, and the offline provider's
+refusal to write SQL (the SQL service's own generator does that)."""
 
 from __future__ import annotations
-
-import logging
 
 import pytest
 
@@ -10,12 +9,15 @@ from services.common import SettingsError
 from services.common.llm import (
     DeterministicProvider,
     FallbackProvider,
-    IntentKind,
+    GenerateSqlRequest,
+    IdentifyTablesRequest,
     LlmSettings,
+    LlmUnavailable,
+    RepairSqlRequest,
     UnderstandSqlRequest,
     create_provider,
 )
-from tests.unit.llm.fix_crm import CRM, today
+from tests.unit.llm.fix_crm import CRM
 
 
 def test_defaults_without_a_key_mean_deterministic() -> None:
@@ -73,51 +75,21 @@ def test_bad_values_fail_fast_naming_the_variable(environ: dict[str, str], varia
         LlmSettings.from_env(environ)
 
 
-class KeywordEmbedder:
-    """Vectors from a tiny keyword map: enough to make similarity decide a tie."""
-
-    AXES = (("contact", "humans", "individuals"), ("product", "catalogue"), ("compan",))
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    async def embed_queries(self, texts: list[str]) -> list[list[float]]:
-        self.calls.append(list(texts))
-        return [
-            [1.0 if any(k in text.lower() for k in axis) else 0.0 for axis in self.AXES]
-            for text in texts
-        ]
+SQL_CALLS = {
+    "understand_sql": UnderstandSqlRequest("how many deals closed last quarter?", CRM),
+    "identify_tables": IdentifyTablesRequest("how many deals closed last quarter?", CRM),
+    "generate_sql": GenerateSqlRequest("how many deals closed last quarter?", CRM),
+    "repair_sql": RepairSqlRequest(
+        "how many deals?", CRM, "SELECT count(*) FROM deals", 'relation "deals" does not exist'
+    ),
+}
 
 
-class BrokenEmbedder:
-    async def embed_queries(self, texts: list[str]) -> list[list[float]]:
-        raise ConnectionError("embedding service down")
-
-
-async def test_embedding_similarity_links_what_words_alone_cannot() -> None:
-    question = "how many humans do we know"
-    lexical = DeterministicProvider(today=today)
-    assert (await lexical.understand_sql(UnderstandSqlRequest(question, CRM))).output.intent is None
-
-    embedder = KeywordEmbedder()
-    provider = create_provider(LlmSettings(), embedder, today=today)
-    result = await provider.understand_sql(UnderstandSqlRequest(question, CRM))
-    intent = result.output.intent
-    assert intent is not None and (intent.kind, intent.table) == (IntentKind.COUNT, "contacts")
-    # Table descriptions are embedded once per catalog; each question once.
-    await provider.understand_sql(UnderstandSqlRequest("how many individuals", CRM))
-    assert [len(c) for c in embedder.calls] == [len(CRM.tables), 1, 1]
-
-
-async def test_embedding_failure_falls_back_to_lexical_linking(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    provider = DeterministicProvider(embedder=BrokenEmbedder(), today=today)
-    with caplog.at_level(logging.WARNING):
-        result = await provider.understand_sql(
-            UnderstandSqlRequest("how many deals closed last quarter?", CRM)
-        )
-    assert result.output.intent is not None and result.output.intent.table == "opportunities"
-    (record,) = caplog.records
-    assert record.__dict__["fields"]["cause"] == "ConnectionError"
-    assert "deals" not in record.getMessage()
+@pytest.mark.parametrize("role", list(SQL_CALLS))
+async def test_offline_provider_leaves_sql_to_the_sql_service(role: str) -> None:
+    # One SQL engine: offline, the SQL service's rule-based generator answers; the LLM
+    # layer links no schema and builds no intent, it says the role is unavailable.
+    provider = create_provider(LlmSettings())
+    with pytest.raises(LlmUnavailable) as caught:
+        await getattr(provider, role)(SQL_CALLS[role])
+    assert caught.value.cause == "sql_offline"

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from services.cli._main import _parser
 from services.retrieval.bench import derive_vectors
 from services.retrieval.eval import (
     DEFAULT_DATASET,
+    _document_input,
     mrr_at_k,
     ndcg_at_k,
+    read_baselines,
     read_beir,
     recall_at_k,
+    render_collections,
 )
 
 
@@ -68,3 +73,60 @@ def test_derived_vectors_stay_near_their_base_and_are_unit_length():
     assert np.allclose(np.linalg.norm(derived, axis=1), 1.0, atol=1e-5)
     cosines = np.sum(derived * base[np.arange(50) % 5], axis=1)
     assert cosines.min() > 0.65 and cosines.max() < 0.97
+
+
+def test_read_baselines_takes_the_ndcg_column_of_each_reference_run(tmp_path):
+    path = tmp_path / "BASELINES.md"
+    path.write_text(
+        "# Baselines\n\n## CISI — 1460 docs\n\n| run | nDCG@10 | Recall@10 |\n|---|---:|---:|\n"
+        "| bm25s | 0.3956 | 0.1323 |\n| dense (MiniLM-L6 int8) | 0.4182 | 0.1348 |\n"
+        "| RRF (bm25s + dense) | **0.4492** | **0.1504** |\n\n## MED — 1033 docs\n\n"
+        "| bm25s | 0.6957 | 0.3140 |\n\n## How they were computed\n\n| bm25s | method |\n"
+    )
+    assert read_baselines(path) == {
+        "cisi": {"bm25s": 0.3956, "dense": 0.4182, "rrf": 0.4492},
+        "med": {"bm25s": 0.6957},
+    }
+
+
+def _report(sparse: float, dense: float, hybrid: float) -> dict[str, object]:
+    values = {"sparse": sparse, "dense": dense, "hybrid": hybrid}
+    return {
+        "k": 10,
+        "documents": 1460,
+        "queries": 76,
+        "metrics": {"all": {m: {"ndcg@10": v} for m, v in values.items()}},
+    }
+
+
+def test_render_collections_sets_each_collection_beside_its_baselines():
+    table = render_collections(
+        {"cisi": _report(0.40, 0.43, 0.46), "golden": _report(0.77, 0.90, 0.94)},
+        {"cisi": {"bm25s": 0.3956, "dense": 0.4182, "rrf": 0.4492}},
+    )
+    lines = table.splitlines()
+    cisi = next(line for line in lines if line.startswith("cisi"))
+    golden = next(line for line in lines if line.startswith("golden"))
+    # reference runs, then SPARSE, DENSE, HYBRID, then HYBRID/RRF and SPARSE/bm25s
+    assert cisi.split()[4:] == [
+        "0.396", "0.418", "0.449", "|", "0.400", "0.430", "0.460", "|", "1.024", "1.011",
+    ]  # fmt: skip
+    assert golden.split()[4:7] == ["-", "-", "-"] and golden.split()[-2:] == ["-", "-"]
+
+
+def test_a_title_only_document_is_ingested_with_its_title_as_text():
+    only_title = _document_input({"_id": "7", "title": "Compiler design", "text": " "})
+    assert (only_title.title, only_title.text) == ("", "Compiler design")
+    both = _document_input({"_id": "8", "title": "Parsing", "text": "LR parsers."})
+    assert (both.title, both.text) == ("Parsing", "LR parsers.")
+
+
+def test_eval_retrieval_takes_several_datasets_or_one():
+    args = _parser().parse_args(
+        ["eval", "retrieval", "--datasets", "ir/cisi", "ir/med", "--baselines", "B.md"]
+    )
+    assert args.datasets == [Path("ir/cisi"), Path("ir/med")] and args.dataset is None
+    assert args.baselines == Path("B.md")
+    assert _parser().parse_args(["eval", "retrieval"]).datasets == []
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["eval", "retrieval", "--dataset", "a", "--datasets", "b"])

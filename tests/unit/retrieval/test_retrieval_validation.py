@@ -152,9 +152,17 @@ def test_settings_from_env():
             "RETRIEVAL_HNSW": "OFF",
             "RETRIEVAL_HNSW_M": "24",
             "RETRIEVAL_REDACTION_KEEP": "email_address, REDACTION_KIND_IP_ADDRESS",
+            "RETRIEVAL_BM25_K1": "0.9",
+            "RETRIEVAL_BM25_B": "0.4",
+            "RETRIEVAL_BM25_K3": "0",
+            "RETRIEVAL_SPARSE_MIN_SHARE": "0",
+            "RETRIEVAL_SPARSE_TOP_GAP": "2",
+            "RETRIEVAL_SPARSE_TOP_BOOST": "1",
         }
     )
     assert (custom.embedding_addr, custom.hnsw, custom.hnsw_m) == ("embed:1", "off", 24)
+    assert (custom.bm25_k1, custom.bm25_b, custom.bm25_k3) == (0.9, 0.4, 0.0)
+    assert (custom.sparse_min_share, custom.sparse_top_gap, custom.sparse_top_boost) == (0, 2, 1)
     assert custom.default_keep_kinds == {RedactionKind.EMAIL_ADDRESS, RedactionKind.IP_ADDRESS}
 
 
@@ -166,6 +174,10 @@ def test_settings_from_env():
         ({"RETRIEVAL_EF_SEARCH": "5000"}, "RETRIEVAL_EF_SEARCH"),
         ({"RETRIEVAL_RERANK_WEIGHT": "2"}, "RETRIEVAL_RERANK_WEIGHT"),
         ({"RETRIEVAL_DENSE_WEIGHT": "nan"}, "RETRIEVAL_DENSE_WEIGHT"),
+        ({"RETRIEVAL_BM25_B": "1.5"}, "RETRIEVAL_BM25_B"),
+        ({"RETRIEVAL_BM25_K1": "-1"}, "RETRIEVAL_BM25_K1"),
+        ({"RETRIEVAL_SPARSE_MIN_SHARE": "2"}, "RETRIEVAL_SPARSE_MIN_SHARE"),
+        ({"RETRIEVAL_SPARSE_TOP_GAP": "0.5"}, "RETRIEVAL_SPARSE_TOP_GAP"),
         ({"RETRIEVAL_REDACTION_KEEP": "API_KEY"}, "RETRIEVAL_REDACTION_KEEP"),
         ({"RETRIEVAL_CHUNK_CHARS": "400", "RETRIEVAL_CHUNK_OVERLAP_CHARS": "300"},
          "RETRIEVAL_CHUNK_OVERLAP_CHARS"),

@@ -15,7 +15,6 @@ from services.common.llm import (
     Plan,
     PlanRequest,
     ReplanRequest,
-    SqlIntent,
     Usage,
 )
 from services.common.llm._types import Tier
@@ -93,7 +92,6 @@ class FakeSql:
     delay_s: float = 0.0
     fail_for: Callable[[str], Exception | None] = lambda _q: None
     calls: list[tuple[str, float, float]] = field(default_factory=list)
-    intents: list[SqlIntent] = field(default_factory=list)
 
     async def ask(
         self, tenant_id: str, database: str, question: str, *, max_rows: int
@@ -107,12 +105,6 @@ class FakeSql:
             raise error
         return SqlOutcome(("count_all",), self.rows, "fp-123", "count of opportunities")
 
-    async def run_intent(
-        self, tenant_id: str, database: str, intent: SqlIntent, *, max_rows: int
-    ) -> SqlOutcome:
-        self.intents.append(intent)
-        return SqlOutcome(("count_all",), self.rows, "fp-intent", "intent")
-
     async def check_database(self, tenant_id: str, database: str) -> None:
         return None
 
@@ -124,12 +116,14 @@ class ScriptedPlanner(DeterministicProvider):
         super().__init__()
         self._plans = list(plans)
         self._replans = list(replans)
+        self.plan_requests: list[PlanRequest] = []
         self.replan_requests: list[ReplanRequest] = []
 
     def _scripted(self, plan: Plan) -> LlmResult[Plan]:
         return LlmResult(plan, Usage("scripted", Tier.STRONG, calls=1))
 
     async def plan(self, request: PlanRequest) -> LlmResult[Plan]:
+        self.plan_requests.append(request)
         return self._scripted(self._plans.pop(0))
 
     async def replan(self, request: ReplanRequest) -> LlmResult[Plan]:

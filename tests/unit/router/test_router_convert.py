@@ -5,20 +5,9 @@ from __future__ import annotations
 import pytest
 
 from services.common import InvalidArgument, SettingsError
-from services.common.llm import (
-    AggregateFunction,
-    FilterOp,
-    IntentAggregate,
-    IntentFilter,
-    IntentKind,
-    SortDirection,
-    SqlIntent,
-)
 from services.router import Mode, RouterSettings
-from services.router._clients import intent_to_proto
 from services.router._convert import ask_input
 from tandem.v1 import router_service_pb2 as pb
-from tandem.v1 import sql_service_pb2 as spb
 
 SETTINGS = RouterSettings()
 
@@ -56,22 +45,3 @@ def test_settings_from_env_name_the_variable():
         RouterSettings.from_env({"ROUTER_MAX_REPLANS": "3"})
     with pytest.raises(SettingsError, match="ROUTER_MAX_TOOL_CALLS"):
         RouterSettings.from_env({"ROUTER_MAX_TOOL_CALLS": "zero"})
-
-
-def test_llm_intents_become_sql_service_intents():
-    intent = SqlIntent(
-        IntentKind.TOP_N,
-        "opportunities",
-        columns=("name",),
-        filters=(IntentFilter("stage", FilterOp.EQ, "Open"),),
-        aggregate=IntentAggregate(AggregateFunction.SUM, "amount"),
-        order_by="sum_amount",
-        direction=SortDirection.DESC,
-        limit=5,
-    )
-    message = intent_to_proto(intent)
-    assert message.kind == spb.INTENT_KIND_TOP_N and message.limit == 5
-    assert message.filters[0].op == spb.FILTER_OPERATOR_EQUAL
-    assert message.filters[0].values[0].string_value == "Open"
-    assert message.aggregate_function == spb.AGGREGATE_FUNCTION_SUM
-    assert message.order_by[0].by_aggregate and message.order_by[0].descending

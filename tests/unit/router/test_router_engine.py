@@ -146,6 +146,22 @@ async def test_invalid_plans_are_rejected_and_replaced():
     assert search.calls and answer.outcome is Outcome.ANSWERED
 
 
+async def test_sql_steps_go_to_the_sql_service_as_questions():
+    # One SQL engine: planners are offered no structured-intent tool, and a proposed
+    # intent step is refused, so the SQL service links every SQL question itself.
+    intent_plan = Plan((PlanStep("s1", ToolName.SQL_INTENT, "How many opportunities are open?"),))
+    search, sql = FakeSearch(), FakeSql()
+    planner = ScriptedPlanner([intent_plan, intent_plan])
+    answer = await make_router(search, sql, llm=planner).ask(
+        ask("How many opportunities are open?"), request_id="r"
+    )
+    offered = {tool for request in planner.plan_requests for tool in request.tools}
+    assert offered == {ToolName.SEMANTIC_SEARCH, ToolName.SQL_QUESTION}
+    assert [question for question, *_ in sql.calls] == ["How many opportunities are open?"]
+    assert [r.tool for r in answer.trajectory] == [ToolName.SQL_QUESTION]
+    assert answer.outcome is Outcome.ANSWERED
+
+
 async def test_tool_call_cap_is_hard():
     search = FakeSearch(hits=DOCS_IRRELEVANT)
     answer = await make_router(search).ask(

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.llm import (
-    ALL_TOOLS,
-    FilterOp,
-    IntentFilter,
-    IntentKind,
-    PlanStep,
-    SqlIntent,
-    ToolName,
-)
+from services.common.llm import PlanStep, ToolName
 from services.router import PlanInvalid, Status, assign_waves, bind, validate
+from services.router._plan import TOOLS
 from services.router._types import Hit, SqlOutcome, StepRun
 
 SEARCH = ToolName.SEMANTIC_SEARCH
@@ -21,7 +14,7 @@ SQL = ToolName.SQL_QUESTION
 
 
 def _validate(*steps: PlanStep, completed: dict[str, StepRun] | None = None) -> None:
-    validate(steps, completed=completed or {}, max_steps=4, tools=ALL_TOOLS)
+    validate(steps, completed=completed or {}, max_steps=4, tools=TOOLS)
 
 
 def test_a_valid_plan_with_a_dependency_passes():
@@ -39,7 +32,8 @@ def test_a_valid_plan_with_a_dependency_passes():
         ((PlanStep("s1", SEARCH, "q"), PlanStep("s1", SQL, "q")), "duplicate"),
         ((PlanStep("s1", SEARCH, "q", ("s2",)), PlanStep("s2", SEARCH, "q", ("s1",))), "later"),
         ((PlanStep("s1", SEARCH, "q", ("s9",)),), "unknown"),
-        ((PlanStep("s1", ToolName.SQL_INTENT, "count"),), "without an intent"),
+        # The router never runs structured intents: the SQL service links questions.
+        ((PlanStep("s1", ToolName.SQL_INTENT, "count"),), "not allowed"),
         ((PlanStep("s1", SEARCH, "   "),), "empty query"),
         ((PlanStep("s1", SQL, "q"), PlanStep("s2", SEARCH, "notes {{s1}}")), "binds"),
         ((PlanStep("bad id!", SEARCH, "q"),), "malformed"),
@@ -79,12 +73,3 @@ def test_bind_uses_the_top_sql_label_or_the_top_hit_title():
     step = PlanStep("s3", SEARCH, "call notes for {{s1}} and {{ s2 }}", ("s1", "s2"))
     bound = bind(step, {"s1": sql_run, "s2": hit_run})
     assert bound.query == "call notes for Globex and Meridian brief"
-    intent = SqlIntent(
-        IntentKind.COUNT,
-        "activities",
-        filters=(IntentFilter("companies.name", FilterOp.EQ, "{{s1}}"),),
-    )
-    with_intent = bind(
-        PlanStep("s4", ToolName.SQL_INTENT, "count", ("s1",), intent), {"s1": sql_run}
-    )
-    assert with_intent.intent is not None and with_intent.intent.filters[0].value == "Globex"

@@ -55,9 +55,6 @@ class RankedSql:
         self.calls.append(question)
         return SqlOutcome(self.columns, self.rows, "fp-top", "top accounts")
 
-    async def run_intent(self, *_: Any, **__: Any) -> SqlOutcome:
-        raise AssertionError("no intent expected")
-
     async def check_database(self, tenant_id: str, database: str) -> None:
         return None
 

@@ -110,3 +110,22 @@ def test_rule_wire_names_match_the_contract():
 
     for rule in GateRule:
         assert pb.SqlGateRule.Value(rule.wire_name) == rule.value
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT name FROM companies; -- note",
+        "SELECT name FROM companies; /* a */ -- b\n",
+        "SELECT 1;  \n",
+    ],
+)
+def test_comment_or_whitespace_after_the_final_semicolon_is_one_statement(sql):
+    verdict = GATE.check(sql, CATALOG)
+    assert verdict.valid, [(v.rule.name, v.subject) for v in verdict.violations]
+    assert verdict.source_sql == sql  # what Postgres must accept before the rewrite runs
+
+
+def test_a_statement_hidden_after_a_comment_is_still_a_second_statement():
+    verdict = GATE.check("SELECT 1; -- note\nDELETE FROM companies", CATALOG)
+    assert verdict.first_rule is GateRule.SINGLE_STATEMENT

@@ -20,6 +20,7 @@ from services.sql import (
     SqlGate,
     SqlGenerator,
     TimeGrain,
+    Understanding,
     compile_intent,
 )
 
@@ -32,7 +33,7 @@ def view(catalog) -> SchemaView:
 
 
 def read(question, view):
-    reading = RuleBasedGenerator().read(question, view)
+    reading = RuleBasedGenerator().read_rules(question, view)
     assert reading.intent is not None, reading.reason
     return reading
 
@@ -154,16 +155,27 @@ def test_every_reading_compiles_and_passes_the_gate(view, catalog):
 
 async def test_protocol_calls_report_deterministic_usage(view):
     generator = RuleBasedGenerator()
-    understanding = await generator.understand("How many companies are there?", view)
-    assert understanding.answerable and understanding.intent is not None
+    question = "How many companies are there?"
+    understanding = await generator.understand(question, view)
+    assert understanding.answerable and understanding.intent is None  # the linker's SQL
     assert understanding.interpretation == "Counts companies."
     assert [(c.role, c.tier, c.model_name) for c in understanding.calls] == [
         (GeneratorRole.UNDERSTAND, ModelTier.DETERMINISTIC, "deterministic")
     ]
-    choice = await generator.identify_tables("How many companies are there?", understanding, view)
+    choice = await generator.identify_tables(question, understanding, view)
     assert choice.tables == ("public.companies",)
-    proposal = await generator.generate("How many companies are there?", understanding, view)
-    assert proposal.intent == understanding.intent and proposal.sql is None
+    proposal = await generator.generate(question, understanding, view)
+    assert proposal.sql == "SELECT COUNT(*) AS m0 FROM public.companies AS t0"
+    assert proposal.intent is None and proposal.explanation == "Counts companies."
+
+
+async def test_a_question_the_linker_refuses_falls_back_to_the_intent_rules(view):
+    generator = RuleBasedGenerator()
+    # "won" is a business word: no column or stored value says it, the rules know it
+    question = "How many deals did we win last quarter?"
+    proposal = await generator.generate(question, Understanding(interpretation=""), view)
+    assert proposal.sql is None and proposal.intent is not None
+    assert proposal.intent.table == "public.opportunities"
 
 
 async def test_unanswerable_questions_are_said_so(view):
@@ -174,7 +186,9 @@ async def test_unanswerable_questions_are_said_so(view):
 
 async def test_repair_drops_the_part_the_failure_names(view):
     generator = RuleBasedGenerator()
-    understanding = await generator.understand("How many Enterprise companies in EMEA?", view)
+    # an intent from the rules (the linker answers this one with SQL, which has no parts)
+    reading = generator.read_rules("How many Enterprise companies in EMEA?", view)
+    understanding = Understanding(interpretation=reading.interpretation, intent=reading.intent)
     previous = Proposal(intent=understanding.intent)
     failure = Failure(1, AttemptOutcome.GENERATION_FAILED, "", message="intent.filters[1]: bad")
     repaired = await generator.repair("q", understanding, view, previous, failure)

@@ -8,7 +8,7 @@ import pytest
 
 from services.common import SettingsError
 from services.sql import SqlSettings, demo_data
-from services.sql._server import reference_clock, target_configs
+from services.sql._server import reference_clock, serves_demo_warehouse, target_configs
 
 
 def test_defaults():
@@ -18,14 +18,16 @@ def test_defaults():
     assert (settings.statement_timeout_s, settings.max_statement_timeout_s) == (5.0, 30.0)
     assert settings.catalog_max_chars == 8000 and settings.max_repairs == 2
     assert settings.reference_date is None and settings.databases == ()
+    assert settings.demo_warehouse  # nothing of your own configured: the demo serves
 
 
 def test_databases_allow_lists_and_reference_date():
     settings = SqlSettings.from_env(
         {
             "SQL_DATABASES": "warehouse=postgresql://a/w; finance = postgresql://b/f",
-            "SQL_ALLOW_WRITABLE": "finance",
-            "SQL_DATABASE_TENANTS": "finance=acme,globex",
+            "SQL_UNSAFE_WRITABLE_DATABASES": "finance",
+            "SQL_UNSAFE_SUPERUSER_DATABASES": "warehouse",
+            "SQL_DATABASE_TENANTS": "finance=acme,globex;warehouse=*",
             "SQL_REFERENCE_DATE": "2025-06-30",
             "SQL_MAX_REPAIRS": "1",
         }
@@ -34,14 +36,45 @@ def test_databases_allow_lists_and_reference_date():
         ("warehouse", "postgresql://a/w"),
         ("finance", "postgresql://b/f"),
     )
-    assert settings.allow_writable == {"finance"}
-    assert settings.database_tenants == {"finance": {"acme", "globex"}}
+    assert settings.writable_databases == {"finance"}
+    assert settings.superuser_databases == {"warehouse"}
+    assert settings.database_tenants == {"finance": {"acme", "globex"}, "warehouse": {"*"}}
     assert settings.reference_date == date(2025, 6, 30)
     configs = {c.name: c for c in target_configs(settings, "postgresql://embedded/w")}
     assert configs["warehouse"].url == "postgresql://a/w"  # explicit entry wins
     assert configs["finance"].allow_writable and configs["finance"].allows("acme")
+    assert not configs["finance"].allow_superuser
+    assert configs["warehouse"].allow_superuser and not configs["warehouse"].allow_writable
     assert not configs["finance"].allows("initech")
-    assert configs["warehouse"].allows("anyone")
+    assert configs["warehouse"].allows("anyone")  # '*', said explicitly
+
+
+def test_databases_are_closed_to_tenants_unless_listed():
+    settings = SqlSettings.from_env(
+        {"SQL_DATABASES": "sales=postgresql://a/s;ops=postgresql://a/o"}
+    )
+    configs = {c.name: c for c in target_configs(settings, None)}
+    assert not configs["sales"].allows("acme") and not configs["ops"].allows("demo")
+    assert settings.default_database == "sales"  # no demo warehouse to default to
+
+
+def test_the_demo_warehouse_serves_the_demo_tenant_only():
+    settings = SqlSettings.from_env({})
+    (config,) = target_configs(settings, "postgresql://embedded/w", demo=True)
+    assert config.allows("demo") and not config.allows("acme")
+    listed = SqlSettings.from_env({"SQL_DATABASE_TENANTS": "warehouse=acme"})
+    (config,) = target_configs(listed, "postgresql://embedded/w", demo=True)
+    assert config.allows("acme") and not config.allows("demo")
+
+
+def test_your_own_databases_do_not_bring_the_demo_warehouse_unless_asked():
+    own = {"SQL_DATABASES": "sales=postgresql://a/s"}
+    assert not serves_demo_warehouse(SqlSettings.from_env(own))
+    asked = SqlSettings.from_env({**own, "SQL_DEMO_WAREHOUSE": "true"})
+    assert serves_demo_warehouse(asked) and asked.default_database == "warehouse"
+    assert serves_demo_warehouse(SqlSettings.from_env({}))
+    url = SqlSettings.from_env({"WAREHOUSE_DATABASE_URL": "postgresql://c/w"})
+    assert not serves_demo_warehouse(url)
 
 
 def test_warehouse_url_overrides_everything():
@@ -66,6 +99,11 @@ def test_warehouse_url_overrides_everything():
         ({"SQL_MAX_REPAIRS": "3"}, "SQL_MAX_REPAIRS"),
         ({"SQL_REFERENCE_DATE": "yesterday"}, "SQL_REFERENCE_DATE"),
         ({"SQL_DATABASE_TENANTS": "finance"}, "SQL_DATABASE_TENANTS"),
+        ({"SQL_DATABASE_TENANTS": "finance="}, "SQL_DATABASE_TENANTS"),
+        ({"SQL_DATABASE_TENANTS": "finance=Acme Corp"}, "SQL_DATABASE_TENANTS"),
+        ({"SQL_DATABASE_TENANTS": "finance=a;finance=b"}, "SQL_DATABASE_TENANTS"),
+        ({"SQL_ALLOW_WRITABLE": "finance"}, "SQL_UNSAFE_WRITABLE_DATABASES"),
+        ({"SQL_UNSAFE_WRITABLE_DATABASES": "Bad!"}, "SQL_UNSAFE_WRITABLE_DATABASES"),
         ({"SQL_MAX_ROWS": "x"}, "SQL_MAX_ROWS"),
         ({"SQL_DEFAULT_DATABASE": "Nope!"}, "SQL_DEFAULT_DATABASE"),
     ],

@@ -20,6 +20,12 @@ const RPCS = [
   'IngestDocuments',
   'DeleteDocument',
   'DescribeSchema',
+  'SubmitSqlFeedback',
+  'TeachSql',
+  'ListConfirmedPairs',
+  'DeleteConfirmedPair',
+  'ListConversations',
+  'DeleteConversation',
 ];
 
 test('the protos load and GatewayService has every RPC with its shape', () => {
@@ -51,7 +57,7 @@ test('request messages have no tenant field: the tenant comes from the key', () 
     assert.ok(!fields.includes('tenant_id'), name);
   }
   const ask = definition['tandem.v1.GatewayServiceAskRequest'].type.field.map((f) => f.name);
-  assert.deepEqual(ask, ['question', 'mode', 'options']);
+  assert.deepEqual(ask, ['question', 'mode', 'options', 'conversation_id']);
 });
 
 function fakeGateway(seen) {

