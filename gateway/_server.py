@@ -636,19 +636,21 @@ async def run_until_signalled() -> None:
         )
         await database.open(migrations())
         opened.append(database)
-        conversations = ConversationStore(
-            Database(
-                app_conninfo(url, settings.conversation_app_database_url),
-                owner_conninfo=url,
-                min_size=1,
-                max_size=db_settings.pool_max_size,
-                timeout_s=db_settings.connect_timeout_s,
-                vector=False,
-            ),
-            retention_days=settings.conversation_retention_days,
-        )
-        await conversations.open()
-        opened.append(conversations)
+        conversations: ConversationStore | None = None
+        if settings.conversations:
+            conversations = ConversationStore(
+                Database(
+                    app_conninfo(url, settings.conversation_app_database_url),
+                    owner_conninfo=url,
+                    min_size=1,
+                    max_size=db_settings.pool_max_size,
+                    timeout_s=db_settings.connect_timeout_s,
+                    vector=False,
+                ),
+                retention_days=settings.conversation_retention_days,
+            )
+            await conversations.open()
+            opened.append(conversations)
         deps = GatewayDeps(
             settings=settings,
             keys=ApiKeys(database, pepper),

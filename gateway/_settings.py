@@ -55,8 +55,10 @@ class GatewaySettings:
     default_deadline_s: float = 30.0
     ingest_deadline_s: float = 300.0
     limits: Limits = Limits()
-    # Conversations: how long one lives after its last turn, and how much of it a
-    # follow-up is resolved against (the newest turns first).
+    # Conversations: on (every Ask belongs to one; off answers every question standalone,
+    # for stateless callers and load tests), how long one lives after its last turn, and
+    # how much of it a follow-up is resolved against (the newest turns first).
+    conversations: bool = True
     conversation_retention_days: int = 30
     conversation_history_turns: int = 4
     conversation_history_chars: int = 4000
@@ -98,6 +100,7 @@ class GatewaySettings:
                     "GATEWAY_MAX_BATCH_DOCUMENTS", defaults.max_batch_documents, minimum=1
                 ),
             ),
+            conversations=env.get_bool("GATEWAY_CONVERSATIONS", True),
             conversation_retention_days=env.get_int(
                 "GATEWAY_CONVERSATION_RETENTION_DAYS", 30, minimum=1
             ),

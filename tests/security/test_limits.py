@@ -140,6 +140,8 @@ async def sql_process(pg_url: str, tmp_path: Path) -> AsyncIterator[ServiceProce
             "DATABASE_URL": pg_url,
             "TANDEM_DATA_DIR": str(tmp_path),
             "SQL_REFERENCE_DATE": "2025-06-30",
+            # SQL databases serve no tenant unless told (issue 18)
+            "SQL_DATABASE_TENANTS": "warehouse=limits",
         },
     )
     yield service

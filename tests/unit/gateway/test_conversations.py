@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from gateway import GatewaySettings
 from gateway._conversations import HistoryLimits, Turn, bounded, parse_id
 from gateway._server import turn_from
-from services.common import InvalidArgument
+from services.common import InvalidArgument, SettingsError
 from tandem.v1 import router_service_pb2 as qpb
 
 
@@ -75,3 +76,15 @@ def test_an_unreachable_routers_answer_stores_the_question_alone():
     assert (turn.question, turn.resolved_question, turn.members) == (
         "How many deals?", "How many deals?", (),
     )  # fmt: skip
+
+
+def test_conversation_settings_come_from_the_environment_and_fail_naming_the_variable():
+    assert GatewaySettings.from_env({}).conversations is True
+    off = GatewaySettings.from_env({"GATEWAY_CONVERSATIONS": "false"})
+    assert off.conversations is False
+    tuned = GatewaySettings.from_env(
+        {"GATEWAY_CONVERSATION_RETENTION_DAYS": "7", "GATEWAY_CONVERSATION_HISTORY_TURNS": "2"}
+    )
+    assert (tuned.conversation_retention_days, tuned.conversation_history_turns) == (7, 2)
+    with pytest.raises(SettingsError, match="GATEWAY_CONVERSATION_RETENTION_DAYS"):
+        GatewaySettings.from_env({"GATEWAY_CONVERSATION_RETENTION_DAYS": "0"})
