@@ -79,7 +79,8 @@ bench-fairness: setup ## tenant B's latency alone, next to a neighbour at quota,
 eval: setup ## retrieval quality and SQL execution accuracy on the golden sets and SQL_DATASET
 	$(BIN)/tandem eval retrieval --datasets services/retrieval/eval_data $(wildcard ../shared/datasets/ir/cisi ../shared/datasets/ir/med ../shared/datasets/ir/cacm)
 	$(BIN)/tandem eval sql
-	@if [ -d "$(SQL_DATASET)" ]; then $(BIN)/tandem eval sql --dataset "$(SQL_DATASET)"; \
+	@if [ -d "$(SQL_DATASET)" ]; then $(BIN)/tandem eval sql --dataset "$(SQL_DATASET)" && \
+	  $(BIN)/tandem eval sql --dataset "$(SQL_DATASET)" --memory; \
 	else echo "SQL dataset $(SQL_DATASET) not found: skipped"; fi
 
 load: setup ## ghz-compatible load test: make load CONFIG=infra/ghz/search.json LOAD_ARGS='-z 30s'

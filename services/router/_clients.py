@@ -148,7 +148,9 @@ def cell(value: cpb.SqlValue) -> Cell:
     return result
 
 
-def sql_outcome(result: spb.SqlResult, *, repairs: int = 0, degraded: bool = False) -> SqlOutcome:
+def sql_outcome(
+    result: spb.SqlResult, *, repairs: int = 0, degraded: bool = False, answer_id: str = ""
+) -> SqlOutcome:
     """Plain columns and cells plus the raw result (kept for the answer's sql_results)."""
     return SqlOutcome(
         columns=tuple(c.name for c in result.columns),
@@ -158,6 +160,7 @@ def sql_outcome(result: spb.SqlResult, *, repairs: int = 0, degraded: bool = Fal
         raw=result,
         repairs=repairs,
         degraded=degraded,
+        answer_id=answer_id,
     )
 
 
@@ -177,7 +180,12 @@ class GrpcSqlTool:
         if response.outcome != spb.SQL_ASK_OUTCOME_ANSWERED:
             reason = spb.SqlAskOutcome.Name(response.outcome).removeprefix("SQL_ASK_OUTCOME_")
             return SqlOutcome((), (), "", "", answered=False, reason=reason)
-        return sql_outcome(response.result, repairs=response.repairs, degraded=response.degraded)
+        return sql_outcome(
+            response.result,
+            repairs=response.repairs,
+            degraded=response.degraded,
+            answer_id=response.answer_id,
+        )
 
     async def check_database(self, tenant_id: str, database: str) -> None:
         """Raises ToolError when the database is unknown or closed to the tenant."""

@@ -465,9 +465,13 @@ def answer(result: RouterAnswer, include_trajectory: bool = True) -> pb.Answer:
         ],
         usage=usage,
         sql_results=[
-            pb.SqlStepResult(step_id=s.step_id, passage_id=s.passage_id, result=s.raw)
+            pb.SqlStepResult(
+                step_id=s.step_id, passage_id=s.passage_id, result=s.raw, answer_id=s.answer_id
+            )
             for s in result.sql_results
         ],
+        # Feedback on an Ask answer is feedback on the first SQL statement it drew on.
+        answer_id=result.sql_results[0].answer_id if result.sql_results else "",
         timings=[cpb.Timing(stage=k, duration=_duration(v)) for k, v in result.timings],
         replans=result.replans,
         tool_calls=result.tool_calls,

@@ -871,7 +871,7 @@ class _Run:
         if outcome is Outcome.PARTIAL:
             confidence *= 0.5
         sql_results = tuple(
-            SqlEvidence(e.step_id, e.number, e.run.sql.raw)
+            SqlEvidence(e.step_id, e.number, e.run.sql.raw, e.run.sql.answer_id)
             for e in evidence
             if e.run is not None and e.run.sql is not None
         )

@@ -42,6 +42,7 @@ from services.router._server import build_deps as build_router_deps
 from services.router._server import create_server as create_router_server
 from services.router._server import ready as router_ready
 from services.router._settings import RouterSettings
+from services.sql import demo_glossary
 from services.sql._server import build_deps as build_sql_deps
 from services.sql._server import create_server as create_sql_server
 from services.sql._server import ready as sql_ready
@@ -101,7 +102,14 @@ async def eval_stack(documents: Sequence[DemoDocument], tenant: str) -> AsyncIte
         sql_deps = await build_sql_deps(
             SqlSettings.from_env(),
             telemetry,
-            configs=[TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({tenant}))],
+            configs=[
+                TargetConfig(
+                    "warehouse",
+                    warehouse.reader_url,
+                    tenants=frozenset({tenant}),
+                    glossary=demo_glossary(),
+                )
+            ],
         )
         closers.append(sql_deps.close)
         sql_server, sql_servicer = await create_sql_server(

@@ -128,6 +128,8 @@ class SqlOutcome:
     degraded: bool = False
     answered: bool = True
     reason: str = ""
+    # The SQL service's id for this answer (feedback names it); empty when it recorded none.
+    answer_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,7 @@ class SqlEvidence:
     step_id: str
     passage_id: int
     raw: Any
+    answer_id: str = ""
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from services.sql._intents import (
     compile_intent,
     compile_ratio,
 )
-from services.sql._rules import RuleBasedGenerator
+from services.sql._offline import OfflineGenerator
 from services.sql._settings import DEFAULT_PORT, SqlSettings
 from services.sql._targets import (
     ANY_TENANT,
@@ -67,7 +67,7 @@ from services.sql._targets import (
     WritableTargetError,
     role_capabilities,
 )
-from services.sql._warehouse import Warehouse, ensure_warehouse, grant_read_only
+from services.sql._warehouse import Warehouse, demo_glossary, ensure_warehouse, grant_read_only
 
 __all__ = [
     "ANY_TENANT",
@@ -99,11 +99,11 @@ __all__ = [
     "Limits",
     "ModelCall",
     "ModelTier",
+    "OfflineGenerator",
     "Order",
     "Proposal",
     "RenderedCatalog",
     "ResultSet",
-    "RuleBasedGenerator",
     "Safeguards",
     "SchemaView",
     "Severity",
@@ -127,6 +127,7 @@ __all__ = [
     "WritableTargetError",
     "compile_intent",
     "compile_ratio",
+    "demo_glossary",
     "ensure_warehouse",
     "grant_read_only",
     "introspect",

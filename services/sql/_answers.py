@@ -61,7 +61,16 @@ from services.sql._memory import (
     app_conninfo,
     parse_uuid,
 )
-from services.sql._reuse import NotAdaptable, Reading, adapt, agreement, content_words, read
+from services.sql._reuse import (
+    NotAdaptable,
+    Reading,
+    adapt,
+    agreement,
+    content_words,
+    read,
+    stem,
+    word_swaps,
+)
 from services.sql._targets import Target
 
 _log = logging.getLogger("tandem.sql.memory")
@@ -154,6 +163,7 @@ class AnswerMemory:
         runner: StatementRunner,
         settings: MemorySettings | None = None,
         tracer: trace.Tracer | None = None,
+        few_shot: bool = True,
     ) -> None:
         self.store = store
         self._embedder = embedder
@@ -161,8 +171,13 @@ class AnswerMemory:
         self._runner = runner
         self.settings = settings or MemorySettings()
         self._tracer = tracer or trace.NoOpTracer()
+        # Whether the generator reads the nearest pairs as examples (a model does, the
+        # rules do not): only then does a miss need the embedding for its own sake.
+        self._few_shot = few_shot
         # Table and column words per catalog version: computed once, not per question.
         self._vocabulary: dict[tuple[str, str], set[str]] = {}
+        # Stored questions as read for reuse (bounded; a question's reading never changes).
+        self._readings: dict[str, Reading] = {}
 
     # --- writing ----------------------------------------------------------------------
 
@@ -297,15 +312,25 @@ class AnswerMemory:
             try:
                 # Cheap first: a tenant without pairs here costs one indexed query, and a
                 # value swap of a confirmed question (the same template) no embedding.
-                any_pairs, same = await self.store.survey(tenant_id, database, asked.template)
-                if not any_pairs:
+                survey = await self.store.survey(tenant_id, database, asked.template)
+                if not survey.pairs:
                     span.set_attributes({"sql.memory.hit": False, "sql.memory.miss": "NO_PAIRS"})
                     return None, []
-                for pair in same:
+                for pair in survey.same:
                     found = self._adapted(NearPair(pair, 1.0), asked, catalog)
                     if isinstance(found, Candidate):
                         _record_hit(span, found, exact=True)
                         return found, []
+                # The embedding (the model, most of a lookup's time) only when some pair
+                # passes the word checks a hit needs anyway, or a model wants examples.
+                if (
+                    survey.complete
+                    and not self._few_shot
+                    and not any(self._could_answer(p, asked) for p in survey.pairs)
+                ):
+                    span.set_attributes({"sql.memory.hit": False,
+                                         "sql.memory.miss": "NO_WORD_CANDIDATE"})  # fmt: skip
+                    return None, []
                 vector, model = await self._embedder.embed(asked.template)
                 near = await self.store.nearest(
                     tenant_id, database, vector, model_name=model,
@@ -334,9 +359,38 @@ class AnswerMemory:
                 span.set_attribute("sql.memory.similarity", round(near[0].similarity, 4))
             return None, near
 
+    def _reading(self, question: str) -> Reading:
+        reading = self._readings.get(question)
+        if reading is None:
+            if len(self._readings) >= 4096:
+                self._readings.clear()
+            reading = self._readings[question] = read(question)
+        return reading
+
+    def _could_answer(self, pair: ConfirmedPair, asked: Reading) -> bool:
+        """False only when ``pair`` cannot answer ``asked`` whatever its similarity: the
+        necessary word conditions of :meth:`_adapted`, without the statement or a vector.
+
+        Both paths need the same literal shape. A reworded question needs the content
+        words to agree; a value swap needs every differing content word to be one side of
+        a word-for-word swap (the only differences its statement may explain).
+        """
+        stored = self._reading(pair.question)
+        if [lit.kind for lit in stored.literals] != [lit.kind for lit in asked.literals]:
+            return False
+        if agreement(stored, asked) >= self.settings.min_agreement:
+            return True
+        swaps = word_swaps(stored, asked)
+        if not swaps:
+            return False
+        kept, wanted = content_words(stored), content_words(asked)
+        return wanted - kept <= {stem(new) for _, new in swaps} and kept - wanted <= {
+            stem(old) for old, _ in swaps
+        }
+
     def _adapted(self, item: NearPair, asked: Reading, catalog: Catalog) -> Candidate | str:
         """The pair adapted to the asked question, or why it does not answer it."""
-        stored = read(item.pair.question)
+        stored = self._reading(item.pair.question)
         try:
             adapted = adapt(item.pair.sql, stored, asked)
         except NotAdaptable as exc:
@@ -425,7 +479,7 @@ class AnswerMemory:
     @staticmethod
     def few_shot(result: AskResult, near: tuple[NearPair, ...]) -> AskResult:
         """``result`` naming the nearest pair when a model wrote its statement with the
-        pairs as examples (the rule-based generator reads no examples: nothing to name)."""
+        pairs as examples (the offline generator reads no examples: nothing to name)."""
         modelled = any(
             call.role is GeneratorRole.GENERATE_SQL and call.tier is not ModelTier.DETERMINISTIC
             for call in result.calls

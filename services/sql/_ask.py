@@ -9,8 +9,8 @@ A generator proposes; code enforces (principle 4). The pipeline runs
 and accepts the first success. Every proposal, first or repaired, goes through the same
 gate and the same read-only execution: no repair can skip a layer.
 
-The seam is :class:`SqlGenerator`. Any implementation plugs in: the rule-based one in
-this package (``RuleBasedGenerator``), or an adapter over the shared LLM layer's roles
+The seam is :class:`SqlGenerator`. Any implementation plugs in: the offline one in
+this package (``OfflineGenerator``), or an adapter over the shared LLM layer's roles
 (understand_sql, identify_tables, generate_sql, repair_sql). An adapter is responsible
 for fencing the question as data in its prompts and for parsing model output into a
 :class:`Proposal`; it never needs to validate SQL itself.
@@ -115,7 +115,7 @@ class ModelCall:
 @dataclass(frozen=True)
 class Understanding:
     """The question restated; whether it maps to this database at all; optionally a
-    structured reading of it (the rule-based generator always has one)."""
+    structured reading of it (a model that answers with an intent has one)."""
 
     interpretation: str
     answerable: bool = True
@@ -274,7 +274,7 @@ class AskResult:
 
 class AskPipeline:
     """Runs one question through a generator, the gate and execution, repairing at most
-    ``max_repairs`` times. ``fallback`` (the rule-based generator) takes over for the
+    ``max_repairs`` times. ``fallback`` (the offline generator) takes over for the
     rest of the question when ``primary`` fails, and the answer is marked degraded."""
 
     def __init__(
@@ -645,7 +645,7 @@ class _Run:
 
 
 _QUOTED = re.compile(r'"[^"]*"')
-# The degradation reason when the rule-based generator answered for a failed model.
+# The degradation reason when the offline generator answered for a failed model.
 LLM_FALLBACK = "LLM_FALLBACK"
 
 

@@ -26,6 +26,13 @@ _log = logging.getLogger("tandem.sql.catalog")
 
 # Text columns with at most this many distinct values get sample values in the catalog.
 LOW_CARDINALITY_MAX = 25
+# Text columns with more, up to this many (planner estimate), are read whole into the
+# value index, at most this many columns per database, from tables of at most this many
+# rows, each read under its own short statement timeout.
+VALUE_INDEX_DISTINCT_MAX = 5000
+VALUE_INDEX_COLUMNS_MAX = 64
+VALUE_INDEX_ROWS_MAX = 2_000_000
+_VALUE_INDEX_TIMEOUT = "2s"
 SAMPLE_VALUES = 20
 _SAMPLE_VALUE_CHARS = 60
 _TEXT_TYPES = ("text", "character varying", "character", "citext", "name")
@@ -49,6 +56,10 @@ class ColumnInfo:
     nullable: bool
     comment: str = ""
     sample_values: tuple[str, ...] = ()
+    # Every stored value of a text column too varied for samples but small enough to
+    # index (names of companies, people, products): how a question's proper names are
+    # linked to the column that holds them. Never rendered into prompts.
+    known_values: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -195,14 +206,21 @@ async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catal
     ).fetchall():
         stats[(schema, table, column)] = (float(n_distinct), list(common))
     tables = []
+    budget = VALUE_INDEX_COLUMNS_MAX
     for oid, schema, name, comment, estimate in table_rows:
         column_infos = []
         for col_name, data_type, nullable, col_comment in columns.get(oid, []):
             samples: tuple[str, ...] = ()
+            known: tuple[str, ...] = ()
             stat = stats.get((schema, name, col_name))
             if stat is not None and data_type.startswith(_TEXT_TYPES):
                 samples = _samples(stat[0], stat[1], int(estimate))
-            column_infos.append(ColumnInfo(col_name, data_type, nullable, col_comment, samples))
+                if not samples and budget > 0 and _indexable(stat[0], int(estimate)):
+                    budget -= 1
+                    known = await _known_values(conn, schema, name, col_name)
+            column_infos.append(
+                ColumnInfo(col_name, data_type, nullable, col_comment, samples, known)
+            )
         tables.append(
             TableInfo(
                 schema=schema,
@@ -215,6 +233,39 @@ async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catal
             )
         )
     return Catalog(database=database, tables=tuple(tables))
+
+
+def _indexable(n_distinct: float, estimate: int) -> bool:
+    distinct = n_distinct if n_distinct >= 0 else -n_distinct * max(estimate, 0)
+    return (
+        LOW_CARDINALITY_MAX < distinct <= VALUE_INDEX_DISTINCT_MAX
+        and 0 < estimate <= VALUE_INDEX_ROWS_MAX
+    )
+
+
+async def _known_values(
+    conn: psycopg.AsyncConnection[Any], schema: str, table: str, column: str
+) -> tuple[str, ...]:
+    """The column's distinct short values, or none when there are more than the index
+    takes or the read fails (the catalog must load even where a column cannot be read)."""
+    statement = sql.SQL(
+        "SELECT DISTINCT {col} FROM {tbl} WHERE {col} IS NOT NULL AND length({col}) <= %s LIMIT %s"
+    ).format(col=sql.Identifier(column), tbl=sql.Identifier(schema, table))
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL statement_timeout = '{_VALUE_INDEX_TIMEOUT}'")
+            rows = await (
+                await conn.execute(statement, (_SAMPLE_VALUE_CHARS, VALUE_INDEX_DISTINCT_MAX + 1))
+            ).fetchall()
+    except psycopg.Error as exc:
+        _log.info(
+            "value index skipped a column",
+            extra={"fields": {"error.type": type(exc).__name__}},
+        )
+        return ()
+    if len(rows) > VALUE_INDEX_DISTINCT_MAX:
+        return ()
+    return tuple(sorted(str(r[0]) for r in rows))
 
 
 def _samples(n_distinct: float, common: list[str], estimate: int) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ A glossary entry is a term, its synonyms, and either a SQL expression ("CPC" ->
 ``SUM(cost) / NULLIF(SUM(clicks), 0)``) or a prose definition ("active means status =
 'active'"). Entries come from a file per database (configuration, not code) and from the
 ``instructions`` a product backend sends with a question. Generators receive both as
-data: a model gets them fenced in its prompt; the rule-based generator applies every one
+data: a model gets them fenced in its prompt; the offline generator applies every one
 it can parse and reports the rest as ignored.
 """
 

@@ -102,6 +102,42 @@ def stem(word: str) -> str:
     return word
 
 
+# English verbs whose past forms a suffix rule cannot undo ("deals won", "did we win").
+_IRREGULAR = {
+    "won": "win",
+    "lost": "lose",
+    "sold": "sell",
+    "bought": "buy",
+    "paid": "pay",
+    "spent": "spend",
+    "sent": "send",
+    "held": "hold",
+    "made": "make",
+    "began": "begin",
+    "begun": "begin",
+    "ran": "run",
+    "wrote": "write",
+    "written": "write",
+    "gave": "give",
+    "given": "give",
+    "took": "take",
+    "taken": "take",
+}
+
+
+def lemma(word: str) -> str:
+    """The stem, with irregular past forms read as their verb."""
+    word = word.lower()
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    base = stem(word)
+    for suffix in ("ning", "ing"):
+        if base.endswith(suffix) and len(base) - len(suffix) >= 3:
+            root = base[: -len(suffix)]
+            return root if suffix == "ing" else root + root[-1:]
+    return base
+
+
 def _abbreviates(short: str, word: str) -> bool:
     """``amt`` abbreviates amount, ``cust`` customer, ``dt`` date: same first letter, the
     short form's letters in order, and shorter than the word."""
@@ -135,6 +171,8 @@ def word_match(question_word: str, name_word: str) -> float:
             return 0.9
     if _abbreviates(name_word, question_word):
         return 0.8
+    if len(question_word) >= 3 and name_word in (question_word + "er", question_word + "r"):
+        return 0.8  # "owns" -> owner, "sells" -> seller
     if (
         len(name_word) >= 5
         and question_word.startswith(name_word[:-1])
@@ -168,6 +206,9 @@ class Vocabulary:
         table_prefix = common_prefix([t.name for t in catalog.tables]).lower()
         self.table_words: dict[str, list[str]] = {}
         self.column_words: dict[tuple[str, str], list[str]] = {}
+        # other names the schema's own comments give ("Sales opportunities (deals)")
+        self.table_aliases: dict[str, list[list[str]]] = {}
+        self.column_aliases: dict[tuple[str, str], list[list[str]]] = {}
         self.columns: list[Col] = []
         counts: dict[str, int] = {}
         for table in catalog.tables:
@@ -175,33 +216,56 @@ class Vocabulary:
             if table_prefix and name.lower().startswith(table_prefix):
                 name = name[len(table_prefix) :]
             self.table_words[table.qualified] = [stem(w) for w in name_words(name)]
+            self.table_aliases[table.qualified] = comment_names(table.comment, head=True)
             names = [c.name for c in table.columns]
             col_prefix = common_prefix(names, minimum=3) if len(names) >= 4 else ""
+            keys = set(table.primary_key) | {c for fk in table.foreign_keys for c in fk.columns}
             for column in table.columns:
                 cname = column.name
                 if col_prefix and len(cname) > len(col_prefix):
                     cname = cname[len(col_prefix) :]
                 words = [stem(w) for w in name_words(cname)]
                 self.column_words[(table.qualified, column.name)] = words
+                aliases = [] if column.name in keys else comment_names(column.comment)
+                # "(calls, meetings, demos)" lists rows by a stored value: examples
+                aliases = [a for a in aliases if not _stored_in(a, table)]
+                self.column_aliases[(table.qualified, column.name)] = aliases
                 self.columns.append(Col(table, column))
-                for w in set(words):
+                for w in set(words).union(*aliases):
                     counts[w] = counts.get(w, 0) + 1
         total = max(len(self.columns), 1)
         self.idf = {w: math.log(1 + total / n) for w, n in counts.items()}
         self.values: dict[str, list[tuple[Col, str]]] = {}
+        # a word of a multi-word stored value ("won" of 'Closed Won'), by its lemma
+        self.value_words: dict[str, list[tuple[Col, str]]] = {}
+        # proper names stored in varied text columns ("cobalt academy" -> companies.name)
+        self.names: dict[str, list[tuple[Col, str]]] = {}
         for col in self.columns:
+            for value in (*col.column.known_values, *col.column.sample_values):
+                self.names.setdefault(value.lower(), []).append((col, value))
             for value in (*col.column.sample_values, *_comment_values(col.column.comment)):
                 self.values.setdefault(value.lower(), []).append((col, value))
+                words = re.findall(r"[a-z]+", value.lower())
+                if len(words) > 1:
+                    for w in words:
+                        if len(w) > 2 and w not in _STOP:
+                            self.value_words.setdefault(lemma(w), []).append((col, value))
 
     def weight(self, word: str) -> float:
         return self.idf.get(word, math.log(1 + len(self.columns)))
 
+    def table_names(self, table: TableInfo) -> list[list[str]]:
+        """The table's name parts, then each other name its comment gives."""
+        return [self.table_words[table.qualified], *self.table_aliases[table.qualified]]
+
     def table_score(self, words: Sequence[str], table: TableInfo) -> float:
-        """How much of a table's name the words cover (0..1)."""
-        parts = self.table_words[table.qualified]
-        if not parts:
-            return 0.0
-        return sum(cover(words, p)[0] for p in parts) / len(parts)
+        """How much of a table's name (or of another name its comment gives) the words
+        cover (0..1)."""
+        best = 0.0
+        for parts in self.table_names(table):
+            if parts:
+                best = max(best, sum(cover(words, p)[0] for p in parts) / len(parts))
+        return best
 
     def tables_named(self, words: Sequence[str]) -> list[tuple[TableInfo, float]]:
         found = []
@@ -212,9 +276,15 @@ class Vocabulary:
         return sorted(found, key=lambda p: -p[1])
 
     def column_score(self, words: Sequence[str], col: Col) -> float:
-        """Weighted coverage of the column's name parts by ``words``, plus a bonus when
-        the other words name the column's table, less a little per unexplained word."""
-        parts = self.column_words[col.key]
+        """Weighted coverage of the column's name parts (or of another name its comment
+        gives) by ``words``, plus a bonus when the other words name the column's table,
+        less a little per unexplained word."""
+        return max(
+            self._name_score(words, col, parts)
+            for parts in (self.column_words[col.key], *self.column_aliases[col.key])
+        )
+
+    def _name_score(self, words: Sequence[str], col: Col, parts: Sequence[str]) -> float:
         if not parts:
             return 0.0
         total = sum(self.weight(p) for p in parts)
@@ -236,11 +306,11 @@ class Vocabulary:
             table_bonus = (
                 0.5 * sum(cover(leftover, p, partial=0.4)[0] for p in tparts) / max(len(tparts), 1)
             )
+        table_parts = [p for name in self.table_names(col.table) for p in name]
         unexplained = sum(
             1
             for w in leftover
-            if not any(cover([w], p, partial=0.4)[0] for p in self.table_words[col.table.qualified])
-            and w not in _SOFT
+            if not any(cover([w], p, partial=0.4)[0] for p in table_parts) and w not in _SOFT
         )
         return coverage + 0.35 * table_bonus - 0.15 * unexplained
 
@@ -308,6 +378,75 @@ _SOFT = frozenset(
     name id number total amount count average avg maximum max minimum min sum mean
     """.split()
 )
+
+
+_PARENS = re.compile(r"\(([^()]{2,80})\)")
+
+
+def comment_names(comment: str, *, head: bool = False) -> list[list[str]]:
+    """Other names a comment gives its table or column: the comma-separated words in its
+    first parentheses ("Sales representatives (reps, account owners)"), and with ``head``
+    the short phrase the comment opens with before them ("sales representatives")."""
+    match = _PARENS.search(comment)
+    if match is None:
+        return []
+    names = []
+    for item in re.split(r",|\bor\b", match.group(1)):
+        words = re.findall(r"[a-z]+", item.lower())
+        if 1 <= len(words) <= 3 and not any(w in _STOP for w in words):
+            names.append([stem(w) for w in words])
+    opening = re.findall(r"[a-z]+", comment[: match.start()].lower())
+    if head and 1 < len(opening) <= 3 and not any(w in _STOP for w in opening):
+        names.append([stem(w) for w in opening])
+    return names
+
+
+def _stored_in(words: Sequence[str], table: TableInfo) -> bool:
+    """Whether the words are a stored value of one of the table's columns."""
+    phrase = " ".join(words)
+    return any(
+        " ".join(stem(w) for w in re.findall(r"[a-z]+", v.lower())) == phrase
+        for c in table.columns
+        for v in c.sample_values
+    )
+
+
+_RECENCY = re.compile(r"\b(?:most\s+recent(?:ly)?|latest|newest|oldest|earliest)\b")
+
+
+def _states(column: ColumnInfo) -> list[tuple[list[str], str]]:
+    """The states a column's comment defines, each as its words and the condition that
+    means it: "False when the product is discontinued" (boolean), "When the account was
+    archived (churned); NULL for active accounts" (nullable)."""
+    comment = column.comment.lower()
+    found: list[tuple[list[str], str]] = []
+    if column.data_type == "boolean":
+        for m in re.finditer(
+            r"\b(true|false) (?:when|for|if|while) (?:the |a |an )?[a-z]+ "
+            r"(?:is|are|was|were|has|have|had|has been|is not|was not) ([a-z]+)",
+            comment,
+        ):
+            found.append(([m.group(2)], "{c}" if m.group(1) == "true" else "NOT {c}"))
+    elif column.nullable:
+        state = re.match(
+            r"when (?:the |a |an )?[a-z]+ (?:was|is|were|got|has been) ([a-z]+)", comment
+        )
+        if state:
+            also = re.match(r"\s*\(([a-z]+)\)", comment[state.end() :])
+            found.append(([state.group(1), *([also.group(1)] if also else [])], "{c} IS NOT NULL"))
+        unset = re.search(r"\bnull (?:for|while|when) (?:the |a |an )?([a-z]+)", comment)
+        if unset and unset.group(1) != "otherwise":
+            found.append(([unset.group(1)], "{c} IS NULL"))
+    return found
+
+
+def _negate(cond: str) -> str:
+    return {
+        "{c}": "NOT {c}",
+        "NOT {c}": "{c}",
+        "{c} IS NOT NULL": "{c} IS NULL",
+        "{c} IS NULL": "{c} IS NOT NULL",
+    }[cond]
 
 
 def _comment_values(comment: str) -> list[str]:
@@ -427,7 +566,13 @@ class QuestionLinker:
                     continue
                 pattern = re.compile(rf"\b{re.escape(name)}\b")
                 operations = {stem(w) for w in re.findall(r"[a-z]+", body.lower())} & _OPERATIONS
-                if pattern.search(question) and body and _is_wordy(body) and not operations:
+                if (
+                    pattern.search(question)
+                    and body
+                    and _is_wordy(body)
+                    and not operations
+                    and self._sql_definition(entry) is None
+                ):
                     replacement = _trim_definition(body)
                     question = pattern.sub(replacement.replace("\\", r"\\"), question)
                     self.applied.append(entry.term)
@@ -515,11 +660,12 @@ class QuestionLinker:
         words = [stem(p) for t in toks if not t.quoted for p in re.split(r"_", t.low) if p]
         found: list[tuple[int, TableInfo]] = []
         for table in self.catalog.tables:
-            size = max(len(self.vocab.table_words[table.qualified]), 1)
+            sizes = {max(len(n), 1) for n in self.vocab.table_names(table)}
             hit = next(
                 (
                     i
                     for i in range(len(words))
+                    for size in sorted(sizes)
                     for width in range(size, size + 3)
                     if self.vocab.table_score(words[i : i + width], table) >= 0.99
                 ),
@@ -575,6 +721,13 @@ class QuestionLinker:
             text,
             re.I,
         )
+        if which is None:
+            # "Which sales rep owns the most companies?": any verb before a superlative
+            which = re.match(
+                r"\s*(?:which|what)\s+(?:\d+\s+)?((?:[a-z]+\s+){0,2}?[a-z]+)\s+(?=[a-z]+\s+the\s+(?:most|fewest|least|highest|lowest|largest|smallest)\b)",
+                text,
+                re.I,
+            )
         if which:
             words = [stem(w) for w in which.group(1).lower().split() if w not in _STOP]
             hits = self.vocab.tables_named(words)
@@ -585,13 +738,15 @@ class QuestionLinker:
         if what:
             out, tail = _cut_relative(text[what.end() :])
             return "", out, tail
-        many = re.search(r"^\s*how many\s+", text, re.I)
+        many = re.search(r"^\s*how many\s+|^\s*count\s+(?:the\s+|all\s+)?", text, re.I)
         if many:
             rest = text[many.end() :]
             noun: list[str] = []
             for w in rest.split():
                 if w.lower() in _BE or w.lower() in ("do", "does", "did", "have", "has", "had"):
                     break
+                if noun and (w.lower().strip("?,.") in _FILLER or w.lower() in _STOP):
+                    break  # "meetings happened this quarter": the noun has ended
                 noun.append(w)
                 if self.vocab.tables_named([stem(w.strip("?,."))]):
                     break
@@ -610,7 +765,9 @@ class QuestionLinker:
                     return None
                 out.extend(got)
             return out
-        low = _clean_item(phrase).lower()
+        low = self._without_conditions(_clean_item(phrase).lower())
+        if re.search(r"\S", _RECENCY.sub("", low)):
+            low = " ".join(_RECENCY.sub("", low).split())
         if not low:
             return []
         ranked = self._ranked(phrase)
@@ -660,11 +817,31 @@ class QuestionLinker:
             or self.vocab.column_score(words, col) >= 0.99
             or not _only_table(words, table_hits, self.vocab)
         ):
-            return [Dim(col)]
+            return self._shown(col, words)
         if table_hits:
             table = table_hits[0][0]
             return [Dim(c) for c in self._labels(table)]
         return None
+
+    def _shown(self, col: Col, words: Sequence[str]) -> list[Dim | Measure]:
+        """What to show for a column the output names: a reference ("the account owner")
+        shows the row it points to by name, a flag that names its rows ("primary
+        contacts") shows those rows (the flag becomes their condition)."""
+        asks_key = any(w in ("id", "identifier", "key", "number", "code") for w in words)
+        if not asks_key and col.column.name not in col.table.primary_key:
+            for edge in self.graph.edges_of(col.table.qualified):
+                if edge.child == col.table.qualified and edge.child_column == col.column.name:
+                    parent = self.catalog.table(edge.parent)
+                    labels = [c for c in self._labels(parent) if not _is_key(c)] if parent else []
+                    if labels:
+                        return list(map(Dim, labels))
+        if col.column.data_type == "boolean" and any(
+            self.vocab.table_score([w], col.table) >= 0.99 for w in words
+        ):
+            labels = self._labels(col.table)
+            if labels:
+                return list(map(Dim, labels))
+        return [Dim(col)]
 
     def _share(self, toks: list[Tok]) -> Linked | None:
         """ "What percentage of companies are Enterprise?", "What share of opportunities
@@ -731,7 +908,7 @@ class QuestionLinker:
             assert m.table is not None
             return f"(SELECT COUNT(*) FROM {_table_sql(m.table)}{where})"
 
-        sql = f"SELECT {count(a)} * 1.0 / NULLIF({count(b)}, 0) AS m0"
+        sql = f"SELECT {count(a)} * 1.0 / NULLIF({count(b)}, 0) AS ratio"
         explanation = f"Divides the number of {a.table.name} by the number of {b.table.name}."
         return Linked(sql, tuple(dict.fromkeys(tables)), explanation, tuple(self.applied))
 
@@ -743,8 +920,14 @@ class QuestionLinker:
             parts = self.vocab.column_words[col.key]
             return any(t.start >= start and any(word_match(t.stem, p) for p in parts) for t in toks)
         value = values[0].lower()
+        inside = {lemma(w) for w in re.findall(r"[a-z]+", value)}
         return any(
-            t.start >= start and (t.low == value or (len(value) >= 4 and t.low.startswith(value)))
+            t.start >= start
+            and (
+                t.low == value
+                or (len(value) >= 4 and t.low.startswith(value))
+                or (len(inside) > 1 and lemma(t.low) in inside)
+            )
             for t in toks
         )
 
@@ -963,7 +1146,11 @@ class QuestionLinker:
                 t
                 for t in self.catalog.tables
                 if len(words) == 1
-                and any(word_match(words[0], p) >= 0.9 for p in self.vocab.table_words[t.qualified])
+                and any(
+                    word_match(words[0], p) >= 0.9
+                    for name in self.vocab.table_names(t)
+                    for p in name
+                )
             ]
             if len(partial) == 1:
                 # "transactions" -> wallet_transactions_daily, the one table it names a part of
@@ -1084,6 +1271,8 @@ class QuestionLinker:
             for name in entry.names:
                 names = {stem(w) for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _STOP}
                 if names and names <= words:
+                    if self._is_condition(entry):
+                        continue  # a state ("open"), applied as a condition
                     formula = self._sql_measure(entry)
                     if formula is not None:
                         if entry.term not in self.applied:
@@ -1132,6 +1321,36 @@ class QuestionLinker:
             return None
         columns = self._sql_columns(tree)
         return (tree, columns) if columns is not None else None
+
+    def _without_conditions(self, phrase: str) -> str:
+        """The phrase less the terms defined as conditions ("open deals" -> "deals"): a
+        condition narrows the rows, it names no column to show."""
+        for entry in self.glossary:
+            if self._is_condition(entry):
+                for name in entry.names:
+                    phrase = re.sub(rf"\b{re.escape(name.lower())}\b\s*", "", phrase)
+        return phrase.strip()
+
+    def _is_condition(self, entry: GlossaryEntry) -> bool:
+        """Whether the entry defines a condition in SQL (``stage = 'won'``), not a value."""
+        parsed = self._sql_definition(entry)
+        return (
+            parsed is not None
+            and parsed[0].find(exp.AggFunc) is None
+            and isinstance(parsed[0], exp.Predicate | exp.Not | exp.And | exp.Or | exp.Paren)
+        )
+
+    def _term_spans(self) -> list[tuple[int, int]]:
+        """Where the question uses a term of an applied definition: its words are that
+        term, not values or names of their own ("win rate" is not a 'Closed Won' filter)."""
+        spans = []
+        for entry in self.glossary:
+            if entry.term not in self.applied:
+                continue
+            for name in entry.names:
+                for m in re.finditer(rf"\b{re.escape(name)}\b", self.question, re.I):
+                    spans.append((m.start(), m.end()))
+        return spans
 
     def _sql_measure(self, entry: GlossaryEntry) -> Measure | None:
         parsed = self._sql_definition(entry)
@@ -1239,13 +1458,20 @@ class QuestionLinker:
         if m:
             return int(m.group(1)), m.group(2) in ("most", "highest", "largest", "best")
         m = re.search(
-            r"\b(?:which|what)\s+(\d{1,4})\b[^?.]*?\b(highest|most|largest|lowest|fewest|least|smallest|best|worst)\b",
+            r"\b(?:which|what)\s+(\d{1,4})\b[^?.]*?\b(highest|most|largest|lowest|fewest|least|smallest|best|worst|latest|newest|earliest|oldest)\b",
             low,
         )
         if m:
-            return int(m.group(1)), m.group(2) in ("highest", "most", "largest", "best")
+            return int(m.group(1)), m.group(2) in (
+                "highest",
+                "most",
+                "largest",
+                "best",
+                "latest",
+                "newest",
+            )
         m = re.search(
-            r"\bwhich\s+\w+(?:\s+\w+)?\s+(?:had|has|have|made|with|received|created)\s+the\s+(highest|most|largest|lowest|fewest|least)\b",
+            r"\b(?:which|who)\s+(?:\w+\s+){0,2}?\w+\s+the\s+(highest|most|largest|lowest|fewest|least)\b",
             low,
         )
         if m:
@@ -1330,6 +1556,18 @@ class QuestionLinker:
                 low,
             )
             phrase = m.group(1) if m else ""
+        recency = _RECENCY.search(low)
+        if not phrase and recency and plan.dims and not plan.measures:
+            # "the 5 most recent activities": by the listed rows' own date
+            col = self._date_column(Plan(dims=plan.dims))
+            if col is not None:
+                if not any(d.col.key == col.key for d in plan.dims):
+                    plan.dims.append(Dim(col))
+                index = next(i for i, d in enumerate(plan.dims) if d.col.key == col.key)
+                newest = not re.match(r"oldest|earliest", recency.group(0))
+                plan.order.append((f"d{index}", newest))
+                self.known |= {stem(w) for w in recency.group(0).split()}
+                return
         popular = re.search(r"\b(most|least)\s+(?:common|frequent(?:ly)?|popular|often)\b", low)
         if not phrase and popular:
             counts = [
@@ -1409,6 +1647,10 @@ class QuestionLinker:
             measure = self._measure("number of " + phrase)
         if measure is None and not plan.measures:
             col = self._column(words, numeric=True)
+            if col is not None and self._many_of(col.table, plan):
+                # "top 5 reps by won amount": each rep's deals summed
+                plan.measures.append(Measure("SUM", col=col, label=phrase))
+                return f"m{len(plan.measures) - 1}"
             if col is not None:
                 plan.dims.append(Dim(col))
                 return f"d{len(plan.dims) - 1}"
@@ -1439,10 +1681,28 @@ class QuestionLinker:
             return f"d{len(plan.dims) - 1}"
         return ""
 
+    def _many_of(self, table: TableInfo, plan: Plan) -> bool:
+        """Whether ``table`` holds many rows per row of the table the listing shows (a
+        reference from it to that table), so its numbers must be summed per listed row."""
+        shown = {d.col.table.qualified for d in plan.dims}
+        if len(shown) != 1 or table.qualified in shown:
+            return False
+        (entity,) = shown
+        path = self.graph.path(table.qualified, entity)
+        if not path:
+            return False
+        here = table.qualified
+        for edge in path:
+            if edge.child != here:
+                return False
+            here = edge.parent
+        return True
+
     def _date_column(self, plan: Plan, near: str = "") -> Col | None:
         tables = self._fact_candidates(plan)
         tables += [t for t in self.named if t not in tables]
         near_words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in _STOP]
+        state_words = self._state_words()
         best: tuple[float, Col] | None = None
         for rank, table in enumerate(tables):
             for index, column in enumerate(table.columns):
@@ -1450,11 +1710,27 @@ class QuestionLinker:
                     continue
                 col = Col(table, column)
                 score = -0.3 * rank - index * 0.01
+                if column.nullable:
+                    score -= 0.25  # a date set only in some state ("closed_at") is no timeline
                 if near_words:
                     score += 3 * self.vocab.column_score(near_words, col)
+                if state_words:
+                    # "won in 2024" with stage 'Closed Won': the date of closing
+                    score += self.vocab.column_score(state_words, col)
                 if best is None or score > best[0]:
                     best = (score, col)
         return best[1] if best else None
+
+    def _state_words(self) -> list[str]:
+        """The words of the multi-word stored values the question names by one of their
+        words ("won" -> closed, won): they say which of several dates the question means."""
+        found: list[str] = []
+        for tok in tokenize(self.question):
+            if tok.quoted or len(tok.low) < 3:
+                continue
+            for _, value in set(self.vocab.value_words.get(lemma(tok.low), [])):
+                found += [stem(w) for w in re.findall(r"[a-z]+", value.lower())]
+        return found
 
     def _fact_candidates(self, plan: Plan) -> list[TableInfo]:
         out: list[TableInfo] = []
@@ -1498,9 +1774,11 @@ class QuestionLinker:
                 plan.anti.append(hits[0][0])
         used |= self._patterns(plan)
         self._key_literals(plan)
+        spans = self._term_spans()
+        used |= self._proper_names(plan, toks, used, spans)
         # quoted and stored values
         for tok in toks:
-            if tok.low in used:
+            if tok.low in used or any(a <= tok.start < b for a, b in spans):
                 continue
             found = self._value(tok, toks, plan)
             if found is not None:
@@ -1509,6 +1787,7 @@ class QuestionLinker:
         self._comparisons(plan)
         self._sql_conditions(plan)
         self._flags(plan)
+        self._documented_states(plan, self._term_spans())
         if not plan.measures:
             for col, cond in plan.filters:
                 numeric = _is_number(col.column.data_type)
@@ -1527,7 +1806,7 @@ class QuestionLinker:
         tables = [*self._fact_candidates(plan), *self.named]
         toks = tokenize(self.question)
         for table in dict.fromkeys(tables):
-            own = set(self.vocab.table_words[table.qualified])
+            own = {p for name in self.vocab.table_names(table) for p in name}
             for column in table.columns:
                 if column.data_type != "boolean":
                     continue
@@ -1546,6 +1825,45 @@ class QuestionLinker:
                     if any(f[0].key == col.key for f in plan.filters):
                         break
                     plan.filters.append((col, "NOT {c}" if negated else "{c}"))
+                    break
+
+    def _documented_states(self, plan: Plan, spans: list[tuple[int, int]]) -> None:
+        """States the schema's comments define: a flag "False when the product is
+        discontinued", a date "When the account was archived (churned); NULL for active
+        accounts". The question's word for the state becomes the condition."""
+        tables = [*self._fact_candidates(plan), *self.named]
+        toks = [
+            t
+            for t in tokenize(self.question)
+            if not t.quoted and not any(a <= t.start < b for a, b in spans)
+        ]
+        filtered = {c.key for c, _ in plan.filters}
+        for table in dict.fromkeys(tables):
+            own = {p for name in self.vocab.table_names(table) for p in name}
+            for column in table.columns:
+                col = Col(table, column)
+                if col.key in filtered:
+                    continue
+                for state_words, state in _states(column):
+                    words = [w for w in state_words if w not in own]
+                    hit = next(
+                        (
+                            i
+                            for i, t in enumerate(toks)
+                            if any(lemma(t.low) == lemma(w) or t.stem == stem(w) for w in words)
+                        ),
+                        None,
+                    )
+                    if hit is None:
+                        continue
+                    before = " ".join(t.low for t in toks[max(0, hit - 3) : hit])
+                    negated = re.search(
+                        r"\b(?:not|non|no|never)(?:\s+(?:been|be|being|yet))?$", before
+                    )
+                    plan.filters.append((col, _negate(state) if negated else state))
+                    filtered.add(col.key)
+                    self.known.add(toks[hit].stem)
+                    self.known.add(toks[hit].low)
                     break
 
     def _null_rules(self, plan: Plan) -> None:
@@ -1731,10 +2049,14 @@ class QuestionLinker:
         if not tok.quoted and not shouted and (tok.low in _STOP or len(tok.low) < 2):
             return None
         candidates = list(self.vocab.values.get(tok.low, []))
+        if not candidates and not tok.quoted and tok.text[:-1].isupper() and tok.low[-1:] == "s":
+            candidates = list(self.vocab.values.get(tok.low[:-1], []))  # "CTOs" -> 'CTO'
         if not candidates and not tok.quoted and len(tok.low) >= 5:
             for value, cols in self.vocab.values.items():
                 if len(value) >= 4 and tok.low.startswith(value) and len(tok.low) - len(value) <= 3:
                     candidates.extend(cols)
+        if not candidates and not tok.quoted and len(tok.low) >= 3:
+            return self._value_inside(tok)
         if not candidates:
             if tok.quoted:
                 col = self._text_column_near(tok, toks, plan)
@@ -1756,17 +2078,92 @@ class QuestionLinker:
             return s
 
         col, value = max(candidates, key=score)
-        names_something = any(
-            word_match(tok.stem, p) >= 0.9
-            for parts in [*self.vocab.table_words.values(), *self.vocab.column_words.values()]
-            for p in parts
-        )
+        names_something = self._names_something(tok.stem)
+        # one value in one table (a code and a name column may both hold 'EMEA')
         unique = (
-            len({c.key for c, _ in candidates}) == 1 and len(tok.low) >= 4 and not names_something
+            len({c.table.qualified for c, _ in candidates}) == 1
+            and len({v.lower() for _, v in candidates}) == 1
+            and (len(tok.low) >= 4 or tok.text.isupper())
+            and not names_something
         )
         if not tok.quoted and not unique and score((col, value)) < 0.5 and col.table not in tables:
             return None
         return col, f"{{c}} = {lit(value)}"
+
+    def _proper_names(
+        self, plan: Plan, toks: list[Tok], seen: set[str], spans: list[tuple[int, int]]
+    ) -> set[str]:
+        """Names the value index holds ("contacts at Cobalt Academy"): the longest run of
+        words equal to one stored value, capitalised or quoted when it is a single word
+        (a lower-case word is more likely a word than a name). Returns the words used."""
+        used: set[str] = set()
+        if not self.vocab.names:
+            return used
+        taken: set[int] = set()
+        for size in (4, 3, 2, 1):
+            for i in range(len(toks) - size + 1):
+                window = toks[i : i + size]
+                if any(i + k in taken for k in range(size)) or any(
+                    t.low in seen or any(a <= t.start < b for a, b in spans) for t in window
+                ):
+                    continue
+                if size == 1:
+                    tok = window[0]
+                    if not (tok.quoted or (i > 0 and tok.text[:1].isupper())):
+                        continue
+                phrase = " ".join(t.low for t in window)
+                found = self.vocab.names.get(phrase)
+                if not found:
+                    continue
+                tables = {c.table.qualified for c, _ in found}
+                if len(tables) > 1:
+                    named = [c for c, _ in found if c.table in self.named]
+                    if len({c.table.qualified for c in named}) != 1:
+                        continue
+                    found = [(c, v) for c, v in found if c.table in self.named]
+                col, value = found[0]
+                plan.filters.append((col, f"{{c}} = {lit(value)}"))
+                taken |= {i + k for k in range(size)}
+                used |= {t.low for t in window}
+        return used
+
+    def _value_inside(self, tok: Tok) -> tuple[Col, str] | None:
+        """A word found in exactly one multi-word stored value, and naming nothing else
+        in the schema ("deals won" -> stage 'Closed Won')."""
+        inside = set(self.vocab.value_words.get(lemma(tok.low), []))
+        if len(inside) != 1 or tok.low in _FILLER or tok.stem in _FILLER:
+            return None
+        if self._names_something(tok.stem) and not self._verb_not_name(tok):
+            return None
+        col, value = next(iter(inside))
+        return col, f"{{c}} = {lit(value)}"
+
+    def _verb_not_name(self, tok: Tok) -> bool:
+        """A verb form ("were lost") that is only part of a longer name ("lost_reason")
+        and not followed by that name's other words is the state, not the column."""
+        if lemma(tok.low) == tok.low or (lemma(tok.low) == tok.stem and tok.low == tok.stem):
+            return False
+        toks = tokenize(self.question)
+        after = [t.stem for t in toks if t.start > tok.start][:2]
+        for parts in [*self.vocab.table_words.values(), *self.vocab.column_words.values()]:
+            if any(word_match(tok.stem, p) >= 0.9 for p in parts):
+                rest = [p for p in parts if word_match(tok.stem, p) < 0.9]
+                if not rest or any(word_match(a, p) >= 0.9 for a in after for p in rest):
+                    return False
+        return True
+
+    def _names_something(self, word: str) -> bool:
+        """Whether the word is (a form of) a part of any table or column name."""
+        return any(
+            word_match(word, p) >= 0.9
+            for parts in [
+                *self.vocab.table_words.values(),
+                *self.vocab.column_words.values(),
+                *(a for aliases in self.vocab.table_aliases.values() for a in aliases),
+                *(a for aliases in self.vocab.column_aliases.values() for a in aliases),
+            ]
+            for p in parts
+        )
 
     def _text_column_near(self, tok: Tok, toks: list[Tok], plan: Plan) -> Col | None:
         index = toks.index(tok)
@@ -2022,7 +2419,7 @@ class QuestionLinker:
             expr = ref(d.col)
             if d.grain:
                 expr = f"DATE_TRUNC({lit(d.grain)}, {expr})"
-            select.append(f"{expr} AS d{i}")
+            select.append(f"{expr} AS {{d{i}}}")
             group.append(expr)
         grouped = bool(plan.measures or plan.having)
         if plan.entity is not None and grouped and plan.entity.primary_key:
@@ -2035,7 +2432,7 @@ class QuestionLinker:
             if places and m.func not in ("RANK", "COUNT", "COUNT_DISTINCT", "COUNT_COL"):
                 text = f"ROUND(CAST({text} AS NUMERIC), {int(places.group(1))})"
                 self.known |= {"rounded", "round", "decimal", "places", "place"}
-            select.append(f"{text} AS m{i}")
+            select.append(f"{text} AS {{m{i}}}")
         where: list[str] = []
         for c, cond in plan.filters:
             text = cond.replace("{c}", ref(c))
@@ -2075,13 +2472,19 @@ class QuestionLinker:
         if plan.order:
             parts = []
             for target, desc in plan.order:
-                parts.append(f"{target} {'DESC' if desc else 'ASC'} NULLS LAST")
+                parts.append(f"{{{target}}} {'DESC' if desc else 'ASC'} NULLS LAST")
             if plan.limit:
                 # ties at the cut are broken by the listed columns, so the answer is stable
-                parts += [f"d{i}" for i in range(len(plan.dims)) if f"d{i}" not in dict(plan.order)]
+                # (rows listed tie by their key; groups by name, the order people read)
+                ties = list(range(len(plan.dims)))
+                if plan.measures:
+                    ties.sort(key=lambda i: _is_key(plan.dims[i].col))
+                parts += [f"{{d{i}}}" for i in ties if f"d{i}" not in dict(plan.order)]
             sql += " ORDER BY " + ", ".join(parts)
         if plan.limit:
             sql += f" LIMIT {plan.limit}"
+        for name, label in _output_names(plan).items():
+            sql = sql.replace("{" + name + "}", q(label))
         self._check_coverage(alias, plan)
         return Linked(
             sql,
@@ -2104,7 +2507,7 @@ class QuestionLinker:
         else:
             text = ("Lists distinct " if plan.distinct else "Lists ") + ", ".join(dims)
             text += f" of {base.name}"
-        conditions = [f"{c.column.name} {_condition_words(cond)}" for c, cond in plan.filters]
+        conditions = [_condition_words(cond, c.column.name) for c, cond in plan.filters]
         conditions += [f"no matching {t.name}" for t in plan.anti]
         conditions += [f"a matching {t.name}" for t in plan.semi]
         if conditions:
@@ -2293,6 +2696,47 @@ class QuestionLinker:
 # --- helpers ---------------------------------------------------------------------------
 
 
+def _output_names(plan: Plan) -> dict[str, str]:
+    """Readable, distinct names for the result's columns: a column keeps its own name
+    ("company_id", "name"; the table's name in front when two tables share it), a time
+    grain is named by it ("month"), a measure by what it computes ("sum_amount",
+    "count", "win_rate"). Products read the result by these names."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+
+    def claim(key: str, *choices: str) -> None:
+        for choice in choices:
+            label = re.sub(r"[^a-z0-9]+", "_", choice.lower()).strip("_")[:60] or "value"
+            if label not in taken:
+                break
+        else:
+            label = f"{label}_{key}"
+        taken.add(label)
+        names[key] = label
+
+    for i, d in enumerate(plan.dims):
+        own = d.grain or d.col.column.name
+        claim(f"d{i}", own, f"{d.col.table.name}_{own}")
+    for i, m in enumerate(plan.measures):
+        claim(f"m{i}", *_measure_names(m))
+    return names
+
+
+def _measure_names(m: Measure) -> list[str]:
+    if m.func in ("EXPR", "SQLEXPR", "RANK") and m.label:
+        return [m.label]
+    if m.func == "SHARE":
+        return ["percentage"]
+    if m.filter is not None and "EXTRACT(DOW" in m.filter[1]:
+        return [m.label or "day_count"]
+    if m.func == "COUNT" and m.col is None:
+        table = m.table.name if m.table is not None else ""
+        return ["count", f"{table}_count"] if table else ["count"]
+    column = m.col.column.name if m.col is not None else ""
+    func = {"COUNT_DISTINCT": "distinct", "COUNT_COL": "count"}.get(m.func, m.func.lower())
+    return [f"{func}_{column}" if column else func, f"{func}_{m.label}"]
+
+
 def _table_sql(table: TableInfo) -> str:
     return f"{q(table.schema)}.{q(table.name)}"
 
@@ -2317,7 +2761,7 @@ def _only_table(
 ) -> bool:
     """The words name the table and nothing more ("customers", "the drug")."""
     table = hits[0][0]
-    names = vocab.table_words[table.qualified]
+    names = [p for name in vocab.table_names(table) for p in name]
     return all(any(word_match(w, n) for n in names) for w in words)
 
 
@@ -2507,14 +2951,17 @@ def unexplained(
         parts += vocab.table_words.get(name, [])
         table = vocab.catalog.table(name)
         if table is not None:
+            parts += [p for alias in vocab.table_aliases[name] for p in alias]
             for column in table.columns:
                 parts += vocab.column_words[(name, column.name)]
+                parts += [p for alias in vocab.column_aliases[(name, column.name)] for p in alias]
             if documented:
                 # the schema's documentation ("active: False when the product is
                 # discontinued"), for readers that use it
                 notes = " ".join([table.comment, *(c.comment for c in table.columns)])
                 extra = [*extra, *(stem(w) for w in re.findall(r"[a-z]+", notes.lower()))]
     value_words = {stem(w) for v in values for w in re.findall(r"[a-z0-9]+", v.lower().strip("%"))}
+    value_lemmas = {lemma(w) for w in value_words}
     known = set(extra) | set(forgiven)
     known |= {stem(w) for term in terms for w in re.findall(r"[a-z0-9]+", term.lower())}
     toks = tokenize(question)
@@ -2534,6 +2981,8 @@ def unexplained(
         if _relation_word(tok.low) and not predicate and not vocab.values.get(tok.low):
             continue
         if w in value_words or any(w.startswith(v) for v in value_words if len(v) >= 4):
+            continue
+        if lemma(tok.low) in value_lemmas:
             continue
         if any(word_match(w, p) for p in parts) or any(
             cover([w], p)[0] >= 0.6 or (len(w) >= 4 and w in p) for p in parts
@@ -2589,10 +3038,16 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _condition_words(cond: str) -> str:
-    """ "{c} >= '2023-01-01' AND {c} < '2024-01-01'" -> "from 2023-01-01 to before 2024-01-01"."""
+def _condition_words(cond: str, column: str) -> str:
+    """ "{c} >= '2023-01-01' AND {c} < '2024-01-01'" -> "day >= '2023-01-01' and <
+    '2024-01-01'"; a flag reads as itself ("active", "not active")."""
+    if cond == "{c}":
+        return column
+    if cond == "NOT {c}":
+        return f"not {column}"
     text = cond.replace("{c} ", "").replace(" AND {c} ", " and ")
-    return text.replace("ILIKE", "like").replace("IS NOT NULL", "is present")
+    text = text.replace("ILIKE", "like").replace("IS NOT NULL", "is present")
+    return f"{column} {text}"
 
 
 def _like(value: str) -> str:
@@ -2614,6 +3069,7 @@ def _clean_item(phrase: str) -> str:
     p = re.sub(r"^(?:the|their|its|his|her|each|a|an|all)\s+", "", p, flags=re.I)
     p = re.sub(r"^(?:showing|including|with|plus|also)\s+(?:the\s+)?", "", p, flags=re.I)
     p = re.sub(r"^(?:overall|resulting|final|calculated|computed)\s+", "", p, flags=re.I)
+    p = re.sub(r"^(?:our|my|your)\s+", "", p, flags=re.I)
     if re.match(r"(?:top|bottom)\s+\d+\s+", p, flags=re.I):
         p = re.sub(r"\s+by\s+.*$", "", p)
     p = re.sub(r"^(?:top|bottom|first|last)\s+\d+\s+", "", p, flags=re.I)

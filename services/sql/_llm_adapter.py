@@ -7,7 +7,7 @@ and schema in its prompts; the pipeline's gate checks whatever SQL comes back.
 
 Any provider failure (``LlmError``), a degraded answer (the provider's own fallback
 answered) or output that holds no statement raises :class:`GeneratorUnavailable`, so the
-pipeline's rule-based generator takes over and the answer is marked degraded.
+pipeline's offline generator takes over and the answer is marked degraded.
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def generator_from_env(
     """Gemini behind the seam when ``GEMINI_API_KEY`` is set; ``None`` (rules) otherwise.
 
     Gemini is used without the LLM layer's own deterministic fallback: when it fails,
-    the SQL service's rule-based generator (built for this warehouse) takes over.
+    the SQL service's offline generator (the schema linker) takes over.
     """
     settings = LlmSettings.from_env(environ)
     if not settings.gemini_enabled:

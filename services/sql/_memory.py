@@ -72,6 +72,22 @@ class NearPair:
     similarity: float
 
 
+# Pairs one survey reads: enough to screen them all in process for a typical tenant, few
+# enough that a big memory costs one bounded query (beyond it, every question embeds).
+SURVEY_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class Survey:
+    """The tenant's live pairs on one database, read before any embedding: ``same``
+    holds those with the asked template; ``complete`` is False when there were more than
+    the survey reads."""
+
+    pairs: tuple[ConfirmedPair, ...]
+    same: tuple[ConfirmedPair, ...]
+    complete: bool
+
+
 @dataclass(frozen=True)
 class RecordedAnswer:
     """An answer the service gave, as feedback needs it."""
@@ -290,20 +306,24 @@ class MemoryStore:
         ]
 
     async def survey(
-        self, tenant_id: str, database: str, template: str
-    ) -> tuple[bool, list[ConfirmedPair]]:
-        """Whether the tenant holds any live pair on ``database``, and those whose template
-        equals ``template`` (a value swap of a confirmed question needs no embedding)."""
+        self, tenant_id: str, database: str, template: str, *, limit: int = SURVEY_LIMIT
+    ) -> Survey:
+        """The tenant's live pairs on ``database`` (those whose template equals
+        ``template`` first: a value swap of a confirmed question needs no embedding),
+        at most ``limit``."""
         async with self._tx(tenant_id) as conn:
             cur = await conn.execute(
                 f"SELECT {_PAIR_COLUMNS}, template = %(q)s FROM sql_confirmed_pairs "
                 "WHERE tenant_id = %(t)s AND database = %(d)s "
                 "AND create_time > now() - %(r)s::interval "
-                "ORDER BY template = %(q)s DESC, create_time DESC LIMIT 3",
-                {"q": template, "t": tenant_id, "d": database, "r": self._retention},
-            )
+                "ORDER BY template = %(q)s DESC, create_time DESC LIMIT %(k)s",
+                {"q": template, "t": tenant_id, "d": database, "r": self._retention,
+                 "k": limit + 1},
+            )  # fmt: skip
             rows = await cur.fetchall()
-        return bool(rows), [_pair(row) for row in rows if row[8]]
+        pairs = tuple(_pair(row) for row in rows[:limit])
+        same = tuple(p for p, row in zip(pairs, rows, strict=False) if row[8])
+        return Survey(pairs, same, complete=len(rows) <= limit)
 
     async def mark_used(self, tenant_id: str, pair_id: str) -> None:
         async with self._tx(tenant_id) as conn:

@@ -332,6 +332,11 @@ def _stem(word: str) -> str:
     return word
 
 
+def stem(word: str) -> str:
+    """The crude stem content words are compared by."""
+    return _stem(word)
+
+
 def content_words(reading: Reading) -> set[str]:
     """The template's content words, crudely stemmed (masks and function words out)."""
     return {

@@ -30,10 +30,10 @@ from services.sql._execute import StatementRunner
 from services.sql._gate import SqlGate
 from services.sql._llm_adapter import generator_from_env
 from services.sql._memory import GrpcQuestionEmbedder, MemoryStore, QuestionEmbedder
-from services.sql._rules import RuleBasedGenerator
+from services.sql._offline import OfflineGenerator
 from services.sql._settings import DEFAULT_PORT, DEFAULT_TARGET, DEMO_TENANT, SqlSettings
 from services.sql._targets import Target, TargetConfig, TargetRegistry
-from services.sql._warehouse import ensure_warehouse, reader_url
+from services.sql._warehouse import demo_glossary, ensure_warehouse, reader_url
 from services.sql.demo_data import ANCHOR_DATE
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
@@ -257,7 +257,8 @@ def target_configs(
                 allow_writable=name in settings.writable_databases,
                 allow_superuser=name in settings.superuser_databases,
                 tenants=tenants or frozenset(),
-                glossary=settings.glossaries.get(name, ()),
+                glossary=settings.glossaries.get(name)
+                or (demo_glossary() if demo and name == DEFAULT_TARGET else ()),
             )
         )
     return configs
@@ -275,7 +276,7 @@ async def build_deps(
 ) -> SqlDeps:
     """Reach every target database and assemble the engine.
 
-    ``generator`` is the primary SQL generator (an LLM adapter); the rule-based one is
+    ``generator`` is the primary SQL generator (an LLM adapter); the offline one is
     always the fallback, and the primary when none is given. ``memory`` (an opened
     store and a question embedder) switches the answer memory on; the deps close the
     store.
@@ -311,12 +312,12 @@ async def build_deps(
     meter = telemetry.meter("tandem.sql")
     gate = SqlGate(max_chars=settings.max_sql_chars)
     runner = StatementRunner(tracer=tracer, meter=meter)
-    rules = RuleBasedGenerator()
+    offline = OfflineGenerator()
     pipeline = AskPipeline(
-        generator or rules,
+        generator or offline,
         gate=gate,
         runner=runner,
-        fallback=rules,
+        fallback=offline,
         max_repairs=settings.max_repairs,
         catalog_max_chars=settings.catalog_max_chars,
         today=clock,
@@ -337,6 +338,7 @@ async def build_deps(
                 runner=runner,
                 settings=memory_settings,
                 tracer=tracer,
+                few_shot=generator is not None,
             )
             if memory is not None
             else None

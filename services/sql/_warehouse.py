@@ -11,10 +11,12 @@ set_config, sleeps, backend signalling).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -22,6 +24,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from services.sql import demo_data
+from services.sql._glossary import GlossaryEntry
+from services.sql._glossary_file import load_glossary
 from services.sql.demo_data import DemoData
 
 _log = logging.getLogger("tandem.sql.warehouse")
@@ -31,6 +35,9 @@ DEFAULT_READER_ROLE = "tandem_reader"
 # Bump when the schema or the generator changes: the next start reloads the data.
 WAREHOUSE_VERSION = 2
 _LOCK_KEY = 0x7A4D_5157
+# The demo's business definitions ("open" deals, "win rate"): configuration shipped with
+# the demo, in the same file format a user's SQL_GLOSSARIES entry uses.
+DEMO_GLOSSARY = Path(__file__).with_name("demo_glossary.json")
 _META_SCHEMA = "tandem_internal"
 
 
@@ -245,6 +252,12 @@ class Warehouse:
     reader_role: str
     reader_url: str
     loaded: bool
+
+
+@functools.cache
+def demo_glossary() -> tuple[GlossaryEntry, ...]:
+    """The demo warehouse's glossary (read once; a malformed file fails loudly)."""
+    return load_glossary(DEMO_GLOSSARY)
 
 
 def reader_url(admin_url: str, database: str, role: str) -> str:

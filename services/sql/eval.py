@@ -99,7 +99,8 @@ def normalize(value: cpb.SqlValue) -> Cell:
         except InvalidOperation:
             return str(raw)
     if which == "timestamp_value":
-        return value.timestamp_value.ToJsonString()
+        # a period's start ("per month") reads the same as a date or a midnight instant
+        return value.timestamp_value.ToJsonString().removesuffix("T00:00:00Z")
     if which == "array_value":
         return tuple(normalize(v) for v in value.array_value.values)
     return str(getattr(value, which))

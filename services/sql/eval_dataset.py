@@ -8,7 +8,7 @@ and a README; ``../shared/datasets/sql`` is the development benchmark. A run
    ``DATABASE_URL``'s) and loads its file with ``psql -v ON_ERROR_STOP=1``: the data is
    relative to the day it is loaded, so it is never reused;
 2. grants a LOGIN role SELECT only, and serves the databases as SQL targets of the real
-   SQL service (its gRPC server on a loopback port, the rule-based generator);
+   SQL service (its gRPC server on a loopback port, the offline generator);
 3. runs every gold variant as the owner, asks every question through ``AskQuestion``
    with its ``instructions`` and ``max_rows=1000``, and scores with defog sql-eval's rule
    (see :func:`matches`);

@@ -19,8 +19,16 @@ from grpc_status import rpc_status
 from gateway import GatewaySettings
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import gateway_service_pb2 as gpb
+from tandem.v1 import router_service_pb2 as rpb
 from tandem.v1 import sql_service_pb2 as spb
-from tests.integration.gateway.stack import Gateway, Sql, bearer, start_gateway, start_sql
+from tests.integration.gateway.stack import (
+    Gateway,
+    Sql,
+    bearer,
+    start_gateway,
+    start_router,
+    start_sql,
+)
 from tests.integration.retrieval.stack import new_tenant
 
 FEEDBACK = "tandem.v1.GatewayService/SubmitSqlFeedback"
@@ -28,6 +36,8 @@ TEACH = "tandem.v1.GatewayService/TeachSql"
 LIST = "tandem.v1.GatewayService/ListConfirmedPairs"
 DELETE = "tandem.v1.GatewayService/DeleteConfirmedPair"
 ASK_SQL = "tandem.v1.GatewayService/AskSql"
+ASK = "tandem.v1.GatewayService/Ask"
+STREAM_ASK = "tandem.v1.GatewayService/StreamAsk"
 
 pytestmark = pytest.mark.integration
 
@@ -247,3 +257,68 @@ async def test_a_refused_correction_passes_through_naming_the_rule(gateway, pg_u
         grpc.StatusCode.INVALID_ARGUMENT, ["corrected_sql"], "SQL_REJECTED"
     )  # fmt: skip
     assert metadata["rule"] == "SQL_GATE_RULE_SINGLE_STATEMENT"
+
+
+@pytest.fixture
+async def asking_gateway(pg_url, memory_sql, telemetry_sink) -> AsyncIterator[Gateway]:
+    """The gateway in front of the real router, which asks the memory-on SQL service
+    (retrieval unreachable: these questions never search)."""
+    router = await start_router(UNREACHABLE, memory_sql.address, telemetry_sink("router").telemetry)
+    made = await start_gateway(
+        pg_url,
+        telemetry_sink("gateway").telemetry,
+        router_addr=router.address,
+        retrieval_addr=UNREACHABLE,
+        sql_addr=memory_sql.address,
+    )
+    yield made
+    await made.close()
+    await router.close()
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(STREAM_ASK)
+@pytest.mark.rpc(FEEDBACK)
+async def test_an_ask_answer_carries_the_sql_answer_id_that_feedback_accepts(
+    asking_gateway, pg_url
+):
+    gateway = asking_gateway
+    mine, theirs = await _key(gateway, pg_url), await _key(gateway, pg_url)
+    sql_mode = gpb.GatewayServiceAskRequest(question=GERMANY, mode=rpb.ASK_MODE_SQL)
+    answer = (await gateway.stub.Ask(sql_mode, metadata=mine)).answer
+    assert answer.route == rpb.ROUTE_SQL
+    assert uuid.UUID(answer.answer_id)
+    assert [r.answer_id for r in answer.sql_results] == [answer.answer_id]
+    code, _, reason, _ = await _error(
+        gateway.stub.SubmitSqlFeedback(
+            gpb.GatewayServiceSubmitSqlFeedbackRequest(
+                answer_id=answer.answer_id, rating=spb.FEEDBACK_RATING_HELPFUL
+            ),
+            metadata=theirs,
+        )
+    )
+    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "ANSWER_NOT_FOUND")
+    feedback = await gateway.stub.SubmitSqlFeedback(
+        gpb.GatewayServiceSubmitSqlFeedbackRequest(
+            answer_id=answer.answer_id, rating=spb.FEEDBACK_RATING_HELPFUL
+        ),
+        metadata=mine,
+    )
+    assert feedback.pair.source == spb.CONFIRMED_PAIR_SOURCE_HELPFUL
+    assert feedback.pair.question == GERMANY
+    # The stream's final answer carries its own answer id (a new answer, a new id).
+    events = [
+        e
+        async for e in gateway.stub.StreamAsk(
+            gpb.GatewayServiceStreamAskRequest(question=GERMANY, mode=rpb.ASK_MODE_SQL),
+            metadata=mine,
+        )
+    ]
+    final = events[-1].final_answer
+    assert uuid.UUID(final.answer_id) and final.answer_id != answer.answer_id
+    assert final.sql_results[0].answer_id == final.answer_id
+    # An answer that drew on no SQL result has nothing to give feedback on.
+    retrieved = await gateway.stub.Ask(
+        gpb.GatewayServiceAskRequest(question=GERMANY, mode=rpb.ASK_MODE_RETRIEVE), metadata=mine
+    )
+    assert not retrieved.answer.sql_results and retrieved.answer.answer_id == ""

@@ -465,13 +465,17 @@ async def test_feedback_on_another_tenants_answer_is_not_found(running):
     for request in (
         pb.SubmitFeedbackRequest(tenant_id=intruder, answer_id=answer.answer_id,
                                  rating=pb.FEEDBACK_RATING_HELPFUL),
+        # A correction on another tenant's answer stores nothing for either tenant.
+        pb.SubmitFeedbackRequest(tenant_id=intruder, answer_id=answer.answer_id,
+                                 rating=pb.FEEDBACK_RATING_WRONG, corrected_sql=GERMANY_SQL),
         pb.SubmitFeedbackRequest(tenant_id=owner, answer_id=str(uuid.uuid4()),
                                  rating=pb.FEEDBACK_RATING_HELPFUL),
     ):  # fmt: skip
         code, _, reason, _ = await _error(running.stub.SubmitFeedback(request))
         assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "ANSWER_NOT_FOUND")
-    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=intruder))
-    assert not listed.pairs
+    for who in (intruder, owner):
+        listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=who))
+        assert not listed.pairs
 
 
 @pytest.mark.rpc(FEEDBACK)

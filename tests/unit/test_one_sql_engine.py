@@ -30,11 +30,11 @@ INTENT_BUILDERS = frozenset(
 )
 # Linking machinery by name, wherever it might be imported from.
 LINKER_NAMES = frozenset(
-    {"SchemaLinker", "QuestionLinker", "Vocabulary", "RuleBasedGenerator", "JoinGraph"}
+    {"SchemaLinker", "QuestionLinker", "Vocabulary", "OfflineGenerator", "JoinGraph"}
 )
 # The SQL service's linking and intent modules: nobody else reads questions with them.
 ENGINE_MODULES = frozenset(
-    f"services.{OWNER}.{m}" for m in ("_rules", "_intents", "_linker", "_joins", "_model_intent")
+    f"services.{OWNER}.{m}" for m in ("_offline", "_intents", "_linker", "_joins", "_model_intent")
 )
 # Only the SQL service writes SQL; fingerprinting a statement for telemetry writes none.
 SQLGLOT_ALLOWED = frozenset({"common/_observability.py"})
@@ -88,10 +88,39 @@ def test_only_the_sql_service_links_questions_to_schemas() -> None:
     assert violations(SERVICES) == []
 
 
+def linkers(root: Path) -> list[str]:
+    """Every class under ``root`` that reads questions against a schema, by its name."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                part in node.name for part in ("Linker", "Lexicon", "Reader")
+            ):
+                found.append(f"{path.relative_to(root).as_posix()}:{node.name}")
+    return found
+
+
+def test_exactly_one_schema_linker() -> None:
+    # one linker, one place: a second reader of questions (the old intent rules had a
+    # lexicon and a reader of their own) would answer what the linker refuses
+    assert linkers(SERVICES) == [f"{OWNER}/_linker.py:QuestionLinker"]
+
+
+def test_a_second_linker_is_found(tmp_path: Path) -> None:
+    (tmp_path / OWNER).mkdir()
+    (tmp_path / OWNER / "_linker.py").write_text("class QuestionLinker: ...\n")
+    (tmp_path / OWNER / "_rules.py").write_text("class _Lexicon: ...\nclass _Reader: ...\n")
+    assert linkers(tmp_path) == [
+        f"{OWNER}/_linker.py:QuestionLinker",
+        f"{OWNER}/_rules.py:_Lexicon",
+        f"{OWNER}/_rules.py:_Reader",
+    ]
+
+
 def test_the_sql_service_is_where_intents_are_built() -> None:
     # The check is not vacuous: the owner package does what everyone else may not.
     owner = SERVICES / OWNER
-    assert (owner / "_intents.py").exists() and (owner / "_rules.py").exists()
+    assert (owner / "_intents.py").exists() and (owner / "_linker.py").exists()
     calls = {
         node.func.id
         for path in owner.glob("*.py")
@@ -110,7 +139,7 @@ def test_the_sql_service_is_where_intents_are_built() -> None:
             "SqlIntent()",
         ),
         ("router/_x.py", "import m\nm.IntentFilter('a', 'eq', 1)\n", "IntentFilter()"),
-        ("common/llm/_x.py", "from services.sql._rules import parse\n", "services.sql._rules"),
+        ("common/llm/_x.py", "from services.sql._offline import parse\n", "services.sql._offline"),
         ("common/llm/_x.py", "from services.foo import SchemaLinker\n", "SchemaLinker"),
         ("router/_x.py", "import services.sql._intents\n", "services.sql._intents"),
         ("router/_x.py", "from sqlglot import exp\n", "only services/sql writes SQL"),

@@ -28,7 +28,7 @@ from services.router import RouterSettings
 from services.router._server import build_deps as build_router_deps
 from services.router._server import create_server as create_router_server
 from services.router._server import ready as router_ready
-from services.sql import SqlSettings, TargetConfig
+from services.sql import SqlSettings, TargetConfig, demo_glossary
 from services.sql._server import SERVICE_NAME as SQL_SERVICE
 from services.sql._server import SqlDeps, SqlServicer
 from services.sql._server import build_deps as build_sql_deps
@@ -191,7 +191,9 @@ async def start_engines(
         SqlSettings(),
         telemetry,
         configs=[
-            TargetConfig("warehouse", reader_url, tenants=frozenset({"*"})),
+            TargetConfig(
+                "warehouse", reader_url, tenants=frozenset({"*"}), glossary=demo_glossary()
+            ),
             *extra_targets,
         ],
     )

@@ -19,6 +19,7 @@ from services.sql import (
     TargetConfig,
     TargetRegistry,
     Warehouse,
+    demo_glossary,
     ensure_warehouse,
 )
 from services.sql._warehouse import database_url
@@ -59,7 +60,13 @@ async def open_pool() -> AsyncIterator[PoolFactory]:
 @pytest.fixture
 async def reader_target(warehouse: Warehouse) -> AsyncIterator[Target]:
     target = Target(
-        TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({"*"})), pool_max_size=2
+        TargetConfig(
+            "warehouse",
+            warehouse.reader_url,
+            tenants=frozenset({"*"}),
+            glossary=demo_glossary(),
+        ),
+        pool_max_size=2,
     )
     assert await target.open()
     yield target

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from services.sql import AskPipeline, RuleBasedGenerator, SqlGate, StatementRunner, TargetRegistry
+from services.sql import AskPipeline, OfflineGenerator, SqlGate, StatementRunner, TargetRegistry
 from services.sql.eval import evaluate, load_golden, render
 from tests.integration.sql.conftest import make_engine
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 async def test_golden_set_accuracy(reader_target):
     golden = load_golden()
     pipeline = AskPipeline(
-        RuleBasedGenerator(),
+        OfflineGenerator(),
         gate=SqlGate(),
         runner=StatementRunner(),
         today=lambda: date.fromisoformat(golden.reference_date),

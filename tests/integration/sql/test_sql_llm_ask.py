@@ -13,7 +13,7 @@ from services.sql import (
     AskPipeline,
     AttemptOutcome,
     Limits,
-    RuleBasedGenerator,
+    OfflineGenerator,
     SqlGate,
     StatementRunner,
     Target,
@@ -50,7 +50,7 @@ async def test_bad_column_is_repaired_from_the_database_error(
         generator,
         gate=SqlGate(),
         runner=StatementRunner(),
-        fallback=RuleBasedGenerator(),
+        fallback=OfflineGenerator(),
         today=lambda: date(2025, 6, 30),
     )
     try:

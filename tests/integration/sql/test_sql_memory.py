@@ -53,6 +53,12 @@ async def test_row_level_security_isolates_tenants_in_the_database(service, pg_u
     await stub.TeachSql(
         pb.TeachSqlRequest(tenant_id=owner, question=HEALTHCARE, sql=HEALTHCARE_SQL)
     )
+    asked = await stub.AskQuestion(pb.AskQuestionRequest(tenant_id=owner, question=HEALTHCARE))
+    await stub.SubmitFeedback(
+        pb.SubmitFeedbackRequest(
+            tenant_id=owner, answer_id=asked.answer_id, rating=pb.FEEDBACK_RATING_WRONG
+        )
+    )
     app = app_conninfo(pg_url)
     async with await psycopg.AsyncConnection.connect(app, autocommit=True) as conn:
         cur = await conn.execute("SELECT current_user, count(*) FROM sql_confirmed_pairs")
@@ -62,6 +68,8 @@ async def test_row_level_security_isolates_tenants_in_the_database(service, pg_u
             cur = await conn.execute("SELECT count(*) FROM sql_confirmed_pairs")
             assert await cur.fetchone() == (0,)  # another tenant: none of the owner's rows
             cur = await conn.execute("SELECT count(*) FROM sql_answers")
+            assert await cur.fetchone() == (0,)
+            cur = await conn.execute("SELECT count(*) FROM sql_feedback")
             assert await cur.fetchone() == (0,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             async with conn.transaction():
@@ -74,6 +82,8 @@ async def test_row_level_security_isolates_tenants_in_the_database(service, pg_u
         async with conn.transaction():
             await conn.execute("SELECT set_config('tandem.tenant_id', %s, true)", (owner,))
             cur = await conn.execute("SELECT count(*) FROM sql_confirmed_pairs")
+            assert await cur.fetchone() == (1,)
+            cur = await conn.execute("SELECT count(*) FROM sql_feedback")
             assert await cur.fetchone() == (1,)
 
 

@@ -143,9 +143,9 @@ def test_top_n_groups_by_a_joined_column_and_orders_by_the_aggregate() -> None:
     )
     assert "JOIN public.sbcustomer AS t1 ON t1.sbcustid = t0.sbtxcustid" in sql
     assert "GROUP BY t1.sbcustcountry" in sql
-    assert "SUM(t0.sbtxamount) AS m1" in sql and "COUNT(*) AS m0" in sql
+    assert "SUM(t0.sbtxamount) AS sum_sbtxamount" in sql and "COUNT(*) AS count" in sql
     # ties at the cut are broken by the grouped column
-    assert sql.endswith("ORDER BY m1 DESC NULLS LAST, d0 LIMIT 5")
+    assert sql.endswith("ORDER BY sum_sbtxamount DESC NULLS LAST, sbcustcountry LIMIT 5")
 
 
 def test_count_distinct_of_a_parent_uses_the_child_key() -> None:
@@ -321,7 +321,7 @@ def test_ratio_of_two_tables_divides_their_counts() -> None:
     sql = _sql("What is the ratio of customers to tickers?", BROKER)
     assert sql == (
         "SELECT (SELECT COUNT(*) FROM public.sbcustomer) * 1.0 / "
-        "NULLIF((SELECT COUNT(*) FROM public.sbticker), 0) AS m0"
+        "NULLIF((SELECT COUNT(*) FROM public.sbticker), 0) AS ratio"
     )
 
 
@@ -335,7 +335,7 @@ def test_a_percentage_of_rows_with_a_stored_value() -> None:
     sql = _sql("What percentage of transactions are buy?", BROKER)
     assert sql == (
         "SELECT ROUND(100.0 * COUNT(*) FILTER (WHERE t0.sbtxtype = 'buy') / "
-        "NULLIF(COUNT(*), 0), 2) AS m0 FROM public.sbtransaction AS t0"
+        "NULLIF(COUNT(*), 0), 2) AS percentage FROM public.sbtransaction AS t0"
     )
 
 
@@ -348,7 +348,7 @@ def test_a_glossary_measure_written_in_sql_is_qualified_and_applied() -> None:
         TODAY,
         (entry,),
     ).link()
-    assert "SUM(t0.sbtxamount) / NULLIF(COUNT(*), 0) AS m0" in linked.sql
+    assert "SUM(t0.sbtxamount) / NULLIF(COUNT(*), 0) AS ticket_size" in linked.sql
     assert "GROUP BY t1.sbtickertype" in linked.sql
     assert linked.applied == ("ticket size",)
 
@@ -361,7 +361,7 @@ def test_a_glossary_condition_written_in_sql_filters_when_its_term_is_used() -> 
     ).link()
     assert (
         linked.sql
-        == "SELECT COUNT(*) AS m0 FROM public.sbtransaction AS t0 WHERE (t0.sbtxamount > 1000)"
+        == "SELECT COUNT(*) AS count FROM public.sbtransaction AS t0 WHERE (t0.sbtxamount > 1000)"
     )
     plain = QuestionLinker("How many transactions are there?", vocabulary, TODAY, (entry,)).link()
     assert "WHERE" not in plain.sql and plain.applied == ()
@@ -417,8 +417,8 @@ SHOP = Catalog(
 def test_top_categories_by_product_count_group_and_join() -> None:
     sql = _sql("What are the top 5 categories with the most products?", SHOP)
     assert "JOIN public.category AS t1 ON t1.cid = t0.category_id" in sql
-    assert "GROUP BY t1.cid, t1.name" in sql and "COUNT(*) AS m0" in sql
-    assert "ORDER BY m0 DESC" in sql and sql.endswith("LIMIT 5")
+    assert "GROUP BY t1.cid, t1.name" in sql and "COUNT(*) AS count" in sql
+    assert "ORDER BY count DESC" in sql and sql.endswith("LIMIT 5")
 
 
 def test_a_value_is_matched_in_the_column_that_holds_it_through_the_linking_table() -> None:
@@ -430,7 +430,7 @@ def test_a_value_is_matched_in_the_column_that_holds_it_through_the_linking_tabl
 
 def test_each_year_groups_by_the_year_without_inventing_filters() -> None:
     sql = _sql("How many orders were placed in each year?", SHOP)
-    assert sql.startswith("SELECT DATE_TRUNC('year', t0.order_date) AS d0, COUNT(*) AS m0")
+    assert sql.startswith("SELECT DATE_TRUNC('year', t0.order_date) AS year, COUNT(*) AS count")
     assert "WHERE" not in sql
 
 
@@ -441,8 +441,8 @@ def test_never_with_a_verb_naming_a_table_is_an_anti_join() -> None:
 
 def test_bottom_n_by_a_column_lists_the_entity_with_the_column() -> None:
     sql = _sql("Which 3 products have the lowest price?", SHOP)
-    assert sql.startswith("SELECT t0.pid AS d0, t0.name AS d1, t0.price AS d2")
-    assert "ORDER BY d2 ASC NULLS LAST" in sql and sql.endswith("LIMIT 3")
+    assert sql.startswith("SELECT t0.pid AS pid, t0.name AS name, t0.price AS price")
+    assert "ORDER BY price ASC NULLS LAST" in sql and sql.endswith("LIMIT 3")
 
 
 def test_weekly_counts_with_a_weekend_count_beside_them() -> None:
@@ -451,8 +451,9 @@ def test_weekly_counts_with_a_weekend_count_beside_them() -> None:
         "How many of these happened on weekends?",
         BROKER,
     )
-    assert "DATE_TRUNC('week', t0.sbtxdatetime) AS d0" in sql
-    assert "COUNT(*) FILTER (WHERE EXTRACT(DOW FROM t0.sbtxdatetime) IN (0, 6)) AS m1" in sql
+    assert "DATE_TRUNC('week', t0.sbtxdatetime) AS week" in sql
+    weekends = "COUNT(*) FILTER (WHERE EXTRACT(DOW FROM t0.sbtxdatetime) IN (0, 6))"
+    assert f"{weekends} AS weekends_count" in sql
     # four whole weeks before the week of 2026-11-24 (a Tuesday; weeks start on Monday)
     assert "t0.sbtxdatetime >= '2026-10-26' AND t0.sbtxdatetime < '2026-11-23'" in sql
 

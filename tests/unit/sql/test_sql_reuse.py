@@ -4,6 +4,7 @@ plain fakes of the store, the embedder and the runner."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -12,10 +13,17 @@ import numpy as np
 import pytest
 
 from services.sql import Catalog, SqlGate
-from services.sql._answers import AnswerMemory, MemorySettings, schema_words
+from services.sql._answers import AnswerMemory, Candidate, MemorySettings, schema_words
 from services.sql._execute import Limits
-from services.sql._memory import ConfirmedPair, EmbeddingUnavailable, NearPair, PairSource
+from services.sql._memory import (
+    ConfirmedPair,
+    EmbeddingUnavailable,
+    NearPair,
+    PairSource,
+    Survey,
+)
 from services.sql._reuse import Literal, NotAdaptable, adapt, agreement, read
+from services.sql.eval_memory import VARIANTS
 
 # --- reading questions ------------------------------------------------------------------
 
@@ -144,8 +152,9 @@ class FakeStore:
         self.pairs = pairs
         self.used: list[str] = []
 
-    async def survey(self, *args: Any) -> tuple[bool, list[ConfirmedPair]]:
-        return bool(self.pairs), []  # the embedding path, as for a reworded question
+    async def survey(self, *args: Any) -> Survey:
+        # The embedding path, as for a reworded question.
+        return Survey(tuple(p.pair for p in self.pairs), (), complete=True)
 
     async def nearest(self, *args: Any, **kwargs: Any) -> list[NearPair]:
         return self.pairs
@@ -261,8 +270,9 @@ async def test_the_embedding_service_down_is_a_miss_not_an_error(catalog: Catalo
 
 
 class ExactStore(FakeStore):
-    async def survey(self, *args: Any) -> tuple[bool, list[ConfirmedPair]]:
-        return True, [p.pair for p in self.pairs]
+    async def survey(self, *args: Any) -> Survey:
+        pairs = tuple(p.pair for p in self.pairs)
+        return Survey(pairs, pairs, complete=True)
 
 
 async def test_a_value_swap_of_a_confirmed_template_needs_no_embedding(catalog: Catalog):
@@ -280,3 +290,83 @@ async def test_a_value_swap_of_a_confirmed_template_needs_no_embedding(catalog: 
     assert result is not None and result.reused is not None
     assert result.reused.similarity == 1.0
     assert "'Spain'" in runner.ran[0]
+
+
+class CountingEmbedder(FakeEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    async def embed(self, text: str) -> tuple[Any, str]:
+        self.calls += 1
+        return await super().embed(text)
+
+
+GERMANY = _near("How many companies are in Germany?",
+                "SELECT count(*) FROM companies WHERE country = 'Germany'")  # fmt: skip
+
+
+@pytest.mark.parametrize(("few_shot", "embeds"), [(False, 0), (True, 1)])
+async def test_a_question_no_pair_could_answer_skips_the_embedding_unless_a_model_wants_examples(
+    catalog: Catalog, few_shot: bool, embeds: int
+):
+    embedder = CountingEmbedder()
+    memory = AnswerMemory(
+        FakeStore([GERMANY]),  # type: ignore[arg-type]
+        embedder, gate=SqlGate(), runner=RecordingRunner(),  # type: ignore[arg-type]
+        few_shot=few_shot,
+    )  # fmt: skip
+    result, _ = await memory.reuse(
+        "acme", TARGET, catalog, "Which deals closed last quarter by owner?", LIMITS
+    )
+    assert result is None and embedder.calls == embeds
+
+
+@pytest.mark.parametrize(
+    ("stored", "asked", "value"),
+    [
+        (GERMANY, "How many companies are located in France?", "'France'"),
+        # Few words in common: the lowercase value the statement compares is the swap.
+        (_near("How many enterprise companies?",
+               "SELECT count(*) FROM companies WHERE segment = 'enterprise'"),
+         "How many smb companies?", "'smb'"),
+    ],
+)  # fmt: skip
+async def test_a_question_a_pair_could_answer_is_still_embedded_and_reused(
+    catalog: Catalog, stored: NearPair, asked: str, value: str
+):
+    embedder = CountingEmbedder()
+    runner = RecordingRunner()
+    memory = AnswerMemory(
+        FakeStore([stored]),  # type: ignore[arg-type]
+        embedder, gate=SqlGate(), runner=runner,  # type: ignore[arg-type]
+        few_shot=False,
+    )  # fmt: skip
+    result, _ = await memory.reuse("acme", TARGET, catalog, asked, LIMITS)
+    assert embedder.calls == 1 and result is not None and value in runner.ran[0]
+
+
+def test_the_word_screen_never_drops_a_pair_the_reuse_checks_accept(catalog: Catalog):
+    """Over the memory eval's variants (each taught, each asked against every other of
+    its base), every pair :meth:`_adapted` accepts at full similarity passes the screen
+    that decides whether to embed; most other bases' pairs do not."""
+    raw = json.loads(VARIANTS.read_text(encoding="utf-8"))
+    items = [i for kind in ("value_swaps", "paraphrases") for i in raw[kind]]
+    memory = _memory([], RecordingRunner())
+    accepted = screened_out = 0
+    for stored in items:
+        pair = _near(stored["question"], stored["gold_sql"], 1.0)
+        for asked in items:
+            if asked is stored:
+                continue
+            reading = read(asked["question"])
+            could = memory._could_answer(pair.pair, reading)
+            if asked["base"] != stored["base"]:
+                screened_out += not could
+                continue
+            if isinstance(memory._adapted(pair, reading, catalog), Candidate):
+                accepted += 1
+                assert could, (stored["id"], asked["id"])
+    others = sum(1 for s in items for a in items if s["base"] != a["base"])
+    assert accepted > 50
+    assert screened_out > 0.9 * others

@@ -1,0 +1,155 @@
+"""The offline SQL generator: the schema linker behind the generator protocol.
+
+No model: every role is answered by :class:`~services.sql._linker.QuestionLinker`, which
+reads the question against the catalog (names, the other names comments give, stored
+values, the value index, the join graph) and the business definitions (the database's
+glossary, the request's instructions), and composes one SELECT or refuses with the
+phrase it could not link. The statement still goes through the gate like any other.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from services.sql._ask import (
+    Failure,
+    GeneratorRole,
+    ModelCall,
+    ModelTier,
+    Proposal,
+    SchemaView,
+    TableChoice,
+    Understanding,
+)
+from services.sql._catalog import Catalog
+from services.sql._joins import JoinGraph
+from services.sql._linker import LinkError, QuestionLinker, Vocabulary, parse_definitions
+
+MODEL_NAME = "deterministic"
+_log = logging.getLogger("tandem.sql.offline")
+# Vocabularies kept per (database, catalog load): one per schema version in use.
+_VOCABULARIES_MAX = 16
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the linker made of a question: a statement, or why there is none."""
+
+    sql: str = ""
+    interpretation: str = ""
+    reason: str = ""
+    tables: tuple[str, ...] = ()
+    applied: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+
+
+class OfflineGenerator:
+    """The deterministic :class:`~services.sql._ask.SqlGenerator`: the schema linker."""
+
+    model_name = MODEL_NAME
+
+    def __init__(self) -> None:
+        self._vocabularies: dict[tuple[str, float], Vocabulary] = {}
+
+    def _vocabulary(self, catalog: Catalog) -> Vocabulary:
+        key = (catalog.database, catalog.refreshed_at.timestamp())
+        vocabulary = self._vocabularies.get(key)
+        if vocabulary is None:
+            if len(self._vocabularies) >= _VOCABULARIES_MAX:
+                self._vocabularies.clear()
+            vocabulary = Vocabulary(catalog, JoinGraph(catalog))
+            self._vocabularies[key] = vocabulary
+        return vocabulary
+
+    def read(self, question: str, schema: SchemaView) -> Reading:
+        """The linker's statement with every phrase linked, or the reason it could not
+        link (``sql`` empty), naming the phrase that was missing."""
+        glossary = (*schema.glossary, *parse_definitions(schema.instructions))
+        try:
+            linked = QuestionLinker(
+                question,
+                self._vocabulary(schema.catalog),
+                schema.today,
+                glossary,
+                schema.instructions,
+            ).link()
+        except LinkError as exc:
+            return Reading(reason=str(exc))
+        except Exception as exc:  # a linker bug refuses the question, it never fails it
+            _log.warning(
+                "schema linker failed",
+                extra={"fields": {"error.type": type(exc).__name__}},
+            )
+            return Reading(reason="the schema linker could not read the question")
+        used = set(linked.applied)
+        return Reading(
+            sql=linked.sql,
+            interpretation=linked.explanation,
+            tables=linked.tables,
+            applied=linked.applied,
+            ignored=tuple(
+                e.term for e in glossary if e.term not in used and e.source != "question"
+            ),
+        )
+
+    @staticmethod
+    def _call(role: GeneratorRole, started: float) -> tuple[ModelCall, ...]:
+        return (
+            ModelCall(
+                role=role,
+                tier=ModelTier.DETERMINISTIC,
+                model_name=MODEL_NAME,
+                duration_s=time.perf_counter() - started,
+            ),
+        )
+
+    async def understand(self, question: str, schema: SchemaView) -> Understanding:
+        started = time.perf_counter()
+        reading = self.read(question, schema)
+        calls = self._call(GeneratorRole.UNDERSTAND, started)
+        if not reading.sql:
+            return Understanding(
+                interpretation="", answerable=False, reason=reading.reason, calls=calls
+            )
+        return Understanding(interpretation=reading.interpretation, calls=calls)
+
+    async def identify_tables(
+        self, question: str, understanding: Understanding, schema: SchemaView
+    ) -> TableChoice:
+        started = time.perf_counter()
+        reading = self.read(question, schema)
+        return TableChoice(reading.tables, self._call(GeneratorRole.IDENTIFY_TABLES, started))
+
+    async def generate(
+        self, question: str, understanding: Understanding, schema: SchemaView
+    ) -> Proposal:
+        started = time.perf_counter()
+        reading = self.read(question, schema)
+        calls = self._call(GeneratorRole.GENERATE_SQL, started)
+        if not reading.sql:
+            return Proposal(explanation=reading.reason, calls=calls)
+        return Proposal(
+            sql=reading.sql,
+            explanation=reading.interpretation,
+            calls=calls,
+            definitions_applied=reading.applied,
+            definitions_ignored=reading.ignored,
+        )
+
+    async def repair(
+        self,
+        question: str,
+        understanding: Understanding,
+        schema: SchemaView,
+        previous: Proposal,
+        failure: Failure,
+    ) -> Proposal:
+        """Give up: the linker reads a question one way, and reading it again gives the
+        same statement (a model may repair; this generator says why it cannot)."""
+        started = time.perf_counter()
+        return Proposal(
+            explanation="the offline generator reads a question one way; nothing to repair",
+            calls=self._call(GeneratorRole.REPAIR_SQL, started),
+        )
