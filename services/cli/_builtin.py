@@ -36,6 +36,33 @@ def register(commands: Commands) -> None:
     memory.add_argument("--batch", type=int, default=100, help="documents per IngestDocuments")
     memory.add_argument("--out", type=Path, default=Path("bench-results/ingest-memory.json"))
     memory.set_defaults(handler=_bench_ingest_memory)
+    cost = commands.bench.add_parser(
+        "cost",
+        help="CPU ms per request of each gateway RPC, per process of the stack (from /proc)",
+    )
+    cost.add_argument("--concurrency", type=int, default=16)
+    cost.add_argument("--duration", type=float, default=10.0, help="seconds per window")
+    cost.add_argument("--rounds", type=int, default=1, help="windows per RPC and stack")
+    cost.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        metavar="RPC",
+        help="search ask_retrieve ask_auto_sql ask_sql stream_ask (default: all)",
+    )
+    cost.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="SRC",
+        help="also run a stack from this source tree and measure both side by side",
+    )
+    cost.add_argument("--through", choices=("edge", "gateway"), default="edge")
+    cost.add_argument(
+        "--data-dir", type=Path, default=Path(".tandem/bench-cost"), help="stacks it starts"
+    )
+    cost.add_argument("--out", type=Path, default=Path("bench-results/cost.json"))
+    cost.set_defaults(handler=_bench_cost)
 
     eval_retrieval = commands.eval.add_parser(
         "retrieval", help="Recall@10, MRR@10, nDCG@10 by mode"
@@ -104,16 +131,39 @@ def _bench_embed(args: argparse.Namespace) -> int:
 
 
 def _bench_retrieval(args: argparse.Namespace) -> int:
-    from services.retrieval.bench import main as bench_retrieval  # noqa: PLC0415
+    from services.bench.retrieval import main as bench_retrieval  # noqa: PLC0415
 
     bench_retrieval(args.out, quick=args.quick)
     return 0
 
 
 def _bench_ingest_memory(args: argparse.Namespace) -> int:
-    from services.retrieval.bench_memory import main as bench_memory  # noqa: PLC0415
+    from services.bench.ingest_memory import main as bench_memory  # noqa: PLC0415
 
     bench_memory(args.out, args.documents, args.batch)
+    return 0
+
+
+def _bench_cost(args: argparse.Namespace) -> int:
+    from services.bench.cost import SCENARIOS, CostSettings  # noqa: PLC0415
+    from services.bench.cost import main as bench_cost  # noqa: PLC0415
+
+    keys = tuple(s.key for s in SCENARIOS)
+    unknown = sorted(set(args.only or ()) - set(keys))
+    if unknown:
+        raise SystemExit(f"unknown RPC for --only: {', '.join(unknown)} (one of {', '.join(keys)})")
+    bench_cost(
+        CostSettings(
+            out=args.out,
+            concurrency=args.concurrency,
+            duration_s=args.duration,
+            rounds=args.rounds,
+            scenarios=tuple(args.only) if args.only else keys,
+            baseline=args.baseline,
+            data_dir=args.data_dir,
+            through=args.through,
+        )
+    )
     return 0
 
 

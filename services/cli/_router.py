@@ -28,7 +28,7 @@ def register(commands: Commands) -> None:
 
 
 def _bench_router(args: argparse.Namespace) -> int:
-    from services.router.bench import main as bench_router  # noqa: PLC0415
+    from services.bench.router import main as bench_router  # noqa: PLC0415
 
     bench_router(args.out, requests=args.requests)
     return 0

@@ -130,34 +130,50 @@ class GrpcServer:
         return self._down
 
     async def _watch(self, checks: dict[str, DependencyCheck], interval_s: float) -> None:
-        while True:
-            results = await asyncio.gather(
-                *(self._probe(c, timeout_s=max(1.0, interval_s)) for c in checks.values())
-            )
-            down = frozenset(name for name, ok in zip(checks, results, strict=True) if not ok)
-            if down != self._down:
-                for name in sorted(down - self._down):
-                    _log.warning("dependency unavailable", extra={"fields": {"dependency": name}})
-                for name in sorted(self._down - down):
-                    _log.info("dependency back", extra={"fields": {"dependency": name}})
-                status = (
-                    health_pb2.HealthCheckResponse.NOT_SERVING
-                    if down
-                    else health_pb2.HealthCheckResponse.SERVING
-                )
-                for service in self._service_names:
-                    await self.health.set(service, status)
-                self._down = down
-            await asyncio.sleep(interval_s)
-
-    @staticmethod
-    async def _probe(check: DependencyCheck, timeout_s: float) -> bool:
         # A check that raises or hangs (a stopped database never answers) is failing;
-        # neither may kill or stall the watcher.
+        # neither may kill or stall the watcher. A hung check is cancelled but not waited
+        # for: psycopg spends up to 10 s cancelling a query on a server that does not
+        # answer, and until it has unwound, its dependency stays down with no new probe.
+        probes: dict[str, asyncio.Future[bool]] = {}
         try:
-            return await asyncio.wait_for(check(), timeout_s)
-        except Exception:
-            return False
+            while True:
+                await self._watch_once(checks, probes, timeout_s=max(1.0, interval_s))
+                await asyncio.sleep(interval_s)
+        finally:
+            for probe in probes.values():
+                probe.cancel()
+
+    async def _watch_once(
+        self,
+        checks: dict[str, DependencyCheck],
+        probes: dict[str, asyncio.Future[bool]],
+        timeout_s: float,
+    ) -> None:
+        for name, check in checks.items():
+            previous = probes.get(name)
+            if previous is None or previous.done():
+                if previous is not None:
+                    _passed(previous)  # a cancelled probe's late error is read, not lost
+                probes[name] = asyncio.ensure_future(check())
+        if probes:
+            await asyncio.wait(probes.values(), timeout=timeout_s)
+        down = frozenset(name for name, probe in probes.items() if not _passed(probe))
+        if down != self._down:
+            for name in sorted(down - self._down):
+                _log.warning("dependency unavailable", extra={"fields": {"dependency": name}})
+            for name in sorted(self._down - down):
+                _log.info("dependency back", extra={"fields": {"dependency": name}})
+            status = (
+                health_pb2.HealthCheckResponse.NOT_SERVING
+                if down
+                else health_pb2.HealthCheckResponse.SERVING
+            )
+            for service in self._service_names:
+                await self.health.set(service, status)
+            self._down = down
+        for probe in probes.values():
+            if not probe.done():
+                probe.cancel()
 
     async def _set_all(self, status: Any) -> None:
         await self.health.set("", status)
@@ -175,6 +191,13 @@ class GrpcServer:
 
     async def wait_for_termination(self) -> None:
         await self.server.wait_for_termination()
+
+
+def _passed(probe: asyncio.Future[bool]) -> bool:
+    """A finished probe that returned True (reading its error, so none goes unreported)."""
+    if not probe.done() or probe.cancelled():
+        return False
+    return probe.exception() is None and probe.result() is True
 
 
 async def serve(

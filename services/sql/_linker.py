@@ -17,6 +17,7 @@ literals rendered by sqlglot, and then goes through the gate like any other.
 from __future__ import annotations
 
 import calendar
+import functools
 import itertools
 import math
 import re
@@ -154,7 +155,10 @@ def _abbreviates(short: str, word: str) -> bool:
     return len(short) >= 2 and len(word) >= 4
 
 
+@functools.lru_cache(maxsize=65536)
 def word_match(question_word: str, name_word: str) -> float:
+    """How well a question word names a name part (1 the same word, 0 unrelated); pure,
+    and called for every pair, so its answers are remembered."""
     if question_word == name_word:
         return 1.0
     if len(name_word) >= 3 and question_word in (
@@ -313,6 +317,11 @@ class Vocabulary:
             if not any(cover([w], p, partial=0.4)[0] for p in table_parts) and w not in _SOFT
         )
         return coverage + 0.35 * table_bonus - 0.15 * unexplained
+
+
+def _maybe_covers(words: Sequence[str], part: str) -> bool:
+    """A cheap necessary condition for ``cover(words, part)`` to be non-zero."""
+    return any(word_match(w, part) or (len(part) >= 6 and w[:3] in part) for w in words)
 
 
 def cover(words: Sequence[str], part: str, *, partial: float = 0.6) -> tuple[float, set[int]]:
@@ -660,19 +669,18 @@ class QuestionLinker:
         words = [stem(p) for t in toks if not t.quoted for p in re.split(r"_", t.low) if p]
         found: list[tuple[int, TableInfo]] = []
         for table in self.catalog.tables:
-            sizes = {max(len(n), 1) for n in self.vocab.table_names(table)}
-            hit = next(
-                (
-                    i
-                    for i in range(len(words))
-                    for size in sorted(sizes)
-                    for width in range(size, size + 3)
-                    if self.vocab.table_score(words[i : i + width], table) >= 0.99
-                ),
-                None,
-            )
-            if hit is not None:
-                found.append((hit, table))
+            hits = [
+                i
+                for parts in self.vocab.table_names(table)
+                if parts and all(_maybe_covers(words, p) for p in parts)
+                for i in range(len(words))
+                if any(
+                    sum(cover(words[i : i + width], p)[0] for p in parts) / len(parts) >= 0.99
+                    for width in range(len(parts), len(parts) + 3)
+                )
+            ]
+            if hits:
+                found.append((min(hits), table))
         return [t for _, t in sorted(found, key=lambda p: p[0])]
 
     def _covered(self, phrase: str, resolved: list[Dim | Measure]) -> bool:

@@ -28,12 +28,13 @@ def free_port() -> int:
         return port
 
 
-async def health(address: str, timeout_s: float = 1.0) -> str:
-    """The server's overall health status name, or the gRPC code name if it failed."""
+async def health(address: str, timeout_s: float = 1.0, service: str = "") -> str:
+    """The server's health status name for ``service`` (``""``: the process as a whole),
+    or the gRPC code name if the check failed."""
     async with grpc.aio.insecure_channel(address) as channel:
         try:
             reply = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(), timeout=timeout_s
+                health_pb2.HealthCheckRequest(service=service), timeout=timeout_s
             )
         except grpc.aio.AioRpcError as exc:
             return exc.code().name

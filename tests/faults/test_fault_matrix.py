@@ -1,9 +1,13 @@
 """The dependency fault matrix on the whole stack as processes: Postgres, embedding,
 retrieval and SQL are each killed (SIGKILL) and hung (SIGSTOP) while gateway callers have
-requests in flight. Every call must end within its deadline plus 100 ms with a full
-answer, a degraded one, UNAVAILABLE with RetryInfo or DEADLINE_EXCEEDED — never a hang or
-another status; the faulted process's health must show it; and once the dependency is
-back, the callers' next requests must succeed within 5 s without restarting any caller.
+requests in flight. Every call must end within its deadline plus 100 ms in one of the
+outcomes documented for its RPC and that dependency (``EXPECTED``): a full answer,
+``degraded = true`` with a reason naming the fault, or the documented status — never an
+empty or unanswered reply that does not say it is degraded, a hang or another status. The
+faulted process's health must show it; during a Postgres outage the services that use it
+(retrieval, SQL, gateway) report NOT_SERVING for their service name, and SERVING again
+within the recovery bound after it; once the dependency is back, the callers' next
+requests must succeed within 5 s without restarting any caller.
 
 Each cell's observed outcomes and recovery time go to ``bench-results/fault-matrix.json``
 and a table printed at the end of the session."""
@@ -25,10 +29,12 @@ import grpc
 import psycopg
 import pytest
 
+from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
+from tandem.v1 import sql_service_pb2 as spb
 from tests.faults.contract import decode
 from tests.faults.procs import health
 from tests.processes import POSTGRES, ProcessStack
@@ -38,6 +44,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 DEADLINE_S = 1.5
 LATE_S = 0.1  # what "within the deadline" allows on top of it
 RECOVERY_S = 5.0
+# The services' dependency watcher probes every 2 s with a 2 s timeout (a stopped
+# Postgres never answers): NOT_SERVING within two rounds, with room for a busy machine.
+HEALTH_DETECT_S = 6.0
 CALLERS = 4
 RESULTS = Path(__file__).resolve().parents[2] / "bench-results" / "fault-matrix.json"
 DEPENDENCIES = (POSTGRES, "embedding", "retrieval", "sql")
@@ -55,12 +64,90 @@ DOCS = [
 ]
 
 
+# Postgres's direct users and the name each reports its readiness under.
+DB_DEPENDENTS = {
+    "retrieval": "tandem.v1.RetrievalService",
+    "sql": "tandem.v1.SqlService",
+    "gateway": "tandem.v1.GatewayService",
+}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What one RPC may end in while one dependency is faulted (the protos' contract).
+
+    ``statuses`` are the outcome labels of failed calls. A degraded reply must name at
+    least one of ``causes`` and nothing outside ``causes | also`` (what follows from a
+    cause, e.g. the plan step that failed on it). A full answer ("ok") is always allowed:
+    calls that beat the fault, or finish after it is mended."""
+
+    statuses: frozenset[str]
+    causes: frozenset[str] = frozenset()
+    also: frozenset[str] = frozenset()
+
+    def allows(self, outcome: str) -> bool:
+        if outcome == "ok" or outcome in self.statuses:
+            return True
+        if outcome.startswith("degraded:"):
+            reasons = set(outcome.removeprefix("degraded:").split("+"))
+            return bool(reasons & self.causes) and reasons <= self.causes | self.also
+        return False
+
+
+# The shared DEADLINE_EXCEEDED ends a call hung on a stopped process, or in flight when
+# a process is killed. The gateway verifies every key in Postgres: with Postgres down,
+# every RPC is UNAVAILABLE (reason DATABASE_UNAVAILABLE, with RetryInfo).
+_DEADLINE = "DEADLINE_EXCEEDED"
+_DB_DOWN = "UNAVAILABLE/DATABASE_UNAVAILABLE+RetryInfo"
+# An Ask whose plan step failed on the fault says so; the router gives up at the deadline
+# on a dependency that hangs (a stopped one, or Postgres's pools waiting out a kill).
+_STEP = frozenset({"STEP_FAILED", "REPLAN_LIMIT_REACHED"})
+_CAUSES: dict[tuple[str, str], frozenset[str]] = {
+    (POSTGRES, "Search"): frozenset({"DATABASE_UNAVAILABLE"}),
+    (POSTGRES, "Ask"): frozenset(
+        {"DATABASE_UNAVAILABLE", "RETRIEVAL_UNAVAILABLE", "SQL_UNAVAILABLE"}
+    ),
+    ("embedding", "Search"): frozenset({"EMBEDDING_UNAVAILABLE"}),
+    ("embedding", "Ask"): frozenset({"EMBEDDING_UNAVAILABLE", "RETRIEVAL_UNAVAILABLE"}),
+    ("retrieval", "Search"): frozenset({"RETRIEVAL_UNAVAILABLE"}),
+    ("retrieval", "Ask"): frozenset({"RETRIEVAL_UNAVAILABLE"}),
+    ("sql", "Ask"): frozenset({"SQL_UNAVAILABLE"}),
+}
+# Statuses besides DEADLINE_EXCEEDED. Search and Ask fail open (degraded, not an error)
+# on everything behind the gateway; AskSql cannot do without the SQL service (the
+# gateway's DEPENDENCY_UNAVAILABLE) or its warehouse (SqlService's DATABASE_UNAVAILABLE
+# or CATALOG_UNAVAILABLE, relayed).
+_STATUSES: dict[tuple[str, str], frozenset[str]] = {
+    (POSTGRES, "Search"): frozenset({_DB_DOWN}),
+    (POSTGRES, "AskSql"): frozenset({_DB_DOWN, "UNAVAILABLE/CATALOG_UNAVAILABLE+RetryInfo"}),
+    (POSTGRES, "Ask"): frozenset({_DB_DOWN}),
+    ("sql", "AskSql"): frozenset({"UNAVAILABLE/DEPENDENCY_UNAVAILABLE+RetryInfo"}),
+}
+
+
+def expected(dependency: str, fault: str, rpc: str) -> Expected:
+    """The documented outcomes of ``rpc`` while ``dependency`` is ``fault``-ed."""
+    causes = _CAUSES.get((dependency, rpc), frozenset())
+    also: frozenset[str] = frozenset()
+    if rpc == "Ask":
+        also = _STEP
+        if fault == "stop" or dependency == POSTGRES:
+            causes |= {"DEADLINE_EXCEEDED"}
+        if dependency == POSTGRES:
+            # The gateway could not store the conversation turn (reason DEPENDENCY_ERROR,
+            # component "conversations"): a consequence, never the only reason.
+            also |= {"DEPENDENCY_ERROR"}
+    return Expected(_STATUSES.get((dependency, rpc), frozenset()) | {_DEADLINE}, causes, also)
+
+
 @dataclass
 class Call:
     rpc: str
     started: float
     ended: float
-    outcome: str  # ok | degraded | <STATUS>[+RetryInfo]
+    # ok | degraded:<REASON>[+<REASON>] | EMPTY | UNANSWERED:<outcome>
+    # | <STATUS>[/<reason>][+RetryInfo]
+    outcome: str
 
     @property
     def latency_s(self) -> float:
@@ -80,6 +167,10 @@ class Cell:
     in_flight_at_fault: int = 0
     max_latency_s: float = 0.0
     health_during_fault: dict[str, str] = field(default_factory=dict)
+    # Postgres: when its users' service health read NOT_SERVING after the fault, and
+    # SERVING again after the restore.
+    health_down_after_s: float | None = None
+    health_back_after_s: float | None = None
     restore_s: float = 0.0
     recovery_s: float | None = None
     violations: list[str] = field(default_factory=list)
@@ -104,8 +195,17 @@ def fault_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessSta
 
 def _classify(exc: grpc.aio.AioRpcError) -> str:
     seen = decode(exc)
-    name = seen.code.name
-    return f"{name}+RetryInfo" if seen.retries else name
+    label = seen.code.name
+    if seen.reason and seen.reason != label:
+        label += f"/{seen.reason}"
+    return f"{label}+RetryInfo" if seen.retries else label
+
+
+def _degraded(degradations: Any) -> str:
+    """``degraded:`` and the reasons' names (a degraded reply that names none: NONE)."""
+    prefix = len("DEGRADATION_REASON_")
+    names = sorted({cpb.DegradationReason.Name(d.reason)[prefix:] for d in degradations})
+    return "degraded:" + ("+".join(names) or "NONE")
 
 
 Stub: TypeAlias = "gpb_grpc.GatewayServiceAsyncStub"
@@ -118,7 +218,9 @@ async def _search(stub: Stub, metadata: Any) -> str:
         metadata=metadata,
         timeout=DEADLINE_S,
     )
-    return "degraded" if reply.degraded or not reply.hits else "ok"
+    if reply.degraded:
+        return _degraded(reply.degradations)
+    return "ok" if reply.hits else "EMPTY"
 
 
 async def _ask_sql(stub: Stub, metadata: Any) -> str:
@@ -127,7 +229,11 @@ async def _ask_sql(stub: Stub, metadata: Any) -> str:
         metadata=metadata,
         timeout=DEADLINE_S,
     )
-    return "degraded" if reply.degraded or not reply.result.rows else "ok"
+    if reply.degraded:
+        return _degraded(reply.degradations)
+    if reply.outcome != spb.SQL_ASK_OUTCOME_ANSWERED or not reply.result.rows:
+        return f"UNANSWERED:{spb.SqlAskOutcome.Name(reply.outcome)}"
+    return "ok"
 
 
 async def _ask(stub: Stub, metadata: Any) -> str:
@@ -139,8 +245,11 @@ async def _ask(stub: Stub, metadata: Any) -> str:
         timeout=DEADLINE_S,
     )
     answer = reply.answer
-    answered = answer.outcome == qpb.ANSWER_OUTCOME_ANSWERED
-    return "ok" if answered and not answer.degraded else "degraded"
+    if answer.degraded:
+        return _degraded(answer.degradations)
+    if answer.outcome != qpb.ANSWER_OUTCOME_ANSWERED:
+        return f"UNANSWERED:{qpb.AnswerOutcome.Name(answer.outcome)}"
+    return "ok"
 
 
 # What a caller asks that depends on each dependency: the engine's own RPC, and Ask
@@ -252,6 +361,32 @@ async def _health_of(stack: ProcessStack, names: list[str]) -> dict[str, str]:
     return dict(zip(names, results, strict=True))
 
 
+async def _dependents_health(stack: ProcessStack) -> dict[str, str]:
+    """Each of Postgres's users' health for its own service name."""
+    results = await asyncio.gather(
+        *(
+            health(stack.address(n), timeout_s=0.5, service=service)
+            for n, service in DB_DEPENDENTS.items()
+        )
+    )
+    return dict(zip(DB_DEPENDENTS, results, strict=True))
+
+
+async def _until_dependents(
+    stack: ProcessStack, status: str, since: float, timeout_s: float
+) -> tuple[float | None, dict[str, str]]:
+    """Seconds from ``since`` until every user of Postgres reports ``status`` (None if not
+    within ``timeout_s``), and what they reported last."""
+    while True:
+        seen = await _dependents_health(stack)
+        now = time.monotonic()
+        if all(v == status for v in seen.values()):
+            return round(now - since, 3), seen
+        if now - since >= timeout_s:
+            return None, seen
+        await asyncio.sleep(0.1)
+
+
 @pytest.mark.parametrize("fault", FAULTS)
 @pytest.mark.parametrize("dependency", DEPENDENCIES)
 async def test_dependency_fault(fault_stack: ProcessStack, dependency: str, fault: str):
@@ -283,10 +418,18 @@ async def test_dependency_fault(fault_stack: ProcessStack, dependency: str, faul
             await asyncio.to_thread(stack.kill, dependency)
         else:
             await asyncio.to_thread(stack.pause, dependency)
-        # Hold the fault for a little over one deadline, so calls meet it.
+        # Hold the fault for a little over one deadline, so calls meet it (and for
+        # Postgres, until its users have noticed).
+        down = None
+        if dependency == POSTGRES:
+            down = asyncio.create_task(
+                _until_dependents(stack, "NOT_SERVING", faulted_at, HEALTH_DETECT_S)
+            )
         await _sleep_observing(DEADLINE_S + 0.5)
-        names = [dependency] if dependency != POSTGRES else ["retrieval", "sql"]
-        cell.health_during_fault = await _health_of(stack, [*names, "gateway"])
+        if down is not None:
+            cell.health_down_after_s, cell.health_during_fault = await down
+        else:
+            cell.health_during_fault = await _health_of(stack, [dependency, "gateway"])
         # Restore it.
         restore_started = time.monotonic()
         if fault == "kill":
@@ -297,6 +440,10 @@ async def test_dependency_fault(fault_stack: ProcessStack, dependency: str, faul
         cell.restore_s = round(restored_at - restore_started, 3)
         recovered = await callers.wait_full_success(after=restored_at, timeout_s=RECOVERY_S)
         cell.recovery_s = None if recovered is None else round(recovered - restored_at, 3)
+        if dependency == POSTGRES:
+            cell.health_back_after_s, _ = await _until_dependents(
+                stack, "SERVING", restored_at, RECOVERY_S
+            )
     finally:
         await callers.stop()
 
@@ -309,16 +456,24 @@ async def test_dependency_fault(fault_stack: ProcessStack, dependency: str, faul
     cell.outage_outcomes = dict(Counter(f"{c.rpc}:{c.outcome}" for c in outage))
     cell.across_restore_outcomes = dict(Counter(f"{c.rpc}:{c.outcome}" for c in across))
     cell.max_latency_s = round(max((c.latency_s for c in during), default=0.0), 3)
-    allowed = {"ok", "degraded", "UNAVAILABLE+RetryInfo", "DEADLINE_EXCEEDED"}
     for c in callers.calls:
-        if c.outcome not in allowed:
+        if not expected(dependency, fault, c.rpc).allows(c.outcome):
             cell.violations.append(f"{c.rpc} ended {c.outcome}")
         if c.latency_s > DEADLINE_S + LATE_S:
             cell.violations.append(f"{c.rpc} took {c.latency_s:.3f} s")
-    if dependency != POSTGRES:
+    if dependency == POSTGRES:
+        if cell.health_down_after_s is None:
+            cell.violations.append(
+                f"not NOT_SERVING within {HEALTH_DETECT_S} s: {cell.health_during_fault}"
+            )
+        if cell.health_back_after_s is None:
+            cell.violations.append(f"not SERVING again within {RECOVERY_S} s")
+    else:
+        # A killed process refuses the connection; a stopped one never answers.
         state = cell.health_during_fault[dependency]
-        if state == "SERVING":
-            cell.violations.append(f"{dependency} health SERVING while {fault}ed")
+        process_health = "UNAVAILABLE" if fault == "kill" else "DEADLINE_EXCEEDED"
+        if state != process_health:
+            cell.violations.append(f"{dependency} health {state} while {fault}ed")
     if cell.recovery_s is None:
         cell.violations.append(f"no full recovery within {RECOVERY_S} s")
     restarted = [n for n in others if stack.pid(n) != pids_before[n]]
@@ -326,6 +481,8 @@ async def test_dependency_fault(fault_stack: ProcessStack, dependency: str, faul
         cell.violations.append(f"callers restarted: {restarted}")
     assert cell.in_flight_at_fault > 0
     assert during, "no call met the fault"
+    # The fault was felt: some call that met it did not end in a full answer.
+    assert any(c.outcome != "ok" for c in during), cell
     assert not cell.violations, cell
 
 
@@ -359,6 +516,11 @@ def matrix_table() -> list[str]:
     for cell in MATRIX.values():
         recovery = "FAILED" if cell.recovery_s is None else f"{cell.recovery_s:.2f} s"
         health_text = ", ".join(f"{k}={v}" for k, v in cell.health_during_fault.items())
+        if cell.dependency == POSTGRES:
+            health_text += (
+                f" (service names; NOT_SERVING after {cell.health_down_after_s} s, "
+                f"SERVING again {cell.health_back_after_s} s after the restore)"
+            )
         lines += [
             f"{cell.dependency} / {cell.fault}: recovery {recovery} after restore "
             f"(restore took {cell.restore_s:.2f} s); max call latency "

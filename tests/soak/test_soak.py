@@ -34,8 +34,8 @@ import psutil
 import psycopg
 import pytest
 
+from services.bench.ingest_memory import postgres_private_bytes
 from services.demo import generate_documents
-from services.retrieval.bench_memory import postgres_private_bytes
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import retrieval_service_pb2 as rpb

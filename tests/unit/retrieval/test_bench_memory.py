@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.retrieval.bench_memory import _summary
+from services.bench.ingest_memory import _summary
 
 
 def _samples(values: list[float]) -> list[dict[str, float]]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from services.bench.retrieval import derive_vectors
 from services.cli._main import _parser
-from services.retrieval.bench import derive_vectors
 from services.retrieval.eval import (
     DEFAULT_DATASET,
     _document_input,
