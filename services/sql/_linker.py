@@ -2985,7 +2985,7 @@ def unexplained(
         ends = index + 1 == len(toks) or bool(
             re.match(r"\s*[?.!,;]", question[tok.end : toks[index + 1].start])
         )
-        predicate = index > 0 and toks[index - 1].low in _BE and ends
+        predicate = index > 0 and toks[index - 1].low in (*_BE, "have", "has", "had") and ends
         if _relation_word(tok.low) and not predicate and not vocab.values.get(tok.low):
             continue
         if w in value_words or any(w.startswith(v) for v in value_words if len(v) >= 4):

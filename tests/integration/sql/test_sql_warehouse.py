@@ -9,7 +9,9 @@ import psycopg
 import pytest
 
 from services.common import apply_migrations
+from services.sql import _catalog as catalog_module
 from services.sql import demo_data, ensure_warehouse, introspect, role_capabilities
+from services.sql._catalog import render
 from services.sql._warehouse import SCHEMA, database_url
 
 pytestmark = pytest.mark.integration
@@ -101,3 +103,27 @@ async def test_reader_role_cannot_see_the_retrieval_tables(pg_url, warehouse):
     async with await psycopg.AsyncConnection.connect(reader_on_core) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             await conn.execute("SELECT * FROM tenants")
+
+
+async def test_the_value_index_holds_varied_names_and_stays_out_of_prompts(warehouse, monkeypatch):
+    async with await psycopg.AsyncConnection.connect(warehouse.reader_url) as conn:
+        catalog = await introspect(conn, "warehouse")
+    data = demo_data.generate(demo_data.DEFAULT_SEED, demo_data.ANCHOR_DATE)
+    companies = catalog.table("companies")
+    name = companies.column("name") if companies else None
+    assert name is not None and not name.sample_values  # too varied to sample
+    assert set(name.known_values) == {c.name for c in data.companies}
+    notes = catalog.table("activities")
+    assert notes is not None and all(not c.known_values for c in notes.columns if c.name == "notes")
+    # a prompt never lists the index (it is for linking, not for models to read)
+    rendered = render(catalog, max_chars=100_000).text
+    assert data.companies[0].name not in rendered
+    # over the cap (even where the planner's estimate said otherwise), a column is left
+    # out rather than half indexed
+    monkeypatch.setattr(catalog_module, "VALUE_INDEX_DISTINCT_MAX", 10)
+    monkeypatch.setattr(catalog_module, "_indexable", lambda n_distinct, estimate: True)
+    async with await psycopg.AsyncConnection.connect(warehouse.reader_url) as conn:
+        capped = await introspect(conn, "warehouse")
+    capped_companies = capped.table("companies")
+    assert capped_companies is not None
+    assert all(not c.known_values for c in capped_companies.columns)
