@@ -92,6 +92,9 @@ class Catalog:
     database: str
     tables: tuple[TableInfo, ...]
     refreshed_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # Join edges inferred from names that the data contradicted when the catalog loaded
+    # (child table, child column, parent table, parent column): never joined along.
+    refuted_joins: frozenset[tuple[str, str, str, str]] = frozenset()
 
     def resolve(self, schema: str | None, name: str) -> TableInfo | None:
         """A table by exact (case-sensitive) name; unqualified names prefer ``public``."""

@@ -11,18 +11,27 @@ parent, the same type class on both sides, and one of these name shapes:
   dropped from it (``sbTransaction.sbTxCustId -> sbCustomer.sbCustId`` in a schema whose
   tables are all ``sb…``).
 
+When the catalog loads, each inferred edge is checked against the data (a sample of the
+child's values must all be keys of the parent) and dropped when the data contradicts it.
 Paths are shortest by hop count, declared edges preferred; a question touching several
 tables is joined along a tree grown from the base table.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
+
+import psycopg
+from psycopg import sql
 
 from services.sql._catalog import Catalog, ColumnInfo, TableInfo
+
+_log = logging.getLogger("tandem.sql.joins")
 
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
@@ -107,6 +116,8 @@ class JoinGraph:
         for edge in [*self._declared(catalog), *extra, *self._inferred(catalog)]:
             key = (edge.child, edge.child_column, edge.parent, edge.parent_column)
             if key in seen or edge.child == edge.parent:
+                continue
+            if edge.inferred and key in catalog.refuted_joins:
                 continue
             seen.add(key)
             self.edges.append(edge)
@@ -223,3 +234,46 @@ def _is_reference(
     if name in forms:
         return True
     return len(core) >= 5 and name.endswith(core) and core not in ("id", "_id")
+
+
+# How many of a child column's values are looked up in the parent's key per inferred edge.
+_CHECK_SAMPLE = 200
+_CHECK_TIMEOUT = "1s"
+_CHECK_SQL = """
+SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
+  SELECT 1 FROM {parent} AS p WHERE p.{parent_col} = s.v))
+FROM (SELECT {child_col} AS v FROM {child} WHERE {child_col} IS NOT NULL LIMIT %s) AS s
+"""
+
+
+async def refute_joins(conn: psycopg.AsyncConnection[Any], catalog: Catalog) -> Catalog:
+    """The catalog with the inferred edges its data contradicts marked refuted: when most
+    of a sample of the child column's values are not keys of the parent, the name only
+    looks like a reference (a few orphans are dirty data, not a refutation). Cheap (a
+    bounded sample against the parent's primary key, under a short timeout); an edge that
+    cannot be checked stays."""
+    refuted = set()
+    for edge in JoinGraph(catalog).edges:
+        if not edge.inferred:
+            continue
+        child, parent = catalog.table(edge.child), catalog.table(edge.parent)
+        if child is None or parent is None:
+            continue
+        statement = sql.SQL(_CHECK_SQL).format(
+            child_col=sql.Identifier(edge.child_column),
+            child=sql.Identifier(child.schema, child.name),
+            parent=sql.Identifier(parent.schema, parent.name),
+            parent_col=sql.Identifier(edge.parent_column),
+        )
+        try:
+            async with conn.transaction():
+                await conn.execute(f"SET LOCAL statement_timeout = '{_CHECK_TIMEOUT}'")
+                row = await (await conn.execute(statement, (_CHECK_SAMPLE,))).fetchone()
+        except psycopg.Error as exc:
+            _log.info(
+                "join check skipped an edge", extra={"fields": {"error.type": type(exc).__name__}}
+            )
+            continue
+        if row is not None and row[1] * 2 > row[0]:
+            refuted.add((edge.child, edge.child_column, edge.parent, edge.parent_column))
+    return replace(catalog, refuted_joins=frozenset(refuted)) if refuted else catalog

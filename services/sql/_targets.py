@@ -28,6 +28,7 @@ from psycopg import sql
 from services.common import InvalidArgument, PermissionDenied, SettingsError, Unavailable
 from services.sql._catalog import Catalog, CatalogCache, introspect
 from services.sql._glossary import GlossaryEntry
+from services.sql._joins import refute_joins
 from services.sql._values import register_loaders
 
 _log = logging.getLogger("tandem.sql.targets")
@@ -303,7 +304,7 @@ class Target:
                 self._role_checked = True
                 self._refusal = refusal(self.config, self.capabilities)
                 _log_capabilities(self.config, self.capabilities, self._refusal)
-            return await introspect(conn, self.name)
+            return await refute_joins(conn, await introspect(conn, self.name))
 
 
 def _log_capabilities(

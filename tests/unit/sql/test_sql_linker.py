@@ -4,6 +4,7 @@ foreign keys and packs its names (``sbtxcustid``), one declares them."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import date
 
 import pytest
@@ -111,6 +112,19 @@ def test_join_edges_are_inferred_from_names_and_types_without_declared_keys() ->
         ("public.sbtransaction", "sbtxtickerid", "public.sbticker", "sbtickerid"),
     }
     assert all(e.inferred for e in JoinGraph(BROKER).edges)
+
+
+def test_an_edge_the_data_refuted_is_not_joined_along() -> None:
+    refuted = replace(
+        BROKER,
+        refuted_joins=frozenset(
+            {("public.sbtransaction", "sbtxtickerid", "public.sbticker", "sbtickerid")}
+        ),
+    )
+    edges = {(e.child_column, e.parent) for e in JoinGraph(refuted).edges}
+    assert edges == {("sbtxcustid", "public.sbcustomer")}
+    with pytest.raises(LinkError):
+        _sql("How many transactions per ticker type?", refuted)
 
 
 def test_declared_keys_come_first_and_paths_go_through_linking_tables() -> None:
