@@ -11,15 +11,15 @@ inferred ones). Every phrase of the output list must link, or the question is re
 what was missing: a clear refusal beats a confident wrong answer.
 
 The statement is composed as text from catalog identifiers (quoted where needed) and
-literals rendered by sqlglot, and then goes through the gate like any other.
+literals rendered by sqlglot, and then goes through the gate like any other. What the
+catalog says about itself is indexed in ``_vocabulary``; how question words match names is
+``_words``; definitions written in text are read by ``_definitions``.
 """
 
 from __future__ import annotations
 
 import calendar
-import functools
 import itertools
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,22 +28,27 @@ from datetime import date, timedelta
 import sqlglot
 from sqlglot import exp
 
-from services.sql._catalog import Catalog, ColumnInfo, TableInfo
-from services.sql._glossary import GlossaryEntry
-from services.sql._joins import JoinGraph, common_prefix, name_words
-from services.sql._names import identifier
-
-# Words that carry no schema meaning in a question (function words and question verbs).
-_STOP = frozenset(
-    """
-    a an the of in on at for to by per with and or is are was were be been being do does did
-    have has had we our us you your i me my there their them they it its this that these
-    those what which who whom whose how show list give find get tell all each every any from
-    as into about across over under please return returned including include included
-    respective respectively also both only just than then made along together value values
-    table tables record records column columns row rows
-    """.split()
+from services.sql._catalog import TableInfo
+from services.sql._definitions import (
+    inline_definitions,
+    is_wordy,
+    trim_definition,
 )
+from services.sql._glossary import GlossaryEntry
+from services.sql._names import identifier
+from services.sql._vocabulary import Col, Vocabulary, column_states, negate_state
+from services.sql._words import (
+    GRAMMAR_WORDS,
+    STOP_WORDS,
+    Tok,
+    cover,
+    lemma,
+    maybe_covers,
+    stem,
+    tokenize,
+    word_match,
+)
+
 _COUNT_CUES = ("number of", "count of", "how many", "num of", "no. of", "total count of")
 _AGG_WORDS = {
     "total": "SUM",
@@ -64,21 +69,10 @@ _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
 _MONTHS["sept"] = 9
 _GRAINS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", "year": "year"}
-_TOKEN = re.compile(r"'[^']+'|\"[^\"]+\"|[A-Za-z][A-Za-z0-9_]*|\d+(?:\.\d+)?")
 
 
 class LinkError(Exception):
     """The question does not map onto this schema; the message says what was missing."""
-
-
-@dataclass(frozen=True)
-class Col:
-    table: TableInfo
-    column: ColumnInfo
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.table.qualified, self.column.name)
 
 
 @dataclass(frozen=True)
@@ -92,100 +86,6 @@ class Linked:
     ignored: tuple[str, ...] = ()
 
 
-def stem(word: str) -> str:
-    word = word.lower()
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith(("sses", "xes", "ches", "shes")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-# English verbs whose past forms a suffix rule cannot undo ("deals won", "did we win").
-_IRREGULAR = {
-    "won": "win",
-    "lost": "lose",
-    "sold": "sell",
-    "bought": "buy",
-    "paid": "pay",
-    "spent": "spend",
-    "sent": "send",
-    "held": "hold",
-    "made": "make",
-    "began": "begin",
-    "begun": "begin",
-    "ran": "run",
-    "wrote": "write",
-    "written": "write",
-    "gave": "give",
-    "given": "give",
-    "took": "take",
-    "taken": "take",
-}
-
-
-def lemma(word: str) -> str:
-    """The stem, with irregular past forms read as their verb."""
-    word = word.lower()
-    if word in _IRREGULAR:
-        return _IRREGULAR[word]
-    base = stem(word)
-    for suffix in ("ning", "ing"):
-        if base.endswith(suffix) and len(base) - len(suffix) >= 3:
-            root = base[: -len(suffix)]
-            return root if suffix == "ing" else root + root[-1:]
-    return base
-
-
-def _abbreviates(short: str, word: str) -> bool:
-    """``amt`` abbreviates amount, ``cust`` customer, ``dt`` date: same first letter, the
-    short form's letters in order, and shorter than the word."""
-    if len(short) < 2 or len(short) >= len(word) or short[0] != word[0] or short.isdigit():
-        return False
-    if word.startswith(short):
-        return len(short) >= 3 or len(word) <= 5
-    at = 0
-    for ch in short:
-        at = word.find(ch, at)
-        if at < 0:
-            return False
-        at += 1
-    return len(short) >= 2 and len(word) >= 4
-
-
-@functools.lru_cache(maxsize=65536)
-def word_match(question_word: str, name_word: str) -> float:
-    """How well a question word names a name part (1 the same word, 0 unrelated); pure,
-    and called for every pair, so its answers are remembered."""
-    if question_word == name_word:
-        return 1.0
-    if len(name_word) >= 3 and question_word in (
-        name_word + "ed",
-        name_word + "d",
-        name_word + "ing",
-        name_word + "es",
-        name_word + "er",
-    ):
-        return 0.9
-    if len(question_word) > 5 and question_word.endswith(("ing", "ed")):
-        root = question_word[:-3] if question_word.endswith("ing") else question_word[:-2]
-        if root and name_word.rstrip("e") == root.rstrip("e"):
-            return 0.9
-    if _abbreviates(name_word, question_word):
-        return 0.8
-    if len(question_word) >= 3 and name_word in (question_word + "er", question_word + "r"):
-        return 0.8  # "owns" -> owner, "sells" -> seller
-    if (
-        len(name_word) >= 5
-        and question_word.startswith(name_word[:-1])
-        and len(question_word) <= len(name_word) + 3
-    ):
-        return 0.7
-    return 0.0
-
-
 def q(name: str) -> str:
     return identifier(name).sql(dialect="postgres")
 
@@ -197,298 +97,10 @@ def lit(value: str) -> str:
 # --- the vocabulary of one catalog ---------------------------------------------------
 
 
-class Vocabulary:
-    """Name parts of every table and column, their weights, and the stored-value index.
-
-    A part is a piece of a name between ``_`` or camelCase boundaries (``start_dt`` ->
-    start, dt); lower-cased concatenations (``tickersymbol``) stay one part and are
-    matched by how much of them the question's words cover."""
-
-    def __init__(self, catalog: Catalog, graph: JoinGraph) -> None:
-        self.catalog = catalog
-        self.graph = graph
-        table_prefix = common_prefix([t.name for t in catalog.tables]).lower()
-        self.table_words: dict[str, list[str]] = {}
-        self.column_words: dict[tuple[str, str], list[str]] = {}
-        # other names the schema's own comments give ("Sales opportunities (deals)")
-        self.table_aliases: dict[str, list[list[str]]] = {}
-        self.column_aliases: dict[tuple[str, str], list[list[str]]] = {}
-        self.columns: list[Col] = []
-        counts: dict[str, int] = {}
-        for table in catalog.tables:
-            name = table.name
-            if table_prefix and name.lower().startswith(table_prefix):
-                name = name[len(table_prefix) :]
-            self.table_words[table.qualified] = [stem(w) for w in name_words(name)]
-            self.table_aliases[table.qualified] = comment_names(table.comment, head=True)
-            names = [c.name for c in table.columns]
-            col_prefix = common_prefix(names, minimum=3) if len(names) >= 4 else ""
-            keys = set(table.primary_key) | {c for fk in table.foreign_keys for c in fk.columns}
-            for column in table.columns:
-                cname = column.name
-                if col_prefix and len(cname) > len(col_prefix):
-                    cname = cname[len(col_prefix) :]
-                words = [stem(w) for w in name_words(cname)]
-                self.column_words[(table.qualified, column.name)] = words
-                aliases = [] if column.name in keys else comment_names(column.comment)
-                # "(calls, meetings, demos)" lists rows by a stored value: examples
-                aliases = [a for a in aliases if not _stored_in(a, table)]
-                self.column_aliases[(table.qualified, column.name)] = aliases
-                self.columns.append(Col(table, column))
-                for w in set(words).union(*aliases):
-                    counts[w] = counts.get(w, 0) + 1
-        total = max(len(self.columns), 1)
-        self.idf = {w: math.log(1 + total / n) for w, n in counts.items()}
-        self.values: dict[str, list[tuple[Col, str]]] = {}
-        # a word of a multi-word stored value ("won" of 'Closed Won'), by its lemma
-        self.value_words: dict[str, list[tuple[Col, str]]] = {}
-        # proper names stored in varied text columns ("cobalt academy" -> companies.name)
-        self.names: dict[str, list[tuple[Col, str]]] = {}
-        for col in self.columns:
-            for value in (*col.column.known_values, *col.column.sample_values):
-                self.names.setdefault(value.lower(), []).append((col, value))
-            for value in (*col.column.sample_values, *_comment_values(col.column.comment)):
-                self.values.setdefault(value.lower(), []).append((col, value))
-                words = re.findall(r"[a-z]+", value.lower())
-                if len(words) > 1:
-                    for w in words:
-                        if len(w) > 2 and w not in _STOP:
-                            self.value_words.setdefault(lemma(w), []).append((col, value))
-
-    def weight(self, word: str) -> float:
-        return self.idf.get(word, math.log(1 + len(self.columns)))
-
-    def table_names(self, table: TableInfo) -> list[list[str]]:
-        """The table's name parts, then each other name its comment gives."""
-        return [self.table_words[table.qualified], *self.table_aliases[table.qualified]]
-
-    def table_score(self, words: Sequence[str], table: TableInfo) -> float:
-        """How much of a table's name (or of another name its comment gives) the words
-        cover (0..1)."""
-        best = 0.0
-        for parts in self.table_names(table):
-            if parts:
-                best = max(best, sum(cover(words, p)[0] for p in parts) / len(parts))
-        return best
-
-    def tables_named(self, words: Sequence[str]) -> list[tuple[TableInfo, float]]:
-        found = []
-        for table in self.catalog.tables:
-            score = self.table_score(words, table)
-            if score >= 0.99:
-                found.append((table, score))
-        return sorted(found, key=lambda p: -p[1])
-
-    def column_score(self, words: Sequence[str], col: Col) -> float:
-        """Weighted coverage of the column's name parts (or of another name its comment
-        gives) by ``words``, plus a bonus when the other words name the column's table,
-        less a little per unexplained word."""
-        return max(
-            self._name_score(words, col, parts)
-            for parts in (self.column_words[col.key], *self.column_aliases[col.key])
-        )
-
-    def _name_score(self, words: Sequence[str], col: Col, parts: Sequence[str]) -> float:
-        if not parts:
-            return 0.0
-        total = sum(self.weight(p) for p in parts)
-        got = 0.0
-        used: set[int] = set()
-        for p in parts:
-            share, which = cover(words, p)
-            if share:
-                used |= which
-                got += share * self.weight(p)
-        if not got:
-            return 0.0
-        coverage = got / total
-        leftover = [w for i, w in enumerate(words) if i not in used]
-        table_bonus = self.table_score(leftover, col.table) if leftover else 0.0
-        if not table_bonus and leftover:
-            # "price" half-names "dailyprice": partial credit for the column's own table
-            tparts = self.table_words[col.table.qualified]
-            table_bonus = (
-                0.5 * sum(cover(leftover, p, partial=0.4)[0] for p in tparts) / max(len(tparts), 1)
-            )
-        table_parts = [p for name in self.table_names(col.table) for p in name]
-        unexplained = sum(
-            1
-            for w in leftover
-            if not any(cover([w], p, partial=0.4)[0] for p in table_parts) and w not in _SOFT
-        )
-        return coverage + 0.35 * table_bonus - 0.15 * unexplained
-
-
-def _maybe_covers(words: Sequence[str], part: str) -> bool:
-    """A cheap necessary condition for ``cover(words, part)`` to be non-zero."""
-    return any(word_match(w, part) or (len(part) >= 6 and w[:3] in part) for w in words)
-
-
-def cover(words: Sequence[str], part: str, *, partial: float = 0.6) -> tuple[float, set[int]]:
-    """How much of one name part the words explain (0..1), and which words did; a
-    concatenation counts when at least ``partial`` of its letters are covered."""
-    best = 0.0
-    which: set[int] = set()
-    for i, w in enumerate(words):
-        m = word_match(w, part)
-        if m > best:
-            best, which = m, {i}
-    if best >= 0.8 or len(part) < 6:
-        return best, which
-    # a concatenation ("tickersymbol", "custcountry"): cover its letters with the words
-    # or their 3+ letter prefixes, longest first
-    covered = [False] * len(part)
-    used: set[int] = set()
-    for i, w in sorted(enumerate(words), key=lambda p: -len(p[1])):
-        for size in range(len(w), 2, -1):
-            at = part.find(w[:size])
-            if at >= 0 and not any(covered[at : at + size]):
-                for k in range(at, at + size):
-                    covered[k] = True
-                used.add(i)
-                break
-    share = sum(covered) / len(part)
-    if share >= partial and share > best:
-        return share, used
-    return best, which
-
-
-# The grammar of questions about data: verbs, quantifiers, ranking and time words that
-# shape a query without naming anything in the schema.
-_FILLER = frozenset(
-    """
-    never ever without missing lacking next because since sell sells run runs ran worth came
-    come comes expected expect does held hold holds happened amount amounts case insensitive
-    insensitively sensitive exact partial match matched matching wildcard wildcards starts
-    start begins begin beginning contains contain containing ends ending letter letters live
-    lives living reside resides located work works belong belongs combination combinations
-    pair pairs breakdown common frequent frequently popular number count counts total totals
-    sum average avg mean maximum max minimum min highest lowest largest smallest most least
-    top bottom first last best worst greatest fewest distinct unique different overall
-    combined day days daily week weeks weekly month months monthly quarter quarters
-    quarterly year years yearly annual today yesterday current previous past ago until
-    before after between inclusive exclusive excluding including include calendar date dates
-    time times period range end starting return returns show shows list lists give find get
-    tell calculate compute display output want need know see like would could should can
-    will may might must shall many much more less fewer greater higher lower larger smaller
-    than equal equals over under above below exactly approximately about around within per
-    each every respective respectively both either neither also only just even order ordered
-    sort sorted rank ranked ranking ascending descending arrange name names id ids record
-    records entry entries row rows value values detail details made make makes done do
-    happen occur occurred exist exists existing based join joining joined using use used
-    doing left right inner outer who what which where when why how whose whom there here
-    those these that this not no none any all some other others another same such along
-    together note refers refer means defined definition sold bought sent paid given taken
-    earlier later showing
-    """.split()
-)
-_SOFT = frozenset(
-    """
-    name id number total amount count average avg maximum max minimum min sum mean
-    """.split()
-)
-
-
-_PARENS = re.compile(r"\(([^()]{2,80})\)")
-
-
-def comment_names(comment: str, *, head: bool = False) -> list[list[str]]:
-    """Other names a comment gives its table or column: the comma-separated words in its
-    first parentheses ("Sales representatives (reps, account owners)"), and with ``head``
-    the short phrase the comment opens with before them ("sales representatives")."""
-    match = _PARENS.search(comment)
-    if match is None:
-        return []
-    names = []
-    for item in re.split(r",|\bor\b", match.group(1)):
-        words = re.findall(r"[a-z]+", item.lower())
-        if 1 <= len(words) <= 3 and not any(w in _STOP for w in words):
-            names.append([stem(w) for w in words])
-    opening = re.findall(r"[a-z]+", comment[: match.start()].lower())
-    if head and 1 < len(opening) <= 3 and not any(w in _STOP for w in opening):
-        names.append([stem(w) for w in opening])
-    return names
-
-
-def _stored_in(words: Sequence[str], table: TableInfo) -> bool:
-    """Whether the words are a stored value of one of the table's columns."""
-    phrase = " ".join(words)
-    return any(
-        " ".join(stem(w) for w in re.findall(r"[a-z]+", v.lower())) == phrase
-        for c in table.columns
-        for v in c.sample_values
-    )
-
-
 _RECENCY = re.compile(r"\b(?:most\s+recent(?:ly)?|latest|newest|oldest|earliest)\b")
 
 
-def _states(column: ColumnInfo) -> list[tuple[list[str], str]]:
-    """The states a column's comment defines, each as its words and the condition that
-    means it: "False when the product is discontinued" (boolean), "When the account was
-    archived (churned); NULL for active accounts" (nullable)."""
-    comment = column.comment.lower()
-    found: list[tuple[list[str], str]] = []
-    if column.data_type == "boolean":
-        for m in re.finditer(
-            r"\b(true|false) (?:when|for|if|while) (?:the |a |an )?[a-z]+ "
-            r"(?:is|are|was|were|has|have|had|has been|is not|was not) ([a-z]+)",
-            comment,
-        ):
-            found.append(([m.group(2)], "{c}" if m.group(1) == "true" else "NOT {c}"))
-    elif column.nullable:
-        state = re.match(
-            r"when (?:the |a |an )?[a-z]+ (?:was|is|were|got|has been) ([a-z]+)", comment
-        )
-        if state:
-            also = re.match(r"\s*\(([a-z]+)\)", comment[state.end() :])
-            found.append(([state.group(1), *([also.group(1)] if also else [])], "{c} IS NOT NULL"))
-        unset = re.search(r"\bnull (?:for|while|when) (?:the |a |an )?([a-z]+)", comment)
-        if unset and unset.group(1) != "otherwise":
-            found.append(([unset.group(1)], "{c} IS NULL"))
-    return found
-
-
-def _negate(cond: str) -> str:
-    return {
-        "{c}": "NOT {c}",
-        "NOT {c}": "{c}",
-        "{c} IS NOT NULL": "{c} IS NULL",
-        "{c} IS NULL": "{c} IS NOT NULL",
-    }[cond]
-
-
-def _comment_values(comment: str) -> list[str]:
-    match = re.search(r"possible values:\s*(.+)", comment, re.IGNORECASE)
-    if not match:
-        return []
-    return [v.strip(" .'\"") for v in match.group(1).split(",") if v.strip(" .'\"")]
-
-
 # --- reading a question --------------------------------------------------------------
-
-
-@dataclass
-class Tok:
-    text: str
-    low: str
-    stem: str
-    start: int
-    end: int
-    quoted: bool = False
-
-
-def tokenize(text: str) -> list[Tok]:
-    toks = []
-    for m in _TOKEN.finditer(text):
-        raw = m.group()
-        if raw[0] in "'\"":
-            toks.append(
-                Tok(raw[1:-1], raw[1:-1].lower(), raw[1:-1].lower(), m.start(), m.end(), True)
-            )
-        else:
-            toks.append(Tok(raw, raw.lower(), stem(raw), m.start(), m.end()))
-    return toks
 
 
 @dataclass
@@ -549,7 +161,7 @@ class QuestionLinker:
         self.catalog = vocab.catalog
         self.graph = vocab.graph
         self.today = today
-        self.glossary = [*glossary, *_inline_definitions(question)]
+        self.glossary = [*glossary, *inline_definitions(question)]
         self.applied: list[str] = []
         self.left = False  # outer joins from the grouped entity (see _keeps_all)
         self.known: set[str] = set()  # words a composed feature explains (e.g. "weekend")
@@ -559,7 +171,11 @@ class QuestionLinker:
         toks = tokenize(self.question)
         # every content word of the question, and the tables it names in order
         self.words = [
-            stem(p) for t in toks if not t.quoted for p in t.low.split("_") if p and p not in _STOP
+            stem(p)
+            for t in toks
+            if not t.quoted
+            for p in t.low.split("_")
+            if p and p not in STOP_WORDS
         ]
         self.named: list[TableInfo] = self._named_tables(toks)
 
@@ -578,11 +194,11 @@ class QuestionLinker:
                 if (
                     pattern.search(question)
                     and body
-                    and _is_wordy(body)
+                    and is_wordy(body)
                     and not operations
                     and self._sql_definition(entry) is None
                 ):
-                    replacement = _trim_definition(body)
+                    replacement = trim_definition(body)
                     question = pattern.sub(replacement.replace("\\", r"\\"), question)
                     self.applied.append(entry.term)
                     break
@@ -672,7 +288,7 @@ class QuestionLinker:
             hits = [
                 i
                 for parts in self.vocab.table_names(table)
-                if parts and all(_maybe_covers(words, p) for p in parts)
+                if parts and all(maybe_covers(words, p) for p in parts)
                 for i in range(len(words))
                 if any(
                     sum(cover(words[i : i + width], p)[0] for p in parts) / len(parts) >= 0.99
@@ -691,7 +307,7 @@ class QuestionLinker:
         if not cue:
             return False
         func = _AGG_WORDS[cue]
-        words = {stem(w) for w in re.findall(r"[a-z0-9]+", low) if w not in _STOP}
+        words = {stem(w) for w in re.findall(r"[a-z0-9]+", low) if w not in STOP_WORDS}
         for r in resolved:
             if isinstance(r, Measure) and r.func == func and r.col is not None:
                 label = {stem(w) for w in re.findall(r"[a-z0-9]+", r.label)}
@@ -737,7 +353,7 @@ class QuestionLinker:
                 re.I,
             )
         if which:
-            words = [stem(w) for w in which.group(1).lower().split() if w not in _STOP]
+            words = [stem(w) for w in which.group(1).lower().split() if w not in STOP_WORDS]
             hits = self.vocab.tables_named(words)
             if hits and _only_table(words, hits, self.vocab):
                 # "Which 10 companies have the most employees?": list the companies
@@ -753,7 +369,7 @@ class QuestionLinker:
             for w in rest.split():
                 if w.lower() in _BE or w.lower() in ("do", "does", "did", "have", "has", "had"):
                     break
-                if noun and (w.lower().strip("?,.") in _FILLER or w.lower() in _STOP):
+                if noun and (w.lower().strip("?,.") in GRAMMAR_WORDS or w.lower() in STOP_WORDS):
                     break  # "meetings happened this quarter": the noun has ended
                 noun.append(w)
                 if self.vocab.tables_named([stem(w.strip("?,."))]):
@@ -801,7 +417,7 @@ class QuestionLinker:
         measure = self._measure(low)
         if measure is not None:
             return [measure]
-        words = [stem(w) for w in re.findall(r"[a-z0-9]+", low) if w not in _STOP]
+        words = [stem(w) for w in re.findall(r"[a-z0-9]+", low) if w not in STOP_WORDS]
         if not words:
             return []
         if words == ["id"]:
@@ -866,7 +482,7 @@ class QuestionLinker:
         )
         if m is None:
             return None
-        words = [stem(w) for w in m.group(2).split() if w not in _STOP]
+        words = [stem(w) for w in m.group(2).split() if w not in STOP_WORDS]
         hits = self.vocab.tables_named(words)
         if not hits:
             return None
@@ -991,7 +607,7 @@ class QuestionLinker:
                 r"\bwithin (?:their|its|the|each)\s+([a-z ]+?)(?=\s+by\b|[,.;]|$)", low
             )
             if within:
-                words = [stem(w) for w in within.group(1).split() if w not in _STOP]
+                words = [stem(w) for w in within.group(1).split() if w not in STOP_WORDS]
                 partition = self._column(words)
                 if partition is None:
                     return None
@@ -1113,7 +729,7 @@ class QuestionLinker:
         prefer: list[TableInfo] = []
         if per:
             rest = rest[: per.start()]
-            per_words = [stem(w) for w in per.group(1).split() if w not in _STOP]
+            per_words = [stem(w) for w in per.group(1).split() if w not in STOP_WORDS]
             prefer = [t for t, _ in self.vocab.tables_named(per_words)]
             prefer += [t for t, _ in self.vocab.tables_named(per_words[:1]) if t not in prefer]
         joined: list[TableInfo] = []
@@ -1124,7 +740,7 @@ class QuestionLinker:
                 # "customers with transactions": only those that join the other table
                 rest = rest[: having.start()]
                 joined = [hits[0][0]]
-        words = [stem(w) for w in re.findall(r"[a-z0-9]+", rest) if w not in _STOP]
+        words = [stem(w) for w in re.findall(r"[a-z0-9]+", rest) if w not in STOP_WORDS]
         words = [w for w in words if w not in ("number", "count")]
         cue_word = low.split()[0] if low.split() else ""
         threshold = 0.5
@@ -1216,7 +832,7 @@ class QuestionLinker:
         date minus the earlier, in the unit asked for."""
         cols = []
         for phrase in (first, second):
-            words = [stem(w) for w in re.findall(r"[a-z0-9]+", phrase) if w not in _STOP]
+            words = [stem(w) for w in re.findall(r"[a-z0-9]+", phrase) if w not in STOP_WORDS]
             col = None
             best = 0.0
             for candidate in self.vocab.columns:
@@ -1255,7 +871,7 @@ class QuestionLinker:
         """The specific measure's column answers the general phrase too."""
         if specific.col is None:
             return False
-        words = [stem(w) for w in re.findall(r"[a-z0-9]+", general.label) if w not in _STOP]
+        words = [stem(w) for w in re.findall(r"[a-z0-9]+", general.label) if w not in STOP_WORDS]
         return self.vocab.column_score(words, specific.col) >= 0.5
 
     def _tables_headed(self, words: Sequence[str]) -> list[tuple[TableInfo, float]]:
@@ -1272,12 +888,14 @@ class QuestionLinker:
     def _defined(self, phrase: str, depth: int, func: str = "") -> Measure | None:
         """A term the glossary, the instructions or the question itself defines
         ("revenue refers to the sum of sale_price"): its definition, read as a measure."""
-        words = {stem(w) for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w not in _STOP}
+        words = {stem(w) for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w not in STOP_WORDS}
         if not words:
             return None
         for entry in self.glossary:
             for name in entry.names:
-                names = {stem(w) for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _STOP}
+                names = {
+                    stem(w) for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in STOP_WORDS
+                }
                 if names and names <= words:
                     if self._is_condition(entry):
                         continue  # a state ("open"), applied as a condition
@@ -1286,7 +904,7 @@ class QuestionLinker:
                         if entry.term not in self.applied:
                             self.applied.append(entry.term)
                         return formula
-                    body = _trim_definition(entry.definition or entry.expression).lower()
+                    body = trim_definition(entry.definition or entry.expression).lower()
                     body = re.sub(r"\s+(?:in|from) the \w+ table$", "", body)
                     got = self._measure(body, depth=depth + 1)
                     if got is None and func and func != "COUNT":
@@ -1319,7 +937,7 @@ class QuestionLinker:
         """A definition written in SQL ("SUM(cost) / NULLIF(SUM(clicks), 0)", "status =
         'active'"), parsed with sqlglot: no subqueries, only catalog columns."""
         body = (entry.expression or entry.definition).strip().rstrip(";")
-        if not body or (_is_wordy(body) and not re.search(r"[()=<>]", body)):
+        if not body or (is_wordy(body) and not re.search(r"[()=<>]", body)):
             return None
         try:
             tree = sqlglot.parse_one(body, dialect="postgres")
@@ -1510,7 +1128,7 @@ class QuestionLinker:
                 phrase = each_last.group(1)
             if m.group(0).startswith("by") and plan.measures and self._measure(phrase) is not None:
                 continue
-            words = [stem(w) for w in phrase.split() if w not in _STOP]
+            words = [stem(w) for w in phrase.split() if w not in STOP_WORDS]
             if not words:
                 continue
             grain = _GRAINS.get(words[0]) if len(words) == 1 else None
@@ -1638,7 +1256,7 @@ class QuestionLinker:
                             break
 
     def _order_target(self, plan: Plan, phrase: str) -> str:
-        words = [stem(w) for w in phrase.split() if w not in _STOP]
+        words = [stem(w) for w in phrase.split() if w not in STOP_WORDS]
         if re.search(r"[/*]|\s-\s", phrase):
             for i, existing in enumerate(plan.measures):
                 if existing.func == "EXPR" and " ".join(existing.label.split()) == " ".join(
@@ -1709,7 +1327,7 @@ class QuestionLinker:
     def _date_column(self, plan: Plan, near: str = "") -> Col | None:
         tables = self._fact_candidates(plan)
         tables += [t for t in self.named if t not in tables]
-        near_words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in _STOP]
+        near_words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS]
         state_words = self._state_words()
         best: tuple[float, Col] | None = None
         for rank, table in enumerate(tables):
@@ -1769,7 +1387,7 @@ class QuestionLinker:
             low,
         ):
             phrase = next(g for g in m.groups() if g)
-            words = [stem(w) for w in phrase.split() if w not in _STOP]
+            words = [stem(w) for w in phrase.split() if w not in STOP_WORDS]
             hits = self.vocab.tables_named(words) or self.vocab.tables_named(words[-1:])
             if hits:
                 plan.anti.append(hits[0][0])
@@ -1852,7 +1470,7 @@ class QuestionLinker:
                 col = Col(table, column)
                 if col.key in filtered:
                     continue
-                for state_words, state in _states(column):
+                for state_words, state in column_states(column):
                     words = [w for w in state_words if w not in own]
                     hit = next(
                         (
@@ -1868,7 +1486,7 @@ class QuestionLinker:
                     negated = re.search(
                         r"\b(?:not|non|no|never)(?:\s+(?:been|be|being|yet))?$", before
                     )
-                    plan.filters.append((col, _negate(state) if negated else state))
+                    plan.filters.append((col, negate_state(state) if negated else state))
                     filtered.add(col.key)
                     self.known.add(toks[hit].stem)
                     self.known.add(toks[hit].low)
@@ -1996,7 +1614,7 @@ class QuestionLinker:
         return used
 
     def _text_column(self, phrase: str) -> Col | None:
-        words = [stem(w) for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w not in _STOP]
+        words = [stem(w) for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w not in STOP_WORDS]
         words = [w for w in words if w not in ("whose", "letter", "their", "its")][-3:]
         if not words:
             return None
@@ -2054,7 +1672,7 @@ class QuestionLinker:
 
     def _value(self, tok: Tok, toks: list[Tok], plan: Plan) -> tuple[Col, str] | None:
         shouted = tok.text.isupper() and len(tok.text) >= 2
-        if not tok.quoted and not shouted and (tok.low in _STOP or len(tok.low) < 2):
+        if not tok.quoted and not shouted and (tok.low in STOP_WORDS or len(tok.low) < 2):
             return None
         candidates = list(self.vocab.values.get(tok.low, []))
         if not candidates and not tok.quoted and tok.text[:-1].isupper() and tok.low[-1:] == "s":
@@ -2139,7 +1757,7 @@ class QuestionLinker:
         """A word found in exactly one multi-word stored value, and naming nothing else
         in the schema ("deals won" -> stage 'Closed Won')."""
         inside = set(self.vocab.value_words.get(lemma(tok.low), []))
-        if len(inside) != 1 or tok.low in _FILLER or tok.stem in _FILLER:
+        if len(inside) != 1 or tok.low in GRAMMAR_WORDS or tok.stem in GRAMMAR_WORDS:
             return None
         if self._names_something(tok.stem) and not self._verb_not_name(tok):
             return None
@@ -2178,7 +1796,7 @@ class QuestionLinker:
         window = [
             t.stem
             for t in toks[max(0, index - 4) : index + 4]
-            if not t.quoted and t.low not in _STOP
+            if not t.quoted and t.low not in STOP_WORDS
         ]
         best: tuple[float, Col] | None = None
         for col in self.vocab.columns:
@@ -2209,7 +1827,7 @@ class QuestionLinker:
             r"\b(more than|over|at least|fewer than|less than|under|at most|exactly)\s+(\d+)\s+(?:total\s+|distinct\s+|different\s+)?([a-z]+(?:\s[a-z]+)?)",
             self.low,
         ):
-            words = [stem(w) for w in m.group(3).split() if w not in _STOP]
+            words = [stem(w) for w in m.group(3).split() if w not in STOP_WORDS]
             hits = self.vocab.tables_named(words) or self.vocab.tables_named(words[:1])
             if not hits:
                 continue
@@ -2219,7 +1837,7 @@ class QuestionLinker:
             r"\b([a-z][a-z ]*?)\s+(over|above|greater than|more than|exceeding|under|below|less than|at least|at most)\s+\$?([\d,]+(?:\.\d+)?)",
             self.low,
         ):
-            words = [stem(w) for w in m.group(1).split() if w not in _STOP][-3:]
+            words = [stem(w) for w in m.group(1).split() if w not in STOP_WORDS][-3:]
             col = self._column(words, numeric=True) if words else None
             if col is None or _is_key(col):
                 continue
@@ -2229,7 +1847,7 @@ class QuestionLinker:
             r"\b(?:without|with no|missing|lacking)\s+(?:a|an|any)?\s*([a-z]+(?:\s[a-z]+)?)",
             self.low,
         ):
-            words = [stem(w) for w in m.group(1).split() if w not in _STOP]
+            words = [stem(w) for w in m.group(1).split() if w not in STOP_WORDS]
             if not words or self.vocab.tables_named(words):
                 continue  # a related table: an anti-join, handled with the conditions
             col = self._column(words)
@@ -2803,7 +2421,7 @@ def _refines(specific: Measure, general: Measure) -> bool:
     output's words all in the head's)."""
     if specific.func != general.func or specific.col is None or general.col is None:
         return False
-    words = {stem(w) for w in re.findall(r"[a-z0-9]+", general.label)} - _STOP
+    words = {stem(w) for w in re.findall(r"[a-z0-9]+", general.label)} - STOP_WORDS
     more = {stem(w) for w in re.findall(r"[a-z0-9]+", specific.label)}
     return bool(words) and words <= more and len(more) > len(words)
 
@@ -2977,7 +2595,7 @@ def unexplained(
         if tok.quoted or not tok.low.isalpha() or len(tok.low) < 3:
             continue
         w = tok.stem
-        if w in _STOP or tok.low in _FILLER or w in _FILLER or tok.low in _MONTHS:
+        if w in STOP_WORDS or tok.low in GRAMMAR_WORDS or w in GRAMMAR_WORDS or tok.low in _MONTHS:
             continue
         if (divides and w in _RATIO_WORDS) or tok.text in terms or w in known or tok.low in known:
             continue
@@ -3092,34 +2710,6 @@ def _clean_item(phrase: str) -> str:
     return p.strip()
 
 
-def _inline_definitions(question: str) -> list[GlossaryEntry]:
-    """Definitions a question carries: "revenue refers to the sum of sale_price",
-    "total revenue (based on sale price)"."""
-    found = []
-    for m in re.finditer(
-        r"\b(\w+)\s+(?:refers to|means|is defined as)\s+([^.?;]+)", question, re.I
-    ):
-        found.append(GlossaryEntry(m.group(1), definition=m.group(2).strip(), source="question"))
-    for m in re.finditer(r"\b(\w+)\s+\(based on ([^)]+)\)", question, re.I):
-        found.append(GlossaryEntry(m.group(1), definition=m.group(2).strip(), source="question"))
-    return found
-
-
-def _is_wordy(body: str) -> bool:
-    """A definition written in words, fit to replace its term in the question (a rank is
-    built from its definition instead, see ``_ranked``)."""
-    if re.search(r"\brank", body, re.I):
-        return False
-    return not re.search(r"\b(SUM|COUNT|AVG|MIN|MAX)\s*\(|=|<|>|\bWHERE\b|\bCASE\b", body)
-
-
-def _trim_definition(body: str) -> str:
-    body = re.split(r"\.\s", body.strip().rstrip("."))[0]
-    # asides in parentheses ("(for the given time duration)") are not part of the formula
-    body = re.sub(r"\s*\((?![^)]*[-+*/])[^)]*\)", "", body)
-    return body.strip()
-
-
 def _explicit_dates(low: str) -> Iterable[tuple[date, int, bool]]:
     """Dates written out: 2023-06-01, Jan 1, 2023, April 1 2023, 1st of Jan 2023."""
     found = []
@@ -3138,21 +2728,3 @@ def _explicit_dates(low: str) -> Iterable[tuple[date, int, bool]]:
             except ValueError:
                 continue
     return sorted(found, key=lambda d: d[1])
-
-
-def parse_definitions(text: str) -> list[GlossaryEntry]:
-    """Definitions in free text: "TSC = Total Sales Count", "CPC (cost per click) = …",
-    "X refers to Y", "X means Y". One per sentence or line."""
-    entries = []
-    for sentence in re.split(r"(?<=[.;])\s+|\n+|(?<=\.)\s*-\s+", text):
-        m = re.match(
-            r"\s*-?\s*([A-Za-z][\w ]{0,40}?)\s*(?:\(([^)]*)\))?\s*(?:=|\bmeans\b|\brefers to\b|\bis defined as\b)\s*(.+)",
-            sentence,
-        )
-        if not m:
-            continue
-        term = m.group(1).strip()
-        synonyms = (m.group(2).strip(),) if m.group(2) else ()
-        body = m.group(3).strip().rstrip(".")
-        entries.append(GlossaryEntry(term, synonyms, definition=body, source="instructions"))
-    return entries

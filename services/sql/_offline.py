@@ -24,8 +24,10 @@ from services.sql._ask import (
     Understanding,
 )
 from services.sql._catalog import Catalog
+from services.sql._definitions import parse_definitions
 from services.sql._joins import JoinGraph
-from services.sql._linker import LinkError, QuestionLinker, Vocabulary, parse_definitions
+from services.sql._linker import LinkError, QuestionLinker
+from services.sql._vocabulary import Vocabulary
 
 MODEL_NAME = "deterministic"
 _log = logging.getLogger("tandem.sql.offline")

@@ -34,7 +34,17 @@ LINKER_NAMES = frozenset(
 )
 # The SQL service's linking and intent modules: nobody else reads questions with them.
 ENGINE_MODULES = frozenset(
-    f"services.{OWNER}.{m}" for m in ("_offline", "_intents", "_linker", "_joins", "_model_intent")
+    f"services.{OWNER}.{m}"
+    for m in (
+        "_offline",
+        "_intents",
+        "_linker",
+        "_vocabulary",
+        "_words",
+        "_definitions",
+        "_joins",
+        "_model_intent",
+    )
 )
 # Only the SQL service writes SQL; fingerprinting a statement for telemetry writes none.
 SQLGLOT_ALLOWED = frozenset({"common/_observability.py"})

@@ -12,7 +12,8 @@ import sqlglot
 
 from services.sql._catalog import Catalog, ColumnInfo, TableInfo
 from services.sql._joins import JoinGraph
-from services.sql._linker import LinkError, QuestionLinker, Vocabulary
+from services.sql._linker import LinkError, QuestionLinker
+from services.sql._vocabulary import Vocabulary
 
 TODAY = date(2026, 3, 15)
 

@@ -1,0 +1,219 @@
+"""What a catalog says about itself, indexed for linking questions: the parts of every
+table and column name and their weights, the other names comments give, the states
+comments define, stored values and their words, and the value index of proper names."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.sql._catalog import Catalog, ColumnInfo, TableInfo
+from services.sql._joins import JoinGraph, common_prefix, name_words
+from services.sql._words import SOFT_WORDS, STOP_WORDS, cover, lemma, stem
+
+
+@dataclass(frozen=True)
+class Col:
+    table: TableInfo
+    column: ColumnInfo
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.table.qualified, self.column.name)
+
+
+class Vocabulary:
+    """Name parts of every table and column, their weights, and the stored-value index.
+
+    A part is a piece of a name between ``_`` or camelCase boundaries (``start_dt`` ->
+    start, dt); lower-cased concatenations (``tickersymbol``) stay one part and are
+    matched by how much of them the question's words cover."""
+
+    def __init__(self, catalog: Catalog, graph: JoinGraph) -> None:
+        self.catalog = catalog
+        self.graph = graph
+        table_prefix = common_prefix([t.name for t in catalog.tables]).lower()
+        self.table_words: dict[str, list[str]] = {}
+        self.column_words: dict[tuple[str, str], list[str]] = {}
+        # other names the schema's own comments give ("Sales opportunities (deals)")
+        self.table_aliases: dict[str, list[list[str]]] = {}
+        self.column_aliases: dict[tuple[str, str], list[list[str]]] = {}
+        self.columns: list[Col] = []
+        counts: dict[str, int] = {}
+        for table in catalog.tables:
+            name = table.name
+            if table_prefix and name.lower().startswith(table_prefix):
+                name = name[len(table_prefix) :]
+            self.table_words[table.qualified] = [stem(w) for w in name_words(name)]
+            self.table_aliases[table.qualified] = comment_names(table.comment, head=True)
+            names = [c.name for c in table.columns]
+            col_prefix = common_prefix(names, minimum=3) if len(names) >= 4 else ""
+            keys = set(table.primary_key) | {c for fk in table.foreign_keys for c in fk.columns}
+            for column in table.columns:
+                cname = column.name
+                if col_prefix and len(cname) > len(col_prefix):
+                    cname = cname[len(col_prefix) :]
+                words = [stem(w) for w in name_words(cname)]
+                self.column_words[(table.qualified, column.name)] = words
+                aliases = [] if column.name in keys else comment_names(column.comment)
+                # "(calls, meetings, demos)" lists rows by a stored value: examples
+                aliases = [a for a in aliases if not _stored_in(a, table)]
+                self.column_aliases[(table.qualified, column.name)] = aliases
+                self.columns.append(Col(table, column))
+                for w in set(words).union(*aliases):
+                    counts[w] = counts.get(w, 0) + 1
+        total = max(len(self.columns), 1)
+        self.idf = {w: math.log(1 + total / n) for w, n in counts.items()}
+        self.values: dict[str, list[tuple[Col, str]]] = {}
+        # a word of a multi-word stored value ("won" of 'Closed Won'), by its lemma
+        self.value_words: dict[str, list[tuple[Col, str]]] = {}
+        # proper names stored in varied text columns ("cobalt academy" -> companies.name)
+        self.names: dict[str, list[tuple[Col, str]]] = {}
+        for col in self.columns:
+            for value in (*col.column.known_values, *col.column.sample_values):
+                self.names.setdefault(value.lower(), []).append((col, value))
+            for value in (*col.column.sample_values, *_comment_values(col.column.comment)):
+                self.values.setdefault(value.lower(), []).append((col, value))
+                words = re.findall(r"[a-z]+", value.lower())
+                if len(words) > 1:
+                    for w in words:
+                        if len(w) > 2 and w not in STOP_WORDS:
+                            self.value_words.setdefault(lemma(w), []).append((col, value))
+
+    def weight(self, word: str) -> float:
+        return self.idf.get(word, math.log(1 + len(self.columns)))
+
+    def table_names(self, table: TableInfo) -> list[list[str]]:
+        """The table's name parts, then each other name its comment gives."""
+        return [self.table_words[table.qualified], *self.table_aliases[table.qualified]]
+
+    def table_score(self, words: Sequence[str], table: TableInfo) -> float:
+        """How much of a table's name (or of another name its comment gives) the words
+        cover (0..1)."""
+        best = 0.0
+        for parts in self.table_names(table):
+            if parts:
+                best = max(best, sum(cover(words, p)[0] for p in parts) / len(parts))
+        return best
+
+    def tables_named(self, words: Sequence[str]) -> list[tuple[TableInfo, float]]:
+        found = []
+        for table in self.catalog.tables:
+            score = self.table_score(words, table)
+            if score >= 0.99:
+                found.append((table, score))
+        return sorted(found, key=lambda p: -p[1])
+
+    def column_score(self, words: Sequence[str], col: Col) -> float:
+        """Weighted coverage of the column's name parts (or of another name its comment
+        gives) by ``words``, plus a bonus when the other words name the column's table,
+        less a little per unexplained word."""
+        return max(
+            self._name_score(words, col, parts)
+            for parts in (self.column_words[col.key], *self.column_aliases[col.key])
+        )
+
+    def _name_score(self, words: Sequence[str], col: Col, parts: Sequence[str]) -> float:
+        if not parts:
+            return 0.0
+        total = sum(self.weight(p) for p in parts)
+        got = 0.0
+        used: set[int] = set()
+        for p in parts:
+            share, which = cover(words, p)
+            if share:
+                used |= which
+                got += share * self.weight(p)
+        if not got:
+            return 0.0
+        coverage = got / total
+        leftover = [w for i, w in enumerate(words) if i not in used]
+        table_bonus = self.table_score(leftover, col.table) if leftover else 0.0
+        if not table_bonus and leftover:
+            # "price" half-names "dailyprice": partial credit for the column's own table
+            tparts = self.table_words[col.table.qualified]
+            table_bonus = (
+                0.5 * sum(cover(leftover, p, partial=0.4)[0] for p in tparts) / max(len(tparts), 1)
+            )
+        table_parts = [p for name in self.table_names(col.table) for p in name]
+        unexplained = sum(
+            1
+            for w in leftover
+            if not any(cover([w], p, partial=0.4)[0] for p in table_parts) and w not in SOFT_WORDS
+        )
+        return coverage + 0.35 * table_bonus - 0.15 * unexplained
+
+
+_PARENS = re.compile(r"\(([^()]{2,80})\)")
+
+
+def comment_names(comment: str, *, head: bool = False) -> list[list[str]]:
+    """Other names a comment gives its table or column: the comma-separated words in its
+    first parentheses ("Sales representatives (reps, account owners)"), and with ``head``
+    the short phrase the comment opens with before them ("sales representatives")."""
+    match = _PARENS.search(comment)
+    if match is None:
+        return []
+    names = []
+    for item in re.split(r",|\bor\b", match.group(1)):
+        words = re.findall(r"[a-z]+", item.lower())
+        if 1 <= len(words) <= 3 and not any(w in STOP_WORDS for w in words):
+            names.append([stem(w) for w in words])
+    opening = re.findall(r"[a-z]+", comment[: match.start()].lower())
+    if head and 1 < len(opening) <= 3 and not any(w in STOP_WORDS for w in opening):
+        names.append([stem(w) for w in opening])
+    return names
+
+
+def _stored_in(words: Sequence[str], table: TableInfo) -> bool:
+    """Whether the words are a stored value of one of the table's columns."""
+    phrase = " ".join(words)
+    return any(
+        " ".join(stem(w) for w in re.findall(r"[a-z]+", v.lower())) == phrase
+        for c in table.columns
+        for v in c.sample_values
+    )
+
+
+def column_states(column: ColumnInfo) -> list[tuple[list[str], str]]:
+    """The states a column's comment defines, each as its words and the condition that
+    means it: "False when the product is discontinued" (boolean), "When the account was
+    archived (churned); NULL for active accounts" (nullable)."""
+    comment = column.comment.lower()
+    found: list[tuple[list[str], str]] = []
+    if column.data_type == "boolean":
+        for m in re.finditer(
+            r"\b(true|false) (?:when|for|if|while) (?:the |a |an )?[a-z]+ "
+            r"(?:is|are|was|were|has|have|had|has been|is not|was not) ([a-z]+)",
+            comment,
+        ):
+            found.append(([m.group(2)], "{c}" if m.group(1) == "true" else "NOT {c}"))
+    elif column.nullable:
+        state = re.match(
+            r"when (?:the |a |an )?[a-z]+ (?:was|is|were|got|has been) ([a-z]+)", comment
+        )
+        if state:
+            also = re.match(r"\s*\(([a-z]+)\)", comment[state.end() :])
+            found.append(([state.group(1), *([also.group(1)] if also else [])], "{c} IS NOT NULL"))
+        unset = re.search(r"\bnull (?:for|while|when) (?:the |a |an )?([a-z]+)", comment)
+        if unset and unset.group(1) != "otherwise":
+            found.append(([unset.group(1)], "{c} IS NULL"))
+    return found
+
+
+def negate_state(cond: str) -> str:
+    return {
+        "{c}": "NOT {c}",
+        "NOT {c}": "{c}",
+        "{c} IS NOT NULL": "{c} IS NULL",
+        "{c} IS NULL": "{c} IS NOT NULL",
+    }[cond]
+
+
+def _comment_values(comment: str) -> list[str]:
+    match = re.search(r"possible values:\s*(.+)", comment, re.IGNORECASE)
+    if not match:
+        return []
+    return [v.strip(" .'\"") for v in match.group(1).split(",") if v.strip(" .'\"")]

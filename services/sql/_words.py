@@ -1,0 +1,214 @@
+"""The words of questions about data: stems and verb forms, how a question word matches a
+name part (exactly, as an inflection, or as an abbreviation), how words cover a name
+written as one run of letters, and the grammar words that name nothing in a schema."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# Words that carry no schema meaning in a question (function words and question verbs).
+STOP_WORDS = frozenset(
+    """
+    a an the of in on at for to by per with and or is are was were be been being do does did
+    have has had we our us you your i me my there their them they it its this that these
+    those what which who whom whose how show list give find get tell all each every any from
+    as into about across over under please return returned including include included
+    respective respectively also both only just than then made along together value values
+    table tables record records column columns row rows
+    """.split()
+)
+
+
+_TOKEN = re.compile(r"'[^']+'|\"[^\"]+\"|[A-Za-z][A-Za-z0-9_]*|\d+(?:\.\d+)?")
+
+
+def stem(word: str) -> str:
+    word = word.lower()
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+# English verbs whose past forms a suffix rule cannot undo ("deals won", "did we win").
+_IRREGULAR = {
+    "won": "win",
+    "lost": "lose",
+    "sold": "sell",
+    "bought": "buy",
+    "paid": "pay",
+    "spent": "spend",
+    "sent": "send",
+    "held": "hold",
+    "made": "make",
+    "began": "begin",
+    "begun": "begin",
+    "ran": "run",
+    "wrote": "write",
+    "written": "write",
+    "gave": "give",
+    "given": "give",
+    "took": "take",
+    "taken": "take",
+}
+
+
+def lemma(word: str) -> str:
+    """The stem, with irregular past forms read as their verb."""
+    word = word.lower()
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    base = stem(word)
+    for suffix in ("ning", "ing"):
+        if base.endswith(suffix) and len(base) - len(suffix) >= 3:
+            root = base[: -len(suffix)]
+            return root if suffix == "ing" else root + root[-1:]
+    return base
+
+
+def _abbreviates(short: str, word: str) -> bool:
+    """``amt`` abbreviates amount, ``cust`` customer, ``dt`` date: same first letter, the
+    short form's letters in order, and shorter than the word."""
+    if len(short) < 2 or len(short) >= len(word) or short[0] != word[0] or short.isdigit():
+        return False
+    if word.startswith(short):
+        return len(short) >= 3 or len(word) <= 5
+    at = 0
+    for ch in short:
+        at = word.find(ch, at)
+        if at < 0:
+            return False
+        at += 1
+    return len(short) >= 2 and len(word) >= 4
+
+
+@functools.lru_cache(maxsize=65536)
+def word_match(question_word: str, name_word: str) -> float:
+    """How well a question word names a name part (1 the same word, 0 unrelated); pure,
+    and called for every pair, so its answers are remembered."""
+    if question_word == name_word:
+        return 1.0
+    if len(name_word) >= 3 and question_word in (
+        name_word + "ed",
+        name_word + "d",
+        name_word + "ing",
+        name_word + "es",
+        name_word + "er",
+    ):
+        return 0.9
+    if len(question_word) > 5 and question_word.endswith(("ing", "ed")):
+        root = question_word[:-3] if question_word.endswith("ing") else question_word[:-2]
+        if root and name_word.rstrip("e") == root.rstrip("e"):
+            return 0.9
+    if _abbreviates(name_word, question_word):
+        return 0.8
+    if len(question_word) >= 3 and name_word in (question_word + "er", question_word + "r"):
+        return 0.8  # "owns" -> owner, "sells" -> seller
+    if (
+        len(name_word) >= 5
+        and question_word.startswith(name_word[:-1])
+        and len(question_word) <= len(name_word) + 3
+    ):
+        return 0.7
+    return 0.0
+
+
+def maybe_covers(words: Sequence[str], part: str) -> bool:
+    """A cheap necessary condition for ``cover(words, part)`` to be non-zero."""
+    return any(word_match(w, part) or (len(part) >= 6 and w[:3] in part) for w in words)
+
+
+def cover(words: Sequence[str], part: str, *, partial: float = 0.6) -> tuple[float, set[int]]:
+    """How much of one name part the words explain (0..1), and which words did; a
+    concatenation counts when at least ``partial`` of its letters are covered."""
+    best = 0.0
+    which: set[int] = set()
+    for i, w in enumerate(words):
+        m = word_match(w, part)
+        if m > best:
+            best, which = m, {i}
+    if best >= 0.8 or len(part) < 6:
+        return best, which
+    # a concatenation ("tickersymbol", "custcountry"): cover its letters with the words
+    # or their 3+ letter prefixes, longest first
+    covered = [False] * len(part)
+    used: set[int] = set()
+    for i, w in sorted(enumerate(words), key=lambda p: -len(p[1])):
+        for size in range(len(w), 2, -1):
+            at = part.find(w[:size])
+            if at >= 0 and not any(covered[at : at + size]):
+                for k in range(at, at + size):
+                    covered[k] = True
+                used.add(i)
+                break
+    share = sum(covered) / len(part)
+    if share >= partial and share > best:
+        return share, used
+    return best, which
+
+
+# The grammar of questions about data: verbs, quantifiers, ranking and time words that
+# shape a query without naming anything in the schema.
+GRAMMAR_WORDS = frozenset(
+    """
+    never ever without missing lacking next because since sell sells run runs ran worth came
+    come comes expected expect does held hold holds happened amount amounts case insensitive
+    insensitively sensitive exact partial match matched matching wildcard wildcards starts
+    start begins begin beginning contains contain containing ends ending letter letters live
+    lives living reside resides located work works belong belongs combination combinations
+    pair pairs breakdown common frequent frequently popular number count counts total totals
+    sum average avg mean maximum max minimum min highest lowest largest smallest most least
+    top bottom first last best worst greatest fewest distinct unique different overall
+    combined day days daily week weeks weekly month months monthly quarter quarters
+    quarterly year years yearly annual today yesterday current previous past ago until
+    before after between inclusive exclusive excluding including include calendar date dates
+    time times period range end starting return returns show shows list lists give find get
+    tell calculate compute display output want need know see like would could should can
+    will may might must shall many much more less fewer greater higher lower larger smaller
+    than equal equals over under above below exactly approximately about around within per
+    each every respective respectively both either neither also only just even order ordered
+    sort sorted rank ranked ranking ascending descending arrange name names id ids record
+    records entry entries row rows value values detail details made make makes done do
+    happen occur occurred exist exists existing based join joining joined using use used
+    doing left right inner outer who what which where when why how whose whom there here
+    those these that this not no none any all some other others another same such along
+    together note refers refer means defined definition sold bought sent paid given taken
+    earlier later showing
+    """.split()
+)
+
+
+SOFT_WORDS = frozenset(
+    """
+    name id number total amount count average avg maximum max minimum min sum mean
+    """.split()
+)
+
+
+@dataclass
+class Tok:
+    text: str
+    low: str
+    stem: str
+    start: int
+    end: int
+    quoted: bool = False
+
+
+def tokenize(text: str) -> list[Tok]:
+    toks = []
+    for m in _TOKEN.finditer(text):
+        raw = m.group()
+        if raw[0] in "'\"":
+            toks.append(
+                Tok(raw[1:-1], raw[1:-1].lower(), raw[1:-1].lower(), m.start(), m.end(), True)
+            )
+        else:
+            toks.append(Tok(raw, raw.lower(), stem(raw), m.start(), m.end()))
+    return toks
