@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from services.common import Database, InvalidArgument, NotFound, Unavailable
+from services.common import Database, InvalidArgument, NotFound
 
 APP_ROLE = "tandem_conversation_app"
 NOT_FOUND_REASON = "CONVERSATION_NOT_FOUND"
@@ -152,19 +152,8 @@ class ConversationStore:
     async def ping(self) -> bool:
         return await self._db.ping()
 
-    @asynccontextmanager
-    async def _tx(self, tenant_id: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        async with self._db.connection() as conn:
-            try:
-                async with conn.transaction():
-                    await conn.execute(
-                        "SELECT set_config('tandem.tenant_id', %s, true)", (tenant_id,)
-                    )
-                    yield conn
-            except psycopg.OperationalError:
-                raise Unavailable(
-                    "the conversation store is unreachable", reason="DATABASE_UNAVAILABLE"
-                ) from None
+    def _tx(self, tenant_id: str) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
+        return self._db.tenant_transaction(tenant_id, store="the conversation store")
 
     async def history(
         self, tenant_id: str, conversation_id: str, limits: HistoryLimits

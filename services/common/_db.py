@@ -273,6 +273,25 @@ class Database:
         except psycopg.Error as exc:
             raise map_db_error(exc) from exc
 
+    @asynccontextmanager
+    async def tenant_transaction(
+        self, tenant_id: str, *, store: str
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A transaction in which row-level security shows only ``tenant_id``'s rows (the
+        ``tandem.tenant_id`` setting, local to the transaction). A connection lost mid-way
+        is UNAVAILABLE naming ``store`` ("the answer memory is unreachable")."""
+        async with self.connection() as conn:
+            try:
+                async with conn.transaction():
+                    await conn.execute(
+                        "SELECT set_config('tandem.tenant_id', %s, true)", (tenant_id,)
+                    )
+                    yield conn
+            except psycopg.OperationalError:
+                raise Unavailable(
+                    f"{store} is unreachable", reason="DATABASE_UNAVAILABLE"
+                ) from None
+
     async def ping(self) -> bool:
         """True when a trivial query succeeds: used by health and fail-open checks."""
         try:

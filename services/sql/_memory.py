@@ -14,8 +14,8 @@ from __future__ import annotations
 import base64
 import enum
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -27,7 +27,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
-from services.common import Database, InvalidArgument, Unavailable, load_migrations
+from services.common import Database, InvalidArgument, load_migrations
 from tandem.v1 import embedding_service_pb2 as epb
 from tandem.v1 import embedding_service_pb2_grpc as epb_grpc
 
@@ -170,19 +170,8 @@ class MemoryStore:
     async def ping(self) -> bool:
         return await self._db.ping()
 
-    @asynccontextmanager
-    async def _tx(self, tenant_id: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        async with self._db.connection() as conn:
-            try:
-                async with conn.transaction():
-                    await conn.execute(
-                        "SELECT set_config('tandem.tenant_id', %s, true)", (tenant_id,)
-                    )
-                    yield conn
-            except psycopg.OperationalError:
-                raise Unavailable(
-                    "the answer memory is unreachable", reason="DATABASE_UNAVAILABLE"
-                ) from None
+    def _tx(self, tenant_id: str) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
+        return self._db.tenant_transaction(tenant_id, store="the answer memory")
 
     async def record_answer(
         self,
