@@ -100,6 +100,7 @@ class SqlEngine:
     def _check_sql(self, sql: str) -> None:
         if not sql.strip():
             raise InvalidArgument.field("sql", "required")
+        _no_nul("sql", sql)
         if len(sql) > self.limits.max_sql_chars:
             raise InvalidArgument.field(
                 "sql", f"longer than {self.limits.max_sql_chars} characters"
@@ -108,6 +109,7 @@ class SqlEngine:
     def _check_question(self, question: str, *, required: bool) -> None:
         if required and not question.strip():
             raise InvalidArgument.field("question", "required")
+        _no_nul("question", question)
         if len(question) > self.limits.max_question_chars:
             raise InvalidArgument.field(
                 "question", f"longer than {self.limits.max_question_chars} characters"
@@ -231,6 +233,7 @@ class SqlEngine:
         return Described(target.name, catalog, rendered)
 
     def _check_instructions(self, instructions: str) -> None:
+        _no_nul("instructions", instructions)
         if len(instructions) > self.limits.max_instructions_chars:
             raise InvalidArgument.field(
                 "instructions", f"longer than {self.limits.max_instructions_chars} characters"
@@ -351,3 +354,10 @@ def _raise_if_rejected(verdict: Verdict, field: str) -> None:
         reason="SQL_REJECTED",
         metadata={"rule": first.rule.wire_name},
     )
+
+
+def _no_nul(field: str, text: str) -> None:
+    """Postgres text cannot hold NUL, and the linker marks places in statements with it:
+    a request carrying one is refused by name, never half-processed."""
+    if "\x00" in text:
+        raise InvalidArgument.field(field, "contains a NUL character")

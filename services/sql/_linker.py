@@ -2045,7 +2045,7 @@ class QuestionLinker:
             expr = ref(d.col)
             if d.grain:
                 expr = f"DATE_TRUNC({lit(d.grain)}, {expr})"
-            select.append(f"{expr} AS {{d{i}}}")
+            select.append(f"{expr} AS {_slot(f'd{i}')}")
             group.append(expr)
         grouped = bool(plan.measures or plan.having)
         if plan.entity is not None and grouped and plan.entity.primary_key:
@@ -2058,7 +2058,7 @@ class QuestionLinker:
             if places and m.func not in ("RANK", "COUNT", "COUNT_DISTINCT", "COUNT_COL"):
                 text = f"ROUND(CAST({text} AS NUMERIC), {int(places.group(1))})"
                 self.known |= {"rounded", "round", "decimal", "places", "place"}
-            select.append(f"{text} AS {{m{i}}}")
+            select.append(f"{text} AS {_slot(f'm{i}')}")
         where: list[str] = []
         for c, cond in plan.filters:
             text = cond.replace("{c}", ref(c))
@@ -2098,19 +2098,19 @@ class QuestionLinker:
         if plan.order:
             parts = []
             for target, desc in plan.order:
-                parts.append(f"{{{target}}} {'DESC' if desc else 'ASC'} NULLS LAST")
+                parts.append(f"{_slot(target)} {'DESC' if desc else 'ASC'} NULLS LAST")
             if plan.limit:
                 # ties at the cut are broken by the listed columns, so the answer is stable
                 # (rows listed tie by their key; groups by name, the order people read)
                 ties = list(range(len(plan.dims)))
                 if plan.measures:
                     ties.sort(key=lambda i: _is_key(plan.dims[i].col))
-                parts += [f"{{d{i}}}" for i in ties if f"d{i}" not in dict(plan.order)]
+                parts += [_slot(f"d{i}") for i in ties if f"d{i}" not in dict(plan.order)]
             sql += " ORDER BY " + ", ".join(parts)
         if plan.limit:
             sql += f" LIMIT {plan.limit}"
         for name, label in _output_names(plan).items():
-            sql = sql.replace("{" + name + "}", q(label))
+            sql = sql.replace(_slot(name), q(label))
         self._check_coverage(alias, plan)
         return Linked(
             sql,
@@ -2320,6 +2320,12 @@ class QuestionLinker:
 
 
 # --- helpers ---------------------------------------------------------------------------
+
+
+def _slot(name: str) -> str:
+    """Where an output column's name goes until all names are chosen: NUL never occurs in
+    a statement (the service refuses it in questions and SQL), so no literal can hold it."""
+    return f"\x00{name}\x00"
 
 
 def _output_names(plan: Plan) -> dict[str, str]:

@@ -286,7 +286,22 @@ async def test_ask_row_cap(running):
             pb.AskQuestionRequest(tenant_id="acme", question="q", instructions="x" * 4001),
             "instructions",
         ),
+        (pb.AskQuestionRequest(tenant_id="acme", question="How many\x00 deals?"), "question"),
+        (
+            pb.AskQuestionRequest(tenant_id="acme", question="q", instructions="a\x00b"),
+            "instructions",
+        ),
     ],
+    ids=[
+        "empty",
+        "blank",
+        "too-long",
+        "rows-negative",
+        "rows-over",
+        "instructions-long",
+        "question-nul",
+        "instructions-nul",
+    ],  # fmt: skip
 )
 async def test_ask_invalid_arguments(running, request_, field):
     code, fields, _ = await _error(running.stub.AskQuestion(request_, timeout=10))
@@ -431,7 +446,7 @@ async def test_validate_refusal_is_ok_with_every_violation(running):
 
 
 @pytest.mark.rpc(VALIDATE)
-@pytest.mark.parametrize("sql", ["", "  ", "SELECT 1" + " " * 20_000])
+@pytest.mark.parametrize("sql", ["", "  ", "SELECT 1" + " " * 20_000, "SELECT 'a\x00b'"])
 async def test_validate_invalid_sql_argument(running, sql):
     code, fields, _ = await _error(
         running.stub.ValidateSql(pb.ValidateSqlRequest(tenant_id="acme", sql=sql), timeout=10)
@@ -619,6 +634,7 @@ def _duration(seconds: float) -> duration_pb2.Duration:
     [
         (pb.ExecuteSqlRequest(tenant_id="acme", sql=""), "sql"),
         (pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT 1" + " " * 20_000), "sql"),
+        (pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT '\x00'"), "sql"),
         (pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT 1", max_rows=-1), "max_rows"),
         (pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT 1", max_rows=1001), "max_rows"),
         (pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT 1", statement_timeout=_duration(-1)),
