@@ -301,7 +301,7 @@ async def test_ask_row_cap(running):
         "instructions-long",
         "question-nul",
         "instructions-nul",
-    ],  # fmt: skip
+    ],
 )
 async def test_ask_invalid_arguments(running, request_, field):
     code, fields, _ = await _error(running.stub.AskQuestion(request_, timeout=10))
