@@ -253,6 +253,9 @@ class QuestionLinker:
                         break
                 else:
                     resolved.append(m)
+        if any(isinstance(r, Measure) and r.func == "COUNT" and r.table for r in resolved):
+            # "the total count" after "the number of sessions": one count, not two
+            resolved = [r for r in resolved if not _bare_count(r)]
         for phrase in list(missing):
             generic = set(re.findall(r"[a-z]+", phrase.lower())) <= _RESULT_WORDS
             if self._covered(phrase, resolved) or (generic and resolved):
@@ -339,6 +342,13 @@ class QuestionLinker:
             )
             if h:
                 head = _cut_relative(h.group(1))[0]
+            many = re.match(r"\s*how many\s+", head_text, re.I)
+            generic = re.fullmatch(
+                r"\s*(?:the\s+)?(?:total\s+)?(?:count|number)s?\s*[.?]?\s*", out, re.I
+            )
+            if many and generic and not head:
+                # "How many customers joined in 2023? Return the total count."
+                head = "number of " + self._count_noun(head_text[many.end() :])
             return head, out, head_text + " " + tail
         which = re.match(
             r"\s*(?:which|what)\s+(?:\d+\s+)?((?:[a-z]+\s+){0,2}?[a-z]+)\s+(?=(?:have|has|had|are|is|were|was|did|do|does|made|sold|got|received|came)\b)",
@@ -365,19 +375,23 @@ class QuestionLinker:
         many = re.search(r"^\s*how many\s+|^\s*count\s+(?:the\s+|all\s+)?", text, re.I)
         if many:
             rest = text[many.end() :]
-            noun: list[str] = []
-            for w in rest.split():
-                if w.lower() in _BE or w.lower() in ("do", "does", "did", "have", "has", "had"):
-                    break
-                if noun and (w.lower().strip("?,.") in GRAMMAR_WORDS or w.lower() in STOP_WORDS):
-                    break  # "meetings happened this quarter": the noun has ended
-                noun.append(w)
-                if self.vocab.tables_named([stem(w.strip("?,."))]):
-                    break
-                if len(noun) >= 3:
-                    break
-            return "", "number of " + " ".join(noun), rest[len(" ".join(noun)) :]
+            noun = self._count_noun(rest)
+            return "", "number of " + noun, rest[len(noun) :]
         return "", text, text
+
+    def _count_noun(self, rest: str) -> str:
+        """What "how many" counts: the words up to a verb, a grammar word or a table's
+        name ("meetings" of "meetings happened this quarter")."""
+        noun: list[str] = []
+        for w in rest.split():
+            if w.lower() in _BE or w.lower() in ("do", "does", "did", "have", "has", "had"):
+                break
+            if noun and (w.lower().strip("?,.") in GRAMMAR_WORDS or w.lower() in STOP_WORDS):
+                break  # "meetings happened this quarter": the noun has ended
+            noun.append(w)
+            if self.vocab.tables_named([stem(w.strip("?,."))]) or len(noun) >= 3:
+                break
+        return " ".join(noun)
 
     def _item(self, phrase: str) -> list[Dim | Measure] | None:
         inner = re.search(r"\(([^)]*)\)", phrase)
@@ -694,10 +708,10 @@ class QuestionLinker:
                 break
         else:
             m = re.match(r"(.*?)\s+(count|counts)$", low)
+            if re.match(r"(?:the\s+)?(?:respective\s+|total\s+)?counts?$", low):
+                return Measure("COUNT", label="count")  # "the total count": of the rows
             if m:
                 func, rest = "COUNT", re.sub(r"^total\s+", "", m.group(1))
-            elif re.match(r"(respective\s+)?counts?$", low):
-                return Measure("COUNT", label="count")
             else:
                 m = re.match(
                     r"(?:the\s+)?(?:\w+\s+){0,2}?(total|sum|average|avg|mean|maximum|max|highest|"
@@ -2320,6 +2334,18 @@ class QuestionLinker:
 
 
 # --- helpers ---------------------------------------------------------------------------
+
+
+def _bare_count(item: object) -> bool:
+    """A count the output list asks for without saying of what ("the total count")."""
+    return (
+        isinstance(item, Measure)
+        and item.func == "COUNT"
+        and item.table is None
+        and item.col is None
+        and item.filter is None
+        and not item.dow
+    )
 
 
 def _slot(name: str) -> str:

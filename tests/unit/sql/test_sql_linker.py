@@ -553,3 +553,12 @@ def test_days_between_two_dates_rounded_as_asked() -> None:
     )
     assert "ROUND(CAST(AVG(EXTRACT(EPOCH FROM (" in sql and ")) / 86400.0) AS NUMERIC), 2)" in sql
     assert "sbtxdatetime - " in sql and "sbcustjoindate" in sql
+
+
+def test_the_total_count_is_a_count_not_a_column_that_starts_alike() -> None:
+    # "count" half-spells sbcustcountry: the output item is still the rows' count
+    sql = _sql("How many customers joined in 2023? Return the total count.", BROKER)
+    assert sql == (
+        "SELECT COUNT(*) AS count FROM public.sbcustomer AS t0 WHERE "
+        "(t0.sbcustjoindate >= '2023-01-01' AND t0.sbcustjoindate < '2024-01-01')"
+    )
