@@ -102,17 +102,18 @@ DEV = Path(__file__).resolve().parents[4] / "shared" / "datasets" / "sql"
 
 @pytest.mark.skipif(not (DEV / "questions.jsonl").exists(), reason="no development benchmark")
 async def test_the_offline_generator_on_the_development_benchmark(pg_url: str) -> None:
-    """A floor at the measured level (64 of 104 correct, 9 wrong), so a regression of the
-    linker on data nobody here wrote turns the build red; and refusals stay refusals."""
+    """A floor at the measured level (65 of 104 correct, 6 answered wrongly), so a
+    regression of the linker on data nobody here wrote turns the build red, and so does a
+    rise in confident wrong answers; refusals stay refusals."""
     report = await evaluate(load_dataset(DEV), admin_url=pg_url)
     assert report["gold_errors"] == 0 and report["gold_snapshot_mismatches"] == []
     assert report["errors"] == 0
-    assert report["correct"] >= 62, report["by_category"]
+    assert report["correct"] >= 64, report["by_category"]
     wrong = report["answered"] - report["correct"]
     answered_wrong = [
         i["id"] for i in report["items"] if i["outcome"] == "ANSWERED" and not i["correct"]
     ]
-    assert wrong <= 11, answered_wrong
+    assert wrong <= 7, answered_wrong
     for category, row in report["by_category"].items():
         assert row["correct"] > 0, category  # every category above zero
     refused = [i for i in report["items"] if i["outcome"] == "UNANSWERABLE"]
