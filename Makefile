@@ -73,8 +73,8 @@ run: setup ## start every service locally on the embedded Postgres
 bench: setup ## every benchmark + gateway load (starts the stack unless TANDEM_API_KEY is set): bench/results/
 	BIN=$(BIN) bash scripts/bench.sh $(BENCH_ARGS)
 
-bench-fairness: setup ## tenant B's latency alone, next to a neighbour at quota, and under a flood through the edge and around it
-	FAIRNESS_DIRECT_FLOOD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/security/test_tenant_fairness.py -k flooding
+bench-fairness: setup ## tenant B's p99 alone, next to a neighbour at quota, and under a flood (idle and normal-priority driver, through the edge and around it), every round side by side
+	FAIRNESS_BENCH=1 FAIRNESS_DIRECT_FLOOD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/security/test_tenant_fairness.py -k bench_fairness
 
 eval: setup ## retrieval quality and SQL execution accuracy on the golden sets and SQL_DATASET
 	$(BIN)/tandem eval retrieval --datasets services/retrieval/eval_data $(wildcard ../shared/datasets/ir/cisi ../shared/datasets/ir/med ../shared/datasets/ir/cacm)

@@ -26,6 +26,7 @@ TOO_LONG = "FIELD_TOO_LONG"
 OUT_OF_RANGE = "OUT_OF_RANGE"
 UNKNOWN_ENUM = "UNKNOWN_ENUM_VALUE"
 BATCH_TOO_LARGE = "BATCH_TOO_LARGE"
+INVALID_CHARACTER = "INVALID_CHARACTER"
 
 
 class _Checks:
@@ -42,6 +43,10 @@ class _Checks:
             self.add(field, "is required", REQUIRED)
         elif len(value) > limit:
             self.add(field, f"must be at most {limit} characters, got {len(value)}", TOO_LONG)
+        elif "\x00" in value:
+            # Postgres text cannot hold NUL: refused here, naming the field, and not
+            # wherever the value first meets the database (or is silently not stored).
+            self.add(field, "must not contain a NUL character", INVALID_CHARACTER)
 
     def count(self, field: str, value: int, low: int, high: int) -> None:
         if not low <= value <= high:

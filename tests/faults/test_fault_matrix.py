@@ -104,8 +104,9 @@ _DB_DOWN = "UNAVAILABLE/DATABASE_UNAVAILABLE+RetryInfo"
 _STEP = frozenset({"STEP_FAILED", "REPLAN_LIMIT_REACHED"})
 _CAUSES: dict[tuple[str, str], frozenset[str]] = {
     (POSTGRES, "Search"): frozenset({"DATABASE_UNAVAILABLE"}),
+    # DEPENDENCY_ERROR (component "conversations"): the gateway could not store the turn.
     (POSTGRES, "Ask"): frozenset(
-        {"DATABASE_UNAVAILABLE", "RETRIEVAL_UNAVAILABLE", "SQL_UNAVAILABLE"}
+        {"DATABASE_UNAVAILABLE", "RETRIEVAL_UNAVAILABLE", "SQL_UNAVAILABLE", "DEPENDENCY_ERROR"}
     ),
     ("embedding", "Search"): frozenset({"EMBEDDING_UNAVAILABLE"}),
     ("embedding", "Ask"): frozenset({"EMBEDDING_UNAVAILABLE", "RETRIEVAL_UNAVAILABLE"}),
@@ -133,10 +134,6 @@ def expected(dependency: str, fault: str, rpc: str) -> Expected:
         also = _STEP
         if fault == "stop" or dependency == POSTGRES:
             causes |= {"DEADLINE_EXCEEDED"}
-        if dependency == POSTGRES:
-            # The gateway could not store the conversation turn (reason DEPENDENCY_ERROR,
-            # component "conversations"): a consequence, never the only reason.
-            also |= {"DEPENDENCY_ERROR"}
     return Expected(_STATUSES.get((dependency, rpc), frozenset()) | {_DEADLINE}, causes, also)
 
 

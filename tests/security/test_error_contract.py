@@ -216,6 +216,14 @@ async def test_a_deadline_the_gateway_enforces_is_deadline_exceeded_with_error_i
 __all__ += ["start_stack"]
 
 
+# The field each NUL case's BadRequest names, in the order of the cases: the gateway
+# refuses NUL in its text fields; an intent's values are refused where they are bound.
+NUL_FIELDS = [
+    ["query"], ["query"], ["filter.categories[0]"], ["filter.document_ids[0]"],
+    ["document_id"], ["intent"], ["question"], ["question"],
+]  # fmt: skip
+
+
 async def test_nul_characters_are_invalid_argument_not_internal(stack: Stack):
     """Postgres text cannot hold NUL; the driver refuses such a value before sending it,
     which once surfaced as INTERNAL "database error" (found by the fuzzer)."""
@@ -234,10 +242,16 @@ async def test_nul_characters_are_invalid_argument_not_internal(stack: Stack):
         ("Ask", gpb.GatewayServiceAskRequest(question="renewal\x00risk")),
         ("AskSql", gpb.GatewayServiceAskSqlRequest(question="How many\x00companies?")),
     ]  # fmt: skip
+    seen_by_case: list[tuple[str, str, list[str]]] = []
     for rpc, request in cases:
         seen = await _call(stack.stub, rpc, request, metadata=stack.metadata)
-        if seen is not None:
-            assert_contract(seen, internal=_internal(stack))
+        assert seen is not None, f"{rpc} accepted a NUL character"
+        assert_contract(seen, internal=_internal(stack))
+        seen_by_case.append((rpc, seen.code.name, seen.fields))
+    assert seen_by_case == [
+        (rpc, "INVALID_ARGUMENT", fields)
+        for (rpc, _), fields in zip(cases, NUL_FIELDS, strict=True)
+    ]
 
 
 class _EdgeReply:

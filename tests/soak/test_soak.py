@@ -5,14 +5,18 @@ sampled; after a warm-up they must stay flat. ``make test-soak`` runs it (``-m s
 / ``SOAK_SAMPLE_S`` shorten it for a quick run. The curves' start and end values (and
 every sample) go to ``bench-results/soak.json`` and are printed.
 
-Flat means, comparing the median of the first three samples after the warm-up with the
-median of the last three:
-- resident memory of each service: at most +20% and +30 MB (Python's allocator keeps
-  freed arenas, so small steps are not leaks; a leak grows with requests served);
-- Postgres private memory (USS, summed over its processes): at most +20% and +30 MB;
-- open file descriptors of each process: at most +10;
-- database connections (pg_stat_activity), per user and application: at most +2, and
-  never above the pool bounds.
+Flat means, over the samples after the warm-up:
+- resident memory of each service: the slope of a least-squares line through the
+  samples at most ``MEMORY_SLOPE_MB_PER_MIN`` (a leak grows with requests served, here
+  about 40 a second; measured 0.0-0.3 MB/min);
+- Postgres's private memory per process (its sum grows by ~2 MB with each backend a pool
+  opens on demand, and backends are bounded below): the slope at most
+  ``BACKEND_SLOPE_MB_PER_MIN`` (measured within +-0.015 MB/min);
+- open file descriptors of each process: the median of the last three samples at most
+  +10 over that of the first three;
+- database connections (pg_stat_activity), per user, database and application: never
+  above the pool that connects as them (``pool_bound``), at any sample.
+The load must be healthy: every kind of call succeeded, and at most 1% failed.
 """
 
 from __future__ import annotations
@@ -51,11 +55,14 @@ WORKERS = int(os.environ.get("SOAK_WORKERS", "4"))
 PAUSE_S = float(os.environ.get("SOAK_PAUSE_S", "0.05"))
 RESULT_PATH = REPO_ROOT / "bench-results" / "soak.json"
 
-RSS_GROWTH = 0.20
-RSS_SLACK_MB = 30.0
+MEMORY_SLOPE_MB_PER_MIN = 1.0
+BACKEND_SLOPE_MB_PER_MIN = 0.05
 FD_SLACK = 10
-CONNECTION_SLACK = 2
-POOL_BOUND = 8  # DB_POOL_MAX_SIZE default per process and database
+POOL_BOUND = 8  # DB_POOL_MAX_SIZE's default: each service's pool on the Tandem database
+# The SQL service reads the warehouse through its own pool (SQL_POOL_MAX_SIZE, 4), and
+# loads a catalog on a connection of its own.
+WAREHOUSE_READER = "tandem_reader@tandem_warehouse/tandem-sql"
+WAREHOUSE_BOUND = 4 + 1
 
 pytestmark = [pytest.mark.soak, pytest.mark.timeout(int(DURATION_S + WARMUP_S + 900))]
 
@@ -97,7 +104,12 @@ def sample_processes(stack: ProcessStack) -> dict[str, dict[str, float]]:
                 backends += 1
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
-        out["postgres"] = {"private_mb": private, "fds": fds, "processes": float(backends)}
+        out["postgres"] = {
+            "private_mb": private,
+            "private_mb_per_process": private / max(backends, 1),
+            "fds": fds,
+            "processes": float(backends),
+        }
     return out
 
 
@@ -262,6 +274,21 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
+def slope_per_min(times_s: list[float], values: list[float]) -> float:
+    """The least-squares slope of ``values`` over ``times_s``, per minute."""
+    fitted = statistics.linear_regression(times_s, values)
+    return 60.0 * fitted.slope
+
+
+def pool_bound(key: str) -> int:
+    """The most connections the configured pools may hold as ``key``'s user/application."""
+    return WAREHOUSE_BOUND if key == WAREHOUSE_READER else POOL_BOUND
+
+
+def connection_keys(samples: list[dict[str, Any]]) -> list[str]:
+    return sorted({key for sample in samples for key in sample["connections"]})
+
+
 def _curves(samples: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
     curves: dict[str, dict[str, list[float]]] = {}
     for sample in samples:
@@ -317,27 +344,32 @@ async def test_memory_fds_and_connections_stay_flat_under_mixed_load(tmp_path: P
     warm = [s for s in samples if s["warm"]]
     assert len(warm) >= 6, f"too few samples after the warm-up: {len(warm)}"
     curves = _curves(warm)
+    times = [float(s["t_s"]) for s in warm]
     summary: dict[str, dict[str, dict[str, float]]] = {}
     problems: list[str] = []
     for process, metrics in curves.items():
         for metric, values in metrics.items():
             start, end = _median(values[:3]), _median(values[-3:])
+            slope = slope_per_min(times, values)
             summary.setdefault(process, {})[metric] = {
                 "start": round(start, 1),
                 "end": round(end, 1),
                 "max": round(max(values), 1),
+                "slope_per_min": round(slope, 3),
             }
-            if metric in ("rss_mb", "private_mb") and end > start * (1 + RSS_GROWTH) + RSS_SLACK_MB:
-                problems.append(f"{process} {metric}: {start:.1f} -> {end:.1f}")
+            if metric == "rss_mb" and slope > MEMORY_SLOPE_MB_PER_MIN:
+                problems.append(f"{process} {metric}: {slope:+.2f} MB/min")
+            if metric == "private_mb_per_process" and slope > BACKEND_SLOPE_MB_PER_MIN:
+                problems.append(f"{process} {metric}: {slope:+.3f} MB/min")
             if metric == "fds" and process != "postgres" and end > start + FD_SLACK:
                 problems.append(f"{process} fds: {start:.0f} -> {end:.0f}")
-            if process == "db_connections":
-                # Pools grow on demand up to their bound; the total gets each pool's slack.
-                pools = len(metrics) - 1 if metric == "total" else 1
-                if end > start + CONNECTION_SLACK * pools:
-                    problems.append(f"db connections {metric}: {start:.0f} -> {end:.0f}")
-                if max(values) > POOL_BOUND * 2 * pools:
-                    problems.append(f"db connections {metric}: peaked at {max(values):.0f}")
+    # Connections at every sample, warm-up included: a pool never exceeds its bound.
+    for key, values in _curves(samples)["db_connections"].items():
+        bound = (
+            sum(map(pool_bound, connection_keys(samples))) if key == "total" else pool_bound(key)
+        )
+        if max(values) > bound:
+            problems.append(f"db connections {key}: peaked at {max(values):.0f} > {bound}")
     total = sum(load.outcomes.values())
     failures = {k: v for k, v in load.outcomes.items() if not k.endswith(":OK")}
     result = {
@@ -353,9 +385,10 @@ async def test_memory_fds_and_connections_stay_flat_under_mixed_load(tmp_path: P
             k: round(1000 * _median(v), 1) for k, v in sorted(load.latencies.items())
         },
         "tolerances": {
-            "memory": f"+{RSS_GROWTH:.0%} and +{RSS_SLACK_MB:.0f} MB",
+            "memory": f"slope <= {MEMORY_SLOPE_MB_PER_MIN} MB/min a service, "
+            f"<= {BACKEND_SLOPE_MB_PER_MIN} MB/min a Postgres process",
             "fds": f"+{FD_SLACK}",
-            "db_connections": f"+{CONNECTION_SLACK}",
+            "db_connections": f"<= {POOL_BOUND} per pool ({WAREHOUSE_BOUND} for the warehouse)",
         },
         "start_end": summary,
         "samples": samples,
@@ -363,14 +396,17 @@ async def test_memory_fds_and_connections_stay_flat_under_mixed_load(tmp_path: P
     RESULT_PATH.parent.mkdir(parents=True, exist_ok=True)
     RESULT_PATH.write_text(json.dumps(result, indent=1) + "\n")
     print(f"\n{total} requests in {DURATION_S + WARMUP_S:.0f}s; failures: {failures or 'none'}")
-    print("| process | metric | start | end | max |\n|---|---|---|---|---|")
+    print("| process | metric | start | end | max | slope/min |\n|---|---|---|---|---|---|")
     for process, by_metric in summary.items():
-        for metric, value in by_metric.items():
-            print(f"| {process} | {metric} | {value['start']} | {value['end']} | {value['max']} |")
+        for metric, v in by_metric.items():
+            print(
+                f"| {process} | {metric} | {v['start']} | {v['end']} | {v['max']} "
+                f"| {v['slope_per_min']} |"
+            )
 
     assert not problems, problems
-    # The load was real and healthy: every kind ran, and almost nothing failed.
-    assert {k.split(":")[0] for k in load.outcomes} >= {
+    # The load was real and healthy: every kind succeeded, and almost nothing failed.
+    assert {k.split(":")[0] for k, n in load.outcomes.items() if k.endswith(":OK") and n} >= {
         "ask",
         "search",
         "ask_sql",

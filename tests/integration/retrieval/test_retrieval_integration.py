@@ -467,8 +467,16 @@ def _struct(data: dict[str, Any]) -> struct_pb2.Struct:
     return struct
 
 
+# nDCG@10 on the golden set's 48 queries as measured (hybrid 0.942, dense 0.902, sparse
+# 0.774), less about half of one query lost: a query that drops out fails the build.
+GOLDEN_NDCG_FLOORS = {"hybrid": 0.93, "dense": 0.89, "sparse": 0.76}
+
+
 async def test_golden_set_hybrid_is_at_least_as_good_as_either_side(retrieval, pg_url):
     dataset, tenant = await ingest_golden_set(retrieval.stub, pg_url)
     results = await evaluate(retrieval.stub, tenant, dataset, k=10)
     ndcg = {mode: values["ndcg@10"] for mode, values in results["metrics"]["all"].items()}
     assert ndcg["hybrid"] >= max(ndcg["dense"], ndcg["sparse"]), ndcg
+    for mode, floor in GOLDEN_NDCG_FLOORS.items():
+        assert ndcg[mode] >= floor, (mode, ndcg)
+    assert results["metrics"]["all"]["hybrid"]["recall@10"] >= 0.97, results["metrics"]["all"]

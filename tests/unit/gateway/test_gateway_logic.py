@@ -69,8 +69,12 @@ def test_ask_validation_names_every_field(request_, fields):
 
 
 def test_a_valid_ask_passes():
+    # The longest question allowed passes; one character more names the field.
     check.check_ask(gpb.GatewayServiceAskRequest(question="x" * 4000), LIMITS)
     check.check_ask(gpb.GatewayServiceStreamAskRequest(question="q", mode=qpb.ASK_MODE_SQL), LIMITS)
+    with pytest.raises(InvalidArgument) as err:
+        check.check_ask(gpb.GatewayServiceAskRequest(question="x" * 4001), LIMITS)
+    assert _fields(err) == ["question"]
 
 
 def test_reasons_say_what_kind_of_violation_it_is():

@@ -18,10 +18,12 @@ def _validate(*steps: PlanStep, completed: dict[str, StepRun] | None = None) -> 
 
 
 def test_a_valid_plan_with_a_dependency_passes():
-    _validate(
+    steps = (
         PlanStep("s1", SQL, "which company has the most open deals"),
         PlanStep("s2", SEARCH, "last call notes for {{s1}}", ("s1",)),
     )
+    _validate(*steps)  # raises PlanInvalid otherwise
+    assert assign_waves(list(steps)) == {"s1": 0, "s2": 1}
 
 
 @pytest.mark.parametrize(
@@ -51,7 +53,11 @@ def test_a_tool_not_offered_is_rejected():
 
 def test_replanned_steps_may_depend_on_completed_ones():
     done = StepRun(PlanStep("s1", SQL, "q"), revision=0, wave=0, status=Status.SUCCEEDED)
-    _validate(PlanStep("s3", SEARCH, "notes for {{s1}}", ("s1",)), completed={"s1": done})
+    step = PlanStep("s3", SEARCH, "notes for {{s1}}", ("s1",))
+    _validate(step, completed={"s1": done})  # raises PlanInvalid otherwise
+    # The completed run is what makes it valid: without it, s1 is unknown.
+    with pytest.raises(PlanInvalid, match="unknown"):
+        _validate(step)
 
 
 def test_waves_put_independent_steps_together_and_dependents_after():
