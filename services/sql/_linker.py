@@ -661,6 +661,12 @@ class QuestionLinker:
             words = self.vocab.column_words[(table.qualified, column.name)]
             if "name" in words or "title" in words or "symbol" in words or "code" in words:
                 cols.append(Col(table, column))
+        if len(cols) <= 1:
+            # no name-like column: the first short, varied text the value index holds
+            # (an activity's subject line, not its free-text notes)
+            labelled = next((c for c in table.columns if c.known_values), None)
+            if labelled is not None:
+                cols.append(Col(table, labelled))
         return cols
 
     def _column(
