@@ -145,6 +145,10 @@ class Plan:
     applied: list[str] = field(default_factory=list)
 
 
+# Parsed definitions remembered per catalog (a glossary's entries, a request's own).
+_DEFINITIONS_MAX = 512
+
+
 class QuestionLinker:
     """Links one question (with its definitions) to one catalog."""
 
@@ -956,6 +960,15 @@ class QuestionLinker:
     def _sql_definition(self, entry: GlossaryEntry) -> tuple[exp.Expr, dict[int, Col]] | None:
         """A definition written in SQL ("SUM(cost) / NULLIF(SUM(clicks), 0)", "status =
         'active'"), parsed with sqlglot: no subqueries, only catalog columns."""
+        cache = self.vocab.definitions
+        if entry in cache:
+            return cache[entry]
+        if len(cache) >= _DEFINITIONS_MAX:
+            cache.clear()
+        cache[entry] = found = self._parse_definition(entry)
+        return found
+
+    def _parse_definition(self, entry: GlossaryEntry) -> tuple[exp.Expr, dict[int, Col]] | None:
         body = (entry.expression or entry.definition).strip().rstrip(";")
         if not body or (is_wordy(body) and not re.search(r"[()=<>]", body)):
             return None

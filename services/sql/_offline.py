@@ -33,6 +33,7 @@ MODEL_NAME = "deterministic"
 _log = logging.getLogger("tandem.sql.offline")
 # Vocabularies kept per (database, catalog load): one per schema version in use.
 _VOCABULARIES_MAX = 16
+_READINGS_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,10 @@ class OfflineGenerator:
 
     def __init__(self) -> None:
         self._vocabularies: dict[tuple[str, float], Vocabulary] = {}
+        # The pipeline asks three roles about one question: it is read once. Keyed by
+        # everything a reading depends on (none of it tenant data: catalogs are per
+        # database), bounded.
+        self._readings: dict[tuple[object, ...], Reading] = {}
 
     def _vocabulary(self, catalog: Catalog) -> Vocabulary:
         key = (catalog.database, catalog.refreshed_at.timestamp())
@@ -68,6 +73,22 @@ class OfflineGenerator:
     def read(self, question: str, schema: SchemaView) -> Reading:
         """The linker's statement with every phrase linked, or the reason it could not
         link (``sql`` empty), naming the phrase that was missing."""
+        key = (
+            question,
+            schema.database,
+            schema.catalog.refreshed_at,
+            schema.today,
+            schema.glossary,
+            schema.instructions,
+        )
+        reading = self._readings.get(key)
+        if reading is None:
+            if len(self._readings) >= _READINGS_MAX:
+                self._readings.clear()
+            reading = self._readings[key] = self._read(question, schema)
+        return reading
+
+    def _read(self, question: str, schema: SchemaView) -> Reading:
         glossary = (*schema.glossary, *parse_definitions(schema.instructions))
         try:
             linked = QuestionLinker(

@@ -9,7 +9,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlglot import exp
+
 from services.sql._catalog import Catalog, ColumnInfo, TableInfo
+from services.sql._glossary import GlossaryEntry
 from services.sql._joins import JoinGraph, common_prefix, name_words
 from services.sql._words import SOFT_WORDS, STOP_WORDS, cover, lemma, stem
 
@@ -34,6 +37,9 @@ class Vocabulary:
     def __init__(self, catalog: Catalog, graph: JoinGraph) -> None:
         self.catalog = catalog
         self.graph = graph
+        # definitions parsed against this catalog (filled by the linker; parsing is pure,
+        # and a rendered definition is always a copy, so a parse serves every question)
+        self.definitions: dict[GlossaryEntry, tuple[exp.Expr, dict[int, Col]] | None] = {}
         table_prefix = common_prefix([t.name for t in catalog.tables]).lower()
         self.table_words: dict[str, list[str]] = {}
         self.column_words: dict[tuple[str, str], list[str]] = {}

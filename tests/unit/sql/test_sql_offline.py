@@ -23,6 +23,7 @@ from services.sql import (
     Understanding,
     demo_glossary,
 )
+from services.sql._linker import Linked, QuestionLinker
 
 TODAY = date(2025, 6, 30)
 
@@ -183,3 +184,28 @@ async def test_repair_gives_up_with_a_reason(view):
         "q", Understanding(interpretation=""), view, previous, failure
     )
     assert repaired.sql is None and repaired.intent is None and repaired.explanation
+
+
+async def test_one_question_is_read_once_for_all_three_roles(view, monkeypatch):
+    links: list[str] = []
+    real = QuestionLinker.link
+
+    def counting(self: QuestionLinker) -> Linked:
+        links.append(self.original)
+        return real(self)
+
+    monkeypatch.setattr(QuestionLinker, "link", counting)
+    generator = OfflineGenerator()
+    question = "How many open opportunities are there?"
+    understanding = await generator.understand(question, view)
+    await generator.identify_tables(question, understanding, view)
+    proposal = await generator.generate(question, understanding, view)
+    assert proposal.sql and links == [question]
+    # what a reading depends on is part of the key: other instructions, another reading
+    other = replace(view, instructions="open means stage = 'Prospecting'")
+    await generator.generate(question, understanding, other)
+    assert links == [question, question]
+    # and the memory is bounded
+    for i in range(200):
+        generator.read(f"How many companies are there in {2000 + i}?", view)
+    assert len(generator._readings) <= 64
