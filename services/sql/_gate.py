@@ -205,15 +205,37 @@ def silence_sqlglot_logging() -> None:
     logging.getLogger("sqlglot").disabled = True
 
 
+# At most this many verdicts kept, of statements at most this long (about 1 MB in all).
+_VERDICTS_MAX = 256
+_VERDICT_TEXT_MAX = 4000
+
+
 class SqlGate:
     """The pure, catalog-aware statement checker; ``check`` never touches a database."""
 
     def __init__(self, *, max_chars: int = DEFAULT_MAX_SQL_CHARS) -> None:
         self.max_chars = max_chars
+        # Verdicts are a pure function of the text and the catalog: a statement asked again
+        # (a dashboard's question, the offline generator's answer to a repeated question)
+        # is checked once per catalog load. Bounded; keyed by the catalog's database and
+        # load time, so a reloaded catalog is checked afresh.
+        self._verdicts: dict[tuple[str, str, object], Verdict] = {}
         silence_sqlglot_logging()
 
     def check(self, text: str, catalog: TableResolver) -> Verdict:
         """Every violation of ``text`` against the rules, and its normalised form."""
+        loaded = getattr(catalog, "refreshed_at", None)
+        if loaded is None or len(text) > _VERDICT_TEXT_MAX:
+            return self._check(text, catalog)
+        key = (text, str(getattr(catalog, "database", "")), loaded)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            if len(self._verdicts) >= _VERDICTS_MAX:
+                self._verdicts.clear()
+            verdict = self._verdicts[key] = self._check(text, catalog)
+        return verdict
+
+    def _check(self, text: str, catalog: TableResolver) -> Verdict:
         if len(text) > self.max_chars:
             return _rejected(
                 Violation(

@@ -129,3 +129,32 @@ def test_comment_or_whitespace_after_the_final_semicolon_is_one_statement(sql):
 def test_a_statement_hidden_after_a_comment_is_still_a_second_statement():
     verdict = GATE.check("SELECT 1; -- note\nDELETE FROM companies", CATALOG)
     assert verdict.first_rule is GateRule.SINGLE_STATEMENT
+
+
+def test_a_statement_is_checked_once_per_catalog_load(monkeypatch):
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from services.sql import _gate
+
+    parses: list[str] = []
+    real = _gate._parse
+
+    def counting(text: str) -> object:
+        parses.append(text)
+        return real(text)
+
+    monkeypatch.setattr(_gate, "_parse", counting)
+    gate = SqlGate()
+    first = gate.check("SELECT name FROM companies", CATALOG)
+    assert gate.check("SELECT name FROM companies", CATALOG) is first
+    assert len(parses) == 2  # the text and its normalised form, once
+    # a reloaded catalog (a table may have gone) is checked afresh
+    reloaded = replace(CATALOG, refreshed_at=CATALOG.refreshed_at + timedelta(seconds=1))
+    assert gate.check("SELECT name FROM companies", reloaded).valid
+    assert len(parses) == 4
+    gone = replace(reloaded, tables=(), refreshed_at=reloaded.refreshed_at + timedelta(seconds=1))
+    assert not gate.check("SELECT name FROM companies", gone).valid
+    for i in range(600):  # bounded
+        gate.check(f"SELECT {i} FROM companies", CATALOG)
+    assert len(gate._verdicts) <= 256
