@@ -16,6 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from services.common import GrpcServer, embedded_server_url
+from services.common.llm import GeminiProvider, LlmSettings
 from services.sql import (
     Proposal,
     SqlSettings,
@@ -28,12 +29,14 @@ from services.sql import (
 )
 from services.sql._ask import SchemaView
 from services.sql._glossary import GlossaryEntry
+from services.sql._llm_adapter import LlmSqlGenerator
 from services.sql._server import SqlDeps, build_deps, create_server, ready
 from services.sql._warehouse import SCHEMA, database_url, ensure_reader_role
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings
+from tests.fakes.gemini import FakeGemini, Reply
 from tests.unit.sql.corpus import HOSTILE
 
 ASK = "tandem.v1.SqlService/AskQuestion"
@@ -365,52 +368,64 @@ async def test_ask_passes_instructions_and_glossary_and_reports_definitions(
     )
 
 
-class _FailingGenerator:
-    async def understand(self, question, schema):
-        raise ConnectionError("model endpoint down")
-
-    identify_tables = generate = repair = understand
-
-
-class _SlowGenerator:
-    async def understand(self, question, schema):
-        await asyncio.sleep(5)
-        return Understanding("slow")
-
-    identify_tables = generate = repair = understand
+def _gemini_generator(fake: FakeGemini, **settings: object) -> LlmSqlGenerator:
+    """The real Gemini-backed generator, pointed at the scripted local endpoint."""
+    values: dict[str, object] = {
+        "api_key": "test-key",
+        "base_url": fake.base_url,
+        "strong_model": "gemini-2.5-pro",
+        "fast_model": "gemini-2.5-flash",
+        "timeout_s": 30.0,
+        "max_retries": 0,
+        "backoff_initial_s": 0.01,
+    }
+    values.update(settings)
+    return LlmSqlGenerator(GeminiProvider(LlmSettings(**values)))  # type: ignore[arg-type]
 
 
 @pytest.mark.rpc(ASK)
 async def test_ask_degrades_to_the_deterministic_provider(databases, telemetry_sink, channel_to):
-    run = await _start(databases, telemetry_sink, channel_to, generator=_FailingGenerator())
-    try:
-        reply = await run.stub.AskQuestion(
-            pb.AskQuestionRequest(tenant_id="acme", question="How many companies are there?"),
-            timeout=10,
-        )
-        assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED and reply.degraded
-        assert [(d.reason, d.component) for d in reply.degradations] == [
-            (cpb.DEGRADATION_REASON_LLM_UNAVAILABLE, "llm")
-        ]
-    finally:
-        await run.server.stop(0)
-        await run.deps.close()
+    with FakeGemini() as fake:
+        # The model endpoint answers every role with 503: the real adapter gives up.
+        fake.script("*", *[Reply.error(503) for _ in range(8)])
+        generator = _gemini_generator(fake)
+        run = await _start(databases, telemetry_sink, channel_to, generator=generator)
+        try:
+            reply = await run.stub.AskQuestion(
+                pb.AskQuestionRequest(tenant_id="acme", question="How many companies are there?"),
+                timeout=10,
+            )
+            assert fake.requests_for("understand_sql")
+            assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED and reply.degraded
+            assert [(d.reason, d.component) for d in reply.degradations] == [
+                (cpb.DEGRADATION_REASON_LLM_UNAVAILABLE, "llm")
+            ]
+        finally:
+            await run.server.stop(0)
+            await run.deps.close()
+            await generator.aclose()
 
 
 @pytest.mark.rpc(ASK)
 async def test_ask_deadline_before_any_attempt(databases, telemetry_sink, channel_to):
-    run = await _start(databases, telemetry_sink, channel_to, generator=_SlowGenerator())
-    try:
-        code, _, _ = await _error(
-            run.stub.AskQuestion(
-                pb.AskQuestionRequest(tenant_id="acme", question="How many companies?"),
-                timeout=0.3,
+    with FakeGemini() as fake:
+        # The model endpoint stalls (until the fake stops): the request's deadline ends it.
+        fake.script("*", Reply.json({"restatement": "slow"}, delay_s=30.0))
+        generator = _gemini_generator(fake)
+        run = await _start(databases, telemetry_sink, channel_to, generator=generator)
+        try:
+            code, _, _ = await _error(
+                run.stub.AskQuestion(
+                    pb.AskQuestionRequest(tenant_id="acme", question="How many companies?"),
+                    timeout=0.3,
+                )
             )
-        )
-        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
-    finally:
-        await run.server.stop(0)
-        await run.deps.close()
+            assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+            assert fake.requests_for("understand_sql")
+        finally:
+            await run.server.stop(0)
+            await run.deps.close()
+            await generator.aclose()
 
 
 # --- ValidateSql ----------------------------------------------------------------------------

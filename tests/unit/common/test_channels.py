@@ -9,7 +9,6 @@ cases leave the handler running (the server-stream ones are regression guards)."
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,8 +20,6 @@ from services.common import GrpcServer, create_channel
 from tests.conftest import server_settings
 
 SERVICE = "tandem.test.BlockingService"
-# How soon after the client gives up the handler must see it.
-NOTICE_S = 1.0
 
 
 def _identity(data: bytes) -> bytes:
@@ -36,7 +33,6 @@ class Blocking:
     started: asyncio.Event = field(default_factory=asyncio.Event)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     outcome: str = "running"
-    ended_at: float = 0.0
 
     async def block(self) -> None:
         self.started.set()
@@ -46,7 +42,6 @@ class Blocking:
             self.outcome = "cancelled"
             raise
         finally:
-            self.ended_at = time.monotonic()
             self.ended.set()
         self.outcome = "finished"
 
@@ -129,15 +124,14 @@ async def loopback(telemetry_sink, grpc_servers) -> AsyncIterator[Loopback]:
         yield Loopback(blocking, channel)
 
 
-async def _cancelled_downstream(loopback: Loopback, cancel: Callable[[], object]) -> float:
-    """Cancel (after the handler has started) and return how long the server took to see it."""
+async def _cancelled_downstream(loopback: Loopback, cancel: Callable[[], object]) -> bool:
+    """Cancel once the handler has started (the client is then awaiting inside its
+    interceptors: one event loop runs both ends); True when the handler, which would
+    otherwise block for 30 s, was cancelled."""
     await asyncio.wait_for(loopback.server.started.wait(), timeout=5)
-    await asyncio.sleep(0.05)  # the client is now awaiting inside its interceptors
-    cancelled_at = time.monotonic()
     cancel()
     await asyncio.wait_for(loopback.server.ended.wait(), timeout=5)
-    assert loopback.server.outcome == "cancelled"
-    return loopback.server.ended_at - cancelled_at
+    return loopback.server.outcome == "cancelled"
 
 
 async def test_cancelling_the_awaiting_task_cancels_a_unary_call(loopback: Loopback):
@@ -146,7 +140,7 @@ async def test_cancelling_the_awaiting_task_cancels_a_unary_call(loopback: Loopb
         return reply
 
     task = asyncio.create_task(ask())
-    assert await _cancelled_downstream(loopback, task.cancel) < NOTICE_S
+    assert await _cancelled_downstream(loopback, task.cancel)
     with pytest.raises(asyncio.CancelledError):
         await task
 
@@ -154,7 +148,7 @@ async def test_cancelling_the_awaiting_task_cancels_a_unary_call(loopback: Loopb
 async def test_cancelling_the_call_object_cancels_a_unary_call(loopback: Loopback):
     call = loopback.unary()
     waiter = asyncio.create_task(_await(call))
-    assert await _cancelled_downstream(loopback, call.cancel) < NOTICE_S
+    assert await _cancelled_downstream(loopback, call.cancel)
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert call.cancelled()
@@ -166,7 +160,7 @@ async def test_cancelling_the_awaiting_task_cancels_a_client_stream(loopback: Lo
         return reply
 
     task = asyncio.create_task(send())
-    assert await _cancelled_downstream(loopback, task.cancel) < NOTICE_S
+    assert await _cancelled_downstream(loopback, task.cancel)
     with pytest.raises(asyncio.CancelledError):
         await task
 
@@ -176,13 +170,17 @@ async def test_cancelling_the_reading_task_cancels_a_stream(
     loopback: Loopback, request_bytes: bytes
 ):
     received: list[bytes] = []
+    got_first = asyncio.Event()
 
     async def read_all() -> None:
         async for message in loopback.stream(request_bytes):
             received.append(message)
+            got_first.set()
 
     task = asyncio.create_task(read_all())
-    assert await _cancelled_downstream(loopback, task.cancel) < NOTICE_S
+    if request_bytes == b"first":  # the client holds the first message before it gives up
+        await asyncio.wait_for(got_first.wait(), timeout=5)
+    assert await _cancelled_downstream(loopback, task.cancel)
     with pytest.raises(asyncio.CancelledError):
         await task
     assert received == ([b"first"] if request_bytes == b"first" else [])

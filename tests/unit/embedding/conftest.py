@@ -36,6 +36,9 @@ class FakeModel:
         self.calls: list[tuple[EmbedKind, tuple[str, ...]]] = []
         self.threads: set[str] = set()
         self.max_active = 0
+        # ``entered`` is set as a call starts; a call waits while ``gate`` is set and closed.
+        self.entered = threading.Event()
+        self.gate: threading.Event | None = None
         self._active = 0
         self._lock = threading.Lock()
 
@@ -60,7 +63,10 @@ class FakeModel:
             self.max_active = max(self.max_active, self._active)
             self.calls.append((kind, tuple(texts)))
             self.threads.add(threading.current_thread().name)
+        self.entered.set()
         try:
+            if self.gate is not None:
+                self.gate.wait(timeout=10)
             if self.delay_s:
                 time.sleep(self.delay_s)
             if self.fail_on is not None and self.fail_on in texts:

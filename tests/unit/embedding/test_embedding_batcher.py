@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -74,14 +75,19 @@ async def test_oversized_request_is_split_and_reassembled(make_model: type[FakeM
 async def test_query_waits_for_at_most_one_piece_of_a_big_passage_request(
     make_model: type[FakeModel],
 ) -> None:
-    model = make_model(delay_s=0.02)
+    model = make_model()
+    model.gate = threading.Event()
     batcher = MicroBatcher(model, max_wait_s=0.0, max_batch=4)
     ingest = asyncio.create_task(
         batcher.embed([f"chunk {i}" for i in range(16)], EmbedKind.PASSAGE)
     )
-    await asyncio.sleep(0.005)  # the first passage piece is now running
-
-    await batcher.embed(["urgent question"], EmbedKind.QUERY)
+    # The first passage piece is in the model; the query arrives while it runs.
+    assert await asyncio.to_thread(model.entered.wait, 10)
+    query = asyncio.create_task(batcher.embed(["urgent question"], EmbedKind.QUERY))
+    await asyncio.sleep(0)  # the query task runs up to its queued future
+    assert batcher.stats().requests == 2
+    model.gate.set()
+    await query
 
     # the query ran right after the piece in flight, not after the whole request
     kinds = [kind for kind, _ in model.calls]

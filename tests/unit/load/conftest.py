@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,20 +19,26 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 @dataclass
 class PlannedServer:
-    """``delay_for(n)`` seconds for the n-th call (0-based); every ``fail_every``-th fails."""
+    """``delay_for(n)`` seconds for the n-th call (0-based); every ``fail_every``-th fails;
+    with ``hold``, every call waits until it is set. ``held_s``: how long the server itself
+    spent on each answered call (same clock as the driver's, in the same process)."""
 
     delay_for: Callable[[int], float] = lambda _n: 0.0
     fail_every: int = 0
     stream_messages: int = 3
+    hold: asyncio.Event | None = None
     calls: int = 0
     texts: list[str] = field(default_factory=list)
     metadata: list[dict[str, str]] = field(default_factory=list)
+    held_s: list[float] = field(default_factory=list)
     address: str = ""
 
     async def _planned(self, context: Context) -> None:
         number = self.calls
         self.calls += 1
         self.metadata.append({k: str(v) for k, v in context.invocation_metadata() or ()})
+        if self.hold is not None:
+            await self.hold.wait()
         await asyncio.sleep(self.delay_for(number))
         if self.fail_every and (number + 1) % self.fail_every == 0:
             await context.abort(grpc.StatusCode.INTERNAL, "planned failure")
@@ -39,7 +46,9 @@ class PlannedServer:
     async def get_model_info(
         self, request: embedding_pb.GetModelInfoRequest, context: Context
     ) -> embedding_pb.GetModelInfoResponse:
+        began = time.perf_counter()
         await self._planned(context)
+        self.held_s.append(time.perf_counter() - began)
         return embedding_pb.GetModelInfoResponse(model_name="planned")
 
     async def embed(
@@ -52,9 +61,12 @@ class PlannedServer:
     async def ingest(
         self, request: retrieval_pb.IngestDocumentsRequest, context: Context
     ) -> AsyncIterator[retrieval_pb.IngestDocumentsResponse]:
+        began = time.perf_counter()
         await self._planned(context)
-        for _ in range(self.stream_messages):
+        for i in range(self.stream_messages):
             await asyncio.sleep(0.005)
+            if i == self.stream_messages - 1:
+                self.held_s.append(time.perf_counter() - began)
             yield retrieval_pb.IngestDocumentsResponse()
 
 
