@@ -25,4 +25,5 @@ for _ in $(seq 1 900); do
 done
 key=$(sed -n 's/.*export TANDEM_API_KEY=//p' "$log" | head -1)
 if [[ -z "$key" ]]; then cat "$log" >&2; echo "the stack did not come up" >&2; exit 1; fi
-TANDEM_API_KEY="$key" "$BIN/tandem" bench report "$@"
+# TANDEM_STACK_PID: `tandem bench cost` reads the CPU of this stack's processes.
+TANDEM_API_KEY="$key" TANDEM_STACK_PID="$stack" "$BIN/tandem" bench report "$@"

@@ -359,12 +359,14 @@ class RetrievalRepository:
             await conn.execute(
                 "SELECT set_config('tandem.tenant_id', %s, true), "
                 "set_config('hnsw.ef_search', %s, true), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "set_config('plan_cache_mode', 'force_custom_plan', true)",
                 (plan.tenant_id, str(plan.ef_search)),
             )
-            # Never a prepared statement: a generic plan cannot see the tier tsqueries or
-            # the budget and ran the 10K benchmark 50% slower than planning each search.
-            cur = await conn.execute(query, params, prepare=False)
+            # Prepared, so each connection parses and analyses the statement once, but
+            # planned for every search: a generic plan cannot see the tier tsqueries or the
+            # budget and ran the 10K benchmark 50% slower than planning each search.
+            cur = await conn.execute(query, params, prepare=True)
             rows = await cur.fetchall()
         other = rows[0][0] if rows else None
         hits = [_hit(r) for r in rows if r[1] is not None]
@@ -429,9 +431,10 @@ def _hit(row: Sequence[Any]) -> Hit:
 # where a query word is a lexeme of ``to_tsvector('english', query)`` (the parser the
 # chunks' vectors use, stop words dropped), df its chunk count in ``retrieval_terms``, tf
 # the number of positions it holds in the chunk's vector, len(c) the chunk's positions in
-# all (``retrieval_tsvector_length``) and N and avglen the tenant's chunk count and mean
-# length (``retrieval_corpus_stats``). A word occurring q times in the query is weighted
-# q * (k3 + 1) / (q + k3) (Robertson's query-frequency saturation; k3 = 0: once).
+# all (``retrieval_tsvector_length``, stored as ``tsv_length``) and N and avglen the
+# tenant's chunk count and mean length (``retrieval_corpus_stats``). A word occurring q
+# times in the query is weighted q * (k3 + 1) / (q + k3) (Robertson's query-frequency
+# saturation; k3 = 0: once).
 # ``mass`` below is that weight times the IDF: a chunk holding the word once at average
 # length scores exactly its mass, so the sum of the masses is the query's BM25 weight.
 #
@@ -476,6 +479,7 @@ _QUERY_TERMS = sql.SQL(
     WHERE w.df IS NOT NULL
 ), query_terms AS (
     SELECT string_agg(t.quoted, ' & ')::tsquery AS all_words,
+           array_agg(t.lexeme) AS lexemes,
            string_agg(t.quoted, ' | ') FILTER (
                WHERE t.rarity <= t.present - r.required + 1
                  AND (t.rarity = 1 OR %(candidates)s = 0 OR t.cumulative <= %(candidates)s)
@@ -497,12 +501,12 @@ _QUERY_TERMS = sql.SQL(
         SELECT greatest(1, ceil(t.present * %(coverage)s))::int AS required
     ) AS r
 ), tier0 AS MATERIALIZED (
-    SELECT c.chunk_id, c.tsv
+    SELECT c.chunk_id, c.tsv, c.tsv_length
     FROM retrieval_chunks c CROSS JOIN query_terms q
     WHERE {where} AND c.tsv @@ q.all_words
     LIMIT nullif(%(candidates)s, 0)
 ), rest AS MATERIALIZED (
-    SELECT c.chunk_id, c.tsv
+    SELECT c.chunk_id, c.tsv, c.tsv_length
     FROM retrieval_chunks c CROSS JOIN query_terms q
     WHERE {where} AND c.tsv @@ q.probe AND NOT c.tsv @@ q.all_words
     LIMIT nullif(%(candidates)s, 0) - (SELECT count(*) FROM tier0)
@@ -541,9 +545,13 @@ _SPARSE = sql.SQL(
                ) AS score,
                count(*) AS matched
         FROM (
+            -- Only the query's words are unnested: the vector is cut to them in C (mark
+            -- them weight A, keep A), and len(c) is stored (migration 0007).
             SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf,
-                   sum(coalesce(array_length(u.positions, 1), 1)) OVER ()::float8 AS len
-            FROM unnest(c.tsv) AS u
+                   c.tsv_length::float8 AS len
+            FROM unnest(
+                ts_filter(setweight(setweight(c.tsv, 'D'), 'A', q.lexemes), '{a}')
+            ) AS u
         ) AS x
         JOIN terms t ON t.lexeme = x.lexeme
     ) AS s

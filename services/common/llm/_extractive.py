@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 from services.common.llm._rules import search_query
 from services.common.llm._text import (
-    closest,
+    close_to_any,
     keywords,
+    lowered_stems,
     split_sentences,
     stem,
     synonyms,
-    tokenize,
     word_list,
 )
 from services.common.llm._types import (
@@ -75,18 +75,29 @@ class _Coverage:
     fraction: float
 
 
+def _analyse(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The stems of ``text``, and those of its words of four letters or more (the fuzzy
+    match's vocabulary). No token spans a line break, so two lines joined analyse as the
+    union of the two."""
+    pairs = lowered_stems(text)
+    return frozenset(s for _, s in pairs), frozenset(s for low, s in pairs if len(low) >= 4)
+
+
 def _coverage(terms: Sequence[str], text: str) -> _Coverage:
     if not terms:
         return _Coverage((), 0.0)
-    tokens = tokenize(text)
-    stems = {t.stem for t in tokens}
-    words = sorted({t.low for t in tokens if len(t.low) >= 4})
+    return _covered(terms, *_analyse(text))
+
+
+def _covered(terms: Sequence[str], stems: frozenset[str], word_stems: frozenset[str]) -> _Coverage:
+    if not terms:
+        return _Coverage((), 0.0)
     matched = []
     for term in terms:
         if (
             stem(term) in stems
             or any(stem(s) in stems for s in synonyms(term))
-            or (len(term) >= 5 and closest(term, words, cutoff=0.88) is not None)
+            or (len(term) >= 5 and close_to_any(stem(term), word_stems, cutoff=0.88))
         ):
             matched.append(term)
     return _Coverage(tuple(matched), len(matched) / len(terms))
@@ -194,19 +205,25 @@ def _pick_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[st
     document_frequency: dict[str, int] = {}
     split = [(p, split_sentences(p.text)) for p in passages]
     total = sum(len(s) for _, s in split) or 1
+    # Each sentence and title analysed once: the frequencies, the filter and the scoring
+    # below all read them (a title's line joins its sentence's analysis by union).
+    analysed = {sentence: _analyse(sentence) for _, sentences in split for sentence in sentences}
+    own = {sentence: _covered(terms, *analysis) for sentence, analysis in analysed.items()}
     for _, sentences in split:
         for sentence in sentences:
-            for term in set(_coverage(terms, sentence).matched):
+            for term in set(own[sentence].matched):
                 document_frequency[term] = document_frequency.get(term, 0) + 1
     weights = {t: 1.0 + math.log((1 + total) / (1 + document_frequency.get(t, 0))) for t in terms}
     weight_sum = sum(weights.values())
     order = 0
     for rank, (passage, sentences) in enumerate(split):
+        title_stems, title_word_stems = _analyse(passage.title)
         for sentence in sentences:
-            if not _coverage(terms, sentence).matched:
+            if not own[sentence].matched:
                 continue
             # The passage title is context for each of its sentences ("Acme brief: …").
-            cov = _coverage(terms, f"{passage.title}\n{sentence}")
+            stems, word_stems = analysed[sentence]
+            cov = _covered(terms, title_stems | stems, title_word_stems | word_stems)
             weighted = sum(weights[t] for t in cov.matched) / weight_sum
             enough = len(cov.matched) >= min(2, len(terms)) and (
                 cov.fraction >= 0.5 or (len(cov.matched) >= 3 and cov.fraction >= 0.34)

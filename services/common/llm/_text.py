@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 _TOKEN = re.compile(
@@ -105,6 +106,18 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+def lowered_stems(text: str) -> list[tuple[str, str]]:
+    """``(token.low, token.stem)`` of each of ``tokenize(text)``'s tokens, without building
+    them: the extractive synthesis reads only these two, for every retrieved sentence."""
+    pairs = []
+    for match in _TOKEN.finditer(text):
+        low = match.group(0).lower()
+        if low.endswith("'s"):
+            low = low[:-2]
+        pairs.append((low, stem(low)))
+    return pairs
+
+
 @functools.lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A light suffix stripper: plurals, -ing/-ed and a final e (close/closed/closing)."""
@@ -161,6 +174,29 @@ def closest(word: str, vocabulary: list[str], cutoff: float = 0.85) -> str | Non
     stems = {stem(v): v for v in vocabulary if len(stem(v)) >= 4}
     match = difflib.get_close_matches(target, list(stems), n=1, cutoff=cutoff)
     return stems[match[0]] if match else None
+
+
+def has_close(word: str, vocabulary: Iterable[str], cutoff: float = 0.85) -> bool:
+    """``closest(word, vocabulary, cutoff) is not None``, with each (stem, stem) verdict
+    remembered: synthesis asks it of the same question and passage words again and again.
+
+    ``get_close_matches`` finds a match exactly when some candidate's ``ratio()`` reaches
+    the cutoff (its quick ratios are upper bounds), so the answer is the same.
+    """
+    return close_to_any(stem(word), {stem(v) for v in vocabulary}, cutoff)
+
+
+def close_to_any(target: str, stems: Iterable[str], cutoff: float = 0.85) -> bool:
+    """``has_close`` for a stemmed word and already stemmed vocabulary."""
+    if len(target) < 4:
+        return False
+    return any(_near(target, candidate, cutoff) for candidate in stems if len(candidate) >= 4)
+
+
+@functools.lru_cache(maxsize=65536)
+def _near(target: str, candidate: str, cutoff: float) -> bool:
+    # The order get_close_matches compares in: the candidate first, the target second.
+    return difflib.SequenceMatcher(None, candidate, target).ratio() >= cutoff
 
 
 def synonyms(word: str) -> tuple[str, ...]:

@@ -1,0 +1,441 @@
+"""``tandem bench cost``: CPU per request of every gateway RPC, per process of the stack.
+
+Drives Search, Ask RETRIEVE, Ask AUTO on a countable question, AskSql and StreamAsk at a
+fixed concurrency through the edge (or the gateway) and reads, over each load window, the
+CPU that every process of the stack spent — Python services, the edge's nginx, the
+Postgres postmaster and all its backends — from ``/proc``. CPU per request is the number
+to drive down: on a machine shared with the load driver and with other work, wall-clock
+throughput is noisy, CPU per request much less so.
+
+The stack is the one ``make bench`` started (``TANDEM_STACK_PID``: the ``tandem run``
+pid, with ``TANDEM_API_KEY``), or one this command starts with ``tandem run`` in a private
+data directory. ``--baseline SRC`` also starts a second stack from another source tree
+(e.g. ``git worktree add /tmp/base HEAD``) on other ports, and measures the two side by
+side in alternating rounds: a before/after table from one run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.bench._proc import (
+    LinuxProc,
+    ProcSource,
+    StackProcesses,
+    clock_ticks_per_s,
+    cpu_delta,
+    postmaster_pid,
+)
+from services.load import LoadOptions, Report, run_load
+
+# Columns of the per-process table, in call order; ``other`` is the supervisor and guards.
+ROLES = ("edge", "gateway", "router", "retrieval", "sql", "embedding", "postgres", "other")
+# Issue 20's targets: CPU ms per request, every process summed, demo corpus, c=16.
+TARGETS_CPU_MS = {"search": 4.5, "ask_retrieve": 8.0, "ask_sql": 4.0}
+_STACK_PORTS = {
+    "GATEWAY_PORT": 50051,
+    "ROUTER_PORT": 50052,
+    "RETRIEVAL_PORT": 50053,
+    "EMBEDDING_PORT": 50054,
+    "SQL_PORT": 50055,
+    "EDGE_PORT": 50050,
+}
+# The databases the stack's services use on a shared postmaster (retrieval and the gateway
+# on ``postgres``, SQL on the warehouse); other databases' backends are someone else's.
+STACK_DATABASES = frozenset({"postgres", "tandem_warehouse"})
+_KEY_LINE = re.compile(r"export TANDEM_API_KEY=(\S+)")
+
+# Varied questions, so the embedding cache does not turn the run into cache hits.
+SEMANTIC = [
+    "which healthcare accounts asked for a security review",
+    "renewal risk for logistics customers",
+    "pricing objections raised on recent calls",
+    "accounts evaluating the analytics add-on",
+    "what is our refund policy for annual plans",
+    "onboarding problems mentioned by retail accounts",
+    "data residency requirements in call notes",
+    "expansion opportunities in manufacturing",
+    "support escalations about single sign-on",
+    "discount approval policy for enterprise deals",
+    "competitor mentions in education accounts",
+    "security questionnaire follow-ups",
+]
+COUNTABLE = [
+    "How many companies are there?",
+    "How many open opportunities are there?",
+    "How many deals are closed won?",
+    "How many companies are in the Healthcare industry?",
+    "What is the average deal amount?",
+    "How many opportunities are there in each stage?",
+    "How many companies are in each region?",
+    "What is the total amount of closed won deals?",
+]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One gateway RPC and the requests it rotates over."""
+
+    key: str
+    label: str
+    call: str
+    data: list[dict[str, Any]]
+
+
+SCENARIOS = (
+    Scenario(
+        "search",
+        "Search (hybrid)",
+        "tandem.v1.GatewayService.Search",
+        [{"query": q, "mode": "SEARCH_MODE_HYBRID", "top_k": 10} for q in SEMANTIC],
+    ),
+    Scenario(
+        "ask_retrieve",
+        "Ask RETRIEVE",
+        "tandem.v1.GatewayService.Ask",
+        [{"question": q, "mode": "ASK_MODE_RETRIEVE"} for q in SEMANTIC],
+    ),
+    Scenario(
+        "ask_auto_sql",
+        "Ask AUTO (SQL question)",
+        "tandem.v1.GatewayService.Ask",
+        [{"question": q, "mode": "ASK_MODE_AUTO"} for q in COUNTABLE],
+    ),
+    Scenario(
+        "ask_sql",
+        "AskSql",
+        "tandem.v1.GatewayService.AskSql",
+        [{"question": q} for q in COUNTABLE],
+    ),
+    Scenario(
+        "stream_ask",
+        "StreamAsk (AUTO)",
+        "tandem.v1.GatewayService.StreamAsk",
+        [{"question": q} for q in SEMANTIC],
+    ),
+)
+
+
+@dataclass
+class Stack:
+    """A stack under measurement: where to call it, with which key, and its processes."""
+
+    name: str
+    target: str
+    api_key: str
+    processes: StackProcesses
+    process: subprocess.Popen[bytes] | None = None
+    log: Path | None = None
+
+
+@dataclass
+class Tally:
+    """One scenario on one stack, pooled over its rounds."""
+
+    count: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    cpu_s: dict[str, float] = field(default_factory=dict)
+    latencies_s: list[float] = field(default_factory=list)
+
+    def add(self, report: Report, cpu_s: dict[str, float]) -> None:
+        self.count += report.count
+        self.errors += sum(n for code, n in report.status_code_distribution.items() if code != "OK")
+        self.seconds += report.total_s
+        for role, spent in cpu_s.items():
+            self.cpu_s[role] = self.cpu_s.get(role, 0.0) + spent
+        self.latencies_s += [c.latency_s for c in report.details if c.status == "OK"]
+
+    def summary(self) -> dict[str, Any]:
+        """Requests/s, p50/p99 (nearest rank over OK calls) and CPU ms per request."""
+        per_request = {
+            role: round(self.cpu_s.get(role, 0.0) * 1000 / self.count, 2) if self.count else None
+            for role in ROLES
+        }
+        total = sum(self.cpu_s.values()) * 1000 / self.count if self.count else math.nan
+        return {
+            "requests": self.count,
+            "errors": self.errors,
+            "rps": round(self.count / self.seconds, 1) if self.seconds else math.nan,
+            "p50_ms": _percentile_ms(self.latencies_s, 50),
+            "p99_ms": _percentile_ms(self.latencies_s, 99),
+            "cpu_ms_per_request": round(total, 2),
+            "cpu_ms_per_request_by_process": per_request,
+        }
+
+
+def _percentile_ms(values: Sequence[float], pct: int) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return round(ordered[rank - 1] * 1000, 1)
+
+
+async def measure(
+    stack: Stack,
+    scenario: Scenario,
+    *,
+    concurrency: int,
+    duration_s: float,
+    warm_up_s: float,
+    source: ProcSource,
+    ticks_per_s: int,
+) -> tuple[Report, dict[str, float]]:
+    """One warm-up and one measured window; the CPU every stack process spent in it."""
+    options = LoadOptions(
+        call=scenario.call,
+        host=stack.target,
+        data=scenario.data,
+        metadata={"authorization": f"Bearer {stack.api_key}"},
+        concurrency=concurrency,
+        duration_s=warm_up_s,
+        insecure=True,
+        timeout_s=10.0,
+        name=f"{scenario.key} c={concurrency}",
+    )
+    await run_load(options)
+    before = stack.processes.snapshot(source)
+    report = await run_load(LoadOptions(**{**options.__dict__, "duration_s": duration_s}))
+    after = stack.processes.snapshot(source)
+    return report, cpu_delta(before, after, ticks_per_s)
+
+
+def _offset_ports(offset: int) -> dict[str, str]:
+    return {name: str(port + offset) for name, port in _STACK_PORTS.items()}
+
+
+def start_stack(
+    name: str, data_dir: Path, *, port_offset: int, source: Path | None, timeout_s: float
+) -> Stack:
+    """``tandem run`` in ``data_dir`` on shifted ports (quota raised so the run measures the
+    system), from ``source`` when given; waits for the printed demo key."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    for variable in ("DATABASE_URL", "WAREHOUSE_DATABASE_URL", "TANDEM_API_KEY"):
+        env.pop(variable, None)
+    env.update(_offset_ports(port_offset))
+    env.update(
+        TANDEM_DATA_DIR=str(data_dir.resolve()),
+        GATEWAY_RATE_PER_S="100000",
+        GATEWAY_BURST="100000",
+    )
+    model = Path(".tandem/models/all-MiniLM-L6-v2-int8")
+    if "EMBEDDING_MODEL_PATH" not in env and "EMBEDDING_MODEL" not in env and model.is_dir():
+        env["EMBEDDING_MODEL_PATH"] = str(model.resolve())  # not assembled again per stack
+    cwd = None
+    if source is not None:
+        # ``python -m`` puts the working directory first on sys.path, ahead of PYTHONPATH:
+        # the stack runs from inside the source tree, or it would run this one.
+        cwd = source.resolve()
+        env["PYTHONPATH"] = os.pathsep.join([str(cwd), str(cwd / "gen")])
+    log = data_dir / "run.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _CLI, "run"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+        )
+    deadline = time.monotonic() + timeout_s
+    key = None
+    while key is None:
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop_stack(Stack(name, "", "", StackProcesses(()), process, log))
+            tail = log.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"the {name} stack did not come up (log {log}):\n{tail}")
+        match = _KEY_LINE.search(log.read_text(errors="replace"))
+        key = match.group(1) if match else None
+        time.sleep(0.5)
+    roots = [process.pid]
+    postmaster = postmaster_pid(data_dir / "pg")
+    if postmaster is not None:
+        roots.append(postmaster)
+    target = f"127.0.0.1:{_STACK_PORTS['EDGE_PORT'] + port_offset}"
+    return Stack(name, target, key, StackProcesses(tuple(roots)), process, log)
+
+
+def stop_stack(stack: Stack) -> None:
+    """Ctrl-C to ``tandem run`` (it drains and stops everything), killed if it hangs."""
+    if stack.process is None or stack.process.poll() is not None:
+        return
+    stack.process.send_signal(signal.SIGINT)
+    try:
+        stack.process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        stack.process.kill()
+        stack.process.wait()
+
+
+def attach_stack(stack_pid: int, api_key: str, target: str, data_dir: Path) -> Stack:
+    """The stack ``make bench`` started: its supervisor's tree, and the postmaster of its
+    data directory (shared, perhaps: only the stack's databases' backends count)."""
+    roots = [stack_pid]
+    postmaster = postmaster_pid(data_dir / "pg")
+    if postmaster is not None:
+        roots.append(postmaster)
+    return Stack("current", target, api_key, StackProcesses(tuple(roots), STACK_DATABASES))
+
+
+_CLI = "import sys; from services.cli._main import main; sys.exit(main(sys.argv[1:]))"
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    """What ``tandem bench cost`` runs."""
+
+    out: Path = Path("bench-results/cost.json")
+    concurrency: int = 16
+    duration_s: float = 10.0
+    warm_up_s: float = 2.0
+    rounds: int = 1
+    scenarios: tuple[str, ...] = tuple(s.key for s in SCENARIOS)
+    baseline: Path | None = None
+    data_dir: Path = Path(".tandem/bench-cost")
+    through: str = "edge"
+    start_timeout_s: float = 900.0
+
+
+async def _run_rounds(
+    stacks: Sequence[Stack], settings: CostSettings
+) -> dict[str, dict[str, Tally]]:
+    source = LinuxProc()
+    ticks = clock_ticks_per_s()
+    tallies: dict[str, dict[str, Tally]] = {s.name: {} for s in stacks}
+    chosen = [s for s in SCENARIOS if s.key in settings.scenarios]
+    for scenario in chosen:
+        for index in range(settings.rounds):
+            # Alternate which stack goes first, so neither always follows the other's load.
+            order = list(stacks) if index % 2 == 0 else list(reversed(stacks))
+            for stack in order:
+                report, cpu_s = await measure(
+                    stack,
+                    scenario,
+                    concurrency=settings.concurrency,
+                    duration_s=settings.duration_s,
+                    warm_up_s=settings.warm_up_s,
+                    source=source,
+                    ticks_per_s=ticks,
+                )
+                tallies[stack.name].setdefault(scenario.key, Tally()).add(report, cpu_s)
+                total = sum(cpu_s.values()) * 1000 / report.count if report.count else math.nan
+                print(
+                    f"  {scenario.label:<24} {stack.name:<8} round {index + 1}: "
+                    f"{report.rps:7.1f} req/s  {total:6.2f} CPU ms/request",
+                    flush=True,
+                )
+    return tallies
+
+
+def render(results: dict[str, Any]) -> str:
+    """The printed table: per RPC and stack, throughput, latency and CPU ms per process."""
+    names = list(results["stacks"])
+    lines = [
+        f"CPU per request through the {results['through']}, c={results['concurrency']}, "
+        f"{results['duration_s']:g} s x {results['rounds']} round(s) per stack; "
+        "CPU ms per request summed over every process of the stack",
+        "",
+    ]
+    header = f"{'rpc':<24}{'stack':<9}{'req/s':>8}{'p50':>7}{'p99':>7}{'err':>5}{'CPU ms':>8}"
+    header += "".join(f"{role[:9]:>10}" for role in ROLES)
+    lines.append(header)
+    for scenario in SCENARIOS:
+        rows = [(n, results["stacks"][n].get(scenario.key)) for n in names]
+        for name, row in rows:
+            if row is None:
+                continue
+            per = row["cpu_ms_per_request_by_process"]
+            line = (
+                f"{scenario.label:<24}{name:<9}{row['rps']:>8.1f}{row['p50_ms']:>7.1f}"
+                f"{row['p99_ms']:>7.1f}{row['errors']:>5}{row['cpu_ms_per_request']:>8.2f}"
+            )
+            line += "".join(f"{per[r]:>10.2f}" for r in ROLES)
+            lines.append(line)
+    targets = ", ".join(f"{k} ≤ {v:g} ms" for k, v in TARGETS_CPU_MS.items())
+    lines += ["", f"targets (issue 20, CPU ms per request): {targets}"]
+    return "\n".join(lines)
+
+
+def run(settings: CostSettings) -> dict[str, Any]:
+    """Start or attach, measure, stop what was started; the results as JSON-ready data."""
+    stacks: list[Stack] = []
+    stack_pid = os.environ.get("TANDEM_STACK_PID")
+    api_key = os.environ.get("TANDEM_API_KEY")
+    try:
+        if stack_pid and api_key and settings.baseline is None:
+            port = _STACK_PORTS["EDGE_PORT" if settings.through == "edge" else "GATEWAY_PORT"]
+            default = f"127.0.0.1:{os.environ.get(f'{settings.through.upper()}_PORT', port)}"
+            target = (
+                default if settings.through == "edge" else os.environ.get("TANDEM_GATEWAY", default)
+            )
+            data_dir = Path(os.environ.get("TANDEM_DATA_DIR") or ".tandem")
+            stacks.append(attach_stack(int(stack_pid), api_key, target, data_dir))
+        else:
+            if settings.baseline is not None:
+                print(f"starting the before stack from {settings.baseline} …", flush=True)
+                stacks.append(
+                    start_stack(
+                        "before",
+                        settings.data_dir / "before",
+                        port_offset=200,
+                        source=settings.baseline,
+                        timeout_s=settings.start_timeout_s,
+                    )
+                )
+            name = "after" if settings.baseline is not None else "current"
+            print(f"starting the {name} stack …", flush=True)
+            stacks.append(
+                start_stack(
+                    name,
+                    settings.data_dir / name,
+                    port_offset=100,
+                    source=None,
+                    timeout_s=settings.start_timeout_s,
+                )
+            )
+            if settings.through == "gateway":
+                for stack in stacks:
+                    port = int(stack.target.rsplit(":", 1)[1])
+                    gap = _STACK_PORTS["GATEWAY_PORT"] - _STACK_PORTS["EDGE_PORT"]
+                    stack.target = f"127.0.0.1:{port + gap}"
+        tallies = asyncio.run(_run_rounds(stacks, settings))
+    finally:
+        for stack in reversed(stacks):
+            stop_stack(stack)
+    return {
+        "through": settings.through,
+        "concurrency": settings.concurrency,
+        "duration_s": settings.duration_s,
+        "warm_up_s": settings.warm_up_s,
+        "rounds": settings.rounds,
+        "baseline": str(settings.baseline) if settings.baseline else None,
+        "targets_cpu_ms": TARGETS_CPU_MS,
+        "stacks": {
+            name: {key: tally.summary() for key, tally in by_key.items()}
+            for name, by_key in tallies.items()
+        },
+    }
+
+
+def main(settings: CostSettings) -> dict[str, Any]:
+    """Run the benchmark, print the table, write JSON to ``settings.out``."""
+    results = run(settings)
+    print(render(results))
+    settings.out.parent.mkdir(parents=True, exist_ok=True)
+    settings.out.write_text(json.dumps(results, indent=2))
+    print(f"\nwrote {settings.out}")
+    return results
