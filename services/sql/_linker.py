@@ -1756,9 +1756,15 @@ class QuestionLinker:
         words equal to one stored value, capitalised or quoted when it is a single word
         (a lower-case word is more likely a word than a name). Returns the words used."""
         used: set[str] = set()
+        taken: set[int] = set()
+        for i, col, value, size in self._called(toks):
+            # "companies named Acme GmbH": the name column of the table just named, even
+            # for a name the value index has not seen yet (a row added since it loaded)
+            plan.filters.append((col, f"{{c}} = {lit(value)}"))
+            taken |= {i + k for k in range(size)}
+            used |= {t.low for t in toks[i - 1 : i + size]}  # the cue word too
         if not self.vocab.names:
             return used
-        taken: set[int] = set()
         for size in (4, 3, 2, 1):
             for i in range(len(toks) - size + 1):
                 window = toks[i : i + size]
@@ -1785,6 +1791,48 @@ class QuestionLinker:
                 taken |= {i + k for k in range(size)}
                 used |= {t.low for t in window}
         return used
+
+    def _called(self, toks: list[Tok]) -> list[tuple[int, Col, str, int]]:
+        """Values the question introduces as a name ("named Acme GmbH", "called 'Blue
+        Fox'"): (first token, the name column of the table named before, value, tokens)."""
+        found = []
+        for i, tok in enumerate(toks[:-1]):
+            if tok.low not in ("named", "called", "titled"):
+                continue
+            run = [toks[i + 1]]
+            if not run[0].quoted:
+                if not run[0].text[:1].isupper():
+                    continue
+                for nxt in toks[i + 2 :]:
+                    gap = self.question[run[-1].end : nxt.start]
+                    if gap.strip() or not nxt.text[:1].isupper():
+                        break
+                    run.append(nxt)
+            before = [t for t in self.named if self._mentioned_before(t, tok.start)]
+            if not before:
+                continue
+            table = before[-1]
+            column = next(
+                (
+                    c.column
+                    for c in self._labels(table)
+                    if not _is_key(c) and not _is_number(c.column.data_type)
+                ),
+                None,
+            )
+            if column is None:
+                continue
+            value = self.question[run[0].start : run[-1].end].strip("'\"")
+            found.append((i + 1, Col(table, column), value, len(run)))
+        return found
+
+    def _mentioned_before(self, table: TableInfo, at: int) -> bool:
+        words = [stem(t.low) for t in tokenize(self.question[:at]) if not t.quoted]
+        return any(
+            self.vocab.table_score(words[j : j + len(n) + 1], table) >= 0.99
+            for n in self.vocab.table_names(table)
+            for j in range(len(words))
+        )
 
     def _value_inside(self, tok: Tok) -> tuple[Col, str] | None:
         """A word found in exactly one multi-word stored value, and naming nothing else

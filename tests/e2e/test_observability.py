@@ -154,9 +154,12 @@ def _run_every_path(stack: ProcessStack, observed: Observed) -> None:
         observed.trace_ids["stream"] = _trace_id(stream)
         observed.answers["stream"] = " ".join(finals)
 
+        # the canary rides in the question's instructions (request data a product sends,
+        # as private as the question) and comes back in the answer's row
         asked, call = stub.AskSql.with_call(
             gpb.GatewayServiceAskSqlRequest(
-                question=f"Which company has the most employees? {canary}"
+                question="Which company has the most employees?",
+                instructions=f"Project codename {canary}.",
             ),
             metadata=metadata,
             timeout=60,

@@ -153,3 +153,16 @@ def test_the_most_of_a_child_table_and_sums_per_listed_row() -> None:
 def test_result_columns_have_readable_distinct_names() -> None:
     sql = _sql("List the title and genre of books")
     assert sql == "SELECT t0.title AS title, t0.genre AS genre FROM public.books AS t0"
+
+
+def test_a_name_the_index_has_not_seen_is_taken_as_said_after_named() -> None:
+    # a member added since the catalog loaded: the question says it is a name
+    sql = _sql("How many loans does the member named Nora Quinn have?")
+    assert "JOIN public.members AS t1 ON t1.member_id = t0.member_id" in sql
+    assert sql.endswith("WHERE (t1.full_name = 'Nora Quinn')")
+    assert _sql("List the books called 'The Long Way'").endswith(
+        "WHERE (t0.title = 'The Long Way')"
+    )
+    # without the cue an unknown name is refused, never guessed
+    with pytest.raises(LinkError, match="Nora"):
+        _sql("How many loans does Nora Quinn have?")
