@@ -182,6 +182,15 @@ class QuestionLinker:
             if p and p not in STOP_WORDS
         ]
         self.named: list[TableInfo] = self._named_tables(toks)
+        # words inside a multi-word name the question uses ("Security Suite"): part of
+        # that name, not values of their own
+        self.in_names = {
+            t.low
+            for size in (2, 3, 4)
+            for i in range(len(toks) - size + 1)
+            if " ".join(w.low for w in toks[i : i + size]) in vocab.names
+            for t in toks[i : i + size]
+        }
 
     # -- definitions ------------------------------------------------------------------
 
@@ -393,7 +402,7 @@ class QuestionLinker:
             if noun and (w.lower().strip("?,.") in GRAMMAR_WORDS or w.lower() in STOP_WORDS):
                 break  # "meetings happened this quarter": the noun has ended
             noun.append(w)
-            if self.vocab.tables_named([stem(w.strip("?,."))]) or len(noun) >= 3:
+            if self.vocab.tables_named([stem(w.strip("?,."))]) or len(noun) >= 5:
                 break
         return " ".join(noun)
 
@@ -770,7 +779,7 @@ class QuestionLinker:
         threshold = 0.5
         if func == "COUNT":
             for i, w in enumerate(list(words)):
-                hit = self._value_word(w)
+                hit = None if w in self.in_names else self._value_word(w)
                 if hit is not None and len(words) > 1:
                     col, value = hit
                     equals = f"{{c}} = {lit(value)}"

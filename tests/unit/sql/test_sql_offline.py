@@ -209,3 +209,12 @@ async def test_one_question_is_read_once_for_all_three_roles(view, monkeypatch):
     for i in range(200):
         generator.read(f"How many companies are there in {2000 + i}?", view)
     assert len(generator._readings) <= 64
+
+
+def test_a_word_of_a_named_product_is_not_a_value_of_its_own(view):
+    # "Security" is also a product category; inside "Security Suite" it is the name's
+    assert sql("How many open Security Suite opportunities are there?", view) == (
+        "SELECT COUNT(*) AS count FROM public.opportunities AS t0 JOIN public.products AS t1"
+        " ON t1.product_id = t0.product_id WHERE (t1.name = 'Security Suite')"
+        " AND (NOT t0.stage IN ('Closed Won', 'Closed Lost'))"
+    )
