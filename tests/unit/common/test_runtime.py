@@ -60,6 +60,17 @@ def call(channel: grpc.aio.Channel, name: str) -> Any:
     )
 
 
+async def _server_spans(sink: Any, suffix: str) -> list[Any]:
+    """The server's finished spans of a method. The server ends its span after the reply
+    has left, so the client can be back first: wait (bounded) for the span to finish."""
+    for _ in range(500):
+        spans = [s for s in sink.spans.get_finished_spans() if s.name.endswith(suffix)]
+        if spans:
+            return spans
+        await asyncio.sleep(0.01)
+    return []
+
+
 async def test_unexpected_error_is_internal_with_sanitised_message_and_error_span(
     telemetry_sink, grpc_servers
 ):
@@ -79,7 +90,7 @@ async def test_unexpected_error_is_internal_with_sanitised_message_and_error_spa
     assert err.value.code() == grpc.StatusCode.INTERNAL
     assert err.value.details() == INTERNAL_MESSAGE
     assert "secret" not in (err.value.details() or "")
-    spans = [s for s in sink.spans.get_finished_spans() if s.name.endswith("/Boom")]
+    spans = await _server_spans(sink, "/Boom")
     assert len(spans) == 1
     assert spans[0].status.status_code == trace.StatusCode.ERROR
     assert any(e.name == "exception" for e in spans[0].events)
@@ -236,7 +247,7 @@ async def test_client_trace_id_appears_in_server_span(telemetry_sink, grpc_serve
             trace_id = root.get_span_context().trace_id
         returned = dict(await rpc.trailing_metadata())["x-trace-id"]
     assert returned == format(trace_id, "032x")
-    server_spans = [s for s in server_sink.spans.get_finished_spans() if s.name.endswith("/Ok")]
+    server_spans = await _server_spans(server_sink, "/Ok")
     assert len(server_spans) == 1
     assert server_spans[0].context.trace_id == trace_id
     assert server_spans[0].kind == trace.SpanKind.SERVER
