@@ -280,7 +280,8 @@ async def test_deadline_propagates_to_downstream_call(telemetry_sink, grpc_serve
     await downstream.close()
     # The hop runs under the client's deadline (not the server's 30 s default), and the
     # runtime's scope holds that same deadline: two readings of it at the same moment.
-    assert 0 < seen["hop"] <= 3.0 + 1e-3
+    # (gRPC sends the timeout rounded up to its wire units, so allow a little over 3 s.)
+    assert 0 < seen["hop"] <= 3.1
     assert abs(seen["hop_contextvar"] - seen["hop"]) < 0.1
     # The leaf gets what is left after the hop's 0.2 s of work, not a fresh budget.
     assert seen["leaf"] < seen["hop"] - 0.15
