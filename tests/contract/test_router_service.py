@@ -13,7 +13,7 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from services.common.llm import DeterministicProvider, PlanRequest
+from services.common.llm import DeterministicProvider
 from services.router import RouterSettings
 from services.router._server import RouterDeps, build_deps, create_server, ready
 from services.sql import TargetConfig, Warehouse, ensure_warehouse
@@ -308,33 +308,6 @@ async def test_unreachable_engines_degrade_instead_of_unavailable(telemetry_sink
             )
         ]
         assert events[-1].final_answer.degraded
-    finally:
-        await server.stop(0)
-        await deps.close()
-
-
-class _Broken(DeterministicProvider):
-    async def plan(self, request: PlanRequest) -> Any:
-        raise RuntimeError("a bug with private details: SELECT secret")
-
-
-@pytest.mark.rpc(ASK)
-@pytest.mark.rpc(STREAM)
-async def test_bugs_are_internal_and_sanitised(engines, telemetry_sink, channel_to):
-    stub, server, deps = await _router(engines, telemetry_sink, channel_to, llm=_Broken())
-    try:
-        for method in ("Ask", "StreamAsk"):
-            call_request = pb.AskRequest(tenant_id="acme", question=COMPOUND)
-            if method == "Ask":
-                with pytest.raises(grpc.aio.AioRpcError) as caught:
-                    await stub.Ask(call_request, timeout=20)
-            else:
-                stream = stub.StreamAsk(pb.StreamAskRequest(**_fields(call_request)), timeout=20)
-                with pytest.raises(grpc.aio.AioRpcError) as caught:
-                    async for _ in stream:
-                        pass
-            assert caught.value.code() == grpc.StatusCode.INTERNAL
-            assert "secret" not in (caught.value.details() or "")
     finally:
         await server.stop(0)
         await deps.close()

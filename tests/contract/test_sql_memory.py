@@ -1,12 +1,11 @@
 """SqlService's answer memory through its generated stubs on a real server, the demo
 warehouse and a real memory store (embedded Postgres, row-level security): TeachSql,
 ListConfirmedPairs, DeleteConfirmedPair, SubmitFeedback and AskQuestion's reuse — each
-success and each documented error. The embedder is a plain fake of our own interface
-(the real model is exercised in tests/integration/sql/test_sql_memory.py)."""
+success and each documented error. Questions are embedded by the real embedding service
+(the real model) on loopback; "down" is that service unreachable."""
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -14,7 +13,6 @@ from datetime import date
 from typing import Any
 
 import grpc
-import numpy as np
 import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
@@ -24,8 +22,7 @@ from services.common.llm import GeminiProvider, LlmSettings
 from services.sql import SqlSettings, TargetConfig, ensure_warehouse
 from services.sql._answers import MemorySettings, open_memory
 from services.sql._llm_adapter import LlmSqlGenerator
-from services.sql._memory import EmbeddingUnavailable, MemoryStore, Vector
-from services.sql._reuse import content_words, read
+from services.sql._memory import GrpcQuestionEmbedder, MemoryStore
 from services.sql._server import SqlDeps, build_deps, create_server, ready
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
@@ -45,19 +42,8 @@ GERMANY = "How many companies are in Germany?"
 GERMANY_SQL = "SELECT count(*) AS companies FROM companies WHERE country = 'Germany'"
 
 
-class BagOfWords:
-    """A deterministic fake of QuestionEmbedder: hashed content words, normalised."""
-
-    def __init__(self, *, down: bool = False) -> None:
-        self.down = down
-
-    async def embed(self, text: str) -> tuple[Vector, str]:
-        if self.down:
-            raise EmbeddingUnavailable("UNAVAILABLE")
-        vector = np.zeros(384, dtype=np.float32)
-        for word in content_words(read(text)) | {"_"}:
-            vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 384] += 1.0
-        return vector / np.linalg.norm(vector), "fake-bag-of-words"
+# Nothing listens here: the embedding service is down.
+NO_EMBEDDING = "127.0.0.1:1"
 
 
 @dataclass
@@ -73,7 +59,7 @@ async def _start(
     channel_to,
     *,
     memory=True,
-    embedder=None,
+    embedding_addr=NO_EMBEDDING,
     generator=None,
     memory_settings=None,
 ) -> Running:
@@ -86,7 +72,9 @@ async def _start(
         settings,
         telemetry_sink("sql").telemetry,
         configs=[TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({"*"}))],
-        memory=(store, embedder or BagOfWords()) if store is not None else None,
+        memory=(store, GrpcQuestionEmbedder(channel_to(embedding_addr)))
+        if store is not None
+        else None,
         memory_settings=memory_settings,
         generator=generator,
     )
@@ -96,8 +84,8 @@ async def _start(
 
 
 @pytest.fixture
-async def running(pg_url, telemetry_sink, channel_to) -> AsyncIterator[Running]:
-    run = await _start(pg_url, telemetry_sink, channel_to)
+async def running(pg_url, embedding, telemetry_sink, channel_to) -> AsyncIterator[Running]:
+    run = await _start(pg_url, telemetry_sink, channel_to, embedding_addr=embedding.server.address)
     yield run
     await run.server.stop(0)
     await run.deps.close()
@@ -179,7 +167,7 @@ async def test_teach_refuses_what_the_gate_refuses_naming_the_rule(running):
 async def test_teach_without_the_embedding_service_is_unavailable(
     pg_url, telemetry_sink, channel_to
 ):
-    run = await _start(pg_url, telemetry_sink, channel_to, embedder=BagOfWords(down=True))
+    run = await _start(pg_url, telemetry_sink, channel_to)  # no embedding service
     try:
         code, _, reason, _ = await _error(
             run.stub.TeachSql(pb.TeachSqlRequest(tenant_id="acme", question="q", sql="SELECT 1"))
@@ -360,13 +348,14 @@ async def test_ask_with_no_matching_pair_runs_the_pipeline_unchanged(running):
 
 @pytest.mark.rpc(ASK)
 async def test_with_a_model_the_nearest_pairs_are_few_shot_examples_and_named(
-    pg_url, telemetry_sink, channel_to
+    pg_url, embedding, telemetry_sink, channel_to
 ):
     with FakeGemini() as gemini:
         generator = LlmSqlGenerator(GeminiProvider(LlmSettings(
             api_key="k", base_url=gemini.base_url, timeout_s=5.0, max_retries=0)))  # fmt: skip
         # A reworded question below the paraphrase bar: not adapted offline, but near.
         run = await _start(pg_url, telemetry_sink, channel_to, generator=generator,
+                           embedding_addr=embedding.server.address,
                            memory_settings=MemorySettings(paraphrase_similarity=0.99))  # fmt: skip
         try:
             who = tenant()

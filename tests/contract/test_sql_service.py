@@ -18,16 +18,12 @@ from grpc_status import rpc_status
 from services.common import GrpcServer, embedded_server_url
 from services.common.llm import GeminiProvider, LlmSettings
 from services.sql import (
-    Proposal,
     SqlSettings,
-    TableChoice,
     TargetConfig,
-    Understanding,
     demo_glossary,
     ensure_warehouse,
     grant_read_only,
 )
-from services.sql._ask import SchemaView
 from services.sql._glossary import GlossaryEntry
 from services.sql._llm_adapter import LlmSqlGenerator
 from services.sql._server import SqlDeps, build_deps, create_server, ready
@@ -311,61 +307,70 @@ async def test_ask_invalid_arguments(running, request_, field):
     assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
 
 
-class _RecordingGenerator:
-    """Keeps the schema views it was given; reports one definition applied, one not."""
+DEFINITIONS = (GlossaryEntry("big", expression="employee_count > 1000"),)
+BIG = "How many big companies are there?"
+# Instructions at the cap: one definition the question does not use, then filler.
+RULES = ("churn means no order in 90 days. " + "y" * 4000)[:4000]
 
-    def __init__(self) -> None:
-        self.views: list[SchemaView] = []
 
-    async def understand(self, question, schema):
-        self.views.append(schema)
-        return Understanding("recorded")
-
-    async def identify_tables(self, question, understanding, schema):
-        return TableChoice(("public.companies",))
-
-    async def generate(self, question, understanding, schema):
-        self.views.append(schema)
-        return Proposal(
-            sql="SELECT count(*) AS n FROM public.companies",
-            definitions_applied=("active",),
-            definitions_ignored=("churn",),
+def _with_definitions(dbs: Databases) -> list[TargetConfig]:
+    return [
+        TargetConfig(
+            "warehouse", dbs.warehouse_reader_url, tenants=frozenset({"*"}), glossary=DEFINITIONS
         )
-
-    repair = generate
+    ]
 
 
 @pytest.mark.rpc(ASK)
-async def test_ask_passes_instructions_and_glossary_and_reports_definitions(
+async def test_ask_reports_the_definitions_it_applied_and_ignored(
     databases, telemetry_sink, channel_to
 ):
-    glossary = (GlossaryEntry("active", definition="status = 'active'"),)
-    targets = [
-        TargetConfig(
-            "warehouse",
-            databases.warehouse_reader_url,
-            tenants=frozenset({"*"}),
-            glossary=glossary,
-        )
-    ]
-    generator = _RecordingGenerator()
-    run = await _start(databases, telemetry_sink, channel_to, generator, targets)
-    rules = ("churn means no order in 90 days. " + "y" * 4000)[:4000]  # at the cap
+    run = await _start(databases, telemetry_sink, channel_to, targets=_with_definitions(databases))
     try:
         reply = await run.stub.AskQuestion(
-            pb.AskQuestionRequest(tenant_id="acme", question="How many?", instructions=rules),
+            pb.AskQuestionRequest(tenant_id="acme", question=BIG, instructions=RULES),
             timeout=10,
         )
     finally:
         await run.server.stop(0)
         await run.deps.close()
-    assert len(rules) == 4000
+    assert len(RULES) == 4000
     assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
-    assert list(reply.definitions_applied) == ["active"]
+    assert "employee_count > 1000" in reply.result.sql
+    assert list(reply.definitions_applied) == ["big"]
     assert list(reply.definitions_ignored) == ["churn"]
-    assert generator.views and all(
-        v.instructions == rules and v.glossary == glossary for v in generator.views
-    )
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_gives_the_model_the_glossary_and_the_instructions(
+    databases, telemetry_sink, channel_to
+):
+    with FakeGemini() as fake:
+        fake.script("understand_sql", Reply.json({"restatement": "Count big companies."}))
+        fake.script("identify_tables", Reply.json({"tables": ["companies"]}))
+        fake.script(
+            "generate_sql",
+            Reply.json({"sql": "SELECT count(*) AS n FROM companies WHERE employee_count > 1000"}),
+        )
+        generator = _gemini_generator(fake)
+        run = await _start(
+            databases, telemetry_sink, channel_to, generator, _with_definitions(databases)
+        )
+        try:
+            reply = await run.stub.AskQuestion(
+                pb.AskQuestionRequest(tenant_id="acme", question=BIG, instructions=RULES),
+                timeout=10,
+            )
+        finally:
+            await run.server.stop(0)
+            await run.deps.close()
+            await generator.aclose()
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED and not reply.degraded
+    assert [r.role for r in fake.requests] == ["understand_sql", "identify_tables", "generate_sql"]
+    for request in fake.requests:
+        prompt = request.system_text + "".join(text for _, text in request.turns)
+        assert DEFINITIONS[0].text() in prompt, request.role
+        assert RULES in prompt, request.role  # whole, at the cap
 
 
 def _gemini_generator(fake: FakeGemini, **settings: object) -> LlmSqlGenerator:

@@ -34,13 +34,15 @@ _STATUS_NAMES = {
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer: candidate text with token counts, or an HTTP error."""
+    """One scripted answer: candidate text with token counts, or an HTTP error (whose
+    message quotes the request's text when ``echo`` is set, as some endpoints do)."""
 
     text: str = ""
     status: int = 200
     delay_s: float = 0.0
     input_tokens: int = 20
     output_tokens: int = 8
+    echo: bool = False
 
     @classmethod
     def json(cls, value: object, **kwargs: Any) -> Reply:
@@ -140,7 +142,10 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay_s and script.stopping.wait(reply.delay_s):
             return
         if reply.status != 200:
-            self._send(reply.status, _error_body(reply.status, "scripted failure"))
+            message = "scripted failure"
+            if reply.echo:
+                message += ": " + " ".join(text for _, text in recorded.turns)
+            self._send(reply.status, _error_body(reply.status, message))
             return
         self._send(
             200,

@@ -1,62 +1,59 @@
 """The dataset eval end to end on a made-up three-question dataset: the database is
 re-created and loaded with psql into the real embedded Postgres, gold SQL runs as the
-owner, questions go through the real AskQuestion RPC with their instructions, and the
-report counts answered / correct / refused."""
+owner, questions go through the real AskQuestion RPC with their instructions to the real
+Gemini generator (the scripted local endpoint answering), and the report counts
+answered / correct / refused."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from services.sql import Proposal, TableChoice, Understanding
-from services.sql._ask import SchemaView
 from services.sql._warehouse import database_url
 from services.sql.eval_dataset import DATABASE_PREFIX, READER_ROLE, evaluate, load_dataset
+from tests.fakes.gemini import FakeGemini, Reply
+from tests.fakes.gemini_sql import gemini_sql_generator
 
 pytestmark = pytest.mark.integration
 
 TINY = Path(__file__).parent / "tiny_dataset"
+PRICE_RULE = "Price means the list price, cheapest first."
 
 
-class Scripted:
-    """Answers tiny-0 right, tiny-1 in the wrong order, refuses tiny-2; keeps the
-    instructions it was given per question."""
-
-    SQL = {
-        "How many products are there?": "SELECT count(*) AS n FROM sales.products",
-        "List the product names in order of price.": (
-            "SELECT name, price FROM sales.products ORDER BY price DESC LIMIT 10"
-        ),
-    }
-
-    def __init__(self) -> None:
-        self.instructions: dict[str, str] = {}
-
-    async def understand(self, question: str, schema: SchemaView) -> Understanding:
-        self.instructions[question] = schema.instructions
-        if question not in self.SQL:
-            return Understanding("weather", answerable=False, reason="no table holds weather")
-        return Understanding(question)
-
-    async def identify_tables(
-        self, question: str, understanding: Understanding, schema: SchemaView
-    ) -> TableChoice:
-        return TableChoice(("sales.products",))
-
-    async def generate(
-        self, question: str, understanding: Understanding, schema: SchemaView
-    ) -> Proposal:
-        return Proposal(sql=self.SQL[question])
-
-    async def repair(self, *args: object) -> Proposal:
-        return Proposal()
+@pytest.fixture
+def fake() -> Iterator[FakeGemini]:
+    with FakeGemini() as endpoint:
+        yield endpoint
 
 
-async def test_the_tiny_dataset_end_to_end(pg_url: str) -> None:
-    generator = Scripted()
-    report = await evaluate(load_dataset(TINY), admin_url=pg_url, generator=generator)
+def script_tiny(fake: FakeGemini) -> None:
+    """The model's replies to the three questions, asked in order: tiny-0 right, tiny-1
+    in the wrong order; for tiny-2 (the weather) the endpoint is down and the offline
+    generator, taking over, refuses it (a model's understanding cannot refuse)."""
+    fake.script(
+        "understand_sql",
+        Reply.json({"restatement": "Count products."}),
+        Reply.json({"restatement": "List products by price."}),
+        Reply.error(503),
+    )
+    fake.script("identify_tables", *(Reply.json({"tables": ["sales.products"]}) for _ in "ab"))
+    fake.script(
+        "generate_sql",
+        Reply.json({"sql": "SELECT count(*) AS n FROM sales.products"}),
+        Reply.json({"sql": "SELECT name, price FROM sales.products ORDER BY price DESC LIMIT 10"}),
+    )
+
+
+async def test_the_tiny_dataset_end_to_end(pg_url: str, fake: FakeGemini) -> None:
+    script_tiny(fake)
+    generator = gemini_sql_generator(fake)
+    try:
+        report = await evaluate(load_dataset(TINY), admin_url=pg_url, generator=generator)
+    finally:
+        await generator.aclose()
 
     assert (report["questions"], report["answered"], report["correct"]) == (3, 2, 1)
     assert (report["refused"], report["exhausted"], report["errors"]) == (1, 0, 0)
@@ -71,20 +68,27 @@ async def test_the_tiny_dataset_end_to_end(pg_url: str) -> None:
     assert report["by_category"]["list"]["refused"] == 1
     assert report["by_database"]["shop"]["accuracy"] == pytest.approx(1 / 3, abs=1e-4)
     assert report["latency_ms_p50"] is not None
-    assert generator.instructions["List the product names in order of price."] == (
-        "Price means the list price, cheapest first."
-    )
+    # Each question's instructions reached the model with it, and only with it.
+    prompts = [str(r.body) for r in fake.requests_for("understand_sql")]
+    assert [PRICE_RULE in p for p in prompts] == [False, True, False]
+    assert fake.pending() == 0
 
 
 async def test_a_second_run_reloads_the_database_and_the_reader_stays_read_only(
-    pg_url: str,
+    pg_url: str, fake: FakeGemini
 ) -> None:
     dataset = load_dataset(TINY)
-    await evaluate(dataset, admin_url=pg_url, generator=Scripted())
-    owner = database_url(pg_url, DATABASE_PREFIX + "shop")
-    async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
-        await conn.execute("INSERT INTO sales.products VALUES (99, 'Stray', 1)")
-    report = await evaluate(dataset, admin_url=pg_url, generator=Scripted())
+    generator = gemini_sql_generator(fake)
+    try:
+        script_tiny(fake)
+        await evaluate(dataset, admin_url=pg_url, generator=generator)
+        owner = database_url(pg_url, DATABASE_PREFIX + "shop")
+        async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
+            await conn.execute("INSERT INTO sales.products VALUES (99, 'Stray', 1)")
+        script_tiny(fake)
+        report = await evaluate(dataset, admin_url=pg_url, generator=generator)
+    finally:
+        await generator.aclose()
     # The stray row is gone: the database was dropped and loaded again.
     assert report["correct"] == 1 and report["gold_snapshot_mismatches"] == []
     reader = psycopg.conninfo.make_conninfo(owner, user=READER_ROLE)

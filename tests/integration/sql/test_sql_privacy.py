@@ -5,7 +5,7 @@ while every node still gets its span with metadata."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -13,11 +13,14 @@ from typing import Any
 import grpc
 import pytest
 
-from services.sql import Proposal, SqlSettings, TableChoice, TargetConfig, Understanding, Warehouse
+from services.sql import SqlSettings, TargetConfig, Warehouse
+from services.sql._llm_adapter import LlmSqlGenerator
 from services.sql._server import SqlDeps, build_deps, create_server, ready
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 from tests.conftest import TelemetrySink, server_settings
+from tests.fakes.gemini import FakeGemini, Reply
+from tests.fakes.gemini_sql import gemini_sql_generator, script_statements
 from tests.privacy import (
     assert_code_never_tries,
     assert_no_canary,
@@ -32,25 +35,10 @@ SETTINGS = SqlSettings(reference_date=date(2025, 6, 30))
 TENANT = "acme"
 
 
-class Scripted:
-    """Proposes the given statements in order (the model that writes literals)."""
-
-    def __init__(self, *statements: str) -> None:
-        self.statements = list(statements)
-
-    async def understand(self, question: str, schema: Any) -> Understanding:
-        return Understanding(interpretation="scripted")
-
-    async def identify_tables(
-        self, question: str, understanding: Understanding, schema: Any
-    ) -> TableChoice:
-        return TableChoice(("public.companies", "public.zz_unknown"))
-
-    async def generate(self, question: str, understanding: Understanding, schema: Any) -> Proposal:
-        return Proposal(sql=self.statements.pop(0))
-
-    async def repair(self, *args: Any) -> Proposal:
-        return Proposal(sql=self.statements.pop(0))
+@pytest.fixture
+def fake() -> Iterator[FakeGemini]:
+    with FakeGemini() as endpoint:
+        yield endpoint
 
 
 @dataclass
@@ -61,12 +49,20 @@ class Running:
 
 
 @pytest.fixture
-async def start(warehouse: Warehouse) -> AsyncIterator[Any]:
+async def start(warehouse: Warehouse, fake: FakeGemini) -> AsyncIterator[Any]:
+    """``start()``: the offline generator; ``start(model=True)``: the real Gemini
+    generator against the scripted endpoint (script it first)."""
     opened: list[tuple[Any, SqlDeps, grpc.aio.Channel, TelemetrySink]] = []
+    models: list[LlmSqlGenerator] = []
 
-    async def make(generator: Any = None) -> Running:
+    async def make(model: bool = False) -> Running:
         sink = TelemetrySink("sql")
         raw = raw_spans(sink.telemetry.tracer_provider)
+        generator = None
+        if model:  # wired as the service wires Gemini: its own spans, under the ask's
+            tracer = sink.telemetry.tracer("tandem.sql.llm")
+            generator = gemini_sql_generator(fake, tracer=tracer)
+            models.append(generator)
         deps = await build_deps(
             SETTINGS,
             sink.telemetry,
@@ -85,6 +81,8 @@ async def start(warehouse: Warehouse) -> AsyncIterator[Any]:
         await server.stop(0)
         await deps.close()
         sink.telemetry.shutdown()
+    for generator in models:
+        await generator.aclose()
 
 
 def _check(running: Running, canary: str, logs: list[str]) -> set[str]:
@@ -137,15 +135,19 @@ async def test_asking_with_a_canary_in_the_instructions(start):
     assert (ask.attributes or {}).get("sql.instructions.length") == len(rules)
 
 
-async def test_gate_rejections_and_database_errors_with_canary_literals(start):
+async def test_gate_rejections_and_database_errors_with_canary_literals(start, fake):
     canary = new_canary()
-    running = await start(
-        Scripted(
-            f"DELETE FROM companies WHERE name = '{canary}'",
-            f"SELECT name FROM companies WHERE employee_count = CAST('{canary}' AS integer)",
-            f"SELECT name FROM companies WHERE name = '{canary}' LIMIT 5",
-        )
+    # The model writes literals, and first names a table the catalog lacks after the
+    # question's words (the provider asks again).
+    script_statements(
+        fake,
+        f"DELETE FROM companies WHERE name = '{canary}'",
+        f"SELECT name FROM companies WHERE employee_count = CAST('{canary}' AS integer)",
+        f"SELECT name FROM companies WHERE name = '{canary}' LIMIT 5",
+        tables=("companies", f"{canary}_accounts"),
     )
+    fake.script("identify_tables", Reply.json({"tables": ["companies"]}))
+    running = await start(model=True)
     with captured_logs() as logs:
         reply = await running.stub.AskQuestion(
             pb.AskQuestionRequest(tenant_id=TENANT, question=f"Who is {canary}?")
@@ -170,7 +172,8 @@ async def test_gate_rejections_and_database_errors_with_canary_literals(start):
         )
         with pytest.raises(grpc.aio.AioRpcError):
             await bad_value
-    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED and not reply.degraded
+    assert fake.pending() == 0
     assert [a.outcome for a in reply.attempts] == [
         pb.SQL_ATTEMPT_OUTCOME_GATE_REJECTED,
         pb.SQL_ATTEMPT_OUTCOME_DATABASE_ERROR,
@@ -204,18 +207,20 @@ def _labels(sink: TelemetrySink, name: str) -> list[dict[str, Any]]:
     return found
 
 
-async def test_a_failing_generator_degrades_visibly_and_privately(start):
-    class Down(Scripted):
-        async def understand(self, question: str, schema: Any) -> Understanding:
-            raise ConnectionError(f"model endpoint refused {question}")
-
+async def test_a_failing_generator_degrades_visibly_and_privately(start, fake):
+    # The endpoint refuses the call with an error whose message quotes the prompt, the
+    # question included (the pipeline alone, with a raising generator, is covered in
+    # tests/unit/sql/test_sql_ask_privacy.py).
+    fake.script("understand_sql", Reply.error(503, echo=True))
     canary = new_canary()
-    running = await start(Down())
+    running = await start(model=True)
     with captured_logs() as logs:
         reply = await running.stub.AskQuestion(
             pb.AskQuestionRequest(tenant_id=TENANT, question=f"How many companies like {canary}?")
         )
     assert reply.degraded and reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    (refused,) = fake.requests
+    assert refused.role == "understand_sql" and canary in str(refused.turns)  # echoed back
     _check(running, canary, logs)
     assert {"service": "sql", "reason": "LLM_FALLBACK"} in _labels(running.sink, "tandem.degraded")
     ask = next(s for s in running.sink.spans.get_finished_spans() if s.name == "sql.ask")
