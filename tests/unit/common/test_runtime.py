@@ -382,16 +382,22 @@ async def test_rpc_latency_histogram_by_method_and_code(telemetry_sink, grpc_ser
         await call(channel, "Ok")(b"x", timeout=5)
         with pytest.raises(grpc.aio.AioRpcError):
             await call(channel, "Bad")(b"x", timeout=5)
-    data = sink.metrics.get_metrics_data()
-    points = {
-        (p.attributes["rpc.method"], p.attributes["rpc.code"]): p.count
-        for rm in data.resource_metrics
-        for sm in rm.scope_metrics
-        for m in sm.metrics
-        if m.name == "tandem.rpc.server.duration"
-        for p in m.data.data_points
-    }
-    assert points == {
+    expected = {
         (f"/{SERVICE}/Ok", "OK"): 2,
         (f"/{SERVICE}/Bad", "INVALID_ARGUMENT"): 1,
     }
+    points: dict[tuple[Any, Any], int] = {}
+    for _ in range(500):  # the server records a call after its reply has left
+        data = sink.metrics.get_metrics_data()
+        points = {
+            (p.attributes["rpc.method"], p.attributes["rpc.code"]): p.count
+            for rm in data.resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            if m.name == "tandem.rpc.server.duration"
+            for p in m.data.data_points
+        }
+        if sum(points.values()) >= sum(expected.values()):
+            break
+        await asyncio.sleep(0.01)
+    assert points == expected
