@@ -39,6 +39,7 @@ from services.bench._proc import (
     postmaster_pid,
 )
 from services.load import LoadOptions, Report, run_load
+from services.load.report import QUESTIONS, Scenario
 
 # Columns of the per-process table, in call order; ``other`` is the supervisor and guards.
 ROLES = ("edge", "gateway", "router", "retrieval", "sql", "embedding", "postgres", "other")
@@ -57,21 +58,8 @@ _STACK_PORTS = {
 STACK_DATABASES = frozenset({"postgres", "tandem_warehouse"})
 _KEY_LINE = re.compile(r"export TANDEM_API_KEY=(\S+)")
 
-# Varied questions, so the embedding cache does not turn the run into cache hits.
-SEMANTIC = [
-    "which healthcare accounts asked for a security review",
-    "renewal risk for logistics customers",
-    "pricing objections raised on recent calls",
-    "accounts evaluating the analytics add-on",
-    "what is our refund policy for annual plans",
-    "onboarding problems mentioned by retail accounts",
-    "data residency requirements in call notes",
-    "expansion opportunities in manufacturing",
-    "support escalations about single sign-on",
-    "discount approval policy for enterprise deals",
-    "competitor mentions in education accounts",
-    "security questionnaire follow-ups",
-]
+# Varied questions (the report's), so the embedding cache does not turn the run into hits.
+SEMANTIC = QUESTIONS
 COUNTABLE = [
     "How many companies are there?",
     "How many open opportunities are there?",
@@ -82,16 +70,6 @@ COUNTABLE = [
     "How many companies are in each region?",
     "What is the total amount of closed won deals?",
 ]
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One gateway RPC and the requests it rotates over."""
-
-    key: str
-    label: str
-    call: str
-    data: list[dict[str, Any]]
 
 
 SCENARIOS = (

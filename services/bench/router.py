@@ -14,52 +14,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
-from services.common import (
-    Database,
-    DatabaseSettings,
-    ServerSettings,
-    Telemetry,
-    TelemetrySettings,
-    create_channel,
-    resolve_url,
-)
-from services.common.llm import DeterministicProvider
-from services.embedding._batcher import MicroBatcher
-from services.embedding._cache import QueryCache
-from services.embedding._logic import EmbeddingEngine
-from services.embedding._model import Embedder
-from services.embedding._server import EmbeddingDeps
-from services.embedding._server import create_server as create_embedding_server
-from services.embedding._server import ready as embedding_ready
-from services.embedding._settings import EmbeddingSettings
-from services.retrieval._server import RetrievalDeps, prepare_store
-from services.retrieval._server import create_server as create_retrieval_server
-from services.retrieval._server import ready as retrieval_ready
-from services.retrieval._settings import RetrievalSettings
-from services.router._server import build_deps as build_router_deps
-from services.router._server import create_server as create_router_server
-from services.router._server import ready as router_ready
-from services.router._settings import RouterSettings
-from services.sql._server import build_deps as build_sql_deps
-from services.sql._server import create_server as create_sql_server
-from services.sql._server import ready as sql_ready
-from services.sql._settings import SqlSettings
-from services.sql._targets import TargetConfig
-from services.sql._warehouse import ensure_warehouse
-from tandem.v1 import retrieval_service_pb2 as rpb
-from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
+from services.bench.stack import eval_stack
+from services.demo import DemoDocument
 from tandem.v1 import router_service_pb2 as pb
-from tandem.v1 import router_service_pb2_grpc as pb_grpc
 
 TENANT = "bench"
 TARGETS_MS = {"retrieve": 60.0, "agentic": 250.0, "auto_two_step": 400.0, "first_event": 50.0}
@@ -158,77 +121,19 @@ async def _measure(
 
 
 async def _run(n: int) -> dict[str, Any]:
-    telemetry = Telemetry(TelemetrySettings("bench"))
-    embedding_settings = EmbeddingSettings.from_env()
-    model = await asyncio.to_thread(Embedder.from_settings, embedding_settings)
-    server_url = await asyncio.to_thread(resolve_url, DatabaseSettings.from_env())
-    warehouse = await ensure_warehouse(server_url)
-    scratch = f"tandem_router_bench_{uuid.uuid4().hex[:8]}"
-    async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as conn:
-        await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch)))
-    database = Database(make_conninfo(server_url, dbname=scratch), min_size=1, max_size=4)
-    closers: list[Callable[[], Awaitable[Any]]] = []
-    try:
-        engine = EmbeddingEngine(
-            model=model,
-            cache=QueryCache(0, 0),
-            batcher=MicroBatcher(model, max_wait_s=0.001, max_batch=64),
+    documents = [
+        DemoDocument(
+            document_id=f"doc-{i}",
+            title=title,
+            uri=f"bench://doc-{i}",
+            category=category,
+            text=text,
+            metadata={},
         )
-        embedding, servicer = await create_embedding_server(
-            ServerSettings("embedding", port=0, grace_period_s=0.5), telemetry
-        )
-        await embedding_ready(embedding, servicer, EmbeddingDeps(engine))
-        closers.append(lambda: embedding.stop(0))
-        retrieval_settings = RetrievalSettings(embedding_addr=embedding.address, hnsw="off")
-        await prepare_store(database, retrieval_settings, embedded=True)
-        async with database.connection() as conn:
-            await conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", (TENANT,))
-        embedding_channel = create_channel(embedding.address)
-        closers.append(embedding_channel.close)
-        retrieval, _ = await create_retrieval_server(
-            ServerSettings("retrieval", port=0, grace_period_s=0.5),
-            telemetry,
-            RetrievalDeps(retrieval_settings, database, embedding_channel, None),
-        )
-        await retrieval_ready(retrieval)
-        closers.append(lambda: retrieval.stop(0))
-        sql_deps = await build_sql_deps(
-            SqlSettings.from_env(),
-            telemetry,
-            configs=[TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({TENANT}))],
-        )
-        closers.append(sql_deps.close)
-        sql_server, sql_servicer = await create_sql_server(
-            ServerSettings("sql", port=0, grace_period_s=0.5), telemetry
-        )
-        await sql_ready(sql_server, sql_servicer, sql_deps)
-        closers.append(lambda: sql_server.stop(0))
-        router_settings = RouterSettings(
-            retrieval_addr=retrieval.address, sql_addr=sql_server.address
-        )
-        router_deps = build_router_deps(router_settings, telemetry, llm=DeterministicProvider())
-        closers.append(router_deps.close)
-        router, router_servicer = await create_router_server(
-            ServerSettings("router", port=0, grace_period_s=0.5), telemetry, router_settings
-        )
-        await router_ready(router, router_servicer, router_deps)
-        closers.append(lambda: router.stop(0))
-
-        retrieval_channel = create_channel(retrieval.address)
-        closers.append(retrieval_channel.close)
-        documents = [
-            rpb.DocumentInput(document_id=f"doc-{i}", title=title, category=category, text=text)
-            for i, (title, category, text) in enumerate(CORPUS)
-        ]
-        request = rpb.IngestDocumentsRequest(tenant_id=TENANT, documents=documents)
-        async for _ in rpb_grpc.RetrievalServiceStub(retrieval_channel).IngestDocuments(
-            request, timeout=120
-        ):
-            pass
-
-        channel = create_channel(router.address)
-        closers.append(channel.close)
-        stub = pb_grpc.RouterServiceStub(channel)
+        for i, (title, category, text) in enumerate(CORPUS)
+    ]
+    async with eval_stack(documents, TENANT, query_cache=False) as stack:
+        stub = stack.router
 
         outcomes: dict[str, dict[str, int]] = {}
 
@@ -277,15 +182,6 @@ async def _run(n: int) -> dict[str, Any]:
         results["first_event"] = _dist(first_events[len(COMPOUND_QUESTIONS) :])
         results["outcomes"] = outcomes
         return results
-    finally:
-        for closer in reversed(closers):
-            await closer()
-        await database.close()
-        async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as conn:
-            await conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch))
-            )
-        telemetry.shutdown()
 
 
 def render(results: dict[str, Any]) -> str:

@@ -35,7 +35,7 @@ def _bench_router(args: argparse.Namespace) -> int:
 
 
 def _eval_chat(args: argparse.Namespace) -> int:
-    from services.router.eval_chat import main as eval_chat  # noqa: PLC0415
+    from services.bench.eval_chat import main as eval_chat  # noqa: PLC0415
 
     results = eval_chat(args.out, only=args.only)
     follow = results["follow_up"]

@@ -62,7 +62,8 @@ QUESTIONS = [
 
 @dataclass(frozen=True)
 class Scenario:
-    """One gateway call measured at every concurrency level."""
+    """One gateway RPC and the requests it rotates over (the load report and the cost
+    benchmark measure the same calls)."""
 
     key: str
     label: str

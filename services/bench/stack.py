@@ -1,6 +1,8 @@
-"""An in-process stack for evals: the embedding model, retrieval on a scratch database of
-the embedded Postgres (demo documents ingested), SQL on the demo warehouse and the router
-with the deterministic provider, each a real grpc.aio server on loopback."""
+"""An in-process stack for evals and benchmarks: the embedding model, retrieval on a
+scratch database of the embedded Postgres (documents ingested), SQL on the demo warehouse
+(with its glossary) and the router with the deterministic provider, each a real grpc.aio
+server on loopback. The one place that assembles them, so evals and benchmarks measure
+the same stack."""
 
 from __future__ import annotations
 
@@ -64,8 +66,11 @@ class EvalStack:
 
 
 @asynccontextmanager
-async def eval_stack(documents: Sequence[DemoDocument], tenant: str) -> AsyncIterator[EvalStack]:
-    """Start everything, ingest ``documents`` for ``tenant``, and tear it all down after."""
+async def eval_stack(
+    documents: Sequence[DemoDocument], tenant: str, *, query_cache: bool = True
+) -> AsyncIterator[EvalStack]:
+    """Start everything, ingest ``documents`` for ``tenant``, and tear it all down after.
+    ``query_cache=False`` makes every request embed its question (latency benchmarks)."""
     telemetry = Telemetry(TelemetrySettings("eval"))
     model = await asyncio.to_thread(Embedder.from_settings, EmbeddingSettings.from_env())
     server_url = await asyncio.to_thread(resolve_url, DatabaseSettings.from_env())
@@ -79,7 +84,7 @@ async def eval_stack(documents: Sequence[DemoDocument], tenant: str) -> AsyncIte
     try:
         engine = EmbeddingEngine(
             model=model,
-            cache=QueryCache(1024, 600),
+            cache=QueryCache(1024, 600) if query_cache else QueryCache(0, 0),
             batcher=MicroBatcher(model, max_wait_s=0.001, max_batch=64),
         )
         embedding, servicer = await create_embedding_server(

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from services.bench.stack import EvalStack, eval_stack
 from services.demo import ACCOUNT_BRIEF, CALL_NOTE, generate_documents
-from services.router._stack import EvalStack, eval_stack
 from tandem.v1 import router_service_pb2 as pb
 
 TENANT = "eval-chat"
