@@ -176,7 +176,7 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
 
 def _eval_sql(args: argparse.Namespace) -> int:
     if args.memory:
-        from services.sql import eval_memory  # noqa: PLC0415
+        from services.bench import sql_memory as eval_memory  # noqa: PLC0415
 
         report = eval_memory.main(
             args.dataset or Path("../shared/datasets/sql"),

@@ -3,6 +3,8 @@
 One model call runs at a time: onnxruntime already spreads a call over every core, so
 parallel calls would only contend. While a call runs the next batch accumulates, so
 under load batches grow without anyone waiting longer than one call plus ``max_wait``.
+A request that finds the model quiet for a whole window runs at once: nothing suggests
+company is coming, and a lone query (a search, a reworded question) should not wait.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class MicroBatcher:
         self._wakeup = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
         self._last_kind: EmbedKind | None = None
+        self._last_done = float("-inf")  # loop time the last model call ended
         self._closing = False
         self._requests = 0
         self._texts = 0
@@ -164,8 +167,12 @@ class MicroBatcher:
         return waiting[0]
 
     async def _gather(self, kind: EmbedKind, loop: asyncio.AbstractEventLoop) -> None:
-        """Waits until the batch is full or its oldest request has waited ``max_wait_s``."""
-        deadline = self._queues[kind][0].arrived + self._max_wait_s
+        """Waits until the batch is full or its oldest request has waited ``max_wait_s``;
+        not at all when that request found the model quiet for a whole window."""
+        head = self._queues[kind][0].arrived
+        if head - self._last_done >= self._max_wait_s:
+            return
+        deadline = head + self._max_wait_s
         while self._queued_texts[kind] < self._max_batch and not self._closing:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -219,6 +226,7 @@ class MicroBatcher:
                     )
             raise
         except Exception as exc:
+            self._last_done = loop.time()
             self._failed_batches += 1
             logger.warning(
                 "embedding batch failed",
@@ -234,6 +242,7 @@ class MicroBatcher:
                 if not pending.future.done():
                     pending.future.set_exception(exc)
             return
+        self._last_done = loop.time()
         offset = 0
         for pending in batch:
             count = len(pending.texts)

@@ -14,7 +14,6 @@ question or a statement.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import time
@@ -59,9 +58,11 @@ from services.sql._memory import (
     QuestionEmbedder,
     Rating,
     app_conninfo,
+    cosine,
     parse_uuid,
 )
 from services.sql._reuse import (
+    Adapted,
     NotAdaptable,
     Reading,
     adapt,
@@ -182,7 +183,14 @@ class AnswerMemory:
     # --- writing ----------------------------------------------------------------------
 
     def _gated(self, sql: str, catalog: Catalog, field: str) -> Verdict:
+        """The verdict on ``sql``; INVALID_ARGUMENT naming the rule when it, or its
+        normalised form (what is stored, and what a reuse gates and runs), is refused.
+        Checking the stored form here also leaves its verdict remembered for the hits."""
         verdict = self._gate.check(sql, catalog)
+        if verdict.valid and verdict.normalized_sql != sql:
+            stored = self._gate.check(verdict.normalized_sql, catalog)
+            if not stored.valid:
+                verdict = stored
         if not verdict.valid:
             rule = verdict.violations[0].rule.wire_name
             raise InvalidArgument.field(
@@ -286,14 +294,15 @@ class AnswerMemory:
         return Feedback(feedback_id, pair)
 
     async def remember(self, tenant_id: str, question: str, result: AskResult) -> AskResult:
-        """``result`` with an ``answer_id``; unchanged when the store is down (the answer
-        matters more than its feedback handle)."""
+        """``result`` with an ``answer_id`` (and the reused pair's use counted); unchanged
+        when the store is down (the answer matters more than its feedback handle)."""
         sql = result.answer.verdict.normalized_sql if result.answer else ""
         intent = _intent_json(result)
         try:
             answer_id = await self.store.record_answer(
-                tenant_id, database=result.database, question=question, sql=sql, intent=intent
-            )
+                tenant_id, database=result.database, question=question, sql=sql, intent=intent,
+                used_pair=result.reused.pair_id if result.reused else None,
+            )  # fmt: skip
         except TandemError as exc:
             _log.warning("answer not recorded", extra={"fields": {"error.reason": exc.reason}})
             return result
@@ -323,14 +332,14 @@ class AnswerMemory:
                         return found, []
                 # The embedding (the model, most of a lookup's time) only when some pair
                 # passes the word checks a hit needs anyway, or a model wants examples.
-                if (
-                    survey.complete
-                    and not self._few_shot
-                    and not any(self._could_answer(p, asked) for p in survey.pairs)
-                ):
-                    span.set_attributes({"sql.memory.hit": False,
-                                         "sql.memory.miss": "NO_WORD_CANDIDATE"})  # fmt: skip
-                    return None, []
+                words = [p for p in survey.pairs if self._could_answer(p, asked)]
+                if survey.complete and not self._few_shot:
+                    if not words:
+                        span.set_attributes({"sql.memory.hit": False,
+                                             "sql.memory.miss": "NO_WORD_CANDIDATE"})  # fmt: skip
+                        return None, []
+                    near, adaptations = await self._rank(tenant_id, words, asked, catalog)
+                    return self._first_hit(span, near, asked, catalog, adaptations), near
                 vector, model = await self._embedder.embed(asked.template)
                 near = await self.store.nearest(
                     tenant_id, database, vector, model_name=model,
@@ -346,18 +355,64 @@ class AnswerMemory:
                 span.set_attributes({"sql.memory.hit": False, "sql.memory.miss": reason})
                 span.set_status(trace.StatusCode.ERROR, reason)
                 return None, []
-            span.set_attribute("sql.memory.candidates", len(near))
-            why = "NO_CANDIDATE"
-            for item in near:
-                outcome = self._adapted(item, asked, catalog)
-                if isinstance(outcome, Candidate):
-                    _record_hit(span, outcome, exact=False)
-                    return outcome, near
-                why = outcome
-            span.set_attributes({"sql.memory.hit": False, "sql.memory.miss": why})
-            if near:
-                span.set_attribute("sql.memory.similarity", round(near[0].similarity, 4))
-            return None, near
+            return self._first_hit(span, near, asked, catalog, {}), near
+
+    async def _rank(
+        self, tenant_id: str, words: list[ConfirmedPair], asked: Reading, catalog: Catalog
+    ) -> tuple[list[NearPair], dict[str, Adapted | str]]:
+        """The word candidates most similar first (at least ``min_similarity``), with
+        their adaptations.
+
+        Only a word candidate can answer, so its stored vector is compared here instead
+        of searching every pair. The embedding is requested first and the model works
+        while the stored vectors are read and the statements adapted and gated (the gate
+        remembers its verdicts), so a hit waits for about the embedding alone. (The
+        request leaves during the read: the event loop must run for it to go out.)
+        """
+        embedding = asyncio.ensure_future(self._embedder.embed(asked.template))
+        try:
+            stored = await self.store.vectors(tenant_id, [p.pair_id for p in words])
+            adaptations: dict[str, Adapted | str] = {}
+            for pair in words:
+                adaptations[pair.pair_id] = outcome = self._adapt(pair, asked)
+                if isinstance(outcome, Adapted):
+                    self._gate.check(outcome.sql, catalog)
+            vector, model = await embedding
+        finally:
+            if not embedding.done():
+                embedding.cancel()
+        near = []
+        for pair in words:
+            found = stored.get(pair.pair_id)
+            if found is None or found[0] != model:
+                continue
+            similarity = cosine(vector, found[1])
+            if similarity >= self.settings.min_similarity:
+                near.append(NearPair(pair, similarity))
+        near.sort(key=lambda item: item.similarity, reverse=True)
+        return near[: self.settings.candidates], adaptations
+
+    def _first_hit(
+        self,
+        span: trace.Span,
+        near: list[NearPair],
+        asked: Reading,
+        catalog: Catalog,
+        adaptations: Mapping[str, Adapted | str],
+    ) -> Candidate | None:
+        """The most similar pair that answers ``asked``, recorded on ``span``."""
+        span.set_attribute("sql.memory.candidates", len(near))
+        why = "NO_CANDIDATE"
+        for item in near:
+            outcome = self._adapted(item, asked, catalog, adaptations.get(item.pair.pair_id))
+            if isinstance(outcome, Candidate):
+                _record_hit(span, outcome, exact=False)
+                return outcome
+            why = outcome
+        span.set_attributes({"sql.memory.hit": False, "sql.memory.miss": why})
+        if near:
+            span.set_attribute("sql.memory.similarity", round(near[0].similarity, 4))
+        return None
 
     def _reading(self, question: str) -> Reading:
         reading = self._readings.get(question)
@@ -388,13 +443,27 @@ class AnswerMemory:
             stem(old) for old, _ in swaps
         }
 
-    def _adapted(self, item: NearPair, asked: Reading, catalog: Catalog) -> Candidate | str:
-        """The pair adapted to the asked question, or why it does not answer it."""
-        stored = self._reading(item.pair.question)
+    def _adapt(self, pair: ConfirmedPair, asked: Reading) -> Adapted | str:
+        """``pair``'s statement adapted to ``asked``, or why it cannot be."""
         try:
-            adapted = adapt(item.pair.sql, stored, asked)
+            return adapt(pair.sql, self._reading(pair.question), asked)
         except NotAdaptable as exc:
             return exc.why.upper()
+
+    def _adapted(
+        self,
+        item: NearPair,
+        asked: Reading,
+        catalog: Catalog,
+        adapted: Adapted | str | None = None,
+    ) -> Candidate | str:
+        """The pair adapted to the asked question (``adapted`` when already done), or why
+        it does not answer it."""
+        stored = self._reading(item.pair.question)
+        if adapted is None:
+            adapted = self._adapt(item.pair, asked)
+        if isinstance(adapted, str):
+            return adapted
         if adapted.paraphrase:
             if item.similarity < self.settings.paraphrase_similarity:
                 return "PARAPHRASE_SIMILARITY"
@@ -450,8 +519,6 @@ class AnswerMemory:
                 return None, tuple(near)
             execute_s = time.perf_counter() - exec_started
             span.set_attribute("sql.memory.reused", True)
-        with contextlib.suppress(TandemError):  # a use count is bookkeeping; the answer stands
-            await self.store.mark_used(tenant_id, found.near.pair.pair_id)
         total = time.perf_counter() - started
         answered = AskResult(
             outcome=AskOutcome.ANSWERED,

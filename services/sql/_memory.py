@@ -35,6 +35,12 @@ APP_ROLE = "tandem_sql_memory_app"
 Vector = npt.NDArray[np.float32]
 
 
+def cosine(a: Vector, b: Vector) -> float:
+    """Cosine similarity (pgvector's ``1 - (a <=> b)``); 0 for a zero vector."""
+    norm = float(np.linalg.norm(a)) * float(np.linalg.norm(b))
+    return float(np.dot(a, b)) / norm if norm else 0.0
+
+
 class PairSource(enum.Enum):
     """Values match ``tandem.v1.ConfirmedPairSource``."""
 
@@ -181,7 +187,10 @@ class MemoryStore:
         question: str,
         sql: str,
         intent: dict[str, Any] | None,
+        used_pair: str | None = None,
     ) -> str:
+        """Store an answer; ``used_pair`` (the confirmed pair it reused) counts one more
+        use in the same transaction."""
         answer_id = str(uuid.uuid4())
         async with self._tx(tenant_id) as conn:
             await conn.execute(
@@ -190,6 +199,12 @@ class MemoryStore:
                 (tenant_id, answer_id, database, question, sql,
                  Jsonb(intent) if intent else None),
             )  # fmt: skip
+            if used_pair is not None:
+                await conn.execute(
+                    "UPDATE sql_confirmed_pairs SET use_count = use_count + 1 "
+                    "WHERE tenant_id = %s AND pair_id = %s",
+                    (tenant_id, used_pair),
+                )
         return answer_id
 
     async def answer(self, tenant_id: str, answer_id: str) -> RecordedAnswer | None:
@@ -294,6 +309,19 @@ class MemoryStore:
             NearPair(_pair(row), float(row[8])) for row in rows if float(row[8]) >= min_similarity
         ]
 
+    async def vectors(
+        self, tenant_id: str, pair_ids: Sequence[str]
+    ) -> dict[str, tuple[str, Vector]]:
+        """The model name and stored vector of each of ``pair_ids`` that exists."""
+        async with self._tx(tenant_id) as conn:
+            cur = await conn.execute(
+                "SELECT pair_id, model_name, embedding::real[] FROM sql_confirmed_pairs "
+                "WHERE tenant_id = %s AND pair_id = ANY(%s::uuid[])",
+                (tenant_id, list(pair_ids)),
+            )
+            rows = await cur.fetchall()
+        return {str(row[0]): (row[1], np.asarray(row[2], dtype=np.float32)) for row in rows}
+
     async def survey(
         self, tenant_id: str, database: str, template: str, *, limit: int = SURVEY_LIMIT
     ) -> Survey:
@@ -313,14 +341,6 @@ class MemoryStore:
         pairs = tuple(_pair(row) for row in rows[:limit])
         same = tuple(p for p, row in zip(pairs, rows, strict=False) if row[8])
         return Survey(pairs, same, complete=len(rows) <= limit)
-
-    async def mark_used(self, tenant_id: str, pair_id: str) -> None:
-        async with self._tx(tenant_id) as conn:
-            await conn.execute(
-                "UPDATE sql_confirmed_pairs SET use_count = use_count + 1 "
-                "WHERE tenant_id = %s AND pair_id = %s",
-                (tenant_id, pair_id),
-            )
 
     async def list_pairs(
         self, tenant_id: str, *, database: str, page_size: int, page_token: str

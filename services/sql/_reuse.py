@@ -407,6 +407,13 @@ def adapt(stored_sql: str, stored: Reading, asked: Reading) -> Adapted:
     """
     if [lit.kind for lit in stored.literals] != [lit.kind for lit in asked.literals]:
         raise NotAdaptable("literal_shape")
+    swaps = word_swaps(stored, asked)
+    if not swaps and all(
+        o.value == n.value for o, n in zip(stored.literals, asked.literals, strict=True)
+    ):
+        # nothing to substitute (a reworded question): the statement as confirmed,
+        # verbatim, without parsing it
+        return Adapted(stored_sql, 0, paraphrase=_differs_beyond(stored, asked, set()))
     try:
         tree = sqlglot.parse_one(stored_sql, read="postgres")
     except sqlglot.errors.ParseError:
@@ -421,13 +428,14 @@ def adapt(stored_sql: str, stored: Reading, asked: Reading) -> Adapted:
         if not _replace(tree, old, new, plan):
             raise NotAdaptable("value_not_in_sql")
         substitutions += 1
-    swaps = word_swaps(stored, asked)
     explained: set[tuple[str, str]] = set()
     for old_word, new_word in swaps:
         if _replace(tree, Literal("text", old_word), Literal("text", new_word), plan):
             substitutions += 1
             explained.add((old_word, new_word))
     other = _differs_beyond(stored, asked, explained)
+    if not plan:
+        return Adapted(stored_sql, 0, paraphrase=other)
     for node_id, replacement in plan.items():
         node = _find(tree, node_id)
         node.replace(replacement)

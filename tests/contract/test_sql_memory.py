@@ -332,6 +332,9 @@ async def test_ask_reuses_a_confirmed_pair_with_the_new_value_and_cites_it(runni
         pb.AskQuestionRequest(tenant_id=tenant(), question="How many companies are in France?")
     )
     assert not stranger.HasField("confirmed_pair")
+    # The reuse is counted with the answer, once, for the owner only.
+    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=who))
+    assert [(p.pair_id, p.use_count) for p in listed.pairs] == [(pair.pair_id, 1)]
 
 
 @pytest.mark.rpc(ASK)

@@ -108,13 +108,26 @@ async def test_failed_piece_fails_the_request_once(make_model: type[FakeModel]) 
 async def test_wait_window_collects_a_late_request(make_model: type[FakeModel]) -> None:
     model = make_model()
     batcher = MicroBatcher(model, max_wait_s=0.5, max_batch=64)
+    await batcher.embed(["traffic"], EmbedKind.QUERY)  # the model ran within the window
 
     async def late() -> np.ndarray:
         await asyncio.sleep(0.02)
         return await batcher.embed(["late"], EmbedKind.QUERY)
 
     await asyncio.gather(batcher.embed(["early"], EmbedKind.QUERY), late())
-    assert model.batch_sizes == [2]
+    assert model.batch_sizes == [1, 2]
+    await batcher.close()
+
+
+async def test_a_request_to_a_quiet_model_does_not_wait_for_the_window(
+    make_model: type[FakeModel],
+) -> None:
+    model = make_model()
+    # a window this long would time the test out if a lone request still waited for it
+    batcher = MicroBatcher(model, max_wait_s=600, max_batch=64)
+    async with asyncio.timeout(10):
+        await batcher.embed(["alone"], EmbedKind.QUERY)
+    assert model.batch_sizes == [1]
     await batcher.close()
 
 

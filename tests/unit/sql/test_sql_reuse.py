@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from services.bench.sql_memory import VARIANTS
 from services.sql import Catalog, SqlGate
 from services.sql._answers import AnswerMemory, Candidate, MemorySettings, schema_words
 from services.sql._execute import Limits
@@ -23,7 +24,6 @@ from services.sql._memory import (
     Survey,
 )
 from services.sql._reuse import Literal, NotAdaptable, adapt, agreement, read
-from services.sql.eval_memory import VARIANTS
 
 # --- reading questions ------------------------------------------------------------------
 
@@ -150,7 +150,6 @@ def test_word_agreement_separates_paraphrases_from_other_questions():
 class FakeStore:
     def __init__(self, pairs: list[NearPair]) -> None:
         self.pairs = pairs
-        self.used: list[str] = []
 
     async def survey(self, *args: Any) -> Survey:
         # The embedding path, as for a reworded question.
@@ -159,8 +158,23 @@ class FakeStore:
     async def nearest(self, *args: Any, **kwargs: Any) -> list[NearPair]:
         return self.pairs
 
-    async def mark_used(self, tenant_id: str, pair_id: str) -> None:
-        self.used.append(pair_id)
+    async def vectors(self, tenant_id: str, pair_ids: list[str]) -> dict[str, tuple[str, Any]]:
+        # stored vectors at each pair's similarity to FakeEmbedder's vector
+        return {p.pair.pair_id: ("fake", _at_similarity(p.similarity)) for p in self.pairs
+                if p.pair.pair_id in pair_ids}  # fmt: skip
+
+
+def _at_similarity(similarity: float) -> np.ndarray:
+    """A vector whose cosine similarity to FakeEmbedder's all-ones vector is ``similarity``."""
+    along = np.ones(384) / np.sqrt(384)
+    across = np.zeros(384)
+    across[0] = 1.0
+    across -= across.dot(along) * along
+    across /= np.linalg.norm(across)
+    vector: np.ndarray = (similarity * along + np.sqrt(1 - similarity**2) * across).astype(
+        np.float32
+    )
+    return vector
 
 
 class FakeEmbedder:

@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
+import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from services.cli._run import launch, wait_serving
 from services.common import (
     ServerSettings,
     Telemetry,
@@ -36,12 +41,6 @@ from services.common import (
     create_channel,
     embedded_server_url,
 )
-from services.embedding import EmbeddingSettings
-from services.embedding._logic import create_engine
-from services.embedding._model import Embedder
-from services.embedding._server import EmbeddingDeps
-from services.embedding._server import create_server as create_embedding_server
-from services.embedding._server import ready as embedding_ready
 from services.sql._answers import MemorySettings, open_memory
 from services.sql._memory import GrpcQuestionEmbedder
 from services.sql._server import build_deps, create_server, ready
@@ -57,10 +56,12 @@ from services.sql.eval_dataset import (
     load_dataset,
     matches,
 )
+from tandem.v1 import embedding_service_pb2 as epb
+from tandem.v1 import embedding_service_pb2_grpc as epb_grpc
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 
-VARIANTS = Path(__file__).parent / "golden" / "memory_variants.json"
+VARIANTS = Path(__file__).parents[1] / "sql" / "golden" / "memory_variants.json"
 DEFAULT_OUT = Path("bench-results/sql_memory_eval.json")
 TENANT = "eval-memory"
 TARGETS = {"value_swaps": 0.90, "paraphrases": 0.70, "false_reuse": 0.02, "hit_added_ms": 5.0}
@@ -172,9 +173,19 @@ def summarize(sets: dict[str, list[dict[str, Any]]], taught: dict[str, str]) -> 
         stage[f"{name}_p50"] = _pct([r["memory_ms"] for r in group], 0.5)
         stage[f"{name}_p95"] = _pct([r["memory_ms"] for r in group], 0.95)
     report["memory_stage_ms"] = stage
+    paired = [r for r in hits if "before_ms" in r]
     report["ask_latency_ms"] = {
         "hit_p50": _pct([r["latency_ms"] for r in hits], 0.5),
         "miss_p50": _pct([r["latency_ms"] for r in misses], 0.5),
+        "same_questions_before_teaching_p50": _pct([r["before_ms"] for r in paired], 0.5),
+        # what a hit adds: the same question's AskQuestion after teaching minus before
+        "hit_added_p50": _pct([r["latency_ms"] - r["before_ms"] for r in paired], 0.5),
+        "value_swap_hit_added_p50": _pct(
+            [r["latency_ms"] - r["before_ms"] for r in paired if r["similarity"] >= 1.0], 0.5
+        ),
+        "paraphrase_hit_added_p50": _pct(
+            [r["latency_ms"] - r["before_ms"] for r in paired if r["similarity"] < 1.0], 0.5
+        ),
     }
     report["targets"] = TARGETS
     report["items"] = sets
@@ -244,14 +255,8 @@ async def evaluate(
         [*sets["value_swaps"], *sets["paraphrases"], *others, *(by_id[b] for b in taught_ids)],
     )
     telemetry = Telemetry(TelemetrySettings(service_name="sql-memory-eval"))
-    embedding_settings = EmbeddingSettings.from_env()
-    model = await asyncio.to_thread(Embedder.from_settings, embedding_settings)
-    engine = create_engine(embedding_settings, model)
-    embedding_server, embedding_servicer = await create_embedding_server(
-        ServerSettings("embedding", host="127.0.0.1", port=0, grace_period_s=1.0), telemetry
-    )
-    await embedding_ready(embedding_server, embedding_servicer, EmbeddingDeps(engine))
-    channel = create_channel(embedding_server.address)
+    embedding = await asyncio.to_thread(start_embedding)
+    channel = create_channel(embedding.address)
     memory = memory_settings or MemorySettings.from_env()
     store = await open_memory(admin_url, Path("."), memory)
     await _forget(store)
@@ -275,6 +280,14 @@ async def evaluate(
         await ready(server, servicer, deps)
         async with create_channel(server.address) as client:
             stub = pb_grpc.SqlServiceStub(client)
+            # One warm-up ask: the first call pays for connections and caches.
+            await _ask(stub, others[0], gold[others[0].id])
+            # Each variant once before anything is taught: what AskQuestion costs that
+            # question without the memory, so a hit's cost is compared question by question.
+            before: dict[str, float] = {}
+            for question in (*sets["value_swaps"], *sets["paraphrases"]):
+                record = await _ask(stub, question, gold[question.id])
+                before[question.id] = record.get("latency_ms", 0.0)
             for base_id in taught_ids:
                 item = by_id[base_id]
                 try:
@@ -284,13 +297,13 @@ async def evaluate(
                     taught[base_id] = "ok"
                 except grpc.aio.AioRpcError as exc:
                     taught[base_id] = f"{exc.code().name}: {exc.details()}"
-            # One warm-up ask: the first call pays for connections and caches.
-            await _ask(stub, others[0], gold[others[0].id])
             for kind, items in (("value_swaps", sets["value_swaps"]),
                                 ("paraphrases", sets["paraphrases"]),
                                 ("unrelated", others)):  # fmt: skip
                 for question in items:
                     record = await _ask(stub, question, gold[question.id])
+                    if question.id in before and "latency_ms" in record:
+                        record["before_ms"] = before[question.id]
                     if kind == "value_swaps":
                         # A swap whose rows equal its base's proves nothing about the
                         # substitution (top 5 of 3 rows is top 3): reported apart.
@@ -303,12 +316,11 @@ async def evaluate(
         await server.stop(0)
         await deps.close()
         await channel.close()
-        await embedding_server.stop(0)
-        await engine.close()
+        await asyncio.to_thread(embedding.stop)
         telemetry.shutdown()
     report = summarize(results, taught)
     report["dataset"] = str(dataset.root)
-    report["model"] = model.name
+    report["model"] = embedding.model_name
     report["loaded_on"] = date.today().isoformat()
     report["settings"] = {
         "min_similarity": memory.min_similarity,
@@ -316,6 +328,46 @@ async def evaluate(
         "min_agreement": memory.min_agreement,
     }
     return report
+
+
+@dataclass
+class EmbeddingProcess:
+    """The embedding service in a process of its own, as deployed: the SQL service's
+    work while a question is embedded then overlaps the model, as it does in production
+    (in one process the model's event loop would wait for it)."""
+
+    process: subprocess.Popen[bytes]
+    address: str
+    model_name: str = ""
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_embedding(timeout_s: float = 180.0) -> EmbeddingProcess:
+    """``python -m services.embedding`` on a free loopback port, once it is SERVING."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "EMBEDDING_HOST": "127.0.0.1", "EMBEDDING_PORT": str(port)}
+    log = Path(tempfile.gettempdir()) / f"tandem-sql-memory-embedding-{os.getpid()}.log"
+    process = launch("services.embedding", env, log)
+    embedding = EmbeddingProcess(process, f"127.0.0.1:{port}")
+    try:
+        wait_serving(embedding.address, timeout_s, alive=lambda: process.poll() is None)
+    except (TimeoutError, ProcessLookupError) as exc:
+        embedding.stop()
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise RuntimeError(f"the embedding service did not start ({exc}):\n{tail}") from exc
+    with grpc.insecure_channel(embedding.address) as channel:
+        info = epb_grpc.EmbeddingServiceStub(channel).GetModelInfo(epb.GetModelInfoRequest())
+    embedding.model_name = info.model_name
+    return embedding
 
 
 async def _forget(store: Any) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.sql.eval_memory import VARIANTS, meets_targets, summarize
+from services.bench.sql_memory import VARIANTS, meets_targets, summarize
 
 DATASET = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "sql"
 
@@ -55,3 +55,20 @@ def test_targets_fail_on_false_reuse_or_low_accuracy() -> None:
     assert not meets_targets(summarize(reused, {"b": "ok"}))
     weak = dict(good, value_swaps=[_record(True, True)] * 8 + [_record(False, False)] * 2)
     assert not meets_targets(summarize(weak, {"b": "ok"}))
+
+
+def test_what_a_hit_adds_is_measured_question_by_question() -> None:
+    # each hit against the same question's AskQuestion before anything was taught; a
+    # miss, or a question without a before, is not part of it
+    swaps = [_record(True, True, similarity=1.0, latency_ms=12.0, before_ms=15.0)] * 3
+    paraphrases = [_record(True, True, similarity=0.93, latency_ms=20.0, before_ms=14.0)] * 2
+    sets = {
+        "value_swaps": [*swaps, _record(False, False, before_ms=1.0)],
+        "paraphrases": [*paraphrases, _record(True, True, similarity=0.9, latency_ms=99.0)],
+        "unrelated": [_record(False, False)],
+    }
+    latency = summarize(sets, {"b": "ok"})["ask_latency_ms"]
+    assert latency["value_swap_hit_added_p50"] == -3.0
+    assert latency["paraphrase_hit_added_p50"] == 6.0
+    assert latency["hit_added_p50"] == -3.0  # 3 of the 5 paired hits are swaps
+    assert latency["same_questions_before_teaching_p50"] == 15.0
