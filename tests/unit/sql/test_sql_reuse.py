@@ -384,3 +384,48 @@ def test_the_word_screen_never_drops_a_pair_the_reuse_checks_accept(catalog: Cat
     others = sum(1 for s in items for a in items if s["base"] != a["base"])
     assert accepted > 50
     assert screened_out > 0.9 * others
+
+
+class OtherModelStore(FakeStore):
+    async def vectors(self, tenant_id: str, pair_ids: list[str]) -> dict[str, tuple[str, Any]]:
+        found = await super().vectors(tenant_id, pair_ids)
+        return {key: ("another-model", vector) for key, (_, vector) in found.items()}
+
+
+@pytest.mark.parametrize(
+    ("store", "embedder"),
+    [
+        (FakeStore([_near(GERMANY.pair.question, GERMANY.pair.sql, 0.79)]), CountingEmbedder()),
+        (OtherModelStore([GERMANY]), CountingEmbedder()),
+        (FakeStore([GERMANY]), FakeEmbedder(down=True)),
+    ],
+    ids=["below-min-similarity", "vector-of-another-model", "embedding-down"],
+)
+async def test_a_word_candidate_is_reused_only_when_its_stored_vector_agrees(
+    catalog: Catalog, store: FakeStore, embedder: FakeEmbedder
+):
+    runner = RecordingRunner()
+    memory = AnswerMemory(
+        store,  # type: ignore[arg-type]
+        embedder, gate=SqlGate(), runner=runner,  # type: ignore[arg-type]
+        few_shot=False,
+    )  # fmt: skip
+    result, near = await memory.reuse(
+        "acme", TARGET, catalog, "How many companies are located in France?", LIMITS
+    )
+    assert result is None and near == () and runner.ran == []
+
+
+async def test_a_reworded_candidate_failing_the_gate_is_gated_but_never_run(catalog: Catalog):
+    runner = RecordingRunner()
+    stored = _near("How many widgets are there in Germany?",
+                   "SELECT count(*) FROM retired_widgets WHERE country = 'Germany'")  # fmt: skip
+    memory = AnswerMemory(
+        FakeStore([stored]),  # type: ignore[arg-type]
+        CountingEmbedder(), gate=SqlGate(), runner=runner,  # type: ignore[arg-type]
+        few_shot=False,
+    )  # fmt: skip
+    result, _ = await memory.reuse(
+        "acme", TARGET, catalog, "How many widgets are located in France?", LIMITS
+    )
+    assert result is None and runner.ran == []
