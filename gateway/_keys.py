@@ -119,11 +119,12 @@ class ApiKeys:
         presented_hmac = self._hmac(match.group(2) if match else presented)
         row = None
         if match:
-            async with self._db.connection() as conn:
+            async with self._db.autocommit() as conn:
                 cur = await conn.execute(
                     "SELECT tenant_id, secret_hmac FROM api_keys "
                     "WHERE key_id = %s AND revoked_at IS NULL",
                     (match.group(1),),
+                    prepare=True,
                 )
                 row = await cur.fetchone()
         stored = bytes(row[1]) if row else self._hmac(secrets.token_urlsafe(32))

