@@ -14,6 +14,7 @@ from opentelemetry import metrics, trace
 
 from services.common._deadline import deadline_scope
 from services.common._errors import InvalidArgument, TandemError, status_for
+from services.common._propagation import enter_remote_context, leave_remote_context
 
 _log = logging.getLogger("tandem.rpc")
 
@@ -64,8 +65,17 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
     log and the span, never to the client) and are never surfaced as UNKNOWN.
     """
 
-    def __init__(self, default_deadline_s: float, meter: metrics.Meter | None = None) -> None:
+    def __init__(
+        self,
+        default_deadline_s: float,
+        meter: metrics.Meter | None = None,
+        *,
+        carry_trace_context: bool = False,
+    ) -> None:
         self._default_deadline_s = default_deadline_s
+        # Without the tracing interceptor before it, this one makes the caller's trace
+        # context current (for logs, the trailer and the next hop).
+        self._carry = carry_trace_context
         self._duration = (meter or metrics.NoOpMeter("tandem.rpc")).create_histogram(
             "tandem.rpc.server.duration",
             unit="ms",
@@ -124,6 +134,7 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             started = time.perf_counter()
             code = grpc.StatusCode.OK
             budget = self._budget(context)
+            token = enter_remote_context(context.invocation_metadata()) if self._carry else None
             try:
                 _set_trace_id(context)
                 _check_parsed(request)
@@ -136,6 +147,8 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
                 raise
             finally:
                 self._record(method, code, started)
+                if token is not None:
+                    leave_remote_context(token)
 
         return unary
 
@@ -146,6 +159,7 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             started = time.perf_counter()
             code = grpc.StatusCode.OK
             budget = self._budget(context)
+            token = enter_remote_context(context.invocation_metadata()) if self._carry else None
             try:
                 _set_trace_id(context)
                 _check_parsed(request)
@@ -163,6 +177,8 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
                 raise
             finally:
                 self._record(method, code, started)
+                if token is not None:
+                    leave_remote_context(token)
 
         return stream
 

@@ -51,11 +51,16 @@ class GrpcServer:
         self._watcher: asyncio.Task[None] | None = None
         self._down: frozenset[str] = frozenset()
         self._port: int | None = None
+        tracing = telemetry.server_interceptors()
         self.server = grpc.aio.server(
             interceptors=[
                 *first,
-                telemetry.server_interceptor(),
-                RuntimeInterceptor(settings.default_deadline_s, telemetry.meter("tandem.rpc")),
+                *tracing,
+                RuntimeInterceptor(
+                    settings.default_deadline_s,
+                    telemetry.meter("tandem.rpc"),
+                    carry_trace_context=not tracing,
+                ),
             ],
             options=[
                 ("grpc.max_send_message_length", settings.max_message_bytes),

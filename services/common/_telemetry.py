@@ -27,6 +27,7 @@ from opentelemetry.trace import SpanKind
 from opentelemetry.util.types import Attributes
 
 from services.common._observability import Metrics, PrivacyFilter
+from services.common._propagation import context_interceptors
 from services.common._settings import TelemetrySettings
 from services.common._spanstore import JsonlSpanExporter
 
@@ -136,6 +137,10 @@ class _Provider(TracerProvider):
         self._when_exported = _WhenExported(delegate)
         super().__init__(resource=resource, sampler=self._when_exported)
 
+    @property
+    def exporting(self) -> bool:
+        return self._when_exported.exporting
+
     def add_span_processor(self, span_processor: SpanProcessor) -> None:
         super().add_span_processor(span_processor)
         self._when_exported.exporting = True
@@ -161,7 +166,8 @@ class Telemetry:
     ) -> None:
         self.settings = settings
         resource = Resource.create({"service.name": f"tandem-{settings.service_name}"})
-        self.tracer_provider: TracerProvider = _Provider(resource)
+        self._provider = _Provider(resource)
+        self.tracer_provider: TracerProvider = self._provider
         readers: list[MetricReader] = []
         self.filters: list[PrivacyFilter] = []
         if settings.otlp_endpoint:
@@ -232,16 +238,28 @@ class Telemetry:
     def meter(self, name: str) -> metrics.Meter:
         return self.meter_provider.get_meter(name)
 
-    def server_interceptor(self) -> grpc.aio.ServerInterceptor:
-        """Server spans continuing the caller's W3C trace context."""
+    @property
+    def exporting(self) -> bool:
+        """Whether spans go anywhere (an exporter, the span store, a test's sink)."""
+        return self._provider.exporting
+
+    def server_interceptors(self) -> list[grpc.aio.ServerInterceptor]:
+        """Server spans continuing the caller's W3C trace context, when spans are
+        exported; none otherwise (the runtime interceptor then carries the context, see
+        :mod:`services.common._propagation`)."""
+        if not self.exporting:
+            return []
         interceptor: grpc.aio.ServerInterceptor = aio_server_interceptor(  # type: ignore[no-untyped-call]
             tracer_provider=self.tracer_provider, filter_=_traced_filter()
         )
         interceptor._tracer = _TypeOnlyTracer(interceptor._tracer)  # type: ignore[attr-defined]
-        return interceptor
+        return [interceptor]
 
     def client_interceptors(self) -> list[grpc.aio.ClientInterceptor]:
-        """Client spans that inject W3C context into outgoing metadata."""
+        """Client spans that inject W3C context into outgoing metadata, when spans are
+        exported; otherwise the context alone is sent."""
+        if not self.exporting:
+            return context_interceptors()
         return list(
             aio_client_interceptors(  # type: ignore[no-untyped-call]
                 tracer_provider=self.tracer_provider, filter_=_traced_filter()
