@@ -244,7 +244,7 @@ class _Run:
         self.degradations: list[Degradation] = []
         self.timings: dict[str, float] = {}
         self.usage: dict[tuple[str, str, str], list[float]] = {}
-        self.findings: dict[str, list[_guard.Finding]] = {}
+        self.findings: dict[str, tuple[_guard.Finding, ...]] = {}
         guards = self.settings.guardrails
         self.report = GuardrailReport(
             enabled_layers=[

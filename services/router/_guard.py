@@ -8,6 +8,7 @@ by another.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -65,8 +66,10 @@ class Finding:
     severity: str
 
 
-def scan(text: str) -> list[Finding]:
-    """Injection payloads in one passage; HIGH ones get the passage quarantined."""
+@functools.lru_cache(maxsize=2048)
+def scan(text: str) -> tuple[Finding, ...]:
+    """Injection payloads in one passage; HIGH ones get the passage quarantined.
+    Remembered by text: the same passages come back for many questions."""
     findings: list[Finding] = []
     if _OVERRIDE.search(text):
         findings.append(Finding(OVERRIDE, HIGH))
@@ -89,7 +92,7 @@ def scan(text: str) -> list[Finding]:
         findings.append(Finding(HIDDEN, MEDIUM))
     elif hidden:
         findings.append(Finding(HIDDEN, LOW))
-    return findings
+    return tuple(findings)
 
 
 @dataclass

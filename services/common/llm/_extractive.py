@@ -7,6 +7,7 @@ answer. Nothing here can state a fact the evidence does not.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -75,10 +76,11 @@ class _Coverage:
     fraction: float
 
 
+@functools.lru_cache(maxsize=4096)
 def _analyse(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """The stems of ``text``, and those of its words of four letters or more (the fuzzy
     match's vocabulary). No token spans a line break, so two lines joined analyse as the
-    union of the two."""
+    union of the two. Remembered, like the split: retrieved sentences recur."""
     pairs = lowered_stems(text)
     return frozenset(s for _, s in pairs), frozenset(s for low, s in pairs if len(low) >= 4)
 

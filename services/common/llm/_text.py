@@ -218,12 +218,14 @@ def _synonym_index() -> dict[str, tuple[str, ...]]:
 _SYNONYMS = _synonym_index()
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences and bullet lines of a passage, trimmed, empties dropped."""
+@functools.lru_cache(maxsize=1024)
+def split_sentences(text: str) -> tuple[str, ...]:
+    """Sentences and bullet lines of a passage, trimmed, empties dropped. Remembered: the
+    same passages come back for many questions, and every answer splits them."""
     pieces = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n\s*[-*•]\s*|\n{2,}|\n(?=[A-Z#])", text)
     out = []
     for piece in pieces:
         cleaned = re.sub(r"\s+", " ", piece).strip(" -*•#\t")
         if len(cleaned) >= 3:
             out.append(cleaned)
-    return out
+    return tuple(out)
