@@ -204,6 +204,9 @@ async def _register_vector(conn: psycopg.AsyncConnection[Any]) -> None:
     await register_vector_async(conn)
 
 
+_OPEN_TENANT = sql.SQL("BEGIN; SELECT set_config('tandem.tenant_id', {}, true)")
+
+
 class Database:
     """One async connection pool per process, opened explicitly and awaited ready."""
 
@@ -267,8 +270,12 @@ class Database:
             try:
                 yield conn
             finally:
-                # a broken connection is discarded by the pool whatever its mode
+                # A transaction left open (a caller's BEGIN that never ended) is abandoned
+                # here, not committed by the pool; a broken connection is discarded by
+                # the pool whatever its mode.
                 with contextlib.suppress(psycopg.Error):
+                    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                        await conn.rollback()
                     await conn.set_autocommit(False)
 
     @asynccontextmanager
@@ -294,13 +301,18 @@ class Database:
         """A transaction in which row-level security shows only ``tenant_id``'s rows (the
         ``tandem.tenant_id`` setting, local to the transaction). A connection lost mid-way
         is UNAVAILABLE naming ``store`` ("the answer memory is unreachable")."""
-        async with self.connection() as conn:
+        async with self.autocommit() as conn:
             try:
-                async with conn.transaction():
-                    await conn.execute(
-                        "SELECT set_config('tandem.tenant_id', %s, true)", (tenant_id,)
-                    )
+                # One round trip opens the transaction and sets the tenant: fixed text and
+                # the tenant as a quoted literal, so the simple protocol carries both.
+                await conn.execute(_OPEN_TENANT.format(sql.Literal(tenant_id)))
+                try:
                     yield conn
+                except BaseException:
+                    with contextlib.suppress(psycopg.Error):
+                        await conn.execute("ROLLBACK")
+                    raise
+                await conn.execute("COMMIT")
             except psycopg.OperationalError:
                 raise Unavailable(
                     f"{store} is unreachable", reason="DATABASE_UNAVAILABLE"

@@ -139,3 +139,34 @@ async def test_autocommit_runs_a_lone_statement_outside_any_transaction(pg_url):
             assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
     finally:
         await database.close()
+
+
+async def test_tenant_transaction_sets_the_tenant_commits_and_rolls_back(pg_url):
+    table = f"t{uuid.uuid4().hex[:8]}_rows"
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute(f"CREATE TABLE {table} (v text)")
+    database = Database(pg_url, min_size=1, max_size=1, vector=False)
+    await database.open()
+    try:
+        # quoting: the tenant travels as a literal, so a quote cannot end it
+        odd = "acme'; DROP TABLE " + table + "; --"
+        async with database.tenant_transaction(odd, store="the test store") as conn:
+            cur = await conn.execute("SELECT current_setting('tandem.tenant_id')")
+            assert await cur.fetchone() == (odd,)
+            await conn.execute(f"INSERT INTO {table} VALUES ('kept')")
+        with pytest.raises(RuntimeError):
+            async with database.tenant_transaction("acme", store="the test store") as conn:
+                await conn.execute(f"INSERT INTO {table} VALUES ('dropped')")
+                raise RuntimeError("half-way")
+        async with await psycopg.AsyncConnection.connect(pg_url) as other:
+            cur = await other.execute(f"SELECT v FROM {table}")
+            assert await cur.fetchall() == [("kept",)]  # committed, seen from outside
+        async with database.connection() as conn:
+            # the setting was local to each transaction: nothing is left for the next user
+            cur = await conn.execute(
+                "SELECT coalesce(current_setting('tandem.tenant_id', true), ''), "
+                "now() = statement_timestamp()"
+            )
+            assert await cur.fetchone() == ("", False)  # and a fresh transaction of its own
+    finally:
+        await database.close()
