@@ -13,6 +13,9 @@ if [[ -n "${TANDEM_API_KEY:-}" ]]; then
 fi
 
 log=$(mktemp)
+# No span store unless asked for (TANDEM_TRACE_DIR=DIR make bench): the report measures
+# the services; `tandem bench cost --traces` measures what recording every span adds.
+export TANDEM_TRACE_DIR=${TANDEM_TRACE_DIR:-}
 GATEWAY_RATE_PER_S=${GATEWAY_RATE_PER_S:-100000} GATEWAY_BURST=${GATEWAY_BURST:-100000} \
   "$BIN/tandem" run >"$log" 2>&1 &
 stack=$!

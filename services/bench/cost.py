@@ -196,10 +196,17 @@ def _offset_ports(offset: int) -> dict[str, str]:
 
 
 def start_stack(
-    name: str, data_dir: Path, *, port_offset: int, source: Path | None, timeout_s: float
+    name: str,
+    data_dir: Path,
+    *,
+    port_offset: int,
+    source: Path | None,
+    timeout_s: float,
+    traces: bool = False,
 ) -> Stack:
     """``tandem run`` in ``data_dir`` on shifted ports (quota raised so the run measures the
-    system), from ``source`` when given; waits for the printed demo key."""
+    system), from ``source`` when given, with the local span store only if ``traces``;
+    waits for the printed demo key."""
     data_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     for variable in ("DATABASE_URL", "WAREHOUSE_DATABASE_URL", "TANDEM_API_KEY"):
@@ -209,6 +216,8 @@ def start_stack(
         TANDEM_DATA_DIR=str(data_dir.resolve()),
         GATEWAY_RATE_PER_S="100000",
         GATEWAY_BURST="100000",
+        # blank: no span store (`tandem run` otherwise writes one under the data dir)
+        TANDEM_TRACE_DIR=str((data_dir / "traces").resolve()) if traces else "",
     )
     model = Path(".tandem/models/all-MiniLM-L6-v2-int8")
     if "EMBEDDING_MODEL_PATH" not in env and "EMBEDDING_MODEL" not in env and model.is_dir():
@@ -286,6 +295,9 @@ class CostSettings:
     data_dir: Path = Path(".tandem/bench-cost")
     through: str = "edge"
     start_timeout_s: float = 900.0
+    # Stacks it starts write the local span store (as `tandem run` does by default): the
+    # cost of recording every span. Off, nothing exports a span and none is recorded.
+    traces: bool = False
 
 
 async def _run_rounds(
@@ -325,7 +337,8 @@ def render(results: dict[str, Any]) -> str:
     lines = [
         f"CPU per request through the {results['through']}, c={results['concurrency']}, "
         f"{results['duration_s']:g} s x {results['rounds']} round(s) per stack; "
-        "CPU ms per request summed over every process of the stack",
+        "CPU ms per request summed over every process of the stack; spans "
+        + ("recorded to the local span store" if results.get("traces") else "not exported"),
         "",
     ]
     header = f"{'rpc':<24}{'stack':<9}{'req/s':>8}{'p50':>7}{'p99':>7}{'err':>5}{'CPU ms':>8}"
@@ -372,6 +385,7 @@ def run(settings: CostSettings) -> dict[str, Any]:
                         port_offset=200,
                         source=settings.baseline,
                         timeout_s=settings.start_timeout_s,
+                        traces=settings.traces,
                     )
                 )
             name = "after" if settings.baseline is not None else "current"
@@ -383,6 +397,7 @@ def run(settings: CostSettings) -> dict[str, Any]:
                     port_offset=100,
                     source=None,
                     timeout_s=settings.start_timeout_s,
+                    traces=settings.traces,
                 )
             )
             if settings.through == "gateway":
@@ -401,6 +416,10 @@ def run(settings: CostSettings) -> dict[str, Any]:
         "warm_up_s": settings.warm_up_s,
         "rounds": settings.rounds,
         "baseline": str(settings.baseline) if settings.baseline else None,
+        # an attached stack shares this environment (scripts/bench.sh starts both)
+        "traces": bool((os.environ.get("TANDEM_TRACE_DIR") or "").strip())
+        if stack_pid and api_key and settings.baseline is None
+        else settings.traces,
         "targets_cpu_ms": TARGETS_CPU_MS,
         "stacks": {
             name: {key: tally.summary() for key, tally in by_key.items()}

@@ -59,6 +59,11 @@ def register(commands: Commands) -> None:
     )
     cost.add_argument("--through", choices=("edge", "gateway"), default="edge")
     cost.add_argument(
+        "--traces",
+        action="store_true",
+        help="stacks it starts keep the local span store on (default: no span is exported)",
+    )
+    cost.add_argument(
         "--data-dir", type=Path, default=Path(".tandem/bench-cost"), help="stacks it starts"
     )
     cost.add_argument("--out", type=Path, default=Path("bench-results/cost.json"))
@@ -162,6 +167,7 @@ def _bench_cost(args: argparse.Namespace) -> int:
             baseline=args.baseline,
             data_dir=args.data_dir,
             through=args.through,
+            traces=args.traces,
         )
     )
     return 0

@@ -330,6 +330,9 @@ def _service_env(base: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str
     started here) and each service's health-check address."""
     env = dict(base)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    # Spans go to the local span store, so `tandem trace` finds what `x-trace-id` names;
+    # set TANDEM_TRACE_DIR blank to record none (without any exporter, none is recorded).
+    env.setdefault("TANDEM_TRACE_DIR", str((_data_dir() / "traces").resolve()))
     addresses: dict[str, str] = {}
     for spec in SERVICES:
         host = env.get(spec.host_variable, "127.0.0.1")

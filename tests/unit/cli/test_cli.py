@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +94,18 @@ def test_an_unexpected_error_still_raises(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(builtin, "_run", broken)
     with pytest.raises(KeyError):
         _run_main(["run"])
+
+
+def test_tandem_run_records_spans_where_tandem_trace_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.cli._run import _service_env
+    from services.cli._trace import default_dir
+
+    monkeypatch.setenv("TANDEM_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("TANDEM_TRACE_DIR", raising=False)
+    env, _ = _service_env({})
+    assert Path(env["TANDEM_TRACE_DIR"]) == (tmp_path / "traces").resolve()
+    assert default_dir().resolve() == Path(env["TANDEM_TRACE_DIR"])
+    # blank (or another directory) is the user's choice and stays
+    assert _service_env({"TANDEM_TRACE_DIR": ""})[0]["TANDEM_TRACE_DIR"] == ""
