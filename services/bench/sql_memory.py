@@ -55,6 +55,7 @@ from services.sql.eval_dataset import (
     load_databases,
     load_dataset,
     matches,
+    publish,
 )
 from tandem.v1 import embedding_service_pb2 as epb
 from tandem.v1 import embedding_service_pb2_grpc as epb_grpc
@@ -391,8 +392,5 @@ def main(dataset_dir: Path, out: Path = DEFAULT_OUT, *, verbose: bool = False) -
             progress=(lambda text: print(text, file=sys.stderr)) if verbose else None,
         )
     )
-    print(render(report))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, default=str))
-    print(f"\nwrote {out}")
+    publish(report, render(report), out)
     return report

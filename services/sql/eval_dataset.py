@@ -550,11 +550,16 @@ def main(dataset_dir: Path, out: Path = DEFAULT_OUT, *, verbose: bool = False) -
             progress=(lambda text: print(text, file=sys.stderr)) if verbose else None,
         )
     )
-    print(render(report))
+    publish(report, render(report), out)
+    return report
+
+
+def publish(report: dict[str, Any], table: str, out: Path) -> None:
+    """Print an eval's table and write its report as JSON to ``out``."""
+    print(table)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str))
     print(f"\nwrote {out}")
-    return report
 
 
 def _cli(argv: list[str] | None = None) -> int:
