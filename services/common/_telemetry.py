@@ -133,7 +133,8 @@ class _Provider(TracerProvider):
     """A tracer provider whose spans are recorded only once a processor is added."""
 
     def __init__(self, resource: Resource) -> None:
-        delegate = TracerProvider().sampler  # what the environment configures
+        # what the environment configures (a provider made only to read it, never used)
+        delegate = TracerProvider(shutdown_on_exit=False).sampler
         self._when_exported = _WhenExported(delegate)
         super().__init__(resource=resource, sampler=self._when_exported)
 
