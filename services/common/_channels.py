@@ -80,46 +80,67 @@ def _cancel_if_abandoned(call: Any) -> Any:
 
 
 # grpc.aio files an interceptor under one call kind only, hence one class per kind; each
-# gives the call the request's remaining deadline and cancels it if its caller goes away.
+# rewrites the call's details before it starts and may settle the call it got back.
+
+Rewrite = Callable[[grpc.aio.ClientCallDetails], grpc.aio.ClientCallDetails]
 
 
-class _UnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
+def _as_is(call: Any) -> Any:
+    return call
+
+
+class _Kind:
+    def __init__(self, rewrite: Rewrite, settle: Callable[[Any], Any]) -> None:
+        self._rewrite = rewrite
+        self._settle = settle
+
+    async def _call(self, continuation: Callable[..., Any], details: Any, request: Any) -> Any:
+        return self._settle(await continuation(self._rewrite(details), request))
+
+
+class _UnaryUnary(_Kind, grpc.aio.UnaryUnaryClientInterceptor):
     async def intercept_unary_unary(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
-        return _cancel_if_abandoned(await continuation(_with_timeout(client_call_details), request))
+        return await self._call(continuation, client_call_details, request)
 
 
-class _UnaryStream(grpc.aio.UnaryStreamClientInterceptor):
+class _UnaryStream(_Kind, grpc.aio.UnaryStreamClientInterceptor):
     async def intercept_unary_stream(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
-        return _cancel_if_abandoned(await continuation(_with_timeout(client_call_details), request))
+        return await self._call(continuation, client_call_details, request)
 
 
-class _StreamUnary(grpc.aio.StreamUnaryClientInterceptor):
+class _StreamUnary(_Kind, grpc.aio.StreamUnaryClientInterceptor):
     async def intercept_stream_unary(
         self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
     ) -> Any:
-        return _cancel_if_abandoned(
-            await continuation(_with_timeout(client_call_details), request_iterator)
-        )
+        return await self._call(continuation, client_call_details, request_iterator)
 
 
-class _StreamStream(grpc.aio.StreamStreamClientInterceptor):
+class _StreamStream(_Kind, grpc.aio.StreamStreamClientInterceptor):
     async def intercept_stream_stream(
         self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
     ) -> Any:
-        return _cancel_if_abandoned(
-            await continuation(_with_timeout(client_call_details), request_iterator)
-        )
+        return await self._call(continuation, client_call_details, request_iterator)
+
+
+def rewriting_interceptors(
+    rewrite: Rewrite, settle: Callable[[Any], Any] = _as_is
+) -> list[grpc.aio.ClientInterceptor]:
+    """One interceptor per call kind, each passing ``rewrite(details)`` to the call and
+    returning ``settle(call)``."""
+    return [
+        cls(rewrite, settle) for cls in (_UnaryUnary, _UnaryStream, _StreamUnary, _StreamStream)
+    ]
 
 
 def deadline_interceptors() -> list[grpc.aio.ClientInterceptor]:
     """Innermost, next to the real call: every outgoing call gets the smaller of its own
     timeout and the request's remainder, and a cancelled caller (the awaiting task, or
     the call object) cancels the RPC on the wire, whatever the interceptors above do."""
-    return [_UnaryUnary(), _UnaryStream(), _StreamUnary(), _StreamStream()]
+    return rewriting_interceptors(_with_timeout, _cancel_if_abandoned)
 
 
 def create_channel(

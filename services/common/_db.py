@@ -305,13 +305,9 @@ class Database:
             try:
                 # One round trip opens the transaction and sets the tenant: fixed text and
                 # the tenant as a quoted literal, so the simple protocol carries both.
+                # A failure below leaves the transaction open: `autocommit` rolls it back.
                 await conn.execute(_OPEN_TENANT.format(sql.Literal(tenant_id)))
-                try:
-                    yield conn
-                except BaseException:
-                    with contextlib.suppress(psycopg.Error):
-                        await conn.execute("ROLLBACK")
-                    raise
+                yield conn
                 await conn.execute("COMMIT")
             except psycopg.OperationalError:
                 raise Unavailable(

@@ -10,13 +10,15 @@ every span dropped: the caller's trace id (a new one at the root), a span id per
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+
+from services.common._channels import rewriting_interceptors
 
 _IDS = RandomIdGenerator()
 
@@ -59,37 +61,6 @@ def _with_context(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDet
     )
 
 
-# grpc.aio files an interceptor under one call kind only, hence one class per kind.
-
-
-class _UnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
-    async def intercept_unary_unary(
-        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
-    ) -> Any:
-        return await continuation(_with_context(client_call_details), request)
-
-
-class _UnaryStream(grpc.aio.UnaryStreamClientInterceptor):
-    async def intercept_unary_stream(
-        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
-    ) -> Any:
-        return await continuation(_with_context(client_call_details), request)
-
-
-class _StreamUnary(grpc.aio.StreamUnaryClientInterceptor):
-    async def intercept_stream_unary(
-        self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
-    ) -> Any:
-        return await continuation(_with_context(client_call_details), request_iterator)
-
-
-class _StreamStream(grpc.aio.StreamStreamClientInterceptor):
-    async def intercept_stream_stream(
-        self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
-    ) -> Any:
-        return await continuation(_with_context(client_call_details), request_iterator)
-
-
 def context_interceptors() -> list[grpc.aio.ClientInterceptor]:
     """Client interceptors that send the current trace context with every call."""
-    return [_UnaryUnary(), _UnaryStream(), _StreamUnary(), _StreamStream()]
+    return rewriting_interceptors(_with_context)

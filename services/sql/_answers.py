@@ -332,8 +332,8 @@ class AnswerMemory:
                         return found, []
                 # The embedding (the model, most of a lookup's time) only when some pair
                 # passes the word checks a hit needs anyway, or a model wants examples.
-                words = [p for p in survey.pairs if self._could_answer(p, asked)]
                 if survey.complete and not self._few_shot:
+                    words = [p for p in survey.pairs if self._could_answer(p, asked)]
                     if not words:
                         span.set_attributes({"sql.memory.hit": False,
                                              "sql.memory.miss": "NO_WORD_CANDIDATE"})  # fmt: skip
