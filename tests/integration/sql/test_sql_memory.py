@@ -166,6 +166,12 @@ async def test_no_question_statement_literal_or_note_reaches_telemetry(service):
                 tenant_id=who, question=f"How many companies are in the {canary}x industry?"
             )
         )
+        # a reworded hit: the word candidates' stored vectors, adapted and gated statements
+        reworded = await stub.AskQuestion(
+            pb.AskQuestionRequest(
+                tenant_id=who, question=f"How many companies do we have in the {canary} industry?"
+            )
+        )
         await stub.SubmitFeedback(
             pb.SubmitFeedbackRequest(
                 tenant_id=who,
@@ -176,6 +182,8 @@ async def test_no_question_statement_literal_or_note_reaches_telemetry(service):
             )
         )
     assert hit.confirmed_pair.pair_id == taught.pair.pair_id
+    assert reworded.confirmed_pair.pair_id == taught.pair.pair_id
+    assert reworded.confirmed_pair.similarity < 0.9999  # not the same template
     spans = sink.spans.get_finished_spans()
     assert_no_canary(canary, spans=spans, metrics=sink.metrics.get_metrics_data(), logs=logs)
     assert_code_never_tries(canary, raw.get_finished_spans())
