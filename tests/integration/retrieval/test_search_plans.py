@@ -1,0 +1,88 @@
+"""The search statement is planned once per connection, tenant and shape, not per search:
+planning it cost a third of its backend CPU. Its plan is made for the tenant it serves
+(the tenant is in the statement's text), so a large and a small tenant do not share a
+plan made for neither."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from services.retrieval import RetrievalSettings
+from services.retrieval._repository import RetrievalRepository, SearchPlan
+from services.retrieval._server import open_database
+from services.retrieval._types import SearchMode
+from tandem.v1 import retrieval_service_pb2 as pb
+from tests.integration.retrieval.stack import ingest, new_tenant
+
+pytestmark = pytest.mark.integration
+
+# The prepared statements of this session that are searches (the BM25 corpus CTE is in
+# every full-text search and in nothing else).
+_SEARCHES = """
+    SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
+    WHERE statement LIKE '%%retrieval_corpus_stats%%' ORDER BY statement"""
+
+
+def _plan(tenant: str, settings: RetrievalSettings, query: str) -> SearchPlan:
+    s = settings
+    return SearchPlan(
+        tenant_id=tenant,
+        mode=SearchMode.HYBRID,
+        query=query,
+        vector=np.full(384, 0.05, dtype=np.float32),
+        model_name="any-model",
+        categories=(),
+        document_ids=(),
+        metadata=None,
+        depth=s.default_candidate_depth,
+        limit=10,
+        ef_search=s.default_ef_search,
+        rrf_k=s.rrf_k,
+        dense_weight=s.dense_weight,
+        sparse_weight=s.sparse_weight,
+        sparse_coverage=s.sparse_min_coverage,
+        sparse_candidates=s.sparse_candidates,
+        bm25_k1=s.bm25_k1,
+        bm25_b=s.bm25_b,
+        bm25_k3=s.bm25_k3,
+        sparse_min_share=s.sparse_min_share,
+        sparse_top_gap=s.sparse_top_gap,
+        sparse_top_boost=s.sparse_top_boost,
+    )
+
+
+async def test_each_tenants_search_is_planned_once_and_reused(retrieval, pg_url):
+    large, small = new_tenant(pg_url, "plan-large"), new_tenant(pg_url, "plan-small")
+    await ingest(
+        retrieval.stub,
+        large,
+        [
+            pb.DocumentInput(document_id=f"d{i}", title=f"Note {i}", text=f"lens surgery {i}")
+            for i in range(12)
+        ],
+    )
+    await ingest(retrieval.stub, small, [pb.DocumentInput(document_id="d", title="N", text="lens")])
+    settings = RetrievalSettings()
+    # one connection, so every search below runs in the session read afterwards
+    database = await open_database(pg_url, settings, min_size=1, max_size=1, timeout_s=5)
+    try:
+        repository = RetrievalRepository(database)
+        for words in ("lens", "surgery", "lens surgery"):
+            rows = await repository.search(_plan(large, settings, words))
+            assert rows.hits, words
+        small_rows = await repository.search(_plan(small, settings, "lens"))
+        # the small tenant's plan does not show it the large tenant's chunks
+        assert [h.document_id for h in small_rows.hits] == ["d"]
+        async with database.connection() as conn:
+            cur = await conn.execute(_SEARCHES)
+            prepared = await cur.fetchall()
+    finally:
+        await database.close()
+    assert len(prepared) == 2, "one prepared search per tenant"
+    by_tenant = {
+        tenant: [(g, c) for text, g, c in prepared if f"'{tenant}'" in text]
+        for tenant in (large, small)
+    }
+    # executions that reused the one plan (generic) and searches planned anew (custom)
+    assert by_tenant == {large: [(3, 0)], small: [(1, 0)]}
