@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from gateway._server import run_until_signalled
+from services.common import run_service
 
 if __name__ == "__main__":
-    asyncio.run(run_until_signalled())
+    run_service(run_until_signalled)

@@ -28,6 +28,7 @@ from services.common._errors import (
     Unavailable,
     status_for,
 )
+from services.common._event_loop import run_service
 from services.common._interceptors import RuntimeInterceptor, abort_with
 from services.common._logging import JsonFormatter, configure_logging
 from services.common._observability import (
@@ -80,6 +81,7 @@ __all__ = [
     "map_db_error",
     "remaining",
     "resolve_url",
+    "run_service",
     "serve",
     "status_for",
 ]

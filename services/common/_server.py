@@ -12,6 +12,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from services.common._event_loop import running_loop_kind
 from services.common._interceptors import RuntimeInterceptor
 from services.common._settings import ServerSettings
 from services.common._telemetry import Telemetry
@@ -109,7 +110,13 @@ class GrpcServer:
         await self.server.start()
         _log.info(
             "listening",
-            extra={"fields": {"port": self._port, "services": self._service_names}},
+            extra={
+                "fields": {
+                    "port": self._port,
+                    "services": self._service_names,
+                    "event_loop": running_loop_kind(),
+                }
+            },
         )
         return self._port
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-
+from services.common import run_service
 from services.embedding._server import run_until_signalled
 
 if __name__ == "__main__":
-    asyncio.run(run_until_signalled())
+    run_service(run_until_signalled)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
-from services.common import SettingsError
+from services.common import SettingsError, run_service
 from services.sql._server import run_until_signalled
 
 if __name__ == "__main__":
     try:
-        asyncio.run(run_until_signalled())
+        run_service(run_until_signalled)
     except SettingsError as exc:
         # A configuration the operator must fix (a variable, an unsafe role): one line,
         # already logged in full; a traceback would only bury it.

@@ -6,6 +6,7 @@ Postgres again, and leaves nothing running when it is itself killed outright."""
 
 from __future__ import annotations
 
+import json
 import queue
 import re
 import shlex
@@ -222,6 +223,17 @@ def test_tandem_run_on_a_fresh_directory_serves_the_printed_examples_and_stops_o
     for spec in SERVICES:
         log = data_dir / "logs" / f"{spec.name}.log"
         assert log.stat().st_size > 0, log
+    # every Python service ran on uvloop (the default), through all of the above
+    loops = {
+        spec.name: [
+            entry.get("event_loop")
+            for line in (data_dir / "logs" / f"{spec.name}.log").read_text().splitlines()
+            if line.startswith("{") and (entry := json.loads(line)).get("msg") == "listening"
+        ]
+        for spec in SERVICES
+        if spec.name != "edge"
+    }
+    assert loops == {name: ["uvloop"] for name in loops}, loops
 
 
 def test_a_second_run_reuses_the_key_restarts_what_dies_and_leaves_nothing_when_killed(
