@@ -64,6 +64,7 @@ from services.embedding._server import ready as embedding_ready
 from services.embedding._settings import EmbeddingSettings
 from services.embedding.bench import passages, queries
 from services.retrieval._repository import RetrievalRepository, SearchPlan
+from services.retrieval._search import search_plan
 from services.retrieval._server import RetrievalDeps, create_server, prepare_store
 from services.retrieval._settings import RetrievalSettings, cpu_flags
 from services.retrieval._types import SearchMode
@@ -133,29 +134,16 @@ async def _load(database: Database, texts: Sequence[str], vectors: Matrix, model
 def _plan(
     mode: SearchMode, text: str, vector: Matrix, model: str, s: RetrievalSettings
 ) -> SearchPlan:
-    return SearchPlan(
+    return search_plan(
+        s,
         tenant_id=_TENANT,
         mode=mode,
         query=text,
-        vector=vector if mode is not SearchMode.SPARSE else None,
+        vector=vector,
         model_name=model,
-        categories=(),
-        document_ids=(),
-        metadata=None,
         depth=s.default_candidate_depth,
         limit=TOP_K,
         ef_search=s.default_ef_search,
-        rrf_k=s.rrf_k,
-        dense_weight=s.dense_weight,
-        sparse_weight=s.sparse_weight,
-        sparse_coverage=s.sparse_min_coverage if mode is SearchMode.HYBRID else 0.0,
-        sparse_candidates=s.sparse_candidates,
-        bm25_k1=s.bm25_k1,
-        bm25_b=s.bm25_b,
-        bm25_k3=s.bm25_k3,
-        sparse_min_share=s.sparse_min_share,
-        sparse_top_gap=s.sparse_top_gap,
-        sparse_top_boost=s.sparse_top_boost,
     )
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
 from opentelemetry import metrics, trace
 
 from services.common import DeadlineExceeded, InvalidArgument, Unavailable, remaining
@@ -32,6 +34,7 @@ from services.retrieval._types import (
     Degradation,
     DegradationReason,
     Hit,
+    JsonObject,
     SearchMode,
     SearchQuery,
     SearchResult,
@@ -168,6 +171,51 @@ def resolve_query(query: SearchQuery, settings: RetrievalSettings) -> ResolvedQu
     )
 
 
+def search_plan(
+    settings: RetrievalSettings,
+    *,
+    tenant_id: str,
+    mode: SearchMode,
+    query: str,
+    vector: npt.NDArray[np.float32] | None,
+    model_name: str,
+    depth: int,
+    limit: int,
+    ef_search: int,
+    categories: tuple[str, ...] = (),
+    document_ids: tuple[str, ...] = (),
+    metadata: JsonObject | None = None,
+) -> SearchPlan:
+    """One search for the repository, the ranking settings applied: the one place a plan
+    is made (the service, the benchmarks and the tests all come here)."""
+    s = settings
+    return SearchPlan(
+        tenant_id=tenant_id,
+        mode=mode,
+        query=query,
+        vector=vector if mode is not SearchMode.SPARSE else None,
+        model_name=model_name,
+        categories=categories,
+        document_ids=document_ids,
+        metadata=metadata,
+        depth=depth,
+        limit=limit,
+        ef_search=ef_search,
+        rrf_k=s.rrf_k,
+        dense_weight=s.dense_weight,
+        sparse_weight=s.sparse_weight,
+        # The coverage floor guards the fusion; full text alone keeps every match.
+        sparse_coverage=s.sparse_min_coverage if mode is SearchMode.HYBRID else 0.0,
+        sparse_candidates=s.sparse_candidates,
+        bm25_k1=s.bm25_k1,
+        bm25_b=s.bm25_b,
+        bm25_k3=s.bm25_k3,
+        sparse_min_share=s.sparse_min_share,
+        sparse_top_gap=s.sparse_top_gap,
+        sparse_top_boost=s.sparse_top_boost,
+    )
+
+
 class Searcher:
     """Runs Search; collaborators (store, embedder, optional reranker) come in here."""
 
@@ -266,32 +314,19 @@ class Searcher:
             if rerank and self._reranker is not None
             else resolved.top_k
         )
-        plan = SearchPlan(
+        plan = search_plan(
+            self._settings,
             tenant_id=query.tenant_id,
             mode=mode,
             query=query.query,
             vector=vector,
             model_name=model_name,
-            categories=query.categories,
-            document_ids=query.document_ids,
-            metadata=query.metadata,
             depth=resolved.depth,
             limit=limit,
             ef_search=resolved.ef_search,
-            rrf_k=self._settings.rrf_k,
-            dense_weight=self._settings.dense_weight,
-            sparse_weight=self._settings.sparse_weight,
-            # The coverage floor guards the fusion; full text alone keeps every match.
-            sparse_coverage=self._settings.sparse_min_coverage
-            if mode is SearchMode.HYBRID
-            else 0.0,
-            sparse_candidates=self._settings.sparse_candidates,
-            bm25_k1=self._settings.bm25_k1,
-            bm25_b=self._settings.bm25_b,
-            bm25_k3=self._settings.bm25_k3,
-            sparse_min_share=self._settings.sparse_min_share,
-            sparse_top_gap=self._settings.sparse_top_gap,
-            sparse_top_boost=self._settings.sparse_top_boost,
+            categories=query.categories,
+            document_ids=query.document_ids,
+            metadata=query.metadata,
         )
         db_started = self._clock()
         try:

@@ -10,6 +10,7 @@ import pytest
 
 from services.retrieval import RetrievalSettings
 from services.retrieval._repository import RetrievalRepository, SearchPlan
+from services.retrieval._search import search_plan
 from services.retrieval._server import open_database
 from services.retrieval._types import SearchMode
 from tandem.v1 import retrieval_service_pb2 as pb
@@ -25,30 +26,16 @@ _SEARCHES = """
 
 
 def _plan(tenant: str, settings: RetrievalSettings, query: str) -> SearchPlan:
-    s = settings
-    return SearchPlan(
+    return search_plan(
+        settings,
         tenant_id=tenant,
         mode=SearchMode.HYBRID,
         query=query,
         vector=np.full(384, 0.05, dtype=np.float32),
         model_name="any-model",
-        categories=(),
-        document_ids=(),
-        metadata=None,
-        depth=s.default_candidate_depth,
+        depth=settings.default_candidate_depth,
         limit=10,
-        ef_search=s.default_ef_search,
-        rrf_k=s.rrf_k,
-        dense_weight=s.dense_weight,
-        sparse_weight=s.sparse_weight,
-        sparse_coverage=s.sparse_min_coverage,
-        sparse_candidates=s.sparse_candidates,
-        bm25_k1=s.bm25_k1,
-        bm25_b=s.bm25_b,
-        bm25_k3=s.bm25_k3,
-        sparse_min_share=s.sparse_min_share,
-        sparse_top_gap=s.sparse_top_gap,
-        sparse_top_boost=s.sparse_top_boost,
+        ef_search=settings.default_ef_search,
     )
 
 
