@@ -549,7 +549,8 @@ _SPARSE = sql.SQL(
         ts_filter(setweight(setweight(c.tsv, 'D'), 'A', q.lexemes), '{{a}}')
     ) AS u
 ), sparse AS (
-    -- one aggregation over every candidate's words (not one sub-plan per candidate)
+    -- one aggregation over every candidate's words (not one sub-plan per candidate),
+    -- each chunk's words summed rarest first as before, so its score is bit-identical
     SELECT x.chunk_id,
            sum(
                t.mass * x.tf * (%(k1)s + 1)
