@@ -113,6 +113,7 @@ class SearchPlan:
     rrf_k: int
     dense_weight: float
     sparse_weight: float
+    # Share of the query's known words a full-text hit must hold (search_plan: hybrid only).
     sparse_coverage: float = 0.0
     # Most chunks the full-text side reads and ranks (see _QUERY_TERMS); 0 = unbounded.
     sparse_candidates: int = 1000
@@ -704,8 +705,7 @@ def _search_statement(plan: SearchPlan) -> tuple[sql.Composed, dict[str, Any]]:
         ctes.append(_QUERY_TERMS.format(where=where, **literals))
         ctes.append(_SPARSE.format(**literals))
         params["text"] = plan.query
-        # The coverage floor guards the fusion; full text alone keeps every match.
-        params["coverage"] = plan.sparse_coverage if plan.mode is SearchMode.HYBRID else 0.0
+        params["coverage"] = plan.sparse_coverage
         # floats, so that Postgres never divides integers
         params["k1"] = float(plan.bm25_k1)
         params["b"] = float(plan.bm25_b)
