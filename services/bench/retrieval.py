@@ -63,7 +63,7 @@ from services.embedding._server import create_server as create_embedding_server
 from services.embedding._server import ready as embedding_ready
 from services.embedding._settings import EmbeddingSettings
 from services.embedding.bench import passages, queries
-from services.retrieval._repository import RetrievalRepository, SearchPlan
+from services.retrieval._repository import RetrievalRepository, SearchPlan, app_conninfo
 from services.retrieval._search import search_plan
 from services.retrieval._server import RetrievalDeps, create_server, prepare_store
 from services.retrieval._settings import RetrievalSettings, cpu_flags
@@ -167,6 +167,9 @@ class _Setup:
     """What every corpus size shares: store, model, base passages and the query set."""
 
     database: Database
+    # Searches connect as the service does: the row-level-security role, whose plans
+    # differ from the owner's (a superuser's are not constrained by the policies at all).
+    searcher: Database
     settings: RetrievalSettings
     model: Embedder
     base_texts: list[str]
@@ -197,7 +200,7 @@ async def _search_size(setup: _Setup, size: int) -> dict[str, Any]:
             enabled=True, m=settings.hnsw_m, ef_construction=settings.hnsw_ef_construction
         )
         index_s = time.perf_counter() - started
-    repository = RetrievalRepository(database)
+    repository = RetrievalRepository(setup.searcher)
     latency: dict[str, dict[str, float]] = {}
     dense_ids: list[list[int]] = []
     found: dict[SearchMode, list[set[str]]] = {}
@@ -398,6 +401,13 @@ async def _run(sizes: Sequence[int], n_queries: int, base: int, documents: int) 
         "queries": n_queries,
     }
     database = Database(url, min_size=1, max_size=2, timeout_s=30)
+    searcher = Database(
+        app_conninfo(url, settings.app_database_url),
+        owner_conninfo=url,
+        min_size=1,
+        max_size=2,
+        timeout_s=30,
+    )
     try:
         no_index = RetrievalSettings(**{**settings.__dict__, "hnsw": "off"})
         await prepare_store(database, no_index, embedded=db_settings.url is None)
@@ -416,8 +426,10 @@ async def _run(sizes: Sequence[int], n_queries: int, base: int, documents: int) 
             embed_ms.append((time.perf_counter() - started) * 1000)
         query_vectors = np.stack(rows).astype(np.float32)
         results["query_embedding"] = _dist(embed_ms)
+        await searcher.open()
         setup = _Setup(
             database=database,
+            searcher=searcher,
             settings=settings,
             model=model,
             base_texts=base_texts,
@@ -433,6 +445,7 @@ async def _run(sizes: Sequence[int], n_queries: int, base: int, documents: int) 
             database, no_index, model, embedding_settings, documents
         )
     finally:
+        await searcher.close()
         await database.close()
         async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as conn:
             await conn.execute(

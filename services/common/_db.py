@@ -204,7 +204,7 @@ async def _register_vector(conn: psycopg.AsyncConnection[Any]) -> None:
     await register_vector_async(conn)
 
 
-_OPEN_TENANT = sql.SQL("BEGIN; SELECT set_config('tandem.tenant_id', {}, true)")
+_SET_TENANT = "SELECT set_config('tandem.tenant_id', %s, true)"
 
 
 class Database:
@@ -303,12 +303,17 @@ class Database:
         is UNAVAILABLE naming ``store`` ("the answer memory is unreachable")."""
         async with self.autocommit() as conn:
             try:
-                # One round trip opens the transaction and sets the tenant: fixed text and
-                # the tenant as a quoted literal, so the simple protocol carries both.
-                # A failure below leaves the transaction open: `autocommit` rolls it back.
-                await conn.execute(_OPEN_TENANT.format(sql.Literal(tenant_id)))
-                yield conn
-                await conn.execute("COMMIT")
+                # Pipelined: the transaction's start, the tenant and the caller's statements
+                # leave together and wait for the database only where the caller reads a
+                # result (a write-only transaction is one round trip, not one per
+                # statement). BEGIN and COMMIT are plain statements in the pipeline (a
+                # psycopg transaction block would wait at its start and at its end); a
+                # failure leaves the transaction open, and `autocommit` rolls it back.
+                async with conn.pipeline():
+                    await conn.execute("BEGIN")
+                    await conn.execute(_SET_TENANT, (tenant_id,))
+                    yield conn
+                    await conn.execute("COMMIT")
             except psycopg.OperationalError:
                 raise Unavailable(
                     f"{store} is unreachable", reason="DATABASE_UNAVAILABLE"

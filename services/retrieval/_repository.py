@@ -507,15 +507,18 @@ _QUERY_TERMS = sql.SQL(
         SELECT greatest(1, ceil(t.present * %(coverage)s))::int AS required
     ) AS r
 ), tier0 AS MATERIALIZED (
-    SELECT c.chunk_id, c.tsv, c.tsv_length
-    FROM retrieval_chunks c CROSS JOIN query_terms q
-    WHERE {where} AND c.tsv @@ q.all_words
-    LIMIT nullif({candidates}, 0)
+    -- through the full-text index, as the tables' owner (migration 0008): the index is
+    -- out of the service role's reach under row-level security
+    SELECT m.chunk_id, m.tsv, m.tsv_length
+    FROM query_terms q
+    CROSS JOIN LATERAL retrieval_text_candidates(
+        q.all_words, NULL, nullif({candidates}, 0), {filters}) AS m
 ), rest AS MATERIALIZED (
-    SELECT c.chunk_id, c.tsv, c.tsv_length
-    FROM retrieval_chunks c CROSS JOIN query_terms q
-    WHERE {where} AND c.tsv @@ q.probe AND NOT c.tsv @@ q.all_words
-    LIMIT nullif({candidates}, 0) - (SELECT count(*) FROM tier0)
+    SELECT m.chunk_id, m.tsv, m.tsv_length
+    FROM query_terms q
+    CROSS JOIN LATERAL retrieval_text_candidates(
+        q.probe, q.all_words, (nullif({candidates}, 0) - (SELECT count(*) FROM tier0))::int,
+        {filters}) AS m
 ), candidates AS (
     SELECT * FROM tier0 UNION ALL SELECT * FROM rest
 )"""
@@ -665,6 +668,10 @@ ORDER BY b.score DESC, b.chunk_id"""
 )
 
 
+# retrieval_text_candidates' filter arguments (migration 0008), in its order.
+_TEXT_FILTERS = (("categories", "text[]"), ("document_ids", "text[]"), ("metadata", "jsonb"))
+
+
 def _search_statement(plan: SearchPlan) -> tuple[sql.Composed, dict[str, Any]]:
     # The tenant and the sizes are part of the text, so the plan made once per
     # connection and statement (see ``search``) is made for them: how many chunks the
@@ -694,6 +701,11 @@ def _search_statement(plan: SearchPlan) -> tuple[sql.Composed, dict[str, Any]]:
         )
         params["metadata"] = Jsonb(plan.metadata)
     where = sql.SQL(" AND ").join(conditions)
+    # The full-text candidates' filters, as arguments of retrieval_text_candidates.
+    filters = sql.SQL(", ").join(
+        sql.SQL(f"%({name})s::{kind}" if name in params else f"NULL::{kind}")
+        for name, kind in _TEXT_FILTERS
+    )
     dense = plan.mode in (SearchMode.HYBRID, SearchMode.DENSE)
     sparse = plan.mode in (SearchMode.HYBRID, SearchMode.SPARSE)
     ctes: list[sql.Composable] = []
@@ -702,7 +714,7 @@ def _search_statement(plan: SearchPlan) -> tuple[sql.Composed, dict[str, Any]]:
         params["vector"] = plan.vector
         params["model"] = plan.model_name
     if sparse:
-        ctes.append(_QUERY_TERMS.format(where=where, **literals))
+        ctes.append(_QUERY_TERMS.format(filters=filters, **literals))
         ctes.append(_SPARSE.format(**literals))
         params["text"] = plan.query
         params["coverage"] = plan.sparse_coverage
