@@ -300,7 +300,10 @@ class Database:
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A transaction in which row-level security shows only ``tenant_id``'s rows (the
         ``tandem.tenant_id`` setting, local to the transaction). A connection lost mid-way
-        is UNAVAILABLE naming ``store`` ("the answer memory is unreachable")."""
+        is UNAVAILABLE naming ``store`` ("the answer memory is unreachable").
+
+        Statements are pipelined: a result (rows, ``rowcount``) is there once read with a
+        fetch, and a failing statement raises at the next fetch or at the end."""
         async with self.autocommit() as conn:
             try:
                 # Pipelined: the transaction's start, the tenant and the caller's statements

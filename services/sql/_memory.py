@@ -369,10 +369,10 @@ class MemoryStore:
     async def delete_pair(self, tenant_id: str, pair_id: str) -> bool:
         async with self._tx(tenant_id) as conn:
             cur = await conn.execute(
-                "DELETE FROM sql_confirmed_pairs WHERE tenant_id = %s AND pair_id = %s",
+                "DELETE FROM sql_confirmed_pairs WHERE tenant_id = %s AND pair_id = %s RETURNING 1",
                 (tenant_id, pair_id),
             )
-            return cur.rowcount > 0
+            return await cur.fetchone() is not None
 
 
 def _encode_token(create_time: datetime, pair_id: str) -> str:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict
 
 from services.common import (
     Database,
@@ -19,6 +17,7 @@ from services.common import (
     deadline_scope,
     map_db_error,
 )
+from tests.integration.pg_waits import WaitCounter
 
 pytestmark = pytest.mark.integration
 
@@ -174,82 +173,11 @@ async def test_tenant_transaction_sets_the_tenant_commits_and_rolls_back(pg_url)
         await database.close()
 
 
-_WAITS = (b"Q", b"S", b"H")
-
-
-class _WaitCounter:
-    """A TCP relay in front of the embedded Postgres that reads the client's protocol
-    messages and counts the points where the client waits for the server: a simple
-    Query, or a Sync or a Flush (the end of an extended-protocol batch; a Sync and a
-    Flush back to back are one wait)."""
-
-    def __init__(self, pg_url: str) -> None:
-        params = conninfo_to_dict(pg_url)
-        self._socket = f"{params['host']}/.s.PGSQL.{params.get('port') or 5432}"
-        self._dbname = params.get("dbname") or "postgres"
-        self._server: asyncio.Server | None = None
-        self.waits = 0
-        self._last = b""
-
-    async def start(self) -> str:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
-        port = self._server.sockets[0].getsockname()[1]
-        # no SSL or GSS negotiation: the first message is the startup message
-        return (
-            f"postgresql://postgres@127.0.0.1:{port}/{self._dbname}"
-            "?sslmode=disable&gssencmode=disable"
-        )
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-
-    def _count(self, stream: bytearray, started: list[bool]) -> None:
-        while True:
-            if not started[0]:  # the startup message: a length, no type byte
-                if len(stream) < 4:
-                    return
-                size = int.from_bytes(stream[:4], "big")
-                if len(stream) < size:
-                    return
-                del stream[:size]
-                started[0] = True
-                continue
-            if len(stream) < 5:
-                return
-            size = 1 + int.from_bytes(stream[1:5], "big")
-            if len(stream) < size:
-                return
-            kind = bytes(stream[:1])
-            if kind in _WAITS and self._last not in _WAITS:
-                self.waits += 1
-            self._last = kind
-            del stream[:size]
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        upstream_reader, upstream_writer = await asyncio.open_unix_connection(self._socket)
-        stream, started = bytearray(), [False]
-
-        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, up: bool) -> None:
-            with contextlib.suppress(ConnectionError, OSError):
-                while data := await source.read(65536):
-                    if up:
-                        stream.extend(data)
-                        self._count(stream, started)
-                    sink.write(data)
-                    await sink.drain()
-            sink.close()
-
-        await asyncio.gather(
-            pipe(reader, upstream_writer, True), pipe(upstream_reader, writer, False)
-        )
-
-
 async def test_a_tenant_transaction_waits_for_the_database_only_where_a_result_is_read(pg_url):
     table = f"t{uuid.uuid4().hex[:8]}_rows"
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
         await admin.execute(f"CREATE TABLE {table} (v text)")
-    relay = _WaitCounter(pg_url)
+    relay = WaitCounter(pg_url)
     database = Database(await relay.start(), min_size=1, max_size=1, vector=False)
     await database.open()
     try:

@@ -14,6 +14,7 @@ from services.retrieval._search import search_plan
 from services.retrieval._server import open_database
 from services.retrieval._types import SearchMode
 from tandem.v1 import retrieval_service_pb2 as pb
+from tests.integration.pg_waits import WaitCounter
 from tests.integration.retrieval.stack import ingest, new_tenant
 
 pytestmark = pytest.mark.integration
@@ -73,3 +74,25 @@ async def test_each_tenants_search_is_planned_once_and_reused(retrieval, pg_url)
     }
     # executions that reused the one plan (generic) and searches planned anew (custom)
     assert by_tenant == {large: [(3, 0)], small: [(1, 0)]}
+
+
+async def test_a_search_waits_for_the_database_once(retrieval, pg_url):
+    tenant = new_tenant(pg_url, "waits")
+    await ingest(retrieval.stub, tenant, [pb.DocumentInput(document_id="d", text="lens surgery")])
+    settings = RetrievalSettings()
+    relay = WaitCounter(pg_url)
+    database = await open_database(
+        await relay.start(), settings, min_size=1, max_size=1, timeout_s=5
+    )
+    try:
+        repository = RetrievalRepository(database)
+        await repository.search(_plan(tenant, settings, "lens"))  # prepared here
+        relay.waits = 0
+        rows = await repository.search(_plan(tenant, settings, "lens"))
+        waits = relay.waits
+    finally:
+        await database.close()
+        await relay.close()
+    assert [h.document_id for h in rows.hits] == ["d"]
+    # the start, the settings, the statement and the commit leave together
+    assert waits == 1
