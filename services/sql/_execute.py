@@ -22,6 +22,10 @@ value in the text it would send, keeps a running total over the rows, and from t
 row past a budget sends NULLs and a mark instead of values. The budget is a few times the
 cap, since text and encoded sizes differ; the exact cap is still applied here, on the
 encoded values, so results truncate where they did before.
+
+All of it takes three round trips, pipelined: the transaction's start, its timeout and
+the description; the cursor's declaration and its first rows; the rollback (which also
+closes the cursor). A result larger than one batch takes one more per batch.
 """
 
 from __future__ import annotations
@@ -301,23 +305,32 @@ async def _on_connection(
     source: str = "",
     source_schemas: Sequence[str] = (),
 ) -> ResultSet:
-    setup: sql.SQL | sql.Composed = sql.SQL(
-        "BEGIN READ ONLY" if safeguards.read_only_transaction else "BEGIN READ WRITE"
-    )
+    setup: list[sql.SQL | sql.Composed] = [
+        sql.SQL("BEGIN READ ONLY" if safeguards.read_only_transaction else "BEGIN READ WRITE")
+    ]
     if safeguards.server_timeout:
         millis = max(int(budget_s * 1000), 1)
-        # One round trip for both: fixed text, no parameters, so the simple protocol
-        # may carry two statements.
-        setup = sql.SQL("{}; SET LOCAL statement_timeout = {}").format(setup, sql.Literal(millis))
+        setup.append(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(millis)))
     try:
-        await conn.execute(setup)
         client_limit = budget_s + limits.client_grace_s if safeguards.client_timeout else None
         try:
             async with asyncio.timeout(client_limit):
                 if source:
+                    # The repair path: Postgres must accept the caller's text before the
+                    # regenerated one is described (its own round trips, rare).
+                    for statement in setup:
+                        await conn.execute(statement)
                     await check_accepted(conn, source, source_schemas)
+                    setup = []
+                outputs = await _describe(conn, text, setup)
                 return await _fetch(
-                    conn, text, limits, type_names=type_names, database=database, started=started
+                    conn,
+                    text,
+                    outputs,
+                    limits,
+                    type_names=type_names,
+                    database=database,
+                    started=started,
                 )
         except TimeoutError:
             kind = FailureKind.DEADLINE if deadline_bound else FailureKind.TIMEOUT
@@ -331,33 +344,37 @@ async def _on_connection(
 async def _fetch(
     conn: psycopg.AsyncConnection[Any],
     text: str,
+    outputs: list[OutputColumn],
     limits: Limits,
     *,
     type_names: dict[tuple[str, int], str],
     database: str,
     started: float,
 ) -> ResultSet:
-    outputs = await _describe(conn, text)
     budget = SERVER_BUDGET_FACTOR * limits.max_result_bytes
-    cursor = conn.cursor(name=_CURSOR_NAME, scrollable=False, withhold=False)
-    try:
-        await cursor.execute(measured_statement(text, outputs, budget))
-        # The wrapper keeps every type (CASE ... ELSE value END) and appends the mark.
-        description = (cursor.description or [])[: len(outputs)]
-        names = await _type_names(conn, [d.type_code for d in description], type_names, database)
-        columns = tuple(
-            pb.SqlColumn(name=o.name, data_type=names[d.type_code])
-            for o, d in zip(outputs, description, strict=True)
-        )
-        kinds = [column_kind(c.data_type) for c in columns]
-        rows: list[pb.SqlRow] = []
-        size = 0
-        reason: pb.TruncationReason.ValueType = pb.TRUNCATION_REASON_UNSPECIFIED
-        small = _SMALL_TEXT_BYTES * sum(1 for o in outputs if o.type_oid in _SMALL_OIDS)
-        batch_rows = max(1, min(_FETCH_BATCH, budget // max(small, 1)))
+    # The wrapper keeps every output's type (CASE ... ELSE value END), so the described
+    # types are the fetched ones.
+    names = await _type_names(conn, [o.type_oid for o in outputs], type_names, database)
+    columns = tuple(pb.SqlColumn(name=o.name, data_type=names[o.type_oid]) for o in outputs)
+    kinds = [column_kind(c.data_type) for c in columns]
+    rows: list[pb.SqlRow] = []
+    size = 0
+    reason: pb.TruncationReason.ValueType = pb.TRUNCATION_REASON_UNSPECIFIED
+    small = _SMALL_TEXT_BYTES * sum(1 for o in outputs if o.type_oid in _SMALL_OIDS)
+    batch_rows = max(1, min(_FETCH_BATCH, budget // max(small, 1)))
+    # A cursor, declared and read in one round trip: rows come in batches, the first
+    # with the declaration, and the transaction's end closes it. (psycopg's server-side
+    # cursors would take a round trip each to declare, fetch and close.) The extended
+    # protocol carries exactly one statement, so the text cannot stack another.
+    declare = sql.SQL("DECLARE {} NO SCROLL CURSOR FOR\n").format(sql.Identifier(_CURSOR_NAME))
+    fetch = sql.SQL("FETCH FORWARD {} FROM {}")
+    async with conn.cursor() as cursor:
+        async with conn.pipeline():
+            await conn.execute(declare.as_string(conn) + measured_statement(text, outputs, budget))
+            want = min(limits.max_rows + 1, batch_rows)
+            await cursor.execute(fetch.format(want, sql.Identifier(_CURSOR_NAME)))
         while reason == pb.TRUNCATION_REASON_UNSPECIFIED:
-            want = min(limits.max_rows + 1 - len(rows), batch_rows)
-            batch = await cursor.fetchmany(want)
+            batch = await cursor.fetchall()
             for record in batch:
                 if len(rows) >= limits.max_rows:
                     reason = pb.TRUNCATION_REASON_ROW_CAP
@@ -374,18 +391,18 @@ async def _fetch(
                     break
                 rows.append(row)
                 size += row_size
-            if len(batch) < want:
+            if len(batch) < want or reason != pb.TRUNCATION_REASON_UNSPECIFIED:
                 break
-        return ResultSet(
-            columns=columns,
-            rows=tuple(rows),
-            truncated=reason != pb.TRUNCATION_REASON_UNSPECIFIED,
-            truncation_reason=reason,
-            fingerprint=fingerprint(columns, rows),
-            duration_s=time.perf_counter() - started,
-        )
-    finally:
-        await cursor.close()
+            want = min(limits.max_rows + 1 - len(rows), batch_rows)
+            await cursor.execute(fetch.format(want, sql.Identifier(_CURSOR_NAME)))
+    return ResultSet(
+        columns=columns,
+        rows=tuple(rows),
+        truncated=reason != pb.TRUNCATION_REASON_UNSPECIFIED,
+        truncation_reason=reason,
+        fingerprint=fingerprint(columns, rows),
+        duration_s=time.perf_counter() - started,
+    )
 
 
 async def check_accepted(
@@ -415,12 +432,20 @@ class OutputColumn:
     type_oid: int
 
 
-async def _describe(conn: psycopg.AsyncConnection[Any], text: str) -> list[OutputColumn]:
-    """The statement's output columns, planned but not run (``LIMIT 0`` reads no row)."""
-    # binary=True forces the extended protocol, which carries exactly one statement: the
-    # text cannot close the parenthesis and stack another one behind it.
+async def _describe(
+    conn: psycopg.AsyncConnection[Any], text: str, setup: Sequence[sql.SQL | sql.Composed] = ()
+) -> list[OutputColumn]:
+    """The statement's output columns, planned but not run (``LIMIT 0`` reads no row);
+    ``setup`` (the transaction's start and limits) goes out in the same round trip."""
+    # The extended protocol (a pipeline, or binary=True) carries exactly one statement:
+    # the text cannot close the parenthesis and stack another one behind it.
     async with conn.cursor() as cursor:
-        await cursor.execute(f"SELECT * FROM (\n{text}\n) AS tandem_statement LIMIT 0", binary=True)
+        async with conn.pipeline():
+            for statement in setup:
+                await conn.execute(statement)
+            await cursor.execute(
+                f"SELECT * FROM (\n{text}\n) AS tandem_statement LIMIT 0", binary=True
+            )
         return [OutputColumn(d.name, d.type_code) for d in cursor.description or []]
 
 
