@@ -2,7 +2,10 @@
 
 A key reads ``tdm_<key id>_<secret>``: the recognisable prefix lets secret scanners find
 leaked keys, the key id is the database lookup, and the secret never touches storage or
-logs. Verification hits the database on every call, so a revoked key stops at once.
+logs. A verified key is served from memory for ``cache_ttl_s`` only while the gateway
+listens for key changes (``_key_changes``): a revocation, by any path, drops it there as
+its transaction commits, so a revoked key still stops at once. Not listening, or with the
+memory off, every call reads the database.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import hashlib
 import hmac
 import re
 import secrets
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -47,14 +52,41 @@ class KeyRecord:
 class ApiKeys:
     """Creates, lists, revokes and verifies keys against the ``api_keys`` table."""
 
-    def __init__(self, db: Database, pepper: bytes, *, recent_size: int = 10_000) -> None:
+    def __init__(
+        self,
+        db: Database,
+        pepper: bytes,
+        *,
+        recent_size: int = 10_000,
+        cache_ttl_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if len(pepper) < 16:
             raise ValueError("API key pepper must be at least 16 bytes")
         self._db = db
         self._pepper = pepper
-        # key id -> (tenant, HMAC) of keys that verified recently; never grants access.
-        self._recent: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
+        # key id -> (tenant, HMAC, when it was read) of keys that verified recently. It
+        # grants access only within ``cache_ttl_s`` and while ``listening()`` is True.
+        self._recent: OrderedDict[str, tuple[str, bytes, float]] = OrderedDict()
         self._recent_size = recent_size
+        self._cache_ttl_s = cache_ttl_s
+        self._clock = clock
+        self._listening: Callable[[], bool] = lambda: False
+        # Bumped by every change heard: a read that saw one start is not remembered.
+        self.changes = 0
+
+    def listen(self, listening: Callable[[], bool]) -> None:
+        """Serve verified keys from memory while ``listening()`` (key changes reach
+        :meth:`forget` meanwhile)."""
+        self._listening = listening
+
+    def forget(self, key_id: str) -> None:
+        """A key changed (``""``: any key may have): it is read from the database again."""
+        self.changes += 1
+        if key_id:
+            self._recent.pop(key_id, None)
+        else:
+            self._recent.clear()
 
     def _hmac(self, secret: str) -> bytes:
         return hmac.new(self._pepper, secret.encode(), hashlib.sha256).digest()
@@ -104,7 +136,7 @@ class ApiKeys:
         entry = self._recent.get(match.group(1)) if match else None
         if match is None or entry is None:
             return None
-        tenant, stored = entry
+        tenant, stored, _ = entry
         return tenant if hmac.compare_digest(self._hmac(match.group(2)), stored) else None
 
     async def verify(self, presented: str | None) -> str:
@@ -117,6 +149,17 @@ class ApiKeys:
         match = _KEY_SHAPE.match(presented)
         # Compute the HMAC even for malformed keys so timing says nothing about shape.
         presented_hmac = self._hmac(match.group(2) if match else presented)
+        now = self._clock()
+        if match and self._cache_ttl_s > 0 and self._listening():
+            entry = self._recent.get(match.group(1))
+            if (
+                entry is not None
+                and now - entry[2] < self._cache_ttl_s
+                and hmac.compare_digest(presented_hmac, entry[1])
+            ):
+                self._recent.move_to_end(match.group(1))
+                return entry[0]
+        changes = self.changes
         row = None
         if match:
             async with self._db.autocommit() as conn:
@@ -131,8 +174,9 @@ class ApiKeys:
         if not hmac.compare_digest(presented_hmac, stored) or row is None or match is None:
             raise Unauthenticated("invalid API key", reason="API_KEY_INVALID")
         tenant: str = row[0]
-        self._recent[match.group(1)] = (tenant, stored)
-        self._recent.move_to_end(match.group(1))
-        while len(self._recent) > self._recent_size:
-            self._recent.popitem(last=False)
+        if changes == self.changes:  # else the row may predate a revocation heard since
+            self._recent[match.group(1)] = (tenant, stored, now)
+            self._recent.move_to_end(match.group(1))
+            while len(self._recent) > self._recent_size:
+                self._recent.popitem(last=False)
         return tenant

@@ -29,6 +29,7 @@ from gateway._conversations import (
     not_found,
     parse_id,
 )
+from gateway._key_changes import KeyChanges
 from gateway._keys import ApiKeys
 from gateway._quota import TokenBuckets
 from gateway._relay import relay, reparse, to_internal, unreachable
@@ -623,7 +624,7 @@ async def run_until_signalled() -> None:
     telemetry = Telemetry(telemetry_settings)
     server, servicer = build_server(server_settings, settings, telemetry)
     router, retrieval, sql = open_channels(settings, telemetry)
-    opened: list[Database | ConversationStore] = []
+    opened: list[Database | ConversationStore | KeyChanges] = []
 
     async def start() -> None:
         url = await asyncio.to_thread(resolve_url, db_settings)
@@ -651,9 +652,15 @@ async def run_until_signalled() -> None:
             )
             await conversations.open()
             opened.append(conversations)
+        keys = ApiKeys(database, pepper, cache_ttl_s=settings.key_cache_ttl_s)
+        if settings.key_cache_ttl_s > 0:
+            changes = KeyChanges(url, keys.forget)
+            await changes.start()
+            opened.append(changes)
+            keys.listen(lambda: changes.live)
         deps = GatewayDeps(
             settings=settings,
-            keys=ApiKeys(database, pepper),
+            keys=keys,
             quota=TokenBuckets(settings.rate_per_s, settings.burst),
             router_channel=router,
             retrieval_channel=retrieval,
@@ -666,7 +673,7 @@ async def run_until_signalled() -> None:
     async def stop() -> None:
         for channel in (router, retrieval, sql):
             await channel.close()
-        for database in opened:
-            await database.close()
+        for resource in reversed(opened):
+            await resource.close()
 
     await serve(server, on_start=start, on_stop=stop)

@@ -63,6 +63,9 @@ class GatewaySettings:
     conversation_history_turns: int = 4
     conversation_history_chars: int = 4000
     conversation_app_database_url: str | None = None
+    # How long a verified key is served from memory (0: every call reads the database).
+    # Revocations reach the memory at once, by notification; this bounds the rest.
+    key_cache_ttl_s: float = 30.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -111,6 +114,7 @@ class GatewaySettings:
                 "GATEWAY_CONVERSATION_HISTORY_CHARS", 4000, minimum=0
             ),
             conversation_app_database_url=env.get_optional("GATEWAY_CONVERSATION_APP_DATABASE_URL"),
+            key_cache_ttl_s=env.get_float("GATEWAY_KEY_CACHE_TTL_S", 30.0, minimum=0.0),
         )
         return settings
 

@@ -301,6 +301,13 @@ def test_settings_from_env():
         GatewaySettings.from_env({"GATEWAY_BURST": "0"})
 
 
+def test_the_key_memory_lasts_30_s_by_default_and_0_turns_it_off():
+    assert GatewaySettings.from_env({}).key_cache_ttl_s == 30.0
+    assert GatewaySettings.from_env({"GATEWAY_KEY_CACHE_TTL_S": "0"}).key_cache_ttl_s == 0.0
+    with pytest.raises(SettingsError, match="GATEWAY_KEY_CACHE_TTL_S"):
+        GatewaySettings.from_env({"GATEWAY_KEY_CACHE_TTL_S": "-1"})
+
+
 def test_pepper_from_env_or_a_private_file(tmp_path: Path):
     assert key_pepper({"GATEWAY_KEY_PEPPER": "p" * 16}) == b"p" * 16
     with pytest.raises(SettingsError, match="GATEWAY_KEY_PEPPER"):
