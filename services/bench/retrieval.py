@@ -63,9 +63,9 @@ from services.embedding._server import create_server as create_embedding_server
 from services.embedding._server import ready as embedding_ready
 from services.embedding._settings import EmbeddingSettings
 from services.embedding.bench import passages, queries
-from services.retrieval._repository import RetrievalRepository, SearchPlan, app_conninfo
+from services.retrieval._repository import RetrievalRepository, SearchPlan
 from services.retrieval._search import search_plan
-from services.retrieval._server import RetrievalDeps, create_server, prepare_store
+from services.retrieval._server import RetrievalDeps, create_server, open_database, prepare_store
 from services.retrieval._settings import RetrievalSettings, cpu_flags
 from services.retrieval._types import SearchMode
 from tandem.v1 import retrieval_service_pb2 as pb
@@ -401,13 +401,7 @@ async def _run(sizes: Sequence[int], n_queries: int, base: int, documents: int) 
         "queries": n_queries,
     }
     database = Database(url, min_size=1, max_size=2, timeout_s=30)
-    searcher = Database(
-        app_conninfo(url, settings.app_database_url),
-        owner_conninfo=url,
-        min_size=1,
-        max_size=2,
-        timeout_s=30,
-    )
+    searcher: Database | None = None
     try:
         no_index = RetrievalSettings(**{**settings.__dict__, "hnsw": "off"})
         await prepare_store(database, no_index, embedded=db_settings.url is None)
@@ -426,7 +420,9 @@ async def _run(sizes: Sequence[int], n_queries: int, base: int, documents: int) 
             embed_ms.append((time.perf_counter() - started) * 1000)
         query_vectors = np.stack(rows).astype(np.float32)
         results["query_embedding"] = _dist(embed_ms)
-        await searcher.open()
+        searcher = await open_database(
+            url, no_index, embedded=embedded, min_size=1, max_size=2, timeout_s=30
+        )
         setup = _Setup(
             database=database,
             searcher=searcher,
@@ -445,7 +441,8 @@ async def _run(sizes: Sequence[int], n_queries: int, base: int, documents: int) 
             database, no_index, model, embedding_settings, documents
         )
     finally:
-        await searcher.close()
+        if searcher is not None:
+            await searcher.close()
         await database.close()
         async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as conn:
             await conn.execute(

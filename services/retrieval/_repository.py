@@ -349,32 +349,30 @@ class RetrievalRepository:
             return [_document(r) for r in await cur.fetchall()]
 
     async def search(self, plan: SearchPlan) -> SearchRows:
-        """Run one search in one statement, in one round trip: the transaction's start, its
-        settings, the statement and the commit leave together (a psycopg transaction
-        block would wait at its start and its end), and the rows are read after."""
+        """Run one search in one statement, in one round trip: the tenant transaction is
+        pipelined, so its start, the settings, the statement and the commit leave
+        together, and the rows are read after it."""
         query, params = _search_statement(plan)
-        async with _database_errors(), self._db.autocommit() as conn:
-            async with conn.pipeline():
-                await conn.execute("BEGIN")
-                await conn.execute(
-                    "SELECT set_config('tandem.tenant_id', %s, true), "
-                    "set_config('hnsw.ef_search', %s, true), "
-                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                    "set_config('plan_cache_mode', 'force_generic_plan', true)",
-                    (plan.tenant_id, str(plan.ef_search)),
-                )
-                # Prepared and planned once per connection and statement (tenant, filters
-                # and sizes are in its text, see _search_statement): planning this
-                # statement cost a third of its backend CPU on the demo corpus (1.5 of
-                # 4.6 ms), and a plan made for each search bought nothing, because what
-                # varies per search (the words, the vector) is not something a plan here
-                # can use — the full-text tiers are computed inside the statement. Hybrid
-                # p50 in the retrieval benchmark, planned each time → once: 10K chunks
-                # 5.3 → 2.6 ms, 100K 12.6 → 10.6 ms, the same recall and the same hits.
-                cur = await conn.execute(query, params, prepare=True)
-                # A failure above skips the commit; `autocommit` then rolls back.
-                await conn.execute("COMMIT")
-            rows = await cur.fetchall()
+        async with (
+            _database_errors(),
+            self._db.tenant_transaction(plan.tenant_id, store="the retrieval database") as conn,
+        ):
+            await conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "set_config('plan_cache_mode', 'force_generic_plan', true)",
+                (str(plan.ef_search),),
+            )
+            # Prepared and planned once per connection and statement (tenant, filters and
+            # sizes are in its text, see _search_statement): planning this statement cost
+            # a third of its backend CPU on the demo corpus (1.5 of 4.6 ms), and a plan
+            # made for each search bought nothing, because what varies per search (the
+            # words, the vector) is not something a plan here can use — the full-text
+            # tiers are computed inside the statement. Hybrid p50 in the retrieval
+            # benchmark, planned each time → once: 10K chunks 5.3 → 2.6 ms, 100K 12.6 →
+            # 10.6 ms, the same recall and the same hits.
+            cur = await conn.execute(query, params, prepare=True)
+        rows = await cur.fetchall()
         other = rows[0][0] if rows else None
         hits = [_hit(r) for r in rows if r[1] is not None]
         return SearchRows(hits, other)

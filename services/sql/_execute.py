@@ -373,7 +373,7 @@ async def _fetch(
             await conn.execute(declare.as_string(conn) + measured_statement(text, outputs, budget))
             want = min(limits.max_rows + 1, batch_rows)
             await cursor.execute(fetch.format(want, sql.Identifier(_CURSOR_NAME)))
-        while reason == pb.TRUNCATION_REASON_UNSPECIFIED:
+        while True:
             batch = await cursor.fetchall()
             for record in batch:
                 if len(rows) >= limits.max_rows:
