@@ -11,9 +11,11 @@ import pytest
 
 from services.bench.retrieval import derive_vectors
 from services.cli._main import _parser
+from services.retrieval._validation import check_tenant_id
 from services.retrieval.eval import (
     DEFAULT_DATASET,
     _document_input,
+    eval_tenant,
     mrr_at_k,
     ndcg_at_k,
     read_baselines,
@@ -130,3 +132,15 @@ def test_eval_retrieval_takes_several_datasets_or_one():
     assert _parser().parse_args(["eval", "retrieval"]).datasets == []
     with pytest.raises(SystemExit):
         _parser().parse_args(["eval", "retrieval", "--dataset", "a", "--datasets", "b"])
+
+
+def test_each_dataset_is_evaluated_in_a_tenant_named_after_it():
+    # chunk ids derive from the tenant, and tied chunks are ordered by id: a tenant drawn
+    # anew on each run ranked ties differently on each run of the same code
+    names = ["cisi", "CACM", "golden", "my data set", "x" * 80, "..."]
+    tenants = [eval_tenant(n) for n in names]
+    assert tenants == [eval_tenant(n) for n in names]
+    assert len(set(tenants)) == len(tenants)
+    assert tenants[:3] == ["eval-cisi", "eval-cacm", "eval-golden"]
+    for tenant in tenants:
+        check_tenant_id(tenant)
