@@ -260,7 +260,8 @@ async def execute_unvetted(
     The service reaches this only through :meth:`StatementRunner.run`; tests call it
     directly to prove that the transaction, the role and the timeouts each stop what
     the gate would have stopped. ``source``, when given, is the text ``text`` was
-    regenerated from: Postgres must accept it first (:func:`check_accepted`).
+    regenerated from: Postgres must accept it first (:func:`acceptance_check`, in the
+    first round trip).
     """
     timeout = limits.statement_timeout_s
     left = remaining()
@@ -316,12 +317,9 @@ async def _on_connection(
         try:
             async with asyncio.timeout(client_limit):
                 if source:
-                    # The repair path: Postgres must accept the caller's text before the
-                    # regenerated one is described (its own round trips, rare).
-                    for statement in setup:
-                        await conn.execute(statement)
-                    await check_accepted(conn, source, source_schemas)
-                    setup = []
+                    # Postgres must accept the caller's text before the regenerated one
+                    # is described: in the same round trip, and it stops the pipeline.
+                    setup += acceptance_check(source, source_schemas)
                 outputs = await _describe(conn, text, setup)
                 return await _fetch(
                     conn,
@@ -405,23 +403,24 @@ async def _fetch(
     )
 
 
-async def check_accepted(
-    conn: psycopg.AsyncConnection[Any], text: str, schemas: Sequence[str]
-) -> None:
-    """Raise (as Postgres does) unless Postgres parses and analyses ``text``; nothing runs.
+def acceptance_check(source: str, schemas: Sequence[str]) -> list[sql.SQL | sql.Composed]:
+    """Statements that fail (as Postgres does) unless Postgres parses and analyses
+    ``source``; nothing runs. They go out in the transaction ahead of the description.
 
-    Must be called inside a transaction: the search path that lets Postgres resolve the
-    caller's unqualified table names is set for the check only and put back after it.
+    The search path that lets Postgres resolve the caller's unqualified table names is
+    set for the check only and put back after it; the prepared statement is dropped.
     """
     path = [sql.Identifier(name) for name in dict.fromkeys(("pg_catalog", "public", *schemas))]
     # A unique name: one left behind by a cancelled call can never collide with the next.
     name = sql.Identifier(f"tandem_accept_{uuid.uuid4().hex}")
-    await conn.execute(sql.SQL("SET LOCAL search_path = {}").format(sql.SQL(", ").join(path)))
-    # binary=True: the extended protocol, one statement only, as in _describe.
-    prepare = sql.SQL("PREPARE {} AS\n").format(name).as_string(conn) + text
-    async with conn.cursor() as cursor:
-        await cursor.execute(prepare, binary=True)
-    await conn.execute(sql.SQL("DEALLOCATE {}; SET LOCAL search_path = pg_catalog").format(name))
+    # Each goes out over the extended protocol (a pipeline), so each is one statement:
+    # the caller's text cannot stack another one behind the PREPARE.
+    return [
+        sql.SQL("SET LOCAL search_path = {}").format(sql.SQL(", ").join(path)),
+        sql.Composed([sql.SQL("PREPARE {} AS\n").format(name), sql.SQL(source)]),
+        sql.SQL("DEALLOCATE {}").format(name),
+        sql.SQL("SET LOCAL search_path = pg_catalog"),
+    ]
 
 
 @dataclass(frozen=True)

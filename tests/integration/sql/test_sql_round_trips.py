@@ -1,13 +1,15 @@
-"""A statement runs in three round trips: the transaction's start, its limits and the
+"""A statement runs in three round trips: the transaction's start, its limits (and, for
+a statement the gate regenerated, Postgres's acceptance of the caller's text) and the
 description; the cursor's declaration with the first rows; the end. Every round trip
-is CPU on both sides under load (psycopg's server-side cursor took six)."""
+is CPU on both sides under load (psycopg's server-side cursor took six, the acceptance
+check five more)."""
 
 from __future__ import annotations
 
 import pytest
 
 from services.sql import Limits, Safeguards
-from services.sql._execute import execute_unvetted
+from services.sql._execute import StatementError, execute_unvetted
 from tests.integration.pg_waits import WaitCounter
 
 pytestmark = pytest.mark.integration
@@ -42,3 +44,34 @@ async def test_a_statement_waits_for_the_database_three_times(pg_url, open_pool)
     assert waits == 3
     assert len(many.rows) == 450 and not many.truncated
     assert waits_for_many == 5  # batches of 200: three fetches
+
+
+async def test_the_gated_path_checks_the_callers_text_in_the_first_round_trip(pg_url, open_pool):
+    """What the gate regenerated runs only after Postgres accepts the caller's own text:
+    that check rides with the transaction's start, and a refusal still stops it."""
+    relay = WaitCounter(pg_url)
+    pool = await open_pool(await relay.start())
+    limits = Limits(max_rows=10, statement_timeout_s=5.0)
+    names: dict[tuple[str, int], str] = {}
+    regenerated = "SELECT g AS n FROM pg_catalog.generate_series(1, 3) AS g"
+    try:
+        for _ in range(2):
+            await execute_unvetted(pool, regenerated, limits, Safeguards(), type_names=names,
+                                   source="SELECT g AS n FROM generate_series(1, 3) g")  # fmt: skip
+        relay.waits = 0
+        result = await execute_unvetted(
+            pool, regenerated, limits, Safeguards(), type_names=names,
+            source="SELECT g AS n FROM generate_series(1, 3) g -- the caller's",
+        )  # fmt: skip
+        waits = relay.waits
+        # text Postgres refuses (sqlglot would drop the trailing comma) never runs
+        with pytest.raises(StatementError) as refused:
+            await execute_unvetted(
+                pool, regenerated, limits, Safeguards(), type_names=names,
+                source="SELECT g AS n FROM generate_series(1, 3) g WHERE g = 1 ,",
+            )  # fmt: skip
+    finally:
+        await relay.close()
+    assert [r.values[0].int_value for r in result.rows] == [1, 2, 3]
+    assert waits == 3
+    assert refused.value.sqlstate == "42601"
