@@ -182,6 +182,11 @@ def classify(exc: BaseException, *, deadline_bound: bool = False) -> StatementEr
     return StatementError(FailureKind.OTHER, sqlstate, message)
 
 
+# At most this many accepted texts remembered, each at most this long (about 2 MB in all).
+_ACCEPTED_MAX = 256
+_ACCEPTED_TEXT_MAX = 4000
+
+
 class StatementRunner:
     """Runs gated statements on a target's read-only pool under the hard limits."""
 
@@ -200,6 +205,12 @@ class StatementRunner:
             "tandem.sql.execute.outcomes", description="executed statements by outcome"
         )
         self._type_names: dict[tuple[str, int], str] = {}
+        # Caller's texts Postgres accepted (see acceptance_check), with the statement the
+        # gate regenerated from each, per pool (a database server): a statement asked
+        # again (a dashboard's question, the offline generator's answer to a repeated
+        # question) is not sent to be accepted again. A text Postgres refused is never
+        # remembered. Bounded.
+        self._accepted: dict[tuple[str, str, str, tuple[str, ...]], None] = {}
 
     async def run(
         self,
@@ -219,6 +230,13 @@ class StatementRunner:
             span.set_attribute("db.name", database)
             span.set_attribute("sql.fingerprint", verdict.fingerprint)
             span.set_attribute("sql.tables", list(verdict.tables_used))
+            accepted = (
+                pool.name,
+                verdict.source_sql,
+                verdict.normalized_sql,
+                verdict.source_schemas,
+            )
+            known = accepted in self._accepted
             try:
                 result = await execute_unvetted(
                     pool,
@@ -227,7 +245,7 @@ class StatementRunner:
                     Safeguards(),
                     type_names=self._type_names,
                     database=database,
-                    source=verdict.source_sql,
+                    source="" if known else verdict.source_sql,
                     source_schemas=verdict.source_schemas,
                 )
             except StatementError as exc:
@@ -236,6 +254,10 @@ class StatementRunner:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, exc.kind.value))
                 self._outcomes.add(1, {"database": database, "outcome": exc.kind.value})
                 raise
+            if not known and len(verdict.source_sql) <= _ACCEPTED_TEXT_MAX:
+                if len(self._accepted) >= _ACCEPTED_MAX:
+                    self._accepted.clear()
+                self._accepted[accepted] = None
             span.set_attribute("sql.outcome", "ok")
             span.set_attribute("sql.row_count", len(result.rows))
             span.set_attribute("sql.truncated", result.truncated)

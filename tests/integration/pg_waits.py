@@ -14,7 +14,8 @@ class WaitCounter:
     """A TCP relay in front of the embedded Postgres that reads the client's protocol
     messages and counts the points where the client waits for the server: a simple
     Query, or a Sync or a Flush (the end of an extended-protocol batch; a Sync and a
-    Flush back to back are one wait)."""
+    Flush back to back are one wait). ``statements`` counts what the server is asked to
+    run: each simple Query and each Execute."""
 
     def __init__(self, pg_url: str) -> None:
         params = conninfo_to_dict(pg_url)
@@ -22,6 +23,7 @@ class WaitCounter:
         self._dbname = params.get("dbname") or "postgres"
         self._server: asyncio.Server | None = None
         self.waits = 0
+        self.statements = 0
         self._last = b""
         self._writers: list[asyncio.StreamWriter] = []
 
@@ -60,6 +62,8 @@ class WaitCounter:
             kind = bytes(stream[:1])
             if kind == b"Q" or (kind in _BATCH_ENDS and self._last not in _BATCH_ENDS):
                 self.waits += 1
+            if kind in (b"Q", b"E"):
+                self.statements += 1
             self._last = kind
             del stream[:size]
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from services.sql import Limits, Safeguards
-from services.sql._execute import StatementError, execute_unvetted
+from services.sql._execute import StatementError, StatementRunner, execute_unvetted
+from services.sql._gate import Verdict
 from tests.integration.pg_waits import WaitCounter
 
 pytestmark = pytest.mark.integration
@@ -75,3 +76,34 @@ async def test_the_gated_path_checks_the_callers_text_in_the_first_round_trip(pg
     assert [r.values[0].int_value for r in result.rows] == [1, 2, 3]
     assert waits == 3
     assert refused.value.sqlstate == "42601"
+
+
+async def test_a_text_postgres_accepted_is_not_sent_to_be_accepted_again(pg_url, open_pool):
+    """The runner remembers what Postgres accepted (per pool): the same statement asked
+    again skips the four statements of the check; a refused text is checked every time."""
+    relay = WaitCounter(pg_url)
+    pool = await open_pool(await relay.start())
+    runner = StatementRunner()
+    limits = Limits(max_rows=10, statement_timeout_s=5.0)
+    regenerated = "SELECT g AS n FROM pg_catalog.generate_series(1, 3) AS g"
+
+    def verdict(source: str) -> Verdict:
+        return Verdict((), regenerated, (), "fp", source_sql=source)
+
+    accepted = verdict("SELECT g AS n FROM generate_series(1, 3) g")
+    refused = verdict("SELECT g AS n FROM generate_series(1, 3) g WHERE g = 1 ,")
+    try:
+        await runner.run(pool, verdict("SELECT 1 AS n"), limits, database="t")  # warm
+        counts = []
+        for _ in range(2):
+            relay.statements = 0
+            result = await runner.run(pool, accepted, limits, database="t")
+            assert [r.values[0].int_value for r in result.rows] == [1, 2, 3]
+            counts.append(relay.statements)
+        for _ in range(2):
+            with pytest.raises(StatementError) as err:
+                await runner.run(pool, refused, limits, database="t")
+            assert err.value.sqlstate == "42601"
+    finally:
+        await relay.close()
+    assert counts[0] - counts[1] == 4  # search path, PREPARE, DEALLOCATE, search path
