@@ -68,6 +68,16 @@ def register(commands: Commands) -> None:
     )
     cost.add_argument("--out", type=Path, default=Path("bench-results/cost.json"))
     cost.set_defaults(handler=_bench_cost)
+    hops = commands.bench.add_parser(
+        "hops",
+        help="CPU ms per request of a chain of bare Python gRPC processes: the topology's floor",
+    )
+    hops.add_argument("--hops", type=int, default=3, help="processes in the chain (Search: 3)")
+    hops.add_argument("--concurrency", type=int, default=16)
+    hops.add_argument("--duration", type=float, default=10.0, help="seconds of load")
+    hops.add_argument("--reply-bytes", type=int, default=12_000)
+    hops.add_argument("--out", type=Path, default=Path("bench-results/hops.json"))
+    hops.set_defaults(handler=_bench_hops)
 
     eval_retrieval = commands.eval.add_parser(
         "retrieval", help="Recall@10, MRR@10, nDCG@10 by mode"
@@ -168,6 +178,24 @@ def _bench_cost(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
             through=args.through,
             traces=args.traces,
+        )
+    )
+    return 0
+
+
+def _bench_hops(args: argparse.Namespace) -> int:
+    from services.bench.hops import HopsSettings  # noqa: PLC0415
+    from services.bench.hops import main as bench_hops  # noqa: PLC0415
+
+    if args.hops < 1:
+        raise SystemExit("--hops must be at least 1")
+    bench_hops(
+        HopsSettings(
+            out=args.out,
+            hops=args.hops,
+            concurrency=args.concurrency,
+            duration_s=args.duration,
+            reply_bytes=args.reply_bytes,
         )
     )
     return 0

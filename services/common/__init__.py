@@ -1,7 +1,7 @@
 """The shared library every Tandem service uses: settings, logging, telemetry, the gRPC
 server and client runtime, errors and database access."""
 
-from services.common._channels import create_channel, deadline_interceptors
+from services.common._channels import channel_options, create_channel, deadline_interceptors
 from services.common._db import (
     Database,
     DatabaseSettings,
@@ -67,6 +67,7 @@ __all__ = [
     "Unavailable",
     "abort_with",
     "apply_migrations",
+    "channel_options",
     "configure_logging",
     "create_channel",
     "deadline_interceptors",
