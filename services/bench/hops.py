@@ -44,6 +44,10 @@ class HopsSettings:
     concurrency: int = 16
     duration_s: float = 10.0
     reply_bytes: int = DEFAULT_REPLY_BYTES
+    # Requests per second to pace the load at (0: as fast as the chain answers). A hop's
+    # CPU per request depends on the rate (fewer requests share each wake-up), so compare
+    # with a stack at the rate it reached.
+    rate: float = 0.0
 
 
 def _serve(next_port: int, reply_bytes: int) -> None:
@@ -119,7 +123,7 @@ def _ticks(pids: Sequence[int]) -> list[int]:
 
 
 async def _drive(
-    port: int, concurrency: int, duration_s: float, pids: Sequence[int]
+    port: int, concurrency: int, duration_s: float, rate: float, pids: Sequence[int]
 ) -> dict[str, Any]:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=channel_options()) as ch:
         call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = ch.unary_unary(_METHOD)
@@ -128,16 +132,23 @@ async def _drive(
         done = 0
         stop = 0.0
 
-        async def worker() -> None:
+        async def worker(first: float) -> None:
             nonlocal done
-            while time.perf_counter() < stop:
+            interval = concurrency / rate if rate > 0 else 0.0
+            due = first
+            while (now := time.perf_counter()) < stop:
+                if interval:  # each worker its own slots, the workers' slots interleaved
+                    if due > now:
+                        await asyncio.sleep(due - now)
+                    due += interval
                 await call(_REQUEST)
                 done += 1
 
         before = _ticks(pids)
         started = time.perf_counter()
         stop = started + duration_s
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        step = 1 / rate if rate > 0 else 0.0
+        await asyncio.gather(*(worker(started + i * step) for i in range(concurrency)))
         elapsed = time.perf_counter() - started
         after = _ticks(pids)
     per_s = clock_ticks_per_s()
@@ -156,7 +167,13 @@ def run(settings: HopsSettings) -> dict[str, Any]:
     processes, entry = _start_chain(settings.hops, settings.reply_bytes)
     try:
         measured = asyncio.run(
-            _drive(entry, settings.concurrency, settings.duration_s, [p.pid for p in processes])
+            _drive(
+                entry,
+                settings.concurrency,
+                settings.duration_s,
+                settings.rate,
+                [p.pid for p in processes],
+            )
         )
     finally:
         _stop(processes)
@@ -165,6 +182,7 @@ def run(settings: HopsSettings) -> dict[str, Any]:
         "concurrency": settings.concurrency,
         "duration_s": settings.duration_s,
         "reply_bytes": settings.reply_bytes,
+        "rate": settings.rate,
         **measured,
     }
 
@@ -174,7 +192,8 @@ def render(result: dict[str, Any]) -> str:
     names = [f"hop {i + 1}" + (" (last)" if i == len(hops) - 1 else "") for i in range(len(hops))]
     lines = [
         f"bare gRPC chain: {result['hops']} Python processes, c={result['concurrency']}, "
-        f"{result['reply_bytes']}-byte reply: {result['rps']} req/s",
+        f"{result['reply_bytes']}-byte reply: {result['rps']} req/s"
+        + (f" (paced at {result['rate']:g}/s)" if result["rate"] else ""),
         *(f"  {name:<12} {cpu:6.3f} CPU ms/request" for name, cpu in zip(names, hops, strict=True)),
         f"  {'all':<12} {result['cpu_ms_per_request']:6.3f} CPU ms/request "
         "(the driver's own CPU excluded)",

@@ -76,6 +76,9 @@ def register(commands: Commands) -> None:
     hops.add_argument("--concurrency", type=int, default=16)
     hops.add_argument("--duration", type=float, default=10.0, help="seconds of load")
     hops.add_argument("--reply-bytes", type=int, default=12_000)
+    hops.add_argument(
+        "--rate", type=float, default=0.0, help="requests/s to pace at (default: flat out)"
+    )
     hops.add_argument("--out", type=Path, default=Path("bench-results/hops.json"))
     hops.set_defaults(handler=_bench_hops)
 
@@ -196,6 +199,7 @@ def _bench_hops(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             duration_s=args.duration,
             reply_bytes=args.reply_bytes,
+            rate=args.rate,
         )
     )
     return 0

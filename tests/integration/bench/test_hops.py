@@ -24,6 +24,16 @@ def test_a_chain_of_bare_hops_reports_each_process_cpu(tmp_path):
     assert "hop 2 (last)" in render(result)
 
 
+def test_a_paced_chain_runs_at_the_rate_asked(tmp_path):
+    # a hop's CPU per request depends on the rate, so the floor is compared at the rate
+    # the stack reached: the pacing must hold it
+    out = tmp_path / "hops.json"
+    result = main(HopsSettings(out, hops=1, concurrency=8, duration_s=1.5, rate=200.0))
+    assert result["rate"] == 200.0
+    assert 180 <= result["rps"] <= 205
+    assert "paced at 200/s" in render(result)
+
+
 def test_a_chain_needs_a_hop(tmp_path):
     with pytest.raises(ValueError, match="at least 1"):
         main(HopsSettings(tmp_path / "hops.json", hops=0))
