@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from services.bench._proc import (
     postmaster_pid,
     role_of,
 )
+from services.bench.cost import Stack, settle
 
 SUPERVISOR, POSTMASTER = 100, 200
 
@@ -114,3 +116,32 @@ def test_postmaster_pid_is_the_first_line_of_postmaster_pid(tmp_path: Path):
     (tmp_path / "postmaster.pid").write_text("12345\n/data/pg\n1700000000\n")
     assert postmaster_pid(tmp_path) == 12345
     assert postmaster_pid(tmp_path / "missing") is None
+
+
+def _settling(busy_windows: int, ticks_per_window: int) -> tuple[FakeProc, list[float], Any]:
+    """A stack whose processes work ``ticks_per_window`` ticks in each of its first
+    ``busy_windows`` windows, then 1 tick (idle), and the fake sleep that moves time."""
+    source = FakeProc(_stack())
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        work = ticks_per_window if len(slept) <= busy_windows else 1
+        source.table[101] = (*source.table[101][:3], source.table[101][3] + work)
+
+    return source, slept, sleep
+
+
+async def test_the_rounds_wait_until_a_started_stack_is_idle():
+    # 3 windows of post-start work (a vacuum after the demo ingest), then quiet
+    source, slept, sleep = _settling(busy_windows=3, ticks_per_window=50)
+    stack = Stack("after", "x", "k", StackProcesses((SUPERVISOR, POSTMASTER)))
+    waited = await settle([stack], source, 100, share=0.05, window_s=2.0, sleep=sleep)
+    assert waited == 8.0 and slept == [2.0] * 4
+
+
+async def test_a_stack_that_never_goes_idle_is_measured_after_the_limit():
+    source, slept, sleep = _settling(busy_windows=1000, ticks_per_window=50)
+    stack = Stack("after", "x", "k", StackProcesses((SUPERVISOR, POSTMASTER)))
+    waited = await settle([stack], source, 100, window_s=2.0, limit_s=10.0, sleep=sleep)
+    assert waited is None and len(slept) == 5
