@@ -17,7 +17,6 @@ side in alternating rounds: a before/after table from one run.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import re
@@ -38,6 +37,7 @@ from services.bench._proc import (
     cpu_delta,
     postmaster_pid,
 )
+from services.bench._publish import publish
 from services.load import LoadOptions, Report, run_load
 from services.load.report import QUESTIONS, Scenario
 
@@ -475,8 +475,5 @@ def run(settings: CostSettings) -> dict[str, Any]:
 def main(settings: CostSettings) -> dict[str, Any]:
     """Run the benchmark, print the table, write JSON to ``settings.out``."""
     results = run(settings)
-    print(render(results))
-    settings.out.parent.mkdir(parents=True, exist_ok=True)
-    settings.out.write_text(json.dumps(results, indent=2))
-    print(f"\nwrote {settings.out}")
+    publish(results, render(results), settings.out)
     return results

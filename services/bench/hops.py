@@ -16,7 +16,6 @@ need (fewer hops, or hops that are not Python processes).
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from typing import Any
 import grpc
 
 from services.bench._proc import LinuxProc, clock_ticks_per_s
+from services.bench._publish import publish
 from services.common import channel_options
 from services.common._event_loop import run_service
 
@@ -203,10 +203,7 @@ def render(result: dict[str, Any]) -> str:
 
 def main(settings: HopsSettings) -> dict[str, Any]:
     result = run(settings)
-    print(render(result))
-    settings.out.parent.mkdir(parents=True, exist_ok=True)
-    settings.out.write_text(json.dumps(result, indent=2))
-    print(f"\nwrote {settings.out}")
+    publish(result, render(result), settings.out)
     return result
 
 
