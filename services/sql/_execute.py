@@ -23,9 +23,11 @@ row past a budget sends NULLs and a mark instead of values. The budget is a few 
 cap, since text and encoded sizes differ; the exact cap is still applied here, on the
 encoded values, so results truncate where they did before.
 
-All of it takes three round trips, pipelined: the transaction's start, its timeout and
-the description; the cursor's declaration and its first rows; the rollback (which also
-closes the cursor). A result larger than one batch takes one more per batch.
+All of it takes three round trips, pipelined: the transaction's start, its timeout,
+Postgres's acceptance of the caller's own text (``acceptance_check``; skipped for a text
+this runner saw accepted before) and the description; the cursor's declaration and its
+first rows; the rollback (which also closes the cursor). A result larger than one batch
+takes one more per batch.
 """
 
 from __future__ import annotations
