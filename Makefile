@@ -6,9 +6,11 @@ BIN := $(VENV)/bin
 GEN := gen
 PROTOS := $(shell find protos -name '*.proto' 2>/dev/null)
 MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
-# The text-to-SQL development benchmark (4 databases, 104 questions); `make eval` runs it
-# when the folder exists.
+# The text-to-SQL development benchmarks (defog: 4 databases, 104 questions; Spider dev:
+# 12 databases, 477 questions); `make eval` runs each that exists, with its keys as
+# declared and with every key dropped, on databases loaded as a user restores them.
 SQL_DATASET ?= ../shared/datasets/sql
+SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
 
 .PHONY: setup venv proto models pgvector edge lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness eval load clean
 
@@ -79,9 +81,13 @@ bench-fairness: setup ## tenant B's p99 alone, next to a neighbour at quota, and
 eval: setup ## retrieval quality and SQL execution accuracy on the golden sets and SQL_DATASET
 	$(BIN)/tandem eval retrieval --datasets services/retrieval/eval_data $(wildcard ../shared/datasets/ir/cisi ../shared/datasets/ir/med ../shared/datasets/ir/cacm)
 	$(BIN)/tandem eval sql
-	@if [ -d "$(SQL_DATASET)" ]; then $(BIN)/tandem eval sql --dataset "$(SQL_DATASET)" && \
-	  $(BIN)/tandem eval sql --dataset "$(SQL_DATASET)" --memory; \
-	else echo "SQL dataset $(SQL_DATASET) not found: skipped"; fi
+	@for ds in $(SQL_DATASETS); do \
+	  if [ -d "$$ds" ]; then name=$$(basename "$$ds"); \
+	    $(BIN)/tandem eval sql --dataset "$$ds" --out "bench-results/sql_eval_$$name.json" && \
+	    $(BIN)/tandem eval sql --dataset "$$ds" --drop-keys --out "bench-results/sql_eval_$${name}_no_keys.json" || exit 1; \
+	  else echo "SQL dataset $$ds not found: skipped"; fi; \
+	done
+	@if [ -d "$(SQL_DATASET)" ]; then $(BIN)/tandem eval sql --dataset "$(SQL_DATASET)" --memory; fi
 
 load: setup ## ghz-compatible load test: make load CONFIG=infra/ghz/search.json LOAD_ARGS='-z 30s'
 	$(BIN)/tandem load --config $(or $(CONFIG),infra/ghz/search.json) $(LOAD_ARGS)

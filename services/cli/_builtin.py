@@ -126,6 +126,18 @@ def register(commands: Commands) -> None:
     )
     eval_sql.add_argument("--verbose", action="store_true", help="--dataset: one line per question")
     eval_sql.add_argument(
+        "--drop-keys",
+        action="store_true",
+        help="--dataset: drop every PRIMARY KEY / FOREIGN KEY / UNIQUE after loading (a "
+        "warehouse that declares no keys)",
+    )
+    eval_sql.add_argument(
+        "--analyze",
+        action="store_true",
+        help="--dataset: run ANALYZE after loading (default: measured as a freshly restored "
+        "database, with no planner statistics)",
+    )
+    eval_sql.add_argument(
         "--memory",
         action="store_true",
         help="the answer memory: teach base questions, ask value swaps, paraphrases and "
@@ -226,7 +238,10 @@ def _eval_sql(args: argparse.Namespace) -> int:
         from services.sql import eval_dataset  # noqa: PLC0415
 
         report = eval_dataset.main(
-            args.dataset, args.out or eval_dataset.DEFAULT_OUT, verbose=args.verbose
+            args.dataset,
+            args.out or eval_dataset.DEFAULT_OUT,
+            verbose=args.verbose,
+            options=eval_dataset.LoadOptions(analyze=args.analyze, drop_keys=args.drop_keys),
         )
         return 0 if report["gold_errors"] == 0 else 1
     from services.sql import eval as golden_eval  # noqa: PLC0415

@@ -261,15 +261,76 @@ def psql_path() -> str:
     return found
 
 
-async def load_databases(admin_url: str, dataset: Dataset) -> dict[str, str]:
+@dataclass(frozen=True)
+class LoadOptions:
+    """How the databases are loaded: as a user restores them (no statistics, keys as
+    declared) unless asked otherwise."""
+
+    # Run ANALYZE after loading: the planner statistics (``pg_stats``) a freshly restored
+    # database does not have yet. Off by default, so the product is measured as met.
+    analyze: bool = False
+    # Drop every PRIMARY KEY, FOREIGN KEY and UNIQUE constraint (and unique index) after
+    # the gold queries ran: a warehouse that declares no keys (views, exports, dbt models).
+    drop_keys: bool = False
+
+    @property
+    def prefix(self) -> str:
+        """The loaded databases' name prefix: a key-less copy is a database of its own,
+        so both kinds of run can go on at once."""
+        return DATABASE_PREFIX + ("nokeys_" if self.drop_keys else "")
+
+
+# Constraints first (foreign keys before the keys they reference), then unique indexes
+# that back no constraint.
+_KEY_CONSTRAINTS_SQL = """
+SELECT n.nspname, c.relname, con.conname
+FROM pg_catalog.pg_constraint con
+JOIN pg_catalog.pg_class c ON c.oid = con.conrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE con.contype IN ('f', 'p', 'u')
+  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+ORDER BY con.contype = 'f' DESC, n.nspname, c.relname, con.conname
+"""
+_UNIQUE_INDEXES_SQL = """
+SELECT n.nspname, i.relname
+FROM pg_catalog.pg_index x
+JOIN pg_catalog.pg_class i ON i.oid = x.indexrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = i.relnamespace
+WHERE x.indisunique
+  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+ORDER BY n.nspname, i.relname
+"""
+
+
+async def drop_keys(conn: psycopg.AsyncConnection[Any]) -> int:
+    """Drop every key constraint and unique index of the connected database; returns how
+    many were dropped."""
+    dropped = 0
+    for schema, table, name in await (await conn.execute(_KEY_CONSTRAINTS_SQL)).fetchall():
+        await conn.execute(
+            sql.SQL("ALTER TABLE {} DROP CONSTRAINT IF EXISTS {} CASCADE").format(
+                sql.Identifier(schema, table), sql.Identifier(name)
+            )
+        )
+        dropped += 1
+    for schema, name in await (await conn.execute(_UNIQUE_INDEXES_SQL)).fetchall():
+        await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema, name)))
+        dropped += 1
+    return dropped
+
+
+async def load_databases(
+    admin_url: str, dataset: Dataset, options: LoadOptions = LoadOptions()
+) -> dict[str, str]:
     """Re-create and load each database, grant the reader role SELECT only; returns each
-    dataset database's read-only URL by name."""
+    dataset database's read-only URL by name. Keys are dropped later (see
+    :func:`finish_loading`), once the gold queries have run on the data as published."""
     psql = psql_path()
     urls: dict[str, str] = {}
     async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as admin:
         await ensure_reader_role(admin, READER_ROLE)
         for db in dataset.databases:
-            name = DATABASE_PREFIX + db
+            name = options.prefix + db
             ident = sql.Identifier(name)
             await admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
             await admin.execute(sql.SQL("CREATE DATABASE {}").format(ident))
@@ -282,9 +343,20 @@ async def load_databases(admin_url: str, dataset: Dataset) -> dict[str, str]:
                 )
                 schemas = [row[0] for row in await cur.fetchall()]
                 await grant_read_only(conn, name, READER_ROLE, schemas=schemas)
-                await conn.execute("ANALYZE")
+                if options.analyze:
+                    await conn.execute("ANALYZE")
             urls[db] = reader_url(admin_url, name, READER_ROLE)
     return urls
+
+
+async def finish_loading(admin_url: str, dataset: Dataset, options: LoadOptions) -> None:
+    """What happens after the gold queries ran: the keys dropped when asked."""
+    if not options.drop_keys:
+        return
+    for db in dataset.databases:
+        owner = database_url(admin_url, options.prefix + db)
+        async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
+            await drop_keys(conn)
 
 
 def _run_script(psql: str, url: str, script: Path) -> None:
@@ -300,7 +372,7 @@ def _run_script(psql: str, url: str, script: Path) -> None:
 
 
 async def gold_results(
-    admin_url: str, questions: Sequence[DatasetQuestion]
+    admin_url: str, questions: Sequence[DatasetQuestion], *, prefix: str = DATABASE_PREFIX
 ) -> dict[str, list[list[tuple[Cell, ...]] | str]]:
     """Every gold variant's rows (or its error text), run as the owner, by question id."""
     found: dict[str, list[list[tuple[Cell, ...]] | str]] = {}
@@ -308,7 +380,7 @@ async def gold_results(
     for item in questions:
         by_db.setdefault(item.db, []).append(item)
     for db, items in by_db.items():
-        url = database_url(admin_url, DATABASE_PREFIX + db)
+        url = database_url(admin_url, prefix + db)
         async with await psycopg.AsyncConnection.connect(
             url, autocommit=True, options=_GOLD_OPTIONS
         ) as conn:
@@ -367,10 +439,12 @@ async def evaluate(
     settings: SqlSettings | None = None,
     generator: SqlGenerator | None = None,
     progress: Callable[[str], None] | None = None,
+    options: LoadOptions = LoadOptions(),
 ) -> dict[str, Any]:
     """Load the databases, start the SQL service on them, ask and score every question."""
-    urls = await load_databases(admin_url, dataset)
-    gold = await gold_results(admin_url, dataset.questions)
+    urls = await load_databases(admin_url, dataset, options)
+    gold = await gold_results(admin_url, dataset.questions, prefix=options.prefix)
+    await finish_loading(admin_url, dataset, options)
     base = settings or SqlSettings()
     configured = replace(
         base,
@@ -404,6 +478,8 @@ async def evaluate(
     report["dataset"] = str(dataset.root)
     report["loaded_on"] = date.today().isoformat()
     report["provider"] = "deterministic" if generator is None else type(generator).__name__
+    report["analyzed"] = options.analyze
+    report["keys_dropped"] = options.drop_keys
     return report
 
 
@@ -471,14 +547,18 @@ def _ms(started: float) -> float:
 def _counts(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     total = len(records)
     correct = sum(1 for r in records if r["correct"])
+    answered = sum(1 for r in records if r["outcome"] == "ANSWERED")
     return {
         "questions": total,
-        "answered": sum(1 for r in records if r["outcome"] == "ANSWERED"),
+        "answered": answered,
         "correct": correct,
+        "wrong": answered - correct,
         "refused": sum(1 for r in records if r["outcome"] == "UNANSWERABLE"),
         "exhausted": sum(1 for r in records if r["outcome"] == "ATTEMPTS_EXHAUSTED"),
         "errors": sum(1 for r in records if r["outcome"] == "RPC_ERROR"),
         "accuracy": round(correct / total, 4) if total else 0.0,
+        # right or refused: of what was answered, how much was right
+        "precision": round(correct / answered, 4) if answered else 0.0,
     }
 
 
@@ -513,15 +593,28 @@ def summarize(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def render(report: dict[str, Any]) -> str:
     """The report as plain-text tables."""
-    head = f"{'':<36} {'n':>4} {'answered':>8} {'correct':>7} {'refused':>7} {'accuracy':>8}"
+    head = (
+        f"{'':<36} {'n':>4} {'answered':>8} {'correct':>7} {'wrong':>5} {'refused':>7} "
+        f"{'accuracy':>8} {'precision':>9}"
+    )
 
     def line(name: str, row: dict[str, Any]) -> str:
         return (
             f"{name:<36} {row['questions']:>4} {row['answered']:>8} {row['correct']:>7} "
-            f"{row['refused']:>7} {row['accuracy']:>8.1%}"
+            f"{row['wrong']:>5} {row['refused']:>7} {row['accuracy']:>8.1%} "
+            f"{row['precision']:>9.1%}"
         )
 
-    lines = [f"SQL execution accuracy on {report.get('dataset', '?')} ({report.get('provider')})"]
+    loaded = ", ".join(
+        [
+            "keys dropped" if report.get("keys_dropped") else "keys as declared",
+            "analysed" if report.get("analyzed") else "no statistics (not analysed)",
+        ]
+    )
+    lines = [
+        f"SQL execution accuracy on {report.get('dataset', '?')} ({report.get('provider')}; "
+        f"{loaded})"
+    ]
     for title, key in (("category", "by_category"), ("database", "by_database"), ("set", "by_set")):
         lines += ["", head.replace(" " * 36, f"{title:<36}", 1)]
         lines += [line(name, row) for name, row in report[key].items()]
@@ -536,7 +629,13 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(dataset_dir: Path, out: Path = DEFAULT_OUT, *, verbose: bool = False) -> dict[str, Any]:
+def main(
+    dataset_dir: Path,
+    out: Path = DEFAULT_OUT,
+    *,
+    verbose: bool = False,
+    options: LoadOptions = LoadOptions(),
+) -> dict[str, Any]:
     """Run the eval on ``dataset_dir`` in the embedded Postgres (or ``DATABASE_URL``'s
     server), print the tables and write JSON to ``out``."""
     dataset = load_dataset(dataset_dir)
@@ -548,6 +647,7 @@ def main(dataset_dir: Path, out: Path = DEFAULT_OUT, *, verbose: bool = False) -
             admin_url=admin,
             settings=settings,
             progress=(lambda text: print(text, file=sys.stderr)) if verbose else None,
+            options=options,
         )
     )
     publish(report, render(report), out)
@@ -569,8 +669,11 @@ def _cli(argv: list[str] | None = None) -> int:
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--analyze", action="store_true")
+    parser.add_argument("--drop-keys", action="store_true")
     args = parser.parse_args(argv)
-    report = main(args.dataset, args.out, verbose=args.verbose)
+    options = LoadOptions(analyze=args.analyze, drop_keys=args.drop_keys)
+    report = main(args.dataset, args.out, verbose=args.verbose, options=options)
     return 0 if report["gold_errors"] == 0 else 1
 
 

@@ -13,7 +13,13 @@ import psycopg
 import pytest
 
 from services.sql._warehouse import database_url
-from services.sql.eval_dataset import DATABASE_PREFIX, READER_ROLE, evaluate, load_dataset
+from services.sql.eval_dataset import (
+    DATABASE_PREFIX,
+    READER_ROLE,
+    LoadOptions,
+    evaluate,
+    load_dataset,
+)
 from tests.fakes.gemini import FakeGemini, Reply
 from tests.fakes.gemini_sql import gemini_sql_generator
 
@@ -101,23 +107,66 @@ async def test_a_second_run_reloads_the_database_and_the_reader_stays_read_only(
             await conn.execute("INSERT INTO sales.products VALUES (100, 'No', 1)")
 
 
+_KEYS_SQL = """
+SELECT count(*) FROM pg_catalog.pg_constraint con
+JOIN pg_catalog.pg_namespace n ON n.oid = con.connamespace
+WHERE n.nspname = 'sales' AND con.contype IN ('p', 'f', 'u')
+"""
+_STATS_SQL = "SELECT count(*) FROM pg_catalog.pg_stats WHERE schemaname = 'sales'"
+
+
+async def test_databases_load_as_restored_unless_asked_and_keys_drop_after_the_gold(
+    pg_url: str, fake: FakeGemini
+) -> None:
+    """By default a database is measured as a user restores it (keys declared, no
+    planner statistics); --drop-keys loads a copy of its own with every key gone, once
+    the gold queries have run; --analyze adds the statistics."""
+    dataset = load_dataset(TINY)
+    generator = gemini_sql_generator(fake)
+    counts: dict[str, tuple[int, int]] = {}
+    try:
+        for name, options in (
+            ("plain", LoadOptions()),
+            ("no keys, analysed", LoadOptions(drop_keys=True, analyze=True)),
+        ):
+            script_tiny(fake)
+            report = await evaluate(dataset, admin_url=pg_url, generator=generator, options=options)
+            assert report["gold_errors"] == 0 and report["correct"] == 1
+            assert (report["keys_dropped"], report["analyzed"]) == (
+                options.drop_keys,
+                options.analyze,
+            )
+            owner = database_url(pg_url, options.prefix + "shop")
+            async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
+                keys = await (await conn.execute(_KEYS_SQL)).fetchone()
+                stats = await (await conn.execute(_STATS_SQL)).fetchone()
+                assert keys is not None and stats is not None
+                counts[name] = (keys[0], stats[0])
+    finally:
+        await generator.aclose()
+    assert counts["plain"][0] == 2 and counts["plain"][1] == 0
+    assert counts["no keys, analysed"][0] == 0 and counts["no keys, analysed"][1] > 0
+    assert LoadOptions(drop_keys=True).prefix != DATABASE_PREFIX
+
+
 DEV = Path(__file__).resolve().parents[4] / "shared" / "datasets" / "sql"
 
 
 @pytest.mark.skipif(not (DEV / "questions.jsonl").exists(), reason="no development benchmark")
 async def test_the_offline_generator_on_the_development_benchmark(pg_url: str) -> None:
-    """A floor at the measured level (65 of 104 correct, 6 answered wrongly), so a
+    """A floor at the measured level (49 of 104 correct, 9 answered wrongly, loaded as a
+    user restores the databases: no planner statistics), so a
     regression of the linker on data nobody here wrote turns the build red, and so does a
     rise in confident wrong answers; refusals stay refusals."""
     report = await evaluate(load_dataset(DEV), admin_url=pg_url)
     assert report["gold_errors"] == 0 and report["gold_snapshot_mismatches"] == []
     assert report["errors"] == 0
-    assert report["correct"] >= 64, report["by_category"]
+    assert report["correct"] >= 49, report["by_category"]
     wrong = report["answered"] - report["correct"]
     answered_wrong = [
         i["id"] for i in report["items"] if i["outcome"] == "ANSWERED" and not i["correct"]
     ]
-    assert wrong <= 7, answered_wrong
+    assert wrong <= 9, answered_wrong
     for category, row in report["by_category"].items():
         assert row["correct"] > 0, category  # every category above zero
     refused = [i for i in report["items"] if i["outcome"] == "UNANSWERABLE"]

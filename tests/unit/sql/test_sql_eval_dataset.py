@@ -204,7 +204,11 @@ def test_summary_counts_answered_correct_and_refused_per_group():
     assert (report["questions"], report["answered"], report["correct"]) == (4, 2, 1)
     assert (report["refused"], report["exhausted"], report["accuracy"]) == (1, 1, 0.25)
     assert report["by_database"]["a"]["accuracy"] == 0.5
+    # right or refused: precision is correct over answered, beside accuracy
+    assert (report["wrong"], report["precision"]) == (1, 0.5)
+    assert report["by_database"]["b"]["precision"] == 0.0  # nothing answered there
     assert report["by_set"]["advanced"]["refused"] == 1
     assert (report["latency_ms_p50"], report["latency_ms_p95"]) == (30.0, 40.0)
     text = render(report)
     assert "overall" in text and "basic" in text and "ca" in text
+    assert "precision" in text and "no statistics (not analysed)" in text
