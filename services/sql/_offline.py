@@ -1,6 +1,6 @@
 """The offline SQL generator: the schema linker behind the generator protocol.
 
-No model: every role is answered by :class:`~services.sql._linker.QuestionLinker`, which
+No model: every role is answered by :class:`~services.sql.linker.QuestionLinker`, which
 reads the question against the catalog (names, the other names comments give, stored
 values, the value index, the join graph) and the business definitions (the database's
 glossary, the request's instructions), and composes one SELECT or refuses with the
@@ -26,8 +26,7 @@ from services.sql._ask import (
 from services.sql._catalog import Catalog
 from services.sql._definitions import parse_definitions
 from services.sql._joins import JoinGraph
-from services.sql._linker import LinkError, QuestionLinker
-from services.sql._vocabulary import Vocabulary
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary
 
 MODEL_NAME = "deterministic"
 _log = logging.getLogger("tandem.sql.offline")

@@ -16,8 +16,7 @@ from services.sql._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql._definitions import parse_definitions
 from services.sql._glossary import GlossaryEntry
 from services.sql._joins import Edge, JoinGraph
-from services.sql._linker import LinkError, QuestionLinker
-from services.sql._vocabulary import Vocabulary
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary
 
 TODAY = date(2026, 11, 24)
 

@@ -12,8 +12,7 @@ import sqlglot
 
 from services.sql._catalog import Catalog, ColumnInfo, TableInfo
 from services.sql._joins import JoinGraph
-from services.sql._linker import LinkError, QuestionLinker
-from services.sql._vocabulary import Vocabulary
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary
 
 TODAY = date(2026, 3, 15)
 

@@ -23,7 +23,7 @@ from services.sql import (
     Understanding,
     demo_glossary,
 )
-from services.sql._linker import Linked, QuestionLinker
+from services.sql.linker import Linked, QuestionLinker
 
 TODAY = date(2025, 6, 30)
 
@@ -191,7 +191,7 @@ async def test_one_question_is_read_once_for_all_three_roles(view, monkeypatch):
     real = QuestionLinker.link
 
     def counting(self: QuestionLinker) -> Linked:
-        links.append(self.original)
+        links.append(self.context.original)
         return real(self)
 
     monkeypatch.setattr(QuestionLinker, "link", counting)

@@ -1,0 +1,56 @@
+"""The schema linker: a question's phrases mapped to columns, tables, stored values and
+business definitions, then composed into one SELECT, or refused naming what did not link.
+
+Nothing here knows a particular schema. Names are read the way people write them
+(``sbTxCustId`` is "transaction customer id" once the table's own column prefix stands for
+the table); words match names exactly or as abbreviations (``amt`` for amount, ``dt`` for
+date); rare name words weigh more than common ones (inverse document frequency over the
+catalog's column names); values named in the question are found in the columns whose
+stored values contain them; tables are joined along the join graph (declared keys, then
+inferred ones). Every phrase of the output list must link, or the question is refused with
+what was missing: a clear refusal beats a confident wrong answer.
+
+One module per step, in the order a question goes through them:
+
+- ``_context``: what every step reads (the question read once, the vocabulary, the
+  definitions) and the notes steps leave for later ones;
+- ``_vocabulary``: what the catalog says about itself, indexed for lookup;
+- ``_reading``: splitting a question's phrases (output items, relative clauses);
+- ``_terms``: business definitions (glossary, instructions, the question's own);
+- ``_lookup``: words to tables, columns and stored values;
+- ``_dates``: time windows and which date column a question means;
+- ``_measures``: counts, sums, averages, arithmetic, elapsed time, ranks;
+- ``_outputs``: the output list, item by item;
+- ``_shape``: grouping, ordering and limits;
+- ``_conditions``: filters, anti- and semi-joins, text patterns, flags and states;
+- ``_shares``: shares of a whole and ratios of two counts;
+- ``_naming``: result-column names and the plain-words interpretation;
+- ``_coverage``: every content word explained, or the question refused;
+- ``_composition``: the plan as one SELECT, joined along the join graph;
+- ``_linker``: the orchestrator.
+
+The statement is composed as text from catalog identifiers (quoted where needed) and
+literals rendered by sqlglot, and then goes through the gate like any other.
+"""
+
+from __future__ import annotations
+
+from services.sql.linker._context import LinkContext
+from services.sql.linker._coverage import unexplained
+from services.sql.linker._linker import QuestionLinker, link_question, read_question
+from services.sql.linker._plan import Linked, LinkError
+from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
+
+__all__ = [
+    "Col",
+    "LinkContext",
+    "LinkError",
+    "Linked",
+    "QuestionLinker",
+    "Vocabulary",
+    "column_states",
+    "comment_names",
+    "link_question",
+    "read_question",
+    "unexplained",
+]

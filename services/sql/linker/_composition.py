@@ -1,0 +1,299 @@
+"""Composition: the plan as one SELECT: the base table, joins along the join graph (outer
+when every row of the grouped entity is kept), measures as SQL, WHERE, GROUP BY, HAVING,
+ORDER BY with tie-breakers, LIMIT."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from sqlglot import exp
+
+from services.sql._catalog import TableInfo
+from services.sql._words import (
+    stem,
+)
+from services.sql.linker._context import LinkContext
+from services.sql.linker._coverage import check_coverage
+from services.sql.linker._lookup import fact_candidates
+from services.sql.linker._naming import explain_plan, output_names, slot
+from services.sql.linker._plan import (
+    Linked,
+    LinkError,
+    Measure,
+    Plan,
+    is_key,
+    lit,
+    quote,
+    table_sql,
+)
+from services.sql.linker._terms import render_sql
+from services.sql.linker._vocabulary import Col
+
+
+def compose(ctx: LinkContext, plan: Plan) -> Linked:
+    tables: list[TableInfo] = []
+
+    def need(t: TableInfo | None) -> None:
+        if t is not None and t not in tables:
+            tables.append(t)
+
+    counted = [m.table for m in plan.measures if m.func in ("COUNT", "COUNT_DISTINCT") and m.table]
+    counted += [h[0].table for h in plan.having if h[0].table is not None]
+    if plan.having and plan.entity is None and plan.dims and plan.dims[0].col.table.primary_key:
+        plan.entity = plan.dims[0].col.table
+    for m in plan.measures:
+        need(m.col.table if m.col else None)
+        need(m.filter[0].table if m.filter else None)
+        for t in m.tables:
+            need(t)
+    base = choose_base(ctx, plan, counted)
+    keep_all = keeps_all(ctx, plan, base)
+    if keep_all and plan.entity is not None:
+        base = plan.entity
+    outer = keep_all  # outer joins from the grouped entity: sums of no rows are 0
+    ordered = [base] + [t for t in tables if t is not base]
+    for d in plan.dims:
+        if d.col.table not in ordered:
+            ordered.append(d.col.table)
+    raw_cols = [c for _, cols in plan.raw for c in cols.values()]
+    for c in [*(f[0] for f in plan.filters), *(p[0] for g in plan.ors for p in g), *raw_cols]:
+        if c.table not in ordered:
+            ordered.append(c.table)
+    for t in counted:
+        if t is not None and t not in ordered and not count_key(ctx, base, t):
+            ordered.append(t)
+    for t in plan.semi:
+        if t not in ordered:
+            ordered.append(t)
+            plan.distinct = True
+    joins = ctx.graph.tree(base.qualified, [t.qualified for t in ordered[1:]])
+    if joins is None:
+        raise LinkError("no join path connects the tables the question names")
+    alias: dict[str, str] = {base.qualified: "t0"}
+    from_sql = f"{table_sql(base)} AS t0"
+    for i, (name, edge) in enumerate(joins, 1):
+        table = ctx.catalog.table(name)
+        assert table is not None
+        alias[name] = f"t{i}"
+        prev = edge.other(name)
+        kind = "LEFT JOIN" if keep_all else "JOIN"
+        from_sql += (
+            f" {kind} {table_sql(table)} AS t{i} ON t{i}.{quote(edge.column_of(name))} = "
+            f"{alias[prev]}.{quote(edge.column_of(prev))}"
+        )
+
+    def ref(c: Col) -> str:
+        return f"{alias[c.table.qualified]}.{quote(c.column.name)}"
+
+    select: list[str] = []
+    group: list[str] = []
+    for i, d in enumerate(plan.dims):
+        expr = ref(d.col)
+        if d.grain:
+            expr = f"DATE_TRUNC({lit(d.grain)}, {expr})"
+        select.append(f"{expr} AS {slot(f'd{i}')}")
+        group.append(expr)
+    grouped = bool(plan.measures or plan.having)
+    if plan.entity is not None and grouped and plan.entity.primary_key:
+        key = f"{alias.get(plan.entity.qualified, 't0')}.{quote(plan.entity.primary_key[0])}"
+        if plan.entity.qualified in alias and key not in group:
+            group.append(key)
+    places = re.search(r"\brounded?\s+(?:off\s+)?to\s+(\d)\s+decimal(?:\s+places?)?", ctx.low)
+    for i, m in enumerate(plan.measures):
+        text = measure_sql(ctx, m, base, alias, ref, outer=outer)
+        if places and m.func not in ("RANK", "COUNT", "COUNT_DISTINCT", "COUNT_COL"):
+            text = f"ROUND(CAST({text} AS NUMERIC), {int(places.group(1))})"
+            ctx.known.update({"rounded", "round", "decimal", "places", "place"})
+        select.append(f"{text} AS {slot(f'm{i}')}")
+    where: list[str] = []
+    for c, cond in plan.filters:
+        text = cond.replace("{c}", ref(c))
+        if text not in where:
+            where.append(text)
+    for alternatives in plan.ors:
+        where.append(" OR ".join(f"({cond.replace('{c}', ref(c))})" for c, cond in alternatives))
+    for tree, columns in plan.raw:
+        where.append(render_sql(tree, columns, alias))
+    for t in plan.anti:
+        if t.qualified == base.qualified:
+            continue
+        path = ctx.graph.path(base.qualified, t.qualified)
+        if not path or len(path) != 1:
+            raise LinkError(f"no direct key links {base.name} and {t.name}")
+        edge = path[0]
+        where.append(
+            f"NOT EXISTS (SELECT 1 FROM {table_sql(t)} AS x WHERE x.{quote(edge.column_of(t.qualified))} = t0.{quote(edge.column_of(base.qualified))})"
+        )
+    sql = (
+        "SELECT " + ("DISTINCT " if plan.distinct and not plan.measures else "") + ", ".join(select)
+    )
+    sql += " FROM " + from_sql
+    if where:
+        sql += " WHERE " + " AND ".join(f"({w})" for w in where)
+    if grouped and plan.dims:
+        sql += " GROUP BY " + ", ".join(group)
+    if plan.having:
+        tests = [
+            f"{measure_sql(ctx, m, base, alias, ref, outer=outer)} {op} {n}"
+            for m, op, n in plan.having
+        ]
+        sql += " HAVING " + " AND ".join(tests)
+    if plan.order:
+        parts = []
+        for target, desc in plan.order:
+            parts.append(f"{slot(target)} {'DESC' if desc else 'ASC'} NULLS LAST")
+        if plan.limit:
+            # ties at the cut are broken by the listed columns, so the answer is stable
+            # (rows listed tie by their key; groups by name, the order people read)
+            ties = list(range(len(plan.dims)))
+            if plan.measures:
+                ties.sort(key=lambda i: is_key(plan.dims[i].col))
+            parts += [slot(f"d{i}") for i in ties if f"d{i}" not in dict(plan.order)]
+        sql += " ORDER BY " + ", ".join(parts)
+    if plan.limit:
+        sql += f" LIMIT {plan.limit}"
+    for name, label in output_names(plan).items():
+        sql = sql.replace(slot(name), quote(label))
+    check_coverage(ctx, alias, plan)
+    return Linked(
+        sql,
+        tuple(alias),
+        explain_plan(ctx, plan, base),
+        tuple(ctx.applied),
+    )
+
+
+def keeps_all(ctx: LinkContext, plan: Plan, base: TableInfo) -> bool:
+    """ "… for all customers", "for every salesperson": a grouped entity keeps its rows
+    with no facts (outer join, zero counts), unless a filter or a limit on the facts
+    says otherwise."""
+    every = re.search(
+        r"\b(?:for|of|include|including)\s+(?:all|every)\s+(?:the\s+)?(\w+)|\beven (?:those|if)\b",
+        ctx.low,
+    )
+    if every is None or not plan.measures or plan.limit:
+        return False
+    entity = plan.entity
+    if entity is None and every.group(1):
+        hits = ctx.vocab.tables_named([stem(every.group(1))])
+        if hits and plan.dims and all(d.col.table is hits[0][0] for d in plan.dims):
+            entity = plan.entity = hits[0][0]
+    if entity is None or entity is base:
+        return False
+    return all(c.table.qualified == entity.qualified for c, _ in plan.filters)
+
+
+def choose_base(ctx: LinkContext, plan: Plan, counted: Sequence[TableInfo | None]) -> TableInfo:
+    cands = fact_candidates(ctx, plan)
+    for c, _ in plan.filters:
+        if c.table not in cands:
+            cands.append(c.table)
+
+    # the most "child" table: references most other candidates
+    def children(t: TableInfo) -> int:
+        return sum(
+            1
+            for e in ctx.graph.edges_of(t.qualified)
+            if e.child == t.qualified and ctx.catalog.table(e.parent) in cands
+        )
+
+    measure_tables = [m.col.table for m in plan.measures if m.col and m.func not in ("COUNT_COL",)]
+    if measure_tables:
+        return max(measure_tables, key=children)
+    if plan.measures:
+        return max(cands, key=lambda t: (children(t), t in counted))
+    if plan.dims:
+        return plan.dims[0].col.table
+    return cands[0]
+
+
+def count_key(ctx: LinkContext, base: TableInfo, t: TableInfo) -> str:
+    for e in ctx.graph.edges_of(base.qualified):
+        if e.child == base.qualified and e.parent == t.qualified:
+            return e.child_column
+    return ""
+
+
+def expr_sql(
+    ctx: LinkContext,
+    node: object,
+    base: TableInfo,
+    alias: dict[str, str],
+    ref: object,
+    *,
+    outer: bool = False,
+) -> str:
+    if not isinstance(node, tuple):
+        raise LinkError("the definition's arithmetic could not be read")
+    if node[0] == "num":
+        return str(node[1])
+    if node[0] == "m":
+        return measure_sql(ctx, node[1], base, alias, ref, outer=outer)
+    _, op, left, right = node
+    a = expr_sql(ctx, left, base, alias, ref, outer=outer)
+    b = expr_sql(ctx, right, base, alias, ref, outer=outer)
+    if op == "/":
+        return f"({a}) * 1.0 / NULLIF({b}, 0)"
+    return f"({a} {op} {b})"
+
+
+def measure_sql(
+    ctx: LinkContext,
+    m: Measure,
+    base: TableInfo,
+    alias: dict[str, str],
+    ref: object,
+    *,
+    outer: bool = False,
+) -> str:
+    refer = ref
+    filt = ""
+    if m.filter is not None:
+        col, cond = m.filter
+        if col.table.qualified in alias:
+            filt = f" FILTER (WHERE {cond.replace('{c}', refer(col))})"  # type: ignore[operator]
+    if m.func == "EXPR":
+        return expr_sql(ctx, m.expr[0], base, alias, ref, outer=outer)
+    if m.func == "SQLEXPR":
+        tree, columns = m.expr
+        assert isinstance(tree, exp.Expr) and isinstance(columns, dict)
+        return render_sql(tree, columns, alias)
+    if m.func == "ELAPSED":
+        start, end, unit, inner = m.expr
+        assert isinstance(start, Col) and isinstance(end, Col)
+        seconds = f"EXTRACT(EPOCH FROM ({refer(end)} - {refer(start)}))"  # type: ignore[operator]
+        if start.column.data_type == "date" and end.column.data_type == "date":
+            seconds = f"(({refer(end)} - {refer(start)}) * 86400)"  # type: ignore[operator]
+        per = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}[str(unit)]
+        return f"{inner}({seconds} / {per}.0)"
+    if m.func == "SHARE":
+        return f"ROUND(100.0 * COUNT(*){filt} / NULLIF(COUNT(*), 0), 2)"
+    if m.func == "RANK" and isinstance(m.expr[0], Measure):
+        inner = measure_sql(ctx, m.expr[0], base, alias, ref, outer=outer)
+        over = f"PARTITION BY {refer(m.partition)} " if m.partition else ""  # type: ignore[operator]
+        direction = "DESC" if m.descending else "ASC"
+        return f"RANK() OVER ({over}ORDER BY {inner} {direction})"
+    if m.func in ("COUNT", "COUNT_DISTINCT") and m.table is not None:
+        if m.table.qualified == base.qualified:
+            if m.func == "COUNT_DISTINCT" and base.primary_key:
+                return f"COUNT(DISTINCT t0.{quote(base.primary_key[0])}){filt}"
+            return f"COUNT(*){filt}"
+        key = count_key(ctx, base, m.table)
+        if key:
+            return f"COUNT(DISTINCT t0.{quote(key)}){filt}"
+        if m.table.qualified in alias and m.table.primary_key:
+            return (
+                f"COUNT(DISTINCT {alias[m.table.qualified]}.{quote(m.table.primary_key[0])}){filt}"
+            )
+        return f"COUNT(*){filt}"
+    if m.func == "COUNT" or m.col is None:
+        return f"COUNT(*){filt}"
+    col = refer(m.col)  # type: ignore[operator]
+    if m.func == "COUNT_COL":
+        return f"COUNT({col}){filt}"
+    if m.func == "COUNT_DISTINCT":
+        return f"COUNT(DISTINCT {col}){filt}"
+    if m.func == "SUM" and outer:
+        return f"COALESCE(SUM({col}){filt}, 0)"
+    return f"{m.func}({col}){filt}"

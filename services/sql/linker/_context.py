@@ -1,0 +1,46 @@
+"""What every step of linking reads: the question as read once, the catalog's
+vocabulary, and the business definitions in force; plus the two notes steps leave for
+later ones (the definitions applied, the words a composed feature explains)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+from services.sql._catalog import Catalog, TableInfo
+from services.sql._glossary import GlossaryEntry
+from services.sql._joins import JoinGraph
+from services.sql.linker._vocabulary import Vocabulary
+
+
+@dataclass(frozen=True)
+class LinkContext:
+    """One question against one catalog. The reading is fixed when the context is made;
+    ``applied`` and ``known`` only grow as steps use definitions and explain words."""
+
+    vocab: Vocabulary
+    today: date
+    glossary: tuple[GlossaryEntry, ...]
+    instructions: str
+    # the question as asked, and with defined terms replaced by their definitions
+    original: str
+    question: str
+    low: str
+    # every content word of the question (stemmed), and the tables it names in order
+    words: tuple[str, ...]
+    named: tuple[TableInfo, ...]
+    # words inside a multi-word stored name the question uses ("Security Suite"): part
+    # of that name, not values of their own
+    in_names: frozenset[str]
+    # terms of definitions that changed the statement, in the order they were used
+    applied: list[str] = field(default_factory=list)
+    # words a composed feature explains (e.g. "weekend" once a day-of-week filter is in)
+    known: set[str] = field(default_factory=set)
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.vocab.catalog
+
+    @property
+    def graph(self) -> JoinGraph:
+        return self.vocab.graph

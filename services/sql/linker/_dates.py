@@ -1,0 +1,251 @@
+"""Dates: time windows in words ("last 3 months", "Q2 2024", "between Jan 1 and Mar 31,
+2024"), weekends and weekdays, and which date column a question means. Also the calendar
+arithmetic they need (shift by units, truncate to a unit)."""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Iterable
+from datetime import date, timedelta
+
+from services.sql._words import (
+    STOP_WORDS,
+    lemma,
+    stem,
+    tokenize,
+)
+from services.sql.linker._context import LinkContext
+from services.sql.linker._lookup import fact_candidates
+from services.sql.linker._plan import LinkError, Measure, Plan, is_temporal, lit
+from services.sql.linker._vocabulary import Col
+
+MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+MONTHS["sept"] = 9
+
+
+GRAINS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", "year": "year"}
+
+
+RECENCY = re.compile(r"\b(?:most\s+recent(?:ly)?|latest|newest|oldest|earliest)\b")
+
+
+def day_kinds(ctx: LinkContext, plan: Plan) -> None:
+    """ "how many of these were on weekends": the count again, of the rows whose date
+    falls on a Saturday or Sunday (weekdays: Monday to Friday)."""
+    kind = re.search(r"\b(?:on|during|over)\s+(?:the\s+)?(weekends?|weekdays?)\b", ctx.low)
+    if kind is None:
+        kind = re.search(r"\b(weekend|weekday)\s+\w+", ctx.low)
+    if kind is None:
+        return
+    counts = [m for m in plan.measures if m.func in ("COUNT", "COUNT_DISTINCT")]
+    if not counts:
+        return
+    date_col = date_column(ctx, Plan(measures=plan.measures, dims=plan.dims))
+    if date_col is None:
+        return
+    days = "(0, 6)" if kind.group(1).startswith("weekend") else "(1, 2, 3, 4, 5)"
+    base = counts[0]
+    for m in plan.measures:
+        if m.dow:
+            m.filter = (date_col, f"EXTRACT(DOW FROM {{c}}) IN {days}")
+            break
+    else:
+        extra = Measure(base.func, table=base.table, col=base.col, label=f"{kind.group(1)} count")
+        extra.filter = (date_col, f"EXTRACT(DOW FROM {{c}}) IN {days}")
+        plan.measures.append(extra)
+    ctx.known.update({"weekend", "weekday", "saturday", "sunday", "dow"})
+
+
+def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
+    tables = fact_candidates(ctx, plan)
+    tables += [t for t in ctx.named if t not in tables]
+    near_words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS]
+    state_words = words_of_states(ctx)
+    best: tuple[float, Col] | None = None
+    for rank, table in enumerate(tables):
+        for index, column in enumerate(table.columns):
+            if not is_temporal(column.data_type):
+                continue
+            col = Col(table, column)
+            score = -0.3 * rank - index * 0.01
+            if column.nullable:
+                score -= 0.25  # a date set only in some state ("closed_at") is no timeline
+            if near_words:
+                score += 3 * ctx.vocab.column_score(near_words, col)
+            if state_words:
+                # "won in 2024" with stage 'Closed Won': the date of closing
+                score += ctx.vocab.column_score(state_words, col)
+            if best is None or score > best[0]:
+                best = (score, col)
+    return best[1] if best else None
+
+
+def words_of_states(ctx: LinkContext) -> list[str]:
+    """The words of the multi-word stored values the question names by one of their
+    words ("won" -> closed, won): they say which of several dates the question means."""
+    found: list[str] = []
+    for tok in tokenize(ctx.question):
+        if tok.quoted or len(tok.low) < 3:
+            continue
+        for _, value in set(ctx.vocab.value_words.get(lemma(tok.low), [])):
+            found += [stem(w) for w in re.findall(r"[a-z]+", value.lower())]
+    return found
+
+
+def date_filters(ctx: LinkContext, plan: Plan) -> None:
+    low = ctx.low
+    windows: list[tuple[str, str, int]] = []  # (lower bound expr, upper bound expr, at)
+    today = ctx.today
+
+    def day(d: date) -> str:
+        return lit(d.isoformat())
+
+    for m in re.finditer(
+        r"\b(?:in the |over the |during the |within the )?(?:past|last)\s+(\d+)\s+(calendar\s+)?(day|week|month|quarter|year)s?\b",
+        low,
+    ):
+        n, unit = int(m.group(1)), m.group(3)
+        if unit == "day" and re.match(r"[^.?]{0,12}inclusive of today", low[m.end() :]):
+            n -= 1  # today is one of the n days
+        lower = shift(today, unit, -n)
+        if m.group(2):
+            lower = truncate(lower, unit)
+        upper = ""
+        if re.match(
+            r"[^.?]{0,30}\b(?:excluding|not including|exclusive of) (?:the )?current",
+            low[m.end() :],
+        ):
+            lower = shift(truncate(today, unit), unit, -n)
+            upper = day(truncate(today, unit))
+        windows.append((day(lower), upper, m.start()))
+    for m in re.finditer(
+        r"\b(?:in the |over the |during the )?(past|last|previous|this|current|next)\s+(week|month|quarter|year)\b",
+        low,
+    ):
+        which, unit = m.group(1), m.group(2)
+        start = truncate(today, unit)
+        if which == "past":
+            windows.append((day(shift(today, unit, -1)), "", m.start()))
+        elif which == "next":
+            windows.append((day(shift(start, unit, 1)), day(shift(start, unit, 2)), m.start()))
+        elif which in ("this", "current"):
+            if re.search(
+                r"(excluding|not including|exclusive of)\s*(the\s*)?$",
+                low[max(0, m.start() - 25) : m.start()],
+            ):
+                continue
+            windows.append((day(start), day(shift(start, unit, 1)), m.start()))
+        else:
+            windows.append((day(shift(start, unit, -1)), day(start), m.start()))
+    for m in re.finditer(r"\b([a-z]{3,9})\s+(?:of\s+)?(\d{4})\b", low):
+        month = MONTHS.get(m.group(1))
+        if month and not re.match(r"\s*\d", low[m.end() :]):
+            first = date(int(m.group(2)), month, 1)
+            windows.append((day(first), day(shift(first, "month", 1)), m.start()))
+    dates = list(explicit_dates(low))
+    between = re.search(r"\bbetween\s+(.+?)\s+and\s+(.+?)(?=[,?;(]|$| inclusive| exclusive)", low)
+    if between and len(dates) >= 2:
+        start, end = dates[0][0], dates[1][0]
+        windows.append(
+            (
+                lit(start.isoformat()),
+                lit((end + timedelta(days=1)).isoformat()),
+                between.start(),
+            )
+        )
+        dates = dates[2:]
+    for d, at, _ in dates:
+        word = low[max(0, at - 25) : at]
+        if re.search(r"(on or after|from|since|after|starting)\s*$", word):
+            windows.append(
+                (
+                    lit(d.isoformat())
+                    if "after" not in word or "on or" in word
+                    else lit((d + timedelta(days=1)).isoformat()),
+                    "",
+                    at,
+                )
+            )
+        elif re.search(r"(before|until|prior to)\s*$", word):
+            windows.append(("", lit(d.isoformat()), at))
+        elif re.search(r"(on or before|up to|through)\s*$", word):
+            windows.append(("", lit((d + timedelta(days=1)).isoformat()), at))
+        else:
+            windows.append((lit(d.isoformat()), lit((d + timedelta(days=1)).isoformat()), at))
+    for m in re.finditer(r"\b(?:in|during|for|of)\s+(?:the\s+year\s+)?(\d{4})\b", low):
+        year = int(m.group(1))
+        if 1900 <= year <= 2200 and not any(abs(w[2] - m.start()) < 30 for w in windows):
+            windows.append((lit(f"{year}-01-01"), lit(f"{year + 1}-01-01"), m.start()))
+    quarter = re.search(
+        r"\b(first|second|third|fourth|q[1-4])\s+quarter\s+of\s+(\d{4})|\bq([1-4])\s+(\d{4})",
+        low,
+    )
+    if quarter:
+        qn = {"first": 1, "second": 2, "third": 3, "fourth": 4}.get(
+            quarter.group(1) or "", 0
+        ) or int((quarter.group(1) or quarter.group(3) or "q1")[-1])
+        year = int(quarter.group(2) or quarter.group(4))
+        start = date(year, 3 * qn - 2, 1)
+        end = date(year + (1 if qn == 4 else 0), 1 if qn == 4 else 3 * qn + 1, 1)
+        windows = [w for w in windows if abs(w[2] - quarter.start()) > 40]
+        windows.append((lit(start.isoformat()), lit(end.isoformat()), quarter.start()))
+    if not windows:
+        return
+    for low_bound, high_bound, at in windows:
+        col = date_column(ctx, plan, near=low[max(0, at - 40) : at])
+        if col is None:
+            raise LinkError("the question names a time window but no date column is in scope")
+        cond = []
+        if low_bound:
+            cond.append(f"{{c}} >= {low_bound}")
+        if high_bound:
+            cond.append(f"{{c}} < {high_bound}")
+        plan.filters.append((col, " AND ".join(cond)))
+
+
+def shift(d: date, unit: str, n: int) -> date:
+    """``d`` moved by ``n`` units (months keep the day, clamped to the month's end)."""
+    if unit == "day":
+        return d + timedelta(days=n)
+    if unit == "week":
+        return d + timedelta(weeks=n)
+    months = n * {"month": 1, "quarter": 3, "year": 12}[unit]
+    index = d.year * 12 + d.month - 1 + months
+    year, month = divmod(index, 12)
+    last = calendar.monthrange(year, month + 1)[1]
+    return date(year, month + 1, min(d.day, last))
+
+
+def truncate(d: date, unit: str) -> date:
+    """The start of ``d``'s day, week (Monday), month, quarter or year."""
+    if unit == "day":
+        return d
+    if unit == "week":
+        return d - timedelta(days=d.weekday())
+    if unit == "month":
+        return d.replace(day=1)
+    if unit == "quarter":
+        return date(d.year, 3 * ((d.month - 1) // 3) + 1, 1)
+    return date(d.year, 1, 1)
+
+
+def explicit_dates(low: str) -> Iterable[tuple[date, int, bool]]:
+    """Dates written out: 2023-06-01, Jan 1, 2023, April 1 2023, 1st of Jan 2023."""
+    found = []
+    for m in re.finditer(r"\b(\d{4})-(\d{2})-(\d{2})\b", low):
+        try:
+            found.append(
+                (date(int(m.group(1)), int(m.group(2)), int(m.group(3))), m.start(), False)
+            )
+        except ValueError:
+            continue
+    for m in re.finditer(r"\b([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", low):
+        month = MONTHS.get(m.group(1))
+        if month:
+            try:
+                found.append((date(int(m.group(3)), month, int(m.group(2))), m.start(), False))
+            except ValueError:
+                continue
+    return sorted(found, key=lambda d: d[1])

@@ -1,0 +1,167 @@
+"""The orchestrator: a question read into a context, then each step in turn (outputs,
+measures, grouping, ordering, conditions, composition), or the refusal naming what did
+not link."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import date
+
+from services.sql._definitions import inline_definitions
+from services.sql._glossary import GlossaryEntry
+from services.sql._words import STOP_WORDS, stem, tokenize
+from services.sql.linker._composition import compose
+from services.sql.linker._conditions import link_conditions, link_semi
+from services.sql.linker._context import LinkContext
+from services.sql.linker._dates import date_column, day_kinds
+from services.sql.linker._lookup import named_tables
+from services.sql.linker._measures import fits_phrase, read_arith, read_measure
+from services.sql.linker._outputs import is_covered, merge_elliptic, read_item, split_output
+from services.sql.linker._plan import (
+    Dim,
+    Linked,
+    LinkError,
+    Measure,
+    Plan,
+    bare_count,
+    refines,
+    same_measure,
+)
+from services.sql.linker._reading import RESULT_WORDS, clean_item, split_items
+from services.sql.linker._shape import link_groups, link_ordering, read_limit
+from services.sql.linker._shares import link_share
+from services.sql.linker._terms import expand_terms
+from services.sql.linker._vocabulary import Vocabulary
+
+
+class QuestionLinker:
+    """Links one question (with its definitions) to one catalog."""
+
+    def __init__(
+        self,
+        question: str,
+        vocab: Vocabulary,
+        today: date,
+        glossary: Sequence[GlossaryEntry] = (),
+        instructions: str = "",
+    ) -> None:
+        self.context = read_question(question, vocab, today, glossary, instructions)
+
+    def link(self) -> Linked:
+        """The statement, or :class:`LinkError` naming what did not link."""
+        return link_question(self.context)
+
+
+def read_question(
+    question: str,
+    vocab: Vocabulary,
+    today: date,
+    glossary: Sequence[GlossaryEntry] = (),
+    instructions: str = "",
+) -> LinkContext:
+    """The question read once for every step: defined terms expanded, its content words,
+    the tables it names, the words that belong to stored names it uses."""
+    entries = (*glossary, *inline_definitions(question))
+    applied: list[str] = []
+    expanded = expand_terms(vocab, entries, applied, question)
+    toks = tokenize(expanded)
+    words = tuple(
+        stem(p) for t in toks if not t.quoted for p in t.low.split("_") if p and p not in STOP_WORDS
+    )
+    in_names = frozenset(
+        t.low
+        for size in (2, 3, 4)
+        for i in range(len(toks) - size + 1)
+        if " ".join(w.low for w in toks[i : i + size]) in vocab.names
+        for t in toks[i : i + size]
+    )
+    return LinkContext(
+        vocab=vocab,
+        today=today,
+        glossary=entries,
+        instructions=instructions,
+        original=question,
+        question=expanded,
+        low=expanded.lower(),
+        words=words,
+        named=tuple(named_tables(vocab, toks)),
+        in_names=in_names,
+        applied=applied,
+    )
+
+
+def link_question(ctx: LinkContext) -> Linked:
+    toks = tokenize(ctx.question)
+    share = link_share(ctx, toks)
+    if share is not None:
+        return share
+    head, output_text, cond_text = split_output(ctx, ctx.question)
+    plan = Plan()
+    plan.limit, desc = read_limit(ctx)
+    plan.distinct = bool(re.search(r"\b(distinct|unique)\b", ctx.low)) and not re.search(
+        r"\b(number|count) of (distinct|unique)\b", ctx.low
+    )
+    resolved: list[Dim | Measure] = []
+    missing: list[str] = []
+    for phrase in merge_elliptic(ctx, split_items(output_text)):
+        if re.fullmatch(
+            r"\s*(?:and\s+)?rounded?\s+(?:off\s+)?to\s+\d\s+decimal(?:\s+places?)?\s*",
+            phrase,
+            re.I,
+        ):
+            continue  # formatting, applied to the measures (see _compose)
+        got = read_item(ctx, phrase)
+        if got is None:
+            missing.append(phrase)
+        else:
+            resolved.extend(got)
+    # measures the question asks for before its output list ("what is the average X
+    # and number of Y per Z? Return the top 5 Z ...")
+    if head:
+        pieces = []
+        for phrase in split_items(head):
+            pieces += [phrase, *re.findall(r"\bby\s+(.+)$", phrase)]
+        for phrase in pieces:
+            cleaned = clean_item(phrase).lower()
+            if re.search(r"[/*]|\s-\s", cleaned):
+                m = read_arith(ctx, cleaned)
+            else:
+                m = read_measure(ctx, cleaned)
+            if m is None or any(isinstance(r, Measure) and same_measure(r, m) for r in resolved):
+                continue
+            for i, r in enumerate(resolved):
+                if isinstance(r, Measure) and refines(m, r) and fits_phrase(ctx, m, r):
+                    resolved[i] = m  # "average drug amount per treatment" says which
+                    break
+            else:
+                resolved.append(m)
+    if any(isinstance(r, Measure) and r.func == "COUNT" and r.table for r in resolved):
+        # "the total count" after "the number of sessions": one count, not two
+        resolved = [r for r in resolved if not bare_count(r)]
+    for phrase in list(missing):
+        generic = set(re.findall(r"[a-z]+", phrase.lower())) <= RESULT_WORDS
+        if is_covered(ctx, phrase, resolved) or (generic and resolved):
+            missing.remove(phrase)
+    if missing:
+        raise LinkError(f"nothing in the schema matches {missing[0]!r}")
+    if not resolved:
+        raise LinkError("the question names no column or table of this database")
+    for r in resolved:
+        if isinstance(r, Dim):
+            if not any(d.col.key == r.col.key and d.grain == r.grain for d in plan.dims):
+                plan.dims.append(r)
+        else:
+            plan.measures.append(r)
+    for d in plan.dims:
+        if d.pending:
+            chosen = date_column(ctx, Plan(measures=plan.measures))
+            if chosen is None:
+                raise LinkError(f"no date column to group by {d.grain}")
+            d.col, d.pending = chosen, False
+    day_kinds(ctx, plan)
+    link_groups(ctx, plan)
+    link_ordering(ctx, plan, desc)
+    link_conditions(ctx, plan, cond_text or ctx.question, toks)
+    link_semi(ctx, plan, cond_text)
+    return compose(ctx, plan)

@@ -1,0 +1,276 @@
+"""Words to schema: the tables a question names, the column a phrase names, the stored
+value a word names, and what names an entity (its key and name-like columns)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from services.sql._catalog import TableInfo
+from services.sql._words import (
+    GRAMMAR_WORDS,
+    STOP_WORDS,
+    Tok,
+    cover,
+    lemma,
+    maybe_covers,
+    stem,
+    tokenize,
+    word_match,
+)
+from services.sql.linker._context import LinkContext
+from services.sql.linker._plan import Plan, is_key, is_number, is_temporal, lit
+from services.sql.linker._vocabulary import Col, Vocabulary
+
+
+def named_tables(vocab: Vocabulary, toks: list[Tok]) -> list[TableInfo]:
+    """Tables the question names anywhere, in order of first mention."""
+    words = [stem(p) for t in toks if not t.quoted for p in re.split(r"_", t.low) if p]
+    found: list[tuple[int, TableInfo]] = []
+    for table in vocab.catalog.tables:
+        hits = [
+            i
+            for parts in vocab.table_names(table)
+            if parts and all(maybe_covers(words, p) for p in parts)
+            for i in range(len(words))
+            if any(
+                sum(cover(words[i : i + width], p)[0] for p in parts) / len(parts) >= 0.99
+                for width in range(len(parts), len(parts) + 3)
+            )
+        ]
+        if hits:
+            found.append((min(hits), table))
+    return [t for _, t in sorted(found, key=lambda p: p[0])]
+
+
+def each_entity(ctx: LinkContext) -> TableInfo | None:
+    """The table named after "each", "per" or "for every" in the question."""
+    m = re.search(r"\b(?:each|every|per)\s+([a-z]+)", ctx.low)
+    if m is None:
+        return None
+    hits = ctx.vocab.tables_named([stem(m.group(1))])
+    return hits[0][0] if hits else None
+
+
+def label_columns(ctx: LinkContext, table: TableInfo) -> list[Col]:
+    """What names an entity: its key and its name-like columns."""
+    cols = []
+    if table.primary_key:
+        pk = table.column(table.primary_key[0])
+        if pk:
+            cols.append(Col(table, pk))
+    for column in table.columns:
+        words = ctx.vocab.column_words[(table.qualified, column.name)]
+        if "name" in words or "title" in words or "symbol" in words or "code" in words:
+            cols.append(Col(table, column))
+    if len(cols) <= 1:
+        # no name-like column: the first short, varied text the value index holds
+        # (an activity's subject line, not its free-text notes)
+        labelled = next((c for c in table.columns if c.known_values), None)
+        if labelled is not None:
+            cols.append(Col(table, labelled))
+    return cols
+
+
+def find_column(
+    ctx: LinkContext,
+    words: Sequence[str],
+    prefer: Iterable[TableInfo] = (),
+    numeric: bool = False,
+    threshold: float = 0.5,
+) -> Col | None:
+    best: tuple[float, Col] | None = None
+    preferred = {t.qualified for t in prefer}
+    named = {t.qualified: i for i, t in enumerate(ctx.named)}
+    for col in ctx.vocab.columns:
+        if numeric and (not is_number(col.column.data_type) or is_key(col)):
+            continue
+        raw = ctx.vocab.column_score(words, col)
+        if raw < threshold:
+            continue
+        score = raw
+        if col.table.qualified in preferred:
+            score += 0.3
+        if numeric:
+            if any(e.child == col.table.qualified for e in ctx.graph.edges_of(col.table.qualified)):
+                score += 0.2
+            score += 0.2 * ctx.vocab.table_score(ctx.words, col.table)
+        elif col.table.qualified in named:
+            score += 0.3 - 0.02 * named[col.table.qualified]
+        else:
+            score += 0.2 * ctx.vocab.table_score(ctx.words, col.table)
+        if best is None or score > best[0] + 1e-9:
+            best = (score, col)
+    return best[1] if best else None
+
+
+def tables_headed(ctx: LinkContext, words: Sequence[str]) -> list[tuple[TableInfo, float]]:
+    """Tables whose name starts with the words ("payments" -> payments_received)."""
+    found = []
+    for table in ctx.catalog.tables:
+        parts = ctx.vocab.table_words[table.qualified]
+        if len(parts) > len(words) and all(
+            word_match(w, p) >= 0.9 for w, p in zip(words, parts, strict=False)
+        ):
+            found.append((table, len(words) / len(parts)))
+    return found if len(found) == 1 else []
+
+
+def fact_candidates(ctx: LinkContext, plan: Plan) -> list[TableInfo]:
+    out: list[TableInfo] = []
+    for m in plan.measures:
+        for t in [m.col.table if m.col else None, m.table, *m.tables]:
+            if t is not None and t not in out:
+                out.append(t)
+    for d in plan.dims:
+        if d.col.table not in out:
+            out.append(d.col.table)
+    if not out:
+        out = list(ctx.catalog.tables)
+    return out
+
+
+def text_column(ctx: LinkContext, phrase: str) -> Col | None:
+    words = [stem(w) for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w not in STOP_WORDS]
+    words = [w for w in words if w not in ("whose", "letter", "their", "its")][-3:]
+    if not words:
+        return None
+    best: tuple[float, Col] | None = None
+    named = {t.qualified for t in ctx.named}
+    for col in ctx.vocab.columns:
+        if is_number(col.column.data_type) or is_temporal(col.column.data_type):
+            continue
+        raw = ctx.vocab.column_score(words, col)
+        if raw < 0.5:
+            continue
+        score = raw + (0.3 if col.table.qualified in named else 0.0)
+        if best is None or score > best[0]:
+            best = (score, col)
+    return best[1] if best else None
+
+
+def find_value_word(ctx: LinkContext, word: str) -> tuple[Col, str] | None:
+    """A stored value the word names ("successful" -> status 'success')."""
+    found = ctx.vocab.values.get(word)
+    if not found and len(word) >= 5:
+        for value, cols in ctx.vocab.values.items():
+            if len(value) >= 4 and word.startswith(value) and len(word) - len(value) <= 3:
+                found = cols
+                break
+    if not found:
+        return None
+    return found[0]
+
+
+def find_value(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) -> tuple[Col, str] | None:
+    shouted = tok.text.isupper() and len(tok.text) >= 2
+    if not tok.quoted and not shouted and (tok.low in STOP_WORDS or len(tok.low) < 2):
+        return None
+    candidates = list(ctx.vocab.values.get(tok.low, []))
+    if not candidates and not tok.quoted and tok.text[:-1].isupper() and tok.low[-1:] == "s":
+        candidates = list(ctx.vocab.values.get(tok.low[:-1], []))  # "CTOs" -> 'CTO'
+    if not candidates and not tok.quoted and len(tok.low) >= 5:
+        for value, cols in ctx.vocab.values.items():
+            if len(value) >= 4 and tok.low.startswith(value) and len(tok.low) - len(value) <= 3:
+                candidates.extend(cols)
+    if not candidates and not tok.quoted and len(tok.low) >= 3:
+        return find_value_inside(ctx, tok)
+    if not candidates:
+        if tok.quoted:
+            col = text_column_near(ctx, tok, toks, plan)
+            if col is not None:
+                return col, f"{{c}} = {lit(tok.text)}"
+        return None
+    # the noun after the value, or before it, names the table or column
+    context = [t.stem for t in toks if abs(t.start - tok.start) < 40 and t is not tok]
+    index = toks.index(tok)
+    following = [t.stem for t in toks[index + 1 : index + 3] if not t.quoted]
+    tables = fact_candidates(ctx, plan)
+
+    def score(pair: tuple[Col, str]) -> float:
+        col, _ = pair
+        s = ctx.vocab.column_score(context, col) + ctx.vocab.table_score(context, col.table)
+        s += 1.5 * max((ctx.vocab.table_score([w], col.table) for w in following), default=0)
+        if col.table in tables:
+            s += 0.5
+        return s
+
+    col, value = max(candidates, key=score)
+    names_something = names_schema_word(ctx, tok.stem)
+    # one value in one table (a code and a name column may both hold 'EMEA')
+    unique = (
+        len({c.table.qualified for c, _ in candidates}) == 1
+        and len({v.lower() for _, v in candidates}) == 1
+        and (len(tok.low) >= 4 or tok.text.isupper())
+        and not names_something
+    )
+    if not tok.quoted and not unique and score((col, value)) < 0.5 and col.table not in tables:
+        return None
+    return col, f"{{c}} = {lit(value)}"
+
+
+def mentioned_before(ctx: LinkContext, table: TableInfo, at: int) -> bool:
+    words = [stem(t.low) for t in tokenize(ctx.question[:at]) if not t.quoted]
+    return any(
+        ctx.vocab.table_score(words[j : j + len(n) + 1], table) >= 0.99
+        for n in ctx.vocab.table_names(table)
+        for j in range(len(words))
+    )
+
+
+def find_value_inside(ctx: LinkContext, tok: Tok) -> tuple[Col, str] | None:
+    """A word found in exactly one multi-word stored value, and naming nothing else
+    in the schema ("deals won" -> stage 'Closed Won')."""
+    inside = set(ctx.vocab.value_words.get(lemma(tok.low), []))
+    if len(inside) != 1 or tok.low in GRAMMAR_WORDS or tok.stem in GRAMMAR_WORDS:
+        return None
+    if names_schema_word(ctx, tok.stem) and not verb_not_name(ctx, tok):
+        return None
+    col, value = next(iter(inside))
+    return col, f"{{c}} = {lit(value)}"
+
+
+def verb_not_name(ctx: LinkContext, tok: Tok) -> bool:
+    """A verb form ("were lost") that is only part of a longer name ("lost_reason")
+    and not followed by that name's other words is the state, not the column."""
+    if lemma(tok.low) == tok.low or (lemma(tok.low) == tok.stem and tok.low == tok.stem):
+        return False
+    toks = tokenize(ctx.question)
+    after = [t.stem for t in toks if t.start > tok.start][:2]
+    for parts in [*ctx.vocab.table_words.values(), *ctx.vocab.column_words.values()]:
+        if any(word_match(tok.stem, p) >= 0.9 for p in parts):
+            rest = [p for p in parts if word_match(tok.stem, p) < 0.9]
+            if not rest or any(word_match(a, p) >= 0.9 for a in after for p in rest):
+                return False
+    return True
+
+
+def names_schema_word(ctx: LinkContext, word: str) -> bool:
+    """Whether the word is (a form of) a part of any table or column name."""
+    return any(
+        word_match(word, p) >= 0.9
+        for parts in [
+            *ctx.vocab.table_words.values(),
+            *ctx.vocab.column_words.values(),
+            *(a for aliases in ctx.vocab.table_aliases.values() for a in aliases),
+            *(a for aliases in ctx.vocab.column_aliases.values() for a in aliases),
+        ]
+        for p in parts
+    )
+
+
+def text_column_near(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) -> Col | None:
+    index = toks.index(tok)
+    window = [
+        t.stem
+        for t in toks[max(0, index - 4) : index + 4]
+        if not t.quoted and t.low not in STOP_WORDS
+    ]
+    best: tuple[float, Col] | None = None
+    for col in ctx.vocab.columns:
+        if is_number(col.column.data_type) or is_temporal(col.column.data_type):
+            continue
+        s = ctx.vocab.column_score(window, col)
+        if s > 0.5 and (best is None or s > best[0]):
+            best = (s, col)
+    return best[1] if best else None

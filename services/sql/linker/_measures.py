@@ -1,0 +1,396 @@
+"""Measures: counts, sums, averages, extremes, arithmetic over measure phrases, elapsed
+time between two dates, ranks, and measures a definition names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from services.sql._catalog import TableInfo
+from services.sql._definitions import trim_definition
+from services.sql._words import (
+    STOP_WORDS,
+    stem,
+    word_match,
+)
+from services.sql.linker._context import LinkContext
+from services.sql.linker._lookup import find_column, find_value_word, tables_headed
+from services.sql.linker._plan import (
+    Measure,
+    finish,
+    is_key,
+    is_number,
+    is_temporal,
+    lit,
+    only_table,
+)
+from services.sql.linker._reading import clean_item
+from services.sql.linker._terms import is_condition, sql_measure
+from services.sql.linker._vocabulary import Col
+
+COUNT_CUES = ("number of", "count of", "how many", "num of", "no. of", "total count of")
+
+
+AGG_WORDS = {
+    "total": "SUM",
+    "sum": "SUM",
+    "average": "AVG",
+    "avg": "AVG",
+    "mean": "AVG",
+    "maximum": "MAX",
+    "max": "MAX",
+    "highest": "MAX",
+    "largest": "MAX",
+    "minimum": "MIN",
+    "min": "MIN",
+    "lowest": "MIN",
+    "smallest": "MIN",
+}
+
+
+def read_ranked(ctx: LinkContext, phrase: str) -> Measure | None:
+    """A defined rank ("SR = sales rank of each salesperson ordered by their total sales
+    amount descending"): RANK() over the measure it orders by, within a column when
+    the definition says "within their …"."""
+    name = clean_item(phrase).strip()
+    for entry in ctx.glossary:
+        body = entry.definition or entry.expression
+        if name not in entry.names or not re.search(r"\brank", body, re.I):
+            continue
+        low = body.lower()
+        m = re.search(
+            r"\b(?:by|on|based on)\s+(?:their\s+|its\s+|the\s+)?([a-z0-9 ]+?)(?=[,.;]|\s+(?:descending|ascending|desc|asc|with|where|from)\b|$)",
+            low,
+        )
+        if m is None:
+            return None
+        measure = read_measure(ctx, m.group(1)) or read_measure(ctx, "total " + m.group(1))
+        if measure is None:
+            return None
+        partition: Col | None = None
+        within = re.search(r"\bwithin (?:their|its|the|each)\s+([a-z ]+?)(?=\s+by\b|[,.;]|$)", low)
+        if within:
+            words = [stem(w) for w in within.group(1).split() if w not in STOP_WORDS]
+            partition = find_column(ctx, words)
+            if partition is None:
+                return None
+        ascending = bool(
+            re.search(r"\bascending\b|\blowest\b[^.]*\brank 1\b|rank 1[^.]*\blowest\b", low)
+        )
+        if entry.term not in ctx.applied:
+            ctx.applied.append(entry.term)
+        return Measure(
+            "RANK",
+            label=name,
+            expr=[measure],
+            partition=partition,
+            descending=not ascending,
+            tables=tuple(
+                t for t in (measure.table, measure.col.table if measure.col else None) if t
+            ),
+        )
+    return None
+
+
+def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | None:
+    low = re.sub(r"^(?:the\s+)?", "", low)
+    func = ""
+    rest = low
+    low = low.replace("_", " ")
+    for cue in COUNT_CUES:
+        if low.startswith(cue) or low.startswith("total " + cue):
+            func = "COUNT"
+            rest = low.split(cue, 1)[1]
+            break
+    else:
+        m = re.match(r"(.*?)\s+(count|counts)$", low)
+        if re.match(r"(?:the\s+)?(?:respective\s+|total\s+)?counts?$", low):
+            return Measure("COUNT", label="count")  # "the total count": of the rows
+        if m:
+            func, rest = "COUNT", re.sub(r"^total\s+", "", m.group(1))
+        else:
+            m = re.match(
+                r"(?:the\s+)?(?:\w+\s+){0,2}?(total|sum|average|avg|mean|maximum|max|highest|"
+                r"largest|minimum|min|lowest|smallest)\s+(?:of\s+)?(.*)",
+                low,
+            )
+            if m:
+                func = AGG_WORDS[m.group(1)]
+                rest = m.group(2)
+                low = f"{m.group(1)} {rest}"
+            else:
+                m = re.match(r"(.*?)\s+(total|sum)$", low)
+                if m:
+                    func, rest = "SUM", m.group(1)
+    if not func:
+        return read_defined(ctx, low, depth) if depth < 2 else None
+    between = re.match(
+        r"(?:number of\s+)?(days|hours|minutes|seconds)\s+between\s+(.+?)\s+and\s+(.+)$",
+        rest.strip(),
+    )
+    if between:
+        return read_elapsed(ctx, func, between.group(1), (between.group(2), between.group(3)), rest)
+    distinct = False
+    m = re.match(r"\s*(distinct|unique)\s+(.*)", rest)
+    if m:
+        distinct, rest = True, m.group(2)
+    label = rest
+    per = re.search(r"\s+(?:per|for each|for every)\s+((?:\w+\s+){0,2}\w+)$", rest)
+    prefer: list[TableInfo] = []
+    if per:
+        rest = rest[: per.start()]
+        per_words = [stem(w) for w in per.group(1).split() if w not in STOP_WORDS]
+        prefer = [t for t, _ in ctx.vocab.tables_named(per_words)]
+        prefer += [t for t, _ in ctx.vocab.tables_named(per_words[:1]) if t not in prefer]
+    joined: list[TableInfo] = []
+    having = re.search(r"\s+(?:with|having)\s+(?:a\s+|an\s+|any\s+)?(\w+)$", rest)
+    if having:
+        hits = ctx.vocab.tables_named([stem(having.group(1))])
+        if hits:
+            # "customers with transactions": only those that join the other table
+            rest = rest[: having.start()]
+            joined = [hits[0][0]]
+    words = [stem(w) for w in re.findall(r"[a-z0-9]+", rest) if w not in STOP_WORDS]
+    words = [w for w in words if w not in ("number", "count")]
+    cue_word = low.split()[0] if low.split() else ""
+    threshold = 0.5
+    if func == "COUNT":
+        for i, w in enumerate(list(words)):
+            hit = None if w in ctx.in_names else find_value_word(ctx, w)
+            if hit is not None and len(words) > 1:
+                col, value = hit
+                equals = f"{{c}} = {lit(value)}"
+                words = words[:i] + words[i + 1 :]
+                got = read_measure(ctx, "number of " + " ".join(words), depth=depth + 1)
+                if got is not None:
+                    got.filter = (col, equals)
+                    return finish(got, label, joined)
+        if not words:
+            return finish(Measure("COUNT", label="count"), label, joined)
+        quantity = find_column(ctx, words, numeric=True, threshold=0.99)
+        tables = ctx.vocab.tables_named(words) or tables_headed(ctx, words)
+        if quantity is not None and not tables:
+            # "number of shares" is a quantity column, not a count
+            func = "SUM" if cue_word == "total" else "COUNT_COL"
+            return finish(Measure(func, col=quantity, label=rest), label, joined)
+        if tables:
+            func = "COUNT_DISTINCT" if distinct else "COUNT"
+            return finish(Measure(func, table=tables[0][0], label=rest), label, joined)
+        partial = [
+            t
+            for t in ctx.catalog.tables
+            if len(words) == 1
+            and any(
+                word_match(words[0], p) >= 0.9 for name in ctx.vocab.table_names(t) for p in name
+            )
+        ]
+        if len(partial) == 1:
+            # "transactions" -> wallet_transactions_daily, the one table it names a part of
+            func = "COUNT_DISTINCT" if distinct else "COUNT"
+            return finish(Measure(func, table=partial[0], label=rest), label, joined)
+        kind = find_value_word(ctx, words[0]) if len(words) == 1 else None
+        if kind is not None:
+            # "how many emails": rows whose kind is the stored value 'Email'
+            col, value = kind
+            counted = Measure("COUNT", table=col.table, label=rest)
+            counted.filter = (col, f"{{c}} = {lit(value)}")
+            return finish(counted, label, joined)
+        named = find_column(ctx, words)
+        if named is not None:
+            func = "COUNT_DISTINCT" if distinct else "COUNT_COL"
+            return finish(Measure(func, col=named, label=rest), label, joined)
+        return read_defined(ctx, rest, depth, func) if depth < 2 else None
+    if not words:
+        return None
+    condition: tuple[Col, str] | None = None
+    for i, w in enumerate(words):
+        hit = find_value_word(ctx, w) if len(words) > 1 else None
+        if hit is not None and not find_column(ctx, [w], numeric=True):
+            condition = (hit[0], f"{{c}} = {lit(hit[1])}")
+            words = words[:i] + words[i + 1 :]
+            break
+    named_table = ctx.vocab.tables_named(words) if func == "SUM" else []
+    if named_table and only_table(words, named_table, ctx.vocab):
+        # "total payments received": how many rows, not a sum of some amount
+        return finish(Measure("COUNT", table=named_table[0][0], label=rest), label, joined)
+    found = find_column(ctx, [cue_word, *words], prefer, numeric=True, threshold=threshold)
+    if found is None:
+        found = table_measure(ctx, words)
+    if found is None:
+        defined = read_defined(ctx, rest, depth, func) if depth < 2 else None
+        if defined is not None:
+            return defined
+        found = find_column(ctx, words)
+        if found is None or func not in ("MAX", "MIN") or not is_temporal(found.column.data_type):
+            if func == "SUM":
+                tables = ctx.vocab.tables_named(words)
+                if tables and len(words) == len(ctx.vocab.table_words[tables[0][0].qualified]):
+                    return finish(Measure("COUNT", table=tables[0][0], label=rest), label, joined)
+            return None
+    return finish(Measure(func, col=found, label=rest, filter=condition), label, joined)
+
+
+def read_elapsed(
+    ctx: LinkContext, func: str, unit: str, dates: tuple[str, str], label: str
+) -> Measure | None:
+    """ "average number of days between the sale date and the payment date": the later
+    date minus the earlier, in the unit asked for."""
+    cols = []
+    for phrase in dates:
+        words = [stem(w) for w in re.findall(r"[a-z0-9]+", phrase) if w not in STOP_WORDS]
+        col = None
+        best = 0.0
+        for candidate in ctx.vocab.columns:
+            if not is_temporal(candidate.column.data_type):
+                continue
+            score = ctx.vocab.column_score(words, candidate)
+            if score > best:
+                best, col = score, candidate
+        if col is None or best < 0.5:
+            return None
+        cols.append(col)
+    if func == "COUNT":
+        func = "AVG"
+    measure = Measure("ELAPSED", label=label, expr=[cols[0], cols[1], unit, func])
+    measure.tables = (cols[0].table, cols[1].table)
+    return measure
+
+
+def table_measure(ctx: LinkContext, words: Sequence[str]) -> Col | None:
+    """ "sales amount", "order value": the one quantity a table holds, when the words
+    name the table and nothing more specific."""
+    rest = [w for w in words if w not in ("amount", "value", "total", "sum")]
+    if not rest or len(rest) == len(words):
+        return None
+    hits = ctx.vocab.tables_named(rest)
+    if not hits or not only_table(rest, hits, ctx.vocab):
+        return None
+    table = hits[0][0]
+    quantities = [
+        Col(table, c) for c in table.columns if is_number(c.data_type) and not is_key(Col(table, c))
+    ]
+    return quantities[0] if len(quantities) == 1 else None
+
+
+def fits_phrase(ctx: LinkContext, specific: Measure, general: Measure) -> bool:
+    """The specific measure's column answers the general phrase too."""
+    if specific.col is None:
+        return False
+    words = [stem(w) for w in re.findall(r"[a-z0-9]+", general.label) if w not in STOP_WORDS]
+    return ctx.vocab.column_score(words, specific.col) >= 0.5
+
+
+def read_defined(ctx: LinkContext, phrase: str, depth: int, func: str = "") -> Measure | None:
+    """A term the glossary, the instructions or the question itself defines
+    ("revenue refers to the sum of sale_price"): its definition, read as a measure."""
+    words = {stem(w) for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w not in STOP_WORDS}
+    if not words:
+        return None
+    for entry in ctx.glossary:
+        for name in entry.names:
+            names = {stem(w) for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in STOP_WORDS}
+            if names and names <= words:
+                if is_condition(ctx.vocab, entry):
+                    continue  # a state ("open"), applied as a condition
+                formula = sql_measure(ctx, entry)
+                if formula is not None:
+                    if entry.term not in ctx.applied:
+                        ctx.applied.append(entry.term)
+                    return formula
+                body = trim_definition(entry.definition or entry.expression).lower()
+                body = re.sub(r"\s+(?:in|from) the \w+ table$", "", body)
+                got = read_measure(ctx, body, depth=depth + 1)
+                if got is None and func and func != "COUNT":
+                    got = read_measure(
+                        ctx, f"{func.lower()} {body}".replace("avg ", "average "), depth=depth + 1
+                    )
+                if got is not None:
+                    if entry.term not in ctx.applied:
+                        ctx.applied.append(entry.term)
+                    return got
+    return None
+
+
+def read_arith(ctx: LinkContext, low: str) -> Measure | None:
+    """``A / B``, ``(A - (B + C)) / A * 100``: arithmetic over measure phrases and
+    numbers, parsed with precedence; every phrase must link or the whole fails."""
+    tokens = arith_tokens(low)
+    tables: list[TableInfo] = []
+    position = 0
+
+    def peek() -> str:
+        return tokens[position] if position < len(tokens) else ""
+
+    def factor() -> object | None:
+        nonlocal position
+        tok = peek()
+        if tok == "(":
+            position += 1
+            inner = expr()
+            if peek() != ")":
+                return None
+            position += 1
+            return inner
+        if not tok or tok in ")+-*/":
+            return None
+        position += 1
+        if re.fullmatch(r"\d+(\.\d+)?", tok):
+            return ("num", tok)
+        phrase = tok.strip()
+        m = read_measure(ctx, phrase) or read_measure(ctx, "total " + phrase)
+        if m is None:
+            return None
+        for t in (m.table, m.col.table if m.col else None, *m.tables):
+            if t is not None:
+                tables.append(t)
+        return ("m", m)
+
+    def term() -> object | None:
+        nonlocal position
+        left = factor()
+        while left is not None and peek() in ("*", "/"):
+            op = peek()
+            position += 1
+            right = factor()
+            if right is None:
+                return None
+            left = ("op", op, left, right)
+        return left
+
+    def expr() -> object | None:
+        nonlocal position
+        left = term()
+        while left is not None and peek() in ("+", "-"):
+            op = peek()
+            position += 1
+            right = term()
+            if right is None:
+                return None
+            left = ("op", op, left, right)
+        return left
+
+    tree = expr()
+    if tree is None or position != len(tokens) or not tables:
+        return None
+    return Measure("EXPR", label=low, tables=tuple(tables), expr=[tree])
+
+
+def arith_tokens(text: str) -> list[str]:
+    """Operators, parentheses, numbers and the phrases between them; a hyphen inside a
+    word ("opt-in") is part of the word."""
+    tokens: list[str] = []
+    word = ""
+    for i, ch in enumerate(text):
+        prev = text[i - 1] if i else " "
+        nxt = text[i + 1] if i + 1 < len(text) else " "
+        operator = ch in "()+*/" or (ch == "-" and prev in " )" and nxt in " (")
+        if operator:
+            if word.strip():
+                tokens.append(word.strip())
+            word = ""
+            tokens.append(ch)
+        else:
+            word += ch
+    if word.strip():
+        tokens.append(word.strip())
+    return tokens

@@ -1,0 +1,116 @@
+"""Names: readable, distinct result-column names, and the plain-words interpretation of
+what a statement computes (names and values, never the question)."""
+
+from __future__ import annotations
+
+import re
+
+from services.sql._catalog import TableInfo
+from services.sql.linker._context import LinkContext
+from services.sql.linker._plan import Measure, Plan
+
+
+def explain_plan(ctx: LinkContext, plan: Plan, base: TableInfo) -> str:
+    """What the statement computes, in words (names and values, never the question)."""
+    measures = [describe_measure(m) for m in plan.measures]
+    dims = [
+        f"{d.grain} of {d.col.column.name}" if d.grain else d.col.column.name for d in plan.dims
+    ]
+    if measures and not dims and len(measures) == 1 and plan.measures[0].table is base:
+        text = f"Counts {base.name}"
+    elif measures:
+        text = capitalised(", ".join(measures)) + (f" per {', '.join(dims)}" if dims else "")
+        text += f" over {base.name}"
+    else:
+        text = ("Lists distinct " if plan.distinct else "Lists ") + ", ".join(dims)
+        text += f" of {base.name}"
+    conditions = [condition_words(cond, c.column.name) for c, cond in plan.filters]
+    conditions += [f"no matching {t.name}" for t in plan.anti]
+    conditions += [f"a matching {t.name}" for t in plan.semi]
+    if conditions:
+        text += " where " + " and ".join(conditions)
+    if plan.order:
+        _, desc = plan.order[0]
+        text += f", {'highest' if desc else 'lowest'} first"
+    if plan.limit:
+        text += f", first {plan.limit}"
+    return text + "."
+
+
+def slot(name: str) -> str:
+    """Where an output column's name goes until all names are chosen: NUL never occurs in
+    a statement (the service refuses it in questions and SQL), so no literal can hold it."""
+    return f"\x00{name}\x00"
+
+
+def output_names(plan: Plan) -> dict[str, str]:
+    """Readable, distinct names for the result's columns: a column keeps its own name
+    ("company_id", "name"; the table's name in front when two tables share it), a time
+    grain is named by it ("month"), a measure by what it computes ("sum_amount",
+    "count", "win_rate"). Products read the result by these names."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+
+    def claim(key: str, *choices: str) -> None:
+        for choice in choices:
+            label = re.sub(r"[^a-z0-9]+", "_", choice.lower()).strip("_")[:60] or "value"
+            if label not in taken:
+                break
+        else:
+            label = f"{label}_{key}"
+        taken.add(label)
+        names[key] = label
+
+    for i, d in enumerate(plan.dims):
+        own = d.grain or d.col.column.name
+        claim(f"d{i}", own, f"{d.col.table.name}_{own}")
+    for i, m in enumerate(plan.measures):
+        claim(f"m{i}", *measure_names(m))
+    return names
+
+
+def measure_names(m: Measure) -> list[str]:
+    if m.func in ("EXPR", "SQLEXPR", "RANK") and m.label:
+        return [m.label]
+    if m.func == "SHARE":
+        return ["percentage"]
+    if m.filter is not None and "EXTRACT(DOW" in m.filter[1]:
+        return [m.label or "day_count"]
+    if m.func == "COUNT" and m.col is None:
+        table = m.table.name if m.table is not None else ""
+        return ["count", f"{table}_count"] if table else ["count"]
+    column = m.col.column.name if m.col is not None else ""
+    func = {"COUNT_DISTINCT": "distinct", "COUNT_COL": "count"}.get(m.func, m.func.lower())
+    return [f"{func}_{column}" if column else func, f"{func}_{m.label}"]
+
+
+def describe_measure(m: Measure) -> str:
+    names = {"SUM": "total", "AVG": "average", "MIN": "lowest", "MAX": "highest"}
+    if m.func in ("COUNT", "COUNT_DISTINCT") and m.table is not None:
+        distinct = "distinct " if m.func == "COUNT_DISTINCT" else ""
+        return f"number of {distinct}{m.table.name}"
+    if m.col is not None and m.func in names:
+        return f"{names[m.func]} {m.col.column.name}"
+    if m.col is not None:
+        return f"count of {m.col.column.name}"
+    if m.func == "RANK":
+        return f"rank ({m.label})"
+    if m.func == "EXPR":
+        return " ".join(m.label.split())
+    return "row count"
+
+
+def capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def condition_words(cond: str, column: str) -> str:
+    """ "{c} >= '2023-01-01' AND {c} < '2024-01-01'" -> "day >= '2023-01-01' and <
+    '2024-01-01'"; a flag reads as itself ("active", "not active")."""
+    if cond == "{c}":
+        return column
+    if cond == "NOT {c}":
+        return f"not {column}"
+    text = cond.replace("{c} ", "").replace(" AND {c} ", " and ")
+    text = text.replace("ILIKE", "like").replace("IS NOT NULL", "is present")
+    return f"{column} {text}"

@@ -1,0 +1,227 @@
+"""The output list: where a question says what it wants back, and each item of it read
+as dimensions (columns shown) or measures."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from services.sql._words import (
+    GRAMMAR_WORDS,
+    STOP_WORDS,
+    stem,
+)
+from services.sql.linker._context import LinkContext
+from services.sql.linker._dates import RECENCY
+from services.sql.linker._lookup import each_entity, find_column, label_columns
+from services.sql.linker._measures import AGG_WORDS, read_arith, read_measure, read_ranked
+from services.sql.linker._plan import BE, Dim, Measure, is_key, only_table
+from services.sql.linker._reading import GENERIC, clean_item, cut_relative, split_items
+from services.sql.linker._terms import without_conditions
+from services.sql.linker._vocabulary import Col
+
+
+def is_covered(ctx: LinkContext, phrase: str, resolved: list[Dim | Measure]) -> bool:
+    """An output item already answered by a measure the question spelled out in full
+    ("maximum itch score" after "maximum itch VAS score at day 100")."""
+    low = clean_item(phrase).lower()
+    cue = next((w for w in low.split() if w in AGG_WORDS), "")
+    if not cue:
+        return False
+    func = AGG_WORDS[cue]
+    words = {stem(w) for w in re.findall(r"[a-z0-9]+", low) if w not in STOP_WORDS}
+    for r in resolved:
+        if isinstance(r, Measure) and r.func == func and r.col is not None:
+            label = {stem(w) for w in re.findall(r"[a-z0-9]+", r.label)}
+            if words - set(AGG_WORDS) <= label | set(ctx.vocab.column_words[r.col.key]):
+                return True
+    return False
+
+
+def split_output(ctx: LinkContext, text: str) -> tuple[str, str, str]:
+    """What the question asks before its output list, the output list, and the rest."""
+    returns = list(
+        re.finditer(
+            r"(?:^|[.?!;]\s+|\bplease\s+|\bthen\s+|\bto\s+)(?:return|show|list|give me|display|output)\s+"
+            r"(?:the\s+|their\s+|its\s+|all\s+)?",
+            text,
+            re.I,
+        )
+    )
+    if returns:
+        m = returns[-1]
+        out, tail = cut_relative(text[m.end() :])
+        head_text = text[: m.start()]
+        head = ""
+        h = re.search(
+            r"\b(?:what|which|who)\s+(?:is|are|was|were)\s+(?:the\s+)?(.*?)(?:[?.]|$)",
+            head_text,
+            re.I,
+        )
+        if h:
+            head = cut_relative(h.group(1))[0]
+        many = re.match(r"\s*how many\s+", head_text, re.I)
+        generic = re.fullmatch(
+            r"\s*(?:the\s+)?(?:total\s+)?(?:count|number)s?\s*[.?]?\s*", out, re.I
+        )
+        if many and generic and not head:
+            # "How many customers joined in 2023? Return the total count."
+            head = "number of " + count_noun(ctx, head_text[many.end() :])
+        return head, out, head_text + " " + tail
+    which = re.match(
+        r"\s*(?:which|what)\s+(?:\d+\s+)?((?:[a-z]+\s+){0,2}?[a-z]+)\s+(?=(?:have|has|had|are|is|were|was|did|do|does|made|sold|got|received|came)\b)",
+        text,
+        re.I,
+    )
+    if which is None:
+        # "Which sales rep owns the most companies?": any verb before a superlative
+        which = re.match(
+            r"\s*(?:which|what)\s+(?:\d+\s+)?((?:[a-z]+\s+){0,2}?[a-z]+)\s+(?=[a-z]+\s+the\s+(?:most|fewest|least|highest|lowest|largest|smallest)\b)",
+            text,
+            re.I,
+        )
+    if which:
+        words = [stem(w) for w in which.group(1).lower().split() if w not in STOP_WORDS]
+        hits = ctx.vocab.tables_named(words)
+        if hits and only_table(words, hits, ctx.vocab):
+            # "Which 10 companies have the most employees?": list the companies
+            return "", which.group(1), text[which.end() :]
+    what = re.search(r"^\s*(?:what|which|who)\s+(?:is|are|was|were)\s+(?:the\s+)?", text, re.I)
+    if what:
+        out, tail = cut_relative(text[what.end() :])
+        return "", out, tail
+    many = re.search(r"^\s*how many\s+|^\s*count\s+(?:the\s+|all\s+)?", text, re.I)
+    if many:
+        rest = text[many.end() :]
+        noun = count_noun(ctx, rest)
+        return "", "number of " + noun, rest[len(noun) :]
+    return "", text, text
+
+
+def count_noun(ctx: LinkContext, rest: str) -> str:
+    """What "how many" counts: the words up to a verb, a grammar word or a table's
+    name ("meetings" of "meetings happened this quarter")."""
+    noun: list[str] = []
+    for w in rest.split():
+        if w.lower() in BE or w.lower() in ("do", "does", "did", "have", "has", "had"):
+            break
+        if noun and (w.lower().strip("?,.") in GRAMMAR_WORDS or w.lower() in STOP_WORDS):
+            break  # "meetings happened this quarter": the noun has ended
+        noun.append(w)
+        if ctx.vocab.tables_named([stem(w.strip("?,."))]) or len(noun) >= 5:
+            break
+    return " ".join(noun)
+
+
+def read_item(ctx: LinkContext, phrase: str) -> list[Dim | Measure] | None:
+    inner = re.search(r"\(([^)]*)\)", phrase)
+    if inner and re.search(r",|\band\b", inner.group(1)):
+        out: list[Dim | Measure] = []
+        for part in split_items(inner.group(1)):
+            got = read_item(ctx, part)
+            if got is None:
+                return None
+            out.extend(got)
+        return out
+    low = without_conditions(ctx, clean_item(phrase).lower())
+    if re.search(r"\S", RECENCY.sub("", low)):
+        low = " ".join(RECENCY.sub("", low).split())
+    if not low:
+        return []
+    ranked = read_ranked(ctx, phrase)
+    if ranked is not None:
+        return [ranked]
+    grain = re.fullmatch(r"(?:the\s+)?(day|week|month|quarter|year)(?:\s+\(as a date\))?", low)
+    if grain and find_column(ctx, [grain.group(1)], threshold=0.99) is None:
+        # the date column is chosen once the measures say which table it is
+        anchor = Col(ctx.catalog.tables[0], ctx.catalog.tables[0].columns[0])
+        return [Dim(anchor, grain.group(1), pending=True)]
+    # arithmetic definitions inline ("(total sales amount / number of sales)")
+    if re.search(r"[/*]|\s-\s", low):
+        m = read_arith(ctx, low)
+        return [m] if m else None
+    day_kind = re.search(r"\b(weekend|weekday)s?\b", low)
+    if day_kind:
+        rest = (low[: day_kind.start()] + low[day_kind.end() :]).strip()
+        rest = re.sub(r"^(?:number of|count of|total)\s+", "", rest)
+        counted = read_measure(ctx, "number of " + rest) if rest else None
+        if counted is not None and counted.func in ("COUNT", "COUNT_DISTINCT"):
+            counted.dow = True
+            return [counted]
+    measure = read_measure(ctx, low)
+    if measure is not None:
+        return [measure]
+    words = [stem(w) for w in re.findall(r"[a-z0-9]+", low) if w not in STOP_WORDS]
+    if not words:
+        return []
+    if words == ["id"]:
+        # "their ID": the key of the entity the question goes through ("each salesperson")
+        entity = each_entity(ctx)
+        if entity is not None and len(entity.primary_key) == 1:
+            key = entity.column(entity.primary_key[0])
+            if key is not None:
+                return [Dim(Col(entity, key))]
+    if len(words) >= 2 and words[-1] in ("id", "identifier", "key"):
+        owners = ctx.vocab.tables_named(words[:-1])
+        if owners and len(owners[0][0].primary_key) == 1:
+            owner = owners[0][0]
+            key = owner.column(owner.primary_key[0])
+            if key is not None:
+                return [Dim(Col(owner, key))]
+    col = find_column(ctx, words)
+    table_hits = ctx.vocab.tables_named(words)
+    if col is not None and (
+        not table_hits
+        or ctx.vocab.column_score(words, col) >= 0.99
+        or not only_table(words, table_hits, ctx.vocab)
+    ):
+        return shown_for(ctx, col, words)
+    if table_hits:
+        table = table_hits[0][0]
+        return [Dim(c) for c in label_columns(ctx, table)]
+    return None
+
+
+def shown_for(ctx: LinkContext, col: Col, words: Sequence[str]) -> list[Dim | Measure]:
+    """What to show for a column the output names: a reference ("the account owner")
+    shows the row it points to by name, a flag that names its rows ("primary
+    contacts") shows those rows (the flag becomes their condition)."""
+    asks_key = any(w in ("id", "identifier", "key", "number", "code") for w in words)
+    if not asks_key and col.column.name not in col.table.primary_key:
+        for edge in ctx.graph.edges_of(col.table.qualified):
+            if edge.child == col.table.qualified and edge.child_column == col.column.name:
+                parent = ctx.catalog.table(edge.parent)
+                labels = [c for c in label_columns(ctx, parent) if not is_key(c)] if parent else []
+                if labels:
+                    return list(map(Dim, labels))
+    if col.column.data_type == "boolean" and any(
+        ctx.vocab.table_score([w], col.table) >= 0.99 for w in words
+    ):
+        labels = label_columns(ctx, col.table)
+        if labels:
+            return list(map(Dim, labels))
+    return [Dim(col)]
+
+
+def merge_elliptic(ctx: LinkContext, items: list[str]) -> list[str]:
+    """ "first and last name" -> "first name", "last name"."""
+    out: list[str] = []
+    for i, item in enumerate(items):
+        words = item.split()
+        if len(words) == 1 and i + 1 < len(items) and read_item(ctx, item) in (None, []):
+            nxt = items[i + 1].split()
+            if len(nxt) >= 2:
+                out.append(f"{item} {nxt[-1]}")
+                continue
+        if (
+            len(words) == 1
+            and words[0].lower() in GENERIC
+            and out
+            and len(out[-1].split()) >= 2
+            and out[-1].split()[-1].lower() in GENERIC
+        ):
+            # "drug id and name": the name of the same thing
+            out.append(" ".join([*out[-1].split()[:-1], words[0]]))
+            continue
+        out.append(item)
+    return out

@@ -1,0 +1,180 @@
+"""The plan a question is linked into (measures, dimensions, conditions, order, limit),
+the statement it becomes, and the small helpers every step shares (quoting, type
+classes, comparing measures)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from services.sql._catalog import TableInfo
+from services.sql._names import identifier
+from services.sql._words import (
+    STOP_WORDS,
+    stem,
+    word_match,
+)
+from services.sql.linker._vocabulary import Col, Vocabulary
+
+
+class LinkError(Exception):
+    """The question does not map onto this schema; the message says what was missing."""
+
+
+@dataclass(frozen=True)
+class Linked:
+    """The composed statement, the tables it reads, and which definitions it used."""
+
+    sql: str
+    tables: tuple[str, ...]
+    explanation: str
+    applied: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+
+
+def quote(name: str) -> str:
+    return identifier(name).sql(dialect="postgres")
+
+
+def lit(value: str) -> str:
+    return exp.Literal.string(value).sql(dialect="postgres")
+
+
+@dataclass
+class Measure:
+    func: str  # COUNT, COUNT_DISTINCT, SUM, AVG, MIN, MAX, EXPR
+    col: Col | None = None
+    table: TableInfo | None = None  # COUNT of a table's rows
+    # EXPR: operators and numbers as text, operands as ("__M__", measure) pairs
+    expr: list[object] = field(default_factory=list)
+    label: str = ""
+    filter: tuple[Col, str] | None = None  # FILTER (WHERE …), {c} for the column
+    partition: Col | None = None  # RANK: PARTITION BY
+    dow: bool = False  # counts only weekend (or weekday) rows; the date column comes later
+    descending: bool = True  # RANK: order of the ranked measure
+    tables: tuple[TableInfo, ...] = ()
+
+
+@dataclass
+class Dim:
+    col: Col
+    grain: str = ""
+    pending: bool = False  # a time grain whose date column is not chosen yet
+
+
+@dataclass
+class Plan:
+    dims: list[Dim] = field(default_factory=list)
+    measures: list[Measure] = field(default_factory=list)
+    filters: list[tuple[Col, str]] = field(
+        default_factory=list
+    )  # (column, condition text with {c})
+    anti: list[TableInfo] = field(default_factory=list)
+    semi: list[TableInfo] = field(default_factory=list)
+    ors: list[list[tuple[Col, str]]] = field(default_factory=list)  # OR-ed conditions
+    having: list[tuple[Measure, str, int]] = field(default_factory=list)  # count op number
+    # conditions defined in SQL by the glossary: the parsed tree and its resolved columns
+    raw: list[tuple[exp.Expr, dict[int, Col]]] = field(default_factory=list)
+    order: list[tuple[str, bool]] = field(default_factory=list)  # (expression alias/index, desc)
+    limit: int = 0
+    distinct: bool = False
+    entity: TableInfo | None = None  # grouped/listed entity (keys kept in GROUP BY)
+    applied: list[str] = field(default_factory=list)
+
+
+def bare_count(item: object) -> bool:
+    """A count the output list asks for without saying of what ("the total count")."""
+    return (
+        isinstance(item, Measure)
+        and item.func == "COUNT"
+        and item.table is None
+        and item.col is None
+        and item.filter is None
+        and not item.dow
+    )
+
+
+def table_sql(table: TableInfo) -> str:
+    return f"{quote(table.schema)}.{quote(table.name)}"
+
+
+def is_number(data_type: str) -> bool:
+    return data_type.startswith(
+        ("smallint", "integer", "bigint", "numeric", "real", "double", "money")
+    )
+
+
+def is_temporal(data_type: str) -> bool:
+    return data_type == "date" or data_type.startswith("timestamp")
+
+
+def is_key(col: Col) -> bool:
+    name = col.column.name.lower()
+    return col.table.primary_key == (col.column.name,) or name.endswith("id") or name == "id"
+
+
+def only_table(
+    words: Sequence[str], hits: list[tuple[TableInfo, float]], vocab: Vocabulary
+) -> bool:
+    """The words name the table and nothing more ("customers", "the drug")."""
+    table = hits[0][0]
+    names = [p for name in vocab.table_names(table) for p in name]
+    return all(any(word_match(w, n) for n in names) for w in words)
+
+
+def measures_in(measure: Measure) -> list[Measure]:
+    """A measure and those inside its formula or rank."""
+    found = [measure]
+
+    def walk(node: object) -> None:
+        if isinstance(node, Measure):
+            found.extend(measures_in(node))
+        elif isinstance(node, tuple) and node and node[0] == "m" and isinstance(node[1], Measure):
+            found.extend(measures_in(node[1]))
+        elif isinstance(node, tuple) and node and node[0] == "op":
+            walk(node[2])
+            walk(node[3])
+
+    for node in measure.expr:
+        walk(node)
+    return found
+
+
+def finish(measure: Measure, label: str, joined: Sequence[TableInfo]) -> Measure:
+    """The measure labelled with its whole phrase, joined with the tables it requires."""
+    measure.label = label
+    measure.tables = (*measure.tables, *joined)
+    return measure
+
+
+def refines(specific: Measure, general: Measure) -> bool:
+    """The head's measure names the output's measure more fully (same aggregate, the
+    output's words all in the head's)."""
+    if specific.func != general.func or specific.col is None or general.col is None:
+        return False
+    words = {stem(w) for w in re.findall(r"[a-z0-9]+", general.label)} - STOP_WORDS
+    more = {stem(w) for w in re.findall(r"[a-z0-9]+", specific.label)}
+    return bool(words) and words <= more and len(more) > len(words)
+
+
+def same_measure(a: Measure, b: Measure) -> bool:
+    base = {"COUNT_DISTINCT": "COUNT"}
+    fa, fb = base.get(a.func, a.func), base.get(b.func, b.func)
+    if fa != fb:
+        return False
+    if a.col is not None and b.col is not None:
+        return a.col.key == b.col.key
+    if a.table is not None and b.table is not None:
+        return a.table.qualified == b.table.qualified
+    return a.col is None and b.col is None and a.table is None and b.table is None
+
+
+BE = frozenset(["is", "are", "was", "were", "be", "been", "being", "get", "got"])
+
+
+def like_pattern(value: str) -> str:
+    """A LIKE operand that matches ``value`` literally."""
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,0 +1,296 @@
+"""The shape of the result: grouping ("per X", "by X", "for each X"), ordering (by what,
+which way) and limits ("top 5", "the 3 highest")."""
+
+from __future__ import annotations
+
+import re
+
+from services.sql._catalog import TableInfo
+from services.sql._words import (
+    STOP_WORDS,
+    stem,
+)
+from services.sql.linker._context import LinkContext
+from services.sql.linker._dates import GRAINS, RECENCY, date_column
+from services.sql.linker._lookup import find_column, label_columns
+from services.sql.linker._measures import read_arith, read_measure
+from services.sql.linker._plan import Dim, Measure, Plan, only_table, refines, same_measure
+
+
+def read_limit(ctx: LinkContext) -> tuple[int, bool | None]:
+    low = ctx.low
+    m = re.search(
+        r"\b(top|bottom|first|last)\s+(\d{1,4})\b(?!\s+(?:calendar\s+)?(?:day|week|month|quarter|year)s?\b)",
+        low,
+    )
+    if m:
+        return int(m.group(2)), m.group(1) in ("top", "first")
+    m = re.search(
+        r"\b(\d{1,4})\s+(?:\w+\s+)?(most|least|highest|lowest|largest|smallest|best|worst)\b",
+        low,
+    )
+    if m:
+        return int(m.group(1)), m.group(2) in ("most", "highest", "largest", "best")
+    m = re.search(
+        r"\b(?:which|what)\s+(\d{1,4})\b[^?.]*?\b(highest|most|largest|lowest|fewest|least|smallest|best|worst|latest|newest|earliest|oldest)\b",
+        low,
+    )
+    if m:
+        return int(m.group(1)), m.group(2) in (
+            "highest",
+            "most",
+            "largest",
+            "best",
+            "latest",
+            "newest",
+        )
+    m = re.search(
+        r"\b(?:which|who)\s+(?:\w+\s+){0,2}?\w+\s+the\s+(highest|most|largest|lowest|fewest|least)\b",
+        low,
+    )
+    if m:
+        return 1, m.group(1) in ("highest", "most", "largest")
+    m = re.search(r"\bwith the (highest|lowest|most|least)\b", low)
+    if m:
+        return 1, m.group(1) in ("highest", "most")
+    return 0, None
+
+
+def link_groups(ctx: LinkContext, plan: Plan) -> None:
+    for m in re.finditer(
+        r"\b(?:per|for each|for every|in each|each|by)\s+(?:of\s+the\s+)?([a-z][a-z0-9 ]*?)(?=[,.?;]|\s+(?:and|in|for|who|that|which|from|between|during|with|where|inclusive|excluding|including|not|over)\b|$)",
+        ctx.low,
+    ):
+        phrase = m.group(1).strip()
+        before = ctx.low[: m.start()].split()
+        if (
+            m.group(0).startswith("by")
+            and before
+            and (before[-1] in PARTICIPLES or re.fullmatch(r"[a-z]{3,}ed", before[-1]))
+        ):
+            continue  # "made by customers" names who did it, not a grouping
+        each_last = re.match(
+            r"(?:last|past|previous)\s+(?:\d+\s+)?(?:calendar\s+)?(day|week|month|quarter|year)s?\b",
+            phrase,
+        )
+        if each_last:
+            phrase = each_last.group(1)
+        if m.group(0).startswith("by") and plan.measures and read_measure(ctx, phrase) is not None:
+            continue
+        words = [stem(w) for w in phrase.split() if w not in STOP_WORDS]
+        if not words:
+            continue
+        grain = GRAINS.get(words[0]) if len(words) == 1 else None
+        if grain:
+            col = date_column(ctx, plan)
+            if col is not None and not any(d.grain == grain for d in plan.dims):
+                plan.dims.insert(0, Dim(col, grain))
+            continue
+        if any(ctx.vocab.column_score(words, d.col) >= 0.5 for d in plan.dims):
+            continue
+        if not plan.measures:
+            continue
+        col = find_column(ctx, words)
+        tables = ctx.vocab.tables_named(words)
+        measured = {m.table.qualified for m in plan.measures if m.table is not None}
+        measured |= {m.col.table.qualified for m in plan.measures if m.col is not None}
+        if m.group(0).startswith("per") and tables and tables[0][0].qualified in measured:
+            continue  # "amount per treatment" is a rate over the measured rows
+        if tables and (col is None or only_table(words, tables, ctx.vocab)):
+            plan.entity = tables[0][0]
+            for c in label_columns(ctx, tables[0][0]):
+                if not any(d.col.key == c.key for d in plan.dims):
+                    plan.dims.append(Dim(c))
+        elif col is not None:
+            plan.dims.append(Dim(col))
+    if plan.measures and plan.dims and plan.entity is None:
+        # An entity named in the output ("salesperson ID, first name") groups by its key.
+        owners = {d.col.table.qualified for d in plan.dims}
+        for t in owners:
+            table = ctx.catalog.table(t)
+            if (
+                table
+                and table.primary_key
+                and any(
+                    d.col.column.name == table.primary_key[0] and d.col.table.qualified == t
+                    for d in plan.dims
+                )
+            ):
+                plan.entity = table
+
+
+def link_ordering(ctx: LinkContext, plan: Plan, desc: bool | None) -> None:
+    low = ctx.low
+    m = re.search(
+        r"\b(?:top|bottom|first)\s+\d+\s+[a-z ]*?\bby\s+([a-z0-9 /*()+-]+?)(?=[,.?;]|\s+(?:and|in|for|who|that|from|between|during|inclusive|with)\b|$)",
+        low,
+    )
+    phrase = m.group(1) if m else ""
+    if not phrase:
+        m = re.search(
+            r"\b(?:order(?:ed)?|sort(?:ed)?|rank(?:ed)?)\s+by\s+(?:the\s+)?([a-z ]+?)(?=[,.?;]|\s+(?:and|in|with|from)\b|$)",
+            low,
+        )
+        phrase = m.group(1) if m else ""
+    recency = RECENCY.search(low)
+    if not phrase and recency and plan.dims and not plan.measures:
+        # "the 5 most recent activities": by the listed rows' own date
+        col = date_column(ctx, Plan(dims=plan.dims))
+        if col is not None:
+            if not any(d.col.key == col.key for d in plan.dims):
+                plan.dims.append(Dim(col))
+            index = next(i for i, d in enumerate(plan.dims) if d.col.key == col.key)
+            newest = not re.match(r"oldest|earliest", recency.group(0))
+            plan.order.append((f"d{index}", newest))
+            ctx.known.update({stem(w) for w in recency.group(0).split()})
+            return
+    popular = re.search(r"\b(most|least)\s+(?:common|frequent(?:ly)?|popular|often)\b", low)
+    if not phrase and popular:
+        counts = [i for i, x in enumerate(plan.measures) if x.func in ("COUNT", "COUNT_DISTINCT")]
+        if not counts:
+            plan.measures.append(Measure("COUNT", label="count"))
+            counts = [len(plan.measures) - 1]
+        plan.order.append((f"m{counts[0]}", popular.group(1) == "most"))
+        return
+    if not phrase and desc is not None:
+        m = re.search(
+            r"\b(?:most|least|highest|lowest|largest|smallest)\s+([a-z ]+?)(?=[,.?;]|\s+(?:and|in|for|who|that|from|by|between)\b|$)",
+            low,
+        )
+        phrase = m.group(1) if m else ""
+    direction = desc
+    if re.search(
+        r"\b(lowest|smallest|least|fewest|ascending|earliest|oldest)\b[^.?]*\bfirst\b|\bascending\b|\bfrom lowest\b|\blowest to highest\b",
+        low,
+    ):
+        direction = False
+    elif direction is None and re.search(
+        r"\b(descending|highest first|most to least|from highest|longest .* first|starting from the top)\b",
+        low,
+    ):
+        direction = True
+    target = ""
+    if phrase:
+        phrase = re.sub(r"^(?:the\s+)?(?:lowest|highest|most|least)\s+", "", phrase)
+        target = order_target(ctx, plan, phrase)
+    time_dims = [i for i, d in enumerate(plan.dims) if d.grain]
+    if (
+        not target
+        and time_dims
+        and desc is None
+        and re.search(r"\b(order|sort)\w*\b|\bascending\b|\bdescending\b|\bchronolog", low)
+    ):
+        target = f"d{time_dims[0]}"  # "in ascending order" of a time series: by time
+    if not target and plan.measures and (desc is not None or direction is not None):
+        target = "m0"
+    if not target and plan.dims and re.search(r"\b(order|sort)\w*\b", low):
+        time_dims = [i for i, d in enumerate(plan.dims) if d.grain]
+        target = f"d{time_dims[0]}" if time_dims else ""
+        if direction is None:
+            direction = False
+    if target:
+        plan.order.append((target, bool(direction if direction is not None else True)))
+        # "by number of treatments and average amount": a second key for ties
+        more = re.match(
+            r"\s+and\s+([a-z0-9 ]+?)(?=[,.?;]|\s+(?:in|for|who|that|from)\b|$)",
+            low[m.end() :] if m else "",
+        )
+        if more and phrase:
+            second = read_measure(ctx, more.group(1).strip())
+            if second is not None:
+                for i, existing in enumerate(plan.measures):
+                    if same_measure(existing, second) or refines(existing, second):
+                        plan.order.append((f"m{i}", plan.order[0][1]))
+                        break
+
+
+def order_target(ctx: LinkContext, plan: Plan, phrase: str) -> str:
+    words = [stem(w) for w in phrase.split() if w not in STOP_WORDS]
+    if re.search(r"[/*]|\s-\s", phrase):
+        for i, existing in enumerate(plan.measures):
+            if existing.func == "EXPR" and " ".join(existing.label.split()) == " ".join(
+                phrase.split()
+            ):
+                return f"m{i}"
+        made = read_arith(ctx, phrase)
+        if made is None:
+            return ""
+        plan.measures.append(made)
+        return f"m{len(plan.measures) - 1}"
+    measure = read_measure(ctx, phrase)
+    if measure is None and ctx.vocab.tables_named(words):
+        measure = read_measure(ctx, "number of " + phrase)
+    if measure is None and not plan.measures:
+        col = find_column(ctx, words, numeric=True)
+        if col is not None and many_of(ctx, col.table, plan):
+            # "top 5 reps by won amount": each rep's deals summed
+            plan.measures.append(Measure("SUM", col=col, label=phrase))
+            return f"m{len(plan.measures) - 1}"
+        if col is not None:
+            plan.dims.append(Dim(col))
+            return f"d{len(plan.dims) - 1}"
+        measure = read_measure(ctx, "number of " + phrase)
+    if measure is not None:
+        for i, m in enumerate(plan.measures):
+            if same_measure(m, measure):
+                return f"m{i}"
+        if measure.func == "COUNT" and measure.table is not None:
+            for i, m in enumerate(plan.measures):
+                if (
+                    m.func in ("COUNT", "COUNT_DISTINCT")
+                    and m.table is not None
+                    and m.table.qualified == measure.table.qualified
+                ):
+                    return f"m{i}"
+        plan.measures.append(measure)
+        return f"m{len(plan.measures) - 1}"
+    for i, d in enumerate(plan.dims):
+        if ctx.vocab.column_score(words, d.col) >= 0.5:
+            return f"d{i}"
+    col = find_column(ctx, words, numeric=True)
+    if col is not None and plan.measures:
+        plan.measures.append(Measure("SUM", col=col, label=phrase))
+        return f"m{len(plan.measures) - 1}"
+    if col is not None:
+        plan.dims.append(Dim(col))
+        return f"d{len(plan.dims) - 1}"
+    return ""
+
+
+def many_of(ctx: LinkContext, table: TableInfo, plan: Plan) -> bool:
+    """Whether ``table`` holds many rows per row of the table the listing shows (a
+    reference from it to that table), so its numbers must be summed per listed row."""
+    shown = {d.col.table.qualified for d in plan.dims}
+    if len(shown) != 1 or table.qualified in shown:
+        return False
+    (entity,) = shown
+    path = ctx.graph.path(table.qualified, entity)
+    if not path:
+        return False
+    here = table.qualified
+    for edge in path:
+        if edge.child != here:
+            return False
+        here = edge.parent
+    return True
+
+
+PARTICIPLES = frozenset(
+    [
+        "made",
+        "sent",
+        "sold",
+        "bought",
+        "paid",
+        "done",
+        "given",
+        "taken",
+        "written",
+        "placed",
+        "owned",
+        "held",
+        "run",
+        "led",
+        "kept",
+    ]
+)
