@@ -53,7 +53,6 @@ from services.sql._intents import (
     TimeGrain,
     Value,
     compile_intent,
-    compile_ratio,
 )
 from services.sql._offline import OfflineGenerator
 from services.sql._settings import DEFAULT_PORT, SqlSettings
@@ -126,7 +125,6 @@ __all__ = [
     "Warehouse",
     "WritableTargetError",
     "compile_intent",
-    "compile_ratio",
     "demo_glossary",
     "ensure_warehouse",
     "grant_read_only",

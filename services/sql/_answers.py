@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from google.protobuf.json_format import MessageToDict
 from opentelemetry import trace
 
 from services.common import (
@@ -46,6 +46,7 @@ from services.sql._ask import (
     ModelTier,
 )
 from services.sql._catalog import Catalog
+from services.sql._convert import intent_to_pb
 from services.sql._execute import FailureKind, Limits, StatementError, StatementRunner
 from services.sql._gate import SqlGate, Verdict
 from services.sql._memory import (
@@ -73,6 +74,7 @@ from services.sql._reuse import (
     word_swaps,
 )
 from services.sql._targets import Target
+from services.sql._words import name_words
 
 _log = logging.getLogger("tandem.sql.memory")
 MAX_NOTE_CHARS = 500
@@ -146,9 +148,9 @@ def schema_words(catalog: Catalog) -> set[str]:
     words: set[str] = set()
     for table in catalog.tables:
         for name in (table.name, *(c.name for c in table.columns)):
-            for part in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name):
+            for part in name_words(name):
                 if len(part) > 2:
-                    words |= content_words(Reading((), (part.lower(),)))
+                    words |= content_words(Reading((), (part,)))
     return words
 
 
@@ -574,10 +576,6 @@ def _record_hit(span: trace.Span, found: Candidate, *, exact: bool) -> None:
 def _intent_json(result: AskResult) -> dict[str, Any] | None:
     if result.intent is None or result.reused is not None:
         return None
-    from google.protobuf.json_format import MessageToDict  # noqa: PLC0415
-
-    from services.sql._convert import intent_to_pb  # noqa: PLC0415 - _convert imports us
-
     return MessageToDict(intent_to_pb(result.intent))
 
 

@@ -21,6 +21,7 @@ import psycopg
 from psycopg import sql
 
 from services.common import Unavailable
+from services.sql._words import stem
 
 _log = logging.getLogger("tandem.sql.catalog")
 
@@ -335,17 +336,6 @@ def words(text: str) -> set[str]:
         found.add(word)
         found.add(stem(word))
     return found
-
-
-def stem(word: str) -> str:
-    """A crude singular: enough to match "opportunities" with "opportunity"."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith(("ses", "xes", "ches", "shes")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
 
 
 def relevance(table: TableInfo, question_words: set[str]) -> float:

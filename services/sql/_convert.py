@@ -10,7 +10,6 @@ from google.protobuf import duration_pb2, json_format, timestamp_pb2
 
 from services.sql._ask import AskResult, GeneratorRole, ModelCall
 from services.sql._catalog import TableInfo
-from services.sql._engine import Described, Executed
 from services.sql._gate import Verdict, Violation
 from services.sql._intents import (
     Aggregate,
@@ -24,6 +23,7 @@ from services.sql._intents import (
     Value,
 )
 from services.sql._memory import ConfirmedPair
+from services.sql._results import Described, Executed
 from services.sql._values import decode, encode
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb

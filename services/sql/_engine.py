@@ -14,11 +14,12 @@ from services.common import InvalidArgument, NotFound
 from services.common._observability import Metrics as TandemMetrics
 from services.sql._answers import AnswerMemory, Feedback, memory_disabled
 from services.sql._ask import AskPipeline, AskResult, record_verdict
-from services.sql._catalog import Catalog, RenderedCatalog, TableInfo, render
+from services.sql._catalog import Catalog, TableInfo, render
 from services.sql._execute import Limits, ResultSet, StatementError, StatementRunner
 from services.sql._gate import SqlGate, Verdict
 from services.sql._intents import Intent, IntentError, compile_intent
 from services.sql._memory import ConfirmedPair, NearPair, parse_uuid
+from services.sql._results import Described, Executed
 from services.sql._targets import Target, TargetRegistry
 
 _TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -40,25 +41,6 @@ class EngineLimits:
     max_question_chars: int = 2000
     max_instructions_chars: int = 4000
     catalog_max_chars: int = 8000
-
-
-@dataclass(frozen=True)
-class Executed:
-    """A statement that ran: what the gate made of it, its rows, and what it means."""
-
-    database: str
-    verdict: Verdict
-    result: ResultSet
-    explanation: str = ""
-
-
-@dataclass(frozen=True)
-class Described:
-    """A database's catalog as text (capped, maybe pruned) and as structured tables."""
-
-    database: str
-    catalog: Catalog
-    rendered: RenderedCatalog
 
 
 class SqlEngine:

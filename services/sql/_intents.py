@@ -21,6 +21,7 @@ from sqlglot import exp
 
 from services.sql._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql._names import identifier
+from services.sql._result_names import aggregate_name, shown_column_name
 
 DEFAULT_TOP_N = 10
 
@@ -363,38 +364,6 @@ def compile_intent(intent: Intent, catalog: Catalog, *, row_cap: int) -> Compile
     return CompiledIntent(sql, parts.text(limit), tuple(t.qualified for t in scope.tables))
 
 
-def compile_ratio(base: Intent, numerator: Sequence[Filter], catalog: Catalog) -> CompiledIntent:
-    """The percentage of ``base``'s rows (a COUNT intent: table, joins, filters) that
-    also match ``numerator``: ``100 * count(*) FILTER (WHERE ...) / count(*)``."""
-    if not numerator:
-        raise IntentError("intent.filters", "a ratio needs a condition to measure")
-    scope = _Scope(catalog, base)
-    where = [_filter(scope, f, i) for i, f in enumerate(base.filters)]
-    parts = [_filter(scope, f, len(base.filters) + i) for i, f in enumerate(numerator)]
-    condition: exp.Expr = parts[0]
-    for part in parts[1:]:
-        condition = exp.and_(condition, part)
-    total = _count_rows(scope)
-    matching = exp.Filter(this=total.copy(), expression=exp.Where(this=condition))
-    ratio = exp.Div(
-        this=exp.Mul(this=exp.Literal.number("100.0"), expression=matching),
-        expression=exp.Nullif(this=total, expression=exp.Literal.number(0)),
-        typed=True,  # plain numeric division, no cast to double precision
-    )
-    select = exp.select(exp.Round(this=ratio, decimals=exp.Literal.number(2)).as_("percentage"))
-    select = scope.from_clause(select)
-    for condition_node in where:
-        select = select.where(condition_node)
-    shown = " and ".join(_Explainer._condition(f) for f in numerator)
-    explanation = _Explainer(scope, base).text(None).rstrip(".")
-    explanation = (
-        f"Percentage of rows where {shown}, among: {explanation[0].lower()}{explanation[1:]}."
-    )
-    return CompiledIntent(
-        select.sql(dialect="postgres"), explanation, tuple(t.qualified for t in scope.tables)
-    )
-
-
 def _count_rows(scope: _Scope) -> exp.Expression:
     pk = scope.main.primary_key
     if scope.joins and len(pk) == 1:
@@ -410,7 +379,7 @@ def _aggregate(scope: _Scope, intent: Intent) -> tuple[exp.Expression, str]:
     if not intent.aggregate_column:
         if function is not Aggregate.COUNT:
             raise IntentError("intent.aggregate_column", "required for this aggregate function")
-        return _count_rows(scope), "count"
+        return _count_rows(scope), aggregate_name("COUNT")
     ref = scope.ref(intent.aggregate_column, "intent.aggregate_column")
     klass = type_class(ref.column.data_type)
     node = ref.node()
@@ -426,8 +395,7 @@ def _aggregate(scope: _Scope, intent: Intent) -> tuple[exp.Expression, str]:
         Aggregate.MIN: exp.Min(this=node),
         Aggregate.MAX: exp.Max(this=node),
     }
-    prefix = "count_distinct" if function is Aggregate.COUNT_DISTINCT else function.name.lower()
-    return built[function], f"{prefix}_{ref.column.name}"
+    return built[function], aggregate_name(function.name, ref.column.name)
 
 
 _GRAIN_UNITS = {
@@ -510,7 +478,7 @@ def _row_select(scope: _Scope, intent: Intent) -> exp.Select:
     names = [r.column.name for r in refs]
     projections = [
         r.node().as_(
-            r.column.name if names.count(r.column.name) == 1 else f"{r.table.name}_{r.column.name}"
+            shown_column_name(r.table.name, r.column.name, shared=names.count(r.column.name) > 1)
         )
         for r in refs
     ]

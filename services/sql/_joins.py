@@ -20,9 +20,8 @@ tables is joined along a tree grown from the base table.
 from __future__ import annotations
 
 import logging
-import re
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,52 +29,9 @@ import psycopg
 from psycopg import sql
 
 from services.sql._catalog import Catalog, ColumnInfo, TableInfo
+from services.sql._words import common_prefix, name_words, stem
 
 _log = logging.getLogger("tandem.sql.joins")
-
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-
-
-def name_words(name: str) -> list[str]:
-    """``sbTxDateTime`` -> sb, tx, date, time; ``day100_pasi_score`` -> day, 100, pasi, score."""
-    return [w.lower() for part in re.split(r"[_\W]+", name) for w in _CAMEL.findall(part)]
-
-
-def common_prefix(names: Sequence[str], *, minimum: int = 2) -> str:
-    """The longest prefix every name shares, cut back to a word boundary when the names
-    show one (camelCase or ``_``). Lower-case names show none, so there the prefix must
-    be shared by at least three names and leave every name a remainder of 2+ letters."""
-    if len(names) < 2:
-        return ""
-    first, last = min(names), max(names)
-    size = 0
-    while size < min(len(first), len(last)) and first[size] == last[size]:
-        size += 1
-    prefix = first[:size]
-    if any(n != n.lower() or "_" in n for n in names):
-        while prefix and not all(
-            len(n) > len(prefix)
-            and (n[len(prefix)].isupper() or n[len(prefix)] == "_" or prefix.endswith("_"))
-            for n in names
-        ):
-            prefix = prefix[:-1]
-        return prefix
-    if len(names) < 3 or len(prefix) < minimum:
-        return ""
-    while prefix and any(len(n) - len(prefix) < 2 for n in names):
-        prefix = prefix[:-1]
-    return prefix if len(prefix) >= minimum else ""
-
-
-def singular(word: str) -> str:
-    word = word.lower()
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "ches", "shes", "xes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
-        return word[:-1]
-    return word
 
 
 def type_family(data_type: str) -> str:
@@ -147,11 +103,11 @@ class JoinGraph:
             key = parent.column(parent.primary_key[0])
             if key is None:
                 continue
-            stem = singular(name_words(parent.name)[-1]) if parent.name else ""
+            last = stem(name_words(parent.name)[-1]) if parent.name else ""
             base = parent.name.lower()
             if prefix and base.startswith(prefix):
                 base = base[len(prefix) :]
-            forms = {f"{singular(base)}_id", f"{singular(base)}id", f"{stem}_id", f"{stem}id"}
+            forms = {f"{stem(base)}_id", f"{stem(base)}id", f"{last}_id", f"{last}id"}
             core = key.name.lower()
             if prefix and core.startswith(prefix):
                 core = core[len(prefix) :]

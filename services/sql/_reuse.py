@@ -27,31 +27,13 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
 
 import sqlglot
 from sqlglot import exp
 
-_MONTHS = {
-    name: index + 1
-    for index, names in enumerate(
-        [
-            ("jan", "january"),
-            ("feb", "february"),
-            ("mar", "march"),
-            ("apr", "april"),
-            ("may",),
-            ("jun", "june"),
-            ("jul", "july"),
-            ("aug", "august"),
-            ("sep", "sept", "september"),
-            ("oct", "october"),
-            ("nov", "november"),
-            ("dec", "december"),
-        ]
-    )
-    for name in names
-}
+from services.sql._calendar import MONTHS, WRITTEN_DATE, written_date
+from services.sql._words import lemma
+
 _NUMBER_WORDS = {
     word: index
     for index, word in enumerate(
@@ -228,9 +210,6 @@ _TOKEN = re.compile(
     r"""'(?P<sq>[^']*)'|"(?P<dq>[^"]*)"|(?P<iso>\d{4}-\d{2}-\d{2})"""
     r"""|(?P<num>\d+(?:\.\d+)?)|(?P<word>[A-Za-z][A-Za-z0-9_\-]*)"""
 )
-_WRITTEN_DATE = re.compile(
-    r"\b(?P<month>[A-Za-z]{3,9})\.?\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<year>\d{4})\b"
-)
 
 
 @dataclass(frozen=True)
@@ -261,7 +240,7 @@ _MASK = {"text": "value", "number": "number", "date": "date"}
 
 def read(question: str) -> Reading:
     """The question's literals and template."""
-    text = _WRITTEN_DATE.sub(_iso_date, question)
+    text = WRITTEN_DATE.sub(_iso_date, question)
     literals: list[Literal] = []
     tokens: list[str] = []
     matches = list(_TOKEN.finditer(text))
@@ -291,13 +270,8 @@ def _next(matches: Sequence[re.Match[str]], index: int) -> int:
 
 
 def _iso_date(match: re.Match[str]) -> str:
-    month = _MONTHS.get(match.group("month").lower())
-    if month is None:
-        return match.group(0)
-    try:
-        return date(int(match.group("year")), month, int(match.group("day"))).isoformat()
-    except ValueError:
-        return match.group(0)
+    day = written_date(match)
+    return match.group(0) if day is None else day.isoformat()
 
 
 def _classify(match: re.Match[str], *, sentence_start: bool) -> tuple[str, str]:
@@ -316,7 +290,7 @@ def _classify(match: re.Match[str], *, sentence_start: bool) -> tuple[str, str]:
         and word.lower() not in _NOT_NAMES
         # Acronyms ("ASP", "IDs") name measures and columns, months name periods.
         and not (len(word) > 1 and word[:2].isupper())
-        and word.lower() not in _MONTHS
+        and word.lower() not in MONTHS
     ):
         return "text", word
     return "", word.lower()
@@ -325,24 +299,15 @@ def _classify(match: re.Match[str], *, sentence_start: bool) -> tuple[str, str]:
 # --- agreement --------------------------------------------------------------------------
 
 
-def _stem(word: str) -> str:
-    for suffix in ("ies", "es", "s", "ing", "ed"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
-
-
 def stem(word: str) -> str:
-    """The crude stem content words are compared by."""
-    return _stem(word)
+    """The stem content words are compared by: the verb of an inflected form."""
+    return lemma(word)
 
 
 def content_words(reading: Reading) -> set[str]:
     """The template's content words, crudely stemmed (masks and function words out)."""
     return {
-        _stem(t)
-        for t in reading.tokens
-        if t not in _STOP and t not in _MASK.values() and len(t) > 1
+        stem(t) for t in reading.tokens if t not in _STOP and t not in _MASK.values() and len(t) > 1
     }
 
 
@@ -385,7 +350,7 @@ def word_swaps(stored: Reading, asked: Reading) -> list[tuple[str, str]]:
         before, after = stored.tokens[i1:i2], asked.tokens[j1:j2]
         if tag == "replace" and len(before) == len(after):
             # Position by position: a function word can be a value too ("from the US").
-            swaps += [(o, n) for o, n in zip(before, after, strict=True) if _stem(o) != _stem(n)]
+            swaps += [(o, n) for o, n in zip(before, after, strict=True) if stem(o) != stem(n)]
     return swaps
 
 
@@ -396,7 +361,7 @@ def _differs_beyond(stored: Reading, asked: Reading, explained: set[tuple[str, s
     tokens = tuple(undone.get(t, t) for t in stored.tokens)
     content = [t for t in tokens if t not in _STOP]
     wanted = [t for t in asked.tokens if t not in _STOP]
-    return [_stem(t) for t in content] != [_stem(t) for t in wanted]
+    return [stem(t) for t in content] != [stem(t) for t in wanted]
 
 
 def adapt(stored_sql: str, stored: Reading, asked: Reading) -> Adapted:

@@ -1,6 +1,8 @@
-"""The words of questions about data: stems and verb forms, how a question word matches a
-name part (exactly, as an inflection, or as an abbreviation), how words cover a name
-written as one run of letters, and the grammar words that name nothing in a schema."""
+"""The words of questions and of names, the one place words are stemmed: stems and verb
+forms, the words of a name (``sbTxDateTime`` -> sb, tx, date, time) and the prefix a
+schema's names share, how a question word matches a name part (exactly, as an
+inflection, or as an abbreviation), how words cover a name written as one run of
+letters, and the grammar words that name nothing in a schema."""
 
 from __future__ import annotations
 
@@ -23,6 +25,40 @@ STOP_WORDS = frozenset(
 
 
 _TOKEN = re.compile(r"'[^']+'|\"[^\"]+\"|[A-Za-z][A-Za-z0-9_]*|\d+(?:\.\d+)?")
+
+
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def name_words(name: str) -> list[str]:
+    """``sbTxDateTime`` -> sb, tx, date, time; ``day100_pasi_score`` -> day, 100, pasi, score."""
+    return [w.lower() for part in re.split(r"[_\W]+", name) for w in _CAMEL.findall(part)]
+
+
+def common_prefix(names: Sequence[str], *, minimum: int = 2) -> str:
+    """The longest prefix every name shares, cut back to a word boundary when the names
+    show one (camelCase or ``_``). Lower-case names show none, so there the prefix must
+    be shared by at least three names and leave every name a remainder of 2+ letters."""
+    if len(names) < 2:
+        return ""
+    first, last = min(names), max(names)
+    size = 0
+    while size < min(len(first), len(last)) and first[size] == last[size]:
+        size += 1
+    prefix = first[:size]
+    if any(n != n.lower() or "_" in n for n in names):
+        while prefix and not all(
+            len(n) > len(prefix)
+            and (n[len(prefix)].isupper() or n[len(prefix)] == "_" or prefix.endswith("_"))
+            for n in names
+        ):
+            prefix = prefix[:-1]
+        return prefix
+    if len(names) < 3 or len(prefix) < minimum:
+        return ""
+    while prefix and any(len(n) - len(prefix) < 2 for n in names):
+        prefix = prefix[:-1]
+    return prefix if len(prefix) >= minimum else ""
 
 
 def stem(word: str) -> str:

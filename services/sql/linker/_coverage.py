@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from services.sql._calendar import MONTHS
 from services.sql._words import (
     GRAMMAR_WORDS,
     STOP_WORDS,
@@ -17,7 +18,6 @@ from services.sql._words import (
     word_match,
 )
 from services.sql.linker._context import LinkContext
-from services.sql.linker._dates import MONTHS
 from services.sql.linker._plan import BE, LinkError, Plan, measures_in
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._vocabulary import Vocabulary

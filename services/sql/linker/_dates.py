@@ -1,14 +1,13 @@
 """Dates: time windows in words ("last 3 months", "Q2 2024", "between Jan 1 and Mar 31,
-2024"), weekends and weekdays, and which date column a question means. Also the calendar
-arithmetic they need (shift by units, truncate to a unit)."""
+2024"), weekends and weekdays, and which date column a question means. The calendar
+(month names, written dates, shifting and truncating) is ``services.sql._calendar``."""
 
 from __future__ import annotations
 
-import calendar
 import re
-from collections.abc import Iterable
 from datetime import date, timedelta
 
+from services.sql._calendar import MONTHS, explicit_dates, shift, truncate
 from services.sql._words import (
     STOP_WORDS,
     lemma,
@@ -19,11 +18,6 @@ from services.sql.linker._context import LinkContext
 from services.sql.linker._lookup import fact_candidates
 from services.sql.linker._plan import LinkError, Measure, Plan, is_temporal, lit
 from services.sql.linker._vocabulary import Col
-
-MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
-MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
-MONTHS["sept"] = 9
-
 
 GRAINS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", "year": "year"}
 
@@ -156,7 +150,7 @@ def date_filters(ctx: LinkContext, plan: Plan) -> None:
             )
         )
         dates = dates[2:]
-    for d, at, _ in dates:
+    for d, at in dates:
         word = low[max(0, at - 25) : at]
         if re.search(r"(on or after|from|since|after|starting)\s*$", word):
             windows.append(
@@ -203,49 +197,3 @@ def date_filters(ctx: LinkContext, plan: Plan) -> None:
         if high_bound:
             cond.append(f"{{c}} < {high_bound}")
         plan.filters.append((col, " AND ".join(cond)))
-
-
-def shift(d: date, unit: str, n: int) -> date:
-    """``d`` moved by ``n`` units (months keep the day, clamped to the month's end)."""
-    if unit == "day":
-        return d + timedelta(days=n)
-    if unit == "week":
-        return d + timedelta(weeks=n)
-    months = n * {"month": 1, "quarter": 3, "year": 12}[unit]
-    index = d.year * 12 + d.month - 1 + months
-    year, month = divmod(index, 12)
-    last = calendar.monthrange(year, month + 1)[1]
-    return date(year, month + 1, min(d.day, last))
-
-
-def truncate(d: date, unit: str) -> date:
-    """The start of ``d``'s day, week (Monday), month, quarter or year."""
-    if unit == "day":
-        return d
-    if unit == "week":
-        return d - timedelta(days=d.weekday())
-    if unit == "month":
-        return d.replace(day=1)
-    if unit == "quarter":
-        return date(d.year, 3 * ((d.month - 1) // 3) + 1, 1)
-    return date(d.year, 1, 1)
-
-
-def explicit_dates(low: str) -> Iterable[tuple[date, int, bool]]:
-    """Dates written out: 2023-06-01, Jan 1, 2023, April 1 2023, 1st of Jan 2023."""
-    found = []
-    for m in re.finditer(r"\b(\d{4})-(\d{2})-(\d{2})\b", low):
-        try:
-            found.append(
-                (date(int(m.group(1)), int(m.group(2)), int(m.group(3))), m.start(), False)
-            )
-        except ValueError:
-            continue
-    for m in re.finditer(r"\b([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", low):
-        month = MONTHS.get(m.group(1))
-        if month:
-            try:
-                found.append((date(int(m.group(3)), month, int(m.group(2))), m.start(), False))
-            except ValueError:
-                continue
-    return sorted(found, key=lambda d: d[1])

@@ -3,9 +3,8 @@ what a statement computes (names and values, never the question)."""
 
 from __future__ import annotations
 
-import re
-
 from services.sql._catalog import TableInfo
+from services.sql._result_names import NameClaims, aggregate_name, shown_column_name
 from services.sql.linker._context import LinkContext
 from services.sql.linker._plan import Measure, Plan
 
@@ -49,23 +48,14 @@ def output_names(plan: Plan) -> dict[str, str]:
     grain is named by it ("month"), a measure by what it computes ("sum_amount",
     "count", "win_rate"). Products read the result by these names."""
     names: dict[str, str] = {}
-    taken: set[str] = set()
-
-    def claim(key: str, *choices: str) -> None:
-        for choice in choices:
-            label = re.sub(r"[^a-z0-9]+", "_", choice.lower()).strip("_")[:60] or "value"
-            if label not in taken:
-                break
-        else:
-            label = f"{label}_{key}"
-        taken.add(label)
-        names[key] = label
-
+    claims = NameClaims()
     for i, d in enumerate(plan.dims):
         own = d.grain or d.col.column.name
-        claim(f"d{i}", own, f"{d.col.table.name}_{own}")
+        names[f"d{i}"] = claims.claim(
+            f"d{i}", own, shown_column_name(d.col.table.name, own, shared=True)
+        )
     for i, m in enumerate(plan.measures):
-        claim(f"m{i}", *measure_names(m))
+        names[f"m{i}"] = claims.claim(f"m{i}", *measure_names(m))
     return names
 
 
@@ -80,8 +70,7 @@ def measure_names(m: Measure) -> list[str]:
         table = m.table.name if m.table is not None else ""
         return ["count", f"{table}_count"] if table else ["count"]
     column = m.col.column.name if m.col is not None else ""
-    func = {"COUNT_DISTINCT": "distinct", "COUNT_COL": "count"}.get(m.func, m.func.lower())
-    return [f"{func}_{column}" if column else func, f"{func}_{m.label}"]
+    return [aggregate_name(m.func, column), aggregate_name(m.func, m.label)]
 
 
 def describe_measure(m: Measure) -> str:

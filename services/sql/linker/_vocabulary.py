@@ -13,8 +13,16 @@ from sqlglot import exp
 
 from services.sql._catalog import Catalog, ColumnInfo, TableInfo
 from services.sql._glossary import GlossaryEntry
-from services.sql._joins import JoinGraph, common_prefix, name_words
-from services.sql._words import SOFT_WORDS, STOP_WORDS, cover, lemma, stem
+from services.sql._joins import JoinGraph
+from services.sql._words import (
+    SOFT_WORDS,
+    STOP_WORDS,
+    common_prefix,
+    cover,
+    lemma,
+    name_words,
+    stem,
+)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from services.sql import (
     TimeGrain,
     Value,
     compile_intent,
-    compile_ratio,
 )
 
 K = IntentKind
@@ -170,25 +169,6 @@ def test_typed_values_become_typed_literals(catalog):
 def test_compilation_is_deterministic(catalog):
     intent = Intent(K.GROUP_BY, "companies", group_by=(Group("industry"), Group("segment")))
     assert len({sql_of(intent, catalog) for _ in range(5)}) == 1
-
-
-def test_ratio(catalog):
-    base = Intent(
-        K.COUNT,
-        "opportunities",
-        filters=(
-            Filter("stage", FilterOp.IN, (Value.text("Closed Won"), Value.text("Closed Lost"))),
-        ),
-    )
-    numerator = (Filter("stage", FilterOp.EQUAL, (Value.text("Closed Won"),)),)
-    compiled = compile_ratio(base, numerator, catalog)
-    assert compiled.sql.startswith(
-        "SELECT ROUND(CAST(100.0 * COUNT(*) FILTER(WHERE opportunities.stage = 'Closed Won') "
-        "/ NULLIF(COUNT(*), 0) AS DECIMAL), 2) AS percentage"
-    )
-    assert SqlGate().check(compiled.sql, catalog).valid
-    with pytest.raises(IntentError):
-        compile_ratio(base, (), catalog)
 
 
 @pytest.mark.parametrize(
