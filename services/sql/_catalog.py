@@ -34,6 +34,11 @@ VALUE_INDEX_DISTINCT_MAX = 5000
 VALUE_INDEX_COLUMNS_MAX = 64
 VALUE_INDEX_ROWS_MAX = 2_000_000
 _VALUE_INDEX_TIMEOUT = "2s"
+# Columns Postgres holds no statistics for (a database never analysed, or tables too small
+# for autovacuum to analyse) are read from the data instead, at most this many per
+# catalog load and for at most this long in all; the rest keep no values.
+DATA_VALUE_COLUMNS_MAX = 512
+DATA_VALUE_SECONDS_MAX = 20.0
 SAMPLE_VALUES = 20
 _SAMPLE_VALUE_CHARS = 60
 _TEXT_TYPES = ("text", "character varying", "character", "citext", "name")
@@ -210,18 +215,22 @@ async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catal
     ).fetchall():
         stats[(schema, table, column)] = (float(n_distinct), list(common))
     tables = []
-    budget = VALUE_INDEX_COLUMNS_MAX
+    values = _ValueBudget()
     for oid, schema, name, comment, estimate in table_rows:
         column_infos = []
         for col_name, data_type, nullable, col_comment in columns.get(oid, []):
             samples: tuple[str, ...] = ()
             known: tuple[str, ...] = ()
             stat = stats.get((schema, name, col_name))
-            if stat is not None and data_type.startswith(_TEXT_TYPES):
+            if not data_type.startswith(_TEXT_TYPES):
+                pass
+            elif stat is not None:
                 samples = _samples(stat[0], stat[1], int(estimate))
-                if not samples and budget > 0 and _indexable(stat[0], int(estimate)):
-                    budget -= 1
+                if not samples and values.index_left > 0 and _indexable(stat[0], int(estimate)):
+                    values.index_left -= 1
                     known = await _known_values(conn, schema, name, col_name)
+            elif values.data_left():
+                samples, known = await _values_from_data(conn, schema, name, col_name, values)
             column_infos.append(
                 ColumnInfo(col_name, data_type, nullable, col_comment, samples, known)
             )
@@ -237,6 +246,39 @@ async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catal
             )
         )
     return Catalog(database=database, tables=tuple(tables))
+
+
+class _ValueBudget:
+    """What one catalog load may still spend on reading values: value-index columns, and
+    columns read from the data for want of statistics (by count and by time)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.index_left = VALUE_INDEX_COLUMNS_MAX
+        self._data_left = DATA_VALUE_COLUMNS_MAX
+        self._clock = clock
+        self._deadline = clock() + DATA_VALUE_SECONDS_MAX
+
+    def data_left(self) -> bool:
+        if self._data_left <= 0 or self._clock() > self._deadline:
+            return False
+        self._data_left -= 1
+        return True
+
+
+async def _values_from_data(
+    conn: psycopg.AsyncConnection[Any], schema: str, table: str, column: str, budget: _ValueBudget
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Sample values and the value index of a column Postgres has no statistics for, read
+    from the data with the value index's bounds (distinct short values, a row cap, a short
+    timeout): at most :data:`LOW_CARDINALITY_MAX` distinct values are samples, more (up to
+    :data:`VALUE_INDEX_DISTINCT_MAX`, within the index's column budget) are indexed."""
+    found = await _known_values(conn, schema, table, column)
+    if len(found) <= LOW_CARDINALITY_MAX:
+        return found[:SAMPLE_VALUES], ()
+    if budget.index_left <= 0:
+        return (), ()
+    budget.index_left -= 1
+    return (), found
 
 
 def _indexable(n_distinct: float, estimate: int) -> bool:
