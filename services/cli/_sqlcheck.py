@@ -28,6 +28,8 @@ def _sql_check(args: argparse.Namespace) -> int:
         print(f"{check.name:<{width}}  {check.action:<11}  tenants: {check.tenants}")
         for reason in check.reasons:
             print(f"{'':<{width}}  {reason}")
+        for line in check.schema:
+            print(f"{'':<{width}}  {line}")
     if any(c.blocks_start for c in checks):
         print("The SQL service will refuse to start until every refused database is fixed.")
         return 1

@@ -9,6 +9,7 @@ whole catalog does not fit, pruned to the tables a question is about.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import re
 import time
@@ -53,6 +54,28 @@ class ForeignKeyInfo:
     referenced_columns: tuple[str, ...]
 
 
+class JoinOrigin(enum.Enum):
+    """Where a join between two tables comes from, strongest first."""
+
+    DECLARED = "declared"  # a FOREIGN KEY constraint
+    GLOSSARY = "glossary"  # the database's glossary file ("joins")
+    INFERRED = "inferred"  # names and data (or names alone, where data was not read)
+
+
+@dataclass(frozen=True)
+class JoinInfo:
+    """A join the database does not declare: ``child`` columns hold values of
+    ``parent`` columns (a key of ``parent``, or a column sharing values with it), with
+    the evidence for it in words."""
+
+    child: str
+    child_columns: tuple[str, ...]
+    parent: str
+    parent_columns: tuple[str, ...]
+    origin: JoinOrigin
+    evidence: str = ""
+
+
 @dataclass(frozen=True)
 class ColumnInfo:
     """One column: name, Postgres type name, nullability, comment, sample values."""
@@ -79,6 +102,11 @@ class TableInfo:
     columns: tuple[ColumnInfo, ...] = ()
     primary_key: tuple[str, ...] = ()
     foreign_keys: tuple[ForeignKeyInfo, ...] = ()
+    # UNIQUE constraints, each a tuple of columns
+    unique_keys: tuple[tuple[str, ...], ...] = ()
+    # Why ``primary_key`` is the key when the table declares none: inferred from the data
+    # (unique and never null), empty for a declared key.
+    key_evidence: str = ""
 
     @property
     def qualified(self) -> str:
@@ -98,9 +126,10 @@ class Catalog:
     database: str
     tables: tuple[TableInfo, ...]
     refreshed_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    # Join edges inferred from names that the data contradicted when the catalog loaded
-    # (child table, child column, parent table, parent column): never joined along.
-    refuted_joins: frozenset[tuple[str, str, str, str]] = frozenset()
+    # Joins beyond the declared foreign keys: the glossary's, and those inferred from
+    # names and confirmed by the data when the catalog loaded. None when the data was
+    # never read (a catalog built by hand): joins are then inferred from names alone.
+    joins: tuple[JoinInfo, ...] | None = None
 
     def resolve(self, schema: str | None, name: str) -> TableInfo | None:
         """A table by exact (case-sensitive) name; unqualified names prefer ``public``."""
@@ -171,7 +200,7 @@ SELECT con.conrelid, con.contype,
 FROM pg_catalog.pg_constraint con
 LEFT JOIN pg_catalog.pg_class fc ON fc.oid = con.confrelid
 LEFT JOIN pg_catalog.pg_namespace fn ON fn.oid = fc.relnamespace
-WHERE con.conrelid = ANY(%s) AND con.contype IN ('p', 'f')
+WHERE con.conrelid = ANY(%s) AND con.contype IN ('p', 'f', 'u')
 ORDER BY con.conrelid, con.conname
 """
 
@@ -198,12 +227,15 @@ async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catal
     ).fetchall():
         columns.setdefault(relid, []).append((name, data_type, nullable, comment))
     primary: dict[int, tuple[str, ...]] = {}
+    unique: dict[int, list[tuple[str, ...]]] = {}
     foreign: dict[int, list[ForeignKeyInfo]] = {}
     for relid, kind, cols, ref_table, ref_cols in await (
         await conn.execute(_KEYS_SQL, (oids,))
     ).fetchall():
         if kind == "p":
             primary[relid] = tuple(cols)
+        elif kind == "u":
+            unique.setdefault(relid, []).append(tuple(cols))
         else:
             foreign.setdefault(relid, []).append(
                 ForeignKeyInfo(tuple(cols), ref_table, tuple(ref_cols))
@@ -243,6 +275,7 @@ async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catal
                 columns=tuple(column_infos),
                 primary_key=primary.get(oid, ()),
                 foreign_keys=tuple(foreign.get(oid, [])),
+                unique_keys=tuple(unique.get(oid, [])),
             )
         )
     return Catalog(database=database, tables=tuple(tables))

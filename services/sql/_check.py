@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 
 from services.common import SettingsError, embedded_server_url
+from services.sql._catalog import introspect
+from services.sql._joins import describe, infer_joins, resolve_joins
 from services.sql._settings import DEFAULT_TARGET, SqlSettings
 from services.sql._targets import (
     ANY_TENANT,
@@ -31,6 +34,8 @@ class DatabaseCheck:
     action: str
     tenants: str
     reasons: tuple[str, ...]
+    # a served database's keys and joins, declared and inferred with their evidence
+    schema: tuple[str, ...] = ()
 
     @property
     def blocks_start(self) -> bool:
@@ -67,6 +72,7 @@ async def _check(config: TargetConfig, *, demo: bool) -> DatabaseCheck:
             config.url, **connect_kwargs(connect_timeout_s=5.0)
         ) as conn:
             capabilities = await role_capabilities(conn)
+            schema = await _schema(conn, config) if refusal(config, capabilities) is None else []
     except psycopg.Error as exc:
         if demo:
             return DatabaseCheck(
@@ -79,7 +85,18 @@ async def _check(config: TargetConfig, *, demo: bool) -> DatabaseCheck:
         return DatabaseCheck(
             config.name, "refuse", tenants, (refusal_message(config.name, refused),)
         )
-    return DatabaseCheck(config.name, "serve", tenants, tuple(_explain(c) for c in capabilities))
+    return DatabaseCheck(
+        config.name, "serve", tenants, tuple(_explain(c) for c in capabilities), tuple(schema)
+    )
+
+
+async def _schema(conn: psycopg.AsyncConnection[Any], config: TargetConfig) -> list[str]:
+    """The keys and joins the service would use, found as it finds them at catalog load;
+    the glossary's joins it could not resolve, named."""
+    catalog = await introspect(conn, config.name)
+    declared, problems = resolve_joins(catalog, config.joins)
+    lines = describe(await infer_joins(conn, catalog, declared))
+    return lines + [f"glossary join ignored: {problem}" for problem in problems]
 
 
 def _explain(capability: Capability) -> str:

@@ -22,6 +22,7 @@ from services.sql._intents import (
     TimeGrain,
     Value,
 )
+from services.sql._joins import Edge
 from services.sql._memory import ConfirmedPair
 from services.sql._results import Described, Executed
 from services.sql._values import decode, encode
@@ -290,6 +291,7 @@ def table_schema(table: TableInfo) -> pb.TableSchema:
             for c in table.columns
         ],
         primary_key_columns=list(table.primary_key),
+        primary_key_evidence=table.key_evidence,
         foreign_keys=[
             pb.ForeignKey(
                 columns=list(fk.columns),
@@ -312,6 +314,27 @@ def describe_response(described: Described) -> pb.DescribeSchemaResponse:
         tables=[table_schema(t) for t in rendered.tables],
         omitted_tables=list(rendered.omitted),
         refresh_time=refreshed,
+        joins=[join_edge(e) for e in described.joins],
+    )
+
+
+_JOIN_ORIGINS = {
+    "declared": pb.JOIN_ORIGIN_DECLARED,
+    "glossary": pb.JOIN_ORIGIN_GLOSSARY,
+    "key": pb.JOIN_ORIGIN_INFERRED,
+    "overlap": pb.JOIN_ORIGIN_INFERRED,
+}
+
+
+def join_edge(edge: Edge) -> pb.JoinEdge:
+    return pb.JoinEdge(
+        child_table=edge.child,
+        child_columns=list(edge.child_columns),
+        parent_table=edge.parent,
+        parent_columns=list(edge.parent_columns),
+        origin=_JOIN_ORIGINS[edge.kind],
+        evidence=edge.evidence,
+        shared_values_only=edge.kind == "overlap",
     )
 
 

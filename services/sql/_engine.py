@@ -18,6 +18,7 @@ from services.sql._catalog import Catalog, TableInfo, render
 from services.sql._execute import Limits, ResultSet, StatementError, StatementRunner
 from services.sql._gate import SqlGate, Verdict
 from services.sql._intents import Intent, IntentError, compile_intent
+from services.sql._joins import JoinGraph
 from services.sql._memory import ConfirmedPair, NearPair, parse_uuid
 from services.sql._results import Described, Executed
 from services.sql._targets import Target, TargetRegistry
@@ -212,7 +213,9 @@ class SqlEngine:
             question=question or None,
             tables=selected,
         )
-        return Described(target.name, catalog, rendered)
+        shown = {t.qualified for t in rendered.tables}
+        joins = tuple(e for e in JoinGraph(catalog).edges if e.child in shown and e.parent in shown)
+        return Described(target.name, catalog, rendered, joins)
 
     def _check_instructions(self, instructions: str) -> None:
         _no_nul("instructions", instructions)

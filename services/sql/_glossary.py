@@ -34,3 +34,20 @@ class GlossaryEntry:
         body = self.expression or self.definition
         alias = f" (also: {', '.join(self.synonyms)})" if self.synonyms else ""
         return f"{self.term}{alias} = {body}"
+
+
+@dataclass(frozen=True)
+class JoinSpec:
+    """A join a glossary file declares, as written: ``child`` columns hold values of
+    ``parent`` columns (tables bare or schema-qualified). Resolved against the catalog
+    when it loads; a name it does not hold is reported, never guessed."""
+
+    child: str
+    child_columns: tuple[str, ...]
+    parent: str
+    parent_columns: tuple[str, ...]
+
+    def text(self) -> str:
+        left = ", ".join(f"{self.child}.{c}" for c in self.child_columns)
+        right = ", ".join(f"{self.parent}.{c}" for c in self.parent_columns)
+        return f"{left} -> {right}"

@@ -12,14 +12,14 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import math
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from sqlglot import exp
 
-from services.sql._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql._catalog import Catalog, ColumnInfo, TableInfo
+from services.sql._joins import JoinGraph
 from services.sql._names import identifier
 from services.sql._result_names import aggregate_name, shown_column_name
 
@@ -221,7 +221,8 @@ class _Ref:
 
 
 class _Scope:
-    """The tables an intent reads (main table first) and how they are joined."""
+    """The tables an intent reads (main table first) and how they are joined: along the
+    catalog's join graph (declared keys, the glossary's joins, inferred ones)."""
 
     def __init__(self, catalog: Catalog, intent: Intent) -> None:
         main = catalog.table(intent.table) if intent.table else None
@@ -231,58 +232,29 @@ class _Scope:
         self.main = main
         self.tables: list[TableInfo] = [main]
         self.joins: list[tuple[TableInfo, list[tuple[_Ref, _Ref]]]] = []
+        graph = JoinGraph(catalog) if intent.join_tables else None
+        inside = [main.qualified]
         for index, name in enumerate(intent.join_tables):
             target = catalog.table(name)
             if target is None:
                 raise IntentError(f"intent.join_tables[{index}]", "not a table in the catalog")
-            if any(t.qualified == target.qualified for t in self.tables):
-                continue
-            path = self._path_to(target)
-            if path is None:
-                raise IntentError(f"intent.join_tables[{index}]", "not reachable by foreign keys")
-            for table, condition in path:
+            assert graph is not None
+            steps = graph.reach(inside, target.qualified)
+            if steps is None:
+                raise IntentError(f"intent.join_tables[{index}]", "not reachable by any join")
+            for joined, edge in steps:
+                table = catalog.table(joined)
+                child, parent = catalog.table(edge.child), catalog.table(edge.parent)
+                assert table is not None and child is not None and parent is not None
+                condition = [
+                    (_column(child, c), _column(parent, p))
+                    for c, p in zip(edge.child_columns, edge.parent_columns, strict=True)
+                ]
                 self.tables.append(table)
                 self.joins.append((table, condition))
         names = [t.name for t in self.tables]
         if len(set(names)) != len(names):
             raise IntentError("intent.join_tables", "two joined tables share a name")
-
-    def _edges(self, table: TableInfo) -> list[tuple[TableInfo, ForeignKeyInfo, bool]]:
-        """Neighbours of ``table``: (other, fk, fk_is_on_table)."""
-        found: list[tuple[TableInfo, ForeignKeyInfo, bool]] = []
-        for fk in table.foreign_keys:
-            other = self.catalog.table(fk.referenced_table)
-            if other is not None:
-                found.append((other, fk, True))
-        for other in self.catalog.tables:
-            for fk in other.foreign_keys:
-                if fk.referenced_table == table.qualified:
-                    found.append((other, fk, False))
-        return found
-
-    def _path_to(self, target: TableInfo) -> list[tuple[TableInfo, list[tuple[_Ref, _Ref]]]] | None:
-        """Shortest FK path from the joined set to ``target`` (breadth first)."""
-        start = {t.qualified for t in self.tables}
-        queue: deque[tuple[TableInfo, list[tuple[TableInfo, list[tuple[_Ref, _Ref]]]]]] = deque(
-            (t, []) for t in self.tables
-        )
-        seen = set(start)
-        while queue:
-            table, path = queue.popleft()
-            for other, fk, on_table in self._edges(table):
-                if other.qualified in seen:
-                    continue
-                child, parent = (table, other) if on_table else (other, table)
-                condition = [
-                    (_column(child, c), _column(parent, p))
-                    for c, p in zip(fk.columns, fk.referenced_columns, strict=True)
-                ]
-                step = [*path, (other, condition)]
-                if other.qualified == target.qualified:
-                    return step
-                seen.add(other.qualified)
-                queue.append((other, step))
-        return None
 
     def ref(self, name: str, field: str) -> _Ref:
         """A column by ``column``, ``table.column`` or ``schema.table.column``."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from services.sql._catalog import Catalog, RenderedCatalog
 from services.sql._execute import ResultSet
 from services.sql._gate import Verdict
+from services.sql._joins import Edge
 
 
 @dataclass(frozen=True)
@@ -28,3 +29,5 @@ class Described:
     database: str
     catalog: Catalog
     rendered: RenderedCatalog
+    # the joins between the described tables the service joins along
+    joins: tuple[Edge, ...] = ()

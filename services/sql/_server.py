@@ -259,6 +259,7 @@ def target_configs(
                 tenants=tenants or frozenset(),
                 glossary=settings.glossaries.get(name)
                 or (demo_glossary() if demo and name == DEFAULT_TARGET else ()),
+                joins=settings.glossary_joins.get(name, ()),
             )
         )
     return configs

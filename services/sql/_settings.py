@@ -10,8 +10,8 @@ from datetime import date
 from pathlib import Path
 
 from services.common import Env, SettingsError
-from services.sql._glossary import GlossaryEntry
-from services.sql._glossary_file import load_glossary
+from services.sql._glossary import GlossaryEntry, JoinSpec
+from services.sql._glossary_file import load_glossary_file
 from services.sql._targets import ANY_TENANT, SUPERUSER_VARIABLE, WRITABLE_VARIABLE
 from services.sql._warehouse import DEFAULT_DATABASE, DEFAULT_READER_ROLE
 from services.sql.demo_data import DEFAULT_SEED
@@ -70,6 +70,8 @@ class SqlSettings:
     reference_date: date | None = None
     # SQL_GLOSSARIES: each database's business definitions, loaded from its file at start.
     glossaries: Mapping[str, tuple[GlossaryEntry, ...]] = field(default_factory=dict)
+    # ... and the joins each file declares ("joins"), for databases that declare no keys.
+    glossary_joins: Mapping[str, tuple[JoinSpec, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SqlSettings:
@@ -108,6 +110,7 @@ class SqlSettings:
                 raise SettingsError(
                     f"SQL_GLOSSARIES names {name!r}, which is not a configured database"
                 )
+        files = {name: load_glossary_file(path) for name, path in glossaries}
         return cls(
             databases=databases,
             warehouse_url=warehouse_url,
@@ -136,7 +139,8 @@ class SqlSettings:
             max_repairs=repairs,
             pool_max_size=env.get_int("SQL_POOL_MAX_SIZE", 4, minimum=1),
             reference_date=_date("SQL_REFERENCE_DATE", env.get_optional("SQL_REFERENCE_DATE")),
-            glossaries={name: load_glossary(path) for name, path in glossaries},
+            glossaries={name: file.entries for name, file in files.items()},
+            glossary_joins={name: file.joins for name, file in files.items() if file.joins},
         )
 
 

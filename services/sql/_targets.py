@@ -27,8 +27,8 @@ from psycopg import sql
 
 from services.common import InvalidArgument, PermissionDenied, SettingsError, Unavailable
 from services.sql._catalog import Catalog, CatalogCache, introspect
-from services.sql._glossary import GlossaryEntry
-from services.sql._joins import refute_joins
+from services.sql._glossary import GlossaryEntry, JoinSpec
+from services.sql._joins import infer_joins, resolve_joins
 from services.sql._values import register_loaders
 
 _log = logging.getLogger("tandem.sql.targets")
@@ -50,7 +50,7 @@ SUPERUSER_VARIABLE = "SQL_UNSAFE_SUPERUSER_DATABASES"
 class TargetConfig:
     """One configured database: its name, a read-only user's URL, who may query it
     (nobody unless listed; ``*`` is every tenant), the unsafe roles the operator allowed,
-    and its business definitions (SQL_GLOSSARIES)."""
+    and its business definitions and declared joins (SQL_GLOSSARIES)."""
 
     name: str
     url: str
@@ -58,6 +58,8 @@ class TargetConfig:
     allow_superuser: bool = False
     tenants: frozenset[str] = frozenset()
     glossary: tuple[GlossaryEntry, ...] = ()
+    # joins the glossary file declares (for a database that declares no keys)
+    joins: tuple[JoinSpec, ...] = ()
 
     def allows(self, tenant_id: str) -> bool:
         return ANY_TENANT in self.tenants or tenant_id in self.tenants
@@ -304,7 +306,14 @@ class Target:
                 self._role_checked = True
                 self._refusal = refusal(self.config, self.capabilities)
                 _log_capabilities(self.config, self.capabilities, self._refusal)
-            return await refute_joins(conn, await introspect(conn, self.name))
+            catalog = await introspect(conn, self.name)
+            declared, unresolved = resolve_joins(catalog, self.config.joins)
+            for problem in unresolved:
+                _log.warning(
+                    f"database {self.name!r}: a join of its glossary file is ignored: {problem}",
+                    extra={"fields": {"database": self.name}},
+                )
+            return await infer_joins(conn, catalog, declared)
 
 
 def _log_capabilities(

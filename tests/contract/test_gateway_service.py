@@ -438,6 +438,10 @@ async def test_describe_schema_returns_the_catalog_and_names_unknown_tables(stac
     )
     assert reply.database == "warehouse" and len(reply.catalog_text) <= 4000
     assert "companies" in {t.name for t in reply.tables}
+    # the joins come through the gateway as the SQL service describes them
+    assert ("public.contacts", "public.companies") in {
+        (j.child_table, j.parent_table) for j in reply.joins
+    }
     request = gpb.GatewayServiceDescribeSchemaRequest(tables=["companies", "ghosts"])
     code, found = await _error(stack.stub.DescribeSchema(request, metadata=bearer(key)))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and found["fields"] == ["tables[1]"]

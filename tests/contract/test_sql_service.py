@@ -810,6 +810,11 @@ async def test_describe_returns_text_and_structure(running):
     assert "Closed Won" in stage.sample_values and not stage.nullable
     assert any(fk.referenced_table == "public.companies" for fk in opportunities.foreign_keys)
     assert reply.refresh_time.seconds > 0 and not reply.omitted_tables
+    # the demo declares its keys: every join is a declared one, with no evidence to give
+    assert not opportunities.primary_key_evidence
+    joins = {(j.child_table, tuple(j.child_columns), j.parent_table) for j in reply.joins}
+    assert ("public.opportunities", ("company_id",), "public.companies") in joins
+    assert {j.origin for j in reply.joins} == {pb.JOIN_ORIGIN_DECLARED}
 
 
 @pytest.mark.rpc(DESCRIBE)
@@ -829,6 +834,9 @@ async def test_describe_prunes_to_a_question_and_filters_tables(running):
     )
     assert [t.name for t in only.tables] == ["regions", "products"]  # as requested
     assert "public.companies" in only.omitted_tables
+    # joins only between the tables described
+    shown = {"public.regions", "public.products"}
+    assert all(j.child_table in shown and j.parent_table in shown for j in only.joins)
 
 
 @pytest.mark.rpc(DESCRIBE)

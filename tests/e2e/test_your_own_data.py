@@ -111,6 +111,8 @@ def test_readme_your_own_data_step_by_step(users_server: str, tmp_path: Path) ->
     checked = tandem(env, "sql-check")
     assert re.search(r"^shop\s+serve\s+tenants: acme$", checked, re.M), checked
     assert 'REVOKE TEMPORARY ON DATABASE "shop" FROM PUBLIC' in checked
+    # the joins the service will use, declared or inferred (with the evidence)
+    assert "join public.orders.customer_id -> public.customers.customer_id (declared)" in checked
     assert "warehouse" not in checked
 
     # Step 4: start everything.

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from sqlglot import exp
 
 from services.sql._catalog import TableInfo
+from services.sql._joins import Edge
 from services.sql._words import (
     stem,
 )
@@ -78,9 +79,8 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         alias[name] = f"t{i}"
         prev = edge.other(name)
         kind = "LEFT JOIN" if keep_all else "JOIN"
-        from_sql += (
-            f" {kind} {table_sql(table)} AS t{i} ON t{i}.{quote(edge.column_of(name))} = "
-            f"{alias[prev]}.{quote(edge.column_of(prev))}"
+        from_sql += f" {kind} {table_sql(table)} AS t{i} ON " + join_condition(
+            edge, name, f"t{i}", alias[prev]
         )
 
     def ref(c: Col) -> str:
@@ -123,7 +123,9 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
             raise LinkError(f"no direct key links {base.name} and {t.name}")
         edge = path[0]
         where.append(
-            f"NOT EXISTS (SELECT 1 FROM {table_sql(t)} AS x WHERE x.{quote(edge.column_of(t.qualified))} = t0.{quote(edge.column_of(base.qualified))})"
+            f"NOT EXISTS (SELECT 1 FROM {table_sql(t)} AS x WHERE "
+            + join_condition(edge, t.qualified, "x", "t0")
+            + ")"
         )
     sql = (
         "SELECT " + ("DISTINCT " if plan.distinct and not plan.measures else "") + ", ".join(select)
@@ -208,9 +210,18 @@ def choose_base(ctx: LinkContext, plan: Plan, counted: Sequence[TableInfo | None
     return cands[0]
 
 
+def join_condition(edge: Edge, table: str, alias: str, other_alias: str) -> str:
+    """``edge``'s columns equal, ``table`` under ``alias`` and the other side under
+    ``other_alias`` (every pair of a composite edge)."""
+    return " AND ".join(
+        f"{alias}.{quote(mine)} = {other_alias}.{quote(theirs)}"
+        for mine, theirs in edge.pairs(table)
+    )
+
+
 def count_key(ctx: LinkContext, base: TableInfo, t: TableInfo) -> str:
     for e in ctx.graph.edges_of(base.qualified):
-        if e.child == base.qualified and e.parent == t.qualified:
+        if e.child == base.qualified and e.parent == t.qualified and len(e.child_columns) == 1:
             return e.child_column
     return ""
 

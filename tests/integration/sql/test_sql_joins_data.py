@@ -1,45 +1,125 @@
-"""Inferred join edges checked against the data when the catalog loads: a name that only
-looks like a reference is dropped, a real reference with a few orphans is kept."""
+"""Keys and joins a database does not declare, found in its data when the catalog loads:
+a key per table, references named for their table and confirmed by their values, a
+bridge table's pair, references no name points at (sparse keys only), shared values as
+a last resort, a glossary's joins; and what the data refutes."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
 
 from services.sql import introspect
-from services.sql._joins import JoinGraph, refute_joins
+from services.sql._catalog import Catalog, JoinOrigin
+from services.sql._glossary import JoinSpec
+from services.sql._joins import JoinGraph, describe, infer_joins, resolve_joins
 from services.sql._warehouse import database_url
 
 pytestmark = pytest.mark.integration
 
+# A shop with no declared key at all.
+SHOP = [
+    "CREATE TABLE customer (customer_id int, name text, city text)",
+    "CREATE TABLE item (item_id int, label text)",
+    "CREATE TABLE orders (order_id int, customer_id int, item_id int, city text)",
+    # a bridge: both columns are named for other tables; together they never repeat
+    "CREATE TABLE item_tag (item_id int, customer_id int)",
+    # named for no table: 'buyer_id' holds sparse customer ids, 'slot_id' small integers
+    "CREATE TABLE review (review_id int, buyer_id int, slot_id int)",
+    "CREATE TABLE maker (id int, name text)",
+    "CREATE TABLE gadget (gadget_id int, maker int)",
+    "INSERT INTO customer SELECT 1000 + 37 * g, 'c' || g, 'City ' || (g % 7) "
+    "FROM generate_series(1, 50) g",
+    "INSERT INTO item SELECT g, 'i' || g FROM generate_series(1, 5) g",
+    # customer ids are real (one orphan: dirty data); item_id holds catalogue numbers
+    # that are no keys of item at all
+    "INSERT INTO orders SELECT g, CASE WHEN g = 7 THEN 999 ELSE 1000 + 37 * (1 + g % 50) END, "
+    "1000 + g, 'City ' || (g % 5) FROM generate_series(1, 300) g",
+    "INSERT INTO item_tag SELECT 1 + g % 5, 1000 + 37 * (1 + g % 50) FROM generate_series(1, 40) g",
+    "INSERT INTO review SELECT g, 1000 + 37 * (1 + g % 50), 1 + g % 3 "
+    "FROM generate_series(1, 60) g",
+    "INSERT INTO maker SELECT g, 'm' || g FROM generate_series(1, 4) g",
+    "INSERT INTO gadget SELECT g, 1 + g % 4 FROM generate_series(1, 20) g",
+]
 
-async def test_the_data_refutes_an_edge_that_only_the_names_suggest(pg_url):
+
+@pytest.fixture
+async def shop(pg_url: str) -> AsyncIterator[psycopg.AsyncConnection[object]]:
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
         await admin.execute("DROP DATABASE IF EXISTS tandem_joins")
         await admin.execute("CREATE DATABASE tandem_joins")
-    url = database_url(pg_url, "tandem_joins")
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute("CREATE TABLE customer (customer_id int PRIMARY KEY, name text)")
-        await conn.execute("CREATE TABLE item (item_id int PRIMARY KEY, label text)")
-        # no declared keys: both edges are inferred from the names
-        await conn.execute(
-            "CREATE TABLE orders (order_id int PRIMARY KEY, customer_id int, item_id int)"
-        )
-        await conn.execute("INSERT INTO customer SELECT g, 'c' || g FROM generate_series(1, 50) g")
-        await conn.execute("INSERT INTO item SELECT g, 'i' || g FROM generate_series(1, 5) g")
-        # customer ids are real (one orphan: dirty data); item_id holds catalogue numbers
-        # that are no keys of item at all
-        await conn.execute(
-            "INSERT INTO orders SELECT g, CASE WHEN g = 7 THEN 999 ELSE 1 + g % 50 END, "
-            "1000 + g FROM generate_series(1, 300) g"
-        )
-        await conn.execute("ANALYZE")
-        catalog = await introspect(conn, "joins")
-        named = {(e.child_column, e.parent) for e in JoinGraph(catalog).edges}
-        assert named == {("customer_id", "public.customer"), ("item_id", "public.item")}
-        checked = await refute_joins(conn, catalog)
-    assert checked.refuted_joins == {
-        ("public.orders", "item_id", "public.item", "item_id"),
+    async with await psycopg.AsyncConnection.connect(
+        database_url(pg_url, "tandem_joins"), autocommit=True
+    ) as conn:
+        for statement in SHOP:
+            await conn.execute(statement)
+        yield conn
+
+
+def _joins(catalog: Catalog) -> dict[tuple[str, str, str], str]:
+    assert catalog.joins is not None
+    return {
+        (j.child.split(".")[1], ",".join(j.child_columns), j.parent.split(".")[1]): j.evidence
+        for j in catalog.joins
     }
-    kept = {(e.child_column, e.parent) for e in JoinGraph(checked).edges}
-    assert kept == {("customer_id", "public.customer")}
+
+
+async def test_keys_and_joins_come_from_names_and_values(shop) -> None:
+    catalog = await infer_joins(shop, await introspect(shop, "shop"))
+    keys = {t.name: t.primary_key for t in catalog.tables}
+    assert keys["customer"] == ("customer_id",) and keys["item"] == ("item_id",)
+    assert keys["maker"] == ("id",) and keys["gadget"] == ("gadget_id",)
+    # a bridge table's key is its pair of references
+    assert keys["item_tag"] == ("item_id", "customer_id")
+    customer = catalog.table("customer")
+    assert customer is not None and "never repeats in 50 rows" in customer.key_evidence
+    joins = _joins(catalog)
+    # named for the key, confirmed by the values (49 of 50: a few orphans are dirt)
+    assert "50 of 51 distinct values" in joins[("orders", "customer_id", "customer")]
+    # the name says item, the values say no: refuted
+    assert ("orders", "item_id", "item") not in joins
+    assert ("item_tag", "item_id", "item") in joins
+    # a column named for the table's name ("maker"), values confirm
+    assert joins[("gadget", "maker", "maker")].startswith("maker is the table's name")
+    # named for nothing: sparse customer ids are evidence, small integers are not
+    assert joins[("review", "buyer_id", "customer")].startswith("the only key holding them")
+    assert not any(child == "review" and column == "slot_id" for child, column, _ in joins)
+    # two text columns sharing values: a join of last resort
+    assert joins[("orders", "city", "customer")].startswith("same name and shared values")
+    graph = JoinGraph(catalog)
+    path = graph.path("public.orders", "public.customer")
+    assert path is not None and [e.kind for e in path] == ["key"]
+    lines = describe(catalog)
+    assert "key customer(customer_id): inferred, customer_id is never null" in " ".join(lines)
+    assert any(line.startswith("join public.orders.city -> public.customer.city (inferred, "
+                               "shared values only") for line in lines)  # fmt: skip
+
+
+async def test_declared_keys_win_and_the_glossary_adds_what_data_cannot(shop) -> None:
+    await shop.execute("ALTER TABLE customer ADD PRIMARY KEY (customer_id)")
+    await shop.execute("ALTER TABLE item ADD PRIMARY KEY (item_id)")
+    await shop.execute(
+        "ALTER TABLE item_tag ADD FOREIGN KEY (customer_id) REFERENCES customer (customer_id)"
+    )
+    catalog = await introspect(shop, "shop")
+    specs = (
+        JoinSpec("orders", ("item_id",), "item", ("item_id",)),  # the data would refute it
+        JoinSpec("orders", ("nope",), "item", ("item_id",)),
+        JoinSpec("orders", ("customer_id",), "missing", ("id",)),
+    )
+    declared, problems = resolve_joins(catalog, specs)
+    assert problems == [
+        "orders.nope -> item.item_id: no column 'orders.nope'",
+        "orders.customer_id -> missing.id: no table 'missing'",
+    ]
+    checked = await infer_joins(shop, catalog, declared)
+    joins = _joins(checked)
+    assert joins[("orders", "item_id", "item")] == "declared in the glossary file"
+    # a declared foreign key joins item_tag and customer: nothing inferred beside it
+    assert ("item_tag", "customer_id", "customer") not in joins
+    origins = {j.origin for j in checked.joins or ()}
+    assert origins == {JoinOrigin.GLOSSARY, JoinOrigin.INFERRED}
+    kinds = {(e.child, e.parent): e.kind for e in JoinGraph(checked).edges}
+    assert kinds[("public.item_tag", "public.customer")] == "declared"
+    assert kinds[("public.orders", "public.item")] == "glossary"

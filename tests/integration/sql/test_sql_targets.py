@@ -229,18 +229,23 @@ async def test_an_unreachable_database_is_unavailable_not_fatal():
     await target.close()
 
 
-def test_sql_check_says_per_database_what_the_service_will_do(yours, monkeypatch, capsys):
+def test_sql_check_says_per_database_what_the_service_will_do(yours, monkeypatch, capsys, tmp_path):
     plain = yours("tandem_c1")
     writer = yours("tandem_c2: GRANT UPDATE ON orders TO tandem_c2")
     for name in ("SQL_DEMO_WAREHOUSE", "WAREHOUSE_DATABASE_URL", "SQL_DEFAULT_DATABASE"):
         monkeypatch.delenv(name, raising=False)
+    glossary = tmp_path / "sales.json"
+    glossary.write_text('{"entries": [], "joins": [{"from": "orders.buyer", "to": "people.id"}]}')
     monkeypatch.setenv("SQL_DATABASES", f"sales={plain};ops={writer};gone=host=/nonexistent")
     monkeypatch.setenv("SQL_DATABASE_TENANTS", "sales=*")
+    monkeypatch.setenv("SQL_GLOSSARIES", f"sales={glossary}")
     assert main(["sql-check"]) == 1  # the service would refuse to start
     lines = capsys.readouterr().out.splitlines()
     sales = next(i for i, line in enumerate(lines) if line.startswith("sales "))
     assert "serve" in lines[sales] and "every tenant (*)" in lines[sales]
     assert 'REVOKE TEMPORARY ON DATABASE "tandem_yours" FROM PUBLIC' in lines[sales + 1]
+    # the joins the service would use, and a glossary join it cannot, named
+    assert "       glossary join ignored: orders.buyer -> people.id: no table 'people'" in lines
     ops = next(i for i, line in enumerate(lines) if line.startswith("ops "))
     assert "refuse" in lines[ops] and "none (list it in SQL_DATABASE_TENANTS)" in lines[ops]
     assert "UPDATE" in lines[ops + 1] and "SQL_UNSAFE_WRITABLE_DATABASES" in lines[ops + 1]

@@ -12,8 +12,8 @@ import pytest
 
 from services.common import SettingsError
 from services.sql import SqlSettings
-from services.sql._glossary import GlossaryEntry
-from services.sql._glossary_file import load_glossary
+from services.sql._glossary import GlossaryEntry, JoinSpec
+from services.sql._glossary_file import load_glossary, load_glossary_file
 from services.sql._server import target_configs
 from services.sql._settings import parse_glossaries
 
@@ -110,3 +110,45 @@ def test_a_glossary_for_an_unknown_database_is_refused(tmp_path):
     with pytest.raises(SettingsError, match="'sales', which is not a configured database"):
         SqlSettings.from_env({"SQL_GLOSSARIES": f"sales={path}"})
     assert parse_glossaries(f"a={path}; b = {path}") == (("a", path), ("b", path))
+
+
+JOINS = {
+    "entries": [],
+    "joins": [
+        {"from": "orders.customer_ref", "to": "public.customers.id"},
+        {"from": ["lines.order_no", "lines.shop"], "to": ["orders.no", "orders.shop"]},
+    ],
+}
+
+
+def test_joins_load_and_reach_their_targets(tmp_path):
+    path = _write(tmp_path, JOINS)
+    assert load_glossary_file(path).joins == (
+        JoinSpec("orders", ("customer_ref",), "public.customers", ("id",)),
+        JoinSpec("lines", ("order_no", "shop"), "orders", ("no", "shop")),
+    )
+    settings = SqlSettings.from_env(
+        {"SQL_DATABASES": "ads=postgresql://r@h/ads", "SQL_GLOSSARIES": f"ads={path}"}
+    )
+    configs = {c.name: c for c in target_configs(settings, "postgresql://embedded/w")}
+    assert len(configs["ads"].joins) == 2 and configs["warehouse"].joins == ()
+
+
+@pytest.mark.parametrize(
+    ("joins", "expected"),
+    [
+        ({}, '"joins" must be a list'),
+        ([{"from": "a.b"}], 'joins[0] must be an object with exactly "from" and "to"'),
+        ([{"from": "a.b", "to": "c.d", "on": 1}], 'exactly "from" and "to"'),
+        ([{"from": "ab", "to": "c.d"}], "joins[0].from: 'ab' is not table.column"),
+        ([{"from": "a.b", "to": ["c.d", "e.f"]}], "joins[0].to names columns of more than one"),
+        ([{"from": ["a.b", "a.c"], "to": "c.d"}], "different numbers of columns"),
+        ([{"from": "a.b", "to": "a.c"}], "joins[0] joins a to itself"),
+        ([{"from": [], "to": "a.c"}], "a list of 1 to 8"),
+    ],
+)
+def test_a_malformed_join_names_the_file_and_the_join(tmp_path, joins, expected):
+    path = _write(tmp_path, {"entries": [], "joins": joins})
+    with pytest.raises(SettingsError) as err:
+        load_glossary_file(path)
+    assert str(path) in str(err.value) and expected in str(err.value)

@@ -251,7 +251,7 @@ def test_unreachable_join_is_refused():
         compile_intent(Intent(K.COUNT, "a", join_tables=("b",)), catalog, row_cap=5)
     assert (err.value.field, err.value.description) == (
         "intent.join_tables[0]",
-        "not reachable by foreign keys",
+        "not reachable by any join",
     )
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from services.sql._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql._definitions import parse_definitions
 from services.sql._glossary import GlossaryEntry
-from services.sql._joins import Edge, JoinGraph
+from services.sql._joins import Edge, JoinGraph, name_candidates
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary
 
 TODAY = date(2026, 11, 24)
@@ -116,12 +116,9 @@ def test_join_edges_are_inferred_from_names_and_types_without_declared_keys() ->
 
 
 def test_an_edge_the_data_refuted_is_not_joined_along() -> None:
-    refuted = replace(
-        BROKER,
-        refuted_joins=frozenset(
-            {("public.sbtransaction", "sbtxtickerid", "public.sbticker", "sbtickerid")}
-        ),
-    )
+    # the catalog was checked against its data, which confirmed the customer edge only
+    confirmed = [j for j in name_candidates(BROKER) if j.child_columns == ("sbtxcustid",)]
+    refuted = replace(BROKER, joins=tuple(confirmed))
     edges = {(e.child_column, e.parent) for e in JoinGraph(refuted).edges}
     assert edges == {("sbtxcustid", "public.sbcustomer")}
     with pytest.raises(LinkError):
@@ -293,7 +290,7 @@ def test_unreachable_tables_are_refused() -> None:
 
 
 def test_extra_edges_join_what_names_cannot() -> None:
-    edge = Edge("public.parking", "spot_id", "public.teacher", "teacher_id")
+    edge = Edge("public.parking", ("spot_id",), "public.teacher", ("teacher_id",), "glossary")
     lonely = Catalog(
         "x",
         (*SCHOOL.tables, TableInfo("public", "parking", columns=(_col("spot_id"), _col("level")))),
