@@ -32,6 +32,7 @@ from services.sql.linker._reading import RESULT_WORDS, clean_item, split_items
 from services.sql.linker._shape import link_groups, link_ordering, read_limit
 from services.sql.linker._shares import link_share
 from services.sql.linker._terms import expand_terms
+from services.sql.linker._verify import verify_statement
 from services.sql.linker._vocabulary import Vocabulary
 
 
@@ -49,8 +50,11 @@ class QuestionLinker:
         self.context = read_question(question, vocab, today, glossary, instructions)
 
     def link(self) -> Linked:
-        """The statement, or :class:`LinkError` naming what did not link."""
-        return link_question(self.context)
+        """The statement, or :class:`LinkError` naming what did not link or what the
+        statement would leave out."""
+        linked = link_question(self.context)
+        verify_statement(self.context, linked.sql)
+        return linked
 
 
 def read_question(

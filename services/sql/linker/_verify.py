@@ -1,0 +1,254 @@
+"""Right or refused: the statement must account for every phrase of the question that
+changes an answer, or the question is refused naming the phrase.
+
+Word coverage (``_coverage``) asks whether each content word names something the
+statement reads. That is not enough: "the singer with the largest net worth" reads the
+right table and column whether or not it orders by net worth, and "visitors below age
+30" reads ``age`` whether or not it compares it with 30. So the statement itself, parsed
+back with sqlglot, is checked against the kinds of phrase that change an answer:
+
+- every number of the question is in the statement (a literal, a limit, inside a date);
+- a superlative ("largest", "the most", "youngest") orders and limits, or takes a MIN /
+  MAX; "above the average" needs a subquery;
+- a negation ("not", "never", "without", "no") negates something;
+- an aggregate word ("average", "how many", "total") has its aggregate, unless the word
+  names a column the statement reads ("stadium.average");
+- "each" / "per" / "for every" with a measure groups; "distinct" / "different" keeps
+  distinct values; "order" / "sort" orders;
+- two values of one column joined by "and" are not both required of one row (that asks
+  for an intersection: "documents with paragraphs 'Brazil' and 'Ireland'");
+- every name word is a table the statement reads or a column it uses, not merely a
+  column of a table it reads.
+
+The checks read only the question's words and the statement; nothing here knows a
+schema. A phrase a check cannot see satisfied refuses the question with that phrase.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from services.sql._calendar import ISO_DATE, WRITTEN_DATE
+from services.sql.linker._context import LinkContext
+from services.sql.linker._plan import LinkError
+
+# Number words a question uses for small counts ("more than one", "at least two").
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+_TIME_UNITS = r"(?:second|minute|hour|day|week|month|quarter|year|decade)s?"
+# Adjectives whose "-est" and "-er" forms compare rows; "most"/"least" and the like.
+_SUPERLATIVE = re.compile(
+    r"\b(?:most|least|highest|lowest|largest|smallest|biggest|greatest|fewest|maximum|"
+    r"minimum|max|min|top|bottom|best|worst|oldest|youngest|newest|latest|earliest|"
+    r"longest|shortest|heaviest|lightest|cheapest|fastest|slowest|richest|poorest|"
+    r"tallest|widest|deepest|hottest|coldest|strongest|weakest|busiest|easiest|hardest)\b"
+)
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|without|none|nobody|nothing|neither|nor|except|excluding)\b|n't\b"
+)
+_AVERAGE = re.compile(r"\b(?:average|avg|mean)\b")
+_COUNT = re.compile(r"\b(?:how many|number of|count)\b")
+_TOTAL = re.compile(r"\b(?:total|sum)\b")
+_EACH = re.compile(r"\b(?:each|per|for every)\b")
+_DISTINCT = re.compile(r"\b(?:distinct|different|unique)\b")
+_ORDER = re.compile(
+    r"\b(?:order|ordered|sort|sorted|arrange|ascending|descending|alphabetical(?:ly)?)\b"
+)
+# "the last 8 weeks excluding the current week": the date window's, not a negation
+_WINDOW_EXCLUSION = re.compile(
+    r"\b(?:not including|excluding|exclusive of)\s+(?:the\s+)?(?:current|this|today)"
+)
+_THAN_AVERAGE = re.compile(r"\bthan (?:the )?(?:average|mean)\b")
+
+
+@dataclass
+class StatementFacts:
+    """What a statement does, read back from its text."""
+
+    columns: set[tuple[str, str]] = field(default_factory=set)  # (table, column) used
+    strings: list[str] = field(default_factory=list)
+    numbers: set[float] = field(default_factory=set)
+    aggregates: set[str] = field(default_factory=set)
+    ordered: bool = False
+    limited: bool = False
+    grouped: bool = False
+    distinct: bool = False
+    negated: bool = False
+    nested: bool = False
+    ranked: bool = False
+    # equality conditions ANDed in one WHERE: (table, column) -> values
+    required: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+
+def statement_facts(sql: str) -> StatementFacts:
+    """The facts of one SELECT as the linker writes it (every column qualified by a table
+    alias, or an output name in ORDER BY)."""
+    tree = sqlglot.parse_one(sql, dialect="postgres")
+    facts = StatementFacts()
+    aliases: dict[str, str] = {}
+    for table in tree.find_all(exp.Table):
+        qualified = f"{table.db}.{table.name}" if table.db else table.name
+        aliases[table.alias_or_name] = qualified
+    outputs = {
+        e.alias: e.this for e in tree.find_all(exp.Alias) if isinstance(e.parent, exp.Select)
+    }
+    for column in tree.find_all(exp.Column):
+        if column.table and column.table in aliases:
+            facts.columns.add((aliases[column.table], column.name))
+        elif column.name in outputs:
+            for inner in outputs[column.name].find_all(exp.Column):
+                if inner.table in aliases:
+                    facts.columns.add((aliases[inner.table], inner.name))
+    for literal in tree.find_all(exp.Literal):
+        if literal.is_string:
+            facts.strings.append(literal.this)
+        else:
+            with contextlib.suppress(ValueError):
+                facts.numbers.add(float(literal.this))
+    names = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Avg: "AVG", exp.Min: "MIN", exp.Max: "MAX"}
+    for kind, name in names.items():
+        if tree.find(kind) is not None:
+            facts.aggregates.add(name)
+    facts.ordered = tree.find(exp.Order) is not None
+    facts.limited = tree.find(exp.Limit) is not None
+    facts.grouped = tree.find(exp.Group) is not None
+    facts.distinct = tree.find(exp.Distinct) is not None
+    facts.negated = any(
+        tree.find(kind) is not None for kind in (exp.Not, exp.NEQ)
+    ) or _is_null_test(tree)
+    facts.ranked = tree.find(exp.Window) is not None
+    facts.nested = any(
+        isinstance(s, exp.Subquery) or isinstance(s.parent, exp.Subquery | exp.In | exp.Exists)
+        for s in tree.find_all(exp.Select)
+        if s is not tree
+    )
+    where = tree.args.get("where")
+    if where is not None:
+        for condition in _conjuncts(where.this):
+            if isinstance(condition, exp.EQ) and isinstance(condition.this, exp.Column):
+                value = condition.expression
+                if isinstance(value, exp.Literal) and condition.this.table in aliases:
+                    key = (aliases[condition.this.table], condition.this.name)
+                    facts.required.setdefault(key, []).append(value.this)
+    return facts
+
+
+def _is_null_test(tree: exp.Expr) -> bool:
+    return any(isinstance(i.expression, exp.Null) for i in tree.find_all(exp.Is))
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def verify_statement(ctx: LinkContext, sql: str) -> None:
+    """Refuse (:class:`LinkError`) when the statement leaves out a phrase of the question
+    that changes the answer; see the module's docstring for the kinds."""
+    facts = statement_facts(sql)
+    low = ctx.low
+    text = _without_quotes(low)
+    reads = _column_words(ctx, facts)
+    _numbers(text, facts, reads)
+    superlative = _SUPERLATIVE.search(_without_bounds(text, ordered=facts.ordered))
+    if (
+        superlative
+        and not (
+            (facts.ordered and facts.limited) or facts.aggregates & {"MIN", "MAX"} or facts.ranked
+        )
+        and not reads.intersection({superlative.group(0)})
+    ):
+        raise LinkError(f"the statement does not rank by {superlative.group(0)!r}")
+    if _THAN_AVERAGE.search(text) and not facts.nested:
+        raise LinkError("comparing with an average needs a subquery the linker did not build")
+    negation = _NEGATION.search(_WINDOW_EXCLUSION.sub(" ", text))
+    if negation and not facts.negated:
+        raise LinkError(f"the statement does not apply {negation.group(0).strip()!r}")
+    average = _AVERAGE.search(text)
+    if average and "AVG" not in facts.aggregates and average.group(0) not in reads:
+        raise LinkError(f"the statement computes no {average.group(0)!r}")
+    count = _COUNT.search(text)
+    if count and not facts.aggregates & {"COUNT", "SUM"} and not reads & {"number", "count", "num"}:
+        raise LinkError(f"the statement counts nothing for {count.group(0)!r}")
+    total = _TOTAL.search(text)
+    if total and not facts.aggregates & {"SUM", "COUNT"} and total.group(0) not in reads:
+        raise LinkError(f"the statement adds nothing up for {total.group(0)!r}")
+    each = _EACH.search(text)
+    if each and facts.aggregates and not facts.grouped and not facts.ranked:
+        raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
+    distinct = _DISTINCT.search(text)
+    if distinct and not (facts.distinct or facts.grouped):
+        raise LinkError(f"the statement does not keep {distinct.group(0)!r} values apart")
+    order = _ORDER.search(text)
+    if order and not facts.ordered:
+        raise LinkError(f"the statement does not {order.group(0)!r}")
+    for (_, column), values in facts.required.items():
+        if len(set(values)) > 1:
+            raise LinkError(
+                f"one row cannot have two values of {column}: the question asks for rows "
+                "matching each, which the linker does not compose"
+            )
+
+
+def _without_quotes(low: str) -> str:
+    return re.sub(r"'[^']*'|\"[^\"]*\"", " ", low)
+
+
+def _without_bounds(text: str, *, ordered: bool) -> str:
+    """The text less phrases that read like superlatives but bound a comparison ("at
+    most 3", "at least") or are part of a name ("first name"); in an ordered statement
+    also those that say the order ("from most to least", "lowest score first")."""
+    text = re.sub(r"\bat (?:most|least)\b|\b(?:first|last)\b", " ", text)
+    if ordered:
+        sup = _SUPERLATIVE.pattern
+        text = re.sub(rf"(?:\bfrom\s+)?{sup}\s+to\s+(?:the\s+)?{sup}", " ", text)
+        text = re.sub(rf"{sup}(?=[^.?;,]{{0,40}}\bfirst\b)", " ", text)
+        text = re.sub(rf"\b(?:order|sort|rank|arrange)\w*\s+(?:\w+\s+){{0,4}}?{sup}", " ", text)
+    return text
+
+
+def _column_words(ctx: LinkContext, facts: StatementFacts) -> set[str]:
+    """The words (and numbers: ``day100_score``) of the names of every column the
+    statement uses."""
+    words: set[str] = set()
+    for table, column in facts.columns:
+        words.update(ctx.vocab.column_words.get((table, column), []))
+        words.update(re.findall(r"[a-z]+|\d+", column.lower()))
+    return words
+
+
+def _numbers(text: str, facts: StatementFacts, reads: set[str]) -> None:
+    """Every number the question writes is in the statement: a literal or a limit, inside
+    a string literal (a date, a code) or a column name it uses ("day 100" ->
+    ``day100_score``); numbers of a time window ("last 30 days") and of a written date
+    are the date module's."""
+    text = ISO_DATE.sub(" ", WRITTEN_DATE.sub(" ", text))
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 30,000
+    text = re.sub(rf"\b\d+(?:\.\d+)?\s+(?:calendar\s+)?{_TIME_UNITS}\b", " ", text)
+    text = re.sub(r"\bq[1-4]\b|\b\d+(?:st|nd|rd|th)\b", " ", text)
+    found = [m.group(0) for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", text)]
+    found += [
+        str(_NUMBER_WORDS[m.group(1)])
+        for m in re.finditer(
+            r"\b(?:than|least|most|exactly|over|under|above|below)\s+(\w+)\b", text
+        )
+        if m.group(1) in _NUMBER_WORDS
+    ]
+    inside = " ".join(facts.strings)
+    for number in found:
+        value = float(number)
+        if value in facts.numbers or (number in inside and len(number) >= 2) or number in reads:
+            continue
+        raise LinkError(f"the statement does not use the number {number}")

@@ -1,0 +1,168 @@
+"""Right or refused: a statement that leaves out a phrase of the question which changes
+the answer is refused naming the phrase; one that accounts for it passes. Each check is
+shown failing on the statement it guards against and passing on the right one."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from services.sql._catalog import Catalog, ColumnInfo, TableInfo
+from services.sql._joins import JoinGraph
+from services.sql.linker import LinkError, Vocabulary, read_question
+from services.sql.linker._verify import statement_facts, verify_statement
+
+
+def _col(name: str, data_type: str = "integer") -> ColumnInfo:
+    return ColumnInfo(name, data_type, True)
+
+
+SINGERS = Catalog(
+    "music",
+    (
+        TableInfo(
+            "public",
+            "singer",
+            columns=(
+                _col("singer_id"),
+                _col("name", "text"),
+                _col("country", "text"),
+                _col("age"),
+                _col("net_worth"),
+            ),
+            primary_key=("singer_id",),
+        ),
+        TableInfo(
+            "public",
+            "song",
+            columns=(_col("song_id"), _col("singer_id"), _col("title", "text"), _col("sales")),
+            primary_key=("song_id",),
+        ),
+    ),
+)
+VOCABULARY = Vocabulary(SINGERS, JoinGraph(SINGERS))
+
+
+def _verify(question: str, sql: str) -> None:
+    verify_statement(read_question(question, VOCABULARY, date(2026, 11, 24)), sql)
+
+
+SELECT_NAMES = "SELECT t0.name AS name FROM public.singer AS t0"
+
+
+@pytest.mark.parametrize(
+    ("question", "wrong", "right", "phrase"),
+    [
+        (
+            "What are the names of singers below age 30?",
+            SELECT_NAMES,
+            SELECT_NAMES + " WHERE t0.age < 30",
+            "the number 30",
+        ),
+        (
+            "What is the name of the singer with the largest net worth?",
+            SELECT_NAMES,
+            SELECT_NAMES + " ORDER BY t0.net_worth DESC LIMIT 1",
+            "'largest'",
+        ),
+        (
+            "What are the names of singers who have no songs?",
+            SELECT_NAMES + " JOIN public.song AS t1 ON t1.singer_id = t0.singer_id",
+            SELECT_NAMES
+            + " WHERE NOT EXISTS (SELECT 1 FROM public.song AS x WHERE x.singer_id = t0.singer_id)",
+            "'no'",
+        ),
+        (
+            "What is the average age of singers?",
+            "SELECT t0.age AS age FROM public.singer AS t0",
+            "SELECT AVG(t0.age) AS avg_age FROM public.singer AS t0",
+            "'average'",
+        ),
+        (
+            "How many singers are there?",
+            SELECT_NAMES,
+            "SELECT COUNT(*) AS count FROM public.singer AS t0",
+            "'how many'",
+        ),
+        (
+            "What is the average age of singers from each country?",
+            "SELECT AVG(t0.age) AS avg_age FROM public.singer AS t0",
+            "SELECT t0.country, AVG(t0.age) AS avg_age FROM public.singer AS t0 GROUP BY 1",
+            "'each'",
+        ),
+        (
+            "What are the distinct countries of singers?",
+            "SELECT t0.country AS country FROM public.singer AS t0",
+            "SELECT DISTINCT t0.country AS country FROM public.singer AS t0",
+            "'distinct'",
+        ),
+        (
+            "List the names of singers in descending order of age.",
+            SELECT_NAMES,
+            SELECT_NAMES + " ORDER BY t0.age DESC",
+            "'descending'",
+        ),
+        (
+            "What are the names of singers older than the average age?",
+            SELECT_NAMES + " WHERE t0.age > 30",
+            SELECT_NAMES + " WHERE t0.age > (SELECT AVG(s.age) FROM public.singer AS s)",
+            "subquery",
+        ),
+        (
+            "Which singers have songs titled 'Hey' and 'Jude'?",
+            SELECT_NAMES + " JOIN public.song AS t1 ON t1.singer_id = t0.singer_id "
+            "WHERE t1.title = 'Hey' AND t1.title = 'Jude'",
+            SELECT_NAMES + " JOIN public.song AS t1 ON t1.singer_id = t0.singer_id "
+            "WHERE t1.title = 'Hey' OR t1.title = 'Jude'",
+            "two values of title",
+        ),
+    ],
+)
+def test_a_phrase_left_out_is_refused_and_one_accounted_for_passes(
+    question: str, wrong: str, right: str, phrase: str
+) -> None:
+    with pytest.raises(LinkError) as refused:
+        _verify(question, wrong)
+    assert phrase in str(refused.value)
+    _verify(question, right)
+
+
+@pytest.mark.parametrize(
+    ("question", "sql"),
+    [
+        # a number of a time window, of a column's name, in a date literal
+        (
+            "How many songs in the last 30 days?",
+            "SELECT COUNT(*) FROM public.song AS t0 WHERE t0.sales >= '2026-10-25'",
+        ),
+        ("Which singers sold songs in 2014?", SELECT_NAMES + " WHERE t0.age >= '2014-01-01'"),
+        # "first name", "at most" and an order's direction are no superlatives
+        ("List singers' names from highest to lowest age.", SELECT_NAMES + " ORDER BY t0.age"),
+        ("How many singers have at most 3 songs?", "SELECT COUNT(*) FROM s HAVING COUNT(*) <= 3"),
+        # "excluding the current week" is the date window's
+        (
+            "How many songs in the last 2 weeks excluding the current week?",
+            "SELECT COUNT(*) FROM public.song AS t0",
+        ),
+        # a word naming a column the statement reads: a stadium's "average" attendance
+        (
+            "What is the total net worth of singers?",
+            "SELECT SUM(t0.net_worth) FROM public.singer AS t0",
+        ),
+    ],
+)
+def test_what_a_statement_accounts_for_passes(question: str, sql: str) -> None:
+    _verify(question, sql)
+
+
+def test_statement_facts_resolve_aliases_and_output_names() -> None:
+    facts = statement_facts(
+        "SELECT t1.country AS country, COUNT(*) AS count FROM public.song AS t0 "
+        "JOIN public.singer AS t1 ON t1.singer_id = t0.singer_id WHERE t1.age > 30 "
+        "GROUP BY t1.country ORDER BY count DESC LIMIT 3"
+    )
+    assert ("public.singer", "country") in facts.columns
+    assert ("public.song", "singer_id") in facts.columns
+    assert facts.numbers == {30.0, 3.0} and facts.aggregates == {"COUNT"}
+    assert facts.grouped and facts.ordered and facts.limited and not facts.negated
