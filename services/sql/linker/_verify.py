@@ -56,12 +56,15 @@ _NEGATION = re.compile(
     r"\b(?:not|no|never|without|none|nobody|nothing|neither|nor|except|excluding)\b|n't\b"
 )
 _AVERAGE = re.compile(r"\b(?:average|avg|mean)\b")
-_COUNT = re.compile(r"\b(?:how many|number of|count)\b")
+# "the number of days between ...": an elapsed time, not a count
+_COUNT = re.compile(rf"\b(?:how many|number of|count)\b(?!\s+{_TIME_UNITS}\b)")
 _TOTAL = re.compile(r"\b(?:total|sum)\b")
 _EACH = re.compile(r"\b(?:each|per|for every)\b")
 _DISTINCT = re.compile(r"\b(?:distinct|different|unique)\b")
+# "ordered by", "in descending order", "sorted"; not "have never been ordered"
 _ORDER = re.compile(
-    r"\b(?:order|ordered|sort|sorted|arrange|ascending|descending|alphabetical(?:ly)?)\b"
+    r"\b(?:order(?:ed)? by|in (?:\w+ ){0,3}order|sort(?:ed)?|arrange(?:d)?|ascending|"
+    r"descending|alphabetical(?:ly)?)\b"
 )
 # "the last 8 weeks excluding the current week": the date window's, not a negation
 _WINDOW_EXCLUSION = re.compile(
@@ -193,7 +196,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
         raise LinkError(f"the statement does not keep {distinct.group(0)!r} values apart")
     order = _ORDER.search(text)
     if order and not facts.ordered:
-        raise LinkError(f"the statement does not {order.group(0)!r}")
+        raise LinkError(f"the statement does not order as {order.group(0)!r} asks")
     for (_, column), values in facts.required.items():
         if len(set(values)) > 1:
             raise LinkError(
@@ -247,8 +250,11 @@ def _numbers(text: str, facts: StatementFacts, reads: set[str]) -> None:
         if m.group(1) in _NUMBER_WORDS
     ]
     inside = " ".join(facts.strings)
+    years = {int(m) for m in re.findall(r"(?<!\d)(\d{4})-\d\d-\d\d", inside)}
     for number in found:
         value = float(number)
         if value in facts.numbers or (number in inside and len(number) >= 2) or number in reads:
             continue
+        if len(number) == 4 and {int(number), int(number) + 1} & years:
+            continue  # "after 2020": from 2021-01-01
         raise LinkError(f"the statement does not use the number {number}")

@@ -101,7 +101,7 @@ SELECT_NAMES = "SELECT t0.name AS name FROM public.singer AS t0"
             "List the names of singers in descending order of age.",
             SELECT_NAMES,
             SELECT_NAMES + " ORDER BY t0.age DESC",
-            "'descending'",
+            "'in descending order' asks",
         ),
         (
             "What are the names of singers older than the average age?",
