@@ -130,6 +130,8 @@ def word_match(question_word: str, name_word: str) -> float:
     and called for every pair, so its answers are remembered."""
     if question_word == name_word:
         return 1.0
+    if question_word in (name_word + "s", name_word + "es"):
+        return 0.95  # a plural the stemmer leaves alone ("ids")
     if len(name_word) >= 3 and question_word in (
         name_word + "ed",
         name_word + "d",

@@ -11,6 +11,7 @@ from datetime import date
 from services.sql._definitions import inline_definitions
 from services.sql._glossary import GlossaryEntry
 from services.sql._words import STOP_WORDS, stem, tokenize
+from services.sql.linker._clauses import Decline, read_clauses
 from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext
@@ -51,7 +52,16 @@ class QuestionLinker:
 
     def link(self) -> Linked:
         """The statement, or :class:`LinkError` naming what did not link or what the
-        statement would leave out."""
+        statement would leave out. The clause reader is tried first; where it cannot
+        place every phrase, the list-oriented reading."""
+        applied = list(self.context.applied)
+        try:
+            linked = compose(self.context, read_clauses(self.context))
+            verify_statement(self.context, linked.sql)
+            return linked
+        except (Decline, LinkError):
+            self.context.applied[:] = applied  # the terms expanded when it was read
+            self.context.known.clear()
         linked = link_question(self.context)
         verify_statement(self.context, linked.sql)
         return linked

@@ -143,7 +143,8 @@ def test_proper_names_from_the_value_index_join_through_inferred_keys() -> None:
 
 def test_the_most_of_a_child_table_and_sums_per_listed_row() -> None:
     most = _sql("Which member has the most loans?")
-    assert "COUNT(*) AS count" in most and "GROUP BY t1.member_id" in most
+    group = most.split("GROUP BY ", 1)[1].split(" ORDER BY", 1)[0]
+    assert "COUNT(*) AS count" in most and "t1.member_id" in group.split(", ")
     assert most.endswith("LIMIT 1")
     summed = _sql("Who are the top 3 members by fee?")
     assert "SUM(t0.fee) AS sum_fee" in summed and summed.endswith("LIMIT 3")

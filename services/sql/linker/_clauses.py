@@ -1,0 +1,1201 @@
+"""Reading a question's clauses: what it asks for, of which rows, under which conditions,
+grouped, ordered and cut how; into the same :class:`Plan` the rest of the linker
+composes.
+
+A question is read left to right over its mentions (``_mentions``):
+
+1. **the head** says what kind of answer is asked: a count ("how many", "the number
+   of"), a list or a lookup ("what are", "show", "which");
+2. **the items**: the columns, aggregates and counts the answer shows, up to the first
+   word that starts a clause ("of", "for", "whose", "with", "in", ...);
+3. **the clauses** after them, each recognised by its first words: the entity ("of
+   singers", "for each stadium"), stored values ("from France", "named Kyle"),
+   comparisons with numbers ("older than 30", "with capacity above 5000", "between 3 and
+   5"), "above the average X", superlatives ("the youngest", "with the most concerts"),
+   counts of related rows ("with at least 2 courses"), their absence ("that have no
+   pets"), grouping ("for each country"), ordering ("in descending order of age") and
+   limits ("the top 3");
+4. the tables the phrases name decide which column each ambiguous phrase means: a
+   column of the entity first, then of another table the question names.
+
+Every token must be used by the head, an item or a clause, or be a word of a question's
+grammar; otherwise the reader declines and the older, list-oriented reading is tried.
+What the reader cannot place exactly it never guesses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from services.sql._catalog import TableInfo
+from services.sql.linker._context import LinkContext
+from services.sql.linker._mentions import Chart, Mention, Token, chart
+from services.sql.linker._plan import (
+    Dim,
+    Measure,
+    Plan,
+    is_key,
+    is_number,
+    is_temporal,
+    lit,
+    quote,
+    table_sql,
+)
+from services.sql.linker._vocabulary import Col
+
+
+class Decline(Exception):
+    """The reader cannot place every phrase of the question; another reading may."""
+
+
+_AGGREGATES = {
+    "average": "AVG",
+    "avg": "AVG",
+    "mean": "AVG",
+    "maximum": "MAX",
+    "max": "MAX",
+    "highest": "MAX",
+    "largest": "MAX",
+    "biggest": "MAX",
+    "greatest": "MAX",
+    "minimum": "MIN",
+    "min": "MIN",
+    "lowest": "MIN",
+    "smallest": "MIN",
+    "total": "SUM",
+    "sum": "SUM",
+}
+_COMPARE = {
+    "more than": ">",
+    "greater than": ">",
+    "larger than": ">",
+    "bigger than": ">",
+    "higher than": ">",
+    "above": ">",
+    "over": ">",
+    "exceeding": ">",
+    "after": ">",
+    "later than": ">",
+    "less than": "<",
+    "fewer than": "<",
+    "smaller than": "<",
+    "lower than": "<",
+    "below": "<",
+    "under": "<",
+    "before": "<",
+    "earlier than": "<",
+    "at least": ">=",
+    "no less than": ">=",
+    "not less than": ">=",
+    "at most": "<=",
+    "no more than": "<=",
+    "not more than": "<=",
+    "equal to": "=",
+    "exactly": "=",
+}
+# "4 or more high schoolers": the bound after the number
+_TRAILING_COMPARE = {"or more": ">=", "or greater": ">=", "or less": "<=", "or fewer": "<="}
+# Comparative adjectives and the dimension they compare, found among column names.
+_DIMENSIONS = {
+    "older": ("age", ">"),
+    "younger": ("age", "<"),
+    "heavier": ("weight", ">"),
+    "lighter": ("weight", "<"),
+    "taller": ("height", ">"),
+    "shorter": ("height", "<"),
+    "longer": ("length", ">"),
+    "cheaper": ("price", "<"),
+}
+# Superlative adjectives: the dimension they rank and whether the highest value wins.
+_RANKED = {
+    "oldest": ("age", True),
+    "youngest": ("age", False),
+    "heaviest": ("weight", True),
+    "lightest": ("weight", False),
+    "tallest": ("height", True),
+    "shortest": ("height", False),
+    "longest": ("length", True),
+    "cheapest": ("price", False),
+}
+# Superlatives that rank by the phrase after them ("the highest capacity", "the most
+# concerts"): whether the highest value wins.
+_MOST = {
+    "most": True,
+    "highest": True,
+    "largest": True,
+    "biggest": True,
+    "greatest": True,
+    "maximum": True,
+    "max": True,
+    "least": False,
+    "fewest": False,
+    "lowest": False,
+    "smallest": False,
+    "minimum": False,
+    "min": False,
+}
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+_NUMBER_WORDS["single"] = 1
+# Words of a question's grammar: they name nothing and change no answer here.
+_GRAMMAR = frozenset(
+    """
+    a an the of in on at for to by with and or is are was were be been being do does did
+    have has had there their them they it its this that these those what which who whom
+    whose how all any as also both only just respectively respective corresponding
+    correspond corresponds whole entire please me us each every ever
+    """.split()
+)
+# Words that end the list of items and start a clause.
+_BOUNDARY = frozenset(
+    """
+    of for in from with whose who that which where by having has have than when on at
+    ordered sorted order sort ranked there are is was were do does did among between
+    who whom whose named called
+    """.split()
+)
+_ORDER_WORDS = {"ascending": False, "asc": False, "descending": True, "desc": True}
+_NEGATIONS = frozenset({"not", "no", "never", "without", "none"})
+
+
+@dataclass
+class _Item:
+    """One thing the answer shows: a column phrase (resolved once the tables are known),
+    an aggregate of one, a count of a table's rows, or a table itself ("which singers")."""
+
+    func: str  # "", "AVG", "MAX", "MIN", "SUM", "COUNT", "COUNT_DISTINCT"
+    start: int
+    end: int
+    mentions: list[Mention] = field(default_factory=list)
+    table: TableInfo | None = None  # a count of rows, or the table listed
+    label: bool = False  # "names", "ids": the label of the entity or of a named table
+
+
+@dataclass
+class _Condition:
+    """A condition read from the question, its column resolved later when a phrase
+    names one: ``op`` is a SQL operator, ``value`` a literal already rendered."""
+
+    start: int
+    end: int
+    mentions: list[Mention]
+    op: str
+    value: str
+    dimension: str = ""  # a comparative's dimension ("age") to find among columns
+    col: Col | None = None
+
+
+@dataclass
+class _Rank:
+    """A superlative: order by a column (or by a count of a table's rows) and keep the
+    first ``limit`` rows."""
+
+    start: int
+    mentions: list[Mention]
+    descending: bool
+    limit: int = 1
+    dimension: str = ""
+    count_of: TableInfo | None = None
+    by_count: bool = False  # "the most common X": rows per X
+
+
+@dataclass
+class _Counted:
+    """A count of related rows compared with a number ("at least 2 courses")."""
+
+    table: TableInfo
+    op: str
+    number: int
+
+
+@dataclass
+class _Read:
+    """Everything read, before the tables decide what the column phrases mean."""
+
+    kind: str
+    items: list[_Item] = field(default_factory=list)
+    entity: TableInfo | None = None
+    tables: list[TableInfo] = field(default_factory=list)
+    conditions: list[_Condition] = field(default_factory=list)
+    ranks: list[_Rank] = field(default_factory=list)
+    counted: list[_Counted] = field(default_factory=list)
+    anti: list[TableInfo] = field(default_factory=list)
+    semi: list[TableInfo] = field(default_factory=list)
+    groups: list[list[Mention]] = field(default_factory=list)
+    order: list[tuple[list[Mention], bool]] = field(default_factory=list)
+    order_items: bool | None = None  # "in descending order": by the first item
+    limit: int = 0
+    distinct: bool = False
+    ors: list[list[_Condition]] = field(default_factory=list)
+
+    def mention_table(self, table: TableInfo) -> None:
+        if table not in self.tables:
+            self.tables.append(table)
+
+
+@dataclass
+class _Reading:
+    """The question being read: its tokens, mentions, and what has been used."""
+
+    ctx: LinkContext
+    chart: Chart
+    used: set[int] = field(default_factory=set)
+
+    @property
+    def tokens(self) -> list[Token]:
+        return self.chart.tokens
+
+    @property
+    def size(self) -> int:
+        return len(self.chart.tokens)
+
+    def low(self, i: int) -> str:
+        return self.tokens[i].low if 0 <= i < self.size else ""
+
+    def words(self, i: int, n: int) -> str:
+        return " ".join(t.low for t in self.tokens[i : i + n])
+
+    def use(self, start: int, end: int) -> None:
+        self.used.update(range(start, end))
+
+    def match(self, i: int, phrases: Sequence[str]) -> str:
+        """The longest of ``phrases`` the tokens spell from ``i`` (or empty)."""
+        for phrase in sorted(phrases, key=lambda p: -len(p.split())):
+            n = len(phrase.split())
+            if self.words(i, n) == phrase:
+                return phrase
+        return ""
+
+    def skip(self, i: int, words: frozenset[str] = frozenset({"the", "a", "an", "all"})) -> int:
+        while i < self.size and self.low(i) in words:
+            i += 1
+        return i
+
+    def longest(self, i: int, kinds: Sequence[str]) -> list[Mention]:
+        """The mentions of the longest span of one of ``kinds`` starting at ``i``, best
+        scores first."""
+        found = [m for m in self.chart.starting(i) if m.kind in kinds]
+        if not found:
+            return []
+        size = max(m.size for m in found)
+        return sorted((m for m in found if m.size == size), key=lambda m: -m.score)
+
+    def number(self, i: int) -> float | None:
+        tok = self.tokens[i] if 0 <= i < self.size else None
+        if tok is None:
+            return None
+        if tok.number is not None:
+            return tok.number
+        return float(_NUMBER_WORDS[tok.low]) if tok.low in _NUMBER_WORDS else None
+
+
+# --- the head -------------------------------------------------------------------------
+
+_COUNT_HEADS = (
+    "how many",
+    "count the number of",
+    "count the total number of",
+    "count number of",
+    "count the",
+    "count",
+    "what is the number of",
+    "what is the total number of",
+    "what are the number of",
+    "what is the count of",
+    "what's the number of",
+    "find the number of",
+    "find the total number of",
+    "find number of",
+    "show the number of",
+    "return the number of",
+    "return the total number of",
+    "give the number of",
+    "give me the number of",
+    "tell me the number of",
+    "list the number of",
+    "the number of",
+    "number of",
+)
+_LIST_HEADS = (
+    "what are the",
+    "what are",
+    "what is the",
+    "what is",
+    "what was the",
+    "what were the",
+    "what's the",
+    "which are the",
+    "which is the",
+    "who are the",
+    "who is the",
+    "show me the",
+    "show me all the",
+    "show me all",
+    "show me",
+    "show the",
+    "show all the",
+    "show all",
+    "show",
+    "list the",
+    "list all the",
+    "list all",
+    "list",
+    "find the",
+    "find all the",
+    "find all",
+    "find",
+    "give me the",
+    "give me all the",
+    "give the",
+    "give me",
+    "give",
+    "return the",
+    "return all the",
+    "return all",
+    "return",
+    "display the",
+    "display all",
+    "display",
+    "tell me the",
+    "tell me",
+    "get the",
+    "get all",
+    "please show the",
+    "please show",
+    "please list the",
+    "please give me the",
+)
+
+
+def _head(reading: _Reading) -> tuple[str, int]:
+    """The kind of answer ("count", "list", "which") and where the items start."""
+    count = reading.match(0, _COUNT_HEADS)
+    if count:
+        reading.use(0, len(count.split()))
+        return "count", len(count.split())
+    head = reading.match(0, _LIST_HEADS)
+    if head:
+        reading.use(0, len(head.split()))
+        return "list", len(head.split())
+    if reading.low(0) in ("which", "what"):
+        reading.use(0, 1)
+        return "which", 1
+    raise Decline("the question's form is not one the reader knows")
+
+
+# --- the items ------------------------------------------------------------------------
+
+
+def _items(reading: _Reading, read: _Read, at: int) -> int:
+    """The items up to the first clause word; returns where the clauses start."""
+    pending: list[str] = []  # aggregates waiting for their column ("average and maximum")
+    i = at
+    while i < reading.size:
+        low = reading.low(i)
+        if low in (",", "and", "as", "well", "along", "together", "their", "its", "the", "all"):
+            if reading.match(i, ("as well as", "along with", "together with")):
+                n = len(reading.match(i, ("as well as", "along with", "together with")).split())
+                reading.use(i, i + n)
+                i += n
+                continue
+            if low in ("and", "the", "all", "their", "its"):
+                reading.use(i, i + 1)
+                i += 1
+                continue
+            break
+        if low in ("distinct", "different", "unique"):
+            read.distinct = True
+            reading.use(i, i + 1)
+            i += 1
+            continue
+        if low in _AGGREGATES and not (low in ("highest", "lowest", "largest", "smallest")
+                                       and read.kind == "which"):  # fmt: skip
+            pending.append(_AGGREGATES[low])
+            reading.use(i, i + 1)
+            i = reading.skip(i + 1, frozenset({"of", "the"}))
+            continue
+        counted = reading.match(i, ("number of", "count of", "numbers of", "counts of"))
+        if counted:
+            n = len(counted.split())
+            reading.use(i, i + n)
+            i = reading.skip(i + n, frozenset({"the", "distinct", "different", "unique"}))
+            tables = reading.longest(i, ("table",))
+            if tables:
+                read.items.append(_Item("COUNT", i, tables[0].end, table=tables[0].table))
+                reading.use(i, tables[0].end)
+                i = tables[0].end
+                continue
+            columns = reading.longest(i, ("column",))
+            if columns:
+                read.items.append(_Item("COUNT_DISTINCT", i, columns[0].end, columns))
+                reading.use(i, columns[0].end)
+                i = columns[0].end
+                continue
+            raise Decline("a count of something the schema does not name")
+        if low in _BOUNDARY:
+            break
+        columns = reading.longest(i, ("column",))
+        tables = reading.longest(i, ("table",))
+        if tables and (not columns or tables[0].size > columns[0].size or (
+            tables[0].size == columns[0].size and tables[0].score > columns[0].score
+            and not pending
+        )):  # fmt: skip
+            table = tables[0].table
+            assert table is not None
+            if pending:
+                raise Decline("an aggregate of a table")
+            if read.kind == "count" and not read.items:
+                read.items.append(_Item("COUNT", i, tables[0].end, table=table))
+            elif read.kind == "which" and not read.items:
+                read.items.append(_Item("", i, tables[0].end, table=table))
+            else:
+                # "singer names": the table says whose column follows
+                read.mention_table(table)
+                if read.entity is None and read.kind != "list":
+                    read.entity = table
+            reading.use(i, tables[0].end)
+            i = tables[0].end
+            if read.entity is None and read.kind in ("count", "which"):
+                read.entity = table
+            continue
+        if columns:
+            funcs = pending or [""]
+            for func in funcs:
+                read.items.append(_Item(func, i, columns[0].end, columns))
+            pending = []
+            reading.use(i, columns[0].end)
+            i = columns[0].end
+            continue
+        if low in ("name", "names", "id", "ids", "title", "titles"):
+            read.items.append(_Item(pending[0] if pending else "", i, i + 1, label=True))
+            pending = []
+            reading.use(i, i + 1)
+            i += 1
+            continue
+        break
+    if pending:
+        raise Decline("an aggregate names no column")
+    return i
+
+
+def read_clauses(ctx: LinkContext) -> Plan:
+    """The question's plan, or :class:`Decline` when a phrase cannot be placed."""
+    reading = _Reading(ctx, chart(ctx.vocab, ctx.question))
+    if not reading.tokens:
+        raise Decline("empty question")
+    kind, at = _head(reading)
+    read = _Read(kind)
+    at = _items(reading, read, at)
+    _clauses(reading, read, at)
+    unused = [
+        t.text
+        for i, t in enumerate(reading.tokens)
+        if i not in reading.used and t.low not in _GRAMMAR
+    ]
+    if unused:
+        raise Decline(f"nothing read {unused[0]!r}")
+    return _plan(reading, read)
+
+
+# --- the clauses ----------------------------------------------------------------------
+
+_ORDER_PHRASES = {
+    "in descending order of": True,
+    "in descending order by": True,
+    "in ascending order of": False,
+    "in ascending order by": False,
+    "in descending order": True,
+    "in ascending order": False,
+    "in alphabetical order of": False,
+    "in alphabetical order by": False,
+    "in alphabetical order": False,
+    "in ascending alphabetical order of": False,
+    "in ascending alphabetical order": False,
+    "in descending alphabetical order": True,
+    "alphabetically": False,
+    "ordered by": False,
+    "sorted by": False,
+    "order by": False,
+    "sort by": False,
+    "ranked by": False,
+    "ordered descending by": True,
+    "ordered ascending by": False,
+    "sorted descending by": True,
+    "sorted ascending by": False,
+    "in order of": False,
+    "by descending order of": True,
+    "by ascending order of": False,
+    "in the descending order of": True,
+    "in the ascending order of": False,
+}
+_DIRECTIONS = {
+    "in descending order": True,
+    "in ascending order": False,
+    "descending": True,
+    "ascending": False,
+    "desc": True,
+    "asc": False,
+    "from highest to lowest": True,
+    "from lowest to highest": False,
+    "from high to low": True,
+    "from low to high": False,
+    "from the highest to the lowest": True,
+    "from the lowest to the highest": False,
+    "from largest to smallest": True,
+    "from smallest to largest": False,
+    "from the oldest to the youngest": True,
+    "from oldest to youngest": True,
+    "from the youngest to the oldest": False,
+    "from youngest to oldest": False,
+    "in descending": True,
+    "in ascending": False,
+}
+_GROUP_PHRASES = (
+    "for each",
+    "in each",
+    "of each",
+    "per",
+    "for every",
+    "by each",
+    "grouped by",
+    "group by",
+    "each",
+)
+_VERB_HAVE = ("have", "has", "had", "own", "owns", "owned", "with")
+
+
+def _clauses(reading: _Reading, read: _Read, at: int) -> None:
+    recognisers = (
+        _order_clause,
+        _group_clause,
+        _top_clause,
+        _rank_clause,
+        _absent_clause,
+        _compare_clause,
+        _value_clause,
+        _present_clause,
+        _table_clause,
+    )
+    i = at
+    while i < reading.size:
+        for recognise in recognisers:
+            after = recognise(reading, read, i)
+            if after is not None:
+                i = after
+                break
+        else:
+            i += 1
+
+
+def _order_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    phrase = reading.match(i, tuple(_ORDER_PHRASES))
+    if phrase:
+        n = len(phrase.split())
+        j = reading.skip(i + n, frozenset({"the", "their", "its", "his", "her"}))
+        target = reading.longest(j, ("column",))
+        descending = _ORDER_PHRASES[phrase]
+        if target:
+            end = target[0].end
+            direction = reading.match(end, tuple(_DIRECTIONS))
+            if direction:
+                descending = _DIRECTIONS[direction]
+                reading.use(end, end + len(direction.split()))
+            read.order.append((target, descending))
+            reading.use(i, end)
+            return end + len(direction.split()) if direction else end
+        if phrase.startswith(("ordered by", "sorted by", "order by", "sort by", "ranked by")):
+            return None
+        read.order_items = descending
+        reading.use(i, i + n)
+        return i + n
+    direction = reading.match(i, tuple(_DIRECTIONS))
+    if direction and (read.order or read.order_items is not None):
+        n = len(direction.split())
+        if read.order:
+            mentions, _ = read.order[-1]
+            read.order[-1] = (mentions, _DIRECTIONS[direction])
+        else:
+            read.order_items = _DIRECTIONS[direction]
+        reading.use(i, i + n)
+        return i + n
+    return None
+
+
+def _group_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    phrase = reading.match(i, _GROUP_PHRASES)
+    if not phrase:
+        return None
+    n = len(phrase.split())
+    j = reading.skip(i + n, frozenset({"the", "a", "an", "different", "distinct"}))
+    columns = reading.longest(j, ("column",))
+    tables = reading.longest(j, ("table",))
+    if tables and (not columns or tables[0].size >= columns[0].size):
+        table = tables[0].table
+        assert table is not None
+        read.groups.append(tables)
+        read.mention_table(table)
+        reading.use(i, tables[0].end)
+        return tables[0].end
+    if columns:
+        read.groups.append(columns)
+        reading.use(i, columns[0].end)
+        return columns[0].end
+    if phrase == "each" and reading.low(j) in ("one", "of", "type", "kind"):
+        return None
+    return None
+
+
+def _top_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    if reading.low(i) not in ("top", "first") or reading.number(i + 1) is None:
+        return None
+    read.limit = int(reading.number(i + 1) or 0)
+    reading.use(i, i + 2)
+    return i + 2
+
+
+def _rank_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    low = reading.low(i)
+    if low in _RANKED:
+        dimension, descending = _RANKED[low]
+        j = i + 1
+        tables = reading.longest(j, ("table",))
+        end = tables[0].end if tables else j
+        if tables:
+            assert tables[0].table is not None
+            read.mention_table(tables[0].table)
+        read.ranks.append(_Rank(i, [], descending, dimension=dimension))
+        reading.use(i, end)
+        return end
+    common = reading.match(i, ("most common", "most frequent", "most popular", "least common",
+                               "least frequent", "least popular"))  # fmt: skip
+    if common:
+        n = len(common.split())
+        j = reading.skip(i + n)
+        columns = reading.longest(j, ("column",))
+        read.ranks.append(_Rank(i, columns, common.startswith("most"), by_count=True))
+        end = columns[0].end if columns else i + n
+        reading.use(i, end)
+        return end
+    if low not in _MOST:
+        return None
+    if reading.low(i - 1) == "at":  # "at most 3": a bound
+        return None
+    j = i + 1
+    if reading.low(j) == "number" and reading.low(j + 1) == "of":
+        j += 2
+    tables = reading.longest(j, ("table",))
+    columns = reading.longest(j, ("column",))
+    number_of = j != i + 1
+    if tables and (not columns or _table_first(tables, columns) or number_of):
+        table = tables[0].table
+        assert table is not None
+        read.ranks.append(_Rank(i, [], _MOST[low], count_of=table))
+        read.mention_table(table)
+        reading.use(i, tables[0].end)
+        return tables[0].end
+    if columns:
+        read.ranks.append(_Rank(i, columns, _MOST[low]))
+        reading.use(i, columns[0].end)
+        return columns[0].end
+    return None
+
+
+def _table_first(tables: list[Mention], columns: list[Mention]) -> bool:
+    """A phrase naming a table at least as long and as surely as any column: the table."""
+    return tables[0].size > columns[0].size or (
+        tables[0].size == columns[0].size and tables[0].score >= columns[0].score
+    )
+
+
+def _comparison(reading: _Reading, i: int) -> tuple[str, int] | None:
+    """A comparison phrase at ``i``: its operator and where it ends."""
+    phrase = reading.match(i, tuple(_COMPARE))
+    if phrase:
+        return _COMPARE[phrase], i + len(phrase.split())
+    if reading.low(i) in ("is", "are", "was", "were"):
+        inner = _comparison(reading, i + 1)
+        if inner is not None:
+            return inner
+    return None
+
+
+def _literal(number: float) -> str:
+    return str(int(number)) if number == int(number) else repr(number)
+
+
+def _compare_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    # "<column> [is] above 30", "above 30", "more than 3 <table|column>", "older than 30"
+    start = i
+    columns = [
+        m
+        for m in reading.longest(i, ("column",))
+        if m.col is not None and is_number(m.col.column.data_type) and not is_key(m.col)
+    ]
+    j = columns[0].end if columns else i
+    dimension = ""
+    op = ""
+    if reading.low(j) in _DIMENSIONS and reading.low(j + 1) == "than":
+        dimension, op = _DIMENSIONS[reading.low(j)]
+        j += 2
+    else:
+        found = _comparison(reading, j)
+        if found is None:
+            between = _between(reading, read, i, columns)
+            return between
+        op, j = found
+    j = reading.skip(j, frozenset({"the", "a", "an"}))
+    if reading.low(j) in ("average", "mean", "avg"):
+        return _than_average(reading, read, start, columns, dimension=dimension, op=op, j=j)
+    number = reading.number(j)
+    if number is None:
+        return None
+    end = j + 1
+    after_tables = reading.longest(end, ("table",))
+    after_columns = reading.longest(end, ("column",))
+    if (
+        after_tables
+        and not columns
+        and not dimension
+        and (not after_columns or after_tables[0].size >= after_columns[0].size)
+    ):
+        table = after_tables[0].table
+        assert table is not None
+        read.counted.append(_Counted(table, op, int(number)))
+        read.mention_table(table)
+        reading.use(start, after_tables[0].end)
+        return after_tables[0].end
+    mentions = columns
+    if not mentions and not dimension and after_columns:
+        mentions = after_columns
+        end = after_columns[0].end
+    if not mentions and not dimension:
+        return None
+    read.conditions.append(
+        _Condition(start, end, mentions, op, _literal(number), dimension=dimension)
+    )
+    reading.use(start, end)
+    return end
+
+
+def _between(reading: _Reading, read: _Read, i: int, columns: list[Mention]) -> int | None:
+    j = columns[0].end if columns else i
+    if reading.low(j) in ("is", "are", "was", "were"):
+        j += 1
+    if reading.low(j) != "between":
+        return None
+    low, high = reading.number(j + 1), reading.number(j + 3)
+    if low is None or high is None or reading.low(j + 2) != "and" or not columns:
+        return None
+    read.conditions.append(_Condition(i, j + 4, columns, ">=", _literal(low)))
+    read.conditions.append(_Condition(i, j + 4, columns, "<=", _literal(high)))
+    reading.use(i, j + 4)
+    return j + 4
+
+
+def _than_average(
+    reading: _Reading,
+    read: _Read,
+    start: int,
+    columns: list[Mention],
+    *,
+    dimension: str,
+    op: str,
+    j: int,
+) -> int:
+    end = j + 1
+    after = reading.longest(end, ("column",))
+    if after and not columns and not dimension:
+        columns = after
+        end = after[0].end
+    elif after:
+        end = after[0].end
+    if not columns and not dimension:
+        raise Decline("an average of something the question does not name")
+    read.conditions.append(_Condition(start, end, columns, op, "AVERAGE", dimension=dimension))
+    reading.use(start, end)
+    return end
+
+
+def _value_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    start = i
+    columns = reading.longest(i, ("column",))
+    j = columns[0].end if columns else i
+    named = reading.low(j) in ("named", "called", "titled")
+    if named or reading.low(j) in ("is", "are", "was", "were", "of", "=", "as"):
+        j += 1
+    group: list[_Condition] = []
+    while True:
+        values = reading.longest(j, ("value",))
+        number = reading.number(j) if columns else None
+        if values:
+            group.append(_Condition(start, values[0].end, columns, "=", "", col=None))
+            group[-1].mentions = columns + values
+            end = values[0].end
+        elif number is not None and reading.tokens[j].number is not None:
+            group.append(_Condition(start, j + 1, columns, "=", _literal(number)))
+            end = j + 1
+        else:
+            break
+        if named:
+            group[-1].dimension = "name"
+        j = end
+        if reading.low(j) == "or" or (reading.low(j) == "," and reading.low(j + 1) != "and"):
+            nxt = j + 1
+            if reading.longest(nxt, ("value",)) or (columns and reading.number(nxt) is not None):
+                j = nxt
+                continue
+        break
+    if not group:
+        return None
+    reading.use(start, group[-1].end)
+    if len(group) == 1:
+        read.conditions.append(group[0])
+    else:
+        read.ors.append(group)
+    return group[-1].end
+
+
+def _absent_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    # "that do not have any X", "without X", "with no X", "who are not X", "not in X"
+    j = i
+    if reading.low(j) in ("who", "that", "which"):
+        j += 1
+    negated = False
+    while j < reading.size and reading.low(j) in (
+        "do", "does", "did", "not", "have", "has", "had", "are", "is", "were", "was",
+        "never", "no", "without", "any", "a", "an", "with", "been", "in", "own", "owns",
+    ):  # fmt: skip
+        negated = negated or reading.low(j) in _NEGATIONS
+        j += 1
+    if not negated or j == i:
+        return None
+    tables = reading.longest(j, ("table",))
+    if not tables:
+        verb = reading.tokens[j].stem if j < reading.size else ""
+        tables = [
+            m for m in reading.chart.mentions if m.kind == "table" and verb and m.size == 1
+            and m.table is not None and verb[:4] == reading.tokens[m.start].stem[:4]
+        ]  # fmt: skip
+        if not tables:
+            return None
+        end = j + 1
+    else:
+        end = tables[0].end
+    table = tables[0].table
+    assert table is not None
+    read.anti.append(table)
+    reading.use(i, end)
+    return end
+
+
+def _present_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    # "who have a pet", "that have likes"
+    j = i
+    if reading.low(j) in ("who", "that", "which"):
+        j += 1
+    if reading.low(j) not in ("have", "has", "had", "own", "owns"):
+        return None
+    j = reading.skip(j + 1, frozenset({"a", "an", "any", "some", "the"}))
+    tables = reading.longest(j, ("table",))
+    if not tables:
+        return None
+    table = tables[0].table
+    assert table is not None
+    read.semi.append(table)
+    read.mention_table(table)
+    reading.use(i, tables[0].end)
+    return tables[0].end
+
+
+def _table_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    tables = reading.longest(i, ("table",))
+    columns = reading.longest(i, ("column",))
+    if not tables or (columns and columns[0].size > tables[0].size):
+        return None
+    table = tables[0].table
+    assert table is not None
+    if read.entity is None:
+        read.entity = table
+    read.mention_table(table)
+    reading.use(i, tables[0].end)
+    return tables[0].end
+
+
+# --- the plan -------------------------------------------------------------------------
+
+
+def _plan(reading: _Reading, read: _Read) -> Plan:
+    ctx = reading.ctx
+    entity = read.entity
+    if entity is None:
+        entity = _entity_of_items(read)
+    if entity is None:
+        raise Decline("the question names no table")
+    read.mention_table(entity)
+    plan = Plan(distinct=read.distinct and read.kind != "count")
+    resolve = _Resolver(read, entity)
+    for item in read.items:
+        _add_item(ctx, plan, resolve, item, distinct=read.distinct)
+    for condition in read.conditions:
+        col = resolve.condition(condition)
+        plan.filters.append((col, _condition_sql(ctx, col, condition)))
+    for group in read.ors:
+        alternatives = []
+        for condition in group:
+            col = resolve.condition(condition)
+            alternatives.append((col, _condition_sql(ctx, col, condition)))
+        plan.ors.append(alternatives)
+    for mentions in read.groups:
+        _add_group(ctx, plan, resolve, mentions)
+    for counted in read.counted:
+        plan.having.append((Measure("COUNT", table=counted.table, label=counted.table.name),
+                            counted.op, counted.number))  # fmt: skip
+        if counted.table is not entity and not plan.dims:
+            plan.entity = entity
+            plan.dims += [Dim(c) for c in _labels(ctx, entity)]
+        elif counted.table is not entity:
+            plan.entity = entity if any(d.col.table is entity for d in plan.dims) else None
+    for rank in read.ranks:
+        _add_rank(ctx, plan, resolve, rank, limit=read.limit or 1)
+    for mentions, descending in read.order:
+        target = _target(plan, resolve.column(mentions))
+        plan.order.append((target, descending))
+    if read.order_items is not None:
+        if not plan.dims and not plan.measures:
+            raise Decline("an order of nothing")
+        plan.order.append(("d0" if plan.dims else "m0", read.order_items))
+    if read.limit:
+        plan.limit = read.limit
+    plan.anti += [t for t in read.anti if t is not entity]
+    used = _tables_used(plan) | set(t.qualified for t in plan.anti)
+    for table in read.tables + read.semi:
+        if table.qualified not in used and table is not entity:
+            plan.semi.append(table)
+            used.add(table.qualified)
+    if not plan.dims and not plan.measures:
+        raise Decline("the question asks for nothing the reader placed")
+    return plan
+
+
+def _entity_of_items(read: _Read) -> TableInfo | None:
+    tables = []
+    for item in read.items:
+        if item.table is not None:
+            tables.append(item.table)
+        for m in item.mentions:
+            if m.col is not None:
+                tables.append(m.col.table)
+    if read.tables:
+        return read.tables[0]
+    distinct = list(dict.fromkeys(tables))
+    return distinct[0] if len(distinct) == 1 else None
+
+
+class _Resolver:
+    """Which column an ambiguous phrase means: one of the entity, then of a table the
+    question names, then the only one; a tie is a refusal, never a guess."""
+
+    def __init__(self, read: _Read, entity: TableInfo) -> None:
+        self.read = read
+        self.entity = entity
+
+    def _rank(self, col: Col) -> float:
+        if col.table is self.entity:
+            return 2.0
+        if col.table in self.read.tables:
+            return 1.0
+        return 0.0
+
+    def column(self, mentions: Sequence[Mention]) -> Col:
+        cols = [(m.score + self._rank(m.col), m.col) for m in mentions if m.col is not None]
+        if not cols:
+            raise Decline("a phrase names no column")
+        cols.sort(key=lambda p: -p[0])
+        best = cols[0]
+        rivals = [c for s, c in cols[1:] if abs(s - best[0]) < 1e-9 and c.key != best[1].key]
+        if rivals:
+            raise Decline(
+                f"{best[1].column.name} could be a column of {best[1].table.name} or of "
+                f"{rivals[0].table.name}"
+            )
+        return best[1]
+
+    def dimension(self, word: str) -> Col:
+        tables = [self.entity, *(t for t in self.read.tables if t is not self.entity)]
+        for table in tables:
+            found = [c for c in table.columns if word in c.name.lower().split("_")
+                     or c.name.lower().endswith(word)]  # fmt: skip
+            if len(found) == 1:
+                return Col(table, found[0])
+        raise Decline(f"no column says {word!r}")
+
+    def condition(self, condition: _Condition) -> Col:
+        if condition.col is not None:
+            return condition.col
+        values = [m for m in condition.mentions if m.kind == "value"]
+        columns = [m for m in condition.mentions if m.kind == "column"]
+        if condition.dimension == "name" and not columns:
+            labels = [c for c in _name_columns(self.entity)]
+            if len(labels) != 1:
+                raise Decline("a name, but no one name column")
+            return labels[0]
+        if condition.dimension and not columns:
+            return self.dimension(condition.dimension)
+        stored = [m for m in values if m.col is not None]
+        if columns:
+            col = self.column(columns)
+            if stored and not any(m.col is not None and m.col.key == col.key for m in stored):
+                raise Decline(f"the value is not one of {col.column.name}")
+            return col
+        if stored:
+            return self.column(stored)
+        raise Decline("a quoted value, but no column says what it is")
+
+
+def _name_columns(table: TableInfo) -> list[Col]:
+    """Columns that name a row: called ``name`` or ending in it, else a title."""
+    names = [c for c in table.columns if c.name.lower() == "name"]
+    names = names or [c for c in table.columns if c.name.lower().endswith("name")
+                      and not c.name.lower().endswith(("first_name", "last_name", "fname",
+                                                        "lname"))]  # fmt: skip
+    names = names or [c for c in table.columns if c.name.lower().endswith("title")]
+    return [Col(table, c) for c in names]
+
+
+def _labels(ctx: LinkContext, table: TableInfo) -> list[Col]:
+    names = _name_columns(table)
+    if len(names) == 1:
+        return names
+    if table.primary_key:
+        key = table.column(table.primary_key[0])
+        if key is not None:
+            return [Col(table, key)]
+    raise Decline(f"nothing names a row of {table.name}")
+
+
+def _add_item(
+    ctx: LinkContext, plan: Plan, resolve: _Resolver, item: _Item, *, distinct: bool
+) -> None:
+    if item.func == "COUNT" and item.table is not None:
+        func = "COUNT_DISTINCT" if distinct else "COUNT"
+        plan.measures.append(Measure(func, table=item.table, label=item.table.name))
+        return
+    if item.table is not None:
+        plan.dims += [Dim(c) for c in _labels(ctx, item.table)]
+        return
+    if item.label:
+        cols = _labels(ctx, resolve.entity)
+        if item.func:
+            plan.measures.append(Measure(item.func, col=cols[0], label=cols[0].column.name))
+        else:
+            plan.dims += [Dim(c) for c in cols]
+        return
+    col = resolve.column(item.mentions)
+    if item.func == "COUNT_DISTINCT":
+        plan.measures.append(Measure("COUNT_DISTINCT", col=col, label=col.column.name))
+    elif item.func:
+        if item.func in ("AVG", "SUM") and not is_number(col.column.data_type):
+            raise Decline(f"{col.column.name} holds no numbers")
+        plan.measures.append(Measure(item.func, col=col, label=col.column.name))
+    else:
+        plan.dims.append(Dim(col))
+
+
+def _add_group(ctx: LinkContext, plan: Plan, resolve: _Resolver, mentions: list[Mention]) -> None:
+    tables = [m.table for m in mentions if m.table is not None]
+    if tables:
+        table = tables[0]
+        plan.entity = table
+        if not any(d.col.table is table for d in plan.dims):
+            plan.dims += [Dim(c) for c in _labels(ctx, table)]
+        return
+    col = resolve.column(mentions)
+    if not any(d.col.key == col.key for d in plan.dims):
+        plan.dims.append(Dim(col))
+
+
+def _target(plan: Plan, col: Col) -> str:
+    """The output slot ordering by ``col`` (added to the output when not shown)."""
+    for i, d in enumerate(plan.dims):
+        if d.col.key == col.key and not d.grain:
+            return f"d{i}"
+    for i, m in enumerate(plan.measures):
+        if m.col is not None and m.col.key == col.key and m.func in ("MAX", "MIN", "AVG", "SUM"):
+            return f"m{i}"
+    if plan.measures:
+        raise Decline("ordering grouped rows by a column that is not grouped")
+    plan.dims.append(Dim(col))
+    return f"d{len(plan.dims) - 1}"
+
+
+def _add_rank(ctx: LinkContext, plan: Plan, resolve: _Resolver, rank: _Rank, *, limit: int) -> None:
+    entity = resolve.entity
+    if rank.count_of is not None or rank.by_count:
+        if rank.by_count:
+            col = resolve.column(rank.mentions) if rank.mentions else None
+            if col is None:
+                shown = [d for d in plan.dims]
+                if len(shown) != 1:
+                    raise Decline("most common, but of what")
+                col = shown[0].col
+            if not any(d.col.key == col.key for d in plan.dims):
+                plan.dims.append(Dim(col))
+            plan.measures.append(Measure("COUNT", table=col.table, label="count"))
+        else:
+            assert rank.count_of is not None
+            counted = Measure("COUNT", table=rank.count_of, label=rank.count_of.name)
+            plan.measures.append(counted)
+            if rank.count_of is not entity:
+                plan.entity = entity
+            if not plan.dims:
+                plan.dims += [Dim(c) for c in _labels(ctx, entity)]
+        plan.order.append((f"m{len(plan.measures) - 1}", rank.descending))
+        plan.limit = limit
+        return
+    col = resolve.dimension(rank.dimension) if rank.dimension else resolve.column(rank.mentions)
+    if plan.measures:
+        raise Decline("a superlative over grouped rows")
+    plan.order.append((_target(plan, col), rank.descending))
+    plan.limit = limit
+
+
+def _condition_sql(ctx: LinkContext, col: Col, condition: _Condition) -> str:
+    values = [m for m in condition.mentions if m.kind == "value"]
+    if condition.value == "AVERAGE":
+        if not is_number(col.column.data_type):
+            raise Decline(f"{col.column.name} holds no numbers")
+        average = f"SELECT AVG(a.{quote(col.column.name)}) FROM {table_sql(col.table)} AS a"
+        return f"{{c}} {condition.op} ({average})"
+    if values:
+        value = next((m.value for m in values if m.col is not None and m.col.key == col.key),
+                     values[0].value)  # fmt: skip
+        if is_number(col.column.data_type):
+            try:
+                float(value)
+            except ValueError:
+                raise Decline(f"{col.column.name} holds numbers, not {value!r}") from None
+            return f"{{c}} {condition.op} {value}"
+        return f"{{c}} {condition.op} {lit(value)}"
+    if not is_number(col.column.data_type) and not is_temporal(col.column.data_type):
+        raise Decline(f"{col.column.name} holds no numbers to compare")
+    if is_temporal(col.column.data_type):
+        raise Decline("a number compared with a date")
+    return f"{{c}} {condition.op} {condition.value}"
+
+
+def _tables_used(plan: Plan) -> set[str]:
+    used = {d.col.table.qualified for d in plan.dims}
+    for m in plan.measures:
+        if m.col is not None:
+            used.add(m.col.table.qualified)
+        if m.table is not None:
+            used.add(m.table.qualified)
+    used |= {c.table.qualified for c, _ in plan.filters}
+    used |= {c.table.qualified for group in plan.ors for c, _ in group}
+    used |= {h[0].table.qualified for h in plan.having if h[0].table is not None}
+    return used

@@ -1,0 +1,268 @@
+"""Mentions: every span of a question that names a table, a column, a stored value or a
+number, found once for the whole question (a chart), each with how exactly it names it.
+
+A span names a table when its words cover every part of the table's name (or of another
+name its comment gives) and nothing else; a column when they cover the column's name
+parts, possibly with words of its table in front ("stadium name"), or all but one part
+that the table's name or the other parts make clear ("release year" for
+``song_release_year``); a stored value when its text is a value the catalog indexed
+(case aside; multi-word names like "Bank of Ohio" and names with an apostrophe
+included); a quoted string is a value whose column the sentence must say.
+
+Nothing here decides what a question means: the reader (``_clauses``) picks among the
+mentions by where they stand in the sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from services.sql._catalog import TableInfo
+from services.sql._words import STOP_WORDS, cover, stem, word_match
+from services.sql.linker._vocabulary import Col, Vocabulary
+
+# Name parts a table's name may carry that people never say: a lookup table's prefix,
+# a generic last word ("model_list", "course_arrange" is no such: it is said).
+OPTIONAL_TABLE_PARTS = frozenset(
+    {
+        "ref",
+        "tbl",
+        "dim",
+        "fact",
+        "lu",
+        "lkp",
+        "list",
+        "info",
+        "information",
+        "data",
+        "detail",
+        "details",
+        "record",
+        "records",
+        "master",
+        "lookup",
+        "log",
+    }
+)
+_LONGEST_SPAN = 6
+# Below this a column mention rests on inflections and guesses together ("owns" for
+# ``owner_id``: an agent noun, and a missing ``id``): not a mention at all.
+_COLUMN_FLOOR = 0.7
+_TOKEN = re.compile(
+    r"(?P<quoted>(?<![\w'])'[^']+'(?![\w])|\"[^\"]+\")"
+    r"|(?P<number>\d+(?:,\d{3})*(?:\.\d+)?)"
+    r"|(?P<word>[A-Za-z][A-Za-z0-9_]*(?:[-'][A-Za-z]+)*)"
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    """One word, number or quoted string of the question."""
+
+    text: str
+    low: str
+    stem: str
+    start: int
+    end: int
+    quoted: bool = False
+    number: float | None = None
+
+
+def question_tokens(text: str) -> list[Token]:
+    """The question's tokens: quoted strings whole, numbers (``30,000`` is one), words
+    with their inner apostrophes and hyphens ("Anna's", "opt-in"); a possessive ``'s``
+    is dropped from the word it ends ("singer's name" reads "singer name")."""
+    found: list[Token] = []
+    for m in _TOKEN.finditer(text):
+        if m.group("quoted"):
+            inner = m.group("quoted")[1:-1]
+            found.append(Token(inner, inner.lower(), inner.lower(), m.start(), m.end(), True))
+        elif m.group("number"):
+            raw = m.group("number")
+            found.append(
+                Token(raw, raw, raw, m.start(), m.end(), number=float(raw.replace(",", "")))
+            )
+        else:
+            raw = m.group("word")
+            word = raw[:-2] if raw.lower().endswith("'s") else raw
+            found.append(Token(raw, word.lower(), stem(word.lower()), m.start(), m.end()))
+    return found
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A span ``[start, end)`` of tokens that names something; ``score`` is 1.0 for an
+    exact naming, less for a partial one."""
+
+    kind: str  # "table", "column", "value", "number"
+    start: int
+    end: int
+    score: float
+    table: TableInfo | None = None
+    col: Col | None = None
+    value: str = ""
+    number: float | None = None
+    # a column mention whose words include its table's name ("stadium name")
+    with_table: bool = False
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class Chart:
+    """Every mention of one question, by the token it starts at."""
+
+    tokens: list[Token]
+    mentions: list[Mention] = field(default_factory=list)
+
+    def starting(self, index: int, kind: str = "") -> list[Mention]:
+        return [m for m in self.mentions if m.start == index and (not kind or m.kind == kind)]
+
+    def covering(self, index: int, kind: str = "") -> list[Mention]:
+        return [
+            m for m in self.mentions if m.start <= index < m.end and (not kind or m.kind == kind)
+        ]
+
+
+def chart(vocab: Vocabulary, text: str) -> Chart:
+    """The mentions of every span of ``text`` (at most six tokens long)."""
+    tokens = question_tokens(text)
+    found = Chart(tokens)
+    for i, tok in enumerate(tokens):
+        if tok.number is not None:
+            found.mentions.append(Mention("number", i, i + 1, 1.0, number=tok.number))
+        if tok.quoted:
+            found.mentions.append(Mention("value", i, i + 1, 0.5, value=tok.text))
+            for col, value in vocab.names.get(tok.low, []):
+                found.mentions.append(Mention("value", i, i + 1, 1.0, col=col, value=value))
+            continue
+        for j in range(i + 1, min(len(tokens), i + _LONGEST_SPAN) + 1):
+            span = tokens[i:j]
+            if any(t.quoted for t in span):
+                break
+            found.mentions += _values(vocab, span, i, j)
+            if span[0].low in STOP_WORDS or span[-1].low in STOP_WORDS or span[-1].number:
+                continue
+            if j - i > 4 or any(t.number is not None or t.low in STOP_WORDS for t in span):
+                continue
+            words = [t.stem for t in span]
+            for table in vocab.catalog.tables:
+                score = table_score(vocab, words, table)
+                if score:
+                    found.mentions.append(Mention("table", i, j, score, table=table))
+            for col in vocab.columns:
+                got = column_score(vocab, words, col)
+                if got and got[0] >= _COLUMN_FLOOR:
+                    score, with_table = got
+                    found.mentions.append(
+                        Mention("column", i, j, score, col=col, with_table=with_table)
+                    )
+    return found
+
+
+def _values(vocab: Vocabulary, span: list[Token], i: int, j: int) -> list[Mention]:
+    """Stored values whose text is the span's (case aside), as written in the question:
+    one word only when capitalised, an acronym or a number-like code."""
+    phrase = " ".join(t.low for t in span)
+    if len(span) > 1:
+        # the span's own spacing: "Acme's Diner", "Bank of Ohio"
+        phrase = re.sub(r"\s+", " ", phrase)
+    hits = vocab.names.get(phrase, [])
+    if not hits:
+        return []
+    if len(span) == 1:
+        word = span[0].text
+        if word.islower() and word.lower() in STOP_WORDS:
+            return []
+    exact = all(v == " ".join(t.text for t in span) for _, v in hits)
+    score = 1.0 if exact or not span[0].text.islower() else 0.8
+    return [Mention("value", i, j, score, col=col, value=value) for col, value in hits]
+
+
+def table_score(vocab: Vocabulary, words: list[str], table: TableInfo) -> float:
+    """1.0 when the words name the table exactly (every part of a name covered, every
+    word used), 0 otherwise; a lookup table's prefix ("ref_") may go unsaid."""
+    best = 0.0
+    for name in vocab.table_names(table):
+        parts = [p for p in name if p not in OPTIONAL_TABLE_PARTS] or list(name)
+        best = max(best, _exact(words, parts))
+        if len(parts) >= 2 and best == 0:
+            # "makers" for car_makers: the head noun alone, a little less surely
+            best = 0.7 * _exact(words, parts[-1:])
+    return best
+
+
+def _exact(words: list[str], parts: list[str]) -> float:
+    """The mean coverage of ``parts`` when every part is covered (>= 0.8) and every word
+    covers some part; 0 otherwise."""
+    if not parts:
+        return 0.0
+    used: set[int] = set()
+    shares = []
+    for part in parts:
+        share, which = cover(words, part)
+        if share < 0.8:
+            return 0.0
+        shares.append(share)
+        used |= which
+    if len(used) != len(words):
+        return 0.0
+    return sum(shares) / len(shares)
+
+
+def column_score(vocab: Vocabulary, words: list[str], col: Col) -> tuple[float, bool] | None:
+    """How the words name the column: (score, whether words of its table were used), or
+    None. Every word must cover a part of the column's name or of its table's name; the
+    column's parts must all be covered, or all but one when the table names it
+    ("name" for ``singer_name`` of ``singer``) or the rest says enough ("release year"
+    for ``song_release_year``)."""
+    best: tuple[float, bool] | None = None
+    table_parts = [p for name in vocab.table_names(col.table) for p in name]
+    for parts in (vocab.column_words[col.key], *vocab.column_aliases[col.key]):
+        if not parts:
+            continue
+        got = _column_parts(vocab, words, list(parts), table_parts)
+        if got is not None and (best is None or got[0] > best[0]):
+            best = got
+    return best
+
+
+def _column_parts(
+    vocab: Vocabulary, words: list[str], parts: list[str], table_parts: list[str]
+) -> tuple[float, bool] | None:
+    parts = [p for p in parts if p not in STOP_WORDS] or parts  # "num_of_staff"
+    used: set[int] = set()
+    uncovered: list[str] = []
+    shares: list[float] = []
+    for part in parts:
+        share, which = cover(words, part)
+        if share >= 0.8:
+            used |= which
+            shares.append(share)
+        else:
+            uncovered.append(part)
+    if not used:
+        return None
+    exact = sum(shares) / len(shares)
+    leftover = [i for i in range(len(words)) if i not in used]
+    with_table = False
+    for i in leftover:
+        if not any(word_match(words[i], p) >= 0.8 for p in table_parts):
+            return None
+        with_table = True
+    if not uncovered:
+        return (exact, with_table)
+    if all(p in table_parts for p in uncovered):
+        return (0.85 * exact, with_table)  # "description" for template_type_description
+    if len(uncovered) > 1:
+        return None
+    missing = uncovered[0]
+    if missing in ("id", "no", "num", "code", "name"):
+        return (0.85 * exact, with_table)
+    weight = sum(vocab.weight(p) for p in parts if p != missing) / sum(
+        vocab.weight(p) for p in parts
+    )
+    return (0.7 * exact, with_table) if len(parts) >= 3 and weight >= 0.5 else None
