@@ -124,6 +124,43 @@ def _abbreviates(short: str, word: str) -> bool:
     return len(short) >= 2 and len(word) >= 4
 
 
+# Short forms names use and the word a question says for each: general English, the
+# same for every schema.
+ABBREVIATIONS = {
+    "no": "number",
+    "num": "number",
+    "nbr": "number",
+    "cnt": "count",
+    "qty": "quantity",
+    "amt": "amount",
+    "pct": "percent",
+    "avg": "average",
+    "dt": "date",
+    "yr": "year",
+    "desc": "description",
+    "addr": "address",
+    "tel": "telephone",
+    "mgr": "manager",
+    "dept": "department",
+    "emp": "employee",
+    "cust": "customer",
+    "prod": "product",
+    "acct": "account",
+    "bal": "balance",
+    "msg": "message",
+    "qtr": "quarter",
+    "dob": "birth",
+    "ssn": "social",
+    "descr": "description",
+    "info": "information",
+    "loc": "location",
+    "stat": "status",
+}
+_SHORT_FORMS: dict[str, list[str]] = {}
+for _short, _word in ABBREVIATIONS.items():
+    _SHORT_FORMS.setdefault(_word, []).append(_short)
+
+
 @functools.lru_cache(maxsize=65536)
 def word_match(question_word: str, name_word: str) -> float:
     """How well a question word names a name part (1 the same word, 0 unrelated); pure,
@@ -132,6 +169,8 @@ def word_match(question_word: str, name_word: str) -> float:
         return 1.0
     if question_word in (name_word + "s", name_word + "es"):
         return 0.95  # a plural the stemmer leaves alone ("ids")
+    if ABBREVIATIONS.get(name_word) == question_word:
+        return 0.9
     if len(name_word) >= 3 and question_word in (
         name_word + "ed",
         name_word + "d",
@@ -171,21 +210,33 @@ def cover(words: Sequence[str], part: str, *, partial: float = 0.6) -> tuple[flo
         m = word_match(w, part)
         if m > best:
             best, which = m, {i}
-    if best >= 0.8 or len(part) < 6:
+    if best >= 0.8 or len(part) < 5:
         return best, which
-    # a concatenation ("tickersymbol", "custcountry"): cover its letters with the words
-    # or their 3+ letter prefixes, longest first
+    # a concatenation ("tickersymbol", "custcountry", "flightno", "fname"): cover its
+    # letters with the words, their short forms or their 3+ letter prefixes, longest
+    # first; a word's first letter may open the name ("fname": first name)
     covered = [False] * len(part)
     used: set[int] = set()
     for i, w in sorted(enumerate(words), key=lambda p: -len(p[1])):
-        for size in range(len(w), 2, -1):
-            at = part.find(w[:size])
+        forms = [w, *_SHORT_FORMS.get(w, ())]
+        for form, size in sorted(
+            ((f, n) for f in forms for n in range(len(f), 1, -1) if n >= 3 or n == len(f)),
+            key=lambda p: -p[1],
+        ):
+            at = part.find(form[:size])
             if at >= 0 and not any(covered[at : at + size]):
                 for k in range(at, at + size):
                     covered[k] = True
                 used.add(i)
                 break
+    if not covered[0]:
+        opener = next((i for i, w in enumerate(words) if i not in used and w[:1] == part[0]), None)
+        if opener is not None and all(covered[1:]):
+            covered[0] = True
+            used.add(opener)
     share = sum(covered) / len(part)
+    if len(part) < 6 and share < 1.0:
+        return best, which  # a short name is a concatenation only when wholly covered
     if share >= partial and share > best:
         return share, used
     return best, which

@@ -161,6 +161,10 @@ _BOUNDARY = frozenset(
 )
 _ORDER_WORDS = {"ascending": False, "asc": False, "descending": True, "desc": True}
 _NEGATIONS = frozenset({"not", "no", "never", "without", "none"})
+# Words that start a new clause: a negated phrase ends before them.
+_CLAUSE_START = frozenset(
+    {"who", "whose", "that", "which", "and", "or", "but", "ordered", "sorted", "order", "sort"}
+)
 
 
 @dataclass
@@ -224,7 +228,8 @@ class _Read:
     conditions: list[_Condition] = field(default_factory=list)
     ranks: list[_Rank] = field(default_factory=list)
     counted: list[_Counted] = field(default_factory=list)
-    anti: list[TableInfo] = field(default_factory=list)
+    # tables the rows must have no related row in, with the conditions on that row
+    anti: list[tuple[TableInfo, list[_Condition]]] = field(default_factory=list)
     semi: list[TableInfo] = field(default_factory=list)
     groups: list[list[Mention]] = field(default_factory=list)
     order: list[tuple[list[Mention], bool]] = field(default_factory=list)
@@ -861,7 +866,8 @@ def _value_clause(reading: _Reading, read: _Read, i: int) -> int | None:
 
 
 def _absent_clause(reading: _Reading, read: _Read, i: int) -> int | None:
-    # "that do not have any X", "without X", "with no X", "who are not X", "not in X"
+    # "that do not have any X", "without X", "with no X", "who are not X", "that do not
+    # have a cat pet", "who did not visit any museum opened after 2010"
     j = i
     if reading.low(j) in ("who", "that", "which"):
         j += 1
@@ -874,23 +880,62 @@ def _absent_clause(reading: _Reading, read: _Read, i: int) -> int | None:
         j += 1
     if not negated or j == i:
         return None
-    tables = reading.longest(j, ("table",))
-    if not tables:
-        verb = reading.tokens[j].stem if j < reading.size else ""
-        tables = [
-            m for m in reading.chart.mentions if m.kind == "table" and verb and m.size == 1
-            and m.table is not None and verb[:4] == reading.tokens[m.start].stem[:4]
-        ]  # fmt: skip
-        if not tables:
+    # the negated phrase: values, comparisons and one table, up to the next clause
+    inner = _Read(read.kind)
+    end = j
+    table: TableInfo | None = None
+    while end < reading.size and reading.low(end) not in _CLAUSE_START:
+        tables = reading.longest(end, ("table",))
+        columns = reading.longest(end, ("column",))
+        if tables and (not columns or _table_first(tables, columns)) and table is None:
+            table = tables[0].table
+            reading.use(end, tables[0].end)
+            end = tables[0].end
+            continue
+        after = _compare_clause(reading, inner, end) or _value_clause(reading, inner, end)
+        if after is None:
+            verb = _verb_table(reading, end)
+            if verb is not None and table is None:
+                table = verb
+                reading.use(end, end + 1)
+            end += 1
+            continue
+        end = after
+    if inner.ors or inner.counted or inner.ranks:
+        raise Decline("a negated phrase the reader cannot compose")
+    if table is None:
+        tables_of_values = {
+            m.col.table.qualified: m.col.table
+            for c in inner.conditions
+            for m in c.mentions
+            if m.col is not None
+        }
+        if len(tables_of_values) != 1:
             return None
-        end = j + 1
-    else:
-        end = tables[0].end
-    table = tables[0].table
-    assert table is not None
-    read.anti.append(table)
-    reading.use(i, end)
+        table = next(iter(tables_of_values.values()))
+    read.anti.append((table, inner.conditions))
+    read.mention_table(table)
+    reading.use(i, j)
     return end
+
+
+def _verb_table(reading: _Reading, i: int) -> TableInfo | None:
+    """A verb naming a table by its first letters ("hire" for ``hiring``)."""
+    verb = reading.tokens[i].stem if i < reading.size else ""
+    if len(verb) < 4:
+        return None
+    for m in reading.chart.mentions:
+        if (
+            m.kind == "table"
+            and m.size == 1
+            and m.table is not None
+            and (verb[:4] == reading.tokens[m.start].stem[:4])
+        ):
+            return m.table
+    for table in reading.ctx.catalog.tables:
+        if table.name.lower().startswith(verb[:4]):
+            return table
+    return None
 
 
 def _present_clause(reading: _Reading, read: _Read, i: int) -> int | None:
@@ -931,7 +976,7 @@ def _table_clause(reading: _Reading, read: _Read, i: int) -> int | None:
 
 def _plan(reading: _Reading, read: _Read) -> Plan:
     ctx = reading.ctx
-    entity = read.entity
+    entity = _owner_of_items(read) or read.entity
     if entity is None:
         entity = _entity_of_items(read)
     if entity is None:
@@ -971,15 +1016,54 @@ def _plan(reading: _Reading, read: _Read) -> Plan:
         plan.order.append(("d0" if plan.dims else "m0", read.order_items))
     if read.limit:
         plan.limit = read.limit
-    plan.anti += [t for t in read.anti if t is not entity]
-    used = _tables_used(plan) | set(t.qualified for t in plan.anti)
+    for table, conditions in read.anti:
+        if table is entity:
+            raise Decline("the rows the question lists cannot lack themselves")
+        _add_absent(ctx, plan, entity, table, conditions)
+    used = _tables_used(plan) | {t.qualified for t in plan.anti}
+    used |= {t.qualified for t, _ in read.anti}
     for table in read.tables + read.semi:
         if table.qualified not in used and table is not entity:
             plan.semi.append(table)
             used.add(table.qualified)
     if not plan.dims and not plan.measures:
         raise Decline("the question asks for nothing the reader placed")
+    if not plan.measures and not plan.having and not plan.limit:
+        # rows of the entity listed through many related rows: each row once
+        plan.distinct = plan.distinct or _fans_out(
+            ctx, entity, _tables_used(plan) | {t.qualified for t in plan.semi}
+        )
     return plan
+
+
+def _fans_out(ctx: LinkContext, entity: TableInfo, tables: set[str]) -> bool:
+    """Whether joining ``tables`` to ``entity`` can repeat its rows: the way to one of
+    them starts at a table that references the entity (one entity, many of them)."""
+    for name in tables - {entity.qualified}:
+        path = ctx.graph.path(entity.qualified, name)
+        if path and path[0].parent == entity.qualified and path[0].child != entity.qualified:
+            return True
+    return False
+
+
+def _owner_of_items(read: _Read) -> TableInfo | None:
+    """The one table every shown column phrase can only mean a column of ("paragraph
+    texts for the document ..." lists paragraphs, whatever table comes next)."""
+    owners: set[str] = set()
+    table: TableInfo | None = None
+    for item in read.items:
+        if item.func == "COUNT" or item.label:
+            return None
+        if item.table is not None:
+            owners.add(item.table.qualified)
+            table = item.table
+            continue
+        cols = {m.col.table.qualified for m in item.mentions if m.col is not None}
+        if len(cols) != 1:
+            return None
+        owners |= cols
+        table = next(m.col.table for m in item.mentions if m.col is not None)
+    return table if len(owners) == 1 else None
 
 
 def _entity_of_items(read: _Read) -> TableInfo | None:
@@ -1162,6 +1246,54 @@ def _add_rank(ctx: LinkContext, plan: Plan, resolve: _Resolver, rank: _Rank, *, 
         raise Decline("a superlative over grouped rows")
     plan.order.append((_target(plan, col), rank.descending))
     plan.limit = limit
+
+
+def _add_absent(
+    ctx: LinkContext, plan: Plan, entity: TableInfo, table: TableInfo, conditions: list[_Condition]
+) -> None:
+    """Rows of ``entity`` with no related row of ``table`` (meeting ``conditions``): a
+    direct reference without conditions is the composer's anti-join; otherwise NOT
+    EXISTS over the join path, the conditions inside it."""
+    path = ctx.graph.path(entity.qualified, table.qualified)
+    if not path:
+        raise Decline(f"nothing relates {entity.name} and {table.name}")
+    if not conditions and len(path) == 1:
+        plan.anti.append(table)
+        return
+    sub = _Resolver(_Read("list", tables=[table]), table)
+    tables = [entity.qualified]
+    for edge in path:
+        tables.append(edge.other(tables[-1]))
+    aliases = {name: f"s{k}" for k, name in enumerate(tables[1:], 1)}
+    first = path[0]
+    joins = ""
+    for k, edge in enumerate(path[1:], 2):
+        there = tables[k]
+        on = " AND ".join(f"s{k}.{quote(a)} = s{k - 1}.{quote(b)}" for a, b in edge.pairs(there))
+        joins += f" JOIN {table_sql(_table(ctx, there))} AS s{k} ON {on}"
+    where = [f"s1.{quote(a)} = {{c}}" for a, _ in first.pairs(tables[1])]
+    if len(first.pairs(tables[1])) != 1:
+        raise Decline("a composite key to an absent row")
+    for condition in conditions:
+        col = sub.condition(condition)
+        if col.table.qualified not in aliases:
+            raise Decline(f"{col.column.name} is not on the way to {table.name}")
+        text = _condition_sql(ctx, col, condition)
+        where.append(
+            text.replace("{c}", f"{aliases[col.table.qualified]}.{quote(col.column.name)}")
+        )
+    ((key, _),) = first.pairs(entity.qualified)
+    key_col = entity.column(key)
+    assert key_col is not None
+    sql = f"NOT EXISTS (SELECT 1 FROM {table_sql(_table(ctx, tables[1]))} AS s1{joins} WHERE {' AND '.join(where)})"
+    plan.filters.append((Col(entity, key_col), sql))
+    plan.inner += [_table(ctx, name) for name in tables[1:]]
+
+
+def _table(ctx: LinkContext, name: str) -> TableInfo:
+    table = ctx.catalog.table(name)
+    assert table is not None
+    return table
 
 
 def _condition_sql(ctx: LinkContext, col: Col, condition: _Condition) -> str:

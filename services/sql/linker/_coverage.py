@@ -35,7 +35,7 @@ def check_coverage(ctx: LinkContext, alias: dict[str, str], plan: Plan) -> None:
     word = unexplained(
         ctx.question,
         ctx.vocab,
-        [*alias, *(t.qualified for t in plan.anti)],
+        [*alias, *(t.qualified for t in (*plan.anti, *plan.inner))],
         [v for cond in conditions for v in re.findall(r"'([^']*)'", cond)],
         divides=any(m.func in ("EXPR", "SHARE") for m in plan.measures),
         terms=ctx.applied,
