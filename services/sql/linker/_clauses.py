@@ -148,9 +148,38 @@ _GRAMMAR = frozenset(
     a an the of in on at for to by with and or is are was were be been being do does did
     have has had there their them they it its this that these those what which who whom
     whose how all any as also both only just respectively respective corresponding
-    correspond corresponds whole entire please me us each every ever
+    correspond corresponds whole entire please me us each every ever we you some either
+    but where exist exists listed list total there
     """.split()
 )
+# Verbs that say how rows relate ("cars produced by", "templates used in"): the joins
+# already say it. Verbs that ask for a test of their own ("contain", "start", "end",
+# "exceed") are not among them, nor any stored value (read before this applies).
+_RELATION_VERBS = frozenset(
+    """
+    produce produces make makes made use uses own owns play plays go goes depart departs
+    arrive arrives come comes belong belongs teach teaches hold holds host hosts visit
+    visits sell sells buy buys work works live lives get gets got give gives gave take
+    takes took run runs ran hire hires write writes wrote publish publishes perform
+    performs happen happens occur occurs attend attends design designs create creates
+    receive receives raise raises keep keeps kept serve serves offer offers provide
+    provides include includes list lists exist exists appear appears register registers
+    used owned using owning held sold
+    """.split()
+)
+
+
+def _relation_verb(token: Token) -> bool:
+    low = token.low
+    if low in _RELATION_VERBS:
+        return True
+    return (
+        len(low) >= 6
+        and low.endswith(("ed", "ing"))
+        and not low.startswith(("contain", "start", "begin", "end", "exceed", "exclud", "includ"))
+    )
+
+
 # Words that end the list of items and start a clause.
 _BOUNDARY = frozenset(
     """
@@ -161,6 +190,11 @@ _BOUNDARY = frozenset(
 )
 _ORDER_WORDS = {"ascending": False, "asc": False, "descending": True, "desc": True}
 _NEGATIONS = frozenset({"not", "no", "never", "without", "none"})
+# Prepositions that may introduce a value ("from France", "in 2014", "of type CV").
+_PREPOSITIONS = frozenset({"from", "in", "of", "at", "with", "for", "by", "on", "to", "during"})
+# "in 2014 or after": the bound the value opens
+_OR_BOUND = {"or after": ">=", "or later": ">=", "or before": "<=", "or earlier": "<=",
+             "or more": ">=", "or above": ">=", "or less": "<=", "or below": "<="}  # fmt: skip
 # Words that start a new clause: a negated phrase ends before them.
 _CLAUSE_START = frozenset(
     {"who", "whose", "that", "which", "and", "or", "but", "ordered", "sorted", "order", "sort"}
@@ -500,7 +534,7 @@ def read_clauses(ctx: LinkContext) -> Plan:
     unused = [
         t.text
         for i, t in enumerate(reading.tokens)
-        if i not in reading.used and t.low not in _GRAMMAR
+        if i not in reading.used and t.low not in _GRAMMAR and not _relation_verb(t)
     ]
     if unused:
         raise Decline(f"nothing read {unused[0]!r}")
@@ -828,41 +862,69 @@ def _than_average(
 
 def _value_clause(reading: _Reading, read: _Read, i: int) -> int | None:
     start = i
+    if reading.low(i) in _PREPOSITIONS:
+        i = reading.skip(i + 1, frozenset({"the", "a", "an", "year", "years"}) if
+                         reading.low(i) == "in" else frozenset({"the", "a", "an"}))  # fmt: skip
     columns = reading.longest(i, ("column",))
     j = columns[0].end if columns else i
     named = reading.low(j) in ("named", "called", "titled")
-    if named or reading.low(j) in ("is", "are", "was", "were", "of", "=", "as"):
+    if named or reading.low(j) in ("is", "are", "was", "were", "of", "=", "as", "either"):
         j += 1
+        if reading.low(j) == "either":
+            j += 1
+    year = not columns and reading.low(start) in ("in", "during") and _is_year(reading, j)
     group: list[_Condition] = []
     while True:
         values = reading.longest(j, ("value",))
-        number = reading.number(j) if columns else None
+        number = reading.number(j) if (columns or year) else None
         if values:
             group.append(_Condition(start, values[0].end, columns, "=", "", col=None))
             group[-1].mentions = columns + values
             end = values[0].end
         elif number is not None and reading.tokens[j].number is not None:
             group.append(_Condition(start, j + 1, columns, "=", _literal(number)))
+            if year:
+                group[-1].dimension = "year"
             end = j + 1
         else:
             break
         if named:
             group[-1].dimension = "name"
         j = end
+        bound = reading.match(j, tuple(_OR_BOUND))
+        if bound and len(group) == 1 and group[0].value:
+            group[0].op = _OR_BOUND[bound]
+            j += len(bound.split())
+            group[0].end = j
+            break
         if reading.low(j) == "or" or (reading.low(j) == "," and reading.low(j + 1) != "and"):
             nxt = j + 1
-            if reading.longest(nxt, ("value",)) or (columns and reading.number(nxt) is not None):
+            if reading.longest(nxt, ("value",)) or (
+                (columns or year) and reading.tokens[nxt].number is not None
+                if nxt < reading.size
+                else False
+            ):
                 j = nxt
                 continue
         break
     if not group:
-        return None
+        # "with 8 cylinders": a number, then the column it counts
+        number = reading.number(i) if i < reading.size and reading.tokens[i].number else None
+        after = reading.longest(i + 1, ("column",)) if number is not None else []
+        if number is None or not after or start == i:
+            return None
+        group.append(_Condition(start, after[0].end, after, "=", _literal(number)))
     reading.use(start, group[-1].end)
     if len(group) == 1:
         read.conditions.append(group[0])
     else:
         read.ors.append(group)
     return group[-1].end
+
+
+def _is_year(reading: _Reading, i: int) -> bool:
+    number = reading.tokens[i].number if i < reading.size else None
+    return number is not None and 1800 <= number <= 2100 and number == int(number)
 
 
 def _absent_clause(reading: _Reading, read: _Read, i: int) -> int | None:

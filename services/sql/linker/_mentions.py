@@ -46,6 +46,15 @@ OPTIONAL_TABLE_PARTS = frozenset(
     }
 )
 _LONGEST_SPAN = 6
+# Function words: a span naming a table or a column never holds one ("final tables made"
+# may: "table" and "made" are words of names).
+FUNCTION_WORDS = frozenset(
+    """
+    a an the of in on at for to by with and or is are was were be been being do does did
+    have has had that which who whom whose what how all each every from as than their its
+    this these those there his her our your my any
+    """.split()
+)
 # Below this a column mention rests on inflections and guesses together ("owns" for
 # ``owner_id``: an agent noun, and a missing ``id``): not a mention at all.
 _COLUMN_FLOOR = 0.7
@@ -144,9 +153,7 @@ def chart(vocab: Vocabulary, text: str) -> Chart:
             if any(t.quoted for t in span):
                 break
             found.mentions += _values(vocab, span, i, j)
-            if span[0].low in STOP_WORDS or span[-1].low in STOP_WORDS or span[-1].number:
-                continue
-            if j - i > 4 or any(t.number is not None or t.low in STOP_WORDS for t in span):
+            if j - i > 4 or any(t.number is not None or t.low in FUNCTION_WORDS for t in span):
                 continue
             words = [t.stem for t in span]
             for table in vocab.catalog.tables:
@@ -160,6 +167,39 @@ def chart(vocab: Vocabulary, text: str) -> Chart:
                     found.mentions.append(
                         Mention("column", i, j, score, col=col, with_table=with_table)
                     )
+    found.mentions += _of_mentions(vocab, tokens)
+    return found
+
+
+def _of_mentions(vocab: Vocabulary, tokens: list[Token]) -> list[Mention]:
+    """ "type of pet", "name of the singer": a column of the table named after "of",
+    the column's words said before it (``pets.pettype``, ``singer.name``)."""
+    found: list[Mention] = []
+    for k, tok in enumerate(tokens):
+        if tok.low != "of":
+            continue
+        for i in range(max(0, k - 3), k):
+            head = tokens[i:k]
+            if any(t.low in FUNCTION_WORDS or t.quoted or t.number is not None for t in head):
+                continue
+            j = k + 1
+            while j < len(tokens) and tokens[j].low in ("the", "a", "an", "each", "every", "all"):
+                j += 1
+            for end in range(j + 1, min(len(tokens), j + 3) + 1):
+                tail = tokens[j:end]
+                if any(t.low in FUNCTION_WORDS or t.quoted or t.number is not None for t in tail):
+                    break
+                words = [t.stem for t in tail]
+                for table in vocab.catalog.tables:
+                    if not table_score(vocab, words, table):
+                        continue
+                    for column in table.columns:
+                        col = Col(table, column)
+                        got = column_score(vocab, [t.stem for t in head] + words, col)
+                        if got and got[0] >= _COLUMN_FLOOR:
+                            found.append(
+                                Mention("column", i, end, got[0], col=col, with_table=True)
+                            )
     return found
 
 
