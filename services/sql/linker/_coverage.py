@@ -59,21 +59,41 @@ def unexplained(
     extra: Iterable[str] = (),
     documented: bool = False,
     forgiven: Iterable[str] = (),
+    columns: set[tuple[str, str]] | None = None,
 ) -> str | None:
     """The first content word of ``question`` that a statement reading ``tables`` and
     comparing with ``values`` does not explain, or None. A word is explained by a name part
     of a table read (or of its columns), a value compared with, a defined term, or the
     grammar of questions about data. An unexplained word ("open deals") is a condition the
-    statement would silently drop, so the question is refused instead."""
+    statement would silently drop, so the question is refused instead. With ``columns``
+    only those columns' names explain words (a column of a table read, but not used,
+    explains nothing)."""
     parts: list[str] = []
+    # strict (``columns`` given): each table's explaining parts, and all its columns'
+    # parts, for a word beside one the table explains ("outcome assessments")
+    own: dict[str, list[str]] = {}
+    near: dict[str, list[str]] = {}
     for name in tables:
         parts += vocab.table_words.get(name, [])
         table = vocab.catalog.table(name)
         if table is not None:
             parts += [p for alias in vocab.table_aliases[name] for p in alias]
+            own[name] = [*vocab.table_words.get(name, [])]
+            near[name] = []
             for column in table.columns:
+                near[name] += vocab.column_words[(name, column.name)]
+                if columns is not None and (name, column.name) not in columns:
+                    continue
+                own[name] += vocab.column_words[(name, column.name)]
                 parts += vocab.column_words[(name, column.name)]
+                if columns is not None:
+                    # a used column's own description explains words too
+                    parts += [stem(w) for w in re.findall(r"[a-z]+", column.comment.lower())
+                              if w not in STOP_WORDS]  # fmt: skip
                 parts += [p for alias in vocab.column_aliases[(name, column.name)] for p in alias]
+            if columns is not None:
+                parts += [stem(w) for w in re.findall(r"[a-z]+", table.comment.lower())
+                          if w not in STOP_WORDS]  # fmt: skip
             if documented:
                 # the schema's documentation ("active: False when the product is
                 # discontinued"), for readers that use it
@@ -84,8 +104,11 @@ def unexplained(
     known = set(extra) | set(forgiven)
     known |= {stem(w) for term in terms for w in re.findall(r"[a-z0-9]+", term.lower())}
     toks = tokenize(question)
+    # "across all treatments", "over all customers": the scope of an aggregate, all rows
+    scope = {m.start(1) for m in re.finditer(r"\b(?:across|over) (?:all )?(?:the )?(\w+)",
+                                              question, re.I)}  # fmt: skip
     for index, tok in enumerate(toks):
-        if tok.quoted or not tok.low.isalpha() or len(tok.low) < 3:
+        if tok.quoted or not tok.low.isalpha() or len(tok.low) < 3 or tok.start in scope:
             continue
         w = tok.stem
         if w in STOP_WORDS or tok.low in GRAMMAR_WORDS or w in GRAMMAR_WORDS or tok.low in MONTHS:
@@ -103,12 +126,23 @@ def unexplained(
             continue
         if lemma(tok.low) in value_lemmas:
             continue
-        if any(word_match(w, p) for p in parts) or any(
-            cover([w], p)[0] >= 0.6 or (len(w) >= 4 and w in p) for p in parts
-        ):
+        if _explains(w, parts):
             continue
+        if columns is not None and any(
+            _explains(toks[k].stem, own[t]) and _explains(w, near[t])
+            for t in own
+            for k in (index - 1, index + 1)
+            if 0 <= k < len(toks) and not toks[k].quoted
+        ):
+            continue  # a compound with a word its table explains ("itch VAS score")
         return tok.text
     return None
+
+
+def _explains(word: str, parts: Sequence[str]) -> bool:
+    return any(word_match(word, p) for p in parts) or any(
+        cover([word], p)[0] >= 0.6 or (len(word) >= 4 and word in p) for p in parts
+    )
 
 
 def relation_word(word: str) -> bool:

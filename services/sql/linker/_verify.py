@@ -35,7 +35,9 @@ from sqlglot import exp
 
 from services.sql._calendar import ISO_DATE, WRITTEN_DATE
 from services.sql.linker._context import LinkContext
+from services.sql.linker._coverage import unexplained
 from services.sql.linker._plan import LinkError
+from services.sql.linker._terms import prose_of_definitions
 
 # Number words a question uses for small counts ("more than one", "at least two").
 _NUMBER_WORDS = {
@@ -78,6 +80,7 @@ class StatementFacts:
     """What a statement does, read back from its text."""
 
     columns: set[tuple[str, str]] = field(default_factory=set)  # (table, column) used
+    tables: set[str] = field(default_factory=set)  # every table read
     strings: list[str] = field(default_factory=list)
     numbers: set[float] = field(default_factory=set)
     aggregates: set[str] = field(default_factory=set)
@@ -101,6 +104,7 @@ def statement_facts(sql: str) -> StatementFacts:
     for table in tree.find_all(exp.Table):
         qualified = f"{table.db}.{table.name}" if table.db else table.name
         aliases[table.alias_or_name] = qualified
+        facts.tables.add(qualified)
     outputs = {
         e.alias: e.this for e in tree.find_all(exp.Alias) if isinstance(e.parent, exp.Select)
     }
@@ -197,6 +201,19 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     order = _ORDER.search(text)
     if order and not facts.ordered:
         raise LinkError(f"the statement does not order as {order.group(0)!r} asks")
+    tables = sorted({t for t, _ in facts.columns} | facts.tables)
+    word = unexplained(
+        ctx.question,
+        ctx.vocab,
+        tables,
+        facts.strings,
+        divides="/" in sql,
+        terms=ctx.applied,
+        forgiven=prose_of_definitions(ctx) | ctx.known,
+        columns=facts.columns,
+    )
+    if word is not None:
+        raise LinkError(f"the statement uses nothing {word!r} names")
     for (_, column), values in facts.required.items():
         if len(set(values)) > 1:
             raise LinkError(
