@@ -268,7 +268,8 @@ GRAMMAR_WORDS = frozenset(
     doing left right inner outer who what which where when why how whose whom there here
     those these that this not no none any all some other others another same such along
     together note refers refer means defined definition sold bought sent paid given taken
-    earlier later showing
+    earlier later showing older younger heavier lighter taller shorter longer cheaper
+    oldest youngest heaviest lightest tallest shortest longest cheapest newest
     """.split()
 )
 

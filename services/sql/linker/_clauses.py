@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from services.sql._catalog import TableInfo
+from services.sql._words import word_match
 from services.sql.linker._context import LinkContext
 from services.sql.linker._mentions import Chart, Mention, Token, chart
 from services.sql.linker._plan import (
@@ -167,6 +168,17 @@ _RELATION_VERBS = frozenset(
     used owned using owning held sold
     """.split()
 )
+
+
+def _names_a_column(ctx: LinkContext, token: Token) -> bool:
+    """A verb that names a column ("returned" for ``returned_at``) states a condition,
+    it relates nothing."""
+    return any(
+        word_match(token.stem, part) >= 0.9
+        for col in ctx.vocab.columns
+        for part in ctx.vocab.column_words[col.key]
+        if len(part) >= 4
+    )
 
 
 def _relation_verb(token: Token) -> bool:
@@ -534,7 +546,9 @@ def read_clauses(ctx: LinkContext) -> Plan:
     unused = [
         t.text
         for i, t in enumerate(reading.tokens)
-        if i not in reading.used and t.low not in _GRAMMAR and not _relation_verb(t)
+        if i not in reading.used
+        and t.low not in _GRAMMAR
+        and not (_relation_verb(t) and not _names_a_column(ctx, t))
     ]
     if unused:
         raise Decline(f"nothing read {unused[0]!r}")
