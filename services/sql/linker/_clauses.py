@@ -43,7 +43,7 @@ from services.sql.linker._plan import (
     quote,
     table_sql,
 )
-from services.sql.linker._vocabulary import Col
+from services.sql.linker._vocabulary import Col, column_states
 
 
 class Decline(Exception):
@@ -146,10 +146,10 @@ _NUMBER_WORDS["single"] = 1
 # Words of a question's grammar: they name nothing and change no answer here.
 _GRAMMAR = frozenset(
     """
-    a an the of in on at for to by with and or is are was were be been being do does did
+    a an the of in on at for to by with and is are was were be been being do does did
     have has had there their them they it its this that these those what which who whom
     whose how all any as also both only just respectively respective corresponding
-    correspond corresponds whole entire please me us each every ever we you some either
+    correspond corresponds whole entire please me us each every ever we you some
     but where exist exists listed list total there
     """.split()
 )
@@ -171,13 +171,20 @@ _RELATION_VERBS = frozenset(
 
 
 def _names_a_column(ctx: LinkContext, token: Token) -> bool:
-    """A verb that names a column ("returned" for ``returned_at``) states a condition,
+    """A verb that names a column ("returned" for ``returned_at``) or a state a column's
+    comment defines ("archived": "when the account was archived") states a condition,
     it relates nothing."""
-    return any(
+    if any(
         word_match(token.stem, part) >= 0.9
         for col in ctx.vocab.columns
         for part in ctx.vocab.column_words[col.key]
         if len(part) >= 4
+    ):
+        return True
+    return any(
+        token.low in words or token.stem in words
+        for col in ctx.vocab.columns
+        for words, _ in column_states(col.column)
     )
 
 
@@ -543,15 +550,21 @@ def read_clauses(ctx: LinkContext) -> Plan:
     read = _Read(kind)
     at = _items(reading, read, at)
     _clauses(reading, read, at)
+    glue = [
+        t
+        for i, t in enumerate(reading.tokens)
+        if i not in reading.used
+        and (t.low in _GRAMMAR or (_relation_verb(t) and not _names_a_column(ctx, t)))
+    ]
     unused = [
         t.text
         for i, t in enumerate(reading.tokens)
-        if i not in reading.used
-        and t.low not in _GRAMMAR
-        and not (_relation_verb(t) and not _names_a_column(ctx, t))
+        if i not in reading.used and t not in glue
     ]
     if unused:
         raise Decline(f"nothing read {unused[0]!r}")
+    # the grammar and the relating verbs read as such: no condition hides in them
+    ctx.known.update(w for t in glue for w in (t.low, t.stem))
     return _plan(reading, read)
 
 
