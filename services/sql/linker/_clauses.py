@@ -499,10 +499,7 @@ def _items(reading: _Reading, read: _Read, at: int) -> int:
             break
         columns = reading.longest(i, ("column",))
         tables = reading.longest(i, ("table",))
-        if tables and (not columns or tables[0].size > columns[0].size or (
-            tables[0].size == columns[0].size and tables[0].score > columns[0].score
-            and not pending
-        )):  # fmt: skip
+        if tables and not pending and (not columns or _table_first(tables, columns)):
             table = tables[0].table
             assert table is not None
             if pending:
@@ -557,9 +554,7 @@ def read_clauses(ctx: LinkContext) -> Plan:
         and (t.low in _GRAMMAR or (_relation_verb(t) and not _names_a_column(ctx, t)))
     ]
     unused = [
-        t.text
-        for i, t in enumerate(reading.tokens)
-        if i not in reading.used and t not in glue
+        t.text for i, t in enumerate(reading.tokens) if i not in reading.used and t not in glue
     ]
     if unused:
         raise Decline(f"nothing read {unused[0]!r}")
@@ -1156,17 +1151,29 @@ def _owner_of_items(read: _Read) -> TableInfo | None:
 
 
 def _entity_of_items(read: _Read) -> TableInfo | None:
-    tables = []
-    for item in read.items:
-        if item.table is not None:
-            tables.append(item.table)
-        for m in item.mentions:
-            if m.col is not None:
-                tables.append(m.col.table)
+    """With no table named, the table the most phrases can mean a column of (items,
+    groups, conditions, orders): "the average age for each type of pet" is about pets,
+    the one table holding both an age and a type; a tie is no answer."""
     if read.tables:
         return read.tables[0]
-    distinct = list(dict.fromkeys(tables))
-    return distinct[0] if len(distinct) == 1 else None
+    phrases: list[list[Mention]] = [item.mentions for item in read.items if item.mentions]
+    phrases += read.groups + [c.mentions for c in read.conditions]
+    phrases += [mentions for mentions, _ in read.order] + [r.mentions for r in read.ranks]
+    votes: dict[str, int] = {}
+    first: dict[str, TableInfo] = {}
+    for mentions in phrases:
+        for table in {m.col.table.qualified: m.col.table for m in mentions if m.col}.values():
+            votes[table.qualified] = votes.get(table.qualified, 0) + 1
+            first.setdefault(table.qualified, table)
+    for item in read.items:
+        if item.table is not None:
+            votes[item.table.qualified] = votes.get(item.table.qualified, 0) + 1
+            first.setdefault(item.table.qualified, item.table)
+    if not votes:
+        return None
+    best = max(votes.values())
+    winners = [name for name, n in votes.items() if n == best]
+    return first[winners[0]] if len(winners) == 1 else None
 
 
 class _Resolver:
