@@ -24,13 +24,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ErrorLevel, ParseError, TokenError
+from sqlglot.errors import ParseError, TokenError
 
 from services.common._observability import fingerprint_tree
 from services.sql._catalog import TableInfo
 from services.sql._names import identifier
+from services.sql._parsing import parse_statements
 
 DEFAULT_MAX_SQL_CHARS = 20_000
 
@@ -280,13 +280,7 @@ def _rejected(violation: Violation) -> Verdict:
 
 def _parse(text: str) -> exp.Expr | Violation:
     try:
-        # A comment after the final ';' (common in model output) parses as a Semicolon
-        # node holding the comment, not as a statement.
-        statements = [
-            s
-            for s in sqlglot.parse(text, read="postgres", error_level=ErrorLevel.RAISE)
-            if s and not isinstance(s, exp.Semicolon)
-        ]
+        statements = parse_statements(text)
     except (ParseError, TokenError):
         return Violation(GateRule.PARSE_ERROR, "statement does not parse as Postgres SQL")
     except (ValueError, RecursionError):

@@ -156,9 +156,9 @@ ABBREVIATIONS = {
     "loc": "location",
     "stat": "status",
 }
-_SHORT_FORMS: dict[str, list[str]] = {}
+SHORT_FORMS: dict[str, list[str]] = {}
 for _short, _word in ABBREVIATIONS.items():
-    _SHORT_FORMS.setdefault(_word, []).append(_short)
+    SHORT_FORMS.setdefault(_word, []).append(_short)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -204,6 +204,17 @@ def maybe_covers(words: Sequence[str], part: str) -> bool:
 def cover(words: Sequence[str], part: str, *, partial: float = 0.6) -> tuple[float, set[int]]:
     """How much of one name part the words explain (0..1), and which words did; a
     concatenation counts when at least ``partial`` of its letters are covered."""
+    share, which = _cover(tuple(words), part, partial)
+    return share, set(which)
+
+
+@functools.lru_cache(maxsize=65536)
+def _cover(words: tuple[str, ...], part: str, partial: float) -> tuple[float, frozenset[int]]:
+    share, which = _cover_once(words, part, partial)
+    return share, frozenset(which)
+
+
+def _cover_once(words: Sequence[str], part: str, partial: float) -> tuple[float, set[int]]:
     best = 0.0
     which: set[int] = set()
     for i, w in enumerate(words):
@@ -218,7 +229,7 @@ def cover(words: Sequence[str], part: str, *, partial: float = 0.6) -> tuple[flo
     covered = [False] * len(part)
     used: set[int] = set()
     for i, w in sorted(enumerate(words), key=lambda p: -len(p[1])):
-        forms = [w, *_SHORT_FORMS.get(w, ())]
+        forms = [w, *SHORT_FORMS.get(w, ())]
         for form, size in sorted(
             ((f, n) for f in forms for n in range(len(f), 1, -1) if n >= 3 or n == len(f)),
             key=lambda p: -p[1],

@@ -25,13 +25,21 @@ What the reader cannot place exactly it never guesses.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from services.sql._catalog import TableInfo
 from services.sql._words import word_match
 from services.sql.linker._context import LinkContext
-from services.sql.linker._mentions import Chart, Mention, Token, chart
+from services.sql.linker._mentions import (
+    Chart,
+    Mention,
+    Token,
+    chart,
+    could_mention,
+    question_tokens,
+)
 from services.sql.linker._plan import (
     Dim,
     Measure,
@@ -170,10 +178,39 @@ _RELATION_VERBS = frozenset(
 )
 
 
+def _glue(ctx: LinkContext, token: Token) -> bool:
+    """A word of the grammar, or a verb that only relates rows."""
+    return token.low in _GRAMMAR or (_relation_verb(token) and not _names_a_column(ctx, token))
+
+
+@functools.cache
+def _cue_words() -> frozenset[str]:
+    """Every word a head, an item or a clause reads as a cue of its own."""
+    phrases = [
+        *_COUNT_HEADS, *_LIST_HEADS, *_AGGREGATES, *_COMPARE, *_TRAILING_COMPARE,
+        *_DIMENSIONS, *_RANKED, *_MOST, *_ORDER_PHRASES, *_DIRECTIONS, *_GROUP_PHRASES,
+        *_OR_BOUND, *_NEGATIONS, *_PREPOSITIONS, *_NUMBER_WORDS, *_BOUNDARY,
+        "named called titled between average mean common frequent popular top first number",
+        "numbers count counts distinct different unique or either as well along together",
+        "name names id ids title titles have has had own owns who that which any a an",
+    ]  # fmt: skip
+    return frozenset(w for phrase in phrases for w in phrase.split())
+
+
 def _names_a_column(ctx: LinkContext, token: Token) -> bool:
     """A verb that names a column ("returned" for ``returned_at``) or a state a column's
     comment defines ("archived": "when the account was archived") states a condition,
     it relates nothing."""
+    key = ("names a column", token.low)
+    known = ctx.vocab.word_memo.get(key)
+    if isinstance(known, bool):
+        return known
+    found = _states_a_column(ctx, token)
+    ctx.vocab.remember(key, found)
+    return found
+
+
+def _states_a_column(ctx: LinkContext, token: Token) -> bool:
     if any(
         word_match(token.stem, part) >= 0.9
         for col in ctx.vocab.columns
@@ -323,8 +360,9 @@ class _Reading:
 
     def match(self, i: int, phrases: Sequence[str]) -> str:
         """The longest of ``phrases`` the tokens spell from ``i`` (or empty)."""
-        for phrase in sorted(phrases, key=lambda p: -len(p.split())):
-            n = len(phrase.split())
+        if not 0 <= i < self.size:
+            return ""
+        for phrase, n in _by_first_word(tuple(phrases)).get(self.tokens[i].low, ()):
             if self.words(i, n) == phrase:
                 return phrase
         return ""
@@ -350,6 +388,15 @@ class _Reading:
         if tok.number is not None:
             return tok.number
         return float(_NUMBER_WORDS[tok.low]) if tok.low in _NUMBER_WORDS else None
+
+
+@functools.lru_cache(maxsize=128)
+def _by_first_word(phrases: tuple[str, ...]) -> dict[str, list[tuple[str, int]]]:
+    """The phrases by their first word, longest first (a constant table, read once)."""
+    index: dict[str, list[tuple[str, int]]] = {}
+    for phrase in sorted(phrases, key=lambda p: -len(p.split())):
+        index.setdefault(phrase.split()[0], []).append((phrase, len(phrase.split())))
+    return index
 
 
 # --- the head -------------------------------------------------------------------------
@@ -540,19 +587,26 @@ def _items(reading: _Reading, read: _Read, at: int) -> int:
 
 def read_clauses(ctx: LinkContext) -> Plan:
     """The question's plan, or :class:`Decline` when a phrase cannot be placed."""
-    reading = _Reading(ctx, chart(ctx.vocab, ctx.question))
-    if not reading.tokens:
+    tokens = question_tokens(ctx.question)
+    if not tokens:
         raise Decline("empty question")
-    kind, at = _head(reading)
+    kind, at = _head(_Reading(ctx, Chart(tokens)))  # the form first: it needs no mentions
+    for t in tokens[at:]:  # a word nothing could place: decline before any lookup
+        placed = t.quoted or t.number is not None or t.low in _cue_words() or _glue(ctx, t)
+        if not placed and not could_mention(ctx.vocab, t):
+            raise Decline(f"nothing read {t.text!r}")
+    reading = _Reading(ctx, chart(ctx.vocab, ctx.question))
+    reading.use(0, at)
+    # a word no mention covers and no clause could use: decline before reading on
+    for i, t in enumerate(reading.tokens[at:], at):
+        if t.quoted or t.number is not None or t.low in _cue_words() or _glue(ctx, t):
+            continue
+        if not reading.chart.covering(i):
+            raise Decline(f"nothing read {t.text!r}")
     read = _Read(kind)
     at = _items(reading, read, at)
     _clauses(reading, read, at)
-    glue = [
-        t
-        for i, t in enumerate(reading.tokens)
-        if i not in reading.used
-        and (t.low in _GRAMMAR or (_relation_verb(t) and not _names_a_column(ctx, t)))
-    ]
+    glue = [t for i, t in enumerate(reading.tokens) if i not in reading.used and _glue(ctx, t)]
     unused = [
         t.text for i, t in enumerate(reading.tokens) if i not in reading.used and t not in glue
     ]

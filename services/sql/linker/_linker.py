@@ -55,16 +55,32 @@ class QuestionLinker:
         statement would leave out. The clause reader is tried first; where it cannot
         place every phrase, the list-oriented reading."""
         applied = list(self.context.applied)
-        try:
-            linked = compose(self.context, read_clauses(self.context))
-            verify_statement(self.context, linked.sql)
-            return linked
-        except (Decline, LinkError):
-            self.context.applied[:] = applied  # the terms expanded when it was read
-            self.context.known.clear()
+        if not uses_definitions(self.context):
+            try:
+                linked = compose(self.context, read_clauses(self.context))
+                verify_statement(self.context, linked.sql)
+                return linked
+            except (Decline, LinkError):
+                self.context.applied[:] = applied  # the terms expanded when it was read
+                self.context.known.clear()
         linked = link_question(self.context)
         verify_statement(self.context, linked.sql)
         return linked
+
+
+def uses_definitions(ctx: LinkContext) -> bool:
+    """Whether the question leans on business definitions (a glossary term it uses, a
+    term expanded, the request's instructions): the clause reader reads no definitions,
+    so such a question goes to the reading that applies them."""
+    if ctx.applied or ctx.instructions.strip():
+        return True
+    low = ctx.original.lower()
+    return any(
+        re.search(rf"\b{re.escape(name.lower())}\b", low)
+        for entry in ctx.glossary
+        for name in entry.names
+        if name
+    )
 
 
 def read_question(

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from services.sql._catalog import TableInfo
-from services.sql._words import STOP_WORDS, cover, stem, word_match
+from services.sql._words import SHORT_FORMS, STOP_WORDS, cover, stem, word_match
 from services.sql.linker._vocabulary import Col, Vocabulary
 
 # Name parts a table's name may carry that people never say: a lookup table's prefix,
@@ -136,10 +136,88 @@ class Chart:
         ]
 
 
+class _Candidates:
+    """The tables and columns a question's words can name at all, found once per
+    question: a span is scored only against names one of its words touches (on a wide
+    schema most names share no letters with a given word)."""
+
+    def __init__(self, vocab: Vocabulary, words: set[str]) -> None:
+        touched: set[str] = set()
+        self.by_word: dict[str, set[int]] = {}  # positions of the columns each word touches
+        for word in words:
+            hit = _touched(vocab, word)
+            touched |= hit
+            key = ("columns touched", word)
+            columns = vocab.word_memo.get(key)
+            if not isinstance(columns, frozenset):
+                columns = frozenset(
+                    i for i, c in enumerate(vocab.columns) if _names_touched(vocab, c, hit)
+                )
+                vocab.remember(key, columns)
+            self.by_word[word] = set(columns)
+        self.tables = [
+            t
+            for t in vocab.catalog.tables
+            if any(p in touched for name in vocab.table_names(t) for p in name)
+        ]
+
+    def columns_for(self, vocab: Vocabulary, words: list[str]) -> list[Col]:
+        found: set[int] = set().union(*(self.by_word.get(w, set()) for w in words))
+        return [vocab.columns[i] for i in sorted(found)]
+
+
+def could_mention(vocab: Vocabulary, token: Token) -> bool:
+    """Whether the word could be part of any mention: it touches a name part of the
+    catalog, or is a word of a stored value."""
+    if _touched(vocab, token.stem):
+        return True
+    words = vocab.word_memo.get(("value words", ""))
+    if not isinstance(words, frozenset):
+        words = frozenset(w for value in vocab.names for w in value.split())
+        vocab.remember(("value words", ""), words)
+    return token.low in words
+
+
+def _names_touched(vocab: Vocabulary, col: Col, hit: set[str]) -> bool:
+    return any(p in hit for p in vocab.column_words[col.key]) or any(
+        p in hit for a in vocab.column_aliases[col.key] for p in a
+    )
+
+
+def _touched(vocab: Vocabulary, word: str) -> set[str]:
+    """The name parts of the catalog ``word`` touches (remembered per vocabulary)."""
+    key = ("touched", word)
+    found = vocab.word_memo.get(key)
+    if not isinstance(found, set):
+        parts = vocab.word_memo.get(("parts", ""))
+        if not isinstance(parts, frozenset):
+            every = {p for parts in vocab.column_words.values() for p in parts}
+            every |= {p for t in vocab.catalog.tables for name in vocab.table_names(t)
+                      for p in name}  # fmt: skip
+            every |= {p for aliases in vocab.column_aliases.values() for a in aliases for p in a}
+            parts = frozenset(every)
+            vocab.remember(("parts", ""), parts)
+        found = {p for p in parts if _touches(word, p)}
+        vocab.remember(key, found)
+    return found
+
+
+def _touches(word: str, part: str) -> bool:
+    """Whether a word could cover any of a name part: the same word or a form of it, an
+    abbreviation either way, or a piece of a concatenation ("nam" of ``fname``)."""
+    return (
+        word_match(word, part) > 0
+        or (len(word) >= 3 and word[:3] in part)
+        or (len(part) >= 2 and part in word)
+        or any(short in part for short in SHORT_FORMS.get(word, ()))
+    )
+
+
 def chart(vocab: Vocabulary, text: str) -> Chart:
     """The mentions of every span of ``text`` (at most six tokens long)."""
     tokens = question_tokens(text)
     found = Chart(tokens)
+    candidates = _Candidates(vocab, {t.stem for t in tokens if not t.quoted})
     for i, tok in enumerate(tokens):
         if tok.number is not None:
             found.mentions.append(Mention("number", i, i + 1, 1.0, number=tok.number))
@@ -156,11 +234,11 @@ def chart(vocab: Vocabulary, text: str) -> Chart:
             if j - i > 4 or any(t.number is not None or t.low in FUNCTION_WORDS for t in span):
                 continue
             words = [t.stem for t in span]
-            for table in vocab.catalog.tables:
+            for table in candidates.tables:
                 score = table_score(vocab, words, table)
                 if score:
                     found.mentions.append(Mention("table", i, j, score, table=table))
-            for col in vocab.columns:
+            for col in candidates.columns_for(vocab, words):
                 got = column_score(vocab, words, col)
                 if got and got[0] >= _COLUMN_FLOOR:
                     score, with_table = got

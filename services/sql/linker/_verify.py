@@ -30,10 +30,10 @@ import contextlib
 import re
 from dataclasses import dataclass, field
 
-import sqlglot
 from sqlglot import exp
 
 from services.sql._calendar import ISO_DATE, WRITTEN_DATE
+from services.sql._parsing import parse_statements
 from services.sql.linker._context import LinkContext
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._plan import LinkError
@@ -98,44 +98,55 @@ class StatementFacts:
 def statement_facts(sql: str) -> StatementFacts:
     """The facts of one SELECT as the linker writes it (every column qualified by a table
     alias, or an output name in ORDER BY)."""
-    tree = sqlglot.parse_one(sql, dialect="postgres")
+    statements = parse_statements(sql, shared=True)  # read, never changed
+    if len(statements) != 1:
+        raise LinkError("the linker wrote no single statement")
+    tree = statements[0]
     facts = StatementFacts()
+    nodes: dict[type, list[exp.Expr]] = {}
+    for node in tree.walk():  # one pass; every kind asked about below, by type
+        nodes.setdefault(type(node), []).append(node)
+
+    def every(*kinds: type) -> list[exp.Expr]:
+        return [n for kind in kinds for n in nodes.get(kind, [])]
+
     aliases: dict[str, str] = {}
-    for table in tree.find_all(exp.Table):
+    for table in every(exp.Table):
+        assert isinstance(table, exp.Table)
         qualified = f"{table.db}.{table.name}" if table.db else table.name
         aliases[table.alias_or_name] = qualified
         facts.tables.add(qualified)
-    outputs = {
-        e.alias: e.this for e in tree.find_all(exp.Alias) if isinstance(e.parent, exp.Select)
-    }
-    for column in tree.find_all(exp.Column):
+    outputs = {e.alias: e.this for e in every(exp.Alias) if isinstance(e.parent, exp.Select)}
+    for column in every(exp.Column):
+        assert isinstance(column, exp.Column)
         if column.table and column.table in aliases:
             facts.columns.add((aliases[column.table], column.name))
         elif column.name in outputs:
             for inner in outputs[column.name].find_all(exp.Column):
                 if inner.table in aliases:
                     facts.columns.add((aliases[inner.table], inner.name))
-    for literal in tree.find_all(exp.Literal):
+    for literal in every(exp.Literal):
+        assert isinstance(literal, exp.Literal)
         if literal.is_string:
             facts.strings.append(literal.this)
         else:
             with contextlib.suppress(ValueError):
                 facts.numbers.add(float(literal.this))
     names = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Avg: "AVG", exp.Min: "MIN", exp.Max: "MAX"}
-    for kind, name in names.items():
-        if tree.find(kind) is not None:
-            facts.aggregates.add(name)
-    facts.ordered = tree.find(exp.Order) is not None
-    facts.limited = tree.find(exp.Limit) is not None
-    facts.grouped = tree.find(exp.Group) is not None
-    facts.distinct = tree.find(exp.Distinct) is not None
-    facts.negated = any(
-        tree.find(kind) is not None for kind in (exp.Not, exp.NEQ)
-    ) or _is_null_test(tree)
-    facts.ranked = tree.find(exp.Window) is not None
+    facts.aggregates = {name for kind, name in names.items() if kind in nodes}
+    facts.ordered = exp.Order in nodes
+    facts.limited = exp.Limit in nodes
+    facts.grouped = exp.Group in nodes
+    facts.distinct = exp.Distinct in nodes
+    facts.negated = (
+        exp.Not in nodes
+        or exp.NEQ in nodes
+        or any(isinstance(i.expression, exp.Null) for i in every(exp.Is))
+    )
+    facts.ranked = exp.Window in nodes
     facts.nested = any(
-        isinstance(s, exp.Subquery) or isinstance(s.parent, exp.Subquery | exp.In | exp.Exists)
-        for s in tree.find_all(exp.Select)
+        isinstance(s.parent, exp.Subquery | exp.In | exp.Exists)
+        for s in every(exp.Select)
         if s is not tree
     )
     where = tree.args.get("where")
@@ -147,10 +158,6 @@ def statement_facts(sql: str) -> StatementFacts:
                     key = (aliases[condition.this.table], condition.this.name)
                     facts.required.setdefault(key, []).append(value.this)
     return facts
-
-
-def _is_null_test(tree: exp.Expr) -> bool:
-    return any(isinstance(i.expression, exp.Null) for i in tree.find_all(exp.Is))
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:

@@ -24,6 +24,8 @@ from services.sql._words import (
     stem,
 )
 
+_WORD_MEMO_MAX = 20_000
+
 
 @dataclass(frozen=True)
 class Col:
@@ -48,6 +50,11 @@ class Vocabulary:
         # definitions parsed against this catalog (filled by the linker; parsing is pure,
         # and a rendered definition is always a copy, so a parse serves every question)
         self.definitions: dict[GlossaryEntry, tuple[exp.Expr, dict[int, Col]] | None] = {}
+        # what the mention chart finds out about single words against this catalog (which
+        # name parts a word touches, whether it names a column), remembered: pure, and
+        # questions reuse their words
+        self.word_memo: dict[tuple[str, str], object] = {}
+        self._column_scores: dict[tuple[tuple[str, ...], tuple[str, str]], float] = {}
         table_prefix = common_prefix([t.name for t in catalog.tables]).lower()
         self.table_words: dict[str, list[str]] = {}
         self.column_words: dict[tuple[str, str], list[str]] = {}
@@ -96,6 +103,12 @@ class Vocabulary:
                         if len(w) > 2 and w not in STOP_WORDS:
                             self.value_words.setdefault(lemma(w), []).append((col, value))
 
+    def remember(self, key: tuple[str, str], value: object) -> None:
+        """Keep a word's finding; bounded, so endless distinct words cost no memory."""
+        if len(self.word_memo) >= _WORD_MEMO_MAX:
+            self.word_memo.clear()
+        self.word_memo[key] = value
+
     def weight(self, word: str) -> float:
         return self.idf.get(word, math.log(1 + len(self.columns)))
 
@@ -105,12 +118,18 @@ class Vocabulary:
 
     def table_score(self, words: Sequence[str], table: TableInfo) -> float:
         """How much of a table's name (or of another name its comment gives) the words
-        cover (0..1)."""
-        best = 0.0
-        for parts in self.table_names(table):
-            if parts:
-                best = max(best, sum(cover(words, p)[0] for p in parts) / len(parts))
-        return best
+        cover (0..1); remembered like a column's."""
+        key = (tuple(words), (table.qualified, ""))
+        found = self._column_scores.get(key)
+        if found is None:
+            if len(self._column_scores) >= _WORD_MEMO_MAX:
+                self._column_scores.clear()
+            best = 0.0
+            for parts in self.table_names(table):
+                if parts:
+                    best = max(best, sum(cover(words, p)[0] for p in parts) / len(parts))
+            found = self._column_scores[key] = best
+        return found
 
     def tables_named(self, words: Sequence[str]) -> list[tuple[TableInfo, float]]:
         found = []
@@ -123,11 +142,18 @@ class Vocabulary:
     def column_score(self, words: Sequence[str], col: Col) -> float:
         """Weighted coverage of the column's name parts (or of another name its comment
         gives) by ``words``, plus a bonus when the other words name the column's table,
-        less a little per unexplained word."""
-        return max(
-            self._name_score(words, col, parts)
-            for parts in (self.column_words[col.key], *self.column_aliases[col.key])
-        )
+        less a little per unexplained word. Remembered: pure, and asked again and again
+        for the same few words."""
+        key = (tuple(words), col.key)
+        found = self._column_scores.get(key)
+        if found is None:
+            if len(self._column_scores) >= _WORD_MEMO_MAX:
+                self._column_scores.clear()
+            found = self._column_scores[key] = max(
+                self._name_score(words, col, parts)
+                for parts in (self.column_words[col.key], *self.column_aliases[col.key])
+            )
+        return found
 
     def _name_score(self, words: Sequence[str], col: Col, parts: Sequence[str]) -> float:
         if not parts:
