@@ -230,7 +230,7 @@ def chart(vocab: Vocabulary, text: str) -> Chart:
             span = tokens[i:j]
             if any(t.quoted for t in span):
                 break
-            found.mentions += _values(vocab, span, i, j)
+            found.mentions += _values(vocab, span, i, j, text)
             if j - i > 4 or any(t.number is not None or t.low in FUNCTION_WORDS for t in span):
                 continue
             words = [t.stem for t in span]
@@ -281,14 +281,12 @@ def _of_mentions(vocab: Vocabulary, tokens: list[Token]) -> list[Mention]:
     return found
 
 
-def _values(vocab: Vocabulary, span: list[Token], i: int, j: int) -> list[Mention]:
-    """Stored values whose text is the span's (case aside), as written in the question:
-    one word only when capitalised, an acronym or a number-like code."""
-    phrase = " ".join(t.low for t in span)
-    if len(span) > 1:
-        # the span's own spacing: "Acme's Diner", "Bank of Ohio"
-        phrase = re.sub(r"\s+", " ", phrase)
-    hits = vocab.names.get(phrase, [])
+def _values(vocab: Vocabulary, span: list[Token], i: int, j: int, text: str) -> list[Mention]:
+    """Stored values whose text is the span's (case and spacing aside) as written in the
+    question, punctuation inside it kept ("Acme's Diner", "Bank of Ohio", "amc hornet
+    sportabout (sw)"); a lower-case single word only when it is no function word."""
+    written = re.sub(r"\s+", " ", text[span[0].start : span[-1].end]).lower()
+    hits = vocab.names.get(written, []) or vocab.names.get(" ".join(t.low for t in span), [])
     if not hits:
         return []
     if len(span) == 1:
