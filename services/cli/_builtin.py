@@ -132,6 +132,12 @@ def register(commands: Commands) -> None:
         "warehouse that declares no keys)",
     )
     eval_sql.add_argument(
+        "--no-meanings",
+        action="store_true",
+        help="--dataset: no embedding service beside the SQL service (words no name spells "
+        "are not read by meaning)",
+    )
+    eval_sql.add_argument(
         "--analyze",
         action="store_true",
         help="--dataset: run ANALYZE after loading (default: measured as a freshly restored "
@@ -235,13 +241,14 @@ def _eval_sql(args: argparse.Namespace) -> int:
         )
         return 0 if eval_memory.meets_targets(report) else 1
     if args.dataset is not None:
-        from services.sql import eval_dataset  # noqa: PLC0415
+        from services.bench import sql_dataset as eval_dataset  # noqa: PLC0415
 
         report = eval_dataset.main(
             args.dataset,
             args.out or eval_dataset.DEFAULT_OUT,
             verbose=args.verbose,
             options=eval_dataset.LoadOptions(analyze=args.analyze, drop_keys=args.drop_keys),
+            meanings=not args.no_meanings,
         )
         return 0 if report["gold_errors"] == 0 else 1
     from services.sql import eval as golden_eval  # noqa: PLC0415

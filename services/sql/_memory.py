@@ -404,6 +404,10 @@ class QuestionEmbedder(Protocol):
         ...
 
 
+# Texts per Embed call for phrases: within the embedding service's batch cap.
+_PHRASE_BATCH = 64
+
+
 class GrpcQuestionEmbedder:
     """Questions through ``tandem.v1.EmbeddingService`` as queries (its cache serves
     repeats without model work)."""
@@ -423,3 +427,21 @@ class GrpcQuestionEmbedder:
         if len(reply.embeddings) != 1:
             raise EmbeddingUnavailable("WRONG_VECTOR_COUNT")
         return np.array(reply.embeddings[0].values, dtype=np.float32), reply.model_name
+
+    async def embed_phrases(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Short texts (words, names) as queries, in batches the service takes; one
+        row per text (the linker's meanings)."""
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), _PHRASE_BATCH):
+            batch = list(texts[start : start + _PHRASE_BATCH])
+            try:
+                reply = await self._stub.Embed(
+                    epb.EmbedRequest(texts=batch, input_type=epb.INPUT_TYPE_QUERY),
+                    timeout=self._timeout_s,
+                )
+            except grpc.aio.AioRpcError as exc:
+                raise EmbeddingUnavailable(exc.code().name) from None
+            if len(reply.embeddings) != len(batch):
+                raise EmbeddingUnavailable("WRONG_VECTOR_COUNT")
+            rows += [list(e.values) for e in reply.embeddings]
+        return np.array(rows, dtype=np.float32)

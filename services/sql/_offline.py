@@ -26,7 +26,14 @@ from services.sql._ask import (
 from services.sql._catalog import Catalog
 from services.sql._definitions import parse_definitions
 from services.sql._joins import JoinGraph
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.linker import (
+    LinkError,
+    Meaning,
+    PhraseEmbedder,
+    QuestionLinker,
+    Vocabulary,
+    find_meanings,
+)
 
 MODEL_NAME = "deterministic"
 _log = logging.getLogger("tandem.sql.offline")
@@ -52,7 +59,11 @@ class OfflineGenerator:
 
     model_name = MODEL_NAME
 
-    def __init__(self) -> None:
+    def __init__(self, embedder: PhraseEmbedder | None = None) -> None:
+        # the question embedder links words no name spells by meaning ("nation" to a
+        # country column); without one, questions are read by names alone
+        self._embedder = embedder
+        self._meanings: dict[tuple[object, ...], tuple[Meaning, ...]] = {}
         self._vocabularies: dict[tuple[str, float], Vocabulary] = {}
         # The pipeline asks three roles about one question: it is read once. Keyed by
         # everything a reading depends on (none of it tenant data: catalogs are per
@@ -69,7 +80,9 @@ class OfflineGenerator:
             self._vocabularies[key] = vocabulary
         return vocabulary
 
-    def read(self, question: str, schema: SchemaView) -> Reading:
+    def read(
+        self, question: str, schema: SchemaView, meanings: tuple[Meaning, ...] = ()
+    ) -> Reading:
         """The linker's statement with every phrase linked, or the reason it could not
         link (``sql`` empty), naming the phrase that was missing."""
         key = (
@@ -79,15 +92,32 @@ class OfflineGenerator:
             schema.today,
             schema.glossary,
             schema.instructions,
+            meanings,
         )
         reading = self._readings.get(key)
         if reading is None:
             if len(self._readings) >= _READINGS_MAX:
                 self._readings.clear()
-            reading = self._readings[key] = self._read(question, schema)
+            reading = self._readings[key] = self._read(question, schema, meanings)
         return reading
 
-    def _read(self, question: str, schema: SchemaView) -> Reading:
+    async def reading(self, question: str, schema: SchemaView) -> Reading:
+        """:meth:`read`; a question read by names refused is read again with the words
+        no name spells linked by meaning (when there is an embedder and such words)."""
+        reading = self.read(question, schema)
+        if reading.sql or self._embedder is None:
+            return reading
+        key = (question, schema.database, schema.catalog.refreshed_at)
+        meanings = self._meanings.get(key)
+        if meanings is None:
+            vocabulary = self._vocabulary(schema.catalog)
+            meanings = await find_meanings(self._embedder, vocabulary, question)
+            if len(self._meanings) >= _READINGS_MAX:
+                self._meanings.clear()
+            self._meanings[key] = meanings
+        return self.read(question, schema, meanings) if meanings else reading
+
+    def _read(self, question: str, schema: SchemaView, meanings: tuple[Meaning, ...]) -> Reading:
         glossary = (*schema.glossary, *parse_definitions(schema.instructions))
         try:
             linked = QuestionLinker(
@@ -96,6 +126,7 @@ class OfflineGenerator:
                 schema.today,
                 glossary,
                 schema.instructions,
+                meanings=meanings,
             ).link()
         except LinkError as exc:
             return Reading(reason=str(exc))
@@ -129,7 +160,7 @@ class OfflineGenerator:
 
     async def understand(self, question: str, schema: SchemaView) -> Understanding:
         started = time.perf_counter()
-        reading = self.read(question, schema)
+        reading = await self.reading(question, schema)
         calls = self._call(GeneratorRole.UNDERSTAND, started)
         if not reading.sql:
             return Understanding(
@@ -141,14 +172,14 @@ class OfflineGenerator:
         self, question: str, understanding: Understanding, schema: SchemaView
     ) -> TableChoice:
         started = time.perf_counter()
-        reading = self.read(question, schema)
+        reading = await self.reading(question, schema)
         return TableChoice(reading.tables, self._call(GeneratorRole.IDENTIFY_TABLES, started))
 
     async def generate(
         self, question: str, understanding: Understanding, schema: SchemaView
     ) -> Proposal:
         started = time.perf_counter()
-        reading = self.read(question, schema)
+        reading = await self.reading(question, schema)
         calls = self._call(GeneratorRole.GENERATE_SQL, started)
         if not reading.sql:
             return Proposal(explanation=reading.reason, calls=calls)

@@ -35,6 +35,7 @@ from services.sql._settings import DEFAULT_PORT, DEFAULT_TARGET, DEMO_TENANT, Sq
 from services.sql._targets import Target, TargetConfig, TargetRegistry
 from services.sql._warehouse import demo_glossary, ensure_warehouse, reader_url
 from services.sql.demo_data import ANCHOR_DATE
+from services.sql.linker import PhraseEmbedder
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 
@@ -274,13 +275,15 @@ async def build_deps(
     today: Callable[[], date] | None = None,
     memory: tuple[MemoryStore, QuestionEmbedder] | None = None,
     memory_settings: MemorySettings | None = None,
+    phrase_embedder: PhraseEmbedder | None = None,
 ) -> SqlDeps:
     """Reach every target database and assemble the engine.
 
     ``generator`` is the primary SQL generator (an LLM adapter); the offline one is
     always the fallback, and the primary when none is given. ``memory`` (an opened
     store and a question embedder) switches the answer memory on; the deps close the
-    store.
+    store. ``phrase_embedder`` lets the offline generator link words no name spells by
+    meaning.
     """
     serves_demo = False
     if configs is None:
@@ -313,7 +316,7 @@ async def build_deps(
     meter = telemetry.meter("tandem.sql")
     gate = SqlGate(max_chars=settings.max_sql_chars)
     runner = StatementRunner(tracer=tracer, meter=meter)
-    offline = OfflineGenerator()
+    offline = OfflineGenerator(phrase_embedder)
     pipeline = AskPipeline(
         generator or offline,
         gate=gate,
@@ -396,9 +399,13 @@ async def run_until_signalled() -> None:
                     embedding_channel, timeout_s=memory_settings.embedding_timeout_s
                 )
                 memory = (store, embedder)
+        # the same embedding service reads questions' words by meaning
+        phrases = GrpcQuestionEmbedder(
+            embedding_channel, timeout_s=memory_settings.embedding_timeout_s
+        )
         deps = await build_deps(
             settings, telemetry, generator=generator, memory=memory,
-            memory_settings=memory_settings,
+            memory_settings=memory_settings, phrase_embedder=phrases,
         )  # fmt: skip
         opened.append(deps)
         await ready(server, servicer, deps)

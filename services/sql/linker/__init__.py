@@ -18,6 +18,10 @@ One module per step, in the order a question goes through them:
 - ``_reading``: splitting a question's phrases (output items, relative clauses);
 - ``_terms``: business definitions (glossary, instructions, the question's own);
 - ``_lookup``: words to tables, columns and stored values;
+- ``_mentions``: every span of a question that names a table, a column, a value;
+- ``_meanings``: words no name spells, linked by meaning through the question embedder;
+- ``_clauses``: the clause reader (head, items, clauses) for questions as people ask;
+- ``_verify``: right or refused, the statement checked against the question's phrases;
 - ``_dates``: time windows and which date column a question means;
 - ``_measures``: counts, sums, averages, arithmetic, elapsed time, ranks;
 - ``_outputs``: the output list, item by item;
@@ -35,21 +39,26 @@ literals rendered by sqlglot, and then goes through the gate like any other.
 
 from __future__ import annotations
 
-from services.sql.linker._context import LinkContext
+from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._linker import QuestionLinker, link_question, read_question
+from services.sql.linker._meanings import MEANING_MIN, PhraseEmbedder, find_meanings
 from services.sql.linker._plan import Linked, LinkError
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
 
 __all__ = [
+    "MEANING_MIN",
     "Col",
     "LinkContext",
     "LinkError",
     "Linked",
+    "Meaning",
+    "PhraseEmbedder",
     "QuestionLinker",
     "Vocabulary",
     "column_states",
     "comment_names",
+    "find_meanings",
     "link_question",
     "read_question",
     "unexplained",

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from services.sql._catalog import TableInfo
 from services.sql._words import word_match
-from services.sql.linker._context import LinkContext
+from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._mentions import (
     Chart,
     Mention,
@@ -51,7 +51,7 @@ from services.sql.linker._plan import (
     quote,
     table_sql,
 )
-from services.sql.linker._vocabulary import Col, column_states
+from services.sql.linker._vocabulary import Col, Vocabulary, column_states
 
 
 class Decline(Exception):
@@ -178,9 +178,32 @@ _RELATION_VERBS = frozenset(
 )
 
 
+def unplaced_words(
+    vocab: Vocabulary, tokens: Sequence[Token], meanings: Sequence[Meaning] = ()
+) -> list[Token]:
+    """The words of ``tokens`` no mention could cover and no clause could use: what no
+    reading by names will place (a cheap test, before any mention is looked up)."""
+    return [t for t in tokens if needs_a_name(vocab, t) and not could_mention(vocab, t, meanings)]
+
+
+def needs_a_name(vocab: Vocabulary, token: Token) -> bool:
+    """Whether only a mention can place the word: no cue, no grammar, no relating verb,
+    no number or quoted value."""
+    return not (
+        token.quoted
+        or token.number is not None
+        or token.low in _cue_words()
+        or _glue_word(vocab, token)
+    )
+
+
 def _glue(ctx: LinkContext, token: Token) -> bool:
     """A word of the grammar, or a verb that only relates rows."""
-    return token.low in _GRAMMAR or (_relation_verb(token) and not _names_a_column(ctx, token))
+    return _glue_word(ctx.vocab, token)
+
+
+def _glue_word(vocab: Vocabulary, token: Token) -> bool:
+    return token.low in _GRAMMAR or (_relation_verb(token) and not _names_a_column(vocab, token))
 
 
 @functools.cache
@@ -197,30 +220,30 @@ def _cue_words() -> frozenset[str]:
     return frozenset(w for phrase in phrases for w in phrase.split())
 
 
-def _names_a_column(ctx: LinkContext, token: Token) -> bool:
+def _names_a_column(vocab: Vocabulary, token: Token) -> bool:
     """A verb that names a column ("returned" for ``returned_at``) or a state a column's
     comment defines ("archived": "when the account was archived") states a condition,
     it relates nothing."""
     key = ("names a column", token.low)
-    known = ctx.vocab.word_memo.get(key)
+    known = vocab.word_memo.get(key)
     if isinstance(known, bool):
         return known
-    found = _states_a_column(ctx, token)
-    ctx.vocab.remember(key, found)
+    found = _states_a_column(vocab, token)
+    vocab.remember(key, found)
     return found
 
 
-def _states_a_column(ctx: LinkContext, token: Token) -> bool:
+def _states_a_column(vocab: Vocabulary, token: Token) -> bool:
     if any(
         word_match(token.stem, part) >= 0.9
-        for col in ctx.vocab.columns
-        for part in ctx.vocab.column_words[col.key]
+        for col in vocab.columns
+        for part in vocab.column_words[col.key]
         if len(part) >= 4
     ):
         return True
     return any(
         token.low in words or token.stem in words
-        for col in ctx.vocab.columns
+        for col in vocab.columns
         for words, _ in column_states(col.column)
     )
 
@@ -551,6 +574,17 @@ def _items(reading: _Reading, read: _Read, at: int) -> int:
             assert table is not None
             if pending:
                 raise Decline("an aggregate of a table")
+            after = [
+                m for m in reading.longest(tables[0].end, ("column",))
+                if m.col is not None and m.col.table is table
+            ]  # fmt: skip
+            if read.kind == "count" and not read.items and after:
+                # "how many store locations": the distinct values of the table's column
+                read.items.append(_Item("COUNT_DISTINCT", tables[0].end, after[0].end, after))
+                read.mention_table(table)
+                reading.use(i, after[0].end)
+                i = after[0].end
+                continue
             if read.kind == "count" and not read.items:
                 read.items.append(_Item("COUNT", i, tables[0].end, table=table))
             elif read.kind == "which" and not read.items:
@@ -591,11 +625,10 @@ def read_clauses(ctx: LinkContext) -> Plan:
     if not tokens:
         raise Decline("empty question")
     kind, at = _head(_Reading(ctx, Chart(tokens)))  # the form first: it needs no mentions
-    for t in tokens[at:]:  # a word nothing could place: decline before any lookup
-        placed = t.quoted or t.number is not None or t.low in _cue_words() or _glue(ctx, t)
-        if not placed and not could_mention(ctx.vocab, t):
-            raise Decline(f"nothing read {t.text!r}")
-    reading = _Reading(ctx, chart(ctx.vocab, ctx.question))
+    unplaced = unplaced_words(ctx.vocab, tokens[at:], ctx.meanings)
+    if unplaced:  # a word nothing could place: decline before any lookup
+        raise Decline(f"nothing read {unplaced[0].text!r}")
+    reading = _Reading(ctx, chart(ctx.vocab, ctx.question, ctx.meanings))
     reading.use(0, at)
     # a word no mention covers and no clause could use: decline before reading on
     for i, t in enumerate(reading.tokens[at:], at):
@@ -612,8 +645,10 @@ def read_clauses(ctx: LinkContext) -> Plan:
     ]
     if unused:
         raise Decline(f"nothing read {unused[0]!r}")
-    # the grammar and the relating verbs read as such: no condition hides in them
+    # the grammar and the relating verbs read as such: no condition hides in them; the
+    # words read by meaning are explained by the names they were linked to
     ctx.known.update(w for t in glue for w in (t.low, t.stem))
+    ctx.known.update(m.word for m in ctx.meanings)
     return _plan(reading, read)
 
 

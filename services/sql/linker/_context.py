@@ -14,6 +14,21 @@ from services.sql.linker._vocabulary import Vocabulary
 
 
 @dataclass(frozen=True)
+class Meaning:
+    """A word no name spells, linked by meaning to a table or a column: the question
+    embedder put the word and the name close (``similarity``, cosine)."""
+
+    word: str
+    table: str
+    column: str = ""  # empty: the table itself
+    similarity: float = 0.0
+
+    def text(self) -> str:
+        name = f"{self.table.rsplit('.', 1)[-1]}.{self.column}" if self.column else self.table
+        return f"{self.word!r} read as {name} (similarity {self.similarity:.2f})"
+
+
+@dataclass(frozen=True)
 class LinkContext:
     """One question against one catalog. The reading is fixed when the context is made;
     ``applied`` and ``known`` only grow as steps use definitions and explain words."""
@@ -36,6 +51,8 @@ class LinkContext:
     applied: list[str] = field(default_factory=list)
     # words a composed feature explains (e.g. "weekend" once a day-of-week filter is in)
     known: set[str] = field(default_factory=set)
+    # words no name spells, linked by meaning (see ``_meanings``)
+    meanings: tuple[Meaning, ...] = ()
 
     @property
     def catalog(self) -> Catalog:

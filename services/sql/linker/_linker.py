@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import date
 
 from services.sql._definitions import inline_definitions
@@ -14,7 +15,7 @@ from services.sql._words import STOP_WORDS, stem, tokenize
 from services.sql.linker._clauses import Decline, read_clauses
 from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
-from services.sql.linker._context import LinkContext
+from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._dates import date_column, day_kinds
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._measures import fits_phrase, read_arith, read_measure
@@ -47,8 +48,12 @@ class QuestionLinker:
         today: date,
         glossary: Sequence[GlossaryEntry] = (),
         instructions: str = "",
+        *,
+        meanings: Sequence[Meaning] = (),
     ) -> None:
-        self.context = read_question(question, vocab, today, glossary, instructions)
+        self.context = read_question(
+            question, vocab, today, glossary, instructions, meanings=meanings
+        )
 
     def link(self) -> Linked:
         """The statement, or :class:`LinkError` naming what did not link or what the
@@ -59,6 +64,9 @@ class QuestionLinker:
             try:
                 linked = compose(self.context, read_clauses(self.context))
                 verify_statement(self.context, linked.sql)
+                if self.context.meanings:  # say every word linked by meaning
+                    read = "; ".join(m.text() for m in self.context.meanings)
+                    linked = replace(linked, explanation=f"{linked.explanation} Read {read}.")
                 return linked
             except (Decline, LinkError):
                 self.context.applied[:] = applied  # the terms expanded when it was read
@@ -89,6 +97,8 @@ def read_question(
     today: date,
     glossary: Sequence[GlossaryEntry] = (),
     instructions: str = "",
+    *,
+    meanings: Sequence[Meaning] = (),
 ) -> LinkContext:
     """The question read once for every step: defined terms expanded, its content words,
     the tables it names, the words that belong to stored names it uses."""
@@ -118,6 +128,7 @@ def read_question(
         named=tuple(named_tables(vocab, toks)),
         in_names=in_names,
         applied=applied,
+        meanings=tuple(meanings),
     )
 
 

@@ -16,10 +16,12 @@ mentions by where they stand in the sentence.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from services.sql._catalog import TableInfo
 from services.sql._words import SHORT_FORMS, STOP_WORDS, cover, stem, word_match
+from services.sql.linker._context import Meaning
 from services.sql.linker._vocabulary import Col, Vocabulary
 
 # Name parts a table's name may carry that people never say: a lookup table's prefix,
@@ -166,16 +168,16 @@ class _Candidates:
         return [vocab.columns[i] for i in sorted(found)]
 
 
-def could_mention(vocab: Vocabulary, token: Token) -> bool:
+def could_mention(vocab: Vocabulary, token: Token, meanings: Sequence[Meaning] = ()) -> bool:
     """Whether the word could be part of any mention: it touches a name part of the
-    catalog, or is a word of a stored value."""
-    if _touched(vocab, token.stem):
+    catalog, is a word of a stored value, or was linked by meaning."""
+    if _touched(vocab, token.stem) or any(m.word == token.low for m in meanings):
         return True
     words = vocab.word_memo.get(("value words", ""))
     if not isinstance(words, frozenset):
         words = frozenset(w for value in vocab.names for w in value.split())
         vocab.remember(("value words", ""), words)
-    return token.low in words
+    return token.low in words or token.stem in words
 
 
 def _names_touched(vocab: Vocabulary, col: Col, hit: set[str]) -> bool:
@@ -213,10 +215,23 @@ def _touches(word: str, part: str) -> bool:
     )
 
 
-def chart(vocab: Vocabulary, text: str) -> Chart:
-    """The mentions of every span of ``text`` (at most six tokens long)."""
+def chart(vocab: Vocabulary, text: str, meanings: Sequence[Meaning] = ()) -> Chart:
+    """The mentions of every span of ``text`` (at most six tokens long), and of each
+    word linked by meaning (scored by its similarity)."""
     tokens = question_tokens(text)
     found = Chart(tokens)
+    by_word = {m.word: m for m in meanings}
+    for i, tok in enumerate(tokens):
+        meaning = by_word.get(tok.low)
+        table = vocab.catalog.table(meaning.table) if meaning else None
+        if meaning is None or table is None:
+            continue
+        column = table.column(meaning.column) if meaning.column else None
+        if column is not None:
+            col = Col(table, column)
+            found.mentions.append(Mention("column", i, i + 1, meaning.similarity, col=col))
+        elif not meaning.column:
+            found.mentions.append(Mention("table", i, i + 1, meaning.similarity, table=table))
     candidates = _Candidates(vocab, {t.stem for t in tokens if not t.quoted})
     for i, tok in enumerate(tokens):
         if tok.number is not None:
@@ -287,6 +302,9 @@ def _values(vocab: Vocabulary, span: list[Token], i: int, j: int, text: str) -> 
     sportabout (sw)"); a lower-case single word only when it is no function word."""
     written = re.sub(r"\s+", " ", text[span[0].start : span[-1].end]).lower()
     hits = vocab.names.get(written, []) or vocab.names.get(" ".join(t.low for t in span), [])
+    if not hits and len(span) == 1 and span[0].stem != span[0].low:
+        # "cats" for the stored 'cat': a plural of a lower-case stored word
+        hits = [(c, v) for c, v in vocab.names.get(span[0].stem, []) if v.islower()]
     if not hits:
         return []
     if len(span) == 1:

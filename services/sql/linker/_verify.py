@@ -72,6 +72,15 @@ _ORDER = re.compile(
 _WINDOW_EXCLUSION = re.compile(
     r"\b(?:not including|excluding|exclusive of)\s+(?:the\s+)?(?:current|this|today)"
 )
+# A question that asks for one count, and the words that would make it one per group.
+_COUNT_HEAD = re.compile(
+    r"\s*(?:how many|count|(?:what is|what's|find|return|give|show|tell me) the (?:total )?"
+    r"number of)\b"
+)
+_GROUPING = re.compile(
+    r"\b(?:each|per|every|by|respectively|for all|grouped|breakdown|split|have|has|had|"
+    r"with|than|more|less|fewer|least|most)\b"
+)
 _THAN_AVERAGE = re.compile(r"\bthan (?:the )?(?:average|mean)\b")
 
 
@@ -202,6 +211,8 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     each = _EACH.search(text)
     if each and facts.aggregates and not facts.grouped and not facts.ranked:
         raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
+    if facts.grouped and _COUNT_HEAD.match(text) and not _GROUPING.search(text):
+        raise LinkError("the question asks for one count, the statement counts per group")
     distinct = _DISTINCT.search(text)
     if distinct and not (facts.distinct or facts.grouped):
         raise LinkError(f"the statement does not keep {distinct.group(0)!r} values apart")

@@ -12,14 +12,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from services.sql._warehouse import database_url
-from services.sql.eval_dataset import (
+from services.bench.sql_dataset import (
     DATABASE_PREFIX,
     READER_ROLE,
     LoadOptions,
     evaluate,
     load_dataset,
 )
+from services.sql._warehouse import database_url
 from tests.fakes.gemini import FakeGemini, Reply
 from tests.fakes.gemini_sql import gemini_sql_generator
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import struct_pb2
 
-from services.sql.eval_dataset import (
+from services.bench.sql_dataset import (
     cell,
     load_dataset,
     matches,

@@ -39,6 +39,7 @@ import grpc
 import psycopg
 from psycopg import sql
 
+from services.bench._embedding import start_embedding
 from services.common import (
     ServerSettings,
     Telemetry,
@@ -47,6 +48,7 @@ from services.common import (
     embedded_server_url,
 )
 from services.sql._ask import SqlGenerator
+from services.sql._memory import GrpcQuestionEmbedder
 from services.sql._server import build_deps, create_server, ready
 from services.sql._settings import SqlSettings
 from services.sql._targets import TargetConfig
@@ -440,8 +442,11 @@ async def evaluate(
     generator: SqlGenerator | None = None,
     progress: Callable[[str], None] | None = None,
     options: LoadOptions = LoadOptions(),
+    embedding_addr: str | None = None,
 ) -> dict[str, Any]:
-    """Load the databases, start the SQL service on them, ask and score every question."""
+    """Load the databases, start the SQL service on them, ask and score every question.
+    With ``embedding_addr`` (an embedding service), the service reads words no name
+    spells by meaning, as deployed."""
     urls = await load_databases(admin_url, dataset, options)
     gold = await gold_results(admin_url, dataset.questions, prefix=options.prefix)
     await finish_loading(admin_url, dataset, options)
@@ -454,7 +459,14 @@ async def evaluate(
     )
     telemetry = Telemetry(TelemetrySettings(service_name="sql-eval"))
     configs = [TargetConfig(db, url, tenants=frozenset({_TENANT})) for db, url in urls.items()]
-    deps = await build_deps(configured, telemetry, generator=generator, configs=configs)
+    embedding = create_channel(embedding_addr) if embedding_addr else None
+    deps = await build_deps(
+        configured,
+        telemetry,
+        generator=generator,
+        configs=configs,
+        phrase_embedder=GrpcQuestionEmbedder(embedding) if embedding is not None else None,
+    )
     server, servicer = await create_server(
         ServerSettings(service_name="sql-eval", host="127.0.0.1", port=0, grace_period_s=1.0),
         telemetry,
@@ -472,6 +484,8 @@ async def evaluate(
     finally:
         await server.stop(0)
         await deps.close()
+        if embedding is not None:
+            await embedding.close()
         telemetry.shutdown()
     report = summarize(items)
     report["gold_snapshot_mismatches"] = snapshot_mismatches(dataset, gold)
@@ -480,6 +494,7 @@ async def evaluate(
     report["provider"] = "deterministic" if generator is None else type(generator).__name__
     report["analyzed"] = options.analyze
     report["keys_dropped"] = options.drop_keys
+    report["meanings"] = embedding_addr is not None
     return report
 
 
@@ -609,6 +624,7 @@ def render(report: dict[str, Any]) -> str:
         [
             "keys dropped" if report.get("keys_dropped") else "keys as declared",
             "analysed" if report.get("analyzed") else "no statistics (not analysed)",
+            "meanings by embedding" if report.get("meanings") else "names only",
         ]
     )
     lines = [
@@ -635,21 +651,29 @@ def main(
     *,
     verbose: bool = False,
     options: LoadOptions = LoadOptions(),
+    meanings: bool = True,
 ) -> dict[str, Any]:
     """Run the eval on ``dataset_dir`` in the embedded Postgres (or ``DATABASE_URL``'s
-    server), print the tables and write JSON to ``out``."""
+    server), print the tables and write JSON to ``out``. With ``meanings`` (as
+    deployed) an embedding service runs beside the SQL service."""
     dataset = load_dataset(dataset_dir)
     settings = SqlSettings.from_env()
     admin = settings.admin_url or embedded_server_url(settings.data_dir, "postgres")
-    report = asyncio.run(
-        evaluate(
-            dataset,
-            admin_url=admin,
-            settings=settings,
-            progress=(lambda text: print(text, file=sys.stderr)) if verbose else None,
-            options=options,
+    embedding = start_embedding() if meanings else None
+    try:
+        report = asyncio.run(
+            evaluate(
+                dataset,
+                admin_url=admin,
+                settings=settings,
+                progress=(lambda text: print(text, file=sys.stderr)) if verbose else None,
+                options=options,
+                embedding_addr=embedding.address if embedding is not None else None,
+            )
         )
-    )
+    finally:
+        if embedding is not None:
+            embedding.stop()
     publish(report, render(report), out)
     return report
 
@@ -664,16 +688,19 @@ def publish(report: dict[str, Any], table: str, out: Path) -> None:
 
 def _cli(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m services.sql.eval_dataset", description=__doc__
+        prog="python -m services.bench.sql_dataset", description=__doc__
     )
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--analyze", action="store_true")
     parser.add_argument("--drop-keys", action="store_true")
+    parser.add_argument("--no-meanings", action="store_true")
     args = parser.parse_args(argv)
     options = LoadOptions(analyze=args.analyze, drop_keys=args.drop_keys)
-    report = main(args.dataset, args.out, verbose=args.verbose, options=options)
+    report = main(
+        args.dataset, args.out, verbose=args.verbose, options=options, meanings=not args.no_meanings
+    )
     return 0 if report["gold_errors"] == 0 else 1
 
 
