@@ -1,0 +1,58 @@
+"""Words no name spells, read by meaning through the real embedding service: the SQL
+service answers "How many firms are there?" over ``companies`` and says so in the
+interpretation; with the embedding service down it refuses the question as before."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from services.sql import SqlSettings, TargetConfig, ensure_warehouse
+from services.sql._memory import GrpcQuestionEmbedder
+from services.sql._server import build_deps, create_server, ready
+from tandem.v1 import sql_service_pb2 as pb
+from tandem.v1 import sql_service_pb2_grpc as pb_grpc
+from tests.conftest import server_settings
+
+pytestmark = pytest.mark.integration
+
+FIRMS = "How many firms are there?"
+
+
+async def _ask(pg_url, telemetry_sink, channel_to, embedding_addr: str) -> pb.AskQuestionResponse:
+    warehouse = await ensure_warehouse(pg_url)
+    deps = await build_deps(
+        SqlSettings(reference_date=date(2025, 6, 30)),
+        telemetry_sink("sql").telemetry,
+        configs=[TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({"*"}))],
+        phrase_embedder=GrpcQuestionEmbedder(channel_to(embedding_addr)),
+    )
+    server, servicer = await create_server(server_settings("sql"), telemetry_sink().telemetry)
+    try:
+        await ready(server, servicer, deps)
+        stub = pb_grpc.SqlServiceStub(channel_to(server.address))
+        return await stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question=FIRMS), timeout=30
+        )
+    finally:
+        await server.stop(0)
+        await deps.close()
+
+
+async def test_a_word_no_name_spells_is_read_by_meaning(
+    pg_url, embedding, telemetry_sink, channel_to
+) -> None:
+    reply = await _ask(pg_url, telemetry_sink, channel_to, embedding.server.address)
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    assert "FROM public.companies" in reply.result.sql and "COUNT(*)" in reply.result.sql
+    assert "'firms' read as public.companies (similarity" in reply.interpretation
+    assert reply.result.rows[0].values[0].int_value > 0
+
+
+async def test_without_the_embedding_service_the_question_is_refused(
+    pg_url, telemetry_sink, channel_to
+) -> None:
+    reply = await _ask(pg_url, telemetry_sink, channel_to, "127.0.0.1:1")
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert "firms" in reply.message
