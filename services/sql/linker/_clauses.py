@@ -40,6 +40,7 @@ from services.sql.linker._mentions import (
     could_mention,
     question_tokens,
 )
+from services.sql.linker._naming import condition_words
 from services.sql.linker._plan import (
     Dim,
     Measure,
@@ -1473,6 +1474,9 @@ def _add_absent(
     sql = f"NOT EXISTS (SELECT 1 FROM {table_sql(_table(ctx, tables[1]))} AS s1{joins} WHERE {' AND '.join(where)})"
     plan.filters.append((Col(entity, key_col), sql))
     plan.inner += [_table(ctx, name) for name in tables[1:]]
+    said = [condition_words(_condition_sql(ctx, c, condition), c.column.name)
+            for condition in conditions for c in [sub.condition(condition)]]  # fmt: skip
+    plan.absent.append(table.name + (" with " + " and ".join(said) if said else ""))
 
 
 def _table(ctx: LinkContext, name: str) -> TableInfo:

@@ -3,6 +3,8 @@ what a statement computes (names and values, never the question)."""
 
 from __future__ import annotations
 
+import re
+
 from services.sql._catalog import TableInfo
 from services.sql._result_names import NameClaims, aggregate_name, shown_column_name
 from services.sql.linker._context import LinkContext
@@ -23,17 +25,42 @@ def explain_plan(ctx: LinkContext, plan: Plan, base: TableInfo) -> str:
     else:
         text = ("Lists distinct " if plan.distinct else "Lists ") + ", ".join(dims)
         text += f" of {base.name}"
-    conditions = [condition_words(cond, c.column.name) for c, cond in plan.filters]
+    conditions = [
+        condition_words(cond, c.column.name)
+        for c, cond in plan.filters
+        if not cond.startswith("NOT EXISTS")
+    ]
+    conditions += [
+        "(" + " or ".join(condition_words(cond, c.column.name) for c, cond in group) + ")"
+        for group in plan.ors
+    ]
     conditions += [f"no matching {t.name}" for t in plan.anti]
+    conditions += [f"no matching {words}" for words in plan.absent]
     conditions += [f"a matching {t.name}" for t in plan.semi]
     if conditions:
         text += " where " + " and ".join(conditions)
+    if plan.having:
+        text += " having " + " and ".join(
+            f"{op} {n} {m.table.name if m.table is not None else 'rows'}"
+            for m, op, n in plan.having
+        )
     if plan.order:
-        _, desc = plan.order[0]
-        text += f", {'highest' if desc else 'lowest'} first"
+        target, desc = plan.order[0]
+        shown = _ordered_by(plan, target)
+        text += f", {'highest' if desc else 'lowest'} {shown + ' ' if shown else ''}first"
     if plan.limit:
         text += f", first {plan.limit}"
     return text + "."
+
+
+def _ordered_by(plan: Plan, target: str) -> str:
+    """What an order target ("d1", "m0") shows, in words."""
+    index = int(target[1:]) if target[1:].isdigit() else -1
+    if target.startswith("d") and 0 <= index < len(plan.dims):
+        return plan.dims[index].col.column.name
+    if target.startswith("m") and 0 <= index < len(plan.measures):
+        return describe_measure(plan.measures[index])
+    return ""
 
 
 def slot(name: str) -> str:
@@ -100,6 +127,9 @@ def condition_words(cond: str, column: str) -> str:
         return column
     if cond == "NOT {c}":
         return f"not {column}"
+    average = re.fullmatch(r"\{c\} (\S+) \(SELECT AVG\(a\.(.+?)\) FROM (.+?) AS a\)", cond)
+    if average:
+        return f"{column} {average.group(1)} the average {average.group(2).strip(chr(34))}"
     text = cond.replace("{c} ", "").replace(" AND {c} ", " and ")
     text = text.replace("ILIKE", "like").replace("IS NOT NULL", "is present")
     return f"{column} {text}"

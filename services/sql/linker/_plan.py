@@ -83,8 +83,10 @@ class Plan:
     distinct: bool = False
     entity: TableInfo | None = None  # grouped/listed entity (keys kept in GROUP BY)
     applied: list[str] = field(default_factory=list)
-    # tables a condition reads inside a subquery (NOT EXISTS over a join path)
+    # tables a condition reads inside a subquery (NOT EXISTS over a join path), and each
+    # such absence in words ("pets with pettype = 'cat'")
     inner: list[TableInfo] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)
 
 
 def bare_count(item: object) -> bool:
