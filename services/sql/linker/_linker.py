@@ -54,11 +54,32 @@ class QuestionLinker:
         self.context = read_question(
             question, vocab, today, glossary, instructions, meanings=meanings
         )
+        self._inputs = (question, vocab, today, tuple(glossary), instructions, tuple(meanings))
 
     def link(self) -> Linked:
         """The statement, or :class:`LinkError` naming what did not link or what the
-        statement would leave out. The clause reader is tried first; where it cannot
-        place every phrase, the list-oriented reading."""
+        statement would leave out; the definitions it reports applied are those that
+        changed it (linked without one, the statement differs or cannot be made)."""
+        linked = self._link()
+        applied = tuple(term for term in linked.applied if self._changed_by(term, linked.sql))
+        return replace(linked, applied=applied) if applied != linked.applied else linked
+
+    def _changed_by(self, term: str, sql: str) -> bool:
+        question, vocab, today, glossary, instructions, meanings = self._inputs
+        if not any(e.term == term for e in glossary):
+            return True  # the question's own definition ("X refers to Y")
+        without = tuple(e for e in glossary if e.term != term)
+        try:
+            other = QuestionLinker(
+                question, vocab, today, without, instructions, meanings=meanings
+            )._link()
+        except LinkError:
+            return True
+        return other.sql != sql
+
+    def _link(self) -> Linked:
+        """The clause reader first; where it cannot place every phrase, the
+        list-oriented reading."""
         applied = list(self.context.applied)
         if not uses_definitions(self.context):
             try:

@@ -559,3 +559,16 @@ def test_the_total_count_is_a_count_not_a_column_that_starts_alike() -> None:
         "SELECT COUNT(*) AS count FROM public.sbcustomer AS t0 WHERE "
         "(t0.sbcustjoindate >= '2023-01-01' AND t0.sbcustjoindate < '2024-01-01')"
     )
+
+
+def test_a_definition_is_reported_applied_only_when_it_changed_the_statement() -> None:
+    vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
+    # "clients" means the customers: without it nothing names them, so it is applied
+    clients = GlossaryEntry("clients", definition="customers")
+    linked = QuestionLinker("How many clients are there?", vocabulary, TODAY, (clients,)).link()
+    assert linked.applied == ("clients",) and "sbcustomer" in linked.sql
+    # "customers" defined as itself is expanded, yet the statement is the same without it
+    same = GlossaryEntry("customers", definition="customers")
+    plain = QuestionLinker("How many customers are there?", vocabulary, TODAY).link()
+    linked = QuestionLinker("How many customers are there?", vocabulary, TODAY, (same,)).link()
+    assert linked.sql == plain.sql and linked.applied == ()
