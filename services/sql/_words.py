@@ -214,6 +214,15 @@ def _cover(words: tuple[str, ...], part: str, partial: float) -> tuple[float, fr
     return share, frozenset(which)
 
 
+@functools.lru_cache(maxsize=8192)
+def _pieces(word: str) -> tuple[str, ...]:
+    """What of a word may cover letters of a concatenated name, longest first: the word
+    and its short forms, and their prefixes of 3+ letters (a 2-letter form only whole)."""
+    forms = [word, *SHORT_FORMS.get(word, ())]
+    sized = [(f[:n], n) for f in forms for n in range(len(f), 1, -1) if n >= 3 or n == len(f)]
+    return tuple(piece for piece, _ in sorted(sized, key=lambda p: -p[1]))
+
+
 def _cover_once(words: Sequence[str], part: str, partial: float) -> tuple[float, set[int]]:
     best = 0.0
     which: set[int] = set()
@@ -229,14 +238,10 @@ def _cover_once(words: Sequence[str], part: str, partial: float) -> tuple[float,
     covered = [False] * len(part)
     used: set[int] = set()
     for i, w in sorted(enumerate(words), key=lambda p: -len(p[1])):
-        forms = [w, *SHORT_FORMS.get(w, ())]
-        for form, size in sorted(
-            ((f, n) for f in forms for n in range(len(f), 1, -1) if n >= 3 or n == len(f)),
-            key=lambda p: -p[1],
-        ):
-            at = part.find(form[:size])
-            if at >= 0 and not any(covered[at : at + size]):
-                for k in range(at, at + size):
+        for piece in _pieces(w):
+            at = part.find(piece)
+            if at >= 0 and not any(covered[at : at + len(piece)]):
+                for k in range(at, at + len(piece)):
                     covered[k] = True
                 used.add(i)
                 break

@@ -55,13 +55,20 @@ class QuestionLinker:
             question, vocab, today, glossary, instructions, meanings=meanings
         )
         self._inputs = (question, vocab, today, tuple(glossary), instructions, tuple(meanings))
+        # terms whose words replaced the question's: whether they changed the statement is
+        # a question (a definition written in SQL is in the statement when applied)
+        self._expanded = frozenset(self.context.applied)
 
     def link(self) -> Linked:
         """The statement, or :class:`LinkError` naming what did not link or what the
         statement would leave out; the definitions it reports applied are those that
         changed it (linked without one, the statement differs or cannot be made)."""
         linked = self._link()
-        applied = tuple(term for term in linked.applied if self._changed_by(term, linked.sql))
+        applied = tuple(
+            term
+            for term in linked.applied
+            if term not in self._expanded or self._changed_by(term, linked.sql)
+        )
         return replace(linked, applied=applied) if applied != linked.applied else linked
 
     def _changed_by(self, term: str, sql: str) -> bool:

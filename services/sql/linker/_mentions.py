@@ -246,7 +246,7 @@ def chart(vocab: Vocabulary, text: str, meanings: Sequence[Meaning] = ()) -> Cha
             if any(t.quoted for t in span):
                 break
             found.mentions += _values(vocab, span, i, j, text)
-            if j - i > 4 or any(t.number is not None or t.low in FUNCTION_WORDS for t in span):
+            if j - i > 3 or any(t.number is not None or t.low in FUNCTION_WORDS for t in span):
                 continue
             words = [t.stem for t in span]
             for table in candidates.tables:
