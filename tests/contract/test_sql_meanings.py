@@ -32,9 +32,10 @@ async def _ask(pg_url, telemetry_sink, channel_to, embedding_addr: str) -> pb.As
     try:
         await ready(server, servicer, deps)
         stub = pb_grpc.SqlServiceStub(channel_to(server.address))
-        return await stub.AskQuestion(
+        response: pb.AskQuestionResponse = await stub.AskQuestion(
             pb.AskQuestionRequest(tenant_id="acme", question=FIRMS), timeout=30
         )
+        return response
     finally:
         await server.stop(0)
         await deps.close()
