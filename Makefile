@@ -11,6 +11,9 @@ MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
 # declared and with every key dropped, on databases loaded as a user restores them.
 SQL_DATASET ?= ../shared/datasets/sql
 SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
+# Documents with questions and gold answers (SQuAD dev, 15 articles, 400 questions):
+# `make eval` measures the answers in RETRIEVE, AGENTIC and AUTO beside a BM25 baseline.
+QA_DATASET ?= ../shared/datasets/qa
 
 .PHONY: setup venv proto models pgvector edge lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness eval load clean
 
@@ -78,7 +81,7 @@ bench: setup ## every benchmark + gateway load (starts the stack unless TANDEM_A
 bench-fairness: setup ## tenant B's p99 alone, next to a neighbour at quota, and under a flood (idle and normal-priority driver, through the edge and around it), every round side by side
 	FAIRNESS_BENCH=1 FAIRNESS_DIRECT_FLOOD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/security/test_tenant_fairness.py -k bench_fairness
 
-eval: setup ## retrieval quality and SQL execution accuracy on the golden sets and SQL_DATASET
+eval: setup ## retrieval, document-answer and SQL quality on the golden sets and the dev datasets
 	$(BIN)/tandem eval retrieval --datasets services/retrieval/eval_data $(wildcard ../shared/datasets/ir/cisi ../shared/datasets/ir/med ../shared/datasets/ir/cacm)
 	$(BIN)/tandem eval sql
 	@for ds in $(SQL_DATASETS); do \
@@ -88,6 +91,8 @@ eval: setup ## retrieval quality and SQL execution accuracy on the golden sets a
 	  else echo "SQL dataset $$ds not found: skipped"; fi; \
 	done
 	@if [ -d "$(SQL_DATASET)" ]; then $(BIN)/tandem eval sql --dataset "$(SQL_DATASET)" --memory; fi
+	@if [ -d "$(QA_DATASET)" ]; then $(BIN)/tandem eval answers --dataset "$(QA_DATASET)"; \
+	  else echo "QA dataset $(QA_DATASET) not found: skipped"; fi
 
 load: setup ## ghz-compatible load test: make load CONFIG=infra/ghz/search.json LOAD_ARGS='-z 30s'
 	$(BIN)/tandem load --config $(or $(CONFIG),infra/ghz/search.json) $(LOAD_ARGS)

@@ -26,7 +26,6 @@ from services.common import (
     create_channel,
     resolve_url,
 )
-from services.common.llm import DeterministicProvider
 from services.demo import DemoDocument, load_demo_documents
 from services.embedding._batcher import MicroBatcher
 from services.embedding._cache import QueryCache
@@ -44,6 +43,7 @@ from services.router._server import build_deps as build_router_deps
 from services.router._server import create_server as create_router_server
 from services.router._server import ready as router_ready
 from services.router._settings import RouterSettings
+from services.router.offline import DeterministicProvider
 from services.sql import demo_glossary
 from services.sql._server import build_deps as build_sql_deps
 from services.sql._server import create_server as create_sql_server
@@ -67,10 +67,16 @@ class EvalStack:
 
 @asynccontextmanager
 async def eval_stack(
-    documents: Sequence[DemoDocument], tenant: str, *, query_cache: bool = True
+    documents: Sequence[DemoDocument],
+    tenant: str,
+    *,
+    query_cache: bool = True,
+    tenant_database: bool = True,
 ) -> AsyncIterator[EvalStack]:
     """Start everything, ingest ``documents`` for ``tenant``, and tear it all down after.
-    ``query_cache=False`` makes every request embed its question (latency benchmarks)."""
+    ``query_cache=False`` makes every request embed its question (latency benchmarks);
+    ``tenant_database=False`` keeps the warehouse closed to the tenant, as it is to every
+    tenant a user adds (documents-only evals)."""
     telemetry = Telemetry(TelemetrySettings("eval"))
     model = await asyncio.to_thread(Embedder.from_settings, EmbeddingSettings.from_env())
     server_url = await asyncio.to_thread(resolve_url, DatabaseSettings.from_env())
@@ -111,7 +117,7 @@ async def eval_stack(
                 TargetConfig(
                     "warehouse",
                     warehouse.reader_url,
-                    tenants=frozenset({tenant}),
+                    tenants=frozenset({tenant}) if tenant_database else frozenset(),
                     glossary=demo_glossary(),
                 )
             ],

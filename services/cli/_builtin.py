@@ -151,6 +151,38 @@ def register(commands: Commands) -> None:
         "bench-results/sql_memory_eval.json)",
     )
     eval_sql.set_defaults(handler=_eval_sql)
+    eval_answers = commands.eval.add_parser(
+        "answers",
+        help="document answers: contains-gold, cited passage, length, outcomes by mode, with "
+        "a BM25 best-sentence baseline",
+    )
+    eval_answers.add_argument(
+        "--dataset",
+        type=Path,
+        default=Path("../shared/datasets/qa"),
+        help="a folder with corpus/*.md and questions.jsonl (default ../shared/datasets/qa)",
+    )
+    eval_answers.add_argument(
+        "--modes",
+        default="retrieve,agentic,auto",
+        help="comma-separated Ask modes (retrieve, agentic, auto)",
+    )
+    eval_answers.add_argument("--limit", type=int, default=None, help="the first N questions")
+    eval_answers.add_argument("--out", type=Path, default=Path("bench-results/eval-answers.json"))
+    eval_answers.set_defaults(handler=_eval_answers)
+
+
+def _eval_answers(args: argparse.Namespace) -> int:
+    from services.bench import answers  # noqa: PLC0415
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = sorted(set(modes) - set(answers.MODES))
+    if unknown or not modes:
+        raise SystemExit(
+            f"--modes: unknown {', '.join(unknown) or '(none)'}; use {', '.join(answers.MODES)}"
+        )
+    answers.main(args.dataset, args.out, modes=modes, limit=args.limit)
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from datetime import datetime
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from services.common import FieldViolation, InvalidArgument
-from services.common.llm import FollowUpKind, PriorTurn, Resolution, Usage
+from services.common.llm import FollowUpKind, PriorTurn, Usage
 from services.router._clients import struct_to_dict
 from services.router._settings import RouterSettings
 from services.router._types import (
@@ -32,6 +32,7 @@ from services.router._types import (
     StepRun,
     StepStartedEvent,
 )
+from services.router.offline import Resolution
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as pb

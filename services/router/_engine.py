@@ -21,10 +21,8 @@ from opentelemetry import metrics, trace
 
 from services.common import InvalidArgument, Metrics, PermissionDenied, remaining
 from services.common.llm import (
-    NO_ANSWER,
     Answer,
     AnswerSentence,
-    DeterministicProvider,
     GradeRequest,
     LlmError,
     LlmProvider,
@@ -47,6 +45,7 @@ from services.common.llm import (
 )
 from services.router import _guard
 from services.router._clients import SearchTool, SqlTool, ToolError
+from services.router._followups import FollowUps
 from services.router._plan import (
     TOOLS,
     PlanInvalid,
@@ -86,6 +85,7 @@ from services.router._types import (
     StepStartedEvent,
     UsageEntry,
 )
+from services.router.offline import NO_ANSWER, DeterministicProvider
 
 _log = logging.getLogger("tandem.router")
 T = TypeVar("T")
@@ -126,6 +126,7 @@ class Router:
         search: SearchTool,
         sql: SqlTool,
         llm: LlmProvider,
+        offline: LlmProvider | None = None,
         tracer: trace.Tracer | None = None,
         meter: metrics.Meter | None = None,
         observe: Metrics | None = None,
@@ -137,8 +138,9 @@ class Router:
         self.sql = sql
         self.llm = llm
         # RETRIEVE mode and the last-resort fallbacks use the rules, never a model.
-        self.rules = DeterministicProvider()
+        self.rules = offline or DeterministicProvider()
         self.tracer = tracer or trace.get_tracer("tandem.router")
+        self.follow_ups = FollowUps(llm, self.tracer)
         meter = meter or metrics.get_meter("tandem.router")
         self._answers = meter.create_counter("tandem.router.answers", description="answers")
         self._step_duration = meter.create_histogram(

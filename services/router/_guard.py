@@ -14,7 +14,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from services.common.llm import NO_ANSWER, PARTIAL_NOTE, AnswerSentence
+from services.common.llm import AnswerSentence
+from services.router.offline import NO_ANSWER, PARTIAL_NOTE
 
 HIGH = "HIGH"
 MEDIUM = "MEDIUM"

@@ -26,23 +26,15 @@ from services.common import (
     serve,
 )
 from services.common.llm import (
-    DETERMINISTIC_MODEL,
-    FollowUpKind,
-    FollowUpRewrite,
-    LlmError,
     LlmProvider,
     LlmSettings,
-    Resolution,
-    ResolveFollowUpRequest,
-    Usage,
     create_provider,
-    resolve,
 )
 from services.router import _convert as convert
 from services.router._clients import GrpcSearchTool, GrpcSqlTool
 from services.router._engine import Router
 from services.router._settings import DEFAULT_PORT, RouterSettings
-from services.router._types import AskInput
+from services.router.offline import DeterministicProvider
 from tandem.v1 import router_service_pb2 as pb
 from tandem.v1 import router_service_pb2_grpc as pb_grpc
 
@@ -95,7 +87,8 @@ class RouterServicer(pb_grpc.RouterServiceServicer):
         self._check_deadline()
         await router.precheck(ask)
         request_id = uuid.uuid4().hex
-        resolution, took, usage = await _resolve(ask, router)
+        resolved = await router.follow_ups.resolve(ask.question, ask.history)
+        resolution, took, usage = resolved.resolution, resolved.took_s, resolved.usage
         if not resolution.resolved:
             answer = convert.unresolved_answer(ask, request_id, resolution)
         else:
@@ -129,7 +122,8 @@ class RouterServicer(pb_grpc.RouterServiceServicer):
             ),
             elapsed=convert.elapsed(time.monotonic() - started),
         )
-        resolution, took, usage = await _resolve(ask, router)
+        resolved = await router.follow_ups.resolve(ask.question, ask.history)
+        resolution, took, usage = resolved.resolution, resolved.took_s, resolved.usage
         if not resolution.resolved:
             answer = convert.unresolved_answer(ask, request_id, resolution)
             yield pb.StreamAskResponse(
@@ -141,9 +135,9 @@ class RouterServicer(pb_grpc.RouterServiceServicer):
                 elapsed=convert.elapsed(time.monotonic() - started),
             )
             return
-        resolved = replace(ask, question=resolution.question)
+        standalone = replace(ask, question=resolution.question)
         task = asyncio.create_task(
-            router.ask(resolved, request_id=request_id, emit=emit, checked=True)
+            router.ask(standalone, request_id=request_id, emit=emit, checked=True)
         )
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
@@ -161,56 +155,6 @@ class RouterServicer(pb_grpc.RouterServiceServicer):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-
-
-async def _resolve(ask: AskInput, router: Router) -> tuple[Resolution, float, Usage | None]:
-    """The follow-up read as a standalone question, the time that took, and the model's
-    usage when one proposed the rewrite. The span carries the kind, the source and sizes,
-    never the question or its rewrite."""
-    started = time.perf_counter()
-    with router.tracer.start_as_current_span("router.resolve_follow_up") as span:
-        resolution = resolve(ask.question, ask.history)
-        source, usage = "rules", None
-        if ask.history and router.llm.name != DETERMINISTIC_MODEL:
-            try:
-                result = await router.llm.resolve_follow_up(
-                    ResolveFollowUpRequest(ask.question, ask.history)
-                )
-            except LlmError as exc:
-                span.set_attribute("router.follow_up_model_error", exc.cause)
-            else:
-                usage = result.usage
-                # A degraded result is the rules' own answer (the model failed twice).
-                span.set_attribute("router.follow_up_model_degraded", result.degraded)
-                if not result.degraded:
-                    resolution, source = enforce(result.output, ask.question, resolution)
-        span.set_attribute("router.follow_up_kind", resolution.kind.value)
-        span.set_attribute("router.follow_up_source", source)
-        span.set_attribute("router.history_turns", len(ask.history))
-        span.set_attribute("router.resolved_question_chars", len(resolution.question))
-    return resolution, time.perf_counter() - started, usage
-
-
-def enforce(proposed: FollowUpRewrite, asked: str, rules: Resolution) -> tuple[Resolution, str]:
-    """The model proposes, code enforces: a reference the rules proved points at nothing
-    (an ordinal past the list's end, no list at all) stays unresolved whatever the model
-    wrote; a standalone question is answered exactly as asked; an unknown kind or an empty
-    rewrite falls back to the rules."""
-    if rules.kind is FollowUpKind.UNRESOLVED:
-        return rules, "rules"
-    try:
-        kind = FollowUpKind(proposed.kind)
-    except ValueError:
-        return rules, "rules"
-    if kind is FollowUpKind.STANDALONE:
-        return Resolution(kind, asked), "model"
-    if kind is FollowUpKind.UNRESOLVED:
-        reason = proposed.reason.strip()[:300] or "the conversation does not contain it"
-        return Resolution(kind, asked, reason), "model"
-    question = " ".join(proposed.question.split())
-    if not question:
-        return rules, "rules"
-    return Resolution(kind, question), "model"
 
 
 async def create_server(
@@ -245,8 +189,10 @@ def build_deps(
     retrieval = create_channel(settings.retrieval_addr, interceptors=interceptors)
     sql = create_channel(settings.sql_addr, interceptors=interceptors)
     llm_settings = LlmSettings.from_env()
+    offline = DeterministicProvider()
     provider = llm or create_provider(
         llm_settings,
+        offline=offline,
         tracer=telemetry.tracer("tandem.router.llm"),
         metrics=telemetry.metrics,
     )
@@ -255,6 +201,7 @@ def build_deps(
         search=GrpcSearchTool(retrieval),
         sql=GrpcSqlTool(sql),
         llm=provider,
+        offline=offline,
         tracer=telemetry.tracer("tandem.router"),
         meter=telemetry.meter("tandem.router"),
         observe=telemetry.metrics,

@@ -13,9 +13,9 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from services.common.llm import DeterministicProvider
 from services.router import RouterSettings
 from services.router._server import RouterDeps, build_deps, create_server, ready
+from services.router.offline import DeterministicProvider
 from services.sql import TargetConfig, Warehouse, ensure_warehouse
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import router_service_pb2 as pb

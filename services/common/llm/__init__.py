@@ -1,13 +1,18 @@
-"""The LLM layer: one typed interface for every role the engines need.
+"""The LLM layer: providers only, behind one typed interface for every role.
 
-``create_provider(LlmSettings.from_env())`` returns Gemini (strong and fast tiers, with
-the rule-based provider as per-call fallback) when ``GEMINI_API_KEY`` is set, and the
-deterministic provider otherwise. Untrusted text is fenced before any prompt exists.
+It holds the Gemini provider, the plumbing around providers (fencing, prompts,
+structured-output decoding and repair, per-call fallback, spans) and the role types they
+share. What an engine does without a model lives with that engine: the router's offline
+planner, grader, rewriter, follow-up rules and extractive synthesis are
+``services.router.offline``; the SQL service's rule-based generator is ``services.sql``.
+
+``create_provider(LlmSettings.from_env(), offline=...)`` returns Gemini (strong and fast
+tiers, with the caller's offline provider as per-call fallback) when ``GEMINI_API_KEY``
+is set, and the offline provider otherwise. Untrusted text is fenced before any prompt
+exists.
 """
 
-from services.common.llm._deterministic import DETERMINISTIC_MODEL, DeterministicProvider
 from services.common.llm._errors import LlmError, LlmOutputInvalid, LlmTimeout, LlmUnavailable
-from services.common.llm._extractive import NO_ANSWER, PARTIAL_NOTE
 from services.common.llm._factory import create_provider
 from services.common.llm._fallback import FallbackProvider
 from services.common.llm._fence import (
@@ -17,7 +22,6 @@ from services.common.llm._fence import (
     cap_question,
     render_schema,
 )
-from services.common.llm._followup import FollowUpKind, PriorTurn, Resolution, resolve
 from services.common.llm._gemini import DEFAULT_PRICES, GeminiProvider, ModelPrice, estimate_cost
 from services.common.llm._interface import LlmProvider
 from services.common.llm._jsonrepair import JsonRepairError, extract_json, parse_output
@@ -33,7 +37,9 @@ from services.common.llm._types import (
     AnswerSentence,
     CatalogColumn,
     CatalogTable,
+    Cell,
     FilterOp,
+    FollowUpKind,
     FollowUpRewrite,
     GeneratedSql,
     GenerateSqlRequest,
@@ -51,6 +57,7 @@ from services.common.llm._types import (
     Plan,
     PlanRequest,
     PlanStep,
+    PriorTurn,
     QuestionClass,
     RepairSqlRequest,
     ReplanRequest,
@@ -80,9 +87,6 @@ from services.common.llm._types import (
 __all__ = [
     "ALL_TOOLS",
     "DEFAULT_PRICES",
-    "DETERMINISTIC_MODEL",
-    "NO_ANSWER",
-    "PARTIAL_NOTE",
     "QUESTION_MAX_CHARS",
     "ROLE_TIERS",
     "SCHEMA_MAX_CHARS",
@@ -91,7 +95,7 @@ __all__ = [
     "AnswerSentence",
     "CatalogColumn",
     "CatalogTable",
-    "DeterministicProvider",
+    "Cell",
     "FallbackProvider",
     "Fence",
     "FilterOp",
@@ -128,7 +132,6 @@ __all__ = [
     "QuestionClass",
     "RepairSqlRequest",
     "ReplanRequest",
-    "Resolution",
     "ResolveFollowUpRequest",
     "Rewrite",
     "RewriteRequest",
@@ -161,5 +164,4 @@ __all__ = [
     "json_schema",
     "parse_output",
     "render_schema",
-    "resolve",
 ]

@@ -1,4 +1,5 @@
-"""Choose the provider from settings: Gemini with a fallback when keyed, else rules."""
+"""Choose the provider from settings: Gemini with the caller's offline fallback when keyed,
+else the offline provider alone."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import logging
 from opentelemetry import trace
 
 from services.common._observability import Metrics
-from services.common.llm._deterministic import DeterministicProvider
 from services.common.llm._fallback import FallbackProvider
 from services.common.llm._gemini import GeminiProvider
 from services.common.llm._interface import LlmProvider
@@ -20,23 +20,24 @@ _log = logging.getLogger(__name__)
 def create_provider(
     settings: LlmSettings,
     *,
+    offline: LlmProvider,
     tracer: trace.Tracer | None = None,
     metrics: Metrics | None = None,
     logger: logging.Logger | None = None,
 ) -> LlmProvider:
-    """Gemini wrapped in the deterministic fallback when a key is set, else deterministic.
+    """Gemini wrapped in ``offline`` as per-call fallback when a key is set, else ``offline``.
+
+    The engine that calls supplies ``offline`` (the router's rules): what to do without a
+    model is that engine's logic, not the LLM layer's.
 
     With a ``tracer`` every role call gets an ``llm.<role>`` span (and ``metrics`` its
     token and cost counts); Gemini's own per-request detail becomes an event on it.
     """
-    deterministic = DeterministicProvider()
     if not settings.gemini_enabled:
-        (logger or _log).info(
-            "llm provider selected", extra={"fields": {"provider": deterministic.name}}
-        )
-        return _observed(deterministic, tracer, metrics)
+        (logger or _log).info("llm provider selected", extra={"fields": {"provider": offline.name}})
+        return _observed(offline, tracer, metrics)
     gemini = GeminiProvider(settings)
-    provider = FallbackProvider(gemini, deterministic, logger=logger)
+    provider = FallbackProvider(gemini, offline, logger=logger)
     (logger or _log).info(
         "llm provider selected",
         extra={

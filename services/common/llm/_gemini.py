@@ -25,7 +25,6 @@ from opentelemetry import trace
 from services.common._deadline import effective_timeout
 from services.common.llm._errors import LlmError, LlmOutputInvalid, LlmTimeout, LlmUnavailable
 from services.common.llm._fence import Fence, cap
-from services.common.llm._followup import FollowUpKind
 from services.common.llm._jsonrepair import JsonRepairError, parse_output
 from services.common.llm._prompts import Prompt, RoleRequest, build_prompt
 from services.common.llm._schema import SchemaViolation, json_schema
@@ -33,6 +32,7 @@ from services.common.llm._settings import LlmSettings
 from services.common.llm._types import (
     ROLE_TIERS,
     Answer,
+    FollowUpKind,
     FollowUpRewrite,
     GeneratedSql,
     GenerateSqlRequest,

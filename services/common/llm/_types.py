@@ -11,7 +11,29 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-from services.common.llm._followup import PriorTurn
+
+class FollowUpKind(StrEnum):
+    """How a question relates to the conversation before it (values match the proto)."""
+
+    STANDALONE = "standalone"
+    TIME_SHIFT = "time_shift"
+    VALUE_SWAP = "value_swap"
+    FILTER = "filter"
+    BREAKDOWN = "breakdown"
+    RESULT_REFERENCE = "result_reference"
+    ORDINAL = "ordinal"
+    UNRESOLVED = "unresolved"
+
+
+@dataclass(frozen=True)
+class PriorTurn:
+    """What resolution reads of an earlier turn (the router's view of a stored turn)."""
+
+    question: str
+    resolved_question: str
+    members: tuple[str, ...] = ()
+    row_count: int = 0
+    unresolved: bool = False
 
 
 class Role(StrEnum):

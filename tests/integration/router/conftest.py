@@ -7,13 +7,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from services.common.llm import (
-    DeterministicProvider,
-    FallbackProvider,
-    GeminiProvider,
-    LlmProvider,
-    LlmSettings,
-)
+from services.common.llm import FallbackProvider, GeminiProvider, LlmProvider, LlmSettings
+from services.router.offline import DeterministicProvider
 from services.sql import Warehouse, ensure_warehouse
 from tests.fakes.gemini import FakeGemini
 from tests.integration.retrieval.stack import ingest, new_tenant

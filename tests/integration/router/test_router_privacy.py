@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.llm import DeterministicProvider
+from services.router.offline import DeterministicProvider
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as pb
 from tests.integration.retrieval.stack import ingest, new_tenant

@@ -9,7 +9,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from services.common.llm import DeterministicProvider, GeminiProvider, LlmSettings
+from services.common.llm import GeminiProvider, LlmSettings
 from tests.fakes.gemini import FakeGemini
 
 
@@ -52,8 +52,3 @@ async def gemini(
     )
     yield provider
     await provider.aclose()
-
-
-@pytest.fixture
-def deterministic() -> DeterministicProvider:
-    return DeterministicProvider()

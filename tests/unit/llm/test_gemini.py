@@ -12,7 +12,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from services.common.llm import (
     DEFAULT_PRICES,
-    DeterministicProvider,
     FallbackProvider,
     GeminiProvider,
     GenerateSqlRequest,
@@ -42,6 +41,7 @@ from services.common.llm import (
     UnderstandSqlRequest,
     estimate_cost,
 )
+from services.router.offline import DeterministicProvider
 from tests.fakes.gemini import FakeGemini, Reply
 from tests.unit.llm.conftest import gemini_settings
 from tests.unit.llm.fix_crm import CRM

@@ -14,6 +14,7 @@ from services.common.llm import (
     create_provider,
 )
 from services.common.llm._observed import degraded_cause
+from services.router.offline import DeterministicProvider
 from tests.conftest import TelemetrySink
 from tests.fakes.gemini import FakeGemini, Reply
 from tests.privacy import (
@@ -46,6 +47,7 @@ async def test_each_call_is_one_span_with_usage_and_no_content(fake_gemini: Fake
     raw = raw_spans(sink.telemetry.tracer_provider)
     provider = create_provider(
         gemini_settings(fake_gemini.base_url, max_retries=0),
+        offline=DeterministicProvider(),
         tracer=sink.telemetry.tracer("tandem.router.llm"),
         metrics=sink.telemetry.metrics,
     )
@@ -102,7 +104,10 @@ async def test_each_call_is_one_span_with_usage_and_no_content(fake_gemini: Fake
 async def test_the_offline_provider_is_observed_too() -> None:
     sink = TelemetrySink("router")
     provider = create_provider(
-        LlmSettings(), tracer=sink.telemetry.tracer("t"), metrics=sink.telemetry.metrics
+        LlmSettings(),
+        offline=DeterministicProvider(),
+        tracer=sink.telemetry.tracer("t"),
+        metrics=sink.telemetry.metrics,
     )
     await provider.plan(PlanRequest("how many deals closed last quarter"))
     (span,) = sink.spans.get_finished_spans()

@@ -7,7 +7,6 @@ import pytest
 
 from services.common import SettingsError
 from services.common.llm import (
-    DeterministicProvider,
     FallbackProvider,
     GenerateSqlRequest,
     IdentifyTablesRequest,
@@ -17,6 +16,7 @@ from services.common.llm import (
     UnderstandSqlRequest,
     create_provider,
 )
+from services.router.offline import DeterministicProvider
 from tests.unit.llm.fix_crm import CRM
 
 
@@ -24,7 +24,9 @@ def test_defaults_without_a_key_mean_deterministic() -> None:
     settings = LlmSettings.from_env({})
     assert settings.api_key is None and not settings.gemini_enabled
     assert (settings.strong_model, settings.fast_model) == ("gemini-2.5-pro", "gemini-2.5-flash")
-    assert isinstance(create_provider(settings), DeterministicProvider)
+    assert isinstance(
+        create_provider(settings, offline=DeterministicProvider()), DeterministicProvider
+    )
 
 
 def test_prompt_guards_are_on_unless_switched_off_for_measurement() -> None:
@@ -49,7 +51,7 @@ async def test_key_selects_gemini_with_deterministic_fallback() -> None:
     )
     assert settings.timeout_s == 7.5 and settings.max_retries == 1
     assert "k-123" not in repr(settings)
-    provider = create_provider(settings)
+    provider = create_provider(settings, offline=DeterministicProvider())
     try:
         assert isinstance(provider, FallbackProvider)
         assert provider.name == "gemini+deterministic"
@@ -89,7 +91,7 @@ SQL_CALLS = {
 async def test_offline_provider_leaves_sql_to_the_sql_service(role: str) -> None:
     # One SQL engine: offline, the SQL service's rule-based generator answers; the LLM
     # layer links no schema and builds no intent, it says the role is unavailable.
-    provider = create_provider(LlmSettings())
+    provider = create_provider(LlmSettings(), offline=DeterministicProvider())
     with pytest.raises(LlmUnavailable) as caught:
         await getattr(provider, role)(SQL_CALLS[role])
     assert caught.value.cause == "sql_offline"

@@ -9,14 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.common.llm import (
-    DeterministicProvider,
-    LlmResult,
-    Plan,
-    PlanRequest,
-    ReplanRequest,
-    Usage,
-)
+from services.common.llm import LlmResult, Plan, PlanRequest, ReplanRequest, Usage
 from services.common.llm._types import Tier
 from services.router import (
     AskInput,
@@ -28,6 +21,7 @@ from services.router import (
     SearchOutcome,
     SqlOutcome,
 )
+from services.router.offline import DeterministicProvider
 
 DOCS: tuple[Hit, ...] = (
     Hit(

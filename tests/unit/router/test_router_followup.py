@@ -6,15 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.llm import (
-    DeterministicProvider,
-    FollowUpKind,
-    FollowUpRewrite,
-    PriorTurn,
-    ResolveFollowUpRequest,
-    resolve,
-)
-from services.router._server import enforce
+from services.common.llm import FollowUpKind, FollowUpRewrite, PriorTurn, ResolveFollowUpRequest
+from services.router._followups import enforce
+from services.router.offline import DeterministicProvider, resolve
 
 COUNT = PriorTurn(
     question="How many open Security Suite opportunities are there?",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.llm import NO_ANSWER, AnswerSentence
+from services.common.llm import AnswerSentence
 from services.router import check_output, scan
 from services.router._guard import EXFILTRATION, HIDDEN, HIGH, MEDIUM, OVERRIDE, ROLE_TAG
+from services.router.offline import NO_ANSWER
 
 
 @pytest.mark.parametrize(

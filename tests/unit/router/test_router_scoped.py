@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 import pytest
 
-from services.common.llm import DeterministicProvider, PlanStep, StepScope, ToolName
+from services.common.llm import PlanStep, StepScope, ToolName
 from services.router import (
     Hit,
     Outcome,
@@ -22,6 +22,7 @@ from services.router import (
 )
 from services.router._plan import PlanInvalid, rename, validate
 from services.router._types import CitationKind
+from services.router.offline import DeterministicProvider
 from tests.unit.router.fix_router import ask
 
 QUESTION = (

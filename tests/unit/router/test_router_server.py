@@ -12,9 +12,10 @@ import pytest
 
 from services.common import create_channel
 from services.common._errors import INTERNAL_MESSAGE
-from services.common.llm import DeterministicProvider, PlanRequest
+from services.common.llm import PlanRequest
 from services.router import RouterSettings
 from services.router._server import build_deps, create_server, ready
+from services.router.offline import DeterministicProvider
 from tandem.v1 import router_service_pb2 as pb
 from tandem.v1 import router_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import pytest
 
 from services.common.llm import (
-    DeterministicProvider,
     Plan,
     PlanRequest,
     PlanStep,
@@ -19,6 +18,7 @@ from services.common.llm import (
     Tier,
     ToolName,
 )
+from services.router.offline import DeterministicProvider
 from tests.unit.llm.fix_crm import CRM
 
 AGG = QuestionClass.AGGREGATION

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from services.common.llm import (
-    DeterministicProvider,
     MemberEvidence,
     MentionCheck,
     Passage,
@@ -16,8 +15,9 @@ from services.common.llm import (
     RouteRequest,
     ToolName,
 )
-from services.common.llm._extractive import mention_sentences, topic_pattern
-from services.common.llm._rules import classify, scoped_question
+from services.router.offline import DeterministicProvider
+from services.router.offline._extractive import mention_sentences, topic_pattern
+from services.router.offline._rules import classify, scoped_question
 
 
 def test_a_plural_set_searches_each_member_without_the_first_ones_name():

@@ -5,9 +5,6 @@ from __future__ import annotations
 import pytest
 
 from services.common.llm import (
-    NO_ANSWER,
-    PARTIAL_NOTE,
-    DeterministicProvider,
     GradeRequest,
     Passage,
     RewriteRequest,
@@ -15,6 +12,7 @@ from services.common.llm import (
     SynthesizeRequest,
     Tier,
 )
+from services.router.offline import NO_ANSWER, PARTIAL_NOTE, DeterministicProvider
 
 ACME = Passage(
     "1",

@@ -1,7 +1,7 @@
 """Follow-up resolution: a question asked inside a conversation becomes a standalone one.
 
-The offline implementation of the RESOLVE_FOLLOW_UP role (the deterministic provider
-answers with it; Gemini's fast tier proposes a rewrite instead, which the router checks).
+The offline implementation of the RESOLVE_FOLLOW_UP role and the router's check on a
+model's rewrite (Gemini's fast tier proposes one; these rules bound what it may do).
 
 People ask in turns ("How many open Security Suite deals are there?" → "and in 2024?" →
 "only the healthcare ones" → "what do their call notes say about pricing?"). The planner
@@ -21,31 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
-
-class FollowUpKind(StrEnum):
-    """How a question relates to the conversation before it (values match the proto)."""
-
-    STANDALONE = "standalone"
-    TIME_SHIFT = "time_shift"
-    VALUE_SWAP = "value_swap"
-    FILTER = "filter"
-    BREAKDOWN = "breakdown"
-    RESULT_REFERENCE = "result_reference"
-    ORDINAL = "ordinal"
-    UNRESOLVED = "unresolved"
-
-
-@dataclass(frozen=True)
-class PriorTurn:
-    """What resolution reads of an earlier turn (the router's view of a stored turn)."""
-
-    question: str
-    resolved_question: str
-    members: tuple[str, ...] = ()
-    row_count: int = 0
-    unresolved: bool = False
+from services.common.llm import FollowUpKind, PriorTurn
 
 
 @dataclass(frozen=True)

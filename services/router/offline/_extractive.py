@@ -13,17 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.common.llm._rules import search_query
-from services.common.llm._text import (
-    close_to_any,
-    keywords,
-    lowered_stems,
-    split_sentences,
-    stem,
-    synonyms,
-    word_list,
-)
-from services.common.llm._types import (
+from services.common.llm import (
     Answer,
     AnswerSentence,
     Cell,
@@ -33,6 +23,16 @@ from services.common.llm._types import (
     PassageGrade,
     Rewrite,
     RowSet,
+)
+from services.router.offline._rules import search_query
+from services.router.offline._text import (
+    close_to_any,
+    keywords,
+    lowered_stems,
+    split_sentences,
+    stem,
+    synonyms,
+    word_list,
 )
 
 NO_ANSWER = "The data does not contain the answer to this question."

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from services.common.llm._text import closest, has_close, lowered_stems, tokenize
+from services.router.offline._text import closest, has_close, lowered_stems, tokenize
 
 VOCABULARY = [
     "security", "securities", "review", "reviewed", "renewal", "renewals", "logistics",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from services.common.llm._types import QuestionClass
+from services.common.llm import QuestionClass
 
 _NUM = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|fifty)"
 

@@ -14,10 +14,7 @@ import dataclasses
 import re
 from typing import TypeVar
 
-from services.common.llm import _extractive, _followup, _rules
-from services.common.llm._errors import LlmUnavailable
-from services.common.llm._fence import cap_question
-from services.common.llm._types import (
+from services.common.llm import (
     ROLE_TIERS,
     Answer,
     FollowUpRewrite,
@@ -27,6 +24,7 @@ from services.common.llm._types import (
     GradeRequest,
     IdentifyTablesRequest,
     LlmResult,
+    LlmUnavailable,
     Plan,
     PlanRequest,
     PlanStep,
@@ -47,7 +45,9 @@ from services.common.llm._types import (
     ToolName,
     UnderstandSqlRequest,
     Usage,
+    cap_question,
 )
+from services.router.offline import _extractive, _followup, _rules
 
 DETERMINISTIC_MODEL = "deterministic"
 HELP_ANSWER = (

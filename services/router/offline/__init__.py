@@ -1,0 +1,23 @@
+"""The router without a model: its offline planner, grader, rewriter, follow-up rules and
+extractive synthesis, behind the same ``LlmProvider`` interface Gemini implements.
+
+The router hands ``DeterministicProvider`` to ``services.common.llm.create_provider`` as
+the per-call fallback (and uses it alone when no key is set), and reads RETRIEVE answers
+and last-resort fallbacks from it directly. Modules: ``_text`` (tokens, stems, sentence
+splitting), ``_rules`` (classification, decomposition, search queries), ``_followup``
+(follow-up resolution), ``_extractive`` (grading, rewriting, synthesis), ``_provider``
+(the roles wired together).
+"""
+
+from services.router.offline._extractive import NO_ANSWER, PARTIAL_NOTE
+from services.router.offline._followup import Resolution, resolve
+from services.router.offline._provider import DETERMINISTIC_MODEL, DeterministicProvider
+
+__all__ = [
+    "DETERMINISTIC_MODEL",
+    "NO_ANSWER",
+    "PARTIAL_NOTE",
+    "DeterministicProvider",
+    "Resolution",
+    "resolve",
+]
