@@ -40,6 +40,7 @@ import grpc
 
 from services.bench.stack import eval_stack
 from services.demo import DemoDocument
+from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import router_service_pb2 as pb
 
 DEFAULT_OUT = Path("bench-results/eval-answers.json")
@@ -114,48 +115,14 @@ def read_dataset(path: Path) -> tuple[list[DemoDocument], list[Question]]:
 # ---- the BM25 sentence baseline -------------------------------------------------------
 
 _WORD = re.compile(r"[a-z0-9]+")
+# The baseline's own stopwords (a plain BM25 run drops these; the product's lists do not
+# move the baseline).
 _BASELINE_STOP = frozenset(
-    {
-        "a",
-        "an",
-        "the",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "by",
-        "for",
-        "from",
-        "with",
-        "and",
-        "or",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "did",
-        "do",
-        "does",
-        "that",
-        "this",
-        "these",
-        "those",
-        "it",
-        "its",
-        "as",
-    }
+    re.findall(
+        r"\w+",
+        "a an the of to in on at by for from with and or is are was were be been what which "
+        "who whom whose when where why how did do does that this these those it its as",
+    )
 )
 
 
@@ -228,7 +195,16 @@ def score_answer(question: Question, answer: Any) -> dict[str, Any]:
         "cited": cited,
         "words": len(text.split()),
         "documents": len(documents),
-        "degraded": sorted({d.reason for d in answer.degradations}),
+        "degraded": sorted(
+            {
+                cpb.DegradationReason.Name(d.reason).removeprefix("DEGRADATION_REASON_")
+                for d in answer.degradations
+            }
+        ),
+        "rewrites": sum(step.rewrites for step in answer.trajectory),
+        "searches": sum(
+            step.attempts for step in answer.trajectory if step.tool == pb.TOOL_SEMANTIC_SEARCH
+        ),
         "text": answer.text,
     }
 
@@ -247,7 +223,12 @@ async def _ask_all(
         async with gate:
             try:
                 response = await stub.Ask(
-                    pb.AskRequest(tenant_id=TENANT, question=question.question, mode=mode),
+                    pb.AskRequest(
+                        tenant_id=TENANT,
+                        question=question.question,
+                        mode=mode,
+                        options=pb.AskOptions(include_trajectory=True),
+                    ),
                     timeout=60,
                 )
             except grpc.aio.AioRpcError as exc:
@@ -259,6 +240,8 @@ async def _ask_all(
                     "words": 0,
                     "documents": 0,
                     "degraded": [],
+                    "rewrites": 0,
+                    "searches": 0,
                     "text": "",
                 }
             return score_answer(question, response.answer)
@@ -287,6 +270,7 @@ def summarise(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "spread_2plus": sum(1 for r in answered if r["documents"] >= 2),
         "outcomes": dict(sorted(outcomes.items())),
         "degraded": dict(Counter(d for r in records for d in r["degraded"])),
+        "rewritten": sum(1 for r in records if r["rewrites"]),
     }
 
 
@@ -323,7 +307,7 @@ def render(report: Mapping[str, Any]) -> str:
         f"BM25 best sentence contains gold: {base['top1']} ({base['top1'] / n:.1%}); "
         f"best three: {base['top3']} ({base['top3'] / n:.1%})",
         f"{'mode':<9} {'contains':>9} {'xBM25':>6} {'cited':>7} {'answered':>8} {'correct':>7} "
-        f"{'refused':>7} {'prec':>6} {'words':>6} {'2+docs':>6}  outcomes",
+        f"{'refused':>7} {'prec':>6} {'words':>6} {'2+docs':>6} {'rewr':>5}  outcomes",
     ]
     for mode, s in report["modes"].items():
         ratio = s["contains"] / base["top1"] if base["top1"] else 0.0
@@ -331,7 +315,8 @@ def render(report: Mapping[str, Any]) -> str:
         lines.append(
             f"{mode:<9} {s['contains']:>4} {s['contains_rate']:>4.0%} {ratio:>6.2f} "
             f"{s['cited_rate']:>7.0%} {s['answered']:>8} {s['correct']:>7} {s['refused']:>7} "
-            f"{s['precision']:>6.1%} {s['median_words']:>6} {s['spread_2plus']:>6}  {outcomes}"
+            f"{s['precision']:>6.1%} {s['median_words']:>6} {s['spread_2plus']:>6} "
+            f"{s['rewritten']:>5}  {outcomes}"
         )
     return "\n".join(lines)
 

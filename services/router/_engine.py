@@ -108,6 +108,15 @@ _LAYER_FLAGS = (
 )
 
 
+# The grade at which retrieved evidence is strong enough to stop searching; below it the
+# agentic loop rewrites the query and searches again (within ROUTER_MAX_REWRITES).
+STRONG_EVIDENCE = 0.65
+# Reciprocal-rank fusion's constant for the loop's searches (the usual 60).
+_FUSION_K = 60
+# The most confidence an answer carries when any dependency or step degraded it.
+DEGRADED_CONFIDENCE = 0.5
+
+
 class _ToolCapReached(Exception):
     """The request's tool-call cap is spent."""
 
@@ -583,6 +592,18 @@ class _Run:
         if exc.code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED) and (
             exc.reason in ("UNKNOWN_DATABASE", "DATABASE_NOT_ALLOWED")
         ):
+            if not self.request.options.database:
+                # The caller named no database and the tenant has none: not the caller's
+                # error. The step fails, the replan answers from documents, and the answer
+                # says why it holds no records.
+                run.status, run.failure_reason = Status.FAILED, exc.reason
+                self.degrade(
+                    "NO_DATABASE",
+                    "sql",
+                    "the tenant has no SQL database it may query; answered from documents",
+                    run.step_id,
+                )
+                return
             try:
                 _raise_for_database(exc, self.request.options.database)
             except Exception as fatal:  # surfaced after the wave, outside the task group
@@ -728,10 +749,13 @@ class _Run:
         return kept, held
 
     async def semantic(self, run: StepRun, query: str, *, loop: bool) -> None:
-        """The agentic RAG loop: retrieve, grade, rewrite from the gaps (bounded)."""
+        """The agentic RAG loop: retrieve, grade, and while the evidence is missing or weak
+        rewrite the query from the gaps and the best passages' own words and search again
+        (bounded); what every search found relevant is fused into one ranking."""
         options = self.request.options
         previous: list[str] = []
         best: list[Hit] = []
+        found_relevant: list[list[Hit]] = []
         quarantined: dict[str, Hit] = {}
         rewrites_allowed = self.settings.max_rewrites if loop else 0
         for attempt in range(rewrites_allowed + 1):
@@ -758,6 +782,7 @@ class _Run:
             if kept and not loop:
                 best = kept
                 break
+            shown: tuple[Passage, ...] = ()
             if kept:
                 passages = tuple(
                     Passage(str(i), h.text, h.title, h.score) for i, h in enumerate(kept, 1)
@@ -772,9 +797,12 @@ class _Run:
                 if grade.relevant and not grade.passages:
                     relevant = kept
                 if grade.relevant and relevant:
-                    best = relevant
-                    break
+                    found_relevant.append(relevant)
+                    if grade.score >= STRONG_EVIDENCE:
+                        break
                 missing = grade.missing_terms
+                shown = tuple(p for p, h in zip(passages, kept, strict=True) if h in relevant)
+                shown = shown or passages
             else:
                 missing = ()
             if attempt >= rewrites_allowed:
@@ -783,12 +811,14 @@ class _Run:
                 await self.llm(
                     Role.REWRITE,
                     self.router.llm.rewrite(
-                        RewriteRequest(run.bound_query, tuple(previous), tuple(missing))
+                        RewriteRequest(run.bound_query, tuple(previous), tuple(missing), shown[:3])
                     ),
                 )
             ).output
             query = rewrite.query or query
             run.rewrites += 1
+        if found_relevant:
+            best = _fused(found_relevant)
         run.hits = tuple(best)
         run.quarantined = tuple(quarantined.values())
         run.result_count = len(best)
@@ -872,6 +902,16 @@ class _Run:
         confidence = base * coverage if citations else 0.0
         if outcome is Outcome.PARTIAL:
             confidence *= 0.5
+        if not partial:
+            # A failed step whose replacement answered did not degrade the answer.
+            current = {r.step_id for r in self.current}
+            self.degradations = [
+                d for d in self.degradations if d.reason != "STEP_FAILED" or d.step_id in current
+            ]
+        if self.degradations:
+            # Something the answer should have drawn on did not serve it: the evidence it
+            # rests on is what was left, so it never reads as certain.
+            confidence = min(confidence, DEGRADED_CONFIDENCE)
         sql_results = tuple(
             SqlEvidence(e.step_id, e.number, e.run.sql.raw, e.run.sql.answer_id)
             for e in evidence
@@ -1109,6 +1149,19 @@ def _raise_for_database(exc: ToolError, database: str) -> None:
             reason="DATABASE_NOT_ALLOWED",
             metadata={"database": database},
         )
+
+
+def _fused(rankings: Sequence[Sequence[Hit]]) -> list[Hit]:
+    """The loop's searches as one ranking (reciprocal-rank fusion): a passage several
+    searches found relevant rises; one found once keeps its place among the rest."""
+    scores: dict[str, float] = {}
+    hits: dict[str, Hit] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking):
+            hits.setdefault(hit.chunk_id, hit)
+            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (_FUSION_K + rank)
+    order = list(hits)
+    return [hits[c] for c in sorted(order, key=lambda c: (-scores[c], order.index(c)))]
 
 
 def _short(text: str, limit: int = 80) -> str:

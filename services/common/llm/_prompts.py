@@ -89,7 +89,8 @@ _TASKS: dict[Role, str] = {
     ),
     Role.REWRITE: (
         "Write a better search query for hybrid (keyword + semantic) search: keep the key "
-        "entities, add synonyms for the missing terms, and differ from every previous query."
+        "entities, add synonyms for the missing terms and the words the best passages use "
+        "for what is asked, and differ from every previous query."
     ),
     Role.RESOLVE_FOLLOW_UP: (
         "The question was asked after the conversation turns shown. Rewrite it as one "
@@ -206,6 +207,8 @@ def _data_blocks(request: RoleRequest, fence: Fence) -> list[str]:
             blocks.append(fence.wrap(previous, "PREVIOUS QUERIES"))
         if request.missing_terms:
             blocks.append(fence.wrap(", ".join(request.missing_terms), "MISSING TERMS"))
+        if request.passages:
+            blocks.append(render_passages(fence, request.passages))
     elif isinstance(request, UnderstandSqlRequest | IdentifyTablesRequest):
         blocks.append(fence.wrap(render_schema(request.schema), "SCHEMA"))
         if isinstance(request, IdentifyTablesRequest) and request.understanding:

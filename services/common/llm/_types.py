@@ -307,11 +307,13 @@ class GradeRequest:
 
 @dataclass(frozen=True)
 class RewriteRequest:
-    """Rewrite a search query from the gaps the grader found."""
+    """Rewrite a search query from the gaps the grader found and the best passages so far
+    (the collection's own words for what was asked)."""
 
     question: str
     previous_queries: tuple[str, ...] = ()
     missing_terms: tuple[str, ...] = ()
+    passages: tuple[Passage, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ answer. Nothing here can state a fact the evidence does not.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from services.common.llm import (
 )
 from services.router.offline._rules import search_query
 from services.router.offline._text import (
+    STOPWORDS,
     close_to_any,
     keywords,
     lowered_stems,
@@ -54,6 +56,8 @@ _QUESTION_NOISE = frozenset(
     )
 )
 
+
+_STOP_STEMS = frozenset(stem(w) for w in STOPWORDS)
 
 # Sentences that address the reader as a model are instructions, never evidence.
 _INSTRUCTION = re.compile(
@@ -132,9 +136,14 @@ def grade(question: str, passages: Sequence[Passage]) -> Grade:
 
 
 def rewrite(
-    question: str, previous_queries: Sequence[str], missing_terms: Sequence[str]
+    question: str,
+    previous_queries: Sequence[str],
+    missing_terms: Sequence[str],
+    passages: Sequence[Passage] = (),
 ) -> Rewrite:
-    """Keywords with the gaps first, plus synonyms; each attempt widens, none repeats."""
+    """Keywords with the gaps first, plus synonyms and the words the best passages use
+    beside the question's (the collection's own vocabulary for what was asked); each
+    attempt widens, none repeats."""
     terms = question_terms(question) or keywords(question)
     missing = [m.lower() for m in missing_terms if m.strip()]
     ordered = [*[m for m in missing if m in terms], *[t for t in terms if t not in missing]]
@@ -149,6 +158,9 @@ def rewrite(
             if synonym not in ordered and synonym not in expansions:
                 expansions.append(synonym)
     expansions = expansions[:budget]
+    for word in feedback_words(question, passages):
+        if word not in ordered and word not in expansions:
+            expansions.append(word)
     seen = {_squash(q) for q in previous_queries}
     candidates = [
         " ".join([*ordered, *expansions]),
@@ -159,6 +171,33 @@ def rewrite(
         if query.strip() and _squash(query) not in seen:
             return Rewrite(query.strip(), tuple(ordered), tuple(expansions))
     return Rewrite(candidates[0].strip() or question.strip(), tuple(ordered), tuple(expansions))
+
+
+# Words taken from the best passages into a rewritten query.
+FEEDBACK_WORDS = 4
+
+
+def feedback_words(question: str, passages: Sequence[Passage]) -> list[str]:
+    """The rarest words of the sentences that best match ``question`` that the question
+    does not use: how the collection itself says what was asked ("troops" for "soldiers"),
+    for a second search (pseudo-relevance feedback)."""
+    if not passages:
+        return []
+    best = ranked_sentences(question, passages)[:2]
+    if not best:
+        return []
+    asked, _ = _analyse(question)
+    counts: dict[str, int] = {}
+    for passage in passages:
+        for word in set(keywords(passage.text)):
+            counts[stem(word)] = counts.get(stem(word), 0) + 1
+    words: dict[str, int] = {}
+    for candidate in best:
+        for word in keywords(candidate.text):
+            if stem(word) in asked or stem(word) in _STOP_STEMS or len(word) < 4:
+                continue
+            words.setdefault(word, counts.get(stem(word), 0))
+    return sorted(words, key=lambda w: (words[w], list(words).index(w)))[:FEEDBACK_WORDS]
 
 
 def _squash(text: str) -> str:
@@ -199,11 +238,152 @@ def synthesize(
     return Answer(tuple(sentences), supported=True, confidence=round(min(confidence, 1.0), 3))
 
 
+# How a sentence is ranked: how much of the question it covers (IDF-weighted, 0..1), where
+# search ranked its passage (the first passage holds the answer most often), and whether
+# it holds the kind of thing the question asks for (a date for "when", a number for "how
+# many", a name for "who") that the question itself does not.
+RANK_WEIGHT = 0.2
+CUE_WEIGHT = 0.25
+PAIR_WEIGHT = 0.2
+# The least weighted coverage a sentence needs to be stated at all.
+SUPPORT_AT = 0.2
+# A second sentence scores at least this share of the first's.
+SECOND_AT = 0.65
+
+_YEAR = r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b|\b\d{1,2}(?:st|nd|rd|th) century\b"
+_MONTH = (
+    r"\b(?:January|February|March|April|May|June|July|August|September|October|November"
+    r"|December)\b"
+)
+_NUMBER = (
+    r"\b\d[\d,.]*\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|twenty|thirty|forty|fifty|hundred|thousand|million|billion|dozen)s?\b"
+)
+_NAME = r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+(?:[A-Z][a-z]+|[A-Z]\.))*"
+# What a question asks for, by its wording: (question pattern, answer pattern).
+_CUES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    (
+        re.compile(r"\b(?:when|what (?:year|date|century|decade|month|day))\b", re.I),
+        re.compile(f"{_YEAR}|{_MONTH}"),
+    ),
+    (
+        re.compile(
+            r"\bhow (?:many|much|long|old|far|large|big|tall|high|often)\b"
+            r"|\bwhat (?:percentage|percent|proportion|number|amount)\b",
+            re.I,
+        ),
+        re.compile(f"{_NUMBER}|%", re.I),
+    ),
+    (re.compile(r"\b(?:who|whom|whose)\b", re.I), re.compile(_NAME)),
+    (re.compile(r"\bwhere\b", re.I), re.compile(_NAME)),
+)
+
+
+def _pairs(terms: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """Neighbouring topic words of the question, as stems ("improved response")."""
+    stems = [stem(t) for t in terms]
+    return tuple(itertools.pairwise(stems))
+
+
+def _paired(pairs: Sequence[tuple[str, str]], sentence: str) -> float:
+    """The share of ``pairs`` that ``sentence`` also says close together, in order."""
+    if not pairs:
+        return 0.0
+    stems = [s for _, s in lowered_stems(sentence)]
+    where: dict[str, list[int]] = {}
+    for index, word in enumerate(stems):
+        where.setdefault(word, []).append(index)
+    near = 0
+    for first, second in pairs:
+        if any(0 < j - i <= 3 for i in where.get(first, ()) for j in where.get(second, ())):
+            near += 1
+    return near / len(pairs)
+
+
+# "how many employees": a number answers it only beside what it counts.
+_COUNTED = re.compile(r"\bhow (?:many|much) (?P<what>[a-z][\w-]*)", re.I)
+# A second question inside the first ("…, and what did they raise?").
+_SECOND_QUESTION = re.compile(r"(?:,|;|\band)\s+(?:what|who|which|when|where|why|how)\b", re.I)
+
+
+def _counted(question: str) -> str | None:
+    """The stem of what a "how many/much X" question counts, when it names it and asks
+    nothing else (a compound question's other half is answered by other sentences)."""
+    match = _COUNTED.search(question)
+    if match is not None and _SECOND_QUESTION.search(question):
+        return None
+    if match is None or match.group("what").lower() in STOPWORDS:
+        return None
+    return stem(match.group("what").lower())
+
+
+def _cue(question: str) -> re.Pattern[str] | None:
+    """The pattern an answer to ``question`` holds, when its wording says (else None)."""
+    for asks, answer in _CUES:
+        if asks.search(question):
+            return answer
+    return None
+
+
+def _holds_new(pattern: re.Pattern[str], sentence: str, question: str) -> bool:
+    """``sentence`` holds a match of ``pattern`` that the question does not already say."""
+    asked = question.lower()
+    return any(m.group(0).lower() not in asked for m in pattern.finditer(sentence))
+
+
 def _pick_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[str, str, float]]:
+    """The sentence that best answers ``question``, and a second from the same document
+    only when it scores close to the first (see ``_adds``); each cited. Nothing when no
+    sentence covers enough of the question."""
+    ranked = ranked_sentences(question, passages)
+    if not ranked:
+        return []
+    first = ranked[0]
+    picked = [first]
+    second = next((c for c in ranked[1:] if _adds(c, first, passages)), None)
+    if second is not None:
+        picked.append(second)
+    return [
+        (c.text if c.text[-1] in ".!?" else c.text + ".", c.passage_id, c.fraction) for c in picked
+    ]
+
+
+def _adds(candidate: Candidate, first: Candidate, passages: Sequence[Passage]) -> bool:
+    """Whether ``candidate`` is stated beside ``first``: when another sentence of the same
+    document scores close to the first, the evidence does not single out one sentence,
+    and the answer gives both rather than guess (never a sentence of another document:
+    an answer reads as one source)."""
+    titles = {p.id: p.title for p in passages}
+    return (
+        titles.get(candidate.passage_id) == titles.get(first.passage_id)
+        and candidate.score >= SECOND_AT * first.score
+    )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A sentence that could answer, with what ranked it."""
+
+    score: float
+    text: str
+    passage_id: str
+    rank: int
+    fraction: float
+    weighted: float
+    typed: bool
+    pairs: float
+    matched: tuple[str, ...]
+
+
+def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candidate]:
+    """Every sentence that covers enough of ``question``, best first."""
     terms = question_terms(question)
     if not terms:
         return []
-    candidates: list[tuple[float, int, str, str, float]] = []
+    # Numbers and years name what is asked about ("hired in 1888") as sharply as words.
+    terms += [n for n in re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", question) if n not in terms]
+    pairs = _pairs(terms)
+    candidates: list[Candidate] = []
     document_frequency: dict[str, int] = {}
     split = [(p, split_sentences(p.text)) for p in passages]
     total = sum(len(s) for _, s in split) or 1
@@ -217,38 +397,47 @@ def _pick_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[st
                 document_frequency[term] = document_frequency.get(term, 0) + 1
     weights = {t: 1.0 + math.log((1 + total) / (1 + document_frequency.get(t, 0))) for t in terms}
     weight_sum = sum(weights.values())
-    order = 0
+    question_stems, _ = _analyse(question)
+    cue = _cue(question)
+    counted = _counted(question)
     for rank, (passage, sentences) in enumerate(split):
         title_stems, title_word_stems = _analyse(passage.title)
         for sentence in sentences:
-            if not own[sentence].matched:
+            if not own[sentence].matched or _INSTRUCTION.search(sentence):
                 continue
             # The passage title is context for each of its sentences ("Acme brief: …").
             stems, word_stems = analysed[sentence]
+            if not (stems - question_stems - _STOP_STEMS):
+                continue  # it only restates the question
+            if counted is not None and not _covered((counted,), stems, word_stems).matched:
+                continue  # a number that counts something else is not the answer
             cov = _covered(terms, title_stems | stems, title_word_stems | word_stems)
             weighted = sum(weights[t] for t in cov.matched) / weight_sum
-            enough = len(cov.matched) >= min(2, len(terms)) and (
-                cov.fraction >= 0.5 or (len(cov.matched) >= 3 and cov.fraction >= 0.34)
-            )
-            if not enough or _INSTRUCTION.search(sentence):
+            if weighted < SUPPORT_AT:
                 continue
-            score = weighted + 0.05 / (1 + rank)
-            candidates.append((score, order, sentence, passage.id, cov.fraction))
-            order += 1
-    candidates.sort(key=lambda c: (-c[0], c[1]))
-    picked: list[tuple[str, str, float]] = []
-    per_passage: dict[str, int] = {}
-    seen: set[str] = set()
-    for _, _, sentence, pid, fraction in candidates:
-        key = re.sub(r"\W+", " ", sentence.lower()).strip()
-        if key in seen or per_passage.get(pid, 0) >= MAX_PER_PASSAGE:
-            continue
-        seen.add(key)
-        per_passage[pid] = per_passage.get(pid, 0) + 1
-        picked.append((sentence if sentence[-1] in ".!?" else sentence + ".", pid, fraction))
-        if len(picked) >= MAX_SENTENCES:
-            break
-    return picked
+            typed = cue is not None and _holds_new(cue, sentence, question)
+            paired = _paired(pairs, sentence)
+            score = (
+                weighted
+                + RANK_WEIGHT / (1 + rank)
+                + (CUE_WEIGHT if typed else 0.0)
+                + PAIR_WEIGHT * paired
+            )
+            candidates.append(
+                Candidate(
+                    score,
+                    sentence,
+                    passage.id,
+                    rank,
+                    cov.fraction,
+                    weighted,
+                    typed,
+                    paired,
+                    cov.matched,
+                )
+            )
+    # Stable: equal scores keep the search's order.
+    return sorted(candidates, key=lambda c: -c.score)
 
 
 def _format(value: Cell) -> str:

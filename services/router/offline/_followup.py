@@ -47,9 +47,14 @@ _ORDINALS = {
     "fifth": 4, "5th": 4, "sixth": 5, "6th": 5, "seventh": 6, "7th": 6, "eighth": 7, "8th": 7,
     "ninth": 8, "9th": 8, "tenth": 9, "10th": 9, "last": -1,
 }  # fmt: skip
+# An ordinal points into an earlier answer only as a referent of its own: "the second
+# one", "the third company", "the last?", "the first of them", "number 3". "The first
+# person in space" is an adjective inside a standalone question, not a reference.
 _ORDINAL = re.compile(
-    r"\bthe (?P<n>" + "|".join(_ORDINALS) + r")(?: (?:one|company|account|deal|opportunity"
-    r"|item|result|row|entry))?\b|\b(?:number|no\.|#) ?(?P<k>\d{1,2})\b",
+    r"\bthe (?P<n>" + "|".join(_ORDINALS) + r")(?:(?: (?:one|company|account|deal|opportunity"
+    r"|item|result|row|entry)\b)|(?=\s*(?:[?.!,;]|$|of (?:them|those|these|the list)\b"
+    r"|(?:have|has|had|do|does|did|is|was|are|were)\b)))"
+    r"|\b(?:number|no\.|#) ?(?P<k>\d{1,2})\b",
     re.IGNORECASE,
 )
 _LEAD = r"^(?:and|but|ok(?:ay)?|so|then|also|now)?[, ]*"

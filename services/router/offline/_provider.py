@@ -231,7 +231,9 @@ class DeterministicProvider:
 
     async def rewrite(self, request: RewriteRequest) -> LlmResult[Rewrite]:
         question = cap_question(request.question)
-        result = _extractive.rewrite(question, request.previous_queries, request.missing_terms)
+        result = _extractive.rewrite(
+            question, request.previous_queries, request.missing_terms, request.passages
+        )
         return self._result(Role.REWRITE, result)
 
     async def resolve_follow_up(

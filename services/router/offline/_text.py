@@ -195,8 +195,14 @@ def close_to_any(target: str, stems: Iterable[str], cutoff: float = 0.85) -> boo
 
 @functools.lru_cache(maxsize=65536)
 def _near(target: str, candidate: str, cutoff: float) -> bool:
-    # The order get_close_matches compares in: the candidate first, the target second.
-    return difflib.SequenceMatcher(None, candidate, target).ratio() >= cutoff
+    # Lengths alone bound the ratio (2 * matches / total): most pairs end here, without
+    # building a matcher. Then the order get_close_matches compares in, with its cheaper
+    # upper bound first; the verdict is the same as ``ratio() >= cutoff``.
+    shorter, total = min(len(target), len(candidate)), len(target) + len(candidate)
+    if 2 * shorter < cutoff * total:
+        return False
+    matcher = difflib.SequenceMatcher(None, candidate, target)
+    return matcher.quick_ratio() >= cutoff and matcher.ratio() >= cutoff
 
 
 def synonyms(word: str) -> tuple[str, ...]:
@@ -218,14 +224,64 @@ def _synonym_index() -> dict[str, tuple[str, ...]]:
 _SYNONYMS = _synonym_index()
 
 
+# Where a sentence may end: terminal punctuation, any closing quotes or brackets, space,
+# then what can open a sentence.
+_BOUNDARY = re.compile(r"[.!?][\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
+# Lines and bullets always separate.
+_BREAKS = re.compile(r"\n\s*[-*\u2022]\s*|\n{2,}|\n(?=[A-Z#])")
+# Words a full stop follows without ending the sentence: titles, initials' companions,
+# and common abbreviations of English prose (not of any one corpus).
+_ABBREVIATIONS = frozenset(
+    word_list(
+        """
+        mr mrs ms dr st mt jr sr prof gen col lt capt sgt rev gov sen rep pres inc ltd co
+        corp bros no nos vs etc e.g i.e cf al approx ca fig vol pp ed eds dept univ jan feb
+        mar apr jun jul aug sep sept oct nov dec ft
+        """
+    )
+)
+
+
+def _ends_sentence(text: str, end: int) -> bool:
+    """Whether the full stop before ``end`` closes a sentence: not after an initial
+    ("Kurt H. Smith"), an abbreviation ("St. George") or a dotted acronym ("U.S. Army")."""
+    at = end
+    while at > 0 and text[at - 1] in "\"'\u201d\u2019)]":
+        at -= 1
+    if at == 0 or text[at - 1] != ".":
+        return True  # ! or ?
+    start = at - 1
+    while start > 0 and (text[start - 1].isalpha() or text[start - 1] == "."):
+        start -= 1
+    word = text[start : at - 1]
+    if len(word) == 1 and word.isupper():
+        return False
+    if "." in word and all(len(part) == 1 for part in word.split(".") if part):
+        return False  # U.S, e.g
+    return word.lower() not in _ABBREVIATIONS
+
+
+def _sentence_pieces(text: str) -> list[str]:
+    pieces: list[str] = []
+    for block in _BREAKS.split(text):
+        begin = 0
+        for match in _BOUNDARY.finditer(block):
+            close = match.start() + len(match.group(0).rstrip())
+            if _ends_sentence(block, close):
+                pieces.append(block[begin:close])
+                begin = match.end()
+        pieces.append(block[begin:])
+    return pieces
+
+
 @functools.lru_cache(maxsize=1024)
 def split_sentences(text: str) -> tuple[str, ...]:
-    """Sentences and bullet lines of a passage, trimmed, empties dropped. Remembered: the
+    """Sentences and bullet lines of a passage, trimmed, empties dropped; initials,
+    abbreviations, decimals and quotations stay inside their sentence. Remembered: the
     same passages come back for many questions, and every answer splits them."""
-    pieces = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n\s*[-*•]\s*|\n{2,}|\n(?=[A-Z#])", text)
     out = []
-    for piece in pieces:
-        cleaned = re.sub(r"\s+", " ", piece).strip(" -*•#\t")
+    for piece in _sentence_pieces(text):
+        cleaned = re.sub(r"\s+", " ", piece).strip(" -*\u2022#\t")
         if len(cleaned) >= 3:
             out.append(cleaned)
     return tuple(out)

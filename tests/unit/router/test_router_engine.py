@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import grpc
+import pytest
 
-from services.common import deadline_scope
+from services.common import PermissionDenied, deadline_scope
 from services.common.llm import Plan, PlanStep, ToolName
-from services.router import GuardrailSettings, Hit, Mode, Outcome, Status, ToolError
+from services.router import (
+    GuardrailSettings,
+    Hit,
+    Mode,
+    Outcome,
+    SearchOutcome,
+    Status,
+    ToolError,
+)
 from services.router._types import CitationKind, DeltaEvent, PlanEvent, StepStartedEvent
 from tests.unit.router.fix_router import (
     INJECTED,
@@ -279,3 +289,82 @@ async def test_a_step_with_only_hostile_hits_still_reports_them():
         "c9",
         "c9",
     ]
+
+
+def _not_allowed(_question: str) -> Exception:
+    return ToolError(grpc.StatusCode.PERMISSION_DENIED, "DATABASE_NOT_ALLOWED", "sql")
+
+
+async def test_auto_without_a_database_answers_from_documents_and_says_why():
+    # Every tenant but the demo one has no SQL database: a countable-sounding question
+    # must not fail the whole Ask (it once returned PERMISSION_DENIED).
+    router = make_router(FakeSearch(), FakeSql(fail_for=_not_allowed))
+    answer = await router.ask(
+        ask("How many clinics does Acme Health run for healthcare analytics?"), request_id="r"
+    )
+    assert answer.outcome is Outcome.ANSWERED
+    assert {d.reason for d in answer.degradations} == {"NO_DATABASE"}
+    assert [d.component for d in answer.degradations] == ["sql"]
+    assert any(c.kind is CitationKind.PASSAGE for c in answer.citations)
+    assert 0 < answer.confidence <= 0.5  # degraded: never reads as certain
+    tools = [r.tool for r in answer.trajectory]
+    assert tools == [ToolName.SQL_QUESTION, ToolName.SEMANTIC_SEARCH]
+
+
+async def test_a_named_database_the_tenant_may_not_query_is_still_refused():
+    router = make_router(FakeSearch(), FakeSql(fail_for=_not_allowed))
+    with pytest.raises(PermissionDenied):
+        await router.ask(
+            ask("How many clinics does Acme run?", database="warehouse"),
+            request_id="r",
+            checked=True,
+        )
+
+
+async def test_a_failed_step_whose_replacement_answered_is_no_degradation():
+    # A step that finds nothing is replaced by one that does: the answer is whole, so no
+    # STEP_FAILED note rides on it (it once did, on correct answers).
+    class NothingFor(FakeSearch):
+        async def search(self, tenant_id: str, query: str, **kw: Any) -> SearchOutcome:
+            outcome = await super().search(tenant_id, query, **kw)
+            return SearchOutcome(()) if "nothing" in query else outcome
+
+    plan = Plan((PlanStep("s1", ToolName.SEMANTIC_SEARCH, "nothing here"),))
+    replacement = Plan((PlanStep("s2", ToolName.SEMANTIC_SEARCH, "onboarding call notes Globex"),))
+    planner = ScriptedPlanner([plan], [replacement])
+    router = make_router(NothingFor(), FakeSql(), planner, max_rewrites=0)
+    answer = await router.ask(ask("onboarding call notes Globex"), request_id="r")
+    assert answer.outcome is Outcome.ANSWERED
+    assert statuses(answer) == {"s1": "empty", "s2": "succeeded"}
+    assert answer.degradations == ()
+
+
+async def test_a_failed_step_left_unreplaced_still_degrades_the_answer():
+    plan = Plan((PlanStep("s1", ToolName.SEMANTIC_SEARCH, "onboarding call notes Globex"),
+                 PlanStep("s2", ToolName.SQL_QUESTION, "broken")))  # fmt: skip
+    sql = FakeSql(fail_for=lambda q: ToolError(grpc.StatusCode.INTERNAL, "INTERNAL", "sql"))
+    answer = await make_router(FakeSearch(), sql, ScriptedPlanner([plan]), max_replans=0).ask(
+        ask("onboarding call notes Globex"), request_id="r"
+    )
+    assert answer.outcome is Outcome.PARTIAL
+    assert "STEP_FAILED" in {d.reason for d in answer.degradations}
+
+
+async def test_with_the_database_down_an_answer_from_documents_never_reads_as_certain():
+    # It once came back "answered, confidence 1.00" from unrelated sentences.
+    down = FakeSql(fail_for=lambda q: ToolError(grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE", "sql"))
+    answer = await make_router(FakeSearch(), down).ask(
+        ask("How many clinics does Acme Health run?"), request_id="r"
+    )
+    assert "SQL_UNAVAILABLE" in {d.reason for d in answer.degradations}
+    assert answer.confidence <= 0.5
+
+
+async def test_a_count_question_is_not_answered_with_a_number_of_something_else():
+    # "how many employees" over a passage that counts clinics: refused, not a wrong number.
+    down = FakeSql(fail_for=lambda q: ToolError(grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE", "sql"))
+    answer = await make_router(FakeSearch(), down).ask(
+        ask("How many employees does Acme Health have?"), request_id="r"
+    )
+    assert not any(c.kind is CitationKind.PASSAGE for c in answer.citations)
+    assert answer.outcome is not Outcome.ANSWERED
