@@ -261,6 +261,45 @@ async def test_unknown_database_and_forbidden_database(stub, tenant):
 
 
 @pytest.mark.rpc(ASK)
+async def test_auto_for_a_tenant_without_a_database_answers_from_documents(
+    pg_url, warehouse, embedding, telemetry_sink, channel_to
+):
+    # Every tenant a user adds has no SQL database until one is configured for it: a
+    # countable question in AUTO degrades to the documents instead of failing the Ask.
+    running = await start_engines(
+        pg_url,
+        warehouse.reader_url,
+        embedding.server.address,
+        telemetry_sink("engines").telemetry,
+        warehouse_tenants=frozenset({"someone-else"}),
+    )
+    stub, server, deps = await _router(running, telemetry_sink, channel_to)
+    try:
+        name = new_tenant(pg_url, "nodb")
+        await ingest(running.retrieval_stub, name, documents())
+        for question in (COMPOUND, "How many onboarding call notes mention data migration?"):
+            response = await stub.Ask(pb.AskRequest(tenant_id=name, question=question), timeout=30)
+            answer = response.answer
+            reasons = {d.reason for d in answer.degradations}
+            assert cpb.DEGRADATION_REASON_NO_DATABASE in reasons
+            assert cpb.DEGRADATION_REASON_STEP_FAILED not in reasons or (
+                answer.outcome == pb.ANSWER_OUTCOME_PARTIAL
+            )
+            assert answer.confidence <= 0.5
+        # The same question naming a database the tenant may not query is still refused.
+        named = pb.AskRequest(
+            tenant_id=name, question=COMPOUND, options=pb.AskOptions(database="warehouse")
+        )
+        code, _, info = await _error(stub, "Ask", named)
+        assert code == grpc.StatusCode.PERMISSION_DENIED
+        assert info["reason"] == "DATABASE_NOT_ALLOWED"
+    finally:
+        await server.stop(0)
+        await deps.close()
+        await running.close()
+
+
+@pytest.mark.rpc(ASK)
 @pytest.mark.rpc(STREAM)
 async def test_deadline_too_short_on_arrival(stub, tenant):
     for method in ("Ask", "StreamAsk"):

@@ -103,10 +103,17 @@ def _covered(terms: Sequence[str], stems: frozenset[str], word_stems: frozenset[
         if (
             stem(term) in stems
             or any(stem(s) in stems for s in synonyms(term))
-            or (len(term) >= 5 and close_to_any(stem(term), word_stems, cutoff=0.88))
+            or (len(term) >= 5 and _typo_of_any(stem(term), word_stems))
         ):
             matched.append(term)
     return _Coverage(tuple(matched), len(matched) / len(terms))
+
+
+@functools.lru_cache(maxsize=16384)
+def _typo_of_any(target: str, word_stems: frozenset[str]) -> bool:
+    """Whether a stem of ``word_stems`` is one typo from ``target``. Remembered per text:
+    the same question words meet the same retrieved sentences again and again."""
+    return close_to_any(target, word_stems, cutoff=0.88)
 
 
 def grade(question: str, passages: Sequence[Passage]) -> Grade:

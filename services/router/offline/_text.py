@@ -188,9 +188,15 @@ def has_close(word: str, vocabulary: Iterable[str], cutoff: float = 0.85) -> boo
 
 def close_to_any(target: str, stems: Iterable[str], cutoff: float = 0.85) -> bool:
     """``has_close`` for a stemmed word and already stemmed vocabulary."""
-    if len(target) < 4:
+    size = len(target)
+    if size < 4:
         return False
-    return any(_near(target, candidate, cutoff) for candidate in stems if len(candidate) >= 4)
+    # The length bound of ``_near`` inline: most candidates end here, without a call.
+    return any(
+        _near(target, candidate, cutoff)
+        for candidate in stems
+        if len(candidate) >= 4 and 2 * min(size, len(candidate)) >= cutoff * (size + len(candidate))
+    )
 
 
 @functools.lru_cache(maxsize=65536)

@@ -170,6 +170,7 @@ async def start_engines(
     telemetry: Telemetry,
     *,
     extra_targets: tuple[TargetConfig, ...] = (),
+    warehouse_tenants: frozenset[str] = frozenset({"*"}),
 ) -> Engines:
     settings = RetrievalSettings(embedding_addr=embedding_addr)
     database = await open_database(pg_url, settings, min_size=1, max_size=4, timeout_s=5.0)
@@ -192,7 +193,7 @@ async def start_engines(
         telemetry,
         configs=[
             TargetConfig(
-                "warehouse", reader_url, tenants=frozenset({"*"}), glossary=demo_glossary()
+                "warehouse", reader_url, tenants=warehouse_tenants, glossary=demo_glossary()
             ),
             *extra_targets,
         ],
