@@ -1,10 +1,19 @@
 """The public gateway: authentication, tenants, quotas, validation, forwarding."""
 
-from gateway._keys import KEY_PREFIX, ApiKeys, IssuedKey, KeyRecord
+from gateway._keys import (
+    ALL_SCOPES,
+    KEY_PREFIX,
+    ApiKeys,
+    IssuedKey,
+    KeyRecord,
+    Scope,
+    parse_scopes,
+)
 from gateway._quota import TokenBuckets
 from gateway._settings import DEFAULT_PORT, GatewaySettings, Limits, key_pepper
 
 __all__ = [
+    "ALL_SCOPES",
     "DEFAULT_PORT",
     "KEY_PREFIX",
     "ApiKeys",
@@ -12,6 +21,8 @@ __all__ = [
     "IssuedKey",
     "KeyRecord",
     "Limits",
+    "Scope",
     "TokenBuckets",
     "key_pepper",
+    "parse_scopes",
 ]

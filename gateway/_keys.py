@@ -17,16 +17,53 @@ import re
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
-from services.common import Database, InvalidArgument, NotFound, Unauthenticated, ensure_tenant
+from services.common import (
+    Database,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+    ensure_tenant,
+)
 
 KEY_PREFIX = "tdm_"
 _KEY_SHAPE = re.compile(r"^tdm_([a-z2-7]{16})_([A-Za-z0-9_-]{43})$")
 TENANT_SHAPE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+class Scope(StrEnum):
+    """What a key may do; every gateway RPC needs exactly one (``gateway._server``)."""
+
+    ASK = "ask"  # Ask, StreamAsk, Search, the SQL reads, conversations
+    INGEST = "ingest"  # IngestDocuments, DeleteDocument
+    TEACH = "teach"  # TeachSql, DeleteConfirmedPair, feedback that changes reuse
+    ADMIN = "admin"  # operator work through the API
+
+
+ALL_SCOPES: tuple[Scope, ...] = tuple(Scope)
+DEFAULT_SCOPES: tuple[Scope, ...] = (Scope.ASK,)
+
+
+def parse_scopes(values: Iterable[str]) -> tuple[Scope, ...]:
+    """Scopes from names (``all`` for every one), in their canonical order; an unknown or
+    empty list is INVALID_ARGUMENT naming ``scopes``."""
+    names = {v.strip().lower() for value in values for v in value.split(",") if v.strip()}
+    if "all" in names:
+        return ALL_SCOPES
+    unknown = sorted(names - {s.value for s in Scope})
+    if unknown or not names:
+        raise InvalidArgument.field(
+            "scopes",
+            f"unknown scope {', '.join(unknown)}" if unknown else "at least one scope",
+            reason="API_KEY_SCOPE_INVALID",
+        )
+    return tuple(s for s in Scope if s.value in names)
 
 
 @dataclass(frozen=True)
@@ -36,6 +73,7 @@ class IssuedKey:
     key_id: str
     tenant_id: str
     secret: str
+    scopes: tuple[Scope, ...] = DEFAULT_SCOPES
 
 
 @dataclass(frozen=True)
@@ -47,6 +85,7 @@ class KeyRecord:
     label: str
     created_at: datetime
     revoked_at: datetime | None
+    scopes: tuple[Scope, ...] = DEFAULT_SCOPES
 
 
 class ApiKeys:
@@ -65,9 +104,10 @@ class ApiKeys:
             raise ValueError("API key pepper must be at least 16 bytes")
         self._db = db
         self._pepper = pepper
-        # key id -> (tenant, HMAC, when it was read) of keys that verified recently. It
-        # grants access only within ``cache_ttl_s`` and while ``listening()`` is True.
-        self._recent: OrderedDict[str, tuple[str, bytes, float]] = OrderedDict()
+        # key id -> (tenant, HMAC, when it was read, scopes) of keys that verified
+        # recently. It grants access only within ``cache_ttl_s`` and while
+        # ``listening()`` is True.
+        self._recent: OrderedDict[str, tuple[str, bytes, float, frozenset[Scope]]] = OrderedDict()
         self._recent_size = recent_size
         self._cache_ttl_s = cache_ttl_s
         self._clock = clock
@@ -91,29 +131,49 @@ class ApiKeys:
     def _hmac(self, secret: str) -> bytes:
         return hmac.new(self._pepper, secret.encode(), hashlib.sha256).digest()
 
-    async def create(self, tenant_id: str, label: str = "") -> IssuedKey:
+    async def create(
+        self, tenant_id: str, label: str = "", scopes: Iterable[Scope] = DEFAULT_SCOPES
+    ) -> IssuedKey:
         if not TENANT_SHAPE.match(tenant_id):
             raise InvalidArgument.field("tenant", "must be 1-63 of [a-z0-9_-], starting alnum")
+        granted = parse_scopes(scopes)
         key_id = base64.b32encode(secrets.token_bytes(10)).decode().lower()
         secret = secrets.token_urlsafe(32)  # 256 bits
         async with self._db.connection() as conn, conn.transaction():
             await ensure_tenant(conn, tenant_id)
             await conn.execute(
-                "INSERT INTO api_keys (key_id, tenant_id, secret_hmac, label) "
-                "VALUES (%s, %s, %s, %s)",
-                (key_id, tenant_id, self._hmac(secret), label),
+                "INSERT INTO api_keys (key_id, tenant_id, secret_hmac, label, scopes) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                (key_id, tenant_id, self._hmac(secret), label, [g.value for g in granted]),
             )
-        return IssuedKey(key_id, tenant_id, f"{KEY_PREFIX}{key_id}_{secret}")
+        return IssuedKey(key_id, tenant_id, f"{KEY_PREFIX}{key_id}_{secret}", granted)
+
+    async def set_scopes(self, key_id: str, scopes: Iterable[Scope]) -> tuple[Scope, ...]:
+        """Replace a key's scopes. Like a revocation it is a key change: gateways drop the
+        key from memory as the update commits, so a narrowed key is refused at once."""
+        granted = parse_scopes(scopes)
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                "UPDATE api_keys SET scopes = %s WHERE key_id = %s",
+                ([g.value for g in granted], key_id),
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"no API key with id {key_id}", reason="API_KEY_NOT_FOUND")
+        self._recent.pop(key_id, None)
+        return granted
 
     async def list(self, tenant_id: str | None = None) -> list[KeyRecord]:
-        query = "SELECT key_id, tenant_id, label, created_at, revoked_at FROM api_keys"
+        query = "SELECT key_id, tenant_id, label, created_at, revoked_at, scopes FROM api_keys"
         params: tuple[Any, ...] = ()
         if tenant_id is not None:
             query += " WHERE tenant_id = %s"
             params = (tenant_id,)
         async with self._db.connection() as conn:
             cur = await conn.execute(query + " ORDER BY created_at", params)
-            return [KeyRecord(*row) for row in await cur.fetchall()]
+            return [
+                KeyRecord(row[0], row[1], row[2], row[3], row[4], parse_scopes(row[5]))
+                for row in await cur.fetchall()
+            ]
 
     async def revoke(self, key_id: str) -> None:
         async with self._db.connection() as conn:
@@ -136,7 +196,7 @@ class ApiKeys:
         entry = self._recent.get(match.group(1)) if match else None
         if match is None or entry is None:
             return None
-        tenant, stored, _ = entry
+        tenant, stored, _, _ = entry
         return tenant if hmac.compare_digest(self._hmac(match.group(2)), stored) else None
 
     async def verify(self, presented: str | None) -> str:
@@ -144,6 +204,23 @@ class ApiKeys:
 
         Unknown, malformed and revoked keys are indistinguishable to the caller.
         """
+        tenant, _ = await self._verified(presented)
+        return tenant
+
+    async def authorize(self, presented: str | None, scope: Scope) -> str:
+        """The tenant of a valid key that holds ``scope``: UNAUTHENTICATED for a bad key,
+        PERMISSION_DENIED naming the missing scope for a good key without it."""
+        tenant, scopes = await self._verified(presented)
+        if scope not in scopes:
+            raise PermissionDenied(
+                f"this API key lacks the '{scope.value}' scope "
+                f"(`tandem keys scope KEY_ID --set ...` grants it)",
+                reason="API_KEY_SCOPE_MISSING",
+                metadata={"scope": scope.value},
+            )
+        return tenant
+
+    async def _verified(self, presented: str | None) -> tuple[str, frozenset[Scope]]:
         if not presented:
             raise Unauthenticated("missing API key", reason="API_KEY_MISSING")
         match = _KEY_SHAPE.match(presented)
@@ -158,13 +235,13 @@ class ApiKeys:
                 and hmac.compare_digest(presented_hmac, entry[1])
             ):
                 self._recent.move_to_end(match.group(1))
-                return entry[0]
+                return entry[0], entry[3]
         changes = self.changes
         row = None
         if match:
             async with self._db.autocommit() as conn:
                 cur = await conn.execute(
-                    "SELECT tenant_id, secret_hmac FROM api_keys "
+                    "SELECT tenant_id, secret_hmac, scopes FROM api_keys "
                     "WHERE key_id = %s AND revoked_at IS NULL",
                     (match.group(1),),
                     prepare=True,
@@ -174,9 +251,10 @@ class ApiKeys:
         if not hmac.compare_digest(presented_hmac, stored) or row is None or match is None:
             raise Unauthenticated("invalid API key", reason="API_KEY_INVALID")
         tenant: str = row[0]
-        if changes == self.changes:  # else the row may predate a revocation heard since
-            self._recent[match.group(1)] = (tenant, stored, now)
+        scopes = frozenset(Scope(s) for s in row[2])
+        if changes == self.changes:  # else the row may predate a change heard since
+            self._recent[match.group(1)] = (tenant, stored, now, scopes)
             self._recent.move_to_end(match.group(1))
             while len(self._recent) > self._recent_size:
                 self._recent.popitem(last=False)
-        return tenant
+        return tenant, scopes

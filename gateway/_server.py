@@ -30,7 +30,7 @@ from gateway._conversations import (
     parse_id,
 )
 from gateway._key_changes import KeyChanges
-from gateway._keys import ApiKeys
+from gateway._keys import ApiKeys, Scope
 from gateway._quota import TokenBuckets
 from gateway._relay import relay, reparse, to_internal, unreachable
 from gateway._settings import DEFAULT_PORT, GatewaySettings, key_pepper
@@ -66,6 +66,28 @@ SERVICE_NAME = gpb.DESCRIPTOR.services_by_name["GatewayService"].full_name
 _log = logging.getLogger("tandem.gateway")
 R = TypeVar("R", bound=Message)
 Context = grpc.aio.ServicerContext[Any, Any]
+
+
+# The scope each RPC needs (a key holds one or more; see gateway._keys.Scope): reading
+# and asking, changing the documents, and changing what other users' answers reuse are
+# separate grants. A test walks the service descriptor so a new RPC cannot go unscoped.
+RPC_SCOPES: dict[str, Scope] = {
+    "Ask": Scope.ASK,
+    "StreamAsk": Scope.ASK,
+    "Search": Scope.ASK,
+    "AskSql": Scope.ASK,
+    "RunSqlIntent": Scope.ASK,
+    "ValidateSql": Scope.ASK,
+    "DescribeSchema": Scope.ASK,
+    "ListConfirmedPairs": Scope.ASK,
+    "ListConversations": Scope.ASK,
+    "DeleteConversation": Scope.ASK,
+    "IngestDocuments": Scope.INGEST,
+    "DeleteDocument": Scope.INGEST,
+    "SubmitSqlFeedback": Scope.TEACH,
+    "TeachSql": Scope.TEACH,
+    "DeleteConfirmedPair": Scope.TEACH,
+}
 
 
 def migrations() -> list[Migration]:
@@ -224,10 +246,13 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             raise Unavailable("the gateway is starting", reason="GATEWAY_STARTING")
         return self._backends
 
-    async def _admit(self, context: Context) -> tuple[_Backends, str]:
-        """The verified tenant, after its bucket paid for the call."""
+    async def _admit(self, context: Context, scope: Scope) -> tuple[_Backends, str]:
+        """The verified tenant of a key holding ``scope``, after its bucket paid for the
+        call."""
         backends = self._ready()
-        tenant = await backends.deps.keys.verify(bearer_token(context.invocation_metadata()))
+        tenant = await backends.deps.keys.authorize(
+            bearer_token(context.invocation_metadata()), scope
+        )
         backends.deps.quota.take(tenant)
         return backends, tenant
 
@@ -359,7 +384,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def Ask(
         self, request: gpb.GatewayServiceAskRequest, context: Context
     ) -> gpb.GatewayServiceAskResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["Ask"])
         check.check_ask(request, backends.deps.settings.limits)
         question = request.question
         with self._deadline(context, backends.deps.settings.default_deadline_s):
@@ -378,7 +403,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def StreamAsk(
         self, request: gpb.GatewayServiceStreamAskRequest, context: Context
     ) -> AsyncIterator[gpb.GatewayServiceStreamAskResponse]:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["StreamAsk"])
         check.check_ask(request, backends.deps.settings.limits)
         question = request.question
         with self._deadline(context, backends.deps.settings.default_deadline_s):
@@ -405,7 +430,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def Search(
         self, request: gpb.GatewayServiceSearchRequest, context: Context
     ) -> gpb.GatewayServiceSearchResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["Search"])
         check.check_search(request, backends.deps.settings.limits)
         internal = to_internal(request, rpb.SearchRequest, tenant)
         return await self._unary(
@@ -416,7 +441,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def AskSql(
         self, request: gpb.GatewayServiceAskSqlRequest, context: Context
     ) -> gpb.GatewayServiceAskSqlResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["AskSql"])
         check.check_ask_sql(request, backends.deps.settings.limits)
         internal = to_internal(request, spb.AskQuestionRequest, tenant)
         return await self._unary(
@@ -427,7 +452,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def RunSqlIntent(
         self, request: gpb.GatewayServiceRunSqlIntentRequest, context: Context
     ) -> gpb.GatewayServiceRunSqlIntentResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["RunSqlIntent"])
         check.check_run_intent(request, backends.deps.settings.limits)
         internal = to_internal(request, spb.RunIntentRequest, tenant)
         return await self._unary(
@@ -438,7 +463,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def ValidateSql(
         self, request: gpb.GatewayServiceValidateSqlRequest, context: Context
     ) -> gpb.GatewayServiceValidateSqlResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["ValidateSql"])
         check.check_validate_sql(request, backends.deps.settings.limits)
         internal = to_internal(request, spb.ValidateSqlRequest, tenant)
         return await self._unary(
@@ -449,7 +474,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def IngestDocuments(
         self, request: gpb.GatewayServiceIngestDocumentsRequest, context: Context
     ) -> AsyncIterator[gpb.GatewayServiceIngestDocumentsResponse]:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["IngestDocuments"])
         check.check_ingest(request, backends.deps.settings.limits)
         internal = to_internal(request, rpb.IngestDocumentsRequest, tenant)
         async for event in self._stream(
@@ -462,7 +487,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def DeleteDocument(
         self, request: gpb.GatewayServiceDeleteDocumentRequest, context: Context
     ) -> gpb.GatewayServiceDeleteDocumentResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["DeleteDocument"])
         check.check_delete(request, backends.deps.settings.limits)
         internal = to_internal(request, rpb.DeleteDocumentRequest, tenant)
         return await self._unary(
@@ -473,7 +498,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def DescribeSchema(
         self, request: gpb.GatewayServiceDescribeSchemaRequest, context: Context
     ) -> gpb.GatewayServiceDescribeSchemaResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["DescribeSchema"])
         check.check_describe(request, backends.deps.settings.limits)
         internal = to_internal(request, spb.DescribeSchemaRequest, tenant)
         return await self._unary(
@@ -484,7 +509,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def SubmitSqlFeedback(
         self, request: gpb.GatewayServiceSubmitSqlFeedbackRequest, context: Context
     ) -> gpb.GatewayServiceSubmitSqlFeedbackResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["SubmitSqlFeedback"])
         check.check_sql_feedback(request, backends.deps.settings.limits)
         internal = to_internal(request, spb.SubmitFeedbackRequest, tenant)
         return await self._unary(
@@ -495,7 +520,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def TeachSql(
         self, request: gpb.GatewayServiceTeachSqlRequest, context: Context
     ) -> gpb.GatewayServiceTeachSqlResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["TeachSql"])
         check.check_teach_sql(request, backends.deps.settings.limits)
         internal = to_internal(request, spb.TeachSqlRequest, tenant)
         return await self._unary(
@@ -506,7 +531,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def ListConfirmedPairs(
         self, request: gpb.GatewayServiceListConfirmedPairsRequest, context: Context
     ) -> gpb.GatewayServiceListConfirmedPairsResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["ListConfirmedPairs"])
         check.check_list_pairs(request, backends.deps.settings.limits)
         internal = to_internal(request, spb.ListConfirmedPairsRequest, tenant)
         return await self._unary(
@@ -517,7 +542,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def DeleteConfirmedPair(
         self, request: gpb.GatewayServiceDeleteConfirmedPairRequest, context: Context
     ) -> gpb.GatewayServiceDeleteConfirmedPairResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["DeleteConfirmedPair"])
         check.check_delete_pair(request, backends.deps.settings.limits)
         internal = to_internal(request, spb.DeleteConfirmedPairRequest, tenant)
         return await self._unary(
@@ -528,7 +553,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def ListConversations(
         self, request: gpb.GatewayServiceListConversationsRequest, context: Context
     ) -> gpb.GatewayServiceListConversationsResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["ListConversations"])
         check.check_list_conversations(request, backends.deps.settings.limits)
         store = backends.deps.conversations
         if store is None:
@@ -548,7 +573,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def DeleteConversation(
         self, request: gpb.GatewayServiceDeleteConversationRequest, context: Context
     ) -> gpb.GatewayServiceDeleteConversationResponse:
-        backends, tenant = await self._admit(context)
+        backends, tenant = await self._admit(context, RPC_SCOPES["DeleteConversation"])
         conversation_id = parse_id(request.conversation_id)
         store = backends.deps.conversations
         if store is None:

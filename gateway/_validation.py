@@ -27,6 +27,10 @@ OUT_OF_RANGE = "OUT_OF_RANGE"
 UNKNOWN_ENUM = "UNKNOWN_ENUM_VALUE"
 BATCH_TOO_LARGE = "BATCH_TOO_LARGE"
 INVALID_CHARACTER = "INVALID_CHARACTER"
+# Bidirectional overrides and isolates: text holding them displays in another order than
+# it reads (a question stored as a conversation title, a taught pair's question), so no
+# field that a listing may show accepts them.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 class _Checks:
@@ -47,6 +51,12 @@ class _Checks:
             # Postgres text cannot hold NUL: refused here, naming the field, and not
             # wherever the value first meets the database (or is silently not stored).
             self.add(field, "must not contain a NUL character", INVALID_CHARACTER)
+        elif not _BIDI_CONTROLS.isdisjoint(value):
+            self.add(
+                field,
+                "must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)",
+                INVALID_CHARACTER,
+            )
 
     def count(self, field: str, value: int, low: int, high: int) -> None:
         if not low <= value <= high:

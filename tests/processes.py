@@ -447,15 +447,18 @@ class ProcessStack:
 
     # -- tenants and data -----------------------------------------------------------
 
-    def create_key(self, tenant: str, label: str = "test") -> str:
+    def create_key(
+        self, tenant: str, label: str = "test", scopes: tuple[str, ...] = ("all",)
+    ) -> str:
         """A new API key for ``tenant`` (registering the tenant), from the gateway's key
-        store with the gateway's pepper."""
+        store with the gateway's pepper; every scope unless ``scopes`` says otherwise."""
 
         async def create() -> str:
-            from gateway import ApiKeys
+            from gateway import ApiKeys, parse_scopes
 
             async with self._key_store() as database:
-                issued = await ApiKeys(database, self.pepper.encode()).create(tenant, label)
+                keys = ApiKeys(database, self.pepper.encode())
+                issued = await keys.create(tenant, label, parse_scopes(scopes))
             return issued.secret
 
         return self._async(create(), 60.0)

@@ -140,8 +140,29 @@ def register(commands: Commands) -> None:
     create = actions.add_parser("create", help="create a key for a tenant (shown once)")
     create.add_argument("--tenant", required=True, help="tenant id, e.g. acme")
     create.add_argument("--label", default="", help="a note, e.g. the calling backend")
+    create.add_argument(
+        "--scope",
+        action="append",
+        default=None,
+        metavar="SCOPE",
+        help="what the key may do: ask (default), ingest, teach, admin, or all; repeat or "
+        "comma-separate",
+    )
     create.add_argument("--json", action="store_true", help="print JSON")
     create.set_defaults(handler=_keys_create)
+    scope = actions.add_parser(
+        "scope", help="replace a key's scopes; a narrowed key is refused at once"
+    )
+    scope.add_argument("key_id", help="the key id (the part after tdm_, before the secret)")
+    scope.add_argument(
+        "--set",
+        dest="scopes",
+        action="append",
+        required=True,
+        metavar="SCOPE",
+        help="the scopes it keeps: ask, ingest, teach, admin, or all (repeat or comma-separate)",
+    )
+    scope.set_defaults(handler=_keys_scope)
     listing = actions.add_parser("list", help="list keys (never their secrets)")
     listing.add_argument("--tenant", default=None, help="only this tenant's keys")
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -663,15 +684,25 @@ def _with_keys(run: Callable[[Any], Any]) -> Any:
 
 @_handler
 def _keys_create(args: argparse.Namespace) -> int:
-    issued = _with_keys(lambda keys: keys.create(args.tenant, label=args.label))
+    scopes = _scopes(args.scope or ["ask"])
+    issued = _with_keys(lambda keys: keys.create(args.tenant, label=args.label, scopes=scopes))
+    granted = ",".join(s.value for s in issued.scopes)
     if args.json:
         print(
             json.dumps(
-                {"key_id": issued.key_id, "tenant": issued.tenant_id, "api_key": issued.secret}
+                {
+                    "key_id": issued.key_id,
+                    "tenant": issued.tenant_id,
+                    "api_key": issued.secret,
+                    "scopes": [s.value for s in issued.scopes],
+                }
             )
         )
         return 0
-    print(f"tenant  {issued.tenant_id}\nkey id  {issued.key_id}\napi key {issued.secret}")
+    print(
+        f"tenant  {issued.tenant_id}\nkey id  {issued.key_id}\nscopes  {granted}\n"
+        f"api key {issued.secret}"
+    )
     print("The key is shown once; store it now (export TANDEM_API_KEY=...).", file=sys.stderr)
     return 0
 
@@ -689,6 +720,7 @@ def _keys_list(args: argparse.Namespace) -> int:
                         "label": r.label,
                         "created_at": r.created_at.isoformat(),
                         "revoked_at": r.revoked_at.isoformat() if r.revoked_at else None,
+                        "scopes": [s.value for s in r.scopes],
                     }
                     for r in records
                 ],
@@ -705,11 +737,31 @@ def _keys_list(args: argparse.Namespace) -> int:
             r.tenant_id,
             r.label,
             r.created_at.strftime("%Y-%m-%d %H:%M"),
+            ",".join(s.value for s in r.scopes),
             r.revoked_at.strftime("%Y-%m-%d %H:%M") if r.revoked_at else "active",
         ]
         for r in records
     ]
-    print(render_table(["key id", "tenant", "label", "created", "status"], rows))
+    print(render_table(["key id", "tenant", "label", "created", "scopes", "status"], rows))
+    return 0
+
+
+def _scopes(values: list[str]) -> tuple[Any, ...]:
+    from gateway import parse_scopes  # noqa: PLC0415
+    from services.common import TandemError  # noqa: PLC0415
+
+    try:
+        return parse_scopes(values)
+    except TandemError as exc:
+        raise CliError(f"--scope: {exc.message} (ask, ingest, teach, admin, all)") from None
+
+
+@_handler
+def _keys_scope(args: argparse.Namespace) -> int:
+    key_id = args.key_id.removeprefix("tdm_").split("_", 1)[0]
+    scopes = _scopes(args.scopes)
+    granted = _with_keys(lambda keys: keys.set_scopes(key_id, scopes))
+    print(f"{key_id} may now: {', '.join(s.value for s in granted)} (in effect at once)")
     return 0
 
 

@@ -335,7 +335,10 @@ def _service_env(base: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str
     env.setdefault("TANDEM_TRACE_DIR", str((_data_dir() / "traces").resolve()))
     addresses: dict[str, str] = {}
     for spec in SERVICES:
-        host = env.get(spec.host_variable, "127.0.0.1")
+        # Every process binds where the banner says it listens: loopback unless its
+        # ``<NAME>_HOST`` says otherwise (the edge's own default, for containers, is all
+        # interfaces; under `tandem run` it once listened there while printing 127.0.0.1).
+        host = env.setdefault(spec.host_variable, "127.0.0.1")
         port = env.get(spec.port_variable, str(spec.default_port))
         reach = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
         addresses[spec.name] = f"{reach}:{port}"
@@ -468,7 +471,7 @@ def _demo_key(url: str, key_path: Path) -> tuple[str, bool]:
 
 
 async def _verify_or_create(url: str, recorded: str | None) -> tuple[str, bool]:
-    from gateway import ApiKeys, key_pepper  # noqa: PLC0415
+    from gateway import ALL_SCOPES, ApiKeys, key_pepper  # noqa: PLC0415
     from gateway._server import migrations  # noqa: PLC0415
     from services.common import Database, Unauthenticated  # noqa: PLC0415
 
@@ -482,7 +485,7 @@ async def _verify_or_create(url: str, recorded: str | None) -> tuple[str, bool]:
                     return recorded, True
             except Unauthenticated:
                 pass
-        issued = await keys.create(DEMO_TENANT, label="tandem run demo key")
+        issued = await keys.create(DEMO_TENANT, label="tandem run demo key", scopes=ALL_SCOPES)
     finally:
         await database.close()
     return issued.secret, False
@@ -763,9 +766,11 @@ def _print_usage(
         console.line(f"  {example}")
     console.line()
     if "edge" in addresses:
+        bound = os.environ.get("EDGE_HOST", "127.0.0.1")
+        everywhere = " (listening on every interface)" if bound in ("0.0.0.0", "", "::") else ""
         console.line(
-            f"Products and load tests: call the edge at {addresses['edge']} (same API; it "
-            "refuses a tenant's flood before the gateway sees it)."
+            f"Products and load tests: call the edge at {addresses['edge']}{everywhere} (same "
+            "API; it refuses a tenant's flood before the gateway sees it)."
         )
     console.line("Ctrl-C stops every service (in-flight calls finish first).")
 

@@ -18,7 +18,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
-from gateway import GatewaySettings, Limits
+from gateway import GatewaySettings, Limits, Scope
+from gateway._server import RPC_SCOPES
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
@@ -198,6 +199,27 @@ async def test_a_wrong_key_is_unauthenticated(stack, rpc):
     call, outcome = _invoke(stack.stub, method, request, metadata=bearer(forged))
     code, found = await _error(call, outcome)
     assert code == grpc.StatusCode.UNAUTHENTICATED and found["reason"] == "API_KEY_INVALID"
+
+
+@pytest.mark.parametrize("rpc", _each())
+async def test_a_key_without_the_rpcs_scope_is_refused_naming_it(stack, rpc):
+    # Each key holds scopes (ask, ingest, teach, admin); every RPC needs one. The attacker
+    # here is the tenant's own narrow key: an ask-only key cannot ingest or delete.
+    method, request = VALID[rpc]
+    needed = RPC_SCOPES[method]
+    tenant = new_tenant(stack.pg_url, "scope")
+    others = tuple(s for s in Scope if s is not needed)
+    narrow = await stack.gateway.key(tenant, scopes=others)
+    call, outcome = _invoke(stack.stub, method, request, metadata=bearer(narrow))
+    code, found = await _error(call, outcome)
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert found["reason"] == "API_KEY_SCOPE_MISSING"
+    assert found["metadata"] == {"scope": needed.value}
+    assert f"'{needed.value}' scope" in found["message"]
+    # The same tenant's key holding just that scope is served.
+    exact = await stack.gateway.key(tenant, scopes=(needed,))
+    _, outcome = _invoke(stack.stub, method, request, metadata=bearer(exact), timeout=60)
+    assert await outcome is not None
 
 
 @pytest.mark.parametrize("rpc", _each())

@@ -16,7 +16,8 @@ import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from gateway import GatewaySettings
+from gateway import GatewaySettings, Scope
+from gateway._server import RPC_SCOPES
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import router_service_pb2 as rpb
@@ -127,6 +128,29 @@ async def test_without_a_key_each_memory_rpc_is_unauthenticated(gateway, rpc):
     method, request = VALID[rpc]
     code, _, _, _ = await _error(getattr(gateway.stub, method)(request))
     assert code == grpc.StatusCode.UNAUTHENTICATED
+
+
+@pytest.mark.parametrize("rpc", _each())
+async def test_a_key_without_the_rpcs_scope_is_refused_and_nothing_is_taught(gateway, pg_url, rpc):
+    # A second key of the tenant once taught "refunded -> SELECT 0" to every user: pairs
+    # and feedback that change reuse need the teach scope; listing pairs only ask.
+    method, request = VALID[rpc]
+    needed = RPC_SCOPES[method]
+    tenant = new_tenant(pg_url, "mem")
+    narrow = await gateway.key(tenant, scopes=tuple(s for s in Scope if s is not needed))
+    code, _, reason, metadata = await _error(
+        getattr(gateway.stub, method)(request, metadata=bearer(narrow))
+    )
+    assert (code, reason, metadata) == (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "API_KEY_SCOPE_MISSING",
+        {"scope": needed.value},
+    )
+    full = bearer(await gateway.key(tenant))
+    listed = await gateway.stub.ListConfirmedPairs(
+        gpb.GatewayServiceListConfirmedPairsRequest(), metadata=full
+    )
+    assert list(listed.pairs) == []
 
 
 @pytest.mark.parametrize("rpc", _each())

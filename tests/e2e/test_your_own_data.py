@@ -133,8 +133,10 @@ def test_readme_your_own_data_step_by_step(users_server: str, tmp_path: Path) ->
         env["TANDEM_GATEWAY"] = gateway
 
         # Step 5: a key for the user's tenant.
-        assert "tandem keys create --tenant acme --json" in steps
-        created = json.loads(tandem(env, "keys", "create", "--tenant", "acme", "--json"))
+        assert "tandem keys create --tenant acme --scope ask,ingest --json" in steps
+        created = json.loads(
+            tandem(env, "keys", "create", "--tenant", "acme", "--scope", "ask,ingest", "--json")
+        )
         env["TANDEM_API_KEY"] = created["api_key"]
 
         # Step 6: the user's markdown.

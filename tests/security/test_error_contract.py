@@ -283,3 +283,28 @@ def test_the_edges_own_replies_keep_the_contract(quota_rate_per_s: float):
     ):
         reply = _EdgeReply(code, replies[f"EDGE_{name}_MESSAGE"], replies[f"EDGE_{name}_STATUS"])
         assert_contract(decode(reply))
+
+
+async def test_bidirectional_controls_are_refused_in_every_text_a_listing_shows(stack: Stack):
+    """An RTL override in a question was stored as a conversation title, where a listing
+    shows it reordered (text that reads as something else); a taught pair's question is
+    listed the same way. Each is INVALID_ARGUMENT naming the field; nothing is stored."""
+    override = "Refund policy \u202etxt.exe"
+    isolate = "How many \u2066companies\u2069?"
+    cases: list[tuple[str, Any, list[str]]] = [
+        ("Ask", gpb.GatewayServiceAskRequest(question=override), ["question"]),
+        ("StreamAsk", gpb.GatewayServiceStreamAskRequest(question=isolate), ["question"]),
+        ("AskSql", gpb.GatewayServiceAskSqlRequest(question=isolate), ["question"]),
+        ("TeachSql", gpb.GatewayServiceTeachSqlRequest(
+            question=override, sql="SELECT 1"), ["question"]),
+        ("Search", gpb.GatewayServiceSearchRequest(query=override), ["query"]),
+    ]  # fmt: skip
+    for rpc, request, fields in cases:
+        seen = await _call(stack.stub, rpc, request, metadata=stack.metadata)
+        assert seen is not None, f"{rpc} accepted a bidirectional control"
+        assert (seen.code.name, seen.fields) == ("INVALID_ARGUMENT", fields), rpc
+        assert_contract(seen, internal=_internal(stack))
+    listed = await stack.stub.ListConversations(
+        gpb.GatewayServiceListConversationsRequest(), metadata=stack.metadata
+    )
+    assert not any("\u202e" in c.title for c in listed.conversations)

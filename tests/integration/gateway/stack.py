@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from gateway import ApiKeys, GatewaySettings, TokenBuckets
+from gateway import ALL_SCOPES, ApiKeys, GatewaySettings, Scope, TokenBuckets
 from gateway._conversations import ConversationStore, app_conninfo
 from gateway._server import GatewayDeps, create_server, migrations, ready
 from services.common import Database, GrpcServer, RuntimeInterceptor, Telemetry, create_channel
@@ -50,9 +50,10 @@ class Gateway:
     def address(self) -> str:
         return self.server.address
 
-    async def key(self, tenant: str) -> str:
-        """A fresh API key for ``tenant`` (registering the tenant)."""
-        return (await self.keys.create(tenant, label="test")).secret
+    async def key(self, tenant: str, scopes: tuple[Scope, ...] = ALL_SCOPES) -> str:
+        """A fresh API key for ``tenant`` (registering the tenant), with every scope unless
+        ``scopes`` says otherwise."""
+        return (await self.keys.create(tenant, label="test", scopes=scopes)).secret
 
     async def close(self) -> None:
         await self.server.stop(0)

@@ -44,8 +44,9 @@ def cli_env(gateway, pg_url, monkeypatch, tmp_path):
     return gateway
 
 
-async def _new_key(capsys, tenant: str) -> str:
-    assert await tandem("keys", "create", "--tenant", tenant, "--json") == 0
+async def _new_key(capsys, tenant: str, *scopes: str) -> str:
+    flags = [arg for scope in scopes for arg in ("--scope", scope)]
+    assert await tandem("keys", "create", "--tenant", tenant, *flags, "--json") == 0
     return str(json.loads(capsys.readouterr().out)["api_key"])
 
 
@@ -69,8 +70,33 @@ async def test_keys_create_list_revoke(cli_env, pg_url, capsys, monkeypatch):
     assert "UNAUTHENTICATED" in err and "Traceback" not in err
 
 
+async def test_a_key_does_only_what_its_scopes_allow(
+    cli_env, pg_url, capsys, monkeypatch, tmp_path
+):
+    tenant = new_tenant(pg_url, "cli")
+    key = await _new_key(capsys, tenant)  # the default: ask only
+    key_id = key.split("_")[1]
+    assert await tandem("keys", "list", "--tenant", tenant, "--json") == 0
+    assert json.loads(capsys.readouterr().out)[0]["scopes"] == ["ask"]
+    monkeypatch.setenv("TANDEM_API_KEY", key)
+    doc = tmp_path / "note.md"
+    doc.write_text("# Note\n\nKestrel Freight asked about exports.\n")
+    assert await tandem("ingest", str(doc)) == 1
+    err = capsys.readouterr().err
+    assert "PERMISSION_DENIED" in err and "'ingest' scope" in err
+    assert await tandem("keys", "scope", key_id, "--set", "ask,ingest") == 0
+    assert "ask, ingest" in capsys.readouterr().out
+    assert await tandem("ingest", str(doc)) == 0  # in effect at once
+    capsys.readouterr()
+    assert await tandem("keys", "scope", key_id, "--set", "ask") == 0
+    assert await tandem("ingest", str(doc)) == 1
+    assert "'ingest' scope" in capsys.readouterr().err
+    assert await tandem("keys", "create", "--tenant", tenant, "--scope", "everything") == 1
+    assert "unknown scope everything" in capsys.readouterr().err
+
+
 async def test_ingest_then_search_with_progress_on_stderr(cli_env, pg_url, capsys, tmp_path):
-    key = await _new_key(capsys, new_tenant(pg_url, "cli"))
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"), "ask,ingest")
     docs = tmp_path / "docs"
     (docs / "notes").mkdir(parents=True)
     (docs / "notes" / "kestrel.md").write_text(
@@ -143,7 +169,7 @@ def test_every_client_command_has_help_and_a_handler():
         assert leaf.format_help().strip() and callable(leaf.get_default("handler"))
     keys = top.choices["keys"]
     actions = next(a for a in keys._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(actions.choices) == {"create", "list", "revoke"}
+    assert set(actions.choices) == {"create", "list", "revoke", "scope"}
     for leaf in actions.choices.values():
         assert leaf.format_help().strip() and callable(leaf.get_default("handler"))
 

@@ -19,9 +19,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from gateway import ApiKeys
+from gateway import ApiKeys, Scope
 from gateway._key_changes import KeyChanges
-from services.common import Database, Unauthenticated, load_migrations
+from services.common import Database, PermissionDenied, Unauthenticated, load_migrations
 from tests.integration.pg_waits import WaitCounter
 
 pytestmark = pytest.mark.integration
@@ -127,6 +127,21 @@ async def test_a_change_by_any_path_stops_the_remembered_key_at_once(memory, pg_
     await memory.heard.until(lambda: memory.keys.changes > before)
     with pytest.raises(Unauthenticated):
         await memory.keys.verify(issued.secret)
+
+
+async def test_a_narrowed_scope_stops_the_remembered_key_at_once(memory):
+    # Scope changes take effect as fast as a revocation: the UPDATE is a key change the
+    # gateway hears, and the key's remembered scopes are dropped with it.
+    issued = await memory.admin.create("acme", scopes=(Scope.ASK, Scope.TEACH))
+    assert await memory.keys.authorize(issued.secret, Scope.TEACH) == "acme"
+    assert await _reads(memory, issued.secret) == 0  # remembered, scopes and all
+    before = memory.keys.changes
+    await memory.admin.set_scopes(issued.key_id, (Scope.ASK,))
+    await memory.heard.until(lambda: memory.keys.changes > before)
+    with pytest.raises(PermissionDenied) as caught:
+        await memory.keys.authorize(issued.secret, Scope.TEACH)
+    assert caught.value.metadata == {"scope": "teach"}
+    assert await memory.keys.authorize(issued.secret, Scope.ASK) == "acme"
 
 
 async def _kill_the_listener(pg_url: str) -> None:

@@ -109,3 +109,19 @@ def test_tandem_run_records_spans_where_tandem_trace_reads_them(
     assert default_dir().resolve() == Path(env["TANDEM_TRACE_DIR"])
     # blank (or another directory) is the user's choice and stays
     assert _service_env({"TANDEM_TRACE_DIR": ""})[0]["TANDEM_TRACE_DIR"] == ""
+
+
+def test_tandem_run_binds_every_service_where_the_banner_says_it_listens() -> None:
+    # The edge's own default (for containers) is every interface; under `tandem run` it
+    # once listened there while the banner printed 127.0.0.1.
+    from gateway.edge import EdgeSettings
+    from services.cli._run import SERVICES, _service_env
+
+    env, addresses = _service_env({})
+    for spec in SERVICES:
+        assert env[spec.host_variable] == "127.0.0.1"
+        assert addresses[spec.name].startswith("127.0.0.1:")
+    assert EdgeSettings.from_env(env).listen.startswith("127.0.0.1:")
+    # A host the user chose stays theirs; the address to reach it is loopback.
+    env, addresses = _service_env({"EDGE_HOST": "0.0.0.0"})
+    assert env["EDGE_HOST"] == "0.0.0.0" and addresses["edge"].startswith("127.0.0.1:")
