@@ -654,6 +654,29 @@ def _ingest(args: argparse.Namespace) -> int:
 # -- keys (operator commands; straight to the gateway's database) ---------------------
 
 
+# The checkout this command runs from: `tandem run` keeps its data in <checkout>/.tandem
+# when started there, which is where `make run` starts it.
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def _key_store_environ() -> dict[str, str]:
+    """Where the keys live: ``DATABASE_URL``, else ``TANDEM_DATA_DIR``, else ``.tandem``
+    here, else the checkout's ``.tandem`` (``tandem keys`` run from another directory once
+    failed with "Parent directory of pgdata does not exist")."""
+    environ = dict(os.environ)
+    if environ.get("DATABASE_URL") or environ.get("TANDEM_DATA_DIR"):
+        return environ
+    here, checkout = Path(".tandem"), _CHECKOUT / ".tandem"
+    if not here.is_dir() and checkout.is_dir():
+        environ["TANDEM_DATA_DIR"] = str(checkout)
+    elif not here.is_dir():
+        raise CliError(
+            "no data directory: run from the checkout `tandem run` uses, or set "
+            "TANDEM_DATA_DIR (or DATABASE_URL) to the one it uses"
+        )
+    return environ
+
+
 def _with_keys(run: Callable[[Any], Any]) -> Any:
     import asyncio  # noqa: PLC0415
 
@@ -667,7 +690,7 @@ def _with_keys(run: Callable[[Any], Any]) -> Any:
     )
 
     async def main() -> Any:
-        settings = DatabaseSettings.from_env()
+        settings = DatabaseSettings.from_env(_key_store_environ())
         url = await asyncio.to_thread(resolve_url, settings)
         database = Database(url, min_size=1, max_size=1, vector=False)
         await database.open(migrations())

@@ -53,6 +53,14 @@ EXAMPLES: tuple[str, ...] = (
     'say about security reviews?"',
     'tandem search "security review" --top-k 5',
 )
+# What `tandem run` suggests when the user's own databases are configured (the demo
+# examples would ask the demo warehouse, which is not there).
+OWN_DATA_EXAMPLES: tuple[str, ...] = (
+    "tandem keys create --tenant NAME --scope ask,ingest   # a key for your tenant",
+    "tandem ingest docs/ --category handbook",
+    'tandem sql "How many orders are there?"',
+    'tandem ask "What does the returns policy say about refunds?"',
+)
 _HEALTH_OPTIONS = (
     # A server that is still importing refuses connections; reconnect quickly once it binds.
     ("grpc.initial_reconnect_backoff_ms", 100),
@@ -726,10 +734,24 @@ def _start_and_supervise(
     key_path = _data_dir() / KEY_FILE
     supervisor.interruptible = True
     api_key, reused = _demo_key(url, key_path)
-    loaded = asyncio.run(_load_demo(supervisor.addresses[by_name["retrieval"].name], console))
+    demo = demo_documents_wanted(os.environ)
+    if demo:
+        loaded = asyncio.run(_load_demo(supervisor.addresses[by_name["retrieval"].name], console))
+    else:
+        loaded = (
+            "documents not loaded: SQL_DATABASES names your own data "
+            "(TANDEM_DEMO_DOCUMENTS=true loads them)"
+        )
     supervisor.interruptible = False
     console.line(f"  demo       {loaded}")
-    _print_usage(console, api_key, reused, key_path, supervisor.addresses)
+    _print_usage(
+        console,
+        api_key,
+        reused,
+        key_path,
+        supervisor.addresses,
+        examples=EXAMPLES if demo else OWN_DATA_EXAMPLES,
+    )
     while not supervisor.stopping.is_set():
         supervisor.exited.wait(timeout=_WATCH_S)
         supervisor.exited.clear()
@@ -743,12 +765,28 @@ def _start_and_supervise(
     return 0
 
 
+def demo_documents_wanted(environ: Mapping[str, str]) -> bool:
+    """Load the demo documents only beside the demo warehouse (or when asked): with the
+    user's own databases configured they cost 40 s and answer nothing about their data."""
+    asked = environ.get("TANDEM_DEMO_DOCUMENTS", "").strip().lower()
+    if asked in ("1", "true", "yes", "on"):
+        return True
+    if asked in ("0", "false", "no", "off"):
+        return False
+    from services.sql import SqlSettings  # noqa: PLC0415
+    from services.sql._server import serves_demo_warehouse  # noqa: PLC0415
+
+    return serves_demo_warehouse(SqlSettings.from_env(environ))
+
+
 def _print_usage(
     console: _Console,
     api_key: str,
     reused: bool,
     key_path: Path,
     addresses: Mapping[str, str],
+    *,
+    examples: Sequence[str] = EXAMPLES,
 ) -> None:
     gateway = addresses["gateway"]
     how = "reused" if reused else "created"
@@ -762,7 +800,7 @@ def _print_usage(
         console.line(f"  export TANDEM_GATEWAY={gateway}")
     console.line()
     console.line("Then, in another terminal:")
-    for example in EXAMPLES:
+    for example in examples:
         console.line(f"  {example}")
     console.line()
     if "edge" in addresses:

@@ -72,22 +72,84 @@ async def _check(config: TargetConfig, *, demo: bool) -> DatabaseCheck:
             config.url, **connect_kwargs(connect_timeout_s=5.0)
         ) as conn:
             capabilities = await role_capabilities(conn)
-            schema = await _schema(conn, config) if refusal(config, capabilities) is None else []
+            served = refusal(config, capabilities) is None
+            schema = await _schema(conn, config) if served else []
+            hidden = await _unreadable(conn) if served else []
     except psycopg.Error as exc:
         if demo:
             return DatabaseCheck(
                 config.name, "set-up", tenants, ("the demo warehouse is created at start",)
             )
-        reason = (getattr(exc.diag, "message_primary", None) or type(exc).__name__).strip()
-        return DatabaseCheck(config.name, "unreachable", tenants, (reason.splitlines()[0],))
+        return DatabaseCheck(config.name, "unreachable", tenants, (why_unreachable(exc),))
     refused = refusal(config, capabilities)
     if refused is not None:
         return DatabaseCheck(
             config.name, "refuse", tenants, (refusal_message(config.name, refused),)
         )
-    return DatabaseCheck(
-        config.name, "serve", tenants, tuple(_explain(c) for c in capabilities), tuple(schema)
+    reasons = [_explain(c) for c in capabilities]
+    if hidden:
+        shown = ", ".join(hidden[:_HIDDEN_SHOWN]) + (
+            f" and {len(hidden) - _HIDDEN_SHOWN} more" if len(hidden) > _HIDDEN_SHOWN else ""
+        )
+        reasons.append(
+            f"warning: its role cannot read {len(hidden)} table(s): {shown}; questions about "
+            "them get no answer. Grant SELECT on them, and for tables created later run "
+            "ALTER DEFAULT PRIVILEGES FOR ROLE <owner> IN SCHEMA <schema> GRANT SELECT ON "
+            "TABLES TO <role>"
+        )
+    return DatabaseCheck(config.name, "serve", tenants, tuple(reasons), tuple(schema))
+
+
+# How many unreadable tables a check names before counting the rest.
+_HIDDEN_SHOWN = 8
+# Why a connection failed, by what Postgres or the network said: the cause in one line,
+# with the fix (a wrong password once printed only "unreachable … OperationalError").
+_CONNECT_CAUSES: tuple[tuple[str, str], ...] = (
+    (
+        "password authentication failed",
+        "authentication failed: check the role's password in the URL",
+    ),
+    ("no password supplied", "the server wants a password: add it to the URL"),
+    ("does not exist", "{message}: check the name in the URL"),
+    ("connection refused", "connection refused: is Postgres running at that host and port?"),
+    ("could not translate host name", "unknown host: check the host in the URL"),
+    ("no such file or directory", "no Postgres socket there: check the host in the URL"),
+    ("timeout expired", "no answer within 5 s: a firewall, or the wrong host or port"),
+    ("pg_hba.conf", "the server refuses this client (pg_hba.conf): allow it there"),
+)
+
+
+def why_unreachable(exc: BaseException) -> str:
+    """One line: why a database could not be reached, and what to change."""
+    message = (getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)).strip()
+    first = next((ln.strip() for ln in message.splitlines() if ln.strip()), type(exc).__name__)
+    # libpq prefixes the server's words with where it tried ("connection to server on
+    # socket … failed: FATAL:  …"): the server's words are the cause.
+    said = first.rpartition("FATAL:")[2].strip() or first
+    lowered = message.lower()
+    for needle, cause in _CONNECT_CAUSES:
+        if needle in lowered:
+            return cause.format(message=said)
+    return said
+
+
+async def _unreadable(conn: psycopg.AsyncConnection[Any]) -> list[str]:
+    """Tables and views outside the system schemas that the role cannot SELECT from (or
+    whose schema it may not use): invisible to the catalog, so questions about them
+    silently find nothing."""
+    cur = await conn.execute(
+        """
+        SELECT n.nspname || '.' || c.relname
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
+          AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+          AND n.nspname NOT LIKE 'pg_toast%%' AND n.nspname NOT LIKE 'pg_temp%%'
+          AND NOT (has_schema_privilege(n.oid, 'USAGE')
+                   AND has_table_privilege(c.oid, 'SELECT'))
+        ORDER BY 1
+        """
     )
+    return [row[0] for row in await cur.fetchall()]
 
 
 async def _schema(conn: psycopg.AsyncConnection[Any], config: TargetConfig) -> list[str]:

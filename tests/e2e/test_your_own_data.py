@@ -32,6 +32,8 @@ RECIPE = (
     "GRANT CONNECT ON DATABASE shop TO tandem_ro",
     "GRANT USAGE ON SCHEMA public TO tandem_ro",
     "GRANT SELECT ON ALL TABLES IN SCHEMA public TO tandem_ro",
+    # tables created later by the role running the recipe are readable too
+    "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO tandem_ro",
 )
 HANDBOOK = {
     "returns.md": "# Returns policy\n\nCustomers may return any item within 45 days of "

@@ -1,4 +1,5 @@
-"""Grading, query rewriting and extractive synthesis without a model.
+"""Grading, query rewriting and extractive synthesis without a model (one module: all three
+read questions against passages through the same coverage of stems).
 
 Synthesis only ever copies sentences from passages or values from rows, each with its
 citation id; when nothing covers the question it says the data does not contain the
@@ -41,7 +42,6 @@ NO_ANSWER = "The data does not contain the answer to this question."
 PARTIAL_NOTE = "Some steps failed, so this answer rests on partial results."
 RELEVANT_AT = 0.5
 MAX_SENTENCES = 4
-MAX_PER_PASSAGE = 2
 MAX_ROWS_STATED = 10
 
 # Words that shape a question but are not what it is about.

@@ -253,6 +253,46 @@ def test_sql_check_says_per_database_what_the_service_will_do(yours, monkeypatch
     assert not any(line.startswith("warehouse") for line in lines)  # no demo unless asked
 
 
+def test_sql_check_names_tables_the_role_cannot_read_and_why_a_database_is_unreachable(
+    yours, pg_url, monkeypatch, capsys
+):
+    # A table created after the grants is invisible to a role without default privileges:
+    # questions about it once found "nothing in the schema matches" with no hint why.
+    plain = yours("tandem_c3")
+    owner = database_url(pg_url, "tandem_yours")
+
+    async def later_table() -> None:
+        async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
+            await conn.execute("CREATE TABLE IF NOT EXISTS refunds (refund_id int)")
+
+    asyncio.run(later_table())
+    for name in ("SQL_DEMO_WAREHOUSE", "WAREHOUSE_DATABASE_URL", "SQL_DEFAULT_DATABASE"):
+        monkeypatch.delenv(name, raising=False)
+    missing = psycopg.conninfo.make_conninfo(owner, dbname="tandem_no_such_db")
+    refused = "host=127.0.0.1 port=1 user=x dbname=x"
+    monkeypatch.setenv(
+        "SQL_DATABASES",
+        f"sales={plain};missing={missing};refused={refused};socket=host=/nonexistent",
+    )
+    monkeypatch.setenv("SQL_DATABASE_TENANTS", "sales=*")
+    assert main(["sql-check"]) == 0
+    out = capsys.readouterr().out
+    sales = out[out.index("sales ") : out.index("missing ")]
+    assert "cannot read 1 table(s): public.refunds" in sales
+    assert "ALTER DEFAULT PRIVILEGES" in sales
+    lines = {line.split()[0]: line for line in out.splitlines() if line and line[0] != " "}
+    detail = {
+        name: out.splitlines()[out.splitlines().index(lines[name]) + 1].strip()
+        for name in ("missing", "refused", "socket")
+    }
+    assert all("unreachable" in lines[name] for name in detail)
+    assert detail["missing"] == (
+        'database "tandem_no_such_db" does not exist: check the name in the URL'
+    )
+    assert detail["refused"].startswith("connection refused: is Postgres running")
+    assert detail["socket"] == "no Postgres socket there: check the host in the URL"
+
+
 def test_the_service_refuses_a_writable_role_at_start_in_one_line(yours, tmp_path):
     writer = yours("tandem_c3: GRANT INSERT ON orders TO tandem_c3")
     env = {

@@ -125,3 +125,50 @@ def test_tandem_run_binds_every_service_where_the_banner_says_it_listens() -> No
     # A host the user chose stays theirs; the address to reach it is loopback.
     env, addresses = _service_env({"EDGE_HOST": "0.0.0.0"})
     assert env["EDGE_HOST"] == "0.0.0.0" and addresses["edge"].startswith("127.0.0.1:")
+
+
+@pytest.mark.parametrize(
+    ("environ", "wanted"),
+    [
+        ({}, True),  # the demo warehouse: its documents belong with it
+        ({"SQL_DATABASES": "shop=postgresql://ro@db/shop"}, False),  # your own data
+        ({"SQL_DATABASES": "shop=postgresql://ro@db/shop", "TANDEM_DEMO_DOCUMENTS": "true"}, True),
+        ({"TANDEM_DEMO_DOCUMENTS": "false"}, False),
+    ],
+)
+def test_demo_documents_load_only_beside_the_demo_warehouse_or_when_asked(
+    environ: dict[str, str], wanted: bool
+) -> None:
+    # With SQL_DATABASES set they took 41 s to load and the first example printed failed
+    # with PERMISSION_DENIED.
+    from services.cli._run import EXAMPLES, OWN_DATA_EXAMPLES, demo_documents_wanted
+
+    assert demo_documents_wanted(environ) is wanted
+    assert not any("opportunities" in example for example in OWN_DATA_EXAMPLES)
+    assert any("opportunities" in example for example in EXAMPLES)
+
+
+def test_tandem_keys_finds_the_data_directory_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Run outside the checkout it once failed: "Parent directory of pgdata does not exist".
+    from services.cli import _client
+    from services.cli._client import CliError, _key_store_environ
+
+    checkout, elsewhere = tmp_path / "checkout", tmp_path / "elsewhere"
+    (checkout / ".tandem").mkdir(parents=True)
+    elsewhere.mkdir()
+    monkeypatch.setattr(_client, "_CHECKOUT", checkout)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.delenv("TANDEM_DATA_DIR", raising=False)
+    monkeypatch.chdir(elsewhere)
+    assert _key_store_environ()["TANDEM_DATA_DIR"] == str(checkout / ".tandem")
+    (elsewhere / ".tandem").mkdir()  # a data directory here wins
+    assert "TANDEM_DATA_DIR" not in _key_store_environ()
+    monkeypatch.setenv("TANDEM_DATA_DIR", "/srv/tandem")  # and a named one wins over both
+    assert _key_store_environ()["TANDEM_DATA_DIR"] == "/srv/tandem"
+    monkeypatch.delenv("TANDEM_DATA_DIR")
+    (elsewhere / ".tandem").rmdir()
+    (checkout / ".tandem").rmdir()
+    with pytest.raises(CliError, match="TANDEM_DATA_DIR"):
+        _key_store_environ()
