@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 import grpc
 
 from services.cli._client import (
+    ASK_MODES,
     _common,
     _enum,
     _handler,
@@ -42,6 +43,15 @@ def register(commands: Commands) -> None:
         "question per line; 'exit' or end of input (Ctrl-D) stops.",
     )
     chat.add_argument("--conversation", default="", metavar="ID", help="continue this one")
+    chat.add_argument(
+        "--database", default="", help="SQL database for every turn (default: the tenant's)"
+    )
+    chat.add_argument(
+        "--mode",
+        choices=sorted(ASK_MODES),
+        default="auto",
+        help="auto: plan; retrieve: one search; agentic: RAG loop; sql",
+    )
     _common(chat)
     chat.set_defaults(handler=_chat)
 
@@ -69,6 +79,8 @@ def chat_loop(
     timeout: float = 60.0,
     address: str = "",
     prompt: bool = True,
+    mode: str = "auto",
+    database: str = "",
 ) -> str:
     """Ask each line in one conversation; returns its id. A failed turn prints its error
     and the loop goes on (the conversation is unchanged)."""
@@ -88,7 +100,12 @@ def chat_loop(
             continue
         try:
             reply = stub.Ask(
-                gpb.GatewayServiceAskRequest(question=question, conversation_id=conversation_id),
+                gpb.GatewayServiceAskRequest(
+                    question=question,
+                    conversation_id=conversation_id,
+                    mode=ASK_MODES[mode],
+                    options=qpb.AskOptions(database=database),
+                ),
                 metadata=metadata,
                 timeout=timeout,
             )
@@ -114,6 +131,7 @@ def _chat(args: argparse.Namespace) -> int:
             stub, sys.stdin, sys.stdout, metadata=_metadata(args),
             conversation_id=args.conversation, timeout=args.timeout,
             address=str(args.gateway or ""), prompt=interactive,
+            mode=args.mode, database=args.database,
         )  # fmt: skip
     if conversation_id:
         print(f"conversation {conversation_id} (continue with --conversation)", file=sys.stderr)

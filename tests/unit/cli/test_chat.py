@@ -77,3 +77,20 @@ def test_a_standalone_answer_shows_no_rewrite():
     text = render_answer(qpb.Answer(text="Count: 3.", resolution=qpb.FollowUpResolution(
         kind=qpb.FOLLOW_UP_KIND_STANDALONE, resolved_question="How many?")))  # fmt: skip
     assert "Answering:" not in text
+
+
+def test_every_turn_carries_the_chosen_database_and_mode():
+    # A user with several databases could only chat with the default one.
+    stub, out = _Stub(), io.StringIO()
+    chat_loop(_as_stub(stub), ["How many orders?", "and in 2024?"], out, metadata=(),
+              prompt=False, mode="sql", database="shop")  # fmt: skip
+    assert [r.options.database for r in stub.requests] == ["shop", "shop"]
+    assert [r.mode for r in stub.requests] == [qpb.ASK_MODE_SQL, qpb.ASK_MODE_SQL]
+
+
+def test_chat_takes_database_and_mode_options():
+    from services.cli._main import _parser
+
+    args = _parser().parse_args(["chat", "--database", "shop", "--mode", "retrieve"])
+    assert (args.database, args.mode) == ("shop", "retrieve")
+    assert _parser().parse_args(["chat"]).mode == "auto"
