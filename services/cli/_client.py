@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -131,7 +132,9 @@ def register(commands: Commands) -> None:
     ingest.add_argument("--dry-run", action="store_true", help="report only, write nothing")
     ingest.add_argument("--batch", type=int, default=32, help="documents per request")
     _common(ingest)
-    ingest.set_defaults(handler=_ingest)
+    # A batch may take as long as the gateway allows ingest (GATEWAY_INGEST_DEADLINE_S,
+    # 300 s): the common 60 s once cut a large file off with nothing stored.
+    ingest.set_defaults(handler=_ingest, timeout=300.0)
 
     keys = commands.top.add_parser(
         "keys", help="create, list and revoke API keys (operator; talks to the database)"
@@ -502,24 +505,43 @@ def _sql(args: argparse.Namespace) -> int:
 # -- ingest ---------------------------------------------------------------------------
 
 
-def discover(paths: Sequence[Path]) -> list[tuple[Path, str]]:
+@dataclass(frozen=True)
+class Skipped:
+    """A file the command did not send, and why (every file is accounted for)."""
+
+    path: Path
+    reason: str
+
+
+def discover(paths: Sequence[Path]) -> tuple[list[tuple[Path, str]], list[Skipped]]:
     """Every ingestible file under ``paths`` with its document id (the path relative to
-    the argument it was found under, so ids stay stable between runs)."""
+    the argument it was found under, so ids stay stable between runs), and every other
+    file with the reason it is left out."""
     found: list[tuple[Path, str]] = []
+    skipped: list[Skipped] = []
     for root in paths:
         if root.is_dir():
             for path in sorted(p for p in root.rglob("*") if p.is_file()):
-                if path.suffix.lower() in INGEST_SUFFIXES and not any(
-                    part.startswith(".") for part in path.relative_to(root).parts
-                ):
-                    found.append((path, path.relative_to(root).as_posix()))
+                relative = path.relative_to(root)
+                if any(part.startswith(".") for part in relative.parts):
+                    skipped.append(Skipped(path, "hidden (a name starting with '.')"))
+                elif path.suffix.lower() not in INGEST_SUFFIXES:
+                    skipped.append(Skipped(path, _unsupported(path)))
+                else:
+                    found.append((path, relative.as_posix()))
         elif root.is_file():
             if root.suffix.lower() not in INGEST_SUFFIXES:
-                raise CliError(f"{root}: not a markdown or text file")
-            found.append((root, root.name))
+                skipped.append(Skipped(root, _unsupported(root)))
+            else:
+                found.append((root, root.name))
         else:
             raise CliError(f"{root}: no such file or folder")
-    return found
+    return found, skipped
+
+
+def _unsupported(path: Path) -> str:
+    kind = path.suffix.lower() or "no extension"
+    return f"unsupported type ({kind}): markdown (.md, .markdown) and text (.txt, .text) only"
 
 
 def _title(path: Path, text: str) -> str:
@@ -529,11 +551,57 @@ def _title(path: Path, text: str) -> str:
     return path.stem.replace("_", " ").replace("-", " ")
 
 
-def document_for(path: Path, document_id: str, category: str) -> rpb.DocumentInput:
+# The retrieval service's limit on one document's text (RETRIEVAL_MAX_DOCUMENT_CHARS):
+# a larger file is reported here, by name, instead of failing the whole request.
+MAX_DOCUMENT_CHARS = 1_000_000
+# Encodings tried after UTF-8, in order: the two most common in company files.
+_FALLBACK_ENCODINGS = ("utf-16", "cp1252")
+
+
+def read_document(path: Path) -> tuple[str | None, str]:
+    """The file's text and a note on how it was read; ``None`` and the reason when it is
+    not text this command can send (binary, too large, unreadable)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"{path}: cannot read as UTF-8 text ({type(exc).__name__})") from None
+        size = path.stat().st_size
+        # UTF-8 takes at most 4 bytes a character: larger is too long whatever it holds.
+        if size > 4 * MAX_DOCUMENT_CHARS:
+            return (
+                None,
+                f"too large: {size:,} bytes; a document holds at most "
+                f"{MAX_DOCUMENT_CHARS:,} characters",
+            )
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, f"cannot read ({exc.strerror or type(exc).__name__})"
+    text, note = None, ""
+    bom_utf16 = raw.startswith((b"\xff\xfe", b"\xfe\xff"))
+    for encoding in ("utf-8-sig", *_FALLBACK_ENCODINGS):
+        if encoding == "utf-16" and not bom_utf16:
+            continue
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        note = "" if encoding == "utf-8-sig" else f"decoded as {encoding} (not UTF-8)"
+        break
+    if text is None:
+        return None, "not text: no UTF-8, UTF-16 or Windows-1252 reading of it"
+    if "\x00" in text:
+        return None, "binary content (NUL bytes): not a text file"
+    if len(text) > MAX_DOCUMENT_CHARS:
+        return None, f"too large: {len(text):,} characters; the limit is {MAX_DOCUMENT_CHARS:,}"
+    if not text.strip():
+        return None, "empty"
+    return text, note
+
+
+def document_for(
+    path: Path, document_id: str, category: str, text: str | None = None
+) -> rpb.DocumentInput:
+    if text is None:
+        text, reason = read_document(path)
+        if text is None:
+            raise CliError(f"{path}: {reason}")
     return rpb.DocumentInput(
         document_id=document_id[:256],
         title=_title(path, text),
@@ -591,10 +659,27 @@ class ProgressBar:
 def _ingest(args: argparse.Namespace) -> int:
     if not 1 <= args.batch <= 256:
         raise CliError("--batch must be between 1 and 256")
-    files = discover(args.paths)
-    if not files:
-        raise CliError("no .md, .markdown, .txt or .text files found")
-    docs = [document_for(path, doc_id, args.category) for path, doc_id in files]
+    files, skipped = discover(args.paths)
+    docs: list[rpb.DocumentInput] = []
+    notes: list[str] = []
+    for path, doc_id in files:
+        text, note = read_document(path)
+        if text is None:
+            skipped.append(Skipped(path, note))
+            continue
+        if note:
+            notes.append(f"  {path}: {note}")
+        docs.append(document_for(path, doc_id, args.category, text))
+    for item in skipped:
+        print(f"  skipped {item.path}: {item.reason}", file=sys.stderr)
+    for line in notes:
+        print(line, file=sys.stderr)
+    if not docs:
+        raise CliError(
+            f"nothing to ingest: {len(skipped)} file(s) skipped (reasons above)"
+            if skipped
+            else "no .md, .markdown, .txt or .text files found"
+        )
     metadata = _metadata(args)
     totals = {"included": 0, "unchanged": 0, "excluded": 0, "failed": 0, "chunks": 0}
     failures: list[str] = []
@@ -640,6 +725,7 @@ def _ingest(args: argparse.Namespace) -> int:
         f"{len(docs)} documents: {totals['included']} included, {totals['unchanged']} unchanged,"
         f" {totals['excluded']} excluded, {totals['failed']} failed; {verb} "
         f"{totals['chunks']} chunks"
+        + (f"; {len(skipped)} file(s) skipped (reasons on stderr)" if skipped else "")
     )
     if args.dry_run:
         for summary in summaries:

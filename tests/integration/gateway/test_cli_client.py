@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,9 @@ async def test_ingest_then_search_with_progress_on_stderr(cli_env, pg_url, capsy
     planned = [line for line in lines[1:] if line.startswith("  would write ")]
     assert len(planned) == 2 and all(" 0 chunks" not in line for line in planned)
     assert {line.rsplit("/", 1)[-1] for line in planned} == {"kestrel.md", "policy.txt"}
-    assert sum(int(line.split()[2]) for line in planned) == int(lines[0].split()[-2])
+    written = re.search(r"would write (\d+) chunks", lines[0])
+    assert written is not None and "1 file(s) skipped" in lines[0]  # image.png, with reason
+    assert sum(int(line.split()[2]) for line in planned) == int(written.group(1))
     assert await tandem("ingest", str(docs), "--api-key", key, "--category", "notes") == 0
     out, err = capsys.readouterr()
     assert "2 documents: 2 included" in out
@@ -180,7 +183,58 @@ def test_discovery_keeps_stable_ids_and_skips_other_files(tmp_path: Path):
     (tmp_path / "a" / ".hidden" / "two.md").write_text("# Two\n")
     (tmp_path / "a" / "three.TXT").write_text("three")
     (tmp_path / "a" / "four.pdf").write_bytes(b"%PDF")
-    found = _client.discover([tmp_path / "a"])
+    found, skipped = _client.discover([tmp_path / "a"])
     assert [doc_id for _, doc_id in found] == ["one.md", "three.TXT"]
     doc = _client.document_for(found[0][0], found[0][1], "notes")
     assert doc.title == "One" and doc.category == "notes" and doc.uri.startswith("file://")
+    # Every other file is accounted for, with its reason (they were skipped silently).
+    reasons = {item.path.name: item.reason for item in skipped}
+    assert reasons["two.md"].startswith("hidden")
+    assert reasons["four.pdf"].startswith("unsupported type (.pdf)")
+
+
+@pytest.mark.parametrize(
+    ("raw", "text", "note"),
+    [
+        ("Café prices rose.".encode("cp1252"), "Café prices rose.", "decoded as cp1252"),
+        ("Zoë".encode("utf-16"), "Zoë", "decoded as utf-16"),
+        ("\ufeffPlain".encode(), "Plain", ""),
+        (b"A\x00B", None, "binary content (NUL bytes)"),
+        (b"   \n", None, "empty"),
+    ],
+    ids=["cp1252", "utf16-bom", "utf8-bom", "nul", "empty"],
+)
+def test_each_file_is_read_or_skipped_with_its_reason(tmp_path: Path, raw, text, note):
+    path = tmp_path / "doc.txt"
+    path.write_bytes(raw)
+    got, why = _client.read_document(path)
+    assert got == text and why.startswith(note)
+
+
+def test_a_file_over_the_limit_is_named_with_the_real_limit(tmp_path: Path):
+    path = tmp_path / "big.txt"
+    path.write_text("x" * (_client.MAX_DOCUMENT_CHARS + 1))
+    assert _client.read_document(path) == (
+        None,
+        f"too large: {_client.MAX_DOCUMENT_CHARS + 1:,} characters; the limit is 1,000,000",
+    )
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as out:
+        out.truncate(4 * _client.MAX_DOCUMENT_CHARS + 1)  # never read into memory
+    text, why = _client.read_document(huge)
+    assert text is None and why.startswith("too large: 4,000,001 bytes")
+
+
+async def test_one_bad_file_never_aborts_the_folder(cli_env, pg_url, capsys, tmp_path):
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"), "ask,ingest")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nRefunds take thirty days.\n")
+    (docs / "latin.txt").write_bytes("Café opening hours.".encode("cp1252"))
+    (docs / "binary.txt").write_bytes(b"\x00\x01\x02")
+    (docs / "slides.pptx").write_bytes(b"PK")
+    assert await tandem("ingest", str(docs), "--api-key", key) == 0
+    out, err = capsys.readouterr()
+    assert "2 documents: 2 included" in out and "2 file(s) skipped" in out
+    assert "binary.txt: binary content" in err and "slides.pptx: unsupported type" in err
+    assert "latin.txt: decoded as cp1252" in err
