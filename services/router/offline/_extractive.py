@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from services.common.llm import (
     Answer,
     AnswerSentence,
-    Cell,
     Grade,
     MentionCheck,
     Passage,
@@ -26,6 +25,7 @@ from services.common.llm import (
     Rewrite,
     RowSet,
 )
+from services.router.offline._rows import state_rows
 from services.router.offline._rules import search_query
 from services.router.offline._text import (
     STOPWORDS,
@@ -42,7 +42,6 @@ NO_ANSWER = "The data does not contain the answer to this question."
 PARTIAL_NOTE = "Some steps failed, so this answer rests on partial results."
 RELEVANT_AT = 0.5
 MAX_SENTENCES = 4
-MAX_ROWS_STATED = 10
 
 # Words that shape a question but are not what it is about.
 _QUESTION_NOISE = frozenset(
@@ -223,7 +222,7 @@ def synthesize(
     sentences: list[AnswerSentence] = []
     confidences: list[float] = []
     for rowset in rows:
-        stated = _state_rows(rowset)
+        stated = state_rows(rowset, question)
         sentences.extend(stated)
         confidences.extend(0.9 for _ in stated)
     if mention is not None and mention.members:
@@ -445,46 +444,6 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
             )
     # Stable: equal scores keep the search's order.
     return sorted(candidates, key=lambda c: -c.score)
-
-
-def _format(value: Cell) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.2f}".rstrip("0").rstrip(".") if not value.is_integer() else str(int(value))
-    return str(value)
-
-
-def _label(column: str) -> str:
-    words = column.replace("_", " ").strip()
-    replacements = {"count all": "count", "avg ": "average ", "sum ": "total "}
-    for old, new in replacements.items():
-        if words.startswith(old):
-            words = new + words[len(old) :]
-    return words[:1].upper() + words[1:]
-
-
-def _state_rows(rowset: RowSet) -> list[AnswerSentence]:
-    cite = (rowset.id,)
-    if not rowset.rows:
-        return [AnswerSentence("The query returned no rows.", cite)]
-    if len(rowset.rows) == 1 and len(rowset.columns) == 1:
-        value = _format(rowset.rows[0][0])
-        return [AnswerSentence(f"{_label(rowset.columns[0])}: {value}.", cite)]
-    shown = rowset.rows[:MAX_ROWS_STATED]
-    rendered = []
-    for row in shown:
-        cells = [
-            f"{c.replace('_', ' ')}: {_format(v)}"
-            for c, v in zip(rowset.columns, row, strict=False)
-        ]
-        rendered.append(", ".join(cells))
-    more = len(rowset.rows) - len(shown)
-    tail = f"; and {more} more" if more > 0 else ""
-    noun = "row" if len(rowset.rows) == 1 else "rows"
-    return [AnswerSentence(f"{len(rowset.rows)} {noun}: " + "; ".join(rendered) + tail + ".", cite)]
 
 
 def topic_pattern(topic: str) -> re.Pattern[str]:

@@ -165,7 +165,7 @@ SYNTH_CASES: list[tuple[str, tuple[Passage, ...], tuple[RowSet, ...], bool, str,
         (),
         (RowSet("r1", ("avg_amount",), ((48250.456,),)),),
         False,
-        "Average amount: 48250.46. [r1]",
+        "Average amount: 48,250.46. [r1]",
         True,
     ),
     (
@@ -177,7 +177,7 @@ SYNTH_CASES: list[tuple[str, tuple[Passage, ...], tuple[RowSet, ...], bool, str,
             ),
         ),
         True,
-        "2 rows: name: Acme renewal, amount: 120000; name: Globex expansion, amount: 95000.5. "
+        "2 rows: name: Acme renewal, amount: 120,000; name: Globex expansion, amount: 95,000.50. "
         f"[r2] {PARTIAL_NOTE}",
         True,
     ),
