@@ -10,6 +10,7 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import sys
@@ -77,6 +78,13 @@ def register(commands: Commands) -> None:
     ask.add_argument("--top-k", type=int, default=0, help="hits per search (0: default)")
     ask.add_argument("--database", default="", help="SQL database (default: the warehouse)")
     ask.add_argument("--trajectory", action="store_true", help="print the per-step record")
+    ask.add_argument(
+        "--format",
+        choices=("text", "table", "csv"),
+        default="text",
+        help="text: the answer; table: the answer, then each SQL result as an aligned table; "
+        "csv: the first SQL result's rows only (for a spreadsheet or a pipe)",
+    )
     ask.add_argument(
         "--conversation",
         default="",
@@ -302,8 +310,36 @@ def _ask(args: argparse.Namespace) -> int:
         )
     if args.json:
         _json(reply, sys.stdout)
+    elif args.format == "csv":
+        return _write_csv(reply.answer, sys.stdout)
     else:
         sys.stdout.write(render_answer(reply.answer))
+        if args.format == "table":
+            sys.stdout.write(render_results(reply.answer))
+    return 0
+
+
+def render_results(answer: qpb.Answer) -> str:
+    """Each SQL result the answer rests on as an aligned table, exact values as stored."""
+    blocks = []
+    for item in answer.sql_results:
+        result = item.result
+        rows = [[_cell(v) for v in row.values] for row in result.rows]
+        title = f"[{item.passage_id}] {result.explanation or 'SQL result'}"
+        blocks.append(title + "\n" + render_table([c.name for c in result.columns], rows))
+    return ("\n" + "\n\n".join(blocks) + "\n") if blocks else ""
+
+
+def _write_csv(answer: qpb.Answer, out: TextIO) -> int:
+    if not answer.sql_results:
+        print("no SQL result in this answer: nothing to write as CSV", file=sys.stderr)
+        return 1
+    result = answer.sql_results[0].result
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([c.name for c in result.columns])
+    for row in result.rows:
+        writer.writerow(["" if v.WhichOneof("kind") in (None, "null_value") else _cell(v)
+                         for v in row.values])  # fmt: skip
     return 0
 
 

@@ -9,6 +9,7 @@ hold.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -63,7 +64,48 @@ def state_rows(rowset: RowSet, question: str = "") -> list[AnswerSentence]:
     more = len(rows) - len(shown)
     tail = f"; and {more} more" if more > 0 else ""
     noun = "row" if len(rows) == 1 else "rows"
-    return [AnswerSentence(f"{len(rows)} {noun}: " + "; ".join(rendered) + tail + ".", cite)]
+    said = [AnswerSentence(f"{len(rows)} {noun}: " + "; ".join(rendered) + tail + ".", cite)]
+    headline = _headline(rows, shapes)
+    if headline:
+        said.append(AnswerSentence(headline, cite))
+    return said
+
+
+# The fewest rows a headline is worth stating for (with two, the rows say it already).
+_HEADLINE_ROWS = 3
+
+
+def _headline(rows: Sequence[Sequence[Cell]], shapes: Sequence[str]) -> str:
+    """One label column and one measure: the highest and lowest, and over time buckets the
+    direction when every step goes the same way. Computed from the rows, never guessed."""
+    measures = [i for i, shape in enumerate(shapes) if shape == "measure"]
+    labels = [i for i, shape in enumerate(shapes) if shape != "measure"]
+    if len(measures) != 1 or len(labels) != 1 or len(rows) < _HEADLINE_ROWS:
+        return ""
+    at, label_at = measures[0], labels[0]
+    pairs = [(row[label_at], _number(row[at])) for row in rows]
+    known = [(label, value) for label, value in pairs if value is not None and label is not None]
+    if len(known) < _HEADLINE_ROWS:
+        return ""
+    shape = shapes[label_at]
+    top = max(known, key=lambda pair: pair[1])
+    low = min(known, key=lambda pair: pair[1])
+    text = (
+        f"Highest: {_render(top[0], shape)} ({_grouped(top[1])}); "
+        f"lowest: {_render(low[0], shape)} ({_grouped(low[1])})"
+    )
+    if shape.startswith("time:") and len(known) == len(rows):
+        steps = [b[1] - a[1] for a, b in itertools.pairwise(known)]
+        if all(step > 0 for step in steps):
+            text += f"; rising every {_step_name(shape)}"
+        elif all(step < 0 for step in steps):
+            text += f"; falling every {_step_name(shape)}"
+    return text + "."
+
+
+def _step_name(shape: str) -> str:
+    grain = shape.removeprefix("time:")
+    return grain if grain in ("quarter", "month", "year", "week", "day") else "step"
 
 
 def _shape(name: str, values: Sequence[Cell]) -> str:

@@ -23,9 +23,9 @@ QUARTERS = RowSet(
 
 
 def _said(rowset: RowSet, question: str = "") -> str:
-    (sentence,) = state_rows(rowset, question)
-    assert sentence.citations == (rowset.id,)
-    return sentence.text
+    sentences = state_rows(rowset, question)
+    assert all(s.citations == (rowset.id,) for s in sentences)
+    return " ".join(s.text for s in sentences)
 
 
 def test_quarters_read_in_order_at_their_grain_with_grouped_money():
@@ -33,13 +33,30 @@ def test_quarters_read_in_order_at_their_grain_with_grouped_money():
         "4 rows: quarter: 2024-Q1, sum amount: 4,000,000; "
         "quarter: 2024-Q2, sum amount: 4,500,000.10; "
         "quarter: 2024-Q3, sum amount: 5,120,000.50; "
-        "quarter: 2024-Q4, sum amount: 6,381,913.12."
+        "quarter: 2024-Q4, sum amount: 6,381,913.12. "
+        "Highest: 2024-Q4 (6,381,913.12); lowest: 2024-Q1 (4,000,000); rising every quarter."
     )
 
 
 def test_a_question_that_asks_for_an_order_keeps_the_statements():
     said = _said(QUARTERS, "Which quarter had the highest total won amount?")
     assert said.index("2024-Q4") < said.index("2024-Q3") < said.index("2024-Q1")
+    assert "rising" not in said and "falling" not in said  # not in time order: no trend
+
+
+def test_the_headline_is_computed_from_the_rows_and_only_where_it_fits():
+    regions = RowSet("r", ("region", "total_amount"), (("EMEA", 5), ("APAC", 9), ("AMER", 7)))
+    assert _said(regions).endswith("Highest: APAC (9); lowest: EMEA (5).")
+    falling = RowSet(
+        "r",
+        ("month", "count"),
+        (("2024-01-01", 9), ("2024-02-01", 7), ("2024-03-01", 2)),
+    )
+    assert _said(falling).endswith("falling every month.")
+    two = RowSet("r", ("region", "total_amount"), (("EMEA", 5), ("APAC", 9)))
+    assert "Highest" not in _said(two)  # two rows say it already
+    several = RowSet("r", ("region", "total", "count"), (("A", 1, 2), ("B", 3, 4), ("C", 5, 6)))
+    assert "Highest" not in _said(several)  # which measure? none is guessed
 
 
 @pytest.mark.parametrize(
