@@ -79,6 +79,13 @@ def register(commands: Commands) -> None:
     ask.add_argument("--database", default="", help="SQL database (default: the warehouse)")
     ask.add_argument("--trajectory", action="store_true", help="print the per-step record")
     ask.add_argument(
+        "--chart",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the result's chart (a Vega-Lite v5 JSON spec, chosen by rules) to FILE",
+    )
+    ask.add_argument(
         "--format",
         choices=("text", "table", "csv"),
         default="text",
@@ -127,6 +134,13 @@ def register(commands: Commands) -> None:
     )
     sql.add_argument("--corrected-sql", default="", help="feedback wrong: the right statement")
     sql.add_argument("--note", default="", help="feedback: a short note (500 characters)")
+    sql.add_argument(
+        "--chart",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the result's chart (a Vega-Lite v5 JSON spec, chosen by rules) to FILE",
+    )
     _common(sql)
     sql.set_defaults(handler=_sql)
 
@@ -308,6 +322,12 @@ def _ask(args: argparse.Namespace) -> int:
             metadata=_metadata(args),
             timeout=args.timeout,
         )
+    if args.chart is not None:
+        charted = next(
+            (i.result.chart for i in reply.answer.sql_results if i.result.chart.vega_lite), None
+        )
+        print(describe_chart(charted or spb.Chart(reason="no SQL result to draw"), args.chart),
+              file=sys.stderr)  # fmt: skip
     if args.json:
         _json(reply, sys.stdout)
     elif args.format == "csv":
@@ -317,6 +337,17 @@ def _ask(args: argparse.Namespace) -> int:
         if args.format == "table":
             sys.stdout.write(render_results(reply.answer))
     return 0
+
+
+def describe_chart(chart: spb.Chart, path: Path | None) -> str:
+    """One line on the result's chart; with ``path``, its Vega-Lite spec written there."""
+    kind = _enum(spb.ChartKind, chart.kind, "CHART_KIND_").lower()
+    if not chart.vega_lite:
+        return f"Chart: none ({chart.reason or 'none drawn'})"
+    if path is None:
+        return f"Chart: {kind} — {chart.reason} (--chart FILE writes its Vega-Lite spec)"
+    path.write_text(chart.vega_lite + "\n", encoding="utf-8")
+    return f"Chart: {kind} — {chart.reason}; Vega-Lite spec written to {path}"
 
 
 def render_results(answer: qpb.Answer) -> str:
@@ -522,6 +553,7 @@ def _sql(args: argparse.Namespace) -> int:
     print(render_table([c.name for c in result.columns], rows))
     more = " (truncated)" if result.truncated else ""
     print(f"\n{result.row_count} row(s){more} · repairs {reply.repairs} · {outcome}")
+    print(describe_chart(result.chart, args.chart))
     if reply.definitions_applied:
         print("definitions applied: " + "; ".join(reply.definitions_applied))
     if reply.definitions_ignored:

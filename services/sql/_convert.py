@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import TypeVar
 
 from google.protobuf import duration_pb2, json_format, timestamp_pb2
 
 from services.sql._ask import AskResult, GeneratorRole, ModelCall
 from services.sql._catalog import TableInfo
+from services.sql._charts import choose_chart
 from services.sql._gate import Verdict, Violation
 from services.sql._intents import (
     Aggregate,
@@ -80,7 +83,38 @@ def sql_result(executed: Executed) -> pb.SqlResult:
         truncation_reason=result.truncation_reason,
         fingerprint=result.fingerprint,
         execution_duration=duration(result.duration_s),
+        chart=chart(result.columns, result.rows),
     )
+
+
+_CHART_KINDS = {
+    "none": pb.CHART_KIND_NONE,
+    "line": pb.CHART_KIND_LINE,
+    "bar": pb.CHART_KIND_BAR,
+    "scatter": pb.CHART_KIND_SCATTER,
+}
+
+
+def chart(columns: Sequence[pb.SqlColumn], rows: Sequence[pb.SqlRow]) -> pb.Chart:
+    """The result's chart, chosen by rules (``_charts``) from the columns' types."""
+    choice = choose_chart(
+        [(c.name, c.data_type) for c in columns],
+        [[_chart_value(v) for v in row.values] for row in rows],
+    )
+    return pb.Chart(
+        kind=_CHART_KINDS[choice.kind], vega_lite=choice.vega_lite(), reason=choice.reason
+    )
+
+
+def _chart_value(value: cpb.SqlValue) -> object:
+    plain = decode(value)
+    if isinstance(plain, Decimal):
+        return str(plain)
+    if isinstance(plain, dt.datetime | dt.date):
+        return plain.isoformat()
+    if isinstance(plain, bytes | list | dict):
+        return str(plain) if not isinstance(plain, bytes) else f"<{len(plain)} bytes>"
+    return plain
 
 
 # --- intents ------------------------------------------------------------------------

@@ -4,6 +4,7 @@ RPC, every documented error."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -699,6 +700,10 @@ async def test_run_intent_group_by_with_join_filter_and_order(running):
     assert totals == sorted(totals, reverse=True)
     assert result.tables_used == ["public.opportunities", "public.companies", "public.regions"]
     assert result.explanation.startswith("Groups opportunities")
+    # A category and a measure: a bar chart of the same rows, largest first.
+    assert result.chart.kind == pb.CHART_KIND_BAR and result.chart.reason == "sum_amount per name"
+    spec = json.loads(result.chart.vega_lite)
+    assert [v["sum_amount"] for v in spec["data"]["values"]] == totals
 
 
 @pytest.mark.rpc(INTENT)

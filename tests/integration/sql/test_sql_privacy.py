@@ -225,3 +225,20 @@ async def test_a_failing_generator_degrades_visibly_and_privately(start, fake):
     assert {"service": "sql", "reason": "LLM_FALLBACK"} in _labels(running.sink, "tandem.degraded")
     ask = next(s for s in running.sink.spans.get_finished_spans() if s.name == "sql.ask")
     assert dict(ask.attributes or {})["tandem.degraded"] is True
+
+
+async def test_a_chart_carries_its_rows_in_the_response_and_nowhere_else(start):
+    # Chart specs are answer content: the rows they inline never reach spans, logs or
+    # metrics.
+    running = await start()
+    canary = new_canary()
+    with captured_logs() as logs:
+        reply = await running.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(
+                tenant_id=TENANT,
+                sql=f"SELECT '{canary}' AS label, 7 AS total UNION ALL SELECT 'other', 3",
+            )
+        )
+    chart = reply.result.chart
+    assert chart.kind == pb.CHART_KIND_BAR and canary in chart.vega_lite
+    _check(running, canary, logs)

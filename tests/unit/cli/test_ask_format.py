@@ -46,3 +46,19 @@ def test_csv_writes_the_first_results_rows_with_empty_nulls():
         "2024-Q2,",
     ]
     assert _write_csv(qpb.Answer(text="x"), io.StringIO()) == 1
+
+
+def test_a_chart_is_described_and_written_only_when_one_was_drawn(tmp_path):
+    from services.cli._client import describe_chart
+
+    bar = spb.Chart(kind=spb.CHART_KIND_BAR, vega_lite='{"mark": "bar"}', reason="total per name")
+    assert describe_chart(bar, None) == (
+        "Chart: bar — total per name (--chart FILE writes its Vega-Lite spec)"
+    )
+    out = tmp_path / "chart.json"
+    assert describe_chart(bar, out).endswith(f"written to {out}")
+    assert out.read_text() == '{"mark": "bar"}\n'
+    none = spb.Chart(kind=spb.CHART_KIND_NONE, reason="one value: nothing to draw")
+    missing = tmp_path / "never.json"
+    assert describe_chart(none, missing) == "Chart: none (one value: nothing to draw)"
+    assert not missing.exists()
