@@ -83,7 +83,8 @@ def register(commands: Commands) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="write the result's chart (a Vega-Lite v5 JSON spec, chosen by rules) to FILE",
+        help="the result's chart (chosen by rules): FILE.svg or FILE.png draws it, any other "
+        "name gets its Vega-Lite v5 JSON spec",
     )
     ask.add_argument(
         "--format",
@@ -139,7 +140,8 @@ def register(commands: Commands) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="write the result's chart (a Vega-Lite v5 JSON spec, chosen by rules) to FILE",
+        help="the result's chart (chosen by rules): FILE.svg or FILE.png draws it, any other "
+        "name gets its Vega-Lite v5 JSON spec",
     )
     _common(sql)
     sql.set_defaults(handler=_sql)
@@ -346,8 +348,26 @@ def describe_chart(chart: spb.Chart, path: Path | None) -> str:
         return f"Chart: none ({chart.reason or 'none drawn'})"
     if path is None:
         return f"Chart: {kind} — {chart.reason} (--chart FILE writes its Vega-Lite spec)"
+    suffix = path.suffix.lower()
+    if suffix in (".svg", ".png"):
+        path.write_bytes(render_chart(chart.vega_lite, suffix))
+        return f"Chart: {kind} — {chart.reason}; drawn to {path}"
     path.write_text(chart.vega_lite + "\n", encoding="utf-8")
     return f"Chart: {kind} — {chart.reason}; Vega-Lite spec written to {path}"
+
+
+def render_chart(vega_lite: str, suffix: str) -> bytes:
+    """The spec drawn as SVG or PNG in-process (vl-convert: no browser, no network)."""
+    try:
+        import vl_convert  # noqa: PLC0415
+    except ImportError:
+        raise CliError(
+            "drawing a chart needs the charts extra: pip install -e '.[charts]' "
+            "(or write its spec: --chart FILE.json)"
+        ) from None
+    if suffix == ".svg":
+        return str(vl_convert.vegalite_to_svg(vega_lite)).encode("utf-8")
+    return bytes(vl_convert.vegalite_to_png(vega_lite, scale=2))
 
 
 def render_results(answer: qpb.Answer) -> str:

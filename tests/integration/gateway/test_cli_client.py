@@ -134,6 +134,19 @@ async def test_sql_prints_the_statement_and_a_table(cli_env, pg_url, capsys):
     assert "SELECT" in out.upper() and "row(s)" in out
 
 
+async def test_sql_draws_the_results_chart_through_the_gateway(cli_env, pg_url, capsys, tmp_path):
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"))
+    out = tmp_path / "industries.png"
+    question = "How many companies are there per industry?"
+    assert await tandem("sql", question, "--api-key", key, "--chart", str(out)) == 0
+    printed = capsys.readouterr().out
+    assert f"Chart: bar — count per industry; drawn to {out}" in printed
+    assert out.read_bytes().startswith(b"\x89PNG") and out.stat().st_size > 5000
+    spec = tmp_path / "industries.json"
+    assert await tandem("sql", question, "--api-key", key, "--chart", str(spec)) == 0
+    assert json.loads(spec.read_text())["mark"]["type"] == "bar"
+
+
 async def test_ask_prints_the_answer_route_and_degradation(cli_env, pg_url, capsys):
     # No router runs behind this gateway: the answer is degraded, visibly, not a crash.
     key = await _new_key(capsys, new_tenant(pg_url, "cli"))
