@@ -3,34 +3,21 @@ shipped in altair), never generated code."""
 
 from __future__ import annotations
 
-import functools
-import importlib.resources
 import json
 from typing import Any
 
-import jsonschema
 import pytest
 
 from services.sql._charts import MAX_BARS, choose_chart
 from services.sql._convert import chart
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
-
-
-@functools.cache
-def _validator() -> jsonschema.protocols.Validator:
-    text = (
-        importlib.resources.files("altair.vegalite.v5.schema")
-        .joinpath("vega-lite-schema.json")
-        .read_text(encoding="utf-8")
-    )
-    schema = json.loads(text)
-    return jsonschema.validators.validator_for(schema)(schema)
+from tests.vega import schema_errors
 
 
 def _valid(spec: dict[str, Any] | None) -> dict[str, Any]:
     assert spec is not None
-    errors = [e.message for e in _validator().iter_errors(spec)]
+    errors = schema_errors(spec)
     assert errors == [], errors[:3]
     return spec
 
