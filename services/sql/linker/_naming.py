@@ -34,6 +34,12 @@ def explain_plan(ctx: LinkContext, plan: Plan, base: TableInfo) -> str:
         "(" + " or ".join(condition_words(cond, c.column.name) for c, cond in group) + ")"
         for group in plan.ors
     ]
+    # Conditions the glossary defines in SQL ("open"), named by their term: the
+    # interpretation once left them out ("Counts opportunities where code = 'EMEA'").
+    conditions += [
+        f"{term} ({tree.sql(dialect='postgres')})" if term else tree.sql(dialect="postgres")
+        for (tree, _), term in zip(plan.raw, [*plan.raw_terms, *[""] * len(plan.raw)], strict=False)
+    ]
     conditions += [f"no matching {t.name}" for t in plan.anti]
     conditions += [f"no matching {words}" for words in plan.absent]
     conditions += [f"a matching {t.name}" for t in plan.semi]

@@ -78,6 +78,7 @@ class Plan:
     having: list[tuple[Measure, str, int]] = field(default_factory=list)  # count op number
     # conditions defined in SQL by the glossary: the parsed tree and its resolved columns
     raw: list[tuple[exp.Expr, dict[int, Col]]] = field(default_factory=list)
+    raw_terms: list[str] = field(default_factory=list)  # the glossary term of each ``raw``
     order: list[tuple[str, bool]] = field(default_factory=list)  # (expression alias/index, desc)
     limit: int = 0
     distinct: bool = False

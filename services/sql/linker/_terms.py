@@ -156,6 +156,7 @@ def sql_conditions(ctx: LinkContext, plan: Plan) -> None:
         if not isinstance(tree, exp.Predicate | exp.Not | exp.And | exp.Or | exp.Paren):
             continue
         plan.raw.append((tree, columns))
+        plan.raw_terms.append(entry.term)
         if entry.term not in ctx.applied:
             ctx.applied.append(entry.term)
 

@@ -377,6 +377,8 @@ def test_a_glossary_condition_written_in_sql_filters_when_its_term_is_used() -> 
     )
     plain = QuestionLinker("How many transactions are there?", vocabulary, TODAY, (entry,)).link()
     assert "WHERE" not in plain.sql and plain.applied == ()
+    # The interpretation names the condition the term applied, with its term.
+    assert "where big (sbtxamount > 1000)" in linked.explanation
 
 
 def test_a_glossary_entry_naming_an_unknown_column_is_not_applied() -> None:
