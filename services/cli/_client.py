@@ -128,6 +128,12 @@ def register(commands: Commands) -> None:
     sql.add_argument("--database", default="", help="SQL database (default: the warehouse)")
     sql.add_argument("--max-rows", type=int, default=0, help="row cap (0: default)")
     sql.add_argument(
+        "--format",
+        choices=("table", "csv"),
+        default="table",
+        help="table: the statement, an aligned table and the details; csv: the rows only",
+    )
+    sql.add_argument(
         "--instructions",
         default="",
         metavar="TEXT",
@@ -385,13 +391,17 @@ def _write_csv(answer: qpb.Answer, out: TextIO) -> int:
     if not answer.sql_results:
         print("no SQL result in this answer: nothing to write as CSV", file=sys.stderr)
         return 1
-    result = answer.sql_results[0].result
+    write_rows_csv(answer.sql_results[0].result, out)
+    return 0
+
+
+def write_rows_csv(result: spb.SqlResult, out: TextIO) -> None:
+    """A header of column names, then the rows; NULL as an empty field, values exact."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([c.name for c in result.columns])
     for row in result.rows:
         writer.writerow(["" if v.WhichOneof("kind") in (None, "null_value") else _cell(v)
                          for v in row.values])  # fmt: skip
-    return 0
 
 
 def _ask_stream(args: argparse.Namespace, stub: gpb_grpc.GatewayServiceStub, out: TextIO) -> int:
@@ -568,6 +578,9 @@ def _sql(args: argparse.Namespace) -> int:
             )
         return 0
     result = reply.result
+    if args.format == "csv":
+        write_rows_csv(result, sys.stdout)
+        return 0
     print(result.sql, end="\n\n")
     rows = [[_cell(v) for v in row.values] for row in result.rows]
     print(render_table([c.name for c in result.columns], rows))

@@ -11,6 +11,7 @@ render.
 | no rows; one value; more than three columns | none, and why |
 | a time column and a measure (± one category of ≤ 10 values) | line (one per category) |
 | one category and a measure | bar, largest first, beyond 20 the rest as "Other" |
+| one category and a share (percentage, share, ratio, rate) | bar with a percent axis |
 | two measures (± one category, as the tooltip) | scatter (≥ 3 rows) |
 | anything else | none, naming the types |
 """
@@ -36,6 +37,8 @@ _QUANTITATIVE = re.compile(
     r"^(?:smallint|integer|bigint|numeric|decimal|real|double precision|money|int\d?|float\d?)",
     re.IGNORECASE,
 )
+# A measure named as a share of a whole: its bars read as percentages.
+_SHARE = re.compile(r"percent|pct|share|ratio|rate", re.IGNORECASE)
 # An integer column named like an identifier or a code is a category, not a measure.
 _IDENTIFIER = re.compile(r"(?:^|_)(?:id|code|year|zip|phone|number|no)$", re.IGNORECASE)
 
@@ -162,9 +165,17 @@ def _bar(
         ranked = [*ranked[:MAX_BARS], {category: f"Other ({others})", measure: rest}]
         reason += f"; the largest {MAX_BARS}, the other {others} summed"
     spec = _base("bar", ranked)
+    y: dict[str, Any] = {"field": measure, "type": "quantitative", "title": names[measure]}
+    if _SHARE.search(names[measure]):
+        numbers = [v[measure] for v in ranked if _number(v[measure])]
+        if numbers and all(0 <= n <= 1 for n in numbers):
+            y["axis"] = {"format": ".0%"}  # fractions of one, drawn as percentages
+        else:
+            y["title"] = f"{names[measure]} (%)"
+        reason += " as a share of the whole"
     spec["encoding"] = {
         "x": {"field": category, "type": "nominal", "sort": None, "title": names[category]},
-        "y": {"field": measure, "type": "quantitative", "title": names[measure]},
+        "y": y,
     }
     return ChartChoice("bar", spec, reason)
 

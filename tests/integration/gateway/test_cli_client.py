@@ -145,6 +145,16 @@ async def test_sql_draws_the_results_chart_through_the_gateway(cli_env, pg_url, 
     spec = tmp_path / "industries.json"
     assert await tandem("sql", question, "--api-key", key, "--chart", str(spec)) == 0
     assert json.loads(spec.read_text())["mark"]["type"] == "bar"
+    capsys.readouterr()
+    # The rows alone, for a spreadsheet: the same result as CSV.
+    assert await tandem("sql", question, "--api-key", key, "--format", "csv") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "industry,count" and len(lines) == len(spec_values(spec)) + 1
+
+
+def spec_values(path: Path) -> list[dict[str, object]]:
+    values: list[dict[str, object]] = json.loads(path.read_text())["data"]["values"]
+    return values
 
 
 async def test_ask_prints_the_answer_route_and_degradation(cli_env, pg_url, capsys):

@@ -128,3 +128,18 @@ def test_the_service_attaches_the_chart_to_every_result():
     assert _valid(json.loads(drawn.vega_lite))["data"]["values"][0]["total"] == 12.5
     lone = chart(columns[:1], rows[:1])
     assert (lone.kind, lone.vega_lite) == (pb.CHART_KIND_NONE, "")
+
+
+def test_a_share_of_a_whole_reads_as_percentages():
+    fractions = choose_chart(
+        [("region", "text"), ("win_rate", "numeric")], [("EMEA", "0.25"), ("APAC", "0.5")]
+    )
+    y = _valid(fractions.spec)["encoding"]["y"]
+    assert y["axis"] == {"format": ".0%"} and "share of the whole" in fractions.reason
+    percents = choose_chart(
+        [("region", "text"), ("percentage", "numeric")], [("EMEA", 25.0), ("APAC", 75.0)]
+    )
+    y = _valid(percents.spec)["encoding"]["y"]
+    assert y["title"] == "percentage (%)" and "axis" not in y
+    plain = choose_chart([("region", "text"), ("total", "numeric")], [("EMEA", 0.5), ("APAC", 1)])
+    assert "axis" not in _valid(plain.spec)["encoding"]["y"]
