@@ -78,14 +78,7 @@ def register(commands: Commands) -> None:
     ask.add_argument("--top-k", type=int, default=0, help="hits per search (0: default)")
     ask.add_argument("--database", default="", help="SQL database (default: the warehouse)")
     ask.add_argument("--trajectory", action="store_true", help="print the per-step record")
-    ask.add_argument(
-        "--chart",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="the result's chart (chosen by rules): FILE.svg or FILE.png draws it, any other "
-        "name gets its Vega-Lite v5 JSON spec",
-    )
+    _chart_option(ask)
     ask.add_argument(
         "--format",
         choices=("text", "table", "csv"),
@@ -141,14 +134,7 @@ def register(commands: Commands) -> None:
     )
     sql.add_argument("--corrected-sql", default="", help="feedback wrong: the right statement")
     sql.add_argument("--note", default="", help="feedback: a short note (500 characters)")
-    sql.add_argument(
-        "--chart",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="the result's chart (chosen by rules): FILE.svg or FILE.png draws it, any other "
-        "name gets its Vega-Lite v5 JSON spec",
-    )
+    _chart_option(sql)
     _common(sql)
     sql.set_defaults(handler=_sql)
 
@@ -204,6 +190,17 @@ def register(commands: Commands) -> None:
     revoke.add_argument("key_id", help="the key id (the part after tdm_, before the secret)")
     revoke.add_argument("--tenant", default=None, help="refuse unless the key is this tenant's")
     revoke.set_defaults(handler=_keys_revoke)
+
+
+def _chart_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--chart",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the result's chart (chosen by rules): FILE.svg or FILE.png draws it, any other "
+        "name gets its Vega-Lite v5 JSON spec",
+    )
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -331,11 +328,9 @@ def _ask(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
     if args.chart is not None:
-        charted = next(
-            (i.result.chart for i in reply.answer.sql_results if i.result.chart.vega_lite), None
-        )
-        print(describe_chart(charted or spb.Chart(reason="no SQL result to draw"), args.chart),
-              file=sys.stderr)  # fmt: skip
+        drawn = [i.result.chart for i in reply.answer.sql_results if i.result.chart.vega_lite]
+        chosen = drawn[0] if drawn else spb.Chart(reason="no SQL result to draw")
+        print(describe_chart(chosen, args.chart), file=sys.stderr)
     if args.json:
         _json(reply, sys.stdout)
     elif args.format == "csv":

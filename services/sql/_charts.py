@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +80,8 @@ def choose_chart(columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any
             columns=columns,
         )
     if len(categories) == 1 and len(measures) == 1 and not times:
-        return _bar(fields[categories[0]], fields[measures[0]], values, columns)
+        names = dict(zip(fields, (name for name, _ in columns), strict=True))
+        return _bar(fields[categories[0]], fields[measures[0]], values, names)
     if len(measures) == 2 and not times and len(categories) <= 1:
         if len(rows) < 3:
             return ChartChoice("none", None, "two measures over fewer than 3 rows")
@@ -154,10 +155,10 @@ def _line(
 
 
 def _bar(
-    category: str, measure: str, values: list[dict[str, Any]], columns: Sequence[tuple[str, str]]
+    category: str, measure: str, values: list[dict[str, Any]], names: Mapping[str, str]
 ) -> ChartChoice:
+    """``names``: each field's column name, for titles and the reason."""
     ranked = sorted(values, key=lambda v: -(v[measure] or 0) if _number(v[measure]) else 0)
-    names = dict(zip(_fields([n for n, _ in columns]), [n for n, _ in columns], strict=True))
     reason = f"{names[measure]} per {names[category]}"
     if len(ranked) > MAX_BARS:
         rest = sum(v[measure] or 0 for v in ranked[MAX_BARS:] if _number(v[measure]))

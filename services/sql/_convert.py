@@ -112,8 +112,10 @@ def _chart_value(value: cpb.SqlValue) -> object:
         return str(plain)
     if isinstance(plain, dt.datetime | dt.date):
         return plain.isoformat()
-    if isinstance(plain, bytes | list | dict):
-        return str(plain) if not isinstance(plain, bytes) else f"<{len(plain)} bytes>"
+    if isinstance(plain, bytes):
+        return f"<{len(plain)} bytes>"
+    if isinstance(plain, list | dict):
+        return str(plain)
     return plain
 
 

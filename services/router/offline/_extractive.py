@@ -12,7 +12,7 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from services.common.llm import (
@@ -346,7 +346,8 @@ def _pick_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[st
         return []
     first = ranked[0]
     picked = [first]
-    second = next((c for c in ranked[1:] if _adds(c, first, passages)), None)
+    titles = {p.id: p.title for p in passages}
+    second = next((c for c in ranked[1:] if _adds(c, first, titles)), None)
     if second is not None:
         picked.append(second)
     return [
@@ -354,12 +355,11 @@ def _pick_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[st
     ]
 
 
-def _adds(candidate: Candidate, first: Candidate, passages: Sequence[Passage]) -> bool:
+def _adds(candidate: Candidate, first: Candidate, titles: Mapping[str, str]) -> bool:
     """Whether ``candidate`` is stated beside ``first``: when another sentence of the same
     document scores close to the first, the evidence does not single out one sentence,
     and the answer gives both rather than guess (never a sentence of another document:
     an answer reads as one source)."""
-    titles = {p.id: p.title for p in passages}
     return (
         titles.get(candidate.passage_id) == titles.get(first.passage_id)
         and candidate.score >= SECOND_AT * first.score
@@ -368,17 +368,13 @@ def _adds(candidate: Candidate, first: Candidate, passages: Sequence[Passage]) -
 
 @dataclass(frozen=True)
 class Candidate:
-    """A sentence that could answer, with what ranked it."""
+    """A sentence that could answer: its score, text, passage, and the share of the
+    question's words it covers (the answer's confidence)."""
 
     score: float
     text: str
     passage_id: str
-    rank: int
     fraction: float
-    weighted: float
-    typed: bool
-    pairs: float
-    matched: tuple[str, ...]
 
 
 def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candidate]:
@@ -422,26 +418,13 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
             if weighted < SUPPORT_AT:
                 continue
             typed = cue is not None and _holds_new(cue, sentence, question)
-            paired = _paired(pairs, sentence)
             score = (
                 weighted
                 + RANK_WEIGHT / (1 + rank)
                 + (CUE_WEIGHT if typed else 0.0)
-                + PAIR_WEIGHT * paired
+                + PAIR_WEIGHT * _paired(pairs, sentence)
             )
-            candidates.append(
-                Candidate(
-                    score,
-                    sentence,
-                    passage.id,
-                    rank,
-                    cov.fraction,
-                    weighted,
-                    typed,
-                    paired,
-                    cov.matched,
-                )
-            )
+            candidates.append(Candidate(score, sentence, passage.id, cov.fraction))
     # Stable: equal scores keep the search's order.
     return sorted(candidates, key=lambda c: -c.score)
 
