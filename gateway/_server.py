@@ -44,6 +44,7 @@ from services.common import (
     TandemError,
     Telemetry,
     TelemetrySettings,
+    Trust,
     Unavailable,
     configure_logging,
     create_channel,
@@ -231,8 +232,15 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     call reaches the servicer, as long as its key verified recently.
     """
 
-    def __init__(self, deps: GatewayDeps | None = None, gate: QuotaGate | None = None) -> None:
+    def __init__(
+        self,
+        deps: GatewayDeps | None = None,
+        gate: QuotaGate | None = None,
+        *,
+        trust: Trust | None = None,
+    ) -> None:
         self.gate = gate or QuotaGate(gpb.DESCRIPTOR.services_by_name["GatewayService"])
+        self.trust = trust or Trust.plaintext()
         self._backends: _Backends | None = None
         if deps is not None:
             self.attach(deps)
@@ -254,6 +262,8 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             bearer_token(context.invocation_metadata()), scope
         )
         backends.deps.quota.take(tenant)
+        # Every internal call this request makes carries the tenant the key named, signed.
+        self.trust.sign_for(tenant)
         return backends, tenant
 
     def _deadline(self, context: Context, default_s: float) -> AbstractContextManager[Any]:
@@ -596,23 +606,33 @@ def server_settings_for(settings: ServerSettings, gateway: GatewaySettings) -> S
 
 
 def build_server(
-    settings: ServerSettings, gateway: GatewaySettings, telemetry: Telemetry
+    settings: ServerSettings,
+    gateway: GatewaySettings,
+    telemetry: Telemetry,
+    *,
+    trust: Trust | None = None,
 ) -> tuple[GrpcServer, GatewayServicer]:
     """The server with the servicer registered and its quota gate in front of every
     other interceptor (a refusal must not pay for tracing or logging); not started."""
     gate = QuotaGate(gpb.DESCRIPTOR.services_by_name["GatewayService"], telemetry.meter("tandem"))
+    # The gateway's own port is the public face behind the edge: callers authenticate
+    # with API keys, so it listens without TLS; ``trust`` signs tenants into its calls.
     server = GrpcServer(server_settings_for(settings, gateway), telemetry, first=[gate])
-    servicer = GatewayServicer(gate=gate)
+    servicer = GatewayServicer(gate=gate, trust=trust)
     server.add_service(SERVICE_NAME, gpb_grpc.add_GatewayServiceServicer_to_server, servicer)
     return server, servicer
 
 
 async def create_server(
-    settings: ServerSettings, telemetry: Telemetry, deps: GatewayDeps | None = None
+    settings: ServerSettings,
+    telemetry: Telemetry,
+    deps: GatewayDeps | None = None,
+    *,
+    trust: Trust | None = None,
 ) -> tuple[GrpcServer, GatewayServicer]:
     """Build and start the server NOT_SERVING; ``ready`` flips it once deps are attached."""
     gateway_settings = deps.settings if deps is not None else GatewaySettings()
-    server, servicer = build_server(settings, gateway_settings, telemetry)
+    server, servicer = build_server(settings, gateway_settings, telemetry, trust=trust)
     if deps is not None:
         servicer.attach(deps)
     await server.start()
@@ -627,14 +647,17 @@ async def ready(server: GrpcServer, servicer: GatewayServicer, deps: GatewayDeps
 
 
 def open_channels(
-    settings: GatewaySettings, telemetry: Telemetry
+    settings: GatewaySettings, telemetry: Telemetry, trust: Trust | None = None
 ) -> tuple[grpc.aio.Channel, grpc.aio.Channel, grpc.aio.Channel]:
-    """Router, retrieval and SQL channels with tracing, retries and deadline propagation."""
+    """Router, retrieval and SQL channels with tracing, retries and deadline propagation
+    (mutual TLS and the caller's signed tenant with ``trust`` secure)."""
     interceptors = telemetry.client_interceptors()
     return (
-        create_channel(settings.router_addr, interceptors=interceptors),
-        create_channel(settings.retrieval_addr, interceptors=interceptors),
-        create_channel(settings.sql_addr, interceptors=interceptors),
+        create_channel(settings.router_addr, interceptors=interceptors, trust=trust, peer="router"),
+        create_channel(
+            settings.retrieval_addr, interceptors=interceptors, trust=trust, peer="retrieval"
+        ),
+        create_channel(settings.sql_addr, interceptors=interceptors, trust=trust, peer="sql"),
     )
 
 
@@ -646,9 +669,10 @@ async def run_until_signalled() -> None:
     server_settings = ServerSettings.from_env("gateway", DEFAULT_PORT)
     db_settings = DatabaseSettings.from_env()
     pepper = key_pepper()
+    trust = Trust.from_env("gateway")
     telemetry = Telemetry(telemetry_settings)
-    server, servicer = build_server(server_settings, settings, telemetry)
-    router, retrieval, sql = open_channels(settings, telemetry)
+    server, servicer = build_server(server_settings, settings, telemetry, trust=trust)
+    router, retrieval, sql = open_channels(settings, telemetry, trust)
     opened: list[Database | ConversationStore | KeyChanges] = []
 
     async def start() -> None:

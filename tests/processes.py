@@ -46,6 +46,7 @@ from gateway.edge import ACCESS_LOG, run_dir
 from services.cli._run import (
     SERVICES,
     ServiceSpec,
+    health_channel,
     launch,
     log_tail,
     port_free,
@@ -54,6 +55,7 @@ from services.cli._run import (
     stop_processes,
     wait_serving,
 )
+from services.common import Credentials, Trust, ensure_directory, load_credentials
 
 if TYPE_CHECKING:
     from services.demo import DemoDocument, LoadReport
@@ -212,6 +214,10 @@ class ProcessStack:
         self.grace_s = grace_s
         self.start_timeout_s = start_timeout_s
         self.pepper = secrets.token_hex(24)
+        # The internal CA and every identity's certificate, as `tandem run` issues them:
+        # the internal services take mutual-TLS callers with a gateway-signed tenant only.
+        self.tls_dir = self.root / "tls"
+        ensure_directory(self.tls_dir)
         self.ports: dict[str, int] = dict(
             zip(SERVICE_NAMES, free_ports(len(SERVICE_NAMES)), strict=True)
         )
@@ -295,6 +301,7 @@ class ProcessStack:
                 # The tests' many tenants all query the demo warehouse; the service
                 # itself would serve it to tenant ``demo`` only.
                 "SQL_DATABASE_TENANTS": "warehouse=*",
+                "TANDEM_TLS_DIR": str(self.tls_dir),
             }
         )
         for spec in SERVICES:
@@ -436,7 +443,7 @@ class ProcessStack:
     def health(self, name: str, timeout_s: float = 1.0) -> str:
         """One health check: ``SERVING``, ``NOT_SERVING``, … or the gRPC status code name
         when the check itself fails (``UNAVAILABLE``, ``DEADLINE_EXCEEDED``)."""
-        with grpc.insecure_channel(self.addresses[name]) as channel:
+        with health_channel(self.addresses[name], self.probe_tls(name), name) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             try:
                 reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout_s)
@@ -490,7 +497,7 @@ class ProcessStack:
             ) as conn:
                 await ensure_tenant(conn, tenant)
             return await load_demo_documents(
-                self.addresses["retrieval"], tenant, documents=documents
+                self.addresses["retrieval"], tenant, documents=documents, trust=self.trust()
             )
 
         return self._async(load(), 600.0)
@@ -534,6 +541,14 @@ class ProcessStack:
             stamp = time.strftime("%H:%M:%S")
             log.write(f"--- ProcessStack {stamp}: {event} {name} ---\n".encode())
 
+    def trust(self, identity: str = "gateway") -> Trust:
+        """``identity``'s credentials from the stack's CA (the gateway's sign tenants)."""
+        return Trust.load(self.tls_dir, identity)
+
+    def probe_tls(self, name: str) -> Credentials | None:
+        """The supervisor's credentials for ``name``'s health, None for a plaintext port."""
+        return load_credentials(self.tls_dir, "supervisor") if self._specs[name].mtls else None
+
     def _launch(self, name: str) -> None:
         spec = self._specs[name]
         self._mark(name, "starting")
@@ -551,6 +566,8 @@ class ProcessStack:
                     timeout_s,
                     alive=lambda: popen.poll() is None,
                     cancelled=cancelled,
+                    tls=self.probe_tls(name),
+                    peer=name,
                 )
             except ProcessLookupError:
                 raise StackError(

@@ -51,7 +51,8 @@ RUN groupadd --system --gid 10001 tandem \
  && useradd --system --uid 10001 --gid tandem --home-dir /var/lib/tandem \
       --shell /usr/sbin/nologin tandem \
  && mkdir -p /var/lib/tandem/cache \
- && chown -R tandem:tandem /var/lib/tandem
+ && mkdir -p /etc/tandem/tls \
+ && chown -R tandem:tandem /var/lib/tandem /etc/tandem/tls
 COPY --from=build /opt/venv /opt/venv
 COPY infra/docker/grpc_health_probe.py /usr/local/bin/grpc-health-probe
 # TANDEM_DATA_DIR/models/<name> is where the service looks for the default model.
@@ -59,8 +60,11 @@ COPY --from=build --chown=10001:10001 /opt/models/all-MiniLM-L6-v2-int8 \
      /var/lib/tandem/models/all-MiniLM-L6-v2-int8
 USER 10001:10001
 WORKDIR /var/lib/tandem
+# Mutual TLS between services: the deployment mounts this service's certificate
+# bundle (`tandem certs issue DIR --split`) here.
+ENV TANDEM_TLS_DIR=/etc/tandem/tls
 EXPOSE 50054
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
-  CMD ["python", "/usr/local/bin/grpc-health-probe", "--addr", "127.0.0.1:50054"]
+  CMD ["python", "/usr/local/bin/grpc-health-probe", "--addr", "127.0.0.1:50054", "--tls-dir", "/etc/tandem/tls", "--identity", "embedding"]
 STOPSIGNAL SIGTERM
 CMD ["python", "-m", "services.embedding"]

@@ -46,13 +46,17 @@ RUN groupadd --system --gid 10001 tandem \
  && useradd --system --uid 10001 --gid tandem --home-dir /var/lib/tandem \
       --shell /usr/sbin/nologin tandem \
  && mkdir -p /var/lib/tandem/cache \
- && chown -R tandem:tandem /var/lib/tandem
+ && mkdir -p /etc/tandem/tls \
+ && chown -R tandem:tandem /var/lib/tandem /etc/tandem/tls
 COPY --from=build /opt/venv /opt/venv
 COPY infra/docker/grpc_health_probe.py /usr/local/bin/grpc-health-probe
 USER 10001:10001
 WORKDIR /var/lib/tandem
+# Mutual TLS between services: the deployment mounts this service's certificate
+# bundle (`tandem certs issue DIR --split`) here.
+ENV TANDEM_TLS_DIR=/etc/tandem/tls
 EXPOSE 50052
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["python", "/usr/local/bin/grpc-health-probe", "--addr", "127.0.0.1:50052"]
+  CMD ["python", "/usr/local/bin/grpc-health-probe", "--addr", "127.0.0.1:50052", "--tls-dir", "/etc/tandem/tls", "--identity", "router"]
 STOPSIGNAL SIGTERM
 CMD ["python", "-m", "services.router"]

@@ -20,6 +20,7 @@ Handler = Callable[[argparse.Namespace], int]
 # Command modules, each with ``register(commands: Commands) -> None``.
 _MODULES = (
     "services.cli._builtin",
+    "services.cli._certs",
     "services.cli._chat",
     "services.cli._client",
     "services.cli._load",

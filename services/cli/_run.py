@@ -41,6 +41,16 @@ from typing import Any, TextIO
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from services.common import (
+    PLAINTEXT_VARIABLE,
+    TLS_DIR_VARIABLE,
+    Credentials,
+    Trust,
+    ensure_directory,
+    load_credentials,
+    tls_directory,
+)
+
 DEMO_TENANT = "demo"
 # The demo key, kept so a second run prints the same one (the only secret stored; 0600).
 KEY_FILE = "demo-api-key"
@@ -80,6 +90,9 @@ class ServiceSpec:
     needs_database: bool
     # Services it calls; their ``<NAME>_ADDR`` is set in its environment.
     calls: tuple[str, ...] = ()
+    # Internal: its port takes mutual-TLS callers only (the gateway and the edge are the
+    # public face: API keys authenticate their callers).
+    mtls: bool = True
 
     @property
     def port_variable(self) -> str:
@@ -104,10 +117,17 @@ SERVICES: tuple[ServiceSpec, ...] = (
         "router", "services.router", 50052, needs_database=False, calls=("retrieval", "sql")
     ),
     ServiceSpec(
-        "gateway", "gateway", 50051, needs_database=True, calls=("router", "retrieval", "sql")
+        "gateway",
+        "gateway",
+        50051,
+        needs_database=True,
+        calls=("router", "retrieval", "sql"),
+        mtls=False,
     ),
     # nginx in front of the gateway: refuses a tenant's flood before Python sees it.
-    ServiceSpec("edge", "gateway.edge", 50050, needs_database=False, calls=("gateway",)),
+    ServiceSpec(
+        "edge", "gateway.edge", 50050, needs_database=False, calls=("gateway",), mtls=False
+    ),
 )
 
 
@@ -225,12 +245,26 @@ def launch(
         )
 
 
+def health_channel(
+    address: str, tls: Credentials | None = None, peer: str | None = None
+) -> grpc.Channel:
+    """A blocking channel for health checks: mutual TLS as ``tls`` (the supervisor's
+    identity, which may call health only) to the service ``peer``, else plaintext."""
+    if tls is None:
+        return grpc.insecure_channel(address, options=_HEALTH_OPTIONS)
+    credentials = grpc.ssl_channel_credentials(tls.ca, tls.key, tls.cert)
+    options = [*_HEALTH_OPTIONS, ("grpc.ssl_target_name_override", peer or "localhost")]
+    return grpc.secure_channel(address, credentials, options=options)
+
+
 def wait_serving(
     address: str,
     timeout_s: float,
     *,
     alive: Callable[[], bool] = lambda: True,
     cancelled: threading.Event | None = None,
+    tls: Credentials | None = None,
+    peer: str | None = None,
 ) -> None:
     """Block until the health service at ``address`` reports SERVING.
 
@@ -240,7 +274,7 @@ def wait_serving(
     """
     deadline = time.monotonic() + timeout_s
     request = health_pb2.HealthCheckRequest()
-    with grpc.insecure_channel(address, options=_HEALTH_OPTIONS) as channel:
+    with health_channel(address, tls, peer) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             if not alive():
@@ -341,6 +375,9 @@ def _service_env(base: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str
     # Spans go to the local span store, so `tandem trace` finds what `x-trace-id` names;
     # set TANDEM_TRACE_DIR blank to record none (without any exporter, none is recorded).
     env.setdefault("TANDEM_TRACE_DIR", str((_data_dir() / "traces").resolve()))
+    tls = tls_directory(env)
+    if tls is not None:
+        env[TLS_DIR_VARIABLE] = str(tls)
     addresses: dict[str, str] = {}
     for spec in SERVICES:
         # Every process binds where the banner says it listens: loopback unless its
@@ -499,8 +536,11 @@ async def _verify_or_create(url: str, recorded: str | None) -> tuple[str, bool]:
     return issued.secret, False
 
 
-async def _load_demo(retrieval: str, console: _Console) -> str:
-    """Load the demo documents for the demo tenant unless every one is stored unchanged."""
+async def _load_demo(retrieval: str, console: _Console, trust: Trust) -> str:
+    """Load the demo documents for the demo tenant unless every one is stored unchanged.
+
+    The supervisor holds the deployment's CA, so it loads them as the gateway would
+    (the gateway's certificate, the demo tenant signed), straight into retrieval."""
     from services.common import Env  # noqa: PLC0415
     from services.demo import (  # noqa: PLC0415
         demo_documents_loaded,
@@ -511,10 +551,10 @@ async def _load_demo(retrieval: str, console: _Console) -> str:
 
     seed = Env().get_int("SQL_DEMO_SEED", DEFAULT_SEED, minimum=0)
     documents = generate_documents(seed).documents
-    if await demo_documents_loaded(retrieval, DEMO_TENANT, documents=documents):
+    if await demo_documents_loaded(retrieval, DEMO_TENANT, documents=documents, trust=trust):
         return f"{len(documents)} documents already loaded"
     console.line(f"  loading {len(documents)} demo documents (account briefs, call notes, …)")
-    report = await load_demo_documents(retrieval, DEMO_TENANT, documents=documents)
+    report = await load_demo_documents(retrieval, DEMO_TENANT, documents=documents, trust=trust)
     if report.failed:
         failed = ", ".join(f"{d} ({r})" for d, r in report.failures[:5])
         raise RuntimeError(f"{report.failed} demo documents failed to load: {failed}")
@@ -554,6 +594,30 @@ class _Supervisor:
         self.crashes: dict[str, int] = {}
         self.restart_at: dict[str, float] = {}
         self.guard: subprocess.Popen[bytes] | None = None
+        self.tls_dir = tls_directory(env)
+
+    def issue_certificates(self) -> None:
+        """The internal CA and each service's certificate, created on first start (and
+        renewed when close to expiry); plaintext only by the development switch."""
+        if self.tls_dir is None:
+            self.console.line(
+                f"  WARNING    {PLAINTEXT_VARIABLE}=true: internal ports are PLAINTEXT; any "
+                "local process can read every tenant's data"
+            )
+            return
+        issued = ensure_directory(self.tls_dir)
+        state = f"issued {len(issued)}" if issued else "reused"
+        self.console.ready("mTLS", state, f"certificates in {self.tls_dir}")
+
+    def trust(self, identity: str) -> Trust:
+        if self.tls_dir is None:
+            return Trust.plaintext()
+        return Trust.load(self.tls_dir, identity)
+
+    def _probe_credentials(self, spec: ServiceSpec) -> Credentials | None:
+        if self.tls_dir is None or not spec.mtls:
+            return None
+        return load_credentials(self.tls_dir, "supervisor")
 
     def start(self, spec: ServiceSpec, *, rotate: bool = True) -> None:
         log_path = self.log_dir / f"{spec.name}.log"
@@ -620,6 +684,8 @@ class _Supervisor:
                     timeout_s,
                     alive=lambda: entry.proc.poll() is None,
                     cancelled=self.stopping,
+                    tls=self._probe_credentials(entry.spec),
+                    peer=entry.spec.name,
                 )
             except ProcessLookupError:
                 raise self.failure(
@@ -710,6 +776,7 @@ def _start_and_supervise(
 ) -> int:
     console = supervisor.console
     _ensure_model(console)
+    supervisor.issue_certificates()
     by_name = {s.name: s for s in SERVICES}
     # Processes that need no database start while the database comes up.
     for spec in SERVICES:
@@ -736,7 +803,8 @@ def _start_and_supervise(
     api_key, reused = _demo_key(url, key_path)
     demo = demo_documents_wanted(os.environ)
     if demo:
-        loaded = asyncio.run(_load_demo(supervisor.addresses[by_name["retrieval"].name], console))
+        retrieval = supervisor.addresses[by_name["retrieval"].name]
+        loaded = asyncio.run(_load_demo(retrieval, console, supervisor.trust("gateway")))
     else:
         loaded = (
             "documents not loaded: SQL_DATABASES names your own data "

@@ -1,7 +1,12 @@
 """The shared library every Tandem service uses: settings, logging, telemetry, the gRPC
 server and client runtime, errors and database access."""
 
-from services.common._channels import channel_options, create_channel, deadline_interceptors
+from services.common._channels import (
+    channel_options,
+    create_channel,
+    deadline_interceptors,
+    tenant_token_interceptors,
+)
 from services.common._db import (
     Database,
     DatabaseSettings,
@@ -31,17 +36,49 @@ from services.common._errors import (
 from services.common._event_loop import run_service
 from services.common._interceptors import RuntimeInterceptor, abort_with
 from services.common._logging import JsonFormatter, configure_logging
+from services.common._mtls import (
+    CALLERS,
+    PLAINTEXT_VARIABLE,
+    TLS_DIR_VARIABLE,
+    CallerGuard,
+    Trust,
+    peer_identity,
+    tls_directory,
+)
 from services.common._observability import (
     Metrics,
     PrivacyFilter,
     fingerprint_sql,
     fingerprint_tree,
 )
+from services.common._pki import (
+    IDENTITIES,
+    Authority,
+    Credentials,
+    ensure_directory,
+    load_credentials,
+    save_credentials,
+    write_bundles,
+)
 from services.common._server import GrpcServer, serve
 from services.common._settings import Env, ServerSettings, SettingsError, TelemetrySettings
 from services.common._telemetry import Telemetry
+from services.common._tenant_token import (
+    TENANT_TOKEN_HEADER,
+    TenantSigner,
+    TenantVerifier,
+    current_token,
+)
 
 __all__ = [
+    "CALLERS",
+    "IDENTITIES",
+    "PLAINTEXT_VARIABLE",
+    "TENANT_TOKEN_HEADER",
+    "TLS_DIR_VARIABLE",
+    "Authority",
+    "CallerGuard",
+    "Credentials",
     "Database",
     "DatabaseSettings",
     "DeadlineExceeded",
@@ -63,6 +100,9 @@ __all__ = [
     "TandemError",
     "Telemetry",
     "TelemetrySettings",
+    "TenantSigner",
+    "TenantVerifier",
+    "Trust",
     "Unauthenticated",
     "Unavailable",
     "abort_with",
@@ -70,19 +110,27 @@ __all__ = [
     "channel_options",
     "configure_logging",
     "create_channel",
+    "current_token",
     "deadline_interceptors",
     "deadline_scope",
     "effective_timeout",
     "embedded_pgvector_is_portable",
     "embedded_server_url",
+    "ensure_directory",
     "ensure_tenant",
     "fingerprint_sql",
     "fingerprint_tree",
+    "load_credentials",
     "load_migrations",
     "map_db_error",
+    "peer_identity",
     "remaining",
     "resolve_url",
     "run_service",
+    "save_credentials",
     "serve",
     "status_for",
+    "tenant_token_interceptors",
+    "tls_directory",
+    "write_bundles",
 ]

@@ -10,6 +10,8 @@ from typing import Any
 import grpc
 
 from services.common._deadline import effective_timeout
+from services.common._mtls import Trust
+from services.common._tenant_token import TENANT_TOKEN_HEADER, current_token
 
 # Retry UNAVAILABLE only (AIP-194): the request never reached a handler or the server
 # said it did no work. gRPC's C core does not implement hedging, so none is configured.
@@ -143,20 +145,53 @@ def deadline_interceptors() -> list[grpc.aio.ClientInterceptor]:
     return rewriting_interceptors(_with_timeout, _cancel_if_abandoned)
 
 
+def _with_tenant_token(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+    token = current_token.get()
+    if token is None:
+        return details
+    metadata = grpc.aio.Metadata(*(details.metadata or ()), (TENANT_TOKEN_HEADER, token))
+    return grpc.aio.ClientCallDetails(
+        method=details.method,
+        timeout=details.timeout,
+        metadata=metadata,
+        credentials=details.credentials,
+        wait_for_ready=details.wait_for_ready,
+    )
+
+
+def tenant_token_interceptors() -> list[grpc.aio.ClientInterceptor]:
+    """Every call carries the current request's tenant token (signed by the gateway,
+    forwarded by the router) when there is one."""
+    return rewriting_interceptors(_with_tenant_token)
+
+
 def create_channel(
     target: str,
     *,
     interceptors: Sequence[grpc.aio.ClientInterceptor] = (),
     max_message_bytes: int = 16 * 1024 * 1024,
+    trust: Trust | None = None,
+    peer: str | None = None,
 ) -> grpc.aio.Channel:
-    """An insecure internal channel (mesh/mTLS terminates outside the process).
+    """An internal channel: mutual TLS to the identity ``peer`` with ``trust`` secure,
+    plaintext otherwise (development, in-process harnesses).
 
+    The server must present ``peer``'s certificate whatever name ``target`` resolves
+    by (a Kubernetes service name, an IP): what is checked is who answers, not where.
     ``interceptors`` usually comes from ``Telemetry.client_interceptors()``; the deadline
     interceptors follow them, so tracing sees the final timeout, and sit next to the real
     call, so cancelling the task that awaits a call (or the call object) cancels the RPC.
     """
-    return grpc.aio.insecure_channel(
+    options = channel_options(max_message_bytes)
+    chain = [*interceptors, *deadline_interceptors()]
+    credentials = trust.channel_credentials() if trust is not None else None
+    if credentials is None:
+        return grpc.aio.insecure_channel(target, options=options, interceptors=chain)
+    if not peer:
+        raise ValueError("a mutual-TLS channel needs the identity of the peer it calls")
+    return grpc.aio.secure_channel(
         target,
-        options=channel_options(max_message_bytes),
-        interceptors=[*interceptors, *deadline_interceptors()],
+        credentials,
+        options=[*options, ("grpc.ssl_target_name_override", peer)],
+        interceptors=[*tenant_token_interceptors(), *chain],
     )

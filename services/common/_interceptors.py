@@ -19,6 +19,9 @@ from services.common._propagation import enter_remote_context, leave_remote_cont
 _log = logging.getLogger("tandem.rpc")
 
 Behavior = Callable[..., Any]
+# Runs before each handler with the method, the parsed request and the context; raises a
+# TandemError to refuse the call (the mutual-TLS caller guard).
+Guard = Callable[[str, Any, grpc.aio.ServicerContext[Any, Any]], None]
 
 
 class _Malformed:
@@ -71,8 +74,10 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
         meter: metrics.Meter | None = None,
         *,
         carry_trace_context: bool = False,
+        guard: Guard | None = None,
     ) -> None:
         self._default_deadline_s = default_deadline_s
+        self._guard = guard
         # Without the tracing interceptor before it, this one makes the caller's trace
         # context current (for logs, the trailer and the next hop).
         self._carry = carry_trace_context
@@ -138,6 +143,8 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             try:
                 _set_trace_id(context)
                 _check_parsed(request)
+                if self._guard is not None:
+                    self._guard(method, request, context)
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         return await behavior(request, context)
@@ -163,6 +170,8 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             try:
                 _set_trace_id(context)
                 _check_parsed(request)
+                if self._guard is not None:
+                    self._guard(method, request, context)
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         result = behavior(request, context)

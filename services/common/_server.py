@@ -14,6 +14,7 @@ from grpc_reflection.v1alpha import reflection
 
 from services.common._event_loop import running_loop_kind
 from services.common._interceptors import RuntimeInterceptor
+from services.common._mtls import Trust
 from services.common._settings import ServerSettings
 from services.common._telemetry import Telemetry
 
@@ -36,6 +37,10 @@ class GrpcServer:
     ``first`` interceptors run before tracing and the runtime interceptor: for refusals
     that must cost next to nothing (the gateway's quota gate), so they get no span, no
     deadline scope and no access-log line.
+
+    ``trust`` secure: the port takes only mutual-TLS callers from the deployment's CA and
+    every handler first passes its caller guard (identity, signed tenant). None or
+    plaintext: an insecure port (development, in-process harnesses).
     """
 
     def __init__(
@@ -44,9 +49,11 @@ class GrpcServer:
         telemetry: Telemetry,
         *,
         first: Sequence[grpc.aio.ServerInterceptor] = (),
+        trust: Trust | None = None,
     ) -> None:
         self.settings = settings
         self.telemetry = telemetry
+        self.trust = trust or Trust.plaintext()
         self.health = health.aio.HealthServicer()
         self._service_names: list[str] = []
         self._watcher: asyncio.Task[None] | None = None
@@ -61,6 +68,7 @@ class GrpcServer:
                     settings.default_deadline_s,
                     telemetry.meter("tandem.rpc"),
                     carry_trace_context=not tracing,
+                    guard=self.trust.guard(),
                 ),
             ],
             options=[
@@ -103,7 +111,12 @@ class GrpcServer:
             reflection.SERVICE_NAME,
         ]
         reflection.enable_server_reflection(names, self.server)
-        self._port = self.server.add_insecure_port(f"{self.settings.host}:{self.settings.port}")
+        where = f"{self.settings.host}:{self.settings.port}"
+        credentials = self.trust.server_credentials()
+        if credentials is None:
+            self._port = self.server.add_insecure_port(where)
+        else:
+            self._port = self.server.add_secure_port(where, credentials)
         if self._port == 0:
             raise RuntimeError(f"could not bind {self.settings.host}:{self.settings.port}")
         await self._set_all(health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -114,6 +127,7 @@ class GrpcServer:
                 "fields": {
                     "port": self._port,
                     "services": self._service_names,
+                    "transport": "mtls" if self.trust.secure else "plaintext",
                     "event_loop": running_loop_kind(),
                 }
             },

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from services.common import Env
+from services.common import Env, Trust, tls_directory
 from services.demo._corpus import (
     COMPOUND_QUESTION,
     DEFAULT_ACCOUNTS,
@@ -71,6 +71,21 @@ def _progress(progress: LoadProgress) -> None:
     )
 
 
+def _trust() -> Trust:
+    """As the gateway would: retrieval takes only mutual-TLS callers with a signed tenant,
+    so this operator tool reads the certificates ``tandem run`` issued."""
+    directory = tls_directory(os.environ)
+    if directory is None:
+        return Trust.plaintext()
+    try:
+        return Trust.load(directory, "gateway")
+    except FileNotFoundError as exc:
+        raise SystemExit(
+            f"error: {exc}; `tandem run` issues the certificates on its first start "
+            "(or set TANDEM_TLS_DIR to where yours are)"
+        ) from None
+
+
 def _load(args: argparse.Namespace) -> int:
     corpus = _corpus(args)
     report = asyncio.run(
@@ -79,6 +94,7 @@ def _load(args: argparse.Namespace) -> int:
             args.tenant,
             documents=corpus.documents,
             on_progress=None if args.json else _progress,
+            trust=_trust(),
         )
     )
     _print_report(report, as_json=args.json)
@@ -87,7 +103,9 @@ def _load(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     corpus = _corpus(args)
-    report = asyncio.run(check_demo_documents(args.addr, args.tenant, documents=corpus.documents))
+    report = asyncio.run(
+        check_demo_documents(args.addr, args.tenant, documents=corpus.documents, trust=_trust())
+    )
     loaded = report.unchanged == report.documents
     if args.json:
         print(json.dumps({"loaded": loaded, "documents": report.documents, **report.outcomes}))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from google.protobuf import struct_pb2
 
-from services.common import create_channel
+from services.common import Trust, create_channel
 from services.demo._corpus import DemoDocument, generate_documents
 from tandem.v1 import retrieval_service_pb2 as pb
 from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
@@ -79,11 +79,13 @@ def to_document_input(doc: DemoDocument) -> pb.DocumentInput:
 
 
 @asynccontextmanager
-async def _stub(target: Target) -> AsyncIterator[pb_grpc.RetrievalServiceAsyncStub]:
+async def _stub(
+    target: Target, trust: Trust | None
+) -> AsyncIterator[pb_grpc.RetrievalServiceAsyncStub]:
     if not isinstance(target, str):
         yield target
         return
-    channel = create_channel(target)
+    channel = create_channel(target, trust=trust, peer="retrieval")
     try:
         yield pb_grpc.RetrievalServiceStub(channel)
     finally:
@@ -99,6 +101,7 @@ async def _ingest(
     batch_size: int,
     timeout_s: float,
     on_progress: Callable[[LoadProgress], None] | None,
+    trust: Trust | None,
 ) -> LoadReport:
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
@@ -110,7 +113,10 @@ async def _ingest(
     totals: Counter[str] = Counter()
     model_name = ""
     chunks_written = 0
-    async with _stub(target) as stub:
+    if trust is not None:
+        # Retrieval takes only the tenant the gateway's key signed (mutual TLS).
+        trust.sign_for(tenant)
+    async with _stub(target, trust) as stub:
         for start in range(0, len(docs), batch_size):
             batch = docs[start : start + batch_size]
             request = pb.IngestDocumentsRequest(
@@ -172,6 +178,7 @@ async def load_demo_documents(
     batch_size: int = DEFAULT_BATCH_SIZE,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_progress: Callable[[LoadProgress], None] | None = None,
+    trust: Trust | None = None,
 ) -> LoadReport:
     """Ingest the demo documents (the default corpus unless ``documents`` is given) for
     ``tenant`` through a RetrievalService stub or address; unchanged documents are skipped
@@ -184,6 +191,7 @@ async def load_demo_documents(
         batch_size=batch_size,
         timeout_s=timeout_s,
         on_progress=on_progress,
+        trust=trust,
     )
 
 
@@ -194,6 +202,7 @@ async def check_demo_documents(
     documents: Sequence[DemoDocument] | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    trust: Trust | None = None,
 ) -> LoadReport:
     """A dry-run load: which documents are stored unchanged and which would be written."""
     return await _ingest(
@@ -204,6 +213,7 @@ async def check_demo_documents(
         batch_size=batch_size,
         timeout_s=timeout_s,
         on_progress=None,
+        trust=trust,
     )
 
 
@@ -212,7 +222,8 @@ async def demo_documents_loaded(
     tenant: str,
     *,
     documents: Sequence[DemoDocument] | None = None,
+    trust: Trust | None = None,
 ) -> bool:
     """True when every demo document is already stored, unchanged, for ``tenant``."""
-    report = await check_demo_documents(target, tenant, documents=documents)
+    report = await check_demo_documents(target, tenant, documents=documents, trust=trust)
     return report.unchanged == report.documents

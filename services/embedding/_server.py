@@ -17,6 +17,7 @@ from services.common import (
     ServerSettings,
     Telemetry,
     TelemetrySettings,
+    Trust,
     Unavailable,
     configure_logging,
     serve,
@@ -123,10 +124,14 @@ def _invalid(exc: EmbeddingInputError) -> InvalidArgument:
 
 
 async def create_server(
-    settings: ServerSettings, telemetry: Telemetry, deps: EmbeddingDeps | None = None
+    settings: ServerSettings,
+    telemetry: Telemetry,
+    deps: EmbeddingDeps | None = None,
+    *,
+    trust: Trust | None = None,
 ) -> tuple[GrpcServer, EmbeddingServicer]:
     """Build and start the server NOT_SERVING; ``ready`` flips it once the engine is warm."""
-    server = GrpcServer(settings, telemetry)
+    server = GrpcServer(settings, telemetry, trust=trust)
     servicer = EmbeddingServicer(deps)
     server.add_service(SERVICE_NAME, pb_grpc.add_EmbeddingServiceServicer_to_server, servicer)
     await server.start()
@@ -147,8 +152,9 @@ async def run_until_signalled() -> None:
     configure_logging("embedding", telemetry_settings.log_level)
     server_settings = ServerSettings.from_env("embedding", DEFAULT_PORT)
     settings = EmbeddingSettings.from_env()
+    trust = Trust.from_env("embedding")
     telemetry = Telemetry(telemetry_settings)
-    server = GrpcServer(server_settings, telemetry)
+    server = GrpcServer(server_settings, telemetry, trust=trust)
     servicer = EmbeddingServicer()
     server.add_service(SERVICE_NAME, pb_grpc.add_EmbeddingServiceServicer_to_server, servicer)
     engines: list[EmbeddingEngine] = []

@@ -19,6 +19,7 @@ from services.common import (
     ServerSettings,
     Telemetry,
     TelemetrySettings,
+    Trust,
     configure_logging,
     create_channel,
     embedded_pgvector_is_portable,
@@ -405,10 +406,14 @@ async def open_database(
 
 
 async def create_server(
-    settings: ServerSettings, telemetry: Telemetry, deps: RetrievalDeps
+    settings: ServerSettings,
+    telemetry: Telemetry,
+    deps: RetrievalDeps,
+    *,
+    trust: Trust | None = None,
 ) -> tuple[GrpcServer, RetrievalServicer]:
     """Build and start the server NOT_SERVING; ``ready`` flips it to SERVING."""
-    server = GrpcServer(settings, telemetry)
+    server = GrpcServer(settings, telemetry, trust=trust)
     servicer = build_servicer(deps, telemetry)
     server.add_service(SERVICE_NAME, pb_grpc.add_RetrievalServiceServicer_to_server, servicer)
     await server.start()
@@ -442,6 +447,7 @@ async def run_until_signalled() -> None:
     server_settings = ServerSettings.from_env("retrieval", DEFAULT_PORT)
     settings = RetrievalSettings.from_env()
     db_settings = DatabaseSettings.from_env()
+    trust = Trust.from_env("retrieval")
     telemetry = Telemetry(telemetry_settings)
     url = await asyncio.to_thread(resolve_url, db_settings)
     database = Database(
@@ -451,10 +457,15 @@ async def run_until_signalled() -> None:
         max_size=db_settings.pool_max_size,
         timeout_s=db_settings.connect_timeout_s,
     )
-    channel = create_channel(settings.embedding_addr, interceptors=telemetry.client_interceptors())
+    channel = create_channel(
+        settings.embedding_addr,
+        interceptors=telemetry.client_interceptors(),
+        trust=trust,
+        peer="embedding",
+    )
     reranker = await asyncio.to_thread(load_reranker, settings)
     deps = RetrievalDeps(settings, database, channel, reranker)
-    server = GrpcServer(server_settings, telemetry)
+    server = GrpcServer(server_settings, telemetry, trust=trust)
     server.add_service(
         SERVICE_NAME,
         pb_grpc.add_RetrievalServiceServicer_to_server,

@@ -19,6 +19,7 @@ from services.common import (
     ServerSettings,
     Telemetry,
     TelemetrySettings,
+    Trust,
     Unavailable,
     configure_logging,
     create_channel,
@@ -162,9 +163,11 @@ async def create_server(
     telemetry: Telemetry,
     router_settings: RouterSettings | None = None,
     deps: RouterDeps | None = None,
+    *,
+    trust: Trust | None = None,
 ) -> tuple[GrpcServer, RouterServicer]:
     """Build and start the server NOT_SERVING; ``ready`` flips it once the router is wired."""
-    server = GrpcServer(settings, telemetry)
+    server = GrpcServer(settings, telemetry, trust=trust)
     servicer = RouterServicer(router_settings or RouterSettings(), deps)
     server.add_service(SERVICE_NAME, pb_grpc.add_RouterServiceServicer_to_server, servicer)
     await server.start()
@@ -183,11 +186,15 @@ def build_deps(
     telemetry: Telemetry,
     *,
     llm: LlmProvider | None = None,
+    trust: Trust | None = None,
 ) -> RouterDeps:
-    """Channels to both engines and the LLM provider (Gemini when keyed, else rules)."""
+    """Channels to both engines (mutual TLS with ``trust`` secure; they carry the tenant
+    token each request arrived with) and the LLM provider (Gemini when keyed, else rules)."""
     interceptors = telemetry.client_interceptors()
-    retrieval = create_channel(settings.retrieval_addr, interceptors=interceptors)
-    sql = create_channel(settings.sql_addr, interceptors=interceptors)
+    retrieval = create_channel(
+        settings.retrieval_addr, interceptors=interceptors, trust=trust, peer="retrieval"
+    )
+    sql = create_channel(settings.sql_addr, interceptors=interceptors, trust=trust, peer="sql")
     llm_settings = LlmSettings.from_env()
     offline = DeterministicProvider()
     provider = llm or create_provider(
@@ -216,14 +223,15 @@ async def run_until_signalled() -> None:
     configure_logging("router", telemetry_settings.log_level)
     server_settings = ServerSettings.from_env("router", DEFAULT_PORT)
     settings = RouterSettings.from_env()
+    trust = Trust.from_env("router")
     telemetry = Telemetry(telemetry_settings)
-    server = GrpcServer(server_settings, telemetry)
+    server = GrpcServer(server_settings, telemetry, trust=trust)
     servicer = RouterServicer(settings)
     server.add_service(SERVICE_NAME, pb_grpc.add_RouterServiceServicer_to_server, servicer)
     opened: list[RouterDeps] = []
 
     async def load() -> None:
-        deps = build_deps(settings, telemetry)
+        deps = build_deps(settings, telemetry, trust=trust)
         opened.append(deps)
         await ready(server, servicer, deps)
 

@@ -16,6 +16,7 @@ from services.common import (
     ServerSettings,
     Telemetry,
     TelemetrySettings,
+    Trust,
     Unavailable,
     configure_logging,
     create_channel,
@@ -176,10 +177,14 @@ class SqlServicer(pb_grpc.SqlServiceServicer):
 
 
 async def create_server(
-    settings: ServerSettings, telemetry: Telemetry, deps: SqlDeps | None = None
+    settings: ServerSettings,
+    telemetry: Telemetry,
+    deps: SqlDeps | None = None,
+    *,
+    trust: Trust | None = None,
 ) -> tuple[GrpcServer, SqlServicer]:
     """Build and start the server NOT_SERVING; ``ready`` flips it once the engine is up."""
-    server = GrpcServer(settings, telemetry)
+    server = GrpcServer(settings, telemetry, trust=trust)
     servicer = SqlServicer(deps)
     server.add_service(SERVICE_NAME, pb_grpc.add_SqlServiceServicer_to_server, servicer)
     await server.start()
@@ -371,8 +376,9 @@ async def run_until_signalled() -> None:
     configure_logging("sql", telemetry_settings.log_level)
     server_settings = ServerSettings.from_env("sql", DEFAULT_PORT)
     settings = SqlSettings.from_env()
+    trust = Trust.from_env("sql")
     telemetry = Telemetry(telemetry_settings)
-    server = GrpcServer(server_settings, telemetry)
+    server = GrpcServer(server_settings, telemetry, trust=trust)
     servicer = SqlServicer()
     server.add_service(SERVICE_NAME, pb_grpc.add_SqlServiceServicer_to_server, servicer)
     opened: list[SqlDeps] = []
@@ -381,7 +387,10 @@ async def run_until_signalled() -> None:
 
     memory_settings = MemorySettings.from_env()
     embedding_channel = create_channel(
-        memory_settings.embedding_addr, interceptors=telemetry.client_interceptors()
+        memory_settings.embedding_addr,
+        interceptors=telemetry.client_interceptors(),
+        trust=trust,
+        peer="embedding",
     )
 
     async def load() -> None:

@@ -24,8 +24,11 @@ import psutil
 import pytest
 
 from services.cli._run import SERVICES, log_tail, wait_serving
+from services.common import IDENTITIES, load_credentials
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
+from tandem.v1 import sql_service_pb2 as spb
+from tandem.v1 import sql_service_pb2_grpc as spb_grpc
 from tests.processes import clean_environ, free_ports, model_dir
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -206,6 +209,22 @@ def test_tandem_run_on_a_fresh_directory_serves_the_printed_examples_and_stops_o
 
     assert untimed(cli(session.env, asks[0], api_key, edge)) == untimed(countable)
 
+    # The internal ports take mutual-TLS callers only: the CA and every certificate were
+    # issued on this first start (keys private), and a plaintext caller on the SQL port
+    # (the reproduction: ExecuteSql for another tenant, no key) reads nothing.
+    assert re.search(r"mTLS\s+issued 6\s", output), output
+    tls = data_dir / "tls"
+    assert {p.name for p in tls.glob("*.key")} == {"ca.key"} | {f"{n}.key" for n in IDENTITIES}
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in tls.glob("*.key"))
+    with (
+        grpc.insecure_channel(f"127.0.0.1:{run_env['SQL_PORT']}") as plain,
+        pytest.raises(grpc.RpcError) as refused,
+    ):
+        spb_grpc.SqlServiceStub(plain).ExecuteSql(
+            spb.ExecuteSqlRequest(tenant_id="demo", sql="SELECT 1"), timeout=5
+        )
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+
     key_file = data_dir / "demo-api-key"
     assert key_file.read_text().strip() == api_key
     assert key_file.stat().st_mode & 0o777 == 0o600
@@ -246,6 +265,7 @@ def test_a_second_run_reuses_the_key_restarts_what_dies_and_leaves_nothing_when_
     output = session.output()
     assert api_key == recorded
     assert "(reused;" in output
+    assert re.search(r"mTLS\s+reused\s", output), output
     assert re.search(r"demo\s+140 documents already loaded", output), output
 
     # A crashed service is said on the console and restarted with backoff.
@@ -253,7 +273,12 @@ def test_a_second_run_reuses_the_key_restarts_what_dies_and_leaves_nothing_when_
     children["router"].kill()
     session.wait_for(r"router\s+exited with status -9; restarting in 1 s", timeout_s=30)
     session.wait_for(r"router\s+restarted \(pid \d+\)", timeout_s=30)
-    wait_serving(f"127.0.0.1:{session.env['ROUTER_PORT']}", 60)
+    wait_serving(
+        f"127.0.0.1:{session.env['ROUTER_PORT']}",
+        60,
+        tls=load_credentials(data_dir / "tls", "supervisor"),
+        peer="router",
+    )
     assert "Route: sql" in cli(session.env, 'tandem ask "How many companies are there?"',
                                api_key, gateway)  # fmt: skip
 

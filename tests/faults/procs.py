@@ -18,6 +18,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from services.common import Credentials
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -28,10 +30,26 @@ def free_port() -> int:
         return port
 
 
-async def health(address: str, timeout_s: float = 1.0, service: str = "") -> str:
+def _channel(address: str, tls: Credentials | None, peer: str) -> grpc.aio.Channel:
+    if tls is None:
+        return grpc.aio.insecure_channel(address)
+    credentials = grpc.ssl_channel_credentials(tls.ca, tls.key, tls.cert)
+    return grpc.aio.secure_channel(
+        address, credentials, options=[("grpc.ssl_target_name_override", peer)]
+    )
+
+
+async def health(
+    address: str,
+    timeout_s: float = 1.0,
+    service: str = "",
+    *,
+    tls: Credentials | None = None,
+    peer: str = "localhost",
+) -> str:
     """The server's health status name for ``service`` (``""``: the process as a whole),
-    or the gRPC code name if the check failed."""
-    async with grpc.aio.insecure_channel(address) as channel:
+    or the gRPC code name if the check failed; over mutual TLS as ``tls`` to ``peer``."""
+    async with _channel(address, tls, peer) as channel:
         try:
             reply = await health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=timeout_s
@@ -113,7 +131,15 @@ async def start_service(
 ) -> ServiceProcess:
     """Start ``python -m module`` with ``env`` on a free port; returns once SERVING."""
     port = free_port()
-    full_env = {**os.environ, **env, port_variable: str(port), "PYTHONUNBUFFERED": "1"}
+    # One process on its own, for lifecycle tests (drain, crash, memory): plaintext by the
+    # development switch (the mutual-TLS path is the process stack's and its tests').
+    full_env = {
+        **os.environ,
+        "TANDEM_INSECURE_INTERNAL": "true",
+        **env,
+        port_variable: str(port),
+        "PYTHONUNBUFFERED": "1",
+    }
     log_path = log_dir / f"{module.rsplit('.', 1)[-1]}-{port}.log"
     process = await asyncio.to_thread(_spawn, module, full_env, log_path)
     service = ServiceProcess(module, port, process, log_path, dict(env))

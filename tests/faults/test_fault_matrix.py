@@ -354,7 +354,9 @@ def _postmaster_pid(stack: ProcessStack) -> int:
 
 
 async def _health_of(stack: ProcessStack, names: list[str]) -> dict[str, str]:
-    results = await asyncio.gather(*(health(stack.address(n), timeout_s=0.5) for n in names))
+    results = await asyncio.gather(
+        *(health(stack.address(n), timeout_s=0.5, tls=stack.probe_tls(n), peer=n) for n in names)
+    )
     return dict(zip(names, results, strict=True))
 
 
@@ -362,7 +364,7 @@ async def _dependents_health(stack: ProcessStack) -> dict[str, str]:
     """Each of Postgres's users' health for its own service name."""
     results = await asyncio.gather(
         *(
-            health(stack.address(n), timeout_s=0.5, service=service)
+            health(stack.address(n), timeout_s=0.5, service=service, tls=stack.probe_tls(n), peer=n)
             for n, service in DB_DEPENDENTS.items()
         )
     )

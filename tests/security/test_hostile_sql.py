@@ -22,6 +22,7 @@ import grpc
 import pytest
 from google.protobuf import duration_pb2
 
+from services.common import TENANT_TOKEN_HEADER, create_channel
 from services.sql._warehouse import DEFAULT_DATABASE
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
@@ -47,6 +48,8 @@ class Running:
     sql: spb_grpc.SqlServiceAsyncStub
     keys: Iterator[str]
     owner_url: str
+    # The SQL service is called as the gateway calls it: its certificate, a signed tenant.
+    sql_metadata: tuple[tuple[str, str], ...]
 
     def _metadata(self) -> tuple[tuple[str, str], ...]:
         """The next tenant in turn."""
@@ -73,15 +76,18 @@ async def running(process_stack: ProcessStack) -> AsyncIterator[Running]:
         await asyncio.to_thread(process_stack.create_key, f"hostile-sql-{i}")
         for i in range(TENANTS)
     ]
+    trust = process_stack.trust("gateway")
+    assert trust.signer is not None
     async with (
         grpc.aio.insecure_channel(process_stack.gateway_address) as gateway,
-        grpc.aio.insecure_channel(process_stack.address("sql")) as sql,
+        create_channel(process_stack.address("sql"), trust=trust, peer="sql") as sql,
     ):
         yield Running(
             gpb_grpc.GatewayServiceStub(gateway),
             spb_grpc.SqlServiceStub(sql),
             itertools.cycle(keys),
             process_stack.database_url(DEFAULT_DATABASE),
+            ((TENANT_TOKEN_HEADER, trust.signer.token("hostile-sql")),),
         )
 
 
@@ -135,6 +141,7 @@ async def test_injected_statements_are_refused_by_rule_or_read_only_and_change_n
                     statement_timeout=duration_pb2.Duration(seconds=int(STATEMENT_TIMEOUT_S)),
                 ),
                 timeout=DEADLINE_S,
+                metadata=running.sql_metadata,
             )
             outcome = "executed"
             if expected is not None:

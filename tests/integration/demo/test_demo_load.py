@@ -233,8 +233,14 @@ async def test_injection_payloads_are_stored_for_the_router_to_guard(loaded_demo
 
 
 async def test_the_command_line_loads_then_reports_loaded(
-    loaded_demo: LoadedDemo, pg_url: str, capsys: pytest.CaptureFixture[str]
+    loaded_demo: LoadedDemo,
+    pg_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ):
+    # The in-process retrieval server here is plaintext (the development switch); under
+    # `tandem run` the command reads the certificates it issued (tests/e2e/test_run.py).
+    monkeypatch.setenv("TANDEM_INSECURE_INTERNAL", "true")
     tenant = new_tenant(pg_url, "demo-cli")
     addr = loaded_demo.retrieval.server.address
     common = ["--addr", addr, "--tenant", tenant, "--accounts", "12"]

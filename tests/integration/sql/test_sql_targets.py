@@ -301,6 +301,7 @@ def test_the_service_refuses_a_writable_role_at_start_in_one_line(yours, tmp_pat
         "SQL_DATABASE_TENANTS": "sales=acme",
         "SQL_PORT": "0",
         "TANDEM_DATA_DIR": str(tmp_path),
+        "TANDEM_INSECURE_INTERNAL": "true",
     }
     done = subprocess.run(
         [sys.executable, "-m", "services.sql"],

@@ -49,6 +49,20 @@ SERVICES = (
     Deployed("edge", "gateway.edge", "EDGE", "gateway.edge", python=False),
 )
 PYTHON_SERVICES = tuple(s for s in SERVICES if s.python)
+# Ports that take mutual-TLS callers only (the gateway's is the public face behind the
+# edge: API keys); each service's health probe presents its own certificate there.
+MTLS_SERVICES = frozenset({"embedding", "retrieval", "sql", "router"})
+TLS_DIR = "/etc/tandem/tls"
+
+
+def probe_command(service: Deployed, port: int) -> list[str]:
+    """The health probe every deployment runs in ``service``'s container."""
+    command = ["python", "/usr/local/bin/grpc-health-probe", "--addr", f"127.0.0.1:{port}"]
+    if service.name in MTLS_SERVICES:
+        command += ["--tls-dir", TLS_DIR, "--identity", service.name]
+    return command
+
+
 BY_NAME = {s.name: s for s in SERVICES}
 
 # Who calls whom (SYSTEM.md and issue 11); the gateway also verifies API keys in Postgres.

@@ -13,7 +13,9 @@ from tests.unit.infra.conftest import (
     INFRA,
     PYTHON_SERVICES,
     SERVICES,
+    TLS_DIR,
     Deployed,
+    probe_command,
 )
 
 
@@ -26,7 +28,7 @@ def test_compose_has_every_service_postgres_collector_and_jaeger() -> None:
     services = _compose()["services"]
 
     assert set(services) == {s.name for s in SERVICES} | {
-        "postgres", "otel-collector", "jaeger",
+        "certs", "postgres", "otel-collector", "jaeger",
     }  # fmt: skip
     assert services["postgres"]["image"] == "pgvector/pgvector:pg16"
     assert services["jaeger"]["image"].startswith("jaegertracing/all-in-one:")
@@ -44,8 +46,25 @@ def test_each_service_builds_its_dockerfile_and_listens_on_its_port(service: Dep
     ).resolve()
     assert env[f"{service.prefix}_PORT"] == str(port)
     assert env[f"{service.prefix}_HOST"] == "0.0.0.0"
-    assert spec["healthcheck"]["test"][-1] == f"127.0.0.1:{port}"
+    assert spec["healthcheck"]["test"] == ["CMD", *probe_command(service, port)]
     assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4317"
+
+
+@pytest.mark.parametrize("service", PYTHON_SERVICES, ids=lambda s: s.name)
+def test_each_service_mounts_only_its_own_certificate_bundle_once_issued(
+    service: Deployed,
+) -> None:
+    services = _compose()["services"]
+    spec = services[service.name]
+    (mount,) = [v for v in spec["volumes"] if isinstance(v, dict) and v["source"] == "tls"]
+    assert mount == {
+        "type": "volume", "source": "tls", "target": TLS_DIR, "read_only": True,
+        "volume": {"subpath": service.name},
+    }  # fmt: skip
+    assert spec["depends_on"]["certs"] == {"condition": "service_completed_successfully"}
+    certs = services["certs"]
+    assert certs["command"] == ["tandem", "certs", "issue", TLS_DIR, "--split"]
+    assert certs["volumes"] == [f"tls:{TLS_DIR}"]
 
 
 def test_addresses_follow_the_call_graph() -> None:

@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.infra.conftest import INFRA, PYTHON_SERVICES, ROOT, Deployed
+from tests.unit.infra.conftest import (
+    INFRA,
+    PYTHON_SERVICES,
+    ROOT,
+    TLS_DIR,
+    Deployed,
+    probe_command,
+)
 
 
 def _instructions(path: Path) -> list[tuple[str, str]]:
@@ -78,9 +85,9 @@ def test_health_check_probes_the_service_port_over_grpc(service: Deployed) -> No
 
     assert len(checks) == 1
     command = json.loads(checks[0].split("CMD", 1)[1])
-    assert command == [
-        "python", "/usr/local/bin/grpc-health-probe", "--addr", f"127.0.0.1:{port}",
-    ]  # fmt: skip
+    assert command == probe_command(service, port)
+    # The certificate bundle is mounted where the service looks for it.
+    assert _env(final)["TANDEM_TLS_DIR"] == TLS_DIR
     copies = [rest.split() for keyword, rest in final if keyword == "COPY"]
     assert ["infra/docker/grpc_health_probe.py", "/usr/local/bin/grpc-health-probe"] in copies
 

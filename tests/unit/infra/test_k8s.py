@@ -13,10 +13,13 @@ import yaml
 from tests.unit.infra.conftest import (
     CALL_GRAPH,
     INFRA,
+    MTLS_SERVICES,
     PYTHON_SERVICES,
     SERVICES,
+    TLS_DIR,
     Deployed,
     kustomize_build,
+    probe_command,
 )
 
 K8S = INFRA / "k8s"
@@ -80,13 +83,27 @@ def test_deployment_runs_the_module_on_its_port_with_grpc_probes(service: Deploy
     assert container["ports"] == [{"name": "grpc", "containerPort": port, "protocol": "TCP"}]
     assert env[f"{service.prefix}_PORT"] == str(port)
     assert env[f"{service.prefix}_HOST"] == "0.0.0.0"
-    for probe in ("startupProbe", "livenessProbe"):
-        assert container[probe]["grpc"] == {"port": port}, probe
     # Services with a database report readiness under their own name, which follows it.
-    readiness: dict[str, object] = {"port": port}
-    if service.name in DATABASE_BACKED:
-        readiness["service"] = DATABASE_BACKED[service.name]
-    assert container["readinessProbe"]["grpc"] == readiness
+    named = DATABASE_BACKED.get(service.name)
+    if service.name in MTLS_SERVICES:
+        # The kubelet's gRPC probe cannot present a certificate: the probe script can.
+        probe = probe_command(service, port)
+        for kind in ("startupProbe", "livenessProbe"):
+            assert container[kind] == {**container[kind], "exec": {"command": probe}}, kind
+        ready = [*probe[:4], *(["--service", named] if named else []), *probe[4:]]
+        assert container["readinessProbe"]["exec"] == {"command": ready}
+    else:
+        for kind in ("startupProbe", "livenessProbe"):
+            assert container[kind]["grpc"] == {"port": port}, kind
+        readiness: dict[str, object] = {"port": port}
+        if named:
+            readiness["service"] = named
+        assert container["readinessProbe"]["grpc"] == readiness
+    # Its own certificate bundle, from its own secret, where the service reads it.
+    assert env["TANDEM_TLS_DIR"] == TLS_DIR
+    assert {"name": "tls", "mountPath": TLS_DIR, "readOnly": True} in container["volumeMounts"]
+    (tls,) = [v for v in pod["volumes"] if v["name"] == "tls"]
+    assert tls["secret"] == {"secretName": f"tandem-tls-{service.name}", "defaultMode": 0o440}
     for bound in ("requests", "limits"):
         assert set(container["resources"][bound]) == {"cpu", "memory"}
     assert pod["securityContext"]["runAsNonRoot"] is True
