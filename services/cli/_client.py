@@ -42,6 +42,11 @@ INGEST_SUFFIXES = {
     ".txt": rpb.CONTENT_TYPE_PLAIN_TEXT,
     ".text": rpb.CONTENT_TYPE_PLAIN_TEXT,
 }
+# Files sent as they are, for the server to extract (it detects the type by content).
+FILE_SUFFIXES = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".csv", ".tsv", ".html", ".htm"})
+# One file per request at most this big: the gateway's message limit (16 MiB) less room
+# for the request around it. Larger files are reported by name with this limit.
+MAX_FILE_BYTES = 15 * 1024 * 1024
 ASK_MODES = {
     "auto": qpb.ASK_MODE_AUTO,
     "retrieve": qpb.ASK_MODE_RETRIEVE,
@@ -454,6 +459,10 @@ def render_answer(answer: qpb.Answer, *, include_text: bool = True) -> str:
         for citation in answer.citations:
             where = citation.uri or citation.document_id or citation.sql_fingerprint[:12]
             title = citation.title or citation.document_id or "SQL result"
+            # Where in the document: its section, or for an extracted file the page,
+            # slide or sheet ("page 3", "slide 2 · Pricing").
+            if citation.section and citation.section != title:
+                title += f", {citation.section}"
             lines.append(f"  [{citation.passage_id}] {title}" + (f" — {where}" if where else ""))
         lines.append("")
     route = _enum(qpb.Route, answer.route, "ROUTE_")
@@ -621,12 +630,12 @@ def discover(paths: Sequence[Path]) -> tuple[list[tuple[Path, str]], list[Skippe
                 relative = path.relative_to(root)
                 if any(part.startswith(".") for part in relative.parts):
                     skipped.append(Skipped(path, "hidden (a name starting with '.')"))
-                elif path.suffix.lower() not in INGEST_SUFFIXES:
+                elif not _ingestible(path):
                     skipped.append(Skipped(path, _unsupported(path)))
                 else:
                     found.append((path, relative.as_posix()))
         elif root.is_file():
-            if root.suffix.lower() not in INGEST_SUFFIXES:
+            if not _ingestible(root):
                 skipped.append(Skipped(root, _unsupported(root)))
             else:
                 found.append((root, root.name))
@@ -635,9 +644,32 @@ def discover(paths: Sequence[Path]) -> tuple[list[tuple[Path, str]], list[Skippe
     return found, skipped
 
 
+def _ingestible(path: Path) -> bool:
+    suffix = path.suffix.lower()
+    return suffix in INGEST_SUFFIXES or suffix in FILE_SUFFIXES
+
+
 def _unsupported(path: Path) -> str:
     kind = path.suffix.lower() or "no extension"
-    return f"unsupported type ({kind}): markdown (.md, .markdown) and text (.txt, .text) only"
+    return (
+        f"unsupported type ({kind}): PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), "
+        "CSV, HTML, markdown and text only"
+    )
+
+
+def read_file(path: Path) -> tuple[bytes | None, str]:
+    """A file the server extracts, as bytes; ``None`` and the reason when it cannot be
+    sent (unreadable, empty, over the size one request carries)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, f"too large: {size:,} bytes; one file may be at most {MAX_FILE_BYTES:,}"
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, f"cannot read ({exc.strerror or type(exc).__name__})"
+    if not raw.strip():
+        return None, "empty"
+    return raw, ""
 
 
 def _title(path: Path, text: str) -> str:
@@ -708,6 +740,17 @@ def document_for(
     )
 
 
+def file_document(path: Path, document_id: str, category: str, content: bytes) -> rpb.DocumentInput:
+    """A document the server extracts (its title too, from the file's own metadata)."""
+    return rpb.DocumentInput(
+        document_id=document_id[:256],
+        uri=path.resolve().as_uri(),
+        category=category,
+        content=content,
+        file_name=path.name,
+    )
+
+
 def batches(docs: Sequence[rpb.DocumentInput], size: int) -> Iterator[list[rpb.DocumentInput]]:
     batch: list[rpb.DocumentInput] = []
     weight = 0
@@ -759,6 +802,13 @@ def _ingest(args: argparse.Namespace) -> int:
     docs: list[rpb.DocumentInput] = []
     notes: list[str] = []
     for path, doc_id in files:
+        if path.suffix.lower() in FILE_SUFFIXES:
+            content, why = read_file(path)
+            if content is None:
+                skipped.append(Skipped(path, why))
+            else:
+                docs.append(file_document(path, doc_id, args.category, content))
+            continue
         text, note = read_document(path)
         if text is None:
             skipped.append(Skipped(path, note))
@@ -774,7 +824,7 @@ def _ingest(args: argparse.Namespace) -> int:
         raise CliError(
             f"nothing to ingest: {len(skipped)} file(s) skipped (reasons above)"
             if skipped
-            else "no .md, .markdown, .txt or .text files found"
+            else "no PDF, Word, PowerPoint, Excel, CSV, HTML, markdown or text files found"
         )
     metadata = _metadata(args)
     totals = {"included": 0, "unchanged": 0, "excluded": 0, "failed": 0, "chunks": 0}

@@ -29,6 +29,7 @@ from services.common._observability import CHARS, CHUNKS, COUNT, node_span
 from services.common._observability import Metrics as TandemMetrics
 from services.retrieval._chunking import chunk_text, embedding_text, normalise
 from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError
+from services.retrieval._files import extract_content
 from services.retrieval._redact import Redactor, has_content
 from services.retrieval._repository import (
     DATABASE_UNAVAILABLE,
@@ -444,6 +445,17 @@ class Ingestor:
                 ),
                 None,
             )
+        extracted = await extract_content(index, doc, self._settings, self._tracer)
+        if isinstance(extracted, DocumentError):
+            _log.warning(
+                "document not extractable",
+                extra={"fields": {"index": index, "reason": extracted.reason}},
+            )
+            return (
+                DocumentResult(index, document_id, doc.uri, Outcome.FAILED, error=extracted),
+                None,
+            )
+        doc = extracted
         reason, violations = document_violations(index, doc, self._settings)
         if violations:
             _log.warning(

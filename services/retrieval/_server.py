@@ -127,6 +127,8 @@ def ingest_request_from_proto(request: pb.IngestDocumentsRequest) -> IngestReque
                 metadata=_struct_to_dict(d.metadata) if d.HasField("metadata") else None,
                 text=d.text,
                 content_type=int(d.content_type),
+                content=d.content,
+                file_name=d.file_name,
             )
             for d in request.documents
         ),

@@ -96,6 +96,9 @@ class DocumentInput:
     metadata: JsonObject | None = None
     text: str = ""
     content_type: int = 0
+    # The raw file to extract on the server (instead of ``text``) and its name.
+    content: bytes = b""
+    file_name: str = ""
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,14 @@ def _document_input(doc: Mapping[str, Any]) -> pb.DocumentInput:
     metadata = struct_pb2.Struct()
     if isinstance(doc.get("metadata"), dict):
         metadata.update(doc["metadata"])
+    if isinstance(doc.get("content"), bytes):
+        # A file for the service to extract (services.bench.formats), title and all.
+        return pb.DocumentInput(
+            document_id=str(doc["_id"]),
+            content=doc["content"],
+            file_name=str(doc.get("file_name", "")),
+            metadata=metadata,
+        )
     title, text = str(doc.get("title", "")), str(doc.get("text", ""))
     if not text.strip():
         title, text = "", title
@@ -235,6 +243,16 @@ async def _run(datasets: Sequence[tuple[str, Dataset]], k: int) -> dict[str, dic
         await embedding_server.stop(0)
         await engine.close()
         telemetry.shutdown()
+
+
+async def evaluate_collections(
+    datasets: Sequence[tuple[str, Dataset]], k: int = 10
+) -> dict[str, dict[str, Any]]:
+    """Evaluate datasets already in memory on one set of in-process servers, one report
+    per name (``main`` reads them from folders). For a caller that derives a collection's
+    text, such as ``services.bench.formats`` (the collection after a round trip through
+    PDF, DOCX, HTML), to measure it beside the original by exactly this harness."""
+    return await _run(datasets, k)
 
 
 def eval_tenant(name: str) -> str:

@@ -13,6 +13,7 @@ import pytest
 
 from services.cli import _client
 from services.cli._main import Commands
+from tests.documents import pdf_pages
 from tests.integration.gateway.stack import PEPPER
 from tests.integration.retrieval.stack import new_tenant
 
@@ -206,14 +207,17 @@ def test_discovery_keeps_stable_ids_and_skips_other_files(tmp_path: Path):
     (tmp_path / "a" / ".hidden" / "two.md").write_text("# Two\n")
     (tmp_path / "a" / "three.TXT").write_text("three")
     (tmp_path / "a" / "four.pdf").write_bytes(b"%PDF")
+    (tmp_path / "a" / "five.png").write_bytes(b"\x89PNG")
     found, skipped = _client.discover([tmp_path / "a"])
-    assert [doc_id for _, doc_id in found] == ["one.md", "three.TXT"]
+    # PDFs (and Word, PowerPoint, Excel, CSV, HTML) go to the server as they are.
+    assert [doc_id for _, doc_id in found] == ["four.pdf", "one.md", "three.TXT"]
+    found = found[1:]
     doc = _client.document_for(found[0][0], found[0][1], "notes")
     assert doc.title == "One" and doc.category == "notes" and doc.uri.startswith("file://")
     # Every other file is accounted for, with its reason (they were skipped silently).
     reasons = {item.path.name: item.reason for item in skipped}
     assert reasons["two.md"].startswith("hidden")
-    assert reasons["four.pdf"].startswith("unsupported type (.pdf)")
+    assert reasons["five.png"].startswith("unsupported type (.png): PDF, Word (.docx)")
 
 
 @pytest.mark.parametrize(
@@ -256,8 +260,16 @@ async def test_one_bad_file_never_aborts_the_folder(cli_env, pg_url, capsys, tmp
     (docs / "latin.txt").write_bytes("Café opening hours.".encode("cp1252"))
     (docs / "binary.txt").write_bytes(b"\x00\x01\x02")
     (docs / "slides.pptx").write_bytes(b"PK")
-    assert await tandem("ingest", str(docs), "--api-key", key) == 0
+    (docs / "report.pdf").write_bytes(pdf_pages([["Refund requests need a receipt."]]))
+    (docs / "photo.png").write_bytes(b"\x89PNG")
+    # The broken deck fails on the server, by name and reason: exit code 1, the rest in.
+    assert await tandem("ingest", str(docs), "--api-key", key) == 1
     out, err = capsys.readouterr()
-    assert "2 documents: 2 included" in out and "2 file(s) skipped" in out
-    assert "binary.txt: binary content" in err and "slides.pptx: unsupported type" in err
+    assert "4 documents: 3 included, 0 unchanged, 0 excluded, 1 failed" in out
+    assert "2 file(s) skipped" in out
+    assert "binary.txt: binary content" in err and "photo.png: unsupported type" in err
     assert "latin.txt: decoded as cp1252" in err
+    assert "failed slides.pptx: " in err
+    assert await tandem("search", "refund receipt", "--api-key", key) == 0
+    out = capsys.readouterr().out
+    assert "report / page 1  [report.pdf]" in out and "Refund requests need a receipt" in out

@@ -18,6 +18,7 @@ from services.embedding._server import create_server as create_embedding_server
 from services.embedding._server import ready as embedding_ready
 from tandem.v1 import retrieval_service_pb2 as pb
 from tests.conftest import TelemetrySink, server_settings
+from tests.documents import image_only_pdf, pdf_pages
 from tests.integration.retrieval.stack import ingest, new_tenant, start_retrieval
 from tests.privacy import (
     assert_code_never_tries,
@@ -199,3 +200,42 @@ async def test_a_degraded_search_leaks_nothing_either(pg_url, unused_tcp_port):
         logs=logs,
     )
     assert_code_never_tries(canary, raw.get_finished_spans())
+
+
+async def test_uploaded_files_leak_nothing_of_their_names_or_text(pg_url, observed):
+    """A PDF holding the canary in its text and title, and a scan that fails, both under
+    file names holding it: the extract span says the type, size and reason only."""
+    canary = new_canary()
+    retrieval = await start_retrieval(
+        pg_url, observed.embedding_address, observed.retrieval.telemetry
+    )
+    pdf = pdf_pages([[f"Renewal notes for {canary}.", f"{canary} asked about pricing."]])
+    files = [
+        pb.DocumentInput(document_id="notes", content=pdf, file_name=f"{canary}.pdf"),
+        pb.DocumentInput(
+            document_id="scan", content=image_only_pdf(pages=1), file_name=f"{canary}-scan.pdf"
+        ),
+    ]
+    try:
+        tenant = new_tenant(pg_url)
+        with captured_logs() as logs:
+            request = pb.IngestDocumentsRequest(tenant_id=tenant, documents=files)
+            events = [e async for e in retrieval.stub.IngestDocuments(request, timeout=60)]
+        summary = events[-1].summary
+        assert (summary.documents_included, summary.documents_failed) == (1, 1)
+    finally:
+        await retrieval.close()
+    extracts = [s for s in observed.spans() if s.name == "retrieval.ingest.extract"]
+    assert sorted(str(s.attributes.get("tandem.file.kind")) for s in extracts) == ["None", "PDF"]
+    assert {s.attributes.get("tandem.extract.refused") for s in extracts} == {
+        None,
+        "NO_TEXT_LAYER",
+    }
+    for sink in (observed.embedding, observed.retrieval):
+        assert_no_canary(
+            canary,
+            spans=sink.spans.get_finished_spans(),
+            metrics=sink.metrics.get_metrics_data(),
+            logs=logs,
+        )
+    assert_code_never_tries(canary, observed.unfiltered())

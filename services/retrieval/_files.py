@@ -1,0 +1,94 @@
+"""Ingest step zero for uploaded files: the bytes of a document become its text.
+
+A document may arrive as ``content`` (a PDF, a deck, a workbook, a web page…) instead of
+``text``; extraction (``services.retrieval.extract``) runs here, in a worker thread under
+a deadline, and the document continues through the pipeline as the markdown it renders
+to, one heading per page, slide, sheet or section. A file that yields no text fails as
+that one document, with the extractor's reason and message: the batch goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import grpc
+from opentelemetry import trace
+
+from services.common import FieldViolation
+from services.common._observability import CHARS, node_span
+from services.retrieval._settings import RetrievalSettings
+from services.retrieval._types import ContentType, DocumentError, DocumentInput
+from services.retrieval.extract import (
+    ExtractLimits,
+    Kind,
+    Unextractable,
+    as_markdown,
+    extract,
+)
+
+_INVALID = grpc.StatusCode.INVALID_ARGUMENT.value[0]
+_DEADLINE = grpc.StatusCode.DEADLINE_EXCEEDED.value[0]
+
+
+def _error(code: int, reason: str, field: str, message: str) -> DocumentError:
+    return DocumentError(code, message, reason, (FieldViolation(field, message),))
+
+
+def _stem(file_name: str) -> str:
+    """A title from a file name when the file holds none ("q3-report.pdf" → "q3 report")."""
+    stem = file_name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return stem.replace("_", " ").replace("-", " ").strip()
+
+
+async def extract_content(
+    index: int, doc: DocumentInput, settings: RetrievalSettings, tracer: trace.Tracer
+) -> DocumentInput | DocumentError:
+    """``doc`` with its ``content`` extracted into ``text`` (unchanged without content),
+    or why it cannot be; one span per file with its type, size and outcome (never its
+    name or text)."""
+    if not doc.content:
+        return doc
+    with node_span(tracer, "retrieval.ingest.extract", {"tandem.bytes": len(doc.content)}) as span:
+        result = await _extract(index, doc, settings)
+        if isinstance(result, DocumentError):
+            span.set_attribute("tandem.extract.refused", result.reason)
+        else:
+            span.set_attribute(CHARS, len(result.text))
+        return result
+
+
+async def _extract(
+    index: int, doc: DocumentInput, settings: RetrievalSettings
+) -> DocumentInput | DocumentError:
+    prefix = f"documents[{index}]"
+    if doc.text:
+        return _error(_INVALID, "INVALID_ARGUMENT", prefix, "set one of text and content, not both")
+    limits = ExtractLimits(max_chars=settings.max_document_chars)
+    try:
+        async with asyncio.timeout(settings.extract_timeout_s):
+            # The thread is not interruptible: past the deadline the document fails and
+            # the extraction finishes in the background.
+            extracted = await asyncio.to_thread(
+                extract, doc.content, doc.file_name or doc.uri, limits=limits
+            )
+    except Unextractable as exc:
+        return _error(_INVALID, exc.reason.value, f"{prefix}.content", exc.message)
+    except TimeoutError:
+        return _error(
+            _DEADLINE,
+            "EXTRACTION_TIMEOUT",
+            f"{prefix}.content",
+            f"extracting the text took longer than {settings.extract_timeout_s:g} s",
+        )
+    trace.get_current_span().set_attributes(
+        {"tandem.file.kind": extracted.kind.value, "tandem.sections": len(extracted.sections)}
+    )
+    content_type = ContentType.PLAIN_TEXT if extracted.kind is Kind.TEXT else ContentType.MARKDOWN
+    return dataclasses.replace(
+        doc,
+        text=as_markdown(extracted),
+        content=b"",
+        content_type=int(content_type),
+        title=doc.title or extracted.title or _stem(doc.file_name),
+    )

@@ -1,0 +1,136 @@
+"""Real files of each format, built with the libraries that write them, for the tests.
+
+Shared by the extractor's unit tests and the ingest tests through the gateway, so both read
+what PDF, Word, PowerPoint and Excel writers really produce, not hand-made fixtures.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import docx
+import openpyxl
+from docx.document import Document as DocxDocument
+from PIL import Image
+from pptx import Presentation
+from pptx.util import Inches
+from pypdf import PdfReader, PdfWriter
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.utils import ImageReader
+from reportlab.pdfgen import canvas
+
+MIB = 1024 * 1024
+
+
+def pdf_pages(pages: list[list[str]], title: str | None = None) -> bytes:
+    """One PDF page per entry, each line drawn top to bottom in Helvetica."""
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4)
+    if title is not None:
+        pdf.setTitle(title)
+    for lines in pages:
+        y = 780.0
+        for line in lines:
+            pdf.drawString(72, y, line)
+            y -= 18
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def encrypted(data: bytes, user_password: str) -> bytes:
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    writer.encrypt(user_password=user_password, owner_password="owner-secret", algorithm="AES-256")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def docx_bytes(document: DocxDocument) -> bytes:
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def policy_docx(core_title: str = "") -> bytes:
+    document = docx.Document()
+    document.core_properties.title = core_title
+    document.add_paragraph("Applies to every customer contract.")
+    document.add_heading("Refunds", level=1)
+    document.add_paragraph("Refunds are issued within 30 days.")
+    table = document.add_table(rows=3, cols=3)
+    for row, values in zip(
+        table.rows,
+        [
+            ("Plan", "Refund window", "Approver"),
+            ("Basic", "14 days", ""),
+            ("Pro", "30 days", "CFO"),
+        ],
+        strict=True,
+    ):
+        for cell, value in zip(row.cells, values, strict=True):
+            cell.text = value
+    document.add_heading("Exceptions", level=2)
+    document.add_paragraph("Custom deals follow their contract.")
+    document.add_heading("Discounts", level=1)
+    document.add_paragraph("Discounts above 20% need approval.")
+    return docx_bytes(document)
+
+
+def deck() -> bytes:
+    presentation = Presentation()
+    first = presentation.slides.add_slide(presentation.slide_layouts[1])
+    first.shapes.title.text = "Roadmap 2025"
+    first.placeholders[1].text_frame.text = "Ship search v2\nRetire the legacy API"
+    first.notes_slide.notes_text_frame.text = "Stress the migration date."
+    second = presentation.slides.add_slide(presentation.slide_layouts[5])
+    second.shapes.title.text = "Pricing"
+    table = second.shapes.add_table(3, 2, Inches(1), Inches(2), Inches(6), Inches(2)).table
+    for r, values in enumerate([("Tier", "Price"), ("Basic", "$10"), ("Pro", "$30")]):
+        for c, value in enumerate(values):
+            table.cell(r, c).text = value
+    buffer = io.BytesIO()
+    presentation.save(buffer)
+    return buffer.getvalue()
+
+
+def workbook_bytes(order_rows: int) -> bytes:
+    workbook = openpyxl.Workbook()
+    regions = workbook.create_sheet("Regions", 0)
+    workbook.remove(workbook["Sheet"])
+    regions.append(["Region", "Owner", "Target"])
+    regions.append(["EMEA", "Ana", 1200.0])
+    regions.append(["APAC", None, 0.1 + 0.2])
+    orders = workbook.create_sheet("Orders")
+    orders.append(["Order", "Amount"])
+    for number in range(1, order_rows + 1):
+        orders.append([f"SO-{number}", number * 10])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()
+
+
+def zip_bomb(member_bytes: int) -> bytes:
+    """A ZIP whose word/document.xml inflates to ``member_bytes`` zeros, written in
+    1 MiB pieces so neither the test nor the archive holds the payload in memory."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        with zf.open("word/document.xml", "w", force_zip64=True) as member:
+            piece = bytes(MIB)
+            for _ in range(member_bytes // MIB):
+                member.write(piece)
+    return buffer.getvalue()
+
+
+def image_only_pdf(pages: int) -> bytes:
+    """A scan as it arrives: pages holding a picture and no text layer."""
+    picture = Image.new("RGB", (200, 100), (200, 30, 30))
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4)
+    for _ in range(pages):
+        pdf.drawImage(ImageReader(picture), 72, 500, width=200, height=100)
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
