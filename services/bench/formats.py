@@ -273,8 +273,8 @@ def render(report: Mapping[str, Any]) -> str:
     if "ndcg@10" in report:
         lines += [
             "",
-            f"nDCG@{K} over {report['queries']} queries, ingested from each form's extracted "
-            f"text (model {report.get('model', '?')})",
+            f"nDCG@{K} over {report['queries']} queries, each form ingested as uploaded files "
+            f"and extracted by the service (model {report.get('model', '?')})",
             f"{'source':<9} " + " ".join(f"{mode:>18}" for mode in MODES),
         ]
         for source, scores in report["ndcg@10"].items():

@@ -765,6 +765,13 @@ def batches(docs: Sequence[rpb.DocumentInput], size: int) -> Iterator[list[rpb.D
         yield batch
 
 
+def _redactions(document: rpb.DocumentResult) -> dict[str, int]:
+    """Redactions applied to one document, by kind name (``EMAIL_ADDRESS``)."""
+    return {
+        _enum(rpb.RedactionKind, r.kind, "REDACTION_KIND_"): r.count for r in document.redactions
+    }
+
+
 class ProgressBar:
     """A one-line bar on stderr (redrawn in place on a terminal, every 10% otherwise)."""
 
@@ -873,11 +880,24 @@ def _ingest(args: argparse.Namespace) -> int:
         f"{totals['chunks']} chunks"
         + (f"; {len(skipped)} file(s) skipped (reasons on stderr)" if skipped else "")
     )
+    redacted = [d for s in summaries for d in s.documents if d.redactions]
+    if redacted:
+        kinds: dict[str, int] = {}
+        for document in redacted:
+            for name, count in _redactions(document).items():
+                kinds[name] = kinds.get(name, 0) + count
+        listed = ", ".join(f"{name} {count}" for name, count in sorted(kinds.items()))
+        print(f"redacted: {listed} in {len(redacted)} file(s)")
     if args.dry_run:
         for summary in summaries:
             for document in summary.documents:
                 if document.outcome == rpb.DOCUMENT_OUTCOME_INCLUDED:
-                    print(f"  would write {document.chunk_count} chunks: {document.uri}")
+                    found = _redactions(document)
+                    would = ", ".join(f"{name} {count}" for name, count in sorted(found.items()))
+                    print(
+                        f"  would write {document.chunk_count} chunks: {document.uri}"
+                        + (f" (would redact {would})" if would else "")
+                    )
     for failure in failures:
         print(f"  failed {failure}", file=sys.stderr)
     return 0 if not totals["failed"] else 1

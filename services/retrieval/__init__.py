@@ -6,7 +6,13 @@ from services.retrieval._chunking import Chunk, chunk_text, embedding_text, norm
 from services.retrieval._documents import DocumentCatalog
 from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError
 from services.retrieval._ingest import Ingestor, derive_document_id
-from services.retrieval._redact import Redacted, Redactor, looks_like_secret_token
+from services.retrieval._redact import (
+    AllowList,
+    Redacted,
+    RedactionPolicy,
+    Redactor,
+    looks_like_secret_token,
+)
 from services.retrieval._repository import RetrievalRepository, migrations
 from services.retrieval._search import (
     FastembedReranker,
@@ -42,6 +48,7 @@ __all__ = [
     "DEFAULT_PORT",
     "PERSONAL_KINDS",
     "SECRET_KINDS",
+    "AllowList",
     "Chunk",
     "ContentType",
     "Degradation",
@@ -63,6 +70,7 @@ __all__ = [
     "Outcome",
     "Redacted",
     "RedactionKind",
+    "RedactionPolicy",
     "Redactor",
     "Reranker",
     "RetrievalRepository",

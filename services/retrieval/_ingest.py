@@ -30,7 +30,7 @@ from services.common._observability import Metrics as TandemMetrics
 from services.retrieval._chunking import chunk_text, embedding_text, normalise
 from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError
 from services.retrieval._files import extract_content
-from services.retrieval._redact import Redactor, has_content
+from services.retrieval._redact import RedactionPolicy, Redactor, has_content
 from services.retrieval._repository import (
     DATABASE_UNAVAILABLE,
     NewDocument,
@@ -107,7 +107,7 @@ class _Context:
 
     last_index: dict[str, int]
     stored: dict[str, StoredVersion]
-    redactor: Redactor
+    redaction: RedactionPolicy
     text_limit: int
     model_name: str
     info_error: DocumentError | None
@@ -383,7 +383,9 @@ class Ingestor:
         context = _Context(
             last_index={doc_id: i for i, doc_id in enumerate(ids) if doc_id},
             stored=stored,
-            redactor=Redactor(keep),
+            redaction=RedactionPolicy(
+                keep, self._settings.redaction_allow, self._settings.keep_by_category
+            ),
             text_limit=text_limit,
             model_name=model_name,
             info_error=info_error,
@@ -465,7 +467,11 @@ class Ingestor:
             error = _document_error(_INVALID, violations[0].description, reason, violations)
             return DocumentResult(index, document_id, doc.uri, Outcome.FAILED, error=error), None
         prepared = await asyncio.to_thread(
-            self._prepare, doc, document_id, context.redactor, context.text_limit
+            self._prepare,
+            doc,
+            document_id,
+            context.redaction.for_category(doc.category),
+            context.text_limit,
         )
         if not isinstance(prepared, _Prepared):
             exclusion, counts, chars, digest = prepared

@@ -238,14 +238,71 @@ _DETECTORS: tuple[Callable[[str], Iterator[_Span]], ...] = (
 )
 
 
-class Redactor:
-    """Applies every detector; personal-data kinds in ``keep`` stay verbatim."""
+_NON_DIGITS = re.compile(r"\D")
+_DOMAIN = re.compile(r"^@?(?P<domain>[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,})$")
+# A listed number matches a found one by its last digits: "800 555 0100" matches
+# "+1 (800) 555-0100"; fewer digits than this could match someone's private number.
+_MIN_NUMBER_DIGITS = 7
 
-    def __init__(self, keep: frozenset[RedactionKind] = frozenset()) -> None:
+
+@dataclass(frozen=True)
+class AllowList:
+    """Personal data a company publishes about itself, left verbatim: addresses at its own
+    e-mail domains, its listed phone numbers, and other exact values (a public IBAN).
+    Secrets are never allowed, whatever the list says."""
+
+    domains: frozenset[str] = frozenset()
+    numbers: frozenset[str] = frozenset()
+    values: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, raw: str) -> AllowList:
+        """``acme.com, @support.acme.io, +1 800 555 0100, DE89 3704 0044 0532 0130 00``:
+        a domain (optionally with ``@``), a number of at least 7 digits, or a value."""
+        domains: set[str] = set()
+        numbers: set[str] = set()
+        values: set[str] = set()
+        for entry in (part.strip() for part in raw.split(",")):
+            if not entry:
+                continue
+            digits = _NON_DIGITS.sub("", entry)
+            domain = _DOMAIN.match(entry.lower())
+            if domain is not None and not digits.isdigit():
+                domains.add(domain.group("domain"))
+            elif len(digits) >= _MIN_NUMBER_DIGITS and not any(c.isalpha() for c in entry):
+                numbers.add(digits)
+            elif len(entry) >= 4:
+                values.add(entry.casefold())
+            else:
+                raise ValueError(f"{entry!r} is too short to allow (a domain, a number or a value)")
+        return cls(frozenset(domains), frozenset(numbers), frozenset(values))
+
+    def permits(self, kind: RedactionKind, value: str) -> bool:
+        if kind not in PERSONAL_KINDS:
+            return False
+        if kind is RedactionKind.EMAIL_ADDRESS:
+            domain = value.rsplit("@", 1)[-1].lower()
+            if any(domain == d or domain.endswith("." + d) for d in self.domains):
+                return True
+        if kind is RedactionKind.PHONE_NUMBER:
+            digits = _NON_DIGITS.sub("", value)
+            if any(digits.endswith(number) for number in self.numbers):
+                return True
+        return value.casefold() in self.values
+
+
+class Redactor:
+    """Applies every detector; personal-data kinds in ``keep`` stay verbatim, and so does
+    what ``allow`` lists."""
+
+    def __init__(
+        self, keep: frozenset[RedactionKind] = frozenset(), allow: AllowList | None = None
+    ) -> None:
         unknown = keep - PERSONAL_KINDS
         if unknown:
             raise ValueError(f"secret kinds cannot be kept: {sorted(k.name for k in unknown)}")
         self.keep = keep
+        self.allow = allow or AllowList()
 
     def redact(self, text: str) -> Redacted:
         accepted: list[_Span] = []
@@ -261,7 +318,7 @@ class Redactor:
         parts: list[str] = []
         cursor = 0
         for span in accepted:
-            if span.kind in self.keep:
+            if span.kind in self.keep or self.allow.permits(span.kind, text[span.start : span.end]):
                 continue
             parts.append(text[cursor : span.start])
             parts.append(placeholder(span.kind))
@@ -269,6 +326,29 @@ class Redactor:
             counts[span.kind] += 1
         parts.append(text[cursor:])
         return Redacted("".join(parts), dict(sorted(counts.items())))
+
+
+class RedactionPolicy:
+    """The redactor for each document of one ingest call: the kinds the call keeps, plus
+    those its category keeps (``RETRIEVAL_REDACTION_KEEP_BY_CATEGORY``), and the
+    deployment's allow list (``RETRIEVAL_REDACTION_ALLOW``)."""
+
+    def __init__(
+        self,
+        keep: frozenset[RedactionKind],
+        allow: AllowList | None = None,
+        by_category: dict[str, frozenset[RedactionKind]] | None = None,
+    ) -> None:
+        self._keep = keep
+        self._allow = allow or AllowList()
+        self._by_category = by_category or {}
+        self._redactors: dict[frozenset[RedactionKind], Redactor] = {}
+
+    def for_category(self, category: str) -> Redactor:
+        keep = self._keep | self._by_category.get(category, frozenset())
+        if keep not in self._redactors:
+            self._redactors[keep] = Redactor(keep, self._allow)
+        return self._redactors[keep]
 
 
 def _overlaps(taken: list[tuple[int, int]], span: _Span) -> bool:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.common import Env, SettingsError
+from services.retrieval._redact import AllowList
 from services.retrieval._types import PERSONAL_KINDS, RedactionKind
 
 DEFAULT_PORT = 50053
@@ -74,6 +75,10 @@ class RetrievalSettings:
     embed_concurrency: int = 2
     embed_timeout_s: float = 120.0
     default_keep_kinds: frozenset[RedactionKind] = frozenset()
+    # What a company publishes about itself stays verbatim (its domains, listed numbers),
+    # and what a category of documents keeps (public policies keep contact details).
+    redaction_allow: AllowList = field(default_factory=AllowList)
+    keep_by_category: dict[str, frozenset[RedactionKind]] = field(default_factory=dict)
     # Where queries connect as the row-level-security role; unset: the owner's URL with
     # that role as the user and no password (the embedded server trusts local users).
     app_database_url: str | None = None
@@ -114,6 +119,10 @@ class RetrievalSettings:
             embed_concurrency=_bounded(env, "RETRIEVAL_EMBED_CONCURRENCY", 2, 1, 16),
             embed_timeout_s=_finite(env, "RETRIEVAL_EMBED_TIMEOUT_S", 120.0, 0.1),
             default_keep_kinds=_keep_kinds(env.get_str("RETRIEVAL_REDACTION_KEEP", "")),
+            redaction_allow=_allow_list(env.get_str("RETRIEVAL_REDACTION_ALLOW", "")),
+            keep_by_category=_keep_by_category(
+                env.get_str("RETRIEVAL_REDACTION_KEEP_BY_CATEGORY", "")
+            ),
             app_database_url=env.get_optional("RETRIEVAL_APP_DATABASE_URL"),
         )
         if settings.chunk_overlap_chars * 2 > settings.chunk_chars:
@@ -178,7 +187,28 @@ def _finite(
     return value
 
 
-def _keep_kinds(raw: str) -> frozenset[RedactionKind]:
+def _allow_list(raw: str) -> AllowList:
+    try:
+        return AllowList.parse(raw)
+    except ValueError as exc:
+        raise SettingsError(f"RETRIEVAL_REDACTION_ALLOW: {exc}") from None
+
+
+def _keep_by_category(raw: str) -> dict[str, frozenset[RedactionKind]]:
+    """``policy=EMAIL_ADDRESS,PHONE_NUMBER;handbook=EMAIL_ADDRESS``."""
+    variable = "RETRIEVAL_REDACTION_KEEP_BY_CATEGORY"
+    policies: dict[str, frozenset[RedactionKind]] = {}
+    for part in (p.strip() for p in raw.split(";")):
+        if not part:
+            continue
+        category, sep, kinds = part.partition("=")
+        if not sep or not category.strip():
+            raise SettingsError(f"{variable}: {part!r} is not CATEGORY=KIND[,KIND…]")
+        policies[category.strip()] = _keep_kinds(kinds, variable)
+    return policies
+
+
+def _keep_kinds(raw: str, variable: str = "RETRIEVAL_REDACTION_KEEP") -> frozenset[RedactionKind]:
     kinds: set[RedactionKind] = set()
     for part in (p.strip().upper() for p in raw.split(",")):
         if not part:
@@ -188,8 +218,7 @@ def _keep_kinds(raw: str) -> frozenset[RedactionKind]:
         if kind is None or kind not in PERSONAL_KINDS:
             allowed = ", ".join(sorted(k.name for k in PERSONAL_KINDS))
             raise SettingsError(
-                f"RETRIEVAL_REDACTION_KEEP lists {part!r}; only personal-data kinds may be "
-                f"kept: {allowed}"
+                f"{variable} lists {part!r}; only personal-data kinds may be kept: {allowed}"
             )
         kinds.add(kind)
     return frozenset(kinds)

@@ -273,3 +273,14 @@ async def test_one_bad_file_never_aborts_the_folder(cli_env, pg_url, capsys, tmp
     assert await tandem("search", "refund receipt", "--api-key", key) == 0
     out = capsys.readouterr().out
     assert "report / page 1  [report.pdf]" in out and "Refund requests need a receipt" in out
+
+
+async def test_a_dry_run_says_what_each_file_would_have_redacted(cli_env, pg_url, capsys, tmp_path):
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"), "ask,ingest")
+    (tmp_path / "contacts.md").write_text(
+        "# Contacts\n\nJane (jane.doe@gmail.com, +44 7700 900123) owns the renewal.\n"
+    )
+    assert await tandem("ingest", str(tmp_path), "--api-key", key, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "redacted: EMAIL_ADDRESS 1, PHONE_NUMBER 1 in 1 file(s)" in out
+    assert "contacts.md (would redact EMAIL_ADDRESS 1, PHONE_NUMBER 1)" in out

@@ -11,7 +11,7 @@ import pytest
 from google.protobuf import struct_pb2
 from opentelemetry.trace import StatusCode
 
-from services.retrieval import RetrievalSettings
+from services.retrieval import AllowList, RedactionKind, RetrievalSettings
 from services.retrieval.eval import evaluate
 from tandem.v1 import common_pb2
 from tandem.v1 import retrieval_service_pb2 as pb
@@ -480,3 +480,44 @@ async def test_golden_set_hybrid_is_at_least_as_good_as_either_side(retrieval, p
     for mode, floor in GOLDEN_NDCG_FLOORS.items():
         assert ndcg[mode] >= floor, (mode, ndcg)
     assert results["metrics"]["all"]["hybrid"]["recall@10"] >= 0.97, results["metrics"]["all"]
+
+
+async def test_public_contact_details_survive_by_allow_list_or_category_policy(
+    pg_url, embedding, telemetry_sink
+):
+    """The company's own support address and number stay searchable; a person's do not,
+    unless the document's category keeps contact details."""
+    settings = RetrievalSettings(
+        embedding_addr=embedding.server.address,
+        redaction_allow=AllowList.parse("acme.com, +1 800 555 0100"),
+        keep_by_category={"directory": frozenset({RedactionKind.EMAIL_ADDRESS})},
+    )
+    service = await start_retrieval(
+        pg_url, embedding.server.address, telemetry_sink("retrieval").telemetry, settings=settings
+    )
+    text = "Support: support@acme.com, +1 (800) 555-0100. Owner: jane.doe@gmail.com."
+    try:
+        tenant = new_tenant(pg_url)
+        _, summary = await ingest(
+            service.stub,
+            tenant,
+            [
+                pb.DocumentInput(document_id="policy", text=text, category="policy"),
+                pb.DocumentInput(document_id="people", text=text, category="directory"),
+            ],
+        )
+        stored = {
+            doc_id: await service.stub.GetDocument(
+                pb.GetDocumentRequest(tenant_id=tenant, document_id=doc_id, include_chunks=True)
+            )
+            for doc_id in ("policy", "people")
+        }
+    finally:
+        await service.close()
+    counts = {d.document_id: {r.kind: r.count for r in d.redactions} for d in summary.documents}
+    assert counts == {"policy": {pb.REDACTION_KIND_EMAIL_ADDRESS: 1}, "people": {}}
+    policy_text = " ".join(c.text for c in stored["policy"].chunks)
+    people_text = " ".join(c.text for c in stored["people"].chunks)
+    assert "support@acme.com" in policy_text and "555-0100" in policy_text
+    assert "jane.doe" not in policy_text and "[EMAIL_ADDRESS]" in policy_text
+    assert "jane.doe@gmail.com" in people_text

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from services.retrieval import PERSONAL_KINDS, RedactionKind, Redactor, looks_like_secret_token
+from services.common import SettingsError
+from services.retrieval import (
+    PERSONAL_KINDS,
+    AllowList,
+    RedactionKind,
+    RedactionPolicy,
+    Redactor,
+    RetrievalSettings,
+    looks_like_secret_token,
+)
 from services.retrieval._redact import has_content
 
 K = RedactionKind
@@ -105,3 +114,64 @@ def test_secret_token_shape():
 def test_has_content_ignores_placeholders_and_markup():
     assert not has_content("[API_KEY] --- [EMAIL_ADDRESS]\n***")
     assert has_content("[API_KEY] is rotated monthly")
+
+
+POLICY = (
+    "Write to support@acme.com or help@eu.acme.com, call +1 (800) 555-0100. "
+    "Jane's own address is jane.doe@gmail.com and her mobile is +44 7700 900123. "
+    "token: ghp_abcdefghijklmnopqrstuvwxyz0123456789AB"
+)
+
+
+def test_the_allow_list_keeps_the_companys_own_contacts_and_nothing_else():
+    allow = AllowList.parse("acme.com, +1 800 555 0100")
+    redacted = Redactor(allow=allow).redact(POLICY)
+    assert "support@acme.com" in redacted.text and "help@eu.acme.com" in redacted.text
+    assert "+1 (800) 555-0100" in redacted.text
+    # Someone else's address and number, and every secret, are still redacted.
+    assert "gmail" not in redacted.text and "7700" not in redacted.text
+    assert "ghp_" not in redacted.text
+    assert redacted.counts == {K.EMAIL_ADDRESS: 1, K.PHONE_NUMBER: 1, K.API_KEY: 1}
+
+
+def test_allow_list_entries_are_domains_numbers_or_values_and_short_ones_are_refused():
+    allow = AllowList.parse(" @Acme.COM , 800-555-0100, DE89 3704 0044 0532 0130 00 ,")
+    assert allow.domains == {"acme.com"} and allow.numbers == {"8005550100"}
+    assert allow.values == {"de89 3704 0044 0532 0130 00"}
+    assert not allow.permits(K.EMAIL_ADDRESS, "x@notacme.com")
+    assert not allow.permits(K.API_KEY, "acme.com")  # secrets are never allowed
+    with pytest.raises(ValueError, match="too short"):
+        AllowList.parse("555")
+
+
+def test_a_category_keeps_its_own_kinds_on_top_of_the_calls():
+    policy = RedactionPolicy(
+        frozenset(), by_category={"policy": frozenset({K.EMAIL_ADDRESS, K.PHONE_NUMBER})}
+    )
+    public = policy.for_category("policy").redact(POLICY)
+    private = policy.for_category("call_note").redact(POLICY)
+    assert "jane.doe@gmail.com" in public.text and "token: [API_KEY]" in public.text
+    assert "jane.doe@gmail.com" not in private.text
+    assert policy.for_category("policy") is policy.for_category("policy")
+
+
+def test_settings_read_the_allow_list_and_category_policies_naming_bad_values():
+    settings = RetrievalSettings.from_env(
+        {
+            "RETRIEVAL_REDACTION_ALLOW": "acme.com",
+            "RETRIEVAL_REDACTION_KEEP_BY_CATEGORY": (
+                "policy=EMAIL_ADDRESS,PHONE_NUMBER; faq=EMAIL_ADDRESS"
+            ),
+        }
+    )
+    assert settings.redaction_allow.domains == {"acme.com"}
+    assert settings.keep_by_category == {
+        "policy": frozenset({K.EMAIL_ADDRESS, K.PHONE_NUMBER}),
+        "faq": frozenset({K.EMAIL_ADDRESS}),
+    }
+    with pytest.raises(SettingsError, match="KEEP_BY_CATEGORY lists 'API_KEY'"):
+        RetrievalSettings.from_env({"RETRIEVAL_REDACTION_KEEP_BY_CATEGORY": "x=API_KEY"})
+    with pytest.raises(SettingsError, match="is not CATEGORY=KIND"):
+        RetrievalSettings.from_env({"RETRIEVAL_REDACTION_KEEP_BY_CATEGORY": "policy"})
+    with pytest.raises(SettingsError, match="RETRIEVAL_REDACTION_ALLOW: '55' is too short"):
+        RetrievalSettings.from_env({"RETRIEVAL_REDACTION_ALLOW": "55"})
