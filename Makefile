@@ -15,7 +15,7 @@ SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
 # `make eval` measures the answers in RETRIEVE, AGENTIC and AUTO beside a BM25 baseline.
 QA_DATASET ?= ../shared/datasets/qa
 
-.PHONY: setup venv proto models pgvector edge lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness eval load clean
+.PHONY: setup venv proto models pgvector edge lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour eval load clean
 
 setup: venv proto models pgvector edge ## virtualenv, dependencies, generated code, offline model, portable pgvector, edge nginx
 
@@ -80,6 +80,9 @@ bench: setup ## every benchmark + gateway load (starts the stack unless TANDEM_A
 
 bench-fairness: setup ## tenant B's p99 alone, next to a neighbour at quota, and under a flood (idle and normal-priority driver, through the edge and around it), every round side by side
 	FAIRNESS_BENCH=1 FAIRNESS_DIRECT_FLOOD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/security/test_tenant_fairness.py -k bench_fairness
+
+bench-neighbour: setup ## tenant B's Search p50/p99 alone and while tenant A ingests a 900 KB document, rounds interleaved; ingest chunks/s beside (bench-results/neighbour.json)
+	NEIGHBOUR_BENCH=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/security/test_ingest_neighbour.py
 
 eval: setup ## retrieval, document-answer and SQL quality on the golden sets and the dev datasets
 	$(BIN)/tandem eval retrieval --datasets services/retrieval/eval_data $(wildcard ../shared/datasets/ir/cisi ../shared/datasets/ir/med ../shared/datasets/ir/cacm)

@@ -873,13 +873,28 @@ def _ingest(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([json_format.MessageToDict(s) for s in summaries], indent=2))
         return 0 if not totals["failed"] else 1
+    # A stored document with the same id was replaced: said by name, never silently (the
+    # same file name from another folder ingested on its own gets the same id).
+    replaced = [
+        d
+        for s in summaries
+        for d in s.documents
+        if d.replaced and d.outcome == rpb.DOCUMENT_OUTCOME_INCLUDED
+    ]
     verb = "would write" if args.dry_run else "wrote"
     print(
         f"{len(docs)} documents: {totals['included']} included, {totals['unchanged']} unchanged,"
-        f" {totals['excluded']} excluded, {totals['failed']} failed; {verb} "
+        f" {totals['excluded']} excluded, {totals['failed']} failed"
+        + (f" ({len(replaced)} replaced a stored copy)" if replaced else "")
+        + f"; {verb} "
         f"{totals['chunks']} chunks"
         + (f"; {len(skipped)} file(s) skipped (reasons on stderr)" if skipped else "")
     )
+    for document in replaced:
+        action = "would replace" if args.dry_run else "replaced"
+        print(
+            f"  {action} the stored {document.document_id!r} with {document.uri}", file=sys.stderr
+        )
     redacted = [d for s in summaries for d in s.documents if d.redactions]
     if redacted:
         kinds: dict[str, int] = {}

@@ -284,3 +284,18 @@ async def test_a_dry_run_says_what_each_file_would_have_redacted(cli_env, pg_url
     out = capsys.readouterr().out
     assert "redacted: EMAIL_ADDRESS 1, PHONE_NUMBER 1 in 1 file(s)" in out
     assert "contacts.md (would redact EMAIL_ADDRESS 1, PHONE_NUMBER 1)" in out
+
+
+async def test_a_same_id_file_from_another_folder_is_reported_when_it_replaces(
+    cli_env, pg_url, capsys, tmp_path
+):
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"), "ask,ingest")
+    for region in ("eu", "us"):
+        (tmp_path / region).mkdir()
+        (tmp_path / region / "shipping.md").write_text(f"# Shipping\n\n{region} ships in 3 days.\n")
+    assert await tandem("ingest", str(tmp_path / "eu"), "--api-key", key) == 0
+    assert "(1 replaced" not in capsys.readouterr().out
+    assert await tandem("ingest", str(tmp_path / "us"), "--api-key", key) == 0
+    out, err = capsys.readouterr()
+    assert "1 documents: 1 included" in out and "(1 replaced a stored copy)" in out
+    assert "replaced the stored 'shipping.md' with file://" in err and "/us/shipping.md" in err

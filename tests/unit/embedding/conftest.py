@@ -39,6 +39,10 @@ class FakeModel:
         # ``entered`` is set as a call starts; a call waits while ``gate`` is set and closed.
         self.entered = threading.Event()
         self.gate: threading.Event | None = None
+        # When set, only calls of this kind wait on ``gate``.
+        self.gated: EmbedKind | None = None
+        self.max_active_by_kind: dict[EmbedKind, int] = {}
+        self._active_by_kind: dict[EmbedKind, int] = {}
         self._active = 0
         self._lock = threading.Lock()
 
@@ -61,11 +65,15 @@ class FakeModel:
         with self._lock:
             self._active += 1
             self.max_active = max(self.max_active, self._active)
+            self._active_by_kind[kind] = self._active_by_kind.get(kind, 0) + 1
+            self.max_active_by_kind[kind] = max(
+                self.max_active_by_kind.get(kind, 0), self._active_by_kind[kind]
+            )
             self.calls.append((kind, tuple(texts)))
             self.threads.add(threading.current_thread().name)
         self.entered.set()
         try:
-            if self.gate is not None:
+            if self.gate is not None and self.gated in (None, kind):
                 self.gate.wait(timeout=10)
             if self.delay_s:
                 time.sleep(self.delay_s)
@@ -77,6 +85,7 @@ class FakeModel:
         finally:
             with self._lock:
                 self._active -= 1
+                self._active_by_kind[kind] -= 1
 
 
 @pytest.fixture

@@ -153,6 +153,25 @@ async def test_queries_and_passages_never_share_a_call(make_model: type[FakeMode
     await batcher.close()
 
 
+async def test_a_query_never_waits_for_a_passage_call_in_flight(
+    make_model: type[FakeModel],
+) -> None:
+    model = make_model()
+    model.gate, model.gated = threading.Event(), EmbedKind.PASSAGE
+    batcher = MicroBatcher(model, max_wait_s=0.0, max_batch=64)
+    ingest = asyncio.create_task(
+        batcher.embed([f"chunk {i}" for i in range(64)], EmbedKind.PASSAGE)
+    )
+    assert await asyncio.to_thread(model.entered.wait, 10)
+    # The passage call holds its lane; the query has its own and is answered meanwhile.
+    async with asyncio.timeout(5):
+        query = await batcher.embed(["urgent question"], EmbedKind.QUERY)
+    assert query.shape == (1, model.dim) and not ingest.done()
+    model.gate.set()
+    assert (await ingest).shape == (64, model.dim)
+    await batcher.close()
+
+
 async def test_model_runs_off_the_loop_one_call_at_a_time(make_model: type[FakeModel]) -> None:
     model = make_model(delay_s=0.01)
     batcher = MicroBatcher(model, max_wait_s=0.0, max_batch=2)
@@ -168,7 +187,9 @@ async def test_model_runs_off_the_loop_one_call_at_a_time(make_model: type[FakeM
     await asyncio.gather(ticker(), *(batcher.embed([f"t{i}"], kinds[i % 2]) for i in range(12)))
 
     assert ticks == 5
-    assert model.max_active == 1
+    # one call at a time per lane (queries and passages each have one)
+    assert model.max_active_by_kind == {EmbedKind.QUERY: 1, EmbedKind.PASSAGE: 1}
+    assert model.max_active <= 2
     assert all(name.startswith("embedding-model") for name in model.threads)
     await batcher.close()
 
