@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from google.protobuf import struct_pb2
@@ -53,6 +54,18 @@ class Observed:
 
     def unfiltered(self) -> list[ReadableSpan]:
         return [span for exporter in self.raw for span in exporter.get_finished_spans()]
+
+    def assert_clean(self, canary: str, logs: Any) -> None:
+        """Neither service's spans, metrics or logs hold the canary, and no code path
+        even tried to record it (the spans before the filter)."""
+        for sink in (self.embedding, self.retrieval):
+            assert_no_canary(
+                canary,
+                spans=sink.spans.get_finished_spans(),
+                metrics=sink.metrics.get_metrics_data(),
+                logs=logs,
+            )
+        assert_code_never_tries(canary, self.unfiltered())
 
     def metric_names(self) -> set[str]:
         names: set[str] = set()
@@ -165,14 +178,7 @@ async def test_ingest_and_search_leak_no_document_or_query_text(pg_url, observed
         "tandem.degraded",
     } <= observed.metric_names()
 
-    for sink in (observed.embedding, observed.retrieval):
-        assert_no_canary(
-            canary,
-            spans=sink.spans.get_finished_spans(),
-            metrics=sink.metrics.get_metrics_data(),
-            logs=logs,
-        )
-    assert_code_never_tries(canary, observed.unfiltered())
+    observed.assert_clean(canary, logs)
 
 
 async def test_a_degraded_search_leaks_nothing_either(pg_url, unused_tcp_port):
@@ -231,11 +237,4 @@ async def test_uploaded_files_leak_nothing_of_their_names_or_text(pg_url, observ
         None,
         "NO_TEXT_LAYER",
     }
-    for sink in (observed.embedding, observed.retrieval):
-        assert_no_canary(
-            canary,
-            spans=sink.spans.get_finished_spans(),
-            metrics=sink.metrics.get_metrics_data(),
-            logs=logs,
-        )
-    assert_code_never_tries(canary, observed.unfiltered())
+    observed.assert_clean(canary, logs)
