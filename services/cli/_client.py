@@ -895,6 +895,14 @@ def _ingest(args: argparse.Namespace) -> int:
         print(
             f"  {action} the stored {document.document_id!r} with {document.uri}", file=sys.stderr
         )
+    for summary in summaries:
+        for document in summary.documents:
+            said = list(document.extraction_notes)
+            if document.encoding and document.encoding not in ("utf-8", "utf-8-sig", "ascii"):
+                said.insert(0, f"decoded as {document.encoding} (not UTF-8)")
+            if said:
+                read_as = document.detected_type or "text"
+                print(f"  {document.uri} (read as {read_as}): " + "; ".join(said), file=sys.stderr)
     redacted = [d for s in summaries for d in s.documents if d.redactions]
     if redacted:
         kinds: dict[str, int] = {}

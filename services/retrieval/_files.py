@@ -18,7 +18,7 @@ from opentelemetry import trace
 from services.common import FieldViolation
 from services.common._observability import CHARS, node_span
 from services.retrieval._settings import RetrievalSettings
-from services.retrieval._types import ContentType, DocumentError, DocumentInput
+from services.retrieval._types import ContentType, DocumentError, DocumentInput, Extraction
 from services.retrieval.extract import (
     ExtractLimits,
     Kind,
@@ -91,4 +91,7 @@ async def _extract(
         content=b"",
         content_type=int(content_type),
         title=doc.title or extracted.title or _stem(doc.file_name),
+        extraction=Extraction(
+            extracted.kind.value, extracted.encoding or "", tuple(extracted.notes)
+        ),
     )

@@ -11,6 +11,7 @@ Postgres works. Nothing is written in a dry run and nothing is embedded.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -27,6 +28,7 @@ from opentelemetry import metrics, trace
 from services.common import FieldViolation, InvalidArgument, TandemError, Unavailable
 from services.common._observability import CHARS, CHUNKS, COUNT, node_span
 from services.common._observability import Metrics as TandemMetrics
+from services.retrieval._budget import TenantBudget
 from services.retrieval._chunking import chunk_text, embedding_text, normalise
 from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError
 from services.retrieval._files import extract_content
@@ -46,6 +48,7 @@ from services.retrieval._types import (
     DocumentInput,
     DocumentResult,
     ExclusionReason,
+    Extraction,
     IngestEvent,
     IngestProgress,
     IngestRequest,
@@ -86,6 +89,7 @@ class _Work:
     uri: str
     texts: list[str]
     replaced: bool
+    extraction: Extraction | None = None
     vectors: np.ndarray[Any, np.dtype[np.float32]] | None = None
     remaining: int = 0
     error: DocumentError | None = None
@@ -254,6 +258,7 @@ class Ingestor:
         self._repository = repository
         self._embedder = embedder
         self._settings = settings
+        self._budget = TenantBudget(settings.embed_concurrency)
         self._tracer = tracer
         self._clock = clock
         self._documents = meter.create_counter(
@@ -457,7 +462,19 @@ class Ingestor:
                 DocumentResult(index, document_id, doc.uri, Outcome.FAILED, error=extracted),
                 None,
             )
-        doc = extracted
+        result, item = await self._settle(index, extracted, document_id, context)
+        if extracted.extraction is not None:
+            # What reading the file found goes into the report, whatever became of it.
+            if result is not None:
+                result = dataclasses.replace(result, extraction=extracted.extraction)
+            if item is not None:
+                item.extraction = extracted.extraction
+        return result, item
+
+    async def _settle(
+        self, index: int, doc: DocumentInput, document_id: str, context: _Context
+    ) -> tuple[DocumentResult | None, _Work | None]:
+        """Validate, redact and chunk a document that has its text."""
         reason, violations = document_violations(index, doc, self._settings)
         if violations:
             _log.warning(
@@ -549,6 +566,7 @@ class Ingestor:
             char_count=doc.char_count,
             redactions=doc.redactions,
             content_sha256=doc.content_sha256,
+            extraction=item.extraction,
         )
 
     def _failed(self, item: _Work, error: DocumentError) -> DocumentResult:
@@ -567,6 +585,7 @@ class Ingestor:
             char_count=doc.char_count,
             redactions=doc.redactions,
             content_sha256=doc.content_sha256,
+            extraction=item.extraction,
         )
 
     # -- embedding and writing --------------------------------------------------------
@@ -605,7 +624,9 @@ class Ingestor:
                 if not sent:
                     continue
                 task = asyncio.create_task(
-                    self._embed_batch([work[p].texts[c] for p, c in sent], info.model_name)
+                    self._embed_batch(
+                        tenant_id, [work[p].texts[c] for p, c in sent], info.model_name
+                    )
                 )
                 in_flight.append((sent, task))
 
@@ -646,13 +667,15 @@ class Ingestor:
                 task.cancel()
 
     async def _embed_batch(
-        self, texts: list[str], model_name: str
+        self, tenant_id: str, texts: list[str], model_name: str
     ) -> np.ndarray[Any, np.dtype[np.float32]]:
         attributes = {COUNT: len(texts), CHARS: sum(len(t) for t in texts)}
-        with node_span(self._tracer, "retrieval.ingest.embed", attributes):
-            return await self._embedder.embed_passages(
-                texts, expected_model=model_name, timeout_s=self._settings.embed_timeout_s
-            )
+        # The tenant's budget spans its concurrent calls: many calls are not more work.
+        async with self._budget.slot(tenant_id):
+            with node_span(self._tracer, "retrieval.ingest.embed", attributes):
+                return await self._embedder.embed_passages(
+                    texts, expected_model=model_name, timeout_s=self._settings.embed_timeout_s
+                )
 
     async def _finish(self, tenant_id: str, item: _Work, model_name: str) -> DocumentResult:
         if item.error is not None or item.vectors is None:

@@ -153,6 +153,10 @@ def _document_result(result: DocumentResult) -> pb.DocumentResult:
         redactions=_redactions(result.redactions),
         content_sha256=result.content_sha256,
     )
+    if result.extraction is not None:
+        message.detected_type = result.extraction.detected_type
+        message.encoding = result.extraction.encoding
+        message.extraction_notes.extend(result.extraction.notes)
     if result.exclusion_reason is not None:
         message.exclusion_reason = int(result.exclusion_reason)  # type: ignore[assignment]
     if result.error is not None:

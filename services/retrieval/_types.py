@@ -86,6 +86,16 @@ class DegradationReason(enum.IntEnum):
 
 
 @dataclass(frozen=True)
+class Extraction:
+    """What reading an uploaded file found: the type it was read as, the encoding of a
+    text format, and what was left out or changed (for the ingest report)."""
+
+    detected_type: str
+    encoding: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DocumentInput:
     """One document offered for ingest, as received (enum fields still raw numbers)."""
 
@@ -99,6 +109,8 @@ class DocumentInput:
     # The raw file to extract on the server (instead of ``text``) and its name.
     content: bytes = b""
     file_name: str = ""
+    # Set once ``content`` has been extracted into ``text``.
+    extraction: Extraction | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +148,7 @@ class DocumentResult:
     char_count: int = 0
     redactions: Mapping[RedactionKind, int] = field(default_factory=dict)
     content_sha256: str = ""
+    extraction: Extraction | None = None
 
 
 @dataclass(frozen=True)

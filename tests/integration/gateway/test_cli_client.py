@@ -13,7 +13,7 @@ import pytest
 
 from services.cli import _client
 from services.cli._main import Commands
-from tests.documents import pdf_pages
+from tests.documents import pdf_pages, workbook_bytes
 from tests.integration.gateway.stack import PEPPER
 from tests.integration.retrieval.stack import new_tenant
 
@@ -299,3 +299,11 @@ async def test_a_same_id_file_from_another_folder_is_reported_when_it_replaces(
     out, err = capsys.readouterr()
     assert "1 documents: 1 included" in out and "(1 replaced a stored copy)" in out
     assert "replaced the stored 'shipping.md' with file://" in err and "/us/shipping.md" in err
+
+
+async def test_what_the_server_left_out_of_a_file_is_printed(cli_env, pg_url, capsys, tmp_path):
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"), "ask,ingest")
+    (tmp_path / "orders.xlsx").write_bytes(workbook_bytes(order_rows=2100))
+    assert await tandem("ingest", str(tmp_path), "--api-key", key) == 0
+    err = capsys.readouterr().err
+    assert "orders.xlsx (read as XLSX): " in err and "2000" in err and "Orders" in err

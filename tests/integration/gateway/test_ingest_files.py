@@ -94,6 +94,12 @@ async def test_files_are_extracted_on_the_server_and_every_one_is_accounted_for(
         (violation,) = result.error.field_violations
         assert violation.field == f"documents[{result.index}].content"
     assert summary.documents_included == 6 and summary.documents_failed == 4
+    # The report says what each file was read as, and how text was decoded.
+    assert {name: outcome[name].detected_type for name in included} == {
+        "q3/report.pdf": "PDF", "policy.docx": "DOCX", "roadmap.pptx": "PPTX",
+        "targets.xlsx": "XLSX", "handbook.html": "HTML", "latin.txt": "TEXT",
+    }  # fmt: skip
+    assert outcome["latin.txt"].encoding == "cp1252"
 
     # Search returns each passage with where it came from: page, slide, sheet, section.
     assert await _top(gateway, key, "churn among small accounts in the north") == (
@@ -137,3 +143,12 @@ async def test_a_document_with_both_text_and_content_is_refused_naming_them(
     (result,) = summary.documents
     assert result.outcome == rpb.DOCUMENT_OUTCOME_FAILED
     assert result.error.message == "set one of text and content, not both"
+
+
+async def test_what_extraction_left_out_is_in_the_report(gateway: Gateway, pg_url: str) -> None:
+    key = await gateway.key(new_tenant(pg_url, "files"))
+    summary = await _ingest(gateway, key, [_file("orders.xlsx", workbook_bytes(order_rows=2100))])
+    (result,) = summary.documents
+    assert result.outcome == rpb.DOCUMENT_OUTCOME_INCLUDED and result.detected_type == "XLSX"
+    (note,) = result.extraction_notes
+    assert "Orders" in note and "2000" in note and "2100" in note, note
