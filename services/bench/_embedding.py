@@ -41,7 +41,15 @@ def start_embedding(timeout_s: float = 180.0) -> EmbeddingProcess:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**os.environ, "EMBEDDING_HOST": "127.0.0.1", "EMBEDDING_PORT": str(port)}
+    env = {
+        **os.environ,
+        "EMBEDDING_HOST": "127.0.0.1",
+        "EMBEDDING_PORT": str(port),
+        # A harness's own model server on loopback, called by the in-process services it
+        # measures (plaintext, as they are): the development switch, said in its log.
+        "TANDEM_INSECURE_INTERNAL": "true",
+    }
+    env.pop("TANDEM_TLS_DIR", None)
     log = Path(tempfile.gettempdir()) / f"tandem-bench-embedding-{os.getpid()}.log"
     process = launch("services.embedding", env, log)
     embedding = EmbeddingProcess(process, f"127.0.0.1:{port}")
