@@ -56,8 +56,22 @@ def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | No
     return None
 
 
-def _refusing(code: grpc.StatusCode, details: str, trailers: Any) -> Callable[..., Any]:
+# A client-streaming call is refused once the client has stopped writing (at most this
+# many messages read, unparsed): ended earlier, gRPC's client reports "Internal error from
+# Core" instead of the refusal.
+_DRAIN_MESSAGES = 64
+
+
+def _refusing(
+    code: grpc.StatusCode, details: str, trailers: Any, *, client_streaming: bool = False
+) -> Callable[..., Any]:
     async def refuse(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        if client_streaming:
+            read = 0
+            async for _ in request:
+                read += 1
+                if read >= _DRAIN_MESSAGES:
+                    break
         await context.abort(code, details, trailers)
 
     return refuse
@@ -147,6 +161,11 @@ class QuotaGate(grpc.aio.ServerInterceptor):
             if len(self._handlers) >= _MAX_CACHED:
                 self._handlers.clear()
             status = rpc_status.to_status(status_for(quota_exceeded(wait_ms / 1000)))
-            refuse = _refusing(status.code, status.details, status.trailing_metadata)
+            refuse = _refusing(
+                status.code,
+                status.details,
+                status.trailing_metadata,
+                client_streaming=streaming[0],
+            )
             handler = self._handlers[(streaming, wait_ms)] = _handler(streaming, refuse)
         return handler

@@ -34,6 +34,7 @@ from gateway._keys import ApiKeys, Scope
 from gateway._quota import TokenBuckets
 from gateway._relay import relay, reparse, to_internal, unreachable
 from gateway._settings import DEFAULT_PORT, GatewaySettings, key_pepper
+from gateway._upload import drain, drain_budget, internal_message_bytes, read_upload, to_ingest
 from services.common import (
     Database,
     DatabaseSettings,
@@ -84,6 +85,7 @@ RPC_SCOPES: dict[str, Scope] = {
     "ListConversations": Scope.ASK,
     "DeleteConversation": Scope.ASK,
     "IngestDocuments": Scope.INGEST,
+    "UploadDocument": Scope.INGEST,
     "DeleteDocument": Scope.INGEST,
     "SubmitSqlFeedback": Scope.TEACH,
     "TeachSql": Scope.TEACH,
@@ -494,6 +496,27 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         ):  # fmt: skip
             yield event
 
+    async def UploadDocument(
+        self,
+        request_iterator: AsyncIterator[gpb.GatewayServiceUploadDocumentRequest],
+        context: Context,
+    ) -> AsyncIterator[gpb.GatewayServiceUploadDocumentResponse]:
+        limit = self._ready().deps.settings.limits.max_upload_bytes
+        try:
+            backends, tenant = await self._admit(context, RPC_SCOPES["UploadDocument"])
+            header, content = await read_upload(request_iterator, limit)
+        except TandemError:
+            # The refusal reaches the client only once it has stopped writing.
+            await drain(request_iterator, drain_budget(limit))
+            raise
+        internal = to_ingest(header, content, tenant)
+        async for event in self._stream(
+            context, "retrieval", lambda: backends.retrieval.IngestDocuments(internal),
+            gpb.GatewayServiceUploadDocumentResponse,
+            default_s=backends.deps.settings.ingest_deadline_s,
+        ):  # fmt: skip
+            yield event
+
     async def DeleteDocument(
         self, request: gpb.GatewayServiceDeleteDocumentRequest, context: Context
     ) -> gpb.GatewayServiceDeleteDocumentResponse:
@@ -655,7 +678,14 @@ def open_channels(
     return (
         create_channel(settings.router_addr, interceptors=interceptors, trust=trust, peer="router"),
         create_channel(
-            settings.retrieval_addr, interceptors=interceptors, trust=trust, peer="retrieval"
+            settings.retrieval_addr,
+            interceptors=interceptors,
+            trust=trust,
+            peer="retrieval",
+            # an uploaded file travels whole to retrieval (UploadDocument)
+            max_message_bytes=internal_message_bytes(
+                settings.limits.max_upload_bytes, ServerSettings.max_message_bytes
+            ),
         ),
         create_channel(settings.sql_addr, interceptors=interceptors, trust=trust, peer="sql"),
     )

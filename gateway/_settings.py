@@ -38,6 +38,8 @@ class Limits:
     max_filter_ids: int = 1000
     max_filter_values: int = 100
     max_name_chars: int = 256
+    # One uploaded file (UploadDocument): the retrieval service's own file limit.
+    max_upload_bytes: int = 50 * 1024 * 1024
     max_catalog_chars: int = 100_000
     max_tables: int = 200
 
@@ -101,6 +103,9 @@ class GatewaySettings:
                 ),
                 max_batch_documents=env.get_int(
                     "GATEWAY_MAX_BATCH_DOCUMENTS", defaults.max_batch_documents, minimum=1
+                ),
+                max_upload_bytes=env.get_int(
+                    "GATEWAY_MAX_UPLOAD_BYTES", defaults.max_upload_bytes, minimum=1
                 ),
             ),
             conversations=env.get_bool("GATEWAY_CONVERSATIONS", True),

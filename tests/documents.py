@@ -7,6 +7,7 @@ what PDF, Word, PowerPoint and Excel writers really produce, not hand-made fixtu
 from __future__ import annotations
 
 import io
+import os
 import zipfile
 
 import docx
@@ -132,5 +133,20 @@ def image_only_pdf(pages: int) -> bytes:
     for _ in range(pages):
         pdf.drawImage(ImageReader(picture), 72, 500, width=200, height=100)
         pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def padded_pdf(megabytes: int, text: str) -> bytes:
+    """A real PDF past one gRPC message: a page of text and a page holding an image of
+    random pixels (incompressible), as a scanned appendix makes a report big."""
+    side = int((megabytes * MIB / 3) ** 0.5) + 1
+    picture = Image.frombytes("RGB", (side, side), os.urandom(side * side * 3))
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4)
+    pdf.drawString(72, 780, text)
+    pdf.showPage()
+    pdf.drawImage(ImageReader(picture), 72, 300, width=400, height=400)
+    pdf.showPage()
     pdf.save()
     return buffer.getvalue()

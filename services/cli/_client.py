@@ -44,9 +44,12 @@ INGEST_SUFFIXES = {
 }
 # Files sent as they are, for the server to extract (it detects the type by content).
 FILE_SUFFIXES = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".csv", ".tsv", ".html", ".htm"})
-# One file per request at most this big: the gateway's message limit (16 MiB) less room
-# for the request around it. Larger files are reported by name with this limit.
+# Files up to this size go in IngestDocuments batches (the gateway's message limit is
+# 16 MiB); larger ones are uploaded alone in pieces (UploadDocument), up to the upload
+# limit (GATEWAY_MAX_UPLOAD_BYTES' default); past that they are reported by name.
 MAX_FILE_BYTES = 15 * 1024 * 1024
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+UPLOAD_PIECE_BYTES = 4 * 1024 * 1024
 ASK_MODES = {
     "auto": qpb.ASK_MODE_AUTO,
     "retrieve": qpb.ASK_MODE_RETRIEVE,
@@ -662,8 +665,8 @@ def read_file(path: Path) -> tuple[bytes | None, str]:
     sent (unreadable, empty, over the size one request carries)."""
     try:
         size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return None, f"too large: {size:,} bytes; one file may be at most {MAX_FILE_BYTES:,}"
+        if size > MAX_UPLOAD_BYTES:
+            return None, f"too large: {size:,} bytes; one file may be at most {MAX_UPLOAD_BYTES:,}"
         raw = path.read_bytes()
     except OSError as exc:
         return None, f"cannot read ({exc.strerror or type(exc).__name__})"
@@ -749,6 +752,22 @@ def file_document(path: Path, document_id: str, category: str, content: bytes) -
         content=content,
         file_name=path.name,
     )
+
+
+def upload_messages(
+    doc: rpb.DocumentInput, dry_run: bool
+) -> Iterator[gpb.GatewayServiceUploadDocumentRequest]:
+    """A big file as UploadDocument sends it: the header, then its bytes in pieces."""
+    described = rpb.DocumentInput()
+    described.CopyFrom(doc)
+    described.ClearField("content")
+    yield gpb.GatewayServiceUploadDocumentRequest(
+        header=gpb.GatewayServiceUploadHeader(document=described, dry_run=dry_run)
+    )
+    for start in range(0, len(doc.content), UPLOAD_PIECE_BYTES):
+        yield gpb.GatewayServiceUploadDocumentRequest(
+            chunk=doc.content[start : start + UPLOAD_PIECE_BYTES]
+        )
 
 
 def batches(docs: Sequence[rpb.DocumentInput], size: int) -> Iterator[list[rpb.DocumentInput]]:
@@ -841,13 +860,24 @@ def _ingest(args: argparse.Namespace) -> int:
     done = 0
     bar.update(0)
     channel, stub = _stub(args)
-    with channel:
-        for batch in batches(docs, args.batch):
+    small = [d for d in docs if d.ByteSize() <= MAX_FILE_BYTES]
+    big = [d for d in docs if d.ByteSize() > MAX_FILE_BYTES]
+
+    def sends() -> Iterator[tuple[int, Any]]:
+        """Each call and how many documents it carries: batches, then each big file."""
+        for batch in batches(small, args.batch):
             request = gpb.GatewayServiceIngestDocumentsRequest(
                 documents=batch, dry_run=args.dry_run
             )
+            yield len(batch), stub.IngestDocuments(request, metadata=metadata, timeout=args.timeout)
+        for doc in big:
+            messages = upload_messages(doc, args.dry_run)
+            yield 1, stub.UploadDocument(messages, metadata=metadata, timeout=args.timeout)
+
+    with channel:
+        for count, events in sends():
             base = done
-            for event in stub.IngestDocuments(request, metadata=metadata, timeout=args.timeout):
+            for event in events:
                 kind = event.WhichOneof("event")
                 if kind == "progress":
                     bar.update(base + event.progress.documents_done)
@@ -867,7 +897,7 @@ def _ingest(args: argparse.Namespace) -> int:
                         for d in summary.documents
                         if d.HasField("error")
                     ]
-            done = base + len(batch)
+            done = base + count
             bar.update(done)
     bar.close()
     if args.json:

@@ -64,7 +64,9 @@ async def _extract(
     prefix = f"documents[{index}]"
     if doc.text:
         return _error(_INVALID, "INVALID_ARGUMENT", prefix, "set one of text and content, not both")
-    limits = ExtractLimits(max_chars=settings.max_document_chars)
+    limits = ExtractLimits(
+        max_input_bytes=settings.max_file_bytes, max_chars=settings.max_document_chars
+    )
     try:
         async with asyncio.timeout(settings.extract_timeout_s):
             # The thread is not interruptible: past the deadline the document fails and

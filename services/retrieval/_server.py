@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -411,6 +411,12 @@ async def open_database(
     return database
 
 
+def server_settings_for(server: ServerSettings, settings: RetrievalSettings) -> ServerSettings:
+    """A message limit that carries the largest file ingest accepts as bytes."""
+    needed = settings.max_file_bytes + 1024 * 1024
+    return replace(server, max_message_bytes=max(server.max_message_bytes, needed))
+
+
 async def create_server(
     settings: ServerSettings,
     telemetry: Telemetry,
@@ -419,7 +425,7 @@ async def create_server(
     trust: Trust | None = None,
 ) -> tuple[GrpcServer, RetrievalServicer]:
     """Build and start the server NOT_SERVING; ``ready`` flips it to SERVING."""
-    server = GrpcServer(settings, telemetry, trust=trust)
+    server = GrpcServer(server_settings_for(settings, deps.settings), telemetry, trust=trust)
     servicer = build_servicer(deps, telemetry)
     server.add_service(SERVICE_NAME, pb_grpc.add_RetrievalServiceServicer_to_server, servicer)
     await server.start()
@@ -471,7 +477,7 @@ async def run_until_signalled() -> None:
     )
     reranker = await asyncio.to_thread(load_reranker, settings)
     deps = RetrievalDeps(settings, database, channel, reranker)
-    server = GrpcServer(server_settings, telemetry, trust=trust)
+    server = GrpcServer(server_settings_for(server_settings, settings), telemetry, trust=trust)
     server.add_service(
         SERVICE_NAME,
         pb_grpc.add_RetrievalServiceServicer_to_server,

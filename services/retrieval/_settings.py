@@ -69,6 +69,9 @@ class RetrievalSettings:
     max_document_chars: int = 1_000_000
     # A file sent as bytes is extracted in a worker thread; past this it fails.
     extract_timeout_s: float = 60.0
+    # The largest file accepted as bytes; the server's message limit is raised to carry
+    # one (its callers are the gateway and the router, over mutual TLS).
+    max_file_bytes: int = 50 * 1024 * 1024
     chunk_chars: int = 1000
     chunk_overlap_chars: int = 150
     embed_batch_size: int = 64
@@ -113,6 +116,7 @@ class RetrievalSettings:
             max_batch_documents=env.get_int("RETRIEVAL_MAX_BATCH_DOCUMENTS", 256, minimum=1),
             max_document_chars=env.get_int("RETRIEVAL_MAX_DOCUMENT_CHARS", 1_000_000, minimum=1),
             extract_timeout_s=_finite(env, "RETRIEVAL_EXTRACT_TIMEOUT_S", 60.0, 0.1),
+            max_file_bytes=env.get_int("RETRIEVAL_MAX_FILE_BYTES", 50 * 1024 * 1024, minimum=1),
             chunk_chars=_bounded(env, "RETRIEVAL_CHUNK_CHARS", 1000, 200, 8000),
             chunk_overlap_chars=env.get_int("RETRIEVAL_CHUNK_OVERLAP_CHARS", 150, minimum=0),
             embed_batch_size=_bounded(env, "RETRIEVAL_EMBED_BATCH_SIZE", 64, 1, 1024),

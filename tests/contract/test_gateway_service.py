@@ -24,6 +24,7 @@ from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
 from tandem.v1 import sql_service_pb2 as spb
+from tests.documents import padded_pdf
 from tests.integration.gateway.stack import (
     Gateway,
     Router,
@@ -47,6 +48,7 @@ DELETE = "tandem.v1.GatewayService/DeleteDocument"
 DESCRIBE = "tandem.v1.GatewayService/DescribeSchema"
 LIST_CONVERSATIONS = "tandem.v1.GatewayService/ListConversations"
 DELETE_CONVERSATION = "tandem.v1.GatewayService/DeleteConversation"
+UPLOAD = "tandem.v1.GatewayService/UploadDocument"
 
 pytestmark = pytest.mark.integration
 
@@ -131,7 +133,18 @@ async def _drain(call: Any) -> list[Any]:
 def _invoke(stub: Any, method: str, request: Any, **kw: Any) -> tuple[Any, Any]:
     """Start the call; return it and what to await for its outcome (streams drain)."""
     call = getattr(stub, method)(request, **kw)
-    return call, (_drain(call) if method in ("StreamAsk", "IngestDocuments") else call)
+    streams = ("StreamAsk", "IngestDocuments", "UploadDocument")
+    return call, (_drain(call) if method in streams else call)
+
+
+def _header(**document: Any) -> gpb.GatewayServiceUploadDocumentRequest:
+    return gpb.GatewayServiceUploadDocumentRequest(
+        header=gpb.GatewayServiceUploadHeader(document=rpb.DocumentInput(**document))
+    )
+
+
+def _chunk(data: bytes) -> gpb.GatewayServiceUploadDocumentRequest:
+    return gpb.GatewayServiceUploadDocumentRequest(chunk=data)
 
 
 # One valid request per RPC, and one invalid request with the field it must name.
@@ -152,6 +165,11 @@ VALID: dict[str, tuple[str, Any]] = {
     LIST_CONVERSATIONS: ("ListConversations", gpb.GatewayServiceListConversationsRequest()),
     DELETE_CONVERSATION: ("DeleteConversation", gpb.GatewayServiceDeleteConversationRequest(
         conversation_id="00000000-0000-4000-8000-000000000000", allow_missing=True)),
+    UPLOAD: ("UploadDocument", [
+        gpb.GatewayServiceUploadDocumentRequest(header=gpb.GatewayServiceUploadHeader(
+            document=rpb.DocumentInput(document_id="u", file_name="refunds.txt"),
+            dry_run=True)),
+        gpb.GatewayServiceUploadDocumentRequest(chunk=b"Refunds within 30 days.")]),
 }  # fmt: skip
 
 INVALID: dict[str, tuple[Any, str]] = {
@@ -169,11 +187,12 @@ INVALID: dict[str, tuple[Any, str]] = {
     LIST_CONVERSATIONS: (gpb.GatewayServiceListConversationsRequest(page_size=1001), "page_size"),
     DELETE_CONVERSATION: (gpb.GatewayServiceDeleteConversationRequest(
         conversation_id="not-a-uuid"), "conversation_id"),
+    UPLOAD: ([gpb.GatewayServiceUploadDocumentRequest(chunk=b"no header first")], "header"),
 }  # fmt: skip
 
 ALL = [
     ASK, STREAM_ASK, SEARCH, ASK_SQL, RUN_INTENT, VALIDATE, INGEST, DELETE, DESCRIBE,
-    LIST_CONVERSATIONS, DELETE_CONVERSATION,
+    LIST_CONVERSATIONS, DELETE_CONVERSATION, UPLOAD,
 ]  # fmt: skip
 
 
@@ -698,3 +717,61 @@ async def test_with_conversations_off_ask_is_standalone_and_the_rpcs_fail_precon
         assert found["reason"] == "CONVERSATIONS_DISABLED"
     finally:
         await gateway.close()
+
+
+# -- UploadDocument ---------------------------------------------------------------------
+
+
+def _pieces(header: Any, data: bytes, size: int = 4 * 1024 * 1024) -> list[Any]:
+    return [header, *(_chunk(data[i : i + size]) for i in range(0, len(data), size))]
+
+
+@pytest.mark.rpc(UPLOAD)
+async def test_a_file_past_one_message_is_uploaded_in_pieces_and_searchable(stack):
+    key = await stack.key()
+    data = padded_pdf(18, "Appendix: warranty claims need the original receipt.")
+    assert len(data) > 16 * 1024 * 1024  # past the default message limit
+    header = _header(document_id="annual-report.pdf", file_name="annual-report.pdf")
+    events = await _drain(stack.stub.UploadDocument(_pieces(header, data), metadata=bearer(key)))
+    summary = events[-1].summary
+    (result,) = summary.documents
+    assert result.outcome == rpb.DOCUMENT_OUTCOME_INCLUDED and result.detected_type == "PDF"
+    assert any("page 2" in note for note in result.extraction_notes)  # the image page
+    found = await stack.stub.Search(
+        gpb.GatewayServiceSearchRequest(query="warranty claims original receipt"),
+        metadata=bearer(key),
+    )
+    assert (found.hits[0].document_id, found.hits[0].section) == ("annual-report.pdf", "page 1")
+
+
+@pytest.mark.rpc(UPLOAD)
+async def test_an_upload_past_the_limit_is_refused_naming_it(make_gateway, pg_url):
+    gateway = await make_gateway(limits=Limits(max_upload_bytes=1024 * 1024))
+    key = await gateway.key(new_tenant(pg_url))
+    pieces = _pieces(_header(document_id="big", file_name="big.txt"), b"x" * (1024 * 1024 + 1))
+    call = gateway.stub.UploadDocument(pieces, metadata=bearer(key))
+    code, found = await _error(call, _drain(call))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and found["fields"] == ["chunk"]
+    assert found["reason"] == "UPLOAD_TOO_LARGE"
+    assert found["metadata"] == {"limit": str(1024 * 1024)}
+
+
+@pytest.mark.rpc(UPLOAD)
+@pytest.mark.parametrize(
+    ("messages", "field"),
+    [
+        ([_header(document_id="a"), _header(document_id="b")], "header"),
+        ([_header(document_id="a", text="inline")], "header.document.text"),
+        ([_header(document_id="a", content=b"inline")], "header.document.content"),
+        ([_header(document_id="a"), _chunk(b"x" * (4 * 1024 * 1024 + 1))], "chunk"),
+        ([_header(document_id="a")], "chunk"),
+        ([], "header"),
+    ],
+    ids=["two-headers", "text", "content", "piece-too-big", "no-bytes", "nothing"],
+)
+async def test_a_malformed_upload_names_what_is_wrong(stack, messages, field):
+    key = await stack.key()
+    call = stack.stub.UploadDocument(messages, metadata=bearer(key))
+    code, found = await _error(call, _drain(call))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and found["fields"] == [field]
+    assert found["reason"] == "UPLOAD_MALFORMED"

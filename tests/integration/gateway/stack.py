@@ -16,7 +16,15 @@ import grpc
 from gateway import ALL_SCOPES, ApiKeys, GatewaySettings, Scope, TokenBuckets
 from gateway._conversations import ConversationStore, app_conninfo
 from gateway._server import GatewayDeps, create_server, migrations, ready
-from services.common import Database, GrpcServer, RuntimeInterceptor, Telemetry, create_channel
+from gateway._upload import internal_message_bytes
+from services.common import (
+    Database,
+    GrpcServer,
+    RuntimeInterceptor,
+    ServerSettings,
+    Telemetry,
+    create_channel,
+)
 from services.retrieval import RetrievalSettings
 from services.retrieval._server import RetrievalDeps, build_servicer, open_database
 from services.sql import SqlSettings, TargetConfig, ensure_warehouse
@@ -91,7 +99,15 @@ async def start_gateway(
             retention_days=settings.conversation_retention_days,
         )
         await store.open()
-    channels = [create_channel(a) for a in (router_addr, retrieval_addr, sql_addr)]
+    # As open_channels does: the retrieval channel carries an uploaded file whole.
+    upload = internal_message_bytes(
+        settings.limits.max_upload_bytes, ServerSettings.max_message_bytes
+    )
+    channels = [
+        create_channel(router_addr),
+        create_channel(retrieval_addr, max_message_bytes=upload),
+        create_channel(sql_addr),
+    ]
     deps = GatewayDeps(
         settings=settings,
         keys=keys,

@@ -13,7 +13,7 @@ import pytest
 
 from services.cli import _client
 from services.cli._main import Commands
-from tests.documents import pdf_pages, workbook_bytes
+from tests.documents import padded_pdf, pdf_pages, workbook_bytes
 from tests.integration.gateway.stack import PEPPER
 from tests.integration.retrieval.stack import new_tenant
 
@@ -307,3 +307,13 @@ async def test_what_the_server_left_out_of_a_file_is_printed(cli_env, pg_url, ca
     assert await tandem("ingest", str(tmp_path), "--api-key", key) == 0
     err = capsys.readouterr().err
     assert "orders.xlsx (read as XLSX): " in err and "2000" in err and "Orders" in err
+
+
+async def test_a_file_past_one_message_is_uploaded_in_pieces(cli_env, pg_url, capsys, tmp_path):
+    key = await _new_key(capsys, new_tenant(pg_url, "cli"), "ask,ingest")
+    (tmp_path / "annual.pdf").write_bytes(padded_pdf(17, "Warranty claims need the receipt."))
+    (tmp_path / "small.md").write_text("# Small\n\nReturns take thirty days.\n")
+    assert await tandem("ingest", str(tmp_path), "--api-key", key) == 0
+    assert "2 documents: 2 included" in capsys.readouterr().out
+    assert await tandem("search", "warranty claims receipt", "--api-key", key) == 0
+    assert "annual / page 1  [annual.pdf]" in capsys.readouterr().out

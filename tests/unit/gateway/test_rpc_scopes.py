@@ -26,6 +26,7 @@ def test_what_changes_other_users_answers_needs_teach() -> None:
     }
     assert {m for m, s in RPC_SCOPES.items() if s is Scope.INGEST} == {
         "IngestDocuments",
+        "UploadDocument",
         "DeleteDocument",
     }
 
