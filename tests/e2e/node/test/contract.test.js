@@ -18,6 +18,7 @@ const RPCS = [
   'RunSqlIntent',
   'ValidateSql',
   'IngestDocuments',
+  'UploadDocument',
   'DeleteDocument',
   'DescribeSchema',
   'SubmitSqlFeedback',
@@ -37,6 +38,8 @@ test('the protos load and GatewayService has every RPC with its shape', () => {
   }
   assert.equal(service.StreamAsk.responseStream, true);
   assert.equal(service.IngestDocuments.responseStream, true);
+  assert.equal(service.UploadDocument.requestStream, true);
+  assert.equal(service.UploadDocument.responseStream, true);
   assert.equal(service.Ask.responseStream, false);
   assert.equal(service.Search.requestStream, false);
 
