@@ -354,6 +354,24 @@ def word_swaps(stored: Reading, asked: Reading) -> list[tuple[str, str]]:
     return swaps
 
 
+def exchanges(stored: Reading, asked: Reading) -> list[tuple[str, str]]:
+    """Words that traded places between two templates of one length ("from JFK to ORD" /
+    "from ORD to JFK", "from X to Y" / "to X from Y"): every position that differs pairs
+    with another holding the two words the other way round. A sequence diff reads such a
+    trade as a deletion and an insertion, and the values' roles would be lost."""
+    if len(stored.tokens) != len(asked.tokens):
+        return []
+    differing = [
+        (old, new)
+        for old, new in zip(stored.tokens, asked.tokens, strict=True)
+        if stem(old) != stem(new)
+    ]
+    pairs = set(differing)
+    if not differing or any((new, old) not in pairs for old, new in differing):
+        return []
+    return differing
+
+
 def _differs_beyond(stored: Reading, asked: Reading, explained: set[tuple[str, str]]) -> bool:
     """Whether the templates differ in content words once the explained value swaps are
     undone: a value the statement compares is not a difference in meaning."""
@@ -372,7 +390,8 @@ def adapt(stored_sql: str, stored: Reading, asked: Reading) -> Adapted:
     """
     if [lit.kind for lit in stored.literals] != [lit.kind for lit in asked.literals]:
         raise NotAdaptable("literal_shape")
-    swaps = word_swaps(stored, asked)
+    traded = exchanges(stored, asked)
+    swaps = list(dict.fromkeys([*word_swaps(stored, asked), *traded]))
     if not swaps and all(
         o.value == n.value for o, n in zip(stored.literals, asked.literals, strict=True)
     ):
@@ -398,6 +417,10 @@ def adapt(stored_sql: str, stored: Reading, asked: Reading) -> Adapted:
         if _replace(tree, Literal("text", old_word), Literal("text", new_word), plan):
             substitutions += 1
             explained.add((old_word, new_word))
+    if any(pair not in explained for pair in traded):
+        # Words traded places that the statement does not hold as values: the roles of
+        # the values changed ("to X from Y"), which reusing the statement would ignore.
+        raise NotAdaptable("reordered")
     other = _differs_beyond(stored, asked, explained)
     if not plan:
         return Adapted(stored_sql, 0, paraphrase=other)

@@ -429,3 +429,35 @@ async def test_a_reworded_candidate_failing_the_gate_is_gated_but_never_run(cata
         "acme", TARGET, catalog, "How many widgets are located in France?", LIMITS
     )
     assert result is None and runner.ran == []
+
+
+def test_values_that_trade_places_are_both_substituted():
+    """Codes are not read as names; a sequence diff saw "from JFK to ORD" / "from ORD to
+    JFK" as a deletion and an insertion and reused the taught answer unchanged."""
+    sql = "SELECT count(*) FROM flights WHERE sourceairport = 'JFK' AND destairport = 'ORD'"
+    adapted = adapt(
+        sql,
+        read("How many flights go from JFK to ORD?"),
+        read("How many flights go from ORD to JFK?"),
+    )
+    assert adapted.substitutions == 2 and not adapted.paraphrase
+    assert "sourceairport = 'ORD' AND destairport = 'JFK'" in adapted.sql
+
+
+def test_roles_reversed_by_the_words_around_the_values_are_refused():
+    sql = "SELECT count(*) FROM flights WHERE src = 'Aberdeen' AND dst = 'Ashley'"
+    with pytest.raises(NotAdaptable) as refused:
+        adapt(sql, read("How many flights from Aberdeen to Ashley?"),
+              read("How many flights to Aberdeen from Ashley?"))  # fmt: skip
+    assert refused.value.why == "reordered"
+
+
+def test_a_reworded_question_is_not_read_as_an_exchange():
+    """Words moved in a cycle (not traded pairwise) are a paraphrase, left to agreement."""
+    sql = "SELECT count(*) FROM patients WHERE sex = 'female'"
+    adapted = adapt(
+        sql,
+        read("How many female patients are there?"),
+        read("How many patients are female there?"),
+    )
+    assert adapted.sql == sql and adapted.substitutions == 0
