@@ -30,6 +30,7 @@ from grpc_status import rpc_status
 from opentelemetry import metrics
 
 from gateway._quota import TokenBuckets, quota_exceeded
+from gateway._upload import drain
 from services.common import status_for
 
 _log = logging.getLogger("tandem.gateway")
@@ -57,8 +58,7 @@ def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | No
 
 
 # A client-streaming call is refused once the client has stopped writing (at most this
-# many messages read, unparsed): ended earlier, gRPC's client reports "Internal error from
-# Core" instead of the refusal.
+# many messages read, unparsed; see ``gateway._upload.drain``).
 _DRAIN_MESSAGES = 64
 
 
@@ -67,11 +67,7 @@ def _refusing(
 ) -> Callable[..., Any]:
     async def refuse(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         if client_streaming:
-            read = 0
-            async for _ in request:
-                read += 1
-                if read >= _DRAIN_MESSAGES:
-                    break
+            await drain(request, _DRAIN_MESSAGES)
         await context.abort(code, details, trailers)
 
     return refuse

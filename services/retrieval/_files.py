@@ -53,8 +53,10 @@ async def extract_content(
         result = await _extract(index, doc, settings)
         if isinstance(result, DocumentError):
             span.set_attribute("tandem.extract.refused", result.reason)
-        else:
-            span.set_attribute(CHARS, len(result.text))
+        elif result.extraction is not None:
+            span.set_attributes(
+                {CHARS: len(result.text), "tandem.file.kind": result.extraction.detected_type}
+            )
         return result
 
 
@@ -83,9 +85,6 @@ async def _extract(
             f"{prefix}.content",
             f"extracting the text took longer than {settings.extract_timeout_s:g} s",
         )
-    trace.get_current_span().set_attributes(
-        {"tandem.file.kind": extracted.kind.value, "tandem.sections": len(extracted.sections)}
-    )
     content_type = ContentType.PLAIN_TEXT if extracted.kind is Kind.TEXT else ContentType.MARKDOWN
     return dataclasses.replace(
         doc,
