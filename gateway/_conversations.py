@@ -28,6 +28,8 @@ APP_ROLE = "tandem_conversation_app"
 NOT_FOUND_REASON = "CONVERSATION_NOT_FOUND"
 TITLE_CHARS = 120
 MAX_MEMBERS = 50
+# The SQL service's cap on an earlier statement a follow-up builds on.
+MAX_SQL_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class Turn:
     cited_chunk_ids: tuple[str, ...] = ()
     row_count: int = 0
     create_time: datetime | None = None
+    sql: str = ""
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ class ConversationStore:
                 raise not_found(conversation_id)
             cur = await conn.execute(
                 "SELECT question, resolved_question, route, follow_up_kind, members, "
-                "sql_fingerprints, cited_chunk_ids, row_count, create_time "
+                "sql_fingerprints, cited_chunk_ids, row_count, create_time, sql "
                 "FROM gateway_conversation_turns WHERE tenant_id = %s AND conversation_id = %s "
                 "ORDER BY turn_index DESC LIMIT %s",
                 (tenant_id, conversation_id, max(limits.turns, 0)),
@@ -180,7 +183,7 @@ class ConversationStore:
             Turn(
                 question=r[0], resolved_question=r[1], route=r[2], follow_up_kind=r[3],
                 members=tuple(r[4]), sql_fingerprints=tuple(r[5]),
-                cited_chunk_ids=tuple(r[6]), row_count=r[7], create_time=r[8],
+                cited_chunk_ids=tuple(r[6]), row_count=r[7], create_time=r[8], sql=r[9],
             )
             for r in reversed(rows)
         ]  # fmt: skip
@@ -219,11 +222,12 @@ class ConversationStore:
             await conn.execute(
                 "INSERT INTO gateway_conversation_turns (tenant_id, conversation_id, "
                 "turn_index, question, resolved_question, route, follow_up_kind, members, "
-                "sql_fingerprints, cited_chunk_ids, row_count) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                "sql_fingerprints, cited_chunk_ids, row_count, sql) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (tenant_id, conversation_id, index, turn.question, turn.resolved_question,
                  turn.route, turn.follow_up_kind, list(turn.members[:MAX_MEMBERS]),
-                 list(turn.sql_fingerprints), list(turn.cited_chunk_ids), turn.row_count),
+                 list(turn.sql_fingerprints), list(turn.cited_chunk_ids), turn.row_count,
+                 turn.sql[:MAX_SQL_CHARS]),
             )  # fmt: skip
         return index
 

@@ -195,6 +195,7 @@ def turn_pb(turn: Turn) -> qpb.ConversationTurn:
         sql_fingerprints=turn.sql_fingerprints,
         cited_chunk_ids=turn.cited_chunk_ids,
         row_count=turn.row_count,
+        sql=turn.sql,
     )
     if turn.create_time is not None:
         out.create_time.FromDatetime(turn.create_time)
@@ -214,6 +215,7 @@ def turn_from(question: str, answer: qpb.Answer) -> Turn:
         sql_fingerprints=tuple(described.sql_fingerprints),
         cited_chunk_ids=tuple(described.cited_chunk_ids),
         row_count=described.row_count,
+        sql=described.sql,
     )
 
 

@@ -45,6 +45,7 @@ from services.router._server import ready as router_ready
 from services.router._settings import RouterSettings
 from services.router.offline import DeterministicProvider
 from services.sql import demo_glossary
+from services.sql._memory import GrpcQuestionEmbedder
 from services.sql._server import build_deps as build_sql_deps
 from services.sql._server import create_server as create_sql_server
 from services.sql._server import ready as sql_ready
@@ -72,11 +73,14 @@ async def eval_stack(
     *,
     query_cache: bool = True,
     tenant_database: bool = True,
+    databases: Sequence[TargetConfig] = (),
 ) -> AsyncIterator[EvalStack]:
     """Start everything, ingest ``documents`` for ``tenant``, and tear it all down after.
     ``query_cache=False`` makes every request embed its question (latency benchmarks);
     ``tenant_database=False`` keeps the warehouse closed to the tenant, as it is to every
-    tenant a user adds (documents-only evals)."""
+    tenant a user adds (documents-only evals). ``databases`` are further SQL targets (a
+    dev set's databases); with them the SQL service reads words by meaning through the
+    embedding service, as deployed."""
     telemetry = Telemetry(TelemetrySettings("eval"))
     model = await asyncio.to_thread(Embedder.from_settings, EmbeddingSettings.from_env())
     server_url = await asyncio.to_thread(resolve_url, DatabaseSettings.from_env())
@@ -113,13 +117,16 @@ async def eval_stack(
         sql_deps = await build_sql_deps(
             SqlSettings.from_env(),
             telemetry,
+            # channels[0] reaches the embedding service
+            phrase_embedder=GrpcQuestionEmbedder(channels[0]) if databases else None,
             configs=[
+                *databases,
                 TargetConfig(
                     "warehouse",
                     warehouse.reader_url,
                     tenants=frozenset({tenant}) if tenant_database else frozenset(),
                     glossary=demo_glossary(),
-                )
+                ),
             ],
         )
         closers.append(sql_deps.close)

@@ -23,7 +23,20 @@ def register(commands: Commands) -> None:
         help="scripted conversations: follow-ups answered correctly, per follow-up kind",
     )
     chat.add_argument("--only", default="", help="only conversations whose name contains this")
-    chat.add_argument("--out", type=Path, default=Path("bench-results/eval-chat.json"))
+    chat.add_argument(
+        "--dataset",
+        type=Path,
+        default=None,
+        help="a dev set (../shared/datasets/sql or sql-spider): its databases and the "
+        "conversations scripted for them, each follow-up also asked spelled out alone",
+    )
+    chat.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON report (default bench-results/eval-chat.json, or "
+        "eval-conversations-<set>.json with --dataset)",
+    )
     chat.set_defaults(handler=_eval_chat)
 
 
@@ -35,8 +48,13 @@ def _bench_router(args: argparse.Namespace) -> int:
 
 
 def _eval_chat(args: argparse.Namespace) -> int:
+    if args.dataset is not None:
+        from services.bench import sql_conversations  # noqa: PLC0415
+
+        report = sql_conversations.main(args.dataset, args.out)
+        return 0 if sql_conversations.meets_targets(report) else 1
     from services.bench.eval_chat import main as eval_chat  # noqa: PLC0415
 
-    results = eval_chat(args.out, only=args.only)
+    results = eval_chat(args.out or Path("bench-results/eval-chat.json"), only=args.only)
     follow = results["follow_up"]
     return 0 if follow["accuracy"] >= follow["target"] else 1

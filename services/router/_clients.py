@@ -15,6 +15,7 @@ from google.protobuf import json_format, struct_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 from services.router._types import Cell, Hit, SearchOutcome, SqlOutcome
+from services.router.offline import BuildsOn, Relation
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
@@ -52,7 +53,13 @@ class SqlTool(Protocol):
     """Text-to-SQL on a target database: the SQL service links and answers questions."""
 
     async def ask(
-        self, tenant_id: str, database: str, question: str, *, max_rows: int
+        self,
+        tenant_id: str,
+        database: str,
+        question: str,
+        *,
+        max_rows: int,
+        prior: BuildsOn | None = None,
     ) -> SqlOutcome: ...
 
     async def check_database(self, tenant_id: str, database: str) -> None: ...
@@ -164,6 +171,14 @@ def sql_outcome(
     )
 
 
+_RELATIONS = {
+    Relation.RESULT_SET: spb.PRIOR_RELATION_RESULT_SET,
+    Relation.ROW_LIMIT: spb.PRIOR_RELATION_ROW_LIMIT,
+    Relation.REGROUP: spb.PRIOR_RELATION_REGROUP,
+    Relation.VALUE_SWAP: spb.PRIOR_RELATION_VALUE_SWAP,
+}
+
+
 class GrpcSqlTool:
     """SqlTool over SqlService.AskQuestion / ValidateSql."""
 
@@ -171,11 +186,28 @@ class GrpcSqlTool:
         self._stub = spb_grpc.SqlServiceStub(channel)
 
     async def ask(
-        self, tenant_id: str, database: str, question: str, *, max_rows: int
+        self,
+        tenant_id: str,
+        database: str,
+        question: str,
+        *,
+        max_rows: int,
+        prior: BuildsOn | None = None,
     ) -> SqlOutcome:
         request = spb.AskQuestionRequest(
             tenant_id=tenant_id, database=database, question=question[:2000], max_rows=max_rows
         )
+        if prior is not None and prior.relation:
+            request.prior.CopyFrom(
+                spb.PriorStatement(
+                    sql=prior.sql,
+                    relation=_RELATIONS[prior.relation],
+                    limit=prior.limit,
+                    ascending=prior.ascending,
+                    dimension=prior.dimension[:200],
+                    value=prior.value[:200],
+                )
+            )
         response = await _call(lambda: self._stub.AskQuestion(request), "sql")
         if response.outcome != spb.SQL_ASK_OUTCOME_ANSWERED:
             reason = spb.SqlAskOutcome.Name(response.outcome).removeprefix("SQL_ASK_OUTCOME_")

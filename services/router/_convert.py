@@ -42,6 +42,8 @@ _TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 MAX_CONVERSATION_ID_CHARS = 256
 # Members kept per turn: what "the second one" or "their call notes" may point at.
 MAX_MEMBERS = 50
+# The SQL service's own cap on a follow-up's earlier statement.
+MAX_TURN_SQL_CHARS = 20_000
 FOLLOW_UP_KINDS = {
     FollowUpKind.STANDALONE: pb.FOLLOW_UP_KIND_STANDALONE,
     FollowUpKind.TIME_SHIFT: pb.FOLLOW_UP_KIND_TIME_SHIFT,
@@ -51,6 +53,7 @@ FOLLOW_UP_KINDS = {
     FollowUpKind.RESULT_REFERENCE: pb.FOLLOW_UP_KIND_RESULT_REFERENCE,
     FollowUpKind.ORDINAL: pb.FOLLOW_UP_KIND_ORDINAL,
     FollowUpKind.UNRESOLVED: pb.FOLLOW_UP_KIND_UNRESOLVED,
+    FollowUpKind.LIMIT: pb.FOLLOW_UP_KIND_LIMIT,
 }
 
 _MODES = {
@@ -196,6 +199,7 @@ def prior_turns(
                 members=members,
                 row_count=turn.row_count,
                 unresolved=turn.follow_up_kind == pb.FOLLOW_UP_KIND_UNRESOLVED,
+                sql=turn.sql[:MAX_TURN_SQL_CHARS],
             )
         )
     kept.reverse()
@@ -238,6 +242,7 @@ def conversation_turn(
         sql_fingerprints=[s.result.fingerprint for s in answer_pb.sql_results],
         cited_chunk_ids=list(dict.fromkeys(c.chunk_id for c in answer_pb.citations if c.chunk_id)),
         row_count=first.row_count if first is not None else 0,
+        sql=first.sql if first is not None and len(first.sql) <= MAX_TURN_SQL_CHARS else "",
     )
 
 

@@ -312,7 +312,9 @@ class _Run:
     async def execute(self) -> RouterAnswer:
         mode = self.request.mode
         question = self.request.question
-        if mode is Mode.SQL:
+        if mode is Mode.SQL or (mode is Mode.AUTO and self.request.builds_on is not None):
+            # A follow-up to a SQL answer stays on the SQL route (resolution already let
+            # one that names document content go).
             route = Route.SQL
             steps: Sequence[PlanStep] = (PlanStep("s1", ToolName.SQL_QUESTION, question),)
         elif mode in (Mode.RETRIEVE, Mode.AGENTIC):
@@ -647,8 +649,17 @@ class _Run:
         self.take_tool_call()
         run.attempts += 1
         # Every SQL step is a question: the SQL service links it to the schema.
+        # The follow-up's earlier statement belongs to the step that asks the question
+        # itself (not to a replanned or decomposed step).
+        follow = self.request.builds_on
+        own = follow is not None and follow.relation and step.query == self.request.question
+        prior = follow if own else None
         outcome = await self.router.sql.ask(
-            tenant, options.database, step.query, max_rows=options.max_rows
+            tenant,
+            options.database,
+            (prior.question or step.query) if prior is not None else step.query,
+            max_rows=options.max_rows,
+            prior=prior,
         )
         run.repairs = outcome.repairs
         if not outcome.answered:

@@ -72,7 +72,9 @@ def enforce(proposed: FollowUpRewrite, asked: str, rules: Resolution) -> tuple[R
     """The model proposes, code enforces: a reference the rules proved points at nothing
     (an ordinal past the list's end, no list at all) stays unresolved whatever the model
     wrote; a standalone question is answered exactly as asked; an unknown kind or an empty
-    rewrite falls back to the rules."""
+    rewrite falls back to the rules; a follow-up keeps the earlier SQL statement the rules
+    found it builds on (the model's wording is the question the SQL service falls back
+    to reading)."""
     if rules.kind is FollowUpKind.UNRESOLVED:
         return rules, "rules"
     try:
@@ -87,4 +89,9 @@ def enforce(proposed: FollowUpRewrite, asked: str, rules: Resolution) -> tuple[R
     question = " ".join(proposed.question.split())
     if not question:
         return rules, "rules"
-    return Resolution(kind, question), "model"
+    built = rules.builds_on
+    if built is not None and built.relation and kind is not rules.kind:
+        # The rules read a structural edit of the earlier statement (another row count,
+        # grouping or value, or its rows): a rewrite of another kind does not undo it.
+        return rules, "rules"
+    return Resolution(kind, question, builds_on=built), "model"

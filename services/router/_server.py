@@ -93,9 +93,8 @@ class RouterServicer(pb_grpc.RouterServiceServicer):
         if not resolution.resolved:
             answer = convert.unresolved_answer(ask, request_id, resolution)
         else:
-            result = await router.ask(
-                replace(ask, question=resolution.question), request_id=request_id, checked=True
-            )
+            standalone = replace(ask, question=resolution.question, builds_on=resolution.builds_on)
+            result = await router.ask(standalone, request_id=request_id, checked=True)
             answer = convert.answer(result, ask.options.include_trajectory)
         return pb.AskResponse(
             answer=convert.with_conversation(answer, ask, resolution, took, usage)
@@ -136,7 +135,7 @@ class RouterServicer(pb_grpc.RouterServiceServicer):
                 elapsed=convert.elapsed(time.monotonic() - started),
             )
             return
-        standalone = replace(ask, question=resolution.question)
+        standalone = replace(ask, question=resolution.question, builds_on=resolution.builds_on)
         task = asyncio.create_task(
             router.ask(standalone, request_id=request_id, emit=emit, checked=True)
         )

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from services.common.llm import PlanStep, PriorTurn, ToolName
+from services.router.offline import BuildsOn
 
 Cell = str | int | float | bool | None
 
@@ -91,6 +92,9 @@ class AskInput:
     # conversation's last turns, oldest first, already capped.
     conversation_id: str = ""
     history: tuple[PriorTurn, ...] = ()
+    # A follow-up to a SQL answer: it stays on the SQL route, and the SQL service builds
+    # on the earlier statement when the relation says how (set after resolution).
+    builds_on: BuildsOn | None = None
 
 
 @dataclass(frozen=True)

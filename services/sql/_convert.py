@@ -10,9 +10,11 @@ from typing import TypeVar
 
 from google.protobuf import duration_pb2, json_format, timestamp_pb2
 
+from services.common import InvalidArgument
 from services.sql._ask import AskResult, GeneratorRole, ModelCall
 from services.sql._catalog import TableInfo
 from services.sql._charts import choose_chart
+from services.sql._followup import Prior, Relation
 from services.sql._gate import Verdict, Violation
 from services.sql._intents import (
     Aggregate,
@@ -392,3 +394,24 @@ def confirmed_pair(pair: ConfirmedPair) -> pb.ConfirmedPair:
     if pair.intent:
         json_format.ParseDict(pair.intent, out.intent, ignore_unknown_fields=True)
     return out
+
+
+_RELATIONS = {
+    pb.PRIOR_RELATION_RESULT_SET: Relation.RESULT_SET,
+    pb.PRIOR_RELATION_ROW_LIMIT: Relation.ROW_LIMIT,
+    pb.PRIOR_RELATION_REGROUP: Relation.REGROUP,
+    pb.PRIOR_RELATION_VALUE_SWAP: Relation.VALUE_SWAP,
+}
+
+
+def prior_from_pb(request: pb.AskQuestionRequest) -> Prior:
+    """The follow-up's earlier statement; INVALID_ARGUMENT names ``prior.relation`` when
+    it is missing or unknown (the engine checks the rest)."""
+    relation = _RELATIONS.get(request.prior.relation)
+    if relation is None:
+        raise InvalidArgument.field(
+            "prior.relation", "must be RESULT_SET, ROW_LIMIT, REGROUP or VALUE_SWAP"
+        )
+    given = request.prior
+    return Prior(given.sql, relation, limit=given.limit, ascending=given.ascending,
+                 dimension=given.dimension, value=given.value)  # fmt: skip

@@ -13,9 +13,30 @@ from opentelemetry import metrics, trace
 from services.common import InvalidArgument, NotFound
 from services.common._observability import Metrics as TandemMetrics
 from services.sql._answers import AnswerMemory, Feedback, memory_disabled
-from services.sql._ask import AskPipeline, AskResult, record_verdict
+from services.sql._ask import (
+    Answered,
+    AskOutcome,
+    AskPipeline,
+    AskResult,
+    Attempt,
+    AttemptOutcome,
+    record_verdict,
+)
 from services.sql._catalog import Catalog, TableInfo, render
 from services.sql._execute import Limits, ResultSet, StatementError, StatementRunner
+from services.sql._followup import (
+    MAX_PRIOR_CHARS,
+    MAX_PRIOR_WORDS,
+    FollowUpError,
+    Prior,
+    Relation,
+    edited,
+    labels,
+    pointed,
+    refers,
+    restrict,
+    subject,
+)
 from services.sql._gate import SqlGate, Verdict
 from services.sql._intents import Intent, IntentError, compile_intent
 from services.sql._joins import JoinGraph
@@ -232,18 +253,28 @@ class SqlEngine:
         *,
         max_rows: int = 0,
         instructions: str = "",
+        prior: Prior | None = None,
     ) -> AskResult:
         """Answer ``question`` on ``database``; ``instructions`` are the caller's business
-        rules (data for the generator), applied after the database's glossary."""
+        rules (data for the generator), applied after the database's glossary; ``prior``
+        is the earlier statement a conversation's follow-up builds on."""
         self.check_tenant(tenant_id)
         self._check_question(question, required=True)
         self._check_instructions(instructions)
         rows = self.row_cap(max_rows)
+        if prior is not None:
+            self._check_prior(prior, rows)
         target = self._target(tenant_id, database)
         catalog = await target.get_catalog()
         if self._ask is None:
             raise RuntimeError("no SQL generator configured")
         limits = self._limits(rows)
+        if prior is not None:
+            # A follow-up is about this conversation's earlier answer: the memory's pairs
+            # (standalone questions) neither answer it nor learn from it.
+            return await self._follow_up(
+                question, prior, target, catalog, limits, instructions=instructions
+            )
         # A confirmed pair answers first (instructions change what a question means, so
         # a request that carries them skips the memory); a miss changes nothing below.
         reused: AskResult | None = None
@@ -269,6 +300,105 @@ class SqlEngine:
         if self.memory is not None:
             result = await self.memory.remember(tenant_id, question, result)
         return result
+
+    # --- follow-ups on an earlier statement --------------------------------------------
+
+    def _check_prior(self, prior: Prior, rows: int) -> None:
+        _no_nul("prior.sql", prior.sql)
+        if not prior.sql.strip():
+            raise InvalidArgument.field("prior.sql", "is required with prior.relation")
+        if len(prior.sql) > min(self.limits.max_sql_chars, MAX_PRIOR_CHARS):
+            raise InvalidArgument.field(
+                "prior.sql", f"longer than {min(self.limits.max_sql_chars, MAX_PRIOR_CHARS)}"
+            )
+        if prior.relation is Relation.ROW_LIMIT and not 1 <= prior.limit <= rows:
+            raise InvalidArgument.field("prior.limit", f"must be between 1 and {rows}")
+        for name, words, relation in (
+            ("prior.dimension", prior.dimension, Relation.REGROUP),
+            ("prior.value", prior.value, Relation.VALUE_SWAP),
+        ):
+            _no_nul(name, words)
+            if prior.relation is relation and not words.strip():
+                raise InvalidArgument.field(name, f"is required with {relation.name}")
+            if len(words) > MAX_PRIOR_WORDS:
+                raise InvalidArgument.field(name, f"longer than {MAX_PRIOR_WORDS} characters")
+
+    async def _follow_up(
+        self,
+        question: str,
+        prior: Prior,
+        target: Target,
+        catalog: Catalog,
+        limits: Limits,
+        *,
+        instructions: str,
+    ) -> AskResult:
+        """The follow-up on ``prior``'s structure (see ``_followup``); what cannot be
+        built on it is refused with the reason, never answered from a guess."""
+        assert self._ask is not None
+        started = time.perf_counter()
+        with self._tracer.start_as_current_span("sql.follow_up") as span:
+            span.set_attribute("sql.follow_up.relation", prior.relation.value)
+            earlier = self.gate(prior.sql, catalog)
+            _raise_if_rejected(earlier, "prior.sql")
+            linked: AskResult | None = None
+            try:
+                if prior.relation is Relation.RESULT_SET:
+                    about = subject(earlier.normalized_sql, catalog)
+                    asked = (
+                        pointed(question, about.table, catalog) if refers(question) else question
+                    )
+                    linked = await self._ask.ask(
+                        asked, target, catalog, limits,
+                        instructions=instructions, glossary=target.glossary,
+                    )  # fmt: skip
+                    if linked.answer is None:
+                        span.set_attribute("sql.follow_up.outcome", linked.outcome.name)
+                        return linked
+                    shown = labels(earlier.normalized_sql, about, catalog)
+                    sql = restrict(linked.answer.verdict.normalized_sql, earlier.normalized_sql,
+                                   about, shown)  # fmt: skip
+                    explanation = f"{linked.answer.explanation}, among the previous answer's rows"
+                else:
+                    sql, explanation = edited(earlier.normalized_sql, prior, catalog)
+            except FollowUpError as exc:
+                if prior.relation in (Relation.REGROUP, Relation.VALUE_SWAP):
+                    # Nothing in the statement fits the words: read the follow-up spelled
+                    # out (the router's rewrite), as any question.
+                    span.set_attribute("sql.follow_up.outcome", "READ_AS_QUESTION")
+                    return await self._ask.ask(
+                        question, target, catalog, limits,
+                        instructions=instructions, glossary=target.glossary,
+                    )  # fmt: skip
+                span.set_attribute("sql.follow_up.outcome", "UNANSWERABLE")
+                return AskResult(AskOutcome.UNANSWERABLE, target.name, message=str(exc))
+            verdict = self.gate(sql, catalog)
+            if not verdict.valid:
+                span.set_attribute("sql.follow_up.outcome", "GATE_REJECTED")
+                return AskResult(
+                    AskOutcome.UNANSWERABLE,
+                    target.name,
+                    message="the follow-up's statement was refused by the gate",
+                )
+            gated = time.perf_counter()
+            result = await self._run(target, verdict, limits, "prior.sql")
+            executed = time.perf_counter()
+            span.set_attribute("sql.follow_up.outcome", "ANSWERED")
+        attempt = Attempt(1, AttemptOutcome.SUCCEEDED, verdict.normalized_sql,
+                          duration_s=executed - started)  # fmt: skip
+        timings = dict(linked.timings) if linked is not None else {}
+        timings.update(follow_up=gated - started, execute=executed - gated,
+                       total=executed - started)  # fmt: skip
+        return AskResult(
+            AskOutcome.ANSWERED,
+            target.name,
+            interpretation=linked.interpretation if linked is not None else explanation,
+            answer=Answered(verdict, result, explanation),
+            attempts=(*(linked.attempts if linked is not None else ()), attempt),
+            calls=linked.calls if linked is not None else (),
+            degraded_llm=linked.degraded_llm if linked is not None else False,
+            timings=timings,
+        )
 
     # --- the answer memory -------------------------------------------------------------
 

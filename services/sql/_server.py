@@ -85,6 +85,7 @@ class SqlServicer(pb_grpc.SqlServiceServicer):
             request.question,
             max_rows=request.max_rows,
             instructions=request.instructions,
+            prior=convert.prior_from_pb(request) if request.HasField("prior") else None,
         )
         return convert.ask_response(result)
 

@@ -589,6 +589,32 @@ async def test_ask_starts_a_conversation_and_a_follow_up_is_answered_in_it(stack
     assert page2.next_page_token == ""
 
 
+@pytest.mark.rpc(ASK)
+async def test_follow_ups_build_on_the_stored_statement_of_the_earlier_turn(stack):
+    key = await stack.key()
+    first = await _ask(stack, key, "Which 5 companies have the most employees?")
+    assert first.route == qpb.ROUTE_SQL and first.turn.sql
+    names = _column(first, "name")
+    assert len(set(names)) == 5
+    # The stored turn's statement comes back from the gateway's store to the router.
+    fewer = await _ask(stack, key, "ok, only the top 2 please", first.conversation_id)
+    assert fewer.resolution.kind == qpb.FOLLOW_UP_KIND_LIMIT and fewer.route == qpb.ROUTE_SQL
+    assert _column(fewer, "name") == names[:2]
+    theirs = await _ask(stack, key, "What are their industries?", fewer.conversation_id)
+    assert theirs.resolution.kind == qpb.FOLLOW_UP_KIND_RESULT_REFERENCE
+    assert theirs.route == qpb.ROUTE_SQL
+    assert sorted(_column(theirs, "name")) == sorted(names[:2])
+    assert len(_column(theirs, "industry")) == 2
+    statement = theirs.sql_results[0].result.sql
+    assert "IN (SELECT" in statement and not any(n in statement for n in names)
+
+
+def _column(answer: Any, name: str) -> list[str]:
+    result = answer.sql_results[0].result
+    index = [c.name for c in result.columns].index(name)
+    return [r.values[index].string_value for r in result.rows]
+
+
 @pytest.mark.rpc(STREAM_ASK)
 async def test_stream_ask_carries_the_conversation_and_stores_the_turn_before_the_end(stack):
     key = await stack.key()

@@ -308,6 +308,142 @@ async def test_ask_invalid_arguments(running, request_, field):
     assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
 
 
+# --- AskQuestion: follow-ups on an earlier statement -------------------------------------
+
+TOP_COMPANIES = (
+    "SELECT c.company_id, c.name, c.employee_count FROM companies AS c "
+    "ORDER BY c.employee_count DESC, c.company_id LIMIT 5"
+)
+BY_INDUSTRY = "SELECT c.industry, COUNT(*) AS n FROM companies AS c GROUP BY c.industry"
+
+
+def _prior(sql: str, relation: int, **fields: object) -> pb.PriorStatement:
+    return pb.PriorStatement(sql=sql, relation=relation, **fields)  # type: ignore[arg-type]
+
+
+async def _rows(stub: pb_grpc.SqlServiceAsyncStub, sql: str) -> list[tuple[object, ...]]:
+    reply = await stub.ExecuteSql(pb.ExecuteSqlRequest(tenant_id="acme", sql=sql), timeout=10)
+    return [tuple(_value(v) for v in row.values) for row in reply.result.rows]
+
+
+def _value(value: cpb.SqlValue) -> object:
+    return getattr(value, value.WhichOneof("kind") or "null_value")
+
+
+def _result_rows(result: pb.SqlResult) -> list[tuple[object, ...]]:
+    return [tuple(_value(v) for v in row.values) for row in result.rows]
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_row_limit_is_the_earlier_statement_with_another_row_count(running):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="only the top 2",
+            prior=_prior(TOP_COMPANIES, pb.PRIOR_RELATION_ROW_LIMIT, limit=2),
+        ),
+        timeout=10,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    assert _result_rows(reply.result) == (await _rows(running.stub, TOP_COMPANIES))[:2]
+    # A breakdown without an order is ranked by its count.
+    ranked = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="just the top one",
+            prior=_prior(BY_INDUSTRY, pb.PRIOR_RELATION_ROW_LIMIT, limit=1),
+        ),
+        timeout=10,
+    )  # fmt: skip
+    counts = [int(str(n)) for _, n in await _rows(running.stub, BY_INDUSTRY)]
+    assert _result_rows(ranked.result)[0][1] == max(counts)
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_about_the_earlier_rows_scopes_by_a_sub_query(running):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="What are their industries?",
+            prior=_prior(TOP_COMPANIES, pb.PRIOR_RELATION_RESULT_SET),
+        ),
+        timeout=10,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    gold = await _rows(
+        running.stub,
+        "SELECT c.name, c.industry FROM companies AS c WHERE c.company_id IN "
+        f"(SELECT company_id FROM ({TOP_COMPANIES}) AS t)",
+    )
+    assert sorted(_result_rows(reply.result)) == sorted(gold)
+    assert "IN (SELECT" in reply.result.sql
+    assert not any(str(name) in reply.result.sql for name, _ in gold)  # no pasted names
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_regroup_and_value_swap_edit_the_earlier_statement(running):
+    regrouped = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="How many companies are there by region?",
+            prior=_prior(BY_INDUSTRY, pb.PRIOR_RELATION_REGROUP, dimension="region"),
+        ),
+        timeout=10,
+    )  # fmt: skip
+    assert sorted(_result_rows(regrouped.result)) == sorted(
+        await _rows(
+            running.stub,
+            "SELECT r.name, COUNT(*) FROM companies c JOIN regions r "
+            "ON r.region_id = c.region_id GROUP BY r.name",
+        )
+    )
+    industries = [str(i) for i, _ in await _rows(running.stub, BY_INDUSTRY)]
+    one = f"SELECT COUNT(*) FROM companies AS c WHERE c.industry = '{industries[0]}'"
+    swapped = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question=f"and {industries[1]}?",
+            prior=_prior(one, pb.PRIOR_RELATION_VALUE_SWAP, value=industries[1].upper()),
+        ),
+        timeout=10,
+    )  # fmt: skip
+    assert _result_rows(swapped.result) == await _rows(
+        running.stub, one.replace(industries[0], industries[1])
+    )
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_follow_up_that_cannot_build_on_the_statement_is_refused(running):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="only the top 2",
+            prior=_prior("SELECT name FROM companies", pb.PRIOR_RELATION_ROW_LIMIT, limit=2),
+        ),
+        timeout=10,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert "not a ranking" in reply.message and not reply.HasField("result")
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.parametrize(
+    ("prior", "field"),
+    [
+        (pb.PriorStatement(sql=TOP_COMPANIES), "prior.relation"),
+        (_prior("", pb.PRIOR_RELATION_RESULT_SET), "prior.sql"),
+        (_prior("x" * 20_001, pb.PRIOR_RELATION_RESULT_SET), "prior.sql"),
+        (_prior("SELECT 1\x00", pb.PRIOR_RELATION_RESULT_SET), "prior.sql"),
+        (_prior("DELETE FROM companies", pb.PRIOR_RELATION_RESULT_SET), "prior.sql"),
+        (_prior(TOP_COMPANIES, pb.PRIOR_RELATION_ROW_LIMIT), "prior.limit"),
+        (_prior(TOP_COMPANIES, pb.PRIOR_RELATION_ROW_LIMIT, limit=1001), "prior.limit"),
+        (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_REGROUP), "prior.dimension"),
+        (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_VALUE_SWAP, value=" "), "prior.value"),
+        (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_VALUE_SWAP, value="x" * 201), "prior.value"),
+    ],
+    ids=["no-relation", "no-sql", "sql-long", "sql-nul", "sql-refused", "no-limit",
+         "limit-over", "no-dimension", "blank-value", "value-long"],
+)  # fmt: skip
+async def test_ask_follow_up_invalid_arguments(running, prior, field):
+    request = pb.AskQuestionRequest(tenant_id="acme", question="and?", prior=prior)
+    code, fields, _ = await _error(running.stub.AskQuestion(request, timeout=10))
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+
+
 DEFINITIONS = (GlossaryEntry("big", expression="employee_count > 1000"),)
 BIG = "How many big companies are there?"
 # Instructions at the cap: one definition the question does not use, then filler.

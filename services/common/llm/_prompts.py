@@ -98,7 +98,8 @@ _TASKS: dict[Role, str] = {
         "to from the turns (a period, a value, the listed members, the nth member); keep "
         "everything else from the previous question. kind is one of: standalone (it stands "
         "alone, or changes topic: return it unchanged), time_shift, value_swap, filter, "
-        "breakdown, result_reference, ordinal, unresolved (it refers to something the turns "
+        "breakdown, limit (another row count for a ranking), result_reference, ordinal, "
+        "unresolved (it refers to something the turns "
         "do not contain: return it unchanged and say what is missing in reason). Never "
         "invent a member or a value that is not in the turns or the question."
     ),

@@ -23,6 +23,7 @@ class FollowUpKind(StrEnum):
     RESULT_REFERENCE = "result_reference"
     ORDINAL = "ordinal"
     UNRESOLVED = "unresolved"
+    LIMIT = "limit"
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class PriorTurn:
     members: tuple[str, ...] = ()
     row_count: int = 0
     unresolved: bool = False
+    # The statement of its SQL result (empty for a semantic answer): a follow-up that
+    # changes its row count or asks about its rows builds on it.
+    sql: str = ""
 
 
 class Role(StrEnum):

@@ -10,14 +10,16 @@ splitting), ``_rules`` (classification, decomposition, search queries), ``_follo
 """
 
 from services.router.offline._extractive import NO_ANSWER, PARTIAL_NOTE
-from services.router.offline._followup import Resolution, resolve
+from services.router.offline._followup import BuildsOn, Relation, Resolution, resolve
 from services.router.offline._provider import DETERMINISTIC_MODEL, DeterministicProvider
 
 __all__ = [
     "DETERMINISTIC_MODEL",
     "NO_ANSWER",
     "PARTIAL_NOTE",
+    "BuildsOn",
     "DeterministicProvider",
+    "Relation",
     "Resolution",
     "resolve",
 ]

@@ -20,9 +20,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from services.common.llm import FollowUpKind, PriorTurn
+from services.router.offline._rules import aggregation_score, semantic_score
+
+
+class Relation(StrEnum):
+    """How a follow-up uses the earlier SQL statement (the SQL service's PriorRelation)."""
+
+    NONE = ""  # answered as the resolved question, on the SQL route
+    RESULT_SET = "result_set"  # asked about the statement's rows
+    ROW_LIMIT = "row_limit"  # the statement with another row count
+    REGROUP = "regroup"  # the statement grouped by another column (``dimension``)
+    VALUE_SWAP = "value_swap"  # the statement with another stored value (``value``)
+
+
+@dataclass(frozen=True)
+class BuildsOn:
+    """The earlier SQL turn a follow-up is answered on: it stays on the SQL route, and
+    with a relation the SQL service works on the statement itself (``question`` is what
+    the SQL service reads: the follow-up as asked for a result-set question)."""
+
+    sql: str
+    relation: Relation = Relation.NONE
+    question: str = ""
+    limit: int = 0
+    ascending: bool = False
+    dimension: str = ""
+    value: str = ""
 
 
 @dataclass(frozen=True)
@@ -32,6 +59,7 @@ class Resolution:
     kind: FollowUpKind
     question: str
     reason: str = ""
+    builds_on: BuildsOn | None = None
 
     @property
     def resolved(self) -> bool:
@@ -58,11 +86,19 @@ _ORDINAL = re.compile(
     re.IGNORECASE,
 )
 _LEAD = r"^(?:and|but|ok(?:ay)?|so|then|also|now)?[, ]*"
-_ABOUT = r"(?:what about|how about|and|what of|same for|and what about|now)"
+_ABOUT = (
+    r"(?:what about|how about|and|what of|same for|and what about|now|"
+    r"(?:and )?(?:the )?same (?:thing |question |again )?(?:for|in|with)?)"
+)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may(?= \d)|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _TIME_VALUE = (
-    r"(?:(?:in|for|during|since|from) )?(?:the )?"
+    r"(?:(?:in|for|during|since|from|on) )?(?:the )?"
     r"(?:(?:19|20)\d\d|q[1-4](?: (?:19|20)\d\d)?|(?:last|this|next|previous|past) "
     r"(?:year|quarter|month|week|\d+ (?:days|weeks|months|years))|(?:19|20)\d\d-\d\d"
+    rf"|{_MONTH}(?: \d{{1,2}}(?:st|nd|rd|th)?)?(?:,? (?:19|20)\d\d)?"
     r"|ytd|year to date)"
 )
 _TIME_ONLY = re.compile(rf"^{_LEAD}(?:{_ABOUT} )?(?P<time>{_TIME_VALUE})\s*\??\s*$", re.IGNORECASE)
@@ -81,16 +117,21 @@ _FILTER = re.compile(
 )
 _SWAP = re.compile(rf"^{_LEAD}{_ABOUT} (?:(?:for|in|with|at) )?(?P<v>.+?)\s*\??\s*$", re.IGNORECASE)
 # "which of them", "those deals", "these", "their", "them", "they".
+# "those", "these documents": a plural noun after the demonstrative is what it names.
 _DEMONSTRATIVE = re.compile(
-    r"\b(?P<det>those|these)(?: (?P<noun>deals|opportunities|companies|accounts|ones|"
-    r"customers|results|rows))?\b",
+    r"\b(?P<det>those|these)(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s))?\b",
     re.IGNORECASE,
 )
+_PART_OF = re.compile(r"\b(which|how many|any|each|all|none|some) of (?:them|those|these)\b", re.I)
 _PRONOUN = re.compile(r"\b(?P<p>their|them|they)\b", re.IGNORECASE)
+_AUXILIARY_BEFORE = re.compile(
+    r"\b(?:are|were|is|was|do|did|does|have|has|had|can|could|will|would)\s*$", re.IGNORECASE
+)
 _PLURAL_BEFORE = re.compile(r"\b[a-z]{3,}(?<!ss)(?<!ou)(?<!i)s\b", re.IGNORECASE)
 _NOT_PLURAL = frozenset(
-    {"does", "has", "was", "is", "this", "its", "us", "notes", "says", "status", "sales"}
-)
+    {"does", "has", "was", "is", "this", "its", "us", "notes", "says", "status", "sales",
+     "whats", "thats", "lets", "heres", "theres", "hows", "whos"}
+)  # fmt: skip
 # "How many <set> are there?", "List the <set>", "Which <set> ...": the set a count or a
 # listing described, so "those deals" can be named again.
 _SET_PATTERNS = (
@@ -114,8 +155,21 @@ _PREPOSITION_VALUE = re.compile(
 )
 
 # "healthcare companies": a lowercase value in front of what it qualifies.
-_ADJECTIVE_VALUE = re.compile(r"\b(?P<v>[a-z][\w-]+) (?=companies\b|accounts\b|customers\b)")
-_NOT_VALUES = frozenset({"the", "all", "many", "which", "what", "our", "open", "new", "of", "top"})
+# "healthcare companies", "buy transactions", "that are active": a lowercase value in
+# front of the plural noun it qualifies, or after "that are".
+_ADJECTIVE_VALUE = re.compile(
+    r"\b(?P<v>[a-z][\w-]+) (?=[a-z]{3,}(?<!ss)s\b)|\bthat are (?P<w>[a-z][\w-]+)\b"
+)
+_NOT_VALUES = frozenset(
+    {
+        "the", "all", "many", "which", "what", "our", "open", "new", "of", "top", "how", "most",
+        "least", "more", "less", "few", "fewer", "highest", "lowest", "largest", "smallest",
+        "total", "average", "distinct", "unique", "different", "each", "every", "any", "some",
+        "their", "those", "these", "its", "my", "your", "and", "or", "are", "were", "is", "was",
+        "do", "did", "does", "have", "has", "had", "with", "without", "for", "from", "in", "on",
+        "at", "by", "per", "to", "than", "other", "same", "first", "last", "best", "worst",
+    }
+)  # fmt: skip
 
 
 def _clean(text: str) -> str:
@@ -147,11 +201,14 @@ def _described_set(question: str) -> tuple[str, str] | None:
 def _with_time(question: str, time: str) -> str:
     """``question`` asked about ``time`` instead of its own period (or with one added)."""
     time = _clean(time)
-    if not re.match(r"^(?:in|for|during|since|from|last|this|next|previous|past)\b", time, re.I):
+    if not re.match(r"^(?:in|for|during|since|from|on|last|this|next|previous|past)\b", time, re.I):
         time = f"in {time}"
     body = _body(question)
-    if _TIME_IN_QUESTION.search(body):
-        body = _TIME_IN_QUESTION.sub(time, body, count=1)
+    if old := _TIME_IN_QUESTION.search(body):
+        year = re.search(r"\b(?:19|20)\d\d\b", old.group(0))
+        if year and re.search(_MONTH, time, re.I) and not re.search(r"\b(?:19|20)\d\d\b", time):
+            time = f"{time} {year.group(0)}"  # "and february?" after "in January 2023"
+        body = body[: old.start()] + time + body[old.end() :]
     else:
         body = f"{body} {time}"
     return body + "?"
@@ -174,9 +231,11 @@ def _slots(question: str) -> list[tuple[int, int, str]]:
             text = tail
         spans.append((start, end, text))
     for match in _ADJECTIVE_VALUE.finditer(body):
-        start, end = match.span("v")
-        if match.group("v").lower() not in _NOT_VALUES:
-            spans.append((start, end, match.group("v")))
+        group = "v" if match.group("v") else "w"
+        start, end = match.span(group)
+        word = match.group(group)
+        if word.lower() not in _NOT_VALUES and not any(s <= start < e for s, e, _ in spans):
+            spans.append((start, end, word))
     for match in _PREPOSITION_VALUE.finditer(body):
         start, end = match.span("v")
         if not any(s <= start < e for s, e, _ in spans):
@@ -184,10 +243,57 @@ def _slots(question: str) -> list[tuple[int, int, str]]:
     return sorted(spans)
 
 
-def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | None:
-    """The prior question with one named value replaced by ``value``."""
+_LITERAL = re.compile(r"'((?:[^']|'')+)'|\b(\d+(?:\.\d+)?)\b")
+
+
+def _statement_slots(prior: PriorTurn) -> list[tuple[int, int, str]]:
+    """Spans of the prior question that hold a value its statement compared: the
+    previous plan says which words were values, whatever their case or shape."""
+    if not prior.sql:
+        return []
     body = _body(prior.resolved_question)
+    spans: list[tuple[int, int, str]] = []
+    for match in _LITERAL.finditer(prior.sql):
+        literal = (match.group(1) or match.group(2)).replace("''", "'").strip()
+        if not literal or (match.group(2) and re.fullmatch(r"(?:19|20)\d\d", literal)):
+            continue  # a year is a period: time shifts handle it
+        found = re.search(rf"(?<![\w-]){re.escape(literal)}(?![\w-])", body, re.I)
+        if found and not any(a <= found.start() < b for a, b, _ in spans):
+            spans.append((found.start(), found.end(), found.group(0)))
+    return sorted(spans)
+
+
+def _trimmed_value(value: str, body: str, end: int) -> str:
+    """``value`` without the words the question already says after the slot ("topical
+    drugs" for "a biologic drug" → "topical") or that only point back ("failed ones")."""
+    words = re.sub(r"\s+(?:ones?|too|instead|as well)$", "", value, flags=re.I).split()
+    following = [w.lower() for w in re.findall(r"[\w-]+", body[end:])[:2]]
+    while (
+        len(words) > 1
+        and following
+        and words[-1].lower().rstrip("s") in {f.rstrip("s") for f in following}
+    ):
+        words = words[:-1]
+    return " ".join(words) or value
+
+
+def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | None:
+    """The prior question with one named value replaced by ``value``: the value its
+    statement compared when one fits (a number for a number), else a slot read from the
+    question's shape."""
+    body = _body(prior.resolved_question)
+    numeric = bool(re.fullmatch(r"\d+(?:\.\d+)?", value))
+    compared = [s for s in _statement_slots(prior) if s[2].replace(".", "").isdigit() == numeric]
+    if len(compared) == 1:
+        start, end, _ = compared[0]
+        return f"{body[:start]}{_trimmed_value(value, body, end)}{body[end:]}?"
     slots = _slots(prior.resolved_question)
+    if numeric:
+        slots = [
+            (m.start(), m.end(), m.group(0))
+            for m in re.finditer(r"\b\d+(?:\.\d+)?\b", body)
+            if not re.fullmatch(r"(?:19|20)\d\d", m.group(0))
+        ]
     if not slots:
         return None
     known_members = {m.lower() for turn in history for m in turn.members}
@@ -205,7 +311,7 @@ def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | N
         # the value a follow-up changes is usually the one the question ended on.
         chosen = max(candidates, key=lambda s: (len(s[2].split()) == words, s[0]))
     start, end, _ = chosen
-    return f"{body[:start]}{value}{body[end:]}?"
+    return f"{body[:start]}{_trimmed_value(value, body, end)}{body[end:]}?"
 
 
 def _reference_target(prior: PriorTurn) -> str | None:
@@ -225,16 +331,220 @@ def _has_unanchored_pronoun(question: str) -> re.Match[str] | None:
     would be its antecedent, as in "companies and their owners")."""
     for match in _PRONOUN.finditer(question):
         before = question[: match.start()]
+        if match.group("p").lower() != "their" and _AUXILIARY_BEFORE.search(before):
+            # "what categories are they in?", "how many cars did they buy?": the subject
+            # of an inverted question, not the noun asked about.
+            return match
         nouns = [w for w in _PLURAL_BEFORE.findall(before) if w.lower() not in _NOT_PLURAL]
         if not nouns:
             return match
     return None
 
 
+# Politeness and filler around a follow-up: "could you split that by region please?",
+# "ok, now just the top 3." Case and punctuation never matter.
+_POLITE_HEAD = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|and|but|then|also|now|great|thanks|thank you|cool|right|alright|"
+    r"hm+|well)\b[,.!]?\s*)*(?:(?:can|could|would|will) you\s+(?:please\s+)?|please\s+)?",
+    re.IGNORECASE,
+)
+_POLITE_TAIL = re.compile(r"(?:[,\s]+(?:please|thanks|thank you|for me))*[\s?.!]*$", re.I)
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "twenty": 20,
+}  # fmt: skip
+_LOWEST = ("bottom", "worst", "lowest", "smallest", "least", "fewest", "last")
+# "only the top 2", "just 3", "show me the first 10 instead", "bottom 5", "top three only".
+_LIMIT = re.compile(
+    r"^(?:(?:limit|cut)(?: it| that)? to |make it )?(?:(?:only|just)\s+)?"
+    r"(?:(?:show|give|list|keep|return)(?:\s+me)?\s+)?(?:(?:only|just)\s+)?(?:the\s+)?"
+    r"(?P<dir>top|first|best|highest|largest|biggest|most|" + "|".join(_LOWEST) + r")?\s*"
+    r"(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")"
+    r"(?:\s+(?:ones?|results?|rows?|items?|entries|records|of (?:them|those|these)))?"
+    r"(?P<tail>(?:\s+(?:only|instead|then|(?:is|are) (?:enough|fine|plenty)|(?:will|would|"
+    r"should) do))*)$",
+    re.IGNORECASE,
+)
+# "split that by region", "by category instead", "break it down by state", "now per month".
+_LIMIT_CUE = re.compile(r"^(?:only|just|show|give|keep|list|limit|cut|make)\b", re.I)
+_REGROUP = re.compile(
+    r"^(?:(?:and|also|now|then|what about|how about)\s+)*"
+    r"(?:(?:break|split|group|divide|segment|slice)\s+(?:(?:it|that|this|them|those|these|"
+    r"the \w+)\s+)?(?:(?:down|up|out)\s+)?|(?:broken down|split up|split|grouped|divided)\s+"
+    r"|(?:do|show|give me)\s+(?:(?:it|that|this|the same)\s+)?)?"
+    r"(?P<prep>by|per|for each|for every|in each|across)\s+(?:the\s+|each\s+)?"
+    r"(?P<dim>[\w'-]+(?:\s+[\w'-]+){0,2}?)"
+    r"(?P<instead>\s+instead)?(?:\s+(?:too|as well|also|then))?$",
+    re.IGNORECASE,
+)
+# "only those in California", "just the ones from 2023", "only the active ones".
+_NARROW = re.compile(
+    r"^(?:(?:and|but|now)\s+)*(?:(?:only|just)\s+)(?:(?:show|count|keep|list|include|"
+    r"consider)\s+)?(?:(?:me|the|those|these|ones|them)\s+)*(?P<f>.+?)"
+    r"(?:\s+(?:ones?|only))?$",
+    re.IGNORECASE,
+)
+_NARROW_AFTER = re.compile(
+    r"^(?:(?:and|but|now)\s+)*(?:those|the ones|ones|them)\s+(?P<f>.+?)(?:\s+only)?$",
+    re.IGNORECASE,
+)
+# "exclude placebo treatments", "without the cancelled ones".
+_EXCLUDE = re.compile(
+    r"^(?:(?:and|but|now)\s+)*(?:exclude|excluding|without|except(?: for)?|leave out|remove|"
+    r"drop|ignore|not counting|minus)\s+(?:the\s+)?(?P<f>.+?)(?:\s+ones)?$",
+    re.IGNORECASE,
+)
+# What a follow-up may end on without changing its meaning: "in 2023 alone".
+_QUALIFIER_TAIL = re.compile(r"\s+(?:alone|only|instead|too|as well|then)$", re.IGNORECASE)
+_CONDITION_HEAD = re.compile(
+    r"^(?:in|from|with|without|at|for|that|which|who|where|whose|over|under|above|below|"
+    r"older|younger|more|less|greater|fewer|before|after|between|since|during|born|made|"
+    r"created|having|not)\b",
+    re.IGNORECASE,
+)
+_GROUPING = re.compile(
+    r"\b(?P<p>for each|for every|in each|of each|per|each|by)\s+(?P<g>[a-z][\w-]*"
+    r"(?:\s+of\s+[a-z][\w-]*)?)",
+    re.IGNORECASE,
+)
+
+
+def _plain(question: str) -> str:
+    """The request without politeness, filler and final punctuation."""
+    body = _POLITE_TAIL.sub("", _clean(question))
+    return _POLITE_HEAD.sub("", body, count=1).strip(" ,")
+
+
+def _limit(text: str) -> tuple[int, bool] | None:
+    """(rows, lowest first) for a row-count change; a year is a period, not a count."""
+    match = _LIMIT.match(text)
+    if match is None:
+        return None
+    number = match.group("n").lower()
+    rows = _NUMBER_WORDS.get(number) or int(number)
+    cue = match.group("dir") or match.group("tail") or _LIMIT_CUE.match(text)
+    if not cue or rows < 1 or (len(number) == 4 and 1900 <= rows <= 2100):
+        return None
+    return rows, (match.group("dir") or "").lower() in _LOWEST
+
+
+def _with_limit(question: str, rows: int, lowest: bool) -> str:
+    """The previous question asking for ``rows`` rows (for reading; the SQL service
+    changes the statement itself)."""
+    body = _body(question)
+    ranked = re.search(r"\b(top|first|bottom|last)\s+(\d+)\b", body, re.I) or re.search(
+        r"\b(which|what|the)\s+(\d+)\b", body, re.I
+    )
+    if ranked:
+        return f"{body[: ranked.start(2)]}{rows}{body[ranked.end(2) :]}?"
+    return f"{body}, {'bottom' if lowest else 'top'} {rows} only?"
+
+
+def _regrouped(question: str, dim: str, *, add: bool) -> str:
+    """The previous question grouped by ``dim`` instead of its own grouping (or as well)."""
+    body = _body(question)
+    found = [m for m in _GROUPING.finditer(body) if m.group("p").lower() != "by"]
+    found = found or list(_GROUPING.finditer(body))
+    if found and not add:
+        last = found[-1]
+        return f"{body[: last.start('g')]}{dim}{body[last.end('g') :]}?"
+    if found:
+        return f"{body} and by {dim}?"
+    return f"{body} by {dim}?"
+
+
+def _narrowed(question: str, condition: str) -> Resolution:
+    """The previous question with a condition added."""
+    condition = re.sub(
+        r"^(?:ones\s+|that are\s+|who are\s+|which are\s+)", "", condition, flags=re.I
+    )
+    if _TIME_IN_QUESTION.fullmatch(condition) or re.fullmatch(
+        r"(?:in|from|during|for)\s+(?:19|20)\d\d", condition, re.I
+    ):
+        time = re.sub(r"^from\s+", "in ", condition, flags=re.I)
+        return Resolution(FollowUpKind.FILTER, _with_time(question, time))
+    if re.match(r"^\d+(?:\.\d+)?\s+[a-z]", condition, re.I):
+        condition = f"with {condition}"  # "only the 6 cylinder ones"
+    words = condition.split()
+    head = next((i for i, w in enumerate(words[:4]) if _CONDITION_HEAD.match(w)), None)
+    if head:
+        # "cars that cost more than 30k": the condition is what follows the noun.
+        condition = " ".join(words[head:])
+    elif head is None:
+        body = _body(question).lower()
+        if len(words) > 1 and re.search(rf"\b{re.escape(words[-1].lower())}\b", body):
+            words = words[:-1]  # "female patients" after a question about patients
+        condition = f"that are {' '.join(words)}"
+    return Resolution(FollowUpKind.FILTER, f"{_body(question)} {condition}?")
+
+
+def _document_question(question: str) -> bool:
+    """A follow-up that names document content ("what do their notes say …") leaves the
+    SQL route; anything countable or listable stays."""
+    return semantic_score(question) > aggregation_score(question)[0]
+
+
 def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     """The standalone question to answer for ``question`` after ``history`` (oldest
     first); pure and fast (a few regular expressions), so it adds well under a
-    millisecond before planning."""
+    millisecond before planning. A follow-up to a SQL answer stays on the SQL route and,
+    where its meaning is structural (another row count, another grouping, a question
+    about the rows), says which statement it builds on."""
+    resolution = _resolve(question, history)
+    prior = next((t for t in reversed(history) if not t.unresolved), None)
+    if (
+        prior is None
+        or not prior.sql
+        or resolution.kind in (FollowUpKind.STANDALONE, FollowUpKind.UNRESOLVED,
+                               FollowUpKind.ORDINAL)
+        or _document_question(question)
+    ):  # fmt: skip
+        if resolution.builds_on is not None and (prior is None or not prior.sql):
+            return replace(resolution, builds_on=None)
+        return resolution
+    built = resolution.builds_on
+    return replace(
+        resolution,
+        builds_on=replace(built, sql=prior.sql) if built is not None else BuildsOn(prior.sql),
+    )
+
+
+def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
+    """Row-count changes, regroupings and narrowings, read from the request's shape
+    whatever its politeness or case."""
+    text = _plain(asked)
+    if not text:
+        return None
+    if (limit := _limit(text)) is not None:
+        rows, lowest = limit
+        return Resolution(
+            FollowUpKind.LIMIT,
+            _with_limit(prior.resolved_question, rows, lowest),
+            builds_on=BuildsOn(prior.sql, Relation.ROW_LIMIT, limit=rows, ascending=lowest),
+        )
+    if (match := _REGROUP.match(text)) is not None and not _TIME_IN_QUESTION.fullmatch(
+        match.group("dim")
+    ):
+        dim = _clean(match.group("dim"))
+        add = bool(re.search(r"\b(?:also|too|as well)\b", text, re.I)) and not match.group(
+            "instead"
+        )
+        return Resolution(
+            FollowUpKind.BREAKDOWN,
+            _regrouped(prior.resolved_question, dim, add=add),
+            builds_on=BuildsOn(prior.sql, Relation.REGROUP, dimension=dim),
+        )
+    if (match := _EXCLUDE.match(text)) is not None:
+        excluded = _clean(match.group("f"))
+        return Resolution(FollowUpKind.FILTER, f"{_body(prior.resolved_question)} excluding "
+                                               f"{excluded}?")  # fmt: skip
+    match = _NARROW.match(text) or _NARROW_AFTER.match(text)
+    if match is not None and not re.match(r"^(?:how|what|which|who|why)\b", match.group("f"), re.I):
+        return _narrowed(prior.resolved_question, _clean(match.group("f")))
+    return None
+
+
+def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     asked = _clean(question)
     prior = next((t for t in reversed(history) if not t.unresolved), None)
     ordinal = _ORDINAL.search(asked)
@@ -271,10 +581,12 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             rest = swapped or f"What do we know about {member}?"
         return Resolution(FollowUpKind.ORDINAL, _finish(rest))
 
-    if match := _TIME_ONLY.match(asked):
+    if match := _TIME_ONLY.match(asked) or _TIME_ONLY.match(_QUALIFIER_TAIL.sub("", _plain(asked))):
         return Resolution(
             FollowUpKind.TIME_SHIFT, _with_time(prior.resolved_question, match.group("time"))
         )
+    if (structural := _structural(asked, prior)) is not None:
+        return structural
     if match := _BREAKDOWN.match(asked):
         dim = _clean(match.group("dim"))
         return Resolution(FollowUpKind.BREAKDOWN, f"{_body(prior.resolved_question)} by {dim}?")
@@ -289,6 +601,19 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     demonstrative = _DEMONSTRATIVE.search(asked)
     pronoun = _has_unanchored_pronoun(asked)
     if demonstrative or pronoun or re.search(r"\b(?:which|how many|any) of them\b", asked, re.I):
+        if prior.sql and not _document_question(asked):
+            # The rows of the earlier statement, as a sub-query in the SQL service: never
+            # a pasted list of the names it returned.
+            noun = demonstrative.group("noun") if demonstrative else None
+            rows = f"the previous answer's {noun or 'rows'}"
+            text = _PART_OF.sub(lambda m: f"{m.group(1)} of {rows}", asked, count=1)
+            if text == asked:
+                text = _refer(asked, rows, replace(prior, members=()))
+            return Resolution(
+                FollowUpKind.RESULT_REFERENCE,
+                _finish(text),
+                builds_on=BuildsOn(prior.sql, Relation.RESULT_SET, question=asked),
+            )
         target = _reference_target(prior)
         if target is None:
             reference = demonstrative or pronoun
@@ -310,14 +635,20 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         ):
             # "what about retail?" after a question with no lowercase value: a narrowing.
             return Resolution(
-                FollowUpKind.VALUE_SWAP, f"{_body(prior.resolved_question)} in {value}?"
+                FollowUpKind.VALUE_SWAP,
+                f"{_body(prior.resolved_question)} in {value}?",
+                builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
             )
         if len(value.split()) <= 4 and not re.match(
             r"^(?:how|what|which|who|when|where|why|is|are|do|does|list|show)\b", value, re.I
         ):
             swapped = _swap(prior, value, history)
             if swapped is not None:
-                return Resolution(FollowUpKind.VALUE_SWAP, swapped)
+                return Resolution(
+                    FollowUpKind.VALUE_SWAP,
+                    swapped,
+                    builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
+                )
             return Resolution(
                 FollowUpKind.UNRESOLVED,
                 asked,

@@ -135,6 +135,39 @@ async def test_asking_with_a_canary_in_the_instructions(start):
     assert (ask.attributes or {}).get("sql.instructions.length") == len(rules)
 
 
+async def test_follow_ups_on_an_earlier_statement_with_canaries(start):
+    running = await start()
+    canary = new_canary()
+    earlier = (
+        "SELECT c.name, c.employee_count FROM companies AS c "
+        f"WHERE c.name <> '{canary}' ORDER BY c.employee_count DESC LIMIT 5"
+    )
+    relations = [
+        (f"What are their {canary} industries?", pb.PriorStatement(
+            sql=earlier, relation=pb.PRIOR_RELATION_RESULT_SET)),
+        (f"only the top 2 {canary}", pb.PriorStatement(
+            sql=earlier, relation=pb.PRIOR_RELATION_ROW_LIMIT, limit=2)),
+        (f"by {canary} instead", pb.PriorStatement(
+            sql=earlier, relation=pb.PRIOR_RELATION_REGROUP, dimension=canary)),
+        (f"what about {canary}?", pb.PriorStatement(
+            sql=earlier, relation=pb.PRIOR_RELATION_VALUE_SWAP, value=canary)),
+    ]  # fmt: skip
+    with captured_logs() as logs:
+        for question, prior in relations:
+            reply = await running.stub.AskQuestion(
+                pb.AskQuestionRequest(tenant_id=TENANT, question=question, prior=prior)
+            )
+            assert reply.outcome
+    names = _check(running, canary, logs)
+    assert {"sql.follow_up", "sql.gate", "sql.execute"} <= names
+    relations_seen = {
+        dict(s.attributes or {})["sql.follow_up.relation"]
+        for s in running.sink.spans.get_finished_spans()
+        if s.name == "sql.follow_up"
+    }
+    assert relations_seen == {"result_set", "row_limit", "regroup", "value_swap"}
+
+
 async def test_gate_rejections_and_database_errors_with_canary_literals(start, fake):
     canary = new_canary()
     # The model writes literals, and first names a table the catalog lacks after the

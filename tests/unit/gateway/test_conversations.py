@@ -6,7 +6,7 @@ import pytest
 
 from gateway import GatewaySettings
 from gateway._conversations import HistoryLimits, Turn, bounded, parse_id
-from gateway._server import turn_from
+from gateway._server import turn_from, turn_pb
 from services.common import InvalidArgument, SettingsError
 from tandem.v1 import router_service_pb2 as qpb
 
@@ -59,9 +59,12 @@ def test_a_turn_keeps_the_routers_description_and_never_the_answer_text():
             sql_fingerprints=["f538b5ed"],
             cited_chunk_ids=["c1"],
             row_count=1,
+            sql="SELECT count(*) FROM opportunities",
         ),
     )
     turn = turn_from("and in 2024?", answer)
+    assert turn.sql == "SELECT count(*) FROM opportunities"
+    assert turn_pb(turn).sql == turn.sql  # what the router reads back
     assert turn.question == "and in 2024?"
     assert turn.resolved_question.endswith("in 2024?")
     assert (turn.route, turn.follow_up_kind) == (qpb.ROUTE_SQL, qpb.FOLLOW_UP_KIND_TIME_SHIFT)

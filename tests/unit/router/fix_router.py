@@ -21,7 +21,7 @@ from services.router import (
     SearchOutcome,
     SqlOutcome,
 )
-from services.router.offline import DeterministicProvider
+from services.router.offline import BuildsOn, DeterministicProvider
 
 DOCS: tuple[Hit, ...] = (
     Hit(
@@ -86,10 +86,18 @@ class FakeSql:
     delay_s: float = 0.0
     fail_for: Callable[[str], Exception | None] = lambda _q: None
     calls: list[tuple[str, float, float]] = field(default_factory=list)
+    priors: list[BuildsOn | None] = field(default_factory=list)
 
     async def ask(
-        self, tenant_id: str, database: str, question: str, *, max_rows: int
+        self,
+        tenant_id: str,
+        database: str,
+        question: str,
+        *,
+        max_rows: int,
+        prior: BuildsOn | None = None,
     ) -> SqlOutcome:
+        self.priors.append(prior)
         started = time.monotonic()
         if self.delay_s:
             await asyncio.sleep(self.delay_s)

@@ -1,0 +1,314 @@
+"""``tandem eval chat --dataset DIR``: follow-ups on databases nobody here wrote.
+
+Scripted conversations over a dev set's databases (``../shared/datasets/sql``,
+``../shared/datasets/sql-spider``), written for them in ``golden/conversations_*.json``:
+each follow-up turn carries its kind (value swap, regroup, limit, filter, time shift,
+result reference), the same request spelled out as one standalone question, and gold SQL
+for it. Every conversation runs through the real router (mode AUTO, so routing is part of
+what is measured) with history passed from turn to turn exactly as the gateway passes it,
+on the SQL service over the dev databases (meanings by the embedding model, as
+deployed); each follow-up's spelled-out question is then asked alone, outside any
+conversation.
+
+Per kind: follow-ups, **recognised** (resolved as a follow-up, neither standalone nor
+unresolved), **answered**, **correct** (its rows match the gold under the dev sets' rule),
+**refused**, precision, the **spelled-out** question's own accuracy, and **same rows**
+(of the follow-ups whose spelled-out question got rows, how many got the very same
+rows). Targets (issue 35): follow-up accuracy at least 0.85 of the spelled-out accuracy; same rows
+≥ 85%; every kind ≥ 70% recognised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from services.bench.sql_dataset import (
+    MAX_ROWS,
+    Cell,
+    DatasetQuestion,
+    LoadOptions,
+    cell,
+    finish_loading,
+    gold_results,
+    load_databases,
+    load_dataset,
+    matches,
+)
+from services.bench.stack import EvalStack, eval_stack
+from services.common import DatabaseSettings, resolve_url
+from services.sql._targets import TargetConfig
+from tandem.v1 import router_service_pb2 as pb
+
+GOLDEN = Path(__file__).parent / "golden"
+TENANT = "eval-conversations"
+KINDS = ("value_swap", "regroup", "limit", "filter", "time_shift", "result_reference")
+TARGET_RATIO = 0.85
+TARGET_SAME_ROWS = 0.85
+TARGET_RECOGNISED = 0.70
+Rows = list[tuple[Cell, ...]]
+
+
+@dataclass(frozen=True)
+class Turn:
+    question: str
+    kind: str
+    gold_sql: str
+    spelled_out: str = ""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    db: str
+    turns: tuple[Turn, ...]
+
+
+def load_conversations(path: Path) -> tuple[str, list[Conversation]]:
+    """(the dataset folder name, the conversations) of one scripted file; ValueError
+    naming the conversation and turn when one is malformed."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    conversations: list[Conversation] = []
+    for conv in raw["conversations"]:
+        turns: list[Turn] = []
+        for index, turn in enumerate(conv["turns"]):
+            kind = turn["kind"]
+            if (index == 0) != (kind == "standalone") or (index and kind not in KINDS):
+                raise ValueError(f"{path}: {conv['id']} turn {index + 1}: kind {kind!r}")
+            if index and not turn.get("spelled_out"):
+                raise ValueError(f"{path}: {conv['id']} turn {index + 1}: no spelled_out")
+            spelled = turn.get("spelled_out", "")
+            turns.append(Turn(turn["question"], kind, turn["gold_sql"], spelled))
+        conversations.append(Conversation(conv["id"], conv["db"], tuple(turns)))
+    return str(raw["dataset"]), conversations
+
+
+def script_for(dataset_dir: Path) -> Path:
+    """The scripted conversations written for a dev set (by its folder's name)."""
+    name = {"sql": "defog", "sql-spider": "spider"}.get(dataset_dir.name, dataset_dir.name)
+    return GOLDEN / f"conversations_{name}.json"
+
+
+def _rows(answer: pb.Answer) -> Rows | None:
+    """The first SQL result's rows, or None when the answer ran no SQL."""
+    if not answer.sql_results:
+        return None
+    result = answer.sql_results[0].result
+    return [tuple(cell(v) for v in row.values) for row in result.rows]
+
+
+def _ordered(question: str) -> bool:
+    return any(w in question.lower().split() for w in ("order", "sort", "sorted", "arrange"))
+
+
+async def _ask(
+    stack: EvalStack, db: str, question: str, history: Sequence[pb.ConversationTurn] = ()
+) -> pb.Answer:
+    reply = await stack.router.Ask(
+        pb.AskRequest(
+            tenant_id=stack.tenant,
+            question=question,
+            mode=pb.ASK_MODE_AUTO,
+            options=pb.AskOptions(database=db, max_rows=MAX_ROWS),
+            conversation_id=f"eval-{db}" if history else "",
+            history=list(history),
+        ),
+        timeout=120,
+    )
+    return reply.answer
+
+
+_ANSWERS = (pb.ANSWER_OUTCOME_ANSWERED, pb.ANSWER_OUTCOME_PARTIAL)
+
+
+def _score(answer: pb.Answer, gold: Sequence[Rows | str], question: str) -> dict[str, Any]:
+    rows = _rows(answer)
+    # An answer that ran SQL answered with its rows, even when the router calls it partial
+    # (an empty result is a step the router could not fill): empty rows are an answer.
+    answered = rows is not None and answer.outcome in _ANSWERS
+    correct = answered and any(
+        not isinstance(g, str) and matches(g, rows or [], ordered=_ordered(question)) for g in gold
+    )
+    return {
+        "sql": answer.sql_results[0].result.sql if answer.sql_results else "",
+        "route": pb.Route.Name(answer.route),
+        "outcome": pb.AnswerOutcome.Name(answer.outcome),
+        "answered": answered,
+        "correct": bool(correct),
+        "rows": rows,
+    }
+
+
+async def run(
+    stack: EvalStack, conversations: Sequence[Conversation], gold: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Every conversation turn by turn, each follow-up's spelled-out question alone."""
+    records: list[dict[str, Any]] = []
+    for conv in conversations:
+        history: list[pb.ConversationTurn] = []
+        for index, turn in enumerate(conv.turns):
+            key = f"{conv.id}#{index + 1}"
+            answer = await _ask(stack, conv.db, turn.question, history)
+            history.append(answer.turn)
+            record = {
+                "id": key,
+                "db": conv.db,
+                "kind": turn.kind,
+                "question": turn.question,
+                "resolved_kind": pb.FollowUpKind.Name(answer.resolution.kind),
+                "resolved_question": answer.resolution.resolved_question,
+                "unresolved_reason": answer.resolution.unresolved_reason,
+                **_score(answer, gold[key], turn.spelled_out or turn.question),
+            }
+            if turn.spelled_out:
+                alone = _score(
+                    await _ask(stack, conv.db, turn.spelled_out), gold[key], turn.spelled_out
+                )
+                record["spelled_out"] = turn.spelled_out
+                record["alone"] = {k: v for k, v in alone.items() if k not in ("rows",)}
+                record["same_rows"] = (
+                    bool(alone["rows"])
+                    and record["rows"] is not None
+                    and sorted(map(repr, record["rows"])) == sorted(map(repr, alone["rows"]))
+                )
+                record["alone_rows"] = bool(alone["rows"])
+            records.append(record)
+    for record in records:
+        record.pop("rows", None)
+    return records
+
+
+_RECOGNISED_NOT = ("FOLLOW_UP_KIND_STANDALONE", "FOLLOW_UP_KIND_UNRESOLVED")
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Counts per follow-up kind and over all follow-ups, with the targets."""
+
+    def counts(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        n = len(items)
+        answered = sum(r["answered"] for r in items)
+        correct = sum(r["correct"] for r in items)
+        alone_correct = sum(r["alone"]["correct"] for r in items)
+        with_rows = [r for r in items if r["alone_rows"]]
+        return {
+            "follow_ups": n,
+            "recognised": sum(r["resolved_kind"] not in _RECOGNISED_NOT for r in items),
+            "on_sql": sum(r["route"] == "ROUTE_SQL" for r in items),
+            "answered": answered,
+            "correct": correct,
+            "refused": n - answered,
+            "precision": round(correct / answered, 4) if answered else 0.0,
+            "accuracy": round(correct / n, 4) if n else 0.0,
+            "spelled_out_correct": alone_correct,
+            "spelled_out_accuracy": round(alone_correct / n, 4) if n else 0.0,
+            "spelled_out_with_rows": len(with_rows),
+            "same_rows": sum(r["same_rows"] for r in with_rows),
+        }
+
+    follow = [r for r in records if r["kind"] != "standalone"]
+    by_kind = {k: counts([r for r in follow if r["kind"] == k]) for k in KINDS}
+    overall = counts(follow)
+    first = [r for r in records if r["kind"] == "standalone"]
+    ratio = overall["correct"] / max(overall["spelled_out_correct"], 1)
+    same = overall["same_rows"] / max(overall["spelled_out_with_rows"], 1)
+    return {
+        "conversations": len(first),
+        "first_turns": {"questions": len(first), "correct": sum(r["correct"] for r in first)},
+        "by_kind": by_kind,
+        "overall": overall,
+        "ratio_to_spelled_out": round(ratio, 4),
+        "same_rows_rate": round(same, 4),
+        "targets": {
+            "ratio": TARGET_RATIO,
+            "same_rows": TARGET_SAME_ROWS,
+            "recognised_per_kind": TARGET_RECOGNISED,
+        },
+        "items": list(records),
+    }
+
+
+def meets_targets(report: dict[str, Any]) -> bool:
+    kinds = [row for row in report["by_kind"].values() if row["follow_ups"]]
+    return (
+        report["ratio_to_spelled_out"] >= TARGET_RATIO
+        and report["same_rows_rate"] >= TARGET_SAME_ROWS
+        and all(row["recognised"] / row["follow_ups"] >= TARGET_RECOGNISED for row in kinds)
+    )
+
+
+def render(report: dict[str, Any], title: str) -> str:
+    head = (
+        f"{'kind':<18}{'n':>4}{'recog':>7}{'on sql':>7}{'answ':>6}{'right':>6}{'refus':>6}"
+        f"{'prec':>7}{'alone':>7}{'same rows':>11}"
+    )
+
+    def line(name: str, row: dict[str, Any]) -> str:
+        same = f"{row['same_rows']}/{row['spelled_out_with_rows']}"
+        return (
+            f"{name:<18}{row['follow_ups']:>4}{row['recognised']:>7}{row['on_sql']:>7}"
+            f"{row['answered']:>6}{row['correct']:>6}{row['refused']:>6}"
+            f"{row['precision']:>7.1%}{row['spelled_out_correct']:>7}{same:>11}"
+        )
+
+    first = report["first_turns"]
+    lines = [
+        f"follow-ups on {title}: {report['conversations']} conversations "
+        f"(first turns {first['correct']}/{first['questions']} correct)",
+        head,
+        *(line(kind, row) for kind, row in report["by_kind"].items()),
+        line("all follow-ups", report["overall"]),
+        f"follow-up correct / spelled-out correct: {report['ratio_to_spelled_out']:.2f} "
+        f"(target ≥ {TARGET_RATIO}); same rows {report['same_rows_rate']:.1%} "
+        f"(target ≥ {TARGET_SAME_ROWS:.0%}); recognised per kind target ≥ "
+        f"{TARGET_RECOGNISED:.0%}: {'ok' if meets_targets(report) else 'MISS'}",
+    ]
+    for item in report["items"]:
+        if item["kind"] != "standalone" and not item["correct"]:
+            lines.append(
+                f"  MISS {item['id']} [{item['kind']}] {item['resolved_kind'][15:].lower()}"
+                f" {item['route'][6:].lower()} {item['outcome'][15:].lower()}"
+                f" alone={'ok' if item['alone']['correct'] else 'no'}"
+            )
+    return "\n".join(lines)
+
+
+async def evaluate(dataset_dir: Path, script: Path) -> dict[str, Any]:
+    dataset = load_dataset(dataset_dir)
+    _, conversations = load_conversations(script)
+    questions = [
+        DatasetQuestion(f"{c.id}#{i + 1}", c.db, t.kind, t.spelled_out or t.question, "",
+                        (t.gold_sql,))
+        for c in conversations
+        for i, t in enumerate(c.turns)
+    ]  # fmt: skip
+    admin = await asyncio.to_thread(resolve_url, DatabaseSettings.from_env())
+    urls = await load_databases(admin, dataset)
+    gold = await gold_results(admin, questions)
+    await finish_loading(admin, dataset, LoadOptions())
+    broken = [q.id for q in questions if all(isinstance(g, str) for g in gold[q.id])]
+    if broken:
+        raise ValueError(f"gold SQL fails for {', '.join(broken)}")
+    targets = [TargetConfig(db, url, tenants=frozenset({TENANT})) for db, url in urls.items()]
+    async with eval_stack((), TENANT, databases=targets) as stack:
+        records = await run(stack, conversations, gold)
+    report = summarise(records)
+    report["dataset"] = str(dataset_dir)
+    report["script"] = str(script)
+    return report
+
+
+def main(dataset_dir: Path, out: Path | None = None) -> dict[str, Any]:
+    """Run the eval for one dev set, print the table, write JSON."""
+    script = script_for(dataset_dir)
+    report = asyncio.run(evaluate(dataset_dir, script))
+    table = render(report, dataset_dir.name)
+    print(table)
+    out = out or Path(f"bench-results/eval-conversations-{dataset_dir.name}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, default=str))
+    print(f"\nwrote {out}")
+    return report

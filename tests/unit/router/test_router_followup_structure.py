@@ -1,0 +1,194 @@
+"""Follow-ups read for their structure on data nobody here wrote: another row count,
+another grouping, a narrowing, another period, another value, a question about the rows;
+whatever the politeness, case or punctuation. A follow-up to a SQL answer stays on SQL
+and says which statement it builds on; one naming document content leaves."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from services.common.llm import FollowUpKind, FollowUpRewrite, PriorTurn
+from services.router._followups import enforce
+from services.router._types import Route
+from services.router.offline import BuildsOn, Relation, resolve
+from tests.unit.router.fix_router import FakeSearch, FakeSql, ask, make_router
+
+STATES = PriorTurn(
+    "How many customers are there in each state?",
+    "How many customers are there in each state?",
+    row_count=12,
+    sql="SELECT state, COUNT(*) FROM customers GROUP BY state",
+)
+TOP = PriorTurn(
+    "Who are our top 5 customers by total transaction amount?",
+    "Who are our top 5 customers by total transaction amount?",
+    members=("Ann Lee", "Bo Chan"),
+    row_count=5,
+    sql="SELECT c.name, SUM(t.amount) AS total FROM customers AS c JOIN transactions AS t "
+    "ON t.customer_id = c.id GROUP BY c.name ORDER BY total DESC LIMIT 5",
+)
+STATUS = PriorTurn(
+    "How many successful transactions were there in June 2023?",
+    "How many successful transactions were there in June 2023?",
+    row_count=1,
+    sql="SELECT COUNT(*) FROM transactions WHERE status = 'success' AND created_at >= "
+    "'2023-06-01' AND created_at < '2023-07-01'",
+)
+CYLINDERS = PriorTurn(
+    "How many cars with 6 cylinders were made in 1975?",
+    "How many cars with 6 cylinders were made in 1975?",
+    sql="SELECT COUNT(*) FROM cars WHERE cylinders = 6 AND year = 1975",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "rows", "lowest"),
+    [
+        ("Only the top 2.", 2, False),
+        ("just 3", 3, False),
+        ("show me the first 10 instead", 10, False),
+        ("TOP THREE ONLY!", 3, False),
+        ("could you limit it to 4 please", 4, False),
+        ("top 3 is enough", 3, False),
+        ("and the bottom 5?", 5, True),
+    ],
+)
+def test_a_row_count_change_builds_on_the_statement(question, rows, lowest):
+    resolution = resolve(question, [TOP])
+    assert resolution.kind is FollowUpKind.LIMIT
+    assert resolution.builds_on == BuildsOn(
+        TOP.sql, Relation.ROW_LIMIT, limit=rows, ascending=lowest
+    )
+    assert f" {rows} " in resolution.question
+
+
+@pytest.mark.parametrize("question", ["just 2023", "and in 2024?", "only 2 of them are mine"])
+def test_a_year_or_a_sentence_is_not_a_row_count(question):
+    assert resolve(question, [TOP]).kind is not FollowUpKind.LIMIT
+
+
+@pytest.mark.parametrize(
+    ("question", "dimension", "resolved"),
+    [
+        ("Split that by region.", "region", "How many customers are there in each region?"),
+        ("By category instead.", "category", "How many customers are there in each category?"),
+        ("could you break it down by sales rep please?", "sales rep",
+         "How many customers are there in each sales rep?"),
+        ("now per month", "month", "How many customers are there in each month?"),
+        ("BY GENDER?", "GENDER", "How many customers are there in each GENDER?"),
+    ],
+)  # fmt: skip
+def test_a_regroup_builds_on_the_statement(question, dimension, resolved):
+    resolution = resolve(question, [STATES])
+    assert (resolution.kind, resolution.question) == (FollowUpKind.BREAKDOWN, resolved)
+    assert resolution.builds_on == BuildsOn(STATES.sql, Relation.REGROUP, dimension=dimension)
+
+
+@pytest.mark.parametrize(
+    ("question", "resolved"),
+    [
+        ("only the active ones", "How many customers are there in each state that are active?"),
+        ("just the ones from 2023", "How many customers are there in each state in 2023?"),
+        ("only those in California", "How many customers are there in each state in California?"),
+        ("only count customers who joined before 2020",
+         "How many customers are there in each state who joined before 2020?"),
+        ("Exclude inactive customers.",
+         "How many customers are there in each state excluding inactive customers?"),
+    ],
+)  # fmt: skip
+def test_a_narrowing_adds_a_condition_and_stays_on_sql(question, resolved):
+    resolution = resolve(question, [STATES])
+    assert (resolution.kind, resolution.question) == (FollowUpKind.FILTER, resolved)
+    assert resolution.builds_on == BuildsOn(STATES.sql)
+
+
+@pytest.mark.parametrize(
+    ("question", "resolved"),
+    [
+        ("and february?", "How many successful transactions were there in february 2023?"),
+        ("what about in July 2023 alone?",
+         "How many successful transactions were there in July 2023?"),
+        ("Same thing for March 2023", "How many successful transactions were there in March 2023?"),
+    ],
+)  # fmt: skip
+def test_a_period_change_keeps_the_rest(question, resolved):
+    resolution = resolve(question, [STATUS])
+    assert (resolution.kind, resolution.question) == (FollowUpKind.TIME_SHIFT, resolved)
+
+
+@pytest.mark.parametrize(
+    ("prior", "question", "resolved", "value"),
+    [
+        (STATUS, "And failed ones", "How many failed transactions were there in June 2023?",
+         "failed ones"),
+        (CYLINDERS, "and 8?", "How many cars with 8 cylinders were made in 1975?", "8"),
+    ],
+)  # fmt: skip
+def test_a_value_swap_replaces_the_value_the_statement_compared(prior, question, resolved, value):
+    resolution = resolve(question, [prior])
+    assert (resolution.kind, resolution.question) == (FollowUpKind.VALUE_SWAP, resolved)
+    assert resolution.builds_on == BuildsOn(prior.sql, Relation.VALUE_SWAP, value=value)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What are their emails?", "list them", "how many of them are in Ohio?",
+     "what categories are they in?", "How many orders do those customers have?"],
+)  # fmt: skip
+def test_a_result_reference_is_the_statements_rows_never_a_pasted_list(question):
+    resolution = resolve(question, [TOP])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.builds_on == BuildsOn(TOP.sql, Relation.RESULT_SET, question=question)
+    assert "Ann Lee" not in resolution.question and "previous answer" in resolution.question
+
+
+def test_a_follow_up_naming_document_content_leaves_the_sql_route():
+    resolution = resolve("What do their call notes say about pricing?", [TOP])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.builds_on is None
+    assert "Ann Lee and Bo Chan" in resolution.question  # documents are searched per member
+
+
+def test_without_a_statement_nothing_builds_on_sql():
+    text_only = PriorTurn(STATES.question, STATES.resolved_question)
+    for question in ("only the top 2", "by region instead", "what are their emails?"):
+        assert resolve(question, [text_only]).builds_on is None
+
+
+def test_a_standalone_question_inside_a_sql_conversation_is_replanned():
+    resolution = resolve("Why do customers churn?", [STATES])
+    assert resolution.kind is FollowUpKind.STANDALONE and resolution.builds_on is None
+
+
+def test_a_models_rewrite_keeps_the_statement_it_builds_on():
+    rules = resolve("split that by region", [STATES])
+    same = FollowUpRewrite("breakdown", "How many customers are there per region?")
+    resolution, source = enforce(same, "split that by region", rules)
+    assert source == "model" and resolution.builds_on == rules.builds_on
+    other = FollowUpRewrite("filter", "How many customers are there in the region?")
+    assert enforce(other, "split that by region", rules) == (rules, "rules")
+
+
+async def test_a_follow_up_to_a_sql_answer_is_asked_of_sql_with_its_statement():
+    sql, search = FakeSql(), FakeSearch()
+    router = make_router(search=search, sql=sql)
+    resolution = resolve("What are their emails?", [TOP])
+    request = replace(ask(resolution.question), builds_on=resolution.builds_on)
+    answer = await router.ask(request, request_id="r1")
+    assert answer.route is Route.SQL and not search.calls
+    # The SQL service reads the follow-up as asked, with the statement it builds on.
+    assert [c[0] for c in sql.calls] == ["What are their emails?"]
+    assert sql.priors == [resolution.builds_on]
+
+
+async def test_a_follow_up_that_only_stays_on_sql_sends_no_statement():
+    sql, search = FakeSql(), FakeSearch()
+    router = make_router(search=search, sql=sql)
+    resolution = resolve("only those in Ohio", [STATES])
+    assert resolution.builds_on == BuildsOn(STATES.sql)
+    request = replace(ask(resolution.question), builds_on=resolution.builds_on)
+    answer = await router.ask(request, request_id="r2")
+    assert answer.route is Route.SQL and not search.calls
+    assert [c[0] for c in sql.calls] == [resolution.question] and sql.priors == [None]

@@ -1,0 +1,253 @@
+"""The SQL follow-up step: edits on an earlier statement's structure (row limit, regroup,
+value swap) and questions about its rows (a sub-query, never a pasted list)."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from services.sql._catalog import (
+    Catalog,
+    ColumnInfo,
+    ForeignKeyInfo,
+    JoinInfo,
+    JoinOrigin,
+    TableInfo,
+)
+from services.sql._followup import (
+    FollowUpError,
+    Prior,
+    Relation,
+    edited,
+    labels,
+    pointed,
+    refers,
+    regrouped,
+    restrict,
+    subject,
+    swapped,
+    with_limit,
+)
+
+REGIONS = TableInfo(
+    "public", "regions",
+    columns=(ColumnInfo("region_id", "integer", False), ColumnInfo("region_name", "text", False)),
+    primary_key=("region_id",),
+)  # fmt: skip
+CUSTOMERS = TableInfo(
+    "public", "customers",
+    columns=(
+        ColumnInfo("id", "integer", False),
+        ColumnInfo("name", "text", False),
+        ColumnInfo("country", "text", False, sample_values=("Canada", "France", "United States")),
+        ColumnInfo("state", "text", False),
+        ColumnInfo("email", "text", False),
+        ColumnInfo("region_id", "integer", False),
+    ),
+    primary_key=("id",),
+    foreign_keys=(ForeignKeyInfo(("region_id",), "public.regions", ("region_id",)),),
+)  # fmt: skip
+ORDERS = TableInfo(
+    "public", "orders",
+    columns=(
+        ColumnInfo("id", "integer", False),
+        ColumnInfo("customer_id", "integer", False),
+        ColumnInfo("status", "text", False, sample_values=("cancelled", "refunded", "sell")),
+        ColumnInfo("airport", "text", False, known_values=(" ABZ", "Stark's Park")),
+        ColumnInfo("amount", "numeric", True),
+    ),
+    primary_key=("id",),
+)  # fmt: skip
+CATALOG = Catalog("shop", (CUSTOMERS, ORDERS, REGIONS))
+BY_COUNTRY = (
+    "SELECT c.country, COUNT(*) AS n FROM customers AS c JOIN orders AS o "
+    "ON o.customer_id = c.id WHERE o.status = 'cancelled' GROUP BY c.country ORDER BY c.country"
+)
+TOP_SPENDERS = (
+    "SELECT c.name, SUM(o.amount) AS spent FROM customers AS c JOIN orders AS o "
+    "ON o.customer_id = c.id GROUP BY c.name ORDER BY spent DESC LIMIT 5"
+)
+
+
+def _same(left: str, right: str) -> None:
+    assert sqlglot.parse_one(left, dialect="postgres") == sqlglot.parse_one(
+        right, dialect="postgres"
+    ), left
+
+
+def test_row_limit_keeps_the_order_and_replaces_the_limit():
+    _same(with_limit(TOP_SPENDERS, 2), TOP_SPENDERS.replace("LIMIT 5", "LIMIT 2"))
+
+
+def test_row_limit_ranks_a_breakdown_by_its_first_aggregate():
+    plain = BY_COUNTRY.replace(" ORDER BY c.country", "")
+    _same(with_limit(plain, 3), plain + " ORDER BY 2 DESC NULLS LAST LIMIT 3")
+    _same(with_limit(plain, 3, ascending=True), plain + " ORDER BY 2 ASC LIMIT 3")
+
+
+def test_row_limit_refuses_a_list_that_is_no_ranking():
+    with pytest.raises(FollowUpError, match="not a ranking"):
+        with_limit("SELECT name FROM customers", 3)
+
+
+@pytest.mark.parametrize("sql", ["DELETE FROM customers", "SELECT 1 UNION SELECT 2", "SELEC"])
+def test_a_statement_that_is_not_one_select_is_refused(sql):
+    with pytest.raises(FollowUpError):
+        with_limit(sql, 3)
+
+
+def test_the_subject_is_the_first_name_column_of_the_earlier_rows():
+    about = subject(TOP_SPENDERS, CATALOG)
+    assert (about.table.name, about.column, about.output) == ("customers", "name", "name")
+
+
+def test_a_count_is_about_its_table_by_key():
+    about = subject("SELECT COUNT(*) FROM customers AS c WHERE c.country = 'Canada'", CATALOG)
+    assert (about.table.name, about.column, about.output) == ("customers", "id", "")
+
+
+def test_a_total_over_a_join_is_about_the_rows_of_its_first_table():
+    counted = "SELECT COUNT(*) FROM orders AS o JOIN customers AS c ON o.customer_id = c.id"
+    about = subject(counted, CATALOG)
+    assert (about.table.name, about.column, about.output) == ("orders", "id", "")
+
+
+def test_the_key_is_preferred_to_a_name_that_may_repeat():
+    keyed = (
+        "SELECT c.id, c.name, SUM(o.amount) AS s FROM customers AS c JOIN orders AS o ON "
+        "o.customer_id = c.id GROUP BY c.id, c.name ORDER BY s DESC LIMIT 3"
+    )
+    about = subject(keyed, CATALOG)
+    assert (about.table.name, about.column, about.output) == ("customers", "id", "id")
+    assert labels(keyed, about, CATALOG) == ["name"]
+
+
+def test_a_grouped_total_has_no_subject():
+    with pytest.raises(FollowUpError, match="names no rows"):
+        subject("SELECT COUNT(*) FROM customers GROUP BY country", CATALOG)
+
+
+def test_the_database_wide_prefix_is_not_read_as_a_word():
+    tables = tuple(
+        TableInfo("public", n, columns=CUSTOMERS.columns) for n in ("sbCustomer", "sbTicker")
+    )
+    catalog = Catalog("broker", tables)
+    assert pointed("What are their emails?", tables[0], catalog) == (
+        "What are the emails of the customer?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What are their emails?", "What are the emails of the customers?"),
+        ("how many of them are in Canada?", "how many of the customers are in Canada?"),
+        ("list them", "list the customers"),
+        ("When did those documents change?", "When did the documents change?"),
+        ("and those ones?", "and the customers?"),
+    ],
+)
+def test_a_reference_points_at_the_subject_table(question, expected):
+    assert refers(question)
+    assert pointed(question, CUSTOMERS, CATALOG) == expected
+
+
+def test_the_question_is_restricted_by_a_sub_query_not_a_list_of_names():
+    about = subject(TOP_SPENDERS, CATALOG)
+    shown = labels(TOP_SPENDERS, about, CATALOG)
+    sql = restrict("SELECT t0.email FROM customers AS t0", TOP_SPENDERS, about, shown)
+    _same(
+        sql,
+        "SELECT t0.name, t0.email FROM customers AS t0 WHERE t0.name IN "
+        f"(SELECT earlier.name FROM ({TOP_SPENDERS}) AS earlier)",
+    )
+    for name in ("Ann", "Bo"):  # never the values of the earlier rows
+        assert name not in sql
+
+
+def test_a_count_restricts_by_the_key_of_the_rows_it_counted():
+    counted = "SELECT COUNT(*) FROM customers AS c WHERE c.country = 'Canada' ORDER BY 1 LIMIT 9"
+    about = subject(counted, CATALOG)
+    sql = restrict("SELECT COUNT(*) FROM customers WHERE state = 'Ohio'", counted, about, ["name"])
+    _same(
+        sql,
+        "SELECT COUNT(*) FROM customers WHERE state = 'Ohio' AND customers.id IN "
+        "(SELECT c.id FROM customers AS c WHERE c.country = 'Canada')",
+    )
+
+
+def test_a_question_read_about_another_table_is_not_restricted():
+    about = subject(TOP_SPENDERS, CATALOG)
+    with pytest.raises(FollowUpError, match="not read about customers"):
+        restrict("SELECT COUNT(*) FROM orders", TOP_SPENDERS, about)
+
+
+def test_regroup_replaces_the_grouping_everywhere():
+    _same(regrouped(BY_COUNTRY, "state", CATALOG), BY_COUNTRY.replace("c.country", "c.state"))
+
+
+def test_regroup_groups_a_total():
+    _same(
+        regrouped("SELECT COUNT(*) FROM customers AS c", "countries", CATALOG),
+        "SELECT c.country, COUNT(*) FROM customers AS c GROUP BY c.country",
+    )
+
+
+def test_regroup_reaches_a_named_table_through_its_key():
+    _same(
+        regrouped("SELECT COUNT(*) FROM customers AS c", "region", CATALOG),
+        "SELECT grouped.region_name, COUNT(*) FROM customers AS c JOIN public.regions AS "
+        "grouped ON grouped.region_id = c.region_id GROUP BY grouped.region_name",
+    )
+
+
+def test_regroup_uses_joins_the_catalog_inferred_without_declared_keys():
+    bare = TableInfo("public", "customers", columns=CUSTOMERS.columns, primary_key=("id",))
+    inferred = JoinInfo(
+        "public.customers", ("region_id",), "public.regions", ("region_id",),
+        JoinOrigin.INFERRED,
+    )  # fmt: skip
+    catalog = Catalog("shop", (bare, ORDERS, REGIONS), joins=(inferred,))
+    assert "JOIN public.regions" in regrouped("SELECT COUNT(*) FROM customers", "region", catalog)
+
+
+def test_regroup_by_words_no_column_spells_is_refused():
+    with pytest.raises(FollowUpError, match="no column"):
+        regrouped(BY_COUNTRY, "weather", CATALOG)
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [("Refunded", "refunded"), ("refunded ones", "refunded"), ("sells", "sell")],
+)
+def test_value_swap_replaces_the_compared_value_of_the_column_that_stores_it(value, stored):
+    _same(swapped(BY_COUNTRY, value, CATALOG), BY_COUNTRY.replace("cancelled", stored))
+
+
+def test_value_swap_keeps_codes_apostrophes_and_the_literal_shape():
+    code = "SELECT COUNT(*) FROM orders WHERE TRIM(airport) = 'Stark''s Park'"
+    _same(swapped(code, "abz", CATALOG), "SELECT COUNT(*) FROM orders WHERE TRIM(airport) = ' ABZ'")
+    folded = "SELECT COUNT(*) FROM orders AS o WHERE LOWER(o.status) LIKE '%cancel%'"
+    _same(
+        swapped(folded, "Refunded", CATALOG),
+        "SELECT COUNT(*) FROM orders AS o WHERE LOWER(o.status) LIKE '%refunded%'",
+    )
+
+
+def test_value_swap_refuses_a_value_no_compared_column_stores():
+    with pytest.raises(FollowUpError, match="stores 'Germany'"):
+        swapped(BY_COUNTRY, "Germany", CATALOG)
+
+
+def test_value_swap_refuses_a_value_two_literals_could_take():
+    both = "SELECT COUNT(*) FROM orders WHERE status = 'cancelled' OR status = 'sell'"
+    with pytest.raises(FollowUpError, match="more than one"):
+        swapped(both, "refunded", CATALOG)
+
+
+def test_edited_dispatches_on_the_relation():
+    assert "LIMIT 2" in edited(TOP_SPENDERS, Prior(TOP_SPENDERS, Relation.ROW_LIMIT, 2), CATALOG)[0]
+    regroup = Prior(BY_COUNTRY, Relation.REGROUP, dimension="state")
+    assert "c.state" in edited(BY_COUNTRY, regroup, CATALOG)[0]
+    with pytest.raises(FollowUpError):
+        edited(TOP_SPENDERS, Prior(TOP_SPENDERS, Relation.RESULT_SET), CATALOG)
