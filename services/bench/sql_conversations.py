@@ -194,6 +194,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         correct = sum(r["correct"] for r in items)
         alone_correct = sum(r["alone"]["correct"] for r in items)
         with_rows = [r for r in items if r["alone_rows"]]
+        right_alone = [r for r in items if r["alone"]["correct"]]
         return {
             "follow_ups": n,
             "recognised": sum(r["resolved_kind"] not in _RECOGNISED_NOT for r in items),
@@ -207,6 +208,8 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "spelled_out_accuracy": round(alone_correct / n, 4) if n else 0.0,
             "spelled_out_with_rows": len(with_rows),
             "same_rows": sum(r["same_rows"] for r in with_rows),
+            # where the spelled-out question was right: did the follow-up match it?
+            "spelled_out_right_same_rows": sum(r["same_rows"] for r in right_alone),
         }
 
     follow = [r for r in records if r["kind"] != "standalone"]
@@ -215,6 +218,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     first = [r for r in records if r["kind"] == "standalone"]
     ratio = overall["correct"] / max(overall["spelled_out_correct"], 1)
     same = overall["same_rows"] / max(overall["spelled_out_with_rows"], 1)
+    same_right = overall["spelled_out_right_same_rows"] / max(overall["spelled_out_correct"], 1)
     return {
         "conversations": len(first),
         "first_turns": {"questions": len(first), "correct": sum(r["correct"] for r in first)},
@@ -222,6 +226,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "overall": overall,
         "ratio_to_spelled_out": round(ratio, 4),
         "same_rows_rate": round(same, 4),
+        "same_rows_where_spelled_out_right": round(same_right, 4),
         "targets": {
             "ratio": TARGET_RATIO,
             "same_rows": TARGET_SAME_ROWS,
@@ -231,13 +236,23 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def missed_targets(report: dict[str, Any]) -> list[str]:
+    """The targets a report misses, by name (empty: all met)."""
+    missed = []
+    if report["ratio_to_spelled_out"] < TARGET_RATIO:
+        missed.append("accuracy ratio")
+    if report["same_rows_rate"] < TARGET_SAME_ROWS:
+        missed.append("same rows")
+    missed += [
+        f"{kind} recognised"
+        for kind, row in report["by_kind"].items()
+        if row["follow_ups"] and row["recognised"] / row["follow_ups"] < TARGET_RECOGNISED
+    ]
+    return missed
+
+
 def meets_targets(report: dict[str, Any]) -> bool:
-    kinds = [row for row in report["by_kind"].values() if row["follow_ups"]]
-    return (
-        report["ratio_to_spelled_out"] >= TARGET_RATIO
-        and report["same_rows_rate"] >= TARGET_SAME_ROWS
-        and all(row["recognised"] / row["follow_ups"] >= TARGET_RECOGNISED for row in kinds)
-    )
+    return not missed_targets(report)
 
 
 def render(report: dict[str, Any], title: str) -> str:
@@ -263,8 +278,10 @@ def render(report: dict[str, Any], title: str) -> str:
         line("all follow-ups", report["overall"]),
         f"follow-up correct / spelled-out correct: {report['ratio_to_spelled_out']:.2f} "
         f"(target ≥ {TARGET_RATIO}); same rows {report['same_rows_rate']:.1%} "
-        f"(target ≥ {TARGET_SAME_ROWS:.0%}); recognised per kind target ≥ "
-        f"{TARGET_RECOGNISED:.0%}: {'ok' if meets_targets(report) else 'MISS'}",
+        f"(target ≥ {TARGET_SAME_ROWS:.0%}; {report['same_rows_where_spelled_out_right']:.1%} "
+        f"where the spelled-out question was right); recognised per kind target ≥ "
+        f"{TARGET_RECOGNISED:.0%}; "
+        f"{'all met' if meets_targets(report) else 'MISS: ' + ', '.join(missed_targets(report))}",
     ]
     for item in report["items"]:
         if item["kind"] != "standalone" and not item["correct"]:

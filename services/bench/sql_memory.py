@@ -56,7 +56,18 @@ from services.sql._targets import TargetConfig
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 
-VARIANTS = Path(__file__).parents[1] / "sql" / "golden" / "memory_variants.json"
+GOLDEN = Path(__file__).parents[1] / "sql" / "golden"
+VARIANTS = GOLDEN / "memory_variants.json"
+KINDS = ("value_swaps", "paraphrases", "near_misses")
+
+
+def variants_for(dataset_dir: Path) -> Path:
+    """The teach/variant set written for a dev set (by its folder's name)."""
+    return GOLDEN / (
+        "memory_variants_spider.json" if dataset_dir.name == "sql-spider" else VARIANTS.name
+    )
+
+
 DEFAULT_OUT = Path("bench-results/sql_memory_eval.json")
 TENANT = "eval-memory"
 TARGETS = {"value_swaps": 0.90, "paraphrases": 0.70, "false_reuse": 0.02, "hit_added_ms": 5.0}
@@ -67,24 +78,25 @@ def load_variants(path: Path, dataset: Dataset) -> dict[str, list[DatasetQuestio
     raw = json.loads(path.read_text(encoding="utf-8"))
     by_id = {q.id: q for q in dataset.questions}
     out: dict[str, list[DatasetQuestion]] = {}
-    for kind in ("value_swaps", "paraphrases"):
+    for kind in KINDS:
         out[kind] = [
             DatasetQuestion(
                 id=item["id"],
                 db=by_id[item["base"]].db,
                 category=item["base"],  # the report groups variants by their base
                 question=item["question"],
-                instructions="",
+                # a near miss's kind of difference (column, value kind, reversed roles)
+                instructions=item.get("miss", ""),
                 gold_sql=(item["gold_sql"],),
             )
-            for item in raw[kind]
+            for item in raw.get(kind, ())
         ]
     return out
 
 
 def bases(path: Path) -> list[str]:
     raw = json.loads(path.read_text(encoding="utf-8"))
-    return sorted({item["base"] for kind in ("value_swaps", "paraphrases") for item in raw[kind]})
+    return sorted({item["base"] for kind in KINDS for item in raw.get(kind, ())})
 
 
 async def _ask(
@@ -159,6 +171,23 @@ def summarize(sets: dict[str, list[dict[str, Any]]], taught: dict[str, str]) -> 
         "false_reuse_rate": round(len(false) / len(other), 4) if other else 0.0,
         "false_reuse_ids": false,
     }
+    near = sets.get("near_misses", [])
+    wrong = [r for r in near if r["hit"] and not r["correct"]]
+    report["near_misses"] = {
+        "questions": len(near),
+        "hits": sum(1 for r in near if r["hit"]),
+        "false_reuse": len(wrong),
+        "false_reuse_ids": [r["id"] for r in wrong],
+        "correct": sum(1 for r in near if r["correct"]),
+        "by_miss": {
+            miss: {
+                "questions": sum(1 for r in near if r["miss"] == miss),
+                "hits": sum(1 for r in near if r["miss"] == miss and r["hit"]),
+                "false_reuse": sum(1 for r in wrong if r["miss"] == miss),
+            }
+            for miss in sorted({r["miss"] for r in near})
+        },
+    }
     hits = [r for k in ("value_swaps", "paraphrases") for r in sets[k] if r["hit"]]
     misses = [r for k in sets for r in sets[k] if not r["hit"] and "memory_ms" in r]
     stage: dict[str, float | None] = {}
@@ -194,6 +223,7 @@ def meets_targets(report: dict[str, Any]) -> bool:
         report["value_swaps"]["accuracy"] >= TARGETS["value_swaps"]
         and report["paraphrases"]["accuracy"] >= TARGETS["paraphrases"]
         and report["unrelated"]["false_reuse_rate"] <= TARGETS["false_reuse"]
+        and report["near_misses"]["false_reuse"] == 0
     )
 
 
@@ -221,6 +251,18 @@ def render(report: dict[str, Any]) -> str:
     lines += [
         f"{'unrelated':<14} {other['questions']:>4} {other['false_reuse']:>5} {'':>8} "
         f"{other['false_reuse_rate']:>9.1%} {'<=2%':>8}   (false reuse)",
+    ]
+    near = report["near_misses"]
+    lines.append(
+        f"{'near misses':<14} {near['questions']:>4} {near['hits']:>5} {near['correct']:>8} "
+        f"{near['false_reuse']:>9} {'0':>8}   (reused and wrong)"
+    )
+    for miss, row in near["by_miss"].items():
+        lines.append(
+            f"{'  ' + miss:<14} {row['questions']:>4} {row['hits']:>5} {'':>8} "
+            f"{row['false_reuse']:>9}"
+        )
+    lines += [
         "",
         "memory stage (embed + nearest + adapt), ms: "
         + ", ".join(f"{k} {v}" for k, v in report["memory_stage_ms"].items()),
@@ -243,12 +285,19 @@ async def evaluate(
     urls = await load_databases(admin_url, dataset)
     sets = load_variants(variants_path, dataset)
     taught_ids = bases(variants_path)
-    others = [q for q in dataset.questions if q.id not in set(taught_ids)]
     by_id = {q.id: q for q in dataset.questions}
+    # A question whose gold statement is a taught base's is that question in other words
+    # (Spider writes most twice): a paraphrase, not an unrelated question.
+    taught_sql = {_canonical(by_id[b].gold_sql[0]) for b in taught_ids}
+    others = [
+        q for q in dataset.questions
+        if q.id not in set(taught_ids) and _canonical(q.gold_sql[0]) not in taught_sql
+    ]  # fmt: skip
     gold = await gold_results(
         admin_url,
-        [*sets["value_swaps"], *sets["paraphrases"], *others, *(by_id[b] for b in taught_ids)],
-    )
+        [*sets["value_swaps"], *sets["paraphrases"], *sets["near_misses"], *others,
+         *(by_id[b] for b in taught_ids)],
+    )  # fmt: skip
     telemetry = Telemetry(TelemetrySettings(service_name="sql-memory-eval"))
     embedding = await asyncio.to_thread(start_embedding)
     channel = create_channel(embedding.address)
@@ -268,8 +317,7 @@ async def evaluate(
     server, servicer = await create_server(
         ServerSettings("sql-memory-eval", host="127.0.0.1", port=0, grace_period_s=1.0), telemetry
     )
-    results: dict[str, list[dict[str, Any]]] = {"value_swaps": [], "paraphrases": [],
-                                                "unrelated": []}  # fmt: skip
+    results: dict[str, list[dict[str, Any]]] = {kind: [] for kind in (*KINDS, "unrelated")}
     taught: dict[str, str] = {}
     try:
         await ready(server, servicer, deps)
@@ -294,6 +342,7 @@ async def evaluate(
                     taught[base_id] = f"{exc.code().name}: {exc.details()}"
             for kind, items in (("value_swaps", sets["value_swaps"]),
                                 ("paraphrases", sets["paraphrases"]),
+                                ("near_misses", sets["near_misses"]),
                                 ("unrelated", others)):  # fmt: skip
                 for question in items:
                     record = await _ask(stub, question, gold[question.id])
@@ -303,6 +352,8 @@ async def evaluate(
                         # A swap whose rows equal its base's proves nothing about the
                         # substitution (top 5 of 3 rows is top 3): reported apart.
                         record["discriminating"] = gold[question.id] != gold[question.category]
+                    if kind == "near_misses":
+                        record["miss"] = question.instructions
                     results[kind].append(record)
                     if progress is not None:
                         progress(f"{kind} {question.id}: hit={record['hit']} "
@@ -332,6 +383,10 @@ async def _forget(store: Any) -> None:
         await store.delete_pair(TENANT, pair.pair_id)
 
 
+def _canonical(sql: str) -> str:
+    return " ".join(sql.lower().replace(";", " ").split())
+
+
 def main(dataset_dir: Path, out: Path = DEFAULT_OUT, *, verbose: bool = False) -> dict[str, Any]:
     """Run the memory eval, print the table and write JSON to ``out``."""
     dataset = load_dataset(dataset_dir)
@@ -340,7 +395,7 @@ def main(dataset_dir: Path, out: Path = DEFAULT_OUT, *, verbose: bool = False) -
     report = asyncio.run(
         evaluate(
             dataset,
-            VARIANTS,
+            variants_for(dataset_dir),
             admin_url=admin,
             settings=settings,
             progress=(lambda text: print(text, file=sys.stderr)) if verbose else None,

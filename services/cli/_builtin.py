@@ -266,9 +266,10 @@ def _eval_sql(args: argparse.Namespace) -> int:
     if args.memory:
         from services.bench import sql_memory as eval_memory  # noqa: PLC0415
 
+        dataset = args.dataset or Path("../shared/datasets/sql")
         report = eval_memory.main(
-            args.dataset or Path("../shared/datasets/sql"),
-            args.out or eval_memory.DEFAULT_OUT,
+            dataset,
+            args.out or eval_memory.DEFAULT_OUT.with_stem(f"sql_memory_eval-{dataset.name}"),
             verbose=args.verbose,
         )
         return 0 if eval_memory.meets_targets(report) else 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -69,10 +70,15 @@ from services.sql._reuse import (
     adapt,
     agreement,
     content_words,
+    measures,
+    names_schema,
+    other_kind,
     read,
+    roles_differ,
     stem,
     word_swaps,
 )
+from services.sql._stored import StoredValues
 from services.sql._targets import Target
 from services.sql._words import name_words
 
@@ -141,6 +147,11 @@ class Candidate:
     substitutions: int
 
 
+def _quoted(sql: str) -> list[str]:
+    """The string literals of a statement, lower-cased."""
+    return [m.group(1).replace("''", "'").lower() for m in re.finditer(r"'((?:[^']|'')*)'", sql)]
+
+
 def schema_words(catalog: Catalog) -> set[str]:
     """Every word of every table and column name, lowercased and stemmed like question
     words: a question word that differs between two questions and names a part of the
@@ -180,7 +191,8 @@ class AnswerMemory:
         # Table and column words per catalog version: computed once, not per question.
         self._vocabulary: dict[tuple[str, str], set[str]] = {}
         # Stored questions as read for reuse (bounded; a question's reading never changes).
-        self._readings: dict[str, Reading] = {}
+        self._readings: dict[tuple[str, str, str], Reading] = {}
+        self._stored_values: dict[tuple[str, str], StoredValues] = {}
 
     # --- writing ----------------------------------------------------------------------
 
@@ -217,7 +229,7 @@ class AnswerMemory:
     ) -> ConfirmedPair:
         """Gate ``sql`` on the target's catalog, embed the question's template, store."""
         verdict = self._gated(sql, catalog, field)
-        reading = read(question)
+        reading = read(question, self._values(catalog))
         with node_span(self._tracer, "sql.memory.teach") as span:
             try:
                 vector, model = await self._embedder.embed(reading.template)
@@ -319,7 +331,7 @@ class AnswerMemory:
         or when the store or the embedding service is down: fail open), and the nearest
         pairs above the similarity floor (few-shot examples for a model on a miss)."""
         with node_span(self._tracer, "sql.memory.lookup") as span:
-            asked = read(question)
+            asked = read(question, self._values(catalog))
             try:
                 # Cheap first: a tenant without pairs here costs one indexed query, and a
                 # value swap of a confirmed question (the same template) no embedding.
@@ -335,7 +347,7 @@ class AnswerMemory:
                 # The embedding (the model, most of a lookup's time) only when some pair
                 # passes the word checks a hit needs anyway, or a model wants examples.
                 if survey.complete and not self._few_shot:
-                    words = [p for p in survey.pairs if self._could_answer(p, asked)]
+                    words = [p for p in survey.pairs if self._could_answer(p, asked, catalog)]
                     if not words:
                         span.set_attributes({"sql.memory.hit": False,
                                              "sql.memory.miss": "NO_WORD_CANDIDATE"})  # fmt: skip
@@ -376,7 +388,7 @@ class AnswerMemory:
             stored = await self.store.vectors(tenant_id, [p.pair_id for p in words])
             adaptations: dict[str, Adapted | str] = {}
             for pair in words:
-                adaptations[pair.pair_id] = outcome = self._adapt(pair, asked)
+                adaptations[pair.pair_id] = outcome = self._adapt(pair, asked, catalog)
                 if isinstance(outcome, Adapted):
                     self._gate.check(outcome.sql, catalog)
             vector, model = await embedding
@@ -416,15 +428,26 @@ class AnswerMemory:
             span.set_attribute("sql.memory.similarity", round(near[0].similarity, 4))
         return None
 
-    def _reading(self, question: str) -> Reading:
-        reading = self._readings.get(question)
+    def _reading(self, question: str, catalog: Catalog) -> Reading:
+        key = (question, catalog.database, catalog.refreshed_at.isoformat())
+        reading = self._readings.get(key)
         if reading is None:
             if len(self._readings) >= 4096:
                 self._readings.clear()
-            reading = self._readings[question] = read(question)
+            reading = self._readings[key] = read(question, self._values(catalog))
         return reading
 
-    def _could_answer(self, pair: ConfirmedPair, asked: Reading) -> bool:
+    def _values(self, catalog: Catalog) -> StoredValues:
+        """The catalog's stored values (the linker's value lookup), built once per load."""
+        key = (catalog.database, catalog.refreshed_at.isoformat())
+        values = self._stored_values.get(key)
+        if values is None:
+            if len(self._stored_values) > 64:
+                self._stored_values.clear()
+            values = self._stored_values[key] = StoredValues.of(catalog)
+        return values
+
+    def _could_answer(self, pair: ConfirmedPair, asked: Reading, catalog: Catalog) -> bool:
         """False only when ``pair`` cannot answer ``asked`` whatever its similarity: the
         necessary word conditions of :meth:`_adapted`, without the statement or a vector.
 
@@ -432,7 +455,7 @@ class AnswerMemory:
         words to agree; a value swap needs every differing content word to be one side of
         a word-for-word swap (the only differences its statement may explain).
         """
-        stored = self._reading(pair.question)
+        stored = self._reading(pair.question, catalog)
         if [lit.kind for lit in stored.literals] != [lit.kind for lit in asked.literals]:
             return False
         if agreement(stored, asked) >= self.settings.min_agreement:
@@ -445,10 +468,10 @@ class AnswerMemory:
             stem(old) for old, _ in swaps
         }
 
-    def _adapt(self, pair: ConfirmedPair, asked: Reading) -> Adapted | str:
+    def _adapt(self, pair: ConfirmedPair, asked: Reading, catalog: Catalog) -> Adapted | str:
         """``pair``'s statement adapted to ``asked``, or why it cannot be."""
         try:
-            return adapt(pair.sql, self._reading(pair.question), asked)
+            return adapt(pair.sql, self._reading(pair.question, catalog), asked)
         except NotAdaptable as exc:
             return exc.why.upper()
 
@@ -461,17 +484,31 @@ class AnswerMemory:
     ) -> Candidate | str:
         """The pair adapted to the asked question (``adapted`` when already done), or why
         it does not answer it."""
-        stored = self._reading(item.pair.question)
+        stored = self._reading(item.pair.question, catalog)
         if adapted is None:
-            adapted = self._adapt(item.pair, asked)
+            adapted = self._adapt(item.pair, asked, catalog)
         if isinstance(adapted, str):
             return adapted
+        if other_kind(stored, asked, self._values(catalog)):
+            return "VALUE_KIND_DIFFERS"
+        if roles_differ(stored, asked):
+            return "ROLE_DIFFERS"
+        differing = content_words(stored) ^ content_words(asked)
+        # A differing word the statements' own values do not explain ("female" swapped
+        # for "male" is a value) that names a part of the schema ("received" where
+        # "made" was, and the schema has a receiver) asks about another thing.
+        quoted = " ".join(_quoted(item.pair.sql) + _quoted(adapted.sql))
+        schema = self._schema_words(catalog)
+        if names_schema({w for w in differing if w not in quoted}, schema):
+            return "SCHEMA_WORD_DIFFERS"
+        if measures(stored) != measures(asked):
+            return "MEASURE_DIFFERS"
         if adapted.paraphrase:
             if item.similarity < self.settings.paraphrase_similarity:
                 return "PARAPHRASE_SIMILARITY"
             if agreement(stored, asked) < self.settings.min_agreement:
                 return "WORD_AGREEMENT"
-            if (content_words(stored) ^ content_words(asked)) & self._schema_words(catalog):
+            if differing & schema:
                 return "SCHEMA_WORD_DIFFERS"
         return Candidate(item, adapted.sql, adapted.substitutions)
 

@@ -41,6 +41,7 @@ from sqlglot import exp
 
 from services.sql._catalog import _TEXT_TYPES, Catalog, TableInfo
 from services.sql._names import identifier
+from services.sql._stored import value_key
 from services.sql._words import STOP_WORDS, common_prefix, name_words, stem, word_match
 
 MAX_PRIOR_CHARS = 20_000
@@ -347,11 +348,20 @@ def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> ex
     return None
 
 
+def _covers(words: list[str], name: str) -> bool:
+    """Whether ``words`` spell every word of a name (nothing of it left unsaid)."""
+    return _spelled(_words(name), " ".join(words)) >= 0.99
+
+
 def regrouped(sql: str, dimension: str, catalog: Catalog) -> str:
-    """``sql`` grouped by the column ``dimension`` names instead of its own grouping."""
+    """``sql`` grouped by the column ``dimension`` names instead of its own grouping: a
+    column the words spell exactly, else a table they name (reached by a key, grouped by
+    its name column), else a column they spell in part ("drug" → "drug_unit" only when no
+    drugs table is reachable)."""
     select = _parse(sql)
     words = _words(dimension)
-    scored: list[tuple[float, bool, int, str, str]] = []
+    exact: list[tuple[bool, int, str, str]] = []
+    partial: list[tuple[bool, int, str, str]] = []
     seen: set[tuple[str, str]] = set()
     for source in _sources(select):
         info = _table(catalog, source)
@@ -362,20 +372,28 @@ def regrouped(sql: str, dimension: str, catalog: Catalog) -> str:
         for column in info.columns:
             if column.name in keys or "id" in name_words(column.name):
                 continue  # a key groups by codes, not by what the user named
-            score = _spelled(words, column.name)
-            text = column.data_type.startswith(_TEXT_TYPES)
-            scored.append((score, text, -len(name_words(column.name)), source.alias_or_name,
-                           column.name))  # fmt: skip
-    best = max(scored) if scored else None
-    if best is not None and best[0] >= 0.99:
-        if [x for x in scored if x[:3] == best[:3] and x[4] != best[4]]:
+            spelled = _spelled(words, f"{column.name} {info.name}")
+            if spelled < 0.99 or _spelled(words, column.name) == 0:
+                continue
+            entry = (column.data_type.startswith(_TEXT_TYPES), -len(name_words(column.name)),
+                     source.alias_or_name, column.name)  # fmt: skip
+            (exact if _covers(words, column.name) else partial).append(entry)
+    choices = exact or partial
+    if exact and len({e[3] for e in exact}) > 1:
+        best = max(exact)
+        if [e for e in exact if e[:2] == best[:2] and e[3] != best[3]]:
             raise FollowUpError(f"more than one column of the earlier tables is '{dimension}'")
-        new = exp.column(identifier(best[4]), table=identifier(best[3]))
+    new: exp.Column | None = None
+    if exact:
+        best = max(exact)
+        new = exp.column(identifier(best[3]), table=identifier(best[2]))
     else:
-        found = _via_reference(select, words, catalog)
-        if found is None:
-            raise FollowUpError(f"no column of the earlier tables is named '{dimension}'")
-        new = found
+        new = _via_reference(select, words, catalog)
+    if new is None and choices:
+        best = max(choices)
+        new = exp.column(identifier(best[3]), table=identifier(best[2]))
+    if new is None:
+        raise FollowUpError(f"no column of the earlier tables is named '{dimension}'")
     group = select.args.get("group")
     if group is None:
         if any(e.find(exp.AggFunc) is None for e in select.expressions):
@@ -402,21 +420,15 @@ def regrouped(sql: str, dimension: str, catalog: Catalog) -> str:
     return select.sql(dialect="postgres")
 
 
-def _key(text: str) -> tuple[str, ...]:
-    """A value compared as words: case, blanks and plural endings ignored ("Sells" is
-    the stored "sell")."""
-    return tuple(stem(w) for w in re.findall(r"[\w'&.-]+", text.lower()))
-
-
 def _stored(table: TableInfo, column: str, value: str) -> str | None:
     """The column's stored spelling of ``value`` (the linker's value lookup: the sample
     and known values the catalog read from the data)."""
     info = table.column(column)
     if info is None:
         return None
-    wanted = _key(value)
+    wanted = value_key(value)
     for stored in (*info.sample_values, *info.known_values):
-        if _key(stored) == wanted:
+        if value_key(stored) == wanted:
             return stored
     return None
 

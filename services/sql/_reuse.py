@@ -32,6 +32,7 @@ import sqlglot
 from sqlglot import exp
 
 from services.sql._calendar import MONTHS, WRITTEN_DATE, written_date
+from services.sql._stored import StoredValues
 from services.sql._words import lemma
 
 _NUMBER_WORDS = {
@@ -229,6 +230,9 @@ class Reading:
 
     literals: tuple[Literal, ...]
     tokens: tuple[str, ...]
+    # Text values said as owners ("Kyle's friends"): whose the rest is, a role the same
+    # value in another position ("who have Kyle as a friend") does not have.
+    owners: frozenset[str] = frozenset()
 
     @property
     def template(self) -> str:
@@ -238,11 +242,16 @@ class Reading:
 _MASK = {"text": "value", "number": "number", "date": "date"}
 
 
-def read(question: str) -> Reading:
-    """The question's literals and template."""
+def read(question: str, values: StoredValues | None = None) -> Reading:
+    """The question's literals and template. With the database's stored ``values``, the
+    words that name a stored value are one text literal whatever their case or shape
+    (codes, apostrophes, small words inside a name), as the linker reads them."""
     text = WRITTEN_DATE.sub(_iso_date, question)
+    if values is not None:
+        text = _quoted_values(text, values)
     literals: list[Literal] = []
     tokens: list[str] = []
+    owners: set[str] = set()
     matches = list(_TOKEN.finditer(text))
     sentence_start = True
     previous_name = False
@@ -261,8 +270,34 @@ def read(question: str) -> Reading:
         else:
             tokens.append(value)
         previous_name = name
+        if kind == "text" and re.match(r"['\u2019]s\b", text[match.end() :]):
+            owners.add(literals[-1].value.lower())
         sentence_start = bool(re.search(r"[.?!;:]\s*$", text[match.end() : _next(matches, index)]))
-    return Reading(tuple(literals), tuple(tokens))
+    return Reading(tuple(literals), tuple(tokens), frozenset(owners))
+
+
+def roles_differ(stored: Reading, asked: Reading) -> bool:
+    """Whether a value both questions name is an owner in one and not the other."""
+    both = {lit.value.lower() for lit in stored.literals} & {
+        lit.value.lower() for lit in asked.literals
+    }
+    return bool((stored.owners ^ asked.owners) & both)
+
+
+_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
+
+
+def _quoted_values(text: str, values: StoredValues) -> str:
+    """``text`` with each stored value it names (outside quotes already there) quoted, so
+    the tokenizer reads it as one literal."""
+    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    out, last = [], 0
+    for start, end in values.spans(text):
+        if any(a <= start < b for a, b in quoted) or '"' in text[start:end]:
+            continue
+        out += [text[last:start], '"', text[start:end], '"']
+        last = end
+    return "".join([*out, text[last:]])
 
 
 def _next(matches: Sequence[re.Match[str]], index: int) -> int:
@@ -317,6 +352,58 @@ def agreement(a: Reading, b: Reading) -> float:
     if not left and not right:
         return 1.0
     return len(left & right) / len(left | right)
+
+
+_MEASURE_WORDS = {"sum": "sum", "total": "sum", "average": "avg", "avg": "avg", "mean": "avg",
+                  "count": "count"}  # fmt: skip
+
+
+def measures(reading: Reading) -> frozenset[str]:
+    """The aggregates a question asks for, read from its words ("total amount" is a sum,
+    "total number of" and "how many" a count, "average" an average): two questions that
+    differ here ask for another measure, however alike the rest reads."""
+    tokens = reading.tokens
+    found: set[str] = set()
+    for index, token in enumerate(tokens):
+        after = tokens[index + 1] if index + 1 < len(tokens) else ""
+        if (token == "how" and after == "many") or (token == "number" and after == "of"):
+            found.add("count")
+        elif token in _MEASURE_WORDS and not (token == "total" and after in ("number", "count")):
+            found.add(_MEASURE_WORDS[token])
+    return frozenset(found)
+
+
+def names_schema(words: set[str], schema: set[str]) -> bool:
+    """Whether any of ``words`` names a part of the schema: a name word, or (for a word
+    of four letters or more) a piece of a name written without separators ("commission"
+    in ``sbtxcommission``, "send" in ``sender_type``)."""
+    return any(
+        w in schema or any(r in part for r in _roots(w) for part in schema if len(part) > len(r))
+        for w in words
+    )
+
+
+def _roots(word: str) -> set[str]:
+    """A word without its inflection ("received" → "receiv", "sending" → "send"), four
+    letters at least: what a name written without separators would contain."""
+    roots = {word}
+    for ending in ("ing", "ed", "es", "s", "e"):
+        if word.endswith(ending):
+            roots.add(word[: -len(ending)])
+    return {r for r in roots if len(r) >= 4}
+
+
+def other_kind(stored: Reading, asked: Reading, values: StoredValues) -> bool:
+    """Whether a swapped value is stored only in other columns than the value it replaces
+    (a status where a transaction type was): another question, not a value swap."""
+    for old, new in zip(stored.literals, asked.literals, strict=False):
+        if old.kind != "text" or new.kind != "text" or old.value == new.value:
+            continue
+        before = {(h.table.qualified, h.column) for h in values.holders(old.value)}
+        after = {(h.table.qualified, h.column) for h in values.holders(new.value)}
+        if before and after and not before & after:
+            return True
+    return False
 
 
 # --- adaptation -------------------------------------------------------------------------

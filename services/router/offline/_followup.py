@@ -601,7 +601,12 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     demonstrative = _DEMONSTRATIVE.search(asked)
     pronoun = _has_unanchored_pronoun(asked)
     if demonstrative or pronoun or re.search(r"\b(?:which|how many|any) of them\b", asked, re.I):
-        if prior.sql and not _document_question(asked):
+        narrows_count = (
+            not prior.members
+            and _PART_OF.search(asked) is not None
+            and re.match(r"^how many\b", _body(prior.resolved_question), re.I) is not None
+        )
+        if prior.sql and not _document_question(asked) and not narrows_count:
             # The rows of the earlier statement, as a sub-query in the SQL service: never
             # a pasted list of the names it returned.
             noun = demonstrative.group("noun") if demonstrative else None
@@ -631,6 +636,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         if (
             value[:1].islower()
             and not any(s[2][:1].islower() for s in _slots(prior.resolved_question))
+            and not _statement_slots(prior)
             and len(value.split()) <= 2
         ):
             # "what about retail?" after a question with no lowercase value: a narrowing.

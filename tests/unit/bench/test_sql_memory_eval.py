@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.bench.sql_memory import VARIANTS, meets_targets, summarize
+from services.bench.sql_memory import VARIANTS, meets_targets, summarize, variants_for
 
 DATASET = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "sql"
 
@@ -51,6 +51,10 @@ def test_targets_fail_on_false_reuse_or_low_accuracy() -> None:
         "unrelated": [_record(False, False)] * 100,
     }
     assert meets_targets(summarize(good, {"b": "ok"}))
+    near = dict(good, near_misses=[_record(True, False, miss="reversed_roles")])
+    assert not meets_targets(summarize(near, {"b": "ok"}))  # one wrong reuse of a near miss
+    refused = dict(good, near_misses=[_record(False, False, miss="column")])
+    assert meets_targets(summarize(refused, {"b": "ok"}))
     reused = dict(good, unrelated=[_record(True, False)] * 3 + [_record(False, False)] * 97)
     assert not meets_targets(summarize(reused, {"b": "ok"}))
     weak = dict(good, value_swaps=[_record(True, True)] * 8 + [_record(False, False)] * 2)
@@ -72,3 +76,11 @@ def test_what_a_hit_adds_is_measured_question_by_question() -> None:
     assert latency["paraphrase_hit_added_p50"] == 6.0
     assert latency["hit_added_p50"] == -3.0  # 3 of the 5 paired hits are swaps
     assert latency["same_questions_before_teaching_p50"] == 15.0
+
+
+@pytest.mark.parametrize("name", ["sql", "sql-spider"])
+def test_each_dev_set_has_near_misses_of_every_kind(name: str) -> None:
+    raw = json.loads(variants_for(Path(name)).read_text())
+    misses = {item["miss"] for item in raw["near_misses"]}
+    assert misses == {"column", "value_kind", "reversed_roles"}
+    assert len(raw["near_misses"]) >= 15 and len(raw["value_swaps"]) >= 40

@@ -192,3 +192,12 @@ async def test_a_follow_up_that_only_stays_on_sql_sends_no_statement():
     answer = await router.ask(request, request_id="r2")
     assert answer.route is Route.SQL and not search.calls
     assert [c[0] for c in sql.calls] == [resolution.question] and sql.priors == [None]
+
+
+def test_part_of_a_count_narrows_the_count_on_sql():
+    resolution = resolve("how many of them are in Ohio?", [STATUS])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.question == (
+        "How many successful transactions were there in June 2023 in Ohio?"
+    )
+    assert resolution.builds_on == BuildsOn(STATUS.sql)

@@ -251,3 +251,26 @@ def test_edited_dispatches_on_the_relation():
     assert "c.state" in edited(BY_COUNTRY, regroup, CATALOG)[0]
     with pytest.raises(FollowUpError):
         edited(TOP_SPENDERS, Prior(TOP_SPENDERS, Relation.RESULT_SET), CATALOG)
+
+
+def test_regroup_prefers_the_named_table_to_a_column_named_in_part():
+    drugs = TableInfo(
+        "public", "drugs",
+        columns=(ColumnInfo("drug_id", "integer", False), ColumnInfo("drug_name", "text", False)),
+        primary_key=("drug_id",),
+    )  # fmt: skip
+    treatments = TableInfo(
+        "public", "treatments",
+        columns=(
+            ColumnInfo("id", "integer", False),
+            ColumnInfo("drug_id", "integer", False),
+            ColumnInfo("drug_unit", "text", False),
+        ),
+        primary_key=("id",),
+        foreign_keys=(ForeignKeyInfo(("drug_id",), "public.drugs", ("drug_id",)),),
+    )  # fmt: skip
+    catalog = Catalog("derm", (drugs, treatments))
+    grouped = regrouped("SELECT COUNT(*) FROM treatments AS t", "drug", catalog)
+    assert "GROUP BY grouped.drug_name" in grouped
+    assert "GROUP BY t.drug_unit" in regrouped("SELECT COUNT(*) FROM treatments AS t", "unit",
+                                                catalog)  # fmt: skip

@@ -23,7 +23,16 @@ from services.sql._memory import (
     PairSource,
     Survey,
 )
-from services.sql._reuse import Literal, NotAdaptable, adapt, agreement, read
+from services.sql._reuse import (
+    Literal,
+    NotAdaptable,
+    adapt,
+    agreement,
+    measures,
+    names_schema,
+    read,
+    roles_differ,
+)
 
 # --- reading questions ------------------------------------------------------------------
 
@@ -373,8 +382,8 @@ def test_the_word_screen_never_drops_a_pair_the_reuse_checks_accept(catalog: Cat
         for asked in items:
             if asked is stored:
                 continue
-            reading = read(asked["question"])
-            could = memory._could_answer(pair.pair, reading)
+            reading = read(asked["question"], memory._values(catalog))
+            could = memory._could_answer(pair.pair, reading, catalog)
             if asked["base"] != stored["base"]:
                 screened_out += not could
                 continue
@@ -461,3 +470,25 @@ def test_a_reworded_question_is_not_read_as_an_exchange():
         read("How many patients are female there?"),
     )
     assert adapted.sql == sql and adapted.substitutions == 0
+
+
+def test_a_value_said_as_an_owner_in_one_question_only_is_another_role():
+    kyles = read("Show the names of all of the high schooler Kyle's friends.")
+    befriended = read("Show the names of all of the high schoolers who have Kyle as a friend.")
+    assert kyles.owners == {"kyle"} and not befriended.owners
+    assert roles_differ(kyles, befriended)
+    assert not roles_differ(kyles, read("Show the names of the high schooler Kyle\u2019s friends."))
+
+
+def test_measures_read_sums_averages_and_counts():
+    assert measures(read("What is the total amount and the number of orders?")) == {"sum", "count"}
+    assert measures(read("What is the average amount?")) == {"avg"}
+    assert measures(read("What is the total number of staff?")) == {"count"}
+    assert measures(read("How many orders?")) == measures(read("Count the orders."))
+
+
+def test_a_differing_word_inside_a_name_without_separators_names_the_schema():
+    schema = {"sbtxcommission", "sender", "receiver", "type"}
+    assert names_schema({"commission"}, schema)
+    assert names_schema({"received"}, schema) and names_schema({"send"}, schema)
+    assert not names_schema({"give", "show"}, schema)

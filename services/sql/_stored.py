@@ -1,0 +1,98 @@
+"""Stored values: which words of a question are values the database holds, and which
+column holds them.
+
+The catalog reads each text column's values where it can (the planner's common values of
+low-cardinality columns, the full distinct set of varied-but-small ones): the linker
+links a question's proper names with them. The answer memory and conversation follow-ups
+read values the same way, so a code ("JFK"), a name with an apostrophe ("Anna's Diner")
+or a multi-word name with small words ("International Journal of Robotics") is one value
+whatever its case or shape, and a swapped value is checked against the column it
+replaces (a status where a transaction type was is another question, not a swap).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from services.sql._catalog import Catalog, TableInfo
+from services.sql._words import GRAMMAR_WORDS, STOP_WORDS, stem
+
+_MAX_VALUE_WORDS = 8
+
+
+def value_key(text: str) -> tuple[str, ...]:
+    """A value compared as words: case, surrounding blanks and plural endings ignored
+    ("Sells" is the stored "sell", " ABZ" is "abz")."""
+    return tuple(stem(w) for w in re.findall(r"[\w'&.-]+", text.lower()))
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A column holding a value, and the value as stored."""
+
+    table: TableInfo
+    column: str
+    stored: str
+
+
+@dataclass
+class StoredValues:
+    """Every value the catalog read, by its words (see :func:`value_key`)."""
+
+    by_key: dict[tuple[str, ...], list[Holder]] = field(default_factory=dict)
+    longest: int = 0
+
+    @classmethod
+    def of(cls, catalog: Catalog) -> StoredValues:
+        index = cls()
+        for table in catalog.tables:
+            for column in table.columns:
+                for stored in {*column.sample_values, *column.known_values}:
+                    key = value_key(stored)
+                    if (
+                        not key
+                        or len(key) > _MAX_VALUE_WORDS
+                        or not any(c.isalpha() for c in stored)
+                    ):
+                        continue  # fmt: skip
+                    index.by_key.setdefault(key, []).append(Holder(table, column.name, stored))
+                    index.longest = max(index.longest, len(key))
+        return index
+
+    def holders(self, value: str) -> list[Holder]:
+        """The columns that store ``value``."""
+        return self.by_key.get(value_key(value), [])
+
+    def spelling(self, table: TableInfo, column: str, value: str) -> str | None:
+        """How ``table.column`` stores ``value`` (None when it does not store it)."""
+        for holder in self.holders(value):
+            if holder.table.qualified == table.qualified and holder.column == column:
+                return holder.stored
+        return None
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Character spans of ``text`` that name a stored value, longest first and never
+        overlapping: a value of several words wins over the words inside it."""
+        words = list(re.finditer(r"[\w'&.-]+", text))
+        taken: list[tuple[int, int]] = []
+        for size in range(min(self.longest, len(words)), 0, -1):
+            for start in range(len(words) - size + 1):
+                first, last = words[start], words[start + size - 1]
+                begin, end = first.start(), last.end()
+                if any(b < end and begin < e for b, e in taken):
+                    continue
+                said = text[begin:end].strip("'.")
+                holders = self.by_key.get(value_key(said))
+                if holders and any(_written_as(said, h.stored) for h in holders):
+                    taken.append((begin, begin + len(said)))
+        return sorted(taken)
+
+
+def _written_as(said: str, stored: str) -> bool:
+    """Whether the words as said may name the stored value: a stored value that is also
+    a function word ("US" / "us", "IN" / "in") must be written as stored."""
+    core = stored.strip()
+    if said.lower() in STOP_WORDS or said.lower() in GRAMMAR_WORDS:
+        return said == core
+    return True

@@ -1,0 +1,65 @@
+"""The conversation eval's scripts and scoring: both dev sets have scripted conversations
+of every follow-up kind with gold SQL and a spelled-out question; a malformed script is
+refused naming the turn; the targets read the way the issue states them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from services.bench.sql_conversations import (
+    KINDS,
+    load_conversations,
+    missed_targets,
+    script_for,
+    summarise,
+)
+
+
+@pytest.mark.parametrize(("folder", "least"), [("sql", 7), ("sql-spider", 8)])
+def test_each_dev_set_has_conversations_of_every_kind(folder: str, least: int) -> None:
+    dataset, conversations = load_conversations(script_for(Path(folder)))
+    assert dataset == folder
+    kinds = [t.kind for c in conversations for t in c.turns[1:]]
+    assert {k: kinds.count(k) >= least for k in KINDS} == dict.fromkeys(KINDS, True)
+    for conversation in conversations:
+        for turn in conversation.turns[1:]:
+            assert turn.spelled_out and turn.gold_sql.strip(), conversation.id
+
+
+@pytest.mark.parametrize(
+    ("turn", "problem"),
+    [
+        ({"question": "q", "kind": "value_swap", "gold_sql": "SELECT 1"}, "no spelled_out"),
+        ({"question": "q", "kind": "ordinal", "spelled_out": "s", "gold_sql": "x"}, "'ordinal'"),
+    ],
+)
+def test_a_malformed_turn_is_refused_naming_it(tmp_path: Path, turn: dict, problem: str) -> None:
+    first = {"question": "How many?", "kind": "standalone", "gold_sql": "SELECT 1"}
+    script = tmp_path / "c.json"
+    script.write_text(json.dumps(
+        {"dataset": "sql", "conversations": [{"id": "c1", "db": "d", "turns": [first, turn]}]}
+    ))  # fmt: skip
+    with pytest.raises(ValueError, match=rf"c1 turn 2: .*{problem}"):
+        load_conversations(script)
+
+
+def _item(kind: str, correct: bool, alone: bool, same: bool) -> dict[str, object]:
+    return {
+        "kind": kind, "resolved_kind": "FOLLOW_UP_KIND_VALUE_SWAP", "route": "ROUTE_SQL",
+        "answered": True, "correct": correct, "alone": {"correct": alone},
+        "alone_rows": True, "same_rows": same,
+    }  # fmt: skip
+
+
+def test_targets_compare_follow_ups_with_the_same_questions_spelled_out() -> None:
+    good = [_item(k, True, True, True) for k in KINDS] * 3
+    assert missed_targets(summarise(good)) == []
+    drifted = [_item(k, True, False, False) for k in KINDS] * 3
+    assert missed_targets(summarise(drifted)) == ["same rows"]
+    worse = [_item(k, False, True, False) for k in KINDS] * 3
+    assert "accuracy ratio" in missed_targets(summarise(worse))
+    unrecognised = [dict(i, resolved_kind="FOLLOW_UP_KIND_STANDALONE") for i in good]
+    assert "limit recognised" in missed_targets(summarise(unrecognised))
