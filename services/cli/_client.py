@@ -599,9 +599,12 @@ def _sql(args: argparse.Namespace) -> int:
     if reply.definitions_ignored:
         print("definitions ignored: " + "; ".join(reply.definitions_ignored))
     if reply.confirmed_pair.pair_id:
+        changed = ", ".join(f"{r.before} → {r.after}" for r in reply.confirmed_pair.replaced)
         print(
             f"answered like confirmed pair {reply.confirmed_pair.pair_id} "
-            f"(similarity {reply.confirmed_pair.similarity:.2f})"
+            f"(similarity {reply.confirmed_pair.similarity:.2f}"
+            + (f"; {changed}" if changed else "")
+            + ")"
         )
     if reply.timings:
         print(_timings(reply.timings))

@@ -206,6 +206,7 @@ class GrpcSqlTool:
                     ascending=prior.ascending,
                     dimension=prior.dimension[:200],
                     value=prior.value[:200],
+                    add=prior.add,
                 )
             )
         response = await _call(lambda: self._stub.AskQuestion(request), "sql")

@@ -145,6 +145,7 @@ class Candidate:
     near: NearPair
     sql: str
     substitutions: int
+    replaced: tuple[tuple[str, str], ...] = ()
 
 
 def _quoted(sql: str) -> list[str]:
@@ -510,7 +511,7 @@ class AnswerMemory:
                 return "WORD_AGREEMENT"
             if differing & schema:
                 return "SCHEMA_WORD_DIFFERS"
-        return Candidate(item, adapted.sql, adapted.substitutions)
+        return Candidate(item, adapted.sql, adapted.substitutions, adapted.replaced)
 
     def _schema_words(self, catalog: Catalog) -> set[str]:
         key = (catalog.database, catalog.refreshed_at.isoformat())
@@ -578,6 +579,7 @@ class AnswerMemory:
                 similarity=found.near.similarity,
                 substitutions=found.substitutions,
                 question=found.near.pair.question,
+                replaced=found.replaced,
             ),
         )
         return answered, ()

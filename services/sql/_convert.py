@@ -260,6 +260,7 @@ def ask_response(result: AskResult) -> pb.AskQuestionResponse:
                 similarity=used.similarity,
                 mode=used.mode,  # type: ignore[arg-type]
                 substitutions=used.substitutions,
+                replaced=[pb.ValueSubstitution(before=b, after=a) for b, a in used.replaced],
             )
         )
         response.citations.append(
@@ -414,4 +415,4 @@ def prior_from_pb(request: pb.AskQuestionRequest) -> Prior:
         )
     given = request.prior
     return Prior(given.sql, relation, limit=given.limit, ascending=given.ascending,
-                 dimension=given.dimension, value=given.value)  # fmt: skip
+                 dimension=given.dimension, value=given.value, add=given.add)  # fmt: skip

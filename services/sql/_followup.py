@@ -65,6 +65,7 @@ class Prior:
     ascending: bool = False
     dimension: str = ""
     value: str = ""
+    add: bool = False
 
 
 class FollowUpError(Exception):
@@ -79,6 +80,12 @@ class Subject:
     table: TableInfo
     column: str
     output: str  # the earlier statement's output name; "" when scoped by its own rows
+    # The alias whose key the earlier statement is given as an extra output column (it
+    # returned names, grouped or listed by the key): rows are matched by key, not name.
+    key_from: str = ""
+
+
+KEY = "tandem_key"
 
 
 def _parse(sql: str) -> exp.Select:
@@ -148,6 +155,11 @@ def subject(sql: str, catalog: Catalog) -> Subject:
     named = [
         s for s in plain if (c := s.table.column(s.column)) and c.data_type.startswith(_TEXT_TYPES)
     ]
+    if not keyed and (named or plain):
+        found = (named or plain)[0]
+        alias = _alias_of(select, found.table)
+        if alias is not None and _keyable(select, found.table, alias):
+            return Subject(found.table, found.table.primary_key[0], KEY, key_from=alias)
     if keyed or named or plain:
         return (keyed or named or plain)[0]
     sources = _sources(select)
@@ -157,8 +169,23 @@ def subject(sql: str, catalog: Catalog) -> Subject:
     raise FollowUpError("the earlier answer names no rows of one table to refer to")
 
 
+def _keyable(select: exp.Select, table: TableInfo, alias: str) -> bool:
+    """Whether the earlier statement can return ``table``'s key beside its rows without
+    changing them: a one-column key, no DISTINCT, and grouped by that key if grouped."""
+    if len(table.primary_key) != 1 or select.args.get("distinct"):
+        return False
+    group = select.args.get("group")
+    if group is None:
+        return True
+    key = table.primary_key[0]
+    return any(
+        isinstance(e, exp.Column) and e.name == key and (not e.table or e.table == alias)
+        for e in group.expressions
+    )
+
+
 def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
-    """The subject table's columns that name its rows in the earlier answer (its text
+    """The subject table's columns that name its rows in the earlier answer (its name
     columns there, else the table's name-like column): shown beside what a follow-up
     asks, so "what are their emails?" says whose."""
     select = _parse(sql)
@@ -170,7 +197,12 @@ def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
             continue
         owner = tables.get(column.table.lower()) if column.table else about.table
         info = about.table.column(column.name)
-        if owner is about.table and info is not None and info.data_type.startswith(_TEXT_TYPES):
+        if (
+            owner is about.table
+            and info is not None
+            and info.data_type.startswith(_TEXT_TYPES)
+            and "name" in name_words(column.name)
+        ):
             found.append(column.name)
     label = _label(about.table)
     return found or ([label] if label else [])
@@ -230,8 +262,11 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
     alias = _alias_of(tree, about.table)
     if alias is None:
         raise FollowUpError(f"the question was not read about {about.table.name}")
-    listing = not tree.args.get("group") and all(
-        e.find(exp.AggFunc) is None for e in tree.expressions
+    # Names go first only where the subject is what the question lists (its first table).
+    listing = (
+        not tree.args.get("group")
+        and all(e.find(exp.AggFunc) is None for e in tree.expressions)
+        and _sources(tree)[0].alias_or_name == alias
     )
     present = {e.unalias().name for e in tree.expressions if isinstance(e.unalias(), exp.Column)}
     if listing:
@@ -240,6 +275,9 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
         tree.set("expressions", [*names, *tree.expressions])
     column = exp.column(identifier(about.column), table=identifier(alias))
     earlier = _parse(prior_sql)
+    if about.key_from:
+        key = exp.column(identifier(about.column), table=identifier(about.key_from))
+        earlier.set("expressions", [*earlier.expressions, exp.alias_(key, KEY)])
     if about.output:
         inner = exp.select(exp.column(identifier(about.output), table="earlier")).from_(
             earlier.subquery("earlier")
@@ -348,20 +386,12 @@ def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> ex
     return None
 
 
-def _covers(words: list[str], name: str) -> bool:
-    """Whether ``words`` spell every word of a name (nothing of it left unsaid)."""
-    return _spelled(_words(name), " ".join(words)) >= 0.99
-
-
-def regrouped(sql: str, dimension: str, catalog: Catalog) -> str:
-    """``sql`` grouped by the column ``dimension`` names instead of its own grouping: a
-    column the words spell exactly, else a table they name (reached by a key, grouped by
-    its name column), else a column they spell in part ("drug" → "drug_unit" only when no
-    drugs table is reachable)."""
-    select = _parse(sql)
-    words = _words(dimension)
-    exact: list[tuple[bool, int, str, str]] = []
-    partial: list[tuple[bool, int, str, str]] = []
+def _grouping_column(
+    select: exp.Select, words: list[str], catalog: Catalog, dimension: str
+) -> exp.Column | None:
+    """The column ``words`` name among the statement's tables (see :func:`regrouped`)."""
+    exact: list[tuple[bool, bool, int, str, str]] = []
+    partial: list[tuple[bool, bool, int, str, str]] = []
     seen: set[tuple[str, str]] = set()
     for source in _sources(select):
         info = _table(catalog, source)
@@ -370,28 +400,46 @@ def regrouped(sql: str, dimension: str, catalog: Catalog) -> str:
         seen.add((info.qualified, source.alias_or_name))
         keys = {c for fk in info.foreign_keys for c in fk.columns} | set(info.primary_key)
         for column in info.columns:
-            if column.name in keys or "id" in name_words(column.name):
+            names = name_words(column.name)
+            if column.name in keys or "id" in names:
                 continue  # a key groups by codes, not by what the user named
             spelled = _spelled(words, f"{column.name} {info.name}")
             if spelled < 0.99 or _spelled(words, column.name) == 0:
                 continue
-            entry = (column.data_type.startswith(_TEXT_TYPES), -len(name_words(column.name)),
+            # text first, then a column whose unsaid word is "name" (the label), shorter
+            entry = (column.data_type.startswith(_TEXT_TYPES), "name" in names, -len(names),
                      source.alias_or_name, column.name)  # fmt: skip
             (exact if _covers(words, column.name) else partial).append(entry)
-    choices = exact or partial
-    if exact and len({e[3] for e in exact}) > 1:
-        best = max(exact)
-        if [e for e in exact if e[:2] == best[:2] and e[3] != best[3]]:
-            raise FollowUpError(f"more than one column of the earlier tables is '{dimension}'")
-    new: exp.Column | None = None
     if exact:
         best = max(exact)
-        new = exp.column(identifier(best[3]), table=identifier(best[2]))
-    else:
-        new = _via_reference(select, words, catalog)
-    if new is None and choices:
-        best = max(choices)
-        new = exp.column(identifier(best[3]), table=identifier(best[2]))
+        if [e for e in exact if e[:3] == best[:3] and e[4] != best[4]]:
+            raise FollowUpError(f"more than one column of the earlier tables is '{dimension}'")
+        return exp.column(identifier(best[4]), table=identifier(best[3]))
+    found = _via_reference(select, words, catalog)
+    if found is None and partial:
+        best = max(partial)
+        found = exp.column(identifier(best[4]), table=identifier(best[3]))
+    return found
+
+
+def _covers(words: list[str], name: str) -> bool:
+    """Whether ``words`` spell every word of a name (nothing of it left unsaid)."""
+    return _spelled(_words(name), " ".join(words)) >= 0.99
+
+
+def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) -> str:
+    """``sql`` grouped by the column ``dimension`` names instead of its own grouping (or
+    as well, with ``add``): a column the words spell exactly, else a table they name
+    (reached by a key, grouped by its name column), else a column they spell in part
+    ("drug" → "drug_unit" only when no drugs table is reachable). A phrase no column
+    fits is read by its head, the last word ("model year" → the year)."""
+    select = _parse(sql)
+    words = _words(dimension)
+    new: exp.Column | None = None
+    for start in range(len(words)):
+        new = _grouping_column(select, words[start:], catalog, dimension)
+        if new is not None:
+            break
     if new is None:
         raise FollowUpError(f"no column of the earlier tables is named '{dimension}'")
     group = select.args.get("group")
@@ -400,6 +448,13 @@ def regrouped(sql: str, dimension: str, catalog: Catalog) -> str:
             raise FollowUpError("the earlier statement is neither a total nor a grouping")
         select.set("expressions", [new.copy(), *select.expressions])
         select.set("group", exp.Group(expressions=[new.copy()]))
+        return select.sql(dialect="postgres")
+    if add:
+        # Beside the existing grouping: after its columns in the projection.
+        grouped = len([e for e in select.expressions if e.find(exp.AggFunc) is None])
+        select.set("expressions", [*select.expressions[:grouped], new.copy(),
+                                   *select.expressions[grouped:]])  # fmt: skip
+        group.set("expressions", [*group.expressions, new.copy()])
         return select.sql(dialect="postgres")
     old = {e.sql(dialect="postgres") for e in group.expressions}
     if len(old) != 1:
@@ -498,7 +553,9 @@ def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:
             f"the previous statement, {prior.limit} rows"
         )
     if prior.relation is Relation.REGROUP:
-        return regrouped(sql, prior.dimension, catalog), "the previous statement, regrouped"
+        return regrouped(sql, prior.dimension, catalog, add=prior.add), (
+            "the previous statement, regrouped"
+        )
     if prior.relation is Relation.VALUE_SWAP:
         return swapped(sql, prior.value, catalog), "the previous statement, another value"
     raise FollowUpError(f"{prior.relation.value} does not edit the statement")

@@ -114,6 +114,8 @@ class PairUse:
     substitutions: int
     question: str
     mode: int = 1  # CONFIRMED_PAIR_MODE_ADAPTED
+    # (before, after) of each value replaced: the answer says what it changed
+    replaced: tuple[tuple[str, str], ...] = ()
 
 
 def app_conninfo(owner_conninfo: str, app_url: str | None = None) -> str:

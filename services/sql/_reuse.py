@@ -426,6 +426,8 @@ class Adapted:
     sql: str
     substitutions: int
     paraphrase: bool
+    # (before, after) for each value replaced, in the order they were substituted
+    replaced: tuple[tuple[str, str], ...] = ()
 
 
 def word_swaps(stored: Reading, asked: Reading) -> list[tuple[str, str]]:
@@ -490,7 +492,7 @@ def adapt(stored_sql: str, stored: Reading, asked: Reading) -> Adapted:
     except sqlglot.errors.ParseError:
         raise NotAdaptable("parse") from None
     plan: dict[int, exp.Expression] = {}
-    substitutions = 0
+    replaced: list[tuple[str, str]] = []
     for old, new in zip(stored.literals, asked.literals, strict=True):
         if old.value == new.value:
             continue
@@ -498,11 +500,11 @@ def adapt(stored_sql: str, stored: Reading, asked: Reading) -> Adapted:
             raise NotAdaptable("unit")
         if not _replace(tree, old, new, plan):
             raise NotAdaptable("value_not_in_sql")
-        substitutions += 1
+        replaced.append((old.value, new.value))
     explained: set[tuple[str, str]] = set()
     for old_word, new_word in swaps:
         if _replace(tree, Literal("text", old_word), Literal("text", new_word), plan):
-            substitutions += 1
+            replaced.append((old_word, new_word))
             explained.add((old_word, new_word))
     if any(pair not in explained for pair in traded):
         # Words traded places that the statement does not hold as values: the roles of
@@ -514,7 +516,9 @@ def adapt(stored_sql: str, stored: Reading, asked: Reading) -> Adapted:
     for node_id, replacement in plan.items():
         node = _find(tree, node_id)
         node.replace(replacement)
-    return Adapted(tree.sql(dialect="postgres"), substitutions, paraphrase=other)
+    return Adapted(
+        tree.sql(dialect="postgres"), len(replaced), paraphrase=other, replaced=tuple(replaced)
+    )
 
 
 def _find(tree: exp.Expr, node_id: int) -> exp.Expr:

@@ -321,6 +321,7 @@ async def test_ask_reuses_a_confirmed_pair_with_the_new_value_and_cites_it(runni
     assert reply.confirmed_pair.pair_id == pair.pair_id
     assert reply.confirmed_pair.mode == pb.CONFIRMED_PAIR_MODE_ADAPTED
     assert reply.confirmed_pair.substitutions == 1
+    assert [(r.before, r.after) for r in reply.confirmed_pair.replaced] == [("Germany", "France")]
     assert "'France'" in reply.result.sql and "Germany" not in reply.result.sql
     [citation] = reply.citations
     assert citation.kind == cpb.CITATION_KIND_CONFIRMED_PAIR

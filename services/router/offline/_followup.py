@@ -50,6 +50,7 @@ class BuildsOn:
     ascending: bool = False
     dimension: str = ""
     value: str = ""
+    add: bool = False
 
 
 @dataclass(frozen=True)
@@ -532,7 +533,7 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
         return Resolution(
             FollowUpKind.BREAKDOWN,
             _regrouped(prior.resolved_question, dim, add=add),
-            builds_on=BuildsOn(prior.sql, Relation.REGROUP, dimension=dim),
+            builds_on=BuildsOn(prior.sql, Relation.REGROUP, dimension=dim, add=add),
         )
     if (match := _EXCLUDE.match(text)) is not None:
         excluded = _clean(match.group("f"))

@@ -201,3 +201,11 @@ def test_part_of_a_count_narrows_the_count_on_sql():
         "How many successful transactions were there in June 2023 in Ohio?"
     )
     assert resolution.builds_on == BuildsOn(STATUS.sql)
+
+
+def test_a_regroup_said_with_as_well_keeps_the_grouping():
+    resolution = resolve("and by model year as well", [STATES])
+    assert resolution.builds_on == BuildsOn(
+        STATES.sql, Relation.REGROUP, dimension="model year", add=True
+    )
+    assert resolution.question == "How many customers are there in each state and by model year?"

@@ -274,3 +274,38 @@ def test_regroup_prefers_the_named_table_to_a_column_named_in_part():
     assert "GROUP BY grouped.drug_name" in grouped
     assert "GROUP BY t.drug_unit" in regrouped("SELECT COUNT(*) FROM treatments AS t", "unit",
                                                 catalog)  # fmt: skip
+
+
+def test_rows_named_but_grouped_by_key_are_matched_by_key():
+    ranked = (
+        "SELECT c.name, COUNT(*) AS n FROM customers AS c JOIN orders AS o ON o.customer_id = "
+        "c.id GROUP BY c.id, c.name ORDER BY n DESC LIMIT 5"
+    )
+    about = subject(ranked, CATALOG)
+    assert (about.column, about.key_from) == ("id", "c")
+    sql = restrict("SELECT t0.email FROM customers AS t0", ranked, about, ["name"])
+    _same(
+        sql,
+        "SELECT t0.name, t0.email FROM customers AS t0 WHERE t0.id IN (SELECT earlier.tandem_key "
+        f"FROM ({ranked.replace(' FROM customers', ', c.id AS tandem_key FROM customers')}) "
+        "AS earlier)",
+    )
+
+
+def test_names_are_shown_only_where_the_subject_is_what_the_question_lists():
+    about = subject(TOP_SPENDERS, CATALOG)
+    linked = "SELECT o.amount FROM orders AS o JOIN customers AS c ON o.customer_id = c.id"
+    assert "c.name" not in restrict(linked, TOP_SPENDERS, about, ["name"]).split(" FROM ")[0]
+
+
+def test_regroup_adds_a_column_beside_the_grouping_when_asked():
+    _same(
+        regrouped(BY_COUNTRY, "state", CATALOG, add=True),
+        BY_COUNTRY.replace("SELECT c.country,", "SELECT c.country, c.state,").replace(
+            "GROUP BY c.country", "GROUP BY c.country, c.state"
+        ),
+    )
+
+
+def test_regroup_reads_a_phrase_by_its_head_word():
+    assert "GROUP BY c.state" in regrouped(BY_COUNTRY, "home state", CATALOG)

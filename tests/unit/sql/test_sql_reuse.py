@@ -492,3 +492,10 @@ def test_a_differing_word_inside_a_name_without_separators_names_the_schema():
     assert names_schema({"commission"}, schema)
     assert names_schema({"received"}, schema) and names_schema({"send"}, schema)
     assert not names_schema({"give", "show"}, schema)
+
+
+def test_an_adaptation_says_which_values_it_replaced():
+    stored, asked = read("flights from 'JFK' to 'ORD'"), read("flights from 'ORD' to 'JFK'")
+    adapted = adapt("SELECT count(*) FROM f WHERE src = 'JFK' AND dst = 'ORD'", stored, asked)
+    assert adapted.replaced == (("JFK", "ORD"), ("ORD", "JFK"))
+    assert "src = 'ORD' AND dst = 'JFK'" in adapted.sql
