@@ -22,8 +22,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import sqlglot
 from google.protobuf.json_format import MessageToDict
 from opentelemetry import trace
+from sqlglot import exp
 
 from services.common import (
     Database,
@@ -146,6 +148,23 @@ class Candidate:
     sql: str
     substitutions: int
     replaced: tuple[tuple[str, str], ...] = ()
+
+
+def compared_columns(sql: str) -> set[str]:
+    """The names (lower-cased) of the columns a statement compares with a value."""
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except sqlglot.errors.ParseError:
+        return set()
+    names: set[str] = set()
+    for literal in tree.find_all(exp.Literal):
+        compared = literal.parent
+        column = compared.this if compared is not None else None
+        while isinstance(column, exp.Func) and not isinstance(column, exp.Column):
+            column = column.this
+        if isinstance(column, exp.Column):
+            names.add(column.name.lower())
+    return names
 
 
 def _quoted(sql: str) -> list[str]:
@@ -498,18 +517,30 @@ class AnswerMemory:
         # A differing word the statements' own values do not explain ("female" swapped
         # for "male" is a value) that names a part of the schema ("received" where
         # "made" was, and the schema has a receiver) asks about another thing.
+        # A schema word one question adds is explained, too, when it names the column
+        # the statement compares a value with ("whose country is france").
         quoted = " ".join(_quoted(item.pair.sql) + _quoted(adapted.sql))
+        compared = compared_columns(item.pair.sql)
         schema = self._schema_words(catalog)
-        if names_schema({w for w in differing if w not in quoted}, schema):
+        unexplained = {w for w in differing if w not in quoted and not names_schema({w}, compared)}
+        if names_schema(unexplained, schema):
             return "SCHEMA_WORD_DIFFERS"
         if measures(stored) != measures(asked):
             return "MEASURE_DIFFERS"
         if adapted.paraphrase:
-            if item.similarity < self.settings.paraphrase_similarity:
+            # A rewording that names values, every one the confirmed question's, is
+            # vouched for by them: the similarity any reuse needs suffices.
+            accounted = bool(stored.literals) and [v.value.lower() for v in stored.literals] == [
+                v.value.lower() for v in asked.literals
+            ]
+            floor = (
+                self.settings.min_similarity if accounted else self.settings.paraphrase_similarity
+            )
+            if item.similarity < floor:
                 return "PARAPHRASE_SIMILARITY"
             if agreement(stored, asked) < self.settings.min_agreement:
                 return "WORD_AGREEMENT"
-            if differing & schema:
+            if (differing & schema) - {w for w in differing if names_schema({w}, compared)}:
                 return "SCHEMA_WORD_DIFFERS"
         return Candidate(item, adapted.sql, adapted.substitutions, adapted.replaced)
 
