@@ -359,17 +359,28 @@ def _label(table: TableInfo) -> str | None:
 
 
 def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> exp.Column | None:
-    """The name column of the table ``words`` name, reached from one of the statement's
-    tables by a key ("by drug" → the drugs table's name, joined on drug_id)."""
+    """A column of a table reached from one of the statement's tables by a key: the one
+    the words name with the table ("by merchant category" → merchants.category), or the
+    name column of the table they name ("by drug" → the drugs table's name)."""
     for source in _sources(select):
         info = _table(catalog, source)
         if info is None:
             continue
         for local, referenced, remote in _references(info, catalog):
             parent = catalog.table(referenced)
-            if parent is None or _spelled(words, parent.name) < 0.99:
+            if parent is None:
                 continue
-            label = _label(parent)
+            named = [
+                c.name for c in parent.columns
+                if c.name not in parent.primary_key and _covers(words, c.name)
+                and _spelled(words, f"{c.name} {parent.name}") >= 0.99
+            ]  # fmt: skip
+            if len(named) == 1:
+                label: str | None = named[0]
+            elif _spelled(words, parent.name) >= 0.99:
+                label = _label(parent)
+            else:
+                continue
             if label is None:
                 continue
             alias = _alias_of(select, parent)

@@ -21,10 +21,14 @@ from services.sql._words import GRAMMAR_WORDS, STOP_WORDS, stem
 _MAX_VALUE_WORDS = 8
 
 
+_WORD = re.compile(r"[\w'&.-]+")
+
+
 def value_key(text: str) -> tuple[str, ...]:
-    """A value compared as words: case, surrounding blanks and plural endings ignored
-    ("Sells" is the stored "sell", " ABZ" is "abz")."""
-    return tuple(stem(w) for w in re.findall(r"[\w'&.-]+", text.lower()))
+    """A value compared as words: case, surrounding blanks, edge quotes and plural
+    endings ignored ("Sells" is the stored "sell", " ABZ" is "abz")."""
+    words = (w.strip("'.") for w in _WORD.findall(text.lower()))
+    return tuple(stem(w) for w in words if w)
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class StoredValues:
 
     by_key: dict[tuple[str, ...], list[Holder]] = field(default_factory=dict)
     longest: int = 0
+    _firsts: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, catalog: Catalog) -> StoredValues:
@@ -58,6 +63,7 @@ class StoredValues:
                         continue  # fmt: skip
                     index.by_key.setdefault(key, []).append(Holder(table, column.name, stored))
                     index.longest = max(index.longest, len(key))
+                    index._firsts.add(key[0])
         return index
 
     def holders(self, value: str) -> list[Holder]:
@@ -73,19 +79,26 @@ class StoredValues:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Character spans of ``text`` that name a stored value, longest first and never
-        overlapping: a value of several words wins over the words inside it."""
-        words = list(re.finditer(r"[\w'&.-]+", text))
+        overlapping: a value of several words wins over the words inside it. Each word is
+        stemmed once and only spans opening with a value's first word are looked up (this
+        runs on every question the memory reads)."""
+        words = [m for m in _WORD.finditer(text) if m.group(0).strip("'.")]
+        keys = [stem(m.group(0).strip("'.").lower()) for m in words]
         taken: list[tuple[int, int]] = []
         for size in range(min(self.longest, len(words)), 0, -1):
             for start in range(len(words) - size + 1):
+                if keys[start] not in self._firsts:
+                    continue
+                holders = self.by_key.get(tuple(keys[start : start + size]))
+                if not holders:
+                    continue
                 first, last = words[start], words[start + size - 1]
-                begin, end = first.start(), last.end()
+                begin = first.start() + (len(first.group(0)) - len(first.group(0).lstrip("'.")))
+                end = last.start() + len(last.group(0).rstrip("'."))
                 if any(b < end and begin < e for b, e in taken):
                     continue
-                said = text[begin:end].strip("'.")
-                holders = self.by_key.get(value_key(said))
-                if holders and any(_written_as(said, h.stored) for h in holders):
-                    taken.append((begin, begin + len(said)))
+                if any(_written_as(text[begin:end], h.stored) for h in holders):
+                    taken.append((begin, end))
         return sorted(taken)
 
 

@@ -309,3 +309,23 @@ def test_regroup_adds_a_column_beside_the_grouping_when_asked():
 
 def test_regroup_reads_a_phrase_by_its_head_word():
     assert "GROUP BY c.state" in regrouped(BY_COUNTRY, "home state", CATALOG)
+
+
+def test_regroup_by_a_column_named_with_its_table_reached_by_key():
+    merchants = TableInfo(
+        "public", "merchants",
+        columns=(ColumnInfo("mid", "integer", False), ColumnInfo("name", "text", False),
+                 ColumnInfo("category", "text", False)),
+        primary_key=("mid",),
+    )  # fmt: skip
+    coupons = TableInfo(
+        "public", "coupons",
+        columns=(ColumnInfo("cid", "integer", False), ColumnInfo("merchant_id", "integer", False),
+                 ColumnInfo("discount_type", "text", False)),
+        primary_key=("cid",),
+        foreign_keys=(ForeignKeyInfo(("merchant_id",), "public.merchants", ("mid",)),),
+    )  # fmt: skip
+    catalog = Catalog("wallet", (merchants, coupons))
+    by_type = "SELECT c.discount_type, COUNT(*) FROM coupons AS c GROUP BY c.discount_type"
+    assert "GROUP BY grouped.category" in regrouped(by_type, "merchant category", catalog)
+    assert "GROUP BY grouped.name" in regrouped(by_type, "merchant", catalog)
