@@ -36,7 +36,9 @@ def test_each_dev_set_has_conversations_of_every_kind(folder: str, least: int) -
         ({"question": "q", "kind": "ordinal", "spelled_out": "s", "gold_sql": "x"}, "'ordinal'"),
     ],
 )
-def test_a_malformed_turn_is_refused_naming_it(tmp_path: Path, turn: dict, problem: str) -> None:
+def test_a_malformed_turn_is_refused_naming_it(
+    tmp_path: Path, turn: dict[str, str], problem: str
+) -> None:
     first = {"question": "How many?", "kind": "standalone", "gold_sql": "SELECT 1"}
     script = tmp_path / "c.json"
     script.write_text(json.dumps(
