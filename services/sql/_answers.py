@@ -22,10 +22,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import sqlglot
+import psycopg
 from google.protobuf.json_format import MessageToDict
 from opentelemetry import trace
-from sqlglot import exp
 
 from services.common import (
     Database,
@@ -80,7 +79,7 @@ from services.sql._reuse import (
     stem,
     word_swaps,
 )
-from services.sql._stored import StoredValues
+from services.sql._stored import StoredValues, compared_columns, stored_in
 from services.sql._targets import Target
 from services.sql._words import name_words
 
@@ -148,23 +147,6 @@ class Candidate:
     sql: str
     substitutions: int
     replaced: tuple[tuple[str, str], ...] = ()
-
-
-def compared_columns(sql: str) -> set[str]:
-    """The names (lower-cased) of the columns a statement compares with a value."""
-    try:
-        tree = sqlglot.parse_one(sql, read="postgres")
-    except sqlglot.errors.ParseError:
-        return set()
-    names: set[str] = set()
-    for literal in tree.find_all(exp.Literal):
-        compared = literal.parent
-        column = compared.this if compared is not None else None
-        while isinstance(column, exp.Func) and not isinstance(column, exp.Column):
-            column = column.this
-        if isinstance(column, exp.Column):
-            names.add(column.name.lower())
-    return names
 
 
 def _quoted(sql: str) -> list[str]:
@@ -520,7 +502,11 @@ class AnswerMemory:
         # A schema word one question adds is explained, too, when it names the column
         # the statement compares a value with ("whose country is france").
         quoted = " ".join(_quoted(item.pair.sql) + _quoted(adapted.sql))
-        compared = compared_columns(item.pair.sql)
+        compared = {
+            column.lower()
+            for found in compared_columns(item.pair.sql, catalog, equality_only=False).values()
+            for _, column in found
+        }
         schema = self._schema_words(catalog)
         unexplained = {w for w in differing if w not in quoted and not names_schema({w}, compared)}
         if names_schema(unexplained, schema):
@@ -528,15 +514,7 @@ class AnswerMemory:
         if measures(stored) != measures(asked):
             return "MEASURE_DIFFERS"
         if adapted.paraphrase:
-            # A rewording that names values, every one the confirmed question's, is
-            # vouched for by them: the similarity any reuse needs suffices.
-            accounted = bool(stored.literals) and [v.value.lower() for v in stored.literals] == [
-                v.value.lower() for v in asked.literals
-            ]
-            floor = (
-                self.settings.min_similarity if accounted else self.settings.paraphrase_similarity
-            )
-            if item.similarity < floor:
+            if item.similarity < self.settings.paraphrase_similarity:
                 return "PARAPHRASE_SIMILARITY"
             if agreement(stored, asked) < self.settings.min_agreement:
                 return "WORD_AGREEMENT"
@@ -572,6 +550,10 @@ class AnswerMemory:
         lookup = time.perf_counter() - started
         with node_span(self._tracer, "sql.memory.reuse") as span:
             span.set_attribute("sql.memory.pair_id", found.near.pair.pair_id)
+            if not await self._stored_where_replaced(target, catalog, found):
+                span.set_attributes({"sql.memory.reused": False,
+                                     "sql.memory.miss": "VALUE_NOT_STORED"})  # fmt: skip
+                return None, tuple(near)
             gate_started = time.perf_counter()
             verdict = self._gate.check(found.sql, catalog)
             gate_s = time.perf_counter() - gate_started
@@ -614,6 +596,36 @@ class AnswerMemory:
             ),
         )
         return answered, ()
+
+    async def _stored_where_replaced(
+        self, target: Target, catalog: Catalog, found: Candidate
+    ) -> bool:
+        """Whether every text value the adaptation put in is stored in the column the
+        replaced value was compared with: "blue" where a make was, or a status where a
+        transaction type was, is another question, not a value swap. The catalog's values
+        say so when they can; otherwise one read-only probe per value. A probe that fails
+        is no evidence either way (the statement's own run decides)."""
+        texts = [(b, a) for b, a in found.replaced if not any(c.isdigit() for c in a + b)]
+        if not texts:
+            return True
+        columns = compared_columns(found.near.pair.sql, catalog)
+        values = self._values(catalog)
+        unknown = [
+            (table, column, after)
+            for before, after in texts
+            for table, column in columns.get(before.lower(), ())
+            if values.spelling(table, column, after) is None
+        ]
+        if not unknown:
+            return True
+        try:
+            async with target.pool.connection() as conn:
+                for table, column, after in unknown:
+                    if not await stored_in(conn, table, column, after):
+                        return False
+        except psycopg.Error:
+            return True
+        return True
 
     @staticmethod
     def few_shot(result: AskResult, near: tuple[NearPair, ...]) -> AskResult:

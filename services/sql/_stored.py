@@ -14,6 +14,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+import sqlglot
+from psycopg import sql as psql
+from sqlglot import exp
 
 from services.sql._catalog import Catalog, TableInfo
 from services.sql._words import GRAMMAR_WORDS, STOP_WORDS, stem
@@ -109,3 +115,56 @@ def _written_as(said: str, stored: str) -> bool:
     if said.lower() in STOP_WORDS or said.lower() in GRAMMAR_WORDS:
         return said == core
     return True
+
+
+def compared_columns(
+    sql: str, catalog: Catalog, *, equality_only: bool = True
+) -> dict[str, list[tuple[TableInfo, str]]]:
+    """The columns a statement compares each literal with (by the literal's lower-cased
+    text): string literals compared for equality, or with ``equality_only=False`` every
+    literal (numbers, patterns, ranges)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except sqlglot.errors.ParseError:
+        return {}
+    tables: dict[str, TableInfo] = {}
+    for table in tree.find_all(exp.Table):
+        info = catalog.resolve(table.db or None, table.name) or next(
+            (t for t in catalog.tables if t.name.lower() == table.name.lower()), None
+        )
+        if info is not None:
+            tables[table.alias_or_name.lower()] = info
+    found: dict[str, list[tuple[TableInfo, str]]] = {}
+    for literal in tree.find_all(exp.Literal):
+        compared = literal.parent
+        if equality_only and (
+            not literal.is_string or not isinstance(compared, exp.EQ | exp.NEQ | exp.In)
+        ):
+            continue
+        if compared is None:
+            continue
+        column = compared.this
+        while isinstance(column, exp.Func) and not isinstance(column, exp.Column):
+            column = column.this
+        if not isinstance(column, exp.Column):
+            continue
+        owners = (
+            [tables[column.table.lower()]]
+            if column.table and column.table.lower() in tables
+            else [t for t in {t.qualified: t for t in tables.values()}.values()
+                  if t.column(column.name) is not None]
+        )  # fmt: skip
+        for owner in owners[:1]:
+            found.setdefault(literal.this.lower(), []).append((owner, column.name))
+    return found
+
+
+async def stored_in(conn: psycopg.AsyncConnection[Any], table: TableInfo, column: str,
+                    value: str) -> bool:  # fmt: skip
+    """Whether ``table.column`` stores ``value`` (case and surrounding blanks ignored): a
+    read-only existence probe, one row at most."""
+    statement = psql.SQL(
+        "SELECT 1 FROM {tbl} WHERE lower(trim({col}::text)) = lower(trim(%s)) LIMIT 1"
+    ).format(tbl=psql.Identifier(table.schema, table.name), col=psql.Identifier(column))
+    row = await (await conn.execute(statement, (value,))).fetchone()
+    return row is not None

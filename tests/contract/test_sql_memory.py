@@ -339,6 +339,22 @@ async def test_ask_reuses_a_confirmed_pair_with_the_new_value_and_cites_it(runni
 
 
 @pytest.mark.rpc(ASK)
+async def test_a_value_the_replaced_column_does_not_store_is_not_a_swap(running):
+    who = tenant()
+    await _teach(running.stub, who)
+    # Same template, a value no company's country holds: the reuse would answer 0 with
+    # confidence; the memory probes the column and lets the pipeline answer instead.
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id=who, question="How many companies are in Atlantis?")
+    )
+    assert not reply.HasField("confirmed_pair")
+    stored = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id=who, question="How many companies are in Japan?")
+    )
+    assert stored.HasField("confirmed_pair") and "'Japan'" in stored.result.sql
+
+
+@pytest.mark.rpc(ASK)
 async def test_ask_with_no_matching_pair_runs_the_pipeline_unchanged(running):
     who = tenant()
     await _teach(running.stub, who)

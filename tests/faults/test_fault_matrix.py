@@ -122,7 +122,14 @@ _STATUSES: dict[tuple[str, str], frozenset[str]] = {
     (POSTGRES, "Search"): frozenset({_DB_DOWN}),
     (POSTGRES, "AskSql"): frozenset({_DB_DOWN, "UNAVAILABLE/CATALOG_UNAVAILABLE+RetryInfo"}),
     (POSTGRES, "Ask"): frozenset({_DB_DOWN}),
-    ("sql", "AskSql"): frozenset({"UNAVAILABLE/DEPENDENCY_UNAVAILABLE+RetryInfo"}),
+    # the SQL service down (the gateway's DEPENDENCY_UNAVAILABLE) or, restarted and
+    # listening before its catalog is loaded, saying so itself (CATALOG_UNAVAILABLE)
+    ("sql", "AskSql"): frozenset(
+        {
+            "UNAVAILABLE/DEPENDENCY_UNAVAILABLE+RetryInfo",
+            "UNAVAILABLE/CATALOG_UNAVAILABLE+RetryInfo",
+        }
+    ),
 }
 
 

@@ -64,7 +64,7 @@ async def test_conversation_turns_are_stored_but_never_in_telemetry(
         await gateway.close()
         await router.close()
     assert canary.capitalize() in second.answer.resolution.resolved_question
-    assert events[-1].final_answer.turn.resolved_question.endswith(f"in {canary}?")
+    assert events[-1].final_answer.turn.resolved_question.endswith(f"that are {canary}?")
     # Stored: every turn, with the text as asked and as resolved.
     async with await psycopg.AsyncConnection.connect(pg_url) as conn:
         rows = await (

@@ -4,7 +4,9 @@ plain fakes of the store, the embedder and the runner."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -223,7 +225,26 @@ def _memory(pairs: list[NearPair], runner: RecordingRunner, **kw: Any) -> Answer
     )
 
 
-TARGET: Any = SimpleNamespace(name="warehouse", pool=None)
+class StoredEverywhere:
+    """A pool whose every existence probe finds the value (the probe itself is exercised
+    against the real database in the contract tests)."""
+
+    def __init__(self) -> None:
+        self.probes: list[tuple[Any, ...]] = []
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[StoredEverywhere]:
+        yield self
+
+    async def execute(self, statement: Any, params: tuple[Any, ...]) -> StoredEverywhere:
+        self.probes.append(params)
+        return self
+
+    async def fetchone(self) -> tuple[int]:
+        return (1,)
+
+
+TARGET: Any = SimpleNamespace(name="warehouse", pool=StoredEverywhere())
 LIMITS = Limits(max_rows=50, statement_timeout_s=5.0, max_result_bytes=1_000_000)
 
 
