@@ -28,8 +28,7 @@ import grpc
 
 from services.bench._proc import LinuxProc, clock_ticks_per_s
 from services.bench._publish import publish
-from services.common import channel_options
-from services.common._event_loop import run_service
+from services.common import channel_options, run_service
 
 _METHOD = "/tandem.bench.Hop/Forward"
 # Search's reply through the gateway is about this size (ten hits with their text).

@@ -46,7 +46,7 @@ def register(commands: Commands) -> None:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from services.common._spanstore import (  # noqa: PLC0415
+    from services.common import (  # noqa: PLC0415
         build_tree,
         load_trace,
         render_tree,

@@ -62,6 +62,7 @@ from services.common._pki import (
 )
 from services.common._server import GrpcServer, serve
 from services.common._settings import Env, ServerSettings, SettingsError, TelemetrySettings
+from services.common._spanstore import build_tree, load_trace, render_tree, store_files
 from services.common._telemetry import Telemetry
 from services.common._tenant_token import (
     TENANT_TOKEN_HEADER,
@@ -107,6 +108,7 @@ __all__ = [
     "Unavailable",
     "abort_with",
     "apply_migrations",
+    "build_tree",
     "channel_options",
     "configure_logging",
     "create_channel",
@@ -122,14 +124,17 @@ __all__ = [
     "fingerprint_tree",
     "load_credentials",
     "load_migrations",
+    "load_trace",
     "map_db_error",
     "peer_identity",
     "remaining",
+    "render_tree",
     "resolve_url",
     "run_service",
     "save_credentials",
     "serve",
     "status_for",
+    "store_files",
     "tenant_token_interceptors",
     "tls_directory",
     "write_bundles",

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 from opentelemetry import trace
 
-from services.common._observability import CACHE_HITS, CACHE_MISSES, CHARS, COUNT, KIND, MODEL
-from services.common._observability import Metrics as TandemMetrics
+from services.common.spans import CACHE_HITS, CACHE_MISSES, CHARS, COUNT, KIND, MODEL
+from services.common.spans import Metrics as TandemMetrics
 from services.embedding._batcher import BatcherStats, MicroBatcher
 from services.embedding._cache import CacheStats, QueryCache
 from services.embedding._errors import (

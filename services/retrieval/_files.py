@@ -16,7 +16,7 @@ import grpc
 from opentelemetry import trace
 
 from services.common import FieldViolation
-from services.common._observability import CHARS, node_span
+from services.common.spans import CHARS, node_span
 from services.retrieval._settings import RetrievalSettings
 from services.retrieval._types import ContentType, DocumentError, DocumentInput, Extraction
 from services.retrieval.extract import (

@@ -26,8 +26,8 @@ import numpy as np
 from opentelemetry import metrics, trace
 
 from services.common import FieldViolation, InvalidArgument, TandemError, Unavailable
-from services.common._observability import CHARS, CHUNKS, COUNT, node_span
-from services.common._observability import Metrics as TandemMetrics
+from services.common.spans import CHARS, CHUNKS, COUNT, node_span
+from services.common.spans import Metrics as TandemMetrics
 from services.retrieval._budget import TenantBudget
 from services.retrieval._chunking import chunk_text, embedding_text, normalise
 from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError

@@ -20,8 +20,8 @@ import numpy.typing as npt
 from opentelemetry import metrics, trace
 
 from services.common import DeadlineExceeded, InvalidArgument, Unavailable, remaining
-from services.common._observability import DEGRADED_REASON, HITS, MODEL, node_span
-from services.common._observability import Metrics as TandemMetrics
+from services.common.spans import DEGRADED_REASON, HITS, MODEL, node_span
+from services.common.spans import Metrics as TandemMetrics
 from services.retrieval._embedding_client import EmbeddingClient, EmbeddingError
 from services.retrieval._repository import (
     RetrievalRepository,

@@ -37,7 +37,7 @@ from services.common import (
     Unavailable,
     embedded_server_url,
 )
-from services.common._observability import node_span
+from services.common.spans import node_span
 from services.sql._ask import (
     Answered,
     AskOutcome,

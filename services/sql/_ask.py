@@ -30,7 +30,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 from opentelemetry import metrics, trace
 
 from services.common import DeadlineExceeded, remaining
-from services.common._observability import (
+from services.common.spans import (
     COUNT,
     DEGRADED,
     DEGRADED_REASON,
@@ -46,7 +46,7 @@ from services.common._observability import (
     TABLES,
     node_span,
 )
-from services.common._observability import Metrics as TandemMetrics
+from services.common.spans import Metrics as TandemMetrics
 from services.sql._catalog import Catalog, TableInfo, render
 from services.sql._execute import FailureKind, Limits, ResultSet, StatementError, StatementRunner
 from services.sql._gate import SqlGate, Verdict, Violation

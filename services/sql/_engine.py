@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from opentelemetry import metrics, trace
 
 from services.common import InvalidArgument, NotFound
-from services.common._observability import Metrics as TandemMetrics
+from services.common.spans import Metrics as TandemMetrics
 from services.sql._answers import AnswerMemory, Feedback, memory_disabled
 from services.sql._ask import (
     Answered,

@@ -27,7 +27,7 @@ from typing import Protocol
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from services.common._observability import fingerprint_tree
+from services.common.spans import fingerprint_tree
 from services.sql._catalog import TableInfo
 from services.sql._names import identifier
 from services.sql._parsing import parse_statements

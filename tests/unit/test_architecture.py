@@ -1,0 +1,190 @@
+"""The architecture, read from the import graph, kept from getting worse.
+
+- No module imports another package's private module (``services.x._y``, ``gateway._y``)
+  except through that package's public face (its ``__init__`` or a public module).
+- No harness that starts a service's servers lives inside another service's package.
+- No import cycle between packages.
+
+Each rule holds today except for the debts listed here (issue 37 moves them out); a new
+violation fails with its place, and a listed debt that is gone fails too, so the lists
+only shrink. Every rule is shown failing on a planted violation.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE_PACKAGES = frozenset(
+    {"gateway", "services.embedding", "services.retrieval", "services.router", "services.sql"}
+)
+
+# (importing package, imported private module): what issue 37 still has to move.
+PRIVATE_IMPORT_DEBT = frozenset(
+    {
+        ("services.bench", "services.cli._run"),
+        ("services.bench", "services.embedding._batcher"),
+        ("services.bench", "services.embedding._cache"),
+        ("services.bench", "services.embedding._logic"),
+        ("services.bench", "services.embedding._model"),
+        ("services.bench", "services.embedding._server"),
+        ("services.bench", "services.embedding._settings"),
+        ("services.bench", "services.retrieval._repository"),
+        ("services.bench", "services.retrieval._search"),
+        ("services.bench", "services.retrieval._server"),
+        ("services.bench", "services.retrieval._settings"),
+        ("services.bench", "services.retrieval._types"),
+        ("services.bench", "services.router._server"),
+        ("services.bench", "services.router._settings"),
+        ("services.bench", "services.sql._answers"),
+        ("services.bench", "services.sql._ask"),
+        ("services.bench", "services.sql._memory"),
+        ("services.bench", "services.sql._server"),
+        ("services.bench", "services.sql._settings"),
+        ("services.bench", "services.sql._targets"),
+        ("services.bench", "services.sql._values"),
+        ("services.bench", "services.sql._warehouse"),
+        ("services.cli", "gateway._server"),
+        ("services.cli", "services.load._methods"),
+        ("services.cli", "services.sql._check"),
+        ("services.cli", "services.sql._server"),
+        ("services.demo", "services.cli._main"),
+        ("services.load", "services.cli._main"),
+        ("services.retrieval", "services.embedding._logic"),
+        ("services.retrieval", "services.embedding._model"),
+        ("services.retrieval", "services.embedding._server"),
+        ("services.retrieval", "services.embedding._settings"),
+    }
+)
+# (module inside a service package, other service package it starts): harnesses to move
+# under services/bench.
+HARNESS_DEBT = frozenset({("services.retrieval.eval", "services.embedding")})
+# Package cycles among the tools, all through the CLI (it launches benches, demos and the
+# load tool, which reach back for its parser and runner).
+CYCLE_DEBT = frozenset(
+    {
+        frozenset({"services.bench", "services.cli"}),
+        frozenset({"services.bench", "services.demo"}),
+        frozenset({"services.bench", "services.load"}),
+        frozenset({"services.cli", "services.demo"}),
+        frozenset({"services.cli", "services.load"}),
+    }
+)
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "services" else parts[0]
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for top in ("services", "gateway"):
+        for path in (root / top).rglob("*.py"):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def imports(root: Path = ROOT) -> dict[str, set[str]]:
+    """Every project module and the project modules it imports (anywhere in it)."""
+    modules = _modules(root)
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            found |= {t for t in targets if t in modules}
+        graph[name] = found
+    return graph
+
+
+def private_imports(graph: Mapping[str, Iterable[str]]) -> set[tuple[str, str]]:
+    """(importing package, imported module) for each import of another package's
+    private module."""
+    found = set()
+    for module, targets in graph.items():
+        for target in targets:
+            if _package(target) == _package(module):
+                continue
+            if any(p.startswith("_") for p in target.split(".")):
+                found.add((_package(module), target))
+    return found
+
+
+def harnesses(graph: Mapping[str, Iterable[str]]) -> set[tuple[str, str]]:
+    """(module of a service package, other service package it imports): a service's code
+    talks to another only over gRPC, so such an import starts its servers."""
+    return {
+        (module, _package(target))
+        for module, targets in graph.items()
+        if _package(module) in SERVICE_PACKAGES
+        for target in targets
+        if _package(target) in SERVICE_PACKAGES and _package(target) != _package(module)
+    }
+
+
+def package_cycles(graph: Mapping[str, Iterable[str]]) -> set[frozenset[str]]:
+    """Pairs of packages that import each other, directly or through others."""
+    edges: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        for target in targets:
+            if _package(target) != _package(module):
+                edges.setdefault(_package(module), set()).add(_package(target))
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo.extend(edges.get(node, ()))
+        return False
+
+    return {
+        frozenset({a, b})
+        for a, targets in edges.items()
+        for b in targets
+        if a != b and reaches(b, a) and b in edges.get(a, set())
+    }
+
+
+def _check(found: set[Any], debt: frozenset[Any], what: str) -> None:
+    new, gone = found - debt, debt - found
+    assert not new, f"new {what}: {sorted(map(str, new))}"
+    assert not gone, f"{what} no longer there, drop from the list: {sorted(map(str, gone))}"
+
+
+def test_no_private_module_of_another_package_is_imported():
+    _check(private_imports(imports()), PRIVATE_IMPORT_DEBT, "private imports across packages")
+
+
+def test_no_harness_inside_a_service_package():
+    _check(harnesses(imports()), HARNESS_DEBT, "harnesses inside service packages")
+
+
+def test_no_import_cycle_between_packages():
+    _check(package_cycles(imports()), CYCLE_DEBT, "package cycles")
+
+
+def test_each_rule_catches_a_planted_violation():
+    graph = imports()
+    planted = {**graph, "services.router._planted": {"services.sql._engine"}}
+    assert ("services.router", "services.sql._engine") in private_imports(planted)
+    assert ("services.router._planted", "services.sql") in harnesses(planted)
+    cycle = {**graph, "services.common._planted": {"services.router"}}
+    assert frozenset({"services.common", "services.router"}) in package_cycles(cycle)
+    # The public face is allowed: the same import through ``services.sql`` is no debt.
+    assert not private_imports({"services.router._x": {"services.sql"}})
