@@ -10,6 +10,7 @@ from gateway._keys import (
     parse_scopes,
 )
 from gateway._quota import TokenBuckets
+from gateway._server import migrations
 from gateway._settings import DEFAULT_PORT, GatewaySettings, Limits, key_pepper
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "Scope",
     "TokenBuckets",
     "key_pepper",
+    "migrations",
     "parse_scopes",
 ]

@@ -28,11 +28,9 @@ from psycopg.conninfo import make_conninfo
 
 from services.bench.retrieval import ingest_stack
 from services.common import Database, DatabaseSettings, ensure_tenant, resolve_url
-from services.embedding._model import Embedder
-from services.embedding._settings import EmbeddingSettings
+from services.embedding import Embedder, EmbeddingSettings
 from services.embedding.bench import passages
-from services.retrieval._server import prepare_store
-from services.retrieval._settings import RetrievalSettings
+from services.retrieval import RetrievalSettings, prepare_store
 from tandem.v1 import retrieval_service_pb2 as pb
 
 _TENANT = "bench-memory"

@@ -56,18 +56,22 @@ from services.common import (
     embedded_pgvector_is_portable,
     resolve_url,
 )
-from services.embedding._logic import create_engine
-from services.embedding._model import Embedder
-from services.embedding._server import EmbeddingDeps
-from services.embedding._server import create_server as create_embedding_server
-from services.embedding._server import ready as embedding_ready
-from services.embedding._settings import EmbeddingSettings
+from services.embedding import Embedder, EmbeddingDeps, EmbeddingSettings, create_engine
+from services.embedding import create_server as create_embedding_server
+from services.embedding import ready as embedding_ready
 from services.embedding.bench import passages, queries
-from services.retrieval._repository import RetrievalRepository, SearchPlan
-from services.retrieval._search import search_plan
-from services.retrieval._server import RetrievalDeps, create_server, open_database, prepare_store
-from services.retrieval._settings import RetrievalSettings, cpu_flags
-from services.retrieval._types import SearchMode
+from services.retrieval import (
+    RetrievalDeps,
+    RetrievalRepository,
+    RetrievalSettings,
+    SearchMode,
+    SearchPlan,
+    cpu_flags,
+    create_server,
+    open_database,
+    prepare_store,
+    search_plan,
+)
 from tandem.v1 import retrieval_service_pb2 as pb
 from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
 

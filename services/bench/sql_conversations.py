@@ -41,7 +41,7 @@ from services.bench.sql_dataset import (
 )
 from services.bench.stack import EvalStack, eval_stack
 from services.common import DatabaseSettings, resolve_url
-from services.sql._targets import TargetConfig
+from services.sql import TargetConfig
 from tandem.v1 import router_service_pb2 as pb
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -47,13 +47,21 @@ from services.common import (
     create_channel,
     embedded_server_url,
 )
-from services.sql._ask import SqlGenerator
-from services.sql._memory import GrpcQuestionEmbedder
-from services.sql._server import build_deps, create_server, ready
-from services.sql._settings import SqlSettings
-from services.sql._targets import TargetConfig
-from services.sql._values import encode, register_loaders
-from services.sql._warehouse import database_url, ensure_reader_role, grant_read_only, reader_url
+from services.sql import (
+    GrpcQuestionEmbedder,
+    SqlGenerator,
+    SqlSettings,
+    TargetConfig,
+    build_deps,
+    create_server,
+    database_url,
+    encode,
+    ensure_reader_role,
+    grant_read_only,
+    reader_url,
+    ready,
+    register_loaders,
+)
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc

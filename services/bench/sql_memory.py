@@ -48,11 +48,16 @@ from services.common import (
     create_channel,
     embedded_server_url,
 )
-from services.sql._answers import MemorySettings, open_memory
-from services.sql._memory import GrpcQuestionEmbedder
-from services.sql._server import build_deps, create_server, ready
-from services.sql._settings import SqlSettings
-from services.sql._targets import TargetConfig
+from services.sql import (
+    GrpcQuestionEmbedder,
+    MemorySettings,
+    SqlSettings,
+    TargetConfig,
+    build_deps,
+    create_server,
+    open_memory,
+    ready,
+)
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 

@@ -27,31 +27,34 @@ from services.common import (
     resolve_url,
 )
 from services.demo import DemoDocument, load_demo_documents
-from services.embedding._batcher import MicroBatcher
-from services.embedding._cache import QueryCache
-from services.embedding._logic import EmbeddingEngine
-from services.embedding._model import Embedder
-from services.embedding._server import EmbeddingDeps
-from services.embedding._server import create_server as create_embedding_server
-from services.embedding._server import ready as embedding_ready
-from services.embedding._settings import EmbeddingSettings
-from services.retrieval._server import RetrievalDeps, prepare_store
-from services.retrieval._server import create_server as create_retrieval_server
-from services.retrieval._server import ready as retrieval_ready
-from services.retrieval._settings import RetrievalSettings
-from services.router._server import build_deps as build_router_deps
-from services.router._server import create_server as create_router_server
-from services.router._server import ready as router_ready
-from services.router._settings import RouterSettings
+from services.embedding import (
+    Embedder,
+    EmbeddingDeps,
+    EmbeddingEngine,
+    EmbeddingSettings,
+    MicroBatcher,
+    QueryCache,
+)
+from services.embedding import create_server as create_embedding_server
+from services.embedding import ready as embedding_ready
+from services.retrieval import RetrievalDeps, RetrievalSettings, prepare_store
+from services.retrieval import create_server as create_retrieval_server
+from services.retrieval import ready as retrieval_ready
+from services.router import RouterSettings
+from services.router import build_deps as build_router_deps
+from services.router import create_server as create_router_server
+from services.router import ready as router_ready
 from services.router.offline import DeterministicProvider
-from services.sql import demo_glossary
-from services.sql._memory import GrpcQuestionEmbedder
-from services.sql._server import build_deps as build_sql_deps
-from services.sql._server import create_server as create_sql_server
-from services.sql._server import ready as sql_ready
-from services.sql._settings import SqlSettings
-from services.sql._targets import TargetConfig
-from services.sql._warehouse import ensure_warehouse
+from services.sql import (
+    GrpcQuestionEmbedder,
+    SqlSettings,
+    TargetConfig,
+    demo_glossary,
+    ensure_warehouse,
+)
+from services.sql import build_deps as build_sql_deps
+from services.sql import create_server as create_sql_server
+from services.sql import ready as sql_ready
 from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from tandem.v1 import router_service_pb2_grpc as pb_grpc
 

@@ -988,8 +988,11 @@ def _key_store_environ() -> dict[str, str]:
 def _with_keys(run: Callable[[Any], Any]) -> Any:
     import asyncio  # noqa: PLC0415
 
-    from gateway import ApiKeys, key_pepper  # noqa: PLC0415
-    from gateway._server import migrations  # noqa: PLC0415
+    from gateway import (  # noqa: PLC0415
+        ApiKeys,
+        key_pepper,
+        migrations,
+    )
     from services.common import (  # noqa: PLC0415
         Database,
         DatabaseSettings,

@@ -69,8 +69,13 @@ def register(commands: Commands) -> None:
 
 
 def _load_options(args: argparse.Namespace) -> Any:
-    from services.load import LoadOptions, from_ghz_config, parse_duration  # noqa: PLC0415
-    from services.load._methods import LoadConfigError, parse_json_argument  # noqa: PLC0415
+    from services.load import (  # noqa: PLC0415  # noqa: PLC0415
+        LoadConfigError,
+        LoadOptions,
+        from_ghz_config,
+        parse_duration,
+        parse_json_argument,
+    )
 
     values: dict[str, Any] = from_ghz_config(args.config) if args.config else {}
     if args.host:

@@ -516,8 +516,12 @@ def _demo_key(url: str, key_path: Path) -> tuple[str, bool]:
 
 
 async def _verify_or_create(url: str, recorded: str | None) -> tuple[str, bool]:
-    from gateway import ALL_SCOPES, ApiKeys, key_pepper  # noqa: PLC0415
-    from gateway._server import migrations  # noqa: PLC0415
+    from gateway import (  # noqa: PLC0415
+        ALL_SCOPES,
+        ApiKeys,
+        key_pepper,
+        migrations,
+    )
     from services.common import Database, Unauthenticated  # noqa: PLC0415
 
     database = Database(url, min_size=1, max_size=1, vector=False)
@@ -841,8 +845,10 @@ def demo_documents_wanted(environ: Mapping[str, str]) -> bool:
         return True
     if asked in ("0", "false", "no", "off"):
         return False
-    from services.sql import SqlSettings  # noqa: PLC0415
-    from services.sql._server import serves_demo_warehouse  # noqa: PLC0415
+    from services.sql import (  # noqa: PLC0415
+        SqlSettings,
+        serves_demo_warehouse,
+    )
 
     return serves_demo_warehouse(SqlSettings.from_env(environ))
 

@@ -19,8 +19,10 @@ def register(commands: Commands) -> None:
 
 
 def _sql_check(args: argparse.Namespace) -> int:
-    from services.sql import SqlSettings  # noqa: PLC0415
-    from services.sql._check import check_databases  # noqa: PLC0415
+    from services.sql import (  # noqa: PLC0415
+        SqlSettings,
+        check_databases,
+    )
 
     checks = asyncio.run(check_databases(SqlSettings.from_env()))
     width = max(len(c.name) for c in checks)

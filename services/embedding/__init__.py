@@ -31,6 +31,7 @@ from services.embedding._manifest import (
     default_model_dir,
 )
 from services.embedding._model import Embedder
+from services.embedding._server import EmbeddingDeps, create_server, ready
 from services.embedding._settings import EmbeddingSettings, EmbeddingSettingsError
 from services.embedding._types import EmbeddingModel, EmbedKind, ModelOrigin, Vectors
 
@@ -47,6 +48,7 @@ __all__ = [
     "EmbedKind",
     "EmbedResult",
     "Embedder",
+    "EmbeddingDeps",
     "EmbeddingEngine",
     "EmbeddingInputError",
     "EmbeddingLimits",
@@ -65,5 +67,7 @@ __all__ = [
     "QueryCache",
     "Vectors",
     "create_engine",
+    "create_server",
     "default_model_dir",
+    "ready",
 ]

@@ -9,6 +9,7 @@ from services.load._methods import (
     LoadConfigError,
     MethodInfo,
     RequestFactory,
+    parse_json_argument,
     parse_metadata,
     resolve_method,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "format_summary",
     "from_ghz_config",
     "parse_duration",
+    "parse_json_argument",
     "parse_metadata",
     "resolve_method",
     "run_load",

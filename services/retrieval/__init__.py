@@ -13,7 +13,7 @@ from services.retrieval._redact import (
     Redactor,
     looks_like_secret_token,
 )
-from services.retrieval._repository import RetrievalRepository, migrations
+from services.retrieval._repository import RetrievalRepository, SearchPlan, migrations
 from services.retrieval._search import (
     FastembedReranker,
     Reranker,
@@ -21,8 +21,16 @@ from services.retrieval._search import (
     blend,
     rerank_hits,
     rrf_score,
+    search_plan,
 )
-from services.retrieval._settings import DEFAULT_PORT, RetrievalSettings
+from services.retrieval._server import (
+    RetrievalDeps,
+    create_server,
+    open_database,
+    prepare_store,
+    ready,
+)
+from services.retrieval._settings import DEFAULT_PORT, RetrievalSettings, cpu_flags
 from services.retrieval._types import (
     PERSONAL_KINDS,
     SECRET_KINDS,
@@ -73,19 +81,27 @@ __all__ = [
     "RedactionPolicy",
     "Redactor",
     "Reranker",
+    "RetrievalDeps",
     "RetrievalRepository",
     "RetrievalSettings",
     "SearchMode",
+    "SearchPlan",
     "SearchQuery",
     "SearchResult",
     "Searcher",
     "blend",
     "chunk_text",
+    "cpu_flags",
+    "create_server",
     "derive_document_id",
     "embedding_text",
     "looks_like_secret_token",
     "migrations",
     "normalise",
+    "open_database",
+    "prepare_store",
+    "ready",
     "rerank_hits",
     "rrf_score",
+    "search_plan",
 ]

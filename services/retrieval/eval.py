@@ -40,12 +40,9 @@ from services.common import (
     create_channel,
     resolve_url,
 )
-from services.embedding._logic import create_engine
-from services.embedding._model import Embedder
-from services.embedding._server import EmbeddingDeps
-from services.embedding._server import create_server as create_embedding_server
-from services.embedding._server import ready as embedding_ready
-from services.embedding._settings import EmbeddingSettings
+from services.embedding import Embedder, EmbeddingDeps, EmbeddingSettings, create_engine
+from services.embedding import create_server as create_embedding_server
+from services.embedding import ready as embedding_ready
 from services.retrieval._server import RetrievalDeps, create_server, prepare_store
 from services.retrieval._settings import RetrievalSettings
 from tandem.v1 import retrieval_service_pb2 as pb

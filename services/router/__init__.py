@@ -13,6 +13,7 @@ from services.router._clients import (
 from services.router._engine import Router
 from services.router._guard import check_output, scan
 from services.router._plan import PlanInvalid, assign_waves, bind, validate
+from services.router._server import RouterDeps, build_deps, create_server, ready
 from services.router._settings import DEFAULT_PORT, GuardrailSettings, RouterSettings
 from services.router._types import (
     AskInput,
@@ -39,6 +40,7 @@ __all__ = [
     "PlanInvalid",
     "Router",
     "RouterAnswer",
+    "RouterDeps",
     "RouterSettings",
     "SearchOutcome",
     "SearchTool",
@@ -48,7 +50,10 @@ __all__ = [
     "ToolError",
     "assign_waves",
     "bind",
+    "build_deps",
     "check_output",
+    "create_server",
+    "ready",
     "scan",
     "validate",
 ]

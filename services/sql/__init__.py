@@ -3,6 +3,7 @@ intents, the schema catalog, and the demo CRM warehouse."""
 
 from __future__ import annotations
 
+from services.sql._answers import MemorySettings, open_memory
 from services.sql._ask import (
     AskOutcome,
     AskPipeline,
@@ -30,6 +31,7 @@ from services.sql._catalog import (
     introspect,
     render,
 )
+from services.sql._check import check_databases
 from services.sql._engine import EngineLimits, SqlEngine
 from services.sql._execute import (
     FailureKind,
@@ -54,7 +56,9 @@ from services.sql._intents import (
     Value,
     compile_intent,
 )
+from services.sql._memory import GrpcQuestionEmbedder
 from services.sql._offline import OfflineGenerator
+from services.sql._server import SqlDeps, build_deps, create_server, ready, serves_demo_warehouse
 from services.sql._settings import DEFAULT_PORT, SqlSettings
 from services.sql._targets import (
     ANY_TENANT,
@@ -66,7 +70,16 @@ from services.sql._targets import (
     WritableTargetError,
     role_capabilities,
 )
-from services.sql._warehouse import Warehouse, demo_glossary, ensure_warehouse, grant_read_only
+from services.sql._values import encode, register_loaders
+from services.sql._warehouse import (
+    Warehouse,
+    database_url,
+    demo_glossary,
+    ensure_reader_role,
+    ensure_warehouse,
+    grant_read_only,
+    reader_url,
+)
 
 __all__ = [
     "ANY_TENANT",
@@ -92,10 +105,12 @@ __all__ = [
     "GeneratorRole",
     "GeneratorUnavailable",
     "Group",
+    "GrpcQuestionEmbedder",
     "Intent",
     "IntentError",
     "IntentKind",
     "Limits",
+    "MemorySettings",
     "ModelCall",
     "ModelTier",
     "OfflineGenerator",
@@ -106,6 +121,7 @@ __all__ = [
     "Safeguards",
     "SchemaView",
     "Severity",
+    "SqlDeps",
     "SqlEngine",
     "SqlGate",
     "SqlGenerator",
@@ -124,11 +140,22 @@ __all__ = [
     "Violation",
     "Warehouse",
     "WritableTargetError",
+    "build_deps",
+    "check_databases",
     "compile_intent",
+    "create_server",
+    "database_url",
     "demo_glossary",
+    "encode",
+    "ensure_reader_role",
     "ensure_warehouse",
     "grant_read_only",
     "introspect",
+    "open_memory",
+    "reader_url",
+    "ready",
+    "register_loaders",
     "render",
     "role_capabilities",
+    "serves_demo_warehouse",
 ]

@@ -25,38 +25,10 @@ SERVICE_PACKAGES = frozenset(
 # (importing package, imported private module): what issue 37 still has to move.
 PRIVATE_IMPORT_DEBT = frozenset(
     {
+        # tools reaching up into the CLI for its runner and parser
         ("services.bench", "services.cli._run"),
-        ("services.bench", "services.embedding._batcher"),
-        ("services.bench", "services.embedding._cache"),
-        ("services.bench", "services.embedding._logic"),
-        ("services.bench", "services.embedding._model"),
-        ("services.bench", "services.embedding._server"),
-        ("services.bench", "services.embedding._settings"),
-        ("services.bench", "services.retrieval._repository"),
-        ("services.bench", "services.retrieval._search"),
-        ("services.bench", "services.retrieval._server"),
-        ("services.bench", "services.retrieval._settings"),
-        ("services.bench", "services.retrieval._types"),
-        ("services.bench", "services.router._server"),
-        ("services.bench", "services.router._settings"),
-        ("services.bench", "services.sql._answers"),
-        ("services.bench", "services.sql._ask"),
-        ("services.bench", "services.sql._memory"),
-        ("services.bench", "services.sql._server"),
-        ("services.bench", "services.sql._settings"),
-        ("services.bench", "services.sql._targets"),
-        ("services.bench", "services.sql._values"),
-        ("services.bench", "services.sql._warehouse"),
-        ("services.cli", "gateway._server"),
-        ("services.cli", "services.load._methods"),
-        ("services.cli", "services.sql._check"),
-        ("services.cli", "services.sql._server"),
         ("services.demo", "services.cli._main"),
         ("services.load", "services.cli._main"),
-        ("services.retrieval", "services.embedding._logic"),
-        ("services.retrieval", "services.embedding._model"),
-        ("services.retrieval", "services.embedding._server"),
-        ("services.retrieval", "services.embedding._settings"),
     }
 )
 # (module inside a service package, other service package it starts): harnesses to move
