@@ -46,16 +46,13 @@ from gateway.edge import ACCESS_LOG, run_dir
 from services.cli._run import (
     SERVICES,
     ServiceSpec,
-    health_channel,
-    launch,
     log_tail,
     port_free,
-    signal_group,
     stop_levels,
     stop_processes,
-    wait_serving,
 )
 from services.common import Credentials, Trust, ensure_directory, load_credentials
+from services.launch import health_channel, launch, signal_group, wait_serving
 
 if TYPE_CHECKING:
     from services.demo import DemoDocument, LoadReport

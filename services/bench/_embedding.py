@@ -12,7 +12,7 @@ from pathlib import Path
 
 import grpc
 
-from services.cli._run import launch, wait_serving
+from services.launch import launch, wait_serving
 from tandem.v1 import embedding_service_pb2 as epb
 from tandem.v1 import embedding_service_pb2_grpc as epb_grpc
 

@@ -23,10 +23,10 @@ back, refusals by reason, and the time extraction took. Then, unless
 ``--skip-retrieval``, the collection is ingested once from its original text and once per
 form from the rendered files themselves, sent as ``content`` and extracted by the
 retrieval service as an upload is (one heading per page or section, the title from the
-file), through the retrieval eval's own harness (``services.retrieval.eval``: the real embedding and
-retrieval servers in process, each version in turn in the collection's scratch tenant),
-and nDCG@10 of each search mode is reported side by side, with the difference to the
-original.
+file), through the retrieval eval's own harness (``services.bench.retrieval_eval``: the
+real embedding and retrieval servers in process, each version in turn in the collection's
+scratch tenant), and nDCG@10 of each search mode is reported side by side, with the
+difference to the original.
 
 A document whose text is empty (half of CACM) is rendered with its title as the text,
 as the retrieval eval ingests it. Rendering PDFs needs reportlab (the ``dev`` extra).
@@ -54,7 +54,7 @@ from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
 from reportlab.platypus import BaseDocTemplate, Frame, PageTemplate, Paragraph
 
 from services.bench._publish import publish
-from services.retrieval.eval import MODES, Dataset, evaluate_collections, read_beir
+from services.bench.retrieval_eval import MODES, Dataset, evaluate_collections, read_beir
 from services.retrieval.extract import Extracted, Unextractable, extract
 
 DEFAULT_OUT = Path("bench-results/formats.json")

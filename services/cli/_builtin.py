@@ -256,7 +256,7 @@ def _bench_hops(args: argparse.Namespace) -> int:
 
 
 def _eval_retrieval(args: argparse.Namespace) -> int:
-    from services.retrieval.eval import main as eval_retrieval  # noqa: PLC0415
+    from services.bench.retrieval_eval import main as eval_retrieval  # noqa: PLC0415
 
     eval_retrieval(args.dataset, args.out, datasets=args.datasets, baselines=args.baselines)
     return 0

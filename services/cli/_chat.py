@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, TextIO
 
 import grpc
 
-from services.cli._client import (
-    ASK_MODES,
+from services.cli._client import ASK_MODES, render_answer
+from services.cli._plumbing import (
     _common,
     _enum,
     _handler,
@@ -23,7 +23,6 @@ from services.cli._client import (
     _metadata,
     _stub,
     describe_rpc_error,
-    render_answer,
 )
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc

@@ -146,6 +146,29 @@ def _load(args: argparse.Namespace) -> int:
     return 0
 
 
+def bench_commands(out: Path) -> list[tuple[str, list[str]]]:
+    """Every registered ``tandem bench`` target except the report, quick where it can be
+    (read from the CLI's own command tree, built lazily)."""
+    from services.cli._main import _parser  # noqa: PLC0415 - the tree registers this module
+
+    parser = _parser()
+    top = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    bench = top.choices["bench"]
+    sub = next(a for a in bench._actions if isinstance(a, argparse._SubParsersAction))
+    commands = []
+    for name, child in sub.choices.items():
+        if name == "report":
+            continue
+        flags = {opt for action in child._actions for opt in action.option_strings}
+        argv = ["bench", name]
+        if "--quick" in flags:
+            argv.append("--quick")
+        if "--out" in flags:
+            argv += ["--out", str(out / f"{name}.json")]
+        commands.append((name, argv))
+    return commands
+
+
 def _bench_report(args: argparse.Namespace) -> int:
     from services.load.report import ReportSettings, run_report  # noqa: PLC0415
 
@@ -156,5 +179,6 @@ def _bench_report(args: argparse.Namespace) -> int:
         concurrency=tuple(args.concurrency),
         duration_s=args.duration,
         run_benches=not args.skip_benches,
+        benches=bench_commands(args.out) if not args.skip_benches else (),
     )
     return run_report(settings)

@@ -27,7 +27,7 @@ _MODULES = (
     "services.cli._router",
     "services.cli._sqlcheck",
     "services.cli._trace",
-    "services.demo._cli",
+    "services.cli._demo",
 )
 
 

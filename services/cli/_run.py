@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -32,14 +31,11 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
-
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.common import (
     PLAINTEXT_VARIABLE,
@@ -49,6 +45,11 @@ from services.common import (
     ensure_directory,
     load_credentials,
     tls_directory,
+)
+from services.launch import (
+    launch,
+    signal_group,
+    wait_serving,
 )
 
 DEMO_TENANT = "demo"
@@ -70,12 +71,6 @@ OWN_DATA_EXAMPLES: tuple[str, ...] = (
     "tandem ingest docs/ --category handbook",
     'tandem sql "How many orders are there?"',
     'tandem ask "What does the returns policy say about refunds?"',
-)
-_HEALTH_OPTIONS = (
-    # A server that is still importing refuses connections; reconnect quickly once it binds.
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 500),
 )
 
 
@@ -193,114 +188,6 @@ def port_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def parent_death_signal(sig: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child receive ``sig`` when the thread that started
-    it exits (Linux only; None elsewhere). A supervisor killed with SIGKILL runs no clean-up
-    of its own, so its children must notice by themselves."""
-    if not sys.platform.startswith("linux"):
-        return None
-    parent = os.getpid()
-    # Resolved before the fork: the child only calls it, loading nothing.
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-    def arm() -> None:
-        prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the signal was armed
-            os.kill(os.getpid(), sig)
-
-    return arm
-
-
-def launch(
-    module: str,
-    env: Mapping[str, str],
-    log_path: Path,
-    *,
-    die_with_parent: bool = False,
-    args: Sequence[str] = (),
-) -> subprocess.Popen[bytes]:
-    """Start ``python -m module`` with stdout and stderr appended to ``log_path``.
-
-    The child gets its own session: a terminal's Ctrl-C reaches only the supervisor, which
-    then stops the services in order, and its process group can be killed as a whole.
-    ``die_with_parent``: the child gets SIGTERM (and drains) when the launching thread dies;
-    launch from a thread that lives as long as the supervisor.
-    """
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", module, *args],
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            # Runs in the child between fork and exec: only a prctl call (see above).
-            preexec_fn=parent_death_signal(signal.SIGTERM) if die_with_parent else None,  # noqa: PLW1509
-        )
-
-
-def health_channel(
-    address: str, tls: Credentials | None = None, peer: str | None = None
-) -> grpc.Channel:
-    """A blocking channel for health checks: mutual TLS as ``tls`` (the supervisor's
-    identity, which may call health only) to the service ``peer``, else plaintext."""
-    if tls is None:
-        return grpc.insecure_channel(address, options=_HEALTH_OPTIONS)
-    credentials = grpc.ssl_channel_credentials(tls.ca, tls.key, tls.cert)
-    options = [*_HEALTH_OPTIONS, ("grpc.ssl_target_name_override", peer or "localhost")]
-    return grpc.secure_channel(address, credentials, options=options)
-
-
-def wait_serving(
-    address: str,
-    timeout_s: float,
-    *,
-    alive: Callable[[], bool] = lambda: True,
-    cancelled: threading.Event | None = None,
-    tls: Credentials | None = None,
-    peer: str | None = None,
-) -> None:
-    """Block until the health service at ``address`` reports SERVING.
-
-    Watches the standard health service (pushed status changes, not polling); checks at
-    least once a second that the process is still ``alive``. Raises ``TimeoutError`` at
-    the deadline and ``ProcessLookupError`` when the process has gone.
-    """
-    deadline = time.monotonic() + timeout_s
-    request = health_pb2.HealthCheckRequest()
-    with health_channel(address, tls, peer) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while True:
-            if not alive():
-                raise ProcessLookupError(address)
-            if cancelled is not None and cancelled.is_set():
-                raise InterruptedError(address)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"{address} did not report SERVING within {timeout_s:.0f} s")
-            try:
-                for reply in stub.Watch(request, timeout=min(remaining, 1.0), wait_for_ready=True):
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        return
-            except grpc.RpcError as exc:
-                code = exc.code() if isinstance(exc, grpc.Call) else None
-                if code == grpc.StatusCode.UNAVAILABLE:
-                    # Refused after connecting (the server is draining): do not spin.
-                    time.sleep(0.05)
-                elif code != grpc.StatusCode.DEADLINE_EXCEEDED:
-                    raise
-
-
-def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    """Send ``sig`` to the process group ``proc`` leads (it and anything it started)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
 
 
 def stop_processes(

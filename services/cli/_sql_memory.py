@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from services.cli import _client as client
+from services.cli import _plumbing as client
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import sql_service_pb2 as spb
 

@@ -4,6 +4,7 @@ payloads; and a loader that ingests them through the RetrievalService API."""
 
 from __future__ import annotations
 
+from services.demo._cli import add_commands
 from services.demo._content import REVIEW_PHRASE
 from services.demo._corpus import (
     ACCOUNT_BRIEF,
@@ -44,6 +45,7 @@ __all__ = [
     "DemoDocument",
     "LoadProgress",
     "LoadReport",
+    "add_commands",
     "check_demo_documents",
     "companies_mentioning",
     "compound_answer",

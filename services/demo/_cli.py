@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from services.common import Env, Trust, tls_directory
 from services.demo._corpus import (
@@ -30,9 +30,6 @@ from services.demo._loader import (
     load_demo_documents,
 )
 from services.sql.demo_data import DEFAULT_SEED
-
-if TYPE_CHECKING:
-    from services.cli._main import Commands
 
 DEFAULT_TENANT = "demo"
 
@@ -189,12 +186,6 @@ def add_commands(demo: Any) -> None:
     common(write, remote=False)
     write.add_argument("directory", type=Path)
     write.set_defaults(handler=_write)
-
-
-def register(commands: Commands) -> None:
-    """Add ``tandem demo …`` to the tandem command."""
-    demo = commands.top.add_parser("demo", help="the demo documents: load, status, show, write")
-    add_commands(demo.add_subparsers(dest="demo_command", required=True))
 
 
 def main(argv: list[str] | None = None) -> int:

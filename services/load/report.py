@@ -9,7 +9,6 @@ summary says so.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import math
@@ -97,6 +96,8 @@ class ReportSettings:
     concurrency: tuple[int, ...] = (1, 8, 16, 32)
     duration_s: float = 10.0
     run_benches: bool = True
+    # (name, argv) of every ``tandem bench`` command to run beside the load (from the CLI)
+    benches: tuple[tuple[str, list[str]], ...] = ()
 
     @classmethod
     def from_args(
@@ -108,6 +109,7 @@ class ReportSettings:
         concurrency: Sequence[int],
         duration_s: float,
         run_benches: bool,
+        benches: Sequence[tuple[str, list[str]]] = (),
     ) -> ReportSettings:
         """Flags first, then ``TANDEM_GATEWAY`` / ``TANDEM_API_KEY``, then the defaults."""
         return cls(
@@ -117,6 +119,7 @@ class ReportSettings:
             concurrency=tuple(sorted(set(concurrency))),
             duration_s=duration_s,
             run_benches=run_benches,
+            benches=tuple(benches),
         )
 
 
@@ -214,31 +217,11 @@ def _git_commit() -> str | None:
     return done.stdout.strip() or None
 
 
-def bench_commands(out: Path) -> list[tuple[str, list[str]]]:
-    """Every registered ``tandem bench`` target except this one, quick where it can be."""
-    from services.cli._main import _parser  # noqa: PLC0415 - the command tree, built lazily
-
-    parser = _parser()
-    top = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    bench = top.choices["bench"]
-    sub = next(a for a in bench._actions if isinstance(a, argparse._SubParsersAction))
-    commands = []
-    for name, child in sub.choices.items():
-        if name == "report":
-            continue
-        flags = {opt for action in child._actions for opt in action.option_strings}
-        argv = ["bench", name]
-        if "--quick" in flags:
-            argv.append("--quick")
-        if "--out" in flags:
-            argv += ["--out", str(out / f"{name}.json")]
-        commands.append((name, argv))
-    return commands
-
-
-def run_benches(out: Path) -> list[BenchRun]:
+def run_benches(commands: Sequence[tuple[str, list[str]]]) -> list[BenchRun]:
+    """Each ``tandem bench`` command (name, argv) as a child process, its output kept. The
+    CLI, which owns the command tree, says which commands there are."""
     runs = []
-    for name, argv in bench_commands(out):
+    for name, argv in commands:
         print(f"\n=== tandem {' '.join(argv)}", flush=True)
         started = time.perf_counter()
         done = subprocess.run(
@@ -467,7 +450,7 @@ def run_report(settings: ReportSettings) -> int:
     settings.out.mkdir(parents=True, exist_ok=True)
     machine = describe_machine()
     (settings.out / "machine.json").write_text(json.dumps(machine, indent=2))
-    benches = run_benches(settings.out) if settings.run_benches else []
+    benches = run_benches(settings.benches) if settings.run_benches else []
 
     points: list[LoadPoint] = []
     charts: list[Path] = []

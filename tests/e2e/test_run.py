@@ -23,8 +23,9 @@ import grpc
 import psutil
 import pytest
 
-from services.cli._run import SERVICES, log_tail, wait_serving
+from services.cli._run import SERVICES, log_tail
 from services.common import IDENTITIES, load_credentials
+from services.launch import wait_serving
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import sql_service_pb2 as spb

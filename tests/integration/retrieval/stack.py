@@ -13,6 +13,7 @@ import grpc
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from services.bench.retrieval_eval import DEFAULT_DATASET, Dataset, read_beir
 from services.common import Database, GrpcServer, Telemetry, create_channel
 from services.embedding import Embedder, EmbeddingEngine, MicroBatcher, QueryCache
 from services.embedding._server import EmbeddingDeps
@@ -20,7 +21,6 @@ from services.embedding._server import create_server as create_embedding_server
 from services.embedding._server import ready as embedding_ready
 from services.retrieval import Reranker, RetrievalSettings
 from services.retrieval._server import RetrievalDeps, create_server, open_database, ready
-from services.retrieval.eval import DEFAULT_DATASET, Dataset, read_beir
 from tandem.v1 import retrieval_service_pb2 as pb
 from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings

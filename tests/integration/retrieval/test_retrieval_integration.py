@@ -11,8 +11,8 @@ import pytest
 from google.protobuf import struct_pb2
 from opentelemetry.trace import StatusCode
 
+from services.bench.retrieval_eval import evaluate
 from services.retrieval import AllowList, RedactionKind, RetrievalSettings
-from services.retrieval.eval import evaluate
 from tandem.v1 import common_pb2
 from tandem.v1 import retrieval_service_pb2 as pb
 from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc

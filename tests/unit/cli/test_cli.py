@@ -153,7 +153,8 @@ def test_tandem_keys_finds_the_data_directory_from_anywhere(
 ) -> None:
     # Run outside the checkout it once failed: "Parent directory of pgdata does not exist".
     from services.cli import _client
-    from services.cli._client import CliError, _key_store_environ
+    from services.cli._client import _key_store_environ
+    from services.cli._plumbing import CliError
 
     checkout, elsewhere = tmp_path / "checkout", tmp_path / "elsewhere"
     (checkout / ".tandem").mkdir(parents=True)

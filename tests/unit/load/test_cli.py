@@ -18,7 +18,6 @@ from services.load import report
 from services.load.report import (
     LoadPoint,
     ReportSettings,
-    bench_commands,
     render_summary,
     write_charts,
 )
@@ -203,7 +202,7 @@ def test_summary_points_at_the_quota_when_it_refused_calls() -> None:
 def test_report_runs_every_registered_bench_quick_with_its_json_beside_the_summary(
     tmp_path: Path,
 ) -> None:
-    commands = dict(bench_commands(tmp_path))
+    commands = dict(_load.bench_commands(tmp_path))
 
     assert "report" not in commands
     assert commands["embed"] == ["bench", "embed", "--out", str(tmp_path / "embed.json")]
@@ -215,10 +214,7 @@ def test_report_runs_every_registered_bench_quick_with_its_json_beside_the_summa
 def test_benches_run_as_child_processes_and_their_output_is_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        report, "bench_commands", lambda out: [("help", ["bench", "--help"]), ("bad", ["nope"])]
-    )
-    runs = report.run_benches(tmp_path)
+    runs = report.run_benches([("help", ["bench", "--help"]), ("bad", ["nope"])])
 
     assert [(r.name, r.returncode) for r in runs] == [("help", 0), ("bad", 2)]
     assert "usage: tandem bench" in runs[0].output

@@ -10,9 +10,7 @@ import numpy as np
 import pytest
 
 from services.bench.retrieval import derive_vectors
-from services.cli._main import _parser
-from services.retrieval._validation import check_tenant_id
-from services.retrieval.eval import (
+from services.bench.retrieval_eval import (
     DEFAULT_DATASET,
     _document_input,
     eval_tenant,
@@ -23,6 +21,8 @@ from services.retrieval.eval import (
     recall_at_k,
     render_collections,
 )
+from services.cli._main import _parser
+from services.retrieval._validation import check_tenant_id
 
 
 def test_metrics_on_a_hand_computed_ranking():

@@ -43,12 +43,11 @@ from services.common import (
 from services.embedding import Embedder, EmbeddingDeps, EmbeddingSettings, create_engine
 from services.embedding import create_server as create_embedding_server
 from services.embedding import ready as embedding_ready
-from services.retrieval._server import RetrievalDeps, create_server, prepare_store
-from services.retrieval._settings import RetrievalSettings
+from services.retrieval import RetrievalDeps, RetrievalSettings, create_server, prepare_store
 from tandem.v1 import retrieval_service_pb2 as pb
 from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
 
-DEFAULT_DATASET = Path(__file__).parent / "eval_data"
+DEFAULT_DATASET = Path(__file__).parents[1] / "retrieval" / "eval_data"
 MODES = {
     "hybrid": pb.SEARCH_MODE_HYBRID,
     "dense": pb.SEARCH_MODE_DENSE,
