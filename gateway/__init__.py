@@ -10,7 +10,10 @@ from gateway._keys import (
     parse_scopes,
 )
 from gateway._quota import TokenBuckets
-from gateway._server import migrations
+
+# Not ``migrations``: that name is the package holding the SQL files, which an import of
+# it would bind over the function.
+from gateway._server import migrations as schema_migrations
 from gateway._settings import DEFAULT_PORT, GatewaySettings, Limits, key_pepper
 
 __all__ = [
@@ -25,6 +28,6 @@ __all__ = [
     "Scope",
     "TokenBuckets",
     "key_pepper",
-    "migrations",
     "parse_scopes",
+    "schema_migrations",
 ]

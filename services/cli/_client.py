@@ -893,7 +893,7 @@ def _with_keys(run: Callable[[Any], Any]) -> Any:
     from gateway import (  # noqa: PLC0415
         ApiKeys,
         key_pepper,
-        migrations,
+        schema_migrations,
     )
     from services.common import (  # noqa: PLC0415
         Database,
@@ -906,7 +906,7 @@ def _with_keys(run: Callable[[Any], Any]) -> Any:
         settings = DatabaseSettings.from_env(_key_store_environ())
         url = await asyncio.to_thread(resolve_url, settings)
         database = Database(url, min_size=1, max_size=1, vector=False)
-        await database.open(migrations())
+        await database.open(schema_migrations())
         try:
             return await run(ApiKeys(database, key_pepper()))
         finally:

@@ -407,12 +407,12 @@ async def _verify_or_create(url: str, recorded: str | None) -> tuple[str, bool]:
         ALL_SCOPES,
         ApiKeys,
         key_pepper,
-        migrations,
+        schema_migrations,
     )
     from services.common import Database, Unauthenticated  # noqa: PLC0415
 
     database = Database(url, min_size=1, max_size=1, vector=False)
-    await database.open(migrations())
+    await database.open(schema_migrations())
     try:
         keys = ApiKeys(database, key_pepper())
         if recorded:
