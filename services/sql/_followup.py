@@ -41,7 +41,7 @@ from sqlglot import exp
 
 from services.sql._catalog import _TEXT_TYPES, Catalog, TableInfo
 from services.sql._names import identifier
-from services.sql._stored import value_key
+from services.sql._stored import Comparison, comparisons, stored_spelling, table_for
 from services.sql._words import STOP_WORDS, common_prefix, name_words, stem, word_match
 
 MAX_PRIOR_CHARS = 20_000
@@ -124,7 +124,7 @@ def _tables(select: exp.Select, catalog: Catalog) -> dict[str, TableInfo]:
     """The earlier statement's own tables (not its sub-queries') by alias and name."""
     found: dict[str, TableInfo] = {}
     for table in _sources(select):
-        info = _table(catalog, table)
+        info = table_for(catalog, table)
         if info is not None:
             found[table.alias_or_name.lower()] = info
             found[table.name.lower()] = info
@@ -163,7 +163,7 @@ def subject(sql: str, catalog: Catalog) -> Subject:
     if keyed or named or plain:
         return (keyed or named or plain)[0]
     sources = _sources(select)
-    first = _table(catalog, sources[0]) if sources else None
+    first = table_for(catalog, sources[0]) if sources else None
     if first is not None and not select.args.get("group") and len(first.primary_key) == 1:
         return Subject(first, first.primary_key[0], "")
     raise FollowUpError("the earlier answer names no rows of one table to refer to")
@@ -300,25 +300,6 @@ def _alias_of(select: exp.Select, table: TableInfo) -> str | None:
     return None
 
 
-def _all_tables(select: exp.Select, catalog: Catalog) -> dict[str, TableInfo]:
-    """Every table the statement reads, sub-queries included, by alias and name."""
-    found: dict[str, TableInfo] = {}
-    for table in select.find_all(exp.Table):
-        info = _table(catalog, table)
-        if info is not None:
-            found[table.alias_or_name.lower()] = info
-            found[table.name.lower()] = info
-    return found
-
-
-def _table(catalog: Catalog, table: exp.Table) -> TableInfo | None:
-    info = catalog.resolve(table.db or None, table.name)
-    if info is None:
-        low = table.name.lower()
-        info = next((t for t in catalog.tables if t.name.lower() == low), None)
-    return info
-
-
 def _words(text: str) -> list[str]:
     return [w for w in name_words(text) if w not in STOP_WORDS]
 
@@ -363,7 +344,7 @@ def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> ex
     the words name with the table ("by merchant category" → merchants.category), or the
     name column of the table they name ("by drug" → the drugs table's name)."""
     for source in _sources(select):
-        info = _table(catalog, source)
+        info = table_for(catalog, source)
         if info is None:
             continue
         for local, referenced, remote in _references(info, catalog):
@@ -405,7 +386,7 @@ def _grouping_column(
     partial: list[tuple[bool, bool, int, str, str]] = []
     seen: set[tuple[str, str]] = set()
     for source in _sources(select):
-        info = _table(catalog, source)
+        info = table_for(catalog, source)
         if info is None or (info.qualified, source.alias_or_name) in seen:
             continue
         seen.add((info.qualified, source.alias_or_name))
@@ -486,19 +467,6 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
     return select.sql(dialect="postgres")
 
 
-def _stored(table: TableInfo, column: str, value: str) -> str | None:
-    """The column's stored spelling of ``value`` (the linker's value lookup: the sample
-    and known values the catalog read from the data)."""
-    info = table.column(column)
-    if info is None:
-        return None
-    wanted = value_key(value)
-    for stored in (*info.sample_values, *info.known_values):
-        if value_key(stored) == wanted:
-            return stored
-    return None
-
-
 def _forms(value: str) -> list[str]:
     """The value as said, then without the trailing words that only name what it
     qualifies ("topical drugs" → "topical", "failed ones" → "failed")."""
@@ -509,52 +477,28 @@ def _forms(value: str) -> list[str]:
 def swapped(sql: str, value: str, catalog: Catalog) -> str:
     """``sql`` with ``value`` in place of the literal compared with the column storing it."""
     select = _parse(sql)
-    tables = _all_tables(select, catalog)
-    distinct = {t.qualified: t for t in tables.values()}
+    compared = [c for c in comparisons(select, catalog) if c.literal.is_string]
     for form in _forms(value):
-        hits = _hits(select, form, tables, distinct)
+        hits = [(c, stored) for c in compared if (stored := _stored_by(c, form)) is not None]
         if len(hits) > 1:
             raise FollowUpError(f"'{value}' could replace more than one earlier value")
         if hits:
-            literal, stored = hits[0]
-            literal.replace(exp.Literal.string(stored))
+            item, stored = hits[0]
+            # The literal keeps its own shape: LIKE wildcards, a lower-cased compare.
+            text = stored.lower() if item.folded else stored
+            said = item.literal.this
+            head = "%" if said.startswith("%") else ""
+            tail = "%" if said.endswith("%") and len(said) > 1 else ""
+            item.literal.replace(exp.Literal.string(f"{head}{text}{tail}"))
             return select.sql(dialect="postgres")
     raise FollowUpError(f"no compared column of the earlier statement stores '{value}'")
 
 
-def _hits(
-    select: exp.Select, value: str, tables: dict[str, TableInfo], distinct: dict[str, TableInfo]
-) -> list[tuple[exp.Literal, str]]:
-    """The string literals compared with a column that stores ``value``."""
-    hits: list[tuple[exp.Literal, str]] = []
-    for literal in select.find_all(exp.Literal):
-        if not literal.is_string:
-            continue
-        compared = literal.parent
-        if isinstance(compared, exp.In | exp.Tuple):
-            compared = compared if isinstance(compared, exp.In) else compared.parent
-        column = compared.this if compared is not None else None
-        folded = False
-        while isinstance(column, exp.Func) and not isinstance(column, exp.Column):
-            # lower(status) = 'failed', trim(city) = 'Aberdeen'
-            folded = folded or isinstance(column, exp.Lower)
-            column = column.this
-        if not isinstance(column, exp.Column):
-            continue
-        if column.table:
-            owners = [t for t in (tables.get(column.table.lower()),) if t is not None]
-        else:
-            owners = [t for t in distinct.values() if t.column(column.name) is not None]
-        for owner in owners:
-            stored = _stored(owner, column.name, value)
-            if stored is not None:
-                # The literal keeps its own shape: LIKE wildcards, a lower-cased compare.
-                text = stored.lower() if folded else stored
-                head = "%" if literal.this.startswith("%") else ""
-                tail = "%" if literal.this.endswith("%") and len(literal.this) > 1 else ""
-                hits.append((literal, f"{head}{text}{tail}"))
-                break
-    return hits
+def _stored_by(item: Comparison, value: str) -> str | None:
+    return next(
+        (s for t in item.owners if (s := stored_spelling(t, item.column, value)) is not None),
+        None,
+    )
 
 
 def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:

@@ -117,46 +117,88 @@ def _written_as(said: str, stored: str) -> bool:
     return True
 
 
+def table_for(catalog: Catalog, table: exp.Table) -> TableInfo | None:
+    """The catalog's table a statement names (exactly, else by case-insensitive name)."""
+    info = catalog.resolve(table.db or None, table.name)
+    if info is None:
+        low = table.name.lower()
+        info = next((t for t in catalog.tables if t.name.lower() == low), None)
+    return info
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A literal of a statement compared with a column: the column's possible tables (one
+    when it is qualified), whether it is compared lower-cased, by equality."""
+
+    literal: exp.Literal
+    owners: tuple[TableInfo, ...]
+    column: str
+    folded: bool
+    equality: bool
+
+
+def comparisons(tree: exp.Expr, catalog: Catalog) -> list[Comparison]:
+    """Every literal ``tree`` compares with a column (``status = 'failed'``,
+    ``lower(city) LIKE '%x%'``, ``kind IN ('a', 'b')``, ``year > 2000``)."""
+    tables: dict[str, TableInfo] = {}
+    for table in tree.find_all(exp.Table):
+        info = table_for(catalog, table)
+        if info is not None:
+            tables[table.alias_or_name.lower()] = info
+            tables[table.name.lower()] = info
+    distinct = {t.qualified: t for t in tables.values()}
+    found: list[Comparison] = []
+    for literal in tree.find_all(exp.Literal):
+        compared = literal.parent
+        if isinstance(compared, exp.Tuple):
+            compared = compared.parent
+        column = compared.this if compared is not None else None
+        folded = False
+        while isinstance(column, exp.Func) and not isinstance(column, exp.Column):
+            # lower(status) = 'failed', trim(city) = 'Aberdeen'
+            folded = folded or isinstance(column, exp.Lower)
+            column = column.this
+        if not isinstance(column, exp.Column):
+            continue
+        if column.table:
+            owners = tuple(t for t in (tables.get(column.table.lower()),) if t is not None)
+        else:
+            owners = tuple(t for t in distinct.values() if t.column(column.name) is not None)
+        if owners:
+            equality = isinstance(compared, exp.EQ | exp.NEQ | exp.In)
+            found.append(Comparison(literal, owners, column.name, folded, equality))
+    return found
+
+
 def compared_columns(
     sql: str, catalog: Catalog, *, equality_only: bool = True
 ) -> dict[str, list[tuple[TableInfo, str]]]:
-    """The columns a statement compares each literal with (by the literal's lower-cased
+    """The column a statement compares each literal with (by the literal's lower-cased
     text): string literals compared for equality, or with ``equality_only=False`` every
     literal (numbers, patterns, ranges)."""
     try:
         tree = sqlglot.parse_one(sql, read="postgres")
     except sqlglot.errors.ParseError:
         return {}
-    tables: dict[str, TableInfo] = {}
-    for table in tree.find_all(exp.Table):
-        info = catalog.resolve(table.db or None, table.name) or next(
-            (t for t in catalog.tables if t.name.lower() == table.name.lower()), None
-        )
-        if info is not None:
-            tables[table.alias_or_name.lower()] = info
     found: dict[str, list[tuple[TableInfo, str]]] = {}
-    for literal in tree.find_all(exp.Literal):
-        compared = literal.parent
-        if equality_only and (
-            not literal.is_string or not isinstance(compared, exp.EQ | exp.NEQ | exp.In)
-        ):
+    for item in comparisons(tree, catalog):
+        if equality_only and not (item.literal.is_string and item.equality):
             continue
-        if compared is None:
-            continue
-        column = compared.this
-        while isinstance(column, exp.Func) and not isinstance(column, exp.Column):
-            column = column.this
-        if not isinstance(column, exp.Column):
-            continue
-        owners = (
-            [tables[column.table.lower()]]
-            if column.table and column.table.lower() in tables
-            else [t for t in {t.qualified: t for t in tables.values()}.values()
-                  if t.column(column.name) is not None]
-        )  # fmt: skip
-        for owner in owners[:1]:
-            found.setdefault(literal.this.lower(), []).append((owner, column.name))
+        found.setdefault(item.literal.this.lower(), []).append((item.owners[0], item.column))
     return found
+
+
+def stored_spelling(table: TableInfo, column: str, value: str) -> str | None:
+    """How ``table.column`` stores ``value`` by the values the catalog read (its samples
+    and index), or None when they do not hold it."""
+    info = table.column(column)
+    if info is None:
+        return None
+    wanted = value_key(value)
+    return next(
+        (v for v in (*info.sample_values, *info.known_values) if value_key(v) == wanted), None
+    )
 
 
 async def stored_in(conn: psycopg.AsyncConnection[Any], table: TableInfo, column: str,
