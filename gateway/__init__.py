@@ -13,7 +13,8 @@ from gateway._quota import TokenBuckets
 
 # Not ``migrations``: that name is the package holding the SQL files, which an import of
 # it would bind over the function.
-from gateway._server import migrations as schema_migrations
+from gateway._schema import key_administration
+from gateway._schema import migrations as schema_migrations
 from gateway._settings import DEFAULT_PORT, GatewaySettings, Limits, key_pepper
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Limits",
     "Scope",
     "TokenBuckets",
+    "key_administration",
     "key_pepper",
     "parse_scopes",
     "schema_migrations",

@@ -14,15 +14,11 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-from services.common import Database, InvalidArgument, NotFound
+from services.common import Database, InvalidArgument, NotFound, TenantStore, role_conninfo
 
 APP_ROLE = "tandem_conversation_app"
 NOT_FOUND_REASON = "CONVERSATION_NOT_FOUND"
@@ -78,14 +74,8 @@ class ConversationPage:
 
 
 def app_conninfo(owner_conninfo: str, app_url: str | None = None) -> str:
-    """Where the store's queries connect: ``app_url`` when configured, else the owner's
-    connection string with the row-level-security role as the user."""
-    if app_url:
-        return app_url
-    params = conninfo_to_dict(owner_conninfo)
-    params.pop("password", None)
-    params["user"] = APP_ROLE
-    return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+    """Where the store's queries connect (see ``role_conninfo``)."""
+    return role_conninfo(owner_conninfo, APP_ROLE, app_url)
 
 
 def parse_id(value: str, field_name: str = "conversation_id") -> str:
@@ -134,29 +124,21 @@ def bounded(turns: Sequence[Turn], limits: HistoryLimits) -> list[Turn]:
     return kept
 
 
-class ConversationStore:
-    """Every statement conversations send to Postgres, each in a tenant-scoped transaction."""
+class ConversationStore(TenantStore):
+    """Every statement conversations send to Postgres, each in a tenant-scoped transaction.
+
+    Opened without migrations: the gateway's owner pool applied migration 0002 already,
+    this pool only connects as the conversation role."""
+
+    name = "the conversation store"
 
     def __init__(self, database: Database, *, retention_days: int) -> None:
-        self._db = database
+        super().__init__(database)
         self._retention = timedelta(days=retention_days)
 
     @property
     def retention(self) -> timedelta:
         return self._retention
-
-    async def open(self) -> None:
-        # The owner's pool applied migration 0002 already; this pool only connects.
-        await self._db.open()
-
-    async def close(self) -> None:
-        await self._db.close()
-
-    async def ping(self) -> bool:
-        return await self._db.ping()
-
-    def _tx(self, tenant_id: str) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
-        return self._db.tenant_transaction(tenant_id, store="the conversation store")
 
     async def history(
         self, tenant_id: str, conversation_id: str, limits: HistoryLimits

@@ -33,6 +33,8 @@ from gateway._key_changes import KeyChanges
 from gateway._keys import ApiKeys, Scope
 from gateway._quota import TokenBuckets
 from gateway._relay import relay, reparse, to_internal, unreachable
+from gateway._routes import ROUTES
+from gateway._schema import migrations
 from gateway._settings import DEFAULT_PORT, GatewaySettings, key_pepper
 from gateway._upload import drain, drain_budget, internal_message_bytes, read_upload, to_ingest
 from services.common import (
@@ -40,7 +42,6 @@ from services.common import (
     DatabaseSettings,
     FailedPrecondition,
     GrpcServer,
-    Migration,
     ServerSettings,
     TandemError,
     Telemetry,
@@ -50,18 +51,15 @@ from services.common import (
     configure_logging,
     create_channel,
     deadline_scope,
-    load_migrations,
     resolve_url,
     serve,
 )
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
-from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from tandem.v1 import router_service_pb2 as qpb
 from tandem.v1 import router_service_pb2_grpc as qpb_grpc
-from tandem.v1 import sql_service_pb2 as spb
 from tandem.v1 import sql_service_pb2_grpc as spb_grpc
 
 SERVICE_NAME = gpb.DESCRIPTOR.services_by_name["GatewayService"].full_name
@@ -93,11 +91,6 @@ RPC_SCOPES: dict[str, Scope] = {
 }
 
 
-def migrations() -> list[Migration]:
-    """The gateway component's schema migrations (API keys)."""
-    return load_migrations("gateway", "gateway.migrations")
-
-
 @dataclass(frozen=True)
 class GatewayDeps:
     """What the servicer needs: the key store, the tenant buckets and one channel per
@@ -121,21 +114,6 @@ def _degraded(service: str) -> None:
     _log.warning(
         "dependency unreachable; answering degraded",
         extra={"fields": {"service": service}},
-    )
-
-
-def no_hits(mode: rpb.SearchMode.ValueType) -> gpb.GatewayServiceSearchResponse:
-    """What Search returns when the retrieval service cannot be reached."""
-    return gpb.GatewayServiceSearchResponse(
-        degraded=True,
-        degradations=[
-            cpb.Degradation(
-                reason=cpb.DEGRADATION_REASON_RETRIEVAL_UNAVAILABLE,
-                component="retrieval",
-                message="the retrieval service is unreachable",
-            )
-        ],
-        mode=mode or rpb.SEARCH_MODE_HYBRID,
     )
 
 
@@ -217,6 +195,27 @@ def turn_from(question: str, answer: qpb.Answer) -> Turn:
         row_count=described.row_count,
         sql=described.sql,
     )
+
+
+def _relayed(name: str) -> Any:
+    """The servicer method for pass-through RPC ``name`` (typed ``Any``: it stands in for
+    the generated base's method of that name, whose types the route table holds)."""
+    if ROUTES[name].streaming:
+
+        async def stream(
+            self: GatewayServicer, request: Message, context: Context
+        ) -> AsyncIterator[Message]:
+            async for event in self._forward_stream(name, request, context):
+                yield event
+
+        stream.__name__ = stream.__qualname__ = name
+        return stream
+
+    async def unary(self: GatewayServicer, request: Message, context: Context) -> Message:
+        return await self._forward(name, request, context)
+
+    unary.__name__ = unary.__qualname__ = name
+    return unary
 
 
 class _Backends:
@@ -393,6 +392,35 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             internal.history.extend(turn_pb(t) for t in conversation.history)  # type: ignore[attr-defined]
         return internal
 
+    async def _forward(self, name: str, request: Message, context: Context) -> Message:
+        """A unary pass-through RPC: admit, validate, re-parse, call, relay back."""
+        route = ROUTES[name]
+        backends, tenant = await self._admit(context, RPC_SCOPES[name])
+        route.check(request, backends.deps.settings.limits)
+        internal = to_internal(request, route.internal, tenant)
+        method = getattr(getattr(backends, route.backend), route.method)
+        fail_open = route.fail_open
+        return await self._unary(
+            context, route.backend, lambda: method(internal), route.response,
+            fail_open=None if fail_open is None else lambda: fail_open(request),
+        )  # fmt: skip
+
+    async def _forward_stream(
+        self, name: str, request: Message, context: Context
+    ) -> AsyncIterator[Message]:
+        """A server-streaming pass-through RPC (ingest): the same steps, event by event,
+        under the ingest deadline."""
+        route = ROUTES[name]
+        backends, tenant = await self._admit(context, RPC_SCOPES[name])
+        route.check(request, backends.deps.settings.limits)
+        internal = to_internal(request, route.internal, tenant)
+        method = getattr(getattr(backends, route.backend), route.method)
+        async for event in self._stream(
+            context, route.backend, lambda: method(internal), route.response,
+            default_s=backends.deps.settings.ingest_deadline_s,
+        ):  # fmt: skip
+            yield event
+
     # -- RPCs ------------------------------------------------------------------------
 
     async def Ask(
@@ -441,62 +469,18 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
                     )
             yield event
 
-    async def Search(
-        self, request: gpb.GatewayServiceSearchRequest, context: Context
-    ) -> gpb.GatewayServiceSearchResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["Search"])
-        check.check_search(request, backends.deps.settings.limits)
-        internal = to_internal(request, rpb.SearchRequest, tenant)
-        return await self._unary(
-            context, "retrieval", lambda: backends.retrieval.Search(internal),
-            gpb.GatewayServiceSearchResponse, fail_open=lambda: no_hits(request.mode),
-        )  # fmt: skip
-
-    async def AskSql(
-        self, request: gpb.GatewayServiceAskSqlRequest, context: Context
-    ) -> gpb.GatewayServiceAskSqlResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["AskSql"])
-        check.check_ask_sql(request, backends.deps.settings.limits)
-        internal = to_internal(request, spb.AskQuestionRequest, tenant)
-        return await self._unary(
-            context, "sql", lambda: backends.sql.AskQuestion(internal),
-            gpb.GatewayServiceAskSqlResponse,
-        )  # fmt: skip
-
-    async def RunSqlIntent(
-        self, request: gpb.GatewayServiceRunSqlIntentRequest, context: Context
-    ) -> gpb.GatewayServiceRunSqlIntentResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["RunSqlIntent"])
-        check.check_run_intent(request, backends.deps.settings.limits)
-        internal = to_internal(request, spb.RunIntentRequest, tenant)
-        return await self._unary(
-            context, "sql", lambda: backends.sql.RunIntent(internal),
-            gpb.GatewayServiceRunSqlIntentResponse,
-        )  # fmt: skip
-
-    async def ValidateSql(
-        self, request: gpb.GatewayServiceValidateSqlRequest, context: Context
-    ) -> gpb.GatewayServiceValidateSqlResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["ValidateSql"])
-        check.check_validate_sql(request, backends.deps.settings.limits)
-        internal = to_internal(request, spb.ValidateSqlRequest, tenant)
-        return await self._unary(
-            context, "sql", lambda: backends.sql.ValidateSql(internal),
-            gpb.GatewayServiceValidateSqlResponse,
-        )  # fmt: skip
-
-    async def IngestDocuments(
-        self, request: gpb.GatewayServiceIngestDocumentsRequest, context: Context
-    ) -> AsyncIterator[gpb.GatewayServiceIngestDocumentsResponse]:
-        backends, tenant = await self._admit(context, RPC_SCOPES["IngestDocuments"])
-        check.check_ingest(request, backends.deps.settings.limits)
-        internal = to_internal(request, rpb.IngestDocumentsRequest, tenant)
-        async for event in self._stream(
-            context, "retrieval", lambda: backends.retrieval.IngestDocuments(internal),
-            gpb.GatewayServiceIngestDocumentsResponse,
-            default_s=backends.deps.settings.ingest_deadline_s,
-        ):  # fmt: skip
-            yield event
+    # Pass-through RPCs: one generic relay over the route table (gateway._routes).
+    Search = _relayed("Search")
+    IngestDocuments = _relayed("IngestDocuments")
+    DeleteDocument = _relayed("DeleteDocument")
+    AskSql = _relayed("AskSql")
+    RunSqlIntent = _relayed("RunSqlIntent")
+    ValidateSql = _relayed("ValidateSql")
+    DescribeSchema = _relayed("DescribeSchema")
+    SubmitSqlFeedback = _relayed("SubmitSqlFeedback")
+    TeachSql = _relayed("TeachSql")
+    ListConfirmedPairs = _relayed("ListConfirmedPairs")
+    DeleteConfirmedPair = _relayed("DeleteConfirmedPair")
 
     async def UploadDocument(
         self,
@@ -518,72 +502,6 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             default_s=backends.deps.settings.ingest_deadline_s,
         ):  # fmt: skip
             yield event
-
-    async def DeleteDocument(
-        self, request: gpb.GatewayServiceDeleteDocumentRequest, context: Context
-    ) -> gpb.GatewayServiceDeleteDocumentResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["DeleteDocument"])
-        check.check_delete(request, backends.deps.settings.limits)
-        internal = to_internal(request, rpb.DeleteDocumentRequest, tenant)
-        return await self._unary(
-            context, "retrieval", lambda: backends.retrieval.DeleteDocument(internal),
-            gpb.GatewayServiceDeleteDocumentResponse,
-        )  # fmt: skip
-
-    async def DescribeSchema(
-        self, request: gpb.GatewayServiceDescribeSchemaRequest, context: Context
-    ) -> gpb.GatewayServiceDescribeSchemaResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["DescribeSchema"])
-        check.check_describe(request, backends.deps.settings.limits)
-        internal = to_internal(request, spb.DescribeSchemaRequest, tenant)
-        return await self._unary(
-            context, "sql", lambda: backends.sql.DescribeSchema(internal),
-            gpb.GatewayServiceDescribeSchemaResponse,
-        )  # fmt: skip
-
-    async def SubmitSqlFeedback(
-        self, request: gpb.GatewayServiceSubmitSqlFeedbackRequest, context: Context
-    ) -> gpb.GatewayServiceSubmitSqlFeedbackResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["SubmitSqlFeedback"])
-        check.check_sql_feedback(request, backends.deps.settings.limits)
-        internal = to_internal(request, spb.SubmitFeedbackRequest, tenant)
-        return await self._unary(
-            context, "sql", lambda: backends.sql.SubmitFeedback(internal),
-            gpb.GatewayServiceSubmitSqlFeedbackResponse,
-        )  # fmt: skip
-
-    async def TeachSql(
-        self, request: gpb.GatewayServiceTeachSqlRequest, context: Context
-    ) -> gpb.GatewayServiceTeachSqlResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["TeachSql"])
-        check.check_teach_sql(request, backends.deps.settings.limits)
-        internal = to_internal(request, spb.TeachSqlRequest, tenant)
-        return await self._unary(
-            context, "sql", lambda: backends.sql.TeachSql(internal),
-            gpb.GatewayServiceTeachSqlResponse,
-        )  # fmt: skip
-
-    async def ListConfirmedPairs(
-        self, request: gpb.GatewayServiceListConfirmedPairsRequest, context: Context
-    ) -> gpb.GatewayServiceListConfirmedPairsResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["ListConfirmedPairs"])
-        check.check_list_pairs(request, backends.deps.settings.limits)
-        internal = to_internal(request, spb.ListConfirmedPairsRequest, tenant)
-        return await self._unary(
-            context, "sql", lambda: backends.sql.ListConfirmedPairs(internal),
-            gpb.GatewayServiceListConfirmedPairsResponse,
-        )  # fmt: skip
-
-    async def DeleteConfirmedPair(
-        self, request: gpb.GatewayServiceDeleteConfirmedPairRequest, context: Context
-    ) -> gpb.GatewayServiceDeleteConfirmedPairResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["DeleteConfirmedPair"])
-        check.check_delete_pair(request, backends.deps.settings.limits)
-        internal = to_internal(request, spb.DeleteConfirmedPairRequest, tenant)
-        return await self._unary(
-            context, "sql", lambda: backends.sql.DeleteConfirmedPair(internal),
-            gpb.GatewayServiceDeleteConfirmedPairResponse,
-        )  # fmt: skip
 
     async def ListConversations(
         self, request: gpb.GatewayServiceListConversationsRequest, context: Context

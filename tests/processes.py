@@ -508,7 +508,7 @@ class ProcessStack:
 
     @contextlib.asynccontextmanager
     async def _key_store(self) -> Any:
-        from gateway._server import migrations
+        from gateway import schema_migrations as migrations
         from services.common import Database
 
         database = Database(self.database_url(), min_size=1, max_size=1, vector=False)

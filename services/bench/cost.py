@@ -45,7 +45,7 @@ from services.load.report import QUESTIONS, Scenario
 ROLES = ("edge", "gateway", "router", "retrieval", "sql", "embedding", "postgres", "other")
 # Issue 20's targets: CPU ms per request, every process summed, demo corpus, c=16.
 TARGETS_CPU_MS = {"search": 4.5, "ask_retrieve": 8.0, "ask_sql": 4.0}
-_STACK_PORTS = {
+STACK_PORTS = {
     "GATEWAY_PORT": 50051,
     "ROUTER_PORT": 50052,
     "RETRIEVAL_PORT": 50053,
@@ -192,7 +192,7 @@ async def measure(
 
 
 def _offset_ports(offset: int) -> dict[str, str]:
-    return {name: str(port + offset) for name, port in _STACK_PORTS.items()}
+    return {name: str(port + offset) for name, port in STACK_PORTS.items()}
 
 
 def start_stack(
@@ -203,6 +203,7 @@ def start_stack(
     source: Path | None,
     timeout_s: float,
     traces: bool = False,
+    extra_args: Sequence[str] = (),
 ) -> Stack:
     """``tandem run`` in ``data_dir`` on shifted ports (quota raised so the run measures the
     system), from ``source`` when given, with the local span store only if ``traces``;
@@ -231,7 +232,7 @@ def start_stack(
     log = data_dir / "run.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-c", _CLI, "run"],
+            [sys.executable, "-c", _CLI, "run", *extra_args],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -252,7 +253,7 @@ def start_stack(
     postmaster = postmaster_pid(data_dir / "pg")
     if postmaster is not None:
         roots.append(postmaster)
-    target = f"127.0.0.1:{_STACK_PORTS['EDGE_PORT'] + port_offset}"
+    target = f"127.0.0.1:{STACK_PORTS['EDGE_PORT'] + port_offset}"
     return Stack(name, target, key, StackProcesses(tuple(roots)), process, log)
 
 
@@ -412,7 +413,7 @@ def run(settings: CostSettings) -> dict[str, Any]:
     api_key = os.environ.get("TANDEM_API_KEY")
     try:
         if stack_pid and api_key and settings.baseline is None:
-            port = _STACK_PORTS["EDGE_PORT" if settings.through == "edge" else "GATEWAY_PORT"]
+            port = STACK_PORTS["EDGE_PORT" if settings.through == "edge" else "GATEWAY_PORT"]
             default = f"127.0.0.1:{os.environ.get(f'{settings.through.upper()}_PORT', port)}"
             target = (
                 default if settings.through == "edge" else os.environ.get("TANDEM_GATEWAY", default)
@@ -447,7 +448,7 @@ def run(settings: CostSettings) -> dict[str, Any]:
             if settings.through == "gateway":
                 for stack in stacks:
                     port = int(stack.target.rsplit(":", 1)[1])
-                    gap = _STACK_PORTS["GATEWAY_PORT"] - _STACK_PORTS["EDGE_PORT"]
+                    gap = STACK_PORTS["GATEWAY_PORT"] - STACK_PORTS["EDGE_PORT"]
                     stack.target = f"127.0.0.1:{port + gap}"
         tallies = asyncio.run(_run_rounds(stacks, settings))
     finally:

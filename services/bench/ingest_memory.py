@@ -26,10 +26,10 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from services.bench.embed import passages
 from services.bench.retrieval import ingest_stack
 from services.common import Database, DatabaseSettings, ensure_tenant, resolve_url
 from services.embedding import Embedder, EmbeddingSettings
-from services.embedding.bench import passages
 from services.retrieval import RetrievalSettings, prepare_store
 from tandem.v1 import retrieval_service_pb2 as pb
 

@@ -46,6 +46,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from services.bench.embed import passages, queries
 from services.common import (
     Database,
     DatabaseSettings,
@@ -59,7 +60,6 @@ from services.common import (
 from services.embedding import Embedder, EmbeddingDeps, EmbeddingSettings, create_engine
 from services.embedding import create_server as create_embedding_server
 from services.embedding import ready as embedding_ready
-from services.embedding.bench import passages, queries
 from services.retrieval import (
     RetrievalDeps,
     RetrievalRepository,

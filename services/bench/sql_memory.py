@@ -61,7 +61,7 @@ from services.sql import (
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 
-GOLDEN = Path(__file__).parents[1] / "sql" / "golden"
+GOLDEN = Path(__file__).parent / "golden"
 VARIANTS = GOLDEN / "memory_variants.json"
 KINDS = ("value_swaps", "paraphrases", "near_misses")
 

@@ -18,6 +18,13 @@ def register(commands: Commands) -> None:
     run.add_argument(
         "--timeout", type=float, default=120.0, help="seconds to wait for each service's health"
     )
+    run.add_argument(
+        "--replicas",
+        type=_replica_count,
+        default=1,
+        help="processes of each of retrieval, sql and router (1-8; their callers balance "
+        "over them and skip one that is starting or draining)",
+    )
     run.set_defaults(handler=_run)
 
     embed = commands.bench.add_parser("embed", help="embedding throughput and latency")
@@ -68,6 +75,18 @@ def register(commands: Commands) -> None:
     )
     cost.add_argument("--out", type=Path, default=Path("bench-results/cost.json"))
     cost.set_defaults(handler=_bench_cost)
+    drill = commands.bench.add_parser(
+        "drill",
+        help="kill one replica each of retrieval, sql and router under load "
+        "(tandem run --replicas 2): failed calls per RPC, p99 during the kills",
+    )
+    drill.add_argument("--rps", type=float, default=60.0, help="calls started per second")
+    drill.add_argument("--rounds", type=int, default=3, help="kills of each service")
+    drill.add_argument(
+        "--data-dir", type=Path, default=Path(".tandem/bench-drill"), help="the stack it starts"
+    )
+    drill.add_argument("--out", type=Path, default=Path("bench-results/drill.json"))
+    drill.set_defaults(handler=_bench_drill)
     hops = commands.bench.add_parser(
         "hops",
         help="CPU ms per request of a chain of bare Python gRPC processes: the topology's floor",
@@ -185,14 +204,24 @@ def _eval_answers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replica_count(raw: str) -> int:
+    try:
+        count = int(raw)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= 8:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 8, not {raw!r}")
+    return count
+
+
 def _run(args: argparse.Namespace) -> int:
     from services.cli._run import run  # noqa: PLC0415
 
-    return run(args.timeout)
+    return run(args.timeout, replicas=args.replicas)
 
 
 def _bench_embed(args: argparse.Namespace) -> int:
-    from services.embedding.bench import main as bench_embed  # noqa: PLC0415
+    from services.bench.embed import main as bench_embed  # noqa: PLC0415
 
     bench_embed(args.out, args.passages, args.queries)
     return 0
@@ -234,6 +263,16 @@ def _bench_cost(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _bench_drill(args: argparse.Namespace) -> int:
+    from services.bench.drill import DrillSettings  # noqa: PLC0415
+    from services.bench.drill import main as drill  # noqa: PLC0415
+
+    results = drill(
+        DrillSettings(data_dir=args.data_dir, out=args.out, rps=args.rps, rounds=args.rounds)
+    )
+    return 0 if results["target_met"] else 1
 
 
 def _bench_hops(args: argparse.Namespace) -> int:
@@ -284,7 +323,7 @@ def _eval_sql(args: argparse.Namespace) -> int:
             meanings=not args.no_meanings,
         )
         return 0 if report["gold_errors"] == 0 else 1
-    from services.sql import eval as golden_eval  # noqa: PLC0415
+    from services.bench import sql_golden as golden_eval  # noqa: PLC0415
 
     golden_eval.main(args.out or golden_eval.DEFAULT_OUT, args.golden)
     return 0

@@ -890,27 +890,14 @@ def _key_store_environ() -> dict[str, str]:
 def _with_keys(run: Callable[[Any], Any]) -> Any:
     import asyncio  # noqa: PLC0415
 
-    from gateway import (  # noqa: PLC0415
-        ApiKeys,
-        key_pepper,
-        schema_migrations,
-    )
-    from services.common import (  # noqa: PLC0415
-        Database,
-        DatabaseSettings,
-        TandemError,
-        resolve_url,
-    )
+    from gateway import key_administration  # noqa: PLC0415
+    from services.common import DatabaseSettings, TandemError, resolve_url  # noqa: PLC0415
 
     async def main() -> Any:
         settings = DatabaseSettings.from_env(_key_store_environ())
         url = await asyncio.to_thread(resolve_url, settings)
-        database = Database(url, min_size=1, max_size=1, vector=False)
-        await database.open(schema_migrations())
-        try:
-            return await run(ApiKeys(database, key_pepper()))
-        finally:
-            await database.close()
+        async with key_administration(url) as keys:
+            return await run(keys)
 
     try:
         return asyncio.run(main())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import os
 import signal
@@ -47,6 +48,7 @@ from services.common import (
     tls_directory,
 )
 from services.launch import (
+    REPLICA_PORT_STEP,
     launch,
     signal_group,
     wait_serving,
@@ -124,6 +126,63 @@ SERVICES: tuple[ServiceSpec, ...] = (
         "edge", "gateway.edge", 50050, needs_database=False, calls=("gateway",), mtls=False
     ),
 )
+
+
+# The services `tandem run --replicas N` runs N of: stateless behind internal channels
+# that balance over every replica and skip one that is starting or draining. The gateway
+# stays one (the edge has one upstream; containers scale it behind a Service), and so does
+# the embedding service (it holds the model; one per machine serves every caller).
+REPLICATED = frozenset({"retrieval", "sql", "router"})
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One process of a service: the first replica is named as the service, the others
+    ``<name>-<k>``; each listens on its own port."""
+
+    spec: ServiceSpec
+    replica: int
+    host: str
+    port: int
+
+    @property
+    def name(self) -> str:
+        return self.spec.name if self.replica == 1 else f"{self.spec.name}-{self.replica}"
+
+    @property
+    def address(self) -> str:
+        reach = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
+        return f"{reach}:{self.port}"
+
+
+def instances(env: Mapping[str, str], replicas: int = 1) -> list[Instance]:
+    """Every process to start: one per service, ``replicas`` of each replicated one."""
+    out: list[Instance] = []
+    for spec in SERVICES:
+        host = env.get(spec.host_variable, "127.0.0.1")
+        port = int(env.get(spec.port_variable, str(spec.default_port)))
+        count = replicas if spec.name in REPLICATED else 1
+        out.extend(
+            Instance(spec, k, host, port + (k - 1) * REPLICA_PORT_STEP) for k in range(1, count + 1)
+        )
+    return out
+
+
+def channel_target(addresses: Sequence[str]) -> str:
+    """What a caller's channel dials for a service's replicas: the one address, or an
+    ``ipv4:`` list the channel balances over (gRPC resolves no list of names)."""
+    if len(addresses) == 1:
+        return addresses[0]
+    for address in addresses:
+        host = address.rpartition(":")[0]
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(
+                f"replicas need an IPv4 address to listen on, not {host!r} (set the "
+                "service's _HOST variable to one, e.g. 127.0.0.1)"
+            ) from None
+    return "ipv4:" + ",".join(addresses)
 
 
 class ServiceFailed(RuntimeError):
@@ -227,10 +286,17 @@ def stop_processes(
 
 @dataclass
 class _Running:
-    spec: ServiceSpec
-    address: str
+    instance: Instance
     log_path: Path
     proc: subprocess.Popen[bytes]
+
+    @property
+    def spec(self) -> ServiceSpec:
+        return self.instance.spec
+
+    @property
+    def address(self) -> str:
+        return self.instance.address
 
 
 class _Console:
@@ -254,9 +320,11 @@ def _data_dir() -> Path:
     return Path(os.environ.get("TANDEM_DATA_DIR") or ".tandem")
 
 
-def _service_env(base: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+def _service_env(
+    base: Mapping[str, str], replicas: int = 1
+) -> tuple[dict[str, str], dict[str, str]]:
     """The services' shared environment (every ``<NAME>_ADDR`` pointing at the processes
-    started here) and each service's health-check address."""
+    started here, all replicas of a replicated one) and each service's channel target."""
     env = dict(base)
     env.setdefault("PYTHONUNBUFFERED", "1")
     # Spans go to the local span store, so `tandem trace` finds what `x-trace-id` names;
@@ -265,25 +333,24 @@ def _service_env(base: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str
     tls = tls_directory(env)
     if tls is not None:
         env[TLS_DIR_VARIABLE] = str(tls)
-    addresses: dict[str, str] = {}
     for spec in SERVICES:
         # Every process binds where the banner says it listens: loopback unless its
         # ``<NAME>_HOST`` says otherwise (the edge's own default, for containers, is all
         # interfaces; under `tandem run` it once listened there while printing 127.0.0.1).
-        host = env.setdefault(spec.host_variable, "127.0.0.1")
-        port = env.get(spec.port_variable, str(spec.default_port))
-        reach = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
-        addresses[spec.name] = f"{reach}:{port}"
+        env.setdefault(spec.host_variable, "127.0.0.1")
+    addresses: dict[str, str] = {}
+    for spec in SERVICES:
+        replicas_of = [i.address for i in instances(env, replicas) if i.spec is spec]
+        addresses[spec.name] = channel_target(replicas_of)
         env[spec.addr_variable] = addresses[spec.name]
     return env, addresses
 
 
-def _busy_ports(addresses: Mapping[str, str]) -> list[str]:
+def _busy_ports(started: Sequence[Instance]) -> list[str]:
     busy = []
-    for spec in SERVICES:
-        host, _, port = addresses[spec.name].rpartition(":")
-        if not port_free(host, int(port)):
-            busy.append(f"{spec.port_variable}={port} ({spec.name})")
+    for instance in started:
+        if not port_free(instance.address.rpartition(":")[0], instance.port):
+            busy.append(f"{instance.spec.port_variable}={instance.port} ({instance.name})")
     return busy
 
 
@@ -403,18 +470,10 @@ def _demo_key(url: str, key_path: Path) -> tuple[str, bool]:
 
 
 async def _verify_or_create(url: str, recorded: str | None) -> tuple[str, bool]:
-    from gateway import (  # noqa: PLC0415
-        ALL_SCOPES,
-        ApiKeys,
-        key_pepper,
-        schema_migrations,
-    )
-    from services.common import Database, Unauthenticated  # noqa: PLC0415
+    from gateway import ALL_SCOPES, key_administration  # noqa: PLC0415
+    from services.common import Unauthenticated  # noqa: PLC0415
 
-    database = Database(url, min_size=1, max_size=1, vector=False)
-    await database.open(schema_migrations())
-    try:
-        keys = ApiKeys(database, key_pepper())
+    async with key_administration(url) as keys:
         if recorded:
             try:
                 if await keys.verify(recorded) == DEMO_TENANT:
@@ -422,8 +481,6 @@ async def _verify_or_create(url: str, recorded: str | None) -> tuple[str, bool]:
             except Unauthenticated:
                 pass
         issued = await keys.create(DEMO_TENANT, label="tandem run demo key", scopes=ALL_SCOPES)
-    finally:
-        await database.close()
     return issued.secret, False
 
 
@@ -470,10 +527,17 @@ class _Supervisor:
     """Runs the services of one ``tandem run``, restarts what crashes, and stops them,
     callers first."""
 
-    def __init__(self, console: _Console, env: dict[str, str], addresses: dict[str, str]):
+    def __init__(
+        self,
+        console: _Console,
+        env: dict[str, str],
+        addresses: dict[str, str],
+        planned: Sequence[Instance],
+    ):
         self.console = console
         self.env = env
         self.addresses = addresses
+        self.planned = list(planned)
         self.log_dir = _data_dir() / LOG_DIR
         self.running: dict[str, _Running] = {}
         self.stopping = threading.Event()
@@ -510,14 +574,16 @@ class _Supervisor:
             return None
         return load_credentials(self.tls_dir, "supervisor")
 
-    def start(self, spec: ServiceSpec, *, rotate: bool = True) -> None:
-        log_path = self.log_dir / f"{spec.name}.log"
+    def start(self, instance: Instance, *, rotate: bool = True) -> None:
+        spec = instance.spec
+        log_path = self.log_dir / f"{instance.name}.log"
         if rotate:
             _rotate(log_path)
+        env = {**self.env, spec.port_variable: str(instance.port)}
         # Always from the main thread: the parent-death signal follows the launching thread.
-        proc = launch(spec.module, self.env, log_path, die_with_parent=True)
-        self.running[spec.name] = _Running(spec, self.addresses[spec.name], log_path, proc)
-        self.started_at[spec.name] = time.monotonic()
+        proc = launch(spec.module, env, log_path, die_with_parent=True)
+        self.running[instance.name] = _Running(instance, log_path, proc)
+        self.started_at[instance.name] = time.monotonic()
         threading.Thread(target=self._watch, args=(proc,), daemon=True).start()
 
     def guard_postgres(self, pgdata: Path) -> None:
@@ -554,7 +620,7 @@ class _Supervisor:
                 )
             elif now >= due:
                 del self.restart_at[name]
-                self.start(entry.spec, rotate=False)
+                self.start(entry.instance, rotate=False)
                 self.console.line(f"  {name:<10} restarted (pid {self.running[name].proc.pid})")
 
     def _watch(self, proc: subprocess.Popen[bytes]) -> None:
@@ -580,11 +646,11 @@ class _Supervisor:
                 )
             except ProcessLookupError:
                 raise self.failure(
-                    entry.spec.name, f"exited with status {entry.proc.poll()}"
+                    entry.instance.name, f"exited with status {entry.proc.poll()}"
                 ) from None
             except TimeoutError:
                 raise self.failure(
-                    entry.spec.name, f"did not report SERVING within {timeout_s:.0f} s"
+                    entry.instance.name, f"did not report SERVING within {timeout_s:.0f} s"
                 ) from None
             return entry
 
@@ -595,7 +661,7 @@ class _Supervisor:
                     done, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
                         entry = future.result()
-                        self.console.ready(entry.spec.name, "SERVING", entry.address)
+                        self.console.ready(entry.instance.name, "SERVING", entry.address)
             except BaseException:
                 # The other waits notice within a second and the pool can close.
                 self.stopping.set()
@@ -603,8 +669,10 @@ class _Supervisor:
 
     def stop(self) -> None:
         grace = float(self.env.get("GRPC_GRACE_PERIOD_S", "10")) + 5.0
-        for level in stop_levels([e.spec for e in self.running.values()]):
-            procs = [self.running[s.name].proc for s in level]
+        specs = list({e.spec.name: e.spec for e in self.running.values()}.values())
+        for level in stop_levels(specs):
+            names = {s.name for s in level}
+            procs = [e.proc for e in self.running.values() if e.spec.name in names]
             stop_processes(procs, grace, force=self.force)
         if self.guard is not None:
             # Stopped by hand: the run's own release stops Postgres, not the guard.
@@ -612,19 +680,27 @@ class _Supervisor:
             self.guard.wait()
 
 
-def run(timeout: float, out: TextIO | None = None) -> int:
-    """``tandem run``: set up, start, load the demo, print how to use it, supervise."""
+def run(timeout: float, out: TextIO | None = None, *, replicas: int = 1) -> int:
+    """``tandem run``: set up, start, load the demo, print how to use it, supervise.
+
+    With ``replicas`` > 1, that many processes of each replicated service (retrieval, sql,
+    router), each on its own port; their callers balance over them."""
     console = _Console(out or sys.stdout)
-    env, addresses = _service_env(os.environ)
+    try:
+        env, addresses = _service_env(os.environ, replicas)
+    except ValueError as exc:
+        console.line(f"error: {exc}")
+        return 1
+    started = instances(env, replicas)
     data_dir = _data_dir()
-    busy = _busy_ports(addresses)
+    busy = _busy_ports(started)
     if busy:
         console.line(
             "error: port(s) in use: " + ", ".join(busy) + ". Is another `tandem run` up? "
             "Stop it, or choose other ports with the variables named."
         )
         return 1
-    supervisor = _Supervisor(console, env, addresses)
+    supervisor = _Supervisor(console, env, addresses, started)
 
     def on_signal(signum: int, _frame: object) -> None:
         if supervisor.stopping.is_set():
@@ -670,9 +746,9 @@ def _start_and_supervise(
     supervisor.issue_certificates()
     by_name = {s.name: s for s in SERVICES}
     # Processes that need no database start while the database comes up.
-    for spec in SERVICES:
-        if not spec.needs_database:
-            supervisor.start(spec)
+    for instance in supervisor.planned:
+        if not instance.spec.needs_database:
+            supervisor.start(instance)
     if env.get("DATABASE_URL"):
         url = env["DATABASE_URL"]
         console.ready("postgres", "ready", "DATABASE_URL")
@@ -680,9 +756,9 @@ def _start_and_supervise(
         url = postgres.join()
         supervisor.guard_postgres(postgres.pgdata)
         console.ready("postgres", "ready", f"embedded, {postgres.pgdata}")
-    for spec in SERVICES:
-        if spec.needs_database:
-            supervisor.start(spec)
+    for instance in supervisor.planned:
+        if instance.spec.needs_database:
+            supervisor.start(instance)
     try:
         supervisor.wait_all_serving(timeout)
     except InterruptedError:

@@ -63,6 +63,7 @@ from services.common._pki import (
 from services.common._server import GrpcServer, serve
 from services.common._settings import Env, ServerSettings, SettingsError, TelemetrySettings
 from services.common._spanstore import build_tree, load_trace, render_tree, store_files
+from services.common._store import TenantStore, role_conninfo
 from services.common._telemetry import Telemetry
 from services.common._tenant_token import (
     TENANT_TOKEN_HEADER,
@@ -102,6 +103,7 @@ __all__ = [
     "Telemetry",
     "TelemetrySettings",
     "TenantSigner",
+    "TenantStore",
     "TenantVerifier",
     "Trust",
     "Unauthenticated",
@@ -130,6 +132,7 @@ __all__ = [
     "remaining",
     "render_tree",
     "resolve_url",
+    "role_conninfo",
     "run_service",
     "save_credentials",
     "serve",

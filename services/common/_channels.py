@@ -29,17 +29,41 @@ RETRY_SERVICE_CONFIG: dict[str, Any] = {
         }
     ],
     "retryThrottling": {"maxTokens": 100, "tokenRatio": 0.1},
-    # With a dns:/// target that resolves to several pods (a headless Service), spread calls
-    # over all of them; pick_first would pin each caller to one replica.
+    # With a target of several replicas (a dns:/// name resolving to the pods of a headless
+    # Service, or an ipv4:a:p1,b:p2 list), spread calls over all of them; pick_first
+    # would pin each caller to one replica.
     "loadBalancingConfig": [{"round_robin": {}}],
 }
 
+# Client-side health checking (gRFC A17), for a target that names several replicas: each
+# replica's process-wide ("") health is watched, and one that is starting or draining
+# (NOT_SERVING until ready, and again from SIGTERM) gets no new calls while the others
+# take them. Not the service's own name: that one follows its database, and with the
+# database gone the service still answers (degraded, or UNAVAILABLE with its reason)
+# better than a channel saying only "no healthy backend". A plain host:port is one
+# replica: there is nowhere else to send a call, so the channel does not wait on its health.
+BALANCED_SERVICE_CONFIG: dict[str, Any] = {
+    **RETRY_SERVICE_CONFIG,
+    "healthCheckConfig": {"serviceName": ""},
+}
 
-def channel_options(max_message_bytes: int = 16 * 1024 * 1024) -> list[tuple[str, Any]]:
-    """Options shared by every internal channel."""
+
+def names_replicas(target: str) -> bool:
+    """Whether ``target`` may reach several replicas: a ``dns:`` name (a headless Service
+    resolves to every pod) or an ``ipv4:``/``ipv6:`` list of addresses."""
+    if target.startswith("dns:"):
+        return True
+    return target.startswith(("ipv4:", "ipv6:")) and "," in target
+
+
+def channel_options(
+    max_message_bytes: int = 16 * 1024 * 1024, *, replicas: bool = False
+) -> list[tuple[str, Any]]:
+    """Options shared by every internal channel (``replicas``: health-checked balancing)."""
+    config = BALANCED_SERVICE_CONFIG if replicas else RETRY_SERVICE_CONFIG
     return [
         ("grpc.enable_retries", 1),
-        ("grpc.service_config", json.dumps(RETRY_SERVICE_CONFIG)),
+        ("grpc.service_config", json.dumps(config)),
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.keepalive_time_ms", 30_000),
@@ -182,7 +206,7 @@ def create_channel(
     interceptors follow them, so tracing sees the final timeout, and sit next to the real
     call, so cancelling the task that awaits a call (or the call object) cancels the RPC.
     """
-    options = channel_options(max_message_bytes)
+    options = channel_options(max_message_bytes, replicas=names_replicas(target))
     chain = [*interceptors, *deadline_interceptors()]
     credentials = trust.channel_credentials() if trust is not None else None
     if credentials is None:

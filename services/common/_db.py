@@ -296,14 +296,26 @@ class Database:
 
     @asynccontextmanager
     async def tenant_transaction(
-        self, tenant_id: str, *, store: str
+        self, tenant_id: str, *, store: str, pipelined: bool = True
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A transaction in which row-level security shows only ``tenant_id``'s rows (the
         ``tandem.tenant_id`` setting, local to the transaction). A connection lost mid-way
         is UNAVAILABLE naming ``store`` ("the answer memory is unreachable").
 
         Statements are pipelined: a result (rows, ``rowcount``) is there once read with a
-        fetch, and a failing statement raises at the next fetch or at the end."""
+        fetch, and a failing statement raises at the next fetch or at the end. With
+        ``pipelined=False`` each statement waits for its result (a ``rowcount`` read
+        straight after the statement, a branch on a row)."""
+        if not pipelined:
+            try:
+                async with self.connection() as conn, conn.transaction():
+                    await conn.execute(_SET_TENANT, (tenant_id,))
+                    yield conn
+            except psycopg.OperationalError:
+                raise Unavailable(
+                    f"{store} is unreachable", reason="DATABASE_UNAVAILABLE"
+                ) from None
+            return
         async with self.autocommit() as conn:
             try:
                 # Pipelined: the transaction's start, the tenant and the caller's statements

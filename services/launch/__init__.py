@@ -9,4 +9,15 @@ from services.launch._process import (
     wait_serving,
 )
 
-__all__ = ["health_channel", "launch", "parent_death_signal", "signal_group", "wait_serving"]
+# Replica k (k >= 2) of a service listens on the service's port + (k - 1) * this: where
+# `tandem run --replicas N` starts them and where the kill drill finds them.
+REPLICA_PORT_STEP = 100
+
+__all__ = [
+    "REPLICA_PORT_STEP",
+    "health_channel",
+    "launch",
+    "parent_death_signal",
+    "signal_group",
+    "wait_serving",
+]

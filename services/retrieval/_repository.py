@@ -8,8 +8,8 @@ as ``Unavailable`` with reason DATABASE_UNAVAILABLE.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,16 +18,15 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 from services.common import (
     Database,
     FailedPrecondition,
     Migration,
-    ResourceExhausted,
-    Unavailable,
+    TenantStore,
     load_migrations,
+    role_conninfo,
 )
 from services.retrieval._chunking import Chunk
 from services.retrieval._types import (
@@ -58,14 +57,8 @@ def migrations() -> list[Migration]:
 
 
 def app_conninfo(owner_conninfo: str, app_url: str | None = None) -> str:
-    """Where queries connect: ``app_url`` when configured, else the owner's connection
-    string with the application role as the user and the password dropped."""
-    if app_url:
-        return app_url
-    params = conninfo_to_dict(owner_conninfo)
-    params.pop("password", None)
-    params["user"] = APP_ROLE
-    return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+    """Where queries connect (see ``role_conninfo``)."""
+    return role_conninfo(owner_conninfo, APP_ROLE, app_url)
 
 
 @dataclass(frozen=True)
@@ -142,18 +135,6 @@ def chunk_id_for(tenant_id: str, document_id: str, fingerprint: str, ordinal: in
     )
 
 
-@asynccontextmanager
-async def _database_errors() -> AsyncIterator[None]:
-    try:
-        yield
-    except (Unavailable, ResourceExhausted) as exc:
-        raise Unavailable(
-            "retrieval database unavailable", reason=DATABASE_UNAVAILABLE, retry_after_s=1.0
-        ) from exc
-
-
-_TENANT = sql.SQL("SELECT set_config('tandem.tenant_id', %(tenant)s, true)")
-
 _DOCUMENT_COLUMNS = sql.SQL(
     "document_id, title, uri, category, metadata, content_type, content_sha256, chunk_count, "
     "char_count, model_name, redactions, create_time, update_time"
@@ -178,17 +159,22 @@ def _document(row: Sequence[Any]) -> StoredDocument:
     )
 
 
-class RetrievalRepository:
-    """Documents and chunks of every tenant; each call is scoped to one tenant."""
+class RetrievalRepository(TenantStore):
+    """Documents and chunks of every tenant; each call is scoped to one tenant.
+
+    The pool is opened (and migrated) by ``prepare_store``, which also builds the vector
+    index; the repository only runs statements on it."""
+
+    name = "the retrieval database"
 
     def __init__(self, database: Database) -> None:
-        self._db = database
+        super().__init__(database, migrations())
 
-    @asynccontextmanager
-    async def _transaction(self, tenant_id: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        async with _database_errors(), self._db.connection() as conn, conn.transaction():
-            await conn.execute(_TENANT, {"tenant": tenant_id})
-            yield conn
+    def _transaction(
+        self, tenant_id: str
+    ) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
+        # Not pipelined: writes branch on what an upsert returned and read rowcounts.
+        return self._tx(tenant_id, pipelined=False)
 
     async def tenant_exists(self, tenant_id: str) -> bool:
         async with self._transaction(tenant_id) as conn:
@@ -353,10 +339,7 @@ class RetrievalRepository:
         pipelined, so its start, the settings, the statement and the commit leave
         together, and the rows are read after it."""
         query, params = _search_statement(plan)
-        async with (
-            _database_errors(),
-            self._db.tenant_transaction(plan.tenant_id, store="the retrieval database") as conn,
-        ):
+        async with self._tx(plan.tenant_id) as conn:
             await conn.execute(
                 "SELECT set_config('hnsw.ef_search', %s, true), "
                 "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
@@ -382,7 +365,7 @@ class RetrievalRepository:
         or "unchanged". Serialised across replicas by an advisory lock."""
         wanted = {"m": str(m), "ef_construction": str(ef_construction)}
         name = sql.Identifier(_HNSW_INDEX)
-        async with _database_errors(), self._db.owner_connection() as conn, conn.transaction():
+        async with self._unavailable(), self._db.owner_connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_INDEX_LOCK_KEY,))
             cur = await conn.execute(
                 "SELECT c.reloptions FROM pg_class c WHERE c.oid = to_regclass(%s)",

@@ -3,7 +3,8 @@ cited synthesis behind the guardrails.
 
 ``Router.ask`` is the whole request. Per-request state lives in ``_Run`` so the router
 itself holds only collaborators (engines, the LLM provider, telemetry) and a gauge of
-steps in flight.
+steps in flight. This module is execution, which gathers the evidence; writing the answer
+from it is ``services.router._synthesis``, handed the finished run by ``_Run.synthesis``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -21,14 +21,10 @@ from opentelemetry import metrics, trace
 
 from services.common import InvalidArgument, Metrics, PermissionDenied, remaining
 from services.common.llm import (
-    Answer,
-    AnswerSentence,
     GradeRequest,
     LlmError,
     LlmProvider,
     LlmResult,
-    MemberEvidence,
-    MentionCheck,
     Passage,
     Plan,
     PlanRequest,
@@ -37,10 +33,8 @@ from services.common.llm import (
     RewriteRequest,
     Role,
     RouteRequest,
-    RowSet,
     StepOutcome,
     StepScope,
-    SynthesizeRequest,
     ToolName,
 )
 from services.router import _guard
@@ -56,19 +50,16 @@ from services.router._plan import (
     validate,
 )
 from services.router._settings import RouterSettings
+from services.router._synthesis import Synthesis
 from services.router._types import (
     FAILED_STATUSES,
     AskInput,
     Cell,
-    Citation,
-    CitationEvent,
-    CitationKind,
     Degradation,
     DeltaEvent,
     Event,
     GuardrailReport,
     Hit,
-    InjectionFinding,
     Klass,
     Mode,
     Outcome,
@@ -78,12 +69,10 @@ from services.router._types import (
     RouterAnswer,
     ScopedMember,
     SearchOutcome,
-    SqlEvidence,
     Status,
     StepFinishedEvent,
     StepRun,
     StepStartedEvent,
-    UsageEntry,
 )
 from services.router.offline import NO_ANSWER, DeterministicProvider
 
@@ -113,8 +102,6 @@ _LAYER_FLAGS = (
 STRONG_EVIDENCE = 0.65
 # Reciprocal-rank fusion's constant for the loop's searches (the usual 60).
 _FUSION_K = 60
-# The most confidence an answer carries when any dependency or step degraded it.
-DEGRADED_CONFIDENCE = 0.5
 
 
 class _ToolCapReached(Exception):
@@ -215,17 +202,6 @@ class Router:
             },
         )
         return answer
-
-
-@dataclass
-class _Evidence:
-    """One numbered piece of evidence in the synthesis context."""
-
-    number: int
-    step_id: str
-    hit: Hit | None = None
-    run: StepRun | None = None
-    quarantined: bool = False
 
 
 class _Run:
@@ -329,7 +305,7 @@ class _Run:
         started = time.monotonic()
         await self.execute_plan(steps, allow_replan=mode is Mode.AUTO)
         self.timed("execute", started)
-        return await self.synthesize(route)
+        return await self.synthesis().synthesize(route)
 
     async def initial_plan(self) -> Sequence[PlanStep]:
         started = time.monotonic()
@@ -374,7 +350,7 @@ class _Run:
         ).output
         text = decision.answer or NO_ANSWER
         self.emit(DeltaEvent(text))
-        return self.answer(
+        return self.synthesis().answer(
             text=text,
             citations=(),
             outcome=Outcome.ANSWERED,
@@ -838,311 +814,37 @@ class _Run:
         else:
             run.status, run.failure_reason = Status.EMPTY, "STEP_FAILED"
 
-    # ---- synthesis -----------------------------------------------------------------
+    # ---- handover to synthesis ----------------------------------------------------
 
-    def number_evidence(self) -> list[_Evidence]:
-        evidence: list[_Evidence] = []
-        seen: set[str] = set()
-        for run in self.runs.values():
-            # Quarantined passages were retrieved whatever became of their step: they are
-            # numbered (and reported) but never shown to the model.
-            usable = run.hits if run.status is Status.SUCCEEDED else ()
-            for hit, held in [(h, False) for h in usable] + [(h, True) for h in run.quarantined]:
-                if hit.chunk_id in seen:
-                    continue
-                seen.add(hit.chunk_id)
-                evidence.append(
-                    _Evidence(len(evidence) + 1, run.step_id, hit=hit, quarantined=held)
-                )
-            if run.sql is not None and run.status is Status.SUCCEEDED:
-                evidence.append(_Evidence(len(evidence) + 1, run.step_id, run=run))
-        return evidence
-
-    async def synthesize(self, route: Route) -> RouterAnswer:
-        started = time.monotonic()
-        evidence = self.number_evidence()
-        self.record_scan(evidence)
-        partial = self.partial()
-        usable = [e for e in evidence if not e.quarantined]
-        groups = self.groups(usable)
-        provider = self.router.rules if self.request.mode is Mode.RETRIEVE else self.router.llm
-        answers: list[Answer] = []
-        if usable:
-            requests = [
-                SynthesizeRequest(
-                    question,
-                    passages=tuple(_passage(e) for e in items if e.hit is not None),
-                    rows=tuple(_rows(e) for e in items if e.run is not None),
-                    partial=partial and index == len(groups) - 1,
-                    mention=self.mention_check(items),
-                )
-                for index, (question, items) in enumerate(groups)
-            ]
-            answers = await self.synthesize_all(provider, requests)
-        supported = any(a.supported for a in answers)
-        sentences = [s for a in answers for s in a.sentences] if supported else []
-        if not sentences:
-            sentences = [AnswerSentence(NO_ANSWER)]
-        guards = self.settings.guardrails
-        checked = _guard.check_output(
-            sentences,
-            known={e.number for e in evidence},
-            quarantined={e.number for e in evidence if e.quarantined},
-            context=[e.hit.text for e in usable if e.hit is not None]
-            + [
-                " ".join(str(c) for row in e.run.sql.rows for c in row)
-                for e in usable
-                if e.run and e.run.sql
-            ],
-            sentinel="",
-            check_urls_and_leaks=guards.output_check,
-            check_citations=guards.citation_check,
-        )
-        self.report.removed_citations = checked.removed_citations
-        self.report.url_findings = checked.url_findings
-        self.report.prompt_leak_detected = checked.prompt_leak
-        by_number = {e.number: e for e in evidence}
-        text, citations, claims, backed = self.compose(checked.sentences, by_number)
-        self.timed("synthesize", started)
-        if not citations:
-            outcome = Outcome.PARTIAL if partial and self.any_failure() else Outcome.NOT_FOUND
-        else:
-            outcome = Outcome.PARTIAL if partial else Outcome.ANSWERED
-        base = sum(a.confidence for a in answers) / len(answers) if answers else 0.0
-        coverage = backed / claims if claims else 0.0
-        confidence = base * coverage if citations else 0.0
-        if outcome is Outcome.PARTIAL:
-            confidence *= 0.5
-        if not partial:
-            # A failed step whose replacement answered did not degrade the answer.
-            current = {r.step_id for r in self.current}
-            self.degradations = [
-                d for d in self.degradations if d.reason != "STEP_FAILED" or d.step_id in current
-            ]
-        if self.degradations:
-            # Something the answer should have drawn on did not serve it: the evidence it
-            # rests on is what was left, so it never reads as certain.
-            confidence = min(confidence, DEGRADED_CONFIDENCE)
-        sql_results = tuple(
-            SqlEvidence(e.step_id, e.number, e.run.sql.raw, e.run.sql.answer_id)
-            for e in evidence
-            if e.run is not None and e.run.sql is not None
-        )
-        return self.answer(
-            text=text,
-            citations=citations,
-            outcome=outcome,
-            route=route,
-            confidence=round(min(max(confidence, 0.0), 1.0), 3),
-            disclaimer=self.disclaimer() if partial else "",
-            sql_results=sql_results,
-        )
-
-    async def synthesize_all(
-        self, provider: LlmProvider, requests: list[SynthesizeRequest]
-    ) -> list[Answer]:
-        budget = max(self.deadline - time.monotonic() - 0.02, 0.05)
-
-        async def one(request: SynthesizeRequest) -> Answer:
-            try:
-                async with asyncio.timeout(budget):
-                    if provider is self.router.rules:
-                        return (await provider.synthesize(request)).output
-                    return (await self.llm(Role.SYNTHESIZE, provider.synthesize(request))).output
-            except (TimeoutError, LlmError):
-                self.degrade("LLM_UNAVAILABLE", "llm", "synthesis fell back to extraction")
-                return (await self.router.rules.synthesize(request)).output
-
-        return list(await asyncio.gather(*(one(r) for r in requests)))
-
-    def groups(self, usable: list[_Evidence]) -> list[tuple[str, list[_Evidence]]]:
-        """One synthesis per step for multi-step plans (each sub-question answered from its
-        own evidence); the original question for a single step."""
-        steps = list(dict.fromkeys(e.step_id for e in usable))
-        if len(self.runs) <= 1:
-            return [(self.request.question, usable)]
-        groups = {
-            s: (
-                self.runs[s].bound_query or self.request.question,
-                [e for e in usable if e.step_id == s],
-            )
-            for s in steps
-        }
-        # A mention check answers the question itself, from the set and its documents
-        # together: the set's rows join the check's group.
-        for step_id in steps:
-            scope = self.runs[step_id].step.scope
-            if scope is None or not scope.check_mention or scope.source not in groups:
-                continue
-            _, source_items = groups.pop(scope.source)
-            groups[step_id] = (self.request.question, source_items + groups[step_id][1])
-        return list(groups.values())
-
-    def mention_check(self, items: list[_Evidence]) -> MentionCheck | None:
-        """Which member of a scoped step's set the group's passages belong to."""
-        scoped = next(
-            (
-                self.runs[e.step_id]
-                for e in items
-                if (sc := self.runs[e.step_id].step.scope) is not None and sc.check_mention
-            ),
-            None,
-        )
-        if scoped is None or scoped.step.scope is None:
-            return None
-        scope = scoped.step.scope
-        rows_id = next(
-            (str(e.number) for e in items if e.run is not None and e.step_id == scope.source),
-            "",
-        )
-        if not rows_id:
-            return None
-        numbers = {e.hit.chunk_id: str(e.number) for e in items if e.hit is not None}
-        members = tuple(
-            MemberEvidence(
-                m.name,
-                rows_id,
-                tuple(numbers[h.chunk_id] for h in m.hits if h.chunk_id in numbers),
-            )
-            for m in scoped.members
-        )
-        return MentionCheck(scope.topic, scope.documents or "documents", members)
-
-    def record_scan(self, evidence: list[_Evidence]) -> None:
-        scanned = [e for e in evidence if e.hit is not None]
-        if not self.settings.guardrails.injection_scan:
-            return
-        self.report.passages_scanned = len(self.findings)
-        self.report.passages_quarantined = sum(1 for e in scanned if e.quarantined)
-        for item in scanned:
-            assert item.hit is not None
-            for finding in self.findings.get(item.hit.chunk_id, []):
-                self.report.injection_findings.append(
-                    InjectionFinding(
-                        passage_id=item.number,
-                        document_id=item.hit.document_id,
-                        chunk_id=item.hit.chunk_id,
-                        kind=finding.kind,
-                        severity=finding.severity,
-                        quarantined=item.quarantined,
-                    )
-                )
-
-    def compose(
-        self, sentences: list[_guard.CheckedSentence], by_number: dict[int, _Evidence]
-    ) -> tuple[str, tuple[Citation, ...], int, int]:
-        parts: list[str] = []
-        citations: dict[int, Citation] = {}
-        claims = backed = 0
-        offset = 0
-        for index, sentence in enumerate(sentences):
-            cited = [n for n in sentence.citations if n in by_number] or sentence.citations
-            piece = sentence.text + ("".join(f" [{n}]" for n in cited) if cited else "")
-            start = offset + (1 if parts else 0)
-            end = start + len(piece)
-            parts.append(piece)
-            offset = end
-            if _guard.needs_citation(sentence.text):
-                claims += 1
-                if any(n in by_number for n in cited):
-                    backed += 1
-                else:
-                    self.report.unsupported_sentences.append((index, (start, end)))
-            for number in cited:
-                item = by_number.get(number)
-                if item is None or number in citations:
-                    continue
-                citations[number] = _citation(item, sentence.text, (start, end))
-        text = " ".join(parts)
-        ordered = tuple(citations.values())
-        for piece in parts:
-            self.emit(DeltaEvent(piece if piece is parts[0] else " " + piece))
-        for citation in ordered:
-            self.emit(CitationEvent(citation))
-        return text, ordered, claims, backed
-
-    def any_failure(self) -> bool:
-        return (
-            any(
-                r.status in FAILED_STATUSES or r.status in (Status.CANCELLED, Status.SKIPPED)
-                for r in self.runs.values()
-                if r.status is not Status.EMPTY
-            )
-            or self.deadline_hit
-            or self.cap_hit
-        )
-
-    def partial(self) -> bool:
-        final = [r for r in self.current if r.status is not Status.SUCCEEDED]
-        if self.request.mode is not Mode.AUTO:
-            # A single-step mode with no result is "not found", unless something broke.
-            return (
-                self.deadline_hit
-                or self.cap_hit
-                or any(r.status not in (Status.EMPTY, Status.SUCCEEDED) for r in final)
-            )
-        return bool(final) or self.deadline_hit or self.cap_hit
-
-    def disclaimer(self) -> str:
-        missing = [r for r in self.current if r.status is not Status.SUCCEEDED]
-        parts = [
-            f'{r.step_id} ("{_short(r.input_summary)}", {r.tool.value}, {r.status.value})'
-            for r in missing
-        ]
-        causes = []
-        if self.deadline_hit:
-            causes.append("the deadline expired")
-            self.degrade(
-                "DEADLINE_EXCEEDED", "router", "the deadline expired before every step finished"
-            )
-        if self.cap_hit:
-            causes.append("the tool-call cap was reached")
-        if self.replan_limit_hit:
-            causes.append(f"steps still failed after {self.replans} replan(s)")
-            self.degrade("REPLAN_LIMIT_REACHED", "router", "a step failed after the last replan")
-        text = "Partial answer: missing results for " + (", ".join(parts) or "some steps")
-        if causes:
-            text += " because " + " and ".join(causes)
-        return text + "."
-
-    def answer(
-        self,
-        *,
-        text: str,
-        citations: tuple[Citation, ...],
-        outcome: Outcome,
-        route: Route,
-        confidence: float,
-        disclaimer: str,
-        sql_results: tuple[SqlEvidence, ...],
-    ) -> RouterAnswer:
-        self.timings["total"] = time.monotonic() - self.started
-        trajectory = tuple(
-            r for r in self.runs.values() if r.status is not Status.PENDING and r.start_time
-        )
-        usage = tuple(
-            UsageEntry(role, tier, model, int(v[0]), int(v[1]), int(v[2]), v[3], v[4])
-            for (role, tier, model), v in self.usage.items()
-        )
-        return RouterAnswer(
+    def synthesis(self) -> Synthesis:
+        """Synthesis over what this run gathered; called once execution has finished, so
+        the state handed over as values no longer changes."""
+        return Synthesis(
+            request=self.request,
             request_id=self.request_id,
-            text=text,
-            citations=citations,
-            outcome=outcome,
-            mode=self.request.mode,
-            question_class=self.klass,
-            route=route,
+            runs=self.runs,
+            current=self.current,
             plan=self.plan_view(),
-            trajectory=trajectory,
-            guardrails=self.report,
-            confidence=confidence,
-            disclaimer=disclaimer,
-            degradations=tuple(self.degradations),
-            usage=usage,
-            sql_results=sql_results,
-            timings=tuple(self.timings.items()),
+            klass=self.klass,
             replans=self.replans,
             tool_calls=self.tool_calls,
+            deadline_hit=self.deadline_hit,
+            cap_hit=self.cap_hit,
+            replan_limit_hit=self.replan_limit_hit,
+            started=self.started,
+            deadline=self.deadline,
+            findings=self.findings,
+            report=self.report,
+            degradations=self.degradations,
+            timings=self.timings,
+            usage=self.usage,
+            guardrails=self.settings.guardrails,
+            model=self.router.llm,
+            rules=self.router.rules,
+            llm=self.llm,
+            degrade=self.degrade,
+            emit=self.emit,
+            timed=self.timed,
         )
 
 
@@ -1175,11 +877,6 @@ def _fused(rankings: Sequence[Sequence[Hit]]) -> list[Hit]:
     return [hits[c] for c in sorted(order, key=lambda c: (-scores[c], order.index(c)))]
 
 
-def _short(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _classify(steps: Sequence[PlanStep]) -> Klass:
     if len(steps) > 1:
         return Klass.COMPOUND
@@ -1190,51 +887,3 @@ def _route_for(steps: Sequence[PlanStep]) -> Route:
     if len(steps) > 1:
         return Route.COMPOUND
     return Route.AGENTIC if steps[0].tool is ToolName.SEMANTIC_SEARCH else Route.SQL
-
-
-def _passage(item: _Evidence) -> Passage:
-    assert item.hit is not None
-    return Passage(str(item.number), item.hit.text, item.hit.title, item.hit.score)
-
-
-def _rows(item: _Evidence) -> RowSet:
-    assert item.run is not None and item.run.sql is not None
-    sql = item.run.sql
-    return RowSet(str(item.number), sql.columns, sql.rows, sql.description[:300])
-
-
-def _citation(item: _Evidence, sentence: str, span: tuple[int, int]) -> Citation:
-    if item.hit is not None:
-        hit = item.hit
-        at = hit.text.find(sentence.rstrip("."))
-        if at >= 0:
-            quote = sentence.rstrip(".")
-            quote_span = (at, at + len(quote))
-        else:
-            quote = hit.text[:200]
-            quote_span = (0, len(quote))
-        return Citation(
-            passage_id=item.number,
-            kind=CitationKind.PASSAGE,
-            step_id=item.step_id,
-            answer_span=span,
-            document_id=hit.document_id,
-            chunk_id=hit.chunk_id,
-            title=hit.title,
-            uri=hit.uri,
-            section=hit.section,
-            quote=quote,
-            quote_span=quote_span,
-        )
-    assert item.run is not None and item.run.sql is not None
-    sql = item.run.sql
-    first = ", ".join("" if c is None else str(c) for c in sql.rows[0]) if sql.rows else ""
-    return Citation(
-        passage_id=item.number,
-        kind=CitationKind.SQL_RESULT,
-        step_id=item.step_id,
-        answer_span=span,
-        title=sql.description[:120],
-        quote=first[:200],
-        sql_fingerprint=sql.fingerprint,
-    )

@@ -32,6 +32,7 @@ from services.sql._catalog import (
     render,
 )
 from services.sql._check import check_databases
+from services.sql._convert import sql_result
 from services.sql._engine import EngineLimits, SqlEngine
 from services.sql._execute import (
     FailureKind,
@@ -59,7 +60,7 @@ from services.sql._intents import (
 from services.sql._memory import GrpcQuestionEmbedder
 from services.sql._offline import OfflineGenerator
 from services.sql._server import SqlDeps, build_deps, create_server, ready, serves_demo_warehouse
-from services.sql._settings import DEFAULT_PORT, SqlSettings
+from services.sql._settings import DEFAULT_PORT, DEMO_TENANT, SqlSettings
 from services.sql._targets import (
     ANY_TENANT,
     Capability,
@@ -84,6 +85,7 @@ from services.sql._warehouse import (
 __all__ = [
     "ANY_TENANT",
     "DEFAULT_PORT",
+    "DEMO_TENANT",
     "Aggregate",
     "AskOutcome",
     "AskPipeline",
@@ -158,4 +160,5 @@ __all__ = [
     "render",
     "role_capabilities",
     "serves_demo_warehouse",
+    "sql_result",
 ]

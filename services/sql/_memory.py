@@ -15,7 +15,6 @@ import base64
 import enum
 import uuid
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -24,10 +23,15 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
-from services.common import Database, InvalidArgument, load_migrations
+from services.common import (
+    Database,
+    InvalidArgument,
+    TenantStore,
+    load_migrations,
+    role_conninfo,
+)
 from tandem.v1 import embedding_service_pb2 as epb
 from tandem.v1 import embedding_service_pb2_grpc as epb_grpc
 
@@ -119,14 +123,8 @@ class PairUse:
 
 
 def app_conninfo(owner_conninfo: str, app_url: str | None = None) -> str:
-    """Where the store's queries connect: ``app_url`` when configured, else the owner's
-    connection string with the row-level-security role as the user."""
-    if app_url:
-        return app_url
-    params = conninfo_to_dict(owner_conninfo)
-    params.pop("password", None)
-    params["user"] = APP_ROLE
-    return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+    """Where the memory's queries connect (see ``role_conninfo``)."""
+    return role_conninfo(owner_conninfo, APP_ROLE, app_url)
 
 
 def migrations() -> list[Any]:
@@ -159,27 +157,17 @@ def _pair(row: Sequence[Any]) -> ConfirmedPair:
     )
 
 
-class MemoryStore:
+class MemoryStore(TenantStore):
     """Every statement the memory sends to Postgres, each in a tenant-scoped transaction."""
+
+    name = "the answer memory"
 
     def __init__(
         self, database: Database, *, retention_days: int, answer_retention_days: int
     ) -> None:
-        self._db = database
+        super().__init__(database, migrations())
         self._retention = f"{retention_days} days"
         self._answer_retention = f"{answer_retention_days} days"
-
-    async def open(self) -> None:
-        await self._db.open(migrations())
-
-    async def close(self) -> None:
-        await self._db.close()
-
-    async def ping(self) -> bool:
-        return await self._db.ping()
-
-    def _tx(self, tenant_id: str) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
-        return self._db.tenant_transaction(tenant_id, store="the answer memory")
 
     async def record_answer(
         self,

@@ -2,7 +2,9 @@
 
 - No module imports another package's private module (``services.x._y``, ``gateway._y``)
   except through that package's public face (its ``__init__`` or a public module).
-- No harness that starts a service's servers lives inside another service's package.
+- No harness that starts a service's servers lives inside another service's package, and
+  inside its own package only its ``_server`` and ``__main__`` start it (build its deps,
+  create or serve its server): evals and benchmarks live under ``services/bench``.
 - No import cycle between packages, nor between modules (a module importing its own
   package's face aside).
 
@@ -91,6 +93,39 @@ def harnesses(graph: Mapping[str, Iterable[str]]) -> set[tuple[str, str]]:
     }
 
 
+# What starting a service looks like: building its dependencies, creating its server,
+# serving it.
+_STARTERS = frozenset({"build_deps", "create_server", "serve", "run_service"})
+
+
+def _calls(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                names.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                names.add(func.attr)
+    return names
+
+
+def server_starters(sources: Mapping[str, str]) -> set[str]:
+    """Modules of a service package, other than its ``_server`` and ``__main__``, that
+    start a service: a harness living where the service's own code does."""
+    return {
+        module
+        for module, text in sources.items()
+        if _package(module) in SERVICE_PACKAGES
+        and module.rsplit(".", 1)[-1] not in {"_server", "__main__"}
+        and _calls(ast.parse(text)) & _STARTERS
+    }
+
+
+def _sources(root: Path = ROOT) -> dict[str, str]:
+    return {name: path.read_text(encoding="utf-8") for name, path in _modules(root).items()}
+
+
 def package_cycles(graph: Mapping[str, Iterable[str]]) -> set[frozenset[str]]:
     """Pairs of packages that import each other, directly or through others."""
     edges: dict[str, set[str]] = {}
@@ -166,6 +201,10 @@ def test_no_harness_inside_a_service_package():
     _check(harnesses(imports()), HARNESS_DEBT, "harnesses inside service packages")
 
 
+def test_no_service_package_starts_its_own_servers_outside_its_server_module():
+    _check(server_starters(_sources()), frozenset(), "harnesses inside service packages")
+
+
 def test_no_import_cycle_between_packages():
     _check(package_cycles(imports()), CYCLE_DEBT, "package cycles")
 
@@ -179,6 +218,10 @@ def test_each_rule_catches_a_planted_violation():
     planted = {**graph, "services.router._planted": {"services.sql._engine"}}
     assert ("services.router", "services.sql._engine") in private_imports(planted)
     assert ("services.router._planted", "services.sql") in harnesses(planted)
+    harness = (
+        "from services.sql import build_deps\n\nasync def main():\n    await build_deps(s, t)\n"
+    )
+    assert server_starters({**_sources(), "services.sql.eval": harness}) == {"services.sql.eval"}
     cycle = {**graph, "services.common._planted": {"services.router"}}
     assert frozenset({"services.common", "services.router"}) in package_cycles(cycle)
     looped = {**graph, "services.cli._plumbing": {*graph["services.cli._plumbing"],

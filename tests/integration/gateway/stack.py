@@ -15,7 +15,8 @@ import grpc
 
 from gateway import ALL_SCOPES, ApiKeys, GatewaySettings, Scope, TokenBuckets
 from gateway._conversations import ConversationStore, app_conninfo
-from gateway._server import GatewayDeps, create_server, migrations, ready
+from gateway._schema import migrations
+from gateway._server import GatewayDeps, create_server, ready
 from gateway._upload import internal_message_bytes
 from services.common import (
     Database,

@@ -8,10 +8,10 @@ from collections import Counter
 
 import pytest
 
+from services.bench.sql_golden import load_golden
 from services.common import TandemError
 from services.sql import TargetRegistry
 from services.sql._convert import sql_result
-from services.sql.eval import load_golden
 from tandem.v1 import sql_service_pb2 as pb
 from tests.integration.sql.conftest import make_engine
 from tests.vega import schema_errors

@@ -6,8 +6,8 @@ from datetime import date
 
 import pytest
 
+from services.bench.sql_golden import evaluate, load_golden, render
 from services.sql import AskPipeline, OfflineGenerator, SqlGate, StatementRunner, TargetRegistry
-from services.sql.eval import evaluate, load_golden, render
 from tests.integration.sql.conftest import make_engine
 
 pytestmark = pytest.mark.integration

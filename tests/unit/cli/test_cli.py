@@ -127,6 +127,51 @@ def test_tandem_run_binds_every_service_where_the_banner_says_it_listens() -> No
     assert env["EDGE_HOST"] == "0.0.0.0" and addresses["edge"].startswith("127.0.0.1:")
 
 
+def test_tandem_run_replicas_get_their_own_ports_and_callers_balance_over_them() -> None:
+    from services.cli._run import _service_env, instances
+    from services.router import RouterSettings
+
+    env, addresses = _service_env({"SQL_PORT": "6055"}, replicas=2)
+    started = {i.name: i.address for i in instances(env, 2)}
+    assert started == {
+        "embedding": "127.0.0.1:50054",
+        "retrieval": "127.0.0.1:50053",
+        "retrieval-2": "127.0.0.1:50153",
+        "sql": "127.0.0.1:6055",
+        "sql-2": "127.0.0.1:6155",
+        "router": "127.0.0.1:50052",
+        "router-2": "127.0.0.1:50152",
+        "gateway": "127.0.0.1:50051",
+        "edge": "127.0.0.1:50050",
+    }
+    # Every caller of a replicated service dials all its replicas; the rest stay one.
+    assert env["SQL_ADDR"] == "ipv4:127.0.0.1:6055,127.0.0.1:6155"
+    assert RouterSettings.from_env(env).retrieval_addr == "ipv4:127.0.0.1:50053,127.0.0.1:50153"
+    assert env["EMBEDDING_ADDR"] == "127.0.0.1:50054" == addresses["embedding"]
+    assert env["GATEWAY_ADDR"] == "127.0.0.1:50051"
+    assert [i.name for i in instances(env)] == [
+        "embedding", "retrieval", "sql", "router", "gateway", "edge"
+    ]  # fmt: skip
+
+
+def test_tandem_run_replicas_need_an_ipv4_address() -> None:
+    from services.cli._run import _service_env
+
+    with pytest.raises(ValueError, match="need an IPv4 address"):
+        _service_env({"ROUTER_HOST": "localhost"}, replicas=2)
+    # One replica dials the name as before.
+    assert _service_env({"ROUTER_HOST": "localhost"})[1]["router"] == "localhost:50052"
+
+
+def test_tandem_run_refuses_a_replica_count_out_of_range(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for bad in ("0", "9", "two"):
+        with pytest.raises(SystemExit):
+            _run_main(["run", "--replicas", bad])
+        assert "--replicas: must be a whole number from 1 to 8" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("environ", "wanted"),
     [

@@ -16,7 +16,8 @@ from gateway import GatewaySettings, Limits, key_pepper
 from gateway import _validation as check
 from gateway._admission import bearer_token
 from gateway._relay import RelayedError, relay, reparse, to_internal, unreachable
-from gateway._server import no_hits, unanswered
+from gateway._routes import no_hits
+from gateway._server import unanswered
 from services.common import InvalidArgument, SettingsError, status_for
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
@@ -260,7 +261,7 @@ def test_transport_errors_never_leak_addresses():
 
 
 def test_fail_open_responses_are_visibly_degraded():
-    search = no_hits(rpb.SEARCH_MODE_UNSPECIFIED)
+    search = no_hits(gpb.GatewayServiceSearchRequest(mode=rpb.SEARCH_MODE_UNSPECIFIED))
     assert search.degraded and search.mode == rpb.SEARCH_MODE_HYBRID and not search.hits
     answer = unanswered(qpb.ASK_MODE_SQL)
     assert answer.degraded and answer.confidence == 0 and answer.disclaimer

@@ -19,10 +19,14 @@ from typing import Any
 import numpy as np
 
 from services.common import ServerSettings, Telemetry, TelemetrySettings, create_channel
-from services.embedding._logic import create_engine
-from services.embedding._model import Embedder
-from services.embedding._server import EmbeddingDeps, create_server, ready
-from services.embedding._settings import EmbeddingSettings
+from services.embedding import (
+    Embedder,
+    EmbeddingDeps,
+    EmbeddingSettings,
+    create_engine,
+    create_server,
+    ready,
+)
 from tandem.v1 import embedding_service_pb2 as pb
 from tandem.v1 import embedding_service_pb2_grpc as pb_grpc
 

@@ -28,10 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from services.common import TandemError, Telemetry, TelemetrySettings
-from services.sql._ask import AskOutcome
-from services.sql._engine import SqlEngine
-from services.sql._server import build_deps
-from services.sql._settings import DEMO_TENANT, SqlSettings
+from services.sql import DEMO_TENANT, AskOutcome, SqlEngine, SqlSettings, build_deps
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
 
@@ -61,7 +58,7 @@ class GoldenSet:
 def load_golden(path: Path | None = None) -> GoldenSet:
     """The golden set shipped with the package, or the one at ``path``."""
     if path is None:
-        text = (resources.files("services.sql") / "golden" / "sql_golden.json").read_text()
+        text = (resources.files("services.bench") / "golden" / "sql_golden.json").read_text()
     else:
         text = path.read_text()
     raw = json.loads(text)
@@ -152,7 +149,7 @@ def results_match(gold: Sequence[Row], predicted: Sequence[Row], *, ordered: boo
 
 async def evaluate(engine: SqlEngine, golden: GoldenSet) -> dict[str, Any]:
     """Ask every question, run every gold statement, compare; returns the report."""
-    from services.sql._convert import sql_result  # noqa: PLC0415
+    from services.sql import sql_result  # noqa: PLC0415
 
     items: list[dict[str, Any]] = []
     for item in golden.questions:
@@ -290,7 +287,9 @@ def main(
 
 
 def _cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m services.sql.eval", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m services.bench.sql_golden", description=__doc__
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--golden", type=Path, default=None)
     args = parser.parse_args(argv)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from services.sql.eval import load_golden, normalize, results_match
+from services.bench.sql_golden import load_golden, normalize, results_match
 from tandem.v1 import common_pb2 as cpb
 
 

@@ -1,0 +1,301 @@
+"""``tandem bench drill``: replicas that survive a kill.
+
+Starts ``tandem run --replicas 2`` in a private data directory (shifted ports, quota
+raised) and drives a paced mix of gateway calls through the edge: the idempotent Search,
+AskSql and DescribeSchema, and Ask (RETRIEVE), which is not (a retried Ask runs its plan
+again). While the load runs, one replica each of retrieval, sql and router is killed with
+SIGKILL in turn — a crash, not a drain — and the supervisor restarts it; the next kill
+waits until it serves again. Callers reach the replicas over channels that balance over
+both and retry UNAVAILABLE (``services.common.create_channel``), so a call in flight on
+the killed process is retried on the other, and new calls skip it until it serves.
+
+Reported per RPC: calls, failures by status, p50/p99 over the run and p99 of the calls
+that started inside a kill window (from the kill until the replica serves again), and
+each kill's outage (kill → SERVING). The target: 0 failed idempotent calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import psutil
+
+from services.bench.cost import STACK_PORTS, Stack, start_stack, stop_stack
+from services.common import load_credentials, tls_directory
+from services.launch import REPLICA_PORT_STEP, wait_serving
+from tandem.v1 import gateway_service_pb2 as gpb
+from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
+from tandem.v1 import router_service_pb2 as qpb
+
+# What is killed, in this order: one replica of each replicated service.
+KILLED = ("retrieval", "sql", "router")
+IDEMPOTENT = frozenset({"Search", "AskSql", "DescribeSchema"})
+# The gateway RPCs of the mix whose calls cross each killed service: a kill waits until
+# one of them is in flight, so it lands on work, not on an idle moment.
+CROSSES = {
+    "retrieval": frozenset({"Search", "Ask"}),
+    "sql": frozenset({"AskSql", "DescribeSchema"}),
+    "router": frozenset({"Ask"}),
+}
+
+
+@dataclass(frozen=True)
+class DrillSettings:
+    data_dir: Path
+    out: Path
+    rps: float = 60.0  # calls started per second, whatever the latency
+    warmup_s: float = 5.0  # load before the first kill
+    settle_s: float = 4.0  # load after a replica is back before the next kill
+    rounds: int = 3  # each kills one replica of every service in KILLED
+    port_offset: int = 2000
+    timeout_s: float = 300.0
+
+
+@dataclass
+class Call:
+    rpc: str
+    started: float
+    latency_s: float
+    status: str
+
+
+@dataclass
+class Kill:
+    service: str
+    port: int
+    pid: int
+    at: float
+    back: float = math.nan
+
+    @property
+    def outage_s(self) -> float:
+        return self.back - self.at
+
+
+@dataclass
+class Drill:
+    calls: list[Call] = field(default_factory=list)
+    kills: list[Kill] = field(default_factory=list)
+    in_flight: Counter[str] = field(default_factory=Counter)  # calls started, not answered
+
+
+def _requests() -> list[tuple[str, Any]]:
+    """The mix, one of each per round: what the demo warehouse and documents answer."""
+    return [
+        ("Search", gpb.GatewayServiceSearchRequest(query="security review", top_k=5)),
+        ("AskSql", gpb.GatewayServiceAskSqlRequest(question="how many companies are there?")),
+        ("DescribeSchema", gpb.GatewayServiceDescribeSchemaRequest()),
+        ("Search", gpb.GatewayServiceSearchRequest(query="discount approval", top_k=5)),
+        (
+            "Ask",
+            gpb.GatewayServiceAskRequest(
+                question="What does our pricing policy say about discount approval?",
+                mode=qpb.ASK_MODE_RETRIEVE,
+            ),
+        ),
+        ("AskSql", gpb.GatewayServiceAskSqlRequest(question="top 5 opportunities by amount")),
+    ]
+
+
+async def _drive(
+    stub: gpb_grpc.GatewayServiceStub, key: str, rps: float, drill: Drill, stop: asyncio.Event
+) -> None:
+    """Start calls at ``rps`` until ``stop``, whatever their latency (a slow call does not
+    hold the next one back); each is timed from send to answer."""
+    metadata = (("authorization", f"Bearer {key}"),)
+    mix = _requests()
+    interval = 1.0 / rps
+    pending: set[asyncio.Task[None]] = set()
+
+    async def one(rpc: str, request: Any) -> None:
+        started = time.monotonic()
+        status = "OK"
+        drill.in_flight[rpc] += 1
+        try:
+            await getattr(stub, rpc)(request, metadata=metadata, timeout=30)
+        except grpc.aio.AioRpcError as exc:
+            status = exc.code().name
+        finally:
+            drill.in_flight[rpc] -= 1
+        drill.calls.append(Call(rpc, started, time.monotonic() - started, status))
+
+    n = 0
+    next_at = time.monotonic()
+    while not stop.is_set():
+        rpc, request = mix[n % len(mix)]
+        n += 1
+        task = asyncio.create_task(one(rpc, request))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+        next_at += interval
+        await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+    if pending:
+        await asyncio.wait(pending)
+
+
+def _listener(port: int) -> int | None:
+    """The pid listening on ``port`` on loopback, if any."""
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            return conn.pid
+    return None
+
+
+def _wait_back(port: int, old_pid: int, tls_dir: Path | None, peer: str, timeout_s: float) -> None:
+    """Until a new process listens on ``port`` and reports SERVING."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pid = _listener(port)
+        if pid is not None and pid != old_pid:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"nothing listens on {port} again within {timeout_s:.0f} s")
+        time.sleep(0.1)
+    tls = load_credentials(tls_dir, "supervisor") if tls_dir is not None else None
+    wait_serving(f"127.0.0.1:{port}", max(1.0, deadline - time.monotonic()), tls=tls, peer=peer)
+
+
+async def _kill_in_turn(settings: DrillSettings, drill: Drill, stop: asyncio.Event) -> None:
+    tls_dir = tls_directory({"TANDEM_DATA_DIR": str(settings.data_dir.resolve())})
+    await asyncio.sleep(settings.warmup_s)
+    for service in [s for _ in range(settings.rounds) for s in KILLED]:
+        base = STACK_PORTS[f"{service.upper()}_PORT"] + settings.port_offset
+        port = base + REPLICA_PORT_STEP
+        pid = _listener(port)
+        if pid is None:
+            raise RuntimeError(f"no {service} replica listens on {port}: was --replicas 2 set?")
+        # Kill while a call that crosses the service is in flight (at most ~10 s of polling:
+        # the calls start and end on this event loop, so a sleep is when they move on).
+        for _ in range(20_000):
+            if any(drill.in_flight[rpc] for rpc in CROSSES[service]):
+                break
+            await asyncio.sleep(0.0005)
+        kill = Kill(service, port, pid, time.monotonic())
+        os.kill(pid, signal.SIGKILL)
+        drill.kills.append(kill)
+        await asyncio.to_thread(_wait_back, port, pid, tls_dir, service, settings.timeout_s)
+        kill.back = time.monotonic()
+        await asyncio.sleep(settings.settle_s)
+    stop.set()
+
+
+def _pct_ms(values: Sequence[float], pct: float) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, math.ceil(pct / 100 * len(ordered)) - 1)] * 1000, 1)
+
+
+def summarise(drill: Drill) -> dict[str, Any]:
+    """Per RPC: calls, failures by status, latency overall and inside kill windows."""
+    windows = [(k.at, k.back) for k in drill.kills]
+
+    def in_window(call: Call) -> bool:
+        return any(a <= call.started <= b for a, b in windows)
+
+    def in_flight(call: Call) -> bool:
+        return any(call.started <= k.at <= call.started + call.latency_s for k in drill.kills)
+
+    rpcs: dict[str, Any] = {}
+    for rpc in sorted({c.rpc for c in drill.calls}):
+        calls = [c for c in drill.calls if c.rpc == rpc]
+        failed = [c for c in calls if c.status != "OK"]
+        during = [c.latency_s for c in calls if in_window(c)]
+        rpcs[rpc] = {
+            "idempotent": rpc in IDEMPOTENT,
+            "calls": len(calls),
+            "failed": len(failed),
+            "failed_by_status": dict(Counter(c.status for c in failed)),
+            "failed_in_flight_at_a_kill": sum(1 for c in failed if in_flight(c)),
+            "in_flight_at_a_kill": sum(1 for c in calls if in_flight(c)),
+            "p50_ms": _pct_ms([c.latency_s for c in calls], 50),
+            "p99_ms": _pct_ms([c.latency_s for c in calls], 99),
+            "calls_during_kills": len(during),
+            "p99_during_kills_ms": _pct_ms(during, 99),
+        }
+    idempotent_failed = sum(v["failed"] for r, v in rpcs.items() if r in IDEMPOTENT)
+    return {
+        "rpcs": rpcs,
+        "kills": [
+            {"service": k.service, "port": k.port, "outage_s": round(k.outage_s, 2)}
+            for k in drill.kills
+        ],
+        "idempotent_failed": idempotent_failed,
+        "target_met": idempotent_failed == 0 and {k.service for k in drill.kills} == set(KILLED),
+    }
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = [
+        f"kill drill: tandem run --replicas 2, {results['rps']:g} calls/s through the edge",
+        "",
+        f"{'rpc':<16}{'calls':>7}{'failed':>8}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'during kills':>14}{'p99 then':>10}{'in flight at a kill':>21}",
+    ]
+    for rpc, row in results["rpcs"].items():
+        mark = "" if row["idempotent"] else " (not idempotent)"
+        lines.append(
+            f"{rpc:<16}{row['calls']:>7}{row['failed']:>8}{row['p50_ms']:>9}{row['p99_ms']:>9}"
+            f"{row['calls_during_kills']:>14}{row['p99_during_kills_ms']:>10}"
+            f"{row['in_flight_at_a_kill']:>21}{mark}"
+        )
+        if row["failed"]:
+            lines.append(
+                f"{'':<16}failed: {row['failed_by_status']}, "
+                f"{row['failed_in_flight_at_a_kill']} of them in flight at a kill"
+            )
+    lines.append("")
+    for kill in results["kills"]:
+        lines.append(
+            f"killed {kill['service']} (port {kill['port']}): serving again after "
+            f"{kill['outage_s']} s"
+        )
+    verdict = "met" if results["target_met"] else "MISSED"
+    lines.append(f"failed idempotent calls: {results['idempotent_failed']} (target 0: {verdict})")
+    return "\n".join(lines)
+
+
+async def _run(settings: DrillSettings, stack: Stack) -> Drill:
+    drill = Drill()
+    stop = asyncio.Event()
+    async with grpc.aio.insecure_channel(stack.target) as channel:
+        stub = gpb_grpc.GatewayServiceStub(channel)
+        driver = asyncio.create_task(_drive(stub, stack.api_key, settings.rps, drill, stop))
+        try:
+            await _kill_in_turn(settings, drill, stop)
+        finally:
+            stop.set()
+            await driver
+    return drill
+
+
+def main(settings: DrillSettings) -> dict[str, Any]:
+    stack = start_stack(
+        "drill",
+        settings.data_dir,
+        port_offset=settings.port_offset,
+        source=None,
+        timeout_s=settings.timeout_s,
+        extra_args=("--replicas", "2"),
+    )
+    try:
+        drill = asyncio.run(_run(settings, stack))
+    finally:
+        stop_stack(stack)
+    results = {"rps": settings.rps, **summarise(drill), "log": str(stack.log)}
+    settings.out.parent.mkdir(parents=True, exist_ok=True)
+    settings.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(render(results))
+    print(f"wrote {settings.out}")
+    return results
