@@ -1,10 +1,12 @@
 """``tandem bench drill``: replicas that survive a kill.
 
 Starts ``tandem run --replicas 2`` in a private data directory (shifted ports, quota
-raised) and drives a paced mix of gateway calls through the edge: the idempotent Search,
-AskSql and DescribeSchema, and Ask (RETRIEVE), which is not (a retried Ask runs its plan
-again). While the load runs, one replica each of retrieval, sql and router is killed with
-SIGKILL in turn — a crash, not a drain — and the supervisor restarts it; the next kill
+raised) — or, with ``--attach``, a stack already up whose replicas are containers (``make
+container-test`` runs it on the compose stack) — and drives a paced mix of gateway calls
+through the edge: the idempotent Search, AskSql and DescribeSchema, and Ask (RETRIEVE),
+which is not (a retried Ask runs its plan again). While the load runs, one replica each of
+retrieval, sql and router is killed with SIGKILL in turn — a crash, not a drain — and its
+supervisor (``tandem run``, or the container's restart policy) restarts it; the next kill
 waits until it serves again. Callers reach the replicas over channels that balance over
 both and retry UNAVAILABLE (``services.common.create_channel``), so a call in flight on
 the killed process is retried on the other, and new calls skip it until it serves.
@@ -21,17 +23,18 @@ import json
 import math
 import os
 import signal
+import subprocess
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 import psutil
 
-from services.bench.cost import STACK_PORTS, Stack, start_stack, stop_stack
+from services.bench.cost import STACK_PORTS, start_stack, stop_stack
 from services.common import load_credentials, tls_directory
 from services.launch import REPLICA_PORT_STEP, wait_serving
 from tandem.v1 import gateway_service_pb2 as gpb
@@ -73,8 +76,7 @@ class Call:
 @dataclass
 class Kill:
     service: str
-    port: int
-    pid: int
+    replica: str  # the process's port or the container's name
     at: float
     back: float = math.nan
 
@@ -144,47 +146,117 @@ async def _drive(
         await asyncio.wait(pending)
 
 
+class Replica(Protocol):
+    """One replica the drill kills: SIGKILL, then back when its supervisor (``tandem
+    run``, or the container runtime's restart policy) has it SERVING again."""
+
+    @property
+    def service(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def kill(self) -> None: ...
+
+    def wait_back(self, timeout_s: float) -> None: ...
+
+
 def _listener(port: int) -> int | None:
-    """The pid listening on ``port`` on loopback, if any."""
+    """The pid listening on ``port``, if any."""
     for conn in psutil.net_connections(kind="tcp"):
         if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
             return conn.pid
     return None
 
 
-def _wait_back(port: int, old_pid: int, tls_dir: Path | None, peer: str, timeout_s: float) -> None:
-    """Until a new process listens on ``port`` and reports SERVING."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        pid = _listener(port)
-        if pid is not None and pid != old_pid:
-            break
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"nothing listens on {port} again within {timeout_s:.0f} s")
-        time.sleep(0.1)
-    tls = load_credentials(tls_dir, "supervisor") if tls_dir is not None else None
-    wait_serving(f"127.0.0.1:{port}", max(1.0, deadline - time.monotonic()), tls=tls, peer=peer)
+@dataclass
+class ProcessReplica:
+    """A replica ``tandem run --replicas`` started, found by the port it listens on."""
 
+    service: str
+    port: int
+    tls_dir: Path | None
+    _pid: int = 0
 
-async def _kill_in_turn(settings: DrillSettings, drill: Drill, stop: asyncio.Event) -> None:
-    tls_dir = tls_directory({"TANDEM_DATA_DIR": str(settings.data_dir.resolve())})
-    await asyncio.sleep(settings.warmup_s)
-    for service in [s for _ in range(settings.rounds) for s in KILLED]:
-        base = STACK_PORTS[f"{service.upper()}_PORT"] + settings.port_offset
-        port = base + REPLICA_PORT_STEP
-        pid = _listener(port)
+    @property
+    def name(self) -> str:
+        return f"port {self.port}"
+
+    def kill(self) -> None:
+        pid = _listener(self.port)
         if pid is None:
-            raise RuntimeError(f"no {service} replica listens on {port}: was --replicas 2 set?")
+            raise RuntimeError(f"no {self.service} replica listens on {self.port}")
+        self._pid = pid
+        os.kill(pid, signal.SIGKILL)
+
+    def wait_back(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while (pid := _listener(self.port)) is None or pid == self._pid:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"nothing listens on {self.port} again in {timeout_s:.0f} s")
+            time.sleep(0.1)
+        tls = load_credentials(self.tls_dir, "supervisor") if self.tls_dir else None
+        left = max(1.0, deadline - time.monotonic())
+        wait_serving(f"127.0.0.1:{self.port}", left, tls=tls, peer=self.service)
+
+
+@dataclass
+class ContainerReplica:
+    """A replica that is a podman container (``runtime``: the command, flags included):
+    its process killed, back when the restart policy has restarted it and its health
+    check passes."""
+
+    service: str
+    name: str
+    runtime: Sequence[str] = ("podman",)
+    _before: int = 0
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*self.runtime, *args], capture_output=True, text=True, timeout=60, check=False
+        )
+
+    def _restarts(self) -> int:
+        out = self._run("inspect", "--format", "{{.RestartCount}}", self.name).stdout.strip()
+        return int(out or 0)
+
+    def kill(self) -> None:
+        # The container's main process, SIGKILLed from the host: a crash, which the
+        # restart policy answers (`podman kill` would be an operator's stop, which
+        # `unless-stopped` leaves stopped).
+        self._before = self._restarts()
+        pid = self._run("inspect", "--format", "{{.State.Pid}}", self.name).stdout.strip()
+        if not pid.isdigit() or pid == "0":
+            raise RuntimeError(f"{self.name} is not running (pid {pid!r})")
+        os.kill(int(pid), signal.SIGKILL)
+
+    def wait_back(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if (
+                self._restarts() > self._before
+                and self._run("healthcheck", "run", self.name).returncode == 0
+            ):
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"{self.name} not restarted and healthy within {timeout_s:.0f} s")
+
+
+async def _kill_in_turn(
+    replicas: Sequence[Replica], settings: DrillSettings, drill: Drill, stop: asyncio.Event
+) -> None:
+    await asyncio.sleep(settings.warmup_s)
+    for replica in [r for _ in range(settings.rounds) for r in replicas]:
         # Kill while a call that crosses the service is in flight (at most ~10 s of polling:
         # the calls start and end on this event loop, so a sleep is when they move on).
         for _ in range(20_000):
-            if any(drill.in_flight[rpc] for rpc in CROSSES[service]):
+            if any(drill.in_flight[rpc] for rpc in CROSSES[replica.service]):
                 break
             await asyncio.sleep(0.0005)
-        kill = Kill(service, port, pid, time.monotonic())
-        os.kill(pid, signal.SIGKILL)
+        kill = Kill(replica.service, replica.name, time.monotonic())
+        await asyncio.to_thread(replica.kill)
         drill.kills.append(kill)
-        await asyncio.to_thread(_wait_back, port, pid, tls_dir, service, settings.timeout_s)
+        await asyncio.to_thread(replica.wait_back, settings.timeout_s)
         kill.back = time.monotonic()
         await asyncio.sleep(settings.settle_s)
     stop.set()
@@ -228,7 +300,7 @@ def summarise(drill: Drill) -> dict[str, Any]:
     return {
         "rpcs": rpcs,
         "kills": [
-            {"service": k.service, "port": k.port, "outage_s": round(k.outage_s, 2)}
+            {"service": k.service, "replica": k.replica, "outage_s": round(k.outage_s, 2)}
             for k in drill.kills
         ],
         "idempotent_failed": idempotent_failed,
@@ -238,7 +310,8 @@ def summarise(drill: Drill) -> dict[str, Any]:
 
 def render(results: dict[str, Any]) -> str:
     lines = [
-        f"kill drill: tandem run --replicas 2, {results['rps']:g} calls/s through the edge",
+        f"kill drill: {results.get('stack', 'tandem run --replicas 2')}, "
+        f"{results['rps']:g} calls/s through the edge",
         "",
         f"{'rpc':<16}{'calls':>7}{'failed':>8}{'p50 ms':>9}{'p99 ms':>9}"
         f"{'during kills':>14}{'p99 then':>10}{'in flight at a kill':>21}",
@@ -258,7 +331,7 @@ def render(results: dict[str, Any]) -> str:
     lines.append("")
     for kill in results["kills"]:
         lines.append(
-            f"killed {kill['service']} (port {kill['port']}): serving again after "
+            f"killed {kill['service']} ({kill['replica']}): serving again after "
             f"{kill['outage_s']} s"
         )
     verdict = "met" if results["target_met"] else "MISSED"
@@ -266,21 +339,33 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def _run(settings: DrillSettings, stack: Stack) -> Drill:
+async def _run(
+    settings: DrillSettings, target: str, api_key: str, replicas: Sequence[Replica]
+) -> Drill:
     drill = Drill()
     stop = asyncio.Event()
-    async with grpc.aio.insecure_channel(stack.target) as channel:
+    async with grpc.aio.insecure_channel(target) as channel:
         stub = gpb_grpc.GatewayServiceStub(channel)
-        driver = asyncio.create_task(_drive(stub, stack.api_key, settings.rps, drill, stop))
+        driver = asyncio.create_task(_drive(stub, api_key, settings.rps, drill, stop))
         try:
-            await _kill_in_turn(settings, drill, stop)
+            await _kill_in_turn(replicas, settings, drill, stop)
         finally:
             stop.set()
             await driver
     return drill
 
 
+def _report(settings: DrillSettings, drill: Drill, where: str) -> dict[str, Any]:
+    results = {"rps": settings.rps, "stack": where, **summarise(drill)}
+    settings.out.parent.mkdir(parents=True, exist_ok=True)
+    settings.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(render(results))
+    print(f"wrote {settings.out}")
+    return results
+
+
 def main(settings: DrillSettings) -> dict[str, Any]:
+    """The drill on a ``tandem run --replicas 2`` it starts (and stops)."""
     stack = start_stack(
         "drill",
         settings.data_dir,
@@ -289,13 +374,34 @@ def main(settings: DrillSettings) -> dict[str, Any]:
         timeout_s=settings.timeout_s,
         extra_args=("--replicas", "2"),
     )
+    tls_dir = tls_directory({"TANDEM_DATA_DIR": str(settings.data_dir.resolve())})
+    replicas = [
+        ProcessReplica(
+            service,
+            STACK_PORTS[f"{service.upper()}_PORT"] + settings.port_offset + REPLICA_PORT_STEP,
+            tls_dir,
+        )
+        for service in KILLED
+    ]
     try:
-        drill = asyncio.run(_run(settings, stack))
+        drill = asyncio.run(_run(settings, stack.target, stack.api_key, replicas))
     finally:
         stop_stack(stack)
-    results = {"rps": settings.rps, **summarise(drill), "log": str(stack.log)}
-    settings.out.parent.mkdir(parents=True, exist_ok=True)
-    settings.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(render(results))
-    print(f"wrote {settings.out}")
-    return results
+    return _report(settings, drill, "tandem run --replicas 2")
+
+
+def attached(
+    settings: DrillSettings,
+    target: str,
+    api_key: str,
+    containers: Mapping[str, str],
+    runtime: Sequence[str] = ("podman",),
+) -> dict[str, Any]:
+    """The drill on a stack already up whose replicas are containers: ``containers``
+    names, per service of ``KILLED``, the one to kill (its restart policy restarts it)."""
+    missing = set(KILLED) - set(containers)
+    if missing:
+        raise ValueError(f"no container named to kill for {', '.join(sorted(missing))}")
+    replicas = [ContainerReplica(s, containers[s], tuple(runtime)) for s in KILLED]
+    drill = asyncio.run(_run(settings, target, api_key, replicas))
+    return _report(settings, drill, f"containers at {target}")

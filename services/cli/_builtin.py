@@ -86,6 +86,26 @@ def register(commands: Commands) -> None:
         "--data-dir", type=Path, default=Path(".tandem/bench-drill"), help="the stack it starts"
     )
     drill.add_argument("--out", type=Path, default=Path("bench-results/drill.json"))
+    drill.add_argument(
+        "--attach",
+        metavar="ADDR",
+        default=None,
+        help="drive the stack whose edge is at ADDR instead of starting one; name the "
+        "containers to kill with --container (needs --api-key)",
+    )
+    drill.add_argument("--api-key", default=None, help="with --attach (default: $TANDEM_API_KEY)")
+    drill.add_argument(
+        "--container",
+        action="append",
+        default=[],
+        metavar="SERVICE=NAME",
+        help="with --attach: the container to kill for retrieval, sql and router (each once)",
+    )
+    drill.add_argument(
+        "--runtime",
+        default="podman",
+        help="with --attach: the container command (e.g. 'podman --runtime /usr/sbin/runc')",
+    )
     drill.set_defaults(handler=_bench_drill)
     hops = commands.bench.add_parser(
         "hops",
@@ -269,9 +289,30 @@ def _bench_drill(args: argparse.Namespace) -> int:
     from services.bench.drill import DrillSettings  # noqa: PLC0415
     from services.bench.drill import main as drill  # noqa: PLC0415
 
-    results = drill(
-        DrillSettings(data_dir=args.data_dir, out=args.out, rps=args.rps, rounds=args.rounds)
-    )
+    settings = DrillSettings(data_dir=args.data_dir, out=args.out, rps=args.rps, rounds=args.rounds)
+    if args.attach is None:
+        if args.container:
+            raise SystemExit("--container needs --attach (the stack the containers belong to)")
+        results = drill(settings)
+    else:
+        import os  # noqa: PLC0415
+        import shlex  # noqa: PLC0415
+
+        from services.bench.drill import attached  # noqa: PLC0415
+
+        key = args.api_key or os.environ.get("TANDEM_API_KEY", "")
+        if not key:
+            raise SystemExit("--attach needs --api-key (or TANDEM_API_KEY)")
+        containers = {}
+        for item in args.container:
+            service, sep, name = item.partition("=")
+            if not sep or not name:
+                raise SystemExit(f"--container wants SERVICE=NAME, not {item!r}")
+            containers[service] = name
+        try:
+            results = attached(settings, args.attach, key, containers, shlex.split(args.runtime))
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
     return 0 if results["target_met"] else 1
 
 

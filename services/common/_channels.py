@@ -13,8 +13,22 @@ from services.common._deadline import effective_timeout
 from services.common._mtls import Trust
 from services.common._tenant_token import TENANT_TOKEN_HEADER, current_token
 
-# Retry UNAVAILABLE only (AIP-194): the request never reached a handler or the server
-# said it did no work. gRPC's C core does not implement hedging, so none is configured.
+# The internal RPCs a second try could change the outcome of: an Ask runs its plan (model
+# calls, the SQL memory's answer records) again; feedback is a new row each time. A call
+# of these whose replica dies mid-way fails with UNAVAILABLE for its caller to decide;
+# every other RPC reads, or writes what a repeat leaves the same (ingest by fingerprint,
+# deletes, a pair taught twice), and is retried.
+NOT_RETRIED: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("tandem.v1.RouterService", "Ask"),
+        ("tandem.v1.RouterService", "StreamAsk"),
+        ("tandem.v1.SqlService", "SubmitFeedback"),
+    }
+)
+
+# Retry UNAVAILABLE only (AIP-194): the request never reached a handler, the server said it
+# did no work, or its replica died before answering (then only what a repeat leaves the
+# same, see NOT_RETRIED). gRPC's C core does not implement hedging, so none is configured.
 RETRY_SERVICE_CONFIG: dict[str, Any] = {
     "methodConfig": [
         {
@@ -26,7 +40,9 @@ RETRY_SERVICE_CONFIG: dict[str, Any] = {
                 "backoffMultiplier": 2,
                 "retryableStatusCodes": ["UNAVAILABLE"],
             },
-        }
+        },
+        # A more specific name wins over the default entry: these get no retry policy.
+        {"name": [{"service": s, "method": m} for s, m in sorted(NOT_RETRIED)]},
     ],
     "retryThrottling": {"maxTokens": 100, "tokenRatio": 0.1},
     # With a target of several replicas (a dns:/// name resolving to the pods of a headless

@@ -9,7 +9,7 @@ from services.bench.drill import KILLED, Call, Drill, Kill, render, summarise
 def _drill(*calls: Call, kills: int = len(KILLED)) -> Drill:
     drill = Drill(calls=list(calls))
     drill.kills = [
-        Kill(s, 1000 + i, 1, at=10.0 * (i + 1), back=10.0 * (i + 1) + 2)
+        Kill(s, f"port {1000 + i}", at=10.0 * (i + 1), back=10.0 * (i + 1) + 2)
         for i, s in enumerate(KILLED[:kills])
     ]
     return drill
@@ -40,3 +40,24 @@ def test_one_failed_idempotent_call_misses_the_target() -> None:
 
 def test_a_drill_that_did_not_kill_every_service_misses_the_target() -> None:
     assert not summarise(_drill(Call("Search", 1.0, 0.01, "OK"), kills=2))["target_met"]
+
+
+def test_an_attached_drill_needs_a_container_for_every_killed_service(tmp_path) -> None:
+    import pytest
+
+    from services.bench.drill import DrillSettings, attached
+
+    settings = DrillSettings(data_dir=tmp_path, out=tmp_path / "drill.json")
+    with pytest.raises(ValueError, match="retrieval, router"):
+        attached(settings, "127.0.0.1:1", "key", {"sql": "tandem-ctest_sql-2_1"})
+
+
+def test_the_command_refuses_containers_without_a_stack_to_attach_to(capsys) -> None:
+    import pytest
+
+    from services.cli._main import main
+
+    with pytest.raises(SystemExit, match="--container needs --attach"):
+        main(["bench", "drill", "--container", "sql=x"])
+    with pytest.raises(SystemExit, match="SERVICE=NAME"):
+        main(["bench", "drill", "--attach", "127.0.0.1:1", "--api-key", "k", "--container", "sql"])

@@ -129,3 +129,63 @@ async def test_one_replica_is_called_whatever_its_health(grpc_servers, telemetry
     port = await server.start()  # NOT_SERVING until set_serving
     async with create_channel(f"127.0.0.1:{port}") as channel:
         assert await _answered_by(channel, calls=3) == Counter({"only": 3})
+
+
+def test_every_rpc_kept_from_retries_exists_in_the_contracts() -> None:
+    from services.common._channels import NOT_RETRIED
+    from tandem.v1 import router_service_pb2, sql_service_pb2
+
+    files = (router_service_pb2.DESCRIPTOR, sql_service_pb2.DESCRIPTOR)
+    methods = {
+        (service.full_name, method.name)
+        for file in files
+        for service in file.services_by_name.values()
+        for method in service.methods
+    }
+    assert methods >= NOT_RETRIED
+
+
+async def test_unavailable_is_retried_except_for_what_a_repeat_would_change(
+    grpc_servers, telemetry_sink
+) -> None:
+    # A server that answers UNAVAILABLE to everything, counting the tries per method.
+    tries: Counter[str] = Counter()
+
+    def register(_servicer: object, grpc_server: grpc.aio.Server) -> None:
+        def handler(method: str) -> Any:
+            async def unavailable(
+                request: bytes, context: grpc.aio.ServicerContext[Any, Any]
+            ) -> bytes:
+                tries[method] += 1
+                await context.abort(grpc.StatusCode.UNAVAILABLE, "draining")
+                return b""
+
+            return grpc.unary_unary_rpc_method_handler(
+                unavailable, request_deserializer=_identity, response_serializer=_identity
+            )
+
+        grpc_server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    "tandem.v1.SqlService",
+                    {m: handler(m) for m in ("AskQuestion", "SubmitFeedback")},
+                ),
+            )
+        )
+
+    server = GrpcServer(server_settings("sql"), telemetry_sink("sql").telemetry)
+    server.add_service("tandem.v1.SqlService", register, None)
+    grpc_servers.append(server)
+    port = await server.start()
+    await server.set_serving(True)
+    async with create_channel(f"127.0.0.1:{port}") as channel:
+        for method in ("AskQuestion", "SubmitFeedback"):
+            call = channel.unary_unary(
+                f"/tandem.v1.SqlService/{method}",
+                request_serializer=_identity,
+                response_deserializer=_identity,
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await call(b"", timeout=5)
+            assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert tries == Counter({"AskQuestion": 3, "SubmitFeedback": 1})
