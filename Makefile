@@ -108,3 +108,8 @@ clean:
 container-test: venv edge ## (root) build every image under podman, run the compose stack, smoke it through the edge; not part of `make test` (infra/README.md)
 	@test -f $(GEN)/tandem/v1/gateway_service_pb2.py || $(MAKE) proto
 	VENV_PY=$(abspath $(BIN))/python bash scripts/container-test.sh
+
+.PHONY: k8s-play
+k8s-play: venv ## (root, after container-test) play infra/k8s under podman kube play: probes, replicas, DNS, smoke through the edge (infra/README.md)
+	@test -f $(GEN)/tandem/v1/gateway_service_pb2.py || $(MAKE) proto
+	VENV_PY=$(abspath $(BIN))/python bash scripts/k8s-play.sh
