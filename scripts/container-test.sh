@@ -89,21 +89,8 @@ COMPOSE=("$COMPOSE_VENV/bin/podman-compose" -p "$PROJECT"
   -f infra/compose.yaml -f "$CACHE/run/compose.test.yaml")
 
 # ---- 2. containers.conf ------------------------------------------------------------------
-# runc (crun refuses cgroup v1 "hybrid mode" here), cgroupfs (no systemd), and no default
-# ulimits: raising RLIMIT_NOFILE past the sandbox's hard limit fails every start.
-export CONTAINERS_CONF="$CACHE/containers.conf"
-cat >"$CONTAINERS_CONF" <<'EOF'
-[containers]
-default_ulimits = []
-
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-EOF
-podman() { command podman --runtime /usr/sbin/runc "$@"; }
-# Without systemd podman logs that it cannot schedule health checks: expected, filtered.
-quiet() { grep -v -e 'unable to get systemd connection' -e 'level=warning' || true; }
+# shellcheck source=scripts/podman-env.sh
+source "$ROOT/scripts/podman-env.sh"
 
 # ---- 3. the base image -----------------------------------------------------------------
 BASE_TAR="$CACHE/base-rootfs.tar"

@@ -57,24 +57,11 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "k8s-play: needs root (rootful podman, as make container-test); run it with sudo" >&2
   exit 2
 fi
-[[ $PORT -ge 59050 && $PORT -le 59099 ]] || die "K8S_PLAY_PORT must be in 59050-59099"
 
 # ---- 1. podman, as container-test.sh sets it up ------------------------------------------
 command -v podman >/dev/null || die "no podman: run make container-test first"
-export CONTAINERS_CONF="$CACHE/containers.conf"
-mkdir -p "$CACHE"
-cat >"$CONTAINERS_CONF" <<'EOF'
-[containers]
-default_ulimits = []
-
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-EOF
-podman() { command podman --runtime /usr/sbin/runc "$@"; }
-export -f podman
-quiet() { grep -v -e 'unable to get systemd connection' -e 'level=warning' -e 'syslog' || true; }
+# shellcheck source=scripts/podman-env.sh
+source "$ROOT/scripts/podman-env.sh"
 for image in "${IMAGES[@]}"; do
   podman image exists "localhost/tandem/$image:dev" || die "no localhost/tandem/$image:dev: run make container-test first"
 done

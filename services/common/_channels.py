@@ -13,18 +13,13 @@ from services.common._deadline import effective_timeout
 from services.common._mtls import Trust
 from services.common._tenant_token import TENANT_TOKEN_HEADER, current_token
 
-# The internal RPCs a second try could change the outcome of: an Ask runs its plan (model
-# calls, the SQL memory's answer records) again; feedback is a new row each time. A call
-# of these whose replica dies mid-way fails with UNAVAILABLE for its caller to decide;
-# every other RPC reads, or writes what a repeat leaves the same (ingest by fingerprint,
-# deletes, a pair taught twice), and is retried.
-NOT_RETRIED: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("tandem.v1.RouterService", "Ask"),
-        ("tandem.v1.RouterService", "StreamAsk"),
-        ("tandem.v1.SqlService", "SubmitFeedback"),
-    }
-)
+# The internal RPCs a second try would change the outcome of: feedback is a new row each
+# time. A call of these whose replica dies mid-way fails with UNAVAILABLE for its caller to
+# decide. Every other RPC reads, or writes what a repeat leaves the same (ingest by
+# fingerprint, deletes, a pair taught twice), and is retried; so is the router's Ask: a
+# repeat runs its plan again (model calls, the SQL memory's answer records) but changes
+# nothing a user sees, and the gateway records the conversation's turn only once answered.
+NOT_RETRIED: frozenset[tuple[str, str]] = frozenset({("tandem.v1.SqlService", "SubmitFeedback")})
 
 # Retry UNAVAILABLE only (AIP-194): the request never reached a handler, the server said it
 # did no work, or its replica died before answering (then only what a repeat leaves the
