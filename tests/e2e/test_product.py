@@ -309,15 +309,17 @@ def test_a_streamed_answer_starts_before_its_last_step_finishes(tenants: Tenants
     step cannot finish before the client holds the first events; then it runs on."""
     events: list[tuple[float, str, Any]] = []
     resumed_at: float | None = None
-    stream = tenants.stub.StreamAsk(
-        gpb.GatewayServiceStreamAskRequest(
-            question=BOTH_ENGINES, options=qpb.AskOptions(include_trajectory=True)
-        ),
-        metadata=bearer(tenants.key_a),
-        timeout=60,
-    )
+    # Held before the call starts: paused after it, the router's search could finish in
+    # the few milliseconds the pause takes to find the process (seen once in CI).
     tenants.stack.pause("retrieval")
     try:
+        stream = tenants.stub.StreamAsk(
+            gpb.GatewayServiceStreamAskRequest(
+                question=BOTH_ENGINES, options=qpb.AskOptions(include_trajectory=True)
+            ),
+            metadata=bearer(tenants.key_a),
+            timeout=60,
+        )
         for event in stream:
             kind = str(event.WhichOneof("event"))
             events.append((time.time(), kind, event))
