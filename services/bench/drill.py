@@ -36,13 +36,13 @@ import psutil
 
 from services.bench.cost import STACK_PORTS, start_stack, stop_stack
 from services.common import load_credentials, tls_directory
-from services.launch import REPLICA_PORT_STEP, wait_serving
+from services.launch import REPLICA_PORT_STEP, REPLICATED, wait_serving
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import router_service_pb2 as qpb
 
 # What is killed, in this order: one replica of each replicated service.
-KILLED = ("retrieval", "sql", "router")
+KILLED = REPLICATED
 IDEMPOTENT = frozenset({"Search", "AskSql", "DescribeSchema"})
 # The gateway RPCs of the mix whose calls cross each killed service: a kill waits until
 # one of them is in flight, so it lands on work, not on an idle moment.

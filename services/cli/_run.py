@@ -49,6 +49,7 @@ from services.common import (
 )
 from services.launch import (
     REPLICA_PORT_STEP,
+    REPLICATED,
     launch,
     signal_group,
     wait_serving,
@@ -126,13 +127,6 @@ SERVICES: tuple[ServiceSpec, ...] = (
         "edge", "gateway.edge", 50050, needs_database=False, calls=("gateway",), mtls=False
     ),
 )
-
-
-# The services `tandem run --replicas N` runs N of: stateless behind internal channels
-# that balance over every replica and skip one that is starting or draining. The gateway
-# stays one (the edge has one upstream; containers scale it behind a Service), and so does
-# the embedding service (it holds the model; one per machine serves every caller).
-REPLICATED = frozenset({"retrieval", "sql", "router"})
 
 
 @dataclass(frozen=True)
@@ -339,8 +333,9 @@ def _service_env(
         # interfaces; under `tandem run` it once listened there while printing 127.0.0.1).
         env.setdefault(spec.host_variable, "127.0.0.1")
     addresses: dict[str, str] = {}
+    started = instances(env, replicas)
     for spec in SERVICES:
-        replicas_of = [i.address for i in instances(env, replicas) if i.spec is spec]
+        replicas_of = [i.address for i in started if i.spec is spec]
         addresses[spec.name] = channel_target(replicas_of)
         env[spec.addr_variable] = addresses[spec.name]
     return env, addresses

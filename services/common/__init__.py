@@ -8,6 +8,7 @@ from services.common._channels import (
     tenant_token_interceptors,
 )
 from services.common._db import (
+    DATABASE_UNAVAILABLE,
     Database,
     DatabaseSettings,
     Migration,
@@ -74,6 +75,7 @@ from services.common._tenant_token import (
 
 __all__ = [
     "CALLERS",
+    "DATABASE_UNAVAILABLE",
     "IDENTITIES",
     "PLAINTEXT_VARIABLE",
     "TENANT_TOKEN_HEADER",

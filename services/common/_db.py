@@ -35,6 +35,9 @@ from services.common._settings import Env
 
 _log = logging.getLogger("tandem.db")
 
+# The reason an UNAVAILABLE for a lost database carries, whichever store or pool lost it.
+DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+
 # All components share one lock id: migrations of different services never interleave.
 _MIGRATION_LOCK_KEY = 0x7A4D_0001
 
@@ -312,9 +315,7 @@ class Database:
                     await conn.execute(_SET_TENANT, (tenant_id,))
                     yield conn
             except psycopg.OperationalError:
-                raise Unavailable(
-                    f"{store} is unreachable", reason="DATABASE_UNAVAILABLE"
-                ) from None
+                raise Unavailable(f"{store} is unreachable", reason=DATABASE_UNAVAILABLE) from None
             return
         async with self.autocommit() as conn:
             try:
@@ -330,9 +331,7 @@ class Database:
                     yield conn
                     await conn.execute("COMMIT")
             except psycopg.OperationalError:
-                raise Unavailable(
-                    f"{store} is unreachable", reason="DATABASE_UNAVAILABLE"
-                ) from None
+                raise Unavailable(f"{store} is unreachable", reason=DATABASE_UNAVAILABLE) from None
 
     async def ping(self) -> bool:
         """True when a trivial query succeeds: used by health and fail-open checks."""
@@ -363,7 +362,7 @@ def map_db_error(exc: BaseException) -> TandemError:
     if isinstance(exc, psycopg_pool.PoolTimeout):
         return Unavailable(
             "database unavailable: no connection within the pool timeout",
-            reason="DATABASE_UNAVAILABLE",
+            reason=DATABASE_UNAVAILABLE,
         )
     sqlstate = getattr(exc, "sqlstate", None) or ""
     if sqlstate == "57014":
@@ -375,12 +374,12 @@ def map_db_error(exc: BaseException) -> TandemError:
         return InvalidArgument.field("query", f"database rejected a value (SQLSTATE {sqlstate})")
     if kind is Unavailable:
         return Unavailable(
-            f"database unavailable (SQLSTATE {sqlstate})", reason="DATABASE_UNAVAILABLE"
+            f"database unavailable (SQLSTATE {sqlstate})", reason=DATABASE_UNAVAILABLE
         )
     if kind is not None:
         return kind(f"database error (SQLSTATE {sqlstate})", reason=f"SQLSTATE_{sqlstate}")
     if isinstance(exc, psycopg.OperationalError):
-        return Unavailable("database unavailable", reason="DATABASE_UNAVAILABLE")
+        return Unavailable("database unavailable", reason=DATABASE_UNAVAILABLE)
     if isinstance(exc, psycopg.DataError):
         # Refused by the driver before it reached the server: a value Postgres cannot
         # hold (a NUL character in text), i.e. the caller's input, not our fault.

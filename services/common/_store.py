@@ -19,10 +19,8 @@ from typing import Any, ClassVar
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from services.common._db import Database, Migration
+from services.common._db import DATABASE_UNAVAILABLE, Database, Migration
 from services.common._errors import ResourceExhausted, Unavailable
-
-DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
 
 
 def role_conninfo(owner_conninfo: str, role: str, app_url: str | None = None) -> str:

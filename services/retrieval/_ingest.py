@@ -25,7 +25,13 @@ import grpc
 import numpy as np
 from opentelemetry import metrics, trace
 
-from services.common import FieldViolation, InvalidArgument, TandemError, Unavailable
+from services.common import (
+    DATABASE_UNAVAILABLE,
+    FieldViolation,
+    InvalidArgument,
+    TandemError,
+    Unavailable,
+)
 from services.common.spans import CHARS, CHUNKS, COUNT, node_span
 from services.common.spans import Metrics as TandemMetrics
 from services.retrieval._budget import TenantBudget
@@ -34,7 +40,6 @@ from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, 
 from services.retrieval._files import extract_content
 from services.retrieval._redact import RedactionPolicy, Redactor, has_content
 from services.retrieval._repository import (
-    DATABASE_UNAVAILABLE,
     NewDocument,
     RetrievalRepository,
     StoredVersion,

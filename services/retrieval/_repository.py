@@ -39,7 +39,6 @@ from services.retrieval._types import (
     StoredDocument,
 )
 
-DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
 _HNSW_INDEX = "retrieval_chunks_embedding_hnsw"
 _INDEX_LOCK_KEY = 0x7A4D_0005
 _CHUNK_NAMESPACE = uuid.UUID("6f1d3c52-2b0e-4f57-9a43-5d0e6c1b8a21")
