@@ -71,8 +71,10 @@ from services.sql._reuse import (
     adapt,
     agreement,
     content_words,
+    is_year,
     measures,
     names_schema,
+    opposite_ends,
     other_kind,
     read,
     roles_differ,
@@ -82,6 +84,7 @@ from services.sql._reuse import (
 from services.sql._stored import StoredValues, compared_columns, stored_in
 from services.sql._targets import Target
 from services.sql._words import name_words
+from services.sql.linker import form_words
 
 _log = logging.getLogger("tandem.sql.memory")
 MAX_NOTE_CHARS = 500
@@ -92,16 +95,19 @@ class MemorySettings:
     """The answer memory's settings (environment variables in brackets).
 
     A value swap (the templates agree word for word once the statement explains every
-    differing value) needs ``min_similarity``; a paraphrase needs the higher
-    ``paraphrase_similarity`` and ``min_agreement`` of content words, and no differing
-    word that names a table or column.
+    differing value) needs ``min_similarity``; a paraphrase needs
+    ``paraphrase_similarity`` and ``min_agreement`` of content words, no differing word
+    that names a table or column, no other aggregate or end, and no word exchanged for
+    another beyond the question's form. Those checks are what keep a near miss out (on
+    both dev sets they hold false reuse at 0 with both floors at 0); the floors are a
+    margin below the least similar paraphrase measured (0.75), not the guard.
     """
 
     enabled: bool = True  # SQL_MEMORY
     retention_days: int = 365  # SQL_MEMORY_RETENTION_DAYS: confirmed pairs
     answer_retention_days: int = 30  # SQL_ANSWER_RETENTION_DAYS: answers awaiting feedback
-    min_similarity: float = 0.80  # SQL_MEMORY_MIN_SIMILARITY
-    paraphrase_similarity: float = 0.86  # SQL_MEMORY_PARAPHRASE_SIMILARITY
+    min_similarity: float = 0.72  # SQL_MEMORY_MIN_SIMILARITY
+    paraphrase_similarity: float = 0.72  # SQL_MEMORY_PARAPHRASE_SIMILARITY
     min_agreement: float = 0.5  # SQL_MEMORY_MIN_AGREEMENT
     candidates: int = 3
     embedding_addr: str = "127.0.0.1:50054"  # EMBEDDING_ADDR
@@ -115,8 +121,8 @@ class MemorySettings:
             enabled=env.get_bool("SQL_MEMORY", True),
             retention_days=env.get_int("SQL_MEMORY_RETENTION_DAYS", 365, minimum=1),
             answer_retention_days=env.get_int("SQL_ANSWER_RETENTION_DAYS", 30, minimum=1),
-            min_similarity=_share(env, "SQL_MEMORY_MIN_SIMILARITY", 0.80),
-            paraphrase_similarity=_share(env, "SQL_MEMORY_PARAPHRASE_SIMILARITY", 0.86),
+            min_similarity=_share(env, "SQL_MEMORY_MIN_SIMILARITY", 0.72),
+            paraphrase_similarity=_share(env, "SQL_MEMORY_PARAPHRASE_SIMILARITY", 0.72),
             min_agreement=_share(env, "SQL_MEMORY_MIN_AGREEMENT", 0.5),
             embedding_addr=env.get_str("EMBEDDING_ADDR", "127.0.0.1:50054"),
             embedding_timeout_s=env.get_float("SQL_MEMORY_EMBEDDING_TIMEOUT_S", 2.0, minimum=0.05),
@@ -162,8 +168,8 @@ def schema_words(catalog: Catalog) -> set[str]:
     for table in catalog.tables:
         for name in (table.name, *(c.name for c in table.columns)):
             for part in name_words(name):
-                if len(part) > 2:
-                    words |= content_words(Reading((), (part,)))
+                if len(part) > 2:  # as a question word compares, an aggregate's word too
+                    words |= {stem(part)} & content_words(Reading((), (stem(part),)))
     return words
 
 
@@ -495,32 +501,57 @@ class AnswerMemory:
             return "VALUE_KIND_DIFFERS"
         if roles_differ(stored, asked):
             return "ROLE_DIFFERS"
-        differing = content_words(stored) ^ content_words(asked)
+        kept, wanted = content_words(stored), content_words(asked)
+        differing = kept ^ wanted
         # A differing word the statements' own values do not explain ("female" swapped
         # for "male" is a value) that names a part of the schema ("received" where
         # "made" was, and the schema has a receiver) asks about another thing.
-        # A schema word one question adds is explained, too, when it names the column
-        # the statement compares a value with ("whose country is france").
         quoted = " ".join(_quoted(item.pair.sql) + _quoted(adapted.sql))
-        compared = {
-            column.lower()
-            for found in compared_columns(item.pair.sql, catalog, equality_only=False).values()
-            for _, column in found
-        }
+        named = self._named_by_value(item.pair.sql, catalog)
         schema = self._schema_words(catalog)
-        unexplained = {w for w in differing if w not in quoted and not names_schema({w}, compared)}
+        # A word naming a column the statement compares a value with is explained when
+        # the value answers for it (see _named_by_value).
+        by_value = {
+            w for w in differing if names_schema({w}, named[0] if w in wanted else named[1])
+        }
+        unexplained = {w for w in differing if w not in quoted} - by_value
         if names_schema(unexplained, schema):
             return "SCHEMA_WORD_DIFFERS"
-        if measures(stored) != measures(asked):
+        if measures(stored) != measures(asked) or opposite_ends(stored, asked):
             return "MEASURE_DIFFERS"
         if adapted.paraphrase:
             if item.similarity < self.settings.paraphrase_similarity:
                 return "PARAPHRASE_SIMILARITY"
             if agreement(stored, asked) < self.settings.min_agreement:
                 return "WORD_AGREEMENT"
-            if (differing & schema) - {w for w in differing if names_schema({w}, compared)}:
+            if (differing & schema) - by_value:
                 return "SCHEMA_WORD_DIFFERS"
+            # Each says something the other does not ("arrive" where "depart" was):
+            # words beyond the form and the values are exchanged, not added.
+            said = differing - by_value - _FORM
+            if said & kept and said & wanted:
+                return "WORDS_EXCHANGED"
         return Candidate(item, adapted.sql, adapted.substitutions, adapted.replaced)
+
+    @staticmethod
+    def _named_by_value(sql: str, catalog: Catalog) -> tuple[set[str], set[str]]:
+        """The columns a reworded question may name or leave unsaid because of a value.
+
+        First, every column the statement compares a value with: a question that adds
+        its name says what the other left to the value ("whose country is france" for
+        "in france"). Second, those a value names by itself, which a question may leave
+        unsaid: a stored text value ("france" is a country) or a year ("held in 2014"
+        for "in year 2014"); a plain number does not ("more than 300000 songs" is no
+        longer "songs with sales more than 300000")."""
+        compared = compared_columns(sql, catalog, equality_only=False)
+        every = {column.lower() for found in compared.values() for _, column in found}
+        by_value = {
+            column.lower()
+            for literal, found in compared.items()
+            if not _numeric(literal) or is_year(literal)
+            for _, column in found
+        }
+        return every, by_value
 
     def _schema_words(self, catalog: Catalog) -> set[str]:
         key = (catalog.database, catalog.refreshed_at.isoformat())
@@ -640,6 +671,14 @@ class AnswerMemory:
         top = near[0]
         use = PairUse(top.pair.pair_id, top.similarity, 0, top.pair.question, mode=2)
         return replace(result, reused=use)
+
+
+# The words of a question's form (head, cues, grammar) as content words compare.
+_FORM = content_words(Reading((), tuple(form_words())))
+
+
+def _numeric(text: str) -> bool:
+    return bool(re.fullmatch(r"-?\d+(?:\.\d+)?", text.strip()))
 
 
 def _record_hit(span: trace.Span, found: Candidate, *, exact: bool) -> None:

@@ -34,6 +34,7 @@ from sqlglot import exp
 from services.sql._calendar import MONTHS, WRITTEN_DATE, written_date
 from services.sql._stored import StoredValues
 from services.sql._words import lemma
+from services.sql._words import stem as word_stem
 
 _NUMBER_WORDS = {
     word: index
@@ -259,6 +260,8 @@ def read(question: str, values: StoredValues | None = None) -> Reading:
         following = matches[index + 1].group("word") if index + 1 < len(matches) else None
         unit = following.lower() if following and following.lower() in _TIME_UNITS else ""
         kind, value = _classify(match, sentence_start=sentence_start)
+        if kind == "text" and values is not None and _names_schema(match, values):
+            kind, value = "", value.lower()
         name = kind == "text" and match.group("word") is not None
         gap = text[matches[index - 1].end() : match.start()] if index else ""
         if name and previous_name and gap == " ":
@@ -274,6 +277,13 @@ def read(question: str, values: StoredValues | None = None) -> Reading:
             owners.add(literals[-1].value.lower())
         sentence_start = bool(re.search(r"[.?!;:]\s*$", text[match.end() : _next(matches, index)]))
     return Reading(tuple(literals), tuple(tokens), frozenset(owners))
+
+
+def _names_schema(match: re.Match[str], values: StoredValues) -> bool:
+    """A capitalised word that is a table or column name's word and no stored value
+    ("Airline", "City"): the schema's word, as the linker reads it, not a literal."""
+    word = match.group("word")
+    return word is not None and word_stem(word) in values.names and not values.holders(word)
 
 
 def roles_differ(stored: Reading, asked: Reading) -> bool:
@@ -335,14 +345,23 @@ def _classify(match: re.Match[str], *, sentence_start: bool) -> tuple[str, str]:
 
 
 def stem(word: str) -> str:
-    """The stem content words are compared by: the verb of an inflected form."""
-    return lemma(word)
+    """The stem content words are compared by: the verb of an inflected form, a regular
+    past form too ("earned" and "earnings" both earn, "produced" and "produces" produc)."""
+    base = lemma(word)
+    if base.endswith("ed") and len(base) >= 6:
+        root = base[:-2]
+        return root[:-1] if root[-1] == root[-2] and root[-1] not in "aeiousl" else root
+    if base.endswith("e") and len(base) >= 6:
+        return base[:-1]
+    return base
 
 
 def content_words(reading: Reading) -> set[str]:
     """The template's content words, crudely stemmed (masks and function words out)."""
     return {
-        stem(t) for t in reading.tokens if t not in _STOP and t not in _MASK.values() and len(t) > 1
+        _SAME_MEASURE.get(t) or stem(t)
+        for t in reading.tokens
+        if t not in _STOP and t not in _MASK.values() and len(t) > 1
     }
 
 
@@ -356,6 +375,14 @@ def agreement(a: Reading, b: Reading) -> float:
 
 _MEASURE_WORDS = {"sum": "sum", "total": "sum", "average": "avg", "avg": "avg", "mean": "avg",
                   "count": "count"}  # fmt: skip
+# The words of one aggregate or end compare as one word ("mean" is "average", "the
+# lowest age" the minimum); an end read this way is no measure of its own ("the highest
+# total" ranks by a sum), but opposite ends ask different things (see ``opposite_ends``).
+_SAME_MEASURE = {
+    **{word: f"{kind}()" for word, kind in _MEASURE_WORDS.items() if word != "total"},
+    **dict.fromkeys(("minimum", "min", "lowest", "smallest", "least", "fewest"), "min()"),
+    **dict.fromkeys(("maximum", "max", "highest", "largest", "most", "greatest"), "max()"),
+}
 
 
 def measures(reading: Reading) -> frozenset[str]:
@@ -371,6 +398,17 @@ def measures(reading: Reading) -> frozenset[str]:
         elif token in _MEASURE_WORDS and not (token == "total" and after in ("number", "count")):
             found.add(_MEASURE_WORDS[token])
     return frozenset(found)
+
+
+def opposite_ends(stored: Reading, asked: Reading) -> bool:
+    """Whether one question asks for the low end where the other asks for the high one
+    ("the minimum age" and "the highest age", "the most" and "the fewest")."""
+    kept, wanted = content_words(stored), content_words(asked)
+    return any(
+        low in one - other and high in other - one
+        for one, other in ((kept, wanted), (wanted, kept))
+        for low, high in (("min()", "max()"),)
+    )
 
 
 def names_schema(words: set[str], schema: set[str]) -> bool:
@@ -581,7 +619,7 @@ def _number_in_string(text: str, old: Literal, new: Literal) -> exp.Expression |
         if pattern.search(text) and re.search(r"[A-Za-z]", text):
             return exp.Literal.string(pattern.sub(new.value, text, count=1))
         return None
-    if _is_year(old.value) and _is_year(new.value):
+    if is_year(old.value) and is_year(new.value):
         year, shifted = int(old.value), int(new.value)
         for offset in (0, 1):
             prefix = f"{year + offset}-"
@@ -592,7 +630,8 @@ def _number_in_string(text: str, old: Literal, new: Literal) -> exp.Expression |
     return None
 
 
-def _is_year(value: str) -> bool:
+def is_year(value: str) -> bool:
+    """A four-digit number a calendar year can be."""
     return value.isdigit() and len(value) == 4 and 1900 <= int(value) <= 2100
 
 

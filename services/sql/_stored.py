@@ -22,7 +22,7 @@ from psycopg import sql as psql
 from sqlglot import exp
 
 from services.sql._catalog import Catalog, TableInfo
-from services.sql._words import GRAMMAR_WORDS, STOP_WORDS, stem
+from services.sql._words import GRAMMAR_WORDS, STOP_WORDS, name_words, stem
 
 _MAX_VALUE_WORDS = 8
 
@@ -53,12 +53,17 @@ class StoredValues:
     by_key: dict[tuple[str, ...], list[Holder]] = field(default_factory=dict)
     longest: int = 0
     _firsts: set[str] = field(default_factory=set)
+    # the words of table and column names, stemmed: "Airline" in 'flights of Airline
+    # "United Airlines"' names a table, it is no value
+    names: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, catalog: Catalog) -> StoredValues:
         index = cls()
         for table in catalog.tables:
+            index.names |= {stem(w) for w in name_words(table.name) if len(w) > 2}
             for column in table.columns:
+                index.names |= {stem(w) for w in name_words(column.name) if len(w) > 2}
                 for stored in {*column.sample_values, *column.known_values}:
                     key = value_key(stored)
                     if (

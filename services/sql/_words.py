@@ -101,10 +101,9 @@ def lemma(word: str) -> str:
     if word in _IRREGULAR:
         return _IRREGULAR[word]
     base = stem(word)
-    for suffix in ("ning", "ing"):
-        if base.endswith(suffix) and len(base) - len(suffix) >= 3:
-            root = base[: -len(suffix)]
-            return root if suffix == "ing" else root + root[-1:]
+    if base.endswith("ing") and len(base) >= 6:
+        root = base[:-3]  # "earning" -> earn, "running" -> run (one consonant of two)
+        return root[:-1] if root[-1] == root[-2] and root[-1] not in "aeiousl" else root
     return base
 
 

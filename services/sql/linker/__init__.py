@@ -39,6 +39,7 @@ literals rendered by sqlglot, and then goes through the gate like any other.
 
 from __future__ import annotations
 
+from services.sql.linker._clauses import form_words
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._linker import QuestionLinker, link_question, read_question
@@ -59,6 +60,7 @@ __all__ = [
     "column_states",
     "comment_names",
     "find_meanings",
+    "form_words",
     "link_question",
     "read_question",
     "unexplained",

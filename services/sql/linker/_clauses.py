@@ -221,6 +221,14 @@ def _cue_words() -> frozenset[str]:
     return frozenset(w for phrase in phrases for w in phrase.split())
 
 
+def form_words() -> frozenset[str]:
+    """The words of a question's form: its head ("give", "list", "show"), the cues of
+    items and clauses (aggregates, comparisons, ranks, order) and its grammar. They name
+    no table, column or relation, so two questions that differ only in such words and in
+    names ask alike (the answer memory's test of a reworded question)."""
+    return _cue_words() | _GRAMMAR
+
+
 def _names_a_column(vocab: Vocabulary, token: Token) -> bool:
     """A verb that names a column ("returned" for ``returned_at``) or a state a column's
     comment defines ("archived": "when the account was archived") states a condition,
@@ -349,6 +357,7 @@ class _Read:
     order: list[tuple[list[Mention], bool]] = field(default_factory=list)
     order_items: bool | None = None  # "in descending order": by the first item
     limit: int = 0
+    head_limit: bool = False  # the limit was "which 3 …": it needs a ranking to cut
     distinct: bool = False
     ors: list[list[_Condition]] = field(default_factory=list)
 
@@ -638,6 +647,7 @@ def read_clauses(ctx: LinkContext) -> Plan:
         if not reading.chart.covering(i):
             raise Decline(f"nothing read {t.text!r}")
     read = _Read(kind)
+    at = _counted_head(reading, read, at)
     at = _items(reading, read, at)
     _clauses(reading, read, at)
     glue = [t for i, t in enumerate(reading.tokens) if i not in reading.used and _glue(ctx, t)]
@@ -651,6 +661,22 @@ def read_clauses(ctx: LinkContext) -> Plan:
     ctx.known.update(w for t in glue for w in (t.low, t.stem))
     ctx.known.update(m.word for m in ctx.meanings)
     return _plan(reading, read)
+
+
+def _counted_head(reading: _Reading, read: _Read, at: int) -> int:
+    """ "Which 3 countries have the most makers?": a whole number right after "which" or
+    "what" is how many of the ranked rows to give (the limit); read only where a ranking
+    follows (checked when the plan is made), since "which 2 students" alone orders
+    nothing."""
+    number = reading.number(at)
+    if read.kind != "which" or number is None or number != int(number) or number < 1:
+        return at
+    if reading.number(at + 1) is not None or reading.low(at + 1) in ("", "or", "and", "of"):
+        return at
+    read.limit = int(number)
+    read.head_limit = True
+    reading.use(at, at + 1)
+    return at + 1
 
 
 # --- the clauses ----------------------------------------------------------------------
@@ -1188,6 +1214,8 @@ def _plan(reading: _Reading, read: _Read) -> Plan:
         if not plan.dims and not plan.measures:
             raise Decline("an order of nothing")
         plan.order.append(("d0" if plan.dims else "m0", read.order_items))
+    if read.head_limit and not plan.order:
+        raise Decline("how many rows to give, but ranked by nothing")
     if read.limit:
         plan.limit = read.limit
     for table, conditions in read.anti:
@@ -1327,17 +1355,35 @@ class _Resolver:
         raise Decline("a quoted value, but no column says what it is")
 
 
+_FIRST_NAMES = ("first_name", "fname", "firstname")
+_LAST_NAMES = ("last_name", "lname", "lastname", "surname")
+
+
+def _person_name(table: TableInfo) -> list[Col]:
+    """A person's name, said in two columns (first and last): together they name a row,
+    before any other "…name" column, which names something else of the person's (a
+    doctor's ``med_school_name``)."""
+    first = [c for c in table.columns if c.name.lower().endswith(_FIRST_NAMES)]
+    last = [c for c in table.columns if c.name.lower().endswith(_LAST_NAMES)]
+    return [Col(table, first[0]), Col(table, last[0])] if len(first) == len(last) == 1 else []
+
+
 def _name_columns(table: TableInfo) -> list[Col]:
     """Columns that name a row: called ``name`` or ending in it, else a title."""
     names = [c for c in table.columns if c.name.lower() == "name"]
     names = names or [c for c in table.columns if c.name.lower().endswith("name")
-                      and not c.name.lower().endswith(("first_name", "last_name", "fname",
-                                                        "lname"))]  # fmt: skip
+                      and not c.name.lower().endswith(_FIRST_NAMES + _LAST_NAMES)]  # fmt: skip
     names = names or [c for c in table.columns if c.name.lower().endswith("title")]
     return [Col(table, c) for c in names]
 
 
 def _labels(ctx: LinkContext, table: TableInfo) -> list[Col]:
+    """The columns that name a row of ``table`` in an answer: its one name column, a
+    person's first and last name, else its key."""
+    if not any(c.name.lower() == "name" for c in table.columns):
+        person = _person_name(table)
+        if person:
+            return person
     names = _name_columns(table)
     if len(names) == 1:
         return names

@@ -53,6 +53,8 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
     if keep_all and plan.entity is not None:
         base = plan.entity
     outer = keep_all  # outer joins from the grouped entity: sums of no rows are 0
+    if not keep_all:
+        lift_condition(plan)
     ordered = [base] + [t for t in tables if t is not base]
     for d in plan.dims:
         if d.col.table not in ordered:
@@ -164,6 +166,26 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         explain_plan(ctx, plan, base),
         tuple(ctx.applied),
     )
+
+
+def lift_condition(plan: Plan) -> None:
+    """ "How many inactive customers per state": when the one measure carries the only
+    condition, it is a condition on the rows (WHERE), not on that measure (FILTER). The
+    two differ only in groups with no such rows: FILTER lists every state, most with 0,
+    which is not what was asked; WHERE lists the states that have some. A condition
+    stays on its measure when another measure is beside it ("inactive and all
+    customers"), inside a share or formula, or when the question keeps every group
+    ("for all states", handled by the caller), or when a HAVING test counts rows too."""
+    if len(plan.measures) != 1 or not plan.dims:
+        return
+    measure = plan.measures[0]
+    plain = ("COUNT", "COUNT_DISTINCT", "COUNT_COL", "SUM", "AVG", "MIN", "MAX")
+    if measure.filter is None or measure.func not in plain:
+        return
+    if plan.having:
+        return  # a count in HAVING may be of all rows: the condition stays where it is
+    plan.filters.append(measure.filter)
+    measure.filter = None
 
 
 def keeps_all(ctx: LinkContext, plan: Plan, base: TableInfo) -> bool:

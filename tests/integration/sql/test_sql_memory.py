@@ -13,6 +13,7 @@ import grpc
 import psycopg
 import pytest
 
+from services.sql import MemorySettings
 from services.sql._memory import APP_ROLE, app_conninfo
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
@@ -115,7 +116,7 @@ async def test_the_real_model_reuses_value_swaps_and_paraphrases_but_not_other_q
     )
     assert paraphrase.confirmed_pair.pair_id == taught.pair.pair_id
     # a reworded hit: the stored vector compared with the question's (not the same template)
-    assert 0.86 <= paraphrase.confirmed_pair.similarity < 0.9999
+    assert MemorySettings().paraphrase_similarity <= paraphrase.confirmed_pair.similarity < 0.9999
     for other in (
         "How many contacts are there?",
         "How many opportunities are in the Retail industry?",

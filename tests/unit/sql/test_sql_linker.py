@@ -456,7 +456,7 @@ def test_never_with_a_verb_naming_a_table_is_an_anti_join() -> None:
 
 def test_bottom_n_by_a_column_lists_the_entity_with_the_column() -> None:
     sql = _sql("Which 3 products have the lowest price?", SHOP)
-    assert sql.startswith("SELECT t0.pid AS pid, t0.name AS name, t0.price AS price")
+    assert sql.startswith("SELECT t0.name AS name, t0.price AS price")
     assert "ORDER BY price ASC NULLS LAST" in sql and sql.endswith("LIMIT 3")
 
 
@@ -574,3 +574,62 @@ def test_a_definition_is_reported_applied_only_when_it_changed_the_statement() -
     plain = QuestionLinker("How many customers are there?", vocabulary, TODAY).link()
     linked = QuestionLinker("How many customers are there?", vocabulary, TODAY, (same,)).link()
     assert linked.sql == plain.sql and linked.applied == ()
+
+
+# A clinic: a person's name in two columns beside another "…name" column (the school's).
+CLINIC = Catalog(
+    "clinic",
+    (
+        TableInfo(
+            "public",
+            "doctors",
+            columns=(
+                _col("doc_id"),
+                _col("first_name", "text"),
+                _col("last_name", "text"),
+                _col("med_school_name", "text"),
+                _col("specialty", "text", ("dermatology", "oncology")),
+            ),
+            primary_key=("doc_id",),
+        ),
+        TableInfo(
+            "public",
+            "treatments",
+            columns=(
+                _col("treatment_id"),
+                _col("doc_id"),
+                _col("status", "text", ("done", "planned")),
+            ),
+            primary_key=("treatment_id",),
+            foreign_keys=(ForeignKeyInfo(("doc_id",), "public.doctors", ("doc_id",)),),
+        ),
+    ),
+)
+
+
+def test_a_condition_on_the_one_measure_of_a_grouping_filters_the_rows() -> None:
+    """ "How many inactive customers per country": the countries that have some, each
+    with its count (WHERE), not every country with most at 0 (FILTER)."""
+    sql = _sql("How many inactive customers are there in each country?", BROKER)
+    assert "FILTER" not in sql
+    assert "WHERE (t0.sbcuststatus = 'inactive') GROUP BY t0.sbcustcountry" in sql
+
+
+def test_which_n_rows_have_the_most_is_the_top_n_by_a_count() -> None:
+    sql = _sql("Which 2 doctors have the most treatments?", CLINIC)
+    assert sql.startswith("SELECT t1.first_name AS first_name, t1.last_name AS last_name, COUNT(*)")
+    assert "ORDER BY count DESC NULLS LAST" in sql and sql.endswith("LIMIT 2")
+    assert _sql("Which 2 doctors have the most treatments?", CLINIC) != _sql(
+        "Which doctors have the most treatments?", CLINIC
+    )
+
+
+def test_which_n_rows_with_no_ranking_is_not_a_cut_of_arbitrary_rows() -> None:
+    with pytest.raises(LinkError, match="does not use the number 2"):
+        _sql("Which 2 doctors have treatments?", CLINIC)
+
+
+def test_a_person_is_named_by_first_and_last_name_not_another_name_column() -> None:
+    sql = _sql("Which doctor has the most treatments?", CLINIC)
+    assert "first_name" in sql and "last_name" in sql
+    assert "med_school_name" not in sql

@@ -34,7 +34,10 @@ from services.sql._reuse import (
     names_schema,
     read,
     roles_differ,
+    stem,
 )
+from services.sql._stored import StoredValues
+from services.sql._words import lemma
 
 # --- reading questions ------------------------------------------------------------------
 
@@ -290,13 +293,18 @@ async def test_a_paraphrase_that_swaps_a_schema_word_is_a_miss(catalog: Catalog)
 
 async def test_below_the_paraphrase_similarity_a_reworded_question_is_a_miss(catalog: Catalog):
     runner = RecordingRunner()
+    floor = MemorySettings().paraphrase_similarity
     stored = _near("How many companies are in Germany?",
-                   "SELECT count(*) FROM companies WHERE country = 'Germany'", 0.82)  # fmt: skip
+                   "SELECT count(*) FROM companies WHERE country = 'Germany'",
+                   floor - 0.02)  # fmt: skip
     asked = "What number of companies do we have located in Germany?"
-    strict, near = await _memory([stored], runner).reuse("acme", TARGET, catalog, asked, LIMITS)
+    strict, near = await _memory(
+        [stored], runner, min_similarity=floor - 0.1, min_agreement=0.0
+    ).reuse("acme", TARGET, catalog, asked, LIMITS)
     assert strict is None
     assert [n.pair.pair_id for n in near] == [stored.pair.pair_id]  # examples for a model
-    lenient = _memory([stored], runner, paraphrase_similarity=0.8, min_agreement=0.0)
+    lenient = _memory([stored], runner, min_similarity=floor - 0.1,
+                      paraphrase_similarity=floor - 0.05, min_agreement=0.0)  # fmt: skip
     loose, _ = await lenient.reuse("acme", TARGET, catalog, asked, LIMITS)
     assert loose is not None
 
@@ -422,10 +430,16 @@ class OtherModelStore(FakeStore):
         return {key: ("another-model", vector) for key, (_, vector) in found.items()}
 
 
+BELOW_FLOOR = MemorySettings().min_similarity - 0.01
+
+
 @pytest.mark.parametrize(
     ("store", "embedder"),
     [
-        (FakeStore([_near(GERMANY.pair.question, GERMANY.pair.sql, 0.79)]), CountingEmbedder()),
+        (
+            FakeStore([_near(GERMANY.pair.question, GERMANY.pair.sql, BELOW_FLOOR)]),
+            CountingEmbedder(),
+        ),
         (OtherModelStore([GERMANY]), CountingEmbedder()),
         (FakeStore([GERMANY]), FakeEmbedder(down=True)),
     ],
@@ -520,3 +534,56 @@ def test_an_adaptation_says_which_values_it_replaced():
     adapted = adapt("SELECT count(*) FROM f WHERE src = 'JFK' AND dst = 'ORD'", stored, asked)
     assert adapted.replaced == (("JFK", "ORD"), ("ORD", "JFK"))
     assert "src = 'ORD' AND dst = 'JFK'" in adapted.sql
+
+
+# --- reworded questions: what makes two questions the same one ---------------------------
+
+
+def test_inflections_of_one_word_compare_as_one():
+    assert stem("earned") == stem("earnings") == stem("earning") == "earn"
+    assert lemma("running") == "run" and lemma("planning") == "plan" and lemma("opening") == "open"
+
+
+def test_a_capitalised_word_naming_the_schema_is_no_value(catalog: Catalog):
+    question = 'How many opportunities does Company "Acme" have?'
+    assert len(read(question).literals) == 2  # without the catalog: a name, then a value
+    assert read(question, StoredValues.of(catalog)).literals == (Literal("text", "Acme"),)
+
+
+async def _reused(catalog: Catalog, taught: tuple[str, str], asked: str, **kw: Any) -> bool:
+    runner = RecordingRunner()
+    result, _ = await _memory([_near(*taught)], runner, **kw).reuse(
+        "acme", TARGET, catalog, asked, LIMITS
+    )
+    return result is not None
+
+
+async def test_a_number_does_not_stand_for_the_column_it_was_compared_with(catalog: Catalog):
+    """ "more than 50000 opportunities" counts opportunities; the taught question compared
+    50000 with their amount. A text value names its column ("in Germany" is the country)."""
+    sql = ("SELECT DISTINCT c.name FROM companies c JOIN opportunities o "
+           "ON o.company_id = c.company_id WHERE o.amount > 50000")  # fmt: skip
+    taught = ("Which companies have opportunities with an amount above 50000?", sql)
+    assert not await _reused(catalog, taught, "Which companies have above 50000 opportunities?")
+    by_country = ("How many companies are there whose country is Germany?",
+                  "SELECT count(*) FROM companies WHERE country = 'Germany'")  # fmt: skip
+    assert await _reused(catalog, by_country, "How many companies are there in Germany?")
+
+
+async def test_opposite_ends_are_another_question(catalog: Catalog):
+    taught = ("What is the minimum amount of all opportunities?",
+              "SELECT min(amount) FROM opportunities")  # fmt: skip
+    assert await _reused(catalog, taught, "What is the lowest amount of all opportunities?")
+    assert not await _reused(catalog, taught, "What is the highest amount of all opportunities?")
+
+
+async def test_a_word_exchanged_for_another_is_another_question(catalog: Catalog):
+    """Beyond the question's form ("give the number of") and its values, a word said in
+    place of another ("departed from" for "moved to") asks something else, however
+    similar the rest; checked with the word-agreement floor off."""
+    taught = ("How many companies moved to Germany?",
+              "SELECT count(*) FROM companies WHERE country = 'Germany'")  # fmt: skip
+    assert not await _reused(catalog, taught, "How many companies departed from Germany?",
+                             min_agreement=0.0)  # fmt: skip
+    assert await _reused(catalog, taught, "Give the number of companies that moved to Germany.",
+                         min_agreement=0.0)  # fmt: skip
