@@ -227,6 +227,9 @@ class _Run:
         self.deadline_hit = False
         self.cap_hit = False
         self.replan_limit_hit = False
+        # SQL steps that stand in for a search that found nothing: where the tenant has
+        # no database they are no attempt (no replan spent, nothing to report)
+        self.fallbacks: set[str] = set()
         self.fatal: Exception | None = None
         self.degradations: list[Degradation] = []
         self.timings: dict[str, float] = {}
@@ -489,6 +492,12 @@ class _Run:
                 taken.add(fresh)
                 renames[step.id] = fresh
         steps = [rename(s, renames) for s in steps] if renames else steps
+        if failed.tool is ToolName.SEMANTIC_SEARCH:
+            self.fallbacks.update(
+                s.id
+                for s in steps
+                if s.tool is ToolName.SQL_QUESTION and s.query == failed.step.query
+            )
         try:
             validate(
                 steps, completed=succeeded, max_steps=self.settings.max_plan_steps, tools=TOOLS
@@ -574,6 +583,12 @@ class _Run:
                 # The caller named no database and the tenant has none: not the caller's
                 # error. The step fails, the replan answers from documents, and the answer
                 # says why it holds no records.
+                if run.step_id in self.fallbacks:
+                    # the records were only a second try after the documents: they hold
+                    # nothing here (no answer is missing for it), and no replan was spent
+                    run.status, run.failure_reason = Status.EMPTY, exc.reason
+                    self.replans -= 1
+                    return
                 run.status, run.failure_reason = Status.FAILED, exc.reason
                 self.degrade(
                     "NO_DATABASE",

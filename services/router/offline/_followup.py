@@ -258,7 +258,8 @@ def _statement_slots(prior: PriorTurn) -> list[tuple[int, int, str]]:
         literal = (match.group(1) or match.group(2)).replace("''", "'").strip()
         if not literal or (match.group(2) and re.fullmatch(r"(?:19|20)\d\d", literal)):
             continue  # a year is a period: time shifts handle it
-        found = re.search(rf"(?<![\w-]){re.escape(literal)}(?![\w-])", body, re.I)
+        # the value as said, plural too ("dogs" for 'dog')
+        found = re.search(rf"(?<![\w-]){re.escape(literal)}(?:e?s)?(?![\w-])", body, re.I)
         if found and not any(a <= found.start() < b for a, b, _ in spans):
             spans.append((found.start(), found.end(), found.group(0)))
     return sorted(spans)
@@ -278,11 +279,24 @@ def _trimmed_value(value: str, body: str, end: int) -> str:
     return " ".join(words) or value
 
 
+def _without_said_context(value: str, body: str, slots: Sequence[tuple[int, int, str]]) -> str:
+    """ "grade 12" after "… in grade 9": the words the earlier question says just before
+    a compared value ("grade") name its column again; the new value is what follows."""
+    words = value.split()
+    for start, _, _ in slots:
+        before = re.findall(r"[\w'-]+", body[:start])
+        for size in range(min(len(words) - 1, len(before)), 0, -1):
+            if [w.lower() for w in words[:size]] == [w.lower() for w in before[-size:]]:
+                return " ".join(words[size:])
+    return value
+
+
 def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | None:
     """The prior question with one named value replaced by ``value``: the value its
     statement compared when one fits (a number for a number), else a slot read from the
     question's shape."""
     body = _body(prior.resolved_question)
+    value = _without_said_context(value, body, _statement_slots(prior))
     numeric = bool(re.fullmatch(r"\d+(?:\.\d+)?", value))
     compared = [s for s in _statement_slots(prior) if s[2].replace(".", "").isdigit() == numeric]
     if len(compared) == 1:
@@ -476,7 +490,30 @@ def _narrowed(question: str, condition: str) -> Resolution:
         if len(words) > 1 and re.search(rf"\b{re.escape(words[-1].lower())}\b", body):
             words = words[:-1]  # "female patients" after a question about patients
         condition = f"that are {' '.join(words)}"
-    return Resolution(FollowUpKind.FILTER, f"{_body(question)} {condition}?")
+    return Resolution(FollowUpKind.FILTER, _after_subject(_body(question), condition) + "?")
+
+
+_LISTED = re.compile(r"^(?P<head>(?:which|what)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+s)\s+(?P<rest>\S.*)$",
+                     re.I)  # fmt: skip
+
+
+_NOT_NOUNS = frozenset({"is", "was", "has", "does", "this", "its", "his", "as", "us"})
+
+
+def _after_subject(body: str, condition: str) -> str:
+    """The condition where it qualifies the rows listed: right after the plural noun a
+    "which …" question opens with ("Which teachers older than 30 teach Math"), else at
+    the end; at the end it would read as part of the last phrase ("teach Math older
+    than 30")."""
+    listed = _LISTED.match(body)
+    noun = listed.group("head").split()[-1].lower() if listed else ""
+    if (
+        listed is None
+        or noun in _NOT_NOUNS
+        or listed.group("rest").lower().startswith(("of ", "and ", "or "))
+    ):
+        return f"{body} {condition}"
+    return f"{listed.group('head')} {condition} {listed.group('rest')}"
 
 
 def _document_question(question: str) -> bool:

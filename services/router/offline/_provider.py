@@ -162,7 +162,7 @@ class DeterministicProvider:
         failed = next((s for s in request.plan.steps if s.id == request.failed_step_id), None)
         if failed is None:
             return self._result(Role.REPLAN, Plan((), "The failed step is not in the plan."))
-        taken = {s.id for s in request.plan.steps}
+        taken = {s.id for s in request.plan.steps} | finished  # every id of this run
         replacement = self._alternative(failed, request.tools, taken)
         steps: list[PlanStep] = []
         if replacement is not None:
@@ -195,25 +195,34 @@ class DeterministicProvider:
     def _alternative(
         failed: PlanStep, tools: tuple[ToolName, ...], taken: set[str]
     ) -> PlanStep | None:
-        """Intent → free-form SQL → semantic search; a failed search is retried as keywords."""
+        """The other engine first, then the search again as keywords.
+
+        Intent → free-form SQL → semantic search. A question of its own (no earlier
+        result bound in, no scope) that the documents could not answer goes to the
+        records next: "Which teachers teach Math?" has no countable cue, but the
+        warehouse may hold exactly that (the SQL service refuses what its schema does
+        not say); if that fails too, the search is retried as keywords. A search bound
+        to earlier results is retried as keywords only.
+        """
         base_id = re.sub(r"r\d+$", "", failed.id)
         suffix = 1
         while f"{base_id}r{suffix}" in taken:
             suffix += 1
         new_id = f"{base_id}r{suffix}"
+        own_question = not failed.depends_on and failed.scope is None
         chain = {
             ToolName.SQL_INTENT: [ToolName.SQL_QUESTION, ToolName.SEMANTIC_SEARCH],
-            ToolName.SQL_QUESTION: [ToolName.SEMANTIC_SEARCH],
-            ToolName.SEMANTIC_SEARCH: [],
-        }[failed.tool]
+            ToolName.SQL_QUESTION: [ToolName.SEMANTIC_SEARCH] if suffix == 1 else [],
+            ToolName.SEMANTIC_SEARCH: [ToolName.SQL_QUESTION] if suffix == 1 and own_question
+            else [],
+        }[failed.tool]  # fmt: skip
         for tool in chain:
             if tool in tools:
                 return PlanStep(new_id, tool, failed.query, failed.depends_on)
-        if (
-            failed.tool is ToolName.SEMANTIC_SEARCH
-            and suffix == 1
-            and ToolName.SEMANTIC_SEARCH in tools
-        ):
+        searched_first = (
+            failed.tool is ToolName.SEMANTIC_SEARCH and suffix == 1 and not own_question
+        ) or (failed.tool is ToolName.SQL_QUESTION and suffix == 2)
+        if searched_first and ToolName.SEMANTIC_SEARCH in tools:
             query = _extractive.rewrite(failed.query, (failed.query,), ()).query
             # Keep the bindings of earlier results the original query relied on.
             bindings = re.findall(r"\{\{[^}]+\}\}", failed.query)

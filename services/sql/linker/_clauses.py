@@ -579,6 +579,10 @@ def _items(reading: _Reading, read: _Read, at: int) -> int:
             break
         columns = reading.longest(i, ("column",))
         tables = reading.longest(i, ("table",))
+        kind = _counted_kind(reading, read, i) if not (tables or columns or pending) else None
+        if kind is not None:
+            i = kind
+            continue
         if tables and not pending and (not columns or _table_first(tables, columns)):
             table = tables[0].table
             assert table is not None
@@ -627,6 +631,25 @@ def _items(reading: _Reading, read: _Read, at: int) -> int:
     if pending:
         raise Decline("an aggregate names no column")
     return i
+
+
+def _counted_kind(reading: _Reading, read: _Read, i: int) -> int | None:
+    """ "How many dogs are owned by students": the counted noun is a stored value (a
+    pet's type), so the rows counted are its table's where the column holds it; where
+    that noun ends, or None when it is no such value (or values of several tables)."""
+    values = [m for m in reading.longest(i, ("value",)) if m.col is not None]
+    if read.kind != "count" or read.items or not values:
+        return None
+    if len({m.col.table.qualified for m in values if m.col is not None}) != 1:
+        return None
+    table = values[0].col.table  # type: ignore[union-attr]
+    end = values[0].end
+    read.items.append(_Item("COUNT", i, end, table=table))
+    read.conditions.append(_Condition(i, end, values, "=", ""))
+    read.mention_table(table)
+    read.entity = read.entity or table
+    reading.use(i, end)
+    return end
 
 
 def read_clauses(ctx: LinkContext) -> Plan:

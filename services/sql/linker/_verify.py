@@ -34,6 +34,7 @@ from sqlglot import exp
 
 from services.sql._calendar import ISO_DATE, WRITTEN_DATE
 from services.sql._parsing import parse_statements
+from services.sql._words import stem
 from services.sql.linker._context import LinkContext
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._plan import LinkError
@@ -102,6 +103,9 @@ class StatementFacts:
     ranked: bool = False
     # equality conditions ANDed in one WHERE: (table, column) -> values
     required: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # what the outer GROUP BY groups by: (table, column), and the grain of a DATE_TRUNC
+    groups: set[tuple[str, str]] = field(default_factory=set)
+    grains: set[str] = field(default_factory=set)
 
 
 def statement_facts(sql: str) -> StatementFacts:
@@ -158,6 +162,19 @@ def statement_facts(sql: str) -> StatementFacts:
         for s in every(exp.Select)
         if s is not tree
     )
+    group = tree.args.get("group")
+    selected = tree.expressions if isinstance(tree, exp.Select) else []
+    for said in group.expressions if group is not None else ():
+        key = said
+        if isinstance(said, exp.Literal) and said.is_int and 0 < int(said.this) <= len(selected):
+            key = selected[int(said.this) - 1]  # GROUP BY 1: the first output
+        for column in key.find_all(exp.Column):
+            if column.table in aliases:
+                facts.groups.add((aliases[column.table], column.name))
+        for trunc in key.find_all(exp.DateTrunc, exp.TimestampTrunc):
+            facts.grains.add(str(trunc.args.get("unit") or "").strip("'").lower())
+        for literal in key.find_all(exp.Literal):
+            facts.grains.add(literal.this.lower())
     where = tree.args.get("where")
     if where is not None:
         for condition in _conjuncts(where.this):
@@ -211,6 +228,8 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     each = _EACH.search(text)
     if each and facts.aggregates and not facts.grouped and not facts.ranked:
         raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
+    if facts.grouped:
+        _groups_by_each(ctx, text, facts)
     if facts.grouped and _COUNT_HEAD.match(text) and not _GROUPING.search(text):
         raise LinkError("the question asks for one count, the statement counts per group")
     distinct = _DISTINCT.search(text)
@@ -255,6 +274,34 @@ def _without_bounds(text: str, *, ordered: bool) -> str:
         text = re.sub(rf"{sup}(?=[^.?;,]{{0,40}}\bfirst\b)", " ", text)
         text = re.sub(rf"\b(?:order|sort|rank|arrange)\w*\s+(?:\w+\s+){{0,4}}?{sup}", " ", text)
     return text
+
+
+_EACH_WORD = re.compile(
+    r"\b(?:each|for every)\s+(?:(?:of|the|one|single|individual|last|past|\d+)\s+)*([a-z]+)"
+)
+
+
+def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
+    """ "in each year" grouped by employee is another answer: the word after "each" (or
+    "for every") names what a grouped column, its table or a time grain says, or the
+    statement is refused. (Only words of the catalog are held to it: "each one" names
+    nothing to check.)"""
+    words = [m.group(1) for m in _EACH_WORD.finditer(text)]
+    if not words:
+        return
+    said: set[str] = set(facts.grains)
+    for table, column in facts.groups:
+        said.update(ctx.vocab.column_words.get((table, column), []))
+        said.update(re.findall(r"[a-z]+", column.lower()))
+        said.update(ctx.vocab.table_words.get(table, []))
+        said.update(w for name in ctx.vocab.table_aliases.get(table, []) for w in name)
+    said = {stem(w) for w in said}
+    known = {stem(w) for words in ctx.vocab.column_words.values() for w in words}
+    known |= {w for words in ctx.vocab.table_words.values() for w in words}
+    known |= {"year", "month", "week", "day", "quarter", "hour"}
+    for each in words:
+        if stem(each) in known and stem(each) not in said:
+            raise LinkError(f"the statement does not group by {each!r}")
 
 
 def _column_words(ctx: LinkContext, facts: StatementFacts) -> set[str]:

@@ -368,3 +368,36 @@ async def test_a_count_question_is_not_answered_with_a_number_of_something_else(
     )
     assert not any(c.kind is CitationKind.PASSAGE for c in answer.citations)
     assert answer.outcome is not Outcome.ANSWERED
+
+
+async def test_a_question_the_documents_cannot_answer_is_asked_of_the_records():
+    """ "Which teachers teach Math?" has no countable cue and goes to the documents
+    first; when they hold nothing, the records answer it."""
+    sql = FakeSql(rows=(("Ms Smith",),))
+    answer = await make_router(FakeSearch(hits=()), sql, max_rewrites=0).ask(
+        ask("Which teachers teach Math?"), request_id="r"
+    )
+    assert [r.tool for r in answer.trajectory] == [
+        ToolName.SEMANTIC_SEARCH,
+        ToolName.SQL_QUESTION,
+    ]
+    assert [q for q, _, _ in sql.calls] == ["Which teachers teach Math?"]
+    assert answer.outcome is Outcome.ANSWERED
+    assert any(c.kind is CitationKind.SQL_RESULT for c in answer.citations)
+
+
+async def test_the_records_tried_for_a_tenant_without_a_database_change_nothing():
+    """No database to try is not a failure the answer reports: not found, as before, and
+    the keyword search still gets its replan."""
+    search = FakeSearch(hits=())
+    answer = await make_router(search, FakeSql(fail_for=_not_allowed), max_rewrites=0).ask(
+        ask("Which teachers teach Math?"), request_id="r"
+    )
+    assert answer.outcome is Outcome.NOT_FOUND
+    assert "NO_DATABASE" not in {d.reason for d in answer.degradations}
+    assert [r.tool for r in answer.trajectory] == [
+        ToolName.SEMANTIC_SEARCH,
+        ToolName.SQL_QUESTION,
+        ToolName.SEMANTIC_SEARCH,
+    ]
+    assert len(search.calls) == 2  # the question, then its keywords

@@ -209,3 +209,44 @@ def test_a_regroup_said_with_as_well_keeps_the_grouping():
         STATES.sql, Relation.REGROUP, dimension="model year", add=True
     )
     assert resolution.question == "How many customers are there in each state and by model year?"
+
+
+GRADE = PriorTurn(
+    "Which high schoolers are in grade 9?",
+    "Which high schoolers are in grade 9?",
+    sql="SELECT name FROM highschooler WHERE grade = 9",
+)
+DOGS = PriorTurn(
+    "How many dogs are owned by students?",
+    "How many dogs are owned by students?",
+    sql="SELECT COUNT(*) FROM pets WHERE pettype = 'dog'",
+)
+MATH = PriorTurn(
+    "Which teachers teach Math?",
+    "Which teachers teach Math?",
+    sql="SELECT name FROM teacher JOIN course ON course.id = teacher.course_id "
+    "WHERE course.course = 'Math'",
+)
+
+
+@pytest.mark.parametrize(
+    ("prior", "question", "resolved"),
+    [
+        # the new value said with its column again: only the value is swapped
+        (GRADE, "And grade 12?", "Which high schoolers are in grade 12?"),
+        # the compared value said in the plural
+        (DOGS, "and cats?", "How many cats are owned by students?"),
+    ],
+)
+def test_a_value_said_with_its_column_or_in_the_plural_is_still_swapped(prior, question, resolved):
+    resolution = resolve(question, [prior])
+    assert resolution.kind is FollowUpKind.VALUE_SWAP
+    assert resolution.question == resolved
+
+
+def test_a_narrowing_qualifies_the_rows_a_which_question_lists():
+    """After the listed noun, not at the end, where it would read as part of "teach
+    Math"."""
+    resolution = resolve("only the ones older than 30", [MATH])
+    assert resolution.kind is FollowUpKind.FILTER
+    assert resolution.question == "Which teachers older than 30 teach Math?"

@@ -633,3 +633,68 @@ def test_a_person_is_named_by_first_and_last_name_not_another_name_column() -> N
     sql = _sql("Which doctor has the most treatments?", CLINIC)
     assert "first_name" in sql and "last_name" in sql
     assert "med_school_name" not in sql
+
+
+PETS = Catalog(
+    "pets",
+    (
+        TableInfo(
+            "public",
+            "student",
+            columns=(_col("stuid"), _col("fname", "text"), _col("age")),
+            primary_key=("stuid",),
+        ),
+        TableInfo(
+            "public",
+            "has_pet",
+            columns=(_col("stuid"), _col("petid")),
+            foreign_keys=(
+                ForeignKeyInfo(("stuid",), "public.student", ("stuid",)),
+                ForeignKeyInfo(("petid",), "public.pets", ("petid",)),
+            ),
+        ),
+        TableInfo(
+            "public",
+            "pets",
+            columns=(_col("petid"), _col("pettype", "text", ("cat", "dog")), _col("weight")),
+            primary_key=("petid",),
+        ),
+    ),
+)
+AWARDS = Catalog(
+    "awards",
+    (
+        TableInfo(
+            "public",
+            "employee",
+            columns=(
+                _col("employee_id"),
+                _col("name", "text"),
+                _col("city", "text", ("Bath", "Bristol")),
+            ),
+            primary_key=("employee_id",),
+        ),
+        TableInfo(
+            "public",
+            "evaluation",
+            columns=(_col("employee_id"), _col("year_awarded", "text"), _col("bonus", "real")),
+            foreign_keys=(ForeignKeyInfo(("employee_id",), "public.employee", ("employee_id",)),),
+        ),
+    ),
+)
+
+
+def test_a_counted_noun_that_is_a_stored_value_counts_its_tables_rows() -> None:
+    sql = _sql("How many dogs are owned by students?", PETS)
+    assert sql.startswith("SELECT COUNT(*) AS count FROM public.pets AS t0")
+    assert "(t0.pettype = 'dog')" in sql and "public.student" in sql
+
+
+def test_a_grouping_that_is_not_what_follows_each_is_refused() -> None:
+    """ "in each year" answered per employee was a confident wrong answer."""
+    question = "What is the total bonus awarded in each year to employees from Bristol?"
+    with pytest.raises(LinkError, match="does not group by 'year'"):
+        _sql(question, AWARDS)
+    # grouped by what follows "each", the same words answer
+    assert "GROUP BY t0.year_awarded" in _sql("What is the total bonus for each year awarded?",
+                                              AWARDS)  # fmt: skip

@@ -245,7 +245,7 @@ PLAN = Plan(
             "s2",
             ("s1",),
             [
-                ("s2r1", ToolName.SEMANTIC_SEARCH, "pricing policy cost guideline rule", ()),
+                ("s2r1", ToolName.SQL_QUESTION, "pricing policy", ()),
                 ("s3", ToolName.SEMANTIC_SEARCH, "call notes for {{s1}}", ("s1",)),
             ],
         ),
@@ -255,7 +255,7 @@ PLAN = Plan(
             [("s3r1", ToolName.SEMANTIC_SEARCH, "call notes meeting memo writeup {{s1}}", ("s1",))],
         ),
     ],
-    ids=["intent-to-sql-question", "search-rewritten", "dependent-search-rewritten"],
+    ids=["intent-to-sql-question", "own-search-to-the-records", "dependent-search-rewritten"],
 )
 async def test_replan_keeps_completed_work(
     deterministic: DeterministicProvider,
@@ -271,6 +271,25 @@ async def test_replan_keeps_completed_work(
     got = [(s.id, s.tool, s.query, s.depends_on) for s in result.output.steps]
     assert got == expected
     assert not {s.id for s in result.output.steps} & set(done)
+
+
+async def test_a_search_the_records_could_not_answer_either_is_retried_as_keywords(
+    deterministic: DeterministicProvider,
+) -> None:
+    """Documents, then the records, then the documents again by keywords; then no more.
+    Each request carries the current steps and every finished one's outcome, as the
+    engine sends them."""
+    first = StepOutcome("s1", False, "empty")
+    records = StepOutcome("s1r1", False, "unanswerable")
+    current = Plan((PlanStep("s1r1", ToolName.SQL_QUESTION, "pricing policy"),))
+    result = await deterministic.replan(ReplanRequest("q", current, (first, records), "s1r1"))
+    got = [(s.id, s.tool, s.query) for s in result.output.steps]
+    assert got == [("s1r2", ToolName.SEMANTIC_SEARCH, "pricing policy cost guideline rule")]
+    keywords = StepOutcome("s1r2", False, "empty")
+    result = await deterministic.replan(
+        ReplanRequest("q", result.output, (first, records, keywords), "s1r2")
+    )
+    assert result.output.steps == ()
 
 
 async def test_replan_gives_up_after_a_rewritten_search_fails(
