@@ -267,6 +267,12 @@ def read(question: str, values: StoredValues | None = None) -> Reading:
         if name and previous_name and gap == " ":
             # Adjacent capitalised words are one name ("New York").
             literals[-1] = Literal("text", f"{literals[-1].value} {value}")
+        elif kind == "text" and any(
+            lit.kind == "text" and lit.value.lower() == value.lower() for lit in literals
+        ):
+            # "Who are Kyle's friends? … the high schoolers Kyle is friends with": a name
+            # said again is the same value, not a second one
+            tokens.append(_MASK[kind])
         elif kind:
             literals.append(Literal(kind, value, unit if kind == "number" else ""))
             tokens.append(_MASK[kind])
@@ -382,7 +388,13 @@ _SAME_MEASURE = {
     **{word: f"{kind}()" for word, kind in _MEASURE_WORDS.items() if word != "total"},
     **dict.fromkeys(("minimum", "min", "lowest", "smallest", "least", "fewest"), "min()"),
     **dict.fromkeys(("maximum", "max", "highest", "largest", "most", "greatest"), "max()"),
-}
+    # a comparison's direction, however said ("more than", "above", "older than")
+    **dict.fromkeys(("more", "greater", "higher", "larger", "bigger", "above", "over",
+                     "exceeding", "older", "heavier", "taller", "longer", "after", "later"),
+                    "gt()"),
+    **dict.fromkeys(("less", "fewer", "lower", "smaller", "below", "under", "younger",
+                     "lighter", "shorter", "cheaper", "before", "earlier"), "lt()"),
+}  # fmt: skip
 
 
 def measures(reading: Reading) -> frozenset[str]:
@@ -401,13 +413,15 @@ def measures(reading: Reading) -> frozenset[str]:
 
 
 def opposite_ends(stored: Reading, asked: Reading) -> bool:
-    """Whether one question asks for the low end where the other asks for the high one
-    ("the minimum age" and "the highest age", "the most" and "the fewest")."""
+    """Whether one question asks for the low end or side where the other asks for the
+    high one ("the minimum age" and "the highest age", "at least" and "at most", "more
+    than" and "fewer than", "older" and "younger"): the same words otherwise, the
+    opposite answer."""
     kept, wanted = content_words(stored), content_words(asked)
     return any(
         low in one - other and high in other - one
         for one, other in ((kept, wanted), (wanted, kept))
-        for low, high in (("min()", "max()"),)
+        for low, high in (("min()", "max()"), ("lt()", "gt()"))
     )
 
 

@@ -60,6 +60,12 @@ def test_reading_finds_the_literals_in_order(question, literals):
     assert list(read(question).literals) == literals
 
 
+def test_a_name_said_twice_is_one_value():
+    reading = read("Who are Kyle's friends? List the names of the high schoolers Kyle likes.")
+    assert reading.literals == (Literal("text", "Kyle"),)
+    assert reading.owners == {"kyle"}
+
+
 def test_the_template_masks_values_so_a_swap_leaves_it_unchanged():
     a = read("How many Toyota cars were sold in the last 30 days?")
     b = read("How many Ford cars were sold in the last 90 days?")
@@ -575,6 +581,10 @@ async def test_opposite_ends_are_another_question(catalog: Catalog):
               "SELECT min(amount) FROM opportunities")  # fmt: skip
     assert await _reused(catalog, taught, "What is the lowest amount of all opportunities?")
     assert not await _reused(catalog, taught, "What is the highest amount of all opportunities?")
+    more = ("How many companies have more than 100 employees?",
+            "SELECT count(*) FROM companies WHERE employee_count > 100")  # fmt: skip
+    assert await _reused(catalog, more, "How many companies have above 100 employees?")
+    assert not await _reused(catalog, more, "How many companies have fewer than 100 employees?")
 
 
 async def test_a_word_exchanged_for_another_is_another_question(catalog: Catalog):
