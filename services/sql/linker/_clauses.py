@@ -26,11 +26,12 @@ What the reader cannot place exactly it never guesses.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from services.sql._catalog import TableInfo
-from services.sql._words import word_match
+from services.sql._words import lemma, word_match
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._mentions import (
     Chart,
@@ -174,7 +175,7 @@ _RELATION_VERBS = frozenset(
     performs happen happens occur occurs attend attends design designs create creates
     receive receives raise raises keep keeps kept serve serves offer offers provide
     provides include includes list lists exist exists appear appears register registers
-    used owned using owning held sold
+    used owned using owning held sold went become becomes became
     """.split()
 )
 
@@ -667,7 +668,7 @@ def read_clauses(ctx: LinkContext) -> Plan:
     for i, t in enumerate(reading.tokens[at:], at):
         if t.quoted or t.number is not None or t.low in _cue_words() or _glue(ctx, t):
             continue
-        if not reading.chart.covering(i):
+        if not reading.chart.covering(i) and _event_column(reading, i) is None:
             raise Decline(f"nothing read {t.text!r}")
     read = _Read(kind)
     at = _counted_head(reading, read, at)
@@ -771,6 +772,7 @@ _VERB_HAVE = ("have", "has", "had", "own", "owns", "owned", "with")
 
 def _clauses(reading: _Reading, read: _Read, at: int) -> None:
     recognisers = (
+        _event_clause,
         _order_clause,
         _group_clause,
         _top_clause,
@@ -790,6 +792,56 @@ def _clauses(reading: _Reading, read: _Read, at: int) -> None:
                 break
         else:
             i += 1
+
+
+# Parts of a date or year column's name that say it is one, beside the event it dates
+# ("open_year", "date_effective_from", "date_on_market").
+_WHEN_PARTS = frozenset({"year", "date", "time", "day", "on", "at", "from", "dt"})
+_WHEN_PREPOSITIONS = {"in": "=", "during": "=", "before": "<", "after": ">", "since": ">="}
+
+
+def _event_column(reading: _Reading, i: int) -> Col | None:
+    """The one date or year column whose name is the word at ``i`` and words saying it
+    is a date ("opened" for ``open_year``, "effective" for ``date_effective_from``)."""
+    token = reading.tokens[i] if i < reading.size else None
+    if token is None or token.quoted or token.number is not None or len(token.low) < 4:
+        return None
+    vocab = reading.ctx.vocab
+    found = []
+    for col in vocab.columns:
+        parts = vocab.column_words[col.key]
+        event = [p for p in parts if p not in _WHEN_PARTS]
+        dated = is_temporal(col.column.data_type) or "year" in parts
+        if (
+            dated
+            and len(event) == 1
+            and len(parts) > 1
+            and (
+                word_match(token.stem, event[0]) >= 0.9
+                or word_match(lemma(token.low), event[0]) >= 0.9
+            )
+        ):
+            found.append(col)
+    return found[0] if len(found) == 1 else None
+
+
+def _event_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    """ "museums opened in 2010", "templates became effective before 2005", "went on the
+    market after 2016": the word a date or year column is named after, then a year, is
+    a condition on that column (a year column compared with the year, a date column
+    kept to the year's dates)."""
+    col = _event_column(reading, i)
+    if col is None:
+        return None
+    j = i + 1
+    op = _WHEN_PREPOSITIONS.get(reading.low(j))
+    if op is None or not _is_year(reading, j + 1):
+        return None
+    year = int(reading.number(j + 1) or 0)
+    read.conditions.append(_Condition(i, j + 2, [], op, str(year), dimension="when", col=col))
+    read.mention_table(col.table)
+    reading.use(i, j + 2)
+    return j + 2
 
 
 def _order_clause(reading: _Reading, read: _Read, i: int) -> int | None:
@@ -1212,6 +1264,7 @@ def _plan(reading: _Reading, read: _Read) -> Plan:
     for condition in read.conditions:
         col = resolve.condition(condition)
         plan.filters.append((col, _condition_sql(ctx, col, condition)))
+    _no_row_meets_both(ctx, [(resolve.condition(c), c) for c in read.conditions])
     for group in read.ors:
         alternatives = []
         for condition in group:
@@ -1571,11 +1624,51 @@ def _condition_sql(ctx: LinkContext, col: Col, condition: _Condition) -> str:
                 raise Decline(f"{col.column.name} holds numbers, not {value!r}") from None
             return f"{{c}} {condition.op} {value}"
         return f"{{c}} {condition.op} {lit(value)}"
+    if condition.dimension == "when":
+        return _year_sql(col, condition.op, int(condition.value))
     if not is_number(col.column.data_type) and not is_temporal(col.column.data_type):
         raise Decline(f"{col.column.name} holds no numbers to compare")
     if is_temporal(col.column.data_type):
         raise Decline("a number compared with a date")
     return f"{{c}} {condition.op} {condition.value}"
+
+
+def _no_row_meets_both(ctx: LinkContext, conditions: list[tuple[Col, _Condition]]) -> None:
+    """ "visited both a museum opened before 2009 and one opened after 2011", "opened
+    before 2009 and opened after 2011": two conditions on one column that no row meets
+    together ask for rows meeting each in turn (a set intersection the reader does not
+    compose); ANDed they answer nothing, so the question is refused."""
+    by_column: dict[tuple[str, str], list[_Condition]] = {}
+    for col, condition in conditions:
+        by_column.setdefault(col.key, []).append(condition)
+    for said in by_column.values():
+        if len(said) < 2:
+            continue
+        if re.search(r"\bboth\b", ctx.low):
+            raise Decline("'both' of two conditions on one column: rows meeting each")
+        numbers = [
+            (c.op, float(c.value)) for c in said if re.fullmatch(r"-?\d+(?:\.\d+)?", c.value)
+        ]
+        below = [v for op, v in numbers if op in ("<", "<=")]
+        above = [v for op, v in numbers if op in (">", ">=")]
+        equal = {v for op, v in numbers if op == "="}
+        if (below and above and max(above) >= min(below)) or len(equal) > 1:
+            raise Decline("two conditions on one column that no row meets together")
+
+
+def _year_sql(col: Col, op: str, year: int) -> str:
+    """A year said of a date or year column: the year's dates (half-open) for a date; the
+    number, or its text where the column holds text, for a year."""
+    if is_temporal(col.column.data_type):
+        start, end = lit(f"{year}-01-01"), lit(f"{year + 1}-01-01")
+        return {
+            "=": f"{{c}} >= {start} AND {{c}} < {end}",
+            "<": f"{{c}} < {start}",
+            ">": f"{{c}} >= {end}",
+            ">=": f"{{c}} >= {start}",
+        }[op]
+    value = str(year) if is_number(col.column.data_type) else lit(str(year))
+    return f"{{c}} {op} {value}"
 
 
 def _tables_used(plan: Plan) -> set[str]:

@@ -698,3 +698,69 @@ def test_a_grouping_that_is_not_what_follows_each_is_refused() -> None:
     # grouped by what follows "each", the same words answer
     assert "GROUP BY t0.year_awarded" in _sql("What is the total bonus for each year awarded?",
                                               AWARDS)  # fmt: skip
+
+
+MUSEUMS = Catalog(
+    "museums",
+    (
+        TableInfo(
+            "public",
+            "museum",
+            columns=(
+                _col("museum_id"),
+                _col("name", "text"),
+                _col("open_year", "text"),
+                _col("num_of_staff"),
+            ),
+            primary_key=("museum_id",),
+        ),
+        TableInfo(
+            "public",
+            "templates",
+            columns=(
+                _col("template_id"),
+                _col("template_type_code", "text"),
+                _col("date_effective_from", "timestamp without time zone"),
+            ),
+            primary_key=("template_id",),
+        ),
+        TableInfo(
+            "public",
+            "visit",
+            columns=(_col("museum_id"), _col("visitor_id"), _col("total_spent", "real")),
+            foreign_keys=(ForeignKeyInfo(("museum_id",), "public.museum", ("museum_id",)),),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("How many museums opened in 2010?", "(t0.open_year = '2010')"),
+        ("How many museums were opened after 2010?", "(t0.open_year > '2010')"),
+        ("How many templates became effective in 2010?",
+         "(t0.date_effective_from >= '2010-01-01' AND t0.date_effective_from < '2011-01-01')"),
+        ("How many templates became effective before 2005?",
+         "(t0.date_effective_from < '2005-01-01')"),
+    ],
+)  # fmt: skip
+def test_the_event_a_date_or_year_column_is_named_after_takes_a_year(question, condition):
+    """ "opened" names ``open_year``, "effective" ``date_effective_from``: the word a
+    date column is named after, then a year, is that column's condition."""
+    sql = _sql(question, MUSEUMS)
+    assert sql.startswith("SELECT COUNT(*) AS count FROM public.")
+    assert sql.endswith(f"WHERE {condition}")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What are the names of museums that both opened before 2009 and opened after 2011?",
+        "What are the names of museums that opened before 2009 and opened after 2011?",
+    ],
+)
+def test_two_conditions_no_row_meets_together_are_refused(question: str) -> None:
+    """Each museum meets one of them: ANDed they gave an empty, wrong answer."""
+    with pytest.raises(LinkError):
+        _sql(question, MUSEUMS)
