@@ -19,7 +19,8 @@ holds:
   car_makers.id``, ``countries.continent -> continents.contid``);
 - with the data only: the column's name holds the parent's name (``flights.sourceairport
   -> airports.airportcode``), or two text columns share a name and values (a city in two
-  tables), the weakest kind.
+  tables), the weakest kind; not when both are a handful of categories the catalog
+  samples (a status, a device type: the same labels, no reference).
 
 **Confirmation by the data.** Each candidate is checked against a bounded sample: at least
 90 % of the child's distinct values must be values of the parent's column (a few orphans
@@ -437,7 +438,10 @@ def _same_named(catalog: Catalog, seen: set[tuple[str, str, str, str]]) -> list[
                     or type_family(other.data_type) != "text"
                     or column.name in a.primary_key
                     or column.name in b.primary_key
+                    or (column.sample_values and other.sample_values)
                 ):
+                    # a few values both tables sample (a status, a type) are categories
+                    # of each, not a reference from one to the other
                     continue
                 if (b.qualified, column.name, a.qualified, column.name) in seen or (
                     a.qualified,

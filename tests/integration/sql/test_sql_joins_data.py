@@ -20,22 +20,23 @@ pytestmark = pytest.mark.integration
 
 # A shop with no declared key at all.
 SHOP = [
-    "CREATE TABLE customer (customer_id int, name text, city text)",
+    "CREATE TABLE customer (customer_id int, name text, city text, status text)",
     "CREATE TABLE item (item_id int, label text)",
-    "CREATE TABLE orders (order_id int, customer_id int, item_id int, city text)",
+    "CREATE TABLE orders (order_id int, customer_id int, item_id int, city text, status text)",
     # a bridge: both columns are named for other tables; together they never repeat
     "CREATE TABLE item_tag (item_id int, customer_id int)",
     # named for no table: 'buyer_id' holds sparse customer ids, 'slot_id' small integers
     "CREATE TABLE review (review_id int, buyer_id int, slot_id int)",
     "CREATE TABLE maker (id int, name text)",
     "CREATE TABLE gadget (gadget_id int, maker int)",
-    "INSERT INTO customer SELECT 1000 + 37 * g, 'c' || g, 'City ' || (g % 7) "
-    "FROM generate_series(1, 50) g",
+    "INSERT INTO customer SELECT 1000 + 37 * g, 'c' || g, 'City ' || (g % 30), "
+    "CASE WHEN g % 3 = 0 THEN 'inactive' ELSE 'active' END FROM generate_series(1, 50) g",
     "INSERT INTO item SELECT g, 'i' || g FROM generate_series(1, 5) g",
     # customer ids are real (one orphan: dirty data); item_id holds catalogue numbers
     # that are no keys of item at all
     "INSERT INTO orders SELECT g, CASE WHEN g = 7 THEN 999 ELSE 1000 + 37 * (1 + g % 50) END, "
-    "1000 + g, 'City ' || (g % 5) FROM generate_series(1, 300) g",
+    "1000 + g, 'City ' || (g % 25), CASE WHEN g % 4 = 0 THEN 'inactive' ELSE 'active' END "
+    "FROM generate_series(1, 300) g",
     "INSERT INTO item_tag SELECT 1 + g % 5, 1000 + 37 * (1 + g % 50) FROM generate_series(1, 40) g",
     "INSERT INTO review SELECT g, 1000 + 37 * (1 + g % 50), 1 + g % 3 "
     "FROM generate_series(1, 60) g",
@@ -87,6 +88,9 @@ async def test_keys_and_joins_come_from_names_and_values(shop) -> None:
     assert not any(child == "review" and column == "slot_id" for child, column, _ in joins)
     # two text columns sharing values: a join of last resort
     assert joins[("orders", "city", "customer")].startswith("same name and shared values")
+    # a handful of categories both tables sample (a status) is no reference: sharing
+    # 'active' and 'inactive' joined users to coupons once
+    assert not any(column == "status" for _, column, _ in joins)
     graph = JoinGraph(catalog)
     path = graph.path("public.orders", "public.customer")
     assert path is not None and [e.kind for e in path] == ["key"]
