@@ -200,8 +200,17 @@ def needs_a_name(vocab: Vocabulary, token: Token) -> bool:
 
 
 def _glue(ctx: LinkContext, token: Token) -> bool:
-    """A word of the grammar, or a verb that only relates rows."""
+    """A word of the grammar, or a verb that only relates rows; a verb form of a stored
+    value ("failed" transactions, status 'fail') states a condition, it is no glue."""
+    if token.low not in _GRAMMAR and _stored_state(ctx.vocab, token):
+        return False
     return _glue_word(ctx.vocab, token)
+
+
+def _stored_state(vocab: Vocabulary, token: Token) -> bool:
+    low = token.low
+    forms = {low, lemma(low), low[:-2] if low.endswith("ed") else "", low[:-1]}
+    return any(form in vocab.values for form in forms if len(form) > 2)
 
 
 def _glue_word(vocab: Vocabulary, token: Token) -> bool:

@@ -613,6 +613,16 @@ def test_a_condition_on_the_one_measure_of_a_grouping_filters_the_rows() -> None
     sql = _sql("How many inactive customers are there in each country?", BROKER)
     assert "FILTER" not in sql
     assert "WHERE (t0.sbcuststatus = 'inactive') GROUP BY t0.sbcustcountry" in sql
+    # ungrouped the same number; a follow-up grouping the statement then groups its rows
+    alone = _sql("How many failed transactions were there?", BROKER)
+    assert alone.endswith("WHERE (t0.sbtxstatus = 'fail')") and "FILTER" not in alone
+
+
+def test_a_verb_form_of_a_stored_value_is_a_condition_never_glue() -> None:
+    """ "the total amount of failed transactions" summed every transaction: "failed" was
+    read as a verb that only relates rows."""
+    sql = _sql("What is the total amount of failed transactions?", BROKER)
+    assert sql.endswith("WHERE (t0.sbtxstatus = 'fail')")
 
 
 def test_which_n_rows_have_the_most_is_the_top_n_by_a_count() -> None:
