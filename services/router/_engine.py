@@ -480,6 +480,10 @@ class _Run:
             self.timed("plan", started)
         # A completed step is never re-run, even when the model lists it again.
         steps = [s for s in proposal.steps if s.id not in succeeded]
+        if not steps:
+            # nothing left to try (the end of the rules' chain): no rejection to report
+            _log.info("replan: no alternative", extra={"fields": {"request_id": self.request_id}})
+            return None
         # Ids are unique across revisions: a retry that reuses a failed step's id gets a
         # fresh one, and steps that pointed at it follow.
         taken = set(self.runs) | {s.id for s in steps}

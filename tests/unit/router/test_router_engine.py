@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import grpc
@@ -386,9 +387,10 @@ async def test_a_question_the_documents_cannot_answer_is_asked_of_the_records():
     assert any(c.kind is CitationKind.SQL_RESULT for c in answer.citations)
 
 
-async def test_the_records_tried_for_a_tenant_without_a_database_change_nothing():
+async def test_the_records_tried_for_a_tenant_without_a_database_change_nothing(caplog):
     """No database to try is not a failure the answer reports: not found, as before, and
-    the keyword search still gets its replan."""
+    the keyword search still gets its replan; the end of the chain logs no rejection."""
+    caplog.set_level(logging.INFO, logger="tandem")
     search = FakeSearch(hits=())
     answer = await make_router(search, FakeSql(fail_for=_not_allowed), max_rewrites=0).ask(
         ask("Which teachers teach Math?"), request_id="r"
@@ -401,3 +403,5 @@ async def test_the_records_tried_for_a_tenant_without_a_database_change_nothing(
         ToolName.SEMANTIC_SEARCH,
     ]
     assert len(search.calls) == 2  # the question, then its keywords
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any(r.getMessage() == "replan: no alternative" for r in caplog.records)
