@@ -33,7 +33,7 @@ from sqlglot import exp
 
 from services.sql._calendar import MONTHS, WRITTEN_DATE, written_date
 from services.sql._stored import StoredValues
-from services.sql._words import lemma
+from services.sql._words import lemma, undoubled
 from services.sql._words import stem as word_stem
 
 _NUMBER_WORDS = {
@@ -355,8 +355,7 @@ def stem(word: str) -> str:
     past form too ("earned" and "earnings" both earn, "produced" and "produces" produc)."""
     base = lemma(word)
     if base.endswith("ed") and len(base) >= 6:
-        root = base[:-2]
-        return root[:-1] if root[-1] == root[-2] and root[-1] not in "aeiousl" else root
+        return undoubled(base[:-2])
     if base.endswith("e") and len(base) >= 6:
         return base[:-1]
     return base

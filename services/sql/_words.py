@@ -102,9 +102,16 @@ def lemma(word: str) -> str:
         return _IRREGULAR[word]
     base = stem(word)
     if base.endswith("ing") and len(base) >= 6:
-        root = base[:-3]  # "earning" -> earn, "running" -> run (one consonant of two)
-        return root[:-1] if root[-1] == root[-2] and root[-1] not in "aeiousl" else root
+        return undoubled(base[:-3])  # "earning" -> earn, "running" -> run
     return base
+
+
+def undoubled(root: str) -> str:
+    """A root without the consonant an inflection doubled ("runn" -> run, "shipp" ->
+    ship); "sell", "miss" and vowels are left alone."""
+    return (
+        root[:-1] if len(root) > 2 and root[-1] == root[-2] and root[-1] not in "aeiousl" else root
+    )
 
 
 def _abbreviates(short: str, word: str) -> bool:

@@ -208,6 +208,8 @@ def _glue(ctx: LinkContext, token: Token) -> bool:
 
 
 def _stored_state(vocab: Vocabulary, token: Token) -> bool:
+    """The word, as said or without its inflection ("failed", "cancelled", "dogs"), is a
+    value some column stores."""
     low = token.low
     forms = {low, lemma(low), low[:-2] if low.endswith("ed") else "", low[:-1]}
     return any(form in vocab.values for form in forms if len(form) > 2)
@@ -839,12 +841,12 @@ def _event_clause(reading: _Reading, read: _Read, i: int) -> int | None:
     market after 2016": the word a date or year column is named after, then a year, is
     a condition on that column (a year column compared with the year, a date column
     kept to the year's dates)."""
-    col = _event_column(reading, i)
-    if col is None:
-        return None
     j = i + 1
     op = _WHEN_PREPOSITIONS.get(reading.low(j))
     if op is None or not _is_year(reading, j + 1):
+        return None  # the cheap test first: the column scan runs only before a year
+    col = _event_column(reading, i)
+    if col is None:
         return None
     year = int(reading.number(j + 1) or 0)
     read.conditions.append(_Condition(i, j + 2, [], op, str(year), dimension="when", col=col))
@@ -1270,10 +1272,10 @@ def _plan(reading: _Reading, read: _Read) -> Plan:
     resolve = _Resolver(read, entity)
     for item in read.items:
         _add_item(ctx, plan, resolve, item, distinct=read.distinct)
-    for condition in read.conditions:
-        col = resolve.condition(condition)
+    resolved = [(resolve.condition(condition), condition) for condition in read.conditions]
+    for col, condition in resolved:
         plan.filters.append((col, _condition_sql(ctx, col, condition)))
-    _no_row_meets_both(ctx, [(resolve.condition(c), c) for c in read.conditions])
+    _no_row_meets_both(ctx, resolved)
     for group in read.ors:
         alternatives = []
         for condition in group:

@@ -174,10 +174,10 @@ def lift_condition(plan: Plan) -> None:
     two differ only in groups with no such rows: FILTER lists every state, most with 0,
     which is not what was asked; WHERE lists the states that have some. Ungrouped they
     are the same number, and a follow-up that groups the statement ("by gateway?")
-    then groups the right rows. A condition
-    stays on its measure when another measure is beside it ("inactive and all
-    customers"), inside a share or formula, or when the question keeps every group
-    ("for all states", handled by the caller), or when a HAVING test counts rows too."""
+    then groups the right rows. A condition stays on its measure when another measure is
+    beside it ("inactive and all customers"), inside a share or formula, when the
+    question keeps every group ("for all states", handled by the caller), or when a
+    HAVING test counts rows too."""
     if len(plan.measures) != 1:
         return
     measure = plan.measures[0]

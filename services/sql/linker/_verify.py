@@ -37,6 +37,7 @@ from services.sql._parsing import parse_statements
 from services.sql._words import stem
 from services.sql.linker._context import LinkContext
 from services.sql.linker._coverage import unexplained
+from services.sql.linker._dates import GRAINS
 from services.sql.linker._plan import LinkError
 from services.sql.linker._terms import prose_of_definitions
 
@@ -296,9 +297,9 @@ def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
         said.update(ctx.vocab.table_words.get(table, []))
         said.update(w for name in ctx.vocab.table_aliases.get(table, []) for w in name)
     said = {stem(w) for w in said}
-    known = {stem(w) for words in ctx.vocab.column_words.values() for w in words}
-    known |= {w for words in ctx.vocab.table_words.values() for w in words}
-    known |= {"year", "month", "week", "day", "quarter", "hour"}
+    known = {stem(w) for parts in ctx.vocab.column_words.values() for w in parts}
+    known |= {w for parts in ctx.vocab.table_words.values() for w in parts}
+    known |= set(GRAINS)
     for each in words:
         if stem(each) in known and stem(each) not in said:
             raise LinkError(f"the statement does not group by {each!r}")
