@@ -159,16 +159,21 @@ SPIDER = DATASETS / "sql-spider"
 async def test_the_offline_generator_on_the_development_benchmark(
     pg_url: str, drop_keys: bool
 ) -> None:
-    """A floor at the measured level (65 of 104 correct, 5 answered wrongly, keys or no
+    """A floor at the measured level (64 of 104 correct, 5 answered wrongly, keys or no
     keys, loaded as a user restores the databases: no planner statistics; read by names
     alone), so a regression of the linker on data nobody here wrote turns the build
-    red, and so does a rise in confident wrong answers; refusals stay refusals."""
+    red, and so does a rise in confident wrong answers; refusals stay refusals.
+
+    64, not the 65 of earlier stops: ``advanced-55`` was right only through a join of two
+    tables on a shared ``device_type`` category, which the join finder no longer takes for
+    a reference (a handful of categories two tables both hold joins rows that have nothing
+    to do with each other); it is refused now ("no join path")."""
     report = await evaluate(
         load_dataset(DEV), admin_url=pg_url, options=LoadOptions(drop_keys=drop_keys)
     )
     assert report["gold_errors"] == 0 and report["gold_snapshot_mismatches"] == []
     assert report["errors"] == 0
-    assert report["correct"] >= 65, report["by_category"]
+    assert report["correct"] >= 64, report["by_category"]
     answered_wrong = [
         i["id"] for i in report["items"] if i["outcome"] == "ANSWERED" and not i["correct"]
     ]
