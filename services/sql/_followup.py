@@ -212,7 +212,10 @@ _REFERENCE = re.compile(
     r"\b(?:(?P<which>which|how many|any|each|all|none|some) of (?:them|those|these)\b"
     r"|(?P<their>their)\b"
     r"|(?P<det>those|these)(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s))?\b"
-    r"|(?P<them>them|they)\b)",
+    r"|(?P<them>them|they)\b"
+    # "spend there": the place the earlier rows are; not "are there", "there were"
+    r"|(?<!\bare )(?<!\bis )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!'s )(?P<there>there)\b"
+    r"(?!\s+(?:is|are|was|were|be|been|will|has|have|had|exists?|remains?)\b)(?!'))",
     re.IGNORECASE,
 )
 _POINTERS = frozenset({"ones", "results", "rows", "records", "entries", "items"})
@@ -245,6 +248,10 @@ def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
             return f"the {noun}" if noun and noun.lower() not in _POINTERS else f"the {name}"
         if match.group("them"):
             return f"the {name}"
+        if match.group("there"):
+            before = question[: match.start()]
+            after_preposition = re.search(r"\b(?:at|in|from|to|near|into|inside)\s*$", before, re.I)
+            return f"the {name}" if after_preposition else f"at the {name}"
         return f"the {name}'s"
 
     text = _REFERENCE.sub(replace, question, count=1)

@@ -125,6 +125,13 @@ _DEMONSTRATIVE = re.compile(
 )
 _PART_OF = re.compile(r"\b(which|how many|any|each|all|none|some) of (?:them|those|these)\b", re.I)
 _PRONOUN = re.compile(r"\b(?P<p>their|them|they)\b", re.IGNORECASE)
+# "spend there", "who works there": the place an earlier answer named, never the "there"
+# of "are there", "there were", "is there any", "there's".
+_PLACE = re.compile(
+    r"(?<!\bare )(?<!\bis )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!'s )\bthere\b"
+    r"(?!\s+(?:is|are|was|were|be|been|will|has|have|had|exists?|remains?)\b)(?!')",
+    re.IGNORECASE,
+)
 _AUXILIARY_BEFORE = re.compile(
     r"\b(?:are|were|is|was|do|did|does|have|has|had|can|could|will|would)\s*$", re.IGNORECASE
 )
@@ -637,7 +644,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         return Resolution(FollowUpKind.FILTER, f"{_body(prior.resolved_question)} {condition}?")
 
     demonstrative = _DEMONSTRATIVE.search(asked)
-    pronoun = _has_unanchored_pronoun(asked)
+    pronoun = _has_unanchored_pronoun(asked) or _PLACE.search(asked)
     if demonstrative or pronoun or re.search(r"\b(?:which|how many|any) of them\b", asked, re.I):
         narrows_count = (
             not prior.members
@@ -716,7 +723,13 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
     if demonstrative:
         return text[: demonstrative.start()] + target + text[demonstrative.end() :]
     pronoun = _has_unanchored_pronoun(text)
-    assert pronoun is not None
+    if pronoun is None:
+        place = _PLACE.search(text)
+        assert place is not None
+        # "spend there" → "spend at the museums …"; "from there" → "from the museums …"
+        at = "" if re.search(r"\b(?:at|in|from|to|near|into|inside)\s*$", text[: place.start()],
+                             re.I) else "at "  # fmt: skip
+        return text[: place.start()] + at + target + text[place.end() :]
     word = pronoun.group("p").lower()
     after = text[pronoun.end() :]
     if word == "their":

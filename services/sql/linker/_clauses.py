@@ -372,6 +372,7 @@ class _Read:
     head_limit: bool = False  # the limit was "which 3 …": it needs a ranking to cut
     distinct: bool = False
     ors: list[list[_Condition]] = field(default_factory=list)
+    when: bool = False  # "When did …": the event's date is still to be read
 
     def mention_table(self, table: TableInfo) -> None:
         if table not in self.tables:
@@ -523,18 +524,25 @@ _LIST_HEADS = (
 
 
 def _head(reading: _Reading) -> tuple[str, int]:
-    """The kind of answer ("count", "list", "which") and where the items start."""
-    count = reading.match(0, _COUNT_HEADS)
+    """The kind of answer ("count", "list", "which", "when") and where the items start;
+    a conversation's "and …", "so …" before it changes nothing."""
+    at = 1 if reading.low(0) in ("and", "so", "but", "now") and reading.size > 1 else 0
+    count = reading.match(at, _COUNT_HEADS)
     if count:
-        reading.use(0, len(count.split()))
-        return "count", len(count.split())
-    head = reading.match(0, _LIST_HEADS)
+        reading.use(0, at + len(count.split()))
+        return "count", at + len(count.split())
+    head = reading.match(at, _LIST_HEADS)
     if head:
-        reading.use(0, len(head.split()))
-        return "list", len(head.split())
-    if reading.low(0) in ("which", "what"):
-        reading.use(0, 1)
-        return "which", 1
+        reading.use(0, at + len(head.split()))
+        return "list", at + len(head.split())
+    if reading.low(at) in ("which", "what"):
+        reading.use(0, at + 1)
+        return "which", at + 1
+    if reading.low(at) == "when" and reading.low(at + 1) in _WHEN_AUXILIARIES:
+        # "When did the customers join?": the dates of the event the question's verb
+        # names (``_when_event``); the verifier refuses a reading that returns no date
+        reading.use(0, at + 2)
+        return "when", at + 2
     raise Decline("the question's form is not one the reader knows")
 
 
@@ -681,7 +689,7 @@ def read_clauses(ctx: LinkContext) -> Plan:
             continue
         if not reading.chart.covering(i) and _event_column(reading, i) is None:
             raise Decline(f"nothing read {t.text!r}")
-    read = _Read(kind)
+    read = _Read("list", when=True) if kind == "when" else _Read(kind)
     at = _counted_head(reading, read, at)
     at = _items(reading, read, at)
     _clauses(reading, read, at)
@@ -783,6 +791,7 @@ _VERB_HAVE = ("have", "has", "had", "own", "owns", "owned", "with")
 
 def _clauses(reading: _Reading, read: _Read, at: int) -> None:
     recognisers = (
+        _when_event,
         _event_clause,
         _order_clause,
         _group_clause,
@@ -808,7 +817,12 @@ def _clauses(reading: _Reading, read: _Read, at: int) -> None:
 # Parts of a date or year column's name that say it is one, beside the event it dates
 # ("open_year", "date_effective_from", "date_on_market").
 _WHEN_PARTS = frozenset({"year", "date", "time", "day", "on", "at", "from", "dt"})
+_WHEN_WORDS = ("date", "year", "time", "day")  # the parts that end a run-together name
 _WHEN_PREPOSITIONS = {"in": "=", "during": "=", "before": "<", "after": ">", "since": ">="}
+# "When did …", "when was …": a question asking for the date of an event.
+_WHEN_AUXILIARIES = frozenset(
+    {"did", "do", "does", "was", "were", "is", "are", "has", "have", "had"}
+)
 
 
 def _event_column(reading: _Reading, i: int) -> Col | None:
@@ -820,7 +834,7 @@ def _event_column(reading: _Reading, i: int) -> Col | None:
     vocab = reading.ctx.vocab
     found = []
     for col in vocab.columns:
-        parts = vocab.column_words[col.key]
+        parts = _split_when(vocab.column_words[col.key])
         event = [p for p in parts if p not in _WHEN_PARTS]
         dated = is_temporal(col.column.data_type) or "year" in parts
         if (
@@ -834,6 +848,32 @@ def _event_column(reading: _Reading, i: int) -> Col | None:
         ):
             found.append(col)
     return found[0] if len(found) == 1 else None
+
+
+def _split_when(parts: list[str]) -> list[str]:
+    """A name's words with a date word run into another split off: a folded
+    ``sbCustJoinDate`` is the one word "joindate", which is "join" + "date"."""
+    split: list[str] = []
+    for part in parts:
+        tail = next((w for w in _WHEN_WORDS if part.endswith(w) and len(part) >= len(w) + 3), "")
+        split += [part[: -len(tail)], tail] if tail else [part]
+    return split
+
+
+def _when_event(reading: _Reading, read: _Read, i: int) -> int | None:
+    """ "When did the customers join?": the word a date or year column is named after
+    ("join" for ``sbCustJoinDate``, "opened" for ``open_year``) is what the answer lists."""
+    if not read.when:
+        return None
+    col = _event_column(reading, i)
+    if col is None:
+        return None
+    read.when = False
+    mention = Mention("column", i, i + 1, 1.0, col=col)
+    read.items.append(_Item("", i, i + 1, [mention]))
+    read.mention_table(col.table)
+    reading.use(i, i + 1)
+    return i + 1
 
 
 def _event_clause(reading: _Reading, read: _Read, i: int) -> int | None:

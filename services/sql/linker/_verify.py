@@ -38,7 +38,7 @@ from services.sql._words import stem
 from services.sql.linker._context import LinkContext
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import GRAINS
-from services.sql.linker._plan import LinkError
+from services.sql.linker._plan import LinkError, is_temporal
 from services.sql.linker._terms import prose_of_definitions
 
 # Number words a question uses for small counts ("more than one", "at least two").
@@ -63,6 +63,7 @@ _AVERAGE = re.compile(r"\b(?:average|avg|mean)\b")
 # "the number of days between ...": an elapsed time, not a count
 _COUNT = re.compile(rf"\b(?:how many|number of|count)\b(?!\s+{_TIME_UNITS}\b)")
 _TOTAL = re.compile(r"\b(?:total|sum)\b")
+_IN_TOTAL = re.compile(r"\bin total\b")
 _EACH = re.compile(r"\b(?:each|per|for every)\b")
 _DISTINCT = re.compile(r"\b(?:distinct|different|unique)\b")
 # "ordered by", "in descending order", "sorted"; not "have never been ordered"
@@ -83,6 +84,10 @@ _GROUPING = re.compile(
     r"\b(?:each|per|every|by|respectively|for all|grouped|breakdown|split|have|has|had|"
     r"with|than|more|less|fewer|least|most)\b"
 )
+# "When did the customers join?": a question that asks for a time (not "when" joining
+# two clauses later on: "… when they signed up").
+_WHEN = re.compile(r"\s*(?:and\s+)?when\b")
+_TIME_NAMES = frozenset(stem(w) for w in ("year", "date", "month", "day", "time"))
 _THAN_AVERAGE = re.compile(r"\bthan (?:the )?(?:average|mean)\b")
 
 
@@ -107,6 +112,8 @@ class StatementFacts:
     # what the outer GROUP BY groups by: (table, column), and the grain of a DATE_TRUNC
     groups: set[tuple[str, str]] = field(default_factory=set)
     grains: set[str] = field(default_factory=set)
+    # the columns the outer SELECT returns, bare or inside an expression: (table, column)
+    outputs: set[tuple[str, str]] = field(default_factory=set)
 
 
 def statement_facts(sql: str) -> StatementFacts:
@@ -165,6 +172,10 @@ def statement_facts(sql: str) -> StatementFacts:
     )
     group = tree.args.get("group")
     selected = tree.expressions if isinstance(tree, exp.Select) else []
+    for output in selected:
+        for column in output.find_all(exp.Column):
+            if column.table in aliases:
+                facts.outputs.add((aliases[column.table], column.name))
     for said in group.expressions if group is not None else ():
         key = said
         if isinstance(said, exp.Literal) and said.is_int and 0 < int(said.this) <= len(selected):
@@ -224,8 +235,18 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     if count and not facts.aggregates & {"COUNT", "SUM"} and not reads & {"number", "count", "num"}:
         raise LinkError(f"the statement counts nothing for {count.group(0)!r}")
     total = _TOTAL.search(text)
-    if total and not facts.aggregates & {"SUM", "COUNT"} and total.group(0) not in reads:
-        raise LinkError(f"the statement adds nothing up for {total.group(0)!r}")
+    # "in total" asks for a sum even where "total" also spells a column ("how much did
+    # visitors spend in total" reads ``total_spent``: its values listed are no total).
+    in_total = _IN_TOTAL.search(text)
+    if (
+        total
+        and not facts.aggregates & {"SUM", "COUNT"}
+        and (total.group(0) not in reads or in_total)
+    ):
+        said = in_total.group(0) if in_total else total.group(0)
+        raise LinkError(f"the statement adds nothing up for {said!r}")
+    if _WHEN.match(text) and not any(_dated(ctx, c) for c in facts.outputs):
+        raise LinkError("the statement returns no date or year for 'when'")
     each = _EACH.search(text)
     if each and facts.aggregates and not facts.grouped and not facts.ranked:
         raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
@@ -303,6 +324,13 @@ def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     for each in words:
         if stem(each) in known and stem(each) not in said:
             raise LinkError(f"the statement does not group by {each!r}")
+
+
+def _dated(ctx: LinkContext, column: tuple[str, str]) -> bool:
+    """A column that says when: a date or timestamp, or a year, month or day by name."""
+    if any(c.key == column and is_temporal(c.column.data_type) for c in ctx.vocab.columns):
+        return True
+    return bool(_TIME_NAMES & {stem(w) for w in ctx.vocab.column_words.get(column, [])})
 
 
 def _column_words(ctx: LinkContext, facts: StatementFacts) -> set[str]:

@@ -144,6 +144,25 @@ def test_a_result_reference_is_the_statements_rows_never_a_pasted_list(question)
     assert "Ann Lee" not in resolution.question and "previous answer" in resolution.question
 
 
+def test_a_place_said_as_there_is_the_statements_rows():
+    """ "How much did visitors spend there?" after "How many museums opened in 2011?": the
+    counted museums, as a sub-query; read alone it was a question about every museum."""
+    museums = PriorTurn(
+        "How many museums opened in 2011?",
+        "How many museums opened in 2011?",
+        sql="SELECT COUNT(*) FROM museum WHERE open_year = 2011",
+    )
+    asked = "How much did visitors spend there in total?"
+    resolution = resolve(asked, [museums])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.builds_on == BuildsOn(museums.sql, Relation.RESULT_SET, question=asked)
+    assert (
+        resolution.question == "How much did visitors spend at the previous answer's rows in total?"
+    )
+    # the "there" of "are there" is no place: a new question, read as one
+    assert resolve("How many visitors are there?", [museums]).kind is FollowUpKind.STANDALONE
+
+
 def test_a_follow_up_naming_document_content_leaves_the_sql_route():
     resolution = resolve("What do their call notes say about pricing?", [TOP])
     assert resolution.kind is FollowUpKind.RESULT_REFERENCE

@@ -145,11 +145,26 @@ def test_the_database_wide_prefix_is_not_read_as_a_word():
         ("list them", "list the customers"),
         ("When did those documents change?", "When did the documents change?"),
         ("and those ones?", "and the customers?"),
+        (
+            "How much did they spend there in total?",
+            "How much did the customers spend there in total?",
+        ),
+        ("How much was spent there in total?", "How much was spent at the customers in total?"),
+        ("and orders from there?", "and orders from the customers?"),
     ],
 )
 def test_a_reference_points_at_the_subject_table(question, expected):
     assert refers(question)
     assert pointed(question, CUSTOMERS, CATALOG) == expected
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["How many customers are there?", "Are there customers in Ohio?", "there were 3 orders",
+     "what's there to know about customers?", "Is there an order from 2020?"],
+)  # fmt: skip
+def test_the_there_of_are_there_refers_to_nothing(question):
+    assert not refers(question)
 
 
 def test_the_question_is_restricted_by_a_sub_query_not_a_list_of_names():

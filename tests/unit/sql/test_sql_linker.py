@@ -774,3 +774,27 @@ def test_two_conditions_no_row_meets_together_are_refused(question: str) -> None
     """Each museum meets one of them: ANDed they gave an empty, wrong answer."""
     with pytest.raises(LinkError):
         _sql(question, MUSEUMS)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("When did the customers join?", "SELECT t0.sbcustjoindate AS sbcustjoindate "
+         "FROM public.sbcustomer AS t0"),
+        ("and when did customers with status active join", "SELECT t0.sbcustjoindate AS "
+         "sbcustjoindate FROM public.sbcustomer AS t0 WHERE (t0.sbcuststatus = 'active')"),
+        ("When were the museums opened?", "SELECT t0.open_year AS open_year FROM public.museum "
+         "AS t0"),
+    ],
+)  # fmt: skip
+def test_when_did_lists_the_date_the_event_is_named_by(question: str, expected: str) -> None:
+    """ "join" names ``sbcustjoindate`` (folded into one word by Postgres: "join" +
+    "date"); read without it, the customers' names were listed for "when"."""
+    assert _sql(question, MUSEUMS if "museum" in question else BROKER) == expected
+
+
+def test_in_total_adds_up_the_quantity_a_question_names() -> None:
+    """ "spend … in total" spells ``total_spent``; its values were listed, not added."""
+    assert _sql("How much did visitors spend in total?", MUSEUMS) == (
+        "SELECT SUM(t0.total_spent) AS sum_total_spent FROM public.visit AS t0"
+    )

@@ -30,13 +30,20 @@ SINGERS = Catalog(
                 _col("country", "text"),
                 _col("age"),
                 _col("net_worth"),
+                _col("debut_year"),
             ),
             primary_key=("singer_id",),
         ),
         TableInfo(
             "public",
             "song",
-            columns=(_col("song_id"), _col("singer_id"), _col("title", "text"), _col("sales")),
+            columns=(
+                _col("song_id"),
+                _col("singer_id"),
+                _col("title", "text"),
+                _col("sales"),
+                _col("total_streams"),
+            ),
             primary_key=("song_id",),
         ),
     ),
@@ -116,6 +123,19 @@ SELECT_NAMES = "SELECT t0.name AS name FROM public.singer AS t0"
             SELECT_NAMES + " JOIN public.song AS t1 ON t1.singer_id = t0.singer_id "
             "WHERE t1.title = 'Hey' OR t1.title = 'Jude'",
             "two values of title",
+        ),
+        (
+            # "total" spells the column, but "in total" still asks for the sum of it
+            "What were the total streams of songs in total?",
+            "SELECT DISTINCT t1.total_streams AS total_streams FROM public.song AS t1",
+            "SELECT SUM(t1.total_streams) AS sum_total_streams FROM public.song AS t1",
+            "'in total'",
+        ),
+        (
+            "When did the singers debut?",
+            SELECT_NAMES,
+            "SELECT t0.debut_year AS debut_year FROM public.singer AS t0",
+            "no date or year for 'when'",
         ),
     ],
 )
