@@ -50,6 +50,8 @@ from services.sql.linker._plan import (
     is_number,
     is_temporal,
     lit,
+    name_columns,
+    person_name,
     quote,
     table_sql,
 )
@@ -1309,7 +1311,7 @@ def _plan(reading: _Reading, read: _Read) -> Plan:
         raise Decline("the question names no table")
     read.mention_table(entity)
     plan = Plan(distinct=read.distinct and read.kind != "count")
-    resolve = _Resolver(read, entity)
+    resolve = _Resolver(read, entity, _referenced(ctx, entity))
     for item in read.items:
         _add_item(ctx, plan, resolve, item, distinct=read.distinct)
     resolved = [(resolve.condition(condition), condition) for condition in read.conditions]
@@ -1425,9 +1427,14 @@ class _Resolver:
     """Which column an ambiguous phrase means: one of the entity, then of a table the
     question names, then the only one; a tie is a refusal, never a guess."""
 
-    def __init__(self, read: _Read, entity: TableInfo) -> None:
+    def __init__(
+        self, read: _Read, entity: TableInfo, referenced: Sequence[TableInfo] = ()
+    ) -> None:
         self.read = read
         self.entity = entity
+        # the rows each entity row refers to (one each): their columns are the entity's
+        # too ("poker players taller than 200": a player is a person, with a height)
+        self.referenced = referenced
 
     def _rank(self, col: Col) -> float:
         if col.table is self.entity:
@@ -1452,6 +1459,12 @@ class _Resolver:
 
     def dimension(self, word: str) -> Col:
         tables = [self.entity, *(t for t in self.read.tables if t is not self.entity)]
+        tables += [t for t in self.referenced if t not in tables]
+        # a column called just that, of any table in scope, before one that has the word
+        # in its name ("concerts in 2014": ``concert.year``, not ``song_release_year``)
+        exact = [Col(t, c) for t in tables for c in t.columns if c.name.lower() == word]
+        if len(exact) == 1:
+            return exact[0]
         for table in tables:
             found = [c for c in table.columns if word in c.name.lower().split("_")
                      or c.name.lower().endswith(word)]  # fmt: skip
@@ -1465,7 +1478,7 @@ class _Resolver:
         values = [m for m in condition.mentions if m.kind == "value"]
         columns = [m for m in condition.mentions if m.kind == "column"]
         if condition.dimension == "name" and not columns:
-            labels = [c for c in _name_columns(self.entity)]
+            labels = [c for c in name_columns(self.entity)]
             if len(labels) != 1:
                 raise Decline("a name, but no one name column")
             return labels[0]
@@ -1482,36 +1495,23 @@ class _Resolver:
         raise Decline("a quoted value, but no column says what it is")
 
 
-_FIRST_NAMES = ("first_name", "fname", "firstname")
-_LAST_NAMES = ("last_name", "lname", "lastname", "surname")
-
-
-def _person_name(table: TableInfo) -> list[Col]:
-    """A person's name, said in two columns (first and last): together they name a row,
-    before any other "…name" column, which names something else of the person's (a
-    doctor's ``med_school_name``)."""
-    first = [c for c in table.columns if c.name.lower().endswith(_FIRST_NAMES)]
-    last = [c for c in table.columns if c.name.lower().endswith(_LAST_NAMES)]
-    return [Col(table, first[0]), Col(table, last[0])] if len(first) == len(last) == 1 else []
-
-
-def _name_columns(table: TableInfo) -> list[Col]:
-    """Columns that name a row: called ``name`` or ending in it, else a title."""
-    names = [c for c in table.columns if c.name.lower() == "name"]
-    names = names or [c for c in table.columns if c.name.lower().endswith("name")
-                      and not c.name.lower().endswith(_FIRST_NAMES + _LAST_NAMES)]  # fmt: skip
-    names = names or [c for c in table.columns if c.name.lower().endswith("title")]
-    return [Col(table, c) for c in names]
+def _referenced(ctx: LinkContext, entity: TableInfo) -> list[TableInfo]:
+    """The tables ``entity``'s rows refer to by a key (declared or inferred), each row to
+    one row of each."""
+    parents = {
+        e.parent for e in ctx.graph.edges_of(entity.qualified) if e.child == entity.qualified
+    }
+    return [t for t in ctx.catalog.tables if t.qualified in parents and t is not entity]
 
 
 def _labels(ctx: LinkContext, table: TableInfo) -> list[Col]:
     """The columns that name a row of ``table`` in an answer: its one name column, a
     person's first and last name, else its key."""
     if not any(c.name.lower() == "name" for c in table.columns):
-        person = _person_name(table)
+        person = person_name(table)
         if person:
             return person
-    names = _name_columns(table)
+    names = name_columns(table)
     if len(names) == 1:
         return names
     if table.primary_key:

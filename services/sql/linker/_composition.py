@@ -25,6 +25,8 @@ from services.sql.linker._plan import (
     Plan,
     is_key,
     lit,
+    name_columns,
+    person_name,
     quote,
     table_sql,
 )
@@ -43,6 +45,8 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
     counted += [h[0].table for h in plan.having if h[0].table is not None]
     if plan.having and plan.entity is None and plan.dims and plan.dims[0].col.table.primary_key:
         plan.entity = plan.dims[0].col.table
+    if plan.entity is None and plan.measures and plan.dims:
+        plan.entity = _named_entity(ctx, plan)
     for m in plan.measures:
         need(m.col.table if m.col else None)
         need(m.filter[0].table if m.filter else None)
@@ -243,6 +247,33 @@ def join_condition(edge: Edge, table: str, alias: str, other_alias: str) -> str:
     )
 
 
+def _named_entity(ctx: LinkContext, plan: Plan) -> TableInfo | None:
+    """ "the names of the high schoolers and how many friends each has": rows counted
+    per *named row* of another table are per row, not per name, which two rows may
+    share; the named table becomes the grouped entity (its key joins the grouping)."""
+    measured = {m.col.table.qualified for m in plan.measures if m.col is not None}
+    measured |= {m.table.qualified for m in plan.measures if m.table is not None}
+    if not measured:
+        return None
+    col = plan.dims[0].col
+    if (
+        col.table.qualified in measured
+        or not col.table.primary_key
+        or plan.dims[0].grain
+        or col.key not in {c.key for c in (*name_columns(col.table), *person_name(col.table))}
+    ):
+        return None
+    return col.table
+
+
+def _row_key(alias: str, table: TableInfo) -> str:
+    """What tells ``table``'s rows apart: its key column, or every column of a key of
+    several as one row value (a flight is an airline *and* a number: the distinct
+    airlines among an airline's flights are one)."""
+    columns = [f"{alias}.{quote(c)}" for c in table.primary_key]
+    return columns[0] if len(columns) == 1 else f"({', '.join(columns)})"
+
+
 def count_key(ctx: LinkContext, base: TableInfo, t: TableInfo) -> str:
     for e in ctx.graph.edges_of(base.qualified):
         if e.child == base.qualified and e.parent == t.qualified and len(e.child_columns) == 1:
@@ -312,15 +343,13 @@ def measure_sql(
     if m.func in ("COUNT", "COUNT_DISTINCT") and m.table is not None:
         if m.table.qualified == base.qualified:
             if m.func == "COUNT_DISTINCT" and base.primary_key:
-                return f"COUNT(DISTINCT t0.{quote(base.primary_key[0])}){filt}"
+                return f"COUNT(DISTINCT {_row_key('t0', base)}){filt}"
             return f"COUNT(*){filt}"
         key = count_key(ctx, base, m.table)
         if key:
             return f"COUNT(DISTINCT t0.{quote(key)}){filt}"
         if m.table.qualified in alias and m.table.primary_key:
-            return (
-                f"COUNT(DISTINCT {alias[m.table.qualified]}.{quote(m.table.primary_key[0])}){filt}"
-            )
+            return f"COUNT(DISTINCT {_row_key(alias[m.table.qualified], m.table)}){filt}"
         return f"COUNT(*){filt}"
     if m.func == "COUNT" or m.col is None:
         return f"COUNT(*){filt}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from services.sql._catalog import TableInfo
+from services.sql._catalog import _TEXT_TYPES, TableInfo
 from services.sql._names import identifier
 from services.sql._words import (
     STOP_WORDS,
@@ -183,3 +183,33 @@ BE = frozenset(["is", "are", "was", "were", "be", "been", "being", "get", "got"]
 def like_pattern(value: str) -> str:
     """A LIKE operand that matches ``value`` literally."""
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+# --- what names a row ------------------------------------------------------------------
+
+FIRST_NAMES = ("first_name", "fname", "firstname")
+LAST_NAMES = ("last_name", "lname", "lastname", "surname")
+
+
+def person_name(table: TableInfo) -> list[Col]:
+    """A person's name, said in two columns (first and last): together they name a row,
+    before any other "…name" column, which names something else of the person's (a
+    doctor's ``med_school_name``)."""
+    first = [c for c in table.columns if c.name.lower().endswith(FIRST_NAMES)]
+    last = [c for c in table.columns if c.name.lower().endswith(LAST_NAMES)]
+    return [Col(table, first[0]), Col(table, last[0])] if len(first) == len(last) == 1 else []
+
+
+def name_columns(table: TableInfo) -> list[Col]:
+    """Columns that name a row: called ``name`` or ending in it, else a title."""
+    names = [c for c in table.columns if c.name.lower() == "name"]
+    names = names or [c for c in table.columns if c.name.lower().endswith("name")
+                      and not c.name.lower().endswith(FIRST_NAMES + LAST_NAMES)]  # fmt: skip
+    names = names or [c for c in table.columns if c.name.lower().endswith("title")]
+    # a text column called what the table is called: ``airlines.airline``, ``course.course``
+    names = names or [
+        c for c in table.columns
+        if c.data_type.startswith(_TEXT_TYPES) and c.name not in table.primary_key
+        and stem(c.name.lower()) == stem(table.name.lower())
+    ]  # fmt: skip
+    return [Col(table, c) for c in names]

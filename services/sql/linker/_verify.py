@@ -352,7 +352,9 @@ def _numbers(text: str, facts: StatementFacts, reads: set[str]) -> None:
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 30,000
     text = re.sub(rf"\b\d+(?:\.\d+)?\s+(?:calendar\s+)?{_TIME_UNITS}\b", " ", text)
     text = re.sub(r"\bq[1-4]\b|\b\d+(?:st|nd|rd|th)\b", " ", text)
-    found = [m.group(0) for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", text)]
+    # a number ends a sentence too ("taller than 200."): only a digit after the dot
+    # would make it another number
+    found = [m.group(0) for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?![\w]|\.\d)", text)]
     found += [
         str(_NUMBER_WORDS[m.group(1)])
         for m in re.finditer(

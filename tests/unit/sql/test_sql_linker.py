@@ -798,3 +798,94 @@ def test_in_total_adds_up_the_quantity_a_question_names() -> None:
     assert _sql("How much did visitors spend in total?", MUSEUMS) == (
         "SELECT SUM(t0.total_spent) AS sum_total_spent FROM public.visit AS t0"
     )
+
+
+# Tables from public schemas the linker was not written against: a flight is keyed by its
+# airline *and* its number; an airline is named by a column called what the table is; a
+# poker player is a person (the person's height is the player's); a concert has a year,
+# a singer a song's release year.
+TRAVEL = Catalog(
+    "travel",
+    (
+        TableInfo(
+            "public",
+            "airlines",
+            columns=(_col("uid"), _col("airline", "text"), _col("abbreviation", "text")),
+            primary_key=("uid",),
+        ),
+        TableInfo(
+            "public",
+            "flights",
+            columns=(_col("airline"), _col("flightno"), _col("destairport", "text")),
+            primary_key=("airline", "flightno"),
+            foreign_keys=(ForeignKeyInfo(("airline",), "public.airlines", ("uid",)),),
+        ),
+        TableInfo(
+            "public",
+            "people",
+            columns=(_col("people_id"), _col("name", "text"), _col("height", "real")),
+            primary_key=("people_id",),
+        ),
+        TableInfo(
+            "public",
+            "poker_player",
+            columns=(_col("poker_player_id"), _col("people_id"), _col("earnings", "real")),
+            primary_key=("poker_player_id",),
+            foreign_keys=(ForeignKeyInfo(("people_id",), "public.people", ("people_id",)),),
+        ),
+        TableInfo(
+            "public",
+            "singer",
+            columns=(_col("singer_id"), _col("name", "text"), _col("song_release_year")),
+            primary_key=("singer_id",),
+        ),
+        TableInfo(
+            "public",
+            "concert",
+            columns=(_col("concert_id"), _col("concert_name", "text"), _col("year")),
+            primary_key=("concert_id",),
+        ),
+        TableInfo(
+            "public",
+            "singer_in_concert",
+            columns=(_col("concert_id"), _col("singer_id")),
+            primary_key=("concert_id", "singer_id"),
+            foreign_keys=(
+                ForeignKeyInfo(("concert_id",), "public.concert", ("concert_id",)),
+                ForeignKeyInfo(("singer_id",), "public.singer", ("singer_id",)),
+            ),
+        ),
+    ),
+)
+
+
+def test_rows_of_a_key_of_several_columns_are_counted_by_all_of_them() -> None:
+    """Counted by the first key column alone, every airline had one flight."""
+    sql = _sql("Which airlines have at least 10 flights?", TRAVEL)
+    assert "HAVING COUNT(DISTINCT (t1.airline, t1.flightno)) >= 10" in sql
+
+
+def test_a_column_called_what_its_table_is_called_names_the_rows() -> None:
+    """``airlines.airline`` names an airline; the answer listed the ``uid``."""
+    assert _sql("Which airline has abbreviation 'UAL'?", TRAVEL) == (
+        "SELECT t0.airline AS airline FROM public.airlines AS t0 WHERE (t0.abbreviation = 'UAL')"
+    )
+
+
+def test_a_comparative_reaches_the_row_the_entity_refers_to() -> None:
+    """A player's height is its person's; read without it, the condition was dropped."""
+    sql = _sql("What is the average earnings of poker players who are taller than 200?", TRAVEL)
+    assert "JOIN public.people AS t1 ON t1.people_id = t0.people_id" in sql
+    assert sql.endswith("WHERE (t1.height > 200)")
+
+
+def test_a_column_called_the_word_comes_before_one_that_contains_it() -> None:
+    sql = _sql("What are the names of the singers who performed in a concert in 2014?", TRAVEL)
+    assert sql.endswith("WHERE (t2.year = 2014)") and "song_release_year" not in sql
+
+
+def test_counts_per_named_row_of_another_table_group_by_its_key_too() -> None:
+    """Two airlines may share a name: per name, their flights were counted together."""
+    sql = _sql("What are the names of the airlines and how many flights does each have?", TRAVEL)
+    group = sql.split("GROUP BY ", 1)[1].split(" ORDER BY", 1)[0]
+    assert set(group.split(", ")) == {"t1.airline", "t1.uid"}, sql

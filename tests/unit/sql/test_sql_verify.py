@@ -132,6 +132,13 @@ SELECT_NAMES = "SELECT t0.name AS name FROM public.singer AS t0"
             "'in total'",
         ),
         (
+            # a number that ends the sentence is still a number of the question
+            "Give the names of singers below age 30.",
+            SELECT_NAMES,
+            SELECT_NAMES + " WHERE t0.age < 30",
+            "the number 30",
+        ),
+        (
             "When did the singers debut?",
             SELECT_NAMES,
             "SELECT t0.debut_year AS debut_year FROM public.singer AS t0",
