@@ -97,6 +97,7 @@ eval: setup ## retrieval, document-answer and SQL quality on the golden sets and
 	done
 	@if [ -d "$(QA_DATASET)" ]; then $(BIN)/tandem eval answers --dataset "$(QA_DATASET)"; \
 	  else echo "QA dataset $(QA_DATASET) not found: skipped"; fi
+	$(BIN)/tandem eval routing
 
 load: setup ## ghz-compatible load test: make load CONFIG=infra/ghz/search.json LOAD_ARGS='-z 30s'
 	$(BIN)/tandem load --config $(or $(CONFIG),infra/ghz/search.json) $(LOAD_ARGS)

@@ -190,6 +190,21 @@ def register(commands: Commands) -> None:
         "bench-results/sql_memory_eval.json)",
     )
     eval_sql.set_defaults(handler=_eval_sql)
+    eval_routing = commands.eval.add_parser(
+        "routing",
+        help="where AUTO's offline planner sends each dev question first (records or documents)",
+    )
+    eval_routing.add_argument(
+        "--datasets",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="DIR",
+        help="dataset folders (databases/ → records, corpus/ → documents; default: those of "
+        "../shared/datasets/sql, sql-spider and qa that exist)",
+    )
+    eval_routing.add_argument("--out", type=Path, default=Path("bench-results/eval-routing.json"))
+    eval_routing.set_defaults(handler=_eval_routing)
     eval_answers = commands.eval.add_parser(
         "answers",
         help="document answers: contains-gold, cited passage, length, outcomes by mode, with "
@@ -209,6 +224,21 @@ def register(commands: Commands) -> None:
     eval_answers.add_argument("--limit", type=int, default=None, help="the first N questions")
     eval_answers.add_argument("--out", type=Path, default=Path("bench-results/eval-answers.json"))
     eval_answers.set_defaults(handler=_eval_answers)
+
+
+def _eval_routing(args: argparse.Namespace) -> int:
+    from services.bench import routing_eval  # noqa: PLC0415
+
+    shared = Path("../shared/datasets")
+    folders = args.datasets or [
+        d for d in (shared / "sql", shared / "sql-spider", shared / "qa") if d.is_dir()
+    ]
+    if not folders:
+        raise SystemExit(
+            "--datasets: none given and none of ../shared/datasets/{sql,sql-spider,qa}"
+        )
+    routing_eval.main(folders, args.out)
+    return 0
 
 
 def _eval_answers(args: argparse.Namespace) -> int:

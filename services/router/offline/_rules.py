@@ -40,11 +40,9 @@ _AGGREGATION_CUES: tuple[tuple[re.Pattern[str], int], ...] = tuple(
         (r"\b(sorted|ordered|order) by\b", 1),
         (r"\blist (all|every)\b", 1),
         (r"\bhow much\b", 1),
-        (
-            r"\b(by|per)\s+(stage|status|region|industry|sector|month|quarter|year|owner|rep|"
-            r"category|type|country|segment)\b",
-            1,
-        ),
+        # "deals by stage", "revenue per region,": a grouping word ending its clause; not
+        # the agent of a participle ("notes written by Alice", "deals closed by reps")
+        (r"(?<!ed )(?<!en )\b(by|per)\s+[a-z]+(?=\s*(?:[,;?.!]|$|\band\b))", 1),
     )
 )
 

@@ -40,6 +40,9 @@ ROUTE_CASES: list[tuple[str, QuestionClass]] = [
     ("deals over $50k closing this quarter", AGG),
     ("which company has the most employees", AGG),
     ("list all products sorted by price", AGG),
+    # a grouping word ending the clause, whatever the word: no list of the demo's columns
+    ("shipments by warehouse", AGG),
+    ("Show revenue by channel, please", AGG),
     ("how many oportunites are in negotation", AGG),
     ("Which accounts look like a good fit for healthcare?", SEM),
     ("What did Globex say about pricing in the last call?", SEM),
