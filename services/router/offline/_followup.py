@@ -25,6 +25,7 @@ from enum import StrEnum
 
 from services.common.llm import FollowUpKind, PriorTurn
 from services.router.offline._rules import aggregation_score, semantic_score
+from services.router.offline._text import lowered_stems, stem
 
 
 class Relation(StrEnum):
@@ -116,7 +117,10 @@ _FILTER = re.compile(
     r"(?: ones| deals| opportunities| companies| accounts)?\s*\??\s*$",
     re.IGNORECASE,
 )
-_SWAP = re.compile(rf"^{_LEAD}{_ABOUT} (?:(?:for|in|with|at) )?(?P<v>.+?)\s*\??\s*$", re.IGNORECASE)
+_SWAP = re.compile(
+    rf"^{_LEAD}{_ABOUT} (?:(?P<prep>for|in|with|at|from|to|of|on|by) )?(?P<v>.+?)\s*\??\s*$",
+    re.IGNORECASE,
+)
 # "which of them", "those deals", "these", "their", "them", "they".
 # "those", "these documents": a plural noun after the demonstrative is what it names.
 _DEMONSTRATIVE = re.compile(
@@ -450,6 +454,38 @@ def _limit(text: str) -> tuple[int, bool] | None:
     return rows, (match.group("dir") or "").lower() in _LOWEST
 
 
+# "only the oldest 2" after "Who are the 3 oldest teachers?": the ranking the previous
+# question said (its own superlative), cut to another number of rows.
+_RANKED_LIMIT = re.compile(
+    r"^(?:(?:only|just)\s+)?(?:(?:show|give|list|keep)(?:\s+me)?\s+)?(?:the\s+)?"
+    r"(?P<rank>[a-z]{3,}est|most \w+)\s+(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")"
+    r"(?:\s+(?:ones?|results?|rows?|of (?:them|those|these)))?(?:\s+(?:only|instead))?$",
+    re.IGNORECASE,
+)
+
+
+def _same_ranking_limit(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
+    """(rows, False) when the request cuts the previous question's own ranking, named by
+    the superlative that question used; another superlative is another ranking."""
+    match = _RANKED_LIMIT.match(text)
+    if match is None or not re.search(
+        rf"\b{re.escape(match.group('rank'))}\b", prior.resolved_question, re.I
+    ):
+        return None
+    number = match.group("n").lower()
+    rows = _NUMBER_WORDS.get(number) or int(number)
+    return (rows, False) if rows >= 1 else None
+
+
+def _limit_of_named_rows(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
+    """ "just the top 3 airlines" after "… by airline": a row count that names the rows
+    in a word of the previous question."""
+    head, _, last = text.rstrip(" ?.!").rpartition(" ")
+    if not head or stem(last) not in {s for _, s in lowered_stems(prior.resolved_question)}:
+        return None
+    return _limit(head)
+
+
 def _with_limit(question: str, rows: int, lowest: bool) -> str:
     """The previous question asking for ``rows`` rows (for reading; the SQL service
     changes the statement itself)."""
@@ -560,7 +596,11 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
     text = _plain(asked)
     if not text:
         return None
-    if (limit := _limit(text)) is not None:
+    if (
+        limit := _limit(text)
+        or _same_ranking_limit(text, prior)
+        or _limit_of_named_rows(text, prior)
+    ) is not None:
         rows, lowest = limit
         return Resolution(
             FollowUpKind.LIMIT,
@@ -677,6 +717,13 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
 
     if match := _SWAP.match(asked):
         value = _clean(match.group("v"))
+        prep = (match.group("prep") or "").lower()
+        if prep in ("from", "to") and not re.search(
+            rf"\b{prep}\s+\S", prior.resolved_question, re.I
+        ):
+            # "and to ANC?" after "flights from APG": another side of the trip, which no
+            # value of the previous question stands for
+            value = f"{prep} {value}"
         # A whole new question after "and" is a topic change, not a value.
         if (
             value[:1].islower()

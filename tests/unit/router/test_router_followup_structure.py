@@ -269,3 +269,44 @@ def test_a_narrowing_qualifies_the_rows_a_which_question_lists():
     resolution = resolve("only the ones older than 30", [MATH])
     assert resolution.kind is FollowUpKind.FILTER
     assert resolution.question == "Which teachers older than 30 teach Math?"
+
+
+OLDEST = PriorTurn(
+    "Who are the 3 oldest teachers?",
+    "Who are the 3 oldest teachers?",
+    sql="SELECT name, age FROM teacher ORDER BY age DESC LIMIT 3",
+)
+PER_AIRLINE = PriorTurn(
+    "How many flights depart from APG by airline?",
+    "How many flights depart from APG by airline?",
+    sql="SELECT airline, COUNT(*) FROM flights WHERE sourceairport = 'APG' GROUP BY airline",
+)
+
+
+@pytest.mark.parametrize(
+    ("prior", "question", "rows"),
+    [(OLDEST, "only the oldest 2", 2), (OLDEST, "the oldest two", 2),
+     (PER_AIRLINE, "just the top 3 airlines", 3)],
+)  # fmt: skip
+def test_a_row_count_said_with_the_rankings_own_words_is_a_limit(prior, question, rows):
+    """ "only the oldest 2" was pasted into the question as a filter ("… that are oldest
+    2"); the rows named by a word the previous question used ("airlines") likewise."""
+    resolution = resolve(question, [prior])
+    assert resolution.kind is FollowUpKind.LIMIT
+    assert resolution.builds_on == BuildsOn(prior.sql, Relation.ROW_LIMIT, limit=rows)
+
+
+def test_another_superlative_is_another_ranking_not_a_row_count():
+    assert resolve("just the youngest 2", [OLDEST]).kind is not FollowUpKind.LIMIT
+
+
+def test_a_value_said_with_its_preposition_is_swapped_on_the_same_side():
+    """ "and from ANC?" after "from APG" swaps the airport; read as a narrowing it became
+    "… from APG in from ANC" (the previous turn refused, so no statement had slots)."""
+    # the previous turn was refused: no statement says which words were values
+    from_apg = PriorTurn("How many flights depart from APG?", "How many flights depart from APG?")
+    resolution = resolve("and from ANC?", [from_apg])
+    assert resolution.kind is FollowUpKind.VALUE_SWAP
+    assert resolution.question == "How many flights depart from ANC?"
+    # the other side of the trip is no value of the previous question
+    assert "depart from ANC" not in resolve("and to ANC?", [PER_AIRLINE]).question
