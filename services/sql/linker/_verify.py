@@ -80,6 +80,12 @@ _COUNT_HEAD = re.compile(
     r"\s*(?:how many|count|(?:what is|what's|find|return|give|show|tell me) the (?:total )?"
     r"number of)\b"
 )
+# ... and one that asks for one aggregate ("What is the average balance for user wallets
+# updated in the past week?": the average, not one per user).
+_MEASURE_HEAD = re.compile(
+    r"\s*(?:what is|what's|what was|calculate|compute|find|return|give me|tell me) (?:the )?"
+    r"(?:overall )?(?:average|avg|mean|total|sum|maximum|max|minimum|min|median)\b"
+)
 _GROUPING = re.compile(
     r"\b(?:each|per|every|by|respectively|for all|grouped|breakdown|split|have|has|had|"
     r"with|than|more|less|fewer|least|most)\b"
@@ -254,6 +260,8 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
         _groups_by_each(ctx, text, facts)
     if facts.grouped and _COUNT_HEAD.match(text) and not _GROUPING.search(text):
         raise LinkError("the question asks for one count, the statement counts per group")
+    if facts.grouped and _MEASURE_HEAD.match(text) and not _GROUPING.search(text):
+        raise LinkError("the question asks for one value, the statement computes one per group")
     distinct = _DISTINCT.search(text)
     if distinct and not (facts.distinct or facts.grouped):
         raise LinkError(f"the statement does not keep {distinct.group(0)!r} values apart")

@@ -139,6 +139,12 @@ SELECT_NAMES = "SELECT t0.name AS name FROM public.singer AS t0"
             "the number 30",
         ),
         (
+            "What is the average age of singers?",
+            "SELECT t0.country, AVG(t0.age) AS avg_age FROM public.singer AS t0 GROUP BY 1",
+            "SELECT AVG(t0.age) AS avg_age FROM public.singer AS t0",
+            "one value, the statement computes one per group",
+        ),
+        (
             "When did the singers debut?",
             SELECT_NAMES,
             "SELECT t0.debut_year AS debut_year FROM public.singer AS t0",
