@@ -1378,23 +1378,27 @@ def _fans_out(ctx: LinkContext, entity: TableInfo, tables: set[str]) -> bool:
 
 
 def _owner_of_items(read: _Read) -> TableInfo | None:
-    """The one table every shown column phrase can only mean a column of ("paragraph
-    texts for the document ..." lists paragraphs, whatever table comes next)."""
-    owners: set[str] = set()
-    table: TableInfo | None = None
+    """The one table every shown column phrase can mean a column of ("paragraph texts for
+    the document ..." lists paragraphs, whatever table comes next; in "the id and name of
+    the document" only ``documents`` has both)."""
+    common: set[str] | None = None
+    tables: dict[str, TableInfo] = {}
     for item in read.items:
         if item.func == "COUNT" or item.label:
             return None
         if item.table is not None:
-            owners.add(item.table.qualified)
-            table = item.table
-            continue
-        cols = {m.col.table.qualified for m in item.mentions if m.col is not None}
-        if len(cols) != 1:
+            owners = {item.table.qualified}
+            tables[item.table.qualified] = item.table
+        else:
+            owners = set()
+            for m in item.mentions:
+                if m.col is not None:
+                    owners.add(m.col.table.qualified)
+                    tables[m.col.table.qualified] = m.col.table
+        if not owners:
             return None
-        owners |= cols
-        table = next(m.col.table for m in item.mentions if m.col is not None)
-    return table if len(owners) == 1 else None
+        common = owners if common is None else common & owners
+    return tables[next(iter(common))] if common is not None and len(common) == 1 else None
 
 
 def _entity_of_items(read: _Read) -> TableInfo | None:

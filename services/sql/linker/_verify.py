@@ -120,6 +120,7 @@ class StatementFacts:
     grains: set[str] = field(default_factory=set)
     # the columns the outer SELECT returns, bare or inside an expression: (table, column)
     outputs: set[tuple[str, str]] = field(default_factory=set)
+    base: str = ""  # the outer FROM's table
 
 
 def statement_facts(sql: str) -> StatementFacts:
@@ -178,6 +179,9 @@ def statement_facts(sql: str) -> StatementFacts:
     )
     group = tree.args.get("group")
     selected = tree.expressions if isinstance(tree, exp.Select) else []
+    first = tree.args.get("from_")
+    if first is not None and isinstance(first.this, exp.Table):
+        facts.base = aliases.get(first.this.alias_or_name, "")
     for output in selected:
         for column in output.find_all(exp.Column):
             if column.table in aliases:
@@ -260,6 +264,9 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
         _groups_by_each(ctx, text, facts)
     if facts.grouped and _COUNT_HEAD.match(text) and not _GROUPING.search(text):
         raise LinkError("the question asks for one count, the statement counts per group")
+    if facts.grouped and "COUNT" in facts.aggregates and _one_row_per_group(ctx, facts):
+        raise LinkError("the statement counts one row per group: it groups by the key of the "
+                        "rows it counts")  # fmt: skip
     if facts.grouped and _MEASURE_HEAD.match(text) and not _GROUPING.search(text):
         raise LinkError("the question asks for one value, the statement computes one per group")
     distinct = _DISTINCT.search(text)
@@ -332,6 +339,23 @@ def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     for each in words:
         if stem(each) in known and stem(each) not in said:
             raise LinkError(f"the statement does not group by {each!r}")
+
+
+def _one_row_per_group(ctx: LinkContext, facts: StatementFacts) -> bool:
+    """Grouped by the declared key of the table it reads rows from, joined only to tables
+    each of those rows refers to: every group is one row, and a count of it is 1 ("the id
+    and name of the document with the most paragraphs" grouped by ``paragraph_id``)."""
+    base = ctx.catalog.table(facts.base) if facts.base else None
+    if base is None or not base.primary_key or base.key_evidence:
+        return False  # a key seen in the data may be unique by chance: no certainty
+    if not {(base.qualified, c) for c in base.primary_key} <= facts.groups:
+        return False
+    edges = ctx.graph.edges_of(base.qualified)
+    if any(e.child == base.qualified and set(e.child_columns) == set(base.primary_key)
+           for e in edges):  # fmt: skip
+        return False  # the key refers to another table's rows ("likes per student")
+    others = facts.tables - {base.qualified}
+    return not any(e.parent == base.qualified and e.child in others for e in edges)
 
 
 def _dated(ctx: LinkContext, column: tuple[str, str]) -> bool:

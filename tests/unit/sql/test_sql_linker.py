@@ -16,7 +16,9 @@ from services.sql._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql._definitions import parse_definitions
 from services.sql._glossary import GlossaryEntry
 from services.sql._joins import Edge, JoinGraph, name_candidates
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
+from services.sql.linker._clauses import read_clauses
+from services.sql.linker._composition import compose
 
 TODAY = date(2026, 11, 24)
 
@@ -889,3 +891,51 @@ def test_counts_per_named_row_of_another_table_group_by_its_key_too() -> None:
     sql = _sql("What are the names of the airlines and how many flights does each have?", TRAVEL)
     group = sql.split("GROUP BY ", 1)[1].split(" ORDER BY", 1)[0]
     assert set(group.split(", ")) == {"t1.airline", "t1.uid"}, sql
+
+
+DOCUMENTS = Catalog(
+    "documents",
+    (
+        TableInfo(
+            "public",
+            "templates",
+            columns=(_col("template_id"), _col("template_type_code", "text")),
+            primary_key=("template_id",),
+        ),
+        TableInfo(
+            "public",
+            "documents",
+            columns=(_col("document_id"), _col("template_id"), _col("document_name", "text")),
+            primary_key=("document_id",),
+            foreign_keys=(ForeignKeyInfo(("template_id",), "public.templates", ("template_id",)),),
+        ),
+        TableInfo(
+            "public",
+            "paragraphs",
+            columns=(_col("paragraph_id"), _col("document_id"), _col("paragraph_text", "text")),
+            primary_key=("paragraph_id",),
+            foreign_keys=(ForeignKeyInfo(("document_id",), "public.documents", ("document_id",)),),
+        ),
+    ),
+)
+
+
+def test_the_id_and_name_of_a_table_are_its_key_and_name() -> None:
+    """Only ``documents`` has both an id and a name: the phrases are its columns, and the
+    bare "id" is its key, not the ``template_id`` it holds. Grouped by ``paragraph_id``
+    the count was 1 for every row."""
+    sql = _sql("Return the id and name of the document with the most paragraphs.", DOCUMENTS)
+    assert sql.startswith("SELECT t1.document_id AS document_id, t1.document_name AS document_name")
+    assert "GROUP BY t1.document_id, t1.document_name" in sql
+
+
+def test_the_clause_reader_takes_the_one_table_all_shown_phrases_can_mean() -> None:
+    """ "id" could be a column of all three tables, "name" only of ``documents``: the
+    reading is about documents (read about paragraphs, it grouped by ``paragraph_id``)."""
+    ctx = read_question(
+        "Return the id and name of the document with the most paragraphs.",
+        Vocabulary(DOCUMENTS, JoinGraph(DOCUMENTS)),
+        TODAY,
+    )
+    sql = compose(ctx, read_clauses(ctx)).sql
+    assert "GROUP BY t1.document_id, t1.document_name" in sql and "paragraph_id" not in sql

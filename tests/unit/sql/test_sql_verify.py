@@ -145,6 +145,15 @@ SELECT_NAMES = "SELECT t0.name AS name FROM public.singer AS t0"
             "one value, the statement computes one per group",
         ),
         (
+            "Which singer has the most songs?",
+            "SELECT t0.song_id, COUNT(*) AS count FROM public.song AS t0 JOIN public.singer AS "
+            "t1 ON t1.singer_id = t0.singer_id GROUP BY t0.song_id ORDER BY count DESC LIMIT 1",
+            "SELECT t1.name, COUNT(*) AS count FROM public.song AS t0 JOIN public.singer AS t1 "
+            "ON t1.singer_id = t0.singer_id GROUP BY t1.name, t1.singer_id ORDER BY count DESC "
+            "LIMIT 1",
+            "counts one row per group",
+        ),
+        (
             "When did the singers debut?",
             SELECT_NAMES,
             "SELECT t0.debut_year AS debut_year FROM public.singer AS t0",
