@@ -705,6 +705,11 @@ def read_clauses(ctx: LinkContext) -> Plan:
     # words read by meaning are explained by the names they were linked to
     ctx.known.update(w for t in glue for w in (t.low, t.stem))
     ctx.known.update(m.word for m in ctx.meanings)
+    # a number written as a word and read as one ("at least two courses") names nothing;
+    # the verifier checks the statement uses its value
+    ctx.known.update(
+        t.low for i, t in enumerate(reading.tokens) if i in reading.used and t.low in _NUMBER_WORDS
+    )
     return _plan(reading, read)
 
 

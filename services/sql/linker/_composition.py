@@ -43,7 +43,15 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
 
     counted = [m.table for m in plan.measures if m.func in ("COUNT", "COUNT_DISTINCT") and m.table]
     counted += [h[0].table for h in plan.having if h[0].table is not None]
-    if plan.having and plan.entity is None and plan.dims and plan.dims[0].col.table.primary_key:
+    if (
+        plan.having
+        and plan.entity is None
+        and plan.dims
+        and plan.dims[0].col.table.primary_key
+        # "nationalities shared by at least two people": rows of the listed column's own
+        # table counted per value, not per row of it (each row is one)
+        and all(h[0].table is not plan.dims[0].col.table for h in plan.having)
+    ):
         plan.entity = plan.dims[0].col.table
     if plan.entity is None and plan.measures and plan.dims:
         plan.entity = _named_entity(ctx, plan)

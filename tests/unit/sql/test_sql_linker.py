@@ -939,3 +939,18 @@ def test_the_clause_reader_takes_the_one_table_all_shown_phrases_can_mean() -> N
     )
     sql = compose(ctx, read_clauses(ctx)).sql
     assert "GROUP BY t1.document_id, t1.document_name" in sql and "paragraph_id" not in sql
+
+
+def test_a_count_compared_with_a_number_word_is_read() -> None:
+    """ "more than one flight" was refused: "one" named nothing in the schema."""
+    sql = _sql("Which airlines have more than one flight?", TRAVEL)
+    assert sql.endswith("HAVING COUNT(DISTINCT (t1.airline, t1.flightno)) > 1")
+
+
+def test_rows_counted_per_value_of_their_own_column_are_not_grouped_by_their_key() -> None:
+    """Grouped by ``paragraph_id`` too, every group held one paragraph (and the verifier
+    refused the statement)."""
+    assert _sql("List all document ids with at least two paragraphs.", DOCUMENTS) == (
+        "SELECT t0.document_id AS document_id FROM public.paragraphs AS t0 "
+        "GROUP BY t0.document_id HAVING COUNT(*) >= 2"
+    )
