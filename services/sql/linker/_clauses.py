@@ -1041,17 +1041,20 @@ def _literal(number: float) -> str:
 def _compare_clause(reading: _Reading, read: _Read, i: int) -> int | None:
     # "<column> [is] above 30", "above 30", "more than 3 <table|column>", "older than 30"
     start = i
-    columns = [
-        m
-        for m in reading.longest(i, ("column",))
-        if m.col is not None and is_number(m.col.column.data_type) and not is_key(m.col)
-    ]
+    columns = _numeric_columns(reading, i)
     j = columns[0].end if columns else i
+    if columns and reading.low(j) in ("is", "are", "was", "were"):
+        j += 1  # "whose weight is heavier than 10"
     dimension = ""
     op = ""
     if reading.low(j) in _DIMENSIONS and reading.low(j + 1) == "than":
         dimension, op = _DIMENSIONS[reading.low(j)]
+        if columns:
+            dimension = ""  # the column said it: "weight is heavier than 10"
         j += 2
+    elif not columns and (split := _split_comparison(reading, j)) is not None:
+        # "a greater weight than 10", "above age 20": the column inside the comparison
+        op, columns, j = split
     else:
         found = _comparison(reading, j)
         if found is None:
@@ -1090,6 +1093,42 @@ def _compare_clause(reading: _Reading, read: _Read, i: int) -> int | None:
     )
     reading.use(start, end)
     return end
+
+
+# "a greater weight than 10": the comparative before the column, "than" after it
+_SPLIT_COMPARATIVES = {
+    "greater": ">", "higher": ">", "larger": ">", "bigger": ">", "more": ">",
+    "lower": "<", "smaller": "<", "less": "<", "fewer": "<",
+}  # fmt: skip
+
+
+def _split_comparison(reading: _Reading, i: int) -> tuple[str, list[Mention], int] | None:
+    """A comparison around a numeric column, then a number: "a greater weight than 10"
+    (comparative, column, "than") or "above age 20" (comparison, column); its operator,
+    the column's mentions and where the number starts."""
+    j = reading.skip(i, frozenset({"a", "an", "the"}))
+    op = _SPLIT_COMPARATIVES.get(reading.low(j), "")
+    if op:
+        columns = _numeric_columns(reading, j + 1)
+        if columns and reading.low(columns[0].end) == "than":
+            return op, columns, columns[0].end + 1
+        return None
+    found = _comparison(reading, i)
+    if found is None:
+        return None
+    op, j = found
+    columns = _numeric_columns(reading, j)
+    if columns and reading.number(columns[0].end) is not None:
+        return op, columns, columns[0].end
+    return None
+
+
+def _numeric_columns(reading: _Reading, i: int) -> list[Mention]:
+    return [
+        m
+        for m in reading.longest(i, ("column",))
+        if m.col is not None and is_number(m.col.column.data_type) and not is_key(m.col)
+    ]
 
 
 def _between(reading: _Reading, read: _Read, i: int, columns: list[Mention]) -> int | None:

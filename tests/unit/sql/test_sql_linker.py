@@ -954,3 +954,17 @@ def test_rows_counted_per_value_of_their_own_column_are_not_grouped_by_their_key
         "SELECT t0.document_id AS document_id FROM public.paragraphs AS t0 "
         "GROUP BY t0.document_id HAVING COUNT(*) >= 2"
     )
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("How many pets have a greater weight than 10?", "(t0.weight > 10)"),
+        ("Find the number of pets whose weight is heavier than 10.", "(t0.weight > 10)"),
+        ("How many students below age 30 are there?", "(t0.age < 30)"),
+    ],
+)
+def test_a_comparison_around_its_column_is_read(question: str, condition: str) -> None:
+    """The column said inside the comparison ("a greater weight than", "below age") or
+    before an adjective ("weight is heavier than"): each was refused, naming the word."""
+    assert _sql(question, PETS).endswith(f"WHERE {condition}")
