@@ -799,6 +799,7 @@ _VERB_HAVE = ("have", "has", "had", "own", "owns", "owned", "with")
 def _clauses(reading: _Reading, read: _Read, at: int) -> None:
     recognisers = (
         _when_event,
+        _later_count,
         _event_clause,
         _order_clause,
         _group_clause,
@@ -865,6 +866,18 @@ def _split_when(parts: list[str]) -> list[str]:
         tail = next((w for w in _WHEN_WORDS if part.endswith(w) and len(part) >= len(w) + 3), "")
         split += [part[: -len(tail)], tail] if tail else [part]
     return split
+
+
+def _later_count(reading: _Reading, read: _Read, i: int) -> int | None:
+    """ "the name and theme for all concerts *and the number of singers* in each": a count
+    asked after a clause, read as one more item."""
+    if reading.low(i) not in ("and", ",") or read.kind == "count":
+        return None
+    j = reading.skip(i + 1, frozenset({"the", "their", "its", "corresponding", "total"}))
+    if not reading.match(j, ("number of", "count of", "numbers of")):
+        return None
+    reading.use(i, j)
+    return _items(reading, read, j)
 
 
 def _when_event(reading: _Reading, read: _Read, i: int) -> int | None:

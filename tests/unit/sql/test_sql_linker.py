@@ -968,3 +968,14 @@ def test_a_comparison_around_its_column_is_read(question: str, condition: str) -
     """The column said inside the comparison ("a greater weight than", "below age") or
     before an adjective ("weight is heavier than"): each was refused, naming the word."""
     assert _sql(question, PETS).endswith(f"WHERE {condition}")
+
+
+def test_a_count_asked_after_a_clause_is_one_more_item() -> None:
+    """ "… for all concerts and the number of singers in each concert": the count after
+    the clause was left unread and the question refused."""
+    sql = _sql(
+        "Show the concert name for all concerts and the number of singers in each concert.",
+        TRAVEL,
+    )
+    assert sql.startswith("SELECT t0.concert_name AS concert_name, COUNT(")
+    assert sql.endswith("GROUP BY t0.concert_name, t0.concert_id")
