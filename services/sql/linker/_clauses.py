@@ -231,6 +231,7 @@ def _cue_words() -> frozenset[str]:
         "named called titled between average mean common frequent popular top first number",
         "numbers count counts distinct different unique or either as well along together",
         "name names id ids title titles have has had own owns who that which any a an",
+        "across",
     ]  # fmt: skip
     return frozenset(w for phrase in phrases for w in phrase.split())
 
@@ -537,6 +538,11 @@ def _head(reading: _Reading) -> tuple[str, int]:
     if head:
         reading.use(0, at + len(head.split()))
         return "list", at + len(head.split())
+    if reading.low(at) == "which" and reading.low(at + 1) == "of":
+        # "Which of the countries has …": which countries
+        start = reading.skip(at + 2, frozenset({"the", "these", "those", "all"}))
+        reading.use(0, start)
+        return "which", start
     if reading.low(at) in ("which", "what"):
         reading.use(0, at + 1)
         return "which", at + 1
@@ -800,6 +806,7 @@ def _clauses(reading: _Reading, read: _Read, at: int) -> None:
     recognisers = (
         _when_event,
         _later_count,
+        _scope_clause,
         _event_clause,
         _order_clause,
         _group_clause,
@@ -866,6 +873,20 @@ def _split_when(parts: list[str]) -> list[str]:
         tail = next((w for w in _WHEN_WORDS if part.endswith(w) and len(part) >= len(w) + 3), "")
         split += [part[: -len(tail)], tail] if tail else [part]
     return split
+
+
+def _scope_clause(reading: _Reading, read: _Read, i: int) -> int | None:
+    """ "most common across all people", "over all the visits": the rows an aggregate or a
+    ranking is taken over, which the statement reads whole: no condition."""
+    if reading.low(i) not in ("across", "over") or reading.low(i + 1) != "all":
+        return None
+    j = reading.skip(i + 2, frozenset({"the"}))
+    tables = reading.longest(j, ("table",))
+    if not tables or tables[0].table is None:
+        return None
+    read.mention_table(tables[0].table)
+    reading.use(i, tables[0].end)
+    return tables[0].end
 
 
 def _later_count(reading: _Reading, read: _Read, i: int) -> int | None:

@@ -825,7 +825,12 @@ TRAVEL = Catalog(
         TableInfo(
             "public",
             "people",
-            columns=(_col("people_id"), _col("name", "text"), _col("height", "real")),
+            columns=(
+                _col("people_id"),
+                _col("name", "text"),
+                _col("height", "real"),
+                _col("nationality", "text"),
+            ),
             primary_key=("people_id",),
         ),
         TableInfo(
@@ -979,3 +984,16 @@ def test_a_count_asked_after_a_clause_is_one_more_item() -> None:
     )
     assert sql.startswith("SELECT t0.concert_name AS concert_name, COUNT(")
     assert sql.endswith("GROUP BY t0.concert_name, t0.concert_id")
+
+
+def test_the_rows_a_ranking_is_taken_across_are_no_condition() -> None:
+    sql = _sql("Give the nationality that is most common across all people.", TRAVEL)
+    assert sql.startswith("SELECT t0.nationality AS nationality, COUNT(*) AS count")
+    assert "WHERE" not in sql and sql.endswith("LIMIT 1")
+
+
+def test_which_of_the_rows_is_which_rows() -> None:
+    """Read by the list-oriented reading, "in 2014" found no date column and was refused."""
+    assert _sql("Which of the singers performed in a concert in 2014?", TRAVEL) == _sql(
+        "Which singers performed in a concert in 2014?", TRAVEL
+    )
