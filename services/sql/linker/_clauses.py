@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from services.sql._catalog import TableInfo
 from services.sql._words import lemma, word_match
 from services.sql.linker._context import LinkContext, Meaning
+from services.sql.linker._lookup import refers_to_rows
 from services.sql.linker._mentions import (
     Chart,
     Mention,
@@ -1158,10 +1159,14 @@ def _split_comparison(reading: _Reading, i: int) -> tuple[str, list[Mention], in
 
 
 def _numeric_columns(reading: _Reading, i: int) -> list[Mention]:
+    """The mentions at ``i`` of columns holding quantities (no key, no reference)."""
     return [
         m
         for m in reading.longest(i, ("column",))
-        if m.col is not None and is_number(m.col.column.data_type) and not is_key(m.col)
+        if m.col is not None
+        and is_number(m.col.column.data_type)
+        and not is_key(m.col)
+        and not refers_to_rows(reading.ctx, m.col)
     ]
 
 

@@ -24,6 +24,7 @@ from services.sql.linker._lookup import (
     label_columns,
     mentioned_before,
     named_tables,
+    refers_to_rows,
     text_column,
 )
 from services.sql.linker._plan import (
@@ -427,7 +428,7 @@ def comparisons(ctx: LinkContext, plan: Plan) -> None:
     ):
         words = [stem(w) for w in m.group(1).split() if w not in STOP_WORDS][-3:]
         col = find_column(ctx, words, numeric=True) if words else None
-        if col is None or is_key(col):
+        if col is None or is_key(col) or refers_to_rows(ctx, col):
             continue
         plan.filters.append((col, f"{{c}} {ops[m.group(2)]} {m.group(3).replace(',', '')}"))
     # "contacts without an email", "with no phone": the column is empty (only when asked)

@@ -274,3 +274,12 @@ def text_column_near(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) ->
         if s > 0.5 and (best is None or s > best[0]):
             best = (s, col)
     return best[1] if best else None
+
+
+def refers_to_rows(ctx: LinkContext, col: Col) -> bool:
+    """A column holding another table's keys (a declared or inferred reference): an
+    identifier, no quantity to compare with a number."""
+    return any(
+        e.child == col.table.qualified and col.column.name in e.child_columns
+        for e in ctx.graph.edges_of(col.table.qualified)
+    )

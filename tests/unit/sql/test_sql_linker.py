@@ -12,7 +12,14 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.sql._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql._catalog import (
+    Catalog,
+    ColumnInfo,
+    ForeignKeyInfo,
+    JoinInfo,
+    JoinOrigin,
+    TableInfo,
+)
 from services.sql._definitions import parse_definitions
 from services.sql._glossary import GlossaryEntry
 from services.sql._joins import Edge, JoinGraph, name_candidates
@@ -997,3 +1004,61 @@ def test_which_of_the_rows_is_which_rows() -> None:
     assert _sql("Which of the singers performed in a concert in 2014?", TRAVEL) == _sql(
         "Which singers performed in a concert in 2014?", TRAVEL
     )
+
+
+# No declared keys: the references are the catalog's inferred joins.
+CARS = Catalog(
+    "cars",
+    (
+        TableInfo(
+            "public",
+            "car_makers",
+            columns=(_col("id"), _col("maker", "text"), _col("fullname", "text")),
+            primary_key=("id",),
+        ),
+        TableInfo(
+            "public",
+            "model_list",
+            columns=(_col("modelid"), _col("maker"), _col("model", "text")),
+            primary_key=("modelid",),
+        ),
+        TableInfo(
+            "public",
+            "car_names",
+            columns=(_col("makeid"), _col("model", "text"), _col("make", "text")),
+            primary_key=("makeid",),
+        ),
+    ),
+    joins=(
+        JoinInfo(
+            "public.model_list",
+            ("maker",),
+            "public.car_makers",
+            ("id",),
+            JoinOrigin.INFERRED,
+            "values",
+        ),
+        JoinInfo(
+            "public.car_names",
+            ("model",),
+            "public.model_list",
+            ("model",),
+            JoinOrigin.INFERRED,
+            "values",
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which makers designed more than 3 car models? List full name and the id.",
+        "What are the full names of makers with a maker above 3?",
+    ],
+)
+def test_a_reference_is_no_quantity_to_compare_with_a_number(question: str) -> None:
+    """``model_list.maker`` holds car makers' ids: "more than 3 car models" was answered as
+    ``maker > 3``, a confident wrong answer."""
+    with pytest.raises(LinkError):
+        _sql(question, CARS)
