@@ -558,6 +558,11 @@ def _head(reading: _Reading) -> tuple[str, int]:
 # --- the items ------------------------------------------------------------------------
 
 
+# After "show the <table>": words that begin a condition, so the table is what is listed
+# ("give the airline with abbreviation 'UAL'"), not whose column follows ("singer names").
+_ROWS_END = frozenset({"with", "whose", "that", "which", "who", "where"})
+
+
 def _items(reading: _Reading, read: _Read, at: int) -> int:
     """The items up to the first clause word; returns where the clauses start."""
     pending: list[str] = []  # aggregates waiting for their column ("average and maximum")
@@ -630,7 +635,15 @@ def _items(reading: _Reading, read: _Read, at: int) -> int:
                 continue
             if read.kind == "count" and not read.items:
                 read.items.append(_Item("COUNT", i, tables[0].end, table=table))
-            elif read.kind == "which" and not read.items:
+            elif not read.items and (
+                read.kind == "which"
+                or (
+                    read.kind == "list"
+                    and not read.when
+                    and reading.low(tables[0].end) in _ROWS_END
+                )
+            ):
+                # "which airlines …", "give the airline with …": the rows, by their label
                 read.items.append(_Item("", i, tables[0].end, table=table))
             else:
                 # "singer names": the table says whose column follows

@@ -215,6 +215,9 @@ def _touches(word: str, part: str) -> bool:
     )
 
 
+_NAMED_FLOOR = 0.95  # the same word, or its plural
+
+
 def chart(vocab: Vocabulary, text: str, meanings: Sequence[Meaning] = ()) -> Chart:
     """The mentions of every span of ``text`` (at most six tokens long), and of each
     word linked by meaning (scored by its similarity)."""
@@ -249,13 +252,17 @@ def chart(vocab: Vocabulary, text: str, meanings: Sequence[Meaning] = ()) -> Cha
             if j - i > 3 or any(t.number is not None or t.low in FUNCTION_WORDS for t in span):
                 continue
             words = [t.stem for t in span]
+            # a capitalised word inside the question names a thing ("live in California"):
+            # a schema name only as itself, never by abbreviation or likeness ("cars")
+            floor = _NAMED_FLOOR if any(k > 0 and t.text[:1].isupper() for k, t in
+                                        enumerate(span, i)) else 0.0  # fmt: skip
             for table in candidates.tables:
                 score = table_score(vocab, words, table)
-                if score:
+                if score and score >= floor:
                     found.mentions.append(Mention("table", i, j, score, table=table))
             for col in candidates.columns_for(vocab, words):
                 got = column_score(vocab, words, col)
-                if got and got[0] >= _COLUMN_FLOOR:
+                if got and got[0] >= max(_COLUMN_FLOOR, floor):
                     score, with_table = got
                     found.mentions.append(
                         Mention("column", i, j, score, col=col, with_table=with_table)

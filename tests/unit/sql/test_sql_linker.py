@@ -1062,3 +1062,45 @@ def test_a_reference_is_no_quantity_to_compare_with_a_number(question: str) -> N
     ``maker > 3``, a confident wrong answer."""
     with pytest.raises(LinkError):
         _sql(question, CARS)
+
+
+def test_show_the_table_with_a_condition_lists_its_rows_by_label() -> None:
+    """ "Give the airline with abbreviation 'UAL'" listed the abbreviation it was given."""
+    assert _sql("Give the airline with abbreviation 'UAL'.", TRAVEL) == (
+        "SELECT t0.airline AS airline FROM public.airlines AS t0 WHERE (t0.abbreviation = 'UAL')"
+    )
+
+
+DEALERSHIP = Catalog(
+    "dealership",
+    (
+        TableInfo(
+            "public",
+            "customers",
+            columns=(_col("id"), _col("first_name", "text"), _col("last_name", "text"),
+                     _col("state", "text")),
+            primary_key=("id",),
+        ),
+        TableInfo("public", "cars", columns=(_col("id"), _col("make", "text")),
+                  primary_key=("id",)),
+        TableInfo(
+            "public",
+            "sales",
+            columns=(_col("id"), _col("customer_id"), _col("car_id")),
+            primary_key=("id",),
+            foreign_keys=(
+                ForeignKeyInfo(("customer_id",), "public.customers", ("id",)),
+                ForeignKeyInfo(("car_id",), "public.cars", ("id",)),
+            ),
+        ),
+    ),
+)  # fmt: skip
+
+
+def test_a_capitalised_word_is_no_schema_name_by_likeness() -> None:
+    """ "California" begins like ``cars``: read as that table, "customers who live in
+    California" became the customers who bought a car, with no condition at all."""
+    with pytest.raises(LinkError, match="California"):
+        _sql("Which customers live in California?", DEALERSHIP)
+    # said as itself, a capitalised name of the schema still links
+    assert "public.cars" in _sql("How many Cars are there?", DEALERSHIP)
