@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from services.sql._catalog import TableInfo
+from services.sql._joins import JoinGraph
 from services.sql._words import lemma, word_match
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._lookup import refers_to_rows
@@ -188,7 +189,23 @@ def unplaced_words(
 ) -> list[Token]:
     """The words of ``tokens`` no mention could cover and no clause could use: what no
     reading by names will place (a cheap test, before any mention is looked up)."""
-    return [t for t in tokens if needs_a_name(vocab, t) and not could_mention(vocab, t, meanings)]
+    return [
+        t
+        for k, t in enumerate(tokens)
+        if needs_a_name(vocab, t)
+        and not could_mention(vocab, t, meanings)
+        and not _person_name_part(tokens, k)
+    ]
+
+
+def _person_name_part(tokens: Sequence[Token], k: int) -> bool:
+    """ "last" of "last name": no name by itself, it is read with "name" as the column
+    a schema shortens the pair to (``lname``)."""
+    return (
+        tokens[k].low in ("first", "last", "family")
+        and k + 1 < len(tokens)
+        and tokens[k + 1].low in ("name", "names")
+    )
 
 
 def needs_a_name(vocab: Vocabulary, token: Token) -> bool:
@@ -1407,10 +1424,21 @@ def _plan(reading: _Reading, read: _Read) -> Plan:
         raise Decline("the question names no table")
     read.mention_table(entity)
     plan = Plan(distinct=read.distinct and read.kind != "count")
-    resolve = _Resolver(read, entity, _referenced(ctx, entity))
+    resolve = _Resolver(read, entity, _referenced(ctx, entity), ctx.graph)
     for item in read.items:
         _add_item(ctx, plan, resolve, item, distinct=read.distinct)
-    resolved = [(resolve.condition(condition), condition) for condition in read.conditions]
+    resolved: list[tuple[Col, _Condition]] = []
+    for condition in read.conditions:
+        # "a cat that is age 3": a condition said of the row the previous one picked
+        # (a pet's age, not the student's)
+        before = resolved[-1] if resolved else None
+        resolve.near = (
+            before[0].table
+            if before is not None and _said_of(reading, before[1].end, condition.start)
+            else None
+        )
+        resolved.append((resolve.condition(condition), condition))
+    resolve.near = None
     for col, condition in resolved:
         plan.filters.append((col, _condition_sql(ctx, col, condition)))
     _no_row_meets_both(ctx, resolved)
@@ -1528,15 +1556,23 @@ class _Resolver:
     question names, then the only one; a tie is a refusal, never a guess."""
 
     def __init__(
-        self, read: _Read, entity: TableInfo, referenced: Sequence[TableInfo] = ()
+        self,
+        read: _Read,
+        entity: TableInfo,
+        referenced: Sequence[TableInfo] = (),
+        graph: JoinGraph | None = None,
     ) -> None:
         self.read = read
         self.entity = entity
+        self.graph = graph
+        self.near: TableInfo | None = None  # the table a relative clause speaks of
         # the rows each entity row refers to (one each): their columns are the entity's
         # too ("poker players taller than 200": a player is a person, with a height)
         self.referenced = referenced
 
     def _rank(self, col: Col) -> float:
+        if col.table is self.near:
+            return 3.0
         if col.table is self.entity:
             return 2.0
         if col.table in self.read.tables:
@@ -1550,12 +1586,29 @@ class _Resolver:
         cols.sort(key=lambda p: -p[0])
         best = cols[0]
         rivals = [c for s, c in cols[1:] if abs(s - best[0]) < 1e-9 and c.key != best[1].key]
+        if rivals and self.graph is not None:
+            # ``has_pet.petid`` holds ``pets.petid``: one value, said twice; the key it is
+            same = [best[1], *rivals]
+            keys = [c for c in same if all(c is o or self._holds(o, c) for o in same)]
+            if len(keys) == 1:
+                return keys[0]
         if rivals:
             raise Decline(
                 f"{best[1].column.name} could be a column of {best[1].table.name} or of "
                 f"{rivals[0].table.name}"
             )
         return best[1]
+
+    def _holds(self, child: Col, parent: Col) -> bool:
+        """``child`` is a reference to ``parent`` (a key joined to it)."""
+        assert self.graph is not None
+        return any(
+            e.child == child.table.qualified
+            and e.parent == parent.table.qualified
+            and e.child_columns == (child.column.name,)
+            and e.parent_columns == (parent.column.name,)
+            for e in self.graph.edges_of(child.table.qualified)
+        )
 
     def dimension(self, word: str) -> Col:
         tables = [self.entity, *(t for t in self.read.tables if t is not self.entity)]
@@ -1593,6 +1646,18 @@ class _Resolver:
         if stored:
             return self.column(stored)
         raise Decline("a quoted value, but no column says what it is")
+
+
+_RELATIVE = frozenset({"that", "which", "who", "whose", "with"})
+
+
+def _said_of(reading: _Reading, end: int, start: int) -> bool:
+    """Only a relative pronoun and a verb of being or having between two conditions
+    ("cat *that is* age 3"): the second is said of what the first picked."""
+    between = [reading.low(k) for k in range(end, start)]
+    return bool(between) and bool(_RELATIVE & set(between)) and set(between) <= _RELATIVE | {
+        "is", "are", "was", "were", "has", "have", "had", "a", "an", "the"
+    }  # fmt: skip
 
 
 def _referenced(ctx: LinkContext, entity: TableInfo) -> list[TableInfo]:

@@ -1104,3 +1104,46 @@ def test_a_capitalised_word_is_no_schema_name_by_likeness() -> None:
         _sql("Which customers live in California?", DEALERSHIP)
     # said as itself, a capitalised name of the schema still links
     assert "public.cars" in _sql("How many Cars are there?", DEALERSHIP)
+
+
+OWNERS = Catalog(
+    "owners",
+    (
+        TableInfo(
+            "public",
+            "student",
+            columns=(_col("stuid"), _col("fname", "text"), _col("lname", "text"), _col("age")),
+            primary_key=("stuid",),
+        ),
+        TableInfo(
+            "public",
+            "has_pet",
+            columns=(_col("stuid"), _col("petid")),
+            foreign_keys=(
+                ForeignKeyInfo(("stuid",), "public.student", ("stuid",)),
+                ForeignKeyInfo(("petid",), "public.pets", ("petid",)),
+            ),
+        ),
+        TableInfo(
+            "public",
+            "pets",
+            columns=(_col("petid"), _col("pettype", "text", ("cat", "dog")), _col("pet_age")),
+            primary_key=("petid",),
+        ),
+    ),
+)
+
+
+def test_a_last_name_is_the_column_a_schema_shortens_it_to() -> None:
+    """ "last name" is ``lname``; the id of the pet is ``pets.petid``, which ``has_pet``
+    holds too (one value said twice, not two columns to choose between)."""
+    sql = _sql("What is the id of the pet owned by the student whose last name is 'Smith'?",
+               OWNERS)  # fmt: skip
+    assert sql.startswith("SELECT DISTINCT t0.petid AS petid FROM public.pets AS t0")
+    assert sql.endswith("WHERE (t2.lname = 'Smith')")
+
+
+def test_a_condition_said_of_the_previous_ones_row_is_on_its_table() -> None:
+    """ "a cat that is age 3": the pet's age; read as the student's, it was wrong."""
+    sql = _sql("Find the last name of the student who has a cat that is age 3.", OWNERS)
+    assert sql.endswith("WHERE (t2.pettype = 'cat') AND (t2.pet_age = 3)")
