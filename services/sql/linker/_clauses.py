@@ -34,6 +34,7 @@ from services.sql._catalog import TableInfo
 from services.sql._joins import JoinGraph
 from services.sql._words import lemma, word_match
 from services.sql.linker._context import LinkContext, Meaning
+from services.sql.linker._dates import DATE_NAME_WORDS
 from services.sql.linker._lookup import refers_to_rows
 from services.sql.linker._mentions import (
     Chart,
@@ -863,7 +864,6 @@ def _clauses(reading: _Reading, read: _Read, at: int) -> None:
 # Parts of a date or year column's name that say it is one, beside the event it dates
 # ("open_year", "date_effective_from", "date_on_market").
 _WHEN_PARTS = frozenset({"year", "date", "time", "day", "on", "at", "from", "dt"})
-_WHEN_WORDS = ("date", "year", "time", "day")  # the parts that end a run-together name
 _WHEN_PREPOSITIONS = {"in": "=", "during": "=", "before": "<", "after": ">", "since": ">="}
 # "When did …", "when was …": a question asking for the date of an event.
 _WHEN_AUXILIARIES = frozenset(
@@ -901,7 +901,9 @@ def _split_when(parts: list[str]) -> list[str]:
     ``sbCustJoinDate`` is the one word "joindate", which is "join" + "date"."""
     split: list[str] = []
     for part in parts:
-        tail = next((w for w in _WHEN_WORDS if part.endswith(w) and len(part) >= len(w) + 3), "")
+        tail = next(
+            (w for w in DATE_NAME_WORDS if part.endswith(w) and len(part) >= len(w) + 3), ""
+        )
         split += [part[: -len(tail)], tail] if tail else [part]
     return split
 
@@ -1162,9 +1164,10 @@ def _compare_clause(reading: _Reading, read: _Read, i: int) -> int | None:
 
 # "a greater weight than 10": the comparative before the column, "than" after it
 _SPLIT_COMPARATIVES = {
-    "greater": ">", "higher": ">", "larger": ">", "bigger": ">", "more": ">",
-    "lower": "<", "smaller": "<", "less": "<", "fewer": "<",
-}  # fmt: skip
+    phrase.split()[0]: op
+    for phrase, op in _COMPARE.items()
+    if len(phrase.split()) == 2 and phrase.endswith(" than")
+}
 
 
 def _split_comparison(reading: _Reading, i: int) -> tuple[str, list[Mention], int] | None:

@@ -20,6 +20,9 @@ from services.sql.linker._plan import LinkError, Measure, Plan, is_temporal, lit
 from services.sql.linker._vocabulary import Col
 
 GRAINS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", "year": "year"}
+# Words that make a column's name say when something happened (``open_year``,
+# ``sbCustJoinDate``, ``created_time``).
+DATE_NAME_WORDS = ("date", "year", "month", "time", "day")
 
 
 RECENCY = re.compile(r"\b(?:most\s+recent(?:ly)?|latest|newest|oldest|earliest)\b")

@@ -37,7 +37,7 @@ from services.sql._parsing import parse_statements
 from services.sql._words import stem
 from services.sql.linker._context import LinkContext
 from services.sql.linker._coverage import unexplained
-from services.sql.linker._dates import GRAINS
+from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
 from services.sql.linker._plan import LinkError, is_temporal
 from services.sql.linker._terms import prose_of_definitions
 
@@ -93,7 +93,7 @@ _GROUPING = re.compile(
 # "When did the customers join?": a question that asks for a time (not "when" joining
 # two clauses later on: "… when they signed up").
 _WHEN = re.compile(r"\s*(?:and\s+)?when\b")
-_TIME_NAMES = frozenset(stem(w) for w in ("year", "date", "month", "day", "time"))
+_TIME_NAMES = frozenset(stem(w) for w in DATE_NAME_WORDS)
 _THAN_AVERAGE = re.compile(r"\bthan (?:the )?(?:average|mean)\b")
 
 
