@@ -490,7 +490,7 @@ async def _load_demo(retrieval: str, console: _Console, trust: Trust) -> str:
         generate_documents,
         load_demo_documents,
     )
-    from services.sql.demo_data import DEFAULT_SEED  # noqa: PLC0415
+    from services.sql.demo.data import DEFAULT_SEED  # noqa: PLC0415
 
     seed = Env().get_int("SQL_DEMO_SEED", DEFAULT_SEED, minimum=0)
     documents = generate_documents(seed).documents

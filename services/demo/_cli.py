@@ -29,7 +29,7 @@ from services.demo._loader import (
     check_demo_documents,
     load_demo_documents,
 )
-from services.sql.demo_data import DEFAULT_SEED
+from services.sql.demo.data import DEFAULT_SEED
 
 DEFAULT_TENANT = "demo"
 

@@ -1,4 +1,4 @@
-"""The demo documents: the unstructured side of the seeded CRM in ``services.sql.demo_data``.
+"""The demo documents: the unstructured side of the seeded CRM in ``services.sql.demo.data``.
 
 Account briefs and call notes are written from the same companies, contacts, deals and
 activities the SQL warehouse holds, so a question that needs both engines ("which of our
@@ -24,8 +24,8 @@ from datetime import date
 from decimal import Decimal
 
 from services.demo import _content
-from services.sql import demo_data
-from services.sql.demo_data import Activity, Company, Contact, DemoData, Opportunity
+from services.sql.demo import data as demo_data
+from services.sql.demo.data import Activity, Company, Contact, DemoData, Opportunity
 
 DEFAULT_ACCOUNTS = 60
 # Accounts with the most open pipeline are always covered, so "top N" questions up to this

@@ -3,8 +3,12 @@ intents, the schema catalog, and the demo CRM warehouse."""
 
 from __future__ import annotations
 
-from services.sql._answers import MemorySettings, open_memory
-from services.sql._ask import (
+from services.sql._check import check_databases
+from services.sql._convert import sql_result
+from services.sql._engine import EngineLimits, SqlEngine
+from services.sql._server import SqlDeps, build_deps, create_server, ready, serves_demo_warehouse
+from services.sql._settings import DEFAULT_PORT, DEMO_TENANT, SqlSettings
+from services.sql.ask import (
     AskOutcome,
     AskPipeline,
     AskResult,
@@ -15,13 +19,14 @@ from services.sql._ask import (
     GeneratorUnavailable,
     ModelCall,
     ModelTier,
+    OfflineGenerator,
     Proposal,
     SchemaView,
     SqlGenerator,
     TableChoice,
     Understanding,
 )
-from services.sql._catalog import (
+from services.sql.catalog import (
     Catalog,
     CatalogCache,
     ColumnInfo,
@@ -31,19 +36,28 @@ from services.sql._catalog import (
     introspect,
     render,
 )
-from services.sql._check import check_databases
-from services.sql._convert import sql_result
-from services.sql._engine import EngineLimits, SqlEngine
-from services.sql._execute import (
+from services.sql.demo import (
+    Warehouse,
+    database_url,
+    demo_glossary,
+    ensure_reader_role,
+    ensure_warehouse,
+    grant_read_only,
+    reader_url,
+)
+from services.sql.gate import (
     FailureKind,
+    GateRule,
     Limits,
     ResultSet,
     Safeguards,
+    SqlGate,
     StatementError,
     StatementRunner,
+    Verdict,
+    Violation,
 )
-from services.sql._gate import GateRule, SqlGate, Verdict, Violation
-from services.sql._intents import (
+from services.sql.intents import (
     Aggregate,
     CompiledIntent,
     Filter,
@@ -57,11 +71,9 @@ from services.sql._intents import (
     Value,
     compile_intent,
 )
-from services.sql._memory import GrpcQuestionEmbedder
-from services.sql._offline import OfflineGenerator
-from services.sql._server import SqlDeps, build_deps, create_server, ready, serves_demo_warehouse
-from services.sql._settings import DEFAULT_PORT, DEMO_TENANT, SqlSettings
-from services.sql._targets import (
+from services.sql.memory import GrpcQuestionEmbedder, MemorySettings, open_memory
+from services.sql.results import encode, register_loaders
+from services.sql.targets import (
     ANY_TENANT,
     Capability,
     Severity,
@@ -70,16 +82,6 @@ from services.sql._targets import (
     TargetRegistry,
     WritableTargetError,
     role_capabilities,
-)
-from services.sql._values import encode, register_loaders
-from services.sql._warehouse import (
-    Warehouse,
-    database_url,
-    demo_glossary,
-    ensure_reader_role,
-    ensure_warehouse,
-    grant_read_only,
-    reader_url,
 )
 
 __all__ = [

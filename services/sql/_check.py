@@ -10,10 +10,10 @@ from typing import Any
 import psycopg
 
 from services.common import SettingsError, embedded_server_url
-from services.sql._catalog import introspect
-from services.sql._joins import describe, infer_joins, resolve_joins
 from services.sql._settings import DEFAULT_TARGET, SqlSettings
-from services.sql._targets import (
+from services.sql.catalog import describe, infer_joins, introspect, resolve_joins
+from services.sql.demo import reader_url
+from services.sql.targets import (
     ANY_TENANT,
     Capability,
     Severity,
@@ -23,7 +23,6 @@ from services.sql._targets import (
     refusal_message,
     role_capabilities,
 )
-from services.sql._warehouse import reader_url
 
 
 @dataclass(frozen=True)

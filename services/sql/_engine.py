@@ -12,8 +12,8 @@ from opentelemetry import metrics, trace
 
 from services.common import InvalidArgument, NotFound
 from services.common.spans import Metrics as TandemMetrics
-from services.sql._answers import AnswerMemory, Feedback, memory_disabled
-from services.sql._ask import (
+from services.sql._results import Described, Executed
+from services.sql.ask import (
     Answered,
     AskOutcome,
     AskPipeline,
@@ -22,9 +22,8 @@ from services.sql._ask import (
     AttemptOutcome,
     record_verdict,
 )
-from services.sql._catalog import Catalog, TableInfo, render
-from services.sql._execute import Limits, ResultSet, StatementError, StatementRunner
-from services.sql._followup import (
+from services.sql.catalog import Catalog, JoinGraph, TableInfo, render
+from services.sql.conversation import (
     MAX_PRIOR_CHARS,
     MAX_PRIOR_WORDS,
     FollowUpError,
@@ -37,12 +36,17 @@ from services.sql._followup import (
     restrict,
     subject,
 )
-from services.sql._gate import SqlGate, Verdict
-from services.sql._intents import Intent, IntentError, compile_intent
-from services.sql._joins import JoinGraph
-from services.sql._memory import ConfirmedPair, NearPair, parse_uuid
-from services.sql._results import Described, Executed
-from services.sql._targets import Target, TargetRegistry
+from services.sql.gate import Limits, ResultSet, SqlGate, StatementError, StatementRunner, Verdict
+from services.sql.intents import Intent, IntentError, compile_intent
+from services.sql.memory import (
+    AnswerMemory,
+    ConfirmedPair,
+    Feedback,
+    NearPair,
+    memory_disabled,
+    parse_uuid,
+)
+from services.sql.targets import Target, TargetRegistry
 
 _TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 MAX_DESCRIBE_CHARS = 100_000

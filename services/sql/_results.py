@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.sql._catalog import Catalog, RenderedCatalog
-from services.sql._execute import ResultSet
-from services.sql._gate import Verdict
-from services.sql._joins import Edge
+from services.sql.catalog import Catalog, Edge, RenderedCatalog
+from services.sql.gate import ResultSet, Verdict
 
 
 @dataclass(frozen=True)

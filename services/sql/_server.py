@@ -24,19 +24,23 @@ from services.common import (
     serve,
 )
 from services.sql import _convert as convert
-from services.sql._answers import AnswerMemory, MemorySettings, open_memory
-from services.sql._ask import AskPipeline, SqlGenerator
 from services.sql._engine import EngineLimits, SqlEngine
-from services.sql._execute import StatementRunner
-from services.sql._gate import SqlGate
-from services.sql._llm_adapter import generator_from_env
-from services.sql._memory import GrpcQuestionEmbedder, MemoryStore, QuestionEmbedder
-from services.sql._offline import OfflineGenerator
 from services.sql._settings import DEFAULT_PORT, DEFAULT_TARGET, DEMO_TENANT, SqlSettings
-from services.sql._targets import Target, TargetConfig, TargetRegistry
-from services.sql._warehouse import demo_glossary, ensure_warehouse, reader_url
-from services.sql.demo_data import ANCHOR_DATE
+from services.sql.ask import AskPipeline, OfflineGenerator, SqlGenerator, generator_from_env
+from services.sql.demo import demo_glossary, ensure_warehouse, reader_url
+from services.sql.demo.data import ANCHOR_DATE
+from services.sql.gate import SqlGate, StatementRunner
+from services.sql.intents import intent_from_pb
 from services.sql.linker import PhraseEmbedder
+from services.sql.memory import (
+    AnswerMemory,
+    GrpcQuestionEmbedder,
+    MemorySettings,
+    MemoryStore,
+    QuestionEmbedder,
+    open_memory,
+)
+from services.sql.targets import Target, TargetConfig, TargetRegistry
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 
@@ -115,7 +119,7 @@ class SqlServicer(pb_grpc.SqlServiceServicer):
         executed = await engine.run_intent(
             request.tenant_id,
             request.database,
-            convert.intent_from_pb(request.intent),
+            intent_from_pb(request.intent),
             max_rows=request.max_rows,
         )
         return pb.RunIntentResponse(result=convert.sql_result(executed))

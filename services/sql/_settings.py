@@ -10,11 +10,10 @@ from datetime import date
 from pathlib import Path
 
 from services.common import Env, SettingsError
-from services.sql._glossary import GlossaryEntry, JoinSpec
-from services.sql._glossary_file import load_glossary_file
-from services.sql._targets import ANY_TENANT, SUPERUSER_VARIABLE, WRITABLE_VARIABLE
-from services.sql._warehouse import DEFAULT_DATABASE, DEFAULT_READER_ROLE
-from services.sql.demo_data import DEFAULT_SEED
+from services.sql.definitions import GlossaryEntry, JoinSpec, load_glossary_file
+from services.sql.demo import DEFAULT_DATABASE, DEFAULT_READER_ROLE
+from services.sql.demo.data import DEFAULT_SEED
+from services.sql.targets import ANY_TENANT, SUPERUSER_VARIABLE, WRITABLE_VARIABLE
 
 DEFAULT_PORT = 50055
 DEFAULT_TARGET = "warehouse"

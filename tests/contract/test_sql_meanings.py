@@ -9,8 +9,8 @@ from datetime import date
 import pytest
 
 from services.sql import SqlSettings, TargetConfig, ensure_warehouse
-from services.sql._memory import GrpcQuestionEmbedder
 from services.sql._server import build_deps, create_server, ready
+from services.sql.memory._store import GrpcQuestionEmbedder
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings

@@ -20,10 +20,10 @@ from grpc_status import rpc_status
 from services.common import GrpcServer
 from services.common.llm import GeminiProvider, LlmSettings
 from services.sql import SqlSettings, TargetConfig, ensure_warehouse
-from services.sql._answers import MemorySettings, open_memory
-from services.sql._llm_adapter import LlmSqlGenerator
-from services.sql._memory import GrpcQuestionEmbedder, MemoryStore
 from services.sql._server import SqlDeps, build_deps, create_server, ready
+from services.sql.ask._llm_adapter import LlmSqlGenerator
+from services.sql.memory._answers import MemorySettings, open_memory
+from services.sql.memory._store import GrpcQuestionEmbedder, MemoryStore
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc

@@ -25,10 +25,10 @@ from services.sql import (
     ensure_warehouse,
     grant_read_only,
 )
-from services.sql._glossary import GlossaryEntry
-from services.sql._llm_adapter import LlmSqlGenerator
 from services.sql._server import SqlDeps, build_deps, create_server, ready
-from services.sql._warehouse import SCHEMA, database_url, ensure_reader_role
+from services.sql.ask._llm_adapter import LlmSqlGenerator
+from services.sql.definitions._glossary import GlossaryEntry
+from services.sql.demo._warehouse import SCHEMA, database_url, ensure_reader_role
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc

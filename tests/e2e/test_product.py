@@ -129,7 +129,7 @@ def chunk_rows(stack: ProcessStack, chunk_ids: list[str]) -> dict[str, tuple[str
 
 
 def warehouse_count(stack: ProcessStack, sql: str) -> int:
-    from services.sql._warehouse import DEFAULT_DATABASE
+    from services.sql.demo._warehouse import DEFAULT_DATABASE
 
     with psycopg.connect(stack.database_url(DEFAULT_DATABASE)) as conn:
         row = conn.execute(sql).fetchone()

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from opentelemetry import trace
 
 from services.common.llm import GeminiProvider, LlmSettings
-from services.sql._llm_adapter import LlmSqlGenerator
+from services.sql.ask._llm_adapter import LlmSqlGenerator
 from tests.fakes.gemini import FakeGemini, Reply
 
 

@@ -23,7 +23,7 @@ import pytest
 from google.protobuf import duration_pb2
 
 from services.common import TENANT_TOKEN_HEADER, create_channel
-from services.sql._warehouse import DEFAULT_DATABASE
+from services.sql.demo._warehouse import DEFAULT_DATABASE
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import sql_service_pb2 as spb

@@ -34,7 +34,7 @@ import pytest
 from services.common.llm import FallbackProvider, GeminiProvider, LlmSettings
 from services.router import GuardrailSettings
 from services.router.offline import DeterministicProvider
-from services.sql._warehouse import DEFAULT_DATABASE
+from services.sql.demo._warehouse import DEFAULT_DATABASE
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import retrieval_service_pb2 as rpb

@@ -21,7 +21,6 @@ One module per step, in the order a question goes through them:
 - ``_mentions``: every span of a question that names a table, a column, a value;
 - ``_meanings``: words no name spells, linked by meaning through the question embedder;
 - ``_clauses``: the clause reader (head, items, clauses) for questions as people ask;
-- ``_verify``: right or refused, the statement checked against the question's phrases;
 - ``_dates``: time windows and which date column a question means;
 - ``_measures``: counts, sums, averages, arithmetic, elapsed time, ranks;
 - ``_outputs``: the output list, item by item;
@@ -39,15 +38,24 @@ literals rendered by sqlglot, and then goes through the gate like any other.
 
 from __future__ import annotations
 
-from services.sql.linker._clauses import form_words
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
-from services.sql.linker._linker import QuestionLinker, link_question, read_question
+from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
+from services.sql.linker._linker import (
+    QuestionLinker,
+    StatementCheck,
+    link_question,
+    read_question,
+)
 from services.sql.linker._meanings import MEANING_MIN, PhraseEmbedder, find_meanings
-from services.sql.linker._plan import Linked, LinkError
+from services.sql.linker._plan import Linked, LinkError, is_temporal
+from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
+from services.sql.linker.clauses import form_words
 
 __all__ = [
+    "DATE_NAME_WORDS",
+    "GRAINS",
     "MEANING_MIN",
     "Col",
     "LinkContext",
@@ -56,12 +64,15 @@ __all__ = [
     "Meaning",
     "PhraseEmbedder",
     "QuestionLinker",
+    "StatementCheck",
     "Vocabulary",
     "column_states",
     "comment_names",
     "find_meanings",
     "form_words",
+    "is_temporal",
     "link_question",
+    "prose_of_definitions",
     "read_question",
     "unexplained",
 ]

@@ -9,11 +9,7 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
-from services.sql._catalog import TableInfo
-from services.sql._joins import Edge
-from services.sql._words import (
-    stem,
-)
+from services.sql.catalog import Edge, TableInfo
 from services.sql.linker._context import LinkContext
 from services.sql.linker._coverage import check_coverage
 from services.sql.linker._lookup import fact_candidates
@@ -32,6 +28,9 @@ from services.sql.linker._plan import (
 )
 from services.sql.linker._terms import render_sql
 from services.sql.linker._vocabulary import Col
+from services.sql.words import (
+    stem,
+)
 
 
 def compose(ctx: LinkContext, plan: Plan) -> Linked:

@@ -7,14 +7,6 @@ from __future__ import annotations
 import itertools
 import re
 
-from services.sql._words import (
-    STOP_WORDS,
-    Tok,
-    lemma,
-    stem,
-    tokenize,
-    word_match,
-)
 from services.sql.linker._context import LinkContext
 from services.sql.linker._dates import date_column, date_filters
 from services.sql.linker._lookup import (
@@ -39,6 +31,14 @@ from services.sql.linker._plan import (
 )
 from services.sql.linker._terms import sql_conditions, term_spans
 from services.sql.linker._vocabulary import Col, column_states, negate_state
+from services.sql.words import (
+    STOP_WORDS,
+    Tok,
+    lemma,
+    stem,
+    tokenize,
+    word_match,
+)
 
 
 def link_conditions(ctx: LinkContext, plan: Plan, text: str, toks: list[Tok]) -> None:

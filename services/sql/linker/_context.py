@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 
-from services.sql._catalog import Catalog, TableInfo
-from services.sql._glossary import GlossaryEntry
-from services.sql._joins import JoinGraph
+from services.sql.catalog import Catalog, JoinGraph, TableInfo
+from services.sql.definitions import GlossaryEntry
 from services.sql.linker._vocabulary import Vocabulary
 
 

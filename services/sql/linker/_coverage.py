@@ -7,9 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from services.sql._calendar import MONTHS
-from services.sql._words import (
+from services.sql.linker._context import LinkContext
+from services.sql.linker._plan import BE, LinkError, Plan, measures_in
+from services.sql.linker._terms import prose_of_definitions
+from services.sql.linker._vocabulary import Vocabulary
+from services.sql.words import (
     GRAMMAR_WORDS,
+    MONTHS,
     STOP_WORDS,
     cover,
     lemma,
@@ -17,10 +21,6 @@ from services.sql._words import (
     tokenize,
     word_match,
 )
-from services.sql.linker._context import LinkContext
-from services.sql.linker._plan import BE, LinkError, Plan, measures_in
-from services.sql.linker._terms import prose_of_definitions
-from services.sql.linker._vocabulary import Vocabulary
 
 
 def check_coverage(ctx: LinkContext, alias: dict[str, str], plan: Plan) -> None:

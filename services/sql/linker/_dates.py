@@ -1,23 +1,26 @@
 """Dates: time windows in words ("last 3 months", "Q2 2024", "between Jan 1 and Mar 31,
 2024"), weekends and weekdays, and which date column a question means. The calendar
-(month names, written dates, shifting and truncating) is ``services.sql._calendar``."""
+(month names, written dates, shifting and truncating) is ``services.sql.words._calendar``."""
 
 from __future__ import annotations
 
 import re
 from datetime import date, timedelta
 
-from services.sql._calendar import MONTHS, explicit_dates, shift, truncate
-from services.sql._words import (
-    STOP_WORDS,
-    lemma,
-    stem,
-    tokenize,
-)
 from services.sql.linker._context import LinkContext
 from services.sql.linker._lookup import fact_candidates
 from services.sql.linker._plan import LinkError, Measure, Plan, is_temporal, lit
 from services.sql.linker._vocabulary import Col
+from services.sql.words import (
+    MONTHS,
+    STOP_WORDS,
+    explicit_dates,
+    lemma,
+    shift,
+    stem,
+    tokenize,
+    truncate,
+)
 
 GRAINS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", "year": "year"}
 # Words that make a column's name say when something happened (``open_year``,

@@ -5,14 +5,11 @@ not link."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date
 
-from services.sql._definitions import inline_definitions
-from services.sql._glossary import GlossaryEntry
-from services.sql._words import STOP_WORDS, stem, tokenize
-from services.sql.linker._clauses import Decline, read_clauses
+from services.sql.definitions import GlossaryEntry, inline_definitions
 from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
@@ -36,8 +33,14 @@ from services.sql.linker._reading import RESULT_WORDS, clean_item, split_items
 from services.sql.linker._shape import link_groups, link_ordering, read_limit
 from services.sql.linker._shares import link_share
 from services.sql.linker._terms import expand_terms
-from services.sql.linker._verify import verify_statement
 from services.sql.linker._vocabulary import Vocabulary
+from services.sql.linker.clauses import Decline, read_clauses
+from services.sql.words import STOP_WORDS, stem, tokenize
+
+# Checks a composed statement against the question, raising LinkError naming what it
+# leaves out (``services.sql.verify.verify_statement``): the linker proposes readings in
+# order of preference and keeps the first that passes; it never judges its own work.
+StatementCheck = Callable[[LinkContext, str], None]
 
 
 class QuestionLinker:
@@ -51,8 +54,10 @@ class QuestionLinker:
         glossary: Sequence[GlossaryEntry] = (),
         instructions: str = "",
         *,
+        check: StatementCheck,
         meanings: Sequence[Meaning] = (),
     ) -> None:
+        self._check = check
         self.context = read_question(
             question, vocab, today, glossary, instructions, meanings=meanings
         )
@@ -80,7 +85,7 @@ class QuestionLinker:
         without = tuple(e for e in glossary if e.term != term)
         try:
             other = QuestionLinker(
-                question, vocab, today, without, instructions, meanings=meanings
+                question, vocab, today, without, instructions, check=self._check, meanings=meanings
             )._link()
         except LinkError:
             return True
@@ -93,7 +98,7 @@ class QuestionLinker:
         if not uses_definitions(self.context):
             try:
                 linked = compose(self.context, read_clauses(self.context))
-                verify_statement(self.context, linked.sql)
+                self._check(self.context, linked.sql)
                 if self.context.meanings:  # say every word linked by meaning
                     read = "; ".join(m.text() for m in self.context.meanings)
                     linked = replace(linked, explanation=f"{linked.explanation} Read {read}.")
@@ -102,7 +107,7 @@ class QuestionLinker:
                 self.context.applied[:] = applied  # the terms expanded when it was read
                 self.context.known.clear()
         linked = link_question(self.context)
-        verify_statement(self.context, linked.sql)
+        self._check(self.context, linked.sql)
         return linked
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from services.sql._catalog import TableInfo
-from services.sql._words import (
+from services.sql.catalog import TableInfo
+from services.sql.linker._context import LinkContext
+from services.sql.linker._plan import Plan, is_key, is_number, is_temporal, lit
+from services.sql.linker._vocabulary import Col, Vocabulary
+from services.sql.words import (
     GRAMMAR_WORDS,
     STOP_WORDS,
     Tok,
@@ -18,9 +21,6 @@ from services.sql._words import (
     tokenize,
     word_match,
 )
-from services.sql.linker._context import LinkContext
-from services.sql.linker._plan import Plan, is_key, is_number, is_temporal, lit
-from services.sql.linker._vocabulary import Col, Vocabulary
 
 
 def named_tables(vocab: Vocabulary, toks: list[Tok]) -> list[TableInfo]:

@@ -19,10 +19,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from services.sql.linker._clauses import needs_a_name
 from services.sql.linker._context import Meaning
 from services.sql.linker._mentions import chart
 from services.sql.linker._vocabulary import Vocabulary
+from services.sql.linker.clauses import needs_a_name
 
 _log = logging.getLogger("tandem.sql.meanings")
 

@@ -6,13 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from services.sql._catalog import TableInfo
-from services.sql._definitions import trim_definition
-from services.sql._words import (
-    STOP_WORDS,
-    stem,
-    word_match,
-)
+from services.sql.catalog import TableInfo
+from services.sql.definitions import trim_definition
 from services.sql.linker._context import LinkContext
 from services.sql.linker._lookup import find_column, find_value_word, tables_headed
 from services.sql.linker._plan import (
@@ -27,6 +22,11 @@ from services.sql.linker._plan import (
 from services.sql.linker._reading import clean_item
 from services.sql.linker._terms import is_condition, sql_measure
 from services.sql.linker._vocabulary import Col
+from services.sql.words import (
+    STOP_WORDS,
+    stem,
+    word_match,
+)
 
 COUNT_CUES = ("number of", "count of", "how many", "num of", "no. of", "total count of")
 

@@ -19,10 +19,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from services.sql._catalog import TableInfo
-from services.sql._words import SHORT_FORMS, STOP_WORDS, cover, stem, word_match
+from services.sql.catalog import TableInfo
 from services.sql.linker._context import Meaning
 from services.sql.linker._vocabulary import Col, Vocabulary
+from services.sql.words import SHORT_FORMS, STOP_WORDS, cover, stem, word_match
 
 # Name parts a table's name may carry that people never say: a lookup table's prefix,
 # a generic last word ("model_list", "course_arrange" is no such: it is said).

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from services.sql._catalog import TableInfo
-from services.sql._result_names import NameClaims, aggregate_name, shown_column_name
+from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
 from services.sql.linker._plan import Measure, Plan
+from services.sql.results import NameClaims, aggregate_name, shown_column_name
 
 
 def explain_plan(ctx: LinkContext, plan: Plan, base: TableInfo) -> str:

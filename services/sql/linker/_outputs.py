@@ -6,11 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from services.sql._words import (
-    GRAMMAR_WORDS,
-    STOP_WORDS,
-    stem,
-)
 from services.sql.linker._context import LinkContext
 from services.sql.linker._dates import RECENCY
 from services.sql.linker._lookup import each_entity, find_column, label_columns
@@ -19,6 +14,11 @@ from services.sql.linker._plan import BE, Dim, Measure, is_key, only_table
 from services.sql.linker._reading import GENERIC, clean_item, cut_relative, split_items
 from services.sql.linker._terms import without_conditions
 from services.sql.linker._vocabulary import Col
+from services.sql.words import (
+    GRAMMAR_WORDS,
+    STOP_WORDS,
+    stem,
+)
 
 
 def is_covered(ctx: LinkContext, phrase: str, resolved: list[Dim | Measure]) -> bool:

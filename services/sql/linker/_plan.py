@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from services.sql._catalog import _TEXT_TYPES, TableInfo
-from services.sql._names import identifier
-from services.sql._words import (
+from services.sql.catalog import TEXT_TYPES, TableInfo
+from services.sql.gate import identifier
+from services.sql.linker._vocabulary import Col, Vocabulary
+from services.sql.words import (
     STOP_WORDS,
     stem,
     word_match,
 )
-from services.sql.linker._vocabulary import Col, Vocabulary
 
 
 class LinkError(Exception):
@@ -209,7 +209,7 @@ def name_columns(table: TableInfo) -> list[Col]:
     # a text column called what the table is called: ``airlines.airline``, ``course.course``
     names = names or [
         c for c in table.columns
-        if c.data_type.startswith(_TEXT_TYPES) and c.name not in table.primary_key
+        if c.data_type.startswith(TEXT_TYPES) and c.name not in table.primary_key
         and stem(c.name.lower()) == stem(table.name.lower())
     ]  # fmt: skip
     return [Col(table, c) for c in names]

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import re
 
-from services.sql._catalog import TableInfo
-from services.sql._words import (
-    STOP_WORDS,
-    stem,
-)
+from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
 from services.sql.linker._dates import GRAINS, RECENCY, date_column
 from services.sql.linker._lookup import find_column, label_columns
 from services.sql.linker._measures import read_arith, read_measure
 from services.sql.linker._plan import Dim, Measure, Plan, only_table, refines, same_measure
+from services.sql.words import (
+    STOP_WORDS,
+    stem,
+)
 
 
 def read_limit(ctx: LinkContext) -> tuple[int, bool | None]:

@@ -5,13 +5,6 @@ from __future__ import annotations
 
 import re
 
-from services.sql._words import (
-    STOP_WORDS,
-    Tok,
-    lemma,
-    stem,
-    word_match,
-)
 from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions
 from services.sql.linker._context import LinkContext
@@ -19,6 +12,13 @@ from services.sql.linker._coverage import unexplained
 from services.sql.linker._measures import read_measure
 from services.sql.linker._plan import Linked, LinkError, Measure, Plan, quote, table_sql
 from services.sql.linker._vocabulary import Col
+from services.sql.words import (
+    STOP_WORDS,
+    Tok,
+    lemma,
+    stem,
+    word_match,
+)
 
 
 def link_share(ctx: LinkContext, toks: list[Tok]) -> Linked | None:

@@ -10,16 +10,15 @@ from collections.abc import Sequence
 import sqlglot
 from sqlglot import exp
 
-from services.sql._definitions import is_wordy, trim_definition
-from services.sql._glossary import GlossaryEntry
-from services.sql._names import identifier
-from services.sql._words import (
-    stem,
-    word_match,
-)
+from services.sql.definitions import GlossaryEntry, is_wordy, trim_definition
+from services.sql.gate import identifier
 from services.sql.linker._context import LinkContext
 from services.sql.linker._plan import LinkError, Measure, Plan
 from services.sql.linker._vocabulary import Col, Vocabulary
+from services.sql.words import (
+    stem,
+    word_match,
+)
 
 # Parsed definitions remembered per catalog (a glossary's entries, a request's own).
 DEFINITIONS_MAX = 512

@@ -11,10 +11,9 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from services.sql._catalog import Catalog, ColumnInfo, TableInfo
-from services.sql._glossary import GlossaryEntry
-from services.sql._joins import JoinGraph
-from services.sql._words import (
+from services.sql.catalog import Catalog, ColumnInfo, JoinGraph, TableInfo
+from services.sql.definitions import GlossaryEntry
+from services.sql.words import (
     SOFT_WORDS,
     STOP_WORDS,
     common_prefix,

@@ -29,11 +29,11 @@ from services.common import (
 from services.retrieval import RetrievalSettings
 from services.retrieval._server import RetrievalDeps, build_servicer, open_database
 from services.sql import SqlSettings, TargetConfig, ensure_warehouse
-from services.sql._answers import MemorySettings, open_memory
-from services.sql._memory import GrpcQuestionEmbedder
 from services.sql._server import SqlDeps, build_deps
 from services.sql._server import create_server as create_sql_server
 from services.sql._server import ready as sql_ready
+from services.sql.memory._answers import MemorySettings, open_memory
+from services.sql.memory._store import GrpcQuestionEmbedder
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from tests.conftest import server_settings

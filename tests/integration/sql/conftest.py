@@ -22,7 +22,7 @@ from services.sql import (
     demo_glossary,
     ensure_warehouse,
 )
-from services.sql._warehouse import database_url
+from services.sql.demo._warehouse import database_url
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from services.sql import (
     SqlGate,
     StatementRunner,
 )
-from services.sql._llm_adapter import LlmSqlGenerator
+from services.sql.ask._llm_adapter import LlmSqlGenerator
 from tests.fakes.gemini import FakeGemini, Reply
 from tests.fakes.gemini_sql import gemini_sql_generator, script_statements
 

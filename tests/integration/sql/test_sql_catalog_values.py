@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from services.sql import introspect
-from services.sql._warehouse import database_url
+from services.sql.demo._warehouse import database_url
 
 pytestmark = pytest.mark.integration
 

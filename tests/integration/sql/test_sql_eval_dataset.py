@@ -19,7 +19,7 @@ from services.bench.sql_dataset import (
     evaluate,
     load_dataset,
 )
-from services.sql._warehouse import database_url
+from services.sql.demo._warehouse import database_url
 from tests.fakes.gemini import FakeGemini, Reply
 from tests.fakes.gemini_sql import gemini_sql_generator
 

@@ -150,7 +150,7 @@ async def test_legitimate_reads_on_warehouse_tables_run_as_written(reader_target
     it returns the same rows, value for value, and fails exactly when the original does."""
     import psycopg
 
-    from services.sql._values import column_kind, encode
+    from services.sql.results._values import column_kind, encode
 
     engine = make_engine(TargetRegistry([reader_target], "warehouse"), max_result_bytes=2**24)
     runnable = [

@@ -11,10 +11,10 @@ import psycopg
 import pytest
 
 from services.sql import introspect
-from services.sql._catalog import Catalog, JoinOrigin
-from services.sql._glossary import JoinSpec
-from services.sql._joins import JoinGraph, describe, infer_joins, resolve_joins
-from services.sql._warehouse import database_url
+from services.sql.catalog._catalog import Catalog, JoinOrigin
+from services.sql.catalog._joins import JoinGraph, describe, infer_joins, resolve_joins
+from services.sql.definitions._glossary import JoinSpec
+from services.sql.demo._warehouse import database_url
 
 pytestmark = pytest.mark.integration
 

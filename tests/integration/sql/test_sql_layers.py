@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from services.sql import FailureKind, Limits, Safeguards, StatementError, grant_read_only
-from services.sql._execute import execute_unvetted
-from services.sql._warehouse import database_url, ensure_reader_role
+from services.sql.demo._warehouse import database_url, ensure_reader_role
+from services.sql.gate._execute import execute_unvetted
 
 pytestmark = pytest.mark.integration
 

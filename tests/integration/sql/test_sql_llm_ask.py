@@ -18,8 +18,8 @@ from services.sql import (
     StatementRunner,
     Target,
 )
-from services.sql._ask import GeneratorRole
-from services.sql._llm_adapter import LlmSqlGenerator
+from services.sql.ask._llm_adapter import LlmSqlGenerator
+from services.sql.ask._pipeline import GeneratorRole
 from tests.fakes.gemini import FakeGemini, Reply
 
 pytestmark = pytest.mark.integration

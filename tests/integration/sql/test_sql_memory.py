@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from services.sql import MemorySettings
-from services.sql._memory import APP_ROLE, app_conninfo
+from services.sql.memory._store import APP_ROLE, app_conninfo
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 from tests.conftest import TelemetrySink

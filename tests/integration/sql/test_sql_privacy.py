@@ -14,8 +14,8 @@ import grpc
 import pytest
 
 from services.sql import SqlSettings, TargetConfig, Warehouse
-from services.sql._llm_adapter import LlmSqlGenerator
 from services.sql._server import SqlDeps, build_deps, create_server, ready
+from services.sql.ask._llm_adapter import LlmSqlGenerator
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 from tests.conftest import TelemetrySink, server_settings

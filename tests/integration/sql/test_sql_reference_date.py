@@ -11,9 +11,10 @@ import grpc
 import psycopg
 import pytest
 
-from services.sql import SqlSettings, TargetConfig, Warehouse, demo_data
+from services.sql import SqlSettings, TargetConfig, Warehouse
 from services.sql._server import build_deps, create_server, ready
-from services.sql._warehouse import database_url
+from services.sql.demo import data as demo_data
+from services.sql.demo._warehouse import database_url
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 from tests.conftest import TelemetrySink, server_settings

@@ -12,14 +12,14 @@ import pytest
 
 from services.common import InvalidArgument
 from services.sql import Limits, Safeguards, SqlGate, TargetRegistry
-from services.sql._execute import (
+from services.sql.demo._warehouse import database_url
+from services.sql.gate._execute import (
     SERVER_BUDGET_FACTOR,
     OutputColumn,
     execute_unvetted,
     measured_statement,
 )
-from services.sql._values import column_kind, encode
-from services.sql._warehouse import database_url
+from services.sql.results._values import column_kind, encode
 from tandem.v1 import sql_service_pb2 as pb
 from tests.integration.sql.conftest import make_engine
 from tests.unit.sql.corpus import LEGITIMATE

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from services.sql import Limits, Safeguards
-from services.sql._execute import StatementError, StatementRunner, execute_unvetted
-from services.sql._gate import Verdict
+from services.sql.gate._execute import StatementError, StatementRunner, execute_unvetted
+from services.sql.gate._gate import Verdict
 from tests.integration.pg_waits import WaitCounter
 
 pytestmark = pytest.mark.integration

@@ -15,8 +15,8 @@ import pytest
 from services.cli._main import main
 from services.common import InvalidArgument, PermissionDenied, Unavailable
 from services.sql import GateRule, Target, TargetConfig, TargetRegistry, grant_read_only
-from services.sql._targets import WritableTargetError
-from services.sql._warehouse import database_url, ensure_reader_role
+from services.sql.demo._warehouse import database_url, ensure_reader_role
+from services.sql.targets._targets import WritableTargetError
 from tests.integration.sql.conftest import make_engine
 from tests.processes import clean_environ
 

@@ -9,10 +9,11 @@ import psycopg
 import pytest
 
 from services.common import apply_migrations
-from services.sql import _catalog as catalog_module
-from services.sql import demo_data, ensure_warehouse, introspect, role_capabilities
-from services.sql._catalog import render
-from services.sql._warehouse import SCHEMA, database_url
+from services.sql import ensure_warehouse, introspect, role_capabilities
+from services.sql.catalog import _catalog as catalog_module
+from services.sql.catalog._catalog import render
+from services.sql.demo import data as demo_data
+from services.sql.demo._warehouse import SCHEMA, database_url
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from services.common import embedded_server_url
 from services.embedding import Embedder, default_model_dir
 from services.embedding.assemble import assemble
 from services.sql import Warehouse, ensure_warehouse
-from services.sql._warehouse import SCHEMA, database_url
+from services.sql.demo._warehouse import SCHEMA, database_url
 
 T = TypeVar("T")
 REPO_ROOT = Path(__file__).resolve().parents[3]

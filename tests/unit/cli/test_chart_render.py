@@ -11,7 +11,7 @@ import pytest
 from matplotlib import image
 
 from services.cli._client import describe_chart, render_chart
-from services.sql._charts import choose_chart
+from services.sql.results._charts import choose_chart
 from tandem.v1 import sql_service_pb2 as spb
 
 CASES = [

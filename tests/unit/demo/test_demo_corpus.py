@@ -22,7 +22,7 @@ from services.retrieval._chunking import chunk_text, normalise
 from services.retrieval._redact import Redactor
 from services.retrieval._types import ContentType
 from services.router._guard import scan
-from services.sql import demo_data
+from services.sql.demo import data as demo_data
 from tandem.v1 import retrieval_service_pb2 as pb
 
 

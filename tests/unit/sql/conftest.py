@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.sql import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo, demo_data
-from services.sql._warehouse import SCHEMA
+from services.sql import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql.demo import data as demo_data
+from services.sql.demo._warehouse import SCHEMA
 
 # Columns whose stored values the catalog would sample (low cardinality).
 _SAMPLES = {

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from services.sql import AskPipeline, Limits, OfflineGenerator, SqlGate, StatementRunner
-from services.sql._ask import Proposal, TableChoice, Understanding
-from services.sql._catalog import Catalog
+from services.sql.ask._pipeline import Proposal, TableChoice, Understanding
+from services.sql.catalog._catalog import Catalog
 from tests.privacy import (
     assert_code_never_tries,
     assert_no_canary,

@@ -8,8 +8,8 @@ import pytest
 
 from services.common import Unavailable
 from services.sql import Catalog, CatalogCache, ColumnInfo, TableInfo, render
-from services.sql._catalog import rank_tables, render_table
-from services.sql._words import stem
+from services.sql.catalog._catalog import rank_tables, render_table
+from services.sql.words._words import stem
 
 
 def test_table_block_shows_keys_comments_and_values(catalog):

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from services.sql._charts import MAX_BARS, choose_chart
 from services.sql._convert import chart
+from services.sql.results._charts import MAX_BARS, choose_chart
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
 from tests.vega import schema_errors

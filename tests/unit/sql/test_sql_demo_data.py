@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from services.sql import demo_data
+from services.sql.demo import data as demo_data
 
 
 @pytest.fixture(scope="module")

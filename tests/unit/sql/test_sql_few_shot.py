@@ -13,9 +13,9 @@ import pytest
 
 from services.common.llm import GeminiProvider, LlmSettings
 from services.sql import Catalog
-from services.sql._ask import SchemaView, Understanding
-from services.sql._catalog import render
-from services.sql._llm_adapter import LlmSqlGenerator
+from services.sql.ask._llm_adapter import LlmSqlGenerator
+from services.sql.ask._pipeline import SchemaView, Understanding
+from services.sql.catalog._catalog import render
 from tests.fakes.gemini import FakeGemini, Reply
 
 QUESTION = "How many companies are in France?"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from services.sql._catalog import (
+from services.sql.catalog._catalog import (
     Catalog,
     ColumnInfo,
     ForeignKeyInfo,
@@ -14,7 +14,7 @@ from services.sql._catalog import (
     JoinOrigin,
     TableInfo,
 )
-from services.sql._followup import (
+from services.sql.conversation._followup import (
     FollowUpError,
     Prior,
     Relation,

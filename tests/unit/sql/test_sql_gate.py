@@ -135,7 +135,7 @@ def test_a_statement_is_checked_once_per_catalog_load(monkeypatch):
     from dataclasses import replace
     from datetime import timedelta
 
-    from services.sql import _gate
+    from services.sql.gate import _gate
 
     parses: list[str] = []
     real = _gate._parse

@@ -12,10 +12,10 @@ import pytest
 
 from services.common import SettingsError
 from services.sql import SqlSettings
-from services.sql._glossary import GlossaryEntry, JoinSpec
-from services.sql._glossary_file import load_glossary, load_glossary_file
 from services.sql._server import target_configs
 from services.sql._settings import parse_glossaries
+from services.sql.definitions._file import load_glossary, load_glossary_file
+from services.sql.definitions._glossary import GlossaryEntry, JoinSpec
 
 GOOD = {
     "entries": [

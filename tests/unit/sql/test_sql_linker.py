@@ -12,7 +12,7 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.sql._catalog import (
+from services.sql.catalog._catalog import (
     Catalog,
     ColumnInfo,
     ForeignKeyInfo,
@@ -20,12 +20,13 @@ from services.sql._catalog import (
     JoinOrigin,
     TableInfo,
 )
-from services.sql._definitions import parse_definitions
-from services.sql._glossary import GlossaryEntry
-from services.sql._joins import Edge, JoinGraph, name_candidates
+from services.sql.catalog._joins import Edge, JoinGraph, name_candidates
+from services.sql.definitions._glossary import GlossaryEntry
+from services.sql.definitions._text import parse_definitions
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
-from services.sql.linker._clauses import read_clauses
 from services.sql.linker._composition import compose
+from services.sql.linker.clauses import read_clauses
+from services.sql.verify import verify_statement
 
 TODAY = date(2026, 11, 24)
 
@@ -110,7 +111,7 @@ SCHOOL = Catalog(
 
 def _sql(question: str, catalog: Catalog, glossary: tuple[GlossaryEntry, ...] = ()) -> str:
     vocabulary = Vocabulary(catalog, JoinGraph(catalog))
-    linked = QuestionLinker(question, vocabulary, TODAY, glossary).link()
+    linked = QuestionLinker(question, vocabulary, TODAY, glossary, check=verify_statement).link()
     sqlglot.parse_one(linked.sql, dialect="postgres")  # well-formed
     return " ".join(linked.sql.split())
 
@@ -235,7 +236,7 @@ def test_a_definition_in_the_instructions_is_applied_and_reported() -> None:
     glossary = tuple(parse_definitions("TTA = total transaction amount"))
     vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
     linked = QuestionLinker(
-        "What is the TTA for each ticker type?", vocabulary, TODAY, glossary
+        "What is the TTA for each ticker type?", vocabulary, TODAY, glossary, check=verify_statement
     ).link()
     assert "SUM(t0.sbtxamount)" in linked.sql
     assert "GROUP BY t1.sbtickertype" in linked.sql
@@ -281,7 +282,7 @@ def test_group_count_with_a_join_through_the_linking_table() -> None:
 def test_what_cannot_be_mapped_is_refused_with_the_missing_word(question: str) -> None:
     vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
     with pytest.raises(LinkError, match=r"nothing in the schema matches|names no column"):
-        QuestionLinker(question, vocabulary, TODAY).link()
+        QuestionLinker(question, vocabulary, TODAY, check=verify_statement).link()
 
 
 def test_unreachable_tables_are_refused() -> None:
@@ -295,6 +296,7 @@ def test_unreachable_tables_are_refused() -> None:
             "What is the average rating per parking level? Return the level and average rating.",
             vocabulary,
             TODAY,
+            check=verify_statement,
         ).link()
 
 
@@ -368,6 +370,7 @@ def test_a_glossary_measure_written_in_sql_is_qualified_and_applied() -> None:
         vocabulary,
         TODAY,
         (entry,),
+        check=verify_statement,
     ).link()
     assert "SUM(t0.sbtxamount) / NULLIF(COUNT(*), 0) AS ticket_size" in linked.sql
     assert "GROUP BY t1.sbtickertype" in linked.sql
@@ -378,13 +381,15 @@ def test_a_glossary_condition_written_in_sql_filters_when_its_term_is_used() -> 
     entry = GlossaryEntry("big", expression="sbtxamount > 1000")
     vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
     linked = QuestionLinker(
-        "How many big transactions are there?", vocabulary, TODAY, (entry,)
+        "How many big transactions are there?", vocabulary, TODAY, (entry,), check=verify_statement
     ).link()
     assert (
         linked.sql
         == "SELECT COUNT(*) AS count FROM public.sbtransaction AS t0 WHERE (t0.sbtxamount > 1000)"
     )
-    plain = QuestionLinker("How many transactions are there?", vocabulary, TODAY, (entry,)).link()
+    plain = QuestionLinker(
+        "How many transactions are there?", vocabulary, TODAY, (entry,), check=verify_statement
+    ).link()
     assert "WHERE" not in plain.sql and plain.applied == ()
     # The interpretation names the condition the term applied, with its term.
     assert "where big (sbtxamount > 1000)" in linked.explanation
@@ -394,7 +399,13 @@ def test_a_glossary_entry_naming_an_unknown_column_is_not_applied() -> None:
     entry = GlossaryEntry("big", expression="total_value > 1000")
     vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
     with pytest.raises(LinkError, match="'big'"):
-        QuestionLinker("How many big transactions are there?", vocabulary, TODAY, (entry,)).link()
+        QuestionLinker(
+            "How many big transactions are there?",
+            vocabulary,
+            TODAY,
+            (entry,),
+            check=verify_statement,
+        ).link()
 
 
 # The shapes the issue reported failing, on a shop with no declared keys at all.
@@ -546,7 +557,9 @@ def test_any_sequence_of_words_links_or_is_refused_and_never_crashes(words: list
     vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
     definitions = tuple(parse_definitions("TTA = total transaction amount / number of customers"))
     try:
-        linked = QuestionLinker(" ".join(words), vocabulary, TODAY, definitions).link()
+        linked = QuestionLinker(
+            " ".join(words), vocabulary, TODAY, definitions, check=verify_statement
+        ).link()
     except LinkError:
         return
     tree = sqlglot.parse_one(linked.sql, dialect="postgres")
@@ -576,12 +589,18 @@ def test_a_definition_is_reported_applied_only_when_it_changed_the_statement() -
     vocabulary = Vocabulary(BROKER, JoinGraph(BROKER))
     # "clients" means the customers: without it nothing names them, so it is applied
     clients = GlossaryEntry("clients", definition="customers")
-    linked = QuestionLinker("How many clients are there?", vocabulary, TODAY, (clients,)).link()
+    linked = QuestionLinker(
+        "How many clients are there?", vocabulary, TODAY, (clients,), check=verify_statement
+    ).link()
     assert linked.applied == ("clients",) and "sbcustomer" in linked.sql
     # "customers" defined as itself is expanded, yet the statement is the same without it
     same = GlossaryEntry("customers", definition="customers")
-    plain = QuestionLinker("How many customers are there?", vocabulary, TODAY).link()
-    linked = QuestionLinker("How many customers are there?", vocabulary, TODAY, (same,)).link()
+    plain = QuestionLinker(
+        "How many customers are there?", vocabulary, TODAY, check=verify_statement
+    ).link()
+    linked = QuestionLinker(
+        "How many customers are there?", vocabulary, TODAY, (same,), check=verify_statement
+    ).link()
     assert linked.sql == plain.sql and linked.applied == ()
 
 

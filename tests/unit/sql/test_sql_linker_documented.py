@@ -10,9 +10,10 @@ from datetime import date
 import pytest
 import sqlglot
 
-from services.sql._catalog import Catalog, ColumnInfo, TableInfo
-from services.sql._joins import JoinGraph
+from services.sql.catalog._catalog import Catalog, ColumnInfo, TableInfo
+from services.sql.catalog._joins import JoinGraph
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.verify import verify_statement
 
 TODAY = date(2026, 3, 15)
 
@@ -84,7 +85,9 @@ LIBRARY = Catalog(
 
 
 def _sql(question: str, catalog: Catalog = LIBRARY) -> str:
-    linked = QuestionLinker(question, Vocabulary(catalog, JoinGraph(catalog)), TODAY).link()
+    linked = QuestionLinker(
+        question, Vocabulary(catalog, JoinGraph(catalog)), TODAY, check=verify_statement
+    ).link()
     sqlglot.parse_one(linked.sql, dialect="postgres")  # well-formed
     return " ".join(linked.sql.split())
 

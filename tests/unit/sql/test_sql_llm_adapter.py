@@ -11,7 +11,8 @@ import pytest
 
 from services.common.llm import GeminiProvider, LlmSettings
 from services.sql import Catalog, Proposal, SqlGenerator
-from services.sql._ask import (
+from services.sql.ask._llm_adapter import LlmSqlGenerator, generator_from_env, schema_catalog
+from services.sql.ask._pipeline import (
     AttemptOutcome,
     Failure,
     GeneratorRole,
@@ -20,10 +21,9 @@ from services.sql._ask import (
     SchemaView,
     Understanding,
 )
-from services.sql._catalog import render
-from services.sql._glossary import GlossaryEntry
-from services.sql._intents import IntentKind, compile_intent
-from services.sql._llm_adapter import LlmSqlGenerator, generator_from_env, schema_catalog
+from services.sql.catalog._catalog import render
+from services.sql.definitions._glossary import GlossaryEntry
+from services.sql.intents._intents import IntentKind, compile_intent
 from tests.fakes.gemini import FakeGemini, Reply
 
 QUESTION = "How many deals did we win?"

@@ -11,9 +11,10 @@ from datetime import date
 import numpy as np
 import pytest
 
-from services.sql._catalog import Catalog, ColumnInfo, TableInfo
-from services.sql._joins import JoinGraph
+from services.sql.catalog._catalog import Catalog, ColumnInfo, TableInfo
+from services.sql.catalog._joins import JoinGraph
 from services.sql.linker import MEANING_MIN, QuestionLinker, Vocabulary, find_meanings
+from services.sql.verify import verify_statement
 
 SINGERS = Catalog(
     "music",
@@ -63,7 +64,11 @@ async def test_a_word_no_name_spells_is_linked_to_the_clearly_closest_name() -> 
     # only the unplaced word was embedded, beside the names (once per vocabulary)
     assert ["nation"] in embedder.asked
     linked = QuestionLinker(
-        "What is the nation of each singer?", VOCABULARY, date(2026, 11, 24), meanings=found
+        "What is the nation of each singer?",
+        VOCABULARY,
+        date(2026, 11, 24),
+        meanings=found,
+        check=verify_statement,
     ).link()
     assert "t0.country" in linked.sql
     assert "'nation' read as singer.country" in linked.explanation

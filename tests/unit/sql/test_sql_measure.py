@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from services.sql._execute import OutputColumn, measured_statement
+from services.sql.gate._execute import OutputColumn, measured_statement
 
 TEXT, INT4, NUMERIC, JSONB, BYTEA = 25, 23, 1700, 3802, 17
 STATEMENT = "SELECT a, a, b, c, d FROM t ORDER BY a DESC LIMIT 10 -- a trailing comment"

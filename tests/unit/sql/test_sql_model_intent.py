@@ -14,10 +14,10 @@ from services.common.llm import (
     SqlIntent,
 )
 from services.sql import Catalog
-from services.sql._intents import Aggregate, IntentError, compile_intent
-from services.sql._intents import FilterOp as Op
-from services.sql._intents import IntentKind as Kind
-from services.sql._model_intent import intent_from_model
+from services.sql.intents._intents import Aggregate, IntentError, compile_intent
+from services.sql.intents._intents import FilterOp as Op
+from services.sql.intents._intents import IntentKind as Kind
+from services.sql.intents._model_intent import intent_from_model
 
 
 def test_a_ranking_by_an_aggregate_becomes_a_grouped_intent(catalog: Catalog) -> None:

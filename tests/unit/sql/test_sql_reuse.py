@@ -16,16 +16,10 @@ import pytest
 
 from services.bench.sql_memory import VARIANTS
 from services.sql import Catalog, SqlGate
-from services.sql._answers import AnswerMemory, Candidate, MemorySettings, schema_words
-from services.sql._execute import Limits
-from services.sql._memory import (
-    ConfirmedPair,
-    EmbeddingUnavailable,
-    NearPair,
-    PairSource,
-    Survey,
-)
-from services.sql._reuse import (
+from services.sql.catalog._stored import StoredValues
+from services.sql.gate._execute import Limits
+from services.sql.memory._answers import AnswerMemory, Candidate, MemorySettings, schema_words
+from services.sql.memory._reuse import (
     Literal,
     NotAdaptable,
     adapt,
@@ -36,8 +30,14 @@ from services.sql._reuse import (
     roles_differ,
     stem,
 )
-from services.sql._stored import StoredValues
-from services.sql._words import lemma
+from services.sql.memory._store import (
+    ConfirmedPair,
+    EmbeddingUnavailable,
+    NearPair,
+    PairSource,
+    Survey,
+)
+from services.sql.words._words import lemma
 
 # --- reading questions ------------------------------------------------------------------
 

@@ -7,8 +7,9 @@ from datetime import date
 import pytest
 
 from services.common import SettingsError
-from services.sql import SqlSettings, demo_data
+from services.sql import SqlSettings
 from services.sql._server import reference_clock, serves_demo_warehouse, target_configs
+from services.sql.demo import data as demo_data
 
 
 def test_defaults():

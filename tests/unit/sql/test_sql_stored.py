@@ -4,9 +4,9 @@ a value only as written; a swap into another column's value is another question.
 
 from __future__ import annotations
 
-from services.sql._catalog import Catalog, ColumnInfo, TableInfo
-from services.sql._reuse import other_kind, read
-from services.sql._stored import StoredValues
+from services.sql.catalog._catalog import Catalog, ColumnInfo, TableInfo
+from services.sql.catalog._stored import StoredValues
+from services.sql.memory._reuse import other_kind, read
 
 AIRPORTS = TableInfo(
     "public", "airports",

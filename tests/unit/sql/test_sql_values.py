@@ -6,7 +6,7 @@ import datetime as dt
 import uuid
 from decimal import Decimal
 
-from services.sql._values import column_kind, decimal_text, decode, encode, fingerprint
+from services.sql.results._values import column_kind, decimal_text, decode, encode, fingerprint
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
 

@@ -8,10 +8,10 @@ from datetime import date
 
 import pytest
 
-from services.sql._catalog import Catalog, ColumnInfo, TableInfo
-from services.sql._joins import JoinGraph
+from services.sql.catalog._catalog import Catalog, ColumnInfo, TableInfo
+from services.sql.catalog._joins import JoinGraph
 from services.sql.linker import LinkError, Vocabulary, read_question
-from services.sql.linker._verify import statement_facts, verify_statement
+from services.sql.verify._phrases import statement_facts, verify_statement
 
 
 def _col(name: str, data_type: str = "integer") -> ColumnInfo:

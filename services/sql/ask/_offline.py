@@ -1,0 +1,209 @@
+"""The offline SQL generator: the schema linker behind the generator protocol.
+
+No model: every role is answered by :class:`~services.sql.linker.QuestionLinker`, which
+reads the question against the catalog (names, the other names comments give, stored
+values, the value index, the join graph) and the business definitions (the database's
+glossary, the request's instructions), and composes one SELECT or refuses with the
+phrase it could not link. The statement still goes through the gate like any other.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from services.sql.ask._pipeline import (
+    Failure,
+    GeneratorRole,
+    ModelCall,
+    ModelTier,
+    Proposal,
+    SchemaView,
+    TableChoice,
+    Understanding,
+)
+from services.sql.catalog import Catalog, JoinGraph
+from services.sql.definitions import parse_definitions
+from services.sql.linker import (
+    LinkError,
+    Meaning,
+    PhraseEmbedder,
+    QuestionLinker,
+    Vocabulary,
+    find_meanings,
+)
+from services.sql.verify import verify_statement
+
+MODEL_NAME = "deterministic"
+_log = logging.getLogger("tandem.sql.offline")
+# Vocabularies kept per (database, catalog load): one per schema version in use.
+_VOCABULARIES_MAX = 16
+_READINGS_MAX = 64
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the linker made of a question: a statement, or why there is none."""
+
+    sql: str = ""
+    interpretation: str = ""
+    reason: str = ""
+    tables: tuple[str, ...] = ()
+    applied: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+
+
+class OfflineGenerator:
+    """The deterministic :class:`~services.sql.ask._pipeline.SqlGenerator`: the schema linker."""
+
+    model_name = MODEL_NAME
+
+    def __init__(self, embedder: PhraseEmbedder | None = None) -> None:
+        # the question embedder links words no name spells by meaning ("nation" to a
+        # country column); without one, questions are read by names alone
+        self._embedder = embedder
+        self._meanings: dict[tuple[object, ...], tuple[Meaning, ...]] = {}
+        self._vocabularies: dict[tuple[str, float], Vocabulary] = {}
+        # The pipeline asks three roles about one question: it is read once. Keyed by
+        # everything a reading depends on (none of it tenant data: catalogs are per
+        # database), bounded.
+        self._readings: dict[tuple[object, ...], Reading] = {}
+
+    def _vocabulary(self, catalog: Catalog) -> Vocabulary:
+        key = (catalog.database, catalog.refreshed_at.timestamp())
+        vocabulary = self._vocabularies.get(key)
+        if vocabulary is None:
+            if len(self._vocabularies) >= _VOCABULARIES_MAX:
+                self._vocabularies.clear()
+            vocabulary = Vocabulary(catalog, JoinGraph(catalog))
+            self._vocabularies[key] = vocabulary
+        return vocabulary
+
+    def read(
+        self, question: str, schema: SchemaView, meanings: tuple[Meaning, ...] = ()
+    ) -> Reading:
+        """The linker's statement with every phrase linked, or the reason it could not
+        link (``sql`` empty), naming the phrase that was missing."""
+        key = (
+            question,
+            schema.database,
+            schema.catalog.refreshed_at,
+            schema.today,
+            schema.glossary,
+            schema.instructions,
+            meanings,
+        )
+        reading = self._readings.get(key)
+        if reading is None:
+            if len(self._readings) >= _READINGS_MAX:
+                self._readings.clear()
+            reading = self._readings[key] = self._read(question, schema, meanings)
+        return reading
+
+    async def reading(self, question: str, schema: SchemaView) -> Reading:
+        """:meth:`read`; a question read by names refused is read again with the words
+        no name spells linked by meaning (when there is an embedder and such words)."""
+        reading = self.read(question, schema)
+        if reading.sql or self._embedder is None:
+            return reading
+        key = (question, schema.database, schema.catalog.refreshed_at)
+        meanings = self._meanings.get(key)
+        if meanings is None:
+            vocabulary = self._vocabulary(schema.catalog)
+            meanings = await find_meanings(self._embedder, vocabulary, question)
+            if len(self._meanings) >= _READINGS_MAX:
+                self._meanings.clear()
+            self._meanings[key] = meanings
+        return self.read(question, schema, meanings) if meanings else reading
+
+    def _read(self, question: str, schema: SchemaView, meanings: tuple[Meaning, ...]) -> Reading:
+        glossary = (*schema.glossary, *parse_definitions(schema.instructions))
+        try:
+            linked = QuestionLinker(
+                question,
+                self._vocabulary(schema.catalog),
+                schema.today,
+                glossary,
+                schema.instructions,
+                check=verify_statement,
+                meanings=meanings,
+            ).link()
+        except LinkError as exc:
+            return Reading(reason=str(exc))
+        except Exception as exc:  # a linker bug refuses the question, it never fails it
+            _log.warning(
+                "schema linker failed",
+                extra={"fields": {"error.type": type(exc).__name__}},
+            )
+            return Reading(reason="the schema linker could not read the question")
+        used = set(linked.applied)
+        return Reading(
+            sql=linked.sql,
+            interpretation=linked.explanation,
+            tables=linked.tables,
+            applied=linked.applied,
+            ignored=tuple(
+                e.term for e in glossary if e.term not in used and e.source != "question"
+            ),
+        )
+
+    @staticmethod
+    def _call(role: GeneratorRole, started: float) -> tuple[ModelCall, ...]:
+        return (
+            ModelCall(
+                role=role,
+                tier=ModelTier.DETERMINISTIC,
+                model_name=MODEL_NAME,
+                duration_s=time.perf_counter() - started,
+            ),
+        )
+
+    async def understand(self, question: str, schema: SchemaView) -> Understanding:
+        started = time.perf_counter()
+        reading = await self.reading(question, schema)
+        calls = self._call(GeneratorRole.UNDERSTAND, started)
+        if not reading.sql:
+            return Understanding(
+                interpretation="", answerable=False, reason=reading.reason, calls=calls
+            )
+        return Understanding(interpretation=reading.interpretation, calls=calls)
+
+    async def identify_tables(
+        self, question: str, understanding: Understanding, schema: SchemaView
+    ) -> TableChoice:
+        started = time.perf_counter()
+        reading = await self.reading(question, schema)
+        return TableChoice(reading.tables, self._call(GeneratorRole.IDENTIFY_TABLES, started))
+
+    async def generate(
+        self, question: str, understanding: Understanding, schema: SchemaView
+    ) -> Proposal:
+        started = time.perf_counter()
+        reading = await self.reading(question, schema)
+        calls = self._call(GeneratorRole.GENERATE_SQL, started)
+        if not reading.sql:
+            return Proposal(explanation=reading.reason, calls=calls)
+        return Proposal(
+            sql=reading.sql,
+            explanation=reading.interpretation,
+            calls=calls,
+            definitions_applied=reading.applied,
+            definitions_ignored=reading.ignored,
+        )
+
+    async def repair(
+        self,
+        question: str,
+        understanding: Understanding,
+        schema: SchemaView,
+        previous: Proposal,
+        failure: Failure,
+    ) -> Proposal:
+        """Give up: the linker reads a question one way, and reading it again gives the
+        same statement (a model may repair; this generator says why it cannot)."""
+        started = time.perf_counter()
+        return Proposal(
+            explanation="the offline generator reads a question one way; nothing to repair",
+            calls=self._call(GeneratorRole.REPAIR_SQL, started),
+        )

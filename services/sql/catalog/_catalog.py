@@ -1,0 +1,572 @@
+"""The schema catalog: what the read-only user of a target database may read.
+
+Introspected from ``pg_catalog`` through the target's own read-only connection, so the
+catalog never lists a table that role cannot select from. Served as structured data and
+as compact text for a SQL generator: capped (default 8,000 characters) and, when the
+whole catalog does not fit, pruned to the tables a question is about.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from services.common import Unavailable
+from services.sql.words import stem
+
+_log = logging.getLogger("tandem.sql.catalog")
+
+# Text columns with at most this many distinct values get sample values in the catalog.
+LOW_CARDINALITY_MAX = 25
+# Text columns with more, up to this many (planner estimate), are read whole into the
+# value index, at most this many columns per database, from tables of at most this many
+# rows, each read under its own short statement timeout.
+VALUE_INDEX_DISTINCT_MAX = 5000
+VALUE_INDEX_COLUMNS_MAX = 64
+VALUE_INDEX_ROWS_MAX = 2_000_000
+_VALUE_INDEX_TIMEOUT = "2s"
+# Columns Postgres holds no statistics for (a database never analysed, or tables too small
+# for autovacuum to analyse) are read from the data instead, at most this many per
+# catalog load and for at most this long in all; the rest keep no values.
+DATA_VALUE_COLUMNS_MAX = 512
+DATA_VALUE_SECONDS_MAX = 20.0
+SAMPLE_VALUES = 20
+_SAMPLE_VALUE_CHARS = 60
+TEXT_TYPES = ("text", "character varying", "character", "citext", "name")
+
+
+@dataclass(frozen=True)
+class ForeignKeyInfo:
+    """One foreign-key constraint: local columns -> columns of a referenced table."""
+
+    columns: tuple[str, ...]
+    referenced_table: str
+    referenced_columns: tuple[str, ...]
+
+
+class JoinOrigin(enum.Enum):
+    """Where a join between two tables comes from, strongest first."""
+
+    DECLARED = "declared"  # a FOREIGN KEY constraint
+    GLOSSARY = "glossary"  # the database's glossary file ("joins")
+    INFERRED = "inferred"  # names and data (or names alone, where data was not read)
+
+
+@dataclass(frozen=True)
+class JoinInfo:
+    """A join the database does not declare: ``child`` columns hold values of
+    ``parent`` columns (a key of ``parent``, or a column sharing values with it), with
+    the evidence for it in words."""
+
+    child: str
+    child_columns: tuple[str, ...]
+    parent: str
+    parent_columns: tuple[str, ...]
+    origin: JoinOrigin
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """One column: name, Postgres type name, nullability, comment, sample values."""
+
+    name: str
+    data_type: str
+    nullable: bool
+    comment: str = ""
+    sample_values: tuple[str, ...] = ()
+    # Every stored value of a text column too varied for samples but small enough to
+    # index (names of companies, people, products): how a question's proper names are
+    # linked to the column that holds them. Never rendered into prompts.
+    known_values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """One table or view the read-only role may select from."""
+
+    schema: str
+    name: str
+    comment: str = ""
+    row_estimate: int = -1
+    columns: tuple[ColumnInfo, ...] = ()
+    primary_key: tuple[str, ...] = ()
+    foreign_keys: tuple[ForeignKeyInfo, ...] = ()
+    # UNIQUE constraints, each a tuple of columns
+    unique_keys: tuple[tuple[str, ...], ...] = ()
+    # Why ``primary_key`` is the key when the table declares none: inferred from the data
+    # (unique and never null), empty for a declared key.
+    key_evidence: str = ""
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+    def column(self, name: str) -> ColumnInfo | None:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        return None
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every readable table of one database, in (schema, name) order."""
+
+    database: str
+    tables: tuple[TableInfo, ...]
+    refreshed_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # Joins beyond the declared foreign keys: the glossary's, and those inferred from
+    # names and confirmed by the data when the catalog loaded. None when the data was
+    # never read (a catalog built by hand): joins are then inferred from names alone.
+    joins: tuple[JoinInfo, ...] | None = None
+
+    def resolve(self, schema: str | None, name: str) -> TableInfo | None:
+        """A table by exact (case-sensitive) name; unqualified names prefer ``public``."""
+        if schema is not None:
+            for table in self.tables:
+                if table.schema == schema and table.name == name:
+                    return table
+            return None
+        matches = [t for t in self.tables if t.name == name]
+        if not matches:
+            return None
+        for table in matches:
+            if table.schema == "public":
+                return table
+        return matches[0]
+
+    def table(self, reference: str) -> TableInfo | None:
+        """A table named ``name`` or ``schema.name`` (as written in an intent or request)."""
+        schema, _, name = reference.rpartition(".")
+        return self.resolve(schema or None, name)
+
+    def neighbours(self, table: TableInfo) -> list[TableInfo]:
+        """Tables joined to ``table`` by a foreign key, in either direction."""
+        found: dict[str, TableInfo] = {}
+        for fk in table.foreign_keys:
+            other = self.table(fk.referenced_table)
+            if other is not None and other.qualified != table.qualified:
+                found[other.qualified] = other
+        for other in self.tables:
+            if other.qualified == table.qualified:
+                continue
+            if any(fk.referenced_table == table.qualified for fk in other.foreign_keys):
+                found[other.qualified] = other
+        return list(found.values())
+
+
+# --- introspection -------------------------------------------------------------------
+
+_TABLES_SQL = """
+SELECT c.oid, n.nspname, c.relname, coalesce(obj_description(c.oid, 'pg_class'), ''),
+       c.reltuples::bigint
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+  AND NOT c.relispartition
+  AND has_table_privilege(c.oid, 'SELECT')
+ORDER BY n.nspname, c.relname
+"""
+
+_COLUMNS_SQL = """
+SELECT a.attrelid, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
+       coalesce(col_description(a.attrelid, a.attnum), '')
+FROM pg_catalog.pg_attribute a
+WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attrelid, a.attnum
+"""
+
+_KEYS_SQL = """
+SELECT con.conrelid, con.contype,
+       ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(attnum, ord)
+             JOIN pg_catalog.pg_attribute a
+               ON a.attrelid = con.conrelid AND a.attnum = k.attnum ORDER BY k.ord),
+       fn.nspname || '.' || fc.relname,
+       ARRAY(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(attnum, ord)
+             JOIN pg_catalog.pg_attribute a
+               ON a.attrelid = con.confrelid AND a.attnum = k.attnum ORDER BY k.ord)
+FROM pg_catalog.pg_constraint con
+LEFT JOIN pg_catalog.pg_class fc ON fc.oid = con.confrelid
+LEFT JOIN pg_catalog.pg_namespace fn ON fn.oid = fc.relnamespace
+WHERE con.conrelid = ANY(%s) AND con.contype IN ('p', 'f', 'u')
+ORDER BY con.conrelid, con.conname
+"""
+
+# pg_stats shows only rows of tables the current role may read. Values seen once are
+# not "most common" but appear in the histogram bounds, so a small column's distinct
+# values are the union of both.
+_STATS_SQL = """
+SELECT schemaname, tablename, attname, n_distinct,
+       coalesce(most_common_vals::text::text[], ARRAY[]::text[])
+         || coalesce(histogram_bounds::text::text[], ARRAY[]::text[])
+FROM pg_catalog.pg_stats
+WHERE schemaname = ANY(%s)
+"""
+
+
+async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catalog:
+    """Read the catalog visible to the connection's role (one round trip per query)."""
+    cur = await conn.execute(_TABLES_SQL)
+    table_rows = await cur.fetchall()
+    oids = [row[0] for row in table_rows]
+    columns: dict[int, list[tuple[str, str, bool, str]]] = {}
+    for relid, name, data_type, nullable, comment in await (
+        await conn.execute(_COLUMNS_SQL, (oids,))
+    ).fetchall():
+        columns.setdefault(relid, []).append((name, data_type, nullable, comment))
+    primary: dict[int, tuple[str, ...]] = {}
+    unique: dict[int, list[tuple[str, ...]]] = {}
+    foreign: dict[int, list[ForeignKeyInfo]] = {}
+    for relid, kind, cols, ref_table, ref_cols in await (
+        await conn.execute(_KEYS_SQL, (oids,))
+    ).fetchall():
+        if kind == "p":
+            primary[relid] = tuple(cols)
+        elif kind == "u":
+            unique.setdefault(relid, []).append(tuple(cols))
+        else:
+            foreign.setdefault(relid, []).append(
+                ForeignKeyInfo(tuple(cols), ref_table, tuple(ref_cols))
+            )
+    schemas = sorted({row[1] for row in table_rows})
+    stats: dict[tuple[str, str, str], tuple[float, list[str]]] = {}
+    for schema, table, column, n_distinct, common in await (
+        await conn.execute(_STATS_SQL, (schemas,))
+    ).fetchall():
+        stats[(schema, table, column)] = (float(n_distinct), list(common))
+    tables = []
+    values = _ValueBudget()
+    for oid, schema, name, comment, estimate in table_rows:
+        column_infos = []
+        for col_name, data_type, nullable, col_comment in columns.get(oid, []):
+            samples: tuple[str, ...] = ()
+            known: tuple[str, ...] = ()
+            stat = stats.get((schema, name, col_name))
+            if not data_type.startswith(TEXT_TYPES):
+                pass
+            elif stat is not None:
+                samples = _samples(stat[0], stat[1], int(estimate))
+                if not samples and values.index_left > 0 and _indexable(stat[0], int(estimate)):
+                    values.index_left -= 1
+                    known = await _known_values(conn, schema, name, col_name)
+            elif values.data_left():
+                samples, known = await _values_from_data(conn, schema, name, col_name, values)
+            column_infos.append(
+                ColumnInfo(col_name, data_type, nullable, col_comment, samples, known)
+            )
+        tables.append(
+            TableInfo(
+                schema=schema,
+                name=name,
+                comment=comment,
+                row_estimate=int(estimate),
+                columns=tuple(column_infos),
+                primary_key=primary.get(oid, ()),
+                foreign_keys=tuple(foreign.get(oid, [])),
+                unique_keys=tuple(unique.get(oid, [])),
+            )
+        )
+    return Catalog(database=database, tables=tuple(tables))
+
+
+class _ValueBudget:
+    """What one catalog load may still spend on reading values: value-index columns, and
+    columns read from the data for want of statistics (by count and by time)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.index_left = VALUE_INDEX_COLUMNS_MAX
+        self._data_left = DATA_VALUE_COLUMNS_MAX
+        self._clock = clock
+        self._deadline = clock() + DATA_VALUE_SECONDS_MAX
+
+    def data_left(self) -> bool:
+        if self._data_left <= 0 or self._clock() > self._deadline:
+            return False
+        self._data_left -= 1
+        return True
+
+
+async def _values_from_data(
+    conn: psycopg.AsyncConnection[Any], schema: str, table: str, column: str, budget: _ValueBudget
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Sample values and the value index of a column Postgres has no statistics for, read
+    from the data with the value index's bounds (distinct short values, a row cap, a short
+    timeout): at most :data:`LOW_CARDINALITY_MAX` distinct values are samples, more (up to
+    :data:`VALUE_INDEX_DISTINCT_MAX`, within the index's column budget) are indexed."""
+    found = await _known_values(conn, schema, table, column)
+    if len(found) <= LOW_CARDINALITY_MAX:
+        return found[:SAMPLE_VALUES], ()
+    if budget.index_left <= 0:
+        return (), ()
+    budget.index_left -= 1
+    return (), found
+
+
+def _indexable(n_distinct: float, estimate: int) -> bool:
+    distinct = n_distinct if n_distinct >= 0 else -n_distinct * max(estimate, 0)
+    return (
+        LOW_CARDINALITY_MAX < distinct <= VALUE_INDEX_DISTINCT_MAX
+        and 0 < estimate <= VALUE_INDEX_ROWS_MAX
+    )
+
+
+async def _known_values(
+    conn: psycopg.AsyncConnection[Any], schema: str, table: str, column: str
+) -> tuple[str, ...]:
+    """The column's distinct short values, or none when there are more than the index
+    takes or the read fails (the catalog must load even where a column cannot be read)."""
+    statement = sql.SQL(
+        "SELECT DISTINCT {col} FROM {tbl} WHERE {col} IS NOT NULL AND length({col}) <= %s LIMIT %s"
+    ).format(col=sql.Identifier(column), tbl=sql.Identifier(schema, table))
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL statement_timeout = '{_VALUE_INDEX_TIMEOUT}'")
+            rows = await (
+                await conn.execute(statement, (_SAMPLE_VALUE_CHARS, VALUE_INDEX_DISTINCT_MAX + 1))
+            ).fetchall()
+    except psycopg.Error as exc:
+        _log.info(
+            "value index skipped a column",
+            extra={"fields": {"error.type": type(exc).__name__}},
+        )
+        return ()
+    if len(rows) > VALUE_INDEX_DISTINCT_MAX:
+        return ()
+    return tuple(sorted(str(r[0]) for r in rows))
+
+
+def _samples(n_distinct: float, common: list[str], estimate: int) -> tuple[str, ...]:
+    """Most common values of a low-cardinality column (from the planner statistics)."""
+    distinct = n_distinct if n_distinct >= 0 else -n_distinct * max(estimate, 0)
+    if distinct <= 0 or distinct > LOW_CARDINALITY_MAX:
+        return ()
+    values = sorted({v for v in common if len(v) <= _SAMPLE_VALUE_CHARS})
+    return tuple(values[:SAMPLE_VALUES])
+
+
+# --- rendering -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RenderedCatalog:
+    """Catalog text for a generator plus which tables it describes and which it left out."""
+
+    text: str
+    truncated: bool
+    tables: tuple[TableInfo, ...]
+    omitted: tuple[str, ...]
+
+
+def render_table(table: TableInfo) -> str:
+    """One table as a compact block: header line, then one line per column."""
+    rows = f"~{table.row_estimate} rows" if table.row_estimate >= 0 else "rows unknown"
+    header = f"TABLE {table.qualified} ({rows})"
+    if table.comment:
+        header += f": {table.comment}"
+    lines = [header]
+    fk_by_column = {fk.columns[0]: fk for fk in table.foreign_keys if len(fk.columns) == 1}
+    for column in table.columns:
+        parts = [f"  {column.name} {column.data_type}"]
+        if column.name in table.primary_key:
+            parts.append("PK")
+        elif not column.nullable:
+            parts.append("NOT NULL")
+        fk = fk_by_column.get(column.name)
+        if fk is not None:
+            parts.append(f"-> {fk.referenced_table}({fk.referenced_columns[0]})")
+        line = " ".join(parts)
+        if column.comment:
+            line += f": {column.comment}"
+        if column.sample_values:
+            line += " [values: " + ", ".join(column.sample_values) + "]"
+        lines.append(line)
+    for fk in table.foreign_keys:
+        if len(fk.columns) > 1:
+            lines.append(
+                f"  FOREIGN KEY ({', '.join(fk.columns)}) -> "
+                f"{fk.referenced_table}({', '.join(fk.referenced_columns)})"
+            )
+    return "\n".join(lines)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def words(text: str) -> set[str]:
+    """Lowercase word stems of ``text`` (plural ``s``/``es``/``ies`` folded), for linking."""
+    found = set()
+    for word in _WORD.findall(text.lower()):
+        found.add(word)
+        found.add(stem(word))
+    return found
+
+
+def relevance(table: TableInfo, question_words: set[str]) -> float:
+    """How strongly a question's words point at a table (0 when not at all)."""
+    score = 0.0
+    if words(table.name.replace("_", " ")) & question_words:
+        score += 3.0
+    score += 0.5 * len(words(table.comment) & question_words)
+    for column in table.columns:
+        if words(column.name.replace("_", " ")) & question_words:
+            score += 1.0
+        for value in column.sample_values:
+            value_words = words(value)
+            if value_words and value_words <= question_words:
+                score += 2.0
+    return score
+
+
+def rank_tables(catalog: Catalog, question: str) -> list[tuple[TableInfo, float]]:
+    """Tables by relevance to ``question``, best first; ties keep catalog order."""
+    question_words = words(question)
+    scored = [(table, relevance(table, question_words)) for table in catalog.tables]
+    return sorted(scored, key=lambda pair: -pair[1])
+
+
+def render(
+    catalog: Catalog,
+    *,
+    max_chars: int,
+    question: str | None = None,
+    tables: Sequence[TableInfo] | None = None,
+) -> RenderedCatalog:
+    """The catalog as text of at most ``max_chars``.
+
+    ``tables`` restricts it to those tables. When everything does not fit and a
+    question is given, the tables most relevant to it (and their foreign-key
+    neighbours) are kept first; whatever still does not fit is omitted, and a single
+    table larger than the cap is cut.
+    """
+    candidates = list(tables) if tables is not None else list(catalog.tables)
+    chosen_names = {t.qualified for t in candidates}
+    omitted_by_filter = [t.qualified for t in catalog.tables if t.qualified not in chosen_names]
+    blocks = {t.qualified: render_table(t) for t in candidates}
+    full = "\n\n".join(blocks[t.qualified] for t in candidates)
+    if len(full) <= max_chars:
+        return RenderedCatalog(full, False, tuple(candidates), tuple(omitted_by_filter))
+    order = candidates
+    if question:
+        order = _relevance_order(catalog, candidates, question)
+    kept: list[TableInfo] = []
+    used = 0
+    for table in order:
+        size = len(blocks[table.qualified]) + (2 if kept else 0)
+        if used + size <= max_chars:
+            kept.append(table)
+            used += size
+    truncated = False
+    if not kept and order:
+        kept = [order[0]]
+        truncated = True
+    kept_names = {t.qualified for t in kept}
+    kept_in_order = [t for t in candidates if t.qualified in kept_names]
+    text = "\n\n".join(blocks[t.qualified] for t in kept_in_order)
+    if len(text) > max_chars:
+        text = text[:max_chars]
+        truncated = True
+    left_out = [t.qualified for t in candidates if t.qualified not in kept_names]
+    if left_out and not question:
+        truncated = True
+    return RenderedCatalog(
+        text, truncated, tuple(kept_in_order), tuple(omitted_by_filter + left_out)
+    )
+
+
+def _relevance_order(
+    catalog: Catalog, candidates: Sequence[TableInfo], question: str
+) -> list[TableInfo]:
+    """Relevant tables first, each followed by its FK neighbours, then the rest."""
+    allowed = {t.qualified for t in candidates}
+    ranked = [t for t, score in rank_tables(catalog, question) if score > 0]
+    order: dict[str, TableInfo] = {}
+    for table in ranked:
+        if table.qualified in allowed:
+            order.setdefault(table.qualified, table)
+    for table in list(order.values()):
+        for other in catalog.neighbours(table):
+            if other.qualified in allowed:
+                order.setdefault(other.qualified, other)
+    for table in candidates:
+        order.setdefault(table.qualified, table)
+    return list(order.values())
+
+
+# --- cache ---------------------------------------------------------------------------
+
+
+class CatalogCache:
+    """The last good catalog of one database, refreshed after ``ttl_s``.
+
+    A failed refresh keeps serving the cached catalog; with nothing cached the call
+    gets UNAVAILABLE (CATALOG_UNAVAILABLE). Concurrent refreshes collapse into one.
+    """
+
+    def __init__(
+        self,
+        load: Callable[[], Awaitable[Catalog]],
+        *,
+        ttl_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._load = load
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._catalog: Catalog | None = None
+        self._loaded_at = 0.0
+        self._lock = asyncio.Lock()
+
+    @property
+    def cached(self) -> Catalog | None:
+        return self._catalog
+
+    def invalidate(self) -> None:
+        self._loaded_at = float("-inf")
+
+    async def get(self) -> Catalog:
+        if self._catalog is not None and self._clock() - self._loaded_at < self._ttl_s:
+            return self._catalog
+        async with self._lock:
+            if self._catalog is not None and self._clock() - self._loaded_at < self._ttl_s:
+                return self._catalog
+            try:
+                catalog = await self._load()
+            except Exception as exc:
+                if self._catalog is not None:
+                    _log.warning(
+                        "catalog refresh failed; serving the cached catalog",
+                        extra={"fields": {"error.type": type(exc).__name__}},
+                    )
+                    self._loaded_at = self._clock()
+                    return self._catalog
+                _log.warning(
+                    "catalog load failed and nothing is cached",
+                    extra={"fields": {"error.type": type(exc).__name__}},
+                )
+                raise Unavailable(
+                    "schema catalog unavailable", reason="CATALOG_UNAVAILABLE"
+                ) from exc
+            self._catalog = catalog
+            self._loaded_at = self._clock()
+            return catalog
+
+
+def table_names(tables: Iterable[TableInfo]) -> list[str]:
+    return [t.qualified for t in tables]
+
+
+def quoted_name(table: TableInfo) -> sql.Composed:
+    """``schema.table`` as safely quoted identifiers."""
+    return sql.SQL(".").join([sql.Identifier(table.schema), sql.Identifier(table.name)])

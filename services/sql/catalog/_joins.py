@@ -1,0 +1,734 @@
+"""The join graph of a catalog: declared foreign keys, the joins a glossary declares, and
+joins inferred from names and confirmed by the data, so a warehouse that declares no keys
+still joins.
+
+**Keys.** A table that declares no primary key gets one from its data when the catalog
+loads: a column (or, for a bridge table, a pair of reference-like columns) that is never
+null and never repeats, preferring the names keys have (``id``, ``<table>_id``, ``…code``).
+
+**Candidates from names.** ``child.column`` may reference ``parent.key`` (a single-column
+key: declared, UNIQUE, or inferred) when their types are of one family and one of these
+holds:
+
+- the column has the key's own name (``treatments.patient_id -> patients.patient_id``);
+- the column is ``<parent>_id`` / ``<parent>id``, singular or of the name's last word
+  (``coupons.merchant_id -> merchants.mid``);
+- the column ends with the key's name once the prefix every table shares is dropped
+  (``sbTransaction.sbTxCustId -> sbCustomer.sbCustId`` in an ``sb…`` schema);
+- the column, less an ``id`` ending, is the parent's name (``model_list.maker ->
+  car_makers.id``, ``countries.continent -> continents.contid``);
+- with the data only: the column's name holds the parent's name (``flights.sourceairport
+  -> airports.airportcode``), or two text columns share a name and values (a city in two
+  tables), the weakest kind; not when both are a handful of categories the catalog
+  samples (a status, a device type: the same labels, no reference).
+
+**Confirmation by the data.** Each candidate is checked against a bounded sample: at least
+90 % of the child's distinct values must be values of the parent's column (a few orphans
+are dirty data; a name that only looks like a reference is refuted). A candidate the data
+cannot be read for stays, marked so. Declared edges win: no inferred edge is added between
+two tables a foreign key already joins.
+
+Paths are shortest by hop count, stronger edges preferred (declared, glossary, inferred by
+key, by shared values); a question touching several tables is joined along a tree grown
+from its base table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from services.sql.catalog._catalog import Catalog, ColumnInfo, JoinInfo, JoinOrigin, TableInfo
+from services.sql.definitions import JoinSpec
+from services.sql.words import common_prefix, name_words, stem
+
+_log = logging.getLogger("tandem.sql.joins")
+
+
+def type_family(data_type: str) -> str:
+    if data_type.startswith(("smallint", "integer", "bigint", "numeric")):
+        return "int"
+    if data_type.startswith(("text", "character", "citext", "varchar")):
+        return "text"
+    if data_type == "uuid":
+        return "uuid"
+    return data_type
+
+
+# How an edge came to be, strongest first: the order paths prefer them in.
+_RANK = {"declared": 0, "glossary": 1, "key": 2, "overlap": 3}
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``child.child_columns`` hold values of ``parent.parent_columns``.
+
+    ``kind`` is ``declared`` (a foreign key), ``glossary``, ``key`` (inferred, to a key of
+    the parent) or ``overlap`` (inferred: two columns sharing values, neither a key);
+    ``evidence`` says why an edge that is not declared is believed."""
+
+    child: str
+    child_columns: tuple[str, ...]
+    parent: str
+    parent_columns: tuple[str, ...]
+    kind: str = "declared"
+    evidence: str = ""
+
+    @property
+    def inferred(self) -> bool:
+        return self.kind in ("key", "overlap")
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self.kind]
+
+    @property
+    def child_column(self) -> str:
+        return self.child_columns[0]
+
+    @property
+    def parent_column(self) -> str:
+        return self.parent_columns[0]
+
+    def other(self, table: str) -> str:
+        return self.parent if table == self.child else self.child
+
+    def columns_of(self, table: str) -> tuple[str, ...]:
+        return self.child_columns if table == self.child else self.parent_columns
+
+    def column_of(self, table: str) -> str:
+        return self.columns_of(table)[0]
+
+    def pairs(self, table: str) -> list[tuple[str, str]]:
+        """(column of ``table``, column of the other table) for each joined column."""
+        mine, theirs = self.columns_of(table), self.columns_of(self.other(table))
+        return list(zip(mine, theirs, strict=True))
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...], str, tuple[str, ...]]:
+        return (self.child, self.child_columns, self.parent, self.parent_columns)
+
+    def info(self, origin: JoinOrigin) -> JoinInfo:
+        return JoinInfo(
+            self.child,
+            self.child_columns,
+            self.parent,
+            self.parent_columns,
+            origin,
+            self.evidence,
+        )
+
+
+class JoinGraph:
+    """Every join edge of one catalog, with shortest paths between tables."""
+
+    def __init__(self, catalog: Catalog, extra: Iterable[Edge] = ()) -> None:
+        self.catalog = catalog
+        self.edges: list[Edge] = []
+        self._by_table: dict[str, list[Edge]] = {}
+        declared_pairs: set[frozenset[str]] = set()
+        seen: set[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = set()
+        known = catalog.joins if catalog.joins is not None else name_candidates(catalog)
+        for edge in [*declared_edges(catalog), *extra, *map(_edge, known)]:
+            if edge.key in seen or edge.child == edge.parent:
+                continue
+            pair = frozenset((edge.child, edge.parent))
+            if edge.inferred and pair in declared_pairs:
+                continue  # declared edges win
+            if not edge.inferred:
+                declared_pairs.add(pair)
+            seen.add(edge.key)
+            self.edges.append(edge)
+            self._by_table.setdefault(edge.child, []).append(edge)
+            self._by_table.setdefault(edge.parent, []).append(edge)
+
+    def edges_of(self, table: str, *, overlap: bool = False) -> list[Edge]:
+        """The table's edges; those through shared values only when asked (they relate
+        no key: no reference, no parent, a path of last resort)."""
+        edges = self._by_table.get(table, [])
+        return edges if overlap else [e for e in edges if e.kind != "overlap"]
+
+    def between(self, a: str, b: str) -> list[Edge]:
+        return [e for e in self.edges_of(a) if e.other(a) == b]
+
+    def path(self, start: str, goal: str) -> list[Edge] | None:
+        """Fewest hops from ``start`` to ``goal``, stronger edges first on equal hops;
+        through shared values (``overlap`` edges) only when keys join them no way at all:
+        two tables that both hold a ``last_name`` are not thereby related."""
+        return self._path(start, goal, overlap=False) or self._path(start, goal, overlap=True)
+
+    def _path(self, start: str, goal: str, *, overlap: bool) -> list[Edge] | None:
+        if start == goal:
+            return []
+        previous: dict[str, tuple[str, Edge]] = {}
+        queue = deque([start])
+        seen = {start}
+        while queue:
+            here = queue.popleft()
+            for edge in sorted(self.edges_of(here, overlap=overlap), key=self._preference):
+                there = edge.other(here)
+                if there in seen:
+                    continue
+                seen.add(there)
+                previous[there] = (here, edge)
+                if there == goal:
+                    steps = []
+                    node = goal
+                    while node != start:
+                        node, step = previous[node]
+                        steps.append(step)
+                    return list(reversed(steps))
+                queue.append(there)
+        return None
+
+    def _preference(self, edge: Edge) -> tuple[int, int]:
+        """Stronger edges first; of two edges between the same tables (``friend.student_id``
+        and ``friend.friend_id`` both to ``highschooler``) the one on the child's earlier
+        column, the reference a table is first about."""
+        child = self.catalog.table(edge.child)
+        names = [c.name for c in child.columns] if child is not None else []
+        column = edge.child_column
+        return (edge.rank, names.index(column) if column in names else len(names))
+
+    def tree(self, base: str, others: Iterable[str]) -> list[tuple[str, Edge]] | None:
+        """Joins reaching every table in ``others`` from ``base``: (new table, edge) pairs,
+        each joined to a table already in the tree; None when one is unreachable."""
+        inside = [base]
+        joins: list[tuple[str, Edge]] = []
+        for goal in others:
+            added = self.reach(inside, goal)
+            if added is None:
+                return None
+            joins += added
+        return joins
+
+    def reach(self, inside: list[str], goal: str) -> list[tuple[str, Edge]] | None:
+        """The joins that bring ``goal`` into the tables already ``inside`` (which grows):
+        the shortest path from any of them; None when none reaches it."""
+        if goal in inside:
+            return []
+        best: list[Edge] | None = None
+        best_from = ""
+        for start in inside:
+            found = self.path(start, goal)
+            if found is not None and (best is None or len(found) < len(best)):
+                best, best_from = found, start
+        if best is None:
+            return None
+        joins: list[tuple[str, Edge]] = []
+        node = best_from
+        for edge in best:
+            node = edge.other(node)
+            if node not in inside:
+                inside.append(node)
+                joins.append((node, edge))
+        return joins
+
+
+def declared_edges(catalog: Catalog) -> list[Edge]:
+    """The foreign keys, composite ones included."""
+    edges = []
+    for table in catalog.tables:
+        for fk in table.foreign_keys:
+            parent = catalog.table(fk.referenced_table)
+            if parent is None or not fk.columns:
+                continue
+            edges.append(Edge(table.qualified, fk.columns, parent.qualified, fk.referenced_columns))
+    return edges
+
+
+def _edge(info: JoinInfo) -> Edge:
+    if info.origin is JoinOrigin.GLOSSARY:
+        kind = "glossary"
+    elif info.evidence.startswith(_OVERLAP):
+        kind = "overlap"
+    else:
+        kind = "key" if info.origin is JoinOrigin.INFERRED else "declared"
+    return Edge(
+        info.child, info.child_columns, info.parent, info.parent_columns, kind, info.evidence
+    )
+
+
+def resolve_joins(catalog: Catalog, specs: Sequence[JoinSpec]) -> tuple[list[JoinInfo], list[str]]:
+    """A glossary's joins resolved against the catalog, and what could not be: a table or
+    column it does not hold (the role cannot read it, or a typo), or types that cannot be
+    compared. Nothing is guessed."""
+    resolved: list[JoinInfo] = []
+    problems: list[str] = []
+    for spec in specs:
+        child, parent = catalog.table(spec.child), catalog.table(spec.parent)
+        missing = [
+            name for name, table in ((spec.child, child), (spec.parent, parent)) if not table
+        ]
+        if child is None or parent is None:
+            problems.append(f"{spec.text()}: no table {missing[0]!r}")
+            continue
+        pairs = list(zip(spec.child_columns, spec.parent_columns, strict=True))
+        bad = [
+            f"{table.name}.{name}"
+            for table, names in ((child, spec.child_columns), (parent, spec.parent_columns))
+            for name in names
+            if table.column(name) is None
+        ]
+        if bad:
+            problems.append(f"{spec.text()}: no column {bad[0]!r}")
+            continue
+        clash = [(a, b) for a, b in pairs if _family(child, a) != _family(parent, b)]
+        if clash:
+            problems.append(f"{spec.text()}: {clash[0][0]} and {clash[0][1]} have other types")
+            continue
+        resolved.append(
+            JoinInfo(
+                child.qualified,
+                spec.child_columns,
+                parent.qualified,
+                spec.parent_columns,
+                JoinOrigin.GLOSSARY,
+                "declared in the glossary file",
+            )
+        )
+    return resolved, problems
+
+
+def describe(catalog: Catalog) -> list[str]:
+    """The catalog's keys and joins in words, declared apart from inferred with the
+    evidence for each (what ``tandem sql-check`` prints)."""
+    lines = [
+        f"key {t.name}({', '.join(t.primary_key)}): inferred, {t.key_evidence}"
+        for t in catalog.tables
+        if t.key_evidence
+    ]
+    for edge in JoinGraph(catalog).edges:
+        child = ", ".join(f"{edge.child}.{c}" for c in edge.child_columns)
+        parent = ", ".join(f"{edge.parent}.{c}" for c in edge.parent_columns)
+        origin = {"declared": "declared", "glossary": "glossary", "key": "inferred"}.get(
+            edge.kind, "inferred, shared values only"
+        )
+        why = f": {edge.evidence}" if edge.evidence and edge.kind != "glossary" else ""
+        lines.append(f"join {child} -> {parent} ({origin}{why})")
+    return lines
+
+
+def _family(table: TableInfo, column: str) -> str:
+    found = table.column(column)
+    return type_family(found.data_type) if found is not None else ""
+
+
+# --- candidates from names ----------------------------------------------------------
+
+_UNCHECKED = "names only (the data was not read)"
+_OVERLAP = "same name and shared values"
+
+
+def single_keys(table: TableInfo) -> list[ColumnInfo]:
+    """The table's single-column keys: its primary key (declared or inferred), then each
+    one-column UNIQUE constraint."""
+    keys = [table.primary_key] if len(table.primary_key) == 1 else []
+    keys += [u for u in table.unique_keys if len(u) == 1 and u not in keys]
+    return [c for (name,) in keys if (c := table.column(name)) is not None]
+
+
+def name_candidates(catalog: Catalog) -> list[JoinInfo]:
+    """Joins the names alone suggest, child column to a single-column key of the parent
+    (what a catalog never checked against its data is joined by)."""
+    return [info for info, data_only in _candidates(catalog) if not data_only]
+
+
+def _candidates(catalog: Catalog) -> list[tuple[JoinInfo, bool]]:
+    """Every candidate join, each with whether only the data can confirm it (a column
+    whose name holds the parent's name; same-named text columns)."""
+    prefix = common_prefix([t.name for t in catalog.tables]).lower()
+    found: list[tuple[JoinInfo, bool]] = []
+    seen: set[tuple[str, str, str, str]] = set()
+
+    def add(
+        child: TableInfo, column: str, parent: TableInfo, key: str, why: str, *, data: bool
+    ) -> None:
+        mark = (child.qualified, column, parent.qualified, key)
+        if mark not in seen:
+            seen.add(mark)
+            info = JoinInfo(
+                child.qualified, (column,), parent.qualified, (key,), JoinOrigin.INFERRED, why
+            )
+            found.append((info, data))
+
+    for parent in catalog.tables:
+        keys = single_keys(parent)
+        if not keys:
+            continue
+        words = name_words(parent.name)
+        last = stem(words[-1]) if words else ""
+        base = parent.name.lower()
+        if prefix and base.startswith(prefix):
+            base = base[len(prefix) :]
+        whole = stem(base)
+        forms = {f"{whole}_id", f"{whole}id", f"{last}_id", f"{last}id"}
+        for key in keys:
+            core = key.name.lower()
+            if prefix and core.startswith(prefix):
+                core = core[len(prefix) :]
+            for child in catalog.tables:
+                if child.qualified == parent.qualified:
+                    continue
+                for column in child.columns:
+                    if type_family(column.data_type) != type_family(key.data_type):
+                        continue
+                    why = _named_reference(column, key, (forms, core), child, (whole, last))
+                    if why:
+                        add(child, column.name, parent, key.name, why, data=False)
+                    elif _holds_name(column.name, last, key):
+                        holds = f"{column.name} holds {last}"
+                        add(child, column.name, parent, key.name, holds, data=True)
+    found += [(info, True) for info in _same_named(catalog, seen)]
+    return found
+
+
+def _named_reference(
+    column: ColumnInfo,
+    key: ColumnInfo,
+    key_names: tuple[set[str], str],
+    child: TableInfo,
+    parent_names: tuple[str, str],
+) -> str:
+    """Why the column's name says it references ``key``, or empty. ``key_names``: the
+    ``<parent>_id`` forms and the key's name without the schema's shared prefix."""
+    forms, core = key_names
+    if child.primary_key == (column.name,) and column.name != key.name:
+        return ""
+    name = column.name.lower()
+    if name == key.name.lower():
+        if child.primary_key != (column.name,) or len(child.primary_key) > 1:
+            return f"same name as the key {key.name}"
+        return ""
+    if name in forms:
+        return f"{column.name} names the table"
+    if len(core) >= 5 and name.endswith(core) and core not in ("id", "_id"):
+        return f"{column.name} ends with the key's name"
+    bare = name.removesuffix("_id").removesuffix("id").rstrip("_")
+    if bare and len(bare) >= 3 and stem(bare) in parent_names:
+        return f"{column.name} is the table's name"
+    return ""
+
+
+def _holds_name(column: str, last: str, key: ColumnInfo) -> bool:
+    """``sourceairport`` holds ``airport``: a reference only the data can confirm."""
+    name = column.lower()
+    return len(last) >= 4 and last in name and name != key.name.lower()
+
+
+def _same_named(catalog: Catalog, seen: set[tuple[str, str, str, str]]) -> list[JoinInfo]:
+    """Text columns two tables share by name, neither a key of its table: joined when
+    their values overlap (checked later), the child being the later table."""
+    found = []
+    tables = list(catalog.tables)
+    for i, a in enumerate(tables):
+        for b in tables[i + 1 :]:
+            for column in a.columns:
+                other = b.column(column.name)
+                if (
+                    other is None
+                    or type_family(column.data_type) != "text"
+                    or type_family(other.data_type) != "text"
+                    or column.name in a.primary_key
+                    or column.name in b.primary_key
+                    or (column.sample_values and other.sample_values)
+                ):
+                    # a few values both tables sample (a status, a type) are categories
+                    # of each, not a reference from one to the other
+                    continue
+                if (b.qualified, column.name, a.qualified, column.name) in seen or (
+                    a.qualified,
+                    column.name,
+                    b.qualified,
+                    column.name,
+                ) in seen:
+                    continue
+                found.append(
+                    JoinInfo(
+                        b.qualified,
+                        (column.name,),
+                        a.qualified,
+                        (column.name,),
+                        JoinOrigin.INFERRED,
+                        _OVERLAP,
+                    )
+                )
+    return found
+
+
+# --- confirmation by the data ---------------------------------------------------------
+
+# Bounds of the data reads when the catalog loads: rows sampled per table for keys,
+# distinct child values checked per edge, each read's timeout, and the whole budget.
+KEY_SAMPLE_ROWS = 100_000
+JOIN_SAMPLE_VALUES = 1000
+CONTAINMENT_MIN = 0.9
+# A column holding values of an integer key no name points at is believed only when the
+# key is sparse over the column's range (ids 1025..1934 with gaps, not 1..406).
+DENSITY_MAX = 0.5
+OVERLAP_MIN = 0.5
+_READ_TIMEOUT = "2s"
+INFERENCE_SECONDS_MAX = 20.0
+_OWN_ENDINGS = ("id", "code", "key", "no")
+# Endings key names have: preferred when several columns of a table are unique.
+_KEY_ENDINGS = ("id", "code", "key", "_no", "num", "number")
+
+
+async def infer_joins(
+    conn: psycopg.AsyncConnection[Any],
+    catalog: Catalog,
+    declared: Sequence[JoinInfo] = (),
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> Catalog:
+    """The catalog with keys inferred for tables that declare none, and its joins: the
+    ``declared`` ones (a glossary's) first, then the name candidates the data confirms.
+    Bounded: sampled reads under a short timeout, within :data:`INFERENCE_SECONDS_MAX`;
+    what cannot be read keeps the names' word for it."""
+    deadline = clock() + INFERENCE_SECONDS_MAX
+    tables = []
+    for table in catalog.tables:
+        keyed_table = table
+        if not table.primary_key and clock() < deadline:
+            others = [t for t in catalog.tables if t is not table]
+            keyed_table = await _infer_key(conn, table, others)
+        tables.append(keyed_table)
+    keyed = replace(catalog, tables=tuple(tables))
+    joined = {frozenset((e.child, e.parent)) for e in declared_edges(keyed)}
+    joined |= {frozenset((j.child, j.parent)) for j in declared}
+    confirmed: list[JoinInfo] = list(declared)
+    for candidate, data_only in _candidates(keyed):
+        if frozenset((candidate.child, candidate.parent)) in joined:
+            continue
+        overlap = candidate.evidence == _OVERLAP
+        share = await _containment(conn, keyed, candidate) if clock() < deadline else None
+        if share is None:
+            if not data_only:
+                confirmed.append(replace(candidate, evidence=f"{candidate.evidence}; {_UNCHECKED}"))
+            continue
+        needed = OVERLAP_MIN if overlap else CONTAINMENT_MIN
+        if share[1] and share[0] / share[1] >= needed:
+            found = f"{share[0]} of {share[1]} distinct values found in {candidate.parent}"
+            confirmed.append(replace(candidate, evidence=f"{candidate.evidence}; {found}"))
+    joined |= {frozenset((j.child, j.parent)) for j in confirmed}
+    referencing = {(j.child, j.child_columns) for j in confirmed}
+    for child, column in _unnamed_references(keyed, referencing):
+        if clock() >= deadline:
+            break
+        found_in = await _only_key_holding(conn, keyed, child, column, joined)
+        if found_in is not None:
+            confirmed.append(found_in)
+            joined.add(frozenset((found_in.child, found_in.parent)))
+    return replace(keyed, joins=tuple(confirmed))
+
+
+def _unnamed_references(
+    catalog: Catalog, referencing: set[tuple[str, tuple[str, ...]]]
+) -> list[tuple[TableInfo, ColumnInfo]]:
+    """Columns named like references (``student_id``, ``liked_id``) whose names point at no
+    table: the data may still show which key they hold (``friend.student_id`` ->
+    ``highschooler.id``)."""
+    found = []
+    for table in catalog.tables:
+        for column in table.columns:
+            if (
+                column.name.lower().endswith(_KEY_ENDINGS)
+                and type_family(column.data_type) in ("int", "text", "uuid")
+                and (table.qualified, (column.name,)) not in referencing
+                and table.primary_key != (column.name,)  # its own key: 1:1 shows in names
+            ):
+                found.append((table, column))
+    return found
+
+
+async def _only_key_holding(
+    conn: psycopg.AsyncConnection[Any],
+    catalog: Catalog,
+    child: TableInfo,
+    column: ColumnInfo,
+    joined: set[frozenset[str]],
+) -> JoinInfo | None:
+    """The join to the one entity key (``id``, or named for its own table) of another
+    table holding at least 90 % of the column's values; None when none does, or more than
+    one does (small integer ids fit many keys: ambiguity is no evidence)."""
+    holding: list[JoinInfo] = []
+    for parent in catalog.tables:
+        if parent is child or frozenset((child.qualified, parent.qualified)) in joined:
+            continue
+        for key in single_keys(parent):
+            if _owns(key.name, parent.name) < 2 or type_family(key.data_type) != type_family(
+                column.data_type
+            ):
+                continue
+            candidate = JoinInfo(
+                child.qualified,
+                (column.name,),
+                parent.qualified,
+                (key.name,),
+                JoinOrigin.INFERRED,
+                "",
+            )
+            # every distinct value, not a sample: the first values read are often the
+            # smallest, and small ids fit many keys
+            share = await _containment(conn, catalog, candidate, sample=None)
+            if share is None or share[1] < 2 or share[0] / share[1] < CONTAINMENT_MIN:
+                continue
+            if type_family(key.data_type) == "int":
+                density = await _density(conn, catalog, candidate)
+                if density is None or density > DENSITY_MAX:
+                    continue  # 1..22 sits inside any dense 1..406: chance, not evidence
+            found = f"{share[0]} of {share[1]} distinct values found in {parent.qualified}"
+            holding.append(replace(candidate, evidence=f"the only key holding them; {found}"))
+    return holding[0] if len(holding) == 1 else None
+
+
+async def _density(
+    conn: psycopg.AsyncConnection[Any], catalog: Catalog, join: JoinInfo
+) -> float | None:
+    """How densely the parent's integer key fills the range of the child's values (1.0:
+    every integer in it is a key, so any values there would be "found")."""
+    child, parent = catalog.table(join.child), catalog.table(join.parent)
+    if child is None or parent is None:
+        return None
+    statement = sql.SQL(
+        "SELECT r.lo, r.hi, (SELECT count(*) FROM {parent} AS p "
+        "WHERE p.{pcol} BETWEEN r.lo AND r.hi) "
+        "FROM (SELECT min({ccol}) AS lo, max({ccol}) AS hi FROM {child}) AS r"
+    ).format(
+        parent=sql.Identifier(parent.schema, parent.name),
+        pcol=sql.Identifier(join.parent_columns[0]),
+        ccol=sql.Identifier(join.child_columns[0]),
+        child=sql.Identifier(child.schema, child.name),
+    )
+    row = await _read_one(conn, statement, ())
+    if row is None or row[0] is None or row[1] is None:
+        return None
+    return float(row[2]) / float(int(row[1]) - int(row[0]) + 1)
+
+
+async def _infer_key(
+    conn: psycopg.AsyncConnection[Any], table: TableInfo, others: Sequence[TableInfo]
+) -> TableInfo:
+    """``table`` with the key its data shows, unchanged when none or the read fails.
+
+    Of the never-null, never-repeating columns: one named for the table itself (``id``,
+    ``<table>_id``, ``<table>code``), else one with a key's ending that names no other
+    table, else the first column. A column named for another table (``has_pet.petid``)
+    is a reference that happens not to repeat in a small sample, so for a table of
+    such references the key is a pair of them (a bridge table)."""
+    columns = [c for c in table.columns if type_family(c.data_type) in ("int", "text", "uuid")]
+    if not columns:
+        return table
+    sample = sql.SQL("(SELECT * FROM {} LIMIT %s) AS s").format(
+        sql.Identifier(table.schema, table.name)
+    )
+    parts: list[sql.Composable] = [sql.SQL("count(*)")]
+    for c in columns:
+        ident = sql.Identifier(c.name)
+        parts += [sql.SQL("count({})").format(ident), sql.SQL("count(DISTINCT {})").format(ident)]
+    statement = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(parts), sample)
+    row = await _read_one(conn, statement, (KEY_SAMPLE_ROWS,))
+    if row is None or row[0] < 2:
+        return table
+    rows = row[0]
+    unique = [c for i, c in enumerate(columns) if row[1 + 2 * i] == rows and row[2 + 2 * i] == rows]
+    references = [
+        c
+        for c in columns
+        if c.name.lower() != "id"
+        and any(_owns(c.name, t.name) >= max(_owns(c.name, table.name), 1) for t in others)
+    ]
+    choices = [
+        *(c for c in unique if _owns(c.name, table.name) and c not in references),
+        *(c for c in unique if c.name.lower().endswith(_KEY_ENDINGS) and c not in references),
+        *(c for c in unique if c is table.columns[0] and c not in references),
+    ]
+    if choices:
+        chosen = choices[0]
+        return replace(
+            table,
+            primary_key=(chosen.name,),
+            key_evidence=f"{chosen.name} is never null and never repeats in {rows} rows",
+        )
+    for i, a in enumerate(references[:6]):
+        for b in references[i + 1 : 6]:
+            pair = sql.SQL(
+                "SELECT count(*), count(DISTINCT ({a}, {b})) FROM {s} "
+                "WHERE {a} IS NOT NULL AND {b} IS NOT NULL"
+            ).format(a=sql.Identifier(a.name), b=sql.Identifier(b.name), s=sample)
+            got = await _read_one(conn, pair, (KEY_SAMPLE_ROWS,))
+            if got is not None and got[0] == rows and got[1] == rows:
+                return replace(
+                    table,
+                    primary_key=(a.name, b.name),
+                    key_evidence=f"({a.name}, {b.name}) never null and never repeat in {rows} rows",
+                )
+    return table
+
+
+def _owns(column: str, table: str) -> int:
+    """How the column is named for the table: 2 for ``id`` or the table's whole name with
+    an ``id``/``code``/``key``/``no`` ending (``pets`` -> ``petid``), 1 for its last word
+    (``has_pet`` -> ``petid``), 0 for neither. A column named for another table at least
+    as strongly as for its own is a reference to that table."""
+    name = column.lower()
+    if name == "id":
+        return 2
+    words = name_words(table)
+    if not words:
+        return 0
+
+    def named(base: str) -> bool:
+        return name in {f"{base}{sep}{end}" for sep in ("", "_") for end in _OWN_ENDINGS}
+
+    if named(stem(table.lower())) or named(stem(table.lower().replace("_", ""))):
+        return 2
+    return 1 if named(stem(words[-1])) else 0
+
+
+async def _containment(
+    conn: psycopg.AsyncConnection[Any],
+    catalog: Catalog,
+    join: JoinInfo,
+    *,
+    sample: int | None = JOIN_SAMPLE_VALUES,
+) -> tuple[int, int] | None:
+    """(distinct child values found in the parent column, distinct child values checked)
+    over a sample of ``sample`` distinct values (all of them for None, within the read's
+    timeout), or None when the read fails."""
+    child, parent = catalog.table(join.child), catalog.table(join.parent)
+    if child is None or parent is None:
+        return None
+    statement = sql.SQL(
+        "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM {parent} AS p "
+        "WHERE p.{pcol} = s.v)), count(*) "
+        "FROM (SELECT DISTINCT {ccol} AS v FROM {child} WHERE {ccol} IS NOT NULL LIMIT %s) AS s"
+    ).format(
+        parent=sql.Identifier(parent.schema, parent.name),
+        pcol=sql.Identifier(join.parent_columns[0]),
+        ccol=sql.Identifier(join.child_columns[0]),
+        child=sql.Identifier(child.schema, child.name),
+    )
+    row = await _read_one(conn, statement, (sample,))
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
+async def _read_one(
+    conn: psycopg.AsyncConnection[Any], statement: sql.Composed, params: tuple[Any, ...]
+) -> tuple[Any, ...] | None:
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL statement_timeout = '{_READ_TIMEOUT}'")
+            return await (await conn.execute(statement, params)).fetchone()
+    except psycopg.Error as exc:
+        _log.info(
+            "join inference skipped a read", extra={"fields": {"error.type": type(exc).__name__}}
+        )
+        return None

@@ -1,0 +1,530 @@
+"""Follow-ups on an earlier statement: one step of AskQuestion, before linking.
+
+A conversation's follow-up sometimes cannot be spelled out as a new question without
+losing what the earlier answer was: "only the top 2" is the same ranking with another
+row count, and "what are their emails?" asks about the rows the earlier statement
+returned, not about whatever "emails" a fresh question would find. The router sends the
+statement of the turn it resolved against (``PriorStatement``); this step works on that
+statement's structure (parsed with sqlglot), never on the question's text:
+
+- **row limit**: the statement with its ``LIMIT`` replaced; a statement with no order
+  (a breakdown) is ranked by its first aggregate, so "just the top 3" after "customers
+  per country" is the three largest countries.
+- **regroup**: the statement's grouping column replaced by (or, for a total, grouped
+  by) the column of its own tables whose name the user's words spell ("by region" →
+  ``c.region``), in the projection, ``GROUP BY`` and order alike;
+- **value swap**: the one compared literal whose column stores the new value (the
+  catalog's stored values, the linker's lookup) replaced by its stored spelling, so
+  "what about refunded?" changes the status, whatever else the question compares;
+- **result set**: the statement's *subject* is the table its first name-like output
+  column comes from (else its one table, by key); the question, with its reference
+  ("their", "them", "those …") pointing at that table, is linked as usual, and the
+  linked statement is restricted to the subject's rows the earlier statement returned —
+  ``subject.column IN (SELECT … FROM (<earlier statement>) AS earlier)``, a sub-query,
+  never a pasted list of names.
+
+Regroup and value swap fall back to reading the follow-up spelled out (the router sends
+it as the question) when no column fits. Every result goes through the gate and runs
+read-only like every other statement; the earlier statement is untrusted input (a caller
+may send any text) and is gated too.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from services.sql.catalog import (
+    TEXT_TYPES,
+    Catalog,
+    Comparison,
+    TableInfo,
+    comparisons,
+    stored_spelling,
+    table_for,
+)
+from services.sql.gate import identifier
+from services.sql.words import STOP_WORDS, common_prefix, name_words, stem, word_match
+
+MAX_PRIOR_CHARS = 20_000
+MAX_PRIOR_WORDS = 200
+
+
+class Relation(enum.Enum):
+    RESULT_SET = "result_set"
+    ROW_LIMIT = "row_limit"
+    REGROUP = "regroup"
+    VALUE_SWAP = "value_swap"
+
+
+@dataclass(frozen=True)
+class Prior:
+    """The earlier statement a follow-up builds on, and how."""
+
+    sql: str
+    relation: Relation
+    limit: int = 0
+    ascending: bool = False
+    dimension: str = ""
+    value: str = ""
+    add: bool = False
+
+
+class FollowUpError(Exception):
+    """The earlier statement cannot carry this follow-up; the message says why."""
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the earlier statement's rows are about: ``table.column`` holds the value its
+    ``output`` column (or, with no output column, its key) returned."""
+
+    table: TableInfo
+    column: str
+    output: str  # the earlier statement's output name; "" when scoped by its own rows
+    # The alias whose key the earlier statement is given as an extra output column (it
+    # returned names, grouped or listed by the key): rows are matched by key, not name.
+    key_from: str = ""
+
+
+KEY = "tandem_key"
+
+
+def _parse(sql: str) -> exp.Select:
+    try:
+        tree = sqlglot.parse_one(sql, dialect="postgres")
+    except sqlglot.errors.ParseError as exc:
+        raise FollowUpError("the earlier statement does not parse") from exc
+    if not isinstance(tree, exp.Select):
+        raise FollowUpError("the earlier statement is not a single SELECT")
+    return tree
+
+
+def with_limit(sql: str, limit: int, *, ascending: bool = False) -> str:
+    """``sql`` returning ``limit`` rows of its own order (or ranked by its first
+    aggregate when it has none)."""
+    tree = _parse(sql)
+    if not tree.args.get("order"):
+        ranked = next(
+            (i for i, e in enumerate(tree.expressions) if e.find(exp.AggFunc) is not None), None
+        )
+        if ranked is None:
+            raise FollowUpError("the earlier answer is not a ranking, so it has no top rows")
+        key = exp.Ordered(this=exp.Literal.number(ranked + 1), desc=not ascending)
+        tree.set("order", exp.Order(expressions=[key]))
+    tree.set("limit", exp.Limit(expression=exp.Literal.number(limit)))
+    return tree.sql(dialect="postgres")
+
+
+def _sources(select: exp.Select) -> list[exp.Table]:
+    """The tables a SELECT reads itself (its FROM and joins, not its sub-queries')."""
+    clauses = [select.args.get("from_"), *(select.args.get("joins") or ())]
+    return [c.this for c in clauses if c is not None and isinstance(c.this, exp.Table)]
+
+
+def _tables(select: exp.Select, catalog: Catalog) -> dict[str, TableInfo]:
+    """The earlier statement's own tables (not its sub-queries') by alias and name."""
+    found: dict[str, TableInfo] = {}
+    for table in _sources(select):
+        info = table_for(catalog, table)
+        if info is not None:
+            found[table.alias_or_name.lower()] = info
+            found[table.name.lower()] = info
+    return found
+
+
+def subject(sql: str, catalog: Catalog) -> Subject:
+    """The table and column the earlier statement's rows are about: its key when it
+    returned one, else its first name-like column; for a total, the key of the rows it
+    counted (its first table's)."""
+    select = _parse(sql)
+    tables = _tables(select, catalog)
+    distinct = {t.qualified: t for t in tables.values()}
+    plain: list[Subject] = []
+    for projection in select.expressions:
+        column = projection.unalias()
+        if not isinstance(column, exp.Column) or isinstance(column.this, exp.Star):
+            continue
+        if column.table:
+            info = tables.get(column.table.lower())
+        else:
+            owners = [t for t in distinct.values() if t.column(column.name) is not None]
+            info = owners[0] if len(owners) == 1 else None
+        if info is None or info.column(column.name) is None:
+            continue
+        plain.append(Subject(info, column.name, projection.alias_or_name))
+    keyed = [s for s in plain if s.table.primary_key == (s.column,)]
+    named = [
+        s for s in plain if (c := s.table.column(s.column)) and c.data_type.startswith(TEXT_TYPES)
+    ]
+    if not keyed and (named or plain):
+        found = (named or plain)[0]
+        alias = _alias_of(select, found.table)
+        if alias is not None and _keyable(select, found.table, alias):
+            return Subject(found.table, found.table.primary_key[0], KEY, key_from=alias)
+    if keyed or named or plain:
+        return (keyed or named or plain)[0]
+    sources = _sources(select)
+    first = table_for(catalog, sources[0]) if sources else None
+    if first is not None and not select.args.get("group") and len(first.primary_key) == 1:
+        return Subject(first, first.primary_key[0], "")
+    raise FollowUpError("the earlier answer names no rows of one table to refer to")
+
+
+def _keyable(select: exp.Select, table: TableInfo, alias: str) -> bool:
+    """Whether the earlier statement can return ``table``'s key beside its rows without
+    changing them: a one-column key, no DISTINCT, and grouped by that key if grouped."""
+    if len(table.primary_key) != 1 or select.args.get("distinct"):
+        return False
+    group = select.args.get("group")
+    if group is None:
+        return True
+    key = table.primary_key[0]
+    return any(
+        isinstance(e, exp.Column) and e.name == key and (not e.table or e.table == alias)
+        for e in group.expressions
+    )
+
+
+def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
+    """The subject table's columns that name its rows in the earlier answer (its name
+    columns there, else the table's name-like column): shown beside what a follow-up
+    asks, so "what are their emails?" says whose."""
+    select = _parse(sql)
+    tables = _tables(select, catalog)
+    found: list[str] = []
+    for projection in select.expressions:
+        column = projection.unalias()
+        if not isinstance(column, exp.Column) or column.name in found:
+            continue
+        owner = tables.get(column.table.lower()) if column.table else about.table
+        info = about.table.column(column.name)
+        if (
+            owner is about.table
+            and info is not None
+            and info.data_type.startswith(TEXT_TYPES)
+            and "name" in name_words(column.name)
+        ):
+            found.append(column.name)
+    label = _label(about.table)
+    return found or ([label] if label else [])
+
+
+_REFERENCE = re.compile(
+    r"\b(?:(?P<which>which|how many|any|each|all|none|some) of (?:them|those|these)\b"
+    r"|(?P<their>their)\b"
+    r"|(?P<det>those|these)(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s))?\b"
+    r"|(?P<them>them|they)\b"
+    # "spend there": the place the earlier rows are; not "are there", "there were"
+    r"|(?<!\bare )(?<!\bis )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!'s )(?P<there>there)\b"
+    r"(?!\s+(?:is|are|was|were|be|been|will|has|have|had|exists?|remains?)\b)(?!'))",
+    re.IGNORECASE,
+)
+_POINTERS = frozenset({"ones", "results", "rows", "records", "entries", "items"})
+
+
+def readable(table: TableInfo, catalog: Catalog) -> str:
+    """A table's name as words, without the prefix every table of the database shares
+    ("sbCustomer" among sbTransaction, sbTicker … → "customer")."""
+    prefix = common_prefix([t.name for t in catalog.tables])
+    name = table.name[len(prefix) :] if prefix and len(table.name) > len(prefix) else table.name
+    return " ".join(name_words(name)) or table.name
+
+
+def refers(question: str) -> bool:
+    return _REFERENCE.search(question) is not None
+
+
+def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
+    """``question`` with its references to the earlier rows naming ``table`` instead, so
+    the linker reads it about that table ("what are their emails" → "what are the emails
+    of the customers")."""
+    name = readable(table, catalog)
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group("which"):
+            return f"{match.group('which')} of the {name}"
+        if match.group("det"):
+            noun = match.group("noun")
+            # "those documents" keeps the user's noun; "those", "those ones" name the table.
+            return f"the {noun}" if noun and noun.lower() not in _POINTERS else f"the {name}"
+        if match.group("them"):
+            return f"the {name}"
+        if match.group("there"):
+            before = question[: match.start()]
+            after_preposition = re.search(r"\b(?:at|in|from|to|near|into|inside)\s*$", before, re.I)
+            return f"the {name}" if after_preposition else f"at the {name}"
+        return f"the {name}'s"
+
+    text = _REFERENCE.sub(replace, question, count=1)
+    # "the customers's emails" reads worse to the linker than "the emails of the customers".
+    owned = re.search(rf"the {re.escape(name)}'s ((?:\w+ ){{0,2}}\w+)", text)
+    if owned:
+        text = f"{text[: owned.start()]}the {owned.group(1)} of the {name}{text[owned.end() :]}"
+    return text
+
+
+def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[str] = ()) -> str:
+    """``linked_sql`` keeping only the subject's rows the earlier statement returned;
+    a listing shows the ``shown`` columns (the rows' names) first."""
+    tree = _parse(linked_sql)
+    alias = _alias_of(tree, about.table)
+    if alias is None:
+        raise FollowUpError(f"the question was not read about {about.table.name}")
+    # Names go first only where the subject is what the question lists (its first table).
+    listing = (
+        not tree.args.get("group")
+        and all(e.find(exp.AggFunc) is None for e in tree.expressions)
+        and _sources(tree)[0].alias_or_name == alias
+    )
+    present = {e.unalias().name for e in tree.expressions if isinstance(e.unalias(), exp.Column)}
+    if listing:
+        names = [exp.column(identifier(c), table=identifier(alias)) for c in shown
+                 if c not in present]  # fmt: skip
+        tree.set("expressions", [*names, *tree.expressions])
+    column = exp.column(identifier(about.column), table=identifier(alias))
+    earlier = _parse(prior_sql)
+    if about.key_from:
+        key = exp.column(identifier(about.column), table=identifier(about.key_from))
+        earlier.set("expressions", [*earlier.expressions, exp.alias_(key, KEY)])
+    if about.output:
+        inner = exp.select(exp.column(identifier(about.output), table="earlier")).from_(
+            earlier.subquery("earlier")
+        )
+    else:
+        # No output column: the rows the earlier statement counted, by the table's key.
+        source = _alias_of(earlier, about.table) or about.table.name
+        inner = earlier.copy()
+        inner.set("expressions", [exp.column(identifier(about.column), table=identifier(source))])
+        for drop in ("order", "limit", "offset", "distinct"):
+            inner.set(drop, None)
+    tree = tree.where(exp.In(this=column, query=exp.Subquery(this=inner)), copy=False)
+    return tree.sql(dialect="postgres")
+
+
+def _alias_of(select: exp.Select, table: TableInfo) -> str | None:
+    for source in _sources(select):
+        if source.name.lower() == table.name.lower():
+            return source.alias_or_name
+    return None
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in name_words(text) if w not in STOP_WORDS]
+
+
+def _spelled(words: list[str], column: str) -> float:
+    """How fully ``words`` spell a column's name (1.0: each word matches a name word)."""
+    names = name_words(column)
+    if not words or not names:
+        return 0.0
+
+    def match(word: str, name: str) -> float:
+        return 1.0 if stem(word) == stem(name) else word_match(word, name)
+
+    return sum(max(match(w, n) for n in names) for w in words) / len(words)
+
+
+def _references(
+    table: TableInfo, catalog: Catalog
+) -> list[tuple[tuple[str, ...], str, tuple[str, ...]]]:
+    """(local columns, referenced table, its columns): declared keys, then the joins the
+    catalog inferred from the data (a warehouse that declares none)."""
+    found = [(fk.columns, fk.referenced_table, fk.referenced_columns) for fk in table.foreign_keys]
+    for join in catalog.joins or ():
+        if join.child == table.qualified:
+            found.append((join.child_columns, join.parent, join.parent_columns))
+    return found
+
+
+def _label(table: TableInfo) -> str | None:
+    """The column that names a table's rows: a text column, "name" first, not a key."""
+    texts = [
+        c.name
+        for c in table.columns
+        if c.data_type.startswith(TEXT_TYPES) and c.name not in table.primary_key
+    ]
+    named = [n for n in texts if "name" in name_words(n)]
+    return next(iter(named or texts), None)
+
+
+def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> exp.Column | None:
+    """A column of a table reached from one of the statement's tables by a key: the one
+    the words name with the table ("by merchant category" → merchants.category), or the
+    name column of the table they name ("by drug" → the drugs table's name)."""
+    for source in _sources(select):
+        info = table_for(catalog, source)
+        if info is None:
+            continue
+        for local, referenced, remote in _references(info, catalog):
+            parent = catalog.table(referenced)
+            if parent is None:
+                continue
+            named = [
+                c.name for c in parent.columns
+                if c.name not in parent.primary_key and _covers(words, c.name)
+                and _spelled(words, f"{c.name} {parent.name}") >= 0.99
+            ]  # fmt: skip
+            if len(named) == 1:
+                label: str | None = named[0]
+            elif _spelled(words, parent.name) >= 0.99:
+                label = _label(parent)
+            else:
+                continue
+            if label is None:
+                continue
+            alias = _alias_of(select, parent)
+            if alias is None:
+                alias = "grouped"
+                on = exp.and_(*(
+                    exp.column(identifier(r), table=alias).eq(
+                        exp.column(identifier(c), table=identifier(source.alias_or_name)))
+                    for c, r in zip(local, remote, strict=True)
+                ))  # fmt: skip
+                target = exp.Table(this=identifier(parent.name), db=identifier(parent.schema))
+                select.join(target.as_(alias), on=on, copy=False)
+            return exp.column(identifier(label), table=identifier(alias))
+    return None
+
+
+def _grouping_column(
+    select: exp.Select, words: list[str], catalog: Catalog, dimension: str
+) -> exp.Column | None:
+    """The column ``words`` name among the statement's tables (see :func:`regrouped`)."""
+    exact: list[tuple[bool, bool, int, str, str]] = []
+    partial: list[tuple[bool, bool, int, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for source in _sources(select):
+        info = table_for(catalog, source)
+        if info is None or (info.qualified, source.alias_or_name) in seen:
+            continue
+        seen.add((info.qualified, source.alias_or_name))
+        keys = {c for fk in info.foreign_keys for c in fk.columns} | set(info.primary_key)
+        for column in info.columns:
+            names = name_words(column.name)
+            if column.name in keys or "id" in names:
+                continue  # a key groups by codes, not by what the user named
+            spelled = _spelled(words, f"{column.name} {info.name}")
+            if spelled < 0.99 or _spelled(words, column.name) == 0:
+                continue
+            # text first, then a column whose unsaid word is "name" (the label), shorter
+            entry = (column.data_type.startswith(TEXT_TYPES), "name" in names, -len(names),
+                     source.alias_or_name, column.name)  # fmt: skip
+            (exact if _covers(words, column.name) else partial).append(entry)
+    if exact:
+        best = max(exact)
+        if [e for e in exact if e[:3] == best[:3] and e[4] != best[4]]:
+            raise FollowUpError(f"more than one column of the earlier tables is '{dimension}'")
+        return exp.column(identifier(best[4]), table=identifier(best[3]))
+    found = _via_reference(select, words, catalog)
+    if found is None and partial:
+        best = max(partial)
+        found = exp.column(identifier(best[4]), table=identifier(best[3]))
+    return found
+
+
+def _covers(words: list[str], name: str) -> bool:
+    """Whether ``words`` spell every word of a name (nothing of it left unsaid)."""
+    return _spelled(_words(name), " ".join(words)) >= 0.99
+
+
+def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) -> str:
+    """``sql`` grouped by the column ``dimension`` names instead of its own grouping (or
+    as well, with ``add``): a column the words spell exactly, else a table they name
+    (reached by a key, grouped by its name column), else a column they spell in part
+    ("drug" → "drug_unit" only when no drugs table is reachable). A phrase no column
+    fits is read by its head, the last word ("model year" → the year)."""
+    select = _parse(sql)
+    words = _words(dimension)
+    new: exp.Column | None = None
+    for start in range(len(words)):
+        new = _grouping_column(select, words[start:], catalog, dimension)
+        if new is not None:
+            break
+    if new is None:
+        raise FollowUpError(f"no column of the earlier tables is named '{dimension}'")
+    group = select.args.get("group")
+    if group is None:
+        if any(e.find(exp.AggFunc) is None for e in select.expressions):
+            raise FollowUpError("the earlier statement is neither a total nor a grouping")
+        select.set("expressions", [new.copy(), *select.expressions])
+        select.set("group", exp.Group(expressions=[new.copy()]))
+        return select.sql(dialect="postgres")
+    if add:
+        # Beside the existing grouping: after its columns in the projection.
+        grouped = len([e for e in select.expressions if e.find(exp.AggFunc) is None])
+        select.set("expressions", [*select.expressions[:grouped], new.copy(),
+                                   *select.expressions[grouped:]])  # fmt: skip
+        group.set("expressions", [*group.expressions, new.copy()])
+        return select.sql(dialect="postgres")
+    old = {e.sql(dialect="postgres") for e in group.expressions}
+    if len(old) != 1:
+        raise FollowUpError("the earlier statement groups by more than one column")
+    replaced = False
+    for index, projection in enumerate(select.expressions):
+        if projection.unalias().sql(dialect="postgres") in old:
+            select.expressions[index] = new.copy()
+            replaced = True
+    if not replaced:
+        select.set("expressions", [new.copy(), *select.expressions])
+    select.set("group", exp.Group(expressions=[new.copy()]))
+    order = select.args.get("order")
+    if order is not None:
+        for ordered in order.expressions:
+            if ordered.this.sql(dialect="postgres") in old:
+                ordered.set("this", new.copy())
+    return select.sql(dialect="postgres")
+
+
+def _forms(value: str) -> list[str]:
+    """The value as said, then without the trailing words that only name what it
+    qualifies ("topical drugs" → "topical", "failed ones" → "failed")."""
+    words = value.split()
+    return [" ".join(words[:n]) for n in range(len(words), 0, -1)]
+
+
+def swapped(sql: str, value: str, catalog: Catalog) -> str:
+    """``sql`` with ``value`` in place of the literal compared with the column storing it."""
+    select = _parse(sql)
+    compared = [c for c in comparisons(select, catalog) if c.literal.is_string]
+    for form in _forms(value):
+        hits = [(c, stored) for c in compared if (stored := _stored_by(c, form)) is not None]
+        if len(hits) > 1:
+            raise FollowUpError(f"'{value}' could replace more than one earlier value")
+        if hits:
+            item, stored = hits[0]
+            # The literal keeps its own shape: LIKE wildcards, a lower-cased compare.
+            text = stored.lower() if item.folded else stored
+            said = item.literal.this
+            head = "%" if said.startswith("%") else ""
+            tail = "%" if said.endswith("%") and len(said) > 1 else ""
+            item.literal.replace(exp.Literal.string(f"{head}{text}{tail}"))
+            return select.sql(dialect="postgres")
+    raise FollowUpError(f"no compared column of the earlier statement stores '{value}'")
+
+
+def _stored_by(item: Comparison, value: str) -> str | None:
+    return next(
+        (s for t in item.owners if (s := stored_spelling(t, item.column, value)) is not None),
+        None,
+    )
+
+
+def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:
+    """(the statement, how it was built) for the relations that edit the statement."""
+    if prior.relation is Relation.ROW_LIMIT:
+        return with_limit(sql, prior.limit, ascending=prior.ascending), (
+            f"the previous statement, {prior.limit} rows"
+        )
+    if prior.relation is Relation.REGROUP:
+        return regrouped(sql, prior.dimension, catalog, add=prior.add), (
+            "the previous statement, regrouped"
+        )
+    if prior.relation is Relation.VALUE_SWAP:
+        return swapped(sql, prior.value, catalog), "the previous statement, another value"
+    raise FollowUpError(f"{prior.relation.value} does not edit the statement")

@@ -1,0 +1,34 @@
+"""The read-only gate in depth: the parse (``_gate``: one statement, a query, allowed
+functions, known tables) and the database-side layers (``_execute``: a READ ONLY
+transaction as a SELECT-only role, a statement timeout, row and size caps); statements
+parsed once (``_parsing``) and identifiers quoted as Postgres needs (``_names``).
+"""
+
+from __future__ import annotations
+
+from services.sql.gate._execute import (
+    FailureKind,
+    Limits,
+    ResultSet,
+    Safeguards,
+    StatementError,
+    StatementRunner,
+)
+from services.sql.gate._gate import GateRule, SqlGate, Verdict, Violation
+from services.sql.gate._names import identifier
+from services.sql.gate._parsing import parse_statements
+
+__all__ = [
+    "FailureKind",
+    "GateRule",
+    "Limits",
+    "ResultSet",
+    "Safeguards",
+    "SqlGate",
+    "StatementError",
+    "StatementRunner",
+    "Verdict",
+    "Violation",
+    "identifier",
+    "parse_statements",
+]

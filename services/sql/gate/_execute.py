@@ -1,0 +1,570 @@
+"""Execution of gated statements: the database-side layers of the read-only gate.
+
+Every statement runs on the target's read-only pool (a role holding only SELECT grants),
+inside ``BEGIN READ ONLY`` with ``SET LOCAL statement_timeout``, through a server-side
+cursor (``DECLARE ... CURSOR FOR``: one statement over the extended protocol, and
+Postgres accepts only a SELECT or VALUES there), under a client-side timeout that
+cancels the query even if the server-side one was tampered with. Rows are fetched up
+to the row cap (+1 to detect truncation) and the result-size cap; the transaction is
+always rolled back, since a read has nothing to commit.
+
+What runs is the gate's regenerated text, but only once Postgres has accepted the
+caller's own text: it is ``PREPARE``d (parsed and analysed, nothing executed) in the
+same read-only transaction first, so text sqlglot would silently repair (a dangling
+comma, two adjacent literals read as a concatenation) fails as Postgres would fail it.
+
+The result-size cap is also applied by Postgres, before a value is sent: one
+``repeat('x', 50000000)``, or two hundred values of a megabyte in one fetch, would
+otherwise land whole in this process before the cap here could see them. The
+statement's output columns are described first (``SELECT * FROM (...) LIMIT 0``: planned,
+no row read), then it runs wrapped (:func:`measured_statement`): Postgres measures each
+value in the text it would send, keeps a running total over the rows, and from the first
+row past a budget sends NULLs and a mark instead of values. The budget is a few times the
+cap, since text and encoded sizes differ; the exact cap is still applied here, on the
+encoded values, so results truncate where they did before.
+
+All of it takes three round trips, pipelined: the transaction's start, its timeout,
+Postgres's acceptance of the caller's own text (``acceptance_check``; skipped for a text
+this runner saw accepted before) and the description; the cursor's declaration and its
+first rows; the rollback (which also closes the cursor). A result larger than one batch
+takes one more per batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from opentelemetry import metrics, trace
+from psycopg import sql
+
+from services.common import (
+    DeadlineExceeded,
+    InvalidArgument,
+    PermissionDenied,
+    TandemError,
+    Unavailable,
+    remaining,
+)
+from services.sql.gate._gate import Verdict
+from services.sql.results import column_kind, encode, encoded_size, fingerprint
+from tandem.v1 import sql_service_pb2 as pb
+
+_log = logging.getLogger("tandem.sql.execute")
+_CURSOR_NAME = "tandem_statement"
+_FETCH_BATCH = 200
+_MESSAGE_CHARS = 200
+# Server-side budget = this many times the result-size cap, in bytes of the text form.
+# No value's text is more than about 2.5 times its encoded size (hex bytea, a timestamp
+# with offset, a float with exponent), so the server never marks a row the exact cap
+# below would have kept; and a fetch brings at most this many caps of values.
+SERVER_BUDGET_FACTOR = 4
+# Types whose size in text is octet_length of the value: read from the varlena header,
+# without decompressing or rendering it.
+_TEXT_OIDS = frozenset({25, 1042, 1043})  # text, bpchar, varchar
+_BYTEA_OID = 17
+# Fixed-size types whose text is never longer than this (an interval, the longest, takes
+# under 70 bytes): not measured per value, they bound the rows fetched at once instead.
+_SMALL_TEXT_BYTES = 80
+_SMALL_OIDS = frozenset(
+    {
+        16, 20, 21, 23, 26, 700, 701, 790,  # bool, int8, int2, int4, oid, float4/8, money
+        1082, 1083, 1114, 1184, 1186, 1266, 2950,  # date, time(tz), timestamp(tz), interval, uuid
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Hard limits for one statement."""
+
+    max_rows: int = 50
+    statement_timeout_s: float = 5.0
+    max_result_bytes: int = 1_048_576
+    client_grace_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class Safeguards:
+    """The execution layers. The service always runs with every one on; tests turn them
+    off one at a time to prove that each remaining layer alone stops a write."""
+
+    read_only_transaction: bool = True
+    server_timeout: bool = True
+    client_timeout: bool = True
+
+
+class FailureKind(enum.Enum):
+    """How the database (or the clock) refused a statement."""
+
+    DATA = "data"  # SQLSTATE classes 22 and 42 (and other statement faults)
+    PERMISSION = "permission"  # 42501 insufficient privilege, 25006 read-only transaction
+    TIMEOUT = "timeout"  # the statement timeout (server- or client-side) cancelled it
+    DEADLINE = "deadline"  # the call's own deadline passed
+    UNAVAILABLE = "unavailable"  # the database could not be reached
+    OTHER = "other"
+
+
+class StatementError(Exception):
+    """A gated statement failed in execution; carries what repair and mapping need."""
+
+    def __init__(self, kind: FailureKind, sqlstate: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.sqlstate = sqlstate
+        self.message = message
+
+    def to_tandem(self, field: str = "sql") -> TandemError:
+        """The documented gRPC error for this failure (messages never quote the SQL)."""
+        meta = {"sqlstate": self.sqlstate} if self.sqlstate else {}
+        if self.kind is FailureKind.DATA:
+            return InvalidArgument.field(
+                field,
+                f"the database rejected the statement (SQLSTATE {self.sqlstate})",
+                reason="SQL_DATABASE_ERROR",
+                metadata=meta,
+            )
+        if self.kind is FailureKind.PERMISSION:
+            return PermissionDenied(
+                f"a database-side defence refused the statement (SQLSTATE {self.sqlstate})",
+                reason="SQL_DATABASE_ERROR",
+                metadata=meta,
+            )
+        if self.kind is FailureKind.TIMEOUT:
+            return DeadlineExceeded("the statement timed out", reason="STATEMENT_TIMEOUT")
+        if self.kind is FailureKind.DEADLINE:
+            return DeadlineExceeded("deadline exceeded before the statement finished")
+        if self.kind is FailureKind.UNAVAILABLE:
+            return Unavailable("the target database is unavailable", reason="DATABASE_UNAVAILABLE")
+        return TandemError(f"database error (SQLSTATE {self.sqlstate or 'none'})")
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """Rows of one executed statement, already in their wire form."""
+
+    columns: tuple[pb.SqlColumn, ...]
+    rows: tuple[pb.SqlRow, ...]
+    truncated: bool
+    truncation_reason: pb.TruncationReason.ValueType
+    fingerprint: str
+    duration_s: float
+
+
+_DATA_CLASSES = ("22", "42", "0A", "21", "54", "2F", "38", "39", "P0", "44")
+
+
+def classify(exc: BaseException, *, deadline_bound: bool = False) -> StatementError:
+    """Map a psycopg error to a failure kind; the message is the short primary text."""
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return StatementError(FailureKind.UNAVAILABLE, "", "no database connection available")
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    diag = getattr(exc, "diag", None)
+    primary = (getattr(diag, "message_primary", None) or "").splitlines()
+    message = (primary[0] if primary else type(exc).__name__)[:_MESSAGE_CHARS]
+    if sqlstate == "57014":
+        kind = FailureKind.DEADLINE if deadline_bound else FailureKind.TIMEOUT
+        return StatementError(kind, sqlstate, "statement timed out")
+    if sqlstate in ("42501", "25006"):
+        return StatementError(FailureKind.PERMISSION, sqlstate, message)
+    if sqlstate[:2] in _DATA_CLASSES:
+        return StatementError(FailureKind.DATA, sqlstate, message)
+    if sqlstate[:2] in ("08", "53", "57", "58") or (
+        not sqlstate and isinstance(exc, psycopg.OperationalError)
+    ):
+        return StatementError(FailureKind.UNAVAILABLE, sqlstate, "database unavailable")
+    return StatementError(FailureKind.OTHER, sqlstate, message)
+
+
+# At most this many accepted texts remembered, each at most this long (about 2 MB in all).
+_ACCEPTED_MAX = 256
+_ACCEPTED_TEXT_MAX = 4000
+
+
+class StatementRunner:
+    """Runs gated statements on a target's read-only pool under the hard limits."""
+
+    def __init__(
+        self,
+        *,
+        tracer: trace.Tracer | None = None,
+        meter: metrics.Meter | None = None,
+    ) -> None:
+        self._tracer = tracer or trace.NoOpTracer()
+        meter = meter or metrics.NoOpMeter("tandem.sql")
+        self._duration = meter.create_histogram(
+            "tandem.sql.execute.duration", unit="s", description="statement execution time"
+        )
+        self._outcomes = meter.create_counter(
+            "tandem.sql.execute.outcomes", description="executed statements by outcome"
+        )
+        self._type_names: dict[tuple[str, int], str] = {}
+        # Caller's texts Postgres accepted (see acceptance_check), with the statement the
+        # gate regenerated from each, per pool (a database server): a statement asked
+        # again (a dashboard's question, the offline generator's answer to a repeated
+        # question) is not sent to be accepted again. A text Postgres refused is never
+        # remembered. Bounded.
+        self._accepted: dict[tuple[str, str, str, tuple[str, ...]], None] = {}
+
+    async def run(
+        self,
+        pool: psycopg_pool.AsyncConnectionPool[Any],
+        verdict: Verdict,
+        limits: Limits,
+        *,
+        database: str,
+    ) -> ResultSet:
+        """Execute a statement the gate accepted (its normalised text, nothing else)."""
+        if not verdict.valid or not verdict.normalized_sql:
+            raise ValueError("only statements the gate accepted may be executed")
+        # The database's message can quote a literal: the span gets the kind and SQLSTATE.
+        with self._tracer.start_as_current_span(
+            "sql.execute", record_exception=False, set_status_on_exception=False
+        ) as span:
+            span.set_attribute("db.name", database)
+            span.set_attribute("sql.fingerprint", verdict.fingerprint)
+            span.set_attribute("sql.tables", list(verdict.tables_used))
+            accepted = (
+                pool.name,
+                verdict.source_sql,
+                verdict.normalized_sql,
+                verdict.source_schemas,
+            )
+            known = accepted in self._accepted
+            try:
+                result = await execute_unvetted(
+                    pool,
+                    verdict.normalized_sql,
+                    limits,
+                    Safeguards(),
+                    type_names=self._type_names,
+                    database=database,
+                    source="" if known else verdict.source_sql,
+                    source_schemas=verdict.source_schemas,
+                )
+            except StatementError as exc:
+                span.set_attribute("sql.outcome", exc.kind.value)
+                span.set_attribute("db.sqlstate", exc.sqlstate)
+                span.set_status(trace.Status(trace.StatusCode.ERROR, exc.kind.value))
+                self._outcomes.add(1, {"database": database, "outcome": exc.kind.value})
+                raise
+            if not known and len(verdict.source_sql) <= _ACCEPTED_TEXT_MAX:
+                if len(self._accepted) >= _ACCEPTED_MAX:
+                    self._accepted.clear()
+                self._accepted[accepted] = None
+            span.set_attribute("sql.outcome", "ok")
+            span.set_attribute("sql.row_count", len(result.rows))
+            span.set_attribute("sql.truncated", result.truncated)
+            self._outcomes.add(1, {"database": database, "outcome": "ok"})
+            self._duration.record(result.duration_s, {"database": database})
+            return result
+
+
+async def execute_unvetted(
+    pool: psycopg_pool.AsyncConnectionPool[Any],
+    text: str,
+    limits: Limits,
+    safeguards: Safeguards,
+    *,
+    type_names: dict[tuple[str, int], str] | None = None,
+    database: str = "",
+    source: str = "",
+    source_schemas: Sequence[str] = (),
+) -> ResultSet:
+    """The database-side layers alone, on text that may not have been gated.
+
+    The service reaches this only through :meth:`StatementRunner.run`; tests call it
+    directly to prove that the transaction, the role and the timeouts each stop what
+    the gate would have stopped. ``source``, when given, is the text ``text`` was
+    regenerated from: Postgres must accept it first (:func:`acceptance_check`, in the
+    first round trip).
+    """
+    timeout = limits.statement_timeout_s
+    left = remaining()
+    deadline_bound = left is not None and left < timeout
+    if left is not None:
+        if left <= 0:
+            raise StatementError(FailureKind.DEADLINE, "", "deadline exceeded")
+        timeout = min(timeout, left)
+    started = time.perf_counter()
+    try:
+        async with pool.connection(timeout=max(min(timeout, 5.0), 0.1)) as conn:
+            return await _on_connection(
+                conn,
+                text,
+                limits=limits,
+                safeguards=safeguards,
+                budget_s=timeout,
+                deadline_bound=deadline_bound,
+                type_names=type_names if type_names is not None else {},
+                database=database,
+                started=started,
+                source=source,
+                source_schemas=source_schemas,
+            )
+    except StatementError:
+        raise
+    except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        raise classify(exc, deadline_bound=deadline_bound) from exc
+
+
+async def _on_connection(
+    conn: psycopg.AsyncConnection[Any],
+    text: str,
+    *,
+    limits: Limits,
+    safeguards: Safeguards,
+    budget_s: float,
+    deadline_bound: bool,
+    type_names: dict[tuple[str, int], str],
+    database: str,
+    started: float,
+    source: str = "",
+    source_schemas: Sequence[str] = (),
+) -> ResultSet:
+    setup: list[sql.SQL | sql.Composed] = [
+        sql.SQL("BEGIN READ ONLY" if safeguards.read_only_transaction else "BEGIN READ WRITE")
+    ]
+    if safeguards.server_timeout:
+        millis = max(int(budget_s * 1000), 1)
+        setup.append(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(millis)))
+    try:
+        client_limit = budget_s + limits.client_grace_s if safeguards.client_timeout else None
+        try:
+            async with asyncio.timeout(client_limit):
+                if source:
+                    # Postgres must accept the caller's text before the regenerated one
+                    # is described: in the same round trip, and it stops the pipeline.
+                    setup += acceptance_check(source, source_schemas)
+                outputs = await _describe(conn, text, setup)
+                return await _fetch(
+                    conn,
+                    text,
+                    outputs,
+                    limits,
+                    type_names=type_names,
+                    database=database,
+                    started=started,
+                )
+        except TimeoutError:
+            kind = FailureKind.DEADLINE if deadline_bound else FailureKind.TIMEOUT
+            raise StatementError(kind, "57014", "statement timed out (client-side)") from None
+        except psycopg.Error as exc:
+            raise classify(exc, deadline_bound=deadline_bound) from exc
+    finally:
+        await _rollback(conn)
+
+
+async def _fetch(
+    conn: psycopg.AsyncConnection[Any],
+    text: str,
+    outputs: list[OutputColumn],
+    limits: Limits,
+    *,
+    type_names: dict[tuple[str, int], str],
+    database: str,
+    started: float,
+) -> ResultSet:
+    budget = SERVER_BUDGET_FACTOR * limits.max_result_bytes
+    # The wrapper keeps every output's type (CASE ... ELSE value END), so the described
+    # types are the fetched ones.
+    names = await _type_names(conn, [o.type_oid for o in outputs], type_names, database)
+    columns = tuple(pb.SqlColumn(name=o.name, data_type=names[o.type_oid]) for o in outputs)
+    kinds = [column_kind(c.data_type) for c in columns]
+    rows: list[pb.SqlRow] = []
+    size = 0
+    reason: pb.TruncationReason.ValueType = pb.TRUNCATION_REASON_UNSPECIFIED
+    small = _SMALL_TEXT_BYTES * sum(1 for o in outputs if o.type_oid in _SMALL_OIDS)
+    batch_rows = max(1, min(_FETCH_BATCH, budget // max(small, 1)))
+    # A cursor, declared and read in one round trip: rows come in batches, the first
+    # with the declaration, and the transaction's end closes it. (psycopg's server-side
+    # cursors would take a round trip each to declare, fetch and close.) The extended
+    # protocol carries exactly one statement, so the text cannot stack another.
+    declare = sql.SQL("DECLARE {} NO SCROLL CURSOR FOR\n").format(sql.Identifier(_CURSOR_NAME))
+    fetch = sql.SQL("FETCH FORWARD {} FROM {}")
+    async with conn.cursor() as cursor:
+        async with conn.pipeline():
+            await conn.execute(declare.as_string(conn) + measured_statement(text, outputs, budget))
+            want = min(limits.max_rows + 1, batch_rows)
+            await cursor.execute(fetch.format(want, sql.Identifier(_CURSOR_NAME)))
+        while True:
+            batch = await cursor.fetchall()
+            for record in batch:
+                if len(rows) >= limits.max_rows:
+                    reason = pb.TRUNCATION_REASON_ROW_CAP
+                    break
+                if record[-1]:  # past the server-side budget: its values were not sent
+                    reason = pb.TRUNCATION_REASON_SIZE_CAP
+                    break
+                row = pb.SqlRow(
+                    values=[encode(v, k) for v, k in zip(record[:-1], kinds, strict=True)]
+                )
+                row_size = sum(encoded_size(v) for v in row.values) + 2 * len(row.values)
+                if size + row_size > limits.max_result_bytes:
+                    reason = pb.TRUNCATION_REASON_SIZE_CAP
+                    break
+                rows.append(row)
+                size += row_size
+            if len(batch) < want or reason != pb.TRUNCATION_REASON_UNSPECIFIED:
+                break
+            want = min(limits.max_rows + 1 - len(rows), batch_rows)
+            await cursor.execute(fetch.format(want, sql.Identifier(_CURSOR_NAME)))
+    return ResultSet(
+        columns=columns,
+        rows=tuple(rows),
+        truncated=reason != pb.TRUNCATION_REASON_UNSPECIFIED,
+        truncation_reason=reason,
+        fingerprint=fingerprint(columns, rows),
+        duration_s=time.perf_counter() - started,
+    )
+
+
+def acceptance_check(source: str, schemas: Sequence[str]) -> list[sql.SQL | sql.Composed]:
+    """Statements that fail (as Postgres does) unless Postgres parses and analyses
+    ``source``; nothing runs. They go out in the transaction ahead of the description.
+
+    The search path that lets Postgres resolve the caller's unqualified table names is
+    set for the check only and put back after it; the prepared statement is dropped.
+    """
+    path = [sql.Identifier(name) for name in dict.fromkeys(("pg_catalog", "public", *schemas))]
+    # A unique name: one left behind by a cancelled call can never collide with the next.
+    name = sql.Identifier(f"tandem_accept_{uuid.uuid4().hex}")
+    # Each goes out over the extended protocol (a pipeline), so each is one statement:
+    # the caller's text cannot stack another one behind the PREPARE.
+    return [
+        sql.SQL("SET LOCAL search_path = {}").format(sql.SQL(", ").join(path)),
+        sql.Composed([sql.SQL("PREPARE {} AS\n").format(name), sql.SQL(source)]),
+        sql.SQL("DEALLOCATE {}").format(name),
+        sql.SQL("SET LOCAL search_path = pg_catalog"),
+    ]
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """One output column of a statement, as Postgres describes it."""
+
+    name: str
+    type_oid: int
+
+
+async def _describe(
+    conn: psycopg.AsyncConnection[Any], text: str, setup: Sequence[sql.SQL | sql.Composed] = ()
+) -> list[OutputColumn]:
+    """The statement's output columns, planned but not run (``LIMIT 0`` reads no row);
+    ``setup`` (the transaction's start and limits) goes out in the same round trip."""
+    # The extended protocol (a pipeline, or binary=True) carries exactly one statement:
+    # the text cannot close the parenthesis and stack another one behind it.
+    async with conn.cursor() as cursor:
+        async with conn.pipeline():
+            for statement in setup:
+                await conn.execute(statement)
+            await cursor.execute(
+                f"SELECT * FROM (\n{text}\n) AS tandem_statement LIMIT 0", binary=True
+            )
+        return [OutputColumn(d.name, d.type_code) for d in cursor.description or []]
+
+
+def measured_statement(text: str, outputs: list[OutputColumn], budget: int) -> str:
+    """``text`` wrapped so that Postgres sends NULL for every value of every row from the
+    first one whose running total of value sizes passes ``budget``, with a last column
+    saying so; output order, values and types are the statement's own.
+
+    Each level below the window is fenced (``OFFSET 0``) against being merged into the
+    next: the statement's values are computed once, each row's size once, and a row
+    larger than the whole budget loses its values before the window, whose buffer then
+    holds only small rows. The running sum streams (its frame ends at the current row).
+    The text is built from ``text``, positional aliases and integers, nothing else.
+    """
+    budget = int(budget)
+    names = [f"c{i}" for i in range(1, len(outputs) + 1)]
+    sizes = [
+        _size_of(f"q.{n}", o.type_oid, budget)
+        for n, o in zip(names, outputs, strict=True)
+        if o.type_oid not in _SMALL_OIDS
+    ]
+    size = " + ".join(sizes)
+    aliases = f"({', '.join(names)})" if names else ""
+    sized = ", ".join([*(f"q.{n}" for n in names), f"{size or 0} AS tandem_size"])
+    trimmed = ", ".join(
+        [
+            *(f"CASE WHEN s.tandem_size > {budget} THEN NULL ELSE s.{n} END AS {n}" for n in names),
+            "s.tandem_size",
+        ]
+    )
+    marked = ", ".join(
+        [
+            *(f"m.{n}" for n in names),
+            "pg_catalog.sum(m.tandem_size) OVER "
+            f"(ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) > {budget} AS tandem_over",
+        ]
+    )
+    sent = ", ".join(
+        [*(f"CASE WHEN w.tandem_over THEN NULL ELSE w.{n} END" for n in names), "w.tandem_over"]
+    )
+    return (
+        f"SELECT {sent} FROM ("
+        f"SELECT {marked} FROM ("
+        f"SELECT {trimmed} FROM ("
+        f"SELECT {sized} FROM ("
+        f"SELECT * FROM (\n{text}\n) AS tandem_statement OFFSET 0"
+        f") AS q{aliases} OFFSET 0"
+        ") AS s OFFSET 0"
+        ") AS m"
+        ") AS w"
+    )
+
+
+def _size_of(value: str, type_oid: int, budget: int) -> str:
+    """Bytes of ``value`` in the text Postgres would send (0 for NULL), as int8."""
+    if type_oid in _TEXT_OIDS:
+        size = f"pg_catalog.octet_length({value})::pg_catalog.int8"
+    elif type_oid == _BYTEA_OID:
+        size = f"pg_catalog.octet_length({value})::pg_catalog.int8 * 2 + 2"
+    else:
+        # A datum stored in more than twice the budget is past the cap as text too (no
+        # type's stored form is four times its text; jsonb comes closest), so it is
+        # marked without being rendered. Anything smaller, compressed perhaps, is
+        # rendered once to be measured exactly.
+        size = (
+            f"CASE WHEN pg_catalog.pg_column_size({value}) > {2 * budget} "
+            f"THEN pg_catalog.pg_column_size({value})::pg_catalog.int8 "
+            f"ELSE pg_catalog.octet_length({value}::pg_catalog.text)::pg_catalog.int8 END"
+        )
+    return f"COALESCE({size}, 0)"
+
+
+async def _type_names(
+    conn: psycopg.AsyncConnection[Any],
+    oids: list[int],
+    cache: dict[tuple[str, int], str],
+    database: str,
+) -> dict[int, str]:
+    """Postgres type names (``integer``, ``timestamp with time zone``, ``text[]``)."""
+    missing = sorted({oid for oid in oids if (database, oid) not in cache})
+    if missing:
+        cur = await conn.execute(
+            "SELECT o, format_type(o, NULL) FROM unnest(%s::oid[]) AS t(o)", (missing,)
+        )
+        for oid, name in await cur.fetchall():
+            cache[(database, int(oid))] = str(name)
+    return {oid: cache[(database, oid)] for oid in oids}
+
+
+async def _rollback(conn: psycopg.AsyncConnection[Any]) -> None:
+    """End the transaction; a connection that cannot is closed so the pool drops it."""
+    try:
+        await conn.execute("ROLLBACK")
+    except psycopg.Error as exc:
+        _log.warning(
+            "rollback failed; discarding the connection",
+            extra={"fields": {"error.type": type(exc).__name__}},
+        )
+        await conn.close()

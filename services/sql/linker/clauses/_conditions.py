@@ -1,0 +1,347 @@
+"""Clauses that keep rows: comparisons with numbers ("older than 30", "between 3 and 5",
+"above the average"), stored values ("from France", "named Kyle"), the absence or
+presence of related rows, and the tables a phrase names.
+"""
+
+from __future__ import annotations
+
+from services.sql.catalog import TableInfo
+from services.sql.linker._lookup import refers_to_rows
+from services.sql.linker._mentions import (
+    Mention,
+)
+from services.sql.linker._plan import (
+    is_key,
+    is_number,
+)
+from services.sql.linker.clauses._cues import (
+    CLAUSE_START,
+    COMPARE,
+    DIMENSIONS,
+    NEGATIONS,
+    OR_BOUND,
+    PREPOSITIONS,
+    SPLIT_COMPARATIVES,
+)
+from services.sql.linker.clauses._reading import (
+    Condition,
+    Counted,
+    Decline,
+    Read,
+    Reading,
+    is_year,
+    table_first,
+)
+
+
+def _comparison(reading: Reading, i: int) -> tuple[str, int] | None:
+    """A comparison phrase at ``i``: its operator and where it ends."""
+    phrase = reading.match(i, tuple(COMPARE))
+    if phrase:
+        return COMPARE[phrase], i + len(phrase.split())
+    if reading.low(i) in ("is", "are", "was", "were"):
+        inner = _comparison(reading, i + 1)
+        if inner is not None:
+            return inner
+    return None
+
+
+def _literal(number: float) -> str:
+    return str(int(number)) if number == int(number) else repr(number)
+
+
+def compare_clause(reading: Reading, read: Read, i: int) -> int | None:
+    # "<column> [is] above 30", "above 30", "more than 3 <table|column>", "older than 30"
+    start = i
+    columns = _numeric_columns(reading, i)
+    j = columns[0].end if columns else i
+    if columns and reading.low(j) in ("is", "are", "was", "were"):
+        j += 1  # "whose weight is heavier than 10"
+    dimension = ""
+    op = ""
+    if reading.low(j) in DIMENSIONS and reading.low(j + 1) == "than":
+        dimension, op = DIMENSIONS[reading.low(j)]
+        if columns:
+            dimension = ""  # the column said it: "weight is heavier than 10"
+        j += 2
+    elif not columns and (split := _split_comparison(reading, j)) is not None:
+        # "a greater weight than 10", "above age 20": the column inside the comparison
+        op, columns, j = split
+    else:
+        found = _comparison(reading, j)
+        if found is None:
+            between = _between(reading, read, i, columns)
+            return between
+        op, j = found
+    j = reading.skip(j, frozenset({"the", "a", "an"}))
+    if reading.low(j) in ("average", "mean", "avg"):
+        return _than_average(reading, read, start, columns, dimension=dimension, op=op, j=j)
+    number = reading.number(j)
+    if number is None:
+        return None
+    end = j + 1
+    after_tables = reading.longest(end, ("table",))
+    after_columns = reading.longest(end, ("column",))
+    if (
+        after_tables
+        and not columns
+        and not dimension
+        and (not after_columns or after_tables[0].size >= after_columns[0].size)
+    ):
+        table = after_tables[0].table
+        assert table is not None
+        read.counted.append(Counted(table, op, int(number)))
+        read.mention_table(table)
+        reading.use(start, after_tables[0].end)
+        return after_tables[0].end
+    mentions = columns
+    if not mentions and not dimension and after_columns:
+        mentions = after_columns
+        end = after_columns[0].end
+    if not mentions and not dimension:
+        return None
+    read.conditions.append(
+        Condition(start, end, mentions, op, _literal(number), dimension=dimension)
+    )
+    reading.use(start, end)
+    return end
+
+
+def _split_comparison(reading: Reading, i: int) -> tuple[str, list[Mention], int] | None:
+    """A comparison around a numeric column, then a number: "a greater weight than 10"
+    (comparative, column, "than") or "above age 20" (comparison, column); its operator,
+    the column's mentions and where the number starts."""
+    j = reading.skip(i, frozenset({"a", "an", "the"}))
+    op = SPLIT_COMPARATIVES.get(reading.low(j), "")
+    if op:
+        columns = _numeric_columns(reading, j + 1)
+        if columns and reading.low(columns[0].end) == "than":
+            return op, columns, columns[0].end + 1
+        return None
+    found = _comparison(reading, i)
+    if found is None:
+        return None
+    op, j = found
+    columns = _numeric_columns(reading, j)
+    if columns and reading.number(columns[0].end) is not None:
+        return op, columns, columns[0].end
+    return None
+
+
+def _numeric_columns(reading: Reading, i: int) -> list[Mention]:
+    """The mentions at ``i`` of columns holding quantities (no key, no reference)."""
+    return [
+        m
+        for m in reading.longest(i, ("column",))
+        if m.col is not None
+        and is_number(m.col.column.data_type)
+        and not is_key(m.col)
+        and not refers_to_rows(reading.ctx, m.col)
+    ]
+
+
+def _between(reading: Reading, read: Read, i: int, columns: list[Mention]) -> int | None:
+    j = columns[0].end if columns else i
+    if reading.low(j) in ("is", "are", "was", "were"):
+        j += 1
+    if reading.low(j) != "between":
+        return None
+    low, high = reading.number(j + 1), reading.number(j + 3)
+    if low is None or high is None or reading.low(j + 2) != "and" or not columns:
+        return None
+    read.conditions.append(Condition(i, j + 4, columns, ">=", _literal(low)))
+    read.conditions.append(Condition(i, j + 4, columns, "<=", _literal(high)))
+    reading.use(i, j + 4)
+    return j + 4
+
+
+def _than_average(
+    reading: Reading,
+    read: Read,
+    start: int,
+    columns: list[Mention],
+    *,
+    dimension: str,
+    op: str,
+    j: int,
+) -> int:
+    end = j + 1
+    after = reading.longest(end, ("column",))
+    if after and not columns and not dimension:
+        columns = after
+        end = after[0].end
+    elif after:
+        end = after[0].end
+    if not columns and not dimension:
+        raise Decline("an average of something the question does not name")
+    read.conditions.append(Condition(start, end, columns, op, "AVERAGE", dimension=dimension))
+    reading.use(start, end)
+    return end
+
+
+def value_clause(reading: Reading, read: Read, i: int) -> int | None:
+    start = i
+    if reading.low(i) in PREPOSITIONS:
+        i = reading.skip(i + 1, frozenset({"the", "a", "an", "year", "years"}) if
+                         reading.low(i) == "in" else frozenset({"the", "a", "an"}))  # fmt: skip
+    columns = reading.longest(i, ("column",))
+    j = columns[0].end if columns else i
+    named = reading.low(j) in ("named", "called", "titled")
+    if named or reading.low(j) in ("is", "are", "was", "were", "of", "=", "as", "either"):
+        j += 1
+        if reading.low(j) == "either":
+            j += 1
+    year = not columns and reading.low(start) in ("in", "during") and is_year(reading, j)
+    group: list[Condition] = []
+    while True:
+        values = reading.longest(j, ("value",))
+        number = reading.number(j) if (columns or year) else None
+        if values:
+            group.append(Condition(start, values[0].end, columns, "=", "", col=None))
+            group[-1].mentions = columns + values
+            end = values[0].end
+        elif number is not None and reading.tokens[j].number is not None:
+            group.append(Condition(start, j + 1, columns, "=", _literal(number)))
+            if year:
+                group[-1].dimension = "year"
+            end = j + 1
+        else:
+            break
+        if named:
+            group[-1].dimension = "name"
+        j = end
+        bound = reading.match(j, tuple(OR_BOUND))
+        if bound and len(group) == 1 and group[0].value:
+            group[0].op = OR_BOUND[bound]
+            j += len(bound.split())
+            group[0].end = j
+            break
+        if reading.low(j) == "or" or (reading.low(j) == "," and reading.low(j + 1) != "and"):
+            nxt = j + 1
+            if reading.longest(nxt, ("value",)) or (
+                (columns or year) and reading.tokens[nxt].number is not None
+                if nxt < reading.size
+                else False
+            ):
+                j = nxt
+                continue
+        break
+    if not group:
+        # "with 8 cylinders": a number, then the column it counts
+        number = reading.number(i) if i < reading.size and reading.tokens[i].number else None
+        after = reading.longest(i + 1, ("column",)) if number is not None else []
+        if number is None or not after or start == i:
+            return None
+        group.append(Condition(start, after[0].end, after, "=", _literal(number)))
+    reading.use(start, group[-1].end)
+    if len(group) == 1:
+        read.conditions.append(group[0])
+    else:
+        read.ors.append(group)
+    return group[-1].end
+
+
+def absent_clause(reading: Reading, read: Read, i: int) -> int | None:
+    # "that do not have any X", "without X", "with no X", "who are not X", "that do not
+    # have a cat pet", "who did not visit any museum opened after 2010"
+    j = i
+    if reading.low(j) in ("who", "that", "which"):
+        j += 1
+    negated = False
+    while j < reading.size and reading.low(j) in (
+        "do", "does", "did", "not", "have", "has", "had", "are", "is", "were", "was",
+        "never", "no", "without", "any", "a", "an", "with", "been", "in", "own", "owns",
+    ):  # fmt: skip
+        negated = negated or reading.low(j) in NEGATIONS
+        j += 1
+    if not negated or j == i:
+        return None
+    # the negated phrase: values, comparisons and one table, up to the next clause
+    inner = Read(read.kind)
+    end = j
+    table: TableInfo | None = None
+    while end < reading.size and reading.low(end) not in CLAUSE_START:
+        tables = reading.longest(end, ("table",))
+        columns = reading.longest(end, ("column",))
+        if tables and (not columns or table_first(tables, columns)) and table is None:
+            table = tables[0].table
+            reading.use(end, tables[0].end)
+            end = tables[0].end
+            continue
+        after = compare_clause(reading, inner, end) or value_clause(reading, inner, end)
+        if after is None:
+            verb = _verb_table(reading, end)
+            if verb is not None and table is None:
+                table = verb
+                reading.use(end, end + 1)
+            end += 1
+            continue
+        end = after
+    if inner.ors or inner.counted or inner.ranks:
+        raise Decline("a negated phrase the reader cannot compose")
+    if table is None:
+        tables_of_values = {
+            m.col.table.qualified: m.col.table
+            for c in inner.conditions
+            for m in c.mentions
+            if m.col is not None
+        }
+        if len(tables_of_values) != 1:
+            return None
+        table = next(iter(tables_of_values.values()))
+    read.anti.append((table, inner.conditions))
+    read.mention_table(table)
+    reading.use(i, j)
+    return end
+
+
+def _verb_table(reading: Reading, i: int) -> TableInfo | None:
+    """A verb naming a table by its first letters ("hire" for ``hiring``)."""
+    verb = reading.tokens[i].stem if i < reading.size else ""
+    if len(verb) < 4:
+        return None
+    for m in reading.chart.mentions:
+        if (
+            m.kind == "table"
+            and m.size == 1
+            and m.table is not None
+            and (verb[:4] == reading.tokens[m.start].stem[:4])
+        ):
+            return m.table
+    for table in reading.ctx.catalog.tables:
+        if table.name.lower().startswith(verb[:4]):
+            return table
+    return None
+
+
+def present_clause(reading: Reading, read: Read, i: int) -> int | None:
+    # "who have a pet", "that have likes"
+    j = i
+    if reading.low(j) in ("who", "that", "which"):
+        j += 1
+    if reading.low(j) not in ("have", "has", "had", "own", "owns"):
+        return None
+    j = reading.skip(j + 1, frozenset({"a", "an", "any", "some", "the"}))
+    tables = reading.longest(j, ("table",))
+    if not tables:
+        return None
+    table = tables[0].table
+    assert table is not None
+    read.semi.append(table)
+    read.mention_table(table)
+    reading.use(i, tables[0].end)
+    return tables[0].end
+
+
+def table_clause(reading: Reading, read: Read, i: int) -> int | None:
+    tables = reading.longest(i, ("table",))
+    columns = reading.longest(i, ("column",))
+    if not tables or (columns and columns[0].size > tables[0].size):
+        return None
+    table = tables[0].table
+    assert table is not None
+    if read.entity is None:
+        read.entity = table
+    read.mention_table(table)
+    reading.use(i, tables[0].end)
+    return tables[0].end

@@ -1,0 +1,195 @@
+"""The head (what kind of answer: a count, a list, which rows, when) and the items the
+answer shows, up to the first word that starts a clause.
+"""
+
+from __future__ import annotations
+
+from services.sql.linker.clauses._cues import (
+    AGGREGATES,
+    BOUNDARY,
+    COUNT_HEADS,
+    LIST_HEADS,
+    ROWS_END,
+    WHEN_AUXILIARIES,
+)
+from services.sql.linker.clauses._reading import (
+    Condition,
+    Decline,
+    Item,
+    Read,
+    Reading,
+    table_first,
+)
+
+
+def read_head(reading: Reading) -> tuple[str, int]:
+    """The kind of answer ("count", "list", "which", "when") and where the items start;
+    a conversation's "and …", "so …" before it changes nothing."""
+    at = 1 if reading.low(0) in ("and", "so", "but", "now") and reading.size > 1 else 0
+    count = reading.match(at, COUNT_HEADS)
+    if count:
+        reading.use(0, at + len(count.split()))
+        return "count", at + len(count.split())
+    head = reading.match(at, LIST_HEADS)
+    if head:
+        reading.use(0, at + len(head.split()))
+        return "list", at + len(head.split())
+    if reading.low(at) == "which" and reading.low(at + 1) == "of":
+        # "Which of the countries has …": which countries
+        start = reading.skip(at + 2, frozenset({"the", "these", "those", "all"}))
+        reading.use(0, start)
+        return "which", start
+    if reading.low(at) in ("which", "what"):
+        reading.use(0, at + 1)
+        return "which", at + 1
+    if reading.low(at) == "when" and reading.low(at + 1) in WHEN_AUXILIARIES:
+        # "When did the customers join?": the dates of the event the question's verb
+        # names (``when_event``); the verifier refuses a reading that returns no date
+        reading.use(0, at + 2)
+        return "when", at + 2
+    raise Decline("the question's form is not one the reader knows")
+
+
+def read_items(reading: Reading, read: Read, at: int) -> int:
+    """The items up to the first clause word; returns where the clauses start."""
+    pending: list[str] = []  # aggregates waiting for their column ("average and maximum")
+    i = at
+    while i < reading.size:
+        low = reading.low(i)
+        if low in (",", "and", "as", "well", "along", "together", "their", "its", "the", "all"):
+            if reading.match(i, ("as well as", "along with", "together with")):
+                n = len(reading.match(i, ("as well as", "along with", "together with")).split())
+                reading.use(i, i + n)
+                i += n
+                continue
+            if low in ("and", "the", "all", "their", "its"):
+                reading.use(i, i + 1)
+                i += 1
+                continue
+            break
+        if low in ("distinct", "different", "unique"):
+            read.distinct = True
+            reading.use(i, i + 1)
+            i += 1
+            continue
+        if low in AGGREGATES and not (low in ("highest", "lowest", "largest", "smallest")
+                                       and read.kind == "which"):  # fmt: skip
+            pending.append(AGGREGATES[low])
+            reading.use(i, i + 1)
+            i = reading.skip(i + 1, frozenset({"of", "the"}))
+            continue
+        counted = reading.match(i, ("number of", "count of", "numbers of", "counts of"))
+        if counted:
+            n = len(counted.split())
+            reading.use(i, i + n)
+            i = reading.skip(i + n, frozenset({"the", "distinct", "different", "unique"}))
+            tables = reading.longest(i, ("table",))
+            if tables:
+                read.items.append(Item("COUNT", i, tables[0].end, table=tables[0].table))
+                reading.use(i, tables[0].end)
+                i = tables[0].end
+                continue
+            columns = reading.longest(i, ("column",))
+            if columns:
+                read.items.append(Item("COUNT_DISTINCT", i, columns[0].end, columns))
+                reading.use(i, columns[0].end)
+                i = columns[0].end
+                continue
+            raise Decline("a count of something the schema does not name")
+        if low in BOUNDARY:
+            break
+        columns = reading.longest(i, ("column",))
+        tables = reading.longest(i, ("table",))
+        kind = _counted_kind(reading, read, i) if not (tables or columns or pending) else None
+        if kind is not None:
+            i = kind
+            continue
+        if tables and not pending and (not columns or table_first(tables, columns)):
+            table = tables[0].table
+            assert table is not None
+            if pending:
+                raise Decline("an aggregate of a table")
+            after = [
+                m for m in reading.longest(tables[0].end, ("column",))
+                if m.col is not None and m.col.table is table
+            ]  # fmt: skip
+            if read.kind == "count" and not read.items and after:
+                # "how many store locations": the distinct values of the table's column
+                read.items.append(Item("COUNT_DISTINCT", tables[0].end, after[0].end, after))
+                read.mention_table(table)
+                reading.use(i, after[0].end)
+                i = after[0].end
+                continue
+            if read.kind == "count" and not read.items:
+                read.items.append(Item("COUNT", i, tables[0].end, table=table))
+            elif not read.items and (
+                read.kind == "which"
+                or (
+                    read.kind == "list" and not read.when and reading.low(tables[0].end) in ROWS_END
+                )
+            ):
+                # "which airlines …", "give the airline with …": the rows, by their label
+                read.items.append(Item("", i, tables[0].end, table=table))
+            else:
+                # "singer names": the table says whose column follows
+                read.mention_table(table)
+                if read.entity is None and read.kind != "list":
+                    read.entity = table
+            reading.use(i, tables[0].end)
+            i = tables[0].end
+            if read.entity is None and read.kind in ("count", "which"):
+                read.entity = table
+            continue
+        if columns:
+            funcs = pending or [""]
+            for func in funcs:
+                read.items.append(Item(func, i, columns[0].end, columns))
+            pending = []
+            reading.use(i, columns[0].end)
+            i = columns[0].end
+            continue
+        if low in ("name", "names", "id", "ids", "title", "titles"):
+            read.items.append(Item(pending[0] if pending else "", i, i + 1, label=True))
+            pending = []
+            reading.use(i, i + 1)
+            i += 1
+            continue
+        break
+    if pending:
+        raise Decline("an aggregate names no column")
+    return i
+
+
+def _counted_kind(reading: Reading, read: Read, i: int) -> int | None:
+    """ "How many dogs are owned by students": the counted noun is a stored value (a
+    pet's type), so the rows counted are its table's where the column holds it; where
+    that noun ends, or None when it is no such value (or values of several tables)."""
+    values = [m for m in reading.longest(i, ("value",)) if m.col is not None]
+    if read.kind != "count" or read.items or not values:
+        return None
+    if len({m.col.table.qualified for m in values if m.col is not None}) != 1:
+        return None
+    table = values[0].col.table  # type: ignore[union-attr]
+    end = values[0].end
+    read.items.append(Item("COUNT", i, end, table=table))
+    read.conditions.append(Condition(i, end, values, "=", ""))
+    read.mention_table(table)
+    read.entity = read.entity or table
+    reading.use(i, end)
+    return end
+
+
+def counted_head(reading: Reading, read: Read, at: int) -> int:
+    """ "Which 3 countries have the most makers?": a whole number right after "which" or
+    "what" is how many of the ranked rows to give (the limit); read only where a ranking
+    follows (checked when the plan is made), since "which 2 students" alone orders
+    nothing."""
+    number = reading.number(at)
+    if read.kind != "which" or number is None or number != int(number) or number < 1:
+        return at
+    if reading.number(at + 1) is not None or reading.low(at + 1) in ("", "or", "and", "of"):
+        return at
+    read.limit = int(number)
+    read.head_limit = True
+    reading.use(at, at + 1)
+    return at + 1

@@ -1,0 +1,512 @@
+"""What was read, made a :class:`Plan`: the entity chosen, each ambiguous phrase resolved to
+one column (a tie is a refusal), conditions rendered, absent rows composed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from services.sql.catalog import JoinGraph, TableInfo
+from services.sql.linker._context import LinkContext
+from services.sql.linker._mentions import (
+    Mention,
+)
+from services.sql.linker._naming import condition_words
+from services.sql.linker._plan import (
+    Dim,
+    Measure,
+    Plan,
+    is_number,
+    is_temporal,
+    lit,
+    name_columns,
+    person_name,
+    quote,
+    table_sql,
+)
+from services.sql.linker._vocabulary import Col
+from services.sql.linker.clauses._cues import RELATIVE
+from services.sql.linker.clauses._reading import Condition, Decline, Item, Rank, Read, Reading
+
+
+def make_plan(reading: Reading, read: Read) -> Plan:
+    ctx = reading.ctx
+    entity = _owner_of_items(read) or read.entity
+    if entity is None:
+        entity = _entity_of_items(read)
+    if entity is None:
+        raise Decline("the question names no table")
+    read.mention_table(entity)
+    plan = Plan(distinct=read.distinct and read.kind != "count")
+    resolve = _Resolver(read, entity, _referenced(ctx, entity), ctx.graph)
+    for item in read.items:
+        _add_item(ctx, plan, resolve, item, distinct=read.distinct)
+    resolved: list[tuple[Col, Condition]] = []
+    for condition in read.conditions:
+        # "a cat that is age 3": a condition said of the row the previous one picked
+        # (a pet's age, not the student's)
+        before = resolved[-1] if resolved else None
+        resolve.near = (
+            before[0].table
+            if before is not None and _said_of(reading, before[1].end, condition.start)
+            else None
+        )
+        resolved.append((resolve.condition(condition), condition))
+    resolve.near = None
+    for col, condition in resolved:
+        plan.filters.append((col, _condition_sql(ctx, col, condition)))
+    _no_row_meets_both(ctx, resolved)
+    for group in read.ors:
+        alternatives = []
+        for condition in group:
+            col = resolve.condition(condition)
+            alternatives.append((col, _condition_sql(ctx, col, condition)))
+        plan.ors.append(alternatives)
+    for mentions in read.groups:
+        _add_group(ctx, plan, resolve, mentions)
+    for counted in read.counted:
+        plan.having.append((Measure("COUNT", table=counted.table, label=counted.table.name),
+                            counted.op, counted.number))  # fmt: skip
+        if counted.table is not entity and not plan.dims:
+            plan.entity = entity
+            plan.dims += [Dim(c) for c in _labels(ctx, entity)]
+        elif counted.table is not entity:
+            plan.entity = entity if any(d.col.table is entity for d in plan.dims) else None
+    for rank in read.ranks:
+        _add_rank(ctx, plan, resolve, rank, limit=read.limit or 1)
+    for mentions, descending in read.order:
+        target = _target(plan, resolve.column(mentions))
+        plan.order.append((target, descending))
+    if read.order_items is not None:
+        if not plan.dims and not plan.measures:
+            raise Decline("an order of nothing")
+        plan.order.append(("d0" if plan.dims else "m0", read.order_items))
+    if read.head_limit and not plan.order:
+        raise Decline("how many rows to give, but ranked by nothing")
+    if read.limit:
+        plan.limit = read.limit
+    for table, conditions in read.anti:
+        if table is entity:
+            raise Decline("the rows the question lists cannot lack themselves")
+        _add_absent(ctx, plan, entity, table, conditions)
+    used = _tables_used(plan) | {t.qualified for t in plan.anti}
+    used |= {t.qualified for t, _ in read.anti}
+    for table in read.tables + read.semi:
+        if table.qualified not in used and table is not entity:
+            plan.semi.append(table)
+            used.add(table.qualified)
+    if not plan.dims and not plan.measures:
+        raise Decline("the question asks for nothing the reader placed")
+    if not plan.measures and not plan.having and not plan.limit:
+        # rows of the entity listed through many related rows: each row once
+        plan.distinct = plan.distinct or _fans_out(
+            ctx, entity, _tables_used(plan) | {t.qualified for t in plan.semi}
+        )
+    return plan
+
+
+def _fans_out(ctx: LinkContext, entity: TableInfo, tables: set[str]) -> bool:
+    """Whether joining ``tables`` to ``entity`` can repeat its rows: the way to one of
+    them starts at a table that references the entity (one entity, many of them)."""
+    for name in tables - {entity.qualified}:
+        path = ctx.graph.path(entity.qualified, name)
+        if path and path[0].parent == entity.qualified and path[0].child != entity.qualified:
+            return True
+    return False
+
+
+def _owner_of_items(read: Read) -> TableInfo | None:
+    """The one table every shown column phrase can mean a column of ("paragraph texts for
+    the document ..." lists paragraphs, whatever table comes next; in "the id and name of
+    the document" only ``documents`` has both)."""
+    common: set[str] | None = None
+    tables: dict[str, TableInfo] = {}
+    for item in read.items:
+        if item.func == "COUNT" or item.label:
+            return None
+        if item.table is not None:
+            owners = {item.table.qualified}
+            tables[item.table.qualified] = item.table
+        else:
+            owners = set()
+            for m in item.mentions:
+                if m.col is not None:
+                    owners.add(m.col.table.qualified)
+                    tables[m.col.table.qualified] = m.col.table
+        if not owners:
+            return None
+        common = owners if common is None else common & owners
+    return tables[next(iter(common))] if common is not None and len(common) == 1 else None
+
+
+def _entity_of_items(read: Read) -> TableInfo | None:
+    """With no table named, the table the most phrases can mean a column of (items,
+    groups, conditions, orders): "the average age for each type of pet" is about pets,
+    the one table holding both an age and a type; a tie is no answer."""
+    if read.tables:
+        return read.tables[0]
+    phrases: list[list[Mention]] = [item.mentions for item in read.items if item.mentions]
+    phrases += read.groups + [c.mentions for c in read.conditions]
+    phrases += [mentions for mentions, _ in read.order] + [r.mentions for r in read.ranks]
+    votes: dict[str, int] = {}
+    first: dict[str, TableInfo] = {}
+    for mentions in phrases:
+        for table in {m.col.table.qualified: m.col.table for m in mentions if m.col}.values():
+            votes[table.qualified] = votes.get(table.qualified, 0) + 1
+            first.setdefault(table.qualified, table)
+    for item in read.items:
+        if item.table is not None:
+            votes[item.table.qualified] = votes.get(item.table.qualified, 0) + 1
+            first.setdefault(item.table.qualified, item.table)
+    if not votes:
+        return None
+    best = max(votes.values())
+    winners = [name for name, n in votes.items() if n == best]
+    return first[winners[0]] if len(winners) == 1 else None
+
+
+class _Resolver:
+    """Which column an ambiguous phrase means: one of the entity, then of a table the
+    question names, then the only one; a tie is a refusal, never a guess."""
+
+    def __init__(
+        self,
+        read: Read,
+        entity: TableInfo,
+        referenced: Sequence[TableInfo] = (),
+        graph: JoinGraph | None = None,
+    ) -> None:
+        self.read = read
+        self.entity = entity
+        self.graph = graph
+        self.near: TableInfo | None = None  # the table a relative clause speaks of
+        # the rows each entity row refers to (one each): their columns are the entity's
+        # too ("poker players taller than 200": a player is a person, with a height)
+        self.referenced = referenced
+
+    def _rank(self, col: Col) -> float:
+        if col.table is self.near:
+            return 3.0
+        if col.table is self.entity:
+            return 2.0
+        if col.table in self.read.tables:
+            return 1.0
+        return 0.0
+
+    def column(self, mentions: Sequence[Mention]) -> Col:
+        cols = [(m.score + self._rank(m.col), m.col) for m in mentions if m.col is not None]
+        if not cols:
+            raise Decline("a phrase names no column")
+        cols.sort(key=lambda p: -p[0])
+        best = cols[0]
+        rivals = [c for s, c in cols[1:] if abs(s - best[0]) < 1e-9 and c.key != best[1].key]
+        if rivals and self.graph is not None:
+            # ``has_pet.petid`` holds ``pets.petid``: one value, said twice; the key it is
+            same = [best[1], *rivals]
+            keys = [c for c in same if all(c is o or self._holds(o, c) for o in same)]
+            if len(keys) == 1:
+                return keys[0]
+        if rivals:
+            raise Decline(
+                f"{best[1].column.name} could be a column of {best[1].table.name} or of "
+                f"{rivals[0].table.name}"
+            )
+        return best[1]
+
+    def _holds(self, child: Col, parent: Col) -> bool:
+        """``child`` is a reference to ``parent`` (a key joined to it)."""
+        assert self.graph is not None
+        return any(
+            e.child == child.table.qualified
+            and e.parent == parent.table.qualified
+            and e.child_columns == (child.column.name,)
+            and e.parent_columns == (parent.column.name,)
+            for e in self.graph.edges_of(child.table.qualified)
+        )
+
+    def dimension(self, word: str) -> Col:
+        tables = [self.entity, *(t for t in self.read.tables if t is not self.entity)]
+        tables += [t for t in self.referenced if t not in tables]
+        # a column called just that, of any table in scope, before one that has the word
+        # in its name ("concerts in 2014": ``concert.year``, not ``song_release_year``)
+        exact = [Col(t, c) for t in tables for c in t.columns if c.name.lower() == word]
+        if len(exact) == 1:
+            return exact[0]
+        for table in tables:
+            found = [c for c in table.columns if word in c.name.lower().split("_")
+                     or c.name.lower().endswith(word)]  # fmt: skip
+            if len(found) == 1:
+                return Col(table, found[0])
+        raise Decline(f"no column says {word!r}")
+
+    def condition(self, condition: Condition) -> Col:
+        if condition.col is not None:
+            return condition.col
+        values = [m for m in condition.mentions if m.kind == "value"]
+        columns = [m for m in condition.mentions if m.kind == "column"]
+        if condition.dimension == "name" and not columns:
+            labels = [c for c in name_columns(self.entity)]
+            if len(labels) != 1:
+                raise Decline("a name, but no one name column")
+            return labels[0]
+        if condition.dimension and not columns:
+            return self.dimension(condition.dimension)
+        stored = [m for m in values if m.col is not None]
+        if columns:
+            col = self.column(columns)
+            if stored and not any(m.col is not None and m.col.key == col.key for m in stored):
+                raise Decline(f"the value is not one of {col.column.name}")
+            return col
+        if stored:
+            return self.column(stored)
+        raise Decline("a quoted value, but no column says what it is")
+
+
+def _said_of(reading: Reading, end: int, start: int) -> bool:
+    """Only a relative pronoun and a verb of being or having between two conditions
+    ("cat *that is* age 3"): the second is said of what the first picked."""
+    between = [reading.low(k) for k in range(end, start)]
+    return bool(between) and bool(RELATIVE & set(between)) and set(between) <= RELATIVE | {
+        "is", "are", "was", "were", "has", "have", "had", "a", "an", "the"
+    }  # fmt: skip
+
+
+def _referenced(ctx: LinkContext, entity: TableInfo) -> list[TableInfo]:
+    """The tables ``entity``'s rows refer to by a key (declared or inferred), each row to
+    one row of each."""
+    parents = {
+        e.parent for e in ctx.graph.edges_of(entity.qualified) if e.child == entity.qualified
+    }
+    return [t for t in ctx.catalog.tables if t.qualified in parents and t is not entity]
+
+
+def _labels(ctx: LinkContext, table: TableInfo) -> list[Col]:
+    """The columns that name a row of ``table`` in an answer: its one name column, a
+    person's first and last name, else its key."""
+    if not any(c.name.lower() == "name" for c in table.columns):
+        person = person_name(table)
+        if person:
+            return person
+    names = name_columns(table)
+    if len(names) == 1:
+        return names
+    if table.primary_key:
+        key = table.column(table.primary_key[0])
+        if key is not None:
+            return [Col(table, key)]
+    raise Decline(f"nothing names a row of {table.name}")
+
+
+def _add_item(
+    ctx: LinkContext, plan: Plan, resolve: _Resolver, item: Item, *, distinct: bool
+) -> None:
+    if item.func == "COUNT" and item.table is not None:
+        func = "COUNT_DISTINCT" if distinct else "COUNT"
+        plan.measures.append(Measure(func, table=item.table, label=item.table.name))
+        return
+    if item.table is not None:
+        plan.dims += [Dim(c) for c in _labels(ctx, item.table)]
+        return
+    if item.label:
+        cols = _labels(ctx, resolve.entity)
+        if item.func:
+            plan.measures.append(Measure(item.func, col=cols[0], label=cols[0].column.name))
+        else:
+            plan.dims += [Dim(c) for c in cols]
+        return
+    col = resolve.column(item.mentions)
+    if item.func == "COUNT_DISTINCT":
+        plan.measures.append(Measure("COUNT_DISTINCT", col=col, label=col.column.name))
+    elif item.func:
+        if item.func in ("AVG", "SUM") and not is_number(col.column.data_type):
+            raise Decline(f"{col.column.name} holds no numbers")
+        plan.measures.append(Measure(item.func, col=col, label=col.column.name))
+    else:
+        plan.dims.append(Dim(col))
+
+
+def _add_group(ctx: LinkContext, plan: Plan, resolve: _Resolver, mentions: list[Mention]) -> None:
+    tables = [m.table for m in mentions if m.table is not None]
+    if tables:
+        table = tables[0]
+        plan.entity = table
+        if not any(d.col.table is table for d in plan.dims):
+            plan.dims += [Dim(c) for c in _labels(ctx, table)]
+        return
+    col = resolve.column(mentions)
+    if not any(d.col.key == col.key for d in plan.dims):
+        plan.dims.append(Dim(col))
+
+
+def _target(plan: Plan, col: Col) -> str:
+    """The output slot ordering by ``col`` (added to the output when not shown)."""
+    for i, d in enumerate(plan.dims):
+        if d.col.key == col.key and not d.grain:
+            return f"d{i}"
+    for i, m in enumerate(plan.measures):
+        if m.col is not None and m.col.key == col.key and m.func in ("MAX", "MIN", "AVG", "SUM"):
+            return f"m{i}"
+    if plan.measures:
+        raise Decline("ordering grouped rows by a column that is not grouped")
+    plan.dims.append(Dim(col))
+    return f"d{len(plan.dims) - 1}"
+
+
+def _add_rank(ctx: LinkContext, plan: Plan, resolve: _Resolver, rank: Rank, *, limit: int) -> None:
+    entity = resolve.entity
+    if rank.count_of is not None or rank.by_count:
+        if rank.by_count:
+            col = resolve.column(rank.mentions) if rank.mentions else None
+            if col is None:
+                shown = [d for d in plan.dims]
+                if len(shown) != 1:
+                    raise Decline("most common, but of what")
+                col = shown[0].col
+            if not any(d.col.key == col.key for d in plan.dims):
+                plan.dims.append(Dim(col))
+            plan.measures.append(Measure("COUNT", table=col.table, label="count"))
+        else:
+            assert rank.count_of is not None
+            counted = Measure("COUNT", table=rank.count_of, label=rank.count_of.name)
+            plan.measures.append(counted)
+            if rank.count_of is not entity:
+                plan.entity = entity
+            if not plan.dims:
+                plan.dims += [Dim(c) for c in _labels(ctx, entity)]
+        plan.order.append((f"m{len(plan.measures) - 1}", rank.descending))
+        plan.limit = limit
+        return
+    col = resolve.dimension(rank.dimension) if rank.dimension else resolve.column(rank.mentions)
+    if plan.measures:
+        raise Decline("a superlative over grouped rows")
+    plan.order.append((_target(plan, col), rank.descending))
+    plan.limit = limit
+
+
+def _add_absent(
+    ctx: LinkContext, plan: Plan, entity: TableInfo, table: TableInfo, conditions: list[Condition]
+) -> None:
+    """Rows of ``entity`` with no related row of ``table`` (meeting ``conditions``): a
+    direct reference without conditions is the composer's anti-join; otherwise NOT
+    EXISTS over the join path, the conditions inside it."""
+    path = ctx.graph.path(entity.qualified, table.qualified)
+    if not path:
+        raise Decline(f"nothing relates {entity.name} and {table.name}")
+    if not conditions and len(path) == 1:
+        plan.anti.append(table)
+        return
+    sub = _Resolver(Read("list", tables=[table]), table)
+    tables = [entity.qualified]
+    for edge in path:
+        tables.append(edge.other(tables[-1]))
+    aliases = {name: f"s{k}" for k, name in enumerate(tables[1:], 1)}
+    first = path[0]
+    joins = ""
+    for k, edge in enumerate(path[1:], 2):
+        there = tables[k]
+        on = " AND ".join(f"s{k}.{quote(a)} = s{k - 1}.{quote(b)}" for a, b in edge.pairs(there))
+        joins += f" JOIN {table_sql(_table(ctx, there))} AS s{k} ON {on}"
+    where = [f"s1.{quote(a)} = {{c}}" for a, _ in first.pairs(tables[1])]
+    if len(first.pairs(tables[1])) != 1:
+        raise Decline("a composite key to an absent row")
+    for condition in conditions:
+        col = sub.condition(condition)
+        if col.table.qualified not in aliases:
+            raise Decline(f"{col.column.name} is not on the way to {table.name}")
+        text = _condition_sql(ctx, col, condition)
+        where.append(
+            text.replace("{c}", f"{aliases[col.table.qualified]}.{quote(col.column.name)}")
+        )
+    ((key, _),) = first.pairs(entity.qualified)
+    key_col = entity.column(key)
+    assert key_col is not None
+    sql = f"NOT EXISTS (SELECT 1 FROM {table_sql(_table(ctx, tables[1]))} AS s1{joins} WHERE {' AND '.join(where)})"
+    plan.filters.append((Col(entity, key_col), sql))
+    plan.inner += [_table(ctx, name) for name in tables[1:]]
+    said = [condition_words(_condition_sql(ctx, c, condition), c.column.name)
+            for condition in conditions for c in [sub.condition(condition)]]  # fmt: skip
+    plan.absent.append(table.name + (" with " + " and ".join(said) if said else ""))
+
+
+def _table(ctx: LinkContext, name: str) -> TableInfo:
+    table = ctx.catalog.table(name)
+    assert table is not None
+    return table
+
+
+def _condition_sql(ctx: LinkContext, col: Col, condition: Condition) -> str:
+    values = [m for m in condition.mentions if m.kind == "value"]
+    if condition.value == "AVERAGE":
+        if not is_number(col.column.data_type):
+            raise Decline(f"{col.column.name} holds no numbers")
+        average = f"SELECT AVG(a.{quote(col.column.name)}) FROM {table_sql(col.table)} AS a"
+        return f"{{c}} {condition.op} ({average})"
+    if values:
+        value = next((m.value for m in values if m.col is not None and m.col.key == col.key),
+                     values[0].value)  # fmt: skip
+        if is_number(col.column.data_type):
+            try:
+                float(value)
+            except ValueError:
+                raise Decline(f"{col.column.name} holds numbers, not {value!r}") from None
+            return f"{{c}} {condition.op} {value}"
+        return f"{{c}} {condition.op} {lit(value)}"
+    if condition.dimension == "when":
+        return _year_sql(col, condition.op, int(condition.value))
+    if not is_number(col.column.data_type) and not is_temporal(col.column.data_type):
+        raise Decline(f"{col.column.name} holds no numbers to compare")
+    if is_temporal(col.column.data_type):
+        raise Decline("a number compared with a date")
+    return f"{{c}} {condition.op} {condition.value}"
+
+
+def _no_row_meets_both(ctx: LinkContext, conditions: list[tuple[Col, Condition]]) -> None:
+    """ "visited both a museum opened before 2009 and one opened after 2011", "opened
+    before 2009 and opened after 2011": two conditions on one column that no row meets
+    together ask for rows meeting each in turn (a set intersection the reader does not
+    compose); ANDed they answer nothing, so the question is refused."""
+    by_column: dict[tuple[str, str], list[Condition]] = {}
+    for col, condition in conditions:
+        by_column.setdefault(col.key, []).append(condition)
+    for said in by_column.values():
+        if len(said) < 2:
+            continue
+        if re.search(r"\bboth\b", ctx.low):
+            raise Decline("'both' of two conditions on one column: rows meeting each")
+        numbers = [
+            (c.op, float(c.value)) for c in said if re.fullmatch(r"-?\d+(?:\.\d+)?", c.value)
+        ]
+        below = [v for op, v in numbers if op in ("<", "<=")]
+        above = [v for op, v in numbers if op in (">", ">=")]
+        equal = {v for op, v in numbers if op == "="}
+        if (below and above and max(above) >= min(below)) or len(equal) > 1:
+            raise Decline("two conditions on one column that no row meets together")
+
+
+def _year_sql(col: Col, op: str, year: int) -> str:
+    """A year said of a date or year column: the year's dates (half-open) for a date; the
+    number, or its text where the column holds text, for a year."""
+    if is_temporal(col.column.data_type):
+        start, end = lit(f"{year}-01-01"), lit(f"{year + 1}-01-01")
+        return {
+            "=": f"{{c}} >= {start} AND {{c}} < {end}",
+            "<": f"{{c}} < {start}",
+            ">": f"{{c}} >= {end}",
+            ">=": f"{{c}} >= {start}",
+        }[op]
+    value = str(year) if is_number(col.column.data_type) else lit(str(year))
+    return f"{{c}} {op} {value}"
+
+
+def _tables_used(plan: Plan) -> set[str]:
+    used = {d.col.table.qualified for d in plan.dims}
+    for m in plan.measures:
+        if m.col is not None:
+            used.add(m.col.table.qualified)
+        if m.table is not None:
+            used.add(m.table.qualified)
+    used |= {c.table.qualified for c, _ in plan.filters}
+    used |= {c.table.qualified for group in plan.ors for c, _ in group}
+    used |= {h[0].table.qualified for h in plan.having if h[0].table is not None}
+    return used

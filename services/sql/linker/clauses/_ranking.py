@@ -1,0 +1,121 @@
+"""Clauses that order, group and cut: "in descending order of", "for each", "the top 3",
+superlatives ("the youngest", "the most concerts", "the most common").
+"""
+
+from __future__ import annotations
+
+from services.sql.linker.clauses._cues import DIRECTIONS, GROUP_PHRASES, MOST, ORDER_PHRASES, RANKED
+from services.sql.linker.clauses._reading import Rank, Read, Reading, table_first
+
+
+def order_clause(reading: Reading, read: Read, i: int) -> int | None:
+    phrase = reading.match(i, tuple(ORDER_PHRASES))
+    if phrase:
+        n = len(phrase.split())
+        j = reading.skip(i + n, frozenset({"the", "their", "its", "his", "her"}))
+        target = reading.longest(j, ("column",))
+        descending = ORDER_PHRASES[phrase]
+        if target:
+            end = target[0].end
+            direction = reading.match(end, tuple(DIRECTIONS))
+            if direction:
+                descending = DIRECTIONS[direction]
+                reading.use(end, end + len(direction.split()))
+            read.order.append((target, descending))
+            reading.use(i, end)
+            return end + len(direction.split()) if direction else end
+        if phrase.startswith(("ordered by", "sorted by", "order by", "sort by", "ranked by")):
+            return None
+        read.order_items = descending
+        reading.use(i, i + n)
+        return i + n
+    direction = reading.match(i, tuple(DIRECTIONS))
+    if direction and (read.order or read.order_items is not None):
+        n = len(direction.split())
+        if read.order:
+            mentions, _ = read.order[-1]
+            read.order[-1] = (mentions, DIRECTIONS[direction])
+        else:
+            read.order_items = DIRECTIONS[direction]
+        reading.use(i, i + n)
+        return i + n
+    return None
+
+
+def group_clause(reading: Reading, read: Read, i: int) -> int | None:
+    phrase = reading.match(i, GROUP_PHRASES)
+    if not phrase:
+        return None
+    n = len(phrase.split())
+    j = reading.skip(i + n, frozenset({"the", "a", "an", "different", "distinct"}))
+    columns = reading.longest(j, ("column",))
+    tables = reading.longest(j, ("table",))
+    if tables and (not columns or tables[0].size >= columns[0].size):
+        table = tables[0].table
+        assert table is not None
+        read.groups.append(tables)
+        read.mention_table(table)
+        reading.use(i, tables[0].end)
+        return tables[0].end
+    if columns:
+        read.groups.append(columns)
+        reading.use(i, columns[0].end)
+        return columns[0].end
+    if phrase == "each" and reading.low(j) in ("one", "of", "type", "kind"):
+        return None
+    return None
+
+
+def top_clause(reading: Reading, read: Read, i: int) -> int | None:
+    if reading.low(i) not in ("top", "first") or reading.number(i + 1) is None:
+        return None
+    read.limit = int(reading.number(i + 1) or 0)
+    reading.use(i, i + 2)
+    return i + 2
+
+
+def rank_clause(reading: Reading, read: Read, i: int) -> int | None:
+    low = reading.low(i)
+    if low in RANKED:
+        dimension, descending = RANKED[low]
+        j = i + 1
+        tables = reading.longest(j, ("table",))
+        end = tables[0].end if tables else j
+        if tables:
+            assert tables[0].table is not None
+            read.mention_table(tables[0].table)
+        read.ranks.append(Rank(i, [], descending, dimension=dimension))
+        reading.use(i, end)
+        return end
+    common = reading.match(i, ("most common", "most frequent", "most popular", "least common",
+                               "least frequent", "least popular"))  # fmt: skip
+    if common:
+        n = len(common.split())
+        j = reading.skip(i + n)
+        columns = reading.longest(j, ("column",))
+        read.ranks.append(Rank(i, columns, common.startswith("most"), by_count=True))
+        end = columns[0].end if columns else i + n
+        reading.use(i, end)
+        return end
+    if low not in MOST:
+        return None
+    if reading.low(i - 1) == "at":  # "at most 3": a bound
+        return None
+    j = i + 1
+    if reading.low(j) == "number" and reading.low(j + 1) == "of":
+        j += 2
+    tables = reading.longest(j, ("table",))
+    columns = reading.longest(j, ("column",))
+    number_of = j != i + 1
+    if tables and (not columns or table_first(tables, columns) or number_of):
+        table = tables[0].table
+        assert table is not None
+        read.ranks.append(Rank(i, [], MOST[low], count_of=table))
+        read.mention_table(table)
+        reading.use(i, tables[0].end)
+        return tables[0].end
+    if columns:
+        read.ranks.append(Rank(i, columns, MOST[low]))
+        reading.use(i, columns[0].end)
+        return columns[0].end
+    return None

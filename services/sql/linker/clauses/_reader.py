@@ -1,0 +1,100 @@
+"""The clause reader, left to right: the head, the items, then each clause by its first
+words; every token used or a word of the grammar, else :class:`Decline`.
+"""
+
+from __future__ import annotations
+
+from services.sql.linker._context import LinkContext
+from services.sql.linker._mentions import (
+    Chart,
+    chart,
+    question_tokens,
+)
+from services.sql.linker._plan import (
+    Plan,
+)
+from services.sql.linker.clauses._conditions import (
+    absent_clause,
+    compare_clause,
+    present_clause,
+    table_clause,
+    value_clause,
+)
+from services.sql.linker.clauses._cues import NUMBER_WORDS, cue_words, is_glue, unplaced_words
+from services.sql.linker.clauses._events import (
+    event_clause,
+    event_column,
+    later_count,
+    scope_clause,
+    when_event,
+)
+from services.sql.linker.clauses._head import counted_head, read_head, read_items
+from services.sql.linker.clauses._planning import make_plan
+from services.sql.linker.clauses._ranking import group_clause, order_clause, rank_clause, top_clause
+from services.sql.linker.clauses._reading import Decline, Read, Reading
+
+
+def read_clauses(ctx: LinkContext) -> Plan:
+    """The question's plan, or :class:`Decline` when a phrase cannot be placed."""
+    tokens = question_tokens(ctx.question)
+    if not tokens:
+        raise Decline("empty question")
+    kind, at = read_head(Reading(ctx, Chart(tokens)))  # the form first: it needs no mentions
+    unplaced = unplaced_words(ctx.vocab, tokens[at:], ctx.meanings)
+    if unplaced:  # a word nothing could place: decline before any lookup
+        raise Decline(f"nothing read {unplaced[0].text!r}")
+    reading = Reading(ctx, chart(ctx.vocab, ctx.question, ctx.meanings))
+    reading.use(0, at)
+    # a word no mention covers and no clause could use: decline before reading on
+    for i, t in enumerate(reading.tokens[at:], at):
+        if t.quoted or t.number is not None or t.low in cue_words() or is_glue(ctx, t):
+            continue
+        if not reading.chart.covering(i) and event_column(reading, i) is None:
+            raise Decline(f"nothing read {t.text!r}")
+    read = Read("list", when=True) if kind == "when" else Read(kind)
+    at = counted_head(reading, read, at)
+    at = read_items(reading, read, at)
+    _clauses(reading, read, at)
+    glue = [t for i, t in enumerate(reading.tokens) if i not in reading.used and is_glue(ctx, t)]
+    unused = [
+        t.text for i, t in enumerate(reading.tokens) if i not in reading.used and t not in glue
+    ]
+    if unused:
+        raise Decline(f"nothing read {unused[0]!r}")
+    # the grammar and the relating verbs read as such: no condition hides in them; the
+    # words read by meaning are explained by the names they were linked to
+    ctx.known.update(w for t in glue for w in (t.low, t.stem))
+    ctx.known.update(m.word for m in ctx.meanings)
+    # a number written as a word and read as one ("at least two courses") names nothing;
+    # the verifier checks the statement uses its value
+    ctx.known.update(
+        t.low for i, t in enumerate(reading.tokens) if i in reading.used and t.low in NUMBER_WORDS
+    )
+    return make_plan(reading, read)
+
+
+def _clauses(reading: Reading, read: Read, at: int) -> None:
+    recognisers = (
+        when_event,
+        later_count,
+        scope_clause,
+        event_clause,
+        order_clause,
+        group_clause,
+        top_clause,
+        rank_clause,
+        absent_clause,
+        compare_clause,
+        value_clause,
+        present_clause,
+        table_clause,
+    )
+    i = at
+    while i < reading.size:
+        for recognise in recognisers:
+            after = recognise(reading, read, i)
+            if after is not None:
+                i = after
+                break
+        else:
+            i += 1

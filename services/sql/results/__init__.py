@@ -1,0 +1,30 @@
+"""What a result looks like to a product: values encoded losslessly (``_values``), columns
+named the same way everywhere (``_names``), and a chart chosen by fixed rules
+(``_charts``).
+"""
+
+from __future__ import annotations
+
+from services.sql.results._charts import choose_chart
+from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
+from services.sql.results._values import (
+    column_kind,
+    decode,
+    encode,
+    encoded_size,
+    fingerprint,
+    register_loaders,
+)
+
+__all__ = [
+    "NameClaims",
+    "aggregate_name",
+    "choose_chart",
+    "column_kind",
+    "decode",
+    "encode",
+    "encoded_size",
+    "fingerprint",
+    "register_loaders",
+    "shown_column_name",
+]
