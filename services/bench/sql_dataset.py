@@ -39,6 +39,7 @@ import grpc
 import psycopg
 from psycopg import sql
 
+from services.bench import sql_wide
 from services.bench._embedding import start_embedding
 from services.common import (
     ServerSettings,
@@ -144,6 +145,54 @@ def load_dataset(root: Path) -> Dataset:
             raise ValueError(f"{path}:{number}: gold_sql is empty")
         questions.append(item)
     return Dataset(root, databases, tuple(questions))
+
+
+_HALF_ROW = re.compile(r"^\|\s*(study|blind)\s*\|([^|]+)\|", re.MULTILINE)
+
+
+def load_halves(root: Path) -> dict[str, tuple[str, ...]]:
+    """The study and blind halves the dataset's README names (its table of ``| study |
+    db, db, … |`` and ``| blind | … |`` rows); empty when it names none: every database is
+    then study data."""
+    readme = root / "README.md"
+    if not readme.exists():
+        return {}
+    found = {
+        half: tuple(db.strip() for db in dbs.split(",") if db.strip())
+        for half, dbs in _HALF_ROW.findall(readme.read_text(encoding="utf-8"))
+    }
+    return found if set(found) == {"study", "blind"} else {}
+
+
+def blind_databases(dataset: Dataset) -> frozenset[str]:
+    """The databases of the dataset's blind half (none when it names no halves); a name
+    the README lists that the dataset lacks is an error, not a silent study database."""
+    halves = load_halves(dataset.root)
+    if not halves:
+        return frozenset()
+    on_disk = {p.stem for p in (dataset.root / "databases").glob("*.sql")}
+    unknown = set(halves["study"] + halves["blind"]) - on_disk
+    missing = on_disk - set(halves["study"] + halves["blind"])
+    if unknown or missing:
+        raise ValueError(
+            f"{dataset.root}/README.md: the halves name {sorted(unknown)} the dataset lacks "
+            f"and leave out {sorted(missing)}"
+        )
+    return frozenset(halves["blind"])
+
+
+def only_half(dataset: Dataset, half: str) -> Dataset:
+    """The dataset restricted to one of its halves (``study`` or ``blind``)."""
+    halves = load_halves(dataset.root)
+    if not halves:
+        raise ValueError(f"{dataset.root}/README.md names no study and blind halves")
+    blind_databases(dataset)  # the README's halves checked against the databases
+    keep = set(halves[half])
+    return replace(
+        dataset,
+        databases=tuple(db for db in dataset.databases if db in keep),
+        questions=tuple(q for q in dataset.questions if q.db in keep),
+    )
 
 
 # --- scoring: defog sql-eval's rule -----------------------------------------------------
@@ -282,12 +331,17 @@ class LoadOptions:
     # Drop every PRIMARY KEY, FOREIGN KEY and UNIQUE constraint (and unique index) after
     # the gold queries ran: a warehouse that declares no keys (views, exports, dbt models).
     drop_keys: bool = False
+    # Load each database beside about this many look-alike tables with rows (0: none):
+    # the wide version of the dataset (services/bench/sql_wide.py).
+    wide: int = 0
 
     @property
     def prefix(self) -> str:
-        """The loaded databases' name prefix: a key-less copy is a database of its own,
-        so both kinds of run can go on at once."""
-        return DATABASE_PREFIX + ("nokeys_" if self.drop_keys else "")
+        """The loaded databases' name prefix: a key-less or wide copy is a database of its
+        own, so every kind of run can go on at once."""
+        return (
+            DATABASE_PREFIX + ("wide_" if self.wide else "") + ("nokeys_" if self.drop_keys else "")
+        )
 
 
 # Constraints first (foreign keys before the keys they reference), then unique indexes
@@ -337,15 +391,29 @@ async def load_databases(
     :func:`finish_loading`), once the gold queries have run on the data as published."""
     psql = psql_path()
     urls: dict[str, str] = {}
+    template = await _wide_template(admin_url, dataset, options) if options.wide else None
     async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as admin:
         await ensure_reader_role(admin, READER_ROLE)
         for db in dataset.databases:
             name = options.prefix + db
             ident = sql.Identifier(name)
             await admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
-            await admin.execute(sql.SQL("CREATE DATABASE {}").format(ident))
+            if template is None:
+                await admin.execute(sql.SQL("CREATE DATABASE {}").format(ident))
+            else:
+                await admin.execute(
+                    sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                        ident, sql.Identifier(template)
+                    )
+                )
             owner = database_url(admin_url, name)
+            extra = frozenset(await sql_wide.table_names(owner)) if template else frozenset()
             await asyncio.to_thread(_run_script, psql, owner, dataset.script(db))
+            if template is not None:
+                mine = await sql_wide.read_tables(owner, db, skip=extra)
+                async with await psycopg.AsyncConnection.connect(owner) as conn:
+                    await sql_wide.add_lookalikes(conn, mine)
+                    await conn.commit()
             async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
                 cur = await conn.execute(
                     "SELECT nspname FROM pg_namespace WHERE nspname <> 'information_schema' "
@@ -357,6 +425,28 @@ async def load_databases(
                     await conn.execute("ANALYZE")
             urls[db] = reader_url(admin_url, name, READER_ROLE)
     return urls
+
+
+WIDE_TEMPLATE = DATABASE_PREFIX + "wide_template"
+
+
+async def _wide_template(admin_url: str, dataset: Dataset, options: LoadOptions) -> str:
+    """The template every wide database is created from: copies of every dataset table
+    under warehouse-style names (the databases are loaded once, plainly, to read them)."""
+    source_prefix = DATABASE_PREFIX + "widesrc_"
+    sources: list[sql_wide.SourceTable] = []
+    psql = psql_path()
+    async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as admin:
+        for db in dataset.databases:
+            ident = sql.Identifier(source_prefix + db)
+            await admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
+            await admin.execute(sql.SQL("CREATE DATABASE {}").format(ident))
+            url = database_url(admin_url, source_prefix + db)
+            await asyncio.to_thread(_run_script, psql, url, dataset.script(db))
+            sources += await sql_wide.read_tables(url, db)
+            await admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(ident))
+    await sql_wide.build_template(admin_url, WIDE_TEMPLATE, sources, options.wide)
+    return WIDE_TEMPLATE
 
 
 async def finish_loading(admin_url: str, dataset: Dataset, options: LoadOptions) -> None:
@@ -468,6 +558,7 @@ async def evaluate(
     telemetry = Telemetry(TelemetrySettings(service_name="sql-eval"))
     configs = [TargetConfig(db, url, tenants=frozenset({_TENANT})) for db, url in urls.items()]
     embedding = create_channel(embedding_addr) if embedding_addr else None
+    starting = time.perf_counter()
     deps = await build_deps(
         configured,
         telemetry,
@@ -480,14 +571,16 @@ async def evaluate(
         telemetry,
     )
     items: list[dict[str, Any]] = []
+    blind = blind_databases(dataset)
     try:
         await ready(server, servicer, deps)
+        serving_s = time.perf_counter() - starting
         async with create_channel(server.address) as channel:
             stub = pb_grpc.SqlServiceStub(channel)
             for item in dataset.questions:
                 record = await _ask_and_score(stub, item, gold[item.id])
                 items.append(record)
-                if progress is not None:
+                if progress is not None and item.db not in blind:  # the blind half: totals
                     progress(f"{item.id}: {record['outcome']} {'ok' if record['correct'] else ''}")
     finally:
         await server.stop(0)
@@ -495,13 +588,15 @@ async def evaluate(
         if embedding is not None:
             await embedding.close()
         telemetry.shutdown()
-    report = summarize(items)
+    report = by_halves(summarize(items), blind)
+    report["serving_s"] = round(serving_s, 2)
     report["gold_snapshot_mismatches"] = snapshot_mismatches(dataset, gold)
     report["dataset"] = str(dataset.root)
     report["loaded_on"] = date.today().isoformat()
     report["provider"] = "deterministic" if generator is None else type(generator).__name__
     report["analyzed"] = options.analyze
     report["keys_dropped"] = options.drop_keys
+    report["wide"] = options.wide
     report["meanings"] = embedding_addr is not None
     return report
 
@@ -614,6 +709,37 @@ def summarize(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def by_halves(report: dict[str, Any], blind: frozenset[str]) -> dict[str, Any]:
+    """The report with the blind half reduced to totals: its questions leave ``items``,
+    ``by_database`` and ``by_set`` (whose sets are databases here), and ``halves`` holds
+    each half's counts overall and per category. Overall and per-category counts stay
+    over every question. Unchanged when the dataset names no blind half."""
+    if not blind:
+        return report
+    items = report["items"]
+    study = [i for i in items if i["db"] not in blind]
+    hidden = [i for i in items if i["db"] in blind]
+
+    def totals(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for record in records:
+            groups.setdefault(record["category"], []).append(record)
+        return {
+            **_counts(records),
+            "databases": sorted({r["db"] for r in records}),
+            "by_category": {name: _counts(group) for name, group in sorted(groups.items())},
+        }
+
+    sets = {i["set"] for i in hidden}
+    return {
+        **report,
+        "items": study,
+        "by_database": {k: v for k, v in report["by_database"].items() if k not in blind},
+        "by_set": {k: v for k, v in report["by_set"].items() if k not in sets},
+        "halves": {"study": totals(study), "blind": totals(hidden)},
+    }
+
+
 def render(report: dict[str, Any]) -> str:
     """The report as plain-text tables."""
     head = (
@@ -633,6 +759,7 @@ def render(report: dict[str, Any]) -> str:
             "keys dropped" if report.get("keys_dropped") else "keys as declared",
             "analysed" if report.get("analyzed") else "no statistics (not analysed)",
             "meanings by embedding" if report.get("meanings") else "names only",
+            *([f"wide: beside {report['wide']} look-alike tables"] if report.get("wide") else []),
         ]
     )
     lines = [
@@ -642,13 +769,31 @@ def render(report: dict[str, Any]) -> str:
     for title, key in (("category", "by_category"), ("database", "by_database"), ("set", "by_set")):
         lines += ["", head.replace(" " * 36, f"{title:<36}", 1)]
         lines += [line(name, row) for name, row in report[key].items()]
+    halves = report.get("halves")
+    if halves:
+        lines += ["", "by half (the blind half's questions are counted, never listed)"]
+        lines.append(
+            f"{'category':<24}" + "".join(f"{h + ' ans/cor/wrong':>22}{'prec':>7}" for h in halves)
+        )
+        names = sorted({c for half in halves.values() for c in half["by_category"]})
+        for name in [*names, "overall"]:
+            cells = ""
+            for half in halves.values():
+                row = half if name == "overall" else half["by_category"].get(name)
+                if row is None:
+                    cells += f"{'-':>22}{'-':>7}"
+                    continue
+                counts = f"{row['answered']}/{row['correct']}/{row['wrong']}"
+                cells += f"{counts:>22}{row['precision']:>7.1%}"
+            lines.append(f"{name:<24}{cells}")
     lines += ["", line("overall", report)]
     lines.append(
         f"attempts exhausted: {report['exhausted']}; RPC errors: {report['errors']}; "
         f"questions with a failing gold variant: {report['gold_errors']}; "
         f"gold results differing from the snapshot: "
         f"{len(report.get('gold_snapshot_mismatches', []))}; "
-        f"latency p50 {report['latency_ms_p50']} ms, p95 {report['latency_ms_p95']} ms"
+        f"latency p50 {report['latency_ms_p50']} ms, p95 {report['latency_ms_p95']} ms; "
+        f"SERVING after {report.get('serving_s', '?')} s"
     )
     return "\n".join(lines)
 
@@ -660,11 +805,15 @@ def main(
     verbose: bool = False,
     options: LoadOptions = LoadOptions(),
     meanings: bool = True,
+    half: str | None = None,
 ) -> dict[str, Any]:
     """Run the eval on ``dataset_dir`` in the embedded Postgres (or ``DATABASE_URL``'s
     server), print the tables and write JSON to ``out``. With ``meanings`` (as
-    deployed) an embedding service runs beside the SQL service."""
+    deployed) an embedding service runs beside the SQL service; with ``half`` only that
+    half of the dataset's databases is asked."""
     dataset = load_dataset(dataset_dir)
+    if half is not None:
+        dataset = only_half(dataset, half)
     settings = SqlSettings.from_env()
     admin = settings.admin_url or embedded_server_url(settings.data_dir, "postgres")
     embedding = start_embedding() if meanings else None

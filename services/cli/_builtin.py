@@ -183,6 +183,31 @@ def register(commands: Commands) -> None:
         "database, with no planner statistics)",
     )
     eval_sql.add_argument(
+        "--wide",
+        type=int,
+        nargs="?",
+        const=1000,
+        default=0,
+        metavar="TABLES",
+        help="--dataset: load each database beside about TABLES look-alike tables with rows "
+        "(staging, archive, yearly and regional copies; default 1000)",
+    )
+    halves = eval_sql.add_mutually_exclusive_group()
+    halves.add_argument(
+        "--blind",
+        action="store_const",
+        const="blind",
+        dest="half",
+        help="--dataset: only the blind half its README names (totals per category only)",
+    )
+    halves.add_argument(
+        "--study",
+        action="store_const",
+        const="study",
+        dest="half",
+        help="--dataset: only the study half its README names",
+    )
+    eval_sql.add_argument(
         "--memory",
         action="store_true",
         help="the answer memory: teach base questions, ask value swaps, paraphrases and "
@@ -390,8 +415,11 @@ def _eval_sql(args: argparse.Namespace) -> int:
             args.dataset,
             args.out or eval_dataset.DEFAULT_OUT,
             verbose=args.verbose,
-            options=eval_dataset.LoadOptions(analyze=args.analyze, drop_keys=args.drop_keys),
+            options=eval_dataset.LoadOptions(
+                analyze=args.analyze, drop_keys=args.drop_keys, wide=args.wide
+            ),
             meanings=not args.no_meanings,
+            half=args.half,
         )
         return 0 if report["gold_errors"] == 0 else 1
     from services.bench import sql_golden as golden_eval  # noqa: PLC0415
