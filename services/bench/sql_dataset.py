@@ -654,6 +654,7 @@ async def _ask_and_score(
         truncated=reply.result.truncated,
         definitions_applied=list(reply.definitions_applied),
         definitions_ignored=list(reply.definitions_ignored),
+        checks_failed=[c.name for c in reply.checks if not c.passed],
     )
     return record
 
@@ -677,7 +678,22 @@ def _counts(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "accuracy": round(correct / total, 4) if total else 0.0,
         # right or refused: of what was answered, how much was right
         "precision": round(correct / answered, 4) if answered else 0.0,
+        # verification checks that failed on answered statements (the service in
+        # SQL_VERIFY=audit answers anyway): per check, the wrong answers it would refuse
+        # (caught) and the right ones (cost)
+        "checks": _check_counts(records),
     }
+
+
+def _check_counts(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    found: dict[str, dict[str, int]] = {}
+    for r in records:
+        if r["outcome"] != "ANSWERED":
+            continue
+        for name in r.get("checks_failed", []):
+            row = found.setdefault(name, {"caught": 0, "cost": 0})
+            row["cost" if r["correct"] else "caught"] += 1
+    return found
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:
@@ -785,6 +801,18 @@ def render(report: dict[str, Any]) -> str:
                     continue
                 counts = f"{row['answered']}/{row['correct']}/{row['wrong']}"
                 cells += f"{counts:>22}{row['precision']:>7.1%}"
+            lines.append(f"{name:<24}{cells}")
+    parts = {"all": report, **(halves or {})}
+    if any(part.get("checks") for part in parts.values()):
+        lines += ["", "checks failing on answered statements (SQL_VERIFY=audit): wrong answers "
+                  "each would refuse (caught) / right ones (cost)"]  # fmt: skip
+        names = sorted({n for part in parts.values() for n in part.get("checks", {})})
+        lines.append(f"{'check':<24}" + "".join(f"{h + ' caught/cost':>24}" for h in parts))
+        for name in names:
+            cells = ""
+            for part in parts.values():
+                row = part.get("checks", {}).get(name, {"caught": 0, "cost": 0})
+                cells += f"{str(row['caught']) + '/' + str(row['cost']):>24}"
             lines.append(f"{name:<24}{cells}")
     lines += ["", line("overall", report)]
     lines.append(

@@ -145,6 +145,9 @@ def ask_response(result: AskResult) -> pb.AskQuestionResponse:
                 duration=duration(attempt.duration_s),
             )
         )
+    response.checks.extend(
+        pb.SqlCheck(name=c.name, passed=c.passed, reason=c.reason) for c in result.checks
+    )
     response.answer_id = result.answer_id
     if result.reused is not None:
         used = result.reused

@@ -47,6 +47,7 @@ from services.sql.memory import (
     parse_uuid,
 )
 from services.sql.targets import Target, TargetRegistry
+from services.sql.verify import CheckResult, StatementChecker
 
 _TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 MAX_DESCRIBE_CHARS = 100_000
@@ -81,11 +82,14 @@ class SqlEngine:
         limits: EngineLimits,
         ask: AskPipeline | None = None,
         memory: AnswerMemory | None = None,
+        checker: StatementChecker | None = None,
         tracer: trace.Tracer | None = None,
         meter: metrics.Meter | None = None,
     ) -> None:
         self.targets = targets
         self.memory = memory
+        # the verification checks a follow-up's statement passes, as the pipeline's do
+        self._checker = checker
         self._gate = gate
         self._runner = runner
         self.limits = limits
@@ -387,9 +391,19 @@ class SqlEngine:
             gated = time.perf_counter()
             result = await self._run(target, verdict, limits, "prior.sql")
             executed = time.perf_counter()
+            checks: tuple[CheckResult, ...] = ()
+            if self._checker is not None:
+                checks = await self._checker.check(verdict, result, target, catalog, limits)
+                refused = self._checker.refuses(checks)
+                if refused is not None:
+                    span.set_attribute("sql.follow_up.outcome", "CHECK_FAILED")
+                    return AskResult(
+                        AskOutcome.UNANSWERABLE, target.name, message=refused.reason,
+                        checks=checks,
+                    )  # fmt: skip
             span.set_attribute("sql.follow_up.outcome", "ANSWERED")
         attempt = Attempt(1, AttemptOutcome.SUCCEEDED, verdict.normalized_sql,
-                          duration_s=executed - started)  # fmt: skip
+                          duration_s=executed - started, checks=checks)  # fmt: skip
         timings = dict(linked.timings) if linked is not None else {}
         timings.update(follow_up=gated - started, execute=executed - gated,
                        total=executed - started)  # fmt: skip
@@ -402,6 +416,7 @@ class SqlEngine:
             calls=linked.calls if linked is not None else (),
             degraded_llm=linked.degraded_llm if linked is not None else False,
             timings=timings,
+            checks=checks,
         )
 
     # --- the answer memory -------------------------------------------------------------

@@ -41,6 +41,7 @@ from services.sql.memory import (
     open_memory,
 )
 from services.sql.targets import Target, TargetConfig, TargetRegistry
+from services.sql.verify import StatementChecker
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 
@@ -327,11 +328,17 @@ async def build_deps(
     gate = SqlGate(max_chars=settings.max_sql_chars)
     runner = StatementRunner(tracer=tracer, meter=meter)
     offline = OfflineGenerator(phrase_embedder)
+    checker = (
+        StatementChecker(gate, runner, mode=settings.verify, tracer=tracer)
+        if settings.verify is not None
+        else None
+    )
     pipeline = AskPipeline(
         generator or offline,
         gate=gate,
         runner=runner,
         fallback=offline,
+        checker=checker,
         max_repairs=settings.max_repairs,
         catalog_max_chars=settings.catalog_max_chars,
         today=clock,
@@ -344,6 +351,7 @@ async def build_deps(
         runner=runner,
         limits=engine_limits(settings),
         ask=pipeline,
+        checker=checker,
         memory=(
             AnswerMemory(
                 memory[0],
@@ -353,6 +361,7 @@ async def build_deps(
                 settings=memory_settings,
                 tracer=tracer,
                 few_shot=generator is not None,
+                checker=checker,
             )
             if memory is not None
             else None

@@ -14,6 +14,7 @@ from services.sql.definitions import GlossaryEntry, JoinSpec, load_glossary_file
 from services.sql.demo import DEFAULT_DATABASE, DEFAULT_READER_ROLE
 from services.sql.demo.data import DEFAULT_SEED
 from services.sql.targets import ANY_TENANT, SUPERUSER_VARIABLE, WRITABLE_VARIABLE
+from services.sql.verify import VerifyMode
 
 DEFAULT_PORT = 50055
 DEFAULT_TARGET = "warehouse"
@@ -62,6 +63,10 @@ class SqlSettings:
     catalog_max_chars: int = 8000
     catalog_ttl_s: float = 300.0
     max_repairs: int = MAX_REPAIRS
+    # SQL_VERIFY: what a failed verification check does to an answer — "enforce" refuses
+    # it with the check's reason, "audit" reports the check and answers anyway (to
+    # measure what each check catches and costs), "off" runs no check.
+    verify: VerifyMode | None = VerifyMode.ENFORCE
     pool_max_size: int = 4
     # SQL_REFERENCE_DATE: the day relative dates ("last quarter", "this year") are read
     # against. Unset: the demo data's anchor (2025-06-30) while the default target is the
@@ -136,11 +141,22 @@ class SqlSettings:
             catalog_max_chars=env.get_int("SQL_CATALOG_MAX_CHARS", 8000, minimum=200),
             catalog_ttl_s=env.get_float("SQL_CATALOG_TTL_S", 300.0, minimum=0.0),
             max_repairs=repairs,
+            verify=_verify_mode(env.get_str("SQL_VERIFY", VerifyMode.ENFORCE.value)),
             pool_max_size=env.get_int("SQL_POOL_MAX_SIZE", 4, minimum=1),
             reference_date=_date("SQL_REFERENCE_DATE", env.get_optional("SQL_REFERENCE_DATE")),
             glossaries={name: file.entries for name, file in files.items()},
             glossary_joins={name: file.joins for name, file in files.items() if file.joins},
         )
+
+
+def _verify_mode(raw: str) -> VerifyMode | None:
+    value = raw.strip().lower()
+    if value == "off":
+        return None
+    try:
+        return VerifyMode(value)
+    except ValueError:
+        raise SettingsError(f"SQL_VERIFY must be one of enforce, audit, off; got {raw!r}") from None
 
 
 def _split(raw: str, sep: str) -> list[str]:

@@ -248,9 +248,17 @@ async def test_ask_answers_with_attempts_intent_usage_and_timings(running):
         "generate",
         "gate",
         "execute",
+        "verify",
         "total",
     }
     assert len(reply.result.fingerprint) == 64
+    # every check the answer went through, each passed
+    assert [(c.name, c.passed, c.reason) for c in reply.checks] == [
+        ("values", True, ""),
+        ("ties", True, ""),
+        ("rows", True, ""),
+        ("joins", True, ""),
+    ]
 
 
 @pytest.mark.rpc(ASK)

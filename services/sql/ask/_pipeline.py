@@ -61,6 +61,7 @@ from services.sql.gate import (
 )
 from services.sql.intents import Intent, IntentError, compile_intent
 from services.sql.targets import Target
+from services.sql.verify import CheckResult, StatementChecker, failure
 
 _log = logging.getLogger("tandem.sql.ask")
 _T = TypeVar("_T")
@@ -175,6 +176,7 @@ class AttemptOutcome(enum.Enum):
     DATABASE_ERROR = 3
     TIMED_OUT = 4
     GENERATION_FAILED = 5
+    CHECK_FAILED = 6  # it ran, and a verification check refused its answer
 
 
 @dataclass(frozen=True)
@@ -245,6 +247,8 @@ class Attempt:
     duration_s: float = 0.0
     # The database's own message, for the repair signal only (it may quote a literal).
     detail: str = ""
+    # The verification checks of a statement that ran (empty when none did).
+    checks: tuple[CheckResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -286,6 +290,8 @@ class AskResult:
     # and the confirmed pair the answer reused, if any.
     answer_id: str = ""
     reused: PairUse | None = None
+    # The verification checks of the answered statement, or of the last one that ran.
+    checks: tuple[CheckResult, ...] = ()
 
     @property
     def repairs(self) -> int:
@@ -304,6 +310,7 @@ class AskPipeline:
         gate: SqlGate,
         runner: StatementRunner,
         fallback: SqlGenerator | None = None,
+        checker: StatementChecker | None = None,
         max_repairs: int = 2,
         catalog_max_chars: int = 8000,
         today: Callable[[], date] = date.today,
@@ -316,6 +323,7 @@ class AskPipeline:
         self._fallback = fallback
         self._gate = gate
         self._runner = runner
+        self._checker = checker
         self._max_repairs = max_repairs
         self._catalog_max_chars = catalog_max_chars
         self._today = today
@@ -326,6 +334,9 @@ class AskPipeline:
         )
         self._attempts = meter.create_counter(
             "tandem.sql.ask.attempts", description="generate/repair attempts by outcome"
+        )
+        self._checks_failed = meter.create_counter(
+            "tandem.sql.verify.failed", description="executed statements a check refused, by check"
         )
         self._metrics = TandemMetrics(meter)
 
@@ -403,7 +414,7 @@ class _Run:
         self.degraded = False
         self.calls: list[ModelCall] = []
         self.timings: dict[str, float] = {"understand": 0.0, "generate": 0.0, "gate": 0.0,
-                                          "execute": 0.0}  # fmt: skip
+                                          "execute": 0.0, "verify": 0.0}  # fmt: skip
         self.started = time.perf_counter()
 
     async def _call(self, step: Callable[[SqlGenerator], Awaitable[_T]]) -> _T:
@@ -553,6 +564,21 @@ class _Run:
                     attempts=tuple(attempts),
                     definitions_applied=current.definitions_applied,
                     definitions_ignored=current.definitions_ignored,
+                    checks=attempt.checks,
+                )
+            refused = _refused_by_check(attempts)
+            if refused is not None:
+                # a generator that cannot repair what a check refused (the offline one
+                # reads a question one way): the check's reason is the answer
+                return self._result(
+                    AskOutcome.UNANSWERABLE,
+                    interpretation=understanding.interpretation,
+                    intent=current.intent,
+                    attempts=tuple(attempts),
+                    definitions_applied=current.definitions_applied,
+                    definitions_ignored=current.definitions_ignored,
+                    checks=refused.checks,
+                    message=refused.message,
                 )
             failure = Failure(
                 attempt=number,
@@ -562,8 +588,19 @@ class _Run:
                 sqlstate=attempt.sqlstate,
                 message=attempt.detail or attempt.message,
             )
+        checked = next((a for a in reversed(attempts) if a.checks), None)
+        if checked is not None and checked.outcome is AttemptOutcome.CHECK_FAILED:
+            return self._result(
+                AskOutcome.UNANSWERABLE,
+                interpretation=understanding.interpretation,
+                intent=proposal.intent if proposal else understanding.intent,
+                attempts=tuple(attempts),
+                checks=checked.checks,
+                message=checked.message,
+            )
         return self._result(
             AskOutcome.ATTEMPTS_EXHAUSTED,
+            checks=checked.checks if checked is not None else (),
             interpretation=understanding.interpretation,
             intent=proposal.intent if proposal else understanding.intent,
             attempts=tuple(attempts),
@@ -660,13 +697,45 @@ class _Run:
                 None,
             )
         self.timings["execute"] += time.perf_counter() - exec_started
-        attempt = done(AttemptOutcome.SUCCEEDED, verdict.normalized_sql)
+        checks: tuple[CheckResult, ...] = ()
+        checker = self.p._checker
+        if checker is not None:
+            verify_started = time.perf_counter()
+            checks = await checker.check(verdict, result, self.target, self.catalog, self.limits)
+            self.timings["verify"] += time.perf_counter() - verify_started
+            failed = failure(checks)
+            if failed is not None:
+                self.p._checks_failed.add(1, {"check": failed.name})
+            if checker.refuses(checks) is not None and failed is not None:
+                return (
+                    done(
+                        AttemptOutcome.CHECK_FAILED,
+                        verdict.normalized_sql,
+                        message=failed.reason[:300],
+                        checks=checks,
+                    ),
+                    None,
+                )
+        attempt = done(AttemptOutcome.SUCCEEDED, verdict.normalized_sql, checks=checks)
         return attempt, Answered(verdict, result, explanation)
 
 
 _QUOTED = re.compile(r'"[^"]*"')
 # The degradation reason when the offline generator answered for a failed model.
 LLM_FALLBACK = "LLM_FALLBACK"
+
+
+def _refused_by_check(attempts: Sequence[Attempt]) -> Attempt | None:
+    """The attempt a check refused, when the repair after it produced no statement."""
+    if len(attempts) < 2:
+        return None
+    before, last = attempts[-2], attempts[-1]
+    if (
+        before.outcome is AttemptOutcome.CHECK_FAILED
+        and last.outcome is AttemptOutcome.GENERATION_FAILED
+    ):
+        return before
+    return None
 
 
 def record_verdict(span: trace.Span, verdict: Verdict, metrics: TandemMetrics) -> None:

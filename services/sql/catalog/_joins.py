@@ -17,6 +17,8 @@ holds:
   (``sbTransaction.sbTxCustId -> sbCustomer.sbCustId`` in an ``sb…`` schema);
 - the column, less an ``id`` ending, is the parent's name (``model_list.maker ->
   car_makers.id``, ``countries.continent -> continents.contid``);
+- never a column whose name says it counts or sums (``course.num_semesters``, whose
+  values 1..8 are all semester ids: a measure is no reference, whatever it holds);
 - with the data only: the column's name holds the parent's name (``flights.sourceairport
   -> airports.airportcode``), or two text columns share a name and values (a city in two
   tables), the weakest kind; not when both are a handful of categories the catalog
@@ -47,7 +49,7 @@ from psycopg import sql
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, JoinInfo, JoinOrigin, TableInfo
 from services.sql.definitions import JoinSpec
-from services.sql.words import common_prefix, name_words, stem
+from services.sql.words import common_prefix, measure_name, name_words, stem
 
 _log = logging.getLogger("tandem.sql.joins")
 
@@ -380,6 +382,8 @@ def _candidates(catalog: Catalog) -> list[tuple[JoinInfo, bool]]:
                 for column in child.columns:
                     if type_family(column.data_type) != type_family(key.data_type):
                         continue
+                    if measure_name(column.name):
+                        continue  # "num_semesters" counts semesters, it names none
                     why = _named_reference(column, key, (forms, core), child, (whole, last))
                     if why:
                         add(child, column.name, parent, key.name, why, data=False)
@@ -540,6 +544,7 @@ def _unnamed_references(
         for column in table.columns:
             if (
                 column.name.lower().endswith(_KEY_ENDINGS)
+                and not measure_name(column.name)
                 and type_family(column.data_type) in ("int", "text", "uuid")
                 and (table.qualified, (column.name,)) not in referencing
                 and table.primary_key != (column.name,)  # its own key: 1:1 shows in names

@@ -95,18 +95,31 @@ class QuestionLinker:
         """The clause reader first; where it cannot place every phrase, the
         list-oriented reading."""
         applied = list(self.context.applied)
+        checked: LinkError | None = None  # why the clause reader's statement was refused
         if not uses_definitions(self.context):
             try:
                 linked = compose(self.context, read_clauses(self.context))
-                self._check(self.context, linked.sql)
-                if self.context.meanings:  # say every word linked by meaning
-                    read = "; ".join(m.text() for m in self.context.meanings)
-                    linked = replace(linked, explanation=f"{linked.explanation} Read {read}.")
-                return linked
             except (Decline, LinkError):
-                self.context.applied[:] = applied  # the terms expanded when it was read
-                self.context.known.clear()
-        linked = link_question(self.context)
+                linked = None
+            if linked is not None:
+                try:
+                    self._check(self.context, linked.sql)
+                except LinkError as exc:
+                    checked = exc
+                else:
+                    if self.context.meanings:  # say every word linked by meaning
+                        read = "; ".join(m.text() for m in self.context.meanings)
+                        linked = replace(linked, explanation=f"{linked.explanation} Read {read}.")
+                    return linked
+            self.context.applied[:] = applied  # the terms expanded when it was read
+            self.context.known.clear()
+        try:
+            linked = link_question(self.context)
+        except LinkError:
+            # a statement the check refused says more than a reading that found none
+            if checked is not None:
+                raise checked from None
+            raise
         self._check(self.context, linked.sql)
         return linked
 

@@ -82,6 +82,7 @@ from services.sql.memory._store import (
     parse_uuid,
 )
 from services.sql.targets import Target
+from services.sql.verify import CheckResult, StatementChecker
 from services.sql.words import name_words
 
 _log = logging.getLogger("tandem.sql.memory")
@@ -184,8 +185,11 @@ class AnswerMemory:
         settings: MemorySettings | None = None,
         tracer: trace.Tracer | None = None,
         few_shot: bool = True,
+        checker: StatementChecker | None = None,
     ) -> None:
         self.store = store
+        # an adapted statement passes the verification checks, or the pair is a miss
+        self._checker = checker
         self._embedder = embedder
         self._gate = gate
         self._runner = runner
@@ -600,6 +604,13 @@ class AnswerMemory:
                                      "sql.memory.miss": "DATABASE_ERROR"})  # fmt: skip
                 return None, tuple(near)
             execute_s = time.perf_counter() - exec_started
+            checks: tuple[CheckResult, ...] = ()
+            if self._checker is not None:
+                checks = await self._checker.check(verdict, result, target, catalog, limits)
+                if self._checker.refuses(checks) is not None:
+                    span.set_attributes({"sql.memory.reused": False,
+                                         "sql.memory.miss": "CHECK_FAILED"})  # fmt: skip
+                    return None, tuple(near)
             span.set_attribute("sql.memory.reused", True)
         total = time.perf_counter() - started
         answered = AskResult(
@@ -623,6 +634,7 @@ class AnswerMemory:
                 question=found.near.pair.question,
                 replaced=found.replaced,
             ),
+            checks=checks,
         )
         return answered, ()
 

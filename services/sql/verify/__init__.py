@@ -1,9 +1,30 @@
 """Right or refused: checks every statement passes before it is answered, each following
 from SQL, the question's form and the data alone.
+
+Two kinds, at two moments:
+
+- **the question's phrases** (``_phrases``), while the offline linker composes: every
+  phrase that changes an answer (a number, a superlative, a negation, an aggregate word,
+  a grouping) is in the statement; the linker keeps the first of its readings that
+  passes;
+- **the statement and its data** (``_checker``), after any statement ran, whoever
+  proposed it: ``values`` (``_values``: a literal is a value its column holds),
+  ``ties`` (``_ties``: a ranking's cut does not fall among equal values), ``rows``
+  (``_rows``: an empty result names the condition no row meets), ``joins``
+  (``_joins``: tables joined on a key and its reference, never on a measure).
 """
 
 from __future__ import annotations
 
+from services.sql.verify._checker import StatementChecker
+from services.sql.verify._checks import CHECKS, CheckResult, VerifyMode, failure
 from services.sql.verify._phrases import verify_statement
 
-__all__ = ["verify_statement"]
+__all__ = [
+    "CHECKS",
+    "CheckResult",
+    "StatementChecker",
+    "VerifyMode",
+    "failure",
+    "verify_statement",
+]

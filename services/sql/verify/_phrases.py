@@ -42,6 +42,7 @@ from services.sql.linker import (
     prose_of_definitions,
     unexplained,
 )
+from services.sql.verify._outputs import check_outputs
 from services.sql.words import ISO_DATE, WRITTEN_DATE, stem
 
 # Number words a question uses for small counts ("more than one", "at least two").
@@ -297,6 +298,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
                 f"one row cannot have two values of {column}: the question asks for rows "
                 "matching each, which the linker does not compose"
             )
+    check_outputs(ctx, parse_statements(sql, shared=True)[0])
 
 
 def _without_quotes(low: str) -> str:

@@ -35,6 +35,29 @@ def name_words(name: str) -> list[str]:
     return [w.lower() for part in re.split(r"[_\W]+", name) for w in _CAMEL.findall(part)]
 
 
+# How a name says its column counts or sums something: a first word ("num_semesters",
+# "number_of_pets", "total_sales") or a last word ("pet_count", "order_qty").
+_MEASURE_FIRST = frozenset(
+    {"num", "number", "count", "total", "sum", "qty", "quantity", "amount", "avg"}
+)
+_MEASURE_LAST = frozenset({"count", "total", "sum", "qty", "quantity", "amount"})
+# ... unless the last word names an identifier ("account_number", "order_num").
+_REFERENCE_LAST = frozenset({"id", "code", "key", "no", "ref"})
+
+
+def measure_name(name: str) -> bool:
+    """Whether a column's name says it holds a count or sum ("num_semesters",
+    "pet_count"): a measure, never a key another table's rows are found by. A name
+    ending in a number word after a noun ("account_number", "order_num") names an
+    identifier and is no measure."""
+    words = name_words(name)
+    if len(words) < 2 or words[-1] in _REFERENCE_LAST:
+        return False
+    if words[0] in _MEASURE_FIRST:
+        return True
+    return words[-1] in _MEASURE_LAST
+
+
 def common_prefix(names: Sequence[str], *, minimum: int = 2) -> str:
     """The longest prefix every name shares, cut back to a word boundary when the names
     show one (camelCase or ``_``). Lower-case names show none, so there the prefix must

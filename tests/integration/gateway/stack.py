@@ -34,6 +34,7 @@ from services.sql._server import create_server as create_sql_server
 from services.sql._server import ready as sql_ready
 from services.sql.memory._answers import MemorySettings, open_memory
 from services.sql.memory._store import GrpcQuestionEmbedder
+from services.sql.verify import VerifyMode
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from tests.conftest import server_settings
@@ -152,6 +153,7 @@ async def start_sql(
     *,
     as_configured: bool = False,
     embedding_addr: str | None = None,
+    verify: VerifyMode | None = VerifyMode.ENFORCE,
 ) -> Sql:
     """The real SQL service over the demo warehouse in the embedded server, open to every
     tenant; ``as_configured``: set up exactly as the service does it from its settings
@@ -159,7 +161,7 @@ async def start_sql(
     answer memory on, in ``pg_url``'s database, embedding through that service."""
     async with _WAREHOUSE_LOCK:
         warehouse = await ensure_warehouse(pg_url)
-    settings = SqlSettings(admin_url=pg_url, reference_date=date(2025, 6, 30))
+    settings = SqlSettings(admin_url=pg_url, reference_date=date(2025, 6, 30), verify=verify)
     everyone = [TargetConfig("warehouse", warehouse.reader_url, tenants=frozenset({"*"}))]
     memory = None
     channels: list[grpc.aio.Channel] = []

@@ -144,7 +144,14 @@ async def test_offline_answer_end_to_end_and_unanswerable_is_not_an_error(reader
     answered = await ask(offline, reader_target, "How many deals did we win last quarter?")
     assert answered.outcome is AskOutcome.ANSWERED and not answered.degraded_llm
     assert "2025-01-01" in answered.answer.verdict.normalized_sql
-    assert set(answered.timings) == {"understand", "generate", "gate", "execute", "total"}
+    assert set(answered.timings) == {
+        "understand",
+        "generate",
+        "gate",
+        "execute",
+        "verify",
+        "total",
+    }
     unanswerable = await ask(offline, reader_target, "What will the weather be like tomorrow?")
     assert unanswerable.outcome is AskOutcome.UNANSWERABLE
     assert unanswerable.attempts == () and unanswerable.message

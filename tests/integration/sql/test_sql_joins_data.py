@@ -127,3 +127,26 @@ async def test_declared_keys_win_and_the_glossary_adds_what_data_cannot(shop) ->
     kinds = {(e.child, e.parent): e.kind for e in JoinGraph(checked).edges}
     assert kinds[("public.item_tag", "public.customer")] == "declared"
     assert kinds[("public.orders", "public.item")] == "glossary"
+
+
+async def test_a_column_that_counts_is_no_reference_whatever_values_it_holds(pg_url) -> None:
+    # every num_semesters (1..8) is a semester id; the name says it counts them
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute("DROP DATABASE IF EXISTS tandem_measures")
+        await admin.execute("CREATE DATABASE tandem_measures")
+    async with await psycopg.AsyncConnection.connect(
+        database_url(pg_url, "tandem_measures"), autocommit=True
+    ) as conn:
+        for statement in (
+            "CREATE TABLE semester (semester_id int PRIMARY KEY, semester_name text)",
+            "CREATE TABLE course (course_id int PRIMARY KEY, semester_id int, "
+            "num_semesters int, title text)",
+            "INSERT INTO semester SELECT g, 'S' || g FROM generate_series(1, 8) g",
+            "INSERT INTO course SELECT g, 1 + g % 8, 1 + g % 8, 'c' || g "
+            "FROM generate_series(1, 40) g",
+        ):
+            await conn.execute(statement)
+        catalog = await infer_joins(conn, await introspect(conn, "measures"))
+    joins = _joins(catalog)
+    assert ("course", "semester_id", "semester") in joins  # the reference
+    assert not any(j[1] == "num_semesters" for j in joins)  # the count

@@ -205,20 +205,26 @@ async def test_gate_rejections_and_database_errors_with_canary_literals(start, f
         )
         with pytest.raises(grpc.aio.AioRpcError):
             await bad_value
-    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED and not reply.degraded
+    # the last statement runs and finds no company of that name: the values and rows
+    # checks refuse it, saying so to the caller (the response may quote the question;
+    # telemetry may not)
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE and not reply.degraded
     assert fake.pending() == 0
     assert [a.outcome for a in reply.attempts] == [
         pb.SQL_ATTEMPT_OUTCOME_GATE_REJECTED,
         pb.SQL_ATTEMPT_OUTCOME_DATABASE_ERROR,
-        pb.SQL_ATTEMPT_OUTCOME_SUCCEEDED,
+        pb.SQL_ATTEMPT_OUTCOME_CHECK_FAILED,
     ]
+    assert reply.message == f"{canary!r} is not a value of companies.name"
+    assert [c.name for c in reply.checks if not c.passed] == ["values", "rows"]
     names = _check(running, canary, logs)
-    assert {"sql.repair", "sql.gate", "sql.execute"} <= names
+    assert {"sql.repair", "sql.gate", "sql.execute", "sql.verify"} <= names
 
     spans = running.sink.spans.get_finished_spans()
     ask = next(s for s in spans if s.name == "sql.ask")
     assert dict(ask.attributes or {})["sql.ask.repairs"] == 2
-    assert len(dict(ask.attributes or {})["sql.fingerprint"]) == 64
+    verified = next(s for s in spans if s.name == "sql.verify")
+    assert dict(verified.attributes or {})["sql.verify.failed"] == ("values", "rows")
     tables = next(s for s in spans if s.name == "sql.identify_tables")
     assert dict(tables.attributes or {})["sql.tables"] == ("public.companies",)
     repairs = [dict(s.attributes or {}) for s in spans if s.name == "sql.repair"]

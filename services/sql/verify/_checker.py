@@ -1,0 +1,200 @@
+"""The checks an executed statement goes through before its answer is given.
+
+:class:`StatementChecker` reads the statement the gate accepted, the rows it returned and
+the catalog, and answers with one :class:`CheckResult` per check (``values``, ``ties``,
+``rows``, ``joins``). What the catalog already knows is decided here; what only the data
+can tell is asked of the database in probes — each a SELECT of ``EXISTS`` subqueries and
+counts built from the statement, which goes through the same gate and the same read-only
+execution as any other statement: at most one probe for the statement's values and cut,
+and one more only when it found no row.
+
+A probe that cannot run (refused, timed out, the database gone) decides nothing: the
+check passes with that said, since a check must never turn a database hiccup into a
+refusal of a good answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+
+from opentelemetry import trace
+
+from services.sql.catalog import Catalog, JoinGraph, StoredValues
+from services.sql.gate import (
+    Limits,
+    ResultSet,
+    SqlGate,
+    StatementError,
+    StatementRunner,
+    Verdict,
+    parse_statements,
+)
+from services.sql.targets import Target
+from services.sql.verify._checks import (
+    JOINS,
+    ROWS,
+    TIES,
+    VALUES,
+    CheckResult,
+    VerifyMode,
+    failure,
+)
+from services.sql.verify._joins import join_pairs, join_refusal
+from services.sql.verify._rows import refusal as rows_refusal
+from services.sql.verify._rows import relaxations
+from services.sql.verify._ties import ties_test
+from services.sql.verify._values import settled, value_tests
+
+_log = logging.getLogger("tandem.sql.verify")
+# A probe reads little; it never gets more time than this, nor more than the statement.
+PROBE_TIMEOUT_S = 2.0
+_CACHED_CATALOGS = 8
+
+
+@dataclass(frozen=True)
+class _Derived:
+    """What the checks derive from one catalog: its stored values and join graph."""
+
+    values: StoredValues
+    graph: JoinGraph
+
+
+class StatementChecker:
+    """Runs every check on one executed statement (see the module docstring)."""
+
+    def __init__(
+        self,
+        gate: SqlGate,
+        runner: StatementRunner,
+        *,
+        mode: VerifyMode = VerifyMode.ENFORCE,
+        tracer: trace.Tracer | None = None,
+    ) -> None:
+        self._gate = gate
+        self._runner = runner
+        self.mode = mode
+        self._tracer = tracer or trace.NoOpTracer()
+        self._derived: OrderedDict[tuple[str, object], _Derived] = OrderedDict()
+
+    def _of(self, catalog: Catalog) -> _Derived:
+        key = (catalog.database, catalog.refreshed_at)
+        found = self._derived.get(key)
+        if found is None:
+            found = _Derived(StoredValues.of(catalog), JoinGraph(catalog))
+            self._derived[key] = found
+            if len(self._derived) > _CACHED_CATALOGS:
+                self._derived.popitem(last=False)
+        return found
+
+    def refuses(self, results: tuple[CheckResult, ...]) -> CheckResult | None:
+        """The check that refuses the answer: the first failure, in ``enforce`` mode."""
+        return failure(results) if self.mode is VerifyMode.ENFORCE else None
+
+    async def check(
+        self,
+        verdict: Verdict,
+        result: ResultSet,
+        target: Target,
+        catalog: Catalog,
+        limits: Limits,
+    ) -> tuple[CheckResult, ...]:
+        """One result per check, in :data:`CHECKS` order."""
+        with self._tracer.start_as_current_span("sql.verify") as span:
+            found = await self._check(verdict, result, target, catalog, limits)
+            failed = [r.name for r in found if not r.passed]
+            span.set_attribute("sql.verify.failed", failed)
+            span.set_attribute("sql.verify.mode", self.mode.value)
+            return found
+
+    async def _check(
+        self,
+        verdict: Verdict,
+        result: ResultSet,
+        target: Target,
+        catalog: Catalog,
+        limits: Limits,
+    ) -> tuple[CheckResult, ...]:
+        tree = parse_statements(verdict.normalized_sql, shared=True)[0]
+        derived = self._of(catalog)
+        probe_limits = replace(
+            limits, max_rows=1, statement_timeout_s=min(PROBE_TIMEOUT_S, limits.statement_timeout_s)
+        )
+        tests = value_tests(tree, catalog)
+        ties = ties_test(tree, catalog)
+        asked = [t.probe for t in tests if t.probe]
+        answers = await self._probe(
+            asked + ([ties.probe] if ties else []), target, catalog, probe_limits
+        )
+        # values: decided here, or by the probe (undecided when it could not run)
+        by_probe = iter(answers[: len(asked)] if answers is not None else [None] * len(asked))
+        held: list[bool | None] = []
+        for test in tests:
+            answer = next(by_probe) if test.probe else test.held
+            held.append(None if answer is None else bool(answer))
+        refused = settled(tests, held)
+        values = (
+            CheckResult(VALUES, False, refused.refusal(derived.values))
+            if refused is not None
+            else CheckResult(VALUES, True)
+        )
+        # ties
+        cut = CheckResult(TIES, True)
+        kept = answers[-1] if answers is not None and ties is not None else None
+        if ties is not None and isinstance(kept, int) and kept > ties.limit:
+            cut = CheckResult(TIES, False, ties.refusal(kept))
+        # rows
+        rows = CheckResult(ROWS, True)
+        if not result.rows:
+            relaxed = relaxations(tree)
+            through = await self._probe([r.probe for r in relaxed], target, catalog, probe_limits)
+            if through is not None or not relaxed:
+                rows = CheckResult(
+                    ROWS, False, rows_refusal(relaxed, [bool(x) for x in (through or [])])
+                )
+        # joins
+        joins = CheckResult(JOINS, True)
+        for pair in join_pairs(tree, catalog):
+            reason = join_refusal(pair, derived.graph)
+            if reason:
+                joins = CheckResult(JOINS, False, reason)
+                break
+        return (values, cut, rows, joins)
+
+    async def _probe(
+        self, expressions: list[str], target: Target, catalog: Catalog, limits: Limits
+    ) -> list[object] | None:
+        """The values of ``expressions`` selected in one gated, read-only statement; None
+        when there is nothing to ask or the probe could not run."""
+        if not expressions:
+            return None
+        text = "SELECT " + ", ".join(f"{e} AS p{i}" for i, e in enumerate(expressions))
+        verdict = self._gate.check(text, catalog)
+        if not verdict.valid:
+            _log.warning(
+                "a verification probe was refused by the gate",
+                extra={"fields": {"gate.rule": verdict.violations[0].rule.name}},
+            )
+            return None
+        try:
+            probed = await self._runner.run(target.pool, verdict, limits, database=target.name)
+        except StatementError as exc:
+            _log.info(
+                "a verification probe could not run; the check decides nothing",
+                extra={"fields": {"error.kind": exc.kind.value, "db.sqlstate": exc.sqlstate}},
+            )
+            return None
+        if not probed.rows:
+            return None
+        return [_plain(v) for v in probed.rows[0].values]
+
+
+def _plain(value: object) -> object:
+    """A probe's value: a boolean or an integer (``SqlValue``)."""
+    which = value.WhichOneof("kind")  # type: ignore[attr-defined]
+    if which == "bool_value":
+        return bool(value.bool_value)  # type: ignore[attr-defined]
+    if which == "int_value":
+        return int(value.int_value)  # type: ignore[attr-defined]
+    return None

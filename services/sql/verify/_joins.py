@@ -1,0 +1,101 @@
+"""The ``joins`` check: two tables are joined only on columns that are a key of one
+another.
+
+A join pairs each row with the rows whose column holds the same value. When the columns
+are a reference and the key it points at (declared, in the glossary, or inferred from
+names and data), each row finds its one related row; when they are two categories that
+happen to share labels (a status in both tables), or a measure that happens to take key
+values (``semester.semester_id = course.num_semesters``: semesters 1..8, counts 1..8),
+rows pair with rows they have nothing to do with, and every count and sum over the join
+is wrong while the statement runs without a complaint.
+
+A join condition passes when the catalog's join graph holds an edge between exactly those
+columns, or when one side is a key of its table (declared or inferred: unique, never
+null) and the other is of the same type family. A column whose name says it counts or
+sums is never a join column, whatever edge was inferred for it; a declared foreign key
+always is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from services.sql.catalog import Catalog, JoinGraph, TableInfo, table_for
+from services.sql.verify._said import aliases, said
+from services.sql.words import measure_name
+
+
+@dataclass(frozen=True)
+class JoinPair:
+    """One equality between columns of two tables."""
+
+    left: TableInfo
+    left_column: str
+    right: TableInfo
+    right_column: str
+    text: str  # the condition, said for a person
+
+
+def join_pairs(tree: exp.Expr, catalog: Catalog) -> list[JoinPair]:
+    """Every ``a.x = b.y`` of ``tree`` between columns of two different tables, in join
+    conditions and WHERE clauses alike (an implicit join is a join)."""
+    tables: dict[str, TableInfo] = {}
+    for table in tree.find_all(exp.Table):
+        info = table_for(catalog, table)
+        if info is not None:
+            tables[table.alias_or_name] = info
+    names = aliases(tree)
+    found: list[JoinPair] = []
+    for eq in tree.find_all(exp.EQ):
+        left, right = eq.this, eq.expression
+        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+            continue
+        a, b = tables.get(left.table), tables.get(right.table)
+        if a is None or b is None or a.qualified == b.qualified:
+            continue
+        found.append(JoinPair(a, left.name, b, right.name, said(eq, names)))
+    return found
+
+
+def _edge_between(graph: JoinGraph, pair: JoinPair) -> tuple[bool, bool]:
+    """(an edge joins exactly these columns, that edge is declared)."""
+    for edge in graph.edges_of(pair.left.qualified, overlap=True):
+        ends = {
+            (edge.child, edge.child_column),
+            (edge.parent, edge.parent_column),
+        }
+        if len(edge.child_columns) != 1:
+            continue
+        if ends == {
+            (pair.left.qualified, pair.left_column),
+            (pair.right.qualified, pair.right_column),
+        }:
+            return True, not edge.inferred
+    return False, False
+
+
+def _is_key(table: TableInfo, column: str) -> bool:
+    return table.primary_key == (column,) or (column,) in table.unique_keys
+
+
+def join_refusal(pair: JoinPair, graph: JoinGraph) -> str:
+    """Why the join is refused, or empty when it passes."""
+    edge, declared = _edge_between(graph, pair)
+    if declared:
+        return ""
+    for table, column in ((pair.left, pair.left_column), (pair.right, pair.right_column)):
+        if measure_name(column):
+            return (
+                f"{table.name}.{column} counts or sums something; joining on it "
+                f"({pair.text}) pairs rows that do not belong together"
+            )
+    if edge:
+        return ""
+    if _is_key(pair.left, pair.left_column) or _is_key(pair.right, pair.right_column):
+        return ""
+    return (
+        f"{pair.text} joins two columns neither of which is a key of its table, and no "
+        f"reference between them is known"
+    )

@@ -1,0 +1,247 @@
+"""The verification checks' own logic, on a catalog written here: what a statement shows
+(names asked for, averages of keys, counts the joins multiply) and what the data checks
+derive from a statement (the literals to test and how, the ranked keys a cut is tested
+on, the conditions an empty result is relaxed by, the joins held to keys). Each check is
+shown refusing the statement it guards against and passing the right one; the database
+side is tested in tests/integration/sql/test_sql_checks.py."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+import sqlglot
+
+from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql.catalog._joins import JoinGraph
+from services.sql.linker import LinkError, Vocabulary, read_question
+from services.sql.verify._joins import join_pairs, join_refusal
+from services.sql.verify._outputs import check_outputs
+from services.sql.verify._rows import conditions, refusal, relaxations
+from services.sql.verify._ties import ties_test
+from services.sql.verify._values import ValueTest, settled, value_tests
+from services.sql.words import measure_name
+
+
+def _col(name: str, data_type: str = "integer", **kw: object) -> ColumnInfo:
+    return ColumnInfo(name, data_type, True, **kw)  # type: ignore[arg-type]
+
+
+CATALOG = Catalog(
+    "docs",
+    (
+        TableInfo(
+            "public",
+            "templates",
+            columns=(
+                _col("template_id"),
+                _col("template_type_code", "text", sample_values=("CV", "PPT")),
+                _col("version_number"),
+            ),
+            primary_key=("template_id",),
+        ),
+        TableInfo(
+            "public",
+            "documents",
+            columns=(
+                _col("document_id"),
+                _col("template_id"),
+                _col("document_name", "text"),
+                _col("page_count"),
+            ),
+            primary_key=("document_id",),
+            foreign_keys=(ForeignKeyInfo(("template_id",), "public.templates", ("template_id",)),),
+        ),
+        TableInfo(
+            "public",
+            "makers",
+            columns=(_col("id"), _col("maker", "text"), _col("fullname", "text")),
+            primary_key=("id",),
+        ),
+    ),
+)
+VOCABULARY = Vocabulary(CATALOG, JoinGraph(CATALOG))
+
+
+def _outputs(question: str, sql: str) -> None:
+    ctx = read_question(question, VOCABULARY, date(2026, 11, 24))
+    check_outputs(ctx, sqlglot.parse_one(sql, read="postgres"))
+
+
+def _tree(sql: str) -> sqlglot.exp.Expr:
+    return sqlglot.parse_one(sql, read="postgres")
+
+
+# --- what a statement shows -----------------------------------------------------------
+
+
+def test_names_asked_and_only_ids_shown_is_refused() -> None:
+    question = "What are the names and ids of all makers?"
+    with pytest.raises(LinkError, match="asks for names; the statement shows no name"):
+        _outputs(question, "SELECT t0.id AS id FROM public.makers AS t0")
+    _outputs(question, "SELECT t0.fullname AS fullname, t0.id AS id FROM public.makers AS t0")
+    # names said in a condition are no item asked for
+    _outputs(
+        "What are the ids of makers with the name Ford?", "SELECT t0.id FROM public.makers AS t0"
+    )
+
+
+def test_an_average_of_keys_is_refused() -> None:
+    question = "What is the average number of templates?"
+    with pytest.raises(LinkError, match=r"AVG of templates\.template_id, a key"):
+        _outputs(question, "SELECT AVG(t0.template_id) FROM public.templates AS t0")
+    with pytest.raises(LinkError, match=r"SUM of documents\.template_id"):
+        _outputs(question, "SELECT SUM(t0.template_id) FROM public.documents AS t0")
+    _outputs(
+        "What is the average page count?", "SELECT AVG(t0.page_count) FROM public.documents AS t0"
+    )
+
+
+def test_a_count_multiplied_by_a_join_to_referring_rows_is_refused() -> None:
+    question = "Count the number of templates of the type CV."
+    fanned = (
+        "SELECT COUNT(*) FROM public.documents AS t0 JOIN public.templates AS t1 "
+        "ON t1.template_id = t0.template_id WHERE t1.template_type_code = 'CV'"
+    )
+    with pytest.raises(LinkError, match="counted once per documents row"):
+        _outputs(question, fanned)
+    _outputs(
+        question, "SELECT COUNT(*) FROM public.templates AS t0 WHERE t0.template_type_code = 'CV'"
+    )
+    # counting the referring rows through their parent is what "how many documents" asks
+    _outputs(
+        "How many documents use templates of type CV?",
+        fanned.replace("COUNT(*)", "COUNT(*)"),
+    )
+    # per group, each count is meant
+    _outputs(
+        "How many documents does each template have?",
+        "SELECT t1.template_id, COUNT(*) FROM public.documents AS t0 JOIN public.templates AS t1 "
+        "ON t1.template_id = t0.template_id GROUP BY t1.template_id",
+    )
+
+
+# --- values ---------------------------------------------------------------------------
+
+
+def test_values_are_decided_by_the_catalog_where_it_knows_them() -> None:
+    (held,) = value_tests(_tree("SELECT * FROM templates WHERE template_type_code = 'cv'"), CATALOG)
+    assert held.held is True and not held.probe  # case is no difference
+    (unknown,) = value_tests(_tree("SELECT * FROM documents WHERE document_name = 'Plan'"), CATALOG)
+    assert unknown.held is None and unknown.probe.startswith('EXISTS (SELECT 1 FROM "public"')
+    assert "lower(btrim(CAST(\"document_name\" AS TEXT))) = lower(btrim('Plan'))" in unknown.probe
+
+
+def test_a_pattern_of_grammar_words_is_refused_but_letters_are_not() -> None:
+    def only(sql: str) -> ValueTest:
+        (test,) = value_tests(_tree(sql), CATALOG)
+        return test
+
+    the = only("SELECT * FROM documents WHERE document_name ILIKE '%the%'")
+    assert the.held is False and "holds no word that names anything" in the.refusal(None)  # type: ignore[arg-type]
+    for pattern in ("J%", "%ez", "%a%", "%plan%", "US"):
+        test = only(f"SELECT * FROM documents WHERE document_name ILIKE '{pattern}'")
+        assert test.held is None and "ILIKE" in test.probe, pattern
+
+
+def test_alternatives_need_one_value_held() -> None:
+    tests = value_tests(
+        _tree(
+            "SELECT * FROM documents WHERE document_name = 'A' OR document_name = 'B' "
+            "AND template_id IN (SELECT template_id FROM templates WHERE template_type_code "
+            "IN ('CV', 'XYZ'))"
+        ),
+        CATALOG,
+    )
+    by_value = {t.literal: t for t in tests}
+    assert by_value["A"].group == by_value["B"].group != 0  # one OR
+    assert by_value["CV"].group == by_value["XYZ"].group != 0  # one IN list
+    # the catalog's samples hold 'CV'; they may not be every value, so 'XYZ' is asked
+    assert by_value["CV"].held is True and by_value["XYZ"].held is None
+    assert by_value["XYZ"].probe
+    held = {"A": None, "B": None, "CV": True, "XYZ": False}
+    assert settled(tests, [held[t.literal] for t in tests]) is None  # 'CV' is held
+    held.update(A=False, B=False)
+    refused = settled(tests, [held[t.literal] for t in tests])
+    assert refused is not None and refused.literal == "A"
+    # a lone literal no row holds refuses on its own
+    (alone,) = value_tests(
+        _tree("SELECT * FROM templates WHERE template_type_code = 'XYZ'"), CATALOG
+    )
+    assert settled([alone], [False]) is alone and settled([alone], [None]) is None
+
+
+# --- ties -----------------------------------------------------------------------------
+
+
+def test_a_ranking_is_tested_on_its_ranked_keys_not_its_tie_breakers() -> None:
+    sql = (
+        "SELECT t0.fullname AS fullname, COUNT(*) AS count FROM public.makers AS t0 "
+        "GROUP BY t0.fullname, t0.id ORDER BY count DESC, fullname, t0.id LIMIT 3"
+    )
+    test = ties_test(_tree(sql), CATALOG)
+    assert test is not None and test.limit == 3 and test.key == "count"
+    assert "ORDER BY count DESC FETCH FIRST 3 ROWS WITH TIES" in test.probe
+    two = sql.replace(
+        "ORDER BY count DESC, fullname", "ORDER BY count DESC, AVG(t0.id) DESC, fullname"
+    )
+    test = ties_test(_tree(two), CATALOG)
+    assert test is not None and test.key == "count, AVG(makers.id)"
+    # no cut, an offset, a count that is no number: nothing to test
+    assert ties_test(_tree(sql.replace(" LIMIT 3", "")), CATALOG) is None
+    assert ties_test(_tree(sql + " OFFSET 2"), CATALOG) is None
+    assert ties_test(_tree("SELECT 1 UNION SELECT 2"), CATALOG) is None
+
+
+# --- rows -----------------------------------------------------------------------------
+
+
+def test_an_empty_result_is_relaxed_one_condition_at_a_time() -> None:
+    tree = _tree(
+        "SELECT t0.document_name FROM public.documents AS t0 JOIN public.templates AS t1 "
+        "ON t1.template_id = t0.template_id WHERE t1.template_type_code = 'CV' "
+        "AND t0.page_count > 10 GROUP BY t0.document_name HAVING COUNT(*) > 1 "
+        "ORDER BY t0.document_name LIMIT 5"
+    )
+    assert len(conditions(tree)) == 3
+    relaxed = relaxations(tree)
+    assert [r.condition for r in relaxed] == [
+        "templates.template_type_code = 'CV'",
+        "documents.page_count > 10",
+        "COUNT(*) > 1",
+    ]
+    assert all(r.probe.startswith("EXISTS (") for r in relaxed)
+    assert "LIMIT" not in relaxed[0].probe and "ORDER BY" not in relaxed[0].probe
+    assert "'CV'" not in relaxed[0].probe and "page_count > 10" in relaxed[0].probe
+    assert "rows meet all but 'documents.page_count > 10'" in refusal(relaxed, [False, True, False])
+    assert "even with any one of them left out" in refusal(relaxed, [False, False, False])
+
+
+# --- joins ----------------------------------------------------------------------------
+
+
+def test_joins_are_held_to_keys_and_references() -> None:
+    graph = JoinGraph(CATALOG)
+
+    def why(sql: str) -> str:
+        (pair,) = join_pairs(_tree(sql), CATALOG)
+        return join_refusal(pair, graph)
+
+    assert (
+        why("SELECT * FROM documents d JOIN templates t ON d.template_id = t.template_id") == ""
+    )  # a declared reference
+    assert "counts or sums something" in why(
+        "SELECT * FROM documents d JOIN templates t ON d.page_count = t.template_id"
+    )
+    assert "neither of which is a key" in why(
+        "SELECT * FROM documents d JOIN templates t ON d.document_name = t.template_type_code"
+    )
+    assert "counts or sums" in why("SELECT * FROM documents d, makers m WHERE m.id = d.page_count")
+    assert why("SELECT * FROM documents d JOIN makers m ON m.id = d.template_id") == ""  # a key
+
+
+def test_a_name_says_whether_its_column_counts() -> None:
+    for name in ("num_semesters", "number_of_pets", "pet_count", "total_sales", "order_qty"):
+        assert measure_name(name), name
+    for name in ("account_number", "order_num", "semester_id", "count", "amount", "total_no"):
+        assert not measure_name(name), name
