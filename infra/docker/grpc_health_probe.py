@@ -55,7 +55,10 @@ def probe(
             )
         except grpc.RpcError as exc:
             code = exc.code() if isinstance(exc, grpc.Call) else None
-            print(f"health check of {address} failed: {code}", file=sys.stderr)
+            # The details tell a refused handshake ("Socket closed") from a port nobody
+            # listens on ("Connection refused").
+            details = exc.details() if isinstance(exc, grpc.Call) else None
+            print(f"health check of {address} failed: {code}: {details}", file=sys.stderr)
             return UNREACHABLE
     if reply.status != health_pb2.HealthCheckResponse.SERVING:
         name = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)

@@ -19,7 +19,6 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from gateway import GatewaySettings, Limits, Scope
-from gateway._server import RPC_SCOPES
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
@@ -36,6 +35,7 @@ from tests.integration.retrieval.stack import (
     Retrieval,
     new_tenant,
 )
+from tests.scopes import PINNED_RPC_SCOPES
 
 ASK = "tandem.v1.GatewayService/Ask"
 STREAM_ASK = "tandem.v1.GatewayService/StreamAsk"
@@ -220,12 +220,21 @@ async def test_a_wrong_key_is_unauthenticated(stack, rpc):
     assert code == grpc.StatusCode.UNAUTHENTICATED and found["reason"] == "API_KEY_INVALID"
 
 
+def test_the_scope_tests_call_every_rpc_of_the_pinned_table():
+    # This module's scope test and the answer-memory one together call every public RPC
+    # with a key lacking its pinned scope: a new RPC is not left out.
+    from tests.contract.test_gateway_sql_memory import VALID as MEMORY_VALID
+
+    called = [VALID[rpc][0] for rpc in ALL] + [method for method, _ in MEMORY_VALID.values()]
+    assert sorted(called) == sorted(PINNED_RPC_SCOPES)
+
+
 @pytest.mark.parametrize("rpc", _each())
 async def test_a_key_without_the_rpcs_scope_is_refused_naming_it(stack, rpc):
     # Each key holds scopes (ask, ingest, teach, admin); every RPC needs one. The attacker
     # here is the tenant's own narrow key: an ask-only key cannot ingest or delete.
     method, request = VALID[rpc]
-    needed = RPC_SCOPES[method]
+    needed = Scope(PINNED_RPC_SCOPES[method])  # by hand, not read from the gateway
     tenant = new_tenant(stack.pg_url, "scope")
     others = tuple(s for s in Scope if s is not needed)
     narrow = await stack.gateway.key(tenant, scopes=others)

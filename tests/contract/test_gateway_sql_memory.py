@@ -17,7 +17,6 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from gateway import GatewaySettings, Scope
-from gateway._server import RPC_SCOPES
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import router_service_pb2 as rpb
@@ -31,6 +30,7 @@ from tests.integration.gateway.stack import (
     start_sql,
 )
 from tests.integration.retrieval.stack import new_tenant
+from tests.scopes import PINNED_RPC_SCOPES
 
 FEEDBACK = "tandem.v1.GatewayService/SubmitSqlFeedback"
 TEACH = "tandem.v1.GatewayService/TeachSql"
@@ -135,7 +135,7 @@ async def test_a_key_without_the_rpcs_scope_is_refused_and_nothing_is_taught(gat
     # A second key of the tenant once taught "refunded -> SELECT 0" to every user: pairs
     # and feedback that change reuse need the teach scope; listing pairs only ask.
     method, request = VALID[rpc]
-    needed = RPC_SCOPES[method]
+    needed = Scope(PINNED_RPC_SCOPES[method])  # by hand, not read from the gateway
     tenant = new_tenant(pg_url, "mem")
     narrow = await gateway.key(tenant, scopes=tuple(s for s in Scope if s is not needed))
     code, _, reason, metadata = await _error(

@@ -1,7 +1,8 @@
 """The architecture, read from the import graph, kept from getting worse.
 
 - No module imports another package's private module (``services.x._y``, ``gateway._y``)
-  except through that package's public face (its ``__init__`` or a public module).
+  except through that package's public face (its ``__init__`` or a public module);
+  relative imports count, resolved against the importing module's package.
 - No harness that starts a service's servers lives inside another service's package, and
   inside its own package only its ``_server`` and ``__main__`` start it (build its deps,
   create or serve its server): evals and benchmarks live under ``services/bench``.
@@ -50,15 +51,32 @@ def _modules(root: Path) -> dict[str, Path]:
     return found
 
 
+def _absolute(node: ast.ImportFrom, name: str, path: Path) -> str | None:
+    """The module ``from … import`` names, relative imports resolved against the
+    importing module's package (``from ..sql._engine import X`` in ``services.router._y``
+    is ``services.sql._engine``); None when it climbs above the top package."""
+    if node.level == 0:
+        return node.module
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    if node.level - 1 >= len(package):
+        return None
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def imports(root: Path = ROOT) -> dict[str, set[str]]:
-    """Every project module and the project modules it imports (anywhere in it)."""
+    """Every project module and the project modules it imports (anywhere in it), whether
+    the import is absolute or relative."""
     modules = _modules(root)
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         found: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if isinstance(node, ast.ImportFrom):
+                module = _absolute(node, name, path)
+                if module is None:
+                    continue
+                targets = [module, *(f"{module}.{a.name}" for a in node.names)]
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
@@ -213,7 +231,58 @@ def test_no_import_cycle_between_modules():
     _check(module_cycles(imports()), frozenset(), "module cycles")
 
 
-def test_each_rule_catches_a_planted_violation():
+def _plant(root: Path, files: Mapping[str, str]) -> None:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_relative_imports_are_read_against_the_importing_package(tmp_path: Path):
+    # A tree on disk, read the way the rules read the real one: every relative form
+    # resolves to the module it names, from a module and from a package's face.
+    _plant(
+        tmp_path,
+        {
+            "gateway/__init__.py": "",
+            "services/__init__.py": "",
+            "services/sql/__init__.py": "from ._engine import Engine\n",
+            "services/sql/_engine.py": "Engine = object\n",
+            "services/router/__init__.py": "from . import _planted\n",
+            "services/router/_planted.py": (
+                "from ..sql._engine import Engine\nfrom ..sql import _engine\n"
+                "from .. import sql\nfrom .... import too_far\n"
+            ),
+        },
+    )
+    graph = imports(tmp_path)
+    # ``from .. import sql`` names the package and the module, as its absolute form does.
+    assert graph["services.router._planted"] == {
+        "services.sql._engine",
+        "services.sql",
+        "services",
+    }
+    assert graph["services.router"] == {"services.router", "services.router._planted"}
+    assert graph["services.sql"] == {"services.sql._engine"}
+    assert ("services.router", "services.sql._engine") in private_imports(graph)
+    assert ("services.router._planted", "services.sql") in harnesses(graph)
+
+
+def test_each_rule_catches_a_planted_violation(tmp_path: Path):
+    # Planted as a file and read from disk: a relative import of another package's
+    # private module inside the router.
+    empty = ("gateway", "services", "services/sql", "services/router")
+    _plant(tmp_path, {f"{package}/__init__.py": "" for package in empty})
+    _plant(
+        tmp_path,
+        {
+            "services/sql/_engine.py": "Engine = object\n",
+            "services/router/_planted.py": "from ..sql._engine import Engine\n",
+        },
+    )
+    relative = imports(tmp_path)
+    assert ("services.router", "services.sql._engine") in private_imports(relative)
+    assert ("services.router._planted", "services.sql") in harnesses(relative)
     graph = imports()
     planted = {**graph, "services.router._planted": {"services.sql._engine"}}
     assert ("services.router", "services.sql._engine") in private_imports(planted)

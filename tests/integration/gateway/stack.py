@@ -1,11 +1,10 @@
 """The gateway in front of real internal services for tests: the embedded Postgres, the
-real embedding model over gRPC, the real retrieval and SQL servers on loopback, the real
-router when it is importable, and the gateway on port 0 driven through its stub."""
+real embedding model over gRPC, the real retrieval, SQL and router servers on loopback,
+and the gateway on port 0 driven through its stub."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -28,6 +27,10 @@ from services.common import (
 )
 from services.retrieval import RetrievalSettings
 from services.retrieval._server import RetrievalDeps, build_servicer, open_database
+from services.router import RouterDeps, RouterSettings
+from services.router import build_deps as build_router_deps
+from services.router import create_server as create_router_server
+from services.router import ready as router_ready
 from services.sql import SqlSettings, TargetConfig, ensure_warehouse
 from services.sql._server import SqlDeps, build_deps
 from services.sql._server import create_server as create_sql_server
@@ -177,11 +180,6 @@ async def start_sql(
     return Sql(server, deps, channels)
 
 
-def router_available() -> bool:
-    """Whether the router service has landed (its server module is importable)."""
-    return importlib.util.find_spec("services.router._server") is not None
-
-
 # -- a retrieval server that records what reached it ------------------------------------
 
 
@@ -272,7 +270,7 @@ async def start_recorded_retrieval(
 @dataclass
 class Router:
     server: GrpcServer
-    deps: Any
+    deps: RouterDeps
 
     @property
     def address(self) -> str:
@@ -285,12 +283,8 @@ class Router:
 
 async def start_router(retrieval_addr: str, sql_addr: str, telemetry: Telemetry) -> Router:
     """The real router (deterministic provider unless GEMINI_API_KEY is set) on port 0."""
-    server_module = importlib.import_module("services.router._server")
-    settings_module = importlib.import_module("services.router._settings")
-    settings = settings_module.RouterSettings(retrieval_addr=retrieval_addr, sql_addr=sql_addr)
-    server, servicer = await server_module.create_server(
-        server_settings("router"), telemetry, settings
-    )
-    deps = server_module.build_deps(settings, telemetry)
-    await server_module.ready(server, servicer, deps)
+    settings = RouterSettings(retrieval_addr=retrieval_addr, sql_addr=sql_addr)
+    server, servicer = await create_router_server(server_settings("router"), telemetry, settings)
+    deps = build_router_deps(settings, telemetry)
+    await router_ready(server, servicer, deps)
     return Router(server, deps)

@@ -19,16 +19,12 @@ from tests.integration.gateway.stack import (
     Router,
     Sql,
     bearer,
-    router_available,
     start_gateway,
     start_router,
     start_sql,
 )
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(not router_available(), reason="router not importable"),
-]
+pytestmark = pytest.mark.integration
 
 QUESTION = "How many companies are there?"
 MODES = (rpb.ASK_MODE_AUTO, rpb.ASK_MODE_RETRIEVE, rpb.ASK_MODE_AGENTIC, rpb.ASK_MODE_SQL)

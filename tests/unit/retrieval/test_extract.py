@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import io
 import random
-import time
 import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 import docx
 import pytest
@@ -328,22 +330,75 @@ def test_html_declared_charset_is_used_when_utf8_fails():
 # -- ZIP safety and types ------------------------------------------------------------------
 
 
-def test_zip_bomb_disguised_as_docx_is_refused_before_inflating():
+@dataclass
+class ZipWork:
+    """What extraction did to archive members: which it opened, how many bytes it
+    inflated out of them. The real ``zipfile`` does the work; this only counts it."""
+
+    opened: list[str] = field(default_factory=list)
+    inflated: int = 0
+
+
+# Past this many inflated bytes the count stops the read (a bomb that got through the
+# guard would otherwise inflate hundreds of MiB before the test could say so).
+_TRIPWIRE_BYTES = 8 * MIB
+
+
+@pytest.fixture
+def zip_work(monkeypatch: pytest.MonkeyPatch) -> Iterator[ZipWork]:
+    work = ZipWork()
+    real_open = zipfile.ZipFile.open
+    real_read = zipfile.ZipExtFile.read
+    real_read1 = zipfile.ZipExtFile.read1
+
+    def opened(self: zipfile.ZipFile, name: Any, mode: Any = "r", *args: Any, **kw: Any) -> Any:
+        if mode == "r":
+            work.opened.append(name if isinstance(name, str) else name.filename)
+        return real_open(self, name, mode, *args, **kw)
+
+    def counted(data: bytes) -> bytes:
+        work.inflated += len(data)
+        if work.inflated > _TRIPWIRE_BYTES:
+            raise MemoryError(f"tripwire: {work.inflated:,} bytes inflated")
+        return data
+
+    def read(self: zipfile.ZipExtFile, n: int | None = -1) -> bytes:
+        return counted(real_read(self, n))
+
+    def read1(self: zipfile.ZipExtFile, n: int) -> bytes:
+        return counted(real_read1(self, n))
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", opened)
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", read)
+    monkeypatch.setattr(zipfile.ZipExtFile, "read1", read1)
+    yield work
+
+
+def test_work_counting_sees_a_member_read(zip_work: ZipWork):
+    # The control: reading a real DOCX opens its members and inflates their bytes.
+    extract(policy_docx(), "policy.docx")
+    assert "word/document.xml" in zip_work.opened
+    assert zip_work.inflated > 0
+
+
+def test_zip_bomb_disguised_as_docx_is_refused_before_inflating(zip_work: ZipWork):
     data = zip_bomb(300 * MIB)
     assert len(data) < 3 * MIB
-    started = time.perf_counter()
     error = refusal(data, "contract.docx")
-    assert time.perf_counter() - started < 1.0
     assert error.reason is Reason.TOO_LARGE
     assert error.message.startswith("expands to more than 200 MiB uncompressed")
     assert "zip bomb guard" in error.message
+    # Refused from the central directory alone: no member opened, not a byte inflated.
+    assert zip_work.opened == []
+    assert zip_work.inflated == 0
 
 
-def test_zip_member_over_the_compression_ratio_is_refused():
+def test_zip_member_over_the_compression_ratio_is_refused(zip_work: ZipWork):
     error = refusal(zip_bomb(4 * MIB), "contract.docx")
     assert error.reason is Reason.TOO_LARGE
     assert "member 'word/document.xml' expands" in error.message
     assert "over the 200:1 compression-ratio limit" in error.message
+    assert (zip_work.opened, zip_work.inflated) == ([], 0)
 
 
 def test_zip_with_too_many_members_is_refused():

@@ -1,0 +1,32 @@
+"""The key scope each public RPC needs, written out by hand from the README ("Keys do
+what their scopes allow"), never read from the production mapping.
+
+``gateway._server.RPC_SCOPES`` is compared with this table both ways
+(``tests/unit/gateway/test_rpc_scopes.py``), and the contract tests call every RPC with a
+key holding every scope but the one named here (``tests/contract``), so a mapping that
+is downgraded, upgraded or missing an RPC fails instead of agreeing with itself.
+"""
+
+from __future__ import annotations
+
+PINNED_RPC_SCOPES: dict[str, str] = {
+    # Reading and asking (the default scope of a new key).
+    "Ask": "ask",
+    "StreamAsk": "ask",
+    "Search": "ask",
+    "AskSql": "ask",
+    "RunSqlIntent": "ask",
+    "ValidateSql": "ask",
+    "DescribeSchema": "ask",
+    "ListConfirmedPairs": "ask",
+    "ListConversations": "ask",
+    "DeleteConversation": "ask",
+    # Changing the tenant's documents.
+    "IngestDocuments": "ingest",
+    "UploadDocument": "ingest",
+    "DeleteDocument": "ingest",
+    # Changing what other users' answers reuse.
+    "SubmitSqlFeedback": "teach",
+    "TeachSql": "teach",
+    "DeleteConfirmedPair": "teach",
+}
