@@ -3,13 +3,16 @@ coverage: the names asked for are shown, what it averages is a quantity, and wha
 counts is the rows the question counts.
 
 - **Names asked, none shown.** "The names and ids of the makers" answered with ids only:
-  a question whose list of items asks for names gets at least one text column.
+  a question whose list of items asks for names (in any of its sentences: "How many
+  countries does each continent have? List the continent id, continent name and …") gets
+  at least one text column.
 - **An average of keys.** ``AVG(id)`` or ``SUM(student_id)`` is arithmetic on labels;
   "the average number of X" wants a count per group averaged, not the ids averaged.
 - **A count the joins multiply.** "How many templates of type CV" counted over documents
   joined to templates counts documents: a count of rows is wrong when the statement joins
   the counted table to a table whose rows refer to it (one template, many documents),
-  unless it groups.
+  unless it groups. Likewise one count of a reference column, not distinct and ungrouped
+  (``COUNT(car_names.model)``), counts the referring rows, not the rows referred to.
 
 All of it reads the question's words, the statement and the catalog's names, keys and
 references; nothing here knows a particular schema. (A broader test — every column shown
@@ -47,6 +50,7 @@ def check_outputs(ctx: LinkContext, tree: exp.Expr) -> None:
     tables = _tables(ctx, tree)
     _averaged_keys(tree, tables)
     _counted_through_fanout(ctx, tree, tables)
+    _counted_references(ctx, tree, tables)
     _names_not_shown(ctx, tree, tables)
 
 
@@ -83,14 +87,24 @@ def _said(words: set[str], parts: list[str]) -> bool:
     )
 
 
+def asked_items(low: str) -> list[str]:
+    """The items each sentence's head asks for ("what are the names and ids of …" ->
+    names, ids), up to the first word that starts a clause."""
+    found: list[str] = []
+    for sentence in re.split(r"[.?!;]\s*", low):
+        head = _HEAD.match(sentence)
+        if head is None:
+            continue
+        items = sentence[head.end() :]
+        clause = _CLAUSE.search(items)
+        items = items[: clause.start()] if clause else items
+        parts = re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", items)
+        found += [p.strip() for p in parts if re.search(r"[a-z]{2,}", p)]
+    return found
+
+
 def _names_not_shown(ctx: LinkContext, tree: exp.Select, tables: dict[str, TableInfo]) -> None:
-    head = _HEAD.match(ctx.low)
-    if head is None:
-        return
-    items = ctx.low[head.end() :]
-    clause = _CLAUSE.search(items)
-    items = items[: clause.start()] if clause else items
-    if not _NAMES_ASKED.search(items):
+    if not any(_NAMES_ASKED.search(item) for item in asked_items(ctx.low)):
         return
     for output in tree.expressions:
         for node in output.find_all(exp.Column):
@@ -122,6 +136,32 @@ def _averaged_keys(tree: exp.Select, tables: dict[str, TableInfo]) -> None:
 def _references(found: tuple[TableInfo, str]) -> bool:
     table, column = found
     return any(column in fk.columns for fk in table.foreign_keys)
+
+
+def _counted_references(ctx: LinkContext, tree: exp.Select, tables: dict[str, TableInfo]) -> None:
+    """One count of a column that refers to another table's rows, ungrouped and not
+    distinct: it counts the referring rows (every car name of a model), while the
+    question's noun is the rows referred to (the models)."""
+    if tree.args.get("group") is not None:
+        return
+    for count in tree.find_all(exp.Count):
+        if not isinstance(count.this, exp.Column):
+            continue
+        found = _column(tables, count.this)
+        if found is None:
+            continue
+        table, column = found
+        parents = {
+            e.parent
+            for e in ctx.graph.edges_of(table.qualified)
+            if e.child == table.qualified and e.child_columns == (column,)
+        }
+        if parents:
+            parent = sorted(parents)[0].rsplit(".", 1)[-1]
+            raise LinkError(
+                f"the statement counts {table.name}.{column}, the {table.name} rows that refer "
+                f"to {parent}, not the {parent} rows themselves"
+            )
 
 
 _COUNTED = (

@@ -28,6 +28,7 @@ from services.sql.words._words import (
     stem,
     tokenize,
     undoubled,
+    value_forms,
     word_match,
 )
 
@@ -52,6 +53,7 @@ __all__ = [
     "tokenize",
     "truncate",
     "undoubled",
+    "value_forms",
     "word_match",
     "written_date",
 ]

@@ -118,6 +118,20 @@ _IRREGULAR = {
 }
 
 
+def value_forms(word: str) -> set[str]:
+    """The forms a stored value may take when a question says it as another word class
+    ("failed" for 'fail', "cancelled" for 'cancel', "dogs" for 'dog', "successful" for
+    'success'): the word, its lemma, and without a past, plural or adjective ending; at
+    least three letters each."""
+    low = word.lower()
+    forms = {low, lemma(low), low[:-1]}
+    if low.endswith("ed"):
+        forms.add(low[:-2])
+    if low.endswith("ful"):
+        forms.add(low[:-3])
+    return {f for f in forms if len(f) > 2}
+
+
 def lemma(word: str) -> str:
     """The stem, with irregular past forms read as their verb."""
     word = word.lower()

@@ -86,6 +86,35 @@ def test_names_asked_and_only_ids_shown_is_refused() -> None:
     )
 
 
+def test_names_asked_in_a_later_sentence_count_too() -> None:
+    question = "How many documents does each template have? List the template id, the template name and the number."
+    counted = (
+        "SELECT t1.template_id, t0.template_id, COUNT(*) FROM public.documents AS t0 "
+        "JOIN public.templates AS t1 ON t1.template_id = t0.template_id GROUP BY 1, 2"
+    )
+    with pytest.raises(LinkError, match="asks for names"):
+        _outputs(question, counted)
+
+
+def test_a_count_of_references_is_refused_where_the_referred_rows_are_meant() -> None:
+    question = "How many templates are used by documents named Plan?"
+    with pytest.raises(LinkError, match="the documents rows that refer to templates"):
+        _outputs(
+            question,
+            "SELECT COUNT(t0.template_id) FROM public.documents AS t0 WHERE t0.document_name = 'Plan'",
+        )
+    # distinct, or per group, each is what it says
+    _outputs(
+        question,
+        "SELECT COUNT(DISTINCT t0.template_id) FROM public.documents AS t0 "
+        "WHERE t0.document_name = 'Plan'",
+    )
+    _outputs(
+        "How many documents use each template?",
+        "SELECT t0.template_id, COUNT(t0.template_id) FROM public.documents AS t0 GROUP BY 1",
+    )
+
+
 def test_an_average_of_keys_is_refused() -> None:
     question = "What is the average number of templates?"
     with pytest.raises(LinkError, match=r"AVG of templates\.template_id, a key"):

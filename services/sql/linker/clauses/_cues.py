@@ -14,7 +14,7 @@ from services.sql.linker._mentions import (
     could_mention,
 )
 from services.sql.linker._vocabulary import Vocabulary, column_states
-from services.sql.words import lemma, word_match
+from services.sql.words import value_forms, word_match
 
 AGGREGATES = {
     "average": "AVG",
@@ -200,9 +200,7 @@ def is_glue(ctx: LinkContext, token: Token) -> bool:
 def _stored_state(vocab: Vocabulary, token: Token) -> bool:
     """The word, as said or without its inflection ("failed", "cancelled", "dogs"), is a
     value some column stores."""
-    low = token.low
-    forms = {low, lemma(low), low[:-2] if low.endswith("ed") else "", low[:-1]}
-    return any(form in vocab.values for form in forms if len(form) > 2)
+    return any(form in vocab.values for form in value_forms(token.low))
 
 
 def _glue_word(vocab: Vocabulary, token: Token) -> bool:
