@@ -87,7 +87,10 @@ def test_names_asked_and_only_ids_shown_is_refused() -> None:
 
 
 def test_names_asked_in_a_later_sentence_count_too() -> None:
-    question = "How many documents does each template have? List the template id, the template name and the number."
+    question = (
+        "How many documents does each template have? "
+        "List the template id, the template name and the number."
+    )
     counted = (
         "SELECT t1.template_id, t0.template_id, COUNT(*) FROM public.documents AS t0 "
         "JOIN public.templates AS t1 ON t1.template_id = t0.template_id GROUP BY 1, 2"
@@ -101,7 +104,8 @@ def test_a_count_of_references_is_refused_where_the_referred_rows_are_meant() ->
     with pytest.raises(LinkError, match="the documents rows that refer to templates"):
         _outputs(
             question,
-            "SELECT COUNT(t0.template_id) FROM public.documents AS t0 WHERE t0.document_name = 'Plan'",
+            "SELECT COUNT(t0.template_id) FROM public.documents AS t0 "
+            "WHERE t0.document_name = 'Plan'",
         )
     # distinct, or per group, each is what it says
     _outputs(
