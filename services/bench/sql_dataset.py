@@ -863,6 +863,27 @@ def main(
     return report
 
 
+def side_by_side(reports: dict[str, dict[str, Any]]) -> str:
+    """Several runs' totals in one table, one row per run and half: answered, correct,
+    wrong, refused, accuracy, precision; with the time to SERVING and the p50 latency
+    (``make eval`` prints plain, keyless and wide runs of a dataset this way)."""
+    head = (
+        f"{'run':<28} {'half':<6} {'n':>4} {'answered':>8} {'correct':>7} {'wrong':>5} "
+        f"{'refused':>7} {'accuracy':>8} {'precision':>9} {'SERVING s':>9} {'p50 ms':>7}"
+    )
+    lines = [head]
+    for name, report in reports.items():
+        halves = report.get("halves") or {"all": report}
+        for half, row in halves.items():
+            lines.append(
+                f"{name:<28} {half:<6} {row['questions']:>4} {row['answered']:>8} "
+                f"{row['correct']:>7} {row['wrong']:>5} {row['refused']:>7} "
+                f"{row['accuracy']:>8.1%} {row['precision']:>9.1%} "
+                f"{report.get('serving_s', '-'):>9} {report.get('latency_ms_p50', '-'):>7}"
+            )
+    return "\n".join(lines)
+
+
 def publish(report: dict[str, Any], table: str, out: Path) -> None:
     """Print an eval's table and write its report as JSON to ``out``."""
     print(table)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -155,6 +156,14 @@ def register(commands: Commands) -> None:
         type=Path,
         default=None,
         help="a dataset folder (databases/*.sql, questions.jsonl), e.g. ../shared/datasets/sql",
+    )
+    source.add_argument(
+        "--compare",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="REPORT",
+        help="print earlier --dataset reports (JSON) side by side, each half of each run",
     )
     eval_sql.add_argument(
         "--out",
@@ -398,6 +407,12 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
 
 
 def _eval_sql(args: argparse.Namespace) -> int:
+    if args.compare:
+        from services.bench import sql_dataset as eval_dataset  # noqa: PLC0415
+
+        reports = {path.stem: json.loads(path.read_text()) for path in args.compare}
+        print(eval_dataset.side_by_side(reports))
+        return 0
     if args.memory:
         from services.bench import sql_memory as eval_memory  # noqa: PLC0415
 
