@@ -227,7 +227,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     low = ctx.low
     text = _without_quotes(low)
     reads = _column_words(ctx, facts)
-    _numbers(text, facts, reads)
+    _numbers(text, facts, reads, dated=_dated_condition(sql, facts))
     superlative = _SUPERLATIVE.search(_without_bounds(text, ordered=facts.ordered))
     if (
         superlative
@@ -380,14 +380,22 @@ def _column_words(ctx: LinkContext, facts: StatementFacts) -> set[str]:
     return words
 
 
-def _numbers(text: str, facts: StatementFacts, reads: set[str]) -> None:
+def _dated_condition(sql: str, facts: StatementFacts) -> bool:
+    """Whether the statement bounds something in time: a date among its literals, or an
+    interval."""
+    return any(ISO_DATE.search(s) for s in facts.strings) or "INTERVAL" in sql.upper()
+
+
+def _numbers(text: str, facts: StatementFacts, reads: set[str], *, dated: bool = True) -> None:
     """Every number the question writes is in the statement: a literal or a limit, inside
     a string literal (a date, a code) or a column name it uses ("day 100" ->
     ``day100_score``); numbers of a time window ("last 30 days") and of a written date
-    are the date module's."""
+    are the date module's — when the statement bounds anything in time at all: "2 months
+    before the review with id 3" answered as the review alone dropped its window."""
     text = ISO_DATE.sub(" ", WRITTEN_DATE.sub(" ", text))
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 30,000
-    text = re.sub(rf"\b\d+(?:\.\d+)?\s+(?:calendar\s+)?{_TIME_UNITS}\b", " ", text)
+    if dated:
+        text = re.sub(rf"\b\d+(?:\.\d+)?\s+(?:calendar\s+)?{_TIME_UNITS}\b", " ", text)
     text = re.sub(r"\bq[1-4]\b|\b\d+(?:st|nd|rd|th)\b", " ", text)
     # a number ends a sentence too ("taller than 200."): only a digit after the dot
     # would make it another number

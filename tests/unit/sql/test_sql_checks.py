@@ -15,6 +15,7 @@ import sqlglot
 from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
 from services.sql.linker import LinkError, Vocabulary, read_question
+from services.sql.verify import verify_statement
 from services.sql.verify._joins import join_pairs, join_refusal
 from services.sql.verify._outputs import check_outputs
 from services.sql.verify._rows import conditions, refusal, relaxations
@@ -48,6 +49,7 @@ CATALOG = Catalog(
                 _col("template_id"),
                 _col("document_name", "text"),
                 _col("page_count"),
+                _col("created_on", "date"),
             ),
             primary_key=("document_id",),
             foreign_keys=(ForeignKeyInfo(("template_id",), "public.templates", ("template_id",)),),
@@ -151,6 +153,22 @@ def test_a_count_multiplied_by_a_join_to_referring_rows_is_refused() -> None:
         "How many documents does each template have?",
         "SELECT t1.template_id, COUNT(*) FROM public.documents AS t0 JOIN public.templates AS t1 "
         "ON t1.template_id = t0.template_id GROUP BY t1.template_id",
+    )
+
+
+def test_a_time_window_dropped_from_the_statement_is_refused() -> None:
+    question = "Which documents were created 2 months before the document with id 3?"
+    ctx = read_question(question, VOCABULARY, date(2026, 11, 24))
+    with pytest.raises(LinkError, match="does not use the number 2"):
+        verify_statement(
+            ctx, "SELECT t0.document_name FROM public.documents AS t0 WHERE t0.document_id = 3"
+        )
+    # a statement that bounds the dates uses the window
+    verify_statement(
+        read_question(
+            "Which documents were created in the last 2 months?", VOCABULARY, date(2026, 11, 24)
+        ),
+        "SELECT t0.document_name FROM public.documents AS t0 WHERE t0.created_on >= '2026-09-24'",
     )
 
 
