@@ -193,7 +193,8 @@ def test_a_phrase_left_out_is_refused_and_one_accounted_for_passes(
         # "excluding the current week" is the date window's
         (
             "How many songs in the last 2 weeks excluding the current week?",
-            "SELECT COUNT(*) FROM public.song AS t0",
+            "SELECT COUNT(*) FROM public.song AS t0 WHERE t0.debut_year >= '2026-11-09' "
+            "AND t0.debut_year < '2026-11-23'",
         ),
         # a word naming a column the statement reads: a stadium's "average" attendance
         (
