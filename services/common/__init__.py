@@ -36,6 +36,14 @@ from services.common._errors import (
 )
 from services.common._event_loop import run_service
 from services.common._interceptors import RuntimeInterceptor, abort_with
+from services.common._language import (
+    ENGLISH,
+    LANGUAGE_UNSUPPORTED,
+    Language,
+    detect_language,
+    english_only_message,
+    load_language_model,
+)
 from services.common._logging import JsonFormatter, configure_logging
 from services.common._mtls import (
     CALLERS,
@@ -76,7 +84,9 @@ from services.common._tenant_token import (
 __all__ = [
     "CALLERS",
     "DATABASE_UNAVAILABLE",
+    "ENGLISH",
     "IDENTITIES",
+    "LANGUAGE_UNSUPPORTED",
     "PLAINTEXT_VARIABLE",
     "TENANT_TOKEN_HEADER",
     "TLS_DIR_VARIABLE",
@@ -92,6 +102,7 @@ __all__ = [
     "GrpcServer",
     "InvalidArgument",
     "JsonFormatter",
+    "Language",
     "Metrics",
     "Migration",
     "NotFound",
@@ -119,14 +130,17 @@ __all__ = [
     "current_token",
     "deadline_interceptors",
     "deadline_scope",
+    "detect_language",
     "effective_timeout",
     "embedded_pgvector_is_portable",
     "embedded_server_url",
+    "english_only_message",
     "ensure_directory",
     "ensure_tenant",
     "fingerprint_sql",
     "fingerprint_tree",
     "load_credentials",
+    "load_language_model",
     "load_migrations",
     "load_trace",
     "map_db_error",
