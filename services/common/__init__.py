@@ -80,6 +80,12 @@ from services.common._tenant_token import (
     TenantVerifier,
     current_token,
 )
+from services.common._writes import (
+    READ_ONLY_REASON,
+    WriteRequest,
+    read_only_message,
+    write_request,
+)
 
 __all__ = [
     "CALLERS",
@@ -88,6 +94,7 @@ __all__ = [
     "IDENTITIES",
     "LANGUAGE_UNSUPPORTED",
     "PLAINTEXT_VARIABLE",
+    "READ_ONLY_REASON",
     "TENANT_TOKEN_HEADER",
     "TLS_DIR_VARIABLE",
     "Authority",
@@ -121,6 +128,7 @@ __all__ = [
     "Trust",
     "Unauthenticated",
     "Unavailable",
+    "WriteRequest",
     "abort_with",
     "apply_migrations",
     "build_tree",
@@ -145,6 +153,7 @@ __all__ = [
     "load_trace",
     "map_db_error",
     "peer_identity",
+    "read_only_message",
     "remaining",
     "render_tree",
     "resolve_url",
@@ -157,4 +166,5 @@ __all__ = [
     "tenant_token_interceptors",
     "tls_directory",
     "write_bundles",
+    "write_request",
 ]
