@@ -13,6 +13,9 @@ import logging
 import time
 from dataclasses import dataclass
 
+from opentelemetry import trace
+
+from services.common import LANGUAGE_UNSUPPORTED, detect_language, english_only_message
 from services.sql.ask._pipeline import (
     Failure,
     GeneratorRole,
@@ -52,6 +55,8 @@ class Reading:
     tables: tuple[str, ...] = ()
     applied: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()
+    # Why the question was declined before any reading (LANGUAGE_UNSUPPORTED), if it was.
+    refusal: str = ""
 
 
 class OfflineGenerator:
@@ -105,7 +110,7 @@ class OfflineGenerator:
         """:meth:`read`; a question read by names refused is read again with the words
         no name spells linked by meaning (when there is an embedder and such words)."""
         reading = self.read(question, schema)
-        if reading.sql or self._embedder is None:
+        if reading.sql or reading.refusal or self._embedder is None:
             return reading
         key = (question, schema.database, schema.catalog.refreshed_at)
         meanings = self._meanings.get(key)
@@ -118,6 +123,13 @@ class OfflineGenerator:
         return self.read(question, schema, meanings) if meanings else reading
 
     def _read(self, question: str, schema: SchemaView, meanings: tuple[Meaning, ...]) -> Reading:
+        language = detect_language(question)
+        if not language.english:
+            # The linker reads English words: another language would be refused for a
+            # word it "could not place", or worse, read wrongly. The code (never the
+            # question) goes on the span.
+            trace.get_current_span().set_attribute("question.language", language.code)
+            return Reading(reason=english_only_message(language), refusal=LANGUAGE_UNSUPPORTED)
         glossary = (*schema.glossary, *parse_definitions(schema.instructions))
         try:
             linked = QuestionLinker(
@@ -165,7 +177,11 @@ class OfflineGenerator:
         calls = self._call(GeneratorRole.UNDERSTAND, started)
         if not reading.sql:
             return Understanding(
-                interpretation="", answerable=False, reason=reading.reason, calls=calls
+                interpretation="",
+                answerable=False,
+                reason=reading.reason,
+                calls=calls,
+                refusal=reading.refusal,
             )
         return Understanding(interpretation=reading.interpretation, calls=calls)
 
