@@ -239,6 +239,28 @@ def register(commands: Commands) -> None:
     )
     eval_routing.add_argument("--out", type=Path, default=Path("bench-results/eval-routing.json"))
     eval_routing.set_defaults(handler=_eval_routing)
+    eval_refusals = commands.eval.add_parser(
+        "refusals",
+        help="SQL refusals that call an existing table or column absent (target 0), on the "
+        "dev sets' study halves",
+    )
+    eval_refusals.add_argument(
+        "--datasets",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="DIR",
+        help="text-to-SQL dataset folders (default: ../shared/datasets/sql and sql-spider "
+        "that exist; a dataset naming halves is asked its study half only)",
+    )
+    eval_refusals.add_argument(
+        "--no-meanings",
+        dest="meanings",
+        action="store_false",
+        help="no embedding service beside the SQL service: words are read by names alone",
+    )
+    eval_refusals.add_argument("--out", type=Path, default=Path("bench-results/eval-refusals.json"))
+    eval_refusals.set_defaults(handler=_eval_refusals)
     eval_answers = commands.eval.add_parser(
         "answers",
         help="document answers: contains-gold, cited passage, length, outcomes by mode, with "
@@ -273,6 +295,16 @@ def _eval_routing(args: argparse.Namespace) -> int:
         )
     routing_eval.main(folders, args.out)
     return 0
+
+
+def _eval_refusals(args: argparse.Namespace) -> int:
+    from services.bench import sql_refusals  # noqa: PLC0415
+
+    shared = Path("../shared/datasets")
+    folders = args.datasets or [d for d in (shared / "sql", shared / "sql-spider") if d.is_dir()]
+    if not folders:
+        raise SystemExit("--datasets: none given and none of ../shared/datasets/{sql,sql-spider}")
+    return sql_refusals.main(folders, args.out, meanings=args.meanings)
 
 
 def _eval_answers(args: argparse.Namespace) -> int:

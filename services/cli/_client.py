@@ -374,9 +374,10 @@ def render_answer(answer: qpb.Answer, *, include_text: bool = True) -> str:
         lines.append("")
     route = _enum(qpb.Route, answer.route, "ROUTE_")
     outcome = _enum(qpb.AnswerOutcome, answer.outcome, "ANSWER_OUTCOME_")
+    why = f" ({answer.refusal_reason})" if answer.refusal_reason else ""
     lines.append(
         f"Route: {route.lower()} · mode {_enum(qpb.AskMode, answer.mode, 'ASK_MODE_').lower()}"
-        f" · outcome {outcome.lower()} · confidence {answer.confidence:.2f}"
+        f" · outcome {outcome.lower()}{why} · confidence {answer.confidence:.2f}"
         f" · tool calls {answer.tool_calls}"
     )
     if answer.timings:
@@ -479,7 +480,8 @@ def _sql(args: argparse.Namespace) -> int:
         return 0
     outcome = _enum(spb.SqlAskOutcome, reply.outcome, "SQL_ASK_OUTCOME_").lower()
     if reply.outcome != spb.SQL_ASK_OUTCOME_ANSWERED:
-        print(f"Outcome: {outcome}. {reply.message}")
+        why = f" ({reply.refusal_reason})" if reply.refusal_reason else ""
+        print(f"Outcome: {outcome}{why}. {reply.message}")
         if reply.answer_id:
             print(
                 f"answer {reply.answer_id}: teach the right statement with "

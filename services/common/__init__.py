@@ -36,6 +36,14 @@ from services.common._errors import (
 )
 from services.common._event_loop import run_service
 from services.common._interceptors import RuntimeInterceptor, abort_with
+from services.common._language import (
+    ENGLISH,
+    LANGUAGE_UNSUPPORTED,
+    Language,
+    detect_language,
+    english_only_message,
+    load_language_model,
+)
 from services.common._logging import JsonFormatter, configure_logging
 from services.common._mtls import (
     CALLERS,
@@ -72,12 +80,21 @@ from services.common._tenant_token import (
     TenantVerifier,
     current_token,
 )
+from services.common._writes import (
+    READ_ONLY_REASON,
+    WriteRequest,
+    read_only_message,
+    write_request,
+)
 
 __all__ = [
     "CALLERS",
     "DATABASE_UNAVAILABLE",
+    "ENGLISH",
     "IDENTITIES",
+    "LANGUAGE_UNSUPPORTED",
     "PLAINTEXT_VARIABLE",
+    "READ_ONLY_REASON",
     "TENANT_TOKEN_HEADER",
     "TLS_DIR_VARIABLE",
     "Authority",
@@ -92,6 +109,7 @@ __all__ = [
     "GrpcServer",
     "InvalidArgument",
     "JsonFormatter",
+    "Language",
     "Metrics",
     "Migration",
     "NotFound",
@@ -110,6 +128,7 @@ __all__ = [
     "Trust",
     "Unauthenticated",
     "Unavailable",
+    "WriteRequest",
     "abort_with",
     "apply_migrations",
     "build_tree",
@@ -119,18 +138,22 @@ __all__ = [
     "current_token",
     "deadline_interceptors",
     "deadline_scope",
+    "detect_language",
     "effective_timeout",
     "embedded_pgvector_is_portable",
     "embedded_server_url",
+    "english_only_message",
     "ensure_directory",
     "ensure_tenant",
     "fingerprint_sql",
     "fingerprint_tree",
     "load_credentials",
+    "load_language_model",
     "load_migrations",
     "load_trace",
     "map_db_error",
     "peer_identity",
+    "read_only_message",
     "remaining",
     "render_tree",
     "resolve_url",
@@ -143,4 +166,5 @@ __all__ = [
     "tenant_token_interceptors",
     "tls_directory",
     "write_bundles",
+    "write_request",
 ]

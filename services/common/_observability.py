@@ -74,7 +74,8 @@ ALLOWED_PREFIXES = (
     "gateway.",
 )
 # Keys outside the prefixes: OpenTelemetry's gRPC instrumentation, the database name and
-# SQLSTATE, and the exception type of exception events.
+# SQLSTATE, the exception type of exception events, and what may be said of a question:
+# its length and its detected language's code.
 ALLOWED_KEYS = frozenset(
     {
         "rpc.system",
@@ -89,6 +90,7 @@ ALLOWED_KEYS = frozenset(
         "exception.type",
         "exception.escaped",
         "question.length",
+        "question.language",
     }
 )
 # Never exported, whatever the prefix rules say: these carry content by definition.

@@ -85,6 +85,7 @@ _OUTCOMES = {
     Outcome.ANSWERED: pb.ANSWER_OUTCOME_ANSWERED,
     Outcome.PARTIAL: pb.ANSWER_OUTCOME_PARTIAL,
     Outcome.NOT_FOUND: pb.ANSWER_OUTCOME_NOT_FOUND,
+    Outcome.REFUSED: pb.ANSWER_OUTCOME_REFUSED,
 }
 _TOOLS = {
     "semantic_search": pb.TOOL_SEMANTIC_SEARCH,
@@ -481,6 +482,7 @@ def answer(result: RouterAnswer, include_trajectory: bool = True) -> pb.Answer:
         timings=[cpb.Timing(stage=k, duration=_duration(v)) for k, v in result.timings],
         replans=result.replans,
         tool_calls=result.tool_calls,
+        refusal_reason=result.refusal_reason,
     )
 
 

@@ -19,7 +19,18 @@ from typing import TypeVar
 import grpc
 from opentelemetry import metrics, trace
 
-from services.common import InvalidArgument, Metrics, PermissionDenied, remaining
+from services.common import (
+    LANGUAGE_UNSUPPORTED,
+    READ_ONLY_REASON,
+    InvalidArgument,
+    Metrics,
+    PermissionDenied,
+    detect_language,
+    english_only_message,
+    read_only_message,
+    remaining,
+    write_request,
+)
 from services.common.llm import (
     GradeRequest,
     LlmError,
@@ -74,7 +85,7 @@ from services.router._types import (
     StepRun,
     StepStartedEvent,
 )
-from services.router.offline import NO_ANSWER, DeterministicProvider
+from services.router.offline import DETERMINISTIC_MODEL, NO_ANSWER, DeterministicProvider
 
 _log = logging.getLogger("tandem.router")
 T = TypeVar("T")
@@ -135,6 +146,8 @@ class Router:
         self.llm = llm
         # RETRIEVE mode and the last-resort fallbacks use the rules, never a model.
         self.rules = offline or DeterministicProvider()
+        # The rules read English; a configured model reads any language it is asked in.
+        self.reads_any_language = llm.name != DETERMINISTIC_MODEL
         self.tracer = tracer or trace.get_tracer("tandem.router")
         self.follow_ups = FollowUps(llm, self.tracer)
         meter = meter or metrics.get_meter("tandem.router")
@@ -179,6 +192,8 @@ class Router:
             span.set_attribute("router.replans", answer.replans)
             span.set_attribute("router.tool_calls", answer.tool_calls)
             span.set_attribute("router.quarantined", answer.guardrails.passages_quarantined)
+            if answer.refusal_reason:
+                span.set_attribute("router.refusal", answer.refusal_reason)
         for degradation in answer.degradations:
             self._observe.degraded("router", degradation.reason)
         self._answers.add(
@@ -198,6 +213,7 @@ class Router:
                     "tool_calls": answer.tool_calls,
                     "citations": len(answer.citations),
                     "answer_chars": len(answer.text),
+                    "refusal": answer.refusal_reason,
                 }
             },
         )
@@ -289,6 +305,9 @@ class _Run:
     # ---- the request ---------------------------------------------------------------
 
     async def execute(self) -> RouterAnswer:
+        declined = self.declined()
+        if declined is not None:
+            return declined
         mode = self.request.mode
         question = self.request.question
         if mode is Mode.SQL or (mode is Mode.AUTO and self.request.builds_on is not None):
@@ -309,6 +328,41 @@ class _Run:
         await self.execute_plan(steps, allow_replan=mode is Mode.AUTO)
         self.timed("execute", started)
         return await self.synthesis().synthesize(route)
+
+    def declined(self) -> RouterAnswer | None:
+        """Questions declined before any plan or engine: a request to change data, on
+        every mode (route SQL, where such a request belongs; never a document passage);
+        and, with no model configured, a question in a language the rules do not read,
+        in AUTO and SQL modes (RETRIEVE and AGENTIC search the documents as asked: they
+        may be written in it)."""
+        question = self.request.question
+        request = write_request(question)
+        if request is not None:
+            return self.refusal(READ_ONLY_REASON, read_only_message(request), Route.SQL)
+        if self.router.reads_any_language or self.request.mode not in (Mode.AUTO, Mode.SQL):
+            return None
+        language = detect_language(question)
+        if language.english:
+            return None
+        trace.get_current_span().set_attribute("question.language", language.code)
+        # AUTO ran no engine, as for a greeting
+        route = Route.SQL if self.request.mode is Mode.SQL else Route.AGENTIC
+        return self.refusal(LANGUAGE_UNSUPPORTED, english_only_message(language), route)
+
+    def refusal(self, reason: str, text: str, route: Route) -> RouterAnswer:
+        """The answer to a declined question: why, and what Tandem can do instead; no
+        citation, since nothing was searched or queried for it."""
+        self.emit(DeltaEvent(text))
+        return self.synthesis().answer(
+            text=text,
+            citations=(),
+            outcome=Outcome.REFUSED,
+            route=route,
+            confidence=1.0,
+            disclaimer="",
+            sql_results=(),
+            refusal_reason=reason,
+        )
 
     async def initial_plan(self) -> Sequence[PlanStep]:
         started = time.monotonic()

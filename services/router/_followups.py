@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from opentelemetry import trace
 
+from services.common import write_request
 from services.common.llm import (
     FollowUpKind,
     FollowUpRewrite,
@@ -45,6 +46,10 @@ class FollowUps:
 
     async def resolve(self, question: str, history: tuple[PriorTurn, ...]) -> Resolved:
         started = time.perf_counter()
+        if write_request(question) is not None:
+            # A request to change data is declined whatever it refers to ("delete them"):
+            # nothing to resolve, and no reference to nothing to report instead.
+            return Resolved(Resolution(FollowUpKind.STANDALONE, question), 0.0)
         with self._tracer.start_as_current_span("router.resolve_follow_up") as span:
             resolution = resolve(question, history)
             source, usage = "rules", None

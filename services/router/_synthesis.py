@@ -392,6 +392,7 @@ class Synthesis:
         confidence: float,
         disclaimer: str,
         sql_results: tuple[SqlEvidence, ...],
+        refusal_reason: str = "",
     ) -> RouterAnswer:
         self.timings["total"] = time.monotonic() - self.started
         trajectory = tuple(
@@ -420,6 +421,7 @@ class Synthesis:
             timings=tuple(self.timings.items()),
             replans=self.replans,
             tool_calls=self.tool_calls,
+            refusal_reason=refusal_reason,
         )
 
 

@@ -63,6 +63,7 @@ class Outcome(StrEnum):
     ANSWERED = "answered"
     PARTIAL = "partial"
     NOT_FOUND = "not_found"
+    REFUSED = "refused"  # declined before any engine ran; ``refusal_reason`` says why
 
 
 @dataclass(frozen=True)
@@ -296,6 +297,8 @@ class RouterAnswer:
     timings: tuple[tuple[str, float], ...]
     replans: int
     tool_calls: int
+    # Why the question was declined (outcome REFUSED): an ErrorReason value name.
+    refusal_reason: str = ""
 
 
 # Events a streamed answer is made of, in the order the engine emits them.

@@ -119,6 +119,7 @@ def ask_response(result: AskResult) -> pb.AskQuestionResponse:
         timings=[cpb.Timing(stage=k, duration=duration(v)) for k, v in result.timings.items()],
         definitions_applied=list(result.definitions_applied),
         definitions_ignored=list(result.definitions_ignored),
+        refusal_reason=result.refusal,
     )
     if result.answer is not None:
         response.result.CopyFrom(

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 from opentelemetry import metrics, trace
 
-from services.common import InvalidArgument, NotFound
+from services.common import (
+    READ_ONLY_REASON,
+    InvalidArgument,
+    NotFound,
+    read_only_message,
+    write_request,
+)
 from services.common.spans import Metrics as TandemMetrics
 from services.sql._results import Described, Executed
 from services.sql.ask import (
@@ -273,6 +279,17 @@ class SqlEngine:
         if prior is not None:
             self._check_prior(prior, rows)
         target = self._target(tenant_id, database)
+        request = write_request(question)
+        if request is not None:
+            # Tandem never changes data: declined before the memory or any generator
+            # reads it, on every database (the gate would refuse any such statement).
+            trace.get_current_span().set_attribute("sql.refusal", READ_ONLY_REASON)
+            return AskResult(
+                AskOutcome.UNANSWERABLE,
+                target.name,
+                message=read_only_message(request),
+                refusal=READ_ONLY_REASON,
+            )
         catalog = await target.get_catalog()
         if self._ask is None:
             raise RuntimeError("no SQL generator configured")

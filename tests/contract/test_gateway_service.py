@@ -535,6 +535,65 @@ async def test_stream_ask_starts_with_accepted_and_ends_with_the_answer(stack):
     assert deltas == events[-1].final_answer.text
 
 
+# -- requests to change data: the read-only answer on every path ------------------------
+
+# Its words are the refund policy's: a search would find that passage.
+WRITE = "Delete all refunds older than 30 days"
+
+
+def _read_only(answer: qpb.Answer) -> None:
+    assert answer.outcome == qpb.ANSWER_OUTCOME_REFUSED
+    assert answer.refusal_reason == "SQL_READ_ONLY" and answer.route == qpb.ROUTE_SQL
+    assert answer.text.startswith("Tandem never changes your data")
+    assert not answer.citations and not answer.sql_results
+
+
+@pytest.mark.rpc(ASK_SQL)
+async def test_ask_sql_a_request_to_change_data_gets_the_read_only_answer(stack):
+    key = await stack.key()
+    reply = await stack.stub.AskSql(
+        gpb.GatewayServiceAskSqlRequest(question=WRITE), metadata=bearer(key)
+    )
+    assert reply.outcome == spb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert reply.refusal_reason == "SQL_READ_ONLY"
+    assert reply.message.startswith("Tandem never changes your data")
+    assert not reply.HasField("result")
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_a_request_to_change_data_gets_the_read_only_answer(stack):
+    key = await stack.key()
+    await _ingest(stack, key)
+    reply = await stack.stub.Ask(gpb.GatewayServiceAskRequest(question=WRITE), metadata=bearer(key))
+    _read_only(reply.answer)
+
+
+@pytest.mark.rpc(STREAM_ASK)
+async def test_stream_ask_a_request_to_change_data_gets_the_read_only_answer(stack):
+    key = await stack.key()
+    await _ingest(stack, key)
+    request = gpb.GatewayServiceStreamAskRequest(question=WRITE)
+    events = await _drain(stack.stub.StreamAsk(request, metadata=bearer(key)))
+    assert [e.WhichOneof("event") for e in events] == ["accepted", "answer_delta", "final_answer"]
+    _read_only(events[-1].final_answer)
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(ASK_SQL)
+async def test_offline_a_question_in_another_language_is_refused_naming_it(stack):
+    key = await stack.key()
+    question = "Wie viele Unternehmen gibt es?"
+    answer = (
+        await stack.stub.Ask(gpb.GatewayServiceAskRequest(question=question), metadata=bearer(key))
+    ).answer
+    assert answer.outcome == qpb.ANSWER_OUTCOME_REFUSED
+    assert answer.refusal_reason == "LANGUAGE_UNSUPPORTED" and "German (de)" in answer.text
+    reply = await stack.stub.AskSql(
+        gpb.GatewayServiceAskSqlRequest(question=question), metadata=bearer(key)
+    )
+    assert reply.refusal_reason == "LANGUAGE_UNSUPPORTED" and "German (de)" in reply.message
+
+
 # -- health and reflection ------------------------------------------------------------
 
 

@@ -20,7 +20,9 @@ pytestmark = pytest.mark.integration
 FIRMS = "How many firms are there?"
 
 
-async def _ask(pg_url, telemetry_sink, channel_to, embedding_addr: str) -> pb.AskQuestionResponse:
+async def _ask(
+    pg_url, telemetry_sink, channel_to, embedding_addr: str, question: str = FIRMS
+) -> pb.AskQuestionResponse:
     warehouse = await ensure_warehouse(pg_url)
     deps = await build_deps(
         SqlSettings(reference_date=date(2025, 6, 30)),
@@ -33,7 +35,7 @@ async def _ask(pg_url, telemetry_sink, channel_to, embedding_addr: str) -> pb.As
         await ready(server, servicer, deps)
         stub = pb_grpc.SqlServiceStub(channel_to(server.address))
         response: pb.AskQuestionResponse = await stub.AskQuestion(
-            pb.AskQuestionRequest(tenant_id="acme", question=FIRMS), timeout=30
+            pb.AskQuestionRequest(tenant_id="acme", question=question), timeout=30
         )
         return response
     finally:
@@ -57,3 +59,15 @@ async def test_without_the_embedding_service_the_question_is_refused(
     reply = await _ask(pg_url, telemetry_sink, channel_to, "127.0.0.1:1")
     assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
     assert "firms" in reply.message
+
+
+async def test_a_refusal_names_the_columns_nearest_in_meaning(
+    pg_url, embedding, telemetry_sink, channel_to
+) -> None:
+    """ "sector" is too far from ``industry`` to be read as it, near enough to offer."""
+    question = "List the sector of each company"
+    reply = await _ask(pg_url, telemetry_sink, channel_to, embedding.server.address, question)
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert reply.message.startswith("could not place 'sector' — nearest: companies.industry")
+    alone = await _ask(pg_url, telemetry_sink, channel_to, "127.0.0.1:1", question)
+    assert alone.message == "could not place 'sector' (no table, column or stored value is near it)"

@@ -271,6 +271,83 @@ async def test_ask_unanswerable_is_ok_without_a_result(running):
     assert not reply.HasField("result") and reply.message and not reply.attempts
 
 
+# Requests to change data and questions about changes on the demo warehouse.
+WRITE_REQUESTS = [
+    "Delete all lost deals",
+    "Please remove the company Cobalt Academy",
+    "Update the amount of every open deal to 0",
+    "DROP TABLE companies",
+    "DELETE FROM opportunities WHERE stage = 'Closed Lost'",
+]
+ABOUT_CHANGES = [
+    "How many deals were lost last quarter?",
+    "How many companies were created in 2024?",
+]
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.parametrize("question", WRITE_REQUESTS)
+async def test_ask_a_request_to_change_data_gets_the_read_only_answer(running, question):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=question), timeout=10
+    )
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert reply.refusal_reason == "SQL_READ_ONLY"
+    assert reply.message.startswith("Tandem never changes your data")
+    assert not reply.HasField("result") and not reply.attempts
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.parametrize("question", ABOUT_CHANGES)
+async def test_ask_a_question_about_changes_is_read_as_a_question(running, question):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=question), timeout=10
+    )
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED and not reply.refusal_reason
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("Wie viele Unternehmen gibt es?", "German (de)"),
+        ("Combien d'entreprises y a-t-il ?", "French (fr)"),
+        ("会社は何社ありますか", "Japanese (ja)"),
+    ],
+)
+async def test_ask_in_another_language_is_refused_offline_naming_it(running, question, named):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=question), timeout=10
+    )
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert reply.refusal_reason == "LANGUAGE_UNSUPPORTED"
+    assert named in reply.message and "reads English" in reply.message
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_in_another_language_goes_to_the_model_when_one_is_configured(
+    databases, telemetry_sink, channel_to
+):
+    with FakeGemini() as fake:
+        fake.script("understand_sql", Reply.json({"restatement": "Count the companies."}))
+        fake.script("identify_tables", Reply.json({"tables": ["companies"]}))
+        fake.script("generate_sql", Reply.json({"sql": "SELECT count(*) AS n FROM companies"}))
+        generator = _gemini_generator(fake)
+        run = await _start(databases, telemetry_sink, channel_to, generator=generator)
+        try:
+            reply = await run.stub.AskQuestion(
+                pb.AskQuestionRequest(tenant_id="acme", question="Wie viele Unternehmen gibt es?"),
+                timeout=10,
+            )
+        finally:
+            await run.server.stop(0)
+            await run.deps.close()
+            await generator.aclose()
+    assert [r.role for r in fake.requests] == ["understand_sql", "identify_tables", "generate_sql"]
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED and not reply.refusal_reason
+    assert reply.result.rows[0].values[0].int_value > 0 and not reply.degraded
+
+
 @pytest.mark.rpc(ASK)
 async def test_ask_row_cap(running):
     reply = await running.stub.AskQuestion(

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from opentelemetry import trace
+
+from services.common import LANGUAGE_UNSUPPORTED, detect_language, english_only_message
 from services.sql.ask._pipeline import (
     Failure,
     GeneratorRole,
@@ -23,6 +26,7 @@ from services.sql.ask._pipeline import (
     TableChoice,
     Understanding,
 )
+from services.sql.ask._refusals import RefusalExplainer
 from services.sql.catalog import Catalog, JoinGraph
 from services.sql.definitions import parse_definitions
 from services.sql.linker import (
@@ -32,6 +36,7 @@ from services.sql.linker import (
     QuestionLinker,
     Vocabulary,
     find_meanings,
+    nearest_names,
 )
 from services.sql.verify import verify_statement
 
@@ -52,6 +57,11 @@ class Reading:
     tables: tuple[str, ...] = ()
     applied: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()
+    # Why the question was declined before any reading (LANGUAGE_UNSUPPORTED), if it was.
+    refusal: str = ""
+    # The linker's refusal itself, when it named a phrase: explained again with the names
+    # nearest in meaning once the embedder has been asked.
+    error: LinkError | None = None
 
 
 class OfflineGenerator:
@@ -103,21 +113,39 @@ class OfflineGenerator:
 
     async def reading(self, question: str, schema: SchemaView) -> Reading:
         """:meth:`read`; a question read by names refused is read again with the words
-        no name spells linked by meaning (when there is an embedder and such words)."""
+        no name spells linked by meaning (when there is an embedder and such words), and
+        a refusal still left names the tables and columns nearest in meaning to the
+        words it could not place."""
         reading = self.read(question, schema)
-        if reading.sql or self._embedder is None:
+        if reading.sql or reading.refusal or self._embedder is None:
             return reading
         key = (question, schema.database, schema.catalog.refreshed_at)
+        vocabulary = self._vocabulary(schema.catalog)
         meanings = self._meanings.get(key)
         if meanings is None:
-            vocabulary = self._vocabulary(schema.catalog)
             meanings = await find_meanings(self._embedder, vocabulary, question)
             if len(self._meanings) >= _READINGS_MAX:
                 self._meanings.clear()
             self._meanings[key] = meanings
-        return self.read(question, schema, meanings) if meanings else reading
+        if meanings:
+            reading = self.read(question, schema, meanings)
+        if reading.sql or reading.error is None:
+            return reading
+        explainer = RefusalExplainer(vocabulary)
+        unplaced = explainer.unplaced(reading.error)
+        nearby = await nearest_names(self._embedder, vocabulary, unplaced) if unplaced else {}
+        if not nearby:
+            return reading
+        return replace(reading, reason=explainer.explain(reading.error, nearby))
 
     def _read(self, question: str, schema: SchemaView, meanings: tuple[Meaning, ...]) -> Reading:
+        language = detect_language(question)
+        if not language.english:
+            # The linker reads English words: another language would be refused for a
+            # word it "could not place", or worse, read wrongly. The code (never the
+            # question) goes on the span.
+            trace.get_current_span().set_attribute("question.language", language.code)
+            return Reading(reason=english_only_message(language), refusal=LANGUAGE_UNSUPPORTED)
         glossary = (*schema.glossary, *parse_definitions(schema.instructions))
         try:
             linked = QuestionLinker(
@@ -130,7 +158,9 @@ class OfflineGenerator:
                 meanings=meanings,
             ).link()
         except LinkError as exc:
-            return Reading(reason=str(exc))
+            # said from its phrase: the names found, or those nearest to what was not
+            explained = RefusalExplainer(self._vocabulary(schema.catalog)).explain(exc)
+            return Reading(reason=explained, error=exc if exc.phrase else None)
         except Exception as exc:  # a linker bug refuses the question, it never fails it
             _log.warning(
                 "schema linker failed",
@@ -165,7 +195,11 @@ class OfflineGenerator:
         calls = self._call(GeneratorRole.UNDERSTAND, started)
         if not reading.sql:
             return Understanding(
-                interpretation="", answerable=False, reason=reading.reason, calls=calls
+                interpretation="",
+                answerable=False,
+                reason=reading.reason,
+                calls=calls,
+                refusal=reading.refusal,
             )
         return Understanding(interpretation=reading.interpretation, calls=calls)
 

@@ -143,6 +143,9 @@ class Understanding:
     reason: str = ""
     intent: Intent | None = None
     calls: tuple[ModelCall, ...] = ()
+    # Why an unanswerable question was declined, as an ErrorReason value name
+    # (LANGUAGE_UNSUPPORTED); empty when it simply does not map to the database.
+    refusal: str = ""
 
 
 @dataclass(frozen=True)
@@ -290,6 +293,8 @@ class AskResult:
     # and the confirmed pair the answer reused, if any.
     answer_id: str = ""
     reused: PairUse | None = None
+    # Why the question was declined (SQL_READ_ONLY, LANGUAGE_UNSUPPORTED); empty when not.
+    refusal: str = ""
     # The verification checks of the answered statement, or of the last one that ran.
     checks: tuple[CheckResult, ...] = ()
 
@@ -496,6 +501,8 @@ class _Run:
             )
             self._observe(span, understanding.calls)
             span.set_attribute("sql.answerable", understanding.answerable)
+            if understanding.refusal:
+                span.set_attribute("sql.refusal", understanding.refusal)
             if understanding.intent is not None and understanding.intent.kind is not None:
                 span.set_attribute("sql.intent", understanding.intent.kind.name)
         self.calls += understanding.calls
@@ -505,6 +512,7 @@ class _Run:
                 AskOutcome.UNANSWERABLE,
                 interpretation=understanding.interpretation,
                 message=understanding.reason or "the question does not map to this database",
+                refusal=understanding.refusal,
             )
         with node_span(self.p._tracer, "sql.identify_tables") as span:
             choice: TableChoice = await self._call(

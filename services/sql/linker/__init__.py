@@ -47,7 +47,13 @@ from services.sql.linker._linker import (
     link_question,
     read_question,
 )
-from services.sql.linker._meanings import MEANING_MIN, PhraseEmbedder, find_meanings
+from services.sql.linker._meanings import (
+    MEANING_MIN,
+    NEAR_MIN,
+    PhraseEmbedder,
+    find_meanings,
+    nearest_names,
+)
 from services.sql.linker._plan import Linked, LinkError, is_temporal
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
@@ -57,6 +63,7 @@ __all__ = [
     "DATE_NAME_WORDS",
     "GRAINS",
     "MEANING_MIN",
+    "NEAR_MIN",
     "Col",
     "LinkContext",
     "LinkError",
@@ -72,6 +79,7 @@ __all__ = [
     "form_words",
     "is_temporal",
     "link_question",
+    "nearest_names",
     "prose_of_definitions",
     "read_question",
     "unexplained",

@@ -42,7 +42,7 @@ def check_coverage(ctx: LinkContext, alias: dict[str, str], plan: Plan) -> None:
         forgiven=prose_of_definitions(ctx) | ctx.known,
     )
     if word is not None:
-        raise LinkError(f"nothing in the schema matches {word!r}")
+        raise LinkError(f"nothing in the schema matches {word!r}", phrase=word)
 
 
 RATIO_WORDS = frozenset(["percentage", "percent", "ratio", "rate", "share", "proportion"])

@@ -234,9 +234,11 @@ def link_question(ctx: LinkContext) -> Linked:
         if is_covered(ctx, phrase, resolved) or (generic and resolved):
             missing.remove(phrase)
     if missing:
-        raise LinkError(f"nothing in the schema matches {missing[0]!r}")
+        raise LinkError(f"nothing in the schema matches {missing[0]!r}", phrase=missing[0])
     if not resolved:
-        raise LinkError("the question names no column or table of this database")
+        raise LinkError(
+            "the question names no column or table of this database", phrase=ctx.original
+        )
     for r in resolved:
         if isinstance(r, Dim):
             if not any(d.col.key == r.col.key and d.grain == r.grain for d in plan.dims):

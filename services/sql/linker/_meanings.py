@@ -83,6 +83,44 @@ async def find_meanings(
     return tuple(found)
 
 
+# A name this alike, and no further behind the closest, is worth suggesting to a person
+# (a refusal's "nearest"), not linking: set on the development sets' refusals, where
+# short names ("id") sit near 0.47 to any word.
+NEAR_MIN = 0.5
+NEAR_SPREAD = 0.1
+
+
+async def nearest_names(
+    embedder: PhraseEmbedder, vocab: Vocabulary, words: Sequence[str], *, top: int = 3
+) -> dict[str, tuple[tuple[str, str, float], ...]]:
+    """For each word, the table and column names closest to it in meaning (qualified
+    table, column or "", similarity), closest first, at least :data:`NEAR_MIN` alike and
+    within :data:`NEAR_SPREAD` of the closest: what a refusal offers a person to choose
+    from, so there is no margin to clear as a link has. Empty when the embedder fails
+    (the refusal then names neighbours in spelling)."""
+    words = list(dict.fromkeys(w for w in words if w))[:_MAX_WORDS]
+    if not words:
+        return {}
+    try:
+        names = await _names(embedder, vocab)
+        vectors = await embedder.embed_phrases(words)
+    except Exception as exc:  # suggestions are optional
+        _log.info(
+            "nearest names skipped: the embedder failed",
+            extra={"fields": {"error.type": type(exc).__name__}},
+        )
+        return {}
+    found: dict[str, tuple[tuple[str, str, float], ...]] = {}
+    for word, vector in zip(words, vectors, strict=True):
+        scores = names.vectors @ vector
+        order = [int(i) for i in np.argsort(-scores)[:top]]
+        floor = max(NEAR_MIN, float(scores[order[0]]) - NEAR_SPREAD)
+        found[word] = tuple(
+            (*names.labels[i], round(float(scores[i]), 4)) for i in order if scores[i] >= floor
+        )
+    return found
+
+
 def _closest(word: str, names: _Names, scores: Vectors) -> Meaning | None:
     """The name clearly closest to the word: at least :data:`MEANING_MIN` alike and
     :data:`MEANING_MARGIN` ahead of the closest name of another table (a table and its

@@ -21,7 +21,16 @@ from services.sql.words import (
 
 
 class LinkError(Exception):
-    """The question does not map onto this schema; the message says what was missing."""
+    """The question does not map onto this schema; the message says what was missing.
+
+    ``phrase`` is the question's words the linker could not place (empty when the refusal
+    is about something else, such as a join or a check of the statement): the refusal is
+    explained from it — nearest tables and columns, names it did find — never by parsing
+    the message."""
+
+    def __init__(self, message: str, *, phrase: str = "") -> None:
+        super().__init__(message)
+        self.phrase = phrase
 
 
 @dataclass(frozen=True)

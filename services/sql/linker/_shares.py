@@ -64,7 +64,8 @@ def link_ratio(ctx: LinkContext, first: str, second: str) -> Linked:
     a = read_measure(ctx, "number of " + first)
     b = read_measure(ctx, "number of " + second)
     if a is None or b is None or a.table is None or b.table is None:
-        raise LinkError(f"nothing in the schema matches {first if a is None else second!r}")
+        missing = first if a is None else second
+        raise LinkError(f"nothing in the schema matches {missing!r}", phrase=missing)
     tables = [a.table.qualified, b.table.qualified]
     values = [f[1] for f in (a.filter, b.filter) if f is not None]
     word = unexplained(
@@ -76,7 +77,7 @@ def link_ratio(ctx: LinkContext, first: str, second: str) -> Linked:
         terms=ctx.applied,
     )
     if word is not None:
-        raise LinkError(f"nothing in the schema matches {word!r}")
+        raise LinkError(f"nothing in the schema matches {word!r}", phrase=word)
 
     def count(m: Measure) -> str:
         where = ""

@@ -60,3 +60,40 @@ async def test_router_telemetry_carries_metadata_only(
     assert {"router.ask", "router.step"} <= {s.name for s in spans}
     assert_no_canary(canary, spans=spans, metrics=sink.metrics.get_metrics_data(), logs=logs)
     assert_code_never_tries(canary, before_filter.get_finished_spans())
+
+
+async def test_declined_questions_carry_the_reason_and_no_question_text(
+    engines: Engines, pg_url: str, telemetry_sink
+) -> None:
+    canary = new_canary()
+    tenant = new_tenant(pg_url, "privacy")
+    sink = telemetry_sink("router")
+    before_filter = raw_spans(sink.telemetry.tracer_provider)
+    stack = await start_router(engines, sink.telemetry, DeterministicProvider())
+    try:
+        with captured_logs() as logs:
+            write = (
+                await stack.stub.Ask(
+                    pb.AskRequest(tenant_id=tenant, question=f"Delete all {canary} deals"),
+                    timeout=30,
+                )
+            ).answer
+            events = [
+                e
+                async for e in stack.stub.StreamAsk(
+                    pb.StreamAskRequest(
+                        tenant_id=tenant, question=f"Wie viele Geschäfte heißen {canary} hier?"
+                    ),
+                    timeout=30,
+                )
+            ]
+    finally:
+        await stack.close()
+    assert write.refusal_reason == "SQL_READ_ONLY" and canary in write.text
+    assert events[-1].final_answer.refusal_reason == "LANGUAGE_UNSUPPORTED"
+    spans = sink.spans.get_finished_spans()
+    asks = [dict(s.attributes or {}) for s in spans if s.name == "router.ask"]
+    assert {a.get("router.refusal") for a in asks} == {"SQL_READ_ONLY", "LANGUAGE_UNSUPPORTED"}
+    assert "de" in {a.get("question.language") for a in asks}
+    assert_no_canary(canary, spans=spans, metrics=sink.metrics.get_metrics_data(), logs=logs)
+    assert_code_never_tries(canary, before_filter.get_finished_spans())

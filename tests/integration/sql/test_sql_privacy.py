@@ -113,6 +113,28 @@ async def test_asking_with_a_canary_in_the_question(start):
     assert {"sql.ask", "sql.understand", "sql.identify_tables", "sql.generate", "sql.gate"} <= names
 
 
+async def test_declined_questions_say_why_on_the_span_and_nothing_of_the_question(start):
+    """A request to change data and a question in another language: the reply says
+    what they asked (the caller's own words), the spans only the reason and the code."""
+    running = await start()
+    canary = new_canary()
+    with captured_logs() as logs:
+        write = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id=TENANT, question=f"Delete all {canary} companies")
+        )
+        german = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(
+                tenant_id=TENANT, question=f"Wie viele Unternehmen heißen {canary} in Berlin?"
+            )
+        )
+    assert write.refusal_reason == "SQL_READ_ONLY" and canary in write.message
+    assert german.refusal_reason == "LANGUAGE_UNSUPPORTED"
+    _check(running, canary, logs)
+    attributes = [dict(s.attributes or {}) for s in running.sink.spans.get_finished_spans()]
+    assert {"SQL_READ_ONLY", "LANGUAGE_UNSUPPORTED"} <= {a.get("sql.refusal") for a in attributes}
+    assert "de" in {a.get("question.language") for a in attributes}
+
+
 async def test_asking_with_a_canary_in_the_instructions(start):
     running = await start()
     canary = new_canary()

@@ -94,3 +94,11 @@ def test_chat_takes_database_and_mode_options():
     args = _parser().parse_args(["chat", "--database", "shop", "--mode", "retrieve"])
     assert (args.database, args.mode) == ("shop", "retrieve")
     assert _parser().parse_args(["chat"]).mode == "auto"
+
+
+def test_a_declined_answer_says_why_beside_its_outcome():
+    text = render_answer(qpb.Answer(
+        text="Tandem never changes your data.", outcome=qpb.ANSWER_OUTCOME_REFUSED,
+        route=qpb.ROUTE_SQL, refusal_reason="SQL_READ_ONLY"))  # fmt: skip
+    assert "Route: sql · mode unspecified · outcome refused (SQL_READ_ONLY)" in text
+    assert text.startswith("Tandem never changes your data.")

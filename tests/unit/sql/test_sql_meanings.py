@@ -13,7 +13,14 @@ import pytest
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
-from services.sql.linker import MEANING_MIN, QuestionLinker, Vocabulary, find_meanings
+from services.sql.linker import (
+    MEANING_MIN,
+    NEAR_MIN,
+    QuestionLinker,
+    Vocabulary,
+    find_meanings,
+    nearest_names,
+)
 from services.sql.verify import verify_statement
 
 SINGERS = Catalog(
@@ -98,3 +105,24 @@ async def test_a_failing_embedder_leaves_the_question_to_names() -> None:
             raise ConnectionError("down")
 
     assert await find_meanings(Down(), VOCABULARY, "What is the nation of each singer?") == ()
+
+
+async def test_the_names_nearest_a_word_are_offered_closest_first_within_a_spread() -> None:
+    """What a refusal suggests: names at least NEAR_MIN alike and close to the best, no
+    margin needed (a near tie is two suggestions, not a link)."""
+    embedder = FakeEmbedder({"origin": {"country": 0.55, "name": 0.5, "age": 0.45}})
+    near = await nearest_names(embedder, VOCABULARY, ["origin"])
+    assert [(table, column) for table, column, _ in near["origin"]] == [
+        ("public.singer", "country"),
+        ("public.singer", "name"),
+    ]
+    assert all(score >= NEAR_MIN for *_, score in near["origin"])
+    assert await find_meanings(embedder, VOCABULARY, "List the origin of each singer.") == ()
+
+
+async def test_a_failing_embedder_offers_no_names() -> None:
+    class Down:
+        async def embed_phrases(self, texts: Sequence[str]) -> np.ndarray:
+            raise ConnectionError("down")
+
+    assert await nearest_names(Down(), VOCABULARY, ["origin"]) == {}
