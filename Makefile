@@ -8,7 +8,9 @@ PROTOS := $(shell find protos -name '*.proto' 2>/dev/null)
 MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
 # The text-to-SQL development benchmarks (defog: 4 databases, 104 questions; Spider dev:
 # 12 databases, 477 questions); `make eval` runs each that exists, with its keys as
-# declared and with every key dropped, on databases loaded as a user restores them.
+# declared, with every key dropped and beside ~1,000 look-alike tables (--wide), on
+# databases loaded as a user restores them, and prints the three side by side, the study
+# and blind halves apart (the blind half as totals only).
 SQL_DATASET ?= ../shared/datasets/sql
 SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
 # Documents with questions and gold answers (SQuAD dev, 15 articles, 400 questions):
@@ -90,11 +92,15 @@ eval: setup ## retrieval, document-answer and SQL quality on the golden sets and
 	@for ds in $(SQL_DATASETS); do \
 	  if [ -d "$$ds" ]; then name=$$(basename "$$ds"); \
 	    $(BIN)/tandem eval sql --dataset "$$ds" --out "bench-results/sql_eval_$$name.json" && \
-	    $(BIN)/tandem eval sql --dataset "$$ds" --drop-keys --out "bench-results/sql_eval_$${name}_no_keys.json" || exit 1; \
+	    $(BIN)/tandem eval sql --dataset "$$ds" --drop-keys --out "bench-results/sql_eval_$${name}_no_keys.json" && \
+	    $(BIN)/tandem eval sql --dataset "$$ds" --wide --out "bench-results/sql_eval_$${name}_wide.json" || exit 1; \
+	    $(BIN)/tandem eval sql --compare "bench-results/sql_eval_$$name.json" \
+	      "bench-results/sql_eval_$${name}_no_keys.json" "bench-results/sql_eval_$${name}_wide.json"; \
 	    $(BIN)/tandem eval sql --dataset "$$ds" --memory || echo "memory eval on $$name: a target missed"; \
 	    $(BIN)/tandem eval chat --dataset "$$ds" || echo "conversation eval on $$name: a target missed"; \
 	  else echo "SQL dataset $$ds not found: skipped"; fi; \
 	done
+	$(BIN)/tandem eval refusals
 	@if [ -d "$(QA_DATASET)" ]; then $(BIN)/tandem eval answers --dataset "$(QA_DATASET)"; \
 	  else echo "QA dataset $(QA_DATASET) not found: skipped"; fi
 	$(BIN)/tandem eval routing
