@@ -6,14 +6,15 @@ text columns and which column holds a word (``_stored``).
 
 from __future__ import annotations
 
+from services.sql.catalog._cache import CatalogCache
 from services.sql.catalog._catalog import (
     TEXT_TYPES,
     Catalog,
-    CatalogCache,
     ColumnInfo,
     ForeignKeyInfo,
     RenderedCatalog,
     TableInfo,
+    fingerprint,
     introspect,
     render,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "compared_columns",
     "comparisons",
     "describe",
+    "fingerprint",
     "infer_joins",
     "introspect",
     "render",

@@ -8,12 +8,12 @@ whole catalog does not fit, pruned to the tables a question is about.
 
 from __future__ import annotations
 
-import asyncio
 import enum
+import hashlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +21,6 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from services.common import Unavailable
 from services.sql.words import stem
 
 _log = logging.getLogger("tandem.sql.catalog")
@@ -214,6 +213,42 @@ SELECT schemaname, tablename, attname, n_distinct,
 FROM pg_catalog.pg_stats
 WHERE schemaname = ANY(%s)
 """
+
+
+# What a catalog load depends on, one line per readable table: its name, kind, comment,
+# columns (names, types, nullability, comments), constraints, and how often its rows were
+# written or analysed. Cheap (no table is read), so it is checked on every TTL and the
+# catalog reloaded only when it changed.
+_FINGERPRINT_SQL = """
+SELECT n.nspname, c.relname, md5(concat_ws(':',
+  c.relkind, obj_description(c.oid, 'pg_class'),
+  (SELECT string_agg(concat_ws(' ', a.attname, format_type(a.atttypid, a.atttypmod),
+                               a.attnotnull, col_description(c.oid, a.attnum)), ','
+                     ORDER BY a.attnum)
+   FROM pg_catalog.pg_attribute a
+   WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
+  (SELECT string_agg(con.conname || pg_get_constraintdef(con.oid), ',' ORDER BY con.conname)
+   FROM pg_catalog.pg_constraint con WHERE con.conrelid = c.oid),
+  (SELECT concat_ws(' ', s.n_tup_ins + s.n_tup_upd + s.n_tup_del,
+                    greatest(s.last_analyze, s.last_autoanalyze))
+   FROM pg_catalog.pg_stat_all_tables s WHERE s.relid = c.oid)))
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+  AND NOT c.relispartition
+  AND has_table_privilege(c.oid, 'SELECT')
+ORDER BY n.nspname, c.relname
+"""
+
+
+async def fingerprint(conn: psycopg.AsyncConnection[Any]) -> str:
+    """A digest of everything a catalog load reads from ``pg_catalog`` for the tables it
+    would list, and of the writes to them: unchanged, the cached catalog still holds."""
+    digest = hashlib.sha256()
+    for schema, name, line in await (await conn.execute(_FINGERPRINT_SQL)).fetchall():
+        digest.update(f"{schema}.{name}:{line}\n".encode())
+    return digest.hexdigest()
 
 
 async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catalog:
@@ -502,65 +537,6 @@ def _relevance_order(
     for table in candidates:
         order.setdefault(table.qualified, table)
     return list(order.values())
-
-
-# --- cache ---------------------------------------------------------------------------
-
-
-class CatalogCache:
-    """The last good catalog of one database, refreshed after ``ttl_s``.
-
-    A failed refresh keeps serving the cached catalog; with nothing cached the call
-    gets UNAVAILABLE (CATALOG_UNAVAILABLE). Concurrent refreshes collapse into one.
-    """
-
-    def __init__(
-        self,
-        load: Callable[[], Awaitable[Catalog]],
-        *,
-        ttl_s: float,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._load = load
-        self._ttl_s = ttl_s
-        self._clock = clock
-        self._catalog: Catalog | None = None
-        self._loaded_at = 0.0
-        self._lock = asyncio.Lock()
-
-    @property
-    def cached(self) -> Catalog | None:
-        return self._catalog
-
-    def invalidate(self) -> None:
-        self._loaded_at = float("-inf")
-
-    async def get(self) -> Catalog:
-        if self._catalog is not None and self._clock() - self._loaded_at < self._ttl_s:
-            return self._catalog
-        async with self._lock:
-            if self._catalog is not None and self._clock() - self._loaded_at < self._ttl_s:
-                return self._catalog
-            try:
-                catalog = await self._load()
-            except Exception as exc:
-                if self._catalog is not None:
-                    _log.warning(
-                        "catalog refresh failed; serving the cached catalog",
-                        extra={"fields": {"error.type": type(exc).__name__}},
-                    )
-                    self._loaded_at = self._clock()
-                    return self._catalog
-                _log.warning(
-                    "catalog load failed and nothing is cached",
-                    extra={"fields": {"error.type": type(exc).__name__}},
-                )
-                raise Unavailable(
-                    "schema catalog unavailable", reason="CATALOG_UNAVAILABLE"
-                ) from exc
-            self._catalog = catalog
-            self._loaded_at = self._clock()
-            return catalog
 
 
 def table_names(tables: Iterable[TableInfo]) -> list[str]:
