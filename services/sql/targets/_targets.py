@@ -26,14 +26,7 @@ import psycopg_pool
 from psycopg import sql
 
 from services.common import InvalidArgument, PermissionDenied, SettingsError
-from services.sql.catalog import (
-    Catalog,
-    CatalogCache,
-    fingerprint,
-    infer_joins,
-    introspect,
-    resolve_joins,
-)
+from services.sql.catalog import Catalog, CatalogCache, fingerprint, load_catalog
 from services.sql.definitions import GlossaryEntry, JoinSpec
 from services.sql.results import register_loaders
 
@@ -66,6 +59,9 @@ class TargetConfig:
     glossary: tuple[GlossaryEntry, ...] = ()
     # joins the glossary file declares (for a database that declares no keys)
     joins: tuple[JoinSpec, ...] = ()
+    # tables the catalog leaves out (SQL_EXCLUDE_TABLES: ``stg_*``, ``*_backup``,
+    # ``archive.*``): never read, never linked, refused by the gate like unknown tables
+    exclude: tuple[str, ...] = ()
 
     def allows(self, tenant_id: str) -> bool:
         return ANY_TENANT in self.tenants or tenant_id in self.tenants
@@ -329,18 +325,19 @@ class Target:
     async def _load_catalog(self) -> Catalog:
         async with await self._connect() as conn:
             await self._check_role(conn)
-            catalog = await introspect(conn, self.name)
-            declared, unresolved = resolve_joins(catalog, self.config.joins)
+            catalog, unresolved = await load_catalog(
+                conn, self.name, exclude=self.config.exclude, joins=self.config.joins
+            )
             for problem in unresolved:
                 _log.warning(
                     f"database {self.name!r}: a join of its glossary file is ignored: {problem}",
                     extra={"fields": {"database": self.name}},
                 )
-            return await infer_joins(conn, catalog, declared)
+            return catalog
 
     async def _fingerprint(self) -> str:
         async with await self._connect() as conn:
-            return await fingerprint(conn)
+            return await fingerprint(conn, exclude=self.config.exclude)
 
 
 def _log_capabilities(

@@ -273,6 +273,7 @@ def test_sql_check_says_per_database_what_the_service_will_do(yours, monkeypatch
     monkeypatch.setenv("SQL_DATABASES", f"sales={plain};ops={writer};gone=host=/nonexistent")
     monkeypatch.setenv("SQL_DATABASE_TENANTS", "sales=*")
     monkeypatch.setenv("SQL_GLOSSARIES", f"sales={glossary}")
+    monkeypatch.setenv("SQL_EXCLUDE_TABLES", "sales=stg_*,*_backup")
     assert main(["sql-check"]) == 1  # the service would refuse to start
     lines = capsys.readouterr().out.splitlines()
     sales = next(i for i, line in enumerate(lines) if line.startswith("sales "))
@@ -280,6 +281,7 @@ def test_sql_check_says_per_database_what_the_service_will_do(yours, monkeypatch
     assert 'REVOKE TEMPORARY ON DATABASE "tandem_yours" FROM PUBLIC' in lines[sales + 1]
     # the joins the service would use, and a glossary join it cannot, named
     assert "       glossary join ignored: orders.buyer -> people.id: no table 'people'" in lines
+    assert "       excluded: stg_*, *_backup (SQL_EXCLUDE_TABLES)" in lines
     ops = next(i for i, line in enumerate(lines) if line.startswith("ops "))
     assert "refuse" in lines[ops] and "none (list it in SQL_DATABASE_TENANTS)" in lines[ops]
     assert "UPDATE" in lines[ops + 1] and "SQL_UNSAFE_WRITABLE_DATABASES" in lines[ops + 1]
