@@ -3,7 +3,8 @@ keys and comments introspected through the target's read-only role; keys and joi
 inferred from names and data where none are declared (``_joins``); the values stored in
 text columns and which column holds a word (``_stored``); which tables are copies of
 another (``_families``); one load in the order that keeps a wide warehouse cheap
-(``_load``), kept current in the background (``_cache``).
+(``_load``), kept current in the background (``_cache``); the tables each question is
+linked against (``_narrowing``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from services.sql.catalog._catalog import (
 from services.sql.catalog._families import Family, describe_families, families_of
 from services.sql.catalog._joins import Edge, JoinGraph, describe, infer_joins, resolve_joins
 from services.sql.catalog._load import load_catalog
+from services.sql.catalog._narrowing import CatalogIndex, Narrowed
 from services.sql.catalog._stored import (
     Comparison,
     StoredValues,
@@ -39,12 +41,14 @@ __all__ = [
     "TEXT_TYPES",
     "Catalog",
     "CatalogCache",
+    "CatalogIndex",
     "ColumnInfo",
     "Comparison",
     "Edge",
     "Family",
     "ForeignKeyInfo",
     "JoinGraph",
+    "Narrowed",
     "RenderedCatalog",
     "StoredValues",
     "TableInfo",

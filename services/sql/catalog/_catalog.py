@@ -18,12 +18,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
 
 from services.sql.words import stem
+
+if TYPE_CHECKING:
+    from services.sql.catalog._narrowing import CatalogIndex
 
 _log = logging.getLogger("tandem.sql.catalog")
 
@@ -161,6 +164,14 @@ class Catalog:
             for referenced in dict.fromkeys(fk.referenced_table for fk in table.foreign_keys):
                 found.setdefault(referenced, []).append(table)
         return found
+
+    @cached_property
+    def index(self) -> CatalogIndex:
+        """The catalog's look-alike copies and word index, from which each question's
+        candidate tables are drawn (``_narrowing``); built once, on first use."""
+        from services.sql.catalog._narrowing import CatalogIndex  # noqa: PLC0415 - it reads this type
+
+        return CatalogIndex(self)
 
     def resolve(self, schema: str | None, name: str) -> TableInfo | None:
         """A table by exact (case-sensitive) name; unqualified names prefer ``public``."""

@@ -67,7 +67,9 @@ async def load_catalog(
     inferred = await infer_joins(conn, linked, declared)
     keyed = {t.qualified: t for t in inferred.tables}
     tables = tuple(keyed.get(t.qualified, t) for t in valued.tables)
-    return replace(valued, tables=tables, joins=inferred.joins), problems
+    catalog = replace(valued, tables=tables, joins=inferred.joins)
+    _ = catalog.index  # built while loading, not by the first question
+    return catalog, problems
 
 
 async def _row_counts(
