@@ -45,6 +45,9 @@ CANDIDATES_MAX = 32
 # How much each place a word is found in says about its table.
 _NAME, _COLUMN, _COMMENT, _VALUE = 3.0, 1.0, 0.5, 1.0
 _SOFT = 0.25
+# A part of the warehouse that explains the words at least this share as well as the best
+# one stays a candidate too.
+_NEAR = 0.8
 _LOOKALIKES_SHOWN = 3
 _TERM_MEMO_MAX = 20_000
 _QUESTION_WORD = re.compile(r"[a-z0-9]+")
@@ -186,8 +189,8 @@ class CatalogIndex:
     def _candidates(self, words: list[str], left_out: set[str]) -> set[str]:
         """The tables the words point at: of the parts of the warehouse joins connect
         (a statement reads tables a join path connects), the one that explains the
-        question's words best; in it, the tables the words point at most strongly and
-        their neighbours."""
+        question's words best, with any that explain them nearly as well; in them, the
+        tables the words point at most strongly and their neighbours."""
         total = len(self.linkable)
         scores: dict[int, dict[str, float]] = {}
         for word in dict.fromkeys(w for w in words if w not in STOP_WORDS):
@@ -216,8 +219,12 @@ class CatalogIndex:
                     said[word] = max(said.get(word, 0.0), score)
             return sum(said.values())
 
-        best = min(parts.values(), key=lambda members: (-explains(members), min(members)))
-        ranked = sorted(best, key=lambda i: (-sum(scores[i].values()), i))
+        explained = {part: explains(members) for part, members in parts.items()}
+        top = max(explained.values())
+        # parts the words fit about as well are all kept: the linker tells them apart
+        kept = [i for part, members in parts.items() if explained[part] >= _NEAR * top
+                for i in members]  # fmt: skip
+        ranked = sorted(kept, key=lambda i: (-sum(scores[i].values()), i))
         seeds = [self.linkable[i].qualified for i in ranked[:SEED_TABLES]]
         chosen = dict.fromkeys(seeds)
         for seed in seeds:
@@ -258,9 +265,9 @@ def _text_words(text: str) -> list[str]:
 
 
 def _edges(catalog: Catalog) -> list[tuple[str, str]]:
-    """Every pair of tables a key relates (declared, from the glossary, or inferred);
-    not two tables that merely share values in a same-named column."""
-    return [(e.child, e.parent) for e in JoinGraph(catalog).edges if e.kind != "overlap"]
+    """Every pair of tables a join relates, as the linker's join paths see them: keys
+    (declared, from the glossary, inferred), and shared values as their last resort."""
+    return [(e.child, e.parent) for e in JoinGraph(catalog).edges]
 
 
 class _Parts:

@@ -141,12 +141,40 @@ def test_joins_and_instructions_point_at_tables_too():
         JoinOrigin.INFERRED,
         "booking_0_id names the table",
     )
-    catalog = Catalog("w", _singers(*strangers).tables, joins=(link,))
+    # booking_2 and booking_3 only share values in a same-named column: a join path of
+    # last resort, still one part of the warehouse
+    shared = JoinInfo(
+        "public.booking_3", ("destination",), "public.booking_2", ("destination",),
+        JoinOrigin.INFERRED, "same name and shared values",
+    )  # fmt: skip
+    catalog = Catalog("w", _singers(*strangers).tables, joins=(link, shared))
     narrowed = catalog.index.narrow("What is the average fare_0?")
     assert {"public.booking_0", "public.booking_1"} <= set(_names(narrowed.catalog))
     assert narrowed.catalog.joins == (link,)
+    assert "public.booking_3" in _names(catalog.index.narrow("What is the fare_2?").catalog)
     # "TSC" is a term only the request's instructions explain
     bare = catalog.index.narrow("What is the TSC?")
     told = catalog.index.narrow("What is the TSC?", context="TSC = count of singers")
     assert "public.singer" not in _names(bare.catalog)
     assert "public.singer" in _names(told.catalog)
+
+
+def test_parts_the_words_fit_about_as_well_are_all_kept():
+    # two unjoined tables the word "cars" names alike: the linker, not the narrowing,
+    # tells which one "produced in 1980" is about
+    makers = TableInfo(
+        "public",
+        "car_makers",
+        columns=(ColumnInfo("maker_id", "integer", False), ColumnInfo("maker", "text", True)),
+        primary_key=("maker_id",),
+    )
+    data = TableInfo(
+        "public",
+        "cars_data",
+        columns=(ColumnInfo("car_id", "integer", False), ColumnInfo("year", "integer", True)),
+        primary_key=("car_id",),
+    )
+    catalog = _singers(makers, data, *_strangers(NARROW_ABOVE + 4))
+    narrowed = catalog.index.narrow("How many cars were produced in 1980?")
+    assert {"public.car_makers", "public.cars_data"} <= set(_names(narrowed.catalog))
+    assert "public.singer" not in _names(narrowed.catalog)
