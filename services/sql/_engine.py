@@ -478,13 +478,16 @@ def _narrow(
 ) -> Narrowed:
     """The tables a question is linked against: the words of the question, of the
     request's instructions, and of the definitions of the glossary terms it says."""
+    index = catalog.index
+    if not index.wide:  # a small catalog is linked whole: no words to weigh
+        return index.narrow(question)
     low = question.lower()
     defined = [
         entry.text()
         for entry in glossary
         if any(re.search(rf"\b{re.escape(name.lower())}\b", low) for name in entry.names if name)
     ]
-    return catalog.index.narrow(question, context=" ".join([instructions, *defined]))
+    return index.narrow(question, context=" ".join([instructions, *defined]))
 
 
 def _noted(result: AskResult, narrowed: Narrowed) -> AskResult:

@@ -9,8 +9,10 @@ question is linked against a candidate set:
   "the singer archive"), and then it stands in for the table it copies;
 - when more than :data:`NARROW_ABOVE` tables remain, the ones the question's words point
   at are kept (an inverted index over table and column names, comments and stored values,
-  rarer words counting more), with their join neighbours, so a bridge table between two
-  named tables is never lost.
+  rarer words counting more), from the part of the warehouse joins connect that explains
+  the words best (and any part explaining them nearly as well: a statement reads tables a
+  join path connects, so a stranger sharing one word stays out), with their join
+  neighbours, so a bridge table between two named tables is never lost.
 
 A small catalog without copies is linked whole, exactly as before. The answer says which
 table it read and which look-alikes it passed over (:meth:`Narrowed.note`).
