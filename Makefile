@@ -90,7 +90,8 @@ eval: setup ## retrieval, document-answer and SQL quality on the golden sets and
 	@for ds in $(SQL_DATASETS); do \
 	  if [ -d "$$ds" ]; then name=$$(basename "$$ds"); \
 	    $(BIN)/tandem eval sql --dataset "$$ds" --out "bench-results/sql_eval_$$name.json" && \
-	    $(BIN)/tandem eval sql --dataset "$$ds" --drop-keys --out "bench-results/sql_eval_$${name}_no_keys.json" || exit 1; \
+	    $(BIN)/tandem eval sql --dataset "$$ds" --drop-keys --out "bench-results/sql_eval_$${name}_no_keys.json" && \
+	    $(BIN)/tandem eval sql --dataset "$$ds" --wide --out "bench-results/sql_eval_$${name}_wide.json" || exit 1; \
 	    $(BIN)/tandem eval sql --dataset "$$ds" --memory || echo "memory eval on $$name: a target missed"; \
 	    $(BIN)/tandem eval chat --dataset "$$ds" || echo "conversation eval on $$name: a target missed"; \
 	  else echo "SQL dataset $$ds not found: skipped"; fi; \
