@@ -11,7 +11,7 @@ import psycopg
 
 from services.common import SettingsError, embedded_server_url
 from services.sql._settings import DEFAULT_TARGET, SqlSettings
-from services.sql.catalog import describe, infer_joins, introspect, resolve_joins
+from services.sql.catalog import describe, describe_families, load_catalog
 from services.sql.demo import reader_url
 from services.sql.targets import (
     ANY_TENANT,
@@ -152,11 +152,16 @@ async def _unreadable(conn: psycopg.AsyncConnection[Any]) -> list[str]:
 
 
 async def _schema(conn: psycopg.AsyncConnection[Any], config: TargetConfig) -> list[str]:
-    """The keys and joins the service would use, found as it finds them at catalog load;
-    the glossary's joins it could not resolve, named."""
-    catalog = await introspect(conn, config.name)
-    declared, problems = resolve_joins(catalog, config.joins)
-    lines = describe(await infer_joins(conn, catalog, declared))
+    """The tables left out, the look-alike families and the keys and joins the service
+    would use, found as it finds them at catalog load; the glossary's joins it could not
+    resolve, named."""
+    catalog, problems = await load_catalog(
+        conn, config.name, exclude=config.exclude, joins=config.joins
+    )
+    lines = (
+        [f"excluded: {', '.join(config.exclude)} (SQL_EXCLUDE_TABLES)"] if config.exclude else []
+    )
+    lines += describe_families(catalog) + describe(catalog)
     return lines + [f"glossary join ignored: {problem}" for problem in problems]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from opentelemetry import metrics, trace
 
@@ -28,7 +28,7 @@ from services.sql.ask import (
     AttemptOutcome,
     record_verdict,
 )
-from services.sql.catalog import Catalog, JoinGraph, TableInfo, render
+from services.sql.catalog import Catalog, JoinGraph, Narrowed, TableInfo, render
 from services.sql.conversation import (
     MAX_PRIOR_CHARS,
     MAX_PRIOR_WORDS,
@@ -42,6 +42,7 @@ from services.sql.conversation import (
     restrict,
     subject,
 )
+from services.sql.definitions import GlossaryEntry
 from services.sql.gate import Limits, ResultSet, SqlGate, StatementError, StatementRunner, Verdict
 from services.sql.intents import Intent, IntentError, compile_intent
 from services.sql.memory import (
@@ -308,15 +309,22 @@ class SqlEngine:
         if self.memory is not None and not instructions.strip():
             reused, near = await self.memory.reuse(tenant_id, target, catalog, question, limits)
         looked = time.perf_counter() - looked
-        result = reused or await self._ask.ask(
-            question,
-            target,
-            catalog,
-            limits,
-            instructions=instructions,
-            glossary=target.glossary,
-            examples=[(n.pair.question, n.pair.sql) for n in near],
-        )
+        if reused is None:
+            narrowed = _narrow(catalog, question, instructions, target.glossary)
+            result = _noted(
+                await self._ask.ask(
+                    question,
+                    target,
+                    narrowed.catalog,
+                    limits,
+                    instructions=instructions,
+                    glossary=target.glossary,
+                    examples=[(n.pair.question, n.pair.sql) for n in near],
+                ),
+                narrowed,
+            )
+        else:
+            result = reused
         if reused is None and self.memory is not None:
             # What the miss cost is visible beside the pipeline's own stages.
             result.timings["memory"] = looked
@@ -373,10 +381,11 @@ class SqlEngine:
                     asked = (
                         pointed(question, about.table, catalog) if refers(question) else question
                     )
-                    linked = await self._ask.ask(
-                        asked, target, catalog, limits,
+                    narrowed = _narrow(catalog, asked, instructions, target.glossary)
+                    linked = _noted(await self._ask.ask(
+                        asked, target, narrowed.catalog, limits,
                         instructions=instructions, glossary=target.glossary,
-                    )  # fmt: skip
+                    ), narrowed)  # fmt: skip
                     if linked.answer is None:
                         span.set_attribute("sql.follow_up.outcome", linked.outcome.name)
                         return linked
@@ -391,10 +400,11 @@ class SqlEngine:
                     # Nothing in the statement fits the words: read the follow-up spelled
                     # out (the router's rewrite), as any question.
                     span.set_attribute("sql.follow_up.outcome", "READ_AS_QUESTION")
-                    return await self._ask.ask(
-                        question, target, catalog, limits,
+                    narrowed = _narrow(catalog, question, instructions, target.glossary)
+                    return _noted(await self._ask.ask(
+                        question, target, narrowed.catalog, limits,
                         instructions=instructions, glossary=target.glossary,
-                    )  # fmt: skip
+                    ), narrowed)  # fmt: skip
                 span.set_attribute("sql.follow_up.outcome", "UNANSWERABLE")
                 return AskResult(AskOutcome.UNANSWERABLE, target.name, message=str(exc))
             verdict = self.gate(sql, catalog)
@@ -493,6 +503,34 @@ class SqlEngine:
             catalog_for=catalog_for,
             max_sql_chars=self.limits.max_sql_chars,
         )
+
+
+def _narrow(
+    catalog: Catalog, question: str, instructions: str, glossary: Sequence[GlossaryEntry]
+) -> Narrowed:
+    """The tables a question is linked against: the words of the question, of the
+    request's instructions, and of the definitions of the glossary terms it says."""
+    index = catalog.index
+    if not index.wide:  # a small catalog is linked whole: no words to weigh
+        return index.narrow(question)
+    low = question.lower()
+    defined = [
+        entry.text()
+        for entry in glossary
+        if any(re.search(rf"\b{re.escape(name.lower())}\b", low) for name in entry.names if name)
+    ]
+    return index.narrow(question, context=" ".join([instructions, *defined]))
+
+
+def _noted(result: AskResult, narrowed: Narrowed) -> AskResult:
+    """The answer's interpretation with the table it read where look-alikes of it were
+    passed over (or the copy the question named), so a reader sees which one was used."""
+    if result.answer is None:
+        return result
+    note = narrowed.note(result.answer.verdict.tables_used)
+    if not note:
+        return result
+    return replace(result, interpretation=f"{result.interpretation} {note}".strip())
 
 
 def _raise_if_rejected(verdict: Verdict, field: str) -> None:

@@ -272,6 +272,7 @@ def target_configs(
                 glossary=settings.glossaries.get(name)
                 or (demo_glossary() if demo and name == DEFAULT_TARGET else ()),
                 joins=settings.glossary_joins.get(name, ()),
+                exclude=settings.exclude_tables.get(name, ()),
             )
         )
     return configs

@@ -76,6 +76,9 @@ class SqlSettings:
     glossaries: Mapping[str, tuple[GlossaryEntry, ...]] = field(default_factory=dict)
     # ... and the joins each file declares ("joins"), for databases that declare no keys.
     glossary_joins: Mapping[str, tuple[JoinSpec, ...]] = field(default_factory=dict)
+    # SQL_EXCLUDE_TABLES: per database, the tables its catalog leaves out (shell patterns
+    # such as ``stg_*``, ``*_backup`` or ``archive.*``).
+    exclude_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SqlSettings:
@@ -115,6 +118,12 @@ class SqlSettings:
                     f"SQL_GLOSSARIES names {name!r}, which is not a configured database"
                 )
         files = {name: load_glossary_file(path) for name, path in glossaries}
+        exclude_tables = parse_exclude_tables(env.get_str("SQL_EXCLUDE_TABLES", ""))
+        for name in exclude_tables:
+            if name not in known:
+                raise SettingsError(
+                    f"SQL_EXCLUDE_TABLES names {name!r}, which is not a configured database"
+                )
         return cls(
             databases=databases,
             warehouse_url=warehouse_url,
@@ -146,6 +155,7 @@ class SqlSettings:
             reference_date=_date("SQL_REFERENCE_DATE", env.get_optional("SQL_REFERENCE_DATE")),
             glossaries={name: file.entries for name, file in files.items()},
             glossary_joins={name: file.joins for name, file in files.items() if file.joins},
+            exclude_tables=exclude_tables,
         )
 
 
@@ -213,6 +223,34 @@ def parse_glossaries(raw: str) -> tuple[tuple[str, Path], ...]:
             raise SettingsError(f"SQL_GLOSSARIES names {name!r} twice")
         found[name] = Path(path)
     return tuple(found.items())
+
+
+_PATTERN = re.compile(r"^[A-Za-z0-9_*?.\[\]!$-]{1,127}$")
+
+
+def parse_exclude_tables(raw: str) -> dict[str, tuple[str, ...]]:
+    """``name=stg_*,*_backup;name2=archive.*`` (SQL_EXCLUDE_TABLES): per database, shell
+    patterns of the tables its catalog leaves out; a pattern with a dot matches
+    ``schema.table``, one without the table's name in any schema (case-insensitive)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for entry in _split(raw, ";"):
+        name, sep, listed = entry.partition("=")
+        patterns = tuple(_split(listed, ","))
+        if not sep or not patterns:
+            raise SettingsError(
+                f"SQL_EXCLUDE_TABLES entries look like name=stg_*,*_backup; got {entry!r}"
+            )
+        for pattern in patterns:
+            if not _PATTERN.match(pattern) or pattern.count(".") > 1:
+                raise SettingsError(
+                    f"SQL_EXCLUDE_TABLES: {pattern!r} is not a table pattern (letters, digits, "
+                    f"'_', '*', '?', '[...]', and one '.' between schema and table)"
+                )
+        database = _name("SQL_EXCLUDE_TABLES", name.strip())
+        if database in found:
+            raise SettingsError(f"SQL_EXCLUDE_TABLES names {database!r} twice")
+        found[database] = patterns
+    return found
 
 
 def parse_database_tenants(raw: str) -> dict[str, frozenset[str]]:

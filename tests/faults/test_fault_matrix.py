@@ -120,14 +120,22 @@ _CAUSES: dict[tuple[str, str], frozenset[str]] = {
 # or CATALOG_UNAVAILABLE, relayed).
 _STATUSES: dict[tuple[str, str], frozenset[str]] = {
     (POSTGRES, "Search"): frozenset({_DB_DOWN}),
-    (POSTGRES, "AskSql"): frozenset({_DB_DOWN, "UNAVAILABLE/CATALOG_UNAVAILABLE+RetryInfo"}),
+    (POSTGRES, "AskSql"): frozenset(
+        {
+            _DB_DOWN,
+            "UNAVAILABLE/CATALOG_UNAVAILABLE+RetryInfo",
+            "UNAVAILABLE/CATALOG_LOADING+RetryInfo",
+        }
+    ),
     (POSTGRES, "Ask"): frozenset({_DB_DOWN}),
     # the SQL service down (the gateway's DEPENDENCY_UNAVAILABLE) or, restarted and
-    # listening before its catalog is loaded, saying so itself (CATALOG_UNAVAILABLE)
+    # serving before its catalog is loaded, saying so itself (CATALOG_UNAVAILABLE, or
+    # CATALOG_LOADING while the load is under way)
     ("sql", "AskSql"): frozenset(
         {
             "UNAVAILABLE/DEPENDENCY_UNAVAILABLE+RetryInfo",
             "UNAVAILABLE/CATALOG_UNAVAILABLE+RetryInfo",
+            "UNAVAILABLE/CATALOG_LOADING+RetryInfo",
         }
     ),
 }

@@ -42,8 +42,9 @@ from services.sql.verify import verify_statement
 
 MODEL_NAME = "deterministic"
 _log = logging.getLogger("tandem.sql.offline")
-# Vocabularies kept per (database, catalog load): one per schema version in use.
-_VOCABULARIES_MAX = 16
+# Vocabularies kept per (database, catalog load, tables): one per schema version in use,
+# or per candidate set a wide catalog's questions are narrowed to, the oldest dropped.
+_VOCABULARIES_MAX = 64
 _READINGS_MAX = 64
 
 
@@ -74,18 +75,22 @@ class OfflineGenerator:
         # country column); without one, questions are read by names alone
         self._embedder = embedder
         self._meanings: dict[tuple[object, ...], tuple[Meaning, ...]] = {}
-        self._vocabularies: dict[tuple[str, float], Vocabulary] = {}
+        self._vocabularies: dict[tuple[str, float, tuple[str, ...]], Vocabulary] = {}
         # The pipeline asks three roles about one question: it is read once. Keyed by
         # everything a reading depends on (none of it tenant data: catalogs are per
         # database), bounded.
         self._readings: dict[tuple[object, ...], Reading] = {}
 
     def _vocabulary(self, catalog: Catalog) -> Vocabulary:
-        key = (catalog.database, catalog.refreshed_at.timestamp())
+        key = (
+            catalog.database,
+            catalog.refreshed_at.timestamp(),
+            tuple(t.qualified for t in catalog.tables),
+        )
         vocabulary = self._vocabularies.get(key)
         if vocabulary is None:
             if len(self._vocabularies) >= _VOCABULARIES_MAX:
-                self._vocabularies.clear()
+                del self._vocabularies[next(iter(self._vocabularies))]
             vocabulary = Vocabulary(catalog, JoinGraph(catalog))
             self._vocabularies[key] = vocabulary
         return vocabulary

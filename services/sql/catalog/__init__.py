@@ -1,23 +1,32 @@
 """The schema catalog and what it knows without being told: tables, columns, types,
 keys and comments introspected through the target's read-only role; keys and joins
 inferred from names and data where none are declared (``_joins``); the values stored in
-text columns and which column holds a word (``_stored``).
+text columns and which column holds a word (``_stored``); which tables are copies of
+another (``_families``); one load in the order that keeps a wide warehouse cheap
+(``_load``), kept current in the background (``_cache``); the tables each question is
+linked against (``_narrowing``).
 """
 
 from __future__ import annotations
 
+from services.sql.catalog._cache import CatalogCache
 from services.sql.catalog._catalog import (
     TEXT_TYPES,
     Catalog,
-    CatalogCache,
     ColumnInfo,
     ForeignKeyInfo,
     RenderedCatalog,
     TableInfo,
+    excluded,
+    fingerprint,
     introspect,
+    read_values,
     render,
 )
+from services.sql.catalog._families import Family, describe_families, families_of
 from services.sql.catalog._joins import Edge, JoinGraph, describe, infer_joins, resolve_joins
+from services.sql.catalog._load import load_catalog
+from services.sql.catalog._narrowing import CatalogIndex, Narrowed
 from services.sql.catalog._stored import (
     Comparison,
     StoredValues,
@@ -32,19 +41,28 @@ __all__ = [
     "TEXT_TYPES",
     "Catalog",
     "CatalogCache",
+    "CatalogIndex",
     "ColumnInfo",
     "Comparison",
     "Edge",
+    "Family",
     "ForeignKeyInfo",
     "JoinGraph",
+    "Narrowed",
     "RenderedCatalog",
     "StoredValues",
     "TableInfo",
     "compared_columns",
     "comparisons",
     "describe",
+    "describe_families",
+    "excluded",
+    "families_of",
+    "fingerprint",
     "infer_joins",
     "introspect",
+    "load_catalog",
+    "read_values",
     "render",
     "resolve_joins",
     "stored_in",

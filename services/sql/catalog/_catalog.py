@@ -8,21 +8,25 @@ whole catalog does not fit, pruned to the tables a question is about.
 
 from __future__ import annotations
 
-import asyncio
 import enum
+import fnmatch
+import hashlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
 
-from services.common import Unavailable
 from services.sql.words import stem
+
+if TYPE_CHECKING:
+    from services.sql.catalog._narrowing import CatalogIndex
 
 _log = logging.getLogger("tandem.sql.catalog")
 
@@ -107,6 +111,12 @@ class TableInfo:
     # Why ``primary_key`` is the key when the table declares none: inferred from the data
     # (unique and never null), empty for a declared key.
     key_evidence: str = ""
+    # A copy of another table (same columns, the same noun in its name with warehouse
+    # parts: ``stg_singer``, ``singer_2019``, ``archive.singer``): the qualified name of
+    # the table it copies, which questions are linked to unless they name this one, and
+    # why that one is the table meant (see ``_families``).
+    lookalike_of: str = ""
+    lookalike_evidence: str = ""
 
     @property
     def qualified(self) -> str:
@@ -131,20 +141,43 @@ class Catalog:
     # never read (a catalog built by hand): joins are then inferred from names alone.
     joins: tuple[JoinInfo, ...] | None = None
 
+    # Lookups built once per catalog (a catalog is immutable): a warehouse of a thousand
+    # tables is asked for tables by name many times per question.
+    @cached_property
+    def _qualified(self) -> dict[tuple[str, str], TableInfo]:
+        return {(t.schema, t.name): t for t in self.tables}
+
+    @cached_property
+    def _unqualified(self) -> dict[str, TableInfo]:
+        found: dict[str, TableInfo] = {}
+        for table in self.tables:
+            if table.name not in found or (
+                table.schema == "public" and found[table.name].schema != "public"
+            ):
+                found[table.name] = table
+        return found
+
+    @cached_property
+    def _referencing(self) -> dict[str, list[TableInfo]]:
+        found: dict[str, list[TableInfo]] = {}
+        for table in self.tables:
+            for referenced in dict.fromkeys(fk.referenced_table for fk in table.foreign_keys):
+                found.setdefault(referenced, []).append(table)
+        return found
+
+    @cached_property
+    def index(self) -> CatalogIndex:
+        """The catalog's look-alike copies and word index, from which each question's
+        candidate tables are drawn (``_narrowing``); built once, on first use."""
+        from services.sql.catalog._narrowing import CatalogIndex  # noqa: PLC0415 - it reads this type
+
+        return CatalogIndex(self)
+
     def resolve(self, schema: str | None, name: str) -> TableInfo | None:
         """A table by exact (case-sensitive) name; unqualified names prefer ``public``."""
         if schema is not None:
-            for table in self.tables:
-                if table.schema == schema and table.name == name:
-                    return table
-            return None
-        matches = [t for t in self.tables if t.name == name]
-        if not matches:
-            return None
-        for table in matches:
-            if table.schema == "public":
-                return table
-        return matches[0]
+            return self._qualified.get((schema, name))
+        return self._unqualified.get(name)
 
     def table(self, reference: str) -> TableInfo | None:
         """A table named ``name`` or ``schema.name`` (as written in an intent or request)."""
@@ -158,10 +191,8 @@ class Catalog:
             other = self.table(fk.referenced_table)
             if other is not None and other.qualified != table.qualified:
                 found[other.qualified] = other
-        for other in self.tables:
-            if other.qualified == table.qualified:
-                continue
-            if any(fk.referenced_table == table.qualified for fk in other.foreign_keys):
+        for other in self._referencing.get(table.qualified, ()):
+            if other.qualified != table.qualified:
                 found[other.qualified] = other
         return list(found.values())
 
@@ -216,10 +247,67 @@ WHERE schemaname = ANY(%s)
 """
 
 
-async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catalog:
-    """Read the catalog visible to the connection's role (one round trip per query)."""
+def excluded(table: TableInfo | tuple[str, str], patterns: Sequence[str]) -> bool:
+    """Whether a table matches one of the operator's exclusion patterns (shell patterns,
+    case-insensitive: ``stg_*`` matches the name in any schema, ``archive.*`` the schema)."""
+    schema, name = (table.schema, table.name) if isinstance(table, TableInfo) else table
+    name, qualified = name.lower(), f"{schema}.{name}".lower()
+    return any(
+        fnmatch.fnmatchcase(qualified if "." in pattern else name, pattern.lower())
+        for pattern in patterns
+    )
+
+
+# What a catalog load depends on, one line per readable table: its name, kind, comment,
+# columns (names, types, nullability, comments), constraints, and how often its rows were
+# written or analysed. Cheap (no table is read), so it is checked on every TTL and the
+# catalog reloaded only when it changed.
+_FINGERPRINT_SQL = """
+SELECT n.nspname, c.relname, md5(concat_ws(':',
+  c.relkind, obj_description(c.oid, 'pg_class'),
+  (SELECT string_agg(concat_ws(' ', a.attname, format_type(a.atttypid, a.atttypmod),
+                               a.attnotnull, col_description(c.oid, a.attnum)), ','
+                     ORDER BY a.attnum)
+   FROM pg_catalog.pg_attribute a
+   WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
+  (SELECT string_agg(con.conname || pg_get_constraintdef(con.oid), ',' ORDER BY con.conname)
+   FROM pg_catalog.pg_constraint con WHERE con.conrelid = c.oid),
+  (SELECT concat_ws(' ', s.n_tup_ins + s.n_tup_upd + s.n_tup_del,
+                    greatest(s.last_analyze, s.last_autoanalyze))
+   FROM pg_catalog.pg_stat_all_tables s WHERE s.relid = c.oid)))
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+  AND NOT c.relispartition
+  AND has_table_privilege(c.oid, 'SELECT')
+ORDER BY n.nspname, c.relname
+"""
+
+
+async def fingerprint(conn: psycopg.AsyncConnection[Any], *, exclude: Sequence[str] = ()) -> str:
+    """A digest of everything a catalog load reads from ``pg_catalog`` for the tables it
+    would list, and of the writes to them: unchanged, the cached catalog still holds."""
+    digest = hashlib.sha256()
+    for schema, name, line in await (await conn.execute(_FINGERPRINT_SQL)).fetchall():
+        if not excluded((schema, name), exclude):
+            digest.update(f"{schema}.{name}:{line}\n".encode())
+    return digest.hexdigest()
+
+
+async def introspect(
+    conn: psycopg.AsyncConnection[Any],
+    database: str,
+    *,
+    exclude: Sequence[str] = (),
+    values: bool = True,
+) -> Catalog:
+    """Read the catalog visible to the connection's role (one round trip per query), less
+    the tables ``exclude`` matches. With ``values`` the stored values are read too (see
+    :func:`read_values`); without, the structure alone, for a loader that reads values
+    only for the tables questions are linked to."""
     cur = await conn.execute(_TABLES_SQL)
-    table_rows = await cur.fetchall()
+    table_rows = [row for row in await cur.fetchall() if not excluded((row[1], row[2]), exclude)]
     oids = [row[0] for row in table_rows]
     columns: dict[int, list[tuple[str, str, bool, str]]] = {}
     for relid, name, data_type, nullable, comment in await (
@@ -240,7 +328,32 @@ async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catal
             foreign.setdefault(relid, []).append(
                 ForeignKeyInfo(tuple(cols), ref_table, tuple(ref_cols))
             )
-    schemas = sorted({row[1] for row in table_rows})
+    tables = tuple(
+        TableInfo(
+            schema=schema,
+            name=name,
+            comment=comment,
+            row_estimate=int(estimate),
+            columns=tuple(ColumnInfo(*column) for column in columns.get(oid, [])),
+            primary_key=primary.get(oid, ()),
+            foreign_keys=tuple(foreign.get(oid, [])),
+            unique_keys=tuple(unique.get(oid, [])),
+        )
+        for oid, schema, name, comment, estimate in table_rows
+    )
+    catalog = Catalog(database=database, tables=tables)
+    return await read_values(conn, catalog) if values else catalog
+
+
+async def read_values(
+    conn: psycopg.AsyncConnection[Any], catalog: Catalog, *, skip: Iterable[str] = ()
+) -> Catalog:
+    """The catalog with the stored values of its text columns: a few samples of each
+    low-cardinality column and the value index of varied ones, from the planner's
+    statistics where Postgres holds them and from bounded reads of the data where not.
+    Tables named in ``skip`` (qualified) keep none: nothing links a question by them."""
+    skipped = set(skip)
+    schemas = sorted({t.schema for t in catalog.tables})
     stats: dict[tuple[str, str, str], tuple[float, list[str]]] = {}
     for schema, table, column, n_distinct, common in await (
         await conn.execute(_STATS_SQL, (schemas,))
@@ -248,37 +361,28 @@ async def introspect(conn: psycopg.AsyncConnection[Any], database: str) -> Catal
         stats[(schema, table, column)] = (float(n_distinct), list(common))
     tables = []
     values = _ValueBudget()
-    for oid, schema, name, comment, estimate in table_rows:
+    for table in catalog.tables:
+        if table.qualified in skipped:
+            tables.append(table)
+            continue
+        schema, name, estimate = table.schema, table.name, table.row_estimate
         column_infos = []
-        for col_name, data_type, nullable, col_comment in columns.get(oid, []):
+        for column in table.columns:
             samples: tuple[str, ...] = ()
             known: tuple[str, ...] = ()
-            stat = stats.get((schema, name, col_name))
-            if not data_type.startswith(TEXT_TYPES):
+            stat = stats.get((schema, name, column.name))
+            if not column.data_type.startswith(TEXT_TYPES):
                 pass
             elif stat is not None:
-                samples = _samples(stat[0], stat[1], int(estimate))
-                if not samples and values.index_left > 0 and _indexable(stat[0], int(estimate)):
+                samples = _samples(stat[0], stat[1], estimate)
+                if not samples and values.index_left > 0 and _indexable(stat[0], estimate):
                     values.index_left -= 1
-                    known = await _known_values(conn, schema, name, col_name)
+                    known = await _known_values(conn, schema, name, column.name)
             elif values.data_left():
-                samples, known = await _values_from_data(conn, schema, name, col_name, values)
-            column_infos.append(
-                ColumnInfo(col_name, data_type, nullable, col_comment, samples, known)
-            )
-        tables.append(
-            TableInfo(
-                schema=schema,
-                name=name,
-                comment=comment,
-                row_estimate=int(estimate),
-                columns=tuple(column_infos),
-                primary_key=primary.get(oid, ()),
-                foreign_keys=tuple(foreign.get(oid, [])),
-                unique_keys=tuple(unique.get(oid, [])),
-            )
-        )
-    return Catalog(database=database, tables=tuple(tables))
+                samples, known = await _values_from_data(conn, schema, name, column.name, values)
+            column_infos.append(replace(column, sample_values=samples, known_values=known))
+        tables.append(replace(table, columns=tuple(column_infos)))
+    return replace(catalog, tables=tuple(tables))
 
 
 class _ValueBudget:
@@ -502,65 +606,6 @@ def _relevance_order(
     for table in candidates:
         order.setdefault(table.qualified, table)
     return list(order.values())
-
-
-# --- cache ---------------------------------------------------------------------------
-
-
-class CatalogCache:
-    """The last good catalog of one database, refreshed after ``ttl_s``.
-
-    A failed refresh keeps serving the cached catalog; with nothing cached the call
-    gets UNAVAILABLE (CATALOG_UNAVAILABLE). Concurrent refreshes collapse into one.
-    """
-
-    def __init__(
-        self,
-        load: Callable[[], Awaitable[Catalog]],
-        *,
-        ttl_s: float,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._load = load
-        self._ttl_s = ttl_s
-        self._clock = clock
-        self._catalog: Catalog | None = None
-        self._loaded_at = 0.0
-        self._lock = asyncio.Lock()
-
-    @property
-    def cached(self) -> Catalog | None:
-        return self._catalog
-
-    def invalidate(self) -> None:
-        self._loaded_at = float("-inf")
-
-    async def get(self) -> Catalog:
-        if self._catalog is not None and self._clock() - self._loaded_at < self._ttl_s:
-            return self._catalog
-        async with self._lock:
-            if self._catalog is not None and self._clock() - self._loaded_at < self._ttl_s:
-                return self._catalog
-            try:
-                catalog = await self._load()
-            except Exception as exc:
-                if self._catalog is not None:
-                    _log.warning(
-                        "catalog refresh failed; serving the cached catalog",
-                        extra={"fields": {"error.type": type(exc).__name__}},
-                    )
-                    self._loaded_at = self._clock()
-                    return self._catalog
-                _log.warning(
-                    "catalog load failed and nothing is cached",
-                    extra={"fields": {"error.type": type(exc).__name__}},
-                )
-                raise Unavailable(
-                    "schema catalog unavailable", reason="CATALOG_UNAVAILABLE"
-                ) from exc
-            self._catalog = catalog
-            self._loaded_at = self._clock()
-            return catalog
 
 
 def table_names(tables: Iterable[TableInfo]) -> list[str]:

@@ -14,7 +14,8 @@ holds:
 - the column is ``<parent>_id`` / ``<parent>id``, singular or of the name's last word
   (``coupons.merchant_id -> merchants.mid``);
 - the column ends with the key's name once the prefix every table shares is dropped
-  (``sbTransaction.sbTxCustId -> sbCustomer.sbCustId`` in an ``sb…`` schema);
+  (``sbTransaction.sbTxCustId -> sbCustomer.sbCustId`` in an ``sb…`` schema; in a
+  warehouse of many sources, the short prefix the parent shares with its siblings);
 - the column, less an ``id`` ending, is the parent's name (``model_list.maker ->
   car_makers.id``, ``countries.continent -> continents.contid``);
 - never a column whose name says it counts or sums (``course.num_semesters``, whose
@@ -37,6 +38,7 @@ from its base table.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import deque
@@ -346,7 +348,7 @@ def name_candidates(catalog: Catalog) -> list[JoinInfo]:
 def _candidates(catalog: Catalog) -> list[tuple[JoinInfo, bool]]:
     """Every candidate join, each with whether only the data can confirm it (a column
     whose name holds the parent's name; same-named text columns)."""
-    prefix = common_prefix([t.name for t in catalog.tables]).lower()
+    prefixes = shared_prefixes([t.name for t in catalog.tables])
     found: list[tuple[JoinInfo, bool]] = []
     seen: set[tuple[str, str, str, str]] = set()
 
@@ -361,6 +363,14 @@ def _candidates(catalog: Catalog) -> list[tuple[JoinInfo, bool]]:
             )
             found.append((info, data))
 
+    # every column by its name, in catalog and column order: a key is compared with each
+    # name once, not with each column of each table
+    holders: dict[str, list[tuple[int, TableInfo, ColumnInfo]]] = {}
+    order = 0
+    for child in catalog.tables:
+        for column in child.columns:
+            holders.setdefault(column.name.lower(), []).append((order, child, column))
+            order += 1
     for parent in catalog.tables:
         keys = single_keys(parent)
         if not keys:
@@ -368,6 +378,7 @@ def _candidates(catalog: Catalog) -> list[tuple[JoinInfo, bool]]:
         words = name_words(parent.name)
         last = stem(words[-1]) if words else ""
         base = parent.name.lower()
+        prefix = prefixes.get(parent.name, "").lower()
         if prefix and base.startswith(prefix):
             base = base[len(prefix) :]
         whole = stem(base)
@@ -376,21 +387,48 @@ def _candidates(catalog: Catalog) -> list[tuple[JoinInfo, bool]]:
             core = key.name.lower()
             if prefix and core.startswith(prefix):
                 core = core[len(prefix) :]
-            for child in catalog.tables:
-                if child.qualified == parent.qualified:
+            family = type_family(key.data_type)
+            named = [
+                holder
+                for name, found in holders.items()
+                if _may_name(name, key, (forms, core), (whole, last))
+                for holder in found
+            ]
+            for _, child, column in sorted(named, key=lambda holder: holder[0]):
+                if child.qualified == parent.qualified or type_family(column.data_type) != family:
                     continue
-                for column in child.columns:
-                    if type_family(column.data_type) != type_family(key.data_type):
-                        continue
-                    if measure_name(column.name):
-                        continue  # "num_semesters" counts semesters, it names none
-                    why = _named_reference(column, key, (forms, core), child, (whole, last))
-                    if why:
-                        add(child, column.name, parent, key.name, why, data=False)
-                    elif _holds_name(column.name, last, key):
-                        holds = f"{column.name} holds {last}"
-                        add(child, column.name, parent, key.name, holds, data=True)
+                if measure_name(column.name):
+                    continue  # "num_semesters" counts semesters, it names none
+                why = _named_reference(column, key, (forms, core), child, (whole, last))
+                if why:
+                    add(child, column.name, parent, key.name, why, data=False)
+                elif _holds_name(column.name, last, key):
+                    holds = f"{column.name} holds {last}"
+                    add(child, column.name, parent, key.name, holds, data=True)
     found += [(info, True) for info in _same_named(catalog, seen)]
+    return found
+
+
+# A prefix a group of tables shares within a wider catalog (a source's ``sb``, ``crm_``) is
+# short; a longer shared start is a word of their names (``wallet_…``), not a prefix.
+SOURCE_PREFIX_MAX = 4
+
+
+def shared_prefixes(names: Sequence[str]) -> dict[str, str]:
+    """Each table name's prefix: the one every name shares, or, where they share none, the
+    short one its siblings share (names beginning with the same two letters, three or more
+    of them, as ``common_prefix`` reads a group)."""
+    every = common_prefix(list(names))
+    if every:
+        return dict.fromkeys(names, every)
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(name[:2].lower(), []).append(name)
+    found: dict[str, str] = {}
+    for group in groups.values():
+        shared = common_prefix(group) if len(group) >= 3 else ""
+        if 2 <= len(shared) <= SOURCE_PREFIX_MAX:
+            found |= dict.fromkeys(group, shared)
     return found
 
 
@@ -421,6 +459,22 @@ def _named_reference(
     return ""
 
 
+def _may_name(
+    name: str, key: ColumnInfo, key_names: tuple[set[str], str], parent_names: tuple[str, str]
+) -> bool:
+    """Whether a column of this (lower-case) name could reference ``key`` by any rule of
+    :func:`_named_reference` or :func:`_holds_name`, whatever table holds it."""
+    forms, core = key_names
+    if name == key.name.lower() or name in forms:
+        return True
+    if len(core) >= 5 and name.endswith(core) and core not in ("id", "_id"):
+        return True
+    bare = name.removesuffix("_id").removesuffix("id").rstrip("_")
+    if bare and len(bare) >= 3 and stem(bare) in parent_names:
+        return True
+    return _holds_name(name, parent_names[1], key)
+
+
 def _holds_name(column: str, last: str, key: ColumnInfo) -> bool:
     """``sourceairport`` holds ``airport``: a reference only the data can confirm."""
     name = column.lower()
@@ -430,20 +484,16 @@ def _holds_name(column: str, last: str, key: ColumnInfo) -> bool:
 def _same_named(catalog: Catalog, seen: set[tuple[str, str, str, str]]) -> list[JoinInfo]:
     """Text columns two tables share by name, neither a key of its table: joined when
     their values overlap (checked later), the child being the later table."""
+    by_name: dict[str, list[tuple[int, int, TableInfo, ColumnInfo]]] = {}
+    for i, table in enumerate(catalog.tables):
+        for position, column in enumerate(table.columns):
+            if type_family(column.data_type) == "text" and column.name not in table.primary_key:
+                by_name.setdefault(column.name, []).append((i, position, table, column))
     found = []
-    tables = list(catalog.tables)
-    for i, a in enumerate(tables):
-        for b in tables[i + 1 :]:
-            for column in a.columns:
-                other = b.column(column.name)
-                if (
-                    other is None
-                    or type_family(column.data_type) != "text"
-                    or type_family(other.data_type) != "text"
-                    or column.name in a.primary_key
-                    or column.name in b.primary_key
-                    or (column.sample_values and other.sample_values)
-                ):
+    for holders in by_name.values():
+        for k, (i, position, a, column) in enumerate(holders):
+            for j, _, b, other in holders[k + 1 :]:
+                if column.sample_values and other.sample_values:
                     # a few values both tables sample (a status, a type) are categories
                     # of each, not a reference from one to the other
                     continue
@@ -454,17 +504,16 @@ def _same_named(catalog: Catalog, seen: set[tuple[str, str, str, str]]) -> list[
                     column.name,
                 ) in seen:
                     continue
-                found.append(
-                    JoinInfo(
-                        b.qualified,
-                        (column.name,),
-                        a.qualified,
-                        (column.name,),
-                        JoinOrigin.INFERRED,
-                        _OVERLAP,
-                    )
+                info = JoinInfo(
+                    b.qualified,
+                    (column.name,),
+                    a.qualified,
+                    (column.name,),
+                    JoinOrigin.INFERRED,
+                    _OVERLAP,
                 )
-    return found
+                found.append((i, j, position, info))
+    return [info for *_, info in sorted(found, key=lambda f: f[:3])]
 
 
 # --- confirmation by the data ---------------------------------------------------------
@@ -497,12 +546,12 @@ async def infer_joins(
     Bounded: sampled reads under a short timeout, within :data:`INFERENCE_SECONDS_MAX`;
     what cannot be read keeps the names' word for it."""
     deadline = clock() + INFERENCE_SECONDS_MAX
+    owners = _Owners(catalog.tables)
     tables = []
     for table in catalog.tables:
         keyed_table = table
         if not table.primary_key and clock() < deadline:
-            others = [t for t in catalog.tables if t is not table]
-            keyed_table = await _infer_key(conn, table, others)
+            keyed_table = await _infer_key(conn, table, owners)
         tables.append(keyed_table)
     keyed = replace(catalog, tables=tuple(tables))
     joined = {frozenset((e.child, e.parent)) for e in declared_edges(keyed)}
@@ -523,10 +572,24 @@ async def infer_joins(
             confirmed.append(replace(candidate, evidence=f"{candidate.evidence}; {found}"))
     joined |= {frozenset((j.child, j.parent)) for j in confirmed}
     referencing = {(j.child, j.child_columns) for j in confirmed}
+    entity_keys = [
+        (parent, key)
+        for parent in keyed.tables
+        for key in single_keys(parent)
+        if _owns(key.name, parent.name) >= 2
+    ]
     for child, column in _unnamed_references(keyed, referencing):
         if clock() >= deadline:
             break
-        found_in = await _only_key_holding(conn, keyed, child, column, joined)
+        found_in = await _only_key_holding(
+            conn,
+            keyed,
+            child,
+            column,
+            joined,
+            entity_keys=entity_keys,
+            in_time=lambda: clock() < deadline,
+        )
         if found_in is not None:
             confirmed.append(found_in)
             joined.add(frozenset((found_in.child, found_in.parent)))
@@ -559,38 +622,42 @@ async def _only_key_holding(
     child: TableInfo,
     column: ColumnInfo,
     joined: set[frozenset[str]],
+    *,
+    entity_keys: Sequence[tuple[TableInfo, ColumnInfo]],
+    in_time: Callable[[], bool],
 ) -> JoinInfo | None:
     """The join to the one entity key (``id``, or named for its own table) of another
     table holding at least 90 % of the column's values; None when none does, or more than
-    one does (small integer ids fit many keys: ambiguity is no evidence)."""
+    one does (small integer ids fit many keys: ambiguity is no evidence), or when the
+    reads ran out of time before every key was tried."""
     holding: list[JoinInfo] = []
-    for parent in catalog.tables:
+    family = type_family(column.data_type)
+    for parent, key in entity_keys:
         if parent is child or frozenset((child.qualified, parent.qualified)) in joined:
             continue
-        for key in single_keys(parent):
-            if _owns(key.name, parent.name) < 2 or type_family(key.data_type) != type_family(
-                column.data_type
-            ):
-                continue
-            candidate = JoinInfo(
-                child.qualified,
-                (column.name,),
-                parent.qualified,
-                (key.name,),
-                JoinOrigin.INFERRED,
-                "",
-            )
-            # every distinct value, not a sample: the first values read are often the
-            # smallest, and small ids fit many keys
-            share = await _containment(conn, catalog, candidate, sample=None)
-            if share is None or share[1] < 2 or share[0] / share[1] < CONTAINMENT_MIN:
-                continue
-            if type_family(key.data_type) == "int":
-                density = await _density(conn, catalog, candidate)
-                if density is None or density > DENSITY_MAX:
-                    continue  # 1..22 sits inside any dense 1..406: chance, not evidence
-            found = f"{share[0]} of {share[1]} distinct values found in {parent.qualified}"
-            holding.append(replace(candidate, evidence=f"the only key holding them; {found}"))
+        if type_family(key.data_type) != family:
+            continue
+        if not in_time():
+            return None
+        candidate = JoinInfo(
+            child.qualified,
+            (column.name,),
+            parent.qualified,
+            (key.name,),
+            JoinOrigin.INFERRED,
+            "",
+        )
+        # every distinct value, not a sample: the first values read are often the
+        # smallest, and small ids fit many keys
+        share = await _containment(conn, catalog, candidate, sample=None)
+        if share is None or share[1] < 2 or share[0] / share[1] < CONTAINMENT_MIN:
+            continue
+        if type_family(key.data_type) == "int":
+            density = await _density(conn, catalog, candidate)
+            if density is None or density > DENSITY_MAX:
+                continue  # 1..22 sits inside any dense 1..406: chance, not evidence
+        found = f"{share[0]} of {share[1]} distinct values found in {parent.qualified}"
+        holding.append(replace(candidate, evidence=f"the only key holding them; {found}"))
     return holding[0] if len(holding) == 1 else None
 
 
@@ -619,7 +686,7 @@ async def _density(
 
 
 async def _infer_key(
-    conn: psycopg.AsyncConnection[Any], table: TableInfo, others: Sequence[TableInfo]
+    conn: psycopg.AsyncConnection[Any], table: TableInfo, owners: _Owners
 ) -> TableInfo:
     """``table`` with the key its data shows, unchanged when none or the read fails.
 
@@ -644,12 +711,7 @@ async def _infer_key(
         return table
     rows = row[0]
     unique = [c for i, c in enumerate(columns) if row[1 + 2 * i] == rows and row[2 + 2 * i] == rows]
-    references = [
-        c
-        for c in columns
-        if c.name.lower() != "id"
-        and any(_owns(c.name, t.name) >= max(_owns(c.name, table.name), 1) for t in others)
-    ]
+    references = [c for c in columns if owners.names_another(c.name, table)]
     choices = [
         *(c for c in unique if _owns(c.name, table.name) and c not in references),
         *(c for c in unique if c.name.lower().endswith(_KEY_ENDINGS) and c not in references),
@@ -686,16 +748,49 @@ def _owns(column: str, table: str) -> int:
     name = column.lower()
     if name == "id":
         return 2
+    whole, last = _owned_names(table)
+    return 2 if name in whole else 1 if name in last else 0
+
+
+@functools.lru_cache(maxsize=8192)
+def _owned_names(table: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The column names a table owns by its whole name and by its last word (asked for
+    every column against every table: a warehouse of a thousand tables asks a lot)."""
     words = name_words(table)
     if not words:
-        return 0
+        return frozenset(), frozenset()
 
-    def named(base: str) -> bool:
-        return name in {f"{base}{sep}{end}" for sep in ("", "_") for end in _OWN_ENDINGS}
+    def named(base: str) -> set[str]:
+        return {f"{base}{sep}{end}" for sep in ("", "_") for end in _OWN_ENDINGS}
 
-    if named(stem(table.lower())) or named(stem(table.lower().replace("_", ""))):
-        return 2
-    return 1 if named(stem(words[-1])) else 0
+    whole = named(stem(table.lower())) | named(stem(table.lower().replace("_", "")))
+    return frozenset(whole), frozenset(named(stem(words[-1])))
+
+
+class _Owners:
+    """Which tables own a column name (see :func:`_owns`), indexed once per load: whether
+    a column is named for another table is then one lookup, not one test per table."""
+
+    def __init__(self, tables: Sequence[TableInfo]) -> None:
+        self._by_name: dict[str, list[tuple[str, int]]] = {}
+        for table in tables:
+            whole, last = _owned_names(table.name)
+            for name in whole:
+                self._by_name.setdefault(name, []).append((table.qualified, 2))
+            for name in last - whole:
+                self._by_name.setdefault(name, []).append((table.qualified, 1))
+
+    def names_another(self, column: str, table: TableInfo) -> bool:
+        """Whether ``column`` of ``table`` is named for another table at least as strongly
+        as for its own (never ``id``, which every table owns)."""
+        name = column.lower()
+        if name == "id":
+            return False
+        own = max(_owns(column, table.name), 1)
+        return any(
+            other != table.qualified and strength >= own
+            for other, strength in self._by_name.get(name, ())
+        )
 
 
 async def _containment(

@@ -25,8 +25,8 @@ import psycopg
 import psycopg_pool
 from psycopg import sql
 
-from services.common import InvalidArgument, PermissionDenied, SettingsError, Unavailable
-from services.sql.catalog import Catalog, CatalogCache, infer_joins, introspect, resolve_joins
+from services.common import InvalidArgument, PermissionDenied, SettingsError
+from services.sql.catalog import Catalog, CatalogCache, fingerprint, load_catalog
 from services.sql.definitions import GlossaryEntry, JoinSpec
 from services.sql.results import register_loaders
 
@@ -59,6 +59,9 @@ class TargetConfig:
     glossary: tuple[GlossaryEntry, ...] = ()
     # joins the glossary file declares (for a database that declares no keys)
     joins: tuple[JoinSpec, ...] = ()
+    # tables the catalog leaves out (SQL_EXCLUDE_TABLES: ``stg_*``, ``*_backup``,
+    # ``archive.*``): never read, never linked, refused by the gate like unknown tables
+    exclude: tuple[str, ...] = ()
 
     def allows(self, tenant_id: str) -> bool:
         return ANY_TENANT in self.tenants or tenant_id in self.tenants
@@ -240,7 +243,12 @@ class Target:
             kwargs=self._connect_kwargs,
             reconnect_timeout=0,
         )
-        self.catalog = CatalogCache(self._load_catalog, ttl_s=catalog_ttl_s)
+        self.catalog = CatalogCache(
+            self._load_catalog,
+            ttl_s=catalog_ttl_s,
+            fingerprint=self._fingerprint,
+            database=config.name,
+        )
         self._role_checked = False
         self.capabilities: tuple[Capability, ...] = ()
         self._refusal: Capability | None = None
@@ -259,19 +267,26 @@ class Target:
         return self._refusal
 
     async def open(self) -> bool:
-        """Open the pool and load the catalog; False (logged) when unreachable for now."""
+        """Open the pool, check the role, and start loading the catalog in the background
+        (a warehouse of a thousand tables takes seconds to read; the service serves
+        meanwhile). False (logged) when the database is unreachable for now: the role is
+        then checked, and the catalog loaded, when a request first needs it."""
         await self.pool.open(wait=False)
         try:
-            await self.catalog.get()
-        except Unavailable as exc:
+            async with await self._connect() as conn:
+                await self._check_role(conn)
+        except psycopg.Error as exc:
             _log.warning(
                 "target database unreachable at start; will retry on use",
                 extra={"fields": {"database": self.name, "error.type": type(exc).__name__}},
             )
             return False
+        if self._refusal is None:
+            self.catalog.start()
         return True
 
     async def close(self) -> None:
+        await self.catalog.close()
         await self.pool.close()
 
     async def ping(self) -> bool:
@@ -294,25 +309,35 @@ class Target:
             )
         return catalog
 
-    async def _load_catalog(self) -> Catalog:
+    async def _connect(self) -> psycopg.AsyncConnection[Any]:
         # A connection of its own, not the pool's: an unreachable database fails here at
-        # once instead of after the pool's wait, and catalog loads are rare.
-        async with await psycopg.AsyncConnection.connect(
-            self.config.url, **self._connect_kwargs
-        ) as conn:
-            if not self._role_checked:
-                self.capabilities = tuple(await role_capabilities(conn))
-                self._role_checked = True
-                self._refusal = refusal(self.config, self.capabilities)
-                _log_capabilities(self.config, self.capabilities, self._refusal)
-            catalog = await introspect(conn, self.name)
-            declared, unresolved = resolve_joins(catalog, self.config.joins)
+        # once instead of after the pool's wait, and catalog reads are rare.
+        return await psycopg.AsyncConnection.connect(self.config.url, **self._connect_kwargs)
+
+    async def _check_role(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        if self._role_checked:
+            return
+        self.capabilities = tuple(await role_capabilities(conn))
+        self._role_checked = True
+        self._refusal = refusal(self.config, self.capabilities)
+        _log_capabilities(self.config, self.capabilities, self._refusal)
+
+    async def _load_catalog(self) -> Catalog:
+        async with await self._connect() as conn:
+            await self._check_role(conn)
+            catalog, unresolved = await load_catalog(
+                conn, self.name, exclude=self.config.exclude, joins=self.config.joins
+            )
             for problem in unresolved:
                 _log.warning(
                     f"database {self.name!r}: a join of its glossary file is ignored: {problem}",
                     extra={"fields": {"database": self.name}},
                 )
-            return await infer_joins(conn, catalog, declared)
+            return catalog
+
+    async def _fingerprint(self) -> str:
+        async with await self._connect() as conn:
+            return await fingerprint(conn, exclude=self.config.exclude)
 
 
 def _log_capabilities(
@@ -379,8 +404,9 @@ class TargetRegistry:
         return target
 
     async def open(self) -> None:
-        """Open every target; fail start-up when a reachable one's role is unsafe, and say
-        at every start which databases serve no tenant."""
+        """Open every target (each catalog loads in the background); fail start-up when a
+        reachable one's role is unsafe, and say at every start which databases serve no
+        tenant."""
         for target in self._targets.values():
             await target.open()
             if target.refusal is not None:

@@ -50,7 +50,7 @@ from services.sql.verify._values import settled, value_tests
 _log = logging.getLogger("tandem.sql.verify")
 # A probe reads little; it never gets more time than this, nor more than the statement.
 PROBE_TIMEOUT_S = 2.0
-_CACHED_CATALOGS = 8
+_CACHED_CATALOGS = 64
 
 
 @dataclass(frozen=True)
@@ -76,10 +76,12 @@ class StatementChecker:
         self._runner = runner
         self.mode = mode
         self._tracer = tracer or trace.NoOpTracer()
-        self._derived: OrderedDict[tuple[str, object], _Derived] = OrderedDict()
+        self._derived: OrderedDict[tuple[object, ...], _Derived] = OrderedDict()
 
     def _of(self, catalog: Catalog) -> _Derived:
-        key = (catalog.database, catalog.refreshed_at)
+        # a question on a wide warehouse is checked against the tables it was linked
+        # among (a narrowed catalog of the same load): the tables are part of the key
+        key = (catalog.database, catalog.refreshed_at, tuple(t.qualified for t in catalog.tables))
         found = self._derived.get(key)
         if found is None:
             found = _Derived(StoredValues.of(catalog), JoinGraph(catalog))

@@ -69,6 +69,7 @@ async def reader_target(warehouse: Warehouse) -> AsyncIterator[Target]:
         pool_max_size=2,
     )
     assert await target.open()
+    await target.get_catalog()  # loaded in the background: these tests start from a loaded one
     yield target
     await target.close()
 

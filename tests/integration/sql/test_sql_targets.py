@@ -229,6 +229,40 @@ async def test_an_unreachable_database_is_unavailable_not_fatal():
     await target.close()
 
 
+async def test_the_catalog_is_read_again_only_when_the_schema_changed(pg_url, warehouse):
+    owner = database_url(pg_url, "tandem_changing")
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute("DROP DATABASE IF EXISTS tandem_changing WITH (FORCE)")
+        await admin.execute("CREATE DATABASE tandem_changing")
+        await ensure_reader_role(admin, warehouse.reader_role)
+    async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
+        await conn.execute("CREATE TABLE invoices (invoice_id int PRIMARY KEY, total numeric)")
+        await conn.execute("INSERT INTO invoices VALUES (1, 10), (2, 20)")
+        await grant_read_only(conn, "tandem_changing", warehouse.reader_role, schemas=["public"])
+    url = psycopg.conninfo.make_conninfo(warehouse.reader_url, dbname="tandem_changing")
+    target = Target(TargetConfig("changing", url), pool_max_size=1)
+    try:
+        assert await target.open()
+        first = await target.get_catalog()
+        await target.catalog.refresh()  # what the TTL's check does, in the background
+        assert await target.get_catalog() is first  # the same schema: not read again
+        async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
+            await conn.execute("CREATE TABLE refunds (refund_id int PRIMARY KEY, amount numeric)")
+            await conn.execute(f"GRANT SELECT ON refunds TO {warehouse.reader_role}")
+        assert (await target.get_catalog()).table("refunds") is None  # until checked
+        await target.catalog.refresh()
+        second = await target.get_catalog()
+        assert second is not first and second.table("refunds") is not None
+        async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
+            await conn.execute("COMMENT ON COLUMN invoices.total IS 'Total with tax.'")
+        await target.catalog.refresh()
+        third = await target.get_catalog()
+        invoices = third.table("invoices")
+        assert invoices is not None and invoices.columns[1].comment == "Total with tax."
+    finally:
+        await target.close()
+
+
 def test_sql_check_says_per_database_what_the_service_will_do(yours, monkeypatch, capsys, tmp_path):
     plain = yours("tandem_c1")
     writer = yours("tandem_c2: GRANT UPDATE ON orders TO tandem_c2")
@@ -239,6 +273,7 @@ def test_sql_check_says_per_database_what_the_service_will_do(yours, monkeypatch
     monkeypatch.setenv("SQL_DATABASES", f"sales={plain};ops={writer};gone=host=/nonexistent")
     monkeypatch.setenv("SQL_DATABASE_TENANTS", "sales=*")
     monkeypatch.setenv("SQL_GLOSSARIES", f"sales={glossary}")
+    monkeypatch.setenv("SQL_EXCLUDE_TABLES", "sales=stg_*,*_backup")
     assert main(["sql-check"]) == 1  # the service would refuse to start
     lines = capsys.readouterr().out.splitlines()
     sales = next(i for i, line in enumerate(lines) if line.startswith("sales "))
@@ -246,6 +281,7 @@ def test_sql_check_says_per_database_what_the_service_will_do(yours, monkeypatch
     assert 'REVOKE TEMPORARY ON DATABASE "tandem_yours" FROM PUBLIC' in lines[sales + 1]
     # the joins the service would use, and a glossary join it cannot, named
     assert "       glossary join ignored: orders.buyer -> people.id: no table 'people'" in lines
+    assert "       excluded: stg_*, *_backup (SQL_EXCLUDE_TABLES)" in lines
     ops = next(i for i, line in enumerate(lines) if line.startswith("ops "))
     assert "refuse" in lines[ops] and "none (list it in SQL_DATABASE_TENANTS)" in lines[ops]
     assert "UPDATE" in lines[ops + 1] and "SQL_UNSAFE_WRITABLE_DATABASES" in lines[ops + 1]

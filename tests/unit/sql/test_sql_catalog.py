@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from services.common import Unavailable
+from services.common import Unavailable, deadline_scope
 from services.sql import Catalog, CatalogCache, ColumnInfo, TableInfo, render
 from services.sql.catalog._catalog import rank_tables, render_table
 from services.sql.words._words import stem
@@ -96,24 +96,37 @@ class _Clock:
         return self.now
 
 
-async def test_cache_refreshes_after_ttl_and_serves_stale_on_failure():
-    clock, loads = _Clock(), []
+async def test_cache_serves_at_once_and_reloads_only_a_changed_schema():
+    clock, loads, shape = _Clock(), [], ["v1"]
     table = TableInfo("public", "t", columns=(ColumnInfo("a", "integer", False),))
 
     async def load() -> Catalog:
         loads.append(clock.now)
-        if len(loads) == 2:
+        if len(loads) == 3:
             raise OSError("database down")
         return Catalog("w", (table,))
 
-    cache = CatalogCache(load, ttl_s=10, clock=clock)
+    async def fingerprint() -> str:
+        return shape[0]
+
+    cache = CatalogCache(load, ttl_s=10, fingerprint=fingerprint, clock=clock)
     first = await cache.get()
     assert await cache.get() is first and loads == [0.0]
-    clock.now = 11
-    assert await cache.get() is first  # the refresh failed: the cached catalog serves
+    clock.now = 11  # stale, schema unchanged: checked, not read again
+    assert await cache.get() is first
+    await _settle()
+    assert loads == [0.0]
+    shape[0] = "v2"  # a table was added: the next check reloads, in the background
     clock.now = 22
-    fresh = await cache.get()
-    assert fresh is not first and len(loads) == 3
+    assert await cache.get() is first  # the old catalog serves meanwhile
+    await _settle()
+    second = await cache.get()
+    assert second is not first and loads == [0.0, 22.0]
+    shape[0] = "v3"
+    clock.now = 33
+    assert await cache.get() is second
+    await _settle()  # the reload failed: the cached catalog still serves
+    assert await cache.get() is second and len(loads) == 3
 
 
 async def test_cache_without_a_catalog_is_unavailable_and_loads_once_concurrently():
@@ -135,3 +148,48 @@ async def test_cache_without_a_catalog_is_unavailable_and_loads_once_concurrentl
     cache = CatalogCache(slow, ttl_s=10)
     results = await asyncio.gather(*(cache.get() for _ in range(5)))
     assert calls == 1 and len({id(r) for r in results}) == 1
+
+
+async def test_a_question_waits_for_the_first_load_within_its_deadline_only():
+    release = asyncio.Event()
+    attempts = 0
+
+    async def load() -> Catalog:
+        nonlocal attempts
+        attempts += 1
+        await release.wait()
+        return Catalog("w", ())
+
+    cache = CatalogCache(load, ttl_s=10, database="big")
+    cache.start()  # the service starts loading and reports SERVING at once
+    with deadline_scope(1.2), pytest.raises(Unavailable) as err:
+        await cache.get()  # 1 s of the deadline is kept for answering: waits 0.2 s
+    assert err.value.reason == "CATALOG_LOADING" and "'big'" in err.value.message
+    assert err.value.retry_after_s > 0
+    with deadline_scope(30):
+        waiting = asyncio.create_task(cache.get())
+        await asyncio.sleep(0.05)
+        release.set()
+        assert (await waiting).database == "w"
+    assert attempts == 1  # one load, however many waited for it
+
+
+async def test_a_failed_first_load_is_tried_again_by_the_next_call():
+    results: list[Exception | Catalog] = [OSError("down"), Catalog("w", ())]
+
+    async def load() -> Catalog:
+        found = results.pop(0)
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    cache = CatalogCache(load, ttl_s=10)
+    cache.start()
+    await _settle()
+    assert cache.cached is None
+    assert (await cache.get()).database == "w"
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)

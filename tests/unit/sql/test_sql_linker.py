@@ -125,6 +125,22 @@ def test_join_edges_are_inferred_from_names_and_types_without_declared_keys() ->
     assert all(e.inferred for e in JoinGraph(BROKER).edges)
 
 
+def test_a_source_prefix_is_read_among_a_warehouses_other_tables() -> None:
+    # the broker's tables beside others that share no prefix with them: the "sb" its
+    # tables share is still the prefix ``sbtxcustid`` ends past
+    others = tuple(
+        TableInfo("public", name, columns=(_col(f"{name}_id"), _col("label", "text")),
+                  primary_key=(f"{name}_id",))
+        for name in ("orders", "stadium", "voyages")
+    )  # fmt: skip
+    wide = replace(BROKER, tables=(*BROKER.tables, *others))
+    edges = {(e.child_column, e.parent) for e in JoinGraph(wide).edges}
+    assert edges == {
+        ("sbtxcustid", "public.sbcustomer"),
+        ("sbtxtickerid", "public.sbticker"),
+    }
+
+
 def test_an_edge_the_data_refuted_is_not_joined_along() -> None:
     # the catalog was checked against its data, which confirmed the customer edge only
     confirmed = [j for j in name_candidates(BROKER) if j.child_columns == ("sbtxcustid",)]

@@ -9,6 +9,7 @@ import pytest
 from services.common import SettingsError
 from services.sql import SqlSettings
 from services.sql._server import reference_clock, serves_demo_warehouse, target_configs
+from services.sql.catalog import excluded
 from services.sql.demo import data as demo_data
 
 
@@ -107,11 +108,38 @@ def test_warehouse_url_overrides_everything():
         ({"SQL_UNSAFE_WRITABLE_DATABASES": "Bad!"}, "SQL_UNSAFE_WRITABLE_DATABASES"),
         ({"SQL_MAX_ROWS": "x"}, "SQL_MAX_ROWS"),
         ({"SQL_DEFAULT_DATABASE": "Nope!"}, "SQL_DEFAULT_DATABASE"),
+        ({"SQL_EXCLUDE_TABLES": "stg_*"}, "SQL_EXCLUDE_TABLES"),
+        ({"SQL_EXCLUDE_TABLES": "warehouse=stg_*;warehouse=x"}, "SQL_EXCLUDE_TABLES"),
+        ({"SQL_EXCLUDE_TABLES": "warehouse=a b"}, "SQL_EXCLUDE_TABLES"),
+        ({"SQL_EXCLUDE_TABLES": "warehouse=a.b.c"}, "SQL_EXCLUDE_TABLES"),
+        ({"SQL_EXCLUDE_TABLES": "sales=stg_*"}, "SQL_EXCLUDE_TABLES"),  # not configured
     ],
 )
 def test_bad_values_name_their_variable(environ, variable):
     with pytest.raises(SettingsError, match=variable):
         SqlSettings.from_env(environ)
+
+
+def test_excluded_tables_are_patterns_per_database():
+    settings = SqlSettings.from_env(
+        {
+            "SQL_DATABASES": "sales=postgresql://a/s;ops=postgresql://a/o",
+            "SQL_EXCLUDE_TABLES": "sales=stg_*, *_backup ,archive.*; ops=tmp_?",
+        }
+    )
+    assert settings.exclude_tables == {
+        "sales": ("stg_*", "*_backup", "archive.*"),
+        "ops": ("tmp_?",),
+    }
+    configs = {c.name: c for c in target_configs(settings, None)}
+    assert configs["sales"].exclude == ("stg_*", "*_backup", "archive.*")
+    assert configs["ops"].exclude == ("tmp_?",)
+    patterns = configs["sales"].exclude
+    assert excluded(("public", "stg_orders"), patterns)
+    assert excluded(("finance", "Orders_Backup"), patterns)  # any schema, any case
+    assert excluded(("archive", "orders"), patterns)  # schema.table
+    assert not excluded(("public", "orders"), patterns)
+    assert not excluded(("public", "orders_staging"), patterns)
 
 
 def test_reference_date_defaults_to_the_demo_anchor_only_for_the_demo_warehouse():

@@ -1,0 +1,288 @@
+"""The tables a question is linked against: its candidates, not the whole warehouse.
+
+A warehouse of a thousand tables is a few dozen tables a question could mean, their
+look-alike copies (``_families``), and everything else. Linking a question against all of
+it costs time on every question and invites a copy or a stranger to take a link, so each
+question is linked against a candidate set:
+
+- a copy is left out unless the question names it (all of its name's words, side by side:
+  "the singer archive"), and then it stands in for the table it copies;
+- when more than :data:`NARROW_ABOVE` tables remain, the ones the question's words point
+  at are kept (an inverted index over table and column names, comments and stored values,
+  rarer words counting more), from the part of the warehouse joins connect that explains
+  the words best (and any part explaining them nearly as well: a statement reads tables a
+  join path connects, so a stranger sharing one word stays out), with their join
+  neighbours, so a bridge table between two named tables is never lost.
+
+A small catalog without copies is linked whole, exactly as before. The answer says which
+table it read and which look-alikes it passed over (:meth:`Narrowed.note`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from services.sql.catalog._catalog import Catalog, TableInfo
+from services.sql.catalog._families import qualified_words, table_words
+from services.sql.catalog._joins import JoinGraph
+from services.sql.words import (
+    GRAMMAR_WORDS,
+    SOFT_WORDS,
+    STOP_WORDS,
+    lemma,
+    name_words,
+    stem,
+    word_match,
+)
+
+# More linkable tables than this (a small schema has fewer) and a question is linked against
+# its candidates only; a catalog this small is read whole, in a few milliseconds.
+NARROW_ABOVE = 16
+# The tables a question's words point at most strongly, before their join neighbours.
+SEED_TABLES = 8
+CANDIDATES_MAX = 32
+# How much each place a word is found in says about its table.
+_NAME, _COLUMN, _COMMENT, _VALUE = 3.0, 1.0, 0.5, 1.0
+_SOFT = 0.25
+# A part of the warehouse that explains the words at least this share as well as the best
+# one stays a candidate too.
+_NEAR = 0.8
+_LOOKALIKES_SHOWN = 3
+_TERM_MEMO_MAX = 20_000
+_QUESTION_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Narrowed:
+    """A question's candidate tables as a catalog, and the copies left out for it."""
+
+    catalog: Catalog
+    # table read -> its look-alikes left out (qualified names)
+    passed_over: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # copy the question names -> the table it stands in for
+    named: Mapping[str, str] = field(default_factory=dict)
+
+    def note(self, tables_used: Iterable[str]) -> str:
+        """Sentences saying which table an answer read where look-alikes were passed
+        over, and which copy it read where the question named one (empty for neither)."""
+        notes = []
+        for name in dict.fromkeys(tables_used):
+            table = self.catalog.table(name)
+            if table is None:
+                continue
+            if table.qualified in self.named:
+                notes.append(
+                    f"Read {table.qualified}, which the question names, rather than "
+                    f"{self.named[table.qualified]}."
+                )
+                continue
+            copies = self.passed_over.get(table.qualified, ())
+            if copies:
+                shown = ", ".join(copies[:_LOOKALIKES_SHOWN])
+                more = len(copies) - _LOOKALIKES_SHOWN
+                rest = f" and {more} more" if more > 0 else ""
+                notes.append(f"Read {table.qualified}, passing over its look-alikes {shown}{rest}.")
+        return " ".join(notes)
+
+
+class CatalogIndex:
+    """What narrowing needs from one catalog, built once per catalog load."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.copies: dict[str, list[TableInfo]] = {}
+        for table in catalog.tables:
+            if table.lookalike_of:
+                self.copies.setdefault(table.lookalike_of, []).append(table)
+        self.linkable = [t for t in catalog.tables if not t.lookalike_of]
+        self.wide = len(self.linkable) > NARROW_ABOVE
+        # each copy by its words as a question names it (in any order)
+        self._copy_names: dict[tuple[str, ...], list[TableInfo]] = {}
+        for copies in self.copies.values():
+            for table in copies:
+                key = tuple(sorted(qualified_words(table)))
+                self._copy_names.setdefault(key, []).append(table)
+        self._spans = sorted({len(k) for k in self._copy_names})
+        self._postings: dict[str, dict[int, float]] = {}
+        self._parts: list[str] = []
+        self._neighbours: dict[str, set[str]] = {}
+        self._part: list[int] = []
+        self._term_memo: dict[str, list[tuple[str, float]]] = {}
+        if self.wide:
+            self._index()
+
+    def _index(self) -> None:
+        for i, table in enumerate(self.linkable):
+            found: dict[str, float] = {}
+
+            def add(words: Iterable[str], weight: float, found: dict[str, float] = found) -> None:
+                for word in words:
+                    if word not in STOP_WORDS and found.get(word, 0.0) < weight:
+                        found[word] = weight
+
+            own = set(table_words(table)) - STOP_WORDS
+            # a name of many words says each of them less (``int_concert_singer_stadium``
+            # is about a stadium far less than ``stadium`` is)
+            add(own, _NAME / max(len(own), 1))
+            add(_text_words(table.comment), _COMMENT)
+            for column in table.columns:
+                add((stem(w) for w in name_words(column.name)), _COLUMN)
+                add(_text_words(column.comment), _COMMENT)
+                for value in (*column.sample_values, *column.known_values):
+                    add(_text_words(value), _VALUE)
+            for word, weight in found.items():
+                self._postings.setdefault(word, {})[i] = weight
+        names = [name for t in self.linkable for name in (t.name, *(c.name for c in t.columns))]
+        self._parts = sorted({stem(w) for name in names for w in name_words(name)})
+        position = {t.qualified: i for i, t in enumerate(self.linkable)}
+        joined = _Parts(len(self.linkable))
+        for a, b in _edges(self.catalog):
+            self._neighbours.setdefault(a, set()).add(b)
+            self._neighbours.setdefault(b, set()).add(a)
+            if a in position and b in position:
+                joined.union(position[a], position[b])
+        self._part = [joined.find(i) for i in range(len(self.linkable))]
+
+    def narrow(self, question: str, *, context: str = "") -> Narrowed:
+        """The tables ``question`` is linked against (see the module docstring);
+        ``context`` is what else the question is read with (the request's instructions,
+        the definitions of the terms it uses): its words point at tables too."""
+        if not self.copies and not self.wide:
+            return Narrowed(self.catalog)
+        words = [stem(w) for w in _QUESTION_WORD.findall(question.lower())]
+        named = self._named_copies(words)
+        stands_in = {t.lookalike_of for t in named}
+        pool = [t for t in self.linkable if t.qualified not in stands_in] + named
+        if self.wide:
+            said = words + [stem(w) for w in _QUESTION_WORD.findall(context.lower())]
+            chosen = self._candidates(said, stands_in) | {t.qualified for t in named}
+        else:
+            chosen = {t.qualified for t in pool}
+        tables = tuple(t for t in self.catalog.tables if t.qualified in chosen)
+        joins = self.catalog.joins
+        if joins is not None:
+            joins = tuple(j for j in joins if j.child in chosen and j.parent in chosen)
+        passed = {
+            name: tuple(t.qualified for t in copies)
+            for name, copies in self.copies.items()
+            if name in chosen
+        }
+        return Narrowed(
+            replace(self.catalog, tables=tables, joins=joins),
+            passed,
+            {t.qualified: t.lookalike_of for t in named},
+        )
+
+    def _named_copies(self, words: list[str]) -> list[TableInfo]:
+        """Copies whose every name word the question says side by side; of copies named
+        by the same words, the one whose own name (not its schema) says most of them."""
+        found: dict[str, TableInfo] = {}
+        for size in self._spans:
+            for start in range(len(words) - size + 1):
+                tables = self._copy_names.get(tuple(sorted(words[start : start + size])))
+                if tables:
+                    best = max(tables, key=lambda t: (len(table_words(t)), -len(t.qualified)))
+                    found[best.qualified] = best
+        return list(found.values())
+
+    def _candidates(self, words: list[str], left_out: set[str]) -> set[str]:
+        """The tables the words point at: of the parts of the warehouse joins connect
+        (a statement reads tables a join path connects), the one that explains the
+        question's words best, with any that explain them nearly as well; in them, the
+        tables the words point at most strongly and their neighbours."""
+        total = len(self.linkable)
+        scores: dict[int, dict[str, float]] = {}
+        for word in dict.fromkeys(w for w in words if w not in STOP_WORDS):
+            # "average", "number", "most common", "top": said of any table, they point at
+            # none (though a column may be named so)
+            soft = _SOFT if word in SOFT_WORDS or word in GRAMMAR_WORDS else 1.0
+            for term, strength in self._terms(word):
+                postings = self._postings.get(term, {})
+                if not postings:
+                    continue
+                rarity = math.log(1 + total / len(postings))
+                for i, weight in postings.items():
+                    mine = scores.setdefault(i, {})
+                    mine[word] = max(mine.get(word, 0.0), soft * strength * weight * rarity)
+        allowed = {i for i in scores if self.linkable[i].qualified not in left_out}
+        if not allowed:
+            return set()
+        parts: dict[int, list[int]] = {}
+        for i in allowed:
+            parts.setdefault(self._part[i], []).append(i)
+
+        def explains(members: list[int]) -> float:
+            said: dict[str, float] = {}
+            for i in members:
+                for word, score in scores[i].items():
+                    said[word] = max(said.get(word, 0.0), score)
+            return sum(said.values())
+
+        explained = {part: explains(members) for part, members in parts.items()}
+        top = max(explained.values())
+        # parts the words fit about as well are all kept: the linker tells them apart
+        kept = [i for part, members in parts.items() if explained[part] >= _NEAR * top
+                for i in members]  # fmt: skip
+        ranked = sorted(kept, key=lambda i: (-sum(scores[i].values()), i))
+        seeds = [self.linkable[i].qualified for i in ranked[:SEED_TABLES]]
+        chosen = dict.fromkeys(seeds)
+        for seed in seeds:
+            for other in sorted(self._neighbours.get(seed, ())):
+                if other not in left_out:
+                    chosen.setdefault(other)
+        return set(list(chosen)[:CANDIDATES_MAX])
+
+    def _terms(self, word: str) -> list[tuple[str, float]]:
+        """Index terms a question word may mean, with how surely: itself and its lemma,
+        then name parts it inflects or abbreviates, sits inside (``customer`` in
+        ``sbcustomer``), or opens (``flight`` in ``flightno``). Remembered per word:
+        questions repeat their words."""
+        known = self._term_memo.get(word)
+        if known is not None:
+            return known
+        found = {word: 1.0, lemma(word): 1.0}
+        for part in self._parts:
+            if part in found:
+                continue
+            if part[0] == word[0]:  # an inflection or a short form keeps the first letter
+                match = word_match(word, part)
+                if match >= 0.9 or (match >= 0.8 and len(part) > 2):  # "ts" is no "transaction"
+                    found[part] = match
+                    continue
+            if len(word) >= 4 and word in part:
+                found[part] = 0.8
+            elif len(word) >= 4 and len(part) >= 6 and part.startswith(word[:4]):
+                found[part] = 0.5
+        if len(self._term_memo) >= _TERM_MEMO_MAX:
+            self._term_memo.clear()
+        terms = self._term_memo[word] = list(found.items())
+        return terms
+
+
+def _text_words(text: str) -> list[str]:
+    return [stem(w) for w in _QUESTION_WORD.findall(text.lower()) if len(w) > 1]
+
+
+def _edges(catalog: Catalog) -> list[tuple[str, str]]:
+    """Every pair of tables a join relates, as the linker's join paths see them: keys
+    (declared, from the glossary, inferred), and shared values as their last resort."""
+    return [(e.child, e.parent) for e in JoinGraph(catalog).edges]
+
+
+class _Parts:
+    """Union-find over table positions: the parts of a warehouse joins connect."""
+
+    def __init__(self, size: int) -> None:
+        self._parent = list(range(size))
+
+    def find(self, i: int) -> int:
+        while self._parent[i] != i:
+            self._parent[i] = self._parent[self._parent[i]]
+            i = self._parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> None:
+        self._parent[self.find(a)] = self.find(b)

@@ -1,0 +1,180 @@
+"""The tables a question is linked against: copies left out unless named, and a wide
+catalog narrowed to the tables (and the part of the warehouse) its words point at."""
+
+from __future__ import annotations
+
+from services.sql import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql.catalog._catalog import JoinInfo, JoinOrigin
+from services.sql.catalog._narrowing import NARROW_ABOVE
+
+_SINGER = (
+    ColumnInfo("singer_id", "integer", False),
+    ColumnInfo("name", "text", True),
+    ColumnInfo("country", "text", True, sample_values=("France", "Netherlands")),
+)
+
+
+def _singers(*extra: TableInfo) -> Catalog:
+    copy = "same columns as public.singer, and public.singer is meant: other tables reference it"
+    tables = (
+        TableInfo(
+            "archive",
+            "singer",
+            columns=_SINGER,
+            lookalike_of="public.singer",
+            lookalike_evidence=copy,
+        ),
+        TableInfo(
+            "public",
+            "concert",
+            columns=(ColumnInfo("concert_id", "integer", False), ColumnInfo("year", "text", True)),
+            primary_key=("concert_id",),
+        ),
+        TableInfo("public", "singer", columns=_SINGER, primary_key=("singer_id",)),
+        TableInfo(
+            "public",
+            "singer_archive",
+            columns=_SINGER,
+            lookalike_of="public.singer",
+            lookalike_evidence=copy,
+        ),
+        TableInfo(
+            "public",
+            "singer_in_concert",
+            columns=(
+                ColumnInfo("singer_id", "integer", False),
+                ColumnInfo("concert_id", "integer", False),
+            ),
+            foreign_keys=(
+                ForeignKeyInfo(("singer_id",), "public.singer", ("singer_id",)),
+                ForeignKeyInfo(("concert_id",), "public.concert", ("concert_id",)),
+            ),
+        ),
+        TableInfo(
+            "public",
+            "stg_singer",
+            columns=_SINGER,
+            lookalike_of="public.singer",
+            lookalike_evidence=copy,
+        ),
+        *extra,
+    )
+    return Catalog("w", tables, joins=())
+
+
+def _strangers(count: int) -> list[TableInfo]:
+    """Tables of another source: travel bookings, each its own shape, one holding a
+    country 'France' too."""
+    return [
+        TableInfo(
+            "public",
+            f"booking_{i}",
+            columns=(
+                ColumnInfo(f"booking_{i}_id", "integer", False),
+                ColumnInfo("destination", "text", True, sample_values=("France", "Peru")),
+                ColumnInfo(f"fare_{i}", "numeric", True),
+            ),
+        )
+        for i in range(count)
+    ]
+
+
+def _names(catalog: Catalog) -> list[str]:
+    return [t.qualified for t in catalog.tables]
+
+
+def test_a_small_catalog_without_copies_is_linked_whole():
+    plain = Catalog("w", tuple(t for t in _singers().tables if not t.lookalike_of))
+    assert plain.index.narrow("How many singers are from France?").catalog is plain
+
+
+def test_copies_are_left_out_and_named_in_the_answer():
+    catalog = _singers()
+    narrowed = catalog.index.narrow("How many singers are from France?")
+    assert _names(narrowed.catalog) == [
+        "public.concert",
+        "public.singer",
+        "public.singer_in_concert",
+    ]
+    assert narrowed.note(["public.singer"]) == (
+        "Read public.singer, passing over its look-alikes archive.singer, "
+        "public.singer_archive, public.stg_singer."
+    )
+    assert narrowed.note(["public.concert"]) == ""
+
+
+def test_a_copy_the_question_names_stands_in_for_its_table():
+    narrowed = _singers().index.narrow("How many singers are in the singer archive?")
+    names = _names(narrowed.catalog)
+    assert "public.singer_archive" in names and "public.singer" not in names
+    assert "archive.singer" not in names  # named by the same words; its own name says less
+    assert narrowed.note(["public.singer_archive"]) == (
+        "Read public.singer_archive, which the question names, rather than public.singer."
+    )
+    staged = _singers().index.narrow("Count the stg singer rows")
+    assert "public.stg_singer" in _names(staged.catalog)
+
+
+def test_a_wide_catalog_is_narrowed_to_the_part_the_words_point_at():
+    catalog = _singers(*_strangers(NARROW_ABOVE + 4))
+    narrowed = catalog.index.narrow("Which singers from France sang in each concert?")
+    # the strangers hold 'France' too, but the singers' part of the warehouse explains
+    # more of the question; the bridge table comes along as a neighbour
+    assert _names(narrowed.catalog) == [
+        "public.concert",
+        "public.singer",
+        "public.singer_in_concert",
+    ]
+    fares = catalog.index.narrow("What is the average fare_3 of bookings to Peru?")
+    assert "public.booking_3" in _names(fares.catalog)
+    assert not {"public.singer", "public.concert"} & set(_names(fares.catalog))
+
+
+def test_joins_and_instructions_point_at_tables_too():
+    strangers = _strangers(NARROW_ABOVE + 4)
+    # booking_0 and booking_1 are joined by an inferred key; nothing else joins them
+    link = JoinInfo(
+        "public.booking_1",
+        ("booking_0_id",),
+        "public.booking_0",
+        ("booking_0_id",),
+        JoinOrigin.INFERRED,
+        "booking_0_id names the table",
+    )
+    # booking_2 and booking_3 only share values in a same-named column: a join path of
+    # last resort, still one part of the warehouse
+    shared = JoinInfo(
+        "public.booking_3", ("destination",), "public.booking_2", ("destination",),
+        JoinOrigin.INFERRED, "same name and shared values",
+    )  # fmt: skip
+    catalog = Catalog("w", _singers(*strangers).tables, joins=(link, shared))
+    narrowed = catalog.index.narrow("What is the average fare_0?")
+    assert {"public.booking_0", "public.booking_1"} <= set(_names(narrowed.catalog))
+    assert narrowed.catalog.joins == (link,)
+    assert "public.booking_3" in _names(catalog.index.narrow("What is the fare_2?").catalog)
+    # "TSC" is a term only the request's instructions explain
+    bare = catalog.index.narrow("What is the TSC?")
+    told = catalog.index.narrow("What is the TSC?", context="TSC = count of singers")
+    assert "public.singer" not in _names(bare.catalog)
+    assert "public.singer" in _names(told.catalog)
+
+
+def test_parts_the_words_fit_about_as_well_are_all_kept():
+    # two unjoined tables the word "cars" names alike: the linker, not the narrowing,
+    # tells which one "produced in 1980" is about
+    makers = TableInfo(
+        "public",
+        "car_makers",
+        columns=(ColumnInfo("maker_id", "integer", False), ColumnInfo("maker", "text", True)),
+        primary_key=("maker_id",),
+    )
+    data = TableInfo(
+        "public",
+        "cars_data",
+        columns=(ColumnInfo("car_id", "integer", False), ColumnInfo("year", "integer", True)),
+        primary_key=("car_id",),
+    )
+    catalog = _singers(makers, data, *_strangers(NARROW_ABOVE + 4))
+    narrowed = catalog.index.narrow("How many cars were produced in 1980?")
+    assert {"public.car_makers", "public.cars_data"} <= set(_names(narrowed.catalog))
+    assert "public.singer" not in _names(narrowed.catalog)
