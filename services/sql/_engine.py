@@ -28,7 +28,7 @@ from services.sql.ask import (
     AttemptOutcome,
     record_verdict,
 )
-from services.sql.catalog import Catalog, JoinGraph, Narrowed, TableInfo, render
+from services.sql.catalog import Catalog, JoinGraph, Narrowed, TableInfo, index_of, render
 from services.sql.conversation import (
     MAX_PRIOR_CHARS,
     MAX_PRIOR_WORDS,
@@ -510,7 +510,7 @@ def _narrow(
 ) -> Narrowed:
     """The tables a question is linked against: the words of the question, of the
     request's instructions, and of the definitions of the glossary terms it says."""
-    index = catalog.index
+    index = index_of(catalog)
     if not index.wide:  # a small catalog is linked whole: no words to weigh
         return index.narrow(question)
     low = question.lower()

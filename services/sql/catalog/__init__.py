@@ -26,7 +26,7 @@ from services.sql.catalog._catalog import (
 from services.sql.catalog._families import Family, describe_families, families_of
 from services.sql.catalog._joins import Edge, JoinGraph, describe, infer_joins, resolve_joins
 from services.sql.catalog._load import load_catalog
-from services.sql.catalog._narrowing import CatalogIndex, Narrowed
+from services.sql.catalog._narrowing import CatalogIndex, Narrowed, index_of
 from services.sql.catalog._stored import (
     Comparison,
     StoredValues,
@@ -59,6 +59,7 @@ __all__ = [
     "excluded",
     "families_of",
     "fingerprint",
+    "index_of",
     "infer_joins",
     "introspect",
     "load_catalog",

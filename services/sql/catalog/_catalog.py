@@ -18,15 +18,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from services.sql.words import stem
-
-if TYPE_CHECKING:
-    from services.sql.catalog._narrowing import CatalogIndex
 
 _log = logging.getLogger("tandem.sql.catalog")
 
@@ -140,6 +137,9 @@ class Catalog:
     # names and confirmed by the data when the catalog loaded. None when the data was
     # never read (a catalog built by hand): joins are then inferred from names alone.
     joins: tuple[JoinInfo, ...] | None = None
+    # What other steps derive from this load and keep with it (the narrowing's word
+    # index): built once per catalog, never copied into a catalog made from this one.
+    derived: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     # Lookups built once per catalog (a catalog is immutable): a warehouse of a thousand
     # tables is asked for tables by name many times per question.
@@ -164,14 +164,6 @@ class Catalog:
             for referenced in dict.fromkeys(fk.referenced_table for fk in table.foreign_keys):
                 found.setdefault(referenced, []).append(table)
         return found
-
-    @cached_property
-    def index(self) -> CatalogIndex:
-        """The catalog's look-alike copies and word index, from which each question's
-        candidate tables are drawn (``_narrowing``); built once, on first use."""
-        from services.sql.catalog._narrowing import CatalogIndex  # noqa: PLC0415 - it reads this type
-
-        return CatalogIndex(self)
 
     def resolve(self, schema: str | None, name: str) -> TableInfo | None:
         """A table by exact (case-sensitive) name; unqualified names prefer ``public``."""

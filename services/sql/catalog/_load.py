@@ -29,6 +29,7 @@ from services.sql.catalog._families import (
     schema_sizes,
 )
 from services.sql.catalog._joins import infer_joins, resolve_joins
+from services.sql.catalog._narrowing import index_of
 from services.sql.definitions import JoinSpec
 
 _log = logging.getLogger("tandem.sql.catalog")
@@ -68,7 +69,7 @@ async def load_catalog(
     keyed = {t.qualified: t for t in inferred.tables}
     tables = tuple(keyed.get(t.qualified, t) for t in valued.tables)
     catalog = replace(valued, tables=tables, joins=inferred.joins)
-    _ = catalog.index  # built while loading, not by the first question
+    index_of(catalog)  # built while loading, not by the first question
     return catalog, problems
 
 

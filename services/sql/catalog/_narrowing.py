@@ -88,6 +88,15 @@ class Narrowed:
         return " ".join(notes)
 
 
+def index_of(catalog: Catalog) -> CatalogIndex:
+    """The catalog's look-alike copies and word index, from which each question's
+    candidate tables are drawn: built once per catalog load and kept with it."""
+    found = catalog.derived.get("index")
+    if not isinstance(found, CatalogIndex):
+        found = catalog.derived["index"] = CatalogIndex(catalog)
+    return found
+
+
 class CatalogIndex:
     """What narrowing needs from one catalog, built once per catalog load."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from services.sql import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql.catalog._catalog import JoinInfo, JoinOrigin
-from services.sql.catalog._narrowing import NARROW_ABOVE
+from services.sql.catalog._narrowing import NARROW_ABOVE, index_of
 
 _SINGER = (
     ColumnInfo("singer_id", "integer", False),
@@ -85,12 +85,12 @@ def _names(catalog: Catalog) -> list[str]:
 
 def test_a_small_catalog_without_copies_is_linked_whole():
     plain = Catalog("w", tuple(t for t in _singers().tables if not t.lookalike_of))
-    assert plain.index.narrow("How many singers are from France?").catalog is plain
+    assert index_of(plain).narrow("How many singers are from France?").catalog is plain
 
 
 def test_copies_are_left_out_and_named_in_the_answer():
     catalog = _singers()
-    narrowed = catalog.index.narrow("How many singers are from France?")
+    narrowed = index_of(catalog).narrow("How many singers are from France?")
     assert _names(narrowed.catalog) == [
         "public.concert",
         "public.singer",
@@ -104,20 +104,20 @@ def test_copies_are_left_out_and_named_in_the_answer():
 
 
 def test_a_copy_the_question_names_stands_in_for_its_table():
-    narrowed = _singers().index.narrow("How many singers are in the singer archive?")
+    narrowed = index_of(_singers()).narrow("How many singers are in the singer archive?")
     names = _names(narrowed.catalog)
     assert "public.singer_archive" in names and "public.singer" not in names
     assert "archive.singer" not in names  # named by the same words; its own name says less
     assert narrowed.note(["public.singer_archive"]) == (
         "Read public.singer_archive, which the question names, rather than public.singer."
     )
-    staged = _singers().index.narrow("Count the stg singer rows")
+    staged = index_of(_singers()).narrow("Count the stg singer rows")
     assert "public.stg_singer" in _names(staged.catalog)
 
 
 def test_a_wide_catalog_is_narrowed_to_the_part_the_words_point_at():
     catalog = _singers(*_strangers(NARROW_ABOVE + 4))
-    narrowed = catalog.index.narrow("Which singers from France sang in each concert?")
+    narrowed = index_of(catalog).narrow("Which singers from France sang in each concert?")
     # the strangers hold 'France' too, but the singers' part of the warehouse explains
     # more of the question; the bridge table comes along as a neighbour
     assert _names(narrowed.catalog) == [
@@ -125,7 +125,7 @@ def test_a_wide_catalog_is_narrowed_to_the_part_the_words_point_at():
         "public.singer",
         "public.singer_in_concert",
     ]
-    fares = catalog.index.narrow("What is the average fare_3 of bookings to Peru?")
+    fares = index_of(catalog).narrow("What is the average fare_3 of bookings to Peru?")
     assert "public.booking_3" in _names(fares.catalog)
     assert not {"public.singer", "public.concert"} & set(_names(fares.catalog))
 
@@ -148,13 +148,13 @@ def test_joins_and_instructions_point_at_tables_too():
         JoinOrigin.INFERRED, "same name and shared values",
     )  # fmt: skip
     catalog = Catalog("w", _singers(*strangers).tables, joins=(link, shared))
-    narrowed = catalog.index.narrow("What is the average fare_0?")
+    narrowed = index_of(catalog).narrow("What is the average fare_0?")
     assert {"public.booking_0", "public.booking_1"} <= set(_names(narrowed.catalog))
     assert narrowed.catalog.joins == (link,)
-    assert "public.booking_3" in _names(catalog.index.narrow("What is the fare_2?").catalog)
+    assert "public.booking_3" in _names(index_of(catalog).narrow("What is the fare_2?").catalog)
     # "TSC" is a term only the request's instructions explain
-    bare = catalog.index.narrow("What is the TSC?")
-    told = catalog.index.narrow("What is the TSC?", context="TSC = count of singers")
+    bare = index_of(catalog).narrow("What is the TSC?")
+    told = index_of(catalog).narrow("What is the TSC?", context="TSC = count of singers")
     assert "public.singer" not in _names(bare.catalog)
     assert "public.singer" in _names(told.catalog)
 
@@ -175,6 +175,6 @@ def test_parts_the_words_fit_about_as_well_are_all_kept():
         primary_key=("car_id",),
     )
     catalog = _singers(makers, data, *_strangers(NARROW_ABOVE + 4))
-    narrowed = catalog.index.narrow("How many cars were produced in 1980?")
+    narrowed = index_of(catalog).narrow("How many cars were produced in 1980?")
     assert {"public.car_makers", "public.cars_data"} <= set(_names(narrowed.catalog))
     assert "public.singer" not in _names(narrowed.catalog)
