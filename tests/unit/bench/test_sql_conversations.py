@@ -13,7 +13,9 @@ from services.bench.sql_conversations import (
     KINDS,
     load_conversations,
     missed_targets,
+    render,
     script_for,
+    scripts_for,
     summarise,
 )
 
@@ -48,11 +50,13 @@ def test_a_malformed_turn_is_refused_naming_it(
         load_conversations(script)
 
 
-def _item(kind: str, correct: bool, alone: bool, same: bool) -> dict[str, object]:
+def _item(
+    kind: str, correct: bool, alone: bool, same: bool, db: str = "d", key: str = "c#2"
+) -> dict[str, object]:
     return {
-        "kind": kind, "resolved_kind": "FOLLOW_UP_KIND_VALUE_SWAP", "route": "ROUTE_SQL",
-        "answered": True, "correct": correct, "alone": {"correct": alone},
-        "alone_rows": True, "same_rows": same,
+        "id": key, "db": db, "kind": kind, "resolved_kind": "FOLLOW_UP_KIND_VALUE_SWAP",
+        "route": "ROUTE_SQL", "outcome": "ANSWER_OUTCOME_ANSWERED", "answered": True,
+        "correct": correct, "alone": {"correct": alone}, "alone_rows": True, "same_rows": same,
     }  # fmt: skip
 
 
@@ -65,3 +69,29 @@ def test_targets_compare_follow_ups_with_the_same_questions_spelled_out() -> Non
     assert "accuracy ratio" in missed_targets(summarise(worse))
     unrecognised = [dict(i, resolved_kind="FOLLOW_UP_KIND_STANDALONE") for i in good]
     assert "limit recognised" in missed_targets(summarise(unrecognised))
+
+
+def test_a_wrong_kind_misses_the_precision_target() -> None:
+    good = [_item(k, True, True, True) for k in KINDS] * 5
+    wrong_limits = [dict(i, correct=False) if i["kind"] == "limit" else i for i in good]
+    assert "limit precision" in missed_targets(summarise(wrong_limits))
+
+
+def test_blind_turns_are_counted_per_kind_and_never_listed() -> None:
+    study = [_item(k, False, True, False, "study_db", f"s-{k}#2") for k in KINDS]
+    blind = [_item(k, True, True, True, "blind_db", f"b-{k}#2") for k in KINDS]
+    report = summarise([*study, *blind], frozenset({"blind_db"}))
+    assert {i["db"] for i in report["items"]} == {"study_db"}
+    assert report["halves"]["blind"]["overall"]["correct"] == len(KINDS)
+    assert report["halves"]["study"]["overall"]["correct"] == 0
+    assert report["halves"]["blind"]["by_kind"]["limit"]["follow_ups"] == 1
+    assert report["overall"]["follow_ups"] == 2 * len(KINDS)
+    table = render(dict(report, conversations=0, first_turns={"questions": 0, "correct": 0}),
+                   "t")  # fmt: skip
+    assert "s-limit#2" in table and "b-" not in table and "blind half" in table
+
+
+def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
+    scripts = scripts_for(Path("sql-spider"))
+    assert scripts[0] == script_for(Path("sql-spider"))
+    assert all(p.stem.startswith("conversations_spider") for p in scripts)
