@@ -51,7 +51,7 @@ def test_a_malformed_turn_is_refused_naming_it(
 
 
 def _item(
-    kind: str, correct: bool, alone: bool, same: bool, db: str = "d", key: str = "c#2"
+    kind: str, correct: bool, alone: bool, same: bool, *, db: str = "d", key: str = "c#2"
 ) -> dict[str, object]:
     return {
         "id": key, "db": db, "kind": kind, "resolved_kind": "FOLLOW_UP_KIND_VALUE_SWAP",
@@ -78,8 +78,8 @@ def test_a_wrong_kind_misses_the_precision_target() -> None:
 
 
 def test_blind_turns_are_counted_per_kind_and_never_listed() -> None:
-    study = [_item(k, False, True, False, "study_db", f"s-{k}#2") for k in KINDS]
-    blind = [_item(k, True, True, True, "blind_db", f"b-{k}#2") for k in KINDS]
+    study = [_item(k, False, True, False, db="study_db", key=f"s-{k}#2") for k in KINDS]
+    blind = [_item(k, True, True, True, db="blind_db", key=f"b-{k}#2") for k in KINDS]
     report = summarise([*study, *blind], frozenset({"blind_db"}))
     assert {i["db"] for i in report["items"]} == {"study_db"}
     assert report["halves"]["blind"]["overall"]["correct"] == len(KINDS)
