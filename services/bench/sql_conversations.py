@@ -33,6 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sqlglot
+from sqlglot import exp
+
 from services.bench.sql_dataset import (
     MAX_ROWS,
     Cell,
@@ -323,7 +326,10 @@ def render(report: dict[str, Any], title: str) -> str:
         f"{TARGET_RECOGNISED:.0%}, precision ≥ {TARGET_PRECISION:.0%}; "
         f"{'all met' if meets_targets(report) else 'MISS: ' + ', '.join(missed_targets(report))}",
     ]
-    for half, part in report.get("halves", {}).items():
+    halves = {h: p for h, p in report.get("halves", {}).items() if p["overall"]["follow_ups"]}
+    if len(halves) == 1:
+        lines.append(f"(every follow-up is on the {next(iter(halves))} half)")
+    for half, part in halves.items() if len(halves) > 1 else ():
         begun = part["first_turns"]
         lines += [
             "",
@@ -334,7 +340,7 @@ def render(report: dict[str, Any], title: str) -> str:
             *(line(kind, row) for kind, row in part["by_kind"].items()),
             line("all follow-ups", part["overall"]),
         ]
-    if report.get("halves"):
+    if len(halves) > 1:
         lines.append("")
     for item in report["items"]:
         if item["kind"] != "standalone" and not item["correct"]:
@@ -344,6 +350,62 @@ def render(report: dict[str, Any], title: str) -> str:
                 f" alone={'ok' if item['alone']['correct'] else 'no'}"
             )
     return "\n".join(lines)
+
+
+def ranking_keys(sql: str) -> tuple[str, int, int] | None:
+    """(the statement without its LIMIT, returning its sort keys as its last columns; the
+    limit; how many keys) for a ranking cut by a LIMIT, else None: run it to see whether
+    the cut falls between rows of equal keys (the gold would depend on how ties break)."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect="postgres")
+    except sqlglot.errors.ParseError:
+        return None
+    limit = tree.args.get("limit")
+    order = tree.args.get("order")
+    if not isinstance(tree, exp.Select) or limit is None or order is None:
+        return None
+    try:
+        cut = int(limit.expression.name)
+    except (AttributeError, ValueError):
+        return None
+    named = {e.alias: e.unalias() for e in tree.expressions if e.alias}
+    keys: list[exp.Expr] = []
+    for ordered in order.expressions:
+        key = ordered.this
+        if isinstance(key, exp.Column) and not key.table and key.name in named:
+            key = named[key.name]
+        elif isinstance(key, exp.Literal) and key.is_int:
+            key = tree.expressions[int(key.name) - 1].unalias()
+        keys.append(key.copy())
+    keyed = tree.copy()
+    keyed.set("limit", None)
+    keyed.set("expressions", [*keyed.expressions,
+                              *(k.as_(f"tandem_key_{i}") for i, k in enumerate(keys))])  # fmt: skip
+    return keyed.sql(dialect="postgres"), cut, len(keys)
+
+
+async def check_gold(admin: str, questions: Sequence[DatasetQuestion]) -> dict[str, Any]:
+    """Each question's gold rows; ValueError naming the turns whose gold fails, returns no
+    row, or cuts a ranking between rows of equal keys (a tie at the LIMIT)."""
+    gold = await gold_results(admin, questions)
+    problems = [f"{q.id} (fails)" for q in questions
+                if all(isinstance(g, str) for g in gold[q.id])]  # fmt: skip
+    problems += [f"{q.id} (no rows)" for q in questions if gold[q.id] == [[]]]
+    ranked = {q.id: found for q in questions if (found := ranking_keys(q.gold_sql[0]))}
+    keyed = await gold_results(admin, [
+        DatasetQuestion(q.id, q.db, q.category, q.question, "", (ranked[q.id][0],))
+        for q in questions if q.id in ranked
+    ])  # fmt: skip
+    for key, (_, cut, width) in ranked.items():
+        rows = keyed[key][0]
+        if isinstance(rows, str):
+            problems.append(f"{key} (its sort keys do not run: {rows[:80]})")
+            continue
+        if len(rows) > cut and rows[cut - 1][-width:] == rows[cut][-width:]:
+            problems.append(f"{key} (a tie at LIMIT {cut})")
+    if problems:
+        raise ValueError("gold SQL: " + ", ".join(problems))
+    return gold
 
 
 async def evaluate(dataset_dir: Path, scripts: Sequence[Path]) -> list[dict[str, Any]]:
@@ -363,11 +425,8 @@ async def evaluate(dataset_dir: Path, scripts: Sequence[Path]) -> list[dict[str,
         raise ValueError("two scripts of one dev set share a conversation id")
     admin = await asyncio.to_thread(resolve_url, DatabaseSettings.from_env())
     urls = await load_databases(admin, dataset)
-    gold = await gold_results(admin, questions)
+    gold = await check_gold(admin, questions)
     await finish_loading(admin, dataset, LoadOptions())
-    broken = [q.id for q in questions if all(isinstance(g, str) for g in gold[q.id])]
-    if broken:
-        raise ValueError(f"gold SQL fails for {', '.join(broken)}")
     targets = [TargetConfig(db, url, tenants=frozenset({TENANT})) for db, url in urls.items()]
     reports = []
     async with eval_stack((), TENANT, databases=targets) as stack:

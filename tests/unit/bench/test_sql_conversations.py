@@ -13,6 +13,7 @@ from services.bench.sql_conversations import (
     KINDS,
     load_conversations,
     missed_targets,
+    ranking_keys,
     render,
     script_for,
     scripts_for,
@@ -95,3 +96,23 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
     scripts = scripts_for(Path("sql-spider"))
     assert scripts[0] == script_for(Path("sql-spider"))
     assert all(p.stem.startswith("conversations_spider") for p in scripts)
+
+
+def test_a_ranking_cut_by_a_limit_is_checked_on_its_sort_keys() -> None:
+    keyed = ranking_keys(
+        "SELECT name, SUM(x) AS total FROM t GROUP BY name ORDER BY total DESC LIMIT 3"
+    )
+    assert keyed is not None
+    sql, cut, width = keyed
+    assert (cut, width) == (3, 1)
+    assert "LIMIT" not in sql and "SUM(x) AS tandem_key_0" in sql
+    assert ranking_keys("SELECT name FROM t ORDER BY name") is None
+    assert ranking_keys("SELECT name FROM t LIMIT 3") is None
+
+
+def test_every_script_of_both_dev_sets_loads_with_every_kind() -> None:
+    for folder in ("sql", "sql-spider"):
+        for script in scripts_for(Path(folder)):
+            _, conversations = load_conversations(script)
+            kinds = {t.kind for c in conversations for t in c.turns[1:]}
+            assert kinds == set(KINDS), script
