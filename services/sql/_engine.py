@@ -29,11 +29,12 @@ from services.sql.conversation import (
     FollowUpError,
     Prior,
     Relation,
-    edited,
+    built,
     labels,
     pointed,
     refers,
     restrict,
+    shows_only_rows,
     subject,
 )
 from services.sql.gate import Limits, ResultSet, SqlGate, StatementError, StatementRunner, Verdict
@@ -324,6 +325,8 @@ class SqlEngine:
         for name, words, relation in (
             ("prior.dimension", prior.dimension, Relation.REGROUP),
             ("prior.value", prior.value, Relation.VALUE_SWAP),
+            ("prior.condition", prior.condition, Relation.FILTER),
+            ("prior.period", prior.period, Relation.TIME_SHIFT),
         ):
             _no_nul(name, words)
             if prior.relation is relation and not words.strip():
@@ -363,12 +366,29 @@ class SqlEngine:
                     if linked.answer is None:
                         span.set_attribute("sql.follow_up.outcome", linked.outcome.name)
                         return linked
+                    if shows_only_rows(question, linked.answer.verdict.normalized_sql, about,
+                                       catalog):  # fmt: skip
+                        raise FollowUpError(
+                            "the question asks something about the previous rows that no "
+                            "column of theirs was read as"
+                        )
                     shown = labels(earlier.normalized_sql, about, catalog)
                     sql = restrict(linked.answer.verdict.normalized_sql, earlier.normalized_sql,
                                    about, shown)  # fmt: skip
                     explanation = f"{linked.answer.explanation}, among the previous answer's rows"
                 else:
-                    sql, explanation = edited(earlier.normalized_sql, prior, catalog)
+
+                    async def link(text: str) -> str | None:
+                        # The words read as any question is, about one of the earlier
+                        # statement's tables; only the conditions of its statement are
+                        # used (see conversation._conditions).
+                        probe = await self._ask.ask(  # type: ignore[union-attr]
+                            text, target, catalog, limits,
+                            instructions=instructions, glossary=target.glossary,
+                        )  # fmt: skip
+                        return probe.answer.verdict.normalized_sql if probe.answer else None
+
+                    sql, explanation = await built(earlier.normalized_sql, prior, catalog, link)
             except FollowUpError as exc:
                 if prior.relation in (Relation.REGROUP, Relation.VALUE_SWAP):
                     # Nothing in the statement fits the words: read the follow-up spelled

@@ -36,7 +36,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 
 from services.sql.catalog import (
@@ -48,8 +47,11 @@ from services.sql.catalog import (
     stored_spelling,
     table_for,
 )
+from services.sql.conversation._conditions import Link, link_condition, with_conditions
+from services.sql.conversation._periods import time_shifted
+from services.sql.conversation._statement import FollowUpError, parse, readable, sources
 from services.sql.gate import identifier
-from services.sql.words import STOP_WORDS, common_prefix, name_words, stem, word_match
+from services.sql.words import STOP_WORDS, name_words, stem, word_match
 
 MAX_PRIOR_CHARS = 20_000
 MAX_PRIOR_WORDS = 200
@@ -60,6 +62,8 @@ class Relation(enum.Enum):
     ROW_LIMIT = "row_limit"
     REGROUP = "regroup"
     VALUE_SWAP = "value_swap"
+    FILTER = "filter"
+    TIME_SHIFT = "time_shift"
 
 
 @dataclass(frozen=True)
@@ -73,10 +77,9 @@ class Prior:
     dimension: str = ""
     value: str = ""
     add: bool = False
-
-
-class FollowUpError(Exception):
-    """The earlier statement cannot carry this follow-up; the message says why."""
+    condition: str = ""  # FILTER: the condition in the user's words ("older than 40")
+    exclude: bool = False  # FILTER: keep the rows the condition does not hold for
+    period: str = ""  # TIME_SHIFT: the period in the user's words ("2015", "the year after")
 
 
 @dataclass(frozen=True)
@@ -95,20 +98,10 @@ class Subject:
 KEY = "tandem_key"
 
 
-def _parse(sql: str) -> exp.Select:
-    try:
-        tree = sqlglot.parse_one(sql, dialect="postgres")
-    except sqlglot.errors.ParseError as exc:
-        raise FollowUpError("the earlier statement does not parse") from exc
-    if not isinstance(tree, exp.Select):
-        raise FollowUpError("the earlier statement is not a single SELECT")
-    return tree
-
-
 def with_limit(sql: str, limit: int, *, ascending: bool = False) -> str:
     """``sql`` returning ``limit`` rows of its own order (or ranked by its first
     aggregate when it has none)."""
-    tree = _parse(sql)
+    tree = parse(sql)
     if not tree.args.get("order"):
         ranked = next(
             (i for i, e in enumerate(tree.expressions) if e.find(exp.AggFunc) is not None), None
@@ -121,16 +114,10 @@ def with_limit(sql: str, limit: int, *, ascending: bool = False) -> str:
     return tree.sql(dialect="postgres")
 
 
-def _sources(select: exp.Select) -> list[exp.Table]:
-    """The tables a SELECT reads itself (its FROM and joins, not its sub-queries')."""
-    clauses = [select.args.get("from_"), *(select.args.get("joins") or ())]
-    return [c.this for c in clauses if c is not None and isinstance(c.this, exp.Table)]
-
-
 def _tables(select: exp.Select, catalog: Catalog) -> dict[str, TableInfo]:
     """The earlier statement's own tables (not its sub-queries') by alias and name."""
     found: dict[str, TableInfo] = {}
-    for table in _sources(select):
+    for table in sources(select):
         info = table_for(catalog, table)
         if info is not None:
             found[table.alias_or_name.lower()] = info
@@ -142,7 +129,7 @@ def subject(sql: str, catalog: Catalog) -> Subject:
     """The table and column the earlier statement's rows are about: its key when it
     returned one, else its first name-like column; for a total, the key of the rows it
     counted (its first table's)."""
-    select = _parse(sql)
+    select = parse(sql)
     tables = _tables(select, catalog)
     distinct = {t.qualified: t for t in tables.values()}
     plain: list[Subject] = []
@@ -169,8 +156,8 @@ def subject(sql: str, catalog: Catalog) -> Subject:
             return Subject(found.table, found.table.primary_key[0], KEY, key_from=alias)
     if keyed or named or plain:
         return (keyed or named or plain)[0]
-    sources = _sources(select)
-    first = table_for(catalog, sources[0]) if sources else None
+    read = sources(select)
+    first = table_for(catalog, read[0]) if read else None
     if first is not None and not select.args.get("group") and len(first.primary_key) == 1:
         return Subject(first, first.primary_key[0], "")
     raise FollowUpError("the earlier answer names no rows of one table to refer to")
@@ -195,7 +182,7 @@ def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
     """The subject table's columns that name its rows in the earlier answer (its name
     columns there, else the table's name-like column): shown beside what a follow-up
     asks, so "what are their emails?" says whose."""
-    select = _parse(sql)
+    select = parse(sql)
     tables = _tables(select, catalog)
     found: list[str] = []
     for projection in select.expressions:
@@ -215,25 +202,49 @@ def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
     return found or ([label] if label else [])
 
 
+# Questions that ask for a property of the rows, never for the rows themselves: a place,
+# a time, a manner or amount, a person doing something ("who makes them?").
+_ASKS_PROPERTY = re.compile(
+    r"^\W*(?:(?:and|so|then|ok|okay)\W+)?(?:where|when|how|who\s+(?!(?:are|is|were|was)\b)\w+)\b",
+    re.IGNORECASE,
+)
+
+
+def shows_only_rows(question: str, linked_sql: str, about: Subject, catalog: Catalog) -> bool:
+    """Whether a question that asks for a property of the earlier rows ("where do they
+    live?", "who makes them?") was linked to a statement that shows nothing but those
+    rows' keys and names: the words it asks with named no column, and the rows alone
+    would be answered as if they were the answer."""
+    if _ASKS_PROPERTY.match(question) is None:
+        return False
+    select = parse(linked_sql)
+    if select.args.get("where") or select.args.get("group"):
+        return False
+    tables = {s.alias_or_name: table_for(catalog, s) for s in sources(select)}
+    for projection in select.expressions:
+        column = projection.unalias()
+        if not isinstance(column, exp.Column):
+            return False
+        owner = tables.get(column.table) if column.table else about.table
+        if owner is None or owner.qualified != about.table.qualified:
+            return False
+        names = name_words(column.name)
+        if column.name not in owner.primary_key and not {"name", "title"} & set(names):
+            return False
+    return True
+
+
 _REFERENCE = re.compile(
     r"\b(?:(?P<which>which|how many|any|each|all|none|some) of (?:them|those|these)\b"
-    r"|(?P<their>their)\b"
+    r"|(?P<their>their|its)\b"
     r"|(?P<det>those|these)(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s))?\b"
-    r"|(?P<them>them|they)\b"
+    r"|(?P<them>them|they|it)\b"
     # "spend there": the place the earlier rows are; not "are there", "there were"
     r"|(?<!\bare )(?<!\bis )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!'s )(?P<there>there)\b"
     r"(?!\s+(?:is|are|was|were|be|been|will|has|have|had|exists?|remains?)\b)(?!'))",
     re.IGNORECASE,
 )
 _POINTERS = frozenset({"ones", "results", "rows", "records", "entries", "items"})
-
-
-def readable(table: TableInfo, catalog: Catalog) -> str:
-    """A table's name as words, without the prefix every table of the database shares
-    ("sbCustomer" among sbTransaction, sbTicker … → "customer")."""
-    prefix = common_prefix([t.name for t in catalog.tables])
-    name = table.name[len(prefix) :] if prefix and len(table.name) > len(prefix) else table.name
-    return " ".join(name_words(name)) or table.name
 
 
 def refers(question: str) -> bool:
@@ -272,7 +283,7 @@ def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
 def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[str] = ()) -> str:
     """``linked_sql`` keeping only the subject's rows the earlier statement returned;
     a listing shows the ``shown`` columns (the rows' names) first."""
-    tree = _parse(linked_sql)
+    tree = parse(linked_sql)
     alias = _alias_of(tree, about.table)
     if alias is None:
         raise FollowUpError(f"the question was not read about {about.table.name}")
@@ -280,7 +291,7 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
     listing = (
         not tree.args.get("group")
         and all(e.find(exp.AggFunc) is None for e in tree.expressions)
-        and _sources(tree)[0].alias_or_name == alias
+        and sources(tree)[0].alias_or_name == alias
     )
     present = {e.unalias().name for e in tree.expressions if isinstance(e.unalias(), exp.Column)}
     if listing:
@@ -288,7 +299,7 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
                  if c not in present]  # fmt: skip
         tree.set("expressions", [*names, *tree.expressions])
     column = exp.column(identifier(about.column), table=identifier(alias))
-    earlier = _parse(prior_sql)
+    earlier = parse(prior_sql)
     if about.key_from:
         key = exp.column(identifier(about.column), table=identifier(about.key_from))
         earlier.set("expressions", [*earlier.expressions, exp.alias_(key, KEY)])
@@ -308,7 +319,7 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
 
 
 def _alias_of(select: exp.Select, table: TableInfo) -> str | None:
-    for source in _sources(select):
+    for source in sources(select):
         if source.name.lower() == table.name.lower():
             return source.alias_or_name
     return None
@@ -353,11 +364,14 @@ def _label(table: TableInfo) -> str | None:
     return next(iter(named or texts), None)
 
 
-def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> exp.Column | None:
-    """A column of a table reached from one of the statement's tables by a key: the one
-    the words name with the table ("by merchant category" → merchants.category), or the
-    name column of the table they name ("by drug" → the drugs table's name)."""
-    for source in _sources(select):
+def _via_reference(
+    select: exp.Select, words: list[str], catalog: Catalog
+) -> tuple[list[exp.Column], list[exp.Column]] | None:
+    """(the columns shown, the columns grouped by besides) of a table reached from one
+    of the statement's tables by a key: the one the words name with the table ("by
+    merchant category" → merchants.category), or the label of the table they name,
+    grouped by its key as well ("by drug" → the drugs table's name, per drug)."""
+    for source in sources(select):
         info = table_for(catalog, source)
         if info is None:
             continue
@@ -371,12 +385,12 @@ def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> ex
                 and _spelled(words, f"{c.name} {parent.name}") >= 0.99
             ]  # fmt: skip
             if len(named) == 1:
-                label: str | None = named[0]
-            elif _spelled(words, parent.name) >= 0.99:
-                label = _label(parent)
+                shown = named
+            elif _spelled(words, parent.name) >= 0.99 and (label := _label(parent)):
+                shown = [label]
             else:
                 continue
-            if label is None:
+            if not shown:
                 continue
             alias = _alias_of(select, parent)
             if alias is None:
@@ -388,18 +402,23 @@ def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> ex
                 ))  # fmt: skip
                 target = exp.Table(this=identifier(parent.name), db=identifier(parent.schema))
                 select.join(target.as_(alias), on=on, copy=False)
-            return exp.column(identifier(label), table=identifier(alias))
+            found = [exp.column(identifier(c), table=identifier(alias)) for c in shown]
+            if len(named) != 1 and len(parent.primary_key) == 1:
+                # rows of a table: grouped by its key too, so two of the same name stay two
+                key = exp.column(identifier(parent.primary_key[0]), table=identifier(alias))
+                return found, [key]
+            return found, []
     return None
 
 
 def _grouping_column(
     select: exp.Select, words: list[str], catalog: Catalog, dimension: str
-) -> exp.Column | None:
+) -> tuple[list[exp.Column], list[exp.Column]] | None:
     """The column ``words`` name among the statement's tables (see :func:`regrouped`)."""
     exact: list[tuple[bool, bool, int, str, str]] = []
     partial: list[tuple[bool, bool, int, str, str]] = []
     seen: set[tuple[str, str]] = set()
-    for source in _sources(select):
+    for source in sources(select):
         info = table_for(catalog, source)
         if info is None or (info.qualified, source.alias_or_name) in seen:
             continue
@@ -420,11 +439,11 @@ def _grouping_column(
         best = max(exact)
         if [e for e in exact if e[:3] == best[:3] and e[4] != best[4]]:
             raise FollowUpError(f"more than one column of the earlier tables is '{dimension}'")
-        return exp.column(identifier(best[4]), table=identifier(best[3]))
+        return [exp.column(identifier(best[4]), table=identifier(best[3]))], []
     found = _via_reference(select, words, catalog)
     if found is None and partial:
         best = max(partial)
-        found = exp.column(identifier(best[4]), table=identifier(best[3]))
+        found = [exp.column(identifier(best[4]), table=identifier(best[3]))], []
     return found
 
 
@@ -436,49 +455,68 @@ def _covers(words: list[str], name: str) -> bool:
 def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) -> str:
     """``sql`` grouped by the column ``dimension`` names instead of its own grouping (or
     as well, with ``add``): a column the words spell exactly, else a table they name
-    (reached by a key, grouped by its name column), else a column they spell in part
+    (reached by a key, grouped by what names its rows), else a column they spell in part
     ("drug" → "drug_unit" only when no drugs table is reachable). A phrase no column
-    fits is read by its head, the last word ("model year" → the year)."""
-    select = _parse(sql)
+    fits is read by its head, the last word ("model year" → the year). The grouping
+    replaced is one column, or the columns that name one table's rows (its key and
+    name)."""
+    select = parse(sql)
     words = _words(dimension)
-    new: exp.Column | None = None
+    found: tuple[list[exp.Column], list[exp.Column]] | None = None
     for start in range(len(words)):
-        new = _grouping_column(select, words[start:], catalog, dimension)
-        if new is not None:
+        found = _grouping_column(select, words[start:], catalog, dimension)
+        if found:
             break
-    if new is None:
+    if not found:
         raise FollowUpError(f"no column of the earlier tables is named '{dimension}'")
+    news, keys = found
     group = select.args.get("group")
     if group is None:
         if any(e.find(exp.AggFunc) is None for e in select.expressions):
             raise FollowUpError("the earlier statement is neither a total nor a grouping")
-        select.set("expressions", [new.copy(), *select.expressions])
-        select.set("group", exp.Group(expressions=[new.copy()]))
+        select.set("expressions", [*(n.copy() for n in news), *select.expressions])
+        select.set("group", exp.Group(expressions=[n.copy() for n in [*news, *keys]]))
         return select.sql(dialect="postgres")
     if add:
         # Beside the existing grouping: after its columns in the projection.
         grouped = len([e for e in select.expressions if e.find(exp.AggFunc) is None])
-        select.set("expressions", [*select.expressions[:grouped], new.copy(),
+        select.set("expressions", [*select.expressions[:grouped], *(n.copy() for n in news),
                                    *select.expressions[grouped:]])  # fmt: skip
-        group.set("expressions", [*group.expressions, new.copy()])
+        group.set("expressions", [*group.expressions, *(n.copy() for n in [*news, *keys])])
         return select.sql(dialect="postgres")
     old = {e.sql(dialect="postgres") for e in group.expressions}
-    if len(old) != 1:
-        raise FollowUpError("the earlier statement groups by more than one column")
-    replaced = False
-    for index, projection in enumerate(select.expressions):
+    owners = {e.table for e in group.expressions if isinstance(e, exp.Column)}
+    if len(old) != 1 and not (
+        len(owners) == 1 and all(isinstance(e, exp.Column) for e in group.expressions)
+    ):
+        raise FollowUpError("the earlier statement groups by more than one thing")
+    kept: list[exp.Expr] = []
+    at: int | None = None
+    for projection in select.expressions:
         if projection.unalias().sql(dialect="postgres") in old:
-            select.expressions[index] = new.copy()
-            replaced = True
-    if not replaced:
-        select.set("expressions", [new.copy(), *select.expressions])
-    select.set("group", exp.Group(expressions=[new.copy()]))
+            at = len(kept) if at is None else at
+            old.add(exp.column(identifier(projection.alias_or_name)).sql(dialect="postgres"))
+            continue
+        kept.append(projection)
+    at = 0 if at is None else at
+    select.set("expressions", [*kept[:at], *(n.copy() for n in news), *kept[at:]])
+    select.set("group", exp.Group(expressions=[n.copy() for n in [*news, *keys]]))
     order = select.args.get("order")
     if order is not None:
+        shown = next((n for n in news if n.name not in _keys(news, select, catalog)), news[0])
         for ordered in order.expressions:
             if ordered.this.sql(dialect="postgres") in old:
-                ordered.set("this", new.copy())
+                ordered.set("this", shown.copy())
     return select.sql(dialect="postgres")
+
+
+def _keys(columns: Sequence[exp.Column], select: exp.Select, catalog: Catalog) -> set[str]:
+    tables = {s.alias_or_name: table_for(catalog, s) for s in sources(select)}
+    return {
+        c.name
+        for c in columns
+        if (t := tables.get(c.table)) is not None and c.name in t.primary_key
+    }
 
 
 def _forms(value: str) -> list[str]:
@@ -490,7 +528,7 @@ def _forms(value: str) -> list[str]:
 
 def swapped(sql: str, value: str, catalog: Catalog) -> str:
     """``sql`` with ``value`` in place of the literal compared with the column storing it."""
-    select = _parse(sql)
+    select = parse(sql)
     compared = [c for c in comparisons(select, catalog) if c.literal.is_string]
     for form in _forms(value):
         hits = [(c, stored) for c in compared if (stored := _stored_by(c, form)) is not None]
@@ -515,8 +553,39 @@ def _stored_by(item: Comparison, value: str) -> str | None:
     )
 
 
+async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[str, str]:
+    """(the statement, how it was built) for the relations that edit the statement; a
+    filter's condition and a period said as today's are read by ``link`` (the schema
+    linker, through the ask pipeline)."""
+    if prior.relation is Relation.FILTER:
+        linked = await link_condition(sql, prior.condition, catalog, link)
+        return with_conditions(sql, linked, exclude=prior.exclude), (
+            "the previous statement, without the rows the condition names"
+            if prior.exclude
+            else "the previous statement, with a condition added"
+        )
+    if prior.relation is Relation.TIME_SHIFT:
+        return await time_shifted(sql, prior.period, catalog, link), (
+            "the previous statement over another period"
+        )
+    if prior.relation is Relation.VALUE_SWAP:
+        try:
+            return edited(sql, prior, catalog)
+        except FollowUpError as stored:
+            # Not a stored value ("what about older than 40?"): the condition the words
+            # link to, in place of the statement's own on that column.
+            try:
+                linked = await link_condition(sql, prior.value, catalog, link)
+                changed = with_conditions(sql, linked, instead=True)
+            except FollowUpError:
+                raise stored from None
+            return changed, "the previous statement, another condition"
+    return edited(sql, prior, catalog)
+
+
 def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:
-    """(the statement, how it was built) for the relations that edit the statement."""
+    """(the statement, how it was built) for the relations that edit the statement
+    without reading words with the linker."""
     if prior.relation is Relation.ROW_LIMIT:
         return with_limit(sql, prior.limit, ascending=prior.ascending), (
             f"the previous statement, {prior.limit} rows"

@@ -15,7 +15,6 @@ from services.sql.catalog._catalog import (
     TableInfo,
 )
 from services.sql.conversation._followup import (
-    FollowUpError,
     Prior,
     Relation,
     edited,
@@ -28,6 +27,7 @@ from services.sql.conversation._followup import (
     swapped,
     with_limit,
 )
+from services.sql.conversation._statement import FollowUpError
 
 REGIONS = TableInfo(
     "public", "regions",
@@ -212,7 +212,8 @@ def test_regroup_reaches_a_named_table_through_its_key():
     _same(
         regrouped("SELECT COUNT(*) FROM customers AS c", "region", CATALOG),
         "SELECT grouped.region_name, COUNT(*) FROM customers AS c JOIN public.regions AS "
-        "grouped ON grouped.region_id = c.region_id GROUP BY grouped.region_name",
+        "grouped ON grouped.region_id = c.region_id GROUP BY grouped.region_name, "
+        "grouped.region_id",
     )
 
 
