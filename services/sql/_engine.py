@@ -34,6 +34,7 @@ from services.sql.conversation import (
     pointed,
     refers,
     restrict,
+    same_query,
     shows_only_rows,
     subject,
 )
@@ -408,6 +409,14 @@ class SqlEngine:
                     target.name,
                     message="the follow-up's statement was refused by the gate",
                 )
+            if linked is None:
+                alike = await self._spelled_alike(
+                    question, verdict.normalized_sql, target, catalog, limits,
+                    instructions=instructions,
+                )  # fmt: skip
+                if alike is not None:
+                    span.set_attribute("sql.follow_up.outcome", "ANSWERED_AS_SPELLED_OUT")
+                    return alike
             gated = time.perf_counter()
             result = await self._run(target, verdict, limits, "prior.sql")
             executed = time.perf_counter()
@@ -437,6 +446,33 @@ class SqlEngine:
             degraded_llm=linked.degraded_llm if linked is not None else False,
             timings=timings,
             checks=checks,
+        )
+
+    async def _spelled_alike(
+        self,
+        question: str,
+        built_sql: str,
+        target: Target,
+        catalog: Catalog,
+        limits: Limits,
+        *,
+        instructions: str,
+    ) -> AskResult | None:
+        """The follow-up spelled out (the router's rewrite) answered as a question of its
+        own, when its statement computes what the edited statement computes and differs
+        at most in the plain columns it shows: the conversation then answers as the same
+        question asked alone would (a name where the earlier answer showed an id)."""
+        assert self._ask is not None
+        spelled = await self._ask.ask(
+            question, target, catalog, limits,
+            instructions=instructions, glossary=target.glossary,
+        )  # fmt: skip
+        if spelled.answer is None:
+            return None
+        return (
+            spelled
+            if same_query(spelled.answer.verdict.normalized_sql, built_sql, catalog)
+            else None
         )
 
     # --- the answer memory -------------------------------------------------------------

@@ -20,7 +20,7 @@ from services.sql.conversation._followup import (
     subject,
 )
 from services.sql.conversation._periods import Window, new_window, time_filters
-from services.sql.conversation._statement import FollowUpError
+from services.sql.conversation._statement import FollowUpError, same_query
 
 __all__ = [
     "MAX_PRIOR_CHARS",
@@ -37,6 +37,7 @@ __all__ = [
     "pointed",
     "refers",
     "restrict",
+    "same_query",
     "shows_only_rows",
     "subject",
     "time_filters",

@@ -49,7 +49,13 @@ from services.sql.catalog import (
 )
 from services.sql.conversation._conditions import Link, link_condition, with_conditions
 from services.sql.conversation._periods import time_shifted
-from services.sql.conversation._statement import FollowUpError, parse, readable, sources
+from services.sql.conversation._statement import (
+    FollowUpError,
+    column_name,
+    parse,
+    readable,
+    sources,
+)
 from services.sql.gate import identifier
 from services.sql.words import STOP_WORDS, name_words, stem, word_match
 
@@ -195,7 +201,7 @@ def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
             owner is about.table
             and info is not None
             and info.data_type.startswith(TEXT_TYPES)
-            and "name" in name_words(column.name)
+            and "name" in name_words(column_name(about.table, column.name))
         ):
             found.append(column.name)
     label = _label(about.table)
@@ -228,8 +234,12 @@ def shows_only_rows(question: str, linked_sql: str, about: Subject, catalog: Cat
         owner = tables.get(column.table) if column.table else about.table
         if owner is None or owner.qualified != about.table.qualified:
             return False
-        names = name_words(column.name)
-        if column.name not in owner.primary_key and not {"name", "title"} & set(names):
+        names = name_words(column_name(owner, column.name))
+        if (
+            column.name not in owner.primary_key
+            and column.name != _label(owner)
+            and not {"name", "title"} & set(names)
+        ):
             return False
     return True
 
@@ -353,6 +363,20 @@ def _references(
     return found
 
 
+def _names_of(table: TableInfo) -> list[str]:
+    """The text columns that name a table's rows, as the linker shows an entity: every
+    name, title, symbol or code (a first and a last name; a type's code), else its
+    label column."""
+    named = [
+        c.name
+        for c in table.columns
+        if {"name", "title", "symbol", "code"} & set(name_words(column_name(table, c.name)))
+        and c.data_type.startswith(TEXT_TYPES)
+    ]
+    label = _label(table)
+    return named or ([label] if label else [])
+
+
 def _label(table: TableInfo) -> str | None:
     """The column that names a table's rows: a text column, "name" first, not a key."""
     texts = [
@@ -360,7 +384,7 @@ def _label(table: TableInfo) -> str | None:
         for c in table.columns
         if c.data_type.startswith(TEXT_TYPES) and c.name not in table.primary_key
     ]
-    named = [n for n in texts if "name" in name_words(n)]
+    named = [n for n in texts if "name" in name_words(column_name(table, n))]
     return next(iter(named or texts), None)
 
 
@@ -379,15 +403,17 @@ def _via_reference(
             parent = catalog.table(referenced)
             if parent is None:
                 continue
+            parent_name = readable(parent, catalog)
             named = [
                 c.name for c in parent.columns
-                if c.name not in parent.primary_key and _covers(words, c.name)
-                and _spelled(words, f"{c.name} {parent.name}") >= 0.99
+                if c.name not in parent.primary_key
+                and _covers(words, column_name(parent, c.name))
+                and _spelled(words, f"{column_name(parent, c.name)} {parent_name}") >= 0.99
             ]  # fmt: skip
             if len(named) == 1:
                 shown = named
-            elif _spelled(words, parent.name) >= 0.99 and (label := _label(parent)):
-                shown = [label]
+            elif _spelled(words, parent_name) >= 0.99 and (named_by := _names_of(parent)):
+                shown = named_by
             else:
                 continue
             if not shown:
@@ -424,17 +450,19 @@ def _grouping_column(
             continue
         seen.add((info.qualified, source.alias_or_name))
         keys = {c for fk in info.foreign_keys for c in fk.columns} | set(info.primary_key)
+        table_name = readable(info, catalog)
         for column in info.columns:
-            names = name_words(column.name)
+            said = column_name(info, column.name)
+            names = name_words(said)
             if column.name in keys or "id" in names:
                 continue  # a key groups by codes, not by what the user named
-            spelled = _spelled(words, f"{column.name} {info.name}")
-            if spelled < 0.99 or _spelled(words, column.name) == 0:
+            spelled = _spelled(words, f"{said} {table_name}")
+            if spelled < 0.99 or _spelled(words, said) == 0:
                 continue
             # text first, then a column whose unsaid word is "name" (the label), shorter
             entry = (column.data_type.startswith(TEXT_TYPES), "name" in names, -len(names),
                      source.alias_or_name, column.name)  # fmt: skip
-            (exact if _covers(words, column.name) else partial).append(entry)
+            (exact if _covers(words, said) else partial).append(entry)
     if exact:
         best = max(exact)
         if [e for e in exact if e[:3] == best[:3] and e[4] != best[4]]:
@@ -492,22 +520,85 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
         raise FollowUpError("the earlier statement groups by more than one thing")
     kept: list[exp.Expr] = []
     at: int | None = None
+    removed: list[exp.Column] = []
     for projection in select.expressions:
         if projection.unalias().sql(dialect="postgres") in old:
             at = len(kept) if at is None else at
             old.add(exp.column(identifier(projection.alias_or_name)).sql(dialect="postgres"))
+            if isinstance(projection.unalias(), exp.Column):
+                removed.append(projection.unalias())
             continue
         kept.append(projection)
     at = 0 if at is None else at
+    if keys and _keys(removed, select, catalog):
+        # The rows it replaces were shown by their key and name: so are the new ones.
+        news = [*keys, *news]
     select.set("expressions", [*kept[:at], *(n.copy() for n in news), *kept[at:]])
-    select.set("group", exp.Group(expressions=[n.copy() for n in [*news, *keys]]))
+    by_text = {n.sql(dialect="postgres"): n for n in [*news, *keys]}
+    select.set("group", exp.Group(expressions=[n.copy() for n in by_text.values()]))
     order = select.args.get("order")
     if order is not None:
         shown = next((n for n in news if n.name not in _keys(news, select, catalog)), news[0])
         for ordered in order.expressions:
             if ordered.this.sql(dialect="postgres") in old:
                 ordered.set("this", shown.copy())
+    _drop_unused_joins(select, catalog)
     return select.sql(dialect="postgres")
+
+
+def _drop_unused_joins(select: exp.Select, catalog: Catalog) -> None:
+    """Joins the regrouped statement no longer reads, where dropping them keeps its rows:
+    a table joined by its whole key through a declared, non-null foreign key meets every
+    row exactly once."""
+    joins = list(select.args.get("joins") or ())
+    for join in joins:
+        table = join.this
+        if not isinstance(table, exp.Table) or join.args.get("kind") or join.args.get("side"):
+            continue
+        alias = table.alias_or_name
+        inside = {id(c) for c in join.find_all(exp.Column)}
+        others = [
+            c for c in select.find_all(exp.Column) if c.table == alias and id(c) not in inside
+        ]
+        if others or not _meets_once(select, join, catalog):
+            continue
+        joins.remove(join)
+    select.set("joins", joins)
+
+
+def _meets_once(select: exp.Select, join: exp.Join, catalog: Catalog) -> bool:
+    joined = table_for(catalog, join.this)
+    on = join.args.get("on")
+    if joined is None or on is None or not joined.primary_key:
+        return False
+    tables = {s.alias_or_name: table_for(catalog, s) for s in sources(select)}
+    alias = join.this.alias_or_name
+    pairs: dict[str, tuple[TableInfo, str]] = {}
+    for part in on.flatten() if isinstance(on, exp.And) else [on]:
+        equality = part.unnest()
+        if not isinstance(equality, exp.EQ):
+            return False
+        sides = [equality.this, equality.expression]
+        if not all(isinstance(c, exp.Column) for c in sides):
+            return False
+        own = [c for c in sides if c.table == alias]
+        other = [c for c in sides if c.table != alias]
+        if len(own) != 1 or len(other) != 1 or (info := tables.get(other[0].table)) is None:
+            return False
+        pairs[own[0].name] = (info, other[0].name)
+    if set(pairs) != set(joined.primary_key):
+        return False
+    for key, (info, local) in pairs.items():
+        column = info.column(local)
+        declared = any(
+            fk.referenced_table == joined.qualified
+            and local in fk.columns
+            and fk.referenced_columns[fk.columns.index(local)] == key
+            for fk in info.foreign_keys
+        )
+        if column is None or column.nullable or not declared:
+            return False
+    return True
 
 
 def _keys(columns: Sequence[exp.Column], select: exp.Select, catalog: Catalog) -> set[str]:

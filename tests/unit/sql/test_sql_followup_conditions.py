@@ -22,8 +22,12 @@ from services.sql.conversation import (
     Window,
     built,
     new_window,
+    same_query,
+    shows_only_rows,
+    subject,
     time_filters,
 )
+from services.sql.conversation._followup import regrouped
 
 CUSTOMERS = TableInfo(
     "public", "customers",
@@ -252,3 +256,77 @@ async def test_a_period_on_a_statement_without_one_is_a_new_condition():
 async def test_a_window_moved_relative_to_none_is_refused():
     with pytest.raises(FollowUpError, match="no closed period"):
         await _shifted("SELECT COUNT(*) FROM concert WHERE year < 2010", "the year after")
+
+
+def test_two_statements_that_differ_only_in_the_columns_they_show_are_the_same_query():
+    names = "SELECT t0.name FROM customers AS t0 WHERE t0.country = 'France'"
+    ids = "SELECT c.id, c.name FROM customers AS c WHERE (c.country = 'France')"
+    assert same_query(names, ids, CATALOG)
+    assert not same_query(names, ids.replace("France", "Spain"), CATALOG)
+    per_status = "SELECT o.status, COUNT(*) FROM orders AS o GROUP BY o.status"
+    assert not same_query(per_status, per_status.replace("COUNT(*)", "SUM(o.amount)"), CATALOG)
+    assert not same_query(per_status + " LIMIT 2", per_status + " LIMIT 3", CATALOG)
+
+
+SALESPEOPLE = TableInfo(
+    "public", "salespersons",
+    columns=(
+        ColumnInfo("id", "integer", False),
+        ColumnInfo("first_name", "text", False),
+        ColumnInfo("last_name", "text", False),
+        ColumnInfo("email", "text", False),
+    ),
+    primary_key=("id",),
+)  # fmt: skip
+SALES = TableInfo(
+    "public", "sales",
+    columns=(
+        ColumnInfo("id", "integer", False),
+        ColumnInfo("salesperson_id", "integer", False),
+        ColumnInfo("price", "numeric", False),
+    ),
+    primary_key=("id",),
+    foreign_keys=(ForeignKeyInfo(("salesperson_id",), "public.salespersons", ("id",)),),
+)  # fmt: skip
+
+
+def test_a_regroup_by_a_table_shows_every_name_of_its_rows_and_groups_by_its_key():
+    catalog = Catalog("cars", (SALESPEOPLE, SALES))
+    _same(
+        regrouped("SELECT SUM(s.price) FROM sales AS s", "salesperson", catalog),
+        "SELECT grouped.first_name, grouped.last_name, SUM(s.price) FROM sales AS s "
+        "JOIN public.salespersons AS grouped ON grouped.id = s.salesperson_id "
+        "GROUP BY grouped.first_name, grouped.last_name, grouped.id",
+    )
+
+
+def test_a_regroup_drops_a_join_it_no_longer_reads_only_where_the_rows_stay():
+    catalog = Catalog("cars", (SALESPEOPLE, SALES, ORDERS, CUSTOMERS))
+    by_person = (
+        "SELECT p.first_name, SUM(s.price) FROM sales AS s JOIN salespersons AS p "
+        "ON p.id = s.salesperson_id GROUP BY p.first_name"
+    )
+    # a declared, non-null foreign key meets one salesperson per sale: the join goes
+    assert "salespersons" not in regrouped(by_person, "price", catalog)
+    per_name = (
+        "SELECT c.name, COUNT(*) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id "
+        "GROUP BY c.name"
+    )
+    nullable = TableInfo(
+        "public", "orders",
+        columns=(*ORDERS.columns[:1], ColumnInfo("customer_id", "integer", True),
+                 *ORDERS.columns[2:]),
+        primary_key=("id",), foreign_keys=ORDERS.foreign_keys,
+    )  # fmt: skip
+    # an order without a customer would come back: the join stays
+    assert "JOIN customers" in regrouped(per_name, "status", Catalog("shop", (CUSTOMERS, nullable)))
+
+
+def test_a_question_asking_where_that_linked_to_the_rows_names_alone_answers_nothing():
+    about = subject("SELECT c.id, c.name FROM customers AS c", CATALOG)
+    names = "SELECT t0.id, t0.name FROM customers AS t0"
+    assert shows_only_rows("where do they live?", names, about, CATALOG)
+    assert shows_only_rows("who makes them?", names, about, CATALOG)
+    assert not shows_only_rows("list them", names, about, CATALOG)
+    assert not shows_only_rows("where do they live?", "SELECT t0.country FROM customers AS t0",
+                               about, CATALOG)  # fmt: skip
