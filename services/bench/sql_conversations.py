@@ -172,6 +172,7 @@ async def run(
             key = f"{conv.id}#{index + 1}"
             answer = await _ask(stack, conv.db, turn.question, history)
             history.append(answer.turn)
+            previous = records[-1] if index else None
             record = {
                 "id": key,
                 "db": conv.db,
@@ -181,6 +182,8 @@ async def run(
                 "resolved_question": answer.resolution.resolved_question,
                 "unresolved_reason": answer.resolution.unresolved_reason,
                 **_score(answer, gold[key], turn.spelled_out or turn.question),
+                # a follow-up on a wrong answer inherits its error: told apart below
+                "previous_correct": bool(previous and previous["correct"]),
             }
             if turn.spelled_out:
                 alone = _score(
@@ -201,6 +204,10 @@ async def run(
 
 
 _RECOGNISED_NOT = ("FOLLOW_UP_KIND_STANDALONE", "FOLLOW_UP_KIND_UNRESOLVED")
+
+
+def _rate(answered: Sequence[dict[str, Any]]) -> float:
+    return round(sum(r["correct"] for r in answered) / len(answered), 4) if answered else 0.0
 
 
 def summarise(
@@ -224,6 +231,11 @@ def summarise(
             "correct": correct,
             "refused": n - answered,
             "precision": round(correct / answered, 4) if answered else 0.0,
+            # precision of the follow-ups whose previous turn was answered right: the
+            # follow-up's own errors, without those it inherits
+            "precision_after_right": _rate(
+                [r for r in items if r["answered"] and r.get("previous_correct", True)]
+            ),
             "accuracy": round(correct / n, 4) if n else 0.0,
             "spelled_out_correct": alone_correct,
             "spelled_out_accuracy": round(alone_correct / n, 4) if n else 0.0,
@@ -301,7 +313,7 @@ def meets_targets(report: dict[str, Any]) -> bool:
 def render(report: dict[str, Any], title: str) -> str:
     head = (
         f"{'kind':<18}{'n':>4}{'recog':>7}{'on sql':>7}{'answ':>6}{'right':>6}{'refus':>6}"
-        f"{'prec':>7}{'alone':>7}{'same rows':>11}"
+        f"{'prec':>7}{'prec*':>7}{'alone':>7}{'same rows':>11}"
     )
 
     def line(name: str, row: dict[str, Any]) -> str:
@@ -309,7 +321,8 @@ def render(report: dict[str, Any], title: str) -> str:
         return (
             f"{name:<18}{row['follow_ups']:>4}{row['recognised']:>7}{row['on_sql']:>7}"
             f"{row['answered']:>6}{row['correct']:>6}{row['refused']:>6}"
-            f"{row['precision']:>7.1%}{row['spelled_out_correct']:>7}{same:>11}"
+            f"{row['precision']:>7.1%}{row.get('precision_after_right', 0.0):>7.1%}"
+            f"{row['spelled_out_correct']:>7}{same:>11}"
         )
 
     first = report["first_turns"]
@@ -323,7 +336,8 @@ def render(report: dict[str, Any], title: str) -> str:
         f"(target ≥ {TARGET_RATIO}); same rows {report['same_rows_rate']:.1%} "
         f"(target ≥ {TARGET_SAME_ROWS:.0%}; {report['same_rows_where_spelled_out_right']:.1%} "
         f"where the spelled-out question was right); per kind targets: recognised ≥ "
-        f"{TARGET_RECOGNISED:.0%}, precision ≥ {TARGET_PRECISION:.0%}; "
+        f"{TARGET_RECOGNISED:.0%}, precision ≥ {TARGET_PRECISION:.0%} (prec*: of the "
+        "follow-ups to a right answer); "
         f"{'all met' if meets_targets(report) else 'MISS: ' + ', '.join(missed_targets(report))}",
     ]
     halves = {h: p for h, p in report.get("halves", {}).items() if p["overall"]["follow_ups"]}

@@ -116,3 +116,10 @@ def test_every_script_of_both_dev_sets_loads_with_every_kind() -> None:
             _, conversations = load_conversations(script)
             kinds = {t.kind for c in conversations for t in c.turns[1:]}
             assert kinds == set(KINDS), script
+
+
+def test_errors_inherited_from_a_wrong_answer_are_told_apart():
+    own = _item("limit", True, True, True) | {"previous_correct": True}
+    inherited = _item("limit", False, False, False) | {"previous_correct": False}
+    row = summarise([own, inherited])["by_kind"]["limit"]
+    assert (row["precision"], row["precision_after_right"]) == (0.5, 1.0)
