@@ -441,7 +441,8 @@ def _has_unanchored_pronoun(question: str) -> re.Match[str] | None:
 # "ok, now just the top 3." Case and punctuation never matter.
 _POLITE_HEAD = re.compile(
     r"^(?:(?:ok(?:ay)?|so|and|but|then|also|now|great|thanks|thank you|cool|right|alright|"
-    r"hm+|well)\b[,.!]?\s*)*(?:(?:can|could|would|will) you\s+(?:please\s+)?|please\s+)?",
+    r"hm+|well)\b[,.!]?\s*)*(?:(?:can|could|would|will) you\s+(?:please\s+)?|please\s+"
+    r"|(?:can|could|may) i (?:please\s+)?(?:see|get|have)\s+)?",
     re.IGNORECASE,
 )
 _POLITE_TAIL = re.compile(r"(?:[,\s]+(?:please|thanks|thank you|for me))*[\s?.!]*$", re.I)
@@ -479,6 +480,13 @@ _NARROW = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:(?:only|just)\s+)(?:(?:show|count|keep|list|include|"
     r"consider)\s+)?(?:(?:me|the|those|these|ones|them)\s+)*(?P<f>.+?)"
     r"(?:\s+(?:ones?|only))?$",
+    re.IGNORECASE,
+)
+# "keep only the stocks", "show only the ETFs", "restrict it to CA", "filter to 2023".
+_NARROW_VERB = re.compile(
+    r"^(?:(?:and|but|now)\s+)*(?:(?:keep|show|list|count|include)\s+only"
+    r"|(?:restrict|filter|narrow)(?:\s+(?:it|that|this|them|those|these))?(?:\s+down)?\s+to)"
+    r"\s+(?:(?:me|the|those|these|ones|them)\s+)*(?P<f>.+?)(?:\s+(?:ones?|only))?$",
     re.IGNORECASE,
 )
 _NARROW_AFTER = re.compile(
@@ -543,6 +551,10 @@ def _plain(question: str) -> str:
 
 def _limit(text: str) -> tuple[int, bool] | None:
     """(rows, lowest first) for a row-count change; a year is a period, not a count."""
+    if (first := _COUNT_FIRST.match(text)) is not None:
+        number = first.group("n").lower()
+        rows = _NUMBER_WORDS.get(number) or int(number)
+        return (rows, first.group("dir").lower() in _LOWEST) if rows >= 1 else None
     match = _LIMIT.match(text)
     if match is None:
         return None
@@ -558,6 +570,13 @@ def _limit(text: str) -> tuple[int, bool] | None:
 
 # "only the oldest 2" after "Who are the 3 oldest teachers?": the ranking the previous
 # question said (its own superlative), cut to another number of rows.
+# "the 5 lowest", "3 highest ones": a row count with the end of the ranking it keeps.
+_COUNT_FIRST = re.compile(
+    r"^(?:(?:only|just)\s+)?(?:the\s+)?(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")\s+"
+    r"(?P<dir>top|highest|largest|biggest|best|most|" + "|".join(_LOWEST) + r")"
+    r"(?:\s+(?:ones?|results?|rows?))?(?:\s+(?:only|instead))?$",
+    re.IGNORECASE,
+)
 _RANKED_LIMIT = re.compile(
     r"^(?:(?:only|just)\s+)?(?:(?:show|give|list|keep)(?:\s+me)?\s+)?(?:the\s+)?"
     r"(?P<rank>[a-z]{3,}est|most \w+)\s+(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")"
@@ -604,8 +623,17 @@ def _with_limit(question: str, rows: int, lowest: bool) -> str:
         r"\b(which|what|the)\s+(\d+)\b", body, re.I
     )
     if ranked:
-        return f"{body[: ranked.start(2)]}{rows}{body[ranked.end(2) :]}?"
+        body = f"{body[: ranked.start(2)]}{rows}{body[ranked.end(2) :]}"
+        if lowest:
+            # the other end of a ranking from the highest: its opposite word
+            body = _HIGHEST.sub(lambda m: _OPPOSITE[m.group(0).lower()], body, count=1)
+        return f"{body}?"
     return f"{body}, {'bottom' if lowest else 'top'} {rows} only?"
+
+
+_HIGHEST = re.compile(r"\b(?:most|highest|largest|biggest|best|top)\b", re.IGNORECASE)
+_OPPOSITE = {"most": "least", "highest": "lowest", "largest": "smallest", "biggest": "smallest",
+             "best": "worst", "top": "bottom"}  # fmt: skip
 
 
 def _regrouped(question: str, dim: str, *, add: bool) -> str:
@@ -747,7 +775,8 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
             f"{_body(prior.resolved_question)} excluding {excluded}?",
             builds_on=BuildsOn("", Relation.FILTER, condition=excluded, exclude=True),
         )
-    match = _AMONG.match(text) or _NARROW.match(text) or _NARROW_AFTER.match(text)
+    match = _AMONG.match(text) or _NARROW.match(text) or _NARROW_VERB.match(text)
+    match = match or _NARROW_AFTER.match(text)
     match = match or _NARROW_TAIL.match(text)
     if match is not None and not re.match(r"^(?:how|what|which|who|why)\b", match.group("f"), re.I):
         return _narrowed(prior.resolved_question, _clean(match.group("f")))
@@ -774,6 +803,7 @@ def _condition_words(words: str) -> str:
     words = _clean(words)
     words = re.sub(r"^(?:(?:the ones|the|those|these|ones|them)\s+)+", "", words, flags=re.I)
     words = re.sub(r"^(?:that|who|which) (?:are|were|is|was)\s+", "", words, flags=re.I)
+    words = re.sub(r"^(?:if|when) (?:they|it) (?:are|were|is|was)\s+", "", words, flags=re.I)
     return re.sub(r"\s+(?:ones?|only)$", "", words, flags=re.I) or words
 
 

@@ -106,9 +106,15 @@ KEY = "tandem_key"
 
 def with_limit(sql: str, limit: int, *, ascending: bool = False) -> str:
     """``sql`` returning ``limit`` rows of its own order (or ranked by its first
-    aggregate when it has none)."""
+    aggregate when it has none); the lowest rows (``ascending``) of a ranking from the
+    highest are its other end."""
     tree = parse(sql)
-    if not tree.args.get("order"):
+    order = tree.args.get("order")
+    if order is not None and ascending and order.expressions[0].args.get("desc"):
+        first = order.expressions[0]
+        first.set("desc", False)
+        first.set("nulls_first", False)
+    if not order:
         ranked = next(
             (i for i, e in enumerate(tree.expressions) if e.find(exp.AggFunc) is not None), None
         )

@@ -426,3 +426,25 @@ def test_a_value_said_with_its_preposition_is_swapped_on_the_same_side():
     assert resolution.question == "How many flights depart from ANC?"
     # the other side of the trip is no value of the previous question
     assert "depart from ANC" not in resolve("and to ANC?", [PER_AIRLINE]).question
+
+
+@pytest.mark.parametrize(
+    ("question", "rows", "lowest"),
+    [("and the 5 lowest?", 5, True), ("bottom 3 instead", 3, True), ("the 2 highest", 2, False),
+     ("can I see just 2 of them", 2, False)],
+)  # fmt: skip
+def test_a_row_count_says_which_end_of_the_ranking_it_keeps(question, rows, lowest):
+    resolution = resolve(question, [TOP])
+    assert resolution.builds_on == BuildsOn(
+        TOP.sql, Relation.ROW_LIMIT, limit=rows, ascending=lowest
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [("keep only the stocks", "stocks"), ("show only the ETFs", "ETFs"),
+     ("restrict it to CA", "CA"), ("only if they are active", "active")],
+)  # fmt: skip
+def test_a_narrowing_said_with_a_verb_is_a_filter(question, condition):
+    resolution = resolve(question, [STATES])
+    assert resolution.builds_on == BuildsOn(STATES.sql, Relation.FILTER, condition=condition)
