@@ -33,9 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-
 from services.bench.sql_dataset import (
     MAX_ROWS,
     Cell,
@@ -51,7 +48,7 @@ from services.bench.sql_dataset import (
 )
 from services.bench.stack import EvalStack, eval_stack
 from services.common import DatabaseSettings, resolve_url
-from services.sql import TargetConfig
+from services.sql import TargetConfig, ranking_cut
 from tandem.v1 import router_service_pb2 as pb
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -366,38 +363,6 @@ def render(report: dict[str, Any], title: str) -> str:
     return "\n".join(lines)
 
 
-def ranking_keys(sql: str) -> tuple[str, int, int] | None:
-    """(the statement without its LIMIT, returning its sort keys as its last columns; the
-    limit; how many keys) for a ranking cut by a LIMIT, else None: run it to see whether
-    the cut falls between rows of equal keys (the gold would depend on how ties break)."""
-    try:
-        tree = sqlglot.parse_one(sql, dialect="postgres")
-    except sqlglot.errors.ParseError:
-        return None
-    limit = tree.args.get("limit")
-    order = tree.args.get("order")
-    if not isinstance(tree, exp.Select) or limit is None or order is None:
-        return None
-    try:
-        cut = int(limit.expression.name)
-    except (AttributeError, ValueError):
-        return None
-    named = {e.alias: e.unalias() for e in tree.expressions if e.alias}
-    keys: list[exp.Expr] = []
-    for ordered in order.expressions:
-        key = ordered.this
-        if isinstance(key, exp.Column) and not key.table and key.name in named:
-            key = named[key.name]
-        elif isinstance(key, exp.Literal) and key.is_int:
-            key = tree.expressions[int(key.name) - 1].unalias()
-        keys.append(key.copy())
-    keyed = tree.copy()
-    keyed.set("limit", None)
-    keyed.set("expressions", [*keyed.expressions,
-                              *(k.as_(f"tandem_key_{i}") for i, k in enumerate(keys))])  # fmt: skip
-    return keyed.sql(dialect="postgres"), cut, len(keys)
-
-
 async def check_gold(admin: str, questions: Sequence[DatasetQuestion]) -> dict[str, Any]:
     """Each question's gold rows; ValueError naming the turns whose gold fails, returns no
     row, or cuts a ranking between rows of equal keys (a tie at the LIMIT)."""
@@ -405,7 +370,7 @@ async def check_gold(admin: str, questions: Sequence[DatasetQuestion]) -> dict[s
     problems = [f"{q.id} (fails)" for q in questions
                 if all(isinstance(g, str) for g in gold[q.id])]  # fmt: skip
     problems += [f"{q.id} (no rows)" for q in questions if gold[q.id] == [[]]]
-    ranked = {q.id: found for q in questions if (found := ranking_keys(q.gold_sql[0]))}
+    ranked = {q.id: found for q in questions if (found := ranking_cut(q.gold_sql[0]))}
     keyed = await gold_results(admin, [
         DatasetQuestion(q.id, q.db, q.category, q.question, "", (ranked[q.id][0],))
         for q in questions if q.id in ranked

@@ -13,12 +13,12 @@ from services.bench.sql_conversations import (
     KINDS,
     load_conversations,
     missed_targets,
-    ranking_keys,
     render,
     script_for,
     scripts_for,
     summarise,
 )
+from services.sql import ranking_cut
 
 
 @pytest.mark.parametrize(("folder", "least"), [("sql", 7), ("sql-spider", 8)])
@@ -99,15 +99,15 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
 
 
 def test_a_ranking_cut_by_a_limit_is_checked_on_its_sort_keys() -> None:
-    keyed = ranking_keys(
+    keyed = ranking_cut(
         "SELECT name, SUM(x) AS total FROM t GROUP BY name ORDER BY total DESC LIMIT 3"
     )
     assert keyed is not None
     sql, cut, width = keyed
     assert (cut, width) == (3, 1)
     assert "LIMIT" not in sql and "SUM(x) AS tandem_key_0" in sql
-    assert ranking_keys("SELECT name FROM t ORDER BY name") is None
-    assert ranking_keys("SELECT name FROM t LIMIT 3") is None
+    assert ranking_cut("SELECT name FROM t ORDER BY name") is None
+    assert ranking_cut("SELECT name FROM t LIMIT 3") is None
 
 
 def test_every_script_of_both_dev_sets_loads_with_every_kind() -> None:
