@@ -493,6 +493,30 @@ async def test_ask_time_shift_moves_the_earlier_window(running):
 
 
 @pytest.mark.rpc(ASK)
+async def test_ask_follow_up_answers_as_its_spelled_out_question_when_it_computes_the_same(
+    running,
+):
+    # The earlier answer showed ids; the follow-up spelled out, asked alone, reads the same
+    # query and shows names: the conversation answers as the question asked alone would.
+    ids = "SELECT c.company_id FROM companies AS c WHERE c.country = 'France'"
+    spelled = "Which companies in France are in Healthcare?"
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question=spelled,
+            prior=_prior(ids, pb.PRIOR_RELATION_FILTER, condition="in Healthcare"),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    alone = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=spelled), timeout=30
+    )
+    assert reply.outcome == alone.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    assert [c.name for c in reply.result.columns] == [c.name for c in alone.result.columns]
+    assert [c.name for c in reply.result.columns] != ["company_id"]
+    assert sorted(_result_rows(reply.result)) == sorted(_result_rows(alone.result))
+
+
+@pytest.mark.rpc(ASK)
 async def test_ask_filter_no_column_fits_is_refused_with_the_reason(running):
     reply = await running.stub.AskQuestion(
         pb.AskQuestionRequest(

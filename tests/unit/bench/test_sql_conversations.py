@@ -95,7 +95,12 @@ def test_blind_turns_are_counted_per_kind_and_never_listed() -> None:
 def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
     scripts = scripts_for(Path("sql-spider"))
     assert scripts[0] == script_for(Path("sql-spider"))
-    assert all(p.stem.startswith("conversations_spider") for p in scripts)
+    assert [p.stem for p in scripts[1:]] == [
+        "conversations_spider_blind",
+        "conversations_spider_v2",
+    ]
+    assert [p.stem for p in scripts_for(Path("sql"))] == ["conversations_defog",
+                                                         "conversations_defog_v2"]  # fmt: skip
 
 
 def test_a_ranking_cut_by_a_limit_is_checked_on_its_sort_keys() -> None:

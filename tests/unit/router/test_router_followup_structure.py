@@ -193,13 +193,13 @@ def test_a_bare_number_is_a_row_count_only_after_a_ranking():
 
 def test_another_comparison_replaces_the_previous_one():
     older = PriorTurn(
-        "List the teachers older than 30.",
-        "List the teachers older than 30.",
+        "Which teachers are over 30?",
+        "Which teachers are over 30?",
         sql="SELECT name FROM teacher WHERE age > 30",
     )
     resolution = resolve("what about older than 40?", [older])
     assert (resolution.kind, resolution.question) == (
-        FollowUpKind.VALUE_SWAP, "List the teachers older than 40?"
+        FollowUpKind.VALUE_SWAP, "Which teachers are older than 40?"
     )  # fmt: skip
     assert resolution.builds_on == BuildsOn(older.sql, Relation.VALUE_SWAP, value="older than 40")
 
