@@ -216,6 +216,7 @@ def summarise(
     def counts(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
         n = len(items)
         answered = sum(r["answered"] for r in items)
+        after_right = [r for r in items if r["answered"] and r.get("previous_correct", True)]
         correct = sum(r["correct"] for r in items)
         alone_correct = sum(r["alone"]["correct"] for r in items)
         with_rows = [r for r in items if r["alone_rows"]]
@@ -230,9 +231,8 @@ def summarise(
             "precision": round(correct / answered, 4) if answered else 0.0,
             # precision of the follow-ups whose previous turn was answered right: the
             # follow-up's own errors, without those it inherits
-            "precision_after_right": _rate(
-                [r for r in items if r["answered"] and r.get("previous_correct", True)]
-            ),
+            "answered_after_right": len(after_right),
+            "precision_after_right": _rate(after_right),
             "accuracy": round(correct / n, 4) if n else 0.0,
             "spelled_out_correct": alone_correct,
             "spelled_out_accuracy": round(alone_correct / n, 4) if n else 0.0,
@@ -315,10 +315,11 @@ def render(report: dict[str, Any], title: str) -> str:
 
     def line(name: str, row: dict[str, Any]) -> str:
         same = f"{row['same_rows']}/{row['spelled_out_with_rows']}"
+        after = f"{row['precision_after_right']:.1%}" if row.get("answered_after_right") else "-"
         return (
             f"{name:<18}{row['follow_ups']:>4}{row['recognised']:>7}{row['on_sql']:>7}"
             f"{row['answered']:>6}{row['correct']:>6}{row['refused']:>6}"
-            f"{row['precision']:>7.1%}{row.get('precision_after_right', 0.0):>7.1%}"
+            f"{row['precision']:>7.1%}{after:>7}"
             f"{row['spelled_out_correct']:>7}{same:>11}"
         )
 
