@@ -8,8 +8,7 @@ PROTOS := $(shell find protos -name '*.proto' 2>/dev/null)
 MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
 # The text-to-SQL development benchmarks (defog: 4 databases, 104 questions; Spider dev:
 # 12 databases, 477 questions); `make eval` runs each that exists, with its keys as
-# declared and with every key dropped, on databases loaded as a user restores them, then
-# the conversation eval over every script written for it (a blind half as totals only).
+# declared and with every key dropped, on databases loaded as a user restores them.
 SQL_DATASET ?= ../shared/datasets/sql
 SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
 # Documents with questions and gold answers (SQuAD dev, 15 articles, 400 questions):
