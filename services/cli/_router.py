@@ -31,11 +31,19 @@ def register(commands: Commands) -> None:
         "conversations scripted for them, each follow-up also asked spelled out alone",
     )
     chat.add_argument(
+        "--script",
+        type=Path,
+        action="append",
+        default=[],
+        help="with --dataset: only this script of conversations (repeatable; default every "
+        "services/bench/golden/conversations_<set>*.json)",
+    )
+    chat.add_argument(
         "--out",
         type=Path,
         default=None,
         help="JSON report (default bench-results/eval-chat.json, or "
-        "eval-conversations-<set>.json with --dataset)",
+        "eval-conversations-<set>.json with --dataset, a later script's name added)",
     )
     chat.set_defaults(handler=_eval_chat)
 
@@ -51,8 +59,8 @@ def _eval_chat(args: argparse.Namespace) -> int:
     if args.dataset is not None:
         from services.bench import sql_conversations  # noqa: PLC0415
 
-        report = sql_conversations.main(args.dataset, args.out)
-        return 0 if sql_conversations.meets_targets(report) else 1
+        reports = sql_conversations.main(args.dataset, args.out, args.script)
+        return 0 if all(sql_conversations.meets_targets(r) for r in reports) else 1
     from services.bench.eval_chat import main as eval_chat  # noqa: PLC0415
 
     results = eval_chat(args.out or Path("bench-results/eval-chat.json"), only=args.only)

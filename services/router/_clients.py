@@ -176,6 +176,8 @@ _RELATIONS = {
     Relation.ROW_LIMIT: spb.PRIOR_RELATION_ROW_LIMIT,
     Relation.REGROUP: spb.PRIOR_RELATION_REGROUP,
     Relation.VALUE_SWAP: spb.PRIOR_RELATION_VALUE_SWAP,
+    Relation.FILTER: spb.PRIOR_RELATION_FILTER,
+    Relation.TIME_SHIFT: spb.PRIOR_RELATION_TIME_SHIFT,
 }
 
 
@@ -207,6 +209,9 @@ class GrpcSqlTool:
                     dimension=prior.dimension[:200],
                     value=prior.value[:200],
                     add=prior.add,
+                    condition=prior.condition[:200],
+                    exclude=prior.exclude,
+                    period=prior.period[:200],
                 )
             )
         response = await _call(lambda: self._stub.AskQuestion(request), "sql")

@@ -72,7 +72,7 @@ from services.sql.intents import (
     compile_intent,
 )
 from services.sql.memory import GrpcQuestionEmbedder, MemorySettings, open_memory
-from services.sql.results import encode, register_loaders
+from services.sql.results import encode, ranking_cut, register_loaders
 from services.sql.targets import (
     ANY_TENANT,
     Capability,
@@ -156,6 +156,7 @@ __all__ = [
     "grant_read_only",
     "introspect",
     "open_memory",
+    "ranking_cut",
     "reader_url",
     "ready",
     "register_loaders",

@@ -300,6 +300,8 @@ _RELATIONS = {
     pb.PRIOR_RELATION_ROW_LIMIT: Relation.ROW_LIMIT,
     pb.PRIOR_RELATION_REGROUP: Relation.REGROUP,
     pb.PRIOR_RELATION_VALUE_SWAP: Relation.VALUE_SWAP,
+    pb.PRIOR_RELATION_FILTER: Relation.FILTER,
+    pb.PRIOR_RELATION_TIME_SHIFT: Relation.TIME_SHIFT,
 }
 
 
@@ -309,8 +311,11 @@ def prior_from_pb(request: pb.AskQuestionRequest) -> Prior:
     relation = _RELATIONS.get(request.prior.relation)
     if relation is None:
         raise InvalidArgument.field(
-            "prior.relation", "must be RESULT_SET, ROW_LIMIT, REGROUP or VALUE_SWAP"
+            "prior.relation",
+            "must be RESULT_SET, ROW_LIMIT, REGROUP, VALUE_SWAP, FILTER or TIME_SHIFT",
         )
     given = request.prior
     return Prior(given.sql, relation, limit=given.limit, ascending=given.ascending,
-                 dimension=given.dimension, value=given.value, add=given.add)  # fmt: skip
+                 dimension=given.dimension, value=given.value, add=given.add,
+                 condition=given.condition, exclude=given.exclude,
+                 period=given.period)  # fmt: skip

@@ -35,11 +35,13 @@ from services.sql.conversation import (
     FollowUpError,
     Prior,
     Relation,
-    edited,
+    built,
     labels,
     pointed,
     refers,
     restrict,
+    same_query,
+    shows_only_rows,
     subject,
 )
 from services.sql.definitions import GlossaryEntry
@@ -349,6 +351,8 @@ class SqlEngine:
         for name, words, relation in (
             ("prior.dimension", prior.dimension, Relation.REGROUP),
             ("prior.value", prior.value, Relation.VALUE_SWAP),
+            ("prior.condition", prior.condition, Relation.FILTER),
+            ("prior.period", prior.period, Relation.TIME_SHIFT),
         ):
             _no_nul(name, words)
             if prior.relation is relation and not words.strip():
@@ -389,12 +393,29 @@ class SqlEngine:
                     if linked.answer is None:
                         span.set_attribute("sql.follow_up.outcome", linked.outcome.name)
                         return linked
+                    if shows_only_rows(question, linked.answer.verdict.normalized_sql, about,
+                                       catalog):  # fmt: skip
+                        raise FollowUpError(
+                            "the question asks something about the previous rows that no "
+                            "column of theirs was read as"
+                        )
                     shown = labels(earlier.normalized_sql, about, catalog)
                     sql = restrict(linked.answer.verdict.normalized_sql, earlier.normalized_sql,
                                    about, shown)  # fmt: skip
                     explanation = f"{linked.answer.explanation}, among the previous answer's rows"
                 else:
-                    sql, explanation = edited(earlier.normalized_sql, prior, catalog)
+
+                    async def link(text: str) -> str | None:
+                        # The words read as any question is, about one of the earlier
+                        # statement's tables; only the conditions of its statement are
+                        # used (see conversation._conditions).
+                        probe = await self._ask.ask(  # type: ignore[union-attr]
+                            text, target, catalog, limits,
+                            instructions=instructions, glossary=target.glossary,
+                        )  # fmt: skip
+                        return probe.answer.verdict.normalized_sql if probe.answer else None
+
+                    sql, explanation = await built(earlier.normalized_sql, prior, catalog, link)
             except FollowUpError as exc:
                 if prior.relation in (Relation.REGROUP, Relation.VALUE_SWAP):
                     # Nothing in the statement fits the words: read the follow-up spelled
@@ -415,6 +436,14 @@ class SqlEngine:
                     target.name,
                     message="the follow-up's statement was refused by the gate",
                 )
+            if linked is None:
+                alike = await self._spelled_alike(
+                    question, verdict.normalized_sql, target, catalog, limits,
+                    instructions=instructions,
+                )  # fmt: skip
+                if alike is not None:
+                    span.set_attribute("sql.follow_up.outcome", "ANSWERED_AS_SPELLED_OUT")
+                    return alike
             gated = time.perf_counter()
             result = await self._run(target, verdict, limits, "prior.sql")
             executed = time.perf_counter()
@@ -444,6 +473,33 @@ class SqlEngine:
             degraded_llm=linked.degraded_llm if linked is not None else False,
             timings=timings,
             checks=checks,
+        )
+
+    async def _spelled_alike(
+        self,
+        question: str,
+        built_sql: str,
+        target: Target,
+        catalog: Catalog,
+        limits: Limits,
+        *,
+        instructions: str,
+    ) -> AskResult | None:
+        """The follow-up spelled out (the router's rewrite) answered as a question of its
+        own, when its statement computes what the edited statement computes and differs
+        at most in the plain columns it shows: the conversation then answers as the same
+        question asked alone would (a name where the earlier answer showed an id)."""
+        assert self._ask is not None
+        spelled = await self._ask.ask(
+            question, target, catalog, limits,
+            instructions=instructions, glossary=target.glossary,
+        )  # fmt: skip
+        if spelled.answer is None:
+            return None
+        return (
+            spelled
+            if same_query(spelled.answer.verdict.normalized_sql, built_sql, catalog)
+            else None
         )
 
     # --- the answer memory -------------------------------------------------------------

@@ -421,6 +421,35 @@ async def test_a_follow_up_is_resolved_against_the_history_and_echoes_the_conver
     assert "'France'" in follow.sql_results[0].result.sql
 
 
+async def _turn(stub: Any, tenant: str, question: str, history: list[Any]) -> Any:
+    reply = await stub.Ask(
+        pb.AskRequest(tenant_id=tenant, question=question, conversation_id="c-3",
+                      history=history),
+        timeout=60,
+    )  # fmt: skip
+    return reply.answer
+
+
+@pytest.mark.rpc(ASK)
+async def test_a_narrowing_and_a_time_shift_edit_the_previous_statement(stub, tenant):
+    first = await _turn(stub, tenant, "How many companies are there in each industry?", [])
+    assert first.sql_results and "GROUP BY" in first.sql_results[0].result.sql
+    narrowed = await _turn(stub, tenant, "only those in France", [first.turn])
+    assert narrowed.resolution.kind == pb.FOLLOW_UP_KIND_FILTER
+    sql = narrowed.sql_results[0].result.sql
+    # the earlier grouping and count, with the condition the words link to added
+    assert "'France'" in sql and "GROUP BY" in sql and "COUNT(" in sql.upper()
+    total = sum(int(r.values[-1].int_value) for r in first.sql_results[0].result.rows)
+    part = sum(int(r.values[-1].int_value) for r in narrowed.sql_results[0].result.rows)
+    assert 0 < part < total
+    counted = await _turn(stub, tenant, "How many opportunities were created in 2024?", [])
+    shifted = await _turn(stub, tenant, "and the year before?", [counted.turn])
+    assert shifted.resolution.kind == pb.FOLLOW_UP_KIND_TIME_SHIFT
+    assert shifted.resolution.resolved_question == "How many opportunities were created in 2023?"
+    moved = shifted.sql_results[0].result.sql
+    assert "'2023-01-01'" in moved and "'2024-01-01'" in moved and "'2025-01-01'" not in moved
+
+
 @pytest.mark.rpc(STREAM)
 async def test_stream_ask_resolves_and_an_unresolvable_reference_is_said_not_guessed(stub, tenant):
     count = pb.ConversationTurn(

@@ -474,8 +474,9 @@ async def test_ask_regroup_and_value_swap_edit_the_earlier_statement(running):
     assert sorted(_result_rows(regrouped.result)) == sorted(
         await _rows(
             running.stub,
-            "SELECT r.name, COUNT(*) FROM companies c JOIN regions r "
-            "ON r.region_id = c.region_id GROUP BY r.name",
+            # a region is named by its code and its name, as the linker shows one
+            "SELECT r.code, r.name, COUNT(*) FROM companies c JOIN regions r "
+            "ON r.region_id = c.region_id GROUP BY r.code, r.name",
         )
     )
     industries = [str(i) for i, _ in await _rows(running.stub, BY_INDUSTRY)]
@@ -505,6 +506,106 @@ async def test_ask_follow_up_that_cannot_build_on_the_statement_is_refused(runni
     assert "not a ranking" in reply.message and not reply.HasField("result")
 
 
+PER_INDUSTRY_IN_2024 = (
+    "SELECT c.industry, COUNT(*) AS n FROM companies AS c WHERE c.created_at >= '2024-01-01' "
+    "AND c.created_at < '2025-01-01' GROUP BY c.industry"
+)
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_filter_adds_the_condition_its_words_link_to(running):
+    countries = [str(c) for (c,) in await _rows(
+        running.stub, "SELECT DISTINCT country FROM companies ORDER BY 1"
+    )]  # fmt: skip
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="How many companies are there by industry in it?",
+            prior=_prior(BY_INDUSTRY, pb.PRIOR_RELATION_FILTER, condition=f"in {countries[0]}"),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    gold = await _rows(
+        running.stub,
+        f"SELECT industry, COUNT(*) FROM companies WHERE country = '{countries[0]}' "
+        "GROUP BY industry",
+    )
+    assert sorted(_result_rows(reply.result)) == sorted(gold)
+    # the earlier statement's grouping and measure stay; the condition is the new part
+    assert "GROUP BY c.industry" in reply.result.sql
+    excluded = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="How many companies are there by industry outside it?",
+            prior=_prior(BY_INDUSTRY, pb.PRIOR_RELATION_FILTER, condition=countries[0],
+                         exclude=True),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    assert excluded.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, excluded.message
+    assert sorted(_result_rows(excluded.result)) == sorted(
+        await _rows(
+            running.stub,
+            f"SELECT industry, COUNT(*) FROM companies WHERE country <> '{countries[0]}' "
+            "GROUP BY industry",
+        )
+    )
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_time_shift_moves_the_earlier_window(running):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="and the year before?",
+            prior=_prior(PER_INDUSTRY_IN_2024, pb.PRIOR_RELATION_TIME_SHIFT,
+                         period="the year before"),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    assert sorted(_result_rows(reply.result)) == sorted(
+        await _rows(running.stub, PER_INDUSTRY_IN_2024.replace("2025", "2024", 1)
+                    .replace("'2024-01-01'", "'2023-01-01'", 1))
+    )  # fmt: skip
+    assert "'2023-01-01'" in reply.result.sql and "'2024-01-01'" in reply.result.sql
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_follow_up_answers_as_its_spelled_out_question_when_it_computes_the_same(
+    running,
+):
+    # The earlier answer showed ids; the follow-up spelled out, asked alone, reads the same
+    # query and shows names: the conversation answers as the question asked alone would.
+    ids = "SELECT c.company_id FROM companies AS c WHERE c.country = 'France'"
+    spelled = "Which companies in France are in Healthcare?"
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question=spelled,
+            prior=_prior(ids, pb.PRIOR_RELATION_FILTER, condition="in Healthcare"),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    alone = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=spelled), timeout=30
+    )
+    assert reply.outcome == alone.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    assert [c.name for c in reply.result.columns] == [c.name for c in alone.result.columns]
+    assert [c.name for c in reply.result.columns] != ["company_id"]
+    assert sorted(_result_rows(reply.result)) == sorted(_result_rows(alone.result))
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_filter_no_column_fits_is_refused_with_the_reason(running):
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="only the purple ones",
+            prior=_prior(BY_INDUSTRY, pb.PRIOR_RELATION_FILTER, condition="purple zebras"),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert "purple zebras" in reply.message and not reply.HasField("result")
+
+
 @pytest.mark.rpc(ASK)
 @pytest.mark.parametrize(
     ("prior", "field"),
@@ -519,9 +620,14 @@ async def test_ask_follow_up_that_cannot_build_on_the_statement_is_refused(runni
         (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_REGROUP), "prior.dimension"),
         (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_VALUE_SWAP, value=" "), "prior.value"),
         (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_VALUE_SWAP, value="x" * 201), "prior.value"),
+        (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_FILTER), "prior.condition"),
+        (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_FILTER, condition="x" * 201), "prior.condition"),
+        (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_TIME_SHIFT), "prior.period"),
+        (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_TIME_SHIFT, period="in\x00 2023"), "prior.period"),
     ],
     ids=["no-relation", "no-sql", "sql-long", "sql-nul", "sql-refused", "no-limit",
-         "limit-over", "no-dimension", "blank-value", "value-long"],
+         "limit-over", "no-dimension", "blank-value", "value-long", "no-condition",
+         "condition-long", "no-period", "period-nul"],
 )  # fmt: skip
 async def test_ask_follow_up_invalid_arguments(running, prior, field):
     request = pb.AskQuestionRequest(tenant_id="acme", question="and?", prior=prior)

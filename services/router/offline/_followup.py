@@ -18,6 +18,7 @@ shaped like a follow-up stands alone, even inside a conversation (a topic change
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -36,6 +37,8 @@ class Relation(StrEnum):
     ROW_LIMIT = "row_limit"  # the statement with another row count
     REGROUP = "regroup"  # the statement grouped by another column (``dimension``)
     VALUE_SWAP = "value_swap"  # the statement with another stored value (``value``)
+    FILTER = "filter"  # the statement with a condition added (``condition``, ``exclude``)
+    TIME_SHIFT = "time_shift"  # the statement over another period (``period``)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ class BuildsOn:
     dimension: str = ""
     value: str = ""
     add: bool = False
+    condition: str = ""
+    exclude: bool = False
+    period: str = ""
 
 
 @dataclass(frozen=True)
@@ -103,8 +109,19 @@ _TIME_VALUE = (
     rf"|{_MONTH}(?: \d{{1,2}}(?:st|nd|rd|th)?)?(?:,? (?:19|20)\d\d)?"
     r"|ytd|year to date)"
 )
-_TIME_ONLY = re.compile(rf"^{_LEAD}(?:{_ABOUT} )?(?P<time>{_TIME_VALUE})\s*\??\s*$", re.IGNORECASE)
-_TIME_IN_QUESTION = re.compile(rf"\b{_TIME_VALUE}\b", re.IGNORECASE)
+# A period said relative to the one the previous answer counted: "the year after", "the
+# previous quarter", "a month earlier"; and a bound moved: "before 2009", "after 2000".
+_GRAIN_WORD = r"(?:year|quarter|month|week|day)"
+_MOVED = (
+    rf"(?:the )?(?:previous|prior|preceding|following|subsequent) {_GRAIN_WORD}"
+    rf"|the next {_GRAIN_WORD}"
+    rf"|(?:the )?{_GRAIN_WORD} (?:before|after|earlier|later|prior)(?: that)?"
+    rf"|(?:a|an|one|two|three|\d) {_GRAIN_WORD}s? (?:earlier|later|before|after)"
+)
+_BOUND = r"(?:before|after|until|till|prior to|earlier than|later than|up to|through)"
+_PERIOD = rf"(?:{_MOVED}|(?:{_BOUND} )?{_TIME_VALUE})"
+_TIME_ONLY = re.compile(rf"^{_LEAD}(?:{_ABOUT} )?(?P<time>{_PERIOD})\s*\??\s*$", re.IGNORECASE)
+_TIME_IN_QUESTION = re.compile(rf"\b(?:{_BOUND} )?{_TIME_VALUE}\b", re.IGNORECASE)
 _BREAKDOWN = re.compile(
     rf"^{_LEAD}(?:(?:can you |could you |please )?(?:break|split) (?:it|that|this|them|those"
     r"|these)? ?(?:down|up|out)? ?(?:by|per|across)|(?:group(?:ed)?|broken down|split) "
@@ -129,6 +146,7 @@ _DEMONSTRATIVE = re.compile(
 )
 _PART_OF = re.compile(r"\b(which|how many|any|each|all|none|some) of (?:them|those|these)\b", re.I)
 _PRONOUN = re.compile(r"\b(?P<p>their|them|they)\b", re.IGNORECASE)
+_SINGULAR = re.compile(r"\b(?P<p>its|it)\b", re.IGNORECASE)
 # "spend there", "who works there": the place an earlier answer named, never the "there"
 # of "are there", "there were", "is there any", "there's".
 _PLACE = re.compile(
@@ -210,10 +228,56 @@ def _described_set(question: str) -> tuple[str, str] | None:
     return None
 
 
+_STEPS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3}
+_MOVE = re.compile(
+    r"^(?:the )?(?:(?P<pre>previous|prior|preceding|following|subsequent|next) "
+    rf"(?P<g1>{_GRAIN_WORD})"
+    rf"|(?:(?P<n>a|an|one|two|three|\d) )?(?P<g2>{_GRAIN_WORD})s? (?P<post>before|after|earlier"
+    r"|later|prior)(?: that)?)$",
+    re.IGNORECASE,
+)
+
+
+def _moved(question: str, period: str) -> str | None:
+    """The previous question's year, quarter or month moved as ``period`` says ("the
+    year after" 2014 is 2015), when the question says one of that grain."""
+    move = _MOVE.match(_clean(period))
+    if move is None:
+        return None
+    grain = (move.group("g1") or move.group("g2")).lower()
+    word = (move.group("pre") or move.group("post")).lower()
+    steps = _STEPS.get((move.group("n") or "one").lower()) or int(move.group("n"))
+    steps = -steps if word in ("previous", "prior", "preceding", "before", "earlier") else steps
+    body = _body(question)
+    if grain == "year" and len(set(re.findall(r"\b(?:19|20)\d\d\b", body))) == 1:
+        year = re.search(r"\b(?:19|20)\d\d\b", body)
+        assert year is not None
+        return f"{body[: year.start()]}{int(year.group(0)) + steps}{body[year.end() :]}?"
+    if grain in ("month", "quarter"):
+        unit = 1 if grain == "month" else 3
+        said = re.search(rf"\b(?P<m>{_MONTH})\w*,? (?P<y>(?:19|20)\d\d)\b", body, re.I)
+        quarter = re.search(r"\bq(?P<q>[1-4]) (?P<y>(?:19|20)\d\d)\b", body, re.I)
+        if grain == "quarter" and quarter:
+            index = int(quarter.group("y")) * 4 + int(quarter.group("q")) - 1 + steps
+            return f"{body[: quarter.start()]}Q{index % 4 + 1} {index // 4}{body[quarter.end() :]}?"
+        if said:
+            month = [m.lower()[:3] for m in calendar.month_abbr[1:]].index(
+                said.group("m")[:3].lower()
+            )
+            index = int(said.group("y")) * 12 + month + steps * unit
+            text = f"{calendar.month_name[index % 12 + 1]} {index // 12}"
+            return f"{body[: said.start()]}{text}{body[said.end() :]}?"
+    return None
+
+
 def _with_time(question: str, time: str) -> str:
     """``question`` asked about ``time`` instead of its own period (or with one added)."""
     time = _clean(time)
-    if not re.match(r"^(?:in|for|during|since|from|on|last|this|next|previous|past)\b", time, re.I):
+    if (moved := _moved(question, time)) is not None:
+        return moved
+    if not re.match(
+        rf"^(?:in|for|during|since|from|on|last|this|next|previous|past|the|{_BOUND})\b", time, re.I
+    ):
         time = f"in {time}"
     body = _body(question)
     if old := _TIME_IN_QUESTION.search(body):
@@ -361,7 +425,13 @@ def _has_unanchored_pronoun(question: str) -> re.Match[str] | None:
             # "what categories are they in?", "how many cars did they buy?": the subject
             # of an inverted question, not the noun asked about.
             return match
-        nouns = [w for w in _PLURAL_BEFORE.findall(before) if w.lower() not in _NOT_PLURAL]
+        nouns = [
+            m.group(0)
+            for m in _PLURAL_BEFORE.finditer(before)
+            if m.group(0).lower() not in _NOT_PLURAL
+            # "who makes them": the word after a subject "who" is its verb, no noun
+            and not re.search(r"\bwho\s+$", before[: m.start()], re.I)
+        ]
         if not nouns:
             return match
     return None
@@ -371,7 +441,8 @@ def _has_unanchored_pronoun(question: str) -> re.Match[str] | None:
 # "ok, now just the top 3." Case and punctuation never matter.
 _POLITE_HEAD = re.compile(
     r"^(?:(?:ok(?:ay)?|so|and|but|then|also|now|great|thanks|thank you|cool|right|alright|"
-    r"hm+|well)\b[,.!]?\s*)*(?:(?:can|could|would|will) you\s+(?:please\s+)?|please\s+)?",
+    r"hm+|well)\b[,.!]?\s*)*(?:(?:can|could|would|will) you\s+(?:please\s+)?|please\s+"
+    r"|(?:can|could|may) i (?:please\s+)?(?:see|get|have)\s+)?",
     re.IGNORECASE,
 )
 _POLITE_TAIL = re.compile(r"(?:[,\s]+(?:please|thanks|thank you|for me))*[\s?.!]*$", re.I)
@@ -382,7 +453,8 @@ _NUMBER_WORDS = {
 _LOWEST = ("bottom", "worst", "lowest", "smallest", "least", "fewest", "last")
 # "only the top 2", "just 3", "show me the first 10 instead", "bottom 5", "top three only".
 _LIMIT = re.compile(
-    r"^(?:(?:limit|cut)(?: it| that)? to |make it )?(?:(?:only|just)\s+)?"
+    r"^(?:(?:limit|cut)(?: it| that)? to |make it "
+    r"|(?P<fewer>fewer|less|more)\s*[-\u2013\u2014:,]?\s*)?(?:(?:only|just)\s+)?"
     r"(?:(?:show|give|list|keep|return)(?:\s+me)?\s+)?(?:(?:only|just)\s+)?(?:the\s+)?"
     r"(?P<dir>top|first|best|highest|largest|biggest|most|" + "|".join(_LOWEST) + r")?\s*"
     r"(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")"
@@ -410,16 +482,52 @@ _NARROW = re.compile(
     r"(?:\s+(?:ones?|only))?$",
     re.IGNORECASE,
 )
+# "keep only the stocks", "show only the ETFs", "restrict it to CA", "filter to 2023".
+_NARROW_VERB = re.compile(
+    r"^(?:(?:and|but|now)\s+)*(?:(?:keep|show|list|count|include)\s+only"
+    r"|(?:restrict|filter|narrow)(?:\s+(?:it|that|this|them|those|these))?(?:\s+down)?\s+to)"
+    r"\s+(?:(?:me|the|those|these|ones|them)\s+)*(?P<f>.+?)(?:\s+(?:ones?|only))?$",
+    re.IGNORECASE,
+)
 _NARROW_AFTER = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:those|the ones|ones|them)\s+(?P<f>.+?)(?:\s+only)?$",
+    re.IGNORECASE,
+)
+# "among them, the ones with private insurance", "of those, only the active ones".
+_AMONG = re.compile(
+    r"^(?:(?:and|but|now)\s+)*(?:among|of|from|out of|within)\s+(?:them|those|these|the results?"
+    r"|that)\s*,?\s*(?:(?:only|just)\s+)?(?:(?:the ones|those|ones|the)\s+)?(?P<f>.+?)"
+    r"(?:\s+(?:ones?|only))?$",
+    re.IGNORECASE,
+)
+# "female only", "the 2023 ones only": a condition the request ends on "only".
+_NARROW_TAIL = re.compile(
+    r"^(?:(?:and|but|now)\s+)*(?:(?:the|those)\s+)?(?P<f>[\w'.&-]+(?:\s+[\w'.&-]+){0,3}?)"
+    r"(?:\s+ones?)?\s+only$",
+    re.IGNORECASE,
+)
+# "where the price is under 100", "with more than 5 rooms", "whose age is over 40": a
+# clause that qualifies the previous answer's rows, said on its own.
+_CLAUSE = re.compile(
+    r"^(?:(?:and|but|now)\s+)*(?:(?:the ones|those|ones)\s+)?(?P<f>(?:where|whose|with|having|"
+    r"that|which|who)\s+.+)$",
+    re.IGNORECASE,
+)
+# "what about older than 40?", "and under 100?": a comparison put in place of the previous
+# one (comparatives: "-er than", more / less / fewer than, over / under a number).
+_COMPARISON = re.compile(
+    r"^(?:[a-z]+er|more|less|fewer|greater|over|under|above|below|at least|at most)\b"
+    r"(?:\s+than)?\s+\$?\d",
     re.IGNORECASE,
 )
 # "exclude placebo treatments", "without the cancelled ones".
 _EXCLUDE = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:exclude|excluding|without|except(?: for)?|leave out|remove|"
-    r"drop|ignore|not counting|minus)\s+(?:the\s+)?(?P<f>.+?)(?:\s+ones)?$",
+    r"drop|ignore|not counting|minus|not)\s+(?:the\s+)?(?P<f>.+?)(?:\s+ones)?$",
     re.IGNORECASE,
 )
+# "only", "just", "top": the words that make "the first one" a row count, not a pick.
+_RESTRICTIVE = re.compile(r"\b(?:only|just|top)\b", re.IGNORECASE)
 # What a follow-up may end on without changing its meaning: "in 2023 alone".
 _QUALIFIER_TAIL = re.compile(r"\s+(?:alone|only|instead|too|as well|then)$", re.IGNORECASE)
 _CONDITION_HEAD = re.compile(
@@ -443,12 +551,18 @@ def _plain(question: str) -> str:
 
 def _limit(text: str) -> tuple[int, bool] | None:
     """(rows, lowest first) for a row-count change; a year is a period, not a count."""
+    if (first := _COUNT_FIRST.match(text)) is not None:
+        number = first.group("n").lower()
+        rows = _NUMBER_WORDS.get(number) or int(number)
+        return (rows, first.group("dir").lower() in _LOWEST) if rows >= 1 else None
     match = _LIMIT.match(text)
     if match is None:
         return None
     number = match.group("n").lower()
     rows = _NUMBER_WORDS.get(number) or int(number)
-    cue = match.group("dir") or match.group("tail") or _LIMIT_CUE.match(text)
+    cue = (
+        match.group("dir") or match.group("tail") or match.group("fewer") or _LIMIT_CUE.match(text)
+    )
     if not cue or rows < 1 or (len(number) == 4 and 1900 <= rows <= 2100):
         return None
     return rows, (match.group("dir") or "").lower() in _LOWEST
@@ -456,6 +570,13 @@ def _limit(text: str) -> tuple[int, bool] | None:
 
 # "only the oldest 2" after "Who are the 3 oldest teachers?": the ranking the previous
 # question said (its own superlative), cut to another number of rows.
+# "the 5 lowest", "3 highest ones": a row count with the end of the ranking it keeps.
+_COUNT_FIRST = re.compile(
+    r"^(?:(?:only|just)\s+)?(?:the\s+)?(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")\s+"
+    r"(?P<dir>top|highest|largest|biggest|best|most|" + "|".join(_LOWEST) + r")"
+    r"(?:\s+(?:ones?|results?|rows?))?(?:\s+(?:only|instead))?$",
+    re.IGNORECASE,
+)
 _RANKED_LIMIT = re.compile(
     r"^(?:(?:only|just)\s+)?(?:(?:show|give|list|keep)(?:\s+me)?\s+)?(?:the\s+)?"
     r"(?P<rank>[a-z]{3,}est|most \w+)\s+(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")"
@@ -477,6 +598,14 @@ def _same_ranking_limit(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
     return (rows, False) if rows >= 1 else None
 
 
+def _bare_count(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
+    """ "5" (or "5 please") after a ranking cut by a LIMIT: that many rows of it."""
+    number = _NUMBER_WORDS.get(text.lower()) or (int(text) if re.fullmatch(r"\d{1,3}", text) else 0)
+    if number < 1 or not re.search(r"\bLIMIT\s+\d+\s*;?\s*$", prior.sql, re.I):
+        return None
+    return number, False
+
+
 def _limit_of_named_rows(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
     """ "just the top 3 airlines" after "… by airline": a row count that names the rows
     in a word of the previous question."""
@@ -494,8 +623,17 @@ def _with_limit(question: str, rows: int, lowest: bool) -> str:
         r"\b(which|what|the)\s+(\d+)\b", body, re.I
     )
     if ranked:
-        return f"{body[: ranked.start(2)]}{rows}{body[ranked.end(2) :]}?"
+        body = f"{body[: ranked.start(2)]}{rows}{body[ranked.end(2) :]}"
+        if lowest:
+            # the other end of a ranking from the highest: its opposite word
+            body = _HIGHEST.sub(lambda m: _OPPOSITE[m.group(0).lower()], body, count=1)
+        return f"{body}?"
     return f"{body}, {'bottom' if lowest else 'top'} {rows} only?"
+
+
+_HIGHEST = re.compile(r"\b(?:most|highest|largest|biggest|best|top)\b", re.IGNORECASE)
+_OPPOSITE = {"most": "least", "highest": "lowest", "largest": "smallest", "biggest": "smallest",
+             "best": "worst", "top": "bottom"}  # fmt: skip
 
 
 def _regrouped(question: str, dim: str, *, add: bool) -> str:
@@ -520,10 +658,16 @@ def _narrowed(question: str, condition: str) -> Resolution:
         r"(?:in|from|during|for)\s+(?:19|20)\d\d", condition, re.I
     ):
         time = re.sub(r"^from\s+", "in ", condition, flags=re.I)
-        return Resolution(FollowUpKind.FILTER, _with_time(question, time))
+        return Resolution(
+            FollowUpKind.FILTER,
+            _with_time(question, time),
+            builds_on=BuildsOn("", Relation.TIME_SHIFT, period=time),
+        )
     if re.match(r"^\d+(?:\.\d+)?\s+[a-z]", condition, re.I):
         condition = f"with {condition}"  # "only the 6 cylinder ones"
     words = condition.split()
+    # The SQL service reads every word: "grades above 10" names the column it compares.
+    said = condition
     head = next((i for i, w in enumerate(words[:4]) if _CONDITION_HEAD.match(w)), None)
     if head:
         # "cars that cost more than 30k": the condition is what follows the noun.
@@ -532,8 +676,12 @@ def _narrowed(question: str, condition: str) -> Resolution:
         body = _body(question).lower()
         if len(words) > 1 and re.search(rf"\b{re.escape(words[-1].lower())}\b", body):
             words = words[:-1]  # "female patients" after a question about patients
-        condition = f"that are {' '.join(words)}"
-    return Resolution(FollowUpKind.FILTER, _after_subject(_body(question), condition) + "?")
+        said = " ".join(words)
+        condition = f"that are {said}"
+    built = BuildsOn("", Relation.FILTER, condition=_condition_words(said))
+    return Resolution(
+        FollowUpKind.FILTER, _after_subject(_body(question), condition) + "?", builds_on=built
+    )
 
 
 _LISTED = re.compile(r"^(?P<head>(?:which|what)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+s)\s+(?P<rest>\S.*)$",
@@ -600,6 +748,7 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
         limit := _limit(text)
         or _same_ranking_limit(text, prior)
         or _limit_of_named_rows(text, prior)
+        or _bare_count(text, prior)
     ) is not None:
         rows, lowest = limit
         return Resolution(
@@ -620,13 +769,42 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
             builds_on=BuildsOn(prior.sql, Relation.REGROUP, dimension=dim, add=add),
         )
     if (match := _EXCLUDE.match(text)) is not None:
-        excluded = _clean(match.group("f"))
-        return Resolution(FollowUpKind.FILTER, f"{_body(prior.resolved_question)} excluding "
-                                               f"{excluded}?")  # fmt: skip
-    match = _NARROW.match(text) or _NARROW_AFTER.match(text)
+        excluded = _condition_words(match.group("f"))
+        return Resolution(
+            FollowUpKind.FILTER,
+            f"{_body(prior.resolved_question)} excluding {excluded}?",
+            builds_on=BuildsOn("", Relation.FILTER, condition=excluded, exclude=True),
+        )
+    match = _AMONG.match(text) or _NARROW.match(text) or _NARROW_VERB.match(text)
+    match = match or _NARROW_AFTER.match(text)
+    match = match or _NARROW_TAIL.match(text)
     if match is not None and not re.match(r"^(?:how|what|which|who|why)\b", match.group("f"), re.I):
         return _narrowed(prior.resolved_question, _clean(match.group("f")))
+    # "where do they live?" asks; "where the price is under 100" qualifies
+    if (match := _CLAUSE.match(text)) is not None and (
+        (
+            re.match(r"^(?:where|whose|with|having)\b", match.group("f"), re.I)
+            and not _AUXILIARY_AFTER.match(match.group("f"))
+        )
+        or re.match(r"^(?:the ones|those|ones)\b", text, re.I)
+    ):
+        return _narrowed(prior.resolved_question, _clean(match.group("f")))
     return None
+
+
+_AUXILIARY_AFTER = re.compile(
+    r"^\w+\s+(?:do|does|did|is|are|was|were|can|could|will|would|should|has|have|had)\b", re.I
+)
+
+
+def _condition_words(words: str) -> str:
+    """A condition as the SQL service reads it: without the words that only point at the
+    previous rows ("the failed ones" → "failed")."""
+    words = _clean(words)
+    words = re.sub(r"^(?:(?:the ones|the|those|these|ones|them)\s+)+", "", words, flags=re.I)
+    words = re.sub(r"^(?:that|who|which) (?:are|were|is|was)\s+", "", words, flags=re.I)
+    words = re.sub(r"^(?:if|when) (?:they|it) (?:are|were|is|was)\s+", "", words, flags=re.I)
+    return re.sub(r"\s+(?:ones?|only)$", "", words, flags=re.I) or words
 
 
 def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
@@ -640,6 +818,8 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             )
         return Resolution(FollowUpKind.STANDALONE, asked)
 
+    if ordinal and prior.sql and _RESTRICTIVE.search(_plain(asked)) and _limit(_plain(asked)):
+        ordinal = None  # "only the first one", "just the first 2": fewer rows, not a pick
     if ordinal:
         # "the second one" points into the latest answer that listed anything.
         listed = next((t for t in reversed(history) if t.members and not t.unresolved), prior)
@@ -667,8 +847,11 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         return Resolution(FollowUpKind.ORDINAL, _finish(rest))
 
     if match := _TIME_ONLY.match(asked) or _TIME_ONLY.match(_QUALIFIER_TAIL.sub("", _plain(asked))):
+        period = _clean(match.group("time"))
         return Resolution(
-            FollowUpKind.TIME_SHIFT, _with_time(prior.resolved_question, match.group("time"))
+            FollowUpKind.TIME_SHIFT,
+            _with_time(prior.resolved_question, period),
+            builds_on=BuildsOn("", Relation.TIME_SHIFT, period=period),
         )
     if (structural := _structural(asked, prior)) is not None:
         return structural
@@ -685,7 +868,14 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
 
     demonstrative = _DEMONSTRATIVE.search(asked)
     pronoun = _has_unanchored_pronoun(asked) or _PLACE.search(asked)
-    if demonstrative or pronoun or re.search(r"\b(?:which|how many|any) of them\b", asked, re.I):
+    # "what year is it from?" after an answer of one row: "it" is that row.
+    single = _SINGULAR.search(asked) if prior.sql and prior.row_count == 1 else None
+    if (
+        demonstrative
+        or pronoun
+        or single
+        or re.search(r"\b(?:which|how many|any) of them\b", asked, re.I)
+    ):
         narrows_count = (
             not prior.members
             and _PART_OF.search(asked) is not None
@@ -737,6 +927,13 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
                 f"{_body(prior.resolved_question)} in {value}?",
                 builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
             )
+        if _COMPARISON.match(value):
+            # "what about older than 40?": another comparison where the previous one was
+            return Resolution(
+                FollowUpKind.VALUE_SWAP,
+                _with_comparison(prior.resolved_question, value),
+                builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
+            )
         if len(value.split()) <= 4 and not re.match(
             r"^(?:how|what|which|who|when|where|why|is|are|do|does|list|show)\b", value, re.I
         ):
@@ -755,6 +952,23 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     return Resolution(FollowUpKind.STANDALONE, asked)
 
 
+_SAID_COMPARISON = re.compile(
+    r"\b(?:[a-z]+er|more|less|fewer|greater|over|under|above|below|at least|at most)"
+    r"(?:\s+than)?\s+\$?\d[\d,.]*",
+    re.IGNORECASE,
+)
+
+
+def _with_comparison(question: str, comparison: str) -> str:
+    """The previous question with its comparison replaced by ``comparison`` (or with it
+    added)."""
+    body = _body(question)
+    found = list(_SAID_COMPARISON.finditer(body))
+    if len(found) == 1:
+        return f"{body[: found[0].start()]}{comparison}{body[found[0].end() :]}?"
+    return f"{body} {comparison}?"
+
+
 def _refer(asked: str, target: str, prior: PriorTurn) -> str:
     """``asked`` with its reference to the previous result set spelled out."""
     named = bool(prior.members)
@@ -770,6 +984,9 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
     if demonstrative:
         return text[: demonstrative.start()] + target + text[demonstrative.end() :]
     pronoun = _has_unanchored_pronoun(text)
+    if pronoun is None and (single := _SINGULAR.search(text)) is not None:
+        said = f"{target}'s" if single.group("p").lower() == "its" else target
+        return text[: single.start()] + said + text[single.end() :]
     if pronoun is None:
         place = _PLACE.search(text)
         assert place is not None

@@ -4,30 +4,41 @@ to the previous rows applied to the previous statement's parts.
 
 from __future__ import annotations
 
+from services.sql.conversation._conditions import Link
 from services.sql.conversation._followup import (
     MAX_PRIOR_CHARS,
     MAX_PRIOR_WORDS,
-    FollowUpError,
     Prior,
     Relation,
+    built,
     edited,
     labels,
     pointed,
     refers,
     restrict,
+    shows_only_rows,
     subject,
 )
+from services.sql.conversation._periods import Window, new_window, time_filters
+from services.sql.conversation._statement import FollowUpError, same_query
 
 __all__ = [
     "MAX_PRIOR_CHARS",
     "MAX_PRIOR_WORDS",
     "FollowUpError",
+    "Link",
     "Prior",
     "Relation",
+    "Window",
+    "built",
     "edited",
     "labels",
+    "new_window",
     "pointed",
     "refers",
     "restrict",
+    "same_query",
+    "shows_only_rows",
     "subject",
+    "time_filters",
 ]

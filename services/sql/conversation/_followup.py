@@ -36,7 +36,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 
 from services.sql.catalog import (
@@ -48,8 +47,17 @@ from services.sql.catalog import (
     stored_spelling,
     table_for,
 )
+from services.sql.conversation._conditions import Link, link_condition, with_conditions
+from services.sql.conversation._periods import time_shifted
+from services.sql.conversation._statement import (
+    FollowUpError,
+    column_name,
+    parse,
+    readable,
+    sources,
+)
 from services.sql.gate import identifier
-from services.sql.words import STOP_WORDS, common_prefix, name_words, stem, word_match
+from services.sql.words import STOP_WORDS, name_words, stem, word_match
 
 MAX_PRIOR_CHARS = 20_000
 MAX_PRIOR_WORDS = 200
@@ -60,6 +68,8 @@ class Relation(enum.Enum):
     ROW_LIMIT = "row_limit"
     REGROUP = "regroup"
     VALUE_SWAP = "value_swap"
+    FILTER = "filter"
+    TIME_SHIFT = "time_shift"
 
 
 @dataclass(frozen=True)
@@ -73,10 +83,9 @@ class Prior:
     dimension: str = ""
     value: str = ""
     add: bool = False
-
-
-class FollowUpError(Exception):
-    """The earlier statement cannot carry this follow-up; the message says why."""
+    condition: str = ""  # FILTER: the condition in the user's words ("older than 40")
+    exclude: bool = False  # FILTER: keep the rows the condition does not hold for
+    period: str = ""  # TIME_SHIFT: the period in the user's words ("2015", "the year after")
 
 
 @dataclass(frozen=True)
@@ -95,21 +104,17 @@ class Subject:
 KEY = "tandem_key"
 
 
-def _parse(sql: str) -> exp.Select:
-    try:
-        tree = sqlglot.parse_one(sql, dialect="postgres")
-    except sqlglot.errors.ParseError as exc:
-        raise FollowUpError("the earlier statement does not parse") from exc
-    if not isinstance(tree, exp.Select):
-        raise FollowUpError("the earlier statement is not a single SELECT")
-    return tree
-
-
 def with_limit(sql: str, limit: int, *, ascending: bool = False) -> str:
     """``sql`` returning ``limit`` rows of its own order (or ranked by its first
-    aggregate when it has none)."""
-    tree = _parse(sql)
-    if not tree.args.get("order"):
+    aggregate when it has none); the lowest rows (``ascending``) of a ranking from the
+    highest are its other end."""
+    tree = parse(sql)
+    order = tree.args.get("order")
+    if order is not None and ascending and order.expressions[0].args.get("desc"):
+        first = order.expressions[0]
+        first.set("desc", False)
+        first.set("nulls_first", False)
+    if not order:
         ranked = next(
             (i for i, e in enumerate(tree.expressions) if e.find(exp.AggFunc) is not None), None
         )
@@ -121,16 +126,10 @@ def with_limit(sql: str, limit: int, *, ascending: bool = False) -> str:
     return tree.sql(dialect="postgres")
 
 
-def _sources(select: exp.Select) -> list[exp.Table]:
-    """The tables a SELECT reads itself (its FROM and joins, not its sub-queries')."""
-    clauses = [select.args.get("from_"), *(select.args.get("joins") or ())]
-    return [c.this for c in clauses if c is not None and isinstance(c.this, exp.Table)]
-
-
 def _tables(select: exp.Select, catalog: Catalog) -> dict[str, TableInfo]:
     """The earlier statement's own tables (not its sub-queries') by alias and name."""
     found: dict[str, TableInfo] = {}
-    for table in _sources(select):
+    for table in sources(select):
         info = table_for(catalog, table)
         if info is not None:
             found[table.alias_or_name.lower()] = info
@@ -142,7 +141,7 @@ def subject(sql: str, catalog: Catalog) -> Subject:
     """The table and column the earlier statement's rows are about: its key when it
     returned one, else its first name-like column; for a total, the key of the rows it
     counted (its first table's)."""
-    select = _parse(sql)
+    select = parse(sql)
     tables = _tables(select, catalog)
     distinct = {t.qualified: t for t in tables.values()}
     plain: list[Subject] = []
@@ -169,8 +168,8 @@ def subject(sql: str, catalog: Catalog) -> Subject:
             return Subject(found.table, found.table.primary_key[0], KEY, key_from=alias)
     if keyed or named or plain:
         return (keyed or named or plain)[0]
-    sources = _sources(select)
-    first = table_for(catalog, sources[0]) if sources else None
+    read = sources(select)
+    first = table_for(catalog, read[0]) if read else None
     if first is not None and not select.args.get("group") and len(first.primary_key) == 1:
         return Subject(first, first.primary_key[0], "")
     raise FollowUpError("the earlier answer names no rows of one table to refer to")
@@ -195,7 +194,7 @@ def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
     """The subject table's columns that name its rows in the earlier answer (its name
     columns there, else the table's name-like column): shown beside what a follow-up
     asks, so "what are their emails?" says whose."""
-    select = _parse(sql)
+    select = parse(sql)
     tables = _tables(select, catalog)
     found: list[str] = []
     for projection in select.expressions:
@@ -208,32 +207,60 @@ def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
             owner is about.table
             and info is not None
             and info.data_type.startswith(TEXT_TYPES)
-            and "name" in name_words(column.name)
+            and "name" in name_words(column_name(about.table, column.name))
         ):
             found.append(column.name)
     label = _label(about.table)
     return found or ([label] if label else [])
 
 
+# Questions that ask for a property of the rows, never for the rows themselves: a place,
+# a time, a manner or amount, a person doing something ("who makes them?").
+_ASKS_PROPERTY = re.compile(
+    r"^\W*(?:(?:and|so|then|ok|okay)\W+)?(?:where|when|how|who\s+(?!(?:are|is|were|was)\b)\w+)\b",
+    re.IGNORECASE,
+)
+
+
+def shows_only_rows(question: str, linked_sql: str, about: Subject, catalog: Catalog) -> bool:
+    """Whether a question that asks for a property of the earlier rows ("where do they
+    live?", "who makes them?") was linked to a statement that shows nothing but those
+    rows' keys and names: the words it asks with named no column, and the rows alone
+    would be answered as if they were the answer."""
+    if _ASKS_PROPERTY.match(question) is None:
+        return False
+    select = parse(linked_sql)
+    if select.args.get("where") or select.args.get("group"):
+        return False
+    tables = {s.alias_or_name: table_for(catalog, s) for s in sources(select)}
+    for projection in select.expressions:
+        column = projection.unalias()
+        if not isinstance(column, exp.Column):
+            return False
+        owner = tables.get(column.table) if column.table else about.table
+        if owner is None or owner.qualified != about.table.qualified:
+            return False
+        names = name_words(column_name(owner, column.name))
+        if (
+            column.name not in owner.primary_key
+            and column.name != _label(owner)
+            and not {"name", "title"} & set(names)
+        ):
+            return False
+    return True
+
+
 _REFERENCE = re.compile(
     r"\b(?:(?P<which>which|how many|any|each|all|none|some) of (?:them|those|these)\b"
-    r"|(?P<their>their)\b"
+    r"|(?P<their>their|its)\b"
     r"|(?P<det>those|these)(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s))?\b"
-    r"|(?P<them>them|they)\b"
+    r"|(?P<them>them|they|it)\b"
     # "spend there": the place the earlier rows are; not "are there", "there were"
     r"|(?<!\bare )(?<!\bis )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!'s )(?P<there>there)\b"
     r"(?!\s+(?:is|are|was|were|be|been|will|has|have|had|exists?|remains?)\b)(?!'))",
     re.IGNORECASE,
 )
 _POINTERS = frozenset({"ones", "results", "rows", "records", "entries", "items"})
-
-
-def readable(table: TableInfo, catalog: Catalog) -> str:
-    """A table's name as words, without the prefix every table of the database shares
-    ("sbCustomer" among sbTransaction, sbTicker … → "customer")."""
-    prefix = common_prefix([t.name for t in catalog.tables])
-    name = table.name[len(prefix) :] if prefix and len(table.name) > len(prefix) else table.name
-    return " ".join(name_words(name)) or table.name
 
 
 def refers(question: str) -> bool:
@@ -272,7 +299,7 @@ def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
 def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[str] = ()) -> str:
     """``linked_sql`` keeping only the subject's rows the earlier statement returned;
     a listing shows the ``shown`` columns (the rows' names) first."""
-    tree = _parse(linked_sql)
+    tree = parse(linked_sql)
     alias = _alias_of(tree, about.table)
     if alias is None:
         raise FollowUpError(f"the question was not read about {about.table.name}")
@@ -280,7 +307,7 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
     listing = (
         not tree.args.get("group")
         and all(e.find(exp.AggFunc) is None for e in tree.expressions)
-        and _sources(tree)[0].alias_or_name == alias
+        and sources(tree)[0].alias_or_name == alias
     )
     present = {e.unalias().name for e in tree.expressions if isinstance(e.unalias(), exp.Column)}
     if listing:
@@ -288,7 +315,7 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
                  if c not in present]  # fmt: skip
         tree.set("expressions", [*names, *tree.expressions])
     column = exp.column(identifier(about.column), table=identifier(alias))
-    earlier = _parse(prior_sql)
+    earlier = parse(prior_sql)
     if about.key_from:
         key = exp.column(identifier(about.column), table=identifier(about.key_from))
         earlier.set("expressions", [*earlier.expressions, exp.alias_(key, KEY)])
@@ -308,7 +335,7 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
 
 
 def _alias_of(select: exp.Select, table: TableInfo) -> str | None:
-    for source in _sources(select):
+    for source in sources(select):
         if source.name.lower() == table.name.lower():
             return source.alias_or_name
     return None
@@ -342,6 +369,20 @@ def _references(
     return found
 
 
+def _names_of(table: TableInfo) -> list[str]:
+    """The text columns that name a table's rows, as the linker shows an entity: every
+    name, title, symbol or code (a first and a last name; a type's code), else its
+    label column."""
+    named = [
+        c.name
+        for c in table.columns
+        if {"name", "title", "symbol", "code"} & set(name_words(column_name(table, c.name)))
+        and c.data_type.startswith(TEXT_TYPES)
+    ]
+    label = _label(table)
+    return named or ([label] if label else [])
+
+
 def _label(table: TableInfo) -> str | None:
     """The column that names a table's rows: a text column, "name" first, not a key."""
     texts = [
@@ -349,15 +390,18 @@ def _label(table: TableInfo) -> str | None:
         for c in table.columns
         if c.data_type.startswith(TEXT_TYPES) and c.name not in table.primary_key
     ]
-    named = [n for n in texts if "name" in name_words(n)]
+    named = [n for n in texts if "name" in name_words(column_name(table, n))]
     return next(iter(named or texts), None)
 
 
-def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> exp.Column | None:
-    """A column of a table reached from one of the statement's tables by a key: the one
-    the words name with the table ("by merchant category" → merchants.category), or the
-    name column of the table they name ("by drug" → the drugs table's name)."""
-    for source in _sources(select):
+def _via_reference(
+    select: exp.Select, words: list[str], catalog: Catalog
+) -> tuple[list[exp.Column], list[exp.Column]] | None:
+    """(the columns shown, the columns grouped by besides) of a table reached from one
+    of the statement's tables by a key: the one the words name with the table ("by
+    merchant category" → merchants.category), or the label of the table they name,
+    grouped by its key as well ("by drug" → the drugs table's name, per drug)."""
+    for source in sources(select):
         info = table_for(catalog, source)
         if info is None:
             continue
@@ -365,18 +409,20 @@ def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> ex
             parent = catalog.table(referenced)
             if parent is None:
                 continue
+            parent_name = readable(parent, catalog)
             named = [
                 c.name for c in parent.columns
-                if c.name not in parent.primary_key and _covers(words, c.name)
-                and _spelled(words, f"{c.name} {parent.name}") >= 0.99
+                if c.name not in parent.primary_key
+                and _covers(words, column_name(parent, c.name))
+                and _spelled(words, f"{column_name(parent, c.name)} {parent_name}") >= 0.99
             ]  # fmt: skip
             if len(named) == 1:
-                label: str | None = named[0]
-            elif _spelled(words, parent.name) >= 0.99:
-                label = _label(parent)
+                shown = named
+            elif _spelled(words, parent_name) >= 0.99 and (named_by := _names_of(parent)):
+                shown = named_by
             else:
                 continue
-            if label is None:
+            if not shown:
                 continue
             alias = _alias_of(select, parent)
             if alias is None:
@@ -388,43 +434,50 @@ def _via_reference(select: exp.Select, words: list[str], catalog: Catalog) -> ex
                 ))  # fmt: skip
                 target = exp.Table(this=identifier(parent.name), db=identifier(parent.schema))
                 select.join(target.as_(alias), on=on, copy=False)
-            return exp.column(identifier(label), table=identifier(alias))
+            found = [exp.column(identifier(c), table=identifier(alias)) for c in shown]
+            if len(named) != 1 and len(parent.primary_key) == 1:
+                # rows of a table: grouped by its key too, so two of the same name stay two
+                key = exp.column(identifier(parent.primary_key[0]), table=identifier(alias))
+                return found, [key]
+            return found, []
     return None
 
 
 def _grouping_column(
     select: exp.Select, words: list[str], catalog: Catalog, dimension: str
-) -> exp.Column | None:
+) -> tuple[list[exp.Column], list[exp.Column]] | None:
     """The column ``words`` name among the statement's tables (see :func:`regrouped`)."""
     exact: list[tuple[bool, bool, int, str, str]] = []
     partial: list[tuple[bool, bool, int, str, str]] = []
     seen: set[tuple[str, str]] = set()
-    for source in _sources(select):
+    for source in sources(select):
         info = table_for(catalog, source)
         if info is None or (info.qualified, source.alias_or_name) in seen:
             continue
         seen.add((info.qualified, source.alias_or_name))
         keys = {c for fk in info.foreign_keys for c in fk.columns} | set(info.primary_key)
+        table_name = readable(info, catalog)
         for column in info.columns:
-            names = name_words(column.name)
+            said = column_name(info, column.name)
+            names = name_words(said)
             if column.name in keys or "id" in names:
                 continue  # a key groups by codes, not by what the user named
-            spelled = _spelled(words, f"{column.name} {info.name}")
-            if spelled < 0.99 or _spelled(words, column.name) == 0:
+            spelled = _spelled(words, f"{said} {table_name}")
+            if spelled < 0.99 or _spelled(words, said) == 0:
                 continue
             # text first, then a column whose unsaid word is "name" (the label), shorter
             entry = (column.data_type.startswith(TEXT_TYPES), "name" in names, -len(names),
                      source.alias_or_name, column.name)  # fmt: skip
-            (exact if _covers(words, column.name) else partial).append(entry)
+            (exact if _covers(words, said) else partial).append(entry)
     if exact:
         best = max(exact)
         if [e for e in exact if e[:3] == best[:3] and e[4] != best[4]]:
             raise FollowUpError(f"more than one column of the earlier tables is '{dimension}'")
-        return exp.column(identifier(best[4]), table=identifier(best[3]))
+        return [exp.column(identifier(best[4]), table=identifier(best[3]))], []
     found = _via_reference(select, words, catalog)
     if found is None and partial:
         best = max(partial)
-        found = exp.column(identifier(best[4]), table=identifier(best[3]))
+        found = [exp.column(identifier(best[4]), table=identifier(best[3]))], []
     return found
 
 
@@ -436,49 +489,131 @@ def _covers(words: list[str], name: str) -> bool:
 def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) -> str:
     """``sql`` grouped by the column ``dimension`` names instead of its own grouping (or
     as well, with ``add``): a column the words spell exactly, else a table they name
-    (reached by a key, grouped by its name column), else a column they spell in part
+    (reached by a key, grouped by what names its rows), else a column they spell in part
     ("drug" → "drug_unit" only when no drugs table is reachable). A phrase no column
-    fits is read by its head, the last word ("model year" → the year)."""
-    select = _parse(sql)
+    fits is read by its head, the last word ("model year" → the year). The grouping
+    replaced is one column, or the columns that name one table's rows (its key and
+    name)."""
+    select = parse(sql)
     words = _words(dimension)
-    new: exp.Column | None = None
+    found: tuple[list[exp.Column], list[exp.Column]] | None = None
     for start in range(len(words)):
-        new = _grouping_column(select, words[start:], catalog, dimension)
-        if new is not None:
+        found = _grouping_column(select, words[start:], catalog, dimension)
+        if found:
             break
-    if new is None:
+    if not found:
         raise FollowUpError(f"no column of the earlier tables is named '{dimension}'")
+    news, keys = found
     group = select.args.get("group")
     if group is None:
         if any(e.find(exp.AggFunc) is None for e in select.expressions):
             raise FollowUpError("the earlier statement is neither a total nor a grouping")
-        select.set("expressions", [new.copy(), *select.expressions])
-        select.set("group", exp.Group(expressions=[new.copy()]))
+        select.set("expressions", [*(n.copy() for n in news), *select.expressions])
+        select.set("group", exp.Group(expressions=[n.copy() for n in [*news, *keys]]))
         return select.sql(dialect="postgres")
     if add:
         # Beside the existing grouping: after its columns in the projection.
         grouped = len([e for e in select.expressions if e.find(exp.AggFunc) is None])
-        select.set("expressions", [*select.expressions[:grouped], new.copy(),
+        select.set("expressions", [*select.expressions[:grouped], *(n.copy() for n in news),
                                    *select.expressions[grouped:]])  # fmt: skip
-        group.set("expressions", [*group.expressions, new.copy()])
+        group.set("expressions", [*group.expressions, *(n.copy() for n in [*news, *keys])])
         return select.sql(dialect="postgres")
     old = {e.sql(dialect="postgres") for e in group.expressions}
-    if len(old) != 1:
-        raise FollowUpError("the earlier statement groups by more than one column")
-    replaced = False
-    for index, projection in enumerate(select.expressions):
+    owners = {e.table for e in group.expressions if isinstance(e, exp.Column)}
+    if len(old) != 1 and not (
+        len(owners) == 1 and all(isinstance(e, exp.Column) for e in group.expressions)
+    ):
+        raise FollowUpError("the earlier statement groups by more than one thing")
+    kept: list[exp.Expr] = []
+    at: int | None = None
+    removed: list[exp.Column] = []
+    for projection in select.expressions:
         if projection.unalias().sql(dialect="postgres") in old:
-            select.expressions[index] = new.copy()
-            replaced = True
-    if not replaced:
-        select.set("expressions", [new.copy(), *select.expressions])
-    select.set("group", exp.Group(expressions=[new.copy()]))
+            at = len(kept) if at is None else at
+            old.add(exp.column(identifier(projection.alias_or_name)).sql(dialect="postgres"))
+            if isinstance(projection.unalias(), exp.Column):
+                removed.append(projection.unalias())
+            continue
+        kept.append(projection)
+    at = 0 if at is None else at
+    if keys and _keys(removed, select, catalog):
+        # The rows it replaces were shown by their key and name: so are the new ones.
+        news = [*keys, *news]
+    select.set("expressions", [*kept[:at], *(n.copy() for n in news), *kept[at:]])
+    by_text = {n.sql(dialect="postgres"): n for n in [*news, *keys]}
+    select.set("group", exp.Group(expressions=[n.copy() for n in by_text.values()]))
     order = select.args.get("order")
     if order is not None:
+        shown = next((n for n in news if n.name not in _keys(news, select, catalog)), news[0])
         for ordered in order.expressions:
             if ordered.this.sql(dialect="postgres") in old:
-                ordered.set("this", new.copy())
+                ordered.set("this", shown.copy())
+    _drop_unused_joins(select, catalog)
     return select.sql(dialect="postgres")
+
+
+def _drop_unused_joins(select: exp.Select, catalog: Catalog) -> None:
+    """Joins the regrouped statement no longer reads, where dropping them keeps its rows:
+    a table joined by its whole key through a declared, non-null foreign key meets every
+    row exactly once."""
+    joins = list(select.args.get("joins") or ())
+    for join in joins:
+        table = join.this
+        if not isinstance(table, exp.Table) or join.args.get("kind") or join.args.get("side"):
+            continue
+        alias = table.alias_or_name
+        inside = {id(c) for c in join.find_all(exp.Column)}
+        others = [
+            c for c in select.find_all(exp.Column) if c.table == alias and id(c) not in inside
+        ]
+        if others or not _meets_once(select, join, catalog):
+            continue
+        joins.remove(join)
+    select.set("joins", joins)
+
+
+def _meets_once(select: exp.Select, join: exp.Join, catalog: Catalog) -> bool:
+    joined = table_for(catalog, join.this)
+    on = join.args.get("on")
+    if joined is None or on is None or not joined.primary_key:
+        return False
+    tables = {s.alias_or_name: table_for(catalog, s) for s in sources(select)}
+    alias = join.this.alias_or_name
+    pairs: dict[str, tuple[TableInfo, str]] = {}
+    for part in on.flatten() if isinstance(on, exp.And) else [on]:
+        equality = part.unnest()
+        if not isinstance(equality, exp.EQ):
+            return False
+        sides = [equality.this, equality.expression]
+        if not all(isinstance(c, exp.Column) for c in sides):
+            return False
+        own = [c for c in sides if c.table == alias]
+        other = [c for c in sides if c.table != alias]
+        if len(own) != 1 or len(other) != 1 or (info := tables.get(other[0].table)) is None:
+            return False
+        pairs[own[0].name] = (info, other[0].name)
+    if set(pairs) != set(joined.primary_key):
+        return False
+    for key, (info, local) in pairs.items():
+        column = info.column(local)
+        declared = any(
+            fk.referenced_table == joined.qualified
+            and local in fk.columns
+            and fk.referenced_columns[fk.columns.index(local)] == key
+            for fk in info.foreign_keys
+        )
+        if column is None or column.nullable or not declared:
+            return False
+    return True
+
+
+def _keys(columns: Sequence[exp.Column], select: exp.Select, catalog: Catalog) -> set[str]:
+    tables = {s.alias_or_name: table_for(catalog, s) for s in sources(select)}
+    return {
+        c.name
+        for c in columns
+        if (t := tables.get(c.table)) is not None and c.name in t.primary_key
+    }
 
 
 def _forms(value: str) -> list[str]:
@@ -490,7 +625,7 @@ def _forms(value: str) -> list[str]:
 
 def swapped(sql: str, value: str, catalog: Catalog) -> str:
     """``sql`` with ``value`` in place of the literal compared with the column storing it."""
-    select = _parse(sql)
+    select = parse(sql)
     compared = [c for c in comparisons(select, catalog) if c.literal.is_string]
     for form in _forms(value):
         hits = [(c, stored) for c in compared if (stored := _stored_by(c, form)) is not None]
@@ -515,8 +650,39 @@ def _stored_by(item: Comparison, value: str) -> str | None:
     )
 
 
+async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[str, str]:
+    """(the statement, how it was built) for the relations that edit the statement; a
+    filter's condition and a period said as today's are read by ``link`` (the schema
+    linker, through the ask pipeline)."""
+    if prior.relation is Relation.FILTER:
+        linked = await link_condition(sql, prior.condition, catalog, link)
+        return with_conditions(sql, linked, exclude=prior.exclude), (
+            "the previous statement, without the rows the condition names"
+            if prior.exclude
+            else "the previous statement, with a condition added"
+        )
+    if prior.relation is Relation.TIME_SHIFT:
+        return await time_shifted(sql, prior.period, catalog, link), (
+            "the previous statement over another period"
+        )
+    if prior.relation is Relation.VALUE_SWAP:
+        try:
+            return edited(sql, prior, catalog)
+        except FollowUpError as stored:
+            # Not a stored value ("what about older than 40?"): the condition the words
+            # link to, in place of the statement's own on that column.
+            try:
+                linked = await link_condition(sql, prior.value, catalog, link)
+                changed = with_conditions(sql, linked, instead=True)
+            except FollowUpError:
+                raise stored from None
+            return changed, "the previous statement, another condition"
+    return edited(sql, prior, catalog)
+
+
 def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:
-    """(the statement, how it was built) for the relations that edit the statement."""
+    """(the statement, how it was built) for the relations that edit the statement
+    without reading words with the linker."""
     if prior.relation is Relation.ROW_LIMIT:
         return with_limit(sql, prior.limit, ascending=prior.ascending), (
             f"the previous statement, {prior.limit} rows"

@@ -1,12 +1,13 @@
 """What a result looks like to a product: values encoded losslessly (``_values``), columns
 named the same way everywhere (``_names``), and a chart chosen by fixed rules
-(``_charts``).
+(``_charts``), and a ranking as it would run without its row cut (``_ranking``).
 """
 
 from __future__ import annotations
 
 from services.sql.results._charts import choose_chart
 from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
+from services.sql.results._ranking import ranking_cut
 from services.sql.results._values import (
     column_kind,
     decode,
@@ -25,6 +26,7 @@ __all__ = [
     "encode",
     "encoded_size",
     "fingerprint",
+    "ranking_cut",
     "register_loaders",
     "shown_column_name",
 ]

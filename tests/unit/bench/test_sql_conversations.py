@@ -13,9 +13,12 @@ from services.bench.sql_conversations import (
     KINDS,
     load_conversations,
     missed_targets,
+    render,
     script_for,
+    scripts_for,
     summarise,
 )
+from services.sql import ranking_cut
 
 
 @pytest.mark.parametrize(("folder", "least"), [("sql", 7), ("sql-spider", 8)])
@@ -48,11 +51,13 @@ def test_a_malformed_turn_is_refused_naming_it(
         load_conversations(script)
 
 
-def _item(kind: str, correct: bool, alone: bool, same: bool) -> dict[str, object]:
+def _item(
+    kind: str, correct: bool, alone: bool, same: bool, *, db: str = "d", key: str = "c#2"
+) -> dict[str, object]:
     return {
-        "kind": kind, "resolved_kind": "FOLLOW_UP_KIND_VALUE_SWAP", "route": "ROUTE_SQL",
-        "answered": True, "correct": correct, "alone": {"correct": alone},
-        "alone_rows": True, "same_rows": same,
+        "id": key, "db": db, "kind": kind, "resolved_kind": "FOLLOW_UP_KIND_VALUE_SWAP",
+        "route": "ROUTE_SQL", "outcome": "ANSWER_OUTCOME_ANSWERED", "answered": True,
+        "correct": correct, "alone": {"correct": alone}, "alone_rows": True, "same_rows": same,
     }  # fmt: skip
 
 
@@ -65,3 +70,61 @@ def test_targets_compare_follow_ups_with_the_same_questions_spelled_out() -> Non
     assert "accuracy ratio" in missed_targets(summarise(worse))
     unrecognised = [dict(i, resolved_kind="FOLLOW_UP_KIND_STANDALONE") for i in good]
     assert "limit recognised" in missed_targets(summarise(unrecognised))
+
+
+def test_a_wrong_kind_misses_the_precision_target() -> None:
+    good = [_item(k, True, True, True) for k in KINDS] * 5
+    wrong_limits = [dict(i, correct=False) if i["kind"] == "limit" else i for i in good]
+    assert "limit precision" in missed_targets(summarise(wrong_limits))
+
+
+def test_blind_turns_are_counted_per_kind_and_never_listed() -> None:
+    study = [_item(k, False, True, False, db="study_db", key=f"s-{k}#2") for k in KINDS]
+    blind = [_item(k, True, True, True, db="blind_db", key=f"b-{k}#2") for k in KINDS]
+    report = summarise([*study, *blind], frozenset({"blind_db"}))
+    assert {i["db"] for i in report["items"]} == {"study_db"}
+    assert report["halves"]["blind"]["overall"]["correct"] == len(KINDS)
+    assert report["halves"]["study"]["overall"]["correct"] == 0
+    assert report["halves"]["blind"]["by_kind"]["limit"]["follow_ups"] == 1
+    assert report["overall"]["follow_ups"] == 2 * len(KINDS)
+    table = render(dict(report, conversations=0, first_turns={"questions": 0, "correct": 0}),
+                   "t")  # fmt: skip
+    assert "s-limit#2" in table and "b-" not in table and "blind half" in table
+
+
+def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
+    scripts = scripts_for(Path("sql-spider"))
+    assert scripts[0] == script_for(Path("sql-spider"))
+    assert [p.stem for p in scripts[1:]] == [
+        "conversations_spider_blind",
+        "conversations_spider_v2",
+    ]
+    assert [p.stem for p in scripts_for(Path("sql"))] == ["conversations_defog",
+                                                         "conversations_defog_v2"]  # fmt: skip
+
+
+def test_a_ranking_cut_by_a_limit_is_checked_on_its_sort_keys() -> None:
+    keyed = ranking_cut(
+        "SELECT name, SUM(x) AS total FROM t GROUP BY name ORDER BY total DESC LIMIT 3"
+    )
+    assert keyed is not None
+    sql, cut, width = keyed
+    assert (cut, width) == (3, 1)
+    assert "LIMIT" not in sql and "SUM(x) AS tandem_key_0" in sql
+    assert ranking_cut("SELECT name FROM t ORDER BY name") is None
+    assert ranking_cut("SELECT name FROM t LIMIT 3") is None
+
+
+def test_every_script_of_both_dev_sets_loads_with_every_kind() -> None:
+    for folder in ("sql", "sql-spider"):
+        for script in scripts_for(Path(folder)):
+            _, conversations = load_conversations(script)
+            kinds = {t.kind for c in conversations for t in c.turns[1:]}
+            assert kinds == set(KINDS), script
+
+
+def test_errors_inherited_from_a_wrong_answer_are_told_apart():
+    own = _item("limit", True, True, True) | {"previous_correct": True}
+    inherited = _item("limit", False, False, False) | {"previous_correct": False}
+    row = summarise([own, inherited])["by_kind"]["limit"]
+    assert (row["precision"], row["precision_after_right"]) == (0.5, 1.0)

@@ -87,21 +87,128 @@ def test_a_regroup_builds_on_the_statement(question, dimension, resolved):
 
 
 @pytest.mark.parametrize(
-    ("question", "resolved"),
+    ("question", "resolved", "built"),
     [
-        ("only the active ones", "How many customers are there in each state that are active?"),
-        ("just the ones from 2023", "How many customers are there in each state in 2023?"),
-        ("only those in California", "How many customers are there in each state in California?"),
+        ("only the active ones", "How many customers are there in each state that are active?",
+         BuildsOn(STATES.sql, Relation.FILTER, condition="active")),
+        ("just the ones from 2023", "How many customers are there in each state in 2023?",
+         BuildsOn(STATES.sql, Relation.TIME_SHIFT, period="in 2023")),
+        ("only those in California", "How many customers are there in each state in California?",
+         BuildsOn(STATES.sql, Relation.FILTER, condition="in California")),
         ("only count customers who joined before 2020",
-         "How many customers are there in each state who joined before 2020?"),
+         "How many customers are there in each state who joined before 2020?",
+         BuildsOn(STATES.sql, Relation.FILTER, condition="customers who joined before 2020")),
         ("Exclude inactive customers.",
-         "How many customers are there in each state excluding inactive customers?"),
+         "How many customers are there in each state excluding inactive customers?",
+         BuildsOn(STATES.sql, Relation.FILTER, condition="inactive customers", exclude=True)),
     ],
 )  # fmt: skip
-def test_a_narrowing_adds_a_condition_and_stays_on_sql(question, resolved):
+def test_a_narrowing_adds_a_condition_to_the_statement(question, resolved, built):
     resolution = resolve(question, [STATES])
     assert (resolution.kind, resolution.question) == (FollowUpKind.FILTER, resolved)
-    assert resolution.builds_on == BuildsOn(STATES.sql)
+    assert resolution.builds_on == built
+
+
+@pytest.mark.parametrize(
+    ("question", "condition", "exclude"),
+    [
+        ("female only", "female", False),
+        ("among them, the ones with private insurance", "with private insurance", False),
+        ("of those, only the active ones", "active", False),
+        ("where the price is under 100", "where the price is under 100", False),
+        ("those that failed", "that failed", False),
+        ("with more than 5 rooms", "with more than 5 rooms", False),
+        ("exclude cancelled", "cancelled", True),
+        ("leave out TX", "TX", True),
+        ("just the ones older than 40", "older than 40", False),
+    ],
+)  # fmt: skip
+def test_a_narrowing_is_read_from_its_form_whatever_its_words(question, condition, exclude):
+    resolution = resolve(question, [STATES])
+    assert resolution.kind is FollowUpKind.FILTER
+    assert resolution.builds_on == BuildsOn(
+        STATES.sql, Relation.FILTER, condition=condition, exclude=exclude
+    )
+
+
+@pytest.mark.parametrize(
+    "question", ["where do they live?", "who makes them?", "where are they located?"]
+)
+def test_a_question_about_the_rows_is_no_narrowing(question):
+    resolution = resolve(question, [TOP])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.builds_on is not None
+    assert resolution.builds_on.relation is Relation.RESULT_SET
+
+
+@pytest.mark.parametrize(
+    ("question", "period", "resolved"),
+    [
+        ("and the year after?", "the year after", "How many concerts were held in 2015?"),
+        ("a year earlier?", "a year earlier", "How many concerts were held in 2013?"),
+        ("and before 2009?", "before 2009", "How many concerts were held before 2009?"),
+        ("same for 2015", "2015", "How many concerts were held in 2015?"),
+        ("what about last year", "last year", "How many concerts were held last year?"),
+        ("and the previous quarter", "the previous quarter",
+         "How many concerts were held the previous quarter?"),
+    ],
+)  # fmt: skip
+def test_a_period_moves_the_statements_window(question, period, resolved):
+    concerts = PriorTurn(
+        "How many concerts were held in 2014?",
+        "How many concerts were held in 2014?",
+        row_count=1,
+        sql="SELECT COUNT(*) FROM concert WHERE year = 2014",
+    )
+    resolution = resolve(question, [concerts])
+    assert (resolution.kind, resolution.question) == (FollowUpKind.TIME_SHIFT, resolved)
+    assert resolution.builds_on == BuildsOn(concerts.sql, Relation.TIME_SHIFT, period=period)
+
+
+def test_a_month_moved_relative_to_the_previous_one_is_spelled_out_with_its_year():
+    april = PriorTurn(
+        "What was the total amount of buy transactions in April 2023?",
+        "What was the total amount of buy transactions in April 2023?",
+        sql="SELECT SUM(amount) FROM t WHERE d >= '2023-04-01' AND d < '2023-05-01'",
+    )
+    resolution = resolve("and the month before?", [april])
+    assert resolution.question == "What was the total amount of buy transactions in March 2023?"
+
+
+@pytest.mark.parametrize(
+    ("question", "rows"),
+    [("just give me 3", 3), ("fewer - 2", 2), ("5 please", 5), ("only the first one", 1),
+     ("top two only", 2), ("make it 5", 5)],
+)  # fmt: skip
+def test_a_row_count_said_in_other_words_is_a_limit(question, rows):
+    resolution = resolve(question, [TOP])
+    assert resolution.kind is FollowUpKind.LIMIT
+    assert resolution.builds_on == BuildsOn(TOP.sql, Relation.ROW_LIMIT, limit=rows)
+
+
+def test_a_bare_number_is_a_row_count_only_after_a_ranking():
+    assert resolve("5", [TOP]).kind is FollowUpKind.LIMIT
+    assert resolve("5", [STATES]).kind is not FollowUpKind.LIMIT
+
+
+def test_another_comparison_replaces_the_previous_one():
+    older = PriorTurn(
+        "Which teachers are over 30?",
+        "Which teachers are over 30?",
+        sql="SELECT name FROM teacher WHERE age > 30",
+    )
+    resolution = resolve("what about older than 40?", [older])
+    assert (resolution.kind, resolution.question) == (
+        FollowUpKind.VALUE_SWAP, "Which teachers are older than 40?"
+    )  # fmt: skip
+    assert resolution.builds_on == BuildsOn(older.sql, Relation.VALUE_SWAP, value="older than 40")
+
+
+def test_it_is_the_one_row_of_the_previous_answer():
+    heaviest = replace(TOP, row_count=1, members=("Ann Lee",))
+    resolution = resolve("what year is it from?", [heaviest])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolve("what year is it from?", [TOP]).kind is FollowUpKind.STANDALONE
 
 
 @pytest.mark.parametrize(
@@ -205,12 +312,21 @@ async def test_a_follow_up_to_a_sql_answer_is_asked_of_sql_with_its_statement():
 async def test_a_follow_up_that_only_stays_on_sql_sends_no_statement():
     sql, search = FakeSql(), FakeSearch()
     router = make_router(search=search, sql=sql)
-    resolution = resolve("only those in Ohio", [STATES])
-    assert resolution.builds_on == BuildsOn(STATES.sql)
+    resolution = resolve("how many of them are in Ohio?", [STATUS])
+    assert resolution.builds_on == BuildsOn(STATUS.sql)
     request = replace(ask(resolution.question), builds_on=resolution.builds_on)
     answer = await router.ask(request, request_id="r2")
     assert answer.route is Route.SQL and not search.calls
     assert [c[0] for c in sql.calls] == [resolution.question] and sql.priors == [None]
+
+
+async def test_a_narrowing_sends_the_statement_and_its_condition():
+    sql = FakeSql()
+    router = make_router(search=FakeSearch(), sql=sql)
+    resolution = resolve("only those in Ohio", [STATES])
+    request = replace(ask(resolution.question), builds_on=resolution.builds_on)
+    await router.ask(request, request_id="r3")
+    assert sql.priors == [BuildsOn(STATES.sql, Relation.FILTER, condition="in Ohio")]
 
 
 def test_part_of_a_count_narrows_the_count_on_sql():
@@ -310,3 +426,25 @@ def test_a_value_said_with_its_preposition_is_swapped_on_the_same_side():
     assert resolution.question == "How many flights depart from ANC?"
     # the other side of the trip is no value of the previous question
     assert "depart from ANC" not in resolve("and to ANC?", [PER_AIRLINE]).question
+
+
+@pytest.mark.parametrize(
+    ("question", "rows", "lowest"),
+    [("and the 5 lowest?", 5, True), ("bottom 3 instead", 3, True), ("the 2 highest", 2, False),
+     ("can I see just 2 of them", 2, False)],
+)  # fmt: skip
+def test_a_row_count_says_which_end_of_the_ranking_it_keeps(question, rows, lowest):
+    resolution = resolve(question, [TOP])
+    assert resolution.builds_on == BuildsOn(
+        TOP.sql, Relation.ROW_LIMIT, limit=rows, ascending=lowest
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [("keep only the stocks", "stocks"), ("show only the ETFs", "ETFs"),
+     ("restrict it to CA", "CA"), ("only if they are active", "active")],
+)  # fmt: skip
+def test_a_narrowing_said_with_a_verb_is_a_filter(question, condition):
+    resolution = resolve(question, [STATES])
+    assert resolution.builds_on == BuildsOn(STATES.sql, Relation.FILTER, condition=condition)

@@ -15,7 +15,6 @@ from services.sql.catalog._catalog import (
     TableInfo,
 )
 from services.sql.conversation._followup import (
-    FollowUpError,
     Prior,
     Relation,
     edited,
@@ -28,6 +27,7 @@ from services.sql.conversation._followup import (
     swapped,
     with_limit,
 )
+from services.sql.conversation._statement import FollowUpError
 
 REGIONS = TableInfo(
     "public", "regions",
@@ -212,7 +212,8 @@ def test_regroup_reaches_a_named_table_through_its_key():
     _same(
         regrouped("SELECT COUNT(*) FROM customers AS c", "region", CATALOG),
         "SELECT grouped.region_name, COUNT(*) FROM customers AS c JOIN public.regions AS "
-        "grouped ON grouped.region_id = c.region_id GROUP BY grouped.region_name",
+        "grouped ON grouped.region_id = c.region_id GROUP BY grouped.region_name, "
+        "grouped.region_id",
     )
 
 
@@ -344,3 +345,12 @@ def test_regroup_by_a_column_named_with_its_table_reached_by_key():
     by_type = "SELECT c.discount_type, COUNT(*) FROM coupons AS c GROUP BY c.discount_type"
     assert "GROUP BY grouped.category" in regrouped(by_type, "merchant category", catalog)
     assert "GROUP BY grouped.name" in regrouped(by_type, "merchant", catalog)
+
+
+def test_the_lowest_rows_of_a_ranking_from_the_highest_are_its_other_end():
+    _same(
+        with_limit(TOP_SPENDERS, 2, ascending=True),
+        TOP_SPENDERS.replace("spent DESC LIMIT 5", "spent ASC NULLS LAST LIMIT 2"),
+    )
+    cheapest = TOP_SPENDERS.replace("DESC", "ASC")
+    _same(with_limit(cheapest, 2, ascending=True), cheapest.replace("LIMIT 5", "LIMIT 2"))

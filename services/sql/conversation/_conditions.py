@@ -1,0 +1,290 @@
+"""Filters on an earlier statement: the condition a follow-up's words link to, added to
+(or put in place of) the statement's own conditions.
+
+"only those in France", "just the ones older than 40", "exclude cancelled", "where the
+price is under 100": the words name a condition on the rows the earlier statement
+counted, summed or listed. Which column and which comparison they mean is the schema
+linker's to read, as it reads them in any question: each of the statement's tables is
+asked about in a question of its own ("Which customers are in France?"), and the
+conditions of the statement linked for it are moved onto the earlier statement — its
+measure, grouping, order and limit stay as they were. A condition on a table the earlier
+statement does not read joins that table by the key the linked statement joined it by,
+only where each earlier row meets at most one of its rows (the rows counted stay the
+rows counted). Nothing is read from the earlier question's text.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.conversation._statement import FollowUpError, parse, readable, sources
+from services.sql.words import stem
+
+# A question to its statement (None when it does not link): the ask pipeline's reading.
+Link = Callable[[str], Awaitable[str | None]]
+
+# The frames a condition is asked in about one table: the condition as a predicate
+# ("… are older than 40"), as a clause of its own ("… with private insurance",
+# "… registered before 2010") and as a listing's qualifier.
+_FRAMES = (
+    "Which {rows} are {condition}?",
+    "Which {rows} {condition}?",
+    "List the {rows} {condition}.",
+)
+
+
+@dataclass(frozen=True)
+class Linked:
+    """The conditions a follow-up's words linked to, placed on the earlier statement's
+    aliases, and the joins they need."""
+
+    conditions: tuple[exp.Expr, ...]
+    joins: tuple[exp.Join, ...]
+    columns: frozenset[tuple[str, str]]  # (alias in the earlier statement, column)
+
+
+def subjects(words: str) -> list[str]:
+    """A table's name read as the rows it holds: plural ("singer" → "singers"), then as
+    named ("cars data")."""
+    last = words.rsplit(" ", 1)[-1]
+    if last.endswith("s") or last in ("data", "info", "information", "staff", "people"):
+        return [words]
+    if last.endswith("y") and len(last) > 2 and last[-2] not in "aeiou":
+        return [words[:-1] + "ies", words]
+    return [words + "s", words]
+
+
+# A number as said: "30000", "30,000", "1.5", "30k", "2 million".
+_NUMBER = re.compile(
+    r"(?<![\w.])(?P<n>\d[\d,]*(?:\.\d+)?)\s*(?P<scale>k|m|bn|thousand|million|billion)?\b", re.I
+)
+_SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
+
+
+def said_numbers(words: str) -> list[float]:
+    """The numbers ``words`` say, scaled as said ("30k" is 30000)."""
+    found = []
+    for match in _NUMBER.finditer(words):
+        value = float(match.group("n").replace(",", ""))
+        found.append(value * _SCALES.get((match.group("scale") or "").lower(), 1))
+    return found
+
+
+def _compared_numbers(conditions: Sequence[exp.Expr]) -> set[float]:
+    """The numbers a statement's conditions compare with: number literals, and the years
+    of date literals and the years beside them ("after 2005" is ``>= '2006-01-01'``)."""
+    found: set[float] = set()
+    for condition in conditions:
+        for literal in condition.find_all(exp.Literal):
+            text = literal.this
+            if not literal.is_string:
+                try:
+                    found.add(float(text))
+                except ValueError:
+                    continue
+            elif re.match(r"^\d{4}-\d{2}-\d{2}", text):
+                year = int(text[:4])
+                found |= {float(year - 1), float(year), float(year + 1)}
+            elif re.fullmatch(r"-?\d+(?:\.\d+)?", text):
+                found.add(float(text))
+    return found
+
+
+async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link) -> Linked:
+    """The conditions ``condition`` links to about the earlier statement's rows, asked of
+    each of its tables in turn (its first table first): the first reading whose every
+    condition can be placed on the earlier statement and compares every number the
+    words say, as said (a "30k" read as 30 is no reading of it)."""
+    select = parse(sql)
+    said = said_numbers(condition)
+    tried = False
+    for table in _own_tables(select, catalog):
+        named = readable(table, catalog)
+        words = _without_subject(condition, named)
+        for rows in subjects(named):
+            for frame in _FRAMES:
+                linked = await link(frame.format(rows=rows, condition=words))
+                if linked is None:
+                    continue
+                tried = True
+                placed = _placed(select, linked, catalog)
+                if placed is not None and set(said) <= _compared_numbers(placed.conditions):
+                    return placed
+    if tried:
+        raise FollowUpError(f"'{condition}' links to a condition the previous answer cannot take")
+    raise FollowUpError(f"no column of the previous answer's tables fits '{condition}'")
+
+
+def _without_subject(condition: str, named: str) -> str:
+    """The condition without the table's own name in front ("cars that cost more than
+    30k" about the cars → "that cost more than 30k")."""
+    words = condition.split()
+    names = named.split()
+    head = [stem(w) for w in words[: len(names)]]
+    if len(words) > len(names) and head == [stem(n) for n in names]:
+        return " ".join(words[len(names) :])
+    return condition
+
+
+def _own_tables(select: exp.Select, catalog: Catalog) -> list[TableInfo]:
+    found: list[TableInfo] = []
+    for source in sources(select):
+        info = table_for(catalog, source)
+        if info is not None and info not in found:
+            found.append(info)
+    return found
+
+
+def _placed(select: exp.Select, linked_sql: str, catalog: Catalog) -> Linked | None:
+    """The linked statement's WHERE conditions on the earlier statement's aliases (None
+    when it has none, or one needs a table that cannot be joined without changing the
+    rows: a table met more than once, a join to many rows)."""
+    try:
+        linked = sqlglot.parse_one(linked_sql, dialect="postgres")
+    except sqlglot.errors.ParseError:
+        return None
+    if not isinstance(linked, exp.Select) or linked.args.get("having"):
+        return None
+    where = linked.args.get("where")
+    if where is None:
+        return None
+    # Every alias of the linked statement gets a name of its own, so a sub-query's
+    # aliases never meet the earlier statement's.
+    renamed = {
+        t.alias_or_name.lower(): f"f_{t.alias_or_name.lower()}" for t in linked.find_all(exp.Table)
+    }
+    for table in linked.find_all(exp.Table):
+        table.set(
+            "alias", exp.TableAlias(this=exp.to_identifier(renamed[table.alias_or_name.lower()]))
+        )
+    for column in linked.find_all(exp.Column):
+        if column.table and column.table.lower() in renamed:
+            column.set("table", exp.to_identifier(renamed[column.table.lower()]))
+    earlier: dict[str, str] = {}  # qualified table → its alias in the earlier statement
+    for source in sources(select):
+        info = table_for(catalog, source)
+        if info is None:
+            continue
+        if info.qualified in earlier:
+            earlier[info.qualified] = ""  # met twice: which one is meant is not known
+        else:
+            earlier[info.qualified] = source.alias_or_name
+    mine = {s.alias_or_name: table_for(catalog, s) for s in sources(linked)}
+    aliases: dict[str, str] = {}  # linked alias → alias in the earlier statement
+    for alias, info in mine.items():
+        if info is not None and earlier.get(info.qualified):
+            aliases[alias] = earlier[info.qualified]
+    joins: list[exp.Join] = []
+    needed = {c.table for c in where.find_all(exp.Column) if c.table in mine}
+    for _ in range(len(mine)):
+        missing = needed - set(aliases)
+        if not missing:
+            break
+        for alias in sorted(missing):
+            join = _to_one(linked, alias, mine, aliases)
+            if join is None:
+                continue
+            joins.append(join)
+            aliases[alias] = alias
+    if needed - set(aliases):
+        return None
+    condition = where.this.copy()
+    columns: set[tuple[str, str]] = set()
+    for column in condition.find_all(exp.Column):
+        if column.table in aliases:
+            placed = aliases[column.table]
+            column.set("table", exp.to_identifier(placed))
+            columns.add((placed, column.name))
+    for join in joins:
+        for column in join.find_all(exp.Column):
+            if column.table in aliases:
+                column.set("table", exp.to_identifier(aliases[column.table]))
+    return Linked(tuple(_conjuncts(condition)), tuple(joins), frozenset(columns))
+
+
+def _to_one(
+    linked: exp.Select, alias: str, mine: dict[str, TableInfo | None], placed: dict[str, str]
+) -> exp.Join | None:
+    """The linked statement's join of ``alias`` when it meets one row per row of a placed
+    table: an equality of the joined table's whole key with columns of placed tables."""
+    info = mine.get(alias)
+    if info is None or not info.primary_key:
+        return None
+    for join in linked.args.get("joins") or ():
+        if not isinstance(join.this, exp.Table) or join.this.alias_or_name != alias:
+            continue
+        on = join.args.get("on")
+        if on is None or join.args.get("kind") or join.args.get("side"):
+            return None
+        keyed: set[str] = set()
+        for equality in _conjuncts(on):
+            if not isinstance(equality, exp.EQ):
+                return None
+            sides = [equality.this, equality.expression]
+            if not all(isinstance(s, exp.Column) for s in sides):
+                return None
+            own = [s for s in sides if s.table == alias]
+            other = [s for s in sides if s.table != alias]
+            if len(own) != 1 or len(other) != 1 or other[0].table not in placed:
+                return None
+            keyed.add(own[0].name)
+        if keyed == set(info.primary_key):
+            copied: exp.Join = join.copy()
+            return copied
+    return None
+
+
+def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
+    condition = condition.unnest()
+    if isinstance(condition, exp.And):
+        return [*_conjuncts(condition.this), *_conjuncts(condition.expression)]
+    return [condition]
+
+
+def conjuncts(select: exp.Select) -> list[exp.Expr]:
+    """The top-level AND-ed conditions of a statement's WHERE."""
+    where = select.args.get("where")
+    return _conjuncts(where.this) if where is not None else []
+
+
+def columns_of(condition: exp.Expr) -> set[tuple[str, str]]:
+    return {(c.table, c.name) for c in condition.find_all(exp.Column)}
+
+
+def with_conditions(
+    sql: str,
+    linked: Linked,
+    *,
+    exclude: bool = False,
+    instead: bool = False,
+) -> str:
+    """``sql`` keeping only the rows ``linked``'s conditions hold for (or, with
+    ``exclude``, those they do not); with ``instead`` its own conditions on the same
+    columns are dropped first ("what about older than 40?" after "older than 30")."""
+    select = parse(sql)
+    kept = conjuncts(select)
+    if instead:
+        kept = [c for c in kept if not (columns_of(c) and columns_of(c) <= linked.columns)]
+        if len(kept) == len(conjuncts(select)):
+            raise FollowUpError("the previous answer has no condition on what the words name")
+    new = [c.copy() for c in linked.conditions]
+    added: exp.Expr = exp.and_(*new) if len(new) > 1 else new[0]
+    if exclude:
+        added = exp.Not(this=exp.Paren(this=added))
+    for join in linked.joins:
+        select.append("joins", join.copy())
+    parts = [*(c.copy() for c in kept), added]
+    select.set("where", exp.Where(this=_and(parts)))
+    return select.sql(dialect="postgres")
+
+
+def _and(parts: Sequence[exp.Expr]) -> exp.Expr:
+    wrapped = [p if isinstance(p, exp.Paren | exp.Not) else exp.Paren(this=p) for p in parts]
+    return list(itertools.accumulate(wrapped, lambda a, b: exp.And(this=a, expression=b)))[-1]

@@ -1,0 +1,125 @@
+"""The earlier statement as a follow-up reads it: one SELECT parsed with sqlglot, the
+tables it reads itself, and its tables' names as words."""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.words import common_prefix, name_words
+
+
+class FollowUpError(Exception):
+    """The earlier statement cannot carry this follow-up; the message says why."""
+
+
+def parse(sql: str) -> exp.Select:
+    """The statement as one SELECT, or FollowUpError."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect="postgres")
+    except sqlglot.errors.ParseError as exc:
+        raise FollowUpError("the earlier statement does not parse") from exc
+    if not isinstance(tree, exp.Select):
+        raise FollowUpError("the earlier statement is not a single SELECT")
+    return tree
+
+
+def sources(select: exp.Select) -> list[exp.Table]:
+    """The tables a SELECT reads itself (its FROM and joins, not its sub-queries')."""
+    clauses = [select.args.get("from_"), *(select.args.get("joins") or ())]
+    return [c.this for c in clauses if c is not None and isinstance(c.this, exp.Table)]
+
+
+def readable(table: TableInfo, catalog: Catalog) -> str:
+    """A table's name as words, without the prefix every table of the database shares
+    ("sbCustomer" among sbTransaction, sbTicker … → "customer")."""
+    prefix = common_prefix([t.name for t in catalog.tables])
+    name = table.name[len(prefix) :] if prefix and len(table.name) > len(prefix) else table.name
+    return " ".join(name_words(name)) or table.name
+
+
+def column_name(table: TableInfo, column: str) -> str:
+    """A column's name without the prefix its table gives every column ("sbTxStatus"
+    among sbTxId, sbTxType … → "Status"), as the linker reads column names."""
+    names = [c.name for c in table.columns]
+    prefix = common_prefix(names, minimum=3) if len(names) >= 4 else ""
+    return column[len(prefix) :] if prefix and len(column) > len(prefix) else column
+
+
+def _canonical(node: exp.Expr, names: dict[str, str]) -> str:
+    """``node`` with every alias replaced by its table's qualified name."""
+    copied = node.copy()
+    for column in copied.find_all(exp.Column):
+        if column.table in names:
+            column.set("table", exp.to_identifier(names[column.table]))
+    return copied.sql(dialect="postgres")
+
+
+def _conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
+    if condition is None:
+        return []
+    condition = condition.unnest()
+    if isinstance(condition, exp.And):
+        return [*_conjuncts(condition.this), *_conjuncts(condition.expression)]
+    return [condition]
+
+
+def _shape(select: exp.Select, catalog: Catalog) -> tuple[object, ...] | None:
+    """What a statement computes, whatever it shows: its tables, joins, conditions,
+    grouping, measures, ranking and row count (None when a table is read twice)."""
+    names: dict[str, str] = {}
+    for source in sources(select):
+        info = table_for(catalog, source)
+        if info is None or info.qualified in names.values():
+            return None
+        names[source.alias_or_name] = info.qualified
+    joins = sorted(
+        c
+        for join in select.args.get("joins") or ()
+        for c in (_canonical(p, names) for p in _conjuncts(join.args.get("on")))
+    )
+    where_clause = select.args.get("where")
+    where = sorted(
+        _canonical(c, names) for c in _conjuncts(where_clause.this if where_clause else None)
+    )
+    group_clause = select.args.get("group")
+    group = sorted(_canonical(g, names) for g in (group_clause.expressions if group_clause else ()))
+    aliased = {e.alias: e.unalias() for e in select.expressions if e.alias}
+    measures = sorted(
+        _canonical(e.unalias(), names) for e in select.expressions if e.find(exp.AggFunc)
+    )
+    limit = select.args.get("limit")
+    ranked: list[str] = []
+    if limit is not None and select.args.get("order") is not None:
+        first = select.args["order"].expressions[0]
+        key = first.this
+        if isinstance(key, exp.Column) and not key.table and key.name in aliased:
+            key = aliased[key.name]
+        elif isinstance(key, exp.Literal) and key.is_int:
+            key = select.expressions[int(key.name) - 1].unalias()
+        ranked = [_canonical(key, names), str(bool(first.args.get("desc")))]
+    return (
+        sorted(names.values()),
+        joins,
+        where,
+        group,
+        measures,
+        ranked,
+        limit.sql(dialect="postgres") if limit is not None else "",
+        bool(select.args.get("distinct")),
+        bool(select.args.get("having")),
+    )
+
+
+def same_query(left: str, right: str, catalog: Catalog) -> bool:
+    """Whether two statements compute the same rows, differing at most in the plain
+    columns they show beside them (an id, a name)."""
+    try:
+        a, b = parse(left), parse(right)
+    except FollowUpError:
+        return False
+    if a.args.get("having") or b.args.get("having"):
+        return False
+    shape = _shape(a, catalog)
+    return shape is not None and shape == _shape(b, catalog)

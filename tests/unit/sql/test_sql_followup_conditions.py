@@ -1,0 +1,332 @@
+"""Filters and time shifts on an earlier statement's parts: the condition the words link
+to (read by a linker, here a fake of that seam) moved onto the earlier statement, and its
+time window moved on the column it compares — never its text."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+import sqlglot
+
+from services.sql.catalog._catalog import (
+    Catalog,
+    ColumnInfo,
+    ForeignKeyInfo,
+    TableInfo,
+)
+from services.sql.conversation import (
+    FollowUpError,
+    Prior,
+    Relation,
+    Window,
+    built,
+    new_window,
+    same_query,
+    shows_only_rows,
+    subject,
+    time_filters,
+)
+from services.sql.conversation._followup import regrouped
+
+CUSTOMERS = TableInfo(
+    "public", "customers",
+    columns=(
+        ColumnInfo("id", "integer", False),
+        ColumnInfo("name", "text", False),
+        ColumnInfo("country", "text", False, sample_values=("France", "Spain")),
+        ColumnInfo("joined", "date", False),
+    ),
+    primary_key=("id",),
+)  # fmt: skip
+ORDERS = TableInfo(
+    "public", "orders",
+    columns=(
+        ColumnInfo("id", "integer", False),
+        ColumnInfo("customer_id", "integer", False),
+        ColumnInfo("status", "text", False, sample_values=("cancelled", "shipped")),
+        ColumnInfo("amount", "numeric", True),
+        ColumnInfo("placed_at", "timestamp without time zone", False),
+    ),
+    primary_key=("id",),
+    foreign_keys=(ForeignKeyInfo(("customer_id",), "public.customers", ("id",)),),
+)  # fmt: skip
+CONCERTS = TableInfo(
+    "public", "concert",
+    columns=(ColumnInfo("concert_id", "integer", False), ColumnInfo("year", "integer", False)),
+    primary_key=("concert_id",),
+)  # fmt: skip
+CATALOG = Catalog("shop", (CUSTOMERS, ORDERS, CONCERTS))
+
+PER_STATUS = "SELECT o.status, COUNT(*) AS n FROM orders AS o GROUP BY o.status"
+IN_APRIL = (
+    "SELECT SUM(o.amount) FROM orders AS o WHERE o.status = 'shipped' AND "
+    "o.placed_at >= '2023-04-01' AND o.placed_at < '2023-05-01'"
+)
+
+
+def _same(left: str, right: str) -> None:
+    assert sqlglot.parse_one(left, dialect="postgres") == sqlglot.parse_one(
+        right, dialect="postgres"
+    ), left
+
+
+class Linker:
+    """The linker's seam: each question it is asked, and the statement it answers for the
+    first question that contains one of its keys (None for the rest)."""
+
+    def __init__(self, readings: dict[str, str]) -> None:
+        self.readings = readings
+        self.asked: list[str] = []
+
+    async def __call__(self, question: str) -> str | None:
+        self.asked.append(question)
+        return next((sql for key, sql in self.readings.items() if key in question), None)
+
+
+async def _filtered(sql: str, condition: str, linker: Linker, *, exclude: bool = False) -> str:
+    prior = Prior(sql, Relation.FILTER, condition=condition, exclude=exclude)
+    return (await built(sql, prior, CATALOG, linker))[0]
+
+
+async def test_a_filter_adds_the_condition_its_words_link_to_and_keeps_the_rest():
+    linker = Linker({"orders": "SELECT t0.id FROM public.orders AS t0 WHERE t0.amount > 100"})
+    _same(
+        await _filtered(PER_STATUS, "over 100", linker),
+        "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.amount > 100) GROUP BY o.status",
+    )
+    assert linker.asked[0] == "Which orders are over 100?"
+
+
+async def test_an_exclusion_keeps_the_rows_the_condition_does_not_hold_for():
+    linker = Linker({"orders": "SELECT t0.id FROM orders AS t0 WHERE t0.status = 'cancelled'"})
+    _same(
+        await _filtered(PER_STATUS, "cancelled", linker, exclude=True),
+        "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE NOT (o.status = 'cancelled') "
+        "GROUP BY o.status",
+    )
+
+
+async def test_a_condition_on_another_table_joins_it_by_its_key():
+    linker = Linker({
+        "orders": "SELECT t0.id FROM orders AS t0 JOIN customers AS t1 ON t1.id = t0.customer_id "
+        "WHERE t1.country = 'France'"
+    })  # fmt: skip
+    _same(
+        await _filtered(PER_STATUS, "in France", linker),
+        "SELECT o.status, COUNT(*) AS n FROM orders AS o JOIN customers AS f_t1 "
+        "ON f_t1.id = o.customer_id WHERE (f_t1.country = 'France') GROUP BY o.status",
+    )
+
+
+async def test_a_condition_that_would_multiply_the_rows_is_refused():
+    per_country = "SELECT c.country, COUNT(*) FROM customers AS c GROUP BY c.country"
+    linker = Linker({
+        "customers": "SELECT t0.id FROM customers AS t0 JOIN orders AS t1 "
+        "ON t1.customer_id = t0.id WHERE t1.status = 'cancelled'"
+    })  # fmt: skip
+    with pytest.raises(FollowUpError, match="cannot take"):
+        await _filtered(per_country, "cancelled", linker)
+
+
+async def test_a_number_read_otherwise_than_said_is_no_reading():
+    # "30k" read as 30 would be a confident wrong answer: refused instead.
+    linker = Linker({"orders": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 30"})
+    with pytest.raises(FollowUpError):
+        await _filtered(PER_STATUS, "that cost more than 30k", linker)
+    linker = Linker({"orders": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 30000"})
+    assert "30000" in await _filtered(PER_STATUS, "that cost more than 30k", linker)
+
+
+async def test_words_no_table_links_are_refused_with_the_reason():
+    with pytest.raises(FollowUpError, match="no column"):
+        await _filtered(PER_STATUS, "on the moon", Linker({}))
+
+
+async def test_another_comparison_replaces_the_one_on_the_same_column():
+    over_100 = "SELECT o.id FROM orders AS o WHERE o.amount > 100 AND o.status = 'shipped'"
+    linker = Linker({"orders": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 500"})
+    prior = Prior(over_100, Relation.VALUE_SWAP, value="over 500")
+    _same(
+        (await built(over_100, prior, CATALOG, linker))[0],
+        "SELECT o.id FROM orders AS o WHERE (o.status = 'shipped') AND (o.amount > 500)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("period", "old", "new"),
+    [
+        ("2015", None, Window(date(2015, 1, 1), date(2016, 1, 1))),
+        ("in 2015", None, Window(date(2015, 1, 1), date(2016, 1, 1))),
+        ("the year after", Window(date(2014, 1, 1), date(2015, 1, 1)),
+         Window(date(2015, 1, 1), date(2016, 1, 1))),
+        ("the month before", Window(date(2023, 4, 1), date(2023, 5, 1)),
+         Window(date(2023, 3, 1), date(2023, 4, 1))),
+        ("the next quarter", Window(date(2023, 1, 1), date(2023, 4, 1)),
+         Window(date(2023, 4, 1), date(2023, 7, 1))),
+        ("a year earlier", Window(date(2023, 4, 1), date(2023, 5, 1)),
+         Window(date(2022, 4, 1), date(2022, 5, 1))),
+        ("in March instead", Window(date(2023, 4, 1), date(2023, 5, 1)),
+         Window(date(2023, 3, 1), date(2023, 4, 1))),
+        ("Q3", Window(date(2023, 1, 1), date(2024, 1, 1)),
+         Window(date(2023, 7, 1), date(2023, 10, 1))),
+        ("before 2009", None, Window(None, date(2009, 1, 1))),
+        ("after 2000", None, Window(date(2001, 1, 1), None)),
+        ("june 1st", Window(date(2023, 6, 7), date(2023, 6, 8)),
+         Window(date(2023, 6, 1), date(2023, 6, 2))),
+        ("last year", Window(date(2023, 1, 1), date(2024, 1, 1)), None),
+    ],
+)  # fmt: skip
+def test_a_period_is_read_alone_or_moved_from_the_previous_window(period, old, new):
+    assert new_window(period, old) == new
+
+
+def test_a_period_said_without_a_year_over_several_years_is_refused():
+    with pytest.raises(FollowUpError, match="names no year"):
+        new_window("March", Window(date(2022, 1, 1), date(2024, 1, 1)))
+
+
+def test_the_windows_of_a_statement_are_read_from_its_comparisons():
+    (found,) = time_filters(IN_APRIL, CATALOG)
+    assert (found.column.name, found.years) == ("placed_at", False)
+    assert found.window == Window(date(2023, 4, 1), date(2023, 5, 1))
+    (year,) = time_filters("SELECT COUNT(*) FROM concert WHERE year = 2014", CATALOG)
+    assert year.years and year.window == Window(date(2014, 1, 1), date(2015, 1, 1))
+
+
+async def _shifted(sql: str, period: str, linker: Linker | None = None) -> str:
+    prior = Prior(sql, Relation.TIME_SHIFT, period=period)
+    return (await built(sql, prior, CATALOG, linker or Linker({})))[0]
+
+
+async def test_a_time_shift_moves_the_window_on_its_own_column():
+    _same(
+        await _shifted(IN_APRIL, "the month before"),
+        "SELECT SUM(o.amount) FROM orders AS o WHERE o.status = 'shipped' AND "
+        "o.placed_at >= '2023-03-01' AND o.placed_at < '2023-04-01'",
+    )
+
+
+async def test_a_year_held_as_a_number_stays_a_number():
+    _same(
+        await _shifted("SELECT COUNT(*) FROM concert WHERE year = 2014", "the year after"),
+        "SELECT COUNT(*) FROM concert WHERE year = 2015",
+    )
+    _same(
+        await _shifted("SELECT COUNT(*) FROM concert WHERE year < 2010", "before 2009"),
+        "SELECT COUNT(*) FROM concert WHERE year < 2009",
+    )
+
+
+async def test_a_year_compared_through_extract_keeps_its_form():
+    _same(
+        await _shifted(
+            "SELECT COUNT(*) FROM customers AS c WHERE EXTRACT(YEAR FROM c.joined) = 2020", "2021"
+        ),
+        "SELECT COUNT(*) FROM customers AS c WHERE EXTRACT(YEAR FROM c.joined) = 2021",
+    )
+
+
+async def test_todays_period_is_the_linkers_reading_moved_onto_the_column():
+    linker = Linker({
+        "orders": "SELECT t0.id FROM orders AS t0 WHERE t0.placed_at >= '2025-01-01' "
+        "AND t0.placed_at < '2026-01-01'"
+    })  # fmt: skip
+    _same(
+        await _shifted(IN_APRIL, "last year", linker),
+        "SELECT SUM(o.amount) FROM orders AS o WHERE o.status = 'shipped' AND "
+        "o.placed_at >= '2025-01-01' AND o.placed_at < '2026-01-01'",
+    )
+
+
+async def test_a_period_on_a_statement_without_one_is_a_new_condition():
+    linker = Linker({
+        "orders": "SELECT t0.id FROM orders AS t0 WHERE t0.placed_at >= '2022-01-01' "
+        "AND t0.placed_at < '2023-01-01'"
+    })  # fmt: skip
+    shifted = await _shifted(PER_STATUS, "2022", linker)
+    _same(
+        shifted,
+        "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.placed_at >= '2022-01-01' "
+        "AND o.placed_at < '2023-01-01') GROUP BY o.status",
+    )
+    assert linker.asked[0] == "Which orders are in 2022?"
+
+
+async def test_a_window_moved_relative_to_none_is_refused():
+    with pytest.raises(FollowUpError, match="no closed period"):
+        await _shifted("SELECT COUNT(*) FROM concert WHERE year < 2010", "the year after")
+
+
+def test_two_statements_that_differ_only_in_the_columns_they_show_are_the_same_query():
+    names = "SELECT t0.name FROM customers AS t0 WHERE t0.country = 'France'"
+    ids = "SELECT c.id, c.name FROM customers AS c WHERE (c.country = 'France')"
+    assert same_query(names, ids, CATALOG)
+    assert not same_query(names, ids.replace("France", "Spain"), CATALOG)
+    per_status = "SELECT o.status, COUNT(*) FROM orders AS o GROUP BY o.status"
+    assert not same_query(per_status, per_status.replace("COUNT(*)", "SUM(o.amount)"), CATALOG)
+    assert not same_query(per_status + " LIMIT 2", per_status + " LIMIT 3", CATALOG)
+
+
+SALESPEOPLE = TableInfo(
+    "public", "salespersons",
+    columns=(
+        ColumnInfo("id", "integer", False),
+        ColumnInfo("first_name", "text", False),
+        ColumnInfo("last_name", "text", False),
+        ColumnInfo("email", "text", False),
+    ),
+    primary_key=("id",),
+)  # fmt: skip
+SALES = TableInfo(
+    "public", "sales",
+    columns=(
+        ColumnInfo("id", "integer", False),
+        ColumnInfo("salesperson_id", "integer", False),
+        ColumnInfo("price", "numeric", False),
+    ),
+    primary_key=("id",),
+    foreign_keys=(ForeignKeyInfo(("salesperson_id",), "public.salespersons", ("id",)),),
+)  # fmt: skip
+
+
+def test_a_regroup_by_a_table_shows_every_name_of_its_rows_and_groups_by_its_key():
+    catalog = Catalog("cars", (SALESPEOPLE, SALES))
+    _same(
+        regrouped("SELECT SUM(s.price) FROM sales AS s", "salesperson", catalog),
+        "SELECT grouped.first_name, grouped.last_name, SUM(s.price) FROM sales AS s "
+        "JOIN public.salespersons AS grouped ON grouped.id = s.salesperson_id "
+        "GROUP BY grouped.first_name, grouped.last_name, grouped.id",
+    )
+
+
+def test_a_regroup_drops_a_join_it_no_longer_reads_only_where_the_rows_stay():
+    catalog = Catalog("cars", (SALESPEOPLE, SALES, ORDERS, CUSTOMERS))
+    by_person = (
+        "SELECT p.first_name, SUM(s.price) FROM sales AS s JOIN salespersons AS p "
+        "ON p.id = s.salesperson_id GROUP BY p.first_name"
+    )
+    # a declared, non-null foreign key meets one salesperson per sale: the join goes
+    assert "salespersons" not in regrouped(by_person, "price", catalog)
+    per_name = (
+        "SELECT c.name, COUNT(*) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id "
+        "GROUP BY c.name"
+    )
+    nullable = TableInfo(
+        "public", "orders",
+        columns=(*ORDERS.columns[:1], ColumnInfo("customer_id", "integer", True),
+                 *ORDERS.columns[2:]),
+        primary_key=("id",), foreign_keys=ORDERS.foreign_keys,
+    )  # fmt: skip
+    # an order without a customer would come back: the join stays
+    assert "JOIN customers" in regrouped(per_name, "status", Catalog("shop", (CUSTOMERS, nullable)))
+
+
+def test_a_question_asking_where_that_linked_to_the_rows_names_alone_answers_nothing():
+    about = subject("SELECT c.id, c.name FROM customers AS c", CATALOG)
+    names = "SELECT t0.id, t0.name FROM customers AS t0"
+    assert shows_only_rows("where do they live?", names, about, CATALOG)
+    assert shows_only_rows("who makes them?", names, about, CATALOG)
+    assert not shows_only_rows("list them", names, about, CATALOG)
+    assert not shows_only_rows("where do they live?", "SELECT t0.country FROM customers AS t0",
+                               about, CATALOG)  # fmt: skip
