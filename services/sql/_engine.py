@@ -56,7 +56,7 @@ from services.sql.memory import (
     parse_uuid,
 )
 from services.sql.targets import Target, TargetRegistry
-from services.sql.verify import CheckResult, StatementChecker
+from services.sql.verify import CheckResult, StatementChecker, notes
 
 _TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 MAX_DESCRIBE_CHARS = 100_000
@@ -458,6 +458,7 @@ class SqlEngine:
                         checks=checks,
                     )  # fmt: skip
             span.set_attribute("sql.follow_up.outcome", "ANSWERED")
+        explanation = f"{explanation} {notes(checks)}".strip()
         attempt = Attempt(1, AttemptOutcome.SUCCEEDED, verdict.normalized_sql,
                           duration_s=executed - started, checks=checks)  # fmt: skip
         timings = dict(linked.timings) if linked is not None else {}

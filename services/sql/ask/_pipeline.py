@@ -61,7 +61,7 @@ from services.sql.gate import (
 )
 from services.sql.intents import Intent, IntentError, compile_intent
 from services.sql.targets import Target
-from services.sql.verify import CheckResult, StatementChecker, failure
+from services.sql.verify import CheckResult, StatementChecker, failure, notes
 
 _log = logging.getLogger("tandem.sql.ask")
 _T = TypeVar("_T")
@@ -725,7 +725,8 @@ class _Run:
                     None,
                 )
         attempt = done(AttemptOutcome.SUCCEEDED, verdict.normalized_sql, checks=checks)
-        return attempt, Answered(verdict, result, explanation)
+        said = notes(checks)
+        return attempt, Answered(verdict, result, f"{explanation} {said}".strip())
 
 
 _QUOTED = re.compile(r'"[^"]*"')

@@ -82,7 +82,7 @@ from services.sql.memory._store import (
     parse_uuid,
 )
 from services.sql.targets import Target
-from services.sql.verify import CheckResult, StatementChecker
+from services.sql.verify import CheckResult, StatementChecker, notes
 from services.sql.words import name_words
 
 _log = logging.getLogger("tandem.sql.memory")
@@ -617,7 +617,11 @@ class AnswerMemory:
             outcome=AskOutcome.ANSWERED,
             database=target.name,
             interpretation="answered like a confirmed question",
-            answer=Answered(verdict, result, "the statement of a confirmed question, adapted"),
+            answer=Answered(
+                verdict,
+                result,
+                f"the statement of a confirmed question, adapted. {notes(checks)}".strip(),
+            ),
             attempts=(
                 Attempt(
                     1,

@@ -9,7 +9,8 @@ Two kinds, at two moments:
   passes;
 - **the statement and its data** (``_checker``), after any statement ran, whoever
   proposed it: ``values`` (``_values``: a literal is a value its column holds),
-  ``ties`` (``_ties``: a ranking's cut does not fall among equal values), ``rows``
+  ``ties`` (``_ties``: a ranking ranks by something; a cut among some equal values is
+  said in the answer), ``rows``
   (``_rows``: an empty result names the condition no row meets), ``joins``
   (``_joins``: tables joined on a key and its reference, never on a measure).
 """
@@ -17,7 +18,7 @@ Two kinds, at two moments:
 from __future__ import annotations
 
 from services.sql.verify._checker import StatementChecker
-from services.sql.verify._checks import CHECKS, CheckResult, VerifyMode, failure
+from services.sql.verify._checks import CHECKS, CheckResult, VerifyMode, failure, notes
 from services.sql.verify._phrases import verify_statement
 
 __all__ = [
@@ -26,5 +27,6 @@ __all__ = [
     "StatementChecker",
     "VerifyMode",
     "failure",
+    "notes",
     "verify_statement",
 ]

@@ -127,7 +127,10 @@ class StatementChecker:
         ties = ties_test(tree, catalog)
         asked = [t.probe for t in tests if t.probe]
         answers = await self._probe(
-            asked + ([ties.probe] if ties else []), target, catalog, probe_limits
+            asked + ([ties.kept_probe, ties.all_probe] if ties else []),
+            target,
+            catalog,
+            probe_limits,
         )
         # values: decided here, or by the probe (undecided when it could not run)
         by_probe = iter(answers[: len(asked)] if answers is not None else [None] * len(asked))
@@ -141,11 +144,16 @@ class StatementChecker:
             if refused is not None
             else CheckResult(VALUES, True)
         )
-        # ties
+        # ties: a degenerate ranking refuses, a cut among some equals is said
         cut = CheckResult(TIES, True)
-        kept = answers[-1] if answers is not None and ties is not None else None
-        if ties is not None and isinstance(kept, int) and kept > ties.limit:
-            cut = CheckResult(TIES, False, ties.refusal(kept))
+        if ties is not None and answers is not None:
+            kept, total = answers[-2], answers[-1]
+            if isinstance(kept, int) and isinstance(total, int) and kept > ties.limit:
+                cut = (
+                    CheckResult(TIES, False, ties.refusal(total))
+                    if ties.degenerate(kept, total)
+                    else CheckResult(TIES, True, ties.note(kept))
+                )
         # rows
         rows = CheckResult(ROWS, True)
         if not result.rows:

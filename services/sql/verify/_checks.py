@@ -23,7 +23,7 @@ class VerifyMode(enum.Enum):
 
 # The checks, in the order they run.
 VALUES = "values"  # every literal compared with a column is one of its values
-TIES = "ties"  # a ranking's cut does not fall among equal values
+TIES = "ties"  # a ranking ranks by something (a cut among some equals is said)
 ROWS = "rows"  # some row meets every condition together
 JOINS = "joins"  # tables joined on columns that are a key of one another
 CHECKS = (VALUES, TIES, ROWS, JOINS)
@@ -31,7 +31,8 @@ CHECKS = (VALUES, TIES, ROWS, JOINS)
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check's verdict on one statement."""
+    """One check's verdict on one statement: why it did not pass, or, for one that
+    passed, what the answer should say about itself (a cut among ties)."""
 
     name: str
     passed: bool
@@ -41,3 +42,10 @@ class CheckResult:
 def failure(results: tuple[CheckResult, ...]) -> CheckResult | None:
     """The first check that did not pass, if any."""
     return next((r for r in results if not r.passed), None)
+
+
+def notes(results: tuple[CheckResult, ...]) -> str:
+    """What the checks that passed say the answer should mention, as sentences."""
+    return " ".join(
+        f"{r.reason[0].upper()}{r.reason[1:]}." for r in results if r.passed and r.reason
+    )

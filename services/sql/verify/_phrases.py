@@ -259,6 +259,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     ):
         said = in_total.group(0) if in_total else total.group(0)
         raise LinkError(f"the statement adds nothing up for {said!r}")
+    _time_unused(ctx, text, sql, facts)
     if _WHEN.match(text) and not any(_dated(ctx, c) for c in facts.outputs):
         raise LinkError("the statement returns no date or year for 'when'")
     each = _EACH.search(text)
@@ -361,6 +362,21 @@ def _one_row_per_group(ctx: LinkContext, facts: StatementFacts) -> bool:
         return False  # the key refers to another table's rows ("likes per student")
     others = facts.tables - {base.qualified}
     return not any(e.parent == base.qualified and e.child in others for e in edges)
+
+
+_GRAIN_WORD = re.compile(r"\b(day|week|month|quarter|year)s?\b")
+
+
+def _time_unused(ctx: LinkContext, text: str, sql: str, facts: StatementFacts) -> None:
+    """ "in the same month as they signed up" answered with no date read at all: a
+    question that says a day, week, month, quarter or year needs a statement that bounds
+    a date, groups by a period or uses a date or year column."""
+    said = _GRAIN_WORD.search(text)
+    if said is None or _dated_condition(sql, facts) or facts.grains:
+        return
+    if any(_dated(ctx, column) for column in facts.columns):
+        return
+    raise LinkError(f"the statement reads no date for {said.group(0)!r}")
 
 
 def _dated(ctx: LinkContext, column: tuple[str, str]) -> bool:

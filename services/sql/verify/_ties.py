@@ -1,17 +1,21 @@
-"""The ``ties`` check: a ranking cut after N rows does not fall among equal values.
+"""The ``ties`` check: a ranking cut after N rows ranks by something.
 
-"The 3 most populated cities" ordered by a count that is 1 in every group, "the oldest
-singer" where two share the greatest age: the rows kept are chosen by whatever order the
-database happened to return the ties in, not by the question. So is a ranking by an
-aggregate that takes one value across the whole result (every group of one row): it ties
-everywhere. Such an answer is refused, saying how many rows share the cut's value.
+"The 3 most populated cities" ordered by a count that is 1 in every group ranks nothing:
+every row ties, and the rows kept are whichever the database returned first. Such a
+ranking by a value the same for every row of the result — the degenerate ranking of an
+aggregate over groups of one row, or of a column the rows share — is refused: the
+statement read the question wrongly.
+
+A cut that falls among some equal values is the data's, not a misreading ("the top 3
+deals by score" where three deals share the third-best score): the answer stands as the
+statement ordered it, and says how many rows tie for the places it gives, so nobody takes
+the cut for more than it is.
 
 The ranked value is the ordering's keys up to the first one that only breaks ties: a
 label or key column after the first key (``ORDER BY count DESC, avg_amount DESC, name``
-ranks by the count and the average; the name only decides between equals, and a cut it
-decides is decided by spelling). The test is one probe: the statement ordered by the
-ranked keys alone and cut with ``FETCH FIRST n ROWS WITH TIES``, counted — more than
-``n`` rows means a tie at the cut.
+ranks by the count and the average; the name only decides between equals). The test is
+one probe of two counts: the rows the statement keeps when ordered by the ranked keys alone
+and cut with ``FETCH FIRST n ROWS WITH TIES``, and all its rows uncut.
 """
 
 from __future__ import annotations
@@ -26,17 +30,29 @@ from services.sql.verify._said import aliases, said
 
 @dataclass(frozen=True)
 class TiesTest:
-    """The probe for one ranked statement: a count of the rows its cut would keep with
-    ties, and what the message names."""
+    """The probes for one ranked statement: a count of the rows its cut keeps with ties,
+    a count of all its rows, and what the messages name."""
 
-    probe: str
+    kept_probe: str
+    all_probe: str
     limit: int
     key: str
 
-    def refusal(self, kept: int) -> str:
+    def degenerate(self, kept: int, total: int) -> bool:
+        """Every row ties: the ranking ranks nothing."""
+        return total > self.limit and kept >= total
+
+    def refusal(self, total: int) -> str:
         return (
-            f"the ranking by {self.key} cuts among equal values: {kept} rows tie for the "
-            f"first {self.limit} places, so which to give is arbitrary"
+            f"the ranking by {self.key} is the same for all {total} rows: there is no top "
+            f"{self.limit} to take"
+        )
+
+    def note(self, kept: int) -> str:
+        """What an answer whose cut falls among equal values says about it."""
+        return (
+            f"{kept} rows tie for the first {self.limit} places by {self.key}; the "
+            f"{self.limit} shown are the first in the statement's order"
         )
 
 
@@ -64,6 +80,9 @@ def ties_test(tree: exp.Expr, catalog: Catalog) -> TiesTest | None:
         if _breaks_ties(key, tree, catalog):
             break
         ranked.append(key)
+    everything = tree.copy()
+    everything.set("order", None)
+    everything.set("limit", None)
     probe = tree.copy()
     probe.set("order", exp.Order(expressions=[k.copy() for k in ranked]))
     probe.set(
@@ -77,7 +96,12 @@ def ties_test(tree: exp.Expr, catalog: Catalog) -> TiesTest | None:
     text = probe.sql(dialect="postgres")
     names = aliases(tree)
     said_keys = ", ".join(said(k.this if isinstance(k, exp.Ordered) else k, names) for k in ranked)
-    return TiesTest(f"(SELECT count(*) FROM ({text}) AS tandem_ties)", n, said_keys)
+    return TiesTest(
+        f"(SELECT count(*) FROM ({text}) AS tandem_ties)",
+        f"(SELECT count(*) FROM ({everything.sql(dialect='postgres')}) AS tandem_all)",
+        n,
+        said_keys,
+    )
 
 
 def _breaks_ties(key: exp.Expr, tree: exp.Select, catalog: Catalog) -> bool:

@@ -114,14 +114,28 @@ async def test_a_pattern_of_a_grammar_word_is_refused(reader_target, model):
     assert "holds no word that names anything" in _failed(result)["values"]
 
 
-async def test_a_ranking_cut_among_equal_values_is_refused(reader_target, model):
-    # every stage is shared by many deals: the three kept are the database's whim
-    generator = model("SELECT name, stage FROM opportunities ORDER BY stage LIMIT 3")
-    result = await ask(pipeline(generator), reader_target, "Which 3 deals come first by stage?")
+async def test_a_ranking_by_a_value_every_row_shares_is_refused(reader_target, model):
+    # a count over groups of one row: 1 for every company, so no top 3 exists
+    generator = model(
+        "SELECT c.name, count(*) AS n FROM companies c GROUP BY c.company_id, c.name "
+        "ORDER BY n DESC LIMIT 3"
+    )
+    result = await ask(pipeline(generator), reader_target, "The 3 companies with most rows?")
     assert result.outcome is AskOutcome.UNANSWERABLE
     reason = _failed(result)["ties"]
-    assert "the ranking by stage cuts among equal values" in reason
-    assert "tie for the first 3 places" in reason
+    assert reason.startswith("the ranking by n is the same for all ")
+    assert reason.endswith("rows: there is no top 3 to take")
+
+
+async def test_a_cut_among_some_equal_values_is_answered_and_said(reader_target, model):
+    # many deals share a stage: the three kept are the first of many equals, and say so
+    generator = model("SELECT name, stage FROM opportunities ORDER BY stage LIMIT 3")
+    result = await ask(pipeline(generator), reader_target, "Which 3 deals come first by stage?")
+    assert result.outcome is AskOutcome.ANSWERED and _failed(result) == {}
+    (ties,) = [c for c in result.checks if c.name == "ties"]
+    assert ties.passed and "tie for the first 3 places by stage" in ties.reason
+    assert result.answer is not None
+    assert "tie for the first 3 places by stage" in result.answer.explanation
 
 
 async def test_a_ranking_on_distinct_values_passes(reader_target, model):

@@ -172,6 +172,26 @@ def test_a_time_window_dropped_from_the_statement_is_refused() -> None:
     )
 
 
+def test_a_period_said_and_no_date_read_is_refused() -> None:
+    def verify(question: str, sql: str) -> None:
+        verify_statement(read_question(question, VOCABULARY, date(2026, 11, 24)), sql)
+
+    question = "Which template has the most documents created in the same month as it?"
+    counted = (
+        "SELECT t1.template_id, COUNT(*) AS count FROM public.documents AS t0 JOIN "
+        "public.templates AS t1 ON t1.template_id = t0.template_id GROUP BY t1.template_id "
+        "ORDER BY count DESC LIMIT 1"
+    )
+    with pytest.raises(LinkError, match="reads no date for 'month'"):
+        verify(question, counted)
+    # a date column read (or a period grouped by, or a window) accounts for it
+    verify(
+        "How many documents were created each month?",
+        "SELECT DATE_TRUNC('MONTH', t0.created_on) AS month, COUNT(*) AS count "
+        "FROM public.documents AS t0 GROUP BY 1",
+    )
+
+
 # --- values ---------------------------------------------------------------------------
 
 
@@ -232,7 +252,10 @@ def test_a_ranking_is_tested_on_its_ranked_keys_not_its_tie_breakers() -> None:
     )
     test = ties_test(_tree(sql), CATALOG)
     assert test is not None and test.limit == 3 and test.key == "count"
-    assert "ORDER BY count DESC FETCH FIRST 3 ROWS WITH TIES" in test.probe
+    assert "ORDER BY count DESC FETCH FIRST 3 ROWS WITH TIES" in test.kept_probe
+    assert "ORDER BY" not in test.all_probe and "LIMIT" not in test.all_probe
+    assert test.degenerate(kept=7, total=7) and not test.degenerate(kept=5, total=7)
+    assert not test.degenerate(kept=3, total=3)  # as many rows as the cut: nothing cut
     two = sql.replace(
         "ORDER BY count DESC, fullname", "ORDER BY count DESC, AVG(t0.id) DESC, fullname"
     )
