@@ -259,7 +259,6 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     ):
         said = in_total.group(0) if in_total else total.group(0)
         raise LinkError(f"the statement adds nothing up for {said!r}")
-    _time_unused(ctx, text, sql, facts)
     if _WHEN.match(text) and not any(_dated(ctx, c) for c in facts.outputs):
         raise LinkError("the statement returns no date or year for 'when'")
     each = _EACH.search(text)
@@ -299,6 +298,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
                 f"one row cannot have two values of {column}: the question asks for rows "
                 "matching each, which the linker does not compose"
             )
+    _time_unused(ctx, text, sql, facts)
     check_outputs(ctx, parse_statements(sql, shared=True)[0])
 
 
