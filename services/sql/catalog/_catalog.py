@@ -119,6 +119,12 @@ class TableInfo:
     def qualified(self) -> str:
         return f"{self.schema}.{self.name}"
 
+    @cached_property
+    def rendered(self) -> str:
+        """The table as a generator reads it (:func:`render_table`), written once: a
+        table is immutable, and every question's schema view shows it again."""
+        return render_table(self)
+
     def column(self, name: str) -> ColumnInfo | None:
         for column in self.columns:
             if column.name == name:
@@ -549,7 +555,7 @@ def render(
     candidates = list(tables) if tables is not None else list(catalog.tables)
     chosen_names = {t.qualified for t in candidates}
     omitted_by_filter = [t.qualified for t in catalog.tables if t.qualified not in chosen_names]
-    blocks = {t.qualified: render_table(t) for t in candidates}
+    blocks = {t.qualified: t.rendered for t in candidates}
     full = "\n\n".join(blocks[t.qualified] for t in candidates)
     if len(full) <= max_chars:
         return RenderedCatalog(full, False, tuple(candidates), tuple(omitted_by_filter))

@@ -44,6 +44,7 @@ from services.sql.verify._checks import (
 from services.sql.verify._joins import join_pairs, join_refusal
 from services.sql.verify._rows import refusal as rows_refusal
 from services.sql.verify._rows import relaxations
+from services.sql.verify._statement import read_statement
 from services.sql.verify._ties import ties_test
 from services.sql.verify._values import settled, value_tests
 
@@ -123,7 +124,8 @@ class StatementChecker:
         probe_limits = replace(
             limits, max_rows=1, statement_timeout_s=min(PROBE_TIMEOUT_S, limits.statement_timeout_s)
         )
-        tests = value_tests(tree, catalog)
+        nodes = read_statement(tree, catalog)
+        tests = value_tests(nodes)
         ties = ties_test(tree, catalog)
         asked = [t.probe for t in tests if t.probe]
         answers = await self._probe(
@@ -165,7 +167,7 @@ class StatementChecker:
                 )
         # joins
         joins = CheckResult(JOINS, True)
-        for pair in join_pairs(tree, catalog):
+        for pair in join_pairs(nodes):
             reason = join_refusal(pair, derived.graph)
             if reason:
                 joins = CheckResult(JOINS, False, reason)

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, JoinGraph, TableInfo, table_for
+from services.sql.catalog import JoinGraph, TableInfo
 from services.sql.verify._said import aliases, said
+from services.sql.verify._statement import StatementNodes
 from services.sql.words import measure_name
 
 
@@ -35,27 +36,26 @@ class JoinPair:
     left_column: str
     right: TableInfo
     right_column: str
-    text: str  # the condition, said for a person
+    node: exp.EQ
+    tree: exp.Expr
+
+    @property
+    def text(self) -> str:
+        """The condition, said for a person (written only for a refusal)."""
+        return said(self.node, aliases(self.tree))
 
 
-def join_pairs(tree: exp.Expr, catalog: Catalog) -> list[JoinPair]:
-    """Every ``a.x = b.y`` of ``tree`` between columns of two different tables, in join
-    conditions and WHERE clauses alike (an implicit join is a join)."""
-    tables: dict[str, TableInfo] = {}
-    for table in tree.find_all(exp.Table):
-        info = table_for(catalog, table)
-        if info is not None:
-            tables[table.alias_or_name] = info
-    names = aliases(tree)
+def join_pairs(nodes: StatementNodes) -> list[JoinPair]:
+    """Every ``a.x = b.y`` of the statement between columns of two different tables, in
+    join conditions and WHERE clauses alike (an implicit join is a join)."""
     found: list[JoinPair] = []
-    for eq in tree.find_all(exp.EQ):
+    for eq in nodes.equalities:
         left, right = eq.this, eq.expression
-        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
-            continue
-        a, b = tables.get(left.table), tables.get(right.table)
+        assert isinstance(left, exp.Column) and isinstance(right, exp.Column)
+        a, b = nodes.tables.get(left.table), nodes.tables.get(right.table)
         if a is None or b is None or a.qualified == b.qualified:
             continue
-        found.append(JoinPair(a, left.name, b, right.name, said(eq, names)))
+        found.append(JoinPair(a, left.name, b, right.name, eq, nodes.tree))
     return found
 
 

@@ -22,8 +22,9 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
-from services.sql.catalog import TEXT_TYPES, Catalog, StoredValues, TableInfo, comparisons
+from services.sql.catalog import TEXT_TYPES, StoredValues, TableInfo
 from services.sql.catalog import stored_spelling as held_spelling
+from services.sql.verify._statement import StatementNodes
 from services.sql.words import GRAMMAR_WORDS, STOP_WORDS
 
 _PATTERN_WORD = re.compile(r"[^\W_]+")
@@ -63,27 +64,32 @@ class ValueTest:
         return said
 
 
-def value_tests(tree: exp.Expr, catalog: Catalog) -> list[ValueTest]:
-    """The tests of every string literal ``tree`` compares with a text column by
+def value_tests(nodes: StatementNodes) -> list[ValueTest]:
+    """The tests of every string literal the statement compares with a text column by
     equality (``=``, ``<>``, ``IN``) or a pattern (``LIKE``, ``ILIKE``)."""
     tests: list[ValueTest] = []
     seen: set[tuple[str, str, str, bool]] = set()
-    for item in comparisons(tree, catalog):
-        literal = item.literal
-        compared = literal.parent.parent if isinstance(literal.parent, exp.Tuple) else None
-        compared = compared or literal.parent
+    for literal in nodes.literals:
+        compared = literal.parent
+        if isinstance(compared, exp.Tuple):
+            compared = compared.parent
         pattern = isinstance(compared, exp.Like | exp.ILike)
-        if not literal.is_string or not (item.equality or pattern) or len(item.owners) != 1:
+        if not (pattern or isinstance(compared, exp.EQ | exp.NEQ | exp.In)):
             continue
-        table = item.owners[0]
-        info = table.column(item.column)
-        if info is None or not info.data_type.startswith(TEXT_TYPES):
+        column = compared.this if compared is not None else None
+        while isinstance(column, exp.Func) and not isinstance(column, exp.Column):
+            column = column.this  # lower(status) = 'failed', trim(city) = 'Aberdeen'
+        if not isinstance(column, exp.Column):
             continue
-        mark = (table.qualified, item.column, literal.this, pattern)
+        table = nodes.owner(column)
+        info = table.column(column.name) if table is not None else None
+        if table is None or info is None or not info.data_type.startswith(TEXT_TYPES):
+            continue
+        mark = (table.qualified, column.name, literal.this, pattern)
         if mark in seen:
             continue
         seen.add(mark)
-        test = _test(table, item.column, literal.this, pattern=pattern)
+        test = _test(table, column.name, literal.this, pattern=pattern)
         if not test.reason:  # a grammar-only pattern is refused wherever it stands
             test = replace(test, group=_alternatives(literal))
         tests.append(test)

@@ -19,6 +19,7 @@ from services.sql.verify import verify_statement
 from services.sql.verify._joins import join_pairs, join_refusal
 from services.sql.verify._outputs import check_outputs
 from services.sql.verify._rows import conditions, refusal, relaxations
+from services.sql.verify._statement import StatementNodes, read_statement
 from services.sql.verify._ties import ties_test
 from services.sql.verify._values import ValueTest, settled, value_tests
 from services.sql.words import measure_name
@@ -72,6 +73,10 @@ def _outputs(question: str, sql: str) -> None:
 
 def _tree(sql: str) -> sqlglot.exp.Expr:
     return sqlglot.parse_one(sql, read="postgres")
+
+
+def _read(sql: str) -> StatementNodes:
+    return read_statement(_tree(sql), CATALOG)
 
 
 # --- what a statement shows -----------------------------------------------------------
@@ -196,16 +201,16 @@ def test_a_period_said_and_no_date_read_is_refused() -> None:
 
 
 def test_values_are_decided_by_the_catalog_where_it_knows_them() -> None:
-    (held,) = value_tests(_tree("SELECT * FROM templates WHERE template_type_code = 'cv'"), CATALOG)
+    (held,) = value_tests(_read("SELECT * FROM templates WHERE template_type_code = 'cv'"))
     assert held.held is True and not held.probe  # case is no difference
-    (unknown,) = value_tests(_tree("SELECT * FROM documents WHERE document_name = 'Plan'"), CATALOG)
+    (unknown,) = value_tests(_read("SELECT * FROM documents WHERE document_name = 'Plan'"))
     assert unknown.held is None and unknown.probe.startswith('EXISTS (SELECT 1 FROM "public"')
     assert "lower(btrim(CAST(\"document_name\" AS TEXT))) = lower(btrim('Plan'))" in unknown.probe
 
 
 def test_a_pattern_of_grammar_words_is_refused_but_letters_are_not() -> None:
     def only(sql: str) -> ValueTest:
-        (test,) = value_tests(_tree(sql), CATALOG)
+        (test,) = value_tests(_read(sql))
         return test
 
     the = only("SELECT * FROM documents WHERE document_name ILIKE '%the%'")
@@ -217,12 +222,11 @@ def test_a_pattern_of_grammar_words_is_refused_but_letters_are_not() -> None:
 
 def test_alternatives_need_one_value_held() -> None:
     tests = value_tests(
-        _tree(
+        _read(
             "SELECT * FROM documents WHERE document_name = 'A' OR document_name = 'B' "
             "AND template_id IN (SELECT template_id FROM templates WHERE template_type_code "
             "IN ('CV', 'XYZ'))"
-        ),
-        CATALOG,
+        )
     )
     by_value = {t.literal: t for t in tests}
     assert by_value["A"].group == by_value["B"].group != 0  # one OR
@@ -236,9 +240,7 @@ def test_alternatives_need_one_value_held() -> None:
     refused = settled(tests, [held[t.literal] for t in tests])
     assert refused is not None and refused.literal == "A"
     # a lone literal no row holds refuses on its own
-    (alone,) = value_tests(
-        _tree("SELECT * FROM templates WHERE template_type_code = 'XYZ'"), CATALOG
-    )
+    (alone,) = value_tests(_read("SELECT * FROM templates WHERE template_type_code = 'XYZ'"))
     assert settled([alone], [False]) is alone and settled([alone], [None]) is None
 
 
@@ -298,7 +300,7 @@ def test_joins_are_held_to_keys_and_references() -> None:
     graph = JoinGraph(CATALOG)
 
     def why(sql: str) -> str:
-        (pair,) = join_pairs(_tree(sql), CATALOG)
+        (pair,) = join_pairs(_read(sql))
         return join_refusal(pair, graph)
 
     assert (

@@ -1,0 +1,49 @@
+"""What the data checks read from a statement, gathered in one walk of its tree: the
+tables by the aliases the statement gives them, its string literals and its equalities
+between two columns. A statement is walked once however many checks read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from services.sql.catalog import Catalog, TableInfo, table_for
+
+
+@dataclass
+class StatementNodes:
+    """The parts of one statement the checks read."""
+
+    tree: exp.Expr
+    tables: dict[str, TableInfo] = field(default_factory=dict)  # by alias (and by name)
+    literals: list[exp.Literal] = field(default_factory=list)  # string literals only
+    equalities: list[exp.EQ] = field(default_factory=list)  # column = column
+
+    def owner(self, column: exp.Column) -> TableInfo | None:
+        """The table a column belongs to: by its qualifier, else the one table of the
+        statement holding a column of that name."""
+        if column.table:
+            return self.tables.get(column.table)
+        holders = {t.qualified: t for t in self.tables.values() if t.column(column.name)}
+        return next(iter(holders.values())) if len(holders) == 1 else None
+
+
+def read_statement(tree: exp.Expr, catalog: Catalog) -> StatementNodes:
+    """The statement's tables, string literals and column equalities, in one walk."""
+    nodes = StatementNodes(tree)
+    for node in tree.walk():
+        if isinstance(node, exp.Table):
+            info = table_for(catalog, node)
+            if info is not None:
+                nodes.tables[node.alias_or_name] = info
+                nodes.tables.setdefault(node.name, info)
+        elif isinstance(node, exp.Literal) and node.is_string:
+            nodes.literals.append(node)
+        elif (
+            isinstance(node, exp.EQ)
+            and isinstance(node.this, exp.Column)
+            and isinstance(node.expression, exp.Column)
+        ):
+            nodes.equalities.append(node)
+    return nodes
