@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from services.sql.catalog import JoinGraph, TableInfo
 from services.sql.verify._said import aliases, said
-from services.sql.verify._statement import StatementNodes
+from services.sql.verify._statement import StatementNodes, column_name
 from services.sql.words import measure_name
 
 
@@ -55,7 +55,7 @@ def join_pairs(nodes: StatementNodes) -> list[JoinPair]:
         a, b = nodes.tables.get(left.table), nodes.tables.get(right.table)
         if a is None or b is None or a.qualified == b.qualified:
             continue
-        found.append(JoinPair(a, left.name, b, right.name, eq, nodes.tree))
+        found.append(JoinPair(a, column_name(left), b, column_name(right), eq, nodes.tree))
     return found
 
 

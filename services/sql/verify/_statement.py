@@ -11,6 +11,14 @@ from sqlglot import exp
 from services.sql.catalog import Catalog, TableInfo, table_for
 
 
+def column_name(column: exp.Column) -> str:
+    """The column's name as Postgres reads it: folded to lower case unless quoted
+    (``c.sbCustId`` is ``sbcustid``)."""
+    identifier = column.this
+    quoted = isinstance(identifier, exp.Identifier) and identifier.quoted
+    return column.name if quoted else column.name.lower()
+
+
 @dataclass
 class StatementNodes:
     """The parts of one statement the checks read."""
@@ -25,7 +33,8 @@ class StatementNodes:
         statement holding a column of that name."""
         if column.table:
             return self.tables.get(column.table)
-        holders = {t.qualified: t for t in self.tables.values() if t.column(column.name)}
+        name = column_name(column)
+        holders = {t.qualified: t for t in self.tables.values() if t.column(name)}
         return next(iter(holders.values())) if len(holders) == 1 else None
 
 

@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from services.sql.catalog import TEXT_TYPES, Catalog, table_for
 from services.sql.verify._said import aliases, said
+from services.sql.verify._statement import column_name
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,9 @@ def _breaks_ties(key: exp.Expr, tree: exp.Select, catalog: Catalog) -> bool:
     if owner is None and len(tables) == 1:
         owner = next(iter(tables.values()))
     info = table_for(catalog, owner) if owner is not None else None
-    column = info.column(node.name) if info is not None else None
+    name = column_name(node)
+    column = info.column(name) if info is not None else None
     if info is None or column is None:
         return False
-    is_key = info.primary_key == (node.name,) or (node.name,) in info.unique_keys
+    is_key = info.primary_key == (name,) or (name,) in info.unique_keys
     return is_key or column.data_type.startswith(TEXT_TYPES)

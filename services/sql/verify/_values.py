@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from services.sql.catalog import TEXT_TYPES, StoredValues, TableInfo
 from services.sql.catalog import stored_spelling as held_spelling
-from services.sql.verify._statement import StatementNodes
+from services.sql.verify._statement import StatementNodes, column_name
 from services.sql.words import GRAMMAR_WORDS, STOP_WORDS
 
 _PATTERN_WORD = re.compile(r"[^\W_]+")
@@ -82,14 +82,15 @@ def value_tests(nodes: StatementNodes) -> list[ValueTest]:
         if not isinstance(column, exp.Column):
             continue
         table = nodes.owner(column)
-        info = table.column(column.name) if table is not None else None
+        name = column_name(column)
+        info = table.column(name) if table is not None else None
         if table is None or info is None or not info.data_type.startswith(TEXT_TYPES):
             continue
-        mark = (table.qualified, column.name, literal.this, pattern)
+        mark = (table.qualified, name, literal.this, pattern)
         if mark in seen:
             continue
         seen.add(mark)
-        test = _test(table, column.name, literal.this, pattern=pattern)
+        test = _test(table, name, literal.this, pattern=pattern)
         if not test.reason:  # a grammar-only pattern is refused wherever it stands
             test = replace(test, group=_alternatives(literal))
         tests.append(test)

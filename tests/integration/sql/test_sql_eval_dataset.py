@@ -159,7 +159,7 @@ SPIDER = DATASETS / "sql-spider"
 async def test_the_offline_generator_on_the_development_benchmark(
     pg_url: str, drop_keys: bool
 ) -> None:
-    """A floor at the measured level (64 of 104 correct, 5 answered wrongly, keys or no
+    """A floor at the measured level (64 of 104 correct, 4 answered wrongly, keys or no
     keys, loaded as a user restores the databases: no planner statistics; read by names
     alone), so a regression of the linker on data nobody here wrote turns the build
     red, and so does a rise in confident wrong answers; refusals stay refusals.
@@ -177,7 +177,7 @@ async def test_the_offline_generator_on_the_development_benchmark(
     answered_wrong = [
         i["id"] for i in report["items"] if i["outcome"] == "ANSWERED" and not i["correct"]
     ]
-    assert len(answered_wrong) <= 5, answered_wrong
+    assert len(answered_wrong) <= 4, answered_wrong
     for category, row in report["by_category"].items():
         assert row["correct"] > 0, category  # every category above zero
     refused = [i for i in report["items"] if i["outcome"] == "UNANSWERABLE"]
@@ -187,12 +187,16 @@ async def test_the_offline_generator_on_the_development_benchmark(
 @pytest.mark.skipif(not (SPIDER / "questions.jsonl").exists(), reason="no Spider dev set")
 @pytest.mark.parametrize("drop_keys", [False, True], ids=["keys", "no-keys"])
 async def test_the_offline_generator_on_spider_dev(pg_url: str, drop_keys: bool) -> None:
-    """Floors at the measured level on 12 databases nobody here wrote (261 of 477 correct
-    with keys, 259 without, loaded as here; precision 94.2%): above the
-    issue's 45% and 85%."""
+    """Floors at the measured level on 12 databases nobody here wrote, read by names alone
+    as loaded here (261 of 477 correct with keys, 259 without), and precision per half:
+    the study half's 94.5% (94.4% keyless) and the blind half's 96.6% (95.9% keyless),
+    counted from its totals only."""
     report = await evaluate(
         load_dataset(SPIDER), admin_url=pg_url, options=LoadOptions(drop_keys=drop_keys)
     )
     assert report["gold_errors"] == 0 and report["errors"] == 0
     assert report["correct"] >= (259 if drop_keys else 261), report["by_category"]
-    assert report["precision"] >= 0.94, report["by_category"]
+    assert report["precision"] >= 0.95, report["by_category"]
+    halves = report["halves"]
+    assert halves["study"]["precision"] >= 0.944, halves["study"]["by_category"]
+    assert halves["blind"]["precision"] >= 0.959, halves["blind"]["by_category"]

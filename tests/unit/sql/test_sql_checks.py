@@ -204,6 +204,8 @@ def test_values_are_decided_by_the_catalog_where_it_knows_them() -> None:
     (held,) = value_tests(_read("SELECT * FROM templates WHERE template_type_code = 'cv'"))
     assert held.held is True and not held.probe  # case is no difference
     (unknown,) = value_tests(_read("SELECT * FROM documents WHERE document_name = 'Plan'"))
+    (folded,) = value_tests(_read("SELECT * FROM Templates WHERE Template_Type_Code = 'CV'"))
+    assert folded.held is True
     assert unknown.held is None and unknown.probe.startswith('EXISTS (SELECT 1 FROM "public"')
     assert "lower(btrim(CAST(\"document_name\" AS TEXT))) = lower(btrim('Plan'))" in unknown.probe
 
@@ -314,6 +316,11 @@ def test_joins_are_held_to_keys_and_references() -> None:
     )
     assert "counts or sums" in why("SELECT * FROM documents d, makers m WHERE m.id = d.page_count")
     assert why("SELECT * FROM documents d JOIN makers m ON m.id = d.template_id") == ""  # a key
+    # unquoted names are folded as Postgres folds them: a model's camelCase is the same column
+    assert why("SELECT * FROM Documents d JOIN Templates t ON d.Template_Id = t.TEMPLATE_ID") == ""
+    assert "counts or sums" in why(
+        'SELECT * FROM documents d, makers m WHERE m.id = d."page_count"'
+    )
 
 
 def test_a_name_says_whether_its_column_counts() -> None:
