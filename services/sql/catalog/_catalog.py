@@ -197,9 +197,9 @@ class Catalog:
 
 # --- introspection -------------------------------------------------------------------
 
-_TABLES_SQL = """
-SELECT c.oid, n.nspname, c.relname, coalesce(obj_description(c.oid, 'pg_class'), ''),
-       c.reltuples::bigint
+# The tables, views and foreign tables the connection's role may select from, in name
+# order: what a catalog lists, and what its fingerprint covers.
+_READABLE = """
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
@@ -208,6 +208,13 @@ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
   AND has_table_privilege(c.oid, 'SELECT')
 ORDER BY n.nspname, c.relname
 """
+
+_TABLES_SQL = (
+    """
+SELECT c.oid, n.nspname, c.relname, coalesce(obj_description(c.oid, 'pg_class'), ''),
+       c.reltuples::bigint"""
+    + _READABLE
+)
 
 _COLUMNS_SQL = """
 SELECT a.attrelid, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
@@ -260,7 +267,8 @@ def excluded(table: TableInfo | tuple[str, str], patterns: Sequence[str]) -> boo
 # columns (names, types, nullability, comments), constraints, and how often its rows were
 # written or analysed. Cheap (no table is read), so it is checked on every TTL and the
 # catalog reloaded only when it changed.
-_FINGERPRINT_SQL = """
+_FINGERPRINT_SQL = (
+    """
 SELECT n.nspname, c.relname, md5(concat_ws(':',
   c.relkind, obj_description(c.oid, 'pg_class'),
   (SELECT string_agg(concat_ws(' ', a.attname, format_type(a.atttypid, a.atttypmod),
@@ -273,14 +281,9 @@ SELECT n.nspname, c.relname, md5(concat_ws(':',
   (SELECT concat_ws(' ', s.n_tup_ins + s.n_tup_upd + s.n_tup_del,
                     greatest(s.last_analyze, s.last_autoanalyze))
    FROM pg_catalog.pg_stat_all_tables s WHERE s.relid = c.oid)))
-FROM pg_catalog.pg_class c
-JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
-  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
-  AND NOT c.relispartition
-  AND has_table_privilege(c.oid, 'SELECT')
-ORDER BY n.nspname, c.relname
 """
+    + _READABLE
+)
 
 
 async def fingerprint(conn: psycopg.AsyncConnection[Any], *, exclude: Sequence[str] = ()) -> str:
