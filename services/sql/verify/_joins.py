@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from services.sql.catalog import JoinGraph, TableInfo
 from services.sql.verify._said import aliases, said
-from services.sql.verify._statement import StatementNodes, column_name
+from services.sql.verify._statement import StatementNodes, column_name, is_key
 from services.sql.words import measure_name
 
 
@@ -76,10 +76,6 @@ def _edge_between(graph: JoinGraph, pair: JoinPair) -> tuple[bool, bool]:
     return False, False
 
 
-def _is_key(table: TableInfo, column: str) -> bool:
-    return table.primary_key == (column,) or (column,) in table.unique_keys
-
-
 def join_refusal(pair: JoinPair, graph: JoinGraph) -> str:
     """Why the join is refused, or empty when it passes."""
     edge, declared = _edge_between(graph, pair)
@@ -93,7 +89,7 @@ def join_refusal(pair: JoinPair, graph: JoinGraph) -> str:
             )
     if edge:
         return ""
-    if _is_key(pair.left, pair.left_column) or _is_key(pair.right, pair.right_column):
+    if is_key(pair.left, pair.left_column) or is_key(pair.right, pair.right_column):
         return ""
     return (
         f"{pair.text} joins two columns neither of which is a key of its table, and no "

@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from services.sql.catalog import TEXT_TYPES, TableInfo
 from services.sql.linker import LinkContext, LinkError
+from services.sql.verify._statement import StatementNodes, column_name, is_key, read_statement
 from services.sql.words import stem, word_match
 
 _NAMES_ASKED = re.compile(r"\b(?:names?|titles?)\b")
@@ -43,38 +44,34 @@ _HEAD = re.compile(
 
 
 def check_outputs(ctx: LinkContext, tree: exp.Expr) -> None:
-    """Refuse (:class:`LinkError`) a statement that shows what the question did not ask,
-    asks for names and shows none, averages keys, or counts rows its joins multiply."""
+    """Refuse (:class:`LinkError`) a statement that asks for names and shows none,
+    averages or sums keys, or counts rows its joins multiply or rows that only refer to
+    the ones counted."""
     if not isinstance(tree, exp.Select) or ctx.applied or ctx.instructions.strip():
         return  # definitions name things in their own words: the phrases are theirs
-    tables = _tables(ctx, tree)
-    _averaged_keys(tree, tables)
-    _counted_through_fanout(ctx, tree, tables)
-    _counted_references(ctx, tree, tables)
-    _names_not_shown(ctx, tree, tables)
+    nodes = read_statement(tree, ctx.catalog)
+    _averaged_keys(ctx, tree, nodes)
+    _counted_through_fanout(ctx, tree, nodes)
+    _counted_references(ctx, tree, nodes)
+    _names_not_shown(ctx, tree, nodes)
 
 
-def _tables(ctx: LinkContext, tree: exp.Expr) -> dict[str, TableInfo]:
-    found: dict[str, TableInfo] = {}
-    for table in tree.find_all(exp.Table):
-        qualified = f"{table.db}.{table.name}" if table.db else table.name
-        info = ctx.catalog.table(qualified)
-        if info is not None:
-            found[table.alias_or_name] = info
-    return found
-
-
-def _column(tables: dict[str, TableInfo], column: exp.Column) -> tuple[TableInfo, str] | None:
-    table = tables.get(column.table) if column.table else None
-    if table is None and not column.table and len(set(map(id, tables.values()))) == 1:
-        table = next(iter(tables.values()))
-    if table is None or table.column(column.name) is None:
+def _column(nodes: StatementNodes, column: exp.Column) -> tuple[TableInfo, str] | None:
+    """The table and name of a column the statement reads, if the catalog has it."""
+    table = nodes.owner(column)
+    name = column_name(column)
+    if table is None or table.column(name) is None:
         return None
-    return table, column.name
+    return table, name
 
 
-def _is_key(table: TableInfo, column: str) -> bool:
-    return table.primary_key == (column,) or (column,) in table.unique_keys
+def _referred(ctx: LinkContext, table: TableInfo, column: str) -> list[str]:
+    """The tables ``table.column`` refers to (declared, glossary or inferred)."""
+    return sorted(
+        e.parent
+        for e in ctx.graph.edges_of(table.qualified)
+        if e.child == table.qualified and e.child_columns == (column,)
+    )
 
 
 def _said(words: set[str], parts: list[str]) -> bool:
@@ -103,12 +100,12 @@ def asked_items(low: str) -> list[str]:
     return found
 
 
-def _names_not_shown(ctx: LinkContext, tree: exp.Select, tables: dict[str, TableInfo]) -> None:
+def _names_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
     if not any(_NAMES_ASKED.search(item) for item in asked_items(ctx.low)):
         return
     for output in tree.expressions:
         for node in output.find_all(exp.Column):
-            found = _column(tables, node)
+            found = _column(nodes, node)
             if found is None:
                 continue
             info = found[0].column(found[1])
@@ -117,15 +114,15 @@ def _names_not_shown(ctx: LinkContext, tree: exp.Select, tables: dict[str, Table
     raise LinkError("the question asks for names; the statement shows no name")
 
 
-def _averaged_keys(tree: exp.Select, tables: dict[str, TableInfo]) -> None:
+def _averaged_keys(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
     for aggregate in tree.find_all(exp.Avg, exp.Sum):
         inner = aggregate.this
         if isinstance(inner, exp.Distinct) and inner.expressions:
             inner = inner.expressions[0]
         if not isinstance(inner, exp.Column):
             continue
-        found = _column(tables, inner)
-        if found is not None and (_is_key(*found) or _references(found)):
+        found = _column(nodes, inner)
+        if found is not None and (is_key(*found) or _referred(ctx, *found)):
             kind = "AVG" if isinstance(aggregate, exp.Avg) else "SUM"
             raise LinkError(
                 f"the statement takes {kind} of {found[0].name}.{found[1]}, a key: "
@@ -133,12 +130,7 @@ def _averaged_keys(tree: exp.Select, tables: dict[str, TableInfo]) -> None:
             )
 
 
-def _references(found: tuple[TableInfo, str]) -> bool:
-    table, column = found
-    return any(column in fk.columns for fk in table.foreign_keys)
-
-
-def _counted_references(ctx: LinkContext, tree: exp.Select, tables: dict[str, TableInfo]) -> None:
+def _counted_references(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
     """One count of a column that refers to another table's rows, ungrouped and not
     distinct: it counts the referring rows (every car name of a model), while the
     question's noun is the rows referred to (the models)."""
@@ -147,17 +139,13 @@ def _counted_references(ctx: LinkContext, tree: exp.Select, tables: dict[str, Ta
     for count in tree.find_all(exp.Count):
         if not isinstance(count.this, exp.Column):
             continue
-        found = _column(tables, count.this)
+        found = _column(nodes, count.this)
         if found is None:
             continue
         table, column = found
-        parents = {
-            e.parent
-            for e in ctx.graph.edges_of(table.qualified)
-            if e.child == table.qualified and e.child_columns == (column,)
-        }
+        parents = _referred(ctx, table, column)
         if parents:
-            parent = sorted(parents)[0].rsplit(".", 1)[-1]
+            parent = parents[0].rsplit(".", 1)[-1]
             raise LinkError(
                 f"the statement counts {table.name}.{column}, the {table.name} rows that refer "
                 f"to {parent}, not the {parent} rows themselves"
@@ -170,13 +158,12 @@ _COUNTED = (
 )
 
 
-def _counted_through_fanout(
-    ctx: LinkContext, tree: exp.Select, tables: dict[str, TableInfo]
-) -> None:
+def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
     if tree.args.get("group") is not None:
         return
+    tables = nodes.tables
     counts = [c for c in tree.find_all(exp.Count) if isinstance(c.this, exp.Star)]
-    if len(counts) != 1 or len(set(t.qualified for t in tables.values())) < 2:
+    if len(counts) != 1 or len({t.qualified for t in tables.values()}) < 2:
         return
     said = _COUNTED[0].search(ctx.low) or _COUNTED[1].search(ctx.low)
     if said is None:

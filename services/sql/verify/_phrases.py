@@ -364,7 +364,7 @@ def _one_row_per_group(ctx: LinkContext, facts: StatementFacts) -> bool:
     return not any(e.parent == base.qualified and e.child in others for e in edges)
 
 
-_GRAIN_WORD = re.compile(r"\b(day|week|month|quarter|year)s?\b")
+_GRAIN_WORD = re.compile(rf"\b({'|'.join(GRAINS)})s?\b")
 
 
 def _time_unused(ctx: LinkContext, text: str, sql: str, facts: StatementFacts) -> None:

@@ -19,6 +19,11 @@ def column_name(column: exp.Column) -> str:
     return column.name if quoted else column.name.lower()
 
 
+def is_key(table: TableInfo, column: str) -> bool:
+    """The column is a key of its table by itself (primary, or unique)."""
+    return table.primary_key == (column,) or (column,) in table.unique_keys
+
+
 @dataclass
 class StatementNodes:
     """The parts of one statement the checks read."""

@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from services.sql.catalog import TEXT_TYPES, Catalog, table_for
 from services.sql.verify._said import aliases, said
-from services.sql.verify._statement import column_name
+from services.sql.verify._statement import column_name, is_key
 
 
 @dataclass(frozen=True)
@@ -123,5 +123,4 @@ def _breaks_ties(key: exp.Expr, tree: exp.Select, catalog: Catalog) -> bool:
     column = info.column(name) if info is not None else None
     if info is None or column is None:
         return False
-    is_key = info.primary_key == (name,) or (name,) in info.unique_keys
-    return is_key or column.data_type.startswith(TEXT_TYPES)
+    return is_key(info, name) or column.data_type.startswith(TEXT_TYPES)
