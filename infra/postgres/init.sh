@@ -33,6 +33,9 @@ BEGIN
             NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS
             CONNECTION LIMIT 64;
     END IF;
+    -- A statement's temp files (sorts and hashes past work_mem) bounded; only a
+    -- superuser may lift it. Past it: SQLSTATE 53400, reported as SQL_RESOURCE_LIMIT.
+    ALTER ROLE tandem_reader SET temp_file_limit = '1GB';
 END
 \$\$;
 EOSQL

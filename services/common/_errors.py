@@ -159,6 +159,14 @@ class ResourceExhausted(_Retryable):
     reason = "RESOURCE_EXHAUSTED"
 
 
+class LimitExceeded(TandemError):
+    """A hard limit of the request's own work (a statement's memory or temp files) was
+    hit: the same request would hit it again, so, unlike a quota, no RetryInfo."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    reason = "RESOURCE_EXHAUSTED"
+
+
 class DeadlineExceeded(TandemError):
     """The request's deadline passed before the work finished."""
 

@@ -73,6 +73,7 @@ class EngineLimits:
     max_statement_timeout_s: float = 30.0
     client_timeout_grace_s: float = 1.0
     max_result_bytes: int = 1_048_576
+    work_mem_kb: int = 8192
     max_sql_chars: int = 20_000
     max_question_chars: int = 2000
     max_instructions_chars: int = 4000
@@ -156,6 +157,7 @@ class SqlEngine:
             statement_timeout_s=timeout_s or self.limits.statement_timeout_s,
             max_result_bytes=self.limits.max_result_bytes,
             client_grace_s=self.limits.client_timeout_grace_s,
+            work_mem_kb=self.limits.work_mem_kb,
         )
 
     def _target(self, tenant_id: str, database: str) -> Target:

@@ -212,6 +212,7 @@ def engine_limits(settings: SqlSettings) -> EngineLimits:
         max_statement_timeout_s=settings.max_statement_timeout_s,
         client_timeout_grace_s=settings.client_timeout_grace_s,
         max_result_bytes=settings.max_result_bytes,
+        work_mem_kb=settings.work_mem_kb,
         max_sql_chars=settings.max_sql_chars,
         max_question_chars=settings.max_question_chars,
         max_instructions_chars=settings.max_instructions_chars,
@@ -326,7 +327,8 @@ async def build_deps(
     clock = today or reference_clock(settings, serves_demo=serves_demo)
     tracer = telemetry.tracer("tandem.sql")
     meter = telemetry.meter("tandem.sql")
-    gate = SqlGate(max_chars=settings.max_sql_chars)
+    # No statement may build a value larger than the largest result it could return.
+    gate = SqlGate(max_chars=settings.max_sql_chars, max_built=settings.max_result_bytes)
     runner = StatementRunner(tracer=tracer, meter=meter)
     offline = OfflineGenerator(phrase_embedder)
     checker = (

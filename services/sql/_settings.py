@@ -57,6 +57,9 @@ class SqlSettings:
     max_statement_timeout_s: float = 30.0
     client_timeout_grace_s: float = 1.0
     max_result_bytes: int = 1_048_576
+    # SQL_WORK_MEM_KB: what each sort or hash of a statement may hold before it spills
+    # (work_mem for the statement's transaction; 0 leaves the database's own setting).
+    work_mem_kb: int = 8192
     max_sql_chars: int = 20_000
     max_question_chars: int = 2000
     max_instructions_chars: int = 4000
@@ -144,6 +147,7 @@ class SqlSettings:
             max_statement_timeout_s=max_timeout,
             client_timeout_grace_s=env.get_float("SQL_CLIENT_TIMEOUT_GRACE_S", 1.0, minimum=0.0),
             max_result_bytes=env.get_int("SQL_MAX_RESULT_BYTES", 1_048_576, minimum=1024),
+            work_mem_kb=env.get_int("SQL_WORK_MEM_KB", 8192, minimum=0),
             max_sql_chars=env.get_int("SQL_MAX_SQL_CHARS", 20_000, minimum=16),
             max_question_chars=env.get_int("SQL_MAX_QUESTION_CHARS", 2000, minimum=16),
             max_instructions_chars=env.get_int("SQL_MAX_INSTRUCTIONS_CHARS", 4000, minimum=0),

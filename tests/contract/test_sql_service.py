@@ -44,6 +44,10 @@ DESCRIBE = "tandem.v1.SqlService/DescribeSchema"
 
 pytestmark = pytest.mark.integration
 
+# A statement the gate passes that runs for minutes: a cross join of two series,
+# each within the gate's bound, counted.
+SLOW_SQL = "SELECT count(*) FROM generate_series(1, 1000000) AS a, generate_series(1, 1000000) AS b"
+
 
 @dataclass(frozen=True)
 class Databases:
@@ -836,13 +840,15 @@ async def test_execute_returns_typed_rows(running):
 
 @pytest.mark.rpc(EXECUTE)
 async def test_execute_a_huge_value_ends_the_result_at_the_size_cap(running):
-    """Postgres measures each value before sending it: the rows before a 50 MB value come
-    back in order under their own names, the value and the rows after it do not."""
+    """The rows before a row past the result-size cap come back in order under their own
+    names, that row and the ones after it do not. (Each value is within the cap, as the
+    gate requires of built values; the row, two of them, is not.)"""
     reply = await running.stub.ExecuteSql(
         pb.ExecuteSqlRequest(
             tenant_id="acme",
-            sql="SELECT company_id, CASE WHEN rank = 3 THEN repeat('x', 50000000) ELSE name END "
-            'AS "Name", company_id FROM (SELECT company_id, name, '
+            sql="SELECT company_id, CASE WHEN rank = 3 THEN repeat('x', 600000) ELSE name END "
+            "AS \"Name\", company_id, CASE WHEN rank = 3 THEN repeat('y', 600000) END AS more "
+            "FROM (SELECT company_id, name, "
             "row_number() OVER (ORDER BY company_id DESC) AS rank FROM companies) AS c "
             "ORDER BY rank",
             max_rows=10,
@@ -851,7 +857,7 @@ async def test_execute_a_huge_value_ends_the_result_at_the_size_cap(running):
     )
     result = reply.result
     assert result.truncated and result.truncation_reason == pb.TRUNCATION_REASON_SIZE_CAP
-    assert [c.name for c in result.columns] == ["company_id", "Name", "company_id"]
+    assert [c.name for c in result.columns] == ["company_id", "Name", "company_id", "more"]
     ids = [row.values[0].int_value for row in result.rows]
     assert result.row_count == 2 and ids == sorted(ids, reverse=True)
     assert reply.ByteSize() < 64 * 1024
@@ -948,7 +954,7 @@ async def test_execute_statement_timeout(running):
         running.stub.ExecuteSql(
             pb.ExecuteSqlRequest(
                 tenant_id="acme",
-                sql="SELECT count(*) FROM generate_series(1, 10000000000)",
+                sql=SLOW_SQL,
                 statement_timeout=timeout,
             ),
             timeout=10,
@@ -958,11 +964,38 @@ async def test_execute_statement_timeout(running):
 
 
 @pytest.mark.rpc(EXECUTE)
+async def test_execute_a_database_limit_is_a_resource_limit(running):
+    """A statement the gate passes but Postgres cannot plan (a target list past its 1,664
+    entries, SQLSTATE 54011): RESOURCE_EXHAUSTED with SQL_RESOURCE_LIMIT, no RetryInfo."""
+    code, _, info = await _error(
+        running.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT " + ", ".join(["1"] * 1700)),
+            timeout=10,
+        )
+    )
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert info == {"reason": "SQL_RESOURCE_LIMIT", "sqlstate": "54011"}
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_execute_a_statement_building_a_huge_value_is_refused_by_the_gate(running):
+    code, fields, info = await _error(
+        running.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT length(repeat('x', 900000000))"),
+            timeout=10,
+        )
+    )
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["sql"])
+    assert info == {"reason": "SQL_REJECTED", "rule": "SQL_GATE_RULE_VALUE_TOO_LARGE"}
+
+
+@pytest.mark.rpc(EXECUTE)
 async def test_execute_call_deadline(running):
     code, _, _ = await _error(
         running.stub.ExecuteSql(
             pb.ExecuteSqlRequest(
-                tenant_id="acme", sql="SELECT count(*) FROM generate_series(1, 10000000000)"
+                tenant_id="acme",
+                sql=SLOW_SQL,
             ),
             timeout=0.3,
         )

@@ -50,6 +50,7 @@ from services.common.spans import Metrics as TandemMetrics
 from services.sql.catalog import Catalog, TableInfo, render
 from services.sql.definitions import GlossaryEntry
 from services.sql.gate import (
+    RESOURCE_LIMIT_REASON,
     FailureKind,
     Limits,
     ResultSet,
@@ -293,7 +294,8 @@ class AskResult:
     # and the confirmed pair the answer reused, if any.
     answer_id: str = ""
     reused: PairUse | None = None
-    # Why the question was declined (SQL_READ_ONLY, LANGUAGE_UNSUPPORTED); empty when not.
+    # Why the question was declined (SQL_READ_ONLY, LANGUAGE_UNSUPPORTED,
+    # SQL_RESOURCE_LIMIT); empty when not.
     refusal: str = ""
     # The verification checks of the answered statement, or of the last one that ran.
     checks: tuple[CheckResult, ...] = ()
@@ -561,6 +563,17 @@ class _Run:
             except StatementError as exc:
                 if exc.kind is FailureKind.DEADLINE and attempts:
                     break
+                if exc.kind is FailureKind.RESOURCE:
+                    # Said as what it is, and not tried again: another attempt would cost
+                    # the database the same.
+                    return self._result(
+                        AskOutcome.UNANSWERABLE,
+                        interpretation=understanding.interpretation,
+                        intent=current.intent,
+                        attempts=tuple(attempts),
+                        message=exc.to_tandem().message,
+                        refusal=RESOURCE_LIMIT_REASON,
+                    )
                 raise exc.to_tandem() from exc
             attempts.append(attempt)
             if answered is not None:
@@ -686,7 +699,7 @@ class _Run:
             )
         except StatementError as exc:
             self.timings["execute"] += time.perf_counter() - exec_started
-            if exc.kind in (FailureKind.DEADLINE, FailureKind.UNAVAILABLE):
+            if exc.kind in (FailureKind.DEADLINE, FailureKind.UNAVAILABLE, FailureKind.RESOURCE):
                 raise
             outcome = (
                 AttemptOutcome.TIMED_OUT

@@ -318,6 +318,9 @@ async def ensure_warehouse(
     return Warehouse(database, reader_role, reader_url(admin_url, database, reader_role), loaded)
 
 
+READER_TEMP_FILE_LIMIT = "1GB"
+
+
 async def ensure_reader_role(admin: psycopg.AsyncConnection[Any], role: str) -> None:
     """A LOGIN role with no attributes beyond logging in; read-only by default."""
     cur = await admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,))
@@ -333,6 +336,14 @@ async def ensure_reader_role(admin: psycopg.AsyncConnection[Any], role: str) -> 
     # also runs in an explicit READ ONLY transaction and the grants hold no write.
     await admin.execute(
         sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(name)
+    )
+    # Temp files (a sort or hash past work_mem) bounded per session: only a superuser
+    # may set it, so the role cannot lift it; past it the statement fails with SQLSTATE
+    # 53400, reported as SQL_RESOURCE_LIMIT.
+    await admin.execute(
+        sql.SQL("ALTER ROLE {} SET temp_file_limit = {}").format(
+            name, sql.Literal(READER_TEMP_FILE_LIMIT)
+        )
     )
 
 

@@ -1,12 +1,14 @@
 """The read-only gate in depth: the parse (``_gate``: one statement, a query, allowed
-functions, known tables) and the database-side layers (``_execute``: a READ ONLY
-transaction as a SELECT-only role, a statement timeout, row and size caps); statements
+functions, known tables, values built within the result cap: ``_sizes``) and the
+database-side layers (``_execute``: a READ ONLY transaction as a SELECT-only role, a
+statement timeout, bounded sort and hash memory, row and size caps); statements
 parsed once (``_parsing``) and identifiers quoted as Postgres needs (``_names``).
 """
 
 from __future__ import annotations
 
 from services.sql.gate._execute import (
+    RESOURCE_LIMIT_REASON,
     FailureKind,
     Limits,
     ResultSet,
@@ -19,6 +21,7 @@ from services.sql.gate._names import identifier
 from services.sql.gate._parsing import parse_statements
 
 __all__ = [
+    "RESOURCE_LIMIT_REASON",
     "FailureKind",
     "GateRule",
     "Limits",

@@ -49,6 +49,7 @@ from psycopg import sql
 from services.common import (
     DeadlineExceeded,
     InvalidArgument,
+    LimitExceeded,
     PermissionDenied,
     TandemError,
     Unavailable,
@@ -90,6 +91,11 @@ class Limits:
     statement_timeout_s: float = 5.0
     max_result_bytes: int = 1_048_576
     client_grace_s: float = 1.0
+    # Memory each sort or hash of the statement may hold before it spills to temp files
+    # (``work_mem``, in kB), with hashes held to the same (``hash_mem_multiplier`` 1):
+    # set for the statement's transaction only. The temp files themselves are bounded by
+    # the reader role's ``temp_file_limit`` (a superuser setting; see README).
+    work_mem_kb: int = 8192
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,7 @@ class FailureKind(enum.Enum):
     PERMISSION = "permission"  # 42501 insufficient privilege, 25006 read-only transaction
     TIMEOUT = "timeout"  # the statement timeout (server- or client-side) cancelled it
     DEADLINE = "deadline"  # the call's own deadline passed
+    RESOURCE = "resource"  # classes 53 and 54: memory, temp files, a value past 1 GB
     UNAVAILABLE = "unavailable"  # the database could not be reached
     OTHER = "other"
 
@@ -144,6 +151,14 @@ class StatementError(Exception):
             return DeadlineExceeded("deadline exceeded before the statement finished")
         if self.kind is FailureKind.UNAVAILABLE:
             return Unavailable("the target database is unavailable", reason="DATABASE_UNAVAILABLE")
+        if self.kind is FailureKind.RESOURCE:
+            return LimitExceeded(
+                f"the statement needed more than the database allows it "
+                f"({RESOURCE_LIMITS.get(self.sqlstate, 'a resource limit')}; "
+                f"SQLSTATE {self.sqlstate})",
+                reason=RESOURCE_LIMIT_REASON,
+                metadata=meta,
+            )
         return TandemError(f"database error (SQLSTATE {self.sqlstate or 'none'})")
 
 
@@ -159,7 +174,20 @@ class ResultSet:
     duration_s: float
 
 
-_DATA_CLASSES = ("22", "42", "0A", "21", "54", "2F", "38", "39", "P0", "44")
+_DATA_CLASSES = ("22", "42", "0A", "21", "2F", "38", "39", "P0", "44")
+# What a statement ran out of, by SQLSTATE (classes 53 and 54): said in the error, which
+# the ask path turns into an answer's refusal with reason SQL_RESOURCE_LIMIT.
+RESOURCE_LIMIT_REASON = "SQL_RESOURCE_LIMIT"
+RESOURCE_LIMITS = {
+    "53000": "insufficient resources",
+    "53100": "disk space for temporary files",
+    "53200": "memory",
+    "53400": "the temporary-file limit (temp_file_limit)",
+    "54000": "a value or array larger than Postgres builds",
+    "54001": "a statement too complex to plan",
+    "54011": "too many columns",
+    "54023": "too many arguments",
+}
 
 
 def classify(exc: BaseException, *, deadline_bound: bool = False) -> StatementError:
@@ -175,6 +203,9 @@ def classify(exc: BaseException, *, deadline_bound: bool = False) -> StatementEr
         return StatementError(kind, sqlstate, "statement timed out")
     if sqlstate in ("42501", "25006"):
         return StatementError(FailureKind.PERMISSION, sqlstate, message)
+    if sqlstate[:2] == "54" or (sqlstate[:2] == "53" and sqlstate != "53300"):
+        # 53300 (too many connections) is the server's state, not the statement's.
+        return StatementError(FailureKind.RESOURCE, sqlstate, message)
     if sqlstate[:2] in _DATA_CLASSES:
         return StatementError(FailureKind.DATA, sqlstate, message)
     if sqlstate[:2] in ("08", "53", "57", "58") or (
@@ -336,6 +367,11 @@ async def _on_connection(
     if safeguards.server_timeout:
         millis = max(int(budget_s * 1000), 1)
         setup.append(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(millis)))
+    if limits.work_mem_kb > 0:
+        setup.append(
+            sql.SQL("SET LOCAL work_mem = {}").format(sql.Literal(f"{int(limits.work_mem_kb)}kB"))
+        )
+        setup.append(sql.SQL("SET LOCAL hash_mem_multiplier = 1"))
     try:
         client_limit = budget_s + limits.client_grace_s if safeguards.client_timeout else None
         try:

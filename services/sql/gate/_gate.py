@@ -31,8 +31,11 @@ from services.common.spans import fingerprint_tree
 from services.sql.catalog import TableInfo
 from services.sql.gate._names import identifier
 from services.sql.gate._parsing import parse_statements
+from services.sql.gate._sizes import BuiltValues
 
 DEFAULT_MAX_SQL_CHARS = 20_000
+# The largest value a statement may build (see ``_sizes``): the default result-size cap.
+DEFAULT_MAX_BUILT_CHARS = 1_048_576
 
 
 class GateRule(enum.Enum):
@@ -48,6 +51,7 @@ class GateRule(enum.Enum):
     UNKNOWN_TABLE = 8
     SYSTEM_SCHEMA = 9
     STATEMENT_TOO_LONG = 10
+    VALUE_TOO_LARGE = 11
 
     @property
     def wire_name(self) -> str:
@@ -213,8 +217,11 @@ _VERDICT_TEXT_MAX = 4000
 class SqlGate:
     """The pure, catalog-aware statement checker; ``check`` never touches a database."""
 
-    def __init__(self, *, max_chars: int = DEFAULT_MAX_SQL_CHARS) -> None:
+    def __init__(
+        self, *, max_chars: int = DEFAULT_MAX_SQL_CHARS, max_built: int = DEFAULT_MAX_BUILT_CHARS
+    ) -> None:
         self.max_chars = max_chars
+        self._built = BuiltValues(max_built)
         # Verdicts are a pure function of the text and the catalog: a statement asked again
         # (a dashboard's question, the offline generator's answer to a repeated question)
         # is checked once per catalog load. Bounded; keyed by the catalog's database and
@@ -246,7 +253,7 @@ class SqlGate:
         parsed = _parse(text)
         if isinstance(parsed, Violation):
             return _rejected(parsed)
-        checker = _TreeCheck(catalog)
+        checker = _TreeCheck(catalog, self._built)
         violations = checker.run(parsed)
         if violations:
             return Verdict(tuple(violations), "", tuple(checker.tables_used), "")
@@ -260,7 +267,7 @@ class SqlGate:
             return _rejected(
                 Violation(GateRule.PARSE_ERROR, "statement does not survive normalisation")
             )
-        second = _TreeCheck(catalog)
+        second = _TreeCheck(catalog, self._built)
         again = second.run(reparsed)
         if again:
             return Verdict(tuple(again), "", tuple(second.tables_used), "")
@@ -300,8 +307,9 @@ def shape_fingerprint(tree: exp.Expr) -> str:
 class _TreeCheck:
     """One pass over a parsed statement; qualifies known tables in place."""
 
-    def __init__(self, catalog: TableResolver) -> None:
+    def __init__(self, catalog: TableResolver, built: BuiltValues) -> None:
         self._catalog = catalog
+        self._built = built
         self._violations: list[Violation] = []
         self._seen: set[tuple[GateRule, str]] = set()
         self.tables_used: list[str] = []
@@ -321,6 +329,8 @@ class _TreeCheck:
         for node in tree.walk():
             self._check_node(node, root)
         self._tables(tree, frozenset())
+        for name, message in self._built.problems(tree, self._table_rows):
+            self._add(GateRule.VALUE_TOO_LARGE, message, name)
         return self._violations
 
     def _check_node(self, node: exp.Expr, root: exp.Expr) -> None:
@@ -373,6 +383,13 @@ class _TreeCheck:
         name = match.group(1).lower() if match else type(node).__name__.lower()
         if name not in ALLOWED_FUNCTIONS:
             self._add(GateRule.FUNCTION_NOT_ALLOWED, "function is not on the allow-list", name)
+
+    def _table_rows(self, node: exp.Table) -> int | None:
+        """The catalog's row estimate of a table the statement reads (None if unknown)."""
+        table = self._catalog.resolve(_ident(node.args.get("db")), _ident(node.this) or "")
+        if table is None or table.row_estimate < 0:
+            return None
+        return table.row_estimate
 
     def _data_type(self, node: exp.DataType) -> None:
         if node.this not in _ALLOWED_TYPES:

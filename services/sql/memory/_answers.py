@@ -49,7 +49,16 @@ from services.sql.ask import (
     PairUse,
 )
 from services.sql.catalog import Catalog, StoredValues, compared_columns, stored_in
-from services.sql.gate import FailureKind, Limits, SqlGate, StatementError, StatementRunner, Verdict
+from services.sql.gate import (
+    RESOURCE_LIMIT_REASON,
+    FailureKind,
+    GateRule,
+    Limits,
+    SqlGate,
+    StatementError,
+    StatementRunner,
+    Verdict,
+)
 from services.sql.intents import intent_to_pb
 from services.sql.linker import form_words
 from services.sql.memory._reuse import (
@@ -593,6 +602,14 @@ class AnswerMemory:
             if not verdict.valid:
                 span.set_attributes({"sql.memory.reused": False,
                                      "sql.memory.miss": "GATE_REJECTED"})  # fmt: skip
+                too_large = next(
+                    (v for v in verdict.violations if v.rule is GateRule.VALUE_TOO_LARGE), None
+                )
+                if too_large is not None:
+                    # A taught statement that would build a value past the cap (taught
+                    # before the rule, or adapted into one): said, never answered around.
+                    return _over_limit(target, f"the confirmed question's statement: "
+                                       f"{too_large.message}"), tuple(near)  # fmt: skip
                 return None, tuple(near)
             exec_started = time.perf_counter()
             try:
@@ -602,6 +619,8 @@ class AnswerMemory:
                     raise exc.to_tandem() from exc
                 span.set_attributes({"sql.memory.reused": False,
                                      "sql.memory.miss": "DATABASE_ERROR"})  # fmt: skip
+                if exc.kind is FailureKind.RESOURCE:
+                    return _over_limit(target, exc.to_tandem().message), tuple(near)
                 return None, tuple(near)
             execute_s = time.perf_counter() - exec_started
             checks: tuple[CheckResult, ...] = ()
@@ -739,3 +758,13 @@ async def open_memory(
     )
     await store.open()
     return store
+
+
+def _over_limit(target: Target, message: str) -> AskResult:
+    """The answer to a question whose confirmed statement needs more than the database
+    allows a statement: UNANSWERABLE, reason SQL_RESOURCE_LIMIT, never a fresh reading
+    that might say nothing matches."""
+    trace.get_current_span().set_attribute("sql.refusal", RESOURCE_LIMIT_REASON)
+    return AskResult(
+        AskOutcome.UNANSWERABLE, target.name, message=message, refusal=RESOURCE_LIMIT_REASON
+    )

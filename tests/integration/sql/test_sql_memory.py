@@ -22,6 +22,7 @@ from tests.conftest import TelemetrySink
 from tests.integration.gateway.stack import Sql, start_sql
 from tests.privacy import assert_code_never_tries, assert_no_canary, captured_logs, new_canary
 from tests.privacy import raw_spans as raw_span_exporter
+from tests.security.corpora.stacks import error_details
 
 pytestmark = pytest.mark.integration
 
@@ -200,3 +201,41 @@ async def test_no_question_statement_literal_or_note_reaches_telemetry(service):
     assert attributes["sql.memory.pair_id"] == taught.pair.pair_id
     assert 0.0 < float(attributes["sql.memory.similarity"]) <= 1.0
     assert {"sql.memory.teach", "sql.memory.reuse"} <= {s.name for s in spans}
+
+
+HUGE_SQL = "SELECT length(repeat('x', 900000000)) AS n"
+
+
+async def test_a_statement_building_a_huge_value_cannot_be_taught(service):
+    """Issue 46 item 4: the taught statement would have one backend build 900 MB on every
+    ask; the gate refuses it at teaching, naming the rule and the function."""
+    sql, _, _ = service
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await _stub(sql).TeachSql(
+            pb.TeachSqlRequest(tenant_id=tenant(), question=HEALTHCARE, sql=HUGE_SQL)
+        )
+    details = error_details(err.value)
+    assert details.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert details.reason == "SQL_REJECTED" and details.fields == ["sql"]
+    assert details.metadata["rule"] == "SQL_GATE_RULE_VALUE_TOO_LARGE"
+
+
+async def test_a_confirmed_statement_over_the_limit_is_said_not_answered_around(service, pg_url):
+    """A pair stored before the rule (written here straight into the store) whose statement
+    builds a huge value: the ask is UNANSWERABLE with reason SQL_RESOURCE_LIMIT, and the
+    pipeline is not asked instead (which would answer, or say nothing matches)."""
+    sql, _, _ = service
+    stub = _stub(sql)
+    who = tenant()
+    taught = await stub.TeachSql(
+        pb.TeachSqlRequest(tenant_id=who, question=HEALTHCARE, sql=HEALTHCARE_SQL)
+    )
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute(
+            "UPDATE sql_confirmed_pairs SET sql = %s WHERE tenant_id = %s AND pair_id = %s",
+            (HUGE_SQL, who, taught.pair.pair_id),
+        )
+    asked = await stub.AskQuestion(pb.AskQuestionRequest(tenant_id=who, question=HEALTHCARE))
+    assert asked.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert asked.refusal_reason == "SQL_RESOURCE_LIMIT"
+    assert "repeat" in asked.message and not asked.result.rows

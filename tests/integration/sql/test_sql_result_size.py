@@ -67,8 +67,9 @@ async def test_a_huge_value_mid_result_returns_the_rows_before_it(engine):
     executed = await engine.execute(
         "acme",
         "",
-        "SELECT company_id AS id, CASE WHEN rank = 4 THEN repeat('x', 50000000) "
-        'ELSE name END AS "Company Name", company_id AS id, NULL AS nothing '
+        "SELECT company_id AS id, CASE WHEN rank = 4 THEN repeat('x', 600000) "
+        'ELSE name END AS "Company Name", company_id AS id, NULL AS nothing, '
+        "CASE WHEN rank = 4 THEN repeat('y', 600000) END AS more "
         "FROM (SELECT company_id, name, row_number() OVER (ORDER BY company_id DESC) AS rank "
         "FROM companies) AS c ORDER BY rank",
         max_rows=10,
@@ -77,6 +78,7 @@ async def test_a_huge_value_mid_result_returns_the_rows_before_it(engine):
     assert result.truncated and result.truncation_reason == pb.TRUNCATION_REASON_SIZE_CAP
     assert [(c.name, c.data_type) for c in result.columns] == [
         ("id", "integer"), ("Company Name", "text"), ("id", "integer"), ("nothing", "text"),
+        ("more", "text"),
     ]  # fmt: skip
     ids = [row.values[0].int_value for row in result.rows]
     assert len(ids) == 3 and ids == sorted(ids, reverse=True)

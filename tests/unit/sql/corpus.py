@@ -251,6 +251,52 @@ HOSTILE: list[tuple[str, GateRule]] = [
     ('SELECT * FROM U&"pg\\0063atalog".pg_authid', R.PARSE_ERROR),
     # size
     ("SELECT 1" + " " * 20_001, R.STATEMENT_TOO_LONG),
+    # values built past the result cap (one backend would hold them whole)
+    ("SELECT length(repeat('x', 900000000))", R.VALUE_TOO_LARGE),
+    ("SELECT length(repeat('x', 30000 * 30000))", R.VALUE_TOO_LARGE),
+    ("SELECT length(repeat(repeat('x', 30000), 30000))", R.VALUE_TOO_LARGE),
+    ("SELECT length(repeat(name, 1000000)) FROM companies", R.VALUE_TOO_LARGE),
+    ("SELECT length(repeat('x', company_id * 100000)) FROM companies", R.VALUE_TOO_LARGE),
+    ("SELECT length(lpad('', 900000000))", R.VALUE_TOO_LARGE),
+    ("SELECT length(rpad(name, 900000000, 'x')) FROM companies", R.VALUE_TOO_LARGE),
+    ("SELECT length(lpad(name, company_id * 100000)) FROM companies", R.VALUE_TOO_LARGE),
+    ("SELECT length(format('%900000000s', 'x'))", R.VALUE_TOO_LARGE),
+    ("SELECT length(format('%*s', company_id * 100000, name)) FROM companies", R.VALUE_TOO_LARGE),
+    ("SELECT count(*) FROM generate_series(1, 900000000)", R.VALUE_TOO_LARGE),
+    (
+        "SELECT count(*) FROM generate_series(TIMESTAMP '2000-01-01', TIMESTAMP '2030-01-01', "
+        "interval '1 second')",
+        R.VALUE_TOO_LARGE,
+    ),
+    (
+        "SELECT length(string_agg(repeat('x', 100000), '')) FROM generate_series(1, 10000)",
+        R.VALUE_TOO_LARGE,
+    ),
+    (
+        "SELECT length(string_agg(s, '')) FROM (SELECT repeat('x', 1000) AS s "
+        "FROM generate_series(1, 1000000) AS g) AS q",
+        R.VALUE_TOO_LARGE,
+    ),
+    (
+        "WITH w AS (SELECT repeat('x', 10000) AS s FROM generate_series(1, 1000)) "
+        "SELECT cardinality(array_agg(s)) FROM w",
+        R.VALUE_TOO_LARGE,
+    ),
+    (
+        "SELECT length(string_agg(repeat(name, 1000), '')) FROM companies, "
+        "generate_series(1, 1000000)",
+        R.VALUE_TOO_LARGE,
+    ),
+    (
+        "WITH RECURSIVE r(s) AS (SELECT 'x' UNION ALL SELECT s || s FROM r "
+        "WHERE length(s) < 900000000) SELECT length(max(s)) FROM r",
+        R.VALUE_TOO_LARGE,
+    ),
+    (
+        "WITH RECURSIVE r(s) AS (SELECT 'x' UNION ALL SELECT repeat(r.s, 2) FROM r "
+        "WHERE length(r.s) < 900000000) SELECT length(max(s)) FROM r",
+        R.VALUE_TOO_LARGE,
+    ),
 ]
 
 LEGITIMATE: list[str] = [
@@ -300,6 +346,12 @@ LEGITIMATE: list[str] = [
     "AS band, count(*) FROM opportunities GROUP BY band",
     "SELECT coalesce(lost_reason, 'n/a'), nullif(score, 0) FROM opportunities",
     "SELECT industry, string_agg(name, ', ' ORDER BY name) FROM companies GROUP BY industry",
+    "SELECT lpad(company_id::text, 8, '0'), rpad(name, 40, '.') FROM companies",
+    "SELECT repeat('*', 10) AS bar, format('%-20s|%8s', name, company_id) FROM companies",
+    "SELECT string_agg(g::text, ',') FROM generate_series(1, 1000) AS g",
+    "SELECT count(*) FROM generate_series(1, (SELECT max(company_id) FROM companies)) AS g",
+    "WITH RECURSIVE r(n, path) AS (SELECT 1, 'a' UNION ALL SELECT n + 1, path || '/' || n::text "
+    "FROM r WHERE n < 12) SELECT path FROM r",
     "SELECT industry, array_agg(DISTINCT segment) FROM companies GROUP BY industry",
     "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM opportunities",
     "SELECT count(*) FILTER (WHERE stage = 'Closed Won') AS won, count(*) FROM opportunities",

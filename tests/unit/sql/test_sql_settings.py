@@ -19,6 +19,8 @@ def test_defaults():
     assert (settings.default_max_rows, settings.max_rows) == (50, 1000)
     assert (settings.statement_timeout_s, settings.max_statement_timeout_s) == (5.0, 30.0)
     assert settings.catalog_max_chars == 8000 and settings.max_repairs == 2
+    assert (settings.max_result_bytes, settings.work_mem_kb) == (1_048_576, 8192)
+    assert SqlSettings.from_env({"SQL_WORK_MEM_KB": "0"}).work_mem_kb == 0
     assert settings.reference_date is None and settings.databases == ()
     assert settings.demo_warehouse  # nothing of your own configured: the demo serves
 
@@ -107,6 +109,7 @@ def test_warehouse_url_overrides_everything():
         ({"SQL_ALLOW_WRITABLE": "finance"}, "SQL_UNSAFE_WRITABLE_DATABASES"),
         ({"SQL_UNSAFE_WRITABLE_DATABASES": "Bad!"}, "SQL_UNSAFE_WRITABLE_DATABASES"),
         ({"SQL_MAX_ROWS": "x"}, "SQL_MAX_ROWS"),
+        ({"SQL_WORK_MEM_KB": "-1"}, "SQL_WORK_MEM_KB"),
         ({"SQL_DEFAULT_DATABASE": "Nope!"}, "SQL_DEFAULT_DATABASE"),
         ({"SQL_EXCLUDE_TABLES": "stg_*"}, "SQL_EXCLUDE_TABLES"),
         ({"SQL_EXCLUDE_TABLES": "warehouse=stg_*;warehouse=x"}, "SQL_EXCLUDE_TABLES"),
