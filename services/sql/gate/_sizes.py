@@ -22,7 +22,8 @@ is never what a question needs. The rules, each from what the statement itself s
   what is aggregated. A stored value aggregated as it is stays the data's own size,
   which the gate cannot see (a cross join of large tables aggregated is bounded only by
   the statement timeout).
-- ``replace``/``regexp_replace`` of constants: at most the cap.
+- ``replace``/``regexp_replace`` of constants, and concatenations (``||``, ``concat``) of
+  built values: at most the cap.
 - A recursive query may not grow a value from itself (``s || s``, ``repeat(s, 2)``):
   doubling per step reaches a gigabyte in thirty steps, well inside any timeout.
 
@@ -115,6 +116,12 @@ class BuiltValues:
             return None
         if _is_aggregate(node):
             return self._aggregate(node)
+        if isinstance(node, exp.DPipe | exp.Concat | exp.ConcatWs) and not isinstance(
+            node.parent, exp.DPipe
+        ):
+            # the whole chain once: each repeat within the cap, twenty of them joined not
+            size = self.width(node)
+            return None if size is None else self._over("concatenation", size)
         return None
 
     def _over(self, name: str, size: int) -> tuple[str, str] | None:

@@ -258,6 +258,11 @@ HOSTILE: list[tuple[str, GateRule]] = [
     ("SELECT length(repeat(name, 1000000)) FROM companies", R.VALUE_TOO_LARGE),
     ("SELECT length(repeat('x', company_id * 100000)) FROM companies", R.VALUE_TOO_LARGE),
     ("SELECT length(lpad('', 900000000))", R.VALUE_TOO_LARGE),
+    (
+        "SELECT length(repeat('x', 1000000) || repeat('x', 1000000) || repeat('x', 1000000))",
+        R.VALUE_TOO_LARGE,
+    ),
+    ("SELECT length(concat(lpad('a', 1000000), lpad('b', 1000000)))", R.VALUE_TOO_LARGE),
     ("SELECT length(rpad(name, 900000000, 'x')) FROM companies", R.VALUE_TOO_LARGE),
     ("SELECT length(lpad(name, company_id * 100000)) FROM companies", R.VALUE_TOO_LARGE),
     ("SELECT length(format('%900000000s', 'x'))", R.VALUE_TOO_LARGE),
