@@ -47,11 +47,14 @@ from services.common._language import (
 from services.common._logging import JsonFormatter, configure_logging
 from services.common._mtls import (
     CALLERS,
+    ONWARD,
     PLAINTEXT_VARIABLE,
+    SERVED_BY,
     TLS_DIR_VARIABLE,
     CallerGuard,
     Trust,
     peer_identity,
+    reach,
     tls_directory,
 )
 from services.common._observability import (
@@ -76,6 +79,7 @@ from services.common._store import TenantStore, role_conninfo
 from services.common._telemetry import Telemetry
 from services.common._tenant_token import (
     TENANT_TOKEN_HEADER,
+    Grant,
     TenantSigner,
     TenantVerifier,
     current_token,
@@ -93,8 +97,10 @@ __all__ = [
     "ENGLISH",
     "IDENTITIES",
     "LANGUAGE_UNSUPPORTED",
+    "ONWARD",
     "PLAINTEXT_VARIABLE",
     "READ_ONLY_REASON",
+    "SERVED_BY",
     "TENANT_TOKEN_HEADER",
     "TLS_DIR_VARIABLE",
     "Authority",
@@ -106,6 +112,7 @@ __all__ = [
     "Env",
     "FailedPrecondition",
     "FieldViolation",
+    "Grant",
     "GrpcServer",
     "InvalidArgument",
     "JsonFormatter",
@@ -153,6 +160,7 @@ __all__ = [
     "load_trace",
     "map_db_error",
     "peer_identity",
+    "reach",
     "read_only_message",
     "remaining",
     "render_tree",
