@@ -544,8 +544,13 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
 
 def server_settings_for(settings: ServerSettings, gateway: GatewaySettings) -> ServerSettings:
     """The runtime's default deadline is the longest per-RPC default; the servicer
-    narrows it per RPC for calls that arrive without one."""
-    return replace(settings, default_deadline_s=gateway.server_deadline_s)
+    narrows it per RPC for calls that arrive without one. It is also the cap: a caller
+    asking for more gets that much, so no internal call outlives the grace internal
+    connections give their calls past their maximum age."""
+    longest = gateway.server_deadline_s
+    return replace(
+        settings, default_deadline_s=longest, longest_deadline_s=longest, max_deadline_s=longest
+    )
 
 
 def build_server(

@@ -73,7 +73,13 @@ from services.common._pki import (
     write_bundles,
 )
 from services.common._server import GrpcServer, serve
-from services.common._settings import Env, ServerSettings, SettingsError, TelemetrySettings
+from services.common._settings import (
+    Deadlines,
+    Env,
+    ServerSettings,
+    SettingsError,
+    TelemetrySettings,
+)
 from services.common._spanstore import build_tree, load_trace, render_tree, store_files
 from services.common._store import TenantStore, role_conninfo
 from services.common._telemetry import Telemetry
@@ -109,6 +115,7 @@ __all__ = [
     "Database",
     "DatabaseSettings",
     "DeadlineExceeded",
+    "Deadlines",
     "Env",
     "FailedPrecondition",
     "FieldViolation",

@@ -63,7 +63,9 @@ async def abort_with(context: grpc.aio.ServicerContext[Any, Any], exc: BaseExcep
 class RuntimeInterceptor(grpc.aio.ServerInterceptor):
     """Wraps every handler: deadline scope, error mapping and an access-log line.
 
-    Calls without a deadline get ``default_deadline_s`` so no work runs unbounded.
+    Calls without a deadline get ``default_deadline_s`` so no work runs unbounded; with
+    ``max_deadline_s`` (the gateway), a longer deadline than it is cut to it, so no
+    internal call outlives the connections' grace (``ServerSettings``).
     Unexpected exceptions become INTERNAL with a fixed message (the cause goes to the
     log and the span, never to the client) and are never surfaced as UNKNOWN.
     """
@@ -75,8 +77,10 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
         *,
         carry_trace_context: bool = False,
         guard: Guard | None = None,
+        max_deadline_s: float | None = None,
     ) -> None:
         self._default_deadline_s = default_deadline_s
+        self._max_deadline_s = max_deadline_s
         self._guard = guard
         # Without the tracing interceptor before it, this one makes the caller's trace
         # context current (for logs, the trailer and the next hop).
@@ -132,7 +136,8 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
 
     def _budget(self, context: grpc.aio.ServicerContext[Any, Any]) -> float:
         left = context.time_remaining()
-        return self._default_deadline_s if left is None else max(float(left), 0.0)
+        budget = self._default_deadline_s if left is None else max(float(left), 0.0)
+        return budget if self._max_deadline_s is None else min(budget, self._max_deadline_s)
 
     def _wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
         async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
