@@ -51,12 +51,14 @@ from services.common import (
     configure_logging,
     create_channel,
     deadline_scope,
+    report_on_error,
     resolve_url,
     serve,
 )
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
+from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from tandem.v1 import router_service_pb2 as qpb
 from tandem.v1 import router_service_pb2_grpc as qpb_grpc
@@ -309,13 +311,21 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         *,
         default_s: float,
         fail_open: Callable[[], list[R]] | None = None,
+        settled: rpb.IngestCheckpoint | None = None,
     ) -> AsyncIterator[R]:
+        """``settled`` (an ingest): each document the stream reports settled is noted in
+        it, and a call cut midway (retrieval gone, a deadline) reports it in its status,
+        unless retrieval's own status already does."""
+        if settled is not None:
+            report_on_error(lambda: settled if settled.documents else None)
         with self._deadline(context, default_s):
             call = start()
         sent = False
         try:
             async for event in call:
                 sent = True
+                if settled is not None and event.HasField("document_finished"):
+                    settled.documents.append(event.document_finished)
                 yield reparse(event, response)
         except grpc.aio.AioRpcError as exc:
             if fail_open is not None and not sent and unreachable(exc):
@@ -418,6 +428,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         async for event in self._stream(
             context, route.backend, lambda: method(internal), route.response,
             default_s=backends.deps.settings.ingest_deadline_s,
+            settled=rpb.IngestCheckpoint(documents_total=len(internal.documents)),  # type: ignore[attr-defined]
         ):  # fmt: skip
             yield event
 
@@ -500,6 +511,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             context, "retrieval", lambda: backends.retrieval.IngestDocuments(internal),
             gpb.GatewayServiceUploadDocumentResponse,
             default_s=backends.deps.settings.ingest_deadline_s,
+            settled=rpb.IngestCheckpoint(documents_total=1),
         ):  # fmt: skip
             yield event
 

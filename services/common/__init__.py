@@ -35,7 +35,7 @@ from services.common._errors import (
     status_for,
 )
 from services.common._event_loop import run_service
-from services.common._interceptors import RuntimeInterceptor, abort_with
+from services.common._interceptors import RuntimeInterceptor, abort_with, report_on_error
 from services.common._language import (
     ENGLISH,
     LANGUAGE_UNSUPPORTED,
@@ -171,6 +171,7 @@ __all__ = [
     "read_only_message",
     "remaining",
     "render_tree",
+    "report_on_error",
     "resolve_url",
     "role_conninfo",
     "run_service",
