@@ -51,12 +51,14 @@ from services.common import (
     configure_logging,
     create_channel,
     deadline_scope,
+    report_on_error,
     resolve_url,
     serve,
 )
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
+from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import retrieval_service_pb2_grpc as rpb_grpc
 from tandem.v1 import router_service_pb2 as qpb
 from tandem.v1 import router_service_pb2_grpc as qpb_grpc
@@ -309,13 +311,21 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         *,
         default_s: float,
         fail_open: Callable[[], list[R]] | None = None,
+        settled: rpb.IngestCheckpoint | None = None,
     ) -> AsyncIterator[R]:
+        """``settled`` (an ingest): each document the stream reports settled is noted in
+        it, and a call cut midway (retrieval gone, a deadline) reports it in its status,
+        unless retrieval's own status already does."""
+        if settled is not None:
+            report_on_error(lambda: settled if settled.documents else None)
         with self._deadline(context, default_s):
             call = start()
         sent = False
         try:
             async for event in call:
                 sent = True
+                if settled is not None and event.HasField("document_finished"):
+                    settled.documents.append(event.document_finished)
                 yield reparse(event, response)
         except grpc.aio.AioRpcError as exc:
             if fail_open is not None and not sent and unreachable(exc):
@@ -418,6 +428,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         async for event in self._stream(
             context, route.backend, lambda: method(internal), route.response,
             default_s=backends.deps.settings.ingest_deadline_s,
+            settled=rpb.IngestCheckpoint(documents_total=len(internal.documents)),  # type: ignore[attr-defined]
         ):  # fmt: skip
             yield event
 
@@ -500,6 +511,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             context, "retrieval", lambda: backends.retrieval.IngestDocuments(internal),
             gpb.GatewayServiceUploadDocumentResponse,
             default_s=backends.deps.settings.ingest_deadline_s,
+            settled=rpb.IngestCheckpoint(documents_total=1),
         ):  # fmt: skip
             yield event
 
@@ -544,8 +556,13 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
 
 def server_settings_for(settings: ServerSettings, gateway: GatewaySettings) -> ServerSettings:
     """The runtime's default deadline is the longest per-RPC default; the servicer
-    narrows it per RPC for calls that arrive without one."""
-    return replace(settings, default_deadline_s=gateway.server_deadline_s)
+    narrows it per RPC for calls that arrive without one. It is also the cap: a caller
+    asking for more gets that much, so no internal call outlives the grace internal
+    connections give their calls past their maximum age."""
+    longest = gateway.server_deadline_s
+    return replace(
+        settings, default_deadline_s=longest, longest_deadline_s=longest, max_deadline_s=longest
+    )
 
 
 def build_server(

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.common import Env, SettingsError
+from services.common import Deadlines, Env, SettingsError
 
 DEFAULT_PORT = 50051
 # The per-tenant token bucket: sustained calls per second and the burst allowed.
@@ -74,6 +74,7 @@ class GatewaySettings:
         """Reads ``*_ADDR``, ``GATEWAY_*`` and ``GRPC_DEFAULT_DEADLINE_S``."""
         env = Env(environ)
         defaults = Limits()
+        deadlines = Deadlines.from_env(environ)
         rate_per_s, burst = tenant_quota(env)
         settings = cls(
             router_addr=env.get_str("ROUTER_ADDR", "127.0.0.1:50052"),
@@ -81,8 +82,8 @@ class GatewaySettings:
             sql_addr=env.get_str("SQL_ADDR", "127.0.0.1:50055"),
             rate_per_s=rate_per_s,
             burst=burst,
-            default_deadline_s=env.get_float("GRPC_DEFAULT_DEADLINE_S", 30.0, minimum=0.001),
-            ingest_deadline_s=env.get_float("GATEWAY_INGEST_DEADLINE_S", 300.0, minimum=0.001),
+            default_deadline_s=deadlines.default_s,
+            ingest_deadline_s=deadlines.ingest_s,
             limits=Limits(
                 max_question_chars=env.get_int(
                     "GATEWAY_MAX_QUESTION_CHARS", defaults.max_question_chars, minimum=1
@@ -125,8 +126,9 @@ class GatewaySettings:
 
     @property
     def server_deadline_s(self) -> float:
-        """The runtime's default: the longest per-RPC default, narrowed per call."""
-        return max(self.default_deadline_s, self.ingest_deadline_s)
+        """The runtime's default and cap: the longest per-RPC default, narrowed per call
+        (a caller asking for more gets this much)."""
+        return Deadlines(self.default_deadline_s, self.ingest_deadline_s).longest_s
 
 
 def tenant_quota(env: Env) -> tuple[float, float]:

@@ -14,12 +14,15 @@ import csv
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+import grpc
 from google.protobuf import json_format
+from grpc_status import rpc_status
 
 from services.cli import _sql_memory
 from services.cli._plumbing import (
@@ -698,6 +701,116 @@ def _redactions(document: rpb.DocumentResult) -> dict[str, int]:
     }
 
 
+# A call cut midway (the retrieval service or a connection gone, a deadline) is resumed
+# with the documents it had not settled, up to this many times in a row without progress.
+RESUMABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+MAX_FRUITLESS_RESUMES = 3
+RESUME_BACKOFF_S = 1.0
+
+
+def _checkpoint(error: Any) -> list[rpb.DocumentResult]:
+    """The documents an interrupted call's status says it settled (IngestCheckpoint)."""
+    status = rpc_status.from_call(error)
+    for detail in status.details if status else []:
+        found = rpb.IngestCheckpoint()
+        if detail.Unpack(found):
+            return list(found.documents)
+    return []
+
+
+def merged_summary(
+    documents: Sequence[rpb.DocumentResult], total: int, *, dry_run: bool, model_name: str
+) -> rpb.IngestSummary:
+    """One batch's manifest from its documents' results, gathered over several calls."""
+    summary = rpb.IngestSummary(dry_run=dry_run, documents_total=total, model_name=model_name)
+    counts = {
+        rpb.DOCUMENT_OUTCOME_INCLUDED: "documents_included",
+        rpb.DOCUMENT_OUTCOME_UNCHANGED: "documents_unchanged",
+        rpb.DOCUMENT_OUTCOME_EXCLUDED: "documents_excluded",
+        rpb.DOCUMENT_OUTCOME_FAILED: "documents_failed",
+    }
+    for document in sorted(documents, key=lambda d: d.index):
+        summary.documents.append(document)
+        name = counts.get(document.outcome)
+        if name:
+            setattr(summary, name, getattr(summary, name) + 1)
+        if document.outcome == rpb.DOCUMENT_OUTCOME_INCLUDED:
+            summary.chunks_total += document.chunk_count
+            if not dry_run:
+                summary.chunks_written += document.chunk_count
+    return summary
+
+
+def resumed_ingest(
+    batch: Sequence[rpb.DocumentInput],
+    send: Callable[[Sequence[rpb.DocumentInput]], Any],
+    progress: Callable[[int], None],
+    *,
+    dry_run: bool,
+    sleep: Callable[[float], None] = time.sleep,
+) -> rpb.IngestSummary:
+    """Ingest ``batch``, resuming a call cut midway with only what it had not settled.
+
+    Each document's result is taken from its ``document_finished`` event as it comes (sent
+    once the document is committed) or from the IngestCheckpoint of the status that cut
+    the call; the rest are sent again, by the same ids, so nothing is stored twice (a
+    document committed as the call was cut comes back UNCHANGED). Gives up, raising the
+    last error, after ``MAX_FRUITLESS_RESUMES`` cut calls in a row that settled nothing.
+    """
+    settled: dict[int, rpb.DocumentResult] = {}
+    model_name = ""
+    fruitless = 0
+    while True:
+        pending = [i for i in range(len(batch)) if i not in settled]
+        before = len(settled)
+
+        def note(result: rpb.DocumentResult, pending: list[int] = pending) -> None:
+            if 0 <= result.index < len(pending):
+                original = pending[result.index]
+                settled[original] = rpb.DocumentResult()
+                settled[original].CopyFrom(result)
+                settled[original].index = original
+
+        try:
+            for event in send([batch[i] for i in pending]):
+                kind = event.WhichOneof("event")
+                if kind == "document_finished":
+                    note(event.document_finished)
+                    progress(len(settled))
+                elif kind == "progress":
+                    progress(before + event.progress.documents_done)
+                elif kind == "summary":
+                    if len(pending) == len(batch):
+                        whole: rpb.IngestSummary = event.summary
+                        return whole  # not cut: the server's manifest as it is
+                    model_name = event.summary.model_name or model_name
+                    for result in event.summary.documents:
+                        note(result)
+        except grpc.RpcError as exc:
+            if exc.code() not in RESUMABLE:
+                raise
+            for result in _checkpoint(exc):
+                note(result)
+            left = len(batch) - len(settled)
+            fruitless = 0 if len(settled) > before else fruitless + 1
+            if not left:
+                break
+            if fruitless > MAX_FRUITLESS_RESUMES:
+                raise
+            print(
+                f"  ingest cut midway ({exc.code().name}): {len(settled)} of "
+                f"{len(batch)} documents settled; resuming with the {left} left",
+                file=sys.stderr,
+            )
+            sleep(RESUME_BACKOFF_S * fruitless)
+            continue
+        if len(settled) < len(batch):
+            raise CliError("the ingest stream ended without reporting every document")
+        break
+    merged = list(settled.values())
+    return merged_summary(merged, len(batch), dry_run=dry_run, model_name=model_name)
+
+
 class ProgressBar:
     """A one-line bar on stderr (redrawn in place on a terminal, every 10% otherwise)."""
 
@@ -770,41 +883,35 @@ def _ingest(args: argparse.Namespace) -> int:
     small = [d for d in docs if d.ByteSize() <= MAX_FILE_BYTES]
     big = [d for d in docs if d.ByteSize() > MAX_FILE_BYTES]
 
-    def sends() -> Iterator[tuple[int, Any]]:
-        """Each call and how many documents it carries: batches, then each big file."""
-        for batch in batches(small, args.batch):
-            request = gpb.GatewayServiceIngestDocumentsRequest(
-                documents=batch, dry_run=args.dry_run
-            )
-            yield len(batch), stub.IngestDocuments(request, metadata=metadata, timeout=args.timeout)
-        for doc in big:
-            messages = upload_messages(doc, args.dry_run)
-            yield 1, stub.UploadDocument(messages, metadata=metadata, timeout=args.timeout)
+    def send(batch: Sequence[rpb.DocumentInput]) -> Any:
+        """One call for ``batch``: IngestDocuments, or UploadDocument for one big file."""
+        if len(batch) == 1 and batch[0].ByteSize() > MAX_FILE_BYTES:
+            messages = upload_messages(batch[0], args.dry_run)
+            return stub.UploadDocument(messages, metadata=metadata, timeout=args.timeout)
+        request = gpb.GatewayServiceIngestDocumentsRequest(documents=batch, dry_run=args.dry_run)
+        return stub.IngestDocuments(request, metadata=metadata, timeout=args.timeout)
 
     with channel:
-        for count, events in sends():
+        for batch in [*batches(small, args.batch), *([doc] for doc in big)]:
             base = done
-            for event in events:
-                kind = event.WhichOneof("event")
-                if kind == "progress":
-                    bar.update(base + event.progress.documents_done)
-                elif kind == "summary":
-                    summary = event.summary
-                    summaries.append(summary)
-                    totals["included"] += summary.documents_included
-                    totals["unchanged"] += summary.documents_unchanged
-                    totals["excluded"] += summary.documents_excluded
-                    totals["failed"] += summary.documents_failed
-                    # A dry run writes nothing: count what it would write instead.
-                    totals["chunks"] += (
-                        summary.chunks_total if args.dry_run else summary.chunks_written
-                    )
-                    failures += [
-                        f"{d.document_id}: {d.error.message}"
-                        for d in summary.documents
-                        if d.HasField("error")
-                    ]
-            done = base + count
+
+            def progress(settled: int, base: int = base) -> None:
+                bar.update(base + settled)
+
+            summary = resumed_ingest(batch, send, progress, dry_run=args.dry_run)
+            summaries.append(summary)
+            totals["included"] += summary.documents_included
+            totals["unchanged"] += summary.documents_unchanged
+            totals["excluded"] += summary.documents_excluded
+            totals["failed"] += summary.documents_failed
+            # A dry run writes nothing: count what it would write instead.
+            totals["chunks"] += summary.chunks_total if args.dry_run else summary.chunks_written
+            failures += [
+                f"{d.document_id}: {d.error.message}"
+                for d in summary.documents
+                if d.HasField("error")
+            ]
+            done = base + len(batch)
             bar.update(done)
     bar.close()
     if args.json:

@@ -36,7 +36,7 @@ from services.common._errors import (
     status_for,
 )
 from services.common._event_loop import run_service
-from services.common._interceptors import RuntimeInterceptor, abort_with
+from services.common._interceptors import RuntimeInterceptor, abort_with, report_on_error
 from services.common._language import (
     ENGLISH,
     LANGUAGE_UNSUPPORTED,
@@ -48,11 +48,14 @@ from services.common._language import (
 from services.common._logging import JsonFormatter, configure_logging
 from services.common._mtls import (
     CALLERS,
+    ONWARD,
     PLAINTEXT_VARIABLE,
+    SERVED_BY,
     TLS_DIR_VARIABLE,
     CallerGuard,
     Trust,
     peer_identity,
+    reach,
     tls_directory,
 )
 from services.common._observability import (
@@ -71,12 +74,19 @@ from services.common._pki import (
     write_bundles,
 )
 from services.common._server import GrpcServer, serve
-from services.common._settings import Env, ServerSettings, SettingsError, TelemetrySettings
+from services.common._settings import (
+    Deadlines,
+    Env,
+    ServerSettings,
+    SettingsError,
+    TelemetrySettings,
+)
 from services.common._spanstore import build_tree, load_trace, render_tree, store_files
 from services.common._store import TenantStore, role_conninfo
 from services.common._telemetry import Telemetry
 from services.common._tenant_token import (
     TENANT_TOKEN_HEADER,
+    Grant,
     TenantSigner,
     TenantVerifier,
     current_token,
@@ -94,8 +104,10 @@ __all__ = [
     "ENGLISH",
     "IDENTITIES",
     "LANGUAGE_UNSUPPORTED",
+    "ONWARD",
     "PLAINTEXT_VARIABLE",
     "READ_ONLY_REASON",
+    "SERVED_BY",
     "TENANT_TOKEN_HEADER",
     "TLS_DIR_VARIABLE",
     "Authority",
@@ -104,9 +116,11 @@ __all__ = [
     "Database",
     "DatabaseSettings",
     "DeadlineExceeded",
+    "Deadlines",
     "Env",
     "FailedPrecondition",
     "FieldViolation",
+    "Grant",
     "GrpcServer",
     "InvalidArgument",
     "JsonFormatter",
@@ -155,9 +169,11 @@ __all__ = [
     "load_trace",
     "map_db_error",
     "peer_identity",
+    "reach",
     "read_only_message",
     "remaining",
     "render_tree",
+    "report_on_error",
     "resolve_url",
     "role_conninfo",
     "run_service",

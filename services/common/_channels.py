@@ -11,7 +11,12 @@ import grpc
 
 from services.common._deadline import effective_timeout
 from services.common._mtls import Trust
-from services.common._tenant_token import TENANT_TOKEN_HEADER, current_token
+from services.common._tenant_token import (
+    TENANT_TOKEN_HEADER,
+    TenantSigner,
+    current_tenant,
+    current_token,
+)
 
 # The internal RPCs a second try would change the outcome of: feedback is a new row each
 # time. A call of these whose replica dies mid-way fails with UNAVAILABLE for its caller to
@@ -180,10 +185,22 @@ def deadline_interceptors() -> list[grpc.aio.ClientInterceptor]:
     return rewriting_interceptors(_with_timeout, _cancel_if_abandoned)
 
 
-def _with_tenant_token(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
-    token = current_token.get()
-    if token is None:
-        return details
+def _token_for(signer: TenantSigner | None) -> Rewrite:
+    """The rewrite adding the current request's tenant token: minted for the RPC being
+    called where this process signs (the gateway), else the one the request arrived with
+    (forwarded: the router's calls onward)."""
+
+    def rewrite(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+        tenant = current_tenant.get() if signer is not None else None
+        if signer is not None and tenant is not None:
+            return _with_token(details, signer.token(tenant, details.method))
+        token = current_token.get()
+        return details if token is None else _with_token(details, token)
+
+    return rewrite
+
+
+def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:
     metadata = grpc.aio.Metadata(*(details.metadata or ()), (TENANT_TOKEN_HEADER, token))
     return grpc.aio.ClientCallDetails(
         method=details.method,
@@ -194,10 +211,12 @@ def _with_tenant_token(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCa
     )
 
 
-def tenant_token_interceptors() -> list[grpc.aio.ClientInterceptor]:
-    """Every call carries the current request's tenant token (signed by the gateway,
-    forwarded by the router) when there is one."""
-    return rewriting_interceptors(_with_tenant_token)
+def tenant_token_interceptors(
+    signer: TenantSigner | None = None,
+) -> list[grpc.aio.ClientInterceptor]:
+    """Every call carries the current request's tenant token when there is one: signed
+    by ``signer`` for the RPC called (the gateway), or forwarded (the router)."""
+    return rewriting_interceptors(_token_for(signer))
 
 
 def create_channel(
@@ -220,6 +239,7 @@ def create_channel(
     options = channel_options(max_message_bytes, replicas=names_replicas(target))
     chain = [*interceptors, *deadline_interceptors()]
     credentials = trust.channel_credentials() if trust is not None else None
+    signer = trust.signer if trust is not None else None
     if credentials is None:
         return grpc.aio.insecure_channel(target, options=options, interceptors=chain)
     if not peer:
@@ -228,5 +248,5 @@ def create_channel(
         target,
         credentials,
         options=[*options, ("grpc.ssl_target_name_override", peer)],
-        interceptors=[*tenant_token_interceptors(), *chain],
+        interceptors=[*tenant_token_interceptors(signer), *chain],
     )

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
+from google.protobuf import any_pb2
+from google.protobuf.message import Message
 from grpc_status import rpc_status
 from opentelemetry import metrics, trace
 
 from services.common._deadline import deadline_scope
-from services.common._errors import InvalidArgument, TandemError, status_for
+from services.common._errors import DeadlineExceeded, InvalidArgument, TandemError, status_for
 from services.common._propagation import enter_remote_context, leave_remote_context
 
 _log = logging.getLogger("tandem.rpc")
@@ -52,9 +55,43 @@ def _check_parsed(request: Any) -> None:
         )
 
 
-async def abort_with(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> None:
-    """Abort the call with the rich status for ``exc`` (BadRequest, RetryInfo, ErrorInfo…)."""
-    status = rpc_status.to_status(status_for(exc))
+Partial = Callable[[], Message | None]
+# What a streaming call has done so far, for its status should it end with an error (an
+# ingest's settled documents): providers a handler registers with ``report_on_error``.
+_PARTIAL: contextvars.ContextVar[list[Partial] | None] = contextvars.ContextVar(
+    "tandem_partial", default=None
+)
+
+
+def report_on_error(provider: Partial) -> None:
+    """Should the current streaming call end with an error, add ``provider()`` (unless
+    None) to its status details: what a caller needs to resume. A detail of the same type
+    already in the status (relayed from the service that did the work) wins. Outside a
+    streaming call this does nothing."""
+    providers = _PARTIAL.get()
+    if providers is not None:
+        providers.append(provider)
+
+
+async def abort_with(
+    context: grpc.aio.ServicerContext[Any, Any],
+    exc: BaseException,
+    extra: Sequence[Partial] = (),
+) -> None:
+    """Abort the call with the rich status for ``exc`` (BadRequest, RetryInfo, ErrorInfo…)
+    and what ``extra`` reports."""
+    proto = status_for(exc)
+    present = {detail.type_url for detail in proto.details}
+    for provider in extra:
+        found = provider()
+        if found is None:
+            continue
+        packed = any_pb2.Any()
+        packed.Pack(found)
+        if packed.type_url not in present:
+            proto.details.append(packed)
+            present.add(packed.type_url)
+    status = rpc_status.to_status(proto)
     await context.abort(
         status.code, status.details, (*status.trailing_metadata, *_trace_id_metadata())
     )
@@ -63,7 +100,9 @@ async def abort_with(context: grpc.aio.ServicerContext[Any, Any], exc: BaseExcep
 class RuntimeInterceptor(grpc.aio.ServerInterceptor):
     """Wraps every handler: deadline scope, error mapping and an access-log line.
 
-    Calls without a deadline get ``default_deadline_s`` so no work runs unbounded.
+    Calls without a deadline get ``default_deadline_s`` so no work runs unbounded; with
+    ``max_deadline_s`` (the gateway), a longer deadline than it is cut to it, so no
+    internal call outlives the connections' grace (``ServerSettings``).
     Unexpected exceptions become INTERNAL with a fixed message (the cause goes to the
     log and the span, never to the client) and are never surfaced as UNKNOWN.
     """
@@ -75,8 +114,10 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
         *,
         carry_trace_context: bool = False,
         guard: Guard | None = None,
+        max_deadline_s: float | None = None,
     ) -> None:
         self._default_deadline_s = default_deadline_s
+        self._max_deadline_s = max_deadline_s
         self._guard = guard
         # Without the tracing interceptor before it, this one makes the caller's trace
         # context current (for logs, the trailer and the next hop).
@@ -132,7 +173,8 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
 
     def _budget(self, context: grpc.aio.ServicerContext[Any, Any]) -> float:
         left = context.time_remaining()
-        return self._default_deadline_s if left is None else max(float(left), 0.0)
+        budget = self._default_deadline_s if left is None else max(float(left), 0.0)
+        return budget if self._max_deadline_s is None else min(budget, self._max_deadline_s)
 
     def _wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
         async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
@@ -167,6 +209,8 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             code = grpc.StatusCode.OK
             budget = self._budget(context)
             token = enter_remote_context(context.invocation_metadata()) if self._carry else None
+            partial: list[Partial] = []
+            reporting = _PARTIAL.set(partial)
             try:
                 _set_trace_id(context)
                 _check_parsed(request)
@@ -182,10 +226,11 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
                             await result
             except BaseException as exc:
                 code = _classify(exc, context)
-                await _abort_for(exc, context, method)
+                await _abort_for(exc, context, method, partial)
                 raise
             finally:
                 self._record(method, code, started)
+                _PARTIAL.reset(reporting)
                 if token is not None:
                     leave_remote_context(token)
 
@@ -207,7 +252,10 @@ def _classify(exc: BaseException, context: grpc.aio.ServicerContext[Any, Any]) -
 
 
 async def _abort_for(
-    exc: BaseException, context: grpc.aio.ServicerContext[Any, Any], method: str
+    exc: BaseException,
+    context: grpc.aio.ServicerContext[Any, Any],
+    method: str,
+    partial: Sequence[Partial] = (),
 ) -> None:
     """Abort with the mapped rich status; returns only for what grpc itself must see."""
     if isinstance(exc, grpc.aio.AbortError | asyncio.CancelledError) or not isinstance(
@@ -215,6 +263,10 @@ async def _abort_for(
     ):
         return
     if isinstance(exc, TimeoutError):
+        if partial:
+            await abort_with(
+                context, DeadlineExceeded("deadline exceeded", reason="DEADLINE_EXCEEDED"), partial
+            )
         await context.abort(
             grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded", _trace_id_metadata()
         )
@@ -222,7 +274,7 @@ async def _abort_for(
     if isinstance(exc, TandemError):
         if exc.code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNAVAILABLE):
             span.record_exception(exc)
-        await abort_with(context, exc)
+        await abort_with(context, exc, partial)
     span.record_exception(exc)
     span.set_status(trace.Status(trace.StatusCode.ERROR, type(exc).__name__))
     _log.error(
@@ -230,7 +282,7 @@ async def _abort_for(
         exc_info=exc,
         extra={"fields": {"rpc.method": method, "error.type": type(exc).__name__}},
     )
-    await abort_with(context, exc)
+    await abort_with(context, exc, partial)
 
 
 _PROBES = ("/grpc.health.", "/grpc.reflection.")

@@ -6,6 +6,10 @@ request is read. Past the handshake, the caller's identity (its certificate's co
 must be one that may call the service (``CALLERS``), and a request that names a tenant
 must carry a tenant token the gateway signed for that same tenant
 (``services.common._tenant_token``): a valid certificate alone never picks a tenant.
+The token is bound to the internal RPC the gateway called with it; it opens only that
+call and the ones its handler makes onward (``ONWARD``), each by the identity that
+serves the RPC before it, so a token lifted from one call (with the certificate of a
+service it reached) does nothing the call it came with could not have done.
 
 Plaintext is a development switch only (``TANDEM_INSECURE_INTERNAL=true``), logged loudly
 at start; with neither it nor ``TANDEM_TLS_DIR`` set, a service refuses to start.
@@ -29,7 +33,9 @@ from services.common._tenant_token import (
     TENANT_TOKEN_HEADER,
     TenantSigner,
     TenantVerifier,
+    current_tenant,
     current_token,
+    method_name,
 )
 
 _log = logging.getLogger("tandem.trust")
@@ -47,6 +53,46 @@ CALLERS: Mapping[str, frozenset[str]] = {
     "tandem.v1.EmbeddingService": frozenset({"retrieval", "sql"}),
 }
 _ANY_PEER = ("grpc.health.", "grpc.reflection.")
+
+# The identity that serves each internal service: who makes a handler's onward calls.
+SERVED_BY: Mapping[str, str] = {
+    "tandem.v1.RouterService": "router",
+    "tandem.v1.RetrievalService": "retrieval",
+    "tandem.v1.SqlService": "sql",
+    "tandem.v1.EmbeddingService": "embedding",
+}
+_ROUTER_CALLS = frozenset(
+    {
+        "tandem.v1.RetrievalService/Search",
+        "tandem.v1.SqlService/AskQuestion",
+        "tandem.v1.SqlService/ValidateSql",
+    }
+)
+# The tenant-scoped RPCs each internal RPC's handler calls onward with the token it got
+# (services.router._clients). RPCs not listed call none (the embedding service's are
+# not tenant-scoped: its caller's certificate is their guard).
+ONWARD: Mapping[str, frozenset[str]] = {
+    "tandem.v1.RouterService/Ask": _ROUTER_CALLS,
+    "tandem.v1.RouterService/StreamAsk": _ROUTER_CALLS,
+}
+
+Hop = tuple[str, str]
+
+
+def reach(entry: str, onward: Mapping[str, frozenset[str]] = ONWARD) -> frozenset[Hop]:
+    """Every (caller identity, RPC) a token bound to ``entry`` may be presented for: the
+    gateway's call of ``entry``, then each onward call by the identity serving the RPC
+    that makes it."""
+    hops: set[Hop] = {(SIGNER_IDENTITY, entry)}
+    pending = [entry]
+    while pending:
+        method = pending.pop()
+        caller = SERVED_BY.get(method.split("/", 1)[0])
+        for nxt in onward.get(method, frozenset()):
+            if caller is not None and (caller, nxt) not in hops:
+                hops.add((caller, nxt))
+                pending.append(nxt)
+    return frozenset(hops)
 
 
 def tls_directory(environ: Mapping[str, str]) -> Path | None:
@@ -80,12 +126,21 @@ class CallerGuard:
     service, and a request's ``tenant_id`` is the tenant its token was signed for.
 
     The token is kept as the request's ``current_token`` so the calls the handler makes
-    onward (the router's to retrieval and SQL) carry it.
+    onward (the router's to retrieval and SQL) carry it; it must have been signed for a
+    chain that reaches this RPC from this caller (``reach``).
     """
 
-    def __init__(self, callers: Mapping[str, frozenset[str]], verifier: TenantVerifier) -> None:
+    def __init__(
+        self,
+        callers: Mapping[str, frozenset[str]],
+        verifier: TenantVerifier,
+        onward: Mapping[str, frozenset[str]] = ONWARD,
+    ) -> None:
         self._callers = callers
         self._verifier = verifier
+        self._onward = onward
+        # Per entry RPC, worked out once: entries come only from tokens the gateway signed.
+        self._reach: dict[str, frozenset[Hop]] = {}
 
     def __call__(
         self, method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]
@@ -109,7 +164,19 @@ class CallerGuard:
         if descriptor is None or "tenant_id" not in descriptor.fields_by_name:
             return
         token = _metadata_value(context, TENANT_TOKEN_HEADER)
-        signed = self._verifier.tenant(token)
+        grant = self._verifier.grant(token)
+        hops = self._reach.get(grant.entry)
+        if hops is None:
+            hops = self._reach[grant.entry] = reach(grant.entry, self._onward)
+        called = method_name(method)
+        if (peer, called) not in hops:
+            raise PermissionDenied(
+                f"the tenant token was issued for a call of {grant.entry}; it does not "
+                f"let {peer!r} call {called}",
+                reason="TENANT_TOKEN_NOT_FOR_CALL",
+                metadata={"caller": peer, "method": called, "entry": grant.entry},
+            )
+        signed = grant.tenant
         # An empty tenant_id is left to the handler, which names the field.
         if request.tenant_id and request.tenant_id != signed:
             raise PermissionDenied(
@@ -219,7 +286,8 @@ class Trust:
         return CallerGuard(self.callers, self.verifier)
 
     def sign_for(self, tenant: str) -> None:
-        """Make ``tenant``'s token the current request's, for the calls it makes next
-        (the gateway, once the API key named the tenant). No-op in plaintext."""
+        """Make ``tenant`` the current request's signed tenant: each internal call it
+        makes next carries a token for it bound to that call's RPC (the gateway, once the
+        API key named the tenant). No-op in plaintext."""
         if self.signer is not None:
-            current_token.set(self.signer.token(tenant))
+            current_tenant.set(tenant)

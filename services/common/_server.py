@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -69,6 +70,7 @@ class GrpcServer:
                     telemetry.meter("tandem.rpc"),
                     carry_trace_context=not tracing,
                     guard=self.trust.guard(),
+                    max_deadline_s=settings.max_deadline_s,
                 ),
             ],
             options=[
@@ -80,9 +82,13 @@ class GrpcServer:
                 ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.so_reuseport", 0),
                 # Clients reconnect (and re-resolve) at least every few minutes, so replicas
-                # an autoscaler adds start taking traffic; in-flight calls get a grace.
-                ("grpc.max_connection_age_ms", settings.max_connection_age_s * 1000),
-                ("grpc.max_connection_age_grace_ms", 30_000),
+                # an autoscaler adds start taking traffic; the calls in flight run on to
+                # their deadlines (the grace covers the longest), never cut midway.
+                ("grpc.max_connection_age_ms", round(settings.max_connection_age_s * 1000)),
+                (
+                    "grpc.max_connection_age_grace_ms",
+                    math.ceil(settings.connection_age_grace_s * 1000),
+                ),
             ],
             maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
         )

@@ -80,8 +80,42 @@ class Env:
 
 
 @dataclass(frozen=True)
+class Deadlines:
+    """The deadlines the deployment grants, read in this one place: the default for a
+    call that arrives without one (``GRPC_DEFAULT_DEADLINE_S``) and ingest's
+    (``GATEWAY_INGEST_DEADLINE_S``). The gateway caps what a caller asks for at the
+    longest, so no internal call runs longer, and every server keeps a connection past
+    its maximum age for that long (``ServerSettings.connection_age_grace_s``)."""
+
+    default_s: float = 30.0
+    ingest_s: float = 300.0
+
+    @property
+    def longest_s(self) -> float:
+        return max(self.default_s, self.ingest_s)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Deadlines:
+        env = Env(environ)
+        return cls(
+            default_s=env.get_float("GRPC_DEFAULT_DEADLINE_S", 30.0, minimum=0.001),
+            ingest_s=env.get_float("GATEWAY_INGEST_DEADLINE_S", 300.0, minimum=0.001),
+        )
+
+
+# After its deadline a call still sends its status: the last moment of a connection's
+# grace is kept for that.
+_LAST_REPLY_S = 1.0
+
+
+@dataclass(frozen=True)
 class ServerSettings:
-    """How one service's gRPC server listens, drains and bounds its calls."""
+    """How one service's gRPC server listens, drains and bounds its calls.
+
+    ``longest_deadline_s`` is the longest deadline any call in the deployment gets
+    (``Deadlines.longest_s``); ``max_deadline_s``, where set (the gateway, the public
+    door), caps what a caller may ask for, so internal calls never run longer.
+    """
 
     service_name: str
     host: str = "127.0.0.1"
@@ -92,7 +126,17 @@ class ServerSettings:
     keepalive_timeout_s: int = 10
     default_deadline_s: float = 30.0
     max_concurrent_rpcs: int | None = None
-    max_connection_age_s: int = 300
+    max_connection_age_s: float = 300
+    longest_deadline_s: float = Deadlines().longest_s
+    max_deadline_s: float | None = None
+
+    @property
+    def connection_age_grace_s(self) -> float:
+        """How long a connection past its maximum age stays open for the calls it carries:
+        a call started just before the server's GOAWAY runs to its deadline. A grace
+        shorter than the longest deadline cut ingests midway (issue 46: UNAVAILABLE after
+        37 s on a connection 293 s old, with 300 s max age and 30 s grace)."""
+        return self.longest_deadline_s + _LAST_REPLY_S
 
     @classmethod
     def from_env(
@@ -100,6 +144,7 @@ class ServerSettings:
     ) -> ServerSettings:
         """Read ``<SERVICE>_HOST``/``<SERVICE>_PORT`` plus the shared ``GRPC_*`` knobs."""
         env = Env(environ)
+        deadlines = Deadlines.from_env(environ)
         prefix = service_name.upper()
         return cls(
             service_name=service_name,
@@ -109,8 +154,9 @@ class ServerSettings:
             max_message_bytes=env.get_int("GRPC_MAX_MESSAGE_BYTES", 16 * 1024 * 1024, minimum=1024),
             keepalive_time_s=env.get_int("GRPC_KEEPALIVE_TIME_S", 30, minimum=1),
             keepalive_timeout_s=env.get_int("GRPC_KEEPALIVE_TIMEOUT_S", 10, minimum=1),
-            default_deadline_s=env.get_float("GRPC_DEFAULT_DEADLINE_S", 30.0, minimum=0.001),
-            max_connection_age_s=env.get_int("GRPC_MAX_CONNECTION_AGE_S", 300, minimum=1),
+            default_deadline_s=deadlines.default_s,
+            max_connection_age_s=env.get_float("GRPC_MAX_CONNECTION_AGE_S", 300, minimum=0.1),
+            longest_deadline_s=deadlines.longest_s,
         )
 
 

@@ -2,14 +2,20 @@
 
 A valid peer certificate says *which service* calls; it must not let that service pick
 *which tenant's* data it reads. The gateway, the only party that checks API keys, signs
-``(tenant, expiry)`` with its certificate's private key; the internal services verify the
-signature with the gateway's certificate (public, issued by the same CA) and refuse a
-request whose ``tenant_id`` is not the signed one. The router forwards the token it was
-given; it cannot mint one.
+``(tenant, entry, expiry)`` with its certificate's private key; the internal services
+verify the signature with the gateway's certificate (public, issued by the same CA) and
+refuse a request whose ``tenant_id`` is not the signed one. The router forwards the token
+it was given; it cannot mint one.
 
-Signing and verifying cost next to nothing per request: the gateway reuses a tenant's
-token until half its lifetime has passed, and a verifier remembers the tokens it has
-already checked until they expire.
+``entry`` is the internal RPC the gateway called with the token (``tandem.v1.RouterService/
+Ask``). A token is good only for that call and the calls its handler makes onward (the
+caller guard works the chain out of the call table, ``services.common._mtls``): a token
+forwarded for one Ask opens the router's Search and AskQuestion for that tenant, never
+its documents' deletion, whoever holds it.
+
+Signing and verifying cost next to nothing per request: the gateway reuses a token until
+half its lifetime has passed, and a verifier remembers the tokens it has already checked
+until they expire.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import binascii
 import contextvars
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -30,7 +37,7 @@ from services.common._errors import Unauthenticated
 
 TENANT_TOKEN_HEADER = "x-tandem-tenant-token"
 SIGNER_IDENTITY = "gateway"
-_VERSION = "t1"
+_VERSION = "t2"
 _CONTEXT = b"tandem-tenant-token\x00"
 TOKEN_TTL_S = 300
 # Clocks of two hosts may disagree a little; a token this far past its expiry still passes.
@@ -48,8 +55,24 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _message(tenant: str, expiry: int) -> bytes:
-    return _CONTEXT + f"{_VERSION}\x00{tenant}\x00{expiry}".encode()
+def _message(tenant: str, entry: str, expiry: int) -> bytes:
+    return _CONTEXT + f"{_VERSION}\x00{tenant}\x00{entry}\x00{expiry}".encode()
+
+
+def method_name(method: str | bytes) -> str:
+    """``tandem.v1.RouterService/Ask`` for a gRPC method path in either spelling
+    (``/tandem.v1.RouterService/Ask``, as bytes or text)."""
+    text = method.decode("ascii") if isinstance(method, bytes) else method
+    return text.lstrip("/")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What a verified token allows: ``tenant``'s data, through the chain that starts at
+    the internal RPC ``entry``."""
+
+    tenant: str
+    entry: str
 
 
 class TenantSigner:
@@ -64,20 +87,24 @@ class TenantSigner:
         self._key = key
         self._ttl_s = ttl_s
         self._clock = clock
-        self._issued: dict[str, tuple[float, str]] = {}
+        self._issued: dict[tuple[str, str], tuple[float, str]] = {}
 
-    def token(self, tenant: str) -> str:
-        """A token for ``tenant``, reused until half its lifetime has passed."""
+    def token(self, tenant: str, entry: str | bytes) -> str:
+        """A token for ``tenant`` on a call of ``entry`` (a method path) and the calls
+        that call makes onward, reused until half its lifetime has passed."""
+        entry = method_name(entry)
         now = self._clock()
-        cached = self._issued.get(tenant)
+        cached = self._issued.get((tenant, entry))
         if cached is not None and cached[0] > now:
             return cached[1]
         expiry = int(now) + self._ttl_s
-        signature = self._key.sign(_message(tenant, expiry), ec.ECDSA(hashes.SHA256()))
-        token = f"{_VERSION}.{_b64(tenant.encode())}.{expiry}.{_b64(signature)}"
+        signature = self._key.sign(_message(tenant, entry, expiry), ec.ECDSA(hashes.SHA256()))
+        token = (
+            f"{_VERSION}.{_b64(tenant.encode())}.{_b64(entry.encode())}.{expiry}.{_b64(signature)}"
+        )
         if len(self._issued) >= _MAX_REMEMBERED:
             self._issued.clear()
-        self._issued[tenant] = (now + self._ttl_s / 2, token)
+        self._issued[(tenant, entry)] = (now + self._ttl_s / 2, token)
         return token
 
 
@@ -94,11 +121,15 @@ class TenantVerifier:
             raise ValueError("the gateway's certificate holds no EC public key")
         self._key = key
         self._clock = clock
-        self._verified: dict[str, tuple[str, int]] = {}
+        self._verified: dict[str, tuple[Grant, int]] = {}
 
     def tenant(self, token: str | None) -> str:
-        """The tenant ``token`` was signed for; UNAUTHENTICATED when it is missing,
-        malformed, forged or expired."""
+        """The tenant ``token`` was signed for (see ``grant``)."""
+        return self.grant(token).tenant
+
+    def grant(self, token: str | None) -> Grant:
+        """The tenant and entry RPC ``token`` was signed for; UNAUTHENTICATED when it is
+        missing, malformed, forged or expired."""
         if not token:
             raise Unauthenticated(
                 "this call needs a tenant token signed by the gateway",
@@ -107,33 +138,42 @@ class TenantVerifier:
         remembered = self._verified.get(token)
         if remembered is None:
             remembered = self._check(token)
-        tenant, expiry = remembered
+        grant, expiry = remembered
         if self._clock() > expiry + _SKEW_S:
             self._verified.pop(token, None)
             raise Unauthenticated("the tenant token has expired", reason="TENANT_TOKEN_EXPIRED")
-        return tenant
+        return grant
 
-    def _check(self, token: str) -> tuple[str, int]:
+    def _check(self, token: str) -> tuple[Grant, int]:
         invalid = Unauthenticated(
             "the tenant token is not one the gateway signed", reason="TENANT_TOKEN_INVALID"
         )
         parts = token.split(".")
-        if len(parts) != 4 or parts[0] != _VERSION or not parts[2].isdigit():
+        if len(parts) != 5 or parts[0] != _VERSION or not parts[3].isdigit():
             raise invalid
         try:
-            # The tenant travels base64url-encoded: metadata is ASCII and '.' separates.
-            tenant, expiry = _unb64(parts[1]).decode("utf-8"), int(parts[2])
-            self._key.verify(_unb64(parts[3]), _message(tenant, expiry), ec.ECDSA(hashes.SHA256()))
+            # Tenant and entry travel base64url-encoded: metadata is ASCII, '.' separates.
+            tenant, entry = _unb64(parts[1]).decode("utf-8"), _unb64(parts[2]).decode("utf-8")
+            expiry = int(parts[3])
+            self._key.verify(
+                _unb64(parts[4]), _message(tenant, entry, expiry), ec.ECDSA(hashes.SHA256())
+            )
         except (InvalidSignature, binascii.Error, ValueError):
             raise invalid from None
         if len(self._verified) >= _MAX_REMEMBERED:
             self._verified.clear()
-        self._verified[token] = (tenant, expiry)
-        return tenant, expiry
+        grant = Grant(tenant, entry)
+        self._verified[token] = (grant, expiry)
+        return grant, expiry
 
 
 # The token the current request arrived with, so calls it makes onward carry it (the
 # router's calls to retrieval and SQL). Set by the server guard, read by the channel.
 current_token: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "tandem_tenant_token", default=None
+)
+# The tenant the gateway authenticated for the current request: its channels mint a
+# token for it bound to each internal RPC they call.
+current_tenant: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "tandem_signed_tenant", default=None
 )

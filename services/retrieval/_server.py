@@ -23,6 +23,7 @@ from services.common import (
     configure_logging,
     create_channel,
     embedded_pgvector_is_portable,
+    report_on_error,
     resolve_url,
     serve,
 )
@@ -315,8 +316,14 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     async def IngestDocuments(
         self, request: pb.IngestDocumentsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[pb.IngestDocumentsResponse]:
+        # Cut midway, the status lists what was settled (the caller re-sends the rest).
+        settled = pb.IngestCheckpoint(documents_total=len(request.documents))
+        report_on_error(lambda: settled if settled.documents else None)
         async for event in self._ingestor.ingest(ingest_request_from_proto(request)):
-            yield ingest_event_to_proto(event)
+            reply = ingest_event_to_proto(event)
+            if reply.HasField("document_finished"):
+                settled.documents.append(reply.document_finished)
+            yield reply
 
     async def DeleteDocument(
         self, request: pb.DeleteDocumentRequest, context: grpc.aio.ServicerContext[Any, Any]

@@ -33,7 +33,10 @@ from tests.integration.gateway.stack import (
 )
 from tests.integration.retrieval.stack import (
     Retrieval,
+    held_document,
     new_tenant,
+    start_retrieval,
+    stored_documents,
 )
 from tests.scopes import PINNED_RPC_SCOPES
 
@@ -123,6 +126,10 @@ async def _error(call: Any, awaitable: Any = None) -> tuple[grpc.StatusCode, dic
             found["metadata"] = dict(info.metadata)
         elif detail.Unpack(retry):
             found["retry_s"] = retry.retry_delay.ToTimedelta().total_seconds()
+        else:
+            checkpoint = rpb.IngestCheckpoint()
+            if detail.Unpack(checkpoint):
+                found["checkpoint"] = checkpoint
     return err.value.code(), found
 
 
@@ -338,6 +345,59 @@ async def test_ingest_refuses_an_oversized_batch_and_secret_keep_kinds(stack):
     code, found = await _error(call, _drain(call))
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert found["fields"] == ["redaction_policy.keep_kinds[0]"]
+
+
+@pytest.mark.rpc(INGEST)
+async def test_an_ingest_cut_midway_names_the_documents_it_committed(
+    pg_url, embedding, sql, router, telemetry_sink
+):
+    """Issue 46 item 7: the retrieval service goes away in the middle of an ingest (as its
+    connection did, cut at its maximum age): the caller gets UNAVAILABLE with an
+    IngestCheckpoint naming the two documents committed, and their events had come."""
+    own = await start_retrieval(
+        pg_url, embedding.server.address, telemetry_sink("retrieval").telemetry
+    )
+    gateway = await _gateway(pg_url, own, sql, router, telemetry_sink)
+    try:
+        tenant = new_tenant(pg_url)
+        key = await gateway.key(tenant)
+        held = rpb.DocumentInput(document_id="held", text="The stored copy.")
+        await _drain(gateway.stub.IngestDocuments(
+            gpb.GatewayServiceIngestDocumentsRequest(documents=[held]), metadata=bearer(key)
+        ))  # fmt: skip
+        before = stored_documents(pg_url, tenant)
+        docs = [rpb.DocumentInput(document_id=n, text=f"The {n} note.") for n in ("a", "b")]
+        docs += [
+            rpb.DocumentInput(document_id="held", text="A changed note, held at its write."),
+            rpb.DocumentInput(document_id="d", text="Never reached."),
+        ]
+        finished: list[rpb.DocumentResult] = []
+        with held_document(pg_url, tenant, "held"):
+            call = gateway.stub.IngestDocuments(
+                gpb.GatewayServiceIngestDocumentsRequest(documents=docs), metadata=bearer(key)
+            )
+
+            async def cut_after_two() -> None:
+                async for event in call:
+                    if event.HasField("document_finished"):
+                        finished.append(event.document_finished)
+                        if len(finished) == 2:
+                            await own.server.stop(0)
+
+            code, found = await _error(call, cut_after_two())
+        assert (code, found["reason"]) == (
+            grpc.StatusCode.UNAVAILABLE,
+            "DEPENDENCY_UNAVAILABLE",
+        ), found
+        checkpoint = found["checkpoint"]
+        assert checkpoint.documents_total == 4
+        assert [(d.index, d.document_id) for d in checkpoint.documents] == [(0, "a"), (1, "b")]
+        assert [d.document_id for d in finished] == ["a", "b"]
+        stored = stored_documents(pg_url, tenant)
+        assert set(stored) == {"a", "b", "held"} and stored["held"] == before["held"]
+    finally:
+        await gateway.close()
+        await own.close()
 
 
 @pytest.mark.rpc(INGEST)

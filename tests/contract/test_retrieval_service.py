@@ -25,9 +25,11 @@ from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings
 from tests.integration.retrieval.stack import (
     Retrieval,
+    held_document,
     ingest,
     new_tenant,
     start_retrieval,
+    stored_documents,
 )
 
 INGEST = "tandem.v1.RetrievalService/IngestDocuments"
@@ -239,6 +241,62 @@ async def test_ingest_embedding_failure_fails_documents_not_the_call(
         assert summary.documents[0].error.code == grpc.StatusCode.UNAVAILABLE.value[0]
         _, dry = await ingest(running.stub, tenant, DOCS[:2], dry_run=True)
         assert dry.documents_included == 2 and dry.model_name == ""
+    finally:
+        await running.close()
+
+
+def _checkpoint(status: Any) -> pb.IngestCheckpoint | None:
+    for detail in status.details if status else []:
+        found = pb.IngestCheckpoint()
+        if detail.Unpack(found):
+            return found
+    return None
+
+
+@pytest.mark.rpc(INGEST)
+async def test_a_call_cut_midway_reports_what_it_committed(pg_url, embedding, telemetry_sink):
+    """Issue 46 item 7: a call cut at its deadline after two of four documents: those two
+    stay committed, their events came, and the status lists them (IngestCheckpoint), so
+    the caller re-sends only the rest. The third is held at its write (another
+    transaction locks its row) until the server's deadline ends the call."""
+    running = await start_retrieval(
+        pg_url,
+        embedding.server.address,
+        telemetry_sink("retrieval").telemetry,
+        server={"default_deadline_s": 4.0},
+    )
+    tenant = new_tenant(pg_url)
+    docs = [_doc(name, f"The {name} note: renewal terms for Acme.") for name in ("a", "b")]
+    docs += [_doc("held", "A changed note, held at its write."), _doc("d", "Never reached.")]
+    try:
+        await ingest(running.stub, tenant, [_doc("held", "The stored copy.")])
+        before = stored_documents(pg_url, tenant)
+        with held_document(pg_url, tenant, "held"):
+            # No deadline from the caller: the server's own ends the call, so its status,
+            # not the client's timer, says how it ended.
+            call = running.stub.IngestDocuments(
+                pb.IngestDocumentsRequest(tenant_id=tenant, documents=docs)
+            )
+            events: list[pb.IngestDocumentsResponse] = []
+
+            async def drain() -> None:
+                async for event in call:
+                    events.append(event)
+
+            code, _, info = await _error(call, drain())
+        assert (code, info["reason"]) == (grpc.StatusCode.DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED")
+        checkpoint = _checkpoint(await rpc_status.aio.from_call(call))
+        assert checkpoint is not None and checkpoint.documents_total == 4
+        finished = [e.document_finished for e in events if e.HasField("document_finished")]
+        assert [(d.index, d.document_id) for d in checkpoint.documents] == [(0, "a"), (1, "b")]
+        assert [d.document_id for d in finished] == ["a", "b"]
+        assert {d.outcome for d in checkpoint.documents} == {pb.DOCUMENT_OUTCOME_INCLUDED}
+        # Whole documents in, the held one as it was, the last one not written at all.
+        stored = stored_documents(pg_url, tenant)
+        assert set(stored) == {"a", "b", "held"} and stored["held"] == before["held"]
+        assert {d.document_id: d.content_sha256 for d in checkpoint.documents} == {
+            k: stored[k] for k in ("a", "b")
+        }
     finally:
         await running.close()
 

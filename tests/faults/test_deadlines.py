@@ -110,6 +110,23 @@ async def test_without_a_caller_deadline_the_gateway_default_bounds_every_hop(
     assert all(h.remaining is not None for h in hops.hops[1:])
 
 
+async def test_a_caller_asking_for_an_hour_gets_the_longest_deadline(
+    recorded: tuple[Stack, HopLog],
+):
+    """Issue 46 item 7: no internal call may outlive the grace a connection past its
+    maximum age gives its calls (the longest deadline), so the gateway cuts what a caller
+    asks for to it."""
+    stack, hops = recorded
+    await stack.stub.Search(
+        gpb.GatewayServiceSearchRequest(query="renewal risk"),
+        metadata=stack.metadata,
+        timeout=3600,
+    )
+    retrieval = _one(hops, "RetrievalService")
+    assert retrieval.remaining is not None
+    assert retrieval.remaining <= stack.gateway_settings.server_deadline_s + 1.0
+
+
 async def test_an_expired_deadline_cancels_the_work_downstream(recorded: tuple[Stack, HopLog]):
     stack, hops = recorded
     hops.delays["Embed"] = 30.0  # the embedding service hangs

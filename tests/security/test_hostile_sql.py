@@ -87,7 +87,12 @@ async def running(process_stack: ProcessStack) -> AsyncIterator[Running]:
             spb_grpc.SqlServiceStub(sql),
             itertools.cycle(keys),
             process_stack.database_url(DEFAULT_DATABASE),
-            ((TENANT_TOKEN_HEADER, trust.signer.token("hostile-sql")),),
+            (
+                (
+                    TENANT_TOKEN_HEADER,
+                    trust.signer.token("hostile-sql", "/tandem.v1.SqlService/ExecuteSql"),
+                ),
+            ),
         )
 
 

@@ -216,8 +216,10 @@ class Direct:
     stub: rpb_grpc.RetrievalServiceAsyncStub
     signer: TenantSigner
 
-    def token(self, tenant: str) -> tuple[tuple[str, str], ...]:
-        return ((TENANT_TOKEN_HEADER, self.signer.token(tenant)),)
+    def token(self, tenant: str, rpc: str) -> tuple[tuple[str, str], ...]:
+        """The token the gateway would send with its call of retrieval's ``rpc``."""
+        entry = f"/tandem.v1.RetrievalService/{rpc}"
+        return ((TENANT_TOKEN_HEADER, self.signer.token(tenant, entry)),)
 
 
 @dataclass
@@ -230,7 +232,7 @@ async def _search(direct: Direct, tenant: str, phase: Phase, keep: Callable[[], 
     i = next(_SERIAL)  # every query new: the embedding cache must not answer it
     request = rpb.SearchRequest(tenant_id=tenant, query=f"{QUERIES[i % len(QUERIES)]} {i}", top_k=5)
     started = time.monotonic()
-    reply = await direct.stub.Search(request, metadata=direct.token(tenant), timeout=10)
+    reply = await direct.stub.Search(request, metadata=direct.token(tenant, "Search"), timeout=10)
     took = (time.monotonic() - started) * 1000
     if keep():
         phase.latencies.append(took)
@@ -261,7 +263,7 @@ async def _while_ingesting(
         request = rpb.IngestDocumentsRequest(tenant_id=ingester, documents=[document])
         try:
             async for event in direct.stub.IngestDocuments(
-                request, metadata=direct.token(ingester), timeout=120
+                request, metadata=direct.token(ingester, "IngestDocuments"), timeout=120
             ):
                 if event.HasField("summary"):
                     summary.append(event.summary)
@@ -310,7 +312,7 @@ async def test_search_keeps_its_pace_while_another_tenant_ingests(
         events = [
             e
             async for e in direct.stub.IngestDocuments(
-                request, metadata=direct.token(b), timeout=60
+                request, metadata=direct.token(b, "IngestDocuments"), timeout=60
             )
         ]
         assert events[-1].summary.documents_included == len(QUERIES), events[-1]

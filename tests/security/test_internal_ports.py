@@ -3,13 +3,14 @@
 Every RPC of every internal service (walked from the protos) is called the ways an
 attacker inside the network could: plaintext, TLS without a certificate, a certificate
 from another CA, a certificate of an identity that may not call the service, and an
-allowed identity with no tenant token, a forged one, or one signed for another tenant.
-Each is refused before a handler runs, and each refusal is checked for its reason (the
-server's handshake error in its log, the ErrorInfo reason of a guard's refusal), never
-by its status code alone: UNAVAILABLE is also what a port nobody listens on answers. In
-every test an allowed caller is served by the same servers, with the same requests where
-they are valid, as the positive control that the refusals are not an accident of the
-setup.
+allowed identity with no tenant token, a forged one, one signed for another tenant, or
+one lifted from a call it was not issued for (a token is bound to the RPC the gateway
+called and the calls that one makes onward). Each is refused before a handler runs, and
+each refusal is checked for its reason (the server's handshake error in its log, the
+ErrorInfo reason of a guard's refusal), never by its status code alone: UNAVAILABLE is
+also what a port nobody listens on answers. In every test an allowed caller is served by
+the same servers, with the same requests where they are valid, as the positive control
+that the refusals are not an accident of the setup.
 """
 
 from __future__ import annotations
@@ -61,6 +62,25 @@ PINNED_CALLERS = {
     "tandem.v1.SqlService": {"gateway", "router"},
     "tandem.v1.EmbeddingService": {"retrieval", "sql"},
 }
+# The tenant-scoped RPCs the router calls onward while answering an Ask, written out by
+# hand from services.router._clients: the only ones a token forwarded to it opens.
+PINNED_ROUTER_CALLS = {
+    "tandem.v1.RetrievalService.Search",
+    "tandem.v1.SqlService.AskQuestion",
+    "tandem.v1.SqlService.ValidateSql",
+}
+ASK = "/tandem.v1.RouterService/Ask"
+# For each identity, the entry RPC of a token it could hold legitimately: the gateway
+# mints one per call (None: bound to the RPC called), the router holds the one its Ask
+# arrived with, retrieval and SQL the one of their own RPC.
+HELD_TOKEN_ENTRY: dict[str, str | None] = {
+    "gateway": None,
+    "router": ASK,
+    "retrieval": "/tandem.v1.RetrievalService/Search",
+    "sql": "/tandem.v1.SqlService/AskQuestion",
+    "embedding": ASK,
+    "supervisor": ASK,
+}
 VICTIM = "acme-victim"
 ATTACKER = "mallory"
 TIMEOUT_S = 10.0
@@ -108,6 +128,7 @@ GUARD_REASONS = frozenset(
         "TENANT_TOKEN_MISSING",
         "TENANT_TOKEN_INVALID",
         "TENANT_TOKEN_EXPIRED",
+        "TENANT_TOKEN_NOT_FOR_CALL",
     }
 )
 
@@ -147,11 +168,24 @@ async def _call(
 
 @dataclass
 class Attack:
-    """One way of calling: the channel credentials to present and the metadata to send."""
+    """One way of calling: the channel credentials to present and the metadata to send
+    (``token``: a tenant token per method path, sent after ``metadata``)."""
 
     name: str
     credentials: Callable[[Credentials], grpc.ChannelCredentials | None]
     metadata: tuple[tuple[str, str], ...] = ()
+    token: Callable[[str], str] | None = None
+
+    def metadata_for(self, path: str) -> tuple[tuple[str, str], ...]:
+        if self.token is None:
+            return self.metadata
+        return (*self.metadata, (TENANT_TOKEN_HEADER, self.token(path)))
+
+
+def held_token(signer: TenantSigner, identity: str, tenant: str = "") -> Callable[[str], str]:
+    """The tenant token ``identity`` could hold legitimately, per method path it calls."""
+    entry = HELD_TOKEN_ENTRY[identity]
+    return lambda path: signer.token(tenant or VICTIM, entry or path)
 
 
 def _tls(ca: bytes, key: bytes | None = None, cert: bytes | None = None) -> Any:
@@ -174,6 +208,10 @@ def _open(address: str, peer: str, credentials: grpc.ChannelCredentials | None) 
     )
 
 
+def _tampered(token: Callable[[str], str]) -> Callable[[str], str]:
+    return lambda path: token(path)[:-4] + "AAAA"
+
+
 async def _outcomes(
     stack: ProcessStack,
     attack: Attack,
@@ -191,8 +229,9 @@ async def _outcomes(
             if peer not in channels:
                 channels[peer] = _open(stack.address(peer), peer, attack.credentials(ours))
             request = (requests or {}).get(method.full_name)
+            path = f"/{method.containing_service.full_name}/{method.name}"
             outcomes[method.full_name] = await _call(
-                channels[peer], method, attack.metadata, request
+                channels[peer], method, attack.metadata_for(path), request
             )
     finally:
         for channel in channels.values():
@@ -216,6 +255,9 @@ def _valid_requests() -> dict[str, Any]:
         "tandem.v1.RetrievalService.ListDocuments": retrieval_service_pb2.ListDocumentsRequest(
             tenant_id=VICTIM
         ),
+        "tandem.v1.RetrievalService.Search": retrieval_service_pb2.SearchRequest(
+            tenant_id=VICTIM, query="companies"
+        ),
         "tandem.v1.SqlService.DescribeSchema": spb.DescribeSchemaRequest(tenant_id=VICTIM),
         "tandem.v1.EmbeddingService.GetModelInfo": embedding_service_pb2.GetModelInfoRequest(),
     }
@@ -232,15 +274,18 @@ def _assert_answered(method: str, outcome: Outcome) -> None:
     elif method.endswith("EmbeddingService.GetModelInfo"):
         assert (reply.model_name, reply.dimension) != ("", 0), reply
     else:
-        assert method.endswith("RetrievalService.ListDocuments"), method
+        assert method.endswith(("RetrievalService.ListDocuments", "Search")), method
 
 
-async def _served_as(stack: ProcessStack, identity: str, token: str) -> None:
+async def _served_as(stack: ProcessStack, identity: str, signer: TenantSigner) -> None:
     """The positive control: ``identity`` with the deployment's certificate and a token
-    the gateway signed is answered by each service it may call."""
-    attack = Attack(f"as {identity}", _certified, ((TENANT_TOKEN_HEADER, token),))
+    the gateway signed for a call that reaches it is answered by each service it may
+    call (the router's Ask reaching retrieval and SQL with the token it forwards)."""
+    attack = Attack(f"as {identity}", _certified, token=held_token(signer, identity))
     outcomes = await _outcomes(stack, attack, identity, _valid_requests())
     for method in _valid_requests():
+        if identity == "router" and method not in PINNED_ROUTER_CALLS:
+            continue
         if identity in PINNED_CALLERS[method.rsplit(".", 1)[0]]:
             _assert_answered(method, outcomes[method])
 
@@ -284,15 +329,15 @@ HANDSHAKE_REFUSALS = {
 async def test_without_a_certificate_of_the_deployment_no_internal_rpc_answers(
     process_stack: ProcessStack, outsider: Path, signer: TenantSigner
 ) -> None:
-    token = ((TENANT_TOKEN_HEADER, signer.token(VICTIM)),)
+    token = held_token(signer, "gateway")
     stranger = load_credentials(outsider, "gateway")
     attacks = [
-        Attack("plaintext", lambda _: None, token),
-        Attack("TLS without a client certificate", lambda ours: _tls(ours.ca), token),
+        Attack("plaintext", lambda _: None, token=token),
+        Attack("TLS without a client certificate", lambda ours: _tls(ours.ca), token=token),
         Attack(
             "another CA's gateway certificate",
             lambda ours: _tls(ours.ca, stranger.key, stranger.cert),
-            token,
+            token=token,
         ),
     ]
     assert len(_methods()) >= 18  # every RPC of the four internal services today
@@ -311,20 +356,26 @@ async def test_without_a_certificate_of_the_deployment_no_internal_rpc_answers(
             assert await logs.wait_for(peer, reason, 1), (attack.name, peer, logs.new(peer))
     # The positive control: the same servers answer the deployment's own callers.
     for identity in ("gateway", "retrieval"):
-        await _served_as(process_stack, identity, signer.token(VICTIM))
+        await _served_as(process_stack, identity, signer)
 
 
 async def test_a_certified_identity_calls_only_the_services_it_may(
     process_stack: ProcessStack, signer: TenantSigner
 ) -> None:
     assert {service: set(callers) for service, callers in CALLERS.items()} == PINNED_CALLERS
-    token = ((TENANT_TOKEN_HEADER, signer.token(VICTIM)),)
     for identity in ("gateway", "router", "retrieval", "sql", "embedding", "supervisor"):
-        attack = Attack(f"as {identity}", _certified, token)
+        attack = Attack(f"as {identity}", _certified, token=held_token(signer, identity))
         outcomes = await _outcomes(process_stack, attack, identity)
         for method, outcome in outcomes.items():
             service = method.rsplit(".", 1)[0]
-            if identity in PINNED_CALLERS[service]:
+            allowed = identity in PINNED_CALLERS[service]
+            if allowed and identity == "router" and method not in PINNED_ROUTER_CALLS:
+                # Its certificate may call the service, the token it holds not this RPC.
+                assert (outcome.code, outcome.reason) == (
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    "TENANT_TOKEN_NOT_FOR_CALL",
+                ), (identity, method, outcome)
+            elif allowed:
                 # Past the guard: the handler answers or names the empty request's field.
                 assert outcome.served(), (identity, method, outcome)
             else:
@@ -334,7 +385,7 @@ async def test_a_certified_identity_calls_only_the_services_it_may(
                 ), (identity, method, outcome)
                 assert outcome.message == f"the {identity!r} identity may not call {service}"
         # The positive control: each service this identity may call answers it in full.
-        await _served_as(process_stack, identity, signer.token(VICTIM))
+        await _served_as(process_stack, identity, signer)
 
 
 async def test_a_valid_certificate_never_picks_the_tenant(
@@ -348,38 +399,39 @@ async def test_a_valid_certificate_never_picks_the_tenant(
         "SqlService",
     }
     unauthenticated, denied = grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED
-    cases = {
-        "no tenant token": ((), (unauthenticated, "TENANT_TOKEN_MISSING")),
-        "a token another CA's gateway signed": (
-            ((TENANT_TOKEN_HEADER, forger.token(VICTIM)),),
-            (unauthenticated, "TENANT_TOKEN_INVALID"),
-        ),
-        "a token for another tenant": (
-            ((TENANT_TOKEN_HEADER, signer.token(ATTACKER)),),
-            (denied, "TENANT_MISMATCH"),
-        ),
-        "a tampered token": (
-            ((TENANT_TOKEN_HEADER, signer.token(VICTIM)[:-4] + "AAAA"),),
-            (unauthenticated, "TENANT_TOKEN_INVALID"),
-        ),
-    }
     valid = _valid_requests()
     for identity in ("router", "gateway"):
+        cases: dict[str, tuple[Callable[[str], str] | None, Any]] = {
+            "no tenant token": (None, (unauthenticated, "TENANT_TOKEN_MISSING")),
+            "a token another CA's gateway signed": (
+                held_token(forger, identity),
+                (unauthenticated, "TENANT_TOKEN_INVALID"),
+            ),
+            "a token for another tenant": (
+                held_token(signer, identity, ATTACKER),
+                (denied, "TENANT_MISMATCH"),
+            ),
+            "a tampered token": (
+                _tampered(held_token(signer, identity)),
+                (unauthenticated, "TENANT_TOKEN_INVALID"),
+            ),
+        }
         may_call = [
-            m for m in tenant_field if identity in PINNED_CALLERS[m.containing_service.full_name]
+            m
+            for m in tenant_field
+            if identity in PINNED_CALLERS[m.containing_service.full_name]
+            and (identity != "router" or m.full_name in PINNED_ROUTER_CALLS)
         ]
         assert may_call
-        for case, (metadata, expected) in cases.items():
-            attack = Attack(case, _certified, metadata)
+        for case, (token, expected) in cases.items():
+            attack = Attack(case, _certified, token=token)
             outcomes = await _outcomes(process_stack, attack, identity, valid)
             for method in may_call:
                 found = outcomes[method.full_name]
                 assert (found.code, found.reason) == expected, (identity, case, method.name, found)
         # The positive control, same identity, same requests: the victim's own token is
         # served, and the valid requests answered in full.
-        right = Attack(
-            "the victim's token", _certified, ((TENANT_TOKEN_HEADER, signer.token(VICTIM)),)
-        )
+        right = Attack("the victim's token", _certified, token=held_token(signer, identity))
         outcomes = await _outcomes(process_stack, right, identity, valid)
         for method in may_call:
             assert outcomes[method.full_name].served(), (identity, method.name)
@@ -408,20 +460,101 @@ async def test_the_issues_reproduction_reads_nothing_and_the_gateways_own_call_a
     """``ExecuteSql(tenant_id=victim)`` straight on the SQL port: refused as the router
     with the attacker's token and without one; answered only with the victim's token."""
     request = spb.ExecuteSqlRequest(tenant_id=VICTIM, sql="SELECT 1 AS one")
+    execute = "/tandem.v1.SqlService/ExecuteSql"
     router = sql_as("router")
     for metadata, code, reason in (
         ((), grpc.StatusCode.UNAUTHENTICATED, "TENANT_TOKEN_MISSING"),
         (
-            ((TENANT_TOKEN_HEADER, signer.token(ATTACKER)),),
+            ((TENANT_TOKEN_HEADER, signer.token(ATTACKER, ASK)),),
             grpc.StatusCode.PERMISSION_DENIED,
-            "TENANT_MISMATCH",
+            "TENANT_TOKEN_NOT_FOR_CALL",
+        ),
+        (
+            ((TENANT_TOKEN_HEADER, signer.token(ATTACKER, execute)),),
+            grpc.StatusCode.PERMISSION_DENIED,
+            "TENANT_TOKEN_NOT_FOR_CALL",
         ),
     ):
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await router.ExecuteSql(request, metadata=metadata, timeout=TIMEOUT_S)
         details = error_details(refused.value)
         assert (details.code, details.reason) == (code, reason)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await sql_as("gateway").ExecuteSql(
+            request,
+            metadata=((TENANT_TOKEN_HEADER, signer.token(ATTACKER, execute)),),
+            timeout=TIMEOUT_S,
+        )
+    assert error_details(refused.value).reason == "TENANT_MISMATCH"
     reply = await sql_as("gateway").ExecuteSql(
-        request, metadata=((TENANT_TOKEN_HEADER, signer.token(VICTIM)),), timeout=TIMEOUT_S
+        request,
+        metadata=((TENANT_TOKEN_HEADER, signer.token(VICTIM, execute)),),
+        timeout=TIMEOUT_S,
     )
     assert len(reply.result.rows) == 1 and [c.name for c in reply.result.columns] == ["one"]
+
+
+async def test_a_lifted_token_opens_only_what_the_call_it_came_with_could(
+    process_stack: ProcessStack, signer: TenantSigner
+) -> None:
+    """Issue 46 item 9: the router's certificate and the token the gateway sent with a
+    victim's Ask (what a compromised router holds) once opened every RPC of retrieval and
+    SQL for the victim: deleting documents, ingesting, teaching, running any SQL. Now the
+    token opens only the calls an Ask makes onward; the same token on a deletion, or a
+    token lifted from another call, is refused before a handler runs."""
+    ask = signer.token(VICTIM, ASK)
+    search = signer.token(VICTIM, "/tandem.v1.RetrievalService/Search")
+    doomed = retrieval_service_pb2.DeleteDocumentRequest(
+        tenant_id=VICTIM, document_id="doc-1", allow_missing=True
+    )
+    lifted = {
+        # (identity, token it presents, method, request)
+        "the router deleting with an Ask's token": (
+            "router", ask, "tandem.v1.RetrievalService.DeleteDocument", doomed,
+        ),
+        "the router ingesting with an Ask's token": (
+            "router", ask, "tandem.v1.RetrievalService.IngestDocuments",
+            retrieval_service_pb2.IngestDocumentsRequest(
+                tenant_id=VICTIM,
+                documents=[retrieval_service_pb2.DocumentInput(document_id="x", text="planted")],
+            ),
+        ),
+        "the router teaching with an Ask's token": (
+            "router", ask, "tandem.v1.SqlService.TeachSql",
+            spb.TeachSqlRequest(tenant_id=VICTIM, question="q", sql="SELECT 1"),
+        ),
+        "the router running SQL with an Ask's token": (
+            "router", ask, "tandem.v1.SqlService.ExecuteSql",
+            spb.ExecuteSqlRequest(tenant_id=VICTIM, sql="SELECT 1"),
+        ),
+        "the router searching with the gateway's own Search token": (
+            "router", search, "tandem.v1.RetrievalService.Search",
+            retrieval_service_pb2.SearchRequest(tenant_id=VICTIM, query="q"),
+        ),
+        "the gateway's certificate deleting with an Ask's token": (
+            "gateway", ask, "tandem.v1.RetrievalService.DeleteDocument", doomed,
+        ),
+    }  # fmt: skip
+    pool = descriptor_pool.Default()
+    for case, (identity, token, name, request) in lifted.items():
+        method = pool.FindMethodByName(name)
+        attack = Attack(case, _certified, ((TENANT_TOKEN_HEADER, token),))
+        outcomes = await _outcomes(process_stack, attack, identity, {name: request})
+        found = outcomes[name]
+        assert (found.code, found.reason) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            "TENANT_TOKEN_NOT_FOR_CALL",
+        ), (case, found)
+        assert method.containing_service.full_name in {
+            s for s, callers in PINNED_CALLERS.items() if identity in callers
+        }, case  # the certificate alone would have been let through
+    # The legitimate chain: the gateway's Ask reaches the router, whose Search and SQL
+    # calls carry the token it forwards, and the answer cites the victim's documents;
+    # the router's own onward calls with that token are served.
+    asked = Attack("the gateway's Ask", _certified, token=held_token(signer, "gateway"))
+    outcomes = await _outcomes(process_stack, asked, "gateway", _valid_requests())
+    _assert_answered("tandem.v1.RouterService.Ask", outcomes["tandem.v1.RouterService.Ask"])
+    forwarded = Attack("the router's onward calls", _certified, ((TENANT_TOKEN_HEADER, ask),))
+    outcomes = await _outcomes(process_stack, forwarded, "router")
+    for name in PINNED_ROUTER_CALLS:
+        assert outcomes[name].served(), (name, outcomes[name])

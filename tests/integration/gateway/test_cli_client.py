@@ -7,15 +7,23 @@ import argparse
 import asyncio
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from services.cli import _client
 from services.cli._main import Commands
 from tests.documents import padded_pdf, pdf_pages, workbook_bytes
-from tests.integration.gateway.stack import PEPPER
-from tests.integration.retrieval.stack import new_tenant
+from tests.integration.gateway.stack import PEPPER, start_gateway
+from tests.integration.retrieval.stack import (
+    held_document,
+    new_tenant,
+    query_one,
+    start_retrieval,
+    stored_documents,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -317,3 +325,92 @@ async def test_a_file_past_one_message_is_uploaded_in_pieces(cli_env, pg_url, ca
     assert "2 documents: 2 included" in capsys.readouterr().out
     assert await tandem("search", "warranty claims receipt", "--api-key", key) == 0
     assert "annual / page 1  [annual.pdf]" in capsys.readouterr().out
+
+
+@dataclass
+class OwnRetrieval:
+    """A retrieval service of the test's own (to stop and start again on its port) and a
+    gateway in front of it."""
+
+    pg_url: str
+    embedding: Any
+    sql: Any
+    telemetry_sink: Any
+    router_addr: str
+    started: list[Any] = field(default_factory=list)
+
+    async def retrieval(self, port: int = 0) -> Any:
+        self.started.append(
+            await start_retrieval(
+                self.pg_url,
+                self.embedding.server.address,
+                self.telemetry_sink("retrieval").telemetry,
+                server={"port": port},
+            )
+        )
+        return self.started[-1]
+
+    async def gateway(self, retrieval: Any) -> Any:
+        self.started.append(
+            await start_gateway(
+                self.pg_url,
+                self.telemetry_sink("gateway").telemetry,
+                router_addr=self.router_addr,
+                retrieval_addr=retrieval.server.address,
+                sql_addr=self.sql.address,
+            )
+        )
+        return self.started[-1]
+
+
+@pytest.fixture
+async def own(pg_url, embedding, sql, telemetry_sink, unused_tcp_port):
+    made = OwnRetrieval(pg_url, embedding, sql, telemetry_sink, f"127.0.0.1:{unused_tcp_port}")
+    yield made
+    for service in reversed(made.started):
+        await service.close()
+
+
+async def test_an_ingest_cut_midway_resumes_with_what_was_not_committed(
+    own, pg_url, monkeypatch, capsys, tmp_path
+):
+    """Issue 46 item 7: the retrieval service goes away after two of four files are
+    committed (the third is held at its write), and comes back: ``tandem ingest`` resumes
+    with the two it had not settled, and every file is stored once, whole."""
+    retrieval = await own.retrieval()
+    port = retrieval.server.port
+    gateway = await own.gateway(retrieval)
+    tenant = new_tenant(pg_url, "cli")
+    monkeypatch.setenv("TANDEM_GATEWAY", gateway.address)
+    monkeypatch.setenv("TANDEM_API_KEY", await gateway.key(tenant))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("1-a", "2-b", "3-held", "4-d"):
+        (docs / f"{name}.md").write_text(f"# Note {name}\n\nThe renewal terms of {name}.\n")
+    assert await tandem("ingest", str(docs / "3-held.md")) == 0
+    capsys.readouterr()
+    (docs / "3-held.md").write_text("# Note 3-held\n\nA changed note, held at its write.\n")
+    before = stored_documents(pg_url, tenant)
+    with held_document(pg_url, tenant, "3-held.md"):
+        running = asyncio.create_task(tandem("ingest", str(docs)))
+        for _ in range(600):
+            if {"1-a.md", "2-b.md"} <= set(stored_documents(pg_url, tenant)):
+                break
+            await asyncio.sleep(0.05)
+        await retrieval.server.stop(0)  # cut midway, as a connection's age once did
+    await own.retrieval(port)  # back on the same port
+    assert await running == 0
+    out, err = capsys.readouterr()
+    assert "2 of 4 documents settled; resuming with the 2 left" in err, err
+    assert out.startswith("4 documents: 4 included, 0 unchanged"), out
+    stored = stored_documents(pg_url, tenant)
+    assert set(stored) == {"1-a.md", "2-b.md", "3-held.md", "4-d.md"}
+    assert stored["3-held.md"] != before["3-held.md"]
+    # Each document's chunks once: none written twice by the resume.
+    extra = query_one(
+        pg_url,
+        "SELECT count(*) FROM retrieval_chunks c JOIN retrieval_documents d USING "
+        "(tenant_id, document_id) WHERE c.tenant_id = %s AND c.ordinal >= d.chunk_count",
+        (tenant,),
+    )
+    assert extra == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,21 +70,23 @@ async def start_retrieval(
     settings: RetrievalSettings | None = None,
     reranker: Reranker | None = None,
     pool_timeout_s: float = 2.0,
+    server: dict[str, Any] | None = None,
 ) -> Retrieval:
+    """``server``: ServerSettings overrides (a short default deadline, a connection age)."""
     settings = settings or RetrievalSettings(embedding_addr=embedding_addr)
     database = await open_database(
         conninfo, settings, min_size=1, max_size=4, timeout_s=pool_timeout_s
     )
     embedding_channel = create_channel(embedding_addr)
-    server, _ = await create_server(
-        server_settings("retrieval"),
+    grpc_server, _ = await create_server(
+        server_settings("retrieval", **(server or {})),
         telemetry,
         RetrievalDeps(settings, database, embedding_channel, reranker),
     )
-    await ready(server)
-    client = create_channel(server.address)
+    await ready(grpc_server)
+    client = create_channel(grpc_server.address)
     return Retrieval(
-        server, pb_grpc.RetrievalServiceStub(client), database, [client, embedding_channel]
+        grpc_server, pb_grpc.RetrievalServiceStub(client), database, [client, embedding_channel]
     )
 
 
@@ -95,6 +98,33 @@ def new_tenant(pg_url: str, prefix: str = "t") -> str:
             "INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", (tenant,)
         )
     return tenant
+
+
+@contextlib.contextmanager
+def held_document(pg_url: str, tenant: str, document_id: str) -> Iterator[None]:
+    """Hold a stored document's row locked in another transaction: the next write of it
+    waits until the block ends (an ingest cut midway, at a place the test chooses)."""
+    with psycopg.connect(pg_url) as holder:
+        found = holder.execute(
+            "SELECT 1 FROM retrieval_documents WHERE tenant_id = %s AND document_id = %s"
+            " FOR UPDATE",
+            (tenant, document_id),
+        ).fetchone()
+        assert found, f"{document_id} is not stored for {tenant}"
+        try:
+            yield
+        finally:
+            holder.rollback()
+
+
+def stored_documents(pg_url: str, tenant: str) -> dict[str, str]:
+    """Each stored document of ``tenant`` and its content hash."""
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute(
+            "SELECT document_id, content_sha256 FROM retrieval_documents WHERE tenant_id = %s",
+            (tenant,),
+        ).fetchall()
+    return {row[0]: row[1] for row in rows}
 
 
 def query_one(pg_url: str, statement: str, params: tuple[Any, ...] = ()) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.common import Env, ServerSettings, SettingsError, TelemetrySettings
+from services.common import Deadlines, Env, ServerSettings, SettingsError, TelemetrySettings
 
 
 def test_defaults_when_unset():
@@ -42,3 +42,16 @@ def test_log_level_and_bool_parsing():
     assert env.get_bool("MISSING", True) is True
     with pytest.raises(SettingsError, match="C must be a boolean"):
         env.get_bool("C", False)
+
+
+def test_a_connection_past_its_age_keeps_its_calls_for_the_longest_deadline():
+    """Issue 46 item 7: the grace was a fixed 30 s under a 300 s ingest deadline."""
+    defaults = ServerSettings.from_env("retrieval", 50053, {})
+    assert defaults.longest_deadline_s == 300.0
+    assert defaults.connection_age_grace_s >= 300.0
+    longer = ServerSettings.from_env(
+        "retrieval", 50053, {"GATEWAY_INGEST_DEADLINE_S": "900", "GRPC_MAX_CONNECTION_AGE_S": "60"}
+    )
+    assert longer.connection_age_grace_s >= 900.0 and longer.max_connection_age_s == 60.0
+    assert longer.max_deadline_s is None  # internal servers honour what they are asked
+    assert Deadlines.from_env({"GRPC_DEFAULT_DEADLINE_S": "600"}).longest_s == 600.0

@@ -10,7 +10,9 @@ import pytest
 from cryptography import x509
 
 from services.common import (
+    ONWARD,
     Authority,
+    Grant,
     SettingsError,
     TenantSigner,
     TenantVerifier,
@@ -18,10 +20,13 @@ from services.common import (
     Unauthenticated,
     ensure_directory,
     load_credentials,
+    reach,
     save_credentials,
     tls_directory,
 )
 from services.common._pki import IDENTITIES
+
+ASK = "/tandem.v1.RouterService/Ask"
 
 
 class Clock:
@@ -78,14 +83,18 @@ def test_a_token_carries_its_tenant_and_is_reused_until_half_its_life(ca: Path) 
     clock = Clock()
     signer = TenantSigner(load_credentials(ca, "gateway").key, ttl_s=300, clock=clock)
     verifier = TenantVerifier((ca / "gateway.pem").read_bytes(), clock=clock)
-    first = signer.token("acme")
-    assert verifier.tenant(first) == "acme"
+    first = signer.token("acme", ASK)
+    assert verifier.grant(first) == Grant("acme", "tandem.v1.RouterService/Ask")
     clock.now += 149
-    assert signer.token("acme") == first
+    assert signer.token("acme", ASK) == first
+    # One token per RPC the gateway calls: each is bound to its own.
+    assert verifier.grant(signer.token("acme", b"/tandem.v1.SqlService/TeachSql")).entry == (
+        "tandem.v1.SqlService/TeachSql"
+    )
     clock.now += 2
-    assert signer.token("acme") != first
+    assert signer.token("acme", ASK) != first
     # Odd tenant text travels intact (metadata is ASCII; '.' separates the parts).
-    assert verifier.tenant(signer.token("a.b ü")) == "a.b ü"
+    assert verifier.tenant(signer.token("a.b ü", ASK)) == "a.b ü"
 
 
 def test_an_expired_forged_tampered_or_missing_token_is_unauthenticated(
@@ -96,17 +105,22 @@ def test_an_expired_forged_tampered_or_missing_token_is_unauthenticated(
     verifier = TenantVerifier((ca / "gateway.pem").read_bytes(), clock=clock)
     ensure_directory(tmp_path)
     forger = TenantSigner(load_credentials(tmp_path, "gateway").key, clock=clock)
-    good = signer.token("acme")
-    version, tenant, expiry, signature = good.split(".")
-    other = signer.token("globex").split(".")[1]
+    good = signer.token("acme", ASK)
+    version, tenant, entry, expiry, signature = good.split(".")
+    other = signer.token("globex", ASK).split(".")[1]
+    wider = signer.token("acme", "/tandem.v1.RetrievalService/DeleteDocument").split(".")[2]
     cases = {
         None: "TENANT_TOKEN_MISSING",
         "": "TENANT_TOKEN_MISSING",
-        forger.token("acme"): "TENANT_TOKEN_INVALID",
-        f"{version}.{other}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
-        f"{version}.{tenant}.{int(expiry) + 3600}.{signature}": "TENANT_TOKEN_INVALID",
-        "t1.acme": "TENANT_TOKEN_INVALID",
-        "t1.!!.1.!!": "TENANT_TOKEN_INVALID",
+        forger.token("acme", ASK): "TENANT_TOKEN_INVALID",
+        f"{version}.{other}.{entry}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
+        # The entry is signed: a token cannot be re-pointed at another RPC.
+        f"{version}.{tenant}.{wider}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
+        f"{version}.{tenant}.{entry}.{int(expiry) + 3600}.{signature}": "TENANT_TOKEN_INVALID",
+        # The unbound tokens of before are refused.
+        f"t1.{tenant}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
+        "t2.acme": "TENANT_TOKEN_INVALID",
+        "t2.!!.!!.1.!!": "TENANT_TOKEN_INVALID",
     }
     for token, reason in cases.items():
         with pytest.raises(Unauthenticated) as refused:
@@ -117,6 +131,23 @@ def test_an_expired_forged_tampered_or_missing_token_is_unauthenticated(
     with pytest.raises(Unauthenticated) as expired:
         verifier.tenant(good)  # remembered as verified, but past its expiry
     assert expired.value.reason == "TENANT_TOKEN_EXPIRED"
+
+
+def test_a_token_reaches_its_entry_and_the_calls_that_entry_makes_onward() -> None:
+    ask = reach("tandem.v1.RouterService/Ask")
+    assert ask == {
+        ("gateway", "tandem.v1.RouterService/Ask"),
+        ("router", "tandem.v1.RetrievalService/Search"),
+        ("router", "tandem.v1.SqlService/AskQuestion"),
+        ("router", "tandem.v1.SqlService/ValidateSql"),
+    }
+    # A gateway's direct call reaches only itself: its handler calls nothing tenant-scoped.
+    assert reach("tandem.v1.RetrievalService/IngestDocuments") == {
+        ("gateway", "tandem.v1.RetrievalService/IngestDocuments")
+    }
+    # Chains are followed to their end, each hop by the identity serving the one before.
+    deeper = {**ONWARD, "tandem.v1.SqlService/AskQuestion": frozenset({"tandem.v1.X/Y"})}
+    assert ("sql", "tandem.v1.X/Y") in reach("tandem.v1.RouterService/Ask", deeper)
 
 
 def test_tokens_are_verified_only_against_the_gateways_certificate(ca: Path) -> None:

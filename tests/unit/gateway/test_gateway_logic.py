@@ -17,8 +17,8 @@ from gateway import _validation as check
 from gateway._admission import bearer_token
 from gateway._relay import RelayedError, relay, reparse, to_internal, unreachable
 from gateway._routes import no_hits
-from gateway._server import unanswered
-from services.common import InvalidArgument, SettingsError, status_for
+from gateway._server import server_settings_for, unanswered
+from services.common import InvalidArgument, ServerSettings, SettingsError, status_for
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
@@ -300,6 +300,15 @@ def test_settings_from_env():
     assert settings.limits.max_question_chars == 100
     with pytest.raises(SettingsError, match="GATEWAY_BURST"):
         GatewaySettings.from_env({"GATEWAY_BURST": "0"})
+
+
+def test_a_callers_deadline_is_capped_at_the_longest_the_internal_connections_cover():
+    gateway = GatewaySettings.from_env({"GATEWAY_INGEST_DEADLINE_S": "120"})
+    runtime = server_settings_for(ServerSettings.from_env("gateway", 50051, {}), gateway)
+    assert runtime.max_deadline_s == runtime.default_deadline_s == 120.0
+    # Every internal server reading the same variables keeps its calls that long.
+    internal = ServerSettings.from_env("retrieval", 50053, {"GATEWAY_INGEST_DEADLINE_S": "120"})
+    assert internal.connection_age_grace_s >= runtime.max_deadline_s
 
 
 def test_the_key_memory_lasts_30_s_by_default_and_0_turns_it_off():
