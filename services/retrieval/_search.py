@@ -1,7 +1,10 @@
 """Search: validate, embed the query, one SQL statement (dense + full text fused by weighted
 RRF), optional rerank, score floor. Fails open when the embedder, the store or the
-reranker is unavailable: no hits (fused order for a reranker failure), ``degraded``, one
-warning naming the cause, and the span marked as an error.
+reranker is unavailable: ``degraded``, one warning naming the cause, and the span marked
+as an error. What is still answered depends on what failed: an unreachable embedder turns
+HYBRID into full text alone (mode SPARSE; a restarting embedder once emptied every search
+for seconds, issue 46) and leaves DENSE with no hits; an unreachable store gives no hits;
+a failed reranker keeps the fused order.
 """
 
 from __future__ import annotations
@@ -289,6 +292,7 @@ class Searcher:
         mode = resolved.mode
         vector = None
         model_name = ""
+        degradations: list[Degradation] = []
         if mode is not SearchMode.SPARSE:
             embed_started = self._clock()
             try:
@@ -299,12 +303,23 @@ class Searcher:
                     stage.set_attribute(MODEL, model_name)
             except EmbeddingError as exc:
                 self._raise_if_out_of_time(exc)
-                return self._degrade(
-                    mode,
-                    DegradationReason.EMBEDDING_UNAVAILABLE,
-                    "embedding",
-                    f"embedding service unavailable ({exc.code.name})",
-                    timings,
+                if mode is not SearchMode.HYBRID:
+                    return self._degrade(
+                        mode,
+                        DegradationReason.EMBEDDING_UNAVAILABLE,
+                        "embedding",
+                        f"embedding service unavailable ({exc.code.name})",
+                        timings,
+                    )
+                # The full-text side needs no vector: answer from it alone, saying so.
+                mode = SearchMode.SPARSE
+                degradations.append(
+                    self._degradation(
+                        DegradationReason.EMBEDDING_UNAVAILABLE,
+                        "embedding",
+                        f"embedding service unavailable ({exc.code.name}); "
+                        "answered from full text alone",
+                    )
                 )
             finally:
                 timings["embed"] = self._clock() - embed_started
@@ -342,13 +357,13 @@ class Searcher:
                 "retrieval database unavailable",
                 timings,
                 model_name=model_name,
+                earlier=degradations,
             )
         finally:
             timings["database"] = self._clock() - db_started
         if rows.other_model is not None:
             raise model_mismatch(rows.other_model, model_name)
         hits = rows.hits
-        degradations: list[Degradation] = []
         reranked = False
         if rerank:
             rerank_started = self._clock()
@@ -420,11 +435,12 @@ class Searcher:
         timings: dict[str, float],
         *,
         model_name: str = "",
+        earlier: Sequence[Degradation] = (),
     ) -> SearchResult:
         return SearchResult(
             hits=(),
             mode=mode,
             model_name=model_name,
-            degradations=(self._degradation(reason, component, message),),
+            degradations=(*earlier, self._degradation(reason, component, message)),
             timings=timings,
         )

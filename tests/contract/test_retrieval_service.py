@@ -510,22 +510,28 @@ async def test_search_fails_open_when_postgres_is_unreachable(dead_store):
 
 @pytest.mark.rpc(SEARCH)
 async def test_search_fails_open_when_embedding_is_unreachable(
-    pg_url, telemetry_sink, unused_tcp_port
+    running, tenant, pg_url, telemetry_sink, unused_tcp_port
 ):
-    running = await start_retrieval(
+    """HYBRID answers from full text alone (mode SPARSE, degraded); DENSE has no hits."""
+    await ingest(running.stub, tenant, DOCS)
+    cut_off = await start_retrieval(
         pg_url, f"127.0.0.1:{unused_tcp_port}", telemetry_sink().telemetry
     )
     try:
-        for mode in (pb.SEARCH_MODE_HYBRID, pb.SEARCH_MODE_DENSE):
-            reply = await running.stub.Search(
-                pb.SearchRequest(tenant_id="acme", query="renewal", mode=mode)
-            )
-            assert reply.degraded and not reply.hits and reply.mode == mode
-            assert reply.degradations[0].reason == (
-                common_pb2.DEGRADATION_REASON_EMBEDDING_UNAVAILABLE
-            )
+        hybrid = await cut_off.stub.Search(pb.SearchRequest(tenant_id=tenant, query="renewal"))
+        assert hybrid.degraded and hybrid.mode == pb.SEARCH_MODE_SPARSE
+        assert hybrid.hits[0].document_id == "renewal"
+        assert all(h.sparse_rank and not h.dense_rank for h in hybrid.hits)
+        assert [(d.reason, d.component) for d in hybrid.degradations] == [
+            (common_pb2.DEGRADATION_REASON_EMBEDDING_UNAVAILABLE, "embedding")
+        ]
+        dense = await cut_off.stub.Search(
+            pb.SearchRequest(tenant_id=tenant, query="renewal", mode=pb.SEARCH_MODE_DENSE)
+        )
+        assert dense.degraded and not dense.hits and dense.mode == pb.SEARCH_MODE_DENSE
+        assert dense.degradations[0].reason == common_pb2.DEGRADATION_REASON_EMBEDDING_UNAVAILABLE
     finally:
-        await running.close()
+        await cut_off.close()
 
 
 class _LengthReranker:
