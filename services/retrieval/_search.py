@@ -22,7 +22,14 @@ import numpy as np
 import numpy.typing as npt
 from opentelemetry import metrics, trace
 
-from services.common import DeadlineExceeded, InvalidArgument, Unavailable, remaining
+from services.common import (
+    DeadlineExceeded,
+    InvalidArgument,
+    Unavailable,
+    control_character_problem,
+    json_control_problem,
+    remaining,
+)
 from services.common.spans import DEGRADED_REASON, HITS, MODEL, node_span
 from services.common.spans import Metrics as TandemMetrics
 from services.retrieval._embedding_client import EmbeddingClient, EmbeddingError
@@ -140,6 +147,7 @@ def resolve_query(query: SearchQuery, settings: RetrievalSettings) -> ResolvedQu
             reason="TEXT_TOO_LONG",
             metadata={"limit": str(s.max_query_chars), "actual": str(len(query.query))},
         )
+    _check_characters(query)
     try:
         mode = SearchMode(query.mode or SearchMode.HYBRID)
     except ValueError:
@@ -172,6 +180,28 @@ def resolve_query(query: SearchQuery, settings: RetrievalSettings) -> ResolvedQu
         ef_search=query.ef_search or s.default_ef_search,
         min_score=query.min_score,
     )
+
+
+def _check_characters(query: SearchQuery) -> None:
+    """No control character reaches the database (services.common's rule): one in a
+    filter once failed in Postgres and came back naming field "query"."""
+    problem = control_character_problem(query.query, free_text=True)
+    if problem:
+        raise InvalidArgument.field("query", problem, reason="INVALID_CHARACTER")
+    for name, values in (
+        ("filter.categories", query.categories),
+        ("filter.document_ids", query.document_ids),
+    ):
+        for index, value in enumerate(values):
+            problem = control_character_problem(value)
+            if problem:
+                raise InvalidArgument.field(f"{name}[{index}]", problem, reason="INVALID_CHARACTER")
+    if query.metadata:
+        violation = json_control_problem(query.metadata, "filter.metadata")
+        if violation:
+            raise InvalidArgument.field(
+                violation.field, violation.description, reason="INVALID_CHARACTER"
+            )
 
 
 def search_plan(
