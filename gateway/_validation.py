@@ -9,14 +9,14 @@ sure nothing oversized or malformed crosses the gateway.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from gateway._settings import Limits
-from services.common import FieldViolation, InvalidArgument
+from services.common import FieldViolation, InvalidArgument, control_character_violations
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
@@ -27,6 +27,11 @@ OUT_OF_RANGE = "OUT_OF_RANGE"
 UNKNOWN_ENUM = "UNKNOWN_ENUM_VALUE"
 BATCH_TOO_LARGE = "BATCH_TOO_LARGE"
 INVALID_CHARACTER = "INVALID_CHARACTER"
+# Free text: these fields (at any depth) may hold tab, line and page breaks; every other
+# string field of a public request holds no control character at all (services.common).
+FREE_TEXT = frozenset(
+    {"question", "query", "instructions", "note", "sql", "corrected_sql", "text", "string_value"}
+)
 # Bidirectional overrides and isolates: text holding them displays in another order than
 # it reads (a question stored as a conversation title, a taught pair's question), so no
 # field that a listing may show accepts them.
@@ -47,16 +52,19 @@ class _Checks:
             self.add(field, "is required", REQUIRED)
         elif len(value) > limit:
             self.add(field, f"must be at most {limit} characters, got {len(value)}", TOO_LONG)
-        elif "\x00" in value:
-            # Postgres text cannot hold NUL: refused here, naming the field, and not
-            # wherever the value first meets the database (or is silently not stored).
-            self.add(field, "must not contain a NUL character", INVALID_CHARACTER)
         elif not _BIDI_CONTROLS.isdisjoint(value):
             self.add(
                 field,
                 "must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)",
                 INVALID_CHARACTER,
             )
+
+    def characters(self, message: Message, *, skip: Collection[str] = ()) -> None:
+        """Flag control characters in every string field of ``message`` (NUL included:
+        Postgres text cannot hold it), so none travels on to be stored or searched, and
+        the error names the field, not wherever the value first met the database."""
+        for violation in control_character_violations(message, free_text=FREE_TEXT, skip=skip):
+            self.violations.append((violation, INVALID_CHARACTER))
 
     def count(self, field: str, value: int, low: int, high: int) -> None:
         if not low <= value <= high:
@@ -136,6 +144,7 @@ def check_ask(
     checks.text("conversation_id", request.conversation_id, limits.max_name_chars)
     _options(checks, request.options, limits)
     checks.enums(request)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -149,6 +158,7 @@ def check_search(request: gpb.GatewayServiceSearchRequest, limits: Limits) -> No
         checks.add("min_score", "must be a finite number >= 0", OUT_OF_RANGE)
     _filter(checks, "filter", request.filter, limits)
     checks.enums(request)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -158,6 +168,7 @@ def check_ask_sql(request: gpb.GatewayServiceAskSqlRequest, limits: Limits) -> N
     checks.text("question", request.question, limits.max_sql_question_chars, required=True)
     checks.count("max_rows", request.max_rows, 0, limits.max_rows)
     checks.text("instructions", request.instructions, limits.max_sql_instructions_chars)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -190,6 +201,7 @@ def check_run_intent(request: gpb.GatewayServiceRunSqlIntentRequest, limits: Lim
                     f"must hold at most {limits.max_filter_ids} values", OUT_OF_RANGE,
                 )  # fmt: skip
         checks.enums(request)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -197,6 +209,7 @@ def check_validate_sql(request: gpb.GatewayServiceValidateSqlRequest, limits: Li
     checks = _Checks()
     checks.text("database", request.database, limits.max_name_chars)
     checks.text("sql", request.sql, limits.max_sql_chars, required=True)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -214,12 +227,14 @@ def check_ingest(request: gpb.GatewayServiceIngestDocumentsRequest, limits: Limi
             BATCH_TOO_LARGE,
         )
     checks.enums(request, skip=("documents",))
+    checks.characters(request, skip=("documents",))
     checks.raise_if_any()
 
 
 def check_delete(request: gpb.GatewayServiceDeleteDocumentRequest, limits: Limits) -> None:
     checks = _Checks()
     checks.text("document_id", request.document_id, limits.max_name_chars, required=True)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -229,6 +244,7 @@ def check_describe(request: gpb.GatewayServiceDescribeSchemaRequest, limits: Lim
     checks.text("question", request.question, limits.max_sql_question_chars)
     checks.count("max_chars", request.max_chars, 0, limits.max_catalog_chars)
     checks.names("tables", request.tables, limits.max_name_chars, limits.max_tables)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -245,6 +261,7 @@ def check_sql_feedback(request: gpb.GatewayServiceSubmitSqlFeedbackRequest, limi
     checks.text("corrected_sql", request.corrected_sql, limits.max_sql_chars)
     checks.text("note", request.note, MAX_NOTE_CHARS)
     checks.enums(request)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -253,6 +270,7 @@ def check_teach_sql(request: gpb.GatewayServiceTeachSqlRequest, limits: Limits) 
     checks.text("database", request.database, limits.max_name_chars)
     checks.text("question", request.question, limits.max_sql_question_chars, required=True)
     checks.text("sql", request.sql, limits.max_sql_chars, required=True)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -261,6 +279,7 @@ def check_list_pairs(request: gpb.GatewayServiceListConfirmedPairsRequest, limit
     checks.text("database", request.database, limits.max_name_chars)
     checks.count("page_size", request.page_size, 0, MAX_PAGE_SIZE)
     checks.text("page_token", request.page_token, limits.max_name_chars)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -269,6 +288,7 @@ def check_delete_pair(
 ) -> None:
     checks = _Checks()
     checks.text("pair_id", request.pair_id, limits.max_name_chars, required=True)
+    checks.characters(request)
     checks.raise_if_any()
 
 
@@ -278,4 +298,5 @@ def check_list_conversations(
     checks = _Checks()
     checks.count("page_size", request.page_size, 0, MAX_PAGE_SIZE)
     checks.text("page_token", request.page_token, limits.max_name_chars)
+    checks.characters(request)
     checks.raise_if_any()

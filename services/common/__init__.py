@@ -91,6 +91,11 @@ from services.common._tenant_token import (
     TenantVerifier,
     current_token,
 )
+from services.common._text import (
+    control_character_problem,
+    control_character_violations,
+    json_control_problem,
+)
 from services.common._writes import (
     READ_ONLY_REASON,
     WriteRequest,
@@ -150,6 +155,8 @@ __all__ = [
     "build_tree",
     "channel_options",
     "configure_logging",
+    "control_character_problem",
+    "control_character_violations",
     "create_channel",
     "current_token",
     "deadline_interceptors",
@@ -163,6 +170,7 @@ __all__ = [
     "ensure_tenant",
     "fingerprint_sql",
     "fingerprint_tree",
+    "json_control_problem",
     "load_credentials",
     "load_language_model",
     "load_migrations",

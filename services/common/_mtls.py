@@ -285,6 +285,16 @@ class Trust:
             return None
         return CallerGuard(self.callers, self.verifier)
 
+    def call_tenant(self, context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+        """The tenant the call's token was signed for (UNAUTHENTICATED when forged or
+        expired); None when the call carries none, and always in plaintext. For a service
+        whose requests name no tenant but whose work is still a tenant's (the embedding
+        service's query cache): the guard checks only requests that name one."""
+        if self.verifier is None:
+            return None
+        token = _metadata_value(context, TENANT_TOKEN_HEADER)
+        return self.verifier.tenant(token) if token else None
+
     def sign_for(self, tenant: str) -> None:
         """Make ``tenant`` the current request's signed tenant: each internal call it
         makes next carries a token for it bound to that call's RPC (the gateway, once the

@@ -64,6 +64,7 @@ class ModelInfo:
     max_batch_chars: int
     query_cache_capacity: int
     query_cache_ttl_s: float
+    query_cache_capacity_per_tenant: int = 0
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class EmbeddingEngine:
             max_batch_chars=self._limits.max_batch_chars,
             query_cache_capacity=self._cache.max_entries,
             query_cache_ttl_s=self._cache.ttl_s,
+            query_cache_capacity_per_tenant=self._cache.max_entries_per_tenant,
         )
 
     async def warm_up(self) -> ModelInfo:
@@ -143,10 +145,17 @@ class EmbeddingEngine:
         return self.model_info()
 
     async def embed(
-        self, texts: Sequence[str], kind: EmbedKind, *, expected_model: str | None = None
+        self,
+        texts: Sequence[str],
+        kind: EmbedKind,
+        *,
+        tenant: str | None,
+        expected_model: str | None = None,
     ) -> EmbedResult:
         """Embeds ``texts`` as ``kind``; raises EmbeddingInputError naming the bad field.
 
+        ``tenant`` is whose query cache serves the call (the authenticated tenant, never
+        one a request names); None bypasses the cache: nothing read, nothing stored.
         ``expected_model`` guards against mixing vectors from two models in one index.
         """
         self._validate(texts, kind)
@@ -162,7 +171,7 @@ class EmbeddingEngine:
                 }
             )
             if kind is EmbedKind.QUERY:
-                vectors, hits = await self._embed_queries(texts)
+                vectors, hits = await self._embed_queries(texts, tenant)
                 misses = len(texts) - hits
                 span.set_attributes({CACHE_HITS: hits, CACHE_MISSES: misses})
                 self._metrics.cache(hits, misses)
@@ -183,14 +192,14 @@ class EmbeddingEngine:
         self._ready = False
         await self._batcher.close()
 
-    async def _embed_queries(self, texts: Sequence[str]) -> tuple[Vectors, int]:
+    async def _embed_queries(self, texts: Sequence[str], tenant: str | None) -> tuple[Vectors, int]:
         name = self._model.name
         vectors = np.empty((len(texts), self._model.dim), dtype=np.float32)
         # a text repeated within one request is computed once
         missing: dict[str, list[int]] = {}
         hits = 0
         for index, text in enumerate(texts):
-            cached = self._cache.get(name, text)
+            cached = None if tenant is None else self._cache.get(tenant, name, text)
             if cached is None:
                 missing.setdefault(text, []).append(index)
             else:
@@ -201,7 +210,8 @@ class EmbeddingEngine:
             computed = await self._batcher.embed(unique, EmbedKind.QUERY)
             self._check_shape(computed, len(unique))
             for text, row in zip(unique, computed, strict=True):
-                self._cache.put(name, text, row)
+                if tenant is not None:
+                    self._cache.put(tenant, name, text, row)
                 vectors[missing[text]] = row
         return vectors, hits
 
@@ -264,7 +274,11 @@ def create_engine(
     """Wires an engine with the cache, batcher and limits the settings describe."""
     return EmbeddingEngine(
         model=model,
-        cache=QueryCache(settings.cache_size, settings.cache_ttl_s),
+        cache=QueryCache(
+            settings.cache_size,
+            settings.cache_ttl_s,
+            max_entries_per_tenant=settings.cache_size_per_tenant,
+        ),
         batcher=MicroBatcher(
             model,
             max_wait_s=settings.coalesce_wait_ms / 1000.0,

@@ -55,10 +55,16 @@ class EmbeddingServicer(pb_grpc.EmbeddingServiceServicer):
 
     The server binds before the model loads (health answers NOT_SERVING meanwhile), so
     the engine arrives later through ``attach``; until then calls get UNAVAILABLE.
+
+    Whose query cache serves a call is the tenant its forwarded token was signed for
+    (retrieval and SQL forward the gateway's token on every call), never a request field:
+    a call without a token is served without the cache. In plaintext (development only:
+    no tokens, every caller trusted with every tenant) all calls share one cache.
     """
 
-    def __init__(self, deps: EmbeddingDeps | None = None) -> None:
+    def __init__(self, deps: EmbeddingDeps | None = None, *, trust: Trust | None = None) -> None:
         self._deps = deps
+        self._trust = trust or Trust.plaintext()
 
     def attach(self, deps: EmbeddingDeps) -> None:
         self._deps = deps
@@ -84,8 +90,9 @@ class EmbeddingServicer(pb_grpc.EmbeddingServiceServicer):
                 reason="MODEL_MISMATCH",
                 metadata={"loaded_model": info.name},
             )
+        tenant = self._trust.call_tenant(context) if self._trust.secure else ""
         try:
-            result = await engine.embed(list(request.texts), kind)
+            result = await engine.embed(list(request.texts), kind, tenant=tenant)
         except EmbeddingInputError as exc:
             raise _invalid(exc) from None
         return pb.EmbedResponse(
@@ -113,6 +120,7 @@ class EmbeddingServicer(pb_grpc.EmbeddingServiceServicer):
             pooling=info.pooling,
             query_cache_capacity=info.query_cache_capacity,
             query_cache_ttl=ttl,
+            query_cache_capacity_per_tenant=info.query_cache_capacity_per_tenant,
         )
 
 
@@ -132,7 +140,7 @@ async def create_server(
 ) -> tuple[GrpcServer, EmbeddingServicer]:
     """Build and start the server NOT_SERVING; ``ready`` flips it once the engine is warm."""
     server = GrpcServer(settings, telemetry, trust=trust)
-    servicer = EmbeddingServicer(deps)
+    servicer = EmbeddingServicer(deps, trust=trust)
     server.add_service(SERVICE_NAME, pb_grpc.add_EmbeddingServiceServicer_to_server, servicer)
     await server.start()
     return server, servicer
@@ -155,7 +163,7 @@ async def run_until_signalled() -> None:
     trust = Trust.from_env("embedding")
     telemetry = Telemetry(telemetry_settings)
     server = GrpcServer(server_settings, telemetry, trust=trust)
-    servicer = EmbeddingServicer()
+    servicer = EmbeddingServicer(trust=trust)
     server.add_service(SERVICE_NAME, pb_grpc.add_EmbeddingServiceServicer_to_server, servicer)
     engines: list[EmbeddingEngine] = []
 

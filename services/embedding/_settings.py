@@ -29,6 +29,7 @@ class EmbeddingSettings:
     max_text_chars: int = 8192
     max_batch_chars: int = 1_048_576
     cache_size: int = 10_000
+    cache_size_per_tenant: int = 1_000
     cache_ttl_s: float = 3600.0
     coalesce_wait_ms: float = 2.0
     coalesce_max_batch: int = 64
@@ -54,6 +55,7 @@ class EmbeddingSettings:
             max_text_chars=env.get_int("EMBEDDING_MAX_TEXT_CHARS", 8192, minimum=1),
             max_batch_chars=env.get_int("EMBEDDING_MAX_BATCH_CHARS", 1_048_576, minimum=1),
             cache_size=env.get_int("EMBEDDING_CACHE_SIZE", 10_000, minimum=0),
+            cache_size_per_tenant=env.get_int("EMBEDDING_CACHE_SIZE_PER_TENANT", 1_000, minimum=0),
             cache_ttl_s=env.get_float("EMBEDDING_CACHE_TTL_S", 3600.0, minimum=0.0),
             coalesce_wait_ms=env.get_float("EMBEDDING_COALESCE_WAIT_MS", 2.0, minimum=0.0),
             coalesce_max_batch=env.get_int("EMBEDDING_COALESCE_MAX_BATCH", 64, minimum=1),

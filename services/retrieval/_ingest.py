@@ -31,6 +31,8 @@ from services.common import (
     InvalidArgument,
     TandemError,
     Unavailable,
+    control_character_problem,
+    json_control_problem,
 )
 from services.common.spans import CHARS, CHUNKS, COUNT, node_span
 from services.common.spans import Metrics as TandemMetrics
@@ -242,9 +244,32 @@ def document_violations(
         problem = metadata_problem(doc.metadata)
         if problem:
             found.append(("INVALID_METADATA", FieldViolation(f"{prefix}.metadata", problem)))
+    found += [("INVALID_CHARACTER", v) for v in _control_characters(prefix, doc)]
     if not found:
         return "", []
     return found[0][0], [v for _, v in found]
+
+
+def _control_characters(prefix: str, doc: DocumentInput) -> Iterator[FieldViolation]:
+    """Control characters in the caller's text fields (services.common's rule: none in
+    names, layout only in free text). Text read from a file is the extractor's to clean."""
+    for name, value in (
+        ("uri", doc.uri),
+        ("title", doc.title),
+        ("category", doc.category),
+        ("file_name", doc.file_name),
+    ):
+        problem = control_character_problem(value)
+        if problem:
+            yield FieldViolation(f"{prefix}.{name}", problem)
+    if doc.metadata:
+        violation = json_control_problem(doc.metadata, f"{prefix}.metadata")
+        if violation:
+            yield violation
+    if doc.extraction is None:
+        problem = control_character_problem(doc.text, free_text=True)
+        if problem:
+            yield FieldViolation(f"{prefix}.text", problem)
 
 
 class Ingestor:

@@ -1,7 +1,10 @@
 """Search: validate, embed the query, one SQL statement (dense + full text fused by weighted
 RRF), optional rerank, score floor. Fails open when the embedder, the store or the
-reranker is unavailable: no hits (fused order for a reranker failure), ``degraded``, one
-warning naming the cause, and the span marked as an error.
+reranker is unavailable: ``degraded``, one warning naming the cause, and the span marked
+as an error. What is still answered depends on what failed: an unreachable embedder turns
+HYBRID into full text alone (mode SPARSE; a restarting embedder once emptied every search
+for seconds, issue 46) and leaves DENSE with no hits; an unreachable store gives no hits;
+a failed reranker keeps the fused order.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ import numpy as np
 import numpy.typing as npt
 from opentelemetry import metrics, trace
 
-from services.common import DeadlineExceeded, InvalidArgument, Unavailable, remaining
+from services.common import (
+    DeadlineExceeded,
+    InvalidArgument,
+    Unavailable,
+    control_character_problem,
+    json_control_problem,
+    remaining,
+)
 from services.common.spans import DEGRADED_REASON, HITS, MODEL, node_span
 from services.common.spans import Metrics as TandemMetrics
 from services.retrieval._embedding_client import EmbeddingClient, EmbeddingError
@@ -137,6 +147,7 @@ def resolve_query(query: SearchQuery, settings: RetrievalSettings) -> ResolvedQu
             reason="TEXT_TOO_LONG",
             metadata={"limit": str(s.max_query_chars), "actual": str(len(query.query))},
         )
+    _check_characters(query)
     try:
         mode = SearchMode(query.mode or SearchMode.HYBRID)
     except ValueError:
@@ -169,6 +180,28 @@ def resolve_query(query: SearchQuery, settings: RetrievalSettings) -> ResolvedQu
         ef_search=query.ef_search or s.default_ef_search,
         min_score=query.min_score,
     )
+
+
+def _check_characters(query: SearchQuery) -> None:
+    """No control character reaches the database (services.common's rule): one in a
+    filter once failed in Postgres and came back naming field "query"."""
+    problem = control_character_problem(query.query, free_text=True)
+    if problem:
+        raise InvalidArgument.field("query", problem, reason="INVALID_CHARACTER")
+    for name, values in (
+        ("filter.categories", query.categories),
+        ("filter.document_ids", query.document_ids),
+    ):
+        for index, value in enumerate(values):
+            problem = control_character_problem(value)
+            if problem:
+                raise InvalidArgument.field(f"{name}[{index}]", problem, reason="INVALID_CHARACTER")
+    if query.metadata:
+        violation = json_control_problem(query.metadata, "filter.metadata")
+        if violation:
+            raise InvalidArgument.field(
+                violation.field, violation.description, reason="INVALID_CHARACTER"
+            )
 
 
 def search_plan(
@@ -289,6 +322,7 @@ class Searcher:
         mode = resolved.mode
         vector = None
         model_name = ""
+        degradations: list[Degradation] = []
         if mode is not SearchMode.SPARSE:
             embed_started = self._clock()
             try:
@@ -299,12 +333,23 @@ class Searcher:
                     stage.set_attribute(MODEL, model_name)
             except EmbeddingError as exc:
                 self._raise_if_out_of_time(exc)
-                return self._degrade(
-                    mode,
-                    DegradationReason.EMBEDDING_UNAVAILABLE,
-                    "embedding",
-                    f"embedding service unavailable ({exc.code.name})",
-                    timings,
+                if mode is not SearchMode.HYBRID:
+                    return self._degrade(
+                        mode,
+                        DegradationReason.EMBEDDING_UNAVAILABLE,
+                        "embedding",
+                        f"embedding service unavailable ({exc.code.name})",
+                        timings,
+                    )
+                # The full-text side needs no vector: answer from it alone, saying so.
+                mode = SearchMode.SPARSE
+                degradations.append(
+                    self._degradation(
+                        DegradationReason.EMBEDDING_UNAVAILABLE,
+                        "embedding",
+                        f"embedding service unavailable ({exc.code.name}); "
+                        "answered from full text alone",
+                    )
                 )
             finally:
                 timings["embed"] = self._clock() - embed_started
@@ -342,13 +387,13 @@ class Searcher:
                 "retrieval database unavailable",
                 timings,
                 model_name=model_name,
+                earlier=degradations,
             )
         finally:
             timings["database"] = self._clock() - db_started
         if rows.other_model is not None:
             raise model_mismatch(rows.other_model, model_name)
         hits = rows.hits
-        degradations: list[Degradation] = []
         reranked = False
         if rerank:
             rerank_started = self._clock()
@@ -420,11 +465,12 @@ class Searcher:
         timings: dict[str, float],
         *,
         model_name: str = "",
+        earlier: Sequence[Degradation] = (),
     ) -> SearchResult:
         return SearchResult(
             hits=(),
             mode=mode,
             model_name=model_name,
-            degradations=(self._degradation(reason, component, message),),
+            degradations=(*earlier, self._degradation(reason, component, message)),
             timings=timings,
         )

@@ -12,7 +12,7 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from services.common import GrpcServer
+from services.common import GrpcServer, Trust, create_channel, current_token, ensure_directory
 from services.embedding import EmbeddingEngine, EmbeddingLimits, MicroBatcher, QueryCache
 from services.embedding._server import EmbeddingDeps, create_server, ready
 from tandem.v1 import embedding_service_pb2 as pb
@@ -88,6 +88,48 @@ async def test_embed_query_cache_hit_is_reported(running):
 
 
 @pytest.mark.rpc(EMBED)
+async def test_the_query_cache_is_the_tokens_tenants_alone(real_embedder, telemetry_sink, tmp_path):
+    """Over mutual TLS as deployed: whose cache serves a call is the tenant its forwarded
+    token names. Another tenant's cached phrase is a miss; a call without a token is
+    served without the cache."""
+    ensure_directory(tmp_path)
+    engine = EmbeddingEngine(
+        model=real_embedder,
+        cache=QueryCache(100, 60),
+        batcher=MicroBatcher(real_embedder, max_wait_s=0.002, max_batch=8),
+    )
+    server, servicer = await create_server(
+        server_settings("embedding"),
+        telemetry_sink().telemetry,
+        trust=Trust.load(tmp_path, "embedding"),
+    )
+    signer = Trust.load(tmp_path, "gateway").signer
+    assert signer is not None
+    channel = create_channel(
+        server.address, trust=Trust.load(tmp_path, "retrieval"), peer="embedding"
+    )
+    stub = pb_grpc.EmbeddingServiceStub(channel)
+    request = pb.EmbedRequest(texts=["confidential merger"], input_type=pb.INPUT_TYPE_QUERY)
+
+    async def hits(tenant: str | None) -> int:
+        token = current_token.set(signer.token(tenant) if tenant else None)
+        try:
+            return (await stub.Embed(request, timeout=10)).cache_hits
+        finally:
+            current_token.reset(token)
+
+    try:
+        await ready(server, servicer, EmbeddingDeps(engine=engine))
+        assert [await hits("victim"), await hits("victim")] == [0, 1]
+        assert [await hits("attacker"), await hits("attacker")] == [0, 1]
+        assert [await hits(None), await hits(None)] == [0, 0]
+    finally:
+        await channel.close()
+        await server.stop(0)
+        await engine.close()
+
+
+@pytest.mark.rpc(EMBED)
 @pytest.mark.parametrize(
     ("texts", "input_type", "field", "reason"),
     [
@@ -132,6 +174,7 @@ async def test_get_model_info(running):
     assert reply.normalized
     assert reply.query_cache_capacity == 100
     assert reply.query_cache_ttl.seconds == 60
+    assert reply.query_cache_capacity_per_tenant == 100
 
 
 @pytest.mark.rpc(EMBED)

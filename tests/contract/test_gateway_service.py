@@ -347,6 +347,51 @@ async def test_ingest_refuses_an_oversized_batch_and_secret_keep_kinds(stack):
     assert found["fields"] == ["redaction_policy.keep_kinds[0]"]
 
 
+# A control character in one text field per RPC, and the field it must name.
+CONTROL: dict[str, tuple[Any, str]] = {
+    ASK: (gpb.GatewayServiceAskRequest(question="refund\x00policy"), "question"),
+    STREAM_ASK: (gpb.GatewayServiceStreamAskRequest(
+        question="q", options=qpb.AskOptions(database="w\x1b")), "options.database"),
+    SEARCH: (gpb.GatewayServiceSearchRequest(
+        query="q", filter=rpb.SearchFilter(categories=["a\x00"])), "filter.categories[0]"),
+    ASK_SQL: (gpb.GatewayServiceAskSqlRequest(question="q", database="a\x00"), "database"),
+    RUN_INTENT: (gpb.GatewayServiceRunSqlIntentRequest(intent=spb.SqlIntent(
+        kind=spb.INTENT_KIND_COUNT, table="comp\x00anies")), "intent.table"),
+    VALIDATE: (gpb.GatewayServiceValidateSqlRequest(sql="SELECT 1\x00"), "sql"),
+    DELETE: (gpb.GatewayServiceDeleteDocumentRequest(document_id="d\x7f"), "document_id"),
+    DESCRIBE: (gpb.GatewayServiceDescribeSchemaRequest(tables=["a\x00"]), "tables[0]"),
+    LIST_CONVERSATIONS: (
+        gpb.GatewayServiceListConversationsRequest(page_token="\x00"), "page_token"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("rpc", _each(list(CONTROL)))
+async def test_a_control_character_is_invalid_character_naming_the_field(stack, rpc):
+    key = await stack.key()
+    request, field = CONTROL[rpc]
+    call, outcome = _invoke(stack.stub, VALID[rpc][0], request, metadata=bearer(key))
+    code, found = await _error(call, outcome)
+    assert (code, found["reason"], found["fields"]) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_CHARACTER",
+        [field],
+    )
+
+
+@pytest.mark.rpc(INGEST)
+async def test_a_document_with_a_control_character_fails_alone_naming_the_field(stack):
+    key = await stack.key()
+    request = gpb.GatewayServiceIngestDocumentsRequest(
+        documents=[DOCS[0], rpb.DocumentInput(document_id="bad", uri="a\x00", text="text")]
+    )
+    events = await _drain(stack.stub.IngestDocuments(request, metadata=bearer(key)))
+    [failed] = [d for d in events[-1].summary.documents if d.HasField("error")]
+    assert (failed.error.reason, [v.field for v in failed.error.field_violations]) == (
+        "INVALID_CHARACTER",
+        ["documents[1].uri"],
+    )
+
+
 @pytest.mark.rpc(INGEST)
 async def test_an_ingest_cut_midway_names_the_documents_it_committed(
     pg_url, embedding, sql, router, telemetry_sink

@@ -192,6 +192,30 @@ async def test_one_bad_document_never_fails_the_batch(running, tenant):
 
 
 @pytest.mark.rpc(INGEST)
+async def test_a_control_character_fails_its_document_naming_the_field(running, tenant):
+    docs = [
+        _doc("ok", "Fine\ttext,\r\nover\flines.", metadata=_struct({"k": "a\nb"})),
+        pb.DocumentInput(document_id="uri", uri="crm://a\x00", text="text"),
+        pb.DocumentInput(document_id="category", category="a\x1bb", text="text"),
+        _doc("meta", "text", metadata=_struct({"k": "a\x00b"})),
+    ]
+    _, summary = await ingest(running.stub, tenant, docs)
+    results = {d.document_id: d for d in summary.documents}
+    assert results["ok"].outcome == pb.DOCUMENT_OUTCOME_INCLUDED
+    for document_id, field in (
+        ("uri", "documents[1].uri"),
+        ("category", "documents[2].category"),
+        ("meta", "documents[3].metadata.k"),
+    ):
+        error = results[document_id].error
+        assert (error.code, error.reason, [v.field for v in error.field_violations]) == (
+            grpc.StatusCode.INVALID_ARGUMENT.value[0],
+            "INVALID_CHARACTER",
+            [field],
+        )
+
+
+@pytest.mark.rpc(INGEST)
 @pytest.mark.parametrize(
     ("tenant_id", "documents", "policy", "field", "reason"),
     [
@@ -502,6 +526,12 @@ async def test_search_returns_hits_with_ranks_scores_and_timings(running, tenant
     assert [h.document_id for h in floored.hits] == ["renewal"]
 
 
+def _filter_metadata(metadata: dict[str, str]) -> pb.SearchFilter:
+    search_filter = pb.SearchFilter()
+    search_filter.metadata.update(metadata)
+    return search_filter
+
+
 @pytest.mark.rpc(SEARCH)
 @pytest.mark.parametrize(
     ("changes", "field"),
@@ -537,6 +567,29 @@ async def test_search_invalid_argument_names_the_field(running, changes, field):
 
 
 @pytest.mark.rpc(SEARCH)
+@pytest.mark.parametrize(
+    ("query", "search_filter", "field"),
+    [
+        ("renewal\x00risk", pb.SearchFilter(), "query"),
+        ("renewal", pb.SearchFilter(categories=["ok", "a\x00b"]), "filter.categories[1]"),
+        ("renewal", pb.SearchFilter(document_ids=["d\x1b"]), "filter.document_ids[0]"),
+        ("renewal", _filter_metadata({"team": "a\x00b"}), "filter.metadata.team"),
+        ("renewal", _filter_metadata({"te\x00am": "a"}), "filter.metadata"),
+    ],
+)
+async def test_search_control_characters_are_invalid_character(
+    running, query, search_filter, field
+):
+    request = pb.SearchRequest(tenant_id="acme", query=query, filter=search_filter)
+    code, fields, info = await _error(running.stub.Search(request))
+    assert (code, fields, info["reason"]) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        [field],
+        "INVALID_CHARACTER",
+    )
+
+
+@pytest.mark.rpc(SEARCH)
 async def test_search_model_mismatch_is_failed_precondition(running, tenant, pg_url):
     import psycopg
 
@@ -568,22 +621,28 @@ async def test_search_fails_open_when_postgres_is_unreachable(dead_store):
 
 @pytest.mark.rpc(SEARCH)
 async def test_search_fails_open_when_embedding_is_unreachable(
-    pg_url, telemetry_sink, unused_tcp_port
+    running, tenant, pg_url, telemetry_sink, unused_tcp_port
 ):
-    running = await start_retrieval(
+    """HYBRID answers from full text alone (mode SPARSE, degraded); DENSE has no hits."""
+    await ingest(running.stub, tenant, DOCS)
+    cut_off = await start_retrieval(
         pg_url, f"127.0.0.1:{unused_tcp_port}", telemetry_sink().telemetry
     )
     try:
-        for mode in (pb.SEARCH_MODE_HYBRID, pb.SEARCH_MODE_DENSE):
-            reply = await running.stub.Search(
-                pb.SearchRequest(tenant_id="acme", query="renewal", mode=mode)
-            )
-            assert reply.degraded and not reply.hits and reply.mode == mode
-            assert reply.degradations[0].reason == (
-                common_pb2.DEGRADATION_REASON_EMBEDDING_UNAVAILABLE
-            )
+        hybrid = await cut_off.stub.Search(pb.SearchRequest(tenant_id=tenant, query="renewal"))
+        assert hybrid.degraded and hybrid.mode == pb.SEARCH_MODE_SPARSE
+        assert hybrid.hits[0].document_id == "renewal"
+        assert all(h.sparse_rank and not h.dense_rank for h in hybrid.hits)
+        assert [(d.reason, d.component) for d in hybrid.degradations] == [
+            (common_pb2.DEGRADATION_REASON_EMBEDDING_UNAVAILABLE, "embedding")
+        ]
+        dense = await cut_off.stub.Search(
+            pb.SearchRequest(tenant_id=tenant, query="renewal", mode=pb.SEARCH_MODE_DENSE)
+        )
+        assert dense.degraded and not dense.hits and dense.mode == pb.SEARCH_MODE_DENSE
+        assert dense.degradations[0].reason == common_pb2.DEGRADATION_REASON_EMBEDDING_UNAVAILABLE
     finally:
-        await running.close()
+        await cut_off.close()
 
 
 class _LengthReranker:

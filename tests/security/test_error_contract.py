@@ -217,10 +217,10 @@ __all__ += ["start_stack"]
 
 
 # The field each NUL case's BadRequest names, in the order of the cases: the gateway
-# refuses NUL in its text fields; an intent's values are refused where they are bound.
+# refuses control characters in every string field of a request, by its path.
 NUL_FIELDS = [
     ["query"], ["query"], ["filter.categories[0]"], ["filter.document_ids[0]"],
-    ["document_id"], ["intent"], ["question"], ["question"],
+    ["document_id"], ["intent.filters[0].values[0].string_value"], ["question"], ["question"],
 ]  # fmt: skip
 
 

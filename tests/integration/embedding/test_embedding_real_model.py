@@ -34,7 +34,7 @@ async def test_paraphrase_scores_higher_than_unrelated(engine: EmbeddingEngine) 
         "The quarterly revenue grew by twelve percent in Europe.",
     ]
     for kind in EmbedKind:
-        vectors = (await engine.embed(texts, kind)).vectors
+        vectors = (await engine.embed(texts, kind, tenant="acme")).vectors
         paraphrase = cosine(vectors[0], vectors[1])
         unrelated = cosine(vectors[0], vectors[2])
         assert paraphrase > unrelated + 0.2, (kind, paraphrase, unrelated)
@@ -42,10 +42,10 @@ async def test_paraphrase_scores_higher_than_unrelated(engine: EmbeddingEngine) 
 
 async def test_same_text_embeds_identically(engine: EmbeddingEngine) -> None:
     text = "Acme Corp renewed its enterprise contract in March."
-    first = await engine.embed([text], EmbedKind.PASSAGE)
+    first = await engine.embed([text], EmbedKind.PASSAGE, tenant="acme")
     # a different batch composition must not change the vector
     second = await engine.embed(
-        [text, "an unrelated, much longer passage " * 20], EmbedKind.PASSAGE
+        [text, "an unrelated, much longer passage " * 20], EmbedKind.PASSAGE, tenant="acme"
     )
     np.testing.assert_array_equal(first.vectors[0], second.vectors[0])
 
@@ -54,7 +54,9 @@ async def test_same_text_embeds_identically(engine: EmbeddingEngine) -> None:
 async def test_both_kinds_are_384_d_and_normalised(
     engine: EmbeddingEngine, kind: EmbedKind
 ) -> None:
-    result = await engine.embed(["which accounts fit healthcare?", "pricing tiers"], kind)
+    result = await engine.embed(
+        ["which accounts fit healthcare?", "pricing tiers"], kind, tenant="acme"
+    )
     assert (result.model, result.dim) == (MODEL_NAME, 384)
     assert result.vectors.shape == (2, 384)
     assert result.vectors.dtype == np.float32
@@ -63,10 +65,10 @@ async def test_both_kinds_are_384_d_and_normalised(
 
 async def test_cache_hit_is_observable_and_does_no_model_work(engine: EmbeddingEngine) -> None:
     question = "top ten opportunities by score"
-    miss = await engine.embed([question], EmbedKind.QUERY)
+    miss = await engine.embed([question], EmbedKind.QUERY, tenant="acme")
     batches_after_miss = engine.stats().batcher.batches
 
-    hit = await engine.embed([question], EmbedKind.QUERY)
+    hit = await engine.embed([question], EmbedKind.QUERY, tenant="acme")
 
     assert (miss.cache_hits, hit.cache_hits) == (0, 1)
     assert engine.stats().batcher.batches == batches_after_miss
@@ -76,9 +78,11 @@ async def test_cache_hit_is_observable_and_does_no_model_work(engine: EmbeddingE
 
 async def test_concurrent_queries_are_coalesced(engine: EmbeddingEngine) -> None:
     questions = [f"how many deals closed in week {i}?" for i in range(16)]
-    results = await asyncio.gather(*(engine.embed([q], EmbedKind.QUERY) for q in questions))
+    results = await asyncio.gather(
+        *(engine.embed([q], EmbedKind.QUERY, tenant="acme") for q in questions)
+    )
     assert engine.stats().batcher.batches < len(questions)
-    alone = await engine.embed([questions[3]], EmbedKind.PASSAGE)
+    alone = await engine.embed([questions[3]], EmbedKind.PASSAGE, tenant="acme")
     assert results[3].vectors.shape == alone.vectors.shape == (1, 384)
 
 
@@ -88,7 +92,7 @@ async def test_warm_up_and_limits(engine: EmbeddingEngine) -> None:
     assert (info.name, info.dim, info.pooling, info.normalized) == (MODEL_NAME, 384, "mean", True)
     assert info.origin is ModelOrigin.LOCAL_DIRECTORY
     with pytest.raises(EmbeddingInputError) as caught:
-        await engine.embed(["fine", ""], EmbedKind.QUERY)
+        await engine.embed(["fine", ""], EmbedKind.QUERY, tenant="acme")
     assert caught.value.field == "texts[1]"
 
 

@@ -442,7 +442,8 @@ async def test_embedding_down_degrades_dense_search_and_fails_documents(
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="tandem.retrieval"):
             reply = await _search(running.stub, tenant, "refund")
-        assert reply.degraded and not reply.hits
+        assert reply.degraded and not reply.hits  # the tenant has no documents yet
+        assert reply.mode == SPARSE  # HYBRID answered from full text alone
         assert reply.degradations[0].reason == common_pb2.DEGRADATION_REASON_EMBEDDING_UNAVAILABLE
         assert reply.degradations[0].component == "embedding"
         assert len([r for r in caplog.records if r.name == "tandem.retrieval"]) == 1

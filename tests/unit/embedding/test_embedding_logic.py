@@ -94,7 +94,7 @@ async def test_invalid_input_names_field_and_limit(
     engine = build_engine(model)
     for kind in EmbedKind:
         with pytest.raises(EmbeddingInputError) as caught:
-            await engine.embed(texts, kind)
+            await engine.embed(texts, kind, tenant="acme")
         assert caught.value.field == field
         assert fragment in caught.value.description
         assert caught.value.reason == reason
@@ -106,14 +106,14 @@ async def test_limits_are_inclusive_and_configurable(
     make_model: type[FakeModel], build_engine: EngineFactory
 ) -> None:
     engine = build_engine(make_model(), max_batch=3, max_text_chars=10, max_batch_chars=12)
-    result = await engine.embed(["x" * 10, "y", "z"], EmbedKind.PASSAGE)
+    result = await engine.embed(["x" * 10, "y", "z"], EmbedKind.PASSAGE, tenant="acme")
     assert result.vectors.shape == (3, 4)
     with pytest.raises(EmbeddingInputError, match="at most 12 characters in all"):
-        await engine.embed(["x" * 10, "y", "zz"], EmbedKind.PASSAGE)
+        await engine.embed(["x" * 10, "y", "zz"], EmbedKind.PASSAGE, tenant="acme")
     with pytest.raises(EmbeddingInputError, match="at most 3 texts"):
-        await engine.embed(["a"] * 4, EmbedKind.PASSAGE)
+        await engine.embed(["a"] * 4, EmbedKind.PASSAGE, tenant="acme")
     with pytest.raises(EmbeddingInputError, match="at most 10 characters"):
-        await engine.embed(["x" * 11], EmbedKind.PASSAGE)
+        await engine.embed(["x" * 11], EmbedKind.PASSAGE, tenant="acme")
 
 
 async def test_unknown_kind_is_rejected(
@@ -121,7 +121,7 @@ async def test_unknown_kind_is_rejected(
 ) -> None:
     engine = build_engine(make_model())
     with pytest.raises(EmbeddingInputError) as caught:
-        await engine.embed(["x"], "query")  # type: ignore[arg-type]
+        await engine.embed(["x"], "query", tenant="acme")  # type: ignore[arg-type]
     assert caught.value.field == "input_type"
 
 
@@ -131,10 +131,10 @@ async def test_expected_model_must_match(
     model = make_model()
     engine = build_engine(model)
     with pytest.raises(EmbeddingModelMismatchError) as caught:
-        await engine.embed(["x"], EmbedKind.QUERY, expected_model="other/model")
+        await engine.embed(["x"], EmbedKind.QUERY, expected_model="other/model", tenant="acme")
     assert (caught.value.expected, caught.value.actual) == ("other/model", "fake/model")
     assert model.calls == []
-    result = await engine.embed(["x"], EmbedKind.QUERY, expected_model="fake/model")
+    result = await engine.embed(["x"], EmbedKind.QUERY, expected_model="fake/model", tenant="acme")
     assert result.model == "fake/model"
 
 
@@ -144,9 +144,9 @@ async def test_query_cache_hit_does_no_model_work(
     model = make_model()
     engine = build_engine(model)
 
-    first = await engine.embed(["where is the invoice"], EmbedKind.QUERY)
+    first = await engine.embed(["where is the invoice"], EmbedKind.QUERY, tenant="acme")
     calls_after_first = len(model.calls)
-    second = await engine.embed(["where is the invoice"], EmbedKind.QUERY)
+    second = await engine.embed(["where is the invoice"], EmbedKind.QUERY, tenant="acme")
 
     assert (first.cache_hits, second.cache_hits) == (0, 1)
     assert len(model.calls) == calls_after_first == 1
@@ -155,14 +155,40 @@ async def test_query_cache_hit_does_no_model_work(
     assert (stats.cache.hits, stats.batcher.batches) == (1, 1)
 
 
+async def test_another_tenants_cached_query_is_a_miss(
+    make_model: type[FakeModel], build_engine: EngineFactory
+) -> None:
+    model = make_model()
+    engine = build_engine(model)
+
+    await engine.embed(["confidential merger"], EmbedKind.QUERY, tenant="victim")
+    other = await engine.embed(["confidential merger"], EmbedKind.QUERY, tenant="attacker")
+
+    assert other.cache_hits == 0
+    assert len(model.calls) == 2  # the attacker's query ran the model like any fresh one
+
+
+async def test_no_tenant_bypasses_the_cache(
+    make_model: type[FakeModel], build_engine: EngineFactory
+) -> None:
+    model = make_model()
+    engine = build_engine(model)
+
+    for _ in range(2):
+        result = await engine.embed(["where is the invoice"], EmbedKind.QUERY, tenant=None)
+        assert result.cache_hits == 0
+    assert len(model.calls) == 2
+    assert engine.stats().cache.size == 0
+
+
 async def test_mixed_hits_and_misses_keep_request_order(
     make_model: type[FakeModel], build_engine: EngineFactory
 ) -> None:
     model = make_model()
     engine = build_engine(model)
-    await engine.embed(["b"], EmbedKind.QUERY)
+    await engine.embed(["b"], EmbedKind.QUERY, tenant="acme")
 
-    result = await engine.embed(["a", "b", "c", "a"], EmbedKind.QUERY)
+    result = await engine.embed(["a", "b", "c", "a"], EmbedKind.QUERY, tenant="acme")
 
     assert result.cache_hits == 1
     # "a" appears twice but is computed once; "b" comes from the cache
@@ -178,7 +204,7 @@ async def test_passages_are_never_cached(
     model = make_model()
     engine = build_engine(model)
     for _ in range(2):
-        result = await engine.embed(["a chunk of a document"], EmbedKind.PASSAGE)
+        result = await engine.embed(["a chunk of a document"], EmbedKind.PASSAGE, tenant="acme")
         assert result.cache_hits == 0
     assert model.batch_sizes == [1, 1]
     assert engine.stats().cache.size == 0
@@ -191,7 +217,7 @@ async def test_model_failure_is_not_cached(
     engine = build_engine(model)
     for _ in range(2):
         with pytest.raises(RuntimeError):
-            await engine.embed(["bad"], EmbedKind.QUERY)
+            await engine.embed(["bad"], EmbedKind.QUERY, tenant="acme")
     assert model.batch_sizes == [1, 1]
 
 
@@ -217,6 +243,7 @@ async def test_warm_up_makes_ready_after_probing_both_kinds(
         max_batch_chars=1_048_576,
         query_cache_capacity=100,
         query_cache_ttl_s=60,
+        query_cache_capacity_per_tenant=100,
     )
     assert engine.stats().cache.size == 0
 
@@ -248,9 +275,9 @@ async def test_create_engine_applies_settings(make_model: type[FakeModel]) -> No
     try:
         assert engine.model_info().max_batch == 2
         with pytest.raises(EmbeddingInputError, match="at most 5 characters"):
-            await engine.embed(["toolong"], EmbedKind.QUERY)
-        await engine.embed(["q"], EmbedKind.QUERY)
-        second = await engine.embed(["q"], EmbedKind.QUERY)
+            await engine.embed(["toolong"], EmbedKind.QUERY, tenant="acme")
+        await engine.embed(["q"], EmbedKind.QUERY, tenant="acme")
+        second = await engine.embed(["q"], EmbedKind.QUERY, tenant="acme")
         assert second.cache_hits == 0  # a zero-size cache is off
         assert engine.model_info().query_cache_capacity == 0
     finally:

@@ -16,6 +16,7 @@ def test_defaults() -> None:
     assert (settings.max_batch, settings.max_text_chars) == (256, 8192)
     assert settings.max_batch_chars == 1_048_576
     assert (settings.cache_size, settings.cache_ttl_s) == (10_000, 3600.0)
+    assert settings.cache_size_per_tenant == 1_000
     assert (settings.coalesce_wait_ms, settings.coalesce_max_batch, settings.threads) == (2, 64, 0)
     assert settings.model is None and settings.model_path is None and settings.dim is None
     assert settings.default_model_dir == Path(".tandem/models/all-MiniLM-L6-v2-int8")
@@ -34,6 +35,7 @@ def test_overrides() -> None:
             "EMBEDDING_MAX_BATCH_CHARS": "5000",
             "EMBEDDING_CACHE_SIZE": "0",
             "EMBEDDING_CACHE_TTL_S": "1.5",
+            "EMBEDDING_CACHE_SIZE_PER_TENANT": "7",
             "EMBEDDING_COALESCE_WAIT_MS": "0",
             "EMBEDDING_COALESCE_MAX_BATCH": "1",
             "EMBEDDING_THREADS": "2",
@@ -46,6 +48,7 @@ def test_overrides() -> None:
     assert (settings.port, settings.max_batch, settings.max_text_chars) == (6000, 32, 1000)
     assert settings.max_batch_chars == 5000
     assert (settings.cache_size, settings.cache_ttl_s) == (0, 1.5)
+    assert settings.cache_size_per_tenant == 7
     assert (settings.coalesce_wait_ms, settings.coalesce_max_batch, settings.threads) == (0, 1, 2)
 
 

@@ -56,6 +56,12 @@ def test_search_defaults():
         (SearchQuery("acme", "q", document_ids=("d",) * 1001), "filter.document_ids"),
         (SearchQuery("acme", "q", metadata={"": 1}), "filter.metadata"),
         (SearchQuery("acme", "q", min_score=float("nan")), "min_score"),
+        (SearchQuery("acme", "renewal\x00risk"), "query"),
+        (SearchQuery("acme", "q", categories=("ok", "a\x00b")), "filter.categories[1]"),
+        (SearchQuery("acme", "q", categories=("a\nb",)), "filter.categories[0]"),
+        (SearchQuery("acme", "q", document_ids=("d\x1b",)), "filter.document_ids[0]"),
+        (SearchQuery("acme", "q", metadata={"team": "a\x00"}), "filter.metadata.team"),
+        (SearchQuery("acme", "q", metadata={"te\x00am": "a"}), "filter.metadata"),
     ],
 )
 def test_search_limits_name_the_field(query, field):
@@ -116,6 +122,19 @@ def test_ingest_policy_defaults_to_the_configured_one():
          ["documents[2].content_type"]),
         (DocumentInput(document_id="", text=""), "INVALID_ARGUMENT",
          ["documents[2].document_id", "documents[2].text"]),
+        # control characters: none in names, layout only in free text (issue 46)
+        (DocumentInput(document_id="d", text="x", uri="file:///a\x00"), "INVALID_CHARACTER",
+         ["documents[2].uri"]),
+        (DocumentInput(document_id="d", text="x", category="a\nb", title="t\x1b[31m"),
+         "INVALID_CHARACTER", ["documents[2].title", "documents[2].category"]),
+        (DocumentInput(document_id="d", text="x", metadata={"k\x00": "v"}), "INVALID_CHARACTER",
+         ["documents[2].metadata"]),
+        (DocumentInput(document_id="d", text="x", metadata={"k": ["a", "b\x00"]}),
+         "INVALID_CHARACTER", ["documents[2].metadata.k[1]"]),
+        (DocumentInput(document_id="d", text="a\x00b"), "INVALID_CHARACTER",
+         ["documents[2].text"]),
+        (DocumentInput(document_id="d", text="page\fbreak\r\n\ttab", metadata={"k": "a\nb"}),
+         "", []),
     ],
 )  # fmt: skip
 def test_document_rules(doc, reason, fields):
