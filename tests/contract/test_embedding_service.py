@@ -112,7 +112,9 @@ async def test_the_query_cache_is_the_tokens_tenants_alone(real_embedder, teleme
     request = pb.EmbedRequest(texts=["confidential merger"], input_type=pb.INPUT_TYPE_QUERY)
 
     async def hits(tenant: str | None) -> int:
-        token = current_token.set(signer.token(tenant) if tenant else None)
+        token = current_token.set(
+            signer.token(tenant, "/tandem.v1.RetrievalService/Search") if tenant else None
+        )
         try:
             return (await stub.Embed(request, timeout=10)).cache_hits
         finally:
