@@ -45,7 +45,15 @@ from services.sql.conversation import (
     subject,
 )
 from services.sql.definitions import GlossaryEntry
-from services.sql.gate import Limits, ResultSet, SqlGate, StatementError, StatementRunner, Verdict
+from services.sql.gate import (
+    Limits,
+    ResultSet,
+    SqlGate,
+    StatementError,
+    StatementRunner,
+    Verdict,
+    scope_memos,
+)
 from services.sql.intents import Intent, IntentError, compile_intent
 from services.sql.memory import (
     AnswerMemory,
@@ -112,12 +120,15 @@ class SqlEngine:
 
     @staticmethod
     def check_tenant(tenant_id: str) -> None:
+        """``tenant_id`` is well formed; it then keys the gate's, the runner's and the
+        generator's memos for the rest of the request (``gate.scope_memos``)."""
         if not tenant_id:
             raise InvalidArgument.field("tenant_id", "required")
         if not _TENANT.match(tenant_id):
             raise InvalidArgument.field(
                 "tenant_id", "1-63 lowercase letters, digits, '-' or '_', starting alphanumeric"
             )
+        scope_memos(tenant_id)
 
     def _check_sql(self, sql: str) -> None:
         if not sql.strip():

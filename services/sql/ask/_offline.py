@@ -29,6 +29,7 @@ from services.sql.ask._pipeline import (
 from services.sql.ask._refusals import RefusalExplainer
 from services.sql.catalog import Catalog, JoinGraph
 from services.sql.definitions import parse_definitions
+from services.sql.gate import memo_scope
 from services.sql.linker import (
     LinkError,
     Meaning,
@@ -77,8 +78,8 @@ class OfflineGenerator:
         self._meanings: dict[tuple[object, ...], tuple[Meaning, ...]] = {}
         self._vocabularies: dict[tuple[str, float, tuple[str, ...]], Vocabulary] = {}
         # The pipeline asks three roles about one question: it is read once. Keyed by
-        # everything a reading depends on (none of it tenant data: catalogs are per
-        # database), bounded.
+        # everything a reading depends on (catalogs are per database) and by the
+        # request's tenant (a question another tenant asked is read afresh), bounded.
         self._readings: dict[tuple[object, ...], Reading] = {}
 
     def _vocabulary(self, catalog: Catalog) -> Vocabulary:
@@ -101,6 +102,7 @@ class OfflineGenerator:
         """The linker's statement with every phrase linked, or the reason it could not
         link (``sql`` empty), naming the phrase that was missing."""
         key = (
+            memo_scope(),
             question,
             schema.database,
             schema.catalog.refreshed_at,
@@ -124,7 +126,7 @@ class OfflineGenerator:
         reading = self.read(question, schema)
         if reading.sql or reading.refusal or self._embedder is None:
             return reading
-        key = (question, schema.database, schema.catalog.refreshed_at)
+        key = (memo_scope(), question, schema.database, schema.catalog.refreshed_at)
         vocabulary = self._vocabulary(schema.catalog)
         meanings = self._meanings.get(key)
         if meanings is None:

@@ -19,6 +19,7 @@ from services.sql.gate._execute import (
 from services.sql.gate._gate import GateRule, SqlGate, Verdict, Violation
 from services.sql.gate._names import identifier
 from services.sql.gate._parsing import parse_statements
+from services.sql.gate._scope import memo_scope, scope_memos
 
 __all__ = [
     "RESOURCE_LIMIT_REASON",
@@ -33,5 +34,7 @@ __all__ = [
     "Verdict",
     "Violation",
     "identifier",
+    "memo_scope",
     "parse_statements",
+    "scope_memos",
 ]

@@ -56,6 +56,7 @@ from services.common import (
     remaining,
 )
 from services.sql.gate._gate import Verdict
+from services.sql.gate._scope import memo_scope
 from services.sql.results import column_kind, encode, encoded_size, fingerprint
 from tandem.v1 import sql_service_pb2 as pb
 
@@ -242,8 +243,8 @@ class StatementRunner:
         # gate regenerated from each, per pool (a database server): a statement asked
         # again (a dashboard's question, the offline generator's answer to a repeated
         # question) is not sent to be accepted again. A text Postgres refused is never
-        # remembered. Bounded.
-        self._accepted: dict[tuple[str, str, str, tuple[str, ...]], None] = {}
+        # remembered. Bounded; per tenant of the request (``_scope``).
+        self._accepted: dict[tuple[str, str, str, str, tuple[str, ...]], None] = {}
 
     async def run(
         self,
@@ -264,6 +265,7 @@ class StatementRunner:
             span.set_attribute("sql.fingerprint", verdict.fingerprint)
             span.set_attribute("sql.tables", list(verdict.tables_used))
             accepted = (
+                memo_scope(),
                 pool.name,
                 verdict.source_sql,
                 verdict.normalized_sql,

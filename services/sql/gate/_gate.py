@@ -31,6 +31,7 @@ from services.common.spans import fingerprint_tree
 from services.sql.catalog import TableInfo
 from services.sql.gate._names import identifier
 from services.sql.gate._parsing import parse_statements
+from services.sql.gate._scope import memo_scope
 from services.sql.gate._sizes import BuiltValues
 
 DEFAULT_MAX_SQL_CHARS = 20_000
@@ -225,8 +226,9 @@ class SqlGate:
         # Verdicts are a pure function of the text and the catalog: a statement asked again
         # (a dashboard's question, the offline generator's answer to a repeated question)
         # is checked once per catalog load. Bounded; keyed by the catalog's database and
-        # load time, so a reloaded catalog is checked afresh.
-        self._verdicts: dict[tuple[str, str, object], Verdict] = {}
+        # load time, so a reloaded catalog is checked afresh, and by the request's tenant
+        # (``_scope``): a verdict another tenant's request left is no faster to read.
+        self._verdicts: dict[tuple[str, str, str, object], Verdict] = {}
         silence_sqlglot_logging()
 
     def check(self, text: str, catalog: TableResolver) -> Verdict:
@@ -234,7 +236,7 @@ class SqlGate:
         loaded = getattr(catalog, "refreshed_at", None)
         if loaded is None or len(text) > _VERDICT_TEXT_MAX:
             return self._check(text, catalog)
-        key = (text, str(getattr(catalog, "database", "")), loaded)
+        key = (memo_scope(), text, str(getattr(catalog, "database", "")), loaded)
         verdict = self._verdicts.get(key)
         if verdict is None:
             if len(self._verdicts) >= _VERDICTS_MAX:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextvars
 import re
 
 import pytest
 
-from services.sql import Catalog, GateRule, SqlGate, TableInfo
+from services.sql import Catalog, GateRule, SqlEngine, SqlGate, TableInfo
 from tests.unit.sql.corpus import HOSTILE, LEGITIMATE
 
 TABLES = ["activities", "audit_notes", "companies", "contacts", "opportunities", "owners",
@@ -158,3 +159,29 @@ def test_a_statement_is_checked_once_per_catalog_load(monkeypatch):
     for i in range(600):  # bounded
         gate.check(f"SELECT {i} FROM companies", CATALOG)
     assert len(gate._verdicts) <= 256
+
+
+class _CountingGate(SqlGate):
+    """The gate, counting the checks it really makes (the memo's misses)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.checked = 0
+
+    def _check(self, text, catalog):
+        self.checked += 1
+        return super()._check(text, catalog)
+
+
+def test_a_verdict_is_remembered_for_its_tenant_only():
+    """Issue 46: a verdict another tenant's request left must not answer faster."""
+    gate = _CountingGate()
+    text = "SELECT name FROM companies WHERE name = 'Merger'"
+
+    def as_tenant(tenant: str) -> None:
+        SqlEngine.check_tenant(tenant)
+        assert gate.check(text, CATALOG).valid
+
+    for tenant in ("victim", "victim", "attacker", "attacker", "victim"):
+        contextvars.copy_context().run(as_tenant, tenant)
+    assert gate.checked == 2  # one fresh check per tenant, none shared

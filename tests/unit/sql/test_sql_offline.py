@@ -4,6 +4,7 @@ index and the demo's glossary file, with no word list of its own."""
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import replace
 from datetime import date
 
@@ -18,6 +19,7 @@ from services.sql import (
     OfflineGenerator,
     Proposal,
     SchemaView,
+    SqlEngine,
     SqlGate,
     SqlGenerator,
     Understanding,
@@ -218,3 +220,25 @@ def test_a_word_of_a_named_product_is_not_a_value_of_its_own(view):
         " ON t1.product_id = t0.product_id WHERE (t1.name = 'Security Suite')"
         " AND (NOT t0.stage IN ('Closed Won', 'Closed Lost'))"
     )
+
+
+def test_a_question_is_remembered_for_its_tenant_only(view):
+    """Issue 46: a question another tenant's request read must not be answered faster
+    (the reading is the costly part of an offline answer)."""
+    generator = OfflineGenerator()
+    read = generator._read
+    calls: list[str] = []
+
+    def counting(question, schema, meanings=()):
+        calls.append(question)
+        return read(question, schema, meanings)
+
+    generator._read = counting  # type: ignore[method-assign]
+
+    def as_tenant(tenant: str) -> None:
+        SqlEngine.check_tenant(tenant)
+        assert generator.read("How many companies are there?", view).sql
+
+    for tenant in ("victim", "victim", "attacker", "attacker"):
+        contextvars.copy_context().run(as_tenant, tenant)
+    assert len(calls) == 2
