@@ -62,7 +62,7 @@ def _dispatch(
 ) -> Extracted:
     kind = found.kind
     if kind is Kind.PDF:
-        return extract_pdf(data, budget)
+        return extract_pdf(data, budget, limits.max_pdf_pages)
     if kind is Kind.DOCX:
         return extract_docx(data, budget)
     if kind is Kind.PPTX:
