@@ -83,7 +83,7 @@ def extract(data: bytes, name: str, *, limits: ExtractLimits = _DEFAULT_LIMITS) 
     ``name`` is a hint only (the bytes decide the format; the extension breaks ties
     between text formats). Raises ``Unextractable`` with a ``Reason`` and a message for
     a person; nothing else escapes for any input. CPU-bound and synchronous: run it in
-    a worker thread from async code."""
+    a worker (a process: the ingest's extraction pool) from async code."""
     if len(data) > limits.max_input_bytes:
         raise Unextractable(
             Reason.TOO_LARGE,

@@ -132,12 +132,12 @@ class _TreeBuilder(HTMLParser):
             self._closers[pattern] = seen
         return seen[1] >= i
 
-    def parse_comment(self, i: int, report: int = 1) -> int:
+    def parse_comment(self, i: int, report: bool = True) -> int:
         if not self._closes_after(_COMMENT_CLOSE, i + 4):
             return -1
         return super().parse_comment(i, report)
 
-    def parse_marked_section(self, i: int, report: int = 1) -> int:
+    def parse_marked_section(self, i: int, report: bool = True) -> int:
         closer = _MS_SECTION_CLOSE if _MS_SECTION.match(self.rawdata, i) else _SECTION_CLOSE
         if not self._closes_after(closer, i + 3):
             return -1

@@ -13,7 +13,7 @@ import io
 import re
 import zipfile
 
-from lxml import etree
+from lxml import etree  # type: ignore[import-untyped]
 
 from services.retrieval.extract._limits import (
     ExtractLimits,
