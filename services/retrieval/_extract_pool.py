@@ -92,8 +92,10 @@ class ExtractionPool:
         self._in_use = 0
         self._running: Counter[str] = Counter()
         self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._workers: set[_Worker] = set()
+        self._starting: set[asyncio.Task[None]] = set()
+        self._reaping: set[asyncio.Task[None]] = set()
+        self._workers: set[_Worker] = set()  # usable: started, not retired
+        self._retired: set[_Worker] = set()  # killed, not yet reaped
         self._pids: set[int] = set()
         self._closed = False
         self._finalizer = weakref.finalize(self, _kill_all, self._pids)
@@ -114,6 +116,8 @@ class ExtractionPool:
                     payload = await worker.call(request_header(name, limits, timeout_s), data)
             except TimeoutError:
                 self._retire(worker)
+                # Answer only once the worker is gone: no work on the file after the reply.
+                await worker.process.wait()
                 raise ExtractionTimeout() from None
             except (asyncio.IncompleteReadError, ConnectionError):
                 self._retire(worker)
@@ -150,16 +154,18 @@ class ExtractionPool:
 
     async def close(self) -> None:
         self._closed = True
-        for task in list(self._tasks):
+        for task in list(self._starting):
             task.cancel()
-        for worker in list(self._workers):
+        every = self._workers | self._retired
+        for worker in every:
             worker.kill()
-            if worker.process.stdin is not None:
-                worker.process.stdin.close()
-        for worker in list(self._workers):
+        for worker in every:
             with contextlib.suppress(Exception):
                 await worker.process.wait()
+        for _ in range(3):  # the pipes' transports close a step after the exit is seen
+            await asyncio.sleep(0)
         self._workers.clear()
+        self._retired.clear()
         self._pids.clear()
 
     # -- workers --------------------------------------------------------------------------
@@ -173,7 +179,7 @@ class ExtractionPool:
         queue = self._queue()
         while True:
             if queue.empty() and self._live < self._size:
-                self._spawn_soon()
+                self.start()  # every missing worker: the next file need not wait either
             got = await queue.get()
             if isinstance(got, BaseException):
                 raise got
@@ -194,16 +200,24 @@ class ExtractionPool:
     def _forget(self, worker: _Worker) -> None:
         if worker in self._workers:
             self._workers.discard(worker)
-            self._pids.discard(worker.process.pid)
+            self._retired.add(worker)
             self._live -= 1
-            task = asyncio.create_task(worker.process.wait())  # reap it
-            task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+            task = asyncio.create_task(self._reap(worker))
+            self._reaping.add(task)
+            task.add_done_callback(self._reaping.discard)
+
+    async def _reap(self, worker: _Worker) -> None:
+        try:
+            await worker.process.wait()
+        finally:
+            self._retired.discard(worker)
+            self._pids.discard(worker.process.pid)
 
     def _spawn_soon(self) -> None:
         self._live += 1
         task = asyncio.create_task(self._spawn())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._starting.add(task)
+        task.add_done_callback(self._starting.discard)
 
     async def _spawn(self) -> None:
         try:

@@ -17,10 +17,12 @@ subverted by a hostile file cannot run code in the service by what it replies.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
 import resource
+import signal
 import struct
 import sys
 from typing import Any, BinaryIO
@@ -36,6 +38,9 @@ from services.retrieval.extract import (
 )
 
 _LENGTH = struct.Struct(">Q")
+_PR_SET_PDEATHSIG = 1
+# A refusal with the peak address space this close to the ceiling is the memory limit's.
+_NEAR_CEILING = 16 * 1024 * 1024
 # The byte a worker writes once its imports are done and its limits are set.
 READY = b"R"
 
@@ -110,7 +115,25 @@ def _cpu_used_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _serve_one(header: dict[str, Any], data: bytes) -> bytes:
+def _peak_address_space_bytes() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmPeak:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _out_of_memory(memory_bytes: int) -> bytes:
+    # The parent replaces a worker that ran out: its heap may be left fragmented.
+    return refusal(
+        Reason.TOO_LARGE,
+        f"needs more than {memory_bytes // (1024 * 1024):,} MiB of memory to extract "
+        "(the per-file limit)",
+        retire=True,
+    )
+
+
+def _serve_one(header: dict[str, Any], data: bytes, ceiling: int, memory_bytes: int) -> bytes:
     # This file may use cpu_s more seconds; the hard limit stays unlimited so the next
     # file's soft limit can be set higher (an unprivileged process cannot raise a hard one).
     allowed = math.ceil(_cpu_used_s() + float(header["cpu_s"])) + 1
@@ -119,15 +142,31 @@ def _serve_one(header: dict[str, Any], data: bytes) -> bytes:
     try:
         return encode_extracted(extract(data, str(header["name"]), limits=limits))
     except Unextractable as exc:
+        # A C library (libxml2, zlib) that cannot allocate reports a parse error, not
+        # MemoryError: a failure at the address-space ceiling is the memory limit's.
+        if ceiling and _peak_address_space_bytes() > ceiling - _NEAR_CEILING:
+            return _out_of_memory(memory_bytes)
         return refusal(exc.reason, exc.message)
 
 
+def _die_with_parent() -> None:
+    """SIGKILL this worker when the service exits, even mid-file (an idle worker ends
+    anyway when its stdin closes). Linux's PR_SET_PDEATHSIG; elsewhere a no-op."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str]) -> int:
-    """``_extract_worker MEMORY_BYTES``: serve requests on stdin until it closes."""
+    """``_extract_main MEMORY_BYTES``: serve requests on stdin until it closes."""
+    _die_with_parent()
     memory_bytes = int(argv[0])
     requests = sys.stdin.buffer
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print cannot break a frame
+    ceiling = 0
     if memory_bytes > 0:
         ceiling = _address_space_bytes() + memory_bytes
         resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
@@ -139,14 +178,8 @@ def main(argv: list[str]) -> int:
         if header is None or data is None:
             return 0
         try:
-            reply = _serve_one(json.loads(header), data)
+            reply = _serve_one(json.loads(header), data, ceiling, memory_bytes)
         except MemoryError:
-            # The parent replaces a worker that ran out: its heap may be left fragmented.
-            reply = refusal(
-                Reason.TOO_LARGE,
-                f"needs more than {memory_bytes // (1024 * 1024):,} MiB of memory to extract "
-                "(the per-file limit)",
-                retire=True,
-            )
+            reply = _out_of_memory(memory_bytes)
         replies.write(frame(reply))
         replies.flush()
