@@ -39,6 +39,9 @@ from services.retrieval.extract import Extracted, ExtractLimits, Reason, Unextra
 
 _log = logging.getLogger("tandem.retrieval")
 _LENGTH = struct.Struct(">Q")
+# How long a deadline's answer waits for the killed worker to be gone (SIGKILL takes
+# milliseconds; this only bounds a process stuck in the kernel).
+_REAP_S = 5.0
 # The directory holding the ``services`` package, so a worker imports the same code.
 _CODE_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -117,7 +120,8 @@ class ExtractionPool:
             except TimeoutError:
                 self._retire(worker)
                 # Answer only once the worker is gone: no work on the file after the reply.
-                await worker.process.wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(worker.process.wait(), _REAP_S)
                 raise ExtractionTimeout() from None
             except (asyncio.IncompleteReadError, ConnectionError):
                 self._retire(worker)

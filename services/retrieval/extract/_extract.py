@@ -71,7 +71,7 @@ def _dispatch(
         return extract_xlsx(data, limits, budget)
     assert found.text is not None and found.encoding is not None
     if kind is Kind.HTML:
-        return extract_html(data, found.text, found.encoding, budget)
+        return extract_html(data, found.text, found.encoding, budget, limits.max_xml_elements)
     if kind is Kind.CSV:
         return extract_csv(found.text, found.encoding, name, limits, budget)
     return extract_plain(found.text, found.encoding, kind, budget)

@@ -98,8 +98,10 @@ class _TreeBuilder(HTMLParser):
     anywhere after it is reported as incomplete at once, so the parser's recovery takes
     it as text up to the next ``>``, as it would have after the search."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_elements: int) -> None:
         super().__init__(convert_charrefs=True)
+        self._max_elements = max_elements
+        self._elements = 0
         # (the rawdata it was found in, the offset after which the closer never occurs)
         self._closers: dict[re.Pattern[str], tuple[str, int]] = {}
         self.root = _Node("#root", {})
@@ -144,6 +146,11 @@ class _TreeBuilder(HTMLParser):
         return super().parse_marked_section(i, report)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._elements += 1
+        if self._elements > self._max_elements:  # counted as the page streams by
+            raise Unextractable(
+                Reason.TOO_LARGE, f"has more than {self._max_elements:,} HTML elements"
+            )
         node = _Node(tag, {k: v or "" for k, v in attrs})
         if tag in _IMPLICIT_CLOSE:
             self._close_implicit(*_IMPLICIT_CLOSE[tag])
@@ -346,13 +353,15 @@ def declared_charset(data: bytes) -> str | None:
     return match.group(1).decode("ascii") if match else None
 
 
-def extract_html(data: bytes, text: str, encoding: str, budget: CharBudget) -> Extracted:
+def extract_html(
+    data: bytes, text: str, encoding: str, budget: CharBudget, max_elements: int
+) -> Extracted:
     """``text`` is ``data`` decoded by the generic text rules; a page that fell through
     to cp1252 but declares another charset is decoded again with the declared one."""
     declared = declared_charset(data)
     if encoding == "cp1252" and declared and declared.lower() not in ("cp1252", "windows-1252"):
         text, encoding = decode_text(data, declared=declared)
-    parser = _TreeBuilder()
+    parser = _TreeBuilder(max_elements)
     parser.read(text)
     root = parser.root
     title_node = next((n for n in _elements(root) if n.tag == "title"), None)

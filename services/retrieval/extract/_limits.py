@@ -105,6 +105,7 @@ class ExtractLimits:
     # streamed (before any library builds a tree of it): every paragraph costs the
     # libraries tens of microseconds however little it holds, so a small archive of
     # millions of empty paragraphs is refused in a fraction of a second, not walked.
+    # ``max_xml_elements`` also bounds an HTML page's elements as it is parsed.
     max_xml_elements: int = 2_000_000
     max_xml_depth: int = 200
     max_paragraphs: int = 100_000
