@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import math
 import os
 import resource
 import signal
 import struct
 import sys
+import warnings
 from typing import Any, BinaryIO
 
 from services.retrieval.extract import (
@@ -162,6 +164,10 @@ def _die_with_parent() -> None:
 def main(argv: list[str]) -> int:
     """``_extract_main MEMORY_BYTES``: serve requests on stdin until it closes."""
     _die_with_parent()
+    # The parsers' own warnings may quote the file (a bad cell, a broken object): a
+    # worker's stderr is the service's log, which never holds document text.
+    logging.disable(logging.CRITICAL)
+    warnings.simplefilter("ignore")
     memory_bytes = int(argv[0])
     requests = sys.stdin.buffer
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
