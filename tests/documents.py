@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import zipfile
 
 import docx
@@ -150,3 +151,31 @@ def padded_pdf(megabytes: int, text: str) -> bytes:
     pdf.showPage()
     pdf.save()
     return buffer.getvalue()
+
+
+def amplified_docx(paragraphs: int, seed: int = 46) -> bytes:
+    """A small real DOCX whose ``word/document.xml`` is ``paragraphs`` tiny paragraphs of
+    one short word each, drawn at random: cheap to send, costly to walk, and the
+    draw keeps the compression ratio (about 100:1) under the zip bomb guard's 200:1."""
+    rng = random.Random(seed)
+    words = ("a", "the")
+    with zipfile.ZipFile(io.BytesIO(docx_bytes(docx.Document()))) as template:
+        parts = {name: template.read(name) for name in template.namelist()}
+    body = "".join(
+        f"<w:p><w:r><w:t>{rng.choice(words)}</w:t></w:r></w:p>" for _ in range(paragraphs)
+    )
+    document = parts["word/document.xml"].decode()
+    head, _, rest = document.partition("<w:body>")
+    parts["word/document.xml"] = f"{head}<w:body>{body}{rest}".encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def quadratic_html(size: int) -> bytes:
+    """``size`` bytes of a page that Python's HTML parser once read in quadratic time:
+    a paragraph, then ``</`` repeated (an end tag that never closes)."""
+    head = b"<html><body><p>text</p>"
+    return head + b"</" * ((size - len(head)) // 2)

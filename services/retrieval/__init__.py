@@ -5,6 +5,7 @@ from __future__ import annotations
 from services.retrieval._chunking import Chunk, chunk_text, embedding_text, normalise
 from services.retrieval._documents import DocumentCatalog
 from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError
+from services.retrieval._extract_pool import ExtractionPool, ExtractionTimeout
 from services.retrieval._ingest import Ingestor, derive_document_id
 from services.retrieval._redact import (
     AllowList,
@@ -68,6 +69,8 @@ __all__ = [
     "EmbeddingClient",
     "EmbeddingError",
     "ExclusionReason",
+    "ExtractionPool",
+    "ExtractionTimeout",
     "FastembedReranker",
     "Hit",
     "IngestProgress",

@@ -1,15 +1,15 @@
 """Ingest step zero for uploaded files: the bytes of a document become its text.
 
 A document may arrive as ``content`` (a PDF, a deck, a workbook, a web page…) instead of
-``text``; extraction (``services.retrieval.extract``) runs here, in a worker thread under
-a deadline, and the document continues through the pipeline as the markdown it renders
+``text``; extraction (``services.retrieval.extract``) runs here, in a worker process of
+the ``ExtractionPool`` under a deadline and the tenant's share of the workers, and the
+document continues through the pipeline as the markdown it renders
 to, one heading per page, slide, sheet or section. A file that yields no text fails as
 that one document, with the extractor's reason and message: the batch goes on.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 
 import grpc
@@ -17,6 +17,7 @@ from opentelemetry import trace
 
 from services.common import FieldViolation
 from services.common.spans import CHARS, node_span
+from services.retrieval._extract_pool import ExtractionPool, ExtractionTimeout
 from services.retrieval._settings import RetrievalSettings
 from services.retrieval._types import ContentType, DocumentError, DocumentInput, Extraction
 from services.retrieval.extract import (
@@ -24,7 +25,6 @@ from services.retrieval.extract import (
     Kind,
     Unextractable,
     as_markdown,
-    extract,
 )
 
 _INVALID = grpc.StatusCode.INVALID_ARGUMENT.value[0]
@@ -42,7 +42,13 @@ def _stem(file_name: str) -> str:
 
 
 async def extract_content(
-    index: int, doc: DocumentInput, settings: RetrievalSettings, tracer: trace.Tracer
+    index: int,
+    doc: DocumentInput,
+    *,
+    tenant_id: str,
+    pool: ExtractionPool,
+    settings: RetrievalSettings,
+    tracer: trace.Tracer,
 ) -> DocumentInput | DocumentError:
     """``doc`` with its ``content`` extracted into ``text`` (unchanged without content),
     or why it cannot be; one span per file with its type, size and outcome (never its
@@ -50,7 +56,7 @@ async def extract_content(
     if not doc.content:
         return doc
     with node_span(tracer, "retrieval.ingest.extract", {"tandem.bytes": len(doc.content)}) as span:
-        result = await _extract(index, doc, settings)
+        result = await _extract(index, doc, tenant_id, pool, settings)
         if isinstance(result, DocumentError):
             span.set_attribute("tandem.extract.refused", result.reason)
         elif result.extraction is not None:
@@ -61,7 +67,11 @@ async def extract_content(
 
 
 async def _extract(
-    index: int, doc: DocumentInput, settings: RetrievalSettings
+    index: int,
+    doc: DocumentInput,
+    tenant_id: str,
+    pool: ExtractionPool,
+    settings: RetrievalSettings,
 ) -> DocumentInput | DocumentError:
     prefix = f"documents[{index}]"
     if doc.text:
@@ -70,15 +80,13 @@ async def _extract(
         max_input_bytes=settings.max_file_bytes, max_chars=settings.max_document_chars
     )
     try:
-        async with asyncio.timeout(settings.extract_timeout_s):
-            # The thread is not interruptible: past the deadline the document fails and
-            # the extraction finishes in the background.
-            extracted = await asyncio.to_thread(
-                extract, doc.content, doc.file_name or doc.uri, limits=limits
-            )
+        # Past the deadline the worker is killed before the document's error is reported.
+        extracted = await pool.extract(
+            tenant_id, doc.content, doc.file_name or doc.uri, limits, settings.extract_timeout_s
+        )
     except Unextractable as exc:
         return _error(_INVALID, exc.reason.value, f"{prefix}.content", exc.message)
-    except TimeoutError:
+    except ExtractionTimeout:
         return _error(
             _DEADLINE,
             "EXTRACTION_TIMEOUT",

@@ -39,6 +39,7 @@ from services.common.spans import Metrics as TandemMetrics
 from services.retrieval._budget import TenantBudget
 from services.retrieval._chunking import chunk_text, embedding_text, normalise
 from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError
+from services.retrieval._extract_pool import ExtractionPool
 from services.retrieval._files import extract_content
 from services.retrieval._redact import RedactionPolicy, Redactor, has_content
 from services.retrieval._repository import (
@@ -116,6 +117,7 @@ class _Prepared:
 class _Context:
     """What deciding a document's fate needs besides the document."""
 
+    tenant_id: str
     last_index: dict[str, int]
     stored: dict[str, StoredVersion]
     redaction: RedactionPolicy
@@ -283,9 +285,11 @@ class Ingestor:
         tracer: trace.Tracer,
         meter: metrics.Meter,
         *,
+        extraction: ExtractionPool,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._repository = repository
+        self._extraction = extraction
         self._embedder = embedder
         self._settings = settings
         self._budget = TenantBudget(settings.embed_concurrency)
@@ -416,6 +420,7 @@ class Ingestor:
         text_limit = info.max_text_chars if info else self._settings.chunk_chars * 2
 
         context = _Context(
+            tenant_id=request.tenant_id,
             last_index={doc_id: i for i, doc_id in enumerate(ids) if doc_id},
             stored=stored,
             redaction=RedactionPolicy(
@@ -482,7 +487,14 @@ class Ingestor:
                 ),
                 None,
             )
-        extracted = await extract_content(index, doc, self._settings, self._tracer)
+        extracted = await extract_content(
+            index,
+            doc,
+            tenant_id=context.tenant_id,
+            pool=self._extraction,
+            settings=self._settings,
+            tracer=self._tracer,
+        )
         if isinstance(extracted, DocumentError):
             _log.warning(
                 "document not extractable",

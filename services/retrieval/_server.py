@@ -29,6 +29,7 @@ from services.common import (
 )
 from services.retrieval._documents import DocumentCatalog
 from services.retrieval._embedding_client import EmbeddingClient
+from services.retrieval._extract_pool import ExtractionPool
 from services.retrieval._ingest import Ingestor
 from services.retrieval._repository import RetrievalRepository, app_conninfo, migrations
 from services.retrieval._search import FastembedReranker, Reranker, Searcher
@@ -60,12 +61,14 @@ _log = logging.getLogger("tandem.retrieval")
 @dataclass(frozen=True)
 class RetrievalDeps:
     """What the service needs: an opened database, a channel to the embedding service,
-    its settings, and a reranker when one is configured."""
+    its settings, a reranker when one is configured, and the extraction workers (a pool
+    of its own from the settings when not given; whoever passes one closes it)."""
 
     settings: RetrievalSettings
     database: Database
     embedding_channel: grpc.aio.Channel
     reranker: Reranker | None = None
+    extraction: ExtractionPool | None = None
 
 
 # -- protobuf <-> plain objects -------------------------------------------------------
@@ -369,6 +372,16 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
 # -- bootstrap ------------------------------------------------------------------------
 
 
+def extraction_pool(settings: RetrievalSettings) -> ExtractionPool:
+    """The worker processes files are extracted in (started at the first file, or by
+    ``start``); its workers end with the pool, or with this process."""
+    return ExtractionPool(
+        workers=settings.extract_workers,
+        per_tenant=settings.extract_workers_per_tenant,
+        memory_bytes=settings.extract_memory_mb * 1024 * 1024,
+    )
+
+
 def build_servicer(deps: RetrievalDeps, telemetry: Telemetry) -> RetrievalServicer:
     """Wire the logic classes from their collaborators."""
     repository = RetrievalRepository(deps.database)
@@ -376,7 +389,14 @@ def build_servicer(deps: RetrievalDeps, telemetry: Telemetry) -> RetrievalServic
     tracer = telemetry.tracer("tandem.retrieval")
     meter = telemetry.meter("tandem.retrieval")
     return RetrievalServicer(
-        Ingestor(repository, embedder, deps.settings, tracer, meter),
+        Ingestor(
+            repository,
+            embedder,
+            deps.settings,
+            tracer,
+            meter,
+            extraction=deps.extraction or extraction_pool(deps.settings),
+        ),
         DocumentCatalog(repository),
         Searcher(repository, embedder, deps.settings, tracer, meter, reranker=deps.reranker),
     )
@@ -483,7 +503,8 @@ async def run_until_signalled() -> None:
         peer="embedding",
     )
     reranker = await asyncio.to_thread(load_reranker, settings)
-    deps = RetrievalDeps(settings, database, channel, reranker)
+    extraction = extraction_pool(settings)
+    deps = RetrievalDeps(settings, database, channel, reranker, extraction)
     server = GrpcServer(server_settings_for(server_settings, settings), telemetry, trust=trust)
     server.add_service(
         SERVICE_NAME,
@@ -492,10 +513,12 @@ async def run_until_signalled() -> None:
     )
 
     async def start() -> None:
+        extraction.start()  # warm workers, so the first file waits for no imports
         await prepare_store(database, settings, embedded=db_settings.url is None)
         server.watch_dependencies({"postgres": database.ping})
 
     async def stop() -> None:
+        await extraction.close()
         await channel.close()
         await database.close()
 

@@ -67,8 +67,15 @@ class RetrievalSettings:
     # Ingest limits and chunking.
     max_batch_documents: int = 256
     max_document_chars: int = 1_000_000
-    # A file sent as bytes is extracted in a worker thread; past this it fails.
+    # A file sent as bytes is extracted in a worker process; past this it fails and the
+    # process is killed (its CPU-time limit is the same number of seconds).
     extract_timeout_s: float = 60.0
+    # Worker processes kept for extraction, how many one tenant may use at once (its
+    # further files wait for its own to finish), and the memory one may take beyond
+    # its start-up size (RLIMIT_AS).
+    extract_workers: int = 2
+    extract_workers_per_tenant: int = 1
+    extract_memory_mb: int = 1024
     # The largest file accepted as bytes; the server's message limit is raised to carry
     # one (its callers are the gateway and the router, over mutual TLS).
     max_file_bytes: int = 50 * 1024 * 1024
@@ -116,6 +123,11 @@ class RetrievalSettings:
             max_batch_documents=env.get_int("RETRIEVAL_MAX_BATCH_DOCUMENTS", 256, minimum=1),
             max_document_chars=env.get_int("RETRIEVAL_MAX_DOCUMENT_CHARS", 1_000_000, minimum=1),
             extract_timeout_s=_finite(env, "RETRIEVAL_EXTRACT_TIMEOUT_S", 60.0, 0.1),
+            extract_workers=_bounded(env, "RETRIEVAL_EXTRACT_WORKERS", 2, 1, 64),
+            extract_workers_per_tenant=_bounded(
+                env, "RETRIEVAL_EXTRACT_WORKERS_PER_TENANT", 1, 1, 64
+            ),
+            extract_memory_mb=_bounded(env, "RETRIEVAL_EXTRACT_MEMORY_MB", 1024, 64, 65536),
             max_file_bytes=env.get_int("RETRIEVAL_MAX_FILE_BYTES", 50 * 1024 * 1024, minimum=1),
             chunk_chars=_bounded(env, "RETRIEVAL_CHUNK_CHARS", 1000, 200, 8000),
             chunk_overlap_chars=env.get_int("RETRIEVAL_CHUNK_OVERLAP_CHARS", 150, minimum=0),

@@ -11,7 +11,8 @@ characters, rows per sheet, ZIP expansion) are in ``ExtractLimits``.
 
 ``as_markdown`` renders an ``Extracted`` as the markdown the ingest pipeline chunks, one
 heading per section labelled with its locator. Synchronous and CPU-bound by design: the
-ingest runs it in a worker thread under a deadline.
+ingest runs it in a worker process under a deadline (``services.retrieval``'s
+extraction pool).
 """
 
 from __future__ import annotations

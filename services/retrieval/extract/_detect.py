@@ -15,7 +15,12 @@ from pathlib import PurePosixPath
 
 from services.retrieval.extract._limits import ExtractLimits, Kind, Reason, Unextractable
 from services.retrieval.extract._text import decode_text
-from services.retrieval.extract._zip import check_archive, office_kind, open_archive
+from services.retrieval.extract._zip import (
+    check_archive,
+    office_kind,
+    open_archive,
+    scan_text_parts,
+)
 
 # The PDF specification lets the header follow up to 1 KiB of junk (a mail header, a BOM).
 _PDF_WINDOW = 1024
@@ -93,7 +98,9 @@ def detect(data: bytes, name: str, limits: ExtractLimits) -> Detected:
         archive = open_archive(data)
         with archive:
             check_archive(archive, limits)
-            return Detected(office_kind(archive))
+            kind = office_kind(archive)
+            scan_text_parts(archive, kind, limits)
+            return Detected(kind)
     what = _binary_type(data)
     if what is not None:
         raise Unextractable(Reason.UNSUPPORTED_TYPE, f"is {what}, not a document with text")

@@ -62,7 +62,7 @@ def _dispatch(
 ) -> Extracted:
     kind = found.kind
     if kind is Kind.PDF:
-        return extract_pdf(data, budget)
+        return extract_pdf(data, budget, limits.max_pdf_pages)
     if kind is Kind.DOCX:
         return extract_docx(data, budget)
     if kind is Kind.PPTX:
@@ -71,7 +71,7 @@ def _dispatch(
         return extract_xlsx(data, limits, budget)
     assert found.text is not None and found.encoding is not None
     if kind is Kind.HTML:
-        return extract_html(data, found.text, found.encoding, budget)
+        return extract_html(data, found.text, found.encoding, budget, limits.max_xml_elements)
     if kind is Kind.CSV:
         return extract_csv(found.text, found.encoding, name, limits, budget)
     return extract_plain(found.text, found.encoding, kind, budget)
@@ -83,7 +83,7 @@ def extract(data: bytes, name: str, *, limits: ExtractLimits = _DEFAULT_LIMITS) 
     ``name`` is a hint only (the bytes decide the format; the extension breaks ties
     between text formats). Raises ``Unextractable`` with a ``Reason`` and a message for
     a person; nothing else escapes for any input. CPU-bound and synchronous: run it in
-    a worker thread from async code."""
+    a worker (a process: the ingest's extraction pool) from async code."""
     if len(data) > limits.max_input_bytes:
         raise Unextractable(
             Reason.TOO_LARGE,

@@ -101,6 +101,16 @@ class ExtractLimits:
     # is only held against members above this size.
     zip_ratio_min_member_bytes: int = 1 * MIB
     max_zip_members: int = 10_000
+    # Bounds on the XML a Word or PowerPoint file's text lives in, enforced while it is
+    # streamed (before any library builds a tree of it): every paragraph costs the
+    # libraries tens of microseconds however little it holds, so a small archive of
+    # millions of empty paragraphs is refused in a fraction of a second, not walked.
+    # ``max_xml_elements`` also bounds an HTML page's elements as it is parsed.
+    max_xml_elements: int = 2_000_000
+    max_xml_depth: int = 200
+    max_paragraphs: int = 100_000
+    # A PDF's pages are counted before any is read.
+    max_pdf_pages: int = 10_000
 
 
 def describe_bytes(size: int) -> str:
@@ -123,13 +133,16 @@ class CharBudget:
         self.used = 0
 
     def take(self, text: str) -> str:
-        self.used += len(text)
+        self.count(len(text))
+        return text
+
+    def count(self, chars: int) -> None:
+        self.used += chars
         if self.used > self.limit:
             raise Unextractable(
                 Reason.TOO_LARGE,
                 f"extracted text exceeds {self.limit:,} characters (the per-document limit)",
             )
-        return text
 
 
 @dataclass
@@ -145,8 +158,13 @@ class SectionBuilder:
     blocks: list[str] = field(default_factory=list)
 
     def add(self, block: str) -> None:
-        if block.strip():
-            self.blocks.append(block.strip())
+        """Charged to the budget now, so an over-long document stops at the block that
+        crosses the cap rather than at the end of the section holding it."""
+        block = block.strip()
+        if block:
+            if self.blocks:
+                self.budget.count(2)  # the blank line ``flush`` puts before it
+            self.blocks.append(self.budget.take(block))
 
     def heading(self, level: int, text: str) -> None:
         """Start a section at heading ``level`` (1 outermost); deeper or equal open
@@ -163,4 +181,4 @@ class SectionBuilder:
             return
         heading = self.path[-1][1] if self.path else ""
         locator = "section " + " > ".join(h for _, h in self.path) if self.path else ""
-        self.sections.append(Section(heading, self.budget.take(text), locator))
+        self.sections.append(Section(heading, text, locator))  # charged block by block

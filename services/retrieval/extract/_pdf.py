@@ -69,13 +69,17 @@ def _pages_phrase(pages: list[int]) -> str:
     return f"{listed} and {len(pages) - _LISTED_PAGES} more"
 
 
-def extract_pdf(data: bytes, budget: CharBudget) -> Extracted:
+def extract_pdf(data: bytes, budget: CharBudget, max_pages: int) -> Extracted:
     """Sections "page 1", "page 2", ... for pages with text; notes name the pages
     without text and pages that could not be read."""
     reader = _open(data)
     count = len(reader.pages)
     if count == 0:
         raise Unextractable(Reason.EMPTY, "is a PDF without pages")
+    if count > max_pages:
+        raise Unextractable(
+            Reason.TOO_LARGE, f"is a PDF of {count:,} pages, over the limit of {max_pages:,}"
+        )
     sections: list[Section] = []
     blank: list[int] = []
     broken: list[int] = []

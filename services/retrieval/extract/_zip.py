@@ -13,6 +13,8 @@ import io
 import re
 import zipfile
 
+from lxml import etree  # type: ignore[import-untyped]
+
 from services.retrieval.extract._limits import (
     ExtractLimits,
     Kind,
@@ -114,3 +116,73 @@ def office_kind(archive: zipfile.ZipFile) -> Kind:
     raise Unextractable(
         Reason.UNSUPPORTED_TYPE, f"is {what}; only DOCX, PPTX and XLSX archives are read"
     )
+
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_PARAGRAPHS = frozenset({_W + "p", _A + "p"})
+_TEXTS = frozenset({_W + "t", _A + "t"})
+# The parts whose text is extracted; the rest (styles, themes, media) is left to the
+# libraries, bounded by the ZIP guard.
+_TEXT_PARTS = {
+    Kind.DOCX: re.compile(r"word/document\d*\.xml"),
+    Kind.PPTX: re.compile(r"ppt/slides/slide\d+\.xml"),
+}
+
+
+def _too_large(message: str) -> Unextractable:
+    return Unextractable(Reason.TOO_LARGE, message)
+
+
+def scan_text_parts(archive: zipfile.ZipFile, kind: Kind, limits: ExtractLimits) -> None:
+    """Stream the parts a DOCX's or PPTX's text lives in, counting elements, nesting,
+    paragraphs and characters, and stop with TOO_LARGE at the first limit crossed.
+
+    The libraries build a whole tree and then spend tens of microseconds on every
+    paragraph however little it holds; this pass spends about a microsecond per element
+    and keeps no tree, so an amplified file (a 70 KB archive of 5 MiB of tiny paragraphs)
+    is refused in a fraction of a second instead of costing a minute of CPU."""
+    pattern = _TEXT_PARTS.get(kind)
+    if pattern is None:
+        return
+    elements = paragraphs = chars = 0
+    for name in sorted(n for n in archive.namelist() if pattern.fullmatch(n)):
+        with archive.open(name) as stream:
+            depth = 0
+            events = etree.iterparse(
+                stream, events=("start", "end"), resolve_entities=False, no_network=True
+            )
+            for event, element in events:
+                if event == "start":
+                    depth += 1
+                    elements += 1
+                    if depth > limits.max_xml_depth:
+                        raise _too_large(
+                            f"nests XML elements deeper than {limits.max_xml_depth} in {name}"
+                        )
+                    if elements > limits.max_xml_elements:
+                        raise _too_large(
+                            f"has more than {limits.max_xml_elements:,} XML elements in its text"
+                        )
+                    continue
+                depth -= 1
+                tag = element.tag
+                if tag in _PARAGRAPHS:
+                    paragraphs += 1
+                    if paragraphs > limits.max_paragraphs:
+                        raise _too_large(
+                            f"has more than {limits.max_paragraphs:,} paragraphs "
+                            "(the per-document limit)"
+                        )
+                elif tag in _TEXTS:
+                    chars += len(element.text or "")
+                    if chars > limits.max_chars:
+                        raise _too_large(
+                            f"extracted text exceeds {limits.max_chars:,} characters "
+                            "(the per-document limit)"
+                        )
+                if depth <= 2:  # a finished block: keep no tree
+                    element.clear()
+                    parent = element.getparent()
+                    while parent is not None and element.getprevious() is not None:
+                        del parent[0]

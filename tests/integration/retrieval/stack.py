@@ -20,8 +20,14 @@ from services.embedding import Embedder, EmbeddingEngine, MicroBatcher, QueryCac
 from services.embedding._server import EmbeddingDeps
 from services.embedding._server import create_server as create_embedding_server
 from services.embedding._server import ready as embedding_ready
-from services.retrieval import Reranker, RetrievalSettings
-from services.retrieval._server import RetrievalDeps, create_server, open_database, ready
+from services.retrieval import ExtractionPool, Reranker, RetrievalSettings
+from services.retrieval._server import (
+    RetrievalDeps,
+    create_server,
+    extraction_pool,
+    open_database,
+    ready,
+)
 from tandem.v1 import retrieval_service_pb2 as pb
 from tandem.v1 import retrieval_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings
@@ -54,9 +60,12 @@ class Retrieval:
     stub: pb_grpc.RetrievalServiceAsyncStub
     database: Database
     channels: list[grpc.aio.Channel] = field(default_factory=list)
+    extraction: ExtractionPool | None = None
 
     async def close(self) -> None:
         await self.server.stop(0)
+        if self.extraction is not None:
+            await self.extraction.close()
         for channel in self.channels:
             await channel.close()
         await self.database.close()
@@ -78,15 +87,20 @@ async def start_retrieval(
         conninfo, settings, min_size=1, max_size=4, timeout_s=pool_timeout_s
     )
     embedding_channel = create_channel(embedding_addr)
+    extraction = extraction_pool(settings)
     grpc_server, _ = await create_server(
         server_settings("retrieval", **(server or {})),
         telemetry,
-        RetrievalDeps(settings, database, embedding_channel, reranker),
+        RetrievalDeps(settings, database, embedding_channel, reranker, extraction),
     )
     await ready(grpc_server)
     client = create_channel(grpc_server.address)
     return Retrieval(
-        grpc_server, pb_grpc.RetrievalServiceStub(client), database, [client, embedding_channel]
+        grpc_server,
+        pb_grpc.RetrievalServiceStub(client),
+        database,
+        [client, embedding_channel],
+        extraction,
     )
 
 

@@ -28,6 +28,7 @@ from services.retrieval import RetrievalSettings
 from tandem.v1 import embedding_service_pb2 as epb
 from tandem.v1 import embedding_service_pb2_grpc as epb_grpc
 from tandem.v1 import retrieval_service_pb2 as pb
+from tests.documents import amplified_docx
 from tests.integration.retrieval.stack import (
     Retrieval,
     ingest,
@@ -249,9 +250,8 @@ async def _shares_one_budget(
 # -- extraction: the deadline and the file-size limit ----------------------------------------
 
 
-def _slow_html(pairs: int) -> bytes:
-    """A page Python's HTML parser reads in time quadratic in ``pairs`` (about 1.6 s for
-    60,000 on two busy cores; it extracts to about twice ``pairs`` characters)."""
+def _big_html(pairs: int) -> bytes:
+    """A page that extracts to about twice ``pairs`` characters."""
     return ("<html><body><p>text</p>" + "</" * pairs).encode()
 
 
@@ -265,11 +265,13 @@ async def test_a_slow_file_fails_at_the_extraction_deadline_and_nothing_of_it_is
         RETRIEVAL_EXTRACT_TIMEOUT_S="0.2", RETRIEVAL_MAX_FILE_BYTES=str(LIMIT_BYTES)
     )
     tenant = new_tenant(pg_url, "deadline")
-    slow = _slow_html(60_000)
-    assert len(slow) < LIMIT_BYTES  # within the size limit: it is read, and takes long
+    # 20,000 paragraphs: within the size and paragraph limits, so it is read (about a
+    # second of CPU), past the 0.2 s deadline.
+    slow = amplified_docx(20_000)
+    assert len(slow) < LIMIT_BYTES
     documents = [
         pb.DocumentInput(
-            document_id="slow", title="slowpage report", content=slow, file_name="report.html"
+            document_id="slow", title="slowpage report", content=slow, file_name="report.docx"
         ),
         pb.DocumentInput(document_id="fine", title="finepage notes", text="Refunds in 30 days."),
     ]
@@ -298,9 +300,9 @@ async def test_a_file_over_the_size_limit_is_refused_before_it_is_read(
         RETRIEVAL_EXTRACT_TIMEOUT_S="0.2", RETRIEVAL_MAX_FILE_BYTES=str(LIMIT_BYTES)
     )
     tenant = new_tenant(pg_url, "oversize")
-    # Read, this page would outlast the deadline (EXTRACTION_TIMEOUT) or, with no
-    # deadline, extract to 280,000 characters: TOO_LARGE says it was never parsed.
-    oversized = _slow_html(140_000)
+    # Read, this page would extract to 280,000 characters: TOO_LARGE naming the file's
+    # size says it was never parsed.
+    oversized = _big_html(140_000)
     assert len(oversized) > LIMIT_BYTES
     events, summary = await ingest(
         retrieval.stub,
