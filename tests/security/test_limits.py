@@ -188,7 +188,11 @@ MILLIONS = (
     "SELECT a.g AS a, b.g AS b, c.g AS c FROM generate_series(1, 1000) AS a(g) "
     "CROSS JOIN generate_series(1, 1000) AS b(g) CROSS JOIN generate_series(1, 100) AS c(g)"
 )
-WIDE = "SELECT g, repeat('x', 4000) AS filler FROM generate_series(1, 5000000) AS g"
+# Five million rows of 4 KB (two series, each within the gate's bound on a series).
+WIDE = (
+    "SELECT a.g, repeat('x', 4000) AS filler FROM generate_series(1, 1000) AS a(g) "
+    "CROSS JOIN generate_series(1, 5000) AS b(g)"
+)
 
 
 async def _execute(address: str, sql: str, max_rows: int) -> tuple[spb.SqlResult, float]:
@@ -218,12 +222,18 @@ async def test_a_query_of_millions_of_rows_returns_the_cap_with_bounded_memory(
     assert await health(address) == "SERVING"
 
 
-# One value of about 50 MB each: compressible and not, a text, an array, a jsonb.
+# One value of about 50 MB each: compressible and not, a text, an array, a jsonb. Built
+# from rows (1.5 million of them, a cross join of two series): the gate refuses a value
+# built that large from constants, but not one read or aggregated from data, which can be
+# as large as the data is.
+_ROWS = "FROM generate_series(1, 1000) AS a(g) CROSS JOIN generate_series(1, 1500) AS b(g)"
+_MD5 = "md5(a.g::text || '.' || b.g::text)"
 HUGE_VALUES = {
-    "repeat": "SELECT repeat('x', 50000000) AS blob",
-    "md5s": "SELECT string_agg(md5(g::text), '') AS blob FROM generate_series(1, 1500000) AS g",
-    "array": "SELECT array_agg(md5(g::text)) AS blob FROM generate_series(1, 1500000) AS g",
-    "jsonb": "SELECT jsonb_agg(md5(g::text)) AS blob FROM generate_series(1, 1500000) AS g",
+    "compressible": "SELECT string_agg(CASE WHEN a.g > 0 THEN repeat('x', 32) "
+    f"ELSE {_MD5} END, '') AS blob {_ROWS}",
+    "md5s": f"SELECT string_agg({_MD5}, '') AS blob {_ROWS}",
+    "array": f"SELECT array_agg({_MD5}) AS blob {_ROWS}",
+    "jsonb": f"SELECT jsonb_agg({_MD5}) AS blob {_ROWS}",
 }
 
 
@@ -257,7 +267,8 @@ async def test_many_values_each_under_the_cap_stay_within_bounded_memory(
     async with bounded_growth(sql_process):
         result, _ = await _execute(
             address,
-            "SELECT g, repeat(md5(g::text), 30000) AS filler FROM generate_series(1, 1000) AS g",
+            "SELECT g, lpad(md5(g::text), 960000, 'x') AS filler "
+            "FROM generate_series(1, 1000) AS g",
             1000,
         )
     assert result.truncated and result.truncation_reason == spb.TRUNCATION_REASON_SIZE_CAP

@@ -331,7 +331,7 @@ class _TreeCheck:
         for node in tree.walk():
             self._check_node(node, root)
         self._tables(tree, frozenset())
-        for name, message in self._built.problems(tree, self._table_rows):
+        for name, message in self._built.problems(tree):
             self._add(GateRule.VALUE_TOO_LARGE, message, name)
         return self._violations
 
@@ -385,13 +385,6 @@ class _TreeCheck:
         name = match.group(1).lower() if match else type(node).__name__.lower()
         if name not in ALLOWED_FUNCTIONS:
             self._add(GateRule.FUNCTION_NOT_ALLOWED, "function is not on the allow-list", name)
-
-    def _table_rows(self, node: exp.Table) -> int | None:
-        """The catalog's row estimate of a table the statement reads (None if unknown)."""
-        table = self._catalog.resolve(_ident(node.args.get("db")), _ident(node.this) or "")
-        if table is None or table.row_estimate < 0:
-            return None
-        return table.row_estimate
 
     def _data_type(self, node: exp.DataType) -> None:
         if node.this not in _ALLOWED_TYPES:

@@ -16,12 +16,13 @@ is never what a question needs. The rules, each from what the statement itself s
   value repeated is counted as ``STORED_VALUE_CHARS`` characters.
 - ``generate_series`` with constant bounds makes at most the cap in rows (a series from
   data is bounded by the data, the statement timeout and ``temp_file_limit``).
-- ``string_agg``, ``array_agg``, ``json(b)_agg`` and ``json(b)_object_agg`` over rows
-  made from constants, or repeated, build at most the cap: rows (a series' length, a
-  table's row estimate from the catalog, their product across FROM) times the width of
-  what is aggregated. A stored value aggregated as it is stays the data's own size,
-  which the gate cannot see (a cross join of large tables aggregated is bounded only by
-  the statement timeout).
+- ``string_agg``, ``array_agg``, ``json(b)_agg`` and ``json(b)_object_agg`` build at
+  most the cap: the rows the tree guarantees (a series' length, a VALUES list's, a table
+  counted as one row since its filters and groups cannot be weighed; their product
+  across FROM and derived tables) times the width the tree guarantees each aggregated
+  value (its constants and built parts). A stored value aggregated as it is stays the
+  data's own size, which the gate cannot see (a cross join of large tables aggregated is
+  bounded only by the statement timeout).
 - ``replace``/``regexp_replace`` of constants, and concatenations (``||``, ``concat``) of
   built values: at most the cap.
 - A recursive query may not grow a value from itself (``s || s``, ``repeat(s, 2)``):
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from sqlglot import exp
 
@@ -63,26 +64,14 @@ _SECONDS = {
 }  # fmt: skip
 
 
-# A table's rows as the catalog estimates them (None when unknown).
-TableRows = Callable[[exp.Table], int | None]
-
-
-def _no_rows(_: exp.Table) -> int | None:
-    return None
-
-
 class BuiltValues:
     """Reads one statement for values built past ``limit``; ``problems`` yields
     ``(function name, message)`` for each function that could build one."""
 
     def __init__(self, limit: int) -> None:
         self.limit = max(int(limit), 1)
-        self._table_rows: TableRows = _no_rows
 
-    def problems(
-        self, tree: exp.Expr, table_rows: TableRows | None = None
-    ) -> Iterator[tuple[str, str]]:
-        self._table_rows = table_rows or _no_rows
+    def problems(self, tree: exp.Expr) -> Iterator[tuple[str, str]]:
         for node in tree.walk():
             found = self._node(node)
             if found is not None:
@@ -168,7 +157,10 @@ class BuiltValues:
     # --- what the tree shows of widths and row counts ------------------------------
 
     def width(self, node: exp.Expr | None) -> int | None:
-        """Characters at most in ``node``'s value; None when the value comes from data."""
+        """Characters the tree guarantees ``node``'s value has (its constants and what
+        builders make of them; a part read from data counts nothing, a stored value
+        repeated counts ``STORED_VALUE_CHARS``); None when the tree guarantees nothing
+        (data alone, or a function that can shrink what it is given, such as md5)."""
         if node is None:
             return 0
         if isinstance(node, exp.Literal):
@@ -178,11 +170,11 @@ class BuiltValues:
         if isinstance(node, exp.Paren | exp.Cast | exp.Alias | exp.TryCast):
             return self.width(node.this)
         if isinstance(node, exp.DPipe):
-            return _sum(self.width(node.this), self.width(node.expression))
+            return _at_least(self.width(node.this), self.width(node.expression))
         if isinstance(node, exp.Concat | exp.ConcatWs):
-            total: int | None = 0
+            total: int | None = None
             for part in node.expressions:
-                total = _sum(total, self.width(part))
+                total = _at_least(total, self.width(part))
             return total
         if isinstance(node, exp.Repeat):
             times = _constant(node.args.get("times"))
@@ -194,6 +186,8 @@ class BuiltValues:
             return _constant(node.expression)
         if isinstance(node, exp.Column):
             return self._column_width(node)
+        if isinstance(node, _KEEPS_SIZE):
+            return self.width(node.this)
         return None
 
     def _column_width(self, column: exp.Column) -> int | None:
@@ -233,9 +227,10 @@ class BuiltValues:
         if isinstance(query, exp.Select):
             return self.rows(query, depth + 1)
         if query is None and isinstance(source, exp.Table) and isinstance(inner, exp.Identifier):
-            # A table the catalog has no estimate for counts as one row: the product is
-            # then still a floor of what the aggregate reads.
-            return self._table_rows(source) or 1
+            # A table counts as one row: its filters and groups, which the gate cannot
+            # weigh, may leave an aggregate no more; the product stays a floor of what
+            # each group reads (a series beside a table is still counted in full).
+            return 1
         return None
 
     def _recursive_growth(self, tree: exp.Expr) -> Iterator[tuple[str, str]]:
@@ -278,8 +273,22 @@ def _function_name(node: exp.Expr) -> str:
     }.get(type(node).__name__, type(node).__name__.lower())
 
 
-def _sum(a: int | None, b: int | None) -> int | None:
-    return None if a is None or b is None else a + b
+def _at_least(a: int | None, b: int | None) -> int | None:
+    """The sum of two guaranteed widths, a part with none counting nothing."""
+    if a is None and b is None:
+        return None
+    return (a or 0) + (b or 0)
+
+
+# Functions whose value is as long as their first argument's (case, a character map,
+# order): a built value wrapped in one is still counted.
+_KEEPS_SIZE: tuple[type[exp.Expr], ...] = tuple(
+    cls
+    for cls in (
+        getattr(exp, name, None) for name in ("Upper", "Lower", "Initcap", "Reverse", "Translate")
+    )
+    if cls is not None
+)
 
 
 def _constant(node: object) -> int | None:
