@@ -173,6 +173,7 @@ async def test_injected_statements_are_refused_by_rule_or_read_only_and_change_n
             elif (details.code, details.reason) not in {
                 (grpc.StatusCode.INVALID_ARGUMENT, "SQL_DATABASE_ERROR"),
                 (grpc.StatusCode.DEADLINE_EXCEEDED, "STATEMENT_TIMEOUT"),
+                (grpc.StatusCode.RESOURCE_EXHAUSTED, "SQL_RESOURCE_LIMIT"),
             }:
                 problems.append(f"unexpected {outcome} {details.message!r}: {statement.label}")
         elapsed = time.monotonic() - started

@@ -13,8 +13,9 @@ caller's own text: it is ``PREPARE``d (parsed and analysed, nothing executed) in
 same read-only transaction first, so text sqlglot would silently repair (a dangling
 comma, two adjacent literals read as a concatenation) fails as Postgres would fail it.
 
-The result-size cap is also applied by Postgres, before a value is sent: one
-``repeat('x', 50000000)``, or two hundred values of a megabyte in one fetch, would
+The result-size cap is also applied by Postgres, before a value is sent: one stored or
+aggregated value of 50 MB (the gate refuses only values built that large from constants,
+``_sizes``), or two hundred values of a megabyte in one fetch, would
 otherwise land whole in this process before the cap here could see them. The
 statement's output columns are described first (``SELECT * FROM (...) LIMIT 0``: planned,
 no row read), then it runs wrapped (:func:`measured_statement`): Postgres measures each

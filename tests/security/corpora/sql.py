@@ -127,8 +127,17 @@ _PAYLOADS: list[tuple[str, str, str, GateRule | None]] = [
         "time-blind",
         STRING,
         "' OR (SELECT count(*) FROM generate_series(1, 1000000000)) > 0 --",
+        R.VALUE_TOO_LARGE,
+    ),
+    (
+        "time-blind",
+        STRING,
+        "' OR (SELECT count(*) FROM generate_series(1, 1000000) a, "
+        "generate_series(1, 1000000) b) > 0 --",
         READ,
     ),
+    # a value built past what any result can hold: one backend would hold it whole
+    ("resource", STRING, "' OR length(repeat('x', 900000000)) > 0 --", R.VALUE_TOO_LARGE),
     # stacked queries: a second statement after the first
     ("stacked", STRING, "'; DROP TABLE companies; --", R.SINGLE_STATEMENT),
     ("stacked", STRING, "'; UPDATE opportunities SET amount = 0; --", R.SINGLE_STATEMENT),
