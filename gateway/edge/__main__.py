@@ -4,7 +4,9 @@ nginx runs in the foreground as this process's child. SIGTERM and SIGINT become 
 graceful stop (SIGQUIT: stop accepting, let calls in flight finish, at most the grace
 period), so the edge drains like every other service; this process exits with nginx's
 status. Files live under ``$TANDEM_DATA_DIR/edge/<port>/``; the access log (no metadata,
-no bodies) goes to ``EDGE_ACCESS_LOG`` (default: that directory's ``access.log``).
+no bodies) goes to ``EDGE_ACCESS_LOG`` (default: that directory's ``access.log``), which
+this process rotates by size (``AccessLogRotation``: ``EDGE_ACCESS_LOG_MAX_BYTES``,
+``EDGE_ACCESS_LOG_KEEP``) while nginx runs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from gateway.edge import (
     ACCESS_LOG,
+    AccessLogRotation,
     EdgeSettings,
     main_config,
     nginx_binary,
@@ -54,7 +57,13 @@ def main() -> int:
     signal.signal(signal.SIGTERM, graceful)
     signal.signal(signal.SIGINT, graceful)
     print(f"edge: nginx {binary} on {settings.listen} -> gateway {settings.upstream}", flush=True)
-    return nginx.wait()
+    rotation = AccessLogRotation.of(access_log, settings)
+    while True:
+        try:
+            return nginx.wait(timeout=settings.access_log_check_s)
+        except subprocess.TimeoutExpired:
+            if rotation is not None and rotation.due():
+                rotation.rotate()
 
 
 if __name__ == "__main__":
