@@ -41,6 +41,8 @@ class GrpcServer:
     ``trust`` secure: the port takes only mutual-TLS callers from the deployment's CA and
     every handler first passes its caller guard (identity, signed tenant). None or
     plaintext: an insecure port (development, in-process harnesses).
+
+    ``options``: further gRPC server options, after the shared ones.
     """
 
     def __init__(
@@ -50,6 +52,7 @@ class GrpcServer:
         *,
         first: Sequence[grpc.aio.ServerInterceptor] = (),
         trust: Trust | None = None,
+        options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         self.settings = settings
         self.telemetry = telemetry
@@ -83,6 +86,7 @@ class GrpcServer:
                 # an autoscaler adds start taking traffic; in-flight calls get a grace.
                 ("grpc.max_connection_age_ms", settings.max_connection_age_s * 1000),
                 ("grpc.max_connection_age_grace_ms", 30_000),
+                *options,
             ],
             maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
         )
