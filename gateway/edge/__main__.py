@@ -15,6 +15,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from gateway.edge import (
@@ -58,12 +60,23 @@ def main() -> int:
     signal.signal(signal.SIGINT, graceful)
     print(f"edge: nginx {binary} on {settings.listen} -> gateway {settings.upstream}", flush=True)
     rotation = AccessLogRotation.of(access_log, settings)
+    if rotation is not None:
+        # A thread that wakes once a check interval: waiting on nginx stays a blocking
+        # wait (no polling loop in the main thread, whose signal handlers still run).
+        threading.Thread(
+            target=_rotate_forever, args=(rotation, settings.access_log_check_s), daemon=True
+        ).start()
+    return nginx.wait()
+
+
+def _rotate_forever(rotation: AccessLogRotation, every_s: float) -> None:
     while True:
+        time.sleep(every_s)
         try:
-            return nginx.wait(timeout=settings.access_log_check_s)
-        except subprocess.TimeoutExpired:
-            if rotation is not None and rotation.due():
+            if rotation.due():
                 rotation.rotate()
+        except OSError as exc:  # a full disk, the file moved away: try again next time
+            print(f"edge: access log not rotated: {exc}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
