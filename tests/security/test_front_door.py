@@ -56,10 +56,10 @@ EDGE_ENV = {
     "EDGE_ACCESS_LOG_KEEP": str(LOG_KEEP),
     "EDGE_ACCESS_LOG_CHECK_S": "0.1",
 }
-# Uploads: 8 MiB files at most; a tenant may have three in flight, the gateway five;
+# Uploads: 8 MiB files at most; a tenant may have four in flight, the gateway seven;
 # one is sent to retrieval at a time.
 FILE_BYTES = 8 * MIB
-TENANT_FILES, TOTAL_FILES = 3, 5
+TENANT_FILES, TOTAL_FILES = 4, 7
 RETRY_S = 2.0
 GATEWAY_ENV = {
     "GATEWAY_RATE_PER_S": "10000",
@@ -365,7 +365,8 @@ async def test_uploads_in_flight_are_bounded_per_tenant_and_in_total_and_not_hel
         for result in results:
             if isinstance(result, ErrorSeen):
                 assert_contract(result, internal=_internal(stack))
-        # Five 8 MiB files in flight at once cost the gateway less than the files.
+        # Seven 8 MiB files in flight at once cost the gateway less than the files (held
+        # whole, they cost it several times their size).
         assert grown < TOTAL_FILES * FILE_BYTES, f"the gateway grew {grown / MIB:.0f} MiB"
         # The budget is given back when the calls end: the tenant uploads again.
         again = _Upload(stub, first, "again", data)
