@@ -15,7 +15,7 @@ from gateway._quota import TokenBuckets
 # it would bind over the function.
 from gateway._schema import key_administration
 from gateway._schema import migrations as schema_migrations
-from gateway._settings import DEFAULT_PORT, GatewaySettings, Limits, key_pepper
+from gateway._settings import DEFAULT_PORT, GatewaySettings, Limits, UploadSettings, key_pepper
 
 __all__ = [
     "ALL_SCOPES",
@@ -28,6 +28,7 @@ __all__ = [
     "Limits",
     "Scope",
     "TokenBuckets",
+    "UploadSettings",
     "key_administration",
     "key_pepper",
     "parse_scopes",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol, TypeAlias
@@ -31,7 +32,7 @@ from opentelemetry import metrics
 
 from gateway._quota import TokenBuckets, quota_exceeded
 from gateway._upload import drain
-from services.common import status_for
+from services.common import Unauthenticated, status_for
 
 _log = logging.getLogger("tandem.gateway")
 _MAX_CACHED = 4096
@@ -46,15 +47,52 @@ class RecentKeys(Protocol):
     def recent_tenant(self, presented: str | None) -> str | None: ...
 
 
+# The one form a key is accepted in: the scheme ``Bearer`` as written, one space, the key
+# (the characters of ``tdm_<key id>_<secret>``). Every other spelling is refused rather
+# than normalised: one credential has one spelling, so the edge's per-key limit
+# (infra/edge/tandem-edge.conf.template, which checks the same pattern) cannot be walked
+# around by rotating spellings of one key, each of which it would count apart.
+CANONICAL_AUTHORIZATION = re.compile(r"Bearer ([A-Za-z0-9_-]{1,256})")
+EXPECTED_FORM = "authorization: Bearer <key>"
+AUTHORIZATION_MALFORMED = "AUTHORIZATION_MALFORMED"
+
+
+def malformed_authorization(what: str) -> Unauthenticated:
+    """The refusal of an authorization header in any other form; the edge sends the same
+    one (``gateway.edge.refusal_variables``)."""
+    return Unauthenticated(
+        f"{what}: send exactly one `{EXPECTED_FORM}` header (the scheme `Bearer`, one "
+        "space, the key)",
+        reason=AUTHORIZATION_MALFORMED,
+    )
+
+
 def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
-    """The API key from ``authorization: Bearer <key>``; the raw value when the scheme
-    is anything else (it then fails verification as malformed)."""
+    """The API key from the one ``authorization: Bearer <key>`` header; None when no
+    header (or an empty one) came. Another spelling (``bearer``, extra spaces, a bare key,
+    another scheme) or a second header is UNAUTHENTICATED naming the expected form."""
+    found: str | bytes | None = None
     for key, value in metadata or ():
         if key == "authorization":
-            header = value if isinstance(value, str) else value.decode("utf-8", "replace")
-            scheme, _, token = header.strip().partition(" ")
-            return token.strip() if scheme.lower() == "bearer" else header
-    return None
+            if found is not None:
+                raise malformed_authorization("more than one authorization header")
+            found = value
+    if not found:
+        return None
+    header = found if isinstance(found, str) else found.decode("utf-8", "replace")
+    match = CANONICAL_AUTHORIZATION.fullmatch(header)
+    if match is None:
+        raise malformed_authorization("malformed authorization header")
+    return match.group(1)
+
+
+def recent_key(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
+    """``bearer_token`` for the quota gate: a malformed header is None here (the call goes
+    on to the servicer, which refuses it)."""
+    try:
+        return bearer_token(metadata)
+    except Unauthenticated:
+        return None
 
 
 # A client-streaming call is refused once the client has stopped writing (at most this
@@ -122,7 +160,7 @@ class QuotaGate(grpc.aio.ServerInterceptor):
         """How long the caller of this metadata must wait; 0.0 when the call goes on."""
         if self._keys is None or self._quota is None:
             return 0.0
-        tenant = self._keys.recent_tenant(bearer_token(metadata))
+        tenant = self._keys.recent_tenant(recent_key(metadata))
         return 0.0 if tenant is None else self._quota.wait_s(tenant)
 
     async def intercept_service(

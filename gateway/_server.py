@@ -9,6 +9,7 @@ deadline. Health and reflection are served without a key.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -36,7 +37,16 @@ from gateway._relay import relay, reparse, to_internal, unreachable
 from gateway._routes import ROUTES
 from gateway._schema import migrations
 from gateway._settings import DEFAULT_PORT, GatewaySettings, key_pepper
-from gateway._upload import drain, drain_budget, internal_message_bytes, read_upload, to_ingest
+from gateway._upload import (
+    UPLOAD_OPTIONS,
+    Spool,
+    Uploads,
+    drain_budget,
+    ingest_call,
+    ingest_message,
+    internal_message_bytes,
+    read_upload,
+)
 from services.common import (
     Database,
     DatabaseSettings,
@@ -226,6 +236,7 @@ class _Backends:
         self.router = qpb_grpc.RouterServiceStub(deps.router_channel)
         self.retrieval = rpb_grpc.RetrievalServiceStub(deps.retrieval_channel)
         self.sql = spb_grpc.SqlServiceStub(deps.sql_channel)
+        self.uploads = Uploads(deps.settings.uploads)
 
 
 class GatewayServicer(gpb_grpc.GatewayServiceServicer):
@@ -498,19 +509,59 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         request_iterator: AsyncIterator[gpb.GatewayServiceUploadDocumentRequest],
         context: Context,
     ) -> AsyncIterator[gpb.GatewayServiceUploadDocumentResponse]:
-        limit = self._ready().deps.settings.limits.max_upload_bytes
+        backends = self._ready()
+        limit = backends.deps.settings.limits.max_upload_bytes
+        uploads = backends.uploads
         try:
             backends, tenant = await self._admit(context, RPC_SCOPES["UploadDocument"])
-            header, content = await read_upload(request_iterator, limit)
         except TandemError:
             # The refusal reaches the client only once it has stopped writing.
-            await drain(request_iterator, drain_budget(limit))
+            await uploads.drain(request_iterator, drain_budget(limit))
             raise
-        internal = to_ingest(header, content, tenant)
+        spool = Spool(uploads.settings.memory_bytes, uploads.settings.spool_dir)
+        refused: TandemError | None = None
+        try:
+            # The file's bytes count against the budgets from arrival until the answer.
+            with uploads.in_flight.account(tenant) as count:
+                try:
+                    header = await read_upload(request_iterator, limit, spool, count)
+                except TandemError as exc:
+                    refused = exc
+                else:
+                    async for event in self._ingest_upload(
+                        backends, context, tenant, header, spool
+                    ):
+                        yield event
+        finally:
+            spool.close()
+        if refused is not None:
+            # Drained only now: what it counted is given back, and kept bytes freed.
+            await uploads.drain(request_iterator, drain_budget(limit))
+            raise refused
+
+    async def _ingest_upload(
+        self,
+        backends: _Backends,
+        context: Context,
+        tenant: str,
+        header: gpb.GatewayServiceUploadHeader,
+        spool: Spool,
+    ) -> AsyncIterator[gpb.GatewayServiceUploadDocumentResponse]:
+        """Hand the spooled file to retrieval as one message, whole only while it is sent
+        and in turns (many uploads finishing at once do not all sit in memory together),
+        and relay the ingest's events."""
+        default_s = backends.deps.settings.ingest_deadline_s
+        with self._deadline(context, default_s):
+            async with backends.uploads.sending.turn(spool.size):
+                message = await asyncio.to_thread(ingest_message, header, spool, tenant)
+                spool.close()
+                call = ingest_call(backends.deps.retrieval_channel, message)
+                del message
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    await call.wait_for_connection()  # sent (a failure is relayed below)
         async for event in self._stream(
-            context, "retrieval", lambda: backends.retrieval.IngestDocuments(internal),
-            gpb.GatewayServiceUploadDocumentResponse,
-            default_s=backends.deps.settings.ingest_deadline_s,
+            context, "retrieval", lambda: call, gpb.GatewayServiceUploadDocumentResponse,
+            default_s=default_s,
             settled=rpb.IngestCheckpoint(documents_total=1),
         ):  # fmt: skip
             yield event
@@ -577,7 +628,9 @@ def build_server(
     gate = QuotaGate(gpb.DESCRIPTOR.services_by_name["GatewayService"], telemetry.meter("tandem"))
     # The gateway's own port is the public face behind the edge: callers authenticate
     # with API keys, so it listens without TLS; ``trust`` signs tenants into its calls.
-    server = GrpcServer(server_settings_for(settings, gateway), telemetry, first=[gate])
+    server = GrpcServer(
+        server_settings_for(settings, gateway), telemetry, first=[gate], options=UPLOAD_OPTIONS
+    )
     servicer = GatewayServicer(gate=gate, trust=trust)
     server.add_service(SERVICE_NAME, gpb_grpc.add_GatewayServiceServicer_to_server, servicer)
     return server, servicer

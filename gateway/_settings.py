@@ -13,6 +13,7 @@ DEFAULT_PORT = 50051
 # The per-tenant token bucket: sustained calls per second and the burst allowed.
 DEFAULT_RATE_PER_S = 20.0
 DEFAULT_BURST = 40.0
+MIB = 1024 * 1024
 PEPPER_VARIABLE = "GATEWAY_KEY_PEPPER"
 _PEPPER_FILE = Path("secrets") / "gateway-key-pepper"
 
@@ -39,9 +40,50 @@ class Limits:
     max_filter_values: int = 100
     max_name_chars: int = 256
     # One uploaded file (UploadDocument): the retrieval service's own file limit.
-    max_upload_bytes: int = 50 * 1024 * 1024
+    max_upload_bytes: int = 50 * MIB
     max_catalog_chars: int = 100_000
     max_tables: int = 200
+
+
+@dataclass(frozen=True)
+class UploadSettings:
+    """How UploadDocument holds files while they arrive and are handed on.
+
+    A file is kept in memory up to ``memory_bytes``, then spooled to an unlinked file in
+    ``spool_dir`` (the system's temporary directory by default). What every caller may
+    have in flight (received, not yet answered) is bounded per tenant and in total;
+    past either budget the upload is refused RESOURCE_EXHAUSTED, to be retried after
+    ``retry_s``. Handing a file to retrieval (one message) costs about twice its size in
+    memory while it is sent: at most ``sending_bytes`` of files are sent at once (a larger
+    file is sent alone), the rest wait their turn.
+    """
+
+    memory_bytes: int = 1 * MIB
+    spool_dir: str | None = None
+    tenant_bytes: int = 200 * MIB
+    total_bytes: int = 1024 * MIB
+    sending_bytes: int = 64 * MIB
+    retry_s: float = 5.0
+
+    @classmethod
+    def from_env(cls, env: Env, max_upload_bytes: int) -> UploadSettings:
+        """``GATEWAY_UPLOAD_*``; each budget holds at least one largest file (a file that
+        could never fit would be told to retry forever)."""
+        tenant = env.get_int("GATEWAY_UPLOAD_TENANT_BYTES", cls.tenant_bytes, minimum=1)
+        total = env.get_int("GATEWAY_UPLOAD_TOTAL_BYTES", cls.total_bytes, minimum=1)
+        if not max_upload_bytes <= tenant <= total:
+            raise SettingsError(
+                "need GATEWAY_MAX_UPLOAD_BYTES <= GATEWAY_UPLOAD_TENANT_BYTES <= "
+                f"GATEWAY_UPLOAD_TOTAL_BYTES, got {max_upload_bytes} <= {tenant} <= {total}"
+            )
+        return cls(
+            memory_bytes=env.get_int("GATEWAY_UPLOAD_MEMORY_BYTES", cls.memory_bytes, minimum=0),
+            spool_dir=env.get_optional("GATEWAY_UPLOAD_SPOOL_DIR"),
+            tenant_bytes=tenant,
+            total_bytes=total,
+            sending_bytes=env.get_int("GATEWAY_UPLOAD_SENDING_BYTES", cls.sending_bytes, minimum=1),
+            retry_s=env.get_float("GATEWAY_UPLOAD_RETRY_S", cls.retry_s, minimum=0.001),
+        )
 
 
 @dataclass(frozen=True)
@@ -68,6 +110,7 @@ class GatewaySettings:
     # How long a verified key is served from memory (0: every call reads the database).
     # Revocations reach the memory at once, by notification; this bounds the rest.
     key_cache_ttl_s: float = 30.0
+    uploads: UploadSettings = UploadSettings()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -76,6 +119,9 @@ class GatewaySettings:
         defaults = Limits()
         deadlines = Deadlines.from_env(environ)
         rate_per_s, burst = tenant_quota(env)
+        max_upload_bytes = env.get_int(
+            "GATEWAY_MAX_UPLOAD_BYTES", defaults.max_upload_bytes, minimum=1
+        )
         settings = cls(
             router_addr=env.get_str("ROUTER_ADDR", "127.0.0.1:50052"),
             retrieval_addr=env.get_str("RETRIEVAL_ADDR", "127.0.0.1:50053"),
@@ -105,9 +151,7 @@ class GatewaySettings:
                 max_batch_documents=env.get_int(
                     "GATEWAY_MAX_BATCH_DOCUMENTS", defaults.max_batch_documents, minimum=1
                 ),
-                max_upload_bytes=env.get_int(
-                    "GATEWAY_MAX_UPLOAD_BYTES", defaults.max_upload_bytes, minimum=1
-                ),
+                max_upload_bytes=max_upload_bytes,
             ),
             conversations=env.get_bool("GATEWAY_CONVERSATIONS", True),
             conversation_retention_days=env.get_int(
@@ -121,6 +165,7 @@ class GatewaySettings:
             ),
             conversation_app_database_url=env.get_optional("GATEWAY_CONVERSATION_APP_DATABASE_URL"),
             key_cache_ttl_s=env.get_float("GATEWAY_KEY_CACHE_TTL_S", 30.0, minimum=0.0),
+            uploads=UploadSettings.from_env(env, max_upload_bytes),
         )
         return settings
 

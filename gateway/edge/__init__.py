@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 import shutil
 import string
 import sys
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from gateway._admission import malformed_authorization
 from gateway._quota import quota_exceeded
 from gateway._settings import DEFAULT_BURST, DEFAULT_RATE_PER_S, tenant_quota
 from gateway._settings import DEFAULT_PORT as GATEWAY_PORT
@@ -51,6 +53,12 @@ class EdgeSettings:
     zone_size: str = "10m"
     grace_s: float = 10.0
     nginx: str | None = None
+    # A local access log file is rotated past this size, keeping this many old files
+    # (``access.log.1`` the newest), checked this often: at most (keep + 1) x max_bytes
+    # on disk, plus what one check interval writes. Containers log to stdout instead.
+    access_log_max_bytes: int = 16 * 1024 * 1024
+    access_log_keep: int = 3
+    access_log_check_s: float = 1.0
 
     @property
     def port(self) -> int:
@@ -79,6 +87,13 @@ class EdgeSettings:
             workers=env.get_int("EDGE_WORKERS", 1, minimum=1, maximum=64),
             grace_s=env.get_float("GRPC_GRACE_PERIOD_S", 10.0, minimum=0.0),
             nginx=env.get_optional("EDGE_NGINX"),
+            access_log_max_bytes=env.get_int(
+                "EDGE_ACCESS_LOG_MAX_BYTES", cls.access_log_max_bytes, minimum=1024
+            ),
+            access_log_keep=env.get_int("EDGE_ACCESS_LOG_KEEP", cls.access_log_keep, minimum=1),
+            access_log_check_s=env.get_float(
+                "EDGE_ACCESS_LOG_CHECK_S", cls.access_log_check_s, minimum=0.05
+            ),
         )
 
 
@@ -94,11 +109,18 @@ def _grpc_message(text: str) -> str:
 
 
 def refusal_variables(quota_rate_per_s: float) -> dict[str, str]:
-    """The precomputed trailers-only replies: over quota, and the gateway unreachable."""
+    """The precomputed trailers-only replies: over quota, the gateway unreachable, and an
+    authorization header in another form than the gateway's one (or a second one)."""
     wait_s = max(0.001, math.ceil(1000.0 / quota_rate_per_s) / 1000.0)
     over = status_for(quota_exceeded(wait_s))
     down = status_for(Unavailable(UNAVAILABLE_MESSAGE, retry_after_s=1.0))
+    malformed = status_for(malformed_authorization("malformed authorization header"))
+    duplicate = status_for(malformed_authorization("more than one authorization header"))
     return {
+        "EDGE_MALFORMED_MESSAGE": _grpc_message(malformed.message),
+        "EDGE_MALFORMED_STATUS": _status_header(malformed.SerializeToString()),
+        "EDGE_DUPLICATE_MESSAGE": _grpc_message(duplicate.message),
+        "EDGE_DUPLICATE_STATUS": _status_header(duplicate.SerializeToString()),
         "EDGE_QUOTA_MESSAGE": _grpc_message(over.message),
         "EDGE_QUOTA_STATUS": _status_header(over.SerializeToString()),
         "EDGE_UNAVAILABLE_MESSAGE": _grpc_message(down.message),
@@ -171,6 +193,52 @@ def run_dir(data_dir: Path, port: int) -> Path:
     return (data_dir / "edge" / str(port)).resolve()
 
 
+@dataclass(frozen=True)
+class AccessLogRotation:
+    """Size-based rotation of a local access log, done by the edge's launcher.
+
+    nginx writes the log but never rotates it (a flood writes about 100 bytes a call:
+    58 MB in ten minutes was seen). Past ``max_bytes`` the old files shift up (the oldest
+    of ``keep`` is dropped), the log is copied to ``access.log.1`` and emptied in place
+    (logrotate's copytruncate). nginx appends (O_APPEND) to the file it opened, so it
+    goes on writing at the start of the emptied file without being told: no reopen
+    signal, which a root-started nginx's workers (another user) could not obey in a
+    private directory. A line written between the copy and the truncation is lost.
+    """
+
+    path: Path
+    max_bytes: int
+    keep: int
+
+    @classmethod
+    def of(cls, access_log: str, settings: EdgeSettings) -> AccessLogRotation | None:
+        """The rotation of ``access_log``; None where the log is not a regular file of
+        ours to rotate (``/dev/stdout`` in containers, ``off``, a pipe)."""
+        if access_log == "off" or access_log.startswith("/dev/"):
+            return None
+        path = Path(access_log)
+        if path.exists() and not path.is_file():
+            return None
+        return cls(path, settings.access_log_max_bytes, settings.access_log_keep)
+
+    def old(self, n: int) -> Path:
+        return self.path.with_name(f"{self.path.name}.{n}")
+
+    def due(self) -> bool:
+        try:
+            return self.path.stat().st_size >= self.max_bytes
+        except FileNotFoundError:
+            return False
+
+    def rotate(self) -> None:
+        """Shift the old files up by one, copy the log to ``.1`` and empty it."""
+        for n in range(self.keep, 1, -1):
+            if self.old(n - 1).exists():
+                os.replace(self.old(n - 1), self.old(n))
+        shutil.copyfile(self.path, self.old(1))
+        os.truncate(self.path, 0)
+
+
 def nginx_binary(settings: EdgeSettings | None = None) -> Path | None:
     """The nginx to run: ``EDGE_NGINX``, else the one ``make edge`` built into the
     virtualenv, else ``nginx`` on PATH (it needs HTTP/2 and the gRPC proxy)."""
@@ -187,6 +255,7 @@ __all__ = [
     "ACCESS_LOG",
     "DEFAULT_PORT",
     "TEMPLATE",
+    "AccessLogRotation",
     "EdgeSettings",
     "main_config",
     "nginx_binary",

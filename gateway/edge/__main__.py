@@ -4,7 +4,9 @@ nginx runs in the foreground as this process's child. SIGTERM and SIGINT become 
 graceful stop (SIGQUIT: stop accepting, let calls in flight finish, at most the grace
 period), so the edge drains like every other service; this process exits with nginx's
 status. Files live under ``$TANDEM_DATA_DIR/edge/<port>/``; the access log (no metadata,
-no bodies) goes to ``EDGE_ACCESS_LOG`` (default: that directory's ``access.log``).
+no bodies) goes to ``EDGE_ACCESS_LOG`` (default: that directory's ``access.log``), which
+this process rotates by size (``AccessLogRotation``: ``EDGE_ACCESS_LOG_MAX_BYTES``,
+``EDGE_ACCESS_LOG_KEEP``) while nginx runs.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from gateway.edge import (
     ACCESS_LOG,
+    AccessLogRotation,
     EdgeSettings,
     main_config,
     nginx_binary,
@@ -54,7 +59,24 @@ def main() -> int:
     signal.signal(signal.SIGTERM, graceful)
     signal.signal(signal.SIGINT, graceful)
     print(f"edge: nginx {binary} on {settings.listen} -> gateway {settings.upstream}", flush=True)
+    rotation = AccessLogRotation.of(access_log, settings)
+    if rotation is not None:
+        # A thread that wakes once a check interval: waiting on nginx stays a blocking
+        # wait (no polling loop in the main thread, whose signal handlers still run).
+        threading.Thread(
+            target=_rotate_forever, args=(rotation, settings.access_log_check_s), daemon=True
+        ).start()
     return nginx.wait()
+
+
+def _rotate_forever(rotation: AccessLogRotation, every_s: float) -> None:
+    while True:
+        time.sleep(every_s)
+        try:
+            if rotation.due():
+                rotation.rotate()
+        except OSError as exc:  # a full disk, the file moved away: try again next time
+            print(f"edge: access log not rotated: {exc}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -53,14 +53,16 @@ ENV PATH=/opt/venv/bin:$PATH \
     GATEWAY_HOST=0.0.0.0 \
     GATEWAY_PORT=50051
 # The cache is a tmpfs in deployments; 1777 as Docker's tmpfs, so that a runtime which
-# copies the image's directory mode onto its tmpfs (podman) leaves it writable too.
+# copies the image's directory mode onto its tmpfs (podman) leaves it writable too. The
+# uploads directory is compose's spool volume (GATEWAY_UPLOAD_SPOOL_DIR), made the same
+# way for the same reason.
 RUN groupadd --system --gid 10001 tandem \
  && useradd --system --uid 10001 --gid tandem --home-dir /var/lib/tandem \
       --shell /usr/sbin/nologin tandem \
- && mkdir -p /var/lib/tandem/cache \
+ && mkdir -p /var/lib/tandem/cache /var/lib/tandem/uploads \
  && mkdir -p /etc/tandem/tls \
  && chown -R tandem:tandem /var/lib/tandem /etc/tandem/tls \
- && chmod 1777 /var/lib/tandem/cache
+ && chmod 1777 /var/lib/tandem/cache /var/lib/tandem/uploads
 COPY --from=build /opt/venv /opt/venv
 COPY infra/docker/grpc_health_probe.py /usr/local/bin/grpc-health-probe
 USER 10001:10001

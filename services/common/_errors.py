@@ -133,8 +133,15 @@ class Unauthenticated(TandemError):
 class _Retryable(TandemError):
     """An error that tells the caller when to try again (RetryInfo)."""
 
-    def __init__(self, message: str, *, retry_after_s: float = 1.0, reason: str | None = None):
-        super().__init__(message, reason=reason)
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after_s: float = 1.0,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ):
+        super().__init__(message, reason=reason, metadata=metadata)
         self.retry_after_s = retry_after_s
 
     def details(self) -> list[any_pb2.Any]:

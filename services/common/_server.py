@@ -42,6 +42,8 @@ class GrpcServer:
     ``trust`` secure: the port takes only mutual-TLS callers from the deployment's CA and
     every handler first passes its caller guard (identity, signed tenant). None or
     plaintext: an insecure port (development, in-process harnesses).
+
+    ``options``: further gRPC server options, after the shared ones.
     """
 
     def __init__(
@@ -51,6 +53,7 @@ class GrpcServer:
         *,
         first: Sequence[grpc.aio.ServerInterceptor] = (),
         trust: Trust | None = None,
+        options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         self.settings = settings
         self.telemetry = telemetry
@@ -89,6 +92,7 @@ class GrpcServer:
                     "grpc.max_connection_age_grace_ms",
                     math.ceil(settings.connection_age_grace_s * 1000),
                 ),
+                *options,
             ],
             maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
         )

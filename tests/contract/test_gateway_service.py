@@ -5,6 +5,7 @@ RetryInfo, INVALID_ARGUMENT naming the field, and the internal errors passed thr
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
-from gateway import GatewaySettings, Limits, Scope
+from gateway import GatewaySettings, Limits, Scope, UploadSettings
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
@@ -225,6 +226,24 @@ async def test_a_wrong_key_is_unauthenticated(stack, rpc):
     call, outcome = _invoke(stack.stub, method, request, metadata=bearer(forged))
     code, found = await _error(call, outcome)
     assert code == grpc.StatusCode.UNAUTHENTICATED and found["reason"] == "API_KEY_INVALID"
+
+
+@pytest.mark.parametrize("rpc", _each())
+@pytest.mark.parametrize("form", ["bearer {key}", "Bearer  {key}", "{key}", "twice"])
+async def test_an_authorization_header_in_another_form_is_unauthenticated_naming_it(
+    stack, rpc, form
+):
+    method, request = VALID[rpc]
+    key = await stack.key()
+    metadata = (
+        (*bearer(key), *bearer(key)) if form == "twice"
+        else (("authorization", form.format(key=key)),)
+    )  # fmt: skip
+    call, outcome = _invoke(stack.stub, method, request, metadata=metadata)
+    code, found = await _error(call, outcome)
+    assert code == grpc.StatusCode.UNAUTHENTICATED
+    assert found["reason"] == "AUTHORIZATION_MALFORMED"
+    assert "`authorization: Bearer <key>`" in found["message"]
 
 
 def test_the_scope_tests_call_every_rpc_of_the_pinned_table():
@@ -953,6 +972,52 @@ async def test_an_upload_past_the_limit_is_refused_naming_it(make_gateway, pg_ur
     assert code == grpc.StatusCode.INVALID_ARGUMENT and found["fields"] == ["chunk"]
     assert found["reason"] == "UPLOAD_TOO_LARGE"
     assert found["metadata"] == {"limit": str(1024 * 1024)}
+
+
+@pytest.mark.rpc(UPLOAD)
+async def test_uploads_past_the_in_flight_budget_are_refused_with_retry_info(make_gateway, pg_url):
+    gateway = await make_gateway(
+        limits=Limits(max_upload_bytes=1024 * 1024),
+        uploads=UploadSettings(
+            memory_bytes=64 * 1024, tenant_bytes=1024 * 1024, total_bytes=1200 * 1024,
+            retry_s=3.0,
+        ),
+    )  # fmt: skip
+    first, second = new_tenant(pg_url), new_tenant(pg_url)
+    keys = {t: await gateway.key(t) for t in (first, second)}
+    # An image: retrieval refuses it at once (no text), the upload itself is the test.
+    held, piece = asyncio.Event(), b"\x89PNG\r\n\x1a\n" + bytes(700 * 1024)
+
+    async def holding(name: str) -> Any:
+        # Sends most of a file and waits: its bytes stay in flight meanwhile.
+        yield _header(document_id=name, file_name=f"{name}.png")
+        yield _chunk(piece)
+        await held.wait()
+
+    async def whole(name: str) -> Any:
+        yield _header(document_id=name, file_name=f"{name}.png")
+        yield _chunk(piece)
+
+    async def refusal(tenant: str, name: str) -> dict[str, Any]:
+        call = gateway.stub.UploadDocument(whole(name), metadata=bearer(keys[tenant]))
+        code, found = await _error(call, _drain(call))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and found["retry_s"] == 3.0
+        assert found["reason"] == "UPLOAD_BUDGET_EXHAUSTED"
+        metadata: dict[str, Any] = found["metadata"]
+        return metadata
+
+    pending = gateway.stub.UploadDocument(holding("a"), metadata=bearer(keys[first]))
+    waiting = asyncio.ensure_future(_drain(pending))
+    await asyncio.sleep(0.5)  # its piece arrived
+    # The same tenant's second file would pass its budget; another tenant's passes the
+    # gateway's.
+    assert await refusal(first, "b") == {"scope": "tenant", "limit": str(1024 * 1024)}
+    assert await refusal(second, "c") == {"scope": "gateway", "limit": str(1200 * 1024)}
+    held.set()
+    assert (await waiting)[-1].WhichOneof("event") == "summary"
+    # Given back when the call ended.
+    done = await _drain(gateway.stub.UploadDocument(whole("d"), metadata=bearer(keys[first])))
+    assert done[-1].WhichOneof("event") == "summary"
 
 
 @pytest.mark.rpc(UPLOAD)

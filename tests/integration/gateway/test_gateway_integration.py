@@ -110,8 +110,9 @@ async def test_a_tenant_field_smuggled_into_the_request_is_ignored(gateway, pg_u
     [
         ((), "API_KEY_MISSING"),
         ((("authorization", "Bearer tdm_aaaaaaaaaaaaaaaa_" + "A" * 43),), "API_KEY_INVALID"),
-        ((("authorization", "Basic dXNlcjpwYXNz"),), "API_KEY_INVALID"),
-        ((("authorization", "Bearer "),), "API_KEY_MISSING"),
+        ((("authorization", "Basic dXNlcjpwYXNz"),), "AUTHORIZATION_MALFORMED"),
+        ((("authorization", "Bearer "),), "AUTHORIZATION_MALFORMED"),
+        ((("authorization", ""),), "API_KEY_MISSING"),
     ],
 )
 async def test_missing_or_wrong_keys_are_unauthenticated(gateway, metadata, reason):

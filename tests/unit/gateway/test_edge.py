@@ -17,9 +17,11 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 
 from gateway import edge
+from gateway._admission import CANONICAL_AUTHORIZATION, malformed_authorization
 from gateway._quota import quota_exceeded
 from gateway.edge import (
     TEMPLATE,
+    AccessLogRotation,
     EdgeSettings,
     main_config,
     nginx_binary,
@@ -188,6 +190,30 @@ def test_gateway_unavailable_is_unavailable_with_retry_info():
 
 
 @pytest.mark.parametrize(
+    ("name", "what"),
+    [("MALFORMED", "malformed authorization header"),
+     ("DUPLICATE", "more than one authorization header")],
+)  # fmt: skip
+def test_another_spelling_or_a_second_header_is_the_gateways_refusal(name: str, what: str):
+    variables = refusal_variables(20.0)
+    status = _status(variables[f"EDGE_{name}_STATUS"])
+    assert status == status_for(malformed_authorization(what))
+    assert status.code == grpc.StatusCode.UNAUTHENTICATED.value[0]
+    assert "`authorization: Bearer <key>`" in status.message
+    [info] = _error_infos(status)
+    assert (info.reason, info.domain) == ("AUTHORIZATION_MALFORMED", "tandem")
+    assert urllib.parse.unquote(variables[f"EDGE_{name}_MESSAGE"]) == status.message
+
+
+def test_the_edge_keys_its_limit_on_the_gateways_one_form():
+    # The map's pattern is the gateway's, anchored: one key, one spelling, one bucket.
+    template = _directives(TEMPLATE.read_text(encoding="utf-8"))
+    patterns = re.findall(r'"~\^(.*)\$"', template)
+    assert patterns == [CANONICAL_AUTHORIZATION.pattern] * 2
+    assert "limit_req_zone $tandem_api_key " in template
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "tenant rate limit exceeded",
@@ -206,6 +232,44 @@ def test_grpc_message_round_trips_and_is_safe_in_an_nginx_string(text: str) -> N
     # backslash, variable or whitespace.
     assert all(0x21 <= ord(c) <= 0x7E for c in encoded), encoded
     assert not set(encoded) & set('"\\$'), encoded
+
+
+# -- the access log ---------------------------------------------------------------------
+
+
+def test_the_access_log_rotates_by_size_keeping_a_bounded_number(tmp_path: Path):
+    log = tmp_path / "access.log"
+    rotation = AccessLogRotation(log, max_bytes=100, keep=2)
+    assert not rotation.due()  # no log yet
+    written = []
+    for i in range(5):
+        line = f"{i}".encode() * 150
+        written.append(line)
+        with log.open("ab") as out:
+            out.write(line)
+        assert rotation.due()
+        rotation.rotate()
+        assert log.stat().st_size == 0 and not rotation.due()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["access.log", "access.log.1", "access.log.2"]
+    assert (tmp_path / "access.log.1").read_bytes() == written[-1]
+    assert (tmp_path / "access.log.2").read_bytes() == written[-2]
+
+
+def test_the_access_log_rotation_settings(tmp_path: Path):
+    settings = EdgeSettings.from_env(
+        {"EDGE_ACCESS_LOG_MAX_BYTES": "4096", "EDGE_ACCESS_LOG_KEEP": "1",
+         "EDGE_ACCESS_LOG_CHECK_S": "0.5"}
+    )  # fmt: skip
+    assert (settings.access_log_max_bytes, settings.access_log_keep) == (4096, 1)
+    assert settings.access_log_check_s == 0.5
+    rotation = AccessLogRotation.of(str(tmp_path / "access.log"), settings)
+    assert rotation == AccessLogRotation(tmp_path / "access.log", 4096, 1)
+    # Containers log to stdout (the runtime rotates it); nothing to rotate there.
+    for target in ("/dev/stdout", "/dev/stderr", "off"):
+        assert AccessLogRotation.of(target, settings) is None
+    with pytest.raises(SettingsError, match=r"^EDGE_ACCESS_LOG_KEEP "):
+        EdgeSettings.from_env({"EDGE_ACCESS_LOG_KEEP": "0"})
 
 
 # -- the template -----------------------------------------------------------------------

@@ -14,11 +14,17 @@ from google.rpc import error_details_pb2, status_pb2
 
 from gateway import GatewaySettings, Limits, key_pepper
 from gateway import _validation as check
-from gateway._admission import bearer_token
+from gateway._admission import bearer_token, recent_key
 from gateway._relay import RelayedError, relay, reparse, to_internal, unreachable
 from gateway._routes import no_hits
 from gateway._server import server_settings_for, unanswered
-from services.common import InvalidArgument, ServerSettings, SettingsError, status_for
+from services.common import (
+    InvalidArgument,
+    ServerSettings,
+    SettingsError,
+    Unauthenticated,
+    status_for,
+)
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
@@ -268,18 +274,51 @@ def test_fail_open_responses_are_visibly_degraded():
     assert answer.mode == qpb.ASK_MODE_SQL and not answer.citations
 
 
+KEY = "tdm_aaaaaaaaaaaaaaaa_" + "s" * 43
+
+
 @pytest.mark.parametrize(
     ("metadata", "key"),
     [
         ((), None),
-        ((("authorization", "Bearer tdm_abc"),), "tdm_abc"),
-        ((("authorization", "bearer   tdm_abc "),), "tdm_abc"),
-        ((("authorization", "Basic abc"),), "Basic abc"),
+        ((("authorization", ""),), None),
+        ((("authorization", f"Bearer {KEY}"),), KEY),
+        ((("authorization", f"Bearer {KEY}".encode()),), KEY),
         ((("x-other", "1"), ("authorization", "Bearer k")), "k"),
     ],
 )
 def test_bearer_token(metadata, key):
     assert bearer_token(metadata) == key
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        f"bearer {KEY}",
+        f"BEARER {KEY}",
+        f"Bearer  {KEY}",
+        f" Bearer {KEY}",
+        f"Bearer {KEY} ",
+        f"Bearer\t{KEY}",
+        KEY,
+        "Bearer ",
+        "Basic dXNlcjpwYXNz",
+        f"Bearer {KEY}, Bearer {KEY}",
+    ],
+)
+def test_every_other_spelling_is_unauthenticated_naming_the_form(header):
+    with pytest.raises(Unauthenticated) as refused:
+        bearer_token((("authorization", header),))
+    assert refused.value.reason == "AUTHORIZATION_MALFORMED"
+    assert "`authorization: Bearer <key>`" in str(refused.value)
+    assert recent_key((("authorization", header),)) is None
+
+
+def test_two_authorization_headers_are_unauthenticated():
+    twice = (("authorization", f"Bearer {KEY}"), ("authorization", f"Bearer {KEY}"))
+    with pytest.raises(Unauthenticated, match="more than one authorization header") as refused:
+        bearer_token(twice)
+    assert refused.value.reason == "AUTHORIZATION_MALFORMED"
 
 
 # -- settings -------------------------------------------------------------------------
