@@ -29,6 +29,7 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from services.cli._run import (
 )
 from services.common import Credentials, Trust, ensure_directory, load_credentials
 from services.launch import health_channel, launch, signal_group, wait_serving
+from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 
 if TYPE_CHECKING:
     from services.demo import DemoDocument, LoadReport
@@ -697,6 +699,18 @@ class ProcessStack:
 
 
 # -- pytest fixtures -----------------------------------------------------------------
+
+
+async def fresh_key(stack: ProcessStack, tenant: str) -> str:
+    """A new API key of a new tenant named after ``tenant`` (each test owns its data)."""
+    return await asyncio.to_thread(stack.create_key, f"{tenant}-{uuid.uuid4().hex[:8]}")
+
+
+def gateway_stub(channel: grpc.aio.Channel) -> gpb_grpc.GatewayServiceAsyncStub:
+    """The gateway's async stub on ``channel`` (typed: the generated factory is not)."""
+    stub: gpb_grpc.GatewayServiceAsyncStub = gpb_grpc.GatewayServiceStub(channel)
+    return stub
+
 
 # The shared stack's per-tenant quota: small enough that a test can exhaust it quickly,
 # large enough for a few calls per test. Tests that need more use their own tenant.

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -34,7 +33,7 @@ from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tests.faults.contract import ErrorSeen, assert_contract, decode
 from tests.integration.gateway.stack import bearer
-from tests.processes import ProcessStack
+from tests.processes import ProcessStack, fresh_key, gateway_stub
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -98,13 +97,8 @@ def front_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStac
         yield stack
 
 
-def _stub(channel: grpc.aio.Channel) -> Stub:
-    stub: Stub = gpb_grpc.GatewayServiceStub(channel)
-    return stub
-
-
-async def _key(stack: ProcessStack, tenant: str) -> str:
-    return await asyncio.to_thread(stack.create_key, f"{tenant}-{uuid.uuid4().hex[:8]}")
+_stub = gateway_stub
+_key = fresh_key
 
 
 async def _outcome(call: Any) -> ErrorSeen | None:

@@ -27,7 +27,7 @@ from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
 from tests.faults.contract import ErrorSeen, assert_contract, decode
 from tests.integration.gateway.stack import bearer
-from tests.processes import ProcessStack
+from tests.processes import ProcessStack, fresh_key, gateway_stub
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -72,13 +72,8 @@ def edge_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStac
         yield stack
 
 
-def _stub(channel: grpc.aio.Channel) -> Stub:
-    stub: Stub = gpb_grpc.GatewayServiceStub(channel)
-    return stub
-
-
-async def _key(stack: ProcessStack, tenant: str) -> str:
-    return await asyncio.to_thread(stack.create_key, f"{tenant}-{uuid.uuid4().hex[:8]}")
+_stub = gateway_stub
+_key = fresh_key
 
 
 async def _failed(call: Any) -> ErrorSeen:
