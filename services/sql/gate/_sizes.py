@@ -147,7 +147,9 @@ class BuiltValues:
         rows = self.rows(select) if select is not None else None
         if rows is None:
             return None
-        parts = [node.this, *(node.expressions or []), node.args.get("separator")]
+        # ``string_agg(v, sep ORDER BY ...)`` holds its value inside the ORDER BY node
+        value = node.this.this if isinstance(node.this, exp.Order) else node.this
+        parts = [value, *(node.expressions or []), node.args.get("separator")]
         widths = [self.width(p) for p in parts if isinstance(p, exp.Expr)]
         if any(w is None for w in widths):
             return None
@@ -165,8 +167,10 @@ class BuiltValues:
             return 0
         if isinstance(node, exp.Literal):
             return len(str(node.this))
-        if isinstance(node, exp.Null | exp.Boolean):
-            return 5
+        if isinstance(node, exp.Null):
+            return 0
+        if isinstance(node, exp.Boolean):
+            return 4
         if isinstance(node, exp.Paren | exp.Cast | exp.Alias | exp.TryCast):
             return self.width(node.this)
         if isinstance(node, exp.DPipe):

@@ -278,6 +278,16 @@ HOSTILE: list[tuple[str, GateRule]] = [
         R.VALUE_TOO_LARGE,
     ),
     (
+        "SELECT length(string_agg(repeat('x', 1000), '' ORDER BY 1)) "
+        "FROM generate_series(1, 1000000)",
+        R.VALUE_TOO_LARGE,
+    ),
+    (
+        "SELECT cardinality(array_agg(repeat('x', 1000) ORDER BY 1)) "
+        "FROM generate_series(1, 1000000)",
+        R.VALUE_TOO_LARGE,
+    ),
+    (
         "SELECT length(string_agg(s, '')) FROM (SELECT repeat('x', 1000) AS s "
         "FROM generate_series(1, 1000000) AS g) AS q",
         R.VALUE_TOO_LARGE,
