@@ -14,6 +14,7 @@ from services.common import (
     READ_ONLY_REASON,
     InvalidArgument,
     NotFound,
+    control_character_problem,
     read_only_message,
     write_request,
 )
@@ -616,7 +617,10 @@ def _raise_if_rejected(verdict: Verdict, field: str) -> None:
 
 
 def _no_nul(field: str, text: str) -> None:
-    """Postgres text cannot hold NUL, and the linker marks places in statements with it:
-    a request carrying one is refused by name, never half-processed."""
-    if "\x00" in text:
-        raise InvalidArgument.field(field, "contains a NUL character")
+    """The shared rule for free text (``common.control_character_problem``), here too for
+    callers inside the network: Postgres text cannot hold NUL, and the linker marks places
+    in statements with it, so a request carrying one is refused by name, never
+    half-processed."""
+    problem = control_character_problem(text, free_text=True)
+    if problem is not None:
+        raise InvalidArgument.field(field, problem)
