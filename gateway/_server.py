@@ -629,7 +629,11 @@ def build_server(
     # The gateway's own port is the public face behind the edge: callers authenticate
     # with API keys, so it listens without TLS; ``trust`` signs tenants into its calls.
     server = GrpcServer(
-        server_settings_for(settings, gateway), telemetry, first=[gate], options=UPLOAD_OPTIONS
+        server_settings_for(settings, gateway),
+        telemetry,
+        first=[gate],
+        options=UPLOAD_OPTIONS,
+        accept_principal=False,
     )
     servicer = GatewayServicer(gate=gate, trust=trust)
     server.add_service(SERVICE_NAME, gpb_grpc.add_GatewayServiceServicer_to_server, servicer)

@@ -73,6 +73,15 @@ from services.common._pki import (
     save_credentials,
     write_bundles,
 )
+from services.common._principal import (
+    ATTRIBUTES_HEADER,
+    GROUPS_HEADER,
+    PRINCIPAL_HEADER,
+    PRINCIPAL_HEADERS,
+    Principal,
+    current_principal,
+    parse_principal,
+)
 from services.common._server import GrpcServer, serve
 from services.common._settings import (
     Deadlines,
@@ -104,13 +113,17 @@ from services.common._writes import (
 )
 
 __all__ = [
+    "ATTRIBUTES_HEADER",
     "CALLERS",
     "DATABASE_UNAVAILABLE",
     "ENGLISH",
+    "GROUPS_HEADER",
     "IDENTITIES",
     "LANGUAGE_UNSUPPORTED",
     "ONWARD",
     "PLAINTEXT_VARIABLE",
+    "PRINCIPAL_HEADER",
+    "PRINCIPAL_HEADERS",
     "READ_ONLY_REASON",
     "SERVED_BY",
     "TENANT_TOKEN_HEADER",
@@ -135,6 +148,7 @@ __all__ = [
     "Migration",
     "NotFound",
     "PermissionDenied",
+    "Principal",
     "PrivacyFilter",
     "ResourceExhausted",
     "RuntimeInterceptor",
@@ -158,6 +172,7 @@ __all__ = [
     "control_character_problem",
     "control_character_violations",
     "create_channel",
+    "current_principal",
     "current_token",
     "deadline_interceptors",
     "deadline_scope",
@@ -176,6 +191,7 @@ __all__ = [
     "load_migrations",
     "load_trace",
     "map_db_error",
+    "parse_principal",
     "peer_identity",
     "reach",
     "read_only_message",

@@ -11,6 +11,7 @@ import grpc
 
 from services.common._deadline import effective_timeout
 from services.common._mtls import Trust
+from services.common._principal import current_principal
 from services.common._tenant_token import (
     TENANT_TOKEN_HEADER,
     TenantSigner,
@@ -193,15 +194,34 @@ def _token_for(signer: TenantSigner | None) -> Rewrite:
     def rewrite(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
         tenant = current_tenant.get() if signer is not None else None
         if signer is not None and tenant is not None:
-            return _with_token(details, signer.token(tenant, details.method))
+            principal = current_principal.get()
+            signed = "" if principal is None else principal.canonical()
+            return _with_metadata(
+                details, [(TENANT_TOKEN_HEADER, signer.token(tenant, details.method, signed))]
+            )
         token = current_token.get()
-        return details if token is None else _with_token(details, token)
+        return details if token is None else _with_metadata(details, [(TENANT_TOKEN_HEADER, token)])
 
     return rewrite
 
 
-def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:
-    metadata = grpc.aio.Metadata(*(details.metadata or ()), (TENANT_TOKEN_HEADER, token))
+def _principal_headers(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+    """The current request's principal travels with every internal call it makes, in
+    canonical headers (the ones its token was signed with, where there is a token)."""
+    principal = current_principal.get()
+    return details if principal is None else _with_metadata(details, principal.headers())
+
+
+def principal_interceptors() -> list[grpc.aio.ClientInterceptor]:
+    """Every call carries the current request's principal, when it has one (plaintext
+    channels too: there the headers alone say whom the call is for)."""
+    return rewriting_interceptors(_principal_headers)
+
+
+def _with_metadata(
+    details: grpc.aio.ClientCallDetails, extra: Sequence[tuple[str, str]]
+) -> grpc.aio.ClientCallDetails:
+    metadata = grpc.aio.Metadata(*(details.metadata or ()), *extra)
     return grpc.aio.ClientCallDetails(
         method=details.method,
         timeout=details.timeout,
@@ -237,7 +257,7 @@ def create_channel(
     call, so cancelling the task that awaits a call (or the call object) cancels the RPC.
     """
     options = channel_options(max_message_bytes, replicas=names_replicas(target))
-    chain = [*interceptors, *deadline_interceptors()]
+    chain = [*interceptors, *principal_interceptors(), *deadline_interceptors()]
     credentials = trust.channel_credentials() if trust is not None else None
     signer = trust.signer if trust is not None else None
     if credentials is None:

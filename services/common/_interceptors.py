@@ -17,6 +17,7 @@ from opentelemetry import metrics, trace
 
 from services.common._deadline import deadline_scope
 from services.common._errors import DeadlineExceeded, InvalidArgument, TandemError, status_for
+from services.common._principal import current_principal, parse_principal
 from services.common._propagation import enter_remote_context, leave_remote_context
 
 _log = logging.getLogger("tandem.rpc")
@@ -115,10 +116,15 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
         carry_trace_context: bool = False,
         guard: Guard | None = None,
         max_deadline_s: float | None = None,
+        accept_principal: bool = True,
     ) -> None:
         self._default_deadline_s = default_deadline_s
         self._max_deadline_s = max_deadline_s
         self._guard = guard
+        # Internal servers take the request's principal from its headers (after the guard
+        # checked them against the signed token); the gateway decides itself whether a
+        # key may name one, so it does not.
+        self._accept_principal = accept_principal
         # Without the tracing interceptor before it, this one makes the caller's trace
         # context current (for logs, the trailer and the next hop).
         self._carry = carry_trace_context
@@ -187,6 +193,8 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
                 _check_parsed(request)
                 if self._guard is not None:
                     self._guard(method, request, context)
+                if self._accept_principal:
+                    current_principal.set(parse_principal(context.invocation_metadata()))
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         return await behavior(request, context)
@@ -216,6 +224,8 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
                 _check_parsed(request)
                 if self._guard is not None:
                     self._guard(method, request, context)
+                if self._accept_principal:
+                    current_principal.set(parse_principal(context.invocation_metadata()))
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         result = behavior(request, context)

@@ -27,6 +27,7 @@ import grpc
 
 from services.common._errors import PermissionDenied, Unauthenticated
 from services.common._pki import Credentials, load_credentials
+from services.common._principal import Principal, current_principal, parse_principal
 from services.common._settings import Env, SettingsError
 from services.common._tenant_token import (
     SIGNER_IDENTITY,
@@ -177,6 +178,12 @@ class CallerGuard:
                 metadata={"caller": peer, "method": called, "entry": grant.entry},
             )
         signed = grant.tenant
+        claimed = parse_principal(context.invocation_metadata())
+        if (claimed.canonical() if claimed is not None else "") != grant.principal:
+            raise PermissionDenied(
+                "the principal headers are not the principal the gateway signed for this call",
+                reason="PRINCIPAL_MISMATCH",
+            )
         # An empty tenant_id is left to the handler, which names the field.
         if request.tenant_id and request.tenant_id != signed:
             raise PermissionDenied(
@@ -295,9 +302,12 @@ class Trust:
         token = _metadata_value(context, TENANT_TOKEN_HEADER)
         return self.verifier.tenant(token) if token else None
 
-    def sign_for(self, tenant: str) -> None:
-        """Make ``tenant`` the current request's signed tenant: each internal call it
-        makes next carries a token for it bound to that call's RPC (the gateway, once the
-        API key named the tenant). No-op in plaintext."""
+    def sign_for(self, tenant: str, principal: Principal | None = None) -> None:
+        """Make ``tenant`` (as ``principal`` sees it; None: the full view) the current
+        request's signed tenant: each internal call it makes next carries a token for it
+        bound to that call's RPC and the principal's headers (the gateway, once the API
+        key named the tenant and was found to hold ``act_as`` where a principal is named).
+        The principal travels in plaintext too; the token only where there is a signer."""
+        current_principal.set(principal)
         if self.signer is not None:
             current_tenant.set(tenant)

@@ -44,6 +44,10 @@ class GrpcServer:
     plaintext: an insecure port (development, in-process harnesses).
 
     ``options``: further gRPC server options, after the shared ones.
+
+    ``accept_principal``: handlers see the principal the request's headers name as
+    ``current_principal`` (internal services; the guard has checked it against the signed
+    token). The gateway passes False: there a header is a claim its key must be allowed.
     """
 
     def __init__(
@@ -54,6 +58,7 @@ class GrpcServer:
         first: Sequence[grpc.aio.ServerInterceptor] = (),
         trust: Trust | None = None,
         options: Sequence[tuple[str, Any]] = (),
+        accept_principal: bool = True,
     ) -> None:
         self.settings = settings
         self.telemetry = telemetry
@@ -74,6 +79,7 @@ class GrpcServer:
                     carry_trace_context=not tracing,
                     guard=self.trust.guard(),
                     max_deadline_s=settings.max_deadline_s,
+                    accept_principal=accept_principal,
                 ),
             ],
             options=[

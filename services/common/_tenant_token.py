@@ -7,6 +7,10 @@ verify the signature with the gateway's certificate (public, issued by the same 
 refuse a request whose ``tenant_id`` is not the signed one. The router forwards the token
 it was given; it cannot mint one.
 
+``principal`` is the end user the call is made for (``services.common._principal``, its
+canonical form; empty for a service key's full view): a hop cannot drop or swap it, since
+the internal services refuse principal headers that differ from the signed one.
+
 ``entry`` is the internal RPC the gateway called with the token (``tandem.v1.RouterService/
 Ask``). A token is good only for that call and the calls its handler makes onward (the
 caller guard works the chain out of the call table, ``services.common._mtls``): a token
@@ -37,7 +41,7 @@ from services.common._errors import Unauthenticated
 
 TENANT_TOKEN_HEADER = "x-tandem-tenant-token"
 SIGNER_IDENTITY = "gateway"
-_VERSION = "t2"
+_VERSION = "t3"
 _CONTEXT = b"tandem-tenant-token\x00"
 TOKEN_TTL_S = 300
 # Clocks of two hosts may disagree a little; a token this far past its expiry still passes.
@@ -55,8 +59,8 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _message(tenant: str, entry: str, expiry: int) -> bytes:
-    return _CONTEXT + f"{_VERSION}\x00{tenant}\x00{entry}\x00{expiry}".encode()
+def _message(tenant: str, entry: str, principal: str, expiry: int) -> bytes:
+    return _CONTEXT + f"{_VERSION}\x00{tenant}\x00{entry}\x00{principal}\x00{expiry}".encode()
 
 
 def method_name(method: str | bytes) -> str:
@@ -68,11 +72,13 @@ def method_name(method: str | bytes) -> str:
 
 @dataclass(frozen=True)
 class Grant:
-    """What a verified token allows: ``tenant``'s data, through the chain that starts at
-    the internal RPC ``entry``."""
+    """What a verified token allows: ``tenant``'s data as ``principal`` sees it (its
+    canonical form; empty: the tenant's full view), through the chain that starts at the
+    internal RPC ``entry``."""
 
     tenant: str
     entry: str
+    principal: str = ""
 
 
 class TenantSigner:
@@ -87,24 +93,34 @@ class TenantSigner:
         self._key = key
         self._ttl_s = ttl_s
         self._clock = clock
-        self._issued: dict[tuple[str, str], tuple[float, str]] = {}
+        self._issued: dict[tuple[str, str, str], tuple[float, str]] = {}
 
-    def token(self, tenant: str, entry: str | bytes) -> str:
-        """A token for ``tenant`` on a call of ``entry`` (a method path) and the calls
-        that call makes onward, reused until half its lifetime has passed."""
+    def token(self, tenant: str, entry: str | bytes, principal: str = "") -> str:
+        """A token for ``tenant`` (as ``principal`` sees it: its canonical form, empty
+        for the full view) on a call of ``entry`` (a method path) and the calls that call
+        makes onward, reused until half its lifetime has passed."""
         entry = method_name(entry)
         now = self._clock()
-        cached = self._issued.get((tenant, entry))
+        cached = self._issued.get((tenant, entry, principal))
         if cached is not None and cached[0] > now:
             return cached[1]
         expiry = int(now) + self._ttl_s
-        signature = self._key.sign(_message(tenant, entry, expiry), ec.ECDSA(hashes.SHA256()))
-        token = (
-            f"{_VERSION}.{_b64(tenant.encode())}.{_b64(entry.encode())}.{expiry}.{_b64(signature)}"
+        signature = self._key.sign(
+            _message(tenant, entry, principal, expiry), ec.ECDSA(hashes.SHA256())
+        )
+        token = ".".join(
+            (
+                _VERSION,
+                _b64(tenant.encode()),
+                _b64(entry.encode()),
+                _b64(principal.encode()),
+                str(expiry),
+                _b64(signature),
+            )
         )
         if len(self._issued) >= _MAX_REMEMBERED:
             self._issued.clear()
-        self._issued[(tenant, entry)] = (now + self._ttl_s / 2, token)
+        self._issued[(tenant, entry, principal)] = (now + self._ttl_s / 2, token)
         return token
 
 
@@ -149,20 +165,23 @@ class TenantVerifier:
             "the tenant token is not one the gateway signed", reason="TENANT_TOKEN_INVALID"
         )
         parts = token.split(".")
-        if len(parts) != 5 or parts[0] != _VERSION or not parts[3].isdigit():
+        if len(parts) != 6 or parts[0] != _VERSION or not parts[4].isdigit():
             raise invalid
         try:
-            # Tenant and entry travel base64url-encoded: metadata is ASCII, '.' separates.
-            tenant, entry = _unb64(parts[1]).decode("utf-8"), _unb64(parts[2]).decode("utf-8")
-            expiry = int(parts[3])
+            # Tenant, entry and principal travel base64url-encoded: metadata is ASCII,
+            # '.' separates.
+            tenant, entry, principal = (_unb64(p).decode("utf-8") for p in parts[1:4])
+            expiry = int(parts[4])
             self._key.verify(
-                _unb64(parts[4]), _message(tenant, entry, expiry), ec.ECDSA(hashes.SHA256())
+                _unb64(parts[5]),
+                _message(tenant, entry, principal, expiry),
+                ec.ECDSA(hashes.SHA256()),
             )
         except (InvalidSignature, binascii.Error, ValueError):
             raise invalid from None
         if len(self._verified) >= _MAX_REMEMBERED:
             self._verified.clear()
-        grant = Grant(tenant, entry)
+        grant = Grant(tenant, entry, principal)
         self._verified[token] = (grant, expiry)
         return grant, expiry
 

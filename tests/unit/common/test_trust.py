@@ -106,21 +106,27 @@ def test_an_expired_forged_tampered_or_missing_token_is_unauthenticated(
     ensure_directory(tmp_path)
     forger = TenantSigner(load_credentials(tmp_path, "gateway").key, clock=clock)
     good = signer.token("acme", ASK)
-    version, tenant, entry, expiry, signature = good.split(".")
+    version, tenant, entry, principal, expiry, signature = good.split(".")
     other = signer.token("globex", ASK).split(".")[1]
     wider = signer.token("acme", "/tandem.v1.RetrievalService/DeleteDocument").split(".")[2]
+    someone = signer.token("acme", ASK, "x-tandem-principal:alice").split(".")[3]
     cases = {
         None: "TENANT_TOKEN_MISSING",
         "": "TENANT_TOKEN_MISSING",
         forger.token("acme", ASK): "TENANT_TOKEN_INVALID",
-        f"{version}.{other}.{entry}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
+        f"{version}.{other}.{entry}.{principal}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
         # The entry is signed: a token cannot be re-pointed at another RPC.
-        f"{version}.{tenant}.{wider}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
-        f"{version}.{tenant}.{entry}.{int(expiry) + 3600}.{signature}": "TENANT_TOKEN_INVALID",
-        # The unbound tokens of before are refused.
+        f"{version}.{tenant}.{wider}.{principal}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
+        # The principal is signed: a full-view token cannot be narrowed or re-aimed.
+        f"{version}.{tenant}.{entry}.{someone}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
+        f"{version}.{tenant}.{entry}.{principal}.{int(expiry) + 3600}.{signature}": (
+            "TENANT_TOKEN_INVALID"
+        ),
+        # The unbound tokens of before, and those without a principal, are refused.
         f"t1.{tenant}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
+        f"t2.{tenant}.{entry}.{expiry}.{signature}": "TENANT_TOKEN_INVALID",
         "t2.acme": "TENANT_TOKEN_INVALID",
-        "t2.!!.!!.1.!!": "TENANT_TOKEN_INVALID",
+        "t3.!!.!!.!!.1.!!": "TENANT_TOKEN_INVALID",
     }
     for token, reason in cases.items():
         with pytest.raises(Unauthenticated) as refused:
