@@ -289,6 +289,7 @@ def confirmed_pair(pair: ConfirmedPair) -> pb.ConfirmedPair:
         source=pair.source.value,  # type: ignore[arg-type]
         create_time=created,
         use_count=pair.use_count,
+        taught_by=pair.taught_by or "",
     )
     if pair.intent:
         json_format.ParseDict(pair.intent, out.intent, ignore_unknown_fields=True)

@@ -17,7 +17,7 @@ import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from services.common import GrpcServer
+from services.common import GrpcServer, Principal
 from services.common.llm import GeminiProvider, LlmSettings
 from services.sql import SqlSettings, TargetConfig, ensure_warehouse
 from services.sql._server import SqlDeps, build_deps, create_server, ready
@@ -508,3 +508,127 @@ async def test_feedback_invalid_arguments(running, changes, field):
         setattr(request, name, value)
     code, fields, _, _ = await _error(running.stub.SubmitFeedback(request))
     assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+
+
+# --- principals inside a tenant (issue 47) ----------------------------------------------
+# Plaintext internal calls: the principal headers alone say whom the call is for (with
+# mutual TLS the caller guard also checks them against the signed token).
+
+ALICE = Principal.of("alice", ["sales"], {"region": "EMEA"}).headers()
+BOB = Principal.of("bob", ["sales"], {"region": "US"}).headers()
+
+
+@pytest.mark.rpc(TEACH)
+@pytest.mark.rpc(LIST)
+async def test_a_pair_says_who_taught_it_and_a_principal_lists_its_own_and_the_services(
+    running,
+):
+    who = tenant()
+    service = await _teach(running.stub, who, "How many companies are in France?",
+                           "SELECT count(*) FROM companies WHERE country = 'France'")  # fmt: skip
+    reply = await running.stub.TeachSql(
+        pb.TeachSqlRequest(tenant_id=who, question=GERMANY, sql=GERMANY_SQL), metadata=ALICE
+    )
+    assert (service.taught_by, reply.pair.taught_by) == ("", "alice")
+
+    async def listed(metadata: Any = None) -> set[str]:
+        reply = await running.stub.ListConfirmedPairs(
+            pb.ListConfirmedPairsRequest(tenant_id=who), metadata=metadata
+        )
+        return {p.pair_id for p in reply.pairs}
+
+    assert await listed() == {service.pair_id, reply.pair.pair_id}
+    assert await listed(ALICE) == {service.pair_id, reply.pair.pair_id}
+    assert await listed(BOB) == {service.pair_id}  # alice's question is not bob's to read
+
+
+@pytest.mark.rpc(TEACH)
+async def test_a_principal_cannot_replace_a_pair_another_taught(running):
+    who = tenant()
+    alices = await running.stub.TeachSql(
+        pb.TeachSqlRequest(tenant_id=who, question=GERMANY, sql=GERMANY_SQL), metadata=ALICE
+    )
+    code, _, reason, _ = await _error(
+        running.stub.TeachSql(
+            pb.TeachSqlRequest(tenant_id=who, question=GERMANY, sql="SELECT 1 AS companies"),
+            metadata=BOB,
+        )
+    )
+    assert (code, reason) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "CONFIRMED_PAIR_TAUGHT_BY_ANOTHER",
+    )
+    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=who))
+    assert [(p.pair_id, p.sql) for p in listed.pairs] == [(alices.pair.pair_id, alices.pair.sql)]
+    # Its teacher, and a service key, may.
+    again = await running.stub.TeachSql(
+        pb.TeachSqlRequest(tenant_id=who, question=GERMANY, sql=GERMANY_SQL), metadata=ALICE
+    )
+    assert again.pair.taught_by == "alice"
+    service = await _teach(running.stub, who)
+    assert service.taught_by == ""
+
+
+@pytest.mark.rpc(DELETE)
+async def test_a_principal_deletes_only_its_own_pairs(running):
+    who = tenant()
+    alices = (
+        await running.stub.TeachSql(
+            pb.TeachSqlRequest(tenant_id=who, question=GERMANY, sql=GERMANY_SQL),
+            metadata=ALICE,
+        )
+    ).pair
+    services = await _teach(running.stub, who, "How many companies are in France?",
+                            "SELECT count(*) FROM companies WHERE country = 'France'")  # fmt: skip
+    # Another principal's pair: exactly as a missing one.
+    missing = str(uuid.uuid4())
+    for pair_id in (alices.pair_id, missing):
+        code, _, reason, _ = await _error(
+            running.stub.DeleteConfirmedPair(
+                pb.DeleteConfirmedPairRequest(tenant_id=who, pair_id=pair_id), metadata=BOB
+            )
+        )
+        assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "CONFIRMED_PAIR_NOT_FOUND")
+    # A service key's pair is listed to bob but is not his to delete.
+    code, _, reason, _ = await _error(
+        running.stub.DeleteConfirmedPair(
+            pb.DeleteConfirmedPairRequest(tenant_id=who, pair_id=services.pair_id),
+            metadata=BOB,
+        )
+    )
+    assert (code, reason) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "CONFIRMED_PAIR_TAUGHT_BY_ANOTHER",
+    )
+    await running.stub.DeleteConfirmedPair(
+        pb.DeleteConfirmedPairRequest(tenant_id=who, pair_id=alices.pair_id), metadata=ALICE
+    )
+    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=who))
+    assert [p.pair_id for p in listed.pairs] == [services.pair_id]
+
+
+@pytest.mark.rpc(FEEDBACK)
+async def test_feedback_on_another_principals_answer_is_not_found_and_pairs_name_the_giver(
+    running,
+):
+    who = tenant()
+    answer = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id=who, question=GERMANY), metadata=ALICE
+    )
+    assert answer.answer_id
+    code, _, reason, _ = await _error(
+        running.stub.SubmitFeedback(
+            pb.SubmitFeedbackRequest(
+                tenant_id=who, answer_id=answer.answer_id, rating=pb.FEEDBACK_RATING_HELPFUL
+            ),
+            metadata=BOB,
+        )
+    )
+    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "ANSWER_NOT_FOUND")
+    mine = await running.stub.SubmitFeedback(
+        pb.SubmitFeedbackRequest(
+            tenant_id=who, answer_id=answer.answer_id, rating=pb.FEEDBACK_RATING_HELPFUL
+        ),
+        metadata=ALICE,
+    )
+    assert mine.pair.taught_by == "alice"

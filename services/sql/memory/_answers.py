@@ -304,18 +304,24 @@ class AnswerMemory:
         if answer is None:
             raise NotFound("no such answer for this tenant", reason="ANSWER_NOT_FOUND")
         pair: ConfirmedPair | None = None
-        if corrected_sql.strip():
-            target, catalog = await catalog_for(answer.database)
-            pair = await self.teach(
-                tenant_id, target, catalog, answer.question, corrected_sql,
-                source=PairSource.CORRECTED, field="corrected_sql",
-            )  # fmt: skip
-        elif verdict is Rating.HELPFUL and answer.sql:
-            target, catalog = await catalog_for(answer.database)
-            pair = await self.teach(
-                tenant_id, target, catalog, answer.question, answer.sql,
-                source=PairSource.HELPFUL, intent=answer.intent,
-            )  # fmt: skip
+        try:
+            if corrected_sql.strip():
+                target, catalog = await catalog_for(answer.database)
+                pair = await self.teach(
+                    tenant_id, target, catalog, answer.question, corrected_sql,
+                    source=PairSource.CORRECTED, field="corrected_sql",
+                )  # fmt: skip
+            elif verdict is Rating.HELPFUL and answer.sql:
+                target, catalog = await catalog_for(answer.database)
+                pair = await self.teach(
+                    tenant_id, target, catalog, answer.question, answer.sql,
+                    source=PairSource.HELPFUL, intent=answer.intent,
+                )  # fmt: skip
+        except FailedPrecondition as exc:
+            # Another principal taught this question: the rating is still recorded, the
+            # pair everyone reuses stays theirs.
+            if exc.reason != "CONFIRMED_PAIR_TAUGHT_BY_ANOTHER":
+                raise
         feedback_id = await self.store.record_feedback(
             tenant_id,
             answer_id=answer_key,

@@ -7,6 +7,11 @@ database, not a target warehouse), migrated as the owner and queried as
 ``tandem_sql_memory_app``, which cannot bypass the tenant policies of migration 0001.
 Every transaction sets ``tandem.tenant_id`` first; reads skip rows older than the
 retention, and writes purge the tenant's expired rows.
+
+Inside a tenant, rows say whom they belong to (migration 0002): the answers a principal
+was given, the pairs it taught, the feedback it gave (``services.common.current_principal``;
+None, a service key, is the tenant's full view). The store reads the request's principal
+itself, as it sets the tenant: no caller can forget to pass it.
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from psycopg.types.json import Jsonb
 
 from services.common import (
     Database,
+    FailedPrecondition,
     InvalidArgument,
     TenantStore,
+    current_principal,
     load_migrations,
     role_conninfo,
 )
@@ -72,6 +79,8 @@ class ConfirmedPair:
     create_time: datetime
     intent: dict[str, Any] | None = None
     use_count: int = 0
+    # The principal that taught it (directly or by feedback); None: a service key.
+    taught_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +137,17 @@ def parse_uuid(value: str, field: str) -> str:
         raise InvalidArgument.field(field, "must be a UUID") from None
 
 
-_PAIR_COLUMNS = "pair_id, database, question, sql, source, create_time, intent, use_count"
+_PAIR_COLUMNS = (
+    "pair_id, database, question, sql, source, create_time, intent, use_count, taught_by"
+)
+# Index of the first column a query selects after _PAIR_COLUMNS.
+_AFTER_PAIR = 9
+
+
+def _viewer() -> str | None:
+    """The principal the current request is for (None: a service key's full view)."""
+    principal = current_principal.get()
+    return None if principal is None else principal.id
 
 
 def _pair(row: Sequence[Any]) -> ConfirmedPair:
@@ -141,6 +160,7 @@ def _pair(row: Sequence[Any]) -> ConfirmedPair:
         create_time=row[5],
         intent=row[6],
         use_count=row[7],
+        taught_by=row[8],
     )
 
 
@@ -171,10 +191,10 @@ class MemoryStore(TenantStore):
         answer_id = str(uuid.uuid4())
         async with self._tx(tenant_id) as conn:
             await conn.execute(
-                "INSERT INTO sql_answers (tenant_id, answer_id, database, question, sql, intent) "
-                "VALUES (%s, %s, %s, %s, %s, %s)",
+                "INSERT INTO sql_answers (tenant_id, answer_id, database, question, sql, intent, "
+                "principal_id) VALUES (%s, %s, %s, %s, %s, %s, %s)",
                 (tenant_id, answer_id, database, question, sql,
-                 Jsonb(intent) if intent else None),
+                 Jsonb(intent) if intent else None, _viewer()),
             )  # fmt: skip
             if used_pair is not None:
                 await conn.execute(
@@ -185,12 +205,15 @@ class MemoryStore(TenantStore):
         return answer_id
 
     async def answer(self, tenant_id: str, answer_id: str) -> RecordedAnswer | None:
+        """The answer, when the current principal was the one given it (a service key:
+        any of the tenant's); None otherwise, as for a missing one."""
         async with self._tx(tenant_id) as conn:
             cur = await conn.execute(
                 "SELECT answer_id, database, question, sql, intent FROM sql_answers "
-                "WHERE tenant_id = %s AND answer_id = %s "
-                "AND create_time > now() - %s::interval",
-                (tenant_id, answer_id, self._answer_retention),
+                "WHERE tenant_id = %(t)s AND answer_id = %(a)s "
+                "AND create_time > now() - %(r)s::interval "
+                "AND (%(p)s::text IS NULL OR principal_id = %(p)s)",
+                {"t": tenant_id, "a": answer_id, "r": self._answer_retention, "p": _viewer()},
             )
             row = await cur.fetchone()
         if row is None:
@@ -210,23 +233,36 @@ class MemoryStore(TenantStore):
         model_name: str,
         intent: dict[str, Any] | None = None,
     ) -> ConfirmedPair:
-        """Store a pair; the same question on the same database replaces the older one."""
+        """Store a pair taught by the current principal; the same question on the same
+        database replaces the older one when the same principal (or a service key)
+        teaches it. A principal cannot replace a pair someone else taught: that would
+        change what everyone's answers reuse (FAILED_PRECONDITION)."""
+        taught_by = _viewer()
         async with self._tx(tenant_id) as conn:
             await self._purge(conn, tenant_id)
             cur = await conn.execute(
                 "INSERT INTO sql_confirmed_pairs (tenant_id, pair_id, database, question, "
-                "template, sql, intent, source, model_name, embedding) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "template, sql, intent, source, model_name, embedding, taught_by) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (tenant_id, database, question) DO UPDATE SET "
                 "sql = EXCLUDED.sql, template = EXCLUDED.template, intent = EXCLUDED.intent, "
                 "source = EXCLUDED.source, model_name = EXCLUDED.model_name, "
-                "embedding = EXCLUDED.embedding, use_count = 0, create_time = now() "
+                "embedding = EXCLUDED.embedding, use_count = 0, create_time = now(), "
+                "taught_by = EXCLUDED.taught_by "
+                "WHERE EXCLUDED.taught_by IS NULL "
+                "OR sql_confirmed_pairs.taught_by IS NOT DISTINCT FROM EXCLUDED.taught_by "
                 f"RETURNING {_PAIR_COLUMNS}",
                 (tenant_id, str(uuid.uuid4()), database, question, template, sql,
-                 Jsonb(intent) if intent else None, source.value, model_name, embedding),
+                 Jsonb(intent) if intent else None, source.value, model_name, embedding,
+                 taught_by),
             )  # fmt: skip
             row = await cur.fetchone()
-        assert row is not None
+        if row is None:
+            raise FailedPrecondition(
+                "a confirmed pair for this question was taught by someone else; only its "
+                "teacher or a service key can replace it",
+                reason="CONFIRMED_PAIR_TAUGHT_BY_ANOTHER",
+            )
         return _pair(row)
 
     async def _purge(self, conn: psycopg.AsyncConnection[Any], tenant_id: str) -> None:
@@ -255,9 +291,11 @@ class MemoryStore(TenantStore):
         async with self._tx(tenant_id) as conn:
             await conn.execute(
                 "INSERT INTO sql_feedback (tenant_id, feedback_id, answer_id, rating, "
-                "corrected_sql, note, pair_id) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (tenant_id, feedback_id, answer_id, rating.value, corrected_sql, note, pair_id),
-            )
+                "corrected_sql, note, pair_id, given_by) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (tenant_id, feedback_id, answer_id, rating.value, corrected_sql, note, pair_id,
+                 _viewer()),
+            )  # fmt: skip
         return feedback_id
 
     async def nearest(
@@ -283,7 +321,9 @@ class MemoryStore(TenantStore):
             )  # fmt: skip
             rows = await cur.fetchall()
         return [
-            NearPair(_pair(row), float(row[8])) for row in rows if float(row[8]) >= min_similarity
+            NearPair(_pair(row), float(row[_AFTER_PAIR]))
+            for row in rows
+            if float(row[_AFTER_PAIR]) >= min_similarity
         ]
 
     async def vectors(
@@ -316,20 +356,23 @@ class MemoryStore(TenantStore):
             )  # fmt: skip
             rows = await cur.fetchall()
         pairs = tuple(_pair(row) for row in rows[:limit])
-        same = tuple(p for p, row in zip(pairs, rows, strict=False) if row[8])
+        same = tuple(p for p, row in zip(pairs, rows, strict=False) if row[_AFTER_PAIR])
         return Survey(pairs, same, complete=len(rows) <= limit)
 
     async def list_pairs(
         self, tenant_id: str, *, database: str, page_size: int, page_token: str
     ) -> tuple[list[ConfirmedPair], str]:
+        """The tenant's pairs, newest first; a principal lists those it taught and those
+        a service key taught (another person's questions are not its to read)."""
         after = _decode_token(page_token) if page_token else None
         query = (
             f"SELECT {_PAIR_COLUMNS} FROM sql_confirmed_pairs WHERE tenant_id = %(t)s "
             "AND create_time > now() - %(r)s::interval "
             "AND (%(d)s = '' OR database = %(d)s) "
+            "AND (%(p)s::text IS NULL OR taught_by IS NULL OR taught_by = %(p)s) "
         )
         params: dict[str, Any] = {"t": tenant_id, "r": self._retention, "d": database,
-                                  "k": page_size + 1}  # fmt: skip
+                                  "k": page_size + 1, "p": _viewer()}  # fmt: skip
         if after is not None:
             query += "AND (create_time, pair_id) < (%(at)s, %(ap)s) "
             params.update(at=after[0], ap=after[1])
@@ -344,12 +387,29 @@ class MemoryStore(TenantStore):
         return pairs, token
 
     async def delete_pair(self, tenant_id: str, pair_id: str) -> bool:
+        """Delete a pair: a service key any, a principal only one it taught (False, as
+        for a missing one, for another principal's). A pair a service key taught is
+        listed to every principal but is not theirs to delete: FAILED_PRECONDITION."""
+        viewer = _viewer()
         async with self._tx(tenant_id) as conn:
             cur = await conn.execute(
-                "DELETE FROM sql_confirmed_pairs WHERE tenant_id = %s AND pair_id = %s RETURNING 1",
-                (tenant_id, pair_id),
+                "WITH deleted AS (DELETE FROM sql_confirmed_pairs WHERE tenant_id = %(t)s "
+                "AND pair_id = %(i)s AND (%(p)s::text IS NULL OR taught_by = %(p)s) "
+                "RETURNING 1) "
+                "SELECT EXISTS (SELECT 1 FROM deleted), EXISTS (SELECT 1 FROM "
+                "sql_confirmed_pairs WHERE tenant_id = %(t)s AND pair_id = %(i)s "
+                "AND taught_by IS NULL)",
+                {"t": tenant_id, "i": pair_id, "p": viewer},
             )
-            return await cur.fetchone() is not None
+            row = await cur.fetchone()
+        assert row is not None
+        if not row[0] and row[1] and viewer is not None:
+            raise FailedPrecondition(
+                "this confirmed pair was taught with a service key; only a service key can "
+                "delete it",
+                reason="CONFIRMED_PAIR_TAUGHT_BY_ANOTHER",
+            )
+        return bool(row[0])
 
 
 def _encode_token(create_time: datetime, pair_id: str) -> str:
