@@ -32,6 +32,7 @@ from services.common._settings import Env, SettingsError
 from services.common._tenant_token import (
     SIGNER_IDENTITY,
     TENANT_TOKEN_HEADER,
+    Grant,
     TenantSigner,
     TenantVerifier,
     current_tenant,
@@ -297,10 +298,16 @@ class Trust:
         expired); None when the call carries none, and always in plaintext. For a service
         whose requests name no tenant but whose work is still a tenant's (the embedding
         service's query cache): the guard checks only requests that name one."""
+        grant = self.call_grant(context)
+        return None if grant is None else grant.tenant
+
+    def call_grant(self, context: grpc.aio.ServicerContext[Any, Any]) -> Grant | None:
+        """What the call's token was signed for (tenant, entry, principal), as
+        ``call_tenant``: None without a token and always in plaintext."""
         if self.verifier is None:
             return None
         token = _metadata_value(context, TENANT_TOKEN_HEADER)
-        return self.verifier.tenant(token) if token else None
+        return self.verifier.grant(token) if token else None
 
     def sign_for(self, tenant: str, principal: Principal | None = None) -> None:
         """Make ``tenant`` (as ``principal`` sees it; None: the full view) the current

@@ -1,13 +1,18 @@
 """Bounded LRU + TTL cache for query embeddings: repeated questions skip the model.
 
-Entries are keyed by tenant. A hit answers in about 2 ms where the model takes 6-16 ms,
-and every Search reply reports its embed time, so a cache shared by tenants would tell one
-tenant which phrases another searched in the last hour (issue 46). A tenant's entries
-serve that tenant alone; a phrase another tenant searched is a miss like any fresh one.
+Entries are keyed by tenant and, inside a tenant, by the principal whose call stored them
+(the view: ``services.common.Principal.canonical``, empty for a service key). A hit
+answers in about 2 ms where the model takes 6-16 ms, and every Search reply reports its
+embed time, so a cache shared by tenants would tell one tenant which phrases another
+searched in the last hour (issue 46), and one person which phrases a colleague searched
+(issue 47). A tenant's entries serve that tenant alone, a
+principal's that principal alone; a phrase someone else searched is a miss like any
+fresh one.
 
 Memory is bounded twice: ``max_entries`` in all, and ``max_entries_per_tenant`` for any
 one tenant, which evicts its own least recently used entry first. So one tenant flooding
 fresh phrases churns its own share and can push out at most that share of the others'.
+The share is the tenant's, whatever number of principals it names.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 Clock = Callable[[], float]
-# (tenant, model, text)
-_Key = tuple[str, str, str]
+# (tenant, view, model, text)
+_Key = tuple[str, str, str, str]
 
 
 @dataclass(frozen=True)
@@ -94,10 +99,10 @@ class QueryCache:
         """False when sized to zero entries or a zero TTL: every lookup misses."""
         return self._max_entries > 0 and self._per_tenant > 0 and self._ttl_s > 0
 
-    def get(self, tenant: str, model: str, text: str) -> NDArray[np.float32] | None:
-        """``tenant``'s cached vector (read-only, shared), or None on a miss or an expired
-        entry. Another tenant's entry for the same text is a miss."""
-        key = (tenant, model, text)
+    def get(self, tenant: str, model: str, text: str, view: str = "") -> NDArray[np.float32] | None:
+        """``tenant``'s cached vector stored under ``view`` (read-only, shared), or None
+        on a miss or an expired entry. Another tenant's or view's entry is a miss."""
+        key = (tenant, view, model, text)
         entry = self._entries.get(key)
         if entry is None:
             self._misses += 1
@@ -113,15 +118,18 @@ class QueryCache:
         self._hits += 1
         return vector
 
-    def put(self, tenant: str, model: str, text: str, vector: NDArray[np.float32]) -> None:
-        """Stores a copy of ``vector`` for ``tenant``, evicting the tenant's own least
-        recently used entry when its share is full, else the least recently used of all."""
+    def put(
+        self, tenant: str, model: str, text: str, vector: NDArray[np.float32], view: str = ""
+    ) -> None:
+        """Stores a copy of ``vector`` for ``tenant`` under ``view``, evicting the tenant's
+        own least recently used entry when its share is full, else the least recently used
+        of all."""
         if not self.enabled:
             return
         # a private read-only copy: a caller mutating its result must not poison the cache
         stored = np.array(vector, dtype=np.float32, copy=True)
         stored.flags.writeable = False
-        key = (tenant, model, text)
+        key = (tenant, view, model, text)
         held = self._tenants.get(tenant)
         while held and key not in held and len(held) >= self._per_tenant:
             self._drop(next(iter(held)))

@@ -150,12 +150,15 @@ class EmbeddingEngine:
         kind: EmbedKind,
         *,
         tenant: str | None,
+        view: str = "",
         expected_model: str | None = None,
     ) -> EmbedResult:
         """Embeds ``texts`` as ``kind``; raises EmbeddingInputError naming the bad field.
 
         ``tenant`` is whose query cache serves the call (the authenticated tenant, never
         one a request names); None bypasses the cache: nothing read, nothing stored.
+        ``view`` is the principal inside the tenant (its signed canonical form; empty for
+        a service key): one person's searches never warm another's cache.
         ``expected_model`` guards against mixing vectors from two models in one index.
         """
         self._validate(texts, kind)
@@ -171,7 +174,7 @@ class EmbeddingEngine:
                 }
             )
             if kind is EmbedKind.QUERY:
-                vectors, hits = await self._embed_queries(texts, tenant)
+                vectors, hits = await self._embed_queries(texts, tenant, view)
                 misses = len(texts) - hits
                 span.set_attributes({CACHE_HITS: hits, CACHE_MISSES: misses})
                 self._metrics.cache(hits, misses)
@@ -192,14 +195,16 @@ class EmbeddingEngine:
         self._ready = False
         await self._batcher.close()
 
-    async def _embed_queries(self, texts: Sequence[str], tenant: str | None) -> tuple[Vectors, int]:
+    async def _embed_queries(
+        self, texts: Sequence[str], tenant: str | None, view: str
+    ) -> tuple[Vectors, int]:
         name = self._model.name
         vectors = np.empty((len(texts), self._model.dim), dtype=np.float32)
         # a text repeated within one request is computed once
         missing: dict[str, list[int]] = {}
         hits = 0
         for index, text in enumerate(texts):
-            cached = None if tenant is None else self._cache.get(tenant, name, text)
+            cached = None if tenant is None else self._cache.get(tenant, name, text, view)
             if cached is None:
                 missing.setdefault(text, []).append(index)
             else:
@@ -211,7 +216,7 @@ class EmbeddingEngine:
             self._check_shape(computed, len(unique))
             for text, row in zip(unique, computed, strict=True):
                 if tenant is not None:
-                    self._cache.put(tenant, name, text, row)
+                    self._cache.put(tenant, name, text, row, view)
                 vectors[missing[text]] = row
         return vectors, hits
 

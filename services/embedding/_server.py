@@ -20,6 +20,7 @@ from services.common import (
     Trust,
     Unavailable,
     configure_logging,
+    current_principal,
     serve,
 )
 from services.embedding._errors import EmbeddingInputError
@@ -56,7 +57,8 @@ class EmbeddingServicer(pb_grpc.EmbeddingServiceServicer):
     The server binds before the model loads (health answers NOT_SERVING meanwhile), so
     the engine arrives later through ``attach``; until then calls get UNAVAILABLE.
 
-    Whose query cache serves a call is the tenant its forwarded token was signed for
+    Whose query cache serves a call is the tenant (and the principal inside it) its
+    forwarded token was signed for
     (retrieval and SQL forward the gateway's token on every call), never a request field:
     a call without a token is served without the cache. In plaintext (development only:
     no tokens, every caller trusted with every tenant) all calls share one cache.
@@ -90,9 +92,17 @@ class EmbeddingServicer(pb_grpc.EmbeddingServiceServicer):
                 reason="MODEL_MISMATCH",
                 metadata={"loaded_model": info.name},
             )
-        tenant = self._trust.call_tenant(context) if self._trust.secure else ""
+        tenant: str | None
+        if self._trust.secure:
+            # The signed token, not the headers: the caller guard checks principal headers
+            # only on calls that name a tenant, and an Embed call names none.
+            grant = self._trust.call_grant(context)
+            tenant, view = (None, "") if grant is None else (grant.tenant, grant.principal)
+        else:
+            principal = current_principal.get()
+            tenant, view = "", "" if principal is None else principal.canonical()
         try:
-            result = await engine.embed(list(request.texts), kind, tenant=tenant)
+            result = await engine.embed(list(request.texts), kind, tenant=tenant, view=view)
         except EmbeddingInputError as exc:
             raise _invalid(exc) from None
         return pb.EmbedResponse(

@@ -12,7 +12,14 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from services.common import GrpcServer, Trust, create_channel, current_token, ensure_directory
+from services.common import (
+    GrpcServer,
+    Principal,
+    Trust,
+    create_channel,
+    current_token,
+    ensure_directory,
+)
 from services.embedding import EmbeddingEngine, EmbeddingLimits, MicroBatcher, QueryCache
 from services.embedding._server import EmbeddingDeps, create_server, ready
 from tandem.v1 import embedding_service_pb2 as pb
@@ -111,20 +118,27 @@ async def test_the_query_cache_is_the_tokens_tenants_alone(real_embedder, teleme
     stub = pb_grpc.EmbeddingServiceStub(channel)
     request = pb.EmbedRequest(texts=["confidential merger"], input_type=pb.INPUT_TYPE_QUERY)
 
-    async def hits(tenant: str | None) -> int:
+    async def hits(tenant: str | None, principal: str = "") -> int:
         token = current_token.set(
-            signer.token(tenant, "/tandem.v1.RetrievalService/Search") if tenant else None
+            signer.token(tenant, "/tandem.v1.RetrievalService/Search", principal)
+            if tenant
+            else None
         )
         try:
             return (await stub.Embed(request, timeout=10)).cache_hits
         finally:
             current_token.reset(token)
 
+    alice = Principal.of("alice", ["hr"]).canonical()
+    bob = Principal.of("bob", ["sales"]).canonical()
     try:
         await ready(server, servicer, EmbeddingDeps(engine=engine))
         assert [await hits("victim"), await hits("victim")] == [0, 1]
         assert [await hits("attacker"), await hits("attacker")] == [0, 1]
         assert [await hits(None), await hits(None)] == [0, 0]
+        # Inside a tenant, one person's searches never warm another's (issue 47).
+        assert [await hits("victim", alice), await hits("victim", alice)] == [0, 1]
+        assert [await hits("victim", bob), await hits("victim", bob)] == [0, 1]
     finally:
         await channel.close()
         await server.stop(0)
