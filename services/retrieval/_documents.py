@@ -124,9 +124,16 @@ class DocumentCatalog:
         return DocumentPage(tuple(page), token)
 
     async def update_acl(
-        self, tenant_id: str, document_id: str, principals: Sequence[str], groups: Sequence[str]
-    ) -> tuple[DocumentAcl | None, int]:
-        """(the ACL now in force, chunks covered); NOT_FOUND when missing or unreadable."""
+        self,
+        tenant_id: str,
+        document_id: str,
+        principals: Sequence[str],
+        groups: Sequence[str],
+        *,
+        allow_missing: bool = False,
+    ) -> tuple[DocumentAcl | None, int | None]:
+        """(the ACL now in force, chunks covered — None when nothing was updated);
+        NOT_FOUND when missing or unreadable, unless ``allow_missing``."""
         check_tenant_id(tenant_id)
         check_document_id(document_id)
         violations = acl_violations("acl", principals, groups)
@@ -136,6 +143,6 @@ class DocumentCatalog:
         if not readable_by_caller(acl):
             raise InvalidArgument.field("acl", LOCKS_OUT_CALLER)
         chunks = await self._repository.update_acl(tenant_id, document_id, acl)
-        if chunks is None:
+        if chunks is None and not allow_missing:
             raise _not_found(document_id)
         return acl, chunks

@@ -386,9 +386,12 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             request.document_id,
             tuple(request.acl.principals),
             tuple(request.acl.groups),
+            allow_missing=request.allow_missing,
         )
+        if chunks is None:
+            return pb.UpdateDocumentAclResponse(document_id=request.document_id)
         return pb.UpdateDocumentAclResponse(
-            document_id=request.document_id, acl=_acl(acl), chunks_updated=chunks
+            document_id=request.document_id, acl=_acl(acl), chunks_updated=chunks, updated=True
         )
 
 

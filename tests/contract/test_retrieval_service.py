@@ -442,7 +442,7 @@ async def test_update_acl_restricts_and_reopens_the_document(running, tenant):
             acl=pb.DocumentAcl(principals=["bob", "alice", "bob"], groups=["sales"]),
         )
     )
-    assert (reply.document_id, reply.chunks_updated) == ("renewal", 1)
+    assert (reply.document_id, reply.chunks_updated, reply.updated) == ("renewal", 1, True)
     assert (list(reply.acl.principals), list(reply.acl.groups)) == (["alice", "bob"], ["sales"])
     got = await running.stub.GetDocument(
         pb.GetDocumentRequest(tenant_id=tenant, document_id="renewal")
@@ -481,6 +481,11 @@ async def test_update_acl_not_found_for_missing_and_forbidden_alike(running, ten
     )
     assert missing[0] == forbidden[0] == grpc.StatusCode.NOT_FOUND
     assert missing[2]["reason"] == forbidden[2]["reason"] == "DOCUMENT_NOT_FOUND"
+    allowed = await running.stub.UpdateDocumentAcl(
+        pb.UpdateDocumentAclRequest(tenant_id=tenant, document_id="hr", allow_missing=True),
+        metadata=carol,
+    )
+    assert (allowed.updated, allowed.chunks_updated) == (False, 0)
 
 
 @pytest.mark.rpc(UPDATE_ACL)
