@@ -285,8 +285,8 @@ class RetrievalRepository(TenantStore):
             async with conn.cursor() as cur:
                 await cur.executemany(
                     "INSERT INTO retrieval_chunks (chunk_id, tenant_id, document_id, ordinal, "
-                    "category, title, section, body, model_name, embedding, acl_principals, "
-                    "acl_groups) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    "category, title, section, body, model_name, embedding) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [
                         (
                             chunk_id_for(
@@ -301,7 +301,6 @@ class RetrievalRepository(TenantStore):
                             chunk.text,
                             model_name,
                             vector,
-                            *acl,
                         )
                         for chunk, vector in zip(document.chunks, vectors, strict=True)
                     ],
@@ -325,24 +324,19 @@ class RetrievalRepository(TenantStore):
     async def update_acl(
         self, tenant_id: str, document_id: str, acl: DocumentAcl | None
     ) -> int | None:
-        """Set a document's ACL on it and on its chunks in one transaction, re-embedding
-        nothing; the chunks updated, or None when the reader cannot see the document
-        (missing and forbidden alike). The next transaction sees the new rights."""
+        """Set a document's ACL: one row, whatever its size (its chunks follow it through
+        the forbidden set of migration 0009), nothing re-embedded; the chunks it covers,
+        or None when the reader cannot see the document (missing and forbidden alike).
+        The next transaction sees the new rights."""
         principals, groups = _acl_columns(acl)
-        async with self._transaction(tenant_id) as conn:
+        async with self._tx(tenant_id) as conn:
             cur = await conn.execute(
                 "UPDATE retrieval_documents SET acl_principals = %s, acl_groups = %s "
-                "WHERE tenant_id = %s AND document_id = %s",
+                "WHERE tenant_id = %s AND document_id = %s RETURNING chunk_count",
                 (principals, groups, tenant_id, document_id),
             )
-            if cur.rowcount == 0:
-                return None
-            cur = await conn.execute(
-                "UPDATE retrieval_chunks SET acl_principals = %s, acl_groups = %s "
-                "WHERE tenant_id = %s AND document_id = %s",
-                (principals, groups, tenant_id, document_id),
-            )
-            return max(cur.rowcount, 0)
+            row = await cur.fetchone()
+        return None if row is None else int(row[0])
 
     async def get_document(
         self, tenant_id: str, document_id: str, *, include_chunks: bool
@@ -422,6 +416,20 @@ class RetrievalRepository(TenantStore):
         other = rows[0][0] if rows else None
         hits = [_hit(r) for r in rows if r[1] is not None]
         return SearchRows(hits, other)
+
+    async def explain_search(self, plan: SearchPlan) -> Any:
+        """The plan (EXPLAIN, JSON) of ``plan``'s statement, run exactly as ``search``
+        runs it (same settings, same reader): benchmarks check the indexes stay in use."""
+        query, params = _search_statement(plan)
+        async with super()._tx(plan.tenant_id) as conn:
+            await conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true), " + _READER,
+                (str(plan.ef_search), *reader_settings()),
+            )
+            cur = await conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) {}").format(query), params)
+            row = await cur.fetchone()
+        return row[0] if row else None
 
     async def ensure_vector_index(self, *, enabled: bool, m: int, ef_construction: int) -> str:
         """Bring the HNSW index in line with the settings: "created", "rebuilt", "dropped"
