@@ -125,6 +125,24 @@ async def test_search_returns_only_readable_documents_in_every_mode(retrieval, s
     assert {h.document_id for h in full.hits} == set(SECRETS), "a service key sees everything"
 
 
+async def test_hidden_chunks_take_no_rank_and_no_slot(retrieval, shared):
+    """A forbidden chunk that would rank first neither takes the one slot of top_k=1 (a
+    short page would count it) nor pushes the visible hit to rank 2 (ranks are shown)."""
+    for name in PRINCIPALS:
+        for document_id in _forbidden(name):
+            query = f"bonus {SECRETS[document_id]}"
+            for mode, rank in (
+                (pb.SEARCH_MODE_DENSE, "dense_rank"),
+                (pb.SEARCH_MODE_SPARSE, "sparse_rank"),
+            ):
+                reply = await retrieval.stub.Search(
+                    pb.SearchRequest(tenant_id=shared, query=query, mode=mode, top_k=1),
+                    metadata=_as(name),
+                )
+                assert len(reply.hits) == 1, (name, query, mode)
+                assert getattr(reply.hits[0], rank) == 1, (name, query, mode)
+
+
 async def test_a_document_filter_naming_a_forbidden_id_finds_nothing(retrieval, shared):
     reply = await retrieval.stub.Search(
         pb.SearchRequest(
