@@ -61,8 +61,9 @@ def _document(document_id: str) -> pb.DocumentInput:
         title=f"Bonus policy {secret}",
         text=f"The quarterly bonus policy for {secret} is reviewed every quarter.",
     )
-    if ACLS[document_id] is not None:
-        doc.acl.CopyFrom(ACLS[document_id])
+    acl = ACLS[document_id]
+    if acl is not None:
+        doc.acl.CopyFrom(acl)
     return doc
 
 
