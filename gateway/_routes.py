@@ -72,6 +72,10 @@ ROUTES: dict[str, Route] = {
         "retrieval", "DeleteDocument", rpb.DeleteDocumentRequest,
         gpb.GatewayServiceDeleteDocumentResponse, check.check_delete,
     ),
+    "UpdateDocumentAcl": Route(
+        "retrieval", "UpdateDocumentAcl", rpb.UpdateDocumentAclRequest,
+        gpb.GatewayServiceUpdateDocumentAclResponse, check.check_update_acl,
+    ),
     "AskSql": Route(
         "sql", "AskQuestion", spb.AskQuestionRequest, gpb.GatewayServiceAskSqlResponse,
         check.check_ask_sql,

@@ -97,6 +97,7 @@ RPC_SCOPES: dict[str, Scope] = {
     "IngestDocuments": Scope.INGEST,
     "UploadDocument": Scope.INGEST,
     "DeleteDocument": Scope.INGEST,
+    "UpdateDocumentAcl": Scope.INGEST,
     "SubmitSqlFeedback": Scope.TEACH,
     "TeachSql": Scope.TEACH,
     "DeleteConfirmedPair": Scope.TEACH,
@@ -495,6 +496,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     Search = _relayed("Search")
     IngestDocuments = _relayed("IngestDocuments")
     DeleteDocument = _relayed("DeleteDocument")
+    UpdateDocumentAcl = _relayed("UpdateDocumentAcl")
     AskSql = _relayed("AskSql")
     RunSqlIntent = _relayed("RunSqlIntent")
     ValidateSql = _relayed("ValidateSql")

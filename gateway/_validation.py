@@ -238,6 +238,20 @@ def check_delete(request: gpb.GatewayServiceDeleteDocumentRequest, limits: Limit
     checks.raise_if_any()
 
 
+# A document ACL's lists (RetrievalService.UpdateDocumentAcl enforces the same).
+MAX_ACL_ENTRIES = 256
+MAX_ACL_NAME_CHARS = 256
+
+
+def check_update_acl(request: gpb.GatewayServiceUpdateDocumentAclRequest, limits: Limits) -> None:
+    checks = _Checks()
+    checks.text("document_id", request.document_id, limits.max_name_chars, required=True)
+    checks.names("acl.principals", request.acl.principals, MAX_ACL_NAME_CHARS, MAX_ACL_ENTRIES)
+    checks.names("acl.groups", request.acl.groups, MAX_ACL_NAME_CHARS, MAX_ACL_ENTRIES)
+    checks.characters(request)
+    checks.raise_if_any()
+
+
 def check_describe(request: gpb.GatewayServiceDescribeSchemaRequest, limits: Limits) -> None:
     checks = _Checks()
     checks.text("database", request.database, limits.max_name_chars)

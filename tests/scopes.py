@@ -25,6 +25,7 @@ PINNED_RPC_SCOPES: dict[str, str] = {
     "IngestDocuments": "ingest",
     "UploadDocument": "ingest",
     "DeleteDocument": "ingest",
+    "UpdateDocumentAcl": "ingest",
     # Changing what other users' answers reuse.
     "SubmitSqlFeedback": "teach",
     "TeachSql": "teach",

@@ -44,6 +44,13 @@ def register(commands: Commands) -> None:
     memory.add_argument("--batch", type=int, default=100, help="documents per IngestDocuments")
     memory.add_argument("--out", type=Path, default=Path("bench-results/ingest-memory.json"))
     memory.set_defaults(handler=_bench_ingest_memory)
+    acl = commands.bench.add_parser(
+        "acl", help="document ACLs: UpdateDocumentAcl p50/p99, search with vs without a principal"
+    )
+    acl.add_argument("--chunks", type=int, default=1000, help="chunks of the updated document")
+    acl.add_argument("--rounds", type=int, default=100)
+    acl.add_argument("--out", type=Path, default=Path("bench-results/acl.json"))
+    acl.set_defaults(handler=_bench_acl)
     cost = commands.bench.add_parser(
         "cost",
         help="CPU ms per request of each gateway RPC, per process of the stack (from /proc)",
@@ -347,6 +354,13 @@ def _bench_retrieval(args: argparse.Namespace) -> int:
     from services.bench.retrieval import main as bench_retrieval  # noqa: PLC0415
 
     bench_retrieval(args.out, quick=args.quick)
+    return 0
+
+
+def _bench_acl(args: argparse.Namespace) -> int:
+    from services.bench.acl import main as bench_acl  # noqa: PLC0415
+
+    bench_acl(args.out, chunks=args.chunks, rounds=args.rounds)
     return 0
 
 

@@ -14,7 +14,13 @@ from services.retrieval._redact import (
     Redactor,
     looks_like_secret_token,
 )
-from services.retrieval._repository import RetrievalRepository, SearchPlan, migrations
+from services.retrieval._repository import (
+    NewDocument,
+    RetrievalRepository,
+    SearchPlan,
+    app_conninfo,
+    migrations,
+)
 from services.retrieval._search import (
     FastembedReranker,
     Reranker,
@@ -38,6 +44,7 @@ from services.retrieval._types import (
     ContentType,
     Degradation,
     DegradationReason,
+    DocumentAcl,
     DocumentInput,
     DocumentResult,
     ExclusionReason,
@@ -62,6 +69,7 @@ __all__ = [
     "ContentType",
     "Degradation",
     "DegradationReason",
+    "DocumentAcl",
     "DocumentCatalog",
     "DocumentInput",
     "DocumentResult",
@@ -78,6 +86,7 @@ __all__ = [
     "IngestStage",
     "IngestSummary",
     "Ingestor",
+    "NewDocument",
     "Outcome",
     "Redacted",
     "RedactionKind",
@@ -92,6 +101,7 @@ __all__ = [
     "SearchQuery",
     "SearchResult",
     "Searcher",
+    "app_conninfo",
     "blend",
     "chunk_text",
     "cpu_flags",

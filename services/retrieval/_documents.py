@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from services.common import InvalidArgument, NotFound
+from services.retrieval._acl import LOCKS_OUT_CALLER, readable_by_caller
 from services.retrieval._repository import RetrievalRepository
-from services.retrieval._types import DocumentPage, StoredChunk, StoredDocument
-from services.retrieval._validation import check_document_id, check_tenant_id
+from services.retrieval._types import DocumentAcl, DocumentPage, StoredChunk, StoredDocument
+from services.retrieval._validation import acl_violations, check_document_id, check_tenant_id
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -21,6 +22,8 @@ _TOKEN_VERSION = 1
 
 
 def _not_found(document_id: str) -> NotFound:
+    # The one reply for a document that is missing and for one the caller's principal
+    # may not read (row-level security hides it): same status, reason, message, metadata.
     return NotFound(
         "document not found for this tenant",
         reason="DOCUMENT_NOT_FOUND",
@@ -73,7 +76,8 @@ def decode_page_token(
 
 
 class DocumentCatalog:
-    """GetDocument, ListDocuments and DeleteDocument over the repository."""
+    """GetDocument, ListDocuments, DeleteDocument and UpdateDocumentAcl over the
+    repository; what the request's principal may see is the database's to decide."""
 
     def __init__(self, repository: RetrievalRepository) -> None:
         self._repository = repository
@@ -118,3 +122,27 @@ class DocumentCatalog:
             last = page[-1]
             token = encode_page_token(tenant_id, categories, last.update_time, last.document_id)
         return DocumentPage(tuple(page), token)
+
+    async def update_acl(
+        self,
+        tenant_id: str,
+        document_id: str,
+        principals: Sequence[str],
+        groups: Sequence[str],
+        *,
+        allow_missing: bool = False,
+    ) -> tuple[DocumentAcl | None, int | None]:
+        """(the ACL now in force, chunks covered — None when nothing was updated);
+        NOT_FOUND when missing or unreadable, unless ``allow_missing``."""
+        check_tenant_id(tenant_id)
+        check_document_id(document_id)
+        violations = acl_violations("acl", principals, groups)
+        if violations:
+            raise InvalidArgument(violations)
+        acl = DocumentAcl.of(principals, groups)
+        if not readable_by_caller(acl):
+            raise InvalidArgument.field("acl", LOCKS_OUT_CALLER)
+        chunks = await self._repository.update_acl(tenant_id, document_id, acl)
+        if chunks is None and not allow_missing:
+            raise _not_found(document_id)
+        return acl, chunks

@@ -36,6 +36,7 @@ from services.common import (
 )
 from services.common.spans import CHARS, CHUNKS, COUNT, node_span
 from services.common.spans import Metrics as TandemMetrics
+from services.retrieval._acl import LOCKS_OUT_CALLER, readable_by_caller
 from services.retrieval._budget import TenantBudget
 from services.retrieval._chunking import chunk_text, embedding_text, normalise
 from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError
@@ -52,6 +53,7 @@ from services.retrieval._types import (
     PERSONAL_KINDS,
     SECRET_KINDS,
     ContentType,
+    DocumentAcl,
     DocumentError,
     DocumentInput,
     DocumentResult,
@@ -65,7 +67,12 @@ from services.retrieval._types import (
     Outcome,
     RedactionKind,
 )
-from services.retrieval._validation import check_tenant_id, document_id_problem, metadata_problem
+from services.retrieval._validation import (
+    acl_violations,
+    check_tenant_id,
+    document_id_problem,
+    metadata_problem,
+)
 
 _log = logging.getLogger("tandem.retrieval")
 
@@ -247,6 +254,13 @@ def document_violations(
         if problem:
             found.append(("INVALID_METADATA", FieldViolation(f"{prefix}.metadata", problem)))
     found += [("INVALID_CHARACTER", v) for v in _control_characters(prefix, doc)]
+    found += [
+        ("INVALID_ARGUMENT", v)
+        for v in acl_violations(f"{prefix}.acl", doc.acl_principals, doc.acl_groups)
+    ]
+    acl = DocumentAcl.of(doc.acl_principals, doc.acl_groups)
+    if not found and acl is not None and not readable_by_caller(acl):
+        found.append(("INVALID_ARGUMENT", FieldViolation(f"{prefix}.acl", LOCKS_OUT_CALLER)))
     if not found:
         return "", []
     return found[0][0], [v for _, v in found]
@@ -338,19 +352,26 @@ class Ingestor:
         if not chunks:
             return ExclusionReason.NO_CHUNKS, counts, len(text), content_sha256
         category = doc.category.strip()
+        acl = DocumentAcl.of(doc.acl_principals, doc.acl_groups)
+        shaping: list[Any] = [
+            content_sha256,
+            title,
+            uri,
+            category,
+            metadata,
+            int(content_type),
+            self._settings.chunk_chars,
+            self._settings.chunk_overlap_chars,
+            CHUNKER_VERSION,
+        ]
+        if acl is not None:
+            # Only a restricted document adds its ACL, so every fingerprint stored before
+            # ACLs existed still matches (re-sending an old document stays UNCHANGED);
+            # re-sending with other rights rewrites it (UpdateDocumentAcl re-embeds nothing).
+            shaping.append([list(acl.principals), list(acl.groups)])
         fingerprint = hashlib.sha256(
             json.dumps(
-                [
-                    content_sha256,
-                    title,
-                    uri,
-                    category,
-                    metadata,
-                    int(content_type),
-                    self._settings.chunk_chars,
-                    self._settings.chunk_overlap_chars,
-                    CHUNKER_VERSION,
-                ],
+                shaping,
                 sort_keys=True,
                 separators=(",", ":"),
             ).encode()
@@ -367,6 +388,7 @@ class Ingestor:
             char_count=len(text),
             redactions=dict(sorted(counts.items())),
             chunks=chunks,
+            acl=acl,
         )
         texts = [embedding_text(title, c.section, c.text, text_limit) for c in chunks]
         return _Prepared(document, texts)

@@ -1,15 +1,17 @@
 """Everything the retrieval service says to Postgres, in one place.
 
 Every transaction starts with ``set_config('tandem.tenant_id', …, true)``, which the
-row-level-security policies of migration 0002 read. Connection failures leave
-as ``Unavailable`` with reason DATABASE_UNAVAILABLE.
+row-level-security policies of migration 0002 read, and the reader's settings
+(``tandem.principal``, ``tandem.groups``, ``tandem.full_view``: the request's principal,
+see ``_acl.reader_settings``), which the document-ACL policies of migration 0009 read.
+Connection failures leave as ``Unavailable`` with reason DATABASE_UNAVAILABLE.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,9 +30,11 @@ from services.common import (
     load_migrations,
     role_conninfo,
 )
+from services.retrieval._acl import reader_settings
 from services.retrieval._chunking import Chunk
 from services.retrieval._types import (
     ContentType,
+    DocumentAcl,
     Hit,
     JsonObject,
     RedactionKind,
@@ -85,6 +89,8 @@ class NewDocument:
     char_count: int
     redactions: Mapping[RedactionKind, int]
     chunks: Sequence[Chunk]
+    # None: the whole tenant may read it.
+    acl: DocumentAcl | None = None
 
 
 @dataclass(frozen=True)
@@ -136,8 +142,23 @@ def chunk_id_for(tenant_id: str, document_id: str, fingerprint: str, ordinal: in
 
 _DOCUMENT_COLUMNS = sql.SQL(
     "document_id, title, uri, category, metadata, content_type, content_sha256, chunk_count, "
-    "char_count, model_name, redactions, create_time, update_time"
+    "char_count, model_name, redactions, create_time, update_time, acl_principals, acl_groups"
 )
+
+# Who reads (migration 0009): set with the tenant at the start of every transaction.
+_READER = (
+    "set_config('tandem.principal', %s, true), "
+    "set_config('tandem.groups', %s::text[]::text, true), "
+    "set_config('tandem.full_view', %s, true)"
+)
+_SET_READER = "SELECT " + _READER
+
+
+def _acl_columns(acl: DocumentAcl | None) -> tuple[list[str] | None, list[str] | None]:
+    """The stored form: NULL in both columns is the whole tenant."""
+    if acl is None:
+        return None, None
+    return list(acl.principals), list(acl.groups)
 
 
 def _document(row: Sequence[Any]) -> StoredDocument:
@@ -155,6 +176,7 @@ def _document(row: Sequence[Any]) -> StoredDocument:
         redactions={RedactionKind[k]: int(v) for k, v in (row[10] or {}).items()},
         create_time=row[11],
         update_time=row[12],
+        acl=None if row[13] is None else DocumentAcl(tuple(row[13]), tuple(row[14] or ())),
     )
 
 
@@ -168,6 +190,16 @@ class RetrievalRepository(TenantStore):
 
     def __init__(self, database: Database) -> None:
         super().__init__(database, migrations())
+
+    @asynccontextmanager
+    async def _tx(
+        self, tenant_id: str, *, pipelined: bool = True
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """The tenant's transaction with the reader set too: one more statement in the
+        same pipeline (no round trip of its own)."""
+        async with super()._tx(tenant_id, pipelined=pipelined) as conn:
+            await conn.execute(_SET_READER, reader_settings())
+            yield conn
 
     def _transaction(
         self, tenant_id: str
@@ -202,20 +234,26 @@ class RetrievalRepository(TenantStore):
         vectors: npt.NDArray[np.float32],
     ) -> bool:
         """Upsert the document and replace its chunks in one transaction; True if replaced."""
+        acl = _acl_columns(document.acl)
+        # A document id held by a document this reader cannot read fails the upsert
+        # (row-level security refuses to update a row its USING hides: 42501, not an
+        # overwrite), as does an ACL that leaves the reader out (WITH CHECK).
         async with self._transaction(tenant_id) as conn:
             cur = await conn.execute(
                 """
                 INSERT INTO retrieval_documents (
                     tenant_id, document_id, title, uri, category, metadata, content_type,
-                    content_sha256, fingerprint, model_name, chunk_count, char_count, redactions
-                ) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                    content_sha256, fingerprint, model_name, chunk_count, char_count, redactions,
+                    acl_principals, acl_groups
+                ) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                 ON CONFLICT (tenant_id, document_id) DO UPDATE SET
                     title = EXCLUDED.title, uri = EXCLUDED.uri, category = EXCLUDED.category,
                     metadata = EXCLUDED.metadata, content_type = EXCLUDED.content_type,
                     content_sha256 = EXCLUDED.content_sha256,
                     fingerprint = EXCLUDED.fingerprint, model_name = EXCLUDED.model_name,
                     chunk_count = EXCLUDED.chunk_count, char_count = EXCLUDED.char_count,
-                    redactions = EXCLUDED.redactions, update_time = now()
+                    redactions = EXCLUDED.redactions, update_time = now(),
+                    acl_principals = EXCLUDED.acl_principals, acl_groups = EXCLUDED.acl_groups
                 RETURNING (xmax <> 0) AS replaced
                 """,
                 (
@@ -232,6 +270,7 @@ class RetrievalRepository(TenantStore):
                     len(document.chunks),
                     document.char_count,
                     Jsonb({k.name: v for k, v in document.redactions.items()}),
+                    *acl,
                 ),
             )
             row = await cur.fetchone()
@@ -281,6 +320,23 @@ class RetrievalRepository(TenantStore):
                 (tenant_id, document_id),
             )
             return cur.rowcount > 0, max(chunks, 0)
+
+    async def update_acl(
+        self, tenant_id: str, document_id: str, acl: DocumentAcl | None
+    ) -> int | None:
+        """Set a document's ACL: one row, whatever its size (its chunks follow it through
+        the forbidden set of migration 0009), nothing re-embedded; the chunks it covers,
+        or None when the reader cannot see the document (missing and forbidden alike).
+        The next transaction sees the new rights."""
+        principals, groups = _acl_columns(acl)
+        async with self._tx(tenant_id) as conn:
+            cur = await conn.execute(
+                "UPDATE retrieval_documents SET acl_principals = %s, acl_groups = %s "
+                "WHERE tenant_id = %s AND document_id = %s RETURNING chunk_count",
+                (principals, groups, tenant_id, document_id),
+            )
+            row = await cur.fetchone()
+        return None if row is None else int(row[0])
 
     async def get_document(
         self, tenant_id: str, document_id: str, *, include_chunks: bool
@@ -338,12 +394,14 @@ class RetrievalRepository(TenantStore):
         pipelined, so its start, the settings, the statement and the commit leave
         together, and the rows are read after it."""
         query, params = _search_statement(plan)
-        async with self._tx(plan.tenant_id) as conn:
+        # The tenant's transaction without ``_tx``'s reader statement: the reader goes in
+        # this one statement with the search's own settings.
+        async with super()._tx(plan.tenant_id) as conn:
             await conn.execute(
                 "SELECT set_config('hnsw.ef_search', %s, true), "
                 "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                "set_config('plan_cache_mode', 'force_generic_plan', true)",
-                (str(plan.ef_search),),
+                "set_config('plan_cache_mode', 'force_generic_plan', true), " + _READER,
+                (str(plan.ef_search), *reader_settings()),
             )
             # Prepared and planned once per connection and statement (tenant, filters and
             # sizes are in its text, see _search_statement): planning this statement cost
@@ -358,6 +416,20 @@ class RetrievalRepository(TenantStore):
         other = rows[0][0] if rows else None
         hits = [_hit(r) for r in rows if r[1] is not None]
         return SearchRows(hits, other)
+
+    async def explain_search(self, plan: SearchPlan) -> Any:
+        """The plan (EXPLAIN, JSON) of ``plan``'s statement, run exactly as ``search``
+        runs it (same settings, same reader): benchmarks check the indexes stay in use."""
+        query, params = _search_statement(plan)
+        async with super()._tx(plan.tenant_id) as conn:
+            await conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true), " + _READER,
+                (str(plan.ef_search), *reader_settings()),
+            )
+            cur = await conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) {}").format(query), params)
+            row = await cur.fetchone()
+        return row[0] if row else None
 
     async def ensure_vector_index(self, *, enabled: bool, m: int, ef_construction: int) -> str:
         """Bring the HNSW index in line with the settings: "created", "rebuilt", "dropped"

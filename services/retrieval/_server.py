@@ -35,6 +35,7 @@ from services.retrieval._repository import RetrievalRepository, app_conninfo, mi
 from services.retrieval._search import FastembedReranker, Reranker, Searcher
 from services.retrieval._settings import DEFAULT_PORT, RetrievalSettings, cpu_flags
 from services.retrieval._types import (
+    DocumentAcl,
     DocumentInput,
     DocumentResult,
     Hit,
@@ -133,6 +134,8 @@ def ingest_request_from_proto(request: pb.IngestDocumentsRequest) -> IngestReque
                 content_type=int(d.content_type),
                 content=d.content,
                 file_name=d.file_name,
+                acl_principals=tuple(d.acl.principals),
+                acl_groups=tuple(d.acl.groups),
             )
             for d in request.documents
         ),
@@ -226,7 +229,14 @@ def _document(doc: StoredDocument) -> pb.Document:
         redactions=_redactions(doc.redactions),
         create_time=_timestamp(doc.create_time),
         update_time=_timestamp(doc.update_time),
+        acl=_acl(doc.acl),
     )
+
+
+def _acl(acl: DocumentAcl | None) -> pb.DocumentAcl:
+    if acl is None:
+        return pb.DocumentAcl()
+    return pb.DocumentAcl(principals=acl.principals, groups=acl.groups)
 
 
 def _chunk(chunk: StoredChunk) -> pb.Chunk:
@@ -367,6 +377,22 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     ) -> pb.SearchResponse:
         result = await self._searcher.search(search_query_from_proto(request))
         return search_result_to_proto(result)
+
+    async def UpdateDocumentAcl(
+        self, request: pb.UpdateDocumentAclRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.UpdateDocumentAclResponse:
+        acl, chunks = await self._catalog.update_acl(
+            request.tenant_id,
+            request.document_id,
+            tuple(request.acl.principals),
+            tuple(request.acl.groups),
+            allow_missing=request.allow_missing,
+        )
+        if chunks is None:
+            return pb.UpdateDocumentAclResponse(document_id=request.document_id)
+        return pb.UpdateDocumentAclResponse(
+            document_id=request.document_id, acl=_acl(acl), chunks_updated=chunks, updated=True
+        )
 
 
 # -- bootstrap ------------------------------------------------------------------------

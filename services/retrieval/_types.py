@@ -7,7 +7,7 @@ their prefix, so conversion is by value in both directions.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -86,6 +86,27 @@ class DegradationReason(enum.IntEnum):
 
 
 @dataclass(frozen=True)
+class DocumentAcl:
+    """Who inside the tenant may read a document: these principals and the members of
+    these groups. ``None`` in place of an ACL (or both lists empty) is the whole tenant.
+
+    Sorted and without duplicates (``of``), so equal rights compare, fingerprint and
+    store the same way."""
+
+    principals: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, principals: Iterable[str] = (), groups: Iterable[str] = ()) -> DocumentAcl | None:
+        """The ACL, or None when it names nobody (the whole tenant)."""
+        acl = cls(tuple(sorted(set(principals))), tuple(sorted(set(groups))))
+        return acl if acl.principals or acl.groups else None
+
+    def allows(self, principal_id: str, groups: Iterable[str]) -> bool:
+        return principal_id in self.principals or not set(self.groups).isdisjoint(groups)
+
+
+@dataclass(frozen=True)
 class Extraction:
     """What reading an uploaded file found: the type it was read as, the encoding of a
     text format, and what was left out or changed (for the ingest report)."""
@@ -111,6 +132,9 @@ class DocumentInput:
     file_name: str = ""
     # Set once ``content`` has been extracted into ``text``.
     extraction: Extraction | None = None
+    # Who may read it, as sent (validated per document); empty = the whole tenant.
+    acl_principals: tuple[str, ...] = ()
+    acl_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -209,6 +233,8 @@ class StoredDocument:
     redactions: Mapping[RedactionKind, int]
     create_time: datetime
     update_time: datetime
+    # None: the whole tenant may read it.
+    acl: DocumentAcl | None = None
 
 
 @dataclass(frozen=True)

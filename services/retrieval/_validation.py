@@ -6,14 +6,19 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
-from services.common import InvalidArgument
+from services.common import FieldViolation, InvalidArgument, control_character_problem
 
 _TENANT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 MAX_DOCUMENT_ID_CHARS = 256
 MAX_METADATA_BYTES = 16 * 1024
 MAX_METADATA_DEPTH = 8
+# A document ACL: at most this many principals and this many groups, each a name of at
+# most this many characters (the principal headers allow ids of 256, groups of 128).
+MAX_ACL_ENTRIES = 256
+MAX_ACL_NAME_CHARS = 256
 
 
 def check_tenant_id(tenant_id: str) -> None:
@@ -82,3 +87,32 @@ def metadata_problem(metadata: dict[str, Any]) -> str | None:
     if size > MAX_METADATA_BYTES:
         return f"must be at most {MAX_METADATA_BYTES} bytes serialised, got {size}"
     return None
+
+
+def acl_violations(
+    prefix: str, principals: Sequence[str], groups: Sequence[str]
+) -> list[FieldViolation]:
+    """What is wrong with an ACL's lists, each naming its entry (``acl.groups[0]``):
+    at most 256 entries per list, each non-blank, at most 256 characters, no control
+    characters. A blank or odd name would match nobody; refusing it says so at once."""
+    found: list[FieldViolation] = []
+    for name, values in (("principals", principals), ("groups", groups)):
+        path = f"{prefix}.{name}"
+        if len(values) > MAX_ACL_ENTRIES:
+            found.append(
+                FieldViolation(
+                    path, f"must hold at most {MAX_ACL_ENTRIES} entries, got {len(values)}"
+                )
+            )
+            continue
+        for position, value in enumerate(values):
+            problem: str | None = None
+            if not value.strip():
+                problem = "must not be empty or blank"
+            elif len(value) > MAX_ACL_NAME_CHARS:
+                problem = f"must be at most {MAX_ACL_NAME_CHARS} characters, got {len(value)}"
+            else:
+                problem = control_character_problem(value)
+            if problem:
+                found.append(FieldViolation(f"{path}[{position}]", problem))
+    return found

@@ -49,6 +49,7 @@ RUN_INTENT = "tandem.v1.GatewayService/RunSqlIntent"
 VALIDATE = "tandem.v1.GatewayService/ValidateSql"
 INGEST = "tandem.v1.GatewayService/IngestDocuments"
 DELETE = "tandem.v1.GatewayService/DeleteDocument"
+UPDATE_ACL = "tandem.v1.GatewayService/UpdateDocumentAcl"
 DESCRIBE = "tandem.v1.GatewayService/DescribeSchema"
 LIST_CONVERSATIONS = "tandem.v1.GatewayService/ListConversations"
 DELETE_CONVERSATION = "tandem.v1.GatewayService/DeleteConversation"
@@ -169,6 +170,8 @@ VALID: dict[str, tuple[str, Any]] = {
         dry_run=True)),
     DELETE: ("DeleteDocument", gpb.GatewayServiceDeleteDocumentRequest(
         document_id="never-was", allow_missing=True)),
+    UPDATE_ACL: ("UpdateDocumentAcl", gpb.GatewayServiceUpdateDocumentAclRequest(
+        document_id="never-was", acl=rpb.DocumentAcl(groups=["hr"]), allow_missing=True)),
     DESCRIBE: ("DescribeSchema", gpb.GatewayServiceDescribeSchemaRequest()),
     LIST_CONVERSATIONS: ("ListConversations", gpb.GatewayServiceListConversationsRequest()),
     DELETE_CONVERSATION: ("DeleteConversation", gpb.GatewayServiceDeleteConversationRequest(
@@ -191,6 +194,8 @@ INVALID: dict[str, tuple[Any, str]] = {
     VALIDATE: (gpb.GatewayServiceValidateSqlRequest(sql="x" * 20_001), "sql"),
     INGEST: (gpb.GatewayServiceIngestDocumentsRequest(), "documents"),
     DELETE: (gpb.GatewayServiceDeleteDocumentRequest(), "document_id"),
+    UPDATE_ACL: (gpb.GatewayServiceUpdateDocumentAclRequest(
+        document_id="d", acl=rpb.DocumentAcl(groups=["hr", " "])), "acl.groups[1]"),
     DESCRIBE: (gpb.GatewayServiceDescribeSchemaRequest(max_chars=100_001), "max_chars"),
     LIST_CONVERSATIONS: (gpb.GatewayServiceListConversationsRequest(page_size=1001), "page_size"),
     DELETE_CONVERSATION: (gpb.GatewayServiceDeleteConversationRequest(
@@ -199,8 +204,8 @@ INVALID: dict[str, tuple[Any, str]] = {
 }  # fmt: skip
 
 ALL = [
-    ASK, STREAM_ASK, SEARCH, ASK_SQL, RUN_INTENT, VALIDATE, INGEST, DELETE, DESCRIBE,
-    LIST_CONVERSATIONS, DELETE_CONVERSATION, UPLOAD,
+    ASK, STREAM_ASK, SEARCH, ASK_SQL, RUN_INTENT, VALIDATE, INGEST, DELETE, UPDATE_ACL,
+    DESCRIBE, LIST_CONVERSATIONS, DELETE_CONVERSATION, UPLOAD,
 ]  # fmt: skip
 
 
@@ -378,6 +383,8 @@ CONTROL: dict[str, tuple[Any, str]] = {
         kind=spb.INTENT_KIND_COUNT, table="comp\x00anies")), "intent.table"),
     VALIDATE: (gpb.GatewayServiceValidateSqlRequest(sql="SELECT 1\x00"), "sql"),
     DELETE: (gpb.GatewayServiceDeleteDocumentRequest(document_id="d\x7f"), "document_id"),
+    UPDATE_ACL: (gpb.GatewayServiceUpdateDocumentAclRequest(
+        document_id="d", acl=rpb.DocumentAcl(principals=["a\x00"])), "acl.principals[0]"),
     DESCRIBE: (gpb.GatewayServiceDescribeSchemaRequest(tables=["a\x00"]), "tables[0]"),
     LIST_CONVERSATIONS: (
         gpb.GatewayServiceListConversationsRequest(page_token="\x00"), "page_token"),
@@ -515,6 +522,28 @@ async def test_delete_removes_a_document_and_reports_a_missing_one(stack):
     assert code == grpc.StatusCode.NOT_FOUND and found["reason"] == "DOCUMENT_NOT_FOUND"
     allowed = gpb.GatewayServiceDeleteDocumentRequest(document_id="sso", allow_missing=True)
     assert not (await stack.stub.DeleteDocument(allowed, metadata=bearer(key))).deleted
+
+
+@pytest.mark.rpc(UPDATE_ACL)
+async def test_update_acl_changes_rights_and_reports_a_missing_document(stack):
+    key = await stack.key()
+    await _ingest(stack, key)
+    request = gpb.GatewayServiceUpdateDocumentAclRequest(
+        document_id="sso", acl=rpb.DocumentAcl(groups=["it", "it"], principals=["ann"])
+    )
+    reply = await stack.stub.UpdateDocumentAcl(request, metadata=bearer(key))
+    assert (reply.document_id, reply.updated) == ("sso", True) and reply.chunks_updated >= 1
+    assert (list(reply.acl.groups), list(reply.acl.principals)) == (["it"], ["ann"])
+    missing = gpb.GatewayServiceUpdateDocumentAclRequest(document_id="never-was")
+    code, found = await _error(stack.stub.UpdateDocumentAcl(missing, metadata=bearer(key)))
+    assert code == grpc.StatusCode.NOT_FOUND and found["reason"] == "DOCUMENT_NOT_FOUND"
+    missing.allow_missing = True
+    assert not (await stack.stub.UpdateDocumentAcl(missing, metadata=bearer(key))).updated
+    too_many = gpb.GatewayServiceUpdateDocumentAclRequest(
+        document_id="sso", acl=rpb.DocumentAcl(principals=[f"p{i}" for i in range(257)])
+    )
+    code, found = await _error(stack.stub.UpdateDocumentAcl(too_many, metadata=bearer(key)))
+    assert (code, found["fields"]) == (grpc.StatusCode.INVALID_ARGUMENT, ["acl.principals"])
 
 
 @pytest.mark.rpc(ASK_SQL)

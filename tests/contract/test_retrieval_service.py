@@ -16,7 +16,7 @@ from google.protobuf import struct_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from services.common import Database, create_channel
+from services.common import Database, Principal, create_channel
 from services.retrieval import RetrievalSettings
 from services.retrieval._server import RetrievalDeps, create_server
 from tandem.v1 import common_pb2
@@ -37,6 +37,7 @@ DELETE = "tandem.v1.RetrievalService/DeleteDocument"
 GET = "tandem.v1.RetrievalService/GetDocument"
 LIST = "tandem.v1.RetrievalService/ListDocuments"
 SEARCH = "tandem.v1.RetrievalService/Search"
+UPDATE_ACL = "tandem.v1.RetrievalService/UpdateDocumentAcl"
 
 LIMITS = RetrievalSettings(max_batch_documents=4, max_document_chars=2000)
 
@@ -423,6 +424,110 @@ async def test_get_document_errors(running, tenant, dead_store):
         assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
     code, _, info = await _error(
         dead_store.stub.GetDocument(pb.GetDocumentRequest(tenant_id="acme", document_id="x"))
+    )
+    assert (code, info["reason"]) == (grpc.StatusCode.UNAVAILABLE, "DATABASE_UNAVAILABLE")
+
+
+# -- UpdateDocumentAcl --------------------------------------------------------------
+
+
+@pytest.mark.rpc(UPDATE_ACL)
+async def test_update_acl_restricts_and_reopens_the_document(running, tenant):
+    await ingest(running.stub, tenant, DOCS[:1])
+    carol = Principal.of("carol").headers()
+    reply = await running.stub.UpdateDocumentAcl(
+        pb.UpdateDocumentAclRequest(
+            tenant_id=tenant,
+            document_id="renewal",
+            acl=pb.DocumentAcl(principals=["bob", "alice", "bob"], groups=["sales"]),
+        )
+    )
+    assert (reply.document_id, reply.chunks_updated, reply.updated) == ("renewal", 1, True)
+    assert (list(reply.acl.principals), list(reply.acl.groups)) == (["alice", "bob"], ["sales"])
+    got = await running.stub.GetDocument(
+        pb.GetDocumentRequest(tenant_id=tenant, document_id="renewal")
+    )
+    assert list(got.document.acl.principals) == ["alice", "bob"]
+    code, _, _ = await _error(
+        running.stub.GetDocument(
+            pb.GetDocumentRequest(tenant_id=tenant, document_id="renewal"), metadata=carol
+        )
+    )
+    assert code == grpc.StatusCode.NOT_FOUND
+    opened = await running.stub.UpdateDocumentAcl(
+        pb.UpdateDocumentAclRequest(tenant_id=tenant, document_id="renewal")
+    )
+    assert not opened.acl.principals and not opened.acl.groups
+    await running.stub.GetDocument(
+        pb.GetDocumentRequest(tenant_id=tenant, document_id="renewal"), metadata=carol
+    )
+
+
+@pytest.mark.rpc(UPDATE_ACL)
+async def test_update_acl_not_found_for_missing_and_forbidden_alike(running, tenant):
+    await ingest(
+        running.stub, tenant, [_doc("hr", "Salary bands.", acl=pb.DocumentAcl(groups=["hr"]))]
+    )
+    carol = Principal.of("carol").headers()
+    missing = await _error(
+        running.stub.UpdateDocumentAcl(
+            pb.UpdateDocumentAclRequest(tenant_id=tenant, document_id="nope"), metadata=carol
+        )
+    )
+    forbidden = await _error(
+        running.stub.UpdateDocumentAcl(
+            pb.UpdateDocumentAclRequest(tenant_id=tenant, document_id="hr"), metadata=carol
+        )
+    )
+    assert missing[0] == forbidden[0] == grpc.StatusCode.NOT_FOUND
+    assert missing[2]["reason"] == forbidden[2]["reason"] == "DOCUMENT_NOT_FOUND"
+    allowed = await running.stub.UpdateDocumentAcl(
+        pb.UpdateDocumentAclRequest(tenant_id=tenant, document_id="hr", allow_missing=True),
+        metadata=carol,
+    )
+    assert (allowed.updated, allowed.chunks_updated) == (False, 0)
+
+
+@pytest.mark.rpc(UPDATE_ACL)
+@pytest.mark.parametrize(
+    ("tenant_id", "document_id", "acl", "field"),
+    [("", "x", {}, "tenant_id"), ("acme", "", {}, "document_id"),
+     ("acme", "x", {"groups": [" "]}, "acl.groups[0]"),
+     ("acme", "x", {"principals": ["ok", "a\x01"]}, "acl.principals[1]"),
+     ("acme", "x", {"groups": ["g" * 257]}, "acl.groups[0]"),
+     ("acme", "x", {"principals": [f"p{i}" for i in range(257)]}, "acl.principals")],
+)  # fmt: skip
+async def test_update_acl_invalid_argument(running, tenant_id, document_id, acl, field):
+    code, fields, _ = await _error(
+        running.stub.UpdateDocumentAcl(
+            pb.UpdateDocumentAclRequest(
+                tenant_id=tenant_id, document_id=document_id, acl=pb.DocumentAcl(**acl)
+            )
+        )
+    )
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+
+
+@pytest.mark.rpc(UPDATE_ACL)
+async def test_update_acl_that_shuts_out_the_caller_is_invalid(running, tenant):
+    await ingest(running.stub, tenant, DOCS[:1])
+    code, fields, _ = await _error(
+        running.stub.UpdateDocumentAcl(
+            pb.UpdateDocumentAclRequest(
+                tenant_id=tenant, document_id="renewal", acl=pb.DocumentAcl(groups=["hr"])
+            ),
+            metadata=Principal.of("alice", ["sales"]).headers(),
+        )
+    )
+    assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["acl"])
+
+
+@pytest.mark.rpc(UPDATE_ACL)
+async def test_update_acl_database_unavailable(dead_store):
+    code, _, info = await _error(
+        dead_store.stub.UpdateDocumentAcl(
+            pb.UpdateDocumentAclRequest(tenant_id="acme", document_id="x")
+        )
     )
     assert (code, info["reason"]) == (grpc.StatusCode.UNAVAILABLE, "DATABASE_UNAVAILABLE")
 

@@ -56,6 +56,9 @@ VALID: dict[str, Any] = {
     "DeleteDocument": gpb.GatewayServiceDeleteDocumentRequest(
         document_id="never-was", allow_missing=True
     ),
+    "UpdateDocumentAcl": gpb.GatewayServiceUpdateDocumentAclRequest(
+        document_id="never-was", allow_missing=True
+    ),
     "DescribeSchema": gpb.GatewayServiceDescribeSchemaRequest(),
 }
 INVALID: dict[str, tuple[Any, str]] = {
@@ -70,6 +73,12 @@ INVALID: dict[str, tuple[Any, str]] = {
     "ValidateSql": (gpb.GatewayServiceValidateSqlRequest(sql="x" * 20_001), "sql"),
     "IngestDocuments": (gpb.GatewayServiceIngestDocumentsRequest(), "documents"),
     "DeleteDocument": (gpb.GatewayServiceDeleteDocumentRequest(), "document_id"),
+    "UpdateDocumentAcl": (
+        gpb.GatewayServiceUpdateDocumentAclRequest(
+            document_id="d", acl=rpb.DocumentAcl(groups=["x" * 257])
+        ),
+        "acl.groups[0]",
+    ),
     "DescribeSchema": (gpb.GatewayServiceDescribeSchemaRequest(max_chars=-5), "max_chars"),
 }
 RPCS = list(VALID)

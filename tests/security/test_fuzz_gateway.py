@@ -156,6 +156,7 @@ DOCUMENT = st.builds(
     metadata=STRUCT,
     text=st.one_of(st.text(max_size=300), st.just("")),
     content_type=ENUM,
+    acl=st.builds(rpb.DocumentAcl, principals=NAMES, groups=NAMES),
 )
 
 REQUESTS: dict[str, st.SearchStrategy[Any]] = {
@@ -196,6 +197,12 @@ REQUESTS: dict[str, st.SearchStrategy[Any]] = {
     ),
     "DeleteDocument": st.builds(
         gpb.GatewayServiceDeleteDocumentRequest, document_id=text(256), allow_missing=st.booleans()
+    ),
+    "UpdateDocumentAcl": st.builds(
+        gpb.GatewayServiceUpdateDocumentAclRequest,
+        document_id=text(256),
+        acl=st.builds(rpb.DocumentAcl, principals=NAMES, groups=NAMES),
+        allow_missing=st.booleans(),
     ),
     "DescribeSchema": st.builds(
         gpb.GatewayServiceDescribeSchemaRequest,

@@ -151,10 +151,13 @@ async def ingest(
     stub: pb_grpc.RetrievalServiceAsyncStub,
     tenant: str,
     documents: list[pb.DocumentInput],
+    metadata: tuple[tuple[str, str], ...] | None = None,
     **options: Any,
 ) -> tuple[list[pb.IngestDocumentsResponse], pb.IngestSummary]:
+    """``metadata``: request headers (a principal's, ``Principal.headers()``)."""
     request = pb.IngestDocumentsRequest(tenant_id=tenant, documents=documents, **options)
-    events = [event async for event in stub.IngestDocuments(request, timeout=60)]
+    call = stub.IngestDocuments(request, timeout=60, metadata=metadata)
+    events = [event async for event in call]
     assert events[-1].HasField("summary")
     assert sum(e.HasField("summary") for e in events) == 1
     return events, events[-1].summary

@@ -160,3 +160,36 @@ async def test_the_search_statement_reaches_the_full_text_index(owned_by_a_plain
     assert len(rows) == 2, "acme's two lens chunks"
     assert index_scans >= 1, "the full-text tiers did not use the full-text index"
     assert sequential_scans == 0
+
+
+async def test_a_restricted_document_stays_hidden_when_the_owner_is_not_a_superuser(
+    owned_by_a_plain_role,
+):
+    """The forbidden set (migration 0009) runs as the owner: on a managed server, where
+    the owner is bound by the tenant policies, it must still see the restricted rows it
+    lists, and the candidates must still drop them."""
+    owner = owned_by_a_plain_role
+    async with await psycopg.AsyncConnection.connect(owner) as conn, conn.transaction():
+        await conn.execute("SELECT set_config('tandem.tenant_id', 'acme', true)")
+        await conn.execute(
+            "UPDATE retrieval_documents SET acl_principals = '{}', acl_groups = '{hr}'"
+        )
+    candidates = (
+        "SELECT count(*) FROM retrieval_text_candidates("
+        "plainto_tsquery('english', 'lens'), NULL, NULL, NULL, NULL, NULL)"
+    )
+    visible = "SELECT count(*) FROM retrieval_chunks"
+    readers = {
+        "": 0,  # no reader at all: fail closed
+        "set_config('tandem.principal', 'bob', true), set_config('tandem.groups', '{hr}', true)": 2,
+        "set_config('tandem.principal', 'eve', true), set_config('tandem.groups', '{x}', true)": 0,
+        "set_config('tandem.full_view', 'on', true)": 2,
+    }
+    async with await psycopg.AsyncConnection.connect(app_conninfo(owner)) as app:
+        for reader, lens_chunks in readers.items():
+            async with app.transaction():
+                extra = f", {reader}" if reader else ""
+                await app.execute(f"SELECT set_config('tandem.tenant_id', 'acme', true){extra}")
+                assert await (await app.execute(candidates)).fetchone() == (lens_chunks,)
+                chunks = await (await app.execute(visible)).fetchone()
+                assert chunks == ((3,) if lens_chunks else (0,))

@@ -99,6 +99,9 @@ class RecordingRetrieval(rpb_grpc.RetrievalServiceServicer):
     async def ListDocuments(self, request: Any, context: Any) -> Any:
         return await self._real.ListDocuments(request, context)
 
+    async def UpdateDocumentAcl(self, request: Any, context: Any) -> Any:
+        return await self._real.UpdateDocumentAcl(request, context)
+
 
 class RecordingSql(spb_grpc.SqlServiceServicer):
     """Delegates to the real SQL servicer, recording every call."""

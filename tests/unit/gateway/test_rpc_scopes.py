@@ -43,6 +43,7 @@ def test_what_changes_other_users_answers_needs_teach() -> None:
         "IngestDocuments",
         "UploadDocument",
         "DeleteDocument",
+        "UpdateDocumentAcl",
     }
 
 

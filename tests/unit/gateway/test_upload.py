@@ -84,6 +84,14 @@ async def test_a_bare_header_makes_a_bare_request():
     )
 
 
+async def test_the_headers_acl_reaches_the_internal_request():
+    acl = rpb.DocumentAcl(principals=["alice"], groups=["hr", "sales"])
+    header = gpb.GatewayServiceUploadHeader(document=rpb.DocumentInput(document_id="a", acl=acl))
+    spool = await _spooled(b"salary bands", 1 * MIB)
+    request = rpb.IngestDocumentsRequest.FromString(ingest_message(header, spool, "t"))
+    assert request.documents[0].acl == acl and request.documents[0].content == b"salary bands"
+
+
 def test_the_wire_tags_are_the_descriptors():
     documents = rpb.IngestDocumentsRequest.DESCRIPTOR.fields_by_name["documents"]
     content = rpb.DocumentInput.DESCRIPTOR.fields_by_name["content"]

@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.common import InvalidArgument, SettingsError
+from services.common import InvalidArgument, Principal, SettingsError, current_principal
 from services.retrieval import (
+    DocumentAcl,
     DocumentInput,
     IngestRequest,
     RedactionKind,
@@ -15,6 +16,7 @@ from services.retrieval import (
     SearchMode,
     SearchQuery,
 )
+from services.retrieval._acl import readable_by_caller, reader_settings
 from services.retrieval._documents import decode_page_token, encode_page_token
 from services.retrieval._ingest import (
     check_ingest_request,
@@ -23,6 +25,7 @@ from services.retrieval._ingest import (
 )
 from services.retrieval._search import resolve_query
 from services.retrieval._settings import cpu_flags
+from services.retrieval._validation import acl_violations
 
 SETTINGS = RetrievalSettings(max_batch_documents=3, max_document_chars=100)
 
@@ -227,3 +230,39 @@ def test_cpu_flags_reads_cpuinfo(tmp_path):
     info.write_text("processor : 0\nflags\t\t: fpu avx2 avx512f\n")
     assert cpu_flags(str(info)) == frozenset({"fpu", "avx2", "avx512f"})
     assert cpu_flags(str(tmp_path / "missing")) is None
+
+
+# -- document ACLs ----------------------------------------------------------------------
+
+
+def test_acl_violations_name_each_bad_entry():
+    found = acl_violations("documents[2].acl", ["alice", " ", "x" * 257], ["ok", "a\x1b"])
+    assert [v.field for v in found] == [
+        "documents[2].acl.principals[1]",
+        "documents[2].acl.principals[2]",
+        "documents[2].acl.groups[1]",
+    ]
+    assert acl_violations("acl", ["alice"], ["sales", "Jürgen's team"]) == []
+    [too_many] = acl_violations("acl", [f"p{i}" for i in range(257)], [])
+    assert too_many.field == "acl.principals" and "256" in too_many.description
+
+
+def test_an_acl_naming_nobody_is_the_whole_tenant_and_equal_rights_compare_equal():
+    assert DocumentAcl.of([], []) is None
+    assert DocumentAcl.of(["b", "a", "b"], ["hr"]) == DocumentAcl(("a", "b"), ("hr",))
+    acl = DocumentAcl.of(groups=["hr"])
+    assert acl is not None
+    assert acl.allows("bob", {"hr"}) and not acl.allows("hr", set())
+
+
+def test_the_reader_is_the_requests_principal_and_no_principal_is_the_full_view():
+    assert reader_settings() == ("", [], "on")
+    token = current_principal.set(Principal.of("carol", ["ops", "field"]))
+    try:
+        assert reader_settings() == ("carol", ["field", "ops"], "off")
+        assert not readable_by_caller(DocumentAcl.of(groups=["hr"]))
+        assert readable_by_caller(DocumentAcl.of(groups=["ops"]))
+        assert readable_by_caller(None)
+    finally:
+        current_principal.reset(token)
+    assert readable_by_caller(DocumentAcl.of(groups=["hr"]))
