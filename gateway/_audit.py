@@ -27,6 +27,7 @@ import contextlib
 import contextvars
 import hashlib
 import inspect
+import json
 import logging
 import time
 from collections import deque
@@ -92,21 +93,31 @@ class AuditEvent:
     event_time: datetime | None = None
     event_id: int = 0
 
-    def row(self) -> tuple[Any, ...]:
-        return (
-            self.event_time, self.tenant_id, self.key_id, self.principal_id, self.rpc,
-            self.route, self.tools, self.document_ids[:MAX_IDS], self.tables_read[:MAX_IDS],
-            self.status, self.reason, self.answer_outcome, self.request_id, self.trace_id,
-        )  # fmt: skip
+    def row(self) -> dict[str, Any]:
+        """The event as one element of a batch's JSON (``_INSERT``)."""
+        return {
+            "event_time": self.event_time.isoformat() if self.event_time else None,
+            "tenant_id": self.tenant_id, "key_id": self.key_id,
+            "principal_id": self.principal_id, "rpc": self.rpc, "route": self.route,
+            "tools": self.tools, "document_ids": self.document_ids[:MAX_IDS],
+            "tables_read": self.tables_read[:MAX_IDS], "status": self.status,
+            "reason": self.reason, "answer_outcome": self.answer_outcome,
+            "request_id": self.request_id, "trace_id": self.trace_id,
+        }  # fmt: skip
 
 
 _COLUMNS = (
     "event_time, tenant_id, key_id, principal_id, rpc, route, tools, document_ids, "
     "tables_read, status, reason, answer_outcome, request_id, trace_id"
 )
+# A whole batch is one statement with one parameter (the rows as a JSON array): a third
+# of the client CPU of one parameter set per row, and one round trip.
 _INSERT = (
-    f"INSERT INTO gateway_audit_events ({_COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    f"INSERT INTO gateway_audit_events ({_COLUMNS}) SELECT {_COLUMNS} "
+    "FROM jsonb_to_recordset(%s::jsonb) AS r(event_time timestamptz, tenant_id text, "
+    "key_id text, principal_id text, rpc text, route text, tools text[], "
+    "document_ids text[], tables_read text[], status text, reason text, "
+    "answer_outcome text, request_id text, trace_id text)"
 )
 
 
@@ -523,11 +534,10 @@ class AuditLog(TenantStore):
                 )
 
     async def _write(self, batch: list[AuditEvent]) -> None:
-        """One batch, one transaction: the rows leave pipelined, one round trip."""
-        async with self._unavailable(), self._db.connection() as conn:
-            async with conn.cursor() as cur:
-                await cur.executemany(_INSERT, [e.row() for e in batch])
-            await conn.commit()
+        """One batch, one statement, one round trip."""
+        rows = json.dumps([e.row() for e in batch], separators=(",", ":"))
+        async with self._unavailable(), self._db.autocommit() as conn:
+            await conn.execute(_INSERT, (rows,))
 
     async def purge(self) -> int:
         """Delete rows past retention (the only deletion path); how many went."""
