@@ -489,13 +489,19 @@ class AuditLog(TenantStore):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._full.wait(), self.settings.flush_interval_s)
             self._full.clear()
-            await self.flush()
-            if self._clock() >= next_purge:
-                next_purge = self._clock() + self.settings.purge_interval_s
-                try:
+            # The writer outlives any one failure: a lost batch is counted in ``flush``,
+            # and a bug here must not stop every later record from being written.
+            try:
+                await self.flush()
+                if self._clock() >= next_purge:
+                    next_purge = self._clock() + self.settings.purge_interval_s
                     await self.purge()
-                except TandemError as exc:
-                    _log.warning("audit purge failed", extra={"fields": {"reason": exc.reason}})
+            except TandemError as exc:
+                _log.warning(
+                    "audit write or purge failed", extra={"fields": {"reason": exc.reason}}
+                )
+            except Exception:
+                _log.exception("audit writer failed; continuing")
 
     async def flush(self) -> int:
         """Write everything buffered, in batches; returns how many were written. A batch

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from gateway import GatewaySettings
-from gateway._audit import AuditEvent, AuditLog, AuditQuery, app_conninfo, parse_query
+from gateway._audit import APP_ROLE, AuditEvent, AuditLog, AuditQuery, app_conninfo, parse_query
 from gateway._schema import migrations
 from gateway._settings import AuditSettings
 from services.common import Database, InvalidArgument
@@ -49,6 +49,18 @@ async def test_the_app_role_can_insert_and_read_but_never_change_or_delete(audit
     tenant = new_tenant(pg_url, "audit")
     audit.record(_event(tenant, document_ids=["doc-1"]))
     assert await audit.flush() == 1
+    async with audit.database.connection() as conn:
+        assert await (await conn.execute("SELECT current_user")).fetchone() == (APP_ROLE,)
+    async with await psycopg.AsyncConnection.connect(pg_url) as owner:
+        role = await (
+            await owner.execute(
+                "SELECT rolsuper, rolbypassrls, rolcreaterole, "
+                "pg_get_userbyid(c.relowner) = rolname FROM pg_roles, pg_class c "
+                "WHERE rolname = %s AND c.oid = 'gateway_audit_events'::regclass",
+                (APP_ROLE,),
+            )
+        ).fetchone()
+    assert role == (False, False, False, False)
     async with await psycopg.AsyncConnection.connect(app_conninfo(pg_url)) as conn:
         await conn.execute("SELECT set_config('tandem.tenant_id', %s, false)", (tenant,))
         for statement in (
