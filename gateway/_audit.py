@@ -175,10 +175,6 @@ def _ingested(event: AuditEvent, response: Any) -> None:
         _add(event.document_ids, response.document_finished.document_id)
 
 
-def _deleted(event: AuditEvent, response: Any) -> None:
-    _add(event.document_ids, response.document_id)
-
-
 def _ask_sql(event: AuditEvent, response: Any) -> None:
     event.answer_outcome = _enum_name(spb.SqlAskOutcome, response.outcome)
     event.reason = response.refusal_reason
@@ -189,15 +185,30 @@ def _sql_result(event: AuditEvent, response: Any) -> None:
     _tables(event, response.result)
 
 
-# What the trail takes from each RPC's response (or stream event); RPCs not named here
-# record who, which RPC and the outcome only.
+def _named_document(event: AuditEvent, response: Any) -> None:
+    _add(event.document_ids, response.document_id)
+
+
+def _observer(name: str) -> Callable[[AuditEvent, Any], None] | None:
+    """What to take from RPC ``name``'s responses: its row below, else the one document a
+    response names (a new per-document RPC, e.g. a change of rights, is covered as it is
+    added), else nothing."""
+    if name in OBSERVERS:
+        return OBSERVERS[name]
+    method = gpb.DESCRIPTOR.services_by_name["GatewayService"].methods_by_name.get(name)
+    if method is not None and "document_id" in method.output_type.fields_by_name:
+        return _named_document
+    return None
+
+
+# What the trail takes from each RPC's response (or stream event); other RPCs record
+# who, which RPC and the outcome (and the document a response names, see ``_observer``).
 OBSERVERS: dict[str, Callable[[AuditEvent, Any], None]] = {
     "Ask": _ask,
     "StreamAsk": _stream_ask,
     "Search": _search,
     "IngestDocuments": _ingested,
     "UploadDocument": _ingested,
-    "DeleteDocument": _deleted,
     "AskSql": _ask_sql,
     "RunSqlIntent": _sql_result,
 }
@@ -240,7 +251,7 @@ class Audited(Protocol):
 def audited(name: str, method: Any) -> Any:
     """``method`` (servicer RPC ``name``, unary or server-streaming) recording one event
     per call on the servicer's ``audit_log``, whatever the call's end."""
-    observe = OBSERVERS.get(name)
+    observe = _observer(name)
     if inspect.isasyncgenfunction(method):
 
         async def stream(self: Audited, request: Any, context: Any) -> AsyncIterator[Message]:

@@ -188,3 +188,14 @@ def test_status_names_are_grpcs():
 
     assert {"OK", "PERMISSION_DENIED", "UNAVAILABLE"} <= STATUS_NAMES
     assert len(STATUS_NAMES) == len(grpc.StatusCode)
+
+
+def test_an_rpc_whose_response_names_a_document_records_it_without_a_row_of_its_own():
+    from gateway._audit import OBSERVERS, AuditEvent, _observer
+
+    assert "DeleteDocument" not in OBSERVERS and _observer("DeleteConversation") is None
+    observe = _observer("DeleteDocument")
+    assert observe is not None
+    event = AuditEvent("DeleteDocument")
+    observe(event, gpb.GatewayServiceDeleteDocumentResponse(document_id="gone"))
+    assert event.document_ids == ["gone"]
