@@ -241,6 +241,15 @@ def _failed(event: AuditEvent, exc: BaseException, context: Any) -> None:
         event.status = code.name if isinstance(code, grpc.StatusCode) else "INTERNAL"
 
 
+def _safely(step: Callable[[AuditEvent, Any], None], event: AuditEvent, value: Any) -> None:
+    """Recording never fails a call: a bug here costs the record's detail, not the
+    caller's answer."""
+    try:
+        step(event, value)
+    except Exception:
+        _log.exception("audit record incomplete", extra={"fields": {"rpc": event.rpc}})
+
+
 class Audited(Protocol):
     """A servicer whose calls are audited: its trail, None while it has none."""
 
@@ -264,13 +273,13 @@ def audited(name: str, method: Any) -> Any:
             try:
                 async for item in method(self, request, context):
                     if observe is not None:
-                        observe(event, item)
+                        _safely(observe, event, item)
                     yield item
             except BaseException as exc:
                 _failed(event, exc, context)
                 raise
             finally:
-                log.end(event, context)
+                _safely(log.end, event, context)
 
         stream.__name__ = stream.__qualname__ = name
         return stream
@@ -283,13 +292,13 @@ def audited(name: str, method: Any) -> Any:
         try:
             response = await method(self, request, context)
             if observe is not None:
-                observe(event, response)
+                _safely(observe, event, response)
             return response  # type: ignore[no-any-return]
         except BaseException as exc:
             _failed(event, exc, context)
             raise
         finally:
-            log.end(event, context)
+            _safely(log.end, event, context)
 
     unary.__name__ = unary.__qualname__ = name
     return unary

@@ -199,3 +199,23 @@ def test_an_rpc_whose_response_names_a_document_records_it_without_a_row_of_its_
     event = AuditEvent("DeleteDocument")
     observe(event, gpb.GatewayServiceDeleteDocumentResponse(document_id="gone"))
     assert event.document_ids == ["gone"]
+
+
+async def test_a_recording_bug_never_fails_the_call(log, monkeypatch):
+    from gateway import _audit
+
+    def broken(event: Any, response: Any) -> None:
+        raise RuntimeError("a bug in the recorder")
+
+    monkeypatch.setitem(_audit.OBSERVERS, "Search", broken)
+
+    @audit_rpcs(["Search"])  # the observer is chosen here: the broken one
+    class Plain:
+        audit_log = log
+
+        async def Search(self, request: Any, context: Any) -> Any:
+            return gpb.GatewayServiceSearchResponse(hits=[rpb.SearchHit(document_id="a")])
+
+    reply = await Plain().Search(gpb.GatewayServiceSearchRequest(), Context())
+    assert [h.document_id for h in reply.hits] == ["a"]
+    assert _only(log).status == "OK"
