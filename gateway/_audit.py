@@ -14,7 +14,7 @@ call: records wait in the buffer while it is unreachable, and past ``buffer_size
 ones are dropped — counted (``tandem.gateway.audit.dropped``) and logged, never waited
 for.
 
-The table (migration 0006) is written and read as ``tandem_audit_app``, which may only
+The table (migration 0007) is written and read as ``tandem_audit_app``, which may only
 INSERT and SELECT; a trigger refuses UPDATE, DELETE and TRUNCATE for every role except
 inside ``gateway_audit_purge``, the retention purge this module runs periodically.
 """
