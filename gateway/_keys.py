@@ -66,6 +66,13 @@ def parse_scopes(values: Iterable[str]) -> tuple[Scope, ...]:
     return tuple(s for s in Scope if s.value in names)
 
 
+def key_id_of(presented: str | None) -> str | None:
+    """The key id a well-formed key names (its ``tdm_<key id>_`` part), None otherwise;
+    who it belongs to is only known once the key verified."""
+    match = _KEY_SHAPE.match(presented or "")
+    return match.group(1) if match else None
+
+
 @dataclass(frozen=True)
 class IssuedKey:
     """A freshly created key: ``secret`` is shown once and never stored."""

@@ -22,6 +22,8 @@ from google.protobuf.message import Message
 
 from gateway import _validation as check
 from gateway._admission import QuotaGate, bearer_token
+from gateway._audit import AuditLog, audit_off, audit_rpcs, event_pb, note_caller, parse_query
+from gateway._audit import app_conninfo as audit_conninfo
 from gateway._conversations import (
     ConversationStore,
     HistoryLimits,
@@ -101,6 +103,7 @@ RPC_SCOPES: dict[str, Scope] = {
     "SubmitSqlFeedback": Scope.TEACH,
     "TeachSql": Scope.TEACH,
     "DeleteConfirmedPair": Scope.TEACH,
+    "ListAuditEvents": Scope.ADMIN,
 }
 
 
@@ -118,6 +121,8 @@ class GatewayDeps:
     # None switches conversations off: Ask answers standalone and a conversation id or
     # the conversation RPCs get FAILED_PRECONDITION.
     conversations: ConversationStore | None = None
+    # None switches the audit trail off (ListAuditEvents: FAILED_PRECONDITION).
+    audit: AuditLog | None = None
 
 
 # -- fail-open responses: an unreachable engine degrades Ask and Search, visibly ---------
@@ -240,6 +245,7 @@ class _Backends:
         self.uploads = Uploads(deps.settings.uploads)
 
 
+@audit_rpcs(RPC_SCOPES)
 class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     """Thin: admit the caller, validate, forward to one internal service, relay back.
 
@@ -266,6 +272,12 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         self._backends = _Backends(deps)
         self.gate.attach(deps.keys, deps.quota)
 
+    @property
+    def audit_log(self) -> AuditLog | None:
+        """Where each call's audit record goes (``gateway._audit``); None until attached
+        or when the trail is off."""
+        return None if self._backends is None else self._backends.deps.audit
+
     def _ready(self) -> _Backends:
         if self._backends is None:
             raise Unavailable("the gateway is starting", reason="GATEWAY_STARTING")
@@ -275,9 +287,9 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         """The verified tenant of a key holding ``scope``, after its bucket paid for the
         call."""
         backends = self._ready()
-        tenant = await backends.deps.keys.authorize(
-            bearer_token(context.invocation_metadata()), scope
-        )
+        presented = bearer_token(context.invocation_metadata())
+        tenant = await backends.deps.keys.authorize(presented, scope)
+        note_caller(tenant, presented)
         backends.deps.quota.take(tenant)
         # Every internal call this request makes carries the tenant the key named, signed.
         self.trust.sign_for(tenant)
@@ -603,6 +615,20 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             raise not_found(conversation_id)
         return gpb.GatewayServiceDeleteConversationResponse(deleted=True, turns_deleted=turns)
 
+    async def ListAuditEvents(
+        self, request: gpb.GatewayServiceListAuditEventsRequest, context: Context
+    ) -> gpb.GatewayServiceListAuditEventsResponse:
+        backends, tenant = await self._admit(context, RPC_SCOPES["ListAuditEvents"])
+        check.check_list_audit_events(request, backends.deps.settings.limits)
+        query = parse_query(request)
+        log = backends.deps.audit
+        if log is None:
+            raise audit_off()
+        page = await log.page(tenant, query)
+        return gpb.GatewayServiceListAuditEventsResponse(
+            events=[event_pb(e) for e in page.events], next_page_token=page.next_page_token
+        )
+
 
 # -- bootstrap ------------------------------------------------------------------------
 
@@ -699,7 +725,7 @@ async def run_until_signalled() -> None:
     telemetry = Telemetry(telemetry_settings)
     server, servicer = build_server(server_settings, settings, telemetry, trust=trust)
     router, retrieval, sql = open_channels(settings, telemetry, trust)
-    opened: list[Database | ConversationStore | KeyChanges] = []
+    opened: list[Database | ConversationStore | KeyChanges | AuditLog] = []
 
     async def start() -> None:
         url = await asyncio.to_thread(resolve_url, db_settings)
@@ -728,6 +754,23 @@ async def run_until_signalled() -> None:
             await conversations.open()
             opened.append(conversations)
         keys = ApiKeys(database, pepper, cache_ttl_s=settings.key_cache_ttl_s)
+        audit: AuditLog | None = None
+        if settings.audit.enabled:
+            audit = AuditLog(
+                Database(
+                    audit_conninfo(url, settings.audit.app_database_url),
+                    owner_conninfo=url,
+                    min_size=1,
+                    max_size=2,
+                    timeout_s=db_settings.connect_timeout_s,
+                    vector=False,
+                ),
+                settings.audit,
+                meter=telemetry.meter("tandem"),
+                recent_tenant=keys.recent_tenant,
+            )
+            await audit.start()
+            opened.append(audit)
         if settings.key_cache_ttl_s > 0:
             changes = KeyChanges(url, keys.forget)
             await changes.start()
@@ -741,6 +784,7 @@ async def run_until_signalled() -> None:
             retrieval_channel=retrieval,
             sql_channel=sql,
             conversations=conversations,
+            audit=audit,
         )
         await ready(server, servicer, deps)
         server.watch_dependencies({"postgres": database.ping})

@@ -87,6 +87,38 @@ class UploadSettings:
 
 
 @dataclass(frozen=True)
+class AuditSettings:
+    """The audit trail (``gateway._audit``): on or off, how long a row is kept (the
+    periodic purge is the only deletion), and how records reach Postgres — held in a
+    bounded buffer (past ``buffer_size`` a record is dropped and counted, never waited
+    for) and written in batches of up to ``batch_size`` every ``flush_interval_s``."""
+
+    enabled: bool = True
+    retention_days: int = 90
+    buffer_size: int = 10_000
+    batch_size: int = 500
+    flush_interval_s: float = 1.0
+    purge_interval_s: float = 3600.0
+    app_database_url: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Env) -> AuditSettings:
+        """``GATEWAY_AUDIT*``."""
+        return cls(
+            enabled=env.get_bool("GATEWAY_AUDIT", cls.enabled),
+            retention_days=env.get_int(
+                "GATEWAY_AUDIT_RETENTION_DAYS", cls.retention_days, minimum=1
+            ),
+            buffer_size=env.get_int("GATEWAY_AUDIT_BUFFER_SIZE", cls.buffer_size, minimum=1),
+            batch_size=env.get_int("GATEWAY_AUDIT_BATCH_SIZE", cls.batch_size, minimum=1),
+            flush_interval_s=env.get_float(
+                "GATEWAY_AUDIT_FLUSH_INTERVAL_S", cls.flush_interval_s, minimum=0.01
+            ),
+            app_database_url=env.get_optional("GATEWAY_AUDIT_APP_DATABASE_URL"),
+        )
+
+
+@dataclass(frozen=True)
 class GatewaySettings:
     """Where the internal services are, the tenant rate limit, deadlines and limits."""
 
@@ -111,6 +143,7 @@ class GatewaySettings:
     # Revocations reach the memory at once, by notification; this bounds the rest.
     key_cache_ttl_s: float = 30.0
     uploads: UploadSettings = UploadSettings()
+    audit: AuditSettings = AuditSettings()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -166,6 +199,7 @@ class GatewaySettings:
             conversation_app_database_url=env.get_optional("GATEWAY_CONVERSATION_APP_DATABASE_URL"),
             key_cache_ttl_s=env.get_float("GATEWAY_KEY_CACHE_TTL_S", 30.0, minimum=0.0),
             uploads=UploadSettings.from_env(env, max_upload_bytes),
+            audit=AuditSettings.from_env(env),
         )
         return settings
 

@@ -314,3 +314,17 @@ def check_list_conversations(
     checks.text("page_token", request.page_token, limits.max_name_chars)
     checks.characters(request)
     checks.raise_if_any()
+
+
+def check_list_audit_events(
+    request: gpb.GatewayServiceListAuditEventsRequest, limits: Limits
+) -> None:
+    """The shape of the request; which RPC, outcome and token are meaningful is
+    ``gateway._audit.parse_query``'s to say."""
+    checks = _Checks()
+    checks.count("page_size", request.page_size, 0, MAX_PAGE_SIZE)
+    checks.text("page_token", request.page_token, limits.max_name_chars)
+    for name in ("principal_id", "key_id", "rpc", "outcome"):
+        checks.text(name, getattr(request, name), limits.max_name_chars)
+    checks.characters(request)
+    checks.raise_if_any()

@@ -227,6 +227,7 @@ def postgres_deployment(
         "POSTGRES_DB": "tandem",
         "RETRIEVAL_APP_PASSWORD": passwords["tandem_retrieval_app"],
         "CONVERSATION_APP_PASSWORD": passwords["tandem_conversation_app"],
+        "AUDIT_APP_PASSWORD": passwords["tandem_audit_app"],
         "SQL_MEMORY_APP_PASSWORD": passwords["tandem_sql_memory_app"],
         "SQL_READER_PASSWORD": passwords["tandem_reader"],
     }
@@ -313,6 +314,7 @@ def render(args: argparse.Namespace) -> int:
             "tandem",
             "tandem_retrieval_app",
             "tandem_conversation_app",
+            "tandem_audit_app",
             "tandem_sql_memory_app",
             "tandem_reader",
         )
@@ -325,6 +327,7 @@ def render(args: argparse.Namespace) -> int:
         "database-url": f"postgresql://tandem:{passwords['tandem']}@{host}/tandem",
         "retrieval-app-database-url": f"postgresql://tandem_retrieval_app:{passwords['tandem_retrieval_app']}@{host}/tandem",
         "conversation-app-database-url": f"postgresql://tandem_conversation_app:{passwords['tandem_conversation_app']}@{host}/tandem",
+        "audit-app-database-url": f"postgresql://tandem_audit_app:{passwords['tandem_audit_app']}@{host}/tandem",
         "sql-memory-app-database-url": f"postgresql://tandem_sql_memory_app:{passwords['tandem_sql_memory_app']}@{host}/tandem",
         "warehouse-database-url": f"postgresql://tandem_reader:{passwords['tandem_reader']}"
         f"@warehouse-replica.{NAMESPACE_DOMAIN}:5432/warehouse",

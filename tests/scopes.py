@@ -30,4 +30,6 @@ PINNED_RPC_SCOPES: dict[str, str] = {
     "SubmitSqlFeedback": "teach",
     "TeachSql": "teach",
     "DeleteConfirmedPair": "teach",
+    # Operator work through the API.
+    "ListAuditEvents": "admin",
 }

@@ -6,6 +6,7 @@
 # The login roles the services create for themselves on the embedded server are made here
 # with passwords, because the official image requires password authentication over TCP:
 # the row-level-security application roles of retrieval, the gateway's conversations and
+# audit trail (INSERT and SELECT only) and
 # the SQL engine's answer memory (their migrations find them and only grant table rights;
 # they can neither own tables nor bypass row-level security) and the SQL engine's
 # read-only warehouse reader (the SQL service finds it, creates and loads the demo
@@ -22,6 +23,10 @@ BEGIN
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tandem_conversation_app') THEN
         CREATE ROLE tandem_conversation_app LOGIN PASSWORD '${CONVERSATION_APP_PASSWORD}'
+            NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tandem_audit_app') THEN
+        CREATE ROLE tandem_audit_app LOGIN PASSWORD '${AUDIT_APP_PASSWORD}'
             NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS;
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tandem_sql_memory_app') THEN

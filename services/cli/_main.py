@@ -19,6 +19,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 # Command modules, each with ``register(commands: Commands) -> None``.
 _MODULES = (
+    "services.cli._audit",
     "services.cli._builtin",
     "services.cli._certs",
     "services.cli._chat",

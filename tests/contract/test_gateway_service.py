@@ -54,6 +54,7 @@ DESCRIBE = "tandem.v1.GatewayService/DescribeSchema"
 LIST_CONVERSATIONS = "tandem.v1.GatewayService/ListConversations"
 DELETE_CONVERSATION = "tandem.v1.GatewayService/DeleteConversation"
 UPLOAD = "tandem.v1.GatewayService/UploadDocument"
+LIST_AUDIT = "tandem.v1.GatewayService/ListAuditEvents"
 
 pytestmark = pytest.mark.integration
 
@@ -181,6 +182,7 @@ VALID: dict[str, tuple[str, Any]] = {
             document=rpb.DocumentInput(document_id="u", file_name="refunds.txt"),
             dry_run=True)),
         gpb.GatewayServiceUploadDocumentRequest(chunk=b"Refunds within 30 days.")]),
+    LIST_AUDIT: ("ListAuditEvents", gpb.GatewayServiceListAuditEventsRequest()),
 }  # fmt: skip
 
 INVALID: dict[str, tuple[Any, str]] = {
@@ -201,11 +203,12 @@ INVALID: dict[str, tuple[Any, str]] = {
     DELETE_CONVERSATION: (gpb.GatewayServiceDeleteConversationRequest(
         conversation_id="not-a-uuid"), "conversation_id"),
     UPLOAD: ([gpb.GatewayServiceUploadDocumentRequest(chunk=b"no header first")], "header"),
+    LIST_AUDIT: (gpb.GatewayServiceListAuditEventsRequest(page_size=1001), "page_size"),
 }  # fmt: skip
 
 ALL = [
     ASK, STREAM_ASK, SEARCH, ASK_SQL, RUN_INTENT, VALIDATE, INGEST, DELETE, UPDATE_ACL,
-    DESCRIBE, LIST_CONVERSATIONS, DELETE_CONVERSATION, UPLOAD,
+    DESCRIBE, LIST_CONVERSATIONS, DELETE_CONVERSATION, UPLOAD, LIST_AUDIT,
 ]  # fmt: skip
 
 

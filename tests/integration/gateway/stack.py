@@ -13,6 +13,8 @@ from typing import Any
 import grpc
 
 from gateway import ALL_SCOPES, ApiKeys, GatewaySettings, Scope, TokenBuckets
+from gateway._audit import AuditLog
+from gateway._audit import app_conninfo as audit_conninfo
 from gateway._conversations import ConversationStore, app_conninfo
 from gateway._schema import migrations
 from gateway._server import GatewayDeps, create_server, ready
@@ -58,6 +60,7 @@ class Gateway:
     database: Database
     channels: list[grpc.aio.Channel] = field(default_factory=list)
     conversations: ConversationStore | None = None
+    audit: AuditLog | None = None
 
     @property
     def address(self) -> str:
@@ -74,6 +77,8 @@ class Gateway:
             await channel.close()
         if self.conversations is not None:
             await self.conversations.close()
+        if self.audit is not None:
+            await self.audit.close()
         await self.database.close()
 
 
@@ -87,6 +92,9 @@ async def start_gateway(
     settings: GatewaySettings | None = None,
     conversations: bool = True,
 ) -> Gateway:
+    """The gateway with its stores as in production (conversations and the audit trail
+    each as their own row-level-security role; ``settings.audit.enabled`` False: no
+    trail)."""
     settings = replace(
         settings or GatewaySettings(rate_per_s=1000.0, burst=1000.0),
         router_addr=router_addr,
@@ -104,6 +112,15 @@ async def start_gateway(
             retention_days=settings.conversation_retention_days,
         )
         await store.open()
+    audit: AuditLog | None = None
+    if settings.audit.enabled:
+        audit = AuditLog(
+            Database(audit_conninfo(pg_url), owner_conninfo=pg_url, max_size=2, vector=False),
+            settings.audit,
+            meter=telemetry.meter("tandem"),
+            recent_tenant=keys.recent_tenant,
+        )
+        await audit.start()
     # As open_channels does: the retrieval channel carries an uploaded file whole.
     upload = internal_message_bytes(
         settings.limits.max_upload_bytes, ServerSettings.max_message_bytes
@@ -121,12 +138,19 @@ async def start_gateway(
         retrieval_channel=channels[1],
         sql_channel=channels[2],
         conversations=store,
+        audit=audit,
     )
     server, servicer = await create_server(server_settings("gateway"), telemetry, deps)
     await ready(server, servicer, deps)
     client = grpc.aio.insecure_channel(server.address)
     return Gateway(
-        server, gpb_grpc.GatewayServiceStub(client), keys, database, [*channels, client], store
+        server,
+        gpb_grpc.GatewayServiceStub(client),
+        keys,
+        database,
+        [*channels, client],
+        store,
+        audit,
     )
 
 

@@ -31,6 +31,10 @@ CHECKS: dict[str, tuple[type[Message], Check]] = {
         gpb.GatewayServiceListConversationsRequest,
         check.check_list_conversations,
     ),
+    "ListAuditEvents": (
+        gpb.GatewayServiceListAuditEventsRequest,
+        check.check_list_audit_events,
+    ),
     **{
         name: (getattr(gpb, f"GatewayService{name}Request"), route.check)
         for name, route in ROUTES.items()
