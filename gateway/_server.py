@@ -50,6 +50,7 @@ from gateway._upload import (
 )
 from services.common import (
     PRINCIPAL_HEADER,
+    PRINCIPAL_HEADERS,
     Database,
     DatabaseSettings,
     FailedPrecondition,
@@ -143,12 +144,13 @@ def admit_principal(caller: Caller, metadata: Any, *, required: bool = True) -> 
     """The principal a call from ``caller`` is made for: None for a service key (the
     tenant's full view). PERMISSION_DENIED ACT_AS_NOT_GRANTED when a service key names
     one; INVALID_ARGUMENT PRINCIPAL_REQUIRED when an ``act_as`` key names none on a data
-    call (``required``); PRINCIPAL_INVALID naming the header when malformed."""
-    principal = parse_principal(metadata)
+    call (``required``); PRINCIPAL_INVALID naming the header when an ``act_as`` key's is
+    malformed (a service key may send none at all, well-formed or not)."""
     if not caller.acts_as:
-        if principal is not None:
+        if any(name in PRINCIPAL_HEADERS for name, _ in metadata or ()):
             raise act_as_not_granted()
         return None
+    principal = parse_principal(metadata)
     if principal is None and required:
         raise principal_required()
     return principal

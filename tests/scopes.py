@@ -30,3 +30,9 @@ PINNED_RPC_SCOPES: dict[str, str] = {
     "TeachSql": "teach",
     "DeleteConfirmedPair": "teach",
 }
+
+# The public RPCs an ``act_as`` key may call without naming a principal: none of today's
+# (each reads or changes what some person may see). An operator-only RPC (listing the
+# audit trail) may join this set; ``gateway._server.PRINCIPAL_FREE_RPCS`` is compared with
+# it, and the contract tests call every other RPC without a principal.
+PINNED_PRINCIPAL_FREE: frozenset[str] = frozenset()
