@@ -79,7 +79,9 @@ async def _keys(gateway: Gateway, pg_url: str) -> tuple[str, str]:
     )
 
 
-async def _outcome(gateway: Gateway, rpc: str, metadata: Any) -> tuple[grpc.StatusCode, dict]:
+async def _outcome(
+    gateway: Gateway, rpc: str, metadata: Any
+) -> tuple[grpc.StatusCode, dict[str, Any]]:
     """How the call ended: OK, or its status and rich details (``public._error``'s)."""
     method, request = VALID[rpc]
     call, awaited = public._invoke(gateway.stub, method, request, metadata=metadata, timeout=30)
