@@ -605,8 +605,17 @@ async def test_principal_headers_must_be_the_principal_the_gateway_signed(
                     "PRINCIPAL_MISMATCH",
                 ), (identity, case, method, found)
         # The positive control: the signed principal's own headers (and a full-view token
-        # without any) are served, the valid requests answered in full.
-        for token, headers in ((signed(alice), alice.headers()), (signed(None), ())):
+        # without any) are served, the valid requests answered in full; so is the largest
+        # principal the gateway admits (its headers and its token together stay under
+        # gRPC's metadata limit on the internal hop).
+        largest = Principal.of("p" * 256, {f"{i:03}" + "g" * 125 for i in range(12)},
+                               {"region": "EMEA"})  # fmt: skip
+        assert len(largest.canonical()) > 1800
+        for token, headers in (
+            (signed(alice), alice.headers()),
+            (signed(None), ()),
+            (signed(largest), largest.headers()),
+        ):
             right = Attack("as signed", _certified, tuple(headers), token=token)
             outcomes = await _outcomes(process_stack, right, identity, valid)
             for method in may_call:

@@ -17,6 +17,7 @@ from services.common import (
     Principal,
     parse_principal,
 )
+from services.common._principal import MAX_ENCODED_CHARS
 
 
 def _refused(metadata: Any) -> tuple[str, str, str]:
@@ -132,15 +133,40 @@ def test_a_malformed_header_is_refused_naming_it(metadata: Any, header: str) -> 
 
 
 def test_the_limits_themselves_are_accepted() -> None:
-    found = parse_principal(
-        [
-            (PRINCIPAL_HEADER, "a" * 256),
-            (GROUPS_HEADER, ",".join(f"g{i:03}" + "x" * 124 for i in range(64))),
-            (ATTRIBUTES_HEADER, "&".join(f"k{i}=" + "v" * 256 for i in range(32))),
-        ]
-    )
-    assert found is not None
-    assert (len(found.id), len(found.groups), len(found.attributes)) == (256, 64, 32)
+    for metadata in (
+        [(PRINCIPAL_HEADER, "a" * 256), (GROUPS_HEADER, "g" * 128)],
+        [(PRINCIPAL_HEADER, "a"), (GROUPS_HEADER, ",".join(f"g{i}" for i in range(64)))],
+        [(PRINCIPAL_HEADER, "a"), (ATTRIBUTES_HEADER, "&".join(f"k{i}=v" for i in range(32)))],
+        [(PRINCIPAL_HEADER, "a"), (ATTRIBUTES_HEADER, "k=" + "v" * 256)],
+    ):
+        assert parse_principal(metadata) is not None, metadata
+
+
+def _sized(total: int) -> list[tuple[str, str]]:
+    """Headers of ``total`` characters as ``MAX_ENCODED_CHARS`` counts them."""
+    fixed = [(PRINCIPAL_HEADER, "a" * 200), (ATTRIBUTES_HEADER, "k=" + "v" * 100)]
+    used = sum(len(n) + len(v) + 2 for n, v in fixed) + len(GROUPS_HEADER) + 2
+    groups, left = [], total - used
+    while left > 0:
+        size = min(left - (1 if groups else 0), 128)
+        groups.append(f"{len(groups):03}" + "g" * (size - 3))
+        left -= size + (1 if len(groups) > 1 else 0)
+    return [*fixed, (GROUPS_HEADER, ",".join(groups))]
+
+
+def test_the_headers_together_stay_within_what_an_internal_hop_carries() -> None:
+    # gRPC refuses metadata past 8 KiB, and an internal call carries the principal twice
+    # (headers, and the tenant token): a principal within every per-field limit but
+    # larger in all was once admitted by the gateway and refused by the next hop.
+    at = _sized(MAX_ENCODED_CHARS)
+    assert sum(len(n) + len(v) + 2 for n, v in at) == MAX_ENCODED_CHARS
+    assert parse_principal(at) is not None
+    reason, header, description = _refused(_sized(MAX_ENCODED_CHARS + 1))
+    assert (reason, header) == ("PRINCIPAL_INVALID", GROUPS_HEADER)
+    assert str(MAX_ENCODED_CHARS) in description
+    # Counted as forwarded: characters that travel percent-encoded count three times.
+    wide = [(PRINCIPAL_HEADER, "%C3%A9" * 200), (ATTRIBUTES_HEADER, "k=" + "%C3%A9" * 250)]
+    assert _refused(wide)[:2] == ("PRINCIPAL_INVALID", ATTRIBUTES_HEADER)
 
 
 def test_blank_groups_and_attributes_headers_add_nothing() -> None:
