@@ -146,7 +146,8 @@ def _sized(total: int) -> list[tuple[str, str]]:
     """Headers of ``total`` characters as ``MAX_ENCODED_CHARS`` counts them."""
     fixed = [(PRINCIPAL_HEADER, "a" * 200), (ATTRIBUTES_HEADER, "k=" + "v" * 100)]
     used = sum(len(n) + len(v) + 2 for n, v in fixed) + len(GROUPS_HEADER) + 2
-    groups, left = [], total - used
+    groups: list[str] = []
+    left = total - used
     while left > 0:
         size = min(left - (1 if groups else 0), 128)
         groups.append(f"{len(groups):03}" + "g" * (size - 3))
