@@ -4,9 +4,11 @@ from gateway._keys import (
     ALL_SCOPES,
     KEY_PREFIX,
     ApiKeys,
+    Caller,
     IssuedKey,
     KeyRecord,
     Scope,
+    key_kind,
     parse_scopes,
 )
 from gateway._quota import TokenBuckets
@@ -22,6 +24,7 @@ __all__ = [
     "DEFAULT_PORT",
     "KEY_PREFIX",
     "ApiKeys",
+    "Caller",
     "GatewaySettings",
     "IssuedKey",
     "KeyRecord",
@@ -30,6 +33,7 @@ __all__ = [
     "TokenBuckets",
     "UploadSettings",
     "key_administration",
+    "key_kind",
     "key_pepper",
     "parse_scopes",
     "schema_migrations",

@@ -221,12 +221,12 @@ _current: contextvars.ContextVar[AuditEvent | None] = contextvars.ContextVar(
 )
 
 
-def note_caller(tenant_id: str, presented_key: str | None) -> None:
+def note_caller(tenant_id: str, key_id: str) -> None:
     """Admission verified the key: the current call's event names its tenant and key id."""
     event = _current.get()
     if event is not None:
         event.tenant_id = tenant_id
-        event.key_id = key_id_of(presented_key)
+        event.key_id = key_id
 
 
 def _failed(event: AuditEvent, exc: BaseException, context: Any) -> None:

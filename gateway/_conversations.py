@@ -7,18 +7,34 @@ store has its own pool, connected as ``tandem_conversation_app`` (migration 0002
 cannot bypass the tenant policies; every transaction sets ``tandem.tenant_id`` first.
 Retention counts from a conversation's last turn: reads skip expired conversations (so
 an expired id is NOT_FOUND at once) and writes purge the tenant's expired ones.
+
+A conversation belongs to the principal it was started for (migration 0006): a principal
+sees only its own, a service key (no principal) the tenant's whole set. Each statement
+filters by it, and a restrictive policy enforces it too, from two transaction settings
+(``tandem.principal_view``, ``tandem.principal_id``) set first in every transaction: a
+query that forgot the filter still cannot reach another principal's conversation.
 """
 
 from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from services.common import Database, InvalidArgument, NotFound, TenantStore, role_conninfo
+import psycopg
+
+from services.common import (
+    Database,
+    InvalidArgument,
+    NotFound,
+    Principal,
+    TenantStore,
+    role_conninfo,
+)
 
 APP_ROLE = "tandem_conversation_app"
 NOT_FOUND_REASON = "CONVERSATION_NOT_FOUND"
@@ -89,8 +105,9 @@ def parse_id(value: str, field_name: str = "conversation_id") -> str:
 
 
 def not_found(conversation_id: str) -> NotFound:
-    """The one answer for a missing, deleted, expired or other tenant's conversation: they
-    are indistinguishable on purpose, so an id leaks nothing about another tenant."""
+    """The one answer for a missing, deleted, expired, other tenant's or other principal's
+    conversation: they are indistinguishable on purpose, so an id leaks nothing about
+    another tenant or person."""
     return NotFound(
         "conversation not found (deleted, expired, or never created for this tenant)",
         reason=NOT_FOUND_REASON,
@@ -140,16 +157,34 @@ class ConversationStore(TenantStore):
     def retention(self) -> timedelta:
         return self._retention
 
+    @asynccontextmanager
+    async def _seen_by(
+        self, tenant_id: str, principal: Principal | None
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A tenant transaction in which the policies show ``principal``'s conversations
+        only (None: all of the tenant's)."""
+        async with self._tx(tenant_id) as conn:
+            await conn.execute(
+                "SELECT set_config('tandem.principal_view', %s, true), "
+                "set_config('tandem.principal_id', %s, true)",
+                ("all", "") if principal is None else ("own", principal.id),
+            )
+            yield conn
+
     async def history(
-        self, tenant_id: str, conversation_id: str, limits: HistoryLimits
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        limits: HistoryLimits,
+        principal: Principal | None = None,
     ) -> list[Turn]:
         """The conversation's last turns within ``limits``, oldest first; NOT_FOUND when it
-        does not exist for this tenant or has expired."""
-        async with self._tx(tenant_id) as conn:
+        does not exist for this tenant and principal, or has expired."""
+        async with self._seen_by(tenant_id, principal) as conn:
             cur = await conn.execute(
                 "SELECT 1 FROM gateway_conversations WHERE tenant_id = %s "
-                "AND conversation_id = %s AND update_time > now() - %s",
-                (tenant_id, conversation_id, self._retention),
+                "AND conversation_id = %s AND update_time > now() - %s" + _OWNED,
+                (tenant_id, conversation_id, self._retention, *_owner(principal)),
             )
             if await cur.fetchone() is None:
                 raise not_found(conversation_id)
@@ -171,13 +206,23 @@ class ConversationStore(TenantStore):
         ]  # fmt: skip
         return bounded(turns, limits)
 
-    async def append(self, tenant_id: str, conversation_id: str, turn: Turn, *, new: bool) -> int:
-        """Store ``turn`` as the conversation's next; creates the conversation when ``new``.
+    async def append(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        turn: Turn,
+        *,
+        new: bool,
+        principal: Principal | None = None,
+    ) -> int:
+        """Store ``turn`` as the conversation's next; creates the conversation when ``new``
+        (owned by ``principal``; None: a service key's).
 
         Returns the turn's index (1 for the first), or 0 when an existing conversation was
-        deleted or expired while the question was being answered: it is not resurrected.
+        deleted or expired while the question was being answered (or is not this
+        principal's): it is not resurrected.
         """
-        async with self._tx(tenant_id) as conn:
+        async with self._seen_by(tenant_id, principal) as conn:
             await conn.execute(
                 "DELETE FROM gateway_conversations WHERE tenant_id = %s "
                 "AND update_time <= now() - %s",
@@ -186,16 +231,18 @@ class ConversationStore(TenantStore):
             if new:
                 cur = await conn.execute(
                     "INSERT INTO gateway_conversations (tenant_id, conversation_id, title, "
-                    "turn_count) VALUES (%s, %s, %s, 1) RETURNING turn_count",
-                    (tenant_id, conversation_id, turn.question[:TITLE_CHARS]),
-                )
+                    "turn_count, principal_id) VALUES (%s, %s, %s, 1, %s) RETURNING turn_count",
+                    (tenant_id, conversation_id, turn.question[:TITLE_CHARS],
+                     None if principal is None else principal.id),
+                )  # fmt: skip
             else:
                 # The row lock taken here orders concurrent turns of one conversation.
                 cur = await conn.execute(
                     "UPDATE gateway_conversations SET turn_count = turn_count + 1, "
-                    "update_time = now() WHERE tenant_id = %s AND conversation_id = %s "
-                    "RETURNING turn_count",
-                    (tenant_id, conversation_id),
+                    "update_time = now() WHERE tenant_id = %s AND conversation_id = %s"
+                    + _OWNED
+                    + " RETURNING turn_count",
+                    (tenant_id, conversation_id, *_owner(principal)),
                 )
             row = await cur.fetchone()
             if row is None:
@@ -213,16 +260,25 @@ class ConversationStore(TenantStore):
             )  # fmt: skip
         return index
 
-    async def page(self, tenant_id: str, *, page_size: int, page_token: str) -> ConversationPage:
-        """The tenant's live conversations, most recently active first."""
+    async def page(
+        self,
+        tenant_id: str,
+        *,
+        page_size: int,
+        page_token: str,
+        principal: Principal | None = None,
+    ) -> ConversationPage:
+        """The live conversations ``principal`` may see (None: all of the tenant's), most
+        recently active first."""
         after = _decode_token(page_token) if page_token else None
         size = page_size or 50
-        async with self._tx(tenant_id) as conn:
+        async with self._seen_by(tenant_id, principal) as conn:
             query = (
                 "SELECT conversation_id, turn_count, title, create_time, update_time "
                 "FROM gateway_conversations WHERE tenant_id = %s AND update_time > now() - %s"
+                + _OWNED
             )
-            params: list[Any] = [tenant_id, self._retention]
+            params: list[Any] = [tenant_id, self._retention, *_owner(principal)]
             if after is not None:
                 query += " AND (update_time, conversation_id) < (%s, %s)"
                 params.extend(after)
@@ -244,19 +300,32 @@ class ConversationStore(TenantStore):
             page.next_page_token = _encode_token(last.update_time, last.conversation_id)
         return page
 
-    async def delete(self, tenant_id: str, conversation_id: str) -> int | None:
+    async def delete(
+        self, tenant_id: str, conversation_id: str, principal: Principal | None = None
+    ) -> int | None:
         """Delete the conversation and its turns; the number of turns deleted, or None
-        when it did not exist for this tenant (or had expired)."""
-        async with self._tx(tenant_id) as conn:
+        when it did not exist for this tenant and principal (or had expired)."""
+        async with self._seen_by(tenant_id, principal) as conn:
             cur = await conn.execute(
                 "DELETE FROM gateway_conversations WHERE tenant_id = %s "
-                "AND conversation_id = %s RETURNING turn_count, update_time > now() - %s",
-                (tenant_id, conversation_id, self._retention),
+                "AND conversation_id = %s"
+                + _OWNED
+                + " RETURNING turn_count, update_time > now() - %s",
+                (tenant_id, conversation_id, *_owner(principal), self._retention),
             )
             row = await cur.fetchone()
         if row is None or not row[1]:
             return None
         return int(row[0])
+
+
+# The owner filter every statement adds: a principal's own conversations, or (a service
+# key) every one. The policies enforce the same; the filter lets the index serve it.
+_OWNED = " AND (%s OR principal_id = %s)"
+
+
+def _owner(principal: Principal | None) -> tuple[bool, str | None]:
+    return (True, None) if principal is None else (False, principal.id)
 
 
 def _encode_token(update_time: datetime, conversation_id: str) -> str:

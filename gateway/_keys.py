@@ -44,18 +44,32 @@ class Scope(StrEnum):
     INGEST = "ingest"  # IngestDocuments, DeleteDocument
     TEACH = "teach"  # TeachSql, DeleteConfirmedPair, feedback that changes reuse
     ADMIN = "admin"  # operator work through the API
+    # Not an operation but the key's kind: it calls for end users and names one
+    # (x-tandem-principal headers) on every data call, each seeing only what that
+    # principal may. A key without it is a service key: the tenant's full view.
+    ACT_AS = "act_as"
 
 
-ALL_SCOPES: tuple[Scope, ...] = tuple(Scope)
+# ``all``: every operation. Not ``act_as``: that changes what the key's calls see (each
+# must name a principal), so it is granted by name, never swept in with the rest.
+ALL_SCOPES: tuple[Scope, ...] = tuple(s for s in Scope if s is not Scope.ACT_AS)
 DEFAULT_SCOPES: tuple[Scope, ...] = (Scope.ASK,)
+SERVICE_KIND = "service"
+ACTS_AS_KIND = "acts as principals"
+
+
+def key_kind(scopes: Iterable[Scope]) -> str:
+    """What ``tandem keys`` calls a key: ``service`` (no ``act_as``: the tenant's full
+    view) or ``acts as principals``."""
+    return ACTS_AS_KIND if Scope.ACT_AS in set(scopes) else SERVICE_KIND
 
 
 def parse_scopes(values: Iterable[str]) -> tuple[Scope, ...]:
-    """Scopes from names (``all`` for every one), in their canonical order; an unknown or
-    empty list is INVALID_ARGUMENT naming ``scopes``."""
+    """Scopes from names (``all`` for every operation scope, ``act_as`` only by name), in
+    their canonical order; an unknown or empty list is INVALID_ARGUMENT naming ``scopes``."""
     names = {v.strip().lower() for value in values for v in value.split(",") if v.strip()}
     if "all" in names:
-        return ALL_SCOPES
+        names = (names - {"all"}) | {s.value for s in ALL_SCOPES}
     unknown = sorted(names - {s.value for s in Scope})
     if unknown or not names:
         raise InvalidArgument.field(
@@ -82,6 +96,10 @@ class IssuedKey:
     secret: str
     scopes: tuple[Scope, ...] = DEFAULT_SCOPES
 
+    @property
+    def kind(self) -> str:
+        return key_kind(self.scopes)
+
 
 @dataclass(frozen=True)
 class KeyRecord:
@@ -93,6 +111,24 @@ class KeyRecord:
     created_at: datetime
     revoked_at: datetime | None
     scopes: tuple[Scope, ...] = DEFAULT_SCOPES
+
+    @property
+    def kind(self) -> str:
+        return key_kind(self.scopes)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a verified key is: its tenant, its id (never the secret) and its scopes."""
+
+    tenant: str
+    key_id: str
+    scopes: frozenset[Scope]
+
+    @property
+    def acts_as(self) -> bool:
+        """The key calls for end users: every data call must name one."""
+        return Scope.ACT_AS in self.scopes
 
 
 class ApiKeys:
@@ -211,23 +247,22 @@ class ApiKeys:
 
         Unknown, malformed and revoked keys are indistinguishable to the caller.
         """
-        tenant, _ = await self._verified(presented)
-        return tenant
+        return (await self._verified(presented)).tenant
 
-    async def authorize(self, presented: str | None, scope: Scope) -> str:
-        """The tenant of a valid key that holds ``scope``: UNAUTHENTICATED for a bad key,
+    async def authorize(self, presented: str | None, scope: Scope) -> Caller:
+        """The caller of a valid key that holds ``scope``: UNAUTHENTICATED for a bad key,
         PERMISSION_DENIED naming the missing scope for a good key without it."""
-        tenant, scopes = await self._verified(presented)
-        if scope not in scopes:
+        caller = await self._verified(presented)
+        if scope not in caller.scopes:
             raise PermissionDenied(
                 f"this API key lacks the '{scope.value}' scope "
                 f"(`tandem keys scope KEY_ID --set ...` grants it)",
                 reason="API_KEY_SCOPE_MISSING",
                 metadata={"scope": scope.value},
             )
-        return tenant
+        return caller
 
-    async def _verified(self, presented: str | None) -> tuple[str, frozenset[Scope]]:
+    async def _verified(self, presented: str | None) -> Caller:
         if not presented:
             raise Unauthenticated("missing API key", reason="API_KEY_MISSING")
         match = _KEY_SHAPE.match(presented)
@@ -242,7 +277,7 @@ class ApiKeys:
                 and hmac.compare_digest(presented_hmac, entry[1])
             ):
                 self._recent.move_to_end(match.group(1))
-                return entry[0], entry[3]
+                return Caller(entry[0], match.group(1), entry[3])
         changes = self.changes
         row = None
         if match:
@@ -264,4 +299,4 @@ class ApiKeys:
             self._recent.move_to_end(match.group(1))
             while len(self._recent) > self._recent_size:
                 self._recent.popitem(last=False)
-        return tenant, scopes
+        return Caller(tenant, match.group(1), scopes)

@@ -1,9 +1,10 @@
 """The GatewayService servicer (auth, quota, validation, forwarding) and its bootstrap.
 
 Every public call goes: API key → tenant (UNAUTHENTICATED otherwise), the tenant's token
-bucket (RESOURCE_EXHAUSTED with RetryInfo), validation of every field (INVALID_ARGUMENT
-naming it), then one internal call scoped to the tenant under what is left of the
-deadline. Health and reflection are served without a key.
+bucket (RESOURCE_EXHAUSTED with RetryInfo), the principal the call is made for (see
+``_admit``), validation of every field (INVALID_ARGUMENT naming it), then one internal
+call scoped to the tenant and principal under what is left of the deadline. Health and
+reflection are served without a key.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from gateway._conversations import (
     parse_id,
 )
 from gateway._key_changes import KeyChanges
-from gateway._keys import ApiKeys, Scope
+from gateway._keys import ApiKeys, Caller, Scope
 from gateway._quota import TokenBuckets
 from gateway._relay import relay, reparse, to_internal, unreachable
 from gateway._routes import ROUTES
@@ -50,10 +51,15 @@ from gateway._upload import (
     read_upload,
 )
 from services.common import (
+    PRINCIPAL_HEADER,
+    PRINCIPAL_HEADERS,
     Database,
     DatabaseSettings,
     FailedPrecondition,
     GrpcServer,
+    InvalidArgument,
+    PermissionDenied,
+    Principal,
     ServerSettings,
     TandemError,
     Telemetry,
@@ -63,6 +69,7 @@ from services.common import (
     configure_logging,
     create_channel,
     deadline_scope,
+    parse_principal,
     report_on_error,
     resolve_url,
     serve,
@@ -105,6 +112,64 @@ RPC_SCOPES: dict[str, Scope] = {
     "DeleteConfirmedPair": Scope.TEACH,
     "ListAuditEvents": Scope.ADMIN,
 }
+
+# Data calls: every RPC reads or changes what some person may see, so a key holding
+# ``act_as`` must name the principal on each (never widened to the tenant's full view).
+# An RPC that is not about any person's data (operator work such as listing the audit
+# trail) is listed here instead; a key without ``act_as`` may still not send principal
+# headers to it. A contract test walks the service descriptor: an RPC not listed here
+# needs the principal.
+PRINCIPAL_FREE_RPCS: frozenset[str] = frozenset({"ListAuditEvents"})
+
+
+def act_as_not_granted() -> PermissionDenied:
+    """Principal headers from a service key: refused, never ignored (a backend that thinks
+    it restricts a user must learn that it does not)."""
+    return PermissionDenied(
+        "this API key may not act as a principal: it lacks the 'act_as' scope "
+        "(`tandem keys scope KEY_ID --set ...,act_as` grants it); send no "
+        "x-tandem-principal headers with a service key",
+        reason="ACT_AS_NOT_GRANTED",
+        metadata={"scope": Scope.ACT_AS.value},
+    )
+
+
+def principal_required() -> InvalidArgument:
+    """An ``act_as`` key's data call that names nobody: refused, never the full view."""
+    return InvalidArgument.field(
+        PRINCIPAL_HEADER,
+        "is required: this API key acts as principals, so every data call names the one "
+        "it is made for",
+        reason="PRINCIPAL_REQUIRED",
+    )
+
+
+def admit_principal(caller: Caller, metadata: Any, *, required: bool = True) -> Principal | None:
+    """The principal a call from ``caller`` is made for: None for a service key (the
+    tenant's full view). PERMISSION_DENIED ACT_AS_NOT_GRANTED when a service key names
+    one; INVALID_ARGUMENT PRINCIPAL_REQUIRED when an ``act_as`` key names none on a data
+    call (``required``); PRINCIPAL_INVALID naming the header when an ``act_as`` key's is
+    malformed (a service key may send none at all, well-formed or not)."""
+    if not caller.acts_as:
+        if any(name in PRINCIPAL_HEADERS for name, _ in metadata or ()):
+            raise act_as_not_granted()
+        return None
+    principal = parse_principal(metadata)
+    if principal is None and required:
+        raise principal_required()
+    return principal
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A call let in: who the key is and the principal it calls for (None: full view)."""
+
+    caller: Caller
+    principal: Principal | None
+
+    @property
+    def tenant(self) -> str:
+        return self.caller.tenant
 
 
 @dataclass(frozen=True)
@@ -283,17 +348,20 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             raise Unavailable("the gateway is starting", reason="GATEWAY_STARTING")
         return self._backends
 
-    async def _admit(self, context: Context, scope: Scope) -> tuple[_Backends, str]:
-        """The verified tenant of a key holding ``scope``, after its bucket paid for the
-        call."""
+    async def _admit(self, context: Context, rpc: str) -> tuple[_Backends, Admitted]:
+        """The verified caller of a key holding ``rpc``'s scope, after its bucket paid for
+        the call, with the principal it calls for (``admit_principal``). The one way into
+        every RPC: key, quota, principal, then the RPC validates its request."""
         backends = self._ready()
-        presented = bearer_token(context.invocation_metadata())
-        tenant = await backends.deps.keys.authorize(presented, scope)
-        note_caller(tenant, presented)
-        backends.deps.quota.take(tenant)
-        # Every internal call this request makes carries the tenant the key named, signed.
-        self.trust.sign_for(tenant)
-        return backends, tenant
+        metadata = context.invocation_metadata()
+        caller = await backends.deps.keys.authorize(bearer_token(metadata), RPC_SCOPES[rpc])
+        note_caller(caller.tenant, caller.key_id)
+        backends.deps.quota.take(caller.tenant)
+        principal = admit_principal(caller, metadata, required=rpc not in PRINCIPAL_FREE_RPCS)
+        # Every internal call this request makes carries the tenant the key named and the
+        # principal, signed (the principal's headers forwarded in canonical form).
+        self.trust.sign_for(caller.tenant, principal)
+        return backends, Admitted(caller, principal)
 
     def _deadline(self, context: Context, default_s: float) -> AbstractContextManager[Any]:
         """This RPC's default deadline for a call that arrived without one; a caller's own
@@ -363,7 +431,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             call.cancel()
 
     async def _open_conversation(
-        self, backends: _Backends, tenant: str, conversation_id: str
+        self, backends: _Backends, admitted: Admitted, conversation_id: str
     ) -> _Conversation | None:
         """The conversation to continue (its bounded history), a new one when no id was
         sent, or None when conversations are off and none was asked for."""
@@ -379,12 +447,13 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         limits = HistoryLimits(
             settings.conversation_history_turns, settings.conversation_history_chars
         )
-        return _Conversation(wanted, False, tuple(await store.history(tenant, wanted, limits)))
+        history = await store.history(admitted.tenant, wanted, limits, admitted.principal)
+        return _Conversation(wanted, False, tuple(history))
 
     async def _record_turn(
         self,
         backends: _Backends,
-        tenant: str,
+        admitted: Admitted,
         conversation: _Conversation | None,
         question: str,
         answer: qpb.Answer,
@@ -398,8 +467,8 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         answer.conversation_id = conversation.conversation_id
         try:
             index = await store.append(
-                tenant, conversation.conversation_id, turn_from(question, answer),
-                new=conversation.new,
+                admitted.tenant, conversation.conversation_id, turn_from(question, answer),
+                new=conversation.new, principal=admitted.principal,
             )  # fmt: skip
         except TandemError as exc:
             _log.warning(
@@ -429,9 +498,9 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def _forward(self, name: str, request: Message, context: Context) -> Message:
         """A unary pass-through RPC: admit, validate, re-parse, call, relay back."""
         route = ROUTES[name]
-        backends, tenant = await self._admit(context, RPC_SCOPES[name])
+        backends, admitted = await self._admit(context, name)
         route.check(request, backends.deps.settings.limits)
-        internal = to_internal(request, route.internal, tenant)
+        internal = to_internal(request, route.internal, admitted.tenant)
         method = getattr(getattr(backends, route.backend), route.method)
         fail_open = route.fail_open
         return await self._unary(
@@ -445,9 +514,9 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         """A server-streaming pass-through RPC (ingest): the same steps, event by event,
         under the ingest deadline."""
         route = ROUTES[name]
-        backends, tenant = await self._admit(context, RPC_SCOPES[name])
+        backends, admitted = await self._admit(context, name)
         route.check(request, backends.deps.settings.limits)
-        internal = to_internal(request, route.internal, tenant)
+        internal = to_internal(request, route.internal, admitted.tenant)
         method = getattr(getattr(backends, route.backend), route.method)
         async for event in self._stream(
             context, route.backend, lambda: method(internal), route.response,
@@ -461,32 +530,36 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def Ask(
         self, request: gpb.GatewayServiceAskRequest, context: Context
     ) -> gpb.GatewayServiceAskResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["Ask"])
+        backends, admitted = await self._admit(context, "Ask")
         check.check_ask(request, backends.deps.settings.limits)
         question = request.question
         with self._deadline(context, backends.deps.settings.default_deadline_s):
-            conversation = await self._open_conversation(backends, tenant, request.conversation_id)
+            conversation = await self._open_conversation(
+                backends, admitted, request.conversation_id
+            )
             internal = self._with_history(
-                to_internal(request, qpb.AskRequest, tenant), conversation
+                to_internal(request, qpb.AskRequest, admitted.tenant), conversation
             )
             response = await self._unary(
                 context, "router", lambda: backends.router.Ask(internal),
                 gpb.GatewayServiceAskResponse,
                 fail_open=lambda: gpb.GatewayServiceAskResponse(answer=unanswered(request.mode)),
             )  # fmt: skip
-            await self._record_turn(backends, tenant, conversation, question, response.answer)
+            await self._record_turn(backends, admitted, conversation, question, response.answer)
         return response
 
     async def StreamAsk(
         self, request: gpb.GatewayServiceStreamAskRequest, context: Context
     ) -> AsyncIterator[gpb.GatewayServiceStreamAskResponse]:
-        backends, tenant = await self._admit(context, RPC_SCOPES["StreamAsk"])
+        backends, admitted = await self._admit(context, "StreamAsk")
         check.check_ask(request, backends.deps.settings.limits)
         question = request.question
         with self._deadline(context, backends.deps.settings.default_deadline_s):
-            conversation = await self._open_conversation(backends, tenant, request.conversation_id)
+            conversation = await self._open_conversation(
+                backends, admitted, request.conversation_id
+            )
         internal = self._with_history(
-            to_internal(request, qpb.StreamAskRequest, tenant), conversation
+            to_internal(request, qpb.StreamAskRequest, admitted.tenant), conversation
         )
         async for event in self._stream(
             context, "router", lambda: backends.router.StreamAsk(internal),
@@ -500,7 +573,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
                 elif event.HasField("final_answer"):
                     # Stored before the client sees the end, so its next question finds it.
                     await self._record_turn(
-                        backends, tenant, conversation, question, event.final_answer
+                        backends, admitted, conversation, question, event.final_answer
                     )
             yield event
 
@@ -527,11 +600,12 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         limit = backends.deps.settings.limits.max_upload_bytes
         uploads = backends.uploads
         try:
-            backends, tenant = await self._admit(context, RPC_SCOPES["UploadDocument"])
+            backends, admitted = await self._admit(context, "UploadDocument")
         except TandemError:
             # The refusal reaches the client only once it has stopped writing.
             await uploads.drain(request_iterator, drain_budget(limit))
             raise
+        tenant = admitted.tenant
         spool = Spool(uploads.settings.memory_bytes, uploads.settings.spool_dir)
         refused: TandemError | None = None
         try:
@@ -583,12 +657,15 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def ListConversations(
         self, request: gpb.GatewayServiceListConversationsRequest, context: Context
     ) -> gpb.GatewayServiceListConversationsResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["ListConversations"])
+        backends, admitted = await self._admit(context, "ListConversations")
         check.check_list_conversations(request, backends.deps.settings.limits)
         store = backends.deps.conversations
         if store is None:
             raise conversations_off()
-        page = await store.page(tenant, page_size=request.page_size, page_token=request.page_token)
+        page = await store.page(
+            admitted.tenant, page_size=request.page_size, page_token=request.page_token,
+            principal=admitted.principal,
+        )  # fmt: skip
         out = gpb.GatewayServiceListConversationsResponse(next_page_token=page.next_page_token)
         for item in page.conversations:
             entry = out.conversations.add(
@@ -603,12 +680,12 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def DeleteConversation(
         self, request: gpb.GatewayServiceDeleteConversationRequest, context: Context
     ) -> gpb.GatewayServiceDeleteConversationResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["DeleteConversation"])
+        backends, admitted = await self._admit(context, "DeleteConversation")
         conversation_id = parse_id(request.conversation_id)
         store = backends.deps.conversations
         if store is None:
             raise conversations_off()
-        turns = await store.delete(tenant, conversation_id)
+        turns = await store.delete(admitted.tenant, conversation_id, admitted.principal)
         if turns is None:
             if request.allow_missing:
                 return gpb.GatewayServiceDeleteConversationResponse(deleted=False)
@@ -618,7 +695,8 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     async def ListAuditEvents(
         self, request: gpb.GatewayServiceListAuditEventsRequest, context: Context
     ) -> gpb.GatewayServiceListAuditEventsResponse:
-        backends, tenant = await self._admit(context, RPC_SCOPES["ListAuditEvents"])
+        backends, admitted = await self._admit(context, "ListAuditEvents")
+        tenant = admitted.caller.tenant
         check.check_list_audit_events(request, backends.deps.settings.limits)
         query = parse_query(request)
         log = backends.deps.audit

@@ -33,3 +33,9 @@ PINNED_RPC_SCOPES: dict[str, str] = {
     # Operator work through the API.
     "ListAuditEvents": "admin",
 }
+
+# The public RPCs an ``act_as`` key may call without naming a principal: operator work
+# that is about no person's data (listing the audit trail). Every other RPC reads or
+# changes what some person may see. ``gateway._server.PRINCIPAL_FREE_RPCS`` is compared
+# with it, and the contract tests call every other RPC without a principal.
+PINNED_PRINCIPAL_FREE: frozenset[str] = frozenset({"ListAuditEvents"})

@@ -12,11 +12,18 @@ pid, with ``TANDEM_API_KEY``), or one this command starts with ``tandem run`` in
 data directory. ``--baseline SRC`` also starts a second stack from another source tree
 (e.g. ``git worktree add /tmp/base HEAD``) on other ports, and measures the two side by
 side in alternating rounds: a before/after table from one run.
+
+``--principal ID`` (with ``--principal-groups`` and ``--principal-attributes``) drives the
+stack as a key holding ``act_as`` calling for that principal, the headers on every call;
+``--principal-compare`` measures each stack both ways in alternating rounds (the demo's
+service key, then the principal) and prints the ratio: issue 47's target is Search and Ask
+CPU ms per request with a principal at most 1.10x without.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import re
@@ -38,6 +45,7 @@ from services.bench._proc import (
     postmaster_pid,
 )
 from services.bench._publish import publish
+from services.common import Principal
 from services.load import LoadOptions, Report, run_load
 from services.load.report import QUESTIONS, Scenario
 
@@ -57,6 +65,11 @@ STACK_PORTS = {
 # on ``postgres``, SQL on the warehouse); other databases' backends are someone else's.
 STACK_DATABASES = frozenset({"postgres", "tandem_warehouse"})
 _KEY_LINE = re.compile(r"export TANDEM_API_KEY=(\S+)")
+# The tenant of the demo key `tandem run` prints: the principal's act_as key is its.
+BENCH_TENANT = "demo"
+# Issue 47: CPU per request with a principal at most this many times without.
+PRINCIPAL_RATIO_TARGET = 1.10
+PRINCIPAL_STACK = "principal"
 
 # Varied questions (the report's), so the embedding cache does not turn the run into hits.
 SEMANTIC = QUESTIONS
@@ -116,6 +129,8 @@ class Stack:
     processes: StackProcesses
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
+    # Sent with every call besides the key: a principal's headers.
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -177,7 +192,7 @@ async def measure(
         call=scenario.call,
         host=stack.target,
         data=scenario.data,
-        metadata={"authorization": f"Bearer {stack.api_key}"},
+        metadata={"authorization": f"Bearer {stack.api_key}", **dict(stack.headers)},
         concurrency=concurrency,
         duration_s=warm_up_s,
         insecure=True,
@@ -299,6 +314,69 @@ class CostSettings:
     # Stacks it starts write the local span store (as `tandem run` does by default): the
     # cost of recording every span. Off, nothing exports a span and none is recorded.
     traces: bool = False
+    # Drive the stack as this principal (an act_as key of the demo tenant); with
+    # ``principal_compare`` as the service key too, side by side.
+    principal: Principal | None = None
+    principal_compare: bool = False
+
+
+def act_as_key(data_dir: Path, *, cwd: Path | None = None) -> str:
+    """A fresh key of the demo tenant holding every scope and ``act_as``, created with
+    ``tandem keys create`` on the key store of the stack in ``data_dir``."""
+    env = dict(os.environ)
+    for variable in ("DATABASE_URL", "WAREHOUSE_DATABASE_URL"):
+        env.pop(variable, None)
+    env["TANDEM_DATA_DIR"] = str(data_dir.resolve())
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI, "keys", "create", "--tenant", BENCH_TENANT,
+         "--scope", "all,act_as", "--label", "bench cost principal", "--json"],
+        env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"could not create an act_as key: {done.stderr[-2000:]}")
+    key: str = json.loads(done.stdout)["api_key"]
+    return key
+
+
+def as_principal(stack: Stack, principal: Principal, key: str, *, name: str | None = None) -> Stack:
+    """``stack`` called with ``key`` for ``principal`` (its processes, not its lifetime:
+    the view never stops the stack)."""
+    return Stack(
+        name or stack.name, stack.target, key, stack.processes, headers=principal.headers()
+    )
+
+
+def with_principal(
+    stacks: Sequence[Stack], settings: CostSettings, data_dirs: Sequence[Path]
+) -> list[Stack]:
+    """The stacks to measure once ``settings.principal`` is given: each as the principal,
+    or (``principal_compare``) each as the service key and as the principal."""
+    principal = settings.principal
+    if principal is None:
+        return list(stacks)
+    out: list[Stack] = []
+    for stack, data_dir in zip(stacks, data_dirs, strict=True):
+        key = act_as_key(data_dir)
+        if settings.principal_compare:
+            out += [stack, as_principal(stack, principal, key, name=PRINCIPAL_STACK)]
+        else:
+            stack.api_key, stack.headers = key, principal.headers()
+            out.append(stack)
+    return out
+
+
+def principal_ratios(results: dict[str, Any]) -> dict[str, float]:
+    """Per RPC, CPU ms per request as the principal over as the service key (compare)."""
+    stacks = results["stacks"]
+    names = [n for n in stacks if n != PRINCIPAL_STACK]
+    if PRINCIPAL_STACK not in stacks or len(names) != 1:
+        return {}
+    service, principal = stacks[names[0]], stacks[PRINCIPAL_STACK]
+    return {
+        key: round(principal[key]["cpu_ms_per_request"] / row["cpu_ms_per_request"], 3)
+        for key, row in service.items()
+        if key in principal and row["cpu_ms_per_request"]
+    }
 
 
 # A stack is settled when all its processes together use at most this share of one core
@@ -403,14 +481,24 @@ def render(results: dict[str, Any]) -> str:
             lines.append(line)
     targets = ", ".join(f"{k} ≤ {v:g} ms" for k, v in TARGETS_CPU_MS.items())
     lines += ["", f"targets (issue 20, CPU ms per request): {targets}"]
+    ratios = results.get("principal_ratios") or {}
+    if ratios:
+        shown = ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+        lines.append(
+            f"with a principal / without (issue 47, target ≤ {PRINCIPAL_RATIO_TARGET:.2f}x): "
+            + shown
+        )
     return "\n".join(lines)
 
 
 def run(settings: CostSettings) -> dict[str, Any]:
     """Start or attach, measure, stop what was started; the results as JSON-ready data."""
     stacks: list[Stack] = []
+    data_dirs: list[Path] = []
     stack_pid = os.environ.get("TANDEM_STACK_PID")
     api_key = os.environ.get("TANDEM_API_KEY")
+    if settings.principal is not None and settings.baseline is not None:
+        raise ValueError("--principal measures this tree's stack; not with --baseline")
     try:
         if stack_pid and api_key and settings.baseline is None:
             port = STACK_PORTS["EDGE_PORT" if settings.through == "edge" else "GATEWAY_PORT"]
@@ -420,6 +508,7 @@ def run(settings: CostSettings) -> dict[str, Any]:
             )
             data_dir = Path(os.environ.get("TANDEM_DATA_DIR") or ".tandem")
             stacks.append(attach_stack(int(stack_pid), api_key, target, data_dir))
+            data_dirs.append(data_dir)
         else:
             if settings.baseline is not None:
                 print(f"starting the before stack from {settings.baseline} …", flush=True)
@@ -435,6 +524,7 @@ def run(settings: CostSettings) -> dict[str, Any]:
                 )
             name = "after" if settings.baseline is not None else "current"
             print(f"starting the {name} stack …", flush=True)
+            data_dirs.append(settings.data_dir / name)
             stacks.append(
                 start_stack(
                     name,
@@ -450,11 +540,12 @@ def run(settings: CostSettings) -> dict[str, Any]:
                     port = int(stack.target.rsplit(":", 1)[1])
                     gap = STACK_PORTS["GATEWAY_PORT"] - STACK_PORTS["EDGE_PORT"]
                     stack.target = f"127.0.0.1:{port + gap}"
-        tallies = asyncio.run(_run_rounds(stacks, settings))
+        measured = with_principal(stacks, settings, data_dirs)
+        tallies = asyncio.run(_run_rounds(measured, settings))
     finally:
         for stack in reversed(stacks):
             stop_stack(stack)
-    return {
+    results: dict[str, Any] = {
         "through": settings.through,
         "concurrency": settings.concurrency,
         "duration_s": settings.duration_s,
@@ -466,11 +557,16 @@ def run(settings: CostSettings) -> dict[str, Any]:
         if stack_pid and api_key and settings.baseline is None
         else settings.traces,
         "targets_cpu_ms": TARGETS_CPU_MS,
+        # never the principal's id or attributes (a user identifier): only that one was
+        "principal": settings.principal is not None,
+        "principal_compare": settings.principal_compare,
         "stacks": {
             name: {key: tally.summary() for key, tally in by_key.items()}
             for name, by_key in tallies.items()
         },
     }
+    results["principal_ratios"] = principal_ratios(results)
+    return results
 
 
 def main(settings: CostSettings) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from services.cli._main import Commands
+    from services.common import Principal
 
 
 def register(commands: Commands) -> None:
@@ -73,6 +74,27 @@ def register(commands: Commands) -> None:
         help="also run a stack from this source tree and measure both side by side",
     )
     cost.add_argument("--through", choices=("edge", "gateway"), default="edge")
+    cost.add_argument(
+        "--principal",
+        default=None,
+        metavar="ID",
+        help="call as this principal (an act_as key of the demo tenant, the "
+        "x-tandem-principal headers on every call)",
+    )
+    cost.add_argument(
+        "--principal-groups", default="", metavar="G1,G2", help="the principal's groups"
+    )
+    cost.add_argument(
+        "--principal-attributes",
+        default="",
+        metavar="K=V&K=V",
+        help="the principal's attributes, e.g. region=EMEA",
+    )
+    cost.add_argument(
+        "--principal-compare",
+        action="store_true",
+        help="measure the stack both as the service key and as the principal, side by side",
+    )
     cost.add_argument(
         "--traces",
         action="store_true",
@@ -390,9 +412,39 @@ def _bench_cost(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
             through=args.through,
             traces=args.traces,
+            principal=_bench_principal(args),
+            principal_compare=args.principal_compare,
         )
     )
     return 0
+
+
+def _bench_principal(args: argparse.Namespace) -> Principal | None:
+    """The principal ``--principal*`` name, parsed as the gateway parses its headers."""
+    from services.common import (  # noqa: PLC0415
+        ATTRIBUTES_HEADER,
+        GROUPS_HEADER,
+        PRINCIPAL_HEADER,
+        TandemError,
+        parse_principal,
+    )
+
+    if args.principal is None:
+        if args.principal_compare or args.principal_groups or args.principal_attributes:
+            raise SystemExit("--principal-* options need --principal ID")
+        return None
+    from urllib.parse import quote  # noqa: PLC0415
+
+    headers = [(PRINCIPAL_HEADER, quote(args.principal, safe=""))]
+    if args.principal_groups:
+        groups = ",".join(quote(g.strip(), safe="") for g in args.principal_groups.split(","))
+        headers.append((GROUPS_HEADER, groups))
+    if args.principal_attributes:
+        headers.append((ATTRIBUTES_HEADER, args.principal_attributes))
+    try:
+        return parse_principal(headers)
+    except TandemError as exc:
+        raise SystemExit(f"--principal: {exc.message}") from None
 
 
 def _bench_drill(args: argparse.Namespace) -> int:

@@ -178,8 +178,9 @@ def register(commands: Commands) -> None:
         action="append",
         default=None,
         metavar="SCOPE",
-        help="what the key may do: ask (default), ingest, teach, admin, or all; repeat or "
-        "comma-separate",
+        help="what the key may do: ask (default), ingest, teach, admin, or all; and act_as "
+        "for a key that calls for end users (each data call then names one in "
+        "x-tandem-principal headers); repeat or comma-separate",
     )
     create.add_argument("--json", action="store_true", help="print JSON")
     create.set_defaults(handler=_keys_create)
@@ -193,7 +194,8 @@ def register(commands: Commands) -> None:
         action="append",
         required=True,
         metavar="SCOPE",
-        help="the scopes it keeps: ask, ingest, teach, admin, or all (repeat or comma-separate)",
+        help="the scopes it keeps: ask, ingest, teach, admin, or all, and act_as (repeat or "
+        "comma-separate)",
     )
     scope.set_defaults(handler=_keys_scope)
     listing = actions.add_parser("list", help="list keys (never their secrets)")
@@ -1019,6 +1021,7 @@ def _keys_create(args: argparse.Namespace) -> int:
     scopes = _scopes(args.scope or ["ask"])
     issued = _with_keys(lambda keys: keys.create(args.tenant, label=args.label, scopes=scopes))
     granted = ",".join(s.value for s in issued.scopes)
+    kind = issued.kind
     if args.json:
         print(
             json.dumps(
@@ -1027,13 +1030,14 @@ def _keys_create(args: argparse.Namespace) -> int:
                     "tenant": issued.tenant_id,
                     "api_key": issued.secret,
                     "scopes": [s.value for s in issued.scopes],
+                    "kind": kind,
                 }
             )
         )
         return 0
     print(
         f"tenant  {issued.tenant_id}\nkey id  {issued.key_id}\nscopes  {granted}\n"
-        f"api key {issued.secret}"
+        f"kind    {kind}\napi key {issued.secret}"
     )
     print("The key is shown once; store it now (export TANDEM_API_KEY=...).", file=sys.stderr)
     return 0
@@ -1053,6 +1057,7 @@ def _keys_list(args: argparse.Namespace) -> int:
                         "created_at": r.created_at.isoformat(),
                         "revoked_at": r.revoked_at.isoformat() if r.revoked_at else None,
                         "scopes": [s.value for s in r.scopes],
+                        "kind": r.kind,
                     }
                     for r in records
                 ],
@@ -1070,11 +1075,12 @@ def _keys_list(args: argparse.Namespace) -> int:
             r.label,
             r.created_at.strftime("%Y-%m-%d %H:%M"),
             ",".join(s.value for s in r.scopes),
+            r.kind,
             r.revoked_at.strftime("%Y-%m-%d %H:%M") if r.revoked_at else "active",
         ]
         for r in records
     ]
-    print(render_table(["key id", "tenant", "label", "created", "scopes", "status"], rows))
+    print(render_table(["key id", "tenant", "label", "created", "scopes", "kind", "status"], rows))
     return 0
 
 
@@ -1085,7 +1091,7 @@ def _scopes(values: list[str]) -> tuple[Any, ...]:
     try:
         return parse_scopes(values)
     except TandemError as exc:
-        raise CliError(f"--scope: {exc.message} (ask, ingest, teach, admin, all)") from None
+        raise CliError(f"--scope: {exc.message} (ask, ingest, teach, admin, all, act_as)") from None
 
 
 @_handler
@@ -1093,7 +1099,12 @@ def _keys_scope(args: argparse.Namespace) -> int:
     key_id = args.key_id.removeprefix("tdm_").split("_", 1)[0]
     scopes = _scopes(args.scopes)
     granted = _with_keys(lambda keys: keys.set_scopes(key_id, scopes))
-    print(f"{key_id} may now: {', '.join(s.value for s in granted)} (in effect at once)")
+    from gateway import key_kind  # noqa: PLC0415
+
+    kind = key_kind(granted)
+    print(
+        f"{key_id} may now: {', '.join(s.value for s in granted)}; kind: {kind} (in effect at once)"
+    )
     return 0
 
 

@@ -41,6 +41,12 @@ MAX_GROUPS = 64
 MAX_GROUP_CHARS = 128
 MAX_ATTRIBUTES = 32
 MAX_ATTRIBUTE_VALUE_CHARS = 256
+# The three headers together, percent-encoded as forwarded (``canonical``). gRPC refuses a
+# call whose metadata passes 8 KiB (RESOURCE_EXHAUSTED, before any handler), and an
+# internal call carries the headers and, in its tenant token, the principal again
+# (base64): past this a principal within every other limit was admitted by the gateway
+# and then refused on the internal hop, at random between gRPC's soft and hard limits.
+MAX_ENCODED_CHARS = 2048
 # Attribute names are referenced from SQL row filters ({principal.region}): identifiers.
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
@@ -142,6 +148,14 @@ def _check(principal: Principal) -> None:
         problem = control_character_problem(value)
         if problem:
             raise _invalid(ATTRIBUTES_HEADER, f"attribute {name!r} {problem}")
+    headers = principal.headers()
+    if sum(len(name) + len(value) + 2 for name, value in headers) > MAX_ENCODED_CHARS:
+        largest = max(headers, key=lambda header: len(header[1]))[0]
+        raise _invalid(
+            largest,
+            f"the principal headers must total at most {MAX_ENCODED_CHARS} characters "
+            "once percent-encoded (name fewer or shorter groups or attributes)",
+        )
 
 
 def _one(found: dict[str, list[str]], header: str) -> str | None:

@@ -30,6 +30,7 @@ from services.common import (
     CALLERS,
     TENANT_TOKEN_HEADER,
     Credentials,
+    Principal,
     TenantSigner,
     create_channel,
     ensure_directory,
@@ -129,6 +130,7 @@ GUARD_REASONS = frozenset(
         "TENANT_TOKEN_INVALID",
         "TENANT_TOKEN_EXPIRED",
         "TENANT_TOKEN_NOT_FOR_CALL",
+        "PRINCIPAL_MISMATCH",
     }
 )
 
@@ -558,3 +560,65 @@ async def test_a_lifted_token_opens_only_what_the_call_it_came_with_could(
     outcomes = await _outcomes(process_stack, forwarded, "router")
     for name in PINNED_ROUTER_CALLS:
         assert outcomes[name].served(), (name, outcomes[name])
+
+
+async def test_principal_headers_must_be_the_principal_the_gateway_signed(
+    process_stack: ProcessStack, signer: TenantSigner
+) -> None:
+    """Issue 47: the gateway signs the principal a call is made for into its tenant token;
+    an internal service takes the principal from the headers only when they name exactly
+    that one. A hop that swaps the person, drops the headers (to widen to the tenant's
+    full view), adds some to a full-view token, or adds a group is refused before a
+    handler runs, on every tenant-scoped RPC the gateway or the router may call."""
+    alice = Principal.of("alice", {"sales"}, {"region": "EMEA"})
+    bob = Principal.of("bob", {"sales"}, {"region": "EMEA"})
+    wider = Principal.of("alice", {"sales", "hr"}, {"region": "EMEA"})
+    valid = _valid_requests()
+    for identity in ("gateway", "router"):
+        entry = HELD_TOKEN_ENTRY[identity]
+
+        def signed(principal: Principal | None, entry: str | None = entry) -> Any:
+            canonical = "" if principal is None else principal.canonical()
+            return lambda path: signer.token(VICTIM, entry or path, canonical)
+
+        may_call = [
+            m.full_name
+            for m in _methods()
+            if "tenant_id" in m.input_type.fields_by_name
+            and identity in PINNED_CALLERS[m.containing_service.full_name]
+            and (identity != "router" or m.full_name in PINNED_ROUTER_CALLS)
+        ]
+        assert may_call
+        cases = {
+            "another principal's headers": (signed(alice), bob.headers()),
+            "the headers dropped": (signed(alice), ()),
+            "headers added to a full-view token": (signed(None), alice.headers()),
+            "a group added": (signed(alice), wider.headers()),
+        }
+        for case, (token, headers) in cases.items():
+            attack = Attack(case, _certified, tuple(headers), token=token)
+            outcomes = await _outcomes(process_stack, attack, identity, valid)
+            for method in may_call:
+                found = outcomes[method]
+                assert (found.code, found.reason) == (
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    "PRINCIPAL_MISMATCH",
+                ), (identity, case, method, found)
+        # The positive control: the signed principal's own headers (and a full-view token
+        # without any) are served, the valid requests answered in full; so is the largest
+        # principal the gateway admits (its headers and its token together stay under
+        # gRPC's metadata limit on the internal hop).
+        largest = Principal.of("p" * 256, {f"{i:03}" + "g" * 125 for i in range(12)},
+                               {"region": "EMEA"})  # fmt: skip
+        assert len(largest.canonical()) > 1800
+        for token, headers in (
+            (signed(alice), alice.headers()),
+            (signed(None), ()),
+            (signed(largest), largest.headers()),
+        ):
+            right = Attack("as signed", _certified, tuple(headers), token=token)
+            outcomes = await _outcomes(process_stack, right, identity, valid)
+            for method in may_call:
+                assert outcomes[method].served(), (identity, method, outcomes[method])
+                if method in valid:
+                    _assert_answered(method, outcomes[method])

@@ -105,6 +105,32 @@ async def test_a_key_does_only_what_its_scopes_allow(
     assert "unknown scope everything" in capsys.readouterr().err
 
 
+async def test_keys_name_their_kind_and_act_as_is_granted_only_by_name(
+    cli_env, pg_url, capsys, monkeypatch
+):
+    tenant = new_tenant(pg_url, "cli")
+    service = await _new_key(capsys, tenant, "all")
+    acting = await _new_key(capsys, tenant, "all,act_as")
+    assert await tandem("keys", "list", "--tenant", tenant, "--json") == 0
+    kinds = {r["key_id"]: (r["kind"], r["scopes"]) for r in json.loads(capsys.readouterr().out)}
+    assert kinds == {
+        service.split("_")[1]: ("service", ["ask", "ingest", "teach", "admin"]),
+        acting.split("_")[1]: ("acts as principals", ["ask", "ingest", "teach", "admin", "act_as"]),
+    }
+    assert await tandem("keys", "list", "--tenant", tenant) == 0
+    table = capsys.readouterr().out
+    assert "kind" in table and "service" in table and "acts as principals" in table
+    # An act_as key's call that names nobody is refused, never served the full view.
+    monkeypatch.setenv("TANDEM_API_KEY", acting)
+    assert await tandem("sql", "How many companies are there?") == 1
+    err = capsys.readouterr().err
+    assert "INVALID_ARGUMENT" in err and "x-tandem-principal" in err
+    # Narrowed back to a service key, in effect at once.
+    assert await tandem("keys", "scope", acting.split("_")[1], "--set", "all") == 0
+    assert "kind: service" in capsys.readouterr().out
+    assert await tandem("sql", "How many companies are there?") == 0
+
+
 async def test_ingest_then_search_with_progress_on_stderr(cli_env, pg_url, capsys, tmp_path):
     key = await _new_key(capsys, new_tenant(pg_url, "cli"), "ask,ingest")
     docs = tmp_path / "docs"

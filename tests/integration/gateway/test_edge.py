@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 import grpc
 import pytest
 
+from services.common import Principal
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import retrieval_service_pb2 as rpb
@@ -159,6 +160,46 @@ async def test_validation_errors_arrive_with_their_rich_details(process_stack: P
             same = await _failed(getattr(_stub(direct), rpc)(request, metadata=metadata))
             assert through.status == same.status
             assert through.message == same.message
+
+
+async def test_principal_headers_pass_the_edge_unchanged(process_stack: ProcessStack):
+    # The x-tandem-principal headers reach the gateway byte for byte: a principal whose
+    # id and attribute need percent-encoding is served through the edge and owns the
+    # conversation it starts there (the gateway finds it for the same principal called
+    # directly, for no other); a malformed one is refused with the same message (naming
+    # the offending attribute), and a service key's headers are refused, not dropped.
+    stack = process_stack
+    tenant = f"edge-principal-{uuid.uuid4().hex[:8]}"
+    acting = bearer(await asyncio.to_thread(stack.create_key, tenant, "t", ("all", "act_as")))
+    service = bearer(await asyncio.to_thread(stack.create_key, tenant, "t", ("all",)))
+    jurgen = Principal.of("Jürgen Groß", {"sales emea"}, {"region": "EMEA & APAC"})
+    ask = gpb.GatewayServiceAskRequest(
+        question="How many companies are there?", mode=qpb.ASK_MODE_SQL
+    )
+    async with (
+        grpc.aio.insecure_channel(stack.edge_address) as edge,
+        grpc.aio.insecure_channel(stack.gateway_address) as direct,
+    ):
+        answer = await _stub(edge).Ask(ask, metadata=(*acting, *jurgen.headers()), timeout=60)
+        listing = gpb.GatewayServiceListConversationsRequest()
+        mine = await _stub(direct).ListConversations(
+            listing, metadata=(*acting, *jurgen.headers()), timeout=20
+        )
+        assert [c.conversation_id for c in mine.conversations] == [answer.answer.conversation_id]
+        other = Principal.of("Jürgen Gross", {"sales emea"}, {"region": "EMEA & APAC"})
+        theirs = await _stub(direct).ListConversations(
+            listing, metadata=(*acting, *other.headers()), timeout=20
+        )
+        assert not theirs.conversations
+        malformed = (*acting, ("x-tandem-principal", "j"),
+                     ("x-tandem-principal-attributes", "r%C3%A9gion=x"))  # fmt: skip
+        cases = ((malformed, "PRINCIPAL_INVALID", "r%C3%A9gion"),
+                 ((*service, *jurgen.headers()), "ACT_AS_NOT_GRANTED", "act_as"))  # fmt: skip
+        for metadata, reason, named in cases:
+            through = await _failed(_stub(edge).ValidateSql(VALIDATE, metadata=metadata))
+            same = await _failed(_stub(direct).ValidateSql(VALIDATE, metadata=metadata))
+            assert (through.reason, named in through.message) == (reason, True), through
+            assert (through.status, through.message) == (same.status, same.message)
 
 
 def _timeless(event: gpb.GatewayServiceIngestDocumentsResponse) -> bytes:

@@ -133,7 +133,7 @@ async def test_a_narrowed_scope_stops_the_remembered_key_at_once(memory):
     # Scope changes take effect as fast as a revocation: the UPDATE is a key change the
     # gateway hears, and the key's remembered scopes are dropped with it.
     issued = await memory.admin.create("acme", scopes=(Scope.ASK, Scope.TEACH))
-    assert await memory.keys.authorize(issued.secret, Scope.TEACH) == "acme"
+    assert (await memory.keys.authorize(issued.secret, Scope.TEACH)).tenant == "acme"
     assert await _reads(memory, issued.secret) == 0  # remembered, scopes and all
     before = memory.keys.changes
     await memory.admin.set_scopes(issued.key_id, (Scope.ASK,))
@@ -141,7 +141,7 @@ async def test_a_narrowed_scope_stops_the_remembered_key_at_once(memory):
     with pytest.raises(PermissionDenied) as caught:
         await memory.keys.authorize(issued.secret, Scope.TEACH)
     assert caught.value.metadata == {"scope": "teach"}
-    assert await memory.keys.authorize(issued.secret, Scope.ASK) == "acme"
+    assert (await memory.keys.authorize(issued.secret, Scope.ASK)).tenant == "acme"
 
 
 async def _kill_the_listener(pg_url: str) -> None:

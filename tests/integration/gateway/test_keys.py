@@ -94,7 +94,7 @@ async def test_keys_made_before_scopes_keep_every_scope_and_new_ones_ask_only(pg
         scopes = {r.key_id: r.scopes for r in await keys.list("acme")}
         assert scopes == {"a" * 16: ALL_SCOPES, fresh.key_id: (Scope.ASK,)}
         legacy = f"{KEY_PREFIX}{'a' * 16}_{'s' * 43}"
-        assert await keys.authorize(legacy, Scope.TEACH) == "acme"
+        assert (await keys.authorize(legacy, Scope.TEACH)).tenant == "acme"
         with pytest.raises(PermissionDenied):
             await keys.authorize(fresh.secret, Scope.INGEST)
         with pytest.raises(TandemError, match="23514"):  # the CHECK: known scopes only
