@@ -51,9 +51,10 @@ def _quoted(name: str) -> exp.Identifier:
     return exp.Identifier(this=name, quoted=True)
 
 
-def rewrite(tree: exp.Expr, view: View, catalog: Catalog) -> exp.Expr:
+def rewrite(tree: exp.Expr, view: View, catalog: Catalog) -> int:
     """``tree`` (the gate's checked tree: every table scan schema-qualified, CTE
-    references not) with each scan of a policed table made the view's derived table.
+    references not) with each scan of a policed table made the view's derived table, in
+    place; the number of scans rewritten.
 
     A scan whose filter needs an attribute the principal lacks is left as it is: the
     check refuses it, naming the attribute.
@@ -63,6 +64,7 @@ def rewrite(tree: exp.Expr, view: View, catalog: Catalog) -> exp.Expr:
         for t in tree.find_all(exp.Table)
         if isinstance(t.this, exp.Identifier) and t.args.get("db") is not None
     ]
+    done = 0
     for table in scans:
         info = catalog.resolve(_ident(table.args.get("db")), _ident(table.this) or "")
         if info is None or not view.policed(info.qualified):
@@ -75,7 +77,8 @@ def rewrite(tree: exp.Expr, view: View, catalog: Catalog) -> exp.Expr:
             alias = exp.TableAlias(this=_quoted(info.name))
         derived = exp.Subquery(this=canonical_select(info, view), alias=alias.copy())
         table.replace(derived)
-    return tree
+        done += 1
+    return done
 
 
 def canonical_select(info: TableInfo, view: View) -> exp.Select:
@@ -179,15 +182,19 @@ class _Walk:
         for key, value in select.args.items():
             if key not in _CANONICAL_ARGS and value:
                 return False
-        expected = canonical_select(info, self.view)
-        if [e.sql(dialect="postgres") for e in select.expressions] != [
-            e.sql(dialect="postgres") for e in expected.expressions
-        ]:
+        visible = self.view.visible[info.qualified]
+        shown = select.expressions
+        if len(shown) != len(visible) or any(
+            not isinstance(e, exp.Column) or e.args.get("table") or _ident(e.this) != name
+            for e, name in zip(shown, visible, strict=False)
+        ):
             return False
-        where, wanted = select.args.get("where"), expected.args.get("where")
+        where = select.args.get("where")
+        wanted = self.view.filters.get(info.qualified)
         if wanted is None:
             return where is None
-        return where is not None and where.sql(dialect="postgres") == wanted.sql(dialect="postgres")
+        # compared as trees (sqlglot's structural equality), not as rendered text
+        return isinstance(where, exp.Where) and where.this == wanted
 
     def columns(self, tree: exp.Expr) -> None:
         """A hidden column named anywhere outside a derived table of the view (its name
