@@ -65,17 +65,17 @@ def catalog(tmp_path: Path) -> Catalog:
     return _catalog(POLICY, tmp_path)
 
 
-def _as(principal: Principal | None, fn, *args):  # type: ignore[no-untyped-def]
+def _as(principal: Principal | None, fn, *args):
     """``fn(*args)`` with ``principal`` as the request's, in a context of its own."""
 
-    def run():  # type: ignore[no-untyped-def]
+    def run():
         current_principal.set(principal)
         return fn(*args)
 
     return contextvars.copy_context().run(run)
 
 
-def _gate(principal: Principal | None, sql: str, catalog: Catalog):  # type: ignore[no-untyped-def]
+def _gate(principal: Principal | None, sql: str, catalog: Catalog):
     return _as(principal, lambda: SqlGate().check(sql, catalog_view(catalog)))
 
 
@@ -146,7 +146,7 @@ def test_a_principal_sees_no_hidden_part_and_no_stored_value_of_a_filtered_table
     assert all(not c.sample_values and not c.known_values for c in opportunities.columns)
     hr = _as(CAROL, catalog_view, catalog)
     assert hr.table("payroll") is not None
-    assert hr.table("employees").column("salary") is not None  # type: ignore[union-attr]
+    assert hr.table("employees").column("salary") is not None
     assert _as(None, catalog_view, catalog) is catalog
 
 
@@ -292,7 +292,7 @@ ALLOWED = [
 
 
 @pytest.fixture
-def alice_view(catalog):  # type: ignore[no-untyped-def]
+def alice_view(catalog):
     bound = bound_policy(catalog)
     assert bound is not None
     return bound.view(ALICE), bound.catalog
