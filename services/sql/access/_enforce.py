@@ -56,8 +56,8 @@ def rewrite(tree: exp.Expr, view: View, catalog: Catalog) -> int:
     references not) with each scan of a policed table made the view's derived table, in
     place; the number of scans rewritten.
 
-    A scan whose filter needs an attribute the principal lacks is left as it is: the
-    check refuses it, naming the attribute.
+    A scan whose filter needs an attribute the principal lacks reads no row (``WHERE
+    FALSE``), never all of them; the check refuses it anyway, naming the attribute.
     """
     scans = [
         t
@@ -68,9 +68,6 @@ def rewrite(tree: exp.Expr, view: View, catalog: Catalog) -> int:
     for table in scans:
         info = catalog.resolve(_ident(table.args.get("db")), _ident(table.this) or "")
         if info is None or not view.policed(info.qualified):
-            continue
-        condition = view.filters.get(info.qualified)
-        if isinstance(condition, str):
             continue
         alias = table.args.get("alias")
         if not isinstance(alias, exp.TableAlias):
@@ -89,6 +86,8 @@ def canonical_select(info: TableInfo, view: View) -> exp.Select:
     condition = view.filters.get(info.qualified)
     if isinstance(condition, _EXPR):
         select = select.where(condition.copy(), copy=False)
+    elif isinstance(condition, str):  # an attribute the principal lacks: no row, ever
+        select = select.where(exp.false(), copy=False)
     return select
 
 
