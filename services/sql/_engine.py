@@ -22,7 +22,7 @@ from services.common import (
 )
 from services.common.spans import Metrics as TandemMetrics
 from services.sql._results import Described, Executed
-from services.sql.access import catalog_view
+from services.sql.access import catalog_view, view_key
 from services.sql.ask import (
     Answered,
     AskOutcome,
@@ -137,7 +137,7 @@ class SqlEngine:
                 "tenant_id", "1-63 lowercase letters, digits, '-' or '_', starting alphanumeric"
             )
         principal = current_principal.get()
-        scope_memos(tenant_id, principal.canonical() if principal is not None else "")
+        scope_memos(tenant_id, view_key(principal))
 
     def _check_sql(self, sql: str) -> None:
         if not sql.strip():

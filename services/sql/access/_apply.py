@@ -75,4 +75,6 @@ def enforce(tree: exp.Expr, catalog: object, principal: Principal | None) -> Enf
     denials = check(tree, view, bound.catalog)
     if denials:
         return Enforced(key, denials=tuple(denials))
-    return Enforced(key, tree.sql(dialect="postgres", comments=False), view.role or "")
+    # Rendered in place (no copy): the tree is the gate's own, read by nothing after.
+    text = tree.sql(dialect="postgres", comments=False, copy=False)
+    return Enforced(key, text, view.role or "")

@@ -223,20 +223,23 @@ class _Walk:
 def hidden_named(tree: exp.Expr, view: View, catalog: Catalog) -> list[Denial]:
     """The caller's statement, before any rewrite: a hidden column of a table it reads,
     named anywhere in it, is refused by name (rather than failing later as unknown)."""
-    used: set[str] = set()
+    if not view.hidden_columns:
+        return []
+    hidden: dict[str, str] = {}
     for table in tree.find_all(exp.Table):
         if isinstance(table.this, exp.Identifier):
             info = catalog.resolve(_ident(table.args.get("db")), _ident(table.this) or "")
             if info is not None:
-                used.add(info.qualified)
-    denials: list[Denial] = []
-    for qualified in sorted(used):
-        for name in sorted(view.hidden_columns.get(qualified, ())):
-            if any(_ident(c.this) == name for c in tree.find_all(exp.Column)):
-                denials.append(
-                    Denial(f"{qualified}.{name}", "the column is not readable by this principal")
-                )
-    return denials
+                for name in view.hidden_columns.get(info.qualified, ()):
+                    hidden.setdefault(name, f"{info.qualified}.{name}")
+    if not hidden:
+        return []
+    named = {_ident(c.this) for c in tree.find_all(exp.Column)}
+    return [
+        Denial(subject, "the column is not readable by this principal")
+        for name, subject in sorted(hidden.items())
+        if name in named
+    ]
 
 
 def _children(value: object) -> Iterator[exp.Expr]:

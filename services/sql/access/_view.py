@@ -11,6 +11,7 @@ tables carry no stored values (their samples are other people's rows).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
@@ -27,7 +28,13 @@ DERIVED_KEY = "access"
 
 def view_key(principal: Principal | None) -> str:
     """What a verdict built for ``principal`` is marked with ("" for the full view)."""
-    return "" if principal is None else principal.canonical()
+    return "" if principal is None else _canonical(principal)
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical(principal: Principal) -> str:
+    # read on every gated and every executed statement of a principal's request
+    return principal.canonical()
 
 
 @dataclass(frozen=True)
