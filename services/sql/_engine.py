@@ -628,6 +628,7 @@ def _access_refusal(result: AskResult) -> AskResult:
     ):
         return replace(
             result,
+            outcome=AskOutcome.UNANSWERABLE,
             refusal=ACCESS_DENIED_REASON,
             message="the principal may not read what this question needs",
         )
