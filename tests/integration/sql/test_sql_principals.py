@@ -431,3 +431,84 @@ async def test_the_runner_runs_no_verdict_checked_for_someone_else(warehouse, op
     for principal, verdict in ((BOB, alices), (BOB, verdict_for(None)), (None, alices)):
         with pytest.raises(PermissionDenied):
             await asyncio.create_task(run_as(principal, verdict))
+
+
+@pytest.fixture
+async def remembering(
+    pg_url: str, warehouse: Warehouse, owner_url: str, embedding, telemetry_sink, tmp_path: Path
+) -> AsyncIterator[Running]:
+    """The same service with the answer memory on (real store, real embedding service)."""
+    from services.sql.memory._answers import MemorySettings, open_memory
+    from services.sql.memory._store import GrpcQuestionEmbedder
+
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(POLICY))
+    settings = replace(SqlSettings(), reference_date=date(2025, 6, 30))
+    store = await open_memory(pg_url, settings.data_dir, MemorySettings())
+    embed_channel = create_channel(embedding.server.address)
+    deps = await build_deps(
+        settings,
+        telemetry_sink("sql").telemetry,
+        configs=[
+            TargetConfig(
+                "warehouse",
+                warehouse.reader_url,
+                tenants=frozenset({"*"}),
+                glossary=demo_glossary(),
+                access=load_access_policy(policy),
+            )
+        ],
+        memory=(store, GrpcQuestionEmbedder(embed_channel)),
+    )
+    server, servicer = await create_server(server_settings("sql"), telemetry_sink().telemetry)
+    await ready(server, servicer, deps)
+    channel = create_channel(server.address)
+    yield Running(pb_grpc.SqlServiceStub(channel), owner_url)
+    await channel.close()
+    await server.stop(0)
+    await deps.close()
+    await embed_channel.close()
+
+
+async def test_a_pair_taught_by_one_principal_is_reused_for_another_with_their_filter(
+    remembering,
+):
+    import uuid
+
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    question = "How many companies are there?"
+    sql = "SELECT count(*) AS companies FROM companies"
+    taught = await remembering.stub.TeachSql(
+        pb.TeachSqlRequest(tenant_id=tenant, question=question, sql=sql),
+        metadata=_headers(ALICE),
+        timeout=20,
+    )
+    # stored as asked: no principal's filter in it
+    assert "region_id" not in taught.pair.sql and "'1'" not in taught.pair.sql
+    counts = {
+        region: (
+            await remembering.owner(f"SELECT count(*) FROM companies WHERE region_id = {region}")
+        )[0][0]
+        for region in (1, 2)
+    }
+    for who, expected in ((ALICE, counts[1]), (BOB, counts[2])):
+        reply = await remembering.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id=tenant, question=question),
+            metadata=_headers(who),
+            timeout=20,
+        )
+        assert reply.HasField("confirmed_pair"), reply.message
+        assert _rows(reply.result) == [(expected,)]
+    # a pair naming a hidden column is never taught by, nor reused for, someone who may not
+    code, reason, _ = await _error(
+        remembering.stub.TeachSql(
+            pb.TeachSqlRequest(
+                tenant_id=tenant,
+                question="total annual revenue",
+                sql="SELECT sum(annual_revenue) FROM companies",
+            ),
+            metadata=_headers(BOB),
+            timeout=20,
+        )
+    )
+    assert code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT)
