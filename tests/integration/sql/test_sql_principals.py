@@ -435,7 +435,7 @@ async def test_the_runner_runs_no_verdict_checked_for_someone_else(warehouse, op
 
 @pytest.fixture
 async def remembering(
-    pg_url: str, warehouse: Warehouse, owner_url: str, embedding, telemetry_sink, tmp_path: Path
+    pg_url: str, warehouse: Warehouse, owner_url: str, *, embedding, telemetry_sink, tmp_path: Path
 ) -> AsyncIterator[Running]:
     """The same service with the answer memory on (real store, real embedding service)."""
     from services.sql.memory._answers import MemorySettings, open_memory
@@ -500,7 +500,7 @@ async def test_a_pair_taught_by_one_principal_is_reused_for_another_with_their_f
         assert reply.HasField("confirmed_pair"), reply.message
         assert _rows(reply.result) == [(expected,)]
     # a pair naming a hidden column is never taught by, nor reused for, someone who may not
-    code, reason, _ = await _error(
+    code, _, _ = await _error(
         remembering.stub.TeachSql(
             pb.TeachSqlRequest(
                 tenant_id=tenant,
