@@ -238,6 +238,7 @@ def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
                 ),
                 lookalike_of="" if gone(table.lookalike_of) else table.lookalike_of,
                 lookalike_evidence="" if gone(table.lookalike_of) else table.lookalike_evidence,
+                row_filtered=filtered,
             )
         )
     joins = catalog.joins

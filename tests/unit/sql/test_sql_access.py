@@ -378,3 +378,15 @@ def test_groups_and_id_placeholders_are_literals_the_check_recognises(tmp_path):
     assert bound is not None
     final = sqlglot.parse_one(verdict.executed_sql, read="postgres")
     assert check(final, bound.view(ALICE), bound.catalog) == []
+
+
+async def test_a_filtered_table_is_never_probed_for_a_stored_value(catalog):
+    """The memory's value probe reads rows unfiltered: for a principal's filtered table it
+    answers "no evidence" without touching the database (``conn`` is never used)."""
+    from services.sql.catalog import stored_in
+
+    seen = _as(ALICE, catalog_view, catalog)
+    opportunities = seen.table("opportunities")
+    assert opportunities is not None and opportunities.row_filtered
+    assert await stored_in(None, opportunities, "region", "US")  # type: ignore[arg-type]
+    assert not seen.table("accounts").row_filtered  # type: ignore[union-attr]
