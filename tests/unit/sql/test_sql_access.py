@@ -389,4 +389,4 @@ async def test_a_filtered_table_is_never_probed_for_a_stored_value(catalog):
     opportunities = seen.table("opportunities")
     assert opportunities is not None and opportunities.row_filtered
     assert await stored_in(None, opportunities, "region", "US")  # type: ignore[arg-type]
-    assert not seen.table("accounts").row_filtered  # type: ignore[union-attr]
+    assert not seen.table("accounts").row_filtered
