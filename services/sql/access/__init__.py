@@ -17,9 +17,11 @@ from services.sql.access._policy import (
     load_access_policy,
     parse_access_policies,
 )
+from services.sql.access._sources import SOURCES_KEY, read_view_sources
 from services.sql.access._view import BoundPolicy, View, restricted, substitute, view_key
 
 __all__ = [
+    "SOURCES_KEY",
     "VARIABLE",
     "AccessPolicy",
     "BoundPolicy",
@@ -37,6 +39,7 @@ __all__ = [
     "hidden_named",
     "load_access_policy",
     "parse_access_policies",
+    "read_view_sources",
     "restricted",
     "rewrite",
     "substitute",

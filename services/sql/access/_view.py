@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from services.common import Principal
 from services.sql.access._policy import AccessPolicy, RowFilter
+from services.sql.access._sources import SOURCES_KEY
 from services.sql.catalog import Catalog, TableInfo
 
 # At most this many principals' views (and restricted catalogs) kept per catalog load.
@@ -94,8 +95,26 @@ class BoundPolicy:
             else:
                 owner, column = found
                 self.hidden_columns.setdefault(owner.qualified, {})[column] = groups
+        self._check_views(catalog.derived.get(SOURCES_KEY))
         self._views: dict[str, View] = {}
         self._catalogs: dict[tuple[object, ...], Catalog] = {}
+
+    def _check_views(self, sources: object) -> None:
+        """A view that reads a protected table must be protected itself (filtered or
+        hidden): it reads as its owner, past any filter written into statements."""
+        if not isinstance(sources, dict):
+            return
+        protected = {*self.filters, *self.hidden_tables, *self.hidden_columns}
+        for view, reads in sorted(sources.items()):
+            if view in protected or self.catalog.table(view) is None:
+                continue
+            found = sorted(set(reads) & protected)
+            if found:
+                raise self.policy.error(
+                    "views",
+                    f"view {view} reads {found[0]}, which the policy protects: "
+                    f"filter or hide {view} too",
+                )
 
     def _table(self, key: str, name: str) -> TableInfo:
         table = self.catalog.table(name)

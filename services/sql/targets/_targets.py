@@ -26,7 +26,13 @@ import psycopg_pool
 from psycopg import sql
 
 from services.common import FailedPrecondition, InvalidArgument, PermissionDenied, SettingsError
-from services.sql.access import AccessPolicy, PolicyError, bind
+from services.sql.access import (
+    SOURCES_KEY,
+    AccessPolicy,
+    PolicyError,
+    bind,
+    read_view_sources,
+)
 from services.sql.catalog import Catalog, CatalogCache, fingerprint, load_catalog
 from services.sql.definitions import GlossaryEntry, JoinSpec
 from services.sql.results import register_loaders
@@ -349,6 +355,9 @@ class Target:
                     f"database {self.name!r}: a join of its glossary file is ignored: {problem}",
                     extra={"fields": {"database": self.name}},
                 )
+            if self.config.access is not None:
+                # what each view reads, for the policy to check (see services.sql.access)
+                catalog.derived[SOURCES_KEY] = await read_view_sources(conn)
             return catalog
 
     async def _fingerprint(self) -> str:

@@ -512,3 +512,42 @@ async def test_a_pair_taught_by_one_principal_is_reused_for_another_with_their_f
         )
     )
     assert code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+async def test_a_policy_leaving_a_view_over_a_filtered_table_unprotected_refuses_the_database(
+    pg_url: str, warehouse: Warehouse, tmp_path: Path
+):
+    """A view reads its tables as its owner, past any filter: the catalog load finds the
+    view (pg_depend) and the database is refused, loudly, until the policy covers it."""
+    from services.common import FailedPrecondition
+    from services.sql import Target
+
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute("DROP DATABASE IF EXISTS views_db")
+        await conn.execute("CREATE DATABASE views_db")
+    async with await psycopg.AsyncConnection.connect(
+        database_url(pg_url, "views_db"), autocommit=True
+    ) as conn:
+        await conn.execute("CREATE TABLE deals (deal_id int PRIMARY KEY, region text)")
+        await conn.execute("CREATE VIEW all_deals AS SELECT * FROM deals")
+        await grant_read_only(conn, "views_db", warehouse.reader_role, schemas=["public"])
+    url = psycopg.conninfo.make_conninfo(warehouse.reader_url, dbname="views_db")
+    path = tmp_path / "p.json"
+    for policy, refused in (
+        ({"row_filters": {"deals": "region = {principal.region}"}}, True),
+        ({"row_filters": {"deals": "region = {principal.region}"},
+          "hidden": {"all_deals": ["ops"]}}, False),
+    ):  # fmt: skip
+        path.write_text(json.dumps(policy))
+        target = Target(
+            TargetConfig("views", url, tenants=frozenset({"*"}), access=load_access_policy(path))
+        )
+        try:
+            assert await target.open()
+            if refused:
+                with pytest.raises(FailedPrecondition, match="all_deals"):
+                    await target.get_catalog()
+            else:
+                assert (await target.get_catalog()).table("all_deals") is not None
+        finally:
+            await target.close()

@@ -390,3 +390,31 @@ async def test_a_filtered_table_is_never_probed_for_a_stored_value(catalog):
     assert opportunities is not None and opportunities.row_filtered
     assert await stored_in(None, opportunities, "region", "US")  # type: ignore[arg-type]
     assert not seen.table("accounts").row_filtered
+
+
+def test_a_view_over_a_protected_table_must_be_protected_too(tmp_path):
+    from services.sql.access import SOURCES_KEY
+
+    def catalog_with_view(policy: dict[str, object]) -> Catalog:
+        catalog = Catalog(
+            "warehouse",
+            (
+                _table("opportunities", ["id", "region"]),
+                _table("opps_emea", ["id", "region"]),
+                _table("opps_by_id", ["id"]),
+            ),
+        )
+        catalog.derived[SOURCES_KEY] = {
+            "public.opps_emea": frozenset({"public.opportunities"}),
+            "public.opps_by_id": frozenset({"public.opps_emea", "public.opportunities"}),
+        }
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(policy))
+        bind(catalog, load_access_policy(path))
+        return catalog
+
+    filtered: dict[str, object] = {"row_filters": {"opportunities": "region = {principal.region}"}}
+    with pytest.raises(PolicyError, match=r"views: view public\.opps_by_id reads"):
+        catalog_with_view(filtered)
+    covered = {**filtered, "hidden": {"opps_emea": ["sales_ops"], "opps_by_id": ["sales_ops"]}}
+    assert bound_policy(catalog_with_view(covered)) is not None
