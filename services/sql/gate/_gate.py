@@ -29,7 +29,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from services.common import current_principal
 from services.common.spans import fingerprint_tree
-from services.sql.access import enforce
+from services.sql.access import enforce, view_key
 from services.sql.catalog import TableInfo
 from services.sql.gate._names import identifier
 from services.sql.gate._parsing import parse_statements
@@ -247,7 +247,9 @@ class SqlGate:
         loaded = getattr(catalog, "refreshed_at", None)
         if loaded is None or len(text) > _VERDICT_TEXT_MAX:
             return self._check(text, catalog)
-        key = (memo_scope(), text, str(getattr(catalog, "database", "")), loaded)
+        # The principal too, whatever the scope says: a verdict carries its view's filters.
+        scope = f"{memo_scope()}\x1f{view_key(current_principal.get())}"
+        key = (scope, text, str(getattr(catalog, "database", "")), loaded)
         verdict = self._verdicts.get(key)
         if verdict is None:
             if len(self._verdicts) >= _VERDICTS_MAX:
