@@ -1313,3 +1313,33 @@ async def test_ask_refused_by_the_access_policy_says_so(policed):
     )  # fmt: skip
     assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
     assert reply.refusal_reason == "SQL_ACCESS_DENIED"
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_a_policy_the_catalog_does_not_match_refuses_the_database(
+    databases, telemetry_sink, channel_to, tmp_path
+):
+    from services.sql.access import load_access_policy
+
+    path = tmp_path / "access.json"
+    path.write_text(json.dumps({"hidden": {"invoices.discount": ["finance"]}}))
+    finance = TargetConfig(
+        "finance",
+        databases.finance_reader_url,
+        tenants=frozenset({"acme"}),
+        access=load_access_policy(path),
+    )
+    others = [c for c in configs(databases) if c.name != "finance"]
+    run = await _start(databases, telemetry_sink, channel_to, targets=[*others, finance])
+    try:
+        code, _, meta = await _error(
+            run.stub.ExecuteSql(
+                pb.ExecuteSqlRequest(tenant_id="acme", database="finance", sql="SELECT 1"),
+                timeout=10,
+            )
+        )
+        assert code == grpc.StatusCode.FAILED_PRECONDITION
+        assert meta == {"reason": "SQL_ACCESS_DENIED", "database": "finance"}
+    finally:
+        await run.server.stop(0)
+        await run.deps.close()
