@@ -100,8 +100,9 @@ class BoundPolicy:
         self._catalogs: dict[tuple[object, ...], Catalog] = {}
 
     def _check_views(self, sources: object) -> None:
-        """A view that reads a protected table must be protected itself (filtered or
-        hidden): it reads as its owner, past any filter written into statements."""
+        """A view that reads a protected table, or a table inheriting from one, must be
+        protected itself (filtered or hidden): it reads as its owner (or holds the
+        parent's rows), past any filter written into statements."""
         if not isinstance(sources, dict):
             return
         protected = {*self.filters, *self.hidden_tables, *self.hidden_columns}
@@ -112,7 +113,7 @@ class BoundPolicy:
             if found:
                 raise self.policy.error(
                     "views",
-                    f"view {view} reads {found[0]}, which the policy protects: "
+                    f"{view} reads (or inherits) {found[0]}, which the policy protects: "
                     f"filter or hide {view} too",
                 )
 

@@ -517,8 +517,9 @@ async def test_a_pair_taught_by_one_principal_is_reused_for_another_with_their_f
 async def test_a_policy_leaving_a_view_over_a_filtered_table_unprotected_refuses_the_database(
     pg_url: str, warehouse: Warehouse, tmp_path: Path
 ):
-    """A view reads its tables as its owner, past any filter: the catalog load finds the
-    view (pg_depend) and the database is refused, loudly, until the policy covers it."""
+    """A view reads its tables as its owner, past any filter, and an inheriting table holds
+    its parent's rows: the catalog load finds both (pg_depend, pg_inherits) and the
+    database is refused, loudly, until the policy covers them."""
     from services.common import FailedPrecondition
     from services.sql import Target
 
@@ -530,13 +531,17 @@ async def test_a_policy_leaving_a_view_over_a_filtered_table_unprotected_refuses
     ) as conn:
         await conn.execute("CREATE TABLE deals (deal_id int PRIMARY KEY, region text)")
         await conn.execute("CREATE VIEW all_deals AS SELECT * FROM deals")
+        await conn.execute("CREATE TABLE old_deals () INHERITS (deals)")
         await grant_read_only(conn, "views_db", warehouse.reader_role, schemas=["public"])
     url = psycopg.conninfo.make_conninfo(warehouse.reader_url, dbname="views_db")
     path = tmp_path / "p.json"
     for policy, refused in (
-        ({"row_filters": {"deals": "region = {principal.region}"}}, True),
+        ({"row_filters": {"deals": "region = {principal.region}"}}, "all_deals"),
         ({"row_filters": {"deals": "region = {principal.region}"},
-          "hidden": {"all_deals": ["ops"]}}, False),
+          "hidden": {"all_deals": ["ops"]}}, "old_deals"),
+        ({"row_filters": {"deals": "region = {principal.region}",
+                          "old_deals": "region = {principal.region}"},
+          "hidden": {"all_deals": ["ops"]}}, ""),
     ):  # fmt: skip
         path.write_text(json.dumps(policy))
         target = Target(
@@ -545,7 +550,7 @@ async def test_a_policy_leaving_a_view_over_a_filtered_table_unprotected_refuses
         try:
             assert await target.open()
             if refused:
-                with pytest.raises(FailedPrecondition, match="all_deals"):
+                with pytest.raises(FailedPrecondition, match=refused):
                     await target.get_catalog()
             else:
                 assert (await target.get_catalog()).table("all_deals") is not None

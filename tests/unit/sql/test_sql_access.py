@@ -414,7 +414,7 @@ def test_a_view_over_a_protected_table_must_be_protected_too(tmp_path):
         return catalog
 
     filtered: dict[str, object] = {"row_filters": {"opportunities": "region = {principal.region}"}}
-    with pytest.raises(PolicyError, match=r"views: view public\.opps_by_id reads"):
+    with pytest.raises(PolicyError, match=r"views: public\.opps_by_id reads"):
         catalog_with_view(filtered)
     covered = {**filtered, "hidden": {"opps_emea": ["sales_ops"], "opps_by_id": ["sales_ops"]}}
     assert bound_policy(catalog_with_view(covered)) is not None
