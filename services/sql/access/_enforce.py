@@ -2,7 +2,8 @@
 
 :func:`rewrite` turns every scan of a table the principal's view polices (a filter, or
 hidden columns) into the derived table ``(SELECT <visible columns> FROM schema.table
-WHERE <filter>) AS table``, wherever the scan is: a join, a subquery in any clause, a CTE,
+WHERE <filter> OFFSET 0) AS table`` (``OFFSET 0``: a fence no outer condition is pushed
+through), wherever the scan is: a join, a subquery in any clause, a CTE,
 a set operation's branch, LATERAL. The rest of the statement reads the derived table under
 the name it used, so ``SELECT *`` expands to the visible columns only and a hidden column
 cannot be named through it.
@@ -29,7 +30,7 @@ from services.sql.catalog import Catalog, TableInfo
 
 _EXPR: type[exp.Expr] = getattr(exp, "Expr", exp.Expression)
 # The arguments of the canonical derived table's SELECT: its columns, table and filter.
-_CANONICAL_ARGS = frozenset({"expressions", "from_", "where"})
+_CANONICAL_ARGS = frozenset({"expressions", "from_", "where", "offset"})
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,10 @@ def canonical_select(info: TableInfo, view: View) -> exp.Select:
         select = select.where(condition.copy(), copy=False)
     elif isinstance(condition, str):  # an attribute the principal lacks: no row, ever
         select = select.where(exp.false(), copy=False)
-    return select
+    # A fence: Postgres neither flattens a subquery with OFFSET nor pushes the outer
+    # query's conditions into it, so no condition of the statement (``1 / (id - 7) > 0``)
+    # is evaluated on a row the filter excludes, where its error would tell the row exists.
+    return select.offset(0, copy=False)
 
 
 def check(tree: exp.Expr, view: View, catalog: Catalog) -> list[Denial]:
@@ -186,6 +190,13 @@ class _Walk:
         if len(shown) != len(visible) or any(
             not isinstance(e, exp.Column) or e.args.get("table") or _ident(e.this) != name
             for e, name in zip(shown, visible, strict=False)
+        ):
+            return False
+        offset = select.args.get("offset")
+        if not (
+            isinstance(offset, exp.Offset)
+            and isinstance(offset.expression, exp.Literal)
+            and str(offset.expression.this) == "0"
         ):
             return False
         where = select.args.get("where")

@@ -44,7 +44,9 @@ DAVE = Principal.of("dave", ["sales"], {})  # no region: never widened
 POLICY = {
     "row_filters": {
         "companies": {"filter": "region_id = {principal.region_id}", "exempt_groups": ["hr"]},
-        "owners": {"filter": "region_id = {principal.region_id}", "exempt_groups": ["hr"]},
+        # compared as text: a costlier condition, which Postgres would evaluate after a
+        # cheaper one of the question's if nothing fenced it (see the error test)
+        "owners": {"filter": "region_id::text = {principal.region_id}", "exempt_groups": ["hr"]},
     },
     "hidden": {"companies.annual_revenue": ["hr"], "activities": ["hr"]},
 }
@@ -556,3 +558,22 @@ async def test_a_policy_leaving_a_view_over_a_filtered_table_unprotected_refuses
                 assert (await target.get_catalog()).table("all_deals") is not None
         finally:
             await target.close()
+
+
+async def test_an_error_on_another_regions_row_never_fires(running):
+    """Outer conditions are not pushed below the filter (the derived table is a fence):
+    an expression that fails only on another region's row cannot tell that row exists."""
+    other = (await running.owner("SELECT min(company_id) FROM companies WHERE region_id = 1"))[0][0]
+    owner = (await running.owner("SELECT min(owner_id) FROM owners WHERE region_id = 1"))[0][0]
+    for sql in (
+        f"SELECT count(*) FROM owners WHERE 1 / (owner_id - {owner}) > -100",
+        f"SELECT count(*) FROM owners o JOIN regions r ON r.region_id = o.region_id "
+        f"WHERE 1 / (o.owner_id - {owner}) > -100",
+        f"SELECT count(*) FROM companies WHERE 1 / (company_id - {other}) > -100",
+        f"SELECT count(*) FROM companies c JOIN regions r ON r.region_id = c.region_id "
+        f"WHERE 1 / (c.company_id - {other}) > -100",
+        f"SELECT count(*) FROM (SELECT * FROM companies) x "
+        f"WHERE 1 / (x.company_id - {other}) > -100",
+    ):
+        rows = await running.rows(BOB, sql)
+        assert rows and rows[0][0] > 0
