@@ -80,19 +80,24 @@ def rewrite(tree: exp.Expr, view: View, catalog: Catalog) -> int:
 
 
 def canonical_select(info: TableInfo, view: View) -> exp.Select:
-    """``SELECT <visible columns> FROM schema.table [WHERE <filter>]`` for ``view``."""
-    select = exp.Select(
-        expressions=[exp.Column(this=_quoted(c)) for c in view.visible[info.qualified]]
-    ).from_(exp.Table(this=_quoted(info.name), db=_quoted(info.schema)), copy=False)
+    """``SELECT <visible columns> FROM schema.table [WHERE <filter>] OFFSET 0`` for
+    ``view``, built node by node (sqlglot's builders parse their arguments)."""
     condition = view.filters.get(info.qualified)
+    where: exp.Expr | None = None
     if isinstance(condition, _EXPR):
-        select = select.where(condition.copy(), copy=False)
+        where = exp.Where(this=condition.copy())
     elif isinstance(condition, str):  # an attribute the principal lacks: no row, ever
-        select = select.where(exp.false(), copy=False)
-    # A fence: Postgres neither flattens a subquery with OFFSET nor pushes the outer
-    # query's conditions into it, so no condition of the statement (``1 / (id - 7) > 0``)
-    # is evaluated on a row the filter excludes, where its error would tell the row exists.
-    return select.offset(0, copy=False)
+        where = exp.Where(this=exp.false())
+    # ``OFFSET 0`` is a fence: Postgres neither flattens a subquery with OFFSET nor
+    # pushes the outer query's conditions into it, so no condition of the statement
+    # (``1 / (id - 7) > 0``) is evaluated on a row the filter excludes, where its error
+    # would tell the row exists.
+    return exp.Select(
+        expressions=[exp.Column(this=_quoted(c)) for c in view.visible[info.qualified]],
+        from_=exp.From(this=exp.Table(this=_quoted(info.name), db=_quoted(info.schema))),
+        where=where,
+        offset=exp.Offset(expression=exp.Literal.number(0)),
+    )
 
 
 def check(tree: exp.Expr, view: View, catalog: Catalog) -> list[Denial]:
