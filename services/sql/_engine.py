@@ -14,12 +14,15 @@ from services.common import (
     READ_ONLY_REASON,
     InvalidArgument,
     NotFound,
+    PermissionDenied,
     control_character_problem,
+    current_principal,
     read_only_message,
     write_request,
 )
 from services.common.spans import Metrics as TandemMetrics
 from services.sql._results import Described, Executed
+from services.sql.access import catalog_view, view_key
 from services.sql.ask import (
     Answered,
     AskOutcome,
@@ -47,6 +50,7 @@ from services.sql.conversation import (
 )
 from services.sql.definitions import GlossaryEntry
 from services.sql.gate import (
+    GateRule,
     Limits,
     ResultSet,
     SqlGate,
@@ -70,6 +74,9 @@ from services.sql.verify import CheckResult, StatementChecker, notes
 _TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 MAX_DESCRIBE_CHARS = 100_000
 MAX_PAGE_SIZE = 1000
+# The refusal reason (ErrorReason without its prefix) of a statement the principal's
+# access policy refuses.
+ACCESS_DENIED_REASON = "SQL_ACCESS_DENIED"
 
 
 @dataclass(frozen=True)
@@ -129,7 +136,8 @@ class SqlEngine:
             raise InvalidArgument.field(
                 "tenant_id", "1-63 lowercase letters, digits, '-' or '_', starting alphanumeric"
             )
-        scope_memos(tenant_id)
+        principal = current_principal.get()
+        scope_memos(tenant_id, view_key(principal))
 
     def _check_sql(self, sql: str) -> None:
         if not sql.strip():
@@ -188,7 +196,7 @@ class SqlEngine:
         self.check_tenant(tenant_id)
         self._check_sql(sql)
         target = self._target(tenant_id, database)
-        catalog = await target.get_catalog()
+        catalog = catalog_view(await target.get_catalog())
         return self.gate(sql, catalog)
 
     async def execute(
@@ -205,7 +213,7 @@ class SqlEngine:
         rows = self.row_cap(max_rows)
         timeout = self.statement_timeout(statement_timeout_s)
         target = self._target(tenant_id, database)
-        catalog = await target.get_catalog()
+        catalog = catalog_view(await target.get_catalog())
         verdict = self.gate(sql, catalog)
         _raise_if_rejected(verdict, "sql")
         result = await self._run(target, verdict, self._limits(rows, timeout), "sql")
@@ -217,7 +225,7 @@ class SqlEngine:
         self.check_tenant(tenant_id)
         rows = self.row_cap(max_rows)
         target = self._target(tenant_id, database)
-        catalog = await target.get_catalog()
+        catalog = catalog_view(await target.get_catalog())
         try:
             compiled = compile_intent(intent, catalog, row_cap=rows)
         except IntentError as exc:
@@ -249,7 +257,7 @@ class SqlEngine:
         if max_chars < 0 or max_chars > MAX_DESCRIBE_CHARS:
             raise InvalidArgument.field("max_chars", f"must be between 0 and {MAX_DESCRIBE_CHARS}")
         target = self._target(tenant_id, database)
-        catalog = await target.get_catalog()
+        catalog = catalog_view(await target.get_catalog())
         selected: list[TableInfo] | None = None
         if tables:
             selected = []
@@ -307,15 +315,17 @@ class SqlEngine:
                 message=read_only_message(request),
                 refusal=READ_ONLY_REASON,
             )
-        catalog = await target.get_catalog()
+        catalog = catalog_view(await target.get_catalog())
         if self._ask is None:
             raise RuntimeError("no SQL generator configured")
         limits = self._limits(rows)
         if prior is not None:
             # A follow-up is about this conversation's earlier answer: the memory's pairs
             # (standalone questions) neither answer it nor learn from it.
-            return await self._follow_up(
-                question, prior, target, catalog, limits, instructions=instructions
+            return _access_refusal(
+                await self._follow_up(
+                    question, prior, target, catalog, limits, instructions=instructions
+                )
             )
         # A confirmed pair answers first (instructions change what a question means, so
         # a request that carries them skips the memory); a miss changes nothing below.
@@ -346,6 +356,7 @@ class SqlEngine:
             result.timings["memory"] = looked
             result.timings["total"] = result.timings.get("total", 0.0) + looked
             result = self.memory.few_shot(result, near)
+        result = _access_refusal(result)
         if self.memory is not None:
             result = await self.memory.remember(tenant_id, question, result)
         return result
@@ -445,10 +456,12 @@ class SqlEngine:
             verdict = self.gate(sql, catalog)
             if not verdict.valid:
                 span.set_attribute("sql.follow_up.outcome", "GATE_REJECTED")
+                denied = verdict.first_rule is GateRule.ACCESS_DENIED
                 return AskResult(
                     AskOutcome.UNANSWERABLE,
                     target.name,
                     message="the follow-up's statement was refused by the gate",
+                    refusal=ACCESS_DENIED_REASON if denied else "",
                 )
             if linked is None:
                 alike = await self._spelled_alike(
@@ -531,7 +544,7 @@ class SqlEngine:
         self._check_sql(sql)
         memory = self._memory()
         target = self._target(tenant_id, database)
-        catalog = await target.get_catalog()
+        catalog = catalog_view(await target.get_catalog())
         return await memory.teach(tenant_id, target, catalog, question, sql)
 
     async def list_pairs(
@@ -563,7 +576,7 @@ class SqlEngine:
 
         async def catalog_for(database: str) -> tuple[Target, Catalog]:
             target = self._target(tenant_id, database)
-            return target, await target.get_catalog()
+            return target, catalog_view(await target.get_catalog())
 
         return await memory.feedback(
             tenant_id,
@@ -604,10 +617,39 @@ def _noted(result: AskResult, narrowed: Narrowed) -> AskResult:
     return replace(result, interpretation=f"{result.interpretation} {note}".strip())
 
 
+def _access_refusal(result: AskResult) -> AskResult:
+    """An unanswered question whose statements the principal's access policy refused
+    says so (refusal SQL_ACCESS_DENIED) instead of reading as a question the database
+    cannot answer."""
+    if result.answer is not None or result.refusal:
+        return result
+    if any(
+        v.rule is GateRule.ACCESS_DENIED for attempt in result.attempts for v in attempt.violations
+    ):
+        return replace(
+            result,
+            outcome=AskOutcome.UNANSWERABLE,
+            refusal=ACCESS_DENIED_REASON,
+            message="the principal may not read what this question needs",
+        )
+    return result
+
+
 def _raise_if_rejected(verdict: Verdict, field: str) -> None:
     if verdict.valid:
         return
     first = verdict.violations[0]
+    if first.rule is GateRule.ACCESS_DENIED:
+        # The principal's view refuses it: said as a permission, naming the attribute the
+        # principal lacks when that is why (never a value).
+        metadata = {"rule": first.rule.wire_name}
+        if first.subject.startswith("principal."):
+            metadata["attribute"] = first.subject.removeprefix("principal.")
+        raise PermissionDenied(
+            f"the principal may not read what the statement reads ({first.message})",
+            reason=ACCESS_DENIED_REASON,
+            metadata=metadata,
+        )
     raise InvalidArgument.field(
         field,
         f"the read-only gate refused the statement ({first.rule.wire_name})",

@@ -274,6 +274,7 @@ def target_configs(
                 or (demo_glossary() if demo and name == DEFAULT_TARGET else ()),
                 joins=settings.glossary_joins.get(name, ()),
                 exclude=settings.exclude_tables.get(name, ()),
+                access=settings.access_policies.get(name),
             )
         )
     return configs

@@ -10,6 +10,8 @@ from datetime import date
 from pathlib import Path
 
 from services.common import Env, SettingsError
+from services.sql.access import VARIABLE as ACCESS_VARIABLE
+from services.sql.access import AccessPolicy, load_access_policy, parse_access_policies
 from services.sql.definitions import GlossaryEntry, JoinSpec, load_glossary_file
 from services.sql.demo import DEFAULT_DATABASE, DEFAULT_READER_ROLE
 from services.sql.demo.data import DEFAULT_SEED
@@ -82,6 +84,9 @@ class SqlSettings:
     # SQL_EXCLUDE_TABLES: per database, the tables its catalog leaves out (shell patterns
     # such as ``stg_*``, ``*_backup`` or ``archive.*``).
     exclude_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # SQL_ACCESS_POLICIES: per database, who may read which rows, columns and tables
+    # (row filters, hidden columns and tables, or database roles), loaded at start.
+    access_policies: Mapping[str, AccessPolicy] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SqlSettings:
@@ -127,7 +132,15 @@ class SqlSettings:
                 raise SettingsError(
                     f"SQL_EXCLUDE_TABLES names {name!r}, which is not a configured database"
                 )
+        policies = parse_access_policies(env.get_str(ACCESS_VARIABLE, ""))
+        for name, _ in policies:
+            _name(ACCESS_VARIABLE, name)
+            if name not in known:
+                raise SettingsError(
+                    f"{ACCESS_VARIABLE} names {name!r}, which is not a configured database"
+                )
         return cls(
+            access_policies={name: load_access_policy(path) for name, path in policies},
             databases=databases,
             warehouse_url=warehouse_url,
             default_database=_name("SQL_DEFAULT_DATABASE", default_database),

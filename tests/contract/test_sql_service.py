@@ -1217,3 +1217,129 @@ async def test_describe_prunes_to_a_question_and_filters_tables(running):
 async def test_describe_invalid_arguments(running, request_, field):
     code, fields, _ = await _error(running.stub.DescribeSchema(request_, timeout=10))
     assert (code, fields) == (grpc.StatusCode.INVALID_ARGUMENT, [field])
+
+
+# --- a principal under the database's access policy (SQL_ACCESS_POLICIES) ---------------
+
+
+@pytest.fixture
+async def policed(databases, telemetry_sink, channel_to, tmp_path) -> AsyncIterator[Running]:
+    from services.sql.access import load_access_policy
+
+    path = tmp_path / "access.json"
+    path.write_text(
+        json.dumps(
+            {"row_filters": {"invoices": "invoice_id = {principal.invoice}"},
+             "hidden": {"invoices.total": ["finance"]}}
+        )
+    )  # fmt: skip
+    finance = TargetConfig(
+        "finance",
+        databases.finance_reader_url,
+        tenants=frozenset({"acme"}),
+        access=load_access_policy(path),
+    )
+    others = [c for c in configs(databases) if c.name != "finance"]
+    run = await _start(databases, telemetry_sink, channel_to, targets=[*others, finance])
+    yield run
+    await run.server.stop(0)
+    await run.deps.close()
+
+
+def _principal(**attributes: str) -> tuple[tuple[str, str], ...]:
+    from services.common import Principal
+
+    return tuple(Principal.of("dave", ["sales"], attributes).headers())
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_execute_access_denied_names_the_rule_and_the_missing_attribute(policed):
+    code, _, meta = await _error(
+        policed.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(tenant_id="acme", database="finance",
+                                 sql="SELECT count(*) FROM invoices"),
+            metadata=_principal(), timeout=10,
+        )
+    )  # fmt: skip
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert meta == {"reason": "SQL_ACCESS_DENIED", "rule": "SQL_GATE_RULE_ACCESS_DENIED",
+                    "attribute": "invoice"}  # fmt: skip
+    code, _, meta = await _error(
+        policed.stub.ExecuteSql(
+            pb.ExecuteSqlRequest(tenant_id="acme", database="finance",
+                                 sql="SELECT total FROM invoices"),
+            metadata=_principal(invoice="1"), timeout=10,
+        )
+    )  # fmt: skip
+    assert (code, meta["reason"]) == (grpc.StatusCode.PERMISSION_DENIED, "SQL_ACCESS_DENIED")
+    assert "attribute" not in meta
+    reply = await policed.stub.ExecuteSql(
+        pb.ExecuteSqlRequest(tenant_id="acme", database="finance", sql="SELECT * FROM invoices"),
+        metadata=_principal(invoice="1"),
+        timeout=10,
+    )
+    assert [c.name for c in reply.result.columns] == ["invoice_id"]
+    assert _result_rows(reply.result) == [(1,)]
+
+
+@pytest.mark.rpc(INTENT)
+async def test_run_intent_access_denied(policed):
+    code, _, meta = await _error(
+        policed.stub.RunIntent(
+            pb.RunIntentRequest(tenant_id="acme", database="finance",
+                                intent=pb.SqlIntent(kind=pb.INTENT_KIND_COUNT, table="invoices")),
+            metadata=_principal(), timeout=10,
+        )
+    )  # fmt: skip
+    assert (code, meta["reason"]) == (grpc.StatusCode.PERMISSION_DENIED, "SQL_ACCESS_DENIED")
+
+
+@pytest.mark.rpc(VALIDATE)
+async def test_validate_reports_the_access_rule(policed):
+    reply = await policed.stub.ValidateSql(
+        pb.ValidateSqlRequest(tenant_id="acme", database="finance",
+                              sql="SELECT total FROM invoices"),
+        metadata=_principal(invoice="1"), timeout=10,
+    )  # fmt: skip
+    assert not reply.valid and reply.violations[0].rule == pb.SQL_GATE_RULE_ACCESS_DENIED
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_refused_by_the_access_policy_says_so(policed):
+    reply = await policed.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", database="finance",
+                              question="How many invoices are there?"),
+        metadata=_principal(), timeout=10,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert reply.refusal_reason == "SQL_ACCESS_DENIED"
+
+
+@pytest.mark.rpc(EXECUTE)
+async def test_a_policy_the_catalog_does_not_match_refuses_the_database(
+    databases, telemetry_sink, channel_to, tmp_path
+):
+    from services.sql.access import load_access_policy
+
+    path = tmp_path / "access.json"
+    path.write_text(json.dumps({"hidden": {"invoices.discount": ["finance"]}}))
+    finance = TargetConfig(
+        "finance",
+        databases.finance_reader_url,
+        tenants=frozenset({"acme"}),
+        access=load_access_policy(path),
+    )
+    others = [c for c in configs(databases) if c.name != "finance"]
+    run = await _start(databases, telemetry_sink, channel_to, targets=[*others, finance])
+    try:
+        code, _, meta = await _error(
+            run.stub.ExecuteSql(
+                pb.ExecuteSqlRequest(tenant_id="acme", database="finance", sql="SELECT 1"),
+                timeout=10,
+            )
+        )
+        assert code == grpc.StatusCode.FAILED_PRECONDITION
+        assert meta == {"reason": "SQL_ACCESS_DENIED", "database": "finance"}
+    finally:
+        await run.server.stop(0)
+        await run.deps.close()

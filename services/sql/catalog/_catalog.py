@@ -114,6 +114,10 @@ class TableInfo:
     # why that one is the table meant (see ``_families``).
     lookalike_of: str = ""
     lookalike_evidence: str = ""
+    # In a principal's catalog (``services.sql.access``): every read of this table is under
+    # a row filter, so nothing may read its rows unfiltered on the principal's behalf (a
+    # stored-value probe answers "no evidence" instead).
+    row_filtered: bool = False
 
     @property
     def qualified(self) -> str:

@@ -209,7 +209,11 @@ def stored_spelling(table: TableInfo, column: str, value: str) -> str | None:
 async def stored_in(conn: psycopg.AsyncConnection[Any], table: TableInfo, column: str,
                     value: str) -> bool:  # fmt: skip
     """Whether ``table.column`` stores ``value`` (case and surrounding blanks ignored): a
-    read-only existence probe, one row at most."""
+    read-only existence probe, one row at most. A table a principal reads under a row
+    filter is never probed (the probe would see other people's rows): True, no evidence
+    either way, and the statement's own filtered run decides."""
+    if table.row_filtered:
+        return True
     statement = psql.SQL(
         "SELECT 1 FROM {tbl} WHERE lower(trim({col}::text)) = lower(trim(%s)) LIMIT 1"
     ).format(tbl=psql.Identifier(table.schema, table.name), col=psql.Identifier(column))

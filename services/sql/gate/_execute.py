@@ -54,8 +54,10 @@ from services.common import (
     PermissionDenied,
     TandemError,
     Unavailable,
+    current_principal,
     remaining,
 )
+from services.sql.access import view_key
 from services.sql.gate._gate import Verdict
 from services.sql.gate._scope import memo_scope
 from services.sql.results import column_kind, encode, encoded_size, fingerprint
@@ -245,7 +247,7 @@ class StatementRunner:
         # again (a dashboard's question, the offline generator's answer to a repeated
         # question) is not sent to be accepted again. A text Postgres refused is never
         # remembered. Bounded; per tenant of the request (``_scope``).
-        self._accepted: dict[tuple[str, str, str, str, tuple[str, ...]], None] = {}
+        self._accepted: dict[tuple[str, str, str, str, tuple[str, ...], str], None] = {}
 
     async def run(
         self,
@@ -258,6 +260,14 @@ class StatementRunner:
         """Execute a statement the gate accepted (its normalised text, nothing else)."""
         if not verdict.valid or not verdict.normalized_sql:
             raise ValueError("only statements the gate accepted may be executed")
+        if verdict.view != view_key(current_principal.get()):
+            # The last door: a verdict checked for the full view, or for someone else,
+            # never runs for this principal (its filters were written for that view).
+            raise PermissionDenied(
+                "the statement was not checked for this principal",
+                reason="SQL_ACCESS_DENIED",
+            )
+        text = verdict.executed_sql or verdict.normalized_sql
         # The database's message can quote a literal: the span gets the kind and SQLSTATE.
         with self._tracer.start_as_current_span(
             "sql.execute", record_exception=False, set_status_on_exception=False
@@ -269,20 +279,22 @@ class StatementRunner:
                 memo_scope(),
                 pool.name,
                 verdict.source_sql,
-                verdict.normalized_sql,
+                text,
                 verdict.source_schemas,
+                verdict.role,
             )
             known = accepted in self._accepted
             try:
                 result = await execute_unvetted(
                     pool,
-                    verdict.normalized_sql,
+                    text,
                     limits,
                     Safeguards(),
                     type_names=self._type_names,
                     database=database,
                     source="" if known else verdict.source_sql,
                     source_schemas=verdict.source_schemas,
+                    role=verdict.role,
                 )
             except StatementError as exc:
                 span.set_attribute("sql.outcome", exc.kind.value)
@@ -312,6 +324,7 @@ async def execute_unvetted(
     database: str = "",
     source: str = "",
     source_schemas: Sequence[str] = (),
+    role: str = "",
 ) -> ResultSet:
     """The database-side layers alone, on text that may not have been gated.
 
@@ -343,6 +356,7 @@ async def execute_unvetted(
                 started=started,
                 source=source,
                 source_schemas=source_schemas,
+                role=role,
             )
     except StatementError:
         raise
@@ -363,10 +377,16 @@ async def _on_connection(
     started: float,
     source: str = "",
     source_schemas: Sequence[str] = (),
+    role: str = "",
 ) -> ResultSet:
     setup: list[sql.SQL | sql.Composed] = [
         sql.SQL("BEGIN READ ONLY" if safeguards.read_only_transaction else "BEGIN READ WRITE")
     ]
+    if role:
+        # Role mode (``services.sql.access``): the statement runs as the principal's
+        # database role for this transaction only, so the warehouse's own row-level
+        # security and grants apply; the login role must be a member of it.
+        setup.append(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
     if safeguards.server_timeout:
         millis = max(int(budget_s * 1000), 1)
         setup.append(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(millis)))

@@ -27,7 +27,9 @@ from typing import Protocol
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from services.common import current_principal
 from services.common.spans import fingerprint_tree
+from services.sql.access import enforce, view_key
 from services.sql.catalog import TableInfo
 from services.sql.gate._names import identifier
 from services.sql.gate._parsing import parse_statements
@@ -53,6 +55,7 @@ class GateRule(enum.Enum):
     SYSTEM_SCHEMA = 9
     STATEMENT_TOO_LONG = 10
     VALUE_TOO_LARGE = 11
+    ACCESS_DENIED = 12
 
     @property
     def wire_name(self) -> str:
@@ -81,6 +84,14 @@ class Verdict:
     # text (parsed and analysed, never run) before ``normalized_sql`` may run.
     source_sql: str = ""
     source_schemas: tuple[str, ...] = ()
+    # For a principal (``services.sql.access``): the principal it was checked for (its
+    # canonical form; "" for the full view), the statement with the view's row filters
+    # and hidden columns that runs instead of ``normalized_sql`` ("" when it is the same),
+    # and the database role it runs as (role mode). ``normalized_sql`` stays the
+    # statement as asked: what answers show, pairs store and follow-ups build on.
+    view: str = ""
+    executed_sql: str = ""
+    role: str = ""
 
     @property
     def valid(self) -> bool:
@@ -236,7 +247,9 @@ class SqlGate:
         loaded = getattr(catalog, "refreshed_at", None)
         if loaded is None or len(text) > _VERDICT_TEXT_MAX:
             return self._check(text, catalog)
-        key = (memo_scope(), text, str(getattr(catalog, "database", "")), loaded)
+        # The principal too, whatever the scope says: a verdict carries its view's filters.
+        scope = f"{memo_scope()}\x1f{view_key(current_principal.get())}"
+        key = (scope, text, str(getattr(catalog, "database", "")), loaded)
         verdict = self._verdicts.get(key)
         if verdict is None:
             if len(self._verdicts) >= _VERDICTS_MAX:
@@ -273,13 +286,31 @@ class SqlGate:
         again = second.run(reparsed)
         if again:
             return Verdict(tuple(again), "", tuple(second.tables_used), "")
+        fingerprint = shape_fingerprint(reparsed)
+        # The principal's view last, on the checked tree (tables qualified): the filters
+        # and hidden columns written in, and the result checked again independently.
+        enforced = enforce(reparsed, catalog, current_principal.get())
+        if enforced.denials:
+            return Verdict(
+                tuple(
+                    Violation(GateRule.ACCESS_DENIED, d.message, d.subject)
+                    for d in enforced.denials
+                ),
+                "",
+                tuple(checker.tables_used),
+                "",
+                view=enforced.view,
+            )
         return Verdict(
             (),
             normalized,
             tuple(checker.tables_used),
-            shape_fingerprint(reparsed),
+            fingerprint,
             source_sql=text,
             source_schemas=tuple(checker.schemas_used),
+            view=enforced.view,
+            executed_sql=enforced.executed_sql,
+            role=enforced.role,
         )
 
 

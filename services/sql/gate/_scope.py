@@ -18,9 +18,11 @@ import contextvars
 _SCOPE: contextvars.ContextVar[str] = contextvars.ContextVar("tandem_sql_memo_scope", default="")
 
 
-def scope_memos(tenant: str) -> None:
-    """Key the memos the rest of this request reads and fills by ``tenant``."""
-    _SCOPE.set(tenant)
+def scope_memos(tenant: str, view: str = "") -> None:
+    """Key the memos the rest of this request reads and fills by ``tenant`` and, for a
+    principal, by ``view`` (its canonical form): a principal's reading of a question or
+    verdict (with its own hidden columns and filters) is never another's."""
+    _SCOPE.set(f"{tenant}\x1f{view}" if view else tenant)
 
 
 def memo_scope() -> str:

@@ -25,7 +25,14 @@ import psycopg
 import psycopg_pool
 from psycopg import sql
 
-from services.common import InvalidArgument, PermissionDenied, SettingsError
+from services.common import FailedPrecondition, InvalidArgument, PermissionDenied, SettingsError
+from services.sql.access import (
+    SOURCES_KEY,
+    AccessPolicy,
+    PolicyError,
+    bind,
+    read_view_sources,
+)
 from services.sql.catalog import Catalog, CatalogCache, fingerprint, load_catalog
 from services.sql.definitions import GlossaryEntry, JoinSpec
 from services.sql.results import register_loaders
@@ -62,6 +69,9 @@ class TargetConfig:
     # tables the catalog leaves out (SQL_EXCLUDE_TABLES: ``stg_*``, ``*_backup``,
     # ``archive.*``): never read, never linked, refused by the gate like unknown tables
     exclude: tuple[str, ...] = ()
+    # who may read what (SQL_ACCESS_POLICIES; ``services.sql.access``): checked against
+    # each catalog load, applied to every statement a principal's request runs
+    access: AccessPolicy | None = None
 
     def allows(self, tenant_id: str) -> bool:
         return ANY_TENANT in self.tenants or tenant_id in self.tenants
@@ -307,6 +317,18 @@ class Target:
                 reason="DATABASE_NOT_ALLOWED",
                 metadata={"database": self.name},
             )
+        try:
+            bind(catalog, self.config.access)
+        except PolicyError as exc:
+            # Loud, and for everyone: a policy that no longer matches the database would
+            # otherwise leave a renamed table or column unprotected.
+            _log.error(str(exc), extra={"fields": {"database": self.name}})
+            raise FailedPrecondition(
+                f"database {self.name!r} is refused: its access policy does not match "
+                f"its catalog ({exc})",
+                reason="SQL_ACCESS_DENIED",
+                metadata={"database": self.name},
+            ) from None
         return catalog
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
@@ -333,6 +355,9 @@ class Target:
                     f"database {self.name!r}: a join of its glossary file is ignored: {problem}",
                     extra={"fields": {"database": self.name}},
                 )
+            if self.config.access is not None:
+                # what each view reads, for the policy to check (see services.sql.access)
+                catalog.derived[SOURCES_KEY] = await read_view_sources(conn)
             return catalog
 
     async def _fingerprint(self) -> str:

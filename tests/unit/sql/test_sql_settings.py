@@ -153,3 +153,18 @@ def test_reference_date_defaults_to_the_demo_anchor_only_for_the_demo_warehouse(
     fixed = SqlSettings.from_env({"SQL_REFERENCE_DATE": "2024-03-15"})
     for demo in (True, False):
         assert reference_clock(fixed, serves_demo=demo)() == date(2024, 3, 15)
+
+
+def test_access_policies_load_per_database_and_reach_the_target(tmp_path):
+    path = tmp_path / "access.json"
+    path.write_text('{"hidden": {"payroll": ["hr"]}}')
+    settings = SqlSettings.from_env({"SQL_ACCESS_POLICIES": f"warehouse={path}"})
+    assert settings.access_policies["warehouse"].hidden == (("payroll", frozenset({"hr"})),)
+    configs = target_configs(settings, "postgresql://x", demo=True)
+    config = next(c for c in configs if c.name == "warehouse")
+    assert config.access is settings.access_policies["warehouse"]
+    with pytest.raises(SettingsError, match="not a configured database"):
+        SqlSettings.from_env({"SQL_ACCESS_POLICIES": f"sales={path}"})
+    path.write_text('{"hidden": {"payroll": []}}')
+    with pytest.raises(SettingsError, match=r"access\.json: hidden\.payroll"):
+        SqlSettings.from_env({"SQL_ACCESS_POLICIES": f"warehouse={path}"})
