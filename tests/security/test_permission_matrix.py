@@ -525,3 +525,48 @@ async def test_who_may_name_a_principal_and_the_trail_names_them(world: World):
         timeout=30,
     )
     assert_none_of(seen(everything), {c for _, c in DOCUMENTS.values()}, "audit trail")
+
+
+# -- the README's worked example ---------------------------------------------------------
+
+
+async def test_the_readme_example_two_people_one_question_two_answers(world: World):
+    """ "People inside a tenant" in the README, as written there."""
+    stub = world.stub
+    documents = [
+        rpb.DocumentInput(
+            document_id="playbook",
+            title="Sales playbook",
+            text="This quarter's discount ceiling is 12 percent.",
+            acl=rpb.DocumentAcl(groups=["sales"]),
+        ),
+        rpb.DocumentInput(
+            document_id="bands",
+            title="Salary bands",
+            text="The discount ceiling for staff purchases is 30 percent.",
+            acl=rpb.DocumentAcl(groups=["hr"]),
+        ),
+    ]
+    async for _ in stub.IngestDocuments(
+        gpb.GatewayServiceIngestDocumentsRequest(documents=documents),
+        metadata=world.service(),
+        timeout=60,
+    ):
+        pass
+    ask = gpb.GatewayServiceAskRequest(question="What is the discount ceiling?")
+    alice = (await stub.Ask(ask, metadata=world.as_("alice"), timeout=60)).answer
+    bob = (await stub.Ask(ask, metadata=world.as_("bob"), timeout=60)).answer
+    assert "12 percent" in alice.text and "30 percent" not in seen(alice)
+    assert "30 percent" in bob.text and "12 percent" not in seen(bob)
+    assert {c.document_id for c in alice.citations} == {"playbook"}
+    assert {c.document_id for c in bob.citations} == {"bands"}
+    count = gpb.GatewayServiceAskSqlRequest(question=COUNT)
+    answers = {
+        who: first_number((await stub.AskSql(count, metadata=meta, timeout=60)).result)
+        for who, meta in (
+            ("alice", world.as_("alice")),
+            ("bob", world.as_("bob")),
+            ("service", world.service()),
+        )
+    }
+    assert answers == {"alice": 117, "bob": 91, "service": 300}
