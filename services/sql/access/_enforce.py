@@ -20,15 +20,14 @@ refuses.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sqlglot import exp
 
 from services.sql.access._view import View
 from services.sql.catalog import Catalog, TableInfo
+from services.sql.tree import EXPR, ident, scoped_tables
 
-_EXPR: type[exp.Expr] = getattr(exp, "Expr", exp.Expression)
 # The arguments of the canonical derived table's SELECT: its columns, table and filter.
 _CANONICAL_ARGS = frozenset({"expressions", "from_", "where", "offset"})
 
@@ -40,12 +39,6 @@ class Denial:
 
     subject: str
     message: str
-
-
-def _ident(node: object) -> str | None:
-    if isinstance(node, exp.Identifier):
-        return str(node.this) if node.quoted else str(node.this).lower()
-    return None
 
 
 def _quoted(name: str) -> exp.Identifier:
@@ -67,7 +60,7 @@ def rewrite(tree: exp.Expr, view: View, catalog: Catalog) -> int:
     ]
     done = 0
     for table in scans:
-        info = catalog.resolve(_ident(table.args.get("db")), _ident(table.this) or "")
+        info = catalog.resolve(ident(table.args.get("db")), ident(table.this) or "")
         if info is None or not view.policed(info.qualified):
             continue
         alias = table.args.get("alias")
@@ -84,7 +77,7 @@ def canonical_select(info: TableInfo, view: View) -> exp.Select:
     ``view``, built node by node (sqlglot's builders parse their arguments)."""
     condition = view.filters.get(info.qualified)
     where: exp.Expr | None = None
-    if isinstance(condition, _EXPR):
+    if isinstance(condition, EXPR):
         where = exp.Where(this=condition.copy())
     elif isinstance(condition, str):  # an attribute the principal lacks: no row, ever
         where = exp.Where(this=exp.false())
@@ -125,28 +118,14 @@ class _Walk:
         """Table references scope by scope: a CTE name shadows a table only where
         Postgres resolves the name to the CTE (a later sibling, the main query, and
         itself when the WITH is RECURSIVE)."""
-        with_ = node.args.get("with_")
-        if isinstance(with_, exp.With):
-            items = [c for c in with_.expressions if isinstance(c, exp.CTE)]
-            names = [_ident(c.args["alias"].this) if c.args.get("alias") else "" for c in items]
-            recursive = bool(with_.args.get("recursive"))
-            for index, cte in enumerate(items):
-                seen = names if recursive else names[:index]
-                self.scope(cte.this, ctes | frozenset(n for n in seen if n))
-            ctes = ctes | frozenset(n for n in names if n)
-        if isinstance(node, exp.Table):
-            self.table(node, ctes)
-        for key, value in node.args.items():
-            if key == "with_":
-                continue
-            for child in _children(value):
-                self.scope(child, ctes)
+        for table, visible in scoped_tables(node, ctes):
+            self.table(table, visible)
 
     def table(self, node: exp.Table, ctes: frozenset[str]) -> None:
         if not isinstance(node.this, exp.Identifier) or node.args.get("catalog") is not None:
             return  # a function in FROM, or another database: the gate's own rules
-        name = _ident(node.this) or ""
-        schema = _ident(node.args.get("db"))
+        name = ident(node.this) or ""
+        schema = ident(node.args.get("db"))
         if schema is None and name in ctes:
             return
         info = self.catalog.resolve(schema, name)
@@ -193,7 +172,7 @@ class _Walk:
         visible = self.view.visible[info.qualified]
         shown = select.expressions
         if len(shown) != len(visible) or any(
-            not isinstance(e, exp.Column) or e.args.get("table") or _ident(e.this) != name
+            not isinstance(e, exp.Column) or e.args.get("table") or ident(e.this) != name
             for e, name in zip(shown, visible, strict=False)
         ):
             return False
@@ -223,7 +202,7 @@ class _Walk:
         if not hidden:
             return
         for column in tree.find_all(exp.Column):
-            name = _ident(column.this)
+            name = ident(column.this)
             if name in hidden and not self._inside_canonical(column):
                 self.deny(f"{hidden[name]}.{name}", "the column is not readable by this principal")
 
@@ -244,24 +223,15 @@ def hidden_named(tree: exp.Expr, view: View, catalog: Catalog) -> list[Denial]:
     hidden: dict[str, str] = {}
     for table in tree.find_all(exp.Table):
         if isinstance(table.this, exp.Identifier):
-            info = catalog.resolve(_ident(table.args.get("db")), _ident(table.this) or "")
+            info = catalog.resolve(ident(table.args.get("db")), ident(table.this) or "")
             if info is not None:
                 for name in view.hidden_columns.get(info.qualified, ()):
                     hidden.setdefault(name, f"{info.qualified}.{name}")
     if not hidden:
         return []
-    named = {_ident(c.this) for c in tree.find_all(exp.Column)}
+    named = {ident(c.this) for c in tree.find_all(exp.Column)}
     return [
         Denial(subject, "the column is not readable by this principal")
         for name, subject in sorted(hidden.items())
         if name in named
     ]
-
-
-def _children(value: object) -> Iterator[exp.Expr]:
-    if isinstance(value, _EXPR):
-        yield value
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, _EXPR):
-                yield item

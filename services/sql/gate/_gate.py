@@ -20,7 +20,6 @@ from __future__ import annotations
 import enum
 import logging
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -35,6 +34,7 @@ from services.sql.gate._names import identifier
 from services.sql.gate._parsing import parse_statements
 from services.sql.gate._scope import memo_scope
 from services.sql.gate._sizes import BuiltValues
+from services.sql.tree import ident, scoped_tables
 
 DEFAULT_MAX_SQL_CHARS = 20_000
 # The largest value a statement may build (see ``_sizes``): the default result-size cap.
@@ -194,7 +194,6 @@ _STATEMENTS: tuple[type[exp.Expr], ...] = tuple(
 )  # fmt: skip
 _DML: tuple[type[exp.Expr], ...] = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
 # The base class of every node (``Expr`` since sqlglot 28, ``Expression`` before).
-_EXPR: type[exp.Expr] = getattr(exp, "Expr", exp.Expression)
 _CALL_NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_$]*)\s*\(")
 _LEADING_WORD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_$]*)")
 
@@ -202,17 +201,6 @@ _LEADING_WORD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_$]*)")
 def _is_system_schema(schema: str) -> bool:
     lowered = schema.lower()
     return lowered.startswith("pg_") or lowered == "information_schema"
-
-
-def _ident(node: exp.Expr | None) -> str | None:
-    """An identifier's name as Postgres resolves it: unquoted folds to lowercase."""
-    if node is None:
-        return None
-    if isinstance(node, exp.Identifier):
-        return str(node.this) if node.quoted else str(node.this).lower()
-    if isinstance(node, _EXPR) and isinstance(node.this, str):
-        return node.this.lower()
-    return None
 
 
 def silence_sqlglot_logging() -> None:
@@ -385,7 +373,7 @@ class _TreeCheck:
         elif isinstance(node, exp.DataType):
             self._data_type(node)
         elif isinstance(node, exp.Column):
-            schema = _ident(node.args.get("db"))
+            schema = ident(node.args.get("db"))
             if schema is not None and _is_system_schema(schema):
                 self._add(GateRule.SYSTEM_SCHEMA, "system schemas may not be read", schema)
 
@@ -424,32 +412,17 @@ class _TreeCheck:
 
     def _tables(self, node: exp.Expr, visible: frozenset[str]) -> None:
         """Check table references scope by scope, so a CTE name shadows only where
-        Postgres would resolve it to the CTE."""
-        with_ = node.args.get("with_")
-        if isinstance(with_, exp.With):
-            ctes = [c for c in with_.expressions if isinstance(c, exp.CTE)]
-            names = [_ident(c.args.get("alias") and c.args["alias"].this) or "" for c in ctes]
-            recursive = bool(with_.args.get("recursive"))
-            for index, cte in enumerate(ctes):
-                inner = visible | frozenset(names if recursive else names[:index])
-                self._tables(cte.this, inner)
-            visible = visible | frozenset(names)
-        if isinstance(node, exp.Into):
-            return  # the target of SELECT INTO is not read; the statement is refused anyway
-        if isinstance(node, exp.Table):
-            self._table(node, visible)
-        for key, value in node.args.items():
-            if key == "with_":
-                continue
-            for child in _children(value):
-                self._tables(child, visible)
+        Postgres would resolve it to the CTE (the target of SELECT INTO is not read; the
+        statement is refused anyway)."""
+        for table, ctes in scoped_tables(node, visible, into=False):
+            self._table(table, ctes)
 
     def _table(self, node: exp.Table, visible: frozenset[str]) -> None:
         if not isinstance(node.this, exp.Identifier):
             return  # a set-returning function in FROM: checked as a function
-        name = _ident(node.this) or ""
-        schema = _ident(node.args.get("db"))
-        database = _ident(node.args.get("catalog"))
+        name = ident(node.this) or ""
+        schema = ident(node.args.get("db"))
+        database = ident(node.args.get("catalog"))
         shown = ".".join(part for part in (database, schema, name) if part)
         if database is not None:
             rule = GateRule.SYSTEM_SCHEMA if schema and _is_system_schema(schema) else None
@@ -487,20 +460,11 @@ def _statement_kind(node: exp.Expr) -> str:
     return ""
 
 
-def _children(value: object) -> Iterator[exp.Expr]:
-    if isinstance(value, _EXPR):
-        yield value
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, _EXPR):
-                yield item
-
-
 def _function_name(node: exp.Func) -> str | None:
     if isinstance(node, exp.Anonymous):
         this = node.this
         if isinstance(this, exp.Identifier):
-            return _ident(this)
+            return ident(this)
         if isinstance(this, str):
             return this.lower()
         return None
