@@ -20,6 +20,7 @@ const RPCS = [
   'IngestDocuments',
   'UploadDocument',
   'DeleteDocument',
+  'UpdateDocumentAcl',
   'DescribeSchema',
   'SubmitSqlFeedback',
   'TeachSql',
@@ -27,6 +28,7 @@ const RPCS = [
   'DeleteConfirmedPair',
   'ListConversations',
   'DeleteConversation',
+  'ListAuditEvents',
 ];
 
 test('the protos load and GatewayService has every RPC with its shape', () => {
