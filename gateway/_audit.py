@@ -22,7 +22,6 @@ inside ``gateway_audit_purge``, the retention purge this module runs periodicall
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import contextvars
 import hashlib
@@ -50,6 +49,8 @@ from services.common import (
     TandemError,
     TenantStore,
     current_principal,
+    decode_page_token,
+    encode_page_token,
     role_conninfo,
 )
 from tandem.v1 import gateway_service_pb2 as gpb
@@ -359,21 +360,19 @@ def parse_query(request: gpb.GatewayServiceListAuditEventsRequest) -> AuditQuery
 
 
 def _encode_token(event_id: int, query: AuditQuery) -> str:
-    raw = f"{event_id}|{query.digest()}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return encode_page_token(event_id, query.digest())
 
 
 def _decode_token(token: str, query: AuditQuery) -> int:
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        event_id, digest = base64.urlsafe_b64decode(padded).decode().split("|", 1)
+    def parse(parts: list[str]) -> int:
+        event_id, digest = parts
         if digest != query.digest():
             raise ValueError("issued for other filters")
         return int(event_id)
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidArgument.field(
-            "page_token", "not a token this RPC issued for these filters"
-        ) from None
+
+    return decode_page_token(
+        token, parse, description="not a token this RPC issued for these filters"
+    )
 
 
 def event_pb(event: AuditEvent) -> gpb.AuditEvent:

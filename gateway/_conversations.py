@@ -17,7 +17,6 @@ query that forgot the filter still cannot reach another principal's conversation
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -33,6 +32,8 @@ from services.common import (
     NotFound,
     Principal,
     TenantStore,
+    decode_page_token,
+    encode_page_token,
     role_conninfo,
 )
 
@@ -329,14 +330,12 @@ def _owner(principal: Principal | None) -> tuple[bool, str | None]:
 
 
 def _encode_token(update_time: datetime, conversation_id: str) -> str:
-    raw = f"{update_time.isoformat()}|{conversation_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return encode_page_token(update_time.isoformat(), conversation_id)
 
 
 def _decode_token(token: str) -> tuple[datetime, str]:
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        stamp, conversation_id = base64.urlsafe_b64decode(padded).decode().split("|", 1)
+    def parse(parts: list[str]) -> tuple[datetime, str]:
+        stamp, conversation_id = parts
         return datetime.fromisoformat(stamp), str(uuid.UUID(conversation_id))
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidArgument.field("page_token", "not a token this RPC issued") from None
+
+    return decode_page_token(token, parse)

@@ -64,6 +64,7 @@ from services.common._observability import (
     fingerprint_sql,
     fingerprint_tree,
 )
+from services.common._paging import decode_page_token, encode_page_token
 from services.common._pki import (
     IDENTITIES,
     Authority,
@@ -176,10 +177,12 @@ __all__ = [
     "current_token",
     "deadline_interceptors",
     "deadline_scope",
+    "decode_page_token",
     "detect_language",
     "effective_timeout",
     "embedded_pgvector_is_portable",
     "embedded_server_url",
+    "encode_page_token",
     "english_only_message",
     "ensure_directory",
     "ensure_tenant",

@@ -16,7 +16,6 @@ itself, as it sets the tenant: no caller can forget to pass it.
 
 from __future__ import annotations
 
-import base64
 import enum
 import uuid
 from collections.abc import Sequence
@@ -36,6 +35,8 @@ from services.common import (
     InvalidArgument,
     TenantStore,
     current_principal,
+    decode_page_token,
+    encode_page_token,
     load_migrations,
     role_conninfo,
 )
@@ -413,17 +414,15 @@ class MemoryStore(TenantStore):
 
 
 def _encode_token(create_time: datetime, pair_id: str) -> str:
-    raw = f"{create_time.isoformat()}|{pair_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return encode_page_token(create_time.isoformat(), pair_id)
 
 
 def _decode_token(token: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
-        when, _, pair_id = raw.partition("|")
+    def parse(parts: list[str]) -> tuple[datetime, str]:
+        when, pair_id = parts
         return datetime.fromisoformat(when), str(uuid.UUID(pair_id))
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidArgument.field("page_token", "not a token this RPC issued") from None
+
+    return decode_page_token(token, parse)
 
 
 # --- the question embedder ----------------------------------------------------------------
