@@ -159,7 +159,18 @@ def register(commands: Commands) -> None:
     )
     ingest.add_argument("paths", nargs="+", type=Path, help="files or folders")
     ingest.add_argument("--category", default="", help="category for every document")
-    ingest.add_argument("--dry-run", action="store_true", help="report only, write nothing")
+    ingest.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="report only, write nothing; lists what each file would have redacted",
+    )
+    ingest.add_argument(
+        "--keep",
+        default="",
+        metavar="KIND[,KIND]",
+        help="personal-data kinds to keep verbatim in this ingest, e.g. EMAIL_ADDRESS,"
+        "IP_ADDRESS (secrets are always redacted)",
+    )
     ingest.add_argument("--batch", type=int, default=32, help="documents per request")
     _common(ingest)
     # A batch may take as long as the gateway allows ingest (GATEWAY_INGEST_DEADLINE_S,
@@ -666,15 +677,43 @@ def file_document(path: Path, document_id: str, category: str, content: bytes) -
     )
 
 
+def keep_policy(raw: str) -> rpb.RedactionPolicy | None:
+    """``--keep EMAIL_ADDRESS,IP_ADDRESS`` as the request's policy (None: the server's
+    default); a name that is not a personal-data kind is refused here, by name."""
+    names = [n.strip().upper().removeprefix("REDACTION_KIND_") for n in raw.split(",")]
+    kinds: list[rpb.RedactionKind.ValueType] = []
+    for name in filter(None, names):
+        value = _kind_value(name) if _is_kind(name) else rpb.REDACTION_KIND_UNSPECIFIED
+        if value < _FIRST_PERSONAL_KIND:
+            personal = [
+                n.removeprefix("REDACTION_KIND_")
+                for n, v in rpb.RedactionKind.items()
+                if v >= _FIRST_PERSONAL_KIND
+            ]
+            raise CliError(f"--keep {name}: only personal-data kinds may be kept: {personal}")
+        kinds.append(value)
+    return rpb.RedactionPolicy(keep_kinds=kinds) if kinds else None
+
+
+# RedactionKind numbers personal-data kinds from 20 (secrets below are never kept).
+_FIRST_PERSONAL_KIND = 20
+
+
+def _is_kind(name: str) -> bool:
+    return f"REDACTION_KIND_{name}" in rpb.RedactionKind.keys()  # noqa: SIM118 (an enum wrapper)
+
+
 def upload_messages(
-    doc: rpb.DocumentInput, dry_run: bool
+    doc: rpb.DocumentInput, dry_run: bool, policy: rpb.RedactionPolicy | None = None
 ) -> Iterator[gpb.GatewayServiceUploadDocumentRequest]:
     """A big file as UploadDocument sends it: the header, then its bytes in pieces."""
     described = rpb.DocumentInput()
     described.CopyFrom(doc)
     described.ClearField("content")
     yield gpb.GatewayServiceUploadDocumentRequest(
-        header=gpb.GatewayServiceUploadHeader(document=described, dry_run=dry_run)
+        header=gpb.GatewayServiceUploadHeader(
+            document=described, dry_run=dry_run, redaction_policy=policy
+        )
     )
     for start in range(0, len(doc.content), UPLOAD_PIECE_BYTES):
         yield gpb.GatewayServiceUploadDocumentRequest(
@@ -694,6 +733,28 @@ def batches(docs: Sequence[rpb.DocumentInput], size: int) -> Iterator[list[rpb.D
         weight += cost
     if batch:
         yield batch
+
+
+def _kind_value(name: str) -> rpb.RedactionKind.ValueType:
+    return rpb.RedactionKind.Value(f"REDACTION_KIND_{name}")
+
+
+def keeping_hint(kinds: Sequence[str], category: str) -> str:
+    """How to keep the personal-data kinds that were redacted: for one ingest, for a
+    category of documents (a server setting), or a company's own values (public manuals
+    keep their maintainers' addresses this way)."""
+    listed = ",".join(kinds)
+    where = category or "<category>"
+    return (
+        f"to keep {listed}: `--keep {listed}` for this ingest, "
+        f"RETRIEVAL_REDACTION_KEEP_BY_CATEGORY={where}={listed} for a category (server), "
+        "or RETRIEVAL_REDACTION_ALLOW=<your domain or value>; secrets are always redacted"
+    )
+
+
+def _finding_line(finding: rpb.RedactionFinding) -> str:
+    kind = _enum(rpb.RedactionKind, finding.kind, "REDACTION_KIND_")
+    return f"{finding.field} line {finding.line}: {kind} {finding.preview}"
 
 
 def _redactions(document: rpb.DocumentResult) -> dict[str, int]:
@@ -875,6 +936,7 @@ def _ingest(args: argparse.Namespace) -> int:
             else "no PDF, Word, PowerPoint, Excel, CSV, HTML, markdown or text files found"
         )
     metadata = _metadata(args)
+    policy = keep_policy(args.keep)
     totals = {"included": 0, "unchanged": 0, "excluded": 0, "failed": 0, "chunks": 0}
     failures: list[str] = []
     summaries: list[rpb.IngestSummary] = []
@@ -888,9 +950,11 @@ def _ingest(args: argparse.Namespace) -> int:
     def send(batch: Sequence[rpb.DocumentInput]) -> Any:
         """One call for ``batch``: IngestDocuments, or UploadDocument for one big file."""
         if len(batch) == 1 and batch[0].ByteSize() > MAX_FILE_BYTES:
-            messages = upload_messages(batch[0], args.dry_run)
+            messages = upload_messages(batch[0], args.dry_run, policy)
             return stub.UploadDocument(messages, metadata=metadata, timeout=args.timeout)
-        request = gpb.GatewayServiceIngestDocumentsRequest(documents=batch, dry_run=args.dry_run)
+        request = gpb.GatewayServiceIngestDocumentsRequest(
+            documents=batch, dry_run=args.dry_run, redaction_policy=policy
+        )
         return stub.IngestDocuments(request, metadata=metadata, timeout=args.timeout)
 
     with channel:
@@ -957,6 +1021,11 @@ def _ingest(args: argparse.Namespace) -> int:
                 kinds[name] = kinds.get(name, 0) + count
         listed = ", ".join(f"{name} {count}" for name, count in sorted(kinds.items()))
         print(f"redacted: {listed} in {len(redacted)} file(s)")
+        keepable = sorted(
+            k for k in kinds if _is_kind(k) and _kind_value(k) >= _FIRST_PERSONAL_KIND
+        )
+        if keepable:
+            print(keeping_hint(keepable, args.category))
     if args.dry_run:
         for summary in summaries:
             for document in summary.documents:
@@ -967,6 +1036,11 @@ def _ingest(args: argparse.Namespace) -> int:
                         f"  would write {document.chunk_count} chunks: {document.uri}"
                         + (f" (would redact {would})" if would else "")
                     )
+                for finding in document.redaction_findings:
+                    print(f"    {_finding_line(finding)}")
+                listed_count = len(document.redaction_findings)
+                if listed_count and listed_count < sum(found.values()):
+                    print(f"    … and {sum(found.values()) - listed_count} more")
     for failure in failures:
         print(f"  failed {failure}", file=sys.stderr)
     return 0 if not totals["failed"] else 1

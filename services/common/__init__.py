@@ -102,6 +102,7 @@ from services.common._tenant_token import (
     current_token,
 )
 from services.common._text import (
+    clean_document_text,
     control_character_problem,
     control_character_violations,
     json_control_problem,
@@ -169,6 +170,7 @@ __all__ = [
     "apply_migrations",
     "build_tree",
     "channel_options",
+    "clean_document_text",
     "configure_logging",
     "control_character_problem",
     "control_character_violations",

@@ -9,10 +9,17 @@ naming the field, before anything is stored or searched:
 
 - names, ids, titles, uris, categories, tokens and metadata keys: no control character
   at all (C0, DEL, C1);
-- free text (a question, a query, SQL, a note, a document's body, a metadata string
-  value): the layout characters tab, line feed, vertical tab, form feed and carriage
-  return are allowed (text pasted or exported from documents holds them: form feed is a
-  PDF page break, vertical tab a Word line break); every other control character is not.
+- free text (a question, a query, SQL, a note, a metadata string value): the layout
+  characters tab, line feed, vertical tab, form feed and carriage return are allowed (text
+  pasted or exported from documents holds them: form feed is a PDF page break, vertical
+  tab a Word line break); every other control character is not.
+
+A document's body is the exception: it is what a company has, as it is (a log pasted with
+its terminal colours, a manual exported with stray NULs, text that went through Latin-1
+once), and refusing a whole manual for one escape sequence helped no one. It is cleaned
+instead (``clean_document_text``): terminal escape sequences go whole, C1 characters
+become the Windows-1252 characters they almost always were, other controls go, and the
+ingest report says how many were removed.
 """
 
 from __future__ import annotations
@@ -28,6 +35,10 @@ from services.common._errors import FieldViolation
 
 _ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _NOT_LAYOUT = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+# ECMA-48 control sequences (colours, cursor moves) and operating-system commands (window
+# titles): removed whole, or their parameters would stay behind as "[31m".
+_ESCAPE_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+_C1 = re.compile(r"[\x80-\x9f]")
 _STRUCT = "google.protobuf.Struct"
 _VALUE = "google.protobuf.Value"
 _LIST = "google.protobuf.ListValue"
@@ -40,6 +51,25 @@ def control_character_problem(value: str, *, free_text: bool = False) -> str | N
         return None
     allowed = " (tab, line and page breaks are allowed)" if free_text else ""
     return f"must not contain control characters, found U+{ord(found.group()):04X}{allowed}"
+
+
+def _windows_1252(match: re.Match[str]) -> str:
+    try:
+        return match.group().encode("latin-1").decode("cp1252")
+    except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: nothing in cp1252 either
+        return match.group()
+
+
+def clean_document_text(text: str) -> tuple[str, int]:
+    """``text`` without terminal escapes and non-layout control characters, and how many
+    characters were removed (C1 characters that Windows-1252 reads as letters or
+    punctuation, ``\x92`` for a right quote, are turned into them, not counted)."""
+    if _NOT_LAYOUT.search(text) is None:
+        return text, 0
+    cleaned = _ESCAPE_SEQUENCE.sub("", text)
+    cleaned = _C1.sub(_windows_1252, cleaned)
+    cleaned = _NOT_LAYOUT.sub("", cleaned)
+    return cleaned, len(text) - len(cleaned)
 
 
 def json_control_problem(value: Any, path: str) -> FieldViolation | None:

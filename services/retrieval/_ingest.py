@@ -31,6 +31,7 @@ from services.common import (
     InvalidArgument,
     TandemError,
     Unavailable,
+    clean_document_text,
     control_character_problem,
     json_control_problem,
 )
@@ -42,7 +43,13 @@ from services.retrieval._chunking import chunk_text, embedding_text, normalise
 from services.retrieval._embedding_client import EmbedderInfo, EmbeddingClient, EmbeddingError
 from services.retrieval._extract_pool import ExtractionPool
 from services.retrieval._files import extract_content
-from services.retrieval._redact import RedactionPolicy, Redactor, has_content
+from services.retrieval._redact import (
+    MAX_FINDINGS,
+    RedactionPolicy,
+    Redactor,
+    findings,
+    has_content,
+)
 from services.retrieval._repository import (
     NewDocument,
     RetrievalRepository,
@@ -65,6 +72,7 @@ from services.retrieval._types import (
     IngestStage,
     IngestSummary,
     Outcome,
+    RedactionFinding,
     RedactionKind,
 )
 from services.retrieval._validation import (
@@ -105,6 +113,7 @@ class _Work:
     texts: list[str]
     replaced: bool
     extraction: Extraction | None = None
+    findings: tuple[RedactionFinding, ...] = ()
     vectors: np.ndarray[Any, np.dtype[np.float32]] | None = None
     remaining: int = 0
     error: DocumentError | None = None
@@ -118,6 +127,19 @@ class _Work:
 class _Prepared:
     document: NewDocument
     texts: list[str]
+    findings: tuple[RedactionFinding, ...] = ()
+    cleaning: Extraction | None = None
+
+
+@dataclass(frozen=True)
+class _Excluded:
+    """A document that redaction or chunking left nothing of."""
+
+    reason: ExclusionReason
+    counts: dict[RedactionKind, int]
+    chars: int
+    content_sha256: str
+    findings: tuple[RedactionFinding, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -266,9 +288,17 @@ def document_violations(
     return found[0][0], [v for _, v in found]
 
 
+def _cleaning_note(removed: int) -> Extraction | None:
+    """What cleaning a body sent as text changed, for the ingest report."""
+    if not removed:
+        return None
+    return Extraction("", notes=(f"removed {removed} control character(s) and terminal escape(s)",))
+
+
 def _control_characters(prefix: str, doc: DocumentInput) -> Iterator[FieldViolation]:
     """Control characters in the caller's text fields (services.common's rule: none in
-    names, layout only in free text). Text read from a file is the extractor's to clean."""
+    names, layout only in free text). A document's body is cleaned instead, in
+    ``Ingestor._prepare``; text read from a file is the extractor's to clean."""
     for name, value in (
         ("uri", doc.uri),
         ("title", doc.title),
@@ -282,10 +312,6 @@ def _control_characters(prefix: str, doc: DocumentInput) -> Iterator[FieldViolat
         violation = json_control_problem(doc.metadata, f"{prefix}.metadata")
         if violation:
             yield violation
-    if doc.extraction is None:
-        problem = control_character_problem(doc.text, free_text=True)
-        if problem:
-            yield FieldViolation(f"{prefix}.text", problem)
 
 
 class Ingestor:
@@ -317,29 +343,45 @@ class Ingestor:
     # -- preparation (runs in a worker thread) ----------------------------------------
 
     def _prepare(
-        self, doc: DocumentInput, document_id: str, redactor: Redactor, text_limit: int
-    ) -> _Prepared | tuple[ExclusionReason, dict[RedactionKind, int], int, str]:
+        self,
+        doc: DocumentInput,
+        document_id: str,
+        redactor: Redactor,
+        text_limit: int,
+        *,
+        list_findings: bool = False,
+    ) -> _Prepared | _Excluded:
         counts: dict[RedactionKind, int] = {}
+        listed: list[RedactionFinding] = []
 
-        def scrub(value: str) -> str:
+        def scrub(value: str, where: str = "metadata") -> str:
             redacted = redactor.redact(value)
             for kind, count in redacted.counts.items():
                 counts[kind] = counts.get(kind, 0) + count
+            if list_findings and redacted.spans and len(listed) < MAX_FINDINGS:
+                listed.extend(findings(where, value, redacted)[: MAX_FINDINGS - len(listed)])
             return redacted.text
 
         with node_span(self._tracer, "retrieval.ingest.normalise", {CHARS: len(doc.text)}) as span:
-            normalised_text = normalise(doc.text)
+            body, removed = clean_document_text(doc.text)
+            normalised_text = normalise(body)
             normalised_title = normalise(doc.title)
             span.set_attribute("tandem.chars_out", len(normalised_text))
         with node_span(self._tracer, "retrieval.ingest.redact") as span:
-            text = scrub(normalised_text)
-            title = scrub(normalised_title)
-            uri = scrub(doc.uri)
+            title = scrub(normalised_title, "title")
+            uri = scrub(doc.uri, "uri")
+            text = scrub(normalised_text, "text")
             metadata = _scrub_json(doc.metadata or {}, scrub)
             span.set_attributes(_redaction_attributes(counts))
         content_sha256 = hashlib.sha256(text.encode()).hexdigest()
         if not has_content(text):
-            return ExclusionReason.EMPTY_AFTER_REDACTION, counts, len(text), content_sha256
+            return _Excluded(
+                ExclusionReason.EMPTY_AFTER_REDACTION,
+                counts,
+                len(text),
+                content_sha256,
+                tuple(listed),
+            )
         content_type = ContentType(doc.content_type or ContentType.PLAIN_TEXT)
         with node_span(self._tracer, "retrieval.ingest.chunk", {CHARS: len(text)}) as span:
             chunks = chunk_text(
@@ -350,7 +392,9 @@ class Ingestor:
             )
             span.set_attributes({CHUNKS: len(chunks), "tandem.content_type": content_type.name})
         if not chunks:
-            return ExclusionReason.NO_CHUNKS, counts, len(text), content_sha256
+            return _Excluded(
+                ExclusionReason.NO_CHUNKS, counts, len(text), content_sha256, tuple(listed)
+            )
         category = doc.category.strip()
         acl = DocumentAcl.of(doc.acl_principals, doc.acl_groups)
         shaping: list[Any] = [
@@ -391,7 +435,7 @@ class Ingestor:
             acl=acl,
         )
         texts = [embedding_text(title, c.section, c.text, text_limit) for c in chunks]
-        return _Prepared(document, texts)
+        return _Prepared(document, texts, tuple(listed), _cleaning_note(removed))
 
     # -- the call -----------------------------------------------------------------------
 
@@ -553,19 +597,20 @@ class Ingestor:
             document_id,
             context.redaction.for_category(doc.category),
             context.text_limit,
+            list_findings=context.dry_run,
         )
         if not isinstance(prepared, _Prepared):
-            exclusion, counts, chars, digest = prepared
             return (
                 DocumentResult(
                     index,
                     document_id,
                     doc.uri,
                     Outcome.EXCLUDED,
-                    exclusion_reason=exclusion,
-                    char_count=chars,
-                    redactions=counts,
-                    content_sha256=digest,
+                    exclusion_reason=prepared.reason,
+                    char_count=prepared.chars,
+                    redactions=prepared.counts,
+                    content_sha256=prepared.content_sha256,
+                    redaction_findings=prepared.findings,
                 ),
                 None,
             )
@@ -614,6 +659,8 @@ class Ingestor:
             texts=prepared.texts,
             replaced=previous is not None,
             remaining=len(prepared.texts),
+            findings=prepared.findings,
+            extraction=prepared.cleaning,
         )
 
     def _included(
@@ -631,6 +678,7 @@ class Ingestor:
             redactions=doc.redactions,
             content_sha256=doc.content_sha256,
             extraction=item.extraction,
+            redaction_findings=item.findings,
         )
 
     def _failed(self, item: _Work, error: DocumentError) -> DocumentResult:

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from services.retrieval._types import PERSONAL_KINDS, RedactionKind
+from services.retrieval._types import PERSONAL_KINDS, RedactionFinding, RedactionKind
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,12 @@ class _Span:
 
 @dataclass(frozen=True)
 class Redacted:
-    """The text with placeholders in place, and how many spans of each kind were replaced."""
+    """The text with placeholders in place, how many spans of each kind were replaced, and
+    where they were in the text given (start, end, kind), for a dry run's listing."""
 
     text: str
     counts: dict[RedactionKind, int]
+    spans: tuple[tuple[int, int, RedactionKind], ...] = ()
 
 
 def placeholder(kind: RedactionKind) -> str:
@@ -79,6 +81,17 @@ _SSN = re.compile(r"(?<![\d\-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(
 _PHONE_INTL = re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}(?![\w])")
 _PHONE_NANP = re.compile(r"(?<![\w\-])(?:\(\d{3}\)[ ]?|\d{3}[.\- ])\d{3}[.\-]\d{4}(?![\w\-])")
 _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+# What the text around a dotted quad says it is (``_not_an_address``): how far back to look
+# on its line, a version's marks before and after it, an object identifier's names, and a
+# heading's capitalised word after a number that opens its line.
+_CONTEXT_CHARS = 40
+_VERSION_BEFORE = re.compile(
+    r"(?:\bv|\b(?:versions?|releases?|ver\.?)\b(?:\W+[a-z]+){0,2}\W*|[A-Za-z]\w*[-_])$", re.I
+)
+_SHORT_DOTTED = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){1,2}(?![\w]|\.\d)")
+_REVISION_AFTER = re.compile(r"[-+~][0-9A-Za-z]")
+_OID_BEFORE = re.compile(r"(?:\boids?\b|object identifiers?\b|\bid-[\w-]+\W*)[^0-9\n]{0,12}$", re.I)
+_HEADING_AFTER = re.compile(r"\.?[ \t]+[A-Z]")
 _IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{1,4}(?![\w:])")
 _TOKEN = re.compile(r"(?<![\w\-+/=])[A-Za-z0-9_\-+/=]{20,}(?![\w\-+/=])")
 _HEX = re.compile(r"^[0-9a-fA-F\-]+$")
@@ -206,14 +219,75 @@ def _phones(text: str) -> Iterator[_Span]:
                 yield _Span(match.start(), match.end(), RedactionKind.PHONE_NUMBER)
 
 
+def _is_mask(address: ipaddress.IPv4Address) -> bool:
+    """A netmask (ones then zeros, ``255.255.255.0``) or a wildcard mask (zeros then
+    ones, ``0.0.0.255``): the shape of a prefix length, never a host's address. The all-ones
+    and all-zero values are masks too (``255.255.255.255``, ``0.0.0.0``)."""
+    bits = int(address)
+    inverted = ~bits & 0xFFFFFFFF
+    return (inverted & (inverted + 1)) == 0 or (bits & (bits + 1)) == 0
+
+
+# Addresses that name no one: loopback, multicast and the networks reserved for examples
+# in documentation (RFC 5737, RFC 3849); a private address may be someone's machine.
+_EXAMPLE_NETWORKS = tuple(
+    ipaddress.ip_network(n)
+    for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
+)
+
+
+def _names_no_one(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return (
+        address.is_loopback
+        or address.is_multicast
+        or address.is_unspecified
+        or any(address in network for network in _EXAMPLE_NETWORKS)
+    )
+
+
+def _not_an_address(text: str, match: re.Match[str]) -> bool:
+    """A dotted quad that the text itself says is something else: a version (``v1.2.3.4``,
+    ``version 5.10.0.1``, ``libfoo-1.2.3.4``, ``1.2.3.4-2``), an object identifier named as
+    one (``OID 2.5.4.3``, ``id-at-cn (2.5.4.3)``), or a section number heading a line
+    (``3.2.1.4 Routing``)."""
+    before = text[max(0, match.start() - _CONTEXT_CHARS) : match.start()]
+    before = before.rsplit("\n", 1)[-1]
+    after = text[match.end() : match.end() + 2]
+    if _VERSION_BEFORE.search(before) or _REVISION_AFTER.match(after):
+        return True
+    if _OID_BEFORE.search(before):
+        return True
+    return not before.strip(" \t#*") and _HEADING_AFTER.match(text, match.end()) is not None
+
+
+def _numbering(text: str) -> frozenset[str]:
+    """The dotted numbers of two or three parts the text holds (``1.7.5``, ``3.8``): a
+    quad that extends one of them (``1.7.5.1``) belongs to a version or section series."""
+    return frozenset(_SHORT_DOTTED.findall(text))
+
+
 def _ips(text: str) -> Iterator[_Span]:
-    for pattern in (_IPV4, _IPV6):
-        for match in pattern.finditer(text):
-            try:
-                ipaddress.ip_address(match.group())
-            except ValueError:
-                continue
-            yield _Span(match.start(), match.end(), RedactionKind.IP_ADDRESS)
+    numbering: frozenset[str] | None = None
+    for match in _IPV4.finditer(text):
+        try:
+            address = ipaddress.IPv4Address(match.group())
+        except ValueError:
+            continue
+        if _is_mask(address) or _names_no_one(address) or _not_an_address(text, match):
+            continue
+        if numbering is None:
+            numbering = _numbering(text)
+        if match.group().rsplit(".", 1)[0] in numbering:
+            continue
+        yield _Span(match.start(), match.end(), RedactionKind.IP_ADDRESS)
+    for match in _IPV6.finditer(text):
+        try:
+            address6 = ipaddress.IPv6Address(match.group())
+        except ValueError:
+            continue
+        if _names_no_one(address6):
+            continue
+        yield _Span(match.start(), match.end(), RedactionKind.IP_ADDRESS)
 
 
 def _entropy_tokens(text: str) -> Iterator[_Span]:
@@ -316,6 +390,7 @@ class Redactor:
         accepted.sort(key=lambda s: s.start)
         counts: Counter[RedactionKind] = Counter()
         parts: list[str] = []
+        replaced: list[tuple[int, int, RedactionKind]] = []
         cursor = 0
         for span in accepted:
             if span.kind in self.keep or self.allow.permits(span.kind, text[span.start : span.end]):
@@ -324,8 +399,9 @@ class Redactor:
             parts.append(placeholder(span.kind))
             cursor = span.end
             counts[span.kind] += 1
+            replaced.append((span.start, span.end, span.kind))
         parts.append(text[cursor:])
-        return Redacted("".join(parts), dict(sorted(counts.items())))
+        return Redacted("".join(parts), dict(sorted(counts.items())), tuple(replaced))
 
 
 class RedactionPolicy:
@@ -349,6 +425,21 @@ class RedactionPolicy:
         if keep not in self._redactors:
             self._redactors[keep] = Redactor(keep, self._allow)
         return self._redactors[keep]
+
+
+# A dry run lists at most this many spans per document; the counts cover the rest.
+MAX_FINDINGS = 50
+
+
+def findings(field: str, text: str, redacted: Redacted) -> list[RedactionFinding]:
+    """What ``redacted`` replaced in ``text`` (one field of a document), for a dry run:
+    personal data as written, a secret as its length only, each with its 1-based line."""
+    listed = []
+    for start, end, kind in redacted.spans[:MAX_FINDINGS]:
+        value = text[start:end]
+        preview = value if kind in PERSONAL_KINDS else f"({len(value)} characters)"
+        listed.append(RedactionFinding(kind, field, text.count("\n", 0, start) + 1, preview))
+    return listed
 
 
 def _overlaps(taken: list[tuple[int, int]], span: _Span) -> bool:

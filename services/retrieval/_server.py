@@ -160,6 +160,15 @@ def _document_result(result: DocumentResult) -> pb.DocumentResult:
         redactions=_redactions(result.redactions),
         content_sha256=result.content_sha256,
     )
+    message.redaction_findings.extend(
+        pb.RedactionFinding(
+            kind=int(f.kind),  # type: ignore[arg-type]
+            field=f.field,
+            line=f.line,
+            preview=f.preview,
+        )
+        for f in result.redaction_findings
+    )
     if result.extraction is not None:
         message.detected_type = result.extraction.detected_type
         message.encoding = result.extraction.encoding

@@ -158,6 +158,18 @@ class DocumentError:
 
 
 @dataclass(frozen=True)
+class RedactionFinding:
+    """One span a dry run would redact: its kind, where it is and what it looks like (a
+    personal value as written, since it is the caller's own; a secret only by its length,
+    so a dry run pasted into a ticket leaks nothing)."""
+
+    kind: RedactionKind
+    field: str
+    line: int
+    preview: str
+
+
+@dataclass(frozen=True)
 class DocumentResult:
     """The manifest entry for one document."""
 
@@ -173,6 +185,8 @@ class DocumentResult:
     redactions: Mapping[RedactionKind, int] = field(default_factory=dict)
     content_sha256: str = ""
     extraction: Extraction | None = None
+    # Dry runs only: the first spans that would be redacted, in document order.
+    redaction_findings: tuple[RedactionFinding, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -304,7 +304,10 @@ async def test_a_dry_run_writes_nothing_and_returns_the_manifest(retrieval, pg_u
             document_id="only-markup", text="# Title\n\n---", content_type=pb.CONTENT_TYPE_MARKDOWN
         ),
         pb.DocumentInput(document_id="empty", text=" "),
-        pb.DocumentInput(document_id="pii", text="Write to jane@example.com about it."),
+        pb.DocumentInput(
+            document_id="pii",
+            text="Write to jane@example.com about it.\nNetmask 255.255.255.0.\ntoken: Zx8kQ2pLm9",
+        ),
     ]
     events, summary = await ingest(retrieval.stub, tenant, batch, dry_run=True)
     assert summary.dry_run and summary.chunks_written == 0
@@ -320,7 +323,19 @@ async def test_a_dry_run_writes_nothing_and_returns_the_manifest(retrieval, pg_u
         (pb.DOCUMENT_OUTCOME_INCLUDED, 0, False),
     ]
     assert summary.documents[6].error.field_violations[0].field == "documents[6].text"
-    assert summary.documents[7].redactions[0].kind == pb.REDACTION_KIND_EMAIL_ADDRESS
+    assert {r.kind: r.count for r in summary.documents[7].redactions} == {
+        pb.REDACTION_KIND_EMAIL_ADDRESS: 1,
+        pb.REDACTION_KIND_LABELED_SECRET: 1,
+    }
+    # A dry run lists what it would redact, where: personal data as written (the caller's
+    # own), a secret by its length only; the netmask is no address.
+    assert [
+        (f.kind, f.field, f.line, f.preview) for f in summary.documents[7].redaction_findings
+    ] == [
+        (pb.REDACTION_KIND_EMAIL_ADDRESS, "text", 1, "jane@example.com"),
+        (pb.REDACTION_KIND_LABELED_SECRET, "text", 3, "(10 characters)"),
+    ]
+    assert [f.line for f in summary.documents[4].redaction_findings] == [1]
     assert summary.documents_included == 4 and summary.chunks_total == 4
     assert summary.documents_excluded == 3 and summary.documents_failed == 1
     finished = [e.document_finished.index for e in events if e.HasField("document_finished")]

@@ -128,6 +128,10 @@ async def test_ingest_and_search_leak_no_document_or_query_text(pg_url, observed
     try:
         tenant = new_tenant(pg_url)
         with captured_logs() as logs:
+            # A dry run lists what it would redact (the canary's address among it): to the
+            # caller only, never to telemetry.
+            _, dry = await ingest(retrieval.stub, tenant, [_document(canary)], dry_run=True)
+            assert any(canary in f.preview for f in dry.documents[0].redaction_findings)
             _, summary = await ingest(retrieval.stub, tenant, [_document(canary)])
             assert summary.documents_included == 1 and summary.chunks_written >= 1
             query = f"what did {canary} ask about pricing?"

@@ -218,3 +218,29 @@ def test_tandem_keys_finds_the_data_directory_from_anywhere(
     (checkout / ".tandem").rmdir()
     with pytest.raises(CliError, match="TANDEM_DATA_DIR"):
         _key_store_environ()
+
+
+def test_ingest_keep_names_personal_kinds_only():
+    from services.cli._client import keep_policy
+    from services.cli._plumbing import CliError
+    from tandem.v1 import retrieval_service_pb2 as rpb
+
+    assert keep_policy("") is None
+    policy = keep_policy("email_address, REDACTION_KIND_IP_ADDRESS")
+    assert policy is not None
+    assert list(policy.keep_kinds) == [
+        rpb.REDACTION_KIND_EMAIL_ADDRESS,
+        rpb.REDACTION_KIND_IP_ADDRESS,
+    ]
+    for secret_or_unknown in ("API_KEY", "NOT_A_KIND"):
+        with pytest.raises(CliError, match="only personal-data kinds may be kept"):
+            keep_policy(secret_or_unknown)
+
+
+def test_the_redaction_summary_names_the_settings_that_keep_a_kind():
+    from services.cli._client import keeping_hint
+
+    hint = keeping_hint(["EMAIL_ADDRESS", "IP_ADDRESS"], "manual")
+    assert "--keep EMAIL_ADDRESS,IP_ADDRESS" in hint
+    assert "RETRIEVAL_REDACTION_KEEP_BY_CATEGORY=manual=EMAIL_ADDRESS,IP_ADDRESS" in hint
+    assert "RETRIEVAL_REDACTION_ALLOW" in hint

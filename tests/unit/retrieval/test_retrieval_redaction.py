@@ -53,6 +53,8 @@ K = RedactionKind
         ("ssn 123-45-6789", "ssn [NATIONAL_ID]", K.NATIONAL_ID),
         ("iban DE89 3704 0044 0532 0130 00", "iban [BANK_ACCOUNT]", K.BANK_ACCOUNT),
         ("host 10.0.12.7 up", "host [IP_ADDRESS] up", K.IP_ADDRESS),
+        ("route via 93.184.216.34. Then", "route via [IP_ADDRESS]. Then", K.IP_ADDRESS),
+        ("3 hops: 10.1.2.3 then out", "3 hops: [IP_ADDRESS] then out", K.IP_ADDRESS),
         ("v6 fe80::1ff:fe23:4567:890a", "v6 [IP_ADDRESS]", K.IP_ADDRESS),
     ],
 )  # fmt: skip
@@ -73,6 +75,15 @@ def test_each_kind_is_found_and_replaced_by_its_placeholder(text, expected, kind
         "Card-like 4111 1111 1111 1112 fails the Luhn check; 999-99-9999 is no SSN.",
         "Version 10.0 of release 2024.05 and 300.1.2.3 are not addresses.",
         "Revenue grew 12% to $4,500,000 in Q3 2024.",
+        # Dotted quads that are not addresses: masks, versions, object identifiers,
+        # section numbers (a manual's netmask once became [IP_ADDRESS]).
+        "netmask 255.255.255.0, prefix 255.255.240.0, wildcard 0.0.0.255, listen on 0.0.0.0",
+        "glibc v2.36.0.1, version 5.10.0.1, libfoo-1.2.3.4.tar.gz and 1.2.3.4-2+deb12u1",
+        "OID 2.5.4.3 is the common name; id-at-serialNumber (2.5.4.5) its serial.",
+        "3.2.1.4 Routing tables\nThe next part.",
+        "Git 1.7.12 fixed it; Git 1.7.12.1 Release Notes follow.",
+        # Addresses that name no one: loopback, multicast, documentation examples.
+        "connect to 127.0.0.1:9229 or ::1, join 224.0.0.251, e.g. 192.0.2.10 or 2001:db8::7",
     ],
 )
 def test_ordinary_text_is_left_alone(text):
