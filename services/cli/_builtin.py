@@ -27,6 +27,14 @@ def register(commands: Commands) -> None:
         help="processes of each of retrieval, sql and router (1-8; their callers balance "
         "over them and skip one that is starting or draining)",
     )
+    run.add_argument(
+        "--port-base",
+        type=int,
+        default=None,
+        metavar="N",
+        help="move every port at once: the edge on N, the gateway on N+1, … (default 50050; "
+        "a <SERVICE>_PORT variable set explicitly still wins)",
+    )
     run.set_defaults(handler=_run)
 
     embed = commands.bench.add_parser("embed", help="embedding throughput and latency")
@@ -362,7 +370,7 @@ def _replica_count(raw: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     from services.cli._run import run  # noqa: PLC0415
 
-    return run(args.timeout, replicas=args.replicas)
+    return run(args.timeout, replicas=args.replicas, port_base=args.port_base)
 
 
 def _bench_embed(args: argparse.Namespace) -> int:

@@ -149,6 +149,29 @@ class Instance:
         return f"{reach}:{self.port}"
 
 
+# The edge's default port: every other default port sits a few above it.
+_FIRST_DEFAULT_PORT = min(spec.default_port for spec in SERVICES)
+_PORT_SPAN = max(spec.default_port for spec in SERVICES) - _FIRST_DEFAULT_PORT
+
+
+def port_base_problem(base: int, replicas: int = 1) -> str | None:
+    """Why ``--port-base`` cannot be used (every port and its replicas must fit), or None."""
+    highest = base + _PORT_SPAN + (max(replicas, 1) - 1) * REPLICA_PORT_STEP
+    if base < 1024 or highest > 65535:
+        return f"--port-base must be between 1024 and {65535 - (highest - base)}, got {base}"
+    return None
+
+
+def shifted_ports(env: Mapping[str, str], base: int) -> dict[str, str]:
+    """``env`` with every service's port moved so the edge listens on ``base`` and the
+    others keep their distance from it (gateway base+1, …): a second stack beside the
+    first with one flag. A port variable set explicitly still wins."""
+    out = dict(env)
+    for spec in SERVICES:
+        out.setdefault(spec.port_variable, str(base + spec.default_port - _FIRST_DEFAULT_PORT))
+    return out
+
+
 def instances(env: Mapping[str, str], replicas: int = 1) -> list[Instance]:
     """Every process to start: one per service, ``replicas`` of each replicated one."""
     out: list[Instance] = []
@@ -675,14 +698,28 @@ class _Supervisor:
             self.guard.wait()
 
 
-def run(timeout: float, out: TextIO | None = None, *, replicas: int = 1) -> int:
+def run(
+    timeout: float,
+    out: TextIO | None = None,
+    *,
+    replicas: int = 1,
+    port_base: int | None = None,
+) -> int:
     """``tandem run``: set up, start, load the demo, print how to use it, supervise.
 
     With ``replicas`` > 1, that many processes of each replicated service (retrieval, sql,
-    router), each on its own port; their callers balance over them."""
+    router), each on its own port; their callers balance over them. ``port_base`` moves
+    every port at once (``shifted_ports``)."""
     console = _Console(out or sys.stdout)
+    environ: Mapping[str, str] = os.environ
+    if port_base is not None:
+        problem = port_base_problem(port_base, replicas)
+        if problem:
+            console.line(f"error: {problem}")
+            return 1
+        environ = shifted_ports(os.environ, port_base)
     try:
-        env, addresses = _service_env(os.environ, replicas)
+        env, addresses = _service_env(environ, replicas)
     except ValueError as exc:
         console.line(f"error: {exc}")
         return 1

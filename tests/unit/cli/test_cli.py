@@ -154,6 +154,30 @@ def test_tandem_run_replicas_get_their_own_ports_and_callers_balance_over_them()
     ]  # fmt: skip
 
 
+def test_tandem_run_port_base_moves_every_port_at_once() -> None:
+    from services.cli._run import _service_env, instances, port_base_problem, shifted_ports
+
+    env, addresses = _service_env(shifted_ports({"SQL_PORT": "6055"}, 41000), replicas=2)
+    assert {i.name: i.address for i in instances(env, 2)} == {
+        "edge": "127.0.0.1:41000",
+        "gateway": "127.0.0.1:41001",
+        "router": "127.0.0.1:41002",
+        "router-2": "127.0.0.1:41102",
+        "retrieval": "127.0.0.1:41003",
+        "retrieval-2": "127.0.0.1:41103",
+        "embedding": "127.0.0.1:41004",
+        "sql": "127.0.0.1:6055",  # set explicitly: still wins
+        "sql-2": "127.0.0.1:6155",
+    }
+    assert env["GATEWAY_ADDR"] == "127.0.0.1:41001" == addresses["gateway"]
+    assert port_base_problem(41000, replicas=2) is None
+    assert "between 1024 and 65530" in (port_base_problem(65533) or "")
+    assert "between 1024 and 64830" in (port_base_problem(65000, replicas=8) or "")
+    assert port_base_problem(80) is not None
+    args = _parser().parse_args(["run", "--port-base", "41000"])
+    assert args.port_base == 41000
+
+
 def test_tandem_run_replicas_need_an_ipv4_address() -> None:
     from services.cli._run import _service_env
 
