@@ -40,7 +40,7 @@ SOURCES: dict[str, tuple[str, str]] = {
     "sort.pdf": ("coreutils", "/usr/share/man/man1/sort.1.gz"),
     "libtasn1-utilities.pdf": ("libtasn1-doc", "/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
     "bbv-manual.html": ("valgrind", "/usr/share/doc/valgrind/html/bbv-manual.html"),
-    "node-os.html": ("nodejs-doc", "/usr/share/doc/nodejs/api/os.html"),
+    "node-os.html": ("nodejs", "/usr/share/doc/nodejs/api/os.html"),
     "du-guide.docx": ("coreutils", "/usr/share/man/man1/du.1.gz"),
     "df-briefing.pptx": ("coreutils", "/usr/share/man/man1/df.1.gz"),
     "protocols.csv": ("netbase", "/etc/protocols"),
