@@ -86,7 +86,7 @@ bench-fairness: setup ## tenant B's p99 alone, next to a neighbour at quota, and
 bench-neighbour: setup ## tenant B's Search p50/p99 alone and while tenant A ingests a 900 KB document, rounds interleaved; ingest chunks/s beside (bench-results/neighbour.json)
 	NEIGHBOUR_BENCH=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/security/test_ingest_neighbour.py
 
-eval: setup ## retrieval, document-answer and SQL quality on the golden sets and the dev datasets
+eval: setup ## retrieval, document-answer, real-documents and SQL quality on the golden sets and the dev datasets
 	$(BIN)/tandem eval retrieval --datasets services/retrieval/eval_data $(wildcard ../shared/datasets/ir/cisi ../shared/datasets/ir/med ../shared/datasets/ir/cacm)
 	$(BIN)/tandem eval sql
 	@for ds in $(SQL_DATASETS); do \
@@ -103,6 +103,7 @@ eval: setup ## retrieval, document-answer and SQL quality on the golden sets and
 	$(BIN)/tandem eval refusals
 	@if [ -d "$(QA_DATASET)" ]; then $(BIN)/tandem eval answers --dataset "$(QA_DATASET)"; \
 	  else echo "QA dataset $(QA_DATASET) not found: skipped"; fi
+	$(BIN)/tandem eval documents --dataset services/bench/devsets/documents
 	$(BIN)/tandem eval routing
 
 load: setup ## ghz-compatible load test: make load CONFIG=infra/ghz/search.json LOAD_ARGS='-z 30s'

@@ -37,7 +37,7 @@ from services.embedding import (
 )
 from services.embedding import create_server as create_embedding_server
 from services.embedding import ready as embedding_ready
-from services.retrieval import RetrievalDeps, RetrievalSettings, prepare_store
+from services.retrieval import ExtractionPool, RetrievalDeps, RetrievalSettings, prepare_store
 from services.retrieval import create_server as create_retrieval_server
 from services.retrieval import ready as retrieval_ready
 from services.router import RouterSettings
@@ -61,12 +61,14 @@ from tandem.v1 import router_service_pb2_grpc as pb_grpc
 
 @dataclass(frozen=True)
 class EvalStack:
-    """The router's stub, the tenant holding the documents, and the warehouse's owner URL
-    (for gold queries)."""
+    """The router's stub, the tenant holding the documents, the warehouse's owner URL
+    (for gold queries), and the retrieval service's stub (for evals that ingest files
+    themselves or search directly)."""
 
     router: pb_grpc.RouterServiceAsyncStub
     tenant: str
     warehouse_url: str
+    retrieval: rpb_grpc.RetrievalServiceAsyncStub
 
 
 @asynccontextmanager
@@ -77,13 +79,15 @@ async def eval_stack(
     query_cache: bool = True,
     tenant_database: bool = True,
     databases: Sequence[TargetConfig] = (),
+    extra_tenants: Sequence[str] = (),
 ) -> AsyncIterator[EvalStack]:
     """Start everything, ingest ``documents`` for ``tenant``, and tear it all down after.
     ``query_cache=False`` makes every request embed its question (latency benchmarks);
     ``tenant_database=False`` keeps the warehouse closed to the tenant, as it is to every
     tenant a user adds (documents-only evals). ``databases`` are further SQL targets (a
     dev set's databases); with them the SQL service reads words by meaning through the
-    embedding service, as deployed."""
+    embedding service, as deployed. ``extra_tenants`` are registered too (empty), for an
+    eval that compares two versions of a collection side by side."""
     telemetry = Telemetry(TelemetrySettings("eval"))
     model = await asyncio.to_thread(Embedder.from_settings, EmbeddingSettings.from_env())
     server_url = await asyncio.to_thread(resolve_url, DatabaseSettings.from_env())
@@ -108,12 +112,21 @@ async def eval_stack(
         retrieval_settings = RetrievalSettings(embedding_addr=embedding.address, hnsw="off")
         await prepare_store(database, retrieval_settings, embedded=True)
         async with database.connection() as conn:
-            await conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", (tenant,))
+            for name in (tenant, *extra_tenants):
+                await conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", (name,))
         channels.append(create_channel(embedding.address))
+        # Its own extraction workers, closed here after the server stops: a pool the
+        # server made itself would outlive this event loop.
+        extraction = ExtractionPool(
+            workers=retrieval_settings.extract_workers,
+            per_tenant=retrieval_settings.extract_workers_per_tenant,
+            memory_bytes=retrieval_settings.extract_memory_mb * 1024 * 1024,
+        )
+        closers.append(extraction.close)
         retrieval, _ = await create_retrieval_server(
             ServerSettings("retrieval", port=0, grace_period_s=0.5),
             telemetry,
-            RetrievalDeps(retrieval_settings, database, channels[-1], None),
+            RetrievalDeps(retrieval_settings, database, channels[-1], None, extraction),
         )
         await retrieval_ready(retrieval)
         closers.append(lambda: retrieval.stop(0))
@@ -149,15 +162,16 @@ async def eval_stack(
         await router_ready(router, router_servicer, router_deps)
         closers.append(lambda: router.stop(0))
         channels.append(create_channel(retrieval.address))
+        retrieval_stub: rpb_grpc.RetrievalServiceAsyncStub = rpb_grpc.RetrievalServiceStub(
+            channels[-1]
+        )
         if documents:
-            report = await load_demo_documents(
-                rpb_grpc.RetrievalServiceStub(channels[-1]), tenant, documents=documents
-            )
+            report = await load_demo_documents(retrieval_stub, tenant, documents=documents)
             if report.failed:
                 raise RuntimeError(f"{report.failed} demo documents failed to ingest")
         channels.append(create_channel(router.address))
         owner = make_conninfo(server_url, dbname=warehouse.database)
-        yield EvalStack(pb_grpc.RouterServiceStub(channels[-1]), tenant, owner)
+        yield EvalStack(pb_grpc.RouterServiceStub(channels[-1]), tenant, owner, retrieval_stub)
     finally:
         for channel in channels:
             await channel.close()

@@ -317,6 +317,26 @@ def register(commands: Commands) -> None:
     eval_answers.add_argument("--limit", type=int, default=None, help="the first N questions")
     eval_answers.add_argument("--out", type=Path, default=Path("bench-results/eval-answers.json"))
     eval_answers.set_defaults(handler=_eval_answers)
+    eval_documents = commands.eval.add_parser(
+        "documents",
+        help="answers over real files (PDF, scan, HTML, DOCX, PPTX, CSV, XLSX) per format and "
+        "half: contains-gold, words, one-line table answers, right locator, OCR nDCG@10",
+    )
+    eval_documents.add_argument(
+        "--dataset",
+        type=Path,
+        default=Path("services/bench/devsets/documents"),
+        help="a folder with corpus/, questions.jsonl, ocr_queries.jsonl and ocr_reference/ "
+        "(default services/bench/devsets/documents)",
+    )
+    eval_documents.add_argument(
+        "--modes", default="retrieve,auto", help="comma-separated Ask modes (retrieve, auto)"
+    )
+    eval_documents.add_argument("--limit", type=int, default=None, help="the first N questions")
+    eval_documents.add_argument(
+        "--out", type=Path, default=Path("bench-results/eval-documents.json")
+    )
+    eval_documents.set_defaults(handler=_eval_documents)
 
 
 def _eval_routing(args: argparse.Namespace) -> int:
@@ -354,6 +374,20 @@ def _eval_answers(args: argparse.Namespace) -> int:
             f"--modes: unknown {', '.join(unknown) or '(none)'}; use {', '.join(answers.MODES)}"
         )
     answers.main(args.dataset, args.out, modes=modes, limit=args.limit)
+    return 0
+
+
+def _eval_documents(args: argparse.Namespace) -> int:
+    from services.bench import documents_eval  # noqa: PLC0415
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = sorted(set(modes) - set(documents_eval.MODES))
+    if unknown or not modes:
+        raise SystemExit(
+            f"--modes: unknown {', '.join(unknown) or '(none)'}; "
+            f"use {', '.join(documents_eval.MODES)}"
+        )
+    documents_eval.main(args.dataset, args.out, modes=modes, limit=args.limit)
     return 0
 
 

@@ -53,6 +53,15 @@ def test_eval_sql_takes_a_dataset_or_a_golden_file_not_both() -> None:
         _parser().parse_args(["eval", "sql", "--dataset", "d", "--golden", "g.json"])
 
 
+def test_eval_documents_runs_the_dev_set_in_retrieve_and_auto() -> None:
+    args = _parser().parse_args(["eval", "documents"])
+    assert args.dataset == Path("services/bench/devsets/documents")
+    assert args.modes == "retrieve,auto" and args.limit is None
+    wrong = _parser().parse_args(["eval", "documents", "--modes", "agentic"])
+    with pytest.raises(SystemExit, match="unknown agentic"):
+        builtin._eval_documents(wrong)
+
+
 def test_sql_takes_instructions() -> None:
     args = _parser().parse_args(
         ["sql", "What is the CPC?", "--instructions", "CPC = cost / clicks"]
