@@ -80,6 +80,9 @@ _CARD = re.compile(r"(?<![\d\-])(?:\d[ \-]?){12,18}\d(?![\d\-])")
 _SSN = re.compile(r"(?<![\d\-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d\-])")
 _PHONE_INTL = re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}(?![\w])")
 _PHONE_NANP = re.compile(r"(?<![\w\-])(?:\(\d{3}\)[ ]?|\d{3}[.\- ])\d{3}[.\-]\d{4}(?![\w\-])")
+# ISO 6709 coordinates, as the time-zone tables write them: a latitude of 4 or 6 digits
+# and a longitude of 5 or 7, each signed (``+394421-1045903``), never a phone number.
+_COORDINATES = re.compile(r"[+-]\d{4}(?:\d{2})?[+-]\d{5}(?:\d{2})?(?!\d)")
 _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
 # What the text around a dotted quad says it is (``_not_an_address``): how far back to look
 # on its line, a version's marks before and after it, an object identifier's names, and a
@@ -214,6 +217,8 @@ def _national_ids(text: str) -> Iterator[_Span]:
 def _phones(text: str) -> Iterator[_Span]:
     for pattern in (_PHONE_INTL, _PHONE_NANP):
         for match in pattern.finditer(text):
+            if _COORDINATES.match(text, match.start(), match.end() + 2):
+                continue
             digits = sum(c.isdigit() for c in match.group())
             if 8 <= digits <= 15 or (pattern is _PHONE_NANP and digits == 10):
                 yield _Span(match.start(), match.end(), RedactionKind.PHONE_NUMBER)

@@ -82,6 +82,8 @@ def test_each_kind_is_found_and_replaced_by_its_placeholder(text, expected, kind
         "OID 2.5.4.3 is the common name; id-at-serialNumber (2.5.4.5) its serial.",
         "3.2.1.4 Routing tables\nThe next part.",
         "Git 1.7.12 fixed it; Git 1.7.12.1 Release Notes follow.",
+        # ISO 6709 coordinates (zone1970.tab) once came back as [PHONE_NUMBER].
+        "US\t+394421-1045903\tAmerica/Denver and +4230+00131 Andorra, +0519-00402",
         # Addresses that name no one: loopback, multicast, documentation examples.
         "connect to 127.0.0.1:9229 or ::1, join 224.0.0.251, e.g. 192.0.2.10 or 2001:db8::7",
     ],
