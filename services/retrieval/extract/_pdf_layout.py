@@ -310,9 +310,14 @@ class _Column:
         self.size = statistics.median(line.size for line in lines)
         self.tol = self.size / 2
         self.right = max(line.x1 for line in lines)
-        steps = [a.y - b.y for a, b in itertools.pairwise(lines)]
-        steps = [step for step in steps if step > 0.5 * self.size]
-        self.leading = statistics.median(steps) if steps else 1.2 * self.size
+        # Line spacing: the lower quartile of the steps between lines of one size, since
+        # on a page of short paragraphs the gaps between them can be the majority.
+        steps = sorted(
+            a.y - b.y
+            for a, b in itertools.pairwise(lines)
+            if a.y - b.y > 0.5 * self.size and abs(a.size - b.size) < 0.04 * a.size
+        )
+        self.leading = steps[len(steps) // 4] if steps else 1.2 * self.size
 
     def full(self, line: Line) -> bool:
         """The line runs to the right margin: the text wrapped, it did not end here."""
@@ -320,7 +325,7 @@ class _Column:
 
     def gap(self, a: Line, b: Line) -> bool:
         """More space between two lines than the column's line spacing."""
-        return a.y - b.y > 1.4 * self.leading
+        return a.y - b.y > 1.25 * self.leading
 
     def deeper(self, a: Line, b: Line) -> bool:
         return b.x0 > a.x0 + self.tol
@@ -354,7 +359,7 @@ class _Column:
                 j += 1
             body = lines[i + 1 : j]
             if body and self.is_term(first, body[0]):
-                if self._nested(body) or first.size > body[0].size * 1.04:
+                if self._heading(first, body):
                     out.append(first.text)
                     out.extend(self.blocks(body))
                 else:
@@ -371,9 +376,12 @@ class _Column:
             i = k
         return out
 
-    def _nested(self, body: Sequence[Line]) -> bool:
-        """The body holds entries of its own (a section heading over an options list).
-        A term in a larger font than its body is a heading too (see `blocks`)."""
+    def _heading(self, first: Line, body: Sequence[Line]) -> bool:
+        """A section heading over its body rather than a term over its definition: the
+        line is in a larger font than what follows it, or the body holds entries of its
+        own (a heading over an options list)."""
+        if first.size > body[0].size * 1.04:
+            return True
         base = min(line.x0 for line in body)
         return any(
             abs(a.x0 - base) <= self.tol and self.is_term(a, b) for a, b in itertools.pairwise(body)
@@ -381,12 +389,13 @@ class _Column:
 
     def _continues(self, a: Line, b: Line, a_first: bool) -> bool:
         """b goes on the paragraph a is in."""
-        if self.gap(a, b):
-            return False
+        if self.gap(a, b) or abs(a.size - b.size) > 0.04 * max(a.size, b.size):
+            return False  # space between them, or a heading in its own size
         if abs(b.x0 - a.x0) <= self.tol:
             return True
-        # a first line indented deeper than the rest of its paragraph
-        return a_first and b.x0 < a.x0 and self.full(a)
+        # A first line indented deeper than the rest of its paragraph, or a hanging
+        # indent (a bullet's item, a wrapped entry) whose first line runs full.
+        return a_first and self.full(a)
 
 
 def page_text(columns: Sequence[Sequence[Line]], words: Counter[str]) -> str:
