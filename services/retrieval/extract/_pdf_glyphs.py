@@ -26,6 +26,9 @@ from pypdf.generic import ContentStream, DictionaryObject, IndirectObject
 
 # Form XObjects nest; a cycle or a deep tower of them is a crafted file, not a document.
 _MAX_FORM_DEPTH = 6
+# Forms drawn per page: a form that draws another many times, nested, would otherwise
+# multiply the work exponentially (a page of ordinary stamps and logos uses a handful).
+_MAX_FORMS_PER_PAGE = 200
 
 Matrix = tuple[float, float, float, float, float, float]
 _IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -115,6 +118,7 @@ class _Walker:
         self._fonts = fonts
         self.runs: list[Run] = []
         self.skipped = 0  # rotated or vertical text, not laid out here
+        self._forms_left = _MAX_FORMS_PER_PAGE
 
     def walk(self, stream: Any, pdf: Any, resources: Any, ctm: Matrix, depth: int) -> None:
         font_dict = _dict(resources, "/Font")
@@ -190,6 +194,9 @@ class _Walker:
         form = ref.get_object() if ref is not None else None
         if not isinstance(form, DictionaryObject) or form.get("/Subtype") != "/Form":
             return
+        if self._forms_left <= 0:
+            return
+        self._forms_left -= 1
         matrix = form.get("/Matrix")
         inner = _mult(_matrix(list(matrix)), ctm) if matrix is not None else ctm
         own = form.get("/Resources")

@@ -228,3 +228,74 @@ def test_pages_keep_their_locators_and_extraction_stays_fast():
     per_page = (time.process_time() - started) / 7
     assert [s.locator for s in got.sections] == [f"page {n}" for n in range(1, 8)]
     assert per_page < 0.25  # ~0.03 s measured; the bound catches a pathological walk
+
+
+def _nested_forms(levels: int, fan_out: int) -> bytes:
+    """A page whose text sits in a form drawn `fan_out` times by a form drawn `fan_out`
+    times ... `levels` deep: fan_out ** levels strings from a file of a few kilobytes."""
+    from pypdf import PdfWriter
+    from pypdf.generic import (
+        ArrayObject,
+        DecodedStreamObject,
+        DictionaryObject,
+        FloatObject,
+        NameObject,
+    )
+
+    writer = PdfWriter()
+    page = writer.add_blank_page(width=612, height=792)
+    font = writer._add_object(  # pypdf has no public way to add a bare object
+        DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+            }
+        )
+    )
+
+    def form(content: bytes, resources: DictionaryObject) -> object:
+        stream = DecodedStreamObject()
+        stream.set_data(content)
+        stream.update(
+            {
+                NameObject("/Type"): NameObject("/XObject"),
+                NameObject("/Subtype"): NameObject("/Form"),
+                NameObject("/BBox"): ArrayObject([FloatObject(v) for v in (0, 0, 612, 792)]),
+                NameObject("/Resources"): resources,
+            }
+        )
+        return writer._add_object(stream)
+
+    inner = form(
+        b"BT /F1 10 Tf 72 700 Td (Deep text) Tj ET",
+        DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}),
+    )
+    for _ in range(levels):
+        inner = form(
+            b"q /X0 Do Q " * fan_out,
+            DictionaryObject(
+                {NameObject("/XObject"): DictionaryObject({NameObject("/X0"): inner})}
+            ),
+        )
+    content = DecodedStreamObject()
+    content.set_data(b"BT /F1 12 Tf 72 760 Td (Top text) Tj ET q /X0 Do Q")
+    page[NameObject("/Contents")] = writer._add_object(content)
+    page[NameObject("/Resources")] = DictionaryObject(
+        {
+            NameObject("/Font"): DictionaryObject({NameObject("/F1"): font}),
+            NameObject("/XObject"): DictionaryObject({NameObject("/X0"): inner}),
+        }
+    )
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def test_forms_nested_to_multiply_the_work_are_walked_within_a_bound():
+    data = _nested_forms(levels=5, fan_out=40)  # 40**5 = 102 million strings if followed
+    assert len(data) < 20_000
+    started = time.process_time()
+    got = extract(data, "stamps.pdf")
+    assert time.process_time() - started < 5
+    assert got.sections[0].text == "Top text\n\nDeep text"  # drawn once per place
