@@ -51,9 +51,10 @@ def _page_lines(page: PageObject, fonts: FontCache) -> list[Line]:
         runs, skipped = page_runs(page, fonts)
     except Exception:  # a content stream the walk cannot follow: pypdf's own reading
         runs, skipped = [], 1
-    if runs:
+    if runs and skipped <= len(runs):
         return lines_of(runs)
-    # Nothing placed: rotated text only, or an operator the walk does not know.
+    # Nothing placed, or most text turned (a landscape page drawn rotated): pypdf's
+    # reading, which follows any orientation.
     return plain_lines(page.extract_text()) if skipped or page.get_contents() else []
 
 

@@ -80,16 +80,21 @@ class FontCache:
     from every page, and building a `Font` parses its widths and CMap each time."""
 
     def __init__(self) -> None:
-        self._fonts: dict[int, Font | None] = {}
+        self._fonts: dict[int, tuple[Font, float] | None] = {}
 
-    def get(self, ref: Any) -> Font | None:
+    def get(self, ref: Any) -> tuple[Font, float] | None:
+        """The font and the factor from its width units to thousandths of an em (1, but
+        a Type 3 font's widths are in its own glyph space, scaled by /FontMatrix)."""
         key = id(ref.get_object()) if not isinstance(ref, IndirectObject) else ref.idnum
         if key not in self._fonts:
             try:
                 obj = ref.get_object()
-                self._fonts[key] = (
-                    Font.from_font_resource(obj) if isinstance(obj, DictionaryObject) else None
-                )
+                if isinstance(obj, DictionaryObject):
+                    matrix = obj.get("/FontMatrix")
+                    scale = float(matrix[0]) * 1000.0 if matrix is not None else 1.0
+                    self._fonts[key] = (Font.from_font_resource(obj), scale)
+                else:
+                    self._fonts[key] = None
             except Exception:  # a broken font loses its text, not the page
                 self._fonts[key] = None
         return self._fonts[key]
@@ -99,7 +104,7 @@ class FontCache:
 class _State:
     """The text state parameters (§9.3): font, size, spacing, scaling, rise, leading."""
 
-    font: Font | None = None
+    font: tuple[Font, float] | None = None
     size: float = 0.0
     tc: float = 0.0
     tw: float = 0.0
@@ -205,7 +210,7 @@ class _Walker:
     def _show(self, data: bytes, st: _State, tm: Matrix, ctm: Matrix) -> Matrix:
         if st.font is None:
             return tm
-        text, advance = _decode(st.font, data, st)
+        text, advance = _decode(st.font[0], data, st, st.font[1])
         start = _mult(tm, ctm)
         moved = _mult((1.0, 0.0, 0.0, 1.0, advance, 0.0), tm)
         if text:
@@ -227,7 +232,7 @@ def _dict(resources: Any, key: str) -> DictionaryObject | None:
     return value if isinstance(value, DictionaryObject) else None
 
 
-def _decode(font: Font, data: bytes, st: _State) -> tuple[str, float]:
+def _decode(font: Font, data: bytes, st: _State, scale: float) -> tuple[str, float]:
     """The Unicode text of a string and its advance in text space (§9.4.4), decoded the
     way pypdf's layout mode does (raw codes → encoding → ToUnicode)."""
     encoding = font.encoding
@@ -253,7 +258,7 @@ def _decode(font: Font, data: bytes, st: _State) -> tuple[str, float]:
             width += font.get_text_width(char)
         if single_byte and char == " ":
             spaces += 1
-    advance = (width / 1000.0 * st.size + len(raw) * st.tc + spaces * st.tw) * st.th
+    advance = (width * scale / 1000.0 * st.size + len(raw) * st.tc + spaces * st.tw) * st.th
     return text, advance
 
 

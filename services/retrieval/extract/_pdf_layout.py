@@ -219,9 +219,19 @@ def _gutter(lines: Sequence[Line]) -> float | None:
     if best is None or best[0] > 0.1 * len(lines):
         return None
     gutter = best[1]
-    on_left = sum(1 for line in lines if any(s.x1 <= gutter for s in line.segments))
-    on_right = sum(1 for line in lines if any(s.x0 >= gutter for s in line.segments))
-    if min(on_left, on_right) < max(4, 0.25 * len(lines)):
+    ends = [max(s.x1 for s in line.segments if s.x1 <= gutter) for line in lines
+            if any(s.x1 <= gutter for s in line.segments)]  # fmt: skip
+    starts = [min(s.x0 for s in line.segments if s.x0 >= gutter) for line in lines
+              if any(s.x0 >= gutter for s in line.segments)]  # fmt: skip
+    if min(len(ends), len(starts)) < max(4, 0.25 * len(lines)):
+        return None
+    size = statistics.median(line.size for line in lines)
+    # Text set in columns fills the left column to within a few ems of the right one,
+    # line after line; a table's cells stop short at varied places, far from the next
+    # column, and a table is read across, row by row.
+    edge = max(ends)
+    filled = sum(1 for end in ends if end >= edge - 0.3 * (edge - left))
+    if filled < 0.5 * len(ends) or min(starts) - edge > 4 * size:
         return None
     return gutter
 

@@ -200,7 +200,7 @@ def _two_columns() -> bytes:
     y = 760.0
     for left, right in zip(LEFT, RIGHT, strict=True):
         pdf.drawString(72, y, left)
-        pdf.drawString(320, y, right)
+        pdf.drawString(256, y, right)
         y -= 13
     pdf.showPage()
     pdf.save()
@@ -299,3 +299,29 @@ def test_forms_nested_to_multiply_the_work_are_walked_within_a_bound():
     got = extract(data, "stamps.pdf")
     assert time.process_time() - started < 5
     assert got.sections[0].text == "Top text\n\nDeep text"  # drawn once per place
+
+
+def test_a_table_with_a_wide_gap_between_its_columns_is_still_read_row_by_row():
+    rows = [
+        ("-c", "write on standard output"),
+        ("-d", "decompress"),
+        ("-f", "force overwrite"),
+        ("-k", "keep input files"),
+        ("-q", "suppress warnings"),
+        ("-s", "use less memory"),
+        ("-t", "test integrity"),
+        ("-v", "be verbose"),
+        ("-z", "force compression"),
+    ]
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4)
+    y = 760.0
+    for flag, meaning in rows:
+        pdf.drawString(72, y, flag)
+        pdf.drawString(320, y, meaning)
+        y -= 14
+    pdf.showPage()
+    pdf.save()
+    text = whole(extract(buffer.getvalue(), "flags.pdf"))
+    for flag, meaning in rows:
+        assert f"{flag}\n{meaning}" in text or f"{flag} {meaning}" in text
