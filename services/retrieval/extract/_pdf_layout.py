@@ -45,7 +45,8 @@ _HYPHENATED_END = re.compile(r"(?<![\w-])([^\W\d_]{2,})-$")
 _NEXT_WORD = re.compile(r"^([^\W\d_][\w'\u2019]*)(.*)$", re.DOTALL)
 _DIGITS = re.compile(r"\d+")
 _ROMAN = re.compile(r"^[ivxlc]+$", re.IGNORECASE)
-_SENTENCE_END = (".", "!", "?", ";", ",")
+# A line ending a sentence closes its paragraph; it is not a term ("-exec command ;" is).
+_SENTENCE_END = (".", "!", "?")
 
 
 @dataclass(slots=True)
@@ -361,7 +362,6 @@ class _Column:
             self.deeper(line, following)
             and not self.full(line)
             and not line.text.endswith(_SENTENCE_END)
-            and not self.gap(line, following)
         )
 
     def render(self, lines: Sequence[Line]) -> str:
@@ -405,13 +405,16 @@ class _Column:
     def _heading(self, first: Line, body: Sequence[Line]) -> bool:
         """A section heading over its body rather than a term over its definition: the
         line is in a larger font than what follows it, or the body holds entries of its
-        own (a heading over an options list)."""
+        own (two or more: a heading over an options list)."""
         if first.size > body[0].size * 1.04:
             return True
         base = min(line.x0 for line in body)
-        return any(
-            abs(a.x0 - base) <= self.tol and self.is_term(a, b) for a, b in itertools.pairwise(body)
+        terms = sum(
+            1
+            for a, b in itertools.pairwise(body)
+            if abs(a.x0 - base) <= self.tol and self.is_term(a, b)
         )
+        return terms >= 2  # one indented example inside a description is not a list
 
     def _continues(self, a: Line, b: Line, a_first: bool) -> bool:
         """b goes on the paragraph a is in."""
