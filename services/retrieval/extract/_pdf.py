@@ -70,7 +70,10 @@ def _sections(read: list[tuple[int, list[Line]]]) -> list[Section]:
     words = vocabulary(kept)
     sections = []
     for (number, _), lines in zip(read, kept, strict=True):
-        text = page_text(reading_order(lines), words).strip()
+        try:
+            text = page_text(reading_order(lines), words).strip()
+        except Exception:  # a layout this code misjudges costs the page's shape, not its text
+            text = "\n".join(line.text for line in lines).strip()
         if text:
             sections.append(Section("", text, f"page {number}"))
     return sections
