@@ -1,5 +1,11 @@
 """PDF: the text layer of each page, one section per page ("page N").
 
+The text is rebuilt from where each string sits on the page (_pdf_glyphs walks the
+content stream, _pdf_layout decides spaces, columns, running headers and footers,
+definition lists and hyphenation), so a page reads as a reader sees it rather than in
+the order and spacing the writer happened to emit. A page whose content stream cannot
+be walked falls back to pypdf's `extract_text()`.
+
 pypdf reads the text the PDF carries; it does not see text that is only pixels. A file
 where no page has any text is refused as NO_TEXT_LAYER rather than ingested empty, so a
 person learns the scan needs OCR instead of finding nothing in search later. A PDF
@@ -12,7 +18,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from pypdf import PasswordType, PdfReader
+from pypdf import PageObject, PasswordType, PdfReader
 
 from services.retrieval.extract._limits import (
     CharBudget,
@@ -22,6 +28,16 @@ from services.retrieval.extract._limits import (
     Section,
     Unextractable,
 )
+from services.retrieval.extract._pdf_glyphs import FontCache, page_runs
+from services.retrieval.extract._pdf_layout import (
+    Line,
+    lines_of,
+    page_text,
+    plain_lines,
+    reading_order,
+    running_lines,
+    vocabulary,
+)
 
 # reportlab and some other writers put this in /Title when nobody set one.
 _PLACEHOLDER_TITLES = {"untitled", "untitled document"}
@@ -29,9 +45,38 @@ _PLACEHOLDER_TITLES = {"untitled", "untitled document"}
 _LISTED_PAGES = 10
 
 
-def _clean(text: str) -> str:
-    lines = (line.rstrip() for line in text.replace("\x00", " ").splitlines())
-    return "\n".join(lines).strip()
+def _page_lines(page: PageObject, fonts: FontCache) -> list[Line]:
+    """One page turned into its lines of text, top to bottom, with their positions."""
+    try:
+        runs, skipped = page_runs(page, fonts)
+    except Exception:  # a content stream the walk cannot follow: pypdf's own reading
+        runs, skipped = [], 1
+    if runs and skipped <= len(runs):
+        return lines_of(runs)
+    # Nothing placed, or most text turned (a landscape page drawn rotated): pypdf's
+    # reading, which follows any orientation.
+    return plain_lines(page.extract_text()) if skipped or page.get_contents() else []
+
+
+def _sections(read: list[tuple[int, list[Line]]]) -> list[Section]:
+    """The pages' text with running headers and footers dropped (they repeat across
+    pages, so they are only known once every page is read), hyphenation decided against
+    the whole document's vocabulary."""
+    dropped = running_lines([lines for _, lines in read])
+    kept = [
+        [line for index, line in enumerate(lines) if index not in drop]
+        for (_, lines), drop in zip(read, dropped, strict=True)
+    ]
+    words = vocabulary(kept)
+    sections = []
+    for (number, _), lines in zip(read, kept, strict=True):
+        try:
+            text = page_text(reading_order(lines), words).strip()
+        except Exception:  # a layout this code misjudges costs the page's shape, not its text
+            text = "\n".join(line.text for line in lines).strip()
+        if text:
+            sections.append(Section("", text, f"page {number}"))
+    return sections
 
 
 def _title(reader: PdfReader) -> str | None:
@@ -80,21 +125,26 @@ def extract_pdf(data: bytes, budget: CharBudget, max_pages: int) -> Extracted:
         raise Unextractable(
             Reason.TOO_LARGE, f"is a PDF of {count:,} pages, over the limit of {max_pages:,}"
         )
-    sections: list[Section] = []
+    fonts = FontCache()
+    read: list[tuple[int, list[Line]]] = []
     blank: list[int] = []
     broken: list[int] = []
     for number, page in enumerate(reader.pages, start=1):
         try:
-            text = _clean(page.extract_text())
+            lines = _page_lines(page, fonts)
         except Unextractable:
             raise
         except Exception:  # one bad content stream loses its page, not the document
             broken.append(number)
             continue
-        if not text:
+        if not lines:
             blank.append(number)
             continue
-        sections.append(Section("", budget.take(text), f"page {number}"))
+        # Counted as each page is read, so an oversized file stops at the page that
+        # crosses the cap rather than after all of them.
+        budget.count(sum(len(line.text) + 1 for line in lines))
+        read.append((number, lines))
+    sections = _sections(read)
     if not sections:
         if broken and not blank:
             raise Unextractable(Reason.CORRUPT, f"is a PDF none of whose {count} pages can be read")

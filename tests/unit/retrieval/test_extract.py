@@ -554,7 +554,9 @@ def test_formats_eval_round_trip_returns_the_original_text_and_title(form: str):
     assert " ".join(trip.text.split()) == text
     assert similarity(text, trip.text) == 1.0
     if form == "pdf":
-        assert trip.text.count("\n") > 10  # laid out in lines, yet nothing glued or lost
+        # Rendered over many wrapped lines; read back as the one paragraph it is, with a
+        # space (not nothing, not a newline) where each line wrapped.
+        assert trip.text.count("\n") < 3
 
 
 @pytest.mark.parametrize("name", ["slides.pptx", "memo.docx", "sheet.xlsx"])
