@@ -38,7 +38,12 @@ def register(commands: Commands) -> None:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from services.mcp import McpSettings, serve_http, serve_stdio  # noqa: PLC0415
+    from services.mcp import (  # noqa: PLC0415
+        McpSettings,
+        configure_mcp_logging,
+        serve_http,
+        serve_stdio,
+    )
 
     settings = McpSettings.from_env(os.environ)
     if args.gateway:
@@ -47,12 +52,14 @@ def _mcp(args: argparse.Namespace) -> int:
         if not settings.api_key:
             print("error: no API key: set TANDEM_API_KEY", file=sys.stderr)
             return 1
+        configure_mcp_logging(settings.log_level)
         asyncio.run(serve_stdio(settings))
         return 0
     host, _, port = args.http.rpartition(":")
     if not host or not port.isdigit():
         print(f"error: --http takes HOST:PORT, got {args.http!r}", file=sys.stderr)
         return 2
+    configure_mcp_logging(settings.log_level)
     print(f"MCP server at http://{host}:{port}/mcp (gateway {settings.gateway})", file=sys.stderr)
     asyncio.run(serve_http(settings, host.strip("[]"), int(port)))
     return 0

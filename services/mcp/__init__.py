@@ -2,7 +2,13 @@
 streamable HTTP), speaking only to the gateway's public API with the caller's own key."""
 
 from services.mcp._gateway import Credentials, GatewayClient, GatewayError
-from services.mcp._server import build_server, header_credentials, serve_http, serve_stdio
+from services.mcp._server import (
+    build_server,
+    configure_mcp_logging,
+    header_credentials,
+    serve_http,
+    serve_stdio,
+)
 from services.mcp._settings import McpSettings
 from services.mcp._tools import TEACH_TOOL, TOOLS
 
@@ -14,6 +20,7 @@ __all__ = [
     "GatewayError",
     "McpSettings",
     "build_server",
+    "configure_mcp_logging",
     "header_credentials",
     "serve_http",
     "serve_stdio",

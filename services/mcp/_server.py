@@ -11,6 +11,7 @@ SQL), answers, or keys."""
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from services.common import configure_logging
 from services.mcp._gateway import PRINCIPAL_HEADERS, Credentials, GatewayClient, GatewayError
 from services.mcp._settings import McpSettings
 from services.mcp._tools import TEACH_TOOL, TOOLS, ToolInputError, Tools, ToolSpec
@@ -110,6 +112,18 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+# The SDK's and the web server's loggers: at DEBUG they would print whole messages
+# (arguments, answers); they stay at WARNING whatever LOG_LEVEL says.
+_QUIET_LOGGERS = ("mcp", "mcp_types", "uvicorn", "uvicorn.error", "httpx2", "sse_starlette")
+
+
+def configure_mcp_logging(level: str) -> None:
+    """JSON lines on stderr (stdout is stdio's protocol channel), as every process logs."""
+    configure_logging("mcp", level, sys.stderr)
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 def _gateway(settings: McpSettings) -> tuple[grpc.aio.Channel, GatewayClient]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.common import Env, SettingsError
+from services.common import Env, SettingsError, TelemetrySettings
 
 DEFAULT_GATEWAY = "127.0.0.1:50051"
 # Rows handed to an agent per result: enough to read an answer, small enough for a
@@ -33,11 +33,12 @@ class McpSettings:
     # Databases list_databases also asks about, beyond the default (the gateway has no
     # RPC that lists them; each named one is described and kept when the key may read it).
     databases: tuple[str, ...] = ()
+    log_level: str = "INFO"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> McpSettings:
-        """Reads ``TANDEM_GATEWAY``, ``TANDEM_API_KEY``, ``TANDEM_PRINCIPAL*`` and
-        ``TANDEM_MCP_*``."""
+        """Reads ``TANDEM_GATEWAY``, ``TANDEM_API_KEY``, ``TANDEM_PRINCIPAL*``,
+        ``TANDEM_MCP_*`` and ``LOG_LEVEL``."""
         env = Env(environ)
         principal = (
             ("x-tandem-principal", env.get_optional("TANDEM_PRINCIPAL")),
@@ -61,4 +62,5 @@ class McpSettings:
             api_key=env.get_str("TANDEM_API_KEY", ""),
             principal_headers=headers,
             databases=databases,
+            log_level=TelemetrySettings.from_env("mcp", environ).log_level,
         )

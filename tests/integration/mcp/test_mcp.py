@@ -35,6 +35,7 @@ from tests.integration.gateway.stack import (
     start_sql,
 )
 from tests.integration.retrieval.stack import new_tenant, start_embedding, start_retrieval
+from tests.privacy import assert_no_canary, new_canary
 
 pytestmark = pytest.mark.integration
 
@@ -48,6 +49,7 @@ DOC = rpb.DocumentInput(
 )
 QUESTION = "How much may employees spend on hotels per night in Berlin?"
 COUNTABLE = "How many companies are there?"
+PER_COUNTRY = "How many companies are there per country?"
 TEACH_SQL = "SELECT count(*) AS companies FROM companies"
 ALL_TOOLS = {"ask", "search", "ask_sql", "list_databases", "describe_schema", "teach_sql"}
 
@@ -107,16 +109,19 @@ def _free_port() -> int:
 
 
 @contextmanager
-def http_server(gateway: str) -> Iterator[str]:
-    """``tandem mcp --http`` as a process; yields its URL."""
+def http_server(gateway: str, log: Path) -> Iterator[str]:
+    """``tandem mcp --http`` as a process logging at DEBUG into ``log``; yields its URL."""
     port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", ENTRY, "mcp", "--http", f"127.0.0.1:{port}"],
-        cwd=REPO,
-        env=_env(gateway),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    env = _env(gateway)
+    env["LOG_LEVEL"] = "DEBUG"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", ENTRY, "mcp", "--http", f"127.0.0.1:{port}"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+        )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -124,7 +129,7 @@ def http_server(gateway: str) -> Iterator[str]:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                 break
             except OSError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert proc.poll() is None, log.read_text()
                 assert time.monotonic() < deadline, "the MCP server did not listen"
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/mcp"
@@ -136,8 +141,6 @@ def http_server(gateway: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
 
 
 @asynccontextmanager
@@ -175,11 +178,12 @@ async def _every_tool(client: Client, *, teach: bool) -> None:
     assert not found.is_error, found.content
     assert found.structured_content["hits"][0]["document_id"] == "travel-policy"
 
-    counted = await client.call_tool("ask_sql", {"question": COUNTABLE})
+    counted = await client.call_tool("ask_sql", {"question": PER_COUNTRY})
     assert not counted.is_error, counted.content
     result = counted.structured_content["result"]
     assert "companies" in result["sql"].lower()
-    assert result["columns"] and isinstance(result["rows"][0][0], int)
+    assert len(result["columns"]) == 2 and isinstance(result["rows"][0][1], int)
+    assert result["chart"]["data"]["values"]  # the Vega-Lite spec, data inlined
 
     listed = await client.call_tool("list_databases", {})
     assert not listed.is_error, listed.content
@@ -211,10 +215,16 @@ async def test_stdio_serves_every_tool_to_a_desktop_client(stack: Stack) -> None
         await _every_tool(client, teach=True)
 
 
-async def test_http_takes_each_requests_key_and_names_every_refusal(stack: Stack) -> None:
-    with http_server(stack.gateway.address) as url:
+async def test_http_takes_each_requests_key_and_names_every_refusal(
+    stack: Stack, tmp_path: Path
+) -> None:
+    canary = new_canary()
+    log = tmp_path / "mcp.log"
+    with http_server(stack.gateway.address, log) as url:
         async with http_client(url, stack.ask_key) as client:
             await _every_tool(client, teach=False)
+            asked = await client.call_tool("ask", {"question": f"Is {canary} allowed in hotels?"})
+            assert not asked.is_error, asked.content
         async with http_client(url, "tdm_not-a-key") as client:
             refused = await client.call_tool("search", {"query": "hotels"})
             assert _error_text(refused).startswith("UNAUTHENTICATED API_KEY_INVALID")
@@ -235,3 +245,9 @@ async def test_http_takes_each_requests_key_and_names_every_refusal(stack: Stack
             assert _error_text(dead).startswith("UNAVAILABLE DEPENDENCY_UNAVAILABLE")
             alive = await client.call_tool("search", {"query": "hotel budget Berlin"})
             assert not alive.is_error, alive.content
+    # Privacy: the server's own log (at DEBUG) holds neither a question nor a key.
+    lines = log.read_text().splitlines()
+    assert any('"tool failed"' in line for line in lines)  # the refusals were logged
+    assert_no_canary(canary, logs=lines)
+    for key in (stack.ask_key, stack.teach_key):
+        assert_no_canary(key, logs=lines)
