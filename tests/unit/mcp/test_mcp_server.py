@@ -6,7 +6,9 @@ teach. Settings name the variable they reject."""
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -149,3 +151,24 @@ def test_the_cli_refuses_stdio_without_a_key_and_a_malformed_address(
     assert "TANDEM_API_KEY" in capsys.readouterr().err
     assert main(["mcp", "--http", "nowhere"]) == 2
     assert "HOST:PORT" in capsys.readouterr().err
+
+
+def test_the_mcp_server_can_reach_nothing_but_the_gateway() -> None:
+    """0 calls that bypass the gateway: no internal service's stub, no database driver,
+    no other service's package is imported by services/mcp."""
+    allowed_tandem = {"tandem.v1.gateway_service_pb2_grpc"}
+    package = Path(__file__).resolve().parents[3] / "services" / "mcp"
+    for source in package.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                assert not name.startswith(("psycopg", "gateway")), (source.name, name)
+                if name.endswith("_grpc"):
+                    assert name in allowed_tandem, (source.name, name)
+                if name.startswith("services.") and not name.startswith("services.mcp"):
+                    assert name.startswith("services.common."), (source.name, name)
