@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import ast
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from mcp import Client
 
 from services.cli._main import main
 from services.common import SettingsError
-from services.mcp import Credentials, GatewayError, McpSettings, build_server
+from services.mcp import Credentials, GatewayClient, GatewayError, McpSettings, build_server
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import sql_service_pb2 as spb
@@ -172,3 +174,19 @@ def test_the_mcp_server_can_reach_nothing_but_the_gateway() -> None:
                     assert name in allowed_tandem, (source.name, name)
                 if name.startswith("services.") and not name.startswith("services.mcp"):
                     assert name.startswith("services.common."), (source.name, name)
+
+
+async def test_a_gateway_that_is_not_there_is_named_and_offers_no_teach() -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+    channel = grpc.aio.insecure_channel(address)
+    try:
+        client = GatewayClient(channel, address, timeout_s=5.0)
+        creds = Credentials.from_key("tdm_x")
+        assert await client.may_teach(creds) is False
+        with pytest.raises(GatewayError) as caught:
+            await client.search(gpb.GatewayServiceSearchRequest(query="q"), creds)
+    finally:
+        await channel.close()
+    assert caught.value.describe() == f"UNAVAILABLE: cannot reach the gateway at {address}"
