@@ -33,26 +33,26 @@ _Reply = TypeVar("_Reply")
 
 @dataclass(frozen=True)
 class Credentials:
-    """Who calls: the ``authorization`` header as the gateway expects it (``Bearer
-    <key>``; empty when none was given) and any principal headers, passed as sent."""
+    """Who calls: the headers the gateway authenticates and authorizes by, as sent —
+    ``authorization`` (``Bearer <key>``) and any ``x-tandem-principal*``. Passed on
+    verbatim, every value of each, so the gateway judges their form (a second
+    authorization header is its AUTHORIZATION_MALFORMED, not silently the first)."""
 
-    authorization: str = ""
-    principal: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_key(cls, key: str, principal: tuple[tuple[str, str], ...] = ()) -> Credentials:
-        return cls(f"Bearer {key}" if key else "", principal)
+        return cls(((("authorization", f"Bearer {key}"),) if key else ()) + principal)
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
-        auth = (("authorization", self.authorization),) if self.authorization else ()
-        return auth + self.principal
+        return self.headers
 
     def fingerprint(self) -> str:
         """A digest naming these credentials in a cache, so no key is kept in clear."""
-        return hashlib.sha256(repr(self.metadata()).encode()).hexdigest()
+        return hashlib.sha256(repr(self.headers).encode()).hexdigest()
 
     def __repr__(self) -> str:  # never print a key
-        return f"Credentials(principal={len(self.principal)} headers)"
+        return f"Credentials({len(self.headers)} headers)"
 
 
 class GatewayError(Exception):

@@ -46,15 +46,12 @@ def stdio_credentials(settings: McpSettings) -> CredentialsOf:
 
 def header_credentials(ctx: ServerRequestContext[Any]) -> Credentials:
     """The HTTP request's own ``Authorization`` and principal headers, as sent (the
-    gateway judges their form; a missing one is its UNAUTHENTICATED, not ours)."""
-    request = ctx.request
-    headers = getattr(request, "headers", None)
+    gateway judges their form; a missing key is its UNAUTHENTICATED, not ours)."""
+    headers = getattr(ctx.request, "headers", None)
     if headers is None:
         return Credentials()
-    principal = tuple(
-        (name, value) for name in PRINCIPAL_HEADERS for value in headers.getlist(name)
-    )
-    return Credentials(headers.get("authorization", ""), principal)
+    names = ("authorization", *PRINCIPAL_HEADERS)
+    return Credentials(tuple((n, v) for n in names for v in headers.getlist(n)))
 
 
 def _tool(spec: ToolSpec) -> types.Tool:

@@ -144,12 +144,16 @@ def http_server(gateway: str, log: Path) -> Iterator[str]:
 
 
 @asynccontextmanager
-async def http_client(url: str, key: str | None, **headers: str) -> AsyncIterator[Client]:
-    """The SDK's client over streamable HTTP, sending ``key`` as a bearer token."""
+async def http_client(
+    url: str, key: str | None, *extra: tuple[str, str], **headers: str
+) -> AsyncIterator[Client]:
+    """The SDK's client over streamable HTTP, sending ``key`` as a bearer token (and any
+    ``extra`` headers, repeats included)."""
+    sent = [*headers.items(), *extra]
     if key is not None:
-        headers["Authorization"] = f"Bearer {key}"
+        sent.append(("Authorization", f"Bearer {key}"))
     async with (
-        httpx2.AsyncClient(headers=headers) as http,
+        httpx2.AsyncClient(headers=sent) as http,
         Client(streamable_http_client(url, http_client=http)) as client,
     ):
         yield client
@@ -231,6 +235,11 @@ async def test_http_takes_each_requests_key_and_names_every_refusal(
         async with http_client(url, None) as client:
             refused = await client.call_tool("search", {"query": "hotels"})
             assert _error_text(refused).startswith("UNAUTHENTICATED API_KEY_MISSING")
+        # Two Authorization headers reach the gateway as two, and are refused there.
+        twice = ("Authorization", f"Bearer {stack.teach_key}")
+        async with http_client(url, stack.ask_key, twice) as client:
+            refused = await client.call_tool("search", {"query": "hotels"})
+            assert _error_text(refused).startswith("UNAUTHENTICATED AUTHORIZATION_MALFORMED")
         # Principal headers reach the gateway as sent: from a service key they are refused
         # (ACT_AS_NOT_GRANTED), never silently dropped.
         async with http_client(url, stack.ask_key, **{"x-tandem-principal": "alice"}) as client:
