@@ -25,6 +25,7 @@ _MODULES = (
     "services.cli._chat",
     "services.cli._client",
     "services.cli._load",
+    "services.cli._mcp",
     "services.cli._router",
     "services.cli._sqlcheck",
     "services.cli._trace",
