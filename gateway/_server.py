@@ -111,6 +111,7 @@ RPC_SCOPES: dict[str, Scope] = {
     "TeachSql": Scope.TEACH,
     "DeleteConfirmedPair": Scope.TEACH,
     "ListAuditEvents": Scope.ADMIN,
+    "GetCaller": Scope.ASK,
 }
 
 # Data calls: every RPC reads or changes what some person may see, so a key holding
@@ -119,7 +120,7 @@ RPC_SCOPES: dict[str, Scope] = {
 # trail) is listed here instead; a key without ``act_as`` may still not send principal
 # headers to it. A contract test walks the service descriptor: an RPC not listed here
 # needs the principal.
-PRINCIPAL_FREE_RPCS: frozenset[str] = frozenset({"ListAuditEvents"})
+PRINCIPAL_FREE_RPCS: frozenset[str] = frozenset({"ListAuditEvents", "GetCaller"})
 
 
 def act_as_not_granted() -> PermissionDenied:
@@ -705,6 +706,19 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         page = await log.page(tenant, query)
         return gpb.GatewayServiceListAuditEventsResponse(
             events=[event_pb(e) for e in page.events], next_page_token=page.next_page_token
+        )
+
+    async def GetCaller(
+        self, request: gpb.GatewayServiceGetCallerRequest, context: Context
+    ) -> gpb.GatewayServiceGetCallerResponse:
+        _, admitted = await self._admit(context, "GetCaller")
+        caller, principal = admitted.caller, admitted.principal
+        return gpb.GatewayServiceGetCallerResponse(
+            tenant_id=caller.tenant,
+            key_id=caller.key_id,
+            scopes=sorted(scope.value for scope in caller.scopes),
+            principal_id=principal.id if principal is not None else "",
+            principal_groups=sorted(principal.groups) if principal is not None else [],
         )
 
 

@@ -135,30 +135,23 @@ class GatewayClient:
     ) -> gpb.GatewayServiceTeachSqlResponse:
         return await self._call(self._stub.TeachSql, request, creds)
 
-    async def may_teach(self, creds: Credentials) -> bool:
-        """Whether the key holds the ``teach`` scope.
+    async def get_caller(self, creds: Credentials) -> gpb.GatewayServiceGetCallerResponse:
+        return await self._call(self._stub.GetCaller, gpb.GatewayServiceGetCallerRequest(), creds)
 
-        The gateway has no introspection RPC; it checks the key's scope before the
-        request's fields, so DeleteConfirmedPair with an empty ``pair_id`` answers the
-        question without touching anything: INVALID_ARGUMENT means the scope is held,
-        PERMISSION_DENIED that it is not. Cached per credentials for
-        TEACH_PROBE_TTL_S, so an agent listing tools costs one probe a minute.
-        """
+    async def may_teach(self, creds: Credentials) -> bool:
+        """Whether the key holds the ``teach`` scope, as the gateway's GetCaller says.
+        Cached per credentials for TEACH_PROBE_TTL_S (an agent lists tools often); an
+        answer the gateway could not give (quota, gateway down) is not cached."""
         key, now = creds.fingerprint(), time.monotonic()
         cached = self._teach.get(key)
         if cached is not None and cached[1] > now:
             return cached[0]
         try:
-            await self._call(
-                self._stub.DeleteConfirmedPair,
-                gpb.GatewayServiceDeleteConfirmedPairRequest(),
-                creds,
-            )
-            allowed = True  # not expected: an empty id is invalid
+            allowed = "teach" in (await self.get_caller(creds)).scopes
         except GatewayError as exc:
-            allowed = exc.code == "INVALID_ARGUMENT"
-            if exc.code not in ("INVALID_ARGUMENT", "PERMISSION_DENIED", "UNAUTHENTICATED"):
-                return False  # unknown for now (quota, gateway down): ask again next time
+            if exc.code not in ("PERMISSION_DENIED", "UNAUTHENTICATED"):
+                return False  # unknown for now: ask again next time
+            allowed = False
         if len(self._teach) >= _TEACH_CACHE_MAX:
             self._teach.clear()
         self._teach[key] = (allowed, now + TEACH_PROBE_TTL_S)

@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from gateway import GatewaySettings, Limits, Scope, UploadSettings
+from services.common import Principal
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
@@ -55,6 +56,7 @@ LIST_CONVERSATIONS = "tandem.v1.GatewayService/ListConversations"
 DELETE_CONVERSATION = "tandem.v1.GatewayService/DeleteConversation"
 UPLOAD = "tandem.v1.GatewayService/UploadDocument"
 LIST_AUDIT = "tandem.v1.GatewayService/ListAuditEvents"
+GET_CALLER = "tandem.v1.GatewayService/GetCaller"
 
 pytestmark = pytest.mark.integration
 
@@ -183,6 +185,7 @@ VALID: dict[str, tuple[str, Any]] = {
             dry_run=True)),
         gpb.GatewayServiceUploadDocumentRequest(chunk=b"Refunds within 30 days.")]),
     LIST_AUDIT: ("ListAuditEvents", gpb.GatewayServiceListAuditEventsRequest()),
+    GET_CALLER: ("GetCaller", gpb.GatewayServiceGetCallerRequest()),
 }  # fmt: skip
 
 INVALID: dict[str, tuple[Any, str]] = {
@@ -208,7 +211,7 @@ INVALID: dict[str, tuple[Any, str]] = {
 
 ALL = [
     ASK, STREAM_ASK, SEARCH, ASK_SQL, RUN_INTENT, VALIDATE, INGEST, DELETE, UPDATE_ACL,
-    DESCRIBE, LIST_CONVERSATIONS, DELETE_CONVERSATION, UPLOAD, LIST_AUDIT,
+    DESCRIBE, LIST_CONVERSATIONS, DELETE_CONVERSATION, UPLOAD, LIST_AUDIT, GET_CALLER,
 ]  # fmt: skip
 
 
@@ -284,7 +287,14 @@ async def test_a_key_without_the_rpcs_scope_is_refused_naming_it(stack, rpc):
     assert await outcome is not None
 
 
-@pytest.mark.parametrize("rpc", _each())
+def test_an_rpc_without_an_invalid_request_takes_no_fields():
+    # GetCaller's request is empty (the key is the request): nothing to name. Any RPC left
+    # out of INVALID must stay that way, or its validation goes untested.
+    for rpc in set(ALL) - set(INVALID):
+        assert not VALID[rpc][1].DESCRIPTOR.fields, rpc
+
+
+@pytest.mark.parametrize("rpc", _each([rpc for rpc in ALL if rpc in INVALID]))
 async def test_each_rpc_names_the_invalid_field(stack, rpc):
     key = await stack.key()
     request, field = INVALID[rpc]
@@ -300,11 +310,14 @@ async def test_past_the_quota_each_rpc_is_resource_exhausted_with_retry_info(
 ):
     gateway = await make_gateway(rate_per_s=0.01, burst=1)
     key = await gateway.key(new_tenant(pg_url))
-    method, _ = VALID[rpc]
-    invalid, _ = INVALID[rpc]
+    method, valid = VALID[rpc]
     # The first call spends the only token (even an invalid call costs one).
-    first, outcome = _invoke(gateway.stub, method, invalid, metadata=bearer(key))
-    assert (await _error(first, outcome))[0] == grpc.StatusCode.INVALID_ARGUMENT
+    if rpc in INVALID:
+        first, outcome = _invoke(gateway.stub, method, INVALID[rpc][0], metadata=bearer(key))
+        assert (await _error(first, outcome))[0] == grpc.StatusCode.INVALID_ARGUMENT
+    else:
+        _, outcome = _invoke(gateway.stub, method, valid, metadata=bearer(key), timeout=60)
+        assert await outcome is not None
     call, outcome = _invoke(gateway.stub, method, VALID[rpc][1], metadata=bearer(key))
     code, found = await _error(call, outcome)
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -1071,3 +1084,32 @@ async def test_a_malformed_upload_names_what_is_wrong(stack, messages, field):
     code, found = await _error(call, _drain(call))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and found["fields"] == [field]
     assert found["reason"] == "UPLOAD_MALFORMED"
+
+
+@pytest.mark.rpc(GET_CALLER)
+async def test_get_caller_says_who_the_key_is_and_for_whom_it_calls(stack):
+    tenant = new_tenant(stack.pg_url, "caller")
+    service = await stack.gateway.key(tenant, scopes=(Scope.ASK, Scope.TEACH))
+    empty = gpb.GatewayServiceGetCallerRequest()
+    reply = await stack.stub.GetCaller(empty, metadata=bearer(service))
+    assert (reply.tenant_id, list(reply.scopes), reply.principal_id) == (
+        tenant,
+        ["ask", "teach"],
+        "",
+    )
+    assert reply.key_id and reply.key_id in service and reply.key_id != service
+    acting = await stack.gateway.key(tenant, scopes=(Scope.ASK, Scope.ACT_AS))
+    # An act_as key may ask without a principal, and is told the one it names.
+    bare = await stack.stub.GetCaller(empty, metadata=bearer(acting))
+    assert (list(bare.scopes), bare.principal_id) == (["act_as", "ask"], "")
+    alice = Principal.of("alice", ["sales", "emea"], {})
+    named = await stack.stub.GetCaller(
+        gpb.GatewayServiceGetCallerRequest(), metadata=(*bearer(acting), *alice.headers())
+    )
+    assert (named.principal_id, list(named.principal_groups)) == ("alice", ["emea", "sales"])
+    # A service key naming a principal is refused, not ignored.
+    call = stack.stub.GetCaller(
+        gpb.GatewayServiceGetCallerRequest(), metadata=(*bearer(service), *alice.headers())
+    )
+    code, found = await _error(call, call)
+    assert (code, found["reason"]) == (grpc.StatusCode.PERMISSION_DENIED, "ACT_AS_NOT_GRANTED")

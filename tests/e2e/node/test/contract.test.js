@@ -29,6 +29,7 @@ const RPCS = [
   'ListConversations',
   'DeleteConversation',
   'ListAuditEvents',
+  'GetCaller',
 ];
 
 test('the protos load and GatewayService has every RPC with its shape', () => {
