@@ -36,7 +36,8 @@ PINNED_RPC_SCOPES: dict[str, str] = {
 }
 
 # The public RPCs an ``act_as`` key may call without naming a principal: operator work
-# that is about no person's data (listing the audit trail), and asking who the key is. Every other RPC reads or
-# changes what some person may see. ``gateway._server.PRINCIPAL_FREE_RPCS`` is compared
-# with it, and the contract tests call every other RPC without a principal.
+# that is about no person's data (listing the audit trail), and asking who the key is.
+# Every other RPC reads or changes what some person may see.
+# ``gateway._server.PRINCIPAL_FREE_RPCS`` is compared with it, and the contract tests call
+# every other RPC without a principal.
 PINNED_PRINCIPAL_FREE: frozenset[str] = frozenset({"ListAuditEvents", "GetCaller"})
