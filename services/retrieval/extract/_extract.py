@@ -15,6 +15,7 @@ from services.retrieval.extract._csv import extract_csv
 from services.retrieval.extract._detect import Detected, detect
 from services.retrieval.extract._docx import extract_docx
 from services.retrieval.extract._html import extract_html
+from services.retrieval.extract._image import extract_image
 from services.retrieval.extract._limits import (
     CharBudget,
     Extracted,
@@ -41,7 +42,11 @@ _FORMAT_NAMES = {
     Kind.HTML: "an HTML page",
     Kind.MARKDOWN: "a markdown file",
     Kind.TEXT: "a text file",
+    Kind.PNG: "a PNG image",
+    Kind.JPEG: "a JPEG image",
+    Kind.TIFF: "a TIFF image",
 }
+_IMAGES = frozenset({Kind.PNG, Kind.JPEG, Kind.TIFF})
 
 
 def _guarded(what: str, step: Callable[[], _T]) -> _T:
@@ -62,7 +67,9 @@ def _dispatch(
 ) -> Extracted:
     kind = found.kind
     if kind is Kind.PDF:
-        return extract_pdf(data, budget, limits.max_pdf_pages)
+        return extract_pdf(data, budget, limits.max_pdf_pages, limits.ocr)
+    if kind in _IMAGES:
+        return extract_image(data, kind, limits.ocr, budget)
     if kind is Kind.DOCX:
         return extract_docx(data, budget)
     if kind is Kind.PPTX:

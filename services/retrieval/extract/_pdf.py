@@ -14,10 +14,12 @@ from typing import Any
 
 from pypdf import PasswordType, PdfReader
 
+from services.retrieval.extract._image import in_page_order, ocr_pdf_pages
 from services.retrieval.extract._limits import (
     CharBudget,
     Extracted,
     Kind,
+    OcrOptions,
     Reason,
     Section,
     Unextractable,
@@ -69,9 +71,10 @@ def _pages_phrase(pages: list[int]) -> str:
     return f"{listed} and {len(pages) - _LISTED_PAGES} more"
 
 
-def extract_pdf(data: bytes, budget: CharBudget, max_pages: int) -> Extracted:
-    """Sections "page 1", "page 2", ... for pages with text; notes name the pages
-    without text and pages that could not be read."""
+def extract_pdf(data: bytes, budget: CharBudget, max_pages: int, ocr: OcrOptions) -> Extracted:
+    """Sections "page 1", "page 2", ... for pages with text, read by OCR for pages
+    without a text layer; notes name what OCR read (and its confidence) and did not,
+    and pages that could not be read."""
     reader = _open(data)
     count = len(reader.pages)
     if count == 0:
@@ -95,18 +98,21 @@ def extract_pdf(data: bytes, budget: CharBudget, max_pages: int) -> Extracted:
             blank.append(number)
             continue
         sections.append(Section("", budget.take(text), f"page {number}"))
+    # Only pages without a text layer go to OCR (``_image``); what it reads joins in order.
+    scanned = ocr_pdf_pages(reader, blank, ocr, budget)
+    sections = in_page_order(sections + scanned.sections)
     if not sections:
         if broken and not blank:
             raise Unextractable(Reason.CORRUPT, f"is a PDF none of whose {count} pages can be read")
         raise Unextractable(
             Reason.NO_TEXT_LAYER,
-            f"no text layer, OCR not available (a PDF of {count} page"
+            f"no text layer, {scanned.unavailable or scanned.summary} (a PDF of {count} page"
             f"{'s' if count != 1 else ''} with no extractable text: scanned or image-only)",
         )
-    notes = []
-    if blank:
+    notes = list(scanned.notes)
+    if blank and scanned.unavailable:
         notes.append(f"no text on page{'s' if len(blank) > 1 else ''} {_pages_phrase(blank)} "
-                     "(images only? OCR not available)")  # fmt: skip
+                     f"(images only? {scanned.unavailable})")  # fmt: skip
     if broken:
         notes.append(f"page{'s' if len(broken) > 1 else ''} {_pages_phrase(broken)} "
                      "could not be read")  # fmt: skip
