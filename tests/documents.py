@@ -190,6 +190,17 @@ LIBTASN1_PAGE = [
     "The C-style comments are not supported. For an example of the syntax,",
     "check the pkix.asn file distributed with the library.",
 ]
+# Two more of its pages (section 3, "Utilities"): a TIFF's two sheets, a photo of one.
+LIBTASN1_PARSER = [
+    "3.1 Invoking asn1Parser",
+    "asn1Parser reads a single file with ASN.1 definitions and generates a file",
+    "with an array to use with libtasn1 functions.",
+]
+LIBTASN1_CODING = [
+    "3.2 Invoking asn1Coding",
+    "asn1Coding generates a DER encoding from a file with ASN.1 definitions",
+    "and another one with assignments.",
+]
 SCAN_DPI = 300
 
 
