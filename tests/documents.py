@@ -10,6 +10,7 @@ import io
 import os
 import random
 import zipfile
+from collections.abc import Sequence
 
 import docx
 import openpyxl
@@ -224,12 +225,12 @@ def image_bytes(image: Image.Image, fmt: str, **options: object) -> bytes:
     return buffer.getvalue()
 
 
-def tiff_pages(pages: list[Image.Image]) -> bytes:
+def tiff_pages(pages: Sequence[Image.Image]) -> bytes:
     """A multi-page TIFF, as document scanners write a stack of sheets."""
     return image_bytes(pages[0], "TIFF", save_all=True, append_images=pages[1:])
 
 
-def scanned_pdf(pages: list[Image.Image | list[str]]) -> bytes:
+def scanned_pdf(pages: Sequence[Image.Image | list[str]]) -> bytes:
     """A PDF of scanned pages (each an image, no text layer), as a scanner writes it; a
     list of lines instead is a page with a text layer (reportlab), for mixed files."""
     writer = PdfWriter()
