@@ -9,6 +9,11 @@ kernel enforces the limits the worker sets on itself before it reads any file:
 fails with MemoryError) and, per file, ``RLIMIT_CPU`` (SIGXCPU ends the process should
 the parent's kill ever be late).
 
+OCR (``extract._ocr``) runs the ``tesseract`` program from here, one page at a time: a
+child holds itself to a smaller address space (``RETRIEVAL_OCR_MEMORY_MB``), is killed
+past its page timeout, dies with this worker (PR_SET_PDEATHSIG), and the document's OCR
+stops at 85% of the deadline, so this worker's limits need no raising for a scan.
+
 A worker serves one file at a time, many files in its life: its imports (about a
 second of CPU) are paid once, not per file. Frames are length-prefixed; requests are a
 JSON header and the file's bytes; replies are JSON, never pickle, so a worker

@@ -8,6 +8,8 @@ out of memory says something about the machine, not only the file.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -99,6 +101,9 @@ def extract(data: bytes, name: str, *, limits: ExtractLimits = _DEFAULT_LIMITS) 
         )
     if not data.strip():
         raise Unextractable(Reason.EMPTY, "is empty" if not data else "contains only whitespace")
+    # OCR's share of the file's time starts now, with the file, not at the first scan.
+    ocr = dataclasses.replace(limits.ocr, deadline=time.monotonic() + limits.ocr.budget_s)
+    limits = dataclasses.replace(limits, ocr=ocr)
     found = _guarded("looks like a document", lambda: detect(data, name, limits))
     budget = CharBudget(limits.max_chars)
     return _guarded(

@@ -91,7 +91,8 @@ class OcrOptions:
     ``page_timeout_s`` and an address-space cap of ``memory_mb``. A page whose mean word
     confidence is under ``min_confidence`` is reported and left out, since guessed
     words in the index would answer questions wrongly. ``budget_s`` bounds the OCR of
-    one document (pages past it are reported, not read), so the worker's deadline for
+    one document from the start of its extraction (pages past it are reported, not
+    read), so the worker's deadline for
     the whole file is not reached by OCR alone and the pages read are kept. The
     defaults are ``RetrievalSettings``' (README "Scans and images")."""
 
@@ -107,6 +108,9 @@ class OcrOptions:
     max_pixels: int = 40_000_000
     dpi: int = 300
     program: str = "tesseract"
+    # When this document's OCR must stop (``time.monotonic()``): set by ``extract`` to
+    # ``budget_s`` after the file's extraction began, so a slow text pass counts too.
+    deadline: float | None = None
 
 
 @dataclass(frozen=True)

@@ -294,10 +294,10 @@ def read_pages(
     engine = engine or Tesseract(options)
     checked = False
     report = OcrReport(floor=options.min_confidence)
-    started = time.monotonic()
+    deadline = options.deadline or time.monotonic() + options.budget_s
     attempted = 0
     for number, load in pages:
-        left = options.budget_s - (time.monotonic() - started)
+        left = deadline - time.monotonic()
         if attempted >= options.max_pages:
             report.not_reached.append(number)
             report.stopped_by = f"at most {options.max_pages} pages (RETRIEVAL_OCR_MAX_PAGES)"
