@@ -10,11 +10,12 @@ import io
 import os
 import random
 import zipfile
+from collections.abc import Sequence
 
 import docx
 import openpyxl
 from docx.document import Document as DocxDocument
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
 from pptx import Presentation
 from pptx.util import Inches
 from pypdf import PdfReader, PdfWriter
@@ -179,3 +180,67 @@ def quadratic_html(size: int) -> bytes:
     a paragraph, then ``</`` repeated (an end tag that never closes)."""
     head = b"<html><body><p>text</p>"
     return head + b"</" * ((size - len(head)) // 2)
+
+
+# A real page: the opening of section 2.1 of the GNU Libtasn1 manual (libtasn1-doc's
+# libtasn1.pdf, page 5), as set there; OCR must give these words back.
+LIBTASN1_PAGE = [
+    "2.1 ASN.1 syntax",
+    "The parser is case sensitive. The comments begin with -- and end either",
+    "with another --, or at the end of the respective line, whichever comes first.",
+    "The C-style comments are not supported. For an example of the syntax,",
+    "check the pkix.asn file distributed with the library.",
+]
+# Two more of its pages (section 3, "Utilities"): a TIFF's two sheets, a photo of one.
+LIBTASN1_PARSER = [
+    "3.1 Invoking asn1Parser",
+    "asn1Parser reads a single file with ASN.1 definitions and generates a file",
+    "with an array to use with libtasn1 functions.",
+]
+LIBTASN1_CODING = [
+    "3.2 Invoking asn1Coding",
+    "asn1Coding generates a DER encoding from a file with ASN.1 definitions",
+    "and another one with assignments.",
+]
+SCAN_DPI = 300
+
+
+def scanned_page(lines: list[str], *, blur: float = 0.0, width: int = 2480) -> Image.Image:
+    """A page as a scanner at 300 dpi sees it: ``lines`` in 10-point type on white, grey.
+    ``blur`` (a Gaussian radius in pixels: 5 leaves Tesseract's mean word confidence near
+    25 of 100, against 96 unblurred) makes the scan an unreadable one. Pillow's own
+    font: no font files needed."""
+    font = ImageFont.load_default(size=42)
+    image = Image.new("L", (width, 240 + 70 * len(lines)), 255)
+    draw = ImageDraw.Draw(image)
+    for number, line in enumerate(lines):
+        draw.text((150, 150 + 70 * number), line, font=font, fill=0)
+    return image.filter(ImageFilter.GaussianBlur(blur)) if blur else image
+
+
+def image_bytes(image: Image.Image, fmt: str, **options: object) -> bytes:
+    """``image`` written as PNG, JPEG or TIFF, tagged with the scan's 300 dpi."""
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt, dpi=(SCAN_DPI, SCAN_DPI), **options)
+    return buffer.getvalue()
+
+
+def tiff_pages(pages: Sequence[Image.Image]) -> bytes:
+    """A multi-page TIFF, as document scanners write a stack of sheets."""
+    return image_bytes(pages[0], "TIFF", save_all=True, append_images=pages[1:])
+
+
+def scanned_pdf(pages: Sequence[Image.Image | list[str]]) -> bytes:
+    """A PDF of scanned pages (each an image, no text layer), as a scanner writes it; a
+    list of lines instead is a page with a text layer (reportlab), for mixed files."""
+    writer = PdfWriter()
+    for page in pages:
+        buffer = io.BytesIO()
+        if isinstance(page, Image.Image):
+            page.save(buffer, format="PDF", resolution=SCAN_DPI)
+        else:
+            buffer.write(pdf_pages([page]))
+        writer.append(PdfReader(io.BytesIO(buffer.getvalue())))
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()

@@ -36,6 +36,7 @@ from services.cli._plumbing import (
     _stub,
     _timings,
 )
+from services.common.formats import extracted_suffixes, formats_phrase, suffixes
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
@@ -52,8 +53,9 @@ INGEST_SUFFIXES = {
     ".txt": rpb.CONTENT_TYPE_PLAIN_TEXT,
     ".text": rpb.CONTENT_TYPE_PLAIN_TEXT,
 }
-# Files sent as they are, for the server to extract (it detects the type by content).
-FILE_SUFFIXES = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".csv", ".tsv", ".html", ".htm"})
+# Files sent as they are, for the server to extract (it detects the type by content):
+# the formats the service serves, from the one table that declares them.
+FILE_SUFFIXES = extracted_suffixes()
 # Files up to this size go in IngestDocuments batches (the gateway's message limit is
 # 16 MiB); larger ones are uploaded alone in pieces (UploadDocument), up to the upload
 # limit (GATEWAY_MAX_UPLOAD_BYTES' default); past that they are reported by name.
@@ -154,8 +156,9 @@ def register(commands: Commands) -> None:
 
     ingest = commands.top.add_parser(
         "ingest",
-        help="load markdown/text files into your documents (progress on stderr)",
-        description="Ingest .md, .markdown, .txt and .text files; folders are walked.",
+        help="load files into your documents: PDF, Office, HTML, images… (progress on stderr)",
+        description=f"Ingest {formats_phrase()} files ({', '.join(sorted(suffixes()))}); "
+        "folders are walked.",
     )
     ingest.add_argument("paths", nargs="+", type=Path, help="files or folders")
     ingest.add_argument("--category", default="", help="category for every document")
@@ -577,10 +580,7 @@ def _ingestible(path: Path) -> bool:
 
 def _unsupported(path: Path) -> str:
     kind = path.suffix.lower() or "no extension"
-    return (
-        f"unsupported type ({kind}): PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), "
-        "CSV, HTML, markdown and text only"
-    )
+    return f"unsupported type ({kind}): {formats_phrase()} only"
 
 
 def read_file(path: Path) -> tuple[bytes | None, str]:

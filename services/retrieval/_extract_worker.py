@@ -9,6 +9,11 @@ kernel enforces the limits the worker sets on itself before it reads any file:
 fails with MemoryError) and, per file, ``RLIMIT_CPU`` (SIGXCPU ends the process should
 the parent's kill ever be late).
 
+OCR (``extract._ocr``) runs the ``tesseract`` program from here, one page at a time: a
+child holds itself to a smaller address space (``RETRIEVAL_OCR_MEMORY_MB``), is killed
+past its page timeout, dies with this worker (PR_SET_PDEATHSIG), and the document's OCR
+stops at 85% of the deadline, so this worker's limits need no raising for a scan.
+
 A worker serves one file at a time, many files in its life: its imports (about a
 second of CPU) are paid once, not per file. Frames are length-prefixed; requests are a
 JSON header and the file's bytes; replies are JSON, never pickle, so a worker
@@ -18,6 +23,7 @@ subverted by a hostile file cannot run code in the service by what it replies.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import logging
 import math
@@ -33,6 +39,7 @@ from services.retrieval.extract import (
     Extracted,
     ExtractLimits,
     Kind,
+    OcrOptions,
     Reason,
     Section,
     Unextractable,
@@ -56,7 +63,8 @@ def request_header(name: str, limits: ExtractLimits, cpu_s: float) -> bytes:
         "max_input_bytes": limits.max_input_bytes,
         "max_chars": limits.max_chars,
     }
-    return json.dumps({"name": name, "limits": fields, "cpu_s": cpu_s}).encode()
+    ocr = dataclasses.asdict(limits.ocr)
+    return json.dumps({"name": name, "limits": fields, "ocr": ocr, "cpu_s": cpu_s}).encode()
 
 
 def encode_extracted(extracted: Extracted) -> bytes:
@@ -140,7 +148,9 @@ def _serve_one(header: dict[str, Any], data: bytes, ceiling: int, memory_bytes: 
     # file's soft limit can be set higher (an unprivileged process cannot raise a hard one).
     allowed = math.ceil(_cpu_used_s() + float(header["cpu_s"])) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (allowed, resource.RLIM_INFINITY))
-    limits = ExtractLimits(**{k: int(v) for k, v in header["limits"].items()})
+    limits = ExtractLimits(
+        **{k: int(v) for k, v in header["limits"].items()}, ocr=OcrOptions(**header["ocr"])
+    )
     try:
         return encode_extracted(extract(data, str(header["name"]), limits=limits))
     except Unextractable as exc:

@@ -23,12 +23,14 @@ from services.retrieval._types import ContentType, DocumentError, DocumentInput,
 from services.retrieval.extract import (
     ExtractLimits,
     Kind,
+    OcrOptions,
     Unextractable,
     as_markdown,
 )
 
 _INVALID = grpc.StatusCode.INVALID_ARGUMENT.value[0]
 _DEADLINE = grpc.StatusCode.DEADLINE_EXCEEDED.value[0]
+_OCR_SHARE = 0.85
 
 
 def _error(code: int, reason: str, field: str, message: str) -> DocumentError:
@@ -39,6 +41,20 @@ def _stem(file_name: str) -> str:
     """A title from a file name when the file holds none ("q3-report.pdf" → "q3 report")."""
     stem = file_name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return stem.replace("_", " ").replace("-", " ").strip()
+
+
+def ocr_options(settings: RetrievalSettings) -> OcrOptions:
+    """OCR within the extraction deadline: it may use 85% of it, so a long scan keeps
+    the pages read in time (the rest reported) instead of being killed whole."""
+    return OcrOptions(
+        enabled=settings.ocr,
+        languages=settings.ocr_languages,
+        page_timeout_s=settings.ocr_page_timeout_s,
+        memory_mb=settings.ocr_memory_mb,
+        min_confidence=settings.ocr_min_confidence,
+        max_pages=settings.ocr_max_pages,
+        budget_s=settings.extract_timeout_s * _OCR_SHARE,
+    )
 
 
 async def extract_content(
@@ -77,7 +93,9 @@ async def _extract(
     if doc.text:
         return _error(_INVALID, "INVALID_ARGUMENT", prefix, "set one of text and content, not both")
     limits = ExtractLimits(
-        max_input_bytes=settings.max_file_bytes, max_chars=settings.max_document_chars
+        max_input_bytes=settings.max_file_bytes,
+        max_chars=settings.max_document_chars,
+        ocr=ocr_options(settings),
     )
     try:
         # Past the deadline the worker is killed before the document's error is reported.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -11,6 +12,7 @@ from services.retrieval._redact import AllowList
 from services.retrieval._types import PERSONAL_KINDS, RedactionKind
 
 DEFAULT_PORT = 50053
+_OCR_LANGUAGES = re.compile(r"[A-Za-z0-9_]+(?:\+[A-Za-z0-9_]+)*")
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,18 @@ class RetrievalSettings:
     extract_workers: int = 2
     extract_workers_per_tenant: int = 1
     extract_memory_mb: int = 1024
+    # OCR of scanned PDF pages and images (README "Scans and images"): on unless turned
+    # off (and only where the tesseract program is installed), the Tesseract languages
+    # ("eng", "eng+deu"), each page's time and memory, the mean word confidence under
+    # which a page is reported and not indexed (read pages measured 88-94, garbled ones
+    # 33-64), and the pages read per document. OCR's time comes out of the
+    # extraction deadline above: pages it does not reach are reported, not lost.
+    ocr: bool = True
+    ocr_languages: str = "eng"
+    ocr_page_timeout_s: float = 20.0
+    ocr_memory_mb: int = 512
+    ocr_min_confidence: float = 70.0
+    ocr_max_pages: int = 50
     # The largest file accepted as bytes; the server's message limit is raised to carry
     # one (its callers are the gateway and the router, over mutual TLS).
     max_file_bytes: int = 50 * 1024 * 1024
@@ -128,6 +142,12 @@ class RetrievalSettings:
                 env, "RETRIEVAL_EXTRACT_WORKERS_PER_TENANT", 1, 1, 64
             ),
             extract_memory_mb=_bounded(env, "RETRIEVAL_EXTRACT_MEMORY_MB", 1024, 64, 65536),
+            ocr=_choice(env, "RETRIEVAL_OCR", "on", ("on", "off")) == "on",
+            ocr_languages=_languages(env.get_str("RETRIEVAL_OCR_LANGUAGES", "eng")),
+            ocr_page_timeout_s=_finite(env, "RETRIEVAL_OCR_PAGE_TIMEOUT_S", 20.0, 0.1, 3600.0),
+            ocr_memory_mb=_bounded(env, "RETRIEVAL_OCR_MEMORY_MB", 512, 64, 65536),
+            ocr_min_confidence=_finite(env, "RETRIEVAL_OCR_MIN_CONFIDENCE", 70.0, 0.0, 100.0),
+            ocr_max_pages=_bounded(env, "RETRIEVAL_OCR_MAX_PAGES", 50, 1, 10_000),
             max_file_bytes=env.get_int("RETRIEVAL_MAX_FILE_BYTES", 50 * 1024 * 1024, minimum=1),
             chunk_chars=_bounded(env, "RETRIEVAL_CHUNK_CHARS", 1000, 200, 8000),
             chunk_overlap_chars=env.get_int("RETRIEVAL_CHUNK_OVERLAP_CHARS", 150, minimum=0),
@@ -200,6 +220,18 @@ def _finite(
     value = env.get_float(name, default, minimum=minimum)
     if not math.isfinite(value) or (maximum is not None and value > maximum):
         raise SettingsError(f"{name} must be a finite number <= {maximum}, got {value}")
+    return value
+
+
+def _languages(raw: str) -> str:
+    """Tesseract language names joined by "+" ("eng", "eng+deu"): passed to the program
+    as one argument, so nothing else (an option) may ride in on it."""
+    value = raw.strip()
+    if not _OCR_LANGUAGES.fullmatch(value):
+        raise SettingsError(
+            f"RETRIEVAL_OCR_LANGUAGES must be Tesseract language names joined by '+' "
+            f"(e.g. eng or eng+deu), got {value!r}"
+        )
     return value
 
 

@@ -1030,17 +1030,17 @@ async def test_uploads_past_the_in_flight_budget_are_refused_with_retry_info(mak
     )  # fmt: skip
     first, second = new_tenant(pg_url), new_tenant(pg_url)
     keys = {t: await gateway.key(t) for t in (first, second)}
-    # An image: retrieval refuses it at once (no text), the upload itself is the test.
-    held, piece = asyncio.Event(), b"\x89PNG\r\n\x1a\n" + bytes(700 * 1024)
+    # A GIF: retrieval refuses it at once (unsupported), the upload itself is the test.
+    held, piece = asyncio.Event(), b"GIF89a" + bytes(700 * 1024)
 
     async def holding(name: str) -> Any:
         # Sends most of a file and waits: its bytes stay in flight meanwhile.
-        yield _header(document_id=name, file_name=f"{name}.png")
+        yield _header(document_id=name, file_name=f"{name}.gif")
         yield _chunk(piece)
         await held.wait()
 
     async def whole(name: str) -> Any:
-        yield _header(document_id=name, file_name=f"{name}.png")
+        yield _header(document_id=name, file_name=f"{name}.gif")
         yield _chunk(piece)
 
     async def refusal(tenant: str, name: str) -> dict[str, Any]:

@@ -241,10 +241,10 @@ async def test_the_edge_access_log_is_rotated_and_bounded(front_door: ProcessSta
 # -- item 6: uploads ------------------------------------------------------------------------
 
 
-def _png(size: int) -> bytes:
-    """A file retrieval refuses at once (an image, no text): the upload's cost is the
-    gateway's, not extraction's."""
-    return (b"\x89PNG\r\n\x1a\n" + bytes(size))[:size]
+def _gif(size: int) -> bytes:
+    """A file retrieval refuses at once (a GIF, an unsupported type: PNG is read by OCR
+    now): the upload's cost is the gateway's, not extraction's."""
+    return (b"GIF89a" + bytes(size))[:size]
 
 
 async def _pieces(
@@ -252,7 +252,7 @@ async def _pieces(
 ) -> AsyncIterator[gpb.GatewayServiceUploadDocumentRequest]:
     yield gpb.GatewayServiceUploadDocumentRequest(
         header=gpb.GatewayServiceUploadHeader(
-            document=rpb.DocumentInput(document_id=name, file_name=f"{name}.png")
+            document=rpb.DocumentInput(document_id=name, file_name=f"{name}.gif")
         )
     )
     for i in range(0, len(data), MIB):
@@ -327,11 +327,11 @@ async def test_uploads_in_flight_are_bounded_per_tenant_and_in_total_and_not_hel
     first, second = await _key(stack, "uploader"), await _key(stack, "neighbour")
     gateway_pid = stack.pid("gateway")
     assert gateway_pid is not None
-    data = _png(FILE_BYTES)
+    data = _gif(FILE_BYTES)
     async with grpc.aio.insecure_channel(stack.gateway_address) as channel:
         stub = _stub(channel)
         # Warm the upload path (channels, the first spool) before measuring.
-        warm = _Upload(stub, first, "warm", _png(MIB))
+        warm = _Upload(stub, first, "warm", _gif(MIB))
         assert _ended(await asyncio.wait_for(warm.task, 60))
         # Retrieval held: every accepted upload stays in flight.
         await asyncio.to_thread(stack.pause, "retrieval")

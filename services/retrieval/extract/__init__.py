@@ -1,13 +1,15 @@
 """Server-side text extraction: the bytes of one uploaded file to sectioned text.
 
-``extract(data, name)`` recognises PDF, DOCX, PPTX, XLSX, CSV, HTML, markdown and plain
-text by content (the name only breaks ties), and returns an ``Extracted``: a title, the
-text in ``Section``s each with a locator a citation can print ("page 3", "slide 4",
-"sheet Orders", "section Refunds"), the encoding of text formats, and notes on anything
-left out. Files it cannot turn into text raise ``Unextractable`` with a ``Reason`` code
-(image-only PDF, encrypted, corrupt, over a limit, unsupported type, undecodable, empty)
-and a message that names the type or limit involved. Limits (input size, extracted
-characters, rows per sheet, ZIP expansion) are in ``ExtractLimits``.
+``extract(data, name)`` recognises PDF, DOCX, PPTX, XLSX, CSV, HTML, markdown, plain
+text and PNG, JPEG and TIFF images by content (the name only breaks ties), and returns
+an ``Extracted``: a title, the text in ``Section``s each with a locator a citation can
+print ("page 3", "slide 4", "sheet Orders", "section Refunds"), the encoding of text
+formats, and notes on anything left out. Files it cannot turn into text raise
+``Unextractable`` with a ``Reason`` code (image-only PDF, encrypted, corrupt, over a
+limit, unsupported type, undecodable, empty) and a message that names the type or limit
+involved. Limits (input size, extracted characters, rows per sheet, ZIP expansion) are
+in ``ExtractLimits``; how scanned pages and images are read by OCR (Tesseract) in its
+``OcrOptions``.
 
 ``as_markdown`` renders an ``Extracted`` as the markdown the ingest pipeline chunks, one
 heading per section labelled with its locator. Synchronous and CPU-bound by design: the
@@ -22,6 +24,7 @@ from services.retrieval.extract._limits import (
     Extracted,
     ExtractLimits,
     Kind,
+    OcrOptions,
     Reason,
     Section,
     Unextractable,
@@ -33,6 +36,7 @@ __all__ = [
     "ExtractLimits",
     "Extracted",
     "Kind",
+    "OcrOptions",
     "Reason",
     "Section",
     "Unextractable",

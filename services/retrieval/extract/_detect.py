@@ -1,10 +1,11 @@
 """What a file is, from its bytes first and its name only to break ties.
 
 Names lie (a ``report.pdf`` that is a text export, a PDF saved as ``notes.txt``), so the
-bytes decide whenever they can: PDF and ZIP signatures, well-known binary signatures
-(refused with the type named), then text, where HTML is recognised by its opening
-markup. Only then does the extension choose between CSV, markdown, HTML (a ``.html``
-file of fragments without a doctype) and plain text, formats that look alike as bytes.
+bytes decide whenever they can: PDF and ZIP signatures, the PNG, JPEG and TIFF images
+OCR reads, other well-known binary signatures (refused with the type named), then text,
+where HTML is recognised by its opening markup. Only then does the extension choose
+between CSV, markdown, HTML (a ``.html`` file of fragments without a doctype) and plain
+text, formats that look alike as bytes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from services.common.formats import suffixes
 from services.retrieval.extract._limits import ExtractLimits, Kind, Reason, Unextractable
 from services.retrieval.extract._text import decode_text
 from services.retrieval.extract._zip import (
@@ -25,18 +27,20 @@ from services.retrieval.extract._zip import (
 # The PDF specification lets the header follow up to 1 KiB of junk (a mail header, a BOM).
 _PDF_WINDOW = 1024
 _ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
-_OFFICE_SUFFIXES = frozenset({".docx", ".pptx", ".xlsx"})
+_OFFICE_SUFFIXES = suffixes("DOCX", "PPTX", "XLSX")
 _LEGACY_OFFICE = (
     "a legacy Office file (OLE compound document: .doc, .xls or .ppt); "
     "save it as .docx, .xlsx or .pptx"
 )
+_IMAGE_SIGNATURES: tuple[tuple[bytes, Kind], ...] = (
+    (b"\x89PNG\r\n\x1a\n", Kind.PNG),
+    (b"\xff\xd8\xff", Kind.JPEG),
+    (b"II*\x00", Kind.TIFF),
+    (b"MM\x00*", Kind.TIFF),
+)
 _BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
-    (b"\xff\xd8\xff", "a JPEG image"),
     (b"GIF87a", "a GIF image"),
     (b"GIF89a", "a GIF image"),
-    (b"II*\x00", "a TIFF image"),
-    (b"MM\x00*", "a TIFF image"),
     (b"\x1f\x8b", "a gzip archive"),
     (b"\xfd7zXZ\x00", "an xz archive"),
     (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
@@ -56,9 +60,9 @@ _HTML_START = re.compile(
 )
 _MARKUP = re.compile(r"<(?:[a-zA-Z][a-zA-Z0-9-]*(?:\s[^<>]*)?/?>|/[a-zA-Z][a-zA-Z0-9-]*\s*>)")
 _SNIFF_CHARS = 64 * 1024
-_CSV_SUFFIXES = {".csv", ".tsv"}
-_MARKDOWN_SUFFIXES = {".md", ".markdown"}
-_HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
+_CSV_SUFFIXES = suffixes("CSV")
+_MARKDOWN_SUFFIXES = suffixes("MARKDOWN")
+_HTML_SUFFIXES = suffixes("HTML")
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,9 @@ def detect(data: bytes, name: str, limits: ExtractLimits) -> Detected:
             kind = office_kind(archive)
             scan_text_parts(archive, kind, limits)
             return Detected(kind)
+    for signature, image in _IMAGE_SIGNATURES:
+        if data.startswith(signature):
+            return Detected(image)
     what = _binary_type(data)
     if what is not None:
         raise Unextractable(Reason.UNSUPPORTED_TYPE, f"is {what}, not a document with text")

@@ -8,6 +8,8 @@ out of memory says something about the machine, not only the file.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -15,6 +17,7 @@ from services.retrieval.extract._csv import extract_csv
 from services.retrieval.extract._detect import Detected, detect
 from services.retrieval.extract._docx import extract_docx
 from services.retrieval.extract._html import extract_html
+from services.retrieval.extract._image import extract_image
 from services.retrieval.extract._limits import (
     CharBudget,
     Extracted,
@@ -41,7 +44,11 @@ _FORMAT_NAMES = {
     Kind.HTML: "an HTML page",
     Kind.MARKDOWN: "a markdown file",
     Kind.TEXT: "a text file",
+    Kind.PNG: "a PNG image",
+    Kind.JPEG: "a JPEG image",
+    Kind.TIFF: "a TIFF image",
 }
+_IMAGES = frozenset({Kind.PNG, Kind.JPEG, Kind.TIFF})
 
 
 def _guarded(what: str, step: Callable[[], _T]) -> _T:
@@ -62,7 +69,9 @@ def _dispatch(
 ) -> Extracted:
     kind = found.kind
     if kind is Kind.PDF:
-        return extract_pdf(data, budget, limits.max_pdf_pages)
+        return extract_pdf(data, budget, limits.max_pdf_pages, limits.ocr)
+    if kind in _IMAGES:
+        return extract_image(data, kind, limits.ocr, budget)
     if kind is Kind.DOCX:
         return extract_docx(data, budget)
     if kind is Kind.PPTX:
@@ -92,6 +101,9 @@ def extract(data: bytes, name: str, *, limits: ExtractLimits = _DEFAULT_LIMITS) 
         )
     if not data.strip():
         raise Unextractable(Reason.EMPTY, "is empty" if not data else "contains only whitespace")
+    # OCR's share of the file's time starts now, with the file, not at the first scan.
+    ocr = dataclasses.replace(limits.ocr, deadline=time.monotonic() + limits.ocr.budget_s)
+    limits = dataclasses.replace(limits, ocr=ocr)
     found = _guarded("looks like a document", lambda: detect(data, name, limits))
     budget = CharBudget(limits.max_chars)
     return _guarded(

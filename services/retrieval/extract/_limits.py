@@ -26,6 +26,10 @@ class Kind(StrEnum):
     HTML = "HTML"
     MARKDOWN = "MARKDOWN"
     TEXT = "TEXT"
+    # Images: their text is read by OCR (``OcrOptions``).
+    PNG = "PNG"
+    JPEG = "JPEG"
+    TIFF = "TIFF"
 
 
 class Reason(StrEnum):
@@ -81,6 +85,35 @@ class Extracted:
 
 
 @dataclass(frozen=True)
+class OcrOptions:
+    """How pages that are only pixels (a scanned PDF's pages, an image) are read: by the
+    ``tesseract`` program (Debian's ``tesseract-ocr``), one page at a time, each under
+    ``page_timeout_s`` and an address-space cap of ``memory_mb``. A page whose mean word
+    confidence is under ``min_confidence`` is reported and left out, since guessed
+    words in the index would answer questions wrongly. ``budget_s`` bounds the OCR of
+    one document from the start of its extraction (pages past it are reported, not
+    read), so the worker's deadline for
+    the whole file is not reached by OCR alone and the pages read are kept. The
+    defaults are ``RetrievalSettings``' (README "Scans and images")."""
+
+    enabled: bool = True
+    languages: str = "eng"
+    page_timeout_s: float = 20.0
+    memory_mb: int = 512
+    min_confidence: float = 70.0
+    max_pages: int = 50
+    budget_s: float = 50.0
+    # An image above this many pixels is refused before it is decoded (about 40 MB
+    # grey); one scanned finer than ``dpi`` is scaled down to it first.
+    max_pixels: int = 40_000_000
+    dpi: int = 300
+    program: str = "tesseract"
+    # When this document's OCR must stop (``time.monotonic()``): set by ``extract`` to
+    # ``budget_s`` after the file's extraction began, so a slow text pass counts too.
+    deadline: float | None = None
+
+
+@dataclass(frozen=True)
 class ExtractLimits:
     """Bounds on the work one file may cause. The ZIP limits are checked on the archive's
     central directory before any library parses it: Python's ``zipfile`` (which
@@ -111,6 +144,7 @@ class ExtractLimits:
     max_paragraphs: int = 100_000
     # A PDF's pages are counted before any is read.
     max_pdf_pages: int = 10_000
+    ocr: OcrOptions = field(default_factory=OcrOptions)
 
 
 def describe_bytes(size: int) -> str:

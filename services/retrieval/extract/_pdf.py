@@ -6,9 +6,10 @@ definition lists and hyphenation), so a page reads as a reader sees it rather th
 the order and spacing the writer happened to emit. A page whose content stream cannot
 be walked falls back to pypdf's `extract_text()`.
 
-pypdf reads the text the PDF carries; it does not see text that is only pixels. A file
-where no page has any text is refused as NO_TEXT_LAYER rather than ingested empty, so a
-person learns the scan needs OCR instead of finding nothing in search later. A PDF
+pypdf reads the text the PDF carries; it does not see text that is only pixels. Pages
+without a text layer go to OCR (``_image``, Tesseract) where it is available; a file where
+no page has any text, and OCR read none, is refused as NO_TEXT_LAYER rather than ingested
+empty, so a person learns why instead of finding nothing in search later. A PDF
 encrypted with an empty user password (a common "no printing" restriction) opens
 without asking anyone for anything; one with a real password is refused as ENCRYPTED.
 """
@@ -20,10 +21,12 @@ from typing import Any
 
 from pypdf import PageObject, PasswordType, PdfReader
 
+from services.retrieval.extract._image import in_page_order, ocr_pdf_pages
 from services.retrieval.extract._limits import (
     CharBudget,
     Extracted,
     Kind,
+    OcrOptions,
     Reason,
     Section,
     Unextractable,
@@ -114,9 +117,10 @@ def _pages_phrase(pages: list[int]) -> str:
     return f"{listed} and {len(pages) - _LISTED_PAGES} more"
 
 
-def extract_pdf(data: bytes, budget: CharBudget, max_pages: int) -> Extracted:
-    """Sections "page 1", "page 2", ... for pages with text; notes name the pages
-    without text and pages that could not be read."""
+def extract_pdf(data: bytes, budget: CharBudget, max_pages: int, ocr: OcrOptions) -> Extracted:
+    """Sections "page 1", "page 2", ... for pages with text, read by OCR for pages
+    without a text layer; notes name what OCR read (and its confidence) and did not,
+    and pages that could not be read."""
     reader = _open(data)
     count = len(reader.pages)
     if count == 0:
@@ -144,19 +148,21 @@ def extract_pdf(data: bytes, budget: CharBudget, max_pages: int) -> Extracted:
         # crosses the cap rather than after all of them.
         budget.count(sum(len(line.text) + 1 for line in lines))
         read.append((number, lines))
-    sections = _sections(read)
+    # Only pages without a text layer go to OCR (``_image``); what it reads joins in order.
+    scanned = ocr_pdf_pages(reader, blank, ocr, budget)
+    sections = in_page_order(_sections(read) + scanned.sections)
     if not sections:
         if broken and not blank:
             raise Unextractable(Reason.CORRUPT, f"is a PDF none of whose {count} pages can be read")
         raise Unextractable(
             Reason.NO_TEXT_LAYER,
-            f"no text layer, OCR not available (a PDF of {count} page"
+            f"no text layer, {scanned.unavailable or scanned.summary} (a PDF of {count} page"
             f"{'s' if count != 1 else ''} with no extractable text: scanned or image-only)",
         )
-    notes = []
-    if blank:
+    notes = list(scanned.notes)
+    if blank and scanned.unavailable:
         notes.append(f"no text on page{'s' if len(blank) > 1 else ''} {_pages_phrase(blank)} "
-                     "(images only? OCR not available)")  # fmt: skip
+                     f"(images only? {scanned.unavailable})")  # fmt: skip
     if broken:
         notes.append(f"page{'s' if len(broken) > 1 else ''} {_pages_phrase(broken)} "
                      "could not be read")  # fmt: skip

@@ -139,7 +139,7 @@ async def test_ingest_then_search_with_progress_on_stderr(cli_env, pg_url, capsy
         "# Kestrel Freight call\n\nKestrel Freight asked about the audit log export.\n"
     )
     (docs / "policy.txt").write_text("Refunds are issued within thirty days of purchase.\n")
-    (docs / "image.png").write_bytes(b"\x89PNG")
+    (docs / "image.gif").write_bytes(b"GIF89a")
     # A dry run says what it would write, document by document, and writes nothing.
     assert await tandem("ingest", str(docs), "--api-key", key, "--dry-run") == 0
     lines = capsys.readouterr().out.splitlines()
@@ -148,7 +148,7 @@ async def test_ingest_then_search_with_progress_on_stderr(cli_env, pg_url, capsy
     assert len(planned) == 2 and all(" 0 chunks" not in line for line in planned)
     assert {line.rsplit("/", 1)[-1] for line in planned} == {"kestrel.md", "policy.txt"}
     written = re.search(r"would write (\d+) chunks", lines[0])
-    assert written is not None and "1 file(s) skipped" in lines[0]  # image.png, with reason
+    assert written is not None and "1 file(s) skipped" in lines[0]  # image.gif, with reason
     assert sum(int(line.split()[2]) for line in planned) == int(written.group(1))
     assert await tandem("ingest", str(docs), "--api-key", key, "--category", "notes") == 0
     out, err = capsys.readouterr()
@@ -241,7 +241,7 @@ def test_discovery_keeps_stable_ids_and_skips_other_files(tmp_path: Path):
     (tmp_path / "a" / ".hidden" / "two.md").write_text("# Two\n")
     (tmp_path / "a" / "three.TXT").write_text("three")
     (tmp_path / "a" / "four.pdf").write_bytes(b"%PDF")
-    (tmp_path / "a" / "five.png").write_bytes(b"\x89PNG")
+    (tmp_path / "a" / "five.gif").write_bytes(b"GIF89a")
     found, skipped = _client.discover([tmp_path / "a"])
     # PDFs (and Word, PowerPoint, Excel, CSV, HTML) go to the server as they are.
     assert [doc_id for _, doc_id in found] == ["four.pdf", "one.md", "three.TXT"]
@@ -251,7 +251,7 @@ def test_discovery_keeps_stable_ids_and_skips_other_files(tmp_path: Path):
     # Every other file is accounted for, with its reason (they were skipped silently).
     reasons = {item.path.name: item.reason for item in skipped}
     assert reasons["two.md"].startswith("hidden")
-    assert reasons["five.png"].startswith("unsupported type (.png): PDF, Word (.docx)")
+    assert reasons["five.gif"].startswith("unsupported type (.gif): PDF (scans read by OCR), Word")
 
 
 @pytest.mark.parametrize(
@@ -295,13 +295,13 @@ async def test_one_bad_file_never_aborts_the_folder(cli_env, pg_url, capsys, tmp
     (docs / "binary.txt").write_bytes(b"\x00\x01\x02")
     (docs / "slides.pptx").write_bytes(b"PK")
     (docs / "report.pdf").write_bytes(pdf_pages([["Refund requests need a receipt."]]))
-    (docs / "photo.png").write_bytes(b"\x89PNG")
+    (docs / "photo.gif").write_bytes(b"GIF89a")
     # The broken deck fails on the server, by name and reason: exit code 1, the rest in.
     assert await tandem("ingest", str(docs), "--api-key", key) == 1
     out, err = capsys.readouterr()
     assert "4 documents: 3 included, 0 unchanged, 0 excluded, 1 failed" in out
     assert "2 file(s) skipped" in out
-    assert "binary.txt: binary content" in err and "photo.png: unsupported type" in err
+    assert "binary.txt: binary content" in err and "photo.gif: unsupported type" in err
     assert "latin.txt: decoded as cp1252" in err
     assert "failed slides.pptx: " in err
     assert await tandem("search", "refund receipt", "--api-key", key) == 0

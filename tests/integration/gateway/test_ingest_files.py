@@ -81,7 +81,7 @@ async def test_files_are_extracted_on_the_server_and_every_one_is_accounted_for(
         assert outcome[name].outcome == rpb.DOCUMENT_OUTCOME_INCLUDED, outcome[name]
         assert outcome[name].chunk_count > 0
     failed = {
-        "scan.pdf": ("NO_TEXT_LAYER", "no text layer, OCR not available"),
+        "scan.pdf": ("NO_TEXT_LAYER", "no text layer, OCR found no text"),
         "locked.pdf": ("ENCRYPTED", ""),
         "bomb.docx": ("TOO_LARGE", ""),
         "broken.pdf": ("CORRUPT", ""),

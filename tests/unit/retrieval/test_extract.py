@@ -24,6 +24,7 @@ from services.retrieval.extract import (
     Extracted,
     ExtractLimits,
     Kind,
+    OcrOptions,
     Reason,
     Section,
     Unextractable,
@@ -89,13 +90,15 @@ def test_pdf_pages_without_text_are_skipped_and_named_in_a_note():
         ("page 1", "First page."),
         ("page 3", "Third page."),
     ]
-    assert got.notes == ["no text on page 2 (images only? OCR not available)"]
+    assert got.notes == ["no text on page 2 (no text layer, no image)"]
 
 
-def test_image_only_pdf_is_refused_as_having_no_text_layer():
-    error = refusal(image_only_pdf(pages=2), "scan.pdf")
+def test_image_only_pdf_is_refused_as_having_no_text_layer_when_ocr_is_off():
+    # With OCR on, tests/unit/retrieval/test_extract_ocr.py reads such pages.
+    limits = ExtractLimits(ocr=OcrOptions(enabled=False))
+    error = refusal(image_only_pdf(pages=2), "scan.pdf", limits)
     assert error.reason is Reason.NO_TEXT_LAYER
-    assert error.message.startswith("no text layer, OCR not available")
+    assert error.message.startswith("no text layer, OCR is off (RETRIEVAL_OCR=off)")
     assert "2 pages" in error.message
 
 
@@ -423,12 +426,21 @@ def test_plain_zip_is_unsupported_and_named():
     assert error.message.startswith("is a ZIP archive")
 
 
-def test_png_named_txt_is_unsupported_and_named():
+def test_gif_named_txt_is_unsupported_and_named():
     buffer = io.BytesIO()
-    Image.new("RGB", (4, 4), (0, 128, 255)).save(buffer, format="PNG")
+    Image.new("RGB", (4, 4), (0, 128, 255)).save(buffer, format="GIF")
     error = refusal(buffer.getvalue(), "notes.txt")
     assert error.reason is Reason.UNSUPPORTED_TYPE
-    assert error.message == "is a PNG image, not a document with text"
+    assert error.message == "is a GIF image, not a document with text"
+
+
+def test_png_named_txt_is_read_as_the_image_it_is():
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4), (0, 128, 255)).save(buffer, format="PNG")
+    limits = ExtractLimits(ocr=OcrOptions(enabled=False))
+    error = refusal(buffer.getvalue(), "notes.txt", limits)
+    assert error.reason is Reason.NO_TEXT_LAYER
+    assert error.message.startswith("is a PNG image, whose text only OCR reads")
 
 
 def test_legacy_office_file_is_unsupported_with_advice():
