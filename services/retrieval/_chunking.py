@@ -5,8 +5,12 @@ Markdown is split on headings (ATX and setext) into sections; each section's blo
 characters. A block too long for one chunk is split on sentences, then on words. A chunk
 that continues a section repeats the tail of the previous chunk (about ``overlap_chars``,
 cut at a sentence or word boundary) so an answer that straddles the cut is still found.
-Chunks never cross a section boundary and each one keeps its section heading. Plain text
-is one section split on paragraphs.
+Chunks never cross a section boundary and each one keeps its section heading. A markdown
+table (a header line over a ``| --- |`` delimiter line, which is how extraction writes
+every CSV, sheet and document table) is cut between rows only, each piece repeating the
+header and delimiter lines, and no overlap is carried into or out of a table piece: a
+row is never split across chunks, and every chunk of rows says what its columns are.
+Plain text is one section split on paragraphs.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
 _INLINE_MARKUP = re.compile(r"[*_`]+")
+_TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 
 
 def normalise(text: str) -> str:
@@ -148,10 +153,56 @@ def _tail(text: str, size: int) -> str:
     return window[space + 1 :] if 0 <= space < len(window) - 1 else ""
 
 
+def _table_pieces(block: str, limit: int) -> list[str] | None:
+    """A markdown table cut between rows into pieces of at most ``limit`` characters,
+    each starting with the table's header and delimiter lines; None when ``block`` is
+    not a table. A row that cannot fit beside the header even alone (a pathological
+    cell) is the one thing still cut inside, on sentences and words."""
+    lines = block.split("\n")
+    if len(lines) < 2 or not lines[0].lstrip().startswith("|"):
+        return None
+    if not _TABLE_DELIMITER.match(lines[1]):
+        return None
+    if len(block) <= limit:
+        return [block]
+    head = f"{lines[0]}\n{lines[1]}"
+    pieces: list[str] = []
+    current = ""
+    for row in lines[2:]:
+        if len(head) + 1 + len(row) > limit:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.extend(_split_long(row, limit))
+            continue
+        if current and len(current) + 1 + len(row) <= limit:
+            current = f"{current}\n{row}"
+        else:
+            if current:
+                pieces.append(current)
+            current = f"{head}\n{row}"
+    if current:
+        pieces.append(current)
+    return pieces
+
+
 def _pack(blocks: list[str], chunk_chars: int, overlap_chars: int) -> list[str]:
     chunks: list[str] = []
     current = ""
+    # Whether ``current`` ends in a table: its tail is a partial row, no overlap.
+    tabular = False
     for block in blocks:
+        table = _table_pieces(block, chunk_chars)
+        if table is not None:
+            for piece in table:
+                if current and len(current) + 2 + len(piece) <= chunk_chars:
+                    current = f"{current}\n\n{piece}"
+                else:
+                    if current:
+                        chunks.append(current)
+                    current = piece
+                tabular = True
+            continue
         pieces = [block] if len(block) <= chunk_chars else _split_long(block, chunk_chars)
         joiner = "\n\n"
         for piece in pieces:
@@ -161,9 +212,14 @@ def _pack(blocks: list[str], chunk_chars: int, overlap_chars: int) -> list[str]:
                 current = f"{current}{joiner}{piece}"
             else:
                 chunks.append(current)
-                overlap = _tail(current, min(overlap_chars, chunk_chars - len(piece) - 1))
+                overlap = (
+                    ""
+                    if tabular
+                    else _tail(current, min(overlap_chars, chunk_chars - len(piece) - 1))
+                )
                 current = f"{overlap} {piece}" if overlap else piece
             joiner = " "
+            tabular = False
     if current:
         chunks.append(current)
     return chunks

@@ -85,7 +85,7 @@ from services.retrieval._validation import (
 _log = logging.getLogger("tandem.retrieval")
 
 # Bumped whenever chunking changes shape, so stored documents are re-chunked on re-ingest.
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 MAX_TITLE_CHARS = 2000
 MAX_URI_CHARS = 4096
 MAX_CATEGORY_CHARS = 256

@@ -54,6 +54,7 @@ from services.router._followups import FollowUps
 from services.router._plan import (
     TOOLS,
     PlanInvalid,
+    answered_route,
     assign_waves,
     bind,
     rename,
@@ -327,6 +328,8 @@ class _Run:
         started = time.monotonic()
         await self.execute_plan(steps, allow_replan=mode is Mode.AUTO)
         self.timed("execute", started)
+        if mode is Mode.AUTO and self.request.builds_on is None:
+            route = answered_route(route, self.runs.values())
         return await self.synthesis().synthesize(route)
 
     def declined(self) -> RouterAnswer | None:

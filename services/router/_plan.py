@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from services.common.llm import PlanStep, StepScope, ToolName
-from services.router._types import Cell, StepRun
+from services.router._types import Cell, Route, Status, StepRun
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_-]+)\s*\}\}")
 _STEP_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
@@ -149,3 +149,24 @@ def rename(step: PlanStep, renames: Mapping[str, str]) -> PlanStep:
         depends_on=tuple(renames.get(d, d) for d in step.depends_on),
         scope=scope,
     )
+
+
+def answered_route(planned: Route, runs: Iterable[StepRun]) -> Route:
+    """The route an AUTO answer took, from what the engines found rather than from the
+    question's wording. A question that counts ("the number of", "how many") is planned
+    for the SQL side first; when the SQL service could not link it to the schema (its
+    step failed or returned no rows) and a search found passages in its stead (the
+    replan's semantic step), the answer comes from the documents, slides or sheets
+    and is reported on the documents' route, not on SQL's."""
+    if planned is not Route.SQL:
+        return planned
+    done = list(runs)
+    rows = any(
+        r.tool is ToolName.SQL_QUESTION and r.sql is not None and r.sql.rows
+        for r in done
+        if r.status is Status.SUCCEEDED
+    )
+    found = any(
+        r.tool is ToolName.SEMANTIC_SEARCH and r.hits for r in done if r.status is Status.SUCCEEDED
+    )
+    return Route.AGENTIC if found and not rows else planned

@@ -58,7 +58,7 @@ from services.router._types import (
     StepRun,
     UsageEntry,
 )
-from services.router.offline import NO_ANSWER
+from services.router.offline import NO_ANSWER, cited_row
 
 # The most confidence an answer carries when any dependency or step degraded it.
 DEGRADED_CONFIDENCE = 0.5
@@ -445,9 +445,15 @@ def _citation(item: _Evidence, sentence: str, span: tuple[int, int]) -> Citation
     if item.hit is not None:
         hit = item.hit
         at = hit.text.find(sentence.rstrip("."))
+        row = cited_row(hit.text, sentence) if at < 0 else None
+        section = hit.section
         if at >= 0:
             quote = sentence.rstrip(".")
             quote_span = (at, at + len(quote))
+        elif row is not None:  # a cell answer: the quote is its row, the section names it
+            quote = hit.text[row.start : row.end]
+            quote_span = (row.start, row.end)
+            section = row.section(hit.section)
         else:
             quote = hit.text[:200]
             quote_span = (0, len(quote))
@@ -460,7 +466,7 @@ def _citation(item: _Evidence, sentence: str, span: tuple[int, int]) -> Citation
             chunk_id=hit.chunk_id,
             title=hit.title,
             uri=hit.uri,
-            section=hit.section,
+            section=section,
             quote=quote,
             quote_span=quote_span,
         )

@@ -1,4 +1,4 @@
-"""CSV and TSV: the rows as ``column: value`` lines, like a worksheet.
+"""CSV and TSV: the rows as a markdown table under the header, like a worksheet.
 
 The delimiter is sniffed from the first lines among the usual four (``, ; TAB |``),
 because a "CSV" exported by a European-locale spreadsheet is separated by semicolons.

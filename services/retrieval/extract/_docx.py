@@ -24,7 +24,7 @@ from services.retrieval.extract._limits import (
     SectionBuilder,
     Unextractable,
 )
-from services.retrieval.extract._table import table_lines
+from services.retrieval.extract._table import table_block
 
 _HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
 _TITLE_LEVEL = 0
@@ -74,9 +74,7 @@ def extract_docx(data: bytes, budget: CharBudget) -> Extracted:
     first_heading: str | None = None
     for item in document.iter_inner_content():
         if isinstance(item, Table):
-            lines = table_lines(_table_rows(item))
-            if lines:
-                builder.add("\n".join(lines))
+            builder.add(table_block(_table_rows(item)))
             continue
         text = item.text.strip()
         if not text:

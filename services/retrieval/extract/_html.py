@@ -11,7 +11,7 @@ What is kept: when the page marks its content (``<main>``, ``role="main"``, else
 sidebars. Within it, elements that are never content are dropped (scripts, styles,
 navigation, asides, forms, inline SVG, templates, hidden elements), and so are headers
 and footers, except a ``<header>`` inside an article or main, which holds the article's
-own title. Block elements separate paragraphs; tables become ``header: value`` rows.
+own title. Block elements separate paragraphs; tables become markdown tables (``_table``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from services.retrieval.extract._limits import (
     SectionBuilder,
     Unextractable,
 )
-from services.retrieval.extract._table import table_lines
+from services.retrieval.extract._table import table_block
 from services.retrieval.extract._text import decode_text
 
 # fmt: off
@@ -254,8 +254,13 @@ def _content_roots(root: _Node) -> list[_Node]:
     return mains[:1] or articles or [root]
 
 
-def _table_rows(table: _Node) -> list[list[str]]:
+def _table_rows(table: _Node) -> tuple[list[list[str]], bool | None]:
+    """The table's rows (a cell spanning columns keeps its value in the first), and
+    whether its first row is a header as the markup says: all ``<th>`` cells, yes; no
+    ``<th>`` anywhere, left to the data (None); ``<th>`` elsewhere only (row labels in
+    the first column), no."""
     rows: list[list[str]] = []
+    heads: list[bool] = []
 
     def walk(node: _Node) -> None:
         for child in node.children:
@@ -263,17 +268,32 @@ def _table_rows(table: _Node) -> list[list[str]]:
                 continue
             if child.tag == "tr":
                 row: list[str] = []
+                all_th = True
                 for cell in child.children:
                     if isinstance(cell, _Node) and cell.tag in ("td", "th"):
                         span = cell.attrs.get("colspan", "1")
                         width = min(int(span), _MAX_COLSPAN) if span.isdigit() else 1
                         row += [_plain(cell)] + [""] * (max(width, 1) - 1)
+                        all_th = all_th and cell.tag == "th"
                 rows.append(row)
+                heads.append(all_th and bool(row))
             else:
                 walk(child)
 
     walk(table)
-    return rows
+    header: bool | None = None
+    if heads and heads[0]:
+        header = True
+    elif any(heads) or _has_th(table):
+        header = False
+    return rows, header
+
+
+def _has_th(node: _Node) -> bool:
+    return any(
+        isinstance(child, _Node) and child.tag != "table" and (child.tag == "th" or _has_th(child))
+        for child in node.children
+    )
 
 
 @dataclass
@@ -316,7 +336,8 @@ class _Walker:
                 self.sections.add(_raw(child))
             elif tag == "table":
                 self.paragraph_break()
-                self.sections.add("\n".join(table_lines(_table_rows(child))))
+                rows, header = _table_rows(child)
+                self.sections.add(table_block(rows, header=header))
             elif tag in _BLOCK:
                 self.paragraph_break()
                 self.walk(child, in_article or tag in ("article", "main"))

@@ -2,7 +2,7 @@
 
 Shapes are read top to bottom, then left to right (their position on the slide, which
 is how a person reads it; the file's order is stacking order), group shapes included.
-Tables become ``header: value`` rows. Speaker notes often carry the explanation the
+Tables become markdown tables (``_table``). Speaker notes often carry the explanation the
 slide only hints at, so they are kept, after the slide's own text, as "Notes: ...".
 """
 
@@ -23,7 +23,7 @@ from services.retrieval.extract._limits import (
     Section,
     Unextractable,
 )
-from services.retrieval.extract._table import table_lines
+from services.retrieval.extract._table import table_block
 
 # python-pptx's own template names every new file this; it is nobody's real title.
 _PLACEHOLDER_TITLES = {"powerpoint presentation"}
@@ -49,9 +49,11 @@ def _shape_blocks(shapes: Iterable[Any], skip: int | None) -> Iterator[str]:
                 ["" if cell.is_spanned else cell.text for cell in row.cells]
                 for row in shape.table.rows
             ]
-            lines = table_lines(rows)
-            if lines:
-                yield "\n".join(lines)
+            # The deck's own "header row" flag (on by default in PowerPoint): when it is
+            # off, the first row is data and the columns are named by position.
+            block = table_block(rows, header=None if shape.table.first_row else False)
+            if block:
+                yield block
         elif shape.has_text_frame:
             text = _frame_text(shape.text_frame)
             if text:

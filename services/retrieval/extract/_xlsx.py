@@ -1,4 +1,4 @@
-"""XLSX: each worksheet as rows of ``column: value`` lines under the sheet's name.
+"""XLSX: each worksheet as a markdown table of its rows under the sheet's name.
 
 openpyxl runs in read-only mode (rows are streamed from the sheet XML, not built into a
 grid of cell objects) with ``data_only=True``: a formula cell gives the value Excel last

@@ -5,10 +5,11 @@ The router hands ``DeterministicProvider`` to ``services.common.llm.create_provi
 the per-call fallback (and uses it alone when no key is set), and reads RETRIEVE answers
 and last-resort fallbacks from it directly. Modules: ``_text`` (tokens, stems, sentence
 splitting), ``_rules`` (classification, decomposition, search queries), ``_followup``
-(follow-up resolution), ``_extractive`` (grading, rewriting, synthesis), ``_provider``
-(the roles wired together).
+(follow-up resolution), ``_extractive`` (grading, rewriting, synthesis), ``_cells``
+(answers from table cells), ``_provider`` (the roles wired together).
 """
 
+from services.router.offline._cells import CitedRow, cited_row
 from services.router.offline._extractive import NO_ANSWER, PARTIAL_NOTE
 from services.router.offline._followup import BuildsOn, Relation, Resolution, resolve
 from services.router.offline._provider import DETERMINISTIC_MODEL, DeterministicProvider
@@ -18,8 +19,10 @@ __all__ = [
     "NO_ANSWER",
     "PARTIAL_NOTE",
     "BuildsOn",
+    "CitedRow",
     "DeterministicProvider",
     "Relation",
     "Resolution",
+    "cited_row",
     "resolve",
 ]

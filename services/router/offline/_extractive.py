@@ -25,6 +25,7 @@ from services.common.llm import (
     Rewrite,
     RowSet,
 )
+from services.router.offline._cells import table_cells, without_tables
 from services.router.offline._rows import state_rows
 from services.router.offline._rules import search_query
 from services.router.offline._text import (
@@ -231,7 +232,10 @@ def synthesize(
         confidences.extend(0.9 for _ in checked)
         picked = []
     else:
-        picked = _pick_sentences(question, passages)
+        # A table that singles out a row answers with its cells; else the sentences.
+        picked = table_cells(_cell_terms(question), passages) or _pick_sentences(
+            question, without_tables(passages)
+        )
     for text, citation, fraction in picked:
         sentences.append(AnswerSentence(text, (citation,)))
         confidences.append(fraction)
@@ -335,6 +339,13 @@ def _holds_new(pattern: re.Pattern[str], sentence: str, question: str) -> bool:
     """``sentence`` holds a match of ``pattern`` that the question does not already say."""
     asked = question.lower()
     return any(m.group(0).lower() not in asked for m in pattern.finditer(sentence))
+
+
+def _cell_terms(question: str) -> list[str]:
+    """The question's topic words and numbers ("protocol number 89"): what names a
+    table's row or column."""
+    terms = question_terms(question)
+    return terms + [n for n in re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", question) if n not in terms]
 
 
 def _pick_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[str, str, float]]:

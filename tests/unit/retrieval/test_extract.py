@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import docx
+import openpyxl
 import pytest
 from PIL import Image
+from pptx import Presentation
+from pptx.util import Inches
 
 from services.retrieval._settings import RetrievalSettings
 from services.retrieval.extract import (
@@ -151,8 +154,10 @@ def test_docx_headings_cut_sections_with_heading_paths_and_tables_become_rows():
         Section(
             "Refunds",
             "Refunds are issued within 30 days.\n\n"
-            "Plan: Basic; Refund window: 14 days\n"
-            "Plan: Pro; Refund window: 30 days; Approver: CFO",
+            "| row | Plan | Refund window | Approver |\n"
+            "| --- | --- | --- | --- |\n"
+            "| 2 | Basic | 14 days |  |\n"
+            "| 3 | Pro | 30 days | CFO |",
             "section Refunds",
         ),
         Section(
@@ -195,7 +200,11 @@ def test_pptx_has_one_section_per_slide_with_tables_and_speaker_notes():
             "Ship search v2\nRetire the legacy API\n\nNotes: Stress the migration date.",
             "slide 1",
         ),
-        Section("Pricing", "Tier: Basic; Price: $10\nTier: Pro; Price: $30", "slide 2"),
+        Section(
+            "Pricing",
+            "| row | Tier | Price |\n| --- | --- | --- |\n| 2 | Basic | $10 |\n| 3 | Pro | $30 |",
+            "slide 2",
+        ),
     ]
 
 
@@ -208,10 +217,15 @@ def test_xlsx_sheets_become_sections_of_header_value_rows():
     assert got.sections == [
         Section(
             "Regions",
-            "Region: EMEA; Owner: Ana; Target: 1200\nRegion: APAC; Target: 0.3",
+            "| row | Region | Owner | Target |\n| --- | --- | --- | --- |\n"
+            "| 2 | EMEA | Ana | 1200 |\n| 3 | APAC |  | 0.3 |",
             "sheet Regions",
         ),
-        Section("Orders", "Order: SO-1; Amount: 10\nOrder: SO-2; Amount: 20", "sheet Orders"),
+        Section(
+            "Orders",
+            "| row | Order | Amount |\n| --- | --- | --- |\n| 2 | SO-1 | 10 |\n| 3 | SO-2 | 20 |",
+            "sheet Orders",
+        ),
     ]
     assert got.notes == []
 
@@ -227,29 +241,36 @@ def test_xlsx_sheet_over_the_row_cap_is_cut_with_a_note_and_row_locators():
         "sheet Orders, rows 22-41",
         "sheet Orders, rows 42-51",
     ]
-    lines = [line for s in orders for line in s.text.split("\n")]
+    # every section is a table under the repeated header, rows numbered as Excel shows them
+    assert all(s.text.startswith("| row | Order | Amount |\n| --- | --- | --- |\n") for s in orders)
+    lines = [line for s in orders for line in s.text.split("\n")[2:]]
     assert len(lines) == 50
-    assert lines[0] == "Order: SO-1; Amount: 10" and lines[-1] == "Order: SO-50; Amount: 500"
+    assert lines[0] == "| 2 | SO-1 | 10 |" and lines[-1] == "| 51 | SO-50 | 500 |"
 
 
 def test_xlsx_row_cap_default_is_2000():
     got = extract(workbook_bytes(order_rows=2100), "big.xlsx")
     assert got.notes == ["sheet 'Orders' capped at 2000 of 2100 rows"]
     orders = [s for s in got.sections if s.heading == "Orders"]
-    assert sum(s.text.count("\n") + 1 for s in orders) == 2000
+    assert sum(s.text.count("\n") - 1 for s in orders) == 2000
     assert orders[-1].locator == "sheet Orders, rows 1802-2001"
 
 
 # -- CSV -----------------------------------------------------------------------------------
 
 
-def test_csv_delimiter_is_sniffed_and_rows_become_header_value_lines():
+def test_csv_delimiter_is_sniffed_and_rows_become_a_table_under_the_header():
     data = b"Name;City;Amount\nAna;Lisboa;12,50\nBo;;7\n"
     got = extract(data, "export.csv")
     assert got.kind is Kind.CSV
     assert got.encoding == "utf-8"
     assert got.sections == [
-        Section("", "Name: Ana; City: Lisboa; Amount: 12,50\nName: Bo; Amount: 7", "")
+        Section(
+            "",
+            "| row | Name | City | Amount |\n| --- | --- | --- | --- |\n"
+            "| 2 | Ana | Lisboa | 12,50 |\n| 3 | Bo |  | 7 |",
+            "",
+        )
     ]
     assert got.notes == ["semicolon-separated"]
 
@@ -291,7 +312,8 @@ def test_html_keeps_main_content_drops_chrome_and_cuts_sections_at_headings():
         ),
         Section(
             "Tiers",
-            "Tier: Basic; Window: 14 days\nTier: Pro; Window: 30 days",
+            "| row | Tier | Window |\n| --- | --- | --- |\n"
+            "| 2 | Basic | 14 days |\n| 3 | Pro | 30 days |",
             "section Refund policy > Tiers",
         ),
     ]
@@ -641,4 +663,92 @@ def test_a_pdf_past_the_page_limit_is_refused_before_a_page_is_read():
     assert (error.reason, error.message) == (
         Reason.TOO_LARGE,
         "is a PDF of 3 pages, over the limit of 2",
+    )
+
+
+# -- tables as tables ------------------------------------------------------------------------
+
+
+def _protocols_csv(header: bool) -> bytes:
+    rows = [("ip", "0", "IP"), ("icmp", "1", "ICMP"), ("ospf", "89", "OSPFIGP")]
+    lines = (["protocol,number,aliases"] if header else []) + [",".join(r) for r in rows]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_a_header_over_typed_columns_labels_the_rows_which_keep_their_line_numbers():
+    got = extract(_protocols_csv(header=True), "protocols.csv")
+    assert got.sections[0].text.split("\n") == [
+        "| row | protocol | number | aliases |",
+        "| --- | --- | --- | --- |",
+        "| 2 | ip | 0 | IP |",
+        "| 3 | icmp | 1 | ICMP |",
+        "| 4 | ospf | 89 | OSPFIGP |",
+    ]
+
+
+def test_a_table_without_a_header_gets_its_columns_named_by_position():
+    # the first row holds a number: it is data, row 1, not a header
+    got = extract(_protocols_csv(header=False), "protocols.csv")
+    assert got.sections[0].text.split("\n")[:3] == [
+        "| row | column 1 | column 2 | column 3 |",
+        "| --- | --- | --- | --- |",
+        "| 1 | ip | 0 | IP |",
+    ]
+
+
+def test_a_workbook_without_a_header_names_columns_by_letter():
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.title = "Ports"
+    for row in (("smtp", 25), ("submission", 587), ("imaps", 993)):
+        sheet.append(list(row))
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    got = extract(buffer.getvalue(), "ports.xlsx")
+    assert got.sections == [
+        Section(
+            "Ports",
+            "| row | column A | column B |\n| --- | --- | --- |\n"
+            "| 1 | smtp | 25 |\n| 2 | submission | 587 |\n| 3 | imaps | 993 |",
+            "sheet Ports",
+        )
+    ]
+
+
+def test_a_label_that_recurs_in_its_column_is_data_not_a_header():
+    data = b"alpha,red\nbeta,blue\nalpha,green\n"
+    assert extract(data, "pairs.csv").sections[0].text.startswith("| row | column 1 | column 2 |")
+
+
+def test_html_th_cells_are_the_header_and_a_pipe_in_a_cell_is_escaped():
+    page = (
+        b"<html><body><h1>Ports</h1><table>"
+        b"<tr><td>Service</td><td>Port</td></tr>"  # a first row of td: the data decides
+        b"<tr><td>smtp</td><td>25/tcp</td></tr></table>"
+        b"<table><tr><th>1999</th><th>2000</th></tr>"  # th says header, numbers or not
+        b"<tr><td>a|b</td><td>c</td></tr></table></body></html>"
+    )
+    got = extract(page, "ports.html")
+    assert got.sections[0].text == (
+        "| row | Service | Port |\n| --- | --- | --- |\n| 2 | smtp | 25/tcp |\n\n"
+        "| row | 1999 | 2000 |\n| --- | --- | --- |\n| 2 | a\\|b | c |"
+    )
+
+
+def test_a_slide_table_with_its_header_row_flag_off_is_all_data():
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Codenames"
+    table = slide.shapes.add_table(2, 2, Inches(1), Inches(2), Inches(4), Inches(1)).table
+    table.first_row = False
+    for r, values in enumerate([("buster", "bullseye"), ("bookworm", "trixie")]):
+        for c, value in enumerate(values):
+            table.cell(r, c).text = value
+    buffer = io.BytesIO()
+    presentation.save(buffer)
+    got = extract(buffer.getvalue(), "codenames.pptx")
+    assert got.sections[0].text == (
+        "| row | column 1 | column 2 |\n| --- | --- | --- |\n"
+        "| 1 | buster | bullseye |\n| 2 | bookworm | trixie |"
     )

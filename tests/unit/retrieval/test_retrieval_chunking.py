@@ -71,3 +71,42 @@ def test_embedding_text_carries_title_and_section_and_respects_the_limit():
     assert embedding_text("Guide", "Setup", "body", 100) == "Guide — Setup\nbody"
     assert embedding_text("", "", "body", 100) == "body"
     assert len(embedding_text("T", "S", "x" * 500, 100)) == 100
+
+
+def _table(rows: int) -> str:
+    lines = ["| row | protocol | number | aliases |", "| --- | --- | --- | --- |"]
+    lines += [
+        f"| {n} | proto-{n} | {n * 7} | ALIAS-{n} long enough to matter |"
+        for n in range(2, rows + 2)
+    ]
+    return "\n".join(lines)
+
+
+def test_a_table_is_cut_between_rows_and_every_chunk_repeats_its_header():
+    table = _table(40)
+    text = f"## sheet Protocols\n\nThe protocols this host knows.\n\n{table}\n\nAfter the table."
+    chunks = chunk_text(text, ContentType.MARKDOWN, chunk_chars=400, overlap_chars=120)
+    rows = [c for c in chunks if "| --- |" in c.text]
+    assert len(rows) > 3
+    body = table.split("\n")[2:]
+    seen: list[str] = []
+    for chunk in rows:
+        assert chunk.section == "sheet Protocols"
+        assert len(chunk.text) <= 400
+        lines = chunk.text.split("\n")
+        at = lines.index("| row | protocol | number | aliases |")
+        assert lines[at + 1] == "| --- | --- | --- | --- |"
+        # every other line of a table chunk is a whole row, none cut, none repeated
+        table_lines = [ln for ln in lines[at + 2 :] if ln.startswith("|")]
+        assert all(ln in body for ln in table_lines), table_lines
+        seen += table_lines
+    assert seen == body
+    # no overlap carries a piece of a row into the prose after the table
+    last = chunks[-1].text
+    assert last.endswith("After the table.") and "ALIAS" not in last.split("\n")[-1]
+
+
+def test_a_small_table_stays_whole_beside_its_paragraph():
+    table = _table(2)
+    chunks = chunk_text(f"Intro line.\n\n{table}", ContentType.MARKDOWN, chunk_chars=1000)
+    assert [c.text for c in chunks] == [f"Intro line.\n\n{table}"]

@@ -6,8 +6,8 @@ import pytest
 
 from services.common.llm import PlanStep, ToolName
 from services.router import PlanInvalid, Status, assign_waves, bind, validate
-from services.router._plan import TOOLS
-from services.router._types import Hit, SqlOutcome, StepRun
+from services.router._plan import TOOLS, answered_route
+from services.router._types import Hit, Route, SqlOutcome, StepRun
 
 SEARCH = ToolName.SEMANTIC_SEARCH
 SQL = ToolName.SQL_QUESTION
@@ -79,3 +79,23 @@ def test_bind_uses_the_top_sql_label_or_the_top_hit_title():
     step = PlanStep("s3", SEARCH, "call notes for {{s1}} and {{ s2 }}", ("s1", "s2"))
     bound = bind(step, {"s1": sql_run, "s2": hit_run})
     assert bound.query == "call notes for Globex and Meridian brief"
+
+
+def _runs(sql_rows: bool, sql_status: Status, hits: bool) -> list[StepRun]:
+    sql_run = StepRun(PlanStep("s1", SQL, "q"), 0, 0, status=sql_status)
+    if sql_rows:
+        sql_run.sql = SqlOutcome(("version",), (("12",),), "fp", "d")
+    search = StepRun(PlanStep("s1r1", SEARCH, "q"), 1, 0, status=Status.SUCCEEDED)
+    search.hits = (Hit("c", "d", "releases", "", "slide 2", "| 4 | 12 | bookworm |", 1.0),) * hits
+    return [sql_run, search]
+
+
+def test_an_auto_answer_found_in_the_documents_reports_the_documents_route():
+    # the SQL side could not link the question (failed or empty); the slides answered
+    for status in (Status.FAILED, Status.EMPTY):
+        assert answered_route(Route.SQL, _runs(False, status, hits=True)) is Route.AGENTIC
+    # rows from SQL, or no passages in their stead: the SQL route stands
+    assert answered_route(Route.SQL, _runs(True, Status.SUCCEEDED, hits=True)) is Route.SQL
+    assert answered_route(Route.SQL, _runs(False, Status.FAILED, hits=False)) is Route.SQL
+    # other routes are what they were planned as
+    assert answered_route(Route.COMPOUND, _runs(False, Status.FAILED, True)) is Route.COMPOUND
