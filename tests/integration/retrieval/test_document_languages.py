@@ -85,7 +85,7 @@ async def test_each_documents_language_is_stored_and_returned(retrieval, tenant,
     ],
 )
 async def test_a_document_in_another_language_is_found_by_its_words(
-    retrieval, tenant, mode: int, query: str, expected: str
+    retrieval, tenant, mode: pb.SearchMode.ValueType, query: str, expected: str
 ) -> None:
     reply = await retrieval.stub.Search(
         pb.SearchRequest(tenant_id=tenant, query=query, mode=mode, top_k=3)

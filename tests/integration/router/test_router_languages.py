@@ -38,7 +38,12 @@ def _names_the_language(answer: pb.Answer, named: str) -> None:
 @pytest.mark.parametrize("mode", [pb.ASK_MODE_RETRIEVE, pb.ASK_MODE_AGENTIC])
 @pytest.mark.parametrize(("question", "named"), QUESTIONS)
 async def test_offline_search_modes_name_the_language(
-    router: RouterStack, engines: Engines, tenant: str, question: str, named: str, mode: int
+    router: RouterStack,
+    engines: Engines,
+    tenant: str,
+    question: str,
+    named: str,
+    mode: pb.AskMode.ValueType,
 ) -> None:
     answer = (
         await router.stub.Ask(pb.AskRequest(tenant_id=tenant, question=question, mode=mode))
@@ -63,7 +68,7 @@ async def failing_model_router(
 
 @pytest.mark.parametrize("mode", [pb.ASK_MODE_AUTO, pb.ASK_MODE_SQL])
 async def test_when_the_rules_stand_in_for_a_failing_model_the_answer_names_the_language(
-    failing_model_router: RouterStack, engines: Engines, tenant: str, mode: int
+    failing_model_router: RouterStack, engines: Engines, tenant: str, mode: pb.AskMode.ValueType
 ) -> None:
     answer = (
         await failing_model_router.stub.Ask(
