@@ -3,8 +3,7 @@ line (an option with its description), the list item or the line of a listing, n
 neighbours; a lead-in ("… in the following range:") is stated with what it introduces,
 and a heading or an introduction is not an answer about what follows it.
 
-The option texts are pieces of real man pages as ``man PAGE | col -b`` renders them
-(bzip2 1.0.8 and GNU sed 4.9), cut into paragraphs the way ingest's chunker does.
+The option texts are pieces of real man pages (``tests/manpages.py``).
 """
 
 from __future__ import annotations
@@ -14,47 +13,7 @@ import pytest
 from services.common.llm import Passage
 from services.router.offline._extractive import LEAD_WORDS, synthesize
 from services.router.offline._text import split_sentences, split_units
-
-# bzip2(1): each option's name on a line of its own, its description indented below;
-# a blank line between options; "decompres-/sion" hyphenated at the margin (U+2010).
-BZIP2_OPTIONS = (
-    "OPTIONS\n"
-    "       -c --stdout\n"
-    "              Compress or decompress to standard output.\n"
-    "\n"
-    "-d --decompress\n"
-    "              Force  decompression.   bzip2,  bunzip2 and bzcat are really the\n"
-    "              same program, and the decision about what  actions  to  take  is\n"
-    "              done  on  the basis of which name is used.  This flag overrides\n"
-    "              that mechanism, and forces bzip2 to decompress.\n"
-    "\n"
-    "-k --keep\n"
-    "              Keep (don't delete) input files during compression or decompres\u2010\n"
-    "              sion.\n"
-    "\n"
-    "-s --small\n"
-    "              Reduce memory usage, for compression, decompression and testing.\n"
-    "              Files are decompressed and tested  using  a  modified  algorithm\n"
-    "              which only requires 2.5 bytes per block byte."
-)
-# sed(1): the option's names, a blank line, then its description.
-SED_OPTIONS = (
-    "-n, --quiet, --silent\n"
-    "\n"
-    "suppress automatic printing of pattern space\n"
-    "\n"
-    "--debug\n"
-    "\n"
-    "annotate program execution\n"
-    "\n"
-    "-i[SUFFIX], --in-place[=SUFFIX]\n"
-    "\n"
-    "edit files in place (makes backup if SUFFIX supplied)\n"
-    "\n"
-    "-z, --null-data\n"
-    "\n"
-    "separate lines by NUL characters"
-)
+from tests.manpages import BZIP2_OPTIONS, SED_OPTIONS
 
 
 def _answer(question: str, text: str, title: str = "bzip2") -> str:
@@ -83,11 +42,14 @@ def test_an_option_named_alone_is_described_by_the_next_paragraph() -> None:
 
 
 def test_an_option_run_into_the_previous_sentence_starts_its_own_unit() -> None:
-    # as PDF text and chunk overlaps join them: the xz option after the bzip2 one
-    text = "-j, --bzip2 Filter the archive through bzip2. \u2212J, \u2212\u2212xz Filter the archive through xz."
+    # as PDF text and chunk overlaps join them (sed(1), with the PDF's minus signs)
+    text = (
+        "-s, --separate consider files as separate rather than as a single stream. "
+        "\u2212z, \u2212\u2212null-data separate lines by NUL characters."
+    )
     units = split_units(text)
     assert [u.kind for u in units] == ["option", "option"]
-    assert units[1].text.startswith("\u2212J, \u2212\u2212xz")
+    assert units[1].text.startswith("\u2212z, \u2212\u2212null-data")
 
 
 @pytest.mark.parametrize(
