@@ -36,15 +36,15 @@ def _names_the_language(answer: pb.Answer, named: str) -> None:
 
 
 @pytest.mark.parametrize("mode", [pb.ASK_MODE_RETRIEVE, pb.ASK_MODE_AGENTIC])
-@pytest.mark.parametrize(("question", "named"), QUESTIONS)
+@pytest.mark.parametrize("case", QUESTIONS)
 async def test_offline_search_modes_name_the_language(
     router: RouterStack,
     engines: Engines,
     tenant: str,
-    question: str,
-    named: str,
+    case: tuple[str, str],
     mode: pb.AskMode.ValueType,
 ) -> None:
+    question, named = case
     answer = (
         await router.stub.Ask(pb.AskRequest(tenant_id=tenant, question=question, mode=mode))
     ).answer
