@@ -42,6 +42,7 @@ from services.common._language import (
     LANGUAGE_UNSUPPORTED,
     Language,
     detect_language,
+    document_language,
     english_only_message,
     load_language_model,
 )
@@ -181,6 +182,7 @@ __all__ = [
     "deadline_scope",
     "decode_page_token",
     "detect_language",
+    "document_language",
     "effective_timeout",
     "embedded_pgvector_is_portable",
     "embedded_server_url",

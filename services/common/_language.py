@@ -155,6 +155,39 @@ def detect_language(text: str) -> Language:
     return Language(code, NAMES[code], round(confidence, 3))
 
 
+# How much of a document its language is told from: its opening is its language's
+# evidence (bounded work per document, whatever its length).
+DOCUMENT_SAMPLE_CHARS = 1000
+# The least a document's language must be told with to be named.
+DOCUMENT_CONFIDENCE = 0.5
+
+
+def document_language(text: str) -> Language | None:
+    """The language a document is written in, or None when its text says too little
+    (a listing of numbers, a few words). Unlike a question's, a document's language is
+    not biased to English: a German manual quoting "the" is German. Told from the first
+    :data:`DOCUMENT_SAMPLE_CHARS` characters, by the same model and scripts as questions.
+    """
+    sample = text[:DOCUMENT_SAMPLE_CHARS]
+    letters = [ch for ch in sample if ch.isalpha()]
+    if len(_WORD.findall(sample)) < MIN_WORDS:
+        return None
+    scripts: dict[str, int] = {}
+    for ch in letters:
+        script = _script(ch)
+        scripts[script] = scripts.get(script, 0) + 1
+    # Mostly another script (kana and Han together: Japanese writes both), with Latin
+    # names and commands among it ("apt update を実行します"): that script's language.
+    other = sum(count for name, count in scripts.items() if name != "latin")
+    if other * 2 > len(letters):
+        script = max((name for name in scripts if name != "latin"), key=scripts.__getitem__)
+        return _by_script(script, scripts, sample)
+    code, confidence = _best(sample, _LATIN)
+    if confidence < DOCUMENT_CONFIDENCE:
+        return None
+    return Language(code, NAMES[code], round(confidence, 3))
+
+
 def load_language_model() -> None:
     """Load the model now (a service may do this at start, off the request path)."""
     _identifier()

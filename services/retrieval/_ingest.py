@@ -33,6 +33,7 @@ from services.common import (
     Unavailable,
     clean_document_text,
     control_character_problem,
+    document_language,
     json_control_problem,
 )
 from services.common.spans import CHARS, CHUNKS, COUNT, node_span
@@ -420,6 +421,9 @@ class Ingestor:
                 separators=(",", ":"),
             ).encode()
         ).hexdigest()
+        with node_span(self._tracer, "retrieval.ingest.language") as span:
+            language = document_language(text)
+            span.set_attribute("tandem.language", language.code if language else "")
         document = NewDocument(
             document_id=document_id,
             title=title,
@@ -433,6 +437,7 @@ class Ingestor:
             redactions=dict(sorted(counts.items())),
             chunks=chunks,
             acl=acl,
+            language=language.code if language else "",
         )
         texts = [embedding_text(title, c.section, c.text, text_limit) for c in chunks]
         return _Prepared(document, texts, tuple(listed), _cleaning_note(removed))

@@ -91,6 +91,8 @@ class NewDocument:
     chunks: Sequence[Chunk]
     # None: the whole tenant may read it.
     acl: DocumentAcl | None = None
+    # ISO 639-1 code of the language it is written in; "" when not told.
+    language: str = ""
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,8 @@ def chunk_id_for(tenant_id: str, document_id: str, fingerprint: str, ordinal: in
 
 _DOCUMENT_COLUMNS = sql.SQL(
     "document_id, title, uri, category, metadata, content_type, content_sha256, chunk_count, "
-    "char_count, model_name, redactions, create_time, update_time, acl_principals, acl_groups"
+    "char_count, model_name, redactions, create_time, update_time, acl_principals, acl_groups, "
+    "language"
 )
 
 # Who reads (migration 0009): set with the tenant at the start of every transaction.
@@ -177,6 +180,7 @@ def _document(row: Sequence[Any]) -> StoredDocument:
         create_time=row[11],
         update_time=row[12],
         acl=None if row[13] is None else DocumentAcl(tuple(row[13]), tuple(row[14] or ())),
+        language=row[15],
     )
 
 
@@ -244,8 +248,8 @@ class RetrievalRepository(TenantStore):
                 INSERT INTO retrieval_documents (
                     tenant_id, document_id, title, uri, category, metadata, content_type,
                     content_sha256, fingerprint, model_name, chunk_count, char_count, redactions,
-                    acl_principals, acl_groups
-                ) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                    acl_principals, acl_groups, language
+                ) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                 ON CONFLICT (tenant_id, document_id) DO UPDATE SET
                     title = EXCLUDED.title, uri = EXCLUDED.uri, category = EXCLUDED.category,
                     metadata = EXCLUDED.metadata, content_type = EXCLUDED.content_type,
@@ -253,7 +257,8 @@ class RetrievalRepository(TenantStore):
                     fingerprint = EXCLUDED.fingerprint, model_name = EXCLUDED.model_name,
                     chunk_count = EXCLUDED.chunk_count, char_count = EXCLUDED.char_count,
                     redactions = EXCLUDED.redactions, update_time = now(),
-                    acl_principals = EXCLUDED.acl_principals, acl_groups = EXCLUDED.acl_groups
+                    acl_principals = EXCLUDED.acl_principals, acl_groups = EXCLUDED.acl_groups,
+                    language = EXCLUDED.language
                 RETURNING (xmax <> 0) AS replaced
                 """,
                 (
@@ -271,6 +276,7 @@ class RetrievalRepository(TenantStore):
                     document.char_count,
                     Jsonb({k.name: v for k, v in document.redactions.items()}),
                     *acl,
+                    document.language,
                 ),
             )
             row = await cur.fetchone()

@@ -239,6 +239,7 @@ def _document(doc: StoredDocument) -> pb.Document:
         create_time=_timestamp(doc.create_time),
         update_time=_timestamp(doc.update_time),
         acl=_acl(doc.acl),
+        language=doc.language,
     )
 
 

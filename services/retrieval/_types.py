@@ -249,6 +249,8 @@ class StoredDocument:
     update_time: datetime
     # None: the whole tenant may read it.
     acl: DocumentAcl | None = None
+    # ISO 639-1 code of the language it is written in; "" when not told.
+    language: str = ""
 
 
 @dataclass(frozen=True)

@@ -216,7 +216,11 @@ class GrpcSqlTool:
             )
         response = await _call(lambda: self._stub.AskQuestion(request), "sql")
         if response.outcome != spb.SQL_ASK_OUTCOME_ANSWERED:
-            reason = spb.SqlAskOutcome.Name(response.outcome).removeprefix("SQL_ASK_OUTCOME_")
+            # Why it declined (LANGUAGE_UNSUPPORTED, SQL_READ_ONLY) where it said, else
+            # the outcome (UNANSWERABLE, ATTEMPTS_EXHAUSTED).
+            reason = response.refusal_reason or spb.SqlAskOutcome.Name(
+                response.outcome
+            ).removeprefix("SQL_ASK_OUTCOME_")
             return SqlOutcome((), (), "", "", answered=False, reason=reason)
         return sql_outcome(
             response.result,

@@ -23,6 +23,7 @@ from services.common import (
     LANGUAGE_UNSUPPORTED,
     READ_ONLY_REASON,
     InvalidArgument,
+    Language,
     Metrics,
     PermissionDenied,
     detect_language,
@@ -248,6 +249,13 @@ class _Run:
         # no database they are no attempt (no replan spent, nothing to report)
         self.fallbacks: set[str] = set()
         self.fatal: Exception | None = None
+        # The language of a question that the engine meant to answer it could not read
+        # (the SQL service declined it, or the rules found nothing for it offline): the
+        # answer then names the language rather than failing step after step.
+        self.unread: Language | None = None
+        self._language: Language | None = None
+        # Whether the rules answered in the model's place (it failed) during this run.
+        self.stood_in = False
         self.degradations: list[Degradation] = []
         self.timings: dict[str, float] = {}
         self.usage: dict[tuple[str, str, str], list[float]] = {}
@@ -284,6 +292,7 @@ class _Run:
         entry[3] += usage.cost_usd or 0.0
         entry[4] += time.monotonic() - started
         if result.degraded:
+            self.stood_in = True
             self.degrade("LLM_UNAVAILABLE", "llm", f"the model failed for {role.value}")
         return result
 
@@ -328,9 +337,28 @@ class _Run:
         started = time.monotonic()
         await self.execute_plan(steps, allow_replan=mode is Mode.AUTO)
         self.timed("execute", started)
+        if self.unread is not None and not any(
+            r.status is Status.SUCCEEDED for r in self.runs.values()
+        ):
+            trace.get_current_span().set_attribute("question.language", self.unread.code)
+            return self.refusal(LANGUAGE_UNSUPPORTED, english_only_message(self.unread), route)
         if mode is Mode.AUTO and self.request.builds_on is None:
             route = answered_route(route, self.runs.values())
         return await self.synthesis().synthesize(route)
+
+    def language(self) -> Language:
+        """The question's language, told once per request."""
+        if self._language is None:
+            self._language = detect_language(self.request.question)
+        return self._language
+
+    def unread_offline(self) -> Language | None:
+        """The question's language when only the rules answer (no model, or it failed
+        and they stood in) and they do not read it."""
+        if self.router.reads_any_language and not self.stood_in:
+            return None
+        language = self.language()
+        return None if language.english else language
 
     def declined(self) -> RouterAnswer | None:
         """Questions declined before any plan or engine: a request to change data, on
@@ -344,7 +372,7 @@ class _Run:
             return self.refusal(READ_ONLY_REASON, read_only_message(request), Route.SQL)
         if self.router.reads_any_language or self.request.mode not in (Mode.AUTO, Mode.SQL):
             return None
-        language = detect_language(question)
+        language = self.language()
         if language.english:
             return None
         trace.get_current_span().set_attribute("question.language", language.code)
@@ -480,6 +508,10 @@ class _Run:
             failed = [r for r in batch if r.status in FAILED_STATUSES or r.status is Status.SKIPPED]
             if not failed:
                 continue
+            if self.unread is not None:
+                # Another plan would be read by the same engines, in the same language.
+                self.stop_pending(Status.SKIPPED, LANGUAGE_UNSUPPORTED)
+                return
             if self.cap_hit:
                 self.stop_pending(Status.SKIPPED, "TOOL_CALL_LIMIT_REACHED")
                 return
@@ -696,7 +728,12 @@ class _Run:
             await self.scoped(run, step, step.scope)
             return
         if step.tool is ToolName.SEMANTIC_SEARCH:
-            await self.semantic(run, step.query, loop=self.request.mode is not Mode.RETRIEVE)
+            await self.semantic(
+                run,
+                step.query,
+                loop=self.request.mode is not Mode.RETRIEVE,
+                unread=self.unread_offline(),
+            )
             return
         self.take_tool_call()
         run.attempts += 1
@@ -714,6 +751,16 @@ class _Run:
             prior=prior,
         )
         run.repairs = outcome.repairs
+        if (
+            not outcome.answered
+            and outcome.reason == LANGUAGE_UNSUPPORTED
+            and not self.language().english
+        ):
+            # The SQL service reads the question's language no better than the rules: not
+            # a failed step to replan around, but an answer that names the language.
+            run.status, run.failure_reason = Status.SKIPPED, LANGUAGE_UNSUPPORTED
+            self.unread = self.language()
+            return
         if not outcome.answered:
             run.status, run.failure_reason = Status.FAILED, "STEP_FAILED"
             return
@@ -811,16 +858,24 @@ class _Run:
             (held if any(f.severity == _guard.HIGH for f in findings) else kept).append(hit)
         return kept, held
 
-    async def semantic(self, run: StepRun, query: str, *, loop: bool) -> None:
+    async def semantic(
+        self, run: StepRun, query: str, *, loop: bool, unread: Language | None = None
+    ) -> None:
         """The agentic RAG loop: retrieve, grade, and while the evidence is missing or weak
         rewrite the query from the gaps and the best passages' own words and search again
-        (bounded); what every search found relevant is fused into one ranking."""
+        (bounded); what every search found relevant is fused into one ranking.
+
+        With ``unread`` (a language the rules do not read, offline) the documents are
+        still searched by the question's own words, once, and graded: documents written
+        in it may answer. Rewrites would be English; nothing relevant is not a failed
+        step but a question in a language the engine does not read."""
         options = self.request.options
         previous: list[str] = []
         best: list[Hit] = []
         found_relevant: list[list[Hit]] = []
         quarantined: dict[str, Hit] = {}
-        rewrites_allowed = self.settings.max_rewrites if loop else 0
+        loop = loop or unread is not None
+        rewrites_allowed = self.settings.max_rewrites if loop and unread is None else 0
         for attempt in range(rewrites_allowed + 1):
             self.take_tool_call()
             run.attempts += 1
@@ -887,6 +942,9 @@ class _Run:
         run.result_count = len(best)
         if best:
             run.status = Status.SUCCEEDED
+        elif unread is not None:
+            run.status, run.failure_reason = Status.SKIPPED, LANGUAGE_UNSUPPORTED
+            self.unread = unread
         else:
             run.status, run.failure_reason = Status.EMPTY, "STEP_FAILED"
 

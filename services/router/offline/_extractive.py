@@ -30,10 +30,12 @@ from services.router.offline._rows import state_rows
 from services.router.offline._rules import search_query
 from services.router.offline._text import (
     STOPWORDS,
+    Unit,
     close_to_any,
     keywords,
     lowered_stems,
     split_sentences,
+    split_units,
     stem,
     synonyms,
     word_list,
@@ -349,9 +351,9 @@ def _cell_terms(question: str) -> list[str]:
 
 
 def _pick_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[str, str, float]]:
-    """The sentence that best answers ``question``, and a second from the same document
-    only when it scores close to the first (see ``_adds``); each cited. Nothing when no
-    sentence covers enough of the question."""
+    """The unit that best answers ``question``, and a second sentence from the same
+    document only when it scores close to the first (see ``_adds``); each cited. Nothing
+    when no unit covers enough of the question."""
     ranked = ranked_sentences(question, passages)
     if not ranked:
         return []
@@ -370,26 +372,93 @@ def _adds(candidate: Candidate, first: Candidate, titles: Mapping[str, str]) -> 
     """Whether ``candidate`` is stated beside ``first``: when another sentence of the same
     document scores close to the first, the evidence does not single out one sentence,
     and the answer gives both rather than guess (never a sentence of another document:
-    an answer reads as one source)."""
+    an answer reads as one source). An option, a list item or a line is an answer on its
+    own: its neighbours describe other things, so none is added beside it."""
     return (
-        titles.get(candidate.passage_id) == titles.get(first.passage_id)
+        first.kind == "sentence"
+        and candidate.kind == "sentence"
+        and titles.get(candidate.passage_id) == titles.get(first.passage_id)
         and candidate.score >= SECOND_AT * first.score
     )
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A sentence that could answer: its score, text, passage, and the share of the
-    question's words it covers (the answer's confidence)."""
+    """A unit that could answer: its score, text, passage, the share of the question's
+    words it covers (the answer's confidence), and its kind (see ``Unit``)."""
 
     score: float
     text: str
     passage_id: str
     fraction: float
+    kind: str = "sentence"
+
+
+def passage_units(passage: Passage) -> tuple[Unit, ...]:
+    """The units of ``passage`` an answer may quote: the one place they are chosen (a
+    sentence, an option with its description, a list item, a line of a listing)."""
+    return split_units(passage.text)
+
+
+# What a lead-in ("… are in the following range:") is stated with: the units it
+# introduces, up to this many and about this many words.
+LEAD_UNITS = 8
+LEAD_WORDS = 60
+
+
+def _introduced(units: Sequence[Unit], at: int) -> str:
+    """The lead-in at ``at`` with what it introduces: the run of options, items or lines
+    that follows it (bounded), or the one sentence after it. A lead-in states no answer
+    of its own; the words after its colon are the answer."""
+    lead = units[at]
+    taken: list[Unit] = []
+    words = len(lead.text.split())
+    for unit in units[at + 1 : at + 1 + LEAD_UNITS]:
+        if taken and (
+            taken[0].kind == "sentence"
+            or unit.kind != taken[0].kind
+            or unit.block > taken[-1].block + 1
+        ):
+            break
+        if unit.lead_in or (taken and words + len(unit.text.split()) > LEAD_WORDS):
+            break
+        taken.append(unit)
+        words += len(unit.text.split())
+    if not taken:
+        return lead.text
+    # Items are joined as a list is read aloud: each closed, the last by the sentence.
+    said = [u.text if u.text[-1] in ".!?;," else u.text + ";" for u in taken]
+    return " ".join([lead.text, *said]).rstrip(";")
+
+
+def _heading(units: Sequence[Unit], at: int) -> bool:
+    """Whether the unit at ``at`` is a heading of what follows it: short, unpunctuated,
+    first of its paragraph, with more of the passage after it."""
+    unit = units[at]
+    return (
+        unit.kind in ("sentence", "line")
+        and unit.text[-1] not in ".!?:;,"
+        and len(unit.text.split()) <= HEADING_WORDS
+        and at + 1 < len(units)
+        and (at == 0 or units[at - 1].block != unit.block)
+    )
+
+
+HEADING_WORDS = 12
+
+# What a unit's kind says without words: an option line is about an option ("Which
+# option keeps …" is answered by "-k --keep Keep …", which never says "option").
+_KIND_STEMS = {"option": frozenset(stem(w) for w in ("option", "flag", "switch"))}
+
+
+def _unit_analysis(unit: Unit) -> tuple[frozenset[str], frozenset[str]]:
+    stems, word_stems = _analyse(unit.text)
+    implied = _KIND_STEMS.get(unit.kind)
+    return (stems | implied, word_stems | implied) if implied else (stems, word_stems)
 
 
 def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candidate]:
-    """Every sentence that covers enough of ``question``, best first."""
+    """Every unit that covers enough of ``question``, best first."""
     terms = question_terms(question)
     if not terms:
         return []
@@ -398,30 +467,38 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
     pairs = _pairs(terms)
     candidates: list[Candidate] = []
     document_frequency: dict[str, int] = {}
-    split = [(p, split_sentences(p.text)) for p in passages]
+    split = [(p, passage_units(p)) for p in passages]
     total = sum(len(s) for _, s in split) or 1
-    # Each sentence and title analysed once: the frequencies, the filter and the scoring
-    # below all read them (a title's line joins its sentence's analysis by union).
-    analysed = {sentence: _analyse(sentence) for _, sentences in split for sentence in sentences}
-    own = {sentence: _covered(terms, *analysis) for sentence, analysis in analysed.items()}
-    for _, sentences in split:
-        for sentence in sentences:
-            for term in set(own[sentence].matched):
+    # Each unit and title analysed once: the frequencies, the filter and the scoring
+    # below all read them (a title's line joins its unit's analysis by union).
+    analysed = {unit.text: _unit_analysis(unit) for _, units in split for unit in units}
+    own = {text: _covered(terms, *analysis) for text, analysis in analysed.items()}
+    for _, units in split:
+        for unit in units:
+            for term in set(own[unit.text].matched):
                 document_frequency[term] = document_frequency.get(term, 0) + 1
     weights = {t: 1.0 + math.log((1 + total) / (1 + document_frequency.get(t, 0))) for t in terms}
     weight_sum = sum(weights.values())
     question_stems, _ = _analyse(question)
     cue = _cue(question)
     counted = _counted(question)
-    for rank, (passage, sentences) in enumerate(split):
+    for rank, (passage, units) in enumerate(split):
         title_stems, title_word_stems = _analyse(passage.title)
-        for sentence in sentences:
+        for at, unit in enumerate(units):
+            sentence = unit.text
             if not own[sentence].matched or _INSTRUCTION.search(sentence):
                 continue
-            # The passage title is context for each of its sentences ("Acme brief: …").
+            # The passage title is context for each of its units ("Acme brief: …").
             stems, word_stems = analysed[sentence]
-            if not (stems - question_stems - _STOP_STEMS):
-                continue  # it only restates the question
+            # What the unit says beyond the question's own words: a heading or a
+            # restatement that adds nothing (a word at most, for a heading) answers nothing.
+            added = stems - question_stems - _STOP_STEMS
+            if unit.lead_in and at + 1 < len(units):
+                sentence = _introduced(units, at)
+                if not (_analyse(sentence)[0] - question_stems - _STOP_STEMS):
+                    continue
+            elif not added or (len(added) < 2 and _heading(units, at)):
+                continue
             if counted is not None and not _covered((counted,), stems, word_stems).matched:
                 continue  # a number that counts something else is not the answer
             cov = _covered(terms, title_stems | stems, title_word_stems | word_stems)
@@ -433,9 +510,9 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
                 weighted
                 + RANK_WEIGHT / (1 + rank)
                 + (CUE_WEIGHT if typed else 0.0)
-                + PAIR_WEIGHT * _paired(pairs, sentence)
+                + PAIR_WEIGHT * _paired(pairs, unit.text)
             )
-            candidates.append(Candidate(score, sentence, passage.id, cov.fraction))
+            candidates.append(Candidate(score, sentence, passage.id, cov.fraction, unit.kind))
     # Stable: equal scores keep the search's order.
     return sorted(candidates, key=lambda c: -c.score)
 

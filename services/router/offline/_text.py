@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 _TOKEN = re.compile(
@@ -232,9 +233,10 @@ _SYNONYMS = _synonym_index()
 
 # Where a sentence may end: terminal punctuation, any closing quotes or brackets, space,
 # then what can open a sentence.
-_BOUNDARY = re.compile(r"[.!?][\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
-# Lines and bullets always separate.
-_BREAKS = re.compile(r"\n\s*[-*\u2022]\s*|\n{2,}|\n(?=[A-Z#])")
+_BOUNDARY = re.compile(
+    r"[.!?][\"'\u201d\u2019)\]]*\s+"
+    r"(?=[\"'\u201c\u2018(\[]?[A-Z0-9]|[-\u2010\u2011\u2013\u2212]{1,2}[A-Za-z0-9][\w-]*[\s,=])"
+)
 # Words a full stop follows without ending the sentence: titles, initials' companions,
 # and common abbreviations of English prose (not of any one corpus).
 _ABBREVIATIONS = frozenset(
@@ -267,27 +269,182 @@ def _ends_sentence(text: str, end: int) -> bool:
     return word.lower() not in _ABBREVIATIONS
 
 
-def _sentence_pieces(text: str) -> list[str]:
+# A line that opens an option's description: one or two dashes (ASCII, or the minus and
+# hyphens PDF and man output use), then the option's name ("-k, --keep", "--help",
+# "-9", "\u2212J"). A bullet ("- item") has a space after its dash and is not one.
+_DASH = "\\-\u2010\u2011\u2012\u2013\u2212"
+_OPTION = re.compile(rf"\s*[{_DASH}]{{1,2}}[A-Za-z0-9?#][\w{_DASH}.]*(?=[\s,=\[|]|$)")
+# A list item's marker: a bullet, "1." / "2)" / "(3)", or "a)" / "(b)".
+_ITEM = re.compile(
+    r"\s*(?:[*\u2022\u00b7\u25aa\u2023\u25e6\u2013\u2014-]|\(?\d{1,3}[.)]|\(?[a-z]\))\s+(?=\S)"
+)
+# A word broken across lines by hyphenation ("decompres\u2010" / "sion"): one word again.
+_HYPHENATED = re.compile(r"(?<=[a-z])[\u2010\u00ad]\n\s*(?=[a-z])")
+# An option's description is stated with its name up to about this many words; further
+# sentences of a long description are units of their own.
+OPTION_WORDS = 30
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What an extractive answer may quote: a sentence of prose, an option with its
+    description, a list item, or one line of line-structured text. ``block`` numbers the
+    paragraph it came from; ``kind`` is "sentence", "option", "item" or "line"."""
+
+    text: str
+    kind: str
+    block: int
+
+    @property
+    def lead_in(self) -> bool:
+        """A sentence that announces what follows ("… in the following range:"): on its
+        own it says nothing the reader asked for."""
+        return self.kind in ("sentence", "line") and self.text.endswith(":")
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(8)) - len(line.expandtabs(8).lstrip())
+
+
+def _line_structured(lines: Sequence[str]) -> bool:
+    """Whether each line of a paragraph stands alone (a listing, a table drawn in text,
+    settings one per line) rather than prose wrapped at a width: most of its breaks come
+    where the next line's first word would still have fitted on the line."""
+    if len(lines) < 3:
+        return False
+    widths = [len(line.expandtabs(8).rstrip()) for line in lines]
+    width = max(widths)
+    hard = 0
+    for current, following in itertools.pairwise(range(len(lines))):
+        first = lines[following].split(None, 1)
+        if first and widths[current] + 1 + len(first[0]) < width * 0.9:
+            hard += 1
+    return hard * 3 >= (len(lines) - 1) * 2
+
+
+def _segments(block: str) -> list[tuple[str, str]]:
+    """A paragraph's lines grouped into (kind, text): an option line with the lines of its
+    description, a list item with its continuation lines, each line of a line-structured
+    paragraph, and runs of prose (a line opening with a capital or "#" starts a run, as
+    before)."""
+    lines = [line for line in block.split("\n") if line.strip()]
+    if not lines:
+        return []
+    structured = _line_structured(lines)
+    out: list[tuple[str, list[str], int]] = []
+    for line in lines:
+        indent = _indent(line)
+        if _OPTION.match(line):
+            out.append(("option", [line], indent))
+            continue
+        item = _ITEM.match(line)
+        if item:
+            out.append(("item", [line[item.end() :]], indent))
+            continue
+        capital = re.match(r"\s*[A-Z#]", line) is not None
+        if out and (
+            out[-1][0] == "option"
+            or (out[-1][0] == "item" and (indent > out[-1][2] or not (structured or capital)))
+        ):
+            out[-1][1].append(line)  # the description or continuation of the one above
+        elif structured:
+            out.append(("line", [line], indent))
+        elif out and out[-1][0] == "sentence" and not re.match(r"[A-Z#]", line):
+            out[-1][1].append(line)
+        else:
+            out.append(("sentence", [line], indent))
+    return [(kind, "\n".join(parts)) for kind, parts, _ in out]
+
+
+def _bare_option(text: str) -> bool:
+    """An option line that names options (and their arguments) but describes nothing:
+    no more plain words than options ("-e script, --expression=script")."""
+    if "\n" in text:
+        return False
+    words = text.split()
+    named = sum(1 for w in words if _OPTION.match(w))
+    return len(words) - named <= named
+
+
+def _sentences(text: str) -> list[str]:
     pieces: list[str] = []
-    for block in _BREAKS.split(text):
-        begin = 0
-        for match in _BOUNDARY.finditer(block):
-            close = match.start() + len(match.group(0).rstrip())
-            if _ends_sentence(block, close):
-                pieces.append(block[begin:close])
-                begin = match.end()
-        pieces.append(block[begin:])
+    begin = 0
+    for match in _BOUNDARY.finditer(text):
+        close = match.start() + len(match.group(0).rstrip())
+        if _ends_sentence(text, close):
+            pieces.append(text[begin:close])
+            begin = match.end()
+    pieces.append(text[begin:])
     return pieces
 
 
+def _clean(piece: str, kind: str) -> str:
+    cleaned = re.sub(r"\s+", " ", piece).strip()
+    # Prose and lines lose stray bullets and heading marks; an option keeps its dashes.
+    return cleaned if kind == "option" else cleaned.strip(" -*\u2022#\t")
+
+
+def _pieces(kind: str, segment: str) -> list[tuple[str, str]]:
+    """A segment's units as (kind, text): its sentences, except that an option is stated
+    with its description up to :data:`OPTION_WORDS` words (its first sentence at least),
+    and a sentence that opens with an option's name starts that option's unit (a PDF
+    line or a chunk's overlap runs "… decompression. -s --small Reduce …" together)."""
+    out: list[tuple[str, str]] = []
+    for index, piece in enumerate(_sentences(segment)):
+        if not piece.strip():
+            continue
+        if _OPTION.match(piece):
+            out.append(("option", piece))
+        elif (
+            out
+            and out[-1][0] == "option"
+            and (
+                len(out[-1][1].split()) + len(piece.split()) <= OPTION_WORDS
+                or _bare_option(out[-1][1])
+            )
+        ):
+            out[-1] = ("option", out[-1][1] + " " + piece)
+        else:
+            out.append((kind if index == 0 and kind != "option" else "sentence", piece))
+    return out
+
+
 @functools.lru_cache(maxsize=1024)
+def split_units(text: str) -> tuple[Unit, ...]:
+    """The units of a passage an answer may quote, in order: sentences of prose; an
+    option line with its description (never two options in one unit); a list item
+    (never two); each line of a line-structured paragraph. Initials, abbreviations,
+    decimals and quotations stay inside their sentence. Remembered: the same passages
+    come back for many questions, and every answer splits them."""
+    segments = [
+        (number, kind, lines)
+        for number, block in enumerate(re.split(r"\n[ \t]*\n", text))
+        for kind, lines in _segments(block)
+    ]
+    # An option named alone on its paragraph is described by the next one ("-n, --quiet"
+    # and a blank line, as man renders some pages).
+    merged: list[tuple[int, str, str]] = []
+    for number, kind, lines in segments:
+        if (
+            merged
+            and kind in ("sentence", "line")
+            and merged[-1][1] == "option"
+            and merged[-1][0] == number - 1
+            and _bare_option(merged[-1][2])
+        ):
+            merged[-1] = (merged[-1][0], "option", merged[-1][2] + "\n" + lines)
+        else:
+            merged.append((number, kind, lines))
+    units: list[Unit] = []
+    for number, kind, lines in merged:
+        segment = _HYPHENATED.sub("", lines)
+        for piece_kind, piece in _pieces(kind, segment):
+            cleaned = _clean(piece, piece_kind)
+            if len(cleaned) >= 3:
+                units.append(Unit(cleaned, piece_kind, number))
+    return tuple(units)
+
+
 def split_sentences(text: str) -> tuple[str, ...]:
-    """Sentences and bullet lines of a passage, trimmed, empties dropped; initials,
-    abbreviations, decimals and quotations stay inside their sentence. Remembered: the
-    same passages come back for many questions, and every answer splits them."""
-    out = []
-    for piece in _sentence_pieces(text):
-        cleaned = re.sub(r"\s+", " ", piece).strip(" -*\u2022#\t")
-        if len(cleaned) >= 3:
-            out.append(cleaned)
-    return tuple(out)
+    """The texts of :func:`split_units`: sentences, option lines, list items and lines."""
+    return tuple(unit.text for unit in split_units(text))

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from services.common import ENGLISH, detect_language, english_only_message
+from services.common import (
+    ENGLISH,
+    Language,
+    detect_language,
+    document_language,
+    english_only_message,
+)
 from services.common import _language as language_module
 
 DATASETS = Path(__file__).resolve().parents[3].parent / "shared" / "datasets"
@@ -116,3 +122,41 @@ def test_the_refusal_names_the_language_and_what_reads_it() -> None:
     message = english_only_message(detect_language("Wie viele Bestellungen gibt es?"))
     assert "reads English" in message and "German (de)" in message
     assert "GEMINI_API_KEY" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        # a German manual that quotes English words is German, not English
+        (
+            "Die Konfigurationsdatei liegt unter /etc/ssh. Der Dienst liest sie beim Start; "
+            "mit the option Port wird der Port gesetzt, standardmäßig 22.",
+            "de",
+        ),
+        ("Le démon cron exécute les tâches planifiées de chaque utilisateur.", "fr"),
+        ("パッケージの一覧を更新するには apt update を実行します。", "ja"),
+        ("Backups run every night and are kept for thirty days.", "en"),
+    ],
+)
+def test_a_documents_language_is_told_from_its_text(text: str, code: str) -> None:
+    language = document_language(text)
+    assert language is not None and language.code == code
+
+
+def test_a_document_that_says_too_little_has_no_language() -> None:
+    assert document_language("22 80 443 587") is None
+    assert document_language("") is None
+
+
+def test_a_documents_language_reads_a_bounded_sample() -> None:
+    """However long the document, the model reads its opening only."""
+    seen: list[int] = []
+
+    def rank(text: str) -> list[tuple[str, float]]:
+        seen.append(len(text))
+        return [("de", 0.9), ("en", 0.1)]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(language_module, "_rank", rank)
+        assert document_language("Die Datei " * 100_000) == Language("de", "German", 0.9)
+    assert seen == [language_module.DOCUMENT_SAMPLE_CHARS]

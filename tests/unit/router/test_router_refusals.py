@@ -11,7 +11,7 @@ import pytest
 
 from services.common.llm import FollowUpKind, Plan, PlanStep, PriorTurn, ToolName
 from services.router import Mode, Outcome
-from services.router._types import DeltaEvent, PlanEvent, Route
+from services.router._types import DeltaEvent, Hit, PlanEvent, Route
 from tests.unit.router.fix_router import FakeSearch, FakeSql, ScriptedPlanner, ask, make_router
 
 DELETE = "Delete all cancelled orders"
@@ -64,13 +64,31 @@ async def test_offline_another_language_is_refused_naming_it(question: str, name
     assert not search.calls and not sql.calls and not answer.degradations
 
 
-async def test_offline_a_search_in_another_language_still_searches():
-    """RETRIEVE searches the documents as asked: they may be written in that language."""
+@pytest.mark.parametrize("mode", [Mode.RETRIEVE, Mode.AGENTIC])
+async def test_offline_a_search_in_another_language_still_searches(mode: Mode):
+    """RETRIEVE and AGENTIC search the documents as asked, once: they may be written in
+    that language, and a German passage that answers is the answer."""
+    german = Hit(
+        "c9", "d9", "Bestellungen", "", "", "Es gibt 42 offene Bestellungen im Lager.", 0.9
+    )
+    search = FakeSearch(hits=(german,))
+    answer = await make_router(search).ask(
+        ask("Wie viele offene Bestellungen gibt es?", mode), request_id="r"
+    )
+    assert len(search.calls) == 1 and answer.outcome is Outcome.ANSWERED
+    assert "42 offene Bestellungen" in answer.text
+
+
+@pytest.mark.parametrize("mode", [Mode.RETRIEVE, Mode.AGENTIC])
+async def test_offline_a_search_in_another_language_that_finds_nothing_names_it(mode: Mode):
+    """Nothing in the question's words: one line naming the language, not a failed step."""
     search = FakeSearch()
     answer = await make_router(search).ask(
-        ask("Wie viele Bestellungen gibt es?", Mode.RETRIEVE), request_id="r"
+        ask("Wie viele Bestellungen gibt es?", mode), request_id="r"
     )
-    assert search.calls and answer.outcome is not Outcome.REFUSED
+    assert len(search.calls) == 1
+    assert answer.outcome is Outcome.REFUSED and answer.refusal_reason == "LANGUAGE_UNSUPPORTED"
+    assert "German (de)" in answer.text and not answer.degradations
 
 
 class _Model(ScriptedPlanner):
