@@ -254,7 +254,21 @@ def same_locator(cited: str, gold: str) -> bool:
         sheet, row, _ = wanted
         if sheet is not None and (got[0] or "").casefold() != sheet.casefold():
             return False
+        where = _before_rows(gold)
+        if where and not _same_place(_before_rows(cited), where):
+            return False  # the right row number of another table
         return got[1] <= row <= got[2]
+    # A row cited inside the gold section is that place, named more closely.
+    return _same_place(cited, gold) or _same_place(_before_rows(cited), gold)
+
+
+def _before_rows(locator: str) -> str:
+    """The place a row locator is in ("section Options" of "section Options, row 10")."""
+    rows = _ROWS.search(locator)
+    return locator[: rows.start()].rstrip(" ,·") if rows else locator
+
+
+def _same_place(cited: str, gold: str) -> bool:
     return cited == gold or cited.endswith(f"> {gold}")
 
 

@@ -356,12 +356,16 @@ def _segments(block: str) -> list[tuple[str, str]]:
     return [(kind, "\n".join(parts)) for kind, parts, _ in out]
 
 
+_ANNOTATION = re.compile(r"\[[^\]\n]*\]|\([^)\n]*\)")
+
+
 def _bare_option(text: str) -> bool:
     """An option line that names options (and their arguments) but describes nothing:
-    no more plain words than options ("-e script, --expression=script")."""
+    no more plain words than options ("-e script, --expression=script"); a bracketed
+    note on it ("[default: bb.out.%p]", "(deprecated)") describes nothing either."""
     if "\n" in text:
         return False
-    words = text.split()
+    words = _ANNOTATION.sub(" ", text).split()
     named = sum(1 for w in words if _OPTION.match(w))
     return len(words) - named <= named
 

@@ -76,6 +76,14 @@ def test_row_locators_are_parsed(locator: str, parsed: object) -> None:
         ("sheet other, rows 202-313", "sheet zone1970, row 294", False),
         ("sheet zone1970", "sheet zone1970, row 294", False),
         ("anything", "", False),
+        # A row cited inside the gold section names that place more closely.
+        ("section Description > Options, row 10", "section Description > Options", True),
+        ("slide 4 · Options (2 of 3), row 3", "slide 4", True),
+        ("section Description > Other, row 10", "section Description > Options", False),
+        ("slide 14, row 3", "slide 4", False),
+        # A row of another table is not the gold row, whatever its number.
+        ("section Sizes, row 10", "section Options, row 10", False),
+        ("section Options, rows 8-12", "section Options, row 10", True),
     ],
 )
 def test_a_locator_is_right_by_page_heading_path_or_row_range(

@@ -31,6 +31,23 @@ def test_an_option_line_is_one_unit_with_its_description() -> None:
     assert all(sum(u.count(o) for o in ("--stdout", "--keep", "--small")) <= 1 for u in units)
 
 
+def test_an_option_with_a_bracketed_default_is_still_described_by_the_next_paragraph() -> None:
+    # valgrind's BBV manual (an HTML <dt> over its <dd>): the default in brackets is a note
+    # on the option, not its description.
+    text = (
+        "BBV-specific command-line options are:\n\n"
+        "--bb-out-file=<name> [default: bb.out.%p]\n\n"
+        "This option selects the name of the basic block vector file.\n\n"
+        "--pc-out-file=<name> [default: pc.out.%p]\n\n"
+        "This option selects the name of the PC file."
+    )
+    assert split_sentences(text)[1:] == (
+        "--bb-out-file=<name> [default: bb.out.%p] This option selects the name of the basic "
+        "block vector file.",
+        "--pc-out-file=<name> [default: pc.out.%p] This option selects the name of the PC file.",
+    )
+
+
 def test_an_option_named_alone_is_described_by_the_next_paragraph() -> None:
     units = split_sentences(SED_OPTIONS)
     assert units == (
