@@ -40,6 +40,11 @@ MARGIN = 0.15
 INEXACT = 0.8
 # Cells quoted when the question names no column (the row is the answer).
 MAX_CELLS = 6
+# A cell of at least this many words is prose (a constant's description): its row may
+# answer by a sentence of it. Rows of values alone answer as cells or not at all.
+PROSE_WORDS = 6
+# What a question word no row holds weighs, as a share of a word that one row holds.
+UNHELD = 0.25
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _DELIMITER = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -155,11 +160,11 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
             frequency[term] = frequency.get(term, 0) + 1
         matched_cells.append(hits)
     total = len(rows)
-    # A rare word weighs more; a word no row holds weighs half what a word of one row
-    # does: it lowers the confidence (the table may not be what was asked about) without
-    # sinking it for a verb the question wraps the lookup in ("uses").
+    # A rare word weighs more; a word no row holds weighs a quarter of what a word of one
+    # row does: it lowers the confidence (the table may not be what was asked about)
+    # without sinking it for the words a question wraps a lookup in ("uses", "two-letter").
     weights = {
-        t: math.log(1 + total / frequency[t]) if t in frequency else 0.5 * math.log(1 + total)
+        t: math.log(1 + total / frequency[t]) if t in frequency else UNHELD * math.log(1 + total)
         for t in row_terms
     }
     weight_sum = sum(weights.values())
@@ -251,8 +256,13 @@ def _prose(text: str) -> str:
             and lines[index].lstrip().startswith("|")
             and _DELIMITER.match(lines[index + 1])
         ):
+            labels = _split(lines[index])
+            numbered = bool(labels) and labels[0].lower() == ROW_LABEL
             index += 2
             while index < len(lines) and lines[index].lstrip().startswith("|"):
+                cells = _split(lines[index])
+                if any(len(cell.split()) >= PROSE_WORDS for cell in cells):
+                    kept += ["", _row_paragraph(labels, cells, numbered), ""]
                 index += 1
             continue
         kept.append(lines[index])
@@ -260,10 +270,25 @@ def _prose(text: str) -> str:
     return "\n".join(kept)
 
 
+def _row_paragraph(labels: Sequence[str], cells: Sequence[str], numbered: bool) -> str:
+    """One row as a paragraph of its own: its name, then each other cell with its label
+    (``PRIORITY_HIGH — description: … a nice value of -14 …``). Only a row with a prose
+    cell (``PROSE_WORDS``) is offered this way: it may answer by a sentence of it, never
+    glued to its neighbours; a row of values names nothing a sentence could."""
+    if numbered:
+        labels, cells = labels[1:], cells[1:]
+    named = [(labels[at] if at < len(labels) else "", c) for at, c in enumerate(cells) if c]
+    if not named:
+        return ""
+    (_, name), rest = named[0], named[1:]
+    return " — ".join([name, "; ".join(f"{label}: {cell}" for label, cell in rest)]).rstrip(" —")
+
+
 def without_tables(passages: Sequence[Passage]) -> list[Passage]:
-    """``passages`` with their tables taken out, for the sentence picker: a table row is
-    answered as cells (``table_cells``) or not at all, never pasted as a "sentence" (a
-    chunk of rows has no sentence boundary, so the picker would quote all of them)."""
+    """``passages`` for the sentence picker: each table row with a prose cell as a
+    paragraph of its own, the other rows taken out. A row is answered as cells
+    (``table_cells``) or by a sentence of its own prose, never pasted with its neighbours
+    (a chunk of rows has no sentence boundary, so the picker would quote all of them)."""
     return [
         p if "|" not in p.text else Passage(p.id, _prose(p.text), p.title, p.score)
         for p in passages
