@@ -22,8 +22,8 @@ from tandem.v1 import retrieval_service_pb2 as rpb
 LIMITS = Limits()
 Check = Callable[[Any, Limits], None]
 # Every public RPC with a request of its own and its validator; UploadDocument's header
-# becomes an ingest document (checked per document by the retrieval service), and
-# DeleteConversation's one field is parsed as a UUID.
+# becomes an ingest document (checked per document by the retrieval service),
+# DeleteConversation's one field is parsed as a UUID, and GetCaller's request is empty.
 CHECKS: dict[str, tuple[type[Message], Check]] = {
     "Ask": (gpb.GatewayServiceAskRequest, check.check_ask),
     "StreamAsk": (gpb.GatewayServiceStreamAskRequest, check.check_ask),
@@ -106,7 +106,9 @@ def test_every_public_rpc_is_checked() -> None:
     assert set(service.methods_by_name) - set(CHECKS) == {
         "UploadDocument",
         "DeleteConversation",
+        "GetCaller",
     }
+    assert not gpb.GatewayServiceGetCallerRequest.DESCRIPTOR.fields
 
 
 def test_layout_characters_pass_in_free_text_only() -> None:

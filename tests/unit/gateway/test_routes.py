@@ -21,7 +21,7 @@ _INTERNAL = {
 # The RPCs with logic of their own, written out in the servicer.
 _WRITTEN_OUT = {
     "Ask", "StreamAsk", "UploadDocument", "ListConversations", "DeleteConversation",
-    "ListAuditEvents",
+    "ListAuditEvents", "GetCaller",
 }  # fmt: skip
 
 
