@@ -17,16 +17,17 @@ from tandem.v1 import retrieval_service_pb2 as rpb
 from tandem.v1 import router_service_pb2 as qpb
 from tandem.v1 import sql_service_pb2 as spb
 
+# The modes a tool takes, by the protos' own names ("auto", "hybrid", ...): a mode added
+# to the protos is offered without an edit here.
 ASK_MODES = {
-    "auto": qpb.ASK_MODE_AUTO,
-    "retrieve": qpb.ASK_MODE_RETRIEVE,
-    "agentic": qpb.ASK_MODE_AGENTIC,
-    "sql": qpb.ASK_MODE_SQL,
+    name.removeprefix("ASK_MODE_").lower(): value
+    for name, value in qpb.AskMode.items()
+    if value != qpb.ASK_MODE_UNSPECIFIED
 }
 SEARCH_MODES = {
-    "hybrid": rpb.SEARCH_MODE_HYBRID,
-    "dense": rpb.SEARCH_MODE_DENSE,
-    "sparse": rpb.SEARCH_MODE_SPARSE,
+    name.removeprefix("SEARCH_MODE_").lower(): value
+    for name, value in rpb.SearchMode.items()
+    if value != rpb.SEARCH_MODE_UNSPECIFIED
 }
 TEACH_TOOL = "teach_sql"
 # A search hit's text handed to an agent: a snippet, not the whole chunk.
