@@ -198,6 +198,10 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
     runner_up = next((c.score for c in candidates if c.score < best - 1e-9), 0.0)
     if len(tied) > MAX_ROWS or runner_up > best - MARGIN:
         return []
+    # Rows tied across tables (du's and df's "-h, --human-readable") are one answer from
+    # the passage search ranked first (``candidates`` keep the passages' order), not a
+    # line from each: a table answer stays one table's.
+    tied = [c for c in tied if c.passage.id == tied[0].passage.id and c.table == tied[0].table]
     lines = [_line(c) for c in tied]
     if any(line is None for line in lines):
         return []

@@ -81,3 +81,19 @@ def test_an_escaped_pipe_stays_inside_its_cell():
     (table,) = tables("| row | a | b |\n| --- | --- | --- |\n| 2 | x\\|y | z |")
     assert table.labels == ("a", "b") and table.rows[0].cells == ("x|y", "z")
     assert table.rows[0].number == "2"
+
+
+def test_rows_tied_across_tables_answer_from_the_first_ranked_passage_only():
+    # Two hosts' service tables both name "echo": one table's line, from the passage
+    # search ranked first, not a line from each.
+    def services(passage_id: str, port: str) -> Passage:
+        return Passage(
+            passage_id,
+            "| row | service | port |\n| --- | --- | --- |\n"
+            f"| 7 | echo | {port} |\n| 8 | discard | 9/tcp |",
+            "services",
+            0.8,
+        )
+
+    answer = _answer("What port does echo use?", services("1", "7/tcp"), services("2", "7/udp"))
+    assert answer == "echo — port 7/tcp (row 7)"
