@@ -1,4 +1,4 @@
-"""The key scope each public RPC needs, written out by hand from the README ("Keys do
+"""The key scope each public RPC needs, written out by hand from docs/api.md ("Keys do
 what their scopes allow"), never read from the production mapping.
 
 ``gateway._server.RPC_SCOPES`` is compared with this table both ways

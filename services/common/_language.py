@@ -22,7 +22,7 @@ only when all of these hold:
 A text mostly in another script is that script's language (kana: Japanese, Hangul:
 Korean), or the model's choice among the languages written in it (Han: Chinese or
 Japanese; Cyrillic: Russian, Ukrainian …). Measured on every development question of the
-defog, Spider and QA sets (981): no English question called foreign (README, "Languages").
+defog, Spider and QA sets (981): no English question called foreign (docs/sql.md, on languages).
 """
 
 from __future__ import annotations

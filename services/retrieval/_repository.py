@@ -653,7 +653,7 @@ _SPARSE = sql.SQL(
 #   long natural queries are rarely conclusive (8 of 158), so they are nearly unaffected.
 # Score-normalised fusion (convex combinations of min-max or z-scored scores, or of cosine
 # and BM25 over the query's weight) was tried on the development collections and lost to
-# RRF on at least one of them; see README "Ranking".
+# RRF on at least one of them; see docs/search.md "Ranking".
 _FUSED = {
     SearchMode.HYBRID: sql.SQL(
         """sparse_guard AS (

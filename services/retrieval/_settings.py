@@ -37,7 +37,7 @@ class RetrievalSettings:
     max_query_chars: int = 2000
     max_filter_document_ids: int = 1000
     # RRF's k: 20, not the customary 60, because both lists are short (candidate depth 50)
-    # and a flatter 60 let a side's weak tail outvote the other side's top (README).
+    # and a flatter 60 let a side's weak tail outvote the other side's top (docs/search.md).
     rrf_k: int = 20
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
@@ -54,7 +54,7 @@ class RetrievalSettings:
     # query word first, then the rarest words' chunks); 0: unbounded.
     sparse_candidates: int = 1000
     # Okapi BM25 of the full-text side: k1 saturates repeated words, b scales the length
-    # normalisation (0: none, 1: full). The textbook defaults; see README "Ranking".
+    # normalisation (0: none, 1: full). The textbook defaults; see docs/search.md "Ranking".
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     # Query-word frequency saturation (Robertson's k3): a word repeated in a long query
@@ -78,7 +78,7 @@ class RetrievalSettings:
     extract_workers: int = 2
     extract_workers_per_tenant: int = 1
     extract_memory_mb: int = 1024
-    # OCR of scanned PDF pages and images (README "Scans and images"): on unless turned
+    # OCR of scanned PDF pages and images (docs/documents.md "Scans and images"): on unless turned
     # off (and only where the tesseract program is installed), the Tesseract languages
     # ("eng", "eng+deu"), each page's time and memory, the mean word confidence under
     # which a page is reported and not indexed (read pages measured 88-94, garbled ones

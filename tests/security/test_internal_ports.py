@@ -55,7 +55,7 @@ SERVICE_OF = {
     "tandem.v1.SqlService": "sql",
     "tandem.v1.EmbeddingService": "embedding",
 }
-# Who may call whom, written out by hand from the README ("Zero trust inside"), never
+# Who may call whom, written out by hand from docs/security.md ("Zero trust inside"), never
 # read from the production mapping: a widened or narrowed CALLERS fails here.
 PINNED_CALLERS = {
     "tandem.v1.RouterService": {"gateway"},

@@ -527,11 +527,11 @@ async def test_who_may_name_a_principal_and_the_trail_names_them(world: World):
     assert_none_of(seen(everything), {c for _, c in DOCUMENTS.values()}, "audit trail")
 
 
-# -- the README's worked example ---------------------------------------------------------
+# -- docs/api.md's worked example ---------------------------------------------------------
 
 
 async def test_the_readme_example_two_people_one_question_two_answers(world: World):
-    """ "People inside a tenant" in the README, as written there."""
+    """ "People inside a tenant" in docs/api.md, as written there."""
     stub = world.stub
     documents = [
         rpb.DocumentInput(

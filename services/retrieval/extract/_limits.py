@@ -94,7 +94,7 @@ class OcrOptions:
     one document from the start of its extraction (pages past it are reported, not
     read), so the worker's deadline for
     the whole file is not reached by OCR alone and the pages read are kept. The
-    defaults are ``RetrievalSettings``' (README "Scans and images")."""
+    defaults are ``RetrievalSettings``' (docs/documents.md "Scans and images")."""
 
     enabled: bool = True
     languages: str = "eng"
