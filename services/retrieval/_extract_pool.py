@@ -158,8 +158,13 @@ class ExtractionPool:
 
     async def close(self) -> None:
         self._closed = True
-        for task in list(self._starting):
+        starting = list(self._starting)
+        for task in starting:
             task.cancel()
+        # A worker still starting is either killed by asyncio with its cancelled start or
+        # already registered: wait for the starts to end, or a process created a moment
+        # before close() outlives the pool (and its event loop) unreaped.
+        await asyncio.gather(*starting, return_exceptions=True)
         every = self._workers | self._retired
         for worker in every:
             worker.kill()

@@ -107,3 +107,20 @@ async def test_a_file_past_the_memory_limit_is_too_large_and_its_worker_replaced
         assert await _ends(pid)
     finally:
         await small.close()
+
+
+async def test_a_pool_closed_while_its_workers_start_leaves_no_process() -> None:
+    # An eval stack closed right after start: close() used to cancel the starts without
+    # waiting for them, and a worker created a moment before ran on, unreaped, past the
+    # event loop (a ResourceWarning in a later test).
+    before = {c.pid for c in psutil.Process().children(recursive=True)}
+    made = ExtractionPool(workers=2, per_tenant=1, memory_bytes=1024 * 1024 * 1024)
+    made.start()
+    await asyncio.sleep(0.005)  # the processes are being made; none has said READY yet
+    await made.close()
+    left = [
+        c
+        for c in psutil.Process().children(recursive=True)
+        if c.pid not in before and not _gone(c.pid)
+    ]
+    assert left == []
