@@ -355,11 +355,28 @@ _SQLSTATE_CLASSES: dict[str, type[TandemError]] = {
 }
 
 
+# A pool wait that ends this close to the caller's deadline was cut by it.
+DEADLINE_SLACK_S = 0.05
+
+
+def deadline_passed() -> bool:
+    """Whether the caller's deadline has (all but) passed: what cut a wait short."""
+    left = remaining()
+    return left is not None and left <= DEADLINE_SLACK_S
+
+
 def map_db_error(exc: BaseException) -> TandemError:
     """The one place SQLSTATEs become gRPC statuses; messages never quote SQL or values."""
     if isinstance(exc, TandemError):
         return exc
     if isinstance(exc, psycopg_pool.PoolTimeout):
+        if deadline_passed():
+            # The wait was cut by the caller's deadline, not by the database: a retry
+            # (what UNAVAILABLE invites) would not have been answered either.
+            return DeadlineExceeded(
+                "the deadline passed while waiting for a database connection",
+                reason="DEADLINE_EXCEEDED",
+            )
         return Unavailable(
             "database unavailable: no connection within the pool timeout",
             reason=DATABASE_UNAVAILABLE,

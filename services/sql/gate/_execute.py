@@ -55,6 +55,7 @@ from services.common import (
     TandemError,
     Unavailable,
     current_principal,
+    deadline_passed,
     remaining,
 )
 from services.sql.access import view_key
@@ -197,6 +198,9 @@ RESOURCE_LIMITS = {
 def classify(exc: BaseException, *, deadline_bound: bool = False) -> StatementError:
     """Map a psycopg error to a failure kind; the message is the short primary text."""
     if isinstance(exc, psycopg_pool.PoolTimeout):
+        if deadline_bound and deadline_passed():
+            # The caller's deadline cut the wait for a connection, not the database.
+            return StatementError(FailureKind.DEADLINE, "", "deadline exceeded")
         return StatementError(FailureKind.UNAVAILABLE, "", "no database connection available")
     sqlstate = getattr(exc, "sqlstate", None) or ""
     diag = getattr(exc, "diag", None)
