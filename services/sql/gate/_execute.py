@@ -24,18 +24,22 @@ row past a budget sends NULLs and a mark instead of values. The budget is a few 
 cap, since text and encoded sizes differ; the exact cap is still applied here, on the
 encoded values, so results truncate where they did before.
 
-All of it takes three round trips, pipelined: the transaction's start, its timeout,
-Postgres's acceptance of the caller's own text (``acceptance_check``; skipped for a text
-this runner saw accepted before) and the description; the cursor's declaration and its
-first rows; the rollback (which also closes the cursor). A result larger than one batch
-takes one more per batch.
+All of it takes two round trips, pipelined: the transaction's start, its limits,
+Postgres's acceptance of the caller's own text (``acceptance_check``) and the
+description; the cursor's declaration, its first rows and, where one batch holds the row
+cap, the rollback (which also closes the cursor). A text this runner saw accepted and
+described before takes one: its remembered output columns are checked against the
+fetch's, and a statement whose tables changed since is described and run again. A result
+larger than one batch takes one more round trip per batch and one for the rollback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import logging
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -66,6 +70,8 @@ from tandem.v1 import sql_service_pb2 as pb
 
 _log = logging.getLogger("tandem.sql.execute")
 _CURSOR_NAME = "tandem_statement"
+# A star in a select list (``SELECT *``, ``t0.*``), not ``COUNT(*)`` or a product.
+_STAR = re.compile(r"(?:\bSELECT\s+(?:DISTINCT\s+)?|,\s*|\.)\*\s*(?:,|\bFROM\b|$)", re.I)
 _FETCH_BATCH = 200
 _MESSAGE_CHARS = 200
 # Server-side budget = this many times the result-size cap, in bytes of the text form.
@@ -251,7 +257,12 @@ class StatementRunner:
         # again (a dashboard's question, the offline generator's answer to a repeated
         # question) is not sent to be accepted again. A text Postgres refused is never
         # remembered. Bounded; per tenant of the request (``_scope``).
-        self._accepted: dict[tuple[str, str, str, str, tuple[str, ...], str], None] = {}
+        # The value is the statement's output columns as Postgres described them: the
+        # same text asked again is not described again (its types are checked against
+        # the fetch's, and a statement whose tables changed is described afresh).
+        self._accepted: dict[
+            tuple[str, str, str, str, tuple[str, ...], str], tuple[OutputColumn, ...] | None
+        ] = {}
 
     async def run(
         self,
@@ -288,6 +299,10 @@ class StatementRunner:
                 verdict.role,
             )
             known = accepted in self._accepted
+            described = self._accepted.get(accepted)
+            # a star's columns are the tables' of the moment, names included: described
+            # every time (a remembered description is checked by types only)
+            learned: list[OutputColumn] | None = None if _STAR.search(text) else []
             try:
                 result = await execute_unvetted(
                     pool,
@@ -299,6 +314,8 @@ class StatementRunner:
                     source="" if known else verdict.source_sql,
                     source_schemas=verdict.source_schemas,
                     role=verdict.role,
+                    described=described,
+                    learned=learned,
                 )
             except StatementError as exc:
                 span.set_attribute("sql.outcome", exc.kind.value)
@@ -306,10 +323,10 @@ class StatementRunner:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, exc.kind.value))
                 self._outcomes.add(1, {"database": database, "outcome": exc.kind.value})
                 raise
-            if not known and len(verdict.source_sql) <= _ACCEPTED_TEXT_MAX:
+            if (not known or learned) and len(verdict.source_sql) <= _ACCEPTED_TEXT_MAX:
                 if len(self._accepted) >= _ACCEPTED_MAX:
                     self._accepted.clear()
-                self._accepted[accepted] = None
+                self._accepted[accepted] = tuple(learned) if learned else None
             span.set_attribute("sql.outcome", "ok")
             span.set_attribute("sql.row_count", len(result.rows))
             span.set_attribute("sql.truncated", result.truncated)
@@ -329,6 +346,8 @@ async def execute_unvetted(
     source: str = "",
     source_schemas: Sequence[str] = (),
     role: str = "",
+    described: Sequence[OutputColumn] | None = None,
+    learned: list[OutputColumn] | None = None,
 ) -> ResultSet:
     """The database-side layers alone, on text that may not have been gated.
 
@@ -336,7 +355,9 @@ async def execute_unvetted(
     directly to prove that the transaction, the role and the timeouts each stop what
     the gate would have stopped. ``source``, when given, is the text ``text`` was
     regenerated from: Postgres must accept it first (:func:`acceptance_check`, in the
-    first round trip).
+    first round trip). ``described``: the output columns an earlier description of
+    ``text`` gave (it is not described again unless its columns changed); a description
+    made here is put in ``learned``.
     """
     timeout = limits.statement_timeout_s
     left = remaining()
@@ -348,7 +369,8 @@ async def execute_unvetted(
     started = time.perf_counter()
     try:
         async with pool.connection(timeout=max(min(timeout, 5.0), 0.1)) as conn:
-            return await _on_connection(
+            run = functools.partial(
+                _on_connection,
                 conn,
                 text,
                 limits=limits,
@@ -361,7 +383,20 @@ async def execute_unvetted(
                 source=source,
                 source_schemas=source_schemas,
                 role=role,
+                learned=learned,
             )
+            if described is None:
+                return await run()
+            try:
+                return await run(described=described)
+            except _Redescribe:
+                pass
+            except StatementError as exc:
+                if not exc.sqlstate.startswith("42"):
+                    raise
+                # an undefined column or function, a type mismatch: the remembered
+                # outputs may be what is out of date; the description says
+            return await run()
     except StatementError:
         raise
     except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
@@ -382,6 +417,8 @@ async def _on_connection(
     source: str = "",
     source_schemas: Sequence[str] = (),
     role: str = "",
+    described: Sequence[OutputColumn] | None = None,
+    learned: list[OutputColumn] | None = None,
 ) -> ResultSet:
     setup: list[sql.SQL | sql.Composed] = [
         sql.SQL("BEGIN READ ONLY" if safeguards.read_only_transaction else "BEGIN READ WRITE")
@@ -407,8 +444,14 @@ async def _on_connection(
                     # Postgres must accept the caller's text before the regenerated one
                     # is described: in the same round trip, and it stops the pipeline.
                     setup += acceptance_check(source, source_schemas)
-                outputs = await _describe(conn, text, setup)
-                return await _fetch(
+                if described is None:
+                    outputs = await _describe(conn, text, setup)
+                    setup = []
+                    if learned is not None:
+                        learned[:] = outputs
+                else:
+                    outputs = list(described)
+                result = await _fetch(
                     conn,
                     text,
                     outputs,
@@ -416,14 +459,25 @@ async def _on_connection(
                     type_names=type_names,
                     database=database,
                     started=started,
+                    setup=setup,
+                    check_types=described is not None,
                 )
+                if result is None:  # described before, described otherwise now
+                    raise _Redescribe()
+                return result
         except TimeoutError:
             kind = FailureKind.DEADLINE if deadline_bound else FailureKind.TIMEOUT
             raise StatementError(kind, "57014", "statement timed out (client-side)") from None
         except psycopg.Error as exc:
             raise classify(exc, deadline_bound=deadline_bound) from exc
     finally:
-        await _rollback(conn)
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            await _rollback(conn)  # not ended with the last fetch: an error, more batches
+
+
+class _Redescribe(Exception):
+    """The outputs remembered for a statement are not those it has now (its tables
+    changed): it is described again."""
 
 
 async def _fetch(
@@ -435,7 +489,14 @@ async def _fetch(
     type_names: dict[tuple[str, int], str],
     database: str,
     started: float,
-) -> ResultSet:
+    setup: Sequence[sql.SQL | sql.Composed] = (),
+    check_types: bool = False,
+) -> ResultSet | None:
+    """The rows, in one round trip where one batch holds the row cap: the transaction's
+    start (``setup``, when the statement was not described in this transaction), the
+    cursor's declaration, its first rows and the rollback. None when ``outputs`` were
+    remembered from an earlier description and the statement's columns are no longer
+    those (nothing is returned from such a fetch)."""
     budget = SERVER_BUDGET_FACTOR * limits.max_result_bytes
     # The wrapper keeps every output's type (CASE ... ELSE value END), so the described
     # types are the fetched ones.
@@ -455,9 +516,18 @@ async def _fetch(
     fetch = sql.SQL("FETCH FORWARD {} FROM {}")
     async with conn.cursor() as cursor:
         async with conn.pipeline():
+            for statement in setup:
+                await conn.execute(statement)
             await conn.execute(declare.as_string(conn) + measured_statement(text, outputs, budget))
             want = min(limits.max_rows + 1, batch_rows)
             await cursor.execute(fetch.format(want, sql.Identifier(_CURSOR_NAME)))
+            if want == limits.max_rows + 1:
+                # one batch holds the cap: no other fetch follows, the transaction ends
+                # here (an error above skips it, and the caller rolls back)
+                await conn.execute("ROLLBACK")
+        fetched = [d.type_code for d in cursor.description or []][:-1]
+        if check_types and fetched != [o.type_oid for o in outputs]:
+            return None
         while True:
             batch = await cursor.fetchall()
             for record in batch:

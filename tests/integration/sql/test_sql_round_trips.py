@@ -1,11 +1,13 @@
-"""A statement runs in three round trips: the transaction's start, its limits (and, for
+"""A new statement runs in two round trips: the transaction's start, its limits (and, for
 a statement the gate regenerated, Postgres's acceptance of the caller's text) and the
-description; the cursor's declaration with the first rows; the end. Every round trip
+description; the cursor's declaration with the first rows and, when one batch holds the
+row cap, the end. A statement the runner described before takes one. Every round trip
 is CPU on both sides under load (psycopg's server-side cursor took six, the acceptance
-check five more)."""
+check five more, the separate rollback one)."""
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 from services.sql import Limits, Safeguards
@@ -16,7 +18,7 @@ from tests.integration.pg_waits import WaitCounter
 pytestmark = pytest.mark.integration
 
 
-async def test_a_statement_waits_for_the_database_three_times(pg_url, open_pool):
+async def test_a_statement_waits_for_the_database_twice(pg_url, open_pool):
     relay = WaitCounter(pg_url)
     pool = await open_pool(await relay.start())
     limits = Limits(max_rows=10, statement_timeout_s=5.0)
@@ -42,9 +44,9 @@ async def test_a_statement_waits_for_the_database_three_times(pg_url, open_pool)
         await relay.close()
     assert [r.values[1].string_value for r in result.rows][:2] == ["row 1", "row 2"]
     assert len(result.rows) == 10 and result.truncated  # the row cap still holds
-    assert waits == 3
+    assert waits == 2
     assert len(many.rows) == 450 and not many.truncated
-    assert waits_for_many == 5  # batches of 200: three fetches
+    assert waits_for_many == 5  # batches of 200: three fetches, then the rollback
 
 
 async def test_the_gated_path_checks_the_callers_text_in_the_first_round_trip(pg_url, open_pool):
@@ -74,13 +76,14 @@ async def test_the_gated_path_checks_the_callers_text_in_the_first_round_trip(pg
     finally:
         await relay.close()
     assert [r.values[0].int_value for r in result.rows] == [1, 2, 3]
-    assert waits == 3
+    assert waits == 2
     assert refused.value.sqlstate == "42601"
 
 
 async def test_a_text_postgres_accepted_is_not_sent_to_be_accepted_again(pg_url, open_pool):
-    """The runner remembers what Postgres accepted (per pool): the same statement asked
-    again skips the four statements of the check; a refused text is checked every time."""
+    """The runner remembers what Postgres accepted and described (per pool): the same
+    statement asked again skips the four statements of the check and the description,
+    and waits once; a refused text is checked every time."""
     relay = WaitCounter(pg_url)
     pool = await open_pool(await relay.start())
     runner = StatementRunner()
@@ -94,16 +97,49 @@ async def test_a_text_postgres_accepted_is_not_sent_to_be_accepted_again(pg_url,
     refused = verdict("SELECT g AS n FROM generate_series(1, 3) g WHERE g = 1 ,")
     try:
         await runner.run(pool, verdict("SELECT 1 AS n"), limits, database="t")  # warm
-        counts = []
+        counts, waits = [], []
         for _ in range(2):
-            relay.statements = 0
+            relay.statements = relay.waits = 0
             result = await runner.run(pool, accepted, limits, database="t")
             assert [r.values[0].int_value for r in result.rows] == [1, 2, 3]
+            assert [c.name for c in result.columns] == ["n"]
             counts.append(relay.statements)
+            waits.append(relay.waits)
         for _ in range(2):
             with pytest.raises(StatementError) as err:
                 await runner.run(pool, refused, limits, database="t")
             assert err.value.sqlstate == "42601"
     finally:
         await relay.close()
-    assert counts[0] - counts[1] == 4  # search path, PREPARE, DEALLOCATE, search path
+    # search path, PREPARE, DEALLOCATE, search path; the description
+    assert counts[0] - counts[1] == 5
+    assert waits == [2, 1]
+
+
+async def test_a_remembered_statement_whose_columns_changed_is_described_again(
+    pg_url, open_pool
+):
+    """The description is remembered by the statement's text; the table under it may
+    change: a column's new type is seen in the fetch (or in Postgres's refusal of the
+    measured statement), and the statement is described and run again."""
+    pool = await open_pool(pg_url)
+    runner = StatementRunner()
+    limits = Limits(max_rows=10, statement_timeout_s=5.0)
+    text = "SELECT t.v AS v FROM public.tandem_round_trip_change AS t"
+    verdict = Verdict((), text, (), "fp", source_sql=text)
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute("DROP TABLE IF EXISTS public.tandem_round_trip_change")
+        await admin.execute("CREATE TABLE public.tandem_round_trip_change (v integer)")
+        await admin.execute("INSERT INTO public.tandem_round_trip_change VALUES (7)")
+        try:
+            first = await runner.run(pool, verdict, limits, database="t")
+            await admin.execute(
+                "ALTER TABLE public.tandem_round_trip_change ALTER COLUMN v TYPE text"
+            )
+            await admin.execute("UPDATE public.tandem_round_trip_change SET v = 'seven'")
+            second = await runner.run(pool, verdict, limits, database="t")
+        finally:
+            await admin.execute("DROP TABLE IF EXISTS public.tandem_round_trip_change")
+    assert first.columns[0].data_type == "integer" and first.rows[0].values[0].int_value == 7
+    assert second.columns[0].data_type == "text"
+    assert second.rows[0].values[0].string_value == "seven"
