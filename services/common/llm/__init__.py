@@ -22,10 +22,11 @@ from services.common.llm._fence import (
     cap_question,
     render_schema,
 )
-from services.common.llm._gemini import DEFAULT_PRICES, GeminiProvider, ModelPrice, estimate_cost
+from services.common.llm._gemini import GeminiProvider
 from services.common.llm._interface import LlmProvider
 from services.common.llm._jsonrepair import JsonRepairError, extract_json, parse_output
 from services.common.llm._observed import ObservedProvider
+from services.common.llm._prices import DEFAULT_PRICES, ModelPrice, estimate_cost
 from services.common.llm._prompts import Prompt, build_prompt
 from services.common.llm._schema import SchemaViolation, decode, encode, json_schema
 from services.common.llm._settings import LlmSettings
