@@ -26,6 +26,18 @@ from services.common.llm._schema import json_schema
 from services.common.llm._settings import LlmSettings
 from services.common.llm._types import Tier
 
+# google-genai 3.x sends through httpx2 (a fork under its own namespace, whose errors are
+# not httpx's); 1.x and 2.x through httpx. A refused connection or a read timeout must be
+# recognised from either, or a dead endpoint escapes the fallback as an unexpected error.
+try:
+    import httpx2
+except ImportError:  # pragma: no cover - google-genai before 3.0
+    _TIMEOUTS: tuple[type[BaseException], ...] = (TimeoutError, httpx.TimeoutException)
+    _TRANSPORT: tuple[type[BaseException], ...] = (httpx.TransportError, OSError)
+else:
+    _TIMEOUTS = (TimeoutError, httpx.TimeoutException, httpx2.TimeoutException)
+    _TRANSPORT = (httpx.TransportError, httpx2.TransportError, OSError)
+
 
 class GeminiProvider(ModelProvider):
     """Every role on Gemini; ``client`` and ``tracer`` are injectable for tests."""
@@ -98,7 +110,7 @@ class GeminiProvider(ModelProvider):
                     response = await self._client.aio.models.generate_content(
                         model=tally.model, contents=contents, config=config
                     )
-            except (TimeoutError, httpx.TimeoutException):
+            except _TIMEOUTS:
                 raise LlmTimeout(
                     f"Gemini did not answer within {timeout:.3g} s",
                     cause="timeout",
@@ -112,7 +124,7 @@ class GeminiProvider(ModelProvider):
                         cause=cause,
                         usage=tally.usage(self._prices),
                     ) from None
-            except (httpx.TransportError, OSError) as exc:
+            except _TRANSPORT as exc:
                 cause = f"transport_{type(exc).__name__}"
             else:
                 _add_usage(tally, response.usage_metadata)
