@@ -329,15 +329,15 @@ async def test_a_stream_cut_before_done_is_retried(fake_openai: FakeOpenAI) -> N
 async def test_api_key_is_a_bearer_token_and_never_logged(fake_openai: FakeOpenAI) -> None:
     secret = "sk-local-" + new_canary()
     settings = openai_settings(fake_openai.base_url, openai_api_key=secret, max_retries=0)
-    provider = OpenAIProvider(settings)
     fake_openai.script("route", Reply.error(401), Reply.json(VALID[Role.ROUTE]))
-    try:
-        with captured_logs(logging.DEBUG) as logs:
+    with captured_logs(logging.DEBUG) as logs:
+        provider = OpenAIProvider(settings)  # built inside: its set-up is scanned too
+        try:
             with pytest.raises(LlmUnavailable) as caught:
                 await provider.route(REQUESTS[Role.ROUTE])
             await provider.route(REQUESTS[Role.ROUTE])
-    finally:
-        await provider.aclose()
+        finally:
+            await provider.aclose()
     assert caught.value.cause == "http_401"
     assert [r.authorization for r in fake_openai.requests] == [f"Bearer {secret}"] * 2
     assert logs, "httpx logs each request at DEBUG/INFO: the scan saw something"
