@@ -188,7 +188,7 @@ def build_deps(
     trust: Trust | None = None,
 ) -> RouterDeps:
     """Channels to both engines (mutual TLS with ``trust`` secure; they carry the tenant
-    token each request arrived with) and the LLM provider (Gemini when keyed, else rules)."""
+    token each request arrived with) and the LLM provider (LLM_PROVIDER's model, else rules)."""
     interceptors = telemetry.client_interceptors()
     retrieval = create_channel(
         settings.retrieval_addr, interceptors=interceptors, trust=trust, peer="retrieval"

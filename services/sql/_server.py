@@ -400,7 +400,7 @@ async def run_until_signalled() -> None:
     servicer = SqlServicer()
     server.add_service(SERVICE_NAME, pb_grpc.add_SqlServiceServicer_to_server, servicer)
     opened: list[SqlDeps] = []
-    # Gemini behind the generator seam only when GEMINI_API_KEY is set; rules otherwise.
+    # The configured model (LLM_PROVIDER) behind the generator seam; rules offline.
     generator = generator_from_env(tracer=telemetry.tracer("tandem.sql.llm"))
 
     memory_settings = MemorySettings.from_env()

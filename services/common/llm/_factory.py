@@ -1,5 +1,5 @@
-"""Choose the provider from settings: Gemini with the caller's offline fallback when keyed,
-else the offline provider alone."""
+"""Choose the provider from settings: Gemini or an OpenAI-compatible server, with the
+caller's offline fallback, or the offline provider alone."""
 
 from __future__ import annotations
 
@@ -8,13 +8,28 @@ import logging
 from opentelemetry import trace
 
 from services.common._observability import Metrics
+from services.common.llm._base import ModelProvider
 from services.common.llm._fallback import FallbackProvider
 from services.common.llm._gemini import GeminiProvider
 from services.common.llm._interface import LlmProvider
 from services.common.llm._observed import ObservedProvider
+from services.common.llm._openai import OpenAIProvider
 from services.common.llm._settings import LlmSettings
 
 _log = logging.getLogger(__name__)
+
+
+def create_model_provider(
+    settings: LlmSettings, *, tracer: trace.Tracer | None = None
+) -> ModelProvider | None:
+    """The model ``LLM_PROVIDER`` selects (Gemini, or an OpenAI-compatible server) with
+    no fallback of its own, or ``None`` offline: for an engine whose own rules take over
+    when the model fails (the SQL service's generator)."""
+    if settings.gemini_enabled:
+        return GeminiProvider(settings, tracer=tracer)
+    if settings.openai_enabled:
+        return OpenAIProvider(settings, tracer=tracer)
+    return None
 
 
 def create_provider(
@@ -25,19 +40,19 @@ def create_provider(
     metrics: Metrics | None = None,
     logger: logging.Logger | None = None,
 ) -> LlmProvider:
-    """Gemini wrapped in ``offline`` as per-call fallback when a key is set, else ``offline``.
+    """The selected model wrapped in ``offline`` as per-call fallback, else ``offline``.
 
     The engine that calls supplies ``offline`` (the router's rules): what to do without a
     model is that engine's logic, not the LLM layer's.
 
     With a ``tracer`` every role call gets an ``llm.<role>`` span (and ``metrics`` its
-    token and cost counts); Gemini's own per-request detail becomes an event on it.
+    token and cost counts); the provider's own per-request detail becomes an event on it.
     """
-    if not settings.gemini_enabled:
+    model = create_model_provider(settings)
+    if model is None:
         (logger or _log).info("llm provider selected", extra={"fields": {"provider": offline.name}})
         return _observed(offline, tracer, metrics)
-    gemini = GeminiProvider(settings)
-    provider = FallbackProvider(gemini, offline, logger=logger)
+    provider = FallbackProvider(model, offline, logger=logger)
     (logger or _log).info(
         "llm provider selected",
         extra={

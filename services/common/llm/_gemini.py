@@ -1,20 +1,16 @@
-"""Gemini through google-genai: two tiers, schema-bound JSON, retries, one re-ask.
+"""Gemini through google-genai: the wire under :class:`ModelProvider`.
 
-Each call: fence the inputs (fresh sentinel), ask the role's tier for JSON against the
-output type's schema, repair and validate the reply, re-ask once on a violation, and
-retry 429/5xx and transport errors with exponential backoff inside a per-attempt
-timeout. Token usage and a cost estimate come back with every result.
+The role logic (prompts, schema-bound JSON, repair, the one re-ask, spans) is
+``_base``'s; here is how a conversation reaches Gemini: the output type's schema as
+``response_schema``, and 429/5xx and transport errors retried with exponential backoff
+inside a per-attempt timeout. Token usage and a cost estimate come back with every result.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import random
-import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 import httpx
 from google import genai
@@ -23,116 +19,27 @@ from google.genai import types as genai_types
 from opentelemetry import trace
 
 from services.common._deadline import effective_timeout
-from services.common.llm._errors import LlmError, LlmOutputInvalid, LlmTimeout, LlmUnavailable
-from services.common.llm._fence import Fence, cap
-from services.common.llm._jsonrepair import JsonRepairError, parse_output
-from services.common.llm._prompts import Prompt, RoleRequest, build_prompt
-from services.common.llm._schema import SchemaViolation, json_schema
+from services.common.llm._base import RETRYABLE_STATUS, ModelProvider, SleepFn, Tally, Turn
+from services.common.llm._errors import LlmTimeout, LlmUnavailable
+from services.common.llm._prices import DEFAULT_PRICES, ModelPrice
+from services.common.llm._schema import json_schema
 from services.common.llm._settings import LlmSettings
-from services.common.llm._types import (
-    ROLE_TIERS,
-    Answer,
-    FollowUpKind,
-    FollowUpRewrite,
-    GeneratedSql,
-    GenerateSqlRequest,
-    Grade,
-    GradeRequest,
-    IdentifyTablesRequest,
-    LlmResult,
-    Plan,
-    PlanRequest,
-    RepairSqlRequest,
-    ReplanRequest,
-    ResolveFollowUpRequest,
-    Rewrite,
-    RewriteRequest,
-    Role,
-    RouteDecision,
-    RouteRequest,
-    SqlUnderstanding,
-    SynthesizeRequest,
-    TableSelection,
-    Tier,
-    ToolName,
-    UnderstandSqlRequest,
-    Usage,
-)
+from services.common.llm._types import Tier
 
-T = TypeVar("T")
-
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-# A rewritten follow-up is one question: it may name a few members, never an essay.
-MAX_REWRITTEN_CHARS = 4000
+# google-genai 3.x sends through httpx2 (a fork under its own namespace, whose errors are
+# not httpx's); 1.x and 2.x through httpx. A refused connection or a read timeout must be
+# recognised from either, or a dead endpoint escapes the fallback as an unexpected error.
+try:
+    import httpx2
+except ImportError:  # pragma: no cover - google-genai before 3.0
+    _TIMEOUTS: tuple[type[BaseException], ...] = (TimeoutError, httpx.TimeoutException)
+    _TRANSPORT: tuple[type[BaseException], ...] = (httpx.TransportError, OSError)
+else:
+    _TIMEOUTS = (TimeoutError, httpx.TimeoutException, httpx2.TimeoutException)
+    _TRANSPORT = (httpx.TransportError, httpx2.TransportError, OSError)
 
 
-@dataclass(frozen=True)
-class ModelPrice:
-    """US dollars per million tokens; estimates for spans and budgets, not invoices."""
-
-    input_per_million: float
-    output_per_million: float
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (
-            input_tokens * self.input_per_million + output_tokens * self.output_per_million
-        ) / 1_000_000
-
-
-# Published list prices (prompts under 200k tokens); pass ``prices=`` to override.
-DEFAULT_PRICES: Mapping[str, ModelPrice] = {
-    "gemini-2.5-pro": ModelPrice(1.25, 10.00),
-    "gemini-2.5-flash": ModelPrice(0.30, 2.50),
-    "gemini-2.5-flash-lite": ModelPrice(0.10, 0.40),
-    "gemini-2.0-flash": ModelPrice(0.10, 0.40),
-    "gemini-2.0-flash-lite": ModelPrice(0.075, 0.30),
-}
-
-
-def estimate_cost(
-    model: str, input_tokens: int, output_tokens: int, prices: Mapping[str, ModelPrice]
-) -> float | None:
-    """Dollar estimate for a call; versioned names match their family; unknown → None."""
-    name = model.removeprefix("models/")
-    for candidate in sorted(prices, key=len, reverse=True):
-        if name == candidate or name.startswith(candidate + "-"):
-            return round(prices[candidate].cost(input_tokens, output_tokens), 8)
-    return None
-
-
-@dataclass
-class _Tally:
-    model: str
-    tier: Tier
-    input_tokens: int = 0
-    output_tokens: int = 0
-    calls: int = 0
-    retries: int = 0
-    reasked: bool = False
-
-    def add(self, metadata: genai_types.GenerateContentResponseUsageMetadata | None) -> None:
-        if metadata is None:
-            return
-        self.input_tokens += metadata.prompt_token_count or 0
-        # Thinking tokens are billed as output.
-        self.output_tokens += (metadata.candidates_token_count or 0) + (
-            metadata.thoughts_token_count or 0
-        )
-
-    def usage(self, prices: Mapping[str, ModelPrice]) -> Usage:
-        return Usage(
-            model=self.model,
-            tier=self.tier,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cost_usd=estimate_cost(self.model, self.input_tokens, self.output_tokens, prices),
-            calls=self.calls,
-            retries=self.retries,
-            reasked=self.reasked,
-        )
-
-
-class GeminiProvider:
+class GeminiProvider(ModelProvider):
     """Every role on Gemini; ``client`` and ``tracer`` are injectable for tests."""
 
     def __init__(
@@ -142,7 +49,7 @@ class GeminiProvider:
         client: genai.Client | None = None,
         tracer: trace.Tracer | None = None,
         prices: Mapping[str, ModelPrice] = DEFAULT_PRICES,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        sleep: SleepFn = asyncio.sleep,
     ) -> None:
         if client is None:
             if settings.api_key is None:
@@ -153,195 +60,43 @@ class GeminiProvider:
                     base_url=settings.base_url, timeout=int(settings.timeout_s * 1000)
                 ),
             )
+        super().__init__(
+            settings,
+            models={Tier.STRONG: settings.strong_model, Tier.FAST: settings.fast_model},
+            tracer=tracer,
+            prices=prices,
+        )
         self._client = client
-        self._settings = settings
-        self._tracer = tracer
-        self._prices = prices
         self._sleep = sleep
-        self._random = random.Random()
-        self._models = {Tier.STRONG: settings.strong_model, Tier.FAST: settings.fast_model}
 
     @property
     def name(self) -> str:
         return "gemini"
 
-    def model_for(self, role: Role) -> tuple[str, Tier]:
-        """The model and tier a role runs on."""
-        tier = ROLE_TIERS[role]
-        return self._models[tier], tier
-
     async def aclose(self) -> None:
         await self._client.aio.aclose()
         self._client.close()
 
-    # ---- roles -------------------------------------------------------------------
-
-    async def route(self, request: RouteRequest) -> LlmResult[RouteDecision]:
-        return await self._run(Role.ROUTE, request, RouteDecision)
-
-    async def plan(self, request: PlanRequest) -> LlmResult[Plan]:
-        return await self._run(Role.PLAN, request, Plan, lambda p: _check_plan(p, request))
-
-    async def replan(self, request: ReplanRequest) -> LlmResult[Plan]:
-        done = {o.step_id for o in request.outcomes if o.succeeded}
-        return await self._run(
-            Role.REPLAN, request, Plan, lambda p: _check_replan(p, request.tools, done)
-        )
-
-    async def grade(self, request: GradeRequest) -> LlmResult[Grade]:
-        return await self._run(Role.GRADE, request, Grade)
-
-    async def rewrite(self, request: RewriteRequest) -> LlmResult[Rewrite]:
-        return await self._run(Role.REWRITE, request, Rewrite)
-
-    async def understand_sql(self, request: UnderstandSqlRequest) -> LlmResult[SqlUnderstanding]:
-        return await self._run(Role.UNDERSTAND_SQL, request, SqlUnderstanding)
-
-    async def identify_tables(self, request: IdentifyTablesRequest) -> LlmResult[TableSelection]:
-        known = {t.name.lower() for t in request.schema.tables}
-
-        def check(selection: TableSelection) -> str | None:
-            unknown = [t for t in selection.tables if t.lower() not in known]
-            return f"{len(unknown)} table name(s) are not in the schema" if unknown else None
-
-        return await self._run(Role.IDENTIFY_TABLES, request, TableSelection, check)
-
-    async def generate_sql(self, request: GenerateSqlRequest) -> LlmResult[GeneratedSql]:
-        return await self._run(Role.GENERATE_SQL, request, GeneratedSql)
-
-    async def repair_sql(self, request: RepairSqlRequest) -> LlmResult[GeneratedSql]:
-        return await self._run(Role.REPAIR_SQL, request, GeneratedSql)
-
-    async def resolve_follow_up(
-        self, request: ResolveFollowUpRequest
-    ) -> LlmResult[FollowUpRewrite]:
-        kinds = {kind.value for kind in FollowUpKind}
-
-        def check(rewrite: FollowUpRewrite) -> str | None:
-            if rewrite.kind not in kinds:
-                return f"kind must be one of {sorted(kinds)}"
-            if not rewrite.question.strip():
-                return "question must not be empty"
-            if len(rewrite.question) > MAX_REWRITTEN_CHARS:
-                return f"question must be at most {MAX_REWRITTEN_CHARS} characters"
-            return None
-
-        return await self._run(Role.RESOLVE_FOLLOW_UP, request, FollowUpRewrite, check)
-
-    async def synthesize(self, request: SynthesizeRequest) -> LlmResult[Answer]:
-        return await self._run(Role.SYNTHESIZE, request, Answer)
-
-    # ---- one role call -----------------------------------------------------------
-
-    async def _run(
-        self,
-        role: Role,
-        request: RoleRequest,
-        output_type: type[T],
-        check: Callable[[T], str | None] | None = None,
-    ) -> LlmResult[T]:
-        model, tier = self.model_for(role)
-        fence = Fence(enabled=self._settings.fence_untrusted)  # fresh sentinel per request
-        prompt = build_prompt(role, request, fence, restate_rules=self._settings.restate_rules)
-        tally = _Tally(model, tier)
-        attributes: dict[str, Any] = {
-            "llm.provider": self.name,
-            "llm.role": role.value,
-            "llm.model": model,
-            "llm.tier": tier.value,
-            "llm.question_chars": len(request.question),
-            "llm.prompt_chars": len(prompt.system) + len(prompt.user),
-        }
-        started = time.monotonic()
-        outcome = "aborted"  # cancelled or an unexpected error, unless set below
-        with self._span(role) as (span, owned):
-            try:
-                output = await self._ask(prompt, output_type, tally, check)
-                outcome = "ok"
-            except LlmError as exc:
-                outcome = exc.cause
-                raise
-            finally:
-                usage = tally.usage(self._prices)
-                attributes |= _usage_attributes(usage)
-                attributes["llm.outcome"] = outcome
-                attributes["llm.duration_ms"] = round((time.monotonic() - started) * 1000, 1)
-                if owned:
-                    span.set_attributes(attributes)
-                    if outcome != "ok":
-                        span.set_status(trace.Status(trace.StatusCode.ERROR, outcome))
-                else:
-                    span.add_event("llm.call", attributes)
-        return LlmResult(output, usage)
-
-    @contextlib.contextmanager
-    def _span(self, role: Role) -> Iterator[tuple[trace.Span, bool]]:
-        """A child span when a tracer was given, else the caller's span (for an event)."""
-        if self._tracer is None:
-            yield trace.get_current_span(), False
-            return
-        with self._tracer.start_as_current_span(
-            f"llm.{role.value}", record_exception=False, set_status_on_exception=False
-        ) as span:
-            yield span, True
-
-    async def _ask(
-        self,
-        prompt: Prompt,
-        output_type: type[T],
-        tally: _Tally,
-        check: Callable[[T], str | None] | None,
-    ) -> T:
+    async def _complete(
+        self, system: str, turns: list[Turn], output_type: type[Any], tally: Tally
+    ) -> str:
         config = genai_types.GenerateContentConfig(
-            system_instruction=prompt.system,
+            system_instruction=system,
             response_mime_type="application/json",
             response_schema=json_schema(output_type),
             temperature=0.0,
             candidate_count=1,
         )
-        contents: list[genai_types.Content] = [
-            genai_types.Content(role="user", parts=[genai_types.Part(text=prompt.user)])
+        contents = [
+            genai_types.Content(role=turn.speaker, parts=[genai_types.Part(text=turn.text)])
+            for turn in turns
         ]
-        for ask in range(2):
-            response = await self._generate(tally, contents, config)
-            text = response.text or ""
-            problem: str
-            try:
-                output = parse_output(output_type, text)
-            except SchemaViolation as exc:
-                problem = str(exc)
-            except JsonRepairError as exc:
-                problem = f"not JSON ({exc})"
-            else:
-                semantic = check(output) if check is not None else None
-                if semantic is None:
-                    return output
-                problem = semantic
-            if ask == 1:
-                break
-            tally.reasked = True
-            contents = [
-                *contents,
-                genai_types.Content(role="model", parts=[genai_types.Part(text=cap(text, 8000))]),
-                genai_types.Content(
-                    role="user",
-                    parts=[
-                        genai_types.Part(
-                            text=f"Your reply broke the response schema: {problem}. "
-                            "Reply again with only the corrected JSON object."
-                        )
-                    ],
-                ),
-            ]
-        raise LlmOutputInvalid(
-            "Gemini's reply broke its schema twice",
-            cause="invalid_output",
-            usage=tally.usage(self._prices),
-        )
+        response = await self._generate(tally, contents, config)
+        return response.text or ""
 
     async def _generate(
         self,
-        tally: _Tally,
+        tally: Tally,
         contents: list[genai_types.Content],
         config: genai_types.GenerateContentConfig,
     ) -> genai_types.GenerateContentResponse:
@@ -355,7 +110,7 @@ class GeminiProvider:
                     response = await self._client.aio.models.generate_content(
                         model=tally.model, contents=contents, config=config
                     )
-            except (TimeoutError, httpx.TimeoutException):
+            except _TIMEOUTS:
                 raise LlmTimeout(
                     f"Gemini did not answer within {timeout:.3g} s",
                     cause="timeout",
@@ -369,10 +124,10 @@ class GeminiProvider:
                         cause=cause,
                         usage=tally.usage(self._prices),
                     ) from None
-            except (httpx.TransportError, OSError) as exc:
+            except _TRANSPORT as exc:
                 cause = f"transport_{type(exc).__name__}"
             else:
-                tally.add(response.usage_metadata)
+                _add_usage(tally, response.usage_metadata)
                 return response
             if attempt == retries:
                 raise LlmUnavailable(
@@ -384,48 +139,14 @@ class GeminiProvider:
             await self._sleep(self._backoff(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _backoff(self, attempt: int) -> float:
-        """Exponential with jitter in [50%, 100%], capped at ``backoff_max_s``."""
-        ceiling = min(
-            self._settings.backoff_max_s, self._settings.backoff_initial_s * (2.0**attempt)
-        )
-        return ceiling * (0.5 + 0.5 * self._random.random())
 
-
-def _usage_attributes(usage: Usage) -> dict[str, Any]:
-    attributes: dict[str, Any] = {
-        "llm.input_tokens": usage.input_tokens,
-        "llm.output_tokens": usage.output_tokens,
-        "llm.calls": usage.calls,
-        "llm.retries": usage.retries,
-        "llm.reasked": usage.reasked,
-    }
-    if usage.cost_usd is not None:
-        attributes["llm.cost_usd"] = usage.cost_usd
-    return attributes
-
-
-def _check_plan(plan: Plan, request: PlanRequest) -> str | None:
-    if len(plan.steps) > request.max_steps:
-        return f"the plan has {len(plan.steps)} steps, more than {request.max_steps}"
-    return _check_steps(plan, request.tools, set())
-
-
-def _check_replan(plan: Plan, tools: tuple[ToolName, ...], done: set[str]) -> str | None:
-    repeated = [s.id for s in plan.steps if s.id in done]
-    if repeated:
-        return f"{len(repeated)} step(s) repeat completed work"
-    return _check_steps(plan, tools, done)
-
-
-def _check_steps(plan: Plan, tools: tuple[ToolName, ...], done: set[str]) -> str | None:
-    seen: set[str] = set(done)
-    for index, step in enumerate(plan.steps):
-        if step.tool not in tools:
-            return f"steps[{index}] uses a tool that is not available"
-        if step.id in seen:
-            return f"steps[{index}] reuses an id"
-        if any(d not in seen for d in step.depends_on):
-            return f"steps[{index}] depends on a step that does not come before it"
-        seen.add(step.id)
-    return None
+def _add_usage(
+    tally: Tally, metadata: genai_types.GenerateContentResponseUsageMetadata | None
+) -> None:
+    if metadata is None:
+        return
+    # Thinking tokens are billed as output.
+    tally.add(
+        metadata.prompt_token_count or 0,
+        (metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0),
+    )

@@ -54,6 +54,43 @@ def _cached_schema(tp: Any) -> dict[str, Any]:
     return _schema(tp)
 
 
+def standard_json_schema(tp: Any) -> dict[str, Any]:
+    """The same schema in standard JSON Schema, for OpenAI-compatible servers: ``null``
+    as a type instead of OpenAPI's ``nullable``, and objects closed to unknown keys so a
+    grammar-constrained server cannot pad a reply with fields nobody reads."""
+    return copy.deepcopy(_cached_standard(tp))
+
+
+@functools.cache
+def _cached_standard(tp: Any) -> dict[str, Any]:
+    return _standard(_cached_schema(tp))
+
+
+def _standard(schema: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "nullable":
+            continue
+        if key == "properties":
+            out[key] = {name: _standard(sub) for name, sub in value.items()}
+        elif key == "items":
+            out[key] = _standard(value)
+        elif key == "anyOf":
+            out[key] = [_standard(sub) for sub in value]
+        else:
+            out[key] = value
+    if out.get("type") == "object":
+        out["additionalProperties"] = False
+    if schema.get("nullable"):
+        if "anyOf" in out:
+            out["anyOf"] = [*out["anyOf"], {"type": "null"}]
+        elif "enum" in out:
+            out = {"anyOf": [out, {"type": "null"}]}
+        else:
+            out["type"] = [out["type"], "null"]
+    return out
+
+
 def _schema(tp: Any) -> dict[str, Any]:
     args = _union_args(tp)
     if args is not None:

@@ -21,7 +21,6 @@ from opentelemetry import trace
 from services.common.llm import (
     CatalogColumn,
     CatalogTable,
-    GeminiProvider,
     GeneratedSql,
     GenerateSqlRequest,
     IdentifyTablesRequest,
@@ -35,6 +34,7 @@ from services.common.llm import (
     Tier,
     UnderstandSqlRequest,
     Usage,
+    create_model_provider,
 )
 from services.sql.ask._pipeline import (
     Failure,
@@ -229,12 +229,11 @@ def _model_call(role: GeneratorRole, usage: Usage, duration_s: float) -> ModelCa
 def generator_from_env(
     environ: Mapping[str, str] | None = None, *, tracer: trace.Tracer | None = None
 ) -> LlmSqlGenerator | None:
-    """Gemini behind the seam when ``GEMINI_API_KEY`` is set; ``None`` (rules) otherwise.
+    """The model ``LLM_PROVIDER`` selects (Gemini, or an OpenAI-compatible server) behind
+    the seam; ``None`` (rules) offline.
 
-    Gemini is used without the LLM layer's own deterministic fallback: when it fails,
+    The model is used without the LLM layer's own deterministic fallback: when it fails,
     the SQL service's offline generator (the schema linker) takes over.
     """
-    settings = LlmSettings.from_env(environ)
-    if not settings.gemini_enabled:
-        return None
-    return LlmSqlGenerator(GeminiProvider(settings, tracer=tracer))
+    provider = create_model_provider(LlmSettings.from_env(environ), tracer=tracer)
+    return None if provider is None else LlmSqlGenerator(provider)

@@ -7,10 +7,17 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from services.common.llm import FallbackProvider, GeminiProvider, LlmProvider, LlmSettings
+from services.common.llm import (
+    FallbackProvider,
+    GeminiProvider,
+    LlmProvider,
+    LlmSettings,
+    create_provider,
+)
 from services.router.offline import DeterministicProvider
 from services.sql import Warehouse, ensure_warehouse
 from tests.fakes.gemini import FakeGemini
+from tests.fakes.openai import FakeOpenAI
 from tests.integration.retrieval.stack import ingest, new_tenant
 from tests.integration.router.corpus import documents
 from tests.integration.router.stack import Engines, RouterStack, start_engines, start_router
@@ -50,6 +57,27 @@ def fake_gemini() -> Iterator[FakeGemini]:
 def gemini_provider(fake: FakeGemini) -> LlmProvider:
     settings = LlmSettings(api_key="test-key", base_url=fake.base_url, timeout_s=5.0, max_retries=0)
     return FallbackProvider(GeminiProvider(settings), DeterministicProvider())
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+def openai_provider(base_url: str, *, stream: bool = False) -> LlmProvider:
+    """The provider the router builds from its environment for a local server (Ollama's
+    model names), with the rules as fallback: the wiring a deployment gets."""
+    environ = {
+        "LLM_PROVIDER": "openai",
+        "OPENAI_BASE_URL": base_url,
+        "LLM_STRONG_MODEL": "qwen2.5:32b",
+        "LLM_FAST_MODEL": "qwen2.5:7b",
+        "LLM_TIMEOUT_S": "5",
+        "LLM_MAX_RETRIES": "0",
+        "OPENAI_STREAM": "true" if stream else "false",
+    }
+    return create_provider(LlmSettings.from_env(environ), offline=DeterministicProvider())
 
 
 @pytest.fixture

@@ -70,6 +70,13 @@ async def test_key_selects_gemini_with_deterministic_fallback() -> None:
         ({"LLM_FAST_MODEL": "gemini flash"}, "LLM_FAST_MODEL"),
         ({"LLM_BACKOFF_S": "-2"}, "LLM_BACKOFF_S"),
         ({"LLM_GUARD_FENCING": "maybe"}, "LLM_GUARD_FENCING"),
+        ({"LLM_PROVIDER": "anthropic"}, "LLM_PROVIDER"),
+        ({"LLM_PROVIDER": "gemini"}, "GEMINI_API_KEY"),
+        ({"LLM_PROVIDER": "openai", "LLM_STRONG_MODEL": "qwen2.5:7b"}, "OPENAI_BASE_URL"),
+        ({"LLM_PROVIDER": "openai", "OPENAI_BASE_URL": "http://h:1/v1"}, "LLM_STRONG_MODEL"),
+        ({"OPENAI_BASE_URL": "localhost:11434/v1"}, "OPENAI_BASE_URL"),
+        ({"OPENAI_STRUCTURED": "grammar"}, "OPENAI_STRUCTURED"),
+        ({"OPENAI_STREAM": "sometimes"}, "OPENAI_STREAM"),
     ],
 )
 def test_bad_values_fail_fast_naming_the_variable(environ: dict[str, str], variable: str) -> None:
@@ -95,3 +102,36 @@ async def test_offline_provider_leaves_sql_to_the_sql_service(role: str) -> None
     with pytest.raises(LlmUnavailable) as caught:
         await getattr(provider, role)(SQL_CALLS[role])
     assert caught.value.cause == "sql_offline"
+
+
+async def test_provider_openai_reads_its_settings_and_keeps_its_key_out_of_repr() -> None:
+    settings = LlmSettings.from_env(
+        {
+            "LLM_PROVIDER": "OpenAI",
+            "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1",
+            "OPENAI_API_KEY": "sk-secret-123",
+            "OPENAI_STRUCTURED": "json_object",
+            "OPENAI_STREAM": "true",
+            "LLM_STRONG_MODEL": "qwen2.5:32b",
+            "LLM_FAST_MODEL": "qwen2.5:7b",
+            # A Gemini key beside it does not win over the named provider.
+            "GEMINI_API_KEY": "g-key",
+        }
+    )
+    assert settings.openai_enabled and not settings.gemini_enabled
+    assert settings.openai_structured == "json_object" and settings.openai_stream
+    assert (settings.strong_model, settings.fast_model) == ("qwen2.5:32b", "qwen2.5:7b")
+    assert "sk-secret-123" not in repr(settings) and "g-key" not in repr(settings)
+    provider = create_provider(settings, offline=DeterministicProvider())
+    try:
+        assert provider.name == "openai+deterministic"
+    finally:
+        await provider.aclose()
+
+
+def test_provider_offline_ignores_a_gemini_key() -> None:
+    settings = LlmSettings.from_env({"LLM_PROVIDER": "offline", "GEMINI_API_KEY": "k"})
+    assert settings.selected_provider == "offline" and not settings.gemini_enabled
+    assert isinstance(
+        create_provider(settings, offline=DeterministicProvider()), DeterministicProvider
+    )

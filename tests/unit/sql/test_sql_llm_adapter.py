@@ -9,7 +9,7 @@ from datetime import date
 
 import pytest
 
-from services.common.llm import GeminiProvider, LlmSettings
+from services.common.llm import GeminiProvider, LlmSettings, OpenAIProvider
 from services.sql import Catalog, Proposal, SqlGenerator
 from services.sql.ask._llm_adapter import LlmSqlGenerator, generator_from_env, schema_catalog
 from services.sql.ask._pipeline import (
@@ -183,6 +183,21 @@ def test_wired_only_when_a_key_is_set() -> None:
     generator = generator_from_env({"GEMINI_API_KEY": "k"})
     assert isinstance(generator, LlmSqlGenerator)
     assert isinstance(generator.provider, GeminiProvider)
+
+
+async def test_wired_to_a_local_server_when_the_provider_is_openai() -> None:
+    generator = generator_from_env(
+        {
+            "LLM_PROVIDER": "openai",
+            "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1",
+            "LLM_STRONG_MODEL": "qwen2.5-coder:7b",
+        }
+    )
+    assert isinstance(generator, LlmSqlGenerator)
+    try:
+        assert isinstance(generator.provider, OpenAIProvider)
+    finally:
+        await generator.aclose()
 
 
 async def test_every_role_gets_the_glossary_and_instructions_fenced_as_data(
