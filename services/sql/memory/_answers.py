@@ -121,6 +121,9 @@ class MemorySettings:
     embedding_addr: str = "127.0.0.1:50054"  # EMBEDDING_ADDR
     embedding_timeout_s: float = 2.0  # SQL_MEMORY_EMBEDDING_TIMEOUT_S
     app_database_url: str | None = None  # SQL_MEMORY_APP_DATABASE_URL
+    # How long a tenant seen without pairs on a database is not asked again (a pair
+    # taught through another replica is reused after at most this long; 0: always ask).
+    empty_ttl_s: float = 2.0  # SQL_MEMORY_EMPTY_TTL_S
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> MemorySettings:
@@ -135,7 +138,16 @@ class MemorySettings:
             embedding_addr=env.get_str("EMBEDDING_ADDR", "127.0.0.1:50054"),
             embedding_timeout_s=env.get_float("SQL_MEMORY_EMBEDDING_TIMEOUT_S", 2.0, minimum=0.05),
             app_database_url=env.get_optional("SQL_MEMORY_APP_DATABASE_URL"),
+            empty_ttl_s=_empty_ttl(env),
         )
+
+
+def _empty_ttl(env: Env) -> float:
+    value = env.get_float("SQL_MEMORY_EMPTY_TTL_S", 2.0, minimum=0.0)
+    if value > 60.0:
+        # a pair taught through another replica would go unused for minutes
+        raise SettingsError(f"SQL_MEMORY_EMPTY_TTL_S must be at most 60, got {value}")
+    return value
 
 
 def _share(env: Env, name: str, default: float) -> float:
@@ -761,6 +773,7 @@ async def open_memory(
         database,
         retention_days=settings.retention_days,
         answer_retention_days=settings.answer_retention_days,
+        empty_ttl_s=settings.empty_ttl_s,
     )
     await store.open()
     return store

@@ -17,8 +17,9 @@ itself, as it sets the tenant: no caller can forget to pass it.
 from __future__ import annotations
 
 import enum
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -165,17 +166,35 @@ def _pair(row: Sequence[Any]) -> ConfirmedPair:
     )
 
 
+# Entries of the no-pairs memory at most (tenants x databases seen lately).
+_EMPTY_MAX = 4096
+
+
 class MemoryStore(TenantStore):
     """Every statement the memory sends to Postgres, each in a tenant-scoped transaction."""
 
     name = "the answer memory"
 
     def __init__(
-        self, database: Database, *, retention_days: int, answer_retention_days: int
+        self,
+        database: Database,
+        *,
+        retention_days: int,
+        answer_retention_days: int,
+        empty_ttl_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(database, migrations())
         self._retention = f"{retention_days} days"
         self._answer_retention = f"{answer_retention_days} days"
+        # (tenant, database) pairs seen without any pair, until when: most tenants teach
+        # nothing on most databases, and every question would otherwise ask Postgres so
+        # (a transaction of four statements per question, a tenth of the SQL service's
+        # CPU). A pair taught here clears its entry at once; one taught through another
+        # replica is seen within ``empty_ttl_s`` (0: always ask).
+        self._empty_ttl_s = empty_ttl_s
+        self._clock = clock
+        self._empty: dict[tuple[str, str], float] = {}
 
     async def record_answer(
         self,
@@ -239,6 +258,7 @@ class MemoryStore(TenantStore):
         teaches it. A principal cannot replace a pair someone else taught: that would
         change what everyone's answers reuse (FAILED_PRECONDITION)."""
         taught_by = _viewer()
+        self._empty.pop((tenant_id, database), None)
         async with self._tx(tenant_id) as conn:
             await self._purge(conn, tenant_id)
             cur = await conn.execute(
@@ -345,7 +365,12 @@ class MemoryStore(TenantStore):
     ) -> Survey:
         """The tenant's live pairs on ``database`` (those whose template equals
         ``template`` first: a value swap of a confirmed question needs no embedding),
-        at most ``limit``."""
+        at most ``limit``. A tenant seen without pairs on ``database`` within the last
+        ``empty_ttl_s`` is not asked again."""
+        key = (tenant_id, database)
+        now = self._clock()
+        if self._empty.get(key, 0.0) > now:
+            return Survey((), (), complete=True)
         async with self._tx(tenant_id) as conn:
             cur = await conn.execute(
                 f"SELECT {_PAIR_COLUMNS}, template = %(q)s FROM sql_confirmed_pairs "
@@ -358,6 +383,10 @@ class MemoryStore(TenantStore):
             rows = await cur.fetchall()
         pairs = tuple(_pair(row) for row in rows[:limit])
         same = tuple(p for p, row in zip(pairs, rows, strict=False) if row[_AFTER_PAIR])
+        if not rows and self._empty_ttl_s > 0:
+            if len(self._empty) >= _EMPTY_MAX:
+                self._empty.clear()
+            self._empty[key] = now + self._empty_ttl_s
         return Survey(pairs, same, complete=len(rows) <= limit)
 
     async def list_pairs(
