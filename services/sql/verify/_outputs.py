@@ -6,6 +6,11 @@ counts is the rows the question counts.
   a question whose list of items asks for names (in any of its sentences: "How many
   countries does each continent have? List the continent id, continent name and …") gets
   at least one text column.
+- **A second question left out.** "The name of each teacher and what course they
+  teach": a "… and what/which X" after the first question asks for X as well; a statement
+  that shows nothing of X (no column of the table X names, or of the column it names)
+  answers only the first. Read as a condition ("teachers who teach a course"), the second
+  question disappears from the answer.
 - **An average of keys.** ``AVG(id)`` or ``SUM(student_id)`` is arithmetic on labels;
   "the average number of X" wants a count per group averaged, not the ids averaged.
 - **A count the joins multiply.** "How many templates of type CV" counted over documents
@@ -54,6 +59,7 @@ def check_outputs(ctx: LinkContext, tree: exp.Expr) -> None:
     _counted_through_fanout(ctx, tree, nodes)
     _counted_references(ctx, tree, nodes)
     _names_not_shown(ctx, tree, nodes)
+    _asked_again_not_shown(ctx, tree, nodes)
 
 
 def _column(nodes: StatementNodes, column: exp.Column) -> tuple[TableInfo, str] | None:
@@ -112,6 +118,51 @@ def _names_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) 
             if info is not None and info.data_type.startswith(TEXT_TYPES):
                 return
     raise LinkError("the question asks for names; the statement shows no name")
+
+
+# "… and what course they teach", "…, and which city is it in": the second question's
+# object, after an optional "is/are the/their".
+_ASKED_AGAIN = re.compile(
+    r"(?:\band|,)\s+(?:what|which)\s+(?:(?:is|are|was|were)\s+)?(?:(?:the|their|its)\s+)?"
+    r"([a-z][a-z_]*)(?:\s+([a-z][a-z_]*))?"
+)
+
+
+def _asked_again_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
+    shown_tables: set[str] = set()
+    shown_columns: set[tuple[str, str]] = set()
+    for output in tree.expressions:
+        for node in output.find_all(exp.Column):
+            found = _column(nodes, node)
+            if found is not None:
+                shown_tables.add(found[0].qualified)
+                shown_columns.add((found[0].qualified, found[1]))
+    for asked in _ASKED_AGAIN.finditer(ctx.low):
+        words = [stem(w) for w in asked.groups() if w is not None]
+        # the longest reading first: "what course" before "what course they"
+        for size in (2, 1):
+            if len(words) < size:
+                continue
+            named = _named_by(ctx, words[:size])
+            if named is None:
+                continue
+            tables, columns = named
+            if not (tables & shown_tables or columns & shown_columns):
+                raise LinkError(
+                    f"the question also asks which {' '.join(asked.groups()[:size])}"
+                    "; the statement shows nothing of it"
+                )
+            break
+
+
+def _named_by(ctx: LinkContext, words: list[str]) -> tuple[set[str], set[tuple[str, str]]] | None:
+    """The tables and columns whose whole name ``words`` spell, or None when they spell
+    none (the phrase then says nothing this check can hold the statement to)."""
+    tables = {t.qualified for t, _ in ctx.vocab.tables_named(words)}
+    columns = {key for key, parts in ctx.vocab.column_words.items() if parts and parts == words}
+    if not tables and not columns:
+        return None
+    return tables, columns
 
 
 def _averaged_keys(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:

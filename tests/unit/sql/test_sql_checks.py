@@ -328,3 +328,51 @@ def test_a_name_says_whether_its_column_counts() -> None:
         assert measure_name(name), name
     for name in ("account_number", "order_num", "semester_id", "count", "amount", "total_no"):
         assert not measure_name(name), name
+
+
+# A school where a course's name is its column `course` (the table's own word).
+LESSONS = Catalog(
+    "lessons",
+    (
+        TableInfo(
+            "public",
+            "teacher",
+            columns=(_col("teacher_id"), _col("name", "text"), _col("age")),
+            primary_key=("teacher_id",),
+        ),
+        TableInfo(
+            "public",
+            "course",
+            columns=(_col("course_id"), _col("course", "text", sample_values=("Math",))),
+            primary_key=("course_id",),
+        ),
+        TableInfo(
+            "public",
+            "course_arrange",
+            columns=(_col("course_id"), _col("teacher_id"), _col("grade")),
+            foreign_keys=(
+                ForeignKeyInfo(("course_id",), "public.course", ("course_id",)),
+                ForeignKeyInfo(("teacher_id",), "public.teacher", ("teacher_id",)),
+            ),
+        ),
+    ),
+)
+
+
+def test_a_second_question_left_out_of_the_answer_is_refused() -> None:
+    vocabulary = Vocabulary(LESSONS, JoinGraph(LESSONS))
+    question = "What is the name of each teacher and what course they teach?"
+    ctx = read_question(question, vocabulary, date(2026, 11, 24))
+    joined = (
+        " FROM public.teacher AS t0 JOIN public.course_arrange AS t1 ON t1.teacher_id ="
+        " t0.teacher_id JOIN public.course AS t2 ON t2.course_id = t1.course_id"
+    )
+    # read as a condition ("teachers who teach a course"), the second question is gone
+    with pytest.raises(LinkError, match="also asks which course"):
+        check_outputs(ctx, _tree("SELECT DISTINCT t0.name AS name" + joined))
+    check_outputs(ctx, _tree("SELECT t0.name AS name, t2.course AS course" + joined))
+    # a phrase that names nothing of the schema holds the statement to nothing
+    ctx = read_question(
+        "What is the name of each teacher and what they like?", vocabulary, date(2026, 11, 24)
+    )
+    check_outputs(ctx, _tree("SELECT t0.name AS name FROM public.teacher AS t0"))
