@@ -4,7 +4,7 @@ document at ``/openapi.json``. A client of the gateway like any other: every cal
 through the gateway's checks with the caller's own key."""
 
 from services.rest._app import FORWARDED_HEADERS, TIMEOUT_HEADER, Transcoder, message_json
-from services.rest._errors import HTTP_STATUS, http_status
+from services.rest._errors import HTTP_STATUS, http_status, status_json
 from services.rest._openapi import DESCRIPTOR_SET, load_comments, openapi_document, render
 from services.rest._routes import HttpRoute, RouteError, gateway_routes, route_of, rule_of
 from services.rest._server import build_app, gateway_channel, serve
@@ -31,4 +31,5 @@ __all__ = [
     "route_of",
     "rule_of",
     "serve",
+    "status_json",
 ]
