@@ -898,6 +898,10 @@ def _print_usage(
             f"Products and load tests: call the edge at {addresses['edge']}{everywhere} (same "
             "API; it refuses a tenant's flood before the gateway sees it)."
         )
+        console.line(
+            f"HTTP/JSON: the same API at http://{addresses['edge']}/v1 (e.g. POST /v1:ask), "
+            f"OpenAPI at http://{addresses['edge']}/openapi.json."
+        )
     console.line("Ctrl-C stops every service (in-flight calls finish first).")
 
 
