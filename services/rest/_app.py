@@ -403,9 +403,9 @@ def _timeout(request: Request) -> float | None:
 def _raw_path(scope: Scope) -> str:
     """The path as sent (percent-encoding kept), so ``a%2Fb`` stays one segment."""
     raw = scope.get("raw_path")
-    if raw:
-        return bytes(raw).decode("latin-1").partition("?")[0]
-    return str(scope["path"])
+    path = bytes(raw).decode("latin-1").partition("?")[0] if raw else str(scope["path"])
+    # Some clients percent-encode the verb's colon (`/v1%3Aask`).
+    return path.replace("%3A", ":").replace("%3a", ":")
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

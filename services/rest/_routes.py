@@ -91,7 +91,7 @@ def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
         variable = _VARIABLE.fullmatch(segment)
         if variable:
             fields.append(variable.group(1))
-            regex.append("([^/:]+)")
+            regex.append("([^/]+?)")
         elif _SEGMENT.fullmatch(segment):
             regex.append(re.escape(segment))
         else:

@@ -45,6 +45,15 @@ def test_custom_verbs_and_variables_match_exactly() -> None:
     assert find(routes, "POST", "/v1:askx") == "not_found"
     assert find(routes, "POST", "/v1/ask") == "not_found"
     assert find(routes, "DELETE", "/v1/documents/a/b") == "not_found"
+    colon = find(routes, "DELETE", "/v1/documents/urn:x")
+    assert not isinstance(colon, str) and colon[1] == {"document_id": "urn:x"}
+
+
+def test_an_encoded_verb_colon_is_the_colon() -> None:
+    from services.rest._app import _raw_path
+
+    assert _raw_path({"raw_path": b"/v1%3Aask?x=1", "path": "/v1:ask"}) == "/v1:ask"
+    assert _raw_path({"raw_path": b"/v1/documents/a%2Fb"}) == "/v1/documents/a%2Fb"
 
 
 @pytest.mark.parametrize("template", ["v1:ask", "/v1/{x=**}", "/v1/*", "/v1:a b"])
