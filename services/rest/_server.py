@@ -64,6 +64,10 @@ async def serve(settings: RestSettings) -> None:
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=10,
+        # Longer than the edge's upstream keepalive_timeout (60 s): nginx must close an
+        # idle connection before the face does, or it may send a request on a connection
+        # the face is closing (a 502 for the caller).
+        timeout_keep_alive=75,
         server_header=False,
     )
     _log.info(
