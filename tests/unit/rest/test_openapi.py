@@ -82,7 +82,7 @@ def test_the_document_is_deterministic() -> None:
     assert render(_document()) == render(_document())
 
 
-def test_the_build_step_writes_what_the_face_serves(tmp_path: Path) -> None:
+async def test_the_build_step_writes_what_the_face_serves(tmp_path: Path) -> None:
     """`make openapi` (python -m services.rest --openapi FILE) and the running face
     generate the document from the same protos with the same code: the same bytes."""
     import grpc
@@ -92,5 +92,6 @@ def test_the_build_step_writes_what_the_face_serves(tmp_path: Path) -> None:
 
     out = tmp_path / "openapi.json"
     assert main(["--openapi", str(out)]) == 0
-    app = build_app(grpc.aio.insecure_channel("127.0.0.1:1"), RestSettings())
-    assert out.read_bytes() == app.openapi
+    async with grpc.aio.insecure_channel("127.0.0.1:1") as channel:
+        app = build_app(channel, RestSettings())
+        assert out.read_bytes() == app.openapi
