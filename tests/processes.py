@@ -194,7 +194,7 @@ class ProcessStack:
 
     ``env`` is added to every process's environment, ``service_env[name]`` to one's (e.g.
     ``{"gateway": {"GATEWAY_BURST": "5"}}``). Names: ``postgres``, ``embedding``,
-    ``retrieval``, ``sql``, ``router``, ``gateway``.
+    ``retrieval``, ``sql``, ``router``, ``gateway``, ``rest`` (the HTTP/JSON face), ``edge``.
     """
 
     def __init__(
