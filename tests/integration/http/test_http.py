@@ -34,6 +34,11 @@ DOC_TEXT = (
 )
 QUESTION = "How much may employees spend on hotels per night in Berlin?"
 COUNTABLE = "How many companies are there?"
+# Needs the SQL and the semantic engine (the router streams a step for each).
+BOTH_ENGINES = (
+    "How many open Security Suite opportunities are there, and what do call notes say "
+    "about security reviews?"
+)
 TIMEOUT = httpx.Timeout(120.0)
 
 
@@ -293,6 +298,47 @@ async def test_every_path_of_the_openapi_document_answers_and_replies_fit_it(
     ask = document["paths"]["/v1:ask"]["post"]["responses"]["200"]["content"]
     answer = await client.post("/v1:ask", headers=_auth(key), json={"question": QUESTION})
     _validate(document, ask["application/json"]["schema"], answer.json())
+
+
+async def test_sse_events_reach_the_client_while_the_answer_is_still_being_made(
+    stack: ProcessStack, client: httpx.AsyncClient
+) -> None:
+    """With retrieval paused, the events before the semantic step arrive over HTTP: the
+    face and the edge stream them as the gateway sends them, holding none back."""
+    key = await _key(stack)
+    arrived: list[tuple[str, bool]] = []  # (event kind, whether retrieval was still held)
+    finished: list[str] = []  # the semantic steps' statuses
+    await asyncio.to_thread(stack.pause, "retrieval")
+    held = True
+    try:
+        async with client.stream(
+            "POST", "/v1:streamAsk", headers=_auth(key), json={"question": BOTH_ENGINES}
+        ) as reply:
+            assert reply.status_code == 200
+            async for line in reply.aiter_lines():
+                if not line.startswith("data: "):
+                    continue
+                event = json.loads(line[len("data: ") :])
+                kind = next(k for k in event if k != "elapsed")
+                arrived.append((kind, held))
+                semantic = kind == "stepStarted" and (
+                    event["stepStarted"].get("tool") == "TOOL_SEMANTIC_SEARCH"
+                )
+                step = event.get("stepFinished", {}).get("step", {})
+                if step.get("tool") == "TOOL_SEMANTIC_SEARCH":
+                    finished.append(step["status"])
+                if held and semantic:
+                    await asyncio.to_thread(stack.resume, "retrieval")
+                    held = False
+    finally:
+        await asyncio.to_thread(stack.resume, "retrieval")
+    kinds = [kind for kind, _ in arrived]
+    assert kinds[0] == "accepted" and kinds[-1] == "finalAnswer", kinds
+    assert arrived[0][1] and "stepStarted" in [k for k, h in arrived if h], arrived
+    assert not arrived[-1][1], arrived
+    # The step ran once retrieval was back: the client saw it start in time (a face or
+    # edge holding the events back would have let retrieval's wait run out first).
+    assert finished and set(finished) <= {"STEP_STATUS_SUCCEEDED", "STEP_STATUS_EMPTY"}, finished
 
 
 # -- privacy ------------------------------------------------------------------------------
