@@ -51,7 +51,12 @@ FORWARDED_HEADERS = (
     "x-tandem-principal",
     "x-tandem-principal-groups",
     "x-tandem-principal-attributes",
+    # W3C trace context, as a gRPC client would send it: the call joins the caller's trace.
+    "traceparent",
+    "tracestate",
 )
+# The gateway's trailer naming the call's trace (`tandem trace <id>`), returned as a header.
+TRACE_ID = "x-trace-id"
 TIMEOUT_HEADER = "x-tandem-timeout"
 OPENAPI_PATH = "/openapi.json"
 HEALTH_PATH = "/healthz"
@@ -269,10 +274,10 @@ class Transcoder:
         try:
             reply = await unary
         except grpc.aio.AioRpcError as exc:
-            return error_response(status_of_call(exc))
+            return _traced(error_response(status_of_call(exc)), exc.trailing_metadata())
         finally:
             watcher.cancel()
-        return _json(message_json(reply))
+        return _traced(_json(message_json(reply)), await unary.trailing_metadata())
 
     async def _stream(
         self,
@@ -377,6 +382,13 @@ async def _decode(
     for name, value in variables.items():
         setattr(rpc_request, name, value)
     return rpc_request
+
+
+def _traced(response: Response, trailers: Any) -> Response:
+    for name, value in trailers or ():
+        if name == TRACE_ID and isinstance(value, str):
+            response.headers[TRACE_ID] = value
+    return response
 
 
 async def _cancel_on_disconnect(receive: Receive, call: grpc.aio.Call) -> None:

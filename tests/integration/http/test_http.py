@@ -150,8 +150,13 @@ async def test_upload_then_search_ask_stream_and_caller_over_http(
     deltas = "".join(d["answerDelta"]["text"] for _, d in events if "answerDelta" in d)
     assert deltas == events[-1][1]["finalAnswer"]["text"]
 
-    caller = await client.get("/v1/caller", headers=_auth(key))
+    trace_id = uuid.uuid4().hex
+    caller = await client.get(
+        "/v1/caller", headers={**_auth(key), "traceparent": f"00-{trace_id}-{'1' * 16}-01"}
+    )
     assert caller.status_code == 200, caller.text
+    # The call joined the caller's trace, and says so as a gRPC call does (x-trace-id).
+    assert caller.headers.get("x-trace-id") == trace_id, caller.headers
     assert {"ask", "ingest", "teach"} <= set(caller.json()["scopes"])
     assert caller.json()["keyId"] and key not in caller.text
 
