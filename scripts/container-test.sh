@@ -344,7 +344,10 @@ dupes=$(psql_pg "SELECT count(*) - count(DISTINCT (component, version)) FROM tan
 [[ -n $migrations && $dupes == 0 ]] || die "migrations: [$migrations] duplicates $dupes"
 log "compose: migrations applied once: $(echo "$migrations" | tr '\n' ' ')"
 
-# The edge last: nginx resolves `gateway` once at start (compose.yaml).
+# The HTTP/JSON face (the gateway's image), then the edge last: nginx resolves `gateway`
+# and `rest` once at start (compose.yaml).
+compose up -d --no-deps rest >>"$OUT/logs/compose-up.log" 2>&1 || die "compose up rest"
+wait_healthy rest 120
 compose up -d --no-deps edge >>"$OUT/logs/compose-up.log" 2>&1 || die "compose up edge"
 edge=$(container_of edge)
 for _ in $(seq 1 30); do

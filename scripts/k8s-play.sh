@@ -175,7 +175,7 @@ podman run --rm --name "$PREFIX-warehouse-setup" --network "$NET" --read-only \
   >"$OUT/logs/warehouse-setup.log" 2>&1 || { quiet <"$OUT/logs/warehouse-setup.log" | tail -20; die "warehouse setup"; }
 log "demo warehouse: $(quiet <"$OUT/logs/warehouse-setup.log" | tail -1)"
 
-for name in embedding retrieval sql router gateway edge; do
+for name in embedding retrieval sql router gateway rest edge; do
   play "$name"
   case $name in
     embedding | sql) wait_probes "$name" 300 ;;

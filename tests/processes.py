@@ -194,7 +194,7 @@ class ProcessStack:
 
     ``env`` is added to every process's environment, ``service_env[name]`` to one's (e.g.
     ``{"gateway": {"GATEWAY_BURST": "5"}}``). Names: ``postgres``, ``embedding``,
-    ``retrieval``, ``sql``, ``router``, ``gateway``.
+    ``retrieval``, ``sql``, ``router``, ``gateway``, ``rest`` (the HTTP/JSON face), ``edge``.
     """
 
     def __init__(
@@ -567,6 +567,7 @@ class ProcessStack:
                     cancelled=cancelled,
                     tls=self.probe_tls(name),
                     peer=name,
+                    http=self._specs[name].http,
                 )
             except ProcessLookupError:
                 raise StackError(
