@@ -4,7 +4,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 GEN := gen
-PROTOS := $(shell find protos -name '*.proto' 2>/dev/null)
+# Ours only: protos/google/api holds the google.api.http options, vendored from
+# googleapis-common-protos, whose own Python modules the generated code imports.
+PROTOS := $(shell find protos/tandem -name '*.proto' 2>/dev/null)
 MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
 # The text-to-SQL development benchmarks (defog: 4 databases, 104 questions; Spider dev:
 # 12 databases, 477 questions); `make eval` runs each that exists, with its keys as
@@ -30,10 +32,12 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 proto: venv ## generate Python code and type stubs from protos/ into gen/
-	rm -rf $(GEN) && mkdir -p $(GEN)
+	rm -rf $(GEN) && mkdir -p $(GEN)/tandem
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m grpc_tools.protoc -Iprotos \
 	  --python_out=$(GEN) --grpc_python_out=$(GEN) \
-	  --mypy_out=$(GEN) --mypy_grpc_out=$(GEN) $(PROTOS)
+	  --mypy_out=$(GEN) --mypy_grpc_out=$(GEN) \
+	  --descriptor_set_out=$(GEN)/tandem/descriptors.binpb --include_imports --include_source_info \
+	  $(PROTOS)
 	find $(GEN) -type d -exec touch {}/__init__.py \;
 	rm -f $(GEN)/__init__.py
 

@@ -567,6 +567,7 @@ class ProcessStack:
                     cancelled=cancelled,
                     tls=self.probe_tls(name),
                     peer=name,
+                    http=self._specs[name].http,
                 )
             except ProcessLookupError:
                 raise StackError(

@@ -30,11 +30,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from google.rpc import status_pb2
+
 from gateway._admission import malformed_authorization
 from gateway._quota import quota_exceeded
 from gateway._settings import DEFAULT_BURST, DEFAULT_RATE_PER_S, tenant_quota
 from gateway._settings import DEFAULT_PORT as GATEWAY_PORT
 from services.common import Env, SettingsError, Unavailable, status_for
+from services.rest import DEFAULT_PORT as REST_PORT
+from services.rest import status_json
 
 DEFAULT_PORT = 50050
 TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "edge" / "tandem-edge.conf.template"
@@ -52,6 +56,8 @@ class EdgeSettings:
 
     listen: str = f"0.0.0.0:{DEFAULT_PORT}"
     upstream: str = f"127.0.0.1:{GATEWAY_PORT}"
+    # The HTTP/JSON face (services.rest) behind /v1 and /openapi.json.
+    rest_upstream: str = f"127.0.0.1:{REST_PORT}"
     rate_per_s: float = DEFAULT_RATE_PER_S
     burst: int = math.ceil(DEFAULT_BURST)
     # The gateway's own quota: refusals tell the caller to wait one of its intervals.
@@ -74,7 +80,7 @@ class EdgeSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> EdgeSettings:
-        """Reads ``EDGE_*``, ``GATEWAY_ADDR`` and the gateway's ``GATEWAY_RATE_PER_S`` /
+        """Reads ``EDGE_*``, ``GATEWAY_ADDR``, ``REST_ADDR`` and the gateway's ``GATEWAY_RATE_PER_S`` /
         ``GATEWAY_BURST`` (the edge's defaults: a key gets its tenant's quota)."""
         env = Env(environ)
         quota, burst = tenant_quota(env)
@@ -96,6 +102,7 @@ class EdgeSettings:
         return cls(
             listen=f"{host}:{port}",
             upstream=env.get_str("GATEWAY_ADDR", cls.upstream),
+            rest_upstream=env.get_str("REST_ADDR", cls.rest_upstream),
             rate_per_s=rate,
             burst=env.get_int("EDGE_BURST", math.ceil(burst), minimum=0),
             quota_rate_per_s=quota,
@@ -124,9 +131,19 @@ def _grpc_message(text: str) -> str:
     return urllib.parse.quote(text, safe=" !#&'()*+,-./:;<=>?@[]^_`{|}~").replace(" ", "%20")
 
 
+def _nginx_json(status: status_pb2.Status) -> str:
+    """google.rpc.Status JSON as the HTTP face writes it, made safe inside a single-quoted
+    nginx string: ``$`` (a variable there) as JSON's ``\\u0024``, then backslashes and
+    quotes escaped for nginx, which takes them out again."""
+    text = status_json(status).decode().replace("$", "\\u0024")
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
 def refusal_variables(quota_rate_per_s: float) -> dict[str, str]:
-    """The precomputed trailers-only replies: over quota, the gateway unreachable, and an
-    authorization header in another form than the gateway's one (or a second one)."""
+    """The precomputed replies: over quota, the gateway unreachable, and an
+    authorization header in another form than the gateway's one (or a second one); as
+    gRPC trailers-only replies and, for the HTTP face's paths, as google.rpc.Status JSON
+    (``Retry-After``: RetryInfo's delay in whole seconds)."""
     wait_s = max(0.001, math.ceil(1000.0 / quota_rate_per_s) / 1000.0)
     over = status_for(quota_exceeded(wait_s))
     down = status_for(Unavailable(UNAVAILABLE_MESSAGE, retry_after_s=1.0))
@@ -141,6 +158,10 @@ def refusal_variables(quota_rate_per_s: float) -> dict[str, str]:
         "EDGE_QUOTA_STATUS": _status_header(over.SerializeToString()),
         "EDGE_UNAVAILABLE_MESSAGE": _grpc_message(down.message),
         "EDGE_UNAVAILABLE_STATUS": _status_header(down.SerializeToString()),
+        "EDGE_QUOTA_JSON": _nginx_json(over),
+        "EDGE_QUOTA_RETRY_AFTER": str(max(1, math.ceil(wait_s))),
+        "EDGE_UNAVAILABLE_JSON": _nginx_json(down),
+        "EDGE_MALFORMED_JSON": _nginx_json(malformed),
     }
 
 
@@ -155,6 +176,7 @@ def template_variables(settings: EdgeSettings, access_log: str) -> dict[str, str
     return {
         "EDGE_LISTEN": settings.listen,
         "EDGE_UPSTREAM": settings.upstream,
+        "EDGE_REST_UPSTREAM": settings.rest_upstream,
         "EDGE_RATE": _nginx_rate(settings.rate_per_s),
         "EDGE_BURST": str(settings.burst),
         "EDGE_ZONE_SIZE": settings.zone_size,

@@ -91,6 +91,8 @@ class ServiceSpec:
     # Internal: its port takes mutual-TLS callers only (the gateway and the edge are the
     # public face: API keys authenticate their callers).
     mtls: bool = True
+    # Speaks HTTP/1.1, not gRPC: readiness is ``GET /healthz`` (the HTTP/JSON face).
+    http: bool = False
 
     @property
     def port_variable(self) -> str:
@@ -122,9 +124,25 @@ SERVICES: tuple[ServiceSpec, ...] = (
         calls=("router", "retrieval", "sql"),
         mtls=False,
     ),
-    # nginx in front of the gateway: refuses a tenant's flood before Python sees it.
+    # The HTTP/JSON face (gRPC transcoding): a client of the gateway like any other.
     ServiceSpec(
-        "edge", "gateway.edge", 50050, needs_database=False, calls=("gateway",), mtls=False
+        "rest",
+        "services.rest",
+        50056,
+        needs_database=False,
+        calls=("gateway",),
+        mtls=False,
+        http=True,
+    ),
+    # nginx in front of the gateway (gRPC) and the HTTP face (/v1, /openapi.json):
+    # refuses a tenant's flood before Python sees it.
+    ServiceSpec(
+        "edge",
+        "gateway.edge",
+        50050,
+        needs_database=False,
+        calls=("gateway", "rest"),
+        mtls=False,
     ),
 )
 
@@ -661,6 +679,7 @@ class _Supervisor:
                     cancelled=self.stopping,
                     tls=self._probe_credentials(entry.spec),
                     peer=entry.spec.name,
+                    http=entry.spec.http,
                 )
             except ProcessLookupError:
                 raise self.failure(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import http.client
 import os
 import signal
 import subprocess
@@ -99,14 +100,19 @@ def wait_serving(
     cancelled: threading.Event | None = None,
     tls: Credentials | None = None,
     peer: str | None = None,
+    http: bool = False,
 ) -> None:
     """Block until the health service at ``address`` reports SERVING.
 
     Watches the standard health service (pushed status changes, not polling); checks at
     least once a second that the process is still ``alive``. Raises ``TimeoutError`` at
-    the deadline and ``ProcessLookupError`` when the process has gone.
+    the deadline and ``ProcessLookupError`` when the process has gone. ``http``: the
+    process speaks HTTP/1.1 only (the HTTP/JSON face): ``GET /healthz`` answering 200.
     """
     deadline = time.monotonic() + timeout_s
+    if http:
+        _wait_http(address, deadline, timeout_s, alive, cancelled)
+        return
     request = health_pb2.HealthCheckRequest()
     with health_channel(address, tls, peer) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
@@ -129,6 +135,33 @@ def wait_serving(
                     time.sleep(0.05)
                 elif code != grpc.StatusCode.DEADLINE_EXCEEDED:
                     raise
+
+
+def _wait_http(
+    address: str,
+    deadline: float,
+    timeout_s: float,
+    alive: Callable[[], bool],
+    cancelled: threading.Event | None,
+) -> None:
+    host, _, port = address.rpartition(":")
+    while True:
+        if not alive():
+            raise ProcessLookupError(address)
+        if cancelled is not None and cancelled.is_set():
+            raise InterruptedError(address)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{address} did not answer /healthz within {timeout_s:.0f} s")
+        connection = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=1.0)
+        try:
+            connection.request("GET", "/healthz")
+            if connection.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        finally:
+            connection.close()
+        time.sleep(0.1)
 
 
 def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
