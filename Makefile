@@ -126,7 +126,7 @@ clean:
 	rm -rf $(GEN) $(VENV) .mypy_cache .ruff_cache .pytest_cache
 
 .PHONY: container-test
-container-test: venv edge ## (root) build every image under podman, run the compose stack, smoke it through the edge; not part of `make test` (infra/README.md)
+container-test: venv edge web ## (root) build every image under podman, run the compose stack, smoke it through the edge; not part of `make test` (infra/README.md)
 	@test -f $(GEN)/tandem/v1/gateway_service_pb2.py || $(MAKE) proto
 	VENV_PY=$(abspath $(BIN))/python bash scripts/container-test.sh
 

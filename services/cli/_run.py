@@ -898,6 +898,9 @@ def _print_usage(
             f"Products and load tests: call the edge at {addresses['edge']}{everywhere} (same "
             "API; it refuses a tenant's flood before the gateway sees it)."
         )
+        console.line(
+            f"In a browser: http://{addresses['edge']}/ (the playground page; paste the key above)."
+        )
     console.line("Ctrl-C stops every service (in-flight calls finish first).")
 
 
