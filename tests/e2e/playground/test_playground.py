@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.playground.conftest import TRAVEL_POLICY, Playground
+from tests.e2e.playground.conftest import TENANT, TRAVEL_POLICY, Playground
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -229,8 +229,16 @@ def test_a_wrong_key_is_refused_with_the_message_shown(
 
     assert turn is None
     shown = _error(browser)
-    assert shown.startswith("401 "), shown
-    assert "API_KEY_INVALID" in shown or "UNAUTHENTICATED" in shown, shown
+    assert shown.startswith("401 The API key was refused"), shown
+    assert "(API_KEY_INVALID)" in shown, shown
+
+    # A real key without the `ask` scope: 403, said as such.
+    ingest_only = playground.stack.create_key(TENANT, scopes=("ingest",))
+    turn = _ask(browser, ingest_only, HOTELS, "ASK_MODE_AUTO")
+
+    assert turn is None
+    shown = _error(browser)
+    assert shown.startswith("403 This API key lacks the scope"), shown
     assert _violations(browser) == []
 
 
