@@ -47,7 +47,7 @@ NETWORK = f"{PREFIX}-net"
 NAMESPACE_DOMAIN = "tandem.svc.cluster.local"
 TLS_SERVICES = ("embedding", "retrieval", "sql", "router", "gateway")
 # Dependency order (callees first), as the compose test starts them.
-ORDER = ("postgres", "embedding", "retrieval", "sql", "router", "gateway", "edge")
+ORDER = ("postgres", "embedding", "retrieval", "sql", "router", "gateway", "rest", "edge")
 PLAY_IMAGES = {
     "tandem/embedding": "localhost/tandem/embedding:dev",
     "tandem/retrieval": "localhost/tandem/retrieval:dev",

@@ -80,8 +80,9 @@ class EdgeSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> EdgeSettings:
-        """Reads ``EDGE_*``, ``GATEWAY_ADDR``, ``REST_ADDR`` and the gateway's ``GATEWAY_RATE_PER_S`` /
-        ``GATEWAY_BURST`` (the edge's defaults: a key gets its tenant's quota)."""
+        """Reads ``EDGE_*``, ``GATEWAY_ADDR``, ``REST_ADDR`` and the gateway's
+        ``GATEWAY_RATE_PER_S`` / ``GATEWAY_BURST`` (the edge's defaults: a key gets its
+        tenant's quota)."""
         env = Env(environ)
         quota, burst = tenant_quota(env)
         host = env.get_str("EDGE_HOST", "0.0.0.0")

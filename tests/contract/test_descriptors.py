@@ -9,6 +9,7 @@ from pathlib import Path
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from services.common import GrpcServer, create_channel
+from services.rest import gateway_routes, rule_of
 from tests.conftest import server_settings
 from tests.contract._protos import rpc_names, services
 
@@ -26,6 +27,9 @@ SERVICE_PACKAGES = {
     "tandem.v1.GatewayService": "gateway",
 }
 ROOT = HERE.parents[1]
+# The public service: every RPC of it is also served over HTTP/JSON (services.rest), at
+# the path its google.api.http option binds; the internal services have no HTTP face.
+PUBLIC_SERVICE = "tandem.v1.GatewayService"
 
 
 def covered_rpcs() -> set[str]:
@@ -60,6 +64,29 @@ def test_every_rpc_of_an_implemented_service_has_a_contract_test():
     required = {name for name in rpc_names() if name.split("/")[0] not in PENDING}
     missing = sorted(required - covered_rpcs())
     assert not missing, f"RPCs without a contract test (@pytest.mark.rpc): {missing}"
+
+
+def test_every_public_rpc_has_an_http_binding_the_face_serves():
+    """An RPC added without a google.api.http option would be missing from the HTTP face
+    and its OpenAPI document; one with a binding the face cannot serve fails its start."""
+    public = [m for s, _ in services() if s.full_name == PUBLIC_SERVICE for m in s.methods]
+    missing = [m.full_name for m in public if rule_of(m) is None]
+    assert not missing, f"RPCs without a google.api.http option: {missing}"
+    routes = gateway_routes()  # RouteError for a binding the face cannot serve
+    assert sorted(r.rpc.full_name for r in routes) == sorted(m.full_name for m in public)
+    bound = [(r.verb, r.template) for r in routes]
+    assert len(set(bound)) == len(bound), "two RPCs bound to one verb and path"
+
+
+def test_internal_rpcs_have_no_http_binding():
+    bound = [
+        m.full_name
+        for s, _ in services()
+        if s.full_name != PUBLIC_SERVICE
+        for m in s.methods
+        if rule_of(m) is not None
+    ]
+    assert not bound, f"internal RPCs are reached through the gateway only: {bound}"
 
 
 def test_contract_tests_name_only_real_rpcs():

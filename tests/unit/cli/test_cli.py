@@ -151,6 +151,7 @@ def test_tandem_run_replicas_get_their_own_ports_and_callers_balance_over_them()
         "router": "127.0.0.1:50052",
         "router-2": "127.0.0.1:50152",
         "gateway": "127.0.0.1:50051",
+        "rest": "127.0.0.1:50056",
         "edge": "127.0.0.1:50050",
     }
     # Every caller of a replicated service dials all its replicas; the rest stay one.
@@ -159,7 +160,7 @@ def test_tandem_run_replicas_get_their_own_ports_and_callers_balance_over_them()
     assert env["EMBEDDING_ADDR"] == "127.0.0.1:50054" == addresses["embedding"]
     assert env["GATEWAY_ADDR"] == "127.0.0.1:50051"
     assert [i.name for i in instances(env)] == [
-        "embedding", "retrieval", "sql", "router", "gateway", "edge"
+        "embedding", "retrieval", "sql", "router", "gateway", "rest", "edge"
     ]  # fmt: skip
 
 
@@ -175,13 +176,14 @@ def test_tandem_run_port_base_moves_every_port_at_once() -> None:
         "retrieval": "127.0.0.1:41003",
         "retrieval-2": "127.0.0.1:41103",
         "embedding": "127.0.0.1:41004",
+        "rest": "127.0.0.1:41006",
         "sql": "127.0.0.1:6055",  # set explicitly: still wins
         "sql-2": "127.0.0.1:6155",
     }
     assert env["GATEWAY_ADDR"] == "127.0.0.1:41001" == addresses["gateway"]
     assert port_base_problem(41000, replicas=2) is None
-    assert "between 1024 and 65530" in (port_base_problem(65533) or "")
-    assert "between 1024 and 64830" in (port_base_problem(65000, replicas=8) or "")
+    assert "between 1024 and 65529" in (port_base_problem(65533) or "")
+    assert "between 1024 and 64829" in (port_base_problem(65000, replicas=8) or "")
     assert port_base_problem(80) is not None
     args = _parser().parse_args(["run", "--port-base", "41000"])
     assert args.port_base == 41000

@@ -46,6 +46,9 @@ SERVICES = (
     Deployed("sql", "services.sql", "SQL", "services.sql._settings"),
     Deployed("router", "services.router", "ROUTER", "services.router._settings"),
     Deployed("gateway", "gateway", "GATEWAY", "gateway._settings"),
+    # The HTTP/JSON face: the gateway's image with another command, HTTP health; not one
+    # of "our Python images" in the sense above.
+    Deployed("rest", "services.rest", "REST", "services.rest._settings", python=False),
     Deployed("edge", "gateway.edge", "EDGE", "gateway.edge", python=False),
 )
 PYTHON_SERVICES = tuple(s for s in SERVICES if s.python)
@@ -66,10 +69,13 @@ def probe_command(service: Deployed, port: int) -> list[str]:
 BY_NAME = {s.name: s for s in SERVICES}
 
 # Who calls whom (SYSTEM.md and issue 11); the gateway also verifies API keys in Postgres.
-# The edge (nginx) is the front door and calls the gateway only.
+# The edge (nginx) is the front door and calls the gateway and the HTTP face, which calls
+# the gateway.
 CALL_GRAPH = frozenset(
     {
         ("edge", "gateway"),
+        ("edge", "rest"),
+        ("rest", "gateway"),
         ("gateway", "router"),
         ("gateway", "retrieval"),
         ("gateway", "sql"),

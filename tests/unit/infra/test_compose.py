@@ -83,10 +83,11 @@ def test_addresses_follow_the_call_graph() -> None:
                 edges.add((caller.name, callee.name))
         if "@postgres:5432/" in env.get("DATABASE_URL", ""):
             edges.add((caller.name, "postgres"))
-    # nginx names its one callee as host:port.
-    host, _, port = services["edge"]["environment"]["EDGE_UPSTREAM"].rpartition(":")
-    assert port == str(BY_NAME[host].default_port())
-    edges.add(("edge", host))
+    # nginx names its callees as host:port: the gateway and the HTTP face.
+    for upstream in ("EDGE_UPSTREAM", "EDGE_REST_UPSTREAM"):
+        host, _, port = services["edge"]["environment"][upstream].rpartition(":")
+        assert port == str(BY_NAME[host].default_port())
+        edges.add(("edge", host))
     assert edges == set(CALL_GRAPH)
     # Every callee a service depends on is started (healthy) before it.
     for source, dest in CALL_GRAPH:

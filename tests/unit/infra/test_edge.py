@@ -16,6 +16,7 @@ import yaml
 import gateway.edge
 from gateway._settings import DEFAULT_PORT as GATEWAY_PORT
 from gateway.edge import EdgeSettings, main_config, nginx_binary, render, template_variables
+from services.rest import DEFAULT_PORT as REST_PORT
 from tests.unit.infra.conftest import INFRA, ROOT, kustomize_build
 
 K8S = INFRA / "k8s"
@@ -79,6 +80,7 @@ def _settings(gateway_env: dict[str, str], playground_dir: str) -> EdgeSettings:
         {
             **quota,
             "GATEWAY_ADDR": f"gateway:{GATEWAY_PORT}",
+            "REST_ADDR": f"rest:{REST_PORT}",
             "EDGE_PLAYGROUND_DIR": playground_dir,
         }
     )
@@ -123,6 +125,7 @@ def test_the_edge_listens_on_its_port_and_forwards_to_the_gateways(deployment: s
 
     assert edge["EDGE_LISTEN"] == f"0.0.0.0:{gateway.edge.DEFAULT_PORT}"
     assert edge["EDGE_UPSTREAM"] == f"gateway:{GATEWAY_PORT}"
+    assert edge["EDGE_REST_UPSTREAM"] == f"rest:{REST_PORT}"
 
 
 def test_compose_publishes_the_edge_port_and_mounts_the_template() -> None:
@@ -219,7 +222,7 @@ def _app(selector: dict[str, Any]) -> str | None:
     return name
 
 
-def test_only_the_edge_reaches_the_gateway_and_the_edge_is_public() -> None:
+def test_only_the_edge_and_the_http_face_reach_the_gateway_and_the_edge_is_public() -> None:
     ingress: dict[str, list[dict[str, Any]]] = {}
     egress: dict[str, list[dict[str, Any]]] = {}
     for policy in _k8s("networkpolicies.yaml"):
@@ -232,14 +235,22 @@ def test_only_the_edge_reaches_the_gateway_and_the_edge_is_public() -> None:
         return [p["port"] for p in rule["ports"]]
 
     (to_gateway,) = ingress["gateway"]
-    assert [_app(peer["podSelector"]) for peer in to_gateway["from"]] == ["edge"]
+    assert [_app(peer["podSelector"]) for peer in to_gateway["from"]] == ["edge", "rest"]
     assert ports(to_gateway) == [GATEWAY_PORT]
+    # The HTTP face (a client of the gateway) is reached through the edge only.
+    (to_rest,) = ingress["rest"]
+    assert [_app(peer["podSelector"]) for peer in to_rest["from"]] == ["edge"]
+    assert ports(to_rest) == [REST_PORT]
     (public,) = ingress["edge"]
     assert "from" not in public
     assert ports(public) == [gateway.edge.DEFAULT_PORT]
-    (out,) = egress["edge"]
-    assert [_app(peer["podSelector"]) for peer in out["to"]] == ["gateway"]
-    assert ports(out) == [GATEWAY_PORT]
+    out_gateway, out_rest = egress["edge"]
+    assert [_app(peer["podSelector"]) for peer in out_gateway["to"]] == ["gateway"]
+    assert ports(out_gateway) == [GATEWAY_PORT]
+    assert [_app(peer["podSelector"]) for peer in out_rest["to"]] == ["rest"]
+    assert ports(out_rest) == [REST_PORT]
+    (rest_out,) = egress["rest"]
+    assert [_app(peer["podSelector"]) for peer in rest_out["to"]] == ["gateway"]
 
 
 @pytest.mark.parametrize("deployment", DEPLOYMENTS)
@@ -257,7 +268,9 @@ def test_the_filled_template_is_a_configuration_nginx_accepts(
     # resolves inside the deployment.
     http_config = tmp_path / "tandem-edge.conf"
     http_config.write_text(
-        config.replace(f"server {edge['EDGE_UPSTREAM']};", f"server 127.0.0.1:{GATEWAY_PORT};"),
+        config.replace(
+            f"server {edge['EDGE_UPSTREAM']};", f"server 127.0.0.1:{GATEWAY_PORT};"
+        ).replace(f"server {edge['EDGE_REST_UPSTREAM']};", f"server 127.0.0.1:{REST_PORT};"),
         encoding="utf-8",
     )
     main = tmp_path / "nginx.conf"

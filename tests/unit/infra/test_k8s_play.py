@@ -90,7 +90,9 @@ def test_the_generated_config_map_is_named_and_referenced(k8s_play: ModuleType) 
 def test_every_deployment_is_played_in_dependency_order(rendered: Path) -> None:
     plan = _plan(rendered)
     names = [d["name"] for d in plan["deployments"]]
-    assert names == ["postgres", "embedding", "retrieval", "sql", "router", "gateway", "edge"]
+    assert names == [
+        "postgres", "embedding", "retrieval", "sql", "router", "gateway", "rest", "edge",
+    ]  # fmt: skip
     manifests = {
         s.name: yaml.safe_load_all((INFRA / "k8s" / f"{s.name}.yaml").read_text()) for s in SERVICES
     }
@@ -143,7 +145,7 @@ def test_only_the_listed_adaptations(rendered: Path) -> None:
         mounts = {m["mountPath"]: m for m in after["volumeMounts"]}
         if service.name == "edge":
             assert "subPath" not in mounts["/etc/nginx/templates"]
-        else:
+        elif service.name != "rest":  # the HTTP face calls the gateway's plaintext port
             assert mounts["/etc/tandem/tls"]["readOnly"] is True
 
 
