@@ -34,7 +34,7 @@ rm -rf "$out.new"
 mkdir -p "$out.new"
 node_modules/.bin/esbuild vendor.js --bundle --minify --format=esm --target=es2020 \
   --legal-comments=eof --log-level=warning --outfile="$out.new/vendor.js"
-cp index.html app.js sse.js style.css favicon.svg "$out.new/"
+cp index.html app.js format.js sse.js style.css favicon.svg "$out.new/"
 rm -rf "$out.old"
 if [[ -d "$out" ]]; then mv "$out" "$out.old"; fi
 mv "$out.new" "$out"

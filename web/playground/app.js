@@ -5,6 +5,7 @@
 // The API key lives in the key field only: never in localStorage, sessionStorage or a
 // cookie, so reloading the page forgets it.
 
+import { CODE_TO_HTTP, describeError, sqlValueText, strip } from './format.js';
 import { readEvents } from './sse.js';
 
 const $ = (selector, root = document) => root.querySelector(selector);
@@ -13,47 +14,6 @@ const state = {
   conversationId: '',
   busy: false,
 };
-
-// What each HTTP status of the face means to the person at the page (gRPC transcoding's
-// table: https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto).
-const STATUS_TEXT = {
-  400: 'The request was refused as invalid',
-  401: 'The API key was refused (wrong, revoked or missing)',
-  403: 'This API key lacks the scope for this call',
-  404: 'Not found',
-  429: 'Over quota',
-  499: 'Cancelled',
-  500: 'The server failed',
-  503: 'A service is unavailable',
-  504: 'The deadline passed before the answer was ready',
-};
-const CODE_TO_HTTP = { 1: 499, 3: 400, 4: 504, 5: 404, 7: 403, 8: 429, 9: 400, 13: 500, 14: 503, 16: 401 };
-const TYPE = 'type.googleapis.com/google.rpc.';
-
-function strip(name, prefix) {
-  return typeof name === 'string' && name.startsWith(prefix) ? name.slice(prefix.length) : String(name ?? '');
-}
-
-/** A google.rpc.Status (the face's error body) as one plain sentence. */
-function describeError(httpStatus, status) {
-  const lines = [];
-  const head = STATUS_TEXT[httpStatus] || `HTTP ${httpStatus}`;
-  const details = Array.isArray(status?.details) ? status.details : [];
-  const info = details.find((d) => d['@type'] === `${TYPE}ErrorInfo`);
-  const retry = details.find((d) => d['@type'] === `${TYPE}RetryInfo`);
-  const bad = details.find((d) => d['@type'] === `${TYPE}BadRequest`);
-  let summary = `${httpStatus} ${head}`;
-  if (info?.reason) summary += ` (${info.reason})`;
-  lines.push(summary);
-  if (status?.message) lines.push(status.message);
-  const service = info?.metadata?.service;
-  if (service) lines.push(`Service: ${service}`);
-  for (const violation of bad?.fieldViolations || []) {
-    lines.push(`${violation.field}: ${violation.description}`);
-  }
-  if (retry?.retryDelay) lines.push(`Retry after ${retry.retryDelay}`);
-  return lines.join('\n');
-}
 
 function showError(text) {
   const box = $('#error');
@@ -80,15 +40,6 @@ function headers() {
 }
 
 // -- rendering ------------------------------------------------------------------------
-
-/** One SqlValue (proto3 JSON: exactly one field set) as display text. */
-function sqlValueText(value) {
-  if (value === null || typeof value !== 'object') return '';
-  const [kind, inner] = Object.entries(value)[0] || [];
-  if (kind === undefined || kind === 'nullValue') return 'NULL';
-  if (kind === 'arrayValue') return `[${(inner.values || []).map(sqlValueText).join(', ')}]`;
-  return String(inner);
-}
 
 function locatorOf(citation) {
   if (citation.kind === 'CITATION_KIND_SQL_RESULT') return 'SQL result';

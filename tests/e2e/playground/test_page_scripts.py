@@ -1,5 +1,6 @@
 """The page's own scripts outside a browser: Node's test runner on web/playground/test/
-(the server-sent-event parser, fed every split of a stream)."""
+(the server-sent-event parser, fed every split of a stream; how errors and SQL values
+are worded)."""
 
 from __future__ import annotations
 
@@ -20,4 +21,4 @@ def test_the_event_stream_parser() -> None:
         [node, "--test", "test/"], cwd=WEB, capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "# fail 0" in done.stdout and "# pass 4" in done.stdout
+    assert "# fail 0" in done.stdout and "# pass 8" in done.stdout
