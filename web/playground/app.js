@@ -224,8 +224,14 @@ async function ask(event) {
   if (state.busy) return;
   showError('');
   const question = $('#question').value.trim();
-  if (!$('#key').value.trim()) {
+  const key = $('#key').value.trim();
+  if (!key) {
     showError('Paste an API key first.');
+    return;
+  }
+  if (!/^[\x21-\x7e]+$/.test(key)) {
+    // fetch() cannot send such a header at all; no key has these characters.
+    showError('The API key holds spaces or characters no key has: paste it again.');
     return;
   }
   if (!question) return;
