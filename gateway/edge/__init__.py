@@ -36,7 +36,7 @@ from gateway._admission import malformed_authorization
 from gateway._quota import quota_exceeded
 from gateway._settings import DEFAULT_BURST, DEFAULT_RATE_PER_S, tenant_quota
 from gateway._settings import DEFAULT_PORT as GATEWAY_PORT
-from services.common import Env, SettingsError, Unavailable, status_for
+from services.common import Env, InvalidArgument, SettingsError, Unavailable, status_for
 from services.rest import DEFAULT_PORT as REST_PORT
 from services.rest import status_json
 
@@ -150,6 +150,13 @@ def refusal_variables(quota_rate_per_s: float) -> dict[str, str]:
     down = status_for(Unavailable(UNAVAILABLE_MESSAGE, retry_after_s=1.0))
     malformed = status_for(malformed_authorization("malformed authorization header"))
     duplicate = status_for(malformed_authorization("more than one authorization header"))
+    bad_request = status_for(
+        InvalidArgument.field(
+            "request",
+            "malformed HTTP request (a repeated header such as Authorization, or a bad line)",
+            reason="REQUEST_MALFORMED",
+        )
+    )
     return {
         "EDGE_MALFORMED_MESSAGE": _grpc_message(malformed.message),
         "EDGE_MALFORMED_STATUS": _status_header(malformed.SerializeToString()),
@@ -163,6 +170,7 @@ def refusal_variables(quota_rate_per_s: float) -> dict[str, str]:
         "EDGE_QUOTA_RETRY_AFTER": str(max(1, math.ceil(wait_s))),
         "EDGE_UNAVAILABLE_JSON": _nginx_json(down),
         "EDGE_MALFORMED_JSON": _nginx_json(malformed),
+        "EDGE_BAD_REQUEST_JSON": _nginx_json(bad_request),
     }
 
 

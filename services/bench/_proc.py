@@ -20,6 +20,7 @@ from typing import Protocol
 _SERVICE_MODULES = {
     "gateway.edge": "edge",
     "gateway": "gateway",
+    "services.rest": "rest",
     "services.router": "router",
     "services.retrieval": "retrieval",
     "services.sql": "sql",

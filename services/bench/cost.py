@@ -1,7 +1,9 @@
 """``tandem bench cost``: CPU per request of every gateway RPC, per process of the stack.
 
 Drives Search, Ask RETRIEVE, Ask AUTO on a countable question, AskSql and StreamAsk at a
-fixed concurrency through the edge (or the gateway) and reads, over each load window, the
+fixed concurrency through the edge (or the gateway), and Search over HTTP/JSON through the
+edge and the HTTP face (``search_http``: issue 49's target is at most 1.15x Search's CPU
+per request over gRPC), and reads, over each load window, the
 CPU that every process of the stack spent — Python services, the edge's nginx, the
 Postgres postmaster and all its backends — from ``/proc``. CPU per request is the number
 to drive down: on a machine shared with the load driver and with other work, wall-clock
@@ -46,11 +48,13 @@ from services.bench._proc import (
 )
 from services.bench._publish import publish
 from services.common import Principal
-from services.load import LoadOptions, Report, run_load
+from services.load import CallResult, LoadOptions, Report, build_report, run_load
 from services.load.report import QUESTIONS, Scenario
 
 # Columns of the per-process table, in call order; ``other`` is the supervisor and guards.
-ROLES = ("edge", "gateway", "router", "retrieval", "sql", "embedding", "postgres", "other")
+ROLES = (
+    "edge", "rest", "gateway", "router", "retrieval", "sql", "embedding", "postgres", "other",
+)  # fmt: skip
 # Issue 20's targets: CPU ms per request, every process summed, demo corpus, c=16.
 TARGETS_CPU_MS = {"search": 4.5, "ask_retrieve": 8.0, "ask_sql": 4.0}
 STACK_PORTS = {
@@ -60,6 +64,7 @@ STACK_PORTS = {
     "EMBEDDING_PORT": 50054,
     "SQL_PORT": 50055,
     "EDGE_PORT": 50050,
+    "REST_PORT": 50056,
 }
 # The databases the stack's services use on a shared postmaster (retrieval and the gateway
 # on ``postgres``, SQL on the warehouse); other databases' backends are someone else's.
@@ -70,6 +75,10 @@ BENCH_TENANT = "demo"
 # Issue 47: CPU per request with a principal at most this many times without.
 PRINCIPAL_RATIO_TARGET = 1.10
 PRINCIPAL_STACK = "principal"
+# Issue 49: Search over HTTP/JSON at most this many times Search over gRPC.
+HTTP_RATIO_TARGET = 1.15
+# A scenario whose call is ``<VERB> <path>`` goes over HTTP/JSON (through the edge).
+_HTTP_CALL = re.compile(r"^(GET|POST|PATCH|DELETE) (/\S+)$")
 
 # Varied questions (the report's), so the embedding cache does not turn the run into hits.
 SEMANTIC = QUESTIONS
@@ -91,6 +100,12 @@ SCENARIOS = (
         "Search (hybrid)",
         "tandem.v1.GatewayService.Search",
         [{"query": q, "mode": "SEARCH_MODE_HYBRID", "top_k": 10} for q in SEMANTIC],
+    ),
+    Scenario(
+        "search_http",
+        "Search (hybrid, HTTP)",
+        "POST /v1:search",
+        [{"query": q, "mode": "SEARCH_MODE_HYBRID", "topK": 10} for q in SEMANTIC],
     ),
     Scenario(
         "ask_retrieve",
@@ -188,6 +203,13 @@ async def measure(
     ticks_per_s: int,
 ) -> tuple[Report, dict[str, float]]:
     """One warm-up and one measured window; the CPU every stack process spent in it."""
+    if _HTTP_CALL.match(scenario.call):
+        metadata = {"authorization": f"Bearer {stack.api_key}", **dict(stack.headers)}
+        await run_http_load(stack.target, scenario, metadata, concurrency, warm_up_s)
+        before = stack.processes.snapshot(source)
+        report = await run_http_load(stack.target, scenario, metadata, concurrency, duration_s)
+        after = stack.processes.snapshot(source)
+        return report, cpu_delta(before, after, ticks_per_s)
     options = LoadOptions(
         call=scenario.call,
         host=stack.target,
@@ -204,6 +226,46 @@ async def measure(
     report = await run_load(LoadOptions(**{**options.__dict__, "duration_s": duration_s}))
     after = stack.processes.snapshot(source)
     return report, cpu_delta(before, after, ticks_per_s)
+
+
+async def run_http_load(
+    target: str,
+    scenario: Scenario,
+    headers: dict[str, str],
+    concurrency: int,
+    duration_s: float,
+) -> Report:
+    """``concurrency`` HTTP/1.1 clients (one kept-alive connection each) calling
+    ``scenario`` back to back for ``duration_s``, its bodies in rotation: the same load
+    shape as the gRPC driver's, as a ghz-style report (status ``OK`` or ``HTTP <code>``)."""
+    import httpx  # noqa: PLC0415 — only the HTTP scenarios need it
+
+    found = _HTTP_CALL.match(scenario.call)
+    assert found is not None
+    verb, path = found.groups()
+    results: list[CallResult] = []
+    start = time.monotonic()
+    deadline = start + duration_s
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(
+        base_url=f"http://{target}", headers=headers, timeout=10.0, limits=limits
+    ) as client:
+
+        async def worker(index: int) -> None:
+            n = index
+            while time.monotonic() < deadline:
+                body = scenario.data[n % len(scenario.data)]
+                n += concurrency
+                began = time.monotonic()
+                try:
+                    reply = await client.request(verb, path, json=body)
+                    status = "OK" if reply.status_code == 200 else f"HTTP {reply.status_code}"
+                except httpx.HTTPError as exc:
+                    status = f"HTTP {type(exc).__name__}"
+                results.append(CallResult(began - start, time.monotonic() - began, status))
+
+        await asyncio.gather(*(worker(i) for i in range(concurrency)))
+    return build_report(results, time.monotonic() - start, name=f"{scenario.key} c={concurrency}")
 
 
 def _offset_ports(offset: int) -> dict[str, str]:
@@ -481,6 +543,12 @@ def render(results: dict[str, Any]) -> str:
             lines.append(line)
     targets = ", ".join(f"{k} ≤ {v:g} ms" for k, v in TARGETS_CPU_MS.items())
     lines += ["", f"targets (issue 20, CPU ms per request): {targets}"]
+    http = results.get("http_ratios") or {}
+    if http:
+        shown = ", ".join(f"{k} {v:.2f}x" for k, v in http.items())
+        lines.append(
+            f"Search over HTTP / over gRPC (issue 49, target ≤ {HTTP_RATIO_TARGET:.2f}x): " + shown
+        )
     ratios = results.get("principal_ratios") or {}
     if ratios:
         shown = ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
@@ -566,7 +634,18 @@ def run(settings: CostSettings) -> dict[str, Any]:
         },
     }
     results["principal_ratios"] = principal_ratios(results)
+    results["http_ratios"] = http_ratios(results)
     return results
+
+
+def http_ratios(results: dict[str, Any]) -> dict[str, float]:
+    """Per stack: Search's CPU ms per request over HTTP/JSON / over gRPC (issue 49)."""
+    ratios = {}
+    for name, by_key in results["stacks"].items():
+        grpc_row, http_row = by_key.get("search"), by_key.get("search_http")
+        if grpc_row and http_row and grpc_row["cpu_ms_per_request"]:
+            ratios[name] = round(http_row["cpu_ms_per_request"] / grpc_row["cpu_ms_per_request"], 3)
+    return ratios
 
 
 def main(settings: CostSettings) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def register(commands: Commands) -> None:
         nargs="+",
         default=None,
         metavar="RPC",
-        help="search ask_retrieve ask_auto_sql ask_sql stream_ask (default: all)",
+        help="search search_http ask_retrieve ask_auto_sql ask_sql stream_ask (default: all)",
     )
     cost.add_argument(
         "--baseline",

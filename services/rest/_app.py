@@ -14,6 +14,7 @@ Nothing is logged per request: no path, body, query or key ever reaches a log.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -29,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from services.common import InvalidArgument, LimitExceeded, TandemError
+from services.common import InvalidArgument, TandemError
 from services.rest._errors import (
     http_status,
     local_status,
@@ -211,17 +212,23 @@ class Transcoder:
             return
         if scope["type"] != "http":
             return
-        limit = self._settings.max_body_bytes
         route_found = find(self._routes, scope["method"], _raw_path(scope))
-        if not isinstance(route_found, str) and route_found[0].client_streaming:
-            limit = self._settings.max_upload_bytes
+        upload = not isinstance(route_found, str) and route_found[0].client_streaming
+        limit = self._settings.max_upload_bytes if upload else self._settings.max_body_bytes
         request = Request(scope, _limited(receive, limit))
         try:
             response = await self._handle(request, route_found)
         except _BodyTooLarge:
+            # 400, not 429: the same request would be refused again (no retry).
+            field = "file" if upload else "body"
             response = error_response(
                 local_status(
-                    LimitExceeded(f"request body over {limit} bytes", reason="REQUEST_TOO_LARGE")
+                    InvalidArgument.field(
+                        field,
+                        f"over {limit} bytes",
+                        reason="REQUEST_TOO_LARGE",
+                        metadata={"limit": str(limit)},
+                    )
                 )
             )
         await response(scope, receive, send)
@@ -250,10 +257,16 @@ class Transcoder:
             return error_response(local_status(exc))
         if route.server_streaming:
             return await self._stream(call, rpc_request, metadata, timeout)
+        unary = call.invoke(rpc_request, metadata=metadata, timeout=timeout)
+        # A client that goes away cancels the call, and the cancellation reaches the
+        # gateway's internal calls (as a gRPC client's would).
+        watcher = asyncio.ensure_future(_cancel_on_disconnect(request.receive, unary))
         try:
-            reply = await call.invoke(rpc_request, metadata=metadata, timeout=timeout)
+            reply = await unary
         except grpc.aio.AioRpcError as exc:
             return error_response(status_of_call(exc))
+        finally:
+            watcher.cancel()
         return _json(message_json(reply))
 
     async def _stream(
@@ -359,6 +372,12 @@ async def _decode(
     for name, value in variables.items():
         setattr(rpc_request, name, value)
     return rpc_request
+
+
+async def _cancel_on_disconnect(receive: Receive, call: grpc.aio.Call) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    call.cancel()
 
 
 def _metadata(request: Request) -> tuple[tuple[str, str], ...]:

@@ -23,6 +23,7 @@ import jsonschema
 import pytest
 
 from services.rest import gateway_routes
+from tests.privacy import new_canary
 from tests.processes import ProcessStack
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -42,6 +43,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStack]:
     stack = ProcessStack(
         tmp_path_factory.mktemp("http-stack"),
         env={"GATEWAY_RATE_PER_S": "5", "GATEWAY_BURST": "20"},
+        # The face at its most verbose: the privacy test reads its log.
+        service_env={"rest": {"LOG_LEVEL": "DEBUG"}},
     )
     with stack:
         yield stack
@@ -171,6 +174,11 @@ async def test_keys_are_checked_by_the_gateway_and_the_edge(
     spelled = await client.get("/v1/caller", headers={"authorization": "bearer abc"})
     assert (spelled.status_code, _reason(spelled.json())) == (401, "AUTHORIZATION_MALFORMED")
     assert spelled.json()["code"] == 16
+    # A second Authorization header: nginx's own 400, as JSON for an HTTP client.
+    twice = await client.get(
+        "/v1/caller", headers=[("authorization", "Bearer a"), ("authorization", "Bearer b")]
+    )
+    assert (twice.status_code, _reason(twice.json())) == (400, "REQUEST_MALFORMED")
 
 
 async def test_a_key_without_the_scope_is_403_naming_it(
@@ -285,6 +293,29 @@ async def test_every_path_of_the_openapi_document_answers_and_replies_fit_it(
     ask = document["paths"]["/v1:ask"]["post"]["responses"]["200"]["content"]
     answer = await client.post("/v1:ask", headers=_auth(key), json={"question": QUESTION})
     _validate(document, ask["application/json"]["schema"], answer.json())
+
+
+# -- privacy ------------------------------------------------------------------------------
+
+
+async def test_the_face_and_the_edge_log_no_question_query_body_or_key(
+    stack: ProcessStack, client: httpx.AsyncClient
+) -> None:
+    key = await _key(stack)
+    canary = new_canary()
+    auth = _auth(key)
+    await client.post("/v1:ask", headers=auth, json={"question": f"What is {canary}?"})
+    await client.post("/v1:search", headers=auth, json={"query": canary})
+    await client.get("/v1/schema", headers=auth, params={"question": canary})
+    await client.post("/v1:search", headers=auth, json={"topK": canary})  # 400 echoes it
+    await client.post("/v1:streamAsk", headers=auth, json={"question": canary})
+    await asyncio.sleep(3.0)  # nginx flushes its access log every 2 s
+    face = stack.log_path("rest").read_text(errors="replace")
+    edge = json.dumps(stack.edge_access_log())
+    assert "/v1:search" in edge, "the edge's access log was not written"
+    for text in (face, edge):
+        assert canary not in text
+        assert key not in text and key.split("_")[-1] not in text
 
 
 # -- a dead dependency (last: it stops a service) -------------------------------------
