@@ -19,9 +19,9 @@ SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
 # `make eval` measures the answers in RETRIEVE, AGENTIC and AUTO beside a BM25 baseline.
 QA_DATASET ?= ../shared/datasets/qa
 
-.PHONY: setup venv proto openapi models pgvector edge ocr lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour eval load clean
+.PHONY: setup venv proto openapi models pgvector edge ocr web browser lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour eval load clean
 
-setup: venv proto openapi models pgvector edge ocr ## virtualenv, dependencies, generated code, offline model, portable pgvector, edge nginx, OCR
+setup: venv proto openapi models pgvector edge ocr web browser ## virtualenv, dependencies, generated code, OpenAPI, offline model, portable pgvector, edge nginx, OCR, the playground page and a headless browser for its tests
 
 venv: $(BIN)/.installed
 
@@ -52,6 +52,12 @@ pgvector: venv ## rebuild the embedded Postgres's pgvector without AVX-512 (pinn
 
 ocr: ## Tesseract for scans and images (apt-get as root when missing; else says how)
 	bash scripts/install_ocr.sh
+
+web: ## the playground page (web/playground): npm ci from its lockfile, Vega bundled into web/playground/dist, which the edge serves at /
+	bash scripts/build_web.sh
+
+browser: ## Debian's chromium + chromedriver for the playground's browser tests (apt-get as root when missing; else says how)
+	bash scripts/install_browser.sh
 
 edge: venv ## build the edge's nginx (HTTP/2 + gRPC proxy) from pinned Debian source into the virtualenv
 	bash scripts/build_edge.sh $(VENV)
@@ -123,7 +129,7 @@ clean:
 	rm -rf $(GEN) $(VENV) .mypy_cache .ruff_cache .pytest_cache
 
 .PHONY: container-test
-container-test: venv edge ## (root) build every image under podman, run the compose stack, smoke it through the edge; not part of `make test` (infra/README.md)
+container-test: venv edge web ## (root) build every image under podman, run the compose stack, smoke it through the edge; not part of `make test` (infra/README.md)
 	@test -f $(GEN)/tandem/v1/gateway_service_pb2.py || $(MAKE) proto
 	VENV_PY=$(abspath $(BIN))/python bash scripts/container-test.sh
 

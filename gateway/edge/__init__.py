@@ -11,6 +11,10 @@ The nginx configuration is one template, ``infra/edge/tandem-edge.conf.template`
 here for local runs and tests and by the official nginx image (envsubst) in compose and
 Kubernetes. Its refusals are the gateway's own rich statuses, precomputed: a caller
 cannot tell which layer refused, only that it should come back after RetryInfo's delay.
+
+The edge also serves the playground page (``web/playground``, built by ``make web`` into
+``PLAYGROUND_DIR``) at ``/`` as static files under a strict Content-Security-Policy, so
+a browser needs nothing but the edge's one address.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "edge" / "tandem-edge
 BINARY_NAME = "tandem-nginx"
 UNAVAILABLE_MESSAGE = "gateway unavailable"
 ACCESS_LOG = "access.log"
+# Where `make web` (scripts/build_web.sh) puts the playground page; EDGE_PLAYGROUND_DIR
+# names another directory (containers mount it).
+PLAYGROUND_DIR = Path(__file__).resolve().parents[2] / "web" / "playground" / "dist"
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class EdgeSettings:
     zone_size: str = "10m"
     grace_s: float = 10.0
     nginx: str | None = None
+    playground_dir: str = str(PLAYGROUND_DIR)
     # A local access log file is rotated past this size, keeping this many old files
     # (``access.log.1`` the newest), checked this often: at most (keep + 1) x max_bytes
     # on disk, plus what one check interval writes. Containers log to stdout instead.
@@ -85,6 +93,13 @@ class EdgeSettings:
                 f"EDGE_RATE_PER_S must be >= GATEWAY_RATE_PER_S ({quota:g}), got {rate:g}: "
                 "the edge would refuse calls the gateway's quota admits"
             )
+        playground = env.get_str("EDGE_PLAYGROUND_DIR", str(PLAYGROUND_DIR))
+        if not playground.startswith("/") or any(c in playground for c in '"$\\;{}\n'):
+            # It goes into an nginx string, where `$` starts a variable and `"` ends it.
+            raise SettingsError(
+                'EDGE_PLAYGROUND_DIR must be an absolute path without any of " $ \\ ; { }, '
+                f"got {playground!r}"
+            )
         return cls(
             listen=f"{host}:{port}",
             upstream=env.get_str("GATEWAY_ADDR", cls.upstream),
@@ -95,6 +110,7 @@ class EdgeSettings:
             workers=env.get_int("EDGE_WORKERS", 1, minimum=1, maximum=64),
             grace_s=env.get_float("GRPC_GRACE_PERIOD_S", 10.0, minimum=0.0),
             nginx=env.get_optional("EDGE_NGINX"),
+            playground_dir=playground,
             access_log_max_bytes=env.get_int(
                 "EDGE_ACCESS_LOG_MAX_BYTES", cls.access_log_max_bytes, minimum=1024
             ),
@@ -174,6 +190,7 @@ def template_variables(settings: EdgeSettings, access_log: str) -> dict[str, str
         "EDGE_BURST": str(settings.burst),
         "EDGE_ZONE_SIZE": settings.zone_size,
         "EDGE_ACCESS_LOG": access_log,
+        "EDGE_PLAYGROUND_DIR": settings.playground_dir.rstrip("/") or "/",
         **refusal_variables(settings.quota_rate_per_s),
     }
 
@@ -285,6 +302,7 @@ def nginx_binary(settings: EdgeSettings | None = None) -> Path | None:
 __all__ = [
     "ACCESS_LOG",
     "DEFAULT_PORT",
+    "PLAYGROUND_DIR",
     "TEMPLATE",
     "AccessLogRotation",
     "EdgeSettings",

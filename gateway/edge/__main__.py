@@ -50,6 +50,12 @@ def main() -> int:
     http_config.write_text(render(template_variables(settings, access_log)), encoding="utf-8")
     config = files / "nginx.conf"
     config.write_text(main_config(settings, files, http_config), encoding="utf-8")
+    if not (Path(settings.playground_dir) / "index.html").is_file():
+        print(
+            f"edge: no playground page in {settings.playground_dir} (`make web` builds it); "
+            "until then `/` answers 404",
+            file=sys.stderr,
+        )
     nginx = subprocess.Popen([str(binary), "-p", str(files), "-e", "stderr", "-c", str(config)])
 
     def graceful(_signum: int, _frame: object) -> None:

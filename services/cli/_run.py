@@ -902,6 +902,9 @@ def _print_usage(
             f"HTTP/JSON: the same API at http://{addresses['edge']}/v1 (e.g. POST /v1:ask), "
             f"OpenAPI at http://{addresses['edge']}/openapi.json."
         )
+        console.line(
+            f"In a browser: http://{addresses['edge']}/ (the playground page; paste the key above)."
+        )
     console.line("Ctrl-C stops every service (in-flight calls finish first).")
 
 

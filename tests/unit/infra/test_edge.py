@@ -72,11 +72,17 @@ def _envs(deployment: str) -> tuple[dict[str, str], dict[str, str]]:
     return edge, gateway_env
 
 
-def _settings(gateway_env: dict[str, str]) -> EdgeSettings:
-    """What ``gateway.edge`` derives from this gateway's quota, forwarding to its port."""
+def _settings(gateway_env: dict[str, str], playground_dir: str) -> EdgeSettings:
+    """What ``gateway.edge`` derives from this gateway's quota, forwarding to its port and
+    serving the playground from the deployment's directory."""
     quota = {k: v for k, v in gateway_env.items() if k in ("GATEWAY_RATE_PER_S", "GATEWAY_BURST")}
     return EdgeSettings.from_env(
-        {**quota, "GATEWAY_ADDR": f"gateway:{GATEWAY_PORT}", "REST_ADDR": f"rest:{REST_PORT}"}
+        {
+            **quota,
+            "GATEWAY_ADDR": f"gateway:{GATEWAY_PORT}",
+            "REST_ADDR": f"rest:{REST_PORT}",
+            "EDGE_PLAYGROUND_DIR": playground_dir,
+        }
     )
 
 
@@ -91,7 +97,7 @@ def _template_names(text: str) -> set[str]:
 @pytest.mark.parametrize("deployment", DEPLOYMENTS)
 def test_the_edge_environment_is_what_gateway_edge_computes(deployment: str) -> None:
     edge, gateway_env = _envs(deployment)
-    settings = _settings(gateway_env)
+    settings = _settings(gateway_env, edge["EDGE_PLAYGROUND_DIR"])
 
     assert {k: v for k, v in edge.items() if k.startswith("EDGE_")} == template_variables(
         settings, "/dev/stdout"
@@ -124,13 +130,21 @@ def test_the_edge_listens_on_its_port_and_forwards_to_the_gateways(deployment: s
 
 def test_compose_publishes_the_edge_port_and_mounts_the_template() -> None:
     edge = _compose()["services"]["edge"]
-    (volume,) = edge["volumes"]
-    source, target, mode = volume.split(":")
+    mounts = {
+        target: (source, mode) for source, target, mode in (v.split(":") for v in edge["volumes"])
+    }
 
     assert [p.split(":")[-1] for p in edge["ports"]] == [str(gateway.edge.DEFAULT_PORT)]
-    assert (INFRA / source).resolve() == gateway.edge.TEMPLATE
-    assert target == f"{TEMPLATES}/{gateway.edge.TEMPLATE.name}"
-    assert mode == "ro"
+    assert mounts == {
+        f"{TEMPLATES}/{gateway.edge.TEMPLATE.name}": (
+            "./edge/tandem-edge.conf.template",
+            "ro",
+        ),
+        # The playground page `make web` builds, where the template serves it from.
+        edge["environment"]["EDGE_PLAYGROUND_DIR"]: ("../web/playground/dist", "ro"),
+    }
+    assert (INFRA / "edge/tandem-edge.conf.template").resolve() == gateway.edge.TEMPLATE
+    assert (INFRA / "../web/playground/dist").resolve() == gateway.edge.PLAYGROUND_DIR
     assert edge["read_only"] is True
     assert set(edge["tmpfs"]) == WRITABLE
     assert "gateway" in edge["depends_on"]
