@@ -16,9 +16,19 @@ import pytest
 
 LLM = Path(__file__).resolve().parents[2] / "services" / "common" / "llm"
 
-# Classes allowed to implement roles there: the model's provider and the wrappers that add
-# fallback and spans around any provider (they delegate; they decide nothing).
-PROVIDERS = frozenset({"GeminiProvider", "FallbackProvider", "ObservedProvider", "LlmProvider"})
+# Classes allowed to implement roles there: the models' providers (the roles on any model,
+# ``ModelProvider``, and the wires under it) and the wrappers that add fallback and spans
+# around any provider (they delegate; they decide nothing).
+PROVIDERS = frozenset(
+    {
+        "ModelProvider",
+        "GeminiProvider",
+        "OpenAIProvider",
+        "FallbackProvider",
+        "ObservedProvider",
+        "LlmProvider",
+    }
+)
 # A role's method names: a class defining one implements the role.
 ROLE_METHODS = frozenset(
     {"route", "plan", "replan", "grade", "rewrite", "synthesize", "resolve_follow_up"}

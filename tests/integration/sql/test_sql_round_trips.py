@@ -116,9 +116,7 @@ async def test_a_text_postgres_accepted_is_not_sent_to_be_accepted_again(pg_url,
     assert waits == [2, 1]
 
 
-async def test_a_remembered_statement_whose_columns_changed_is_described_again(
-    pg_url, open_pool
-):
+async def test_a_remembered_statement_whose_columns_changed_is_described_again(pg_url, open_pool):
     """The description is remembered by the statement's text; the table under it may
     change: a column's new type is seen in the fetch (or in Postgres's refusal of the
     measured statement), and the statement is described and run again."""
