@@ -1,9 +1,11 @@
 """Target databases: each named in configuration, with its own read-only pool, catalog
-and join graph, and the role checks that refuse a role able to write.
+and join graph, and the role checks that refuse a role able to write; SQLite and DuckDB
+files (``_files``, ``_engines``) beside Postgres.
 """
 
 from __future__ import annotations
 
+from services.sql.targets._files import FileTarget, FileWarehouse, file_engine, open_target
 from services.sql.targets._targets import (
     ANY_TENANT,
     SUPERUSER_VARIABLE,
@@ -25,12 +27,16 @@ __all__ = [
     "SUPERUSER_VARIABLE",
     "WRITABLE_VARIABLE",
     "Capability",
+    "FileTarget",
+    "FileWarehouse",
     "Severity",
     "Target",
     "TargetConfig",
     "TargetRegistry",
     "WritableTargetError",
     "connect_kwargs",
+    "file_engine",
+    "open_target",
     "refusal",
     "refusal_message",
     "role_capabilities",

@@ -1,0 +1,360 @@
+"""The read-only gate for a file warehouse (SQLite, DuckDB): the statement the Postgres
+gate accepted, written in the engine's dialect, and checked again in that dialect.
+
+Every statement is generated, linked and gated in Postgres's dialect first (the linker,
+the verifier and the offline generator are unchanged); :func:`to_dialect` transpiles the
+gated text with sqlglot, and :class:`DialectGate` parses what will actually run with the
+engine's own grammar and applies the gate's rules there: one statement, a query at the
+root, no SELECT INTO or locking clause, every table a catalog table or a CTE (DuckDB
+reads ``FROM 'file.csv'`` as a table), no system table, no function the engine can reach
+the outside world with (SQLite: ``load_extension``, ``readfile``, ``writefile``, the
+``pragma_*`` table functions; DuckDB: ``read_csv``, ``read_parquet``, ``glob``,
+``getenv``, ``query``, ``duckdb_*``, …), and any function sqlglot does not know by a
+node of its own on the allow-list. A transpile that produces something the dialect
+gate refuses is refused, never run. The connection-level layers (``targets``) stand
+behind it.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Iterable
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ErrorLevel, ParseError, TokenError
+
+from services.sql.gate._gate import ALLOWED_FUNCTIONS, GateRule, Violation
+from services.sql.gate._parsing import parse_statements
+from services.sql.tree import ident, scoped_tables
+
+
+class Dialect(enum.Enum):
+    """A file warehouse's engine, by its sqlglot dialect name."""
+
+    SQLITE = "sqlite"
+    DUCKDB = "duckdb"
+
+
+# Functions sqlglot writes for the Postgres allow-list in each dialect, and plain
+# read-only functions of each engine a statement may call by name.
+_ENGINE_FUNCTIONS: dict[Dialect, frozenset[str]] = {
+    Dialect.SQLITE: frozenset(
+        {
+            "strftime", "date", "datetime", "julianday", "time", "unixepoch", "group_concat",
+            "ifnull", "iif", "instr", "printf", "total", "typeof", "char", "hex", "unicode",
+            "likely", "unlikely", "nullif", "substr", "glob_match", "round", "random",
+        }
+    ),
+    Dialect.DUCKDB: frozenset(
+        {
+            "listagg", "list", "string_agg", "date_diff", "datediff", "date_add", "date_sub",
+            "strftime", "strptime", "epoch", "epoch_ms", "to_timestamp", "make_date",
+            "dayofweek", "dayofyear", "weekofyear", "year", "month", "day", "quarter",
+            "week", "hour", "minute", "second", "str_split", "string_split", "list_value",
+            "ifnull", "if", "nullif", "contains", "prefix", "suffix", "levenshtein",
+            "median", "quantile_cont", "quantile_disc", "arg_max", "arg_min", "bool_and",
+            "bool_or", "count_if", "array_length", "len", "list_contains", "regexp_full_match",
+            "regexp_extract", "strip_accents", "lcase", "ucase", "to_days", "to_months",
+            "to_years", "to_hours", "to_minutes", "to_seconds", "isodow", "isoyear", "century",
+            "struct_pack", "epoch_us", "last_day", "monthname", "dayname", "time_bucket",
+            "try_cast", "typeof", "round_even", "fdiv", "fmod", "trunc", "signbit",
+        }
+    ),
+}  # fmt: skip
+
+# What each engine can reach files, the network, settings or the process with: refused
+# by name wherever they stand (a call, a table function, a schema-qualified name).
+DANGEROUS_FUNCTIONS: dict[Dialect, frozenset[str]] = {
+    Dialect.SQLITE: frozenset(
+        {
+            "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zipfile",
+            "sqlar_compress", "sqlar_uncompress", "fsdir", "sqlite_dbpage", "dbstat",
+            "sqlite_compileoption_get", "sqlite_compileoption_used", "sqlite_offset",
+            "sqlite_source_id", "sqlite_version", "randomblob", "zeroblob", "sqlite_sleep",
+            "json_each", "json_tree", "generate_series", "sqlite_stmt", "pragma",
+        }
+    ),
+    Dialect.DUCKDB: frozenset(
+        {
+            "read_csv", "read_csv_auto", "read_parquet", "parquet_scan", "read_json",
+            "read_json_auto", "read_json_objects", "read_ndjson", "read_ndjson_auto",
+            "read_ndjson_objects", "read_text", "read_blob", "read_xlsx", "glob", "getenv",
+            "current_setting", "query", "query_table", "sniff_csv", "parquet_metadata",
+            "parquet_schema", "parquet_file_metadata", "parquet_kv_metadata", "iceberg_scan",
+            "delta_scan", "sqlite_scan", "postgres_scan", "mysql_scan", "httpfs", "load",
+            "install", "pragma", "which_secret", "duckdb_secrets", "duckdb_settings",
+            "duckdb_extensions", "duckdb_databases", "duckdb_tables", "duckdb_columns",
+            "duckdb_functions", "duckdb_views", "duckdb_schemas", "duckdb_constraints",
+            "duckdb_dependencies", "duckdb_indexes", "duckdb_keywords", "duckdb_memory",
+            "duckdb_temporary_files", "duckdb_types", "duckdb_optimizers", "duckdb_sequences",
+            "duckdb_variables", "getvariable", "current_database", "current_schema",
+            "version", "pragma_version", "pragma_database_size", "pragma_storage_info",
+            "pragma_table_info", "pragma_show", "pragma_metadata_info", "repeat_row",
+            "range", "sleep_ms", "checkpoint", "force_checkpoint",
+            "read_duckdb", "export_database", "import_database", "summary", "test_all_types",
+            "from_json", "json_execute_serialized_sql", "tpch", "tpcds", "dbgen", "dsdgen",
+        }
+    ),
+}  # fmt: skip
+
+# Tables that describe the database rather than hold its data.
+_SYSTEM_TABLE = {
+    Dialect.SQLITE: re.compile(r"^(sqlite_|pragma_)", re.IGNORECASE),
+    Dialect.DUCKDB: re.compile(r"^(duckdb_|pragma_|pg_|sqlite_)", re.IGNORECASE),
+}
+_SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "temp", "system", "sqlite_temp"})
+
+_STATEMENTS: tuple[type[exp.Expr], ...] = tuple(
+    cls
+    for cls in (
+        getattr(exp, name, None)
+        for name in (
+            "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command",
+            "Copy", "Set", "Transaction", "Commit", "Rollback", "Grant", "Revoke",
+            "TruncateTable", "Use", "Describe", "Pragma", "Analyze", "LoadData", "Cache",
+            "Uncache", "Refresh", "Execute", "Declare", "Kill", "Summarize", "Show",
+            "Attach", "Detach", "Install", "Export",
+        )
+    )
+    if cls is not None
+)  # fmt: skip
+_CALL_NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_$]*)\s*\(")
+_LEADING_WORD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_$]*)")
+_OPERATORS: tuple[type[exp.Expr], ...] = tuple(
+    cls
+    for cls in (
+        getattr(exp, name, None)
+        for name in (
+            "And", "Or", "Xor", "Case", "If", "Array", "RegexpLike", "RegexpILike", "Any",
+            "All", "Interval", "Bracket", "Paren", "CurrentDate", "CurrentTimestamp",
+            "CurrentTime", "Localtimestamp", "Localtime", "JSONExtract", "JSONExtractScalar",
+        )
+    )
+    if cls is not None
+)  # fmt: skip
+
+
+def to_dialect(text: str, dialect: Dialect) -> str:
+    """``text`` (Postgres, already gated) written in ``dialect``: SQLite has no ILIKE,
+    ``date_trunc``, ``EXTRACT`` or intervals, so those are rewritten into its
+    ``LOWER() LIKE``, ``DATE(x, 'start of month')``, ``strftime`` and date modifiers;
+    DuckDB reads most Postgres as written. Raises sqlglot's errors when it cannot."""
+    tree = parse_statements(text)[0]
+    _name_outputs(tree)
+    if dialect is Dialect.SQLITE:
+        tree = tree.transform(_sqlite_dates)
+    return tree.sql(dialect=dialect.value, comments=False)
+
+
+def _name_outputs(tree: exp.Expr) -> None:
+    """Give each unnamed output column the name Postgres would (``count``, ``sum``,
+    ``?column?``): results, charts and citations read the same on every engine."""
+    select = tree
+    while isinstance(select, exp.SetOperation):
+        select = select.this
+    if not isinstance(select, exp.Select):
+        return
+    for index, item in enumerate(list(select.expressions)):
+        if isinstance(item, exp.Alias | exp.Star | exp.Column):
+            continue
+        inner = item
+        while isinstance(inner, exp.Cast | exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Column):
+            name = inner.name
+        elif isinstance(inner, exp.Case):
+            name = "case"
+        elif isinstance(inner, exp.Func):
+            generated = inner.sql(dialect="postgres", comments=False)
+            match = _CALL_NAME.match(generated) or _LEADING_WORD.match(generated)
+            name = match.group(1).lower() if match else "?column?"
+        else:
+            name = "?column?"
+        select.expressions[index] = exp.alias_(item, exp.to_identifier(name, quoted=True))
+
+
+_SQLITE_TRUNC = {
+    "YEAR": ("start of year",),
+    "MONTH": ("start of month",),
+    "DAY": (),
+    "WEEK": ("-6 days", "weekday 1"),  # Postgres weeks start on Monday
+}
+_SQLITE_PARTS = {
+    "YEAR": "%Y", "MONTH": "%m", "DAY": "%d", "HOUR": "%H", "MINUTE": "%M", "SECOND": "%S",
+    "DOW": "%w", "DOY": "%j", "EPOCH": "%s", "WEEK": "%W",
+}  # fmt: skip
+_INTERVAL_UNITS = {
+    "YEAR": "years", "YEARS": "years", "MONTH": "months", "MONTHS": "months",
+    "DAY": "days", "DAYS": "days", "WEEK": "weeks", "WEEKS": "weeks", "HOUR": "hours",
+    "HOURS": "hours", "MINUTE": "minutes", "MINUTES": "minutes", "SECOND": "seconds",
+    "SECONDS": "seconds",
+}  # fmt: skip
+
+
+def _unit(node: exp.Expr) -> str:
+    unit = node.args.get("unit")
+    if unit is None:
+        return ""
+    return (unit.name if isinstance(unit, exp.Expr) else str(unit)).upper()
+
+
+def _call(name: str, *args: exp.Expr) -> exp.Expr:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _sqlite_dates(node: exp.Expr) -> exp.Expr:
+    """One Postgres date construct as SQLite computes it (dates are ISO text there)."""
+    if isinstance(node, exp.DateTrunc | exp.TimestampTrunc):
+        modifiers = _SQLITE_TRUNC.get(_unit(node))
+        if modifiers is None:
+            return node
+        function = (
+            "DATE" if isinstance(node, exp.DateTrunc) or _unit(node) != "HOUR" else "DATETIME"
+        )
+        return _call(function, node.this.copy(), *(exp.Literal.string(m) for m in modifiers))
+    if isinstance(node, exp.Extract):
+        part = node.this.name.upper() if isinstance(node.this, exp.Expr) else str(node.this).upper()
+        value = node.expression.copy()
+        if part == "QUARTER":
+            month = exp.cast(_call("STRFTIME", exp.Literal.string("%m"), value), "INT")
+            return exp.Paren(
+                this=exp.Div(
+                    this=exp.Add(this=month, expression=exp.Literal.number(2)),
+                    expression=exp.Literal.number(3),
+                )
+            )
+        fmt = _SQLITE_PARTS.get(part)
+        if fmt is None:
+            return node
+        return exp.cast(_call("STRFTIME", exp.Literal.string(fmt), value), "INT")
+    if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+        modifier = _interval_modifier(node.expression, negative=isinstance(node, exp.Sub))
+        if modifier is not None:
+            return _call("DATETIME", node.this.copy(), exp.Literal.string(modifier))
+    if (
+        isinstance(node, exp.Add | exp.Sub)
+        and isinstance(node.this, exp.CurrentDate)
+        and isinstance(node.expression, exp.Literal)
+        and not node.expression.is_string
+    ):
+        days = int(float(node.expression.this)) * (-1 if isinstance(node, exp.Sub) else 1)
+        return _call("DATE", exp.Literal.string("now"), exp.Literal.string(f"{days:+d} days"))
+    return node
+
+
+def _interval_modifier(interval: exp.Interval, *, negative: bool) -> str | None:
+    """``INTERVAL '30 days'`` as SQLite's modifier ``-30 days`` (None when not simple)."""
+    raw = interval.this.name if isinstance(interval.this, exp.Literal) else ""
+    unit = _unit(interval)
+    parts = raw.split()
+    if len(parts) == 2 and not unit:
+        raw, unit = parts[0], parts[1].upper()
+    try:
+        amount = float(raw)
+    except ValueError:
+        return None
+    name = _INTERVAL_UNITS.get(unit)
+    if name is None:
+        return None
+    amount = -amount if negative else amount
+    shown = int(amount) if amount == int(amount) else amount
+    return f"{shown:+} {name}"
+
+
+class DialectGate:
+    """The gate's rules on a statement in an engine's own dialect (pure; no database)."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self._allowed = ALLOWED_FUNCTIONS | _ENGINE_FUNCTIONS[dialect]
+        self._dangerous = DANGEROUS_FUNCTIONS[dialect]
+        self._system = _SYSTEM_TABLE[dialect]
+
+    def check(self, text: str, tables: Iterable[str]) -> tuple[Violation, ...]:
+        """Every violation of ``text`` (in this gate's dialect); ``tables`` are the
+        qualified catalog tables it may read (those the Postgres gate resolved)."""
+        known = {name.lower() for name in tables}
+        known |= {name.rpartition(".")[2] for name in list(known)}
+        try:
+            statements = [
+                s
+                for s in sqlglot.parse(text, read=self.dialect.value, error_level=ErrorLevel.RAISE)
+                if s is not None and not isinstance(s, exp.Semicolon)
+            ]
+        except (ParseError, TokenError, ValueError, RecursionError):
+            return (
+                Violation(
+                    GateRule.PARSE_ERROR, f"statement does not parse as {self.dialect.value}"
+                ),
+            )
+        if len(statements) != 1:
+            return (Violation(GateRule.SINGLE_STATEMENT, "exactly one statement allowed"),)
+        tree = statements[0]
+        root = tree.unnest() if isinstance(tree, exp.Subquery) else tree
+        if not isinstance(root, exp.Select | exp.SetOperation):
+            kind = str(root.this).upper() if isinstance(root, exp.Command) else type(root).__name__
+            return (Violation(GateRule.QUERY_ROOT, "only a SELECT query may run", kind.upper()),)
+        found: dict[tuple[GateRule, str], Violation] = {}
+
+        def add(rule: GateRule, message: str, subject: str = "") -> None:
+            found.setdefault((rule, subject), Violation(rule, message, subject))
+
+        for node in tree.walk():
+            if isinstance(node, _STATEMENTS) and node is not root:
+                add(GateRule.QUERY_ROOT, "only a SELECT query may run", type(node).__name__.upper())
+            elif isinstance(node, exp.Into):
+                add(GateRule.SELECT_INTO, "SELECT INTO creates a table; not allowed")
+            elif isinstance(node, exp.Lock):
+                add(GateRule.LOCKING_CLAUSE, "locking clauses not allowed")
+            elif isinstance(node, exp.Func):
+                self._function(node, add)
+        for table, ctes in scoped_tables(tree, frozenset(), into=False):
+            self._table(table, ctes, known, add)
+        return tuple(found.values())
+
+    def _function(self, node: exp.Func, add: Callable[[GateRule, str, str], None]) -> None:
+        if isinstance(node, _OPERATORS):
+            return
+        if isinstance(node, exp.Anonymous):
+            name = (
+                ident(node.this) if isinstance(node.this, exp.Identifier) else str(node.this)
+            ) or ""
+            name = name.lower()
+        else:
+            generated = node.sql(dialect=self.dialect.value, comments=False)
+            match = _CALL_NAME.match(generated) or _LEADING_WORD.match(generated)
+            name = match.group(1).lower() if match else type(node).__name__.lower()
+        parent = node.parent
+        if isinstance(parent, exp.Dot) and parent.expression is node:
+            add(
+                GateRule.FUNCTION_NOT_ALLOWED,
+                "schema-qualified function calls are not allowed",
+                name,
+            )
+        elif name in self._dangerous or type(node).__name__.lower() in self._dangerous:
+            add(GateRule.FUNCTION_NOT_ALLOWED, f"{self.dialect.value} function not allowed", name)
+        elif isinstance(node, exp.Anonymous) and name not in self._allowed:
+            add(GateRule.FUNCTION_NOT_ALLOWED, "function is not on the allow-list", name)
+
+    def _table(
+        self,
+        node: exp.Table,
+        ctes: frozenset[str],
+        known: set[str],
+        add: Callable[[GateRule, str, str], None],
+    ) -> None:
+        if not isinstance(node.this, exp.Identifier):
+            return  # a table function: checked as a function
+        name = ident(node.this) or ""
+        schema = ident(node.args.get("db"))
+        shown = ".".join(p for p in (ident(node.args.get("catalog")), schema, name) if p)
+        if node.args.get("catalog") is not None:
+            add(GateRule.UNKNOWN_TABLE, "cross-database references are not allowed", shown)
+        elif (schema or "").lower() in _SYSTEM_SCHEMAS or self._system.match(name):
+            add(GateRule.SYSTEM_SCHEMA, "system tables may not be read", shown)
+        elif schema is None and name in ctes:
+            return
+        elif (f"{schema}.{name}" if schema else name).lower() not in known:
+            add(GateRule.UNKNOWN_TABLE, "table is not in the catalog", shown)
