@@ -1,0 +1,231 @@
+"""SQLite and DuckDB warehouses on real files: the catalog in the Postgres path's terms,
+statements transpiled and run read-only under the timeout and row cap, and AskQuestion
+end to end through the real gRPC server."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from services.sql import (
+    EngineLimits,
+    SqlEngine,
+    SqlGate,
+    SqlSettings,
+    StatementRunner,
+    TargetConfig,
+    TargetRegistry,
+)
+from services.sql._server import build_deps, create_server, ready
+from services.sql.gate import FailureKind, Limits, StatementError
+from tandem.v1 import sql_service_pb2 as pb
+from tandem.v1 import sql_service_pb2_grpc as pb_grpc
+from tests.conftest import server_settings
+from tests.integration.sql.engines.conftest import TargetFactory, url
+
+pytestmark = pytest.mark.integration
+
+SLOW_SQL = (
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 1000000000) "
+    "SELECT count(*) FROM r"
+)
+
+
+def _engine(target: object, **limits: object) -> SqlEngine:
+    return SqlEngine(
+        TargetRegistry([target], "w"),  # type: ignore[list-item]
+        gate=SqlGate(),
+        runner=StatementRunner(),
+        limits=EngineLimits(**limits),  # type: ignore[arg-type]
+    )
+
+
+def _values(result: object) -> list[list[object]]:
+    from services.sql.results import decode
+
+    return [[decode(v) for v in row.values] for row in result.rows]  # type: ignore[attr-defined]
+
+
+async def test_the_catalog_has_tables_types_declared_and_inferred_keys_and_values(
+    file_target: TargetFactory,
+) -> None:
+    target = file_target()
+    assert await target.open()
+    catalog = await target.get_catalog()
+    names = [t.qualified for t in catalog.tables]
+    assert names == [
+        "main.activities",
+        "main.companies",
+        "main.contacts",
+        "main.notes",
+        "main.opportunities",
+    ]
+    companies = catalog.table("companies")
+    assert companies is not None
+    assert companies.primary_key == ("company_id",)
+    types = {c.name: c.data_type for c in companies.columns}
+    assert types["name"] == "text"
+    assert types["annual_revenue"] == "numeric"
+    assert types["created_at"].startswith("timestamp")
+    industry = companies.column("industry")
+    assert industry is not None and industry.sample_values == (
+        "Energy",
+        "Finance",
+        "Healthcare",
+        "Retail",
+    )
+    contacts = catalog.table("contacts")
+    assert contacts is not None
+    assert [(fk.columns, fk.referenced_table) for fk in contacts.foreign_keys] == [
+        (("company_id",), "main.companies")
+    ]
+    # notes declares nothing: its key and its join are read from the data, as on Postgres
+    notes = catalog.table("notes")
+    assert notes is not None and notes.primary_key == ("note_id",) and notes.key_evidence
+    assert any(
+        j.child == "main.notes" and j.parent == "main.companies" for j in catalog.joins or ()
+    )
+
+
+async def test_statements_run_in_the_engines_dialect_with_postgres_results(
+    file_target: TargetFactory,
+) -> None:
+    target = file_target()
+    assert await target.open()
+    engine = _engine(target)
+    ran = await engine.execute(
+        "t1",
+        "w",
+        "SELECT industry, count(*), sum(annual_revenue) AS revenue FROM companies "
+        "WHERE name ILIKE '%company 1%' GROUP BY industry ORDER BY revenue DESC NULLS LAST "
+        "LIMIT 2",
+    )
+    assert [c.name for c in ran.result.columns] == ["industry", "count", "revenue"]
+    # Company 1, 10..19: ILIKE matched case-insensitively
+    assert _values(ran.result)[0][:2] == ["Energy", 3] or len(_values(ran.result)) == 2
+    assert sum(int(r[1]) for r in _values(ran.result)) <= 11
+    dates = await engine.execute(
+        "t1",
+        "w",
+        "SELECT date_trunc('month', close_date) AS month, EXTRACT(YEAR FROM close_date) AS y, "
+        "count(*) AS n FROM opportunities WHERE close_date >= CAST('2025-06-01' AS DATE) "
+        "AND close_date < CAST('2025-06-01' AS DATE) + INTERVAL '1 month' GROUP BY 1, 2",
+    )
+    rows = _values(dates.result)
+    assert len(rows) == 1
+    assert str(rows[0][0]).startswith("2025-06-01")
+    assert int(str(rows[0][1])) == 2025
+    assert rows[0][2] == 3  # i % 12 == 5 for i in 1..40: 5, 17, 29
+    joined = await engine.execute(
+        "t1",
+        "w",
+        "SELECT c.name, o.amount FROM companies c JOIN opportunities o "
+        "ON o.company_id = c.company_id WHERE o.stage = 'won' ORDER BY o.amount DESC LIMIT 3",
+    )
+    assert [r[0] for r in _values(joined.result)] == ["Company 20", "Company 17", "Company 14"]
+    assert ran.result.columns and joined.verdict.tables_used == (
+        "main.companies",
+        "main.opportunities",
+    )
+
+
+async def test_the_row_cap_truncates_and_the_timeout_interrupts(
+    file_target: TargetFactory,
+) -> None:
+    target = file_target()
+    assert await target.open()
+    engine = _engine(target)
+    capped = await engine.execute("t1", "w", "SELECT * FROM companies", max_rows=5)
+    assert len(capped.result.rows) == 5
+    assert capped.result.truncation_reason == pb.TRUNCATION_REASON_ROW_CAP
+    started = time.monotonic()
+    with pytest.raises(Exception) as refused:
+        await engine.execute("t1", "w", SLOW_SQL, statement_timeout_s=0.5)
+    assert time.monotonic() - started < 3.0
+    assert getattr(refused.value, "reason", "") == "STATEMENT_TIMEOUT"
+
+
+async def test_the_connection_alone_refuses_writes_and_outside_access(
+    file_target: TargetFactory, warehouse_file: Path, engine: str
+) -> None:
+    target = file_target()
+    assert await target.open()
+    before = sorted(warehouse_file.parent.iterdir())
+    limits = Limits(statement_timeout_s=2.0)
+    outside = warehouse_file.parent / "escape.db"
+    writes = [
+        "DELETE FROM companies",
+        "UPDATE companies SET name = 'x'",
+        "CREATE TABLE stolen (x INTEGER)",
+        f"ATTACH '{outside}' AS escape",
+    ]
+    if engine == "duckdb":
+        writes += [
+            f"COPY companies TO '{outside}'",
+            f"SELECT * FROM read_csv('{warehouse_file}')",
+            "INSTALL httpfs",
+            "SET enable_external_access = true",
+        ]
+    else:
+        writes += [
+            f"VACUUM INTO '{outside}'",
+            "PRAGMA writable_schema = 1",
+            "SELECT load_extension('x')",
+            "SELECT sql FROM sqlite_master",
+        ]
+    for statement in writes:
+        with pytest.raises(StatementError) as refused:
+            await target.warehouse.run_unvetted(statement, limits)
+        assert refused.value.kind in (FailureKind.PERMISSION, FailureKind.DATA), statement
+    assert sorted(warehouse_file.parent.iterdir()) == before
+    count = await target.warehouse.run_unvetted("SELECT count(*) FROM companies", limits)
+    assert count.rows[0].values[0].int_value == 40
+
+
+async def test_ask_question_end_to_end_on_each_engine(
+    engine: str, warehouse_file: Path, telemetry_sink
+) -> None:
+    settings = SqlSettings(reference_date=None, default_database="w")
+    deps = await build_deps(
+        settings,
+        telemetry_sink("sql").telemetry,
+        configs=[TargetConfig("w", url(engine, warehouse_file), tenants=frozenset({"acme"}))],
+    )
+    server, servicer = await create_server(server_settings("sql"), telemetry_sink().telemetry)
+    try:
+        await ready(server, servicer, deps)
+        await deps.targets.get("w").get_catalog()
+        channel = grpc.aio.insecure_channel(server.address)
+        stub = pb_grpc.SqlServiceStub(channel)
+        counted = await stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question="How many companies are there?"),
+            timeout=30,
+        )
+        assert counted.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, counted.message
+        assert counted.result.rows[0].values[0].int_value == 40
+        assert counted.result.database == "w"
+        assert list(counted.result.tables_used) == ["main.companies"]
+        grouped = await stub.AskQuestion(
+            pb.AskQuestionRequest(
+                tenant_id="acme", question="How many companies are there per industry?"
+            ),
+            timeout=30,
+        )
+        assert grouped.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, grouped.message
+        by_industry = {r.values[0].string_value: r.values[1].int_value for r in grouped.result.rows}
+        assert by_industry == {"Healthcare": 10, "Retail": 10, "Finance": 10, "Energy": 10}
+        assert grouped.result.chart.kind == pb.CHART_KIND_BAR
+        schema = await stub.DescribeSchema(pb.DescribeSchemaRequest(tenant_id="acme"))
+        assert "main.companies" in schema.catalog_text
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.ExecuteSql(
+                pb.ExecuteSqlRequest(tenant_id="acme", sql="SELECT * FROM sqlite_master")
+            )
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        await channel.close()
+    finally:
+        await server.stop(0)
+        await deps.close()
