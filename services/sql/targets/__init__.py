@@ -5,7 +5,13 @@ files (``_files``, ``_engines``) beside Postgres.
 
 from __future__ import annotations
 
-from services.sql.targets._files import FileTarget, FileWarehouse, file_engine, open_target
+from services.sql.targets._files import (
+    FileTarget,
+    FileWarehouse,
+    file_engine,
+    file_problem,
+    open_target,
+)
 from services.sql.targets._targets import (
     ANY_TENANT,
     SUPERUSER_VARIABLE,
@@ -36,6 +42,7 @@ __all__ = [
     "WritableTargetError",
     "connect_kwargs",
     "file_engine",
+    "file_problem",
     "open_target",
     "refusal",
     "refusal_message",

@@ -68,6 +68,57 @@ def file_engine(url: str) -> tuple[Dialect, Path] | None:
     return dialect, Path(rest.split("?", 1)[0])
 
 
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_DUCKDB_MAGIC = b"DUCK"  # at offset 8 of a DuckDB file
+_FOLDER_FILES = (".csv", ".tsv", ".parquet")
+
+
+def _kind_of(path: Path) -> str:
+    """What a file holds by its first bytes: ``sqlite``, ``duckdb`` or ``other``."""
+    with path.open("rb") as handle:
+        head = handle.read(16)
+    if head.startswith(_SQLITE_MAGIC):
+        return "sqlite"
+    if head[8:12] == _DUCKDB_MAGIC:
+        return "duckdb"
+    return "other"
+
+
+def file_problem(url: str) -> str | None:
+    """Why a file warehouse URL cannot be served, in one line with the fix; None when
+    the file (or folder) is there, readable and of the engine the URL names."""
+    engine = file_engine(url)
+    if engine is None:
+        return None
+    dialect, path = engine
+    scheme = dialect.value
+    if not path.is_absolute():
+        return f"{path}: give an absolute path ({scheme}:///srv/data/file)"
+    if not path.exists():
+        return f"file not found: {path} (check the path in the URL)"
+    if path.is_dir():
+        if dialect is Dialect.SQLITE:
+            return f"{path} is a folder, not a SQLite file"
+        if not any(p.suffix.lower() in _FOLDER_FILES for p in path.iterdir()):
+            return f"the folder {path} holds no .csv, .tsv or .parquet file"
+        return None
+    try:
+        kind = _kind_of(path)
+    except PermissionError:
+        return (
+            f"permission denied: the service's user cannot read {path}; give it read "
+            f"access (chmod o+r, or a group it is in)"
+        )
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or type(exc).__name__}"
+    if kind == "other":
+        return f"{path} is not a {'SQLite' if scheme == 'sqlite' else 'DuckDB'} database"
+    if kind != scheme:
+        named = "SQLite" if kind == "sqlite" else "DuckDB"
+        return f"{path} is a {named} database: name it {kind}://{path}"
+    return None
+
+
 class FileWarehouse:
     """The execution side of a file target: the executor, its connections, the dialect
     gate and the hard limits. Stands where a Postgres target has its pool
