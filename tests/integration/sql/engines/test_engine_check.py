@@ -64,7 +64,8 @@ def test_sql_check_gives_each_file_engines_fate_and_reason(
     )
     assert detail("text") == f"{text} is not a SQLite database"
     assert detail("wrong") == (
-        f"{tmp_path / 'copy.duckdb'} is a DuckDB database: name it duckdb://{tmp_path / 'copy.duckdb'}"
+        f"{tmp_path / 'copy.duckdb'} is a DuckDB database: "
+        f"name it duckdb://{tmp_path / 'copy.duckdb'}"
     )
     assert detail("folder") == f"{sqlite_dir} is a folder, not a SQLite file"
     assert detail("empty") == f"the folder {empty_dir} holds no .csv, .tsv or .parquet file"
