@@ -15,7 +15,7 @@ import datetime as dt
 import decimal
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +70,9 @@ def engine_type(engine: str, pg_type: str) -> str:
     base = pg_type.lower()
     if base.endswith("[]"):
         return "TEXT" if engine == "sqlite" else engine_type(engine, base[:-2]) + "[]"
-    if base in ("integer", "smallint"):
-        return "INTEGER"
-    if base == "bigint":
-        return "BIGINT"
+    if base in ("integer", "smallint", "bigint"):
+        # one integer type: DuckDB joins a foreign key only to a key of the same type
+        return "INTEGER" if engine == "sqlite" else "BIGINT"
     if base.startswith("numeric"):
         if engine == "duckdb" and "(" in base:
             precision = int(base.split("(")[1].split(",")[0].rstrip(")"))
@@ -225,7 +224,12 @@ def _write_duckdb(
         for schema in sorted({t.schema for t in tables}):
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_quoted(schema)}")
         for table in tables:
-            conn.execute(_create("duckdb", table, by_oid, created))
+            try:
+                conn.execute(_create("duckdb", table, by_oid, created))
+            except duckdb.Error:
+                # a key DuckDB cannot declare (types or columns it does not match): the
+                # table without its foreign keys; the catalog infers those joins
+                conn.execute(_create("duckdb", replace(table, foreign=[]), by_oid, created))
             created.add(table.oid)
             rows = data[table.oid]
             if rows:

@@ -178,8 +178,8 @@ def _name_outputs(tree: exp.Expr) -> None:
 _SQLITE_TRUNC = {
     "YEAR": ("start of year",),
     "MONTH": ("start of month",),
-    "DAY": (),
-    "WEEK": ("-6 days", "weekday 1"),  # Postgres weeks start on Monday
+    "DAY": ("start of day",),
+    "WEEK": ("start of day", "-6 days", "weekday 1"),  # Postgres weeks start on Monday
 }
 _SQLITE_PARTS = {
     "YEAR": "%Y", "MONTH": "%m", "DAY": "%d", "HOUR": "%H", "MINUTE": "%M", "SECOND": "%S",
@@ -207,13 +207,20 @@ def _call(name: str, *args: exp.Expr) -> exp.Expr:
 def _sqlite_dates(node: exp.Expr) -> exp.Expr:
     """One Postgres date construct as SQLite computes it (dates are ISO text there)."""
     if isinstance(node, exp.DateTrunc | exp.TimestampTrunc):
+        # Postgres's date_trunc gives a timestamp, whatever it was given
+        value = node.this.copy()
+        if _unit(node) == "QUARTER":
+            month = exp.cast(_call("STRFTIME", exp.Literal.string("%m"), value), "INT")
+            back = exp.Mod(
+                this=exp.Paren(this=exp.Sub(this=month, expression=exp.Literal.number(1))),
+                expression=exp.Literal.number(3),
+            )
+            shift = _call("PRINTF", exp.Literal.string("-%d months"), back)
+            return _call("DATETIME", value.copy(), exp.Literal.string("start of month"), shift)
         modifiers = _SQLITE_TRUNC.get(_unit(node))
         if modifiers is None:
             return node
-        function = (
-            "DATE" if isinstance(node, exp.DateTrunc) or _unit(node) != "HOUR" else "DATETIME"
-        )
-        return _call(function, node.this.copy(), *(exp.Literal.string(m) for m in modifiers))
+        return _call("DATETIME", value, *(exp.Literal.string(m) for m in modifiers))
     if isinstance(node, exp.Extract):
         part = node.this.name.upper() if isinstance(node.this, exp.Expr) else str(node.this).upper()
         value = node.expression.copy()

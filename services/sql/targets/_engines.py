@@ -122,21 +122,37 @@ def sqlite_type(declared: str) -> str:
     return "numeric"
 
 
-def _value_type(values: Sequence[Any]) -> str:
-    """A result column's Postgres type name from its values (SQLite's are dynamic)."""
-    for value in values:
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            return "boolean"
-        if isinstance(value, int):
-            return "bigint"
-        if isinstance(value, float):
-            return "double precision"
-        if isinstance(value, bytes):
-            return "bytea"
-        return "text"
-    return "text"
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_ISO_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?$")
+
+
+def _typed_column(values: list[Any]) -> tuple[str, list[Any]]:
+    """A result column's Postgres type name from its values (SQLite's types are the
+    values'), and the values as the Postgres path returns them: SQLite keeps dates and
+    timestamps as ISO text, so a column whose every value is one is a date or timestamp
+    column, returned as such (``2026-09-28 00:00:00`` as the timestamp it is)."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return "text", values
+    if all(isinstance(v, bool) for v in present):
+        return "boolean", values
+    if all(isinstance(v, int) for v in present):
+        return "bigint", values
+    if all(isinstance(v, int | float) for v in present):
+        return "double precision", values
+    if all(isinstance(v, bytes) for v in present):
+        return "bytea", values
+    if all(isinstance(v, str) for v in present):
+        try:
+            if all(_ISO_DATE.match(v) for v in present):
+                return "date", [None if v is None else dt.date.fromisoformat(v) for v in values]
+            if all(_ISO_TIMESTAMP.match(v) for v in present):
+                return "timestamp without time zone", [
+                    None if v is None else dt.datetime.fromisoformat(v) for v in values
+                ]
+        except ValueError:  # shaped like one, but not a real date (2024-02-30)
+            pass
+    return "text", values
 
 
 def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
@@ -178,8 +194,10 @@ class _SqliteConnection:
             self._deadline = float("inf")
             with contextlib.suppress(sqlite3.Error):
                 self.conn.rollback()
-        types = [_value_type([r[i] for r in rows]) for i in range(len(names))]
-        return names, types, rows
+        typed = [_typed_column([r[i] for r in rows]) for i in range(len(names))]
+        types = [t for t, _ in typed]
+        columns = [c for _, c in typed]
+        return names, types, [tuple(c[i] for c in columns) for i in range(len(rows))]
 
 
 def _sqlite_error(exc: sqlite3.Error) -> StatementError:
