@@ -136,16 +136,34 @@ _OPERATORS: tuple[type[exp.Expr], ...] = tuple(
 )  # fmt: skip
 
 
-def to_dialect(text: str, dialect: Dialect) -> str:
+def to_dialect(
+    text: str, dialect: Dialect, column_type: Callable[[str], str | None] | None = None
+) -> str:
     """``text`` (Postgres, already gated) written in ``dialect``: SQLite has no ILIKE,
     ``date_trunc``, ``EXTRACT`` or intervals, so those are rewritten into its
     ``LOWER() LIKE``, ``DATE(x, 'start of month')``, ``strftime`` and date modifiers;
-    DuckDB reads most Postgres as written. Raises sqlglot's errors when it cannot."""
+    DuckDB reads most Postgres as written. ``column_type`` (a column's catalog type by
+    name, when the catalog knows one) lets a date column keep Postgres's date arithmetic
+    and ``date_trunc``'s timestamp. Raises sqlglot's errors when it cannot."""
     tree = parse_statements(text)[0]
     _name_outputs(tree)
+    typed = column_type or (lambda name: None)
+
+    def is_date(node: exp.Expr) -> bool:
+        return isinstance(node, exp.Column) and typed(node.name) == "date"
+
     if dialect is Dialect.SQLITE:
-        tree = tree.transform(_sqlite_dates)
+        tree = tree.transform(lambda node: _sqlite_dates(node, is_date))
+    else:
+        tree = tree.transform(lambda node: _duckdb_dates(node, is_date))
     return tree.sql(dialect=dialect.value, comments=False)
+
+
+def _duckdb_dates(node: exp.Expr, is_date: Callable[[exp.Expr], bool]) -> exp.Expr:
+    """DuckDB truncates a date to a date; Postgres to a timestamp."""
+    if isinstance(node, exp.DateTrunc | exp.TimestampTrunc) and is_date(node.this):
+        return exp.cast(node.copy(), "TIMESTAMP")
+    return node
 
 
 def _name_outputs(tree: exp.Expr) -> None:
@@ -204,7 +222,7 @@ def _call(name: str, *args: exp.Expr) -> exp.Expr:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def _sqlite_dates(node: exp.Expr) -> exp.Expr:
+def _sqlite_dates(node: exp.Expr, is_date: Callable[[exp.Expr], bool]) -> exp.Expr:
     """One Postgres date construct as SQLite computes it (dates are ISO text there)."""
     if isinstance(node, exp.DateTrunc | exp.TimestampTrunc):
         # Postgres's date_trunc gives a timestamp, whatever it was given
@@ -248,6 +266,15 @@ def _sqlite_dates(node: exp.Expr) -> exp.Expr:
     ):
         days = int(float(node.expression.this)) * (-1 if isinstance(node, exp.Sub) else 1)
         return _call("DATE", exp.Literal.string("now"), exp.Literal.string(f"{days:+d} days"))
+    if (
+        isinstance(node, exp.Add | exp.Sub)
+        and is_date(node.this)
+        and isinstance(node.expression, exp.Literal)
+        and not node.expression.is_string
+    ):
+        # a date plus or minus a number of days is a date in Postgres
+        days = int(float(node.expression.this)) * (-1 if isinstance(node, exp.Sub) else 1)
+        return _call("DATE", node.this.copy(), exp.Literal.string(f"{days:+d} days"))
     return node
 
 

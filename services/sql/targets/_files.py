@@ -142,6 +142,9 @@ class FileWarehouse:
         self.engine: FileEngine = ENGINES[dialect](path, read_only=read_only)
         self.gate = DialectGate(dialect)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"sql-{name}")
+        # each column name's catalog type where every table agrees on it (the transpile
+        # keeps Postgres's date arithmetic on date columns)
+        self._column_types: dict[str, str] = {}
         self._closed = False
 
     async def call(self, work: Callable[[], Any]) -> Any:
@@ -173,7 +176,7 @@ class FileWarehouse:
         """Run ``text`` (Postgres, gated; reading ``tables``) in the engine's dialect."""
         started = time.perf_counter()
         try:
-            engine_text = to_dialect(text, self.dialect)
+            engine_text = to_dialect(text, self.dialect, self._column_types.get)
         except (sqlglot.errors.SqlglotError, ValueError, IndexError):
             raise StatementError(
                 FailureKind.DATA, "42601", f"not expressible in {self.dialect.value}"
@@ -256,6 +259,11 @@ class FileWarehouse:
         self, exclude: Sequence[str], joins: Sequence[Any]
     ) -> tuple[Catalog, list[str]]:
         structure = await self.call(lambda: self.engine.structure(self.database, exclude))
+        types: dict[str, set[str]] = {}
+        for table in structure.tables:
+            for column in table.columns:
+                types.setdefault(column.name, set()).add(column.data_type)
+        self._column_types = {name: next(iter(t)) for name, t in types.items() if len(t) == 1}
         return await load_catalog(
             CatalogConnection(self),  # type: ignore[arg-type]
             self.database,

@@ -19,8 +19,11 @@ ROWS = [
 ]
 
 
+TYPES = {"id": "integer", "name": "text", "d": "date", "ts": "timestamp without time zone"}
+
+
 def _run(dialect: Dialect, postgres: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    text = to_dialect(postgres, dialect)
+    text = to_dialect(postgres, dialect, TYPES.get)
     if dialect is Dialect.SQLITE:
         conn = sqlite3.connect(":memory:")
         conn.execute("CREATE TABLE t (id INTEGER, name TEXT, d DATE, ts TIMESTAMP, x REAL)")
@@ -92,3 +95,14 @@ def test_casts_aggregates_and_output_names(dialect: Dialect) -> None:
     assert names == ["count", "sum", "mean", "max"]
     assert rows[0][0] == 3 and float(rows[0][1]) == 13.75
     assert float(rows[0][2]) == 6.88 and str(rows[0][3]) == "3"
+
+
+@pytest.mark.parametrize("dialect", list(Dialect))
+def test_a_date_columns_arithmetic_and_truncation_stay_postgress(dialect: Dialect) -> None:
+    _, rows = _run(
+        dialect,
+        "SELECT d - 7 AS before, d + 20 AS after, date_trunc('month', d) AS m FROM t WHERE id = 1",
+    )
+    before, after, month = (_text(v) for v in rows[0])
+    assert (before, after) == ("2024-03-08", "2024-04-04")
+    assert month == "2024-03-01 00:00:00"  # a timestamp, as Postgres's date_trunc gives
