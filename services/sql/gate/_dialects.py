@@ -153,6 +153,7 @@ def to_dialect(
         return isinstance(node, exp.Column) and typed(node.name) == "date"
 
     if dialect is Dialect.SQLITE:
+        tree = tree.transform(lambda node: _sqlite_truncated_dates(node, is_date))
         tree = tree.transform(lambda node: _sqlite_dates(node, is_date))
     else:
         tree = tree.transform(lambda node: _duckdb_dates(node, is_date))
@@ -220,6 +221,14 @@ def _unit(node: exp.Expr) -> str:
 
 def _call(name: str, *args: exp.Expr) -> exp.Expr:
     return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _sqlite_truncated_dates(node: exp.Expr, is_date: Callable[[exp.Expr], bool]) -> exp.Expr:
+    """Postgres truncates a date as a ``timestamptz`` (in the session's UTC): the
+    truncated value carries its offset on SQLite too."""
+    if isinstance(node, exp.DateTrunc | exp.TimestampTrunc) and is_date(node.this):
+        return exp.DPipe(this=node.copy(), expression=exp.Literal.string("+00:00"))
+    return node
 
 
 def _sqlite_dates(node: exp.Expr, is_date: Callable[[exp.Expr], bool]) -> exp.Expr:

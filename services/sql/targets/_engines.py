@@ -123,7 +123,9 @@ def sqlite_type(declared: str) -> str:
 
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_ISO_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?$")
+_ISO_TIMESTAMP = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?([+-]\d{2}:\d{2}|Z)?$"
+)
 
 
 def _typed_column(values: list[Any]) -> tuple[str, list[Any]]:
@@ -147,9 +149,9 @@ def _typed_column(values: list[Any]) -> tuple[str, list[Any]]:
             if all(_ISO_DATE.match(v) for v in present):
                 return "date", [None if v is None else dt.date.fromisoformat(v) for v in values]
             if all(_ISO_TIMESTAMP.match(v) for v in present):
-                return "timestamp without time zone", [
-                    None if v is None else dt.datetime.fromisoformat(v) for v in values
-                ]
+                parsed = [None if v is None else dt.datetime.fromisoformat(v) for v in values]
+                zoned = all(p.tzinfo is not None for p in parsed if p is not None)
+                return f"timestamp with{'' if zoned else 'out'} time zone", parsed
         except ValueError:  # shaped like one, but not a real date (2024-02-30)
             pass
     return "text", values
