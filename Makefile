@@ -17,9 +17,9 @@ SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
 # `make eval` measures the answers in RETRIEVE, AGENTIC and AUTO beside a BM25 baseline.
 QA_DATASET ?= ../shared/datasets/qa
 
-.PHONY: setup venv proto models pgvector edge ocr lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour eval load clean
+.PHONY: setup venv proto models pgvector edge ocr mariadb lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour eval load clean
 
-setup: venv proto models pgvector edge ocr ## virtualenv, dependencies, generated code, offline model, portable pgvector, edge nginx, OCR
+setup: venv proto models pgvector edge ocr mariadb ## virtualenv, dependencies, generated code, offline model, portable pgvector, edge nginx, OCR, MariaDB (tests)
 
 venv: $(BIN)/.installed
 
@@ -45,6 +45,9 @@ pgvector: venv ## rebuild the embedded Postgres's pgvector without AVX-512 (pinn
 
 ocr: ## Tesseract for scans and images (apt-get as root when missing; else says how)
 	bash scripts/install_ocr.sh
+
+mariadb: ## MariaDB server binaries for the MySQL warehouse tests (apt-get as root when missing; else says how)
+	bash scripts/install_mariadb.sh
 
 edge: venv ## build the edge's nginx (HTTP/2 + gRPC proxy) from pinned Debian source into the virtualenv
 	bash scripts/build_edge.sh $(VENV)

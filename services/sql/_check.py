@@ -17,7 +17,7 @@ from services.sql.demo import reader_url
 from services.sql.targets import (
     ANY_TENANT,
     Capability,
-    FileTarget,
+    EngineTarget,
     Severity,
     TargetConfig,
     connect_kwargs,
@@ -184,7 +184,7 @@ async def _check_file(config: TargetConfig, tenants: str) -> DatabaseCheck:
     problem = await asyncio.to_thread(file_problem, config.url)
     if problem is not None:
         return DatabaseCheck(config.name, "unreachable", tenants, (problem,))
-    target = FileTarget(config, pool_max_size=1)
+    target = EngineTarget(config, pool_max_size=1)
     try:
         if not await target.open():
             return DatabaseCheck(

@@ -23,7 +23,7 @@ from services.sql import (
     TargetRegistry,
 )
 from services.sql.gate import Dialect, DialectGate, Limits
-from services.sql.targets import FileTarget
+from services.sql.targets import EngineTarget
 from tests.integration.sql.engines.conftest import build, url
 from tests.security.corpora.sql import READ, hostile_statements
 from tests.security.corpora.sql_engines import BY_ENGINE
@@ -35,7 +35,7 @@ TABLES = ("companies", "contacts", "opportunities", "activities", "notes")
 CALL_LIMIT_S = 3.0  # the statement timeout is 1 s: no call may take longer than this
 
 
-async def _state(target: FileTarget) -> list[object]:
+async def _state(target: EngineTarget) -> list[object]:
     """The warehouse's schema and every table's row count, read through the target."""
     warehouse = target.warehouse
     limits = Limits(statement_timeout_s=5.0, max_rows=1000)
@@ -61,7 +61,7 @@ async def test_the_gates_alone_stop_every_hostile_statement_on_a_writable_connec
     data.mkdir()
     path = build(engine, data)
     out = data / "escape.out"
-    target = FileTarget(
+    target = EngineTarget(
         TargetConfig("w", url(engine, path), tenants=frozenset({"*"})),
         pool_max_size=2,
         read_only=False,  # privileged: only the gates stand in the way

@@ -35,6 +35,7 @@ class Dialect(enum.Enum):
 
     SQLITE = "sqlite"
     DUCKDB = "duckdb"
+    MYSQL = "mysql"
 
 
 # Functions sqlglot writes for the Postgres allow-list in each dialect, and plain
@@ -60,6 +61,18 @@ _ENGINE_FUNCTIONS: dict[Dialect, frozenset[str]] = {
             "to_years", "to_hours", "to_minutes", "to_seconds", "isodow", "isoyear", "century",
             "struct_pack", "epoch_us", "last_day", "monthname", "dayname", "time_bucket",
             "try_cast", "typeof", "round_even", "fdiv", "fmod", "trunc", "signbit",
+        }
+    ),
+    Dialect.MYSQL: frozenset(
+        {
+            "date_format", "date_add", "date_sub", "datediff", "timestampdiff", "timestampadd",
+            "str_to_date", "year", "month", "day", "dayofweek", "dayofmonth", "dayofyear",
+            "week", "weekday", "quarter", "hour", "minute", "second", "last_day", "curdate",
+            "now", "group_concat", "ifnull", "if", "instr", "locate", "char_length",
+            "truncate", "stddev", "std", "variance", "from_days", "to_days", "makedate",
+            "unix_timestamp", "from_unixtime", "convert_tz", "json_extract", "json_unquote",
+            "regexp_substr", "regexp_instr", "concat", "mid", "lcase", "ucase", "space",
+            "field", "elt", "bit_count", "log2", "rand", "time_to_sec", "sec_to_time",
         }
     ),
 }  # fmt: skip
@@ -97,14 +110,36 @@ DANGEROUS_FUNCTIONS: dict[Dialect, frozenset[str]] = {
             "from_json", "json_execute_serialized_sql", "tpch", "tpcds", "dbgen", "dsdgen",
         }
     ),
+    Dialect.MYSQL: frozenset(
+        {
+            "load_file", "sleep", "benchmark", "get_lock", "release_lock", "release_all_locks",
+            "is_free_lock", "is_used_lock", "master_pos_wait", "source_pos_wait",
+            "master_gtid_wait", "sys_exec", "sys_eval", "user", "current_user", "session_user",
+            "system_user", "version", "database", "schema", "connection_id", "last_insert_id",
+            "found_rows", "row_count", "uuid", "uuid_short", "get_format", "load_data",
+            "column_get", "column_json", "sha2", "encrypt", "des_encrypt", "aes_encrypt",
+            "aes_decrypt", "password", "old_password", "name_const", "extractvalue",
+            "updatexml", "geometrycollection", "polygon", "multipoint", "linestring",
+            "multilinestring", "multipolygon", "exp",
+        }
+    ),
 }  # fmt: skip
 
 # Tables that describe the database rather than hold its data.
 _SYSTEM_TABLE = {
     Dialect.SQLITE: re.compile(r"^(sqlite_|pragma_)", re.IGNORECASE),
     Dialect.DUCKDB: re.compile(r"^(duckdb_|pragma_|pg_|sqlite_)", re.IGNORECASE),
+    Dialect.MYSQL: re.compile(r"^(innodb_|pg_)", re.IGNORECASE),
 }
-_SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "temp", "system", "sqlite_temp"})
+_SYSTEM_SCHEMAS = frozenset(
+    {
+        "information_schema", "pg_catalog", "temp", "system", "sqlite_temp", "mysql",
+        "performance_schema", "sys",
+    }
+)  # fmt: skip
+# MySQL runs the text of a comment opened with ``/*!`` (``/*M!`` on MariaDB): sqlglot reads
+# a comment. No executed text is allowed to hold one.
+_EXECUTABLE_COMMENT = re.compile(r"/\*M?!", re.IGNORECASE)
 
 _STATEMENTS: tuple[type[exp.Expr], ...] = tuple(
     cls
@@ -155,9 +190,85 @@ def to_dialect(
     if dialect is Dialect.SQLITE:
         tree = tree.transform(lambda node: _sqlite_truncated_dates(node, is_date))
         tree = tree.transform(lambda node: _sqlite_dates(node, is_date))
+    elif dialect is Dialect.MYSQL:
+        tree = tree.transform(_mysql_dates).transform(_mysql_forms)
     else:
         tree = tree.transform(lambda node: _duckdb_dates(node, is_date))
     return tree.sql(dialect=dialect.value, comments=False)
+
+
+_MYSQL_TRUNC = {
+    "YEAR": "%Y-01-01 00:00:00",
+    "MONTH": "%Y-%m-01 00:00:00",
+    "DAY": "%Y-%m-%d 00:00:00",
+    "HOUR": "%Y-%m-%d %H:00:00",
+    "MINUTE": "%Y-%m-%d %H:%i:00",
+}
+_MYSQL_PARTS = {"DOW": ("DAYOFWEEK", -1), "ISODOW": ("WEEKDAY", 1), "DOY": ("DAYOFYEAR", 0)}
+
+
+def _datetime(value: exp.Expr) -> exp.Expr:
+    return exp.cast(value, "DATETIME")
+
+
+def _mysql_dates(node: exp.Expr) -> exp.Expr:
+    """``date_trunc`` and the EXTRACT fields MySQL lacks, as MySQL computes them."""
+    if isinstance(node, exp.DateTrunc | exp.TimestampTrunc):
+        value, unit = node.this.copy(), _unit(node)
+        if unit in _MYSQL_TRUNC:
+            formatted = _call("DATE_FORMAT", value, exp.Literal.string(_MYSQL_TRUNC[unit]))
+            return _datetime(formatted)
+        if unit == "WEEK":  # Monday, as Postgres
+            weekday = _call("WEEKDAY", value.copy())
+            start = _call(
+                "DATE_SUB", _call("DATE", value), exp.Interval(this=weekday, unit=exp.var("DAY"))
+            )
+            return _datetime(start)
+        if unit == "QUARTER":
+            first = _call("MAKEDATE", _call("YEAR", value.copy()), exp.Literal.number(1))
+            months = exp.Mul(
+                this=exp.Paren(
+                    this=exp.Sub(this=_call("QUARTER", value), expression=exp.Literal.number(1))
+                ),
+                expression=exp.Literal.number(3),
+            )
+            return _datetime(
+                _call("DATE_ADD", first, exp.Interval(this=months, unit=exp.var("MONTH")))
+            )
+        return node
+    if isinstance(node, exp.Extract):
+        part = node.this.name.upper() if isinstance(node.this, exp.Expr) else str(node.this).upper()
+        if part == "EPOCH":
+            return _call("UNIX_TIMESTAMP", node.expression.copy())
+        if part in _MYSQL_PARTS:
+            function, shift = _MYSQL_PARTS[part]
+            called = _call(function, node.expression.copy())
+            if not shift:
+                return called
+            return exp.Paren(this=exp.Add(this=called, expression=exp.Literal.number(shift)))
+    return node
+
+
+def _mysql_forms(node: exp.Expr) -> exp.Expr:
+    """What MySQL lacks: an aggregate's FILTER becomes a CASE inside it (NULLs are not
+    aggregated), and a bare NUMERIC cast keeps its fraction (MySQL's DECIMAL is
+    DECIMAL(10, 0))."""
+    if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
+        condition = node.expression.this if isinstance(node.expression, exp.Where) else None
+        if condition is None:
+            return node
+        agg = node.this.copy()
+        inner = agg.this
+        value = exp.Literal.number(1) if inner is None or isinstance(inner, exp.Star) else inner
+        agg.set("this", exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())]))
+        return agg
+    if (
+        isinstance(node, exp.DataType)
+        and node.this == exp.DataType.Type.DECIMAL
+        and not node.expressions
+    ):
+        return exp.DataType.build("DECIMAL(65, 30)")
+    return node
 
 
 def _duckdb_dates(node: exp.Expr, is_date: Callable[[exp.Expr], bool]) -> exp.Expr:
@@ -179,7 +290,7 @@ def _name_outputs(tree: exp.Expr) -> None:
         if isinstance(item, exp.Alias | exp.Star | exp.Column):
             continue
         inner = item
-        while isinstance(inner, exp.Cast | exp.Paren):
+        while isinstance(inner, exp.Cast | exp.Paren | exp.Filter | exp.Window):
             inner = inner.this
         if isinstance(inner, exp.Column):
             name = inner.name
@@ -320,6 +431,11 @@ class DialectGate:
         qualified catalog tables it may read (those the Postgres gate resolved)."""
         known = {name.lower() for name in tables}
         known |= {name.rpartition(".")[2] for name in list(known)}
+        if self.dialect is Dialect.MYSQL and (
+            _EXECUTABLE_COMMENT.search(text) or _outside_strings("#", text)
+        ):
+            # a comment MySQL would run, or one sqlglot may not read as MySQL does
+            return (Violation(GateRule.PARSE_ERROR, "statement holds a MySQL comment"),)
         try:
             statements = [
                 s
@@ -353,6 +469,9 @@ class DialectGate:
                 add(GateRule.LOCKING_CLAUSE, "locking clauses not allowed")
             elif isinstance(node, exp.Func):
                 self._function(node, add)
+            elif isinstance(node, exp.SessionParameter | exp.Parameter):
+                # @@version, @@datadir, user variables: the server's state, not the data
+                add(GateRule.FUNCTION_NOT_ALLOWED, "server variables may not be read", "@")
         for table, ctes in scoped_tables(tree, frozenset(), into=False):
             self._table(table, ctes, known, add)
         return tuple(found.values())
@@ -401,3 +520,18 @@ class DialectGate:
             return
         elif (f"{schema}.{name}" if schema else name).lower() not in known:
             add(GateRule.UNKNOWN_TABLE, "table is not in the catalog", shown)
+
+
+def _outside_strings(char: str, text: str) -> bool:
+    """Whether ``char`` occurs in ``text`` outside single-quoted strings and quoted
+    identifiers (the forms sqlglot writes)."""
+    quote = ""
+    for c in text:
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in ("'", "`", '"'):
+            quote = c
+        elif c == char:
+            return True
+    return False

@@ -1,17 +1,10 @@
 """Target databases: each named in configuration, with its own read-only pool, catalog
 and join graph, and the role checks that refuse a role able to write; SQLite and DuckDB
-files (``_files``, ``_engines``) beside Postgres.
+files and MySQL/MariaDB servers (``_warehouses``, ``_engines``, ``_mysql``) beside Postgres.
 """
 
 from __future__ import annotations
 
-from services.sql.targets._files import (
-    FileTarget,
-    FileWarehouse,
-    file_engine,
-    file_problem,
-    open_target,
-)
 from services.sql.targets._targets import (
     ANY_TENANT,
     SUPERUSER_VARIABLE,
@@ -27,20 +20,29 @@ from services.sql.targets._targets import (
     refusal_message,
     role_capabilities,
 )
+from services.sql.targets._warehouses import (
+    EngineTarget,
+    EngineWarehouse,
+    engine_of,
+    file_engine,
+    file_problem,
+    open_target,
+)
 
 __all__ = [
     "ANY_TENANT",
     "SUPERUSER_VARIABLE",
     "WRITABLE_VARIABLE",
     "Capability",
-    "FileTarget",
-    "FileWarehouse",
+    "EngineTarget",
+    "EngineWarehouse",
     "Severity",
     "Target",
     "TargetConfig",
     "TargetRegistry",
     "WritableTargetError",
     "connect_kwargs",
+    "engine_of",
     "file_engine",
     "file_problem",
     "open_target",

@@ -24,7 +24,8 @@ from typing import Any, Protocol
 import duckdb
 
 from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo, excluded
-from services.sql.gate import Dialect, FailureKind, StatementError
+from services.sql.gate import FailureKind, StatementError
+from services.sql.targets._targets import Capability
 
 SCHEMA = "main"
 _ROW_COUNT_CAP = 100_000
@@ -40,7 +41,8 @@ class EngineConnection(Protocol):
 
 
 class FileEngine(Protocol):
-    def __init__(self, path: Path, *, read_only: bool = True) -> None: ...
+    """An engine behind a warehouse: files (SQLite, DuckDB) or a server (MySQL)."""
+
     def open(self) -> None: ...
     def close(self) -> None: ...
     def ping(self) -> None: ...
@@ -48,6 +50,7 @@ class FileEngine(Protocol):
     def catalog_connection(self) -> contextlib.AbstractContextManager[EngineConnection]: ...
     def structure(self, database: str, exclude: Sequence[str]) -> Catalog: ...
     def fingerprint(self, exclude: Sequence[str]) -> str: ...
+    def capabilities(self) -> list[Capability]: ...
 
 
 def _short(exc: BaseException) -> str:
@@ -356,6 +359,9 @@ class SqliteEngine:
             )
         return tuple(found)
 
+    def capabilities(self) -> list[Capability]:
+        return []  # opened read-only: nothing it connects with can write
+
     def fingerprint(self, exclude: Sequence[str]) -> str:
         digest = hashlib.sha256()
         with self.catalog_connection() as wrapped:
@@ -617,6 +623,9 @@ class DuckdbEngine:
         )
         return _resolve_foreign_keys(Catalog(database=database, tables=tables))
 
+    def capabilities(self) -> list[Capability]:
+        return []  # opened read-only: nothing it connects with can write
+
     def fingerprint(self, exclude: Sequence[str]) -> str:
         digest = hashlib.sha256()
         for path in self._files():
@@ -625,9 +634,3 @@ class DuckdbEngine:
                 digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
         digest.update(",".join(exclude).encode())
         return digest.hexdigest()
-
-
-ENGINES: dict[Dialect, type[FileEngine]] = {
-    Dialect.SQLITE: SqliteEngine,
-    Dialect.DUCKDB: DuckdbEngine,
-}

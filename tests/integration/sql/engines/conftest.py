@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from services.sql import TargetConfig
-from services.sql.targets import FileTarget
+from services.sql.targets import EngineTarget
 
 pytestmark = pytest.mark.integration
 
@@ -97,16 +97,16 @@ def warehouse_file(engine: str, tmp_path: Path) -> Path:
     return build(engine, tmp_path)
 
 
-TargetFactory = Callable[..., FileTarget]
+TargetFactory = Callable[..., EngineTarget]
 
 
 @pytest.fixture
 async def file_target(engine: str, warehouse_file: Path) -> AsyncIterator[TargetFactory]:
     """``file_target(read_only=True, **config)``: an opened target on the test's file."""
-    made: list[FileTarget] = []
+    made: list[EngineTarget] = []
 
-    def make(*, read_only: bool = True, **config: object) -> FileTarget:
-        target = FileTarget(
+    def make(*, read_only: bool = True, **config: object) -> EngineTarget:
+        target = EngineTarget(
             TargetConfig("w", url(engine, warehouse_file), tenants=frozenset({"*"}), **config),  # type: ignore[arg-type]
             pool_max_size=2,
             read_only=read_only,

@@ -47,25 +47,52 @@ from services.sql.gate import (
     to_dialect,
 )
 from services.sql.results import column_kind, encode, encoded_size, fingerprint
-from services.sql.targets._engines import ENGINES, EngineConnection, FileEngine
-from services.sql.targets._targets import Capability, Target, TargetConfig
+from services.sql.targets._engines import DuckdbEngine, EngineConnection, FileEngine, SqliteEngine
+from services.sql.targets._mysql import MysqlEngine
+from services.sql.targets._targets import (
+    Capability,
+    Target,
+    TargetConfig,
+    log_capabilities,
+    refusal,
+)
 from tandem.v1 import sql_service_pb2 as pb
 
 _log = logging.getLogger("tandem.sql.targets")
 
-_SCHEMES = {"sqlite": Dialect.SQLITE, "duckdb": Dialect.DUCKDB}
+_SCHEMES = {
+    "sqlite": Dialect.SQLITE,
+    "duckdb": Dialect.DUCKDB,
+    "mysql": Dialect.MYSQL,
+    "mariadb": Dialect.MYSQL,
+}
 _TIMEOUT_SETTING = re.compile(r"SET\s+LOCAL\s+statement_timeout\s*=\s*'?(\d+)(ms|s)?'?", re.I)
 _CATALOG_TIMEOUT_S = 30.0
+
+
+def engine_of(url: str) -> Dialect | None:
+    """The engine a warehouse URL names (``sqlite://``, ``duckdb://``, ``mysql://`` or
+    ``mariadb://``); None for Postgres (any other URL or connection string)."""
+    scheme, sep, _ = url.partition("://")
+    return _SCHEMES.get(scheme.lower()) if sep else None
 
 
 def file_engine(url: str) -> tuple[Dialect, Path] | None:
     """The engine and path of a file warehouse URL (``sqlite:///abs/file.sqlite``,
     ``duckdb:///abs/file.duckdb`` or ``duckdb:///abs/folder/``); None for any other."""
-    scheme, sep, rest = url.partition("://")
-    dialect = _SCHEMES.get(scheme.lower())
-    if not sep or dialect is None:
+    dialect = engine_of(url)
+    if dialect is None or dialect is Dialect.MYSQL:
         return None
-    return dialect, Path(rest.split("?", 1)[0])
+    return dialect, Path(url.partition("://")[2].split("?", 1)[0])
+
+
+def _engine(dialect: Dialect, url: str, *, read_only: bool) -> FileEngine:
+    if dialect is Dialect.MYSQL:
+        return MysqlEngine(url, read_only=read_only)
+    path = Path(url.partition("://")[2].split("?", 1)[0])
+    if dialect is Dialect.SQLITE:
+        return SqliteEngine(path, read_only=read_only)
+    return DuckdbEngine(path, read_only=read_only)
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -119,7 +146,7 @@ def file_problem(url: str) -> str | None:
     return None
 
 
-class FileWarehouse:
+class EngineWarehouse:
     """The execution side of a file target: the executor, its connections, the dialect
     gate and the hard limits. Stands where a Postgres target has its pool
     (``StatementRunner`` runs a verdict on either)."""
@@ -128,18 +155,18 @@ class FileWarehouse:
         self,
         name: str,
         dialect: Dialect,
-        path: Path,
+        url: str,
         *,
         workers: int = 4,
         read_only: bool = True,
     ) -> None:
-        # ``read_only`` False opens the file writable with no connection-level layer:
-        # only the hostile-statement tests do, to prove the gates alone stop a write.
-        self.name = f"{dialect.value}:{path}"
+        # ``read_only`` False opens the file writable (a MySQL session without its read-only
+        # transaction) with no connection-level layer: only the hostile-statement tests do,
+        # to prove the gates alone stop a write.
+        self.name = f"{dialect.value}:{name}"
         self.database = name
         self.dialect = dialect
-        self.path = path
-        self.engine: FileEngine = ENGINES[dialect](path, read_only=read_only)
+        self.engine: FileEngine = _engine(dialect, url, read_only=read_only)
         self.gate = DialectGate(dialect)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"sql-{name}")
         # each column name's catalog type where every table agrees on it (the transpile
@@ -315,7 +342,7 @@ class CatalogConnection:
     read-only in the target's executor; ``SET LOCAL statement_timeout`` bounds the next
     statement; a failure is a ``psycopg.Error``, as the callers expect."""
 
-    def __init__(self, warehouse: FileWarehouse) -> None:
+    def __init__(self, warehouse: EngineWarehouse) -> None:
         self._warehouse = warehouse
         self._timeout_s = _CATALOG_TIMEOUT_S
 
@@ -364,9 +391,9 @@ def path_digest(paths: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
-class FileTarget(Target):
+class EngineTarget(Target):
     """A configured SQLite or DuckDB database: served like a Postgres target (catalog
-    cache, access policy, tenants), its pool a :class:`FileWarehouse`. Opened read-only,
+    cache, access policy, tenants), its pool a :class:`EngineWarehouse`. Opened read-only,
     so there is no role to check: nothing it connects with can write."""
 
     def __init__(
@@ -377,12 +404,12 @@ class FileTarget(Target):
         catalog_ttl_s: float = 300.0,
         read_only: bool = True,
     ) -> None:
-        engine = file_engine(config.url)
-        if engine is None:
-            raise ValueError(f"not a file warehouse URL: database {config.name!r}")
+        dialect = engine_of(config.url)
+        if dialect is None:
+            raise ValueError(f"not a SQLite, DuckDB or MySQL URL: database {config.name!r}")
         self.config = config
-        self.warehouse: FileWarehouse = FileWarehouse(
-            config.name, engine[0], engine[1], workers=pool_max_size, read_only=read_only
+        self.warehouse: EngineWarehouse = EngineWarehouse(
+            config.name, dialect, config.url, workers=pool_max_size, read_only=read_only
         )
         # where a Postgres target keeps its pool: the runner runs verdicts on either
         self.pool = self.warehouse  # type: ignore[assignment]
@@ -392,23 +419,34 @@ class FileTarget(Target):
             fingerprint=self._fingerprint,
             database=config.name,
         )
-        self._role_checked = True
+        self._role_checked = False
         self.capabilities: tuple[Capability, ...] = ()
         self._refusal: Capability | None = None
 
     async def open(self) -> bool:
-        """Open the file (False, logged, when it cannot be read now) and start loading
-        the catalog in the background."""
+        """Open the database (False, logged, when it cannot be reached now), check what
+        its user may do (MySQL's grants; a file is opened read-only) and start loading the
+        catalog in the background."""
         try:
             await self.warehouse.open()
+            await self._check_grants()
         except StatementError as exc:
             _log.warning(
                 "target database unreachable at start; will retry on use",
                 extra={"fields": {"database": self.name, "error.type": exc.kind.value}},
             )
             return False
-        self.catalog.start()
+        if self._refusal is None:
+            self.catalog.start()
         return True
+
+    async def _check_grants(self) -> None:
+        if self._role_checked:
+            return
+        self.capabilities = tuple(await self.warehouse.call(self.warehouse.engine.capabilities))
+        self._role_checked = True
+        self._refusal = refusal(self.config, self.capabilities)
+        log_capabilities(self.config, self.capabilities, self._refusal)
 
     async def close(self) -> None:
         await self.catalog.close()
@@ -419,6 +457,7 @@ class FileTarget(Target):
 
     async def _load_catalog(self) -> Catalog:
         try:
+            await self._check_grants()
             catalog, unresolved = await self.warehouse.load_catalog(
                 self.config.exclude, self.config.joins
             )
@@ -446,10 +485,10 @@ def open_target(
     statement_timeout_cap_s: float = 30.0,
     connect_timeout_s: float = 5.0,
 ) -> Target:
-    """The target for ``config``'s URL: a file warehouse for ``sqlite://`` and
-    ``duckdb://``, Postgres for anything else."""
-    if file_engine(config.url) is not None:
-        return FileTarget(config, pool_max_size=pool_max_size, catalog_ttl_s=catalog_ttl_s)
+    """The target for ``config``'s URL: an engine warehouse for ``sqlite://``,
+    ``duckdb://`` and ``mysql://``, Postgres for anything else."""
+    if engine_of(config.url) is not None:
+        return EngineTarget(config, pool_max_size=pool_max_size, catalog_ttl_s=catalog_ttl_s)
     return Target(
         config,
         pool_max_size=pool_max_size,
