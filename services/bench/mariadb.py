@@ -92,14 +92,15 @@ def running_mariadb(folder: Path | None = None) -> Iterator[MariaDb]:
     try:
         deadline = time.monotonic() + _START_TIMEOUT_S
         while True:
-            try:
-                server.admin().close()
+            # ready once it accepts on its port (probed with a socket closed here: a failed
+            # client connect would leave its own behind)
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
                 break
-            except pymysql.err.OperationalError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log = (base / "error.log").read_text(errors="replace")[-500:]
-                    raise RuntimeError(f"MariaDB did not start: {log}") from None
-                time.sleep(0.1)
+            if process.poll() is not None or time.monotonic() > deadline:
+                log = (base / "error.log").read_text(errors="replace")[-500:]
+                raise RuntimeError(f"MariaDB did not start: {log}")
+            time.sleep(0.1)
+        server.admin().close()
         yield server
     finally:
         with contextlib.suppress(ProcessLookupError):

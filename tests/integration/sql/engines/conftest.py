@@ -1,20 +1,25 @@
-"""Real SQLite and DuckDB files, built in the test from small SQL, and targets on them."""
+"""Real SQLite and DuckDB files and a real MariaDB server, each warehouse built in the
+test from small SQL, and targets on them."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from services.bench.mariadb import MariaDb, available, running_mariadb
 from services.sql import TargetConfig
 from services.sql.targets import EngineTarget
 
 pytestmark = pytest.mark.integration
 
-ENGINES = ("sqlite", "duckdb")
+ENGINES = ("sqlite", "duckdb", "mysql")
+FILE_ENGINES = ("sqlite", "duckdb")
 
 # The demo warehouse's shape in miniature (the hostile corpora name these tables), with
 # declared keys, and a table that declares none (``notes``: its key and its join to
@@ -23,17 +28,18 @@ SCHEMA = """
 CREATE TABLE companies (
   company_id INTEGER PRIMARY KEY, name VARCHAR(100) NOT NULL, industry VARCHAR(50),
   domain VARCHAR(100), annual_revenue DECIMAL(14, 2), segment VARCHAR(20),
-  created_at TIMESTAMP, deleted_at TIMESTAMP, comment VARCHAR(200), active BOOLEAN);
+  created_at TIMESTAMP NULL, deleted_at TIMESTAMP NULL, comment VARCHAR(200), active BOOLEAN);
 CREATE TABLE contacts (
-  contact_id INTEGER PRIMARY KEY, company_id INTEGER REFERENCES companies (company_id),
-  first_name VARCHAR(50), last_name VARCHAR(50), email VARCHAR(100));
+  contact_id INTEGER PRIMARY KEY, company_id INTEGER,
+  first_name VARCHAR(50), last_name VARCHAR(50), email VARCHAR(100),
+  FOREIGN KEY (company_id) REFERENCES companies (company_id));
 CREATE TABLE opportunities (
-  opportunity_id INTEGER PRIMARY KEY, company_id INTEGER REFERENCES companies (company_id),
+  opportunity_id INTEGER PRIMARY KEY, company_id INTEGER,
   amount DECIMAL(12, 2), stage VARCHAR(20), close_date DATE, lost_reason VARCHAR(50),
-  score INTEGER);
+  score INTEGER, FOREIGN KEY (company_id) REFERENCES companies (company_id));
 CREATE TABLE activities (
-  activity_id INTEGER PRIMARY KEY, opportunity_id INTEGER REFERENCES opportunities (opportunity_id),
-  occurred_at TIMESTAMP);
+  activity_id INTEGER PRIMARY KEY, opportunity_id INTEGER, occurred_at TIMESTAMP NULL,
+  FOREIGN KEY (opportunity_id) REFERENCES opportunities (opportunity_id));
 CREATE TABLE notes (note_id INTEGER, company_id INTEGER, body VARCHAR(200));
 """
 INDUSTRIES = ("Healthcare", "Retail", "Finance", "Energy")
@@ -87,6 +93,39 @@ def url(engine: str, path: Path) -> str:
     return f"{engine}://{path}"
 
 
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[MariaDb]:
+    """A private MariaDB server for the session (the tests skip, saying why, without one)."""
+    problem = available()
+    if problem is not None:
+        pytest.skip(problem)
+    with running_mariadb() as server:
+        yield server
+
+
+_databases = itertools.count()
+
+
+@dataclass(frozen=True)
+class MysqlDatabase:
+    reader_url: str  # a SELECT-only user
+    owner_url: str  # root: privileged, for proving the gates alone
+    name: str
+
+
+def build_mysql(server: MariaDb) -> MysqlDatabase:
+    """A fresh database on ``server`` holding :data:`SCHEMA` and :func:`rows`, with a
+    SELECT-only user."""
+    name = f"warehouse_{next(_databases)}"
+    with server.admin() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE `{name}`")
+        cursor.execute(f"USE `{name}`")
+        for statement in [s for s in SCHEMA.split(";") if s.strip()] + rows():
+            cursor.execute(statement)
+    reader = server.create_reader(name, f"ro_{name}", "reader-pw")
+    return MysqlDatabase(reader, server.url(name), name)
+
+
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -97,17 +136,33 @@ def warehouse_file(engine: str, tmp_path: Path) -> Path:
     return build(engine, tmp_path)
 
 
+@pytest.fixture
+def warehouse_url(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[str, str]:
+    """The test's warehouse: (the service's URL, a privileged URL) for ``engine``."""
+    if engine == "mysql":
+        built = build_mysql(request.getfixturevalue("mariadb"))
+        return built.reader_url, built.owner_url
+    path = url(engine, build(engine, tmp_path))
+    return path, path
+
+
 TargetFactory = Callable[..., EngineTarget]
 
 
 @pytest.fixture
-async def file_target(engine: str, warehouse_file: Path) -> AsyncIterator[TargetFactory]:
-    """``file_target(read_only=True, **config)``: an opened target on the test's file."""
+async def file_target(warehouse_url: tuple[str, str]) -> AsyncIterator[TargetFactory]:
+    """``file_target(read_only=True, **config)``: a target on the test's warehouse
+    (``read_only`` False: a writable connection, as a privileged user)."""
     made: list[EngineTarget] = []
 
     def make(*, read_only: bool = True, **config: object) -> EngineTarget:
         target = EngineTarget(
-            TargetConfig("w", url(engine, warehouse_file), tenants=frozenset({"*"}), **config),  # type: ignore[arg-type]
+            TargetConfig(
+                "w",
+                warehouse_url[0] if read_only else warehouse_url[1],
+                tenants=frozenset({"*"}),
+                **config,  # type: ignore[arg-type]
+            ),
             pool_max_size=2,
             read_only=read_only,
         )
