@@ -50,6 +50,13 @@ class MariaDb:
             unix_socket=str(self.socket), user="root", database=database, autocommit=True
         )
 
+    def create_admin(self, user: str, password: str) -> str:
+        """A user holding every privilege (root signs in on the socket only); its URL."""
+        with self.admin() as conn, conn.cursor() as cursor:
+            cursor.execute(f"CREATE USER IF NOT EXISTS '{user}'@'%%' IDENTIFIED BY %s", (password,))
+            cursor.execute(f"GRANT ALL PRIVILEGES ON *.* TO '{user}'@'%' WITH GRANT OPTION")
+        return self.url("", user, password)
+
     def create_reader(self, database: str, user: str, password: str) -> str:
         """A user that may only SELECT from ``database``; its URL."""
         with self.admin() as conn, conn.cursor() as cursor:

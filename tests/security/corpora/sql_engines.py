@@ -72,4 +72,51 @@ DUCKDB: list[tuple[str, GateRule]] = [
     ("SELECT * FROM escape.main.companies", R.UNKNOWN_TABLE),
 ]  # fmt: skip
 
-BY_ENGINE = {"sqlite": SQLITE, "duckdb": DUCKDB}
+MYSQL: list[tuple[str, GateRule]] = [
+    ("SELECT * FROM companies INTO OUTFILE '{out}'", R.PARSE_ERROR),
+    ("SELECT name FROM companies INTO DUMPFILE '{out}'", R.PARSE_ERROR),
+    ("SELECT name INTO @stolen FROM companies LIMIT 1", R.SELECT_INTO),
+    ("SELECT LOAD_FILE('/etc/passwd')", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT SLEEP(5)", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT name FROM companies WHERE company_id = 1 AND SLEEP(5) = 0", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT BENCHMARK(100000000, MD5('x'))", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT GET_LOCK('tandem', 10)", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT RELEASE_ALL_LOCKS()", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT MASTER_POS_WAIT('log', 4, 10)", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT USER()", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT VERSION()", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT @@datadir", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT @@global.secure_file_priv", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT EXTRACTVALUE(1, CONCAT(0x7e, (SELECT name FROM companies)))", R.FUNCTION_NOT_ALLOWED),
+    ("SELECT name FROM companies WHERE company_id = 1 /*!50000 UNION SELECT 1 */", R.PARSE_ERROR),
+    ("SELECT name FROM companies # WHERE 1 = 0", R.PARSE_ERROR),
+    ("SELECT * FROM mysql.user", R.SYSTEM_SCHEMA),
+    ("SELECT * FROM information_schema.processlist", R.SYSTEM_SCHEMA),
+    ("SELECT * FROM performance_schema.threads", R.SYSTEM_SCHEMA),
+    ("SELECT * FROM companies FOR UPDATE", R.LOCKING_CLAUSE),
+    ("SELECT * FROM companies LOCK IN SHARE MODE", R.LOCKING_CLAUSE),
+    ("LOAD DATA INFILE '{out}' INTO TABLE companies", R.PARSE_ERROR),
+    ("SET GLOBAL max_connections = 1", R.QUERY_ROOT),
+    ("SET @a = 1", R.QUERY_ROOT),
+    ("LOCK TABLES companies WRITE", R.QUERY_ROOT),
+    ("HANDLER companies OPEN", R.PARSE_ERROR),
+    ("DO SLEEP(5)", R.PARSE_ERROR),
+    ("CALL mysql.rds_kill(1)", R.QUERY_ROOT),
+    ("KILL 1", R.QUERY_ROOT),
+    ("SHOW GRANTS", R.QUERY_ROOT),
+    ("INSERT INTO companies (company_id, name) VALUES (999, 'x')", R.QUERY_ROOT),
+    ("REPLACE INTO companies (company_id, name) VALUES (1, 'x')", R.QUERY_ROOT),
+    ("CREATE TABLE stolen AS SELECT * FROM companies", R.QUERY_ROOT),
+    ("SELECT 1; DROP TABLE companies", R.SINGLE_STATEMENT),
+    ("SELECT * FROM other_db.companies", R.UNKNOWN_TABLE),
+]  # fmt: skip
+
+BY_ENGINE = {"sqlite": SQLITE, "duckdb": DUCKDB, "mysql": MYSQL}
+
+# Through the service these run as the plain read before the comment: the gate runs the
+# statement it regenerated, comments dropped, so MySQL never sees the comment (one row
+# comes back, not the UNION's two; no condition is cut off).
+COMMENTS_DROPPED = {
+    "SELECT name FROM companies WHERE company_id = 1 /*!50000 UNION SELECT 1 */": 1,
+    "SELECT name FROM companies # WHERE 1 = 0": 40,
+}

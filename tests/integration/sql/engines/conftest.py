@@ -109,7 +109,7 @@ _databases = itertools.count()
 @dataclass(frozen=True)
 class MysqlDatabase:
     reader_url: str  # a SELECT-only user
-    owner_url: str  # root: privileged, for proving the gates alone
+    owner_url: str  # every privilege: for proving the gates alone
     name: str
 
 
@@ -123,7 +123,8 @@ def build_mysql(server: MariaDb) -> MysqlDatabase:
         for statement in [s for s in SCHEMA.split(";") if s.strip()] + rows():
             cursor.execute(statement)
     reader = server.create_reader(name, f"ro_{name}", "reader-pw")
-    return MysqlDatabase(reader, server.url(name), name)
+    server.create_admin("tandem_admin", "admin-pw")
+    return MysqlDatabase(reader, server.url(name, "tandem_admin", "admin-pw"), name)
 
 
 @pytest.fixture(params=ENGINES)
@@ -161,6 +162,7 @@ async def file_target(warehouse_url: tuple[str, str]) -> AsyncIterator[TargetFac
                 "w",
                 warehouse_url[0] if read_only else warehouse_url[1],
                 tenants=frozenset({"*"}),
+                allow_superuser=not read_only,
                 **config,  # type: ignore[arg-type]
             ),
             pool_max_size=2,
