@@ -5,6 +5,7 @@ files and MySQL/MariaDB servers (``_warehouses``, ``_engines``, ``_mysql``) besi
 
 from __future__ import annotations
 
+from services.sql.targets._mysql import READ_ONLY_RECIPE, connect_args, mysql_unreachable
 from services.sql.targets._targets import (
     ANY_TENANT,
     SUPERUSER_VARIABLE,
@@ -31,6 +32,7 @@ from services.sql.targets._warehouses import (
 
 __all__ = [
     "ANY_TENANT",
+    "READ_ONLY_RECIPE",
     "SUPERUSER_VARIABLE",
     "WRITABLE_VARIABLE",
     "Capability",
@@ -41,10 +43,12 @@ __all__ = [
     "TargetConfig",
     "TargetRegistry",
     "WritableTargetError",
+    "connect_args",
     "connect_kwargs",
     "engine_of",
     "file_engine",
     "file_problem",
+    "mysql_unreachable",
     "open_target",
     "refusal",
     "refusal_message",

@@ -324,3 +324,34 @@ class MysqlEngine:
                     if not excluded((self.database, str(row[0])), exclude):
                         digest.update(("|".join(str(v) for v in row) + "\n").encode())
         return digest.hexdigest()
+
+
+# Why a server could not be reached, by MySQL's error code: the cause and the fix.
+_CONNECT_CAUSES = {
+    1045: "authentication failed: check the user and password in the URL",
+    1049: "database {database!r} does not exist: check the name in the URL",
+    1044: "the user may not use database {database!r}: GRANT SELECT ON `{database}`.* TO it",
+    1130: "the server refuses this client host: create the user for this host ('user'@'%')",
+    2003: "cannot connect: is MySQL/MariaDB running at that host and port?",
+    2005: "unknown host: check the host in the URL",
+    2013: "the connection was lost while connecting: check the host and port",
+}
+# The recipe for a user that can only read one database.
+READ_ONLY_RECIPE = (
+    "CREATE USER 'tandem_ro'@'%' IDENTIFIED BY '…'; GRANT SELECT ON `{database}`.* TO "
+    "'tandem_ro'@'%'"
+)
+
+
+def mysql_unreachable(url: str) -> str | None:
+    """None when a connection opens with the URL's user; otherwise why not and the fix."""
+    args = connect_args(url)
+    try:
+        pymysql.connect(**args).close()
+    except pymysql.err.Error as exc:
+        code = int(exc.args[0]) if exc.args and isinstance(exc.args[0], int) else 0
+        cause = _CONNECT_CAUSES.get(code)
+        if cause is None and code == 2003 and "timed out" in _short(exc).lower():
+            cause = "no answer within 5 s: a firewall, or the wrong host or port"
+        return (cause or _short(exc)).format(database=args["database"] or "")
+    return None

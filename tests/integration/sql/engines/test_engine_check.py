@@ -1,6 +1,7 @@
-"""``tandem sql-check`` on SQLite and DuckDB targets: served with their keys and joins,
-or unreachable with the reason and the fix (file missing, not a database, the other
-engine's file, a folder where a file belongs, a folder with nothing to serve)."""
+"""``tandem sql-check`` on SQLite, DuckDB and MariaDB targets: served with their keys and
+joins, or unreachable with the reason and the fix (file missing, not a database, the other
+engine's file, a folder where a file belongs, a folder with nothing to serve; a wrong
+password, a missing database, a server not there), or refused (a user that can write)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from services.bench.mariadb import MariaDb
 from services.cli._main import main
-from tests.integration.sql.engines.conftest import build
+from tests.integration.sql.engines.conftest import build, build_mysql
 
 pytestmark = pytest.mark.integration
 
@@ -69,3 +71,45 @@ def test_sql_check_gives_each_file_engines_fate_and_reason(
     )
     assert detail("folder") == f"{sqlite_dir} is a folder, not a SQLite file"
     assert detail("empty") == f"the folder {empty_dir} holds no .csv, .tsv or .parquet file"
+
+
+def test_sql_check_on_mariadb_names_auth_missing_database_unreachable_and_writable_users(
+    mariadb: MariaDb, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built = build_mysql(mariadb)
+    with mariadb.admin() as conn, conn.cursor() as cursor:
+        cursor.execute("CREATE USER IF NOT EXISTS 'writer'@'%' IDENTIFIED BY 'pw'")
+        cursor.execute(f"GRANT SELECT, INSERT ON `{built.name}`.* TO 'writer'@'%'")
+    port = mariadb.port
+    for name in ("SQL_DEMO_WAREHOUSE", "WAREHOUSE_DATABASE_URL", "SQL_DEFAULT_DATABASE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(
+        "SQL_DATABASES",
+        ";".join(
+            [
+                f"shop={built.reader_url}",
+                f"badpw=mysql://ro_{built.name}:wrong@127.0.0.1:{port}/{built.name}",
+                f"nodb={mariadb.url('no_such_db', 'tandem_admin', 'admin-pw')}",
+                "down=mysql://x:y@127.0.0.1:1/shop",
+                f"writer=mysql://writer:pw@127.0.0.1:{port}/{built.name}",
+            ]
+        ),
+    )
+    monkeypatch.setenv("SQL_DATABASE_TENANTS", "shop=*")
+    assert main(["sql-check"]) == 1  # the user that can write would stop the service
+    out = capsys.readouterr().out.splitlines()
+    lines = {line.split()[0]: i for i, line in enumerate(out) if line and line[0] != " "}
+
+    def detail(name: str) -> str:
+        return out[lines[name] + 1].strip()
+
+    assert "serve" in out[lines["shop"]]
+    assert "READ ONLY transaction" in detail("shop")
+    assert any("notes" in line and "companies" in line for line in out)  # the inferred join
+    assert "unreachable" in out[lines["badpw"]]
+    assert detail("badpw") == "authentication failed: check the user and password in the URL"
+    assert detail("nodb") == "database 'no_such_db' does not exist: check the name in the URL"
+    assert detail("down") == "cannot connect: is MySQL/MariaDB running at that host and port?"
+    assert "refuse" in out[lines["writer"]]
+    assert "INSERT" in detail("writer") and "SQL_UNSAFE_WRITABLE_DATABASES" in detail("writer")
+    assert f"GRANT SELECT ON `{built.name}`.*" in out[lines["writer"] + 2]
