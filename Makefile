@@ -102,6 +102,11 @@ eval: setup ## retrieval, document-answer, real-documents and SQL quality on the
 	    $(BIN)/tandem eval sql --dataset "$$ds" --wide --out "bench-results/sql_eval_$${name}_wide.json" || exit 1; \
 	    $(BIN)/tandem eval sql --compare "bench-results/sql_eval_$$name.json" \
 	      "bench-results/sql_eval_$${name}_no_keys.json" "bench-results/sql_eval_$${name}_wide.json"; \
+	    for engine in sqlite duckdb mysql; do \
+	      $(BIN)/tandem eval sql --dataset "$$ds" --engine $$engine --out "bench-results/sql_eval_$${name}_$$engine.json" || exit 1; \
+	    done; \
+	    $(BIN)/tandem eval sql --compare "bench-results/sql_eval_$$name.json" "bench-results/sql_eval_$${name}_sqlite.json" \
+	      "bench-results/sql_eval_$${name}_duckdb.json" "bench-results/sql_eval_$${name}_mysql.json"; \
 	    $(BIN)/tandem eval sql --dataset "$$ds" --memory || echo "memory eval on $$name: a target missed"; \
 	    $(BIN)/tandem eval chat --dataset "$$ds" || echo "conversation eval on $$name: a target missed"; \
 	  else echo "SQL dataset $$ds not found: skipped"; fi; \

@@ -16,14 +16,16 @@ and a README; ``../shared/datasets/sql`` is the development benchmark. A run
    advanced) and overall, with latency p50/p95, and writes JSON with every question's
    outcome, predicted SQL and verdict.
 
-With ``--engine sqlite|duckdb`` step 2 serves each database copied into a file of that
-engine (``sql_engines``) instead; the gold results are still Postgres's.
+With ``--engine sqlite|duckdb|mysql`` step 2 serves each database copied into a file of
+that engine or a private MariaDB server (``sql_engines``) instead; the gold results are
+still Postgres's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -45,6 +47,7 @@ from psycopg import sql
 
 from services.bench import sql_engines, sql_wide
 from services.bench._embedding import start_embedding
+from services.bench.mariadb import running_mariadb
 from services.common import (
     ServerSettings,
     Telemetry,
@@ -559,12 +562,19 @@ async def evaluate(
     gold = await gold_results(admin_url, dataset.questions, prefix=options.prefix)
     await finish_loading(admin_url, dataset, options)
     files = None
+    server = contextlib.ExitStack()
     if options.engine != "postgres":
-        # The same data, keys as loaded (none with drop_keys), in a file of the engine.
+        # The same data, keys as loaded (none with drop_keys), in a file of the engine
+        # (or a database of a private MariaDB server).
         files = tempfile.TemporaryDirectory(prefix=f"tandem-eval-{options.engine}-")
+        maria = server.enter_context(running_mariadb()) if options.engine == "mysql" else None
         for db in dataset.databases:
             urls[db] = await sql_engines.copy_database(
-                database_url(admin_url, options.prefix + db), options.engine, Path(files.name), db
+                database_url(admin_url, options.prefix + db),
+                options.engine,
+                Path(files.name),
+                db,
+                mariadb=maria,
             )
     base = settings or SqlSettings()
     configured = replace(
@@ -611,6 +621,7 @@ async def evaluate(
         telemetry.shutdown()
         if files is not None:
             files.cleanup()
+        server.close()
     report = by_halves(summarize(items), blind)
     report["engine"] = options.engine
     report["serving_s"] = round(serving_s, 2)

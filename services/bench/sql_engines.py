@@ -1,12 +1,14 @@
-"""A loaded dev-set database copied into a SQLite or DuckDB file, for ``tandem eval sql
---engine sqlite|duckdb``: the dataset's dump is loaded into Postgres exactly as for the
-Postgres run (the gold queries run there, on the data as published), then each table is
-copied with its columns, types, primary, unique and foreign keys (those still declared:
-``--drop-keys`` copies none) and rows. The same questions are then asked of the file
-warehouse and scored against the same gold results.
+"""A loaded dev-set database copied into a SQLite or DuckDB file or a MariaDB database,
+for ``tandem eval sql --engine sqlite|duckdb|mysql``: the dataset's dump is loaded into
+Postgres exactly as for the Postgres run (the gold queries run there, on the data as
+published), then each table is copied with its columns, types, primary, unique and foreign
+keys (those still declared: ``--drop-keys`` copies none) and rows. The same questions are
+then asked of the engine's warehouse and scored against the same gold results.
 
 SQLite has one schema (``main``): a dataset's tables in another schema (``ewallet``'s
-``consumer_div``) land there; DuckDB keeps the schema.
+``consumer_div``) land there; DuckDB keeps the schema; MySQL (a private MariaDB server,
+``services.bench.mariadb``) gets a database per dataset database, compared byte for byte
+as Postgres compares text.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from typing import Any
 
 import duckdb
 import psycopg
+import pymysql
 from psycopg import sql
 
-ENGINES = ("postgres", "sqlite", "duckdb")
+from services.bench.mariadb import MariaDb
+
+ENGINES = ("postgres", "sqlite", "duckdb", "mysql")
 _SUFFIX = {"sqlite": ".sqlite", "duckdb": ".duckdb"}
 
 _TABLES_SQL = """
@@ -93,6 +98,35 @@ def engine_type(engine: str, pg_type: str) -> str:
     if base.startswith(("character varying", "varchar")):
         return "VARCHAR"
     return "TEXT"
+
+
+def mysql_type(pg_type: str, longest: int) -> str:
+    """A Postgres column type as MySQL declares it; text as VARCHAR(255) when every value
+    fits (a key may then be declared on it), else TEXT."""
+    base = pg_type.lower()
+    if base in ("integer", "smallint", "bigint"):
+        return "BIGINT"  # one integer type: a foreign key joins only to a key of its type
+    if base.startswith("numeric"):
+        return base.upper().replace("NUMERIC", "DECIMAL") if "(" in base else "DOUBLE"
+    if base in ("real", "double precision"):
+        return "DOUBLE"
+    if base == "boolean":
+        return "BOOLEAN"
+    if base == "date":
+        return "DATE"
+    if base.startswith("timestamp"):
+        return "DATETIME(6)"
+    if base.startswith("time "):
+        return "TIME(6)"
+    return "VARCHAR(255)" if longest <= 255 else "TEXT"
+
+
+def _mysql_value(value: Any) -> Any:
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+    if isinstance(value, dt.timedelta | list | dict):
+        return str(value)
+    return value
 
 
 def _sqlite_value(value: Any) -> Any:
@@ -171,10 +205,13 @@ def _create(engine: str, table: _Table, by_oid: dict[int, _Table], created: set[
     return f"CREATE TABLE {name} ({', '.join(parts)})"
 
 
-async def copy_database(source_url: str, engine: str, folder: Path, name: str) -> str:
-    """Copy the database at ``source_url`` into a new ``engine`` file in ``folder``;
-    returns the target URL for SQL_DATABASES."""
-    path = folder / f"{name}{_SUFFIX[engine]}"
+async def copy_database(
+    source_url: str, engine: str, folder: Path, name: str, *, mariadb: MariaDb | None = None
+) -> str:
+    """Copy the database at ``source_url`` into a new ``engine`` file in ``folder`` (or a
+    new database on ``mariadb``, read by a SELECT-only user); returns the target URL for
+    SQL_DATABASES."""
+    path = folder / f"{name}{_SUFFIX.get(engine, '')}"
     path.unlink(missing_ok=True)
     async with await psycopg.AsyncConnection.connect(source_url, autocommit=True) as conn:
         await conn.execute("SET TimeZone = 'UTC'")
@@ -189,11 +226,72 @@ async def copy_database(source_url: str, engine: str, folder: Path, name: str) -
                 )
             )
             data[table.oid] = list(await cur.fetchall())
+    if engine == "mysql":
+        assert mariadb is not None
+        _write_mysql(mariadb, name, tables, by_oid, data)
+        return mariadb.create_reader(name, f"eval_ro_{name}"[:60], "eval-reader")
     if engine == "sqlite":
         _write_sqlite(path, tables, by_oid, data)
     else:
         _write_duckdb(path, tables, by_oid, data)
     return f"{engine}://{path.resolve()}"
+
+
+def _write_mysql(
+    server: MariaDb,
+    name: str,
+    tables: Sequence[_Table],
+    by_oid: dict[int, _Table],
+    data: dict[int, list[Any]],
+) -> None:
+    """The tables in a new database on ``server``, compared byte for byte as Postgres
+    compares text (``utf8mb4_bin``: MySQL's default collation ignores case)."""
+    with server.admin() as conn, conn.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        cursor.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+        cursor.execute(f"USE `{name}`")
+        created: set[int] = set()
+        for table in tables:
+            rows = data[table.oid]
+            longest = {
+                i: max((len(str(r[i])) for r in rows if r[i] is not None), default=0)
+                for i in range(len(table.columns))
+            }
+            declared = {
+                c: mysql_type(kind, longest[i]) for i, (c, kind, _) in enumerate(table.columns)
+            }
+            keyable = {c for c, kind in declared.items() if kind != "TEXT"}
+            parts = [
+                f"`{c}` {declared[c]}{' NOT NULL' if notnull else ''}"
+                for c, _, notnull in table.columns
+            ]
+            if table.primary and set(table.primary) <= keyable:
+                parts.append(f"PRIMARY KEY ({', '.join(f'`{c}`' for c in table.primary)})")
+            for cols in table.unique:
+                if set(cols) <= keyable:
+                    parts.append(f"UNIQUE ({', '.join(f'`{c}`' for c in cols)})")
+            foreign = []
+            for cols, parent_oid, parent_cols in table.foreign:
+                if parent_oid in created or parent_oid == table.oid:
+                    parent = by_oid[parent_oid]
+                    foreign.append(
+                        f"FOREIGN KEY ({', '.join(f'`{c}`' for c in cols)}) REFERENCES "
+                        f"`{parent.name}` ({', '.join(f'`{c}`' for c in parent_cols)})"
+                    )
+            try:
+                cursor.execute(f"CREATE TABLE `{table.name}` ({', '.join(parts + foreign)})")
+            except pymysql.err.Error:
+                # a key MySQL cannot declare: the table without its foreign keys
+                cursor.execute(f"CREATE TABLE `{table.name}` ({', '.join(parts)})")
+            created.add(table.oid)
+            if rows:
+                cursor.execute("SET FOREIGN_KEY_CHECKS = 0")
+                marks = ", ".join("%s" for _ in table.columns)
+                cursor.executemany(
+                    f"INSERT INTO `{table.name}` VALUES ({marks})",
+                    [tuple(_mysql_value(v) for v in row) for row in rows],
+                )
+                cursor.execute("SET FOREIGN_KEY_CHECKS = 1")
 
 
 def _write_sqlite(

@@ -230,10 +230,11 @@ def register(commands: Commands) -> None:
     )
     eval_sql.add_argument(
         "--engine",
-        choices=("postgres", "sqlite", "duckdb"),
+        choices=("postgres", "sqlite", "duckdb", "mysql"),
         default="postgres",
         help="--dataset: the warehouse engine asked (sqlite, duckdb: each database copied "
-        "from the loaded Postgres one into a file; scored against the same gold results)",
+        "from the loaded Postgres one into a file; mysql: into a private MariaDB server; "
+        "scored against the same gold results)",
     )
     eval_sql.add_argument(
         "--wide",
