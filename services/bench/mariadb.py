@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pymysql
+from pymysql.cursors import Cursor
 
 _BINARIES = ("/usr/sbin/mariadbd", "/usr/bin/mariadb-install-db")
 _START_TIMEOUT_S = 60.0
@@ -43,9 +44,7 @@ class MariaDb:
         auth = f"{user}:{password}" if password else user
         return f"mysql://{auth}@127.0.0.1:{self.port}/{database}"
 
-    def admin(
-        self, database: str | None = None
-    ) -> pymysql.connections.Connection[tuple[object, ...]]:
+    def admin(self, database: str | None = None) -> pymysql.connections.Connection[Cursor]:
         return pymysql.connect(
             unix_socket=str(self.socket), user="root", database=database, autocommit=True
         )

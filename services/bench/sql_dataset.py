@@ -562,12 +562,14 @@ async def evaluate(
     gold = await gold_results(admin_url, dataset.questions, prefix=options.prefix)
     await finish_loading(admin_url, dataset, options)
     files = None
-    server = contextlib.ExitStack()
+    engine_server = contextlib.ExitStack()
     if options.engine != "postgres":
         # The same data, keys as loaded (none with drop_keys), in a file of the engine
         # (or a database of a private MariaDB server).
         files = tempfile.TemporaryDirectory(prefix=f"tandem-eval-{options.engine}-")
-        maria = server.enter_context(running_mariadb()) if options.engine == "mysql" else None
+        maria = (
+            engine_server.enter_context(running_mariadb()) if options.engine == "mysql" else None
+        )
         for db in dataset.databases:
             urls[db] = await sql_engines.copy_database(
                 database_url(admin_url, options.prefix + db),
@@ -621,7 +623,7 @@ async def evaluate(
         telemetry.shutdown()
         if files is not None:
             files.cleanup()
-        server.close()
+        engine_server.close()
     report = by_halves(summarize(items), blind)
     report["engine"] = options.engine
     report["serving_s"] = round(serving_s, 2)

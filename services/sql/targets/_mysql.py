@@ -66,7 +66,7 @@ def mysql_type(name: str) -> str:
 
 
 def _short(exc: BaseException) -> str:
-    args = getattr(exc, "args", ())
+    args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
     text = str(args[1]) if len(args) > 1 else str(exc)
     return (text.splitlines() or [type(exc).__name__])[0][:_MESSAGE_CHARS]
 
@@ -112,7 +112,7 @@ class _MysqlConnection:
     def __init__(self, engine: MysqlEngine, conn: pymysql.connections.Connection[Any]) -> None:
         self._engine = engine
         self.conn = conn
-        self.thread_id = conn.thread_id()
+        self.thread_id = int(conn.thread_id())  # type: ignore[no-untyped-call]
 
     def interrupt(self) -> None:
         self._engine.kill(self.thread_id)

@@ -34,9 +34,9 @@ def _run(dialect: Dialect, postgres: str) -> tuple[list[str], list[tuple[Any, ..
     dconn = duckdb.connect(":memory:")
     dconn.execute("CREATE TABLE t (id INTEGER, name VARCHAR, d DATE, ts TIMESTAMP, x DOUBLE)")
     dconn.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", [list(r) for r in ROWS])
-    cursor = dconn.execute(text)
-    rows = cursor.fetchall()
-    return [str(c[0]) for c in cursor.description or ()], rows
+    result = dconn.execute(text)
+    rows = result.fetchall()
+    return [str(c[0]) for c in result.description or ()], rows
 
 
 def _text(value: Any) -> str:
