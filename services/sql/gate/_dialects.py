@@ -272,9 +272,16 @@ def _mysql_forms(node: exp.Expr) -> exp.Expr:
 
 
 def _duckdb_dates(node: exp.Expr, is_date: Callable[[exp.Expr], bool]) -> exp.Expr:
-    """DuckDB truncates a date to a date; Postgres to a timestamp."""
+    """DuckDB truncates a date to a date; Postgres to a timestamp. And a bare NUMERIC
+    cast keeps its fraction (DuckDB's DECIMAL is DECIMAL(18, 3))."""
     if isinstance(node, exp.DateTrunc | exp.TimestampTrunc) and is_date(node.this):
         return exp.cast(node.copy(), "TIMESTAMP")
+    if (
+        isinstance(node, exp.DataType)
+        and node.this == exp.DataType.Type.DECIMAL
+        and not node.expressions
+    ):
+        return exp.DataType.build("DECIMAL(38, 10)")
     return node
 
 

@@ -1,4 +1,5 @@
-"""The gated Postgres text written in SQLite's and DuckDB's dialects: run on real
+"""The gated Postgres text written in SQLite's and DuckDB's dialects (MySQL's: on a real
+server, tests/integration/sql/engines): run on real
 in-memory databases of each engine, it gives what Postgres gives (dates and times,
 ILIKE, casts, NULL ordering, LIMIT/OFFSET, output column names)."""
 
@@ -44,7 +45,7 @@ def _text(value: Any) -> str:
     return str(value).replace("T", " ").removesuffix("+00:00")
 
 
-@pytest.mark.parametrize("dialect", list(Dialect))
+@pytest.mark.parametrize("dialect", [Dialect.SQLITE, Dialect.DUCKDB])
 def test_ilike_limit_offset_and_null_ordering_read_as_on_postgres(dialect: Dialect) -> None:
     _, rows = _run(
         dialect, "SELECT name FROM t WHERE name ILIKE '%A%' ORDER BY id LIMIT 2 OFFSET 1"
@@ -59,7 +60,7 @@ def test_ilike_limit_offset_and_null_ordering_read_as_on_postgres(dialect: Diale
     assert [r[0] for r in rows] == [1, 3, 2]
 
 
-@pytest.mark.parametrize("dialect", list(Dialect))
+@pytest.mark.parametrize("dialect", [Dialect.SQLITE, Dialect.DUCKDB])
 def test_date_trunc_extract_and_intervals_give_postgres_values(dialect: Dialect) -> None:
     names, rows = _run(
         dialect,
@@ -87,7 +88,7 @@ def test_date_trunc_extract_and_intervals_give_postgres_values(dialect: Dialect)
     assert [r[0] for r in rows] == [2]
 
 
-@pytest.mark.parametrize("dialect", list(Dialect))
+@pytest.mark.parametrize("dialect", [Dialect.SQLITE, Dialect.DUCKDB])
 def test_casts_aggregates_and_output_names(dialect: Dialect) -> None:
     names, rows = _run(
         dialect,
@@ -98,7 +99,7 @@ def test_casts_aggregates_and_output_names(dialect: Dialect) -> None:
     assert float(rows[0][2]) == 6.88 and str(rows[0][3]) == "3"
 
 
-@pytest.mark.parametrize("dialect", list(Dialect))
+@pytest.mark.parametrize("dialect", [Dialect.SQLITE, Dialect.DUCKDB])
 def test_a_date_columns_arithmetic_and_truncation_stay_postgress(dialect: Dialect) -> None:
     _, rows = _run(
         dialect,

@@ -123,6 +123,21 @@ async def test_statements_run_in_the_engines_dialect_with_postgres_results(
     assert str(rows[0][0]).startswith("2025-06-01")
     assert int(str(rows[0][1])) == 2025
     assert rows[0][2] == 3  # i % 12 == 5 for i in 1..40: 5, 17, 29
+    shaped = await engine.execute(
+        "t1",
+        "w",
+        "SELECT count(*) FILTER (WHERE stage = 'won') AS won, "
+        "date_trunc('week', max(close_date)) AS week, date_trunc('quarter', min(close_date)) "
+        "AS quarter, EXTRACT(DOW FROM min(close_date)) AS dow, CAST(avg(amount) AS numeric) "
+        "AS mean FROM opportunities WHERE opportunity_id IN (1, 3, 6)",
+    )
+    # 2025-02-15 (a Saturday), 2025-04-15, 2025-07-15; 3 and 6 won; mean 2500 / 3
+    won, week, quarter, dow, mean = _values(shaped.result)[0]
+    assert won == 2
+    assert str(week).replace("T", " ").startswith("2025-07-14 00:00:00")
+    assert str(quarter).replace("T", " ").startswith("2025-01-01 00:00:00")
+    assert int(str(dow)) == 6
+    assert abs(float(str(mean)) - 2500 / 3) < 1e-8
     joined = await engine.execute(
         "t1",
         "w",
