@@ -259,8 +259,12 @@ def _mysql_forms(node: exp.Expr) -> exp.Expr:
             return node
         agg = node.this.copy()
         inner = agg.this
+        distinct = isinstance(inner, exp.Distinct) and len(inner.expressions) == 1
+        if distinct:
+            inner = inner.expressions[0]
         value = exp.Literal.number(1) if inner is None or isinstance(inner, exp.Star) else inner
-        agg.set("this", exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())]))
+        case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
+        agg.set("this", exp.Distinct(expressions=[case]) if distinct else case)
         return agg
     if (
         isinstance(node, exp.DataType)

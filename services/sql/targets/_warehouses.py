@@ -361,9 +361,8 @@ class CatalogConnection:
             self._timeout_s = value / 1000 if setting.group(2) == "ms" else float(value)
             return _Rows([])
         try:
-            engine_text = sqlglot.transpile(
-                text, read="postgres", write=self._warehouse.dialect.value
-            )[0]
+            # as the statements a question runs are written (FILTER on MySQL, dates)
+            engine_text = to_dialect(text, self._warehouse.dialect)
         except sqlglot.errors.SqlglotError as exc:
             raise psycopg.DataError(f"not expressible in the engine's dialect: {exc}") from None
         engine = self._warehouse.engine
