@@ -380,7 +380,10 @@ class SqliteEngine:
 
 def _resolve_foreign_keys(catalog: Catalog) -> Catalog:
     """A foreign key written without the parent's columns references its primary key;
-    table names are matched as the engines match them (ignoring case)."""
+    table names are matched as the engines match them (ignoring case). The tables come
+    in (schema, name) order by code point, as Postgres's catalog lists them under the C
+    collation, whatever order the engine's metadata sorts in (MySQL's ignores case and
+    puts ``_`` elsewhere): the linker meets tables in the same order on every engine."""
     by_name = {t.name.lower(): t for t in catalog.tables}
     tables = []
     for table in catalog.tables:
@@ -396,6 +399,7 @@ def _resolve_foreign_keys(catalog: Catalog) -> Catalog:
                 continue
             keys.append(ForeignKeyInfo(fk.columns, parent.qualified, tuple(columns)))
         tables.append(replace(table, foreign_keys=tuple(keys)))
+    tables.sort(key=lambda t: (t.schema, t.name))
     return Catalog(database=catalog.database, tables=tuple(tables))
 
 
