@@ -40,7 +40,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import psycopg
 import psycopg_pool
@@ -223,7 +223,6 @@ def classify(exc: BaseException, *, deadline_bound: bool = False) -> StatementEr
     return StatementError(FailureKind.OTHER, sqlstate, message)
 
 
-@runtime_checkable
 class GatedHost(Protocol):
     """A target that is not a Postgres pool (a SQLite or DuckDB file warehouse): it
     runs a verdict's text itself, in its own dialect, behind its own gate and limits
@@ -300,7 +299,7 @@ class StatementRunner:
             )
             known = accepted in self._accepted
             try:
-                if isinstance(pool, GatedHost):
+                if not isinstance(pool, psycopg_pool.AsyncConnectionPool):
                     # A file warehouse (SQLite, DuckDB): it writes the statement in its
                     # dialect, gates that again and runs it with its own limits.
                     if verdict.role:
