@@ -191,6 +191,7 @@ def to_dialect(
         tree = tree.transform(lambda node: _sqlite_truncated_dates(node, is_date))
         tree = tree.transform(lambda node: _sqlite_dates(node, is_date))
     elif dialect is Dialect.MYSQL:
+        tree = tree.transform(lambda node: _mysql_zoned(node, is_date))
         tree = tree.transform(_mysql_dates).transform(_mysql_forms)
     else:
         tree = tree.transform(lambda node: _duckdb_dates(node, is_date))
@@ -209,6 +210,15 @@ _MYSQL_PARTS = {"DOW": ("DAYOFWEEK", -1), "ISODOW": ("WEEKDAY", 1), "DOY": ("DAY
 
 def _datetime(value: exp.Expr) -> exp.Expr:
     return exp.cast(value, "DATETIME")
+
+
+def _mysql_zoned(node: exp.Expr, is_date: Callable[[exp.Expr], bool]) -> exp.Expr:
+    """Postgres truncates a date to a ``timestamptz`` (UTC); MySQL has no such type, so
+    the value carries its offset as text, read back as the instant it is (``targets``)."""
+    if isinstance(node, exp.DateTrunc | exp.TimestampTrunc) and is_date(node.this):
+        text = exp.cast(node.copy(), "CHAR")
+        return _call("CONCAT", text, exp.Literal.string("+00:00"))
+    return node
 
 
 def _mysql_dates(node: exp.Expr) -> exp.Expr:
@@ -276,10 +286,11 @@ def _mysql_forms(node: exp.Expr) -> exp.Expr:
 
 
 def _duckdb_dates(node: exp.Expr, is_date: Callable[[exp.Expr], bool]) -> exp.Expr:
-    """DuckDB truncates a date to a date; Postgres to a timestamp. And a bare NUMERIC
-    cast keeps its fraction (DuckDB's DECIMAL is DECIMAL(18, 3))."""
+    """DuckDB truncates a date to a date; Postgres to a ``timestamptz`` (in the session's
+    UTC), which DuckDB builds from the epoch without its time-zone extension. And a bare
+    NUMERIC cast keeps its fraction (DuckDB's DECIMAL is DECIMAL(18, 3))."""
     if isinstance(node, exp.DateTrunc | exp.TimestampTrunc) and is_date(node.this):
-        return exp.cast(node.copy(), "TIMESTAMP")
+        return _call("TO_TIMESTAMP", _call("EPOCH", node.copy()))
     if (
         isinstance(node, exp.DataType)
         and node.this == exp.DataType.Type.DECIMAL

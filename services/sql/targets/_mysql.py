@@ -13,6 +13,7 @@ back; a client-side timeout kills the query from a second connection.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import queue
 import re
@@ -137,7 +138,26 @@ class _MysqlConnection:
                 self.conn.rollback()
         names = [str(d[0]) for d in description]
         types = [_RESULT_TYPES.get(d[1], "text") for d in description]
-        return names, types, [tuple(r) for r in rows]
+        out = [list(r) for r in rows]
+        for index, kind in enumerate(types):
+            zoned = _zoned([r[index] for r in out]) if kind == "text" else None
+            if zoned is not None:
+                types[index] = "timestamp with time zone"
+                for row, value in zip(out, zoned, strict=True):
+                    row[index] = value
+        return names, types, [tuple(r) for r in out]
+
+
+_ZONED = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}:\d{2}$")
+
+
+def _zoned(values: list[Any]) -> list[Any] | None:
+    """A text column whose every value is a timestamp with its UTC offset (what a
+    truncated date is written as here) as those instants; None for any other column."""
+    present = [v for v in values if v is not None]
+    if not present or not all(isinstance(v, str) and _ZONED.match(v) for v in present):
+        return None
+    return [None if v is None else dt.datetime.fromisoformat(v) for v in values]
 
 
 class MysqlEngine:

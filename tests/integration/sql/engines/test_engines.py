@@ -119,6 +119,8 @@ async def test_statements_run_in_the_engines_dialect_with_postgres_results(
         "AND close_date < CAST('2025-06-01' AS DATE) + INTERVAL '1 month' GROUP BY 1, 2",
     )
     rows = _values(dates.result)
+    # a truncated date is an instant (timestamptz, in UTC), as on Postgres
+    assert dates.result.columns[0].data_type == "timestamp with time zone"
     assert len(rows) == 1
     assert str(rows[0][0]).startswith("2025-06-01")
     assert int(str(rows[0][1])) == 2025
