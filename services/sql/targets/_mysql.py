@@ -72,22 +72,32 @@ def _short(exc: BaseException) -> str:
     return (text.splitlines() or [type(exc).__name__])[0][:_MESSAGE_CHARS]
 
 
+# The server's own state (connections, shutdown, a killed connection): the database is
+# unavailable. Client errors (2000-2999) are too. Any other code is the statement's fault.
+_UNAVAILABLE = frozenset({1040, 1049, 1053, 1077, 1081, 1129, 1130, 1152, 1153, 1158, 1159,
+                          1160, 1161, 1927, 1836})  # fmt: skip
+
+
 def mysql_error(exc: BaseException) -> StatementError:
-    """A PyMySQL error as the failure kinds the service maps to gRPC statuses."""
+    """A PyMySQL error as the failure kinds the service maps to gRPC statuses: a fault
+    of the statement (PyMySQL raises OperationalError for many of those too) is DATA,
+    so the ask path repairs or refuses it; only the server's state is UNAVAILABLE."""
     code = int(exc.args[0]) if getattr(exc, "args", None) and isinstance(exc.args[0], int) else 0
     message = _short(exc)
     if code in (1969, 3024, 1317, 1028):  # statement time exceeded; query interrupted
         return StatementError(FailureKind.TIMEOUT, "57014", "statement timed out")
     if code in (1044, 1045, 1142, 1143, 1227, 1370, 1792, 1698):
         return StatementError(FailureKind.PERMISSION, "42501", message)
-    if code in (1040, 1049, 1129, 1130, 2002, 2003, 2005, 2006, 2013, 2055) or isinstance(
-        exc, pymysql.err.OperationalError | pymysql.err.InterfaceError
-    ):
-        if code in (1064, 1054, 1146):
-            return StatementError(FailureKind.DATA, _data_state(message), message)
-        return StatementError(FailureKind.UNAVAILABLE, "08006", "database unavailable")
     if code in (1037, 1038, 1041, 3015):  # out of memory, sort memory
         return StatementError(FailureKind.RESOURCE, "53200", message)
+    if (
+        code in _UNAVAILABLE
+        or 2000 <= code < 3000
+        or (
+            code == 0 and isinstance(exc, pymysql.err.OperationalError | pymysql.err.InterfaceError)
+        )
+    ):
+        return StatementError(FailureKind.UNAVAILABLE, "08006", "database unavailable")
     return StatementError(FailureKind.DATA, _data_state(message), message)
 
 

@@ -263,3 +263,22 @@ async def test_ask_question_end_to_end_on_each_engine(
     finally:
         await server.stop(0)
         await deps.close()
+
+
+REJECTED = {
+    # statements every gate passes and the engine itself rejects
+    "sqlite": "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM opportunities",
+    "duckdb": "SELECT (SELECT name FROM companies) AS n",
+    "mysql": "SELECT (SELECT name FROM companies) AS n",  # 1242, an OperationalError
+}
+
+
+async def test_a_statement_the_engine_rejects_is_invalid_argument_never_unavailable(
+    file_target: TargetFactory, engine: str
+) -> None:
+    target = file_target()
+    assert await target.open()
+    with pytest.raises(TandemError) as refused:
+        await _engine(target).execute("t1", "w", REJECTED[engine])
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.reason == "SQL_DATABASE_ERROR"
