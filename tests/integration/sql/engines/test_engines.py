@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import duckdb
 import grpc
 import pytest
 
@@ -22,6 +23,7 @@ from services.sql import (
 )
 from services.sql._server import build_deps, create_server, ready
 from services.sql.gate import FailureKind, Limits, StatementError
+from services.sql.targets import EngineTarget
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
 from tests.conftest import server_settings
@@ -282,3 +284,37 @@ async def test_a_statement_the_engine_rejects_is_invalid_argument_never_unavaila
         await _engine(target).execute("t1", "w", REJECTED[engine])
     assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert refused.value.reason == "SQL_DATABASE_ERROR"
+
+
+async def test_a_folder_of_csv_and_parquet_files_is_served_as_tables_that_cannot_read_paths(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    (folder / "regions.csv").write_text("region_id,name\n1,North\n2,South\n")
+    writer = duckdb.connect()
+    writer.execute(
+        f"COPY (SELECT 1 AS region_id, 250.5 AS target) TO '{folder / 'targets.parquet'}' "
+        "(FORMAT parquet)"
+    )
+    writer.close()
+    target = EngineTarget(
+        TargetConfig("w", f"duckdb://{folder}", tenants=frozenset({"*"})), pool_max_size=1
+    )
+    try:
+        assert await target.open()
+        catalog = await target.get_catalog()
+        assert [t.name for t in catalog.tables] == ["regions", "targets"]
+        ran = await _engine(target).execute(
+            "t1",
+            "w",
+            "SELECT r.name, t.target FROM regions r JOIN targets t ON t.region_id = r.region_id",
+        )
+        assert [[r[0], float(str(r[1]))] for r in _values(ran.result)] == [["North", 250.5]]
+        with pytest.raises(StatementError) as refused:
+            await target.warehouse.run_unvetted(
+                f"SELECT * FROM read_csv('{folder / 'regions.csv'}')", Limits()
+            )
+        assert refused.value.kind is FailureKind.PERMISSION
+    finally:
+        await target.close()
