@@ -45,7 +45,7 @@ _ENGINE_FUNCTIONS: dict[Dialect, frozenset[str]] = {
         {
             "strftime", "date", "datetime", "julianday", "time", "unixepoch", "group_concat",
             "ifnull", "iif", "instr", "printf", "total", "typeof", "char", "hex", "unicode",
-            "likely", "unlikely", "nullif", "substr", "glob_match", "round", "random",
+            "likely", "unlikely", "nullif", "substr", "glob_match", "round", "random", "quote",
         }
     ),
     Dialect.DUCKDB: frozenset(
@@ -72,7 +72,7 @@ _ENGINE_FUNCTIONS: dict[Dialect, frozenset[str]] = {
             "truncate", "stddev", "std", "variance", "from_days", "to_days", "makedate",
             "unix_timestamp", "from_unixtime", "convert_tz", "json_extract", "json_unquote",
             "regexp_substr", "regexp_instr", "concat", "mid", "lcase", "ucase", "space",
-            "field", "elt", "bit_count", "log2", "rand", "time_to_sec", "sec_to_time",
+            "field", "elt", "bit_count", "log2", "rand", "time_to_sec", "sec_to_time", "quote",
         }
     ),
 }  # fmt: skip
@@ -187,6 +187,8 @@ def to_dialect(
     def is_date(node: exp.Expr) -> bool:
         return isinstance(node, exp.Column) and typed(node.name) == "date"
 
+    if dialect is not Dialect.DUCKDB:
+        tree = tree.transform(_distinct_rows)
     if dialect is Dialect.SQLITE:
         tree = tree.transform(lambda node: _sqlite_truncated_dates(node, is_date))
         tree = tree.transform(lambda node: _sqlite_dates(node, is_date))
@@ -210,6 +212,24 @@ _MYSQL_PARTS = {"DOW": ("DAYOFWEEK", -1), "ISODOW": ("WEEKDAY", 1), "DOY": ("DAY
 
 def _datetime(value: exp.Expr) -> exp.Expr:
     return exp.cast(value, "DATETIME")
+
+
+def _distinct_rows(node: exp.Expr) -> exp.Expr:
+    """``count(DISTINCT (a, b))`` (distinct row values, NULL fields included) where rows
+    cannot be counted: each row as the text of its quoted fields, which is one text per
+    row value (``quote`` writes NULL as NULL and a string in quotes)."""
+    if not isinstance(node, exp.Count) or not isinstance(node.this, exp.Distinct):
+        return node
+    values = node.this.expressions
+    if len(values) != 1 or not isinstance(values[0], exp.Tuple):
+        return node
+    parts: list[exp.Expr] = []
+    for index, field in enumerate(values[0].expressions):
+        if index:
+            parts.append(exp.Literal.string(","))
+        parts.append(_call("QUOTE", field.copy()))
+    row = exp.Concat(expressions=parts)
+    return exp.Count(this=exp.Distinct(expressions=[row]))
 
 
 def _mysql_zoned(node: exp.Expr, is_date: Callable[[exp.Expr], bool]) -> exp.Expr:

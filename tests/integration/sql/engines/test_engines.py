@@ -133,10 +133,13 @@ async def test_statements_run_in_the_engines_dialect_with_postgres_results(
         "SELECT count(*) FILTER (WHERE stage = 'won') AS won, "
         "date_trunc('week', max(close_date)) AS week, date_trunc('quarter', min(close_date)) "
         "AS quarter, EXTRACT(DOW FROM min(close_date)) AS dow, CAST(avg(amount) AS numeric) "
-        "AS mean FROM opportunities WHERE opportunity_id IN (1, 3, 6)",
+        "AS mean, count(DISTINCT (stage, lost_reason)) AS kinds FROM opportunities "
+        "WHERE opportunity_id IN (1, 3, 6)",
     )
-    # 2025-02-15 (a Saturday), 2025-04-15, 2025-07-15; 3 and 6 won; mean 2500 / 3
-    won, week, quarter, dow, mean = _values(shaped.result)[0]
+    # 2025-02-15 (a Saturday), 2025-04-15, 2025-07-15; 3 and 6 won; mean 2500 / 3;
+    # rows (lost, NULL), (won, NULL), (won, NULL): two distinct row values
+    won, week, quarter, dow, mean, kinds = _values(shaped.result)[0]
+    assert kinds == 2
     assert won == 2
     assert str(week).replace("T", " ").startswith("2025-07-14 00:00:00")
     assert str(quarter).replace("T", " ").startswith("2025-01-01 00:00:00")
