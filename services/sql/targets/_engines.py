@@ -561,8 +561,12 @@ class DuckdbEngine:
     def statement_connection(self) -> Iterator[EngineConnection]:
         if self._root is None:
             self.open()
-        assert self._root is not None
-        cursor = self._root.cursor()
+        # The database's own connection answers one call at a time (it refuses, not
+        # waits): each thread takes a connection of its own from it, one at a time.
+        with self._lock:
+            if self._root is None:
+                raise StatementError(FailureKind.UNAVAILABLE, "08006", "database closed")
+            cursor = self._root.cursor()
         try:
             yield _DuckdbConnection(cursor)
         finally:
