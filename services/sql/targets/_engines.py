@@ -501,6 +501,7 @@ class DuckdbEngine:
         self._root: duckdb.DuckDBPyConnection | None = None
         self._built: Path | None = None
         self._lock = threading.Lock()
+        self._active: set[_DuckdbConnection] = set()
 
     def _files(self) -> list[Path]:
         if not self.path.is_dir():
@@ -546,9 +547,20 @@ class DuckdbEngine:
 
     def close(self) -> None:
         with self._lock:
-            if self._root is not None:
-                self._root.close()
-                self._root = None
+            root, self._root = self._root, None
+            active = list(self._active)
+        # Statements still running (a catalog read, a statement past its client timeout)
+        # are interrupted; the database closes once their connections are let go.
+        for conn in active:
+            conn.interrupt()
+        if root is not None:
+            for _ in range(100):
+                try:
+                    root.close()
+                    break
+                except duckdb.ResourceInUseException:
+                    time.sleep(0.02)
+        with self._lock:
             if self._built is not None:
                 shutil.rmtree(self._built.parent, ignore_errors=True)
                 self._built = None
@@ -567,9 +579,13 @@ class DuckdbEngine:
             if self._root is None:
                 raise StatementError(FailureKind.UNAVAILABLE, "08006", "database closed")
             cursor = self._root.cursor()
+            conn = _DuckdbConnection(cursor)
+            self._active.add(conn)
         try:
-            yield _DuckdbConnection(cursor)
+            yield conn
         finally:
+            with self._lock:
+                self._active.discard(conn)
             cursor.close()
 
     catalog_connection = statement_connection
