@@ -19,9 +19,9 @@ SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
 # `make eval` measures the answers in RETRIEVE, AGENTIC and AUTO beside a BM25 baseline.
 QA_DATASET ?= ../shared/datasets/qa
 
-.PHONY: setup venv proto openapi models pgvector edge ocr web browser lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour eval load clean
+.PHONY: setup venv proto openapi models pgvector edge ocr mariadb web browser lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour eval load clean
 
-setup: venv proto openapi models pgvector edge ocr web browser ## virtualenv, dependencies, generated code, OpenAPI, offline model, portable pgvector, edge nginx, OCR, the playground page and a headless browser for its tests
+setup: venv proto openapi models pgvector edge ocr mariadb web browser ## virtualenv, dependencies, generated code, OpenAPI, offline model, portable pgvector, edge nginx, OCR, MariaDB (tests), the playground page and a headless browser for its tests
 
 venv: $(BIN)/.installed
 
@@ -52,6 +52,9 @@ pgvector: venv ## rebuild the embedded Postgres's pgvector without AVX-512 (pinn
 
 ocr: ## Tesseract for scans and images (apt-get as root when missing; else says how)
 	bash scripts/install_ocr.sh
+
+mariadb: ## MariaDB server binaries for the MySQL warehouse tests (apt-get as root when missing; else says how)
+	bash scripts/install_mariadb.sh
 
 web: ## the playground page (web/playground): npm ci from its lockfile, Vega bundled into web/playground/dist, which the edge serves at /
 	bash scripts/build_web.sh
@@ -112,6 +115,11 @@ eval: setup ## retrieval, document-answer, real-documents and SQL quality on the
 	    $(BIN)/tandem eval sql --dataset "$$ds" --wide --out "bench-results/sql_eval_$${name}_wide.json" || exit 1; \
 	    $(BIN)/tandem eval sql --compare "bench-results/sql_eval_$$name.json" \
 	      "bench-results/sql_eval_$${name}_no_keys.json" "bench-results/sql_eval_$${name}_wide.json"; \
+	    for engine in sqlite duckdb mysql; do \
+	      $(BIN)/tandem eval sql --dataset "$$ds" --engine $$engine --out "bench-results/sql_eval_$${name}_$$engine.json" || exit 1; \
+	    done; \
+	    $(BIN)/tandem eval sql --compare "bench-results/sql_eval_$$name.json" "bench-results/sql_eval_$${name}_sqlite.json" \
+	      "bench-results/sql_eval_$${name}_duckdb.json" "bench-results/sql_eval_$${name}_mysql.json"; \
 	    $(BIN)/tandem eval sql --dataset "$$ds" --memory || echo "memory eval on $$name: a target missed"; \
 	    $(BIN)/tandem eval chat --dataset "$$ds" || echo "conversation eval on $$name: a target missed"; \
 	  else echo "SQL dataset $$ds not found: skipped"; fi; \

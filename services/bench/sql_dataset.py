@@ -15,12 +15,17 @@ and a README; ``../shared/datasets/sql`` is the development benchmark. A run
 4. prints answered / correct / refused per category, per database, per set (basic,
    advanced) and overall, with latency p50/p95, and writes JSON with every question's
    outcome, predicted SQL and verdict.
+
+With ``--engine sqlite|duckdb|mysql`` step 2 serves each database copied into a file of
+that engine or a private MariaDB server (``sql_engines``) instead; the gold results are
+still Postgres's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -28,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -39,8 +45,9 @@ import grpc
 import psycopg
 from psycopg import sql
 
-from services.bench import sql_wide
+from services.bench import sql_engines, sql_wide
 from services.bench._embedding import start_embedding
+from services.bench.mariadb import running_mariadb
 from services.common import (
     ServerSettings,
     Telemetry,
@@ -335,6 +342,9 @@ class LoadOptions:
     # Load each database beside about this many look-alike tables with rows (0: none):
     # the wide version of the dataset (services/bench/sql_wide.py).
     wide: int = 0
+    # The warehouse engine asked: ``postgres``, or ``sqlite`` / ``duckdb`` (each database
+    # copied from the loaded Postgres one into a file: services/bench/sql_engines.py).
+    engine: str = "postgres"
 
     @property
     def prefix(self) -> str:
@@ -546,9 +556,28 @@ async def evaluate(
     """Load the databases, start the SQL service on them, ask and score every question.
     With ``embedding_addr`` (an embedding service), the service reads words no name
     spells by meaning, as deployed."""
+    if options.engine not in sql_engines.ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(sql_engines.ENGINES)}")
     urls = await load_databases(admin_url, dataset, options)
     gold = await gold_results(admin_url, dataset.questions, prefix=options.prefix)
     await finish_loading(admin_url, dataset, options)
+    files = None
+    engine_server = contextlib.ExitStack()
+    if options.engine != "postgres":
+        # The same data, keys as loaded (none with drop_keys), in a file of the engine
+        # (or a database of a private MariaDB server).
+        files = tempfile.TemporaryDirectory(prefix=f"tandem-eval-{options.engine}-")
+        maria = (
+            engine_server.enter_context(running_mariadb()) if options.engine == "mysql" else None
+        )
+        for db in dataset.databases:
+            urls[db] = await sql_engines.copy_database(
+                database_url(admin_url, options.prefix + db),
+                options.engine,
+                Path(files.name),
+                db,
+                mariadb=maria,
+            )
     base = settings or SqlSettings()
     configured = replace(
         base,
@@ -592,7 +621,11 @@ async def evaluate(
         if embedding is not None:
             await embedding.close()
         telemetry.shutdown()
+        if files is not None:
+            files.cleanup()
+        engine_server.close()
     report = by_halves(summarize(items), blind)
+    report["engine"] = options.engine
     report["serving_s"] = round(serving_s, 2)
     report["catalogs_s"] = round(catalogs_s, 2)
     report["gold_snapshot_mismatches"] = snapshot_mismatches(dataset, gold)
@@ -915,8 +948,9 @@ def _cli(argv: list[str] | None = None) -> int:
     parser.add_argument("--analyze", action="store_true")
     parser.add_argument("--drop-keys", action="store_true")
     parser.add_argument("--no-meanings", action="store_true")
+    parser.add_argument("--engine", choices=sql_engines.ENGINES, default="postgres")
     args = parser.parse_args(argv)
-    options = LoadOptions(analyze=args.analyze, drop_keys=args.drop_keys)
+    options = LoadOptions(analyze=args.analyze, drop_keys=args.drop_keys, engine=args.engine)
     report = main(
         args.dataset, args.out, verbose=args.verbose, options=options, meanings=not args.no_meanings
     )

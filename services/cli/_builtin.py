@@ -229,6 +229,14 @@ def register(commands: Commands) -> None:
         "database, with no planner statistics)",
     )
     eval_sql.add_argument(
+        "--engine",
+        choices=("postgres", "sqlite", "duckdb", "mysql"),
+        default="postgres",
+        help="--dataset: the warehouse engine asked (sqlite, duckdb: each database copied "
+        "from the loaded Postgres one into a file; mysql: into a private MariaDB server; "
+        "scored against the same gold results)",
+    )
+    eval_sql.add_argument(
         "--wide",
         type=int,
         nargs="?",
@@ -571,7 +579,10 @@ def _eval_sql(args: argparse.Namespace) -> int:
             args.out or eval_dataset.DEFAULT_OUT,
             verbose=args.verbose,
             options=eval_dataset.LoadOptions(
-                analyze=args.analyze, drop_keys=args.drop_keys, wide=args.wide
+                analyze=args.analyze,
+                drop_keys=args.drop_keys,
+                wide=args.wide,
+                engine=args.engine,
             ),
             meanings=not args.no_meanings,
             half=args.half,

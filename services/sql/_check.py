@@ -4,6 +4,7 @@ why, found the way the service finds it but without starting it or creating anyt
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +16,17 @@ from services.sql.catalog import describe, describe_families, load_catalog
 from services.sql.demo import reader_url
 from services.sql.targets import (
     ANY_TENANT,
+    READ_ONLY_RECIPE,
     Capability,
+    EngineTarget,
     Severity,
     TargetConfig,
+    connect_args,
     connect_kwargs,
+    engine_of,
+    file_engine,
+    file_problem,
+    mysql_unreachable,
     refusal,
     refusal_message,
     role_capabilities,
@@ -66,6 +74,10 @@ async def _check(config: TargetConfig, *, demo: bool) -> DatabaseCheck:
         if ANY_TENANT in config.tenants
         else ", ".join(sorted(config.tenants)) or "none (list it in SQL_DATABASE_TENANTS)"
     )
+    if file_engine(config.url) is not None:
+        return await _check_file(config, tenants)
+    if engine_of(config.url) is not None:
+        return await _check_mysql(config, tenants)
     try:
         async with await psycopg.AsyncConnection.connect(
             config.url, **connect_kwargs(connect_timeout_s=5.0)
@@ -169,3 +181,77 @@ def _explain(capability: Capability) -> str:
     if capability.severity is Severity.WARN:
         return f"warning: its role holds {capability.privilege}; run: {capability.fix}"
     return f"UNSAFE: its role holds {capability.privilege} (allowed by configuration)"
+
+
+async def _check_file(config: TargetConfig, tenants: str) -> DatabaseCheck:
+    """A SQLite or DuckDB target: the file is there, readable and of the engine named,
+    and its catalog loads as the service loads it (read-only: the service never writes
+    the file, whatever the file's permissions)."""
+    problem = await asyncio.to_thread(file_problem, config.url)
+    if problem is not None:
+        return DatabaseCheck(config.name, "unreachable", tenants, (problem,))
+    target = EngineTarget(config, pool_max_size=1)
+    try:
+        if not await target.open():
+            return DatabaseCheck(
+                config.name, "unreachable", tenants, ("the file could not be opened read-only",)
+            )
+        catalog, problems = await target.warehouse.load_catalog(config.exclude, config.joins)
+    except psycopg.Error as exc:
+        return DatabaseCheck(config.name, "unreachable", tenants, (str(exc),))
+    finally:
+        await target.close()
+    lines = (
+        [f"excluded: {', '.join(config.exclude)} (SQL_EXCLUDE_TABLES)"] if config.exclude else []
+    )
+    lines += describe_families(catalog) + describe(catalog)
+    lines += [f"glossary join ignored: {p}" for p in problems]
+    engine = file_engine(config.url)
+    assert engine is not None
+    reasons = [f"{engine[0].value} file opened read-only at the connection"]
+    if await asyncio.to_thread(os.access, engine[1], os.W_OK):
+        reasons.append(
+            "warning: the service's user may write this file; it is only ever opened "
+            f"read-only, but a read-only file is safer: chmod a-w {engine[1]}"
+        )
+    return DatabaseCheck(config.name, "serve", tenants, tuple(reasons), tuple(lines))
+
+
+async def _check_mysql(config: TargetConfig, tenants: str) -> DatabaseCheck:
+    """A MySQL or MariaDB target: reachable with its user (or why not: authentication,
+    a missing database, an unreachable host), a SELECT-only user (or refused, with the
+    recipe for one), and its catalog as the service loads it."""
+    problem = await asyncio.to_thread(mysql_unreachable, config.url)
+    if problem is not None:
+        return DatabaseCheck(config.name, "unreachable", tenants, (problem,))
+    target = EngineTarget(config, pool_max_size=1)
+    try:
+        if not await target.open():
+            return DatabaseCheck(
+                config.name, "unreachable", tenants, ("the server stopped answering",)
+            )
+        refused = target.refusal
+        if refused is not None:
+            database = str(connect_args(config.url)["database"] or "")
+            return DatabaseCheck(
+                config.name,
+                "refuse",
+                tenants,
+                (
+                    refusal_message(config.name, refused),
+                    "a read-only user: " + READ_ONLY_RECIPE.format(database=database),
+                ),
+            )
+        catalog, problems = await target.warehouse.load_catalog(config.exclude, config.joins)
+    except psycopg.Error as exc:
+        return DatabaseCheck(config.name, "unreachable", tenants, (str(exc),))
+    finally:
+        await target.close()
+    lines = (
+        [f"excluded: {', '.join(config.exclude)} (SQL_EXCLUDE_TABLES)"] if config.exclude else []
+    )
+    lines += describe_families(catalog) + describe(catalog)
+    lines += [f"glossary join ignored: {p}" for p in problems]
+    reasons = [_explain(c) for c in target.capabilities]
+    reasons.append("statements run in a READ ONLY transaction with the statement timeout")
+    return DatabaseCheck(config.name, "serve", tenants, tuple(reasons), tuple(lines))

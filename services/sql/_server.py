@@ -40,7 +40,7 @@ from services.sql.memory import (
     QuestionEmbedder,
     open_memory,
 )
-from services.sql.targets import Target, TargetConfig, TargetRegistry
+from services.sql.targets import TargetConfig, TargetRegistry, open_target
 from services.sql.verify import StatementChecker
 from tandem.v1 import sql_service_pb2 as pb
 from tandem.v1 import sql_service_pb2_grpc as pb_grpc
@@ -310,7 +310,7 @@ async def build_deps(
         )
     targets = TargetRegistry(
         [
-            Target(
+            open_target(
                 config,
                 pool_max_size=settings.pool_max_size,
                 catalog_ttl_s=settings.catalog_ttl_s,

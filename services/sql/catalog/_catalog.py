@@ -351,18 +351,24 @@ async def introspect(
 
 
 async def read_values(
-    conn: psycopg.AsyncConnection[Any], catalog: Catalog, *, skip: Iterable[str] = ()
+    conn: psycopg.AsyncConnection[Any],
+    catalog: Catalog,
+    *,
+    skip: Iterable[str] = (),
+    statistics: bool = True,
 ) -> Catalog:
     """The catalog with the stored values of its text columns: a few samples of each
     low-cardinality column and the value index of varied ones, from the planner's
     statistics where Postgres holds them and from bounded reads of the data where not.
-    Tables named in ``skip`` (qualified) keep none: nothing links a question by them."""
+    Tables named in ``skip`` (qualified) keep none: nothing links a question by them.
+    Without ``statistics`` (an engine that keeps no ``pg_stats``) every value is read
+    from the data, within the same bounds."""
     skipped = set(skip)
     schemas = sorted({t.schema for t in catalog.tables})
     stats: dict[tuple[str, str, str], tuple[float, list[str]]] = {}
-    for schema, table, column, n_distinct, common in await (
-        await conn.execute(_STATS_SQL, (schemas,))
-    ).fetchall():
+    for schema, table, column, n_distinct, common in (
+        await (await conn.execute(_STATS_SQL, (schemas,))).fetchall() if statistics else ()
+    ):
         stats[(schema, table, column)] = (float(n_distinct), list(common))
     tables = []
     values = _ValueBudget()

@@ -46,10 +46,16 @@ async def load_catalog(
     *,
     exclude: Sequence[str] = (),
     joins: Sequence[JoinSpec] = (),
+    structure: Catalog | None = None,
 ) -> tuple[Catalog, list[str]]:
     """The database's catalog as the SQL service serves it, and the glossary joins that
-    could not be resolved (each in words)."""
-    structure = await introspect(conn, database, exclude=exclude, values=False)
+    could not be resolved (each in words). ``structure``: the tables as another engine
+    describes them (a SQLite or DuckDB file, ``services.sql.targets``), read instead of
+    ``pg_catalog``; values, families and keys are then found the same way, without
+    Postgres's planner statistics."""
+    statistics = structure is None
+    if structure is None:
+        structure = await introspect(conn, database, exclude=exclude, values=False)
     declared, problems = resolve_joins(structure, joins)
     referenced = referenced_tables(structure, declared)
     sizes = schema_sizes(structure.tables)
@@ -63,7 +69,7 @@ async def load_catalog(
         )
     marked = mark_lookalikes(structure, families)
     copies = {t.qualified for t in marked.tables if t.lookalike_of}
-    valued = await read_values(conn, marked, skip=copies)
+    valued = await read_values(conn, marked, skip=copies, statistics=statistics)
     linked = replace(valued, tables=tuple(t for t in valued.tables if not t.lookalike_of))
     inferred = await infer_joins(conn, linked, declared)
     keyed = {t.qualified: t for t in inferred.tables}

@@ -7,9 +7,11 @@ parsed once (``_parsing``) and identifiers quoted as Postgres needs (``_names``)
 
 from __future__ import annotations
 
+from services.sql.gate._dialects import DANGEROUS_FUNCTIONS, Dialect, DialectGate, to_dialect
 from services.sql.gate._execute import (
     RESOURCE_LIMIT_REASON,
     FailureKind,
+    GatedHost,
     Limits,
     ResultSet,
     Safeguards,
@@ -22,9 +24,13 @@ from services.sql.gate._parsing import parse_statements
 from services.sql.gate._scope import memo_scope, scope_memos
 
 __all__ = [
+    "DANGEROUS_FUNCTIONS",
     "RESOURCE_LIMIT_REASON",
+    "Dialect",
+    "DialectGate",
     "FailureKind",
     "GateRule",
+    "GatedHost",
     "Limits",
     "ResultSet",
     "Safeguards",
@@ -37,4 +43,5 @@ __all__ = [
     "memo_scope",
     "parse_statements",
     "scope_memos",
+    "to_dialect",
 ]

@@ -44,7 +44,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 import psycopg_pool
@@ -229,6 +229,16 @@ def classify(exc: BaseException, *, deadline_bound: bool = False) -> StatementEr
     return StatementError(FailureKind.OTHER, sqlstate, message)
 
 
+class GatedHost(Protocol):
+    """A target that is not a Postgres pool (a SQLite or DuckDB file warehouse): it
+    runs a verdict's text itself, in its own dialect, behind its own gate and limits
+    (``services.sql.targets``)."""
+
+    name: str
+
+    async def run_gated(self, text: str, limits: Limits, tables: Sequence[str]) -> ResultSet: ...
+
+
 # At most this many accepted texts remembered, each at most this long (about 2 MB in all).
 _ACCEPTED_MAX = 256
 _ACCEPTED_TEXT_MAX = 4000
@@ -266,7 +276,7 @@ class StatementRunner:
 
     async def run(
         self,
-        pool: psycopg_pool.AsyncConnectionPool[Any],
+        pool: psycopg_pool.AsyncConnectionPool[Any] | GatedHost,
         verdict: Verdict,
         limits: Limits,
         *,
@@ -304,19 +314,30 @@ class StatementRunner:
             # every time (a remembered description is checked by types only)
             learned: list[OutputColumn] | None = None if _STAR.search(text) else []
             try:
-                result = await execute_unvetted(
-                    pool,
-                    text,
-                    limits,
-                    Safeguards(),
-                    type_names=self._type_names,
-                    database=database,
-                    source="" if known else verdict.source_sql,
-                    source_schemas=verdict.source_schemas,
-                    role=verdict.role,
-                    described=described,
-                    learned=learned,
-                )
+                if not isinstance(pool, psycopg_pool.AsyncConnectionPool):
+                    # A file warehouse (SQLite, DuckDB): it writes the statement in its
+                    # dialect, gates that again and runs it with its own limits.
+                    if verdict.role:
+                        raise PermissionDenied(
+                            "role mode needs a Postgres database",
+                            reason="SQL_ACCESS_DENIED",
+                        )
+                    known = True
+                    result = await pool.run_gated(text, limits, verdict.tables_used)
+                else:
+                    result = await execute_unvetted(
+                        pool,
+                        text,
+                        limits,
+                        Safeguards(),
+                        type_names=self._type_names,
+                        database=database,
+                        source="" if known else verdict.source_sql,
+                        source_schemas=verdict.source_schemas,
+                        role=verdict.role,
+                        described=described,
+                        learned=learned,
+                    )
             except StatementError as exc:
                 span.set_attribute("sql.outcome", exc.kind.value)
                 span.set_attribute("db.sqlstate", exc.sqlstate)

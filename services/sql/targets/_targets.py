@@ -342,7 +342,7 @@ class Target:
         self.capabilities = tuple(await role_capabilities(conn))
         self._role_checked = True
         self._refusal = refusal(self.config, self.capabilities)
-        _log_capabilities(self.config, self.capabilities, self._refusal)
+        log_capabilities(self.config, self.capabilities, self._refusal)
 
     async def _load_catalog(self) -> Catalog:
         async with await self._connect() as conn:
@@ -365,7 +365,7 @@ class Target:
             return await fingerprint(conn, exclude=self.config.exclude)
 
 
-def _log_capabilities(
+def log_capabilities(
     config: TargetConfig, capabilities: Iterable[Capability], refused: Capability | None
 ) -> None:
     """Warn about PUBLIC's TEMPORARY; shout about every unsafe privilege that is served."""
