@@ -25,7 +25,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
 
-from services.sql.gate._gate import ALLOWED_FUNCTIONS, GateRule, Violation
+from services.sql.gate._gate import ALLOWED_FUNCTIONS, STATEMENT_KINDS, GateRule, Violation
 from services.sql.gate._parsing import parse_statements
 from services.sql.tree import ident, scoped_tables
 
@@ -141,20 +141,15 @@ _SYSTEM_SCHEMAS = frozenset(
 # a comment. No executed text is allowed to hold one.
 _EXECUTABLE_COMMENT = re.compile(r"/\*M?!", re.IGNORECASE)
 
-_STATEMENTS: tuple[type[exp.Expr], ...] = tuple(
-    cls
-    for cls in (
-        getattr(exp, name, None)
-        for name in (
-            "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command",
-            "Copy", "Set", "Transaction", "Commit", "Rollback", "Grant", "Revoke",
-            "TruncateTable", "Use", "Describe", "Pragma", "Analyze", "LoadData", "Cache",
-            "Uncache", "Refresh", "Execute", "Declare", "Kill", "Summarize", "Show",
-            "Attach", "Detach", "Install", "Export",
-        )
-    )
-    if cls is not None
-)  # fmt: skip
+# The Postgres gate's statement kinds, and those only other engines parse.
+_STATEMENTS: tuple[type[exp.Expr], ...] = (
+    *STATEMENT_KINDS,
+    *(
+        cls
+        for cls in (getattr(exp, name, None) for name in ("Attach", "Detach", "Install", "Export"))
+        if cls is not None
+    ),
+)
 _CALL_NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_$]*)\s*\(")
 _LEADING_WORD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_$]*)")
 _OPERATORS: tuple[type[exp.Expr], ...] = tuple(

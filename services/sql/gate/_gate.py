@@ -179,7 +179,8 @@ _ALLOWED_TYPES = frozenset(
     }
 )  # fmt: skip
 
-_STATEMENTS: tuple[type[exp.Expr], ...] = tuple(
+# Every statement kind that is not a query (what the read-only gate refuses outright).
+STATEMENT_KINDS: tuple[type[exp.Expr], ...] = tuple(
     cls
     for cls in (
         getattr(exp, name, None)
@@ -355,7 +356,7 @@ class _TreeCheck:
         return self._violations
 
     def _check_node(self, node: exp.Expr, root: exp.Expr) -> None:
-        if isinstance(node, _STATEMENTS) and node is not root:
+        if isinstance(node, STATEMENT_KINDS) and node is not root:
             if isinstance(node, _DML) and isinstance(node.parent, exp.CTE):
                 self._add(
                     GateRule.DATA_MODIFYING_CTE,
@@ -455,7 +456,7 @@ def _statement_kind(node: exp.Expr) -> str:
     """A short name for what a non-query statement is (its leading keyword)."""
     if isinstance(node, exp.Command):
         return str(node.this).upper()
-    if isinstance(node, _STATEMENTS):
+    if isinstance(node, STATEMENT_KINDS):
         return type(node).__name__.upper()
     return ""
 
