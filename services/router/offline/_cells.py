@@ -22,7 +22,7 @@ import functools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from services.common.llm import Passage
 from services.router.offline._text import lowered_stems, stem, synonyms
@@ -105,8 +105,6 @@ def _stems(text: str) -> frozenset[str]:
 
 def _exact(term: str, cell: str) -> bool:
     """The cell is the word itself, or starts with the number asked ("993/tcp")."""
-    if _option(term):
-        return term in _options(cell)
     low = cell.lower()
     return low == term or (
         term[:1].isdigit() and re.match(rf"{re.escape(term)}\b", low) is not None
@@ -117,24 +115,6 @@ def _matches(term: str, stems: frozenset[str]) -> bool:
     return stem(term) in stems or any(stem(s) in stems for s in synonyms(term))
 
 
-def _option(term: str) -> bool:
-    """An option as the question writes it ("-v", "--all"): matched as written."""
-    return term.startswith("-")
-
-
-@functools.lru_cache(maxsize=16384)
-def _options(cell: str) -> frozenset[str]:
-    """The options a cell names ("-T, --print-type" names "-T" and "--print-type");
-    case matters ("-v" is not "-V")."""
-    return frozenset(re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", cell))
-
-
-def _held(term: str, cell: str) -> bool:
-    """Whether ``cell`` holds the question word ``term``: an option as written, any
-    other word by its stem or a synonym."""
-    return term in _options(cell) if _option(term) else _matches(term, _stems(cell))
-
-
 @dataclass(frozen=True)
 class _Candidate:
     score: float
@@ -143,15 +123,13 @@ class _Candidate:
     row: _Row
     keys: tuple[int, ...]  # the cells that matched the row-naming words
     columns: tuple[int, ...]  # the cells the question names by their labels
-    sole: bool = False  # a cell is a question word that no other row holds
 
 
 def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple[str, str, float]]:
     """The answer from the passages' tables, one line per picked row (at most
     ``MAX_ROWS``), each ``(text, passage id, confidence)``; empty when the tables do not
     single out a row with confidence (the caller then reads sentences)."""
-    terms = list(dict.fromkeys(t if _option(t) else t.lower() for t in terms))
-    terms = _compounds(terms, passages)
+    terms = _compounds(list(dict.fromkeys(t.lower() for t in terms)), passages)
     parsed = [(p, t) for p in passages for t in tables(p.text)]
     if not terms or not parsed:
         return []
@@ -174,8 +152,9 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
         for at, cell in enumerate(row.cells):
             if not cell:
                 continue
+            stems = _stems(cell)
             for term in row_terms:
-                if _held(term, cell):
+                if _matches(term, stems):
                     hits.setdefault(term, []).append(at)
         for term in hits:
             frequency[term] = frequency.get(term, 0) + 1
@@ -199,30 +178,22 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
         exact = {t for t, ats in hits.items() if any(_exact(t, row.cells[a]) for a in ats)}
         score = sum(weights[t] * (1.0 if t in exact else INEXACT) for t in hits) / weight_sum
         keys = tuple(sorted({at for ats in hits.values() for at in ats}))
-        # A cell that is a question word, in no other row ("NP" among 300 country
-        # codes), names its row on its own: the words around it ("listed", "time")
-        # may match nothing or stray comments, and do not make it a guess.
-        sole = passage.id == top_passage and any(frequency[t] == 1 for t in exact)
         # The row's name is its first matched cell; a column the question names is
         # answered even when the name's words recur in it ("aliases of vrrp": VRRP).
         columns = _asked_columns(terms, table, keys[0], hits)
         if not columns:
-            # A question that names no column asks for the row itself ("what does -v
+            # A question that names no column asks for the row itself ("what does -x
             # do"): its other cells, from the best passage only, and only when the row
             # stands out as any answer's row must (below).
             if passage.id != top_passage:
                 continue
             columns = tuple(at for at in range(len(table.labels)) if at not in keys)
-        candidates.append(_Candidate(score, passage, table, row, keys, columns, sole))
+        candidates.append(_Candidate(score, passage, table, row, keys, columns))
     if not candidates:
         return []
-    if sum(c.sole for c in candidates) > 1:
-        # Two rows each named by a cell of their own ("--si" and "-h"): the question
-        # is about both, and no cell alone singles one out.
-        candidates = [replace(c, sole=False) for c in candidates]
     candidates.sort(key=lambda c: -c.score)
     best = candidates[0].score
-    if best < KEY_AT and not candidates[0].sole:
+    if best < KEY_AT:
         return []
     tied = [c for c in candidates if c.score >= best - 1e-9]
     runner_up = next((c.score for c in candidates if c.score < best - 1e-9), 0.0)
@@ -240,20 +211,22 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
 
 
 def _compounds(terms: list[str], passages: Sequence[Passage]) -> list[str]:
-    """Two neighbouring question words that a table's label writes as one ("time zone"
-    for the column ``timezone``, "user name" for ``username``) become that one word."""
+    """Two neighbouring question words that a table's label writes as one word ("time
+    zone" for the column ``timezone``, "user name" for ``username``) become that word:
+    they name the column, not two rows' stray words."""
     labels = {
         low
-        for p in passages
-        for t in tables(p.text)
-        for label in t.labels
+        for passage in passages
+        for table in tables(passage.text)
+        for label in table.labels
         for low, _ in lowered_stems(label)
     }
     out: list[str] = []
     at = 0
     while at < len(terms):
-        if at + 1 < len(terms) and terms[at] + terms[at + 1] in labels:
-            out.append(terms[at] + terms[at + 1])
+        joined = terms[at] + terms[at + 1] if at + 1 < len(terms) else ""
+        if joined in labels:
+            out.append(joined)
             at += 2
         else:
             out.append(terms[at])

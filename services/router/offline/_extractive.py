@@ -314,9 +314,6 @@ def _paired(pairs: Sequence[tuple[str, str]], sentence: str) -> float:
 
 # "how many employees": a number answers it only beside what it counts.
 _COUNTED = re.compile(r"\bhow (?:many|much) (?P<what>[a-z][\w-]*)", re.I)
-# "how much slower … than natively": a comparison, whose number is the difference (a
-# factor, a share), not a count of the word after "how much".
-_COMPARED = re.compile(r"\bthan\b", re.I)
 # A second question inside the first ("…, and what did they raise?").
 _SECOND_QUESTION = re.compile(r"(?:,|;|\band)\s+(?:what|who|which|when|where|why|how)\b", re.I)
 
@@ -325,9 +322,7 @@ def _counted(question: str) -> str | None:
     """The stem of what a "how many/much X" question counts, when it names it and asks
     nothing else (a compound question's other half is answered by other sentences)."""
     match = _COUNTED.search(question)
-    if match is not None and (
-        _SECOND_QUESTION.search(question) or _COMPARED.search(question, match.end())
-    ):
+    if match is not None and _SECOND_QUESTION.search(question):
         return None
     if match is None or match.group("what").lower() in STOPWORDS:
         return None
@@ -352,22 +347,7 @@ def _cell_terms(question: str) -> list[str]:
     """The question's topic words and numbers ("protocol number 89"): what names a
     table's row or column."""
     terms = question_terms(question)
-    terms += [n for n in re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", question) if n not in terms]
-    # An option as written ("-v", "--print-type"): the word tokens drop its dashes and a
-    # one-letter name, yet it is the cell that names its row.
-    return terms + [o for o in _OPTION_WORD.findall(question) if o not in terms]
-
-
-_OPTION_WORD = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
-
-
-_NEGATED = re.compile(r"\bnot\s+(?P<word>[a-z]{4,})\b", re.I)
-
-
-def _negated(question: str) -> list[str]:
-    """ "not mounted" as a text says it in one word, "unmounted": the negated word is a
-    term of its own, which a unit that only says "mounted" does not cover."""
-    return ["un" + m.group("word").lower() for m in _NEGATED.finditer(question)]
+    return terms + [n for n in re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", question) if n not in terms]
 
 
 def _pick_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[str, str, float]]:
@@ -397,7 +377,6 @@ def _adds(candidate: Candidate, first: Candidate, titles: Mapping[str, str]) -> 
     return (
         first.kind == "sentence"
         and candidate.kind == "sentence"
-        and candidate.named == first.named
         and titles.get(candidate.passage_id) == titles.get(first.passage_id)
         and candidate.score >= SECOND_AT * first.score
     )
@@ -413,7 +392,6 @@ class Candidate:
     passage_id: str
     fraction: float
     kind: str = "sentence"
-    named: str = ""  # the name its paragraph opens with, when that covers a question word
 
 
 def passage_units(passage: Passage) -> tuple[Unit, ...]:
@@ -473,34 +451,10 @@ HEADING_WORDS = 12
 _KIND_STEMS = {"option": frozenset(stem(w) for w in ("option", "flag", "switch"))}
 
 
-# "Which option …", "what flag …": the question asks for a unit of that kind, as "when"
-# asks for a date; the kind's word comes within three words of the question word.
-_ASKS_KIND = re.compile(r"\b(?:which|what)((?:\W+[\w'-]+){1,3})", re.I)
-
-
-def _asked_kind(question: str) -> str | None:
-    """The unit kind (see ``_KIND_STEMS``) a "which/what <kind>" question asks for."""
-    for match in _ASKS_KIND.finditer(question):
-        for word in re.findall(r"[\w'-]+", match.group(1).lower()):
-            for kind, stems in _KIND_STEMS.items():
-                if stem(word) in stems:
-                    return kind
-    return None
-
-
 def _unit_analysis(unit: Unit) -> tuple[frozenset[str], frozenset[str]]:
     stems, word_stems = _analyse(unit.text)
     implied = _KIND_STEMS.get(unit.kind)
     return (stems | implied, word_stems | implied) if implied else (stems, word_stems)
-
-
-_NOTHING: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
-
-
-def _named(head: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The analysis of the name a paragraph opens with ("name — …"), else nothing."""
-    name, dash, _ = head.partition(" — ")
-    return _analyse(name) if dash else _NOTHING
 
 
 def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candidate]:
@@ -510,7 +464,6 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
         return []
     # Numbers and years name what is asked about ("hired in 1888") as sharply as words.
     terms += [n for n in re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", question) if n not in terms]
-    terms += [n for n in _negated(question) if n not in terms]
     pairs = _pairs(terms)
     candidates: list[Candidate] = []
     document_frequency: dict[str, int] = {}
@@ -528,15 +481,10 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
     weight_sum = sum(weights.values())
     question_stems, _ = _analyse(question)
     cue = _cue(question)
-    asked_kind = _asked_kind(question)
     counted = _counted(question)
     for rank, (passage, units) in enumerate(split):
         title_stems, title_word_stems = _analyse(passage.title)
-        title_matched = set(_covered(terms, title_stems, title_word_stems).matched)
-        head = 0
         for at, unit in enumerate(units):
-            if unit.block != units[head].block:
-                head = at
             sentence = unit.text
             if not own[sentence].matched or _INSTRUCTION.search(sentence):
                 continue
@@ -553,38 +501,18 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
                 continue
             if counted is not None and not _covered((counted,), stems, word_stems).matched:
                 continue  # a number that counts something else is not the answer
-            # A paragraph that opens with a name ("PRIORITY_HIGH — description: …", as a
-            # table row with prose is written) is about it in every sentence: context,
-            # as the title is.
-            head_stems, head_word_stems = (
-                _named(units[head].text) if unit.kind == "sentence" else _NOTHING
-            )
-            cov = _covered(
-                terms,
-                title_stems | head_stems | stems,
-                title_word_stems | head_word_stems | word_stems,
-            )
+            cov = _covered(terms, title_stems | stems, title_word_stems | word_stems)
             weighted = sum(weights[t] for t in cov.matched) / weight_sum
             if weighted < SUPPORT_AT:
                 continue
-            typed = (cue is not None and _holds_new(cue, sentence, question)) or (
-                unit.kind == asked_kind
-            )
+            typed = cue is not None and _holds_new(cue, sentence, question)
             score = (
                 weighted
                 + RANK_WEIGHT / (1 + rank)
                 + (CUE_WEIGHT if typed else 0.0)
                 + PAIR_WEIGHT * _paired(pairs, unit.text)
             )
-            own_cov = own[unit.text].matched
-            named = (
-                units[head].text.partition(" — ")[0]
-                if head_stems and not set(cov.matched) <= set(own_cov) | title_matched
-                else ""
-            )
-            candidates.append(
-                Candidate(score, sentence, passage.id, cov.fraction, unit.kind, named)
-            )
+            candidates.append(Candidate(score, sentence, passage.id, cov.fraction, unit.kind))
     # Stable: equal scores keep the search's order.
     return sorted(candidates, key=lambda c: -c.score)
 
