@@ -587,15 +587,17 @@ _QUERY_TERMS = sql.SQL(
 # column (migration 0003), which the HNSW index also covers: no detoasting, no cast.
 _DENSE = sql.SQL(
     """dense AS (
-    SELECT c.chunk_id, c.document_id, c.ordinal,
+    SELECT c.chunk_id,
            c.embedding_half <=> %(vector)s::halfvec(384) AS distance
     FROM retrieval_chunks c
     WHERE {where} AND c.model_name = %(model)s
     ORDER BY c.embedding_half <=> %(vector)s::halfvec(384)
     LIMIT {depth}
 ), dense_ranked AS (
-    SELECT chunk_id, document_id, ordinal, 1 - distance AS score,
-           row_number() OVER (ORDER BY distance, document_id, ordinal) AS rank
+    -- equal distances share a rank (as equal scores below): nothing orders them by the
+    -- chunks' ids, a hash that changes whenever a document is chunked again
+    SELECT chunk_id, 1 - distance AS score,
+           rank() OVER (ORDER BY distance) AS rank
     FROM dense
 )"""
 )
@@ -629,11 +631,12 @@ _SPARSE = sql.SQL(
     ORDER BY score DESC, x.chunk_id
     LIMIT {depth}
 ), sparse_ranked AS (
-    -- equal scores (a header every chunk of a table repeats) are ranked by where the
-    -- chunks stand in their documents, not by their ids (random: a fingerprint's hash)
-    SELECT s.chunk_id, c.document_id, c.ordinal, s.score, s.matched,
-           row_number() OVER (ORDER BY s.score DESC, c.document_id, c.ordinal) AS rank
-    FROM sparse s JOIN retrieval_chunks c ON c.chunk_id = s.chunk_id
+    -- equal scores (chunks of one table that match on the header they all repeat)
+    -- share a rank, so they fuse alike; ``position`` orders them for the guard alone
+    SELECT chunk_id, score, matched,
+           rank() OVER (ORDER BY score DESC) AS rank,
+           row_number() OVER (ORDER BY score DESC, chunk_id) AS position
+    FROM sparse
 )"""
 )
 
@@ -675,12 +678,10 @@ _FUSED = {
                ELSE 1.0
            END AS top
     FROM query_terms q
-    LEFT JOIN sparse_ranked first ON first.rank = 1
-    LEFT JOIN sparse_ranked second ON second.rank = 2
+    LEFT JOIN sparse_ranked first ON first.position = 1
+    LEFT JOIN sparse_ranked second ON second.position = 2
 ), fused AS (
     SELECT coalesce(d.chunk_id, s.chunk_id) AS chunk_id,
-           coalesce(d.document_id, s.document_id) AS document_id,
-           coalesce(d.ordinal, s.ordinal) AS ordinal,
            d.rank AS dense_rank, s.rank AS sparse_rank,
            d.score AS dense_score, s.score AS sparse_score,
            coalesce(%(dense_weight)s / (%(k)s + d.rank), 0)
@@ -690,8 +691,7 @@ _FUSED = {
     FROM dense_ranked d FULL OUTER JOIN sparse_ranked s ON s.chunk_id = d.chunk_id
     CROSS JOIN sparse_guard g
 ), best AS (
-    SELECT *, fused AS score FROM fused ORDER BY fused DESC, document_id, ordinal
-    LIMIT {limit}
+    SELECT *, fused AS score FROM fused ORDER BY fused DESC, chunk_id LIMIT {limit}
 )"""
     ),
     SearchMode.DENSE: sql.SQL(
