@@ -594,8 +594,10 @@ _DENSE = sql.SQL(
     ORDER BY c.embedding_half <=> %(vector)s::halfvec(384)
     LIMIT {depth}
 ), dense_ranked AS (
+    -- equal distances share a rank (as equal scores below): nothing orders them by the
+    -- chunks' ids, a hash that changes whenever a document is chunked again
     SELECT chunk_id, 1 - distance AS score,
-           row_number() OVER (ORDER BY distance, chunk_id) AS rank
+           rank() OVER (ORDER BY distance) AS rank
     FROM dense
 )"""
 )
@@ -629,8 +631,11 @@ _SPARSE = sql.SQL(
     ORDER BY score DESC, x.chunk_id
     LIMIT {depth}
 ), sparse_ranked AS (
+    -- equal scores (chunks of one table that match on the header they all repeat)
+    -- share a rank, so they fuse alike; ``position`` orders them for the guard alone
     SELECT chunk_id, score, matched,
-           row_number() OVER (ORDER BY score DESC, chunk_id) AS rank
+           rank() OVER (ORDER BY score DESC) AS rank,
+           row_number() OVER (ORDER BY score DESC, chunk_id) AS position
     FROM sparse
 )"""
 )
@@ -673,8 +678,8 @@ _FUSED = {
                ELSE 1.0
            END AS top
     FROM query_terms q
-    LEFT JOIN sparse_ranked first ON first.rank = 1
-    LEFT JOIN sparse_ranked second ON second.rank = 2
+    LEFT JOIN sparse_ranked first ON first.position = 1
+    LEFT JOIN sparse_ranked second ON second.position = 2
 ), fused AS (
     SELECT coalesce(d.chunk_id, s.chunk_id) AS chunk_id,
            d.rank AS dense_rank, s.rank AS sparse_rank,
@@ -723,7 +728,7 @@ LEFT JOIN (
     JOIN retrieval_chunks c ON c.chunk_id = b.chunk_id
     JOIN retrieval_documents d ON d.tenant_id = c.tenant_id AND d.document_id = c.document_id
 ) ON true
-ORDER BY b.score DESC, b.chunk_id"""
+ORDER BY b.score DESC, c.document_id, c.ordinal"""
 )
 
 

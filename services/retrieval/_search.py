@@ -102,7 +102,7 @@ def rerank_hits(hits: Sequence[Hit], rerank_scores: Sequence[float], weight: flo
         replace(hit, score=b, rerank_score=float(r))
         for hit, b, r in zip(hits, blended, rerank_scores, strict=True)
     ]
-    return sorted(rescored, key=lambda h: (-h.score, h.chunk_id))
+    return sorted(rescored, key=lambda h: (-h.score, h.document_id, h.ordinal))
 
 
 class FastembedReranker:

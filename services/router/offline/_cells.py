@@ -129,7 +129,7 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
     """The answer from the passages' tables, one line per picked row (at most
     ``MAX_ROWS``), each ``(text, passage id, confidence)``; empty when the tables do not
     single out a row with confidence (the caller then reads sentences)."""
-    terms = list(dict.fromkeys(t.lower() for t in terms))
+    terms = _compounds(list(dict.fromkeys(t.lower() for t in terms)), passages)
     parsed = [(p, t) for p in passages for t in tables(p.text)]
     if not terms or not parsed:
         return []
@@ -182,9 +182,10 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
         # answered even when the name's words recur in it ("aliases of vrrp": VRRP).
         columns = _asked_columns(terms, table, keys[0], hits)
         if not columns:
-            # A question that names no column asks for the row itself, and only when
-            # every word of it names this row of the best passage.
-            if score < 1.0 or passage.id != top_passage:
+            # A question that names no column asks for the row itself ("what does -x
+            # do"): its other cells, from the best passage only, and only when the row
+            # stands out as any answer's row must (below).
+            if passage.id != top_passage:
                 continue
             columns = tuple(at for at in range(len(table.labels)) if at not in keys)
         candidates.append(_Candidate(score, passage, table, row, keys, columns))
@@ -207,6 +208,30 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
         return []
     confidence = round(min(0.95, 0.5 + 0.45 * best), 3)
     return [(line, c.passage.id, confidence) for line, c in zip(lines, tied, strict=True) if line]
+
+
+def _compounds(terms: list[str], passages: Sequence[Passage]) -> list[str]:
+    """Two neighbouring question words that a table's label writes as one word ("time
+    zone" for the column ``timezone``, "user name" for ``username``) become that word:
+    they name the column, not two rows' stray words."""
+    labels = {
+        low
+        for passage in passages
+        for table in tables(passage.text)
+        for label in table.labels
+        for low, _ in lowered_stems(label)
+    }
+    out: list[str] = []
+    at = 0
+    while at < len(terms):
+        joined = terms[at] + terms[at + 1] if at + 1 < len(terms) else ""
+        if joined in labels:
+            out.append(joined)
+            at += 2
+        else:
+            out.append(terms[at])
+            at += 1
+    return out
 
 
 def _asked_columns(

@@ -97,9 +97,10 @@ async def _sparse_scores(stub: Any, tenant: str, query: str) -> dict[str, float]
     )
     assert not reply.degraded
     ranks = [h.sparse_rank for h in reply.hits]
-    assert ranks == list(range(1, len(ranks) + 1))
     scores = [h.sparse_score for h in reply.hits]
     assert scores == sorted(scores, reverse=True)
+    # 1-based, equal scores sharing the rank of the first of them
+    assert ranks == [1 + sum(other > score for other in scores) for score in scores]
     return {h.chunk_id: h.sparse_score for h in reply.hits}
 
 

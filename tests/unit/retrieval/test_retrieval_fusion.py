@@ -46,3 +46,13 @@ def test_rerank_hits_reorders_by_blend_and_keeps_raw_scores():
     assert [h.rerank_score for h in out] == [5.0, 2.0, 0.1]
     assert out[0].fused_score == 0.02  # the fused score is reported unchanged
     assert out[0].score == pytest.approx(0.75 * 1.0 + 0.25 * 0.5)
+
+
+def test_rerank_ties_keep_document_order_not_chunk_ids():
+    # equal blended scores: where the chunks stand decides, not their random ids
+    hits = [
+        Hit(chunk, document, "t", "u", "c", "s", "text", ordinal, {}, score=0.5)
+        for chunk, document, ordinal in (("c1", "b", 0), ("c2", "a", 3), ("c3", "a", 1))
+    ]
+    out = rerank_hits(hits, [1.0, 1.0, 1.0], weight=0.5)
+    assert [(h.document_id, h.ordinal) for h in out] == [("a", 1), ("a", 3), ("b", 0)]
