@@ -36,7 +36,7 @@ from services.common._errors import (
     Unavailable,
     status_for,
 )
-from services.common._event_loop import run_service
+from services.common._event_loop import run_service, running_loop_kind
 from services.common._interceptors import RuntimeInterceptor, abort_with, report_on_error
 from services.common._language import (
     ENGLISH,
@@ -210,6 +210,7 @@ __all__ = [
     "resolve_url",
     "role_conninfo",
     "run_service",
+    "running_loop_kind",
     "save_credentials",
     "serve",
     "status_for",

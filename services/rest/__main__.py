@@ -4,10 +4,10 @@ gateway, behind the edge). ``--openapi FILE`` writes the OpenAPI document and ex
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
+from services.common import run_service
 from services.rest._openapi import load_comments, openapi_document, render
 from services.rest._routes import gateway_routes
 from services.rest._settings import RestSettings
@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from services.rest._server import serve  # noqa: PLC0415
 
-    asyncio.run(serve(RestSettings.from_env()))
+    settings = RestSettings.from_env()
+    run_service(lambda: serve(settings))  # uvloop by default, as every service
     return 0
 
 

@@ -9,7 +9,7 @@ import sys
 
 import grpc
 
-from services.common import configure_logging
+from services.common import configure_logging, running_loop_kind
 from services.rest._app import Transcoder
 from services.rest._openapi import load_comments, openapi_document, render
 from services.rest._routes import gateway_routes
@@ -71,8 +71,15 @@ async def serve(settings: RestSettings) -> None:
         server_header=False,
     )
     _log.info(
-        "HTTP face listening",
-        extra={"fields": {"port": settings.port, "gateway": settings.gateway}},
+        "listening",
+        extra={
+            "fields": {
+                "port": settings.port,
+                "gateway": settings.gateway,
+                "transport": "http",
+                "event_loop": running_loop_kind(),
+            }
+        },
     )
     try:
         await uvicorn.Server(config).serve()
