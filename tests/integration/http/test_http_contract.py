@@ -248,3 +248,69 @@ async def test_the_faces_own_upload_refusals(
         files={"metadata": (None, '{"document": {"documentId": "e"}}'), "file": ("e.txt", b"")},
     )
     assert empty.status_code == 400 and _fields(empty.json()) == ["chunk"], empty.text
+
+
+def _with(name: str, **fields: Any) -> Any:
+    """The gRPC contract's valid request for ``name`` with ``fields`` changed."""
+    request = type(VALID[name])()
+    request.CopyFrom(VALID[name])
+    for field, value in fields.items():
+        setattr(request, field, value)
+    return request
+
+
+# Each RPC's own documented refusals beyond validation and the shared ones (what it
+# refuses about the tenant's data): missing ids, an answer that is not the caller's, a
+# statement the gate refuses. (code, reason) expected over gRPC; HTTP must say the same.
+_MISSING = {"allow_missing": False}
+OWN_ERRORS: dict[str, tuple[str, Any, str, str]] = {
+    "delete-missing-document": (
+        "DeleteDocument",
+        _with("DeleteDocument", document_id="no-such-document", **_MISSING),
+        "NOT_FOUND",
+        "DOCUMENT_NOT_FOUND",
+    ),
+    "acl-of-a-missing-document": (
+        "UpdateDocumentAcl",
+        _with("UpdateDocumentAcl", document_id="no-such-document", **_MISSING),
+        "NOT_FOUND",
+        "DOCUMENT_NOT_FOUND",
+    ),
+    "feedback-on-someone-elses-answer": (
+        "SubmitSqlFeedback",
+        _with("SubmitSqlFeedback", answer_id=str(uuid.uuid4())),
+        "NOT_FOUND",
+        "ANSWER_NOT_FOUND",
+    ),
+    "teach-a-write": (
+        "TeachSql",
+        _with("TeachSql", sql="DELETE FROM companies"),
+        "INVALID_ARGUMENT",
+        "SQL_REJECTED",
+    ),
+    "delete-missing-pair": (
+        "DeleteConfirmedPair",
+        _with("DeleteConfirmedPair", pair_id=str(uuid.uuid4()), **_MISSING),
+        "NOT_FOUND",
+        "CONFIRMED_PAIR_NOT_FOUND",
+    ),
+    "delete-missing-conversation": (
+        "DeleteConversation",
+        _with("DeleteConversation", conversation_id=str(uuid.uuid4()), **_MISSING),
+        "NOT_FOUND",
+        "CONVERSATION_NOT_FOUND",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OWN_ERRORS))
+async def test_each_rpcs_own_errors_are_the_same_over_http_and_grpc(
+    case: str, stack: ProcessStack, client: httpx.AsyncClient, stub: Any
+) -> None:
+    name, request, code, reason = OWN_ERRORS[case]
+    route, key = ROUTES[name], await _key(stack)
+    assert (await _grpc(stub, route, request, key))[:2] == (code, reason)
+    status, body = await _http(client, route, request, key)
+    assert isinstance(body, dict), body
+    # gRPC transcoding's table, written out (not the face's own function)
+    assert (status, _reason(body)) == ({"NOT_FOUND": 404, "INVALID_ARGUMENT": 400}[code], reason)
