@@ -35,7 +35,7 @@ import psycopg
 import sqlglot
 from psycopg import sql as psql
 
-from services.common import deadline_passed, remaining
+from services.common import SettingsError, deadline_passed, remaining
 from services.sql.catalog import Catalog, CatalogCache, load_catalog
 from services.sql.gate import (
     Dialect,
@@ -406,6 +406,14 @@ class EngineTarget(Target):
         dialect = engine_of(config.url)
         if dialect is None:
             raise ValueError(f"not a SQLite, DuckDB or MySQL URL: database {config.name!r}")
+        if config.access is not None:
+            # Fail closed: a policy's row filters are written into statements, and a view
+            # reads past them; on Postgres the policy is checked against what each view
+            # reads (services.sql.access), which these engines are not asked for.
+            raise SettingsError(
+                f"database {config.name!r}: access policies (SQL_ACCESS_POLICIES) need a "
+                "Postgres database; serve this one without a policy or from Postgres"
+            )
         self.config = config
         self.warehouse: EngineWarehouse = EngineWarehouse(
             config.name, dialect, config.url, workers=pool_max_size, read_only=read_only
