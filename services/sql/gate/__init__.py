@@ -17,6 +17,7 @@ from services.sql.gate._execute import (
     Safeguards,
     StatementError,
     StatementRunner,
+    statement_budget,
 )
 from services.sql.gate._gate import GateRule, SqlGate, Verdict, Violation
 from services.sql.gate._names import identifier
@@ -43,5 +44,6 @@ __all__ = [
     "memo_scope",
     "parse_statements",
     "scope_memos",
+    "statement_budget",
     "to_dialect",
 ]

@@ -380,13 +380,7 @@ async def execute_unvetted(
     ``text`` gave (it is not described again unless its columns changed); a description
     made here is put in ``learned``.
     """
-    timeout = limits.statement_timeout_s
-    left = remaining()
-    deadline_bound = left is not None and left < timeout
-    if left is not None:
-        if left <= 0:
-            raise StatementError(FailureKind.DEADLINE, "", "deadline exceeded")
-        timeout = min(timeout, left)
+    timeout, deadline_bound = statement_budget(limits)
     started = time.perf_counter()
     try:
         async with pool.connection(timeout=max(min(timeout, 5.0), 0.1)) as conn:
@@ -422,6 +416,21 @@ async def execute_unvetted(
         raise
     except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
         raise classify(exc, deadline_bound=deadline_bound) from exc
+
+
+def statement_budget(limits: Limits) -> tuple[float, bool]:
+    """The seconds a statement may run (its limit, cut to the caller's deadline) and
+    whether the deadline is what bounds it (a timeout is then DEADLINE_EXCEEDED, not the
+    statement's own); DEADLINE when the deadline has already passed. Every engine's
+    execution starts here."""
+    timeout = limits.statement_timeout_s
+    left = remaining()
+    deadline_bound = left is not None and left < timeout
+    if left is not None:
+        if left <= 0:
+            raise StatementError(FailureKind.DEADLINE, "", "deadline exceeded")
+        timeout = min(timeout, left)
+    return timeout, deadline_bound
 
 
 async def _on_connection(

@@ -35,7 +35,7 @@ import psycopg
 import sqlglot
 from psycopg import sql as psql
 
-from services.common import SettingsError, deadline_passed, remaining
+from services.common import SettingsError, deadline_passed
 from services.sql.catalog import Catalog, CatalogCache, load_catalog
 from services.sql.gate import (
     Dialect,
@@ -44,6 +44,7 @@ from services.sql.gate import (
     Limits,
     ResultSet,
     StatementError,
+    statement_budget,
     to_dialect,
 )
 from services.sql.results import column_kind, encode, encoded_size, fingerprint
@@ -225,13 +226,7 @@ class EngineWarehouse:
         """The engine-side layers alone, on text in the engine's dialect (tests prove
         each of them; the service reaches this only through :meth:`run_gated`)."""
         started = time.perf_counter() if started is None else started
-        timeout = limits.statement_timeout_s
-        left = remaining()
-        deadline_bound = left is not None and left < timeout
-        if left is not None:
-            if left <= 0:
-                raise StatementError(FailureKind.DEADLINE, "", "deadline exceeded")
-            timeout = min(timeout, left)
+        timeout, deadline_bound = statement_budget(limits)
         handle = _Interrupt()
         try:
             return await asyncio.wait_for(
