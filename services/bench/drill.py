@@ -26,7 +26,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -110,22 +110,34 @@ def _requests() -> list[tuple[str, Any]]:
     ]
 
 
-async def _drive(
-    stub: gpb_grpc.GatewayServiceStub, key: str, rps: float, drill: Drill, stop: asyncio.Event
-) -> None:
-    """Start calls at ``rps`` until ``stop``, whatever their latency (a slow call does not
-    hold the next one back); each is timed from send to answer."""
+# One call of a mix: awaited, it answers or raises the call's AioRpcError.
+Action = Callable[[], Awaitable[Any]]
+
+
+def unary_mix(stub: gpb_grpc.GatewayServiceStub, key: str) -> list[tuple[str, Action]]:
+    """The idempotent mix of ``_requests`` as actions on ``stub`` with ``key``."""
     metadata = (("authorization", f"Bearer {key}"),)
-    mix = _requests()
+
+    def action(rpc: str, request: Any) -> Action:
+        return lambda: getattr(stub, rpc)(request, metadata=metadata, timeout=30)
+
+    return [(rpc, action(rpc, request)) for rpc, request in _requests()]
+
+
+async def drive(
+    mix: Sequence[tuple[str, Action]], rps: float, drill: Drill, stop: asyncio.Event
+) -> None:
+    """Start the mix's calls in turn at ``rps`` until ``stop``, whatever their latency (a
+    slow call does not hold the next one back); each is timed from send to answer."""
     interval = 1.0 / rps
     pending: set[asyncio.Task[None]] = set()
 
-    async def one(rpc: str, request: Any) -> None:
+    async def one(rpc: str, action: Action) -> None:
         started = time.monotonic()
         status = "OK"
         drill.in_flight[rpc] += 1
         try:
-            await getattr(stub, rpc)(request, metadata=metadata, timeout=30)
+            await action()
         except grpc.aio.AioRpcError as exc:
             status = exc.code().name
         finally:
@@ -135,9 +147,9 @@ async def _drive(
     n = 0
     next_at = time.monotonic()
     while not stop.is_set():
-        rpc, request = mix[n % len(mix)]
+        rpc, action = mix[n % len(mix)]
         n += 1
-        task = asyncio.create_task(one(rpc, request))
+        task = asyncio.create_task(one(rpc, action))
         pending.add(task)
         task.add_done_callback(pending.discard)
         next_at += interval
@@ -262,7 +274,7 @@ async def _kill_in_turn(
     stop.set()
 
 
-def _pct_ms(values: Sequence[float], pct: float) -> float:
+def pct_ms(values: Sequence[float], pct: float) -> float:
     if not values:
         return math.nan
     ordered = sorted(values)
@@ -291,10 +303,10 @@ def summarise(drill: Drill) -> dict[str, Any]:
             "failed_by_status": dict(Counter(c.status for c in failed)),
             "failed_in_flight_at_a_kill": sum(1 for c in failed if in_flight(c)),
             "in_flight_at_a_kill": sum(1 for c in calls if in_flight(c)),
-            "p50_ms": _pct_ms([c.latency_s for c in calls], 50),
-            "p99_ms": _pct_ms([c.latency_s for c in calls], 99),
+            "p50_ms": pct_ms([c.latency_s for c in calls], 50),
+            "p99_ms": pct_ms([c.latency_s for c in calls], 99),
             "calls_during_kills": len(during),
-            "p99_during_kills_ms": _pct_ms(during, 99),
+            "p99_during_kills_ms": pct_ms(during, 99),
         }
     idempotent_failed = sum(v["failed"] for r, v in rpcs.items() if r in IDEMPOTENT)
     return {
@@ -346,7 +358,9 @@ async def _run(
     stop = asyncio.Event()
     async with grpc.aio.insecure_channel(target) as channel:
         stub = gpb_grpc.GatewayServiceStub(channel)
-        driver = asyncio.create_task(_drive(stub, api_key, settings.rps, drill, stop))
+        driver = asyncio.create_task(
+            drive(unary_mix(stub, api_key), settings.rps, drill, stop)
+        )
         try:
             await _kill_in_turn(replicas, settings, drill, stop)
         finally:

@@ -119,11 +119,26 @@ def register(commands: Commands) -> None:
         "(tandem run --replicas 2): failed calls per RPC, p99 during the kills",
     )
     drill.add_argument("--rps", type=float, default=60.0, help="calls started per second")
-    drill.add_argument("--rounds", type=int, default=3, help="kills of each service")
     drill.add_argument(
-        "--data-dir", type=Path, default=Path(".tandem/bench-drill"), help="the stack it starts"
+        "--rounds", type=int, default=3, help="kills of each service (--postgres: primaries lost)"
     )
-    drill.add_argument("--out", type=Path, default=Path("bench-results/drill.json"))
+    drill.add_argument(
+        "--postgres",
+        action="store_true",
+        help="lose the primary Postgres instead (tandem run --pg-standby; rounds alternate "
+        "a SIGKILL and a data directory moved away): failed calls per RPC, time until writes "
+        "succeed again, every acknowledged write looked for on the new primary",
+    )
+    drill.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="the stack it starts (default .tandem/bench-drill, --postgres .tandem/bench-pg-drill: "
+        "emptied first)",
+    )
+    drill.add_argument(
+        "--out", type=Path, default=None, help="default bench-results/drill.json (pg-drill.json)"
+    )
     drill.add_argument(
         "--attach",
         metavar="ADDR",
@@ -501,7 +516,14 @@ def _bench_drill(args: argparse.Namespace) -> int:
     from services.bench.drill import DrillSettings  # noqa: PLC0415
     from services.bench.drill import main as drill  # noqa: PLC0415
 
-    settings = DrillSettings(data_dir=args.data_dir, out=args.out, rps=args.rps, rounds=args.rounds)
+    if args.postgres:
+        return _bench_pg_drill(args)
+    settings = DrillSettings(
+        data_dir=args.data_dir or Path(".tandem/bench-drill"),
+        out=args.out or Path("bench-results/drill.json"),
+        rps=args.rps,
+        rounds=args.rounds,
+    )
     if args.attach is None:
         if args.container:
             raise SystemExit("--container needs --attach (the stack the containers belong to)")
@@ -526,6 +548,21 @@ def _bench_drill(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise SystemExit(str(exc)) from None
     return 0 if results["target_met"] else 1
+
+
+def _bench_pg_drill(args: argparse.Namespace) -> int:
+    from services.bench.pg_drill import PgDrillSettings  # noqa: PLC0415
+    from services.bench.pg_drill import main as pg_drill  # noqa: PLC0415
+
+    if args.attach is not None or args.container:
+        raise SystemExit("--postgres starts its own stack (tandem run --pg-standby): no --attach")
+    settings = PgDrillSettings(
+        data_dir=args.data_dir or Path(".tandem/bench-pg-drill"),
+        out=args.out or Path("bench-results/pg-drill.json"),
+        rps=args.rps,
+        rounds=args.rounds,
+    )
+    return 0 if pg_drill(settings)["target_met"] else 1
 
 
 def _bench_hops(args: argparse.Namespace) -> int:
