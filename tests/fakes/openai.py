@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections import deque
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes._endpoint import ScriptedEndpoint, ScriptedServer
 
 _ROLE = re.compile(r"Task: (?P<role>\w+)\.")
 
@@ -88,28 +87,8 @@ class RecordedRequest:
         ]
 
 
-@dataclass
-class _Script:
-    replies: dict[str, deque[Reply]] = field(default_factory=dict)
-    requests: list[RecordedRequest] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    stopping: threading.Event = field(default_factory=threading.Event)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, script: _Script) -> None:
-        self.script = script
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that timed out closed its socket: nothing to report.
-        return
-
-
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: ScriptedServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -131,10 +110,7 @@ class _Handler(BaseHTTPRequestHandler):
         recorded = RecordedRequest(
             self.path, role, {k.lower(): v for k, v in self.headers.items()}, body
         )
-        with script.lock:
-            script.requests.append(recorded)
-            queue = script.replies.get(role or "") or script.replies.get("*")
-            reply = queue.popleft() if queue else None
+        reply: Reply | None = script.record(recorded)
         if reply is None:
             self._send(500, _error_body(500, f"no scripted reply for role {role}"))
             return
@@ -225,65 +201,13 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "server_error", "code": status}}
 
 
-class FakeOpenAI:
+class FakeOpenAI(ScriptedEndpoint[Reply, RecordedRequest]):
     """The fake endpoint: ``script()`` replies per role, read ``requests`` afterwards."""
 
-    def __init__(self) -> None:
-        self._script = _Script()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        """The ``OPENAI_BASE_URL`` to configure (with ``/v1``, as Ollama's is)."""
-        if self._server is None:
-            raise RuntimeError("FakeOpenAI is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._script.lock:
-            return list(self._script.requests)
-
-    def requests_for(self, role: str) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.role == role]
-
-    def script(self, role: str, *replies: Reply) -> None:
-        """Queue replies for a role (``*`` answers any role without its own queue)."""
-        with self._script.lock:
-            self._script.replies.setdefault(role, deque()).extend(replies)
-
-    def pending(self) -> int:
-        """Scripted replies not yet consumed."""
-        with self._script.lock:
-            return sum(len(q) for q in self._script.replies.values())
-
-    def start(self) -> FakeOpenAI:
-        self._server = _Server(self._script)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._script.stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
+    handler = _Handler
+    # The ``OPENAI_BASE_URL`` to configure (with ``/v1``, as Ollama's is).
+    path = "/v1"
 
     def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self.start()
+        return self
