@@ -110,8 +110,17 @@ def _requests() -> list[tuple[str, Any]]:
     ]
 
 
-# One call of a mix: awaited, it answers or raises the call's AioRpcError.
+# One call of a mix: awaited, it answers or raises the call's AioRpcError (or CallFailed).
 Action = Callable[[], Awaitable[Any]]
+
+
+class CallFailed(Exception):
+    """A call answered OK whose content says it failed (a document not included):
+    counted under ``status``."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(status)
+        self.status = status
 
 
 def unary_mix(stub: gpb_grpc.GatewayServiceStub, key: str) -> list[tuple[str, Action]]:
@@ -140,6 +149,8 @@ async def drive(
             await action()
         except grpc.aio.AioRpcError as exc:
             status = exc.code().name
+        except CallFailed as exc:
+            status = exc.status
         finally:
             drill.in_flight[rpc] -= 1
         drill.calls.append(Call(rpc, started, time.monotonic() - started, status))
@@ -358,9 +369,7 @@ async def _run(
     stop = asyncio.Event()
     async with grpc.aio.insecure_channel(target) as channel:
         stub = gpb_grpc.GatewayServiceStub(channel)
-        driver = asyncio.create_task(
-            drive(unary_mix(stub, api_key), settings.rps, drill, stop)
-        )
+        driver = asyncio.create_task(drive(unary_mix(stub, api_key), settings.rps, drill, stop))
         try:
             await _kill_in_turn(replicas, settings, drill, stop)
         finally:

@@ -43,7 +43,7 @@ import grpc
 import psycopg
 
 from services.bench.cost import start_stack, stop_stack
-from services.bench.drill import Action, Call, Drill, drive, pct_ms
+from services.bench.drill import Action, Call, CallFailed, Drill, drive, pct_ms
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import retrieval_service_pb2 as rpb
@@ -159,6 +159,7 @@ class Acknowledged:
 class PgDrill(Drill):
     losses: list[Loss] = field(default_factory=list)
     acknowledged: Acknowledged = field(default_factory=Acknowledged)
+    errors: Counter[str] = field(default_factory=Counter)  # failed documents' reasons
 
 
 def write_mix(
@@ -183,18 +184,17 @@ def write_mix(
             ]
         )
         try:
-            chunks = -1
+            finished = None
             async for event in stub.IngestDocuments(request, metadata=metadata, timeout=30):
-                finished = event.document_finished
-                if (
-                    event.HasField("document_finished")
-                    and finished.outcome == rpb.DOCUMENT_OUTCOME_INCLUDED
-                ):
-                    chunks = finished.chunk_count
-            if chunks < 0:
-                raise RuntimeError(f"{document_id} was not included")
-            acked.documents[document_id] = chunks
-        except grpc.aio.AioRpcError:
+                if event.HasField("document_finished"):
+                    finished = event.document_finished
+            if finished is None or finished.outcome != rpb.DOCUMENT_OUTCOME_INCLUDED:
+                outcome = "none" if finished is None else rpb.DocumentOutcome.Name(finished.outcome)
+                if finished is not None and finished.error.reason:
+                    drill.errors[finished.error.reason] += 1
+                raise CallFailed(outcome)
+            acked.documents[document_id] = finished.chunk_count
+        except (grpc.aio.AioRpcError, CallFailed):
             acked.failed_documents.add(document_id)
             raise
 
@@ -328,6 +328,7 @@ def check_writes(node: Node, acked: Acknowledged) -> dict[str, Any]:
 
 def summarise(drill: PgDrill, writes: dict[str, Any]) -> dict[str, Any]:
     rpcs: dict[str, Any] = {}
+    first = min((loss.at for loss in drill.losses), default=math.inf)
     for rpc in sorted({c.rpc for c in drill.calls}):
         calls = [c for c in drill.calls if c.rpc == rpc]
         failed = [c for c in calls if c.status != "OK"]
@@ -338,6 +339,8 @@ def summarise(drill: PgDrill, writes: dict[str, Any]) -> dict[str, Any]:
             "in_flight_at_a_loss": sum(1 for c in calls if _in_flight(c, drill.losses)),
             "p50_ms": pct_ms([c.latency_s for c in calls], 50),
             "p99_ms": pct_ms([c.latency_s for c in calls], 99),
+            # the stack's pace before anything was lost, to read the rest against
+            "p50_before_ms": pct_ms([c.latency_s for c in calls if c.started < first], 50),
         }
     rounds: list[dict[str, Any]] = []
     for loss in drill.losses:
@@ -364,6 +367,7 @@ def summarise(drill: PgDrill, writes: dict[str, Any]) -> dict[str, Any]:
         "rpcs": rpcs,
         "rounds": rounds,
         "writes": writes,
+        "failed_document_reasons": dict(drill.errors.most_common(5)),
         "acknowledged_writes_lost": lost,
         "worst_writes_back_s": worst_back,
         "searches_failed_during_failover": round(search_share, 4),
@@ -385,13 +389,13 @@ def render(results: dict[str, Any]) -> str:
     lines = [
         f"postgres drill: {results['stack']}, {results['rps']:g} calls/s through the edge",
         "",
-        f"{'rpc':<17}{'calls':>7}{'failed':>8}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'rpc':<17}{'calls':>7}{'failed':>8}{'p50 ms':>9}{'p99 ms':>9}{'p50 before':>12}"
         f"{'in flight at a loss':>21}",
     ]
     for rpc, row in results["rpcs"].items():
         lines.append(
             f"{rpc:<17}{row['calls']:>7}{row['failed']:>8}{row['p50_ms']:>9}{row['p99_ms']:>9}"
-            f"{row['in_flight_at_a_loss']:>21}"
+            f"{row['p50_before_ms']:>12}{row['in_flight_at_a_loss']:>21}"
         )
         if row["failed"]:
             lines.append(f"{'':<17}failed: {row['failed_by_status']}")

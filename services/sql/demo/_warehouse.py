@@ -263,11 +263,16 @@ def reader_url(admin_url: str, database: str, role: str) -> str:
     """The admin connection string with the reader role and the warehouse database.
 
     Meant for the embedded server (trust authentication on its private socket); other
-    servers supply a read-only user's URL through configuration instead.
+    servers supply a read-only user's URL through configuration instead. An admin URL
+    naming a primary and its standbys (``target_session_attrs=read-write``) gives a reader
+    that prefers a standby: the role's sessions are read-only, which ``read-write`` refuses
+    on every node, and the warehouse's reads need no primary.
     """
     params = conninfo_to_dict(admin_url)
     params.pop("password", None)
     params.update(user=role, dbname=database)
+    if params.get("target_session_attrs") not in (None, "any"):
+        params["target_session_attrs"] = "prefer-standby"
     return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
 
 
