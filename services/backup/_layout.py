@@ -21,6 +21,13 @@ _TMP_PREFIX = ".partial-"
 _NAME_FORMAT = "%Y%m%dT%H%M%S.%fZ"
 
 
+def root_of(source: Path) -> Path:
+    """The backup directory of ``source``: itself, or the one holding that one backup."""
+    if (source / "backup_manifest").is_file() or (source / "manifest.json").is_file():
+        return source.parent.parent
+    return source
+
+
 def new_name(now: datetime | None = None) -> str:
     """A backup's name: its UTC start time, sortable as text."""
     return (now or datetime.now(UTC)).strftime(_NAME_FORMAT)
