@@ -77,6 +77,26 @@ def register(commands: Commands) -> None:
     restore.add_argument("--json", action="store_true", help="print the result as JSON")
     restore.set_defaults(handler=_restore)
 
+    drill = commands.bench.add_parser(
+        "restore-drill",
+        help="back up a private stack, write more, restore to a time T and to the latest "
+        "into fresh data directories: counts and search results compared",
+    )
+    drill.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".tandem/bench-restore-drill"),
+        help="where its stacks and backups go (emptied first)",
+    )
+    drill.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON report, markdown beside it (default bench/results/restore-drill-<commit>.json)",
+    )
+    drill.add_argument("--port-offset", type=int, default=3000, help="ports of its stacks")
+    drill.set_defaults(handler=_restore_drill)
+
 
 def _dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -104,7 +124,8 @@ def _print(result: dict[str, Any], as_json: bool, lines: list[str]) -> None:
 
 
 def _backup(args: argparse.Namespace) -> int:
-    from services.backup import take_base_backup, take_logical_backup  # noqa: PLC0415
+    from services.backup import save_secrets, take_base_backup, take_logical_backup  # noqa: PLC0415
+    from services.common import DatabaseSettings  # noqa: PLC0415
 
     directory = _backup_dir(args.dir)
     url = _server_url()
@@ -133,6 +154,11 @@ def _backup(args: argparse.Namespace) -> int:
             f"base backup {base.path} ({base.bytes / 1e6:.1f} MB), verified; "
             f"starts at WAL {base.start_segment}"
         ]
+    # The key pepper: without it the restored API keys would not verify.
+    saved = save_secrets(DatabaseSettings.from_env().data_dir, directory)
+    result["secrets"] = saved
+    if saved:
+        lines.append(f"secrets copied: {', '.join(saved)} (keep the backup private)")
     _print(result, args.json, lines)
     return 0
 
@@ -187,10 +213,13 @@ def _restore(args: argparse.Namespace) -> int:
         BackupError,
         restore_base_backup,
         restore_logical_backup,
+        restore_secrets,
+        root_of,
     )
 
     source = args.source or _backup_dir(None)
     to_time = _time(args.to_time)
+    secrets = restore_secrets(root_of(source), args.to, force=args.force) if args.to else []
     if args.logical:
         if to_time is not None:
             raise BackupError("--to-time needs a physical backup (a logical one is one moment)")
@@ -217,5 +246,19 @@ def _restore(args: argparse.Namespace) -> int:
             f"(timeline {restored.timeline})",
             f"start it: TANDEM_DATA_DIR={args.to} tandem run",
         ]
+    if secrets:
+        result["secrets"] = secrets
+        lines.append(f"secrets restored into {args.to / 'secrets'}: {', '.join(secrets)}")
     _print(result, args.json, lines)
     return 0
+
+
+def _restore_drill(args: argparse.Namespace) -> int:
+    from services.bench.restore_drill import RestoreDrillSettings, commit  # noqa: PLC0415
+    from services.bench.restore_drill import main as drill  # noqa: PLC0415
+
+    out = args.out or Path(f"bench/results/restore-drill-{commit()}.json")
+    results = drill(
+        RestoreDrillSettings(data_dir=args.data_dir, out=out, port_offset=args.port_offset)
+    )
+    return 0 if results["target_met"] else 1

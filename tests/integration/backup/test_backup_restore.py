@@ -202,15 +202,23 @@ def test_keep_removes_older_base_backups_and_the_wal_only_they_needed(
     assert not (backups / WAL / "000000010000000000000001").exists()
 
 
-def test_a_logical_backup_restores_into_an_empty_server(source: Source, tmp_path: Path) -> None:
-    backup = take_logical_backup(source.url, tmp_path / "backups")
-    assert "postgres" in backup.databases
+def test_a_logical_backup_restores_into_an_empty_server(
+    source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "data" / "secrets").mkdir(parents=True)
+    (tmp_path / "data" / "secrets" / "gateway-key-pepper").write_bytes(b"k" * 32)
+    monkeypatch.setenv("DATABASE_URL", source.url)
+    monkeypatch.setenv("TANDEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TANDEM_BACKUP_DIR", str(tmp_path / "backups"))
+    assert main(["backup", "--logical"]) == 0
+    (backup,) = (tmp_path / "backups" / LOGICAL).iterdir()
     with _server(tmp_path / "fresh") as url:
         result = restore_logical_backup(tmp_path / "backups", url)
         assert _rows(url) == source.all_rows
-        assert result["backup"] == backup.path.name
+        assert result["backup"] == backup.name and "postgres" in result["databases"]
         with pytest.raises(BackupError, match="not empty"):
             restore_logical_backup(tmp_path / "backups", url)
+    assert (tmp_path / "backups" / "secrets" / "gateway-key-pepper").read_bytes() == b"k" * 32
 
 
 def test_a_truncated_logical_backup_is_refused(source: Source, tmp_path: Path) -> None:
