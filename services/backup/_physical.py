@@ -282,11 +282,12 @@ def restore_base_backup(
             conf.write(f"{key} = '{value.replace(chr(39), chr(39) * 2)}'\n")
     (pgdata / "recovery.signal").touch()
     give_to_server(pgdata)
-    with _started(pgdata, timeout_s) as conn:
-        try:
+    try:
+        with _started(pgdata, timeout_s) as conn:
             row = _recovered(conn, timeout_s)
-        except psycopg.OperationalError as exc:  # the server stopped: recovery failed
-            raise BackupError(f"recovery failed: {_log_tail(pgdata / 'log')}") from exc
+    except psycopg.OperationalError as exc:  # the server stopped: recovery failed
+        _wait_stopped(pgdata)
+        raise BackupError(f"recovery failed: {_log_tail(pgdata / 'log')}") from exc
     reached, timeline = row if row is not None else (None, 0)
     return Restored(
         pgdata,
@@ -338,14 +339,25 @@ def _started(pgdata: Path, timeout_s: float) -> Iterator[psycopg.Connection[Any]
                 yield conn
         finally:
             if (pgdata / "postmaster.pid").exists():
-                run(
-                    "pg_ctl",
-                    ["-D", str(pgdata), "-m", "fast", "-w", "stop"],
-                    timeout_s=120,
-                    as_server=True,
-                )
+                try:
+                    run(
+                        "pg_ctl",
+                        ["-D", str(pgdata), "-m", "fast", "-w", "stop"],
+                        timeout_s=120,
+                        as_server=True,
+                    )
+                except BackupError:
+                    if (pgdata / "postmaster.pid").exists():
+                        raise  # still running: say so; else it stopped on its own
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
+
+
+def _wait_stopped(pgdata: Path, timeout_s: float = 10.0) -> None:
+    """Until a server that failed recovery has exited (its last words logged)."""
+    deadline = time.monotonic() + timeout_s
+    while (pgdata / "postmaster.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _log_tail(log: Path) -> str:
