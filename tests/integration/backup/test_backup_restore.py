@@ -139,6 +139,14 @@ def test_restore_to_the_latest_has_every_archived_row(source: Source, tmp_path: 
     assert "after T" in source.all_rows
 
 
+def test_a_time_past_the_archive_is_refused_not_silently_the_latest(
+    source: Source, tmp_path: Path
+) -> None:
+    later = datetime(2999, 1, 1, tzinfo=UTC)
+    with pytest.raises(BackupError, match=r"recovery failed.*recovery target"):
+        restore_base_backup(source.backups, tmp_path / "pg", to_time=later)
+
+
 def test_status_names_the_last_archived_segment_and_the_one_not_archived_yet(
     source: Source,
 ) -> None:
@@ -193,12 +201,12 @@ def test_keep_removes_older_base_backups_and_the_wal_only_they_needed(
     source: Source, tmp_path: Path
 ) -> None:
     backups = tmp_path / "backups"
-    first = take_base_backup(source.url, backups)
+    older = backups / BASE / "20000101T000000.000000Z"  # an earlier backup's name
+    older.mkdir(parents=True)
     (backups / WAL).mkdir()
-    for segment in ("000000010000000000000001", first.start_segment):
-        (backups / WAL / segment).write_bytes(b"")
-    second = take_base_backup(source.url, backups, keep=1)
-    assert [p.name for p in (backups / BASE).iterdir()] == [second.path.name]
+    (backups / WAL / "000000010000000000000001").write_bytes(b"")
+    newest = take_base_backup(source.url, backups, keep=1)
+    assert [p.name for p in (backups / BASE).iterdir()] == [newest.path.name]
     assert not (backups / WAL / "000000010000000000000001").exists()
 
 
