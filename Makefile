@@ -19,7 +19,7 @@ SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
 # `make eval` measures the answers in RETRIEVE, AGENTIC and AUTO beside a BM25 baseline.
 QA_DATASET ?= ../shared/datasets/qa
 
-.PHONY: setup venv proto openapi models pgvector edge ocr mariadb web browser lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour eval load clean
+.PHONY: setup venv proto openapi models pgvector edge ocr mariadb web browser lint fmt test test-unit test-contract test-integration test-soak run bench bench-fairness bench-neighbour restore-drill eval load clean
 
 setup: venv proto openapi models pgvector edge ocr mariadb web browser ## virtualenv, dependencies, generated code, OpenAPI, offline model, portable pgvector, edge nginx, OCR, MariaDB (tests), the playground page and a headless browser for its tests
 
@@ -101,6 +101,9 @@ bench: setup ## every benchmark + gateway load (starts the stack unless TANDEM_A
 
 bench-fairness: setup ## tenant B's p99 alone, next to a neighbour at quota, and under a flood (idle and normal-priority driver, through the edge and around it), every round side by side
 	FAIRNESS_BENCH=1 FAIRNESS_DIRECT_FLOOD=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/security/test_tenant_fairness.py -k bench_fairness
+
+restore-drill: setup ## back up a private stack, write more, restore to a time T and to the latest into fresh data directories; counts and searches compared (bench/results/restore-drill-<commit>.md)
+	$(BIN)/tandem bench restore-drill
 
 bench-neighbour: setup ## tenant B's Search p50/p99 alone and while tenant A ingests a 900 KB document, rounds interleaved; ingest chunks/s beside (bench-results/neighbour.json)
 	NEIGHBOUR_BENCH=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/security/test_ingest_neighbour.py

@@ -33,7 +33,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -281,6 +281,7 @@ def start_stack(
     timeout_s: float,
     traces: bool = False,
     extra_args: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> Stack:
     """``tandem run`` in ``data_dir`` on shifted ports (quota raised so the run measures the
     system), from ``source`` when given, with the local span store only if ``traces``;
@@ -297,6 +298,7 @@ def start_stack(
         # blank: no span store (`tandem run` otherwise writes one under the data dir)
         TANDEM_TRACE_DIR=str((data_dir / "traces").resolve()) if traces else "",
     )
+    env.update(extra_env or {})
     model = Path(".tandem/models/all-MiniLM-L6-v2-int8")
     if "EMBEDDING_MODEL_PATH" not in env and "EMBEDDING_MODEL" not in env and model.is_dir():
         env["EMBEDDING_MODEL_PATH"] = str(model.resolve())  # not assembled again per stack

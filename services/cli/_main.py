@@ -20,6 +20,7 @@ Handler = Callable[[argparse.Namespace], int]
 # Command modules, each with ``register(commands: Commands) -> None``.
 _MODULES = (
     "services.cli._audit",
+    "services.cli._backup",
     "services.cli._builtin",
     "services.cli._certs",
     "services.cli._chat",
@@ -86,6 +87,7 @@ _KNOWN_ERRORS: tuple[tuple[str, str, str], ...] = (
     ("services.load._methods", "LoadConfigError", "see `tandem load --help`"),
     ("services.load._runner", "TargetUnreachable", "is the stack up? (`tandem run`)"),
     ("services.common._errors", "TandemError", "see the message above"),
+    ("services.backup._tools", "BackupError", "see `tandem backup --help` and README Backups"),
     ("psycopg", "OperationalError", "is Postgres reachable? (DATABASE_URL, or `tandem run`)"),
 )
 _DEBUG_FLAG = "--debug"

@@ -443,6 +443,7 @@ class _EmbeddedPostgres:
     def __init__(self, data_dir: Path) -> None:
         self.pgdata = data_dir.resolve() / "pg"
         self._server: Any = None
+        self.archiving: str | None = None
 
     def join(self) -> str:
         _quietly_import_pgserver()
@@ -454,7 +455,22 @@ class _EmbeddedPostgres:
             _forget_dead_handles(self.pgdata)
         url = embedded_server_url(self.pgdata.parent)
         self._server = get_server(self.pgdata, cleanup_mode="stop")
+        self.archiving = self._archive_wal(url)
         return url
+
+    def _archive_wal(self, url: str) -> str | None:
+        """With ``TANDEM_BACKUP_DIR`` set, the server archives its WAL there (a restart
+        the first time: ``archive_mode`` is read at start); None when unset."""
+        from services.backup import BackupSettings, enable_archiving  # noqa: PLC0415
+
+        settings = BackupSettings.from_env()
+        if settings.backup_dir is None:
+            return None
+        done = enable_archiving(
+            url, self.pgdata, settings.backup_dir, timeout_s=settings.archive_timeout_s
+        )
+        self._server.ensure_postgres_running()  # a restarted postmaster has a new pid
+        return done
 
     def running(self) -> bool:
         """Whether the postmaster this run started (or joined) is still alive."""
@@ -884,6 +900,8 @@ def _start_and_supervise(
         url = postgres.join()
         supervisor.guard_postgres(postgres.pgdata)
         console.ready("postgres", "ready", f"embedded, {postgres.pgdata}")
+        if postgres.archiving:
+            console.line(f"  backups    {postgres.archiving}")
     for instance in supervisor.planned:
         if instance.spec.needs_database:
             supervisor.start(instance)
@@ -924,6 +942,8 @@ def _start_and_supervise(
             console.line("  postgres   died; starting it again (the services reconnect)")
             postgres.restart()
             console.ready("postgres", "ready", f"embedded, {postgres.pgdata}")
+        if postgres.archiving:
+            console.line(f"  backups    {postgres.archiving}")
         supervisor.restart_crashed()
     return 0
 
