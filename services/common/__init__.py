@@ -85,6 +85,14 @@ from services.common._principal import (
     current_principal,
     parse_principal,
 )
+from services.common._replicas import (
+    LSN_HEADER,
+    ReadRouting,
+    ReadSettings,
+    lsn_from_metadata,
+    parse_lsn,
+    read_after,
+)
 from services.common._server import GrpcServer, serve
 from services.common._settings import (
     Deadlines,
@@ -94,7 +102,7 @@ from services.common._settings import (
     TelemetrySettings,
 )
 from services.common._spanstore import build_tree, load_trace, render_tree, store_files
-from services.common._store import TenantStore, role_conninfo
+from services.common._store import TenantStore, read_conninfo, role_conninfo
 from services.common._telemetry import Telemetry
 from services.common._tenant_token import (
     TENANT_TOKEN_HEADER,
@@ -124,6 +132,7 @@ __all__ = [
     "GROUPS_HEADER",
     "IDENTITIES",
     "LANGUAGE_UNSUPPORTED",
+    "LSN_HEADER",
     "ONWARD",
     "PLAINTEXT_VARIABLE",
     "PRINCIPAL_HEADER",
@@ -154,6 +163,8 @@ __all__ = [
     "PermissionDenied",
     "Principal",
     "PrivacyFilter",
+    "ReadRouting",
+    "ReadSettings",
     "ResourceExhausted",
     "RuntimeInterceptor",
     "ServerSettings",
@@ -199,10 +210,14 @@ __all__ = [
     "load_language_model",
     "load_migrations",
     "load_trace",
+    "lsn_from_metadata",
     "map_db_error",
+    "parse_lsn",
     "parse_principal",
     "peer_identity",
     "reach",
+    "read_after",
+    "read_conninfo",
     "read_only_message",
     "remaining",
     "render_tree",

@@ -35,6 +35,21 @@ def role_conninfo(owner_conninfo: str, role: str, app_url: str | None = None) ->
     return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
 
 
+def read_conninfo(read_url: str, role: str, app_url: str | None = None) -> str:
+    """Where a store's reads on a standby connect: ``read_url``'s hosts, as the store's
+    role — the user and password of ``app_url`` when configured (a standby has the
+    primary's roles), else ``role`` without a password, as ``role_conninfo``."""
+    params = conninfo_to_dict(read_url)
+    params.pop("password", None)
+    params["user"] = role
+    if app_url:
+        app = conninfo_to_dict(app_url)
+        params["user"] = app.get("user") or role
+        if app.get("password"):
+            params["password"] = app["password"]
+    return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+
+
 class TenantStore:
     """A store whose every statement runs for one tenant, as a role row-level security
     binds; subclasses name themselves (``name``, the words an UNAVAILABLE error uses) and
@@ -74,13 +89,15 @@ class TenantStore:
 
     @asynccontextmanager
     async def _tx(
-        self, tenant_id: str, *, pipelined: bool = True
+        self, tenant_id: str, *, pipelined: bool = True, database: Database | None = None
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A transaction that sees only ``tenant_id``'s rows. Pipelined by default (a
         result is there once fetched, see ``Database.tenant_transaction``); a caller that
-        reads ``rowcount`` or branches on a result mid-way asks for ``pipelined=False``."""
+        reads ``rowcount`` or branches on a result mid-way asks for ``pipelined=False``.
+        ``database``: another pool than the store's own (a standby, for a read)."""
+        db = database or self._db
         async with (
             self._unavailable(),
-            self._db.tenant_transaction(tenant_id, store=self.name, pipelined=pipelined) as conn,
+            db.tenant_transaction(tenant_id, store=self.name, pipelined=pipelined) as conn,
         ):
             yield conn
