@@ -18,7 +18,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from services.common import LSN_HEADER, ReadSettings
+from gateway import ApiKeys, schema_migrations
+from services.common import (
+    LSN_HEADER,
+    Database,
+    DatabaseSettings,
+    ReadSettings,
+    Unauthenticated,
+)
 from tandem.v1 import retrieval_service_pb2 as pb
 from tests.integration.pg_pair import PgPair, start_pair
 from tests.integration.retrieval.stack import Retrieval, new_tenant, start_retrieval
@@ -174,3 +181,30 @@ async def test_a_callers_write_is_read_at_once_with_replay_paused(replicated, st
     # reads where the write is.
     assert await _found(other, tenant) == set()
     assert await _found(other, tenant, ((LSN_HEADER, str(lsn)),)) == {"airship"}
+
+
+async def test_a_revoked_key_fails_at_once_with_replay_paused(replicated):
+    """API keys are verified where the gateway connects, ``DATABASE_URL`` (the primary),
+    never on ``DATABASE_READ_URL``: a key revoked while the standby is behind stops at
+    once. (Verified on the standby, it would still open the door until replay resumed.)"""
+    environ = {"DATABASE_URL": replicated.primary_url, "DATABASE_READ_URL": replicated.standby_url}
+    gateway_url = DatabaseSettings.from_env(environ).url
+    assert gateway_url is not None
+    admin_db = Database(replicated.primary_url, min_size=1, max_size=1, vector=False)
+    await admin_db.open(schema_migrations())
+    gateway_db = Database(gateway_url, min_size=1, max_size=1, vector=False)
+    await gateway_db.pool.open(wait=True)
+    try:
+        admin = ApiKeys(admin_db, pepper=b"p" * 32)  # ``tandem keys``
+        gateway = ApiKeys(gateway_db, pepper=b"p" * 32)
+        tenant = new_tenant(replicated.primary_url, "keys")
+        issued = await admin.create(tenant)
+        assert await gateway.verify(issued.secret) == tenant
+        replicated.catch_up()
+        replicated.pause()
+        await admin.revoke(issued.key_id)
+        with pytest.raises(Unauthenticated):
+            await gateway.verify(issued.secret)
+    finally:
+        await gateway_db.close()
+        await admin_db.close()
