@@ -14,6 +14,8 @@ goes to the standby only when both hold:
   that stops answering ages out of use on its own. The write position, not the insert
   position: at a page boundary the insert position points past the page header, which
   a caught-up standby never reports having replayed.
+- **spread** — of the two nodes, the one with fewer reads in flight (the standby on a
+  tie): reads scale out over both under load, and all go to the standby otherwise.
 - **read-your-writes** — the standby has replayed the caller's last write. A write marks
   its tenant with the primary's WAL position after its commit (``mark_written``), and
   the position also leaves the service in the ``x-tandem-lsn`` trailer, so that a caller
@@ -40,7 +42,7 @@ import contextvars
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +131,8 @@ class ReadRouting:
         self._task: asyncio.Task[None] | None = None
         # How many reads each side served: for the benchmark and the tests.
         self.reads = {"primary": 0, "standby": 0}
+        # Reads in flight on [primary, standby].
+        self._in_flight = [0, 0]
 
     @property
     def replicated(self) -> bool:
@@ -185,19 +189,38 @@ class ReadRouting:
             return None
         return self._clock() - self._fresh_at
 
-    def reader(self, tenant_id: str) -> Database:
-        """The pool for one staleness-tolerant read of ``tenant_id``'s data: the standby
-        when it is within the bound and past the tenant's (and the caller's) last write,
-        else the primary."""
+    @contextlib.contextmanager
+    def reading(self, tenant_id: str) -> Iterator[Database]:
+        """The pool for one staleness-tolerant read of ``tenant_id``'s data, held for the
+        read's duration. The primary when the standby is past the bound, or has not
+        replayed the tenant's (or the caller's) last write; otherwise whichever node has
+        fewer reads in flight, the standby on a tie: one read at a time all go to the
+        standby, leaving the primary its writes, and under load the reads split between
+        the two nodes, so together they serve about twice what one does."""
+        database = self.primary
         standby = self.standby
         if standby is not None:
             stale = self.staleness_s()
             needed = max(read_after.get(), self._written.get(tenant_id, 0))
-            if stale is not None and stale <= self.max_lag_s and self._replayed >= needed:
-                self.reads["standby"] += 1
-                return standby
-        self.reads["primary"] += 1
-        return self.primary
+            if (
+                stale is not None
+                and stale <= self.max_lag_s
+                and self._replayed >= needed
+                and self._in_flight[1] <= self._in_flight[0]
+            ):
+                database = standby
+        side = 1 if database is standby else 0
+        self.reads["standby" if side else "primary"] += 1
+        self._in_flight[side] += 1
+        try:
+            yield database
+        finally:
+            self._in_flight[side] -= 1
+
+    def reader(self, tenant_id: str) -> Database:
+        """Where one read of ``tenant_id`` would go now (counted; not held in flight)."""
+        with self.reading(tenant_id) as database:
+            return database
 
     # -- the monitor -------------------------------------------------------------------
 

@@ -234,17 +234,17 @@ class RetrievalRepository(TenantStore):
         Pipelined, ``body`` returns its cursor unread and the caller fetches after the
         commit, so the whole read stays one round trip (a fetch inside the pipeline
         would wait for the database before the COMMIT is even sent)."""
-        database = self.reads.reader(tenant_id)
-        if database is not self._db:
-            try:
-                async with self._tx_on(
-                    tenant_id, database, reader=reader, pipelined=pipelined
-                ) as conn:
-                    return await body(conn)
-            except Unavailable:
-                pass
-        async with self._tx_on(tenant_id, self._db, reader=reader, pipelined=pipelined) as conn:
-            return await body(conn)
+        with self.reads.reading(tenant_id) as database:
+            if database is not self._db:
+                try:
+                    async with self._tx_on(
+                        tenant_id, database, reader=reader, pipelined=pipelined
+                    ) as conn:
+                        return await body(conn)
+                except Unavailable:
+                    pass
+            async with self._tx_on(tenant_id, self._db, reader=reader, pipelined=pipelined) as conn:
+                return await body(conn)
 
     @asynccontextmanager
     async def _tx_on(

@@ -2,7 +2,7 @@
 staleness bound, and a caller's own writes visible to its next read.
 
 A real primary (the embedded server) and a real standby cloned from it
-(``tests.integration.pg_pair``); the retrieval service reads from the standby through
+(``services.bench.pg_pair``); the retrieval service reads from the standby through
 ``DATABASE_READ_URL``'s routing. Which side served a read is proved by what it returned:
 the test deletes a document on the primary behind the service's back while the
 standby's replay is paused, so only the standby still holds it.
@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from gateway import ApiKeys, schema_migrations
+from services.bench.pg_pair import PgPair, start_pair
 from services.common import (
     LSN_HEADER,
     Database,
@@ -27,7 +28,6 @@ from services.common import (
     Unauthenticated,
 )
 from tandem.v1 import retrieval_service_pb2 as pb
-from tests.integration.pg_pair import PgPair, start_pair
 from tests.integration.retrieval.stack import Retrieval, new_tenant, start_retrieval
 
 pytestmark = pytest.mark.integration

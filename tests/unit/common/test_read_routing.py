@@ -118,3 +118,16 @@ def test_settings_read_the_url_and_the_bound():
     assert settings == ReadSettings(url="postgresql://b/x", max_lag_s=0.5)
     with pytest.raises(SettingsError, match="DB_READ_MAX_LAG_S"):
         ReadSettings.from_env({"DB_READ_MAX_LAG_S": "0"})
+
+
+def test_under_load_reads_split_between_the_nodes():
+    clock = Clock()
+    reads = routing(clock)
+    reads.observe(clock.now, 500, 500)
+    with reads.reading("t") as first:
+        assert first is STANDBY
+        with reads.reading("t") as second:
+            assert second is PRIMARY  # the standby is busier
+            with reads.reading("t") as third:
+                assert third is STANDBY  # a tie
+    assert reads.reader("t") is STANDBY  # all finished: one at a time, the standby

@@ -1,6 +1,6 @@
-"""A real primary and streaming standby for tests: the embedded server (pgserver) as the
-primary, and a standby cloned from it with ``pg_basebackup -R`` and started with the
-same binaries on a socket of its own.
+"""A real primary and streaming standby for tests and ``tandem bench replicas``: the
+embedded server (pgserver) as the primary, and a standby cloned from it with
+``pg_basebackup -R`` and started with the same binaries on a socket of its own.
 
 Until ``services/pgha`` (issue 51's pair for ``tandem run --pg-standby``) is merged, this
 is the one way tests make a pair; it is then to be replaced by that one.
@@ -23,7 +23,7 @@ _PORT = 5433
 
 
 def _bin(name: str) -> str:
-    import pgserver  # heavy import, only where a pair is made
+    import pgserver  # noqa: PLC0415 - heavy import, only where a pair is made
 
     return str(Path(pgserver.__file__).parent / "pginstall" / "bin" / name)
 
@@ -35,6 +35,7 @@ class PgPair:
     slow disk, looks like to a reader)."""
 
     root: Path
+    primary_dir: Path
     primary_url: str
     standby_url: str
     standby_dir: Path
@@ -77,9 +78,10 @@ class PgPair:
 
 def start_pair(primary_data_dir: Path) -> PgPair:
     """Start (or join) the embedded server in ``primary_data_dir/pg`` and a standby of it."""
-    import pgserver
+    import pgserver  # noqa: PLC0415
 
-    server = pgserver.get_server(primary_data_dir.resolve() / "pg", cleanup_mode="stop")  # type: ignore[attr-defined]
+    primary_dir = primary_data_dir.resolve() / "pg"
+    server = pgserver.get_server(primary_dir, cleanup_mode="stop")  # type: ignore[attr-defined]
     primary_url: str = server.get_uri("postgres")
     user: str | None = server.system_user
     # Its own short directory under /tmp: the socket path has a length limit, and the
@@ -117,4 +119,4 @@ def start_pair(primary_data_dir: Path) -> PgPair:
         user=user,
     )
     standby_url = f"postgresql://postgres@/postgres?host={socket_dir}&port={_PORT}"
-    return PgPair(root, primary_url, standby_url, standby_dir, user)
+    return PgPair(root, primary_dir, primary_url, standby_url, standby_dir, user)
