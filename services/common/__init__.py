@@ -48,6 +48,14 @@ from services.common._language import (
     load_language_model,
 )
 from services.common._logging import JsonFormatter, configure_logging
+from services.common._lsn import (
+    LSN_HEADER,
+    WritePositions,
+    lsn_from_metadata,
+    lsn_from_trailer,
+    parse_lsn,
+    read_after,
+)
 from services.common._mtls import (
     CALLERS,
     ONWARD,
@@ -85,14 +93,7 @@ from services.common._principal import (
     current_principal,
     parse_principal,
 )
-from services.common._replicas import (
-    LSN_HEADER,
-    ReadRouting,
-    ReadSettings,
-    lsn_from_metadata,
-    parse_lsn,
-    read_after,
-)
+from services.common._replicas import ReadRouting, ReadSettings
 from services.common._server import GrpcServer, serve
 from services.common._settings import (
     Deadlines,
@@ -178,6 +179,7 @@ __all__ = [
     "Trust",
     "Unauthenticated",
     "Unavailable",
+    "WritePositions",
     "WriteRequest",
     "abort_with",
     "apply_migrations",
@@ -211,6 +213,7 @@ __all__ = [
     "load_migrations",
     "load_trace",
     "lsn_from_metadata",
+    "lsn_from_trailer",
     "map_db_error",
     "parse_lsn",
     "parse_principal",

@@ -38,31 +38,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from services.common._db import Database
-from services.common._errors import InvalidArgument, TandemError
+from services.common._errors import TandemError
+from services.common._lsn import MAX_LSN, WritePositions, parse_lsn, read_after
 from services.common._settings import Env
 
 _log = logging.getLogger("tandem.db.reads")
-
-# The metadata key a write's WAL position leaves in (trailer) and a read's comes back in.
-LSN_HEADER = "x-tandem-lsn"
-# Tenants whose last write position is remembered in one process (least recent dropped:
-# a forgotten tenant's next read may be served by a standby already past its write, or by
-# the primary; never by a stale one, as the staleness bound still holds).
-MAX_TENANTS = 10_000
-_MAX_LSN = 2**64 - 1
-
-# The position the current request must read at or after (0: any), set per request from
-# its metadata by the servicer, like ``current_principal``.
-read_after: contextvars.ContextVar[int] = contextvars.ContextVar("tandem_read_after", default=0)
 
 
 @dataclass(frozen=True)
@@ -79,27 +66,6 @@ class ReadSettings:
             url=env.get_optional("DATABASE_READ_URL"),
             max_lag_s=env.get_float("DB_READ_MAX_LAG_S", 1.0, minimum=0.01),
         )
-
-
-def parse_lsn(text: str) -> int:
-    """A WAL position from Postgres's ``X/Y`` text form or a decimal integer."""
-    high, sep, low = text.strip().partition("/")
-    try:
-        value = (int(high, 16) << 32) | int(low, 16) if sep else int(high)
-    except ValueError:
-        raise InvalidArgument.field(LSN_HEADER, "must be a WAL position") from None
-    if not 0 <= value <= _MAX_LSN:
-        raise InvalidArgument.field(LSN_HEADER, "must be a WAL position")
-    return value
-
-
-def lsn_from_metadata(metadata: Iterable[tuple[str, Any]] | None) -> int:
-    """The largest ``x-tandem-lsn`` the caller sent (0 when none)."""
-    found = 0
-    for key, value in metadata or ():
-        if key == LSN_HEADER:
-            found = max(found, parse_lsn(value if isinstance(value, str) else value.decode()))
-    return found
 
 
 class ReadRouting:
@@ -123,7 +89,7 @@ class ReadRouting:
         self.max_lag_s = max_lag_s
         self.interval_s = min(0.25, max_lag_s / 4)
         self._clock = clock
-        self._written: OrderedDict[str, int] = OrderedDict()
+        self._written = WritePositions()
         # (monotonic time, primary write position) samples not yet reached by the standby.
         self._samples: deque[tuple[float, int]] = deque()
         self._fresh_at: float | None = None
@@ -165,21 +131,18 @@ class ReadRouting:
             async with self.primary.autocommit() as conn:
                 cur = await conn.execute("SELECT pg_current_wal_lsn()::text")
                 row = await cur.fetchone()
-            lsn = parse_lsn(row[0]) if row else _MAX_LSN
+            lsn = parse_lsn(row[0]) if row else MAX_LSN
         except TandemError as exc:
             # The write is committed; its position is unknown, so the tenant's reads stay
             # on the primary (until this process forgets the tenant) rather than fail it.
             _log.warning("write position unknown", extra={"fields": {"error": exc.reason}})
-            lsn = _MAX_LSN
-        self._written[tenant_id] = max(lsn, self._written.get(tenant_id, 0))
-        self._written.move_to_end(tenant_id)
-        while len(self._written) > MAX_TENANTS:
-            self._written.popitem(last=False)
+            lsn = MAX_LSN
+        self._written.note(tenant_id, lsn)
         return lsn
 
     def written(self, tenant_id: str) -> int:
         """The last write position remembered for ``tenant_id`` (0: none)."""
-        return self._written.get(tenant_id, 0)
+        return self._written.get(tenant_id)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -201,7 +164,7 @@ class ReadRouting:
         standby = self.standby
         if standby is not None:
             stale = self.staleness_s()
-            needed = max(read_after.get(), self._written.get(tenant_id, 0))
+            needed = max(read_after.get(), self._written.get(tenant_id))
             if (
                 stale is not None
                 and stale <= self.max_lag_s
@@ -254,7 +217,7 @@ class ReadRouting:
         recovering, replay = row
         # A "standby" that is not in recovery is a primary (a multi-host read URL that
         # found no standby, or one promoted): it is current by definition.
-        self.observe(taken, written, parse_lsn(replay) if recovering else _MAX_LSN)
+        self.observe(taken, written, parse_lsn(replay) if recovering else MAX_LSN)
 
     def observe(self, taken: float, written: int, replayed: int) -> None:
         """Fold one (primary position at ``taken``, standby replay) pair in."""

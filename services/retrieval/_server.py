@@ -27,8 +27,6 @@ from services.common import (
     configure_logging,
     create_channel,
     embedded_pgvector_is_portable,
-    lsn_from_metadata,
-    read_after,
     report_on_error,
     resolve_url,
     serve,
@@ -341,11 +339,6 @@ def search_result_to_proto(result: SearchResult) -> pb.SearchResponse:
 # -- the servicer ---------------------------------------------------------------------
 
 
-def _read_after(context: grpc.aio.ServicerContext[Any, Any]) -> None:
-    """The WAL position the caller's read must see (its last write's ``x-tandem-lsn``)."""
-    read_after.set(lsn_from_metadata(context.invocation_metadata()))
-
-
 class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     """Thin: converts protobuf to plain objects, delegates, converts back."""
 
@@ -396,7 +389,6 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     async def GetDocument(
         self, request: pb.GetDocumentRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.GetDocumentResponse:
-        _read_after(context)
         document, chunks = await self._catalog.get(
             request.tenant_id, request.document_id, include_chunks=request.include_chunks
         )
@@ -407,7 +399,6 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     async def ListDocuments(
         self, request: pb.ListDocumentsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ListDocumentsResponse:
-        _read_after(context)
         page = await self._catalog.list(
             request.tenant_id,
             page_size=request.page_size,
@@ -422,7 +413,6 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     async def Search(
         self, request: pb.SearchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.SearchResponse:
-        _read_after(context)
         result = await self._searcher.search(search_query_from_proto(request))
         return search_result_to_proto(result)
 

@@ -26,8 +26,11 @@ from services.common import (
     DatabaseSettings,
     ReadSettings,
     Unauthenticated,
+    WritePositions,
 )
+from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import retrieval_service_pb2 as pb
+from tests.integration.gateway.stack import bearer, start_gateway
 from tests.integration.retrieval.stack import Retrieval, new_tenant, start_retrieval
 
 pytestmark = pytest.mark.integration
@@ -208,3 +211,37 @@ async def test_a_revoked_key_fails_at_once_with_replay_paused(replicated):
     finally:
         await gateway_db.close()
         await admin_db.close()
+
+
+async def test_through_the_gateway_a_write_is_read_at_once_by_another_replica(
+    replicated, start, telemetry_sink
+):
+    """The gateway keeps each tenant's last ``x-tandem-lsn`` and sends it with the
+    tenant's next calls: a Search served by a retrieval replica that did not see the write
+    (modelled by one that forgot it) still reads where the write is."""
+    service = await start(max_lag_s=30.0)
+    gateway = await start_gateway(
+        replicated.primary_url,
+        telemetry_sink("gateway").telemetry,
+        router_addr="127.0.0.1:9",
+        retrieval_addr=service.server.address,
+        sql_addr="127.0.0.1:9",
+        conversations=False,
+    )
+    try:
+        tenant = new_tenant(replicated.primary_url, "gwryw")
+        key = await gateway.key(tenant)
+        await _settled(service, replicated)
+        replicated.pause()
+        ingest = gpb.GatewayServiceIngestDocumentsRequest(documents=[_document("airship")])
+        events = [e async for e in gateway.stub.IngestDocuments(ingest, metadata=bearer(key))]
+        assert events[-1].summary.documents_included == 1
+        assert service.reads is not None
+        service.reads._written = WritePositions()  # another replica: it never saw the write
+        search = gpb.GatewayServiceSearchRequest(query=WORD, mode=pb.SEARCH_MODE_SPARSE)
+        reply = await gateway.stub.Search(search, metadata=bearer(key), timeout=10)
+        assert {hit.document_id for hit in reply.hits} == {"airship"}
+        # The same search without the gateway's position reads the paused standby.
+        assert await _found(service, tenant) == set()
+    finally:
+        await gateway.close()

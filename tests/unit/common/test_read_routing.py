@@ -84,7 +84,7 @@ def test_a_read_after_a_write_waits_for_no_standby_that_lacks_it():
     clock = Clock()
     reads = routing(clock)
     reads.observe(clock.now, 500, 500)
-    reads._written["t"] = 600  # what mark_written records after a commit
+    reads._written.note("t", 600)  # what mark_written records after a commit
     assert reads.reader("t") is PRIMARY
     assert reads.reader("other") is STANDBY
     token = read_after.set(700)  # a caller's own write, done through another replica
