@@ -109,6 +109,7 @@ class FailoverMonitor:
         self._say(f"postgres primary is {self.primary}")
         for other in writable[:-1]:
             self._fence(other, states[other])
+            states[other] = self.nodes[other].probe()  # this round acts on what is now
 
     def _primary_up(self, states: dict[str, NodeState], now: float) -> None:
         assert self.primary is not None
@@ -148,6 +149,9 @@ class FailoverMonitor:
         waited = now - self._no_standby_since
         if state.sync_required and waited >= self.settings.sync_wait_s:
             self.nodes[self.primary].set_sync(False)
+            # From the next commit on, acknowledged writes are on the primary alone: no
+            # standby may be promoted over it until one confirms commits again.
+            self._synchronous = frozenset()
             self._say(
                 f"WARNING postgres: no standby for {waited:.1f} s; commits on {self.primary} "
                 "are NO LONGER SYNCHRONOUS (acknowledged writes are on one node only) until "

@@ -28,6 +28,7 @@ from services.common import (
     Migration,
     TenantStore,
     load_migrations,
+    retrying_read,
     role_conninfo,
 )
 from services.retrieval._acl import reader_settings
@@ -212,22 +213,27 @@ class RetrievalRepository(TenantStore):
         return self._tx(tenant_id, pipelined=False)
 
     async def tenant_exists(self, tenant_id: str) -> bool:
-        async with self._transaction(tenant_id) as conn:
+        async def run(conn: psycopg.AsyncConnection[Any]) -> bool:
             cur = await conn.execute("SELECT 1 FROM tenants WHERE tenant_id = %s", (tenant_id,))
             return await cur.fetchone() is not None
+
+        return await self._read(tenant_id, run, pipelined=False)
 
     async def stored_versions(
         self, tenant_id: str, document_ids: Sequence[str]
     ) -> dict[str, StoredVersion]:
         if not document_ids:
             return {}
-        async with self._transaction(tenant_id) as conn:
+
+        async def run(conn: psycopg.AsyncConnection[Any]) -> list[Any]:
             cur = await conn.execute(
                 "SELECT document_id, fingerprint, model_name, content_sha256, chunk_count "
                 "FROM retrieval_documents WHERE tenant_id = %s AND document_id = ANY(%s)",
                 (tenant_id, list(document_ids)),
             )
-            rows = await cur.fetchall()
+            return await cur.fetchall()
+
+        rows = await self._read(tenant_id, run, pipelined=False)
         return {r[0]: StoredVersion(r[1], r[2], r[3], r[4]) for r in rows}
 
     async def write_document(
@@ -347,7 +353,10 @@ class RetrievalRepository(TenantStore):
     async def get_document(
         self, tenant_id: str, document_id: str, *, include_chunks: bool
     ) -> tuple[StoredDocument, list[StoredChunk]] | None:
-        async with self._transaction(tenant_id) as conn:
+
+        async def run(
+            conn: psycopg.AsyncConnection[Any],
+        ) -> tuple[StoredDocument, list[StoredChunk]] | None:
             cur = await conn.execute(
                 sql.SQL(
                     "SELECT {} FROM retrieval_documents WHERE tenant_id = %s AND document_id = %s"
@@ -368,7 +377,9 @@ class RetrievalRepository(TenantStore):
                     StoredChunk(str(r[0]), document_id, r[1], r[2], r[3])
                     for r in await cur.fetchall()
                 ]
-        return _document(row), chunks
+            return _document(row), chunks
+
+        return await self._read(tenant_id, run, pipelined=False)
 
     async def list_documents(
         self,
@@ -391,15 +402,23 @@ class RetrievalRepository(TenantStore):
             "SELECT {} FROM retrieval_documents WHERE {} "
             "ORDER BY update_time DESC, document_id DESC LIMIT %(limit)s"
         ).format(_DOCUMENT_COLUMNS, sql.SQL(" AND ").join(conditions))
-        async with self._transaction(tenant_id) as conn:
+
+        async def run(conn: psycopg.AsyncConnection[Any]) -> list[StoredDocument]:
             cur = await conn.execute(query, params)
             return [_document(r) for r in await cur.fetchall()]
+
+        return await self._read(tenant_id, run, pipelined=False)
 
     async def search(self, plan: SearchPlan) -> SearchRows:
         """Run one search in one statement, in one round trip: the tenant transaction is
         pipelined, so its start, the settings, the statement and the commit leave
         together, and the rows are read after it."""
         query, params = _search_statement(plan)
+        # Idempotent: a connection that broke under it (a failover) is retried once on a
+        # fresh one (``retrying_read``); nothing is added when it did not.
+        return await retrying_read(lambda: self._search_once(plan, query, params))
+
+    async def _search_once(self, plan: SearchPlan, query: Any, params: Any) -> SearchRows:
         # The tenant's transaction without ``_tx``'s reader statement: the reader goes in
         # this one statement with the search's own settings.
         async with super()._tx(plan.tenant_id) as conn:
