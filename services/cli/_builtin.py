@@ -35,6 +35,13 @@ def register(commands: Commands) -> None:
         help="move every port at once: the edge on N, the gateway on N+1, … (default 50050; "
         "a <SERVICE>_PORT variable set explicitly still wins)",
     )
+    run.add_argument(
+        "--pg-standby",
+        action="store_true",
+        help="run the embedded Postgres as a primary and a synchronous streaming standby "
+        "(TANDEM_DATA_DIR/pg and pg-standby) with a failover monitor that promotes the "
+        "standby when the primary dies (README: Postgres high availability)",
+    )
     run.set_defaults(handler=_run)
 
     embed = commands.bench.add_parser("embed", help="embedding throughput and latency")
@@ -423,7 +430,12 @@ def _replica_count(raw: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     from services.cli._run import run  # noqa: PLC0415
 
-    return run(args.timeout, replicas=args.replicas, port_base=args.port_base)
+    return run(
+        args.timeout,
+        replicas=args.replicas,
+        port_base=args.port_base,
+        pg_standby=args.pg_standby,
+    )
 
 
 def _bench_embed(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ _MODULES = (
     "services.cli._client",
     "services.cli._load",
     "services.cli._mcp",
+    "services.cli._postgres",
     "services.cli._router",
     "services.cli._sqlcheck",
     "services.cli._trace",

@@ -1,5 +1,6 @@
-"""``python -m services.cli._pgguard PGDATA``: stops the embedded Postgres of a ``tandem
-run`` whose supervisor died without cleaning up (SIGKILL, a crash).
+"""``python -m services.cli._pgguard PGDATA [PGDATA …]``: stops the embedded Postgres (each
+node of a ``--pg-standby`` pair) of a ``tandem run`` whose supervisor died without cleaning
+up (SIGKILL, a crash).
 
 The postmaster is a daemon, not the supervisor's child, so nothing would stop it. This
 guard is the supervisor's child, armed with a parent-death signal: it sleeps until that
@@ -32,7 +33,7 @@ def _others(pgdata: Path) -> list[int]:
     return [p for p in pids if isinstance(p, int) and p != os.getpid() and _alive(p)]
 
 
-def main(pgdata: Path) -> int:
+def main(*pgdatas: Path) -> int:
     orphaned = False
 
     def on_signal(_signum: int, _frame: object) -> None:
@@ -43,20 +44,24 @@ def main(pgdata: Path) -> int:
     while not orphaned:
         signal.pause()
     deadline = time.monotonic() + _DRAIN_S
-    while _others(pgdata) and time.monotonic() < deadline:
+    while any(_others(p) for p in pgdatas) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _others(pgdata):
-        return 0  # someone else (another run, a test) still uses it
-    try:
-        postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0  # not running
+    postmasters = []
+    for pgdata in pgdatas:
+        if _others(pgdata):
+            continue  # someone else (another run, a test) still uses it
+        try:
+            postmasters.append(int((pgdata / "postmaster.pid").read_text().split()[0]))
+        except (OSError, ValueError, IndexError):
+            continue  # not running
     # SIGINT is Postgres's fast shutdown: clients are disconnected, nothing is lost.
-    _signal(postmaster, signal.SIGINT)
+    for postmaster in postmasters:
+        _signal(postmaster, signal.SIGINT)
     deadline = time.monotonic() + _STOP_S
-    while _alive(postmaster) and time.monotonic() < deadline:
+    while any(_alive(p) for p in postmasters) and time.monotonic() < deadline:
         time.sleep(0.1)
-    _signal(postmaster, signal.SIGKILL)
+    for postmaster in postmasters:
+        _signal(postmaster, signal.SIGKILL)
     return 0
 
 
@@ -75,4 +80,4 @@ def _alive(pid: int) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main(*(Path(arg) for arg in sys.argv[1:])))

@@ -559,6 +559,62 @@ _STABLE_S = 60.0
 _WATCH_S = 0.5
 
 
+class _PostgresPair:
+    """``--pg-standby``: the embedded primary and synchronous standby, and the failover
+    monitor in a thread of this supervisor (it promotes, fences and rebuilds; see
+    ``services.pgha``)."""
+
+    def __init__(self, data_dir: Path, console: _Console, environ: Mapping[str, str]) -> None:
+        from services.pgha import EmbeddedPair, FailoverSettings  # noqa: PLC0415
+
+        self.pair = EmbeddedPair(data_dir)
+        self.settings = FailoverSettings.from_env(environ)
+        self.console = console
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def pgdatas(self) -> list[Path]:
+        return [node.pgdata for node in self.pair.nodes.values()]
+
+    def start(self, env: dict[str, str]) -> None:
+        """Start both nodes, give the services the two conninfos, start the monitor."""
+        from services.pgha import FailoverEvent, FailoverMonitor  # noqa: PLC0415
+
+        info = self.pair.start()
+        env["DATABASE_URL"] = info.writer_url
+        env["DATABASE_READ_URL"] = info.reader_url
+        for name, role in ((info.primary, "primary"), (info.standby, "standby (sync)")):
+            node = self.pair.nodes[name]
+            self.console.ready("postgres", role, f"{node.pgdata} (socket {node.address})")
+
+        def on_failover(event: FailoverEvent) -> None:
+            promoted = self.pair.nodes[event.new_primary].pgdata
+            self.console.line(
+                f"  postgres   FAILOVER: {event.old_primary} died; promoted {event.new_primary} "
+                f"({promoted}); writes refused for {event.refused_s:.1f} s"
+            )
+
+        monitor = FailoverMonitor(
+            self.pair.sql_nodes(),
+            self.settings,
+            repairer=self.pair,
+            on_failover=on_failover,
+            say=lambda text: self.console.line(f"  postgres   {text}"),
+        )
+        self._thread = threading.Thread(
+            target=monitor.run, args=(self._stop,), name="pg-monitor", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """The monitor first (it must not restart what is being stopped), then both nodes."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.pair.stop()
+
+
 class _Supervisor:
     """Runs the services of one ``tandem run``, restarts what crashes, and stops them,
     callers first."""
@@ -622,15 +678,16 @@ class _Supervisor:
         self.started_at[instance.name] = time.monotonic()
         threading.Thread(target=self._watch, args=(proc,), daemon=True).start()
 
-    def guard_postgres(self, pgdata: Path) -> None:
-        """A guard that stops the embedded Postgres once this supervisor is gone, however
-        it went (the server is a daemon, not a child, so no signal reaches it)."""
+    def guard_postgres(self, *pgdata: Path) -> None:
+        """A guard that stops the embedded Postgres (each node of a pair) once this
+        supervisor is gone, however it went (the server is a daemon, not a child, so no
+        signal reaches it)."""
         self.guard = launch(
             "services.cli._pgguard",
             self.env,
             self.log_dir / "pgguard.log",
             die_with_parent=True,
-            args=(str(pgdata),),
+            args=tuple(str(p) for p in pgdata),
         )
 
     def restart_crashed(self) -> None:
@@ -723,12 +780,14 @@ def run(
     *,
     replicas: int = 1,
     port_base: int | None = None,
+    pg_standby: bool = False,
 ) -> int:
     """``tandem run``: set up, start, load the demo, print how to use it, supervise.
 
     With ``replicas`` > 1, that many processes of each replicated service (retrieval, sql,
     router), each on its own port; their callers balance over them. ``port_base`` moves
-    every port at once (``shifted_ports``)."""
+    every port at once (``shifted_ports``). ``pg_standby``: the embedded Postgres as a
+    primary and a synchronous standby with failover (``_PostgresPair``)."""
     console = _Console(out or sys.stdout)
     environ: Mapping[str, str] = os.environ
     if port_base is not None:
@@ -765,10 +824,17 @@ def run(
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     postgres = _EmbeddedPostgres(data_dir)
+    pair = (
+        _PostgresPair(data_dir, console, environ)
+        if pg_standby and not env.get("DATABASE_URL")
+        else None
+    )
     code = 0
     console.line(f"Tandem — data in {data_dir}, logs in {data_dir / LOG_DIR}")
+    if pg_standby and pair is None:
+        console.line("  note: --pg-standby ignored: DATABASE_URL names the database")
     try:
-        code = _start_and_supervise(supervisor, postgres, env, timeout)
+        code = _start_and_supervise(supervisor, postgres, env, timeout, pair)
     except KeyboardInterrupt:
         code = 130
     except ServiceFailed as exc:
@@ -782,6 +848,8 @@ def run(
             console.line("stopping: draining the gateway first, then the services it calls …")
         supervisor.stop()
         postgres.release()
+        if pair is not None:
+            pair.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if supervisor.running:
@@ -790,7 +858,11 @@ def run(
 
 
 def _start_and_supervise(
-    supervisor: _Supervisor, postgres: _EmbeddedPostgres, env: dict[str, str], timeout: float
+    supervisor: _Supervisor,
+    postgres: _EmbeddedPostgres,
+    env: dict[str, str],
+    timeout: float,
+    pair: _PostgresPair | None = None,
 ) -> int:
     console = supervisor.console
     _ensure_model(console)
@@ -800,7 +872,12 @@ def _start_and_supervise(
     for instance in supervisor.planned:
         if not instance.spec.needs_database:
             supervisor.start(instance)
-    if env.get("DATABASE_URL"):
+    if pair is not None:
+        # The guard first: a supervisor killed while the pair starts leaves nothing up.
+        supervisor.guard_postgres(*pair.pgdatas)
+        pair.start(env)
+        url = env["DATABASE_URL"]
+    elif env.get("DATABASE_URL"):
         url = env["DATABASE_URL"]
         console.ready("postgres", "ready", "DATABASE_URL")
     else:

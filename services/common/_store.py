@@ -12,15 +12,17 @@ statements.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from services.common._db import DATABASE_UNAVAILABLE, Database, Migration
+from services.common._db import DATABASE_UNAVAILABLE, Database, Migration, retrying_read
 from services.common._errors import ResourceExhausted, Unavailable
+
+T = TypeVar("T")
 
 
 def role_conninfo(owner_conninfo: str, role: str, app_url: str | None = None) -> str:
@@ -101,3 +103,20 @@ class TenantStore:
             db.tenant_transaction(tenant_id, store=self.name, pipelined=pipelined) as conn,
         ):
             yield conn
+
+    async def _read(
+        self,
+        tenant_id: str,
+        run: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]],
+        *,
+        pipelined: bool = True,
+    ) -> T:
+        """An idempotent read in the tenant's transaction, run once more on a fresh
+        connection when its connection broke under it (a failover): the first request
+        after a failover is answered, not failed. Never for writes (``retrying_read``)."""
+
+        async def attempt() -> T:
+            async with self._tx(tenant_id, pipelined=pipelined) as conn:
+                return await run(conn)
+
+        return await retrying_read(attempt)

@@ -31,6 +31,7 @@ from services.common import (
     Unavailable,
     load_migrations,
     read_conninfo,
+    retrying_read,
     role_conninfo,
 )
 from services.retrieval._acl import reader_settings
@@ -219,7 +220,7 @@ class RetrievalRepository(TenantStore):
             yield conn
         await self.reads.mark_written(tenant_id)
 
-    async def _read(
+    async def _routed(
         self,
         tenant_id: str,
         body: Callable[[psycopg.AsyncConnection[Any]], Awaitable[_T]],
@@ -228,23 +229,26 @@ class RetrievalRepository(TenantStore):
         pipelined: bool = True,
     ) -> _T:
         """``body`` in a read transaction on the pool ``reads`` picks (``reader``: with
-        the reader statement of ``_tx``; Search sets the reader in its own statement). A
-        standby that fails is replaced by the primary once: the read is idempotent.
+        the reader statement of ``_tx``; Search sets the reader in its own statement). The
+        read is idempotent: a standby that fails it is replaced by the primary, and on
+        the primary a connection that broke under it (a failover) is retried once on a
+        fresh one (``retrying_read``).
 
         Pipelined, ``body`` returns its cursor unread and the caller fetches after the
         commit, so the whole read stays one round trip (a fetch inside the pipeline
         would wait for the database before the COMMIT is even sent)."""
+
+        async def attempt(database: Database) -> _T:
+            async with self._tx_on(tenant_id, database, reader=reader, pipelined=pipelined) as conn:
+                return await body(conn)
+
         with self.reads.reading(tenant_id) as database:
             if database is not self._db:
                 try:
-                    async with self._tx_on(
-                        tenant_id, database, reader=reader, pipelined=pipelined
-                    ) as conn:
-                        return await body(conn)
+                    return await attempt(database)
                 except Unavailable:
                     pass
-            async with self._tx_on(tenant_id, self._db, reader=reader, pipelined=pipelined) as conn:
-                return await body(conn)
+            return await retrying_read(lambda: attempt(self._db))
 
     @asynccontextmanager
     async def _tx_on(
@@ -272,22 +276,27 @@ class RetrievalRepository(TenantStore):
         return self._tx(tenant_id, pipelined=False)
 
     async def tenant_exists(self, tenant_id: str) -> bool:
-        async with self._transaction(tenant_id) as conn:
+        async def run(conn: psycopg.AsyncConnection[Any]) -> bool:
             cur = await conn.execute("SELECT 1 FROM tenants WHERE tenant_id = %s", (tenant_id,))
             return await cur.fetchone() is not None
+
+        return await self._read(tenant_id, run, pipelined=False)
 
     async def stored_versions(
         self, tenant_id: str, document_ids: Sequence[str]
     ) -> dict[str, StoredVersion]:
         if not document_ids:
             return {}
-        async with self._transaction(tenant_id) as conn:
+
+        async def run(conn: psycopg.AsyncConnection[Any]) -> list[Any]:
             cur = await conn.execute(
                 "SELECT document_id, fingerprint, model_name, content_sha256, chunk_count "
                 "FROM retrieval_documents WHERE tenant_id = %s AND document_id = ANY(%s)",
                 (tenant_id, list(document_ids)),
             )
-            rows = await cur.fetchall()
+            return await cur.fetchall()
+
+        rows = await self._read(tenant_id, run, pipelined=False)
         return {r[0]: StoredVersion(r[1], r[2], r[3], r[4]) for r in rows}
 
     async def write_document(
@@ -434,7 +443,7 @@ class RetrievalRepository(TenantStore):
                 ]
             return _document(row), chunks
 
-        return await self._read(tenant_id, body, pipelined=False)
+        return await self._routed(tenant_id, body, pipelined=False)
 
     async def list_documents(
         self,
@@ -462,7 +471,7 @@ class RetrievalRepository(TenantStore):
             cur = await conn.execute(query, params)
             return [_document(r) for r in await cur.fetchall()]
 
-        return await self._read(tenant_id, body, pipelined=False)
+        return await self._routed(tenant_id, body, pipelined=False)
 
     async def search(self, plan: SearchPlan) -> SearchRows:
         """Run one search in one statement, in one round trip: the tenant transaction is
@@ -489,7 +498,7 @@ class RetrievalRepository(TenantStore):
 
         # The tenant's transaction without ``_tx``'s reader statement: the reader goes in
         # the settings statement with the search's own settings.
-        cur = await self._read(plan.tenant_id, body, reader=False)
+        cur = await self._routed(plan.tenant_id, body, reader=False)
         rows = await cur.fetchall()
         other = rows[0][0] if rows else None
         hits = [_hit(r) for r in rows if r[1] is not None]
@@ -511,7 +520,7 @@ class RetrievalRepository(TenantStore):
             row = await cur.fetchone()
             return row[0] if row else None
 
-        return await self._read(plan.tenant_id, body, reader=False)
+        return await self._routed(plan.tenant_id, body, reader=False)
 
     async def ensure_vector_index(self, *, enabled: bool, m: int, ef_construction: int) -> str:
         """Bring the HNSW index in line with the settings: "created", "rebuilt", "dropped"
