@@ -1,47 +1,55 @@
-"""A real primary and streaming standby for tests and ``tandem bench replicas``: the
-embedded server (pgserver) as the primary, and a standby cloned from it with
-``pg_basebackup -R`` and started with the same binaries on a socket of its own.
+"""The embedded primary and synchronous standby of ``services.pgha`` (what ``tandem run
+--pg-standby`` starts), with what tests and ``tandem bench replicas`` do to it: pause and
+resume the standby's replay, wait until it has caught up, find each node's postmaster.
 
-Until ``services/pgha`` (issue 51's pair for ``tandem run --pg-standby``) is merged, this
-is the one way tests make a pair; it is then to be replaced by that one.
+One way to make a pair: this wraps ``EmbeddedPair``, it does not make its own.
 """
 
 from __future__ import annotations
 
-import os
-import pwd
 import shutil
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 
-_PORT = 5433
-
-
-def _bin(name: str) -> str:
-    import pgserver  # noqa: PLC0415 - heavy import, only where a pair is made
-
-    return str(Path(pgserver.__file__).parent / "pginstall" / "bin" / name)
+from services.pgha import EmbeddedPair, PairInfo, node_conninfo
 
 
 @dataclass
 class PgPair:
-    """``primary_url`` and ``standby_url`` as the superuser; ``pause``/``resume`` stop and
-    restart the standby's replay (what a standby busy with a long query, or behind on a
-    slow disk, looks like to a reader)."""
+    """``primary_url`` / ``standby_url``: each node alone, as the superuser;
+    ``writer_url`` / ``reader_url``: the multi-host conninfos services get
+    (``DATABASE_URL``, ``DATABASE_READ_URL``)."""
 
-    root: Path
-    primary_dir: Path
-    primary_url: str
-    standby_url: str
-    standby_dir: Path
-    user: str | None
+    pair: EmbeddedPair
+    info: PairInfo
+
+    @property
+    def primary_url(self) -> str:
+        return node_conninfo(self.info.addresses[self.info.primary])
+
+    @property
+    def standby_url(self) -> str:
+        return node_conninfo(self.info.addresses[self.info.standby])
+
+    @property
+    def writer_url(self) -> str:
+        return self.info.writer_url
+
+    @property
+    def reader_url(self) -> str:
+        return self.info.reader_url
+
+    def postmaster_pid(self, role: str) -> int | None:
+        """The postmaster of the ``primary`` or the ``standby``."""
+        name = self.info.primary if role == "primary" else self.info.standby
+        return self.pair.nodes[name].postmaster_pid()
 
     def pause(self) -> None:
+        """Stop the standby's replay (what a standby busy with a long query, or behind on
+        a slow disk, looks like to a reader); WAL still arrives, so commits still return."""
         with psycopg.connect(self.standby_url, autocommit=True) as conn:
             conn.execute("SELECT pg_wal_replay_pause()")
 
@@ -66,57 +74,13 @@ class PgPair:
                     raise TimeoutError("the standby did not catch up")
                 time.sleep(0.02)
 
-    def stop(self) -> None:
-        subprocess.run(
-            [_bin("pg_ctl"), "-D", str(self.standby_dir), "-m", "immediate", "stop"],
-            check=False,
-            capture_output=True,
-            user=self.user,
-        )
-        shutil.rmtree(self.root, ignore_errors=True)
+    def stop(self, *, remove: bool = False) -> None:
+        self.pair.stop()
+        if remove:
+            shutil.rmtree(self.pair.data_dir, ignore_errors=True)
 
 
-def start_pair(primary_data_dir: Path) -> PgPair:
-    """Start (or join) the embedded server in ``primary_data_dir/pg`` and a standby of it."""
-    import pgserver  # noqa: PLC0415
-
-    primary_dir = primary_data_dir.resolve() / "pg"
-    server = pgserver.get_server(primary_dir, cleanup_mode="stop")  # type: ignore[attr-defined]
-    primary_url: str = server.get_uri("postgres")
-    user: str | None = server.system_user
-    # Its own short directory under /tmp: the socket path has a length limit, and the
-    # server's user (pgserver's, when tests run as root) must reach it.
-    root = Path(tempfile.mkdtemp(prefix="tandem-standby-"))
-    root.chmod(0o755)
-    standby_dir, socket_dir = root / "data", root / "sock"
-    standby_dir.mkdir(mode=0o700)
-    socket_dir.mkdir()
-    socket_dir.chmod(0o777)
-    if user is not None:
-        entry = pwd.getpwnam(user)
-        for path in (root, standby_dir, socket_dir):
-            os.chown(path, entry.pw_uid, entry.pw_gid)
-    subprocess.run(
-        [_bin("pg_basebackup"), "-d", primary_url, "-D", str(standby_dir), "-R", "-X", "stream"],
-        check=True,
-        capture_output=True,
-        user=user,
-    )
-    subprocess.run(
-        [
-            _bin("pg_ctl"),
-            "-D",
-            str(standby_dir),
-            "-w",
-            "-l",
-            str(root / "standby.log"),
-            "start",
-            "-o",
-            f"-k {socket_dir} -p {_PORT} -h ''",
-        ],
-        check=True,
-        capture_output=True,
-        user=user,
-    )
-    standby_url = f"postgresql://postgres@/postgres?host={socket_dir}&port={_PORT}"
-    return PgPair(root, primary_dir, primary_url, standby_url, standby_dir, user)
+def start_pair(data_dir: Path) -> PgPair:
+    """Start (or join) the pair under ``data_dir`` (``pg`` and ``pg-standby``)."""
+    pair = EmbeddedPair(data_dir)
+    return PgPair(pair, pair.start())

@@ -7,8 +7,9 @@ so the capacity of a setup is set by its busiest node: ``1 / max(CPU ms per Sear
 any node)``, and the ratio of the two setups' capacities is the throughput a standby
 adds.
 
-A private primary (the embedded server) and a standby cloned from it
-(``services.bench.pg_pair``); a corpus (``--chunks``, vectors derived from real passages
+A private pair, as ``tandem run --pg-standby`` runs it (``services.pgha``: the
+embedded primary and its synchronous standby; services connect through its multi-host
+writer and reader conninfos); a corpus (``--chunks``, vectors derived from real passages
 embedded by the real model, as ``tandem bench retrieval`` builds them); the same hybrid
 searches run through the retrieval repository — the service's own statement, pool and
 read routing — at a fixed concurrency, in alternating rounds:
@@ -37,7 +38,6 @@ from services.bench._proc import (
     StackProcesses,
     clock_ticks_per_s,
     cpu_delta,
-    postmaster_pid,
 )
 from services.bench._publish import publish
 from services.bench.embed import passages, queries
@@ -110,11 +110,11 @@ async def _run(
     # Loaded without the index, which is then built in one go (as ``tandem bench
     # retrieval`` does): inserting into a graph row by row is slower, and another graph.
     no_index = RetrievalSettings(**{**settings.__dict__, "hnsw": "off"})
-    database = await open_database(pair.primary_url, no_index, min_size=1, max_size=concurrency)
-    owner = Database(pair.primary_url, min_size=1, max_size=1, timeout_s=30)
+    database = await open_database(pair.writer_url, no_index, min_size=1, max_size=concurrency)
+    owner = Database(pair.writer_url, min_size=1, max_size=1, timeout_s=30)
     await owner.pool.open(wait=True)
     standby = Database(
-        app_read_conninfo(pair.standby_url), min_size=1, max_size=concurrency, timeout_s=30
+        app_read_conninfo(pair.reader_url), min_size=1, max_size=concurrency, timeout_s=30
     )
     replicated = ReadRouting(database, standby, max_lag_s=1.0)
     try:
@@ -154,7 +154,7 @@ async def _run(
             "primary": RetrievalRepository(database),
             "replicated": RetrievalRepository(database, replicated),
         }
-        roots = {"primary": _pid(pair.primary_dir), "standby": _pid(pair.standby_dir)}
+        roots = {"primary": _pid(pair, "primary"), "standby": _pid(pair, "standby")}
         for repository in repositories.values():  # warm: plans prepared, pages cached
             await _searches(repository, plans[: 4 * concurrency], concurrency)
         measured: dict[str, list[dict[str, Any]]] = {name: [] for name in SETUPS}
@@ -206,10 +206,10 @@ def _summary(
     }
 
 
-def _pid(pgdata: Path) -> int:
-    pid = postmaster_pid(pgdata)
+def _pid(pair: PgPair, role: str) -> int:
+    pid = pair.postmaster_pid(role)
     if pid is None:
-        raise RuntimeError(f"no postmaster running in {pgdata}")
+        raise RuntimeError(f"no postmaster running for the {role}")
     return pid
 
 
@@ -248,6 +248,6 @@ def main(
     try:
         results = asyncio.run(_run(pair, chunks, searches, concurrency, rounds))
     finally:
-        pair.stop()  # the primary stops with this process (the embedded server's rule)
+        pair.stop(remove=True)
     publish(results, render(results), out)
     return results

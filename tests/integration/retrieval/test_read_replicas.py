@@ -1,11 +1,12 @@
 """Issue 51, item 3: Search and the document reads on a streaming standby, within a
 staleness bound, and a caller's own writes visible to its next read.
 
-A real primary (the embedded server) and a real standby cloned from it
-(``services.bench.pg_pair``); the retrieval service reads from the standby through
-``DATABASE_READ_URL``'s routing. Which side served a read is proved by what it returned:
-the test deletes a document on the primary behind the service's back while the
-standby's replay is paused, so only the standby still holds it.
+A real pair as ``tandem run --pg-standby`` runs it (``services.pgha``: the embedded
+primary and its synchronous standby, through ``services.bench.pg_pair``); the services
+connect as they are configured there, ``DATABASE_URL`` the multi-host writer conninfo and
+``DATABASE_READ_URL`` the reader one (``prefer-standby``). Which side served a read is
+proved by what it returned: the test deletes a document on the primary behind the
+service's back while the standby's replay is paused, so only the standby still holds it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ Starter = Callable[[float], Awaitable[Retrieval]]
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgPair]:
-    made = start_pair(Path(tmp_path_factory.mktemp("primary")))
+    made = start_pair(Path(tmp_path_factory.mktemp("pair")))
     yield made
     made.stop()
 
@@ -60,10 +61,10 @@ async def start(replicated, embedding_service, telemetry_sink) -> AsyncIterator[
 
     async def make(max_lag_s: float) -> Retrieval:
         service = await start_retrieval(
-            replicated.primary_url,
+            replicated.writer_url,
             embedding_service.server.address,
             telemetry_sink("retrieval").telemetry,
-            reads=ReadSettings(url=replicated.standby_url, max_lag_s=max_lag_s),
+            reads=ReadSettings(url=replicated.reader_url, max_lag_s=max_lag_s),
         )
         started.append(service)
         return service
@@ -190,7 +191,7 @@ async def test_a_revoked_key_fails_at_once_with_replay_paused(replicated):
     """API keys are verified where the gateway connects, ``DATABASE_URL`` (the primary),
     never on ``DATABASE_READ_URL``: a key revoked while the standby is behind stops at
     once. (Verified on the standby, it would still open the door until replay resumed.)"""
-    environ = {"DATABASE_URL": replicated.primary_url, "DATABASE_READ_URL": replicated.standby_url}
+    environ = {"DATABASE_URL": replicated.writer_url, "DATABASE_READ_URL": replicated.reader_url}
     gateway_url = DatabaseSettings.from_env(environ).url
     assert gateway_url is not None
     admin_db = Database(replicated.primary_url, min_size=1, max_size=1, vector=False)
@@ -221,7 +222,7 @@ async def test_through_the_gateway_a_write_is_read_at_once_by_another_replica(
     (modelled by one that forgot it) still reads where the write is."""
     service = await start(max_lag_s=30.0)
     gateway = await start_gateway(
-        replicated.primary_url,
+        replicated.writer_url,
         telemetry_sink("gateway").telemetry,
         router_addr="127.0.0.1:9",
         retrieval_addr=service.server.address,
