@@ -99,6 +99,8 @@ class ReadRouting:
         self.reads = {"primary": 0, "standby": 0}
         # Reads in flight on [primary, standby].
         self._in_flight = [0, 0]
+        # Tenants whose last write's position could not be read, and since when.
+        self._unplaced: dict[str, float] = {}
 
     @property
     def replicated(self) -> bool:
@@ -131,12 +133,16 @@ class ReadRouting:
             async with self.primary.autocommit() as conn:
                 cur = await conn.execute("SELECT pg_current_wal_lsn()::text")
                 row = await cur.fetchone()
-            lsn = parse_lsn(row[0]) if row else MAX_LSN
+            lsn = parse_lsn(row[0]) if row else 0
         except TandemError as exc:
-            # The write is committed; its position is unknown, so the tenant's reads stay
-            # on the primary (until this process forgets the tenant) rather than fail it.
+            lsn = 0
             _log.warning("write position unknown", extra={"fields": {"error": exc.reason}})
-            lsn = MAX_LSN
+        if not lsn:
+            # The write is committed, its position unknown (the primary went away just
+            # after): the tenant's reads stay on the primary until the monitor's next
+            # sample of the primary's position, taken after this, stands in for it.
+            self._unplaced[tenant_id] = self._clock()
+            return 0
         self._written.note(tenant_id, lsn)
         return lsn
 
@@ -169,6 +175,7 @@ class ReadRouting:
                 stale is not None
                 and stale <= self.max_lag_s
                 and self._replayed >= needed
+                and tenant_id not in self._unplaced
                 and self._in_flight[1] <= self._in_flight[0]
             ):
                 database = standby
@@ -222,6 +229,10 @@ class ReadRouting:
     def observe(self, taken: float, written: int, replayed: int) -> None:
         """Fold one (primary position at ``taken``, standby replay) pair in."""
         self._replayed = replayed
+        for tenant_id, since in list(self._unplaced.items()):
+            if since < taken:  # a position read after the write committed covers it
+                self._written.note(tenant_id, written)
+                del self._unplaced[tenant_id]
         self._samples.append((taken, written))
         while self._samples and self._samples[0][1] <= replayed:
             self._fresh_at = self._samples.popleft()[0]

@@ -131,3 +131,17 @@ def test_under_load_reads_split_between_the_nodes():
             with reads.reading("t") as third:
                 assert third is STANDBY  # a tie
     assert reads.reader("t") is STANDBY  # all finished: one at a time, the standby
+
+
+def test_a_write_whose_position_is_lost_keeps_its_tenant_on_the_primary_until_sampled():
+    clock = Clock()
+    reads = routing(clock)
+    reads.observe(clock.now, 500, 500)
+    reads._unplaced["t"] = clock.now  # mark_written could not read the primary's position
+    assert reads.reader("t") is PRIMARY
+    reads.observe(clock.now, 600, 500)  # a sample begun before the write: not enough
+    assert reads.reader("t") is PRIMARY
+    clock.now += 0.1
+    reads.observe(clock.now, 650, 650)  # after it: its position stands in for the write's
+    assert reads.written("t") == 650
+    assert reads.reader("t") is STANDBY
