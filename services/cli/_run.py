@@ -9,9 +9,11 @@ already loaded), prints the key and example commands, and supervises: a service 
 is reported with the tail of its log and restarted with backoff; an embedded Postgres that
 dies is started again (the services' pools reconnect by themselves); Ctrl-C / SIGTERM
 drains callers before callees (gateway first, embedding last) and kills what outlives the
-grace period. Nothing outlives the supervisor even when it is killed outright: each child
-gets a parent-death signal (Linux ``PR_SET_PDEATHSIG``), and a small guard process stops
-the embedded Postgres when the supervisor is gone.
+grace period. With ``--pg-standby`` the embedded Postgres is a primary and a synchronous
+standby, and a failover monitor promotes the standby when the primary dies (instead of
+starting the primary again). Nothing outlives the supervisor even when it is killed
+outright: each child gets a parent-death signal (Linux ``PR_SET_PDEATHSIG``), and a small
+guard process stops the embedded Postgres (both nodes) when the supervisor is gone.
 
 The process machinery here (``ServiceSpec``, ``launch``, ``wait_serving``,
 ``stop_processes``) is shared with ``tests/processes.py``, which runs the same processes on
