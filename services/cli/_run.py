@@ -569,11 +569,14 @@ class _PostgresPair:
     def __init__(self, data_dir: Path, console: _Console, environ: Mapping[str, str]) -> None:
         from services.pgha import EmbeddedPair, FailoverSettings  # noqa: PLC0415
 
-        self.pair = EmbeddedPair(data_dir)
-        self.settings = FailoverSettings.from_env(environ)
         self.console = console
+        self.pair = EmbeddedPair(data_dir, say=self._say)
+        self.settings = FailoverSettings.from_env(environ)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def _say(self, text: str) -> None:
+        self.console.line(f"  postgres   {text}")
 
     @property
     def pgdatas(self) -> list[Path]:
@@ -602,7 +605,7 @@ class _PostgresPair:
             self.settings,
             repairer=self.pair,
             on_failover=on_failover,
-            say=lambda text: self.console.line(f"  postgres   {text}"),
+            say=self._say,
         )
         self._thread = threading.Thread(
             target=monitor.run, args=(self._stop,), name="pg-monitor", daemon=True

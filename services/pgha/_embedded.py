@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,8 +213,9 @@ class EmbeddedPair:
     """The primary and its synchronous standby under one data directory; the
     ``Repairer`` of the failover monitor (it can reach the nodes' files)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, say: Callable[[str], None] | None = None) -> None:
         self.data_dir = data_dir.resolve()
+        self._say = say or _log.warning
         self._user = _system_user()
         self.nodes = {
             application_name(d): EmbeddedNode(self.data_dir / d, _PORTS[d], self._user)
@@ -328,11 +330,8 @@ class EmbeddedPair:
             started = time.monotonic()
             node.clone_from(source)
             node.rebuild_marker.unlink()
-            _log.warning(
-                "postgres: rebuilt %s as a standby of %s in %.1f s",
-                name,
-                primary,
-                time.monotonic() - started,
+            self._say(
+                f"rebuilt {name} as a standby of {primary} in {time.monotonic() - started:.1f} s"
             )
         node.start()
         self._started.add(name)
