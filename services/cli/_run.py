@@ -885,6 +885,12 @@ def _start_and_supervise(
     elif env.get("DATABASE_URL"):
         url = env["DATABASE_URL"]
         console.ready("postgres", "ready", "DATABASE_URL")
+    elif (postgres.pgdata / "standby.signal").exists():
+        # After a failover `pg` is the pair's standby: alone it would be read-only.
+        raise RuntimeError(
+            f"{postgres.pgdata} is the standby of a --pg-standby pair (its primary is "
+            f"{postgres.pgdata.parent / 'pg-standby'}); run `tandem run --pg-standby`"
+        )
     else:
         url = postgres.join()
         supervisor.guard_postgres(postgres.pgdata)
