@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from services.common import (
     PLAINTEXT_VARIABLE,
@@ -56,6 +56,9 @@ from services.launch import (
     signal_group,
     wait_serving,
 )
+
+if TYPE_CHECKING:
+    from services.pgha import FailoverMonitor, PairInfo
 
 DEMO_TENANT = "demo"
 # The demo key, kept so a second run prints the same one (the only secret stored; 0600).
@@ -574,6 +577,8 @@ class _PostgresPair:
         self.settings = FailoverSettings.from_env(environ)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.monitor: FailoverMonitor | None = None
+        self.info: PairInfo | None = None
 
     def _say(self, text: str) -> None:
         self.console.line(f"  postgres   {text}")
@@ -586,7 +591,7 @@ class _PostgresPair:
         """Start both nodes, give the services the two conninfos, start the monitor."""
         from services.pgha import FailoverEvent, FailoverMonitor  # noqa: PLC0415
 
-        info = self.pair.start()
+        info = self.info = self.pair.start()
         env["DATABASE_URL"] = info.writer_url
         env["DATABASE_READ_URL"] = info.reader_url
         for name, role in ((info.primary, "primary"), (info.standby, "standby (sync)")):
@@ -600,7 +605,7 @@ class _PostgresPair:
                 f"({promoted}); writes refused for {event.refused_s:.1f} s"
             )
 
-        monitor = FailoverMonitor(
+        self.monitor = FailoverMonitor(
             self.pair.sql_nodes(),
             self.settings,
             repairer=self.pair,
@@ -608,7 +613,7 @@ class _PostgresPair:
             say=self._say,
         )
         self._thread = threading.Thread(
-            target=monitor.run, args=(self._stop,), name="pg-monitor", daemon=True
+            target=self.monitor.run, args=(self._stop,), name="pg-monitor", daemon=True
         )
         self._thread.start()
 

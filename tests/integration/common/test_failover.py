@@ -1,6 +1,7 @@
-"""Issue 51 items 1-2 on real servers: the embedded primary and its synchronous standby
-(``EmbeddedPair``) in a temporary directory, the failover monitor in a thread, writes
-through ``Database`` with the multi-host URL. SIGKILL the primary's postmaster; the
+"""Issue 51 items 1-2 on real servers: what ``tandem run --pg-standby`` starts (the
+embedded primary and its synchronous standby in a temporary directory, the failover
+monitor in a thread printing on a console), writes through ``Database`` with the
+multi-host URL it gives the services. SIGKILL the primary's postmaster; the
 standby is promoted and writes succeed again within the bound, every acknowledged write
 is on the new primary, no two-statement write is half there, a pool that sat idle through
 the failover answers its first request, and a read whose connection breaks is retried."""
@@ -8,9 +9,9 @@ the failover answers its first request, and a read whose connection breaks is re
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +20,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from services.cli._run import _Console, _PostgresPair
 from services.common import DATABASE_UNAVAILABLE, Database, Unavailable
-from services.pgha import EmbeddedPair, FailoverMonitor, FailoverSettings, PairInfo
 
 # Measured on the 2-core dev machine: 2.3-3.2 s from SIGKILL to the first acknowledged
 # write (grace 2 s, probes every 0.5 s); the bound leaves room for a loaded CI runner.
@@ -28,30 +29,17 @@ WRITES_BACK_WITHIN_S = 10.0
 
 
 @pytest.fixture
-def pair(tmp_path: Path) -> Iterator[tuple[EmbeddedPair, PairInfo]]:
-    embedded = EmbeddedPair(tmp_path / "data")
+def running(tmp_path: Path) -> Iterator[tuple[_PostgresPair, dict[str, str], io.StringIO]]:
+    """What ``tandem run --pg-standby`` starts: the pair, the services' two URLs, and the
+    monitor in a thread of the supervisor, printing on a console."""
+    out = io.StringIO()
+    pg = _PostgresPair(tmp_path / "data", _Console(out), {"PG_MONITOR_INTERVAL_S": "0.25"})
+    env: dict[str, str] = {}
     try:
-        yield embedded, embedded.start()
+        pg.start(env)
+        yield pg, env, out
     finally:
-        embedded.stop()
-
-
-@pytest.fixture
-def monitor(pair: tuple[EmbeddedPair, PairInfo]) -> Iterator[FailoverMonitor]:
-    embedded, _ = pair
-    watcher = FailoverMonitor(
-        embedded.sql_nodes(),
-        FailoverSettings(grace_s=2.0, sync_wait_s=5.0, interval_s=0.25),
-        repairer=embedded,
-    )
-    stop = threading.Event()
-    thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
-        yield watcher
-    finally:
-        stop.set()
-        thread.join(timeout=60)
+        pg.stop()
 
 
 def _wait(condition: object, timeout_s: float) -> None:
@@ -70,9 +58,12 @@ async def _write(db: Database, n: int) -> None:
 
 
 async def test_sigkill_of_the_primary_loses_no_acknowledged_write(
-    pair: tuple[EmbeddedPair, PairInfo], monitor: FailoverMonitor
+    running: tuple[_PostgresPair, dict[str, str], io.StringIO],
 ) -> None:
-    embedded, info = pair
+    pg, env, console = running
+    embedded, monitor, info = pg.pair, pg.monitor, pg.info
+    assert monitor is not None and info is not None
+    assert env == {"DATABASE_URL": info.writer_url, "DATABASE_READ_URL": info.reader_url}
     with psycopg.connect(info.writer_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE acked (n int, part int, PRIMARY KEY (n, part))")
     _wait(lambda: monitor.synchronous_standbys == {info.standby}, 10)
@@ -116,6 +107,10 @@ async def test_sigkill_of_the_primary_loses_no_acknowledged_write(
         assert [(e.old_primary, e.new_primary) for e in monitor.failovers] == [
             (info.primary, info.standby)
         ]
+        failover_lines = [line for line in console.getvalue().splitlines() if "FAILOVER" in line]
+        assert len(failover_lines) == 1
+        assert f"promoted {info.standby}" in failover_lines[0]
+        assert "writes refused for" in failover_lines[0]
 
         # The idle pool's first request after the failover is answered, not failed.
         async with idle.connection() as pooled:
