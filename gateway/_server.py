@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -66,10 +67,13 @@ from services.common import (
     TelemetrySettings,
     Trust,
     Unavailable,
+    WritePositions,
     configure_logging,
     create_channel,
     deadline_scope,
+    lsn_from_trailer,
     parse_principal,
+    read_after,
     report_on_error,
     resolve_url,
     serve,
@@ -311,6 +315,13 @@ class _Backends:
         self.uploads = Uploads(deps.settings.uploads)
 
 
+# The tenant the current request's key named (set at admission), for the write
+# position its internal calls hand back.
+_admitted_tenant: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "gateway_admitted_tenant", default=None
+)
+
+
 @audit_rpcs(RPC_SCOPES)
 class GatewayServicer(gpb_grpc.GatewayServiceServicer):
     """Thin: admit the caller, validate, forward to one internal service, relay back.
@@ -331,6 +342,10 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         self.gate = gate or QuotaGate(gpb.DESCRIPTOR.services_by_name["GatewayService"])
         self.trust = trust or Trust.plaintext()
         self._backends: _Backends | None = None
+        # Each tenant's last write position (retrieval's ``x-tandem-lsn`` trailer), sent
+        # with the tenant's next calls: a read served by any retrieval replica, or by the
+        # router's searches, sees the tenant's own writes (services/common/_replicas.py).
+        self.positions = WritePositions()
         if deps is not None:
             self.attach(deps)
 
@@ -362,6 +377,8 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
         # Every internal call this request makes carries the tenant the key named and the
         # principal, signed (the principal's headers forwarded in canonical form).
         self.trust.sign_for(caller.tenant, principal)
+        _admitted_tenant.set(caller.tenant)
+        read_after.set(self.positions.get(caller.tenant))
         return backends, Admitted(caller, principal)
 
     def _deadline(self, context: Context, default_s: float) -> AbstractContextManager[Any]:
@@ -385,6 +402,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             call = start()
         try:
             reply = await call
+            await self._note_position(call)
         except grpc.aio.AioRpcError as exc:
             if fail_open is not None and unreachable(exc):
                 _degraded(service)
@@ -394,6 +412,13 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
             # A cancelled caller cancels the internal call with it.
             call.cancel()  # type: ignore[attr-defined]
         return reparse(reply, response)
+
+    async def _note_position(self, call: Any) -> None:
+        """Remember the write position a finished internal call's trailer carried (only
+        retrieval's writes send one, with a standby configured)."""
+        tenant = _admitted_tenant.get()
+        if tenant is not None:
+            self.positions.note(tenant, lsn_from_trailer(await call.trailing_metadata()))
 
     async def _stream(
         self,
@@ -420,6 +445,7 @@ class GatewayServicer(gpb_grpc.GatewayServiceServicer):
                 if settled is not None and event.HasField("document_finished"):
                     settled.documents.append(event.document_finished)
                 yield reparse(event, response)
+            await self._note_position(call)
         except grpc.aio.AioRpcError as exc:
             if fail_open is not None and not sent and unreachable(exc):
                 _degraded(service)

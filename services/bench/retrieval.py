@@ -101,7 +101,14 @@ def derive_vectors(base: Matrix, count: int, seed: int = 3) -> Matrix:
 
 
 async def _load(database: Database, texts: Sequence[str], vectors: Matrix, model: str) -> float:
-    """Bulk-load one document per 10 chunks; returns seconds."""
+    return await load_corpus(database, _TENANT, texts, vectors, model)
+
+
+async def load_corpus(
+    database: Database, tenant: str, texts: Sequence[str], vectors: Matrix, model: str
+) -> float:
+    """Bulk-load one document per 10 chunks for ``tenant`` (as the owner: COPY is refused
+    under row-level security); returns seconds."""
     started = time.perf_counter()
     async with database.connection() as conn, conn.transaction():
         documents = (len(texts) + 9) // 10
@@ -111,7 +118,7 @@ async def _load(database: Database, texts: Sequence[str], vectors: Matrix, model
         ) as copy:
             for d in range(documents):
                 await copy.write_row(
-                    (_TENANT, f"doc-{d}", f"Bench document {d}", "-", "-", model, 10, 0,
+                    (tenant, f"doc-{d}", f"Bench document {d}", "-", "-", model, 10, 0,
                      ("call_note", "brief", "policy")[d % 3])
                 )  # fmt: skip
         async with conn.cursor().copy(
@@ -124,7 +131,7 @@ async def _load(database: Database, texts: Sequence[str], vectors: Matrix, model
             for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
                 d = i // 10
                 await copy.write_row(
-                    (uuid.UUID(int=i + 1), _TENANT, f"doc-{d}", i % 10,
+                    (uuid.UUID(int=i + 1), tenant, f"doc-{d}", i % 10,
                      ("call_note", "brief", "policy")[d % 3], f"Bench document {d}", "", text,
                      model, vector)
                 )  # fmt: skip

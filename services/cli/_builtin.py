@@ -180,6 +180,17 @@ def register(commands: Commands) -> None:
     )
     hops.add_argument("--out", type=Path, default=Path("bench-results/hops.json"))
     hops.set_defaults(handler=_bench_hops)
+    replicas = commands.bench.add_parser(
+        "replicas",
+        help="Postgres CPU ms per Search on each node, reads on the primary only vs. "
+        "spread over a streaming standby: the search capacity a standby adds",
+    )
+    replicas.add_argument("--chunks", type=int, default=10_000)
+    replicas.add_argument("--searches", type=int, default=1000, help="per round and setup")
+    replicas.add_argument("--concurrency", type=int, default=8)
+    replicas.add_argument("--rounds", type=int, default=3)
+    replicas.add_argument("--out", type=Path, default=Path("bench-results/replicas.json"))
+    replicas.set_defaults(handler=_bench_replicas)
 
     eval_retrieval = commands.eval.add_parser(
         "retrieval", help="Recall@10, MRR@10, nDCG@10 by mode"
@@ -594,6 +605,19 @@ def _bench_hops(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _bench_replicas(args: argparse.Namespace) -> int:
+    from services.bench.replicas import main as bench_replicas  # noqa: PLC0415
+
+    results = bench_replicas(
+        args.out,
+        chunks=args.chunks,
+        searches=args.searches,
+        concurrency=args.concurrency,
+        rounds=args.rounds,
+    )
+    return 0 if results["meets_target"] else 1
 
 
 def _eval_retrieval(args: argparse.Namespace) -> int:

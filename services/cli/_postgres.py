@@ -92,7 +92,9 @@ def _supervise(args: argparse.Namespace) -> int:
         if value is not None
     }
     settings = replace(settings, **overrides)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s postgres %(message)s", stream=sys.stdout
+    )
     log = logging.getLogger("tandem.pgha")
     nodes = [SqlNode(name, a, user=args.user, dbname=args.dbname) for name, a in named]
     monitor = FailoverMonitor(nodes, settings, say=log.warning)

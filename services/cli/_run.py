@@ -9,9 +9,11 @@ already loaded), prints the key and example commands, and supervises: a service 
 is reported with the tail of its log and restarted with backoff; an embedded Postgres that
 dies is started again (the services' pools reconnect by themselves); Ctrl-C / SIGTERM
 drains callers before callees (gateway first, embedding last) and kills what outlives the
-grace period. Nothing outlives the supervisor even when it is killed outright: each child
-gets a parent-death signal (Linux ``PR_SET_PDEATHSIG``), and a small guard process stops
-the embedded Postgres when the supervisor is gone.
+grace period. With ``--pg-standby`` the embedded Postgres is a primary and a synchronous
+standby, and a failover monitor promotes the standby when the primary dies (instead of
+starting the primary again). Nothing outlives the supervisor even when it is killed
+outright: each child gets a parent-death signal (Linux ``PR_SET_PDEATHSIG``), and a small
+guard process stops the embedded Postgres (both nodes) when the supervisor is gone.
 
 The process machinery here (``ServiceSpec``, ``launch``, ``wait_serving``,
 ``stop_processes``) is shared with ``tests/processes.py``, which runs the same processes on
@@ -36,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from services.common import (
     PLAINTEXT_VARIABLE,
@@ -54,6 +56,9 @@ from services.launch import (
     signal_group,
     wait_serving,
 )
+
+if TYPE_CHECKING:
+    from services.pgha import FailoverMonitor, PairInfo
 
 DEMO_TENANT = "demo"
 # The demo key, kept so a second run prints the same one (the only secret stored; 0600).
@@ -583,11 +588,16 @@ class _PostgresPair:
     def __init__(self, data_dir: Path, console: _Console, environ: Mapping[str, str]) -> None:
         from services.pgha import EmbeddedPair, FailoverSettings  # noqa: PLC0415
 
-        self.pair = EmbeddedPair(data_dir)
-        self.settings = FailoverSettings.from_env(environ)
         self.console = console
+        self.pair = EmbeddedPair(data_dir, say=self._say)
+        self.settings = FailoverSettings.from_env(environ)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.monitor: FailoverMonitor | None = None
+        self.info: PairInfo | None = None
+
+    def _say(self, text: str) -> None:
+        self.console.line(f"  postgres   {text}")
 
     @property
     def pgdatas(self) -> list[Path]:
@@ -597,7 +607,7 @@ class _PostgresPair:
         """Start both nodes, give the services the two conninfos, start the monitor."""
         from services.pgha import FailoverEvent, FailoverMonitor  # noqa: PLC0415
 
-        info = self.pair.start()
+        info = self.info = self.pair.start()
         env["DATABASE_URL"] = info.writer_url
         env["DATABASE_READ_URL"] = info.reader_url
         for name, role in ((info.primary, "primary"), (info.standby, "standby (sync)")):
@@ -611,15 +621,15 @@ class _PostgresPair:
                 f"({promoted}); writes refused for {event.refused_s:.1f} s"
             )
 
-        monitor = FailoverMonitor(
+        self.monitor = FailoverMonitor(
             self.pair.sql_nodes(),
             self.settings,
             repairer=self.pair,
             on_failover=on_failover,
-            say=lambda text: self.console.line(f"  postgres   {text}"),
+            say=self._say,
         )
         self._thread = threading.Thread(
-            target=monitor.run, args=(self._stop,), name="pg-monitor", daemon=True
+            target=self.monitor.run, args=(self._stop,), name="pg-monitor", daemon=True
         )
         self._thread.start()
 
@@ -896,6 +906,12 @@ def _start_and_supervise(
     elif env.get("DATABASE_URL"):
         url = env["DATABASE_URL"]
         console.ready("postgres", "ready", "DATABASE_URL")
+    elif (postgres.pgdata / "standby.signal").exists():
+        # After a failover `pg` is the pair's standby: alone it would be read-only.
+        raise RuntimeError(
+            f"{postgres.pgdata} is the standby of a --pg-standby pair (its primary is "
+            f"{postgres.pgdata.parent / 'pg-standby'}); run `tandem run --pg-standby`"
+        )
     else:
         url = postgres.join()
         supervisor.guard_postgres(postgres.pgdata)

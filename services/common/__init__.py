@@ -13,13 +13,16 @@ from services.common._db import (
     DatabaseSettings,
     Migration,
     apply_migrations,
+    closed_by_server,
     deadline_passed,
     embedded_pgvector_is_portable,
     embedded_server_url,
     ensure_tenant,
     load_migrations,
+    lost_connection,
     map_db_error,
     resolve_url,
+    retrying_read,
 )
 from services.common._deadline import deadline_scope, effective_timeout, remaining
 from services.common._errors import (
@@ -48,6 +51,14 @@ from services.common._language import (
     load_language_model,
 )
 from services.common._logging import JsonFormatter, configure_logging
+from services.common._lsn import (
+    LSN_HEADER,
+    WritePositions,
+    lsn_from_metadata,
+    lsn_from_trailer,
+    parse_lsn,
+    read_after,
+)
 from services.common._mtls import (
     CALLERS,
     ONWARD,
@@ -85,6 +96,7 @@ from services.common._principal import (
     current_principal,
     parse_principal,
 )
+from services.common._replicas import ReadRouting, ReadSettings
 from services.common._server import GrpcServer, serve
 from services.common._settings import (
     Deadlines,
@@ -94,7 +106,7 @@ from services.common._settings import (
     TelemetrySettings,
 )
 from services.common._spanstore import build_tree, load_trace, render_tree, store_files
-from services.common._store import TenantStore, role_conninfo
+from services.common._store import TenantStore, read_conninfo, role_conninfo
 from services.common._telemetry import Telemetry
 from services.common._tenant_token import (
     TENANT_TOKEN_HEADER,
@@ -124,6 +136,7 @@ __all__ = [
     "GROUPS_HEADER",
     "IDENTITIES",
     "LANGUAGE_UNSUPPORTED",
+    "LSN_HEADER",
     "ONWARD",
     "PLAINTEXT_VARIABLE",
     "PRINCIPAL_HEADER",
@@ -154,6 +167,8 @@ __all__ = [
     "PermissionDenied",
     "Principal",
     "PrivacyFilter",
+    "ReadRouting",
+    "ReadSettings",
     "ResourceExhausted",
     "RuntimeInterceptor",
     "ServerSettings",
@@ -167,12 +182,14 @@ __all__ = [
     "Trust",
     "Unauthenticated",
     "Unavailable",
+    "WritePositions",
     "WriteRequest",
     "abort_with",
     "apply_migrations",
     "build_tree",
     "channel_options",
     "clean_document_text",
+    "closed_by_server",
     "configure_logging",
     "control_character_problem",
     "control_character_violations",
@@ -199,15 +216,22 @@ __all__ = [
     "load_language_model",
     "load_migrations",
     "load_trace",
+    "lost_connection",
+    "lsn_from_metadata",
+    "lsn_from_trailer",
     "map_db_error",
+    "parse_lsn",
     "parse_principal",
     "peer_identity",
     "reach",
+    "read_after",
+    "read_conninfo",
     "read_only_message",
     "remaining",
     "render_tree",
     "report_on_error",
     "resolve_url",
+    "retrying_read",
     "role_conninfo",
     "run_service",
     "running_loop_kind",

@@ -10,6 +10,7 @@ from typing import Any
 import grpc
 
 from services.common._deadline import effective_timeout
+from services.common._lsn import LSN_HEADER, read_after
 from services.common._mtls import Trust
 from services.common._principal import current_principal
 from services.common._tenant_token import (
@@ -207,14 +208,23 @@ def _token_for(signer: TenantSigner | None) -> Rewrite:
 
 def _principal_headers(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
     """The current request's principal travels with every internal call it makes, in
-    canonical headers (the ones its token was signed with, where there is a token)."""
+    canonical headers (the ones its token was signed with, where there is a token), and
+    so does the WAL position its reads must see (``x-tandem-lsn``, when there is one):
+    one rewrite for both, no interceptor of its own on every call."""
     principal = current_principal.get()
-    return details if principal is None else _with_metadata(details, principal.headers())
+    lsn = read_after.get()
+    if principal is None and not lsn:
+        return details
+    extra = [] if principal is None else list(principal.headers())
+    if lsn:
+        extra.append((LSN_HEADER, str(lsn)))
+    return _with_metadata(details, extra)
 
 
 def principal_interceptors() -> list[grpc.aio.ClientInterceptor]:
     """Every call carries the current request's principal, when it has one (plaintext
-    channels too: there the headers alone say whom the call is for)."""
+    channels too: there the headers alone say whom the call is for), and its read
+    position."""
     return rewriting_interceptors(_principal_headers)
 
 

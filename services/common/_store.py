@@ -12,15 +12,17 @@ statements.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from services.common._db import DATABASE_UNAVAILABLE, Database, Migration
+from services.common._db import DATABASE_UNAVAILABLE, Database, Migration, retrying_read
 from services.common._errors import ResourceExhausted, Unavailable
+
+T = TypeVar("T")
 
 
 def role_conninfo(owner_conninfo: str, role: str, app_url: str | None = None) -> str:
@@ -32,6 +34,21 @@ def role_conninfo(owner_conninfo: str, role: str, app_url: str | None = None) ->
     params = conninfo_to_dict(owner_conninfo)
     params.pop("password", None)
     params["user"] = role
+    return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+
+
+def read_conninfo(read_url: str, role: str, app_url: str | None = None) -> str:
+    """Where a store's reads on a standby connect: ``read_url``'s hosts, as the store's
+    role — the user and password of ``app_url`` when configured (a standby has the
+    primary's roles), else ``role`` without a password, as ``role_conninfo``."""
+    params = conninfo_to_dict(read_url)
+    params.pop("password", None)
+    params["user"] = role
+    if app_url:
+        app = conninfo_to_dict(app_url)
+        params["user"] = app.get("user") or role
+        if app.get("password"):
+            params["password"] = app["password"]
     return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
 
 
@@ -74,13 +91,32 @@ class TenantStore:
 
     @asynccontextmanager
     async def _tx(
-        self, tenant_id: str, *, pipelined: bool = True
+        self, tenant_id: str, *, pipelined: bool = True, database: Database | None = None
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A transaction that sees only ``tenant_id``'s rows. Pipelined by default (a
         result is there once fetched, see ``Database.tenant_transaction``); a caller that
-        reads ``rowcount`` or branches on a result mid-way asks for ``pipelined=False``."""
+        reads ``rowcount`` or branches on a result mid-way asks for ``pipelined=False``.
+        ``database``: another pool than the store's own (a standby, for a read)."""
+        db = database or self._db
         async with (
             self._unavailable(),
-            self._db.tenant_transaction(tenant_id, store=self.name, pipelined=pipelined) as conn,
+            db.tenant_transaction(tenant_id, store=self.name, pipelined=pipelined) as conn,
         ):
             yield conn
+
+    async def _read(
+        self,
+        tenant_id: str,
+        run: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]],
+        *,
+        pipelined: bool = True,
+    ) -> T:
+        """An idempotent read in the tenant's transaction, run once more on a fresh
+        connection when its connection broke under it (a failover): the first request
+        after a failover is answered, not failed. Never for writes (``retrying_read``)."""
+
+        async def attempt() -> T:
+            async with self._tx(tenant_id, pipelined=pipelined) as conn:
+                return await run(conn)
+
+        return await retrying_read(attempt)

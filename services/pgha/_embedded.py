@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ STANDBY_DIR = "pg-standby"
 _PORTS = {PRIMARY_DIR: 5432, STANDBY_DIR: 5433}
 _START_TIMEOUT_S = 60
 _REPAIR_BACKOFF_S = 5.0
+# How long a started standby may take to stream before it is rebuilt.
+_STREAM_WAIT_S = 15.0
 
 
 def _bin(name: str) -> str:
@@ -212,14 +215,14 @@ class EmbeddedPair:
     """The primary and its synchronous standby under one data directory; the
     ``Repairer`` of the failover monitor (it can reach the nodes' files)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, say: Callable[[str], None] | None = None) -> None:
         self.data_dir = data_dir.resolve()
+        self._say = say or _log.warning
         self._user = _system_user()
         self.nodes = {
             application_name(d): EmbeddedNode(self.data_dir / d, _PORTS[d], self._user)
             for d in (PRIMARY_DIR, STANDBY_DIR)
         }
-        self._started: set[str] = set()
         self._repair_after: dict[str, float] = {}
 
     # -- start and stop ------------------------------------------------------------------
@@ -234,7 +237,6 @@ class EmbeddedPair:
             self._initdb(primary)
         if not primary.running():
             primary.start()
-            self._started.add(primary.name)
         self._require_sync(primary)
         if standby.rebuild_marker.exists() or not standby.initialised or not standby.is_standby:
             standby.stop()
@@ -243,8 +245,35 @@ class EmbeddedPair:
             standby.rebuild_marker.unlink()
         if not standby.running():
             standby.start()
-            self._started.add(standby.name)
+        if not self._streams(primary, standby, _STREAM_WAIT_S):
+            # A standby left behind (the primary ran alone meanwhile and recycled the WAL
+            # it needs) never catches up by itself: a fresh copy does.
+            self._say(f"{standby.name} does not stream from {primary.name}; rebuilding it")
+            standby.stop()
+            standby.rebuild_marker.touch()
+            standby.clone_from(primary)
+            standby.rebuild_marker.unlink()
+            standby.start()
         return self.info(primary.name)
+
+    @staticmethod
+    def _streams(primary: EmbeddedNode, standby: EmbeddedNode, timeout_s: float) -> bool:
+        """Whether the primary lists the standby as streaming within ``timeout_s``."""
+        import psycopg  # noqa: PLC0415
+
+        ends = time.monotonic() + timeout_s
+        with psycopg.connect(node_conninfo(primary.address), autocommit=True) as conn:
+            while True:
+                row = conn.execute(
+                    "SELECT 1 FROM pg_stat_replication "
+                    "WHERE application_name = %s AND state = 'streaming'",
+                    (standby.name,),
+                ).fetchone()
+                if row is not None:
+                    return True
+                if time.monotonic() >= ends:
+                    return False
+                time.sleep(0.1)
 
     def info(self, primary: str) -> PairInfo:
         addresses = {name: node.address for name, node in self.nodes.items()}
@@ -328,14 +357,10 @@ class EmbeddedPair:
             started = time.monotonic()
             node.clone_from(source)
             node.rebuild_marker.unlink()
-            _log.warning(
-                "postgres: rebuilt %s as a standby of %s in %.1f s",
-                name,
-                primary,
-                time.monotonic() - started,
+            self._say(
+                f"rebuilt {name} as a standby of {primary} in {time.monotonic() - started:.1f} s"
             )
         node.start()
-        self._started.add(name)
 
 
 def _system_user() -> str | None:

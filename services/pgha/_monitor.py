@@ -106,9 +106,10 @@ class FailoverMonitor:
         writable.sort(key=lambda n: (states[n].timeline, n == next(iter(self.nodes))))
         self.primary = writable[-1]
         self._last_ok = self._clock()
-        self._say(f"postgres primary is {self.primary}")
+        self._say(f"primary is {self.primary}")
         for other in writable[:-1]:
             self._fence(other, states[other])
+            states[other] = self.nodes[other].probe()  # this round acts on what is now
 
     def _primary_up(self, states: dict[str, NodeState], now: float) -> None:
         assert self.primary is not None
@@ -139,7 +140,7 @@ class FailoverMonitor:
                 # Once the reload has reached the WAL senders the standby confirms every
                 # commit from then on: a promotion candidate again at the next round.
                 self._say(
-                    f"postgres standby {', '.join(sorted(state.streaming))} streams again: "
+                    f"standby {', '.join(sorted(state.streaming))} streams again: "
                     "commits are synchronous again (on both nodes when acknowledged)"
                 )
             return
@@ -148,8 +149,11 @@ class FailoverMonitor:
         waited = now - self._no_standby_since
         if state.sync_required and waited >= self.settings.sync_wait_s:
             self.nodes[self.primary].set_sync(False)
+            # From the next commit on, acknowledged writes are on the primary alone: no
+            # standby may be promoted over it until one confirms commits again.
+            self._synchronous = frozenset()
             self._say(
-                f"WARNING postgres: no standby for {waited:.1f} s; commits on {self.primary} "
+                f"WARNING: no standby for {waited:.1f} s; commits on {self.primary} "
                 "are NO LONGER SYNCHRONOUS (acknowledged writes are on one node only) until "
                 "a standby streams again"
             )
@@ -165,7 +169,7 @@ class FailoverMonitor:
             if not self._refusing_said:
                 self._refusing_said = True
                 self._say(
-                    f"ERROR postgres primary {self.primary} is down and no standby is known "
+                    f"ERROR: primary {self.primary} is down and no standby is known "
                     "to hold every acknowledged write: not promoting (writes refused)"
                 )
             return
@@ -190,7 +194,7 @@ class FailoverMonitor:
             self.on_failover(event)  # says it (one line), its own way
         else:
             self._say(
-                f"postgres failover: {old} is down; promoted {chosen} (writes refused for "
+                f"failover: {old} is down; promoted {chosen} (writes refused for "
                 f"{refused:.1f} s); commits are not synchronous until {old} is back as a "
                 "standby"
             )
@@ -198,10 +202,7 @@ class FailoverMonitor:
     def _fence(self, name: str, state: NodeState) -> None:
         if not state.read_only:
             self.nodes[name].fence()
-            self._say(
-                f"postgres: {name} answered as a second primary; fenced it (read-only, "
-                "sessions ended)"
-            )
+            self._say(f"{name} answered as a second primary; fenced it (read-only, sessions ended)")
         if self.repairer is not None:
             self._repair(name)
 

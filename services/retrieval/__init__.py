@@ -19,6 +19,7 @@ from services.retrieval._repository import (
     RetrievalRepository,
     SearchPlan,
     app_conninfo,
+    app_read_conninfo,
     migrations,
 )
 from services.retrieval._search import (
@@ -35,6 +36,7 @@ from services.retrieval._server import (
     create_server,
     open_database,
     prepare_store,
+    read_routing,
     ready,
 )
 from services.retrieval._settings import DEFAULT_PORT, RetrievalSettings, cpu_flags
@@ -102,6 +104,7 @@ __all__ = [
     "SearchResult",
     "Searcher",
     "app_conninfo",
+    "app_read_conninfo",
     "blend",
     "chunk_text",
     "cpu_flags",
@@ -113,6 +116,7 @@ __all__ = [
     "normalise",
     "open_database",
     "prepare_store",
+    "read_routing",
     "ready",
     "rerank_hits",
     "rrf_score",

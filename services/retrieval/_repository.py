@@ -10,11 +10,11 @@ Connection failures leave as ``Unavailable`` with reason DATABASE_UNAVAILABLE.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,8 +26,12 @@ from services.common import (
     Database,
     FailedPrecondition,
     Migration,
+    ReadRouting,
     TenantStore,
+    Unavailable,
     load_migrations,
+    read_conninfo,
+    retrying_read,
     role_conninfo,
 )
 from services.retrieval._acl import reader_settings
@@ -43,6 +47,7 @@ from services.retrieval._types import (
     StoredDocument,
 )
 
+_T = TypeVar("_T")
 _HNSW_INDEX = "retrieval_chunks_embedding_hnsw"
 _INDEX_LOCK_KEY = 0x7A4D_0005
 _CHUNK_NAMESPACE = uuid.UUID("6f1d3c52-2b0e-4f57-9a43-5d0e6c1b8a21")
@@ -62,6 +67,11 @@ def migrations() -> list[Migration]:
 def app_conninfo(owner_conninfo: str, app_url: str | None = None) -> str:
     """Where queries connect (see ``role_conninfo``)."""
     return role_conninfo(owner_conninfo, APP_ROLE, app_url)
+
+
+def app_read_conninfo(read_url: str, app_url: str | None = None) -> str:
+    """Where reads on a standby connect (see ``read_conninfo``): the same role."""
+    return read_conninfo(read_url, APP_ROLE, app_url)
 
 
 @dataclass(frozen=True)
@@ -188,20 +198,74 @@ class RetrievalRepository(TenantStore):
     """Documents and chunks of every tenant; each call is scoped to one tenant.
 
     The pool is opened (and migrated) by ``prepare_store``, which also builds the vector
-    index; the repository only runs statements on it."""
+    index; the repository only runs statements on it.
+
+    Reads that tolerate bounded staleness — Search, its EXPLAIN, GetDocument and
+    ListDocuments: idempotent, read-only, and each write of the tenant is marked so that
+    the tenant's next read sees it — take the pool ``reads`` chooses (a standby when one
+    is configured and fresh). Everything a write decides on (``tenant_exists``,
+    ``stored_versions``) and the writes themselves stay on the primary."""
 
     name = "the retrieval database"
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, reads: ReadRouting | None = None) -> None:
         super().__init__(database, migrations())
+        self.reads = reads or ReadRouting(database)
+
+    @asynccontextmanager
+    async def _write(self, tenant_id: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A write's transaction; once committed, its tenant is marked written so that
+        its next read waits for no standby that has not replayed it."""
+        async with self._transaction(tenant_id) as conn:
+            yield conn
+        await self.reads.mark_written(tenant_id)
+
+    async def _routed(
+        self,
+        tenant_id: str,
+        body: Callable[[psycopg.AsyncConnection[Any]], Awaitable[_T]],
+        *,
+        reader: bool = True,
+        pipelined: bool = True,
+    ) -> _T:
+        """``body`` in a read transaction on the pool ``reads`` picks (``reader``: with
+        the reader statement of ``_tx``; Search sets the reader in its own statement). The
+        read is idempotent: a standby that fails it is replaced by the primary, and on
+        the primary a connection that broke under it (a failover) is retried once on a
+        fresh one (``retrying_read``).
+
+        Pipelined, ``body`` returns its cursor unread and the caller fetches after the
+        commit, so the whole read stays one round trip (a fetch inside the pipeline
+        would wait for the database before the COMMIT is even sent)."""
+
+        async def attempt(database: Database) -> _T:
+            async with self._tx_on(tenant_id, database, reader=reader, pipelined=pipelined) as conn:
+                return await body(conn)
+
+        with self.reads.reading(tenant_id) as database:
+            if database is not self._db:
+                try:
+                    return await attempt(database)
+                except Unavailable:
+                    pass
+            return await retrying_read(lambda: attempt(self._db))
+
+    @asynccontextmanager
+    async def _tx_on(
+        self, tenant_id: str, database: Database, *, reader: bool, pipelined: bool
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        async with super()._tx(tenant_id, database=database, pipelined=pipelined) as conn:
+            if reader:
+                await conn.execute(_SET_READER, reader_settings())
+            yield conn
 
     @asynccontextmanager
     async def _tx(
-        self, tenant_id: str, *, pipelined: bool = True
+        self, tenant_id: str, *, pipelined: bool = True, database: Database | None = None
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """The tenant's transaction with the reader set too: one more statement in the
         same pipeline (no round trip of its own)."""
-        async with super()._tx(tenant_id, pipelined=pipelined) as conn:
+        async with super()._tx(tenant_id, pipelined=pipelined, database=database) as conn:
             await conn.execute(_SET_READER, reader_settings())
             yield conn
 
@@ -212,22 +276,27 @@ class RetrievalRepository(TenantStore):
         return self._tx(tenant_id, pipelined=False)
 
     async def tenant_exists(self, tenant_id: str) -> bool:
-        async with self._transaction(tenant_id) as conn:
+        async def run(conn: psycopg.AsyncConnection[Any]) -> bool:
             cur = await conn.execute("SELECT 1 FROM tenants WHERE tenant_id = %s", (tenant_id,))
             return await cur.fetchone() is not None
+
+        return await self._read(tenant_id, run, pipelined=False)
 
     async def stored_versions(
         self, tenant_id: str, document_ids: Sequence[str]
     ) -> dict[str, StoredVersion]:
         if not document_ids:
             return {}
-        async with self._transaction(tenant_id) as conn:
+
+        async def run(conn: psycopg.AsyncConnection[Any]) -> list[Any]:
             cur = await conn.execute(
                 "SELECT document_id, fingerprint, model_name, content_sha256, chunk_count "
                 "FROM retrieval_documents WHERE tenant_id = %s AND document_id = ANY(%s)",
                 (tenant_id, list(document_ids)),
             )
-            rows = await cur.fetchall()
+            return await cur.fetchall()
+
+        rows = await self._read(tenant_id, run, pipelined=False)
         return {r[0]: StoredVersion(r[1], r[2], r[3], r[4]) for r in rows}
 
     async def write_document(
@@ -242,7 +311,7 @@ class RetrievalRepository(TenantStore):
         # A document id held by a document this reader cannot read fails the upsert
         # (row-level security refuses to update a row its USING hides: 42501, not an
         # overwrite), as does an ACL that leaves the reader out (WITH CHECK).
-        async with self._transaction(tenant_id) as conn:
+        async with self._write(tenant_id) as conn:
             cur = await conn.execute(
                 """
                 INSERT INTO retrieval_documents (
@@ -315,7 +384,7 @@ class RetrievalRepository(TenantStore):
 
     async def delete_document(self, tenant_id: str, document_id: str) -> tuple[bool, int]:
         """Delete a document and its chunks; returns (existed, chunks deleted)."""
-        async with self._transaction(tenant_id) as conn:
+        async with self._write(tenant_id) as conn:
             cur = await conn.execute(
                 "DELETE FROM retrieval_chunks WHERE tenant_id = %s AND document_id = %s",
                 (tenant_id, document_id),
@@ -342,12 +411,16 @@ class RetrievalRepository(TenantStore):
                 (principals, groups, tenant_id, document_id),
             )
             row = await cur.fetchone()
+        if row is not None:
+            await self.reads.mark_written(tenant_id)
         return None if row is None else int(row[0])
 
     async def get_document(
         self, tenant_id: str, document_id: str, *, include_chunks: bool
     ) -> tuple[StoredDocument, list[StoredChunk]] | None:
-        async with self._transaction(tenant_id) as conn:
+        async def body(
+            conn: psycopg.AsyncConnection[Any],
+        ) -> tuple[StoredDocument, list[StoredChunk]] | None:
             cur = await conn.execute(
                 sql.SQL(
                     "SELECT {} FROM retrieval_documents WHERE tenant_id = %s AND document_id = %s"
@@ -368,7 +441,9 @@ class RetrievalRepository(TenantStore):
                     StoredChunk(str(r[0]), document_id, r[1], r[2], r[3])
                     for r in await cur.fetchall()
                 ]
-        return _document(row), chunks
+            return _document(row), chunks
+
+        return await self._routed(tenant_id, body, pipelined=False)
 
     async def list_documents(
         self,
@@ -391,18 +466,20 @@ class RetrievalRepository(TenantStore):
             "SELECT {} FROM retrieval_documents WHERE {} "
             "ORDER BY update_time DESC, document_id DESC LIMIT %(limit)s"
         ).format(_DOCUMENT_COLUMNS, sql.SQL(" AND ").join(conditions))
-        async with self._transaction(tenant_id) as conn:
+
+        async def body(conn: psycopg.AsyncConnection[Any]) -> list[StoredDocument]:
             cur = await conn.execute(query, params)
             return [_document(r) for r in await cur.fetchall()]
+
+        return await self._routed(tenant_id, body, pipelined=False)
 
     async def search(self, plan: SearchPlan) -> SearchRows:
         """Run one search in one statement, in one round trip: the tenant transaction is
         pipelined, so its start, the settings, the statement and the commit leave
         together, and the rows are read after it."""
         query, params = _search_statement(plan)
-        # The tenant's transaction without ``_tx``'s reader statement: the reader goes in
-        # this one statement with the search's own settings.
-        async with super()._tx(plan.tenant_id) as conn:
+
+        async def body(conn: psycopg.AsyncConnection[Any]) -> psycopg.AsyncCursor[Any]:
             await conn.execute(
                 "SELECT set_config('hnsw.ef_search', %s, true), "
                 "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
@@ -417,7 +494,11 @@ class RetrievalRepository(TenantStore):
             # tiers are computed inside the statement. Hybrid p50 in the retrieval
             # benchmark, planned each time → once: 10K chunks 5.3 → 2.6 ms, 100K 12.6 →
             # 10.6 ms, the same recall and the same hits.
-            cur = await conn.execute(query, params, prepare=True)
+            return await conn.execute(query, params, prepare=True)
+
+        # The tenant's transaction without ``_tx``'s reader statement: the reader goes in
+        # the settings statement with the search's own settings.
+        cur = await self._routed(plan.tenant_id, body, reader=False)
         rows = await cur.fetchall()
         other = rows[0][0] if rows else None
         hits = [_hit(r) for r in rows if r[1] is not None]
@@ -425,9 +506,11 @@ class RetrievalRepository(TenantStore):
 
     async def explain_search(self, plan: SearchPlan) -> Any:
         """The plan (EXPLAIN, JSON) of ``plan``'s statement, run exactly as ``search``
-        runs it (same settings, same reader): benchmarks check the indexes stay in use."""
+        runs it (same settings, same reader, same pool choice): benchmarks check the
+        indexes stay in use."""
         query, params = _search_statement(plan)
-        async with super()._tx(plan.tenant_id) as conn:
+
+        async def body(conn: psycopg.AsyncConnection[Any]) -> Any:
             await conn.execute(
                 "SELECT set_config('hnsw.ef_search', %s, true), "
                 "set_config('hnsw.iterative_scan', 'relaxed_order', true), " + _READER,
@@ -435,7 +518,9 @@ class RetrievalRepository(TenantStore):
             )
             cur = await conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) {}").format(query), params)
             row = await cur.fetchone()
-        return row[0] if row else None
+            return row[0] if row else None
+
+        return await self._routed(plan.tenant_id, body, reader=False)
 
     async def ensure_vector_index(self, *, enabled: bool, m: int, ef_construction: int) -> str:
         """Bring the HNSW index in line with the settings: "created", "rebuilt", "dropped"

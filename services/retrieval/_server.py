@@ -7,15 +7,19 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
 from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 
 from services.common import (
+    LSN_HEADER,
     Database,
     DatabaseSettings,
     GrpcServer,
+    ReadRouting,
+    ReadSettings,
     ServerSettings,
     Telemetry,
     TelemetrySettings,
@@ -31,7 +35,12 @@ from services.retrieval._documents import DocumentCatalog
 from services.retrieval._embedding_client import EmbeddingClient
 from services.retrieval._extract_pool import ExtractionPool
 from services.retrieval._ingest import Ingestor
-from services.retrieval._repository import RetrievalRepository, app_conninfo, migrations
+from services.retrieval._repository import (
+    RetrievalRepository,
+    app_conninfo,
+    app_read_conninfo,
+    migrations,
+)
 from services.retrieval._search import FastembedReranker, Reranker, Searcher
 from services.retrieval._settings import DEFAULT_PORT, RetrievalSettings, cpu_flags
 from services.retrieval._types import (
@@ -62,14 +71,16 @@ _log = logging.getLogger("tandem.retrieval")
 @dataclass(frozen=True)
 class RetrievalDeps:
     """What the service needs: an opened database, a channel to the embedding service,
-    its settings, a reranker when one is configured, and the extraction workers (a pool
-    of its own from the settings when not given; whoever passes one closes it)."""
+    its settings, a reranker when one is configured, the extraction workers (a pool
+    of its own from the settings when not given; whoever passes one closes it), and where
+    staleness-tolerant reads go (the database alone when not given)."""
 
     settings: RetrievalSettings
     database: Database
     embedding_channel: grpc.aio.Channel
     reranker: Reranker | None = None
     extraction: ExtractionPool | None = None
+    reads: ReadRouting | None = None
 
 
 # -- protobuf <-> plain objects -------------------------------------------------------
@@ -331,10 +342,25 @@ def search_result_to_proto(result: SearchResult) -> pb.SearchResponse:
 class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     """Thin: converts protobuf to plain objects, delegates, converts back."""
 
-    def __init__(self, ingestor: Ingestor, catalog: DocumentCatalog, searcher: Searcher) -> None:
+    def __init__(
+        self,
+        ingestor: Ingestor,
+        catalog: DocumentCatalog,
+        searcher: Searcher,
+        reads: ReadRouting | None = None,
+    ) -> None:
         self._ingestor = ingestor
         self._catalog = catalog
         self._searcher = searcher
+        self._reads = reads
+
+    def _written(self, context: grpc.aio.ServicerContext[Any, Any], tenant_id: str) -> None:
+        """Hand the tenant's last write position back in the ``x-tandem-lsn`` trailer (only
+        with a standby), for the caller to send with its next read."""
+        lsn = self._reads.written(tenant_id) if self._reads is not None else 0
+        if lsn:
+            trailer = tuple(context.trailing_metadata() or ())
+            context.set_trailing_metadata((*trailer, (LSN_HEADER, str(lsn))))
 
     async def IngestDocuments(
         self, request: pb.IngestDocumentsRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -347,6 +373,7 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             if reply.HasField("document_finished"):
                 settled.documents.append(reply.document_finished)
             yield reply
+        self._written(context, request.tenant_id)
 
     async def DeleteDocument(
         self, request: pb.DeleteDocumentRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -354,6 +381,7 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         deleted, chunks = await self._catalog.delete(
             request.tenant_id, request.document_id, allow_missing=request.allow_missing
         )
+        self._written(context, request.tenant_id)
         return pb.DeleteDocumentResponse(
             document_id=request.document_id, deleted=deleted, chunks_deleted=chunks
         )
@@ -398,6 +426,7 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             tuple(request.acl.groups),
             allow_missing=request.allow_missing,
         )
+        self._written(context, request.tenant_id)
         if chunks is None:
             return pb.UpdateDocumentAclResponse(document_id=request.document_id)
         return pb.UpdateDocumentAclResponse(
@@ -420,7 +449,7 @@ def extraction_pool(settings: RetrievalSettings) -> ExtractionPool:
 
 def build_servicer(deps: RetrievalDeps, telemetry: Telemetry) -> RetrievalServicer:
     """Wire the logic classes from their collaborators."""
-    repository = RetrievalRepository(deps.database)
+    repository = RetrievalRepository(deps.database, deps.reads)
     embedder = EmbeddingClient(deps.embedding_channel)
     tracer = telemetry.tracer("tandem.retrieval")
     meter = telemetry.meter("tandem.retrieval")
@@ -435,6 +464,7 @@ def build_servicer(deps: RetrievalDeps, telemetry: Telemetry) -> RetrievalServic
         ),
         DocumentCatalog(repository),
         Searcher(repository, embedder, deps.settings, tracer, meter, reranker=deps.reranker),
+        repository.reads,
     )
 
 
@@ -472,6 +502,27 @@ async def open_database(
     )
     await prepare_store(database, settings, embedded=embedded)
     return database
+
+
+def read_routing(
+    database: Database,
+    reads: ReadSettings,
+    settings: RetrievalSettings,
+    db_settings: DatabaseSettings | None = None,
+) -> ReadRouting:
+    """Where Search and the document reads go: ``DATABASE_READ_URL``'s standby (as the
+    row-level-security role, like the primary pool) within ``DB_READ_MAX_LAG_S``, else
+    the primary pool alone. Opened by ``ReadRouting.open`` after the primary's pool."""
+    if reads.url is None:
+        return ReadRouting(database)
+    sizes = db_settings or DatabaseSettings(url=None, data_dir=Path("."))
+    standby = Database(
+        app_read_conninfo(reads.url, settings.app_database_url),
+        min_size=sizes.pool_min_size,
+        max_size=sizes.pool_max_size,
+        timeout_s=sizes.connect_timeout_s,
+    )
+    return ReadRouting(database, standby, max_lag_s=reads.max_lag_s)
 
 
 def server_settings_for(server: ServerSettings, settings: RetrievalSettings) -> ServerSettings:
@@ -540,7 +591,8 @@ async def run_until_signalled() -> None:
     )
     reranker = await asyncio.to_thread(load_reranker, settings)
     extraction = extraction_pool(settings)
-    deps = RetrievalDeps(settings, database, channel, reranker, extraction)
+    reads = read_routing(database, ReadSettings.from_env(), settings, db_settings)
+    deps = RetrievalDeps(settings, database, channel, reranker, extraction, reads)
     server = GrpcServer(server_settings_for(server_settings, settings), telemetry, trust=trust)
     server.add_service(
         SERVICE_NAME,
@@ -551,11 +603,13 @@ async def run_until_signalled() -> None:
     async def start() -> None:
         extraction.start()  # warm workers, so the first file waits for no imports
         await prepare_store(database, settings, embedded=db_settings.url is None)
+        await reads.open()
         server.watch_dependencies({"postgres": database.ping})
 
     async def stop() -> None:
         await extraction.close()
         await channel.close()
+        await reads.close()
         await database.close()
 
     await serve(server, on_start=start, on_stop=stop)

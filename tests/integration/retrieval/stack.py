@@ -15,7 +15,14 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from services.bench.retrieval_eval import DEFAULT_DATASET, Dataset, read_beir
-from services.common import Database, GrpcServer, Telemetry, create_channel
+from services.common import (
+    Database,
+    GrpcServer,
+    ReadRouting,
+    ReadSettings,
+    Telemetry,
+    create_channel,
+)
 from services.embedding import Embedder, EmbeddingEngine, MicroBatcher, QueryCache
 from services.embedding._server import EmbeddingDeps
 from services.embedding._server import create_server as create_embedding_server
@@ -26,6 +33,7 @@ from services.retrieval._server import (
     create_server,
     extraction_pool,
     open_database,
+    read_routing,
     ready,
 )
 from tandem.v1 import retrieval_service_pb2 as pb
@@ -61,6 +69,7 @@ class Retrieval:
     database: Database
     channels: list[grpc.aio.Channel] = field(default_factory=list)
     extraction: ExtractionPool | None = None
+    reads: ReadRouting | None = None
 
     async def close(self) -> None:
         await self.server.stop(0)
@@ -68,6 +77,8 @@ class Retrieval:
             await self.extraction.close()
         for channel in self.channels:
             await channel.close()
+        if self.reads is not None:
+            await self.reads.close()
         await self.database.close()
 
 
@@ -80,18 +91,22 @@ async def start_retrieval(
     reranker: Reranker | None = None,
     pool_timeout_s: float = 2.0,
     server: dict[str, Any] | None = None,
+    reads: ReadSettings | None = None,
 ) -> Retrieval:
-    """``server``: ServerSettings overrides (a short default deadline, a connection age)."""
+    """``server``: ServerSettings overrides (a short default deadline, a connection age);
+    ``reads``: a standby for Search and the document reads (``DATABASE_READ_URL``)."""
     settings = settings or RetrievalSettings(embedding_addr=embedding_addr)
     database = await open_database(
         conninfo, settings, min_size=1, max_size=4, timeout_s=pool_timeout_s
     )
+    routing = read_routing(database, reads or ReadSettings(), settings)
+    await routing.open()
     embedding_channel = create_channel(embedding_addr)
     extraction = extraction_pool(settings)
     grpc_server, _ = await create_server(
         server_settings("retrieval", **(server or {})),
         telemetry,
-        RetrievalDeps(settings, database, embedding_channel, reranker, extraction),
+        RetrievalDeps(settings, database, embedding_channel, reranker, extraction, routing),
     )
     await ready(grpc_server)
     client = create_channel(grpc_server.address)
@@ -101,6 +116,7 @@ async def start_retrieval(
         database,
         [client, embedding_channel],
         extraction,
+        routing,
     )
 
 
