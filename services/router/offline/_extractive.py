@@ -77,14 +77,18 @@ _INSTRUCTION = re.compile(
 # hyphenated name ("--exclude-type"); standing alone they are what the question asks
 # about ("the type of each file system", "which content type").
 _KIND_WORDS = r"way|ways|kind|kinds|type|types"
+_KIND_SET = frozenset(_KIND_WORDS.split("|"))
 _KIND_ASKED = re.compile(rf"(?<![\w-])(?<!what )(?<!which )({_KIND_WORDS})(?![\w-])", re.I)
 
 
 def question_terms(question: str) -> list[str]:
     """The question's topic words (placeholders such as ``{{s1}}`` removed)."""
     text = re.sub(r"\{\{[^}]*\}\}", " ", question)
+    words = keywords(text)
+    if not _KIND_SET.intersection(words):
+        return [k for k in words if k not in _QUESTION_NOISE]
     asked = {m.group(1).lower() for m in _KIND_ASKED.finditer(text)}
-    return [k for k in keywords(text) if k not in _QUESTION_NOISE or k in asked]
+    return [k for k in words if k not in _QUESTION_NOISE or k in asked]
 
 
 @dataclass(frozen=True)
