@@ -243,8 +243,9 @@ def unplaced(question: str, passages: Sequence[Passage]) -> tuple[str, ...]:
     capacitor").
 
     A word counts as held when any passage or its title holds its stem, a synonym, a
-    one-typo variant (the answer picker's own match) or the word itself inside a longer
-    one ("home" in "homedir"): a refusal may say a word is missing from what was found,
+    one-typo variant (the answer picker's own match), the word itself inside a longer
+    one ("home" in "homedir") or, for "slower" or "natively", its base ("slows",
+    "native"): a refusal may say a word is missing from what was found,
     never that a passage lacks a word it has."""
     terms = question_terms(question)
     if not terms or not passages:
@@ -253,7 +254,7 @@ def unplaced(question: str, passages: Sequence[Passage]) -> tuple[str, ...]:
     stems, word_stems = _analyse_once(held)
     found = set(_covered(terms, stems, word_stems, typo=_typo_once).matched)
     lowered = held.lower()
-    absent = {t for t in terms if t not in found and t not in lowered}
+    absent = {t for t in terms if t not in found and not any(b in lowered for b in _bases(t))}
     phrases: list[str] = []
     run: list[str] = []
     end = 0
@@ -270,6 +271,18 @@ def unplaced(question: str, passages: Sequence[Passage]) -> tuple[str, ...]:
                 run.append(token.raw)
             end = token.end
     return tuple(phrases[:MAX_UNPLACED])
+
+
+# A comparative, superlative or adverb and its base ("slower" is held by "slows down",
+# "natively" by "native"): what a refusal must not call absent.
+_DEGREE = re.compile(r"(?:i?er|i?est|i?ly)$")
+
+
+def _bases(term: str) -> tuple[str, ...]:
+    """``term`` and, for a comparative, superlative or adverb, its base (four letters or
+    more): each is held when the passages' text holds it anywhere."""
+    base = _DEGREE.sub("", term)
+    return (term, base) if base != term and len(base) >= 4 else (term,)
 
 
 def _analyse_once(text: str) -> tuple[frozenset[str], frozenset[str]]:

@@ -36,6 +36,14 @@ def test_a_word_held_inside_a_longer_one_is_never_named() -> None:
     assert unplaced("Is df portable?", (DF_DESCRIPTION,)) == ()
 
 
+def test_a_comparative_or_adverb_is_held_by_its_base() -> None:
+    # "slower" by "slows", "more intimately" by "intimate"; "faster" is not held.
+    passage = Passage("1", "Running under the tool slows a program down.", "bbv")
+    assert unplaced("How much slower is a program under the tool?", (passage,)) == ()
+    assert unplaced("Does df know the structures intimately?", (DF_DESCRIPTION,)) == ()
+    assert unplaced("Is it faster?", (passage,)) == ("faster",)
+
+
 def test_nothing_is_named_when_every_word_is_held_or_nothing_was_found() -> None:
     question = "Does sed edit files in place?"
     assert unplaced_note(question, MANUALS) is None
