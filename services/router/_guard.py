@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from services.common.llm import AnswerSentence
-from services.router.offline import NO_ANSWER, PARTIAL_NOTE
+from services.router.offline import framing
 
 HIGH = "HIGH"
 MEDIUM = "MEDIUM"
@@ -180,5 +180,6 @@ def check_output(
 
 
 def needs_citation(text: str) -> bool:
-    """Framing sentences (no answer, partial note) are not claims and need no citation."""
-    return text not in (NO_ANSWER, PARTIAL_NOTE)
+    """Framing sentences (no answer, partial note, a refusal's unplaced words) are not
+    claims and need no citation."""
+    return not framing(text)

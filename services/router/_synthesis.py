@@ -58,7 +58,7 @@ from services.router._types import (
     StepRun,
     UsageEntry,
 )
-from services.router.offline import NO_ANSWER, cited_row
+from services.router.offline import NO_ANSWER, cited_row, unplaced_note
 
 # The most confidence an answer carries when any dependency or step degraded it.
 DEGRADED_CONFIDENCE = 0.5
@@ -160,6 +160,17 @@ class Synthesis:
         sentences = [s for a in answers for s in a.sentences] if supported else []
         if not sentences:
             sentences = [AnswerSentence(NO_ANSWER)]
+            # A document refusal says which of the question's words the passages found
+            # lack, as the SQL side names the phrase it could not place.
+            # The section path counts as held too (a heading the chunker kept aside).
+            passages = [
+                Passage(str(e.number), f"{e.hit.section}\n{e.hit.text}", e.hit.title)
+                for e in usable
+                if e.hit is not None
+            ]
+            note = unplaced_note(self.request.question, passages)
+            if note is not None:
+                sentences.append(AnswerSentence(note))
         guards = self.guardrails
         checked = _guard.check_output(
             sentences,

@@ -10,7 +10,12 @@ splitting), ``_rules`` (classification, decomposition, search queries), ``_follo
 """
 
 from services.router.offline._cells import CitedRow, cited_row
-from services.router.offline._extractive import NO_ANSWER, PARTIAL_NOTE
+from services.router.offline._extractive import (
+    NO_ANSWER,
+    PARTIAL_NOTE,
+    framing,
+    unplaced_note,
+)
 from services.router.offline._followup import BuildsOn, Relation, Resolution, resolve
 from services.router.offline._provider import DETERMINISTIC_MODEL, DeterministicProvider
 
@@ -24,5 +29,7 @@ __all__ = [
     "Relation",
     "Resolution",
     "cited_row",
+    "framing",
     "resolve",
+    "unplaced_note",
 ]

@@ -12,7 +12,7 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from services.common.llm import (
@@ -38,11 +38,14 @@ from services.router.offline._text import (
     split_units,
     stem,
     synonyms,
+    tokenize,
     word_list,
 )
 
 NO_ANSWER = "The data does not contain the answer to this question."
 PARTIAL_NOTE = "Some steps failed, so this answer rests on partial results."
+# How a refusal names the question's words that no passage found holds (``unplaced_note``).
+UNPLACED_NOTE = "The passages found do not mention "
 RELEVANT_AT = 0.5
 MAX_SENTENCES = 4
 
@@ -70,10 +73,22 @@ _INSTRUCTION = re.compile(
 )
 
 
+# Noise as the question's own scaffold ("what kind of …", "which types") or inside a
+# hyphenated name ("--exclude-type"); standing alone they are what the question asks
+# about ("the type of each file system", "which content type").
+_KIND_WORDS = r"way|ways|kind|kinds|type|types"
+_KIND_SET = frozenset(_KIND_WORDS.split("|"))
+_KIND_ASKED = re.compile(rf"(?<![\w-])(?<!what )(?<!which )({_KIND_WORDS})(?![\w-])", re.I)
+
+
 def question_terms(question: str) -> list[str]:
     """The question's topic words (placeholders such as ``{{s1}}`` removed)."""
     text = re.sub(r"\{\{[^}]*\}\}", " ", question)
-    return [k for k in keywords(text) if k not in _QUESTION_NOISE]
+    words = keywords(text)
+    if not _KIND_SET.intersection(words):
+        return [k for k in words if k not in _QUESTION_NOISE]
+    asked = {m.group(1).lower() for m in _KIND_ASKED.finditer(text)}
+    return [k for k in words if k not in _QUESTION_NOISE or k in asked]
 
 
 @dataclass(frozen=True)
@@ -97,15 +112,24 @@ def _coverage(terms: Sequence[str], text: str) -> _Coverage:
     return _covered(terms, *_analyse(text))
 
 
-def _covered(terms: Sequence[str], stems: frozenset[str], word_stems: frozenset[str]) -> _Coverage:
+def _covered(
+    terms: Sequence[str],
+    stems: frozenset[str],
+    word_stems: frozenset[str],
+    typo: Callable[[str, frozenset[str]], bool] | None = None,
+) -> _Coverage:
+    """Which of ``terms`` the text of ``stems`` holds: the stem, a synonym, or (five
+    letters or more) a one-typo variant; ``typo`` checks that last (remembered per text
+    unless given)."""
     if not terms:
         return _Coverage((), 0.0)
+    typo_of_any = typo or _typo_of_any
     matched = []
     for term in terms:
         if (
             stem(term) in stems
             or any(stem(s) in stems for s in synonyms(term))
-            or (len(term) >= 5 and _typo_of_any(stem(term), word_stems))
+            or (len(term) >= 5 and typo_of_any(stem(term), word_stems))
         ):
             matched.append(term)
     return _Coverage(tuple(matched), len(matched) / len(terms))
@@ -207,6 +231,89 @@ def feedback_words(question: str, passages: Sequence[Passage]) -> list[str]:
                 continue
             words.setdefault(word, counts.get(stem(word), 0))
     return sorted(words, key=lambda w: (words[w], list(words).index(w)))[:FEEDBACK_WORDS]
+
+
+# The most phrases a refusal names: the question's own words, not a list of them.
+MAX_UNPLACED = 3
+
+
+def unplaced(question: str, passages: Sequence[Passage]) -> tuple[str, ...]:
+    """The question's topic phrases that none of ``passages`` holds, as the question
+    writes them, in its order (neighbouring absent words are one phrase: "flux
+    capacitor").
+
+    A word counts as held when any passage or its title holds its stem, a synonym, a
+    one-typo variant (the answer picker's own match), the word itself inside a longer
+    one ("home" in "homedir") or, for "slower" or "natively", its base ("slows",
+    "native"): a refusal may say a word is missing from what was found,
+    never that a passage lacks a word it has."""
+    terms = question_terms(question)
+    if not terms or not passages:
+        return ()
+    held = "\n".join(f"{p.title}\n{p.text}" for p in passages)
+    stems, word_stems = _analyse_once(held)
+    found = set(_covered(terms, stems, word_stems, typo=_typo_once).matched)
+    lowered = held.lower()
+    absent = {t for t in terms if t not in found and not any(b in lowered for b in _bases(t))}
+    phrases: list[str] = []
+    run: list[str] = []
+    end = 0
+    for token in [*tokenize(question), None]:
+        # A phrase is absent words written side by side: any other word or a
+        # punctuation mark between two ends it ("yaml, toml" is two).
+        joined = token is not None and not question[end : token.start].strip()
+        if run and not (token is not None and token.low in absent and joined):
+            if " ".join(run) not in phrases:
+                phrases.append(" ".join(run))
+            run = []
+        if token is not None:
+            if token.low in absent:
+                run.append(token.raw)
+            end = token.end
+    return tuple(phrases[:MAX_UNPLACED])
+
+
+# A comparative, superlative or adverb and its base ("slower" is held by "slows down",
+# "natively" by "native"): what a refusal must not call absent.
+_DEGREE = re.compile(r"(?:i?er|i?est|i?ly)$")
+
+
+def _bases(term: str) -> tuple[str, ...]:
+    """``term`` and, for a comparative, superlative or adverb, its base (four letters or
+    more): each is held when the passages' text holds it anywhere."""
+    base = _DEGREE.sub("", term)
+    return (term, base) if base != term and len(base) >= 4 else (term,)
+
+
+def _analyse_once(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """``_analyse`` without remembering: the whole of a refusal's passages, read once."""
+    pairs = lowered_stems(text)
+    return frozenset(s for _, s in pairs), frozenset(s for low, s in pairs if len(low) >= 4)
+
+
+def _typo_once(target: str, word_stems: frozenset[str]) -> bool:
+    """``_typo_of_any`` not remembered: a refusal's text is read once, and a cache
+    would keep its whole vocabulary alive."""
+    return close_to_any(target, word_stems, cutoff=0.88)
+
+
+def unplaced_note(question: str, passages: Sequence[Passage]) -> str | None:
+    """The sentence a refusal adds when the passages found lack some of the question's
+    words ('The passages found do not mention "flux capacitor".'): what to search for
+    or upload, instead of a bare "no answer". None when they hold every word (the
+    passages do not connect them, and no word can be named)."""
+    phrases = unplaced(question, passages)
+    if not phrases:
+        return None
+    quoted = [f'"{p}"' for p in phrases]
+    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return f"{UNPLACED_NOTE}{listed}."
+
+
+def framing(text: str) -> bool:
+    """Whether ``text`` frames an answer rather than claims from evidence (no answer, a
+    partial note, the words a refusal could not place): it needs no citation."""
+    return text in (NO_ANSWER, PARTIAL_NOTE) or text.startswith(UNPLACED_NOTE)
 
 
 def _squash(text: str) -> str:

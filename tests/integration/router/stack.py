@@ -22,6 +22,7 @@ from services.retrieval._server import (
     RetrievalDeps,
     RetrievalServicer,
     build_servicer,
+    extraction_pool,
     open_database,
 )
 from services.router import RouterSettings
@@ -178,8 +179,11 @@ async def start_engines(
     settings = RetrievalSettings(embedding_addr=embedding_addr)
     database = await open_database(pg_url, settings, min_size=1, max_size=4, timeout_s=5.0)
     embedding_channel = create_channel(embedding_addr)
+    # The stack owns its extraction workers and closes them (a pool the servicer made
+    # for itself would outlive the test's event loop once a file is uploaded).
+    extraction = extraction_pool(settings)
     real_retrieval = build_servicer(
-        RetrievalDeps(settings, database, embedding_channel, None), telemetry
+        RetrievalDeps(settings, database, embedding_channel, None, extraction), telemetry
     )
     retrieval_log = CallLog()
     retrieval = GrpcServer(server_settings("retrieval"), telemetry)
@@ -217,7 +221,13 @@ async def start_engines(
         retrieval_log,
         sql_log,
         rpb_grpc.RetrievalServiceStub(client),
-        closers=[database.close, embedding_channel.close, sql_deps.close, client.close],
+        closers=[
+            database.close,
+            embedding_channel.close,
+            extraction.close,
+            sql_deps.close,
+            client.close,
+        ],
     )
 
 
