@@ -24,10 +24,18 @@ class KeyChanges:
     """Listens for changed keys; reconnects after ``retry_s`` when the connection drops."""
 
     def __init__(
-        self, conninfo: str, on_change: Callable[[str], None], *, retry_s: float = 1.0
+        self,
+        conninfo: str,
+        on_change: Callable[[str], None],
+        *,
+        on_lost: Callable[[], None] | None = None,
+        retry_s: float = 1.0,
     ) -> None:
         self._conninfo = conninfo
         self._on_change = on_change
+        # Told when the connection drops (announcements may be missed from then on);
+        # without it, the drop reads as "any key may have changed".
+        self._on_lost = on_lost or (lambda: on_change(""))
         self.retry_s = retry_s
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
@@ -73,5 +81,5 @@ class KeyChanges:
             finally:
                 if self.live:
                     self.live = False
-                    self._on_change("")
+                    self._on_lost()
             await asyncio.sleep(self.retry_s)

@@ -6,6 +6,13 @@ logs. A verified key is served from memory for ``cache_ttl_s`` only while the ga
 listens for key changes (``_key_changes``): a revocation, by any path, drops it there as
 its transaction commits, so a revoked key still stops at once. Not listening, or with the
 memory off, every call reads the database.
+
+One exception keeps callers served through a Postgres failover: when the listener was
+lost *and* the database cannot be reached, a key that was in memory at the loss (or read
+since) answers for up to ``outage_grace_s`` after the loss. No primary means no revocation
+can commit meanwhile; what it risks is a revocation committed in the instant before the
+loss whose announcement never arrived, usable for at most that grace. When the listener is
+back it starts from an empty memory, as always. ``outage_grace_s=0`` refuses instead.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 import time
@@ -29,8 +37,11 @@ from services.common import (
     NotFound,
     PermissionDenied,
     Unauthenticated,
+    Unavailable,
     ensure_tenant,
 )
+
+_log = logging.getLogger("tandem.gateway.keys")
 
 KEY_PREFIX = "tdm_"
 _KEY_SHAPE = re.compile(r"^tdm_([a-z2-7]{16})_([A-Za-z0-9_-]{43})$")
@@ -141,6 +152,7 @@ class ApiKeys:
         *,
         recent_size: int = 10_000,
         cache_ttl_s: float = 0.0,
+        outage_grace_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if len(pepper) < 16:
@@ -153,10 +165,14 @@ class ApiKeys:
         self._recent: OrderedDict[str, tuple[str, bytes, float, frozenset[Scope]]] = OrderedDict()
         self._recent_size = recent_size
         self._cache_ttl_s = cache_ttl_s
+        self._outage_grace_s = outage_grace_s
         self._clock = clock
         self._listening: Callable[[], bool] = lambda: False
         # Bumped by every change heard: a read that saw one start is not remembered.
         self.changes = 0
+        # When the listener was lost (None while listening, or before it first listened).
+        self._deaf_since: float | None = None
+        self._outage_said = False
 
     def listen(self, listening: Callable[[], bool]) -> None:
         """Serve verified keys from memory while ``listening()`` (key changes reach
@@ -170,6 +186,34 @@ class ApiKeys:
             self._recent.pop(key_id, None)
         else:
             self._recent.clear()
+            self._deaf_since = None
+            self._outage_said = False
+
+    def lost(self) -> None:
+        """The listener lost its connection: announcements may be missed from now on. The
+        memory answers no more (``listening()`` is False), except as the outage fallback."""
+        self.changes += 1
+        if self._deaf_since is None:
+            self._deaf_since = self._clock()
+
+    def _outage_answer(self, key_id: str, presented_hmac: bytes, now: float) -> Caller | None:
+        """The remembered caller while the database is unreachable, within the grace."""
+        deaf = self._deaf_since
+        entry = self._recent.get(key_id)
+        if deaf is None or entry is None or now - deaf > self._outage_grace_s:
+            return None
+        if deaf - entry[2] >= self._cache_ttl_s or not hmac.compare_digest(
+            presented_hmac, entry[1]
+        ):
+            return None  # already stale at the loss, or not this key's secret
+        if not self._outage_said:
+            self._outage_said = True
+            _log.warning(
+                "the key database is unreachable: keys verified before are answered from "
+                "memory for up to the outage grace",
+                extra={"fields": {"grace_s": self._outage_grace_s}},
+            )
+        return Caller(entry[0], key_id, entry[3])
 
     def _hmac(self, secret: str) -> bytes:
         return hmac.new(self._pepper, secret.encode(), hashlib.sha256).digest()
@@ -281,14 +325,20 @@ class ApiKeys:
         changes = self.changes
         row = None
         if match:
-            async with self._db.autocommit() as conn:
-                cur = await conn.execute(
-                    "SELECT tenant_id, secret_hmac, scopes FROM api_keys "
-                    "WHERE key_id = %s AND revoked_at IS NULL",
-                    (match.group(1),),
-                    prepare=True,
-                )
-                row = await cur.fetchone()
+            try:
+                async with self._db.autocommit() as conn:
+                    cur = await conn.execute(
+                        "SELECT tenant_id, secret_hmac, scopes FROM api_keys "
+                        "WHERE key_id = %s AND revoked_at IS NULL",
+                        (match.group(1),),
+                        prepare=True,
+                    )
+                    row = await cur.fetchone()
+            except Unavailable:
+                remembered = self._outage_answer(match.group(1), presented_hmac, now)
+                if remembered is None:
+                    raise
+                return remembered
         stored = bytes(row[1]) if row else self._hmac(secrets.token_urlsafe(32))
         if not hmac.compare_digest(presented_hmac, stored) or row is None or match is None:
             raise Unauthenticated("invalid API key", reason="API_KEY_INVALID")

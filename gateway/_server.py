@@ -871,7 +871,12 @@ async def run_until_signalled() -> None:
             )
             await conversations.open()
             opened.append(conversations)
-        keys = ApiKeys(database, pepper, cache_ttl_s=settings.key_cache_ttl_s)
+        keys = ApiKeys(
+            database,
+            pepper,
+            cache_ttl_s=settings.key_cache_ttl_s,
+            outage_grace_s=settings.key_outage_grace_s,
+        )
         audit: AuditLog | None = None
         if settings.audit.enabled:
             audit = AuditLog(
@@ -890,7 +895,7 @@ async def run_until_signalled() -> None:
             await audit.start()
             opened.append(audit)
         if settings.key_cache_ttl_s > 0:
-            changes = KeyChanges(url, keys.forget)
+            changes = KeyChanges(url, keys.forget, on_lost=keys.lost)
             await changes.start()
             opened.append(changes)
             keys.listen(lambda: changes.live)

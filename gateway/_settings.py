@@ -142,6 +142,9 @@ class GatewaySettings:
     # How long a verified key is served from memory (0: every call reads the database).
     # Revocations reach the memory at once, by notification; this bounds the rest.
     key_cache_ttl_s: float = 30.0
+    # While the key database is unreachable (a Postgres failover), keys verified before
+    # answer from memory this long after the key-change listener was lost (0: refuse).
+    key_outage_grace_s: float = 15.0
     uploads: UploadSettings = UploadSettings()
     audit: AuditSettings = AuditSettings()
 
@@ -198,6 +201,7 @@ class GatewaySettings:
             ),
             conversation_app_database_url=env.get_optional("GATEWAY_CONVERSATION_APP_DATABASE_URL"),
             key_cache_ttl_s=env.get_float("GATEWAY_KEY_CACHE_TTL_S", 30.0, minimum=0.0),
+            key_outage_grace_s=env.get_float("GATEWAY_KEY_OUTAGE_GRACE_S", 15.0, minimum=0.0),
             uploads=UploadSettings.from_env(env, max_upload_bytes),
             audit=AuditSettings.from_env(env),
         )

@@ -21,7 +21,13 @@ import pytest
 
 from gateway import ApiKeys, Scope
 from gateway._key_changes import KeyChanges
-from services.common import Database, PermissionDenied, Unauthenticated, load_migrations
+from services.common import (
+    Database,
+    PermissionDenied,
+    Unauthenticated,
+    Unavailable,
+    load_migrations,
+)
 from tests.integration.pg_waits import WaitCounter
 
 pytestmark = pytest.mark.integration
@@ -70,12 +76,17 @@ async def memory(pg_url: str) -> AsyncIterator[Memory]:
     admin_db = Database(pg_url, min_size=1, max_size=1)
     await admin_db.open(load_migrations("gateway", "gateway.migrations"))
     relay = WaitCounter(pg_url)
-    db = Database(await relay.start(), min_size=1, max_size=1)
+    db = Database(await relay.start(), min_size=1, max_size=1, timeout_s=0.5)
     await db.open()
     clock = _Clock()
-    keys = ApiKeys(db, PEPPER, cache_ttl_s=30.0, clock=clock)
+    keys = ApiKeys(db, PEPPER, cache_ttl_s=30.0, outage_grace_s=15.0, clock=clock)
     heard = _Heard(keys)
-    changes = KeyChanges(pg_url, heard, retry_s=0.05)
+
+    def lost() -> None:
+        keys.lost()
+        heard._event.set()
+
+    changes = KeyChanges(pg_url, heard, on_lost=lost, retry_s=0.05)
     await changes.start()
     keys.listen(lambda: changes.live)
     try:
@@ -220,3 +231,45 @@ async def test_with_the_memory_off_every_call_reads_the_database(pg_url):
     finally:
         await db.close()
         await relay.close()
+
+
+async def _outage(memory: Memory, pg_url: str) -> None:
+    """The listener lost and the keys' database unreachable (the relay gone): a failover's
+    window, as the gateway sees it."""
+    memory.changes.retry_s = 60  # it stays down for the rest of the test
+    before = memory.keys.changes
+    await _kill_the_listener(pg_url)
+    await memory.heard.until(lambda: memory.keys.changes > before)
+    await memory.relay.close()
+
+
+async def test_through_a_database_outage_a_key_in_memory_answers_within_the_grace(memory, pg_url):
+    issued = await memory.admin.create("acme", scopes=(Scope.ASK,))
+    unseen = await memory.admin.create("acme")
+    await memory.keys.verify(issued.secret)  # in memory at the loss
+    await _outage(memory, pg_url)
+    memory.clock.now += 14
+    assert (await memory.keys.authorize(issued.secret, Scope.ASK)).tenant == "acme"
+    with pytest.raises(PermissionDenied):  # its scopes as they were remembered
+        await memory.keys.authorize(issued.secret, Scope.TEACH)
+    tampered = issued.secret[:-1] + ("A" if issued.secret[-1] != "A" else "B")
+    for refused in (tampered, unseen.secret):  # never from memory: the outage shows
+        with pytest.raises(Unavailable):
+            await memory.keys.verify(refused)
+    memory.clock.now += 2  # past the grace
+    with pytest.raises(Unavailable):
+        await memory.keys.verify(issued.secret)
+
+
+async def test_a_key_already_stale_at_the_loss_or_a_grace_of_zero_refuses(memory, pg_url):
+    issued = await memory.admin.create("acme")
+    await memory.keys.verify(issued.secret)
+    memory.clock.now += 31  # the memory's 30 s were over before the loss
+    await _outage(memory, pg_url)
+    with pytest.raises(Unavailable):
+        await memory.keys.verify(issued.secret)
+    strict = ApiKeys(memory.db, PEPPER, cache_ttl_s=30.0, clock=memory.clock)
+    strict._recent = memory.keys._recent  # the same memory, no grace
+    strict.lost()
+    with pytest.raises(Unavailable):
+        await strict.verify(issued.secret)
