@@ -13,6 +13,7 @@ import logging
 import re
 import select
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -231,6 +232,59 @@ def closed_by_server(conn: psycopg.AsyncConnection[Any]) -> bool:
     return bool(poller.poll(0))
 
 
+_Pool = psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]]
+# One background sweep at a time per pool (weakly held: a closed pool is forgotten).
+_sweeps: weakref.WeakKeyDictionary[_Pool, asyncio.Task[None]] = weakref.WeakKeyDictionary()
+
+
+async def checkout(pool: _Pool, wait: float) -> psycopg.AsyncConnection[Any]:
+    """A connection of ``pool`` that the server has not closed, within ``wait`` seconds.
+
+    After a failover every idle connection to the old primary is dead; the pool would
+    hand each out and the request using it would fail. A dead one is seen here by a poll
+    of its socket, dropped (the pool opens a replacement, on the new primary through the
+    multi-host conninfo) and the next one taken, without the pool's own check (a round
+    trip per checkout) or its one-second back-off after a failed check; the first dead
+    one also starts a sweep of the rest."""
+    deadline = time.monotonic() + wait
+    while True:
+        conn = await pool.getconn(timeout=max(0.001, deadline - time.monotonic()))
+        if not closed_by_server(conn):
+            return conn
+        try:
+            # Something to read on a live connection (a notice): one round trip decides.
+            await psycopg_pool.AsyncConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            await conn.close()
+            await pool.putconn(conn)
+            _sweep(pool)
+            continue
+        return conn
+
+
+def _sweep(pool: _Pool) -> None:
+    """Check every idle connection once in the background (the pool drops the broken ones
+    and opens new ones), so the next requests do not meet them one by one."""
+    running = _sweeps.get(pool)
+    if running is None or running.done():
+        _sweeps[pool] = asyncio.get_running_loop().create_task(pool.check())
+
+
+@asynccontextmanager
+async def pooled_connection(
+    pool: _Pool, wait: float
+) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """``pool.connection(timeout=wait)`` that never hands out a connection the server
+    closed (``checkout``): commit on success, roll back on an error, and the connection
+    back to the pool (a broken one is replaced). Errors leave as the driver's."""
+    conn = await checkout(pool, wait)
+    try:
+        async with conn:
+            yield conn
+    finally:
+        await pool.putconn(conn)
+
+
 def lost_connection(exc: BaseException) -> bool:
     """Whether an UNAVAILABLE came from a connection that broke under the statement
     (worth one retry on a fresh one), not from the pool running dry or a refusal."""
@@ -280,7 +334,6 @@ class Database:
         # the pool may connect as a less privileged application role.
         self.owner_conninfo = owner_conninfo or conninfo
         self._timeout_s = timeout_s
-        self._sweep: asyncio.Task[None] | None = None
         self.pool = psycopg_pool.AsyncConnectionPool(
             conninfo,
             min_size=min_size,
@@ -312,48 +365,10 @@ class Database:
         left = remaining()
         wait = self._timeout_s if left is None else max(0.001, min(self._timeout_s, left * 0.8))
         try:
-            conn = await self._checkout(wait)
+            async with pooled_connection(self.pool, wait) as conn:
+                yield conn
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise map_db_error(exc) from exc
-        try:
-            # What the pool's own ``connection()`` does: commit on success, roll back on
-            # an error, and hand the connection back (a broken one is replaced).
-            async with conn:
-                yield conn
-        except psycopg.Error as exc:
-            raise map_db_error(exc) from exc
-        finally:
-            await self.pool.putconn(conn)
-
-    async def _checkout(self, wait: float) -> psycopg.AsyncConnection[Any]:
-        """A pooled connection that the server has not closed.
-
-        After a failover every idle connection to the old primary is dead; the pool would
-        hand each out and the request using it would fail. A dead one is seen here by a
-        poll of its socket, dropped (the pool opens a replacement, on the new primary
-        through the multi-host conninfo) and the next one taken, without the pool's own
-        check (a round trip per checkout) or its one-second back-off after a failed
-        check; the first dead one also starts a sweep of the rest."""
-        deadline = time.monotonic() + wait
-        while True:
-            conn = await self.pool.getconn(timeout=max(0.001, deadline - time.monotonic()))
-            if not closed_by_server(conn):
-                return conn
-            try:
-                # Something to read on a live connection (a notice): one round trip decides.
-                await psycopg_pool.AsyncConnectionPool.check_connection(conn)
-            except psycopg.Error:
-                await conn.close()
-                await self.pool.putconn(conn)
-                self._sweep_pool()
-                continue
-            return conn
-
-    def _sweep_pool(self) -> None:
-        """Check every idle connection once in the background (the pool drops the broken
-        ones and opens new ones), so the next requests do not meet them one by one."""
-        if self._sweep is None or self._sweep.done():
-            self._sweep = asyncio.get_running_loop().create_task(self.pool.check())
 
     async def read(self, run: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
         """Run an idempotent read on a pooled connection, retried once on a fresh one

@@ -59,6 +59,13 @@ def node_conninfo(
     return " ".join(parts)
 
 
+# Over TCP, a node that vanished without closing its connections (a machine or container
+# lost, a partition) is noticed within seconds, not after the kernel's two hours: idle
+# connections by keepalives, a statement in flight by the unacknowledged-data timeout
+# (not by how long a query runs). Unix sockets ignore both.
+_TCP_LIVENESS = "keepalives_idle=5 keepalives_interval=2 keepalives_count=3 tcp_user_timeout=10000"
+
+
 def _multi_host(
     nodes: Sequence[NodeAddress], attrs: str, user: str, dbname: str, connect_timeout_s: int
 ) -> str:
@@ -68,7 +75,7 @@ def _multi_host(
     ports = ",".join(str(n.port) for n in nodes)
     return (
         f"host={_quote(hosts)} port={ports} user={_quote(user)} dbname={_quote(dbname)} "
-        f"connect_timeout={max(1, connect_timeout_s)} target_session_attrs={attrs}"
+        f"connect_timeout={max(1, connect_timeout_s)} target_session_attrs={attrs} " + _TCP_LIVENESS
     )
 
 

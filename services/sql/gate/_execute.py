@@ -60,6 +60,7 @@ from services.common import (
     Unavailable,
     current_principal,
     deadline_passed,
+    pooled_connection,
     remaining,
 )
 from services.sql.access import view_key
@@ -383,7 +384,8 @@ async def execute_unvetted(
     timeout, deadline_bound = statement_budget(limits)
     started = time.perf_counter()
     try:
-        async with pool.connection(timeout=max(min(timeout, 5.0), 0.1)) as conn:
+        # Never a connection the server closed (a failover, a restart): see checkout.
+        async with pooled_connection(pool, max(min(timeout, 5.0), 0.1)) as conn:
             run = functools.partial(
                 _on_connection,
                 conn,

@@ -234,6 +234,7 @@ def test_conninfos_name_every_node_in_order() -> None:
     assert writer["port"] == "5432,5433"
     assert writer["target_session_attrs"] == "read-write"
     assert reader["target_session_attrs"] == "prefer-standby"
+    assert writer["keepalives_idle"] == "5"  # a vanished TCP node is noticed in seconds
     assert NodeAddress.parse("db-b:5433") == nodes[1]
     with pytest.raises(ValueError, match="HOST:PORT"):
         NodeAddress.parse("db-b")
