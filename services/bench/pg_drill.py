@@ -461,6 +461,12 @@ def main(settings: PgDrillSettings) -> dict[str, Any]:
     results = {"rps": settings.rps, "stack": "tandem run --pg-standby", **summarise(drill, writes)}
     settings.out.parent.mkdir(parents=True, exist_ok=True)
     settings.out.write_text(json.dumps(results, indent=2) + "\n")
+    # every call, seconds from the first loss, to read a window again afterwards
+    zero = min((loss.at for loss in drill.losses), default=0.0)
+    with settings.out.with_suffix(".calls.jsonl").open("w") as out:
+        for call in drill.calls:
+            row = [call.rpc, round(call.started - zero, 3), round(call.latency_s, 4), call.status]
+            out.write(json.dumps(row) + "\n")
     print(render(results))
     print(f"wrote {settings.out}")
     return results

@@ -13,7 +13,7 @@ class FailoverSettings:
     """``grace_s``: how long the primary must be unreachable before the standby is
     promoted (short enough for writes back within seconds, long enough that a slow probe
     is not a failover). ``sync_wait_s``: how long commits may wait for a missing standby
-    before the monitor stops requiring one (see README, "Postgres high availability").
+    before the monitor stops requiring one (see docs/operations.md, "Postgres high availability").
     ``interval_s``: how often every node is probed."""
 
     grace_s: float = 2.0
