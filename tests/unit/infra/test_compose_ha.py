@@ -64,7 +64,7 @@ def node_problems(base: Services, ha: Services) -> list[str]:
         problems.append("the nodes are not each other's peer")
     if [envs[n].get("TANDEM_PG_NODE") for n in NODES] != list(NODES):
         problems.append("a node's TANDEM_PG_NODE is not its host name")
-    if sorted(envs[n].get("TANDEM_PG_BOOTSTRAP") for n in NODES) != ["0", "1"]:
+    if sorted(str(envs[n].get("TANDEM_PG_BOOTSTRAP")) for n in NODES) != ["0", "1"]:
         problems.append("not exactly one node initialises the pair")
     volumes = [
         m.split(":")[0]
@@ -136,7 +136,7 @@ def _env(ha: Services, service: str) -> dict[str, str]:
     return env
 
 
-BREAKAGES: dict[str, tuple[str, Callable[[Services], None], str]] = {
+BREAKAGES: dict[str, tuple[str, Callable[[Services], object], str]] = {
     "two bootstraps": ("nodes", lambda h: _env(h, "postgres-standby").update(
         TANDEM_PG_BOOTSTRAP="1"), "exactly one"),
     "own peer": ("nodes", lambda h: _env(h, "postgres").update(
