@@ -26,7 +26,7 @@
 #   TANDEM_PG_NODE        this node's name: its host name and its application_name
 #   TANDEM_PG_PEER        the other node, host[:port]
 #   TANDEM_PG_BOOTSTRAP   1 on the node that initialises the pair on first start
-#   TANDEM_PG_SYNC_NAMES  synchronous_standby_names [ANY 1 (<node>, <peer>)]
+#   TANDEM_PG_SYNC_NAMES  synchronous_standby_names [ANY 1 ("<node>", "<peer>")]
 #   REPLICATION_USER / REPLICATION_PASSWORD   the streaming role [tandem_replicator]
 #   POSTGRES_USER / POSTGRES_PASSWORD         the superuser (pg_rewind reads the peer as it)
 # `sh ha-node.sh conf` writes the replication settings and access rule into $PGDATA
@@ -42,7 +42,8 @@ PEER_PORT=5432
 : "${POSTGRES_USER:=postgres}"
 : "${REPLICATION_USER:=tandem_replicator}"
 : "${REPLICATION_PASSWORD:=tandem_replicator}"
-SYNC_NAMES=${TANDEM_PG_SYNC_NAMES:-ANY 1 ($NODE, $PEER_HOST)}
+# Names double-quoted: a node name with a hyphen (postgres-standby) is not a bare identifier.
+SYNC_NAMES=${TANDEM_PG_SYNC_NAMES:-ANY 1 (\"$NODE\", \"$PEER_HOST\")}
 IMAGE_ENTRYPOINT=${TANDEM_PG_IMAGE_ENTRYPOINT:-/usr/local/bin/docker-entrypoint.sh}
 export PGDATA
 

@@ -179,7 +179,9 @@ def test_each_check_fails_on_an_override_that_breaks_it(
 def test_the_node_script_commits_synchronously_to_the_other_node() -> None:
     script = (INFRA / "postgres" / "ha-node.sh").read_text()
     assert "synchronous_commit = on" in script
-    assert "SYNC_NAMES=${TANDEM_PG_SYNC_NAMES:-ANY 1 ($NODE, $PEER_HOST)}" in script
+    # Double-quoted: `postgres-standby` is not a bare identifier, and Postgres refuses to
+    # start on the list unquoted (seen in the container test).
+    assert 'SYNC_NAMES=${TANDEM_PG_SYNC_NAMES:-ANY 1 (\\"$NODE\\", \\"$PEER_HOST\\")}' in script
     # The standby's application_name is its node name, which the list names.
     assert "application_name=$NODE" in script
     assert "pg_rewind" in script and "pg_basebackup" in script
