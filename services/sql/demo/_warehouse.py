@@ -264,9 +264,15 @@ def reader_url(admin_url: str, database: str, role: str) -> str:
 
     Meant for the embedded server (trust authentication on its private socket); other
     servers supply a read-only user's URL through configuration instead.
+
+    The admin URL's ``target_session_attrs`` is dropped: an admin URL that names a
+    primary and its standby asks for ``read-write``, which the reader's sessions (read
+    only by its role's default) never are, so every host would be refused; the reader
+    takes the first node that answers (infra/compose.ha.yaml).
     """
     params = conninfo_to_dict(admin_url)
     params.pop("password", None)
+    params.pop("target_session_attrs", None)
     params.update(user=role, dbname=database)
     return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
 
