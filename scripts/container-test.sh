@@ -25,7 +25,7 @@
 #  9. the Postgres round (with the primary + synchronous standby of infra/compose.ha.yaml,
 #     the default; CONTAINER_TEST_PG_HA=0 runs compose.yaml's single Postgres and skips
 #     it): writes through the services' multi-host URL while the primary's container is
-#     SIGKILLed (podman kill); writes back within 15 s and every acknowledged write on the
+#     SIGKILLed (its main process, from the host); writes back within 15 s and every acknowledged write on the
 #     node that takes writes afterwards (scripts/container_pg_drill.py:
 #     bench-results/container-test/postgres-round.json); the killed node back as a
 #     synchronous standby or the primary again; the smoke through the edge once more; and
@@ -500,7 +500,9 @@ if [[ $PG_HA == 1 ]]; then
     >"$OUT/postgres-writes.jsonl" 2>"$OUT/logs/postgres-writes.err" &
   writer=$!
   sleep 8
-  podman kill --signal KILL "$killed" >/dev/null
+  # The container's main process SIGKILLed from the host: a crash, which the restart policy
+  # answers (`podman kill` is an operator's stop, which `unless-stopped` leaves stopped).
+  kill -KILL "$(podman inspect --format '{{.State.Pid}}' "$killed")"
   kill_at=$(date +%s)
   wait "$writer" || die "postgres round: the writer failed (see $OUT/logs/postgres-writes.err)"
   podman exec -i "$gw" python -c "$drill_py" check <"$OUT/postgres-writes.jsonl" >"$OUT/postgres-round.json" 2>&1 \

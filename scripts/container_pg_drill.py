@@ -84,7 +84,17 @@ def check() -> int:
         # for the standby counts from its start to its acknowledgement).
         after = [r["done"] for r in records if r["ok"] and r["done"] > first_failure]
         outage_s = (after[0] - first_failure) if after else float("inf")
-    with _connect() as conn:
+    # The node that takes writes now; wait for one (a restarted or promoted node) a minute.
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            conn = _connect()
+            break
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+    with conn:
         present = {
             row[0] for row in conn.execute(f"SELECT id FROM {TABLE} WHERE id = ANY(%s)", (acked,))
         }
