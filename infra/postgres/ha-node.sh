@@ -72,6 +72,10 @@ max_replication_slots = 10
 # WAL kept for a standby that was away (a restart, a rewind) to catch up by streaming.
 wal_keep_size = '1GB'
 hot_standby = on
+# A standby whose primary went away (a restart) tries again after 1 s, not the default 5 s:
+# until it is back, commits on the primary wait for it (container test: writes back 15.1 s
+# after a SIGKILLed primary, 4.6 s of it this wait).
+wal_retrieve_retry_interval = 1s
 hot_standby_feedback = on
 # Bounded staleness of reads on the standby: replay waits at most this for a query.
 max_standby_streaming_delay = 30s
