@@ -523,7 +523,11 @@ if [[ $PG_HA == 1 ]]; then
   [[ $replication == *:quorum || $replication == *:sync ]] \
     || die "postgres: the pair is not synchronous again after $(($(date +%s) - kill_at)) s ($after: $replication)"
   log "postgres round: primary $before -> $after; $replication streams synchronously again $(($(date +%s) - kill_at)) s after the kill (monitor: ${PG_MONITOR:-0})"
-  # The services rode through: every call of the smoke through the edge once more.
+  # The services rode through: every call of the smoke through the edge once more (the
+  # edge restarted first: the gateway was restarted above with a new address, which
+  # nginx resolves only at start).
+  podman restart -t 5 "$(container_of edge)" 2>&1 | quiet >/dev/null
+  for _ in $(seq 1 30); do podman healthcheck run "$(container_of edge)" >/dev/null 2>&1 && break; sleep 1; done
   PYTHONPATH="$ROOT/gen:$ROOT" "$VENV_PY" scripts/container_smoke.py \
     --addr "127.0.0.1:$EDGE_PORT" --api-key "$api_key" >"$OUT/smoke-after-postgres.jsonl" \
     || { tail -5 "$OUT/smoke-after-postgres.jsonl"; die "smoke after the Postgres round"; }
