@@ -208,7 +208,13 @@ def postgres_deployment(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The Postgres the manifests expect outside them (DATABASE_URL), as a Deployment of the
     test image with infra/postgres/init.sh, labelled as networkpolicies.yaml selects it."""
-    labels = {"app.kubernetes.io/name": "postgres", "app.kubernetes.io/part-of": "tandem"}
+    # cnpg.io/cluster: the label CloudNativePG gives the Cluster's pods, which the policies
+    # select (the manifests' Postgres is that Cluster, infra/k8s/postgres/).
+    labels = {
+        "app.kubernetes.io/name": "postgres",
+        "app.kubernetes.io/part-of": "tandem",
+        "cnpg.io/cluster": "tandem-pg",
+    }
     init: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -325,6 +331,8 @@ def render(args: argparse.Namespace) -> int:
         "gateway-key-pepper": secrets.token_hex(32),
         "gemini-api-key": "",
         "database-url": f"postgresql://tandem:{passwords['tandem']}@{host}/tandem",
+        # One Postgres here, no standby: reads go to it too.
+        "database-read-url": f"postgresql://tandem:{passwords['tandem']}@{host}/tandem",
         "retrieval-app-database-url": f"postgresql://tandem_retrieval_app:{passwords['tandem_retrieval_app']}@{host}/tandem",
         "conversation-app-database-url": f"postgresql://tandem_conversation_app:{passwords['tandem_conversation_app']}@{host}/tandem",
         "audit-app-database-url": f"postgresql://tandem_audit_app:{passwords['tandem_audit_app']}@{host}/tandem",

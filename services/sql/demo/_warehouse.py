@@ -266,7 +266,8 @@ def reader_url(admin_url: str, database: str, role: str) -> str:
     servers supply a read-only user's URL through configuration instead. An admin URL
     naming a primary and its standbys (``target_session_attrs=read-write``) gives a reader
     that prefers a standby: the role's sessions are read-only, which ``read-write`` refuses
-    on every node, and the warehouse's reads need no primary.
+    on every node, and the warehouse's reads need no primary (infra/compose.ha.yaml, tandem
+    run --pg-standby).
     """
     params = conninfo_to_dict(admin_url)
     params.pop("password", None)

@@ -89,13 +89,14 @@ CALL_GRAPH = frozenset(
 )
 
 
-def kustomize_build() -> list[dict[str, Any]]:
-    """The objects ``kubectl kustomize infra/k8s`` renders (skips without kubectl)."""
+def kustomize_build(directory: Path = INFRA / "k8s") -> list[dict[str, Any]]:
+    """The objects ``kubectl kustomize <directory>`` renders, infra/k8s by default (skips
+    without kubectl)."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not installed")
     done = subprocess.run(
-        [kubectl, "kustomize", str(INFRA / "k8s")],
+        [kubectl, "kustomize", str(directory)],
         capture_output=True,
         text=True,
         check=False,

@@ -67,3 +67,20 @@ def test_the_script_and_its_files_exist() -> None:
         assert (INFRA / "docker" / "test" / name).is_file()
         assert name.endswith(".Dockerfile") or name in script
     assert (ROOT / "scripts" / "container_smoke.py").is_file()
+
+
+def test_the_postgres_round_runs_the_ha_override_with_the_local_image() -> None:
+    ha = _load("compose.ha.yaml")["services"]
+    overlay = _load("compose.ha.test.yaml")["services"]
+    assert set(overlay) <= set(ha)
+    # The standby runs the same stand-in as the primary (compose.test.yaml's).
+    assert (
+        overlay["postgres-standby"]["image"]
+        == _load("compose.test.yaml")["services"]["postgres"]["image"]
+    )
+    script = (ROOT / "scripts" / "container-test.sh").read_text()
+    assert "-f infra/compose.ha.yaml -f infra/compose.ha.test.yaml" in script
+    assert "scripts/container_pg_drill.py" in script
+    assert (ROOT / "scripts" / "container_pg_drill.py").is_file()
+    # The bound on the time until writes succeed again.
+    assert "PG_WRITES_BACK_S=15" in script

@@ -170,8 +170,15 @@ def test_every_secret_reference_exists() -> None:
     assert {"gateway-key-pepper", "gemini-api-key"} <= referenced <= keys
 
 
+# The label CloudNativePG gives the pods of the Cluster (infra/k8s/postgres/cluster.yaml).
+POSTGRES_PODS = {"cnpg.io/cluster": "tandem-pg"}
+
+
 def _app(selector: dict[str, Any]) -> str | None:
-    name: str | None = selector.get("matchLabels", {}).get("app.kubernetes.io/name")
+    labels = selector.get("matchLabels", {})
+    if labels == POSTGRES_PODS:
+        return "postgres"
+    name: str | None = labels.get("app.kubernetes.io/name")
     return name
 
 
@@ -192,9 +199,13 @@ def test_network_policies_allow_exactly_the_call_graph() -> None:
                 if target and dest:
                     egress_edges.add((target, dest))
     telemetry = {(s.name, "otel-collector") for s in PYTHON_SERVICES}
+    # The Cluster's instances replicate to each other, and the CloudNativePG operator (its
+    # own namespace: test_k8s_postgres.py checks which) reaches them.
+    replication = {("postgres", "postgres")}
+    operator = {("cloudnative-pg", "postgres")}
 
-    assert ingress_edges == set(CALL_GRAPH)
-    assert egress_edges == set(CALL_GRAPH) | telemetry
+    assert ingress_edges == set(CALL_GRAPH) | replication | operator
+    assert egress_edges == set(CALL_GRAPH) | telemetry | replication
     deny = next(p for p in policies if p["metadata"]["name"] == "default-deny")
     assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
 
@@ -206,7 +217,10 @@ def test_ingress_ports_are_the_callees_ports() -> None:
         if target not in ports:
             continue
         for rule in policy["spec"].get("ingress", []):
-            assert [p["port"] for p in rule["ports"]] == [ports[target]]
+            expected = [ports[target]]
+            if target == "postgres" and any("namespaceSelector" in p for p in rule["from"]):
+                expected = [8000, 5432]  # the CloudNativePG operator: instance manager, Postgres
+            assert [p["port"] for p in rule["ports"]] == expected
 
 
 def test_kustomize_renders_every_object() -> None:

@@ -5,10 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from psycopg.conninfo import conninfo_to_dict
 
 from services.sql.demo import data as demo_data
-from services.sql.demo import reader_url
 
 
 @pytest.fixture(scope="module")
@@ -68,18 +66,3 @@ def test_company_count_is_bounded():
     with pytest.raises(ValueError):
         demo_data.generate(companies=0)
     assert len(demo_data.generate(companies=5).companies) == 5
-
-
-def test_the_warehouse_reader_of_a_primary_and_standby_url_prefers_the_standby() -> None:
-    """The reader role's sessions are read-only: ``read-write`` (the writers' choice among
-    two nodes) would refuse it on both, so the demo warehouse was unreachable."""
-    pair = (
-        "host=/data/pg,/data/pg-standby port=5432,5433 user=postgres dbname=postgres "
-        "target_session_attrs=read-write"
-    )
-    reader = conninfo_to_dict(reader_url(pair, "tandem_warehouse", "tandem_reader"))
-    assert reader["target_session_attrs"] == "prefer-standby"
-    assert (reader["user"], reader["dbname"]) == ("tandem_reader", "tandem_warehouse")
-    assert reader["host"] == "/data/pg,/data/pg-standby"
-    single = conninfo_to_dict(reader_url("host=/data/pg user=postgres", "w", "r"))
-    assert "target_session_attrs" not in single
