@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -40,9 +41,16 @@ def register(commands: Commands) -> None:
         "digits replaced by _ (postgres-b -> postgres_b)",
     )
     supervise.add_argument(
-        "--user", default="postgres", help="role to connect as (needs pg_promote, ALTER SYSTEM)"
+        "--user",
+        default=os.environ.get("PGUSER") or "postgres",
+        help="role to connect as (needs pg_promote, ALTER SYSTEM; default $PGUSER or postgres; "
+        "the password, as libpq reads it: $PGPASSWORD or ~/.pgpass)",
     )
-    supervise.add_argument("--dbname", default="postgres", help="database to connect to")
+    supervise.add_argument(
+        "--dbname",
+        default=os.environ.get("PGDATABASE") or "postgres",
+        help="database to connect to (default $PGDATABASE or postgres)",
+    )
     supervise.add_argument(
         "--grace-s",
         type=float,

@@ -22,3 +22,20 @@ def test_one_node_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["postgres", "supervise", "--node", "db:5432"]) == 2
     assert "at least two distinct nodes" in capsys.readouterr().err
     assert main(["postgres", "supervise", "--node", "db:5432", "--node", "db:5432"]) == 2
+
+
+def test_the_role_and_database_default_to_libpqs_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # compose's monitor sets PGUSER/PGDATABASE (the superuser is `tandem` there): a
+    # default of `postgres` written into the conninfo would override them.
+    from services.cli._main import _parser
+
+    monkeypatch.setenv("PGUSER", "tandem")
+    monkeypatch.setenv("PGDATABASE", "tandem")
+    args = _parser().parse_args(["postgres", "supervise", "--node", "a:1", "--node", "b:2"])
+    assert (args.user, args.dbname) == ("tandem", "tandem")
+    monkeypatch.delenv("PGUSER")
+    monkeypatch.delenv("PGDATABASE")
+    args = _parser().parse_args(["postgres", "supervise", "--node", "a:1", "--node", "b:2"])
+    assert (args.user, args.dbname) == ("postgres", "postgres")
