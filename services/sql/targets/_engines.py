@@ -19,9 +19,10 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import duckdb
+if TYPE_CHECKING:
+    import duckdb
 
 from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo, excluded
 from services.sql.gate import FailureKind, StatementError
@@ -30,6 +31,15 @@ from services.sql.targets._targets import Capability
 SCHEMA = "main"
 _ROW_COUNT_CAP = 100_000
 _MESSAGE_CHARS = 200
+
+
+def _duckdb() -> Any:
+    """DuckDB, imported where a DuckDB warehouse is opened: only the sql image carries it
+    (66 MB), and everything else that imports this package (the CLI, the gateway's image)
+    must not need it."""
+    import duckdb  # noqa: PLC0415
+
+    return duckdb
 
 
 class EngineConnection(Protocol):
@@ -457,7 +467,7 @@ class _DuckdbConnection:
             cursor = self.conn.execute(text, list(params)) if params else self.conn.execute(text)
             rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows)
             description = cursor.description or []
-        except duckdb.Error as exc:
+        except _duckdb().Error as exc:
             raise _duckdb_error(exc) from None
         finally:
             timer.cancel()
@@ -475,14 +485,15 @@ def _plain(value: Any) -> Any:
 
 
 def _duckdb_error(exc: duckdb.Error) -> StatementError:
+    db = _duckdb()
     message = _short(exc)
-    if isinstance(exc, duckdb.InterruptException):
+    if isinstance(exc, db.InterruptException):
         return StatementError(FailureKind.TIMEOUT, "57014", "statement timed out")
-    if isinstance(exc, duckdb.PermissionException):
+    if isinstance(exc, db.PermissionException):
         return StatementError(FailureKind.PERMISSION, "42501", message)
-    if isinstance(exc, duckdb.OutOfMemoryException):
+    if isinstance(exc, db.OutOfMemoryException):
         return StatementError(FailureKind.RESOURCE, "53200", message)
-    if isinstance(exc, duckdb.IOException | duckdb.ConnectionException):
+    if isinstance(exc, db.IOException | db.ConnectionException):
         return StatementError(FailureKind.UNAVAILABLE, "08006", "database unavailable")
     if "read-only" in message.lower() or "read only" in message.lower():
         return StatementError(FailureKind.PERMISSION, "25006", message)
@@ -518,7 +529,7 @@ class DuckdbEngine:
         # A folder: its files become tables of a private database file.
         folder = Path(tempfile.mkdtemp(prefix="tandem-duckdb-"))
         built = folder / "folder.duckdb"
-        conn = duckdb.connect(
+        conn = _duckdb().connect(
             str(built),
             config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
         )
@@ -537,12 +548,13 @@ class DuckdbEngine:
             if self._root is not None:
                 return
             target = self._database_file()
+            db = _duckdb()
             try:
                 if self.read_only:
-                    self._root = duckdb.connect(str(target), read_only=True, config=_DUCKDB_CONFIG)
+                    self._root = db.connect(str(target), read_only=True, config=_DUCKDB_CONFIG)
                 else:
-                    self._root = duckdb.connect(str(target))
-            except duckdb.Error as exc:
+                    self._root = db.connect(str(target))
+            except db.Error as exc:
                 raise _duckdb_error(exc) from None
 
     def close(self) -> None:
@@ -558,7 +570,7 @@ class DuckdbEngine:
                 try:
                     root.close()
                     break
-                except duckdb.ResourceInUseException:
+                except _duckdb().ResourceInUseException:
                     time.sleep(0.02)
         with self._lock:
             if self._built is not None:
