@@ -44,6 +44,7 @@ import psycopg
 
 from services.bench.cost import start_stack, stop_stack
 from services.bench.drill import Action, Call, CallFailed, Drill, drive, pct_ms
+from services.pgha import EmbeddedNode, EmbeddedPair, Role, SqlNode, node_conninfo
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
 from tandem.v1 import retrieval_service_pb2 as rpb
@@ -71,65 +72,27 @@ class PgDrillSettings:
     timeout_s: float = 300.0
 
 
-@dataclass(frozen=True)
-class Node:
-    """One running Postgres of the pair, read from its ``postmaster.pid``."""
-
-    data_dir: Path
-    pid: int
-    port: int
-    socket_dir: str
-
-    def conninfo(self, dbname: str = "postgres") -> str:
-        return psycopg.conninfo.make_conninfo(
-            host=self.socket_dir, port=self.port, dbname=dbname, user="postgres",
-            connect_timeout=2,
-        )  # fmt: skip
+def _pair(data_dir: Path) -> EmbeddedPair:
+    """The pair ``tandem run --pg-standby`` keeps under ``data_dir`` (its nodes' fixed
+    sockets, read again at each look: the drill moves data directories away)."""
+    return EmbeddedPair(data_dir)
 
 
-def running_nodes(data_dir: Path) -> list[Node]:
-    """Every postmaster with a data directory ``pg*`` under ``data_dir`` that is alive."""
-    nodes = []
-    for pgdata in sorted(data_dir.glob("pg*")):
-        try:
-            lines = (pgdata / "postmaster.pid").read_text().splitlines()
-            pid, port, socket_dir = int(lines[0]), int(lines[3]), lines[4].strip()
-            os.kill(pid, 0)
-        except (OSError, ValueError, IndexError):
-            continue
-        nodes.append(Node(pgdata, pid, port, socket_dir or "127.0.0.1"))
-    return nodes
-
-
-def _role(node: Node) -> str | None:
-    """``primary``, ``standby``, or None when it does not answer."""
-    try:
-        with psycopg.connect(node.conninfo(), autocommit=True) as conn:
-            row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
-    except psycopg.Error:
-        return None
-    return "standby" if row and row[0] else "primary"
-
-
-def primary(data_dir: Path) -> Node | None:
-    found = [n for n in running_nodes(data_dir) if _role(n) == "primary"]
+def primary(data_dir: Path) -> EmbeddedNode | None:
+    """The one running node that answers as primary, or None (none, or two)."""
+    found = [
+        node
+        for name, node in _pair(data_dir).nodes.items()
+        if node.running() and SqlNode(name, node.address).probe().role is Role.PRIMARY
+    ]
     return found[0] if len(found) == 1 else None
 
 
 def pair_whole(data_dir: Path) -> bool:
     """One primary, and a standby streaming to it synchronously."""
-    node = primary(data_dir)
-    if node is None:
-        return False
-    try:
-        with psycopg.connect(node.conninfo(), autocommit=True) as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM pg_stat_replication "
-                "WHERE state = 'streaming' AND sync_state IN ('sync', 'quorum')"
-            ).fetchone()
-    except psycopg.Error:
-        return False
-    return bool(row and row[0] >= 1)
+    states = [node.probe() for node in _pair(data_dir).sql_nodes()]
+    primaries = [state for state in states if state.role is Role.PRIMARY]
+    return len(primaries) == 1 and bool(primaries[0].sync_names)
 
 
 @dataclass
@@ -238,12 +201,15 @@ def write_mix(
     ]
 
 
-def lose(node: Node, kind: str, round_no: int) -> None:
+def lose(node: EmbeddedNode, kind: str, round_no: int) -> None:
     """SIGKILL the node's postmaster; for ``lost``, move its data directory away first
     (the running server keeps its open files; nothing can start there again)."""
+    pid = node.postmaster_pid()
+    if pid is None:
+        raise RuntimeError(f"{node.name} is not running")
     if kind == "lost":
-        node.data_dir.rename(node.data_dir.with_name(f"{node.data_dir.name}.lost-{round_no}"))
-    os.kill(node.pid, signal.SIGKILL)
+        node.pgdata.rename(node.pgdata.with_name(f"{node.pgdata.name}.lost-{round_no}"))
+    os.kill(pid, signal.SIGKILL)
 
 
 async def _wait(predicate: Any, timeout_s: float, what: str) -> None:
@@ -267,7 +233,7 @@ async def _lose_in_turn(settings: PgDrillSettings, drill: PgDrill, stop: asyncio
             if any(drill.in_flight[rpc] for rpc in WRITES):
                 break
             await asyncio.sleep(0.0005)
-        loss = Loss(kind, node.data_dir.name, time.monotonic())
+        loss = Loss(kind, node.pgdata.name, time.monotonic())
         await asyncio.to_thread(lose, node, kind, round_no)
         drill.losses.append(loss)
         await _wait(
@@ -292,10 +258,10 @@ def _write_succeeded_since(drill: Drill, at: float) -> float | None:
     return min(done) if done else None
 
 
-def check_writes(node: Node, acked: Acknowledged) -> dict[str, Any]:
+def check_writes(node: EmbeddedNode, acked: Acknowledged) -> dict[str, Any]:
     """Every acknowledged write looked for on ``node`` (the primary now), as the owner."""
     documents = sorted(set(acked.documents) | acked.failed_documents)
-    with psycopg.connect(node.conninfo(), autocommit=True) as conn:
+    with psycopg.connect(node_conninfo(node.address), autocommit=True) as conn:
         chunks: dict[str, int] = dict(
             conn.execute(
                 "SELECT d.document_id, count(c.chunk_id) FROM retrieval_documents d "
