@@ -11,6 +11,11 @@ counts is the rows the question counts.
   that shows nothing of X (no column of the table X names, or of the column it names)
   answers only the first. Read as a condition ("teachers who teach a course"), the second
   question disappears from the answer.
+- **A condition said of values, applied per row.** "Template type codes that are not
+  used by any document" answered with the code of each unused template lists a code a
+  used template shares: the one item asked spells a column that is no key, its own
+  relative clause follows it ("codes that …", not "codes of templates that …"), and the
+  statement keeps rows by NOT EXISTS.
 - **An average of keys.** ``AVG(id)`` or ``SUM(student_id)`` is arithmetic on labels;
   "the average number of X" wants a count per group averaged, not the ids averaged.
 - **A count the joins multiply.** "How many templates of type CV" counted over documents

@@ -18,7 +18,10 @@ back with sqlglot, is checked against the kinds of phrase that change an answer:
 - two values of one column joined by "and" are not both required of one row (that asks
   for an intersection: "documents with paragraphs 'Brazil' and 'Ireland'");
 - every name word is a table the statement reads or a column it uses, not merely a
-  column of a table it reads.
+  column of a table it reads;
+- one value asked ("what is the average AMB") is one value even where a definition
+  says "per" inside the measure; two defined terms listed as the items asked ("the PMPD
+  and PMTC") are two computed outputs.
 
 The checks read only the question's words and the statement; nothing here knows a
 schema. A phrase a check cannot see satisfied refuses the question with that phrase.
