@@ -5,8 +5,10 @@ Two kinds, at two moments:
 
 - **the question's phrases** (``_phrases``), while the offline linker composes: every
   phrase that changes an answer (a number, a superlative, a negation, an aggregate word,
-  a grouping) is in the statement; the linker keeps the first of its readings that
-  passes;
+  a grouping) is in the statement, what it shows is what was asked (``_outputs``), and
+  no count is one a join restricts (``_restricted``: a rate whose denominator keeps
+  only the rows with a numerator, a HAVING tested on the rows another count's join
+  keeps); the linker keeps the first of its readings that passes;
 - **the statement and its data** (``_checker``), after any statement ran, whoever
   proposed it: ``values`` (``_values``: a literal is a value its column holds),
   ``ties`` (``_ties``: a ranking ranks by something; a cut among some equal values is

@@ -11,6 +11,11 @@ counts is the rows the question counts.
   that shows nothing of X (no column of the table X names, or of the column it names)
   answers only the first. Read as a condition ("teachers who teach a course"), the second
   question disappears from the answer.
+- **A condition said of values, applied per row.** "Template type codes that are not
+  used by any document" answered with the code of each unused template lists a code a
+  used template shares: the one item asked spells a column that is no key, its own
+  relative clause follows it ("codes that …", not "codes of templates that …"), and the
+  statement keeps rows by NOT EXISTS.
 - **An average of keys.** ``AVG(id)`` or ``SUM(student_id)`` is arithmetic on labels;
   "the average number of X" wants a count per group averaged, not the ids averaged.
 - **A count the joins multiply.** "How many templates of type CV" counted over documents
@@ -48,18 +53,19 @@ _HEAD = re.compile(
 )
 
 
-def check_outputs(ctx: LinkContext, tree: exp.Expr) -> None:
+def check_outputs(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes | None = None) -> None:
     """Refuse (:class:`LinkError`) a statement that asks for names and shows none,
     averages or sums keys, or counts rows its joins multiply or rows that only refer to
     the ones counted."""
     if not isinstance(tree, exp.Select) or ctx.applied or ctx.instructions.strip():
         return  # definitions name things in their own words: the phrases are theirs
-    nodes = read_statement(tree, ctx.catalog)
+    nodes = nodes or read_statement(tree, ctx.catalog)
     _averaged_keys(ctx, tree, nodes)
     _counted_through_fanout(ctx, tree, nodes)
     _counted_references(ctx, tree, nodes)
     _names_not_shown(ctx, tree, nodes)
     _asked_again_not_shown(ctx, tree, nodes)
+    _values_negated_per_row(ctx, tree, nodes)
 
 
 def _column(nodes: StatementNodes, column: exp.Column) -> tuple[TableInfo, str] | None:
@@ -153,6 +159,53 @@ def _asked_again_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementN
                     "; the statement shows nothing of it"
                 )
             break
+
+
+_RELATIVE = re.compile(r"\s*(?:that|which|whose)\b")
+
+
+def _values_negated_per_row(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
+    """ "Template type codes that are not used by any document" answered as the type code
+    of each template no document uses: the negation is said of the codes, the statement
+    says it of the templates, and a code that one unused and one used template share is
+    listed although a document uses it. Refused where the one item asked spells the one
+    column shown, that column is no key of its table (its values repeat across rows), the
+    item is followed by its own relative clause ("codes that …", not "codes of templates
+    that …"), and the statement keeps rows by a NOT EXISTS."""
+    where = tree.args.get("where")
+    if where is None or tree.args.get("group") is not None or len(tree.expressions) != 1:
+        return
+    if not any(
+        isinstance(c, exp.Not) and isinstance(c.this, exp.Exists) for c in _ands(where.this)
+    ):
+        return
+    shown = tree.expressions[0].unalias()
+    found = _column(nodes, shown) if isinstance(shown, exp.Column) else None
+    if found is None or is_key(*found):
+        return
+    table, column = found
+    items = asked_items(ctx.low)
+    if len(items) != 1:
+        return
+    words = [stem(w) for w in re.sub(r"^(?:(?:the|all|its|their)\s+)+", "", items[0]).split()]
+    if not words or ctx.vocab.column_words.get((table.qualified, column)) != words:
+        return
+    after = ctx.low[ctx.low.find(items[0]) + len(items[0]) :]
+    if _RELATIVE.match(after):
+        raise LinkError(
+            f"the question says the condition of the {column} values; the statement says it "
+            f"of each {table.name} row, and a value both a kept and a dropped row hold would "
+            "be listed"
+        )
+
+
+def _ands(node: exp.Expr) -> list[exp.Expr]:
+    """The conditions ANDed in ``node``, without their parentheses."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _ands(node.this) + _ands(node.expression)
+    return [node]
 
 
 def _named_by(ctx: LinkContext, words: list[str]) -> tuple[set[str], set[tuple[str, str]]] | None:

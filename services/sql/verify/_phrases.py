@@ -18,7 +18,10 @@ back with sqlglot, is checked against the kinds of phrase that change an answer:
 - two values of one column joined by "and" are not both required of one row (that asks
   for an intersection: "documents with paragraphs 'Brazil' and 'Ireland'");
 - every name word is a table the statement reads or a column it uses, not merely a
-  column of a table it reads.
+  column of a table it reads;
+- one value asked ("what is the average AMB") is one value even where a definition
+  says "per" inside the measure; two defined terms listed as the items asked ("the PMPD
+  and PMTC") are two computed outputs.
 
 The checks read only the question's words and the statement; nothing here knows a
 schema. A phrase a check cannot see satisfied refuses the question with that phrase.
@@ -42,7 +45,9 @@ from services.sql.linker import (
     prose_of_definitions,
     unexplained,
 )
-from services.sql.verify._outputs import check_outputs
+from services.sql.verify._outputs import asked_items, check_outputs
+from services.sql.verify._restricted import check_restricted
+from services.sql.verify._statement import read_statement
 from services.sql.words import ISO_DATE, WRITTEN_DATE, stem
 
 # Number words a question uses for small counts ("more than one", "at least two").
@@ -261,8 +266,13 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
         raise LinkError(f"the statement adds nothing up for {said!r}")
     if _WHEN.match(text) and not any(_dated(ctx, c) for c in facts.outputs):
         raise LinkError("the statement returns no date or year for 'when'")
+    asked = _without_quotes(ctx.original.lower())
+    # "the average AMB" with AMB defined as "the average balance per user" asks for one
+    # average of the per-user values: a definition's "per" groups inside the measure, not
+    # the answer; the question as asked says whether it wants one value
+    one_value = bool(_MEASURE_HEAD.match(asked) and not _GROUPING.search(asked))
     each = _EACH.search(text)
-    if each and facts.aggregates and not facts.grouped and not facts.ranked:
+    if each and facts.aggregates and not facts.grouped and not facts.ranked and not one_value:
         raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
     if facts.grouped:
         _groups_by_each(ctx, text, facts)
@@ -271,7 +281,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     if facts.grouped and "COUNT" in facts.aggregates and _one_row_per_group(ctx, facts):
         raise LinkError("the statement counts one row per group: it groups by the key of the "
                         "rows it counts")  # fmt: skip
-    if facts.grouped and _MEASURE_HEAD.match(text) and not _GROUPING.search(text):
+    if facts.grouped and (one_value or (_MEASURE_HEAD.match(text) and not _GROUPING.search(text))):
         raise LinkError("the question asks for one value, the statement computes one per group")
     distinct = _DISTINCT.search(text)
     if distinct and not (facts.distinct or facts.grouped):
@@ -299,7 +309,32 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
                 "matching each, which the linker does not compose"
             )
     _time_unused(ctx, text, sql, facts)
-    check_outputs(ctx, parse_statements(sql, shared=True)[0])
+    tree = parse_statements(sql, shared=True)[0]
+    nodes = read_statement(tree, ctx.catalog)
+    check_restricted(tree, nodes, ctx.graph)
+    check_outputs(ctx, tree, nodes)
+    _terms_computed(ctx, tree)
+
+
+def _terms_computed(ctx: LinkContext, tree: exp.Expr) -> None:
+    """ "What are the PMPD and PMTC for each month": two defined terms listed as the
+    items asked are two measures; a statement with fewer computed outputs (an aggregate
+    in them) than such items answers one of them, or neither, under both names."""
+    if not isinstance(tree, exp.Select) or not ctx.applied:
+        return
+    names = {n.lower() for entry in ctx.glossary for n in entry.names}
+    items = {
+        re.sub(r"^(?:the|its|their)\s+", "", item) for item in asked_items(ctx.original.lower())
+    }
+    listed = sorted(items & names)
+    if len(listed) < 2:
+        return
+    computed = sum(1 for output in tree.expressions if output.find(exp.AggFunc))
+    if computed < len(listed):
+        raise LinkError(
+            f"the question asks for {' and '.join(listed)}, {len(listed)} measures; the "
+            f"statement computes {computed}"
+        )
 
 
 def _without_quotes(low: str) -> str:

@@ -18,6 +18,7 @@ from services.sql.linker import LinkError, Vocabulary, read_question
 from services.sql.verify import verify_statement
 from services.sql.verify._joins import join_pairs, join_refusal
 from services.sql.verify._outputs import check_outputs
+from services.sql.verify._restricted import check_restricted
 from services.sql.verify._rows import conditions, refusal, relaxations
 from services.sql.verify._statement import StatementNodes, read_statement
 from services.sql.verify._ties import ties_test
@@ -376,3 +377,91 @@ def test_a_second_question_left_out_of_the_answer_is_refused() -> None:
         "What is the name of each teacher and what they like?", vocabulary, date(2026, 11, 24)
     )
     check_outputs(ctx, _tree("SELECT t0.name AS name FROM public.teacher AS t0"))
+
+
+WALLETS = Catalog(
+    "wallets",
+    (
+        TableInfo(
+            "public",
+            "coupons",
+            columns=(_col("cid"), _col("merchant_id"), _col("code", "text")),
+            primary_key=("cid",),
+        ),
+        TableInfo(
+            "public",
+            "transactions",
+            columns=(
+                _col("txid"),
+                _col("receiver_id"),
+                _col("coupon_id"),
+                ColumnInfo("status", "text", False),
+                ColumnInfo("merchant_ref", "integer", False),
+            ),
+            primary_key=("txid",),
+            foreign_keys=(ForeignKeyInfo(("coupon_id",), "public.coupons", ("cid",)),),
+        ),
+    ),
+)
+
+
+def _rates(sql: str, catalog: Catalog = WALLETS) -> None:
+    tree = _tree(sql)
+    check_restricted(tree, read_statement(tree, catalog), JoinGraph(catalog))
+
+
+def test_a_rate_whose_denominator_only_counts_rows_with_a_numerator_is_refused() -> None:
+    rate = "SELECT COUNT(DISTINCT t0.cid) * 1.0 / NULLIF(COUNT(DISTINCT t1.txid), 0) AS r "
+    with pytest.raises(LinkError, match=r"only where transactions\.coupon_id refers"):
+        _rates(rate + "FROM public.coupons AS t0 JOIN public.transactions AS t1 "
+               "ON t1.coupon_id = t0.cid")  # fmt: skip
+    # a LEFT JOIN keeps the transactions without a coupon
+    _rates(rate + "FROM public.transactions AS t1 LEFT JOIN public.coupons AS t0 "
+           "ON t1.coupon_id = t0.cid")  # fmt: skip
+    # a reference declared NOT NULL drops no row
+    _rates(rate + "FROM public.coupons AS t0 JOIN public.transactions AS t1 "
+           "ON t1.merchant_ref = t0.cid")  # fmt: skip
+    # counted on one side of the division only: no rate
+    _rates("SELECT COUNT(DISTINCT t1.txid) / 2 FROM public.coupons AS t0 "
+           "JOIN public.transactions AS t1 ON t1.coupon_id = t0.cid")  # fmt: skip
+
+
+def test_a_condition_said_of_values_and_applied_per_row_is_refused() -> None:
+    unused = (
+        " FROM public.templates AS t0 WHERE NOT EXISTS (SELECT 1 FROM public.documents AS x"
+        " WHERE x.template_id = t0.template_id)"
+    )
+    with pytest.raises(LinkError, match="says it of each templates row"):
+        _outputs(
+            "Show all template type codes that are not used by any document.",
+            "SELECT t0.template_type_code AS template_type_code" + unused,
+        )
+    # said of the templates ("codes of templates that …"), each template's code is right
+    _outputs(
+        "Show the type codes of templates that are not used by any document.",
+        "SELECT t0.template_type_code AS template_type_code" + unused,
+    )
+    # a key names one row: the values are the rows
+    _outputs(
+        "Show all template ids that are not used by any document.",
+        "SELECT t0.template_id AS template_id" + unused,
+    )
+
+
+def test_two_counts_one_of_rows_the_others_join_keeps_is_refused() -> None:
+    joined = (
+        " FROM public.makers AS m JOIN public.templates AS t0 ON t0.version_number = m.id"
+        " JOIN public.documents AS t1 ON t1.template_id = t0.template_id GROUP BY m.id"
+    )
+    with pytest.raises(LinkError, match="counts templates only among the templates rows"):
+        _rates("SELECT m.id" + joined + " HAVING COUNT(DISTINCT t0.template_id) >= 2 "
+               "AND COUNT(DISTINCT t1.document_id) > 3", CATALOG)  # fmt: skip
+    # one count: the join is the question's ("templates with documents")
+    _rates("SELECT m.id" + joined + " HAVING COUNT(DISTINCT t0.template_id) >= 2", CATALOG)
+    # a LEFT JOIN keeps the templates without documents
+    _rates(
+        "SELECT m.id FROM public.makers AS m JOIN public.templates AS t0 ON t0.version_number "
+        "= m.id LEFT JOIN public.documents AS t1 ON t1.template_id = t0.template_id GROUP BY "
+        "m.id HAVING COUNT(DISTINCT t0.template_id) >= 2 AND COUNT(DISTINCT t1.document_id) > 3",
+        CATALOG,
+    )

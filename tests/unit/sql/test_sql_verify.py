@@ -10,6 +10,7 @@ import pytest
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
+from services.sql.definitions import GlossaryEntry
 from services.sql.linker import LinkError, Vocabulary, read_question
 from services.sql.verify._phrases import statement_facts, verify_statement
 
@@ -217,3 +218,52 @@ def test_statement_facts_resolve_aliases_and_output_names() -> None:
     assert ("public.song", "singer_id") in facts.columns
     assert facts.numbers == {30.0, 3.0} and facts.aggregates == {"COUNT"}
     assert facts.grouped and facts.ordered and facts.limited and not facts.negated
+
+
+def test_one_value_asked_of_a_measure_defined_per_group_is_one_value() -> None:
+    """ "The average AMB" with AMB defined as "the average balance per singer": the
+    definition's "per" groups inside the measure; the question asks for one value."""
+    amb = GlossaryEntry("AMB", definition="average net worth per singer", source="instructions")
+    ctx = read_question(
+        "What is the average AMB for singers below age 40?",
+        VOCABULARY,
+        date(2026, 11, 24),
+        (amb,),
+    )
+    where = " FROM public.singer AS t0 WHERE t0.age < 40"
+    with pytest.raises(LinkError, match="asks for one value"):
+        verify_statement(
+            ctx, "SELECT t0.singer_id, AVG(t0.net_worth) AS amb" + where + " GROUP BY t0.singer_id"
+        )
+    verify_statement(ctx, "SELECT AVG(t0.net_worth) AS amb" + where)
+    # asked per group in the question itself, the groups stand
+    ctx = read_question(
+        "What is the average AMB for each singer below age 40?",
+        VOCABULARY,
+        date(2026, 11, 24),
+        (amb,),
+    )
+    verify_statement(
+        ctx, "SELECT t0.singer_id, AVG(t0.net_worth) AS amb" + where + " GROUP BY t0.singer_id"
+    )
+
+
+def test_two_defined_measures_asked_need_two_computed() -> None:
+    terms = (
+        GlossaryEntry("PSC", definition="number of songs", source="instructions"),
+        GlossaryEntry("PSR", definition="number of singers", source="instructions"),
+    )
+    ctx = read_question(
+        "What are the PSC and PSR for each country?", VOCABULARY, date(2026, 11, 24), terms
+    )
+    joined = (
+        " FROM public.singer AS t0 JOIN public.song AS t1 ON t1.singer_id = t0.singer_id"
+        " GROUP BY t0.country"
+    )
+    with pytest.raises(LinkError, match="psc and psr, 2 measures; the statement computes 1"):
+        verify_statement(ctx, "SELECT t0.country, COUNT(*) AS count" + joined)
+    verify_statement(
+        ctx,
+        "SELECT t0.country, COUNT(DISTINCT t1.song_id) AS psc, "
+        "COUNT(DISTINCT t0.singer_id) AS psr" + joined,
+    )
