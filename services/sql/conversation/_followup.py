@@ -192,8 +192,8 @@ def _keyable(select: exp.Select, table: TableInfo, alias: str) -> bool:
 
 def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
     """The subject table's columns that name its rows in the earlier answer (its name
-    columns there, else the table's name-like column): shown beside what a follow-up
-    asks, so "what are their emails?" says whose."""
+    columns there; none when it showed none): shown beside what a follow-up asks, so
+    "what are their emails?" says whose, as the earlier answer said who."""
     select = parse(sql)
     tables = _tables(select, catalog)
     found: list[str] = []
@@ -210,8 +210,11 @@ def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
             and "name" in name_words(column_name(about.table, column.name))
         ):
             found.append(column.name)
-    label = _label(about.table)
-    return found or ([label] if label else [])
+    # Only the names the earlier answer showed: an answer that showed its rows by key or
+    # by a number gets no column it never showed ("the emails of users 3 and 6" is the
+    # emails, as the question spelled out is answered), and a table's first text column
+    # is no name ("mpg" beside the heaviest car's year).
+    return found
 
 
 # Questions that ask for a property of the rows, never for the rows themselves: a place,
