@@ -48,7 +48,7 @@ from services.sql.catalog import (
     table_for,
 )
 from services.sql.conversation._conditions import Link, link_condition, with_conditions
-from services.sql.conversation._periods import time_shifted
+from services.sql.conversation._periods import dated, time_shifted
 from services.sql.conversation._statement import (
     FollowUpError,
     column_name,
@@ -658,7 +658,14 @@ async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[s
     filter's condition and a period said as today's are read by ``link`` (the schema
     linker, through the ask pipeline)."""
     if prior.relation is Relation.FILTER:
-        linked = await link_condition(sql, prior.condition, catalog, link)
+        try:
+            linked = await link_condition(sql, prior.condition, catalog, link)
+        except FollowUpError as unread:
+            if prior.exclude:
+                raise
+            return dated(sql, prior.condition, catalog, unread), (
+                "the previous statement, over the period said"
+            )
         return with_conditions(sql, linked, exclude=prior.exclude), (
             "the previous statement, without the rows the condition names"
             if prior.exclude

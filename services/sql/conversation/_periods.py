@@ -31,6 +31,7 @@ from services.sql.conversation._conditions import (
     with_conditions,
 )
 from services.sql.conversation._statement import FollowUpError, parse, sources
+from services.sql.gate import identifier
 from services.sql.words import MONTHS, explicit_dates, name_words, shift
 
 GRAINS = ("year", "quarter", "month", "week", "day")
@@ -359,8 +360,13 @@ async def time_shifted(sql: str, period: str, catalog: Catalog, link: Link) -> s
     window = new_window(period, old.window if old is not None else None)
     if old is None:
         # No window to move: the period is a new condition, on the column the linker
-        # reads it about.
-        linked = await link_condition(sql, _condition(period), catalog, link)
+        # reads it about; else on the one date the statement's rows have.
+        try:
+            linked = await link_condition(sql, _condition(period), catalog, link)
+        except FollowUpError as unread:
+            if window is None:
+                raise
+            return _on_its_date(select, period, window, catalog, unread)
         return with_conditions(sql, linked)
     if window is None:
         # Today's periods ("last year"): the linker's reading, moved onto this column.
@@ -376,6 +382,53 @@ async def time_shifted(sql: str, period: str, catalog: Catalog, link: Link) -> s
         "where", exp.Where(this=exp.and_(*parts)) if len(parts) > 1 else exp.Where(this=parts[0])
     )
     return select.sql(dialect="postgres")
+
+
+def _time_columns(select: exp.Select, catalog: Catalog) -> list[TimeFilter]:
+    """Every date column, and every year held as a number, of the statement's own
+    tables, each as an (as yet unlimited) window on it."""
+    found: list[TimeFilter] = []
+    for source in sources(select):
+        info = table_for(catalog, source)
+        if info is None:
+            continue
+        for column in info.columns:
+            years = _is_year_number(column.name, column.data_type)
+            if years or _is_date(column.data_type):
+                named = exp.column(identifier(column.name), table=identifier(source.alias_or_name))
+                found.append(TimeFilter(named, years, False, Window(None, None), ()))
+    return found
+
+
+def _on_its_date(
+    select: exp.Select, period: str, window: Window, catalog: Catalog, unread: FollowUpError
+) -> str:
+    """The statement limited to ``window`` on the one time column its tables have, for a
+    period said with no other words ("just for 1982", "from 2020") that the linker read
+    about no column: the rows have one date, so the period can only be of it. Two or
+    more (a signup and a last login) are not told apart here: ``unread`` stands, with
+    the dates that could be meant."""
+    columns = _time_columns(select, catalog)
+    if len(columns) != 1:
+        if not columns:
+            raise unread
+        named = ", ".join(sorted(c.column.sql(dialect="postgres") for c in columns))
+        raise FollowUpError(f"'{period}' could limit more than one date of the rows ({named})")
+    parts = [*(c.copy() for c in conjuncts(select)), *_render(columns[0], window)]
+    select = select.copy()
+    select.set("where", exp.Where(this=exp.and_(*parts)))
+    return select.sql(dialect="postgres")
+
+
+def dated(sql: str, condition: str, catalog: Catalog, unread: FollowUpError) -> str:
+    """A filter that is nothing but a period ("from 1982", "before 2010") on a statement
+    with no window, which the linker read about no column: on the rows' one date (see
+    :func:`_on_its_date`); ``unread`` when the words are more than a period."""
+    select = parse(sql)
+    window = new_window(condition, None)
+    if window is None or _time_filters(select, catalog):
+        raise unread
+    return _on_its_date(select, condition, window, catalog, unread)
 
 
 def _window_of(linked: Linked, select: exp.Select, catalog: Catalog) -> Window | None:

@@ -253,6 +253,40 @@ async def test_a_period_on_a_statement_without_one_is_a_new_condition():
     assert linker.asked[0] == "Which orders are in 2022?"
 
 
+async def test_a_period_no_column_was_read_for_goes_on_the_rows_one_date():
+    """'just for 1982' after 'concerts per …': the linker places the period on no column,
+    and the concerts have one time column, so it is that one's (as a year number)."""
+    per_year = "SELECT COUNT(*) FROM concert AS c"
+    _same(
+        await _shifted(per_year, "for 1982"),
+        "SELECT COUNT(*) FROM concert AS c WHERE c.year = 1982",
+    )
+    _same(
+        await _filtered(per_year, "from 1982", Linker({})),
+        "SELECT COUNT(*) FROM concert AS c WHERE c.year = 1982",
+    )
+    _same(
+        await _filtered(PER_STATUS, "before 2010", Linker({})),
+        "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE o.placed_at < '2010-01-01' "
+        "GROUP BY o.status",
+    )
+
+
+async def test_a_period_is_placed_on_no_date_when_there_are_two_or_words_besides():
+    both = (
+        "SELECT COUNT(*) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id "
+        "WHERE c.country = 'France'"
+    )
+    with pytest.raises(
+        FollowUpError, match=r"more than one date of the rows \(c.joined, o.placed_at\)"
+    ):
+        await _shifted(both, "2020")
+    with pytest.raises(FollowUpError, match="no column"):
+        await _filtered(PER_STATUS, "shipped before 2010", Linker({}))
+    with pytest.raises(FollowUpError, match="no column"):
+        await _filtered(PER_STATUS, "before 2010", Linker({}), exclude=True)
+
+
 async def test_a_window_moved_relative_to_none_is_refused():
     with pytest.raises(FollowUpError, match="no closed period"):
         await _shifted("SELECT COUNT(*) FROM concert WHERE year < 2010", "the year after")
