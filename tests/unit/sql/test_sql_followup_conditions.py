@@ -287,6 +287,22 @@ async def test_a_period_is_placed_on_no_date_when_there_are_two_or_words_besides
         await _filtered(PER_STATUS, "before 2010", Linker({}), exclude=True)
 
 
+async def test_words_beside_a_period_choose_the_date_they_name():
+    """'placed before 2010' among an order's and a customer's dates: the one its words
+    name (by name or comment); words that name neither leave the period unplaced."""
+    both = "SELECT COUNT(*) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id"
+    _same(
+        await _filtered(both, "the ones placed before 2010", Linker({})),
+        f"{both} WHERE o.placed_at < '2010-01-01'",
+    )
+    _same(
+        await _filtered(both, "customers who joined in 2020", Linker({})),
+        f"{both} WHERE c.joined >= '2020-01-01' AND c.joined < '2021-01-01'",
+    )
+    with pytest.raises(FollowUpError, match="no column"):
+        await _filtered(both, "born before 1990", Linker({}))
+
+
 async def test_a_window_moved_relative_to_none_is_refused():
     with pytest.raises(FollowUpError, match="no closed period"):
         await _shifted("SELECT COUNT(*) FROM concert WHERE year < 2010", "the year after")
