@@ -98,6 +98,18 @@ async def test_a_filter_adds_the_condition_its_words_link_to_and_keeps_the_rest(
     assert linker.asked[0] == "Which orders are over 100?"
 
 
+async def test_a_number_said_with_a_scale_is_asked_in_full():
+    """'over 30k': the frames say 30000, so a linker that reads a suffix otherwise (or
+    not at all) is asked the number the words say."""
+    linker = Linker({"30000": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 30000"})
+    _same(
+        await _filtered(PER_STATUS, "over 30k", linker),
+        "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.amount > 30000) "
+        "GROUP BY o.status",
+    )
+    assert linker.asked[0] == "Which orders are over 30000?"
+
+
 async def test_an_exclusion_keeps_the_rows_the_condition_does_not_hold_for():
     linker = Linker({"orders": "SELECT t0.id FROM orders AS t0 WHERE t0.status = 'cancelled'"})
     _same(
