@@ -412,11 +412,17 @@ def _time_columns(select: exp.Select, catalog: Catalog) -> list[_TimeColumn]:
             continue
         for column in info.columns:
             years = _is_year_number(column.name, column.data_type)
+            if years and column.sample_values and not any(map(_a_year, column.sample_values)):
+                continue  # a count of years ("year_working": 2, 5, 10), not a year
             if years or _is_date(column.data_type):
                 named = exp.column(identifier(column.name), table=identifier(source.alias_or_name))
                 window = TimeFilter(named, years, False, Window(None, None), ())
                 found.append(_TimeColumn(info, column, window))
     return found
+
+
+def _a_year(value: str) -> bool:
+    return value.strip().isdigit() and 1000 <= int(value) <= 9999
 
 
 # Words that point at the earlier rows rather than name anything ("the ones from 1982").

@@ -315,6 +315,20 @@ async def test_words_beside_a_period_choose_the_date_they_name():
         await _filtered(both, "born before 1990", Linker({}))
 
 
+async def test_a_count_of_years_is_no_year_to_put_a_period_on():
+    """'year_working' holding 2, 5, 10 is how many years, not which: 'in 2010' is not
+    placed on it."""
+    staff = TableInfo(
+        "public", "hiring",
+        columns=(ColumnInfo("id", "integer", False),
+                 ColumnInfo("year_working", "integer", False, sample_values=("2", "5", "10"))),
+        primary_key=("id",),
+    )  # fmt: skip
+    prior = Prior("SELECT COUNT(*) FROM hiring AS h", Relation.FILTER, condition="in 2010")
+    with pytest.raises(FollowUpError, match="no column"):
+        await built(prior.sql, prior, Catalog("hr", (staff,)), Linker({}))
+
+
 async def test_a_window_moved_relative_to_none_is_refused():
     with pytest.raises(FollowUpError, match="no closed period"):
         await _shifted("SELECT COUNT(*) FROM concert WHERE year < 2010", "the year after")
