@@ -11,7 +11,10 @@ previous, next, following quarter is the one beside the quarter it counted) — 
 earlier comparisons on that column are replaced by the new window's, so the measure,
 grouping, other conditions, order and limit stay. A period said as today's ("last
 year", "this month", "the past 30 days") is read by the schema linker, as in any
-question. A statement with no time window takes the period as a new condition (a filter).
+question. A statement with no time window takes the period as a new condition (a filter):
+on the column the linker reads it about, else — the linker placing it nowhere — on the one
+date of the statement's tables that the words beside it name ("registered before 2010" →
+``year_reg``), or its only date when they name none ("just for 1982").
 """
 
 from __future__ import annotations
