@@ -77,6 +77,21 @@ def said_numbers(words: str) -> list[float]:
     return found
 
 
+def in_full(words: str) -> str:
+    """``words`` with each number written out as digits ("more than 30k" → "more than
+    30000", "2 million" → "2000000", "30,000" → "30000"): the condition's own frames
+    say the number the words say, whatever scale the linker would read a suffix as."""
+
+    def full(match: re.Match[str]) -> str:
+        if not match.group("scale") and "," not in match.group("n"):
+            return match.group(0)  # as said: "04" of a date stays "04"
+        value = float(match.group("n").replace(",", ""))
+        value *= _SCALES.get((match.group("scale") or "").lower(), 1)
+        return str(int(value)) if value == int(value) else str(value)
+
+    return _NUMBER.sub(full, words)
+
+
 def _compared_numbers(conditions: Sequence[exp.Expr]) -> set[float]:
     """The numbers a statement's conditions compare with: number literals, and the years
     of date literals and the years beside them ("after 2005" is ``>= '2006-01-01'``)."""
@@ -107,7 +122,7 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
     tried = False
     for table in _own_tables(select, catalog):
         named = readable(table, catalog)
-        words = _without_subject(condition, named)
+        words = in_full(_without_subject(condition, named))
         for rows in subjects(named):
             for frame in _FRAMES:
                 linked = await link(frame.format(rows=rows, condition=words))

@@ -48,7 +48,7 @@ from services.sql.catalog import (
     table_for,
 )
 from services.sql.conversation._conditions import Link, link_condition, with_conditions
-from services.sql.conversation._periods import time_shifted
+from services.sql.conversation._periods import dated, time_shifted
 from services.sql.conversation._statement import (
     FollowUpError,
     column_name,
@@ -192,8 +192,8 @@ def _keyable(select: exp.Select, table: TableInfo, alias: str) -> bool:
 
 def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
     """The subject table's columns that name its rows in the earlier answer (its name
-    columns there, else the table's name-like column): shown beside what a follow-up
-    asks, so "what are their emails?" says whose."""
+    columns there; none when it showed none): shown beside what a follow-up asks, so
+    "what are their emails?" says whose, as the earlier answer said who."""
     select = parse(sql)
     tables = _tables(select, catalog)
     found: list[str] = []
@@ -210,8 +210,11 @@ def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
             and "name" in name_words(column_name(about.table, column.name))
         ):
             found.append(column.name)
-    label = _label(about.table)
-    return found or ([label] if label else [])
+    # Only the names the earlier answer showed: an answer that showed its rows by key or
+    # by a number gets no column it never showed ("the emails of users 3 and 6" is the
+    # emails, as the question spelled out is answered), and a table's first text column
+    # is no name ("mpg" beside the heaviest car's year).
+    return found
 
 
 # Questions that ask for a property of the rows, never for the rows themselves: a place,
@@ -655,7 +658,14 @@ async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[s
     filter's condition and a period said as today's are read by ``link`` (the schema
     linker, through the ask pipeline)."""
     if prior.relation is Relation.FILTER:
-        linked = await link_condition(sql, prior.condition, catalog, link)
+        try:
+            linked = await link_condition(sql, prior.condition, catalog, link)
+        except FollowUpError as unread:
+            if prior.exclude:
+                raise
+            return dated(sql, prior.condition, catalog, unread), (
+                "the previous statement, over the period said"
+            )
         return with_conditions(sql, linked, exclude=prior.exclude), (
             "the previous statement, without the rows the condition names"
             if prior.exclude

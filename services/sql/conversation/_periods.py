@@ -11,18 +11,22 @@ previous, next, following quarter is the one beside the quarter it counted) — 
 earlier comparisons on that column are replaced by the new window's, so the measure,
 grouping, other conditions, order and limit stay. A period said as today's ("last
 year", "this month", "the past 30 days") is read by the schema linker, as in any
-question. A statement with no time window takes the period as a new condition (a filter).
+question. A statement with no time window takes the period as a new condition (a filter):
+on the column the linker reads it about, else — the linker placing it nowhere — on the one
+date of the statement's tables that the words beside it name ("registered before 2010" →
+``year_reg``), or its only date when they name none ("just for 1982").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.catalog import Catalog, ColumnInfo, TableInfo, table_for
 from services.sql.conversation._conditions import (
     Link,
     Linked,
@@ -30,8 +34,17 @@ from services.sql.conversation._conditions import (
     link_condition,
     with_conditions,
 )
-from services.sql.conversation._statement import FollowUpError, parse, sources
-from services.sql.words import MONTHS, explicit_dates, name_words, shift
+from services.sql.conversation._statement import FollowUpError, parse, readable, sources
+from services.sql.gate import identifier
+from services.sql.words import (
+    MONTHS,
+    STOP_WORDS,
+    explicit_dates,
+    name_words,
+    shift,
+    stem,
+    word_match,
+)
 
 GRAINS = ("year", "quarter", "month", "week", "day")
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
@@ -359,8 +372,13 @@ async def time_shifted(sql: str, period: str, catalog: Catalog, link: Link) -> s
     window = new_window(period, old.window if old is not None else None)
     if old is None:
         # No window to move: the period is a new condition, on the column the linker
-        # reads it about.
-        linked = await link_condition(sql, _condition(period), catalog, link)
+        # reads it about; else on the one date the statement's rows have.
+        try:
+            linked = await link_condition(sql, _condition(period), catalog, link)
+        except FollowUpError as unread:
+            if window is None:
+                raise
+            return _on_its_date(select, period, window, catalog, unread)
         return with_conditions(sql, linked)
     if window is None:
         # Today's periods ("last year"): the linker's reading, moved onto this column.
@@ -376,6 +394,110 @@ async def time_shifted(sql: str, period: str, catalog: Catalog, link: Link) -> s
         "where", exp.Where(this=exp.and_(*parts)) if len(parts) > 1 else exp.Where(this=parts[0])
     )
     return select.sql(dialect="postgres")
+
+
+@dataclass(frozen=True)
+class _TimeColumn:
+    """A date column, or a year held as a number, of one of the statement's tables."""
+
+    table: TableInfo
+    column: ColumnInfo
+    window: TimeFilter  # the column as the statement names it, no limit yet
+
+
+def _time_columns(select: exp.Select, catalog: Catalog) -> list[_TimeColumn]:
+    """Every date column, and every year held as a number, of the statement's own
+    tables."""
+    found: list[_TimeColumn] = []
+    for source in sources(select):
+        info = table_for(catalog, source)
+        if info is None:
+            continue
+        for column in info.columns:
+            years = _is_year_number(column.name, column.data_type)
+            if years and column.sample_values and not any(map(_a_year, column.sample_values)):
+                continue  # a count of years ("year_working": 2, 5, 10), not a year
+            if years or _is_date(column.data_type):
+                named = exp.column(identifier(column.name), table=identifier(source.alias_or_name))
+                window = TimeFilter(named, years, False, Window(None, None), ())
+                found.append(_TimeColumn(info, column, window))
+    return found
+
+
+def _a_year(value: str) -> bool:
+    return value.strip().isdigit() and 1000 <= int(value) <= 9999
+
+
+# Words that point at the earlier rows rather than name anything ("the ones from 1982").
+_POINTING = frozenset({"one", "ones", "those", "these", "them", "they", "rows", "records",
+                       "entries", "items", "only", "just"})  # fmt: skip
+
+
+def _said_of(words: list[str], time: _TimeColumn, catalog: Catalog) -> bool:
+    """Whether every word said beside the period names ``time``'s column, by its name
+    or its comment ("registered" → year_reg, "year the doctor was registered"; "songs
+    released" → song_release_year), the rows' own table name aside."""
+    own = set(name_words(readable(time.table, catalog)))
+    said = [w for w in words if w not in STOP_WORDS and w not in _POINTING and w not in own]
+    names = {*name_words(time.column.name), *name_words(time.column.comment)}
+    return all(
+        stem(w) in {stem(n) for n in names}
+        or max((word_match(w, n) for n in names), default=0) >= 0.8
+        for w in said
+    )
+
+
+def _said_words(words: list[str]) -> list[str]:
+    return [w for w in words if w not in STOP_WORDS and w not in _POINTING]
+
+
+def _on_its_date(
+    select: exp.Select,
+    period: str,
+    window: Window,
+    catalog: Catalog,
+    unread: FollowUpError,
+    *,
+    said: Sequence[str] = (),
+) -> str:
+    """The statement limited to ``window`` on the one time column of its tables the
+    words name (``said``: the words beside the period), or on its only one when they
+    name none ("just for 1982"): a period the linker read about no column. Two or more
+    that fit (a signup and a last login) are not told apart here: ``unread`` stands, or
+    the refusal names them; words that name no date ("born before 1990" beside a hire
+    date) leave ``unread``."""
+    columns = _time_columns(select, catalog)
+    if _said_words(list(said)):
+        columns = [c for c in columns if _said_of(list(said), c, catalog)]
+    if len(columns) != 1:
+        if not columns:
+            raise unread
+        named = ", ".join(sorted(c.window.column.sql(dialect="postgres") for c in columns))
+        raise FollowUpError(f"'{period}' could limit more than one date of the rows ({named})")
+    parts = [*(c.copy() for c in conjuncts(select)), *_render(columns[0].window, window)]
+    select = select.copy()
+    select.set("where", exp.Where(this=exp.and_(*parts)))
+    return select.sql(dialect="postgres")
+
+
+def dated(sql: str, condition: str, catalog: Catalog, unread: FollowUpError) -> str:
+    """A filter that is a period, alone or after words naming a date ("from 1982",
+    "before 2010", "registered before 2010"), on a statement with no window, which the
+    linker read about no column: on the rows' date those words name (see
+    :func:`_on_its_date`); ``unread`` when no period ends the words."""
+    select = parse(sql)
+    if _time_filters(select, catalog):
+        raise unread
+    words = re.sub(r"\s+", " ", condition.lower()).strip(" ?.!").split(" ")
+    for at in range(len(words)):
+        try:
+            window = new_window(" ".join(words[at:]), None)
+        except FollowUpError:
+            window = None
+        if window is not None:
+            said = name_words(" ".join(words[:at]))
+            return _on_its_date(select, " ".join(words[at:]), window, catalog, unread, said=said)
+    raise unread
 
 
 def _window_of(linked: Linked, select: exp.Select, catalog: Catalog) -> Window | None:

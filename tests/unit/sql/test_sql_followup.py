@@ -180,6 +180,21 @@ def test_the_question_is_restricted_by_a_sub_query_not_a_list_of_names():
         assert name not in sql
 
 
+def test_rows_the_earlier_answer_showed_by_key_are_given_no_name_it_never_showed():
+    """The spelled-out question ("the emails of the Canadian customers") shows the
+    emails; a name column the earlier answer never showed is not added beside them."""
+    by_key = "SELECT c.id FROM customers AS c WHERE c.country = 'Canada'"
+    about = subject(by_key, CATALOG)
+    assert labels(by_key, about, CATALOG) == []
+    sql = restrict("SELECT t0.email FROM customers AS t0", by_key, about,
+                   labels(by_key, about, CATALOG))  # fmt: skip
+    _same(
+        sql,
+        "SELECT t0.email FROM customers AS t0 WHERE t0.id IN "
+        f"(SELECT earlier.id FROM ({by_key}) AS earlier)",
+    )
+
+
 def test_a_count_restricts_by_the_key_of_the_rows_it_counted():
     counted = "SELECT COUNT(*) FROM customers AS c WHERE c.country = 'Canada' ORDER BY 1 LIMIT 9"
     about = subject(counted, CATALOG)

@@ -98,6 +98,18 @@ async def test_a_filter_adds_the_condition_its_words_link_to_and_keeps_the_rest(
     assert linker.asked[0] == "Which orders are over 100?"
 
 
+async def test_a_number_said_with_a_scale_is_asked_in_full():
+    """'over 30k': the frames say 30000, so a linker that reads a suffix otherwise (or
+    not at all) is asked the number the words say."""
+    linker = Linker({"30000": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 30000"})
+    _same(
+        await _filtered(PER_STATUS, "over 30k", linker),
+        "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.amount > 30000) "
+        "GROUP BY o.status",
+    )
+    assert linker.asked[0] == "Which orders are over 30000?"
+
+
 async def test_an_exclusion_keeps_the_rows_the_condition_does_not_hold_for():
     linker = Linker({"orders": "SELECT t0.id FROM orders AS t0 WHERE t0.status = 'cancelled'"})
     _same(
@@ -251,6 +263,70 @@ async def test_a_period_on_a_statement_without_one_is_a_new_condition():
         "AND o.placed_at < '2023-01-01') GROUP BY o.status",
     )
     assert linker.asked[0] == "Which orders are in 2022?"
+
+
+async def test_a_period_no_column_was_read_for_goes_on_the_rows_one_date():
+    """'just for 1982' after 'concerts per …': the linker places the period on no column,
+    and the concerts have one time column, so it is that one's (as a year number)."""
+    per_year = "SELECT COUNT(*) FROM concert AS c"
+    _same(
+        await _shifted(per_year, "for 1982"),
+        "SELECT COUNT(*) FROM concert AS c WHERE c.year = 1982",
+    )
+    _same(
+        await _filtered(per_year, "from 1982", Linker({})),
+        "SELECT COUNT(*) FROM concert AS c WHERE c.year = 1982",
+    )
+    _same(
+        await _filtered(PER_STATUS, "before 2010", Linker({})),
+        "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE o.placed_at < '2010-01-01' "
+        "GROUP BY o.status",
+    )
+
+
+async def test_a_period_is_placed_on_no_date_when_there_are_two_or_words_besides():
+    both = (
+        "SELECT COUNT(*) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id "
+        "WHERE c.country = 'France'"
+    )
+    with pytest.raises(
+        FollowUpError, match=r"more than one date of the rows \(c.joined, o.placed_at\)"
+    ):
+        await _shifted(both, "2020")
+    with pytest.raises(FollowUpError, match="no column"):
+        await _filtered(PER_STATUS, "shipped before 2010", Linker({}))
+    with pytest.raises(FollowUpError, match="no column"):
+        await _filtered(PER_STATUS, "before 2010", Linker({}), exclude=True)
+
+
+async def test_words_beside_a_period_choose_the_date_they_name():
+    """'placed before 2010' among an order's and a customer's dates: the one its words
+    name (by name or comment); words that name neither leave the period unplaced."""
+    both = "SELECT COUNT(*) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id"
+    _same(
+        await _filtered(both, "the ones placed before 2010", Linker({})),
+        f"{both} WHERE o.placed_at < '2010-01-01'",
+    )
+    _same(
+        await _filtered(both, "customers who joined in 2020", Linker({})),
+        f"{both} WHERE c.joined >= '2020-01-01' AND c.joined < '2021-01-01'",
+    )
+    with pytest.raises(FollowUpError, match="no column"):
+        await _filtered(both, "born before 1990", Linker({}))
+
+
+async def test_a_count_of_years_is_no_year_to_put_a_period_on():
+    """'year_working' holding 2, 5, 10 is how many years, not which: 'in 2010' is not
+    placed on it."""
+    staff = TableInfo(
+        "public", "hiring",
+        columns=(ColumnInfo("id", "integer", False),
+                 ColumnInfo("year_working", "integer", False, sample_values=("2", "5", "10"))),
+        primary_key=("id",),
+    )  # fmt: skip
+    prior = Prior("SELECT COUNT(*) FROM hiring AS h", Relation.FILTER, condition="in 2010")
+    with pytest.raises(FollowUpError, match="no column"):
+        await built(prior.sql, prior, Catalog("hr", (staff,)), Linker({}))
 
 
 async def test_a_window_moved_relative_to_none_is_refused():
