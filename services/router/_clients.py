@@ -221,7 +221,9 @@ class GrpcSqlTool:
             reason = response.refusal_reason or spb.SqlAskOutcome.Name(
                 response.outcome
             ).removeprefix("SQL_ASK_OUTCOME_")
-            return SqlOutcome((), (), "", "", answered=False, reason=reason)
+            return SqlOutcome(
+                (), (), "", "", answered=False, reason=reason, message=response.message[:500]
+            )
         return sql_outcome(
             response.result,
             repairs=response.repairs,

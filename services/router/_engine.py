@@ -763,6 +763,7 @@ class _Run:
             return
         if not outcome.answered:
             run.status, run.failure_reason = Status.FAILED, "STEP_FAILED"
+            run.declined = outcome.message
             return
         if outcome.degraded:
             self.degrade("LLM_UNAVAILABLE", "sql", "the SQL service fell back to rules")

@@ -58,7 +58,7 @@ from services.router._types import (
     StepRun,
     UsageEntry,
 )
-from services.router.offline import NO_ANSWER, cited_row, unplaced_note
+from services.router.offline import NO_ANSWER, cited_row, sql_refusal_note, unplaced_note
 
 # The most confidence an answer carries when any dependency or step degraded it.
 DEGRADED_CONFIDENCE = 0.5
@@ -171,6 +171,12 @@ class Synthesis:
             note = unplaced_note(self.request.question, passages)
             if note is not None:
                 sentences.append(AnswerSentence(note))
+            # A SQL step the service declined says why (the phrase it could not place,
+            # the nearest names), once per distinct reason: without it a question the
+            # data could answer reads as one it cannot.
+            said = dict.fromkeys(r.declined for r in self.runs.values() if r.declined)
+            database = self.request.options.database
+            sentences.extend(AnswerSentence(sql_refusal_note(database, m)) for m in said)
         guards = self.guardrails
         checked = _guard.check_output(
             sentences,

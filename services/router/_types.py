@@ -133,6 +133,9 @@ class SqlOutcome:
     degraded: bool = False
     answered: bool = True
     reason: str = ""
+    # What the SQL service said when it declined (the phrase it could not place and the
+    # nearest names): said in the answer's refusal, never logged.
+    message: str = ""
     # The SQL service's id for this answer (feedback names it); empty when it recorded none.
     answer_id: str = ""
 
@@ -176,6 +179,8 @@ class StepRun:
     hits: tuple[Hit, ...] = ()
     quarantined: tuple[Hit, ...] = ()
     sql: SqlOutcome | None = None
+    # A SQL step declined: what the service said (the refusal repeats it).
+    declined: str = ""
     bound_query: str = ""
     members: tuple[ScopedMember, ...] = ()
 

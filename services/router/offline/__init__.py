@@ -14,6 +14,7 @@ from services.router.offline._extractive import (
     NO_ANSWER,
     PARTIAL_NOTE,
     framing,
+    sql_refusal_note,
     unplaced_note,
 )
 from services.router.offline._followup import BuildsOn, Relation, Resolution, resolve
@@ -31,5 +32,6 @@ __all__ = [
     "cited_row",
     "framing",
     "resolve",
+    "sql_refusal_note",
     "unplaced_note",
 ]

@@ -46,6 +46,9 @@ NO_ANSWER = "The data does not contain the answer to this question."
 PARTIAL_NOTE = "Some steps failed, so this answer rests on partial results."
 # How a refusal names the question's words that no passage found holds (``unplaced_note``).
 UNPLACED_NOTE = "The passages found do not mention "
+# Before what the SQL service said when it declined a step's question: a refusal over data
+# names the phrase it could not place, as one over documents names the words.
+SQL_REFUSAL_NOTE = "Asked of the database"
 RELEVANT_AT = 0.5
 MAX_SENTENCES = 4
 
@@ -310,10 +313,18 @@ def unplaced_note(question: str, passages: Sequence[Passage]) -> str | None:
     return f"{UNPLACED_NOTE}{listed}."
 
 
+def sql_refusal_note(database: str, message: str) -> str:
+    """The sentence a refusal adds when a SQL step was declined with a reason ('Asked of
+    the database "shop": could not place 'quantity' — nearest: orders.quantity?')."""
+    said = message.strip()
+    named = f' "{database}"' if database else ""  # none: the SQL service's default
+    return f"{SQL_REFUSAL_NOTE}{named}: {said if said.endswith(('?', '.')) else said + '.'}"
+
+
 def framing(text: str) -> bool:
     """Whether ``text`` frames an answer rather than claims from evidence (no answer, a
     partial note, the words a refusal could not place): it needs no citation."""
-    return text in (NO_ANSWER, PARTIAL_NOTE) or text.startswith(UNPLACED_NOTE)
+    return text in (NO_ANSWER, PARTIAL_NOTE) or text.startswith((UNPLACED_NOTE, SQL_REFUSAL_NOTE))
 
 
 def _squash(text: str) -> str:

@@ -125,3 +125,25 @@ async def test_with_a_model_another_language_goes_to_the_model(
     assert fake_gemini.requests_for("plan")
     assert answer.outcome == pb.ANSWER_OUTCOME_ANSWERED and not answer.refusal_reason
     assert engines.sql_log.count("AskQuestion") == 1 and answer.sql_results
+
+
+@pytest.mark.parametrize("mode", [pb.ASK_MODE_SQL, pb.ASK_MODE_AUTO])
+async def test_a_question_the_sql_service_declines_says_what_it_could_not_place(
+    router: RouterStack, engines: Engines, tenant: str, mode: int
+) -> None:
+    """The SQL service's reason (the phrase, the nearest names) reaches the answer: a bare
+    "the data does not contain it" reads as if the warehouse could never answer."""
+    answer = (
+        await router.stub.Ask(
+            pb.AskRequest(
+                tenant_id=tenant,
+                question="How many deals have a flux capacitor rating above 3?",
+                mode=mode,  # type: ignore[arg-type]
+            ),
+            timeout=30,
+        )
+    ).answer
+    assert engines.sql_log.count("AskQuestion") >= 1
+    assert answer.outcome != pb.ANSWER_OUTCOME_ANSWERED and not answer.sql_results
+    assert answer.text.startswith("The data does not contain the answer")
+    assert "Asked of the database: could not place 'flux'" in answer.text
