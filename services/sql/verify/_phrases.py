@@ -67,6 +67,7 @@ _SUPERLATIVE = re.compile(
 )
 _NEGATION = re.compile(
     r"\b(?:not|no|never|without|none|nobody|nothing|neither|nor|except|excluding)\b|n't\b"
+    r"|\b(?:other than|apart from|aside from)\b"
 )
 _AVERAGE = re.compile(r"\b(?:average|avg|mean)\b")
 # "the number of days between ...": an elapsed time, not a count

@@ -1182,3 +1182,38 @@ def test_a_condition_said_of_the_previous_ones_row_is_on_its_table() -> None:
     """ "a cat that is age 3": the pet's age; read as the student's, it was wrong."""
     sql = _sql("Find the last name of the student who has a cat that is age 3.", OWNERS)
     assert sql.endswith("WHERE (t2.pettype = 'cat') AND (t2.pet_age = 3)")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many customers are there in each country other than Canada?",
+        "How many customers live in countries other than Canada?",
+        "How many customers are there in each country apart from Canada?",
+    ],
+)
+def test_a_value_said_after_other_than_is_left_out(question: str) -> None:
+    """"other than Canada" is ``<> 'Canada'``: read as the value alone it answered the
+    rows of Canada only, a confident wrong answer."""
+    sql = _sql(question, BROKER)
+    assert "t0.sbcustcountry <> 'Canada'" in sql
+    assert "= 'Canada'" not in sql
+
+
+def test_other_than_before_two_values_is_refused() -> None:
+    """ "other than Canada or USA": ORed inequalities keep every row; refused."""
+    with pytest.raises(LinkError):
+        _sql("How many customers are there in each country other than Canada or USA?", BROKER)
+
+
+def test_a_statement_that_keeps_what_other_than_leaves_out_is_refused() -> None:
+    """The verifier reads "other than" as a negation: a statement applying none (a model's,
+    or a reading that took the value alone) is refused, naming it."""
+    question = "How many customers are there in each country other than Canada?"
+    ctx = read_question(question, Vocabulary(BROKER, JoinGraph(BROKER)), TODAY)
+    wrong = (
+        "SELECT t0.sbcustcountry, COUNT(*) FROM public.sbcustomer AS t0 "
+        "WHERE t0.sbcustcountry = 'Canada' GROUP BY t0.sbcustcountry"
+    )
+    with pytest.raises(LinkError, match="other than"):
+        verify_statement(ctx, wrong)

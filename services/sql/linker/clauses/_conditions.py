@@ -18,6 +18,7 @@ from services.sql.linker.clauses._cues import (
     CLAUSE_START,
     COMPARE,
     DIMENSIONS,
+    EXCLUSIONS,
     NEGATIONS,
     OR_BOUND,
     PREPOSITIONS,
@@ -192,6 +193,13 @@ def value_clause(reading: Reading, read: Read, i: int) -> int | None:
         if reading.low(j) == "either":
             j += 1
     year = not columns and reading.low(start) in ("in", "during") and is_year(reading, j)
+    # "each state other than TX", "customers except those in CA": one value left out
+    excluded = reading.match(j, EXCLUSIONS)
+    if excluded:
+        j += len(excluded.split())
+        j = reading.skip(j, frozenset({"those", "ones", "the"}))
+        if reading.low(j) in PREPOSITIONS:
+            j = reading.skip(j + 1, frozenset({"the", "a", "an"}))
     group: list[Condition] = []
     while True:
         values = reading.longest(j, ("value",))
@@ -226,6 +234,15 @@ def value_clause(reading: Reading, read: Read, i: int) -> int | None:
                 j = nxt
                 continue
         break
+    if excluded:
+        if not group:
+            return None  # "excluding the current month": a date window's, not a value's
+        if len(group) != 1:
+            # "other than TX or CA": each left out, which one condition per value does not
+            # say (their ORed inequalities would keep every row)
+            raise Decline(f"{excluded!r} before more than one value")
+        group[0].op = "<>"
+        reading.ctx.known.update(excluded.split())  # read as the inequality: explained
     if not group:
         # "with 8 cylinders": a number, then the column it counts
         number = reading.number(i) if i < reading.size and reading.tokens[i].number else None

@@ -213,7 +213,7 @@ def cue_words() -> frozenset[str]:
     phrases = [
         *COUNT_HEADS, *LIST_HEADS, *AGGREGATES, *COMPARE, *_TRAILING_COMPARE,
         *DIMENSIONS, *RANKED, *MOST, *ORDER_PHRASES, *DIRECTIONS, *GROUP_PHRASES,
-        *OR_BOUND, *NEGATIONS, *PREPOSITIONS, *NUMBER_WORDS, *BOUNDARY,
+        *OR_BOUND, *NEGATIONS, *EXCLUSIONS, *PREPOSITIONS, *NUMBER_WORDS, *BOUNDARY,
         "named called titled between average mean common frequent popular top first number",
         "numbers count counts distinct different unique or either as well along together",
         "name names id ids title titles have has had own owns who that which any a an",
@@ -283,6 +283,9 @@ _ORDER_WORDS = {"ascending": False, "asc": False, "descending": True, "desc": Tr
 
 
 NEGATIONS = frozenset({"not", "no", "never", "without", "none"})
+
+# Before a value the rows must not hold: "each state other than TX" is ``state <> 'TX'``.
+EXCLUSIONS = ("other than", "apart from", "aside from", "except for", "except", "excluding")
 
 
 # Prepositions that may introduce a value ("from France", "in 2014", "of type CV").
