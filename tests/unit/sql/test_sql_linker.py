@@ -1193,7 +1193,7 @@ def test_a_condition_said_of_the_previous_ones_row_is_on_its_table() -> None:
     ],
 )
 def test_a_value_said_after_other_than_is_left_out(question: str) -> None:
-    """"other than Canada" is ``<> 'Canada'``: read as the value alone it answered the
+    """ "other than Canada" is ``<> 'Canada'``: read as the value alone it answered the
     rows of Canada only, a confident wrong answer."""
     sql = _sql(question, BROKER)
     assert "t0.sbcustcountry <> 'Canada'" in sql
