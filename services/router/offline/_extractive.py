@@ -250,14 +250,9 @@ def unplaced(question: str, passages: Sequence[Passage]) -> tuple[str, ...]:
     one ("home" in "homedir") or, for "slower" or "natively", its base ("slows",
     "native"): a refusal may say a word is missing from what was found,
     never that a passage lacks a word it has."""
-    terms = question_terms(question)
-    if not terms or not passages:
+    absent = _absent(question_terms(question), passages)
+    if not absent:
         return ()
-    held = "\n".join(f"{p.title}\n{p.text}" for p in passages)
-    stems, word_stems = _analyse_once(held)
-    found = set(_covered(terms, stems, word_stems, typo=_typo_once).matched)
-    lowered = held.lower()
-    absent = {t for t in terms if t not in found and not any(b in lowered for b in _bases(t))}
     phrases: list[str] = []
     run: list[str] = []
     end = 0
@@ -274,6 +269,38 @@ def unplaced(question: str, passages: Sequence[Passage]) -> tuple[str, ...]:
                 run.append(token.raw)
             end = token.end
     return tuple(phrases[:MAX_UNPLACED])
+
+
+def _absent(terms: Sequence[str], passages: Sequence[Passage]) -> frozenset[str]:
+    """The ``terms`` that none of ``passages`` holds, as ``unplaced`` reads "held"."""
+    if not terms or not passages:
+        return frozenset()
+    held = "\n".join(f"{p.title}\n{p.text}" for p in passages)
+    stems, word_stems = _analyse_once(held)
+    found = set(_covered(terms, stems, word_stems, typo=_typo_once).matched)
+    lowered = held.lower()
+    return frozenset(
+        t for t in terms if t not in found and not any(b in lowered for b in _bases(t))
+    )
+
+
+def unfounded(question: str, passages: Sequence[Passage], best: Candidate) -> bool:
+    """Whether the passages lack more of the question's topic words than ``best``, the
+    unit that would answer, says: "Which sort option sets the warp drive speed?" over
+    sort(1) would be answered by the sentence that shares "sort" and "set" (the LC_ALL
+    line), though nothing found mentions a warp drive or a speed. Such an answer is a
+    confident guess, and a refusal that names the missing words says more.
+
+    Counted, not weighted, and against the one unit: a question phrased in other words
+    than its passage (one or two words of it absent, as in most paraphrased questions)
+    keeps its answer whenever that unit says as many of its words as are missing. The
+    unit's share is checked first: the passages are read again only when the unit says
+    fewer than half of the question's words, which no complete answer does."""
+    terms = question_terms(question)
+    said = len(set(terms).intersection(best.matched))
+    if not terms or 2 * said >= len(terms):
+        return False
+    return len(_absent(terms, passages)) > said
 
 
 # A comparative, superlative or adverb and its base ("slower" is held by "slows down",
@@ -354,7 +381,7 @@ def synthesize(
     else:
         # A table that singles out a row answers with its cells; else the sentences.
         picked = table_cells(_cell_terms(question), passages) or _pick_sentences(
-            question, without_tables(passages)
+            question, without_tables(passages), passages
         )
     for text, citation, fraction in picked:
         sentences.append(AnswerSentence(text, (citation,)))
@@ -468,12 +495,15 @@ def _cell_terms(question: str) -> list[str]:
     return terms + [n for n in re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", question) if n not in terms]
 
 
-def _pick_sentences(question: str, passages: Sequence[Passage]) -> list[tuple[str, str, float]]:
+def _pick_sentences(
+    question: str, passages: Sequence[Passage], found: Sequence[Passage]
+) -> list[tuple[str, str, float]]:
     """The unit that best answers ``question``, and a second sentence from the same
     document only when it scores close to the first (see ``_adds``); each cited. Nothing
-    when no unit covers enough of the question."""
+    when no unit covers enough of the question, or when the passages ``found`` (tables
+    included) lack more of its words than the best unit says (``unfounded``)."""
     ranked = ranked_sentences(question, passages)
-    if not ranked:
+    if not ranked or unfounded(question, found, ranked[0]):
         return []
     first = ranked[0]
     picked = [first]
@@ -503,13 +533,15 @@ def _adds(candidate: Candidate, first: Candidate, titles: Mapping[str, str]) -> 
 @dataclass(frozen=True)
 class Candidate:
     """A unit that could answer: its score, text, passage, the share of the question's
-    words it covers (the answer's confidence), and its kind (see ``Unit``)."""
+    words it covers (the answer's confidence), its kind (see ``Unit``) and the question's
+    words and numbers it covers (with its passage's title)."""
 
     score: float
     text: str
     passage_id: str
     fraction: float
     kind: str = "sentence"
+    matched: tuple[str, ...] = ()
 
 
 def passage_units(passage: Passage) -> tuple[Unit, ...]:
@@ -630,7 +662,9 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
                 + (CUE_WEIGHT if typed else 0.0)
                 + PAIR_WEIGHT * _paired(pairs, unit.text)
             )
-            candidates.append(Candidate(score, sentence, passage.id, cov.fraction, unit.kind))
+            candidates.append(
+                Candidate(score, sentence, passage.id, cov.fraction, unit.kind, cov.matched)
+            )
     # Stable: equal scores keep the search's order.
     return sorted(candidates, key=lambda c: -c.score)
 

@@ -2,7 +2,8 @@
 real-documents dev set (du(1) as a Word guide, sort(1) as groff typeset it) uploaded
 through the real retrieval service and its extraction, asked through the real router
 offline. When the passages found lack some of the question's words, the refusal names
-them as the question writes them; it never names a word the passages hold."""
+them as the question writes them; it never names a word the passages hold. When they
+lack more of them than the best sentence says, that sentence is not stated."""
 
 from __future__ import annotations
 
@@ -43,12 +44,17 @@ async def _ask(router: RouterStack, tenant: str, question: str) -> pb.Answer:
     return (await router.stub.Ask(request)).answer
 
 
-# (question, what its refusal names): one tenant for all three (an upload is the slow part).
+# (question, what its refusal names): one tenant for all (an upload is the slow part).
 REFUSALS = (
     ("How does du calibrate the flux capacitor?", '"calibrate" or "flux capacitor"'),
     ("Does sort support Kerberos authentication?", '"support Kerberos authentication"'),
     # Named as the question writes them (the plural kept), "du" held, so not named.
     ("Does du's summary calibrate the flux capacitors?", '"calibrate" or "flux capacitors"'),
+    # Answered before with a confident guess sharing the common words ("sort", "set":
+    # the LC_ALL line; "sort", "run": --parallel): the passages lack more of the
+    # question than the best sentence says (``unfounded``).
+    ("Which sort option sets the warp drive speed?", '"warp drive speed"'),
+    ("How fast does sort run on a Raspberry Pi?", '"fast" or "Raspberry Pi"'),
 )
 
 
