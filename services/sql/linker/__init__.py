@@ -54,7 +54,7 @@ from services.sql.linker._meanings import (
     find_meanings,
     nearest_names,
 )
-from services.sql.linker._plan import Linked, LinkError, is_temporal
+from services.sql.linker._plan import Linked, LinkError, is_number, is_temporal
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
 from services.sql.linker.clauses import form_words
@@ -77,6 +77,7 @@ __all__ = [
     "comment_names",
     "find_meanings",
     "form_words",
+    "is_number",
     "is_temporal",
     "link_question",
     "nearest_names",

@@ -41,6 +41,7 @@ from services.sql.linker import (
     GRAINS,
     LinkContext,
     LinkError,
+    is_number,
     is_temporal,
     prose_of_definitions,
     unexplained,
@@ -103,6 +104,8 @@ _GROUPING = re.compile(
 # "When did the customers join?": a question that asks for a time (not "when" joining
 # two clauses later on: "… when they signed up").
 _WHEN = re.compile(r"\s*(?:and\s+)?when\b")
+# "How much did we receive per payment method?": a question that asks for an amount.
+_HOW_MUCH = re.compile(r"\s*how much\b")
 _TIME_NAMES = frozenset(stem(w) for w in DATE_NAME_WORDS)
 _THAN_AVERAGE = re.compile(r"\bthan (?:the )?(?:average|mean)\b")
 
@@ -267,6 +270,10 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
         raise LinkError(f"the statement adds nothing up for {said!r}")
     if _WHEN.match(text) and not any(_dated(ctx, c) for c in facts.outputs):
         raise LinkError("the statement returns no date or year for 'when'")
+    if _HOW_MUCH.match(text) and not facts.aggregates and not _numbers_shown(ctx, facts):
+        # the payment methods of March listed for "how much did we receive per payment
+        # method in March": no amount, summed or stored, answers "how much"
+        raise LinkError("the statement returns no amount for 'how much'")
     asked = _without_quotes(ctx.original.lower())
     # "the average AMB" with AMB defined as "the average balance per user" asks for one
     # average of the per-user values: a definition's "per" groups inside the measure, not
@@ -420,6 +427,11 @@ def _dated(ctx: LinkContext, column: tuple[str, str]) -> bool:
     if any(c.key == column and is_temporal(c.column.data_type) for c in ctx.vocab.columns):
         return True
     return bool(_TIME_NAMES & {stem(w) for w in ctx.vocab.column_words.get(column, [])})
+
+
+def _numbers_shown(ctx: LinkContext, facts: StatementFacts) -> bool:
+    """Whether a column the statement shows holds numbers."""
+    return any(c.key in facts.outputs and is_number(c.column.data_type) for c in ctx.vocab.columns)
 
 
 def _column_words(ctx: LinkContext, facts: StatementFacts) -> set[str]:

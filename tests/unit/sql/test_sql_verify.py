@@ -267,3 +267,20 @@ def test_two_defined_measures_asked_need_two_computed() -> None:
         "SELECT t0.country, COUNT(DISTINCT t1.song_id) AS psc, "
         "COUNT(DISTINCT t0.singer_id) AS psr" + joined,
     )
+
+
+def test_how_much_answered_with_no_amount_is_refused() -> None:
+    """ "How much …" listed the countries' rows with no number: refused; an amount summed,
+    or a stored amount shown, answers it."""
+    question = "How much did singers sell per country?"
+    with pytest.raises(LinkError, match="no amount for 'how much'"):
+        _verify(question, "SELECT t0.country AS country FROM public.singer AS t0")
+    _verify(
+        question,
+        "SELECT t0.country AS country, SUM(t1.sales) AS s FROM public.singer AS t0 "
+        "JOIN public.song AS t1 ON t1.singer_id = t0.singer_id GROUP BY t0.country",
+    )
+    _verify(
+        "How much is the net worth of each singer?",
+        "SELECT t0.name AS name, t0.net_worth AS net_worth FROM public.singer AS t0",
+    )
