@@ -38,7 +38,13 @@ from sqlglot import exp
 
 from services.sql.catalog import TEXT_TYPES, TableInfo
 from services.sql.linker import LinkContext, LinkError
-from services.sql.verify._statement import StatementNodes, column_name, is_key, read_statement
+from services.sql.verify._statement import (
+    StatementNodes,
+    column_name,
+    conjuncts,
+    is_key,
+    read_statement,
+)
 from services.sql.words import stem, word_match
 
 _NAMES_ASKED = re.compile(r"\b(?:names?|titles?)\b")
@@ -176,7 +182,7 @@ def _values_negated_per_row(ctx: LinkContext, tree: exp.Select, nodes: Statement
     if where is None or tree.args.get("group") is not None or len(tree.expressions) != 1:
         return
     if not any(
-        isinstance(c, exp.Not) and isinstance(c.this, exp.Exists) for c in _ands(where.this)
+        isinstance(c, exp.Not) and isinstance(c.this, exp.Exists) for c in conjuncts(where.this)
     ):
         return
     shown = tree.expressions[0].unalias()
@@ -197,15 +203,6 @@ def _values_negated_per_row(ctx: LinkContext, tree: exp.Select, nodes: Statement
             f"of each {table.name} row, and a value both a kept and a dropped row hold would "
             "be listed"
         )
-
-
-def _ands(node: exp.Expr) -> list[exp.Expr]:
-    """The conditions ANDed in ``node``, without their parentheses."""
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _ands(node.this) + _ands(node.expression)
-    return [node]
 
 
 def _named_by(ctx: LinkContext, words: list[str]) -> tuple[set[str], set[tuple[str, str]]] | None:

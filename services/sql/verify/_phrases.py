@@ -48,7 +48,7 @@ from services.sql.linker import (
 )
 from services.sql.verify._outputs import asked_items, check_outputs
 from services.sql.verify._restricted import check_restricted
-from services.sql.verify._statement import read_statement
+from services.sql.verify._statement import conjuncts, read_statement
 from services.sql.words import ISO_DATE, WRITTEN_DATE, stem
 
 # Number words a question uses for small counts ("more than one", "at least two").
@@ -212,21 +212,13 @@ def statement_facts(sql: str) -> StatementFacts:
             facts.grains.add(literal.this.lower())
     where = tree.args.get("where")
     if where is not None:
-        for condition in _conjuncts(where.this):
+        for condition in conjuncts(where.this):
             if isinstance(condition, exp.EQ) and isinstance(condition.this, exp.Column):
                 value = condition.expression
                 if isinstance(value, exp.Literal) and condition.this.table in aliases:
                     key = (aliases[condition.this.table], condition.this.name)
                     facts.required.setdefault(key, []).append(value.this)
     return facts
-
-
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
 
 
 def verify_statement(ctx: LinkContext, sql: str) -> None:

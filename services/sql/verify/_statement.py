@@ -19,6 +19,15 @@ def column_name(column: exp.Column) -> str:
     return column.name if quoted else column.name.lower()
 
 
+def conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The conditions ANDed in ``node``, without their parentheses."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return conjuncts(node.this) + conjuncts(node.expression)
+    return [node]
+
+
 def is_key(table: TableInfo, column: str) -> bool:
     """The column is a key of its table by itself (primary, or unique)."""
     return table.primary_key == (column,) or (column,) in table.unique_keys
