@@ -47,6 +47,7 @@ from services.sql.linker._linker import (
     link_question,
     read_question,
 )
+from services.sql.linker._measures import AGG_WORDS, COUNT_CUES
 from services.sql.linker._meanings import (
     MEANING_MIN,
     NEAR_MIN,
@@ -60,6 +61,8 @@ from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comm
 from services.sql.linker.clauses import form_words
 
 __all__ = [
+    "AGG_WORDS",
+    "COUNT_CUES",
     "DATE_NAME_WORDS",
     "GRAINS",
     "MEANING_MIN",
