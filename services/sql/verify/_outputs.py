@@ -182,7 +182,14 @@ def _listed_column_not_shown(ctx: LinkContext, tree: exp.Select, nodes: Statemen
     outputs. Only exact whole names are held ("flight number" spells no column and holds
     nothing), and items that say a measure ("the average", "the number") are left to the
     measure checks: a column may be named ``average``."""
-    read = {t.qualified for t in nodes.tables.values()}
+    read = {t.qualified: t for t in nodes.tables.values()}
+    # the names of the columns of the tables read, by their words (not the whole catalog's:
+    # a warehouse holds thousands of columns)
+    readable = [
+        (column.name, ctx.vocab.column_words.get((qualified, column.name)))
+        for qualified, table in read.items()
+        for column in table.columns
+    ]
     shown_columns: set[tuple[str, str]] = set()
     for output in tree.expressions:
         for node in output.find_all(exp.Column):
@@ -202,11 +209,7 @@ def _listed_column_not_shown(ctx: LinkContext, tree: exp.Select, nodes: Statemen
         if not said or _MEASURE_WORDS & set(said):
             continue
         words = [stem(w) for w in said]
-        named = sorted(
-            column
-            for (table, column), parts in ctx.vocab.column_words.items()
-            if table in read and parts == words
-        )
+        named = sorted(name for name, parts in readable if parts == words)
         # "the name" of a concert is its concert_name: a shown name ending in the words
         if named and not any(parts[len(parts) - len(words) :] == tuple(words) for parts in shown):
             raise LinkError(
