@@ -47,7 +47,6 @@ from services.sql.linker._linker import (
     link_question,
     read_question,
 )
-from services.sql.linker._measures import AGG_WORDS, COUNT_CUES
 from services.sql.linker._meanings import (
     MEANING_MIN,
     NEAR_MIN,
@@ -55,6 +54,7 @@ from services.sql.linker._meanings import (
     find_meanings,
     nearest_names,
 )
+from services.sql.linker._measures import AGG_WORDS, COUNT_CUES
 from services.sql.linker._plan import Linked, LinkError, is_temporal
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
