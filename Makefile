@@ -12,9 +12,11 @@ MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
 # 12 databases, 477 questions); `make eval` runs each that exists, with its keys as
 # declared, with every key dropped and beside ~1,000 look-alike tables (--wide), on
 # databases loaded as a user restores them, and prints the three side by side, the study
-# and blind halves apart (the blind half as totals only).
+# and blind halves apart (the blind half as totals only). sql-unseen: two real databases
+# nobody here designed (nycflights13 study, chinook blind; 74 questions), in the repo; no
+# answer-memory variants or conversation scripts are written for it, so those two skip it.
 SQL_DATASET ?= ../shared/datasets/sql
-SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider
+SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider services/bench/devsets/sql-unseen
 # Documents with questions and gold answers (SQuAD dev, 15 articles, 400 questions):
 # `make eval` measures the answers in RETRIEVE, AGENTIC and AUTO beside a BM25 baseline.
 QA_DATASET ?= ../shared/datasets/qa
@@ -123,8 +125,10 @@ eval: setup ## retrieval, document-answer, real-documents and SQL quality on the
 	    done; \
 	    $(BIN)/tandem eval sql --compare "bench-results/sql_eval_$$name.json" "bench-results/sql_eval_$${name}_sqlite.json" \
 	      "bench-results/sql_eval_$${name}_duckdb.json" "bench-results/sql_eval_$${name}_mysql.json"; \
-	    $(BIN)/tandem eval sql --dataset "$$ds" --memory || echo "memory eval on $$name: a target missed"; \
-	    $(BIN)/tandem eval chat --dataset "$$ds" || echo "conversation eval on $$name: a target missed"; \
+	    if [ "$$name" != sql-unseen ]; then \
+	      $(BIN)/tandem eval sql --dataset "$$ds" --memory || echo "memory eval on $$name: a target missed"; \
+	      $(BIN)/tandem eval chat --dataset "$$ds" || echo "conversation eval on $$name: a target missed"; \
+	    fi; \
 	  else echo "SQL dataset $$ds not found: skipped"; fi; \
 	done
 	$(BIN)/tandem eval refusals

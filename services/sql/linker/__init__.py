@@ -54,12 +54,15 @@ from services.sql.linker._meanings import (
     find_meanings,
     nearest_names,
 )
+from services.sql.linker._measures import AGG_WORDS, COUNT_CUES
 from services.sql.linker._plan import Linked, LinkError, is_number, is_temporal
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
 from services.sql.linker.clauses import form_words
 
 __all__ = [
+    "AGG_WORDS",
+    "COUNT_CUES",
     "DATE_NAME_WORDS",
     "GRAINS",
     "MEANING_MIN",

@@ -16,6 +16,12 @@ counts is the rows the question counts.
   used template shares: the one item asked spells a column that is no key, its own
   relative clause follows it ("codes that …", not "codes of templates that …"), and the
   statement keeps rows by NOT EXISTS.
+- **A column listed, not shown.** "Which flight had the largest delay? Give its carrier,
+  flight number and delay" answered with the flight number and delay only: an item of the
+  question's list whose words are the whole name of a column of a table the statement
+  reads (``carrier``) is asked for by that name; a statement that shows no column of that
+  name, plainly or inside an aggregate, leaves it out. Items that are aggregate or count
+  words ("the average", "the number") are measures, not columns, and are not held.
 - **An average of keys.** ``AVG(id)`` or ``SUM(student_id)`` is arithmetic on labels;
   "the average number of X" wants a count per group averaged, not the ids averaged.
 - **A count the joins multiply.** "How many templates of type CV" counted over documents
@@ -37,7 +43,7 @@ import re
 from sqlglot import exp
 
 from services.sql.catalog import TEXT_TYPES, TableInfo
-from services.sql.linker import LinkContext, LinkError
+from services.sql.linker import AGG_WORDS, COUNT_CUES, LinkContext, LinkError
 from services.sql.verify._statement import (
     StatementNodes,
     column_name,
@@ -71,6 +77,7 @@ def check_outputs(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes | None
     _counted_references(ctx, tree, nodes)
     _names_not_shown(ctx, tree, nodes)
     _asked_again_not_shown(ctx, tree, nodes)
+    _listed_column_not_shown(ctx, tree, nodes)
     _values_negated_per_row(ctx, tree, nodes)
 
 
@@ -165,6 +172,55 @@ def _asked_again_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementN
                     "; the statement shows nothing of it"
                 )
             break
+
+
+_DETERMINERS = re.compile(r"^(?:(?:the|all|its|their|his|her|each|every)\s+)+")
+_MEASURE_WORDS = frozenset(AGG_WORDS) | {w for cue in COUNT_CUES for w in cue.split()} | {"count"}
+
+
+def _listed_column_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
+    """An item of the question's list that spells the whole name of a column of a table
+    the statement reads ("give its carrier, flight number and delay": ``carrier``) is
+    asked for by that name: some column of that name (any table's: "the name" is shown by
+    whichever table's ``name`` the statement picked), or one the statement equates with
+    an output (``sales.car_id = cars.id``, ``cars.id`` shown), or one whose name ends in
+    the item's words ("the name" of a concert shown as ``concert_name``), must be among the
+    outputs. Only exact whole names are held ("flight number" spells no column and holds
+    nothing), and items that say a measure ("the average", "the number") are left to the
+    measure checks: a column may be named ``average``."""
+    read = {t.qualified: t for t in nodes.tables.values()}
+    # the names of the columns of the tables read, by their words (not the whole catalog's:
+    # a warehouse holds thousands of columns)
+    readable = [
+        (column.name, ctx.vocab.column_words.get((qualified, column.name)))
+        for qualified, table in read.items()
+        for column in table.columns
+    ]
+    shown_columns: set[tuple[str, str]] = set()
+    for output in tree.expressions:
+        for node in output.find_all(exp.Column):
+            found = _column(nodes, node)
+            if found is not None:
+                shown_columns.add((found[0].qualified, found[1]))
+    # a column the statement equates with a shown one is shown too: "the car id" answered
+    # with cars.id, which the statement equates with sales.car_id
+    for equality in nodes.equalities:
+        ends = [_column(nodes, side) for side in (equality.this, equality.expression)]
+        pair = [(e[0].qualified, e[1]) for e in ends if e is not None]
+        if len(pair) == 2 and (pair[0] in shown_columns or pair[1] in shown_columns):
+            shown_columns.update(pair)
+    shown = {tuple(ctx.vocab.column_words.get(key, ())) for key in shown_columns}
+    for item in asked_items(ctx.low):
+        said = _DETERMINERS.sub("", item).split()
+        if not said or _MEASURE_WORDS & set(said):
+            continue
+        words = [stem(w) for w in said]
+        named = sorted(name for name, parts in readable if parts == words)
+        # "the name" of a concert is its concert_name: a shown name ending in the words
+        if named and not any(parts[len(parts) - len(words) :] == tuple(words) for parts in shown):
+            raise LinkError(
+                f"the question asks for the {' '.join(said)}; the statement shows no {named[0]}"
+            )
 
 
 _RELATIVE = re.compile(r"\s*(?:that|which|whose)\b")

@@ -379,6 +379,100 @@ def test_a_second_question_left_out_of_the_answer_is_refused() -> None:
     check_outputs(ctx, _tree("SELECT t0.name AS name FROM public.teacher AS t0"))
 
 
+FLIGHTS = Catalog(
+    "flights",
+    (
+        TableInfo(
+            "public",
+            "flights",
+            columns=(
+                _col("flight_id"),
+                _col("carrier", "text", sample_values=("UA", "MQ")),
+                _col("flight"),
+                _col("dep_delay"),
+            ),
+            primary_key=("flight_id",),
+        ),
+        TableInfo(
+            "public",
+            "stadium",
+            columns=(_col("stadium_id"), _col("name", "text"), _col("average"), _col("capacity")),
+            primary_key=("stadium_id",),
+        ),
+        TableInfo(
+            "public",
+            "concert",
+            columns=(
+                _col("concert_id"),
+                _col("concert_name", "text"),
+                _col("theme", "text"),
+                _col("stadium_id"),
+            ),
+            primary_key=("concert_id",),
+            foreign_keys=(ForeignKeyInfo(("stadium_id",), "public.stadium", ("stadium_id",)),),
+        ),
+        TableInfo(
+            "public",
+            "cars",
+            columns=(_col("id"), _col("make", "text")),
+            primary_key=("id",),
+        ),
+        TableInfo(
+            "public",
+            "sales",
+            columns=(_col("sale_id"), _col("car_id")),
+            primary_key=("sale_id",),
+            foreign_keys=(ForeignKeyInfo(("car_id",), "public.cars", ("id",)),),
+        ),
+    ),
+)
+
+
+def test_a_column_the_question_lists_by_name_must_be_shown() -> None:
+    vocabulary = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
+    question = (
+        "Which flight had the largest departure delay? Give its carrier, flight number and delay."
+    )
+    ctx = read_question(question, vocabulary, date(2026, 11, 29))
+    ranked = " FROM public.flights AS t0 ORDER BY t0.dep_delay DESC NULLS LAST LIMIT 1"
+    # the carrier, listed by its column's whole name, left out of the answer
+    with pytest.raises(LinkError, match="asks for the carrier; the statement shows no carrier"):
+        check_outputs(ctx, _tree("SELECT t0.flight, t0.dep_delay" + ranked))
+    check_outputs(ctx, _tree("SELECT t0.carrier, t0.flight, t0.dep_delay" + ranked))
+    # a listed measure is no column, though a column is named after it
+    ctx = read_question(
+        "What are the average and the maximum capacity of all stadiums?",
+        vocabulary,
+        date(2026, 11, 29),
+    )
+    check_outputs(ctx, _tree("SELECT AVG(t0.capacity), MAX(t0.capacity) FROM public.stadium AS t0"))
+    # an item that spells no whole column name holds the statement to nothing
+    ctx = read_question("Give the flight number of every flight.", vocabulary, date(2026, 11, 29))
+    check_outputs(ctx, _tree("SELECT t0.flight FROM public.flights AS t0"))
+    # "the name" of a concert is shown as its concert_name, though stadium.name is read
+    ctx = read_question(
+        "Show the name and theme of the concerts in each stadium.", vocabulary, date(2026, 11, 29)
+    )
+    check_outputs(
+        ctx,
+        _tree(
+            "SELECT t0.concert_name, t0.theme FROM public.concert AS t0 "
+            "JOIN public.stadium AS t1 ON t1.stadium_id = t0.stadium_id"
+        ),
+    )
+    # the column named is shown through one the statement equates with it
+    ctx = read_question(
+        "Return the car id and make for cars that have no sales.", vocabulary, date(2026, 11, 29)
+    )
+    unsold = (
+        " FROM public.cars AS t0 WHERE NOT EXISTS "
+        "(SELECT 1 FROM public.sales AS s WHERE s.car_id = t0.id)"
+    )
+    check_outputs(ctx, _tree("SELECT t0.id, t0.make" + unsold))
+    with pytest.raises(LinkError, match="asks for the car id"):
+        check_outputs(ctx, _tree("SELECT t0.make" + unsold))
+
+
 WALLETS = Catalog(
     "wallets",
     (
