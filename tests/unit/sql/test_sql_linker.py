@@ -1217,3 +1217,23 @@ def test_a_statement_that_keeps_what_other_than_leaves_out_is_refused() -> None:
     )
     with pytest.raises(LinkError, match="other than"):
         verify_statement(ctx, wrong)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What are the three courses with the most credits?",
+        "What are the 3 courses with the most credits?",
+        "List the three courses with the most credits.",
+    ],
+)
+def test_a_number_after_a_listing_head_is_the_rankings_limit(question: str) -> None:
+    """ "What are the three X with the most Y" cuts the ranking at 3, as "Which three X
+    have the most Y" does; it was refused ("could not place 'three'")."""
+    sql = _sql(question, SCHOOL)
+    assert "ORDER BY" in sql and sql.endswith("LIMIT 3")
+
+
+def test_a_number_after_a_listing_head_with_no_ranking_is_refused() -> None:
+    with pytest.raises(LinkError):
+        _sql("Show the 2 courses.", SCHOOL)

@@ -184,9 +184,18 @@ def counted_head(reading: Reading, read: Read, at: int) -> int:
     "what" is how many of the ranked rows to give (the limit); read only where a ranking
     follows (checked when the plan is made), since "which 2 students" alone orders
     nothing."""
-    number = reading.number(at)
-    if read.kind != "which" or number is None or number != int(number) or number < 1:
+    # "What are the three airports with the highest altitude?", "List the 5 …": the same
+    # number after a listing head and its article
+    if read.kind == "list" and reading.low(at) == "the":
+        at_number = at + 1
+    else:
+        at_number = at
+    number = reading.number(at_number)
+    if read.kind not in ("which", "list") or number is None or number != int(number) or number < 1:
         return at
+    if read.kind == "list" and reading.longest(at_number + 1, ("table",)) == []:
+        return at  # "list the 2 …" says a limit only before the rows it cuts
+    at = at_number
     if reading.number(at + 1) is not None or reading.low(at + 1) in ("", "or", "and", "of"):
         return at
     read.limit = int(number)
