@@ -186,10 +186,7 @@ def counted_head(reading: Reading, read: Read, at: int) -> int:
     nothing."""
     # "What are the three airports with the highest altitude?", "List the 5 …": the same
     # number after a listing head and its article
-    if read.kind == "list" and reading.low(at) == "the":
-        at_number = at + 1
-    else:
-        at_number = at
+    at_number = at + 1 if read.kind == "list" and reading.low(at) == "the" else at
     number = reading.number(at_number)
     if read.kind not in ("which", "list") or number is None or number != int(number) or number < 1:
         return at
