@@ -51,6 +51,9 @@ from services.sql.verify._values import settled, value_tests
 _log = logging.getLogger("tandem.sql.verify")
 # A probe reads little; it never gets more time than this, nor more than the statement.
 PROBE_TIMEOUT_S = 2.0
+# A probe that could not run (the database busy past PROBE_TIMEOUT_S, or failing) decides
+# nothing: the answer stands, and says what was not checked rather than pass as checked.
+_UNCHECKED = "{} could not be checked against the data: the check's query did not complete"
 _CACHED_CATALOGS = 64
 
 
@@ -144,10 +147,14 @@ class StatementChecker:
         values = (
             CheckResult(VALUES, False, refused.refusal(derived.values))
             if refused is not None
-            else CheckResult(VALUES, True)
+            else CheckResult(
+                VALUES, True, _UNCHECKED.format("the values it compares") if None in held else ""
+            )
         )
         # ties: a degenerate ranking refuses, a cut among some equals is said
         cut = CheckResult(TIES, True)
+        if ties is not None and answers is None:
+            cut = CheckResult(TIES, True, _UNCHECKED.format("whether its ranking ties"))
         if ties is not None and answers is not None:
             kept, total = answers[-2], answers[-1]
             if isinstance(kept, int) and isinstance(total, int) and kept > ties.limit:
@@ -165,6 +172,8 @@ class StatementChecker:
                 rows = CheckResult(
                     ROWS, False, rows_refusal(relaxed, [bool(x) for x in (through or [])])
                 )
+            else:
+                rows = CheckResult(ROWS, True, _UNCHECKED.format("why no row meets it"))
         # joins
         joins = CheckResult(JOINS, True)
         for pair in join_pairs(nodes):

@@ -17,9 +17,11 @@ from services.sql import (
     AskOutcome,
     AskPipeline,
     AttemptOutcome,
+    FailureKind,
     Limits,
     OfflineGenerator,
     SqlGate,
+    StatementError,
     StatementRunner,
 )
 from services.sql.ask._llm_adapter import LlmSqlGenerator
@@ -52,8 +54,22 @@ async def model(fake: FakeGemini) -> AsyncIterator[Callable[..., LlmSqlGenerator
         await generator.aclose()
 
 
-def pipeline(generator: LlmSqlGenerator, mode: VerifyMode = VerifyMode.ENFORCE) -> AskPipeline:
-    gate, runner = SqlGate(), StatementRunner()
+class _ProbesTimeOut(StatementRunner):
+    """The real runner, except that the checks' probes (one row of ``p0``, ``p1`` …) are
+    cancelled by the statement timeout, as on a database too busy to answer them in time."""
+
+    async def run(self, pool, verdict, limits, **kwargs):
+        if limits.max_rows == 1 and " AS p0" in verdict.normalized_sql:
+            raise StatementError(FailureKind.TIMEOUT, "57014", "canceling statement due to timeout")
+        return await super().run(pool, verdict, limits, **kwargs)
+
+
+def pipeline(
+    generator: LlmSqlGenerator,
+    mode: VerifyMode = VerifyMode.ENFORCE,
+    runner: StatementRunner | None = None,
+) -> AskPipeline:
+    gate, runner = SqlGate(), runner or StatementRunner()
     return AskPipeline(
         generator,
         gate=gate,
@@ -197,3 +213,15 @@ async def test_audit_reports_the_failures_and_answers_anyway(reader_target, mode
     assert result.outcome is AskOutcome.ANSWERED
     assert "values" in _failed(result)
     assert [a.outcome for a in result.attempts] == [AttemptOutcome.SUCCEEDED]
+
+
+async def test_a_check_whose_probe_did_not_complete_says_so_in_the_answer(reader_target, model):
+    """A probe the database could not answer in time decides nothing: the answer stands,
+    and says which check it did not pass through rather than read as checked."""
+    generator = model("SELECT name FROM companies WHERE industry = 'Healthcar'")
+    result = await ask(pipeline(generator, runner=_ProbesTimeOut()), reader_target)
+    assert result.outcome is AskOutcome.ANSWERED and _failed(result) == {}
+    (values,) = [c for c in result.checks if c.name == "values"]
+    assert values.reason.startswith("the values it compares could not be checked")
+    assert result.answer is not None
+    assert "could not be checked against the data" in result.answer.explanation
