@@ -360,6 +360,12 @@ class MemoryStore(TenantStore):
             rows = await cur.fetchall()
         return {str(row[0]): (row[1], np.asarray(row[2], dtype=np.float32)) for row in rows}
 
+    def known_empty(self, tenant_id: str, database: str) -> bool:
+        """Whether the tenant was seen without pairs on ``database`` within the last
+        ``empty_ttl_s`` (``survey`` would answer none without asking): the caller skips
+        reading the question for a lookup that cannot find anything."""
+        return self._empty.get((tenant_id, database), 0.0) > self._clock()
+
     async def survey(
         self, tenant_id: str, database: str, template: str, *, limit: int = SURVEY_LIMIT
     ) -> Survey:
