@@ -169,6 +169,15 @@ def _pair(row: Sequence[Any]) -> ConfirmedPair:
 # Entries of the no-pairs memory at most (tenants x databases seen lately).
 _EMPTY_MAX = 4096
 
+_RECORD_ANSWER = (
+    "INSERT INTO sql_answers (tenant_id, answer_id, database, question, sql, intent, "
+    "principal_id) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+)
+_RECORD_REUSED_ANSWER = (
+    "WITH used AS (UPDATE sql_confirmed_pairs SET use_count = use_count + 1 "
+    "WHERE tenant_id = %s AND pair_id = %s) " + _RECORD_ANSWER
+)
+
 
 class MemoryStore(TenantStore):
     """Every statement the memory sends to Postgres, each in a tenant-scoped transaction."""
@@ -209,19 +218,14 @@ class MemoryStore(TenantStore):
         """Store an answer; ``used_pair`` (the confirmed pair it reused) counts one more
         use in the same transaction."""
         answer_id = str(uuid.uuid4())
-        async with self._tx(tenant_id) as conn:
-            await conn.execute(
-                "INSERT INTO sql_answers (tenant_id, answer_id, database, question, sql, intent, "
-                "principal_id) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (tenant_id, answer_id, database, question, sql,
-                 Jsonb(intent) if intent else None, _viewer()),
-            )  # fmt: skip
-            if used_pair is not None:
-                await conn.execute(
-                    "UPDATE sql_confirmed_pairs SET use_count = use_count + 1 "
-                    "WHERE tenant_id = %s AND pair_id = %s",
-                    (tenant_id, used_pair),
-                )
+        values = (tenant_id, answer_id, database, question, sql,
+                  Jsonb(intent) if intent else None, _viewer())  # fmt: skip
+        # One statement (the use counted in the same one), so one implicit transaction
+        # holds it whole: every answer pays for this write.
+        if used_pair is None:
+            await self._write_one(tenant_id, _RECORD_ANSWER, values)
+        else:
+            await self._write_one(tenant_id, _RECORD_REUSED_ANSWER, (tenant_id, used_pair, *values))
         return answer_id
 
     async def answer(self, tenant_id: str, answer_id: str) -> RecordedAnswer | None:
