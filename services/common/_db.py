@@ -449,25 +449,6 @@ class Database:
             except psycopg.OperationalError:
                 raise Unavailable(f"{store} is unreachable", reason=DATABASE_UNAVAILABLE) from None
 
-    async def tenant_write(
-        self, tenant_id: str, query: str, params: Sequence[Any], *, store: str
-    ) -> None:
-        """One write statement in ``tenant_id``'s view: the tenant setting and the
-        statement leave together and the server commits them together at the pipeline's
-        Sync (statements between Syncs outside a transaction block are one implicit
-        transaction). A lone statement is atomic by itself, so the BEGIN and COMMIT of
-        ``tenant_transaction`` are two statements (and two wake-ups of the server) that
-        buy nothing here; a statement that fails, or a call cancelled before it was
-        sent, commits nothing. Several statements need ``tenant_transaction``: there,
-        work cut short mid-way is rolled back, where here it would be committed."""
-        async with self.autocommit() as conn:
-            try:
-                async with conn.pipeline():
-                    await conn.execute(_SET_TENANT, (tenant_id,))
-                    await conn.execute(query, params)
-            except psycopg.OperationalError:
-                raise Unavailable(f"{store} is unreachable", reason=DATABASE_UNAVAILABLE) from None
-
     async def ping(self) -> bool:
         """True when a trivial query succeeds: used by health and fail-open checks."""
         try:

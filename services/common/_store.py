@@ -104,11 +104,6 @@ class TenantStore:
         ):
             yield conn
 
-    async def _write_one(self, tenant_id: str, query: str, params: Sequence[Any]) -> None:
-        """One write statement in the tenant's view (``Database.tenant_write``)."""
-        async with self._unavailable():
-            await self._db.tenant_write(tenant_id, query, params, store=self.name)
-
     async def _read(
         self,
         tenant_id: str,

@@ -169,14 +169,9 @@ def _pair(row: Sequence[Any]) -> ConfirmedPair:
 # Entries of the no-pairs memory at most (tenants x databases seen lately).
 _EMPTY_MAX = 4096
 
-_RECORD_ANSWER = (
-    "INSERT INTO sql_answers (tenant_id, answer_id, database, question, sql, intent, "
-    "principal_id) VALUES (%s, %s, %s, %s, %s, %s, %s)"
-)
-_RECORD_REUSED_ANSWER = (
-    "WITH used AS (UPDATE sql_confirmed_pairs SET use_count = use_count + 1 "
-    "WHERE tenant_id = %s AND pair_id = %s) " + _RECORD_ANSWER
-)
+# One statement (``0003_record_answer.sql``): the tenant set, the answer stored and a
+# reused pair's use counted, in the statement's own transaction.
+_RECORD_ANSWER = "SELECT sql_record_answer(%s, %s, %s, %s, %s, %s, %s, %s)"
 
 
 class MemoryStore(TenantStore):
@@ -218,14 +213,14 @@ class MemoryStore(TenantStore):
         """Store an answer; ``used_pair`` (the confirmed pair it reused) counts one more
         use in the same transaction."""
         answer_id = str(uuid.uuid4())
-        values = (tenant_id, answer_id, database, question, sql,
-                  Jsonb(intent) if intent else None, _viewer())  # fmt: skip
-        # One statement (the use counted in the same one), so one implicit transaction
-        # holds it whole: every answer pays for this write.
-        if used_pair is None:
-            await self._write_one(tenant_id, _RECORD_ANSWER, values)
-        else:
-            await self._write_one(tenant_id, _RECORD_REUSED_ANSWER, (tenant_id, used_pair, *values))
+        # Every answer pays for this write: one statement alone, instead of BEGIN, the
+        # tenant, the INSERT (and the UPDATE) and COMMIT pipelined.
+        async with self._unavailable(), self._db.autocommit() as conn:
+            await conn.execute(
+                _RECORD_ANSWER,
+                (tenant_id, answer_id, database, question, sql,
+                 Jsonb(intent) if intent else None, _viewer(), used_pair),
+            )  # fmt: skip
         return answer_id
 
     async def answer(self, tenant_id: str, answer_id: str) -> RecordedAnswer | None:

@@ -12,7 +12,6 @@ from services.common import (
     Database,
     DeadlineExceeded,
     Migration,
-    TandemError,
     Unavailable,
     apply_migrations,
     deadline_scope,
@@ -172,62 +171,6 @@ async def test_tenant_transaction_sets_the_tenant_commits_and_rolls_back(pg_url)
             assert await cur.fetchone() == ("", False)  # and a fresh transaction of its own
     finally:
         await database.close()
-
-
-async def test_tenant_write_is_one_statement_in_the_tenants_view_committed_whole(pg_url):
-    table = f"t{uuid.uuid4().hex[:8]}_rows"
-    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
-        # the tenant comes from the setting, as row-level security reads it; a value
-        # over the CHECK fails the statement after its first row is in
-        await admin.execute(
-            f"CREATE TABLE {table} (tenant text DEFAULT current_setting('tandem.tenant_id'), "
-            "v text CHECK (v <> 'bad'))"
-        )
-    database = Database(pg_url, min_size=1, max_size=1, vector=False)
-    await database.open()
-    try:
-        odd = "acme'; DROP TABLE " + table + "; --"
-        await database.tenant_write(
-            odd, f"INSERT INTO {table} (v) VALUES (%s)", ("kept",), store="the test store"
-        )
-        with pytest.raises(TandemError):
-            await database.tenant_write(
-                "acme", f"INSERT INTO {table} (v) VALUES (%s), (%s)", ("half", "bad"),
-                store="the test store",
-            )  # fmt: skip
-        async with await psycopg.AsyncConnection.connect(pg_url) as other:
-            cur = await other.execute(f"SELECT tenant, v FROM {table}")
-            assert await cur.fetchall() == [(odd, "kept")]  # committed whole, or not at all
-        async with database.connection() as conn:
-            # the setting ended with the statement's transaction: nothing is left for the
-            # next user of the connection, which is in no transaction
-            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-            cur = await conn.execute(
-                "SELECT coalesce(current_setting('tandem.tenant_id', true), '')"
-            )
-            assert await cur.fetchone() == ("",)
-    finally:
-        await database.close()
-
-
-async def test_a_tenant_write_is_one_wait_for_the_database(pg_url):
-    table = f"t{uuid.uuid4().hex[:8]}_rows"
-    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
-        await admin.execute(f"CREATE TABLE {table} (v text)")
-    relay = WaitCounter(pg_url)
-    database = Database(await relay.start(), min_size=1, max_size=1, vector=False)
-    await database.open()
-    try:
-        async with database.connection() as conn:  # the connection is made and idle
-            await conn.execute("SELECT 1")
-        relay.waits = 0
-        await database.tenant_write(
-            "acme", f"INSERT INTO {table} VALUES (%s)", ("one",), store="the test store"
-        )
-        assert relay.waits == 1
-    finally:
-        await database.close()
-        await relay.close()
 
 
 async def test_a_tenant_transaction_waits_for_the_database_only_where_a_result_is_read(pg_url):
