@@ -550,7 +550,8 @@ async def _fetch(
         async with conn.pipeline():
             for statement in setup:
                 await cursor.execute(statement)
-            await cursor.execute(declare.as_string(conn) + measured_statement(text, outputs, budget))
+            declared = declare.as_string(conn) + measured_statement(text, outputs, budget)
+            await cursor.execute(declared)
             want = min(limits.max_rows + 1, batch_rows)
             await cursor.execute(fetch.format(want, sql.Identifier(_CURSOR_NAME)))
             if want == limits.max_rows + 1:
