@@ -18,7 +18,6 @@ back it starts from an empty memory, as always. ``outage_grace_s=0`` refuses ins
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 import logging
 import re
@@ -216,7 +215,7 @@ class ApiKeys:
         return Caller(entry[0], key_id, entry[3])
 
     def _hmac(self, secret: str) -> bytes:
-        return hmac.new(self._pepper, secret.encode(), hashlib.sha256).digest()
+        return hmac.digest(self._pepper, secret.encode(), "sha256")
 
     async def create(
         self, tenant_id: str, label: str = "", scopes: Iterable[Scope] = DEFAULT_SCOPES

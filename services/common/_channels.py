@@ -138,6 +138,21 @@ class _Kind:
         self._rewrite = rewrite
         self._settle = settle
 
+    def then(self, inner: _Kind) -> _Kind:
+        """This interceptor with ``inner`` (the next one toward the real call) folded in:
+        its rewrite after this one's, its settle before this one's, as the two would
+        run one inside the other."""
+        outer_rewrite, inner_rewrite = self._rewrite, inner._rewrite
+        outer_settle, inner_settle = self._settle, inner._settle
+
+        def rewrite(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+            return inner_rewrite(outer_rewrite(details))
+
+        def settle(call: Any) -> Any:
+            return outer_settle(inner_settle(call))
+
+        return type(self)(rewrite, settle)
+
     async def _call(self, continuation: Callable[..., Any], details: Any, request: Any) -> Any:
         return self._settle(await continuation(self._rewrite(details), request))
 
@@ -178,6 +193,39 @@ def rewriting_interceptors(
     return [
         cls(rewrite, settle) for cls in (_UnaryUnary, _UnaryStream, _StreamUnary, _StreamStream)
     ]
+
+
+_CALL_KINDS: tuple[type, ...] = (
+    grpc.aio.UnaryUnaryClientInterceptor,
+    grpc.aio.UnaryStreamClientInterceptor,
+    grpc.aio.StreamUnaryClientInterceptor,
+    grpc.aio.StreamStreamClientInterceptor,
+)
+
+
+def fused(chain: Sequence[grpc.aio.ClientInterceptor]) -> list[grpc.aio.ClientInterceptor]:
+    """``chain`` with each run of rewriting interceptors of one call kind folded into one
+    (in order: the same rewrites and settles, the same place in the chain).
+
+    grpc.aio runs a call's interceptors one inside the other, each a coroutine level with
+    its own call details and metadata rebuilt; an internal call of the gateway crossed
+    four (trace context, tenant token, principal, deadline) for what one rewrite does.
+    An interceptor of another kind (the tracing instrumentation's) stays where it is and
+    ends a run."""
+    out: list[grpc.aio.ClientInterceptor] = []
+    last: dict[type, int] = {}  # call kind -> where its latest interceptor is in ``out``
+    for interceptor in chain:
+        kinds = [kind for kind in _CALL_KINDS if isinstance(interceptor, kind)]
+        if isinstance(interceptor, _Kind) and len(kinds) == 1:
+            at = last.get(kinds[0])
+            previous = out[at] if at is not None else None
+            if isinstance(previous, _Kind) and type(previous) is type(interceptor):
+                out[at] = previous.then(interceptor)
+                continue
+        for kind in kinds:
+            last[kind] = len(out)
+        out.append(interceptor)
+    return out
 
 
 def deadline_interceptors() -> list[grpc.aio.ClientInterceptor]:
@@ -271,12 +319,12 @@ def create_channel(
     credentials = trust.channel_credentials() if trust is not None else None
     signer = trust.signer if trust is not None else None
     if credentials is None:
-        return grpc.aio.insecure_channel(target, options=options, interceptors=chain)
+        return grpc.aio.insecure_channel(target, options=options, interceptors=fused(chain))
     if not peer:
         raise ValueError("a mutual-TLS channel needs the identity of the peer it calls")
     return grpc.aio.secure_channel(
         target,
         credentials,
         options=[*options, ("grpc.ssl_target_name_override", peer)],
-        interceptors=[*tenant_token_interceptors(signer), *chain],
+        interceptors=fused([*tenant_token_interceptors(signer), *chain]),
     )

@@ -99,6 +99,11 @@ async def abort_with(
     )
 
 
+# Methods whose wrapped handlers are kept (a server has a few dozen; unknown method
+# names get no handler, so they are never kept).
+_MAX_WRAPPED = 1024
+
+
 class RuntimeInterceptor(grpc.aio.ServerInterceptor):
     """Wraps every handler: deadline scope, error mapping and an access-log line.
 
@@ -135,6 +140,10 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             unit="ms",
             description="Server-side RPC latency by method and status code",
         )
+        # Each method's handler as wrapped, kept while the handler behind it is the same
+        # object (a server's registered handlers are): wrapping it anew took a handler,
+        # two closures and a deserializer per call.
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler[Any, Any], Any]] = {}
 
     def _record(self, method: str, code: grpc.StatusCode, started: float) -> None:
         elapsed_ms = (time.perf_counter() - started) * 1000
@@ -153,6 +162,19 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return handler
         method = handler_call_details.method
+        known = self._wrapped.get(method)
+        if known is not None and known[0] is handler:
+            wrapped: grpc.RpcMethodHandler[Any, Any] = known[1]
+            return wrapped
+        wrapped = self._wrap(handler, method)
+        if len(self._wrapped) >= _MAX_WRAPPED:
+            self._wrapped.clear()
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(
+        self, handler: grpc.RpcMethodHandler[Any, Any], method: str
+    ) -> grpc.RpcMethodHandler[Any, Any]:
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap_unary(handler.unary_unary, method),

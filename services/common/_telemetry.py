@@ -147,6 +147,44 @@ class _Provider(TracerProvider):
         self._when_exported.exporting = True
 
 
+class _HopTracer(trace.Tracer):
+    """A tracer that, while its provider exports nothing, makes no span inside a traced
+    hop: the hop's own (non-recording) span stands for each node span, so logs and the
+    next hop carry the same trace; once a processor is added it is the SDK's tracer.
+
+    With nothing exported the SDK still made every node span (a sampling decision, an
+    id, a context attached and detached) only to drop it: a dozen per SQL question.
+    Outside any trace (no current span) the SDK's root span is made, as before.
+    """
+
+    def __init__(self, tracer: trace.Tracer, provider: _Provider) -> None:
+        self._tracer = tracer
+        self._provider = provider
+
+    def _hop(self, context: Any) -> trace.Span | None:
+        if self._provider.exporting or context is not None:
+            return None
+        current = trace.get_current_span()
+        return current if current.get_span_context().is_valid else None
+
+    def start_span(self, name: str, context: Any = None, *args: Any, **kwargs: Any) -> trace.Span:
+        hop = self._hop(context)
+        if hop is not None:
+            return trace.NonRecordingSpan(hop.get_span_context())
+        return self._tracer.start_span(name, context, *args, **kwargs)
+
+    @contextlib.contextmanager
+    def start_as_current_span(  # type: ignore[override]
+        self, name: str, context: Any = None, *args: Any, **kwargs: Any
+    ) -> Iterator[trace.Span]:
+        hop = self._hop(context)
+        if hop is not None:
+            yield hop
+            return
+        with self._tracer.start_as_current_span(name, context, *args, **kwargs) as span:
+            yield span
+
+
 class Telemetry:
     """A service's tracer and meter providers plus the gRPC interceptors that use them.
 
@@ -234,7 +272,7 @@ class Telemetry:
         return privacy
 
     def tracer(self, name: str) -> trace.Tracer:
-        return self.tracer_provider.get_tracer(name)
+        return _HopTracer(self.tracer_provider.get_tracer(name), self._provider)
 
     def meter(self, name: str) -> metrics.Meter:
         return self.meter_provider.get_meter(name)

@@ -55,22 +55,24 @@ def validate_response(verdict: Verdict) -> pb.ValidateSqlResponse:
     )
 
 
-def sql_result(executed: Executed) -> pb.SqlResult:
+def sql_result(executed: Executed, out: pb.SqlResult | None = None) -> pb.SqlResult:
+    """The executed statement's result, written into ``out`` when given (a response's
+    own field: building it apart and copying it in copied every row once more)."""
     result = executed.result
-    return pb.SqlResult(
-        sql=executed.verdict.normalized_sql,
-        explanation=executed.explanation,
-        database=executed.database,
-        tables_used=list(executed.verdict.tables_used),
-        columns=list(result.columns),
-        rows=list(result.rows),
-        row_count=len(result.rows),
-        truncated=result.truncated,
-        truncation_reason=result.truncation_reason,
-        fingerprint=result.fingerprint,
-        execution_duration=duration(result.duration_s),
-        chart=chart(result.columns, result.rows),
-    )
+    out = pb.SqlResult() if out is None else out
+    out.sql = executed.verdict.normalized_sql
+    out.explanation = executed.explanation
+    out.database = executed.database
+    out.tables_used.extend(executed.verdict.tables_used)
+    out.columns.extend(result.columns)
+    out.rows.extend(result.rows)
+    out.row_count = len(result.rows)
+    out.truncated = result.truncated
+    out.truncation_reason = result.truncation_reason
+    out.fingerprint = result.fingerprint
+    out.execution_duration.FromNanoseconds(max(int(result.duration_s * 1e9), 0))
+    out.chart.CopyFrom(chart(result.columns, result.rows))
+    return out
 
 
 _CHART_KINDS = {
@@ -122,15 +124,14 @@ def ask_response(result: AskResult) -> pb.AskQuestionResponse:
         refusal_reason=result.refusal,
     )
     if result.answer is not None:
-        response.result.CopyFrom(
-            sql_result(
-                Executed(
-                    result.database,
-                    result.answer.verdict,
-                    result.answer.result,
-                    result.answer.explanation,
-                )
-            )
+        sql_result(
+            Executed(
+                result.database,
+                result.answer.verdict,
+                result.answer.result,
+                result.answer.explanation,
+            ),
+            response.result,
         )
     if result.intent is not None:
         response.intent.CopyFrom(intent_to_pb(result.intent))

@@ -549,8 +549,9 @@ async def _fetch(
     async with conn.cursor() as cursor:
         async with conn.pipeline():
             for statement in setup:
-                await conn.execute(statement)
-            await conn.execute(declare.as_string(conn) + measured_statement(text, outputs, budget))
+                await cursor.execute(statement)
+            declared = declare.as_string(conn) + measured_statement(text, outputs, budget)
+            await cursor.execute(declared)
             want = min(limits.max_rows + 1, batch_rows)
             await cursor.execute(fetch.format(want, sql.Identifier(_CURSOR_NAME)))
             if want == limits.max_rows + 1:
@@ -630,7 +631,7 @@ async def _describe(
     async with conn.cursor() as cursor:
         async with conn.pipeline():
             for statement in setup:
-                await conn.execute(statement)
+                await cursor.execute(statement)
             await cursor.execute(
                 f"SELECT * FROM (\n{text}\n) AS tandem_statement LIMIT 0", binary=True
             )

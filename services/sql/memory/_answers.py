@@ -368,6 +368,11 @@ class AnswerMemory:
         or when the store or the embedding service is down: fail open), and the nearest
         pairs above the similarity floor (few-shot examples for a model on a miss)."""
         with node_span(self._tracer, "sql.memory.lookup") as span:
+            if self.store.known_empty(tenant_id, database):
+                # Most tenants teach nothing: the question is not read (its values looked
+                # up, its template built) for a lookup the store knows finds no pair.
+                span.set_attributes({"sql.memory.hit": False, "sql.memory.miss": "NO_PAIRS"})
+                return None, []
             asked = read(question, self._values(catalog))
             try:
                 # Cheap first: a tenant without pairs here costs one indexed query, and a

@@ -169,6 +169,10 @@ def _pair(row: Sequence[Any]) -> ConfirmedPair:
 # Entries of the no-pairs memory at most (tenants x databases seen lately).
 _EMPTY_MAX = 4096
 
+# One statement (``0003_record_answer.sql``): the tenant set, the answer stored and a
+# reused pair's use counted, in the statement's own transaction.
+_RECORD_ANSWER = "SELECT sql_record_answer(%s, %s, %s, %s, %s, %s, %s, %s)"
+
 
 class MemoryStore(TenantStore):
     """Every statement the memory sends to Postgres, each in a tenant-scoped transaction."""
@@ -209,19 +213,14 @@ class MemoryStore(TenantStore):
         """Store an answer; ``used_pair`` (the confirmed pair it reused) counts one more
         use in the same transaction."""
         answer_id = str(uuid.uuid4())
-        async with self._tx(tenant_id) as conn:
+        # Every answer pays for this write: one statement alone, instead of BEGIN, the
+        # tenant, the INSERT (and the UPDATE) and COMMIT pipelined.
+        async with self._unavailable(), self._db.autocommit() as conn:
             await conn.execute(
-                "INSERT INTO sql_answers (tenant_id, answer_id, database, question, sql, intent, "
-                "principal_id) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                _RECORD_ANSWER,
                 (tenant_id, answer_id, database, question, sql,
-                 Jsonb(intent) if intent else None, _viewer()),
+                 Jsonb(intent) if intent else None, _viewer(), used_pair),
             )  # fmt: skip
-            if used_pair is not None:
-                await conn.execute(
-                    "UPDATE sql_confirmed_pairs SET use_count = use_count + 1 "
-                    "WHERE tenant_id = %s AND pair_id = %s",
-                    (tenant_id, used_pair),
-                )
         return answer_id
 
     async def answer(self, tenant_id: str, answer_id: str) -> RecordedAnswer | None:
@@ -359,6 +358,12 @@ class MemoryStore(TenantStore):
             )
             rows = await cur.fetchall()
         return {str(row[0]): (row[1], np.asarray(row[2], dtype=np.float32)) for row in rows}
+
+    def known_empty(self, tenant_id: str, database: str) -> bool:
+        """Whether the tenant was seen without pairs on ``database`` within the last
+        ``empty_ttl_s`` (``survey`` would answer none without asking): the caller skips
+        reading the question for a lookup that cannot find anything."""
+        return self._empty.get((tenant_id, database), 0.0) > self._clock()
 
     async def survey(
         self, tenant_id: str, database: str, template: str, *, limit: int = SURVEY_LIMIT

@@ -28,6 +28,23 @@ def test_without_an_exporter_spans_are_not_recorded_but_carry_a_trace() -> None:
     telemetry.shutdown()
 
 
+def test_without_an_exporter_a_node_span_inside_a_hop_is_the_hops_own() -> None:
+    """Nothing is made for a span nobody exports: the node continues the hop's context
+    (its trace and span id reach logs and the next hop as before)."""
+    telemetry = Telemetry(TelemetrySettings("t"))
+    tracer = telemetry.tracer("t")
+    with tracer.start_as_current_span("hop") as hop, tracer.start_as_current_span("node") as node:
+        assert node is hop and trace.get_current_span() is hop
+        assert tracer.start_span("other").get_span_context() == hop.get_span_context()
+    # once exported, the node is a span of its own, a child of the hop
+    exporter = InMemorySpanExporter()
+    telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with tracer.start_as_current_span("hop") as hop, tracer.start_as_current_span("node") as node:
+        assert node is not hop and node.is_recording()
+    assert [s.name for s in exporter.get_finished_spans()] == ["node", "hop"]
+    telemetry.shutdown()
+
+
 def test_an_exporter_records_every_span() -> None:
     exporter = InMemorySpanExporter()
     telemetry = Telemetry(TelemetrySettings("t"), span_exporter=exporter)

@@ -171,6 +171,9 @@ class FakeStore:
     def __init__(self, pairs: list[NearPair]) -> None:
         self.pairs = pairs
 
+    def known_empty(self, tenant_id: str, database: str) -> bool:
+        return False
+
     async def survey(self, *args: Any) -> Survey:
         # The embedding path, as for a reworded question.
         return Survey(tuple(p.pair for p in self.pairs), (), complete=True)

@@ -1,0 +1,91 @@
+"""Every answer is recorded (feedback refers to it by id) in one statement on its own, a
+store function (``0003_record_answer.sql``): the tenant set, a reused pair's use counted
+and the answer stored, together or not at all, in the tenant's row-level-security view,
+with nothing left on the pooled connection. Real Postgres, the store as the service
+opens it."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from services.common import TandemError
+from services.sql import MemorySettings
+from services.sql.memory._answers import open_memory
+from services.sql.memory._store import MemoryStore, PairSource
+from tests.integration.pg_waits import WaitCounter
+
+pytestmark = pytest.mark.integration
+
+
+async def _teach(store: MemoryStore, tenant: str) -> str:
+    pair = await store.save_pair(
+        tenant,
+        database="demo",
+        question="How many companies are there?",
+        template="how many companies are there",
+        sql="SELECT count(*) FROM companies",
+        source=PairSource.TAUGHT,
+        embedding=np.ones(384, dtype=np.float32) / np.sqrt(384),
+        model_name="test-model",
+    )
+    return pair.pair_id
+
+
+async def _uses(store: MemoryStore, tenant: str) -> list[int]:
+    pairs, _ = await store.list_pairs(tenant, database="demo", page_size=10, page_token="")
+    return [p.use_count for p in pairs]
+
+
+async def test_an_answer_is_recorded_whole_in_its_tenants_view(pg_url, tmp_path):
+    store = await open_memory(pg_url, tmp_path, MemorySettings())
+    tenant, other = f"r-{uuid.uuid4().hex[:10]}", f"o-{uuid.uuid4().hex[:10]}"
+    try:
+        answer_id = await store.record_answer(
+            tenant, database="demo", question="How many companies are there?",
+            sql="SELECT count(*) FROM companies", intent=None,
+        )  # fmt: skip
+        recorded = await store.answer(tenant, answer_id)
+        assert recorded is not None and recorded.sql == "SELECT count(*) FROM companies"
+        assert await store.answer(other, answer_id) is None  # another tenant's view
+        pair = await _teach(store, tenant)
+        await store.record_answer(
+            tenant, database="demo", question="How many companies are there?",
+            sql="SELECT count(*) FROM companies", intent={"kind": "COUNT"}, used_pair=pair,
+        )  # fmt: skip
+        assert await _uses(store, tenant) == [1]
+        # a record that fails (no database named) counts no use either: all or nothing
+        with pytest.raises(TandemError):
+            await store.record_answer(
+                tenant, database=None, question="q", sql="", intent=None, used_pair=pair,  # type: ignore[arg-type]
+            )  # fmt: skip
+        assert await _uses(store, tenant) == [1]
+        async with store.database.connection() as conn:
+            # the statement was its own transaction: no tenant is left for the next user
+            # of the connection, who sees no row of anyone's
+            cur = await conn.execute(
+                "SELECT coalesce(current_setting('tandem.tenant_id', true), ''), "
+                "(SELECT count(*) FROM sql_answers)"
+            )
+            assert await cur.fetchone() == ("", 0)
+    finally:
+        await store.close()
+
+
+async def test_recording_an_answer_is_one_statement_and_one_wait(pg_url, tmp_path):
+    relay = WaitCounter(pg_url)
+    store = await open_memory(await relay.start(), tmp_path, MemorySettings(), pool_max_size=1)
+    try:
+        async with store.database.connection() as conn:  # the connection is made and idle
+            await conn.execute("SELECT 1")
+        relay.waits = relay.statements = 0
+        await store.record_answer(
+            "acme", database="demo", question="How many companies are there?",
+            sql="SELECT count(*) FROM companies", intent=None,
+        )  # fmt: skip
+        assert (relay.waits, relay.statements) == (1, 1)
+    finally:
+        await store.close()
+        await relay.close()
