@@ -42,6 +42,7 @@ from services.sql.catalog import (
     TEXT_TYPES,
     Catalog,
     Comparison,
+    JoinGraph,
     TableInfo,
     comparisons,
     stored_spelling,
@@ -167,12 +168,28 @@ def subject(sql: str, catalog: Catalog) -> Subject:
         if alias is not None and _keyable(select, found.table, alias):
             return Subject(found.table, found.table.primary_key[0], KEY, key_from=alias)
     if keyed or named or plain:
-        return (keyed or named or plain)[0]
+        return (keyed or named or plain)[0] if keyed else _referenced((named or plain)[0], catalog)
     read = sources(select)
     first = table_for(catalog, read[0]) if read else None
     if first is not None and not select.args.get("group") and len(first.primary_key) == 1:
         return Subject(first, first.primary_key[0], "")
     raise FollowUpError("the earlier answer names no rows of one table to refer to")
+
+
+def _referenced(found: Subject, catalog: Catalog) -> Subject:
+    """The rows a reference column's values stand for: grouped (or distinct) by
+    ``flights.carrier``, the earlier rows are carriers, and "their full names" asks about
+    ``airlines``, the table whose key ``carrier`` references (declared, or inferred by key:
+    never a mere overlap of values). A column that references nothing stays the subject."""
+    for edge in JoinGraph(catalog).edges_of(found.table.qualified):
+        if edge.child != found.table.qualified or edge.child_columns != (found.column,):
+            continue
+        parent = catalog.table(edge.parent)
+        if parent is not None and (
+            parent.primary_key == edge.parent_columns or edge.parent_columns in parent.unique_keys
+        ):
+            return Subject(parent, edge.parent_column, found.output)
+    return found
 
 
 def _keyable(select: exp.Select, table: TableInfo, alias: str) -> bool:
