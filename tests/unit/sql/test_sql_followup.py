@@ -141,7 +141,7 @@ FLIGHTS = TableInfo(
 
 
 def test_rows_grouped_by_a_reference_are_about_the_table_it_references():
-    """"and their full names?" after the carriers ranked by distance: the rows are
+    """ "and their full names?" after the carriers ranked by distance: the rows are
     carriers, so the subject is airlines (whose key flights.carrier references), not
     flights, which has no name to read."""
     catalog = Catalog("flights", (AIRLINES, FLIGHTS))
@@ -160,9 +160,7 @@ def test_rows_grouped_by_a_reference_are_about_the_table_it_references():
         f"FROM ({ranked}) AS earlier)",
     )
     # inferred by key as well (no key declared): orders.customer_id -> customers.id
-    by_customer = (
-        "SELECT o.customer_id, SUM(o.amount) AS s FROM orders AS o GROUP BY o.customer_id"
-    )
+    by_customer = "SELECT o.customer_id, SUM(o.amount) AS s FROM orders AS o GROUP BY o.customer_id"
     about = subject(by_customer, CATALOG)
     assert (about.table.name, about.column, about.output) == ("customers", "id", "customer_id")
     # a column that references nothing stays the subject
