@@ -432,10 +432,8 @@ def _has_unanchored_pronoun(question: str) -> re.Match[str] | None:
             # An object pronoun never means a noun of its own clause ("flights" in "how
             # many flights went to them?": that would be "themselves"); only a noun of an
             # earlier clause can be its antecedent ("list the products and who bought them").
-            boundary = None
-            for boundary in _CLAUSE_BOUNDARY.finditer(before):
-                pass
-            before = before[: boundary.start()] if boundary is not None else ""
+            starts = [b.start() for b in _CLAUSE_BOUNDARY.finditer(before)]
+            before = before[: starts[-1]] if starts else ""
         nouns = [
             m.group(0)
             for m in _PLURAL_BEFORE.finditer(before)
