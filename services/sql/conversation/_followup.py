@@ -100,6 +100,10 @@ class Subject:
     # The alias whose key the earlier statement is given as an extra output column (it
     # returned names, grouped or listed by the key): rows are matched by key, not name.
     key_from: str = ""
+    # Rows read through a reference column (``flights.carrier`` for airlines): that
+    # column, the restriction to use when the follow-up was read on the referencing
+    # table alone ("how many flights did they fly?") — the same values either way.
+    via: Subject | None = None
 
 
 KEY = "tandem_key"
@@ -188,7 +192,7 @@ def _referenced(found: Subject, catalog: Catalog) -> Subject:
         if parent is not None and (
             parent.primary_key == edge.parent_columns or edge.parent_columns in parent.unique_keys
         ):
-            return Subject(parent, edge.parent_column, found.output)
+            return Subject(parent, edge.parent_column, found.output, via=found)
     return found
 
 
@@ -318,6 +322,8 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
     a listing shows the ``shown`` columns (the rows' names) first."""
     tree = parse(linked_sql)
     alias = _alias_of(tree, about.table)
+    if alias is None and about.via is not None and _alias_of(tree, about.via.table):
+        return restrict(linked_sql, prior_sql, about.via)
     if alias is None:
         raise FollowUpError(f"the question was not read about {about.table.name}")
     # Names go first only where the subject is what the question lists (its first table).

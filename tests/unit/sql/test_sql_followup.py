@@ -159,6 +159,13 @@ def test_rows_grouped_by_a_reference_are_about_the_table_it_references():
         "SELECT a.name FROM public.airlines AS a WHERE a.carrier IN (SELECT earlier.carrier "
         f"FROM ({ranked}) AS earlier)",
     )
+    # a follow-up read on the referencing table alone is restricted by the same column
+    counted = restrict("SELECT COUNT(*) FROM public.flights AS f", ranked, about)
+    _same(
+        counted,
+        "SELECT COUNT(*) FROM public.flights AS f WHERE f.carrier IN (SELECT earlier.carrier "
+        f"FROM ({ranked}) AS earlier)",
+    )
     # inferred by key as well (no key declared): orders.customer_id -> customers.id
     by_customer = "SELECT o.customer_id, SUM(o.amount) AS s FROM orders AS o GROUP BY o.customer_id"
     about = subject(by_customer, CATALOG)
