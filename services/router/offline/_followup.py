@@ -157,6 +157,9 @@ _PLACE = re.compile(
 _AUXILIARY_BEFORE = re.compile(
     r"\b(?:are|were|is|was|do|did|does|have|has|had|can|could|will|would)\s*$", re.IGNORECASE
 )
+_CLAUSE_BOUNDARY = re.compile(
+    r"[,;]|\b(?:and|or|but|that|which|who|whom|whose|where|when|while)\b", re.IGNORECASE
+)
 _PLURAL_BEFORE = re.compile(r"\b[a-z]{3,}(?<!ss)(?<!ou)(?<!i)s\b", re.IGNORECASE)
 _NOT_PLURAL = frozenset(
     {"does", "has", "was", "is", "this", "its", "us", "notes", "says", "status", "sales",
@@ -425,6 +428,12 @@ def _has_unanchored_pronoun(question: str) -> re.Match[str] | None:
             # "what categories are they in?", "how many cars did they buy?": the subject
             # of an inverted question, not the noun asked about.
             return match
+        if match.group("p").lower() == "them":
+            # An object pronoun never means a noun of its own clause ("flights" in "how
+            # many flights went to them?": that would be "themselves"); only a noun of an
+            # earlier clause can be its antecedent ("list the products and who bought them").
+            starts = [b.start() for b in _CLAUSE_BOUNDARY.finditer(before)]
+            before = before[: starts[-1]] if starts else ""
         nouns = [
             m.group(0)
             for m in _PLURAL_BEFORE.finditer(before)

@@ -42,6 +42,7 @@ from services.sql.catalog import (
     TEXT_TYPES,
     Catalog,
     Comparison,
+    JoinGraph,
     TableInfo,
     comparisons,
     stored_spelling,
@@ -99,6 +100,10 @@ class Subject:
     # The alias whose key the earlier statement is given as an extra output column (it
     # returned names, grouped or listed by the key): rows are matched by key, not name.
     key_from: str = ""
+    # Rows read through a reference column (``flights.carrier`` for airlines): that
+    # column, the restriction to use when the follow-up was read on the referencing
+    # table alone ("how many flights did they fly?") — the same values either way.
+    via: Subject | None = None
 
 
 KEY = "tandem_key"
@@ -167,12 +172,28 @@ def subject(sql: str, catalog: Catalog) -> Subject:
         if alias is not None and _keyable(select, found.table, alias):
             return Subject(found.table, found.table.primary_key[0], KEY, key_from=alias)
     if keyed or named or plain:
-        return (keyed or named or plain)[0]
+        return (keyed or named or plain)[0] if keyed else _referenced((named or plain)[0], catalog)
     read = sources(select)
     first = table_for(catalog, read[0]) if read else None
     if first is not None and not select.args.get("group") and len(first.primary_key) == 1:
         return Subject(first, first.primary_key[0], "")
     raise FollowUpError("the earlier answer names no rows of one table to refer to")
+
+
+def _referenced(found: Subject, catalog: Catalog) -> Subject:
+    """The rows a reference column's values stand for: grouped (or distinct) by
+    ``flights.carrier``, the earlier rows are carriers, and "their full names" asks about
+    ``airlines``, the table whose key ``carrier`` references (declared, or inferred by key:
+    never a mere overlap of values). A column that references nothing stays the subject."""
+    for edge in JoinGraph(catalog).edges_of(found.table.qualified):
+        if edge.child != found.table.qualified or edge.child_columns != (found.column,):
+            continue
+        parent = catalog.table(edge.parent)
+        if parent is not None and (
+            parent.primary_key == edge.parent_columns or edge.parent_columns in parent.unique_keys
+        ):
+            return Subject(parent, edge.parent_column, found.output, via=found)
+    return found
 
 
 def _keyable(select: exp.Select, table: TableInfo, alias: str) -> bool:
@@ -304,6 +325,8 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
     a listing shows the ``shown`` columns (the rows' names) first."""
     tree = parse(linked_sql)
     alias = _alias_of(tree, about.table)
+    if alias is None and about.via is not None and _alias_of(tree, about.via.table):
+        return restrict(linked_sql, prior_sql, about.via)
     if alias is None:
         raise FollowUpError(f"the question was not read about {about.table.name}")
     # Names go first only where the subject is what the question lists (its first table).

@@ -101,6 +101,11 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
     ]
     assert [p.stem for p in scripts_for(Path("sql"))] == ["conversations_defog",
                                                          "conversations_defog_v2"]  # fmt: skip
+    # a dev set named after its folder: its study script, then its blind one
+    assert [p.stem for p in scripts_for(Path("sql-unseen"))] == [
+        "conversations_sql-unseen",
+        "conversations_sql-unseen_blind",
+    ]
 
 
 def test_a_ranking_cut_by_a_limit_is_checked_on_its_sort_keys() -> None:
@@ -115,8 +120,8 @@ def test_a_ranking_cut_by_a_limit_is_checked_on_its_sort_keys() -> None:
     assert ranking_cut("SELECT name FROM t LIMIT 3") is None
 
 
-def test_every_script_of_both_dev_sets_loads_with_every_kind() -> None:
-    for folder in ("sql", "sql-spider"):
+def test_every_script_of_each_dev_set_loads_with_every_kind() -> None:
+    for folder in ("sql", "sql-spider", "sql-unseen"):
         for script in scripts_for(Path(folder)):
             _, conversations = load_conversations(script)
             kinds = {t.kind for c in conversations for t in c.turns[1:]}

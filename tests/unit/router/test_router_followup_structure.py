@@ -142,6 +142,26 @@ def test_a_question_about_the_rows_is_no_narrowing(question):
 
 
 @pytest.mark.parametrize(
+    "question", ["how many flights went to them?", "which carriers flew to them?"]
+)
+def test_an_object_pronoun_is_not_the_noun_of_its_own_clause(question):
+    """ "flights" in "how many flights went to them?" is not what "them" means (that would
+    be "themselves"): the question is about the earlier rows, not every flight."""
+    resolution = resolve(question, [TOP])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.builds_on is not None
+    assert resolution.builds_on.relation is Relation.RESULT_SET
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["list the products and the customers who bought them", "rank the regions and compare them"],
+)
+def test_an_object_pronoun_may_mean_a_noun_of_an_earlier_clause(question):
+    assert resolve(question, [TOP]).kind is FollowUpKind.STANDALONE
+
+
+@pytest.mark.parametrize(
     ("question", "period", "resolved"),
     [
         ("and the year after?", "the year after", "How many concerts were held in 2015?"),

@@ -122,6 +122,59 @@ def test_the_key_is_preferred_to_a_name_that_may_repeat():
     assert labels(keyed, about, CATALOG) == ["name"]
 
 
+AIRLINES = TableInfo(
+    "public", "airlines",
+    columns=(ColumnInfo("carrier", "text", False), ColumnInfo("name", "text", False)),
+    primary_key=("carrier",),
+)  # fmt: skip
+FLIGHTS = TableInfo(
+    "public", "flights",
+    columns=(
+        ColumnInfo("flight_id", "integer", False),
+        ColumnInfo("carrier", "text", False),
+        ColumnInfo("origin", "text", False),
+        ColumnInfo("distance", "integer", False),
+    ),
+    primary_key=("flight_id",),
+    foreign_keys=(ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),),
+)  # fmt: skip
+
+
+def test_rows_grouped_by_a_reference_are_about_the_table_it_references():
+    """ "and their full names?" after the carriers ranked by distance: the rows are
+    carriers, so the subject is airlines (whose key flights.carrier references), not
+    flights, which has no name to read."""
+    catalog = Catalog("flights", (AIRLINES, FLIGHTS))
+    ranked = (
+        "SELECT t0.carrier AS carrier, SUM(t0.distance) AS total FROM public.flights AS t0 "
+        "GROUP BY t0.carrier ORDER BY 2 DESC LIMIT 5"
+    )
+    about = subject(ranked, catalog)
+    assert (about.table.name, about.column, about.output) == ("airlines", "carrier", "carrier")
+    restricted = restrict(
+        "SELECT a.name FROM public.airlines AS a", ranked, about, labels(ranked, about, catalog)
+    )
+    _same(
+        restricted,
+        "SELECT a.name FROM public.airlines AS a WHERE a.carrier IN (SELECT earlier.carrier "
+        f"FROM ({ranked}) AS earlier)",
+    )
+    # a follow-up read on the referencing table alone is restricted by the same column
+    counted = restrict("SELECT COUNT(*) FROM public.flights AS f", ranked, about)
+    _same(
+        counted,
+        "SELECT COUNT(*) FROM public.flights AS f WHERE f.carrier IN (SELECT earlier.carrier "
+        f"FROM ({ranked}) AS earlier)",
+    )
+    # inferred by key as well (no key declared): orders.customer_id -> customers.id
+    by_customer = "SELECT o.customer_id, SUM(o.amount) AS s FROM orders AS o GROUP BY o.customer_id"
+    about = subject(by_customer, CATALOG)
+    assert (about.table.name, about.column, about.output) == ("customers", "id", "customer_id")
+    # a column that references nothing stays the subject
+    about = subject("SELECT origin, COUNT(*) FROM flights GROUP BY origin", catalog)
+    assert (about.table.name, about.column) == ("flights", "origin")
+
+
 def test_a_grouped_total_has_no_subject():
     with pytest.raises(FollowUpError, match="names no rows"):
         subject("SELECT COUNT(*) FROM customers GROUP BY country", CATALOG)
