@@ -13,8 +13,8 @@ MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
 # declared, with every key dropped and beside ~1,000 look-alike tables (--wide), on
 # databases loaded as a user restores them, and prints the three side by side, the study
 # and blind halves apart (the blind half as totals only). sql-unseen: two real databases
-# nobody here designed (nycflights13 study, chinook blind; 74 questions), in the repo; no
-# answer-memory variants or conversation scripts are written for it, so those two skip it.
+# nobody here designed (nycflights13 study, chinook blind; 72 questions), in the repo, with
+# conversation scripts for each half; no answer-memory variants, so the memory eval skips it.
 SQL_DATASET ?= ../shared/datasets/sql
 SQL_DATASETS ?= $(SQL_DATASET) ../shared/datasets/sql-spider services/bench/devsets/sql-unseen
 # Documents with questions and gold answers (SQuAD dev, 15 articles, 400 questions):
@@ -127,8 +127,8 @@ eval: setup ## retrieval, document-answer, real-documents and SQL quality on the
 	      "bench-results/sql_eval_$${name}_duckdb.json" "bench-results/sql_eval_$${name}_mysql.json"; \
 	    if [ "$$name" != sql-unseen ]; then \
 	      $(BIN)/tandem eval sql --dataset "$$ds" --memory || echo "memory eval on $$name: a target missed"; \
-	      $(BIN)/tandem eval chat --dataset "$$ds" || echo "conversation eval on $$name: a target missed"; \
 	    fi; \
+	    $(BIN)/tandem eval chat --dataset "$$ds" || echo "conversation eval on $$name: a target missed"; \
 	  else echo "SQL dataset $$ds not found: skipped"; fi; \
 	done
 	$(BIN)/tandem eval refusals
