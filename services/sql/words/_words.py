@@ -227,6 +227,10 @@ def word_match(question_word: str, name_word: str) -> float:
         if root and name_word.rstrip("e") == root.rstrip("e"):
             return 0.9
     if _abbreviates(name_word, question_word):
+        # a whole prefix of 4+ letters ("dest" for destination) says more than letters
+        # picked in order ("dst"): the two must not tie when both are names in a schema
+        if len(name_word) >= 4 and question_word.startswith(name_word):
+            return 0.85
         return 0.8
     if len(question_word) >= 3 and name_word in (question_word + "er", question_word + "r"):
         return 0.8  # "owns" -> owner, "sells" -> seller

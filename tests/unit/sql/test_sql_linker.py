@@ -27,6 +27,7 @@ from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_ques
 from services.sql.linker._composition import compose
 from services.sql.linker.clauses import read_clauses
 from services.sql.verify import verify_statement
+from services.sql.words import word_match
 
 TODAY = date(2026, 11, 24)
 
@@ -1237,3 +1238,11 @@ def test_a_number_after_a_listing_head_is_the_rankings_limit(question: str) -> N
 def test_a_number_after_a_listing_head_with_no_ranking_is_refused() -> None:
     with pytest.raises(LinkError):
         _sql("Show the 2 courses.", SCHOOL)
+
+
+def test_a_whole_prefix_outranks_letters_picked_in_order() -> None:
+    """ "destination" is ``dest`` (its first four letters) before ``dst`` (letters picked
+    in order): the two tied, so a schema holding both could place neither."""
+    assert word_match("destination", "dest") > word_match("destination", "dst")
+    assert word_match("terminal", "term") > word_match("terminal", "trml")
+    assert word_match("terminal", "trml") == 0.8  # letters in order still read
