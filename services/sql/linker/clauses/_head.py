@@ -187,15 +187,25 @@ def counted_head(reading: Reading, read: Read, at: int) -> int:
     # "What are the three airports with the highest altitude?", "List the 5 …": the same
     # number after a listing head and its article
     at_number = at + 1 if read.kind == "list" and reading.low(at) == "the" else at
+    # "the first three airline names", "the top 5 …": the same limit, said with the word
+    # that a limit cuts from the front of the order
+    opens = at_number
+    if reading.low(at_number) in ("first", "top") and reading.number(at_number + 1) is not None:
+        at_number += 1
     number = reading.number(at_number)
     if read.kind not in ("which", "list") or number is None or number != int(number) or number < 1:
         return at
     if read.kind == "list" and reading.longest(at_number + 1, ("table",)) == []:
         return at  # "list the 2 …" says a limit only before the rows it cuts
+    if reading.number(at_number + 1) is not None or reading.low(at_number + 1) in (
+        "",
+        "or",
+        "and",
+        "of",
+    ):
+        return at if opens != at_number else at_number
     at = at_number
-    if reading.number(at + 1) is not None or reading.low(at + 1) in ("", "or", "and", "of"):
-        return at
     read.limit = int(number)
     read.head_limit = True
-    reading.use(at, at + 1)
+    reading.use(min(at, opens), at + 1)
     return at + 1
