@@ -16,6 +16,7 @@ from services.sql.words import (
     MONTHS,
     STOP_WORDS,
     cover,
+    irregular_past,
     lemma,
     stem,
     tokenize,
@@ -148,4 +149,6 @@ def _explains(word: str, parts: Sequence[str]) -> bool:
 def relation_word(word: str) -> bool:
     """Verbs and adverbs that say how things relate ("prescribed", "received", "most
     frequently"): the joins already express them."""
+    if irregular_past(word):
+        return True  # "flew", "built": past forms no suffix shows
     return len(word) > 4 and word.endswith(("ed", "ing", "ly")) and not word.endswith("ly" * 2)

@@ -115,7 +115,26 @@ _IRREGULAR = {
     "given": "give",
     "took": "take",
     "taken": "take",
+    "built": "build",
+    "flew": "fly",
+    "flown": "fly",
+    "drove": "drive",
+    "driven": "drive",
+    "grew": "grow",
+    "grown": "grow",
+    "chose": "choose",
+    "chosen": "choose",
+    "brought": "bring",
+    "taught": "teach",
+    "caught": "catch",
+    "met": "meet",
 }
+
+
+def irregular_past(word: str) -> bool:
+    """Whether the word is a past form no suffix rule undoes ("flew", "built"): a verb,
+    as a word ending in -ed is one."""
+    return word.lower() in _IRREGULAR
 
 
 def value_forms(word: str) -> set[str]:

@@ -1318,3 +1318,39 @@ def test_alphabetical_order_orders_the_items() -> None:
     unexplained word."""
     sql = _sql("What are the airline names in alphabetical order?", FLIGHTS)
     assert sql.endswith("ORDER BY name ASC NULLS LAST")
+
+
+# Pilots and the planes they fly: one key between them, so a relating verb picks no path.
+PILOTS = Catalog(
+    "pilots",
+    (
+        TableInfo(
+            "public",
+            "pilot",
+            columns=(_col("pilot_id"), _col("name", "text", ("Ann", "Bo"))),
+            primary_key=("pilot_id",),
+        ),
+        TableInfo(
+            "public",
+            "plane",
+            columns=(
+                _col("plane_id"),
+                _col("model", "text", ("A320", "B737")),
+                _col("pilot_id"),
+                _col("year"),
+            ),
+            primary_key=("plane_id",),
+            foreign_keys=(ForeignKeyInfo(("pilot_id",), "public.pilot", ("pilot_id",)),),
+        ),
+    ),
+)
+
+
+def test_an_irregular_past_form_relates_rows_as_an_ed_form_does() -> None:
+    """ "flew" is a past form no suffix shows: it relates pilots to planes as "operated"
+    would; it was an unexplained word ("nothing in the schema matches 'flew'")."""
+    assert _sql("Which pilots flew the A320?", PILOTS) == (
+        "SELECT DISTINCT t0.name AS name FROM public.pilot AS t0 JOIN public.plane AS t1 "
+        "ON t1.pilot_id = t0.pilot_id WHERE (t1.model = 'A320')"
+    )
+    assert "NOT EXISTS" in _sql("What are the names of pilots who never flew a plane?", PILOTS)

@@ -14,7 +14,7 @@ from services.sql.linker._mentions import (
     could_mention,
 )
 from services.sql.linker._vocabulary import Vocabulary, column_states
-from services.sql.words import value_forms, word_match
+from services.sql.words import irregular_past, value_forms, word_match
 
 AGGREGATES = {
     "average": "AVG",
@@ -260,8 +260,8 @@ def _states_a_column(vocab: Vocabulary, token: Token) -> bool:
 
 def _relation_verb(token: Token) -> bool:
     low = token.low
-    if low in _RELATION_VERBS:
-        return True
+    if low in _RELATION_VERBS or irregular_past(low):
+        return True  # "flew", "built": past forms relate rows as "-ed" ones do
     return (
         len(low) >= 6
         and low.endswith(("ed", "ing"))
