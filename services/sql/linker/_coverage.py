@@ -16,9 +16,11 @@ from services.sql.words import (
     MONTHS,
     STOP_WORDS,
     cover,
+    do_support_verb,
     irregular_past,
     lemma,
     stem,
+    stored_as_verb,
     tokenize,
     word_match,
 )
@@ -105,6 +107,7 @@ def unexplained(
     known = set(extra) | set(forgiven)
     known |= {stem(w) for term in terms for w in re.findall(r"[a-z0-9]+", term.lower())}
     toks = tokenize(question)
+    verb = do_support_verb(question)
     # "across all treatments", "over all customers": the scope of an aggregate, all rows
     scope = {m.start(1) for m in re.finditer(r"\b(?:across|over) (?:all )?(?:the )?(\w+)",
                                               question, re.I)}  # fmt: skip
@@ -123,6 +126,8 @@ def unexplained(
         predicate = index > 0 and toks[index - 1].low in (*BE, "have", "has", "had") and ends
         if relation_word(tok.low) and not predicate and not vocab.values.get(tok.low):
             continue
+        if tok.low == verb and not stored_as_verb(tok.low, vocab.values):
+            continue  # "how many flights did JetBlue operate?": the verb relates them
         if w in value_words or any(w.startswith(v) for v in value_words if len(v) >= 4):
             continue
         if lemma(tok.low) in value_lemmas:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 # Words that carry no schema meaning in a question (function words and question verbs).
@@ -135,6 +135,24 @@ def irregular_past(word: str) -> bool:
     """Whether the word is a past form no suffix rule undoes ("flew", "built"): a verb,
     as a word ending in -ed is one."""
     return word.lower() in _IRREGULAR
+
+
+_DO_SUPPORT = re.compile(r"\b(?:did|do|does)\s+(?:[\w'-]+\s+){1,4}?([a-z]{3,})\s*[?.]?\s*$", re.I)
+
+
+@functools.lru_cache(maxsize=1024)
+def do_support_verb(question: str) -> str | None:
+    """The verb that ends a question asked with "did"/"do"/"does" ("how many flights did
+    JetBlue operate?"): its base form shows no suffix, yet it is the verb, relating rows as
+    "operated" would. None when the question has none."""
+    m = _DO_SUPPORT.search(question)
+    return m.group(1).lower() if m else None
+
+
+def stored_as_verb(verb: str, values: Container[str]) -> bool:
+    """Whether a base verb ("close") is a state some column stores, as said or in its
+    past form ('closed'): then it states a condition, it relates nothing."""
+    return any(form in values for form in (verb, verb + "d", verb + "ed", *value_forms(verb)))
 
 
 def value_forms(word: str) -> set[str]:

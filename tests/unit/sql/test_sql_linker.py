@@ -1354,3 +1354,42 @@ def test_an_irregular_past_form_relates_rows_as_an_ed_form_does() -> None:
         "ON t1.pilot_id = t0.pilot_id WHERE (t1.model = 'A320')"
     )
     assert "NOT EXISTS" in _sql("What are the names of pilots who never flew a plane?", PILOTS)
+
+
+def test_the_verb_after_did_relates_rows_as_its_ed_form_does() -> None:
+    """ "how many flights did JetBlue Airways operate?": the base form ends the question
+    after "did" and shows no suffix; it relates flights to the airline as "operated by"
+    does. It was refused ("nothing in the schema matches 'operate'")."""
+    assert _sql("How many flights did JetBlue Airways operate?", FLIGHTS) == (
+        "SELECT COUNT(*) AS count FROM public.flights AS t0 JOIN public.airlines AS t1 "
+        "ON t1.carrier = t0.carrier WHERE (t1.name = 'JetBlue Airways')"
+    )
+
+
+def test_the_verb_after_did_that_a_column_stores_is_no_relation() -> None:
+    """ "how many tickets did Alice close?" with a status 'closed': the verb is a state,
+    a condition no reading may drop, so the question is still refused."""
+    desk = Catalog(
+        "desk",
+        (
+            TableInfo(
+                "public",
+                "agent",
+                columns=(_col("agent_id"), _col("name", "text", ("Alice", "Bo"))),
+                primary_key=("agent_id",),
+            ),
+            TableInfo(
+                "public",
+                "ticket",
+                columns=(
+                    _col("ticket_id"),
+                    _col("agent_id"),
+                    _col("status", "text", ("open", "closed")),
+                ),
+                primary_key=("ticket_id",),
+                foreign_keys=(ForeignKeyInfo(("agent_id",), "public.agent", ("agent_id",)),),
+            ),
+        ),
+    )
+    with pytest.raises(LinkError):
+        _sql("How many tickets did Alice close?", desk)

@@ -14,7 +14,13 @@ from services.sql.linker._mentions import (
     could_mention,
 )
 from services.sql.linker._vocabulary import Vocabulary, column_states
-from services.sql.words import irregular_past, value_forms, word_match
+from services.sql.words import (
+    do_support_verb,
+    irregular_past,
+    stored_as_verb,
+    value_forms,
+    word_match,
+)
 
 AGGREGATES = {
     "average": "AVG",
@@ -155,14 +161,19 @@ _RELATION_VERBS = frozenset(
 
 
 def unplaced_words(
-    vocab: Vocabulary, tokens: Sequence[Token], meanings: Sequence[Meaning] = ()
+    vocab: Vocabulary,
+    tokens: Sequence[Token],
+    meanings: Sequence[Meaning] = (),
+    question: str = "",
 ) -> list[Token]:
     """The words of ``tokens`` no mention could cover and no clause could use: what no
     reading by names will place (a cheap test, before any mention is looked up)."""
+    verb = do_support_verb(question) if question else None
     return [
         t
         for k, t in enumerate(tokens)
         if needs_a_name(vocab, t)
+        and not (t.low == verb and not stored_as_verb(t.low, vocab.values))
         and not could_mention(vocab, t, meanings)
         and not _person_name_part(tokens, k)
     ]
@@ -194,6 +205,10 @@ def is_glue(ctx: LinkContext, token: Token) -> bool:
     value ("failed" transactions, status 'fail') states a condition, it is no glue."""
     if token.low not in _GRAMMAR and _stored_state(ctx.vocab, token):
         return False
+    if token.low == do_support_verb(ctx.question):
+        return not stored_as_verb(token.low, ctx.vocab.values) and not _names_a_column(
+            ctx.vocab, token
+        )
     return _glue_word(ctx.vocab, token)
 
 

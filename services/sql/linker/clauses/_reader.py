@@ -40,7 +40,7 @@ def read_clauses(ctx: LinkContext) -> Plan:
     if not tokens:
         raise Decline("empty question")
     kind, at = read_head(Reading(ctx, Chart(tokens)))  # the form first: it needs no mentions
-    unplaced = unplaced_words(ctx.vocab, tokens[at:], ctx.meanings)
+    unplaced = unplaced_words(ctx.vocab, tokens[at:], ctx.meanings, ctx.question)
     if unplaced:  # a word nothing could place: decline before any lookup
         raise Decline(f"nothing read {unplaced[0].text!r}")
     reading = Reading(ctx, chart(ctx.vocab, ctx.question, ctx.meanings))
