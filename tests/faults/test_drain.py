@@ -64,18 +64,25 @@ async def test_sigterm_drains_in_flight_calls_and_refuses_new_ones(
         assert first.status == health_pb2.HealthCheckResponse.SERVING
 
         finished: list[float] = []
+        a_quarter_answered = asyncio.Event()
 
         async def one(call: int) -> pb.EmbedResponse:
             reply = await stub.Embed(_batch(call), timeout=60)
             finished.append(time.monotonic())
+            if len(finished) >= IN_FLIGHT // 4:
+                a_quarter_answered.set()
             return reply
 
         calls = [asyncio.ensure_future(one(i)) for i in range(IN_FLIGHT)]
-        # The first answer means the server has read the whole burst and is working on
-        # it; the rest are in flight (queued behind the model) when the signal arrives.
-        await asyncio.wait(calls, return_when=asyncio.FIRST_COMPLETED, timeout=60)
+        # grpc.aio accepts calls one turn of its loop at a time, and a call the server has
+        # not yet accepted when it stops is cancelled by grpc core (never run; the drain's
+        # promise is for the calls it took): signalled after the first answer, the last
+        # dozen of a burst were sometimes still unaccepted (CANCELLED), on the base commit
+        # too. A quarter of the burst answered means the server has taken the rest; the
+        # others are in flight (queued behind the model) when the signal arrives.
+        await asyncio.wait_for(a_quarter_answered.wait(), timeout=60)
         in_flight = sum(not c.done() for c in calls)
-        assert in_flight >= IN_FLIGHT - 10, f"only {in_flight} calls still in flight"
+        assert in_flight >= IN_FLIGHT // 2, f"only {in_flight} calls still in flight"
 
         service.signal(signal.SIGTERM)
         signalled = time.monotonic()
