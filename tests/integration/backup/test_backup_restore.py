@@ -41,12 +41,17 @@ pytestmark = pytest.mark.integration
 
 @contextmanager
 def _server(data_dir: Path) -> Iterator[str]:
-    """An embedded server on ``data_dir/pg`` for the block, stopped after."""
+    """An embedded server on ``data_dir/pg`` for the block, stopped after.
+
+    Archiving restarts the postmaster (a new pid) and pgserver stops only the one it
+    started, so the handle re-reads ``postmaster.pid`` first, as ``tandem run`` does:
+    without it the restarted server outlived the test run."""
     data_dir.mkdir(parents=True, exist_ok=True)
     server: Any = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")  # type: ignore[attr-defined]
     try:
         yield server.get_uri("postgres")
     finally:
+        server.ensure_postgres_running()
         server.cleanup()
 
 
