@@ -224,11 +224,37 @@ def _names(members: Sequence[str]) -> str:
 def _described_set(question: str) -> tuple[str, str] | None:
     """(the set a count or listing question described, the rest of its condition)."""
     body = _body(question)
-    for pattern in _SET_PATTERNS:
+    for index, pattern in enumerate(_SET_PATTERNS):
         match = pattern.match(body)
         if match and match.group("set").strip():
-            return match.group("set").strip(), match.group("rest").strip()
+            found, rest = match.group("set").strip(), match.group("rest").strip()
+            # "How many flights did …", "Which 3 patients weigh …": the verb follows the set
+            return _as_noun_phrase(found) if index in (1, 3) else (found, rest)
     return None
+
+
+_COPULA_HEAD = re.compile(r"^(?:are|is|were|was)\s+(?:the\s+)?", re.IGNORECASE)
+_DO_HEAD = re.compile(r"^(?:do|does|did)\s+", re.IGNORECASE)
+
+
+def _as_noun_phrase(words: str) -> tuple[str, str]:
+    """What follows a question's "which"/"what" as a set named inside another question:
+    the copula's complement ("are the 5 most expensive cars" → "5 most expensive cars"),
+    and a verb after the plural noun as a relative clause ("3 patients weigh the most" →
+    "3 patients", "that weigh the most"; "models does gm make" → "models", "that gm
+    make"). Spliced in verbatim, "What engines do the are the 3 most expensive cars
+    have?" is no question anyone can read."""
+    words = _COPULA_HEAD.sub("", words, count=1)
+    for noun in _PLURAL_BEFORE.finditer(words):
+        if noun.group(0).lower() in _NOT_PLURAL:
+            continue
+        rest = words[noun.end() :].strip()
+        if not rest or re.match(r"^(?:of|in|on|at|for|from|with|by|to)\b", rest, re.I):
+            break  # the noun phrase goes on ("cars of each maker"): kept whole
+        if re.match(r"^(?:that|who|which|whose|where)\b", rest, re.I):
+            return words[: noun.end()], rest
+        return words[: noun.end()], f"that {_DO_HEAD.sub('', rest, count=1)}"
+    return words, ""
 
 
 _STEPS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3}

@@ -175,3 +175,27 @@ async def test_the_deterministic_provider_answers_the_role_with_the_rules():
         "time_shift", "How many open Security Suite opportunities are there in 2024?", ""
     )
     assert result.usage.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("earlier", "question", "resolved"),
+    [
+        ("What are the 5 most expensive cars?", "what engines do they have?",
+         "What engines do the 5 most expensive cars have?"),
+        ("Which 3 patients weigh the most?", "what insurance do they have?",
+         "What insurance do the 3 patients that weigh the most have?"),
+        ("Which models does gm make?", "what years are they from?",
+         "What years are the models that gm make from?"),
+        ("How many flights did each carrier operate from EWR?", "which airports did they use?",
+         "Which airports did the flights that each carrier operate from EWR use?"),
+        ("List the customers who joined in 2023.", "where do they live?",
+         "Where do the customers who joined in 2023 live?"),
+    ],
+)  # fmt: skip
+def test_a_set_a_question_described_is_named_as_a_noun_phrase(earlier, question, resolved):
+    """After an answer that listed no rows (refused, or answered from documents), the
+    reference is spelled out with the set the earlier question described: its copula and
+    verb are no part of the name ("the are the 5 most expensive cars", "the 3 patients
+    weigh the most" read as nothing)."""
+    resolution = resolve(question, [PriorTurn(earlier, earlier)])
+    assert (resolution.kind, resolution.question) == (FollowUpKind.RESULT_REFERENCE, resolved)
