@@ -235,6 +235,11 @@ def _described_set(question: str) -> tuple[str, str] | None:
 
 _COPULA_HEAD = re.compile(r"^(?:are|is|were|was)\s+(?:the\s+)?", re.IGNORECASE)
 _DO_HEAD = re.compile(r"^(?:do|does|did)\s+", re.IGNORECASE)
+_PREPOSITION_HEAD = re.compile(
+    r"^(?:of|in|on|at|for|from|with|without|by|to|into|above|below|over|under|near|between"
+    r"|after|before|during|within|per|than|like|across|along|around|through|since)\b",
+    re.IGNORECASE,
+)
 
 
 def _as_noun_phrase(words: str) -> tuple[str, str]:
@@ -249,7 +254,7 @@ def _as_noun_phrase(words: str) -> tuple[str, str]:
         if noun.group(0).lower() in _NOT_PLURAL:
             continue
         rest = words[noun.end() :].strip()
-        if not rest or re.match(r"^(?:of|in|on|at|for|from|with|by|to)\b", rest, re.I):
+        if not rest or _PREPOSITION_HEAD.match(rest):
             break  # the noun phrase goes on ("cars of each maker"): kept whole
         if re.match(r"^(?:that|who|which|whose|where)\b", rest, re.I):
             return words[: noun.end()], rest

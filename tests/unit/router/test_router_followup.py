@@ -199,3 +199,11 @@ def test_a_set_a_question_described_is_named_as_a_noun_phrase(earlier, question,
     weigh the most" read as nothing)."""
     resolution = resolve(question, [PriorTurn(earlier, earlier)])
     assert (resolution.kind, resolution.question) == (FollowUpKind.RESULT_REFERENCE, resolved)
+
+
+def test_a_noun_phrase_that_goes_on_past_its_noun_is_not_cut_there():
+    """ "airports above 1000 feet": the words after the noun are no verb, so no "that"
+    goes between them."""
+    earlier = "Which airports above 1000 feet are in Denver?"
+    resolution = resolve("how many flights went to them?", [PriorTurn(earlier, earlier)])
+    assert "the airports above 1000 feet" in resolution.question
