@@ -858,8 +858,15 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             )
         return Resolution(FollowUpKind.STANDALONE, asked)
 
-    if ordinal and prior.sql and _RESTRICTIVE.search(_plain(asked)) and _limit(_plain(asked)):
-        ordinal = None  # "only the first one", "just the first 2": fewer rows, not a pick
+    if (
+        ordinal
+        and (prior.sql or not prior.members)
+        and _RESTRICTIVE.search(_plain(asked))
+        and _limit(_plain(asked))
+    ):
+        # "only the first one", "just the first 2": fewer rows, not a pick; after an answer
+        # that listed nothing to pick from (a refused ranking) too
+        ordinal = None
     if ordinal:
         # "the second one" points into the latest answer that listed anything.
         listed = next((t for t in reversed(history) if t.members and not t.unresolved), prior)

@@ -207,3 +207,16 @@ def test_a_noun_phrase_that_goes_on_past_its_noun_is_not_cut_there():
     earlier = "Which airports above 1000 feet are in Denver?"
     resolution = resolve("how many flights went to them?", [PriorTurn(earlier, earlier)])
     assert "the airports above 1000 feet" in resolution.question
+
+
+def test_only_the_first_one_after_an_answer_that_listed_nothing_is_a_row_limit():
+    """A refused ranking listed nothing to pick from: "only the first one" asks for
+    fewer rows of it, not for a member ("the previous answer listed no names" told the
+    user something that was not the trouble)."""
+    earlier = "Which 3 patients weigh the most?"
+    resolution = resolve("only the first one", [PriorTurn(earlier, earlier)])
+    assert resolution.kind is FollowUpKind.LIMIT
+    assert "1" in resolution.question
+    # a pick that says no restriction still needs names to pick from
+    picked = resolve("What about the first one?", [PriorTurn(earlier, earlier)])
+    assert picked.kind is FollowUpKind.UNRESOLVED
