@@ -731,12 +731,20 @@ _LISTED = re.compile(r"^(?P<head>(?:which|what)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+s)\
 _NOT_NOUNS = frozenset({"is", "was", "has", "does", "this", "its", "his", "as", "us"})
 
 
+_COUNTED = re.compile(
+    r"^(?P<head>(?:list|show(?: me)?|give me|name|find|how many)\s+(?:(?:all|the|every)\s+)?"
+    r"(?:[\w'-]+\s+){0,2}?[\w'-]+s)\s+(?P<rest>\S.*)$",
+    re.I,
+)
+
+
 def _after_subject(body: str, condition: str) -> str:
     """The condition where it qualifies the rows listed: right after the plural noun a
-    "which …" question opens with ("Which teachers older than 30 teach Math"), else at
-    the end; at the end it would read as part of the last phrase ("teach Math older
-    than 30")."""
-    listed = _LISTED.match(body)
+    "which …", "list the …" or "how many …" question opens with ("Which teachers older
+    than 30 teach Math", "List the customers in CA who joined in 2020"), else at the end;
+    at the end it would read as part of the last phrase ("teach Math older than 30",
+    "joined in 2020 in CA")."""
+    listed = _LISTED.match(body) or _COUNTED.match(body)
     noun = listed.group("head").split()[-1].lower() if listed else ""
     if (
         listed is None

@@ -41,7 +41,7 @@ GERMANY = PriorTurn("How many companies are in Germany?", "How many companies ar
         ([COUNT], "only the healthcare ones", FollowUpKind.FILTER,
          "How many open Security Suite opportunities are there that are healthcare?"),
         ([GERMANY], "just the retail ones?", FollowUpKind.FILTER,
-         "How many companies are in Germany that are retail?"),
+         "How many companies that are retail are in Germany?"),
         ([COUNT], "break it down by region", FollowUpKind.BREAKDOWN,
          "How many open Security Suite opportunities are there by region?"),
         ([COUNT], "and by stage?", FollowUpKind.BREAKDOWN,
@@ -220,3 +220,20 @@ def test_only_the_first_one_after_an_answer_that_listed_nothing_is_a_row_limit()
     # a pick that says no restriction still needs names to pick from
     picked = resolve("What about the first one?", [PriorTurn(earlier, earlier)])
     assert picked.kind is FollowUpKind.UNRESOLVED
+
+
+@pytest.mark.parametrize(
+    ("earlier", "question", "resolved"),
+    [
+        ("List the customers who joined in 2020.", "only those in CA",
+         "List the customers in CA who joined in 2020?"),
+        ("How many flights did each carrier operate from EWR?", "only the ones going to ORD",
+         "How many flights that are going to ORD did each carrier operate from EWR?"),
+    ],
+)  # fmt: skip
+def test_a_condition_qualifies_the_rows_a_listing_or_count_opens_with(earlier, question, resolved):
+    """At the end, "in CA" reads as part of the last phrase ("joined in 2020 in CA"):
+    the condition goes right after the noun the question lists or counts, as it already
+    did after a "which …" question."""
+    resolution = resolve(question, [PriorTurn(earlier, earlier)])
+    assert (resolution.kind, resolution.question) == (FollowUpKind.FILTER, resolved)
