@@ -161,6 +161,10 @@ _CLAUSE_BOUNDARY = re.compile(
     r"[,;]|\b(?:and|or|but|that|which|who|whom|whose|where|when|while)\b", re.IGNORECASE
 )
 _PLURAL_BEFORE = re.compile(r"\b[a-z]{3,}(?<!ss)(?<!ou)(?<!i)s\b", re.IGNORECASE)
+# A plural noun: "users", not "business", "famous" or "analysis" (the letter before the
+# final "s" is looked at before it is consumed, so "ss" is "(?<!s)s").
+_PLURAL_NOUN = r"[\w'-]+(?<!s)(?<!ou)(?<!i)s"
+_PLURAL_WORD = re.compile(rf"\b{_PLURAL_NOUN}\b", re.IGNORECASE)
 _NOT_PLURAL = frozenset(
     {"does", "has", "was", "is", "this", "its", "us", "notes", "says", "status", "sales",
      "whats", "thats", "lets", "heres", "theres", "hows", "whos"}
@@ -250,7 +254,7 @@ def _as_noun_phrase(words: str) -> tuple[str, str]:
     make"). Spliced in verbatim, "What engines do the are the 3 most expensive cars
     have?" is no question anyone can read."""
     words = _COPULA_HEAD.sub("", words, count=1)
-    for noun in _PLURAL_BEFORE.finditer(words):
+    for noun in _PLURAL_WORD.finditer(words):
         if noun.group(0).lower() in _NOT_PLURAL:
             continue
         rest = words[noun.end() :].strip()
@@ -724,8 +728,9 @@ def _narrowed(question: str, condition: str) -> Resolution:
     )
 
 
-_LISTED = re.compile(r"^(?P<head>(?:which|what)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+s)\s+(?P<rest>\S.*)$",
-                     re.I)  # fmt: skip
+_LISTED = re.compile(
+    rf"^(?P<head>(?:which|what)\s+(?:[\w'-]+\s+){{0,2}}?{_PLURAL_NOUN})\s+(?P<rest>\S.*)$", re.I
+)
 
 
 _NOT_NOUNS = frozenset({"is", "was", "has", "does", "this", "its", "his", "as", "us"})
@@ -733,7 +738,7 @@ _NOT_NOUNS = frozenset({"is", "was", "has", "does", "this", "its", "his", "as", 
 
 _COUNTED = re.compile(
     r"^(?P<head>(?:list|show(?: me)?|give me|name|find|how many)\s+(?:(?:all|the|every)\s+)?"
-    r"(?:[\w'-]+\s+){0,2}?[\w'-]+s)\s+(?P<rest>\S.*)$",
+    rf"(?:[\w'-]+\s+){{0,2}}?{_PLURAL_NOUN})\s+(?P<rest>\S.*)$",
     re.I,
 )
 

@@ -229,6 +229,11 @@ def test_only_the_first_one_after_an_answer_that_listed_nothing_is_a_row_limit()
          "List the customers in CA who joined in 2020?"),
         ("How many flights did each carrier operate from EWR?", "only the ones going to ORD",
          "How many flights that are going to ORD did each carrier operate from EWR?"),
+        # "business" ends in "s" but is no plural: the noun is "users"
+        ("Which business users joined in 2020?", "only those in CA",
+         "Which business users in CA joined in 2020?"),
+        ("List the business users.", "only those that are active",
+         "List the business users that are active?"),
     ],
 )  # fmt: skip
 def test_a_condition_qualifies_the_rows_a_listing_or_count_opens_with(earlier, question, resolved):
