@@ -161,6 +161,10 @@ _CLAUSE_BOUNDARY = re.compile(
     r"[,;]|\b(?:and|or|but|that|which|who|whom|whose|where|when|while)\b", re.IGNORECASE
 )
 _PLURAL_BEFORE = re.compile(r"\b[a-z]{3,}(?<!ss)(?<!ou)(?<!i)s\b", re.IGNORECASE)
+# A plural noun: "users", not "business", "famous" or "analysis" (the letter before the
+# final "s" is looked at before it is consumed, so "ss" is "(?<!s)s").
+_PLURAL_NOUN = r"[\w'-]+(?<!s)(?<!ou)(?<!i)s"
+_PLURAL_WORD = re.compile(rf"\b{_PLURAL_NOUN}\b", re.IGNORECASE)
 _NOT_PLURAL = frozenset(
     {"does", "has", "was", "is", "this", "its", "us", "notes", "says", "status", "sales",
      "whats", "thats", "lets", "heres", "theres", "hows", "whos"}
@@ -224,11 +228,42 @@ def _names(members: Sequence[str]) -> str:
 def _described_set(question: str) -> tuple[str, str] | None:
     """(the set a count or listing question described, the rest of its condition)."""
     body = _body(question)
-    for pattern in _SET_PATTERNS:
+    for index, pattern in enumerate(_SET_PATTERNS):
         match = pattern.match(body)
         if match and match.group("set").strip():
-            return match.group("set").strip(), match.group("rest").strip()
+            found, rest = match.group("set").strip(), match.group("rest").strip()
+            # "How many flights did …", "Which 3 patients weigh …": the verb follows the set
+            return _as_noun_phrase(found) if index in (1, 3) else (found, rest)
     return None
+
+
+_COPULA_HEAD = re.compile(r"^(?:are|is|were|was)\s+(?:the\s+)?", re.IGNORECASE)
+_DO_HEAD = re.compile(r"^(?:do|does|did)\s+", re.IGNORECASE)
+_PREPOSITION_HEAD = re.compile(
+    r"^(?:of|in|on|at|for|from|with|without|by|to|into|above|below|over|under|near|between"
+    r"|after|before|during|within|per|than|like|across|along|around|through|since)\b",
+    re.IGNORECASE,
+)
+
+
+def _as_noun_phrase(words: str) -> tuple[str, str]:
+    """What follows a question's "which"/"what" as a set named inside another question:
+    the copula's complement ("are the 5 most expensive cars" → "5 most expensive cars"),
+    and a verb after the plural noun as a relative clause ("3 patients weigh the most" →
+    "3 patients", "that weigh the most"; "models does gm make" → "models", "that gm
+    make"). Spliced in verbatim, "What engines do the are the 3 most expensive cars
+    have?" is no question anyone can read."""
+    words = _COPULA_HEAD.sub("", words, count=1)
+    for noun in _PLURAL_WORD.finditer(words):
+        if noun.group(0).lower() in _NOT_PLURAL:
+            continue
+        rest = words[noun.end() :].strip()
+        if not rest or _PREPOSITION_HEAD.match(rest):
+            break  # the noun phrase goes on ("cars of each maker"): kept whole
+        if re.match(r"^(?:that|who|which|whose|where)\b", rest, re.I):
+            return words[: noun.end()], rest
+        return words[: noun.end()], f"that {_DO_HEAD.sub('', rest, count=1)}"
+    return words, ""
 
 
 _STEPS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3}
@@ -693,19 +728,28 @@ def _narrowed(question: str, condition: str) -> Resolution:
     )
 
 
-_LISTED = re.compile(r"^(?P<head>(?:which|what)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+s)\s+(?P<rest>\S.*)$",
-                     re.I)  # fmt: skip
+_LISTED = re.compile(
+    rf"^(?P<head>(?:which|what)\s+(?:[\w'-]+\s+){{0,2}}?{_PLURAL_NOUN})\s+(?P<rest>\S.*)$", re.I
+)
 
 
 _NOT_NOUNS = frozenset({"is", "was", "has", "does", "this", "its", "his", "as", "us"})
 
 
+_COUNTED = re.compile(
+    r"^(?P<head>(?:list|show(?: me)?|give me|name|find|how many)\s+(?:(?:all|the|every)\s+)?"
+    rf"(?:[\w'-]+\s+){{0,2}}?{_PLURAL_NOUN})\s+(?P<rest>\S.*)$",
+    re.I,
+)
+
+
 def _after_subject(body: str, condition: str) -> str:
     """The condition where it qualifies the rows listed: right after the plural noun a
-    "which …" question opens with ("Which teachers older than 30 teach Math"), else at
-    the end; at the end it would read as part of the last phrase ("teach Math older
-    than 30")."""
-    listed = _LISTED.match(body)
+    "which …", "list the …" or "how many …" question opens with ("Which teachers older
+    than 30 teach Math", "List the customers in CA who joined in 2020"), else at the end;
+    at the end it would read as part of the last phrase ("teach Math older than 30",
+    "joined in 2020 in CA")."""
+    listed = _LISTED.match(body) or _COUNTED.match(body)
     noun = listed.group("head").split()[-1].lower() if listed else ""
     if (
         listed is None
@@ -827,8 +871,15 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             )
         return Resolution(FollowUpKind.STANDALONE, asked)
 
-    if ordinal and prior.sql and _RESTRICTIVE.search(_plain(asked)) and _limit(_plain(asked)):
-        ordinal = None  # "only the first one", "just the first 2": fewer rows, not a pick
+    if (
+        ordinal
+        and (prior.sql or not prior.members)
+        and _RESTRICTIVE.search(_plain(asked))
+        and _limit(_plain(asked))
+    ):
+        # "only the first one", "just the first 2": fewer rows, not a pick; after an answer
+        # that listed nothing to pick from (a refused ranking) too
+        ordinal = None
     if ordinal:
         # "the second one" points into the latest answer that listed anything.
         listed = next((t for t in reversed(history) if t.members and not t.unresolved), prior)

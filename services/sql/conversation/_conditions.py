@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from services.sql import verify
 from services.sql.catalog import Catalog, TableInfo, table_for
 from services.sql.conversation._statement import FollowUpError, parse, readable, sources
 from services.sql.words import stem
@@ -221,7 +222,7 @@ def _placed(select: exp.Select, linked_sql: str, catalog: Catalog) -> Linked | N
         for column in join.find_all(exp.Column):
             if column.table in aliases:
                 column.set("table", exp.to_identifier(aliases[column.table]))
-    return Linked(tuple(_conjuncts(condition)), tuple(joins), frozenset(columns))
+    return Linked(tuple(verify.conjuncts(condition)), tuple(joins), frozenset(columns))
 
 
 def _to_one(
@@ -239,7 +240,7 @@ def _to_one(
         if on is None or join.args.get("kind") or join.args.get("side"):
             return None
         keyed: set[str] = set()
-        for equality in _conjuncts(on):
+        for equality in verify.conjuncts(on):
             if not isinstance(equality, exp.EQ):
                 return None
             sides = [equality.this, equality.expression]
@@ -256,17 +257,10 @@ def _to_one(
     return None
 
 
-def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
-    condition = condition.unnest()
-    if isinstance(condition, exp.And):
-        return [*_conjuncts(condition.this), *_conjuncts(condition.expression)]
-    return [condition]
-
-
-def conjuncts(select: exp.Select) -> list[exp.Expr]:
+def where_conjuncts(select: exp.Select) -> list[exp.Expr]:
     """The top-level AND-ed conditions of a statement's WHERE."""
     where = select.args.get("where")
-    return _conjuncts(where.this) if where is not None else []
+    return verify.conjuncts(where.this) if where is not None else []
 
 
 def columns_of(condition: exp.Expr) -> set[tuple[str, str]]:
@@ -284,10 +278,10 @@ def with_conditions(
     ``exclude``, those they do not); with ``instead`` its own conditions on the same
     columns are dropped first ("what about older than 40?" after "older than 30")."""
     select = parse(sql)
-    kept = conjuncts(select)
+    kept = where_conjuncts(select)
     if instead:
         kept = [c for c in kept if not (columns_of(c) and columns_of(c) <= linked.columns)]
-        if len(kept) == len(conjuncts(select)):
+        if len(kept) == len(where_conjuncts(select)):
             raise FollowUpError("the previous answer has no condition on what the words name")
     new = [c.copy() for c in linked.conditions]
     added: exp.Expr = exp.and_(*new) if len(new) > 1 else new[0]

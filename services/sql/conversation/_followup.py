@@ -342,8 +342,10 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
         tree.set("expressions", [*names, *tree.expressions])
     column = exp.column(identifier(about.column), table=identifier(alias))
     earlier = parse(prior_sql)
+    renamed = _own_aliases(earlier, {t.alias_or_name for t in tree.find_all(exp.Table)})
     if about.key_from:
-        key = exp.column(identifier(about.column), table=identifier(about.key_from))
+        key_from = renamed.get(about.key_from, about.key_from)
+        key = exp.column(identifier(about.column), table=identifier(key_from))
         earlier.set("expressions", [*earlier.expressions, exp.alias_(key, KEY)])
     if about.output:
         inner = exp.select(exp.column(identifier(about.output), table="earlier")).from_(
@@ -358,6 +360,32 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
             inner.set(drop, None)
     tree = tree.where(exp.In(this=column, query=exp.Subquery(this=inner)), copy=False)
     return tree.sql(dialect="postgres")
+
+
+def _own_aliases(earlier: exp.Select, taken: set[str]) -> dict[str, str]:
+    """Renames the earlier statement's table aliases that the follow-up's statement also
+    uses ("t0", "t1" from both readings), in place; returns old → new. Nested, the two
+    statements are still two scopes to Postgres, but not to a reader of the whole
+    statement: the checks name each alias's table once for the statement, and a join
+    ``t1.patient_id = t0.patient_id`` of the follow-up read with the earlier statement's
+    ``t1`` (drugs) is a join of no key, refused."""
+    renamed: dict[str, str] = {}
+    used = taken | {t.alias_or_name for t in earlier.find_all(exp.Table)}
+    for table in earlier.find_all(exp.Table):
+        alias = table.alias
+        if not alias or alias not in taken:
+            continue
+        if alias not in renamed:
+            fresh = f"earlier_{alias}"
+            while fresh in used:
+                fresh += "_"
+            used.add(fresh)
+            renamed[alias] = fresh
+        table.set("alias", exp.TableAlias(this=identifier(renamed[alias])))
+    for column in earlier.find_all(exp.Column):
+        if column.table in renamed:
+            column.set("table", identifier(renamed[column.table]))
+    return renamed
 
 
 def _alias_of(select: exp.Select, table: TableInfo) -> str | None:

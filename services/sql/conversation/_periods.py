@@ -30,8 +30,8 @@ from services.sql.catalog import Catalog, ColumnInfo, TableInfo, table_for
 from services.sql.conversation._conditions import (
     Link,
     Linked,
-    conjuncts,
     link_condition,
+    where_conjuncts,
     with_conditions,
 )
 from services.sql.conversation._statement import FollowUpError, parse, readable, sources
@@ -194,7 +194,7 @@ def time_filters(sql: str, catalog: Catalog) -> list[TimeFilter]:
 
 def _time_filters(select: exp.Select, catalog: Catalog) -> list[TimeFilter]:
     by_column: dict[tuple[str, str], TimeFilter] = {}
-    for part in conjuncts(select):
+    for part in where_conjuncts(select):
         found = _read(part, select, catalog)
         if found is None:
             continue
@@ -388,7 +388,7 @@ async def time_shifted(sql: str, period: str, catalog: Catalog, link: Link) -> s
             raise FollowUpError(f"'{period}' reads as no period of the previous answer's dates")
         window = read
     drop = {id(p) for p in old.parts}
-    kept = [c.copy() for c in conjuncts(select) if id(c) not in drop]
+    kept = [c.copy() for c in where_conjuncts(select) if id(c) not in drop]
     parts = [*kept, *_render(old, window)]
     select.set(
         "where", exp.Where(this=exp.and_(*parts)) if len(parts) > 1 else exp.Where(this=parts[0])
@@ -474,7 +474,7 @@ def _on_its_date(
             raise unread
         named = ", ".join(sorted(c.window.column.sql(dialect="postgres") for c in columns))
         raise FollowUpError(f"'{period}' could limit more than one date of the rows ({named})")
-    parts = [*(c.copy() for c in conjuncts(select)), *_render(columns[0].window, window)]
+    parts = [*(c.copy() for c in where_conjuncts(select)), *_render(columns[0].window, window)]
     select = select.copy()
     select.set("where", exp.Where(this=exp.and_(*parts)))
     return select.sql(dialect="postgres")

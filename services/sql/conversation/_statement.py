@@ -7,6 +7,7 @@ import sqlglot
 from sqlglot import exp
 
 from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.verify import conjuncts
 from services.sql.words import common_prefix, name_words
 
 
@@ -56,15 +57,6 @@ def _canonical(node: exp.Expr, names: dict[str, str]) -> str:
     return copied.sql(dialect="postgres")
 
 
-def _conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
-    if condition is None:
-        return []
-    condition = condition.unnest()
-    if isinstance(condition, exp.And):
-        return [*_conjuncts(condition.this), *_conjuncts(condition.expression)]
-    return [condition]
-
-
 def _shape(select: exp.Select, catalog: Catalog) -> tuple[object, ...] | None:
     """What a statement computes, whatever it shows: its tables, joins, conditions,
     grouping, measures, ranking and row count (None when a table is read twice)."""
@@ -77,12 +69,12 @@ def _shape(select: exp.Select, catalog: Catalog) -> tuple[object, ...] | None:
     joins = sorted(
         c
         for join in select.args.get("joins") or ()
-        for c in (_canonical(p, names) for p in _conjuncts(join.args.get("on")))
+        if (on := join.args.get("on")) is not None
+        for c in (_canonical(p, names) for p in conjuncts(on))
     )
     where_clause = select.args.get("where")
-    where = sorted(
-        _canonical(c, names) for c in _conjuncts(where_clause.this if where_clause else None)
-    )
+    parts = conjuncts(where_clause.this) if where_clause is not None else []
+    where = sorted(_canonical(c, names) for c in parts)
     group_clause = select.args.get("group")
     group = sorted(_canonical(g, names) for g in (group_clause.expressions if group_clause else ()))
     aliased = {e.alias: e.unalias() for e in select.expressions if e.alias}

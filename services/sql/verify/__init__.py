@@ -22,12 +22,14 @@ from __future__ import annotations
 from services.sql.verify._checker import StatementChecker
 from services.sql.verify._checks import CHECKS, CheckResult, VerifyMode, failure, notes
 from services.sql.verify._phrases import verify_statement
+from services.sql.verify._statement import conjuncts
 
 __all__ = [
     "CHECKS",
     "CheckResult",
     "StatementChecker",
     "VerifyMode",
+    "conjuncts",
     "failure",
     "notes",
     "verify_statement",

@@ -41,7 +41,7 @@ GERMANY = PriorTurn("How many companies are in Germany?", "How many companies ar
         ([COUNT], "only the healthcare ones", FollowUpKind.FILTER,
          "How many open Security Suite opportunities are there that are healthcare?"),
         ([GERMANY], "just the retail ones?", FollowUpKind.FILTER,
-         "How many companies are in Germany that are retail?"),
+         "How many companies that are retail are in Germany?"),
         ([COUNT], "break it down by region", FollowUpKind.BREAKDOWN,
          "How many open Security Suite opportunities are there by region?"),
         ([COUNT], "and by stage?", FollowUpKind.BREAKDOWN,
@@ -175,3 +175,70 @@ async def test_the_deterministic_provider_answers_the_role_with_the_rules():
         "time_shift", "How many open Security Suite opportunities are there in 2024?", ""
     )
     assert result.usage.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("earlier", "question", "resolved"),
+    [
+        ("What are the 5 most expensive cars?", "what engines do they have?",
+         "What engines do the 5 most expensive cars have?"),
+        ("Which 3 patients weigh the most?", "what insurance do they have?",
+         "What insurance do the 3 patients that weigh the most have?"),
+        ("Which models does gm make?", "what years are they from?",
+         "What years are the models that gm make from?"),
+        ("How many flights did each carrier operate from EWR?", "which airports did they use?",
+         "Which airports did the flights that each carrier operate from EWR use?"),
+        ("List the customers who joined in 2023.", "where do they live?",
+         "Where do the customers who joined in 2023 live?"),
+    ],
+)  # fmt: skip
+def test_a_set_a_question_described_is_named_as_a_noun_phrase(earlier, question, resolved):
+    """After an answer that listed no rows (refused, or answered from documents), the
+    reference is spelled out with the set the earlier question described: its copula and
+    verb are no part of the name ("the are the 5 most expensive cars", "the 3 patients
+    weigh the most" read as nothing)."""
+    resolution = resolve(question, [PriorTurn(earlier, earlier)])
+    assert (resolution.kind, resolution.question) == (FollowUpKind.RESULT_REFERENCE, resolved)
+
+
+def test_a_noun_phrase_that_goes_on_past_its_noun_is_not_cut_there():
+    """ "airports above 1000 feet": the words after the noun are no verb, so no "that"
+    goes between them."""
+    earlier = "Which airports above 1000 feet are in Denver?"
+    resolution = resolve("how many flights went to them?", [PriorTurn(earlier, earlier)])
+    assert "the airports above 1000 feet" in resolution.question
+
+
+def test_only_the_first_one_after_an_answer_that_listed_nothing_is_a_row_limit():
+    """A refused ranking listed nothing to pick from: "only the first one" asks for
+    fewer rows of it, not for a member ("the previous answer listed no names" told the
+    user something that was not the trouble)."""
+    earlier = "Which 3 patients weigh the most?"
+    resolution = resolve("only the first one", [PriorTurn(earlier, earlier)])
+    assert resolution.kind is FollowUpKind.LIMIT
+    assert "1" in resolution.question
+    # a pick that says no restriction still needs names to pick from
+    picked = resolve("What about the first one?", [PriorTurn(earlier, earlier)])
+    assert picked.kind is FollowUpKind.UNRESOLVED
+
+
+@pytest.mark.parametrize(
+    ("earlier", "question", "resolved"),
+    [
+        ("List the customers who joined in 2020.", "only those in CA",
+         "List the customers in CA who joined in 2020?"),
+        ("How many flights did each carrier operate from EWR?", "only the ones going to ORD",
+         "How many flights that are going to ORD did each carrier operate from EWR?"),
+        # "business" ends in "s" but is no plural: the noun is "users"
+        ("Which business users joined in 2020?", "only those in CA",
+         "Which business users in CA joined in 2020?"),
+        ("List the business users.", "only those that are active",
+         "List the business users that are active?"),
+    ],
+)  # fmt: skip
+def test_a_condition_qualifies_the_rows_a_listing_or_count_opens_with(earlier, question, resolved):
+    """At the end, "in CA" reads as part of the last phrase ("joined in 2020 in CA"):
+    the condition goes right after the noun the question lists or counts, as it already
+    did after a "which …" question."""
+    resolution = resolve(question, [PriorTurn(earlier, earlier)])
+    assert (resolution.kind, resolution.question) == (FollowUpKind.FILTER, resolved)

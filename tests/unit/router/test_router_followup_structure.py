@@ -89,14 +89,14 @@ def test_a_regroup_builds_on_the_statement(question, dimension, resolved):
 @pytest.mark.parametrize(
     ("question", "resolved", "built"),
     [
-        ("only the active ones", "How many customers are there in each state that are active?",
+        ("only the active ones", "How many customers that are active are there in each state?",
          BuildsOn(STATES.sql, Relation.FILTER, condition="active")),
         ("just the ones from 2023", "How many customers are there in each state in 2023?",
          BuildsOn(STATES.sql, Relation.TIME_SHIFT, period="in 2023")),
-        ("only those in California", "How many customers are there in each state in California?",
+        ("only those in California", "How many customers in California are there in each state?",
          BuildsOn(STATES.sql, Relation.FILTER, condition="in California")),
         ("only count customers who joined before 2020",
-         "How many customers are there in each state who joined before 2020?",
+         "How many customers who joined before 2020 are there in each state?",
          BuildsOn(STATES.sql, Relation.FILTER, condition="customers who joined before 2020")),
         ("Exclude inactive customers.",
          "How many customers are there in each state excluding inactive customers?",

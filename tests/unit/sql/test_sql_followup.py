@@ -422,3 +422,29 @@ def test_the_lowest_rows_of_a_ranking_from_the_highest_are_its_other_end():
     )
     cheapest = TOP_SPENDERS.replace("DESC", "ASC")
     _same(with_limit(cheapest, 2, ascending=True), cheapest.replace("LIMIT 5", "LIMIT 2"))
+
+
+def test_the_earlier_statement_is_nested_under_aliases_of_its_own():
+    """Both readings name their tables t0, t1: nested as they are, t1 would be orders in
+    one scope and regions in the other, and a check that reads the statement's aliases
+    once (the join check) would judge the follow-up's join against the wrong table."""
+    counted = (
+        "SELECT COUNT(*) FROM orders AS t0 JOIN customers AS t1 ON t1.id = t0.customer_id "
+        "WHERE t1.country = 'Canada'"
+    )
+    about = subject(counted, CATALOG)
+    linked = (
+        "SELECT t1.region_name FROM orders AS t0 JOIN customers AS t2 ON t2.id = t0.customer_id "
+        "JOIN regions AS t1 ON t1.region_id = t2.region_id"
+    )
+    sql = restrict(linked, counted, about)
+    tables: dict[str, set[str]] = {}
+    for table in sqlglot.parse_one(sql, dialect="postgres").find_all(sqlglot.exp.Table):
+        tables.setdefault(table.alias_or_name, set()).add(table.name)
+    assert all(len(names) == 1 for names in tables.values()), tables
+    _same(
+        sql,
+        f"{linked} WHERE t0.id IN (SELECT earlier_t0.id FROM orders AS earlier_t0 JOIN "
+        "customers AS earlier_t1 ON earlier_t1.id = earlier_t0.customer_id "
+        "WHERE earlier_t1.country = 'Canada')",
+    )
