@@ -69,6 +69,13 @@ class View:
             tuple(sorted(self.filters)),
         )
 
+    @property
+    def shape_key(self) -> str:
+        """:attr:`shape` as the restricted catalog's ``access_view`` (never empty, so it
+        is never the full catalog's): what memos of that catalog are keyed by."""
+        columns = sorted((t, sorted(c)) for t, c in self.hidden_columns.items())
+        return "view:" + repr((sorted(self.hidden_tables), columns, sorted(self.filters)))
+
 
 class BoundPolicy:
     """One database's policy, its names resolved against one catalog load."""
@@ -98,6 +105,9 @@ class BoundPolicy:
         self._check_views(catalog.derived.get(SOURCES_KEY))
         self._views: dict[str, View] = {}
         self._catalogs: dict[tuple[object, ...], Catalog] = {}
+        # the catalogs questions are linked against, with the values each filter's rows
+        # hold (``_values``): per shape and substituted filters
+        self._valued: dict[str, Catalog] = {}
 
     def _check_views(self, sources: object) -> None:
         """A view that reads a protected table, or a table inheriting from one, must be
@@ -193,6 +203,15 @@ class BoundPolicy:
             found = self._catalogs[view.shape] = restricted(self.catalog, view, self)
         return found
 
+    def valued(self, key: str) -> Catalog | None:
+        """The catalog with visible values kept under ``key`` for this load, if any."""
+        return self._valued.get(key)
+
+    def keep_valued(self, key: str, catalog: Catalog) -> None:
+        if len(self._valued) >= _CATALOGS_MAX:
+            self._valued.clear()
+        self._valued[key] = catalog
+
 
 def substitute(row_filter: RowFilter, principal: Principal) -> exp.Expr | str:
     """The filter with each placeholder a quoted literal of ``principal``'s, or the name
@@ -267,7 +286,9 @@ def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
             j for j in joins
             if not gone(j.child, j.child_columns) and not gone(j.parent, j.parent_columns)
         )  # fmt: skip
-    result = Catalog(catalog.database, tuple(tables), catalog.refreshed_at, joins)
+    result = Catalog(
+        catalog.database, tuple(tables), catalog.refreshed_at, joins, access_view=view.shape_key
+    )
     result.derived[DERIVED_KEY] = bound
     return result
 

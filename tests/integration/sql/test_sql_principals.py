@@ -577,3 +577,38 @@ async def test_an_error_on_another_regions_row_never_fires(running):
     ):
         rows = await running.rows(BOB, sql)
         assert rows and rows[0][0] > 0
+
+
+async def test_a_principal_links_the_values_their_rows_hold_and_no_other(running):
+    """After the service key's question (whatever it left memoised of the full catalog),
+    bob's rows hold Germany and his question is answered from them; alice's hold none, and
+    for her Germany reads exactly as Portugal, which no row holds."""
+    question = "How many companies are in {}?"
+    germany = {
+        region: (await running.owner(
+            f"SELECT count(*) FROM companies WHERE country = 'Germany' AND region_id = {region}"
+        ))[0][0]
+        for region in (1, 2)
+    }  # fmt: skip
+    assert germany[1] == 0 < germany[2]
+    full = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=question.format("Germany")), timeout=20
+    )
+    assert full.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, full.message
+    bob = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=question.format("Germany")),
+        metadata=_headers(BOB),
+        timeout=20,
+    )
+    assert _rows(bob.result) == [(germany[2],)], bob.message
+    said = {}
+    for country in ("Germany", "Portugal"):
+        reply = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question=question.format(country)),
+            metadata=_headers(ALICE),
+            timeout=20,
+        )
+        message = reply.message.replace(country, "<value>")
+        said[country] = (reply.outcome, reply.refusal_reason, message, len(reply.attempts))
+    assert said["Germany"] == said["Portugal"]
+    assert said["Germany"][0] == pb.SQL_ASK_OUTCOME_UNANSWERABLE

@@ -3,6 +3,7 @@ gate's independent check fed statements that bypass the rewriter (no database ne
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import time
@@ -423,3 +424,60 @@ def test_a_view_over_a_protected_table_must_be_protected_too(tmp_path):
         catalog_with_view(filtered)
     covered = {**filtered, "hidden": {"opps_emea": ["sales_ops"], "opps_by_id": ["sales_ops"]}}
     assert bound_policy(catalog_with_view(covered)) is not None
+
+
+def test_a_views_catalog_is_memoised_apart_from_the_full_one(catalog):
+    """A principal's catalog shares the full one's database, load time and tables: memos
+    of a catalog's contents (the linker's vocabulary, a checker's stored values) must key
+    it apart, or the service key's vocabulary links a principal's question with values
+    only rows hidden from them hold."""
+    seen = _as(ALICE, catalog_view, catalog)
+    assert [t.qualified for t in seen.tables if t.qualified != "public.payroll"] == [
+        t.qualified for t in catalog.tables if t.qualified != "public.payroll"
+    ]
+    assert seen.memo_key != catalog.memo_key
+    assert catalog.memo_key[2] == ""
+    assert _as(CAROL, catalog_view, catalog).memo_key not in (seen.memo_key, catalog.memo_key)
+
+
+async def test_a_principal_links_only_the_values_their_own_rows_hold(catalog):
+    """The values a filtered table shows a principal are read through their own view (the
+    reader here stands for the engine's gated run as the principal): only stored values
+    it returned are kept, per filter as substituted, and a read that fails leaves the
+    table without values and is tried again next time."""
+    from services.sql.access import asking_view
+
+    asked: list[str] = []
+    answers: dict[str, list[tuple[int, str]] | None] = {}
+
+    async def read(text: str, rows: int) -> list[tuple[int, str]] | None:
+        asked.append(text)
+        assert rows == 9  # two values stored in each of four columns, and one more
+        # columns in order: id, region, amount, account (each stored EMEA and US)
+        return answers[current_principal.get().id]
+
+    async def linked(principal: Principal) -> Catalog:
+        async def run() -> Catalog:
+            current_principal.set(principal)
+            return await asking_view(catalog, read)
+
+        return await asyncio.create_task(run())
+
+    answers["alice"] = [(1, "EMEA"), (1, "Mars"), (0, "x")]
+    alice = await linked(ALICE)
+    region = alice.table("opportunities").column("region")
+    assert region.sample_values == ("EMEA",)  # "Mars" was never stored: not added
+    assert alice.table("opportunities").column("amount").sample_values == ()
+    assert alice.table("accounts").column("name").sample_values == ("EMEA", "US")  # unfiltered
+    assert len(asked) == 1 and "opportunities" in asked[0]
+    assert await linked(ALICE) is alice and len(asked) == 1  # once per load and filter
+    answers["bob"] = None  # the read failed: no values, not kept
+    bob = await linked(BOB)
+    assert bob.table("opportunities").column("region").sample_values == ()
+    assert bob.memo_key != alice.memo_key
+    answers["bob"] = [(1, "US")]
+    assert (await linked(BOB)).table("opportunities").column("region").sample_values == ("US",)
+    assert len(asked) == 3
+    # a service key and an exempt group read nothing: the full view as it is
+    assert await linked(OPS) is _as(OPS, catalog_view, catalog)
+    assert len(asked) == 3
