@@ -398,8 +398,9 @@ async def test_every_sql_rpc_reads_only_the_principals_rows_and_columns(world: W
             seen(follow),
         )
     # A value only other regions' rows hold is placed for nobody it would tell about: alice
-    # (North America) is told what she is told of a country no row holds; bob (EMEA)
-    # counts his German companies.
+    # (North America) is told what she is told of a country no row holds (Portugal: a
+    # country too, so the names nearest in meaning are the same), the SQL service's reason
+    # included; bob (EMEA) counts his German companies.
     in_germany = region_count(world.stack, "country = 'Germany'")
     assert in_germany["bob"] > 0 and in_germany["alice"] == 0
 
@@ -415,9 +416,13 @@ async def test_every_sql_rpc_reads_only_the_principals_rows_and_columns(world: W
     bobs = await sql_answer("bob", "How many companies are in Germany?")
     assert first_number(bobs.sql_results[0].result) == in_germany["bob"]
     elsewhere = await sql_answer("alice", "How many companies are in Germany?")
-    nowhere = await sql_answer("alice", "How many companies are in Atlantis?")
+    nowhere = await sql_answer("alice", "How many companies are in Portugal?")
     assert not elsewhere.sql_results and not nowhere.sql_results
-    assert (elsewhere.outcome, elsewhere.text) == (nowhere.outcome, nowhere.text)
+    assert (elsewhere.outcome, elsewhere.text.replace("Germany", "Portugal")) == (
+        nowhere.outcome,
+        nowhere.text,
+    )
+    assert "Asked of the database" in nowhere.text, nowhere.text  # the reason, helpfully
     # The hidden column: hr (bob) and a service key read it; the others are refused, and it
     # is not in the schema they are shown.
     revenue = "SELECT sum(annual_revenue) AS revenue FROM companies"
