@@ -25,11 +25,17 @@ from services.sql.access._policy import (
     load_access_policy,
     parse_access_policies,
 )
-from services.sql.access._sources import SOURCES_KEY, read_view_sources
+from services.sql.access._sources import (
+    ROW_SECURITY_KEY,
+    SOURCES_KEY,
+    read_row_security,
+    read_view_sources,
+)
 from services.sql.access._values import ValueReader
 from services.sql.access._view import BoundPolicy, View, restricted, substitute, view_key
 
 __all__ = [
+    "ROW_SECURITY_KEY",
     "SOURCES_KEY",
     "VARIABLE",
     "AccessPolicy",
@@ -50,6 +56,7 @@ __all__ = [
     "hidden_named",
     "load_access_policy",
     "parse_access_policies",
+    "read_row_security",
     "read_view_sources",
     "restricted",
     "rewrite",

@@ -50,7 +50,7 @@ async def asking_view(catalog: Catalog, read: ValueReader) -> Catalog:
         return catalog
     view = bound.view(principal)
     restricted_catalog = bound.catalog_for(view)
-    if not view.filters or view.role_problem:
+    if not (view.filters or view.secured) or view.role_problem:
         return restricted_catalog
     key = f"{view.shape_key}|{filters_key(view)}"
     found = bound.valued(key)

@@ -11,7 +11,9 @@ whose rows hold it).
 So per catalog load and per filter as substituted (one read for everyone of a region, not
 one per person) the values are read again through the principal's own view: one statement
 per filtered table, gated and run as the principal (their filter written into it, their
-role), and only values the full catalog stored are kept. The service key's path never
+role), and only values the full catalog stored are kept. In role mode a table under the
+warehouse's own row-level security is read the same way, as the role (the login role's
+values of it are not the role's). The service key's path never
 comes here. A read that fails or is refused leaves the table without values: no evidence,
 never other people's.
 """
@@ -37,12 +39,15 @@ ValueReader = Callable[[str, int], Awaitable[list[tuple[int, str]] | None]]
 
 def filters_key(view: View) -> str:
     """What the values a view sees depend on besides its shape: its filters as
-    substituted (a digest: memo keys, never logged)."""
+    substituted, and the role a secured table is read as (a digest: memo keys, never
+    logged)."""
     rendered = sorted(
         (table, c.sql(dialect="postgres") if isinstance(c, exp.Expr) else f"lacks {c}")
         for table, c in view.filters.items()
     )
-    return hashlib.sha256(repr(rendered).encode()).hexdigest()[:24]
+    # in role mode the rows of a secured table are the role's
+    role = view.role if view.secured else None
+    return hashlib.sha256(repr((rendered, role)).encode()).hexdigest()[:24]
 
 
 def values_statement(table: TableInfo, full: TableInfo) -> tuple[str, tuple[str, ...], int] | None:
@@ -84,8 +89,9 @@ async def with_visible_values(
         condition = view.filters.get(table.qualified)
         original = full.table(table.qualified)
         statement = values_statement(table, original) if original is not None else None
-        if condition is None or isinstance(condition, str) or statement is None:
-            tables.append(table)  # unfiltered, or reading it is refused anyway
+        per_principal = isinstance(condition, exp.Expr) or table.qualified in view.secured
+        if not per_principal or statement is None:
+            tables.append(table)  # the same rows for all, or reading it is refused anyway
             continue
         assert original is not None
         text, columns, cap = statement

@@ -6,7 +6,9 @@ database lacks stops the catalog from serving, naming the file and the key). A v
 computed once per principal per catalog load, and the catalog a principal's question is
 linked against (:meth:`BoundPolicy.catalog_for`) once per distinct set of hidden and
 filtered tables: the hidden tables and columns are not in it at all, and the filtered
-tables carry no stored values (their samples are other people's rows).
+tables (and, in role mode, those under the warehouse's own row-level security) carry no
+stored values (their samples are other people's rows; ``_values`` reads back the
+principal's own).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from sqlglot import exp
 
 from services.common import Principal
 from services.sql.access._policy import AccessPolicy, RowFilter
-from services.sql.access._sources import SOURCES_KEY
+from services.sql.access._sources import ROW_SECURITY_KEY, SOURCES_KEY
 from services.sql.catalog import Catalog, TableInfo
 
 # At most this many principals' views (and restricted catalogs) kept per catalog load.
@@ -55,6 +57,10 @@ class View:
     visible: dict[str, tuple[str, ...]]
     role: str | None = None
     role_problem: str = ""
+    # Role mode: the tables the warehouse's own row-level security selects rows of for the
+    # role (not rewritten: the database filters them), whose stored values the login role
+    # read are not the role's.
+    secured: frozenset[str] = frozenset()
 
     def policed(self, qualified: str) -> bool:
         """Whether a scan of ``qualified`` must be the derived table of the view."""
@@ -67,6 +73,7 @@ class View:
             self.hidden_tables,
             tuple(sorted((t, tuple(sorted(c))) for t, c in self.hidden_columns.items())),
             tuple(sorted(self.filters)),
+            tuple(sorted(self.secured)),
         )
 
     @property
@@ -74,7 +81,9 @@ class View:
         """:attr:`shape` as the restricted catalog's ``access_view`` (never empty, so it
         is never the full catalog's): what memos of that catalog are keyed by."""
         columns = sorted((t, sorted(c)) for t, c in self.hidden_columns.items())
-        return "view:" + repr((sorted(self.hidden_tables), columns, sorted(self.filters)))
+        return "view:" + repr(
+            (sorted(self.hidden_tables), columns, sorted(self.filters), sorted(self.secured))
+        )
 
 
 class BoundPolicy:
@@ -103,6 +112,10 @@ class BoundPolicy:
                 owner, column = found
                 self.hidden_columns.setdefault(owner.qualified, {})[column] = groups
         self._check_views(catalog.derived.get(SOURCES_KEY))
+        secured = catalog.derived.get(ROW_SECURITY_KEY)
+        self.row_security: frozenset[str] = (
+            secured if isinstance(secured, frozenset) else frozenset()
+        )
         self._views: dict[str, View] = {}
         self._catalogs: dict[tuple[object, ...], Catalog] = {}
         # the catalogs questions are linked against, with the values each filter's rows
@@ -179,7 +192,13 @@ class BoundPolicy:
             hidden = hidden_columns.get(table, frozenset())
             visible[table] = tuple(c.name for c in info.columns if c.name not in hidden)
         role, problem = self._role(principal)
-        return View(key, filters, hidden_tables, hidden_columns, visible, role, problem)
+        secured = frozenset(
+            t for t in self.row_security
+            if role and t not in hidden_tables and t not in filters and self.catalog.table(t)
+        )  # fmt: skip
+        return View(
+            key, filters, hidden_tables, hidden_columns, visible, role, problem, secured=secured
+        )
 
     def _role(self, principal: Principal) -> tuple[str | None, str]:
         if not self.policy.role_mode:
@@ -254,7 +273,8 @@ def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
         if table.qualified in hidden_tables:
             continue
         hidden = view.hidden_columns.get(table.qualified, frozenset())
-        filtered = table.qualified in view.filters
+        # rows chosen per principal, by the policy's filter or the database's own security
+        filtered = table.qualified in view.filters or table.qualified in view.secured
         if not hidden and not filtered and not _refers_to_hidden(table, gone):
             tables.append(table)
             continue

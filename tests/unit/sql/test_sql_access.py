@@ -15,6 +15,7 @@ import sqlglot
 from services.common import Principal, SettingsError, current_principal
 from services.sql import Catalog, ColumnInfo, GateRule, SqlGate, TableInfo
 from services.sql.access import (
+    ROW_SECURITY_KEY,
     PolicyError,
     bind,
     bound_policy,
@@ -44,7 +45,9 @@ def _table(name: str, columns: list[str], schema: str = "public") -> TableInfo:
     )
 
 
-def _catalog(policy: dict[str, object], tmp_path: Path) -> Catalog:
+def _catalog(
+    policy: dict[str, object], tmp_path: Path, row_security: frozenset[str] = frozenset()
+) -> Catalog:
     catalog = Catalog(
         "warehouse",
         (
@@ -55,6 +58,7 @@ def _catalog(policy: dict[str, object], tmp_path: Path) -> Catalog:
             _table("opportunities", ["id", "region", "amount"], schema="archive"),
         ),
     )
+    catalog.derived[ROW_SECURITY_KEY] = row_security  # as the catalog load reads it
     path = tmp_path / "policy.json"
     path.write_text(json.dumps(policy))
     bind(catalog, load_access_policy(path))
@@ -488,3 +492,45 @@ async def test_a_principal_links_only_the_values_their_own_rows_hold(catalog):
     # a service key and an exempt group read nothing: the full view as it is
     assert await linked(OPS) is _as(OPS, catalog_view, catalog)
     assert len(asked) == 3
+
+
+async def test_role_mode_reads_a_row_secured_tables_values_as_the_role(tmp_path):
+    """In role mode the warehouse's own row-level security picks a role's rows: the login
+    role's stored values of such a table are not the role's. They are dropped from the
+    role's catalog and read back as the role (the reader stands for the gated run), one
+    read per role; tables without row security keep theirs."""
+    from services.sql.access import asking_view
+
+    catalog = _catalog(
+        {"roles": {"principals": {"alice": "wh_alice", "bob": "wh_bob"}}},
+        tmp_path,
+        row_security=frozenset({"public.opportunities"}),
+    )
+    seen = _as(ALICE, catalog_view, catalog)
+    opportunities = seen.table("opportunities")
+    assert opportunities is not None and opportunities.row_filtered
+    assert all(not c.sample_values for c in opportunities.columns)
+    assert seen.table("accounts") is catalog.table("accounts")
+    read_for: list[str] = []
+
+    async def read(text: str, rows: int) -> list[tuple[int, str]] | None:
+        principal = current_principal.get()
+        assert principal is not None
+        read_for.append(principal.id)
+        return [(1, "EMEA")] if principal.id == "alice" else [(1, "US")]
+
+    async def linked(principal: Principal | None) -> Catalog:
+        async def run() -> Catalog:
+            current_principal.set(principal)
+            return await asking_view(catalog, read)
+
+        return await asyncio.create_task(run())
+
+    alice, bob = await linked(ALICE), await linked(BOB)
+    regions = {
+        who: found.table("opportunities").column("region").sample_values  # type: ignore[union-attr]
+        for who, found in (("alice", alice), ("bob", bob))
+    }
+    assert regions == {"alice": ("EMEA",), "bob": ("US",)}
+    assert alice.memo_key != bob.memo_key  # same shape, another role: other values
+    assert await linked(None) is catalog and read_for == ["alice", "bob"]
