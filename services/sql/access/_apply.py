@@ -10,7 +10,7 @@ from sqlglot import exp
 from services.common import Principal, current_principal
 from services.sql.access._enforce import Denial, check, hidden_named, rewrite
 from services.sql.access._policy import AccessPolicy
-from services.sql.access._values import ValueReader, filters_key, with_visible_values
+from services.sql.access._values import ValueReader, with_visible_values
 from services.sql.access._view import DERIVED_KEY, BoundPolicy, view_key
 from services.sql.catalog import Catalog
 
@@ -52,12 +52,11 @@ async def asking_view(catalog: Catalog, read: ValueReader) -> Catalog:
     restricted_catalog = bound.catalog_for(view)
     if not (view.filters or view.secured) or view.role_problem:
         return restricted_catalog
-    key = f"{view.shape_key}|{filters_key(view)}"
-    found = bound.valued(key)
+    found = bound.valued(view.values_key)
     if found is None:
         found, complete = await with_visible_values(restricted_catalog, bound.catalog, view, read)
         if complete:
-            bound.keep_valued(key, found)
+            bound.keep_valued(view.values_key, found)
     return found
 
 

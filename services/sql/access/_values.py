@@ -20,7 +20,6 @@ never other people's.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -35,19 +34,6 @@ _log = logging.getLogger("tandem.sql.access")
 # (statement, most rows it may return) -> its rows as (column index, value), None when it
 # could not run: the engine runs it through the gate and the runner as the principal.
 ValueReader = Callable[[str, int], Awaitable[list[tuple[int, str]] | None]]
-
-
-def filters_key(view: View) -> str:
-    """What the values a view sees depend on besides its shape: its filters as
-    substituted, and the role a secured table is read as (a digest: memo keys, never
-    logged)."""
-    rendered = sorted(
-        (table, c.sql(dialect="postgres") if isinstance(c, exp.Expr) else f"lacks {c}")
-        for table, c in view.filters.items()
-    )
-    # in role mode the rows of a secured table are the role's
-    role = view.role if view.secured else None
-    return hashlib.sha256(repr((rendered, role)).encode()).hexdigest()[:24]
 
 
 def values_statement(table: TableInfo, full: TableInfo) -> tuple[str, tuple[str, ...], int] | None:
@@ -125,7 +111,7 @@ async def with_visible_values(
         tuple(tables),
         restricted_catalog.refreshed_at,
         restricted_catalog.joins,
-        access_view=f"{view.shape_key}|{filters_key(view)}",
+        access_view=view.values_key,
     )
     result.derived[DERIVED_KEY] = restricted_catalog.derived[DERIVED_KEY]
     return result, complete

@@ -14,6 +14,7 @@ principal's own).
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
@@ -76,7 +77,7 @@ class View:
             tuple(sorted(self.secured)),
         )
 
-    @property
+    @functools.cached_property
     def shape_key(self) -> str:
         """:attr:`shape` as the restricted catalog's ``access_view`` (never empty, so it
         is never the full catalog's): what memos of that catalog are keyed by."""
@@ -84,6 +85,19 @@ class View:
         return "view:" + repr(
             (sorted(self.hidden_tables), columns, sorted(self.filters), sorted(self.secured))
         )
+
+    @functools.cached_property
+    def values_key(self) -> str:
+        """What the stored values the view shows depend on (``_values``): its shape, each
+        filter as substituted and, where the database's own row security picks the rows,
+        the role. A digest (memo keys, never logged), computed once per view."""
+        rendered = sorted(
+            (table, c.sql(dialect="postgres") if isinstance(c, exp.Expr) else f"lacks {c}")
+            for table, c in self.filters.items()
+        )
+        role = self.role if self.secured else None
+        digest = hashlib.sha256(repr((rendered, role)).encode()).hexdigest()[:24]
+        return f"{self.shape_key}|{digest}"
 
 
 class BoundPolicy:
