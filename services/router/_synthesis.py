@@ -20,7 +20,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from services.common import current_principal
 from services.common.llm import (
     Answer,
     AnswerSentence,
@@ -174,15 +173,10 @@ class Synthesis:
                 sentences.append(AnswerSentence(note))
             # A SQL step the service declined says why (the phrase it could not place,
             # the nearest names), once per distinct reason: without it a question the
-            # data could answer reads as one it cannot.
-            # Not for a person inside the tenant: the service's reason can tell a value that
-            # only rows hidden from them hold ("not a value of …") from one no row holds
-            # ("could not place …"), which their row policy must not reveal.
-            said = (
-                dict.fromkeys(r.declined for r in self.runs.values() if r.declined)
-                if current_principal.get() is None
-                else {}
-            )
+            # data could answer reads as one it cannot. For a person inside the tenant
+            # too: the service reads and words it through their view (their rows' values
+            # only, ``services.sql.access``), so it tells nothing AskSql would not.
+            said = dict.fromkeys(r.declined for r in self.runs.values() if r.declined)
             database = self.request.options.database
             sentences.extend(AnswerSentence(sql_refusal_note(database, m)) for m in said)
         guards = self.guardrails

@@ -22,7 +22,7 @@ from services.common import (
 )
 from services.common.spans import Metrics as TandemMetrics
 from services.sql._results import Described, Executed
-from services.sql.access import catalog_view, view_key
+from services.sql.access import ValueReader, asking_view, catalog_view, view_key
 from services.sql.ask import (
     Answered,
     AskOutcome,
@@ -237,6 +237,28 @@ class SqlEngine:
         result = await self._run(target, verdict, self._limits(rows), "intent")
         return Executed(target.name, verdict, result, compiled.explanation)
 
+    def _own_values(self, target: Target, loaded: Catalog) -> ValueReader:
+        """How ``access.asking_view`` reads a principal's stored values: gated against
+        their view of ``loaded`` and run as them, like any statement of theirs."""
+
+        async def read(text: str, rows: int) -> list[tuple[int, str]] | None:
+            verdict = self._gate.check(text, catalog_view(loaded))
+            if not verdict.valid:
+                return None
+            try:
+                result = await self._runner.run(
+                    target.pool, verdict, self._limits(rows), database=target.name
+                )
+            except StatementError:
+                return None
+            return [
+                (int(row.values[0].int_value), row.values[1].string_value)
+                for row in result.rows
+                if row.values[1].WhichOneof("kind") == "string_value"
+            ]
+
+        return read
+
     async def _run(self, target: Target, verdict: Verdict, limits: Limits, field: str) -> ResultSet:
         try:
             return await self._runner.run(target.pool, verdict, limits, database=target.name)
@@ -315,7 +337,9 @@ class SqlEngine:
                 message=read_only_message(request),
                 refusal=READ_ONLY_REASON,
             )
-        catalog = catalog_view(await target.get_catalog())
+        loaded = await target.get_catalog()
+        # a principal's view, with the values their own rows hold (never other people's)
+        catalog = await asking_view(loaded, self._own_values(target, loaded))
         if self._ask is None:
             raise RuntimeError("no SQL generator configured")
         limits = self._limits(rows)

@@ -10,6 +10,7 @@ from sqlglot import exp
 from services.common import Principal, current_principal
 from services.sql.access._enforce import Denial, check, hidden_named, rewrite
 from services.sql.access._policy import AccessPolicy
+from services.sql.access._values import ValueReader, with_visible_values
 from services.sql.access._view import DERIVED_KEY, BoundPolicy, view_key
 from services.sql.catalog import Catalog
 
@@ -36,6 +37,27 @@ def catalog_view(catalog: Catalog) -> Catalog:
     if principal is None or bound is None:
         return catalog
     return bound.catalog_for(bound.view(principal))
+
+
+async def asking_view(catalog: Catalog, read: ValueReader) -> Catalog:
+    """The catalog the current request's question is linked against: :func:`catalog_view`,
+    with the stored values of its filtered tables that the principal's own rows hold, read
+    through their view once per load and filter (``_values``). Never a read for a service
+    key or a database without a policy (the full catalog, as :func:`catalog_view`)."""
+    principal = current_principal.get()
+    bound = bound_policy(catalog)
+    if principal is None or bound is None:
+        return catalog
+    view = bound.view(principal)
+    restricted_catalog = bound.catalog_for(view)
+    if not (view.filters or view.secured) or view.role_problem:
+        return restricted_catalog
+    found = bound.valued(view.values_key)
+    if found is None:
+        found, complete = await with_visible_values(restricted_catalog, bound.catalog, view, read)
+        if complete:
+            bound.keep_valued(view.values_key, found)
+    return found
 
 
 @dataclass(frozen=True)

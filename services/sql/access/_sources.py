@@ -3,7 +3,8 @@ unfiltered, so a view over a filtered or hidden table would hand a principal wha
 policy protects. The same holds for a table inheriting from a protected one (its rows are
 the parent's rows, read directly past the parent's filter). The policy must then protect
 those too (``BoundPolicy`` refuses the catalog otherwise); this reads the dependencies
-once per catalog load. Partitions are not in the catalog at all."""
+once per catalog load. Partitions are not in the catalog at all. Which tables have
+row-level security is read with them (role mode reads their values as the role)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ JOIN pg_catalog.pg_namespace pn ON pn.oid = p.relnamespace
 WHERE NOT c.relispartition
 """
 SOURCES_KEY = "access.view_sources"
+# Every table whose rows the warehouse's own row-level security selects (role mode: which
+# rows of it a principal's role reads is the database's to say, not the login role's).
+_ROW_SECURITY = """
+SELECT n.nspname, c.relname
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relrowsecurity AND c.relkind IN ('r', 'p')
+"""
+ROW_SECURITY_KEY = "access.row_security"
 
 
 async def read_view_sources(conn: psycopg.AsyncConnection[Any]) -> dict[str, frozenset[str]]:
@@ -44,6 +54,13 @@ async def read_view_sources(conn: psycopg.AsyncConnection[Any]) -> dict[str, fro
     for view_schema, view, schema, table in await cursor.fetchall():
         direct.setdefault(f"{view_schema}.{view}", set()).add(f"{schema}.{table}")
     return {view: frozenset(_closure(view, direct)) for view in direct}
+
+
+async def read_row_security(conn: psycopg.AsyncConnection[Any]) -> frozenset[str]:
+    """The qualified names of the tables with row-level security enabled: the login role's
+    stored values of them are not a role's (``_values`` reads them again as the role)."""
+    cursor = await conn.execute(_ROW_SECURITY)
+    return frozenset(f"{schema}.{table}" for schema, table in await cursor.fetchall())
 
 
 def _closure(view: str, direct: dict[str, set[str]]) -> set[str]:

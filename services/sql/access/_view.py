@@ -6,19 +6,22 @@ database lacks stops the catalog from serving, naming the file and the key). A v
 computed once per principal per catalog load, and the catalog a principal's question is
 linked against (:meth:`BoundPolicy.catalog_for`) once per distinct set of hidden and
 filtered tables: the hidden tables and columns are not in it at all, and the filtered
-tables carry no stored values (their samples are other people's rows).
+tables (and, in role mode, those under the warehouse's own row-level security) carry no
+stored values (their samples are other people's rows; ``_values`` reads back the
+principal's own).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
 from services.common import Principal
 from services.sql.access._policy import AccessPolicy, RowFilter
-from services.sql.access._sources import SOURCES_KEY
+from services.sql.access._sources import ROW_SECURITY_KEY, SOURCES_KEY
 from services.sql.catalog import Catalog, TableInfo
 
 # At most this many principals' views (and restricted catalogs) kept per catalog load.
@@ -55,6 +58,10 @@ class View:
     visible: dict[str, tuple[str, ...]]
     role: str | None = None
     role_problem: str = ""
+    # Role mode: the tables the warehouse's own row-level security selects rows of for the
+    # role (not rewritten: the database filters them), whose stored values the login role
+    # read are not the role's.
+    secured: frozenset[str] = frozenset()
 
     def policed(self, qualified: str) -> bool:
         """Whether a scan of ``qualified`` must be the derived table of the view."""
@@ -67,7 +74,30 @@ class View:
             self.hidden_tables,
             tuple(sorted((t, tuple(sorted(c))) for t, c in self.hidden_columns.items())),
             tuple(sorted(self.filters)),
+            tuple(sorted(self.secured)),
         )
+
+    @functools.cached_property
+    def shape_key(self) -> str:
+        """:attr:`shape` as the restricted catalog's ``access_view`` (never empty, so it
+        is never the full catalog's): what memos of that catalog are keyed by."""
+        columns = sorted((t, sorted(c)) for t, c in self.hidden_columns.items())
+        return "view:" + repr(
+            (sorted(self.hidden_tables), columns, sorted(self.filters), sorted(self.secured))
+        )
+
+    @functools.cached_property
+    def values_key(self) -> str:
+        """What the stored values the view shows depend on (``_values``): its shape, each
+        filter as substituted and, where the database's own row security picks the rows,
+        the role. A digest (memo keys, never logged), computed once per view."""
+        rendered = sorted(
+            (table, c.sql(dialect="postgres") if isinstance(c, exp.Expr) else f"lacks {c}")
+            for table, c in self.filters.items()
+        )
+        role = self.role if self.secured else None
+        digest = hashlib.sha256(repr((rendered, role)).encode()).hexdigest()[:24]
+        return f"{self.shape_key}|{digest}"
 
 
 class BoundPolicy:
@@ -96,8 +126,15 @@ class BoundPolicy:
                 owner, column = found
                 self.hidden_columns.setdefault(owner.qualified, {})[column] = groups
         self._check_views(catalog.derived.get(SOURCES_KEY))
+        secured = catalog.derived.get(ROW_SECURITY_KEY)
+        self.row_security: frozenset[str] = (
+            secured if isinstance(secured, frozenset) else frozenset()
+        )
         self._views: dict[str, View] = {}
         self._catalogs: dict[tuple[object, ...], Catalog] = {}
+        # the catalogs questions are linked against, with the values each filter's rows
+        # hold (``_values``): per shape and substituted filters
+        self._valued: dict[str, Catalog] = {}
 
     def _check_views(self, sources: object) -> None:
         """A view that reads a protected table, or a table inheriting from one, must be
@@ -169,7 +206,13 @@ class BoundPolicy:
             hidden = hidden_columns.get(table, frozenset())
             visible[table] = tuple(c.name for c in info.columns if c.name not in hidden)
         role, problem = self._role(principal)
-        return View(key, filters, hidden_tables, hidden_columns, visible, role, problem)
+        secured = frozenset(
+            t for t in self.row_security
+            if role and t not in hidden_tables and t not in filters and self.catalog.table(t)
+        )  # fmt: skip
+        return View(
+            key, filters, hidden_tables, hidden_columns, visible, role, problem, secured=secured
+        )
 
     def _role(self, principal: Principal) -> tuple[str | None, str]:
         if not self.policy.role_mode:
@@ -192,6 +235,15 @@ class BoundPolicy:
                 self._catalogs.clear()
             found = self._catalogs[view.shape] = restricted(self.catalog, view, self)
         return found
+
+    def valued(self, key: str) -> Catalog | None:
+        """The catalog with visible values kept under ``key`` for this load, if any."""
+        return self._valued.get(key)
+
+    def keep_valued(self, key: str, catalog: Catalog) -> None:
+        if len(self._valued) >= _CATALOGS_MAX:
+            self._valued.clear()
+        self._valued[key] = catalog
 
 
 def substitute(row_filter: RowFilter, principal: Principal) -> exp.Expr | str:
@@ -235,7 +287,8 @@ def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
         if table.qualified in hidden_tables:
             continue
         hidden = view.hidden_columns.get(table.qualified, frozenset())
-        filtered = table.qualified in view.filters
+        # rows chosen per principal, by the policy's filter or the database's own security
+        filtered = table.qualified in view.filters or table.qualified in view.secured
         if not hidden and not filtered and not _refers_to_hidden(table, gone):
             tables.append(table)
             continue
@@ -267,7 +320,9 @@ def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
             j for j in joins
             if not gone(j.child, j.child_columns) and not gone(j.parent, j.parent_columns)
         )  # fmt: skip
-    result = Catalog(catalog.database, tuple(tables), catalog.refreshed_at, joins)
+    result = Catalog(
+        catalog.database, tuple(tables), catalog.refreshed_at, joins, access_view=view.shape_key
+    )
     result.derived[DERIVED_KEY] = bound
     return result
 

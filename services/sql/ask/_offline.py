@@ -76,18 +76,16 @@ class OfflineGenerator:
         # country column); without one, questions are read by names alone
         self._embedder = embedder
         self._meanings: dict[tuple[object, ...], tuple[Meaning, ...]] = {}
-        self._vocabularies: dict[tuple[str, float, tuple[str, ...]], Vocabulary] = {}
+        self._vocabularies: dict[tuple[object, ...], Vocabulary] = {}
         # The pipeline asks three roles about one question: it is read once. Keyed by
         # everything a reading depends on (catalogs are per database) and by the
         # request's tenant (a question another tenant asked is read afresh), bounded.
         self._readings: dict[tuple[object, ...], Reading] = {}
 
     def _vocabulary(self, catalog: Catalog) -> Vocabulary:
-        key = (
-            catalog.database,
-            catalog.refreshed_at.timestamp(),
-            tuple(t.qualified for t in catalog.tables),
-        )
+        # the principal's view too (``Catalog.memo_key``): a view's catalog has the full
+        # one's database, load time and tables but not its stored values
+        key = (*catalog.memo_key, tuple(t.qualified for t in catalog.tables))
         vocabulary = self._vocabularies.get(key)
         if vocabulary is None:
             if len(self._vocabularies) >= _VOCABULARIES_MAX:
@@ -105,7 +103,7 @@ class OfflineGenerator:
             memo_scope(),
             question,
             schema.database,
-            schema.catalog.refreshed_at,
+            schema.catalog.memo_key,
             schema.today,
             schema.glossary,
             schema.instructions,
@@ -126,7 +124,7 @@ class OfflineGenerator:
         reading = self.read(question, schema)
         if reading.sql or reading.refusal or self._embedder is None:
             return reading
-        key = (memo_scope(), question, schema.database, schema.catalog.refreshed_at)
+        key = (memo_scope(), question, schema.database, schema.catalog.memo_key)
         vocabulary = self._vocabulary(schema.catalog)
         meanings = self._meanings.get(key)
         if meanings is None:

@@ -147,9 +147,22 @@ class Catalog:
     # names and confirmed by the data when the catalog loaded. None when the data was
     # never read (a catalog built by hand): joins are then inferred from names alone.
     joins: tuple[JoinInfo, ...] | None = None
+    # Which principal's view of the load this is ("" for the full catalog): a view's
+    # catalog (``services.sql.access``) shares the database and the load time with the
+    # full one but not its contents (hidden parts gone, filtered tables without stored
+    # values), so everything memoised from a catalog's contents is keyed by
+    # :attr:`memo_key`, never by database and load time alone — else a vocabulary the
+    # service key left would link a principal's question with other people's values.
+    access_view: str = ""
     # What other steps derive from this load and keep with it (the narrowing's word
     # index): built once per catalog, never copied into a catalog made from this one.
     derived: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    @property
+    def memo_key(self) -> tuple[str, float, str]:
+        """What a memo of this catalog's contents is keyed by (with the tables, where a
+        narrowed catalog of the same load is memoised apart)."""
+        return (self.database, self.refreshed_at.timestamp(), self.access_view)
 
     # Lookups built once per catalog (a catalog is immutable): a warehouse of a thousand
     # tables is asked for tables by name many times per question.

@@ -220,10 +220,12 @@ class AnswerMemory:
         # rules do not): only then does a miss need the embedding for its own sake.
         self._few_shot = few_shot
         # Table and column words per catalog version: computed once, not per question.
-        self._vocabulary: dict[tuple[str, str], set[str]] = {}
+        # Each keyed by ``Catalog.memo_key``: a principal's view of a load apart from the
+        # full catalog (its stored values are only what they may see).
+        self._vocabulary: dict[tuple[str, float, str], set[str]] = {}
         # Stored questions as read for reuse (bounded; a question's reading never changes).
-        self._readings: dict[tuple[str, str, str], Reading] = {}
-        self._stored_values: dict[tuple[str, str], StoredValues] = {}
+        self._readings: dict[tuple[str, str, float, str], Reading] = {}
+        self._stored_values: dict[tuple[str, float, str], StoredValues] = {}
 
     # --- writing ----------------------------------------------------------------------
 
@@ -471,7 +473,7 @@ class AnswerMemory:
         return None
 
     def _reading(self, question: str, catalog: Catalog) -> Reading:
-        key = (question, catalog.database, catalog.refreshed_at.isoformat())
+        key = (question, *catalog.memo_key)
         reading = self._readings.get(key)
         if reading is None:
             if len(self._readings) >= 4096:
@@ -481,7 +483,7 @@ class AnswerMemory:
 
     def _values(self, catalog: Catalog) -> StoredValues:
         """The catalog's stored values (the linker's value lookup), built once per load."""
-        key = (catalog.database, catalog.refreshed_at.isoformat())
+        key = catalog.memo_key
         values = self._stored_values.get(key)
         if values is None:
             if len(self._stored_values) > 64:
@@ -588,7 +590,7 @@ class AnswerMemory:
         return every, by_value
 
     def _schema_words(self, catalog: Catalog) -> set[str]:
-        key = (catalog.database, catalog.refreshed_at.isoformat())
+        key = catalog.memo_key
         words = self._vocabulary.get(key)
         if words is None:
             if len(self._vocabulary) > 64:

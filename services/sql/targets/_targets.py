@@ -27,10 +27,12 @@ from psycopg import sql
 
 from services.common import FailedPrecondition, InvalidArgument, PermissionDenied, SettingsError
 from services.sql.access import (
+    ROW_SECURITY_KEY,
     SOURCES_KEY,
     AccessPolicy,
     PolicyError,
     bind,
+    read_row_security,
     read_view_sources,
 )
 from services.sql.catalog import Catalog, CatalogCache, fingerprint, load_catalog
@@ -358,6 +360,7 @@ class Target:
             if self.config.access is not None:
                 # what each view reads, for the policy to check (see services.sql.access)
                 catalog.derived[SOURCES_KEY] = await read_view_sources(conn)
+                catalog.derived[ROW_SECURITY_KEY] = await read_row_security(conn)
             return catalog
 
     async def _fingerprint(self) -> str:

@@ -85,7 +85,8 @@ class StatementChecker:
     def _of(self, catalog: Catalog) -> _Derived:
         # a question on a wide warehouse is checked against the tables it was linked
         # among (a narrowed catalog of the same load): the tables are part of the key
-        key = (catalog.database, catalog.refreshed_at, tuple(t.qualified for t in catalog.tables))
+        # (a principal's view of the load holds only what they may see: keyed apart)
+        key = (*catalog.memo_key, tuple(t.qualified for t in catalog.tables))
         found = self._derived.get(key)
         if found is None:
             found = _Derived(StoredValues.of(catalog), JoinGraph(catalog))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from services.common import Principal
 from tandem.v1 import router_service_pb2 as pb
 from tests.fakes.gemini import FakeGemini, Reply
 from tests.integration.router.conftest import gemini_provider
@@ -146,4 +147,26 @@ async def test_a_question_the_sql_service_declines_says_what_it_could_not_place(
     assert engines.sql_log.count("AskQuestion") >= 1
     assert answer.outcome != pb.ANSWER_OUTCOME_ANSWERED and not answer.sql_results
     assert answer.text.startswith("The data does not contain the answer")
+    assert "Asked of the database: could not place 'flux'" in answer.text
+
+
+async def test_a_principal_is_told_what_the_sql_service_could_not_place_too(
+    router: RouterStack, engines: Engines, tenant: str
+) -> None:
+    """A person inside the tenant gets the same helpful reason: the SQL service reads and
+    words it through their own view (tests/security/test_permission_matrix.py shows it
+    tells a value only hidden rows hold from one no row holds no better than AskSql)."""
+    answer = (
+        await router.stub.Ask(
+            pb.AskRequest(
+                tenant_id=tenant,
+                question="How many deals have a flux capacitor rating above 3?",
+                mode=pb.ASK_MODE_SQL,
+            ),
+            metadata=Principal.of("alice", ["sales"], {"region_id": "1"}).headers(),
+            timeout=30,
+        )
+    ).answer
+    assert engines.sql_log.count("AskQuestion") >= 1
+    assert answer.outcome != pb.ANSWER_OUTCOME_ANSWERED and not answer.sql_results
     assert "Asked of the database: could not place 'flux'" in answer.text

@@ -577,3 +577,118 @@ async def test_an_error_on_another_regions_row_never_fires(running):
     ):
         rows = await running.rows(BOB, sql)
         assert rows and rows[0][0] > 0
+
+
+async def test_a_principal_links_the_values_their_rows_hold_and_no_other(running):
+    """After the service key's question (whatever it left memoised of the full catalog),
+    bob's rows hold Germany and his question is answered from them; alice's hold none, and
+    for her Germany reads exactly as Portugal, which no row holds."""
+    question = "How many companies are in {}?"
+    germany = {
+        region: (await running.owner(
+            f"SELECT count(*) FROM companies WHERE country = 'Germany' AND region_id = {region}"
+        ))[0][0]
+        for region in (1, 2)
+    }  # fmt: skip
+    assert germany[1] == 0 < germany[2]
+    full = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=question.format("Germany")), timeout=20
+    )
+    assert full.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, full.message
+    bob = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=question.format("Germany")),
+        metadata=_headers(BOB),
+        timeout=20,
+    )
+    assert _rows(bob.result) == [(germany[2],)], bob.message
+    said = {}
+    for country in ("Germany", "Portugal"):
+        reply = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question=question.format(country)),
+            metadata=_headers(ALICE),
+            timeout=20,
+        )
+        message = reply.message.replace(country, "<value>")
+        said[country] = (reply.outcome, reply.refusal_reason, message, len(reply.attempts))
+    assert said["Germany"] == said["Portugal"]
+    assert said["Germany"][0] == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+
+
+@pytest.fixture
+async def secured(
+    pg_url: str, warehouse: Warehouse, telemetry_sink, tmp_path: Path
+) -> AsyncIterator[Running]:
+    """Role mode over a table whose row-level security shows each role its own leads and
+    the login role every lead (so the catalog's stored values are everyone's): wh_alice's
+    leads are in Lyon, the others' in Oslo."""
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute("DROP DATABASE IF EXISTS rls_leads")
+        await conn.execute("CREATE DATABASE rls_leads")
+        for role in ("wh_alice", "wh_sales"):
+            found = await conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,))
+            if await found.fetchone() is None:
+                await conn.execute(f"CREATE ROLE {role} NOLOGIN")
+            await conn.execute(f"GRANT {role} TO {warehouse.reader_role}")
+    admin = database_url(pg_url, "rls_leads")
+    async with await psycopg.AsyncConnection.connect(admin, autocommit=True) as conn:
+        await conn.execute("CREATE TABLE leads (lead_id int PRIMARY KEY, owner text, city text)")
+        await conn.execute(
+            "INSERT INTO leads SELECT i, CASE WHEN i % 3 = 0 THEN 'wh_alice' ELSE 'wh_sales' END,"
+            " CASE WHEN i % 3 = 0 THEN 'Lyon' ELSE 'Oslo' END FROM generate_series(1, 30) i"
+        )
+        await conn.execute("ALTER TABLE leads ENABLE ROW LEVEL SECURITY")
+        await conn.execute("CREATE POLICY own ON leads USING (owner = current_user)")
+        await conn.execute(
+            f"CREATE POLICY everyone ON leads TO {warehouse.reader_role} USING (true)"
+        )
+        await grant_read_only(conn, "rls_leads", warehouse.reader_role, schemas=["public"])
+        await conn.execute("GRANT USAGE ON SCHEMA public TO wh_alice, wh_sales")
+        await conn.execute("GRANT SELECT ON leads TO wh_alice, wh_sales")
+        await conn.execute("ANALYZE leads")
+    roles = tmp_path / "roles.json"
+    roles.write_text(json.dumps(ROLE_POLICY))
+    deps: SqlDeps = await build_deps(
+        replace(SqlSettings(), reference_date=date(2025, 6, 30)),
+        telemetry_sink("sql").telemetry,
+        configs=[
+            TargetConfig(
+                "warehouse",  # the service's default name; the database is rls_leads
+                psycopg.conninfo.make_conninfo(warehouse.reader_url, dbname="rls_leads"),
+                tenants=frozenset({"*"}),
+                access=load_access_policy(roles),
+            )
+        ],
+    )
+    server, servicer = await create_server(server_settings("sql"), telemetry_sink().telemetry)
+    await ready(server, servicer, deps)
+    channel = create_channel(server.address)
+    yield Running(pb_grpc.SqlServiceStub(channel), admin)
+    await channel.close()
+    await server.stop(0)
+    await deps.close()
+
+
+async def test_role_mode_links_only_the_values_the_roles_rows_hold(secured):
+    """The login role's stored values of a row-secured table are everyone's: alice's role
+    reads them back as its own (Lyon is linked and counted from her rows), and Oslo, which
+    only rows hidden from her hold, reads exactly as Porto, which no row holds."""
+
+    async def ask(principal: Principal | None, city: str) -> pb.AskQuestionResponse:
+        reply: pb.AskQuestionResponse = await secured.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question=f"How many leads are in {city}?"),
+            metadata=_headers(principal),
+            timeout=20,
+        )
+        return reply
+
+    full = await ask(None, "Oslo")
+    assert _rows(full.result) == [(20,)], full.message
+    lyon = await ask(ALICE, "Lyon")
+    assert _rows(lyon.result) == [(10,)], lyon.message
+    said = {}
+    for city in ("Oslo", "Porto"):
+        reply = await ask(ALICE, city)
+        message = reply.message.replace(city, "<value>")
+        said[city] = (reply.outcome, reply.refusal_reason, message, len(reply.attempts))
+    assert said["Oslo"] == said["Porto"]
+    assert said["Oslo"][0] == pb.SQL_ASK_OUTCOME_UNANSWERABLE

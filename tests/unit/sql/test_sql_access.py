@@ -3,6 +3,7 @@ gate's independent check fed statements that bypass the rewriter (no database ne
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import time
@@ -14,6 +15,7 @@ import sqlglot
 from services.common import Principal, SettingsError, current_principal
 from services.sql import Catalog, ColumnInfo, GateRule, SqlGate, TableInfo
 from services.sql.access import (
+    ROW_SECURITY_KEY,
     PolicyError,
     bind,
     bound_policy,
@@ -43,7 +45,9 @@ def _table(name: str, columns: list[str], schema: str = "public") -> TableInfo:
     )
 
 
-def _catalog(policy: dict[str, object], tmp_path: Path) -> Catalog:
+def _catalog(
+    policy: dict[str, object], tmp_path: Path, row_security: frozenset[str] = frozenset()
+) -> Catalog:
     catalog = Catalog(
         "warehouse",
         (
@@ -54,6 +58,7 @@ def _catalog(policy: dict[str, object], tmp_path: Path) -> Catalog:
             _table("opportunities", ["id", "region", "amount"], schema="archive"),
         ),
     )
+    catalog.derived[ROW_SECURITY_KEY] = row_security  # as the catalog load reads it
     path = tmp_path / "policy.json"
     path.write_text(json.dumps(policy))
     bind(catalog, load_access_policy(path))
@@ -423,3 +428,109 @@ def test_a_view_over_a_protected_table_must_be_protected_too(tmp_path):
         catalog_with_view(filtered)
     covered = {**filtered, "hidden": {"opps_emea": ["sales_ops"], "opps_by_id": ["sales_ops"]}}
     assert bound_policy(catalog_with_view(covered)) is not None
+
+
+def test_a_views_catalog_is_memoised_apart_from_the_full_one(catalog):
+    """A principal's catalog shares the full one's database, load time and tables: memos
+    of a catalog's contents (the linker's vocabulary, a checker's stored values) must key
+    it apart, or the service key's vocabulary links a principal's question with values
+    only rows hidden from them hold."""
+    seen = _as(ALICE, catalog_view, catalog)
+    assert [t.qualified for t in seen.tables if t.qualified != "public.payroll"] == [
+        t.qualified for t in catalog.tables if t.qualified != "public.payroll"
+    ]
+    assert seen.memo_key != catalog.memo_key
+    assert catalog.memo_key[2] == ""
+    assert _as(CAROL, catalog_view, catalog).memo_key not in (seen.memo_key, catalog.memo_key)
+
+
+async def test_a_principal_links_only_the_values_their_own_rows_hold(catalog):
+    """The values a filtered table shows a principal are read through their own view (the
+    reader here stands for the engine's gated run as the principal): only stored values
+    it returned are kept, per filter as substituted, and a read that fails leaves the
+    table without values and is tried again next time."""
+    from services.sql.access import asking_view
+
+    asked: list[str] = []
+    answers: dict[str, list[tuple[int, str]] | None] = {}
+
+    async def read(text: str, rows: int) -> list[tuple[int, str]] | None:
+        asked.append(text)
+        assert rows == 9  # two values stored in each of four columns, and one more
+        # columns in order: id, region, amount, account (each stored EMEA and US)
+        principal = current_principal.get()
+        assert principal is not None
+        return answers[principal.id]
+
+    def values(catalog: Catalog, table: str, column: str) -> tuple[str, ...]:
+        found = catalog.table(table)
+        info = found.column(column) if found is not None else None
+        assert info is not None
+        return info.sample_values
+
+    async def linked(principal: Principal) -> Catalog:
+        async def run() -> Catalog:
+            current_principal.set(principal)
+            return await asking_view(catalog, read)
+
+        return await asyncio.create_task(run())
+
+    answers["alice"] = [(1, "EMEA"), (1, "Mars"), (0, "x")]
+    alice = await linked(ALICE)
+    assert values(alice, "opportunities", "region") == ("EMEA",)  # "Mars" was never stored
+    assert values(alice, "opportunities", "amount") == ()
+    assert values(alice, "accounts", "name") == ("EMEA", "US")  # unfiltered
+    assert len(asked) == 1 and "opportunities" in asked[0]
+    assert await linked(ALICE) is alice and len(asked) == 1  # once per load and filter
+    answers["bob"] = None  # the read failed: no values, not kept
+    bob = await linked(BOB)
+    assert values(bob, "opportunities", "region") == ()
+    assert bob.memo_key != alice.memo_key
+    answers["bob"] = [(1, "US")]
+    assert values(await linked(BOB), "opportunities", "region") == ("US",)
+    assert len(asked) == 3
+    # a service key and an exempt group read nothing: the full view as it is
+    assert await linked(OPS) is _as(OPS, catalog_view, catalog)
+    assert len(asked) == 3
+
+
+async def test_role_mode_reads_a_row_secured_tables_values_as_the_role(tmp_path):
+    """In role mode the warehouse's own row-level security picks a role's rows: the login
+    role's stored values of such a table are not the role's. They are dropped from the
+    role's catalog and read back as the role (the reader stands for the gated run), one
+    read per role; tables without row security keep theirs."""
+    from services.sql.access import asking_view
+
+    catalog = _catalog(
+        {"roles": {"principals": {"alice": "wh_alice", "bob": "wh_bob"}}},
+        tmp_path,
+        row_security=frozenset({"public.opportunities"}),
+    )
+    seen = _as(ALICE, catalog_view, catalog)
+    opportunities = seen.table("opportunities")
+    assert opportunities is not None and opportunities.row_filtered
+    assert all(not c.sample_values for c in opportunities.columns)
+    assert seen.table("accounts") is catalog.table("accounts")
+    read_for: list[str] = []
+
+    async def read(text: str, rows: int) -> list[tuple[int, str]] | None:
+        principal = current_principal.get()
+        assert principal is not None
+        read_for.append(principal.id)
+        return [(1, "EMEA")] if principal.id == "alice" else [(1, "US")]
+
+    async def linked(principal: Principal | None) -> Catalog:
+        async def run() -> Catalog:
+            current_principal.set(principal)
+            return await asking_view(catalog, read)
+
+        return await asyncio.create_task(run())
+
+    alice, bob = await linked(ALICE), await linked(BOB)
+    regions = {
+        who: found.table("opportunities").column("region").sample_values  # type: ignore[union-attr]
+        for who, found in (("alice", alice), ("bob", bob))
+    }
+    assert regions == {"alice": ("EMEA",), "bob": ("US",)}
+    assert alice.memo_key != bob.memo_key  # same shape, another role: other values
+    assert await linked(None) is catalog and read_for == ["alice", "bob"]
