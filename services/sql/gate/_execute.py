@@ -463,7 +463,9 @@ async def _on_connection(
     if safeguards.server_timeout:
         millis = max(int(budget_s * 1000), 1)
         setup.append(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(millis)))
-    if limits.work_mem_kb > 0:
+    if limits.work_mem_kb > 0 and limits.work_mem_kb != session_work_mem_kb(conn.pgconn.options):
+        # Not already the connection's own (``memory_options``, set when it was opened):
+        # set for this transaction.
         setup.append(
             sql.SQL("SET LOCAL work_mem = {}").format(sql.Literal(f"{int(limits.work_mem_kb)}kB"))
         )
@@ -505,6 +507,36 @@ async def _on_connection(
     finally:
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             await _rollback(conn)  # not ended with the last fetch: an error, more batches
+
+
+def memory_options(work_mem_kb: int) -> str:
+    """Startup options (libpq ``options``) that make ``work_mem_kb`` and a hash multiplier
+    of 1 an execution connection's session settings, so that a statement whose limits are
+    those sends no ``SET LOCAL`` for them: two statements of seven fewer per answer, each
+    a send, a wake-up of the backend and a result to read. Empty for 0 (the server's own).
+
+    Options from the startup packet outrank the database's and the role's defaults
+    (``ALTER ROLE ... SET``), the reader role may not call ``set_config``, a ``SET`` by
+    a statement is refused by the gate and undone by the rollback, and ``SET ROLE`` does
+    not apply a role's defaults: the session value stays what was asked for."""
+    if work_mem_kb <= 0:
+        return ""
+    return f"-c work_mem={int(work_mem_kb)}kB -c hash_mem_multiplier=1"
+
+
+_MEMORY_OPTIONS = re.compile(r"(?:^|\s)-c work_mem=(\d+)kB -c hash_mem_multiplier=1(?:\s|$)")
+
+
+@functools.lru_cache(maxsize=64)
+def session_work_mem_kb(options: bytes | None) -> int:
+    """The ``work_mem`` (kB) a connection opened with these startup ``options`` has as
+    its session setting, hash multiplier 1 included (:func:`memory_options`); 0 if none.
+    Cached: a pool's connections all share one options string."""
+    text = (options or b"").decode(errors="replace")
+    found = _MEMORY_OPTIONS.findall(text)
+    if len(found) != 1 or text.count("work_mem=") != 1 or text.count("hash_mem_multiplier=") != 1:
+        return 0  # not ours alone: set per transaction
+    return int(found[0])
 
 
 class _Redescribe(Exception):
