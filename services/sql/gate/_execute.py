@@ -71,6 +71,13 @@ from tandem.v1 import sql_service_pb2 as pb
 
 _log = logging.getLogger("tandem.sql.execute")
 _CURSOR_NAME = "tandem_statement"
+# The cursor's statements as text (the name is a constant identifier, quoted once here).
+_DECLARE = (
+    sql.SQL("DECLARE {} NO SCROLL CURSOR FOR\n").format(sql.Identifier(_CURSOR_NAME)).as_string()
+)
+_FETCH = "FETCH FORWARD "
+_FROM_CURSOR = " FROM " + sql.Identifier(_CURSOR_NAME).as_string()
+_Statement = str | sql.SQL | sql.Composed
 # A star in a select list (``SELECT *``, ``t0.*``), not ``COUNT(*)`` or a product.
 _STAR = re.compile(r"(?:\bSELECT\s+(?:DISTINCT\s+)?|,\s*|\.)\*\s*(?:,|\bFROM\b|$)", re.I)
 _FETCH_BATCH = 200
@@ -452,8 +459,10 @@ async def _on_connection(
     described: Sequence[OutputColumn] | None = None,
     learned: list[OutputColumn] | None = None,
 ) -> ResultSet:
-    setup: list[sql.SQL | sql.Composed] = [
-        sql.SQL("BEGIN READ ONLY" if safeguards.read_only_transaction else "BEGIN READ WRITE")
+    # Plain text where nothing is quoted (keywords and integers): composing it afresh
+    # per statement was a measurable part of the client's CPU.
+    setup: list[_Statement] = [
+        "BEGIN READ ONLY" if safeguards.read_only_transaction else "BEGIN READ WRITE"
     ]
     if role:
         # Role mode (``services.sql.access``): the statement runs as the principal's
@@ -462,14 +471,12 @@ async def _on_connection(
         setup.append(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
     if safeguards.server_timeout:
         millis = max(int(budget_s * 1000), 1)
-        setup.append(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(millis)))
+        setup.append(f"SET LOCAL statement_timeout = {millis}")
     if limits.work_mem_kb > 0 and limits.work_mem_kb != session_work_mem_kb(conn.pgconn.options):
         # Not already the connection's own (``memory_options``, set when it was opened):
         # set for this transaction.
-        setup.append(
-            sql.SQL("SET LOCAL work_mem = {}").format(sql.Literal(f"{int(limits.work_mem_kb)}kB"))
-        )
-        setup.append(sql.SQL("SET LOCAL hash_mem_multiplier = 1"))
+        setup.append(f"SET LOCAL work_mem = '{int(limits.work_mem_kb)}kB'")
+        setup.append("SET LOCAL hash_mem_multiplier = 1")
     try:
         client_limit = budget_s + limits.client_grace_s if safeguards.client_timeout else None
         try:
@@ -553,7 +560,7 @@ async def _fetch(
     type_names: dict[tuple[str, int], str],
     database: str,
     started: float,
-    setup: Sequence[sql.SQL | sql.Composed] = (),
+    setup: Sequence[_Statement] = (),
     check_types: bool = False,
 ) -> ResultSet | None:
     """The rows, in one round trip where one batch holds the row cap: the transaction's
@@ -576,16 +583,18 @@ async def _fetch(
     # with the declaration, and the transaction's end closes it. (psycopg's server-side
     # cursors would take a round trip each to declare, fetch and close.) The extended
     # protocol carries exactly one statement, so the text cannot stack another.
-    declare = sql.SQL("DECLARE {} NO SCROLL CURSOR FOR\n").format(sql.Identifier(_CURSOR_NAME))
-    fetch = sql.SQL("FETCH FORWARD {} FROM {}")
     async with conn.cursor() as cursor:
         async with conn.pipeline():
             for statement in setup:
                 await cursor.execute(statement)
-            declared = declare.as_string(conn) + measured_statement(text, outputs, budget)
-            await cursor.execute(declared)
+            wrapped = (
+                _measured(text, tuple(outputs), budget)
+                if len(text) <= _ACCEPTED_TEXT_MAX
+                else measured_statement(text, outputs, budget)
+            )
+            await cursor.execute(_DECLARE + wrapped)
             want = min(limits.max_rows + 1, batch_rows)
-            await cursor.execute(fetch.format(want, sql.Identifier(_CURSOR_NAME)))
+            await cursor.execute(f"{_FETCH}{int(want)}{_FROM_CURSOR}")
             if want == limits.max_rows + 1:
                 # one batch holds the cap: no other fetch follows, the transaction ends
                 # here (an error above skips it, and the caller rolls back)
@@ -614,7 +623,7 @@ async def _fetch(
             if len(batch) < want or reason != pb.TRUNCATION_REASON_UNSPECIFIED:
                 break
             want = min(limits.max_rows + 1 - len(rows), batch_rows)
-            await cursor.execute(fetch.format(want, sql.Identifier(_CURSOR_NAME)))
+            await cursor.execute(f"{_FETCH}{int(want)}{_FROM_CURSOR}")
     return ResultSet(
         columns=columns,
         rows=tuple(rows),
@@ -625,7 +634,7 @@ async def _fetch(
     )
 
 
-def acceptance_check(source: str, schemas: Sequence[str]) -> list[sql.SQL | sql.Composed]:
+def acceptance_check(source: str, schemas: Sequence[str]) -> list[_Statement]:
     """Statements that fail (as Postgres does) unless Postgres parses and analyses
     ``source``; nothing runs. They go out in the transaction ahead of the description.
 
@@ -654,7 +663,7 @@ class OutputColumn:
 
 
 async def _describe(
-    conn: psycopg.AsyncConnection[Any], text: str, setup: Sequence[sql.SQL | sql.Composed] = ()
+    conn: psycopg.AsyncConnection[Any], text: str, setup: Sequence[_Statement] = ()
 ) -> list[OutputColumn]:
     """The statement's output columns, planned but not run (``LIMIT 0`` reads no row);
     ``setup`` (the transaction's start and limits) goes out in the same round trip."""
@@ -668,6 +677,13 @@ async def _describe(
                 f"SELECT * FROM (\n{text}\n) AS tandem_statement LIMIT 0", binary=True
             )
         return [OutputColumn(d.name, d.type_code) for d in cursor.description or []]
+
+
+@functools.lru_cache(maxsize=_ACCEPTED_MAX)
+def _measured(text: str, outputs: tuple[OutputColumn, ...], budget: int) -> str:
+    """:func:`measured_statement`, built once per statement (an answer asked again, a
+    dashboard's question): the same text, outputs and budget give the same wrapper."""
+    return measured_statement(text, list(outputs), budget)
 
 
 def measured_statement(text: str, outputs: list[OutputColumn], budget: int) -> str:
