@@ -590,7 +590,7 @@ async def _fetch(
             wrapped = (
                 _measured(text, tuple(outputs), budget)
                 if len(text) <= _ACCEPTED_TEXT_MAX
-                else measured_statement(text, outputs, budget)
+                else _measured.__wrapped__(text, tuple(outputs), budget)
             )
             await cursor.execute(_DECLARE + wrapped)
             want = min(limits.max_rows + 1, batch_rows)
@@ -682,7 +682,22 @@ async def _describe(
 @functools.lru_cache(maxsize=_ACCEPTED_MAX)
 def _measured(text: str, outputs: tuple[OutputColumn, ...], budget: int) -> str:
     """:func:`measured_statement`, built once per statement (an answer asked again, a
-    dashboard's question): the same text, outputs and budget give the same wrapper."""
+    dashboard's question): the same text, outputs and budget give the same wrapper.
+
+    A statement whose every output is of a small fixed-size type (a count, a sum of
+    integers, a date) has nothing to measure: its sizes are all 0, so the full wrapper's
+    mark could never be set. It is sent with the mark as a constant over the same fenced
+    statement instead, which Postgres plans in a fraction of the time (four subquery
+    levels and a window fewer, about 50 us of the backend's CPU per answer). The
+    statement's own plan is the same: the levels above it pass the cursor's fraction
+    down unchanged in both (no aggregate, grouping or sort among them), so its rows come
+    in the same order; its row count per fetch is bounded as before (``batch_rows``)."""
+    if outputs and all(o.type_oid in _SMALL_OIDS for o in outputs):
+        return (
+            "SELECT q.*, false AS tandem_over FROM ("
+            f"SELECT * FROM (\n{text}\n) AS tandem_statement OFFSET 0"
+            ") AS q"
+        )
     return measured_statement(text, list(outputs), budget)
 
 
