@@ -22,7 +22,8 @@ no row read), then it runs wrapped (:func:`measured_statement`): Postgres measur
 value in the text it would send, keeps a running total over the rows, and from the first
 row past a budget sends NULLs and a mark instead of values. The budget is a few times the
 cap, since text and encoded sizes differ; the exact cap is still applied here, on the
-encoded values, so results truncate where they did before.
+encoded values, so results truncate where they did before. Outputs that are all small
+fixed-size values have nothing to measure and skip those levels (``_measured``).
 
 All of it takes two round trips, pipelined: the transaction's start, its limits,
 Postgres's acceptance of the caller's own text (``acceptance_check``) and the
@@ -31,6 +32,8 @@ cap, the rollback (which also closes the cursor). A text this runner saw accepte
 described before takes one: its remembered output columns are checked against the
 fetch's, and a statement whose tables changed since is described and run again. A result
 larger than one batch takes one more round trip per batch and one for the rollback.
+The memory limits are the connections' own session settings (``memory_options``): a
+statement under those sends no ``SET LOCAL`` for them.
 """
 
 from __future__ import annotations
