@@ -315,6 +315,7 @@ async def build_deps(
                 pool_max_size=settings.pool_max_size,
                 catalog_ttl_s=settings.catalog_ttl_s,
                 statement_timeout_cap_s=settings.max_statement_timeout_s,
+                work_mem_kb=settings.work_mem_kb,
             )
             for config in configs
         ],

@@ -17,6 +17,7 @@ from services.sql.gate._execute import (
     Safeguards,
     StatementError,
     StatementRunner,
+    memory_options,
     statement_budget,
 )
 from services.sql.gate._gate import GateRule, SqlGate, Verdict, Violation
@@ -42,6 +43,7 @@ __all__ = [
     "Violation",
     "identifier",
     "memo_scope",
+    "memory_options",
     "parse_statements",
     "scope_memos",
     "statement_budget",

@@ -37,6 +37,7 @@ from services.sql.access import (
 )
 from services.sql.catalog import Catalog, CatalogCache, fingerprint, load_catalog
 from services.sql.definitions import GlossaryEntry, JoinSpec
+from services.sql.gate import Limits, memory_options
 from services.sql.results import register_loaders
 
 _log = logging.getLogger("tandem.sql.targets")
@@ -213,10 +214,16 @@ def refusal_message(name: str, capability: Capability) -> str:
 
 
 def connect_kwargs(
-    *, connect_timeout_s: float, statement_timeout_cap_s: float = 30.0
+    *,
+    connect_timeout_s: float,
+    statement_timeout_cap_s: float = 30.0,
+    work_mem_kb: int = Limits.work_mem_kb,
 ) -> dict[str, Any]:
-    """How every connection to a target is opened (the session settings above)."""
+    """How every connection to a target is opened (the session settings above, and the
+    statements' memory limits: ``memory_options``)."""
     options = f"{_SESSION_OPTIONS} -c statement_timeout={int(statement_timeout_cap_s * 1000)}"
+    if memory := memory_options(work_mem_kb):
+        options = f"{options} {memory}"
     return {
         "autocommit": True,
         "options": options,
@@ -240,10 +247,13 @@ class Target:
         catalog_ttl_s: float = 300.0,
         statement_timeout_cap_s: float = 30.0,
         connect_timeout_s: float = 5.0,
+        work_mem_kb: int = Limits.work_mem_kb,
     ) -> None:
         self.config = config
         self._connect_kwargs = connect_kwargs(
-            connect_timeout_s=connect_timeout_s, statement_timeout_cap_s=statement_timeout_cap_s
+            connect_timeout_s=connect_timeout_s,
+            statement_timeout_cap_s=statement_timeout_cap_s,
+            work_mem_kb=work_mem_kb,
         )
         self.pool: psycopg_pool.AsyncConnectionPool[Any] = psycopg_pool.AsyncConnectionPool(
             config.url,

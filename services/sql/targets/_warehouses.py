@@ -486,6 +486,7 @@ def open_target(
     catalog_ttl_s: float = 300.0,
     statement_timeout_cap_s: float = 30.0,
     connect_timeout_s: float = 5.0,
+    work_mem_kb: int = Limits.work_mem_kb,
 ) -> Target:
     """The target for ``config``'s URL: an engine warehouse for ``sqlite://``,
     ``duckdb://`` and ``mysql://``, Postgres for anything else."""
@@ -497,4 +498,5 @@ def open_target(
         catalog_ttl_s=catalog_ttl_s,
         statement_timeout_cap_s=statement_timeout_cap_s,
         connect_timeout_s=connect_timeout_s,
+        work_mem_kb=work_mem_kb,
     )

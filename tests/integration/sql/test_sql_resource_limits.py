@@ -13,7 +13,8 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from services.sql import FailureKind, Limits, Safeguards, StatementError
-from services.sql.gate._execute import execute_unvetted
+from services.sql.gate._execute import execute_unvetted, memory_options, session_work_mem_kb
+from tests.integration.pg_waits import WaitCounter
 
 pytestmark = pytest.mark.integration
 
@@ -73,3 +74,34 @@ async def test_temp_files_past_the_limit_are_a_resource_limit(pg_url):
     assert err.value.kind is FailureKind.RESOURCE
     assert err.value.sqlstate == "53400"
     assert err.value.to_tandem().reason == "SQL_RESOURCE_LIMIT"
+
+
+async def test_memory_limits_the_connection_already_holds_cost_no_statement(pg_url, open_pool):
+    """A target's connections are opened with the statements' memory settings
+    (``memory_options``): a statement whose limits are those sends no ``SET LOCAL`` for
+    them (two statements fewer per answer) and still runs under them; other limits are
+    set for the statement's transaction as before."""
+    relay = WaitCounter(pg_url)
+    pool = await open_pool(await relay.start())  # opened like a target's: 8192 kB
+    text = "SELECT current_setting('work_mem'), current_setting('hash_mem_multiplier')"
+    seen, counts = [], []
+    try:
+        for work_mem_kb in (8192, 2048, 8192):
+            limits = Limits(max_rows=10, statement_timeout_s=5.0, work_mem_kb=work_mem_kb)
+            await execute_unvetted(pool, text, limits, Safeguards())  # connections made
+            relay.statements = 0
+            result = await execute_unvetted(pool, text, limits, Safeguards())
+            counts.append(relay.statements)
+            seen.append([v.string_value for v in result.rows[0].values])
+    finally:
+        await relay.close()
+    assert seen == [["8MB", "1"], ["2MB", "1"], ["8MB", "1"]]
+    assert counts[1] - counts[0] == 2 and counts[2] == counts[0]
+
+
+def test_memory_options_are_read_back_only_when_they_are_ours_alone():
+    assert session_work_mem_kb(memory_options(8192).encode()) == 8192
+    assert session_work_mem_kb(b"-c TimeZone=UTC " + memory_options(512).encode()) == 512
+    assert session_work_mem_kb(memory_options(512).encode() + b" -c work_mem=1GB") == 0
+    assert session_work_mem_kb(b"-c work_mem=512kB") == 0  # no hash multiplier of 1
+    assert session_work_mem_kb(None) == 0 and memory_options(0) == ""

@@ -220,3 +220,47 @@ async def test_the_measured_statement_returns_what_the_statement_alone_returns(
         assert result.truncated or len(result.rows) == len(rows), sql
         compared += 1
     assert compared >= 10
+
+
+async def test_fixed_size_outputs_come_in_the_order_the_measuring_wrapper_gives(pg_url, open_pool):
+    """Outputs that are all small fixed-size values (counts, ids) skip the measuring
+    levels (nothing to measure); the statement is still planned as a cursor's, so rows
+    come in the order the full wrapper gives. The join below has no ORDER BY and is
+    planned differently for a cursor (fast start) than for a plain SELECT: a wrapper that
+    lost the cursor's planning would return another order."""
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute(
+            "DROP TABLE IF EXISTS public.tandem_fixed_b, public.tandem_fixed_a;"
+            "CREATE TABLE public.tandem_fixed_a (id int PRIMARY KEY, k int);"
+            "CREATE TABLE public.tandem_fixed_b (id int PRIMARY KEY, a_id int, v int);"
+            "CREATE INDEX ON public.tandem_fixed_b (a_id);"
+            "INSERT INTO public.tandem_fixed_a SELECT g, g % 97 FROM generate_series(1, 20000) g;"
+            "INSERT INTO public.tandem_fixed_b "
+            "SELECT g, (g * 7919) % 20000 + 1, g % 13 FROM generate_series(1, 40000) g;"
+            "ANALYZE public.tandem_fixed_a; ANALYZE public.tandem_fixed_b"
+        )
+        text = (
+            "SELECT a.id, b.id AS b_id, a.k + b.v AS total FROM public.tandem_fixed_a AS a "
+            "JOIN public.tandem_fixed_b AS b ON b.a_id = a.id WHERE a.k < 90"
+        )
+        outputs = [OutputColumn("id", 23), OutputColumn("b_id", 23), OutputColumn("total", 23)]
+        try:
+            async with admin.transaction():
+                await admin.execute(
+                    "DECLARE full_wrapper NO SCROLL CURSOR FOR\n"
+                    + measured_statement(text, outputs, BUDGET)
+                )
+                expected = [
+                    r[:-1]
+                    for r in await (await admin.execute("FETCH 30 FROM full_wrapper")).fetchall()
+                ]
+            plain = (await (await admin.execute(text)).fetchall())[:30]
+            pool = await open_pool(pg_url)
+            result = await execute_unvetted(
+                pool, text, Limits(max_rows=30, statement_timeout_s=10.0), Safeguards()
+            )
+        finally:
+            await admin.execute("DROP TABLE IF EXISTS public.tandem_fixed_b, public.tandem_fixed_a")
+    got = [tuple(v.int_value for v in row.values) for row in result.rows]
+    assert plain != expected  # the cursor's plan is not the plain statement's
+    assert got == expected and result.truncated
