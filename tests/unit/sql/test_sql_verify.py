@@ -284,3 +284,63 @@ def test_how_much_answered_with_no_amount_is_refused() -> None:
         "How much is the net worth of each singer?",
         "SELECT t0.name AS name, t0.net_worth AS net_worth FROM public.singer AS t0",
     )
+
+
+SONGS = "SELECT COUNT(*) AS count FROM public.song AS t0"
+
+
+@pytest.mark.parametrize(
+    ("question", "wrong", "right"),
+    [
+        ("How many songs in December?", SONGS, SONGS + " WHERE EXTRACT(MONTH FROM t0.sales) = 12"),
+        (
+            # a year's bounds are no month
+            "How many songs in 2026 in December?",
+            SONGS + " WHERE t0.sales >= '2026-01-01' AND t0.sales < '2027-01-01'",
+            SONGS + " WHERE t0.sales >= '2026-12-01' AND t0.sales < '2027-01-01'",
+        ),
+        ("How many songs in Dec?", SONGS, SONGS + " WHERE t0.title = 'Dec'"),
+    ],
+)
+def test_a_month_the_question_names_bounds_the_statement(
+    question: str, wrong: str, right: str
+) -> None:
+    with pytest.raises(LinkError) as refused:
+        _verify(question, wrong)
+    assert "the month" in str(refused.value)
+    _verify(question, right)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["May I see how many songs there are?", "How many songs march on?", "How many songs, jan?"],
+)
+def test_a_verb_or_a_lower_case_abbreviation_is_no_month(question: str) -> None:
+    try:
+        _verify(question, SONGS)
+    except LinkError as refused:
+        assert "the month" not in str(refused)
+
+
+def test_a_day_written_with_its_month_is_the_date_modules() -> None:
+    _verify(
+        "How many songs in 2026 (from Jan 1st to Dec 31st inclusive)?",
+        SONGS + " WHERE t0.sales >= '2026-01-01' AND t0.sales < '2027-01-01'",
+    )
+
+
+def test_a_ranking_by_a_count_needs_a_question_that_counts() -> None:
+    by_count = (
+        "SELECT t0.name AS name, COUNT(*) AS count FROM public.singer AS t0 GROUP BY t0.name "
+        "ORDER BY count DESC NULLS LAST, name LIMIT 1"
+    )
+    # "highest" of a quantity, read as how many singers share each name
+    with pytest.raises(LinkError, match="ranks by a count of rows"):
+        _verify("What is the name of the highest singer?", by_count)
+    # a question that counts may rank by the count
+    _verify(
+        "Which singer has the most songs?",
+        "SELECT t1.name, COUNT(*) AS count FROM public.song AS t0 JOIN public.singer AS t1 "
+        "ON t1.singer_id = t0.singer_id GROUP BY t1.name, t1.singer_id ORDER BY count DESC "
+        "LIMIT 1",
+    )
