@@ -21,6 +21,9 @@ back with sqlglot, is checked against the kinds of phrase that change an answer:
   for an intersection: "documents with paragraphs 'Brazil' and 'Ireland'");
 - every name word is a table the statement reads or a column it uses, not merely a
   column of a table it reads;
+- of two references to one table whose names say a direction (``flights.origin``,
+  ``flights.dest``), the statement reads the one the question's direction says ("arrived
+  at", "to Denver"), and both where it says both ("from JFK … flew to");
 - a ranking by a count answers a question that counts ("the most flights", "the
   highest number of"), not one whose superlative names a quantity ("the highest
   airport" ranked by how many airports share each name);
@@ -54,7 +57,7 @@ from services.sql.linker import (
 from services.sql.verify._outputs import asked_items, check_outputs
 from services.sql.verify._restricted import check_restricted
 from services.sql.verify._statement import conjuncts, read_statement
-from services.sql.words import ISO_DATE, MONTHS, WRITTEN_DATE, stem
+from services.sql.words import ISO_DATE, MONTHS, WRITTEN_DATE, question_directions, stem
 
 # Number words a question uses for small counts ("more than one", "at least two").
 _NUMBER_WORDS = {
@@ -315,6 +318,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
                 "matching each, which the linker does not compose"
             )
     _time_unused(ctx, text, sql, facts)
+    _directions(ctx, facts)
     tree = parse_statements(sql, shared=True)[0]
     nodes = read_statement(tree, ctx.catalog)
     check_restricted(tree, nodes, ctx.graph)
@@ -487,6 +491,29 @@ def _months(question: str, sql: str, facts: StatementFacts, reads: set[str]) -> 
         if re.search(rf"\b{re.escape(low)}", stored) or low in reads:
             continue
         raise LinkError(f"the statement does not bound the month {word!r}")
+
+
+def _directions(ctx: LinkContext, facts: StatementFacts) -> None:
+    """ "How many flights arrived at Los Angeles Intl?" joined to ``airports`` on
+    ``flights.origin`` counts the departures: where a table has two references to one
+    table whose names say which way (``origin``/``dest``, ``sourceairport``/
+    ``destairport``), the references the statement reads must be those the question's
+    direction says: the one it says, or both when it says both. A question that says no
+    direction is left alone (which reference is meant is then not read from words)."""
+    for (child, parent), edges in ctx.graph.directed.items():
+        used = {way for way, e in edges.items() if (child, e.child_column) in facts.columns}
+        if not used:
+            continue
+        said = question_directions(ctx.question, frozenset(ctx.vocab.table_words.get(parent, ())))
+        missing = said - used
+        if missing and (said != {"from", "to"} or len(used) < 2):
+            name = child.rsplit(".", 1)[-1]
+            wanted = ", ".join(f"{name}.{edges[w].child_column}" for w in sorted(missing))
+            read = ", ".join(f"{name}.{edges[w].child_column}" for w in sorted(used))
+            raise LinkError(
+                f"the question says where {' and '.join(sorted(said))}: {wanted}; the "
+                f"statement reads {read}"
+            )
 
 
 def _dated(ctx: LinkContext, column: tuple[str, str]) -> bool:
