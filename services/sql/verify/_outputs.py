@@ -22,6 +22,11 @@ counts is the rows the question counts.
   reads (``carrier``) is asked for by that name; a statement that shows no column of that
   name, plainly or inside an aggregate, leaves it out. Items that are aggregate or count
   words ("the average", "the number") are measures, not columns, and are not held.
+- **Which rows, answered with the measure alone.** "Which flight number had the largest
+  arrival delay?" answered with the largest delay and nothing else: a question that asks
+  which (or who) is answered by rows, so a ranking whose every output is what it ranks
+  by (the first ORDER BY key; later keys only break ties), or an ungrouped MIN / MAX,
+  shows a value and not the rows that hold it.
 - **An average of keys.** ``AVG(id)`` or ``SUM(student_id)`` is arithmetic on labels;
   "the average number of X" wants a count per group averaged, not the ids averaged.
 - **A count the joins multiply.** "How many templates of type CV" counted over documents
@@ -79,6 +84,37 @@ def check_outputs(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes | None
     _asked_again_not_shown(ctx, tree, nodes)
     _listed_column_not_shown(ctx, tree, nodes)
     _values_negated_per_row(ctx, tree, nodes)
+    _only_the_ranking_shown(ctx, tree)
+
+
+_WHICH = re.compile(r"\s*(?:which|who)\b")
+
+
+def _only_the_ranking_shown(ctx: LinkContext, tree: exp.Select) -> None:
+    """ "Which flight number had the largest arrival delay?" shown as the delay alone
+    (see the module's docstring)."""
+    if not _WHICH.match(ctx.original.lower()) or tree.args.get("group") is not None:
+        return
+    outputs = tree.expressions
+    shown = {(c.table, c.name) for o in outputs for c in o.find_all(exp.Column)}
+    if not shown:
+        return
+    order, limit = tree.args.get("order"), tree.args.get("limit")
+    if order is not None and limit is not None and order.expressions:
+        key = order.expressions[0].this
+        named = {o.alias: o.this for o in outputs if isinstance(o, exp.Alias)}
+        if isinstance(key, exp.Column) and not key.table and key.name in named:
+            key = named[key.name]
+        ranked = {(c.table, c.name) for c in key.find_all(exp.Column)}
+        if shown <= ranked:
+            what = ", ".join(sorted(name for _, name in shown))
+            raise LinkError(
+                f"the question asks which rows; the statement shows only {what}, what it ranks by"
+            )
+    elif all(o.find(exp.Max, exp.Min) is not None for o in outputs):
+        raise LinkError(
+            "the question asks which rows; the statement shows only a minimum or maximum"
+        )
 
 
 def _column(nodes: StatementNodes, column: exp.Column) -> tuple[TableInfo, str] | None:
