@@ -27,6 +27,9 @@ back with sqlglot, is checked against the kinds of phrase that change an answer:
 - a ranking by a count answers a question that counts ("the most flights", "the
   highest number of"), not one whose superlative names a quantity ("the highest
   airport" ranked by how many airports share each name);
+- "first"/"last" ending a clause ("hired first") orders; a ranking by a date the
+  question does not name, where it names another date of the same table ("the 3 most
+  recently hired" ranked by ``birth_date`` beside ``hire_date``), is refused;
 - one value asked ("what is the average AMB") is one value even where a definition
   says "per" inside the measure; two defined terms listed as the items asked ("the PMPD
   and PMTC") are two computed outputs.
@@ -56,8 +59,15 @@ from services.sql.linker import (
 )
 from services.sql.verify._outputs import asked_items, check_outputs
 from services.sql.verify._restricted import check_restricted
-from services.sql.verify._statement import conjuncts, read_statement
-from services.sql.words import ISO_DATE, MONTHS, WRITTEN_DATE, question_directions, stem
+from services.sql.verify._statement import StatementNodes, conjuncts, read_statement
+from services.sql.words import (
+    ISO_DATE,
+    MONTHS,
+    WRITTEN_DATE,
+    question_directions,
+    stem,
+    word_match,
+)
 
 # Number words a question uses for small counts ("more than one", "at least two").
 _NUMBER_WORDS = {
@@ -116,6 +126,9 @@ _WHEN = re.compile(r"\s*(?:and\s+)?when\b")
 _HOW_MUCH = re.compile(r"\s*how much\b")
 _TIME_NAMES = frozenset(stem(w) for w in DATE_NAME_WORDS)
 _THAN_AVERAGE = re.compile(r"\bthan (?:the )?(?:average|mean)\b")
+# "Which employee was hired first?": "first"/"last" ending a clause ranks ("first name",
+# "the first 3" and "at last" do not end one)
+_LAST_ORDINAL = re.compile(r"(?<!\bat )\b(first|last)\s*(?:[?.!;,]|$)")
 
 
 @dataclass
@@ -247,6 +260,9 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
         and not reads.intersection({superlative.group(0)})
     ):
         raise LinkError(f"the statement does not rank by {superlative.group(0)!r}")
+    last = _LAST_ORDINAL.search(text)
+    if last and not (facts.ordered or facts.aggregates & {"MIN", "MAX"} or facts.ranked):
+        raise LinkError(f"the statement does not rank by {last.group(1)!r}")
     if _THAN_AVERAGE.search(text) and not facts.nested:
         raise LinkError("comparing with an average needs a subquery the linker did not build")
     negation = _NEGATION.search(_WINDOW_EXCLUSION.sub(" ", text))
@@ -325,6 +341,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_outputs(ctx, tree, nodes)
     _terms_computed(ctx, tree)
     _ranked_by_a_count_unasked(text, tree)
+    _ranked_by_another_date(ctx, tree, nodes)
 
 
 # The words that make a ranking one by a count: "the most flights", "the fewest", "the
@@ -352,6 +369,47 @@ def _ranked_by_a_count_unasked(text: str, tree: exp.Expr) -> None:
         key = named[key.name]
     if key.find(exp.Count) is not None and not _COUNTING.search(text):
         raise LinkError("the statement ranks by a count of rows; the question counts nothing")
+
+
+# Name parts every date column shares: they tell no two dates apart.
+_DATE_PARTS = frozenset({"date", "time", "dt", "at", "on", "day", "timestamp", "ts"})
+
+
+def _ranked_by_another_date(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) -> None:
+    """ "List the 3 most recently hired employees" ranked by ``birth_date``: of several
+    dates of a table, a recency word picks one by what the question says; a statement
+    that ranks by a date no word of the question names while a word names another date
+    of the same table ranks the wrong event."""
+    if not isinstance(tree, exp.Select):
+        return
+    order = tree.args.get("order")
+    if order is None or not order.expressions:
+        return
+    key = order.expressions[0].this
+    named = {o.alias: o.this for o in tree.expressions if isinstance(o, exp.Alias)}
+    if isinstance(key, exp.Column) and not key.table and key.name in named:
+        key = named[key.name]
+    if not isinstance(key, exp.Column):
+        return
+    table = nodes.owner(key)
+    if table is None:
+        return
+    words = [w for w in ctx.words if w not in _DATE_PARTS]
+
+    def said(column: str) -> bool:
+        parts = [p for p in ctx.vocab.column_words.get((table.qualified, column), [])]
+        parts = [p for p in parts if p not in _DATE_PARTS and len(p) > 2]
+        return any(word_match(w, p) >= 0.9 for w in words for p in parts)
+
+    dates = [c.name for c in table.columns if is_temporal(c.data_type)]
+    if key.name not in dates or said(key.name):
+        return
+    other = next((c for c in dates if c != key.name and said(c)), None)
+    if other is not None:
+        raise LinkError(
+            f"the question names {table.name}.{other}; the statement ranks by "
+            f"{table.name}.{key.name}"
+        )
 
 
 def _terms_computed(ctx: LinkContext, tree: exp.Expr) -> None:

@@ -344,3 +344,47 @@ def test_a_ranking_by_a_count_needs_a_question_that_counts() -> None:
         "ON t1.singer_id = t0.singer_id GROUP BY t1.name, t1.singer_id ORDER BY count DESC "
         "LIMIT 1",
     )
+
+
+STAFF = Catalog(
+    "staff",
+    (
+        TableInfo(
+            "public",
+            "employee",
+            columns=(
+                _col("employee_id"),
+                _col("last_name", "text"),
+                _col("birth_date", "date"),
+                _col("hire_date", "date"),
+            ),
+            primary_key=("employee_id",),
+        ),
+    ),
+)
+STAFF_VOCABULARY = Vocabulary(STAFF, JoinGraph(STAFF))
+EMPLOYEES = "SELECT t0.last_name AS last_name FROM public.employee AS t0"
+
+
+def _staff(question: str, sql: str) -> None:
+    verify_statement(read_question(question, STAFF_VOCABULARY, date(2026, 11, 29)), sql)
+
+
+def test_a_clause_ending_in_first_or_last_ranks() -> None:
+    with pytest.raises(LinkError, match="does not rank by 'last'"):
+        _staff("Which employee was hired last?", EMPLOYEES)
+    _staff("Which employee was hired last?", EMPLOYEES + " ORDER BY t0.hire_date DESC LIMIT 1")
+    # a first name is no ranking
+    _staff("What is the last name of each employee?", EMPLOYEES)
+
+
+def test_a_ranking_by_a_date_the_question_does_not_name_beside_one_it_names() -> None:
+    question = "List the last names of the 3 most recently hired employees."
+    with pytest.raises(LinkError, match=r"names employee\.hire_date; the statement ranks by"):
+        _staff(question, EMPLOYEES + " ORDER BY t0.birth_date DESC LIMIT 3")
+    _staff(question, EMPLOYEES + " ORDER BY t0.hire_date DESC LIMIT 3")
+    # no date named: the statement's choice stands
+    _staff(
+        "List the last names of the 3 youngest employees.",
+        EMPLOYEES + " ORDER BY t0.birth_date DESC LIMIT 3",
+    )
