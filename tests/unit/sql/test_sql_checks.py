@@ -473,6 +473,25 @@ def test_a_column_the_question_lists_by_name_must_be_shown() -> None:
         check_outputs(ctx, _tree("SELECT t0.make" + unsold))
 
 
+def test_two_tables_listed_are_not_answered_by_joining_them() -> None:
+    vocabulary = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
+    joined = (
+        "SELECT t0.name, t1.concert_name FROM public.stadium AS t0 "
+        "JOIN public.concert AS t1 ON t1.stadium_id = t0.stadium_id"
+    )
+    ctx = read_question("List the names of stadiums and concerts.", vocabulary, date(2026, 11, 29))
+    with pytest.raises(LinkError, match="rows of two tables; the statement joins"):
+        check_outputs(ctx, _tree(joined))
+    # a pairing the question says ("and their"), or a column phrase of the second
+    for question in (
+        "List the names of stadiums and their concerts.",
+        "List the names of stadiums and concert names.",
+    ):
+        check_outputs(
+            ctx=read_question(question, vocabulary, date(2026, 11, 29)), tree=_tree(joined)
+        )
+
+
 def test_which_rows_is_not_answered_with_the_measure_alone() -> None:
     vocabulary = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
     ctx = read_question(
