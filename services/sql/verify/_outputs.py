@@ -29,9 +29,10 @@ counts is the rows the question counts.
   shows a value and not the rows that hold it.
 - **Two tables listed, joined.** "List the first names of employees and customers" asks
   for the rows of two tables (a union the linker does not compose); a statement that joins
-  the two answers which employees have which customers. Held only where the two nouns are
-  coordinated plainly ("employees and customers", "both customers and invoices"), not
-  "albums and their artists" nor "albums and artist names" (a column phrase).
+  the two answers which employees have which customers. Held only where two plural nouns
+  are coordinated plainly ("employees and customers", "both customers and invoices"), not
+  "albums and their artists", "albums and artist names" (a column phrase) nor "the name
+  of the airline and the flight number" (items of one row).
 - **An average of keys.** ``AVG(id)`` or ``SUM(student_id)`` is arithmetic on labels;
   "the average number of X" wants a count per group averaged, not the ids averaged.
 - **A count the joins multiply.** "How many templates of type CV" counted over documents
@@ -140,6 +141,8 @@ def _coordinated_tables_joined(ctx: LinkContext, tree: exp.Select, nodes: Statem
 
     text = re.sub(r"'[^']*'|\"[^\"]*\"", " ", ctx.original.lower())
     for match in _COORDINATED.finditer(text):
+        if any(stem(w) == w for w in match.group(1, 2)):
+            continue  # "the airline and the flight number": items, not rows listed
         first, second = nouns(match.group(1)), nouns(match.group(2))
         after = stem(match.group(3) or "")
         for a in first:

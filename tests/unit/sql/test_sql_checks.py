@@ -486,6 +486,7 @@ def test_two_tables_listed_are_not_answered_by_joining_them() -> None:
     for question in (
         "List the names of stadiums and their concerts.",
         "List the names of stadiums and concert names.",
+        "Show the name of the stadium and the concert name.",
     ):
         check_outputs(
             ctx=read_question(question, vocabulary, date(2026, 11, 29)), tree=_tree(joined)
