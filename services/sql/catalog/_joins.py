@@ -38,6 +38,7 @@ from its base table.
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import time
@@ -51,7 +52,7 @@ from psycopg import sql
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, JoinInfo, JoinOrigin, TableInfo
 from services.sql.definitions import JoinSpec
-from services.sql.words import common_prefix, measure_name, name_words, stem
+from services.sql.words import common_prefix, measure_name, name_direction, name_words, stem
 
 _log = logging.getLogger("tandem.sql.joins")
 
@@ -152,6 +153,46 @@ class JoinGraph:
             self.edges.append(edge)
             self._by_table.setdefault(edge.child, []).append(edge)
             self._by_table.setdefault(edge.parent, []).append(edge)
+        # the child columns a question's direction prefers (see ``toward``)
+        self._toward: frozenset[tuple[str, str]] = frozenset()
+
+    @functools.cached_property
+    def directed(self) -> dict[tuple[str, str], dict[str, Edge]]:
+        """Parallel references whose names say their direction: (child, parent) -> the
+        edge whose child column's name says each direction (``flights.origin`` FROM,
+        ``flights.dest`` TO, both to ``airports``). Only pairs where each direction is
+        said by exactly one of the child's references to that parent."""
+        groups: dict[tuple[str, str], list[Edge]] = {}
+        for edge in self.edges:
+            if edge.kind != "overlap" and len(edge.child_columns) == 1:
+                groups.setdefault((edge.child, edge.parent), []).append(edge)
+        found: dict[tuple[str, str], dict[str, Edge]] = {}
+        for pair, edges in groups.items():
+            if len(edges) < 2:
+                continue
+            ways: dict[str, list[Edge]] = {}
+            for edge in edges:
+                way = name_direction(edge.child_column)
+                if way is not None:
+                    ways.setdefault(way, []).append(edge)
+            if len(ways) == 2 and all(len(e) == 1 for e in ways.values()):
+                found[pair] = {way: e[0] for way, e in ways.items()}
+        return found
+
+    def toward(self, way: str) -> JoinGraph:
+        """This graph, preferring of two parallel references the one whose name says
+        ``way`` ("flights to Denver" joins ``airports`` on ``flights.dest``); the same
+        graph when it has no such pair. A shallow copy: edges and caches are shared."""
+        prefer = frozenset(
+            (edges[way].child, edges[way].child_column)
+            for edges in self.directed.values()
+            if way in edges
+        )
+        if not prefer:
+            return self
+        view = copy.copy(self)
+        view._toward = prefer
+        return view
 
     def edges_of(self, table: str, *, overlap: bool = False) -> list[Edge]:
         """The table's edges; those through shared values only when asked (they relate
@@ -192,14 +233,16 @@ class JoinGraph:
                 queue.append(there)
         return None
 
-    def _preference(self, edge: Edge) -> tuple[int, int]:
+    def _preference(self, edge: Edge) -> tuple[int, int, int]:
         """Stronger edges first; of two edges between the same tables (``friend.student_id``
-        and ``friend.friend_id`` both to ``highschooler``) the one on the child's earlier
-        column, the reference a table is first about."""
+        and ``friend.friend_id`` both to ``highschooler``) the one the question's direction
+        names (``toward``), else the one on the child's earlier column, the reference a
+        table is first about."""
         child = self.catalog.table(edge.child)
         names = [c.name for c in child.columns] if child is not None else []
         column = edge.child_column
-        return (edge.rank, names.index(column) if column in names else len(names))
+        named = 0 if (edge.child, column) in self._toward else 1
+        return (edge.rank, named, names.index(column) if column in names else len(names))
 
     def tree(self, base: str, others: Iterable[str]) -> list[tuple[str, Edge]] | None:
         """Joins reaching every table in ``others`` from ``base``: (new table, edge) pairs,

@@ -19,6 +19,7 @@ from services.sql.linker._plan import (
     LinkError,
     Measure,
     Plan,
+    fans_out,
     is_key,
     lit,
     name_columns,
@@ -81,6 +82,15 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         if t not in ordered:
             ordered.append(t)
             plan.distinct = True
+    shown = {d.col.table.qualified for d in plan.dims}
+    if (
+        not plan.measures
+        and not plan.having
+        and not plan.limit
+        and len(shown) == 1
+        and fans_out(ctx.graph, plan.dims[0].col.table, {t.qualified for t in ordered})
+    ):
+        plan.distinct = True  # as the clause reader lists rows through referring rows
     joins = ctx.graph.tree(base.qualified, [t.qualified for t in ordered[1:]])
     if joins is None:
         raise LinkError("no join path connects the tables the question names")

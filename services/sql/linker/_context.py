@@ -52,6 +52,9 @@ class LinkContext:
     known: set[str] = field(default_factory=set)
     # words no name spells, linked by meaning (see ``_meanings``)
     meanings: tuple[Meaning, ...] = ()
+    # the join graph as this question reads it: of two parallel references, the one its
+    # direction names ("arrived at" -> ``flights.dest``) first; None: the catalog's own
+    directed: JoinGraph | None = None
 
     @property
     def catalog(self) -> Catalog:
@@ -59,4 +62,4 @@ class LinkContext:
 
     @property
     def graph(self) -> JoinGraph:
-        return self.vocab.graph
+        return self.directed if self.directed is not None else self.vocab.graph

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date
 
+from services.sql.catalog import JoinGraph
 from services.sql.definitions import GlossaryEntry, inline_definitions
 from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
@@ -35,7 +36,7 @@ from services.sql.linker._shares import link_share
 from services.sql.linker._terms import expand_terms
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.linker.clauses import Decline, read_clauses
-from services.sql.words import STOP_WORDS, stem, tokenize
+from services.sql.words import STOP_WORDS, question_directions, stem, tokenize
 
 # Checks a composed statement against the question, raising LinkError naming what it
 # leaves out (``services.sql.verify.verify_statement``): the linker proposes readings in
@@ -177,7 +178,25 @@ def read_question(
         in_names=in_names,
         applied=applied,
         meanings=tuple(meanings),
+        directed=_directed(vocab, expanded),
     )
+
+
+def _directed(vocab: Vocabulary, question: str) -> JoinGraph | None:
+    """The graph this question joins along, where the catalog has parallel references
+    that say their direction and the question says exactly one ("how many flights
+    arrived at Los Angeles Intl?" joins ``airports`` on ``flights.dest``, not on the
+    child's first reference, ``origin``); None otherwise. Both directions said ("from
+    JFK … flew to") is left to the verifier, which holds the statement to both."""
+    graph = vocab.graph
+    if not graph.directed:
+        return None
+    ways = set()
+    for _child, parent in graph.directed:
+        ways |= question_directions(question, frozenset(vocab.table_words.get(parent, ())))
+    if len(ways) != 1:
+        return None
+    return graph.toward(ways.pop())
 
 
 def link_question(ctx: LinkContext) -> Linked:

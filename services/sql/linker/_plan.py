@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from services.sql.catalog import TEXT_TYPES, TableInfo
+from services.sql.catalog import TEXT_TYPES, JoinGraph, TableInfo
 from services.sql.gate import identifier
 from services.sql.linker._vocabulary import Col, Vocabulary
 from services.sql.words import (
@@ -109,6 +109,18 @@ def bare_count(item: object) -> bool:
         and item.filter is None
         and not item.dow
     )
+
+
+def fans_out(graph: JoinGraph, entity: TableInfo, tables: set[str]) -> bool:
+    """Whether joining ``tables`` to ``entity`` can repeat its rows: the way to one of
+    them starts at a table that references the entity (one entity, many of them). Rows
+    of the entity listed so are each listed once (DISTINCT): "the airlines that flew to
+    Honolulu" are airlines, not one airline per flight."""
+    for name in tables - {entity.qualified}:
+        path = graph.path(entity.qualified, name)
+        if path and path[0].parent == entity.qualified and path[0].child != entity.qualified:
+            return True
+    return False
 
 
 def table_sql(table: TableInfo) -> str:

@@ -22,6 +22,17 @@ counts is the rows the question counts.
   reads (``carrier``) is asked for by that name; a statement that shows no column of that
   name, plainly or inside an aggregate, leaves it out. Items that are aggregate or count
   words ("the average", "the number") are measures, not columns, and are not held.
+- **Which rows, answered with the measure alone.** "Which flight number had the largest
+  arrival delay?" answered with the largest delay and nothing else: a question that asks
+  which (or who) is answered by rows, so a ranking whose every output is what it ranks
+  by (the first ORDER BY key; later keys only break ties), or an ungrouped MIN / MAX,
+  shows a value and not the rows that hold it.
+- **Two tables listed, joined.** "List the first names of employees and customers" asks
+  for the rows of two tables (a union the linker does not compose); a statement that joins
+  the two answers which employees have which customers. Held only where two plural nouns
+  are coordinated plainly ("employees and customers", "both customers and invoices"), not
+  "albums and their artists", "albums and artist names" (a column phrase) nor "the name
+  of the airline and the flight number" (items of one row).
 - **An average of keys.** ``AVG(id)`` or ``SUM(student_id)`` is arithmetic on labels;
   "the average number of X" wants a count per group averaged, not the ids averaged.
 - **A count the joins multiply.** "How many templates of type CV" counted over documents
@@ -79,6 +90,72 @@ def check_outputs(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes | None
     _asked_again_not_shown(ctx, tree, nodes)
     _listed_column_not_shown(ctx, tree, nodes)
     _values_negated_per_row(ctx, tree, nodes)
+    _only_the_ranking_shown(ctx, tree)
+    _coordinated_tables_joined(ctx, tree, nodes)
+
+
+_WHICH = re.compile(r"\s*(?:which|who)\b")
+
+
+def _only_the_ranking_shown(ctx: LinkContext, tree: exp.Select) -> None:
+    """ "Which flight number had the largest arrival delay?" shown as the delay alone
+    (see the module's docstring)."""
+    if not _WHICH.match(ctx.original.lower()) or tree.args.get("group") is not None:
+        return
+    outputs = tree.expressions
+    shown = {(c.table, c.name) for o in outputs for c in o.find_all(exp.Column)}
+    if not shown:
+        return
+    order, limit = tree.args.get("order"), tree.args.get("limit")
+    if order is not None and limit is not None and order.expressions:
+        key = order.expressions[0].this
+        named = {o.alias: o.this for o in outputs if isinstance(o, exp.Alias)}
+        if isinstance(key, exp.Column) and not key.table and key.name in named:
+            key = named[key.name]
+        ranked = {(c.table, c.name) for c in key.find_all(exp.Column)}
+        if shown <= ranked:
+            what = ", ".join(sorted(name for _, name in shown))
+            raise LinkError(
+                f"the question asks which rows; the statement shows only {what}, what it ranks by"
+            )
+    elif all(o.find(exp.Max, exp.Min) is not None for o in outputs):
+        raise LinkError(
+            "the question asks which rows; the statement shows only a minimum or maximum"
+        )
+
+
+_COORDINATED = re.compile(
+    r"\b([a-z]+)\s+(?:and|or|as well as)\s+(?:the\s+|all\s+)?([a-z]+)\b(?:\s+([a-z]+))?"
+)
+
+
+def _coordinated_tables_joined(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
+    """ "the first names of employees and customers" answered by a join (see the
+    module's docstring)."""
+    if not tree.args.get("joins"):
+        return
+    tables = {t.qualified: t for t in nodes.tables.values()}
+
+    def nouns(word: str) -> set[str]:
+        return {n for n in tables if (p := ctx.vocab.table_words.get(n)) and stem(word) == p[-1]}
+
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", " ", ctx.original.lower())
+    for match in _COORDINATED.finditer(text):
+        if any(stem(w) == w for w in match.group(1, 2)):
+            continue  # "the airline and the flight number": items, not rows listed
+        first, second = nouns(match.group(1)), nouns(match.group(2))
+        after = stem(match.group(3) or "")
+        for a in first:
+            for b in second - {a}:
+                words = {
+                    w for (t, _), parts in ctx.vocab.column_words.items() if t == b for w in parts
+                }
+                if after and after in words:
+                    continue  # "albums and artist names": a column of the second
+                raise LinkError(
+                    f"the question lists {match.group(1)} and {match.group(2)}, rows of two "
+                    f"tables; the statement joins {tables[a].name} to {tables[b].name}"
+                )
 
 
 def _column(nodes: StatementNodes, column: exp.Column) -> tuple[TableInfo, str] | None:

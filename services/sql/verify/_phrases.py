@@ -8,6 +8,8 @@ right table and column whether or not it orders by net worth, and "visitors belo
 back with sqlglot, is checked against the kinds of phrase that change an answer:
 
 - every number of the question is in the statement (a literal, a limit, inside a date);
+- every month the question names bounds something ("flights in December": a date in
+  December, a month number compared, or the name stored);
 - a superlative ("largest", "the most", "youngest") orders and limits, or takes a MIN /
   MAX; "above the average" needs a subquery;
 - a negation ("not", "never", "without", "no") negates something;
@@ -19,6 +21,15 @@ back with sqlglot, is checked against the kinds of phrase that change an answer:
   for an intersection: "documents with paragraphs 'Brazil' and 'Ireland'");
 - every name word is a table the statement reads or a column it uses, not merely a
   column of a table it reads;
+- of two references to one table whose names say a direction (``flights.origin``,
+  ``flights.dest``), the statement reads the one the question's direction says ("arrived
+  at", "to Denver"), and both where it says both ("from JFK … flew to");
+- a ranking by a count answers a question that counts ("the most flights", "the
+  highest number of"), not one whose superlative names a quantity ("the highest
+  airport" ranked by how many airports share each name);
+- "first"/"last" ending a clause ("hired first") orders; a ranking by a date the
+  question does not name, where it names another date of the same table ("the 3 most
+  recently hired" ranked by ``birth_date`` beside ``hire_date``), is refused;
 - one value asked ("what is the average AMB") is one value even where a definition
   says "per" inside the measure; two defined terms listed as the items asked ("the PMPD
   and PMTC") are two computed outputs.
@@ -48,8 +59,15 @@ from services.sql.linker import (
 )
 from services.sql.verify._outputs import asked_items, check_outputs
 from services.sql.verify._restricted import check_restricted
-from services.sql.verify._statement import conjuncts, read_statement
-from services.sql.words import ISO_DATE, WRITTEN_DATE, stem
+from services.sql.verify._statement import StatementNodes, conjuncts, read_statement
+from services.sql.words import (
+    ISO_DATE,
+    MONTHS,
+    WRITTEN_DATE,
+    question_directions,
+    stem,
+    word_match,
+)
 
 # Number words a question uses for small counts ("more than one", "at least two").
 _NUMBER_WORDS = {
@@ -108,6 +126,9 @@ _WHEN = re.compile(r"\s*(?:and\s+)?when\b")
 _HOW_MUCH = re.compile(r"\s*how much\b")
 _TIME_NAMES = frozenset(stem(w) for w in DATE_NAME_WORDS)
 _THAN_AVERAGE = re.compile(r"\bthan (?:the )?(?:average|mean)\b")
+# "Which employee was hired first?": "first"/"last" ending a clause ranks ("first name",
+# "the first 3" and "at last" do not end one)
+_LAST_ORDINAL = re.compile(r"(?<!\bat )\b(first|last)\s*(?:[?.!;,]|$)")
 
 
 @dataclass
@@ -229,6 +250,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     text = _without_quotes(low)
     reads = _column_words(ctx, facts)
     _numbers(text, facts, reads, dated=_dated_condition(sql, facts))
+    _months(ctx.original, sql, facts, reads)
     superlative = _SUPERLATIVE.search(_without_bounds(text, ordered=facts.ordered))
     if (
         superlative
@@ -238,6 +260,9 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
         and not reads.intersection({superlative.group(0)})
     ):
         raise LinkError(f"the statement does not rank by {superlative.group(0)!r}")
+    last = _LAST_ORDINAL.search(text)
+    if last and not (facts.ordered or facts.aggregates & {"MIN", "MAX"} or facts.ranked):
+        raise LinkError(f"the statement does not rank by {last.group(1)!r}")
     if _THAN_AVERAGE.search(text) and not facts.nested:
         raise LinkError("comparing with an average needs a subquery the linker did not build")
     negation = _NEGATION.search(_WINDOW_EXCLUSION.sub(" ", text))
@@ -309,11 +334,82 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
                 "matching each, which the linker does not compose"
             )
     _time_unused(ctx, text, sql, facts)
+    _directions(ctx, facts)
     tree = parse_statements(sql, shared=True)[0]
     nodes = read_statement(tree, ctx.catalog)
     check_restricted(tree, nodes, ctx.graph)
     check_outputs(ctx, tree, nodes)
     _terms_computed(ctx, tree)
+    _ranked_by_a_count_unasked(text, tree)
+    _ranked_by_another_date(ctx, tree, nodes)
+
+
+# The words that make a ranking one by a count: "the most flights", "the fewest", "the
+# highest number of", "how many", "more than", "often", "frequent", "popular".
+_COUNTING = re.compile(
+    r"\b(?:most|fewest|least|more|fewer|less|many|number|numbers|count|counts|often|"
+    r"frequent\w*|popular|times)\b"
+)
+
+
+def _ranked_by_a_count_unasked(text: str, tree: exp.Expr) -> None:
+    """ "What is the name of the highest airport?" ranked by ``COUNT(*)`` per airport
+    name: a superlative of a quantity ("highest", "largest", "oldest") read as a count
+    of rows ranks by how many rows share a value, which the question never asked. A
+    statement whose ranking (its first ORDER BY key) is a count is held to a question
+    that says something counts."""
+    if not isinstance(tree, exp.Select) or tree.args.get("limit") is None:
+        return
+    order = tree.args.get("order")
+    if order is None or not order.expressions:
+        return
+    key = order.expressions[0].this
+    named = {o.alias: o.this for o in tree.expressions if isinstance(o, exp.Alias)}
+    if isinstance(key, exp.Column) and not key.table and key.name in named:
+        key = named[key.name]
+    if key.find(exp.Count) is not None and not _COUNTING.search(text):
+        raise LinkError("the statement ranks by a count of rows; the question counts nothing")
+
+
+# Name parts every date column shares: they tell no two dates apart.
+_DATE_PARTS = frozenset({"date", "time", "dt", "at", "on", "day", "timestamp", "ts"})
+
+
+def _ranked_by_another_date(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) -> None:
+    """ "List the 3 most recently hired employees" ranked by ``birth_date``: of several
+    dates of a table, a recency word picks one by what the question says; a statement
+    that ranks by a date no word of the question names while a word names another date
+    of the same table ranks the wrong event."""
+    if not isinstance(tree, exp.Select):
+        return
+    order = tree.args.get("order")
+    if order is None or not order.expressions:
+        return
+    key = order.expressions[0].this
+    named = {o.alias: o.this for o in tree.expressions if isinstance(o, exp.Alias)}
+    if isinstance(key, exp.Column) and not key.table and key.name in named:
+        key = named[key.name]
+    if not isinstance(key, exp.Column):
+        return
+    table = nodes.owner(key)
+    if table is None:
+        return
+    words = [w for w in ctx.words if w not in _DATE_PARTS]
+
+    def said(column: str) -> bool:
+        parts = [p for p in ctx.vocab.column_words.get((table.qualified, column), [])]
+        parts = [p for p in parts if p not in _DATE_PARTS and len(p) > 2]
+        return any(word_match(w, p) >= 0.9 for w in words for p in parts)
+
+    dates = [c.name for c in table.columns if is_temporal(c.data_type)]
+    if key.name not in dates or said(key.name):
+        return
+    other = next((c for c in dates if c != key.name and said(c)), None)
+    if other is not None:
+        raise LinkError(
+            f"the question names {table.name}.{other}; the statement ranks by "
+            f"{table.name}.{key.name}"
+        )
 
 
 def _terms_computed(ctx: LinkContext, tree: exp.Expr) -> None:
@@ -412,6 +508,70 @@ def _time_unused(ctx: LinkContext, text: str, sql: str, facts: StatementFacts) -
     if any(_dated(ctx, column) for column in facts.columns):
         return
     raise LinkError(f"the statement reads no date for {said.group(0)!r}")
+
+
+# A month's name, or a capitalised abbreviation ("in Dec"); "may" and "march" are verbs
+# too, so they count only capitalised and not as a sentence's first word.
+_MONTH_WORD = re.compile(r"\b([A-Za-z]{3,9})\b")
+_VERB_MONTHS = frozenset({"may", "march"})
+_DAY_OF_MONTH = re.compile(r"\.?\s+\d{1,2}(?:st|nd|rd|th)?\b")
+
+
+def _months(question: str, sql: str, facts: StatementFacts, reads: set[str]) -> None:
+    """ "How many flights left JFK in December?" answered over the whole year: word
+    coverage forgives month names (a date window reads them), so a month no window read
+    vanished from the statement unseen. Each month the question names (outside quotes
+    and a written-out date or day, which the date module reads whole) must bound something: a
+    date literal in that month (a year's bounds, every date a first of January, bound
+    no month), the month's number compared where the statement reads a month, the name itself as a
+    stored value, or a column whose name says it."""
+    text = _without_quotes(question)
+    text = ISO_DATE.sub(" ", WRITTEN_DATE.sub(" ", text))
+    found = [m for m in (ISO_DATE.search(s) for s in facts.strings) if m is not None]
+    days = {(int(m.group("month")), int(m.group("day"))) for m in found}
+    # dates that are all the first of January bound years ("in 2013"), no month
+    months_bounded = set() if days <= {(1, 1)} else {month for month, _ in days}
+    stored = " ".join(facts.strings).lower()
+    reads_month = "month" in sql.lower()
+    for match in _MONTH_WORD.finditer(text):
+        word = match.group(1)
+        low = word.lower()
+        month = MONTHS.get(low)
+        if month is None or _DAY_OF_MONTH.match(text, match.end()):
+            continue  # "from Jan 1st to Dec 31st": days, the date module's
+        full = len(low) > 3 and low != "sept"
+        if not full or low in _VERB_MONTHS:
+            first = not text[: match.start()].strip(" \t\n\"'(")
+            if not word[0].isupper() or first:
+                continue  # "jan" in lower case, "May I see …", "march" the verb
+        if month in months_bounded or (reads_month and float(month) in facts.numbers):
+            continue
+        if re.search(rf"\b{re.escape(low)}", stored) or low in reads:
+            continue
+        raise LinkError(f"the statement does not bound the month {word!r}")
+
+
+def _directions(ctx: LinkContext, facts: StatementFacts) -> None:
+    """ "How many flights arrived at Los Angeles Intl?" joined to ``airports`` on
+    ``flights.origin`` counts the departures: where a table has two references to one
+    table whose names say which way (``origin``/``dest``, ``sourceairport``/
+    ``destairport``), the references the statement reads must be those the question's
+    direction says: the one it says, or both when it says both. A question that says no
+    direction is left alone (which reference is meant is then not read from words)."""
+    for (child, parent), edges in ctx.graph.directed.items():
+        used = {way for way, e in edges.items() if (child, e.child_column) in facts.columns}
+        if not used:
+            continue
+        said = question_directions(ctx.question, frozenset(ctx.vocab.table_words.get(parent, ())))
+        missing = said - used
+        if missing and (said != {"from", "to"} or len(used) < 2):
+            name = child.rsplit(".", 1)[-1]
+            wanted = ", ".join(f"{name}.{edges[w].child_column}" for w in sorted(missing))
+            read = ", ".join(f"{name}.{edges[w].child_column}" for w in sorted(used))
+            raise LinkError(
+                f"the question says where {' and '.join(sorted(said))}: {wanted}; the "
+                f"statement reads {read}"
+            )
 
 
 def _dated(ctx: LinkContext, column: tuple[str, str]) -> bool:

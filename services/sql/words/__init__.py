@@ -13,6 +13,7 @@ from services.sql.words._calendar import (
     truncate,
     written_date,
 )
+from services.sql.words._directions import FROM, TO, name_direction, question_directions
 from services.sql.words._words import (
     GRAMMAR_WORDS,
     SHORT_FORMS,
@@ -36,12 +37,14 @@ from services.sql.words._words import (
 )
 
 __all__ = [
+    "FROM",
     "GRAMMAR_WORDS",
     "ISO_DATE",
     "MONTHS",
     "SHORT_FORMS",
     "SOFT_WORDS",
     "STOP_WORDS",
+    "TO",
     "WRITTEN_DATE",
     "Tok",
     "common_prefix",
@@ -52,7 +55,9 @@ __all__ = [
     "lemma",
     "maybe_covers",
     "measure_name",
+    "name_direction",
     "name_words",
+    "question_directions",
     "shift",
     "stem",
     "stored_as_verb",

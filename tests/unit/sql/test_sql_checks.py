@@ -473,6 +473,55 @@ def test_a_column_the_question_lists_by_name_must_be_shown() -> None:
         check_outputs(ctx, _tree("SELECT t0.make" + unsold))
 
 
+def test_two_tables_listed_are_not_answered_by_joining_them() -> None:
+    vocabulary = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
+    joined = (
+        "SELECT t0.name, t1.concert_name FROM public.stadium AS t0 "
+        "JOIN public.concert AS t1 ON t1.stadium_id = t0.stadium_id"
+    )
+    ctx = read_question("List the names of stadiums and concerts.", vocabulary, date(2026, 11, 29))
+    with pytest.raises(LinkError, match="rows of two tables; the statement joins"):
+        check_outputs(ctx, _tree(joined))
+    # a pairing the question says ("and their"), or a column phrase of the second
+    for question in (
+        "List the names of stadiums and their concerts.",
+        "List the names of stadiums and concert names.",
+        "Show the name of the stadium and the concert name.",
+    ):
+        check_outputs(
+            ctx=read_question(question, vocabulary, date(2026, 11, 29)), tree=_tree(joined)
+        )
+
+
+def test_which_rows_is_not_answered_with_the_measure_alone() -> None:
+    vocabulary = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
+    ctx = read_question(
+        "Which flight number had the largest departure delay?", vocabulary, date(2026, 11, 29)
+    )
+    # ranked by the delay, shown as the delay (twice) with a tie-breaker on it
+    with pytest.raises(LinkError, match="shows only dep_delay, what it ranks by"):
+        check_outputs(
+            ctx,
+            _tree(
+                "SELECT t0.dep_delay AS dep_delay, t0.dep_delay AS d FROM public.flights AS t0 "
+                "ORDER BY d DESC NULLS LAST, dep_delay LIMIT 1"
+            ),
+        )
+    with pytest.raises(LinkError, match="only a minimum or maximum"):
+        check_outputs(ctx, _tree("SELECT MAX(t0.dep_delay) FROM public.flights AS t0"))
+    # the rows shown beside the measure; a later key only breaks ties
+    check_outputs(
+        ctx,
+        _tree(
+            "SELECT t0.flight, t0.dep_delay FROM public.flights AS t0 "
+            "ORDER BY t0.dep_delay DESC NULLS LAST, t0.flight LIMIT 1"
+        ),
+    )
+    # a question that asks for the value is answered by it
+    ctx = read_question("What is the largest departure delay?", vocabulary, date(2026, 11, 29))
+    check_outputs(ctx, _tree("SELECT MAX(t0.dep_delay) FROM public.flights AS t0"))
+
+
 WALLETS = Catalog(
     "wallets",
     (

@@ -284,3 +284,107 @@ def test_how_much_answered_with_no_amount_is_refused() -> None:
         "How much is the net worth of each singer?",
         "SELECT t0.name AS name, t0.net_worth AS net_worth FROM public.singer AS t0",
     )
+
+
+SONGS = "SELECT COUNT(*) AS count FROM public.song AS t0"
+
+
+@pytest.mark.parametrize(
+    ("question", "wrong", "right"),
+    [
+        ("How many songs in December?", SONGS, SONGS + " WHERE EXTRACT(MONTH FROM t0.sales) = 12"),
+        (
+            # a year's bounds are no month
+            "How many songs in 2026 in December?",
+            SONGS + " WHERE t0.sales >= '2026-01-01' AND t0.sales < '2027-01-01'",
+            SONGS + " WHERE t0.sales >= '2026-12-01' AND t0.sales < '2027-01-01'",
+        ),
+        ("How many songs in Dec?", SONGS, SONGS + " WHERE t0.title = 'Dec'"),
+    ],
+)
+def test_a_month_the_question_names_bounds_the_statement(
+    question: str, wrong: str, right: str
+) -> None:
+    with pytest.raises(LinkError) as refused:
+        _verify(question, wrong)
+    assert "the month" in str(refused.value)
+    _verify(question, right)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["May I see how many songs there are?", "How many songs march on?", "How many songs, jan?"],
+)
+def test_a_verb_or_a_lower_case_abbreviation_is_no_month(question: str) -> None:
+    try:
+        _verify(question, SONGS)
+    except LinkError as refused:
+        assert "the month" not in str(refused)
+
+
+def test_a_day_written_with_its_month_is_the_date_modules() -> None:
+    _verify(
+        "How many songs in 2026 (from Jan 1st to Dec 31st inclusive)?",
+        SONGS + " WHERE t0.sales >= '2026-01-01' AND t0.sales < '2027-01-01'",
+    )
+
+
+def test_a_ranking_by_a_count_needs_a_question_that_counts() -> None:
+    by_count = (
+        "SELECT t0.name AS name, COUNT(*) AS count FROM public.singer AS t0 GROUP BY t0.name "
+        "ORDER BY count DESC NULLS LAST, name LIMIT 1"
+    )
+    # "highest" of a quantity, read as how many singers share each name
+    with pytest.raises(LinkError, match="ranks by a count of rows"):
+        _verify("What is the name of the highest singer?", by_count)
+    # a question that counts may rank by the count
+    _verify(
+        "Which singer has the most songs?",
+        "SELECT t1.name, COUNT(*) AS count FROM public.song AS t0 JOIN public.singer AS t1 "
+        "ON t1.singer_id = t0.singer_id GROUP BY t1.name, t1.singer_id ORDER BY count DESC "
+        "LIMIT 1",
+    )
+
+
+STAFF = Catalog(
+    "staff",
+    (
+        TableInfo(
+            "public",
+            "employee",
+            columns=(
+                _col("employee_id"),
+                _col("last_name", "text"),
+                _col("birth_date", "date"),
+                _col("hire_date", "date"),
+            ),
+            primary_key=("employee_id",),
+        ),
+    ),
+)
+STAFF_VOCABULARY = Vocabulary(STAFF, JoinGraph(STAFF))
+EMPLOYEES = "SELECT t0.last_name AS last_name FROM public.employee AS t0"
+
+
+def _staff(question: str, sql: str) -> None:
+    verify_statement(read_question(question, STAFF_VOCABULARY, date(2026, 11, 29)), sql)
+
+
+def test_a_clause_ending_in_first_or_last_ranks() -> None:
+    with pytest.raises(LinkError, match="does not rank by 'last'"):
+        _staff("Which employee was hired last?", EMPLOYEES)
+    _staff("Which employee was hired last?", EMPLOYEES + " ORDER BY t0.hire_date DESC LIMIT 1")
+    # a first name is no ranking
+    _staff("What is the last name of each employee?", EMPLOYEES)
+
+
+def test_a_ranking_by_a_date_the_question_does_not_name_beside_one_it_names() -> None:
+    question = "List the last names of the 3 most recently hired employees."
+    with pytest.raises(LinkError, match=r"names employee\.hire_date; the statement ranks by"):
+        _staff(question, EMPLOYEES + " ORDER BY t0.birth_date DESC LIMIT 3")
+    _staff(question, EMPLOYEES + " ORDER BY t0.hire_date DESC LIMIT 3")
+    # no date named: the statement's choice stands
+    _staff(
+        "List the last names of the 3 youngest employees.",
+        EMPLOYEES + " ORDER BY t0.birth_date DESC LIMIT 3",
+    )

@@ -17,6 +17,7 @@ from services.sql.linker._plan import (
     Dim,
     Measure,
     Plan,
+    fans_out,
     is_number,
     is_temporal,
     lit,
@@ -100,20 +101,10 @@ def make_plan(reading: Reading, read: Read) -> Plan:
         raise Decline("the question asks for nothing the reader placed")
     if not plan.measures and not plan.having and not plan.limit:
         # rows of the entity listed through many related rows: each row once
-        plan.distinct = plan.distinct or _fans_out(
-            ctx, entity, _tables_used(plan) | {t.qualified for t in plan.semi}
+        plan.distinct = plan.distinct or fans_out(
+            ctx.graph, entity, _tables_used(plan) | {t.qualified for t in plan.semi}
         )
     return plan
-
-
-def _fans_out(ctx: LinkContext, entity: TableInfo, tables: set[str]) -> bool:
-    """Whether joining ``tables`` to ``entity`` can repeat its rows: the way to one of
-    them starts at a table that references the entity (one entity, many of them)."""
-    for name in tables - {entity.qualified}:
-        path = ctx.graph.path(entity.qualified, name)
-        if path and path[0].parent == entity.qualified and path[0].child != entity.qualified:
-            return True
-    return False
 
 
 def _owner_of_items(read: Read) -> TableInfo | None:

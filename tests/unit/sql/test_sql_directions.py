@@ -1,0 +1,187 @@
+"""Parallel references: of a table's two references to one table whose names say a
+direction (``flights.origin``, ``flights.dest`` -> ``airports``), a statement that reads
+another than the question's direction says is refused naming both; one that reads it
+passes. The rule is shown failing on the statement it guards against."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql.catalog._joins import JoinGraph
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
+from services.sql.verify._phrases import verify_statement
+from services.sql.words import FROM, TO, name_direction, question_directions
+
+
+def _col(name: str, data_type: str = "text") -> ColumnInfo:
+    return ColumnInfo(name, data_type, True)
+
+
+FLIGHTS = Catalog(
+    "air",
+    (
+        TableInfo(
+            "public",
+            "airports",
+            columns=(_col("faa"), _col("name"), _col("tzone")),
+            primary_key=("faa",),
+        ),
+        TableInfo(
+            "public",
+            "flights",
+            columns=(_col("flight_id", "integer"), _col("origin"), _col("dest")),
+            primary_key=("flight_id",),
+            foreign_keys=(
+                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
+                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
+            ),
+        ),
+    ),
+)
+VOCABULARY = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
+TODAY = date(2026, 11, 29)
+
+
+def _joined_on(question: str) -> str:
+    graph = read_question(question, VOCABULARY, TODAY).graph
+    path = graph.path("public.flights", "public.airports")
+    assert path is not None and len(path) == 1
+    return path[0].child_column
+
+
+def test_names_say_the_direction_of_a_reference() -> None:
+    assert [name_direction(c) for c in ("origin", "dest", "sourceairport", "destairport")] == [
+        FROM,
+        TO,
+        FROM,
+        TO,
+    ]
+    assert name_direction("student_id") is None
+    assert name_direction("friend_id") is None
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("How many flights arrived at airports in the Denver zone?", {TO}),
+        ("Which airlines flew to Honolulu?", {TO}),
+        ("Give each destination airport and the number of flights to it.", {TO}),
+        ("How many flights departed from La Guardia?", {FROM}),
+        ("What are the airports that flights from JFK flew to?", {FROM, TO}),
+        # prepositions before no end point say nothing
+        ("List the airports from highest to lowest altitude.", set()),
+        ("How many flights belong to each airline?", set()),
+    ],
+)
+def test_a_question_says_a_direction_by_its_verbs_and_prepositions(
+    question: str, said: set[str]
+) -> None:
+    assert question_directions(question, frozenset({"airport"})) == said
+
+
+def test_a_question_joins_along_the_reference_its_direction_names() -> None:
+    assert _joined_on("How many flights arrived at Los Angeles Intl?") == "dest"
+    assert _joined_on("How many flights departed from La Guardia?") == "origin"
+    # no direction, or both: the child's first reference, as before
+    assert _joined_on("How many flights are there per airport?") == "origin"
+    assert _joined_on("Which airports did flights from JFK fly to?") == "origin"
+
+
+AIRLINES = Catalog(
+    "air",
+    (
+        TableInfo(
+            "public",
+            "airlines",
+            columns=(_col("carrier"), _col("name")),
+            primary_key=("carrier",),
+        ),
+        TableInfo(
+            "public",
+            "airports",
+            columns=(
+                _col("faa"),
+                _col("name"),
+                ColumnInfo(
+                    "tzone", "text", True, sample_values=("Pacific/Honolulu", "America/Chicago")
+                ),
+            ),
+            primary_key=("faa",),
+        ),
+        TableInfo(
+            "public",
+            "flights",
+            columns=(_col("flight_id", "integer"), _col("carrier"), _col("origin"), _col("dest")),
+            primary_key=("flight_id",),
+            foreign_keys=(
+                ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
+                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
+                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
+            ),
+        ),
+    ),
+)
+
+
+def test_rows_listed_through_referring_rows_along_the_direction_said_are_each_listed_once() -> None:
+    vocabulary = Vocabulary(AIRLINES, JoinGraph(AIRLINES))
+    linked = QuestionLinker(
+        "What are the names of the airlines that flew to Pacific/Honolulu?",
+        vocabulary,
+        TODAY,
+        check=verify_statement,
+    ).link()
+    sql = " ".join(linked.sql.split())
+    assert "= t1.dest" in sql  # the direction said, not the first reference
+    assert sql.startswith("SELECT DISTINCT")  # an airline once, not once per flight
+
+
+JOIN = "SELECT COUNT(*) AS count FROM public.flights AS t0 JOIN public.airports AS t1 ON "
+
+
+@pytest.mark.parametrize(
+    ("question", "wrong", "right"),
+    [
+        (
+            "How many flights arrived at airports in the America/Denver zone?",
+            JOIN + "t1.faa = t0.origin WHERE t1.tzone = 'America/Denver'",
+            JOIN + "t1.faa = t0.dest WHERE t1.tzone = 'America/Denver'",
+        ),
+        (
+            # both directions said: both references read
+            "How many flights from JFK arrived at airports in the America/Denver zone?",
+            JOIN + "t1.faa = t0.origin WHERE t1.tzone = 'America/Denver' AND t1.faa = 'JFK'",
+            JOIN + "t1.faa = t0.dest WHERE t1.tzone = 'America/Denver' AND t0.origin = 'JFK'",
+        ),
+    ],
+)
+def test_a_statement_reads_the_reference_the_direction_says(
+    question: str, wrong: str, right: str
+) -> None:
+    ctx = read_question(question, VOCABULARY, TODAY)
+    with pytest.raises(LinkError) as refused:
+        verify_statement(ctx, wrong)
+    assert "flights.dest" in str(refused.value)
+    verify_statement(ctx, right)
+
+
+def test_a_question_that_says_no_direction_is_left_alone() -> None:
+    ctx = read_question("How many flights are there per airport?", VOCABULARY, TODAY)
+    verify_statement(
+        ctx,
+        "SELECT t1.name, COUNT(*) AS count FROM public.flights AS t0 JOIN public.airports AS "
+        "t1 ON t1.faa = t0.origin GROUP BY t1.name, t1.faa",
+    )
+
+
+def test_only_references_whose_names_say_a_direction_are_paired() -> None:
+    graph = JoinGraph(FLIGHTS)
+    assert {
+        w: e.child_column for w, e in graph.directed[("public.flights", "public.airports")].items()
+    } == {
+        FROM: "origin",
+        TO: "dest",
+    }
