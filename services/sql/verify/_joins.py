@@ -52,7 +52,7 @@ def join_pairs(nodes: StatementNodes) -> list[JoinPair]:
     for eq in nodes.equalities:
         left, right = eq.this, eq.expression
         assert isinstance(left, exp.Column) and isinstance(right, exp.Column)
-        a, b = nodes.tables.get(left.table), nodes.tables.get(right.table)
+        a, b = nodes.table_of(left), nodes.table_of(right)
         if a is None or b is None or a.qualified == b.qualified:
             continue
         found.append(JoinPair(a, column_name(left), b, column_name(right), eq, nodes.tree))

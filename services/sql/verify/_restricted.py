@@ -60,7 +60,7 @@ def _counted(nodes: StatementNodes, side: exp.Expr) -> tuple[str, TableInfo] | N
         inner = inner.expressions[0]
     if not isinstance(inner, exp.Column) or not inner.table:
         return None
-    table = nodes.tables.get(inner.table)
+    table = nodes.table_of(inner)
     return (inner.table, table) if table is not None else None
 
 
@@ -106,7 +106,7 @@ def _two_counts(tree: exp.Select, nodes: StatementNodes, graph: JoinGraph) -> No
             ):
                 if mine.table != alias or not theirs.table or theirs.table == alias:
                     continue
-                other = nodes.tables.get(theirs.table)
+                other = nodes.table_of(theirs)
                 join = equality.find_ancestor(exp.Join)
                 if other is None or (join is not None and join.side):
                     continue

@@ -1,6 +1,11 @@
 """What the data checks read from a statement, gathered in one walk of its tree: the
 tables by the aliases the statement gives them, its string literals and its equalities
-between two columns. A statement is walked once however many checks read it."""
+between two columns. A statement is walked once however many checks read it.
+
+An alias names a table within its own SELECT: a sub-query may give ``t0`` to another
+table than the outer query does (a follow-up nests the earlier statement, both written
+by one linker). A column is therefore read against the aliases of the SELECT it stands
+in, then of the SELECTs around it (a correlated reference), never one map for all."""
 
 from __future__ import annotations
 
@@ -41,12 +46,28 @@ class StatementNodes:
     tables: dict[str, TableInfo] = field(default_factory=dict)  # by alias (and by name)
     literals: list[exp.Literal] = field(default_factory=list)  # string literals only
     equalities: list[exp.EQ] = field(default_factory=list)  # column = column
+    # by (id of the SELECT the table is read in, alias): what ``table_of`` reads first
+    scoped: dict[tuple[int, str], TableInfo] = field(default_factory=dict)
+
+    def table_of(self, column: exp.Column) -> TableInfo | None:
+        """The table a qualified column's alias names where the column stands: the
+        innermost SELECT that gives the alias, else the statement-wide map."""
+        alias = column.table
+        if not alias:
+            return None
+        select = column.find_ancestor(exp.Select)
+        while select is not None:
+            found = self.scoped.get((id(select), alias))
+            if found is not None:
+                return found
+            select = select.find_ancestor(exp.Select)
+        return self.tables.get(alias)
 
     def owner(self, column: exp.Column) -> TableInfo | None:
         """The table a column belongs to: by its qualifier, else the one table of the
         statement holding a column of that name."""
         if column.table:
-            return self.tables.get(column.table)
+            return self.table_of(column)
         name = column_name(column)
         holders = {t.qualified: t for t in self.tables.values() if t.column(name)}
         return next(iter(holders.values())) if len(holders) == 1 else None
@@ -61,6 +82,10 @@ def read_statement(tree: exp.Expr, catalog: Catalog) -> StatementNodes:
             if info is not None:
                 nodes.tables[node.alias_or_name] = info
                 nodes.tables.setdefault(node.name, info)
+                select = node.find_ancestor(exp.Select)
+                if select is not None:
+                    nodes.scoped[(id(select), node.alias_or_name)] = info
+                    nodes.scoped.setdefault((id(select), node.name), info)
         elif isinstance(node, exp.Literal) and node.is_string:
             nodes.literals.append(node)
         elif (

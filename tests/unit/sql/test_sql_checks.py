@@ -324,6 +324,28 @@ def test_joins_are_held_to_keys_and_references() -> None:
     )
 
 
+def test_an_alias_names_its_table_within_its_own_select() -> None:
+    """A sub-query that gives ``t0`` to another table than the outer query (a follow-up
+    nests the earlier statement) is read with its own aliases: one map for the whole
+    statement read ``t0.template_id`` as the outer makers' column and refused the
+    sub-query's declared reference as a join of no key."""
+    graph = JoinGraph(CATALOG)
+    sql = (
+        "SELECT t1.document_name FROM documents t1 JOIN templates t0 "
+        "ON t1.template_id = t0.template_id WHERE t1.page_count IN (SELECT t0.id FROM makers t0)"
+    )
+    (pair,) = join_pairs(_read(sql))
+    assert (pair.left.name, pair.right.name) == ("documents", "templates")
+    assert join_refusal(pair, graph) == ""
+    # a correlated reference still reads the outer SELECT's alias
+    outer = (
+        "SELECT * FROM documents d WHERE EXISTS "
+        "(SELECT 1 FROM templates t WHERE t.template_id = d.template_id)"
+    )
+    (pair,) = join_pairs(_read(outer))
+    assert {pair.left.name, pair.right.name} == {"documents", "templates"}
+
+
 def test_a_name_says_whether_its_column_counts() -> None:
     for name in ("num_semesters", "number_of_pets", "pet_count", "total_sales", "order_qty"):
         assert measure_name(name), name
