@@ -280,6 +280,9 @@ _ITEM = re.compile(
 )
 # A word broken across lines by hyphenation ("decompres\u2010" / "sion"): one word again.
 _HYPHENATED = re.compile(r"(?<=[a-z])[\u2010\u00ad]\n\s*(?=[a-z])")
+# A table row offered as a paragraph ("PRIORITY_HIGH — Description: …", see
+# ``_cells.without_tables``): its name, a dash, and a labelled cell.
+_ROW = re.compile(r"[^\n\u2014]{1,80} \u2014 [^\n:\u2014]{1,40}: ")
 # An option's description is stated with its name up to about this many words; further
 # sentences of a long description are units of their own.
 OPTION_WORDS = 30
@@ -288,8 +291,9 @@ OPTION_WORDS = 30
 @dataclass(frozen=True)
 class Unit:
     """What an extractive answer may quote: a sentence of prose, an option with its
-    description, a list item, or one line of line-structured text. ``block`` numbers the
-    paragraph it came from; ``kind`` is "sentence", "option", "item" or "line"."""
+    description, a list item, one line of line-structured text, or a table row offered as
+    a paragraph. ``block`` numbers the paragraph it came from; ``kind`` is "sentence",
+    "option", "item", "line" or "row"."""
 
     text: str
     kind: str
@@ -392,7 +396,11 @@ def _pieces(kind: str, segment: str) -> list[tuple[str, str]]:
     """A segment's units as (kind, text): its sentences, except that an option is stated
     with its description up to :data:`OPTION_WORDS` words (its first sentence at least),
     and a sentence that opens with an option's name starts that option's unit (a PDF
-    line or a chunk's overlap runs "… decompression. -s --small Reduce …" together)."""
+    line or a chunk's overlap runs "… decompression. -s --small Reduce …" together). A
+    table row's paragraph (``_ROW``) is one unit up to as many words, as an option is: its
+    sentences apart lose the row's name ("This corresponds to … a nice value of -14")."""
+    if kind == "sentence" and _ROW.match(segment) and len(segment.split()) <= OPTION_WORDS:
+        return [("row", segment)]
     out: list[tuple[str, str]] = []
     for index, piece in enumerate(_sentences(segment)):
         if not piece.strip():
