@@ -60,6 +60,7 @@ from services.sql.verify._statement import (
     column_name,
     conjuncts,
     is_key,
+    ranking_key,
     read_statement,
 )
 from services.sql.words import stem, word_match
@@ -106,12 +107,8 @@ def _only_the_ranking_shown(ctx: LinkContext, tree: exp.Select) -> None:
     shown = {(c.table, c.name) for o in outputs for c in o.find_all(exp.Column)}
     if not shown:
         return
-    order, limit = tree.args.get("order"), tree.args.get("limit")
-    if order is not None and limit is not None and order.expressions:
-        key = order.expressions[0].this
-        named = {o.alias: o.this for o in outputs if isinstance(o, exp.Alias)}
-        if isinstance(key, exp.Column) and not key.table and key.name in named:
-            key = named[key.name]
+    limit = tree.args.get("limit")
+    if limit is not None and (key := ranking_key(tree)) is not None:
         ranked = {(c.table, c.name) for c in key.find_all(exp.Column)}
         if shown <= ranked:
             what = ", ".join(sorted(name for _, name in shown))

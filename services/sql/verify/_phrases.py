@@ -59,7 +59,12 @@ from services.sql.linker import (
 )
 from services.sql.verify._outputs import asked_items, check_outputs
 from services.sql.verify._restricted import check_restricted
-from services.sql.verify._statement import StatementNodes, conjuncts, read_statement
+from services.sql.verify._statement import (
+    StatementNodes,
+    conjuncts,
+    ranking_key,
+    read_statement,
+)
 from services.sql.words import (
     ISO_DATE,
     MONTHS,
@@ -360,14 +365,8 @@ def _ranked_by_a_count_unasked(text: str, tree: exp.Expr) -> None:
     that says something counts."""
     if not isinstance(tree, exp.Select) or tree.args.get("limit") is None:
         return
-    order = tree.args.get("order")
-    if order is None or not order.expressions:
-        return
-    key = order.expressions[0].this
-    named = {o.alias: o.this for o in tree.expressions if isinstance(o, exp.Alias)}
-    if isinstance(key, exp.Column) and not key.table and key.name in named:
-        key = named[key.name]
-    if key.find(exp.Count) is not None and not _COUNTING.search(text):
+    key = ranking_key(tree)
+    if key is not None and key.find(exp.Count) is not None and not _COUNTING.search(text):
         raise LinkError("the statement ranks by a count of rows; the question counts nothing")
 
 
@@ -382,13 +381,7 @@ def _ranked_by_another_date(ctx: LinkContext, tree: exp.Expr, nodes: StatementNo
     of the same table ranks the wrong event."""
     if not isinstance(tree, exp.Select):
         return
-    order = tree.args.get("order")
-    if order is None or not order.expressions:
-        return
-    key = order.expressions[0].this
-    named = {o.alias: o.this for o in tree.expressions if isinstance(o, exp.Alias)}
-    if isinstance(key, exp.Column) and not key.table and key.name in named:
-        key = named[key.name]
+    key = ranking_key(tree)
     if not isinstance(key, exp.Column):
         return
     table = nodes.owner(key)

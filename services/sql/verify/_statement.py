@@ -33,6 +33,19 @@ def conjuncts(node: exp.Expr) -> list[exp.Expr]:
     return [node]
 
 
+def ranking_key(tree: exp.Select) -> exp.Expr | None:
+    """The expression a SELECT ranks by first: its first ORDER BY key, an output's alias
+    read as the output it names; None when it is not ordered."""
+    order = tree.args.get("order")
+    if order is None or not order.expressions:
+        return None
+    key: exp.Expr = order.expressions[0].this
+    named = {o.alias: o.this for o in tree.expressions if isinstance(o, exp.Alias)}
+    if isinstance(key, exp.Column) and not key.table and key.name in named:
+        key = named[key.name]
+    return key
+
+
 def is_key(table: TableInfo, column: str) -> bool:
     """The column is a key of its table by itself (primary, or unique)."""
     return table.primary_key == (column,) or (column,) in table.unique_keys
