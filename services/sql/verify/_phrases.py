@@ -15,8 +15,12 @@ back with sqlglot, is checked against the kinds of phrase that change an answer:
 - a negation ("not", "never", "without", "no") negates something;
 - an aggregate word ("average", "how many", "total") has its aggregate, unless the word
   names a column the statement reads ("stadium.average");
-- "each" / "per" / "for every" with a measure groups; "distinct" / "different" keeps
-  distinct values; "order" / "sort" orders;
+- "each" / "per" / "for every" with a measure groups; one value asked ("what is the
+  total distance") is not answered per group, and a passive's "by" ("flown by flights of
+  Delta") asks for no grouping; "distinct" / "different" keeps distinct values; "order" /
+  "sort" orders;
+- a value compared by equality that says only the name of its own table ("all airports"
+  read as ``airports.name = 'All Airports'``) is the question's noun for the rows;
 - two values of one column joined by "and" are not both required of one row (that asks
   for an intersection: "documents with paragraphs 'Brazil' and 'Ireland'");
 - every name word is a table the statement reads or a column it uses, not merely a
@@ -66,8 +70,10 @@ from services.sql.verify._statement import (
     read_statement,
 )
 from services.sql.words import (
+    GRAMMAR_WORDS,
     ISO_DATE,
     MONTHS,
+    STOP_WORDS,
     WRITTEN_DATE,
     question_directions,
     stem,
@@ -124,6 +130,36 @@ _GROUPING = re.compile(
     r"\b(?:each|per|every|by|respectively|for all|grouped|breakdown|split|have|has|had|"
     r"with|than|more|less|fewer|least|most)\b"
 )
+# "the total distance flown by flights of Delta", "planes made by BOEING": "by" after a
+# past participle names who did it (the passive's agent), not what to group by. The
+# participles that arrange rows ("grouped by", "sorted by", "broken down by") keep it.
+_AGENT_BY = re.compile(r"\b([a-z]+) by\b")
+_IRREGULAR_PARTICIPLES = frozenset(
+    "flown made sold paid held built bought run won led sent spent kept taught caught "
+    "brought done written driven given taken chosen eaten spoken seen shown known drawn "
+    "grown thrown worn born borne begun sung told found lost met hit set put read "
+    "left".split()
+)
+_ARRANGING = re.compile(
+    r"(?:group|order|sort|rank|arrang|list|categori[sz]|classifi|bucket|segment|partition|"
+    r"aggregat|summari[sz]|organi[sz]|separat|divid|count|total+|tall|cluster|index|key)ed"
+)
+
+
+def _grouping(text: str) -> re.Match[str] | None:
+    """The first word of ``text`` that asks for groups (``_GROUPING``), a passive's "by"
+    not counted."""
+
+    def agent(match: re.Match[str]) -> str:
+        word = match.group(1)
+        passive = (word.endswith("ed") and not _ARRANGING.fullmatch(word)) or (
+            word in _IRREGULAR_PARTICIPLES
+        )
+        return f"{word} _" if passive else match.group(0)
+
+    return _GROUPING.search(_AGENT_BY.sub(agent, text))
+
+
 # "When did the customers join?": a question that asks for a time (not "when" joining
 # two clauses later on: "… when they signed up").
 _WHEN = re.compile(r"\s*(?:and\s+)?when\b")
@@ -300,18 +336,18 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     # "the average AMB" with AMB defined as "the average balance per user" asks for one
     # average of the per-user values: a definition's "per" groups inside the measure, not
     # the answer; the question as asked says whether it wants one value
-    one_value = bool(_MEASURE_HEAD.match(asked) and not _GROUPING.search(asked))
+    one_value = bool(_MEASURE_HEAD.match(asked) and not _grouping(asked))
     each = _EACH.search(text)
     if each and facts.aggregates and not facts.grouped and not facts.ranked and not one_value:
         raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
     if facts.grouped:
         _groups_by_each(ctx, text, facts)
-    if facts.grouped and _COUNT_HEAD.match(text) and not _GROUPING.search(text):
+    if facts.grouped and _COUNT_HEAD.match(text) and not _grouping(text):
         raise LinkError("the question asks for one count, the statement counts per group")
     if facts.grouped and "COUNT" in facts.aggregates and _one_row_per_group(ctx, facts):
         raise LinkError("the statement counts one row per group: it groups by the key of the "
                         "rows it counts")  # fmt: skip
-    if facts.grouped and (one_value or (_MEASURE_HEAD.match(text) and not _GROUPING.search(text))):
+    if facts.grouped and (one_value or (_MEASURE_HEAD.match(text) and not _grouping(text))):
         raise LinkError("the question asks for one value, the statement computes one per group")
     distinct = _DISTINCT.search(text)
     if distinct and not (facts.distinct or facts.grouped):
@@ -343,10 +379,46 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     tree = parse_statements(sql, shared=True)[0]
     nodes = read_statement(tree, ctx.catalog)
     check_restricted(tree, nodes, ctx.graph)
+    _table_named_as_a_value(ctx, nodes)
     check_outputs(ctx, tree, nodes)
     _terms_computed(ctx, tree)
     _ranked_by_a_count_unasked(text, tree)
     _ranked_by_another_date(ctx, tree, nodes)
+
+
+_VALUE_WORD = re.compile(r"[^\W_]+")
+
+
+def _table_named_as_a_value(ctx: LinkContext, nodes: StatementNodes) -> None:
+    """ "the names of all airports in the America/Chicago time zone" answered with
+    ``airports.name = 'All Airports'``: a stored value whose every word, less grammar
+    words ("all", "the"), is the name of the very table it is a value of spells the
+    question's noun for the rows, not one of them. A value compared by equality (``=``,
+    ``<>``, ``IN``) that says nothing but its own table's name is refused."""
+    for literal in nodes.literals:
+        compared = literal.parent
+        if isinstance(compared, exp.Tuple):
+            compared = compared.parent
+        if not isinstance(compared, exp.EQ | exp.NEQ | exp.In):
+            continue
+        column = compared.this
+        if not isinstance(column, exp.Column):
+            continue
+        table = nodes.owner(column)
+        if table is None:
+            continue
+        words = [
+            w
+            for w in _VALUE_WORD.findall(literal.this.lower())
+            if w not in STOP_WORDS and w not in GRAMMAR_WORDS
+        ]
+        names = {stem(w) for w in ctx.vocab.table_words.get(table.qualified, [])}
+        if words and names and all(stem(w) in names for w in words):
+            raise LinkError(
+                f"{literal.this!r} says the name of the table {table.name}, not one of its "
+                f"rows: the question's words for the rows were read as a value of "
+                f"{table.name}.{column.name}"
+            )
 
 
 # The words that make a ranking one by a count: "the most flights", "the fewest", "the

@@ -388,3 +388,36 @@ def test_a_ranking_by_a_date_the_question_does_not_name_beside_one_it_names() ->
         "List the last names of the 3 youngest employees.",
         EMPLOYEES + " ORDER BY t0.birth_date DESC LIMIT 3",
     )
+
+
+def test_a_passive_by_is_no_grouping() -> None:
+    grouped = (
+        "SELECT t1.age AS age, SUM(t0.sales) AS sum_sales FROM public.song AS t0 "
+        "JOIN public.singer AS t1 ON t1.singer_id = t0.singer_id WHERE t1.name = 'Adele' "
+        "GROUP BY t1.age"
+    )
+    one = (
+        "SELECT SUM(t0.sales) AS sum_sales FROM public.song AS t0 "
+        "JOIN public.singer AS t1 ON t1.singer_id = t0.singer_id WHERE t1.name = 'Adele'"
+    )
+    # "sold by" names who sold them: one total asked, one per age answered
+    question = "What is the total sales of songs sold by Adele?"
+    with pytest.raises(LinkError, match="asks for one value"):
+        _verify(question, grouped)
+    _verify(question, one)
+    # a "by" after a noun, or after a participle that arranges rows, still groups
+    _verify("What is the total sales by age of singers named Adele?", grouped)
+    _verify("What is the total sales grouped by age of singers named Adele?", grouped)
+
+
+def test_a_value_that_only_names_its_own_table_is_refused() -> None:
+    question = "What are the names of all singers from France?"
+    listed = "SELECT t0.name AS name FROM public.singer AS t0 WHERE t0.country = 'France'"
+    with pytest.raises(LinkError, match="says the name of the table singer"):
+        _verify(question, listed + " AND t0.name = 'All Singers'")
+    _verify(question, listed)
+    # a value with a word of its own is a row's ("The Singers" is not, "Singers Club" is)
+    _verify(
+        "What is the name of the Singers Club singer?",
+        "SELECT t0.name AS name FROM public.singer AS t0 WHERE t0.name = 'Singers Club'",
+    )
