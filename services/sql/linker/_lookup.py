@@ -219,14 +219,46 @@ def mentioned_before(ctx: LinkContext, table: TableInfo, at: int) -> bool:
 
 
 def find_value_inside(ctx: LinkContext, tok: Tok) -> tuple[Col, str] | None:
-    """A word found in exactly one multi-word stored value, and naming nothing else
-    in the schema ("deals won" -> stage 'Closed Won')."""
+    """A word found in exactly one multi-word stored value, held in no other column's
+    values and naming nothing else in the schema ("deals won" -> stage 'Closed Won')."""
     inside = set(ctx.vocab.value_words.get(lemma(tok.low), []))
     if len(inside) != 1 or tok.low in GRAMMAR_WORDS or tok.stem in GRAMMAR_WORDS:
         return None
     if names_schema_word(ctx, tok.stem) and not verb_not_name(ctx, tok):
         return None
     col, value = next(iter(inside))
+    held = ctx.vocab.held_words.get(lemma(tok.low), {})
+    if set(held) - {col.key} and value.lower() not in ctx.low:
+        # "flew to Denver": 'America/Denver' is the one time zone with the word, but an
+        # airport's name ('Denver Intl') holds it too (a question that spells the whole
+        # value says which it means)
+        return _proper_name_holder(tok, held)
+    return col, f"{{c}} = {lit(value)}"
+
+
+def _proper_name_holder(
+    tok: Tok, held: dict[tuple[str, str], list[tuple[Col, str]]]
+) -> tuple[Col, str] | None:
+    """Of several columns whose values hold the word, the one a proper name means: a
+    capitalised word ("Denver") names one thing, and of the columns holding it the one
+    with the most distinct values read is the one that tells rows apart (an airport's
+    name, not the time zone many airports share). It is taken only where one of its
+    values holds the word; a lower-case word, or a name in several values, says nothing
+    certain and is left unread."""
+    if not tok.text[:1].isupper() or tok.start == 0:
+        return None
+
+    def spread(pairs: list[tuple[Col, str]]) -> int:
+        column = pairs[0][0].column
+        return len(column.known_values) + len(column.sample_values)
+
+    ranked = sorted(held.values(), key=spread, reverse=True)
+    if len(ranked) > 1 and spread(ranked[0]) == spread(ranked[1]):
+        return None
+    values = {value for _, value in ranked[0]}
+    if len(values) != 1:
+        return None
+    col, value = ranked[0][0]
     return col, f"{{c}} = {lit(value)}"
 
 

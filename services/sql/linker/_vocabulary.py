@@ -91,9 +91,19 @@ class Vocabulary:
         self.value_words: dict[str, list[tuple[Col, str]]] = {}
         # proper names stored in varied text columns ("cobalt academy" -> companies.name)
         self.names: dict[str, list[tuple[Col, str]]] = {}
+        # the columns any multi-word value the catalog read holds a word in ("denver" ->
+        # airports.name for 'Denver Intl', airports.tzone for 'America/Denver'): a word
+        # is inside one value only where no other column's values hold it too
+        self.held_words: dict[str, dict[tuple[str, str], list[tuple[Col, str]]]] = {}
         for col in self.columns:
             for value in (*col.column.known_values, *col.column.sample_values):
                 self.names.setdefault(value.lower(), []).append((col, value))
+                words = re.findall(r"[a-z]+", value.lower())
+                if len(words) > 1:
+                    for w in words:
+                        if len(w) > 2 and w not in STOP_WORDS:
+                            found = self.held_words.setdefault(lemma(w), {})
+                            found.setdefault(col.key, []).append((col, value))
             for value in (*col.column.sample_values, *_comment_values(col.column.comment)):
                 self.values.setdefault(value.lower(), []).append((col, value))
                 words = re.findall(r"[a-z]+", value.lower())
