@@ -19,6 +19,7 @@ back with sqlglot, is checked against the kinds of phrase that change an answer:
   total distance") is not answered per group, and a passive's "by" ("flown by flights of
   Delta") asks for no grouping; "distinct" / "different" keeps distinct values; "order" /
   "sort" orders;
+- "either … or" needs alternatives (an OR, an IN list or a UNION);
 - a value compared by equality that says only the name of its own table ("all airports"
   read as ``airports.name = 'All Airports'``) is the question's noun for the rows;
 - two values of one column joined by "and" are not both required of one row (that asks
@@ -380,6 +381,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     nodes = read_statement(tree, ctx.catalog)
     check_restricted(tree, nodes, ctx.graph)
     _table_named_as_a_value(ctx, nodes)
+    _either_or(text, tree)
     check_outputs(ctx, tree, nodes)
     _terms_computed(ctx, tree)
     _ranked_by_a_count_unasked(text, tree)
@@ -387,6 +389,16 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
 
 
 _VALUE_WORD = re.compile(r"[^\W_]+")
+# "either the maker General Motors or weighed more than 3500": alternatives, one clause
+_EITHER_OR = re.compile(r"\beither\b[^?.;!]*?\bor\b")
+
+
+def _either_or(text: str, tree: exp.Expr) -> None:
+    """ "the models made by either General Motors or weighing more than 3500" asks for
+    rows meeting one of two conditions; a statement with no OR, IN list or UNION
+    requires both of every row (or drops one)."""
+    if _EITHER_OR.search(text) and tree.find(exp.Or, exp.In, exp.Union) is None:
+        raise LinkError("the statement applies no 'either … or': it requires every condition")
 
 
 def _table_named_as_a_value(ctx: LinkContext, nodes: StatementNodes) -> None:

@@ -421,3 +421,11 @@ def test_a_value_that_only_names_its_own_table_is_refused() -> None:
         "What is the name of the Singers Club singer?",
         "SELECT t0.name AS name FROM public.singer AS t0 WHERE t0.name = 'Singers Club'",
     )
+
+
+def test_either_or_needs_alternatives() -> None:
+    question = "What are the names of singers either from France or older than 40?"
+    both = SELECT_NAMES + " WHERE t0.country = 'France' AND t0.age > 40"
+    with pytest.raises(LinkError, match="either"):
+        _verify(question, both)
+    _verify(question, SELECT_NAMES + " WHERE t0.country = 'France' OR t0.age > 40")
