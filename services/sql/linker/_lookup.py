@@ -227,8 +227,10 @@ def find_value_inside(ctx: LinkContext, tok: Tok) -> tuple[Col, str] | None:
     if names_schema_word(ctx, tok.stem) and not verb_not_name(ctx, tok):
         return None
     col, value = next(iter(inside))
+    if value.lower() in ctx.low:
+        return col, f"{{c}} = {lit(value)}"
     held = ctx.vocab.held_words.get(lemma(tok.low), {})
-    if set(held) - {col.key} and value.lower() not in ctx.low:
+    if set(held) - {col.key}:
         # "flew to Denver": 'America/Denver' is the one time zone with the word, but an
         # airport's name ('Denver Intl') holds it too (a question that spells the whole
         # value says which it means)

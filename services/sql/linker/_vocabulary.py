@@ -4,6 +4,7 @@ comments define, stored values and their words, and the value index of proper na
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -91,19 +92,9 @@ class Vocabulary:
         self.value_words: dict[str, list[tuple[Col, str]]] = {}
         # proper names stored in varied text columns ("cobalt academy" -> companies.name)
         self.names: dict[str, list[tuple[Col, str]]] = {}
-        # the columns any multi-word value the catalog read holds a word in ("denver" ->
-        # airports.name for 'Denver Intl', airports.tzone for 'America/Denver'): a word
-        # is inside one value only where no other column's values hold it too
-        self.held_words: dict[str, dict[tuple[str, str], list[tuple[Col, str]]]] = {}
         for col in self.columns:
             for value in (*col.column.known_values, *col.column.sample_values):
                 self.names.setdefault(value.lower(), []).append((col, value))
-                words = re.findall(r"[a-z]+", value.lower())
-                if len(words) > 1:
-                    for w in words:
-                        if len(w) > 2 and w not in STOP_WORDS:
-                            found = self.held_words.setdefault(lemma(w), {})
-                            found.setdefault(col.key, []).append((col, value))
             for value in (*col.column.sample_values, *_comment_values(col.column.comment)):
                 self.values.setdefault(value.lower(), []).append((col, value))
                 words = re.findall(r"[a-z]+", value.lower())
@@ -111,6 +102,24 @@ class Vocabulary:
                     for w in words:
                         if len(w) > 2 and w not in STOP_WORDS:
                             self.value_words.setdefault(lemma(w), []).append((col, value))
+
+    @functools.cached_property
+    def held_words(self) -> dict[str, dict[tuple[str, str], list[tuple[Col, str]]]]:
+        """The columns whose read values (known and sampled) hold each word of a
+        multi-word value ("denver" -> airports.name for 'Denver Intl', airports.tzone for
+        'America/Denver'): a word is inside one value only where no other column's values
+        hold it too. Built on first use: only a word inside exactly one sampled value
+        asks, so the common reading pays nothing."""
+        held: dict[str, dict[tuple[str, str], list[tuple[Col, str]]]] = {}
+        for col in self.columns:
+            for value in (*col.column.known_values, *col.column.sample_values):
+                words = re.findall(r"[a-z]+", value.lower())
+                if len(words) > 1:
+                    for w in words:
+                        if len(w) > 2 and w not in STOP_WORDS:
+                            found = held.setdefault(lemma(w), {})
+                            found.setdefault(col.key, []).append((col, value))
+        return held
 
     def remember(self, key: tuple[str, str], value: object) -> None:
         """Keep a word's finding; bounded, so endless distinct words cost no memory."""
