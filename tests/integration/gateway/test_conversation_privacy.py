@@ -64,7 +64,9 @@ async def test_conversation_turns_are_stored_but_never_in_telemetry(
         await gateway.close()
         await router.close()
     assert canary.capitalize() in second.answer.resolution.resolved_question
-    assert events[-1].final_answer.turn.resolved_question.endswith(f"that are {canary}?")
+    # the filter qualifies the noun the count opens with
+    resolved = events[-1].final_answer.turn.resolved_question
+    assert resolved.startswith(f"How many companies that are {canary} are in ")
     # Stored: every turn, with the text as asked and as resolved.
     async with await psycopg.AsyncConnection.connect(pg_url) as conn:
         rows = await (
