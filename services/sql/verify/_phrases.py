@@ -27,7 +27,13 @@ named):
 - table-named values (``_table_values``): a value saying only its table's name is the
   question's noun for the rows;
 - outputs (``_outputs``), counts a join restricts (``_restricted``) and defined terms
-  (``_terms``): what it shows is what was asked.
+  (``_terms``): what it shows is what was asked;
+- counts (``_counted``): a count counts the noun asked, not rows that refer to it nor
+  the values of a column nobody named;
+- joins unasked (``_unasked_join``): an inner join used only to keep the rows that have
+  a referring row is one the question says;
+- the event bounded (``_bounded``): a date bound is on a date or table the question
+  names, not another table's time.
 
 The checks read only the question's words and the statement; nothing here knows a
 schema. A phrase a check cannot see satisfied refuses the question with that phrase.
@@ -43,6 +49,8 @@ from services.sql.verify._aggregates import (
     check_than_average,
 )
 from services.sql.verify._alternatives import check_either_or, check_one_value_per_row
+from services.sql.verify._bounded import check_bounded_event
+from services.sql.verify._counted import check_counted
 from services.sql.verify._directions import check_directions
 from services.sql.verify._facts import (
     column_words,
@@ -64,6 +72,7 @@ from services.sql.verify._statement import read_statement
 from services.sql.verify._table_values import check_table_named_as_a_value
 from services.sql.verify._terms import check_terms_computed
 from services.sql.verify._time import check_months, check_time_used, check_when
+from services.sql.verify._unasked_join import check_unasked_join
 
 
 def verify_statement(ctx: LinkContext, sql: str) -> None:
@@ -106,3 +115,6 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_terms_computed(ctx, tree)
     check_ranked_by_a_count(text, tree)
     check_ranked_by_the_date_said(ctx, tree, nodes)
+    check_counted(ctx, tree, nodes)
+    check_unasked_join(ctx, tree, nodes)
+    check_bounded_event(ctx, tree, nodes)
