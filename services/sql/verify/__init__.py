@@ -14,7 +14,10 @@ Two kinds, at two moments:
   table (``_table_values``) and defined terms (``_terms``); what it shows is what was
   asked (``_outputs``), and no count is one a join restricts (``_restricted``: a rate
   whose denominator keeps only the rows with a numerator, a HAVING tested on the rows
-  another count's join keeps); the linker keeps the first of its readings that passes;
+  another count's join keeps); a count counts the noun asked (``_counted``), no inner
+  join only keeps rows nobody asked to keep (``_unasked_join``), and a date bound is on
+  the event the question names (``_bounded``); the linker keeps the first of its
+  readings that passes;
 - **the statement and its data** (``_checker``), after any statement ran, whoever
   proposed it: ``values`` (``_values``: a literal is a value its column holds),
   ``ties`` (``_ties``: a ranking ranks by something; a cut among some equal values is
