@@ -124,7 +124,12 @@ def unexplained(
             re.match(r"\s*[?.!,;]", question[tok.end : toks[index + 1].start])
         )
         predicate = index > 0 and toks[index - 1].low in (*BE, "have", "has", "had") and ends
-        if relation_word(tok.low) and not predicate and not vocab.values.get(tok.low):
+        if (
+            relation_word(tok.low)
+            and not predicate
+            and not (columns is not None and _compound(question, tok.start, tok.end))
+            and not vocab.values.get(tok.low)
+        ):
             continue
         if tok.low == verb and not stored_as_verb(tok.low, vocab.values):
             continue  # "how many flights did JetBlue operate?": the verb relates them
@@ -149,6 +154,16 @@ def _explains(word: str, parts: Sequence[str]) -> bool:
     return any(word_match(word, p) for p in parts) or any(
         cover([word], p)[0] >= 0.6 or (len(word) >= 4 and word in p) for p in parts
     )
+
+
+def _compound(text: str, start: int, end: int) -> bool:
+    """A word hyphened to another ("left-handed", "red-haired") is part of a compound
+    adjective that qualifies a noun, a condition on its rows: neither half is the verb
+    or adverb that relates two tables, whatever its ending ("handed") or past form
+    ("left"). Held in the strict reading only (``columns`` given: the verifier's, of a
+    statement already composed); the linker's own coverage, which picks among readings,
+    is left as it was."""
+    return text[end : end + 1] == "-" or (start > 0 and text[start - 1] == "-")
 
 
 def relation_word(word: str) -> bool:

@@ -3,12 +3,21 @@ from SQL, the question's form and the data alone.
 
 Two kinds, at two moments:
 
-- **the question's phrases** (``_phrases``), while the offline linker composes: every
-  phrase that changes an answer (a number, a superlative, a negation, an aggregate word,
-  a grouping) is in the statement, what it shows is what was asked (``_outputs``), and
-  no count is one a join restricts (``_restricted``: a rate whose denominator keeps
-  only the rows with a numerator, a HAVING tested on the rows another count's join
-  keeps); the linker keeps the first of its readings that passes;
+- **the question's phrases** (``_phrases``, the entry), while the offline linker
+  composes, on the statement's facts read back once (``_facts``): every phrase that
+  changes an answer is in the statement, one module per kind of phrase: numbers
+  (``_numbers``), time (``_time``: months, grains, "when"), rankings (``_rankings``:
+  superlatives, "first"/"last", a ranking by a count or by a date), aggregate words
+  (``_aggregates``), negation (``_negation``), grouping words (``_grouping``: "each",
+  one value asked, "distinct", "order"), alternatives (``_alternatives``: "either … or",
+  two values of one column), directions (``_directions``), values that name their own
+  table (``_table_values``) and defined terms (``_terms``); what it shows is what was
+  asked (``_outputs``), and no count is one a join restricts (``_restricted``: a rate
+  whose denominator keeps only the rows with a numerator, a HAVING tested on the rows
+  another count's join keeps); a count counts the noun asked (``_counted``), no inner
+  join only keeps rows nobody asked to keep (``_unasked_join``), and a date bound is on
+  the event the question names (``_bounded``); the linker keeps the first of its
+  readings that passes;
 - **the statement and its data** (``_checker``), after any statement ran, whoever
   proposed it: ``values`` (``_values``: a literal is a value its column holds),
   ``ties`` (``_ties``: a ranking ranks by something; a cut among some equal values is

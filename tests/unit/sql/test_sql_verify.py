@@ -12,7 +12,8 @@ from services.sql.catalog._catalog import Catalog, ColumnInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
 from services.sql.definitions import GlossaryEntry
 from services.sql.linker import LinkError, Vocabulary, read_question
-from services.sql.verify._phrases import statement_facts, verify_statement
+from services.sql.verify._facts import statement_facts
+from services.sql.verify._phrases import verify_statement
 
 
 def _col(name: str, data_type: str = "integer") -> ColumnInfo:

@@ -1,0 +1,33 @@
+"""The direction the question says, read in the statement: of two references to one
+table whose names say which way (``flights.origin``, ``flights.dest``), the statement
+reads the one the question's direction says ("arrived at", "to Denver"), and both
+where it says both ("from JFK … flew to")."""
+
+from __future__ import annotations
+
+from services.sql.linker import LinkContext, LinkError
+from services.sql.verify._facts import StatementFacts
+from services.sql.words import question_directions
+
+
+def check_directions(ctx: LinkContext, facts: StatementFacts) -> None:
+    """ "How many flights arrived at Los Angeles Intl?" joined to ``airports`` on
+    ``flights.origin`` counts the departures: where a table has two references to one
+    table whose names say which way (``origin``/``dest``, ``sourceairport``/
+    ``destairport``), the references the statement reads must be those the question's
+    direction says: the one it says, or both when it says both. A question that says no
+    direction is left alone (which reference is meant is then not read from words)."""
+    for (child, parent), edges in ctx.graph.directed.items():
+        used = {way for way, e in edges.items() if (child, e.child_column) in facts.columns}
+        if not used:
+            continue
+        said = question_directions(ctx.question, frozenset(ctx.vocab.table_words.get(parent, ())))
+        missing = said - used
+        if missing and (said != {"from", "to"} or len(used) < 2):
+            name = child.rsplit(".", 1)[-1]
+            wanted = ", ".join(f"{name}.{edges[w].child_column}" for w in sorted(missing))
+            read = ", ".join(f"{name}.{edges[w].child_column}" for w in sorted(used))
+            raise LinkError(
+                f"the question says where {' and '.join(sorted(said))}: {wanted}; the "
+                f"statement reads {read}"
+            )

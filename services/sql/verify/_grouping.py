@@ -1,0 +1,138 @@
+"""Grouping words kept, and none added: "each" / "per" / "for every" with a measure
+groups, by what the word after "each" names; one value asked ("what is the total
+distance", "how many") is not answered per group, and a passive's "by" ("flown by
+flights of Delta") asks for no grouping; a count of groups that are one row each counts
+nothing; "distinct" / "different" keeps distinct values; "order" / "sort" orders.
+
+A statement grouped or not reads the same columns, so word coverage sees none of this."""
+
+from __future__ import annotations
+
+import re
+
+from services.sql.linker import GRAINS, LinkContext, LinkError
+from services.sql.verify._facts import StatementFacts, without_quotes
+from services.sql.words import stem
+
+_EACH = re.compile(r"\b(?:each|per|for every)\b")
+_DISTINCT = re.compile(r"\b(?:distinct|different|unique)\b")
+# "ordered by", "in descending order", "sorted"; not "have never been ordered"
+_ORDER = re.compile(
+    r"\b(?:order(?:ed)? by|in (?:\w+ ){0,3}order|sort(?:ed)?|arrange(?:d)?|ascending|"
+    r"descending|alphabetical(?:ly)?)\b"
+)
+# A question that asks for one count, and the words that would make it one per group.
+_COUNT_HEAD = re.compile(
+    r"\s*(?:how many|count|(?:what is|what's|find|return|give|show|tell me) the (?:total )?"
+    r"number of)\b"
+)
+# ... and one that asks for one aggregate ("What is the average balance for user wallets
+# updated in the past week?": the average, not one per user).
+_MEASURE_HEAD = re.compile(
+    r"\s*(?:what is|what's|what was|calculate|compute|find|return|give me|tell me) (?:the )?"
+    r"(?:overall )?(?:average|avg|mean|total|sum|maximum|max|minimum|min|median)\b"
+)
+_GROUPING = re.compile(
+    r"\b(?:each|per|every|by|respectively|for all|grouped|breakdown|split|have|has|had|"
+    r"with|than|more|less|fewer|least|most)\b"
+)
+# "the total distance flown by flights of Delta", "planes made by BOEING": "by" after a
+# past participle names who did it (the passive's agent), not what to group by. The
+# participles that arrange rows ("grouped by", "sorted by", "broken down by") keep it.
+_AGENT_BY = re.compile(r"\b([a-z]+) by\b")
+_IRREGULAR_PARTICIPLES = frozenset(
+    "flown made sold paid held built bought run won led sent spent kept taught caught "
+    "brought done written driven given taken chosen eaten spoken seen shown known drawn "
+    "grown thrown worn born borne begun sung told found lost met hit set put read "
+    "left".split()
+)
+_ARRANGING = re.compile(
+    r"(?:group|order|sort|rank|arrang|list|categori[sz]|classifi|bucket|segment|partition|"
+    r"aggregat|summari[sz]|organi[sz]|separat|divid|count|total+|tall|cluster|index|key)ed"
+)
+_EACH_WORD = re.compile(
+    r"\b(?:each|for every)\s+(?:(?:of|the|one|single|individual|last|past|\d+)\s+)*([a-z]+)"
+)
+
+
+def check_grouping(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
+    """Groups where the question says "each" and by what it names, one value where it
+    asks one, no count of one-row groups, distinct values and an order where it says
+    so."""
+    asked = without_quotes(ctx.original.lower())
+    # "the average AMB" with AMB defined as "the average balance per user" asks for one
+    # average of the per-user values: a definition's "per" groups inside the measure, not
+    # the answer; the question as asked says whether it wants one value
+    one_value = bool(_MEASURE_HEAD.match(asked) and not _grouping(asked))
+    each = _EACH.search(text)
+    if each and facts.aggregates and not facts.grouped and not facts.ranked and not one_value:
+        raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
+    if facts.grouped:
+        _groups_by_each(ctx, text, facts)
+    if facts.grouped and _COUNT_HEAD.match(text) and not _grouping(text):
+        raise LinkError("the question asks for one count, the statement counts per group")
+    if facts.grouped and "COUNT" in facts.aggregates and _one_row_per_group(ctx, facts):
+        raise LinkError("the statement counts one row per group: it groups by the key of the "
+                        "rows it counts")  # fmt: skip
+    if facts.grouped and (one_value or (_MEASURE_HEAD.match(text) and not _grouping(text))):
+        raise LinkError("the question asks for one value, the statement computes one per group")
+    distinct = _DISTINCT.search(text)
+    if distinct and not (facts.distinct or facts.grouped):
+        raise LinkError(f"the statement does not keep {distinct.group(0)!r} values apart")
+    order = _ORDER.search(text)
+    if order and not facts.ordered:
+        raise LinkError(f"the statement does not order as {order.group(0)!r} asks")
+
+
+def _grouping(text: str) -> re.Match[str] | None:
+    """The first word of ``text`` that asks for groups (``_GROUPING``), a passive's "by"
+    not counted."""
+
+    def agent(match: re.Match[str]) -> str:
+        word = match.group(1)
+        passive = (word.endswith("ed") and not _ARRANGING.fullmatch(word)) or (
+            word in _IRREGULAR_PARTICIPLES
+        )
+        return f"{word} _" if passive else match.group(0)
+
+    return _GROUPING.search(_AGENT_BY.sub(agent, text))
+
+
+def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
+    """ "in each year" grouped by employee is another answer: the word after "each" (or
+    "for every") names what a grouped column, its table or a time grain says, or the
+    statement is refused. (Only words of the catalog are held to it: "each one" names
+    nothing to check.)"""
+    words = [m.group(1) for m in _EACH_WORD.finditer(text)]
+    if not words:
+        return
+    said: set[str] = set(facts.grains)
+    for table, column in facts.groups:
+        said.update(ctx.vocab.column_words.get((table, column), []))
+        said.update(re.findall(r"[a-z]+", column.lower()))
+        said.update(ctx.vocab.table_words.get(table, []))
+        said.update(w for name in ctx.vocab.table_aliases.get(table, []) for w in name)
+    said = {stem(w) for w in said}
+    known = {stem(w) for parts in ctx.vocab.column_words.values() for w in parts}
+    known |= {w for parts in ctx.vocab.table_words.values() for w in parts}
+    known |= set(GRAINS)
+    for each in words:
+        if stem(each) in known and stem(each) not in said:
+            raise LinkError(f"the statement does not group by {each!r}")
+
+
+def _one_row_per_group(ctx: LinkContext, facts: StatementFacts) -> bool:
+    """Grouped by the declared key of the table it reads rows from, joined only to tables
+    each of those rows refers to: every group is one row, and a count of it is 1 ("the id
+    and name of the document with the most paragraphs" grouped by ``paragraph_id``)."""
+    base = ctx.catalog.table(facts.base) if facts.base else None
+    if base is None or not base.primary_key or base.key_evidence:
+        return False  # a key seen in the data may be unique by chance: no certainty
+    if not {(base.qualified, c) for c in base.primary_key} <= facts.groups:
+        return False
+    edges = ctx.graph.edges_of(base.qualified)
+    if any(e.child == base.qualified and set(e.child_columns) == set(base.primary_key)
+           for e in edges):  # fmt: skip
+        return False  # the key refers to another table's rows ("likes per student")
+    others = facts.tables - {base.qualified}
+    return not any(e.parent == base.qualified and e.child in others for e in edges)
