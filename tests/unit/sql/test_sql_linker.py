@@ -27,7 +27,7 @@ from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_ques
 from services.sql.linker._composition import compose
 from services.sql.linker.clauses import read_clauses
 from services.sql.verify import verify_statement
-from services.sql.words import word_match
+from services.sql.words import do_support_verb, word_match
 
 TODAY = date(2026, 11, 24)
 
@@ -1364,6 +1364,31 @@ def test_the_verb_after_did_relates_rows_as_its_ed_form_does() -> None:
         "SELECT COUNT(*) AS count FROM public.flights AS t0 JOIN public.airlines AS t1 "
         "ON t1.carrier = t0.carrier WHERE (t1.name = 'JetBlue Airways')"
     )
+
+
+def test_the_verb_after_did_that_a_place_follows_relates_rows_too() -> None:
+    """ "how many flights did each carrier operate from EWR?": the verb ends its clause,
+    not the question; what follows it is a place. It was refused ("nothing in the schema
+    matches 'operate'"), as if the airport code were the verb."""
+    assert _sql("How many flights did each carrier operate from EWR?", FLIGHTS) == (
+        "SELECT t0.carrier AS carrier, COUNT(*) AS count FROM public.flights AS t0 "
+        "JOIN public.airports AS t1 ON t1.faa = t0.origin WHERE (t1.faa = 'EWR') "
+        "GROUP BY t0.carrier"
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "verb"),
+    [
+        ("How many flights did each carrier operate from EWR?", "operate"),
+        ("How many orders did customers from Spain buy in 2020?", "buy"),
+        # the verb ends the question: a subject's own place is no clause end
+        ("How many orders did the customer from Spain place?", "place"),
+        ("How many flights did JetBlue operate?", "operate"),
+    ],
+)
+def test_the_verb_after_did_is_the_one_its_clause_ends_with(question: str, verb: str) -> None:
+    assert do_support_verb(question) == verb
 
 
 def test_the_verb_after_did_that_a_column_stores_is_no_relation() -> None:
