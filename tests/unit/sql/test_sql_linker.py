@@ -1366,6 +1366,84 @@ def test_the_verb_after_did_relates_rows_as_its_ed_form_does() -> None:
     )
 
 
+# Teachers and the courses they teach: the verb "teach" is the agent noun's stem.
+COURSES = Catalog(
+    "courses",
+    (
+        TableInfo(
+            "public",
+            "teacher",
+            columns=(_col("teacher_id"), _col("name", "text", ("Joseph Huts", "Anne Walker"))),
+            primary_key=("teacher_id",),
+        ),
+        TableInfo(
+            "public",
+            "course",
+            columns=(_col("course_id"), _col("course", "text", ("Math", "History"))),
+            primary_key=("course_id",),
+        ),
+        TableInfo(
+            "public",
+            "course_arrange",
+            columns=(_col("course_id"), _col("teacher_id"), _col("grade")),
+            primary_key=("course_id", "teacher_id", "grade"),
+            foreign_keys=(
+                ForeignKeyInfo(("course_id",), "public.course", ("course_id",)),
+                ForeignKeyInfo(("teacher_id",), "public.teacher", ("teacher_id",)),
+            ),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Which teachers teach Math?", "How many courses does each teacher teach?"],
+)
+def test_a_verb_after_its_agent_is_no_second_naming_of_it(question: str) -> None:
+    """ "teachers teach": the verb matches the table's name ("teach" + "er") as the
+    noun before it already did; read as one name, the two were ``teacher_id``, and the
+    teachers were listed by their key instead of their names."""
+    sql = _sql(question, COURSES)
+    assert re.match(r"SELECT (?:DISTINCT )?t\d\.name AS name\b", sql)
+    assert "teacher_id AS teacher_id" not in sql
+
+
+def test_a_part_said_again_as_such_still_names_the_table() -> None:
+    """ "the type code of the template type": the second "type" is the table's own word
+    said again, not a form made from it, so the span still names the lookup table's
+    code (and no join to the templates that use it)."""
+    templates = Catalog(
+        "templates",
+        (
+            TableInfo(
+                "public",
+                "ref_template_types",
+                columns=(
+                    _col("template_type_code", "text", ("PPT", "BK")),
+                    _col("template_type_description", "text", ("Presentation", "Book")),
+                ),
+                primary_key=("template_type_code",),
+            ),
+            TableInfo(
+                "public",
+                "templates",
+                columns=(_col("template_id"), _col("template_type_code", "text", ("PPT", "BK"))),
+                primary_key=("template_id",),
+                foreign_keys=(
+                    ForeignKeyInfo(
+                        ("template_type_code",),
+                        "public.ref_template_types",
+                        ("template_type_code",),
+                    ),
+                ),
+            ),
+        ),
+    )
+    sql = _sql('Return the type code of the template type with the description "Book".', templates)
+    assert "public.templates" not in sql
+
+
 def test_the_verb_after_did_that_a_place_follows_relates_rows_too() -> None:
     """ "how many flights did each carrier operate from EWR?": the verb ends its clause,
     not the question; what follows it is a place. It was refused ("nothing in the schema
