@@ -1444,6 +1444,36 @@ def test_a_part_said_again_as_such_still_names_the_table() -> None:
     assert "public.templates" not in sql
 
 
+def test_a_column_called_what_its_table_lists_names_the_rows() -> None:
+    """``model_list.model``: the table is "a list of models", and its text column called
+    "model" names each row; the models were listed by their key ``modelid``."""
+    cars = Catalog(
+        "cars",
+        (
+            TableInfo(
+                "public",
+                "car_makers",
+                columns=(_col("id"), _col("maker", "text", ("gm", "ford"))),
+                primary_key=("id",),
+            ),
+            TableInfo(
+                "public",
+                "model_list",
+                columns=(
+                    _col("modelid"),
+                    _col("maker"),
+                    _col("model", "text", ("chevrolet", "buick")),
+                ),
+                primary_key=("modelid",),
+                foreign_keys=(ForeignKeyInfo(("maker",), "public.car_makers", ("id",)),),
+            ),
+        ),
+    )
+    sql = _sql("Which models does gm make?", cars)
+    assert sql.startswith("SELECT t0.model AS model FROM public.model_list AS t0")
+    assert "= 'gm'" in sql
+
+
 def test_the_verb_after_did_that_a_place_follows_relates_rows_too() -> None:
     """ "how many flights did each carrier operate from EWR?": the verb ends its clause,
     not the question; what follows it is a place. It was refused ("nothing in the schema
