@@ -1474,6 +1474,15 @@ def test_a_column_called_what_its_table_lists_names_the_rows() -> None:
     assert "= 'gm'" in sql
 
 
+@pytest.mark.parametrize("code", ["xq", "XQ"])
+def test_a_two_letter_word_no_reading_explains_is_refused(code: str) -> None:
+    """ "How many airlines are there in XQ?": a two-letter word is a code a condition may
+    hold; no column holds it, so the question is refused. It was skipped as too short to
+    matter, and every airline was counted."""
+    with pytest.raises(LinkError, match=code):
+        _sql(f"How many airlines are there in {code}?", FLIGHTS)
+
+
 def test_the_verb_after_did_that_a_place_follows_relates_rows_too() -> None:
     """ "how many flights did each carrier operate from EWR?": the verb ends its clause,
     not the question; what follows it is a place. It was refused ("nothing in the schema
