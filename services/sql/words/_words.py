@@ -285,7 +285,9 @@ def word_match(question_word: str, name_word: str) -> float:
         root = question_word[:-3] if question_word.endswith("ing") else question_word[:-2]
         if root and name_word.rstrip("e") == root.rstrip("e"):
             return 0.9
-    if _abbreviates(name_word, question_word):
+    if _abbreviates(name_word, question_word) and name_word not in STOP_WORDS:
+        # (a name's grammar, the "at" of ``created_at``, abbreviates nothing: any word
+        # with an "a" before a "t" would read it, "active", "amount")
         # a whole prefix of 4+ letters ("dest" for destination) says more than letters
         # picked in order ("dst"): the two must not tie when both are names in a schema
         if len(name_word) >= 4 and question_word.startswith(name_word):

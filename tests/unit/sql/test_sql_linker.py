@@ -1474,6 +1474,32 @@ def test_a_column_called_what_its_table_lists_names_the_rows() -> None:
     assert "= 'gm'" in sql
 
 
+def test_the_grammar_of_a_column_name_is_abbreviated_by_no_word() -> None:
+    """ "List the active business users.": 'active' is a stored status; it also has an
+    "a" before a "t", so it read as an abbreviation of the "at" of ``created_at``, and the
+    users were listed by when they were created."""
+    users = Catalog(
+        "wallet",
+        (
+            TableInfo(
+                "public",
+                "users",
+                columns=(
+                    _col("uid"),
+                    _col("created_at", "timestamp"),
+                    _col("user_type", "text", ("individual", "business")),
+                    _col("status", "text", ("active", "inactive")),
+                ),
+                primary_key=("uid",),
+            ),
+        ),
+    )
+    sql = _sql("List the active business users.", users)
+    assert "created_at" not in sql
+    assert "= 'active'" in sql and "= 'business'" in sql
+    assert word_match("active", "at") == 0.0
+
+
 @pytest.mark.parametrize("code", ["xq", "XQ"])
 def test_a_two_letter_word_no_reading_explains_is_refused(code: str) -> None:
     """ "How many airlines are there in XQ?": a two-letter word is a code a condition may
