@@ -160,10 +160,11 @@ _AUXILIARY_BEFORE = re.compile(
 _CLAUSE_BOUNDARY = re.compile(
     r"[,;]|\b(?:and|or|but|that|which|who|whom|whose|where|when|while)\b", re.IGNORECASE
 )
-_PLURAL_BEFORE = re.compile(r"\b[a-z]{3,}(?<!ss)(?<!ou)(?<!i)s\b", re.IGNORECASE)
 # A plural noun: "users", not "business", "famous" or "analysis" (the letter before the
 # final "s" is looked at before it is consumed, so "ss" is "(?<!s)s").
-_PLURAL_NOUN = r"[\w'-]+(?<!s)(?<!ou)(?<!i)s"
+_PLURAL_END = r"(?<!s)(?<!ou)(?<!i)s"
+_PLURAL_NOUN = rf"[\w'-]+{_PLURAL_END}"
+_PLURAL_BEFORE = re.compile(rf"\b[a-z]{{3,}}{_PLURAL_END}\b", re.IGNORECASE)
 _PLURAL_WORD = re.compile(rf"\b{_PLURAL_NOUN}\b", re.IGNORECASE)
 _NOT_PLURAL = frozenset(
     {"does", "has", "was", "is", "this", "its", "us", "notes", "says", "status", "sales",
@@ -194,8 +195,11 @@ _PREPOSITION_VALUE = re.compile(
 # "healthcare companies": a lowercase value in front of what it qualifies.
 # "healthcare companies", "buy transactions", "that are active": a lowercase value in
 # front of the plural noun it qualifies, or after "that are".
+# ("deals does": a verb or pronoun ending in "s" is no plural noun.)
+_NOT_NOUN_S = r"(?:does|says|this|thus|whats|thats|lets|heres|theres|hows|whos)\b"
 _ADJECTIVE_VALUE = re.compile(
-    r"\b(?P<v>[a-z][\w-]+) (?=[a-z]{3,}(?<!ss)s\b)|\bthat are (?P<w>[a-z][\w-]+)\b"
+    rf"\b(?P<v>[a-z][\w-]+) (?=(?!{_NOT_NOUN_S})[a-z]{{3,}}{_PLURAL_END}\b)"
+    r"|\bthat are (?P<w>[a-z][\w-]+)\b"
 )
 _NOT_VALUES = frozenset(
     {

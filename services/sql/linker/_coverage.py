@@ -112,7 +112,13 @@ def unexplained(
     scope = {m.start(1) for m in re.finditer(r"\b(?:across|over) (?:all )?(?:the )?(\w+)",
                                               question, re.I)}  # fmt: skip
     for index, tok in enumerate(toks):
-        if tok.quoted or not tok.low.isalpha() or len(tok.low) < 3 or tok.start in scope:
+        if tok.quoted or not tok.low.isalpha() or len(tok.low) < 2 or tok.start in scope:
+            continue
+        # a two-letter word is a code a condition may hold ("in XY", "of gm"), unless it
+        # is grammar or an ordinal's ending ("2nd")
+        if len(tok.low) == 2 and (
+            tok.low in _SHORT_GRAMMAR or (tok.start and question[tok.start - 1].isdigit())
+        ):
             continue
         w = tok.stem
         if w in STOP_WORDS or tok.low in GRAMMAR_WORDS or w in GRAMMAR_WORDS or tok.low in MONTHS:
@@ -148,6 +154,10 @@ def unexplained(
             continue  # a compound with a word its table explains ("itch VAS score")
         return tok.text
     return None
+
+
+# Two-letter words of a question's grammar that the stop words leave out.
+_SHORT_GRAMMAR = frozenset({"no", "up", "if", "so", "ok", "vs", "am", "pm", "he", "id", "eg", "ie"})
 
 
 def _explains(word: str, parts: Sequence[str]) -> bool:

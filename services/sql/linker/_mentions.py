@@ -390,8 +390,15 @@ def _column_parts(
     exact = sum(shares) / len(shares)
     leftover = [i for i in range(len(words)) if i not in used]
     with_table = False
+    # a word left over names the table ("stadium capacity"); a part another word of the
+    # span already named only when said again as such ("type code of the template type"),
+    # not in a form made from it: in "teachers teach" the verb is no second "teacher"
+    named = {p for p in parts if p not in uncovered}
     for i in leftover:
-        if not any(word_match(words[i], p) >= 0.8 for p in table_parts):
+        if not any(
+            (m := word_match(words[i], p)) >= 0.8 and (p not in named or m >= 0.95)
+            for p in table_parts
+        ):
             return None
         with_table = True
     if not uncovered:

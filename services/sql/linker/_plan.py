@@ -12,6 +12,7 @@ from sqlglot import exp
 
 from services.sql.catalog import TEXT_TYPES, JoinGraph, TableInfo
 from services.sql.gate import identifier
+from services.sql.linker._mentions import OPTIONAL_TABLE_PARTS
 from services.sql.linker._vocabulary import Col, Vocabulary
 from services.sql.words import (
     STOP_WORDS,
@@ -227,10 +228,16 @@ def name_columns(table: TableInfo) -> list[Col]:
     names = names or [c for c in table.columns if c.name.lower().endswith("name")
                       and not c.name.lower().endswith(FIRST_NAMES + LAST_NAMES)]  # fmt: skip
     names = names or [c for c in table.columns if c.name.lower().endswith("title")]
-    # a text column called what the table is called: ``airlines.airline``, ``course.course``
+    # a text column called what the table is called: ``airlines.airline``, ``course.course``,
+    # also without a generic word of the table's name (``model_list.model``)
+    parts = [p for p in re.split(r"[_\W]+", table.name.lower()) if p]
+    nouns = {
+        stem(table.name.lower()),
+        stem("_".join(p for p in parts if p not in OPTIONAL_TABLE_PARTS)),
+    }
     names = names or [
         c for c in table.columns
         if c.data_type.startswith(TEXT_TYPES) and c.name not in table.primary_key
-        and stem(c.name.lower()) == stem(table.name.lower())
+        and stem(c.name.lower()) in nouns
     ]  # fmt: skip
     return [Col(table, c) for c in names]

@@ -138,15 +138,37 @@ def irregular_past(word: str) -> bool:
 
 
 _DO_SUPPORT = re.compile(r"\b(?:did|do|does)\s+(?:[\w'-]+\s+){1,4}?([a-z]{3,})\s*[?.]?\s*$", re.I)
+# "did each carrier operate from EWR?": the verb ends its clause, a place or time follows
+_DO_SUBJECT = re.compile(r"\b(?:did|do|does)\s+[\w'-]+\s+", re.I)
+_PLACE_OR_TIME = r"(?:from|to|in|at|on|into|during|between|before|after|since|through|via|out of)"
+_CLAUSE_VERB = re.compile(rf"(?<![\w'-])([a-z]{{3,}})\s+{_PLACE_OR_TIME}\b")
+_AFTER_PLACE_OR_TIME = re.compile(rf"\b{_PLACE_OR_TIME}\s+(?:the\s+)?$", re.I)
+# A base form after "did" never ends in a third-person or plural "s" ("customers");
+# "ss" and "us" words ("process", "focus") are no plurals.
+_PLURAL_END = re.compile(r"(?<!s)(?<!u)s$")
 
 
 @functools.lru_cache(maxsize=1024)
 def do_support_verb(question: str) -> str | None:
-    """The verb that ends a question asked with "did"/"do"/"does" ("how many flights did
+    """The verb of a question asked with "did"/"do"/"does" ("how many flights did
     JetBlue operate?"): its base form shows no suffix, yet it is the verb, relating rows as
-    "operated" would. None when the question has none."""
+    "operated" would. None when the question has none. It ends the question, or, when the
+    question ends in a place or time ("… did each carrier operate from EWR?"), its clause:
+    then it is the last lowercase word, no plural, before such a preposition, within four
+    words of "did" (a subject may have a preposition of its own: "did customers from Spain
+    buy in 2020")."""
     m = _DO_SUPPORT.search(question)
-    return m.group(1).lower() if m else None
+    if m and not _AFTER_PLACE_OR_TIME.search(question[: m.start(1)]):
+        return m.group(1).lower()
+    head = _DO_SUBJECT.search(question)
+    if head is None:
+        return None
+    verbs = [
+        v.group(1)
+        for v in _CLAUSE_VERB.finditer(question, head.end())
+        if not _PLURAL_END.search(v.group(1)) and len(question[head.end() : v.start()].split()) <= 3
+    ]
+    return verbs[-1] if verbs else (m.group(1).lower() if m else None)
 
 
 def stored_as_verb(verb: str, values: Container[str]) -> bool:
@@ -263,7 +285,9 @@ def word_match(question_word: str, name_word: str) -> float:
         root = question_word[:-3] if question_word.endswith("ing") else question_word[:-2]
         if root and name_word.rstrip("e") == root.rstrip("e"):
             return 0.9
-    if _abbreviates(name_word, question_word):
+    if _abbreviates(name_word, question_word) and name_word not in STOP_WORDS:
+        # (a name's grammar, the "at" of ``created_at``, abbreviates nothing: any word
+        # with an "a" before a "t" would read it, "active", "amount")
         # a whole prefix of 4+ letters ("dest" for destination) says more than letters
         # picked in order ("dst"): the two must not tie when both are names in a schema
         if len(name_word) >= 4 and question_word.startswith(name_word):

@@ -242,3 +242,34 @@ def test_a_condition_qualifies_the_rows_a_listing_or_count_opens_with(earlier, q
     did after a "which …" question."""
     resolution = resolve(question, [PriorTurn(earlier, earlier)])
     assert (resolution.kind, resolution.question) == (FollowUpKind.FILTER, resolved)
+
+
+def test_a_word_ending_in_ss_is_no_antecedent_of_their():
+    """ "address" ends in "s" but is no plural: "their" has no antecedent in the
+    follow-up, so it names the earlier answer's rows (the pronoun rule's plural test
+    looked at the letters before the final "s" was consumed, so any "ss" word passed)."""
+    resolution = resolve("What is the address of their headquarters?", [TOP])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.question == (
+        "What is the address of the headquarters of Larkspur Industries, Monarch Care and "
+        "Tidewater Department?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("earlier", "resolved"),
+    [
+        # "mailing" qualifies "address", no plural: no value stands there
+        ("How many healthcare companies have a mailing address?",
+         "How many retail companies have a mailing address?"),
+        # "deals does": "does" is a verb, so "deals" is no value qualifying it
+        ("How many healthcare deals does the company have?",
+         "How many retail deals does the company have?"),
+    ],
+)  # fmt: skip
+def test_a_lowercase_value_is_read_only_before_a_plural_noun(earlier, resolved):
+    """A value swap with no statement to go by replaces the lowercase value in front of
+    the plural noun it qualifies; a word before an "ss" word or before "does" was read as
+    one too, and being the last, it was the one replaced."""
+    resolution = resolve("what about retail?", [PriorTurn(earlier, earlier)])
+    assert (resolution.kind, resolution.question) == (FollowUpKind.VALUE_SWAP, resolved)

@@ -27,7 +27,7 @@ from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_ques
 from services.sql.linker._composition import compose
 from services.sql.linker.clauses import read_clauses
 from services.sql.verify import verify_statement
-from services.sql.words import word_match
+from services.sql.words import do_support_verb, word_match
 
 TODAY = date(2026, 11, 24)
 
@@ -1364,6 +1364,174 @@ def test_the_verb_after_did_relates_rows_as_its_ed_form_does() -> None:
         "SELECT COUNT(*) AS count FROM public.flights AS t0 JOIN public.airlines AS t1 "
         "ON t1.carrier = t0.carrier WHERE (t1.name = 'JetBlue Airways')"
     )
+
+
+# Teachers and the courses they teach: the verb "teach" is the agent noun's stem.
+COURSES = Catalog(
+    "courses",
+    (
+        TableInfo(
+            "public",
+            "teacher",
+            columns=(_col("teacher_id"), _col("name", "text", ("Joseph Huts", "Anne Walker"))),
+            primary_key=("teacher_id",),
+        ),
+        TableInfo(
+            "public",
+            "course",
+            columns=(_col("course_id"), _col("course", "text", ("Math", "History"))),
+            primary_key=("course_id",),
+        ),
+        TableInfo(
+            "public",
+            "course_arrange",
+            columns=(_col("course_id"), _col("teacher_id"), _col("grade")),
+            primary_key=("course_id", "teacher_id", "grade"),
+            foreign_keys=(
+                ForeignKeyInfo(("course_id",), "public.course", ("course_id",)),
+                ForeignKeyInfo(("teacher_id",), "public.teacher", ("teacher_id",)),
+            ),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Which teachers teach Math?", "How many courses does each teacher teach?"],
+)
+def test_a_verb_after_its_agent_is_no_second_naming_of_it(question: str) -> None:
+    """ "teachers teach": the verb matches the table's name ("teach" + "er") as the
+    noun before it already did; read as one name, the two were ``teacher_id``, and the
+    teachers were listed by their key instead of their names."""
+    sql = _sql(question, COURSES)
+    assert re.match(r"SELECT (?:DISTINCT )?t\d\.name AS name\b", sql)
+    assert "teacher_id AS teacher_id" not in sql
+
+
+def test_a_part_said_again_as_such_still_names_the_table() -> None:
+    """ "the type code of the template type": the second "type" is the table's own word
+    said again, not a form made from it, so the span still names the lookup table's
+    code (and no join to the templates that use it)."""
+    templates = Catalog(
+        "templates",
+        (
+            TableInfo(
+                "public",
+                "ref_template_types",
+                columns=(
+                    _col("template_type_code", "text", ("PPT", "BK")),
+                    _col("template_type_description", "text", ("Presentation", "Book")),
+                ),
+                primary_key=("template_type_code",),
+            ),
+            TableInfo(
+                "public",
+                "templates",
+                columns=(_col("template_id"), _col("template_type_code", "text", ("PPT", "BK"))),
+                primary_key=("template_id",),
+                foreign_keys=(
+                    ForeignKeyInfo(
+                        ("template_type_code",),
+                        "public.ref_template_types",
+                        ("template_type_code",),
+                    ),
+                ),
+            ),
+        ),
+    )
+    sql = _sql('Return the type code of the template type with the description "Book".', templates)
+    assert "public.templates" not in sql
+
+
+def test_a_column_called_what_its_table_lists_names_the_rows() -> None:
+    """``model_list.model``: the table is "a list of models", and its text column called
+    "model" names each row; the models were listed by their key ``modelid``."""
+    cars = Catalog(
+        "cars",
+        (
+            TableInfo(
+                "public",
+                "car_makers",
+                columns=(_col("id"), _col("maker", "text", ("gm", "ford"))),
+                primary_key=("id",),
+            ),
+            TableInfo(
+                "public",
+                "model_list",
+                columns=(
+                    _col("modelid"),
+                    _col("maker"),
+                    _col("model", "text", ("chevrolet", "buick")),
+                ),
+                primary_key=("modelid",),
+                foreign_keys=(ForeignKeyInfo(("maker",), "public.car_makers", ("id",)),),
+            ),
+        ),
+    )
+    sql = _sql("Which models does gm make?", cars)
+    assert sql.startswith("SELECT t0.model AS model FROM public.model_list AS t0")
+    assert "= 'gm'" in sql
+
+
+def test_the_grammar_of_a_column_name_is_abbreviated_by_no_word() -> None:
+    """ "List the active business users.": 'active' is a stored status; it also has an
+    "a" before a "t", so it read as an abbreviation of the "at" of ``created_at``, and the
+    users were listed by when they were created."""
+    users = Catalog(
+        "wallet",
+        (
+            TableInfo(
+                "public",
+                "users",
+                columns=(
+                    _col("uid"),
+                    _col("created_at", "timestamp"),
+                    _col("user_type", "text", ("individual", "business")),
+                    _col("status", "text", ("active", "inactive")),
+                ),
+                primary_key=("uid",),
+            ),
+        ),
+    )
+    sql = _sql("List the active business users.", users)
+    assert "created_at" not in sql
+    assert "= 'active'" in sql and "= 'business'" in sql
+    assert word_match("active", "at") == 0.0
+
+
+@pytest.mark.parametrize("code", ["xq", "XQ"])
+def test_a_two_letter_word_no_reading_explains_is_refused(code: str) -> None:
+    """ "How many airlines are there in XQ?": a two-letter word is a code a condition may
+    hold; no column holds it, so the question is refused. It was skipped as too short to
+    matter, and every airline was counted."""
+    with pytest.raises(LinkError, match=code):
+        _sql(f"How many airlines are there in {code}?", FLIGHTS)
+
+
+def test_the_verb_after_did_that_a_place_follows_relates_rows_too() -> None:
+    """ "how many flights did each carrier operate from EWR?": the verb ends its clause,
+    not the question; what follows it is a place. It was refused ("nothing in the schema
+    matches 'operate'"), as if the airport code were the verb."""
+    assert _sql("How many flights did each carrier operate from EWR?", FLIGHTS) == (
+        "SELECT t0.carrier AS carrier, COUNT(*) AS count FROM public.flights AS t0 "
+        "JOIN public.airports AS t1 ON t1.faa = t0.origin WHERE (t1.faa = 'EWR') "
+        "GROUP BY t0.carrier"
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "verb"),
+    [
+        ("How many flights did each carrier operate from EWR?", "operate"),
+        ("How many orders did customers from Spain buy in 2020?", "buy"),
+        # the verb ends the question: a subject's own place is no clause end
+        ("How many orders did the customer from Spain place?", "place"),
+        ("How many flights did JetBlue operate?", "operate"),
+    ],
+)
+def test_the_verb_after_did_is_the_one_its_clause_ends_with(question: str, verb: str) -> None:
+    assert do_support_verb(question) == verb
 
 
 def test_the_verb_after_did_that_a_column_stores_is_no_relation() -> None:
