@@ -442,10 +442,11 @@ def _agent_answered_by_its_object(
     if asked is None or asked.group(1) in _NOT_AGENT_VERBS:
         return
     clause = _CLAUSE.search(asked.group(2))
-    words = {
-        stem(w) for w in re.findall(r"[a-z]+", asked.group(2)[: clause.start() if clause else None])
+    said = {
+        stem(w): w
+        for w in re.findall(r"[a-z]+", asked.group(2)[: clause.start() if clause else None])
     }
-    objects = {t for t, parts in ctx.vocab.table_words.items() if parts and parts[-1] in words}
+    objects = {t for t, parts in ctx.vocab.table_words.items() if parts and parts[-1] in said}
     if not objects:
         return
     shown = [o.unalias() for o in tree.expressions]
@@ -455,7 +456,7 @@ def _agent_answered_by_its_object(
         found = _column(nodes, output)
         if found is None or not _identifies(ctx, *found, objects):
             return
-    what = " / ".join(sorted(ctx.vocab.table_words[t][-1] for t in objects))
+    what = " / ".join(sorted({said[ctx.vocab.table_words[t][-1]] for t in objects}))
     raise LinkError(
         f"the question asks who {asked.group(1)} the {what}, someone other than the {what}; "
         f"the statement shows only what identifies the {what} themselves"

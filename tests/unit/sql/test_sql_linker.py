@@ -1585,8 +1585,10 @@ DRUGS = Catalog(
 
 def test_who_did_it_is_not_answered_with_what_was_done() -> None:
     # the verb only links tables ("makes"): the drugs' own names are no maker
-    with pytest.raises(LinkError, match="asks who makes the drug"):
+    with pytest.raises(LinkError, match="asks who makes the drugs"):
         _sql("Who makes the biologic drugs?", DRUGS)
+    with pytest.raises(LinkError, match="asks who sold the drugs"):
+        _sql("Who sold the drugs?", DRUGS)  # the key alone names no seller either
     # a column the verb names is the agent; "which" and "who are" ask for the rows
     assert "t0.manufacturer" in _sql("Who manufactures the biologic drugs?", DRUGS)
     assert "t0.drug_name" in _sql("Which drugs are biologic?", DRUGS)
