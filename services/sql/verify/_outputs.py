@@ -40,6 +40,12 @@ counts is the rows the question counts.
   the counted table to a table whose rows refer to it (one template, many documents),
   unless it groups. Likewise one count of a reference column, not distinct and ungrouped
   (``COUNT(car_names.model)``), counts the referring rows, not the rows referred to.
+- **Who did it, answered with what was done.** "Who makes the biologic drugs?" asks for
+  the agent of a relation, someone other than its object: a question that opens "who"
+  and a verb that is no copula or auxiliary, answered only with what identifies the
+  object's own rows (the key, a name or title column of the table its object noun names,
+  or a column referring to that table), names the drugs, not who makes them. Refused:
+  no agent was placed (a column the verb names, ``manufacturer``, is no such identifier).
 
 All of it reads the question's words, the statement and the catalog's names, keys and
 references; nothing here knows a particular schema. (A broader test — every column shown
@@ -93,6 +99,7 @@ def check_outputs(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes | None
     _values_negated_per_row(ctx, tree, nodes)
     _only_the_ranking_shown(ctx, tree)
     _coordinated_tables_joined(ctx, tree, nodes)
+    _agent_answered_by_its_object(ctx, tree, nodes)
 
 
 _WHICH = re.compile(r"\s*(?:which|who)\b")
@@ -416,3 +423,52 @@ def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: Statement
                 f"the statement counts {table.name} joined to {child}, whose rows refer to "
                 f"them: each {table.name} row is counted once per {child} row"
             )
+
+
+# "who <verb> the X …": the verb, then the object up to the first word that starts a clause
+_WHO_VERB = re.compile(r"^\s*who\s+([a-z]+)\s+(.*?)(?=[,.?!;]|$)")
+_NOT_AGENT_VERBS = frozenset(
+    "is are was were be been am do does did can could will would shall should may might "
+    "must among of in from with".split()
+)
+
+
+def _agent_answered_by_its_object(
+    ctx: LinkContext, tree: exp.Select, nodes: StatementNodes
+) -> None:
+    """ "Who makes the biologic drugs?" answered with the drugs' names (see the module's
+    docstring)."""
+    asked = _WHO_VERB.match(re.sub(r"'[^']*'|\"[^\"]*\"", " ", ctx.original.lower()))
+    if asked is None or asked.group(1) in _NOT_AGENT_VERBS:
+        return
+    clause = _CLAUSE.search(asked.group(2))
+    said = {
+        stem(w): w
+        for w in re.findall(r"[a-z]+", asked.group(2)[: clause.start() if clause else None])
+    }
+    objects = {t for t, parts in ctx.vocab.table_words.items() if parts and parts[-1] in said}
+    if not objects:
+        return
+    shown = [o.unalias() for o in tree.expressions]
+    if not shown or not all(isinstance(o, exp.Column) for o in shown):
+        return  # a measure shown beside the rows: "who made the most orders" ranks agents
+    for output in shown:
+        found = _column(nodes, output)
+        if found is None or not _identifies(ctx, *found, objects):
+            return
+    what = " / ".join(sorted({said[ctx.vocab.table_words[t][-1]] for t in objects}))
+    raise LinkError(
+        f"the question asks who {asked.group(1)} the {what}, someone other than the {what}; "
+        f"the statement shows only what identifies the {what} themselves"
+    )
+
+
+def _identifies(ctx: LinkContext, table: TableInfo, column: str, objects: set[str]) -> bool:
+    """Whether ``table.column`` identifies rows of one of ``objects``: their key, a name
+    or title column, or a reference to one of them."""
+    if any(p in objects for p in _referred(ctx, table, column)):
+        return True
+    if table.qualified not in objects:
+        return False
+    parts = ctx.vocab.column_words.get((table.qualified, column), [])
+    return is_key(table, column) or bool(parts and parts[-1] in ("name", "title"))

@@ -1561,3 +1561,34 @@ def test_the_verb_after_did_that_a_column_stores_is_no_relation() -> None:
     )
     with pytest.raises(LinkError):
         _sql("How many tickets did Alice close?", desk)
+
+
+# A product table whose maker is a column of it: "who makes them" has no table or column
+# its verb names.
+DRUGS = Catalog(
+    "derm",
+    (
+        TableInfo(
+            "public",
+            "drugs",
+            columns=(
+                _col("drug_id"),
+                _col("drug_name", "character varying(100)"),
+                _col("manufacturer", "character varying(100)"),
+                _col("drug_type", "text", ("biologic", "small molecule", "topical")),
+            ),
+            primary_key=("drug_id",),
+        ),
+    ),
+)
+
+
+def test_who_did_it_is_not_answered_with_what_was_done() -> None:
+    # the verb only links tables ("makes"): the drugs' own names are no maker
+    with pytest.raises(LinkError, match="asks who makes the drugs"):
+        _sql("Who makes the biologic drugs?", DRUGS)
+    with pytest.raises(LinkError, match="asks who sold the drugs"):
+        _sql("Who sold the drugs?", DRUGS)  # the key alone names no seller either
+    # a column the verb names is the agent; "which" and "who are" ask for the rows
+    assert "t0.manufacturer" in _sql("Who manufactures the biologic drugs?", DRUGS)
+    assert "t0.drug_name" in _sql("Which drugs are biologic?", DRUGS)
