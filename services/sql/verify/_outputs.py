@@ -46,6 +46,8 @@ counts is the rows the question counts.
   object's own rows (the key, a name or title column of the table its object noun names,
   or a column referring to that table), names the drugs, not who makes them. Refused:
   no agent was placed (a column the verb names, ``manufacturer``, is no such identifier).
+  A table read twice is exempt: in a self-join ("who manages the employees") its other
+  reading holds the agent.
 
 All of it reads the question's words, the statement and the catalog's names, keys and
 references; nothing here knows a particular schema. (A broader test — every column shown
@@ -449,6 +451,9 @@ def _agent_answered_by_its_object(
     objects = {t for t, parts in ctx.vocab.table_words.items() if parts and parts[-1] in said}
     if not objects:
         return
+    read = [nodes.tables.get(t.alias_or_name) for t in tree.find_all(exp.Table)]
+    if any(sum(1 for t in read if t and t.qualified == o) > 1 for o in objects):
+        return  # read twice, a self-join: "who manages the employees" shows other employees
     shown = [o.unalias() for o in tree.expressions]
     if not shown or not all(isinstance(o, exp.Column) for o in shown):
         return  # a measure shown beside the rows: "who made the most orders" ranks agents

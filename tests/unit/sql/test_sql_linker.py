@@ -1592,3 +1592,36 @@ def test_who_did_it_is_not_answered_with_what_was_done() -> None:
     # a column the verb names is the agent; "which" and "who are" ask for the rows
     assert "t0.manufacturer" in _sql("Who manufactures the biologic drugs?", DRUGS)
     assert "t0.drug_name" in _sql("Which drugs are biologic?", DRUGS)
+
+
+STAFF = Catalog(
+    "staff",
+    (
+        TableInfo(
+            "public",
+            "employees",
+            columns=(
+                _col("employee_id"),
+                _col("first_name", "text"),
+                _col("last_name", "text"),
+                _col("manager_id"),
+            ),
+            primary_key=("employee_id",),
+            foreign_keys=(ForeignKeyInfo(("manager_id",), "public.employees", ("employee_id",)),),
+        ),
+    ),
+)
+
+
+def test_who_did_it_answered_by_a_self_join_shows_the_agent() -> None:
+    """A table that refers to itself holds the agent in its other reading: "who manages
+    the employees" shows employees (the managers) joined to the employees they manage,
+    not the employees' own rows."""
+    question = read_question(
+        "Who manages the employees?", Vocabulary(STAFF, JoinGraph(STAFF)), TODAY
+    )
+    verify_statement(
+        question,
+        "SELECT DISTINCT t1.first_name AS f, t1.last_name AS l FROM public.employees AS t0 "
+        "JOIN public.employees AS t1 ON t0.manager_id = t1.employee_id",
+    )
