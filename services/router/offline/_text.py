@@ -336,6 +336,10 @@ def _segments(block: str) -> list[tuple[str, str]]:
         return []
     structured = _line_structured(lines)
     out: list[tuple[str, list[str], int]] = []
+    # Prose that ends in an option's name ("… first match. -m NUM, --max-count=NUM", a
+    # chunk's overlap run into the next entry's term line) is read as two lines: the
+    # prose, then the name that opens the option the following lines describe.
+    lines = [part for line in lines for part in _split_trailing_option(line)]
     for line in lines:
         indent = _indent(line)
         if _OPTION.match(line):
@@ -358,6 +362,20 @@ def _segments(block: str) -> list[tuple[str, str]]:
         else:
             out.append(("sentence", [line], indent))
     return [(kind, "\n".join(parts)) for kind, parts, _ in out]
+
+
+def _split_trailing_option(line: str) -> tuple[str, ...]:
+    """``line``, or the prose it opens with and the option name it ends with after a
+    sentence's end ("… stops upon first match." and "-m NUM, --max-count=NUM") when that
+    name describes nothing on the line (its description is on the lines below)."""
+    if _OPTION.match(line):
+        return (line,)
+    pieces = _sentences(line)
+    last = pieces[-1].strip() if len(pieces) >= 2 else ""
+    if not last or not _OPTION.match(last) or not _bare_option(last):
+        return (line,)
+    at = line.rindex(last)
+    return (line[:at].rstrip(), line[: _indent(line)] + line[at:])
 
 
 _ANNOTATION = re.compile(r"\[[^\]\n]*\]|\([^)\n]*\)")
