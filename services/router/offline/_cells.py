@@ -203,7 +203,7 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
     # the passage search ranked first (``candidates`` keep the passages' order), not a
     # line from each: a table answer stays one table's.
     tied = [c for c in tied if c.passage.id == tied[0].passage.id and c.table == tied[0].table]
-    lines = [_line(c) for c in tied]
+    lines = [_line(c, row_terms) for c in tied]
     if any(line is None for line in lines):
         return []
     confidence = round(min(0.95, 0.5 + 0.45 * best), 3)
@@ -253,9 +253,12 @@ def _asked_columns(
     return tuple(dict.fromkeys(chosen))
 
 
-def _line(candidate: _Candidate) -> str | None:
+def _line(candidate: _Candidate, terms: Sequence[str] = ()) -> str | None:
     """``name — label value, label value (row N)``: the row's name is its first matched
-    cell, labelled unless it sits in the table's first column (a row's own name)."""
+    cell, labelled unless it sits in the table's first column (a row's own name). A
+    prose cell as the name is quoted by the words of it that hold the question's
+    (``_excerpt``), and the line is kept to ``LINE_WORDS``: a long value is cut where
+    a clause ends (``_clip``). One line, as a person reads a table answer."""
     table, row = candidate.table, candidate.row
 
     def cell(at: int) -> str:
@@ -268,10 +271,56 @@ def _line(candidate: _Candidate) -> str | None:
     if not values:
         return None  # the named cell is empty: nothing to state
     key = candidate.keys[0]
-    name = cell(key) if key == 0 else f"{label(key)} {cell(key)}"
-    stated = ", ".join(f"{lab} {value}" for lab, value in values)
+    own = _excerpt(cell(key), terms)
+    name = own if key == 0 else f"{label(key)} {own}"
     where = f" (row {row.number})" if row.number else ""
+    fixed = len(name.split()) + 1 + len(where.split())
+    budget = max(LINE_WORDS - fixed - sum(len(lab.split()) for lab, _ in values), len(values))
+    share = budget // len(values)
+    stated = ", ".join(f"{lab} {_clip(value, share)}" for lab, value in values)
     return f"{name} — {stated}{where}"
+
+
+# A table answer is read as one line: at most this many words, labels and row included.
+LINE_WORDS = 30
+# A prose cell naming the answer's row is quoted by at most this many of its words.
+NAME_WORDS = 12
+# Where a long value may be cut: after a clause's or sentence's end, before an aside.
+_CLAUSE_END = re.compile(r"[;.](?=\s)|(?=\s\()")
+
+
+def _excerpt(text: str, terms: Sequence[str]) -> str:
+    """A cell that names the row, whole when short; a prose cell longer than
+    ``NAME_WORDS`` by the run of that many words holding most of the question's
+    ``terms`` (distinct, the first such run), "…" where it is cut: the row's name says which
+    row, not everything the row says."""
+    words = text.split()
+    if len(words) <= NAME_WORDS:
+        return text
+    wanted = {stem(t) for t in terms} | {stem(s) for t in terms for s in synonyms(t)}
+    held = [wanted & {s for _, s in lowered_stems(w)} for w in words]
+    best = max(
+        range(len(words) - NAME_WORDS + 1),
+        key=lambda at: (len(set().union(*held[at : at + NAME_WORDS])), -at),
+    )
+    quoted = " ".join(words[best : best + NAME_WORDS])
+    head = "… " if best > 0 else ""
+    tail = " …" if best + NAME_WORDS < len(words) else ""
+    return f"{head}{quoted}{tail}"
+
+
+def _clip(value: str, budget: int) -> str:
+    """``value`` within ``budget`` words: whole when it fits, else up to the last end of
+    a clause inside the budget (a word boundary when none), "…" where it is cut."""
+    words = value.split()
+    if len(words) <= budget:
+        return value
+    kept = " ".join(words[:budget])
+    ends = [m.end() for m in _CLAUSE_END.finditer(kept + " ")]
+    ends = [end for end in ends if len(kept) // 2 <= end < len(kept)]
+    if ends:
+        kept = kept[: ends[-1]]
+    return kept.rstrip(" ;,:") + " …"
 
 
 @functools.lru_cache(maxsize=1024)
