@@ -412,9 +412,10 @@ def _clean(piece: str, kind: str) -> str:
 
 def _pieces(kind: str, segment: str) -> list[tuple[str, str]]:
     """A segment's units as (kind, text): its sentences, except that an option is stated
-    with its description up to :data:`OPTION_WORDS` words (its first sentence at least),
-    and a sentence that opens with an option's name starts that option's unit (a PDF
-    line or a chunk's overlap runs "… decompression. -s --small Reduce …" together). A
+    with its description up to :data:`OPTION_WORDS` words (its first sentence at least,
+    cut at a semicolon when that alone is longer: ``_clauses``), and a sentence that
+    opens with an option's name starts that option's unit (a PDF line or a chunk's
+    overlap runs "… decompression. -s --small Reduce …" together). A
     table row's paragraph (``_ROW``) is one unit up to as many words, as an option is: its
     sentences apart lose the row's name ("This corresponds to … a nice value of -14")."""
     if kind == "sentence" and _ROW.match(segment) and len(segment.split()) <= OPTION_WORDS:
@@ -436,7 +437,31 @@ def _pieces(kind: str, segment: str) -> list[tuple[str, str]]:
             out[-1] = ("option", out[-1][1] + " " + piece)
         else:
             out.append((kind if index == 0 and kind != "option" else "sentence", piece))
-    return out
+    return [
+        (kind if at == 0 or _OPTION.match(part) else "sentence", part)
+        for kind, piece in out
+        for at, part in enumerate(_clauses(piece) if kind == "option" else (piece,))
+    ]
+
+
+def _clauses(option: str) -> tuple[str, ...]:
+    """An option's unit, or, when its first sentence alone runs past
+    :data:`OPTION_WORDS` words ("-d, --max-depth=N print the total for a directory …
+    below the command line argument; --max-depth=0 is the same as --summarize"), the
+    option with the clauses that fit, up to a semicolon, and the rest as a sentence of
+    its own: an answer quotes the option and what it does, not all it says."""
+    if len(option.split()) <= OPTION_WORDS:
+        return (option,)
+    cuts = [
+        m.start()
+        for m in re.finditer(r";\s", option)
+        if len(option[: m.start()].split()) <= OPTION_WORDS
+        and not _bare_option(option[: m.start()])
+    ]
+    if not cuts:
+        return (option,)
+    head, rest = option[: cuts[-1]], option[cuts[-1] + 1 :].strip()
+    return (head, rest) if rest else (head,)
 
 
 @functools.lru_cache(maxsize=1024)
