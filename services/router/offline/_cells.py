@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.common.llm import Passage
-from services.router.offline._text import lowered_stems, stem, synonyms
+from services.router.offline._text import lowered_stems, opening_names, stem, synonyms
 
 # The first column extraction writes: each row's number in its file or table.
 ROW_LABEL = "row"
@@ -125,15 +125,28 @@ class _Candidate:
     columns: tuple[int, ...]  # the cells the question names by their labels
 
 
-def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple[str, str, float]]:
+def table_cells(
+    terms: Sequence[str], passages: Sequence[Passage], names: frozenset[str] = frozenset()
+) -> list[tuple[str, str, float]]:
     """The answer from the passages' tables, one line per picked row (at most
     ``MAX_ROWS``), each ``(text, passage id, confidence)``; empty when the tables do not
-    single out a row with confidence (the caller then reads sentences)."""
+    single out a row with confidence (the caller then reads sentences). ``names``: the
+    options and identifiers the question writes as code (``code_names``): a row whose
+    cell opens with one is the row asked about (``_named``)."""
     terms = _compounds(list(dict.fromkeys(t.lower() for t in terms)), passages)
     parsed = [(p, t) for p in passages for t in tables(p.text)]
     if not terms or not parsed:
         return []
     rows = [(p, t, r) for p, t in parsed for r in t.rows]
+    named = _named(terms, rows, names, passages[0].id)
+    if named:
+        lines = [_line(c, terms) for c in named]
+        if all(lines):
+            return [
+                (line, c.passage.id, NAMED_CONFIDENCE)
+                for line, c in zip(lines, named, strict=True)
+                if line
+            ]
     # Terms that name a column of some table: they pick columns, not rows.
     label_terms = {
         term
@@ -208,6 +221,39 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
         return []
     confidence = round(min(0.95, 0.5 + 0.45 * best), 3)
     return [(line, c.passage.id, confidence) for line, c in zip(lines, tied, strict=True) if line]
+
+
+# How sure a row named by the question's own code name is: as sure as a cell answer gets.
+NAMED_CONFIDENCE = 0.95
+
+
+def _named(
+    terms: Sequence[str],
+    rows: Sequence[tuple[Passage, _Table, _Row]],
+    names: frozenset[str],
+    top: str,
+) -> list[_Candidate]:
+    """The rows a cell of which opens with a name the question writes ("-v", "F_OK"):
+    a table of options or constants names each row by its first cell, and a question
+    that writes that name asks about that row, whatever its other words share with the
+    rows around it (the ``X_OK`` row that mentions ``F_OK`` in passing is not it).
+    Those of the best passage (``top``), first table holding one, at most ``MAX_ROWS``; none
+    when the question writes no name or no row there opens with one (a lower-ranked
+    passage's "-v" may be another tool's, as for any row a question names no column of)."""
+    if not names:
+        return []
+    found: list[_Candidate] = []
+    for passage, table, row in rows:
+        if passage.id != top:
+            break
+        key = next((at for at, cell in enumerate(row.cells) if names & opening_names(cell)), None)
+        if key is None or (found and (passage.id, table) != (found[0].passage.id, found[0].table)):
+            continue
+        columns = _asked_columns(terms, table, key, {})
+        if not columns:
+            columns = tuple(at for at in range(len(table.labels)) if at != key)
+        found.append(_Candidate(1.0, passage, table, row, (key,), columns))
+    return found if len(found) <= MAX_ROWS else []
 
 
 def _compounds(terms: list[str], passages: Sequence[Passage]) -> list[str]:

@@ -32,6 +32,7 @@ from services.router.offline._text import (
     STOPWORDS,
     Unit,
     close_to_any,
+    code_names,
     keywords,
     lowered_stems,
     split_sentences,
@@ -380,9 +381,9 @@ def synthesize(
         picked = []
     else:
         # A table that singles out a row answers with its cells; else the sentences.
-        picked = table_cells(_cell_terms(question), passages) or _pick_sentences(
-            question, without_tables(passages), passages
-        )
+        picked = table_cells(
+            _cell_terms(question), passages, defined_names(question)
+        ) or _pick_sentences(question, without_tables(passages), passages)
     for text, citation, fraction in picked:
         sentences.append(AnswerSentence(text, (citation,)))
         confidences.append(fraction)
@@ -472,6 +473,25 @@ def _counted(question: str) -> str | None:
     if match is None or match.group("what").lower() in STOPWORDS:
         return None
     return stem(match.group("what").lower())
+
+
+# A question that asks what something is or does, as a whole: "What does df's -v option
+# do?", "What does the F_OK constant indicate?", "What is O_TRUNC?".
+_DEFINITION = re.compile(
+    r"^\s*what\s+(?:(?:does|do|did)\b.*\b(?:do|mean|indicate|signify|stand\s+for|control)"
+    r"|(?:is|are)\s+(?:the\s+)?\S+(?:\s+(?:option|flag|constant|switch))?)\s*\??\s*$",
+    re.I,
+)
+
+
+def defined_names(question: str) -> frozenset[str]:
+    """The options and identifiers (``code_names``) a question asks the meaning of: its
+    whole answer is the entry that name opens (a table row, an option line). Empty for
+    a question that writes a name but asks something else of it ("Is the PATTERN given
+    to du --exclude a regular expression?": the entry does not say)."""
+    if _DEFINITION.match(question) is None:
+        return frozenset()
+    return code_names(question)
 
 
 def _cue(question: str) -> re.Pattern[str] | None:

@@ -503,3 +503,47 @@ def split_units(text: str) -> tuple[Unit, ...]:
 def split_sentences(text: str) -> tuple[str, ...]:
     """The texts of :func:`split_units`: sentences, option lines, list items and lines."""
     return tuple(unit.text for unit in split_units(text))
+
+
+# A name written as code: an option ("-v", "--print-type", the dashes PDF output uses
+# too) or an identifier joined by underscores ("F_OK", "O_TRUNC"). Words never look
+# like either ("2-letter", "C-style" have a letter or digit before their dash).
+_CODE_NAME = re.compile(
+    rf"(?<![\w{_DASH}])[{_DASH}]{{1,2}}[A-Za-z0-9?#][\w{_DASH}]*"
+    r"|(?<!\w)[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"
+)
+# An option's argument after its name ("-m NUM", "--context[=NUM]"): not a name.
+_ARGUMENT = re.compile(r"[A-Z][A-Z_]*|\[[^\]]*\]|<[^>]*>")
+
+
+def _code_key(name: str) -> str:
+    """How a code name is compared: an option as written, one dash for any dash
+    (``-v`` and ``-V`` are two options); an identifier in any case (``f_ok``)."""
+    name = re.split(r"[=\[]", name, maxsplit=1)[0]
+    if name[:1] in _DASH.replace("\\", ""):
+        return re.sub(rf"[{_DASH}]", "-", name)
+    return name.lower()
+
+
+def code_names(text: str) -> frozenset[str]:
+    """The options and identifiers ``text`` writes as code (compared by ``_code_key``):
+    a question that writes "-v" or "F_OK" names the option or the constant it asks
+    about, a sharper name than any of its words (and "-v" is no word at all)."""
+    return frozenset(_code_key(m.group(0)) for m in _CODE_NAME.finditer(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def opening_names(text: str) -> frozenset[str]:
+    """The code names ``text`` opens with: an option line's or a table cell's names
+    ("-t, --type=TYPE", "-m NUM, --max-count=NUM", "X_OK — …"), their arguments
+    skipped. What a unit is the entry of, not the names it mentions in passing (the
+    ``X_OK`` row that says "behave like fs.constants.F_OK" is not ``F_OK``'s)."""
+    names: set[str] = set()
+    for word in text.split():
+        token = word.rstrip(",;:")
+        match = _CODE_NAME.fullmatch(re.split(r"[=\[]", token, maxsplit=1)[0])
+        if match is not None:
+            names.add(_code_key(token))
+        elif not (names and _ARGUMENT.fullmatch(token)):
+            break
+    return frozenset(names)

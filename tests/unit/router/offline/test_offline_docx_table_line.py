@@ -89,7 +89,9 @@ def test_a_short_row_is_stated_whole(passages: list[Passage]) -> None:
 
 def test_a_long_option_row_is_quoted_up_to_a_semicolon_in_one_line() -> None:
     passages = _passages("timeout-guide.docx", "timeout: run a command with a time limit")
-    answer = synthesize("What does timeout --foreground do?", passages, (), False)
+    # Asked so that the row is read as an option unit by the sentence picker ("What
+    # does timeout --foreground do?" is answered by its row: test_offline_named_row).
+    answer = synthesize("What is timeout's --foreground for?", passages, (), False)
     assert answer.supported
     assert len(answer.sentences) == 1
     text = answer.sentences[0].text
