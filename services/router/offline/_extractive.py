@@ -508,11 +508,21 @@ def _holds_new(pattern: re.Pattern[str], sentence: str, question: str) -> bool:
     return any(m.group(0).lower() not in asked for m in pattern.finditer(sentence))
 
 
+# A number the question writes: not the digits of a name ("ASN.1", "UTF-8", "x86"),
+# which say which thing, not a number to find.
+_NUMBER_TERM = re.compile(r"(?<![A-Za-z][.-])(?<!\w)(?:\d[\d,.]*\d|\d)\b")
+
+
+def question_numbers(question: str) -> list[str]:
+    """The numbers ``question`` writes ("protocol number 89", "hired in 1888")."""
+    return _NUMBER_TERM.findall(question)
+
+
 def _cell_terms(question: str) -> list[str]:
     """The question's topic words and numbers ("protocol number 89"): what names a
     table's row or column."""
     terms = question_terms(question)
-    return terms + [n for n in re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", question) if n not in terms]
+    return terms + [n for n in question_numbers(question) if n not in terms]
 
 
 def _pick_sentences(
@@ -633,7 +643,7 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
     if not terms:
         return []
     # Numbers and years name what is asked about ("hired in 1888") as sharply as words.
-    terms += [n for n in re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", question) if n not in terms]
+    terms += [n for n in question_numbers(question) if n not in terms]
     pairs = _pairs(terms)
     candidates: list[Candidate] = []
     document_frequency: dict[str, int] = {}
