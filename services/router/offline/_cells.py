@@ -357,11 +357,12 @@ def _excerpt(text: str, terms: Sequence[str]) -> str:
 
 def _clip(value: str, budget: int) -> str:
     """``value`` within ``budget`` words: whole when it fits, else up to the last end of
-    a clause inside the budget (a word boundary when none), "…" where it is cut."""
+    a clause inside the budget (a word boundary when none), "…" where it is cut. The
+    "…" is a word of the line too: the cut keeps one word fewer."""
     words = value.split()
     if len(words) <= budget:
         return value
-    kept = " ".join(words[:budget])
+    kept = " ".join(words[: max(budget - 1, 1)])
     ends = [m.end() for m in _CLAUSE_END.finditer(kept + " ")]
     ends = [end for end in ends if len(kept) // 2 <= end < len(kept)]
     if ends:

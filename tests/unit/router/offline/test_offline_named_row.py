@@ -21,6 +21,7 @@ import pytest
 from services.common.llm import Passage
 from services.retrieval import ContentType, chunk_text, normalise
 from services.retrieval.extract import as_markdown, extract
+from services.router.offline._cells import _clip, tables
 from services.router.offline._extractive import defined_names, synthesize
 from services.router.offline._text import code_names, opening_names
 
@@ -89,3 +90,24 @@ def test_a_named_row_with_a_long_description_stays_one_line() -> None:
     assert answer.startswith("--foreground — Meaning when not running timeout directly")
     assert "allow COMMAND to read from the TTY" in answer and answer.endswith("(row 3)")
     assert "in this mode" not in answer and len(answer.split()) <= 30
+
+
+def test_a_cut_value_keeps_its_budget_with_the_ellipsis() -> None:
+    # Node's os constants (the dev set's node-os.html): every cell of its tables, cut to
+    # every budget, is at most that many words, "…" counted (a named row's prose cell
+    # was cut at a word and the "…" made the line 31 words).
+    name = "node-os.html"
+    corpus = Path(__file__).parents[4] / "services/bench/devsets/documents/corpus"
+    text = normalise(as_markdown(extract((corpus / name).read_bytes(), name)))
+    cells = [
+        cell
+        for chunk in chunk_text(text, ContentType.MARKDOWN)
+        for table in tables(chunk.text)
+        for row in table.rows
+        for cell in row.cells
+        if len(cell.split()) > 12
+    ]
+    assert cells
+    for cell in cells:
+        for budget in range(2, len(cell.split())):
+            assert len(_clip(cell, budget).split()) <= budget, (cell, budget)
