@@ -4,7 +4,10 @@ Markdown is split on headings (ATX and setext) into sections; each section's blo
 (paragraphs, lists, fenced code, tables) are packed into chunks of at most ``chunk_chars``
 characters. A block too long for one chunk is split on sentences, then on words. A chunk
 that continues a section repeats the tail of the previous chunk (about ``overlap_chars``,
-cut at a sentence or word boundary) so an answer that straddles the cut is still found.
+cut at a sentence or word boundary) so an answer that straddles the cut is still found;
+the overlap is a paragraph of its own before a block that opens the chunk, and when it
+starts inside a definition entry (an option's term line over its description) it opens
+with that term, so the description it repeats still says what it describes.
 Chunks never cross a section boundary and each one keeps its section heading. A markdown
 table (a header line over a ``| --- |`` delimiter line, which is how extraction writes
 every CSV, sheet and document table) is cut between rows only, each piece repeating the
@@ -153,6 +156,41 @@ def _tail(text: str, size: int) -> str:
     return window[space + 1 :] if 0 <= space < len(window) - 1 else ""
 
 
+# A definition entry's term: the first line of a block, short and not a sentence, over
+# its description ("-m NUM, --max-count=NUM" / "Stop reading a file after …").
+_TERM_CHARS = 60
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\|)")
+
+
+def _term(block: str) -> str | None:
+    """The term line a definition entry opens with, or None: a first line of at most
+    ``_TERM_CHARS`` characters that ends no sentence and is no list item or table row,
+    over a description that opens with a capital (a man page's option and its text, as
+    PDF extraction keeps them together)."""
+    first, _, rest = block.partition("\n")
+    first = first.strip()
+    if not rest.strip() or not first or len(first) > _TERM_CHARS:
+        return None
+    if first.endswith((".", "!", "?", ":", ";", ",")) or _LIST_MARKER.match(first):
+        return None
+    return first if rest.lstrip()[:1].isupper() else None
+
+
+def _entry_tail(text: str, size: int) -> str:
+    """The overlap carried into the next chunk (``_tail``, at most ``size`` characters);
+    when it starts inside a definition entry, after the entry's term line, the term
+    comes first: "When searching recursively, skip …" carried alone describes nothing,
+    the option it describes left in the previous chunk."""
+    block = text[text.rfind("\n\n") + 2 :] if "\n\n" in text else text
+    term = _term(block)
+    if term is not None:
+        tail = _tail(text, size - len(term) - 1)
+        inside = block.endswith(tail) and len(block) - len(tail) >= len(term) + 1
+        if tail and inside and not tail.startswith(term):
+            return f"{term}\n{tail}"
+    return _tail(text, size)
+
+
 def _table_pieces(block: str, limit: int) -> list[str] | None:
     """A markdown table cut between rows into pieces of at most ``limit`` characters,
     each starting with the table's header and delimiter lines; None when ``block`` is
@@ -212,12 +250,12 @@ def _pack(blocks: list[str], chunk_chars: int, overlap_chars: int) -> list[str]:
                 current = f"{current}{joiner}{piece}"
             else:
                 chunks.append(current)
-                overlap = (
-                    ""
-                    if tabular
-                    else _tail(current, min(overlap_chars, chunk_chars - len(piece) - 1))
-                )
-                current = f"{overlap} {piece}" if overlap else piece
+                budget = min(overlap_chars, chunk_chars - len(piece) - len(joiner))
+                overlap = "" if tabular else _entry_tail(current, budget)
+                # The overlap reads into the piece it precedes: as one paragraph when
+                # the piece continues a block, as the paragraph before it when the
+                # piece opens a block (a definition entry's term line stays a line).
+                current = f"{overlap}{joiner}{piece}" if overlap else piece
             joiner = " "
             tabular = False
     if current:

@@ -86,7 +86,7 @@ from services.retrieval._validation import (
 _log = logging.getLogger("tandem.retrieval")
 
 # Bumped whenever chunking changes shape, so stored documents are re-chunked on re-ingest.
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 MAX_TITLE_CHARS = 2000
 MAX_URI_CHARS = 4096
 MAX_CATEGORY_CHARS = 256

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.common.llm import Passage
-from services.router.offline._text import lowered_stems, stem, synonyms
+from services.router.offline._text import lowered_stems, opening_names, stem, synonyms
 
 # The first column extraction writes: each row's number in its file or table.
 ROW_LABEL = "row"
@@ -125,15 +125,28 @@ class _Candidate:
     columns: tuple[int, ...]  # the cells the question names by their labels
 
 
-def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple[str, str, float]]:
+def table_cells(
+    terms: Sequence[str], passages: Sequence[Passage], names: frozenset[str] = frozenset()
+) -> list[tuple[str, str, float]]:
     """The answer from the passages' tables, one line per picked row (at most
     ``MAX_ROWS``), each ``(text, passage id, confidence)``; empty when the tables do not
-    single out a row with confidence (the caller then reads sentences)."""
+    single out a row with confidence (the caller then reads sentences). ``names``: the
+    options and identifiers the question writes as code (``code_names``): a row whose
+    cell opens with one is the row asked about (``_named``)."""
     terms = _compounds(list(dict.fromkeys(t.lower() for t in terms)), passages)
     parsed = [(p, t) for p in passages for t in tables(p.text)]
     if not terms or not parsed:
         return []
     rows = [(p, t, r) for p, t in parsed for r in t.rows]
+    named = _named(terms, rows, names, passages[0].id)
+    if named:
+        lines = [_line(c, terms) for c in named]
+        if all(lines):
+            return [
+                (line, c.passage.id, NAMED_CONFIDENCE)
+                for line, c in zip(lines, named, strict=True)
+                if line
+            ]
     # Terms that name a column of some table: they pick columns, not rows.
     label_terms = {
         term
@@ -203,11 +216,44 @@ def table_cells(terms: Sequence[str], passages: Sequence[Passage]) -> list[tuple
     # the passage search ranked first (``candidates`` keep the passages' order), not a
     # line from each: a table answer stays one table's.
     tied = [c for c in tied if c.passage.id == tied[0].passage.id and c.table == tied[0].table]
-    lines = [_line(c) for c in tied]
+    lines = [_line(c, row_terms) for c in tied]
     if any(line is None for line in lines):
         return []
     confidence = round(min(0.95, 0.5 + 0.45 * best), 3)
     return [(line, c.passage.id, confidence) for line, c in zip(lines, tied, strict=True) if line]
+
+
+# How sure a row named by the question's own code name is: as sure as a cell answer gets.
+NAMED_CONFIDENCE = 0.95
+
+
+def _named(
+    terms: Sequence[str],
+    rows: Sequence[tuple[Passage, _Table, _Row]],
+    names: frozenset[str],
+    top: str,
+) -> list[_Candidate]:
+    """The rows a cell of which opens with a name the question writes ("-v", "F_OK"):
+    a table of options or constants names each row by its first cell, and a question
+    that writes that name asks about that row, whatever its other words share with the
+    rows around it (the ``X_OK`` row that mentions ``F_OK`` in passing is not it).
+    Those of the best passage (``top``), first table holding one, at most ``MAX_ROWS``; none
+    when the question writes no name or no row there opens with one (a lower-ranked
+    passage's "-v" may be another tool's, as for any row a question names no column of)."""
+    if not names:
+        return []
+    found: list[_Candidate] = []
+    for passage, table, row in rows:
+        if passage.id != top:
+            break
+        key = next((at for at, cell in enumerate(row.cells) if names & opening_names(cell)), None)
+        if key is None or (found and (passage.id, table) != (found[0].passage.id, found[0].table)):
+            continue
+        columns = _asked_columns(terms, table, key, {})
+        if not columns:
+            columns = tuple(at for at in range(len(table.labels)) if at != key)
+        found.append(_Candidate(1.0, passage, table, row, (key,), columns))
+    return found if len(found) <= MAX_ROWS else []
 
 
 def _compounds(terms: list[str], passages: Sequence[Passage]) -> list[str]:
@@ -253,9 +299,12 @@ def _asked_columns(
     return tuple(dict.fromkeys(chosen))
 
 
-def _line(candidate: _Candidate) -> str | None:
+def _line(candidate: _Candidate, terms: Sequence[str] = ()) -> str | None:
     """``name — label value, label value (row N)``: the row's name is its first matched
-    cell, labelled unless it sits in the table's first column (a row's own name)."""
+    cell, labelled unless it sits in the table's first column (a row's own name). A
+    prose cell as the name is quoted by the words of it that hold the question's
+    (``_excerpt``), and the line is kept to ``LINE_WORDS``: a long value is cut where
+    a clause ends (``_clip``). One line, as a person reads a table answer."""
     table, row = candidate.table, candidate.row
 
     def cell(at: int) -> str:
@@ -268,10 +317,57 @@ def _line(candidate: _Candidate) -> str | None:
     if not values:
         return None  # the named cell is empty: nothing to state
     key = candidate.keys[0]
-    name = cell(key) if key == 0 else f"{label(key)} {cell(key)}"
-    stated = ", ".join(f"{lab} {value}" for lab, value in values)
+    own = _excerpt(cell(key), terms)
+    name = own if key == 0 else f"{label(key)} {own}"
     where = f" (row {row.number})" if row.number else ""
+    fixed = len(name.split()) + 1 + len(where.split())
+    budget = max(LINE_WORDS - fixed - sum(len(lab.split()) for lab, _ in values), len(values))
+    share = budget // len(values)
+    stated = ", ".join(f"{lab} {_clip(value, share)}" for lab, value in values)
     return f"{name} — {stated}{where}"
+
+
+# A table answer is read as one line: at most this many words, labels and row included.
+LINE_WORDS = 30
+# A prose cell naming the answer's row is quoted by at most this many of its words.
+NAME_WORDS = 12
+# Where a long value may be cut: after a clause's or sentence's end, before an aside.
+_CLAUSE_END = re.compile(r"[;.](?=\s)|(?=\s\()")
+
+
+def _excerpt(text: str, terms: Sequence[str]) -> str:
+    """A cell that names the row, whole when short; a prose cell longer than
+    ``NAME_WORDS`` by the run of that many words holding most of the question's
+    ``terms`` (distinct, the first such run), "…" where it is cut: the row's name says which
+    row, not everything the row says."""
+    words = text.split()
+    if len(words) <= NAME_WORDS:
+        return text
+    wanted = {stem(t) for t in terms} | {stem(s) for t in terms for s in synonyms(t)}
+    held = [wanted & {s for _, s in lowered_stems(w)} for w in words]
+    best = max(
+        range(len(words) - NAME_WORDS + 1),
+        key=lambda at: (len(set().union(*held[at : at + NAME_WORDS])), -at),
+    )
+    quoted = " ".join(words[best : best + NAME_WORDS])
+    head = "… " if best > 0 else ""
+    tail = " …" if best + NAME_WORDS < len(words) else ""
+    return f"{head}{quoted}{tail}"
+
+
+def _clip(value: str, budget: int) -> str:
+    """``value`` within ``budget`` words: whole when it fits, else up to the last end of
+    a clause inside the budget (a word boundary when none), "…" where it is cut. The
+    "…" is a word of the line too: the cut keeps one word fewer."""
+    words = value.split()
+    if len(words) <= budget:
+        return value
+    kept = " ".join(words[: max(budget - 1, 1)])
+    ends = [m.end() for m in _CLAUSE_END.finditer(kept + " ")]
+    ends = [end for end in ends if len(kept) // 2 <= end < len(kept)]
+    if ends:
+        kept = kept[: ends[-1]]
+    return kept.rstrip(" ;,:") + " …"
 
 
 @functools.lru_cache(maxsize=1024)

@@ -32,6 +32,7 @@ from services.router.offline._text import (
     STOPWORDS,
     Unit,
     close_to_any,
+    code_names,
     keywords,
     lowered_stems,
     split_sentences,
@@ -380,9 +381,9 @@ def synthesize(
         picked = []
     else:
         # A table that singles out a row answers with its cells; else the sentences.
-        picked = table_cells(_cell_terms(question), passages) or _pick_sentences(
-            question, without_tables(passages), passages
-        )
+        picked = table_cells(
+            _cell_terms(question), passages, defined_names(question)
+        ) or _pick_sentences(question, without_tables(passages), passages)
     for text, citation, fraction in picked:
         sentences.append(AnswerSentence(text, (citation,)))
         confidences.append(fraction)
@@ -474,6 +475,25 @@ def _counted(question: str) -> str | None:
     return stem(match.group("what").lower())
 
 
+# A question that asks what something is or does, as a whole: "What does df's -v option
+# do?", "What does the F_OK constant indicate?", "What is O_TRUNC?".
+_DEFINITION = re.compile(
+    r"^\s*what\s+(?:(?:does|do|did)\b.*\b(?:do|mean|indicate|signify|stand\s+for|control)"
+    r"|(?:is|are)\s+(?:the\s+)?\S+(?:\s+(?:option|flag|constant|switch))?)\s*\??\s*$",
+    re.I,
+)
+
+
+def defined_names(question: str) -> frozenset[str]:
+    """The options and identifiers (``code_names``) a question asks the meaning of: its
+    whole answer is the entry that name opens (a table row, an option line). Empty for
+    a question that writes a name but asks something else of it ("Is the PATTERN given
+    to du --exclude a regular expression?": the entry does not say)."""
+    if _DEFINITION.match(question) is None:
+        return frozenset()
+    return code_names(question)
+
+
 def _cue(question: str) -> re.Pattern[str] | None:
     """The pattern an answer to ``question`` holds, when its wording says (else None)."""
     for asks, answer in _CUES:
@@ -488,11 +508,21 @@ def _holds_new(pattern: re.Pattern[str], sentence: str, question: str) -> bool:
     return any(m.group(0).lower() not in asked for m in pattern.finditer(sentence))
 
 
+# A number the question writes: not the digits of a name ("ASN.1", "UTF-8", "x86"),
+# which say which thing, not a number to find.
+_NUMBER_TERM = re.compile(r"(?<![A-Za-z][.-])(?<!\w)(?:\d[\d,.]*\d|\d)\b")
+
+
+def question_numbers(question: str) -> list[str]:
+    """The numbers ``question`` writes ("protocol number 89", "hired in 1888")."""
+    return _NUMBER_TERM.findall(question)
+
+
 def _cell_terms(question: str) -> list[str]:
     """The question's topic words and numbers ("protocol number 89"): what names a
     table's row or column."""
     terms = question_terms(question)
-    return terms + [n for n in re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", question) if n not in terms]
+    return terms + [n for n in question_numbers(question) if n not in terms]
 
 
 def _pick_sentences(
@@ -613,7 +643,7 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
     if not terms:
         return []
     # Numbers and years name what is asked about ("hired in 1888") as sharply as words.
-    terms += [n for n in re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", question) if n not in terms]
+    terms += [n for n in question_numbers(question) if n not in terms]
     pairs = _pairs(terms)
     candidates: list[Candidate] = []
     document_frequency: dict[str, int] = {}

@@ -336,6 +336,10 @@ def _segments(block: str) -> list[tuple[str, str]]:
         return []
     structured = _line_structured(lines)
     out: list[tuple[str, list[str], int]] = []
+    # Prose that ends in an option's name ("… first match. -m NUM, --max-count=NUM", a
+    # chunk's overlap run into the next entry's term line) is read as two lines: the
+    # prose, then the name that opens the option the following lines describe.
+    lines = [part for line in lines for part in _split_trailing_option(line)]
     for line in lines:
         indent = _indent(line)
         if _OPTION.match(line):
@@ -358,6 +362,20 @@ def _segments(block: str) -> list[tuple[str, str]]:
         else:
             out.append(("sentence", [line], indent))
     return [(kind, "\n".join(parts)) for kind, parts, _ in out]
+
+
+def _split_trailing_option(line: str) -> tuple[str, ...]:
+    """``line``, or the prose it opens with and the option name it ends with after a
+    sentence's end ("… stops upon first match." and "-m NUM, --max-count=NUM") when that
+    name describes nothing on the line (its description is on the lines below)."""
+    if _OPTION.match(line):
+        return (line,)
+    pieces = _sentences(line)
+    last = pieces[-1].strip() if len(pieces) >= 2 else ""
+    if not last or not _OPTION.match(last) or not _bare_option(last):
+        return (line,)
+    at = line.rindex(last)
+    return (line[:at].rstrip(), line[: _indent(line)] + line[at:])
 
 
 _ANNOTATION = re.compile(r"\[[^\]\n]*\]|\([^)\n]*\)")
@@ -394,9 +412,10 @@ def _clean(piece: str, kind: str) -> str:
 
 def _pieces(kind: str, segment: str) -> list[tuple[str, str]]:
     """A segment's units as (kind, text): its sentences, except that an option is stated
-    with its description up to :data:`OPTION_WORDS` words (its first sentence at least),
-    and a sentence that opens with an option's name starts that option's unit (a PDF
-    line or a chunk's overlap runs "… decompression. -s --small Reduce …" together). A
+    with its description up to :data:`OPTION_WORDS` words (its first sentence at least,
+    cut at a semicolon when that alone is longer: ``_clauses``), and a sentence that
+    opens with an option's name starts that option's unit (a PDF line or a chunk's
+    overlap runs "… decompression. -s --small Reduce …" together). A
     table row's paragraph (``_ROW``) is one unit up to as many words, as an option is: its
     sentences apart lose the row's name ("This corresponds to … a nice value of -14")."""
     if kind == "sentence" and _ROW.match(segment) and len(segment.split()) <= OPTION_WORDS:
@@ -418,7 +437,31 @@ def _pieces(kind: str, segment: str) -> list[tuple[str, str]]:
             out[-1] = ("option", out[-1][1] + " " + piece)
         else:
             out.append((kind if index == 0 and kind != "option" else "sentence", piece))
-    return out
+    return [
+        (kind if at == 0 or _OPTION.match(part) else "sentence", part)
+        for kind, piece in out
+        for at, part in enumerate(_clauses(piece) if kind == "option" else (piece,))
+    ]
+
+
+def _clauses(option: str) -> tuple[str, ...]:
+    """An option's unit, or, when its first sentence alone runs past
+    :data:`OPTION_WORDS` words ("-d, --max-depth=N print the total for a directory …
+    below the command line argument; --max-depth=0 is the same as --summarize"), the
+    option with the clauses that fit, up to a semicolon, and the rest as a sentence of
+    its own: an answer quotes the option and what it does, not all it says."""
+    if len(option.split()) <= OPTION_WORDS:
+        return (option,)
+    cuts = [
+        m.start()
+        for m in re.finditer(r";\s", option)
+        if len(option[: m.start()].split()) <= OPTION_WORDS
+        and not _bare_option(option[: m.start()])
+    ]
+    if not cuts:
+        return (option,)
+    head, rest = option[: cuts[-1]], option[cuts[-1] + 1 :].strip()
+    return (head, rest) if rest else (head,)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -460,3 +503,47 @@ def split_units(text: str) -> tuple[Unit, ...]:
 def split_sentences(text: str) -> tuple[str, ...]:
     """The texts of :func:`split_units`: sentences, option lines, list items and lines."""
     return tuple(unit.text for unit in split_units(text))
+
+
+# A name written as code: an option ("-v", "--print-type", the dashes PDF output uses
+# too) or an identifier joined by underscores ("F_OK", "O_TRUNC"). Words never look
+# like either ("2-letter", "C-style" have a letter or digit before their dash).
+_CODE_NAME = re.compile(
+    rf"(?<![\w{_DASH}])[{_DASH}]{{1,2}}[A-Za-z0-9?#][\w{_DASH}]*"
+    r"|(?<!\w)[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"
+)
+# An option's argument after its name ("-m NUM", "--context[=NUM]"): not a name.
+_ARGUMENT = re.compile(r"[A-Z][A-Z_]*|\[[^\]]*\]|<[^>]*>")
+
+
+def _code_key(name: str) -> str:
+    """How a code name is compared: an option as written, one dash for any dash
+    (``-v`` and ``-V`` are two options); an identifier in any case (``f_ok``)."""
+    name = re.split(r"[=\[]", name, maxsplit=1)[0]
+    if name[:1] in _DASH.replace("\\", ""):
+        return re.sub(rf"[{_DASH}]", "-", name)
+    return name.lower()
+
+
+def code_names(text: str) -> frozenset[str]:
+    """The options and identifiers ``text`` writes as code (compared by ``_code_key``):
+    a question that writes "-v" or "F_OK" names the option or the constant it asks
+    about, a sharper name than any of its words (and "-v" is no word at all)."""
+    return frozenset(_code_key(m.group(0)) for m in _CODE_NAME.finditer(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def opening_names(text: str) -> frozenset[str]:
+    """The code names ``text`` opens with: an option line's or a table cell's names
+    ("-t, --type=TYPE", "-m NUM, --max-count=NUM", "X_OK — …"), their arguments
+    skipped. What a unit is the entry of, not the names it mentions in passing (the
+    ``X_OK`` row that says "behave like fs.constants.F_OK" is not ``F_OK``'s)."""
+    names: set[str] = set()
+    for word in text.split():
+        token = word.rstrip(",;:")
+        match = _CODE_NAME.fullmatch(re.split(r"[=\[]", token, maxsplit=1)[0])
+        if match is not None:
+            names.add(_code_key(token))
+        elif not (names and _ARGUMENT.fullmatch(token)):
+            break
+    return frozenset(names)
