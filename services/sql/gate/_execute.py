@@ -595,14 +595,19 @@ async def _fetch(
     want = min(limits.max_rows + 1, batch_rows)
     encoding = conn.info.encoding
     statements = [_as_bytes(s, conn, encoding) for s in setup]
+    # Plain-text setup repeats from answer to answer (keywords and integers); composed
+    # ones (a role, the acceptance check's unique names) are sent as they are.
+    preparable = [isinstance(s, str) for s in setup]
     statements.append((_DECLARE + wrapped).encode(encoding))
     statements.append(f"{_FETCH}{int(want)}{_FROM_CURSOR}".encode(encoding))
+    preparable += [True, True]
     fetch_at = len(statements) - 1
     if want == limits.max_rows + 1:
         # one batch holds the cap: no other fetch follows, the transaction ends here (an
         # error above skips it, and the caller rolls back)
         statements.append(b"ROLLBACK")
-    first = await pipelined(conn, statements, fetch_at)
+        preparable.append(True)
+    first = await pipelined(conn, statements, fetch_at, preparable=preparable)
     if check_types and first.type_oids[:-1] != [o.type_oid for o in outputs]:
         return None
     batch: list[Any] = first.rows

@@ -78,3 +78,42 @@ async def test_a_cancelled_call_closes_its_connection(pg_url):
         assert conn.closed
     finally:
         await conn.close()
+
+
+async def _ours(conn: psycopg.AsyncConnection) -> list[str]:
+    cursor = await conn.execute(
+        "SELECT statement FROM pg_prepared_statements WHERE name LIKE 'tandem\\_%' ORDER BY 1"
+    )
+    return [row[0] for row in await cursor.fetchall()]
+
+
+async def test_a_repeated_statement_is_prepared_once_on_its_connection(pg_url):
+    """Postgres parses and analyses a preparable text once per connection: its second run
+    executes the statement prepared by the first, with the same rows."""
+    statements = [b"BEGIN READ ONLY", _CURSOR + b"SELECT g FROM generate_series(1, 3) g",
+                  b"FETCH FORWARD 3 FROM c", b"ROLLBACK"]  # fmt: skip
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        first = await pipelined(conn, statements, 2, preparable=[True] * 4)
+        held = await _ours(conn)
+        second = await pipelined(conn, statements, 2, preparable=[True] * 4)
+        assert await _ours(conn) == held == sorted(s.decode() for s in statements)
+        assert first.rows == second.rows == [(1,), (2,), (3,)]
+
+
+async def test_prepared_statements_per_connection_are_bounded(pg_url, monkeypatch):
+    monkeypatch.setattr("services.sql.gate._pipelined.PREPARED_MAX", 2)
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        for n in range(4):
+            fetched = await pipelined(conn, [f"SELECT {n}".encode()], 0, preparable=[True])
+            assert fetched.rows == [(n,)]
+        assert await _ours(conn) == ["SELECT 2", "SELECT 3"]
+
+
+async def test_a_statement_that_fails_to_prepare_is_not_held(pg_url):
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            await pipelined(conn, [b"SELECT * FROM no_such_table"], 0, preparable=[True])
+        await conn.execute("CREATE TEMP TABLE no_such_table (x int)")
+        await conn.execute("INSERT INTO no_such_table VALUES (7)")
+        fetched = await pipelined(conn, [b"SELECT * FROM no_such_table"], 0, preparable=[True])
+        assert fetched.rows == [(7,)]
