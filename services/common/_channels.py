@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -13,6 +14,7 @@ from services.common._deadline import effective_timeout
 from services.common._lsn import LSN_HEADER, read_after
 from services.common._mtls import Trust
 from services.common._principal import current_principal
+from services.common._rewritten_channel import Rewrite, RewritingChannel
 from services.common._tenant_token import (
     TENANT_TOKEN_HEADER,
     TenantSigner,
@@ -125,8 +127,6 @@ def _cancel_if_abandoned(call: Any) -> Any:
 
 # grpc.aio files an interceptor under one call kind only, hence one class per kind; each
 # rewrites the call's details before it starts and may settle the call it got back.
-
-Rewrite = Callable[[grpc.aio.ClientCallDetails], grpc.aio.ClientCallDetails]
 
 
 def _as_is(call: Any) -> Any:
@@ -313,18 +313,52 @@ def create_channel(
     ``interceptors`` usually comes from ``Telemetry.client_interceptors()``; the deadline
     interceptors follow them, so tracing sees the final timeout, and sit next to the real
     call, so cancelling the task that awaits a call (or the call object) cancels the RPC.
+    When the chain is rewrites alone (no span exported), the channel applies them where
+    each call is made instead (``RewritingChannel``): the same headers and timeout, without
+    grpc.aio's interceptor task per call.
     """
     options = channel_options(max_message_bytes, replicas=names_replicas(target))
     chain = [*interceptors, *principal_interceptors(), *deadline_interceptors()]
     credentials = trust.channel_credentials() if trust is not None else None
     signer = trust.signer if trust is not None else None
-    if credentials is None:
-        return grpc.aio.insecure_channel(target, options=options, interceptors=fused(chain))
-    if not peer:
-        raise ValueError("a mutual-TLS channel needs the identity of the peer it calls")
-    return grpc.aio.secure_channel(
-        target,
-        credentials,
-        options=[*options, ("grpc.ssl_target_name_override", peer)],
-        interceptors=fused([*tenant_token_interceptors(signer), *chain]),
+    if credentials is not None:
+        if not peer:
+            raise ValueError("a mutual-TLS channel needs the identity of the peer it calls")
+        chain = [*tenant_token_interceptors(signer), *chain]
+        options = [*options, ("grpc.ssl_target_name_override", peer)]
+    rewrite = rewrites_only(chain)
+    made = (
+        grpc.aio.insecure_channel
+        if credentials is None
+        else functools.partial(grpc.aio.secure_channel, credentials=credentials)
     )
+    if rewrite is not None:
+        return RewritingChannel(made(target, options=options), rewrite)
+    return made(target, options=options, interceptors=fused(chain))
+
+
+# Settle steps a call made without grpc.aio's interceptors does not need: nothing, and the
+# cancellation that the awaiting task's own cancellation already gives a direct call.
+_DIRECT_SETTLES: tuple[Callable[[Any], Any], ...] = (_as_is, _cancel_if_abandoned)
+
+
+def rewrites_only(chain: Sequence[grpc.aio.ClientInterceptor]) -> Rewrite | None:
+    """The one rewrite that ``chain`` applies to every call, in order, when the chain is
+    nothing else (no span exported: the trace context, token, principal and deadline
+    rewrites, one per call kind each); None when it holds another interceptor (the tracing
+    instrumentation's) or a settle step of its own, so grpc.aio must run it."""
+    rewrites: list[Rewrite] = []
+    for interceptor in chain:
+        if not isinstance(interceptor, _Kind) or interceptor._settle not in _DIRECT_SETTLES:
+            return None
+        if isinstance(interceptor, _UnaryUnary):
+            rewrites.append(interceptor._rewrite)
+    if len(rewrites) == 1:
+        return rewrites[0]
+
+    def rewrite(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+        for step in rewrites:
+            details = step(details)
+        return details
+
+    return rewrite

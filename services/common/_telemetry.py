@@ -261,7 +261,15 @@ class Telemetry:
             )
         if metric_reader is not None:
             readers.append(metric_reader)
-        self.meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+        # With no reader, no measurement is ever read: the SDK would still build each
+        # one (its time, its context, the exemplar filter) on every RPC, query and model
+        # call, only to hand it to no one. A reader cannot be added to an SDK provider
+        # later, so without one the meters are no-ops from the start.
+        self.meter_provider: metrics.MeterProvider = (
+            MeterProvider(resource=resource, metric_readers=readers)
+            if readers
+            else metrics.NoOpMeterProvider()
+        )
         self.metrics = Metrics(self.meter("tandem"))
         for privacy in self.filters:
             privacy.use_meter(self.meter("tandem.telemetry"))
@@ -312,14 +320,15 @@ class Telemetry:
         time loses what was still queued rather than holding up the process's exit.
         """
         timeout_s = self.settings.export_timeout_s
-        workers = [
-            threading.Thread(target=self.tracer_provider.shutdown, daemon=True),
-            threading.Thread(
-                target=self.meter_provider.shutdown,
-                kwargs={"timeout_millis": timeout_s * 1000},
-                daemon=True,
-            ),
-        ]
+        workers = [threading.Thread(target=self.tracer_provider.shutdown, daemon=True)]
+        if isinstance(self.meter_provider, MeterProvider):
+            workers.append(
+                threading.Thread(
+                    target=self.meter_provider.shutdown,
+                    kwargs={"timeout_millis": timeout_s * 1000},
+                    daemon=True,
+                )
+            )
         for worker in workers:
             worker.start()
         deadline = time.monotonic() + timeout_s + 0.5

@@ -68,6 +68,7 @@ from services.common import (
 )
 from services.sql.access import view_key
 from services.sql.gate._gate import Verdict
+from services.sql.gate._pipelined import pipelined
 from services.sql.gate._scope import memo_scope
 from services.sql.results import column_kind, encode, encoded_size, fingerprint
 from tandem.v1 import sql_service_pb2 as pb
@@ -586,47 +587,51 @@ async def _fetch(
     # with the declaration, and the transaction's end closes it. (psycopg's server-side
     # cursors would take a round trip each to declare, fetch and close.) The extended
     # protocol carries exactly one statement, so the text cannot stack another.
-    async with conn.cursor() as cursor:
-        async with conn.pipeline():
-            for statement in setup:
-                await cursor.execute(statement)
-            wrapped = (
-                _measured(text, tuple(outputs), budget)
-                if len(text) <= _ACCEPTED_TEXT_MAX
-                else _measured.__wrapped__(text, tuple(outputs), budget)
-            )
-            await cursor.execute(_DECLARE + wrapped)
-            want = min(limits.max_rows + 1, batch_rows)
-            await cursor.execute(f"{_FETCH}{int(want)}{_FROM_CURSOR}")
-            if want == limits.max_rows + 1:
-                # one batch holds the cap: no other fetch follows, the transaction ends
-                # here (an error above skips it, and the caller rolls back)
-                await conn.execute("ROLLBACK")
-        fetched = [d.type_code for d in cursor.description or []][:-1]
-        if check_types and fetched != [o.type_oid for o in outputs]:
-            return None
-        while True:
-            batch = await cursor.fetchall()
-            for record in batch:
-                if len(rows) >= limits.max_rows:
-                    reason = pb.TRUNCATION_REASON_ROW_CAP
-                    break
-                if record[-1]:  # past the server-side budget: its values were not sent
-                    reason = pb.TRUNCATION_REASON_SIZE_CAP
-                    break
-                row = pb.SqlRow(
-                    values=[encode(v, k) for v, k in zip(record[:-1], kinds, strict=True)]
-                )
-                row_size = sum(encoded_size(v) for v in row.values) + 2 * len(row.values)
-                if size + row_size > limits.max_result_bytes:
-                    reason = pb.TRUNCATION_REASON_SIZE_CAP
-                    break
-                rows.append(row)
-                size += row_size
-            if len(batch) < want or reason != pb.TRUNCATION_REASON_UNSPECIFIED:
+    wrapped = (
+        _measured(text, tuple(outputs), budget)
+        if len(text) <= _ACCEPTED_TEXT_MAX
+        else _measured.__wrapped__(text, tuple(outputs), budget)
+    )
+    want = min(limits.max_rows + 1, batch_rows)
+    encoding = conn.info.encoding
+    statements = [_as_bytes(s, conn, encoding) for s in setup]
+    # Plain-text setup repeats from answer to answer (keywords and integers); composed
+    # ones (a role, the acceptance check's unique names) are sent as they are.
+    preparable = [isinstance(s, str) for s in setup]
+    statements.append((_DECLARE + wrapped).encode(encoding))
+    statements.append(f"{_FETCH}{int(want)}{_FROM_CURSOR}".encode(encoding))
+    preparable += [True, True]
+    fetch_at = len(statements) - 1
+    if want == limits.max_rows + 1:
+        # one batch holds the cap: no other fetch follows, the transaction ends here (an
+        # error above skips it, and the caller rolls back)
+        statements.append(b"ROLLBACK")
+        preparable.append(True)
+    first = await pipelined(conn, statements, fetch_at, preparable=preparable)
+    if check_types and first.type_oids[:-1] != [o.type_oid for o in outputs]:
+        return None
+    batch: list[Any] = first.rows
+    while True:
+        for record in batch:
+            if len(rows) >= limits.max_rows:
+                reason = pb.TRUNCATION_REASON_ROW_CAP
                 break
-            want = min(limits.max_rows + 1 - len(rows), batch_rows)
+            if record[-1]:  # past the server-side budget: its values were not sent
+                reason = pb.TRUNCATION_REASON_SIZE_CAP
+                break
+            row = pb.SqlRow(values=[encode(v, k) for v, k in zip(record[:-1], kinds, strict=True)])
+            row_size = sum(encoded_size(v) for v in row.values) + 2 * len(row.values)
+            if size + row_size > limits.max_result_bytes:
+                reason = pb.TRUNCATION_REASON_SIZE_CAP
+                break
+            rows.append(row)
+            size += row_size
+        if len(batch) < want or reason != pb.TRUNCATION_REASON_UNSPECIFIED:
+            break
+        want = min(limits.max_rows + 1 - len(rows), batch_rows)
+        async with conn.cursor() as cursor:
             await cursor.execute(f"{_FETCH}{int(want)}{_FROM_CURSOR}")
+            batch = await cursor.fetchall()
     return ResultSet(
         columns=columns,
         rows=tuple(rows),
@@ -635,6 +640,13 @@ async def _fetch(
         fingerprint=fingerprint(columns, rows),
         duration_s=time.perf_counter() - started,
     )
+
+
+def _as_bytes(statement: _Statement, conn: psycopg.AsyncConnection[Any], encoding: str) -> bytes:
+    """A setup statement's text as psycopg would send it without parameters."""
+    if isinstance(statement, str):
+        return statement.encode(encoding)
+    return statement.as_bytes(conn)
 
 
 def acceptance_check(source: str, schemas: Sequence[str]) -> list[_Statement]:

@@ -7,11 +7,19 @@ check five more, the separate rollback one)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Any
+
 import psycopg
 import pytest
 
 from services.sql import Limits, Safeguards
-from services.sql.gate._execute import StatementError, StatementRunner, execute_unvetted
+from services.sql.gate._execute import (
+    OutputColumn,
+    StatementError,
+    StatementRunner,
+    execute_unvetted,
+)
 from services.sql.gate._gate import Verdict
 from tests.integration.pg_waits import WaitCounter
 
@@ -141,3 +149,45 @@ async def test_a_remembered_statement_whose_columns_changed_is_described_again(p
     assert first.columns[0].data_type == "integer" and first.rows[0].values[0].int_value == 7
     assert second.columns[0].data_type == "text"
     assert second.rows[0].values[0].string_value == "seven"
+
+
+async def test_a_described_statements_transaction_is_one_wait_on_the_connection(
+    pg_url, open_pool, monkeypatch
+):
+    """The transaction's start, its timeout, the cursor's declaration, its first rows and
+    the end go out together and are read back in one wait: psycopg's pipeline waited on
+    the socket once per statement (a poll, a send and a read each), the client's largest
+    CPU cost per answer. The rows are those a plain cursor reads, in its order."""
+    pool = await open_pool(pg_url)
+    limits = Limits(max_rows=10, statement_timeout_s=5.0)
+    names: dict[tuple[str, int], str] = {}
+    text = "SELECT g, 'row ' || g AS label, g * 1.5 AS half FROM generate_series(1, 12) AS g"
+    described: list[OutputColumn] = []
+    for _ in range(2):  # the pool's connections are made and configured
+        await execute_unvetted(
+            pool, text, limits, Safeguards(), type_names=names, learned=described
+        )
+    waits = 0
+    real_wait = psycopg.AsyncConnection.wait
+
+    async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal waits
+        waits += 1
+        return await real_wait(self, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "wait", counted)
+    result = await execute_unvetted(
+        pool, text, limits, Safeguards(), type_names=names, described=described
+    )
+    # the transaction, and psycopg closing the connection's block as it goes back to the
+    # pool (a wait that finds nothing to do: the transaction already ended)
+    assert waits == 2
+    monkeypatch.undo()
+    async with pool.connection() as conn:
+        cursor = await conn.execute(text)
+        expected = (await cursor.fetchall())[:10]
+    assert [(r.values[0].int_value, r.values[1].string_value) for r in result.rows] == [
+        (g, label) for g, label, _ in expected
+    ]
+    assert [Decimal(r.values[2].decimal_value) for r in result.rows] == [h for *_, h in expected]
+    assert len(result.rows) == 10 and result.truncated

@@ -1,6 +1,8 @@
 """Cancellation through ``create_channel`` on real loopback servers, with the client
-interceptors production installs (OpenTelemetry's, then the deadline one): cancelling the
-task that awaits a call, or the call itself, cancels the handler on the server.
+interceptors production installs (OpenTelemetry's, then the deadline one; or, with no span
+exported, the rewrites alone, which the channel applies without grpc.aio's interceptors):
+cancelling the task that awaits a call, or the call itself, cancels the handler on the
+server.
 
 OpenTelemetry's interceptor awaits a unary response's status inside the interceptor chain,
 so without the channel's innermost cancellation interceptor the unary and client-stream
@@ -16,7 +18,7 @@ from typing import Any
 import grpc
 import pytest
 
-from services.common import GrpcServer, create_channel
+from services.common import GrpcServer, Telemetry, TelemetrySettings, create_channel
 from tests.conftest import server_settings
 
 SERVICE = "tandem.test.BlockingService"
@@ -109,16 +111,21 @@ class Loopback:
         return method(iter(requests), timeout=20)
 
 
-@pytest.fixture
-async def loopback(telemetry_sink, grpc_servers) -> AsyncIterator[Loopback]:
+@pytest.fixture(params=["exported", "not-exported"])
+async def loopback(request, telemetry_sink, grpc_servers) -> AsyncIterator[Loopback]:
     blocking = Blocking()
     server = GrpcServer(server_settings("blocking"), telemetry_sink("server").telemetry)
     server.add_service(SERVICE, blocking.register, None)
     grpc_servers.append(server)
     port = await server.start()
     await server.set_serving(True)
-    # As every service builds its channels: the telemetry interceptors, then ours.
-    client = telemetry_sink("client").telemetry
+    # As every service builds its channels: the telemetry interceptors, then ours. With
+    # no span exported they are rewrites only, applied without grpc.aio's interceptors.
+    client = (
+        telemetry_sink("client").telemetry
+        if request.param == "exported"
+        else Telemetry(TelemetrySettings(service_name="client"))
+    )
     channel = create_channel(f"127.0.0.1:{port}", interceptors=client.client_interceptors())
     async with channel:
         yield Loopback(blocking, channel)

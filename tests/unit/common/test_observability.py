@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.metrics import NoOpCounter, NoOpHistogram
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -218,3 +220,30 @@ def test_the_span_store_is_configured_from_the_environment() -> None:
     )
     assert settings.trace_dir == "/tmp/traces" and settings.trace_max_bytes == 1048576
     assert TelemetrySettings.from_env("sql", {}).trace_dir is None
+
+
+def test_without_a_metric_reader_instruments_record_nothing() -> None:
+    """No reader, nothing reads a measurement: the instruments are no-ops, so the SDK does
+    not build one (its time, context and exemplar decision) on every RPC and model call;
+    with a reader every measurement is read."""
+    quiet = Telemetry(TelemetrySettings(service_name="quiet"))
+    assert isinstance(quiet.meter("m").create_counter("c"), NoOpCounter)
+    assert isinstance(quiet.meter("m").create_histogram("h"), NoOpHistogram)
+    quiet.metrics.llm_call(
+        role="r", tier="t", input_tokens=1, output_tokens=1, cost_usd=None, degraded=False
+    )
+    quiet.shutdown()
+
+    reader = InMemoryMetricReader()
+    read = Telemetry(TelemetrySettings(service_name="read"), metric_reader=reader)
+    read.meter("m").create_histogram("h").record(1.0, {"k": "v"})
+    data = reader.get_metrics_data()
+    assert data is not None
+    names = [
+        metric.name
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+    ]
+    assert "h" in names
+    read.shutdown()
