@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from services.sql.catalog._rows import with_row_counts
 from services.sql.words import stem
 
 _log = logging.getLogger("tandem.sql.catalog")
@@ -321,9 +322,10 @@ async def introspect(
     values: bool = True,
 ) -> Catalog:
     """Read the catalog visible to the connection's role (one round trip per query), less
-    the tables ``exclude`` matches. With ``values`` the stored values are read too (see
-    :func:`read_values`); without, the structure alone, for a loader that reads values
-    only for the tables questions are linked to."""
+    the tables ``exclude`` matches. With ``values`` the rows are counted (``_rows``) and
+    the stored values read too (see :func:`read_values`); without, the structure alone
+    (rows as the planner estimates them), for a loader that counts and reads only the
+    tables questions are linked to."""
     cur = await conn.execute(_TABLES_SQL)
     table_rows = [row for row in await cur.fetchall() if not excluded((row[1], row[2]), exclude)]
     oids = [row[0] for row in table_rows]
@@ -360,7 +362,11 @@ async def introspect(
         for oid, schema, name, comment, estimate in table_rows
     )
     catalog = Catalog(database=database, tables=tables)
-    return await read_values(conn, catalog) if values else catalog
+    if not values:
+        return catalog
+    counted = await with_row_counts(conn, catalog.tables)
+    catalog = replace(catalog, tables=tuple(counted[t.qualified] for t in catalog.tables))
+    return await read_values(conn, catalog)
 
 
 async def read_values(
