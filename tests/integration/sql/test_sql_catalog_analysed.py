@@ -1,7 +1,8 @@
 """A catalog reads a database the same before and after Postgres analyses it: a user's
 warehouse is analysed (autovacuum sees to it a minute after a restore), and the answers
 must not change because planner statistics appeared. Row counts are counted, not taken
-from ``pg_class.reltuples`` (-1 until analysed)."""
+from ``pg_class.reltuples`` (-1 until analysed); a small table's values are read from the
+data, not from ``pg_stats`` (whose histogram drops a lone value one row holds)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,13 @@ async def test_row_counts_are_the_same_before_and_after_analyze(fresh) -> None:
             ("account", 40),
             ("payment", 300),
         ]
+
+
+async def test_values_and_joins_are_the_same_before_and_after_analyze(fresh) -> None:
+    before, after = await _before_and_after_analyze(fresh)
+    for catalog in (before, after):
+        account = catalog.table("account")
+        status = account.column("status") if account is not None else None
+        assert status is not None and status.sample_values == ("active", "closed", "frozen")
+    assert before.tables == after.tables  # every column's samples and value index, keys
+    assert before.joins == after.joins
