@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from services.sql.catalog._rows import ROW_COUNT_CAP, with_row_counts
+from services.sql.catalog._rows import ROW_COUNT_CAP, count_rows, row_count
 from services.sql.words import stem
 
 _log = logging.getLogger("tandem.sql.catalog")
@@ -364,9 +364,12 @@ async def introspect(
     catalog = Catalog(database=database, tables=tables)
     if not values:
         return catalog
-    counted = await with_row_counts(conn, catalog.tables)
-    catalog = replace(catalog, tables=tuple(counted[t.qualified] for t in catalog.tables))
-    return await read_values(conn, catalog)
+    counted = await count_rows(conn, catalog.tables)
+    tables = tuple(
+        replace(t, row_estimate=row_count(t.row_estimate, counted.get(t.qualified)))
+        for t in catalog.tables
+    )
+    return await read_values(conn, replace(catalog, tables=tables))
 
 
 async def read_values(

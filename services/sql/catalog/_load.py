@@ -64,7 +64,9 @@ async def load_catalog(
         rows = {k: n for k, n in known.items() if n >= 0}
         if needs_rows(members, referenced=referenced, schema_sizes=sizes):
             counted |= await count_rows(conn, [t for t in members if t.qualified not in rows])
-            rows |= {t.qualified: row_count(t, counted.get(t.qualified)) for t in members}
+            rows |= {
+                t.qualified: row_count(t.row_estimate, counted.get(t.qualified)) for t in members
+            }
         families.append(
             choose_canonical(members, referenced=referenced, schema_sizes=sizes, rows=rows)
         )
@@ -91,7 +93,9 @@ async def _counted(
     wanted = [t for t in catalog.tables if not t.lookalike_of and t.qualified not in counted]
     counted = counted | await count_rows(conn, wanted)
     tables = tuple(
-        t if t.lookalike_of else replace(t, row_estimate=row_count(t, counted.get(t.qualified)))
+        t
+        if t.lookalike_of
+        else replace(t, row_estimate=row_count(t.row_estimate, counted.get(t.qualified)))
         for t in catalog.tables
     )
     return replace(catalog, tables=tables)

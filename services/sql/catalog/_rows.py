@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg import sql
-
-if TYPE_CHECKING:
-    from services.sql.catalog._catalog import TableInfo
 
 _log = logging.getLogger("tandem.sql.catalog")
 
@@ -35,8 +31,19 @@ _BATCH = 50
 _COUNT_TIMEOUT = "2s"
 
 
+class Counted(Protocol):
+    """What counting needs of a table (a catalog's ``TableInfo``)."""
+
+    @property
+    def schema(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def qualified(self) -> str: ...
+
+
 async def count_rows(
-    conn: psycopg.AsyncConnection[Any], tables: Sequence[TableInfo]
+    conn: psycopg.AsyncConnection[Any], tables: Sequence[Counted]
 ) -> dict[str, int]:
     """Rows of each table (qualified name), counted up to :data:`ROW_COUNT_CAP`; a table
     whose batch failed (timed out, unreadable) is left out."""
@@ -61,21 +68,11 @@ async def count_rows(
     return found
 
 
-def row_count(table: TableInfo, counted: int | None) -> int:
-    """The table's rows as a catalog states them: the count below the cap, else the
-    larger of the cap and the planner's estimate; the estimate where nothing was counted."""
+def row_count(estimate: int, counted: int | None) -> int:
+    """A table's rows as a catalog states them: the count below the cap, else the larger
+    of the cap and the planner's ``estimate``; the estimate where nothing was counted."""
     if counted is None:
-        return table.row_estimate
+        return estimate
     if counted < ROW_COUNT_CAP:
         return counted
-    return max(counted, table.row_estimate)
-
-
-async def with_row_counts(
-    conn: psycopg.AsyncConnection[Any], tables: Sequence[TableInfo]
-) -> dict[str, TableInfo]:
-    """Each of ``tables`` with its row count (:func:`row_count`), by qualified name."""
-    counted = await count_rows(conn, tables)
-    return {
-        t.qualified: replace(t, row_estimate=row_count(t, counted.get(t.qualified))) for t in tables
-    }
+    return max(counted, estimate)
