@@ -9,6 +9,13 @@ evals measure a freshly restored database (``--analyze`` adds statistics, explic
 every loaded table has its autovacuum turned off (:data:`NO_AUTOVACUUM`), in the load's
 own transaction, so that no launcher ever sees the table with it on. An explicit
 ``ANALYZE`` still analyses it.
+
+The catalog now reads a small table the same either way (counted rows, values from the
+data: ``services.sql.catalog``), and ``--analyze`` scores as a plain load does; the load
+still holds still, because statistics still decide what no catalog controls (the plans the
+answers and their data checks run under, the timeouts those meet, the path of a table past
+the count cap): one run of an eval must be the next run's twin, and a change in the product
+must be what moves a figure.
 """
 
 from __future__ import annotations
