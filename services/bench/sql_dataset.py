@@ -48,6 +48,7 @@ from psycopg import sql
 from services.bench import sql_engines, sql_wide
 from services.bench._embedding import start_embedding
 from services.bench.mariadb import running_mariadb
+from services.bench.sql_fresh import NO_AUTOVACUUM
 from services.common import (
     ServerSettings,
     Telemetry,
@@ -424,6 +425,7 @@ async def load_databases(
                 mine = await sql_wide.read_tables(owner, db, skip=extra)
                 async with await psycopg.AsyncConnection.connect(owner) as conn:
                     await sql_wide.add_lookalikes(conn, mine)
+                    await conn.execute(NO_AUTOVACUUM)
                     await conn.commit()
             async with await psycopg.AsyncConnection.connect(owner, autocommit=True) as conn:
                 cur = await conn.execute(
@@ -471,8 +473,10 @@ async def finish_loading(admin_url: str, dataset: Dataset, options: LoadOptions)
 
 
 def _run_script(psql: str, url: str, script: Path) -> None:
+    # one transaction (-1): the script, then autovacuum off for what it made (sql_fresh)
+    command = [psql, "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", url]
     done = subprocess.run(
-        [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-f", str(script)],
+        [*command, "-f", str(script), "-c", NO_AUTOVACUUM],
         capture_output=True,
         text=True,
         check=False,

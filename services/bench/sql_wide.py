@@ -31,6 +31,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from services.bench.sql_fresh import NO_AUTOVACUUM
+
 # Warehouse naming: a layer prefix and a copy suffix. Their product gives each source
 # table as many distinct look-alike names as a thousand tables need.
 _PREFIXES = ("stg_", "raw_", "src_", "int_", "dim_", "fct_", "ods_", "tmp_", "bak_", "old_")
@@ -178,6 +180,7 @@ async def build_template(
                 share = 0.4 + 0.5 * ((k * 7 + v * 3) % 10) / 10
                 await _create(conn, "public", name, table.columns, subset(table.rows, share, v))
                 made += 1
+        await conn.execute(NO_AUTOVACUUM)  # cloned as loaded: see sql_fresh
         await conn.commit()
     return made
 

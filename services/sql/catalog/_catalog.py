@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from services.sql.catalog._rows import ROW_COUNT_CAP, count_rows, row_count
 from services.sql.words import stem
 
 _log = logging.getLogger("tandem.sql.catalog")
@@ -321,9 +322,10 @@ async def introspect(
     values: bool = True,
 ) -> Catalog:
     """Read the catalog visible to the connection's role (one round trip per query), less
-    the tables ``exclude`` matches. With ``values`` the stored values are read too (see
-    :func:`read_values`); without, the structure alone, for a loader that reads values
-    only for the tables questions are linked to."""
+    the tables ``exclude`` matches. With ``values`` the rows are counted (``_rows``) and
+    the stored values read too (see :func:`read_values`); without, the structure alone
+    (rows as the planner estimates them), for a loader that counts and reads only the
+    tables questions are linked to."""
     cur = await conn.execute(_TABLES_SQL)
     table_rows = [row for row in await cur.fetchall() if not excluded((row[1], row[2]), exclude)]
     oids = [row[0] for row in table_rows]
@@ -360,7 +362,14 @@ async def introspect(
         for oid, schema, name, comment, estimate in table_rows
     )
     catalog = Catalog(database=database, tables=tables)
-    return await read_values(conn, catalog) if values else catalog
+    if not values:
+        return catalog
+    counted = await count_rows(conn, catalog.tables)
+    tables = tuple(
+        replace(t, row_estimate=row_count(t.row_estimate, counted.get(t.qualified)))
+        for t in catalog.tables
+    )
+    return await read_values(conn, replace(catalog, tables=tables))
 
 
 async def read_values(
@@ -371,11 +380,15 @@ async def read_values(
     statistics: bool = True,
 ) -> Catalog:
     """The catalog with the stored values of its text columns: a few samples of each
-    low-cardinality column and the value index of varied ones, from the planner's
-    statistics where Postgres holds them and from bounded reads of the data where not.
-    Tables named in ``skip`` (qualified) keep none: nothing links a question by them.
-    Without ``statistics`` (an engine that keeps no ``pg_stats``) every value is read
-    from the data, within the same bounds."""
+    low-cardinality column and the value index of varied ones, read from the data with
+    the value index's bounds. The planner's statistics stand in only where reading is
+    dear: a table of :data:`ROW_COUNT_CAP` rows or more, or once the load's budget for
+    reads is spent. A small table reads the same whether or not it was analysed:
+    ``pg_stats`` is a sample, and even a full one drops a value seen once when only one
+    such is left for the histogram (a status held by one row), and its ``n_distinct``
+    counts values too long to sample. Tables named in ``skip`` (qualified) keep none:
+    nothing links a question by them. Without ``statistics`` (an engine that keeps no
+    ``pg_stats``) every value is read from the data, within the same bounds."""
     skipped = set(skip)
     schemas = sorted({t.schema for t in catalog.tables})
     stats: dict[tuple[str, str, str], tuple[float, list[str]]] = {}
@@ -397,13 +410,13 @@ async def read_values(
             stat = stats.get((schema, name, column.name))
             if not column.data_type.startswith(TEXT_TYPES):
                 pass
+            elif (stat is None or 0 <= estimate < ROW_COUNT_CAP) and values.data_left():
+                samples, known = await _values_from_data(conn, schema, name, column.name, values)
             elif stat is not None:
                 samples = _samples(stat[0], stat[1], estimate)
                 if not samples and values.index_left > 0 and _indexable(stat[0], estimate):
                     values.index_left -= 1
                     known = await _known_values(conn, schema, name, column.name)
-            elif values.data_left():
-                samples, known = await _values_from_data(conn, schema, name, column.name, values)
             column_infos.append(replace(column, sample_values=samples, known_values=known))
         tables.append(replace(table, columns=tuple(column_infos)))
     return replace(catalog, tables=tuple(tables))

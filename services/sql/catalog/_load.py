@@ -11,15 +11,13 @@ that are forty tables and their copies costs what forty tables cost.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
-from services.sql.catalog._catalog import Catalog, TableInfo, introspect, read_values
+from services.sql.catalog._catalog import Catalog, introspect, read_values
 from services.sql.catalog._families import (
     choose_canonical,
     lookalike_groups,
@@ -30,14 +28,8 @@ from services.sql.catalog._families import (
 )
 from services.sql.catalog._joins import infer_joins, resolve_joins
 from services.sql.catalog._narrowing import index_of
+from services.sql.catalog._rows import count_rows, row_count
 from services.sql.definitions import JoinSpec
-
-_log = logging.getLogger("tandem.sql.catalog")
-
-# Row counts that tell look-alikes apart stop counting here (more is "large"), each
-# family's counts read in one statement under this timeout.
-ROW_COUNT_CAP = 100_000
-_COUNT_TIMEOUT = "2s"
 
 
 async def load_catalog(
@@ -52,22 +44,35 @@ async def load_catalog(
     could not be resolved (each in words). ``structure``: the tables as another engine
     describes them (a SQLite or DuckDB file, ``services.sql.targets``), read instead of
     ``pg_catalog``; values, families and keys are then found the same way, without
-    Postgres's planner statistics."""
+    Postgres's planner statistics.
+
+    On Postgres the row counts of the tables questions are linked to (and of the
+    look-alikes only rows can tell apart) are counted (``_rows``), not taken from
+    ``pg_class``: what the catalog states and reads must not change with whether
+    autovacuum has analysed the tables yet."""
     statistics = structure is None
     if structure is None:
         structure = await introspect(conn, database, exclude=exclude, values=False)
     declared, problems = resolve_joins(structure, joins)
     referenced = referenced_tables(structure, declared)
     sizes = schema_sizes(structure.tables)
+    counted: dict[str, int] = {}
     families = []
     for members in lookalike_groups(structure.tables):
-        rows = {t.qualified: t.row_estimate for t in members if t.row_estimate >= 0}
+        # another engine's structure holds counted rows already; Postgres's, estimates
+        known = {} if statistics else {t.qualified: t.row_estimate for t in members}
+        rows = {k: n for k, n in known.items() if n >= 0}
         if needs_rows(members, referenced=referenced, schema_sizes=sizes):
-            rows |= await _row_counts(conn, [t for t in members if t.qualified not in rows])
+            counted |= await count_rows(conn, [t for t in members if t.qualified not in rows])
+            rows |= {
+                t.qualified: row_count(t.row_estimate, counted.get(t.qualified)) for t in members
+            }
         families.append(
             choose_canonical(members, referenced=referenced, schema_sizes=sizes, rows=rows)
         )
     marked = mark_lookalikes(structure, families)
+    if statistics:
+        marked = await _counted(conn, marked, counted)
     copies = {t.qualified for t in marked.tables if t.lookalike_of}
     valued = await read_values(conn, marked, skip=copies, statistics=statistics)
     linked = replace(valued, tables=tuple(t for t in valued.tables if not t.lookalike_of))
@@ -79,28 +84,18 @@ async def load_catalog(
     return catalog, problems
 
 
-async def _row_counts(
-    conn: psycopg.AsyncConnection[Any], tables: Sequence[TableInfo]
-) -> dict[str, int]:
-    """Rows of each table, counted up to :data:`ROW_COUNT_CAP`, in one bounded statement;
-    none when it fails (the family's canonical table then goes by name)."""
-    if not tables:
-        return {}
-    counts = sql.SQL(", ").join(
-        sql.SQL("(SELECT count(*) FROM (SELECT 1 FROM {} LIMIT {}) AS s)").format(
-            sql.Identifier(t.schema, t.name), sql.Literal(ROW_COUNT_CAP)
-        )
-        for t in tables
+async def _counted(
+    conn: psycopg.AsyncConnection[Any], catalog: Catalog, counted: dict[str, int]
+) -> Catalog:
+    """The catalog with its tables' rows counted, copies left with their estimate (a copy
+    is read only when a question names it: a warehouse of a thousand look-alikes costs
+    the count of the tables they copy)."""
+    wanted = [t for t in catalog.tables if not t.lookalike_of and t.qualified not in counted]
+    counted = counted | await count_rows(conn, wanted)
+    tables = tuple(
+        t
+        if t.lookalike_of
+        else replace(t, row_estimate=row_count(t.row_estimate, counted.get(t.qualified)))
+        for t in catalog.tables
     )
-    try:
-        async with conn.transaction():
-            await conn.execute(f"SET LOCAL statement_timeout = '{_COUNT_TIMEOUT}'")
-            row = await (await conn.execute(sql.SQL("SELECT {}").format(counts))).fetchone()
-    except psycopg.Error as exc:
-        _log.info(
-            "look-alike row counts skipped", extra={"fields": {"error.type": type(exc).__name__}}
-        )
-        return {}
-    if row is None:
-        return {}
-    return {t.qualified: int(n) for t, n in zip(tables, row, strict=True)}
+    return replace(catalog, tables=tables)

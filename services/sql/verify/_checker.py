@@ -6,7 +6,8 @@ the catalog, and answers with one :class:`CheckResult` per check (``values``, ``
 can tell is asked of the database in probes — each a SELECT of ``EXISTS`` subqueries and
 counts built from the statement, which goes through the same gate and the same read-only
 execution as any other statement: at most one probe for the statement's values and cut,
-and one more only when it found no row.
+and one more only when it found no row. Each gets time in proportion to what the
+statement took and the expressions it asks (``_budget``).
 
 A probe that cannot run (refused, timed out, the database gone) decides nothing: the
 check passes with that said, since a check must never turn a database hiccup into a
@@ -32,6 +33,7 @@ from services.sql.gate import (
     parse_statements,
 )
 from services.sql.targets import Target
+from services.sql.verify._budget import PROBE_FLOOR_S, probe_limits
 from services.sql.verify._checks import (
     JOINS,
     ROWS,
@@ -49,11 +51,10 @@ from services.sql.verify._ties import ties_test
 from services.sql.verify._values import settled, value_tests
 
 _log = logging.getLogger("tandem.sql.verify")
-# A probe reads little; it never gets more time than this, nor more than the statement.
-PROBE_TIMEOUT_S = 2.0
-# A probe that could not run (the database busy past PROBE_TIMEOUT_S, or failing) decides
-# nothing: the answer stands, and says what was not checked rather than pass as checked.
-_UNCHECKED = "{} could not be checked against the data: the check's query did not complete"
+# A probe that could not run (past its budget, or failing) decides nothing: the answer
+# stands, and says what was not checked rather than pass as checked.
+_UNCHECKED_END = " could not be checked against the data: the check's query did not complete"
+_UNCHECKED = "{}" + _UNCHECKED_END
 _CACHED_CATALOGS = 64
 
 
@@ -75,8 +76,10 @@ class StatementChecker:
         *,
         mode: VerifyMode = VerifyMode.ENFORCE,
         tracer: trace.Tracer | None = None,
+        probe_floor_s: float = PROBE_FLOOR_S,
     ) -> None:
         self._gate = gate
+        self._probe_floor_s = probe_floor_s
         self._runner = runner
         self.mode = mode
         self._tracer = tracer or trace.NoOpTracer()
@@ -112,6 +115,9 @@ class StatementChecker:
             found = await self._check(verdict, result, target, catalog, limits)
             failed = [r.name for r in found if not r.passed]
             span.set_attribute("sql.verify.failed", failed)
+            # what the data could not decide (a probe past its budget): said in the answer
+            unchecked = [r.name for r in found if r.passed and r.reason.endswith(_UNCHECKED_END)]
+            span.set_attribute("sql.verify.unchecked", unchecked)
             span.set_attribute("sql.verify.mode", self.mode.value)
             return found
 
@@ -125,19 +131,12 @@ class StatementChecker:
     ) -> tuple[CheckResult, ...]:
         tree = parse_statements(verdict.normalized_sql, shared=True)[0]
         derived = self._of(catalog)
-        probe_limits = replace(
-            limits, max_rows=1, statement_timeout_s=min(PROBE_TIMEOUT_S, limits.statement_timeout_s)
-        )
         nodes = read_statement(tree, catalog)
         tests = value_tests(nodes)
         ties = ties_test(tree, catalog)
         asked = [t.probe for t in tests if t.probe]
-        answers = await self._probe(
-            asked + ([ties.kept_probe, ties.all_probe] if ties else []),
-            target,
-            catalog,
-            probe_limits,
-        )
+        first = asked + ([ties.kept_probe, ties.all_probe] if ties else [])
+        answers = await self._probe(first, target, catalog, self._limits(result, first, limits))
         # values: decided here, or by the probe (undecided when it could not run)
         by_probe = iter(answers[: len(asked)] if answers is not None else [None] * len(asked))
         held: list[bool | None] = []
@@ -168,7 +167,10 @@ class StatementChecker:
         rows = CheckResult(ROWS, True)
         if not result.rows:
             relaxed = relaxations(tree)
-            through = await self._probe([r.probe for r in relaxed], target, catalog, probe_limits)
+            probes = [r.probe for r in relaxed]
+            through = await self._probe(
+                probes, target, catalog, self._limits(result, probes, limits)
+            )
             if through is not None or not relaxed:
                 rows = CheckResult(
                     ROWS, False, rows_refusal(relaxed, [bool(x) for x in (through or [])])
@@ -183,6 +185,10 @@ class StatementChecker:
                 joins = CheckResult(JOINS, False, reason)
                 break
         return (values, cut, rows, joins)
+
+    def _limits(self, result: ResultSet, expressions: list[str], limits: Limits) -> Limits:
+        """A probe's limits: time in proportion to the statement's (``_budget``)."""
+        return probe_limits(result.duration_s, len(expressions), limits, self._probe_floor_s)
 
     async def _probe(
         self, expressions: list[str], target: Target, catalog: Catalog, limits: Limits

@@ -225,3 +225,35 @@ async def test_a_check_whose_probe_did_not_complete_says_so_in_the_answer(reader
     assert values.reason.startswith("the values it compares could not be checked")
     assert result.answer is not None
     assert "could not be checked against the data" in result.answer.explanation
+
+
+# A cross join of two series, filtered by a sum no pair reaches: a few million pairs read
+# to find no row, by real work in the database; leaving out either bound on one series
+# reads them all again, leaving out the sum finds a row at once.
+_SLOW_EMPTY = (
+    "SELECT a.x FROM generate_series(1, 1500) AS a(x) CROSS JOIN generate_series(1, 1500) "
+    "AS b(y) WHERE a.x + b.y < 0 AND a.x > 0 AND b.y > 0"
+)
+
+
+async def test_a_probe_gets_time_in_proportion_to_the_statement_it_repeats(reader_target):
+    """A statement slow for its data has probes as slow: each relaxation of this empty
+    result reads what the statement read. With a flat budget the probe is cut and the
+    check passes undecided; a budget from the statement's own duration lets it finish and
+    name the condition that holds the rows back. The floor is made small here so that the
+    statement outgrows it on any machine: the flat budget of before was the floor alone."""
+    gate, runner = SqlGate(), StatementRunner()
+    catalog = await reader_target.get_catalog()
+    limits = Limits(max_rows=20, statement_timeout_s=60.0)
+    verdict = gate.check(_SLOW_EMPTY, catalog)
+    assert verdict.valid
+    result = await runner.run(reader_target.pool, verdict, limits, database=reader_target.name)
+    assert not result.rows
+    floor = 0.05
+    assert result.duration_s > floor  # the statement's work is past the floor alone
+    checker = StatementChecker(gate, runner, probe_floor_s=floor)
+    checks = await checker.check(verdict, result, reader_target, catalog, limits)
+    (rows,) = [c for c in checks if c.name == "rows"]
+    assert not rows.passed
+    assert "could not be checked" not in rows.reason
+    assert "rows meet all but 'a.x + b.y < 0'" in rows.reason
