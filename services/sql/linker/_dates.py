@@ -213,6 +213,14 @@ def date_filters(ctx: LinkContext, plan: Plan) -> None:
         year = int(m.group(1))
         if 1900 <= year <= 2200 and not any(abs(w[2] - m.start()) < 30 for w in windows):
             windows.append((lit(f"{year}-01-01"), lit(f"{year + 1}-01-01"), m.start()))
+    if date_column(ctx, plan) is None:
+        # "between 2014 and 2016", "from 2014 to 2016": whole years, both said ones in
+        # (only for a year column: a date column's ranges are read elsewhere)
+        for m in re.finditer(r"\b(?:between|from)\s+(\d{4})\s+(?:and|to|through)\s+(\d{4})\b", low):
+            since, until = int(m.group(1)), int(m.group(2))
+            if 1800 <= since <= until <= 2200:
+                windows = [w for w in windows if not m.start() - 5 <= w[2] <= m.end()]
+                windows.append((lit(f"{since}-01-01"), lit(f"{until + 1}-01-01"), m.start()))
     quarter = re.search(
         r"\b(first|second|third|fourth|q[1-4])\s+quarter\s+of\s+(\d{4})|\bq([1-4])\s+(\d{4})",
         low,
@@ -256,6 +264,8 @@ def year_filter(
         raise LinkError("the question names a time window but no date column is in scope")
     if first is not None and end == first + 1:
         return col, f"{{c}} = {first}"
+    if first is not None and end is not None:
+        return col, f"{{c}} BETWEEN {first} AND {end - 1}"
     cond = []
     if first is not None:
         cond.append(f"{{c}} >= {first}")

@@ -97,6 +97,27 @@ def test_a_year_said_bounds_the_year_column_whose_values_are_years() -> None:
 
 
 @pytest.mark.parametrize(
+    ("when", "condition"),
+    [
+        ("between 2014 and 2015", "t0.year_id BETWEEN 2014 AND 2015"),
+        ("from 2014 to 2016", "t0.year_id BETWEEN 2014 AND 2016"),
+        ("after 2014", "t0.year_id > 2014"),
+        ("before 2016", "t0.year_id < 2016"),
+        ("since 2015", "t0.year_id >= 2015"),
+    ],
+)
+def test_a_range_of_years_is_a_range_of_the_year_column(when: str, condition: str) -> None:
+    assert condition in _sql(ATTENDANCE.format(when), _baseball())
+
+
+def test_two_bounds_joined_by_or_are_not_both_required() -> None:
+    """ "after 2015 or before 2014": either bound, never both on one row (which keeps
+    nothing); not read as two conditions, the question stays refused."""
+    with pytest.raises(LinkError):
+        _sql(ATTENDANCE.format("after 2015 or before 2014"), _baseball())
+
+
+@pytest.mark.parametrize(
     ("span", "when"),
     [
         (None, "2015"),  # the values were never read: nothing says they are years
