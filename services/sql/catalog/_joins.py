@@ -611,6 +611,14 @@ async def infer_joins(
             continue
         needed = OVERLAP_MIN if overlap else CONTAINMENT_MIN
         if share[1] and share[0] / share[1] >= needed:
+            pair = None
+            if overlap:  # either table may be the one whose rows the pair names
+                pair = await _pair_reference(conn, keyed, candidate) or await _pair_reference(
+                    conn, keyed, _reversed(candidate)
+                )
+            if pair is not None:
+                confirmed.append(pair)
+                continue
             found = f"{share[0]} of {share[1]} distinct values found in {candidate.parent}"
             confirmed.append(replace(candidate, evidence=f"{candidate.evidence}; {found}"))
     joined |= {frozenset((j.child, j.parent)) for j in confirmed}
@@ -861,6 +869,81 @@ async def _containment(
     )
     row = await _read_one(conn, statement, (sample,))
     return None if row is None else (int(row[0]), int(row[1]))
+
+
+# Other same-named columns tried with a shared-values column for a reference of two.
+_PAIR_CANDIDATES_MAX = 4
+
+
+def _reversed(join: JoinInfo) -> JoinInfo:
+    return replace(
+        join,
+        child=join.parent,
+        child_columns=join.parent_columns,
+        parent=join.child,
+        parent_columns=join.child_columns,
+    )
+
+
+async def _pair_reference(
+    conn: psycopg.AsyncConnection[Any], catalog: Catalog, join: JoinInfo
+) -> JoinInfo | None:
+    """A reference of two columns behind a join on shared values: ``salaries.team_id``
+    shares its values with ``teams.team_id``, which repeats (one row per team and
+    season); with ``year_id``, which both tables also hold, the pair never repeats in
+    ``teams`` and every pair of ``salaries`` is found there, so a salary row refers to
+    one team-season. Joined on ``team_id`` alone it would pair with every season's row.
+    None when no other same-named column makes such a pair (in the sample read) or the
+    data cannot be read."""
+    child, parent = catalog.table(join.child), catalog.table(join.parent)
+    if child is None or parent is None:
+        return None
+    first = join.child_columns[0]
+    others = []
+    for column in parent.columns:
+        held = child.column(column.name)
+        if (
+            column.name != first
+            and held is not None
+            and not measure_name(column.name)
+            and type_family(held.data_type) == type_family(column.data_type)
+        ):
+            others.append(column.name)
+    for other in others[:_PAIR_CANDIDATES_MAX]:
+        order = [c.name for c in parent.columns]
+        names = (other, first) if order.index(other) < order.index(first) else (first, other)
+        a, b = sql.Identifier(names[0]), sql.Identifier(names[1])
+        unique = sql.SQL(
+            "SELECT count(*), count(DISTINCT ({a}, {b})) FILTER (WHERE {a} IS NOT NULL AND "
+            "{b} IS NOT NULL), count(*) FILTER (WHERE {a} IS NULL OR {b} IS NULL) "
+            "FROM (SELECT {a}, {b} FROM {t} LIMIT %s) AS s"
+        ).format(a=a, b=b, t=sql.Identifier(parent.schema, parent.name))
+        row = await _read_one(conn, unique, (KEY_SAMPLE_ROWS,))
+        if row is None or row[0] < 2 or row[2] or row[1] != row[0]:
+            continue
+        contained = sql.SQL(
+            "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM {p} AS p WHERE p.{a} = s.a "
+            "AND p.{b} = s.b)), count(*) FROM (SELECT DISTINCT {a} AS a, {b} AS b FROM {c} "
+            "WHERE {a} IS NOT NULL AND {b} IS NOT NULL LIMIT %s) AS s"
+        ).format(
+            a=a,
+            b=b,
+            p=sql.Identifier(parent.schema, parent.name),
+            c=sql.Identifier(child.schema, child.name),
+        )
+        share = await _read_one(conn, contained, (JOIN_SAMPLE_VALUES,))
+        if share is None or not share[1] or share[0] / share[1] < CONTAINMENT_MIN:
+            continue
+        return JoinInfo(
+            join.child,
+            names,
+            join.parent,
+            names,
+            JoinOrigin.INFERRED,
+            f"({names[0]}, {names[1]}) never repeats in {parent.name} ({row[0]} rows read); "
+            f"{share[0]} of {share[1]} distinct pairs found there",
+        )
+    return None
 
 
 async def _read_one(

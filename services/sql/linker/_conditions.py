@@ -8,7 +8,7 @@ import itertools
 import re
 
 from services.sql.linker._context import LinkContext
-from services.sql.linker._dates import date_column, date_filters
+from services.sql.linker._dates import date_column, date_filters, year_column
 from services.sql.linker._lookup import (
     fact_candidates,
     find_column,
@@ -446,8 +446,17 @@ def comparisons(ctx: LinkContext, plan: Plan) -> None:
         year = int(m.group(2))
         if not 1900 <= year <= 2200:
             continue
-        col = date_column(ctx, plan, near=ctx.low[max(0, m.start() - 40) : m.start()])
+        near = ctx.low[max(0, m.start() - 40) : m.start()]
+        col = date_column(ctx, plan, near=near)
         if col is None:
+            # a year column whose values are all years: the year said, compared as said
+            held = year_column(ctx, plan, near=near)
+            if held is not None and not re.search(
+                r"\b(?:before|after|since|until|prior to)\s+\d{4}\s+or\b|\bor\s+(?:before|after|since|until|prior to)\s+\d{4}\b",
+                ctx.low,
+            ):  # "after 2013 or before 2008": one of two, not both; left to be refused
+                op = {"before": "<", "until": "<", "prior to": "<", "after": ">", "since": ">="}
+                plan.filters.append((held, f"{{c}} {op[m.group(1)]} {year}"))
             continue
         bound = {"before": "<", "until": "<", "prior to": "<", "after": ">=", "since": ">="}[
             m.group(1)

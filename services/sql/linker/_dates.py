@@ -82,6 +82,41 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
     return best[1] if best else None
 
 
+# Years a column may hold for its values to be years: a span outside them is a count, a
+# code or an amount that happens to sit in a column named "year" (``years_working``).
+PLAUSIBLE_YEARS = (1800, 2200)
+
+
+def year_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
+    """The integer column a year said in the question bounds when no date column is in
+    scope: one whose name says it holds a year and whose every stored value (its span,
+    read by the catalog) is a plausible year. Chosen among the tables in scope as
+    :func:`date_column` chooses a date."""
+    tables = fact_candidates(ctx, plan)
+    tables += [t for t in ctx.named if t not in tables]
+    near_words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS]
+    best: tuple[float, Col] | None = None
+    for rank, table in enumerate(tables):
+        for index, column in enumerate(table.columns):
+            span = column.span
+            if span is None or not PLAUSIBLE_YEARS[0] <= span[0] <= span[1] <= PLAUSIBLE_YEARS[1]:
+                continue
+            col = Col(table, column)
+            score = -0.3 * rank - index * 0.01 - (0.25 if column.nullable else 0.0)
+            if near_words:
+                score += 3 * ctx.vocab.column_score(near_words, col)
+            if best is None or score > best[0]:
+                best = (score, col)
+    return best[1] if best else None
+
+
+def whole_year(bound: str) -> int | None:
+    """The year a window's bound starts (``'2015-01-01'``), or None when the bound falls
+    inside a year: a year column can say only whole years."""
+    m = re.fullmatch(r"'(\d{4})-01-01'", bound)
+    return int(m.group(1)) if m else None
+
+
 def words_of_states(ctx: LinkContext) -> list[str]:
     """The words of the multi-word stored values the question names by one of their
     words ("won" -> closed, won): they say which of several dates the question means."""
@@ -178,6 +213,14 @@ def date_filters(ctx: LinkContext, plan: Plan) -> None:
         year = int(m.group(1))
         if 1900 <= year <= 2200 and not any(abs(w[2] - m.start()) < 30 for w in windows):
             windows.append((lit(f"{year}-01-01"), lit(f"{year + 1}-01-01"), m.start()))
+    if date_column(ctx, plan) is None:
+        # "between 2014 and 2016", "from 2014 to 2016": whole years, both said ones in
+        # (only for a year column: a date column's ranges are read elsewhere)
+        for m in re.finditer(r"\b(?:between|from)\s+(\d{4})\s+(?:and|to|through)\s+(\d{4})\b", low):
+            since, until = int(m.group(1)), int(m.group(2))
+            if 1800 <= since <= until <= 2200:
+                windows = [w for w in windows if not m.start() - 5 <= w[2] <= m.end()]
+                windows.append((lit(f"{since}-01-01"), lit(f"{until + 1}-01-01"), m.start()))
     quarter = re.search(
         r"\b(first|second|third|fourth|q[1-4])\s+quarter\s+of\s+(\d{4})|\bq([1-4])\s+(\d{4})",
         low,
@@ -196,10 +239,36 @@ def date_filters(ctx: LinkContext, plan: Plan) -> None:
     for low_bound, high_bound, at in windows:
         col = date_column(ctx, plan, near=low[max(0, at - 40) : at])
         if col is None:
-            raise LinkError("the question names a time window but no date column is in scope")
+            plan.filters.append(
+                year_filter(ctx, plan, low[max(0, at - 40) : at], low_bound, high_bound)
+            )
+            continue
         cond = []
         if low_bound:
             cond.append(f"{{c}} >= {low_bound}")
         if high_bound:
             cond.append(f"{{c}} < {high_bound}")
         plan.filters.append((col, " AND ".join(cond)))
+
+
+def year_filter(
+    ctx: LinkContext, plan: Plan, near: str, low_bound: str, high_bound: str
+) -> tuple[Col, str]:
+    """A window of whole years on a year column ("in 2015": ``= 2015``; "from 2014 to
+    2016": a range), for a schema that keeps its time as an integer year; refused when no
+    such column is in scope or the window falls inside a year ("March 2015")."""
+    first = whole_year(low_bound) if low_bound else None
+    end = whole_year(high_bound) if high_bound else None
+    col = year_column(ctx, plan, near)
+    if col is None or (low_bound and first is None) or (high_bound and end is None):
+        raise LinkError("the question names a time window but no date column is in scope")
+    if first is not None and end == first + 1:
+        return col, f"{{c}} = {first}"
+    if first is not None and end is not None:
+        return col, f"{{c}} BETWEEN {first} AND {end - 1}"
+    cond = []
+    if first is not None:
+        cond.append(f"{{c}} >= {first}")
+    if end is not None:
+        cond.append(f"{{c}} < {end}")
+    return col, " AND ".join(cond)

@@ -11,7 +11,8 @@ Two kinds, at two moments:
   (``_aggregates``), negation (``_negation``), grouping words (``_grouping``: "each",
   one value asked, "distinct", "order"), alternatives (``_alternatives``: "either … or",
   two values of one column), directions (``_directions``), values that name their own
-  table (``_table_values``) and defined terms (``_terms``); what it shows is what was
+  table (``_table_values``) or are said only in small part (``_partial_values``) and
+  defined terms (``_terms``); what it shows is what was
   asked (``_outputs``), and no count is one a join restricts (``_restricted``: a rate
   whose denominator keeps only the rows with a numerator, a HAVING tested on the rows
   another count's join keeps); a count counts the noun asked (``_counted``), no inner

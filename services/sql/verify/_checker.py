@@ -179,8 +179,9 @@ class StatementChecker:
                 rows = CheckResult(ROWS, True, _UNCHECKED.format("why no row meets it"))
         # joins
         joins = CheckResult(JOINS, True)
-        for pair in join_pairs(nodes):
-            reason = join_refusal(pair, derived.graph)
+        pairs = join_pairs(nodes)
+        for pair in pairs:
+            reason = join_refusal(pair, derived.graph, pairs)
             if reason:
                 joins = CheckResult(JOINS, False, reason)
                 break

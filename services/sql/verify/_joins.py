@@ -14,6 +14,12 @@ columns, or when one side is a key of its table (declared or inferred: unique, n
 null) and the other is of the same type family. A column whose name says it counts or
 sums is never a join column, whatever edge was inferred for it; a declared foreign key
 always is.
+
+A reference of several columns (``salaries (year_id, team_id) -> teams``, whose key is the
+pair) is an edge too, but of all its columns at once: the statement's equalities between
+the same two tables pass when they join every column of it, each with its own. One
+column of it joined alone (``team_id`` without ``year_id``) pairs a row with the parent's
+rows of every year, and stays refused.
 """
 
 from __future__ import annotations
@@ -76,8 +82,47 @@ def _edge_between(graph: JoinGraph, pair: JoinPair) -> tuple[bool, bool]:
     return False, False
 
 
-def join_refusal(pair: JoinPair, graph: JoinGraph) -> str:
-    """Why the join is refused, or empty when it passes."""
+def _ends(pair: JoinPair) -> tuple[str, str]:
+    """The aliases of the two tables an equality joins (what tells two readings of one
+    table apart)."""
+    left, right = pair.node.this, pair.node.expression
+    assert isinstance(left, exp.Column) and isinstance(right, exp.Column)
+    return left.table, right.table
+
+
+def _composite_joined(pair: JoinPair, among: list[JoinPair], graph: JoinGraph) -> bool:
+    """``pair`` is one column of a reference of several columns between its two tables,
+    and the statement joins every other column of that reference between the same two
+    readings of them."""
+    ends = _ends(pair)
+    joined = {
+        frozenset({(p.left.qualified, p.left_column), (p.right.qualified, p.right_column)})
+        for p in among
+        if {*_ends(p)} == {*ends}
+    }
+    mine = frozenset(
+        {(pair.left.qualified, pair.left_column), (pair.right.qualified, pair.right_column)}
+    )
+    for edge in graph.edges_of(pair.left.qualified, overlap=True):
+        if len(edge.child_columns) < 2 or {edge.child, edge.parent} != {
+            pair.left.qualified,
+            pair.right.qualified,
+        }:
+            continue
+        columns = [
+            frozenset({(edge.child, c), (edge.parent, p)})
+            for c, p in zip(edge.child_columns, edge.parent_columns, strict=True)
+        ]
+        if mine in columns and all(c in joined for c in columns):
+            return True
+    return False
+
+
+def join_refusal(pair: JoinPair, graph: JoinGraph, among: list[JoinPair] | None = None) -> str:
+    """Why the join is refused, or empty when it passes. ``among``: every join pair of
+    the statement, for a reference of several columns (all of them joined, or refused)."""
+    if among and _composite_joined(pair, among, graph):
+        return ""
     edge, declared = _edge_between(graph, pair)
     if declared:
         return ""

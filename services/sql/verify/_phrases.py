@@ -62,6 +62,7 @@ from services.sql.verify._grouping import check_grouping
 from services.sql.verify._negation import check_negation
 from services.sql.verify._numbers import check_numbers
 from services.sql.verify._outputs import check_outputs
+from services.sql.verify._partial_values import check_value_said_in_part
 from services.sql.verify._rankings import (
     check_ranked_by_a_count,
     check_ranked_by_the_date_said,
@@ -110,6 +111,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     nodes = read_statement(tree, ctx.catalog)
     check_restricted(tree, nodes, ctx.graph)
     check_table_named_as_a_value(ctx, nodes)
+    check_value_said_in_part(ctx, nodes)
     check_either_or(text, tree)
     check_outputs(ctx, tree, nodes)
     check_terms_computed(ctx, tree)

@@ -10,7 +10,11 @@ with awards"). The words that say it are the table's name less the reference it 
 by (``awards_players`` less ``player_id``: "awards"); a statement whose joined table's
 own words no word of the question says is refused. A table that links two others (a
 bridge) connects them and is left alone, and so is one whose name says nothing beyond
-its references (``has_pet``)."""
+its references (``has_pet``) — except a bridge that refers to one of them by a reference
+of several columns: "the names of the teams that won the World Series" answered through
+``salaries``, whose ``(year_id, team_id)`` names a team-season, lists the teams that paid
+a player who won an award. Such a bridge relates the two by what its own rows are (a
+salary paid), which the question must say."""
 
 from __future__ import annotations
 
@@ -58,12 +62,19 @@ def check_unasked_join(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) 
                 if found is not None:
                     partners.add(found.qualified)
                     by.add(column_name(mine))
-        if len(partners) != 1 or table.qualified in partners:
-            continue  # a bridge links two tables; a self-join relates rows
-        (partner,) = partners
-        refers = any(
-            e.child == table.qualified and e.parent == partner and set(e.child_columns) <= by
+        if not partners or table.qualified in partners:
+            continue  # a self-join relates rows
+        if len(partners) > 1 and not any(
+            e.child == table.qualified and len(e.child_columns) > 1 and set(e.child_columns) <= by
             for e in ctx.graph.edges_of(table.qualified)
+        ):
+            continue  # a bridge by single references links two tables: left alone
+        refers = all(
+            any(
+                e.child == table.qualified and e.parent == partner and set(e.child_columns) <= by
+                for e in ctx.graph.edges_of(table.qualified)
+            )
+            for partner in partners
         )
         if not refers:
             continue  # the table is referred to: each row read has its one row there

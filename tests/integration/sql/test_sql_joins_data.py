@@ -150,3 +150,35 @@ async def test_a_column_that_counts_is_no_reference_whatever_values_it_holds(pg_
     joins = _joins(catalog)
     assert ("course", "semester_id", "semester") in joins  # the reference
     assert not any(j[1] == "num_semesters" for j in joins)  # the count
+
+
+async def test_a_reference_of_two_columns_is_inferred_from_the_pairs_values(pg_url: str) -> None:
+    """``salaries.team_id`` shares its values with ``teams.team_id``, which repeats (a row
+    per team and season): with ``year_id``, held by both, the pair never repeats in
+    ``teams`` and every pair of ``salaries`` is found there, so the reference is the pair
+    (a join on ``team_id`` alone would pair a salary with every season of its team). The
+    catalog also reads the span of the integer year columns, and of nothing else."""
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute("DROP DATABASE IF EXISTS tandem_seasons")
+        await admin.execute("CREATE DATABASE tandem_seasons")
+    async with await psycopg.AsyncConnection.connect(
+        database_url(pg_url, "tandem_seasons"), autocommit=True
+    ) as conn:
+        for statement in (
+            "CREATE TABLE teams (year_id int, team_id text, name text, w int)",
+            "CREATE TABLE salaries (year_id int, team_id text, player_id text, salary int)",
+            "INSERT INTO teams SELECT y, 'T' || t, 'Team ' || t, 60 + t "
+            "FROM generate_series(2014, 2016) y, generate_series(1, 30) t",
+            "INSERT INTO salaries SELECT 2014 + g % 3, 'T' || (1 + g % 30), 'p' || g, 1000 * g "
+            "FROM generate_series(1, 400) g",
+        ):
+            await conn.execute(statement)
+        catalog = await infer_joins(conn, await introspect(conn, "seasons"))
+    joins = _joins(catalog)
+    pair = [j for j in joins if "," in j[1]]
+    assert pair == [("salaries", "year_id,team_id", "teams")], joins
+    assert not any(j[1] == "team_id" and {j[0], j[2]} == {"salaries", "teams"} for j in joins)
+    teams = catalog.table("public.teams")
+    assert teams is not None
+    spans = {c.name: c.span for c in teams.columns}
+    assert spans == {"year_id": (2014, 2016), "team_id": None, "name": None, "w": None}
