@@ -5,7 +5,8 @@ award winners who debuted in 2016.
 A year or a date in the question ("in 2016", "before March 2015") bounds the time of
 some event, and which one the words say: the table whose rows the question names (the
 awards) or a date column it names ("debuted"). A statement that bounds a date column
-no word of the question names, of a table no word names, while another table it reads
+no word of the question names, of a table no word names (by its name or by a value of
+it the statement compares), while another table it reads
 — one the question does name — holds a time of its own (a date, or a column named for a
 year, month or day), has bounded another event than the question's. It is refused; a
 bound on a date the question names, or on the only table with a time, is left alone."""
@@ -42,7 +43,7 @@ def check_bounded_event(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes)
         parts = ctx.vocab.column_words.get((bounded.qualified, column), [])
         if said([p for p in parts if p not in _DATE_PARTS]):
             continue
-        if said(_table_words(ctx, bounded)):
+        if said(_table_words(ctx, bounded)) or said(_values_of(tree, nodes, bounded)):
             continue
         for other in tables.values():
             if other.qualified == bounded.qualified or not said(_table_words(ctx, other)):
@@ -59,6 +60,21 @@ def check_bounded_event(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes)
 def _table_words(ctx: LinkContext, table: TableInfo) -> list[str]:
     words = list(ctx.vocab.table_words.get(table.qualified, []))
     words += [w for alias in ctx.vocab.table_aliases.get(table.qualified, []) for w in alias]
+    return words
+
+
+def _values_of(tree: exp.Select, nodes: StatementNodes, table: TableInfo) -> list[str]:
+    """The words of the stored values the statement compares ``table``'s columns with:
+    a value the question says ("demos" for ``activities.kind = 'Demo'``) names that
+    table's rows as well as its name would."""
+    words: list[str] = []
+    for comparison in tree.find_all(exp.EQ, exp.In):
+        column = comparison.this
+        if not isinstance(column, exp.Column) or nodes.owner(column) is not table:
+            continue
+        for literal in comparison.find_all(exp.Literal):
+            if literal.is_string:
+                words += [t.stem for t in tokenize(literal.this) if t.low.isalpha()]
     return words
 
 
