@@ -41,6 +41,7 @@ from services.common import (
     load_migrations,
     role_conninfo,
 )
+from services.sql.memory._record import parameters, record
 from tandem.v1 import embedding_service_pb2 as epb
 from tandem.v1 import embedding_service_pb2_grpc as epb_grpc
 
@@ -169,10 +170,6 @@ def _pair(row: Sequence[Any]) -> ConfirmedPair:
 # Entries of the no-pairs memory at most (tenants x databases seen lately).
 _EMPTY_MAX = 4096
 
-# One statement (``0003_record_answer.sql``): the tenant set, the answer stored and a
-# reused pair's use counted, in the statement's own transaction.
-_RECORD_ANSWER = "SELECT sql_record_answer(%s, %s, %s, %s, %s, %s, %s, %s)"
-
 
 class MemoryStore(TenantStore):
     """Every statement the memory sends to Postgres, each in a tenant-scoped transaction."""
@@ -214,13 +211,14 @@ class MemoryStore(TenantStore):
         use in the same transaction."""
         answer_id = str(uuid.uuid4())
         # Every answer pays for this write: one statement alone, instead of BEGIN, the
-        # tenant, the INSERT (and the UPDATE) and COMMIT pipelined.
+        # tenant, the INSERT (and the UPDATE) and COMMIT pipelined; sent on the libpq
+        # connection (``_record``), not through a cursor.
+        params = parameters(
+            tenant_id, answer_id=answer_id, database=database, question=question, sql=sql,
+            intent=intent, principal_id=_viewer(), used_pair=used_pair,
+        )  # fmt: skip
         async with self._unavailable(), self._db.autocommit() as conn:
-            await conn.execute(
-                _RECORD_ANSWER,
-                (tenant_id, answer_id, database, question, sql,
-                 Jsonb(intent) if intent else None, _viewer(), used_pair),
-            )  # fmt: skip
+            await record(conn, params)
         return answer_id
 
     async def answer(self, tenant_id: str, answer_id: str) -> RecordedAnswer | None:

@@ -89,3 +89,49 @@ async def test_recording_an_answer_is_one_statement_and_one_wait(pg_url, tmp_pat
     finally:
         await store.close()
         await relay.close()
+
+
+async def _prepared(conn) -> list[str]:
+    cur = await conn.execute(
+        "SELECT statement FROM pg_prepared_statements WHERE statement LIKE %s",
+        ("%sql_record_answer%",),
+    )
+    return [row[0] for row in await cur.fetchall()]
+
+
+async def test_the_record_is_parsed_once_per_connection_from_its_first_answer(pg_url, tmp_path):
+    # Postgres parses the record statement once per connection, not once per answer
+    # (psycopg's own cursor prepared it only from its fifth use on a connection).
+    store = await open_memory(pg_url, tmp_path, MemorySettings(), pool_max_size=1)
+    tenant = f"p-{uuid.uuid4().hex[:10]}"
+    try:
+        first = await store.record_answer(
+            tenant, database="demo", question="How many companies are there?",
+            sql="SELECT count(*) FROM companies", intent={"kind": "COUNT"},
+        )  # fmt: skip
+        async with store.database.connection() as conn:
+            assert len(await _prepared(conn)) == 1
+        recorded = await store.answer(tenant, first)
+        assert recorded is not None and recorded.intent == {"kind": "COUNT"}
+        assert recorded.question == "How many companies are there?"
+    finally:
+        await store.close()
+
+
+async def test_a_connection_that_lost_the_statement_still_records_the_answer(pg_url, tmp_path):
+    store = await open_memory(pg_url, tmp_path, MemorySettings(), pool_max_size=1)
+    tenant = f"d-{uuid.uuid4().hex[:10]}"
+    try:
+        for _ in range(6):  # prepared by whichever way the record is sent
+            await store.record_answer(
+                tenant, database="demo", question="q", sql="SELECT 1", intent=None
+            )
+        async with store.database.connection() as conn:
+            await conn.execute("DEALLOCATE ALL")  # someone else's reset of the session
+        answer_id = await store.record_answer(
+            tenant, database="demo", question="q", sql="SELECT 2", intent=None
+        )
+        recorded = await store.answer(tenant, answer_id)
+        assert recorded is not None and recorded.sql == "SELECT 2"
+    finally:
+        await store.close()
