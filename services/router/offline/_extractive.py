@@ -26,6 +26,7 @@ from services.common.llm import (
     RowSet,
 )
 from services.router.offline._cells import table_cells, without_tables
+from services.router.offline._negation import negated_stems, with_negatives
 from services.router.offline._rows import state_rows
 from services.router.offline._rules import search_query
 from services.router.offline._text import (
@@ -652,6 +653,11 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
     # Each unit and title analysed once: the frequencies, the filter and the scoring
     # below all read them (a title's line joins its unit's analysis by union).
     analysed = {unit.text: _unit_analysis(unit) for _, units in split for unit in units}
+    # "not mounted" is held by "unmounted" (and "not zero" by "nonzero"): the sentence
+    # stating the condition the question sets, not only the one stating its opposite.
+    negated = negated_stems(question)
+    if negated:
+        analysed = {t: (with_negatives(s, negated), w) for t, (s, w) in analysed.items()}
     own = {text: _covered(terms, *analysis) for text, analysis in analysed.items()}
     for _, units in split:
         for unit in units:
