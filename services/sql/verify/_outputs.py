@@ -26,7 +26,10 @@ counts is the rows the question counts.
   arrival delay?" answered with the largest delay and nothing else: a question that asks
   which (or who) is answered by rows, so a ranking whose every output is what it ranks
   by (the first ORDER BY key; later keys only break ties), or an ungrouped MIN / MAX,
-  shows a value and not the rows that hold it.
+  shows a value and not the rows that hold it. So does one whose every output is a
+  column its WHERE compares with a literal ("Which singers from France have songs
+  released after 2010?" shown as the release years), unless the noun after "which"
+  names that column ("which years …").
 - **Two tables listed, joined.** "List the first names of employees and customers" asks
   for the rows of two tables (a union the linker does not compose); a statement that joins
   the two answers which employees have which customers. Held only where two plural nouns
@@ -108,8 +111,9 @@ _WHICH = re.compile(r"\s*(?:which|who)\b")
 
 
 def _only_the_ranking_shown(ctx: LinkContext, tree: exp.Select) -> None:
-    """ "Which flight number had the largest arrival delay?" shown as the delay alone
-    (see the module's docstring)."""
+    """ "Which flight number had the largest arrival delay?" shown as the delay alone,
+    or "Which singers from France have songs released after 2010?" as the release years
+    alone (see the module's docstring)."""
     if not _WHICH.match(ctx.original.lower()) or tree.args.get("group") is not None:
         return
     outputs = tree.expressions
@@ -128,6 +132,38 @@ def _only_the_ranking_shown(ctx: LinkContext, tree: exp.Select) -> None:
         raise LinkError(
             "the question asks which rows; the statement shows only a minimum or maximum"
         )
+    elif shown <= _filtered(tree) and not _which_names(ctx, shown):
+        what = ", ".join(sorted(name for _, name in shown))
+        raise LinkError(
+            f"the question asks which rows; the statement shows only {what}, what it filters by"
+        )
+
+
+_WHICH_NOUN = re.compile(r"\s*(?:which|who)\s+([a-z]+)")
+
+
+def _filtered(tree: exp.Select) -> set[tuple[str, str]]:
+    """The columns the outer WHERE compares with a literal: what the rows are chosen by."""
+    where = tree.args.get("where")
+    found: set[tuple[str, str]] = set()
+    if where is None:
+        return found
+    for node in where.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.Between, exp.In):
+        if node.find_ancestor(exp.Select) is not tree or not node.find(exp.Literal):
+            continue
+        if isinstance(node.this, exp.Column):
+            found.add((node.this.table, node.this.name))
+    return found
+
+
+def _which_names(ctx: LinkContext, shown: set[tuple[str, str]]) -> bool:
+    """Whether the noun after "which" names a shown column ("which years after 2010 …"
+    asks for the years themselves)."""
+    asked = _WHICH_NOUN.match(ctx.original.lower())
+    if asked is None:
+        return True  # "which of …", no noun to hold the columns to
+    noun = stem(asked.group(1))
+    return any(noun == stem(part) for _, name in shown for part in name.split("_"))
 
 
 _COORDINATED = re.compile(

@@ -630,3 +630,17 @@ def test_two_counts_one_of_rows_the_others_join_keeps_is_refused() -> None:
         "m.id HAVING COUNT(DISTINCT t0.template_id) >= 2 AND COUNT(DISTINCT t1.document_id) > 3",
         CATALOG,
     )
+
+
+def test_which_rows_is_not_answered_with_what_it_filters_by_alone() -> None:
+    vocabulary = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
+    today = date(2026, 11, 29)
+    chosen = " FROM public.stadium AS t0 WHERE (t0.capacity > 5000)"
+    ctx = read_question("Which stadiums have a capacity over 5000?", vocabulary, today)
+    # the stadiums chosen by their capacity, shown as the capacity alone
+    with pytest.raises(LinkError, match="shows only capacity, what it filters by"):
+        check_outputs(ctx, _tree("SELECT t0.capacity" + chosen))
+    check_outputs(ctx, _tree("SELECT t0.name" + chosen))  # the stadiums themselves
+    # the noun after "which" names the column: the capacities are what is asked
+    ctx = read_question("Which capacities of stadiums are over 5000?", vocabulary, today)
+    check_outputs(ctx, _tree("SELECT t0.capacity" + chosen))
