@@ -13,6 +13,7 @@ from services.sql.linker._lookup import (
     fact_candidates,
     find_column,
     find_value,
+    joins_plan,
     label_columns,
     mentioned_before,
     named_tables,
@@ -355,6 +356,8 @@ def proper_names(
                     continue
                 found = [(c, v) for c, v in found if c.table in ctx.named]
             col, value = found[0]
+            if not joins_plan(ctx, plan, col.table):
+                continue  # a name in a table the plan's cannot join is some other thing's
             plan.filters.append((col, f"{{c}} = {lit(value)}"))
             taken |= {i + k for k in range(size)}
             used |= {t.low for t in window}

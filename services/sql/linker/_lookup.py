@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
-from services.sql.linker._plan import Plan, is_key, is_number, is_temporal, lit
+from services.sql.linker._plan import Measure, Plan, is_key, is_number, is_temporal, lit
 from services.sql.linker._vocabulary import Col, Vocabulary
 from services.sql.words import (
     GRAMMAR_WORDS,
@@ -173,8 +173,11 @@ def find_value(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) -> tuple
         for value, cols in ctx.vocab.values.items():
             if len(value) >= 4 and tok.low.startswith(value) and len(tok.low) - len(value) <= 3:
                 candidates.extend(cols)
+    found = candidates  # every stored value the word could be, joinable or not
+    candidates = [p for p in candidates if joins_plan(ctx, plan, p[0].table)]
     if not candidates and not tok.quoted and len(tok.low) >= 3:
-        return find_value_inside(ctx, tok)
+        inside = find_value_inside(ctx, tok)
+        return inside if inside is None or joins_plan(ctx, plan, inside[0].table) else None
     if not candidates:
         if tok.quoted:
             col = text_column_near(ctx, tok, toks, plan)
@@ -199,14 +202,39 @@ def find_value(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) -> tuple
     names_something = names_schema_word(ctx, tok.stem)
     # one value in one table (a code and a name column may both hold 'EMEA')
     unique = (
-        len({c.table.qualified for c, _ in candidates}) == 1
-        and len({v.lower() for _, v in candidates}) == 1
+        len({c.table.qualified for c, _ in found}) == 1
+        and len({v.lower() for _, v in found}) == 1
         and (len(tok.low) >= 4 or tok.text.isupper())
         and not names_something
     )
     if not tok.quoted and not unique and score((col, value)) < 0.5 and col.table not in tables:
         return None
     return col, f"{{c}} = {lit(value)}"
+
+
+def joins_plan(ctx: LinkContext, plan: Plan, table: TableInfo) -> bool:
+    """Whether a table some word's value lives in can be joined to the tables the plan
+    already reads (its measures and listed columns). A value in a table no join path
+    reaches is not the question's value, however exactly it is spelled: beside a
+    look-alike copy of another database, a track titled 'Honolulu' or a genre 'Opera'
+    would otherwise take the word and leave a statement that cannot be composed, where
+    the next reading (the airport whose name holds the word, or no value at all) can."""
+    placed = [t for m in plan.measures for t in measure_tables(m)]
+    return joins_any(ctx, [*placed, *(d.col.table for d in plan.dims)], table)
+
+
+def measure_tables(measure: Measure) -> list[TableInfo]:
+    """The tables a measure reads: its column's, the table it counts, those it joins."""
+    found = (measure.col.table if measure.col else None, measure.table, *measure.tables)
+    return [t for t in found if t is not None]
+
+
+def joins_any(ctx: LinkContext, placed: Sequence[TableInfo], table: TableInfo) -> bool:
+    """Whether ``table`` is one of ``placed`` or a join path reaches one of them (true
+    when nothing is placed yet: nothing to join to)."""
+    if not placed or table in placed:
+        return True
+    return any(ctx.graph.path(table.qualified, t.qualified) is not None for t in placed)
 
 
 def mentioned_before(ctx: LinkContext, table: TableInfo, at: int) -> bool:

@@ -9,7 +9,13 @@ from collections.abc import Sequence
 from services.sql.catalog import TableInfo
 from services.sql.definitions import trim_definition
 from services.sql.linker._context import LinkContext
-from services.sql.linker._lookup import find_column, find_value_word, tables_headed
+from services.sql.linker._lookup import (
+    find_column,
+    find_value_word,
+    joins_any,
+    measure_tables,
+    tables_headed,
+)
 from services.sql.linker._plan import (
     Measure,
     finish,
@@ -162,7 +168,8 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
                 equals = f"{{c}} = {lit(value)}"
                 words = words[:i] + words[i + 1 :]
                 got = read_measure(ctx, "number of " + " ".join(words), depth=depth + 1)
-                if got is not None:
+                # a value no join reaches from what is counted is not a condition on it
+                if got is not None and joins_any(ctx, measure_tables(got), col.table):
                     got.filter = (col, equals)
                     return finish(got, label, joined)
         if not words:
