@@ -233,7 +233,13 @@ def connect_kwargs(
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Each pooled warehouse connection: our loaders, and no statement prepared by
+    psycopg itself. The answers' repeated statements are prepared by name on the
+    connection (``gate/_pipelined``); psycopg, holding prepared statements of its own,
+    sends ``DEALLOCATE ALL`` when it sees a ROLLBACK go through it (after a failed
+    statement), which would drop ours too and fail the next answer (SQLSTATE 26000)."""
     register_loaders(conn)
+    conn.prepare_threshold = None
 
 
 class Target:

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from services.sql.gate._pipelined import pipelined
+from services.sql.targets._targets import _configure
 
 pytestmark = pytest.mark.integration
 
@@ -117,3 +118,18 @@ async def test_a_statement_that_fails_to_prepare_is_not_held(pg_url):
         await conn.execute("INSERT INTO no_such_table VALUES (7)")
         fetched = await pipelined(conn, [b"SELECT * FROM no_such_table"], 0, preparable=[True])
         assert fetched.rows == [(7,)]
+
+
+async def test_a_rollback_through_psycopg_leaves_the_prepared_answers_in_place(pg_url):
+    """psycopg sends DEALLOCATE ALL on a ROLLBACK it sees while it holds prepared
+    statements of its own: a warehouse connection as the pool configures it holds none,
+    so the answers' prepared statements survive a failed statement's rollback."""
+    statements = [b"BEGIN READ ONLY", _CURSOR + b"SELECT 7", b"FETCH FORWARD 1 FROM c", b"ROLLBACK"]
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await _configure(conn)
+        for _ in range(6):  # often enough for psycopg to prepare it, were it to
+            await conn.execute("SELECT 1 WHERE 1 = %s", (1,))
+        first = await pipelined(conn, statements, 2, preparable=[True] * 4)
+        await conn.execute("ROLLBACK")  # as after a failed statement
+        again = await pipelined(conn, statements, 2, preparable=[True] * 4)
+        assert first.rows == again.rows == [(7,)]
