@@ -241,6 +241,11 @@ def run_dir(data_dir: Path, port: int) -> Path:
     return (data_dir / "edge" / str(port)).resolve()
 
 
+# The access log's buffer in tandem-edge.conf.template (``access_log … buffer=64k``): what
+# nginx writes to the log at once.
+NGINX_LOG_BUFFER = 64 * 1024
+
+
 @dataclass(frozen=True)
 class AccessLogRotation:
     """Size-based rotation of a local access log, done by the edge's launcher.
@@ -279,11 +284,24 @@ class AccessLogRotation:
             return False
 
     def rotate(self) -> None:
-        """Shift the old files up by one, copy the log to ``.1`` and empty it."""
+        """Shift the old files up by one, copy the log to ``.1`` and empty it.
+
+        Each old file keeps at most ``max_bytes`` and one nginx buffer
+        (:data:`NGINX_LOG_BUFFER`), from the first whole line of the log's tail: under
+        a flood nginx's workers can flush several buffers between two checks (on a fast
+        machine three, 196 KB, were seen in one check's interval), and what the files
+        keep must stay bounded whatever the check's lag. The older lines of such a flood
+        are dropped, as the lines between the copy and the truncation are."""
         for n in range(self.keep, 1, -1):
             if self.old(n - 1).exists():
                 os.replace(self.old(n - 1), self.old(n))
-        shutil.copyfile(self.path, self.old(1))
+        keep = self.max_bytes + NGINX_LOG_BUFFER
+        with self.path.open("rb") as log, self.old(1).open("wb") as out:
+            size = os.fstat(log.fileno()).st_size
+            if size > keep:
+                log.seek(size - keep - 1)
+                log.readline()  # the rest of a cut line (or the newline before a whole one)
+            out.write(log.read(max(0, size - log.tell())))
         os.truncate(self.path, 0)
 
 
@@ -302,6 +320,7 @@ def nginx_binary(settings: EdgeSettings | None = None) -> Path | None:
 __all__ = [
     "ACCESS_LOG",
     "DEFAULT_PORT",
+    "NGINX_LOG_BUFFER",
     "PLAYGROUND_DIR",
     "TEMPLATE",
     "AccessLogRotation",

@@ -20,6 +20,7 @@ from gateway import edge
 from gateway._admission import CANONICAL_AUTHORIZATION, malformed_authorization
 from gateway._quota import quota_exceeded
 from gateway.edge import (
+    NGINX_LOG_BUFFER,
     TEMPLATE,
     AccessLogRotation,
     EdgeSettings,
@@ -389,3 +390,17 @@ def test_nginx_accepts_the_rendered_configuration(tmp_path: Path):
     )
     assert checked.returncode == 0, checked.stderr
     assert "test is successful" in checked.stderr
+
+
+def test_an_old_access_log_keeps_a_bounded_tail_of_whole_lines(tmp_path: Path):
+    """A flood can write several nginx buffers between two checks; the old file keeps the
+    log's last ``max_bytes`` and one buffer, from a whole line."""
+    log = tmp_path / "access.log"
+    rotation = AccessLogRotation(log, max_bytes=1024, keep=1)
+    lines = [f"{i:06d} {'x' * 140}\n".encode() for i in range(2000)]  # about 300 KB
+    log.write_bytes(b"".join(lines))
+    rotation.rotate()
+    kept = (tmp_path / "access.log.1").read_bytes()
+    assert len(kept) <= 1024 + NGINX_LOG_BUFFER
+    assert kept.endswith(lines[-1]) and kept.split(b"\n")[0] + b"\n" in lines
+    assert log.stat().st_size == 0
