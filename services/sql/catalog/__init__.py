@@ -1,10 +1,10 @@
 """The schema catalog and what it knows without being told: tables, columns, types,
 keys and comments introspected through the target's read-only role; keys and joins
 inferred from names and data where none are declared (``_joins``); the values stored in
-text columns and which column holds a word (``_stored``); which tables are copies of
-another (``_families``); one load in the order that keeps a wide warehouse cheap
-(``_load``), kept current in the background (``_cache``); the tables each question is
-linked against (``_narrowing``).
+text columns and which column holds a word (``_stored``); the span of integer columns
+named for a year (``_years``); which tables are copies of another (``_families``); one
+load in the order that keeps a wide warehouse cheap (``_load``), kept current in the
+background (``_cache``); the tables each question is linked against (``_narrowing``).
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ import psycopg
 from psycopg import sql
 
 from services.sql.catalog._rows import ROW_COUNT_CAP, count_rows, row_count
-from services.sql.words import name_words, stem
+from services.sql.catalog._years import year_span
+from services.sql.words import stem
 
 _log = logging.getLogger("tandem.sql.catalog")
 
@@ -421,7 +422,14 @@ async def read_values(
                 if not samples and values.index_left > 0 and _indexable(stat[0], estimate):
                     values.index_left -= 1
                     known = await _known_values(conn, schema, name, column.name)
-            span = await _year_span(conn, schema, name, column) if _names_year(column) else None
+            span = await year_span(  # None but for a column named for a year (``_years``)
+                conn,
+                schema,
+                name,
+                column.name,
+                column.data_type,
+                statement_timeout=_VALUE_INDEX_TIMEOUT,
+            )
             column_infos.append(
                 replace(column, sample_values=samples, known_values=known, span=span)
             )
@@ -460,39 +468,6 @@ async def _values_from_data(
         return (), ()
     budget.index_left -= 1
     return (), found
-
-
-_INTEGER_TYPES = ("smallint", "integer", "bigint")
-
-
-def _names_year(column: ColumnInfo) -> bool:
-    """An integer column one of whose name words is "year": the only columns whose span
-    is read, so the catalog load reads no more than it must."""
-    return column.data_type in _INTEGER_TYPES and "year" in name_words(column.name)
-
-
-async def _year_span(
-    conn: psycopg.AsyncConnection[Any], schema: str, table: str, column: ColumnInfo
-) -> tuple[int, int] | None:
-    """The column's least and greatest value, read from the data (the planner's
-    statistics are a sample, and absent until the table is analyzed) under the value
-    index's timeout; None when the column is empty or the read fails."""
-    statement = sql.SQL("SELECT min({col}), max({col}) FROM {tbl}").format(
-        col=sql.Identifier(column.name), tbl=sql.Identifier(schema, table)
-    )
-    try:
-        async with conn.transaction():
-            await conn.execute(f"SET LOCAL statement_timeout = '{_VALUE_INDEX_TIMEOUT}'")
-            row = await (await conn.execute(statement)).fetchone()
-    except psycopg.Error as exc:
-        _log.info(
-            "year span skipped a column",
-            extra={"fields": {"error.type": type(exc).__name__}},
-        )
-        return None
-    if row is None or row[0] is None:
-        return None
-    return int(row[0]), int(row[1])
 
 
 def _indexable(n_distinct: float, estimate: int) -> bool:

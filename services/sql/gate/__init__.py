@@ -2,7 +2,9 @@
 functions, known tables, values built within the result cap: ``_sizes``) and the
 database-side layers (``_execute``: a READ ONLY transaction as a SELECT-only role, a
 statement timeout, bounded sort and hash memory, row and size caps); statements
-parsed once (``_parsing``) and identifiers quoted as Postgres needs (``_names``).
+parsed once (``_parsing``), identifiers quoted as Postgres needs (``_names``), and
+statements sent on the libpq connection in one pipeline, the repeated ones prepared under
+names of our own (``_prepared``: also the answer memory's record).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from services.sql.gate._execute import (
 from services.sql.gate._gate import GateRule, SqlGate, Verdict, Violation
 from services.sql.gate._names import identifier
 from services.sql.gate._parsing import parse_statements
+from services.sql.gate._prepared import PreparedStatements, exchange
 from services.sql.gate._scope import memo_scope, scope_memos
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "GateRule",
     "GatedHost",
     "Limits",
+    "PreparedStatements",
     "ResultSet",
     "Safeguards",
     "SqlGate",
@@ -41,6 +45,7 @@ __all__ = [
     "StatementRunner",
     "Verdict",
     "Violation",
+    "exchange",
     "identifier",
     "memo_scope",
     "memory_options",

@@ -212,13 +212,17 @@ def find_value(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) -> tuple
     return col, f"{{c}} = {lit(value)}"
 
 
-def joins_plan(ctx: LinkContext, plan: Plan, table: TableInfo) -> bool:
+def joins_plan(ctx: LinkContext, plan: Plan | Measure, table: TableInfo) -> bool:
     """Whether a table some word's value lives in can be joined to the tables the plan
-    already reads (its measures and listed columns). A value in a table no join path
-    reaches is not the question's value, however exactly it is spelled: beside a
-    look-alike copy of another database, a track titled 'Honolulu' or a genre 'Opera'
-    would otherwise take the word and leave a statement that cannot be composed, where
-    the next reading (the airport whose name holds the word, or no value at all) can."""
+    already reads (its measures and listed columns; or, given one measure, the tables it
+    reads). A value in a table no join path reaches is not the question's value, however
+    exactly it is spelled: beside a look-alike copy of another database, a track titled
+    'Honolulu' or a genre 'Opera' would otherwise take the word and leave a statement
+    that cannot be composed, where the next reading (the airport whose name holds the
+    word, or no value at all) can. The one test of it: a value word (``find_value``), a
+    proper name (``proper_names``) and a counted value (``read_measure``) all ask here."""
+    if isinstance(plan, Measure):
+        return joins_any(ctx, measure_tables(plan), table)
     placed = [t for m in plan.measures for t in measure_tables(m)]
     return joins_any(ctx, [*placed, *(d.col.table for d in plan.dims)], table)
 

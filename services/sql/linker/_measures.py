@@ -12,8 +12,7 @@ from services.sql.linker._context import LinkContext
 from services.sql.linker._lookup import (
     find_column,
     find_value_word,
-    joins_any,
-    measure_tables,
+    joins_plan,
     tables_headed,
 )
 from services.sql.linker._plan import (
@@ -169,7 +168,7 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
                 words = words[:i] + words[i + 1 :]
                 got = read_measure(ctx, "number of " + " ".join(words), depth=depth + 1)
                 # a value no join reaches from what is counted is not a condition on it
-                if got is not None and joins_any(ctx, measure_tables(got), col.table):
+                if got is not None and joins_plan(ctx, got, col.table):
                     got.filter = (col, equals)
                     return finish(got, label, joined)
         if not words:

@@ -10,38 +10,28 @@ embedded Postgres, about a third less of the client's CPU per record.
 
 The statement is prepared once per connection, in the same batch as its first use
 (Parse, then Bind and Execute, one Sync: still one wait), so Postgres parses it once per
-connection, as psycopg's auto-prepare did after five uses. A connection that no longer
-holds it (a ``DEALLOCATE`` by someone else) has it prepared again and the record sent
-once more (the failed one stored nothing). A failed statement raises the error
-psycopg raises for it; a call cancelled midway closes the connection (its result unread,
-no one may use it again), as the pool would.
+connection, as psycopg's auto-prepare did after five uses (the bookkeeping of what a
+connection holds prepared is the gate's, shared with the answers' own statements). A
+connection that no longer holds it (a ``DEALLOCATE`` by someone else) has it prepared
+again and the record sent once more (the failed one stored nothing). A failed statement
+raises the error psycopg raises for it; a call cancelled midway closes the connection
+(its result unread, no one may use it again), as the pool would.
 """
 
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg import generators, pq
-from psycopg.abc import PQGen
+
+from services.sql.gate import PreparedStatements, exchange
 
 STATEMENT = b"SELECT sql_record_answer($1, $2, $3, $4, $5, $6::jsonb, $7, $8)"
-_NAME = b"tandem_record_answer"
 
-# Connections that hold the statement prepared under ``_NAME``.
-_PREPARED: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def _send_and_read(pgconn: pq.abc.PGconn) -> PQGen[list[pq.abc.PGresult]]:
-    """Send what is queued, then read every result up to the pipeline's sync."""
-    yield from generators.send(pgconn)
-    results: list[pq.abc.PGresult] = []
-    while not results or results[-1].status != pq.ExecStatus.PIPELINE_SYNC:
-        results += yield from generators.fetch_many(pgconn)
-    return results
+# Connections that hold the statement prepared (as ``tandem_record_answer``).
+_PREPARED = PreparedStatements(name=b"tandem_record_answer")
 
 
 def _text(value: str | None) -> bytes | None:
@@ -83,30 +73,6 @@ async def record(conn: psycopg.AsyncConnection[Any], params: Sequence[bytes | No
 
 
 async def _run(conn: psycopg.AsyncConnection[Any], params: Sequence[bytes | None]) -> None:
-    async with conn.lock:
-        pgconn = conn.pgconn
-        prepare = conn not in _PREPARED
-        pgconn.enter_pipeline_mode()
-        try:
-            if prepare:
-                pgconn.send_prepare(_NAME, STATEMENT)
-            pgconn.send_query_prepared(_NAME, params)
-            pgconn.pipeline_sync()
-            results = await conn.wait(_send_and_read(pgconn))
-            pgconn.exit_pipeline_mode()
-        except BaseException:
-            _PREPARED.discard(conn)
-            if pgconn.pipeline_status != pq.PipelineStatus.OFF:
-                await conn.close()  # results still unread: no one can use it again
-            raise
-    if len(results) != (3 if prepare else 2):
-        _PREPARED.discard(conn)
-        raise psycopg.InterfaceError("the record's results do not match its statements")
-    if prepare and results[0].status == pq.ExecStatus.COMMAND_OK:
-        _PREPARED.add(conn)
-    for result in results:
-        if result.status == pq.ExecStatus.FATAL_ERROR:
-            failure = psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
-            if isinstance(failure, psycopg.errors.InvalidSqlStatementName):
-                _PREPARED.discard(conn)
-            raise failure
+    await exchange(
+        conn, _PREPARED, lambda: _PREPARED.send(conn, STATEMENT, params), what="the record's"
+    )

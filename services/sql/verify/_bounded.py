@@ -18,7 +18,8 @@ from sqlglot import exp
 from services.sql.catalog import TableInfo
 from services.sql.linker import DATE_NAME_WORDS, LinkContext, LinkError, is_temporal
 from services.sql.verify._statement import StatementNodes, column_name
-from services.sql.words import ISO_DATE, stem, tokenize, word_match
+from services.sql.verify._table_said import parts_said, question_words, table_said
+from services.sql.words import ISO_DATE, stem
 
 # Name parts every date column shares: they tell no two dates apart.
 _DATE_PARTS = frozenset({"date", "time", "dt", "at", "on", "day", "timestamp", "ts"})
@@ -34,19 +35,15 @@ def check_bounded_event(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes)
     tables = {t.qualified: t for t in nodes.tables.values()}
     if len(tables) < 2:
         return
-    words = [t.stem for t in tokenize(ctx.question) if not t.quoted and t.low.isalpha()]
-
-    def said(parts: list[str]) -> bool:
-        return any(word_match(w, p) >= 0.9 for w in words for p in parts if len(p) > 2)
-
+    words = question_words(ctx)
     for bounded, column in _date_bounds(tree, nodes):
         parts = ctx.vocab.column_words.get((bounded.qualified, column), [])
-        if said([p for p in parts if p not in _DATE_PARTS]):
+        if parts_said(words, [p for p in parts if p not in _DATE_PARTS]):
             continue
-        if said(_table_words(ctx, bounded)) or said(_values_of(tree, nodes, bounded)):
+        if table_said(ctx, bounded, tree, nodes, words=words):
             continue
         for other in tables.values():
-            if other.qualified == bounded.qualified or not said(_table_words(ctx, other)):
+            if other.qualified == bounded.qualified or not table_said(ctx, other, words=words):
                 continue
             times = [c.name for c in other.columns if _dated(ctx, other, c.name)]
             if times:
@@ -55,27 +52,6 @@ def check_bounded_event(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes)
                     f"question names, where the question names {other.name}, which has a "
                     f"time of its own ({other.name}.{times[0]})"
                 )
-
-
-def _table_words(ctx: LinkContext, table: TableInfo) -> list[str]:
-    words = list(ctx.vocab.table_words.get(table.qualified, []))
-    words += [w for alias in ctx.vocab.table_aliases.get(table.qualified, []) for w in alias]
-    return words
-
-
-def _values_of(tree: exp.Select, nodes: StatementNodes, table: TableInfo) -> list[str]:
-    """The words of the stored values the statement compares ``table``'s columns with:
-    a value the question says ("demos" for ``activities.kind = 'Demo'``) names that
-    table's rows as well as its name would."""
-    words: list[str] = []
-    for comparison in tree.find_all(exp.EQ, exp.In):
-        column = comparison.this
-        if not isinstance(column, exp.Column) or nodes.owner(column) is not table:
-            continue
-        for literal in comparison.find_all(exp.Literal):
-            if literal.is_string:
-                words += [t.stem for t in tokenize(literal.this) if t.low.isalpha()]
-    return words
 
 
 def _dated(ctx: LinkContext, table: TableInfo, column: str) -> bool:

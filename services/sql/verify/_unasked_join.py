@@ -22,7 +22,8 @@ from sqlglot import exp
 
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._statement import StatementNodes, column_name
-from services.sql.words import GRAMMAR_WORDS, STOP_WORDS, stem, tokenize, word_match
+from services.sql.verify._table_said import question_words, table_said
+from services.sql.words import GRAMMAR_WORDS, STOP_WORDS, word_match
 
 
 def check_unasked_join(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) -> None:
@@ -41,7 +42,7 @@ def check_unasked_join(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) 
     conditions = [j.args["on"] for j in joins]
     inside = {id(c) for on in conditions for c in on.find_all(exp.Column)}
     aliases = [first.this.alias_or_name, *(j.this.alias_or_name for j in joins)]
-    words = [t.stem for t in tokenize(ctx.question) if not t.quoted and t.low.isalpha()]
+    words = question_words(ctx)
     for alias in aliases:
         table = nodes.tables.get(alias)
         if table is None:
@@ -87,12 +88,8 @@ def check_unasked_join(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) 
             and w not in GRAMMAR_WORDS
             and not any(word_match(w, r) >= 0.9 or word_match(r, w) >= 0.9 for r in reference)
         ]
-        if not own or any(word_match(w, stem(o)) >= 0.8 for w in words for o in own):
-            continue
-        aliases_said = [  # the names its comment gives ("Sales opportunities (deals)")
-            p for alias in ctx.vocab.table_aliases.get(table.qualified, []) for p in alias
-        ]
-        if any(word_match(w, stem(a)) >= 0.8 for w in words for a in aliases_said if len(a) > 2):
+        # its own words or a name its comment gives it ("Sales opportunities (deals)")
+        if not own or table_said(ctx, table, name=own, least=0.8, stemmed=True, words=words):
             continue
         raise LinkError(
             f"the statement keeps only the rows that have {table.name} rows (an inner join "

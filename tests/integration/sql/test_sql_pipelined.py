@@ -102,7 +102,7 @@ async def test_a_repeated_statement_is_prepared_once_on_its_connection(pg_url):
 
 
 async def test_prepared_statements_per_connection_are_bounded(pg_url, monkeypatch):
-    monkeypatch.setattr("services.sql.gate._pipelined.PREPARED_MAX", 2)
+    monkeypatch.setattr("services.sql.gate._prepared.PREPARED_MAX", 2)
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
         for n in range(4):
             fetched = await pipelined(conn, [f"SELECT {n}".encode()], 0, preparable=[True])
