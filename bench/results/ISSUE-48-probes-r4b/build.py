@@ -1,8 +1,8 @@
 """Rebuilds corpus/ of the ISSUE-48 round-4 probes, second batch: four of Node.js's API
-pages as this
-machine's nodejs package ships them (copied unchanged, as the dev set's node-os.html is)
-and install(1) from coreutils, rendered as in ../ISSUE-48-probes-r3/build.py (man(1) to text,
-each section heading an <h2>, each paragraph a <p>; no words changed)."""
+pages as this machine's nodejs package ships them (copied unchanged, as the dev set's
+node-os.html is) and install(1) from coreutils, rendered as in
+../ISSUE-48-probes-r3/build.py (man(1) to text, each section heading an <h2>, each
+paragraph a <p>; no words changed)."""
 
 import html
 import shutil
