@@ -27,7 +27,7 @@ from services.common.llm import (
 )
 from services.router.offline._cells import table_cells, without_tables
 from services.router.offline._condition import question_case, sibling_case
-from services.router.offline._negation import negated_stems, with_negatives
+from services.router.offline._negation import negated_stems, stated_negations, with_negatives
 from services.router.offline._rows import state_rows
 from services.router.offline._rules import search_query
 from services.router.offline._text import (
@@ -696,6 +696,11 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
             if weighted < SUPPORT_AT:
                 continue
             typed = cue is not None and _holds_new(cue, sentence, question)
+            # A unit that says a negated word negated, as the question does, holds the
+            # question's "not" too: it counts that word once more ("nonzero" over "zero").
+            said = stated_negations(unit.text, negated)
+            if said:
+                weighted += sum(weights[t] for t in cov.matched if stem(t) in said) / weight_sum
             score = (
                 weighted
                 + RANK_WEIGHT / (1 + rank)
