@@ -3,7 +3,8 @@
 
 "On POSIX, it uses the $HOME environment variable …" and "On Windows, it uses the
 USERPROFILE environment variable …" share nearly every word; asked "On Windows, which
-environment variable …", the POSIX sentence won on "home". On real files: Node's
+environment variable …", the POSIX sentence outranked the Windows one on "home" and was
+the one quoted. On real files: Node's
 os.html as this machine's nodejs package ships it (the dev set's copy) and ln(1) of
 coreutils rendered to HTML (``ISSUE-48-probes-r4/build.py``), through the product's
 extractor and chunker.
