@@ -26,7 +26,8 @@ from services.common.llm import (
     RowSet,
 )
 from services.router.offline._cells import table_cells, without_tables
-from services.router.offline._negation import negated_stems, with_negatives
+from services.router.offline._condition import question_case, sibling_case
+from services.router.offline._negation import negated_stems, stated_negations, with_negatives
 from services.router.offline._rows import state_rows
 from services.router.offline._rules import search_query
 from services.router.offline._text import (
@@ -668,6 +669,7 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
     question_stems, _ = _analyse(question)
     cue = _cue(question)
     counted = _counted(question)
+    case = question_case(question)
     for rank, (passage, units) in enumerate(split):
         title_stems, title_word_stems = _analyse(passage.title)
         for at, unit in enumerate(units):
@@ -687,11 +689,18 @@ def ranked_sentences(question: str, passages: Sequence[Passage]) -> list[Candida
                 continue
             if counted is not None and not _covered((counted,), stems, word_stems).matched:
                 continue  # a number that counts something else is not the answer
+            if sibling_case(case, unit.text):
+                continue  # "On POSIX, …" says nothing of the question's "On Windows, …"
             cov = _covered(terms, title_stems | stems, title_word_stems | word_stems)
             weighted = sum(weights[t] for t in cov.matched) / weight_sum
             if weighted < SUPPORT_AT:
                 continue
             typed = cue is not None and _holds_new(cue, sentence, question)
+            # A unit that says a negated word negated, as the question does, holds the
+            # question's "not" too: it counts that word once more ("nonzero" over "zero").
+            said = stated_negations(unit.text, negated)
+            if said:
+                weighted += sum(weights[t] for t in cov.matched if stem(t) in said) / weight_sum
             score = (
                 weighted
                 + RANK_WEIGHT / (1 + rank)

@@ -9,6 +9,12 @@ zero") and misses the one saying what was asked. Here a question word that follo
 negation is also held by its prefixed negative, so the sentence stating the same
 condition covers it. Only "un-" and "non-" count: "in-"/"im-"/"dis-" start too many
 plain words ("index", "impact", "display") to be read as prefixes.
+
+Holding the word is not yet saying what was asked: "-z STRING the length of STRING is
+zero" and "-n STRING the length of STRING is nonzero" hold the same words, and the
+first states the opposite. ``stated_negations`` tells which of the negated words a
+text states negated itself (by prefix, or by a negation before it), so that the text
+saying the question's condition ranks above the one saying its opposite.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ import re
 from services.router.offline._text import STOPWORDS, lowered_stems, stem
 
 _NEGATION = frozenset(("not", "no", "never", "cannot"))
+# A text's own negation: the question's words, and "non" split from its word by a
+# hyphen ("non-empty", "--no-clobber" reads "no clobber").
+_TEXT_NEGATION = _NEGATION | {"non", "without"}
 _PREFIXES = ("non", "un")
 # Words that may stand between the negation and the word it negates ("not yet
 # mounted", "does not exist"): stopwords only, at most this many.
@@ -57,3 +66,30 @@ def with_negatives(stems: frozenset[str], negated: frozenset[str]) -> frozenset[
                 if rest == target or (len(target) >= 5 and rest.startswith(target)):
                     held.add(target)
     return stems | held if held else stems
+
+
+def stated_negations(text: str, negated: frozenset[str]) -> frozenset[str]:
+    """Which of ``negated`` ``text`` states negated, as the question does: by a prefixed
+    negative ("nonzero", "unmounted") or by a negation before the word ("do not
+    overwrite", "non-empty", "--no-create"), within two stopwords."""
+    if not negated:
+        return frozenset()
+    words = lowered_stems(text)
+    stated: set[str] = set()
+    for at, (low, word) in enumerate(words):
+        for prefix in _PREFIXES:
+            if low.startswith(prefix) and low != prefix:
+                rest = stem(low[len(prefix) :])
+                stated.update(
+                    t for t in negated if rest == t or (len(t) >= 5 and rest.startswith(t))
+                )
+        if word not in negated:
+            continue
+        # The words before it, nearest first: a negation, or stopwords up to one.
+        for w, _ in reversed(words[max(0, at - 1 - _GAP) : at]):
+            if w in _TEXT_NEGATION or w.endswith("n't"):
+                stated.add(word)
+                break
+            if w not in STOPWORDS:
+                break
+    return frozenset(stated)
