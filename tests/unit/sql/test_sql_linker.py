@@ -1069,6 +1069,37 @@ def test_a_bare_number_over_rows_with_no_age_is_still_refused() -> None:
         _sql("Which flights over 500 left from JFK?", MUSIC)
 
 
+ARTISTS = Catalog(
+    "artists",
+    (
+        TableInfo(
+            "public",
+            "artist",
+            columns=(
+                _col("artist_id"),
+                _col("name", "text", ("Joe Sharp", "Rose White")),
+                _col("citizenship", "text", ("France", "Netherlands")),
+                _col("birth_year", "numeric"),
+            ),
+            primary_key=("artist_id",),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("Which artists were born before 1950?", "WHERE (t0.birth_year < 1950)"),
+        ("How many artists were born in 1949?", "WHERE (t0.birth_year = 1949)"),
+    ],
+)
+def test_born_is_read_as_the_birth_a_column_names(question: str, condition: str) -> None:
+    """ "born" is the participle of "bear", the verb no column is named for; its noun,
+    birth, names ``birth_year``. It was refused ("nothing in the schema matches 'born'")."""
+    assert _sql(question, ARTISTS).endswith(condition)
+
+
 def test_a_count_asked_after_a_clause_is_one_more_item() -> None:
     """ "… for all concerts and the number of singers in each concert": the count after
     the clause was left unread and the question refused."""
