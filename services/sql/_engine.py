@@ -39,6 +39,7 @@ from services.sql.conversation import (
     FollowUpError,
     Prior,
     Relation,
+    adds_only_keys,
     built,
     labels,
     pointed,
@@ -490,7 +491,7 @@ class SqlEngine:
             if linked is None:
                 alike = await self._spelled_alike(
                     question, verdict.normalized_sql, target, catalog, limits,
-                    instructions=instructions,
+                    relation=prior.relation, instructions=instructions,
                 )  # fmt: skip
                 if alike is not None:
                     span.set_attribute("sql.follow_up.outcome", "ANSWERED_AS_SPELLED_OUT")
@@ -535,6 +536,7 @@ class SqlEngine:
         catalog: Catalog,
         limits: Limits,
         *,
+        relation: Relation,
         instructions: str,
     ) -> AskResult | None:
         """The follow-up spelled out (the router's rewrite) answered as a question of its
@@ -548,11 +550,15 @@ class SqlEngine:
         )  # fmt: skip
         if spelled.answer is None:
             return None
-        return (
-            spelled
-            if same_query(spelled.answer.verdict.normalized_sql, built_sql, catalog)
-            else None
-        )
+        reading = spelled.answer.verdict.normalized_sql
+        if not same_query(reading, built_sql, catalog):
+            return None
+        if relation is Relation.ROW_LIMIT and adds_only_keys(reading, built_sql, catalog):
+            # A row limit is the earlier answer cut short: its rows keep the columns they
+            # were shown with, and a rewrite ("…, top 1 only?") that the linker reads with
+            # the key beside the name is no closer to the question asked alone.
+            return None
+        return spelled
 
     # --- the answer memory -------------------------------------------------------------
 

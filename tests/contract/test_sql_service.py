@@ -581,6 +581,33 @@ async def test_ask_time_shift_moves_the_earlier_window(running):
 
 
 @pytest.mark.rpc(ASK)
+async def test_ask_row_limit_keeps_the_columns_the_earlier_answer_showed(running):
+    # The earlier answer named its deals; the rewrite "top 2 … by …", asked alone, shows
+    # the key beside the name. A row limit is the earlier answer cut short: the key is no
+    # more than the linker's way with that phrasing, so the earlier columns stay.
+    named = (
+        "SELECT o.name, o.amount FROM opportunities AS o "
+        "ORDER BY o.amount DESC NULLS LAST, o.name LIMIT 5"
+    )
+    spelled = "What are the top 2 opportunities by amount?"
+    alone = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=spelled), timeout=30
+    )
+    assert alone.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, alone.message
+    assert "opportunity_id" in [c.name for c in alone.result.columns]  # what it adds
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question=spelled,
+            prior=_prior(named, pb.PRIOR_RELATION_ROW_LIMIT, limit=2),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    assert [c.name for c in reply.result.columns] == ["name", "amount"]
+    assert _result_rows(reply.result) == (await _rows(running.stub, named))[:2]
+
+
+@pytest.mark.rpc(ASK)
 async def test_ask_follow_up_answers_as_its_spelled_out_question_when_it_computes_the_same(
     running,
 ):

@@ -20,7 +20,7 @@ from services.sql.conversation._followup import (
     subject,
 )
 from services.sql.conversation._periods import Window, new_window, time_filters
-from services.sql.conversation._statement import FollowUpError, same_query
+from services.sql.conversation._statement import FollowUpError, adds_only_keys, same_query
 
 __all__ = [
     "MAX_PRIOR_CHARS",
@@ -30,6 +30,7 @@ __all__ = [
     "Prior",
     "Relation",
     "Window",
+    "adds_only_keys",
     "built",
     "edited",
     "labels",

@@ -104,6 +104,45 @@ def _shape(select: exp.Select, catalog: Catalog) -> tuple[object, ...] | None:
     )
 
 
+# Columns a statement shows, as (qualified table, column).
+Shown = set[tuple[str, str]]
+
+
+def _shown(select: exp.Select, catalog: Catalog) -> tuple[Shown, Shown]:
+    """(every plain column a statement shows, those of them that are their table's key),
+    each as (qualified table, column)."""
+    tables: dict[str, TableInfo] = {}
+    for source in sources(select):
+        info = table_for(catalog, source)
+        if info is not None:
+            tables[source.alias_or_name] = info
+    shown: Shown = set()
+    keys: Shown = set()
+    for projection in select.expressions:
+        column = projection.unalias()
+        if not isinstance(column, exp.Column) or column.table not in tables:
+            continue
+        info = tables[column.table]
+        shown.add((info.qualified, column.name))
+        if info.primary_key == (column.name,):
+            keys.add((info.qualified, column.name))
+    return shown, keys
+
+
+def adds_only_keys(spelled: str, built: str, catalog: Catalog) -> bool:
+    """Whether ``spelled`` shows every plain column ``built`` shows and, beside them, only
+    tables' keys: a reading that adds an id to what the earlier answer showed tells the
+    user nothing more (it is the linker's way with some phrasings, not the question's),
+    where one that adds a name does (a name where the earlier answer showed an id)."""
+    try:
+        wide, keys = _shown(parse(spelled), catalog)
+        narrow, _ = _shown(parse(built), catalog)
+    except FollowUpError:
+        return False
+    extra = wide - narrow
+    return narrow <= wide and bool(extra) and extra <= keys
+
+
 def same_query(left: str, right: str, catalog: Catalog) -> bool:
     """Whether two statements compute the same rows, differing at most in the plain
     columns they show beside them (an id, a name)."""

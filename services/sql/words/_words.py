@@ -128,6 +128,7 @@ _IRREGULAR = {
     "taught": "teach",
     "caught": "catch",
     "met": "meet",
+    "born": "birth",  # a participle whose noun names the column: ``birth_year``
 }
 
 

@@ -1018,6 +1018,88 @@ def test_a_comparison_around_its_column_is_read(question: str, condition: str) -
     assert _sql(question, PETS).endswith(f"WHERE {condition}")
 
 
+MUSIC = Catalog(
+    "music",
+    (
+        TableInfo(
+            "public",
+            "singer",
+            columns=(
+                _col("singer_id"),
+                _col("name", "text", ("Joe Sharp", "Rose White")),
+                _col("country", "text", ("France", "Netherlands")),
+                _col("age"),
+                _col("net_worth_millions", "numeric"),
+            ),
+            primary_key=("singer_id",),
+        ),
+        TableInfo(
+            "public",
+            "flight",
+            columns=(
+                _col("flight_id"),
+                _col("origin", "text", ("JFK", "EWR")),
+                _col("distance"),
+            ),
+            primary_key=("flight_id",),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("Which singers over 30 are from France?", "(t0.age > 30)"),
+        ("Which singers under 25 are from France?", "(t0.age < 25)"),
+    ],
+)
+def test_a_bare_number_over_or_under_beings_is_their_age(question: str, condition: str) -> None:
+    """ "singers over 30" names no column, so it was refused (Spider's follow-up "just
+    the ones over 30"); said of a table's rows, a bare number over or under them is their
+    age, where a column says it."""
+    assert _sql(question, MUSIC) == (
+        "SELECT t0.name AS name FROM public.singer AS t0 "
+        f"WHERE {condition} AND (t0.country = 'France')"
+    )
+
+
+def test_a_bare_number_over_rows_with_no_age_is_still_refused() -> None:
+    with pytest.raises(LinkError):
+        _sql("Which flights over 500 left from JFK?", MUSIC)
+
+
+ARTISTS = Catalog(
+    "artists",
+    (
+        TableInfo(
+            "public",
+            "artist",
+            columns=(
+                _col("artist_id"),
+                _col("name", "text", ("Joe Sharp", "Rose White")),
+                _col("citizenship", "text", ("France", "Netherlands")),
+                _col("birth_year", "numeric"),
+            ),
+            primary_key=("artist_id",),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("Which artists were born before 1950?", "WHERE (t0.birth_year < 1950)"),
+        ("How many artists were born in 1949?", "WHERE (t0.birth_year = 1949)"),
+    ],
+)
+def test_born_is_read_as_the_birth_a_column_names(question: str, condition: str) -> None:
+    """ "born" is the participle of "bear", the verb no column is named for; its noun,
+    birth, names ``birth_year``. It was refused ("nothing in the schema matches 'born'")."""
+    assert _sql(question, ARTISTS).endswith(condition)
+
+
 def test_a_count_asked_after_a_clause_is_one_more_item() -> None:
     """ "… for all concerts and the number of singers in each concert": the count after
     the clause was left unread and the question refused."""

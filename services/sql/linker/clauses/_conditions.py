@@ -99,6 +99,10 @@ def compare_clause(reading: Reading, read: Read, i: int) -> int | None:
     if not mentions and not dimension and after_columns:
         mentions = after_columns
         end = after_columns[0].end
+    if not mentions and not dimension and _of_rows(reading, start):
+        # "singers over 30", "people under 25": a bare number over or under beings is
+        # their age (placed only where a column says it, else the reading declines)
+        dimension = "age"
     if not mentions and not dimension:
         return None
     read.conditions.append(
@@ -106,6 +110,16 @@ def compare_clause(reading: Reading, read: Read, i: int) -> int | None:
     )
     reading.use(start, end)
     return end
+
+
+def _of_rows(reading: Reading, i: int) -> bool:
+    """Whether "over"/"under" at ``i`` follows the rows it bounds ("singers over",
+    "the ones under")."""
+    return (
+        i > 0
+        and reading.low(i) in ("over", "under")
+        and (bool(reading.longest(i - 1, ("table",))) or reading.low(i - 1) in ("ones", "those"))
+    )
 
 
 def _split_comparison(reading: Reading, i: int) -> tuple[str, list[Mention], int] | None:
