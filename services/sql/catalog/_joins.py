@@ -652,7 +652,48 @@ async def infer_joins(
         if found_in is not None:
             confirmed.append(found_in)
             joined.add(frozenset((found_in.child, found_in.parent)))
+    text_keys = [
+        (parent, key)
+        for parent in keyed.tables
+        for key in single_keys(parent)
+        if type_family(key.data_type) == "text"
+    ]
+    before = set(joined)  # two codes of one table may both hold the key (origin, dest)
+    referencing = {(j.child, j.child_columns) for j in confirmed}
+    for child, column in _coded_references(keyed, referencing):
+        if clock() >= deadline:
+            break
+        found_in = await _only_key_holding(
+            conn,
+            keyed,
+            child,
+            column,
+            before,
+            entity_keys=text_keys,
+            in_time=lambda: clock() < deadline,
+        )
+        if found_in is not None:
+            confirmed.append(found_in)
     return replace(keyed, joins=tuple(confirmed))
+
+
+def _coded_references(
+    catalog: Catalog, referencing: set[tuple[str, tuple[str, ...]]]
+) -> list[tuple[TableInfo, ColumnInfo]]:
+    """Text columns named for no key (``flights.origin``, ``flights.dest``) that are no
+    key of their own table: codes whose values the data may show to be one table's text
+    key (``airports.faa``). Text values held by exactly one key are evidence a handful
+    of small integers is not."""
+    return [
+        (table, column)
+        for table in catalog.tables
+        for column in table.columns
+        if type_family(column.data_type) == "text"
+        and not column.name.lower().endswith(_KEY_ENDINGS)
+        and not measure_name(column.name)
+        and (table.qualified, (column.name,)) not in referencing
+        and column.name not in table.primary_key
+    ]
 
 
 def _unnamed_references(

@@ -218,3 +218,32 @@ async def test_shared_values_that_never_repeat_on_one_side_are_a_reference(pg_ur
     assert kinds[("public.car_names", "model", "public.model_list")] == "key"
     # both repeat: shared values, a join of last resort
     assert kinds[("public.model_list", "city", "public.car_names")] == "overlap"
+
+
+async def test_codes_held_by_one_text_key_are_references_to_it(pg_url: str) -> None:
+    """``flights.origin`` and ``flights.dest`` name no table, but every code they hold is
+    an ``airports.faa`` (a text key): each is a reference to airports, both of them (one
+    for each direction). A code held by two tables' keys says nothing (``gate`` codes
+    that are also terminal codes), and neither does one held by no key (``runway``)."""
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute("DROP DATABASE IF EXISTS tandem_codes")
+        await admin.execute("CREATE DATABASE tandem_codes")
+    async with await psycopg.AsyncConnection.connect(
+        database_url(pg_url, "tandem_codes"), autocommit=True
+    ) as conn:
+        for statement in (
+            "CREATE TABLE airports (faa text, name text)",
+            "CREATE TABLE terminals (code text, label text)",
+            "CREATE TABLE flights (flight_id int, origin text, dest text, gate text, runway text)",
+            "INSERT INTO airports SELECT 'A' || g, 'Airport ' || g FROM generate_series(1, 60) g",
+            "INSERT INTO airports SELECT 'G' || g, 'Field ' || g FROM generate_series(1, 9) g",
+            "INSERT INTO terminals SELECT 'G' || g, 'Terminal ' || g FROM generate_series(1, 9) g",
+            "INSERT INTO flights SELECT g, 'A' || (1 + g % 3), 'A' || (4 + g % 50), "
+            "'G' || (1 + g % 9), 'R' || (g % 4) FROM generate_series(1, 400) g",
+        ):
+            await conn.execute(statement)
+        catalog = await infer_joins(conn, await introspect(conn, "codes"))
+    joins = _joins(catalog)
+    assert joins[("flights", "origin", "airports")].startswith("the only key holding them")
+    assert joins[("flights", "dest", "airports")].startswith("the only key holding them")
+    assert not any(j[1] in ("gate", "runway") for j in joins), joins
