@@ -546,7 +546,9 @@ def _referring_column_listed(ctx: LinkContext, tree: exp.Select, nodes: Statemen
             if found is not None:
                 shown.append(found)
     tables = {t.qualified for t, _ in shown}
-    toks = re.findall(r"[a-z]+|\d+(?:\.\d+)?", ctx.low)
+    if len(tables) < 2:
+        return  # one table shown: nothing beside the rows it refers to
+    toks: list[str] | None = None  # the question's words, read once a column needs them
     for table, name in shown:
         if is_key(table, name) or _referred(ctx, table, name):
             continue
@@ -556,6 +558,8 @@ def _referring_column_listed(ctx: LinkContext, tree: exp.Select, nodes: Statemen
         ):
             continue
         parts = [p for p in ctx.vocab.column_words.get((table.qualified, name), []) if len(p) > 2]
+        if toks is None:
+            toks = re.findall(r"[a-z]+|\d+(?:\.\d+)?", ctx.low)
         said = [i for i, w in enumerate(toks) if any(word_match(stem(w), p) >= 0.8 for p in parts)]
         if not said or not all(
             any(t in _COMPARED or t[0].isdigit() for t in toks[i + 1 : i + 3]) for i in said
