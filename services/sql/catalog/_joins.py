@@ -600,10 +600,18 @@ async def infer_joins(
     joined = {frozenset((e.child, e.parent)) for e in declared_edges(keyed)}
     joined |= {frozenset((j.child, j.parent)) for j in declared}
     confirmed: list[JoinInfo] = list(declared)
+    counts: dict[tuple[str, str], tuple[int, int, int] | None] = {}
     for candidate, data_only in _candidates(keyed):
         if frozenset((candidate.child, candidate.parent)) in joined:
             continue
         overlap = candidate.evidence == _OVERLAP
+        if overlap and clock() < deadline:  # one side never repeats: the other refers to it
+            unique = await _unique_reference(
+                conn, keyed, candidate, counts
+            ) or await _unique_reference(conn, keyed, _reversed(candidate), counts)
+            if unique is not None:
+                confirmed.append(unique)
+                continue
         share = await _containment(conn, keyed, candidate) if clock() < deadline else None
         if share is None:
             if not data_only:
@@ -644,7 +652,48 @@ async def infer_joins(
         if found_in is not None:
             confirmed.append(found_in)
             joined.add(frozenset((found_in.child, found_in.parent)))
+    text_keys = [
+        (parent, key)
+        for parent in keyed.tables
+        for key in single_keys(parent)
+        if type_family(key.data_type) == "text"
+    ]
+    before = set(joined)  # two codes of one table may both hold the key (origin, dest)
+    referencing = {(j.child, j.child_columns) for j in confirmed}
+    for child, column in _coded_references(keyed, referencing):
+        if clock() >= deadline:
+            break
+        found_in = await _only_key_holding(
+            conn,
+            keyed,
+            child,
+            column,
+            before,
+            entity_keys=text_keys,
+            in_time=lambda: clock() < deadline,
+        )
+        if found_in is not None:
+            confirmed.append(found_in)
     return replace(keyed, joins=tuple(confirmed))
+
+
+def _coded_references(
+    catalog: Catalog, referencing: set[tuple[str, tuple[str, ...]]]
+) -> list[tuple[TableInfo, ColumnInfo]]:
+    """Text columns named for no key (``flights.origin``, ``flights.dest``) that are no
+    key of their own table: codes whose values the data may show to be one table's text
+    key (``airports.faa``). Text values held by exactly one key are evidence a handful
+    of small integers is not."""
+    return [
+        (table, column)
+        for table in catalog.tables
+        for column in table.columns
+        if type_family(column.data_type) == "text"
+        and not column.name.lower().endswith(_KEY_ENDINGS)
+        and not measure_name(column.name)
+        and (table.qualified, (column.name,)) not in referencing
+        and column.name not in table.primary_key
+    ]
 
 
 def _unnamed_references(
@@ -944,6 +993,57 @@ async def _pair_reference(
             f"{share[0]} of {share[1]} distinct pairs found there",
         )
     return None
+
+
+async def _unique_reference(
+    conn: psycopg.AsyncConnection[Any],
+    catalog: Catalog,
+    join: JoinInfo,
+    counts: dict[tuple[str, str], tuple[int, int, int] | None],
+) -> JoinInfo | None:
+    """A reference behind two same-named columns that share values: ``car_names.model``
+    shares its values with ``model_list.model``, which is never null and never repeats
+    (one row per model), while ``car_names.model`` repeats (a row per car of a model) and
+    90 % of its distinct values are found there. Each car names one model: the model's
+    table is the parent, as a declared foreign key to a UNIQUE column would say, so a
+    count of the cars' model column counts cars, not models. None when the parent's
+    column repeats or holds nulls (in the rows read), when the child's does not repeat
+    either (one to one: no side tells the direction), or when the data cannot be read.
+    ``counts`` keeps each column's (rows, values, distinct values) read once per load."""
+    child, parent = catalog.table(join.child), catalog.table(join.parent)
+    if child is None or parent is None:
+        return None
+    top = await _repeats(conn, parent, join.parent_columns[0], counts)
+    if top is None or top[0] < 2 or not top[0] == top[1] == top[2]:
+        return None
+    below = await _repeats(conn, child, join.child_columns[0], counts)
+    if below is None or below[2] >= below[1]:
+        return None
+    share = await _containment(conn, catalog, join)
+    if share is None or not share[1] or share[0] / share[1] < CONTAINMENT_MIN:
+        return None
+    return replace(
+        join,
+        evidence=f"{join.parent_columns[0]} never repeats in {parent.name} ({top[0]} rows "
+        f"read); {share[0]} of {share[1]} distinct values found there",
+    )
+
+
+async def _repeats(
+    conn: psycopg.AsyncConnection[Any],
+    table: TableInfo,
+    column: str,
+    counts: dict[tuple[str, str], tuple[int, int, int] | None],
+) -> tuple[int, int, int] | None:
+    """(rows, non-null values, distinct values) of ``table.column`` in the rows read."""
+    if (table.qualified, column) not in counts:
+        statement = sql.SQL(
+            "SELECT count(*), count({c}), count(DISTINCT {c}) FROM (SELECT {c} FROM {t} "
+            "LIMIT %s) AS s"
+        ).format(c=sql.Identifier(column), t=sql.Identifier(table.schema, table.name))
+        row = await _read_one(conn, statement, (KEY_SAMPLE_ROWS,))
+        counts[(table.qualified, column)] = None if row is None else (row[0], row[1], row[2])
+    return counts[(table.qualified, column)]
 
 
 async def _read_one(

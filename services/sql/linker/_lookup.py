@@ -17,6 +17,7 @@ from services.sql.words import (
     cover,
     lemma,
     maybe_covers,
+    said_in_part,
     stem,
     tokenize,
     word_match,
@@ -252,13 +253,19 @@ def mentioned_before(ctx: LinkContext, table: TableInfo, at: int) -> bool:
 
 def find_value_inside(ctx: LinkContext, tok: Tok) -> tuple[Col, str] | None:
     """A word found in exactly one multi-word stored value, held in no other column's
-    values and naming nothing else in the schema ("deals won" -> stage 'Closed Won')."""
+    values and naming nothing else in the schema ("deals won" -> stage 'Closed Won').
+    Not a value the question says in less than half of its words ("which pitcher" is no
+    award 'TSN Pitcher of the Year'): a title that merely contains the word is another
+    thing, and the word is left to the other readings (the verifier refuses such a
+    value wherever it comes from)."""
     inside = set(ctx.vocab.value_words.get(lemma(tok.low), []))
     if len(inside) != 1 or tok.low in GRAMMAR_WORDS or tok.stem in GRAMMAR_WORDS:
         return None
     if names_schema_word(ctx, tok.stem) and not verb_not_name(ctx, tok):
         return None
     col, value = next(iter(inside))
+    if said_in_part(value, ctx.low):
+        return None
     if value.lower() in ctx.low:
         return col, f"{{c}} = {lit(value)}"
     held = ctx.vocab.held_words.get(lemma(tok.low), {})

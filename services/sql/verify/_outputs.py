@@ -51,6 +51,11 @@ counts is the rows the question counts.
   no agent was placed (a column the verb names, ``manufacturer``, is no such identifier).
   A table read twice is exempt: in a self-join ("who manages the employees") its other
   reading holds the agent.
+- **A condition shown beside the rows.** "Which airlines had flights from EWR with a
+  departure delay above 200? Give their names." answered with each airline's name and
+  ``flights.dep_delay`` lists an airline once per delayed flight: a column of a table
+  whose rows refer to the rows shown (no key, no reference), which the question says only
+  before a comparison ("delay above 200"), is a condition, not what to show.
 
 All of it reads the question's words, the statement and the catalog's names, keys and
 references; nothing here knows a particular schema. (A broader test — every column shown
@@ -105,6 +110,7 @@ def check_outputs(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes | None
     _only_the_ranking_shown(ctx, tree)
     _coordinated_tables_joined(ctx, tree, nodes)
     _agent_answered_by_its_object(ctx, tree, nodes)
+    _referring_column_listed(ctx, tree, nodes)
 
 
 _WHICH = re.compile(r"\s*(?:which|who)\b")
@@ -513,3 +519,54 @@ def _identifies(ctx: LinkContext, table: TableInfo, column: str, objects: set[st
         return False
     parts = ctx.vocab.column_words.get((table.qualified, column), [])
     return is_key(table, column) or bool(parts and parts[-1] in ("name", "title"))
+
+
+_COMPARED = frozenset(
+    "above below over under exceeding exceeds greater less more fewer higher lower "
+    "than between least most".split()
+)
+
+
+def _referring_column_listed(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
+    """A listing of rows shown beside a column of a table whose rows refer to them, a
+    column the question says only as a condition: "Which airlines had flights from EWR
+    with a departure delay above 200? Give their names." shown as each airline's name
+    with ``flights.dep_delay`` lists an airline once per delayed flight, with a number
+    asked only to be compared. The referring table's column (neither a key nor a
+    reference) repeats the rows asked for once per referring row; a column the question
+    names otherwise ("the flight number for each flight") is asked to be shown."""
+    if tree.args.get("group") is not None or not tree.args.get("joins"):
+        return
+    if any(o.find(exp.AggFunc) is not None for o in tree.expressions):
+        return
+    shown: list[tuple[TableInfo, str]] = []
+    for output in tree.expressions:
+        for node in output.find_all(exp.Column):
+            found = _column(nodes, node)
+            if found is not None:
+                shown.append(found)
+    tables = {t.qualified for t, _ in shown}
+    if len(tables) < 2:
+        return  # one table shown: nothing beside the rows it refers to
+    toks: list[str] | None = None  # the question's words, read once a column needs them
+    for table, name in shown:
+        if is_key(table, name) or _referred(ctx, table, name):
+            continue
+        if not any(
+            e.child == table.qualified and e.parent != table.qualified and e.parent in tables
+            for e in ctx.graph.edges_of(table.qualified)
+        ):
+            continue
+        parts = [p for p in ctx.vocab.column_words.get((table.qualified, name), []) if len(p) > 2]
+        if toks is None:
+            toks = re.findall(r"[a-z]+|\d+(?:\.\d+)?", ctx.low)
+        said = [i for i, w in enumerate(toks) if any(word_match(stem(w), p) >= 0.8 for p in parts)]
+        if not said or not all(
+            any(t in _COMPARED or t[0].isdigit() for t in toks[i + 1 : i + 3]) for i in said
+        ):
+            continue
+        raise LinkError(
+            f"the statement shows {table.name}.{name}, which the question says only as a "
+            f"condition, beside the rows {table.name} refers to: each is listed once per "
+            f"{table.name} row"
+        )

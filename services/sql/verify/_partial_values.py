@@ -10,42 +10,25 @@ half of is no longer that: it is a title that merely contains the question's wor
 
 from __future__ import annotations
 
-import re
-
 from sqlglot import exp
 
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._statement import StatementNodes
-from services.sql.words import lemma, stem
-
-_WORD = re.compile(r"[^\W_]+")
-# The words of a name that carry no meaning of their own ("Pitcher of the Year"): the
-# question need not say them. Every other word of a value counts, "year" included.
-_FUNCTION_WORDS = frozenset(
-    {"a", "an", "the", "of", "and", "or", "in", "on", "at", "for", "to", "by", "with"}
-)
-
-
-def _content(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _FUNCTION_WORDS]
+from services.sql.words import value_words_said
 
 
 def check_value_said_in_part(ctx: LinkContext, nodes: StatementNodes) -> None:
     """A text value compared by equality, of two words or more, some of which the
     question says, is refused when fewer than half of its words are said. A value none of whose words is said (an abbreviation, a
     code the question spells otherwise) is left to the checks of values."""
-    said = {stem(w) for w in _WORD.findall(ctx.low)} | {lemma(w) for w in _WORD.findall(ctx.low)}
     for literal in nodes.literals:
         compared = literal.parent
         if isinstance(compared, exp.Tuple):
             compared = compared.parent
         if not isinstance(compared, exp.EQ | exp.In) or not isinstance(compared.this, exp.Column):
             continue
-        words = _content(literal.this)
-        if len(words) < 2:
-            continue
-        heard = [w for w in words if stem(w) in said or lemma(w) in said]
-        if not heard or len(heard) == len(words):
+        heard, words = value_words_said(literal.this, ctx.low)
+        if len(words) < 2 or not heard or len(heard) == len(words):
             continue
         if 2 * len(heard) < len(words):
             raise LinkError(

@@ -14,6 +14,7 @@ from services.sql.words._calendar import (
     written_date,
 )
 from services.sql.words._directions import FROM, TO, name_direction, question_directions
+from services.sql.words._parts import said_in_part, value_words_said
 from services.sql.words._words import (
     GRAMMAR_WORDS,
     SHORT_FORMS,
@@ -58,6 +59,7 @@ __all__ = [
     "name_direction",
     "name_words",
     "question_directions",
+    "said_in_part",
     "shift",
     "stem",
     "stored_as_verb",
@@ -65,6 +67,7 @@ __all__ = [
     "truncate",
     "undoubled",
     "value_forms",
+    "value_words_said",
     "word_match",
     "written_date",
 ]

@@ -182,3 +182,68 @@ async def test_a_reference_of_two_columns_is_inferred_from_the_pairs_values(pg_u
     assert teams is not None
     spans = {c.name: c.span for c in teams.columns}
     assert spans == {"year_id": (2014, 2016), "team_id": None, "name": None, "w": None}
+
+
+async def test_shared_values_that_never_repeat_on_one_side_are_a_reference(pg_url: str) -> None:
+    """``car_names.model`` (a row per car) shares its values with ``model_list.model`` (a
+    row per model, never repeating) and declares nothing: the car rows refer to the
+    models, so the join is a reference with ``model_list`` as the parent — a key edge, as
+    a declared foreign key to a UNIQUE column — not shared values in either direction.
+    Two columns that both repeat (a city) stay shared values."""
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute("DROP DATABASE IF EXISTS tandem_models")
+        await admin.execute("CREATE DATABASE tandem_models")
+    async with await psycopg.AsyncConnection.connect(
+        database_url(pg_url, "tandem_models"), autocommit=True
+    ) as conn:
+        for statement in (
+            # car_names sorts first: shared values make model_list, the later one, the child
+            "CREATE TABLE model_list (modelid int, maker int, model text, city text)",
+            "CREATE TABLE car_names (makeid int, model text, make text, city text)",
+            "INSERT INTO model_list SELECT g, 1 + g % 5, 'model' || g, 'City ' || (g % 25) "
+            "FROM generate_series(1, 36) g",
+            # every car is of a listed model, most models have several cars; a few models
+            # have none (the reverse containment is below 90 %)
+            "INSERT INTO car_names SELECT g, 'model' || (1 + g % 30), 'car ' || g, "
+            "'City ' || (g % 30) FROM generate_series(1, 200) g",
+        ):
+            await conn.execute(statement)
+        catalog = await infer_joins(conn, await introspect(conn, "models"))
+    joins = _joins(catalog)
+    assert joins[("car_names", "model", "model_list")].startswith(
+        "model never repeats in model_list"
+    ), joins
+    assert ("model_list", "model", "car_names") not in joins
+    kinds = {(e.child, e.child_column, e.parent): e.kind for e in JoinGraph(catalog).edges}
+    assert kinds[("public.car_names", "model", "public.model_list")] == "key"
+    # both repeat: shared values, a join of last resort
+    assert kinds[("public.model_list", "city", "public.car_names")] == "overlap"
+
+
+async def test_codes_held_by_one_text_key_are_references_to_it(pg_url: str) -> None:
+    """``flights.origin`` and ``flights.dest`` name no table, but every code they hold is
+    an ``airports.faa`` (a text key): each is a reference to airports, both of them (one
+    for each direction). A code held by two tables' keys says nothing (``gate`` codes
+    that are also terminal codes), and neither does one held by no key (``runway``)."""
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute("DROP DATABASE IF EXISTS tandem_codes")
+        await admin.execute("CREATE DATABASE tandem_codes")
+    async with await psycopg.AsyncConnection.connect(
+        database_url(pg_url, "tandem_codes"), autocommit=True
+    ) as conn:
+        for statement in (
+            "CREATE TABLE airports (faa text, name text)",
+            "CREATE TABLE terminals (code text, label text)",
+            "CREATE TABLE flights (flight_id int, origin text, dest text, gate text, runway text)",
+            "INSERT INTO airports SELECT 'A' || g, 'Airport ' || g FROM generate_series(1, 60) g",
+            "INSERT INTO airports SELECT 'G' || g, 'Field ' || g FROM generate_series(1, 9) g",
+            "INSERT INTO terminals SELECT 'G' || g, 'Terminal ' || g FROM generate_series(1, 9) g",
+            "INSERT INTO flights SELECT g, 'A' || (1 + g % 3), 'A' || (4 + g % 50), "
+            "'G' || (1 + g % 9), 'R' || (g % 4) FROM generate_series(1, 400) g",
+        ):
+            await conn.execute(statement)
+        catalog = await infer_joins(conn, await introspect(conn, "codes"))
+    joins = _joins(catalog)
+    assert joins[("flights", "origin", "airports")].startswith("the only key holding them")
+    assert joins[("flights", "dest", "airports")].startswith("the only key holding them")
+    assert not any(j[1] in ("gate", "runway") for j in joins), joins

@@ -70,3 +70,37 @@ def test_a_lower_case_word_or_a_name_in_several_values_is_left_unread() -> None:
     assert _inside("which airports serve denver?", "denver", NAMES) is None
     both = ("Denver Intl", "Denver Rocky Mountain", "Aspen")
     assert _inside("Which airports serve Denver?", "denver", both) is None
+
+
+AWARDS = ("TSN Pitcher of the Year", "Most Valuable Player", "Gold Glove")
+
+
+def _award(question: str, word: str) -> tuple[str, str] | None:
+    catalog = Catalog(
+        "ball",
+        (
+            TableInfo(
+                "public",
+                "awards",
+                columns=(
+                    ColumnInfo("award_id", "text", False, sample_values=AWARDS),
+                    ColumnInfo("player_id", "text", False),
+                ),
+            ),
+        ),
+    )
+    ctx = read_question(question, Vocabulary(catalog, JoinGraph(catalog)), date(2026, 11, 29))
+    tok = next(t for t in tokenize(ctx.question) if t.low == word)
+    found = find_value_inside(ctx, tok)
+    return None if found is None else (found[0].column.name, found[1])
+
+
+def test_a_value_said_in_less_than_half_of_its_words_is_left_unread() -> None:
+    # "which pitcher" says one of 'TSN Pitcher of the Year''s three content words: a
+    # title that contains the word, not the pitcher asked for
+    assert _award("Which pitcher had the most strikeouts?", "pitcher") is None
+    # two of three said: the award by its distinctive words
+    assert _award("Who won pitcher of the year?", "pitcher") == (
+        "award_id",
+        "{c} = 'TSN Pitcher of the Year'",
+    )

@@ -430,3 +430,21 @@ def test_either_or_needs_alternatives() -> None:
     with pytest.raises(LinkError, match="either"):
         _verify(question, both)
     _verify(question, SELECT_NAMES + " WHERE t0.country = 'France' OR t0.age > 40")
+
+
+def test_a_referring_column_said_only_as_a_condition_is_not_listed() -> None:
+    """The singers with a song selling above 1000, shown with each such song's sales,
+    list a singer once per song: the sales were said only to be compared."""
+    joined = (
+        " FROM public.singer AS t0 JOIN public.song AS t1 ON t1.singer_id = t0.singer_id"
+        " WHERE t1.sales > 1000"
+    )
+    question = "Which singers have songs with sales above 1000? Give their names."
+    with pytest.raises(LinkError, match="only as a condition"):
+        _verify(question, "SELECT t0.name AS name, t1.sales AS sales" + joined)
+    _verify(question, "SELECT DISTINCT t0.name AS name" + joined)
+    # said as what to show, not only compared: listed once per song, as asked
+    _verify(
+        "Show the name of each singer and the sales of their songs above 1000.",
+        "SELECT t0.name AS name, t1.sales AS sales" + joined,
+    )
