@@ -637,44 +637,64 @@ async def infer_joins(
         for key in single_keys(parent)
         if _owns(key.name, parent.name) >= 2
     ]
-    for child, column in _unnamed_references(keyed, referencing):
-        if clock() >= deadline:
-            break
-        found_in = await _only_key_holding(
-            conn,
-            keyed,
-            child,
-            column,
-            joined,
-            entity_keys=entity_keys,
-            in_time=lambda: clock() < deadline,
-        )
-        if found_in is not None:
-            confirmed.append(found_in)
-            joined.add(frozenset((found_in.child, found_in.parent)))
+
+    def in_time() -> bool:
+        return clock() < deadline
+
+    confirmed += await _held_by_keys(
+        conn,
+        keyed,
+        _unnamed_references(keyed, referencing),
+        joined,
+        entity_keys=entity_keys,
+        in_time=in_time,
+    )
     text_keys = [
         (parent, key)
         for parent in keyed.tables
         for key in single_keys(parent)
         if type_family(key.data_type) == "text"
     ]
-    before = set(joined)  # two codes of one table may both hold the key (origin, dest)
     referencing = {(j.child, j.child_columns) for j in confirmed}
-    for child, column in _coded_references(keyed, referencing):
-        if clock() >= deadline:
-            break
-        found_in = await _only_key_holding(
-            conn,
-            keyed,
-            child,
-            column,
-            before,
-            entity_keys=text_keys,
-            in_time=lambda: clock() < deadline,
-        )
-        if found_in is not None:
-            confirmed.append(found_in)
+    # two codes of one table may both hold the key (origin, dest): the pairs joined so
+    # far stay as they are while codes are tried
+    confirmed += await _held_by_keys(
+        conn,
+        keyed,
+        _coded_references(keyed, referencing),
+        set(joined),
+        entity_keys=text_keys,
+        in_time=in_time,
+        grow=False,
+    )
     return replace(keyed, joins=tuple(confirmed))
+
+
+async def _held_by_keys(
+    conn: psycopg.AsyncConnection[Any],
+    catalog: Catalog,
+    columns: Sequence[tuple[TableInfo, ColumnInfo]],
+    joined: set[frozenset[str]],
+    *,
+    entity_keys: Sequence[tuple[TableInfo, ColumnInfo]],
+    in_time: Callable[[], bool],
+    grow: bool = True,
+) -> list[JoinInfo]:
+    """The references found for ``columns``, each to the one key among ``entity_keys``
+    that holds its values (``_only_key_holding``), while time lasts. With ``grow`` a pair
+    of tables joined by one find is not tried again for the next column."""
+    found: list[JoinInfo] = []
+    for child, column in columns:
+        if not in_time():
+            break
+        join = await _only_key_holding(
+            conn, catalog, child, column, joined, entity_keys=entity_keys, in_time=in_time
+        )
+        if join is not None:
+            found.append(join)
+            if grow:
+                joined.add(frozenset((join.child, join.parent)))
+    return found
 
 
 def _coded_references(
