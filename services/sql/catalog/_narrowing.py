@@ -12,7 +12,13 @@ question is linked against a candidate set:
   rarer words counting more), from the part of the warehouse joins connect that explains
   the words best (and any part explaining them nearly as well: a statement reads tables a
   join path connects, so a stranger sharing one word stays out), with their join
-  neighbours, so a bridge table between two named tables is never lost.
+  neighbours, so a bridge table between two named tables is never lost;
+- a table of another part whose name says a question word at least as strongly as any
+  kept table's name does is kept too, with its neighbours: the other words chose the part,
+  but that word names both alike, and a small catalog's linker would see both (keyless,
+  "cars" names ``cars_data`` as much as ``car_makers``; left out, "3 cars" was read as a
+  count of the makers' models). Names only: a word a kept table holds in a column or a
+  value would bring in every stranger sharing that column or value.
 
 A small catalog without copies is linked whole, exactly as before. The answer says which
 table it read and which look-alikes it passed over (:meth:`Narrowed.note`).
