@@ -12,7 +12,13 @@ question is linked against a candidate set:
   rarer words counting more), from the part of the warehouse joins connect that explains
   the words best (and any part explaining them nearly as well: a statement reads tables a
   join path connects, so a stranger sharing one word stays out), with their join
-  neighbours, so a bridge table between two named tables is never lost.
+  neighbours, so a bridge table between two named tables is never lost;
+- a table of another part whose name says a question word at least as strongly as any
+  kept table's name does is kept too, with its neighbours: the other words chose the part,
+  but that word names both alike, and a small catalog's linker would see both (keyless,
+  "cars" names ``cars_data`` as much as ``car_makers``; left out, "3 cars" was read as a
+  count of the makers' models). Names only: a word a kept table holds in a column or a
+  value would bring in every stranger sharing that column or value.
 
 A small catalog without copies is linked whole, exactly as before. The answer says which
 table it read and which look-alikes it passed over (:meth:`Narrowed.note`).
@@ -50,6 +56,8 @@ _SOFT = 0.25
 # A part of the warehouse that explains the words at least this share as well as the best
 # one stays a candidate too.
 _NEAR = 0.8
+# A name says a word as strongly as another's when within float rounding of it.
+_TIE = 1 - 1e-9
 _LOOKALIKES_SHOWN = 3
 _TERM_MEMO_MAX = 20_000
 _QUESTION_WORD = re.compile(r"[a-z0-9]+")
@@ -116,6 +124,8 @@ class CatalogIndex:
                 self._copy_names.setdefault(key, []).append(table)
         self._spans = sorted({len(k) for k in self._copy_names})
         self._postings: dict[str, dict[int, float]] = {}
+        # what each table's own name says of a word (the name's share of ``_postings``)
+        self._named: dict[str, dict[int, float]] = {}
         self._parts: list[str] = []
         self._neighbours: dict[str, set[str]] = {}
         self._part: list[int] = []
@@ -136,6 +146,8 @@ class CatalogIndex:
             # a name of many words says each of them less (``int_concert_singer_stadium``
             # is about a stadium far less than ``stadium`` is)
             add(own, _NAME / max(len(own), 1))
+            for word in own:
+                self._named.setdefault(word, {})[i] = _NAME / len(own)
             add(_text_words(table.comment), _COMMENT)
             for column in table.columns:
                 add((stem(w) for w in name_words(column.name)), _COLUMN)
@@ -204,6 +216,8 @@ class CatalogIndex:
         tables the words point at most strongly and their neighbours."""
         total = len(self.linkable)
         scores: dict[int, dict[str, float]] = {}
+        # of ``scores``, what each table's name alone says of each word
+        names: dict[int, dict[str, float]] = {}
         for word in dict.fromkeys(w for w in words if w not in STOP_WORDS):
             # "average", "number", "most common", "top": said of any table, they point at
             # none (though a column may be named so)
@@ -215,6 +229,9 @@ class CatalogIndex:
                 rarity = math.log(1 + total / len(postings))
                 for i, weight in postings.items():
                     mine = scores.setdefault(i, {})
+                    mine[word] = max(mine.get(word, 0.0), soft * strength * weight * rarity)
+                for i, weight in self._named.get(term, {}).items():
+                    mine = names.setdefault(i, {})
                     mine[word] = max(mine.get(word, 0.0), soft * strength * weight * rarity)
         allowed = {i for i in scores if self.linkable[i].qualified not in left_out}
         if not allowed:
@@ -236,12 +253,18 @@ class CatalogIndex:
         kept = [i for part, members in parts.items() if explained[part] >= _NEAR * top
                 for i in members]  # fmt: skip
         ranked = sorted(kept, key=lambda i: (-sum(scores[i].values()), i))
-        seeds = [self.linkable[i].qualified for i in ranked[:SEED_TABLES]]
-        chosen = dict.fromkeys(seeds)
-        for seed in seeds:
-            for other in sorted(self._neighbours.get(seed, ())):
-                if other not in left_out:
-                    chosen.setdefault(other)
+        first = ranked[:SEED_TABLES]
+        # a word that names a table of another part as strongly as any kept one does
+        # brings it too, after the kept ones
+        alike = _named_alike(names, allowed, first)
+        chosen: dict[str, None] = {}
+        for group in (first, alike):
+            seeds = [self.linkable[i].qualified for i in group]
+            chosen.update(dict.fromkeys(seeds))
+            for seed in seeds:
+                for other in sorted(self._neighbours.get(seed, ())):
+                    if other not in left_out:
+                        chosen.setdefault(other)
         return set(list(chosen)[:CANDIDATES_MAX])
 
     def _terms(self, word: str) -> list[tuple[str, float]]:
@@ -269,6 +292,27 @@ class CatalogIndex:
             self._term_memo.clear()
         terms = self._term_memo[word] = list(found.items())
         return terms
+
+
+def _named_alike(
+    names: Mapping[int, Mapping[str, float]], allowed: set[int], kept: list[int]
+) -> list[int]:
+    """Tables left out whose name says a question word at least as strongly as the name of
+    any kept table does: the other words chose the part, but this word names both alike,
+    and which table it means is the linker's to tell (a small catalog's linker sees them
+    all; "cars" is ``cars_data`` as much as ``car_makers``). A word no kept table's name
+    says brings none: a stranger named by a word the kept part reads in a column stays
+    out."""
+    best: dict[str, float] = {}
+    for i in kept:
+        for word, said in names.get(i, {}).items():
+            best[word] = max(best.get(word, 0.0), said)
+    alike = [
+        i
+        for i in sorted(allowed - set(kept))
+        if any(said >= best.get(word, math.inf) * _TIE for word, said in names.get(i, {}).items())
+    ]
+    return alike
 
 
 def _text_words(text: str) -> list[str]:

@@ -178,3 +178,52 @@ def test_parts_the_words_fit_about_as_well_are_all_kept():
     narrowed = index_of(catalog).narrow("How many cars were produced in 1980?")
     assert {"public.car_makers", "public.cars_data"} <= set(_names(narrowed.catalog))
     assert "public.singer" not in _names(narrowed.catalog)
+
+
+def test_a_word_keeps_the_table_it_names_when_other_words_choose_the_part():
+    # makers and their models are joined; the cars stand alone (a warehouse without keys).
+    # "makers" and "models" choose the makers' part, but "cars" names cars_data as
+    # strongly as it names car_makers: the linker, which sees both in a small catalog,
+    # must see both here, or it reads "cars" as the makers' rows
+    makers = TableInfo(
+        "public",
+        "car_makers",
+        columns=(ColumnInfo("id", "integer", False), ColumnInfo("maker", "text", True)),
+        primary_key=("id",),
+    )
+    models = TableInfo(
+        "public",
+        "model_list",
+        columns=(
+            ColumnInfo("model_id", "integer", False),
+            ColumnInfo("maker", "integer", True),
+            ColumnInfo("model", "text", True),
+        ),
+        foreign_keys=(ForeignKeyInfo(("maker",), "public.car_makers", ("id",)),),
+    )
+    data = TableInfo(
+        "public",
+        "cars_data",
+        columns=(ColumnInfo("car_id", "integer", False), ColumnInfo("year", "integer", True)),
+        primary_key=("car_id",),
+    )
+    # strangers whose longer names say "car" and "maker" more weakly than the kept
+    # tables' names do: neither is brought in
+    stranger = TableInfo(
+        "public",
+        "stg_fleet_car_rental_2021",
+        columns=(ColumnInfo("rental_id", "integer", False),),
+    )
+    workshop = TableInfo(
+        "public",
+        "maker_space_booking",
+        columns=(ColumnInfo("space_id", "integer", False),),
+    )
+    catalog = _singers(makers, models, data, stranger, workshop, *_strangers(NARROW_ABOVE + 4))
+    index = index_of(catalog)
+    narrowed = _names(
+        index.narrow("Which makers have at least 2 models and more than 3 cars?").catalog
+    )
+    assert {"public.car_makers", "public.model_list", "public.cars_data"} <= set(narrowed)
+    assert not {"public.stg_fleet_car_rental_2021", "public.maker_space_booking"} & set(narrowed)
+    assert "public.singer" not in narrowed
