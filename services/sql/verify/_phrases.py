@@ -66,6 +66,7 @@ from services.sql.verify._partial_values import check_value_said_in_part
 from services.sql.verify._rankings import (
     check_ranked_by_a_count,
     check_ranked_by_the_date_said,
+    check_ranks_the_rows_said,
     check_superlatives,
 )
 from services.sql.verify._restricted import check_restricted
@@ -117,6 +118,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_terms_computed(ctx, tree)
     check_ranked_by_a_count(text, tree)
     check_ranked_by_the_date_said(ctx, tree, nodes)
+    check_ranks_the_rows_said(ctx, tree, nodes)
     check_counted(ctx, tree, nodes)
     check_unasked_join(ctx, tree, nodes)
     check_bounded_event(ctx, tree, nodes)

@@ -12,10 +12,11 @@ import re
 
 from sqlglot import exp
 
+from services.sql.catalog import TableInfo
 from services.sql.linker import LinkContext, LinkError, is_temporal
 from services.sql.verify._facts import StatementFacts
-from services.sql.verify._statement import StatementNodes, ranking_key
-from services.sql.words import word_match
+from services.sql.verify._statement import StatementNodes, is_key, ranking_key
+from services.sql.words import stem, word_match
 
 # Adjectives whose "-est" and "-er" forms compare rows; "most"/"least" and the like.
 _SUPERLATIVE = re.compile(
@@ -110,3 +111,50 @@ def check_ranked_by_the_date_said(ctx: LinkContext, tree: exp.Expr, nodes: State
             f"the question names {table.name}.{other}; the statement ranks by "
             f"{table.name}.{key.name}"
         )
+
+
+# "the top 10 tickers by …": a number of the rows of a table the question names.
+_TOP_ROWS = re.compile(r"\btop\s+(\d+)\s+([a-z]+)\s+(?:by|with|in|for|of|that|who|which)\b")
+
+
+def check_ranks_the_rows_said(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) -> None:
+    """ "Which exchanges are the top 10 tickers by total transaction amount listed on?"
+    answered by grouping the transactions per exchange and keeping 10 exchanges: the
+    question ranks tickers (the noun after "top 10" names their table), the statement
+    ranks the values of one of the tickers' columns, many tickers to a value. A
+    statement whose limit is the number said and whose groups hold a column of that
+    table, none of which identifies its rows (a key, a name or title, a column other
+    tables refer to), ranks something else than the rows said."""
+    if not isinstance(tree, exp.Select):
+        return
+    said = _TOP_ROWS.search(ctx.low)
+    limit = tree.args.get("limit")
+    group = tree.args.get("group")
+    if said is None or limit is None or group is None:
+        return
+    if limit.expression is None or limit.expression.name != said.group(1):
+        return
+    named = ctx.vocab.tables_named([stem(said.group(2))])
+    if len(named) != 1:
+        return
+    table = named[0][0]
+    grouped = [c for c in group.expressions if isinstance(c, exp.Column)]
+    own = [
+        c for c in grouped if (t := nodes.owner(c)) is not None and t.qualified == table.qualified
+    ]
+    if not own or any(_identifies_rows(ctx, table, c.name) for c in own):
+        return
+    raise LinkError(
+        f"the question ranks the top {said.group(1)} {said.group(2)}; the statement ranks "
+        f"values of {own[0].name}, which many {said.group(2)} share"
+    )
+
+
+def _identifies_rows(ctx: LinkContext, table: TableInfo, column: str) -> bool:
+    parts = ctx.vocab.column_words.get((table.qualified, column), [])
+    if is_key(table, column) or (parts and parts[-1] in ("name", "title", "id")):
+        return True
+    return any(
+        e.parent == table.qualified and e.parent_columns == (column,)
+        for e in ctx.graph.edges_of(table.qualified)
+    )

@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from services.sql.catalog._catalog import Catalog, ColumnInfo, TableInfo
+from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
 from services.sql.definitions import GlossaryEntry
 from services.sql.linker import LinkError, Vocabulary, read_question
@@ -448,3 +448,55 @@ def test_a_referring_column_said_only_as_a_condition_is_not_listed() -> None:
         "Show the name of each singer and the sales of their songs above 1000.",
         "SELECT t0.name AS name, t1.sales AS sales" + joined,
     )
+
+
+TICKERS = Catalog(
+    "broker",
+    (
+        TableInfo(
+            "public",
+            "ticker",
+            columns=(
+                _col("ticker_id"),
+                ColumnInfo("symbol", "text", True),
+                ColumnInfo("exchange", "text", True),
+            ),
+            primary_key=("ticker_id",),
+        ),
+        TableInfo(
+            "public",
+            "trade",
+            columns=(_col("trade_id"), _col("ticker_id"), ColumnInfo("amount", "numeric", True)),
+            primary_key=("trade_id",),
+            foreign_keys=(ForeignKeyInfo(("ticker_id",), "public.ticker", ("ticker_id",)),),
+        ),
+    ),
+)
+TICKERS_VOCABULARY = Vocabulary(TICKERS, JoinGraph(TICKERS))
+_PER_EXCHANGE = (
+    "SELECT t1.exchange AS exchange, SUM(t0.amount) AS sum_amount FROM public.trade AS t0 "
+    "JOIN public.ticker AS t1 ON t1.ticker_id = t0.ticker_id GROUP BY t1.exchange "
+    "ORDER BY sum_amount DESC NULLS LAST LIMIT 10"
+)
+_PER_TICKER = (
+    "SELECT t1.ticker_id AS ticker_id, t1.symbol AS symbol, SUM(t0.amount) AS sum_amount "
+    "FROM public.trade AS t0 JOIN public.ticker AS t1 ON t1.ticker_id = t0.ticker_id "
+    "GROUP BY t1.ticker_id, t1.symbol ORDER BY sum_amount DESC NULLS LAST LIMIT 10"
+)
+
+
+def _tickers(question: str, sql: str) -> None:
+    verify_statement(read_question(question, TICKERS_VOCABULARY, date(2026, 11, 29)), sql)
+
+
+def test_the_top_rows_said_are_not_ranked_as_values_of_one_of_their_columns() -> None:
+    """ "Which exchanges are the top 10 tickers by … listed on?" was answered with 10
+    exchanges ranked by their summed trades (defog v2 broker-u6's question spelled out, a
+    confident wrong answer): the question ranks tickers, many to an exchange."""
+    question = "Which exchanges are the top 10 tickers by total trade amount listed on?"
+    with pytest.raises(LinkError, match="ranks the top 10 tickers"):
+        _tickers(question, _PER_EXCHANGE)
+    # ranked as the tickers themselves (grouped by their key), the same words pass
+    _tickers("What are the top 10 tickers by total trade amount?", _PER_TICKER)
+    # and a ranking of the column's values asked as such is no ranking of tickers
+    _tickers("What are the top 10 exchanges by total trade amount?", _PER_EXCHANGE)
