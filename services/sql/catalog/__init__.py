@@ -24,7 +24,8 @@ from services.sql.catalog._catalog import (
     render,
 )
 from services.sql.catalog._families import Family, describe_families, families_of
-from services.sql.catalog._joins import Edge, JoinGraph, describe, infer_joins, resolve_joins
+from services.sql.catalog._inference import infer_joins
+from services.sql.catalog._joins import Edge, JoinGraph, describe, resolve_joins
 from services.sql.catalog._load import load_catalog
 from services.sql.catalog._narrowing import CatalogIndex, Narrowed, index_of
 from services.sql.catalog._stored import (

@@ -26,7 +26,8 @@ from services.sql.catalog._families import (
     referenced_tables,
     schema_sizes,
 )
-from services.sql.catalog._joins import infer_joins, resolve_joins
+from services.sql.catalog._inference import infer_joins
+from services.sql.catalog._joins import resolve_joins
 from services.sql.catalog._narrowing import index_of
 from services.sql.catalog._rows import count_rows, row_count
 from services.sql.definitions import JoinSpec

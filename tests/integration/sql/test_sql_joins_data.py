@@ -12,7 +12,8 @@ import pytest
 
 from services.sql import introspect
 from services.sql.catalog._catalog import Catalog, JoinOrigin
-from services.sql.catalog._joins import JoinGraph, describe, infer_joins, resolve_joins
+from services.sql.catalog._inference import infer_joins
+from services.sql.catalog._joins import JoinGraph, describe, resolve_joins
 from services.sql.definitions._glossary import JoinSpec
 from services.sql.demo._warehouse import database_url
 

@@ -12,6 +12,7 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from services.sql.catalog._candidates import name_candidates
 from services.sql.catalog._catalog import (
     Catalog,
     ColumnInfo,
@@ -20,7 +21,7 @@ from services.sql.catalog._catalog import (
     JoinOrigin,
     TableInfo,
 )
-from services.sql.catalog._joins import Edge, JoinGraph, name_candidates
+from services.sql.catalog._joins import Edge, JoinGraph
 from services.sql.definitions._glossary import GlossaryEntry
 from services.sql.definitions._text import parse_definitions
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
