@@ -264,19 +264,14 @@ async def _density(
 ) -> float | None:
     """How densely the parent's integer key fills the range of the child's values (1.0:
     every integer in it is a key, so any values there would be "found")."""
-    child, parent = catalog.table(join.child), catalog.table(join.parent)
-    if child is None or parent is None:
+    names = _join_names(catalog, join)
+    if names is None:
         return None
     statement = sql.SQL(
         "SELECT r.lo, r.hi, (SELECT count(*) FROM {parent} AS p "
         "WHERE p.{pcol} BETWEEN r.lo AND r.hi) "
         "FROM (SELECT min({ccol}) AS lo, max({ccol}) AS hi FROM {child}) AS r"
-    ).format(
-        parent=sql.Identifier(parent.schema, parent.name),
-        pcol=sql.Identifier(join.parent_columns[0]),
-        ccol=sql.Identifier(join.child_columns[0]),
-        child=sql.Identifier(child.schema, child.name),
-    )
+    ).format(**names)
     row = await _read_one(conn, statement, ())
     if row is None or row[0] is None or row[1] is None:
         return None
@@ -401,19 +396,14 @@ async def _containment(
     """(distinct child values found in the parent column, distinct child values checked)
     over a sample of ``sample`` distinct values (all of them for None, within the read's
     timeout), or None when the read fails."""
-    child, parent = catalog.table(join.child), catalog.table(join.parent)
-    if child is None or parent is None:
+    names = _join_names(catalog, join)
+    if names is None:
         return None
     statement = sql.SQL(
         "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM {parent} AS p "
         "WHERE p.{pcol} = s.v)), count(*) "
         "FROM (SELECT DISTINCT {ccol} AS v FROM {child} WHERE {ccol} IS NOT NULL LIMIT %s) AS s"
-    ).format(
-        parent=sql.Identifier(parent.schema, parent.name),
-        pcol=sql.Identifier(join.parent_columns[0]),
-        ccol=sql.Identifier(join.child_columns[0]),
-        child=sql.Identifier(child.schema, child.name),
-    )
+    ).format(**names)
     row = await _read_one(conn, statement, (sample,))
     return None if row is None else (int(row[0]), int(row[1]))
 
@@ -556,3 +546,17 @@ async def _read_one(
             "join inference skipped a read", extra={"fields": {"error.type": type(exc).__name__}}
         )
         return None
+
+
+def _join_names(catalog: Catalog, join: JoinInfo) -> dict[str, sql.Identifier] | None:
+    """The identifiers a single-column join's data reads are written with (``child``,
+    ``ccol``, ``parent``, ``pcol``), or None when a table is no longer in the catalog."""
+    child, parent = catalog.table(join.child), catalog.table(join.parent)
+    if child is None or parent is None:
+        return None
+    return {
+        "child": sql.Identifier(child.schema, child.name),
+        "ccol": sql.Identifier(join.child_columns[0]),
+        "parent": sql.Identifier(parent.schema, parent.name),
+        "pcol": sql.Identifier(join.parent_columns[0]),
+    }

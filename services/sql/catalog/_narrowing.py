@@ -307,12 +307,11 @@ def _named_alike(
     for i in kept:
         for word, said in names.get(i, {}).items():
             best[word] = max(best.get(word, 0.0), said)
-    alike = [
+    return [
         i
         for i in sorted(allowed - set(kept))
         if any(said >= best.get(word, math.inf) * _TIE for word, said in names.get(i, {}).items())
     ]
-    return alike
 
 
 def _text_words(text: str) -> list[str]:
