@@ -449,17 +449,22 @@ def _label(table: TableInfo) -> str | None:
 
 
 def _via_reference(
-    select: exp.Select, words: list[str], catalog: Catalog
+    select: exp.Select, words: list[str], catalog: Catalog, phrase: Sequence[str] = ()
 ) -> tuple[list[exp.Column], list[exp.Column]] | None:
     """(the columns shown, the columns grouped by besides) of a table reached from one
     of the statement's tables by a key: the one the words name with the table ("by
     merchant category" → merchants.category), or the label of the table they name,
-    grouped by its key as well ("by drug" → the drugs table's name, per drug)."""
+    grouped by its key as well ("by drug" → the drugs table's name, per drug). Where
+    that table is reached by more than one key (flights' origin and dest both name an
+    airport), the whole ``phrase`` must name the key: "by origin airport" goes
+    through ``origin``; "by airport" names none and is refused, since grouping by
+    either would be a guess whose rows look as right as the other's."""
     for source in sources(select):
         info = table_for(catalog, source)
         if info is None:
             continue
-        for local, referenced, remote in _references(info, catalog):
+        references = _references(info, catalog)
+        for local, referenced, remote in references:
             parent = catalog.table(referenced)
             if parent is None:
                 continue
@@ -478,6 +483,16 @@ def _via_reference(
                 continue
             if not shown:
                 continue
+            rivals = list(dict.fromkeys(r[0] for r in references if r[1] == referenced))
+            if len(rivals) > 1:
+                chosen = _key_named(phrase or words, parent_name, info, rivals)
+                if chosen is None:
+                    raise FollowUpError(
+                        f"the table grouped by is reached by more than one key of {info.name}, "
+                        "and the words name none of them"
+                    )
+                if chosen != local:
+                    continue
             alias = _alias_of(select, parent)
             if alias is None:
                 alias = "grouped"
@@ -497,8 +512,32 @@ def _via_reference(
     return None
 
 
+def _key_named(
+    said: Sequence[str],
+    parent_name: str,
+    info: TableInfo,
+    rivals: list[tuple[str, ...]],
+) -> tuple[str, ...] | None:
+    """The one key among ``rivals`` (each a tuple of ``info``'s columns referencing the
+    same table) that a word of ``said`` names, the words naming that table left out
+    ("origin airport": origin, not dest); None when no key or more than one is named."""
+    table_words = name_words(parent_name)
+    rest = [w for w in said if _spelled([w], " ".join(table_words)) < 0.9]
+
+    def names(key: tuple[str, ...]) -> bool:
+        parts = [n for c in key for n in name_words(column_name(info, c))]
+        return any(_spelled([w], n) >= 0.8 for w in rest for n in parts)  # "dest": 0.85
+
+    named = [key for key in rivals if names(key)]
+    return named[0] if len(named) == 1 else None
+
+
 def _grouping_column(
-    select: exp.Select, words: list[str], catalog: Catalog, dimension: str
+    select: exp.Select,
+    words: list[str],
+    catalog: Catalog,
+    dimension: str,
+    phrase: Sequence[str] = (),
 ) -> tuple[list[exp.Column], list[exp.Column]] | None:
     """The column ``words`` name among the statement's tables (see :func:`regrouped`)."""
     exact: list[tuple[bool, bool, int, str, str]] = []
@@ -528,7 +567,7 @@ def _grouping_column(
         if [e for e in exact if e[:3] == best[:3] and e[4] != best[4]]:
             raise FollowUpError(f"more than one column of the earlier tables is '{dimension}'")
         return [exp.column(identifier(best[4]), table=identifier(best[3]))], []
-    found = _via_reference(select, words, catalog)
+    found = _via_reference(select, words, catalog, phrase)
     if found is None and partial:
         best = max(partial)
         found = [exp.column(identifier(best[4]), table=identifier(best[3]))], []
@@ -552,7 +591,7 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
     words = _words(dimension)
     found: tuple[list[exp.Column], list[exp.Column]] | None = None
     for start in range(len(words)):
-        found = _grouping_column(select, words[start:], catalog, dimension)
+        found = _grouping_column(select, words[start:], catalog, dimension, words)
         if found:
             break
     if not found:
@@ -590,8 +629,10 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
             continue
         kept.append(projection)
     at = 0 if at is None else at
-    if keys and _keys(removed, select, catalog):
-        # The rows it replaces were shown by their key and name: so are the new ones.
+    if keys and (_keys(removed, select, catalog) or _codes(removed, select, catalog)):
+        # The rows it replaces were shown by their key (and name), or by the code that
+        # refers to another table's key (flights per carrier): the new ones are shown
+        # by their key too, beside their name.
         news = [*keys, *news]
     select.set("expressions", [*kept[:at], *(n.copy() for n in news), *kept[at:]])
     by_text = {n.sql(dialect="postgres"): n for n in [*news, *keys]}
@@ -667,6 +708,18 @@ def _keys(columns: Sequence[exp.Column], select: exp.Select, catalog: Catalog) -
         c.name
         for c in columns
         if (t := tables.get(c.table)) is not None and c.name in t.primary_key
+    }
+
+
+def _codes(columns: Sequence[exp.Column], select: exp.Select, catalog: Catalog) -> set[str]:
+    """The columns that refer to another table's key (``flights.carrier`` →
+    ``airlines.carrier``): a row shown by one is shown by a code, not a name."""
+    tables = {s.alias_or_name: table_for(catalog, s) for s in sources(select)}
+    return {
+        c.name
+        for c in columns
+        if (t := tables.get(c.table)) is not None
+        and any(c.name in local for local, _, _ in _references(t, catalog))
     }
 
 

@@ -415,6 +415,38 @@ def test_regroup_by_a_column_named_with_its_table_reached_by_key():
     assert "GROUP BY grouped.name" in regrouped(by_type, "merchant", catalog)
 
 
+def test_regroup_through_one_of_two_keys_to_a_table_goes_by_the_key_the_words_name():
+    """flights reach airports by origin and by dest: "by origin airport" is grouped
+    through origin (it went through dest, the first key, and answered the destinations'
+    counts), "by destination airport" through dest, and "by airport", which names neither,
+    is refused rather than guessed. Rows shown by a code (carriers) are followed by rows
+    shown by their code too (the airports' faa beside their names)."""
+    airports = TableInfo(
+        "public", "airports",
+        columns=(ColumnInfo("faa", "text", False), ColumnInfo("name", "text", False)),
+        primary_key=("faa",),
+    )  # fmt: skip
+    flights = TableInfo(
+        "public", "flights",
+        columns=(ColumnInfo("flight_id", "integer", False), ColumnInfo("carrier", "text", False),
+                 ColumnInfo("dest", "text", False), ColumnInfo("origin", "text", False)),
+        primary_key=("flight_id",),
+        foreign_keys=(ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
+                      ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
+                      ForeignKeyInfo(("origin",), "public.airports", ("faa",))),
+    )  # fmt: skip
+    catalog = Catalog("flights", (AIRLINES, airports, flights))
+    by_carrier = "SELECT t0.carrier, COUNT(*) AS n FROM flights AS t0 GROUP BY t0.carrier"
+    by_origin = regrouped(by_carrier, "origin airport", catalog)
+    assert "grouped.faa = t0.origin" in by_origin and "t0.dest" not in by_origin
+    # the carriers were shown by their code, a reference: the airports are too, named
+    assert by_origin.startswith("SELECT grouped.faa, grouped.name, COUNT(*)")
+    by_dest = regrouped(by_carrier, "destination airport", catalog)
+    assert "grouped.faa = t0.dest" in by_dest and "t0.origin" not in by_dest
+    with pytest.raises(FollowUpError, match="more than one key"):
+        regrouped(by_carrier, "airport", catalog)
+
+
 def test_the_lowest_rows_of_a_ranking_from_the_highest_are_its_other_end():
     _same(
         with_limit(TOP_SPENDERS, 2, ascending=True),
