@@ -201,6 +201,7 @@ def prior_turns(
                 row_count=turn.row_count,
                 unresolved=turn.follow_up_kind == pb.FOLLOW_UP_KIND_UNRESOLVED,
                 sql=turn.sql[:MAX_TURN_SQL_CHARS],
+                cited=bool(turn.cited_chunk_ids),
             )
         )
     kept.reverse()

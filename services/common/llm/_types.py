@@ -38,6 +38,9 @@ class PriorTurn:
     # The statement of its SQL result (empty for a semantic answer): a follow-up that
     # changes its row count or asks about its rows builds on it.
     sql: str = ""
+    # Whether it cited documents: an answer that showed no row may still have named
+    # something in its text for a later "its" to mean.
+    cited: bool = False
 
 
 class Role(StrEnum):

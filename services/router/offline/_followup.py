@@ -147,6 +147,13 @@ _DEMONSTRATIVE = re.compile(
 _PART_OF = re.compile(r"\b(which|how many|any|each|all|none|some) of (?:them|those|these)\b", re.I)
 _PRONOUN = re.compile(r"\b(?P<p>their|them|they)\b", re.IGNORECASE)
 _SINGULAR = re.compile(r"\b(?P<p>its|it)\b", re.IGNORECASE)
+# "its" as a possessive ("which destinations did its flights fly to?"): the owner is
+# something named before, in this question or an earlier answer.
+_POSSESSIVE_ITS = re.compile(r"\b(?P<p>its)\s+[a-z]", re.IGNORECASE)
+# Before an "its", what could own it in the question itself: a clause of its own
+# ("the airline with the most flights and its name") or a noun phrase a determiner opens
+# ("the carrier with the largest fleet ... its hub").
+_OWNER_BEFORE = re.compile(r"\b(?:the|a|an|this|that|each|every|one)\b", re.IGNORECASE)
 # "spend there", "who works there": the place an earlier answer named, never the "there"
 # of "are there", "there were", "is there any", "there's".
 _PLACE = re.compile(
@@ -456,6 +463,22 @@ def _reference_target(prior: PriorTurn) -> str | None:
         return None
     found, rest = described
     return _clean(f"the {found} {rest}") if rest else f"the {found}"
+
+
+def _unowned_its(question: str) -> re.Match[str] | None:
+    """A possessive "its" nothing in the question before it can own: no clause before
+    it and no noun phrase a determiner opens ("which destinations did its flights fly
+    to?"). Whatever owns it was named by an earlier turn."""
+    match = _POSSESSIVE_ITS.search(question)
+    if match is None:
+        return None
+    # (the question's own opening "which"/"where" opens no earlier clause)
+    before = re.sub(
+        r"^\W*(?:which|who|whose|where|when)\b", "", question[: match.start()], flags=re.I
+    )
+    if _CLAUSE_BOUNDARY.search(before) or _OWNER_BEFORE.search(before):
+        return None
+    return match
 
 
 def _has_unanchored_pronoun(question: str) -> re.Match[str] | None:
@@ -932,6 +955,19 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
 
     demonstrative = _DEMONSTRATIVE.search(asked)
     pronoun = _has_unanchored_pronoun(asked) or _PLACE.search(asked)
+    if (
+        not (demonstrative or pronoun)
+        and not (prior.sql or prior.members or prior.row_count or prior.cited)
+        and (owner := _unowned_its(asked)) is not None
+    ):
+        # "which destinations did its flights fly to?" after an answer that showed and
+        # cited nothing (a refusal): no earlier row or passage is there to own "its", and
+        # read as a question of its own it would ask about every flight.
+        return Resolution(
+            FollowUpKind.UNRESOLVED,
+            asked,
+            f"the previous answer showed nothing for '{owner.group('p')}' to refer to",
+        )
     # "what year is it from?" after an answer of one row: "it" is that row.
     single = _SINGULAR.search(asked) if prior.sql and prior.row_count == 1 else None
     if (

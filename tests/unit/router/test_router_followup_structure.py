@@ -10,9 +10,12 @@ from dataclasses import replace
 import pytest
 
 from services.common.llm import FollowUpKind, FollowUpRewrite, PriorTurn
+from services.router import RouterSettings
+from services.router._convert import prior_turns
 from services.router._followups import enforce
 from services.router._types import Route
 from services.router.offline import BuildsOn, Relation, resolve
+from tandem.v1 import router_service_pb2 as pb
 from tests.unit.router.fix_router import FakeSearch, FakeSql, ask, make_router
 
 STATES = PriorTurn(
@@ -229,6 +232,37 @@ def test_it_is_the_one_row_of_the_previous_answer():
     resolution = resolve("what year is it from?", [heaviest])
     assert resolution.kind is FollowUpKind.RESULT_REFERENCE
     assert resolve("what year is it from?", [TOP]).kind is FollowUpKind.STANDALONE
+
+
+def test_an_unowned_its_after_an_answer_that_showed_nothing_is_unresolved():
+    """ "which destinations did its flights fly to?" after a refused "What is the carrier
+    code of Hawaiian Airlines?" was answered as a question of its own, every flight's
+    destination: nothing shown is there to own "its"."""
+    refused = PriorTurn(
+        "What is the carrier code of Hawaiian Airlines?",
+        "What is the carrier code of Hawaiian Airlines?",
+    )
+    resolution = resolve("which destinations did its flights fly to?", [refused])
+    assert resolution.kind is FollowUpKind.UNRESOLVED
+    assert "'its'" in resolution.reason
+    # an answer that cited documents may have named the owner in its text
+    stored = pb.ConversationTurn(question=refused.question, cited_chunk_ids=["c1"])
+    (cited,) = prior_turns([stored], RouterSettings())
+    assert cited.cited and not cited.sql
+    assert resolve("which destinations did its flights fly to?", [cited]).kind is not (
+        FollowUpKind.UNRESOLVED
+    )
+    # an owner in the question itself: a question of its own
+    for own in (
+        "Which airline has the most flights, and what is its name?",
+        "Which destinations did the airline with the most planes fly its flights to?",
+    ):
+        assert resolve(own, [refused]).kind is FollowUpKind.STANDALONE, own
+    # after one row shown, "its" is that row, as before
+    one = replace(TOP, row_count=1, members=("UA",))
+    assert resolve("which destinations did its flights fly to?", [one]).kind is (
+        FollowUpKind.RESULT_REFERENCE
+    )
 
 
 @pytest.mark.parametrize(
