@@ -629,11 +629,14 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
             continue
         kept.append(projection)
     at = 0 if at is None else at
-    if keys and (_keys(removed, select, catalog) or _codes(removed, select, catalog)):
-        # The rows it replaces were shown by their key (and name), or by the code that
-        # refers to another table's key (flights per carrier): the new ones are shown
-        # by their key too, beside their name.
+    if keys and _keys(removed, select, catalog):
+        # The rows it replaces were shown by their key and name: so are the new ones.
         news = [*keys, *news]
+    elif keys and _codes(removed, select, catalog):
+        # They were shown by a code that refers to another table's key (flights per
+        # carrier): the new ones are shown by their code too (airports by faa), as the
+        # same question asked alone shows them.
+        news = keys
     select.set("expressions", [*kept[:at], *(n.copy() for n in news), *kept[at:]])
     by_text = {n.sql(dialect="postgres"): n for n in [*news, *keys]}
     select.set("group", exp.Group(expressions=[n.copy() for n in by_text.values()]))

@@ -420,7 +420,7 @@ def test_regroup_through_one_of_two_keys_to_a_table_goes_by_the_key_the_words_na
     through origin (it went through dest, the first key, and answered the destinations'
     counts), "by destination airport" through dest, and "by airport", which names neither,
     is refused rather than guessed. Rows shown by a code (carriers) are followed by rows
-    shown by their code too (the airports' faa beside their names)."""
+    shown by their code too (the airports' faa), as the question asked alone shows them."""
     airports = TableInfo(
         "public", "airports",
         columns=(ColumnInfo("faa", "text", False), ColumnInfo("name", "text", False)),
@@ -439,8 +439,8 @@ def test_regroup_through_one_of_two_keys_to_a_table_goes_by_the_key_the_words_na
     by_carrier = "SELECT t0.carrier, COUNT(*) AS n FROM flights AS t0 GROUP BY t0.carrier"
     by_origin = regrouped(by_carrier, "origin airport", catalog)
     assert "grouped.faa = t0.origin" in by_origin and "t0.dest" not in by_origin
-    # the carriers were shown by their code, a reference: the airports are too, named
-    assert by_origin.startswith("SELECT grouped.faa, grouped.name, COUNT(*)")
+    # the carriers were shown by their code, a reference: so are the airports
+    assert by_origin.startswith("SELECT grouped.faa, COUNT(*)")
     by_dest = regrouped(by_carrier, "destination airport", catalog)
     assert "grouped.faa = t0.dest" in by_dest and "t0.origin" not in by_dest
     with pytest.raises(FollowUpError, match="more than one key"):
