@@ -15,6 +15,7 @@ from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._dates import date_column, day_kinds
+from services.sql.linker._fronted import fronted_last
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._measures import fits_phrase, read_arith, read_measure
 from services.sql.linker._outputs import is_covered, merge_elliptic, read_item, split_output
@@ -70,8 +71,27 @@ class QuestionLinker:
     def link(self) -> Linked:
         """The statement, or :class:`LinkError` naming what did not link or what the
         statement would leave out; the definitions it reports applied are those that
-        changed it (linked without one, the statement differs or cannot be made)."""
-        linked = self._link()
+        changed it (linked without one, the statement differs or cannot be made).
+
+        A question refused as asked whose first phrase is fronted ("In 1980, how many
+        cars were made?") is read once more with that phrase at the end of its sentence
+        (``_fronted``); its refusal as asked stands when that reading is refused too. As
+        asked first: a question read that way keeps its reading."""
+        try:
+            linked = self._link()
+        except LinkError as refused:
+            question, vocab, today, glossary, instructions, meanings = self._inputs
+            moved = fronted_last(question)
+            if moved == question:
+                raise
+            try:
+                return QuestionLinker(
+                    moved, vocab, today, glossary, instructions, check=self._check,
+                    meanings=meanings,
+                ).link()  # fmt: skip
+            except LinkError:
+                pass
+            raise refused from None
         applied = tuple(
             term
             for term in linked.applied
