@@ -15,7 +15,6 @@ from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._dates import date_column, day_kinds
-from services.sql.linker._fronted import fronted_last
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._measures import fits_phrase, read_arith, read_measure
 from services.sql.linker._outputs import is_covered, merge_elliptic, read_item, split_output
@@ -32,6 +31,7 @@ from services.sql.linker._plan import (
     same_measure,
 )
 from services.sql.linker._reading import RESULT_WORDS, clean_item, split_items
+from services.sql.linker._rephrasing import rephrased
 from services.sql.linker._shape import link_groups, link_ordering, read_limit
 from services.sql.linker._shares import link_share
 from services.sql.linker._terms import expand_terms
@@ -73,15 +73,15 @@ class QuestionLinker:
         statement would leave out; the definitions it reports applied are those that
         changed it (linked without one, the statement differs or cannot be made).
 
-        A question refused as asked whose first phrase is fronted ("In 1980, how many
-        cars were made?") is read once more with that phrase at the end of its sentence
-        (``_fronted``); its refusal as asked stands when that reading is refused too. As
-        asked first: a question read that way keeps its reading."""
+        A question refused as asked in a grammar the readers do not know ("In 1980, how
+        many cars were made?") is read once more said in one they know (``_rephrasing``);
+        its refusal as asked stands when that reading is refused too. As asked first: a
+        question read that way keeps its reading."""
         try:
             linked = self._link()
         except LinkError as refused:
             question, vocab, today, glossary, instructions, meanings = self._inputs
-            moved = fronted_last(question)
+            moved = rephrased(question)
             if moved == question:
                 raise
             try:

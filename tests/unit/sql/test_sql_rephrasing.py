@@ -11,7 +11,7 @@ import pytest
 from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary
-from services.sql.linker._fronted import fronted_last
+from services.sql.linker._rephrasing import fronted_last
 from services.sql.verify import verify_statement
 
 TODAY = date(2026, 11, 29)

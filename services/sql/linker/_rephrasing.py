@@ -1,13 +1,17 @@
-"""A phrase put before the question it qualifies, read where the readers look for it.
+"""A question refused as asked, said again in the word order and words the readers know.
 
-English may front an adverbial phrase and set it off with a comma: "In 1980, how many
-cars were made?" says what "How many cars were made in 1980?" says, and "For each
-stadium, how many concerts are there?" what "How many concerts are there for each
-stadium?" says. Both readers read a question from its head ("how many", "what",
-"list"), with its conditions and groupings after it; a fronted phrase stands before the
-head, where neither looks, and the question was refused for a form it did not know. So
-the phrase is moved to the end of the sentence it qualifies, which is a change of word
-order only: every word is still read, and still has to be placed.
+Both readers read a question from its head ("how many", "what", "list"), then the items
+it shows, then its conditions and groupings. English says some of these otherwise, and
+the question was refused for a form, not for a name:
+
+- a fronted phrase: "In 1980, how many cars were made?" says what "How many cars were
+  made in 1980?" says, and "For each stadium, how many concerts are there?" what "How
+  many concerts are there for each stadium?" says; the phrase stands before the head,
+  where neither reader looks, so it is moved to the end of the sentence it qualifies.
+
+Each is a change of grammar only: every word that may name something is still read, and
+still has to be placed; the linker reads a question rephrased only when the question as
+asked is refused (``QuestionLinker.link``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ _FRONTED = re.compile(
 # The end of the first sentence: a stop followed by a space or the end (not the point of
 # a decimal, "3.5").
 _END = re.compile(r"\s*[?.!](?=\s|$)")
+
+
+def rephrased(question: str) -> str:
+    """``question`` in the readers' grammar (see the module's docstring); a question
+    already in it as it is."""
+    return fronted_last(question)
 
 
 def fronted_last(question: str) -> str:
