@@ -30,6 +30,8 @@ One module per step, in the order a question goes through them:
 - ``_naming``: result-column names and the plain-words interpretation;
 - ``_coverage``: every content word explained, or the question refused;
 - ``_composition``: the plan as one SELECT, joined along the join graph;
+- ``_rephrasing``: a question refused as asked, said again in the readers' grammar
+  (a fronted phrase moved to the end of its sentence);
 - ``_linker``: the orchestrator.
 
 The statement is composed as text from catalog identifiers (quoted where needed) and

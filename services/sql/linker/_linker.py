@@ -31,6 +31,7 @@ from services.sql.linker._plan import (
     same_measure,
 )
 from services.sql.linker._reading import RESULT_WORDS, clean_item, split_items
+from services.sql.linker._rephrasing import rephrased
 from services.sql.linker._shape import link_groups, link_ordering, read_limit
 from services.sql.linker._shares import link_share
 from services.sql.linker._terms import expand_terms
@@ -70,8 +71,27 @@ class QuestionLinker:
     def link(self) -> Linked:
         """The statement, or :class:`LinkError` naming what did not link or what the
         statement would leave out; the definitions it reports applied are those that
-        changed it (linked without one, the statement differs or cannot be made)."""
-        linked = self._link()
+        changed it (linked without one, the statement differs or cannot be made).
+
+        A question refused as asked in a grammar the readers do not know ("In 1980, how
+        many cars were made?") is read once more said in one they know (``_rephrasing``);
+        its refusal as asked stands when that reading is refused too. As asked first: a
+        question read that way keeps its reading."""
+        try:
+            linked = self._link()
+        except LinkError as refused:
+            question, vocab, today, glossary, instructions, meanings = self._inputs
+            moved = rephrased(question)
+            if moved == question:
+                raise
+            try:
+                return QuestionLinker(
+                    moved, vocab, today, glossary, instructions, check=self._check,
+                    meanings=meanings,
+                ).link()  # fmt: skip
+            except LinkError:
+                pass
+            raise refused from None
         applied = tuple(
             term
             for term in linked.applied

@@ -1,0 +1,53 @@
+"""A question refused as asked, said again in the word order and words the readers know.
+
+Both readers read a question from its head ("how many", "what", "list"), then the items
+it shows, then its conditions and groupings. English says some of these otherwise, and
+the question was refused for a form, not for a name:
+
+- a fronted phrase: "In 1980, how many cars were made?" says what "How many cars were
+  made in 1980?" says, and "For each stadium, how many concerts are there?" what "How
+  many concerts are there for each stadium?" says; the phrase stands before the head,
+  where neither reader looks, so it is moved to the end of the sentence it qualifies.
+
+Each is a change of grammar only: every word that may name something is still read, and
+still has to be placed; the linker reads a question rephrased only when the question as
+asked is refused (``QuestionLinker.link``).
+"""
+
+from __future__ import annotations
+
+import re
+
+# A prepositional phrase (no clause punctuation inside) closed by a comma, then the head
+# of a question or a request.
+_FRONTED = re.compile(
+    r"^\s*(?P<phrase>(?:for|in|during|at|on|from|within|across|over|after|before|since)"
+    r"\s+[^,?.;!'\"]{1,60}?)\s*,\s*"
+    r"(?P<rest>(?:how|what|which|who|whom|whose|when|where|list|show|give|find|return|tell"
+    r"|count|display|is|are|was|were|do|does|did)\b.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+# The end of the first sentence: a stop followed by a space or the end (not the point of
+# a decimal, "3.5").
+_END = re.compile(r"\s*[?.!](?=\s|$)")
+
+
+def rephrased(question: str) -> str:
+    """``question`` in the readers' grammar (see the module's docstring); a question
+    already in it as it is."""
+    return fronted_last(question)
+
+
+def fronted_last(question: str) -> str:
+    """``question`` with a fronted prepositional phrase moved to the end of the sentence
+    it qualifies ("In 1980, how many cars were made?" -> "How many cars were made in
+    1980?"); any other question as it is."""
+    m = _FRONTED.match(question)
+    if m is None:
+        return question
+    phrase, rest = m.group("phrase"), m.group("rest")
+    phrase = phrase[0].lower() + phrase[1:]
+    end = _END.search(rest)
+    at = end.start() if end else len(rest.rstrip())
+    moved = f"{rest[:at]} {phrase}{rest[at:]}"
+    return moved[0].upper() + moved[1:]
