@@ -27,6 +27,7 @@ from services.sql.conversation._followup import (
     swapped,
     with_limit,
 )
+from services.sql.conversation._measure import bounded
 from services.sql.conversation._statement import FollowUpError
 
 REGIONS = TableInfo(
@@ -480,3 +481,54 @@ def test_the_earlier_statement_is_nested_under_aliases_of_its_own():
         "customers AS earlier_t1 ON earlier_t1.id = earlier_t0.customer_id "
         "WHERE earlier_t1.country = 'Canada')",
     )
+
+
+FLIGHTS = TableInfo(
+    "public", "flights",
+    columns=(
+        ColumnInfo("flight_id", "integer", False),
+        ColumnInfo("carrier", "text", False),
+        ColumnInfo("origin", "text", False),
+        ColumnInfo("dep_delay", "numeric", True),
+        ColumnInfo("seats", "integer", True),
+    ),
+    primary_key=("flight_id",),
+)  # fmt: skip
+AIR = Catalog("air", (FLIGHTS,))
+PER_CARRIER = (
+    "SELECT f.carrier, COUNT(*) AS n FROM flights AS f WHERE f.origin = 'JFK' "
+    "GROUP BY f.carrier ORDER BY n DESC"
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["which of these operated more than 500?", "Which of them have more than 500 flights?"],
+)
+def test_which_of_these_past_a_bare_number_bounds_the_one_measure(question):
+    _same(
+        bounded(question, PER_CARRIER, AIR) or "",
+        "SELECT f.carrier FROM flights AS f WHERE f.origin = 'JFK' GROUP BY f.carrier "
+        "HAVING COUNT(*) > 500 ORDER BY COUNT(*) DESC",
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "sql"),
+    [
+        # a unit or another noun may name a column: left to the linker
+        ("which of these have more than 50 seats?", PER_CARRIER),
+        ("which of these took more than 30 minutes?", PER_CARRIER),
+        # the verb names a column of the statement's tables, not the count
+        ("which of these delayed more than 30?", PER_CARRIER),
+        # a bound before a limit keeps other rows than the ones shown
+        ("which of these operated more than 500?", f"{PER_CARRIER} LIMIT 3"),
+        # two measures: which one the bound is on is a guess
+        ("which of these operated more than 500?",
+         "SELECT f.carrier, COUNT(*), AVG(f.dep_delay) FROM flights AS f GROUP BY f.carrier"),
+        # no measure to bound
+        ("which of these operated more than 500?", "SELECT f.carrier FROM flights AS f"),
+    ],
+)  # fmt: skip
+def test_a_bound_that_could_name_something_else_is_not_placed(question, sql):
+    assert bounded(question, sql, AIR) is None
