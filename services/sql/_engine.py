@@ -40,6 +40,7 @@ from services.sql.conversation import (
     Prior,
     Relation,
     adds_only_keys,
+    bounded,
     built,
     labels,
     pointed,
@@ -430,7 +431,17 @@ class SqlEngine:
             _raise_if_rejected(earlier, "prior.sql")
             linked: AskResult | None = None
             try:
-                if prior.relation is Relation.RESULT_SET:
+                if (
+                    prior.relation is Relation.RESULT_SET
+                    and (kept := bounded(question, earlier.normalized_sql, catalog)) is not None
+                ):
+                    # "which of these operated more than 500?": a bound on the earlier
+                    # statement's one measure, placed on its structure (no words linked).
+                    sql, explanation = (
+                        kept,
+                        "the previous statement, kept to the rows past the bound",
+                    )
+                elif prior.relation is Relation.RESULT_SET:
                     about = subject(earlier.normalized_sql, catalog)
                     asked = (
                         pointed(question, about.table, catalog) if refers(question) else question

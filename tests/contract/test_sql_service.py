@@ -474,6 +474,27 @@ async def test_ask_about_the_earlier_rows_scopes_by_a_sub_query(running):
 
 
 @pytest.mark.rpc(ASK)
+async def test_ask_which_of_these_past_a_bare_number_bounds_the_earlier_measure(running):
+    counts = sorted({int(str(n)) for _, n in await _rows(running.stub, BY_INDUSTRY)})
+    assert len(counts) > 1  # a bound some groups pass and some do not
+    bound = counts[0]
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question=f"which of these have more than {bound}?",
+            prior=_prior(BY_INDUSTRY, pb.PRIOR_RELATION_RESULT_SET),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    gold = await _rows(
+        running.stub,
+        f"SELECT c.industry FROM companies AS c GROUP BY c.industry HAVING COUNT(*) > {bound}",
+    )
+    assert gold and sorted(_result_rows(reply.result)) == sorted(gold)
+    assert [c.name for c in reply.result.columns] == ["industry"]
+
+
+@pytest.mark.rpc(ASK)
 async def test_ask_regroup_and_value_swap_edit_the_earlier_statement(running):
     regrouped = await running.stub.AskQuestion(
         pb.AskQuestionRequest(

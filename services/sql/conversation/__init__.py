@@ -19,6 +19,7 @@ from services.sql.conversation._followup import (
     shows_only_rows,
     subject,
 )
+from services.sql.conversation._measure import bounded
 from services.sql.conversation._periods import Window, new_window, time_filters
 from services.sql.conversation._statement import FollowUpError, adds_only_keys, same_query
 
@@ -31,6 +32,7 @@ __all__ = [
     "Relation",
     "Window",
     "adds_only_keys",
+    "bounded",
     "built",
     "edited",
     "labels",

@@ -340,6 +340,9 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
         names = [exp.column(identifier(c), table=identifier(alias)) for c in shown
                  if c not in present]  # fmt: skip
         tree.set("expressions", [*names, *tree.expressions])
+    merged = _merged(tree, alias, prior_sql, about)
+    if merged is not None:
+        return merged.sql(dialect="postgres")
     column = exp.column(identifier(about.column), table=identifier(alias))
     earlier = parse(prior_sql)
     renamed = _own_aliases(earlier, {t.alias_or_name for t in tree.find_all(exp.Table)})
@@ -360,6 +363,44 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
             inner.set(drop, None)
     tree = tree.where(exp.In(this=column, query=exp.Subquery(this=inner)), copy=False)
     return tree.sql(dialect="postgres")
+
+
+def _merged(tree: exp.Select, alias: str, prior_sql: str, about: Subject) -> exp.Select | None:
+    """``tree`` with the earlier statement's conditions in place of the sub-query of its
+    rows, where the two are the same rows: the earlier statement reads the subject's
+    table alone, by its one-column key, with plain conditions and nothing that groups,
+    cuts or folds its rows ("what was the average arrival delay of those flights?" after
+    "how many flights went from EWR to SFO in March?" is the same flights, averaged). A
+    row's key is among the keys of the rows meeting the conditions exactly when the row
+    meets them, so the statement is the earlier one with another projection, as the
+    question spelled out reads, and a later follow-up (a time shift, a filter) finds the
+    earlier conditions where it finds any statement's."""
+    table = about.table
+    if table.primary_key != (about.column,):
+        return None
+    earlier = parse(prior_sql)
+    read = sources(earlier)
+    if (
+        len(read) != 1
+        or read[0].name.lower() != table.name.lower()
+        or earlier.args.get("joins")
+        or any(earlier.args.get(k) for k in ("group", "having", "limit", "offset", "distinct"))
+        or earlier.args.get("with")
+        or len([s for s in sources(tree) if s.name.lower() == table.name.lower()]) != 1
+    ):
+        return None
+    where = earlier.args.get("where")
+    if where is None:
+        return tree
+    condition = where.this.copy()
+    if condition.find(exp.Select, exp.Subquery) is not None:
+        return None
+    own = read[0].alias_or_name
+    for column in condition.find_all(exp.Column):
+        if column.table and column.table != own:
+            return None
+        column.set("table", identifier(alias))
+    return tree.where(condition, copy=False)
 
 
 def _own_aliases(earlier: exp.Select, taken: set[str]) -> dict[str, str]:

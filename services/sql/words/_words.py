@@ -118,6 +118,8 @@ _IRREGULAR = {
     "built": "build",
     "flew": "fly",
     "flown": "fly",
+    "went": "go",
+    "gone": "go",
     "drove": "drive",
     "driven": "drive",
     "grew": "grow",

@@ -27,6 +27,7 @@ from services.sql.conversation._followup import (
     swapped,
     with_limit,
 )
+from services.sql.conversation._measure import bounded
 from services.sql.conversation._statement import FollowUpError
 
 REGIONS = TableInfo(
@@ -241,11 +242,7 @@ def test_rows_the_earlier_answer_showed_by_key_are_given_no_name_it_never_showed
     assert labels(by_key, about, CATALOG) == []
     sql = restrict("SELECT t0.email FROM customers AS t0", by_key, about,
                    labels(by_key, about, CATALOG))  # fmt: skip
-    _same(
-        sql,
-        "SELECT t0.email FROM customers AS t0 WHERE t0.id IN "
-        f"(SELECT earlier.id FROM ({by_key}) AS earlier)",
-    )
+    _same(sql, "SELECT t0.email FROM customers AS t0 WHERE t0.country = 'Canada'")
 
 
 def test_a_count_restricts_by_the_key_of_the_rows_it_counted():
@@ -480,3 +477,95 @@ def test_the_earlier_statement_is_nested_under_aliases_of_its_own():
         "customers AS earlier_t1 ON earlier_t1.id = earlier_t0.customer_id "
         "WHERE earlier_t1.country = 'Canada')",
     )
+
+
+FLIGHTS = TableInfo(
+    "public", "flights",
+    columns=(
+        ColumnInfo("flight_id", "integer", False),
+        ColumnInfo("carrier", "text", False),
+        ColumnInfo("origin", "text", False),
+        ColumnInfo("dep_delay", "numeric", True),
+        ColumnInfo("seats", "integer", True),
+    ),
+    primary_key=("flight_id",),
+)  # fmt: skip
+AIR = Catalog("air", (FLIGHTS,))
+PER_CARRIER = (
+    "SELECT f.carrier, COUNT(*) AS n FROM flights AS f WHERE f.origin = 'JFK' "
+    "GROUP BY f.carrier ORDER BY n DESC"
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["which of these operated more than 500?", "Which of them have more than 500 flights?"],
+)
+def test_which_of_these_past_a_bare_number_bounds_the_one_measure(question):
+    _same(
+        bounded(question, PER_CARRIER, AIR) or "",
+        "SELECT f.carrier FROM flights AS f WHERE f.origin = 'JFK' GROUP BY f.carrier "
+        "HAVING COUNT(*) > 500 ORDER BY COUNT(*) DESC",
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "sql"),
+    [
+        # a unit or another noun may name a column: left to the linker
+        ("which of these have more than 50 seats?", PER_CARRIER),
+        ("which of these took more than 30 minutes?", PER_CARRIER),
+        # the verb names a column of the statement's tables, not the count
+        ("which of these delayed more than 30?", PER_CARRIER),
+        # a bound before a limit keeps other rows than the ones shown
+        ("which of these operated more than 500?", f"{PER_CARRIER} LIMIT 3"),
+        # two measures: which one the bound is on is a guess
+        ("which of these operated more than 500?",
+         "SELECT f.carrier, COUNT(*), AVG(f.dep_delay) FROM flights AS f GROUP BY f.carrier"),
+        # no measure to bound
+        ("which of these operated more than 500?", "SELECT f.carrier FROM flights AS f"),
+    ],
+)  # fmt: skip
+def test_a_bound_that_could_name_something_else_is_not_placed(question, sql):
+    assert bounded(question, sql, AIR) is None
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    [
+        "SELECT COUNT(*) FROM customers AS c WHERE c.country = 'Canada' AND c.state = 'Ohio'",
+        "SELECT c.id, c.name FROM customers AS c WHERE c.country = 'Canada' AND c.state = 'Ohio'",
+    ],
+)
+def test_rows_of_the_same_table_by_key_are_the_earlier_conditions_with_another_projection(
+    earlier,
+):
+    """ "what are their emails?" after the customers of one table read by their key and
+    plain conditions: a customer's key is among those rows' keys exactly when it meets
+    the conditions, so the statement is the earlier one with the emails shown (as the
+    question spelled out reads), and a later time shift or filter finds its conditions."""
+    about = subject(earlier, CATALOG)
+    sql = restrict("SELECT t0.email FROM customers AS t0", earlier, about)
+    _same(
+        sql,
+        "SELECT t0.email FROM customers AS t0 WHERE t0.country = 'Canada' AND t0.state = 'Ohio'",
+    )
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    [
+        # cut, grouped or folded rows are not the rows the conditions meet
+        "SELECT c.id FROM customers AS c WHERE c.country = 'Canada' ORDER BY c.id LIMIT 2",
+        "SELECT DISTINCT c.id FROM customers AS c WHERE c.country = 'Canada'",
+        # conditions on another table's rows
+        "SELECT c.id FROM customers AS c JOIN orders AS o ON o.customer_id = c.id "
+        "WHERE o.status = 'cancelled'",
+        # a sub-query of its own: its aliases are not the statement's
+        "SELECT c.id FROM customers AS c WHERE c.id IN (SELECT customer_id FROM orders)",
+    ],
+)
+def test_rows_not_the_same_as_their_conditions_stay_a_sub_query(earlier):
+    about = subject(earlier, CATALOG)
+    sql = restrict("SELECT t0.email FROM customers AS t0", earlier, about)
+    assert "AS earlier" in sql  # the earlier rows, as a sub-query

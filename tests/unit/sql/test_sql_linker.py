@@ -1439,6 +1439,49 @@ def test_an_irregular_past_form_relates_rows_as_an_ed_form_does() -> None:
     assert "NOT EXISTS" in _sql("What are the names of pilots who never flew a plane?", PILOTS)
 
 
+# Flights that store where they left from and went to, and when (no airports table).
+ROUTES = Catalog(
+    "routes",
+    (
+        TableInfo(
+            "public",
+            "flights",
+            columns=(
+                _col("flight_id"),
+                _col("year"),
+                _col("month"),
+                _col("origin", "text", ("EWR", "JFK")),
+                _col("dest", "text", ("ATL", "SFO")),
+                _col("time_hour", "timestamp with time zone"),
+            ),
+            primary_key=("flight_id",),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        (
+            "How many flights went from EWR to SFO in March 2013?",
+            "(t0.time_hour >= '2013-03-01' AND t0.time_hour < '2013-04-01') "
+            "AND (t0.origin = 'EWR') AND (t0.dest = 'SFO')",
+        ),
+        ("How many of the flights went to ATL?", "(t0.dest = 'ATL')"),
+        ("How many flights have gone to ATL?", "(t0.dest = 'ATL')"),
+    ],
+)
+def test_went_and_gone_are_past_forms_of_go(question: str, condition: str) -> None:
+    """ "went", "gone" are past forms of "go" no suffix shows, as "flew" is of "fly": the
+    movement is said by "from"/"to", the verb relates nothing more. They were refused
+    ("nothing in the schema matches 'went'"), and so were the follow-ups whose words or
+    rewrite said them ("how many of those went to ATL?")."""
+    assert _sql(question, ROUTES) == (
+        f"SELECT COUNT(*) AS count FROM public.flights AS t0 WHERE {condition}"
+    )
+
+
 def test_the_verb_after_did_relates_rows_as_its_ed_form_does() -> None:
     """ "how many flights did JetBlue Airways operate?": the base form ends the question
     after "did" and shows no suffix; it relates flights to the airline as "operated by"
