@@ -1,0 +1,66 @@
+"""Statements the verifier used to refuse because the reader left out a phrase it can
+place from the question's grammar: each is now built into the statement, so the check
+that refused it passes on the statement itself (the checks are unchanged)."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+import pytest
+
+from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql.catalog._joins import JoinGraph
+from services.sql.linker import QuestionLinker, Vocabulary
+from services.sql.verify import verify_statement
+
+TODAY = date(2026, 11, 24)
+
+
+def _col(name: str, data_type: str = "integer") -> ColumnInfo:
+    return ColumnInfo(name, data_type, True)
+
+
+# A schema of its own (no dev set's): reports and the pages each one has.
+LIBRARY = Catalog(
+    "library",
+    (
+        TableInfo(
+            "public",
+            "report",
+            columns=(_col("report_id"), _col("title", "text"), _col("shelf")),
+            primary_key=("report_id",),
+        ),
+        TableInfo(
+            "public",
+            "page",
+            columns=(_col("page_id"), _col("report_id"), _col("words")),
+            primary_key=("page_id",),
+            foreign_keys=(ForeignKeyInfo(("report_id",), "public.report", ("report_id",)),),
+        ),
+    ),
+)
+
+
+def _sql(question: str) -> str:
+    vocabulary = Vocabulary(LIBRARY, JoinGraph(LIBRARY))
+    linked = QuestionLinker(question, vocabulary, TODAY, check=verify_statement).link()
+    return " ".join(linked.sql.split())
+
+
+@pytest.mark.parametrize(
+    ("question", "having"),
+    [
+        ("What are the titles of reports that have 2 or more pages?", [">= 2"]),
+        ("What are the titles of reports with 3 or fewer pages?", ["<= 3"]),
+        ("What are the titles of reports with 1 to 4 pages?", [">= 1", "<= 4"]),
+        ("Give the titles of reports that have between two and five pages.", [">= 2", "<= 5"]),
+    ],
+)
+def test_a_bound_said_after_its_number_counts_the_related_rows(
+    question: str, having: list[str]
+) -> None:
+    sql = _sql(question)
+    assert "GROUP BY" in sql
+    for bound in having:
+        assert re.search(rf"COUNT\([^)]*\) {re.escape(bound)}\b", sql), sql
