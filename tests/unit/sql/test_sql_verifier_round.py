@@ -33,6 +33,12 @@ LIBRARY = Catalog(
         ),
         TableInfo(
             "public",
+            "author",
+            columns=(_col("author_id"), _col("name", "text"), _col("country", "text"), _col("age")),
+            primary_key=("author_id",),
+        ),
+        TableInfo(
+            "public",
             "page",
             columns=(_col("page_id"), _col("report_id"), _col("words")),
             primary_key=("page_id",),
@@ -64,3 +70,17 @@ def test_a_bound_said_after_its_number_counts_the_related_rows(
     assert "GROUP BY" in sql
     for bound in having:
         assert re.search(rf"COUNT\([^)]*\) {re.escape(bound)}\b", sql), sql
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What countries are authors above age 40 from?",
+        "What are all distinct countries where authors above age 40 are from?",
+    ],
+)
+def test_a_preposition_that_ends_the_question_leaves_its_conditions_read(question: str) -> None:
+    # its object is what is asked (the countries): the clause before it is still read
+    sql = _sql(question)
+    assert re.search(r"SELECT (DISTINCT )?t0\.country", sql), sql
+    assert re.search(r"WHERE \(t0\.age > 40\)", sql), sql

@@ -55,6 +55,7 @@ def read_clauses(ctx: LinkContext) -> Plan:
     at = counted_head(reading, read, at)
     at = read_items(reading, read, at)
     _clauses(reading, read, at)
+    _stranded_preposition(reading)
     glue = [t for i, t in enumerate(reading.tokens) if i not in reading.used and is_glue(ctx, t)]
     unused = [
         t.text for i, t in enumerate(reading.tokens) if i not in reading.used and t not in glue
@@ -98,3 +99,20 @@ def _clauses(reading: Reading, read: Read, at: int) -> None:
                 break
         else:
             i += 1
+
+
+def _stranded_preposition(reading: Reading) -> None:
+    """ "What countries are singers above age 20 from?": a preposition that ends the
+    question, in a clause of being or coming, has no object of its own: its object is
+    what the question asks for (the items), so it is grammar, no clause."""
+    k = reading.size - 1
+    if (
+        k >= 2
+        and k not in reading.used
+        and reading.low(k) in ("from", "in")
+        and any(reading.low(j) in _BEING for j in range(1, k))
+    ):
+        reading.use(k, k + 1)
+
+
+_BEING = frozenset({"is", "are", "was", "were", "come", "comes", "came"})
