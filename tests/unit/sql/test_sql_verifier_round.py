@@ -11,14 +11,14 @@ import pytest
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
-from services.sql.linker import QuestionLinker, Vocabulary
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary
 from services.sql.verify import verify_statement
 
 TODAY = date(2026, 11, 24)
 
 
-def _col(name: str, data_type: str = "integer") -> ColumnInfo:
-    return ColumnInfo(name, data_type, True)
+def _col(name: str, data_type: str = "integer", samples: tuple[str, ...] = ()) -> ColumnInfo:
+    return ColumnInfo(name, data_type, True, sample_values=samples)
 
 
 # A schema of its own (no dev set's): reports and the pages each one has.
@@ -34,7 +34,12 @@ LIBRARY = Catalog(
         TableInfo(
             "public",
             "author",
-            columns=(_col("author_id"), _col("name", "text"), _col("country", "text"), _col("age")),
+            columns=(
+                _col("author_id"),
+                _col("name", "text"),
+                _col("country", "text", ("France", "Spain", "Italy")),
+                _col("age"),
+            ),
             primary_key=("author_id",),
         ),
         TableInfo(
@@ -84,3 +89,21 @@ def test_a_preposition_that_ends_the_question_leaves_its_conditions_read(questio
     sql = _sql(question)
     assert re.search(r"SELECT (DISTINCT )?t0\.country", sql), sql
     assert re.search(r"WHERE \(t0\.age > 40\)", sql), sql
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("What are the names of authors that are not from France?", "t0.country <> 'France'"),
+        ("How many authors are not from France?", "t0.country <> 'France'"),
+    ],
+)
+def test_a_value_the_listed_rows_are_not_from_is_left_out(question: str, condition: str) -> None:
+    # the negated phrase names no other table: the rows themselves lack the value
+    assert f"WHERE ({condition})" in _sql(question)
+
+
+def test_two_values_the_listed_rows_are_not_from_are_still_refused() -> None:
+    # "not from A or B" is not one inequality: the reader declines, the check refuses
+    with pytest.raises(LinkError):
+        _sql("What are the names of authors that are not from France or Spain?")
