@@ -11,7 +11,7 @@ import pytest
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
 from services.sql.verify import verify_statement
 
 TODAY = date(2026, 11, 24)
@@ -107,3 +107,49 @@ def test_two_values_the_listed_rows_are_not_from_are_still_refused() -> None:
     # "not from A or B" is not one inequality: the reader declines, the check refuses
     with pytest.raises(LinkError):
         _sql("What are the names of authors that are not from France or Spain?")
+
+
+@pytest.mark.parametrize(
+    ("question", "grouped", "measure"),
+    [
+        ("For each country, how many authors are there?", "t0.country", "COUNT(*)"),
+        ("For each country, what is the average age of authors?", "t0.country", "AVG(t0.age)"),
+    ],
+)
+def test_a_grouping_said_before_the_question_groups_it(
+    question: str, grouped: str, measure: str
+) -> None:
+    sql = _sql(question)
+    assert f"GROUP BY {grouped}" in sql, sql
+    assert measure in sql, sql
+
+
+def test_the_question_after_a_fronted_grouping_is_no_second_question() -> None:
+    # the outputs check reads ", what is the average …" as a second question asking for
+    # a column called ``average`` unless the comma ends a fronted "for each X,"
+    rated = Catalog(
+        "ratings",
+        (
+            TableInfo(
+                "public",
+                "critic",
+                columns=(_col("critic_id"), _col("country", "text"), _col("age"), _col("average")),
+                primary_key=("critic_id",),
+            ),
+        ),
+    )
+    vocabulary = Vocabulary(rated, JoinGraph(rated))
+    sql = "SELECT t0.country, AVG(t0.age) AS avg_age FROM public.critic AS t0 GROUP BY t0.country"
+    verify_statement(
+        read_question("For each country, what is the average age of critics?", vocabulary, TODAY),
+        sql,
+    )
+    with pytest.raises(LinkError, match="also asks which average"):
+        verify_statement(
+            read_question(
+                "What is the average age of critics per country, and what is the average?",
+                vocabulary,
+                TODAY,
+            ),
+            sql,
+        )
