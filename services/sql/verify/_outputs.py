@@ -272,6 +272,9 @@ _ASKED_AGAIN = re.compile(
 )
 
 
+_FRONTED_GROUP = re.compile(r"^\s*(?:for (?:each|every)|in each)\s+[^,?.]{1,60},\s*")
+
+
 def _asked_again_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
     shown_tables: set[str] = set()
     shown_columns: set[tuple[str, str]] = set()
@@ -281,7 +284,9 @@ def _asked_again_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementN
             if found is not None:
                 shown_tables.add(found[0].qualified)
                 shown_columns.add((found[0].qualified, found[1]))
-    for asked in _ASKED_AGAIN.finditer(ctx.low):
+    # "For each country, what is …": the question proper after a fronted grouping is
+    # no second question
+    for asked in _ASKED_AGAIN.finditer(_FRONTED_GROUP.sub("", ctx.low)):
         words = [stem(w) for w in asked.groups() if w is not None]
         # the longest reading first: "what course" before "what course they"
         for size in (2, 1):

@@ -23,6 +23,7 @@ from services.sql.linker.clauses._cues import (
     OR_BOUND,
     PREPOSITIONS,
     SPLIT_COMPARATIVES,
+    TRAILING_COMPARE,
 )
 from services.sql.linker.clauses._reading import (
     Condition,
@@ -71,6 +72,10 @@ def compare_clause(reading: Reading, read: Read, i: int) -> int | None:
     else:
         found = _comparison(reading, j)
         if found is None:
+            if not columns:
+                bounded = _bound_after_number(reading, read, i)
+                if bounded is not None:
+                    return bounded
             between = _between(reading, read, i, columns)
             return between
         op, j = found
@@ -155,6 +160,47 @@ def _numeric_columns(reading: Reading, i: int) -> list[Mention]:
     ]
 
 
+def _bound_after_number(reading: Reading, read: Read, i: int) -> int | None:
+    """A bound said after its number, then what it bounds: "2 or more paragraphs" (a
+    count of related rows at least 2), "3 or fewer cylinders" (a column), "1 to 2
+    paragraphs" (a count within both numbers, inclusive as "between" is; from 1, since
+    the rows counted are those the join keeps)."""
+    number = reading.number(i)
+    if number is None:
+        return None
+    bound = reading.match(i + 1, tuple(TRAILING_COMPARE))
+    if bound:
+        return _counted_or_compared(
+            reading, read, i, i + 1 + len(bound.split()), [(TRAILING_COMPARE[bound], number)]
+        )
+    high = reading.number(i + 2)
+    if reading.low(i + 1) == "to" and high is not None and high >= number >= 1:
+        return _counted_or_compared(reading, read, i, i + 3, [(">=", number), ("<=", high)])
+    return None
+
+
+def _counted_or_compared(
+    reading: Reading, read: Read, start: int, j: int, bounds: list[tuple[str, float]]
+) -> int | None:
+    """The bounds placed on what follows ``j``: a table's related rows counted, or a
+    numeric column; None (nothing read) when neither follows."""
+    tables = reading.longest(j, ("table",))
+    columns = _numeric_columns(reading, j)
+    if tables and (not columns or tables[0].size >= columns[0].size):
+        table = tables[0].table
+        assert table is not None
+        read.counted.extend(Counted(table, op, int(n)) for op, n in bounds)
+        read.mention_table(table)
+        end = tables[0].end
+    elif columns:
+        end = columns[0].end
+        read.conditions.extend(Condition(start, end, columns, op, _literal(n)) for op, n in bounds)
+    else:
+        return None
+    reading.use(start, end)
+    return end
+
+
 def _between(reading: Reading, read: Read, i: int, columns: list[Mention]) -> int | None:
     j = columns[0].end if columns else i
     if reading.low(j) in ("is", "are", "was", "were"):
@@ -162,8 +208,14 @@ def _between(reading: Reading, read: Read, i: int, columns: list[Mention]) -> in
     if reading.low(j) != "between":
         return None
     low, high = reading.number(j + 1), reading.number(j + 3)
-    if low is None or high is None or reading.low(j + 2) != "and" or not columns:
+    if low is None or high is None or reading.low(j + 2) != "and":
         return None
+    if not columns:
+        # "documents that have between one and two paragraphs": a count of related rows
+        # (from 1: the rows counted are those the join keeps, none with no related row)
+        if any(n != int(n) for n in (low, high)) or not 1 <= low <= high:
+            return None
+        return _counted_or_compared(reading, read, i, j + 4, [(">=", low), ("<=", high)])
     read.conditions.append(Condition(i, j + 4, columns, ">=", _literal(low)))
     read.conditions.append(Condition(i, j + 4, columns, "<=", _literal(high)))
     reading.use(i, j + 4)

@@ -72,7 +72,7 @@ COMPARE = {
 
 
 # "4 or more high schoolers": the bound after the number
-_TRAILING_COMPARE = {"or more": ">=", "or greater": ">=", "or less": "<=", "or fewer": "<="}
+TRAILING_COMPARE = {"or more": ">=", "or greater": ">=", "or less": "<=", "or fewer": "<="}
 
 
 # Comparative adjectives and the dimension they compare, found among column names.
@@ -226,7 +226,7 @@ def _glue_word(vocab: Vocabulary, token: Token) -> bool:
 def cue_words() -> frozenset[str]:
     """Every word a head, an item or a clause reads as a cue of its own."""
     phrases = [
-        *COUNT_HEADS, *LIST_HEADS, *AGGREGATES, *COMPARE, *_TRAILING_COMPARE,
+        *COUNT_HEADS, *LIST_HEADS, *AGGREGATES, *COMPARE, *TRAILING_COMPARE,
         *DIMENSIONS, *RANKED, *MOST, *ORDER_PHRASES, *DIRECTIONS, *GROUP_PHRASES,
         *OR_BOUND, *NEGATIONS, *EXCLUSIONS, *PREPOSITIONS, *NUMBER_WORDS, *BOUNDARY,
         "named called titled between average mean common frequent popular top first number",

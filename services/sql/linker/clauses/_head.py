@@ -22,10 +22,12 @@ from services.sql.linker.clauses._reading import (
 )
 
 
-def read_head(reading: Reading) -> tuple[str, int]:
+def read_head(reading: Reading, start: int = 0) -> tuple[str, int]:
     """The kind of answer ("count", "list", "which", "when") and where the items start;
     a conversation's "and …", "so …" before it changes nothing."""
-    at = 1 if reading.low(0) in ("and", "so", "but", "now") and reading.size > 1 else 0
+    at = start
+    if reading.low(at) in ("and", "so", "but", "now") and reading.size > at + 1:
+        at += 1
     count = reading.match(at, COUNT_HEADS)
     if count:
         reading.use(0, at + len(count.split()))

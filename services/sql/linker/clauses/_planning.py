@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from services.sql.catalog import JoinGraph, TableInfo
 from services.sql.linker._context import LinkContext
@@ -89,7 +90,16 @@ def make_plan(reading: Reading, read: Read) -> Plan:
         plan.limit = read.limit
     for table, conditions in read.anti:
         if table is entity:
-            raise Decline("the rows the question lists cannot lack themselves")
+            # "singers that are not from France": one value said of the rows themselves
+            # is left out, as "other than France" is
+            if len(conditions) != 1 or conditions[0].op != "=" or not conditions[0].mentions:
+                raise Decline("the rows the question lists cannot lack themselves")
+            col = resolve.condition(conditions[0])
+            if col.table is not entity:
+                raise Decline("the rows the question lists cannot lack themselves")
+            said = replace(conditions[0], op="<>")
+            plan.filters.append((col, _condition_sql(ctx, col, said)))
+            continue
         _add_absent(ctx, plan, entity, table, conditions)
     used = _tables_used(plan) | {t.qualified for t in plan.anti}
     used |= {t.qualified for t, _ in read.anti}

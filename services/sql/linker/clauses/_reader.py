@@ -4,9 +4,12 @@ words; every token used or a word of the grammar, else :class:`Decline`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from services.sql.linker._context import LinkContext
 from services.sql.linker._mentions import (
     Chart,
+    Token,
     chart,
     question_tokens,
 )
@@ -39,7 +42,9 @@ def read_clauses(ctx: LinkContext) -> Plan:
     tokens = question_tokens(ctx.question)
     if not tokens:
         raise Decline("empty question")
-    kind, at = read_head(Reading(ctx, Chart(tokens)))  # the form first: it needs no mentions
+    fronted = _fronted_group(ctx.question, tokens)
+    # the form first: it needs no mentions
+    kind, at = read_head(Reading(ctx, Chart(tokens)), fronted)
     unplaced = unplaced_words(ctx.vocab, tokens[at:], ctx.meanings, ctx.question)
     if unplaced:  # a word nothing could place: decline before any lookup
         raise Decline(f"nothing read {unplaced[0].text!r}")
@@ -52,9 +57,12 @@ def read_clauses(ctx: LinkContext) -> Plan:
         if not reading.chart.covering(i) and event_column(reading, i) is None:
             raise Decline(f"nothing read {t.text!r}")
     read = Read("list", when=True) if kind == "when" else Read(kind)
+    if fronted and group_clause(reading, read, 0) != fronted:
+        raise Decline("a fronted 'for each' the reader cannot place")
     at = counted_head(reading, read, at)
     at = read_items(reading, read, at)
     _clauses(reading, read, at)
+    _stranded_preposition(reading)
     glue = [t for i, t in enumerate(reading.tokens) if i not in reading.used and is_glue(ctx, t)]
     unused = [
         t.text for i, t in enumerate(reading.tokens) if i not in reading.used and t not in glue
@@ -98,3 +106,34 @@ def _clauses(reading: Reading, read: Read, at: int) -> None:
                 break
         else:
             i += 1
+
+
+def _stranded_preposition(reading: Reading) -> None:
+    """ "What countries are singers above age 20 from?": a preposition that ends the
+    question, in a clause of being or coming, has no object of its own: its object is
+    what the question asks for (the items), so it is grammar, no clause."""
+    k = reading.size - 1
+    if (
+        k >= 2
+        and k not in reading.used
+        and reading.low(k) in ("from", "in")
+        and any(reading.low(j) in _BEING for j in range(1, k))
+    ):
+        reading.use(k, k + 1)
+
+
+_BEING = frozenset({"is", "are", "was", "were", "come", "comes", "came"})
+
+
+def _fronted_group(question: str, tokens: Sequence[Token]) -> int:
+    """ "For each stadium, how many concerts play there?": a grouping said before the
+    question, up to its comma; where the question proper starts (0 when none)."""
+    if len(tokens) < 4 or " ".join(t.low for t in tokens[:2]) not in _FRONTED:
+        return 0
+    for k in range(2, min(len(tokens) - 1, 6)):
+        if "," in question[tokens[k].end : tokens[k + 1].start]:
+            return k + 1
+    return 0
+
+
+_FRONTED = frozenset({"for each", "for every", "in each"})

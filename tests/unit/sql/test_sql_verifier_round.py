@@ -1,0 +1,155 @@
+"""Statements the verifier used to refuse because the reader left out a phrase it can
+place from the question's grammar: each is now built into the statement, so the check
+that refused it passes on the statement itself (the checks are unchanged)."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+import pytest
+
+from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql.catalog._joins import JoinGraph
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
+from services.sql.verify import verify_statement
+
+TODAY = date(2026, 11, 24)
+
+
+def _col(name: str, data_type: str = "integer", samples: tuple[str, ...] = ()) -> ColumnInfo:
+    return ColumnInfo(name, data_type, True, sample_values=samples)
+
+
+# A schema of its own (no dev set's): reports and the pages each one has.
+LIBRARY = Catalog(
+    "library",
+    (
+        TableInfo(
+            "public",
+            "report",
+            columns=(_col("report_id"), _col("title", "text"), _col("shelf")),
+            primary_key=("report_id",),
+        ),
+        TableInfo(
+            "public",
+            "author",
+            columns=(
+                _col("author_id"),
+                _col("name", "text"),
+                _col("country", "text", ("France", "Spain", "Italy")),
+                _col("age"),
+            ),
+            primary_key=("author_id",),
+        ),
+        TableInfo(
+            "public",
+            "page",
+            columns=(_col("page_id"), _col("report_id"), _col("words")),
+            primary_key=("page_id",),
+            foreign_keys=(ForeignKeyInfo(("report_id",), "public.report", ("report_id",)),),
+        ),
+    ),
+)
+
+
+def _sql(question: str) -> str:
+    vocabulary = Vocabulary(LIBRARY, JoinGraph(LIBRARY))
+    linked = QuestionLinker(question, vocabulary, TODAY, check=verify_statement).link()
+    return " ".join(linked.sql.split())
+
+
+@pytest.mark.parametrize(
+    ("question", "having"),
+    [
+        ("What are the titles of reports that have 2 or more pages?", [">= 2"]),
+        ("What are the titles of reports with 3 or fewer pages?", ["<= 3"]),
+        ("What are the titles of reports with 1 to 4 pages?", [">= 1", "<= 4"]),
+        ("Give the titles of reports that have between two and five pages.", [">= 2", "<= 5"]),
+    ],
+)
+def test_a_bound_said_after_its_number_counts_the_related_rows(
+    question: str, having: list[str]
+) -> None:
+    sql = _sql(question)
+    assert "GROUP BY" in sql
+    for bound in having:
+        assert re.search(rf"COUNT\([^)]*\) {re.escape(bound)}\b", sql), sql
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What countries are authors above age 40 from?",
+        "What are all distinct countries where authors above age 40 are from?",
+    ],
+)
+def test_a_preposition_that_ends_the_question_leaves_its_conditions_read(question: str) -> None:
+    # its object is what is asked (the countries): the clause before it is still read
+    sql = _sql(question)
+    assert re.search(r"SELECT (DISTINCT )?t0\.country", sql), sql
+    assert re.search(r"WHERE \(t0\.age > 40\)", sql), sql
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("What are the names of authors that are not from France?", "t0.country <> 'France'"),
+        ("How many authors are not from France?", "t0.country <> 'France'"),
+    ],
+)
+def test_a_value_the_listed_rows_are_not_from_is_left_out(question: str, condition: str) -> None:
+    # the negated phrase names no other table: the rows themselves lack the value
+    assert f"WHERE ({condition})" in _sql(question)
+
+
+def test_two_values_the_listed_rows_are_not_from_are_still_refused() -> None:
+    # "not from A or B" is not one inequality: the reader declines, the check refuses
+    with pytest.raises(LinkError):
+        _sql("What are the names of authors that are not from France or Spain?")
+
+
+@pytest.mark.parametrize(
+    ("question", "grouped", "measure"),
+    [
+        ("For each country, how many authors are there?", "t0.country", "COUNT(*)"),
+        ("For each country, what is the average age of authors?", "t0.country", "AVG(t0.age)"),
+    ],
+)
+def test_a_grouping_said_before_the_question_groups_it(
+    question: str, grouped: str, measure: str
+) -> None:
+    sql = _sql(question)
+    assert f"GROUP BY {grouped}" in sql, sql
+    assert measure in sql, sql
+
+
+def test_the_question_after_a_fronted_grouping_is_no_second_question() -> None:
+    # the outputs check reads ", what is the average …" as a second question asking for
+    # a column called ``average`` unless the comma ends a fronted "for each X,"
+    rated = Catalog(
+        "ratings",
+        (
+            TableInfo(
+                "public",
+                "critic",
+                columns=(_col("critic_id"), _col("country", "text"), _col("age"), _col("average")),
+                primary_key=("critic_id",),
+            ),
+        ),
+    )
+    vocabulary = Vocabulary(rated, JoinGraph(rated))
+    sql = "SELECT t0.country, AVG(t0.age) AS avg_age FROM public.critic AS t0 GROUP BY t0.country"
+    verify_statement(
+        read_question("For each country, what is the average age of critics?", vocabulary, TODAY),
+        sql,
+    )
+    with pytest.raises(LinkError, match="also asks which average"):
+        verify_statement(
+            read_question(
+                "What is the average age of critics per country, and what is the average?",
+                vocabulary,
+                TODAY,
+            ),
+            sql,
+        )
