@@ -17,7 +17,8 @@ Two kinds, at two moments:
   whose denominator keeps only the rows with a numerator, a HAVING tested on the rows
   another count's join keeps); a count counts the noun asked (``_counted``), no inner
   join only keeps rows nobody asked to keep (``_unasked_join``), and a date bound is on
-  the event the question names (``_bounded``); the linker keeps the first of its
+  the event the question names (``_bounded``), and no MAX/MIN/AVG/SUM is of a column
+  the statement groups by (``_degenerate``); the linker keeps the first of its
   readings that passes;
 - **the statement and its data** (``_checker``), after any statement ran, whoever
   proposed it: ``values`` (``_values``: a literal is a value its column holds),

@@ -153,3 +153,20 @@ def test_the_question_after_a_fronted_grouping_is_no_second_question() -> None:
             ),
             sql,
         )
+
+
+def test_an_aggregate_of_a_grouped_column_is_refused() -> None:
+    # the list reading of "… in each country? List the country and the age." grouped by
+    # country and age: every age listed as its own maximum
+    vocabulary = Vocabulary(LIBRARY, JoinGraph(LIBRARY))
+    ctx = read_question("What is the maximum age of authors in each country?", vocabulary, TODAY)
+    with pytest.raises(LinkError, match="MAX of age while grouping by age"):
+        verify_statement(
+            ctx,
+            "SELECT t0.country, t0.age, MAX(t0.age) AS max_age FROM public.author AS t0"
+            " GROUP BY t0.country, t0.age",
+        )
+    verify_statement(
+        ctx,
+        "SELECT t0.country, MAX(t0.age) AS max_age FROM public.author AS t0 GROUP BY t0.country",
+    )
