@@ -264,14 +264,15 @@ def test_a_stored_value_keeps_the_other_table_storing_the_same_kind_of_values():
         ),
         primary_key=("port_code",),
     )
-    # a stranger storing 'RTM' among codes of other things: it stays out
+    # a stranger whose key stores 'RTM' among codes of other things (cities): it stays out
     venues = TableInfo(
         "public",
         "conference_venues",
         columns=(
-            ColumnInfo("venue_id", "integer", False),
-            ColumnInfo("city", "text", True, sample_values=("BER", "LON", "NYC", "PAR", "RTM")),
+            ColumnInfo("city", "text", False, sample_values=("BER", "LON", "NYC", "PAR", "RTM")),
+            ColumnInfo("venue", "text", True),
         ),
+        primary_key=("city",),
     )
     # a stranger storing the same codes in a column that is no key (its members' home
     # ports, repeated): an attribute of other things, not the list of ports; it stays out
