@@ -17,8 +17,16 @@ question is linked against a candidate set:
   kept table's name does is kept too, with its neighbours: the other words chose the part,
   but that word names both alike, and a small catalog's linker would see both (keyless,
   "cars" names ``cars_data`` as much as ``car_makers``; left out, "3 cars" was read as a
-  count of the makers' models). Names only: a word a kept table holds in a column or a
-  value would bring in every stranger sharing that column or value.
+  count of the makers' models);
+- so is a table of another part whose key stores a value the question (not its
+  instructions) names, when a kept table's column storing it holds the same kind of
+  values (most of the smaller column's values shared): the left-out table is the list of
+  the things the kept column names, joined to it by no key, so which of the two the
+  question means is the linker's to tell, as in a small catalog (left out, the value was
+  read in the kept table alone, where the small catalog's linker saw it in two places and
+  refused). Not a column word, nor a value stored in a column that is no key (a singer's
+  citizenship 'France' beside a list of car-making countries), nor a key of other things
+  sharing a value or two: each would bring in every stranger sharing it.
 
 A small catalog without copies is linked whole, exactly as before. The answer says which
 table it read and which look-alikes it passed over (:meth:`Narrowed.note`).
@@ -58,6 +66,9 @@ _SOFT = 0.25
 _NEAR = 0.8
 # A name says a word as strongly as another's when within float rounding of it.
 _TIE = 1 - 1e-9
+# Two columns hold the same kind of values when they share more than this share of the
+# smaller one's values.
+_SAME_VALUES = 0.5
 _LOOKALIKES_SHOWN = 3
 _TERM_MEMO_MAX = 20_000
 _QUESTION_WORD = re.compile(r"[a-z0-9]+")
@@ -126,6 +137,9 @@ class CatalogIndex:
         self._postings: dict[str, dict[int, float]] = {}
         # what each table's own name says of a word (the name's share of ``_postings``)
         self._named: dict[str, dict[int, float]] = {}
+        # the tables storing a word in a value: the values of each column storing it, and
+        # whether that column tells the table's rows apart (its key)
+        self._held: dict[str, dict[int, list[tuple[frozenset[str], bool]]]] = {}
         self._parts: list[str] = []
         self._neighbours: dict[str, set[str]] = {}
         self._part: list[int] = []
@@ -152,8 +166,14 @@ class CatalogIndex:
             for column in table.columns:
                 add((stem(w) for w in name_words(column.name)), _COLUMN)
                 add(_text_words(column.comment), _COMMENT)
-                for value in (*column.sample_values, *column.known_values):
-                    add(_text_words(value), _VALUE)
+                values = (*column.sample_values, *column.known_values)
+                said = [_text_words(value) for value in values]
+                for value_words in said:
+                    add(value_words, _VALUE)
+                kind = frozenset(value.strip().lower() for value in values)
+                key = (column.name,) in (table.primary_key, *table.unique_keys)
+                for word in {w for value_words in said for w in value_words} - STOP_WORDS:
+                    self._held.setdefault(word, {}).setdefault(i, []).append((kind, key))
             for word, weight in found.items():
                 self._postings.setdefault(word, {})[i] = weight
         names = [name for t in self.linkable for name in (t.name, *(c.name for c in t.columns))]
@@ -179,7 +199,8 @@ class CatalogIndex:
         pool = [t for t in self.linkable if t.qualified not in stands_in] + named
         if self.wide:
             said = words + [stem(w) for w in _QUESTION_WORD.findall(context.lower())]
-            chosen = self._candidates(said, stands_in) | {t.qualified for t in named}
+            chosen = self._candidates(said, stands_in, asked=words)
+            chosen |= {t.qualified for t in named}
         else:
             chosen = {t.qualified for t in pool}
         tables = tuple(t for t in self.catalog.tables if t.qualified in chosen)
@@ -209,11 +230,15 @@ class CatalogIndex:
                     found[best.qualified] = best
         return list(found.values())
 
-    def _candidates(self, words: list[str], left_out: set[str]) -> set[str]:
+    def _candidates(
+        self, words: list[str], left_out: set[str], *, asked: Iterable[str] = ()
+    ) -> set[str]:
         """The tables the words point at: of the parts of the warehouse joins connect
         (a statement reads tables a join path connects), the one that explains the
         question's words best, with any that explain them nearly as well; in them, the
-        tables the words point at most strongly and their neighbours."""
+        tables the words point at most strongly and their neighbours. ``asked``: the
+        words of the question itself (not of its instructions), whose stored values keep
+        the tables holding them alike (the module docstring)."""
         total = len(self.linkable)
         scores: dict[int, dict[str, float]] = {}
         # of ``scores``, what each table's name alone says of each word
@@ -257,6 +282,7 @@ class CatalogIndex:
         # a word that names a table of another part as strongly as any kept one does
         # brings it too, after the kept ones
         alike = _named_alike(names, allowed, first)
+        alike += [i for i in self._holding_alike(asked, allowed, first) if i not in alike]
         chosen: dict[str, None] = {}
         for group in (first, alike):
             seeds = [self.linkable[i].qualified for i in group]
@@ -266,6 +292,36 @@ class CatalogIndex:
                     if other not in left_out:
                         chosen.setdefault(other)
         return set(list(chosen)[:CANDIDATES_MAX])
+
+    def _holding_alike(self, asked: Iterable[str], allowed: set[int], kept: list[int]) -> list[int]:
+        """Tables left out whose key stores a value a question word names, where a kept
+        table's column storing it holds the same kind of values (module docstring): the
+        left-out table lists the things the kept column names, so the linker, not the
+        narrowing, tells which table the question reads the value in."""
+        found: list[int] = []
+        seeds = set(kept)
+        for word in dict.fromkeys(w for w in asked if w not in STOP_WORDS):
+            terms = [
+                (t, sure) for t, sure in self._terms(word) if seeds & self._held.get(t, {}).keys()
+            ]
+            if not terms:
+                continue
+            # the surest reading of the word a kept table stores: a table storing only a
+            # looser one says the word less
+            surest = max(sure for _, sure in terms)
+            for term, sure in terms:
+                if sure < surest * _TIE:
+                    continue
+                holders = self._held[term]
+                kinds = [kind for i in seeds & holders.keys() for kind, _ in holders[i]]
+                for i in sorted(allowed & holders.keys() - seeds):
+                    if i not in found and any(
+                        key and _same_values(mine, theirs)
+                        for mine, key in holders[i]
+                        for theirs in kinds
+                    ):
+                        found.append(i)
+        return found
 
     def _terms(self, word: str) -> list[tuple[str, float]]:
         """Index terms a question word may mean, with how surely: itself and its lemma,
@@ -312,6 +368,13 @@ def _named_alike(
         for i in sorted(allowed - set(kept))
         if any(said >= best.get(word, math.inf) * _TIE for word, said in names.get(i, {}).items())
     ]
+
+
+def _same_values(one: frozenset[str], other: frozenset[str]) -> bool:
+    """Whether two columns hold the same kind of values: they share most of the smaller
+    one's (more than :data:`_SAME_VALUES`: ``port_code`` and ``origin`` sharing most
+    codes), not a value or two that things of other kinds happen to carry too."""
+    return len(one & other) > _SAME_VALUES * min(len(one), len(other))
 
 
 def _text_words(text: str) -> list[str]:

@@ -227,3 +227,70 @@ def test_a_word_keeps_the_table_it_names_when_other_words_choose_the_part():
     assert {"public.car_makers", "public.model_list", "public.cars_data"} <= set(narrowed)
     assert not {"public.stg_fleet_car_rental_2021", "public.maker_space_booking"} & set(narrowed)
     assert "public.singer" not in narrowed
+
+
+def test_a_stored_value_keeps_the_other_table_storing_the_same_kind_of_values():
+    # shipments and their carriers are joined; the ports stand alone (no key declared,
+    # and no shared values the join inference trusts). "shipments" and "Maersk" choose the
+    # shipments' part, but 'RTM' is stored both as a shipment's origin and as the key of
+    # the ports, two columns of the same codes: a small catalog's linker sees both
+    # places, so the narrowing must not pick one for it
+    codes = ("ANR", "FXT", "HAM", "RTM")
+    carriers = TableInfo(
+        "public",
+        "carriers",
+        columns=(
+            ColumnInfo("carrier_id", "integer", False),
+            ColumnInfo("carrier_name", "text", True, sample_values=("MSC", "Maersk")),
+        ),
+        primary_key=("carrier_id",),
+    )
+    shipments = TableInfo(
+        "public",
+        "shipments",
+        columns=(
+            ColumnInfo("shipment_id", "integer", False),
+            ColumnInfo("carrier_id", "integer", True),
+            ColumnInfo("origin", "text", True, sample_values=codes),
+        ),
+        foreign_keys=(ForeignKeyInfo(("carrier_id",), "public.carriers", ("carrier_id",)),),
+    )
+    ports = TableInfo(
+        "public",
+        "ports",
+        columns=(
+            ColumnInfo("port_code", "text", False, sample_values=(*codes, "SIN")),
+            ColumnInfo("harbour", "text", True),
+        ),
+        primary_key=("port_code",),
+    )
+    # a stranger whose key stores 'RTM' among codes of other things (cities): it stays out
+    venues = TableInfo(
+        "public",
+        "conference_venues",
+        columns=(
+            ColumnInfo("city", "text", False, sample_values=("BER", "LON", "NYC", "PAR", "RTM")),
+            ColumnInfo("venue", "text", True),
+        ),
+        primary_key=("city",),
+    )
+    # a stranger storing the same codes in a column that is no key (its members' home
+    # ports, repeated): an attribute of other things, not the list of ports; it stays out
+    members = TableInfo(
+        "public",
+        "club_members",
+        columns=(
+            ColumnInfo("member_id", "integer", False),
+            ColumnInfo("home_port", "text", True, sample_values=codes),
+        ),
+        primary_key=("member_id",),
+    )
+    catalog = _singers(carriers, shipments, ports, venues, members, *_strangers(NARROW_ABOVE + 4))
+    index = index_of(catalog)
+    narrowed = set(_names(index.narrow("How many shipments by Maersk left from RTM?").catalog))
+    assert {"public.carriers", "public.shipments", "public.ports"} <= narrowed
+    assert not {"public.conference_venues", "public.club_members"} & narrowed
+    assert "public.singer" not in narrowed
+    # the question's own words, not its instructions', keep such a table
+    told = index.narrow("How many shipments by Maersk?", context="RTM and HAM only")
+    assert "public.ports" not in _names(told.catalog)
