@@ -34,6 +34,7 @@ from services.sql.linker._reading import RESULT_WORDS, clean_item, split_items
 from services.sql.linker._rephrasing import rephrased
 from services.sql.linker._shape import link_groups, link_ordering, read_limit
 from services.sql.linker._shares import link_share
+from services.sql.linker._shown import shown_as_asked, two_sentences
 from services.sql.linker._terms import expand_terms
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.linker.clauses import Decline, read_clauses
@@ -75,22 +76,26 @@ class QuestionLinker:
 
         A question refused as asked in a grammar the readers do not know ("In 1980, how
         many cars were made?") is read once more said in one they know (``_rephrasing``);
-        its refusal as asked stands when that reading is refused too. As asked first: a
+        its refusal as asked stands when that reading is refused too. So is a question in
+        two sentences, the second saying what to show ("…? List the country name."): its
+        first sentence, showing what the second names (``_shown``). As asked first: a
         question read that way keeps its reading."""
         try:
             linked = self._link()
         except LinkError as refused:
             question, vocab, today, glossary, instructions, meanings = self._inputs
             moved = rephrased(question)
-            if moved == question:
-                raise
-            try:
-                return QuestionLinker(
-                    moved, vocab, today, glossary, instructions, check=self._check,
-                    meanings=meanings,
-                ).link()  # fmt: skip
-            except LinkError:
-                pass
+            if moved != question:
+                try:
+                    return QuestionLinker(
+                        moved, vocab, today, glossary, instructions, check=self._check,
+                        meanings=meanings,
+                    ).link()  # fmt: skip
+                except LinkError:
+                    pass
+            apart = self._read_apart()
+            if apart is not None:
+                return apart
             raise refused from None
         applied = tuple(
             term
@@ -98,6 +103,29 @@ class QuestionLinker:
             if term not in self._expanded or self._changed_by(term, linked.sql)
         )
         return replace(linked, applied=applied) if applied != linked.applied else linked
+
+    def _read_apart(self) -> Linked | None:
+        """A question in two sentences ("…? List the country name.") read as its first
+        sentence showing what the second names (``_shown``); None when it is not one, or
+        when either sentence is refused or the second names what the first cannot show."""
+        question, vocab, today, glossary, instructions, meanings = self._inputs
+        parts = two_sentences(question)
+        if parts is None:
+            return None
+        try:
+            rows, shown = (
+                QuestionLinker(
+                    sentence, vocab, today, glossary, instructions, check=self._check,
+                    meanings=meanings,
+                ).link()
+                for sentence in parts
+            )  # fmt: skip
+        except LinkError:
+            return None
+        sql = shown_as_asked(rows.sql, shown.sql)
+        if sql is None:
+            return None
+        return replace(rows, sql=sql) if sql != rows.sql else rows
 
     def _changed_by(self, term: str, sql: str) -> bool:
         question, vocab, today, glossary, instructions, meanings = self._inputs
