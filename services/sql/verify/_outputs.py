@@ -448,7 +448,10 @@ _COUNTED = (
 def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
     if tree.args.get("group") is not None:
         return
-    tables = nodes.tables
+    # the tables the counting SELECT itself reads: a table read only inside a subquery
+    # ("owners that do not have any animals", NOT EXISTS over animal) multiplies no row
+    tables = {a: t for (select, a), t in nodes.scoped.items() if select == id(tree)}
+    tables = tables or nodes.tables
     counts = [c for c in tree.find_all(exp.Count) if isinstance(c.this, exp.Star)]
     if len(counts) != 1 or len({t.qualified for t in tables.values()}) < 2:
         return

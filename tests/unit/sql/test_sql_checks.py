@@ -127,6 +127,25 @@ def test_a_count_of_references_is_refused_where_the_referred_rows_are_meant() ->
     )
 
 
+def test_a_count_beside_a_subquery_over_referring_rows_is_not_multiplied() -> None:
+    """ "How many templates are not used by any document?": the documents are read only
+    inside the NOT EXISTS, which joins nothing to the counted rows; the check once took
+    every table of the statement for the counting SELECT's and refused it."""
+    question = "How many templates are not used by any document?"
+    _outputs(
+        question,
+        "SELECT COUNT(*) FROM public.templates AS t0 WHERE NOT EXISTS "
+        "(SELECT 1 FROM public.documents AS x WHERE x.template_id = t0.template_id)",
+    )
+    # the same count joined to the documents is still multiplied by them
+    with pytest.raises(LinkError, match="counted once per documents row"):
+        _outputs(
+            question,
+            "SELECT COUNT(*) FROM public.templates AS t0 JOIN public.documents AS t1 "
+            "ON t1.template_id = t0.template_id",
+        )
+
+
 def test_an_average_of_keys_is_refused() -> None:
     question = "What is the average number of templates?"
     with pytest.raises(LinkError, match=r"AVG of templates\.template_id, a key"):

@@ -170,3 +170,14 @@ def test_an_aggregate_of_a_grouped_column_is_refused() -> None:
         ctx,
         "SELECT t0.country, MAX(t0.age) AS max_age FROM public.author AS t0 GROUP BY t0.country",
     )
+
+
+def test_a_relative_clause_said_of_absent_rows_is_not_read_outside_the_absence() -> None:
+    """ "reports that do not have a page that has more than 300 words": read as a clause
+    of its own, the relative clause required a page the absence then denied, an answer
+    empty by construction; the reader refuses it rather than answer so."""
+    with pytest.raises(LinkError):
+        _sql("Which reports do not have a page that has more than 300 words?")
+    # said without the relative pronoun, the condition is read inside the absence
+    sql = _sql("Which reports do not have a page with more than 300 words?")
+    assert re.search(r"NOT EXISTS \(SELECT 1 FROM public\.page [^)]*words > 300\)", sql), sql

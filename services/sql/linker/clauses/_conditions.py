@@ -343,13 +343,14 @@ def absent_clause(reading: Reading, read: Read, i: int) -> int | None:
     inner = Read(read.kind)
     end = j
     table: TableInfo | None = None
+    said_at = -1  # where the absent table's mention ends
     while end < reading.size and reading.low(end) not in CLAUSE_START:
         tables = reading.longest(end, ("table",))
         columns = reading.longest(end, ("column",))
         if tables and (not columns or table_first(tables, columns)) and table is None:
             table = tables[0].table
             reading.use(end, tables[0].end)
-            end = tables[0].end
+            end = said_at = tables[0].end
             continue
         after = compare_clause(reading, inner, end) or value_clause(reading, inner, end)
         if after is None:
@@ -362,6 +363,11 @@ def absent_clause(reading: Reading, read: Read, i: int) -> int | None:
         end = after
     if inner.ors or inner.counted or inner.ranks:
         raise Decline("a negated phrase the reader cannot compose")
+    if end == said_at and reading.low(end) in ("that", "which", "who"):
+        # "owners that do not have an animal that weighs more than 10": the relative
+        # clause is said of the absent rows; read as a clause of its own it required a
+        # related row the absence then denied (an answer empty by construction)
+        raise Decline("a relative clause said of the absent rows")
     if table is None:
         tables_of_values = {
             m.col.table.qualified: m.col.table
