@@ -67,6 +67,7 @@ from services.sql.verify._partial_values import check_value_said_in_part
 from services.sql.verify._rankings import (
     check_ranked_by_a_count,
     check_ranked_by_the_date_said,
+    check_ranked_by_the_text_counted,
     check_ranks_the_rows_said,
     check_superlatives,
 )
@@ -120,6 +121,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_terms_computed(ctx, tree)
     check_ranked_by_a_count(text, tree)
     check_ranked_by_the_date_said(ctx, tree, nodes)
+    check_ranked_by_the_text_counted(ctx, tree, nodes)
     check_ranks_the_rows_said(ctx, tree, nodes)
     check_counted(ctx, tree, nodes)
     check_unasked_join(ctx, tree, nodes)

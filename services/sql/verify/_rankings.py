@@ -113,6 +113,46 @@ def check_ranked_by_the_date_said(ctx: LinkContext, tree: exp.Expr, nodes: State
         )
 
 
+# "the most makers", "the fewest models": a count word and the noun it counts.
+_MOST_OF = re.compile(r"\b(?:most|fewest|least)\s+([a-z]+)")
+_TEXT_TYPES = ("text", "character varying", "varchar", "character", "char", "bpchar", "citext")
+
+
+def check_ranked_by_the_text_counted(
+    ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes
+) -> None:
+    """ "Which country has the most makers?" ranked by ``car_makers.maker``, a text
+    column the word "makers" names: "the most X" counts X, and the order of a text
+    column's words (the maker whose name sorts last) is no amount of anything. A
+    statement ranked by a text column whose name is the noun after "most" / "fewest" /
+    "least" answers the alphabet, not the count; numbers or dates stored as text (their
+    sample values say so) still order as amounts and are left alone."""
+    if not isinstance(tree, exp.Select) or tree.args.get("limit") is None:
+        return
+    key = ranking_key(tree)
+    if not isinstance(key, exp.Column):
+        return
+    table = nodes.owner(key)
+    column = table.column(key.name) if table is not None else None
+    if table is None or column is None:
+        return
+    if not column.data_type.lower().startswith(_TEXT_TYPES) or _amounts(column.sample_values):
+        return
+    parts = [p for p in ctx.vocab.column_words.get((table.qualified, column.name), []) if p]
+    for match in _MOST_OF.finditer(ctx.low):
+        said = stem(match.group(1))
+        if parts and any(word_match(said, p) >= 0.9 for p in parts[-1:]):
+            raise LinkError(
+                f"the question counts {match.group(1)} ('{match.group(0)}'); the statement "
+                f"orders the text of {table.name}.{column.name}"
+            )
+
+
+def _amounts(samples: tuple[str, ...]) -> bool:
+    """Stored text that reads as numbers or dates ("18.0", "1970-01-01"): it ranks."""
+    return bool(samples) and all(re.fullmatch(r"[\d\s.:/+-]+", v or "") for v in samples)
+
+
 # "the top 10 tickers by …": a number of the rows of a table the question names.
 _TOP_ROWS = re.compile(r"\btop\s+(\d+)\s+([a-z]+)\s+(?:by|with|in|for|of|that|who|which)\b")
 

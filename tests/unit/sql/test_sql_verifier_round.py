@@ -13,6 +13,7 @@ from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, T
 from services.sql.catalog._joins import JoinGraph
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
 from services.sql.verify import verify_statement
+from tests.unit.sql.test_sql_two_sentences import MAKERS
 
 TODAY = date(2026, 11, 24)
 
@@ -181,3 +182,23 @@ def test_a_relative_clause_said_of_absent_rows_is_not_read_outside_the_absence()
     # said without the relative pronoun, the condition is read inside the absence
     sql = _sql("Which reports do not have a page with more than 300 words?")
     assert re.search(r"NOT EXISTS \(SELECT 1 FROM public\.page [^)]*words > 300\)", sql), sql
+
+
+def makers_sql(question: str) -> str:
+    vocabulary = Vocabulary(MAKERS, JoinGraph(MAKERS))
+    linked = QuestionLinker(question, vocabulary, TODAY, check=verify_statement).link()
+    return " ".join(linked.sql.split())
+
+
+def test_the_most_of_a_noun_is_not_the_order_of_a_text_column_it_names() -> None:
+    """ "Which country has the most makers?" was answered by the country of the maker
+    whose name sorts last (``ORDER BY maker DESC``): "the most makers" counts makers, and a
+    text column's order is no amount. Refused that way, the reading left is the count."""
+    for asked in ("Which country has the most makers?", "Which country has the fewest makers?"):
+        try:
+            sql = makers_sql(asked)
+        except LinkError:
+            continue
+        assert "ORDER BY maker" not in sql and "COUNT(" in sql, sql
+    counted = makers_sql("Which country has the most car makers?")
+    assert "COUNT(*)" in counted and "ORDER BY count DESC" in counted
