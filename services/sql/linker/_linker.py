@@ -83,14 +83,11 @@ class QuestionLinker:
         try:
             linked = self._link()
         except LinkError as refused:
-            question, vocab, today, glossary, instructions, meanings = self._inputs
+            question = self._inputs[0]
             moved = rephrased(question)
             if moved != question:
                 try:
-                    return QuestionLinker(
-                        moved, vocab, today, glossary, instructions, check=self._check,
-                        meanings=meanings,
-                    ).link()  # fmt: skip
+                    return self._as_if_asked(moved)
                 except LinkError:
                     pass
             apart = self._read_apart()
@@ -108,24 +105,25 @@ class QuestionLinker:
         """A question in two sentences ("…? List the country name.") read as its first
         sentence showing what the second names (``_shown``); None when it is not one, or
         when either sentence is refused or the second names what the first cannot show."""
-        question, vocab, today, glossary, instructions, meanings = self._inputs
-        parts = two_sentences(question)
+        parts = two_sentences(self._inputs[0])
         if parts is None:
             return None
         try:
-            rows, shown = (
-                QuestionLinker(
-                    sentence, vocab, today, glossary, instructions, check=self._check,
-                    meanings=meanings,
-                ).link()
-                for sentence in parts
-            )  # fmt: skip
+            rows, shown = (self._as_if_asked(sentence) for sentence in parts)
         except LinkError:
             return None
         sql = shown_as_asked(rows.sql, shown.sql)
         if sql is None:
             return None
         return replace(rows, sql=sql) if sql != rows.sql else rows
+
+    def _as_if_asked(self, question: str) -> Linked:
+        """``question`` linked in this one's place: the same schema, day, definitions,
+        instructions, meanings and checks (a rephrasing, or one sentence of two)."""
+        _, vocab, today, glossary, instructions, meanings = self._inputs
+        return QuestionLinker(
+            question, vocab, today, glossary, instructions, check=self._check, meanings=meanings
+        ).link()
 
     def _changed_by(self, term: str, sql: str) -> bool:
         question, vocab, today, glossary, instructions, meanings = self._inputs
