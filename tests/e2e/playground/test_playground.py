@@ -34,9 +34,18 @@ FIRST_TOKEN_LIMIT_MS = 300
 
 
 def _wait(driver: Any, condition: Any, timeout_s: float = WAIT_S) -> Any:
+    """Poll ``condition`` until it holds. An element found in one poll may be re-rendered
+    by the page before the same poll reads it (the turn list is redrawn as events
+    arrive): that poll is read again at the next tick, not failed."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout_s, poll_frequency=0.05).until(condition)
+    return WebDriverWait(
+        driver,
+        timeout_s,
+        poll_frequency=0.05,
+        ignored_exceptions=(StaleElementReferenceException,),
+    ).until(condition)
 
 
 def _open(driver: Any, url: str) -> None:
