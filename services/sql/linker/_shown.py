@@ -33,13 +33,7 @@ _TWO = re.compile(
     r"(?:list|give|show|return|display|find|report|tell|provide)\b[^?]*[.?]?)\s*$",
     re.IGNORECASE | re.DOTALL,
 )
-_AGGREGATES: dict[type, str] = {
-    exp.Count: "COUNT",
-    exp.Sum: "SUM",
-    exp.Avg: "AVG",
-    exp.Min: "MIN",
-    exp.Max: "MAX",
-}
+_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 
 
 def two_sentences(question: str) -> tuple[str, str] | None:
@@ -74,7 +68,7 @@ def shown_as_asked(rows_sql: str, shown_sql: str) -> str | None:
         inner = item.this if isinstance(item, exp.Alias) else item
         if isinstance(inner, exp.Column):
             outputs.add((rows_tables.get(inner.table, ""), inner.name))
-        kinds |= {name for kind, name in _AGGREGATES.items() if inner.find(kind)}
+        kinds |= _kinds(inner)
     # what the first can show without changing its rows: a column it groups by; where it
     # neither groups, nor aggregates, nor drops duplicates, any column of a table it
     # reads once (each of its rows is one row of that table)
@@ -103,14 +97,19 @@ def shown_as_asked(rows_sql: str, shown_sql: str) -> str | None:
             outputs.add(key)
             added.append(exp.alias_(column, inner.name))
             continue
-        found = {name for kind, name in _AGGREGATES.items() if inner.find(kind)}
+        found = _kinds(inner)
         if not found or not found <= kinds:
             return None
     if not added:
         return rows_sql
     rows = rows.copy()
     rows.set("expressions", [*rows.expressions, *added])
-    return rows.sql(dialect="postgres", pretty=True)
+    return rows.sql(dialect="postgres")
+
+
+def _kinds(item: exp.Expr) -> set[str]:
+    """The aggregates an item computes, by kind ("COUNT", "AVG")."""
+    return {node.key.upper() for node in item.find_all(*_AGGREGATES)}
 
 
 def _aliases(select: exp.Select) -> dict[str, str]:
