@@ -11,6 +11,7 @@ from services.sql.linker._dates import GRAINS, RECENCY, date_column
 from services.sql.linker._lookup import find_column, label_columns
 from services.sql.linker._measures import read_arith, read_measure
 from services.sql.linker._plan import Dim, Measure, Plan, only_table, refines, same_measure
+from services.sql.linker._vocabulary import Col
 from services.sql.words import (
     STOP_WORDS,
     stem,
@@ -96,6 +97,8 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
         measured |= {m.col.table.qualified for m in plan.measures if m.col is not None}
         if m.group(0).startswith("per") and tables and tables[0][0].qualified in measured:
             continue  # "amount per treatment" is a rate over the measured rows
+        if col is not None and col.table.qualified not in measured:
+            col = _on_measured(ctx, words, col, measured)
         if tables and (col is None or only_table(words, tables, ctx.vocab)):
             plan.entity = tables[0][0]
             for c in label_columns(ctx, tables[0][0]):
@@ -117,6 +120,23 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
                 )
             ):
                 plan.entity = table
+
+
+def _on_measured(ctx: LinkContext, words: list[str], col: Col, measured: set[str]) -> Col:
+    """ "the average temperature in each month": ``weather.month`` beside the measured
+    ``weather.temp``, not ``flights.month`` two joins away. A column of the measured table
+    that the words name as well as the one found groups the measured rows themselves;
+    the other is reached by joins the question never asked for, which pair each measured
+    row with every row of the other table that shares a key (each reading once per
+    flight from its airport). Only an equal or better name is taken: a better-named
+    column elsewhere still wins."""
+    score = ctx.vocab.column_score(words, col)
+    found = [
+        c
+        for c in ctx.vocab.columns
+        if c.table.qualified in measured and ctx.vocab.column_score(words, c) >= score - 1e-9
+    ]
+    return found[0] if len(found) == 1 else col
 
 
 def link_ordering(ctx: LinkContext, plan: Plan, desc: bool | None) -> None:

@@ -1,0 +1,93 @@
+"""Right or refused, issue 45: a word that names a column of the measured or counted
+table itself is read there, not as a look-alike several joins away. Each schema below
+has the look-alike on purpose: a second table with a ``month``, a second "type" table
+reached through a child table, a stored count per row of a table that refers to the
+grouped one. The real linker and verifier read each question; the statements are
+checked by what they group, aggregate and join."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import sqlglot
+from sqlglot import exp
+
+from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
+from services.sql.linker import QuestionLinker, Vocabulary
+from services.sql.verify import verify_statement
+
+TODAY = date(2026, 11, 24)
+
+
+def _col(name: str, data_type: str = "integer", samples: tuple[str, ...] = ()) -> ColumnInfo:
+    return ColumnInfo(name, data_type, True, sample_values=samples)
+
+
+def _statement(question: str, catalog: Catalog) -> exp.Select:
+    vocabulary = Vocabulary(catalog, JoinGraph(catalog))
+    linked = QuestionLinker(question, vocabulary, TODAY, check=verify_statement).link()
+    tree = sqlglot.parse_one(linked.sql, dialect="postgres")
+    assert isinstance(tree, exp.Select)
+    return tree
+
+
+def _tables(tree: exp.Select) -> set[str]:
+    return {t.name for t in tree.find_all(exp.Table)}
+
+
+def _grouped(tree: exp.Select) -> set[str]:
+    group = tree.args.get("group")
+    assert group is not None, "the statement does not group"
+    aliases = {t.alias_or_name: t.name for t in tree.find_all(exp.Table)}
+    return {f"{aliases[c.table]}.{c.name}" for c in group.find_all(exp.Column)}
+
+
+# Readings taken at stations each hour, and trips that leave from the stations: both
+# hold a month; a trip's month says nothing of when a reading was taken.
+STATIONS = Catalog(
+    "stations",
+    (
+        TableInfo(
+            "public",
+            "stations",
+            columns=(_col("code", "text", ("NTH", "STH")), _col("name", "text")),
+            primary_key=("code",),
+        ),
+        TableInfo(
+            "public",
+            "trips",
+            columns=(
+                _col("trip_id"),
+                _col("origin", "text"),
+                _col("year"),
+                _col("month"),
+                _col("day"),
+                _col("distance"),
+            ),
+            primary_key=("trip_id",),
+            foreign_keys=(ForeignKeyInfo(("origin",), "public.stations", ("code",)),),
+        ),
+        TableInfo(
+            "public",
+            "readings",
+            columns=(
+                _col("origin", "text"),
+                _col("year"),
+                _col("month"),
+                _col("day"),
+                _col("temp", "double precision"),
+                _col("taken_at", "timestamp with time zone"),
+            ),
+            primary_key=("origin", "taken_at"),
+            foreign_keys=(ForeignKeyInfo(("origin",), "public.stations", ("code",)),),
+        ),
+    ),
+)
+
+
+def test_each_month_of_a_year_groups_the_measured_rows_by_their_own_month() -> None:
+    """ "each month of 2013" named ``trips.month`` as well as ``readings.month``: grouping
+    by the trips' month joined every reading to every trip from its station."""
+    tree = _statement("What was the average temp in each month of 2013?", STATIONS)
+    assert _grouped(tree) == {"readings.month"}
+    assert _tables(tree) == {"readings"}
