@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
 import sqlglot
 from sqlglot import exp
 
@@ -91,3 +92,82 @@ def test_each_month_of_a_year_groups_the_measured_rows_by_their_own_month() -> N
     tree = _statement("What was the average temp in each month of 2013?", STATIONS)
     assert _grouped(tree) == {"readings.month"}
     assert _tables(tree) == {"readings"}
+
+
+# Houses of a type, and the features a house has (a child table), each feature of a
+# type too: "type" names both type tables equally.
+HOUSES = Catalog(
+    "houses",
+    (
+        TableInfo(
+            "public",
+            "ref_house_types",
+            columns=(
+                _col("house_type_code", "text", ("Flat", "Villa")),
+                _col("house_type_description", "text"),
+            ),
+            primary_key=("house_type_code",),
+        ),
+        TableInfo(
+            "public",
+            "ref_feature_types",
+            columns=(
+                _col("feature_type_code", "text", ("Amenity", "Security")),
+                _col("feature_type_name", "text"),
+            ),
+            primary_key=("feature_type_code",),
+        ),
+        TableInfo(
+            "public",
+            "features",
+            columns=(
+                _col("feature_id"),
+                _col("feature_type_code", "text"),
+                _col("feature_name", "text"),
+            ),
+            primary_key=("feature_id",),
+            foreign_keys=(
+                ForeignKeyInfo(
+                    ("feature_type_code",), "public.ref_feature_types", ("feature_type_code",)
+                ),
+            ),
+        ),
+        TableInfo(
+            "public",
+            "houses",
+            columns=(
+                _col("house_id"),
+                _col("house_type_code", "text"),
+                _col("house_name", "text"),
+                _col("room_count"),
+            ),
+            primary_key=("house_id",),
+            foreign_keys=(
+                ForeignKeyInfo(
+                    ("house_type_code",), "public.ref_house_types", ("house_type_code",)
+                ),
+            ),
+        ),
+        TableInfo(
+            "public",
+            "house_features",
+            columns=(_col("house_id"), _col("feature_id"), _col("feature_value", "text")),
+            foreign_keys=(
+                ForeignKeyInfo(("house_id",), "public.houses", ("house_id",)),
+                ForeignKeyInfo(("feature_id",), "public.features", ("feature_id",)),
+            ),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize("order", [1, -1], ids=["as-listed", "reversed"])
+def test_each_type_of_the_counted_rows_is_the_type_they_refer_to(order: int) -> None:
+    """ "each type" named ``ref_house_types`` and ``ref_feature_types`` equally, and the
+    first listed won; the feature types were reached through ``house_features`` (many
+    rows per house), so the count was of features, not houses. The type a house itself
+    refers to is one join away, in whatever order the catalog lists the tables."""
+    catalog = Catalog("houses", HOUSES.tables[::order])
+    tree = _statement("How many houses are there of each type?", catalog)
+    assert _tables(tree) == {"houses", "ref_house_types"}
+    assert _grouped(tree) == {"ref_house_types.house_type_code"}

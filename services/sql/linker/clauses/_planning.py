@@ -328,9 +328,10 @@ def _add_item(
 
 
 def _add_group(ctx: LinkContext, plan: Plan, resolve: _Resolver, mentions: list[Mention]) -> None:
-    tables = [m.table for m in mentions if m.table is not None]
+    tables = _nearest_groups(ctx, resolve.entity, mentions)
     if tables:
         table = tables[0]
+        resolve.read.mention_table(table)
         plan.entity = table
         if not any(d.col.table is table for d in plan.dims):
             plan.dims += [Dim(c) for c in _labels(ctx, table)]
@@ -338,6 +339,36 @@ def _add_group(ctx: LinkContext, plan: Plan, resolve: _Resolver, mentions: list[
     col = resolve.column(mentions)
     if not any(d.col.key == col.key for d in plan.dims):
         plan.dims.append(Dim(col))
+
+
+def _nearest_groups(
+    ctx: LinkContext, entity: TableInfo, mentions: list[Mention]
+) -> list[TableInfo]:
+    """The table "each X" groups by, where several tables' names say X equally well ("each
+    type": ``ref_property_types`` and ``ref_feature_types``): the one fewest joins from
+    the rows counted. The nearest is the one the rows themselves refer to (a property's
+    type); a farther one is reached through other tables, often through a child table
+    whose many rows per counted row multiply the count (a property's features' types).
+    Equally near is a tie, and a tie is no answer."""
+    found = [m for m in mentions if m.table is not None]
+    if not found:
+        return []
+    top = max(m.score for m in found)
+    tied: dict[str, TableInfo] = {}
+    for m in found:
+        if m.table is not None and abs(m.score - top) < 1e-9:
+            tied.setdefault(m.table.qualified, m.table)
+    if len(tied) < 2:
+        return [m.table for m in found if m.table is not None]
+    hops: dict[str, int] = {}
+    for table in tied.values():
+        path = ctx.graph.path(entity.qualified, table.qualified)
+        hops[table.qualified] = len(path) if path is not None else len(ctx.catalog.tables)
+    nearest = min(hops.values())
+    closest = [t for t in tied.values() if hops[t.qualified] == nearest]
+    if len(closest) > 1:
+        raise Decline(f"each {closest[0].name} or each {closest[1].name}: equally near")
+    return closest
 
 
 def _target(plan: Plan, col: Col) -> str:

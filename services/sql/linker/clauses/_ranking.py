@@ -54,7 +54,9 @@ def group_clause(reading: Reading, read: Read, i: int) -> int | None:
         table = tables[0].table
         assert table is not None
         read.groups.append(tables)
-        read.mention_table(table)
+        top = {m.table.qualified for m in tables if m.table and m.score == tables[0].score}
+        if len(top) == 1:  # several tables said equally: the plan picks one (or none)
+            read.mention_table(table)
         reading.use(i, tables[0].end)
         return tables[0].end
     if columns:
