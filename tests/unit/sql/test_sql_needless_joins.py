@@ -171,3 +171,47 @@ def test_each_type_of_the_counted_rows_is_the_type_they_refer_to(order: int) -> 
     tree = _statement("How many houses are there of each type?", catalog)
     assert _tables(tree) == {"houses", "ref_house_types"}
     assert _grouped(tree) == {"ref_house_types.house_type_code"}
+
+
+# Visits to galleries, each storing how many tickets were bought on it.
+GALLERIES = Catalog(
+    "galleries",
+    (
+        TableInfo(
+            "public",
+            "gallery",
+            columns=(_col("gallery_id"), _col("name", "text"), _col("open_year")),
+            primary_key=("gallery_id",),
+        ),
+        TableInfo(
+            "public",
+            "visitor",
+            columns=(_col("id"), _col("name", "text"), _col("age")),
+            primary_key=("id",),
+        ),
+        TableInfo(
+            "public",
+            "visit",
+            columns=(
+                _col("gallery_id"),
+                _col("visitor_id"),
+                _col("num_of_ticket"),
+                _col("total_spent", "double precision"),
+            ),
+            primary_key=("gallery_id", "visitor_id"),
+            foreign_keys=(
+                ForeignKeyInfo(("gallery_id",), "public.gallery", ("gallery_id",)),
+                ForeignKeyInfo(("visitor_id",), "public.visitor", ("id",)),
+            ),
+        ),
+    ),
+)
+
+
+def test_how_many_of_a_stored_count_for_each_referred_row_is_its_sum() -> None:
+    """ "How many tickets … at each gallery" over ``visit.num_of_ticket``: listed as it
+    was, every gallery came once per visit with that visit's tickets."""
+    tree = _statement("How many tickets were bought at each gallery?", GALLERIES)
+    sums = list(tree.find_all(exp.Sum))
+    assert len(sums) == 1 and sums[0].this.name == "num_of_ticket"
+    assert "gallery.gallery_id" in _grouped(tree)

@@ -30,6 +30,7 @@ from services.sql.linker._plan import (
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses._cues import RELATIVE
 from services.sql.linker.clauses._reading import Condition, Decline, Item, Rank, Read, Reading
+from services.sql.words import measure_name
 
 
 def make_plan(reading: Reading, read: Read) -> Plan:
@@ -317,6 +318,9 @@ def _add_item(
             plan.dims += [Dim(c) for c in cols]
         return
     col = resolve.column(item.mentions)
+    if not item.func and _summed_per_group(ctx, resolve.read, col):
+        plan.measures.append(Measure("SUM", col=col, label=col.column.name))
+        return
     if item.func == "COUNT_DISTINCT":
         plan.measures.append(Measure("COUNT_DISTINCT", col=col, label=col.column.name))
     elif item.func:
@@ -325,6 +329,24 @@ def _add_item(
         plan.measures.append(Measure(item.func, col=col, label=col.column.name))
     else:
         plan.dims.append(Dim(col))
+
+
+def _summed_per_group(ctx: LinkContext, read: Read, col: Col) -> bool:
+    """ "How many tickets were bought at each museum?" with tickets stored as a count per
+    visit (``visit.num_of_ticket``): a count the rows store, asked "how many" for each row
+    of a table those rows refer to, is their sum per group. Listed as it is, each museum
+    would come once per visit with one visit's tickets, not one answer per museum. Only a
+    column whose name says it counts (``num_of_``, ``_count``), in a table whose rows
+    refer to the grouped table (many per group)."""
+    if read.kind != "count" or not is_number(col.column.data_type):
+        return False
+    if not measure_name(col.column.name):
+        return False
+    grouped = {m.table.qualified for mentions in read.groups for m in mentions if m.table}
+    return any(
+        e.child == col.table.qualified and e.parent in grouped
+        for e in ctx.graph.edges_of(col.table.qualified)
+    )
 
 
 def _add_group(ctx: LinkContext, plan: Plan, resolve: _Resolver, mentions: list[Mention]) -> None:
