@@ -2,7 +2,9 @@
 groups, by what the word after "each" names; one value asked ("what is the total
 distance", "how many") is not answered per group, and a passive's "by" ("flown by
 flights of Delta") asks for no grouping; a count of groups that are one row each counts
-nothing; "distinct" / "different" keeps distinct values; "order" / "sort" orders.
+nothing; "how many … each X" is not answered by listing the rows that refer to X (each X
+once per such row); "distinct" / "different" keeps distinct values; "order" / "sort"
+orders.
 
 A statement grouped or not reads the same columns, so word coverage sees none of this."""
 
@@ -69,6 +71,8 @@ def check_grouping(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
         raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
     if facts.grouped:
         _groups_by_each(ctx, text, facts)
+    elif not facts.aggregates and _COUNT_HEAD.match(text):
+        _counted_each_listed(ctx, text, facts)
     if facts.grouped and _COUNT_HEAD.match(text) and not _grouping(text):
         raise LinkError("the question asks for one count, the statement counts per group")
     if facts.grouped and "COUNT" in facts.aggregates and _one_row_per_group(ctx, facts):
@@ -119,6 +123,29 @@ def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     for each in words:
         if stem(each) in known and stem(each) not in said:
             raise LinkError(f"the statement does not group by {each!r}")
+
+
+def _counted_each_listed(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
+    """ "How many tickets were bought at each museum?" answered as a listing of visits
+    (each visit's ticket count beside its museum's name): a count asked for each row of
+    a table, answered by rows of a table that refers to it, shows each of those rows once
+    per referring row, none of them with one count. Refused where a table "each" names
+    is read and an output column belongs to a table whose rows refer to it; a listing of
+    the named table's own rows ("how many staff does each museum have", one row per
+    museum) passes."""
+    words = {stem(m.group(1)) for m in _EACH_WORD.finditer(text)}
+    named = {
+        t for t in facts.tables if (parts := ctx.vocab.table_words.get(t)) and parts[-1] in words
+    }
+    shown = {t for t, _ in facts.outputs}
+    for table in named:
+        for edge in ctx.graph.edges_of(table):
+            if edge.parent == table and edge.child != table and edge.child in shown:
+                raise LinkError(
+                    f"the question counts for each {table.rsplit('.', 1)[-1]}; the statement "
+                    f"lists {edge.child.rsplit('.', 1)[-1]} rows, each "
+                    f"{table.rsplit('.', 1)[-1]} once per row that refers to it"
+                )
 
 
 def _one_row_per_group(ctx: LinkContext, facts: StatementFacts) -> bool:

@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
-from services.sql.linker import QuestionLinker, Vocabulary
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
 from services.sql.verify import verify_statement
 
 TODAY = date(2026, 11, 24)
@@ -215,3 +215,49 @@ def test_how_many_of_a_stored_count_for_each_referred_row_is_its_sum() -> None:
     sums = list(tree.find_all(exp.Sum))
     assert len(sums) == 1 and sums[0].this.name == "num_of_ticket"
     assert "gallery.gallery_id" in _grouped(tree)
+
+
+def _verified(question: str, sql: str) -> bool:
+    vocabulary = Vocabulary(GALLERIES, JoinGraph(GALLERIES))
+    try:
+        verify_statement(read_question(question, vocabulary, TODAY), sql)
+    except LinkError:
+        return False
+    return True
+
+
+VISITS = "FROM public.visit AS t0 JOIN public.gallery AS t1 ON t1.gallery_id = t0.gallery_id"
+
+
+@pytest.mark.parametrize(
+    ("question", "sql", "passes"),
+    [
+        # the visits listed: each gallery once per visit, none with one count
+        (
+            "How many tickets were bought at each gallery?",
+            f"SELECT t0.num_of_ticket AS num_of_ticket, t1.name AS name {VISITS}",
+            False,
+        ),
+        (
+            "How many tickets were bought at each gallery?",
+            f"SELECT DISTINCT t0.num_of_ticket AS num_of_ticket {VISITS}",
+            False,
+        ),
+        (
+            "How many tickets were bought at each gallery?",
+            f"SELECT t1.name AS name, SUM(t0.num_of_ticket) AS tickets {VISITS} "
+            "GROUP BY t1.name, t1.gallery_id",
+            True,
+        ),
+        # the named table's own rows: one row per gallery
+        (
+            "How many years has each gallery been open?",
+            "SELECT t0.name AS name, 2026 - t0.open_year AS years FROM public.gallery AS t0",
+            True,
+        ),
+    ],
+)
+def test_a_count_for_each_row_is_not_answered_by_the_rows_that_refer_to_it(
+    question: str, sql: str, passes: bool
+) -> None:
+    assert _verified(question, sql) is passes
