@@ -99,6 +99,17 @@ class Plan:
     inner: list[TableInfo] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)
 
+    def shows_only(self, col: Col) -> bool:
+        """Whether ``col`` is all the plan shows (one column, no measure): a stored value
+        placed on it by equality would only be returned as itself, so a value another
+        column also holds is placed there instead (``verify`` refuses the rest)."""
+        return (
+            not self.measures
+            and len(self.dims) == 1
+            and not self.dims[0].grain
+            and self.dims[0].col.key == col.key
+        )
+
 
 def bare_count(item: object) -> bool:
     """A count the output list asks for without saying of what ("the total count")."""

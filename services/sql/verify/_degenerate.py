@@ -1,14 +1,24 @@
-"""An aggregate of a column the statement also groups by: within each group the column
-holds one value, so its MAX, MIN, AVG or SUM (of one distinct value) only repeats or
-multiplies the group's own value, never the measure asked across the rows ("the maximum
-age of singers in each country" grouped by country *and* age lists every age). Such a
-statement answers something nobody asked, whoever proposed it."""
+"""Degenerate statements: an answer the statement itself fixes, whatever the data.
+
+- An aggregate of a column the statement also groups by: within each group the column
+  holds one value, so its MAX, MIN, AVG or SUM (of one distinct value) only repeats or
+  multiplies the group's own value, never the measure asked across the rows ("the
+  maximum age of singers in each country" grouped by country *and* age lists every age).
+- A literal compared by equality with the very column the statement shows, and shows
+  alone: every row it returns is that literal ("Which models does ford make?" read as
+  ``SELECT model … WHERE model = 'ford'`` where 'ford' is stored as a model *and* as a
+  maker). The value was meant of another column (the linker places it on another one
+  that holds it when there is one, ``Plan.shows_only``); a statement that still does
+  this is refused naming the value.
+
+Such a statement answers something nobody asked, whoever proposed it."""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
 from services.sql.linker import LinkError
+from services.sql.verify._statement import conjuncts
 
 _FOLDING = (exp.Max, exp.Min, exp.Avg, exp.Sum)
 
@@ -30,3 +40,29 @@ def check_aggregate_of_a_group(tree: exp.Expr) -> None:
                         f"the statement takes the {node.key.upper()} of {arg.name} while "
                         f"grouping by {arg.name}: each group holds one {arg.name}"
                     )
+
+
+def check_shows_its_own_literal(tree: exp.Expr) -> None:
+    """Refuse a statement whose one output is a column its WHERE sets equal to a literal
+    (an ANDed ``col = 'x'`` of the outermost SELECT): it can only return ``'x'``."""
+    if not isinstance(tree, exp.Select) or len(tree.expressions) != 1:
+        return
+    shown = tree.expressions[0]
+    shown = shown.this if isinstance(shown, exp.Alias) else shown
+    where = tree.args.get("where")
+    if not isinstance(shown, exp.Column) or where is None:
+        return
+    for condition in conjuncts(where.this):
+        if not isinstance(condition, exp.EQ):
+            continue
+        sides = (condition.this, condition.expression)
+        column = next((s for s in sides if isinstance(s, exp.Column)), None)
+        literal = next((s for s in sides if isinstance(s, exp.Literal)), None)
+        if column is None or literal is None:
+            continue
+        if column.name.lower() == shown.name.lower() and column.table == shown.table:
+            raise LinkError(
+                f"{literal.sql(dialect='postgres')} is compared with {shown.name}, the one "
+                f"column shown: the answer would only repeat it (the value names something "
+                f"else, or nothing this statement reads)"
+            )

@@ -51,7 +51,10 @@ from services.sql.verify._aggregates import (
 from services.sql.verify._alternatives import check_either_or, check_one_value_per_row
 from services.sql.verify._bounded import check_bounded_event
 from services.sql.verify._counted import check_counted
-from services.sql.verify._degenerate import check_aggregate_of_a_group
+from services.sql.verify._degenerate import (
+    check_aggregate_of_a_group,
+    check_shows_its_own_literal,
+)
 from services.sql.verify._directions import check_directions
 from services.sql.verify._facts import (
     column_words,
@@ -112,6 +115,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_directions(ctx, facts)
     tree = parse_statements(sql, shared=True)[0]
     check_aggregate_of_a_group(tree)
+    check_shows_its_own_literal(tree)
     nodes = read_statement(tree, ctx.catalog)
     check_restricted(tree, nodes, ctx.graph)
     check_table_named_as_a_value(ctx, nodes)
