@@ -115,11 +115,11 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_directions(ctx, facts)
     tree = parse_statements(sql, shared=True)[0]
     check_aggregate_of_a_group(tree)
-    check_shows_its_own_literal(tree)
     nodes = read_statement(tree, ctx.catalog)
     check_restricted(tree, nodes, ctx.graph)
     check_table_named_as_a_value(ctx, nodes)
     check_value_said_in_part(ctx, nodes)
+    check_shows_its_own_literal(tree, nodes)  # after the checks that say why
     check_either_or(text, tree)
     check_outputs(ctx, tree, nodes)
     check_terms_computed(ctx, tree)

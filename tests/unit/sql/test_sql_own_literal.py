@@ -2,7 +2,8 @@
 literal: the value was meant of another column. On a schema of its own (no dev set's),
 where 'guinness' is stored both as a beer and as a brewer and 'heineken' only as a
 brewer: the reader places the value on the other column that holds it, and the verifier
-refuses any statement that still shows only the column its literal is compared with."""
+refuses any statement that still shows only the column its literal is compared with (or
+one its joins set equal to it); a column of the table's key is exempt."""
 
 from __future__ import annotations
 
@@ -75,3 +76,20 @@ def test_a_statement_showing_only_the_column_its_literal_is_equal_to_is_refused(
         "SELECT t0.beer AS beer, t0.brewer AS brewer FROM public.beers AS t0"
         " WHERE t0.beer = 'guinness'",
     )
+
+
+def test_a_key_shown_equal_to_a_literal_says_which_rows_there_are() -> None:
+    # the rows' own key, kept to one value: whether such a row exists, not a value repeated
+    ctx = read_question("Does a brewer with id 3 exist?", VOCABULARY, TODAY)
+    verify_statement(ctx, "SELECT t0.id AS id FROM public.brewers AS t0 WHERE t0.id = 3")
+
+
+def test_a_literal_equal_to_a_column_joined_to_the_one_shown_is_refused() -> None:
+    # beers.brewer is set equal to brewers.id: comparing either with 3 returns 3
+    ctx = read_question("Give the brewer of the beers whose brewer is 3.", VOCABULARY, TODAY)
+    with pytest.raises(LinkError, match="3 is compared with brewer, the one column shown"):
+        verify_statement(
+            ctx,
+            "SELECT t0.brewer AS brewer FROM public.beers AS t0 JOIN public.brewers AS t1"
+            " ON t1.id = t0.brewer WHERE t1.id = 3",
+        )

@@ -228,6 +228,11 @@ class _Resolver:
             for e in self.graph.edges_of(child.table.qualified)
         )
 
+    def _echoes(self, col: Col) -> bool:
+        """``col`` is the one column the plan shows (``Plan.shown_alone``)."""
+        alone = self.shown.shown_alone() if self.shown is not None else None
+        return alone is not None and col.key == alone.key
+
     def dimension(self, word: str) -> Col:
         tables = [self.entity, *(t for t in self.read.tables if t is not self.entity)]
         tables += [t for t in self.referenced if t not in tables]
@@ -264,10 +269,7 @@ class _Resolver:
         if stored:
             # a value the shown column holds as well as another is the other's: equal to
             # the one column shown, it would only be returned as itself
-            shown = self.shown
-            elsewhere = [
-                m for m in stored if shown is None or m.col is None or not shown.shows_only(m.col)
-            ]
+            elsewhere = [m for m in stored if m.col is not None and not self._echoes(m.col)]
             return self.column(elsewhere or stored)
         raise Decline("a quoted value, but no column says what it is")
 
