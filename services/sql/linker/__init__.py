@@ -40,6 +40,7 @@ literals rendered by sqlglot, and then goes through the gate like any other.
 
 from __future__ import annotations
 
+from services.sql.linker._agents import agent_asked, shown_instead
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
@@ -78,6 +79,7 @@ __all__ = [
     "QuestionLinker",
     "StatementCheck",
     "Vocabulary",
+    "agent_asked",
     "column_states",
     "comment_names",
     "find_meanings",
@@ -88,5 +90,6 @@ __all__ = [
     "nearest_names",
     "prose_of_definitions",
     "read_question",
+    "shown_instead",
     "unexplained",
 ]

@@ -11,6 +11,7 @@ from datetime import date
 
 from services.sql.catalog import JoinGraph
 from services.sql.definitions import GlossaryEntry, inline_definitions
+from services.sql.linker._agents import agent_asked, shown_instead
 from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
@@ -93,6 +94,9 @@ class QuestionLinker:
             apart = self._read_apart()
             if apart is not None:
                 return apart
+            agent = self._read_agent()
+            if agent is not None:
+                return agent
             raise refused from None
         applied = tuple(
             term
@@ -116,6 +120,28 @@ class QuestionLinker:
         if sql is None:
             return None
         return replace(rows, sql=sql) if sql != rows.sql else rows
+
+    def _read_agent(self) -> Linked | None:
+        """ "Who <verb> the <noun> …?" read as the rows "the <noun> …" names showing the
+        column the verb was linked to by meaning (``_agents``); None when it is not
+        such a question, the verb has no column, the rows are refused, or the column is
+        not one of a table they read once."""
+        question, *_, meanings = self._inputs
+        asked = agent_asked(question)
+        if asked is None:
+            return None
+        verb, rest = asked
+        meaning = next((m for m in meanings if m.word == verb and m.column), None)
+        if meaning is None:
+            return None
+        try:
+            rows = self._as_if_asked(f"List {rest}.")
+        except LinkError:
+            return None
+        sql = shown_instead(rows.sql, meaning.table, meaning.column)
+        if sql is None:
+            return None
+        return replace(rows, sql=sql, explanation=f"{rows.explanation} Read {meaning.text()}.")
 
     def _as_if_asked(self, question: str) -> Linked:
         """``question`` linked in this one's place: the same schema, day, definitions,

@@ -19,10 +19,13 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from services.sql.linker._agents import agent_asked
 from services.sql.linker._context import Meaning
+from services.sql.linker._lookup import named_tables
 from services.sql.linker._mentions import chart
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.linker.clauses import needs_a_name
+from services.sql.words import tokenize
 
 _log = logging.getLogger("tandem.sql.meanings")
 
@@ -55,7 +58,19 @@ async def find_meanings(
 ) -> tuple[Meaning, ...]:
     """The question's unplaced words linked by meaning; none when every word is placed,
     when the embedder fails (the question is then read by names alone), or when no
-    word is close enough to one name."""
+    word is close enough to one name. The verb of a "who <verb> the <noun>" question is
+    linked too, to the column that says who did it (``_agents``)."""
+    found = list(await _word_meanings(embedder, vocab, question))
+    if not any(m.word == (agent_asked(question) or ("",))[0] for m in found):
+        agent = await _agent_meaning(embedder, vocab, question)
+        if agent is not None:
+            found.append(agent)
+    return tuple(found)
+
+
+async def _word_meanings(
+    embedder: PhraseEmbedder, vocab: Vocabulary, question: str
+) -> tuple[Meaning, ...]:
     found_chart = chart(vocab, question)
     words = list(
         dict.fromkeys(
@@ -67,7 +82,7 @@ async def find_meanings(
     if not words or len(words) > _MAX_WORDS:
         return ()
     try:
-        names = await _names(embedder, vocab)
+        names = await names_of(embedder, vocab)
         vectors = await embedder.embed_phrases(words)
     except Exception as exc:  # the embedder is optional: read by names alone
         _log.info(
@@ -81,6 +96,41 @@ async def find_meanings(
         if meaning is not None:
             found.append(meaning)
     return tuple(found)
+
+
+async def _agent_meaning(
+    embedder: PhraseEmbedder, vocab: Vocabulary, question: str
+) -> Meaning | None:
+    """The column "who <verb>" means among the columns of the tables the rest of the
+    question names: at least :data:`NEAR_MIN` alike and :data:`MEANING_MARGIN` ahead of
+    the next column of those tables (a near tie is no agent); None otherwise, or when
+    the embedder fails (the question is then refused naming the verb)."""
+    asked = agent_asked(question)
+    if asked is None:
+        return None
+    verb, rest = asked
+    tables = {t.qualified for t in named_tables(vocab, tokenize(rest))}
+    if not tables:
+        return None
+    try:
+        names = await names_of(embedder, vocab)
+        vector = (await embedder.embed_phrases([f"who {verb}"]))[0]
+    except Exception:  # the embedder is optional: refused naming the verb
+        return None
+    scored = sorted(
+        (
+            (float(score), label)
+            for score, label in zip(names.vectors @ vector, names.labels, strict=True)
+            if label[0] in tables and label[1]
+        ),
+        reverse=True,
+    )
+    if not scored or scored[0][0] < NEAR_MIN:
+        return None
+    if len(scored) > 1 and scored[0][0] - scored[1][0] < MEANING_MARGIN:
+        return None
+    score, (table, column) = scored[0]
+    return Meaning(verb, table, column, round(score, 4))
 
 
 # A name this alike, and no further behind the closest, is worth suggesting to a person
@@ -102,7 +152,7 @@ async def nearest_names(
     if not words:
         return {}
     try:
-        names = await _names(embedder, vocab)
+        names = await names_of(embedder, vocab)
         vectors = await embedder.embed_phrases(words)
     except Exception as exc:  # suggestions are optional
         _log.info(
@@ -144,7 +194,7 @@ def _closest(word: str, names: _Names, scores: Vectors) -> Meaning | None:
     return Meaning(word, table, column, round(float(scores[best]), 4))
 
 
-async def _names(embedder: PhraseEmbedder, vocab: Vocabulary) -> _Names:
+async def names_of(embedder: PhraseEmbedder, vocab: Vocabulary) -> _Names:
     """The catalog's names and their vectors, embedded once per vocabulary."""
     cached = vocab.word_memo.get(("meaning names", ""))
     if isinstance(cached, _Names):

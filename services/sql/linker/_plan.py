@@ -99,6 +99,18 @@ class Plan:
     inner: list[TableInfo] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)
 
+    def shown_alone(self) -> Col | None:
+        """The one column the plan shows (no other, no measure, not of its table's
+        key), else None: a stored value set equal to it, or to a column joined to it,
+        would only be returned as itself, so a value another column also holds is
+        placed there instead (``verify`` refuses the rest)."""
+        if self.measures or len(self.dims) != 1 or self.dims[0].grain:
+            return None
+        col = self.dims[0].col
+        # a column of the table's key says which rows there are ("Which airports are
+        # JFK?"): an answer of its own, not a value repeated
+        return None if col.column.name in col.table.primary_key else col
+
 
 def bare_count(item: object) -> bool:
     """A count the output list asks for without saying of what ("the total count")."""

@@ -18,7 +18,8 @@ Two kinds, at two moments:
   another count's join keeps); a count counts the noun asked (``_counted``), no inner
   join only keeps rows nobody asked to keep (``_unasked_join``), and a date bound is on
   the event the question names (``_bounded``), and no MAX/MIN/AVG/SUM is of a column
-  the statement groups by (``_degenerate``); the linker keeps the first of its
+  the statement groups by, nor is the one column shown set equal to a literal
+  (``_degenerate``); the linker keeps the first of its
   readings that passes;
 - **the statement and its data** (``_checker``), after any statement ran, whoever
   proposed it: ``values`` (``_values``: a literal is a value its column holds),

@@ -47,10 +47,14 @@ counts is the rows the question counts.
   the agent of a relation, someone other than its object: a question that opens "who"
   and a verb that is no copula or auxiliary, answered only with what identifies the
   object's own rows (the key, a name or title column of the table its object noun names,
-  or a column referring to that table), names the drugs, not who makes them. Refused:
-  no agent was placed (a column the verb names, ``manufacturer``, is no such identifier).
-  A table read twice is exempt: in a self-join ("who manages the employees") its other
-  reading holds the agent.
+  or a column referring to that table), names the drugs, not who makes them. So does
+  one showing only the object table's other columns ("Who made the planes built before
+  1960?" answered with their tail numbers and years), unless one is a column the verb
+  names ("manufactures": ``manufacturer``) or the one it was linked to by meaning
+  (``linker.agent_asked``: "made" to ``planes.manufacturer``).
+  Refused naming the verb: no agent was placed, and the question is read again with its
+  words linked by meaning. A table read twice is exempt: in a self-join ("who manages
+  the employees") its other reading holds the agent.
 - **A condition shown beside the rows.** "Which airlines had flights from EWR with a
   departure delay above 200? Give their names." answered with each airline's name and
   ``flights.dep_delay`` lists an airline once per delayed flight: a column of a table
@@ -507,14 +511,26 @@ def _agent_answered_by_its_object(
     shown = [o.unalias() for o in tree.expressions]
     if not shown or not all(isinstance(o, exp.Column) for o in shown):
         return  # a measure shown beside the rows: "who made the most orders" ranks agents
+    verb = asked.group(1)
+    meant = {(m.table, m.column) for m in ctx.meanings if m.word == verb and m.column}
+    identifiers = True
     for output in shown:
         found = _column(nodes, output)
-        if found is None or not _identifies(ctx, *found, objects):
+        if found is None or (found[0].qualified, found[1]) in meant:
             return
+        parts = ctx.vocab.column_words.get((found[0].qualified, found[1]), [])
+        if any(word_match(stem(verb), p) >= 0.8 for p in parts):
+            return  # a column the verb names: "who manufactures" shows ``manufacturer``
+        if not _identifies(ctx, *found, objects):
+            if found[0].qualified not in objects:
+                return  # another table's rows: the agent's own ("the authors who wrote")
+            identifiers = False
     what = " / ".join(sorted({said[ctx.vocab.table_words[t][-1]] for t in objects}))
+    shows = "what identifies" if identifiers else "columns of"
     raise LinkError(
-        f"the question asks who {asked.group(1)} the {what}, someone other than the {what}; "
-        f"the statement shows only what identifies the {what} themselves"
+        f"the question asks who {verb} the {what}, someone other than the {what}; "
+        f"the statement shows only {shows} the {what} themselves",
+        phrase=verb,
     )
 
 

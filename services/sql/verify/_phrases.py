@@ -51,7 +51,10 @@ from services.sql.verify._aggregates import (
 from services.sql.verify._alternatives import check_either_or, check_one_value_per_row
 from services.sql.verify._bounded import check_bounded_event
 from services.sql.verify._counted import check_counted
-from services.sql.verify._degenerate import check_aggregate_of_a_group
+from services.sql.verify._degenerate import (
+    check_aggregate_of_a_group,
+    check_shows_its_own_literal,
+)
 from services.sql.verify._directions import check_directions
 from services.sql.verify._facts import (
     column_words,
@@ -116,6 +119,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_restricted(tree, nodes, ctx.graph)
     check_table_named_as_a_value(ctx, nodes)
     check_value_said_in_part(ctx, nodes)
+    check_shows_its_own_literal(tree, nodes)  # after the checks that say why
     check_either_or(text, tree)
     check_outputs(ctx, tree, nodes)
     check_terms_computed(ctx, tree)

@@ -418,9 +418,11 @@ def test_a_value_that_only_names_its_own_table_is_refused() -> None:
         _verify(question, listed + " AND t0.name = 'All Singers'")
     _verify(question, listed)
     # a value with a word of its own is a row's ("The Singers" is not, "Singers Club" is)
+    # (shown beside another column: the name alone, equal to it, is only the value again)
     _verify(
-        "What is the name of the Singers Club singer?",
-        "SELECT t0.name AS name FROM public.singer AS t0 WHERE t0.name = 'Singers Club'",
+        "What are the name and age of the Singers Club singer?",
+        "SELECT t0.name AS name, t0.age AS age FROM public.singer AS t0"
+        " WHERE t0.name = 'Singers Club'",
     )
 
 

@@ -45,6 +45,7 @@ def make_plan(reading: Reading, read: Read) -> Plan:
     resolve = _Resolver(read, entity, _referenced(ctx, entity), ctx.graph)
     for item in read.items:
         _add_item(ctx, plan, resolve, item, distinct=read.distinct)
+    resolve.shown = plan  # what the plan shows, which no stored value is placed on
     resolved: list[tuple[Col, Condition]] = []
     for condition in read.conditions:
         # "a cat that is age 3": a condition said of the row the previous one picked
@@ -183,6 +184,7 @@ class _Resolver:
         self.entity = entity
         self.graph = graph
         self.near: TableInfo | None = None  # the table a relative clause speaks of
+        self.shown: Plan | None = None  # the plan, once its outputs are added
         # the rows each entity row refers to (one each): their columns are the entity's
         # too ("poker players taller than 200": a player is a person, with a height)
         self.referenced = referenced
@@ -227,6 +229,11 @@ class _Resolver:
             for e in self.graph.edges_of(child.table.qualified)
         )
 
+    def _echoes(self, col: Col) -> bool:
+        """``col`` is the one column the plan shows (``Plan.shown_alone``)."""
+        alone = self.shown.shown_alone() if self.shown is not None else None
+        return alone is not None and col.key == alone.key
+
     def dimension(self, word: str) -> Col:
         tables = [self.entity, *(t for t in self.read.tables if t is not self.entity)]
         tables += [t for t in self.referenced if t not in tables]
@@ -261,7 +268,10 @@ class _Resolver:
                 raise Decline(f"the value is not one of {col.column.name}")
             return col
         if stored:
-            return self.column(stored)
+            # a value the shown column holds as well as another is the other's: equal to
+            # the one column shown, it would only be returned as itself
+            elsewhere = [m for m in stored if m.col is not None and not self._echoes(m.col)]
+            return self.column(elsewhere or stored)
         raise Decline("a quoted value, but no column says what it is")
 
 
