@@ -152,15 +152,59 @@ def text_column(ctx: LinkContext, phrase: str) -> Col | None:
 
 def find_value_word(ctx: LinkContext, word: str) -> tuple[Col, str] | None:
     """A stored value the word names ("successful" -> status 'success')."""
+    found = _stored_as(ctx, word)
+    return found[0] if found else None
+
+
+def _stored_as(ctx: LinkContext, word: str) -> list[tuple[Col, str]]:
+    """Every column holding the one stored value the word names, each as good a match
+    as the others: the word itself, else the one value it begins with."""
     found = ctx.vocab.values.get(word)
     if not found and len(word) >= 5:
         for value, cols in ctx.vocab.values.items():
             if len(value) >= 4 and word.startswith(value) and len(word) - len(value) <= 3:
                 found = cols
                 break
-    if not found:
-        return None
-    return found[0]
+    return list(found or [])
+
+
+def values_nearest(
+    ctx: LinkContext, word: str, placed: Sequence[TableInfo]
+) -> list[tuple[Col, str]]:
+    """The columns holding the word's stored value fewest joins from the tables a
+    measure already reads, one pair per column; more than one is a tie the caller
+    declines, none means no join reaches the value.
+
+    "the average temperature at JFK": 'JFK' is stored in ``weather.origin`` (the
+    measured rows), ``airports.faa`` and ``flights.origin``, each an exact match. The
+    first listed used to be taken, and a condition on ``flights.origin`` joined every
+    reading to every flight from its airport (an AVG right by luck, a COUNT or SUM
+    multiplied). On the measured table itself the condition needs no join at all; a
+    column one join away pairs each row with one other at most where it is a key, and
+    further ones fan out. Equally near and equally good says nothing about which is
+    meant, so it is not guessed. With nothing placed yet, the first listed stays."""
+    found = _stored_as(ctx, word)
+    if not placed:
+        return found[:1]
+    by_col: dict[tuple[str, str], tuple[int, tuple[Col, str]]] = {}
+    for col, value in found:
+        hops = _hops(ctx, placed, col.table)
+        if hops is not None and col.key not in by_col:
+            by_col[col.key] = (hops, (col, value))
+    if not by_col:
+        return []
+    fewest = min(h for h, _ in by_col.values())
+    return [pair for h, pair in by_col.values() if h == fewest]
+
+
+def _hops(ctx: LinkContext, placed: Sequence[TableInfo], table: TableInfo) -> int | None:
+    """Joins from the nearest of ``placed`` to ``table`` (0 for one of them); None when
+    no path reaches it."""
+    if table in placed:
+        return 0
+    paths = [ctx.graph.path(t.qualified, table.qualified) for t in placed]
+    lengths = [len(p) for p in paths if p is not None]
+    return min(lengths) if lengths else None
 
 
 def find_value(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) -> tuple[Col, str] | None:

@@ -13,7 +13,9 @@ from services.sql.linker._lookup import (
     find_column,
     find_value_word,
     joins_plan,
+    measure_tables,
     tables_headed,
+    values_nearest,
 )
 from services.sql.linker._plan import (
     Measure,
@@ -169,6 +171,11 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
                 got = read_measure(ctx, "number of " + " ".join(words), depth=depth + 1)
                 # a value no join reaches from what is counted is not a condition on it
                 if got is not None and joins_plan(ctx, got, col.table):
+                    near = values_nearest(ctx, w, measure_tables(got))
+                    if len(near) > 1:
+                        return None  # equally near the counted rows: not guessed
+                    if near:
+                        col, equals = near[0][0], f"{{c}} = {lit(near[0][1])}"
                     got.filter = (col, equals)
                     return finish(got, label, joined)
         if not words:
@@ -209,10 +216,12 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
     if not words:
         return None
     condition: tuple[Col, str] | None = None
+    value_word = ""
     for i, w in enumerate(words):
         hit = find_value_word(ctx, w) if len(words) > 1 else None
         if hit is not None and not find_column(ctx, [w], numeric=True):
             condition = (hit[0], f"{{c}} = {lit(hit[1])}")
+            value_word = w
             words = words[:i] + words[i + 1 :]
             break
     named_table = ctx.vocab.tables_named(words) if func == "SUM" else []
@@ -233,6 +242,12 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
                 if tables and len(words) == len(ctx.vocab.table_words[tables[0][0].qualified]):
                     return finish(Measure("COUNT", table=tables[0][0], label=rest), label, joined)
             return None
+    if condition is not None:
+        near = values_nearest(ctx, value_word, [found.table])
+        if len(near) > 1:
+            return None  # equally near the measured rows: not guessed
+        if near:
+            condition = (near[0][0], f"{{c}} = {lit(near[0][1])}")
     return finish(Measure(func, col=found, label=rest, filter=condition), label, joined)
 
 

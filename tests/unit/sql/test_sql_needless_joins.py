@@ -261,3 +261,121 @@ def test_a_count_for_each_row_is_not_answered_by_the_rows_that_refer_to_it(
     question: str, sql: str, passes: bool
 ) -> None:
     assert _verified(question, sql) is passes
+
+
+# The same stations, the code now stored in all three tables, trips listed first: a value
+# the question names is held by the measured rows and by two look-alikes a join or two
+# away (the first listed of them a table of trips, many per station).
+STORED = Catalog(
+    "stored",
+    (
+        TableInfo(
+            "public",
+            "trips",
+            columns=(
+                _col("trip_id"),
+                _col("origin", "text", ("NTH", "STH", "WST")),
+                _col("month"),
+                _col("distance"),
+            ),
+            primary_key=("trip_id",),
+            foreign_keys=(ForeignKeyInfo(("origin",), "public.stations", ("code",)),),
+        ),
+        TableInfo(
+            "public",
+            "stations",
+            columns=(_col("code", "text", ("NTH", "STH", "WST")), _col("name", "text")),
+            primary_key=("code",),
+        ),
+        TableInfo(
+            "public",
+            "readings",
+            columns=(
+                _col("origin", "text", ("NTH", "STH", "WST")),
+                _col("year"),
+                _col("month"),
+                _col("temp", "double precision"),
+                _col("taken_at", "timestamp with time zone"),
+            ),
+            primary_key=("origin", "taken_at"),
+            foreign_keys=(ForeignKeyInfo(("origin",), "public.stations", ("code",)),),
+        ),
+    ),
+)
+
+# Readings that refer to a site and to a zone, both coded 'NTH'/'STH': either is one join
+# from the readings, and nothing says which the code names.
+TIED = Catalog(
+    "tied",
+    (
+        TableInfo(
+            "public",
+            "sites",
+            columns=(_col("code", "text", ("NTH", "STH")), _col("name", "text")),
+            primary_key=("code",),
+        ),
+        TableInfo(
+            "public",
+            "zones",
+            columns=(_col("code", "text", ("NTH", "STH")), _col("label", "text")),
+            primary_key=("code",),
+        ),
+        TableInfo(
+            "public",
+            "readings",
+            columns=(
+                _col("reading_id"),
+                _col("site", "text"),
+                _col("zone", "text"),
+                _col("temp", "double precision"),
+            ),
+            primary_key=("reading_id",),
+            foreign_keys=(
+                ForeignKeyInfo(("site",), "public.sites", ("code",)),
+                ForeignKeyInfo(("zone",), "public.zones", ("code",)),
+            ),
+        ),
+    ),
+)
+
+
+def _filtered(tree: exp.Select) -> set[str]:
+    where = tree.args.get("where")
+    assert where is not None, "the statement has no condition"
+    aliases = {t.alias_or_name: t.name for t in tree.find_all(exp.Table)}
+    return {
+        f"{aliases[c.table]}.{c.name}"
+        for eq in where.find_all(exp.EQ)
+        for c in eq.find_all(exp.Column)
+    }
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What was the average temp at NTH in each month of 2013?",
+        "How many NTH readings were there in each month?",
+        "How many NTH readings were there?",
+    ],
+)
+def test_a_value_the_measured_rows_hold_is_read_on_them(question: str) -> None:
+    """'NTH' is stored in ``readings.origin`` and in two look-alikes; the first listed,
+    ``trips.origin``, joined every reading to every trip from its station (a SUM or a
+    COUNT multiplied). The measured rows' own column needs no join."""
+    tree = _statement(question, STORED)
+    assert _tables(tree) == {"readings"}
+    assert _filtered(tree) == {"readings.origin"}
+
+
+def test_a_value_equally_near_in_two_tables_is_refused() -> None:
+    """'NTH' is a site's code and a zone's, each one join from the readings: taking the
+    first listed would be a guess, and a wrong one half the time."""
+    with pytest.raises(LinkError):
+        _statement("What was the average temp at NTH?", TIED)
+
+
+def test_a_value_only_a_joined_table_holds_is_still_read_there() -> None:
+    """The nearest rule places a value among the columns holding it, measured rows
+    first: a sum over trips filters the trips' own ``origin``, not the readings'."""
+    tree = _statement("What was the total distance of trips from WST?", STORED)
+    assert _filtered(tree) == {"trips.origin"}
