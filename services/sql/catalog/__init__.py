@@ -10,6 +10,7 @@ background (``_cache``); the tables each question is linked against (``_narrowin
 from __future__ import annotations
 
 from services.sql.catalog._cache import CatalogCache
+from services.sql.catalog._candidates import type_family
 from services.sql.catalog._catalog import (
     TEXT_TYPES,
     Catalog,
@@ -70,4 +71,5 @@ __all__ = [
     "stored_in",
     "stored_spelling",
     "table_for",
+    "type_family",
 ]

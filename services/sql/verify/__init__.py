@@ -16,7 +16,8 @@ Two kinds, at two moments:
   asked (``_outputs``), and no count is one a join restricts (``_restricted``: a rate
   whose denominator keeps only the rows with a numerator, a HAVING tested on the rows
   another count's join keeps); a count counts the noun asked (``_counted``), no inner
-  join only keeps rows nobody asked to keep (``_unasked_join``), and a date bound is on
+  join only keeps rows nobody asked to keep (``_unasked_join``), no join goes round through
+  an unnamed table past a reference the question names (``_bridge_path``), and a date bound is on
   the event the question names (``_bounded``), and no MAX/MIN/AVG/SUM is of a column
   the statement groups by, nor is the one column shown set equal to a literal
   (``_degenerate``); the linker keeps the first of its

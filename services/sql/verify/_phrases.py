@@ -32,6 +32,9 @@ named):
   the values of a column nobody named;
 - joins unasked (``_unasked_join``): an inner join used only to keep the rows that have
   a referring row is one the question says;
+- bridge paths (``_bridge_path``): no path through a table the question never names
+  reaches a table a reference the question names may hold directly ("received" for
+  ``receiver_id``);
 - the event bounded (``_bounded``): a date bound is on a date or table the question
   names, not another table's time.
 
@@ -50,6 +53,7 @@ from services.sql.verify._aggregates import (
 )
 from services.sql.verify._alternatives import check_either_or, check_one_value_per_row
 from services.sql.verify._bounded import check_bounded_event
+from services.sql.verify._bridge_path import check_bridge_beside_reference
 from services.sql.verify._counted import check_counted
 from services.sql.verify._degenerate import (
     check_aggregate_of_a_group,
@@ -129,4 +133,5 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_ranks_the_rows_said(ctx, tree, nodes)
     check_counted(ctx, tree, nodes)
     check_unasked_join(ctx, tree, nodes)
+    check_bridge_beside_reference(ctx, tree, nodes)
     check_bounded_event(ctx, tree, nodes)
