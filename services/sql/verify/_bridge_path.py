@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from services.sql.catalog import TableInfo, type_family
 from services.sql.linker import LinkContext, LinkError
-from services.sql.verify._statement import StatementNodes, column_name, is_key
+from services.sql.verify._statement import StatementNodes, column_name, is_key, joined_to
 from services.sql.verify._table_said import table_said
 from services.sql.words import lemma, measure_name, name_words, stem, tokenize, word_match
 
@@ -103,20 +103,13 @@ def check_bridge_beside_reference(ctx: LinkContext, tree: exp.Expr, nodes: State
 def _sides(alias: str, conditions: list[exp.Expr], nodes: StatementNodes) -> list[_Side]:
     """The tables the join conditions tie ``alias`` to, one per other alias."""
     found: dict[str, _Side] = {}
-    for on in conditions:
-        for eq in on.find_all(exp.EQ):
-            left, right = eq.this, eq.expression
-            if not isinstance(left, exp.Column) or not isinstance(right, exp.Column):
-                continue
-            mine, other = (left, right) if left.table == alias else (right, left)
-            if mine.table != alias or other.table == alias:
-                continue
-            table = nodes.table_of(other)
-            if table is None:
-                continue
-            if other.table in found:
-                return []  # joined on several columns: a composite reference, left alone
-            found[other.table] = _Side(other.table, table, column_name(mine), column_name(other))
+    for mine, other in joined_to(alias, conditions):
+        table = nodes.table_of(other)
+        if table is None:
+            continue
+        if other.table in found:
+            return []  # joined on several columns: a composite reference, left alone
+        found[other.table] = _Side(other.table, table, column_name(mine), column_name(other))
     return list(found.values())
 
 

@@ -46,6 +46,21 @@ def ranking_key(tree: exp.Select) -> exp.Expr | None:
     return key
 
 
+def joined_to(alias: str, conditions: list[exp.Expr]) -> list[tuple[exp.Column, exp.Column]]:
+    """Each column equality of the join ``conditions`` that ties ``alias`` to another
+    alias, as (its own column, the other's); equalities within one alias are left out."""
+    pairs: list[tuple[exp.Column, exp.Column]] = []
+    for on in conditions:
+        for eq in on.find_all(exp.EQ):
+            left, right = eq.this, eq.expression
+            if not isinstance(left, exp.Column) or not isinstance(right, exp.Column):
+                continue
+            mine, other = (left, right) if left.table == alias else (right, left)
+            if mine.table == alias and other.table != alias:
+                pairs.append((mine, other))
+    return pairs
+
+
 def is_key(table: TableInfo, column: str) -> bool:
     """The column is a key of its table by itself (primary, or unique)."""
     return table.primary_key == (column,) or (column,) in table.unique_keys

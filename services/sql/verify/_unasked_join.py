@@ -21,7 +21,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from services.sql.linker import LinkContext, LinkError
-from services.sql.verify._statement import StatementNodes, column_name
+from services.sql.verify._statement import StatementNodes, column_name, joined_to
 from services.sql.verify._table_said import question_words, table_said
 from services.sql.words import GRAMMAR_WORDS, STOP_WORDS, word_match
 
@@ -51,18 +51,11 @@ def check_unasked_join(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) 
             continue  # shown, compared, grouped or ordered: more than a join
         partners: set[str] = set()
         by: set[str] = set()
-        for on in conditions:
-            for eq in on.find_all(exp.EQ):
-                left, right = eq.this, eq.expression
-                if not isinstance(left, exp.Column) or not isinstance(right, exp.Column):
-                    continue
-                mine, other = (left, right) if left.table == alias else (right, left)
-                if mine.table != alias or other.table == alias:
-                    continue
-                found = nodes.table_of(other)
-                if found is not None:
-                    partners.add(found.qualified)
-                    by.add(column_name(mine))
+        for mine, other in joined_to(alias, conditions):
+            found = nodes.table_of(other)
+            if found is not None:
+                partners.add(found.qualified)
+                by.add(column_name(mine))
         if not partners or table.qualified in partners:
             continue  # a self-join relates rows
         if len(partners) > 1 and not any(
