@@ -1765,6 +1765,7 @@ FLOWN = Catalog(
                 _col("tailnum", "text", ("N10156", "N102UW")),
                 replace(_col("year"), span=(1956, 2013)),
                 _col("seats"),
+                _col("manufacturer", "text", ("EMBRAER", "BOEING")),
             ),
             primary_key=("tailnum",),
         ),
@@ -1790,3 +1791,13 @@ def test_a_condition_after_a_relative_word_is_said_of_the_table_before_it(relati
     confident wrong count of flights)."""
     sql = _sql(f"How many flights were flown by planes {relative} before 1960?", FLOWN)
     assert "WHERE (t1.year < 1960)" in sql and "public.planes AS t1" in sql, sql
+
+
+def test_the_most_rows_of_another_table_ranks_an_attribute_over_all_its_rows() -> None:
+    """ "Which manufacturer has the most flights?": a manufacturer's flights are those of
+    all its planes, so the grouping is the manufacturer alone; grouped per plane as well,
+    the answer was the maker of the one plane that flew most. A plane asked for is still
+    grouped by its key."""
+    sql = _sql("Which manufacturer has the most flights?", FLOWN)
+    assert "GROUP BY t1.manufacturer ORDER BY" in sql, sql
+    assert "GROUP BY t1.tailnum ORDER BY" in _sql("Which plane flew the most flights?", FLOWN)

@@ -343,6 +343,21 @@ def _add_item(
         plan.dims.append(Dim(col))
 
 
+def _attributes_only(ctx: LinkContext, plan: Plan, entity: TableInfo) -> bool:
+    """Whether the rows shown are only values of columns of ``entity`` that name none of
+    its rows ("Which manufacturer has the most flights?": ``planes.manufacturer``): the
+    values are ranked, each over every row holding it, so the grouping is theirs, not
+    one group per ``entity`` row (which would rank single planes and show their maker)."""
+    if not plan.dims or any(d.col.table is not entity or d.grain for d in plan.dims):
+        return False
+    try:
+        labels = {c.key for c in _labels(ctx, entity)}
+    except Decline:
+        labels = set()
+    keys = set(entity.primary_key)
+    return not any(d.col.key in labels or d.col.column.name in keys for d in plan.dims)
+
+
 def _add_group(ctx: LinkContext, plan: Plan, resolve: _Resolver, mentions: list[Mention]) -> None:
     tables = [m.table for m in mentions if m.table is not None]
     if tables:
@@ -387,7 +402,7 @@ def _add_rank(ctx: LinkContext, plan: Plan, resolve: _Resolver, rank: Rank, *, l
             assert rank.count_of is not None
             counted = Measure("COUNT", table=rank.count_of, label=rank.count_of.name)
             plan.measures.append(counted)
-            if rank.count_of is not entity:
+            if rank.count_of is not entity and not _attributes_only(ctx, plan, entity):
                 plan.entity = entity
             if not plan.dims:
                 plan.dims += [Dim(c) for c in _labels(ctx, entity)]
