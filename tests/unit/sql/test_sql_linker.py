@@ -1801,3 +1801,14 @@ def test_the_most_rows_of_another_table_ranks_an_attribute_over_all_its_rows() -
     sql = _sql("Which manufacturer has the most flights?", FLOWN)
     assert "GROUP BY t1.manufacturer ORDER BY" in sql, sql
     assert "GROUP BY t1.tailnum ORDER BY" in _sql("Which plane flew the most flights?", FLOWN)
+
+
+def test_a_participle_after_a_noun_dates_its_table_by_its_one_dated_column() -> None:
+    """ "flights flown by planes built before 1960": "built" names no column, but it
+    follows "planes", whose one dated column is a year (every value a year): the year
+    bounds it, not the flights' own year. It was refused: 'before' read by nothing."""
+    sql = _sql("How many flights were flown by planes built before 1960?", FLOWN)
+    assert sql == (
+        "SELECT COUNT(*) AS count FROM public.flights AS t0 JOIN public.planes AS t1 "
+        "ON t1.tailnum = t0.tailnum WHERE (t1.year < 1960)"
+    )
