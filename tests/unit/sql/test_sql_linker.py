@@ -1821,3 +1821,25 @@ def test_who_answered_by_the_rows_and_the_condition_they_meet_is_refused() -> No
     spelled-out c4#2)."""
     with pytest.raises(LinkError, match="asks who made the planes"):
         _sql("Who made the planes built before 1960?", FLOWN)
+
+
+def test_a_stored_value_cut_by_a_slash_is_read_by_the_clause_reader() -> None:
+    """ "airports in Pacific/Honolulu": the question's tokens cut the value at the slash,
+    and each of its words is a word of a stored value, so the reader goes on to the value
+    (it declined at once: 'Pacific' was no word of any value, which were cut at spaces)."""
+    airports = TableInfo(
+        "public",
+        "airports",
+        columns=(
+            _col("faa", "text", ("HNL", "ORD")),
+            _col("name", "text", ("Honolulu Intl", "Chicago Ohare Intl")),
+            _col("tzone", "text", ("Pacific/Honolulu", "America/Chicago")),
+        ),
+        primary_key=("faa",),
+    )
+    catalog = Catalog("zones", (airports,))
+    ctx = read_question(
+        "Which airports are in Pacific/Honolulu?", Vocabulary(catalog, JoinGraph(catalog)), TODAY
+    )
+    sql = compose(ctx, read_clauses(ctx)).sql
+    assert "WHERE (t0.tzone = 'Pacific/Honolulu')" in sql, sql
