@@ -96,6 +96,11 @@ async def infer_joins(
                 confirmed.append(replace(candidate, evidence=f"{candidate.evidence}; {UNCHECKED}"))
             continue
         needed = OVERLAP_MIN if overlap else CONTAINMENT_MIN
+        if not overlap and share[1] and OVERLAP_MIN <= share[0] / share[1] < needed:
+            listed = await _listed_subset(conn, keyed, candidate, share, counts)
+            if listed is not None:
+                confirmed.append(listed)
+                continue
         if share[1] and share[0] / share[1] >= needed:
             pair = None
             if overlap:  # either table may be the one whose rows the pair names
@@ -419,6 +424,41 @@ def _reversed(join: JoinInfo) -> JoinInfo:
         child_columns=join.parent_columns,
         parent=join.child,
         parent_columns=join.child_columns,
+    )
+
+
+async def _listed_subset(
+    conn: psycopg.AsyncConnection[Any],
+    catalog: Catalog,
+    join: JoinInfo,
+    share: tuple[int, int],
+    counts: dict[tuple[str, str], tuple[int, int, int] | None],
+) -> JoinInfo | None:
+    """A reference whose parent lists only some of the values referred to:
+    ``flights.tailnum`` names the key ``planes.tailnum``, but the plane list lacks ~15 %
+    of the tail numbers flown (no row at all for them), so fewer than 90 % of the child's
+    values are found. The parent's column still never repeats and nearly every value it
+    holds (90 %) is one the child refers to: the parent is a partial list of the child's
+    referents, not a look-alike that happens to share some values. Its rows are reached
+    through the key exactly (``tailnum IN (…)``, or a join that keeps a child row per
+    parent row); the unlisted child values belong to no parent row, so no condition on the
+    parent's columns can hold for them. None unless at least half the child's values are
+    found (``share``), the parent's column is a key in the rows read, and its values are
+    nearly all found in the child; or when the data cannot be read."""
+    parent = catalog.table(join.parent)
+    if parent is None:
+        return None
+    top = await _repeats(conn, parent, join.parent_columns[0], counts)
+    if top is None or top[0] < 2 or not top[0] == top[1] == top[2]:
+        return None
+    back = await _containment(conn, catalog, _reversed(join))
+    if back is None or not back[1] or back[0] / back[1] < CONTAINMENT_MIN:
+        return None
+    return replace(
+        join,
+        evidence=f"{join.evidence}; {share[0]} of {share[1]} distinct values found in "
+        f"{join.parent}, the rest in no row of it; {back[0]} of {back[1]} of its values "
+        "referred to",
     )
 
 

@@ -66,6 +66,8 @@ _TOKEN = re.compile(
     r"|(?P<word>[A-Za-z][A-Za-z0-9_]*(?:[-'][A-Za-z]+)*)"
 )
 
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:[-'][A-Za-z]+)*")
+
 
 @dataclass(frozen=True)
 class Token:
@@ -175,7 +177,13 @@ def could_mention(vocab: Vocabulary, token: Token, meanings: Sequence[Meaning] =
         return True
     words = vocab.word_memo.get(("value words", ""))
     if not isinstance(words, frozenset):
-        words = frozenset(w for value in vocab.names for w in value.split())
+        # each value's words as the question's tokens are cut, as well as by spaces:
+        # "Pacific/Honolulu" is read as the words "Pacific" and "Honolulu"
+        words = frozenset(
+            w
+            for value in vocab.names
+            for w in (*value.split(), *(m.group(0).lower() for m in _WORD.finditer(value)))
+        )
         vocab.remember(("value words", ""), words)
     return token.low in words or token.stem in words
 

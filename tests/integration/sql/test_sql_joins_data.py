@@ -248,3 +248,35 @@ async def test_codes_held_by_one_text_key_are_references_to_it(pg_url: str) -> N
     assert joins[("flights", "origin", "airports")].startswith("the only key holding them")
     assert joins[("flights", "dest", "airports")].startswith("the only key holding them")
     assert not any(j[1] in ("gate", "runway") for j in joins), joins
+
+
+async def test_a_partial_parent_list_is_still_the_key_its_rows_are_reached_by(
+    pg_url: str,
+) -> None:
+    """``flights.tailnum`` names the key ``planes.tailnum``, but the plane list lacks a
+    fifth of the tail numbers flown (below the 90 % a reference needs). Every plane listed
+    is flown and none repeats: the list is partial, the reference real, so a plane's
+    flights are reached through it. A look-alike whose own values are mostly unreferenced
+    (``hangars.tailnum``: a third of its rows name a flown tail) stays refuted."""
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute("DROP DATABASE IF EXISTS tandem_tails")
+        await admin.execute("CREATE DATABASE tandem_tails")
+    async with await psycopg.AsyncConnection.connect(
+        database_url(pg_url, "tandem_tails"), autocommit=True
+    ) as conn:
+        for statement in (
+            "CREATE TABLE planes (tailnum text PRIMARY KEY, seats int)",
+            "CREATE TABLE hangars (tailnum text PRIMARY KEY, bay int)",
+            "CREATE TABLE flights (flight_id int PRIMARY KEY, tailnum text, delay int)",
+            # 40 planes listed, 10 more flown that the list lacks (80 % contained)
+            "INSERT INTO planes SELECT 'N' || g, 50 + g FROM generate_series(1, 40) g",
+            "INSERT INTO flights SELECT g, 'N' || (1 + g % 50), g % 7 "
+            "FROM generate_series(1, 400) g",
+            # 90 hangar rows: 40 of the flown tails and 50 tails nobody flew
+            "INSERT INTO hangars SELECT 'N' || g, g FROM generate_series(11, 100) g",
+        ):
+            await conn.execute(statement)
+        catalog = await infer_joins(conn, await introspect(conn, "tails"))
+    joins = _joins(catalog)
+    assert "40 of 50 distinct values found" in joins[("flights", "tailnum", "planes")], joins
+    assert ("flights", "tailnum", "hangars") not in joins, joins

@@ -5,7 +5,7 @@ asked after a clause.
 
 from __future__ import annotations
 
-from services.sql.linker._dates import DATE_NAME_WORDS
+from services.sql.linker._dates import DATE_NAME_WORDS, PLAUSIBLE_YEARS
 from services.sql.linker._mentions import (
     Mention,
 )
@@ -16,7 +16,7 @@ from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses._cues import WHEN_PARTS, WHEN_PREPOSITIONS
 from services.sql.linker.clauses._head import read_items
 from services.sql.linker.clauses._reading import Condition, Item, Read, Reading, is_year
-from services.sql.words import lemma, word_match
+from services.sql.words import irregular_past, lemma, word_match
 
 
 def event_column(reading: Reading, i: int) -> Col | None:
@@ -108,6 +108,8 @@ def event_clause(reading: Reading, read: Read, i: int) -> int | None:
     if op is None or not is_year(reading, j + 1):
         return None  # the cheap test first: the column scan runs only before a year
     col = event_column(reading, i)
+    if col is None and reading.low(j + 2) not in _MORE_YEARS:
+        col = _dated_by_participle(reading, i)
     if col is None:
         return None
     year = int(reading.number(j + 1) or 0)
@@ -115,3 +117,39 @@ def event_clause(reading: Reading, read: Read, i: int) -> int | None:
     read.mention_table(col.table)
     reading.use(i, j + 2)
     return j + 2
+
+
+# Words after a year that say more years follow ("in 2014 or 2015", "from 2010 to 2012"):
+# the year alone is not the whole condition, so no participle takes it.
+_MORE_YEARS = frozenset({"or", "and", "to", "through", "until", "-", ","})
+
+
+def _dated_by_participle(reading: Reading, i: int) -> Col | None:
+    """ "planes *built* before 1960": a participle right after a table's noun, then a
+    year, dates that table's rows; when the table holds one dated column only (a date,
+    or an integer column named for a year whose every value is a year, as
+    ``planes.year``), that column is the one the year bounds, whatever verb says it.
+    None when the word is no participle, no table's noun precedes it, or the table has
+    none or several dated columns (a flight's ``year`` and ``time_hour``: the verb would
+    have to say which)."""
+    low = reading.low(i)
+    if not (irregular_past(low) or (len(low) > 4 and low.endswith("ed"))):
+        return None
+    for start in range(i - 1, max(-1, i - 4), -1):
+        tables = [m for m in reading.longest(start, ("table",)) if m.end == i and m.table]
+        if not tables:
+            continue
+        table = tables[0].table
+        assert table is not None
+        dated = [
+            Col(table, c)
+            for c in table.columns
+            if is_temporal(c.data_type)
+            or (
+                c.span is not None
+                and "year" in reading.ctx.vocab.column_words[(table.qualified, c.name)]
+                and PLAUSIBLE_YEARS[0] <= c.span[0] <= c.span[1] <= PLAUSIBLE_YEARS[1]
+            )
+        ]
+        return dated[0] if len(dated) == 1 else None
+    return None

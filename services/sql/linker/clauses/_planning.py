@@ -54,7 +54,7 @@ def make_plan(reading: Reading, read: Read) -> Plan:
         resolve.near = (
             before[0].table
             if before is not None and _said_of(reading, before[1].end, condition.start)
-            else None
+            else _relative_head(reading, condition.start)
         )
         resolved.append((resolve.condition(condition), condition))
     resolve.near = None
@@ -275,6 +275,22 @@ class _Resolver:
         raise Decline("a quoted value, but no column says what it is")
 
 
+def _relative_head(reading: Reading, start: int) -> TableInfo | None:
+    """The table named just before a relative word that opens the condition at
+    ``start`` ("flights flown by planes *whose* year is before 1960", "planes *with*
+    year …"): the condition is said of that table's rows, so of two joined tables that
+    both hold the column (a flight's year, a plane's) it is the one meant. None when no
+    table is named there."""
+    k = start - 1 if reading.low(start) not in RELATIVE else start
+    if reading.low(k) not in RELATIVE:
+        return None
+    for j in range(k - 1, max(-1, k - 4), -1):
+        tables = [m for m in reading.longest(j, ("table",)) if m.end == k and m.table]
+        if tables:
+            return tables[0].table
+    return None
+
+
 def _said_of(reading: Reading, end: int, start: int) -> bool:
     """Only a relative pronoun and a verb of being or having between two conditions
     ("cat *that is* age 3"): the second is said of what the first picked."""
@@ -359,6 +375,21 @@ def _summed_per_group(ctx: LinkContext, read: Read, col: Col) -> bool:
     )
 
 
+def _attributes_only(ctx: LinkContext, plan: Plan, entity: TableInfo) -> bool:
+    """Whether the rows shown are only values of columns of ``entity`` that name none of
+    its rows ("Which manufacturer has the most flights?": ``planes.manufacturer``): the
+    values are ranked, each over every row holding it, so the grouping is theirs, not
+    one group per ``entity`` row (which would rank single planes and show their maker)."""
+    if not plan.dims or any(d.col.table is not entity or d.grain for d in plan.dims):
+        return False
+    try:
+        labels = {c.key for c in _labels(ctx, entity)}
+    except Decline:
+        labels = set()
+    keys = set(entity.primary_key)
+    return not any(d.col.key in labels or d.col.column.name in keys for d in plan.dims)
+
+
 def _add_group(ctx: LinkContext, plan: Plan, resolve: _Resolver, mentions: list[Mention]) -> None:
     tables = _nearest_groups(ctx, resolve.entity, mentions)
     if tables:
@@ -434,7 +465,7 @@ def _add_rank(ctx: LinkContext, plan: Plan, resolve: _Resolver, rank: Rank, *, l
             assert rank.count_of is not None
             counted = Measure("COUNT", table=rank.count_of, label=rank.count_of.name)
             plan.measures.append(counted)
-            if rank.count_of is not entity:
+            if rank.count_of is not entity and not _attributes_only(ctx, plan, entity):
                 plan.entity = entity
             if not plan.dims:
                 plan.dims += [Dim(c) for c in _labels(ctx, entity)]
