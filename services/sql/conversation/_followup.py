@@ -285,10 +285,21 @@ _REFERENCE = re.compile(
     re.IGNORECASE,
 )
 _POINTERS = frozenset({"ones", "results", "rows", "records", "entries", "items"})
+# One earlier row pointed at (the router sends these only after an answer of one row):
+# "which museums did he visit?", "what grade does she teach?", "how old is that
+# teacher?", said after an auxiliary or a preposition, never a relative "that".
+_ONE = re.compile(
+    r"\b(?:is|was|are|were|do|does|did|has|have|had|can|could|will|would|of|for|in|at|by|"
+    r"with|to|from|about|on)\s+(?:(?P<person>he|she|him)|(?P<owner>his|her)"
+    r"|(?:that|this)\s+(?P<noun>(?!(?:is|was|are|were|has|have|had|does|did|do|means?|year"
+    r"|quarter|month|week|weekend|day|hour|time|period|date|season|semester|morning|evening"
+    r"|night|case|point|moment|way|much|many|far|long|one's)\b)[a-z]{3,}))\b",
+    re.IGNORECASE,
+)
 
 
 def refers(question: str) -> bool:
-    return _REFERENCE.search(question) is not None
+    return _REFERENCE.search(question) is not None or _ONE.search(question) is not None
 
 
 def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
@@ -313,11 +324,23 @@ def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
         return f"the {name}'s"
 
     text = _REFERENCE.sub(replace, question, count=1)
+    if text == question and (one := _ONE.search(question)) is not None:
+        # "that teacher", "this person": the earlier rows' table, whatever noun is said
+        said = f"the {name}'s" if one.group("owner") else f"the {name}"
+        text = question[: _one_start(question, one)] + said + question[one.end() :]
     # "the customers's emails" reads worse to the linker than "the emails of the customers".
     owned = re.search(rf"the {re.escape(name)}'s ((?:\w+ ){{0,2}}\w+)", text)
     if owned:
         text = f"{text[: owned.start()]}the {owned.group(1)} of the {name}{text[owned.end() :]}"
     return text
+
+
+def _one_start(question: str, one: re.Match[str]) -> int:
+    """Where the reference itself starts: the pronoun, or the "that"/"this" before a noun."""
+    for group in ("person", "owner"):
+        if one.group(group):
+            return one.start(group)
+    return question.rindex(" ", 0, one.start("noun") - 1) + 1
 
 
 def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[str] = ()) -> str:
