@@ -246,15 +246,35 @@ _ASKS_PROPERTY = re.compile(
 )
 
 
+# "in which concerts did they appear?", "what year is it from?": a thing asked for by a
+# noun that is not the earlier rows' own ("which of them", "which singers" after singers).
+_ASKS_NOUN = re.compile(
+    r"\b(?:which|what)\s+(?!(?:is|are|was|were|do|does|did|has|have|had|can|could|will|"
+    r"would|ones?|kind|sort)\b)(?P<noun>[a-z]{3,})\b",
+    re.IGNORECASE,
+)
+
+
+def _asks_another_thing(question: str, about: Subject) -> bool:
+    if _ASKS_PROPERTY.match(question) is not None:
+        return True
+    asked = _ASKS_NOUN.search(question)
+    own = {stem(w) for w in name_words(about.table.name)}
+    return asked is not None and stem(asked.group("noun").lower()) not in own
+
+
 def shows_only_rows(question: str, linked_sql: str, about: Subject, catalog: Catalog) -> bool:
     """Whether a question that asks for a property of the earlier rows ("where do they
-    live?", "who makes them?") was linked to a statement that shows nothing but those
-    rows' keys and names: the words it asks with named no column, and the rows alone
-    would be answered as if they were the answer."""
-    if _ASKS_PROPERTY.match(question) is None:
+    live?", "who makes them?") or for other things by name ("in which concerts did they
+    appear?") was linked to a statement that shows nothing but those rows' keys and
+    names (or another table's reference to their key): the words it asks with named no
+    column, and the rows alone would be answered as if they were the answer."""
+    if not _asks_another_thing(question, about):
         return False
     select = parse(linked_sql)
-    if select.args.get("where") or select.args.get("group"):
+    if select.args.get("group"):
+        return False
+    if select.args.get("where") and _ASKS_PROPERTY.match(question) is not None:
         return False
     tables = {s.alias_or_name: table_for(catalog, s) for s in sources(select)}
     for projection in select.expressions:
@@ -262,7 +282,15 @@ def shows_only_rows(question: str, linked_sql: str, about: Subject, catalog: Cat
         if not isinstance(column, exp.Column):
             return False
         owner = tables.get(column.table) if column.table else about.table
-        if owner is None or owner.qualified != about.table.qualified:
+        if owner is not None and owner.qualified != about.table.qualified:
+            # another table's column referring to the earlier rows' key is their key too
+            if any(
+                parent == about.table.qualified and column.name in local
+                for local, parent, _ in _references(owner, catalog)
+            ):
+                continue
+            return False
+        if owner is None:
             return False
         names = name_words(column_name(owner, column.name))
         if (
