@@ -154,6 +154,11 @@ _CHANGE = re.compile(
     r"\s*[?.!]*$",
     re.IGNORECASE,
 )
+_QUESTION_HEAD = re.compile(
+    r"^(?:how|what|which|who|whom|whose|when|where|why|is|are|was|were|do|does|did|list|show"
+    r"|give|find|count|name)\b",
+    re.IGNORECASE,
+)
 # One earlier row pointed at: "he", "she", "his age", "that singer", "this person". Said
 # after an auxiliary or a preposition ("which museums did he visit?", "how old is that
 # teacher?", "for her"), never as a relative "that" after a noun ("singers that sing").
@@ -162,7 +167,7 @@ _ONE_REFERENCE = re.compile(
     r"with|to|from|about|on)\s+(?P<p>he|she|him|her|his|(?:that|this)\s+(?!(?:is|was|are|"
     r"were|has|have|had|does|did|do|means?|year|quarter|month|week|weekend|day|hour|time|"
     r"period|date|season|semester|morning|evening|night|case|point|moment|way|much|many|far|"
-    r"long|one's)\b)"
+    r"long|list|table|result|set|group|answer|query|data|chart|report|one's)\b)"
     r"[a-z]{3,})\b",
     re.IGNORECASE,
 )
@@ -1060,9 +1065,13 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             )
         return Resolution(FollowUpKind.RESULT_REFERENCE, _finish(_refer(asked, target, prior)))
 
-    if (change := _CHANGE.match(_plain(asked))) is not None:
+    change = _CHANGE.match(_plain(asked))
+    if change is not None:
         said = _clean(change.group("old") or change.group("old2"))
         value = _clean(change.group("new") or change.group("new2"))
+        if max(len(said.split()), len(value.split())) > 4 or _QUESTION_HEAD.match(value):
+            change = None  # "which customers prefer tea rather than coffee?" asks anew
+    if change is not None:
         body = _body(prior.resolved_question)
         found = list(re.finditer(rf"(?<![\w-]){re.escape(said)}(?![\w-])", body, re.I))
         if len(found) != 1:

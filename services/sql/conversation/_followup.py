@@ -321,7 +321,8 @@ _ONE = re.compile(
     r"with|to|from|about|on)\s+(?:(?P<person>he|she|him)|(?P<owner>his|her)"
     r"|(?:that|this)\s+(?P<noun>(?!(?:is|was|are|were|has|have|had|does|did|do|means?|year"
     r"|quarter|month|week|weekend|day|hour|time|period|date|season|semester|morning|evening"
-    r"|night|case|point|moment|way|much|many|far|long|one's)\b)[a-z]{3,}))\b",
+    r"|night|case|point|moment|way|much|many|far|long|list|table|result|set|group|answer"
+    r"|query|data|chart|report|one's)\b)[a-z]{3,}))\b",
     re.IGNORECASE,
 )
 

@@ -81,6 +81,14 @@ def test_a_value_said_with_the_one_it_replaces_is_swapped_there(question: str) -
     assert resolution.question == "How many customers are there in Texas?"
 
 
+@pytest.mark.parametrize(
+    "question", ["Which customers prefer email rather than phone?",
+                 "list the accounts that pay yearly instead of monthly"],
+)  # fmt: skip
+def test_a_question_of_its_own_with_rather_than_is_no_swap(question: str) -> None:
+    assert resolve(question, [IN_OHIO]).kind is FollowUpKind.STANDALONE
+
+
 def test_a_replaced_value_the_previous_question_never_said_is_refused() -> None:
     resolution = resolve("replace Iowa with Texas", [IN_OHIO])
     assert resolution.kind is FollowUpKind.UNRESOLVED
@@ -117,6 +125,11 @@ def test_a_pointer_after_an_answer_that_showed_nothing_is_refused() -> None:
 )  # fmt: skip
 def test_a_relative_that_is_no_pointer(question: str) -> None:
     assert resolve(question, [ONE_CUSTOMER]).kind is FollowUpKind.STANDALONE
+
+
+def test_that_list_is_the_whole_answer_not_one_row_of_it() -> None:
+    resolution = resolve("how many of them are in Ohio from that list?", [RANKED])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
 
 
 def test_a_regrouping_rather_than_the_old_grouping_replaces_it() -> None:
