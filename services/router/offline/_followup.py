@@ -138,6 +138,39 @@ _SWAP = re.compile(
     rf"^{_LEAD}{_ABOUT} (?:(?P<prep>for|in|with|at|from|to|of|on|by) )?(?P<v>.+?)\s*\??\s*$",
     re.IGNORECASE,
 )
+# "Turton Urban District instead", "the United States ones instead", "template 11 then":
+# a value said in place of the previous question's, with nothing but "instead" around it.
+_INSTEAD = re.compile(
+    rf"^{_LEAD}(?:(?:the|those|these)\s+)?(?P<v>[^?]+?)(?:\s+ones?)?\s+(?:instead|then)"
+    r"\s*[?.!]*$",
+    re.IGNORECASE,
+)
+# "swap Science for Music", "replace 2014 with 2015", "Music instead of Science": the value
+# to take out is said, so it is the one replaced.
+_CHANGE = re.compile(
+    rf"^{_LEAD}(?:swap|replace|switch|change|exchange)\s+(?P<old>[^?]+?)\s+(?:for|with|to)\s+"
+    r"(?P<new>[^?]+?)\s*[?.!]*$"
+    rf"|^{_LEAD}(?P<new2>[^?]+?)\s+(?:instead of|rather than|in place of)\s+(?P<old2>[^?]+?)"
+    r"\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_QUESTION_HEAD = re.compile(
+    r"^(?:how|what|which|who|whom|whose|when|where|why|is|are|was|were|do|does|did|list|show"
+    r"|give|find|count|name)\b",
+    re.IGNORECASE,
+)
+# One earlier row pointed at: "he", "she", "his age", "that singer", "this person". Said
+# after an auxiliary or a preposition ("which museums did he visit?", "how old is that
+# teacher?", "for her"), never as a relative "that" after a noun ("singers that sing").
+_ONE_REFERENCE = re.compile(
+    r"\b(?:is|was|are|were|do|does|did|has|have|had|can|could|will|would|of|for|in|at|by|"
+    r"with|to|from|about|on)\s+(?P<p>he|she|him|her|his|(?:that|this)\s+(?!(?:is|was|are|"
+    r"were|has|have|had|does|did|do|means?|year|quarter|month|week|weekend|day|hour|time|"
+    r"period|date|season|semester|morning|evening|night|case|point|moment|way|much|many|far|"
+    r"long|list|table|result|set|group|answer|query|data|chart|report|one's)\b)"
+    r"[a-z]{3,})\b",
+    re.IGNORECASE,
+)
 # "which of them", "those deals", "these", "their", "them", "they".
 # "those", "these documents": a plural noun after the demonstrative is what it names.
 _DEMONSTRATIVE = re.compile(
@@ -524,10 +557,12 @@ _NUMBER_WORDS = {
 _LOWEST = ("bottom", "worst", "lowest", "smallest", "least", "fewest", "last")
 # "only the top 2", "just 3", "show me the first 10 instead", "bottom 5", "top three only".
 _LIMIT = re.compile(
-    r"^(?:(?:limit|cut)(?: it| that)? to |make it "
+    r"^(?:(?P<verb>(?:limit|cut|trim|reduce|shorten|extend|widen|expand|increase|bring|change)"
+    r"(?:\s+(?:it|that|this|the list))?(?:\s+(?:down|up|back))?\s+to\s+)"
+    r"|make (?:it|that|this)\s+(?:(?:a|an)\s+)?"
     r"|(?P<fewer>fewer|less|more)\s*[-\u2013\u2014:,]?\s*)?(?:(?:only|just)\s+)?"
     r"(?:(?:show|give|list|keep|return)(?:\s+me)?\s+)?(?:(?:only|just)\s+)?(?:the\s+)?"
-    r"(?P<dir>top|first|best|highest|largest|biggest|most|" + "|".join(_LOWEST) + r")?\s*"
+    r"(?P<dir>top|first|best|highest|largest|biggest|most|leading|" + "|".join(_LOWEST) + r")?\s*"
     r"(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")"
     r"(?:\s+(?:ones?|results?|rows?|items?|entries|records|of (?:them|those|these)))?"
     r"(?P<tail>(?:\s+(?:only|instead|then|(?:is|are) (?:enough|fine|plenty)|(?:will|would|"
@@ -543,7 +578,8 @@ _REGROUP = re.compile(
     r"|(?:do|show|give me)\s+(?:(?:it|that|this|the same)\s+)?)?"
     r"(?P<prep>by|per|for each|for every|in each|across)\s+(?:the\s+|each\s+)?"
     r"(?P<dim>[\w'-]+(?:\s+[\w'-]+){0,2}?)"
-    r"(?P<instead>\s+instead)?(?:\s+(?:too|as well|also|then))?$",
+    r"(?P<instead>\s+(?:instead(?:\s+of\s+[\w' -]+)?|rather than\s+[\w' -]+))?"
+    r"(?:\s+(?:too|as well|also|then))?$",
     re.IGNORECASE,
 )
 # "only those in California", "just the ones from 2023", "only the active ones".
@@ -556,7 +592,8 @@ _NARROW = re.compile(
 # "keep only the stocks", "show only the ETFs", "restrict it to CA", "filter to 2023".
 _NARROW_VERB = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:(?:keep|show|list|count|include)\s+only"
-    r"|(?:restrict|filter|narrow)(?:\s+(?:it|that|this|them|those|these))?(?:\s+down)?\s+to)"
+    r"|(?:restrict|filter|narrow|limit)(?:ed)?(?:\s+(?:it|that|this|them|those|these))?"
+    r"(?:\s+down)?\s+to)"
     r"\s+(?:(?:me|the|those|these|ones|them)\s+)*(?P<f>.+?)(?:\s+(?:ones?|only))?$",
     re.IGNORECASE,
 )
@@ -632,7 +669,11 @@ def _limit(text: str) -> tuple[int, bool] | None:
     number = match.group("n").lower()
     rows = _NUMBER_WORDS.get(number) or int(number)
     cue = (
-        match.group("dir") or match.group("tail") or match.group("fewer") or _LIMIT_CUE.match(text)
+        match.group("dir")
+        or match.group("tail")
+        or match.group("fewer")
+        or match.group("verb")
+        or _LIMIT_CUE.match(text)
     )
     if not cue or rows < 1 or (len(number) == 4 and 1900 <= rows <= 2100):
         return None
@@ -968,8 +1009,27 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             asked,
             f"the previous answer showed nothing for '{owner.group('p')}' to refer to",
         )
-    # "what year is it from?" after an answer of one row: "it" is that row.
-    single = _SINGULAR.search(asked) if prior.sql and prior.row_count == 1 else None
+    one = _ONE_REFERENCE.search(asked)
+    if one is not None and not (demonstrative or pronoun):
+        word = one.group("p")
+        if not (prior.sql or prior.members or prior.row_count or prior.cited):
+            # "which museums did he visit?" after a refusal: read alone it would ask
+            # about every visitor's museums.
+            return Resolution(
+                FollowUpKind.UNRESOLVED,
+                asked,
+                f"the previous answer showed nothing for '{word}' to refer to",
+            )
+        if prior.sql and prior.row_count > 1:
+            return Resolution(
+                FollowUpKind.UNRESOLVED,
+                asked,
+                f"the previous answer has {prior.row_count} rows, so '{word}' points at no "
+                "one of them",
+            )
+    # "what year is it from?" after an answer of one row: "it" is that row; so is "he",
+    # "that teacher".
+    single = (_SINGULAR.search(asked) or one) if prior.sql and prior.row_count == 1 else None
     if (
         demonstrative
         or pronoun
@@ -1005,7 +1065,31 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             )
         return Resolution(FollowUpKind.RESULT_REFERENCE, _finish(_refer(asked, target, prior)))
 
-    if match := _SWAP.match(asked):
+    change = _CHANGE.match(_plain(asked))
+    if change is not None:
+        said = _clean(change.group("old") or change.group("old2"))
+        value = _clean(change.group("new") or change.group("new2"))
+        if max(len(said.split()), len(value.split())) > 4 or _QUESTION_HEAD.match(value):
+            change = None  # "which customers prefer tea rather than coffee?" asks anew
+    if change is not None:
+        body = _body(prior.resolved_question)
+        found = list(re.finditer(rf"(?<![\w-]){re.escape(said)}(?![\w-])", body, re.I))
+        if len(found) != 1:
+            return Resolution(
+                FollowUpKind.UNRESOLVED,
+                asked,
+                f"the previous question does not say '{said}' once, so nothing is replaced",
+            )
+        where = found[0]
+        return Resolution(
+            FollowUpKind.VALUE_SWAP,
+            f"{body[: where.start()]}{value}{body[where.end() :]}?",
+            builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
+        )
+    match = _SWAP.match(asked)
+    if match is None and (instead := _INSTEAD.match(_plain(asked))) is not None:
+        match = _SWAP.match(f"what about {instead.group('v')}?")
+    if match:
         value = _clean(match.group("v"))
         prep = (match.group("prep") or "").lower()
         if prep in ("from", "to") and not re.search(
@@ -1084,6 +1168,9 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
     if demonstrative:
         return text[: demonstrative.start()] + target + text[demonstrative.end() :]
     pronoun = _has_unanchored_pronoun(text)
+    if pronoun is None and (one := _ONE_REFERENCE.search(text)) is not None:
+        said = f"{target}'s" if one.group("p").lower() in ("his", "her") else target
+        return text[: one.start("p")] + said + text[one.end("p") :]
     if pronoun is None and (single := _SINGULAR.search(text)) is not None:
         said = f"{target}'s" if single.group("p").lower() == "its" else target
         return text[: single.start()] + said + text[single.end() :]

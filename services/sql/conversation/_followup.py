@@ -246,15 +246,35 @@ _ASKS_PROPERTY = re.compile(
 )
 
 
+# "in which concerts did they appear?", "what year is it from?": a thing asked for by a
+# noun that is not the earlier rows' own ("which of them", "which singers" after singers).
+_ASKS_NOUN = re.compile(
+    r"\b(?:which|what)\s+(?!(?:is|are|was|were|do|does|did|has|have|had|can|could|will|"
+    r"would|ones?|kind|sort)\b)(?P<noun>[a-z]{3,})\b",
+    re.IGNORECASE,
+)
+
+
+def _asks_another_thing(question: str, about: Subject) -> bool:
+    if _ASKS_PROPERTY.match(question) is not None:
+        return True
+    asked = _ASKS_NOUN.search(question)
+    own = {stem(w) for w in name_words(about.table.name)}
+    return asked is not None and stem(asked.group("noun").lower()) not in own
+
+
 def shows_only_rows(question: str, linked_sql: str, about: Subject, catalog: Catalog) -> bool:
     """Whether a question that asks for a property of the earlier rows ("where do they
-    live?", "who makes them?") was linked to a statement that shows nothing but those
-    rows' keys and names: the words it asks with named no column, and the rows alone
-    would be answered as if they were the answer."""
-    if _ASKS_PROPERTY.match(question) is None:
+    live?", "who makes them?") or for other things by name ("in which concerts did they
+    appear?") was linked to a statement that shows nothing but those rows' keys and
+    names (or another table's reference to their key): the words it asks with named no
+    column, and the rows alone would be answered as if they were the answer."""
+    if not _asks_another_thing(question, about):
         return False
     select = parse(linked_sql)
-    if select.args.get("where") or select.args.get("group"):
+    if select.args.get("group"):
+        return False
+    if select.args.get("where") and _ASKS_PROPERTY.match(question) is not None:
         return False
     tables = {s.alias_or_name: table_for(catalog, s) for s in sources(select)}
     for projection in select.expressions:
@@ -262,7 +282,15 @@ def shows_only_rows(question: str, linked_sql: str, about: Subject, catalog: Cat
         if not isinstance(column, exp.Column):
             return False
         owner = tables.get(column.table) if column.table else about.table
-        if owner is None or owner.qualified != about.table.qualified:
+        if owner is not None and owner.qualified != about.table.qualified:
+            # another table's column referring to the earlier rows' key is their key too
+            if any(
+                parent == about.table.qualified and column.name in local
+                for local, parent, _ in _references(owner, catalog)
+            ):
+                continue
+            return False
+        if owner is None:
             return False
         names = name_words(column_name(owner, column.name))
         if (
@@ -285,10 +313,22 @@ _REFERENCE = re.compile(
     re.IGNORECASE,
 )
 _POINTERS = frozenset({"ones", "results", "rows", "records", "entries", "items"})
+# One earlier row pointed at (the router sends these only after an answer of one row):
+# "which museums did he visit?", "what grade does she teach?", "how old is that
+# teacher?", said after an auxiliary or a preposition, never a relative "that".
+_ONE = re.compile(
+    r"\b(?:is|was|are|were|do|does|did|has|have|had|can|could|will|would|of|for|in|at|by|"
+    r"with|to|from|about|on)\s+(?:(?P<person>he|she|him)|(?P<owner>his|her)"
+    r"|(?:that|this)\s+(?P<noun>(?!(?:is|was|are|were|has|have|had|does|did|do|means?|year"
+    r"|quarter|month|week|weekend|day|hour|time|period|date|season|semester|morning|evening"
+    r"|night|case|point|moment|way|much|many|far|long|list|table|result|set|group|answer"
+    r"|query|data|chart|report|one's)\b)[a-z]{3,}))\b",
+    re.IGNORECASE,
+)
 
 
 def refers(question: str) -> bool:
-    return _REFERENCE.search(question) is not None
+    return _REFERENCE.search(question) is not None or _ONE.search(question) is not None
 
 
 def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
@@ -313,11 +353,23 @@ def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
         return f"the {name}'s"
 
     text = _REFERENCE.sub(replace, question, count=1)
+    if text == question and (one := _ONE.search(question)) is not None:
+        # "that teacher", "this person": the earlier rows' table, whatever noun is said
+        said = f"the {name}'s" if one.group("owner") else f"the {name}"
+        text = question[: _one_start(question, one)] + said + question[one.end() :]
     # "the customers's emails" reads worse to the linker than "the emails of the customers".
     owned = re.search(rf"the {re.escape(name)}'s ((?:\w+ ){{0,2}}\w+)", text)
     if owned:
         text = f"{text[: owned.start()]}the {owned.group(1)} of the {name}{text[owned.end() :]}"
     return text
+
+
+def _one_start(question: str, one: re.Match[str]) -> int:
+    """Where the reference itself starts: the pronoun, or the "that"/"this" before a noun."""
+    for group in ("person", "owner"):
+        if one.group(group):
+            return one.start(group)
+    return question.rindex(" ", 0, one.start("noun") - 1) + 1
 
 
 def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[str] = ()) -> str:

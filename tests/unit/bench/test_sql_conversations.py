@@ -98,6 +98,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
     assert [p.stem for p in scripts[1:]] == [
         "conversations_spider_blind",
         "conversations_spider_v2",
+        "conversations_spider_v3",
     ]
     assert [p.stem for p in scripts_for(Path("sql"))] == ["conversations_defog",
                                                          "conversations_defog_v2"]  # fmt: skip

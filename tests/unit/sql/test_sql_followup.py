@@ -213,6 +213,29 @@ def test_a_reference_points_at_the_subject_table(question, expected):
 
 
 @pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("which orders did he place?", "which orders did the customers place?"),
+        ("and where does she live?", "and where does the customers live?"),
+        ("what is her email?", "what is the email of the customers?"),
+        ("how much has that client spent?", "how much has the customers spent?"),
+    ],
+)
+def test_one_row_pointed_at_points_at_the_subject_table(question, expected):
+    """The router sends "he", "her", "that client" only after an answer of one row: the
+    linker reads them as the earlier rows' table, not as words naming nothing."""
+    assert refers(question)
+    assert pointed(question, CUSTOMERS, CATALOG) == expected
+
+
+@pytest.mark.parametrize(
+    "question", ["Which customers that joined in 2020 ordered?", "what is that in dollars?"]
+)
+def test_a_relative_or_pronoun_that_points_at_no_row(question):
+    assert not refers(question)
+
+
+@pytest.mark.parametrize(
     "question",
     ["How many customers are there?", "Are there customers in Ohio?", "there were 3 orders",
      "what's there to know about customers?", "Is there an order from 2020?"],

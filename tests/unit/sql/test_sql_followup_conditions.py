@@ -406,3 +406,16 @@ def test_a_question_asking_where_that_linked_to_the_rows_names_alone_answers_not
     assert not shows_only_rows("list them", names, about, CATALOG)
     assert not shows_only_rows("where do they live?", "SELECT t0.country FROM customers AS t0",
                                about, CATALOG)  # fmt: skip
+
+
+def test_a_question_naming_other_things_linked_to_the_rows_keys_alone_answers_nothing():
+    """ "in which orders did the customer appear?" linked to the orders' reference to the
+    customers (``orders.customer_id``) shows the earlier rows again, not the orders."""
+    about = subject("SELECT c.id, c.name FROM customers AS c", CATALOG)
+    keys = "SELECT DISTINCT t0.customer_id FROM orders AS t0 WHERE t0.status = 'shipped'"
+    assert shows_only_rows("in which orders did the customer appear?", keys, about, CATALOG)
+    assert shows_only_rows("what year did he join?", keys, about, CATALOG)
+    # the rows' own noun, or a column of the other table shown: an answer
+    assert not shows_only_rows("which customers ordered?", keys, about, CATALOG)
+    assert not shows_only_rows("which orders did he place?", "SELECT t0.id, t0.customer_id "
+                               "FROM orders AS t0", about, CATALOG)  # fmt: skip
