@@ -240,6 +240,12 @@ def summarise(
             "same_rows": sum(r["same_rows"] for r in with_rows),
             # where the spelled-out question was right: did the follow-up match it?
             "spelled_out_right_same_rows": sum(r["same_rows"] for r in right_alone),
+            # rows that differ although both are right by the gold: the same answer shown
+            # with other columns beside it (a name, the ranked measure). Still a miss of
+            # "same rows"; counted so a blind script's misses can be told apart by totals.
+            "other_columns_both_right": sum(
+                not r["same_rows"] and r["correct"] and r["alone"]["correct"] for r in with_rows
+            ),
         }
 
     def kinds(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -333,7 +339,9 @@ def render(report: dict[str, Any], title: str) -> str:
         f"follow-up correct / spelled-out correct: {report['ratio_to_spelled_out']:.2f} "
         f"(target ≥ {TARGET_RATIO}); same rows {report['same_rows_rate']:.1%} "
         f"(target ≥ {TARGET_SAME_ROWS:.0%}; {report['same_rows_where_spelled_out_right']:.1%} "
-        f"where the spelled-out question was right); per kind targets: recognised ≥ "
+        f"where the spelled-out question was right; of the rest "
+        f"{report['overall']['other_columns_both_right']} both right, other columns shown); "
+        "per kind targets: recognised ≥ "
         f"{TARGET_RECOGNISED:.0%}, precision ≥ {TARGET_PRECISION:.0%} (prec*: of the "
         "follow-ups to a right answer); "
         f"{'all met' if meets_targets(report) else 'MISS: ' + ', '.join(missed_targets(report))}",

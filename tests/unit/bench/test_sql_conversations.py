@@ -72,6 +72,15 @@ def test_targets_compare_follow_ups_with_the_same_questions_spelled_out() -> Non
     assert "limit recognised" in missed_targets(summarise(unrecognised))
 
 
+def test_rows_that_differ_though_both_are_right_are_counted_apart() -> None:
+    shown_otherwise = [_item(k, True, True, False) for k in KINDS]
+    wrong_alone = [_item(k, True, False, False) for k in KINDS]
+    report = summarise([*shown_otherwise, *wrong_alone])
+    assert report["overall"]["same_rows"] == 0
+    assert report["overall"]["other_columns_both_right"] == len(KINDS)
+    assert "same rows" in missed_targets(report)  # still a miss: only told apart
+
+
 def test_a_wrong_kind_misses_the_precision_target() -> None:
     good = [_item(k, True, True, True) for k in KINDS] * 5
     wrong_limits = [dict(i, correct=False) if i["kind"] == "limit" else i for i in good]
