@@ -514,11 +514,22 @@ async def gold_results(
     return found
 
 
+# A gold query that reads the clock answers differently from day to day whatever its
+# snapshot was marked: defog's car_dealership loads sales at ``DATE_TRUNC('week',
+# CURRENT_DATE) - …``, so "the past 7 days" (advanced-28) counts one sale more on a Monday
+# than on the day its snapshot was taken and marked date-independent.
+_READS_THE_CLOCK = re.compile(
+    r"\b(?:current_date|current_timestamp|current_time|localtimestamp|localtime|now\s*\()",
+    re.IGNORECASE,
+)
+
+
 def snapshot_mismatches(
     dataset: Dataset, gold: dict[str, list[list[tuple[Cell, ...]] | str]]
 ) -> list[str]:
     """Ids whose first gold variant, run today, differs from ``gold_results.jsonl`` although
-    the snapshot is marked date-independent: a sign the databases did not load as built."""
+    the snapshot is marked date-independent and its query reads no clock: a sign the
+    databases did not load as built."""
     path = dataset.root / "gold_results.jsonl"
     if not path.exists():
         return []
@@ -530,6 +541,8 @@ def snapshot_mismatches(
         snap = json.loads(line)
         item = by_id.get(snap.get("id"))
         if item is None or snap.get("time_dependent") or not gold.get(item.id):
+            continue
+        if _READS_THE_CLOCK.search(item.gold_sql[0]):
             continue
         live = gold[item.id][0]
         rows = [tuple(_snapshot_cell(v) for v in row) for row in snap.get("rows", [])]
