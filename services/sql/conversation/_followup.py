@@ -690,17 +690,23 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
     if not found:
         raise FollowUpError(f"no column of the earlier tables is named '{dimension}'")
     news, keys = found
+    # a key that is itself what names the rows (a type's code) is shown once
+    named = {n.sql(dialect="postgres") for n in news}
+    keys = [k for k in keys if k.sql(dialect="postgres") not in named]
     group = select.args.get("group")
     if group is None:
         if any(e.find(exp.AggFunc) is None for e in select.expressions):
             raise FollowUpError("the earlier statement is neither a total nor a grouping")
-        select.set("expressions", [*(n.copy() for n in news), *select.expressions])
+        # rows of a table (grouped by its key) are shown by their key and name, as the
+        # same question asked alone shows them
+        select.set("expressions", [*(n.copy() for n in [*keys, *news]), *select.expressions])
         select.set("group", exp.Group(expressions=[n.copy() for n in [*news, *keys]]))
         return select.sql(dialect="postgres")
     if add:
         # Beside the existing grouping: after its columns in the projection.
         grouped = len([e for e in select.expressions if e.find(exp.AggFunc) is None])
-        select.set("expressions", [*select.expressions[:grouped], *(n.copy() for n in news),
+        select.set("expressions", [*select.expressions[:grouped],
+                                   *(n.copy() for n in [*keys, *news]),
                                    *select.expressions[grouped:]])  # fmt: skip
         group.set("expressions", [*group.expressions, *(n.copy() for n in [*news, *keys])])
         return select.sql(dialect="postgres")
@@ -722,16 +728,19 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
             continue
         kept.append(projection)
     at = 0 if at is None else at
-    if keys and _keys(removed, select, catalog):
-        # The rows it replaces were shown by their key and name: so are the new ones.
-        news = [*keys, *news]
-    elif keys and _codes(removed, select, catalog):
+    if keys and _codes(removed, select, catalog) and not _keys(removed, select, catalog):
         # They were shown by a code that refers to another table's key (flights per
         # carrier): the new ones are shown by their code too (airports by faa), as the
         # same question asked alone shows them.
         news = keys
+    elif keys:
+        # Rows of a table, grouped by its key: shown by their key and name, as the same
+        # question asked alone shows them (a name that repeats stays two rows, told apart).
+        news = [*keys, *news]
     select.set("expressions", [*kept[:at], *(n.copy() for n in news), *kept[at:]])
-    by_text = {n.sql(dialect="postgres"): n for n in [*news, *keys]}
+    keyed = {k.sql(dialect="postgres") for k in keys}
+    names = [n for n in news if n.sql(dialect="postgres") not in keyed]
+    by_text = {n.sql(dialect="postgres"): n for n in [*names, *keys]}
     select.set("group", exp.Group(expressions=[n.copy() for n in by_text.values()]))
     order = select.args.get("order")
     if order is not None:

@@ -225,12 +225,20 @@ FIRST_NAMES = ("first_name", "fname", "firstname")
 LAST_NAMES = ("last_name", "lname", "lastname", "surname")
 
 
+def _name_part(column: str, parts: tuple[str, ...]) -> bool:
+    """``column`` ends in one of ``parts`` (``last_name``, ``ContactLastName``); a short
+    abbreviation only as a whole word (``emp_lname``), not as the letters a longer word
+    ends in (``fullname`` is a whole name, not a last one)."""
+    low = column.lower()
+    return low in parts or any(low.endswith(p if len(p) > 5 else f"_{p}") for p in parts)
+
+
 def person_name(table: TableInfo) -> list[Col]:
     """A person's name, said in two columns (first and last): together they name a row,
     before any other "…name" column, which names something else of the person's (a
     doctor's ``med_school_name``)."""
-    first = [c for c in table.columns if c.name.lower().endswith(FIRST_NAMES)]
-    last = [c for c in table.columns if c.name.lower().endswith(LAST_NAMES)]
+    first = [c for c in table.columns if _name_part(c.name, FIRST_NAMES)]
+    last = [c for c in table.columns if _name_part(c.name, LAST_NAMES)]
     return [Col(table, first[0]), Col(table, last[0])] if len(first) == len(last) == 1 else []
 
 
@@ -238,7 +246,7 @@ def name_columns(table: TableInfo) -> list[Col]:
     """Columns that name a row: called ``name`` or ending in it, else a title."""
     names = [c for c in table.columns if c.name.lower() == "name"]
     names = names or [c for c in table.columns if c.name.lower().endswith("name")
-                      and not c.name.lower().endswith(FIRST_NAMES + LAST_NAMES)]  # fmt: skip
+                      and not _name_part(c.name, FIRST_NAMES + LAST_NAMES)]  # fmt: skip
     names = names or [c for c in table.columns if c.name.lower().endswith("title")]
     # a text column called what the table is called: ``airlines.airline``, ``course.course``,
     # also without a generic word of the table's name (``model_list.model``)

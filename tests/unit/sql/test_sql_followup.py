@@ -297,12 +297,30 @@ def test_regroup_groups_a_total():
 
 
 def test_regroup_reaches_a_named_table_through_its_key():
+    # rows of a table, shown as the same question asked alone shows them: key, then name
     _same(
         regrouped("SELECT COUNT(*) FROM customers AS c", "region", CATALOG),
-        "SELECT grouped.region_name, COUNT(*) FROM customers AS c JOIN public.regions AS "
-        "grouped ON grouped.region_id = c.region_id GROUP BY grouped.region_name, "
-        "grouped.region_id",
+        "SELECT grouped.region_id, grouped.region_name, COUNT(*) FROM customers AS c JOIN "
+        "public.regions AS grouped ON grouped.region_id = c.region_id GROUP BY "
+        "grouped.region_name, grouped.region_id",
     )
+
+
+def test_regroup_onto_a_table_keyed_by_its_code_shows_the_code_once():
+    types = TableInfo(
+        "public", "ref_types",
+        columns=(ColumnInfo("type_code", "text", False), ColumnInfo("description", "text", True)),
+        primary_key=("type_code",),
+    )  # fmt: skip
+    items = TableInfo(
+        "public", "items",
+        columns=(ColumnInfo("id", "integer", False), ColumnInfo("type_code", "text", False)),
+        primary_key=("id",),
+        foreign_keys=(ForeignKeyInfo(("type_code",), "public.ref_types", ("type_code",)),),
+    )  # fmt: skip
+    sql = regrouped("SELECT COUNT(*) FROM items AS i", "type", Catalog("t", (items, types)))
+    shown = sqlglot.parse_one(sql, dialect="postgres").expressions
+    assert [e.sql() for e in shown].count("grouped.type_code") == 1, sql
 
 
 def test_regroup_uses_joins_the_catalog_inferred_without_declared_keys():

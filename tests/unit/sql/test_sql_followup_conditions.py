@@ -370,7 +370,7 @@ def test_a_regroup_by_a_table_shows_every_name_of_its_rows_and_groups_by_its_key
     catalog = Catalog("cars", (SALESPEOPLE, SALES))
     _same(
         regrouped("SELECT SUM(s.price) FROM sales AS s", "salesperson", catalog),
-        "SELECT grouped.first_name, grouped.last_name, SUM(s.price) FROM sales AS s "
+        "SELECT grouped.id, grouped.first_name, grouped.last_name, SUM(s.price) FROM sales AS s "
         "JOIN public.salespersons AS grouped ON grouped.id = s.salesperson_id "
         "GROUP BY grouped.first_name, grouped.last_name, grouped.id",
     )

@@ -74,7 +74,7 @@ def make_plan(reading: Reading, read: Read) -> Plan:
                             counted.op, counted.number))  # fmt: skip
         if counted.table is not entity and not plan.dims:
             plan.entity = entity
-            plan.dims += [Dim(c) for c in _labels(ctx, entity)]
+            plan.dims += [Dim(c) for c in _labels(ctx, entity, grouped=True)]
         elif counted.table is not entity:
             plan.entity = entity if any(d.col.table is entity for d in plan.dims) else None
     for rank in read.ranks:
@@ -111,6 +111,7 @@ def make_plan(reading: Reading, read: Read) -> Plan:
             used.add(table.qualified)
     if not plan.dims and not plan.measures:
         raise Decline("the question asks for nothing the reader placed")
+    _identified(ctx, plan)
     if not plan.measures and not plan.having and not plan.limit:
         # rows of the entity listed through many related rows: each row once
         plan.distinct = plan.distinct or fans_out(
@@ -309,21 +310,54 @@ def _referenced(ctx: LinkContext, entity: TableInfo) -> list[TableInfo]:
     return [t for t in ctx.catalog.tables if t.qualified in parents and t is not entity]
 
 
-def _labels(ctx: LinkContext, table: TableInfo) -> list[Col]:
+def _labels(ctx: LinkContext, table: TableInfo, *, grouped: bool = False) -> list[Col]:
     """The columns that name a row of ``table`` in an answer: its one name column, a
-    person's first and last name, else its key."""
+    person's first and last name, else its key. ``grouped``: the answer has one row per
+    row of ``table`` (the statement groups by its key), so name columns that tie (two
+    "…name" columns, none called just ``name``) are all shown: which one names the row
+    is not for the engine to guess, and showing both changes no row."""
     if not any(c.name.lower() == "name" for c in table.columns):
         person = person_name(table)
         if person:
             return person
     names = name_columns(table)
-    if len(names) == 1:
+    if len(names) == 1 or (grouped and names):
         return names
     if table.primary_key:
         key = table.column(table.primary_key[0])
         if key is not None:
             return [Col(table, key)]
     raise Decline(f"nothing names a row of {table.name}")
+
+
+def _identified(ctx: LinkContext, plan: Plan) -> None:
+    """A row of an entity table shown as a group of the answer is identified by its key
+    beside its name: the statement groups by the key already, so the rows are the same,
+    but a name that repeats across rows (two stadiums called alike) is told apart, and a
+    reader can follow the row to the table. Only where what is shown of the entity is its
+    name (a key already shown, or an attribute such as its country, is left as asked);
+    a listing without groups is left as asked too, where a key could change the rows."""
+    entity = plan.entity
+    if entity is None or not (plan.measures or plan.having) or len(entity.primary_key) != 1:
+        return
+    key = entity.column(entity.primary_key[0])
+    shown = [d for d in plan.dims if d.col.table is entity and not d.grain]
+    if key is None or not shown or any(d.col.column is key for d in shown):
+        return
+    try:
+        labels = {c.key for c in _labels(ctx, entity, grouped=True)}
+    except Decline:
+        return
+    if not all(d.col.key in labels for d in shown):
+        return
+    # before the names, as every reading shows an entity (its key, then what names it);
+    # ties at a cut are still broken by the name (keys sort last there)
+    at = plan.dims.index(shown[0])
+    plan.dims.insert(at, Dim(Col(entity, key)))
+    plan.order = [
+        (f"d{int(t[1:]) + 1}" if t.startswith("d") and int(t[1:]) >= at else t, desc)
+        for t, desc in plan.order
+    ]
 
 
 def _add_item(
@@ -397,7 +431,7 @@ def _add_group(ctx: LinkContext, plan: Plan, resolve: _Resolver, mentions: list[
         resolve.read.mention_table(table)
         plan.entity = table
         if not any(d.col.table is table for d in plan.dims):
-            plan.dims += [Dim(c) for c in _labels(ctx, table)]
+            plan.dims += [Dim(c) for c in _labels(ctx, table, grouped=True)]
         return
     col = resolve.column(mentions)
     if not any(d.col.key == col.key for d in plan.dims):
@@ -468,7 +502,8 @@ def _add_rank(ctx: LinkContext, plan: Plan, resolve: _Resolver, rank: Rank, *, l
             if rank.count_of is not entity and not _attributes_only(ctx, plan, entity):
                 plan.entity = entity
             if not plan.dims:
-                plan.dims += [Dim(c) for c in _labels(ctx, entity)]
+                grouped = plan.entity is entity
+                plan.dims += [Dim(c) for c in _labels(ctx, entity, grouped=grouped)]
         plan.order.append((f"m{len(plan.measures) - 1}", rank.descending))
         plan.limit = limit
         return
