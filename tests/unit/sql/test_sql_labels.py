@@ -8,26 +8,16 @@ from __future__ import annotations
 
 from datetime import date
 
-import sqlglot
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
-from services.sql.linker import QuestionLinker, Vocabulary
-from services.sql.verify import verify_statement
+from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
+from tests.unit.sql.schemas import col, linked_statement
 
 TODAY = date(2026, 11, 29)
 
 
-def _col(name: str, data_type: str = "integer", samples: tuple[str, ...] = ()) -> ColumnInfo:
-    return ColumnInfo(name, data_type, True, sample_values=samples)
-
-
 def _statement(question: str, catalog: Catalog) -> exp.Select:
-    vocabulary = Vocabulary(catalog, JoinGraph(catalog))
-    linked = QuestionLinker(question, vocabulary, TODAY, check=verify_statement).link()
-    tree = sqlglot.parse_one(linked.sql, dialect="postgres")
-    assert isinstance(tree, exp.Select)
-    return tree
+    return linked_statement(question, catalog, TODAY)
 
 
 def _shown(tree: exp.Select) -> list[str]:
@@ -56,17 +46,17 @@ CARS = Catalog(
             "public",
             "car_makers",
             columns=(
-                _col("id"),
-                _col("maker", "text", ("amc", "volkswagen")),
-                _col("fullname", "text", ("American Motor Company", "Volkswagen")),
-                _col("country"),
+                col("id"),
+                col("maker", "text", ("amc", "volkswagen")),
+                col("fullname", "text", ("American Motor Company", "Volkswagen")),
+                col("country"),
             ),
             primary_key=("id",),
         ),
         TableInfo(
             "public",
             "model_list",
-            columns=(_col("modelid"), _col("maker"), _col("model", "text", ("amc", "audi"))),
+            columns=(col("modelid"), col("maker"), col("model", "text", ("amc", "audi"))),
             primary_key=("modelid",),
             foreign_keys=(ForeignKeyInfo(("maker",), "public.car_makers", ("id",)),),
         ),
@@ -80,16 +70,16 @@ ARENAS = Catalog(
         TableInfo(
             "public",
             "stadium",
-            columns=(_col("stadium_id"), _col("name", "text", ("Hampden Park", "Glebe Park"))),
+            columns=(col("stadium_id"), col("name", "text", ("Hampden Park", "Glebe Park"))),
             primary_key=("stadium_id",),
         ),
         TableInfo(
             "public",
             "concert",
             columns=(
-                _col("concert_id"),
-                _col("concert_name", "text", ("Auditions", "Super bootcamp")),
-                _col("stadium_id"),
+                col("concert_id"),
+                col("concert_name", "text", ("Auditions", "Super bootcamp")),
+                col("stadium_id"),
             ),
             primary_key=("concert_id",),
             foreign_keys=(ForeignKeyInfo(("stadium_id",), "public.stadium", ("stadium_id",)),),
@@ -105,16 +95,16 @@ DRUGS = Catalog(
             "public",
             "drugs",
             columns=(
-                _col("drug_id"),
-                _col("brand_name", "text", ("Dupixent", "Humira")),
-                _col("generic_name", "text", ("dupilumab", "adalimumab")),
+                col("drug_id"),
+                col("brand_name", "text", ("Dupixent", "Humira")),
+                col("generic_name", "text", ("dupilumab", "adalimumab")),
             ),
             primary_key=("drug_id",),
         ),
         TableInfo(
             "public",
             "treatments",
-            columns=(_col("treatment_id"), _col("drug_id"), _col("dose", "numeric")),
+            columns=(col("treatment_id"), col("drug_id"), col("dose", "numeric")),
             primary_key=("treatment_id",),
             foreign_keys=(ForeignKeyInfo(("drug_id",), "public.drugs", ("drug_id",)),),
         ),

@@ -10,26 +10,18 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-import sqlglot
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
+from services.sql.catalog import Catalog, ForeignKeyInfo, JoinGraph, TableInfo
+from services.sql.linker import LinkError, Vocabulary, read_question
 from services.sql.verify import verify_statement
+from tests.unit.sql.schemas import col, linked_statement
 
 TODAY = date(2026, 11, 24)
 
 
-def _col(name: str, data_type: str = "integer", samples: tuple[str, ...] = ()) -> ColumnInfo:
-    return ColumnInfo(name, data_type, True, sample_values=samples)
-
-
 def _statement(question: str, catalog: Catalog) -> exp.Select:
-    vocabulary = Vocabulary(catalog, JoinGraph(catalog))
-    linked = QuestionLinker(question, vocabulary, TODAY, check=verify_statement).link()
-    tree = sqlglot.parse_one(linked.sql, dialect="postgres")
-    assert isinstance(tree, exp.Select)
-    return tree
+    return linked_statement(question, catalog, TODAY)
 
 
 def _tables(tree: exp.Select) -> set[str]:
@@ -51,19 +43,19 @@ STATIONS = Catalog(
         TableInfo(
             "public",
             "stations",
-            columns=(_col("code", "text", ("NTH", "STH")), _col("name", "text")),
+            columns=(col("code", "text", ("NTH", "STH")), col("name", "text")),
             primary_key=("code",),
         ),
         TableInfo(
             "public",
             "trips",
             columns=(
-                _col("trip_id"),
-                _col("origin", "text"),
-                _col("year"),
-                _col("month"),
-                _col("day"),
-                _col("distance"),
+                col("trip_id"),
+                col("origin", "text"),
+                col("year"),
+                col("month"),
+                col("day"),
+                col("distance"),
             ),
             primary_key=("trip_id",),
             foreign_keys=(ForeignKeyInfo(("origin",), "public.stations", ("code",)),),
@@ -72,12 +64,12 @@ STATIONS = Catalog(
             "public",
             "readings",
             columns=(
-                _col("origin", "text"),
-                _col("year"),
-                _col("month"),
-                _col("day"),
-                _col("temp", "double precision"),
-                _col("taken_at", "timestamp with time zone"),
+                col("origin", "text"),
+                col("year"),
+                col("month"),
+                col("day"),
+                col("temp", "double precision"),
+                col("taken_at", "timestamp with time zone"),
             ),
             primary_key=("origin", "taken_at"),
             foreign_keys=(ForeignKeyInfo(("origin",), "public.stations", ("code",)),),
@@ -103,8 +95,8 @@ HOUSES = Catalog(
             "public",
             "ref_house_types",
             columns=(
-                _col("house_type_code", "text", ("Flat", "Villa")),
-                _col("house_type_description", "text"),
+                col("house_type_code", "text", ("Flat", "Villa")),
+                col("house_type_description", "text"),
             ),
             primary_key=("house_type_code",),
         ),
@@ -112,8 +104,8 @@ HOUSES = Catalog(
             "public",
             "ref_feature_types",
             columns=(
-                _col("feature_type_code", "text", ("Amenity", "Security")),
-                _col("feature_type_name", "text"),
+                col("feature_type_code", "text", ("Amenity", "Security")),
+                col("feature_type_name", "text"),
             ),
             primary_key=("feature_type_code",),
         ),
@@ -121,9 +113,9 @@ HOUSES = Catalog(
             "public",
             "features",
             columns=(
-                _col("feature_id"),
-                _col("feature_type_code", "text"),
-                _col("feature_name", "text"),
+                col("feature_id"),
+                col("feature_type_code", "text"),
+                col("feature_name", "text"),
             ),
             primary_key=("feature_id",),
             foreign_keys=(
@@ -136,10 +128,10 @@ HOUSES = Catalog(
             "public",
             "houses",
             columns=(
-                _col("house_id"),
-                _col("house_type_code", "text"),
-                _col("house_name", "text"),
-                _col("room_count"),
+                col("house_id"),
+                col("house_type_code", "text"),
+                col("house_name", "text"),
+                col("room_count"),
             ),
             primary_key=("house_id",),
             foreign_keys=(
@@ -151,7 +143,7 @@ HOUSES = Catalog(
         TableInfo(
             "public",
             "house_features",
-            columns=(_col("house_id"), _col("feature_id"), _col("feature_value", "text")),
+            columns=(col("house_id"), col("feature_id"), col("feature_value", "text")),
             foreign_keys=(
                 ForeignKeyInfo(("house_id",), "public.houses", ("house_id",)),
                 ForeignKeyInfo(("feature_id",), "public.features", ("feature_id",)),
@@ -180,23 +172,23 @@ GALLERIES = Catalog(
         TableInfo(
             "public",
             "gallery",
-            columns=(_col("gallery_id"), _col("name", "text"), _col("open_year")),
+            columns=(col("gallery_id"), col("name", "text"), col("open_year")),
             primary_key=("gallery_id",),
         ),
         TableInfo(
             "public",
             "visitor",
-            columns=(_col("id"), _col("name", "text"), _col("age")),
+            columns=(col("id"), col("name", "text"), col("age")),
             primary_key=("id",),
         ),
         TableInfo(
             "public",
             "visit",
             columns=(
-                _col("gallery_id"),
-                _col("visitor_id"),
-                _col("num_of_ticket"),
-                _col("total_spent", "double precision"),
+                col("gallery_id"),
+                col("visitor_id"),
+                col("num_of_ticket"),
+                col("total_spent", "double precision"),
             ),
             primary_key=("gallery_id", "visitor_id"),
             foreign_keys=(
@@ -273,10 +265,10 @@ STORED = Catalog(
             "public",
             "trips",
             columns=(
-                _col("trip_id"),
-                _col("origin", "text", ("NTH", "STH", "WST")),
-                _col("month"),
-                _col("distance"),
+                col("trip_id"),
+                col("origin", "text", ("NTH", "STH", "WST")),
+                col("month"),
+                col("distance"),
             ),
             primary_key=("trip_id",),
             foreign_keys=(ForeignKeyInfo(("origin",), "public.stations", ("code",)),),
@@ -284,18 +276,18 @@ STORED = Catalog(
         TableInfo(
             "public",
             "stations",
-            columns=(_col("code", "text", ("NTH", "STH", "WST")), _col("name", "text")),
+            columns=(col("code", "text", ("NTH", "STH", "WST")), col("name", "text")),
             primary_key=("code",),
         ),
         TableInfo(
             "public",
             "readings",
             columns=(
-                _col("origin", "text", ("NTH", "STH", "WST")),
-                _col("year"),
-                _col("month"),
-                _col("temp", "double precision"),
-                _col("taken_at", "timestamp with time zone"),
+                col("origin", "text", ("NTH", "STH", "WST")),
+                col("year"),
+                col("month"),
+                col("temp", "double precision"),
+                col("taken_at", "timestamp with time zone"),
             ),
             primary_key=("origin", "taken_at"),
             foreign_keys=(ForeignKeyInfo(("origin",), "public.stations", ("code",)),),
@@ -311,23 +303,23 @@ TIED = Catalog(
         TableInfo(
             "public",
             "sites",
-            columns=(_col("code", "text", ("NTH", "STH")), _col("name", "text")),
+            columns=(col("code", "text", ("NTH", "STH")), col("name", "text")),
             primary_key=("code",),
         ),
         TableInfo(
             "public",
             "zones",
-            columns=(_col("code", "text", ("NTH", "STH")), _col("label", "text")),
+            columns=(col("code", "text", ("NTH", "STH")), col("label", "text")),
             primary_key=("code",),
         ),
         TableInfo(
             "public",
             "readings",
             columns=(
-                _col("reading_id"),
-                _col("site", "text"),
-                _col("zone", "text"),
-                _col("temp", "double precision"),
+                col("reading_id"),
+                col("site", "text"),
+                col("zone", "text"),
+                col("temp", "double precision"),
             ),
             primary_key=("reading_id",),
             foreign_keys=(
