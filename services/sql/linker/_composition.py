@@ -29,6 +29,7 @@ from services.sql.linker._plan import (
 )
 from services.sql.linker._terms import render_sql
 from services.sql.linker._vocabulary import Col
+from services.sql.results import with_deciding
 from services.sql.words import (
     stem,
 )
@@ -182,7 +183,9 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         sql = sql.replace(slot(name), quote(label))
     check_coverage(ctx, alias, plan)
     return Linked(
-        sql,
+        # what chose the rows, shown before the checks read the statement (a question
+        # may ask for it: "tail numbers and years of planes built before 1970")
+        with_deciding(sql, ctx.catalog),
         tuple(alias),
         explain_plan(ctx, plan, base),
         tuple(ctx.applied),

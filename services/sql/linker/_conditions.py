@@ -21,7 +21,6 @@ from services.sql.linker._lookup import (
     text_column,
 )
 from services.sql.linker._plan import (
-    Dim,
     Measure,
     Plan,
     is_key,
@@ -83,15 +82,8 @@ def link_conditions(ctx: LinkContext, plan: Plan, text: str, toks: list[Tok]) ->
     sql_conditions(ctx, plan)
     link_flags(ctx, plan)
     documented_states(ctx, plan, term_spans(ctx))
-    if not plan.measures:
-        for col, cond in plan.filters:
-            numeric = is_number(col.column.data_type)
-            if (
-                numeric
-                and re.match(r"\{c\} [<>]", cond)
-                and not any(d.col.key == col.key for d in plan.dims)
-            ):
-                plan.dims.append(Dim(col))  # a listing shows what it was filtered on
+    # a listing shows the numbers it was filtered on by a range: ``results.with_deciding``,
+    # applied to every reading's statement (``QuestionLinker.link``), as to a follow-up's
     matching_rules(ctx, plan)
     null_rules(ctx, plan)
 

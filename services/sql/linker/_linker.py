@@ -39,6 +39,7 @@ from services.sql.linker._shown import shown_as_asked, two_sentences
 from services.sql.linker._terms import expand_terms
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.linker.clauses import Decline, read_clauses
+from services.sql.results import with_deciding
 from services.sql.words import STOP_WORDS, question_directions, stem, tokenize
 
 # Checks a composed statement against the question, raising LinkError naming what it
@@ -75,12 +76,23 @@ class QuestionLinker:
         statement would leave out; the definitions it reports applied are those that
         changed it (linked without one, the statement differs or cannot be made).
 
+        Whichever reading made it, the statement shows the columns that chose its rows
+        (``results.with_deciding``): composed statements show them before they are
+        checked, and a reading that changes what one shows (an agent's column, a second
+        sentence's) shows them again here, as a follow-up about earlier rows does
+        (``conversation.deciding``).
+
         A question refused as asked in a grammar the readers do not know ("In 1980, how
         many cars were made?") is read once more said in one they know (``_rephrasing``);
         its refusal as asked stands when that reading is refused too. So is a question in
         two sentences, the second saying what to show ("…? List the country name."): its
         first sentence, showing what the second names (``_shown``). As asked first: a
         question read that way keeps its reading."""
+        linked = self._read()
+        sql = with_deciding(linked.sql, self.context.catalog)
+        return replace(linked, sql=sql) if sql != linked.sql else linked
+
+    def _read(self) -> Linked:
         try:
             linked = self._link()
         except LinkError as refused:
@@ -149,7 +161,7 @@ class QuestionLinker:
         _, vocab, today, glossary, instructions, meanings = self._inputs
         return QuestionLinker(
             question, vocab, today, glossary, instructions, check=self._check, meanings=meanings
-        ).link()
+        )._read()
 
     def _changed_by(self, term: str, sql: str) -> bool:
         question, vocab, today, glossary, instructions, meanings = self._inputs

@@ -1,11 +1,13 @@
 """What a result looks like to a product: values encoded losslessly (``_values``), columns
 named the same way everywhere (``_names``), and a chart chosen by fixed rules
-(``_charts``), and a ranking as it would run without its row cut (``_ranking``).
+(``_charts``), a ranking as it would run without its row cut (``_ranking``), and the
+columns that chose a listing's rows shown beside what it asks (``_evidence``).
 """
 
 from __future__ import annotations
 
 from services.sql.results._charts import choose_chart
+from services.sql.results._evidence import deciding_columns, show_deciding, with_deciding
 from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
 from services.sql.results._ranking import ranking_cut
 from services.sql.results._values import (
@@ -22,11 +24,14 @@ __all__ = [
     "aggregate_name",
     "choose_chart",
     "column_kind",
+    "deciding_columns",
     "decode",
     "encode",
     "encoded_size",
     "fingerprint",
     "ranking_cut",
     "register_loaders",
+    "show_deciding",
     "shown_column_name",
+    "with_deciding",
 ]

@@ -89,7 +89,10 @@ def test_who_and_a_verb_taking_an_object_asks_for_its_agent() -> None:
 
 def test_the_column_the_verb_means_is_shown_for_the_rows_the_rest_names() -> None:
     sql = _linked("Who built the boats with a length above 50?", BUILT)
-    assert sql.startswith("SELECT t0.builder AS builder FROM public.boats AS t0 WHERE")
+    # the length beside the builder: it chose the boats (``results.with_deciding``)
+    assert sql.startswith(
+        "SELECT t0.builder AS builder, t0.length AS length FROM public.boats AS t0 WHERE"
+    )
     assert "t0.length > 50" in sql
 
 

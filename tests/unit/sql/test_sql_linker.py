@@ -1062,9 +1062,9 @@ MUSIC = Catalog(
 def test_a_bare_number_over_or_under_beings_is_their_age(question: str, condition: str) -> None:
     """ "singers over 30" names no column, so it was refused (Spider's follow-up "just
     the ones over 30"); said of a table's rows, a bare number over or under them is their
-    age, where a column says it."""
+    age, where a column says it (shown beside the names: it chose them)."""
     assert _sql(question, MUSIC) == (
-        "SELECT t0.name AS name FROM public.singer AS t0 "
+        "SELECT t0.name AS name, t0.age AS age FROM public.singer AS t0 "
         f"WHERE {condition} AND (t0.country = 'France')"
     )
 
