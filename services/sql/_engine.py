@@ -42,6 +42,7 @@ from services.sql.conversation import (
     adds_only_keys,
     bounded,
     built,
+    deciding,
     labels,
     pointed,
     refers,
@@ -461,8 +462,9 @@ class SqlEngine:
                             "column of theirs was read as"
                         )
                     shown = labels(earlier.normalized_sql, about, catalog)
+                    chosen_by = deciding(earlier.normalized_sql, about, catalog)
                     sql = restrict(linked.answer.verdict.normalized_sql, earlier.normalized_sql,
-                                   about, shown)  # fmt: skip
+                                   about, shown, chosen_by)  # fmt: skip
                     explanation = f"{linked.answer.explanation}, among the previous answer's rows"
                 else:
 

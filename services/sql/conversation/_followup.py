@@ -58,6 +58,7 @@ from services.sql.conversation._statement import (
     sources,
 )
 from services.sql.gate import identifier
+from services.sql.results import deciding_columns, show_deciding
 from services.sql.words import STOP_WORDS, name_words, stem, word_match
 
 MAX_PRIOR_CHARS = 20_000
@@ -238,6 +239,27 @@ def labels(sql: str, about: Subject, catalog: Catalog) -> list[str]:
     return found
 
 
+def deciding(sql: str, about: Subject, catalog: Catalog) -> list[str]:
+    """The subject table's columns that chose the earlier rows (a ranking's column, a
+    number compared by a range: ``results.deciding_columns``). A follow-up about those
+    rows is a listing of rows the earlier statement chose, so it shows them after what
+    it asks, as its question spelled out does: "what year is it from?" after the
+    heaviest car shows the weight, as "What year is the heaviest car from?" does."""
+    select = parse(sql)
+    tables = _tables(select, catalog)
+    found: list[str] = []
+    for column in deciding_columns(select, catalog):
+        owner = tables.get(column.table.lower()) if column.table else about.table
+        if (
+            owner is not None
+            and owner.qualified == about.table.qualified
+            and about.table.column(column.name) is not None
+            and column.name not in found
+        ):
+            found.append(column.name)
+    return found
+
+
 # Questions that ask for a property of the rows, never for the rows themselves: a place,
 # a time, a manner or amount, a person doing something ("who makes them?").
 _ASKS_PROPERTY = re.compile(
@@ -372,9 +394,16 @@ def _one_start(question: str, one: re.Match[str]) -> int:
     return question.rindex(" ", 0, one.start("noun") - 1) + 1
 
 
-def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[str] = ()) -> str:
+def restrict(
+    linked_sql: str,
+    prior_sql: str,
+    about: Subject,
+    shown: Sequence[str] = (),
+    chosen_by: Sequence[str] = (),
+) -> str:
     """``linked_sql`` keeping only the subject's rows the earlier statement returned;
-    a listing shows the ``shown`` columns (the rows' names) first."""
+    a listing shows the ``shown`` columns (the rows' names) first and the ``chosen_by``
+    columns (what chose the earlier rows: ``deciding``) after what it asks."""
     tree = parse(linked_sql)
     alias = _alias_of(tree, about.table)
     if alias is None and about.via is not None and _alias_of(tree, about.via.table):
@@ -392,6 +421,7 @@ def restrict(linked_sql: str, prior_sql: str, about: Subject, shown: Sequence[st
         names = [exp.column(identifier(c), table=identifier(alias)) for c in shown
                  if c not in present]  # fmt: skip
         tree.set("expressions", [*names, *tree.expressions])
+        show_deciding(tree, [exp.column(identifier(c), table=identifier(alias)) for c in chosen_by])
     merged = _merged(tree, alias, prior_sql, about)
     if merged is not None:
         return merged.sql(dialect="postgres")

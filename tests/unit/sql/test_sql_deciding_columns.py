@@ -1,0 +1,105 @@
+"""Issue 45 item 5: a follow-up and its spelled-out question show the same columns. A
+listing shows, after what it asks, the columns that chose its rows (the column a ranking
+cut by a LIMIT is ordered by, a number compared by a range); a follow-up about the
+earlier rows shows the columns that chose those rows, as the question spelled out does.
+The real linker and verifier read each question; statements are compared by what they
+show."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import sqlglot
+from sqlglot import exp
+
+from services.sql.catalog import Catalog, TableInfo
+from services.sql.conversation import deciding, labels, restrict, subject
+from services.sql.conversation._followup import with_limit
+from services.sql.results import with_deciding
+from tests.unit.sql.schemas import col, linked_statement
+
+TODAY = date(2026, 11, 30)
+
+CARS = Catalog(
+    "cars",
+    (
+        TableInfo(
+            "public",
+            "cars_data",
+            columns=(col("id"), col("mpg"), col("cylinders"), col("weight"), col("year")),
+            primary_key=("id",),
+        ),
+    ),
+)
+MUSEUMS = Catalog(
+    "museums",
+    (
+        TableInfo(
+            "public",
+            "museum",
+            columns=(
+                col("museum_id"),
+                col("name", "text", ("Plaza Museum", "Capital Plaza Museum")),
+                col("num_of_staff"),
+                col("open_year"),
+            ),
+            primary_key=("museum_id",),
+        ),
+    ),
+)
+
+
+def _shown(tree: exp.Expr) -> list[str]:
+    return [e.unalias().name for e in tree.expressions if isinstance(e.unalias(), exp.Column)]
+
+
+def test_a_result_reference_shows_what_chose_the_earlier_rows_as_spelled_out():
+    """ "what year is it from?" after the heaviest car shows the year and the weight that
+    made it the heaviest, as "What year is the heaviest car from?" does: the same rows."""
+    alone = linked_statement("What year is the heaviest car from?", CARS, TODAY)
+    earlier = with_limit(
+        linked_statement("Which 5 cars are the heaviest?", CARS, TODAY).sql(dialect="postgres"), 1
+    )
+    about = subject(earlier, CARS)
+    asked = linked_statement("What is the year of the cars?", CARS, TODAY).sql(dialect="postgres")
+    sql = restrict(
+        asked, earlier, about, labels(earlier, about, CARS), deciding(earlier, about, CARS)
+    )
+    follow_up = sqlglot.parse_one(sql, dialect="postgres")
+    assert isinstance(follow_up, exp.Select)
+    assert _shown(follow_up) == _shown(alone) == ["year", "weight"]
+
+
+def test_a_listing_filtered_by_a_range_shows_the_numbers_in_the_tables_order():
+    """Whatever order the words give the conditions, the numbers they compared are shown
+    after what was asked, in the table's own order, so two phrasings show alike."""
+    one = linked_statement("List the museums that opened after 2009.", MUSEUMS, TODAY)
+    assert _shown(one) == ["name", "open_year"]
+    first = linked_statement(
+        "List the museums with more than 16 staff that opened after 2009.", MUSEUMS, TODAY
+    )
+    second = linked_statement(
+        "List the museums that opened after 2009 with more than 16 staff.", MUSEUMS, TODAY
+    )
+    assert _shown(first) == _shown(second) == ["name", "num_of_staff", "open_year"]
+
+
+def test_what_the_question_states_or_a_grouping_shows_nothing_more():
+    """An equality's value is the one the question said; a grouped statement's rows are
+    groups, whose numbers no single row chose, as are a DISTINCT listing's; a text
+    compared is no number; an order with no cut chooses no rows."""
+    for sql in (
+        "SELECT t0.name FROM public.museum AS t0 WHERE t0.open_year = 2010",
+        "SELECT t0.open_year, COUNT(*) FROM public.museum AS t0 WHERE t0.num_of_staff > 5 "
+        "GROUP BY t0.open_year",
+        "SELECT t0.museum_id FROM public.museum AS t0 WHERE t0.name > 'M'",
+        "SELECT t0.name FROM public.museum AS t0 ORDER BY t0.num_of_staff DESC",
+        # the distinct years asked for: each staff count beside them would split a year
+        "SELECT DISTINCT t0.open_year FROM public.museum AS t0 WHERE t0.num_of_staff > 5",
+    ):
+        assert with_deciding(sql, MUSEUMS) == sql
+    # the staff count ranked the museums; the name after it only breaks ties at the cut
+    ranked = (
+        "SELECT t0.name FROM public.museum AS t0 ORDER BY t0.num_of_staff DESC, t0.name LIMIT 2"
+    )
+    assert _shown(sqlglot.parse_one(with_deciding(ranked, MUSEUMS))) == ["name", "num_of_staff"]
