@@ -171,10 +171,22 @@ _ONE_REFERENCE = re.compile(
     r"[a-z]{3,})\b",
     re.IGNORECASE,
 )
+# One earlier row pointed at by a demonstrative that ends the question ("what type of
+# ticker is that?", "who made this?"): a pronoun, not a determiner, as nothing follows it.
+_POINTED_LAST = re.compile(
+    r"\b(?:is|was|are|were|[a-z]{3,}s|did|made|bought)\s+(?P<p>that|this)\W*$", re.IGNORECASE
+)
+# "it" ending a question ("who manufactures it?", "when was it sold?" is not): the object
+# of its verb, which only an earlier clause or answer can name.
+_LAST_IT = re.compile(r"\b(?P<p>it)\W*$", re.IGNORECASE)
+# "what's that user's email?": the contracted "is" before the pointer.
+_CONTRACTED_POINTER = re.compile(r"'s\s+(?P<p>(?:that|this)\s+[a-z]{3,})\b", re.IGNORECASE)
 # "which of them", "those deals", "these", "their", "them", "they".
 # "those", "these documents": a plural noun after the demonstrative is what it names.
+# "those five", "these 3 teachers": a count between them says how many rows are meant.
 _DEMONSTRATIVE = re.compile(
-    r"\b(?P<det>those|these)(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s))?\b",
+    r"\b(?P<det>those|these)(?: (?P<count>\d{1,3}|two|three|four|five|six|seven|eight|nine|ten)"
+    r"\b)?(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s))?\b",
     re.IGNORECASE,
 )
 _PART_OF = re.compile(r"\b(which|how many|any|each|all|none|some) of (?:them|those|these)\b", re.I)
@@ -514,6 +526,35 @@ def _unowned_its(question: str) -> re.Match[str] | None:
     return match
 
 
+def _one_row_pointer(question: str) -> re.Match[str] | None:
+    """A pointer at one earlier row: "he", "that singer" after a verb or preposition, "that
+    user's" after a contracted "is", or a demonstrative ending the question."""
+    return (
+        _ONE_REFERENCE.search(question)
+        or _CONTRACTED_POINTER.search(question)
+        or _POINTED_LAST.search(question)
+    )
+
+
+def _unowned_singular(question: str) -> re.Match[str] | None:
+    """An "its", or an "it" ending the question, that nothing before it in the question
+    can own (no clause, no noun phrase a determiner opens): an earlier answer's row."""
+    return _unowned_its(question) or _unowned_last_it(question)
+
+
+def _unowned_last_it(question: str) -> re.Match[str] | None:
+    """An "it" ending the question ("who manufactures it?") with no owner before it."""
+    match = _LAST_IT.search(question)
+    if match is None:
+        return None
+    before = re.sub(
+        r"^\W*(?:which|who|whose|where|when|what)\b", "", question[: match.start()], flags=re.I
+    )
+    if _CLAUSE_BOUNDARY.search(before) or _OWNER_BEFORE.search(before):
+        return None
+    return match
+
+
 def _has_unanchored_pronoun(question: str) -> re.Match[str] | None:
     """A their/them/they with no plural noun before it in the same question (which
     would be its antecedent, as in "companies and their owners")."""
@@ -546,13 +587,15 @@ def _has_unanchored_pronoun(question: str) -> re.Match[str] | None:
 _POLITE_HEAD = re.compile(
     r"^(?:(?:ok(?:ay)?|so|and|but|then|also|now|great|thanks|thank you|cool|right|alright|"
     r"hm+|well)\b[,.!]?\s*)*(?:(?:can|could|would|will) you\s+(?:please\s+)?|please\s+"
-    r"|(?:can|could|may) i (?:please\s+)?(?:see|get|have)\s+)?",
+    r"|(?:can|could|may) i (?:please\s+)?(?:see|get|have)\s+"
+    # "I only need the first 2", "I'd like to see 5": what the user wants shown
+    r"|i(?:'d| would)?\s+(?:(?:only|just)\s+)?(?:need|want|like)(?:\s+to\s+(?:see|get|have))?\s+)?",
     re.IGNORECASE,
 )
 _POLITE_TAIL = re.compile(r"(?:[,\s]+(?:please|thanks|thank you|for me))*[\s?.!]*$", re.I)
 _NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "twenty": 20,
+    "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "twenty": 20, "a single": 1,
 }  # fmt: skip
 _LOWEST = ("bottom", "worst", "lowest", "smallest", "least", "fewest", "last")
 # "only the top 2", "just 3", "show me the first 10 instead", "bottom 5", "top three only".
@@ -657,8 +700,18 @@ def _plain(question: str) -> str:
     return _POLITE_HEAD.sub("", body, count=1).strip(" ,")
 
 
+# "show just the first", "only the top": the one row a ranking puts first, said with no
+# count ("only the first one" has its count).
+_FIRST_ALONE = re.compile(
+    r"(?:(?:show|give|list|keep)(?:\s+me)?\s+)?(?:only|just)\s+the\s+(?:first|top)(?:\s+only)?",
+    re.IGNORECASE,
+)
+
+
 def _limit(text: str) -> tuple[int, bool] | None:
     """(rows, lowest first) for a row-count change; a year is a period, not a count."""
+    if _FIRST_ALONE.fullmatch(text):
+        return 1, False
     if (first := _COUNT_FIRST.match(text)) is not None:
         number = first.group("n").lower()
         rows = _NUMBER_WORDS.get(number) or int(number)
@@ -942,7 +995,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     if (
         ordinal
         and (prior.sql or not prior.members)
-        and _RESTRICTIVE.search(_plain(asked))
+        and _RESTRICTIVE.search(asked)
         and _limit(_plain(asked))
     ):
         # "only the first one", "just the first 2": fewer rows, not a pick; after an answer
@@ -995,11 +1048,21 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         return Resolution(FollowUpKind.FILTER, f"{_body(prior.resolved_question)} {condition}?")
 
     demonstrative = _DEMONSTRATIVE.search(asked)
+    said_count = demonstrative.group("count") if demonstrative else None
+    if said_count and prior.row_count:
+        meant = _NUMBER_WORDS.get(said_count.lower()) or int(said_count)
+        if meant != prior.row_count:
+            # "those three" after five rows: which three is not said
+            return Resolution(
+                FollowUpKind.UNRESOLVED,
+                asked,
+                f"the previous answer has {prior.row_count} rows, not {meant}",
+            )
     pronoun = _has_unanchored_pronoun(asked) or _PLACE.search(asked)
     if (
         not (demonstrative or pronoun)
         and not (prior.sql or prior.members or prior.row_count or prior.cited)
-        and (owner := _unowned_its(asked)) is not None
+        and (owner := _unowned_singular(asked)) is not None
     ):
         # "which destinations did its flights fly to?" after an answer that showed and
         # cited nothing (a refusal): no earlier row or passage is there to own "its", and
@@ -1009,7 +1072,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             asked,
             f"the previous answer showed nothing for '{owner.group('p')}' to refer to",
         )
-    one = _ONE_REFERENCE.search(asked)
+    one = _one_row_pointer(asked) or _unowned_last_it(asked)
     if one is not None and not (demonstrative or pronoun):
         word = one.group("p")
         if not (prior.sql or prior.members or prior.row_count or prior.cited):
@@ -1168,8 +1231,11 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
     if demonstrative:
         return text[: demonstrative.start()] + target + text[demonstrative.end() :]
     pronoun = _has_unanchored_pronoun(text)
-    if pronoun is None and (one := _ONE_REFERENCE.search(text)) is not None:
+    if pronoun is None and (one := _one_row_pointer(text)) is not None:
         said = f"{target}'s" if one.group("p").lower() in ("his", "her") else target
+        if one.re is _CONTRACTED_POINTER:
+            said = f"{target}'s"  # "that user's email" → "<the rows>'s email"
+            return text[: one.start("p")] + said + text[one.end("p") + 2 :]
         return text[: one.start("p")] + said + text[one.end("p") :]
     if pronoun is None and (single := _SINGULAR.search(text)) is not None:
         said = f"{target}'s" if single.group("p").lower() == "its" else target

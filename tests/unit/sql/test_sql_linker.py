@@ -843,6 +843,34 @@ def test_when_did_lists_the_date_the_event_is_named_by(question: str, expected: 
     assert _sql(question, MUSEUMS if "museum" in question else BROKER) == expected
 
 
+PATIENTS = Catalog(
+    "clinic",
+    (
+        TableInfo(
+            "public",
+            "patients",
+            columns=(
+                _col("patient_id"),
+                _col("first_name", "text"),
+                _col("ins_type", "text", ("medicaid", "private")),
+                _col("date_of_birth", "date"),
+                _col("date_of_registration", "date"),
+            ),
+            primary_key=("patient_id",),
+        ),
+    ),
+)
+
+
+def test_when_lists_the_date_an_of_joins_to_its_event() -> None:
+    """ "born" names ``date_of_birth``: the "of" that joins the date to its event is no
+    second event word (read with it, no column was the event's and "when" was refused)."""
+    assert _sql("When were the patients on medicaid born?", PATIENTS) == (
+        "SELECT t0.date_of_birth AS date_of_birth FROM public.patients AS t0 "
+        "WHERE (t0.ins_type = 'medicaid')"
+    )
+
+
 def test_in_total_adds_up_the_quantity_a_question_names() -> None:
     """ "spend … in total" spells ``total_spent``; its values were listed, not added."""
     assert _sql("How much did visitors spend in total?", MUSEUMS) == (

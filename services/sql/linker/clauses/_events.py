@@ -29,7 +29,8 @@ def event_column(reading: Reading, i: int) -> Col | None:
     found = []
     for col in vocab.columns:
         parts = _split_when(vocab.column_words[col.key])
-        event = [p for p in parts if p not in WHEN_PARTS]
+        # "of" joins a date to its event (``date_of_birth``): no part of the event
+        event = [p for p in parts if p not in WHEN_PARTS and p != "of"]
         dated = is_temporal(col.column.data_type) or "year" in parts
         if (
             dated
