@@ -10,7 +10,7 @@ background (``_cache``); the tables each question is linked against (``_narrowin
 from __future__ import annotations
 
 from services.sql.catalog._cache import CatalogCache
-from services.sql.catalog._candidates import type_family
+from services.sql.catalog._candidates import is_number, type_family
 from services.sql.catalog._catalog import (
     TEXT_TYPES,
     Catalog,
@@ -64,6 +64,7 @@ __all__ = [
     "index_of",
     "infer_joins",
     "introspect",
+    "is_number",
     "load_catalog",
     "read_values",
     "render",

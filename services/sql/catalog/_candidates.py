@@ -30,6 +30,13 @@ from services.sql.catalog._catalog import Catalog, ColumnInfo, JoinInfo, JoinOri
 from services.sql.words import common_prefix, measure_name, name_words, stem
 
 
+def is_number(data_type: str) -> bool:
+    """A numeric column type as the catalog reads ``information_schema`` types."""
+    return data_type.startswith(
+        ("smallint", "integer", "bigint", "numeric", "real", "double", "money")
+    )
+
+
 def type_family(data_type: str) -> str:
     if data_type.startswith(("smallint", "integer", "bigint", "numeric")):
         return "int"

@@ -40,6 +40,7 @@ literals rendered by sqlglot, and then goes through the gate like any other.
 
 from __future__ import annotations
 
+from services.sql.catalog import is_number
 from services.sql.linker._agents import agent_asked, shown_instead
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
@@ -58,7 +59,7 @@ from services.sql.linker._meanings import (
     nearest_names,
 )
 from services.sql.linker._measures import AGG_WORDS, COUNT_CUES
-from services.sql.linker._plan import Linked, LinkError, is_number, is_temporal
+from services.sql.linker._plan import Linked, LinkError, is_temporal
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
 from services.sql.linker.clauses import form_words

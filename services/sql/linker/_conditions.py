@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from services.sql.catalog import is_number
 from services.sql.linker._context import LinkContext
 from services.sql.linker._dates import date_column, date_filters, year_column
 from services.sql.linker._lookup import (
@@ -24,7 +25,6 @@ from services.sql.linker._plan import (
     Measure,
     Plan,
     is_key,
-    is_number,
     like_pattern,
     lit,
     measures_in,

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date
 
-from services.sql.catalog import JoinGraph
+from services.sql.catalog import JoinGraph, is_number
 from services.sql.definitions import GlossaryEntry, inline_definitions
 from services.sql.linker._agents import agent_asked, shown_instead
 from services.sql.linker._composition import compose
@@ -27,7 +27,6 @@ from services.sql.linker._plan import (
     Plan,
     bare_count,
     is_key,
-    is_number,
     refines,
     same_measure,
 )

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from services.sql.catalog import TableInfo
+from services.sql.catalog import TableInfo, is_number
 from services.sql.linker._context import LinkContext
-from services.sql.linker._plan import Measure, Plan, is_key, is_number, is_temporal, lit
+from services.sql.linker._plan import Measure, Plan, is_key, is_temporal, lit
 from services.sql.linker._vocabulary import Col, Vocabulary
 from services.sql.words import (
     GRAMMAR_WORDS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from services.sql.catalog import TableInfo
+from services.sql.catalog import TableInfo, is_number
 from services.sql.definitions import trim_definition
 from services.sql.linker._context import LinkContext
 from services.sql.linker._lookup import (
@@ -21,7 +21,6 @@ from services.sql.linker._plan import (
     Measure,
     finish,
     is_key,
-    is_number,
     is_temporal,
     lit,
     only_table,

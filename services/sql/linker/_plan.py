@@ -140,12 +140,6 @@ def table_sql(table: TableInfo) -> str:
     return f"{quote(table.schema)}.{quote(table.name)}"
 
 
-def is_number(data_type: str) -> bool:
-    return data_type.startswith(
-        ("smallint", "integer", "bigint", "numeric", "real", "double", "money")
-    )
-
-
 def is_temporal(data_type: str) -> bool:
     return data_type == "date" or data_type.startswith("timestamp")
 

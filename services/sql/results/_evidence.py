@@ -23,18 +23,10 @@ from collections.abc import Sequence
 import sqlglot
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.catalog import Catalog, TableInfo, is_number, table_for
+from services.sql.tree import conjuncts
 
 _RANGES = (exp.GT, exp.GTE, exp.LT, exp.LTE)
-_NUMBERS = ("smallint", "integer", "bigint", "numeric", "real", "double", "money")
-
-
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
 
 
 def _tables(select: exp.Select, catalog: Catalog) -> dict[str, TableInfo]:
@@ -58,7 +50,7 @@ def _owner(column: exp.Column, tables: dict[str, TableInfo]) -> TableInfo | None
 def _numeric(column: exp.Column, tables: dict[str, TableInfo]) -> bool:
     owner = _owner(column, tables)
     info = owner.column(column.name) if owner is not None else None
-    return info is not None and info.data_type.startswith(_NUMBERS)
+    return info is not None and is_number(info.data_type)
 
 
 def _position(column: exp.Column, tables: dict[str, TableInfo]) -> tuple[int, int]:
@@ -93,7 +85,7 @@ def deciding_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     tables = _tables(select, catalog)
     found: list[exp.Column] = []
     where = select.args.get("where")
-    for part in _conjuncts(where.this) if where is not None else []:
+    for part in conjuncts(where.this) if where is not None else []:
         if not isinstance(part, _RANGES):
             continue
         for column, other in ((part.this, part.expression), (part.expression, part.this)):

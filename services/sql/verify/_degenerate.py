@@ -8,9 +8,10 @@
   alone: every row it returns is that literal ("Which models does ford make?" read as
   ``SELECT model … WHERE model = 'ford'`` where 'ford' is stored as a model *and* as a
   maker), or with a column the statement joins to it by equality (one value). A column
-  of the table's primary key is no such answer: shown, it says which rows there are. The value was meant of another column (the linker places it on another one
-  that holds it when there is one, ``Plan.shown_alone``); a statement that still does
-  this is refused naming the value.
+  of the table's primary key is no such answer: shown, it says which rows there are.
+  The value was meant of another column (the linker places it on another one that
+  holds it when there is one, ``Plan.shown_alone``); a statement that still does this
+  is refused naming the value.
 
 Such a statement answers something nobody asked, whoever proposed it."""
 

@@ -14,6 +14,17 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.tree import conjuncts
+
+__all__ = [
+    "StatementNodes",
+    "column_name",
+    "conjuncts",
+    "is_key",
+    "joined_to",
+    "ranking_key",
+    "read_statement",
+]
 
 
 def column_name(column: exp.Column) -> str:
@@ -22,15 +33,6 @@ def column_name(column: exp.Column) -> str:
     identifier = column.this
     quoted = isinstance(identifier, exp.Identifier) and identifier.quoted
     return column.name if quoted else column.name.lower()
-
-
-def conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    """The conditions ANDed in ``node``, without their parentheses."""
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return conjuncts(node.this) + conjuncts(node.expression)
-    return [node]
 
 
 def ranking_key(tree: exp.Select) -> exp.Expr | None:

@@ -5,14 +5,13 @@ presence of related rows, and the tables a phrase names.
 
 from __future__ import annotations
 
-from services.sql.catalog import TableInfo
+from services.sql.catalog import TableInfo, is_number
 from services.sql.linker._lookup import refers_to_rows
 from services.sql.linker._mentions import (
     Mention,
 )
 from services.sql.linker._plan import (
     is_key,
-    is_number,
 )
 from services.sql.linker.clauses._cues import (
     CLAUSE_START,

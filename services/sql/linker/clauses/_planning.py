@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from services.sql.catalog import JoinGraph, TableInfo
+from services.sql.catalog import JoinGraph, TableInfo, is_number
 from services.sql.linker._context import LinkContext
 from services.sql.linker._mentions import (
     Mention,
@@ -19,7 +19,6 @@ from services.sql.linker._plan import (
     Measure,
     Plan,
     fans_out,
-    is_number,
     is_temporal,
     lit,
     name_columns,
