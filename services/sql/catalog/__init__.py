@@ -1,10 +1,12 @@
 """The schema catalog and what it knows without being told: tables, columns, types,
 keys and comments introspected through the target's read-only role; keys and joins
 inferred from names and data where none are declared (``_joins``); the values stored in
-text columns and which column holds a word (``_stored``); the span of integer columns
-named for a year (``_years``); which tables are copies of another (``_families``); one
-load in the order that keeps a wide warehouse cheap (``_load``), kept current in the
-background (``_cache``); the tables each question is linked against (``_narrowing``).
+text columns and which column holds a word (``_stored``); the standard code system (ISO
+3166) a column's values are codes of, and the places they stand for (``_codes``); the
+span of integer columns named for a year (``_years``); which tables are copies of
+another (``_families``); one load in the order that keeps a wide warehouse cheap
+(``_load``), kept current in the background (``_cache``); the tables each question is
+linked against (``_narrowing``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from services.sql.catalog._catalog import (
     read_values,
     render,
 )
+from services.sql.catalog._codes import CodeSystem, code_system, place_names
 from services.sql.catalog._families import Family, describe_families, families_of
 from services.sql.catalog._inference import infer_joins
 from services.sql.catalog._joins import Edge, JoinGraph, describe, resolve_joins
@@ -44,6 +47,7 @@ __all__ = [
     "Catalog",
     "CatalogCache",
     "CatalogIndex",
+    "CodeSystem",
     "ColumnInfo",
     "Comparison",
     "Edge",
@@ -54,6 +58,7 @@ __all__ = [
     "RenderedCatalog",
     "StoredValues",
     "TableInfo",
+    "code_system",
     "compared_columns",
     "comparisons",
     "describe",
@@ -66,6 +71,7 @@ __all__ = [
     "introspect",
     "is_number",
     "load_catalog",
+    "place_names",
     "read_values",
     "render",
     "resolve_joins",

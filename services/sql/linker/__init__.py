@@ -28,6 +28,7 @@ One module per step, in the order a question goes through them:
 - ``_conditions``: filters, anti- and semi-joins, text patterns, flags and states;
 - ``_shares``: shares of a whole and ratios of two counts;
 - ``_naming``: result-column names and the plain-words interpretation;
+- ``_places``: places named in full read as their stored code, said in the interpretation;
 - ``_coverage``: every content word explained, or the question refused;
 - ``_composition``: the plan as one SELECT, joined along the join graph;
 - ``_rephrasing``: a question refused as asked, said again in the readers' grammar

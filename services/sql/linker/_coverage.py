@@ -102,7 +102,10 @@ def unexplained(
                 # discontinued"), for readers that use it
                 notes = " ".join([table.comment, *(c.comment for c in table.columns)])
                 extra = [*extra, *(stem(w) for w in re.findall(r"[a-z]+", notes.lower()))]
+    values = list(values)
     value_words = {stem(w) for v in values for w in re.findall(r"[a-z0-9]+", v.lower().strip("%"))}
+    # a standard code compared with explains the place's name ("Texas" for 'TX')
+    value_words |= {stem(w) for v in values for w in vocab.code_words.get(v.lower().strip(), ())}
     value_lemmas = {lemma(w) for w in value_words}
     known = set(extra) | set(forgiven)
     known |= {stem(w) for term in terms for w in re.findall(r"[a-z0-9]+", term.lower())}

@@ -19,6 +19,7 @@ from services.sql.linker._dates import date_column, day_kinds
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._measures import fits_phrase, read_arith, read_measure
 from services.sql.linker._outputs import is_covered, merge_elliptic, read_item, split_output
+from services.sql.linker._places import places_read
 from services.sql.linker._plan import (
     Dim,
     Linked,
@@ -86,10 +87,13 @@ class QuestionLinker:
         its refusal as asked stands when that reading is refused too. So is a question in
         two sentences, the second saying what to show ("…? List the country name."): its
         first sentence, showing what the second names (``_shown``). As asked first: a
-        question read that way keeps its reading."""
+        question read that way keeps its reading. A place named in full and read as the
+        code its column stores is said in the interpretation (``_places``)."""
         linked = self._read()
         sql = with_deciding(linked.sql, self.context.catalog)
-        return replace(linked, sql=sql) if sql != linked.sql else linked
+        linked = replace(linked, sql=sql) if sql != linked.sql else linked
+        read = places_read(self.context.vocab, self.context.question, linked.sql)
+        return replace(linked, explanation=f"{linked.explanation} {read}") if read else linked
 
     def _read(self) -> Linked:
         try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, ColumnInfo, JoinGraph, TableInfo
+from services.sql.catalog import Catalog, CodeSystem, ColumnInfo, JoinGraph, TableInfo, place_names
 from services.sql.definitions import GlossaryEntry
 from services.sql.words import (
     SOFT_WORDS,
@@ -102,6 +102,22 @@ class Vocabulary:
                     for w in words:
                         if len(w) > 2 and w not in STOP_WORDS:
                             self.value_words.setdefault(lemma(w), []).append((col, value))
+        # places named in full where the column stores their standard code ("Texas" ->
+        # customers.state 'TX'), read as that stored value; a name some column stores as
+        # written keeps that reading alone
+        self.places: dict[str, list[tuple[Col, str, CodeSystem]]] = {}
+        for col in self.columns:
+            held = place_names((*col.column.known_values, *col.column.sample_values))
+            for name, (code, system) in held.items():
+                if name not in self.names or name in self.places:
+                    self.places.setdefault(name, []).append((col, code, system))
+        # the words of the places each stored code stands for: a statement comparing
+        # with 'TX' explains the question's "Texas"
+        self.code_words: dict[str, set[str]] = {}
+        for name, places in self.places.items():
+            self.names[name] = [(col, code) for col, code, _ in places]
+            for _, code, _ in places:
+                self.code_words.setdefault(code.lower(), set()).update(name.split())
 
     @functools.cached_property
     def held_words(self) -> dict[str, dict[tuple[str, str], list[tuple[Col, str]]]]:
