@@ -38,7 +38,7 @@ from services.sql.linker._shown import shown_as_asked, two_sentences
 from services.sql.linker._terms import expand_terms
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.linker.clauses import Decline, read_clauses
-from services.sql.results import with_deciding
+from services.sql.results import with_deciding, with_labels
 from services.sql.words import STOP_WORDS, question_directions, stem, tokenize
 
 # Checks a composed statement against the question, raising LinkError naming what it
@@ -88,7 +88,7 @@ class QuestionLinker:
         first sentence, showing what the second names (``_shown``). As asked first: a
         question read that way keeps its reading."""
         linked = self._read()
-        sql = with_deciding(linked.sql, self.context.catalog)
+        sql = with_labels(with_deciding(linked.sql, self.context.catalog), self.context.catalog)
         return replace(linked, sql=sql) if sql != linked.sql else linked
 
     def _read(self) -> Linked:
