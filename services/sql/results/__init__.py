@@ -1,13 +1,15 @@
 """What a result looks like to a product: values encoded losslessly (``_values``), columns
 named the same way everywhere (``_names``), and a chart chosen by fixed rules
 (``_charts``), a ranking as it would run without its row cut (``_ranking``), and the
-columns that chose a listing's rows shown beside what it asks (``_evidence``).
+columns that chose a listing's rows shown beside what it asks (``_evidence``), and the
+names of the rows it lists before it (``_labels``).
 """
 
 from __future__ import annotations
 
 from services.sql.results._charts import choose_chart
 from services.sql.results._evidence import deciding_columns, show_deciding, with_deciding
+from services.sql.results._labels import label_columns, name_columns, show_labels, with_labels
 from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
 from services.sql.results._ranking import ranking_cut
 from services.sql.results._values import (
@@ -29,9 +31,13 @@ __all__ = [
     "encode",
     "encoded_size",
     "fingerprint",
+    "label_columns",
+    "name_columns",
     "ranking_cut",
     "register_loaders",
     "show_deciding",
+    "show_labels",
     "shown_column_name",
     "with_deciding",
+    "with_labels",
 ]

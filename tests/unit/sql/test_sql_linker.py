@@ -829,17 +829,19 @@ def test_two_conditions_no_row_meets_together_are_refused(question: str) -> None
 @pytest.mark.parametrize(
     ("question", "expected"),
     [
-        ("When did the customers join?", "SELECT t0.sbcustjoindate AS sbcustjoindate "
-         "FROM public.sbcustomer AS t0"),
-        ("and when did customers with status active join", "SELECT t0.sbcustjoindate AS "
-         "sbcustjoindate FROM public.sbcustomer AS t0 WHERE (t0.sbcuststatus = 'active')"),
-        ("When were the museums opened?", "SELECT t0.open_year AS open_year FROM public.museum "
-         "AS t0"),
+        ("When did the customers join?", "SELECT t0.sbcustname AS sbcustname, t0.sbcustjoindate "
+         "AS sbcustjoindate FROM public.sbcustomer AS t0"),
+        ("and when did customers with status active join", "SELECT t0.sbcustname AS sbcustname, "
+         "t0.sbcustjoindate AS sbcustjoindate FROM public.sbcustomer AS t0 "
+         "WHERE (t0.sbcuststatus = 'active')"),
+        ("When were the museums opened?", "SELECT t0.name AS name, t0.open_year AS open_year "
+         "FROM public.museum AS t0"),
     ],
 )  # fmt: skip
 def test_when_did_lists_the_date_the_event_is_named_by(question: str, expected: str) -> None:
     """ "join" names ``sbcustjoindate`` (folded into one word by Postgres: "join" +
-    "date"); read without it, the customers' names were listed for "when"."""
+    "date"); read without it, the customers' names were listed for "when" (they are
+    shown first, whose each date is: ``results.with_labels``)."""
     assert _sql(question, MUSEUMS if "museum" in question else BROKER) == expected
 
 
@@ -866,7 +868,8 @@ def test_when_lists_the_date_an_of_joins_to_its_event() -> None:
     """ "born" names ``date_of_birth``: the "of" that joins the date to its event is no
     second event word (read with it, no column was the event's and "when" was refused)."""
     assert _sql("When were the patients on medicaid born?", PATIENTS) == (
-        "SELECT t0.date_of_birth AS date_of_birth FROM public.patients AS t0 "
+        "SELECT t0.first_name AS first_name, t0.date_of_birth AS date_of_birth "
+        "FROM public.patients AS t0 "
         "WHERE (t0.ins_type = 'medicaid')"
     )
 

@@ -1,0 +1,141 @@
+"""Whose values a listing shows: the names of its rows, shown before what it asks.
+
+"What are the dates of birth of the patients on medicaid?" asks for a column of rows the
+question never names one by one; dates alone do not say whose each is. The listed
+table's name columns (a first and a last name, a ticker's name) are shown first, as a
+follow-up about earlier rows ("when were those patients born?" after "Which patients
+are on medicaid?") shows the names its earlier answer said them by
+(``conversation.labels``): one rule, so a follow-up and its question spelled out show
+the same columns.
+
+Only columns are added, of rows already returned, and only where that cannot change the
+rows: a statement that groups, aggregates or drops duplicates is left alone (another
+column would split its groups or its distinct values). Rows picked by their name or key
+("the email of patient 3", "the age of John Smith") are left alone too: the question
+said whose.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+
+from services.sql.catalog import TEXT_TYPES, Catalog, TableInfo
+from services.sql.results._evidence import _listing, _owner, _tables
+from services.sql.results._names import shown_column_name
+from services.sql.tree import conjuncts
+from services.sql.words import common_prefix, name_words, stem
+
+_PLAIN = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _identifier(name: str) -> exp.Identifier:
+    """``name`` as Postgres reads it back (quoted unless plain lower case)."""
+    return exp.Identifier(this=name, quoted=_PLAIN.match(name) is None)
+
+
+# Words that say which part of a person's name a column holds ("first name").
+_NAME_PARTS = frozenset({"name", "first", "last", "full", "middle", "given", "family", "nick"})
+
+
+def name_columns(table: TableInfo) -> list[str]:
+    """The text columns whose own name (without the prefix the table gives every
+    column: ``sbTickerName`` → "Name") says they name its rows: a name, a part of one,
+    or the table's name ("customer_name"); never its key, nor another thing's name
+    ("song_name" names a singer's song, not the singer)."""
+    names = [c.name for c in table.columns]
+    prefix = common_prefix(names, minimum=3) if len(names) >= 4 else ""
+    own_words = {stem(w) for w in name_words(table.name)}
+    found = []
+    for column in table.columns:
+        cut = len(prefix) if prefix and len(column.name) > len(prefix) else 0
+        words = name_words(column.name[cut:])
+        if (
+            column.name not in table.primary_key
+            and column.data_type.startswith(TEXT_TYPES)
+            and "name" in words
+            and all(w in _NAME_PARTS or stem(w) in own_words for w in words)
+        ):
+            found.append(column.name)
+    return found
+
+
+def _picked_by(select: exp.Select, alias: str, identifying: set[str]) -> bool:
+    """Whether a condition picks the rows by one of ``identifying`` columns of the table
+    under ``alias`` (an equality or IN list with values): the question said whose."""
+    where = select.args.get("where")
+    for part in conjuncts(where.this) if where is not None else []:
+        if isinstance(part, exp.EQ):
+            sides = [(part.this, part.expression), (part.expression, part.this)]
+        elif isinstance(part, exp.In) and not part.args.get("query"):
+            sides = [(part.this, None)]
+        else:
+            continue
+        for column, other in sides:
+            if (
+                isinstance(column, exp.Column)
+                and column.table.lower() in ("", alias)
+                and column.name.lower() in identifying
+                and (other is None or other.find(exp.Column) is None)
+            ):
+                return True
+    return False
+
+
+def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
+    """The name columns of the table ``select`` lists (its first) to show before what it
+    asks: none when it is no listing, shows none of that table's other columns, shows a
+    name of it already, or picks its rows by name or key."""
+    if not _listing(select) or any(isinstance(e, exp.Star) for e in select.expressions):
+        return []
+    tables = _tables(select, catalog)
+    if not tables:
+        return []
+    alias, listed = next(iter(tables.items()))
+    names = name_columns(listed)
+    if not names:
+        return []
+    own = []
+    for projection in select.expressions:
+        column = projection.unalias()
+        if isinstance(column, exp.Column) and _owner(column, tables) is listed:
+            own.append(column.name.lower())
+    if not own or any(n.lower() in own for n in names):
+        return []
+    identifying = {n.lower() for n in (*names, *listed.primary_key)}
+    if _picked_by(select, alias, identifying):
+        return []
+    return [exp.column(_identifier(name), table=_identifier(alias)) for name in names]
+
+
+def show_labels(select: exp.Select, columns: list[exp.Column]) -> bool:
+    """``select`` showing ``columns`` first (named by their table too where a shown
+    column has the name already); whether any was added. In place."""
+    if not columns:
+        return False
+    taken = {e.alias_or_name.lower() for e in select.expressions}
+    tables = {t.alias_or_name.lower(): t.name for t in select.find_all(exp.Table)}
+    shown = []
+    for column in columns:
+        table = tables.get(column.table.lower(), column.table)
+        name = shown_column_name(table, column.name, shared=column.name.lower() in taken)
+        shown.append(exp.alias_(column.copy(), name))
+        taken.add(name.lower())
+    select.set("expressions", [*shown, *select.expressions])
+    return True
+
+
+def with_labels(sql: str, catalog: Catalog) -> str:
+    """``sql`` showing the names of the rows it lists before what it asks (unchanged
+    text when :func:`label_columns` finds none to add)."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect="postgres")
+    except sqlglot.errors.ParseError:
+        return sql
+    if not isinstance(tree, exp.Select):
+        return sql
+    if not show_labels(tree, label_columns(tree, catalog)):
+        return sql
+    return tree.sql(dialect="postgres")
