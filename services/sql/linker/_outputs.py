@@ -80,6 +80,15 @@ def split_output(ctx: LinkContext, text: str) -> tuple[str, str, str]:
             text,
             re.I,
         )
+    if which is None:
+        # "Which doctors specialise in immunology?": a verb and its preposition, whose
+        # object is the condition; the rows asked for are the noun's (only where the
+        # noun names a table and nothing more, checked below)
+        which = re.match(
+            r"\s*(?:which|what)\s+(?:\d+\s+)?((?:[a-z]+\s+){0,2}?[a-z]+)\s+(?=[a-z]+\s+(?:in|on|at|from|with|by|for|to|as)\b)",
+            text,
+            re.I,
+        )
     if which:
         words = [stem(w) for w in which.group(1).lower().split() if w not in STOP_WORDS]
         hits = ctx.vocab.tables_named(words)
