@@ -171,3 +171,14 @@ def test_ids_asked_in_the_plural_are_the_keys_not_the_names():
     linked = link_question(ctx)
     verify_statement(ctx, linked.sql)
     assert "member_id" in linked.sql and "membername" not in linked.sql
+
+
+def test_what_a_verb_asks_for_is_not_its_subject_rows():
+    # "what" is the verb's object (a price): the boats themselves do not answer it
+    with pytest.raises(LinkError, match="sell"):
+        linked_statement("What did the boats sell for?", FLEET, TODAY)
+
+
+def test_a_column_the_verb_names_answers_what_was_asked():
+    tree = linked_statement("What did the boats cost?", FLEET, TODAY)
+    assert _shown(tree) == ["cost"]
