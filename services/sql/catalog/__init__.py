@@ -14,6 +14,7 @@ from __future__ import annotations
 from services.sql.catalog._cache import CatalogCache
 from services.sql.catalog._candidates import is_number, type_family
 from services.sql.catalog._catalog import (
+    SAMPLE_VALUES,
     TEXT_TYPES,
     Catalog,
     ColumnInfo,
@@ -43,6 +44,7 @@ from services.sql.catalog._stored import (
 )
 
 __all__ = [
+    "SAMPLE_VALUES",
     "TEXT_TYPES",
     "Catalog",
     "CatalogCache",

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from services.sql.catalog import TableInfo, is_number
 from services.sql.linker._context import LinkContext
-from services.sql.linker._plan import Measure, Plan, is_key, is_temporal, lit
+from services.sql.linker._plan import Measure, Plan, is_key, is_temporal, lit, name_columns
 from services.sql.linker._vocabulary import Col, Vocabulary
 from services.sql.words import (
     GRAMMAR_WORDS,
@@ -64,6 +64,10 @@ def label_columns(ctx: LinkContext, table: TableInfo) -> list[Col]:
         words = ctx.vocab.column_words[(table.qualified, column.name)]
         if "name" in words or "title" in words or "symbol" in words or "code" in words:
             cols.append(Col(table, column))
+    if len(cols) <= 1:
+        # no column whose words say "name": one whose name ends in it all the same
+        # (``username``, ``fullname``), as the clause reader decides what names a row
+        cols += [c for c in name_columns(table) if c.key not in {k.key for k in cols}]
     if len(cols) <= 1:
         # no name-like column: the first short, varied text the value index holds
         # (an activity's subject line, not its free-text notes)

@@ -80,6 +80,15 @@ def split_output(ctx: LinkContext, text: str) -> tuple[str, str, str]:
             text,
             re.I,
         )
+    if which is None:
+        # "Which doctors specialise in immunology?": a verb and its preposition, whose
+        # object is the condition; the rows asked for are the noun's (only where the
+        # noun names a table and nothing more, checked below)
+        which = re.match(
+            r"\s*(?:which|what)\s+(?:\d+\s+)?((?:[a-z]+\s+){0,2}?[a-z]+)\s+(?=[a-z]+\s+(?:in|on|at|from|with|by|for|to|as)\b)",
+            text,
+            re.I,
+        )
     if which:
         words = [stem(w) for w in which.group(1).lower().split() if w not in STOP_WORDS]
         hits = ctx.vocab.tables_named(words)
@@ -182,11 +191,15 @@ def read_item(ctx: LinkContext, phrase: str) -> list[Dim | Measure] | None:
     return None
 
 
+_KEY_WORDS = frozenset({"id", "identifier", "key", "number", "code"})
+
+
 def shown_for(ctx: LinkContext, col: Col, words: Sequence[str]) -> list[Dim | Measure]:
     """What to show for a column the output names: a reference ("the account owner")
     shows the row it points to by name, a flag that names its rows ("primary
     contacts") shows those rows (the flag becomes their condition)."""
-    asks_key = any(w in ("id", "identifier", "key", "number", "code") for w in words)
+    # "user IDs": the plural asks for keys as the singular does (the stemmer leaves "ids")
+    asks_key = any(w in _KEY_WORDS or w.removesuffix("s") in _KEY_WORDS for w in words)
     if not asks_key and col.column.name not in col.table.primary_key:
         for edge in ctx.graph.edges_of(col.table.qualified):
             if edge.child == col.table.qualified and edge.child_column == col.column.name:

@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from services.sql.catalog import TEXT_TYPES, JoinGraph, TableInfo
+from services.sql.catalog import (
+    SAMPLE_VALUES,
+    TEXT_TYPES,
+    ColumnInfo,
+    JoinGraph,
+    TableInfo,
+    is_number,
+)
 from services.sql.gate import identifier
 from services.sql.linker._mentions import OPTIONAL_TABLE_PARTS
 from services.sql.linker._vocabulary import Col, Vocabulary
@@ -234,6 +241,55 @@ def person_name(table: TableInfo) -> list[Col]:
     first = [c for c in table.columns if _name_part(c.name, FIRST_NAMES)]
     last = [c for c in table.columns if _name_part(c.name, LAST_NAMES)]
     return [Col(table, first[0]), Col(table, last[0])] if len(first) == len(last) == 1 else []
+
+
+def leading_text(table: TableInfo) -> list[Col]:
+    """What names a row of a table with no name column whose key is a bare number: the
+    text columns declared right after the key, before the first column of another kind
+    (``cars``: id, make, model, year … is read as make and model), two at most, as a
+    person's name is said in two. A numbered row means nothing to a reader; the words a
+    schema puts first after the number are what it calls the row by, where the first
+    tells the rows apart (``_tells_apart``): a kind of row is no label. Not a key's column
+    (a reference said in text), nor text that holds only numbers (Spider's ``mpg``),
+    nor text whose values the catalog did not read (free text, no label)."""
+    if len(table.primary_key) != 1 or not table.columns:
+        return []
+    key = table.columns[0]
+    if key.name != table.primary_key[0] or not is_number(key.data_type):
+        return []
+    run: list[Col] = []
+    first = table.columns[1] if len(table.columns) > 1 else None
+    if first is None or not _tells_apart(table, first):
+        return []
+    for column in table.columns[1:]:
+        col = Col(table, column)
+        if (
+            not column.data_type.startswith(TEXT_TYPES)
+            or is_key(col)
+            or not column.sample_values
+            or all(_numeral(v) for v in column.sample_values)
+        ):
+            break
+        run.append(col)
+        if len(run) == 2:
+            break
+    return run
+
+
+def _tells_apart(table: TableInfo, column: ColumnInfo) -> bool:
+    """A label tells rows apart: the column holds as many values as the catalog reads
+    (``SAMPLE_VALUES``), or one per row. A pet's type (cat, dog) over many pets is what
+    kind of row it is, not what the row is called."""
+    values = len(set(column.sample_values))
+    return values >= SAMPLE_VALUES or 0 < table.row_estimate <= values
+
+
+def _numeral(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def name_columns(table: TableInfo) -> list[Col]:

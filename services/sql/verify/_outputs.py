@@ -55,6 +55,13 @@ counts is the rows the question counts.
   Refused naming the verb: no agent was placed, and the question is read again with its
   words linked by meaning. A table read twice is exempt: in a self-join ("who manages
   the employees") its other reading holds the agent.
+- **What was done, answered with who did it.** "What did the cars from 2021 sell for?"
+  asks for the object of the verb ("what" is its object: a price, the things bought),
+  something other than its subject: a question that is only "what did/does/do <subject>
+  <verb> [<preposition>]", answered only with columns of the subject's table that no
+  verb names (its key, its name), lists the subject's rows and not what the verb asks.
+  A column of another table, one the verb names ("what did the cars cost": ``cost``) or
+  one the verb was linked to by meaning answers it.
 - **A condition shown beside the rows.** "Which airlines had flights from EWR with a
   departure delay above 200? Give their names." answered with each airline's name and
   ``flights.dep_delay`` lists an airline once per delayed flight: a column of a table
@@ -114,6 +121,7 @@ def check_outputs(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes | None
     _only_the_ranking_shown(ctx, tree)
     _coordinated_tables_joined(ctx, tree, nodes)
     _agent_answered_by_its_object(ctx, tree, nodes)
+    _object_answered_by_its_subject(ctx, tree, nodes)
     _referring_column_listed(ctx, tree, nodes)
 
 
@@ -530,6 +538,47 @@ def _agent_answered_by_its_object(
     raise LinkError(
         f"the question asks who {verb} the {what}, someone other than the {what}; "
         f"the statement shows only {shows} the {what} themselves",
+        phrase=verb,
+    )
+
+
+_WHAT_DID = re.compile(
+    r"^\s*(?:and\s+|so\s+)?what\s+(?:did|does|do)\s+(.+?)\s+([a-z]+)"
+    r"(?:\s+(?:for|with|to|from|in|on|at|by|about|into|of))?\s*[?.!]?\s*$"
+)
+
+
+def _object_answered_by_its_subject(
+    ctx: LinkContext, tree: exp.Select, nodes: StatementNodes
+) -> None:
+    """ "What did the cars sell for?" answered with the cars (see the module's
+    docstring)."""
+    asked = _WHAT_DID.match(re.sub(r"'[^']*'|\"[^\"]*\"", " ", ctx.original.lower()))
+    if asked is None:
+        return
+    subject, verb = asked.group(1), asked.group(2)
+    said = {stem(w) for w in re.findall(r"[a-z]+", subject)}
+    subjects = {t for t, parts in ctx.vocab.table_words.items() if parts and parts[-1] in said}
+    if not subjects:
+        return
+    shown = [o.unalias() for o in tree.expressions]
+    if not shown or not all(isinstance(o, exp.Column) for o in shown):
+        return  # a measure: "what did each customer spend" sums what was spent
+    meant = {(m.table, m.column) for m in ctx.meanings if m.word == verb and m.column}
+    for output in shown:
+        found = _column(nodes, output)
+        if (
+            found is None
+            or found[0].qualified not in subjects
+            or ((found[0].qualified, found[1]) in meant)
+        ):
+            return
+        parts = ctx.vocab.column_words.get((found[0].qualified, found[1]), [])
+        if any(word_match(stem(verb), p) >= 0.8 for p in parts):
+            return  # a column the verb names: "what did the cars cost" shows ``cost``
+    raise LinkError(
+        f"the question asks what the {subject.split()[-1]} {verb}, something other than "
+        "themselves; the statement shows only their own columns",
         phrase=verb,
     )
 

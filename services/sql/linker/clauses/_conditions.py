@@ -245,6 +245,9 @@ def _than_average(
     return end
 
 
+_SPAN_ENDS = frozenset({"to", "until", "till", "through", "thru", "and", "-", "onwards", "on"})
+
+
 def value_clause(reading: Reading, read: Read, i: int) -> int | None:
     start = i
     if reading.low(i) in PREPOSITIONS:
@@ -257,7 +260,16 @@ def value_clause(reading: Reading, read: Read, i: int) -> int | None:
         j += 1
         if reading.low(j) == "either":
             j += 1
-    year = not columns and reading.low(start) in ("in", "during") and is_year(reading, j)
+    # "made in 2021", and "cars from 2021": a year said after "from" as the one a row is
+    # of, unless it opens a span ("from 2019 to 2021", read by the date readers)
+    year = (
+        not columns
+        and (
+            reading.low(start) in ("in", "during")
+            or (reading.low(start) == "from" and reading.low(j + 1) not in _SPAN_ENDS)
+        )
+        and is_year(reading, j)
+    )
     # "each state other than TX", "customers except those in CA": one value left out
     excluded = reading.match(j, EXCLUSIONS)
     if excluded:

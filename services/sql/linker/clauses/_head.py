@@ -4,9 +4,11 @@ answer shows, up to the first word that starts a clause.
 
 from __future__ import annotations
 
+from services.sql.linker._mentions import Mention
 from services.sql.linker.clauses._cues import (
     AGGREGATES,
     BOUNDARY,
+    COMPARE,
     COUNT_HEADS,
     LIST_HEADS,
     ROWS_END,
@@ -106,7 +108,8 @@ def read_items(reading: Reading, read: Read, at: int) -> int:
         if kind is not None:
             i = kind
             continue
-        if tables and not pending and (not columns or table_first(tables, columns)):
+        predicate = bool(tables and columns) and _predicate(reading, read, tables, columns)
+        if tables and not pending and (not columns or table_first(tables, columns) or predicate):
             table = tables[0].table
             assert table is not None
             if pending:
@@ -141,6 +144,8 @@ def read_items(reading: Reading, read: Read, at: int) -> int:
             i = tables[0].end
             if read.entity is None and read.kind in ("count", "which"):
                 read.entity = table
+            if predicate:
+                break  # the column's word opens the comparison clause
             continue
         if columns:
             funcs = pending or [""]
@@ -160,6 +165,24 @@ def read_items(reading: Reading, read: Read, at: int) -> int:
     if pending:
         raise Decline("an aggregate names no column")
     return i
+
+
+def _predicate(reading: Reading, read: Read, tables: list[Mention], columns: list[Mention]) -> bool:
+    """ "Which cars cost more than 50000?": the table's noun, then its column's word said
+    as the verb of a comparison. The two words spell the column ("car cost") but the
+    comparison right after it makes the column the predicate: the rows asked for are the
+    table's, and the comparison clause reads the column with its bound. Only as the
+    first item of "which …", where the rows are what is asked."""
+    table, column = tables[0], columns[0]
+    return (
+        read.kind == "which"
+        and not read.items
+        and column.start == table.start
+        and table.end < column.end
+        and column.col is not None
+        and column.col.table is table.table
+        and bool(reading.match(column.end, tuple(COMPARE)))
+    )
 
 
 def _counted_kind(reading: Reading, read: Read, i: int) -> int | None:

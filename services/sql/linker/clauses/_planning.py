@@ -20,6 +20,7 @@ from services.sql.linker._plan import (
     Plan,
     fans_out,
     is_temporal,
+    leading_text,
     lit,
     name_columns,
     person_name,
@@ -322,6 +323,8 @@ def _labels(ctx: LinkContext, table: TableInfo, *, grouped: bool = False) -> lis
     names = name_columns(table)
     if len(names) == 1 or (grouped and names):
         return names
+    if not names and (leading := leading_text(table)):
+        return leading
     if table.primary_key:
         key = table.column(table.primary_key[0])
         if key is not None:
