@@ -246,10 +246,6 @@ def _than_average(
     return end
 
 
-# words that end a range begun by "from": "from 1976 to 1980" is no single year
-_RANGE_ENDS = frozenset({"to", "until", "till", "through", "thru", "-", "and"})
-
-
 def value_clause(reading: Reading, read: Read, i: int) -> int | None:
     start = i
     if reading.low(i) in PREPOSITIONS:
@@ -262,16 +258,7 @@ def value_clause(reading: Reading, read: Read, i: int) -> int | None:
         j += 1
         if reading.low(j) == "either":
             j += 1
-    # "in 1976", and "cars from 1976" (the year they date from) unless a range follows
-    # ("from 1976 to 1980")
-    year = (
-        not columns
-        and (
-            reading.low(start) in ("in", "during")
-            or (reading.low(start) == "from" and reading.low(j + 1) not in _RANGE_ENDS)
-        )
-        and is_year(reading, j)
-    )
+    year = not columns and reading.low(start) in ("in", "during") and is_year(reading, j)
     # "each state other than TX", "customers except those in CA": one value left out
     excluded = reading.match(j, EXCLUSIONS)
     if excluded:
