@@ -42,7 +42,7 @@ literals rendered by sqlglot, and then goes through the gate like any other.
 from __future__ import annotations
 
 from services.sql.catalog import is_number
-from services.sql.linker._agents import agent_asked, shown_instead
+from services.sql.linker._agents import agent_asked, agent_nouns, agent_table, shown_instead
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
@@ -82,6 +82,8 @@ __all__ = [
     "StatementCheck",
     "Vocabulary",
     "agent_asked",
+    "agent_nouns",
+    "agent_table",
     "column_states",
     "comment_names",
     "find_meanings",

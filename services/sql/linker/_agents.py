@@ -9,6 +9,11 @@ meaning must be; the statement is the rest's rows showing that column alone. Wit
 such a column the question is refused naming the verb (``verify``'s agent check), and a
 follow-up ("who made them?") shows it for the earlier statement's rows, the earlier
 statement's FROM and WHERE unchanged.
+
+"Who teaches Science?" names its agent another way: the verb's agent noun ("teacher",
+made from "teach" as English makes agents: -er, -r, -or) is a table's name, so the
+question asks for that table's rows, as "Which teacher teaches Science?" does
+(:func:`agent_table`); the rest is read like any other question's.
 """
 
 from __future__ import annotations
@@ -17,6 +22,10 @@ import re
 
 import sqlglot
 from sqlglot import exp
+
+from services.sql.linker._mentions import OPTIONAL_TABLE_PARTS
+from services.sql.linker._vocabulary import Vocabulary
+from services.sql.words import lemma, stem
 
 # "who" then a verb that takes the noun as its object: an auxiliary or a verb of being
 # or having ("who is the oldest", "who has the most") asks about the subject's own rows.
@@ -62,3 +71,46 @@ def shown_instead(sql: str, table: str, column: str) -> str | None:
     tree.set("expressions", [exp.alias_(exp.column(column, table=reads[0].alias_or_name), column)])
     tree.set("distinct", None)
     return tree.sql(dialect="postgres")
+
+
+# "who" then a verb in the present or past, then what it is said of (no article needed:
+# "who teaches Science")
+_WHO_VERB = re.compile(r"^\s*who\s+(?P<verb>[a-z]+)\s+(?P<rest>\S.*)$", re.IGNORECASE | re.DOTALL)
+
+
+def agent_nouns(verb: str) -> frozenset[str]:
+    """The nouns English makes for the one who does ``verb``: teach -> teacher, manage
+    -> manager, visit -> visitor, create -> creator, run -> runner."""
+    base = lemma(verb)
+    if base.endswith("ed") and len(base) > 4:
+        base = base[:-2]  # "visited": stem keeps the past ending
+    forms = {base + "er", base + "or", base + base[-1] + "er"}
+    if base.endswith("e"):
+        forms |= {base + "r", base[:-1] + "or"}
+    return frozenset(forms)
+
+
+def agent_table(vocab: Vocabulary, question: str) -> str | None:
+    """ "Who <verb> …?" said as "Which <table> <verb> …?" where exactly one table's name
+    is the verb's agent noun (see the module's docstring); None for any other question.
+    A lookup table's unsaid prefix aside, the name must be that one noun."""
+    m = _WHO_VERB.match(question)
+    if m is None:
+        return None
+    verb = m.group("verb").lower()
+    if verb in _NOT_AGENTIVE:
+        return None
+    nouns = agent_nouns(verb)
+    found = [
+        table
+        for table in vocab.catalog.tables
+        if any(
+            len(parts) == 1 and stem(parts[0]) in nouns
+            for name in vocab.table_names(table)
+            for parts in [[p for p in name if p not in OPTIONAL_TABLE_PARTS]]
+        )
+    ]
+    if len(found) != 1:
+        return None
+    noun = " ".join(vocab.table_words[found[0].qualified])
+    return f"Which {noun} {m.group('verb')} {m.group('rest')}"

@@ -11,7 +11,7 @@ from datetime import date
 
 from services.sql.catalog import JoinGraph, is_number
 from services.sql.definitions import GlossaryEntry, inline_definitions
-from services.sql.linker._agents import agent_asked, shown_instead
+from services.sql.linker._agents import agent_asked, agent_table, shown_instead
 from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
@@ -86,9 +86,11 @@ class QuestionLinker:
         many cars were made?") is read once more said in one they know (``_rephrasing``);
         its refusal as asked stands when that reading is refused too. So is a question in
         two sentences, the second saying what to show ("…? List the country name."): its
-        first sentence, showing what the second names (``_shown``). As asked first: a
-        question read that way keeps its reading. A place named in full and read as the
-        code its column stores is said in the interpretation (``_places``)."""
+        first sentence, showing what the second names (``_shown``); and "Who teaches
+        Science?", whose verb's agent noun is a table's name, as "Which teacher teaches
+        Science?" (``_agents.agent_table``). As asked first: a question read that way
+        keeps its reading. A place named in full and read as the code its column stores
+        is said in the interpretation (``_places``)."""
         linked = self._read()
         sql = with_labels(with_deciding(linked.sql, self.context.catalog), self.context.catalog)
         linked = replace(linked, sql=sql) if sql != linked.sql else linked
@@ -112,6 +114,12 @@ class QuestionLinker:
             agent = self._read_agent()
             if agent is not None:
                 return agent
+            doer = agent_table(self._inputs[1], question)
+            if doer is not None:
+                try:
+                    return self._as_if_asked(doer)
+                except LinkError:
+                    pass
             raise refused from None
         applied = tuple(
             term

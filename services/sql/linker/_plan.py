@@ -298,16 +298,23 @@ def name_columns(table: TableInfo) -> list[Col]:
     names = names or [c for c in table.columns if c.name.lower().endswith("name")
                       and not _name_part(c.name, FIRST_NAMES + LAST_NAMES)]  # fmt: skip
     names = names or [c for c in table.columns if c.name.lower().endswith("title")]
-    # a text column called what the table is called: ``airlines.airline``, ``course.course``,
-    # also without a generic word of the table's name (``model_list.model``)
+    return [Col(table, c) for c in names] or named_as_table(table)
+
+
+def named_as_table(table: TableInfo, *, head: bool = False) -> list[Col]:
+    """A text column called what the table is called: ``airlines.airline``,
+    ``course.course``, also without a generic word of the table's name
+    (``model_list.model``); with ``head``, also called the last word of a name of
+    several (``car_makers.maker``: a maker's short name beside its ``fullname``)."""
     parts = [p for p in re.split(r"[_\W]+", table.name.lower()) if p]
     nouns = {
         stem(table.name.lower()),
         stem("_".join(p for p in parts if p not in OPTIONAL_TABLE_PARTS)),
     }
-    names = names or [
-        c for c in table.columns
+    if head and len(parts) > 1:
+        nouns.add(stem(parts[-1]))
+    return [
+        Col(table, c) for c in table.columns
         if c.data_type.startswith(TEXT_TYPES) and c.name not in table.primary_key
         and stem(c.name.lower()) in nouns
     ]  # fmt: skip
-    return [Col(table, c) for c in names]

@@ -17,7 +17,7 @@ STOP_WORDS = frozenset(
     a an the of in on at for to by per with and or is are was were be been being do does did
     have has had we our us you your i me my there their them they it its this that these
     those what which who whom whose how show list give find get tell all each every any from
-    as into about across over under please return returned including include included
+    as into onto about across over under please return returned including include included
     respective respectively also both only just than then made along together value values
     table tables record records column columns row rows
     """.split()

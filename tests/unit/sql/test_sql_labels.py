@@ -127,9 +127,10 @@ def test_the_row_ranked_first_is_shown_by_key_and_name():
 
 
 def test_a_whole_name_is_not_read_as_a_last_name():
-    # ``fullname`` names the maker: shown beside the key, not the key alone
+    # ``fullname`` names the maker: shown beside the key, not the key alone (and beside
+    # ``maker``, the column called what the table is called: test_sql_first_turns)
     tree = _statement("How many models does each car maker have?", CARS)
-    assert _shown(tree) == ["car_makers.id", "car_makers.fullname"]
+    assert _shown(tree) == ["car_makers.id", "car_makers.fullname", "car_makers.maker"]
 
 
 def test_two_names_that_tie_are_both_shown_with_the_key():

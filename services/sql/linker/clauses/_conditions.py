@@ -18,6 +18,7 @@ from services.sql.linker.clauses._cues import (
     COMPARE,
     DIMENSIONS,
     EXCLUSIONS,
+    HAVING,
     NEGATIONS,
     OR_BOUND,
     PREPOSITIONS,
@@ -321,9 +322,20 @@ def value_clause(reading: Reading, read: Read, i: int) -> int | None:
         group[0].op = "<>"
         reading.ctx.known.update(excluded.split())  # read as the inequality: explained
     if not group:
-        # "with 8 cylinders": a number, then the column it counts
+        # "with 8 cylinders": a number, then the column it counts; "have 8 cylinders" the
+        # same, where the column holds quantities and no table is named instead ("have 2
+        # pets" counts related rows)
+        having = start == i and reading.low(i) in HAVING
+        if having:
+            i += 1
         number = reading.number(i) if i < reading.size and reading.tokens[i].number else None
         after = reading.longest(i + 1, ("column",)) if number is not None else []
+        if having and after:
+            tables = reading.longest(i + 1, ("table",))
+            numeric = _numeric_columns(reading, i + 1)
+            if not numeric or (tables and tables[0].size >= numeric[0].size):
+                return None
+            after = numeric
         if number is None or not after or start == i:
             return None
         group.append(Condition(start, after[0].end, after, "=", _literal(number)))

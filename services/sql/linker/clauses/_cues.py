@@ -472,6 +472,11 @@ GROUP_PHRASES = (
 _VERB_HAVE = ("have", "has", "had", "own", "owns", "owned", "with")
 
 
+# "cars that have 8 cylinders": the verb of having, which before a number and a quantity
+# column says what "with 8 cylinders" says (the rows whose column holds the number)
+HAVING = frozenset({"have", "has", "had"})
+
+
 # Parts of a date or year column's name that say it is one, beside the event it dates
 # ("open_year", "date_effective_from", "date_on_market").
 WHEN_PARTS = frozenset({"year", "date", "time", "day", "on", "at", "from", "dt"})

@@ -11,6 +11,7 @@ from services.sql.linker.clauses._cues import (
     COMPARE,
     COUNT_HEADS,
     LIST_HEADS,
+    RANKED,
     ROWS_END,
     WHEN_AUXILIARIES,
 )
@@ -220,8 +221,13 @@ def counted_head(reading: Reading, read: Read, at: int) -> int:
     number = reading.number(at_number)
     if read.kind not in ("which", "list") or number is None or number != int(number) or number < 1:
         return at
-    if read.kind == "list" and reading.longest(at_number + 1, ("table",)) == []:
-        return at  # "list the 2 …" says a limit only before the rows it cuts
+    # "list the 2 …" says a limit only before the rows it cuts, or before the superlative
+    # that ranks them ("the 2 youngest teachers": an adjective of the rows, then the rows)
+    rows_at = at_number + 1
+    if reading.low(rows_at) in RANKED:
+        rows_at += 1
+    if read.kind == "list" and reading.longest(rows_at, ("table",)) == []:
+        return at
     if reading.number(at_number + 1) is not None or reading.low(at_number + 1) in (
         "",
         "or",

@@ -23,6 +23,7 @@ from services.sql.linker._plan import (
     leading_text,
     lit,
     name_columns,
+    named_as_table,
     person_name,
     quote,
     table_sql,
@@ -321,7 +322,11 @@ def _labels(ctx: LinkContext, table: TableInfo, *, grouped: bool = False) -> lis
         if person:
             return person
     names = name_columns(table)
-    if len(names) == 1 or (grouped and names):
+    if grouped and names:
+        # a column called what the table is called names its rows too (``car_makers``'
+        # ``maker`` beside ``fullname``): which one is for the engine no more to guess
+        return names + [c for c in named_as_table(table, head=True) if c not in names]
+    if len(names) == 1:
         return names
     if not names and (leading := leading_text(table)):
         return leading

@@ -5,7 +5,7 @@ superlatives ("the youngest", "the most concerts", "the most common").
 from __future__ import annotations
 
 from services.sql.linker.clauses._cues import DIRECTIONS, GROUP_PHRASES, MOST, ORDER_PHRASES, RANKED
-from services.sql.linker.clauses._reading import Rank, Read, Reading, table_first
+from services.sql.linker.clauses._reading import Item, Rank, Read, Reading, table_first
 
 
 def order_clause(reading: Reading, read: Read, i: int) -> int | None:
@@ -86,6 +86,10 @@ def rank_clause(reading: Reading, read: Read, i: int) -> int | None:
         if tables:
             assert tables[0].table is not None
             read.mention_table(tables[0].table)
+            if read.kind == "list" and not read.items:
+                # "list the 2 youngest teachers": the superlative's noun is the rows
+                # listed (by their label), as "which 2 teachers are the youngest" says
+                read.items.append(Item("", j, end, table=tables[0].table))
         read.ranks.append(Rank(i, [], descending, dimension=dimension))
         reading.use(i, end)
         return end
