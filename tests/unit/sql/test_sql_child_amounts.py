@@ -1,0 +1,132 @@
+"""Ranking rows by a quantity their related rows hold: a ticker by the shares of its
+many transactions. Listed row by row, a ticker comes once per transaction and "the 4
+tickers" would be four transactions; so the rows are grouped per ticker, an amount ("the
+most shares") summed and a value ("the highest closing price") taken at its greatest.
+A superlative whose quantity only a verb names ("spent the most on cars") is refused,
+not read as a count of what follows it. And the columns that name a row are its own
+codes, not the codes of what it has (a customer's zip code)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
+from tests.unit.sql.schemas import col, linked_statement
+
+TODAY = date(2026, 11, 24)
+
+
+def _fk(column: str, table: str, key: str) -> ForeignKeyInfo:
+    return ForeignKeyInfo((column,), f"public.{table}", (key,))
+
+
+# Broker-shaped: packed names, no declared keys (joins inferred from the names).
+MARKET = Catalog(
+    "market",
+    (
+        TableInfo(
+            "public",
+            "sbticker",
+            row_estimate=20,
+            columns=(
+                col("sbtickerid", "character varying(20)"),
+                col("sbtickersymbol", "character varying(10)"),
+                col("sbtickername", "character varying(100)"),
+                col("sbtickertype", "character varying(20)", ("etf", "stock")),
+            ),
+            primary_key=("sbtickerid",),
+        ),
+        TableInfo(
+            "public",
+            "sbcustomer",
+            row_estimate=20,
+            columns=(
+                col("sbcustid", "character varying(20)"),
+                col("sbcustname", "character varying(100)"),
+            ),
+            primary_key=("sbcustid",),
+        ),
+        TableInfo(
+            "public",
+            "sbtransaction",
+            row_estimate=200,
+            columns=(
+                col("sbtxid", "character varying(50)"),
+                col("sbtxcustid", "character varying(20)"),
+                col("sbtxtickerid", "character varying(20)"),
+                col("sbtxdatetime", "timestamp without time zone"),
+                col("sbtxshares", "numeric(10,2)"),
+            ),
+            primary_key=("sbtxid",),
+        ),
+        TableInfo(
+            "public",
+            "sbdailyprice",
+            row_estimate=300,
+            columns=(
+                col("sbdptickerid", "character varying(20)"),
+                col("sbdpdate", "date"),
+                col("sbdpclose", "numeric(10,2)"),
+                col("sbdpvolume", "bigint"),
+            ),
+        ),
+    ),
+)
+
+# Dealership-shaped: declared keys, a sale per car sold to a customer.
+DEALER = Catalog(
+    "dealer",
+    (
+        TableInfo(
+            "public",
+            "cars",
+            row_estimate=20,
+            columns=(col("id"), col("make", "text"), col("model", "text"), col("cost", "numeric")),
+            primary_key=("id",),
+        ),
+        TableInfo(
+            "public",
+            "customers",
+            row_estimate=20,
+            columns=(
+                col("id"),
+                col("first_name", "text"),
+                col("last_name", "text"),
+                col("city", "text"),
+                col("zip_code", "character varying(10)"),
+            ),
+            primary_key=("id",),
+        ),
+        TableInfo(
+            "public",
+            "sales",
+            row_estimate=100,
+            columns=(
+                col("id"),
+                col("car_id"),
+                col("customer_id"),
+                col("sale_price", "numeric(10,2)"),
+                col("sale_date", "date"),
+            ),
+            primary_key=("id",),
+            foreign_keys=(_fk("car_id", "cars", "id"), _fk("customer_id", "customers", "id")),
+        ),
+        TableInfo(
+            "public",
+            "airports",
+            row_estimate=10,
+            columns=(col("airport_code", "character varying(3)"), col("city", "text")),
+            primary_key=("airport_code",),
+        ),
+    ),
+)
+
+
+def test_a_code_of_something_the_row_has_does_not_name_the_row() -> None:
+    customers = linked_statement("List the customers.", DEALER, TODAY)
+    shown = {e.alias_or_name for e in customers.expressions}
+    assert "zip_code" not in shown
+    assert {"first_name", "last_name"} <= shown
+    # the row's own code names it
+    airports = linked_statement("List the airports.", DEALER, TODAY)
+    assert "airport_code" in {e.alias_or_name for e in airports.expressions}
