@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
+from sqlglot import exp
+
 from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
+from services.sql.linker import LinkError
 from tests.unit.sql.schemas import col, linked_statement
 
 TODAY = date(2026, 11, 24)
@@ -120,6 +124,42 @@ DEALER = Catalog(
         ),
     ),
 )
+
+
+def _aggregates(tree: exp.Select) -> dict[str, set[str]]:
+    """Aggregate function name -> the columns it reads."""
+    found: dict[str, set[str]] = {}
+    for func in tree.find_all(exp.AggFunc):
+        found.setdefault(func.key.upper(), set()).update(c.name for c in func.find_all(exp.Column))
+    return found
+
+
+def _grouped_by(tree: exp.Select) -> set[str]:
+    group = tree.args.get("group")
+    return {c.name for c in group.find_all(exp.Column)} if group else set()
+
+
+def _limit(tree: exp.Select) -> int:
+    limit = tree.args.get("limit")
+    assert limit is not None
+    return int(limit.expression.name)
+
+
+@pytest.mark.parametrize(("question", "catalog", "column", "key"), [
+    ("Which ticker had the highest daily close?", MARKET, "sbdpclose", "sbtickerid"),
+])  # fmt: skip
+def test_the_highest_value_on_related_rows_is_each_rows_greatest_not_their_sum(
+    question: str, catalog: Catalog, column: str, key: str
+) -> None:
+    tree = linked_statement(question, catalog, TODAY)
+    assert _aggregates(tree) == {"MAX": {column}}
+    assert key in _grouped_by(tree)
+
+
+def test_a_superlative_whose_quantity_only_the_verb_names_is_refused_not_counted() -> None:
+    # "spent the most on cars": the money is not named, and the number of cars is not it
+    with pytest.raises(LinkError):
+        linked_statement("Which 5 customers spent the most on cars?", DEALER, TODAY)
 
 
 def test_a_code_of_something_the_row_has_does_not_name_the_row() -> None:
