@@ -145,8 +145,31 @@ def _limit(tree: exp.Select) -> int:
     return int(limit.expression.name)
 
 
+@pytest.mark.parametrize(("question", "limit"), [
+    ("Which 4 tickers had the most shares traded?", 4),
+    ("Which ticker had the most shares traded?", 1),
+])  # fmt: skip
+def test_the_most_of_a_quantity_on_related_rows_is_their_sum_per_ranked_row(
+    question: str, limit: int
+) -> None:
+    tree = linked_statement(question, MARKET, TODAY)
+    assert _aggregates(tree) == {"SUM": {"sbtxshares"}}
+    assert "sbtickerid" in _grouped_by(tree)  # one row per ticker, however many trades
+    assert tree.args["order"].expressions[0].args.get("desc")
+    assert _limit(tree) == limit
+
+
+def test_the_fewest_is_the_smallest_sum_first() -> None:
+    tree = linked_statement("Which 3 customers had the fewest shares traded?", MARKET, TODAY)
+    assert _aggregates(tree) == {"SUM": {"sbtxshares"}}
+    assert "sbcustid" in _grouped_by(tree)
+    assert not tree.args["order"].expressions[0].args.get("desc")
+
+
 @pytest.mark.parametrize(("question", "catalog", "column", "key"), [
+    ("Which 3 tickers had the highest close?", MARKET, "sbdpclose", "sbtickerid"),
     ("Which ticker had the highest daily close?", MARKET, "sbdpclose", "sbtickerid"),
+    ("Which 3 customers had the highest sale price?", DEALER, "sale_price", "id"),
 ])  # fmt: skip
 def test_the_highest_value_on_related_rows_is_each_rows_greatest_not_their_sum(
     question: str, catalog: Catalog, column: str, key: str
