@@ -189,10 +189,13 @@ def link_ordering(ctx: LinkContext, plan: Plan, desc: bool | None) -> None:
         )
         phrase = m.group(2) if m else ""
         superlative = m.group(1) if m else ""
-        if m and phrase.split()[:1] and phrase.split()[0] in PREPOSITIONS:
+        said = phrase.split()
+        where = [stem(w) for w in said[1:] if w not in STOP_WORDS]
+        if said and said[0] in PREPOSITIONS and where and ctx.vocab.tables_named(where):
             # "spent the most on cars": "most" stands for a quantity only the verb names;
-            # what follows is where it went, not what is compared (counting cars is
-            # another question)
+            # the table after the preposition is where it went, not what is compared
+            # (counting cars is another question). "the most in total" names no table:
+            # its words may still name the quantity (``total_spent``)
             raise LinkError(f"nothing says what '{m.group(1)}' compares", phrase=m.group(1))
     direction = desc
     if re.search(

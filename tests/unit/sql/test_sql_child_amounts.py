@@ -185,6 +185,35 @@ def test_a_superlative_whose_quantity_only_the_verb_names_is_refused_not_counted
         linked_statement("Which 5 customers spent the most on cars?", DEALER, TODAY)
 
 
+# Spider-shaped: the amount a visit spent, named by its column.
+MUSEUM = Catalog(
+    "museum",
+    (
+        TableInfo(
+            "public",
+            "visitor",
+            row_estimate=10,
+            columns=(col("id"), col("name", "text"), col("age")),
+            primary_key=("id",),
+        ),
+        TableInfo(
+            "public",
+            "visit",
+            row_estimate=30,
+            columns=(col("visitor_id"), col("num_of_ticket"), col("total_spent", "real")),
+            foreign_keys=(_fk("visitor_id", "visitor", "id"),),
+        ),
+    ),
+)
+
+
+def test_the_most_in_total_is_the_quantity_the_words_name_not_a_refusal() -> None:
+    # a preposition after "most" that names no table: the words still name the quantity
+    tree = linked_statement("Which 2 visitors spent the most in total?", MUSEUM, TODAY)
+    assert _aggregates(tree) == {"SUM": {"total_spent"}}
+    assert "id" in _grouped_by(tree)
+
+
 def test_a_code_of_something_the_row_has_does_not_name_the_row() -> None:
     customers = linked_statement("List the customers.", DEALER, TODAY)
     shown = {e.alias_or_name for e in customers.expressions}
