@@ -196,7 +196,7 @@ def link_ordering(ctx: LinkContext, plan: Plan, desc: bool | None) -> None:
             # the table after the preposition is where it went, not what is compared
             # (counting cars is another question). "the most in total" names no table:
             # its words may still name the quantity (``total_spent``)
-            raise LinkError(f"nothing says what '{m.group(1)}' compares", phrase=m.group(1))
+            raise LinkError(f"nothing says what '{superlative}' compares", phrase=superlative)
     direction = desc
     if re.search(
         r"\b(lowest|smallest|least|fewest|ascending|earliest|oldest)\b[^.?]*\bfirst\b|\bascending\b|\bfrom lowest\b|\blowest to highest\b",
