@@ -60,9 +60,15 @@ def label_columns(ctx: LinkContext, table: TableInfo) -> list[Col]:
         pk = table.column(table.primary_key[0])
         if pk:
             cols.append(Col(table, pk))
+    own = set(ctx.vocab.table_words[table.qualified])
     for column in table.columns:
         words = ctx.vocab.column_words[(table.qualified, column.name)]
-        if "name" in words or "title" in words or "symbol" in words or "code" in words:
+        if "name" in words or "title" in words or "symbol" in words:
+            cols.append(Col(table, column))
+        elif "code" in words and all(w in own for w in words if w != "code"):
+            # a code of the row itself (``airport_code`` of an airport, a bare ``code``);
+            # a code of something else the row has (a customer's ``zip_code``, a
+            # template's ``template_type_code``) describes it, it does not name it
             cols.append(Col(table, column))
     if len(cols) <= 1:
         # no column whose words say "name": one whose name ends in it all the same

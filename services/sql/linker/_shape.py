@@ -10,8 +10,17 @@ from services.sql.linker._context import LinkContext
 from services.sql.linker._dates import GRAINS, RECENCY, date_column
 from services.sql.linker._lookup import find_column, label_columns
 from services.sql.linker._measures import read_arith, read_measure
-from services.sql.linker._plan import Dim, Measure, Plan, only_table, refines, same_measure
+from services.sql.linker._plan import (
+    Dim,
+    LinkError,
+    Measure,
+    Plan,
+    only_table,
+    refines,
+    same_measure,
+)
 from services.sql.linker._vocabulary import Col
+from services.sql.linker.clauses import PREPOSITIONS
 from services.sql.words import (
     STOP_WORDS,
     stem,
@@ -164,6 +173,7 @@ def link_ordering(ctx: LinkContext, plan: Plan, desc: bool | None) -> None:
             plan.order.append((f"d{index}", newest))
             ctx.known.update({stem(w) for w in recency.group(0).split()})
             return
+    superlative = ""  # the word before the phrase ordered by, where one says it
     popular = re.search(r"\b(most|least)\s+(?:common|frequent(?:ly)?|popular|often)\b", low)
     if not phrase and popular:
         counts = [i for i, x in enumerate(plan.measures) if x.func in ("COUNT", "COUNT_DISTINCT")]
@@ -174,10 +184,19 @@ def link_ordering(ctx: LinkContext, plan: Plan, desc: bool | None) -> None:
         return
     if not phrase and desc is not None:
         m = re.search(
-            r"\b(?:most|least|highest|lowest|largest|smallest)\s+([a-z ]+?)(?=[,.?;]|\s+(?:and|in|for|who|that|from|by|between)\b|$)",
+            r"\b(most|least|highest|lowest|largest|smallest)\s+([a-z ]+?)(?=[,.?;]|\s+(?:and|in|for|who|that|from|by|between)\b|$)",
             low,
         )
-        phrase = m.group(1) if m else ""
+        phrase = m.group(2) if m else ""
+        superlative = m.group(1) if m else ""
+        said = phrase.split()
+        where = [stem(w) for w in said[1:] if w not in STOP_WORDS]
+        if said and said[0] in PREPOSITIONS and where and ctx.vocab.tables_named(where):
+            # "spent the most on cars": "most" stands for a quantity only the verb names;
+            # the table after the preposition is where it went, not what is compared
+            # (counting cars is another question). "the most in total" names no table:
+            # its words may still name the quantity (``total_spent``)
+            raise LinkError(f"nothing says what '{superlative}' compares", phrase=superlative)
     direction = desc
     if re.search(
         r"\b(lowest|smallest|least|fewest|ascending|earliest|oldest)\b[^.?]*\bfirst\b|\bascending\b|\bfrom lowest\b|\blowest to highest\b",
@@ -192,7 +211,8 @@ def link_ordering(ctx: LinkContext, plan: Plan, desc: bool | None) -> None:
     target = ""
     if phrase:
         phrase = re.sub(r"^(?:the\s+)?(?:lowest|highest|most|least)\s+", "", phrase)
-        target = order_target(ctx, plan, phrase)
+        extreme = VALUE_SUPERLATIVES.get(superlative)
+        target = order_target(ctx, plan, phrase, extreme=extreme)
     time_dims = [i for i, d in enumerate(plan.dims) if d.grain]
     if (
         not target
@@ -224,7 +244,17 @@ def link_ordering(ctx: LinkContext, plan: Plan, desc: bool | None) -> None:
                         break
 
 
-def order_target(ctx: LinkContext, plan: Plan, phrase: str) -> str:
+# Superlatives of a value ("the highest closing price"), not of an amount ("the most
+# shares"): whether the greatest value wins. Ranking rows by a value their many related
+# rows hold compares each row's greatest (least) value; adding the values up answers
+# "the most".
+VALUE_SUPERLATIVES = {"highest": True, "largest": True, "lowest": False, "smallest": False}
+
+
+def order_target(ctx: LinkContext, plan: Plan, phrase: str, *, extreme: bool | None = None) -> str:
+    """The output slot ``phrase`` orders by, added to the plan when it is not there yet.
+    ``extreme``: the phrase followed a superlative of a value (True for the highest),
+    which a listed row with many related rows has its greatest (least) of."""
     words = [stem(w) for w in phrase.split() if w not in STOP_WORDS]
     if re.search(r"[/*]|\s-\s", phrase):
         for i, existing in enumerate(plan.measures):
@@ -243,8 +273,10 @@ def order_target(ctx: LinkContext, plan: Plan, phrase: str) -> str:
     if measure is None and not plan.measures:
         col = find_column(ctx, words, numeric=True)
         if col is not None and many_of(ctx, col.table, plan):
-            # "top 5 reps by won amount": each rep's deals summed
-            plan.measures.append(Measure("SUM", col=col, label=phrase))
+            # "top 5 reps by won amount": each rep's deals summed; "the 3 tickers with
+            # the highest closing price": each ticker's highest
+            func = "SUM" if extreme is None else ("MAX" if extreme else "MIN")
+            plan.measures.append(Measure(func, col=col, label=phrase))
             return f"m{len(plan.measures) - 1}"
         if col is not None:
             plan.dims.append(Dim(col))

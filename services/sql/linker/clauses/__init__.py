@@ -29,8 +29,20 @@ plan made of them (``_planning``), and the reader that runs them in order (``_re
 
 from __future__ import annotations
 
-from services.sql.linker.clauses._cues import form_words, needs_a_name, unplaced_words
+from services.sql.linker.clauses._cues import (
+    PREPOSITIONS,
+    form_words,
+    needs_a_name,
+    unplaced_words,
+)
 from services.sql.linker.clauses._reader import read_clauses
 from services.sql.linker.clauses._reading import Decline
 
-__all__ = ["Decline", "form_words", "needs_a_name", "read_clauses", "unplaced_words"]
+__all__ = [
+    "PREPOSITIONS",
+    "Decline",
+    "form_words",
+    "needs_a_name",
+    "read_clauses",
+    "unplaced_words",
+]

@@ -120,6 +120,12 @@ MOST = {
 }
 
 
+# The superlatives of an amount ("the most shares", "the fewest goals"): they compare how
+# much of a quantity each row has, which is its sum where a row holds several of it;
+# "the highest price" compares values, which several rows do not add up to.
+AMOUNT = frozenset({"most", "least", "fewest"})
+
+
 NUMBER_WORDS = {
     w: i
     for i, w in enumerate(

@@ -19,6 +19,7 @@ from services.sql.linker._plan import (
     Measure,
     Plan,
     fans_out,
+    is_key,
     is_temporal,
     leading_text,
     lit,
@@ -517,8 +518,40 @@ def _add_rank(ctx: LinkContext, plan: Plan, resolve: _Resolver, rank: Rank, *, l
     col = resolve.dimension(rank.dimension) if rank.dimension else resolve.column(rank.mentions)
     if plan.measures:
         raise Decline("a superlative over grouped rows")
+    if _per_entity(ctx, plan, entity, col, rank, limit=limit):
+        plan.limit = limit
+        return
     plan.order.append((_target(plan, col), rank.descending))
     plan.limit = limit
+
+
+def _per_entity(
+    ctx: LinkContext, plan: Plan, entity: TableInfo, col: Col, rank: Rank, *, limit: int
+) -> bool:
+    """ "Which 4 tickers had the most shares traded?" ranks tickers by a column of the rows
+    that refer to them (``transactions.shares``, many per ticker). Listed as they are,
+    each ticker comes once per transaction, and the limit, which counts tickers, counts
+    transactions instead. So each entity is one group: an amount ("the most shares") is
+    its rows' sum; a value ("the 3 highest prices") its greatest (or least) one, which
+    for a single row is the listing's own first row and is left to it. An amount of
+    what no sum adds up (a key, a date, text) is refused. False where the column's rows
+    are not many per entity row, or the answer shows more than the entity."""
+    if col.table is entity or not fans_out(ctx.graph, entity, {col.table.qualified}):
+        return False
+    if not rank.amount and limit <= 1:
+        return False
+    if any(d.col.table is not entity or d.grain for d in plan.dims):
+        raise Decline("ranked by related rows, with more than the ranked rows shown")
+    quantity = is_number(col.column.data_type) and not is_key(col)
+    if rank.amount and not quantity:
+        raise Decline(f"an amount of {col.column.name}, which adds up to nothing")
+    func = "SUM" if rank.amount else ("MAX" if rank.descending else "MIN")
+    plan.entity = entity
+    if not plan.dims:
+        plan.dims += [Dim(c) for c in _labels(ctx, entity, grouped=True)]
+    plan.measures.append(Measure(func, col=col, label=col.column.name))
+    plan.order.append((f"m{len(plan.measures) - 1}", rank.descending))
+    return True
 
 
 def _add_absent(

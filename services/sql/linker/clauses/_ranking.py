@@ -4,7 +4,14 @@ superlatives ("the youngest", "the most concerts", "the most common").
 
 from __future__ import annotations
 
-from services.sql.linker.clauses._cues import DIRECTIONS, GROUP_PHRASES, MOST, ORDER_PHRASES, RANKED
+from services.sql.linker.clauses._cues import (
+    AMOUNT,
+    DIRECTIONS,
+    GROUP_PHRASES,
+    MOST,
+    ORDER_PHRASES,
+    RANKED,
+)
 from services.sql.linker.clauses._reading import Item, Rank, Read, Reading, table_first
 
 
@@ -121,7 +128,7 @@ def rank_clause(reading: Reading, read: Read, i: int) -> int | None:
         reading.use(i, tables[0].end)
         return tables[0].end
     if columns:
-        read.ranks.append(Rank(i, columns, MOST[low]))
+        read.ranks.append(Rank(i, columns, MOST[low], amount=low in AMOUNT))
         reading.use(i, columns[0].end)
         return columns[0].end
     return None

@@ -63,6 +63,7 @@ class Rank:
     dimension: str = ""
     count_of: TableInfo | None = None
     by_count: bool = False  # "the most common X": rows per X
+    amount: bool = False  # "the most shares": how much of a quantity, not its highest value
 
 
 @dataclass
