@@ -2,7 +2,8 @@
 named the same way everywhere (``_names``), and a chart chosen by fixed rules
 (``_charts``), a ranking as it would run without its row cut (``_ranking``), and the
 columns that chose a listing's rows shown beside what it asks (``_evidence``), and the
-names of the rows it lists before it (``_labels``).
+names of the rows it lists before it (``_labels``): these two read and edit a statement
+one way (``_select``).
 """
 
 from __future__ import annotations

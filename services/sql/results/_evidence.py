@@ -20,58 +20,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sqlglot
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, TableInfo, is_number, table_for
+from services.sql.catalog import Catalog, TableInfo, is_number
+from services.sql.results._select import edited, is_listing, own_tables, owner
 from services.sql.tree import conjuncts
 
 _RANGES = (exp.GT, exp.GTE, exp.LT, exp.LTE)
 
 
-def _tables(select: exp.Select, catalog: Catalog) -> dict[str, TableInfo]:
-    """The statement's own tables (FROM and JOINs, not its sub-queries') by alias."""
-    read = [select.args.get("from_"), *(select.args.get("joins") or [])]
-    found: dict[str, TableInfo] = {}
-    for source in read:
-        table = source.this if source is not None else None
-        if isinstance(table, exp.Table) and (info := table_for(catalog, table)) is not None:
-            found[table.alias_or_name.lower()] = info
-    return found
-
-
-def _owner(column: exp.Column, tables: dict[str, TableInfo]) -> TableInfo | None:
-    if column.table:
-        return tables.get(column.table.lower())
-    owners = [t for t in tables.values() if t.column(column.name) is not None]
-    return owners[0] if len(owners) == 1 else None
-
-
 def _numeric(column: exp.Column, tables: dict[str, TableInfo]) -> bool:
-    owner = _owner(column, tables)
-    info = owner.column(column.name) if owner is not None else None
+    table = owner(column, tables)
+    info = table.column(column.name) if table is not None else None
     return info is not None and is_number(info.data_type)
 
 
 def _position(column: exp.Column, tables: dict[str, TableInfo]) -> tuple[int, int]:
     """Where ``column`` stands: its table's place in the statement, its place there."""
-    owner = _owner(column, tables)
-    if owner is None:
+    found = owner(column, tables)
+    if found is None:
         return (len(tables), 0)
-    names = [c.name for c in owner.columns]
-    table = list(tables.values()).index(owner)
+    names = [c.name for c in found.columns]
+    table = list(tables.values()).index(found)
     return (table, names.index(column.name) if column.name in names else len(names))
-
-
-def _listing(select: exp.Select) -> bool:
-    """A listing of rows, each one row chosen: no groups, no aggregates, and no DISTINCT
-    (whose rows are the distinct values it shows: another column would split them)."""
-    return (
-        isinstance(select, exp.Select)
-        and not select.args.get("distinct")
-        and not select.args.get("group")
-        and all(e.find(exp.AggFunc) is None for e in select.expressions)
-    )
 
 
 def deciding_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
@@ -80,9 +51,9 @@ def deciding_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     column a ranking cut by a LIMIT is ordered by first (an output named there read as
     its column; later keys only break ties at the cut), shown or not. None for a
     statement that groups or drops duplicates."""
-    if not _listing(select):
+    if not is_listing(select):
         return []
-    tables = _tables(select, catalog)
+    tables = own_tables(select, catalog)
     found: list[exp.Column] = []
     where = select.args.get("where")
     for part in conjuncts(where.this) if where is not None else []:
@@ -121,7 +92,7 @@ def _shown(select: exp.Select) -> set[tuple[str, str]]:
 def show_deciding(select: exp.Select, columns: Sequence[exp.Column]) -> bool:
     """``select`` (a listing) showing each of ``columns`` it does not show yet, after what
     it shows; whether any was added. In place."""
-    if not _listing(select):
+    if not is_listing(select):
         return False
     shown = _shown(select)
     added = False
@@ -140,12 +111,4 @@ def show_deciding(select: exp.Select, columns: Sequence[exp.Column]) -> bool:
 def with_deciding(sql: str, catalog: Catalog) -> str:
     """``sql`` showing the columns that chose its rows (unchanged text when it shows them
     already, or is no listing)."""
-    try:
-        tree = sqlglot.parse_one(sql, dialect="postgres")
-    except sqlglot.errors.ParseError:
-        return sql
-    if not isinstance(tree, exp.Select):
-        return sql
-    if not show_deciding(tree, deciding_columns(tree, catalog)):
-        return sql
-    return tree.sql(dialect="postgres")
+    return edited(sql, lambda select: show_deciding(select, deciding_columns(select, catalog)))

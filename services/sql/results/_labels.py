@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import re
 
-import sqlglot
 from sqlglot import exp
 
 from services.sql.catalog import TEXT_TYPES, Catalog, TableInfo
-from services.sql.results._evidence import _listing, _owner, _tables
 from services.sql.results._names import shown_column_name
+from services.sql.results._select import edited, is_listing, own_tables, owner
 from services.sql.tree import conjuncts
 from services.sql.words import common_prefix, name_words, stem
 
@@ -88,9 +87,9 @@ def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     """The name columns of the table ``select`` lists (its first) to show before what it
     asks: none when it is no listing, shows none of that table's other columns, shows a
     name of it already, or picks its rows by name or key."""
-    if not _listing(select) or any(isinstance(e, exp.Star) for e in select.expressions):
+    if not is_listing(select) or any(isinstance(e, exp.Star) for e in select.expressions):
         return []
-    tables = _tables(select, catalog)
+    tables = own_tables(select, catalog)
     if not tables:
         return []
     alias, listed = next(iter(tables.items()))
@@ -100,7 +99,7 @@ def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     own = []
     for projection in select.expressions:
         column = projection.unalias()
-        if isinstance(column, exp.Column) and _owner(column, tables) is listed:
+        if isinstance(column, exp.Column) and owner(column, tables) is listed:
             own.append(column.name.lower())
     if not own or any(n.lower() in own for n in names):
         return []
@@ -130,12 +129,4 @@ def show_labels(select: exp.Select, columns: list[exp.Column]) -> bool:
 def with_labels(sql: str, catalog: Catalog) -> str:
     """``sql`` showing the names of the rows it lists before what it asks (unchanged
     text when :func:`label_columns` finds none to add)."""
-    try:
-        tree = sqlglot.parse_one(sql, dialect="postgres")
-    except sqlglot.errors.ParseError:
-        return sql
-    if not isinstance(tree, exp.Select):
-        return sql
-    if not show_labels(tree, label_columns(tree, catalog)):
-        return sql
-    return tree.sql(dialect="postgres")
+    return edited(sql, lambda select: show_labels(select, label_columns(select, catalog)))
