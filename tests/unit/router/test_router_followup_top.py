@@ -1,0 +1,87 @@
+"""One row of an earlier answer asked for by the size of its measure (issue 45, s58): "which
+one had the most?" and "only the biggest buyer" after a breakdown are its first row by
+its own measure; "reduce that to 1" after a list of rows changes how many are shown, not
+the data. Each has its negatives: a noun that names other rows, a measure the earlier
+question never said, an answer that is no breakdown, a superlative of another column,
+and a change that names what it changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.common.llm import FollowUpKind, PriorTurn
+from services.router.offline import BuildsOn, Relation, resolve
+
+PER_CONCERT = PriorTurn(
+    "How many singers performed in each concert?",
+    "How many singers performed in each concert?",
+    row_count=6,
+    sql="SELECT c.concert_name, COUNT(*) AS count FROM singer_in_concert AS s "
+    "JOIN concert AS c ON c.concert_id = s.concert_id GROUP BY c.concert_name",
+)
+PER_VISITOR = PriorTurn(
+    "How many tickets did each visitor buy in total?",
+    "How many tickets did each visitor buy in total?",
+    row_count=5,
+    sql="SELECT v.name, SUM(t.num_of_ticket) AS total FROM visit AS t "
+    "JOIN visitor AS v ON v.id = t.visitor_id GROUP BY v.name",
+)
+TOP_USERS = PriorTurn(
+    "Which 3 users had the most sessions?",
+    "Which 3 users had the most sessions?",
+    members=("ann", "bob", "cy"),
+    row_count=3,
+    sql="SELECT u.username, COUNT(*) AS count FROM sessions AS s JOIN users AS u "
+    "ON u.uid = s.user_id GROUP BY u.username ORDER BY count DESC LIMIT 3",
+)
+EXPENSIVE = PriorTurn(
+    "Which cars cost more than 50000?",
+    "Which cars cost more than 50000?",
+    row_count=4,
+    sql="SELECT make, model FROM cars WHERE cost > 50000",
+)
+
+
+@pytest.mark.parametrize(
+    ("prior", "question", "lowest"),
+    [
+        (PER_CONCERT, "which one had the most?", False),
+        (PER_CONCERT, "Which concert had the fewest?", True),
+        (PER_CONCERT, "which of them had the most singers?", False),
+        (PER_VISITOR, "who bought the most?", False),
+        (PER_VISITOR, "only the biggest buyer", False),
+        (PER_VISITOR, "just the smallest visitor", True),
+    ],
+)
+def test_one_group_asked_for_by_its_measure_is_the_breakdowns_first_row(
+    prior: PriorTurn, question: str, lowest: bool
+) -> None:
+    resolution = resolve(question, [prior])
+    assert resolution.kind is FollowUpKind.LIMIT
+    assert resolution.builds_on == BuildsOn(
+        prior.sql, Relation.ROW_LIMIT, limit=1, ascending=lowest
+    )
+
+
+@pytest.mark.parametrize(
+    ("prior", "question"),
+    [
+        # a noun that names other rows than the groups
+        (PER_CONCERT, "which singer had the most concerts?"),
+        (PER_VISITOR, "which museum had the most?"),
+        (PER_VISITOR, "only the biggest museum"),
+        # a measure the earlier question never said
+        (PER_CONCERT, "which one had the most awards?"),
+        # no breakdown to rank: a list, or a ranking cut already
+        (EXPENSIVE, "which one had the most?"),
+        (TOP_USERS, "which one had the fewest?"),
+        # a superlative of another column, or rows in the plural (how many is not said)
+        (PER_VISITOR, "only the oldest visitor"),
+        (PER_VISITOR, "only the biggest buyers"),
+    ],
+)
+def test_what_is_no_first_row_by_the_measure_is_not_read_as_one(
+    prior: PriorTurn, question: str
+) -> None:
+    resolution = resolve(question, [prior])
+    assert resolution.builds_on is None or resolution.builds_on.relation is not (Relation.ROW_LIMIT)
