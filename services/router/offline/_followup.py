@@ -992,6 +992,20 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     )
 
 
+def changes_row_count(question: str, history: Sequence[PriorTurn]) -> bool:
+    """Whether a request worded like a change of data ("reduce that to 1", "cut it down
+    to 2") changes how many rows the previous answer shows: its verb's object is the
+    answer itself ("that", "it", "the list", or none), what it goes to is a row count,
+    and the previous answer listed several rows of a statement. A change of data names
+    what it changes ("reduce the price of car 5 to 100"), and after an answer of one row
+    "change it to 5" still asks to change that value."""
+    prior = next((t for t in reversed(history) if not t.unresolved), None)
+    if prior is None or not prior.sql or prior.row_count < 2:
+        return False
+    match = _LIMIT.match(_plain(question))
+    return match is not None and bool(match.group("verb")) and _limit(_plain(question)) is not None
+
+
 def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
     """Row-count changes, regroupings and narrowings, read from the request's shape
     whatever its politeness or case."""

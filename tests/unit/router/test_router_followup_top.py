@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from services.common.llm import FollowUpKind, PriorTurn
-from services.router.offline import BuildsOn, Relation, resolve
+from services.router.offline import BuildsOn, Relation, changes_row_count, resolve
+from tests.unit.router.fix_router import make_router
 
 PER_CONCERT = PriorTurn(
     "How many singers performed in each concert?",
@@ -85,3 +86,37 @@ def test_what_is_no_first_row_by_the_measure_is_not_read_as_one(
 ) -> None:
     resolution = resolve(question, [prior])
     assert resolution.builds_on is None or resolution.builds_on.relation is not (Relation.ROW_LIMIT)
+
+
+def test_a_row_count_said_with_a_verb_of_change_after_several_rows_is_no_write() -> None:
+    assert changes_row_count("reduce that to 1", [TOP_USERS])
+    assert changes_row_count("could you cut it down to 2?", [TOP_USERS])
+
+
+@pytest.mark.parametrize(
+    ("prior", "question"),
+    [
+        (TOP_USERS, "reduce the price of car 5 to 100"),  # names what it changes
+        (TOP_USERS, "reduce prices by 10%"),
+        (PriorTurn("What is its price?", "What is its price?", row_count=1,
+                   sql="SELECT price FROM cars WHERE id = 5"), "change it to 5"),  # one value
+        (PriorTurn("Which orders were cancelled?", "Which orders were cancelled?"),
+         "reduce that to 1"),  # no rows shown
+    ],
+)  # fmt: skip
+def test_a_change_of_data_stays_one(prior: PriorTurn, question: str) -> None:
+    assert not changes_row_count(question, [prior])
+
+
+async def test_reduce_that_to_one_after_a_ranking_is_resolved_as_a_row_limit() -> None:
+    resolved = await make_router().follow_ups.resolve("reduce that to 1", (TOP_USERS,))
+    assert resolved.resolution.kind is FollowUpKind.LIMIT
+    assert resolved.resolution.builds_on == BuildsOn(TOP_USERS.sql, Relation.ROW_LIMIT, limit=1)
+
+
+async def test_a_change_of_data_after_a_ranking_is_still_declined_unresolved() -> None:
+    resolved = await make_router().follow_ups.resolve(
+        "reduce the price of car 5 to 100", (TOP_USERS,)
+    )
+    assert resolved.resolution.kind is FollowUpKind.STANDALONE
+    assert resolved.resolution.builds_on is None
