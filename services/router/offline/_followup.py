@@ -1329,8 +1329,12 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
     if pronoun is None and (one := _one_row_pointer(text)) is not None:
         said = f"{target}'s" if one.group("p").lower() in ("his", "her") else target
         if one.re is _CONTRACTED_POINTER:
-            said = f"{target}'s"  # "that user's email" → "<the rows>'s email"
-            return text[: one.start("p")] + said + text[one.end("p") + 2 :]
+            # "that user's email" → "the email of <the rows>"
+            after = text[one.end("p") + 2 :]
+            if owned := _POSSESSED.match(after):
+                said = f"the {owned.group(1)} of {target}"
+                return text[: one.start("p")] + said + after[owned.end() :]
+            return text[: one.start("p")] + f"{target}'s" + after
         return text[: one.start("p")] + said + text[one.end("p") :]
     if pronoun is None and (single := _SINGULAR.search(text)) is not None:
         said = f"{target}'s" if single.group("p").lower() == "its" else target
@@ -1347,8 +1351,7 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
     if word == "their":
         # "their call notes say about pricing" → "the call notes of A and B say …": the
         # possessed noun phrase runs to the next verb-ish word.
-        noun = re.match(r"^\s+((?:[\w-]+\s){0,2}?[\w-]+?)(?=\s+(?:say|said|mention|talk|"
-                        r"show|have|has|are|is|were|contain)\b|\s*\?|$)", after)  # fmt: skip
+        noun = _POSSESSED.match(after)
         if noun:
             return (
                 text[: pronoun.start()] + f"the {noun.group(1)} of {target}"
@@ -1356,6 +1359,13 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
             )  # fmt: skip
         return text[: pronoun.start()] + f"{target}'s" + after
     return text[: pronoun.start()] + target + after
+
+
+# What "their" or "that user's" owns: a noun phrase that runs to the next verb-ish word.
+_POSSESSED = re.compile(
+    r"^\s+((?:[\w-]+\s){0,2}?[\w-]+?)(?=\s+(?:say|said|mention|talk|show|have|has|are|is"
+    r"|were|contain)\b|\s*\?|$)"
+)
 
 
 def _finish(text: str) -> str:

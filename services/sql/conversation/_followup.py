@@ -337,10 +337,11 @@ _REFERENCE = re.compile(
 _POINTERS = frozenset({"ones", "results", "rows", "records", "entries", "items"})
 # One earlier row pointed at (the router sends these only after an answer of one row):
 # "which museums did he visit?", "what grade does she teach?", "how old is that
-# teacher?", said after an auxiliary or a preposition, never a relative "that".
+# teacher?", said after an auxiliary or a preposition (or the "'s" of "what's that
+# user's email?"), never a relative "that".
 _ONE = re.compile(
-    r"\b(?:is|was|are|were|do|does|did|has|have|had|can|could|will|would|of|for|in|at|by|"
-    r"with|to|from|about|on)\s+(?:(?P<person>he|she|him)|(?P<owner>his|her)"
+    r"(?:\b(?:is|was|are|were|do|does|did|has|have|had|can|could|will|would|of|for|in|at|by|"
+    r"with|to|from|about|on)|(?<=\w)'s)\s+(?:(?P<person>he|she|him)|(?P<owner>his|her)"
     r"|(?:that|this)\s+(?P<noun>(?!(?:is|was|are|were|has|have|had|does|did|do|means?|year"
     r"|quarter|month|week|weekend|day|hour|time|period|date|season|semester|morning|evening"
     r"|night|case|point|moment|way|much|many|far|long|list|table|result|set|group|answer"

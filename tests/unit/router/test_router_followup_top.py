@@ -120,3 +120,18 @@ async def test_a_change_of_data_after_a_ranking_is_still_declined_unresolved() -
     )
     assert resolved.resolution.kind is FollowUpKind.STANDALONE
     assert resolved.resolution.builds_on is None
+
+
+def test_what_a_contracted_pointer_owns_is_said_of_the_rows() -> None:
+    """ "what's that user's email?" after one row: the email of the rows, never "the
+    previous answer's rows's email" (the reading the SQL service gets is its own)."""
+    one = PriorTurn(
+        "Which user had the most sessions?",
+        "Which user had the most sessions?",
+        members=("ann",),
+        row_count=1,
+        sql=TOP_USERS.sql.replace("LIMIT 3", "LIMIT 1"),
+    )
+    resolution = resolve("what's that user's email?", [one])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.question == "What's the email of the previous answer's rows?"
