@@ -277,8 +277,15 @@ _ASKS_NOUN = re.compile(
 )
 
 
+# "what did those cars sell for?", "what do they cost?": "what" the object of the verb
+# its subject (the earlier rows) does, never those rows themselves.
+_ASKS_OBJECT = re.compile(
+    r"^\W*(?:(?:and|so|then|ok|okay)\W+)?what\s+(?:did|do|does)\b", re.IGNORECASE
+)
+
+
 def _asks_another_thing(question: str, about: Subject) -> bool:
-    if _ASKS_PROPERTY.match(question) is not None:
+    if _ASKS_PROPERTY.match(question) is not None or _ASKS_OBJECT.match(question) is not None:
         return True
     asked = _ASKS_NOUN.search(question)
     own = {stem(w) for w in name_words(about.table.name)}
