@@ -450,6 +450,26 @@ async def test_a_narrowing_and_a_time_shift_edit_the_previous_statement(stub, te
     assert "'2023-01-01'" in moved and "'2024-01-01'" in moved and "'2025-01-01'" not in moved
 
 
+@pytest.mark.rpc(ASK)
+async def test_the_group_with_the_most_and_a_row_count_said_with_reduce_cut_the_statement(
+    stub, tenant
+):
+    """ "which one had the most?" after a breakdown is its first row by its measure;
+    "reduce that to 1" after a ranking is a row count, not a request to change data."""
+    first = await _turn(stub, tenant, "How many companies are there in each industry?", [])
+    counts = [int(r.values[-1].int_value) for r in first.sql_results[0].result.rows]
+    top = await _turn(stub, tenant, "which one had the most?", [first.turn])
+    assert top.resolution.kind == pb.FOLLOW_UP_KIND_LIMIT
+    (row,) = top.sql_results[0].result.rows
+    assert int(row.values[-1].int_value) == max(counts)
+    cut = await _turn(stub, tenant, "reduce that to 1", [first.turn])
+    assert cut.resolution.kind == pb.FOLLOW_UP_KIND_LIMIT and not cut.refusal_reason
+    assert [r.values[-1].int_value for r in cut.sql_results[0].result.rows] == [max(counts)]
+    # after an answer of one row, "that" is the value shown: a change of data, declined
+    again = await _turn(stub, tenant, "reduce that to 1", [first.turn, top.turn])
+    assert again.refusal_reason == "SQL_READ_ONLY"
+
+
 @pytest.mark.rpc(STREAM)
 async def test_stream_ask_resolves_and_an_unresolvable_reference_is_said_not_guessed(stub, tenant):
     count = pb.ConversationTurn(

@@ -17,7 +17,13 @@ from services.router.offline._extractive import (
     sql_refusal_note,
     unplaced_note,
 )
-from services.router.offline._followup import BuildsOn, Relation, Resolution, resolve
+from services.router.offline._followup import (
+    BuildsOn,
+    Relation,
+    Resolution,
+    changes_row_count,
+    resolve,
+)
 from services.router.offline._provider import DETERMINISTIC_MODEL, DeterministicProvider
 
 __all__ = [
@@ -29,6 +35,7 @@ __all__ = [
     "DeterministicProvider",
     "Relation",
     "Resolution",
+    "changes_row_count",
     "cited_row",
     "framing",
     "resolve",

@@ -780,6 +780,86 @@ def _limit_of_named_rows(text: str, prior: PriorTurn) -> tuple[int, bool] | None
     return _limit(head)
 
 
+# A superlative of size, which ranks by the earlier answer's own measure ("the most",
+# "the biggest buyer"); "the oldest" or "the cheapest" ranks by another column.
+_MAGNITUDE = r"(?P<sup>most|highest|largest|biggest|greatest|top|least|fewest|lowest|smallest)"
+_LOW_MAGNITUDE = frozenset({"least", "fewest", "lowest", "smallest"})
+# "which one had the most?", "which concert sold the most?", "who bought the most?": a
+# question for one of the earlier groups, its measure left unsaid after the superlative
+# (or said again in the earlier question's words).
+_WHICH_MOST = re.compile(
+    r"^(?:which|who)(?:\s+(?:one|of (?:them|those|these)|(?P<noun>[a-z]+)))?\s+[a-z]+\s+the\s+"
+    + _MAGNITUDE
+    + r"(?P<rest>(?:\s+[\w'-]+){0,2})$",
+    re.IGNORECASE,
+)
+# "only the biggest buyer", "just the top spender": one row (a singular noun, no count),
+# the first of a ranking by the earlier measure.
+_ONLY_THE_TOP = re.compile(
+    r"^(?:(?:show|give|keep|list)(?:\s+me)?\s+)?(?:only|just)\s+the\s+"
+    + _MAGNITUDE
+    + r"\s+(?P<noun>[a-z]+)$",
+    re.IGNORECASE,
+)
+_AGGREGATE = re.compile(r"\b(?:COUNT|SUM|AVG|MIN|MAX)\s*\(", re.IGNORECASE)
+
+
+def _measured_groups(prior: PriorTurn) -> bool:
+    """Whether the earlier answer is a breakdown: several groups (``GROUP BY``), one
+    measure (one aggregate), in no order of its own and uncut (no ``ORDER BY``, no
+    ``LIMIT``), so its top row is the one its measure ranks first."""
+    return (
+        prior.row_count > 1
+        and re.search(r"\bGROUP\s+BY\b", prior.sql, re.I) is not None
+        and len(_AGGREGATE.findall(prior.sql)) == 1
+        and re.search(r"\b(?:ORDER\s+BY|LIMIT)\b", prior.sql, re.I) is None
+    )
+
+
+def _names_groups(noun: str, prior: PriorTurn) -> bool:
+    """Whether ``noun`` names the earlier breakdown's groups: the word its question
+    grouped by ("concert" after "… in each concert"), or the agent of its verb ("buyer"
+    after "… did each visitor buy"). "Which singer had the most concerts?" after singers
+    per concert names other rows and asks anew."""
+    grouped = {
+        stem(m.group("g").split()[-1].lower()) for m in _GROUPING.finditer(prior.resolved_question)
+    }
+    word = stem(noun.lower())
+    if word in grouped:
+        return True
+    said = {s for _, s in lowered_stems(prior.resolved_question)}
+    agent = re.sub(r"(?:er|or)$", "", word)
+    return agent != word and (agent in said or f"{agent}e" in said)
+
+
+def _top_of_groups(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
+    """(1, lowest first) for a request for the one group the earlier breakdown's measure
+    ranks first: "which one had the most?" after "How many singers performed in each
+    concert?", "only the biggest buyer" after "How many tickets did each visitor buy?".
+    A noun it says must name the groups, and what follows the superlative must be the
+    measure said again in the earlier question's words: "which museum had the most?" or
+    "which one had the most awards?" after tickets per visitor asks about something else."""
+    if not _measured_groups(prior):
+        return None
+    match = _WHICH_MOST.match(text)
+    if match is not None:
+        noun, rest = match.group("noun"), match.group("rest")
+        said = {s for _, s in lowered_stems(prior.resolved_question)}
+        if noun and not _names_groups(noun, prior):
+            return None
+        if not re.fullmatch(r"\s*(?:of (?:them|those|these))?", rest) and any(
+            stem(w) not in said for w in re.findall(r"[a-z][\w'-]*", rest.lower())
+        ):
+            return None
+    else:
+        match = _ONLY_THE_TOP.match(text)
+        if match is None or _PLURAL_WORD.fullmatch(match.group("noun")):
+            return None
+        if match.group("noun").lower() != "one" and not _names_groups(match.group("noun"), prior):
+            return None
+    return 1, match.group("sup").lower() in _LOW_MAGNITUDE
+
+
 def _with_limit(question: str, rows: int, lowest: bool) -> str:
     """The previous question asking for ``rows`` rows (for reading; the SQL service
     changes the statement itself)."""
@@ -912,6 +992,20 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     )
 
 
+def changes_row_count(question: str, history: Sequence[PriorTurn]) -> bool:
+    """Whether a request worded like a change of data ("reduce that to 1", "cut it down
+    to 2") changes how many rows the previous answer shows: its verb's object is the
+    answer itself ("that", "it", "the list", or none), what it goes to is a row count,
+    and the previous answer listed several rows of a statement. A change of data names
+    what it changes ("reduce the price of car 5 to 100"), and after an answer of one row
+    "change it to 5" still asks to change that value."""
+    prior = next((t for t in reversed(history) if not t.unresolved), None)
+    if prior is None or not prior.sql or prior.row_count < 2:
+        return False
+    match = _LIMIT.match(_plain(question))
+    return match is not None and bool(match.group("verb")) and _limit(_plain(question)) is not None
+
+
 def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
     """Row-count changes, regroupings and narrowings, read from the request's shape
     whatever its politeness or case."""
@@ -922,6 +1016,7 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
         limit := _limit(text)
         or _same_ranking_limit(text, prior)
         or _limit_of_named_rows(text, prior)
+        or _top_of_groups(text, prior)
         or _bare_count(text, prior)
     ) is not None:
         rows, lowest = limit
@@ -1234,8 +1329,12 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
     if pronoun is None and (one := _one_row_pointer(text)) is not None:
         said = f"{target}'s" if one.group("p").lower() in ("his", "her") else target
         if one.re is _CONTRACTED_POINTER:
-            said = f"{target}'s"  # "that user's email" → "<the rows>'s email"
-            return text[: one.start("p")] + said + text[one.end("p") + 2 :]
+            # "that user's email" → "the email of <the rows>"
+            after = text[one.end("p") + 2 :]
+            if owned := _POSSESSED.match(after):
+                said = f"the {owned.group(1)} of {target}"
+                return text[: one.start("p")] + said + after[owned.end() :]
+            return text[: one.start("p")] + f"{target}'s" + after
         return text[: one.start("p")] + said + text[one.end("p") :]
     if pronoun is None and (single := _SINGULAR.search(text)) is not None:
         said = f"{target}'s" if single.group("p").lower() == "its" else target
@@ -1252,8 +1351,7 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
     if word == "their":
         # "their call notes say about pricing" → "the call notes of A and B say …": the
         # possessed noun phrase runs to the next verb-ish word.
-        noun = re.match(r"^\s+((?:[\w-]+\s){0,2}?[\w-]+?)(?=\s+(?:say|said|mention|talk|"
-                        r"show|have|has|are|is|were|contain)\b|\s*\?|$)", after)  # fmt: skip
+        noun = _POSSESSED.match(after)
         if noun:
             return (
                 text[: pronoun.start()] + f"the {noun.group(1)} of {target}"
@@ -1261,6 +1359,13 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
             )  # fmt: skip
         return text[: pronoun.start()] + f"{target}'s" + after
     return text[: pronoun.start()] + target + after
+
+
+# What "their" or "that user's" owns: a noun phrase that runs to the next verb-ish word.
+_POSSESSED = re.compile(
+    r"^\s+((?:[\w-]+\s){0,2}?[\w-]+?)(?=\s+(?:say|said|mention|talk|show|have|has|are|is"
+    r"|were|contain)\b|\s*\?|$)"
+)
 
 
 def _finish(text: str) -> str:

@@ -277,8 +277,15 @@ _ASKS_NOUN = re.compile(
 )
 
 
+# "what did those cars sell for?", "what do they cost?": "what" the object of the verb
+# its subject (the earlier rows) does, never those rows themselves.
+_ASKS_OBJECT = re.compile(
+    r"^\W*(?:(?:and|so|then|ok|okay)\W+)?what\s+(?:did|do|does)\b", re.IGNORECASE
+)
+
+
 def _asks_another_thing(question: str, about: Subject) -> bool:
-    if _ASKS_PROPERTY.match(question) is not None:
+    if _ASKS_PROPERTY.match(question) is not None or _ASKS_OBJECT.match(question) is not None:
         return True
     asked = _ASKS_NOUN.search(question)
     own = {stem(w) for w in name_words(about.table.name)}
@@ -337,10 +344,11 @@ _REFERENCE = re.compile(
 _POINTERS = frozenset({"ones", "results", "rows", "records", "entries", "items"})
 # One earlier row pointed at (the router sends these only after an answer of one row):
 # "which museums did he visit?", "what grade does she teach?", "how old is that
-# teacher?", said after an auxiliary or a preposition, never a relative "that".
+# teacher?", said after an auxiliary or a preposition (or the "'s" of "what's that
+# user's email?"), never a relative "that".
 _ONE = re.compile(
-    r"\b(?:is|was|are|were|do|does|did|has|have|had|can|could|will|would|of|for|in|at|by|"
-    r"with|to|from|about|on)\s+(?:(?P<person>he|she|him)|(?P<owner>his|her)"
+    r"(?:\b(?:is|was|are|were|do|does|did|has|have|had|can|could|will|would|of|for|in|at|by|"
+    r"with|to|from|about|on)|(?<=\w)'s)\s+(?:(?P<person>he|she|him)|(?P<owner>his|her)"
     r"|(?:that|this)\s+(?P<noun>(?!(?:is|was|are|were|has|have|had|does|did|do|means?|year"
     r"|quarter|month|week|weekend|day|hour|time|period|date|season|semester|morning|evening"
     r"|night|case|point|moment|way|much|many|far|long|list|table|result|set|group|answer"

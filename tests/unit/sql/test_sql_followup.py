@@ -219,6 +219,8 @@ def test_a_reference_points_at_the_subject_table(question, expected):
         ("and where does she live?", "and where does the customers live?"),
         ("what is her email?", "what is the email of the customers?"),
         ("how much has that client spent?", "how much has the customers spent?"),
+        # the contracted "is" of "what's": the pointer after it all the same
+        ("what's that client's email?", "what's the email of the customers?"),
     ],
 )
 def test_one_row_pointed_at_points_at_the_subject_table(question, expected):
@@ -229,8 +231,10 @@ def test_one_row_pointed_at_points_at_the_subject_table(question, expected):
 
 
 @pytest.mark.parametrize(
-    "question", ["Which customers that joined in 2020 ordered?", "what is that in dollars?"]
-)
+    "question",
+    ["Which customers that joined in 2020 ordered?", "what is that in dollars?",
+     "what's that in dollars?", "what's this month's revenue?"],
+)  # fmt: skip
 def test_a_relative_or_pronoun_that_points_at_no_row(question):
     assert not refers(question)
 

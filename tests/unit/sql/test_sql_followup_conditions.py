@@ -404,6 +404,9 @@ def test_a_question_asking_where_that_linked_to_the_rows_names_alone_answers_not
     assert shows_only_rows("where do they live?", names, about, CATALOG)
     assert shows_only_rows("who makes them?", names, about, CATALOG)
     assert not shows_only_rows("list them", names, about, CATALOG)
+    assert not shows_only_rows("what are their names?", names, about, CATALOG)
+    assert not shows_only_rows("what did they order?", "SELECT t0.id, t0.amount FROM orders AS t0",
+                               about, CATALOG)  # fmt: skip
     assert not shows_only_rows("where do they live?", "SELECT t0.country FROM customers AS t0",
                                about, CATALOG)  # fmt: skip
 
@@ -415,6 +418,9 @@ def test_a_question_naming_other_things_linked_to_the_rows_keys_alone_answers_no
     keys = "SELECT DISTINCT t0.customer_id FROM orders AS t0 WHERE t0.status = 'shipped'"
     assert shows_only_rows("in which orders did the customer appear?", keys, about, CATALOG)
     assert shows_only_rows("what year did he join?", keys, about, CATALOG)
+    # "what" the object of a verb the rows do: another thing than the rows
+    assert shows_only_rows("what did those customers order?", keys, about, CATALOG)
+    assert shows_only_rows("and what do they pay?", keys, about, CATALOG)
     # the rows' own noun, or a column of the other table shown: an answer
     assert not shows_only_rows("which customers ordered?", keys, about, CATALOG)
     assert not shows_only_rows("which orders did he place?", "SELECT t0.id, t0.customer_id "
