@@ -123,6 +123,8 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         key = f"{alias.get(plan.entity.qualified, 't0')}.{quote(plan.entity.primary_key[0])}"
         if plan.entity.qualified in alias and key not in group:
             group.append(key)
+    if grouped:
+        group += [ref(c) for c in plan.ties if ref(c) not in group]
     places = re.search(r"\brounded?\s+(?:off\s+)?to\s+(\d)\s+decimal(?:\s+places?)?", ctx.low)
     for i, m in enumerate(plan.measures):
         text = measure_sql(ctx, m, base, alias, ref, outer=outer)
@@ -175,7 +177,10 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
             ties = list(range(len(plan.dims)))
             if plan.measures:
                 ties.sort(key=lambda i: is_key(plan.dims[i].col))
-            parts += [slot(f"d{i}") for i in ties if f"d{i}" not in dict(plan.order)]
+            if plan.ties:
+                parts += [ref(c) for c in plan.ties]
+            else:
+                parts += [slot(f"d{i}") for i in ties if f"d{i}" not in dict(plan.order)]
         sql += " ORDER BY " + ", ".join(parts)
     if plan.limit:
         sql += f" LIMIT {plan.limit}"

@@ -100,6 +100,9 @@ class Plan:
     limit: int = 0
     distinct: bool = False
     entity: TableInfo | None = None  # grouped/listed entity (keys kept in GROUP BY)
+    # columns not shown that break ties at a cut (and are grouped): the ranked entity's
+    # names and key, where what is shown is its attribute
+    ties: list[Col] = field(default_factory=list)
     applied: list[str] = field(default_factory=list)
     # tables a condition reads inside a subquery (NOT EXISTS over a join path), and each
     # such absence in words ("pets with pettype = 'cat'")

@@ -1013,6 +1013,36 @@ def test_the_id_and_name_of_a_table_are_its_key_and_name() -> None:
     assert "GROUP BY t1.document_id, t1.document_name" in sql
 
 
+def test_the_template_of_the_document_with_the_most_paragraphs_ranks_documents() -> None:
+    """ "the document with the most paragraphs" chooses a document: one group per
+    document, its template shown. Grouped by template, the ranking counted the
+    paragraphs of every document of a template and named the template with the most,
+    which is the document's only by chance. Ties at the cut fall as "Which document has
+    the most paragraphs?" breaks them (by name, then key), not by the template."""
+    sql = _sql("Which template does the document with the most paragraphs use?", DOCUMENTS)
+    assert sql.startswith("SELECT t2.template_id AS template_id, COUNT(*) AS count FROM")
+    group = sql.split(" GROUP BY ")[1].split(" ORDER BY ")[0].split(", ")
+    assert "t1.document_id" in group
+    assert sql.endswith("ORDER BY count DESC NULLS LAST, t1.document_name, t1.document_id LIMIT 1")
+
+
+def test_an_attribute_of_the_ranked_rows_is_grouped_by_their_key() -> None:
+    """ "the template id of the document with the most paragraphs": the ranked document's
+    own column, grouped by the document's key (by the value alone, every document
+    holding it was counted together)."""
+    sql = _sql("What is the template id of the document with the most paragraphs?", DOCUMENTS)
+    assert sql.startswith("SELECT t1.template_id AS template_id, COUNT(*) AS count FROM")
+    assert "GROUP BY t1.template_id, t1.document_id" in sql
+
+
+def test_a_value_ranked_with_no_table_named_is_still_ranked_over_its_rows() -> None:
+    """No table before the superlative ("which template id has the most paragraphs?"):
+    the templates are what is ranked, each over all its documents' paragraphs."""
+    sql = _sql("Which template id has the most paragraphs?", DOCUMENTS)
+    assert "document_id" not in sql.split(" GROUP BY ")[1]
+    assert "GROUP BY t2.template_id ORDER BY count DESC NULLS LAST, template_id" in sql
+
+
 def test_the_clause_reader_takes_the_one_table_all_shown_phrases_can_mean() -> None:
     """ "id" could be a column of all three tables, "name" only of ``documents``: the
     reading is about documents (read about paragraphs, it grouped by ``paragraph_id``)."""

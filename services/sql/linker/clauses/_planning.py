@@ -506,8 +506,12 @@ def _add_rank(ctx: LinkContext, plan: Plan, resolve: _Resolver, rank: Rank, *, l
         else:
             assert rank.count_of is not None
             counted = Measure("COUNT", table=rank.count_of, label=rank.count_of.name)
+            ranked = _ranked(ctx, plan, rank)
             plan.measures.append(counted)
-            if rank.count_of is not entity and not _attributes_only(ctx, plan, entity):
+            if ranked is not None:
+                plan.entity = ranked
+                _ties_of(ctx, plan, ranked)
+            elif rank.count_of is not entity and not _attributes_only(ctx, plan, entity):
                 plan.entity = entity
             if not plan.dims:
                 grouped = plan.entity is entity
@@ -519,10 +523,57 @@ def _add_rank(ctx: LinkContext, plan: Plan, resolve: _Resolver, rank: Rank, *, l
     if plan.measures:
         raise Decline("a superlative over grouped rows")
     if _per_entity(ctx, plan, entity, col, rank, limit=limit):
+        if rank.ranked is entity:
+            _ties_of(ctx, plan, entity)
         plan.limit = limit
         return
     plan.order.append((_target(plan, col), rank.descending))
     plan.limit = limit
+
+
+def _ranked(ctx: LinkContext, plan: Plan, rank: Rank) -> TableInfo | None:
+    """The table whose rows a count superlative ranks, where the question names it ("the
+    document with the most paragraphs", "the user who had the most sessions") and asks
+    for what those rows hold ("which template does it use?", "the email of"): each of its
+    rows is one group, and what is shown is that row's attribute, or the row its key
+    refers to. Grouped by the attribute instead, the ranking counts every row holding
+    it (all the paragraphs of all documents of a template; every user sharing an email)
+    and is right only where the attribute happens to be unique. None where no table is
+    named, or what is shown is the ranked rows' own names (the ranking is theirs
+    already); a refusal where what is shown is not one value per ranked row (a column of
+    rows that refer to it would split each group)."""
+    ranked = rank.ranked
+    if ranked is None or ranked is rank.count_of or plan.measures or not plan.dims:
+        return None
+    if any(d.grain for d in plan.dims):
+        return None
+    try:
+        labels = {c.key for c in _labels(ctx, ranked, grouped=True)}
+    except Decline:
+        labels = set()
+    if all(d.col.table is ranked and d.col.key in labels for d in plan.dims):
+        return None
+    parents = {t.qualified for t in _referenced(ctx, ranked)} | {ranked.qualified}
+    if any(d.col.table.qualified not in parents for d in plan.dims):
+        raise Decline(f"ranked {ranked.name} rows, but shown what is not one per row")
+    return ranked
+
+
+def _ties_of(ctx: LinkContext, plan: Plan, ranked: TableInfo) -> None:
+    """Ties at the cut broken as the ranking of ``ranked``'s own rows breaks them (by
+    their names, then their key), not by the attribute shown: "the email of the user
+    with the most sessions" is the email of the user "which user had the most sessions?"
+    answers, whatever the emails sort as. Where those columns are all shown the listed
+    columns break ties already."""
+    try:
+        labels = [c for c in _labels(ctx, ranked, grouped=True) if not is_key(c)]
+    except Decline:
+        labels = []
+    keys = [Col(ranked, k) for k in (ranked.column(n) for n in ranked.primary_key) if k]
+    ties = labels + [k for k in keys if k.key not in {c.key for c in labels}]
+    shown = {d.col.key for d in plan.dims if not d.grain}
+    if ties and not all(c.key in shown for c in ties):
+        plan.ties = ties
 
 
 def _per_entity(

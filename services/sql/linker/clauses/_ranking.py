@@ -4,6 +4,7 @@ superlatives ("the youngest", "the most concerts", "the most common").
 
 from __future__ import annotations
 
+from services.sql.catalog import TableInfo
 from services.sql.linker.clauses._cues import (
     AMOUNT,
     DIRECTIONS,
@@ -11,8 +12,44 @@ from services.sql.linker.clauses._cues import (
     MOST,
     ORDER_PHRASES,
     RANKED,
+    RELATIVE,
 )
 from services.sql.linker.clauses._reading import Item, Rank, Read, Reading, table_first
+
+_VERB_WORDS = 3  # "who has performed in the most concerts": the words a verb may take
+
+
+def ranked_table(reading: Reading, i: int) -> TableInfo | None:
+    """The table a superlative at ``i`` ranks the rows of, where the question names it
+    just before, joined by a relative word and at most a verb ("the document with the
+    most paragraphs", "the 2 users who received the most notifications"): a table, and
+    no column, is what the superlative chooses one row (or n rows) of. None where no
+    table is named there, or several tables are named alike."""
+    k = i - 1
+    while k >= 0 and reading.low(k) in ("the", "a", "an"):
+        k -= 1
+    verb = 0
+    while k >= 0 and reading.low(k) not in RELATIVE and verb < _VERB_WORDS:
+        if reading.chart.covering(k) or reading.number(k) is not None:
+            return None
+        k, verb = k - 1, verb + 1
+    if k < 0 or reading.low(k) not in RELATIVE:
+        return None
+    # the table named by the words before the relative word (a longer column phrase
+    # reaching back over "of", "the template id of the document", is another reading)
+    tables = [m for m in reading.chart.mentions if m.end == k and m.kind == "table"]
+    if not tables:
+        return None
+    size = max(m.size for m in tables)
+    same = [
+        m for m in reading.chart.mentions
+        if m.end == k and m.size == size and m.kind in ("table", "column")
+    ]  # fmt: skip
+    best = max(m.score for m in same)
+    top = [m for m in same if m.score == best]
+    if any(m.kind != "table" for m in top) or len({m.table.qualified for m in top if m.table}) != 1:
+        return None
+    return top[0].table
 
 
 def order_clause(reading: Reading, read: Read, i: int) -> int | None:
@@ -123,12 +160,14 @@ def rank_clause(reading: Reading, read: Read, i: int) -> int | None:
     if tables and (not columns or table_first(tables, columns) or number_of):
         table = tables[0].table
         assert table is not None
-        read.ranks.append(Rank(i, [], MOST[low], count_of=table))
+        read.ranks.append(Rank(i, [], MOST[low], count_of=table, ranked=ranked_table(reading, i)))
         read.mention_table(table)
         reading.use(i, tables[0].end)
         return tables[0].end
     if columns:
-        read.ranks.append(Rank(i, columns, MOST[low], amount=low in AMOUNT))
+        amount = low in AMOUNT
+        ranked = ranked_table(reading, i)
+        read.ranks.append(Rank(i, columns, MOST[low], amount=amount, ranked=ranked))
         reading.use(i, columns[0].end)
         return columns[0].end
     return None

@@ -64,6 +64,9 @@ class Rank:
     count_of: TableInfo | None = None
     by_count: bool = False  # "the most common X": rows per X
     amount: bool = False  # "the most shares": how much of a quantity, not its highest value
+    # "the document with the most paragraphs": the table whose rows the superlative
+    # ranks, named just before it (None where no table is named there)
+    ranked: TableInfo | None = None
 
 
 @dataclass
