@@ -110,10 +110,32 @@ class Subject:
 KEY = "tandem_key"
 
 
-def with_limit(sql: str, limit: int, *, ascending: bool = False) -> str:
+def _ties(select: exp.Select, catalog: Catalog | None) -> list[exp.Ordered]:
+    """The shown columns that break ties at a cut, as the linker breaks them (its
+    composition: a grouped ranking's listed columns, names before keys): "keep the
+    leading two" of a count per car maker cuts where "the 2 car makers with the most
+    models" does, rows that tie on the count included or left alike."""
+    tables = _tables(select, catalog) if catalog is not None else {}
+    names: list[tuple[bool, str]] = []
+    for projection in select.expressions:
+        column = projection.unalias()
+        if not isinstance(column, exp.Column) or not projection.alias_or_name:
+            continue
+        owner = tables.get(column.table.lower()) if column.table else None
+        low = column.name.lower()
+        key = low == "id" or low.endswith("id")
+        key = key or (owner is not None and owner.primary_key == (column.name,))
+        names.append((key, projection.alias_or_name))
+    names.sort(key=lambda n: n[0])
+    return [exp.Ordered(this=exp.column(identifier(name))) for _, name in names]
+
+
+def with_limit(
+    sql: str, limit: int, *, ascending: bool = False, catalog: Catalog | None = None
+) -> str:
     """``sql`` returning ``limit`` rows of its own order (or ranked by its first
-    aggregate when it has none); the lowest rows (``ascending``) of a ranking from the
-    highest are its other end."""
+    aggregate when it has none, ties broken by what it shows: ``_ties``); the lowest
+    rows (``ascending``) of a ranking from the highest are its other end."""
     tree = parse(sql)
     order = tree.args.get("order")
     if order is not None and ascending and order.expressions[0].args.get("desc"):
@@ -126,8 +148,14 @@ def with_limit(sql: str, limit: int, *, ascending: bool = False) -> str:
         )
         if ranked is None:
             raise FollowUpError("the earlier answer is not a ranking, so it has no top rows")
-        key = exp.Ordered(this=exp.Literal.number(ranked + 1), desc=not ascending)
-        tree.set("order", exp.Order(expressions=[key]))
+        measure = tree.expressions[ranked]
+        by: exp.Expr = (
+            exp.column(identifier(measure.alias))
+            if measure.alias
+            else exp.Literal.number(ranked + 1)
+        )
+        key = exp.Ordered(this=by, desc=not ascending, nulls_first=False)
+        tree.set("order", exp.Order(expressions=[key, *_ties(tree, catalog)]))
     tree.set("limit", exp.Limit(expression=exp.Literal.number(limit)))
     return tree.sql(dialect="postgres")
 
@@ -941,7 +969,7 @@ def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:
     """(the statement, how it was built) for the relations that edit the statement
     without reading words with the linker."""
     if prior.relation is Relation.ROW_LIMIT:
-        return with_limit(sql, prior.limit, ascending=prior.ascending), (
+        return with_limit(sql, prior.limit, ascending=prior.ascending, catalog=catalog), (
             f"the previous statement, {prior.limit} rows"
         )
     if prior.relation is Relation.REGROUP:

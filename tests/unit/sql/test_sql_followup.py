@@ -82,8 +82,23 @@ def test_row_limit_keeps_the_order_and_replaces_the_limit():
 
 def test_row_limit_ranks_a_breakdown_by_its_first_aggregate():
     plain = BY_COUNTRY.replace(" ORDER BY c.country", "")
-    _same(with_limit(plain, 3), plain + " ORDER BY 2 DESC NULLS LAST LIMIT 3")
-    _same(with_limit(plain, 3, ascending=True), plain + " ORDER BY 2 ASC LIMIT 3")
+    _same(with_limit(plain, 3), plain + " ORDER BY n DESC NULLS LAST, country LIMIT 3")
+    _same(with_limit(plain, 3, ascending=True), plain + " ORDER BY n ASC, country LIMIT 3")
+
+
+def test_row_limit_breaks_ties_at_the_cut_as_the_linker_does():
+    """ "keep the leading two" of a count per customer cuts where "the 2 customers with
+    the most orders" does: by the count, then the names, then the key (keys last, as the
+    linker's composition orders them). By the count alone, which of two customers tied
+    at the cut was kept was the database's choice."""
+    per_customer = (
+        "SELECT c.id AS id, c.name AS name, COUNT(*) AS count FROM customers AS c "
+        "JOIN orders AS o ON o.customer_id = c.id GROUP BY c.id, c.name"
+    )
+    _same(
+        with_limit(per_customer, 2, catalog=CATALOG),
+        per_customer + " ORDER BY count DESC NULLS LAST, name, id LIMIT 2",
+    )
 
 
 def test_row_limit_refuses_a_list_that_is_no_ranking():
