@@ -464,7 +464,7 @@ class SqlEngine:
                     shown = labels(earlier.normalized_sql, about, catalog)
                     chosen_by = deciding(earlier.normalized_sql, about, catalog)
                     sql = restrict(linked.answer.verdict.normalized_sql, earlier.normalized_sql,
-                                   about, shown, chosen_by)  # fmt: skip
+                                   about, shown, chosen_by, catalog=catalog)  # fmt: skip
                     explanation = f"{linked.answer.explanation}, among the previous answer's rows"
                 else:
 

@@ -436,14 +436,19 @@ def restrict(
     about: Subject,
     shown: Sequence[str] = (),
     chosen_by: Sequence[str] = (),
+    *,
+    catalog: Catalog | None = None,
 ) -> str:
     """``linked_sql`` keeping only the subject's rows the earlier statement returned;
     a listing shows the ``shown`` columns (the rows' names) first and the ``chosen_by``
-    columns (what chose the earlier rows: ``deciding``) after what it asks."""
+    columns (what chose the earlier rows: ``deciding``) after what it asks, and the
+    measure an earlier ranking of the subject's rows chose them by (``_ranked_by``)
+    where it lists one row per subject row (``_one_per_subject``: ``catalog`` reads
+    the keys)."""
     tree = parse(linked_sql)
     alias = _alias_of(tree, about.table)
     if alias is None and about.via is not None and _alias_of(tree, about.via.table):
-        return restrict(linked_sql, prior_sql, about.via)
+        return restrict(linked_sql, prior_sql, about.via, catalog=catalog)
     if alias is None:
         raise FollowUpError(f"the question was not read about {about.table.name}")
     # Names go first only where the subject is what the question lists (its first table).
@@ -468,6 +473,15 @@ def restrict(
         key_from = renamed.get(about.key_from, about.key_from)
         key = exp.column(identifier(about.column), table=identifier(key_from))
         earlier.set("expressions", [*earlier.expressions, exp.alias_(key, KEY)])
+    measure = _ranked_by(earlier, about) if _one_per_subject(tree, alias, catalog) else None
+    if measure is not None:
+        # one earlier row per subject row: joined, each row shows the measure it was
+        # ranked by, as the question spelled out shows it
+        on = exp.EQ(this=exp.column(identifier(about.output), table="earlier"), expression=column)
+        tree = tree.join(earlier.subquery("earlier"), on=on, copy=False)
+        ranked = exp.column(identifier(measure), table="earlier")
+        tree.set("expressions", [*tree.expressions, exp.alias_(ranked, identifier(measure))])
+        return tree.sql(dialect="postgres")
     if about.output:
         inner = exp.select(exp.column(identifier(about.output), table="earlier")).from_(
             earlier.subquery("earlier")
@@ -481,6 +495,66 @@ def restrict(
             inner.set(drop, None)
     tree = tree.where(exp.In(this=column, query=exp.Subquery(this=inner)), copy=False)
     return tree.sql(dialect="postgres")
+
+
+def _one_per_subject(tree: exp.Select, alias: str, catalog: Catalog | None) -> bool:
+    """Whether ``tree`` lists rows, each of one subject row (aliased ``alias``): the
+    subject's own rows, or the rows of the table it lists that each subject row refers
+    to by that table's key ("which template does it use?" after the document with the
+    most paragraphs: one template per document). Not where it groups or aggregates."""
+    if tree.args.get("group") or any(e.find(exp.AggFunc) is not None for e in tree.expressions):
+        return False
+    first = sources(tree)[0]
+    if first.alias_or_name == alias:
+        return True
+    info = table_for(catalog, first) if catalog is not None else None
+    if info is None or len(info.primary_key) != 1:
+        return False
+    key = info.primary_key[0].lower()
+    for join in tree.args.get("joins") or ():
+        on = join.args.get("on")
+        if not isinstance(on, exp.EQ) or join.this.alias_or_name != alias:
+            continue
+        sides = {(c.table, c.name.lower()) for c in (on.this, on.expression)
+                 if isinstance(c, exp.Column)}  # fmt: skip
+        if (first.alias_or_name, key) in sides and len(sides) == 2:
+            return True
+    return False
+
+
+def _ranked_by(earlier: exp.Select, about: Subject) -> str | None:
+    """The output the earlier statement ranked its groups by, where it is a ranking cut
+    by a LIMIT of one group per subject row ("which user had the most sessions?":
+    grouped by the user, ordered by the count): the column that chose its rows, as a
+    listing's first sort key is (``results.deciding_columns``). A follow-up listing of
+    those rows ("what's that user's email?") shows it after what it asks, as its
+    question spelled out ("What is the email of the user who had the most sessions?")
+    shows the count beside the email. None for anything else: a listing (its sort key
+    is ``deciding``'s), no cut, a sort key that is no aggregate of the groups, or groups
+    that are not the subject's rows (a join would repeat them)."""
+    group = earlier.args.get("group")
+    order = earlier.args.get("order")
+    if group is None or order is None or earlier.args.get("limit") is None:
+        return None
+    if not about.output or earlier.args.get("distinct"):
+        return None
+    outputs = {e.alias_or_name.lower(): e for e in earlier.expressions}
+    keyed = outputs.get(about.output.lower())
+    key = keyed.unalias() if keyed is not None else None
+    if not isinstance(key, exp.Column) or key.name != about.column or not key.table:
+        return None
+    # every group a column of the subject's own row: one group per subject row
+    if not all(
+        isinstance(g, exp.Column) and g.table == key.table for g in group.expressions
+    ) or not any(g.name == key.name for g in group.expressions):
+        return None
+    first = order.expressions[0].this
+    if not isinstance(first, exp.Column) or first.table:
+        return None
+    ranked = outputs.get(first.name.lower())
+    if ranked is None or not ranked.alias or ranked.find(exp.AggFunc) is None:
+        return None
+    return str(ranked.alias)
 
 
 def _merged(tree: exp.Select, alias: str, prior_sql: str, about: Subject) -> exp.Select | None:

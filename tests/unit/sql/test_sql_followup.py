@@ -267,10 +267,11 @@ def test_the_question_is_restricted_by_a_sub_query_not_a_list_of_names():
     about = subject(TOP_SPENDERS, CATALOG)
     shown = labels(TOP_SPENDERS, about, CATALOG)
     sql = restrict("SELECT t0.email FROM customers AS t0", TOP_SPENDERS, about, shown)
+    # the earlier ranking's groups joined (one per name), its measure shown beside
     _same(
         sql,
-        "SELECT t0.name, t0.email FROM customers AS t0 WHERE t0.name IN "
-        f"(SELECT earlier.name FROM ({TOP_SPENDERS}) AS earlier)",
+        "SELECT t0.name, t0.email, earlier.spent AS spent FROM customers AS t0 "
+        f"JOIN ({TOP_SPENDERS}) AS earlier ON earlier.name = t0.name",
     )
     for name in ("Ann", "Bo"):  # never the values of the earlier rows
         assert name not in sql
@@ -427,9 +428,9 @@ def test_rows_named_but_grouped_by_key_are_matched_by_key():
     sql = restrict("SELECT t0.email FROM customers AS t0", ranked, about, ["name"])
     _same(
         sql,
-        "SELECT t0.name, t0.email FROM customers AS t0 WHERE t0.id IN (SELECT earlier.tandem_key "
-        f"FROM ({ranked.replace(' FROM customers', ', c.id AS tandem_key FROM customers')}) "
-        "AS earlier)",
+        "SELECT t0.name, t0.email, earlier.n AS n FROM customers AS t0 JOIN "
+        f"({ranked.replace(' FROM customers', ', c.id AS tandem_key FROM customers')}) "
+        "AS earlier ON earlier.tandem_key = t0.id",
     )
 
 
@@ -629,3 +630,71 @@ def test_rows_not_the_same_as_their_conditions_stay_a_sub_query(earlier):
     about = subject(earlier, CATALOG)
     sql = restrict("SELECT t0.email FROM customers AS t0", earlier, about)
     assert "AS earlier" in sql  # the earlier rows, as a sub-query
+
+
+def test_a_listing_of_the_top_groups_rows_shows_the_measure_they_were_ranked_by():
+    """ "what's that customer's email?" after "which customer placed the most orders?"
+    shows the count beside the email, as "What is the email of the customer who placed
+    the most orders?" does: the measure chose the rows (a listing's first sort key is
+    shown alike: ``deciding``). Joined to the earlier groups, one per customer, so the
+    rows stay the rows."""
+    earlier = (
+        "SELECT c.id AS id, c.name AS name, COUNT(*) AS count FROM customers AS c "
+        "JOIN orders AS o ON o.customer_id = c.id GROUP BY c.id, c.name "
+        "ORDER BY count DESC NULLS LAST, name, id LIMIT 1"
+    )
+    sql = restrict("SELECT t0.email AS email FROM customers AS t0", earlier,
+                   subject(earlier, CATALOG))  # fmt: skip
+    _same(
+        sql,
+        f"SELECT t0.email AS email, earlier.count AS count FROM customers AS t0 "
+        f"JOIN ({earlier}) AS earlier ON earlier.id = t0.id",
+    )
+
+
+def test_groups_that_are_not_the_subjects_rows_keep_the_sub_query():
+    """Grouped by a column of another table (orders per customer and status), a customer
+    is several groups: joined, the customer would repeat, so the rows are matched by key
+    as before and no measure is shown."""
+    earlier = (
+        "SELECT c.id AS id, o.status AS status, COUNT(*) AS count FROM customers AS c "
+        "JOIN orders AS o ON o.customer_id = c.id GROUP BY c.id, o.status "
+        "ORDER BY count DESC NULLS LAST LIMIT 2"
+    )
+    sql = restrict("SELECT t0.email AS email FROM customers AS t0", earlier,
+                   subject(earlier, CATALOG))  # fmt: skip
+    assert " IN (SELECT earlier.id FROM (" in sql and "earlier.count" not in sql
+
+
+_TOP_CUSTOMER = (
+    "SELECT c.id AS id, c.name AS name, COUNT(*) AS count FROM customers AS c "
+    "JOIN orders AS o ON o.customer_id = c.id GROUP BY c.id, c.name "
+    "ORDER BY count DESC NULLS LAST, name, id LIMIT 1"
+)
+
+
+def test_the_row_each_ranked_row_refers_to_is_shown_with_its_measure():
+    """ "which region is it in?" after the customer with the most orders lists regions,
+    one per customer (the customer refers to its region by the region's key): each shows
+    the count that chose its customer, as "Which region is the customer with the most
+    orders in?" shows it."""
+    linked = (
+        "SELECT DISTINCT r.region_name AS region_name FROM regions AS r "
+        "JOIN customers AS t1 ON t1.region_id = r.region_id"
+    )
+    sql = restrict(linked, _TOP_CUSTOMER, subject(_TOP_CUSTOMER, CATALOG), catalog=CATALOG)
+    _same(
+        sql,
+        linked.replace(" FROM", ", earlier.count AS count FROM")
+        + f" JOIN ({_TOP_CUSTOMER}) AS earlier ON earlier.id = t1.id",
+    )
+
+
+def test_rows_that_refer_to_the_ranked_rows_are_not_shown_with_their_measure():
+    """The orders of the top customer are many per customer: the orders are matched by
+    the customer's key, no measure beside them (it would be the customer's, not theirs)."""
+    linked = (
+        "SELECT o.amount AS amount FROM orders AS o JOIN customers AS t1 ON o.customer_id = t1.id"
+    )
+    sql = restrict(linked, _TOP_CUSTOMER, subject(_TOP_CUSTOMER, CATALOG), catalog=CATALOG)
+    assert "earlier.count" not in sql and " IN (SELECT earlier.id FROM (" in sql
