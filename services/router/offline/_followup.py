@@ -154,6 +154,12 @@ _CHANGE = re.compile(
     r"\s*[?.!]*$",
     re.IGNORECASE,
 )
+# "switch to Delta", "change to 2 engines", "move over to Boston": the new value said with
+# a verb of changing and no old one, which is the value "what about ..." would say.
+_SWITCH_TO = re.compile(
+    rf"^{_LEAD}(?:switch|change|swap|move)(?: over)? to (?P<v>[^?]+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
 _QUESTION_HEAD = re.compile(
     r"^(?:how|what|which|who|whom|whose|when|where|why|is|are|was|were|do|does|did|list|show"
     r"|give|find|count|name)\b",
@@ -1247,6 +1253,8 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     match = _SWAP.match(asked)
     if match is None and (instead := _INSTEAD.match(_plain(asked))) is not None:
         match = _SWAP.match(f"what about {instead.group('v')}?")
+    if match is None:
+        match = _switched_to(asked)
     if match:
         value = _clean(match.group("v"))
         prep = (match.group("prep") or "").lower()
@@ -1292,6 +1300,16 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
                 f"the previous question names nothing that '{value}' could replace",
             )
     return Resolution(FollowUpKind.STANDALONE, asked)
+
+
+def _switched_to(asked: str) -> re.Match[str] | None:
+    """"switch to X" read as "what about X?": the value put in place of the previous
+    question's, so it is replaced where the previous question compared it; None for any
+    other form."""
+    switch = _SWITCH_TO.match(_plain(asked))
+    if switch is None or _QUESTION_HEAD.match(switch.group("v")):
+        return None
+    return _SWAP.match(f"what about {switch.group('v')}?")
 
 
 _SAID_COMPARISON = re.compile(
