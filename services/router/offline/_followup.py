@@ -466,7 +466,7 @@ def _without_said_context(value: str, body: str, slots: Sequence[tuple[int, int,
     return value
 
 
-def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | None:
+def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn], prep: str = "") -> str | None:
     """The prior question with one named value replaced by ``value``: the value its
     statement compared when one fits (a number for a number), else a slot read from the
     question's shape."""
@@ -494,6 +494,7 @@ def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | N
             if slot[2].lower() in known_members:
                 chosen = slot
     if chosen is None:
+        slots = _fitting_slots(slots, value, prep, body)
         same_case = [s for s in slots if s[2][:1].isupper() == value[:1].isupper()]
         candidates = same_case or slots
         words = len(value.split())
@@ -502,6 +503,34 @@ def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | N
         chosen = max(candidates, key=lambda s: (len(s[2].split()) == words, s[0]))
     start, end, _ = chosen
     return f"{body[:start]}{_trimmed_value(value, body, end)}{body[end:]}?"
+
+
+_PERIOD_SLOT = re.compile(rf"^(?:{_MONTH}|(?:19|20)\d\d|q[1-4])\b", re.IGNORECASE)
+_CODE = re.compile(r"^[A-Z0-9]{2,5}$")
+
+
+def _fitting_slots(
+    slots: list[tuple[int, int, str]], value: str, prep: str, body: str
+) -> list[tuple[int, int, str]]:
+    """The slots a new value can stand in for, read from the question's shape when no
+    statement says which value was compared: the one slot the same preposition opens
+    ("and at LGA?" replaces "at EWR", not "in July"); never a period for a value that is
+    none (a month is moved by a time shift); a code for a code ("JFK", "UA") and a name
+    for a name ("Delta" replaces "American Airlines Inc.", not "LGA"). Each narrowing
+    applies only where it leaves some slot."""
+    if prep:
+        opened = [
+            s
+            for s in slots
+            if re.search(rf"\b{re.escape(prep)}\s+(?:the\s+)?$", body[: s[0]], re.I)
+        ]
+        if len(opened) == 1:
+            return opened
+    if not _PERIOD_SLOT.match(value):
+        timeless = [s for s in slots if not _PERIOD_SLOT.match(s[2])]
+        slots = timeless or slots
+    shaped = [s for s in slots if bool(_CODE.match(s[2])) == bool(_CODE.match(value))]
+    return shaped or slots
 
 
 def _reference_target(prior: PriorTurn) -> str | None:
@@ -1287,7 +1316,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         if len(value.split()) <= 4 and not re.match(
             r"^(?:how|what|which|who|when|where|why|is|are|do|does|list|show)\b", value, re.I
         ):
-            swapped = _swap(prior, value, history)
+            swapped = _swap(prior, value, history, prep)
             if swapped is not None:
                 return Resolution(
                     FollowUpKind.VALUE_SWAP,
@@ -1303,7 +1332,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
 
 
 def _switched_to(asked: str) -> re.Match[str] | None:
-    """"switch to X" read as "what about X?": the value put in place of the previous
+    """ "switch to X" read as "what about X?": the value put in place of the previous
     question's, so it is replaced where the previous question compared it; None for any
     other form."""
     switch = _SWITCH_TO.match(_plain(asked))

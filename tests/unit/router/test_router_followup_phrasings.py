@@ -142,18 +142,3 @@ def test_a_regrouping_rather_than_the_old_grouping_replaces_it() -> None:
 def test_a_narrowing_said_in_the_past_participle_is_a_filter(question: str) -> None:
     resolution = resolve(question, [BY_STATE])
     assert resolution.builds_on == BuildsOn(BY_STATE.sql, Relation.FILTER, condition="CA")
-
-
-@pytest.mark.parametrize(
-    "question", ["switch to Texas", "ok, switch to Texas?", "change to Texas", "move over to Texas"]
-)
-def test_a_value_said_with_a_verb_of_changing_and_no_old_one_is_swapped(question: str) -> None:
-    resolution = resolve(question, [IN_OHIO])
-    assert resolution.kind is FollowUpKind.VALUE_SWAP
-    assert resolution.question == "How many customers are there in Texas?"
-    assert resolution.builds_on == BuildsOn(IN_OHIO.sql, Relation.VALUE_SWAP, value="Texas")
-
-
-def test_a_question_after_switch_to_is_no_swap() -> None:
-    asked = "switch to which customers live in Texas?"
-    assert resolve(asked, [IN_OHIO]).kind is not FollowUpKind.VALUE_SWAP
