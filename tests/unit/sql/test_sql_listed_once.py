@@ -7,7 +7,7 @@ import pytest
 import sqlglot
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
-from services.sql.conversation import listed_once
+from services.sql.conversation import listed_once, restrict, subject
 
 AIRPORTS = TableInfo(
     "public", "airports",
@@ -62,3 +62,19 @@ def test_codes_of_the_earlier_rows_alone_are_listed_once(shown: str) -> None:
 )
 def test_a_listing_that_tells_rows_apart_is_left_as_it_is(sql: str) -> None:
     assert listed_once(sql, CATALOG) == sql
+
+
+def test_the_codes_of_rows_a_result_reference_kept_are_listed_once() -> None:
+    """As the engine builds it: the linked listing restricted to the earlier rows (a
+    sub-query of their keys), then each code once; the earlier rows stay the same."""
+    earlier = (
+        "SELECT COUNT(*) FROM public.flights AS t0 JOIN public.airports AS t1 "
+        "ON t1.faa = t0.dest WHERE t1.alt > 5000"
+    )
+    about = subject(earlier, CATALOG)
+    kept = restrict("SELECT t0.origin FROM public.flights AS t0", earlier, about)
+    once = listed_once(kept, CATALOG)
+    tree = sqlglot.parse_one(once, dialect="postgres")
+    assert tree.args.get("distinct") is not None
+    tree.set("distinct", None)
+    assert tree == sqlglot.parse_one(kept, dialect="postgres")
