@@ -44,6 +44,7 @@ from services.sql.conversation import (
     built,
     deciding,
     labels,
+    listed_once,
     pointed,
     refers,
     restrict,
@@ -465,6 +466,7 @@ class SqlEngine:
                     chosen_by = deciding(earlier.normalized_sql, about, catalog)
                     sql = restrict(linked.answer.verdict.normalized_sql, earlier.normalized_sql,
                                    about, shown, chosen_by, catalog=catalog)  # fmt: skip
+                    sql = listed_once(sql, catalog)
                     explanation = f"{linked.answer.explanation}, among the previous answer's rows"
                 else:
 

@@ -154,6 +154,12 @@ _CHANGE = re.compile(
     r"\s*[?.!]*$",
     re.IGNORECASE,
 )
+# "switch to Delta", "change to 2 engines", "move over to Boston": the new value said with
+# a verb of changing and no old one, which is the value "what about ..." would say.
+_SWITCH_TO = re.compile(
+    rf"^{_LEAD}(?:switch|change|swap|move)(?: over)? to (?P<v>[^?]+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
 _QUESTION_HEAD = re.compile(
     r"^(?:how|what|which|who|whom|whose|when|where|why|is|are|was|were|do|does|did|list|show"
     r"|give|find|count|name)\b",
@@ -460,7 +466,7 @@ def _without_said_context(value: str, body: str, slots: Sequence[tuple[int, int,
     return value
 
 
-def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | None:
+def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn], prep: str = "") -> str | None:
     """The prior question with one named value replaced by ``value``: the value its
     statement compared when one fits (a number for a number), else a slot read from the
     question's shape."""
@@ -488,6 +494,7 @@ def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | N
             if slot[2].lower() in known_members:
                 chosen = slot
     if chosen is None:
+        slots = _fitting_slots(slots, value, prep, body)
         same_case = [s for s in slots if s[2][:1].isupper() == value[:1].isupper()]
         candidates = same_case or slots
         words = len(value.split())
@@ -496,6 +503,34 @@ def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | N
         chosen = max(candidates, key=lambda s: (len(s[2].split()) == words, s[0]))
     start, end, _ = chosen
     return f"{body[:start]}{_trimmed_value(value, body, end)}{body[end:]}?"
+
+
+_PERIOD_SLOT = re.compile(rf"^(?:{_MONTH}|(?:19|20)\d\d|q[1-4])\b", re.IGNORECASE)
+_CODE = re.compile(r"^[A-Z0-9]{2,5}$")
+
+
+def _fitting_slots(
+    slots: list[tuple[int, int, str]], value: str, prep: str, body: str
+) -> list[tuple[int, int, str]]:
+    """The slots a new value can stand in for, read from the question's shape when no
+    statement says which value was compared: the one slot the same preposition opens
+    ("and at LGA?" replaces "at EWR", not "in July"); never a period for a value that is
+    none (a month is moved by a time shift); a code for a code ("JFK", "UA") and a name
+    for a name ("Delta" replaces "American Airlines Inc.", not "LGA"). Each narrowing
+    applies only where it leaves some slot."""
+    if prep:
+        opened = [
+            s
+            for s in slots
+            if re.search(rf"\b{re.escape(prep)}\s+(?:the\s+)?$", body[: s[0]], re.I)
+        ]
+        if len(opened) == 1:
+            return opened
+    if not _PERIOD_SLOT.match(value):
+        timeless = [s for s in slots if not _PERIOD_SLOT.match(s[2])]
+        slots = timeless or slots
+    shaped = [s for s in slots if bool(_CODE.match(s[2])) == bool(_CODE.match(value))]
+    return shaped or slots
 
 
 def _reference_target(prior: PriorTurn) -> str | None:
@@ -1247,6 +1282,8 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     match = _SWAP.match(asked)
     if match is None and (instead := _INSTEAD.match(_plain(asked))) is not None:
         match = _SWAP.match(f"what about {instead.group('v')}?")
+    if match is None:
+        match = _switched_to(asked)
     if match:
         value = _clean(match.group("v"))
         prep = (match.group("prep") or "").lower()
@@ -1279,7 +1316,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         if len(value.split()) <= 4 and not re.match(
             r"^(?:how|what|which|who|when|where|why|is|are|do|does|list|show)\b", value, re.I
         ):
-            swapped = _swap(prior, value, history)
+            swapped = _swap(prior, value, history, prep)
             if swapped is not None:
                 return Resolution(
                     FollowUpKind.VALUE_SWAP,
@@ -1292,6 +1329,16 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
                 f"the previous question names nothing that '{value}' could replace",
             )
     return Resolution(FollowUpKind.STANDALONE, asked)
+
+
+def _switched_to(asked: str) -> re.Match[str] | None:
+    """ "switch to X" read as "what about X?": the value put in place of the previous
+    question's, so it is replaced where the previous question compared it; None for any
+    other form."""
+    switch = _SWITCH_TO.match(_plain(asked))
+    if switch is None or _QUESTION_HEAD.match(switch.group("v")):
+        return None
+    return _SWAP.match(f"what about {switch.group('v')}?")
 
 
 _SAID_COMPARISON = re.compile(

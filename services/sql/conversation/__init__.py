@@ -21,6 +21,7 @@ from services.sql.conversation._followup import (
     subject,
 )
 from services.sql.conversation._measure import bounded
+from services.sql.conversation._once import listed_once
 from services.sql.conversation._periods import Window, new_window, time_filters
 from services.sql.conversation._statement import FollowUpError, adds_only_keys, same_query
 
@@ -38,6 +39,7 @@ __all__ = [
     "deciding",
     "edited",
     "labels",
+    "listed_once",
     "new_window",
     "pointed",
     "refers",

@@ -283,6 +283,8 @@ def with_conditions(
         kept = [c for c in kept if not (columns_of(c) and columns_of(c) <= linked.columns)]
         if len(kept) == len(where_conjuncts(select)):
             raise FollowUpError("the previous answer has no condition on what the words name")
+    elif not exclude:
+        kept = [c for c in kept if not _contradicted(c, linked)]
     new = [c.copy() for c in linked.conditions]
     added: exp.Expr = exp.and_(*new) if len(new) > 1 else new[0]
     if exclude:
@@ -292,6 +294,34 @@ def with_conditions(
     parts = [*(c.copy() for c in kept), added]
     select.set("where", exp.Where(this=_and(parts)))
     return select.sql(dialect="postgres")
+
+
+def _equality(condition: exp.Expr) -> tuple[tuple[str, str], exp.Literal] | None:
+    """(column, literal) of a ``column = literal`` condition, either way round."""
+    if not isinstance(condition, exp.EQ):
+        return None
+    left, right = condition.this, condition.expression
+    if isinstance(left, exp.Literal) and isinstance(right, exp.Column):
+        left, right = right, left
+    if isinstance(left, exp.Column) and isinstance(right, exp.Literal):
+        return (left.table, left.name), right
+    return None
+
+
+def _contradicted(condition: exp.Expr, linked: Linked) -> bool:
+    """Whether ``condition`` (the earlier statement's) says the column equals one value
+    and a linked condition says it equals another: "only the ones with 1 engine" after
+    "planes with 4 engines". Kept, the two would leave no row - an answer of nothing
+    (a count of 0) that no one asked for; the narrowing can only mean the other value,
+    so the earlier one is dropped, as a value swap replaces it."""
+    said = _equality(condition)
+    if said is None:
+        return False
+    for new in linked.conditions:
+        other = _equality(new)
+        if other is not None and other[0] == said[0] and other[1] != said[1]:
+            return True
+    return False
 
 
 def _and(parts: Sequence[exp.Expr]) -> exp.Expr:
