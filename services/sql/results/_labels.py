@@ -14,11 +14,12 @@ column would split its groups or its distinct values). Rows picked by their name
 ("the email of patient 3", "the age of John Smith") are left alone too: the question
 said whose.
 
-A listing that shows its rows by name shows their key before the names, as a grouped
-answer shows an entity (its key, then what names it: ``linker.clauses._planning``), so
-one entity is shown one way: two patients of one name are told apart, and a follow-up
-about those rows has a stable value to point at. Only a one-column key, and only where
-no key could change the rows (the same listing rule: never under DISTINCT).
+A listing that labels its rows by name (beside another value of theirs) shows their key
+before the names, as a grouped answer shows an entity (its key, then what names it:
+``linker.clauses._planning``), so one entity is shown one way: two patients of one name
+are told apart, and a follow-up about those rows has a stable value to point at. Only a
+one-column key, and only where no key could change the rows (the same listing rule:
+never under DISTINCT).
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def _picked_by(select: exp.Select, alias: str, identifying: set[str]) -> bool:
 
 def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     """The columns of the table ``select`` lists (its first) that say whose each row is,
-    to show before what it asks: its one-column key (where not shown already), then its
+    to show before what it asks: its one-column key (where not shown already and the
+    names label another value shown), then its
     name columns (where it shows none of them). None when it is no listing, shows none
     of that table's columns, or picks its rows by name or key."""
     if not is_listing(select) or any(isinstance(e, exp.Star) for e in select.expressions):
@@ -113,8 +115,13 @@ def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     identifying = {n.lower() for n in (*names, *listed.primary_key)}
     if _picked_by(select, alias, identifying):
         return []
-    added = [] if any(n.lower() in own for n in names) else names
-    if len(listed.primary_key) == 1 and listed.primary_key[0].lower() not in own:
+    lowered = {n.lower() for n in names}
+    added = [] if lowered & set(own) else names
+    # The key goes with names that label the rows, shown beside another value of theirs
+    # (a height, a date): a listing of the names alone ("the names of the documents
+    # that ...") answers with the names, as the question spelled out does.
+    labelling = len(own) < len(select.expressions) or not set(own) <= lowered
+    if len(listed.primary_key) == 1 and listed.primary_key[0].lower() not in own and labelling:
         added = [listed.primary_key[0], *added]
     return [exp.column(_identifier(name), table=_identifier(alias)) for name in added]
 

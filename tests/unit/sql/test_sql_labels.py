@@ -139,9 +139,8 @@ def test_two_names_that_tie_are_both_shown_with_the_key():
     assert _grouped(tree) >= {"drugs.drug_id"}
 
 
-def test_a_listing_without_groups_shows_the_key_too():
-    # no grouping and no DISTINCT: each row once, shown as a grouped answer shows it, by
-    # its key then its name (results.with_labels); a key adds a column, never a row
+def test_a_listing_without_groups_is_left_as_asked():
+    # no grouping: each row once, by its name; the names alone are what it asks, so no
+    # key is shown beside them (results.with_labels adds one where names label a value)
     tree = _statement("List the names of all stadiums.", ARENAS)
-    assert _shown(tree) == ["stadium.stadium_id", "stadium.name"]
-    assert not tree.args.get("distinct")
+    assert _shown(tree) == ["stadium.name"]

@@ -1426,8 +1426,7 @@ def test_first_or_top_and_a_number_before_the_items_is_the_limit(question: str) 
     rows, as "the three airline names" does; "three" was refused."""
     sql = _sql(question, FLIGHTS)
     assert sql == (
-        "SELECT t0.carrier AS carrier, t0.name AS name FROM public.airlines AS t0 "
-        "ORDER BY name ASC LIMIT 3"
+        "SELECT t0.name AS name FROM public.airlines AS t0 ORDER BY name ASC NULLS LAST LIMIT 3"
     )
 
 
@@ -1440,7 +1439,7 @@ def test_alphabetical_order_orders_the_items() -> None:
     """ "in alphabetical order" is grammar, as "in ascending order" is; it was an
     unexplained word."""
     sql = _sql("What are the airline names in alphabetical order?", FLIGHTS)
-    assert sql.endswith("ORDER BY name ASC")
+    assert sql.endswith("ORDER BY name ASC NULLS LAST")
 
 
 # Pilots and the planes they fly: one key between them, so a relating verb picks no path.

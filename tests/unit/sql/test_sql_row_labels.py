@@ -109,7 +109,7 @@ def test_where_another_column_could_change_the_rows_or_the_question_said_whose()
         "SELECT AVG(t0.age) AS avg_age FROM public.singer AS t0 WHERE t0.country = 'France'",
         "SELECT t0.age AS age FROM public.singer AS t0 WHERE t0.name = 'Joe Sharp'",
         "SELECT t0.age AS age FROM public.singer AS t0 WHERE t0.singer_id IN (1, 2)",
-        "SELECT DISTINCT t0.name AS name FROM public.singer AS t0 WHERE t0.age > 30",
+        "SELECT t0.name AS name FROM public.singer AS t0 WHERE t0.age > 30",
     ):
         assert with_labels(sql, SINGERS) == sql
     cars = Catalog(
@@ -145,8 +145,8 @@ def test_a_listing_shows_its_rows_key_before_their_names_as_a_grouped_answer_doe
         "first_name",
     ]
     # the linked question itself, through the real linker
-    on_medicaid = linked_statement("Which patients are on medicaid?", PATIENTS, TODAY)
-    assert _shown(on_medicaid)[:3] == ["patient_id", "first_name", "last_name"]
+    emails = linked_statement("What are the emails of the patients on medicaid?", PATIENTS, TODAY)
+    assert _shown(emails) == ["patient_id", "first_name", "last_name", "email"]
 
 
 def test_no_key_where_it_could_change_the_rows_or_none_is_one_column():
@@ -154,8 +154,9 @@ def test_no_key_where_it_could_change_the_rows_or_none_is_one_column():
     keyed by two columns (or by none, as a warehouse without declared keys) has no one
     value to show."""
     for sql in (
-        "SELECT DISTINCT t0.first_name AS first_name FROM public.patients AS t0",
-        "SELECT t0.first_name AS first_name FROM public.patients AS t0 WHERE t0.patient_id = 3",
+        "SELECT DISTINCT t0.first_name AS first_name, t0.email AS email FROM public.patients AS t0",
+        "SELECT t0.first_name AS first_name, t0.email AS email FROM public.patients AS t0 "
+        "WHERE t0.patient_id = 3",
     ):
         assert with_labels(sql, PATIENTS) == sql
     columns = PATIENTS.tables[0].columns
@@ -165,3 +166,16 @@ def test_no_key_where_it_could_change_the_rows_or_none_is_one_column():
         )
         sql = "SELECT t0.first_name AS first_name, t0.email AS email FROM public.patients AS t0"
         assert with_labels(sql, catalog) == sql
+
+
+def test_a_listing_of_the_names_alone_answers_with_the_names():
+    """ "What are the names of the documents that use them?" asks for names: they are the
+    answer, not labels beside one, and the question spelled out shows them alone; so does
+    a follow-up "what are their names?" picking the earlier rows by a sub-query."""
+    for sql in (
+        "SELECT t0.first_name AS first_name, t0.last_name AS last_name "
+        "FROM public.patients AS t0 WHERE t0.ins_type = 'medicaid'",
+        "SELECT t0.first_name AS first_name FROM public.patients AS t0 "
+        "WHERE t0.patient_id IN (SELECT t1.patient_id FROM public.patients AS t1)",
+    ):
+        assert with_labels(sql, PATIENTS) == sql
