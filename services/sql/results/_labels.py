@@ -13,6 +13,13 @@ rows: a statement that groups, aggregates or drops duplicates is left alone (ano
 column would split its groups or its distinct values). Rows picked by their name or key
 ("the email of patient 3", "the age of John Smith") are left alone too: the question
 said whose.
+
+A listing that labels its rows by name (beside another value of theirs) shows their key
+before the names, as a grouped answer shows an entity (its key, then what names it:
+``linker.clauses._planning``), so one entity is shown one way: two patients of one name
+are told apart, and a follow-up about those rows has a stable value to point at. Only a
+one-column key, and only where no key could change the rows (the same listing rule:
+never under DISTINCT).
 """
 
 from __future__ import annotations
@@ -84,9 +91,11 @@ def _picked_by(select: exp.Select, alias: str, identifying: set[str]) -> bool:
 
 
 def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
-    """The name columns of the table ``select`` lists (its first) to show before what it
-    asks: none when it is no listing, shows none of that table's other columns, shows a
-    name of it already, or picks its rows by name or key."""
+    """The columns of the table ``select`` lists (its first) that say whose each row is,
+    to show before what it asks: its one-column key (where not shown already and the
+    names label another value shown), then its
+    name columns (where it shows none of them). None when it is no listing, shows none
+    of that table's columns, or picks its rows by name or key."""
     if not is_listing(select) or any(isinstance(e, exp.Star) for e in select.expressions):
         return []
     tables = own_tables(select, catalog)
@@ -101,17 +110,44 @@ def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
         column = projection.unalias()
         if isinstance(column, exp.Column) and owner(column, tables) is listed:
             own.append(column.name.lower())
-    if not own or any(n.lower() in own for n in names):
+    if not own:
         return []
     identifying = {n.lower() for n in (*names, *listed.primary_key)}
     if _picked_by(select, alias, identifying):
         return []
-    return [exp.column(_identifier(name), table=_identifier(alias)) for name in names]
+    lowered = {n.lower() for n in names}
+    added = [] if lowered & set(own) else names
+    # The key goes with names that label the rows, shown beside another value of theirs
+    # (a height, a date): a listing of the names alone ("the names of the documents
+    # that ...") answers with the names, as the question spelled out does.
+    labelling = len(own) < len(select.expressions) or not set(own) <= lowered
+    if len(listed.primary_key) == 1 and listed.primary_key[0].lower() not in own and labelling:
+        added = [listed.primary_key[0], *added]
+    return [exp.column(_identifier(name), table=_identifier(alias)) for name in added]
 
 
-def show_labels(select: exp.Select, columns: list[exp.Column]) -> bool:
-    """``select`` showing ``columns`` first (named by their table too where a shown
-    column has the name already); whether any was added. In place."""
+def _first_name_at(select: exp.Select, catalog: Catalog) -> int:
+    """Where the listed table's first shown name column stands (0 when none is shown):
+    its key goes just before it, as every reading shows an entity."""
+    tables = own_tables(select, catalog)
+    if not tables:
+        return 0
+    listed = next(iter(tables.values()))
+    names = {n.lower() for n in name_columns(listed)}
+    for at, projection in enumerate(select.expressions):
+        column = projection.unalias()
+        if (
+            isinstance(column, exp.Column)
+            and column.name.lower() in names
+            and owner(column, tables) is listed
+        ):
+            return at
+    return 0
+
+
+def show_labels(select: exp.Select, columns: list[exp.Column], at: int = 0) -> bool:
+    """``select`` showing ``columns`` before its ``at``-th column (named by their table
+    too where a shown column has the name already); whether any was added. In place."""
     if not columns:
         return False
     taken = {e.alias_or_name.lower() for e in select.expressions}
@@ -122,11 +158,17 @@ def show_labels(select: exp.Select, columns: list[exp.Column]) -> bool:
         name = shown_column_name(table, column.name, shared=column.name.lower() in taken)
         shown.append(exp.alias_(column.copy(), name))
         taken.add(name.lower())
-    select.set("expressions", [*shown, *select.expressions])
+    expressions = list(select.expressions)
+    select.set("expressions", [*expressions[:at], *shown, *expressions[at:]])
     return True
 
 
 def with_labels(sql: str, catalog: Catalog) -> str:
-    """``sql`` showing the names of the rows it lists before what it asks (unchanged
-    text when :func:`label_columns` finds none to add)."""
-    return edited(sql, lambda select: show_labels(select, label_columns(select, catalog)))
+    """``sql`` showing the key and names of the rows it lists before what it asks
+    (unchanged text when :func:`label_columns` finds none to add)."""
+    return edited(
+        sql,
+        lambda select: show_labels(
+            select, label_columns(select, catalog), _first_name_at(select, catalog)
+        ),
+    )

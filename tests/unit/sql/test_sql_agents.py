@@ -90,9 +90,10 @@ def test_who_and_a_verb_taking_an_object_asks_for_its_agent() -> None:
 def test_the_column_the_verb_means_is_shown_for_the_rows_the_rest_names() -> None:
     sql = _linked("Who built the boats with a length above 50?", BUILT)
     # the length beside the builder: it chose the boats (``results.with_deciding``); the
-    # boats' names before it, whose builder each is (``results.with_labels``)
+    # boats' key and names before it, whose builder each is (``results.with_labels``)
     assert sql.startswith(
-        "SELECT t0.name AS name, t0.builder AS builder, t0.length AS length "
+        "SELECT t0.boat_id AS boat_id, t0.name AS name, t0.builder AS builder, "
+        "t0.length AS length "
         "FROM public.boats AS t0 WHERE"
     )
     assert "t0.length > 50" in sql
@@ -141,7 +142,10 @@ def test_a_follow_up_asking_who_shows_the_agent_for_the_earlier_rows() -> None:
     about = subject(earlier, YARD)
     # "who built them?" as the router rewrites it, pointed at the earlier rows' table
     linked = _linked("Who built the boats?", BUILT)
-    assert linked == "SELECT t0.name AS name, t0.builder AS builder FROM public.boats AS t0"
+    assert linked == (
+        "SELECT t0.boat_id AS boat_id, t0.name AS name, t0.builder AS builder "
+        "FROM public.boats AS t0"
+    )
     assert not shows_only_rows("Who built the previous answer's rows?", linked, about, YARD)
     sql = restrict(linked, earlier, about, labels(earlier, about, YARD))
     assert "t0.builder" in sql and "t0.year < 1950" in sql

@@ -140,6 +140,7 @@ def test_two_names_that_tie_are_both_shown_with_the_key():
 
 
 def test_a_listing_without_groups_is_left_as_asked():
-    # no grouping: each row once, by its name; a key added here could change the rows
+    # no grouping: each row once, by its name; the names alone are what it asks, so no
+    # key is shown beside them (results.with_labels adds one where names label a value)
     tree = _statement("List the names of all stadiums.", ARENAS)
     assert _shown(tree) == ["stadium.name"]

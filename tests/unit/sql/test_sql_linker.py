@@ -495,8 +495,9 @@ def test_never_with_a_verb_naming_a_table_is_an_anti_join() -> None:
 
 def test_bottom_n_by_a_column_lists_the_entity_with_the_column() -> None:
     sql = _sql("Which 3 products have the lowest price?", SHOP)
-    assert sql.startswith("SELECT t0.name AS name, t0.price AS price")
-    assert "ORDER BY price ASC NULLS LAST" in sql and sql.endswith("LIMIT 3")
+    # the products shown by key, then name, as a grouped answer shows them
+    assert sql.startswith("SELECT t0.pid AS pid, t0.name AS name, t0.price AS price")
+    assert "ORDER BY price ASC" in sql and sql.endswith("LIMIT 3")
 
 
 def test_weekly_counts_with_a_weekend_count_beside_them() -> None:
@@ -829,19 +830,19 @@ def test_two_conditions_no_row_meets_together_are_refused(question: str) -> None
 @pytest.mark.parametrize(
     ("question", "expected"),
     [
-        ("When did the customers join?", "SELECT t0.sbcustname AS sbcustname, t0.sbcustjoindate "
-         "AS sbcustjoindate FROM public.sbcustomer AS t0"),
-        ("and when did customers with status active join", "SELECT t0.sbcustname AS sbcustname, "
-         "t0.sbcustjoindate AS sbcustjoindate FROM public.sbcustomer AS t0 "
-         "WHERE (t0.sbcuststatus = 'active')"),
-        ("When were the museums opened?", "SELECT t0.name AS name, t0.open_year AS open_year "
-         "FROM public.museum AS t0"),
+        ("When did the customers join?", "SELECT t0.sbcustid AS sbcustid, t0.sbcustname AS "
+         "sbcustname, t0.sbcustjoindate AS sbcustjoindate FROM public.sbcustomer AS t0"),
+        ("and when did customers with status active join", "SELECT t0.sbcustid AS sbcustid, "
+         "t0.sbcustname AS sbcustname, t0.sbcustjoindate AS sbcustjoindate "
+         "FROM public.sbcustomer AS t0 WHERE (t0.sbcuststatus = 'active')"),
+        ("When were the museums opened?", "SELECT t0.museum_id AS museum_id, t0.name AS name, "
+         "t0.open_year AS open_year FROM public.museum AS t0"),
     ],
 )  # fmt: skip
 def test_when_did_lists_the_date_the_event_is_named_by(question: str, expected: str) -> None:
     """ "join" names ``sbcustjoindate`` (folded into one word by Postgres: "join" +
     "date"); read without it, the customers' names were listed for "when" (they are
-    shown first, whose each date is: ``results.with_labels``)."""
+    shown first, after their key, whose each date is: ``results.with_labels``)."""
     assert _sql(question, MUSEUMS if "museum" in question else BROKER) == expected
 
 
@@ -868,7 +869,8 @@ def test_when_lists_the_date_an_of_joins_to_its_event() -> None:
     """ "born" names ``date_of_birth``: the "of" that joins the date to its event is no
     second event word (read with it, no column was the event's and "when" was refused)."""
     assert _sql("When were the patients on medicaid born?", PATIENTS) == (
-        "SELECT t0.first_name AS first_name, t0.date_of_birth AS date_of_birth "
+        "SELECT t0.patient_id AS patient_id, t0.first_name AS first_name, "
+        "t0.date_of_birth AS date_of_birth "
         "FROM public.patients AS t0 "
         "WHERE (t0.ins_type = 'medicaid')"
     )
@@ -1125,8 +1127,8 @@ def test_a_bare_number_over_or_under_beings_is_their_age(question: str, conditio
     the ones over 30"); said of a table's rows, a bare number over or under them is their
     age, where a column says it (shown beside the names: it chose them)."""
     assert _sql(question, MUSIC) == (
-        "SELECT t0.name AS name, t0.age AS age FROM public.singer AS t0 "
-        f"WHERE {condition} AND (t0.country = 'France')"
+        "SELECT t0.singer_id AS singer_id, t0.name AS name, t0.age AS age "
+        f"FROM public.singer AS t0 WHERE {condition} AND (t0.country = 'France')"
     )
 
 

@@ -87,9 +87,11 @@ def test_a_bound_said_after_its_number_counts_the_related_rows(
 )
 def test_a_preposition_that_ends_the_question_leaves_its_conditions_read(question: str) -> None:
     # its object is what is asked (the countries): the clause before it is still read; a
-    # listing of the authors' countries shows whose country first (results.with_labels)
+    # listing of the authors' countries shows whose country first, by key and name
+    # (results.with_labels)
     sql = _sql(question)
-    assert re.search(r"SELECT (DISTINCT )?(t0\.name AS name, )?t0\.country", sql), sql
+    shown = r"SELECT (DISTINCT )?(t0\.author_id AS author_id, t0\.name AS name, )?t0\.country"
+    assert re.search(shown, sql), sql
     assert re.search(r"WHERE \(t0\.age > 40\)", sql), sql
 
 

@@ -344,7 +344,8 @@ def _identified(ctx: LinkContext, plan: Plan) -> None:
     but a name that repeats across rows (two stadiums called alike) is told apart, and a
     reader can follow the row to the table. Only where what is shown of the entity is its
     name (a key already shown, or an attribute such as its country, is left as asked);
-    a listing without groups is left as asked too, where a key could change the rows."""
+    a listing without groups gets its key from ``results.with_labels``, on the statement
+    as composed, where DISTINCT (under which a key could change the rows) is decided."""
     entity = plan.entity
     if entity is None or not (plan.measures or plan.having) or len(entity.primary_key) != 1:
         return
