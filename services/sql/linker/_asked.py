@@ -10,7 +10,11 @@ that the question word can ask for:
 
 - "how old": a number column whose name says age (the noun of the adjective "old");
 - "where ... from": a text column whose name says a place of origin (hometown, country,
-  city, nationality…), or one whose stored values the catalog read as places.
+  city, nationality…), or one whose stored values the catalog read as places;
+- "when was <subject> <verb> …": a date column, the one whose name says the rest of the
+  predicate where the tables have several ("put on the market" -> ``date_on_market``,
+  "sold" -> ``date_sold``). Every word of the predicate after its verb has to be in the
+  column's name: a predicate that says more ("sold with 3 rooms") is read as asked.
 
 The column is chosen by its type and its name's words, from the tables the subject names
 by name; no table named, no such column, or two of them (a teacher's city and country)
@@ -23,7 +27,7 @@ import re
 from collections.abc import Callable
 
 from services.sql.linker._vocabulary import Col, Vocabulary
-from services.sql.words import name_words, stem
+from services.sql.words import STOP_WORDS, name_words, stem
 
 _HOW_OLD = re.compile(
     r"^\s*how\s+old\s+(?P<verb>is|are|was|were)\s+(?P<subject>[^?]+?)\s*[?.!]?\s*$",
@@ -44,6 +48,11 @@ _ORIGIN = frozenset(
         *("birthplace", "origin", "citizenship"),
     )
 )
+_WHEN = re.compile(
+    r"^\s*when\s+(?P<verb>is|are|was|were)\s+(?P<rest>[^?]+?)\s*[?.!]?\s*$",
+    re.IGNORECASE,
+)
+_DATED = ("date", "timestamp")
 _NUMBER = ("int", "numeric", "decimal", "real", "double", "float", "smallint", "bigint")
 _TEXT = ("char", "text", "varchar", "string")
 
@@ -52,6 +61,9 @@ def attribute_asked(vocab: Vocabulary, question: str) -> str | None:
     """``question`` with its question word said as the column it asks for ("How old is
     the teacher?" -> "What is the age of the teacher?"); None when it asks no attribute
     by a question word, or not exactly one column answers the word."""
+    when = _WHEN.match(question)
+    if when is not None:
+        return _when_asked(vocab, when)
     m = _HOW_OLD.match(question)
     if m is not None:
         found = _the_column(vocab, m.group("subject"), _is_age)
@@ -66,6 +78,34 @@ def attribute_asked(vocab: Vocabulary, question: str) -> str | None:
     verb = {"do": "is", "does": "is", "did": "was"}.get(verb, verb)
     noun = " ".join(name_words(found.column.name))
     return f"What {verb} the {noun} of {m.group('subject')}?"
+
+
+def _when_asked(vocab: Vocabulary, m: re.Match[str]) -> str | None:
+    """ "When was the property put on the market?" -> "What was the date on market of
+    the property?": the subject is the fewest words that name a table; the predicate
+    after it chooses the date column and says nothing else."""
+    words = m.group("rest").split()
+    for cut in range(1, len(words)):
+        stems = [stem(w) for w in re.findall(r"[A-Za-z]+", " ".join(words[:cut]))]
+        named = {t.qualified for t, _ in vocab.tables_named(stems)}
+        if named:
+            break
+    else:
+        return None
+    said = {stem(w) for w in re.findall(r"\w+", " ".join(words[cut + 1 :]))}
+    said -= STOP_WORDS
+    verb = {stem(w) for w in re.findall(r"[A-Za-z]+", words[cut])}
+    dated = [c for c in vocab.columns if c.table.qualified in named and _typed(c, _DATED)]
+    if len(dated) > 1:
+        dated = [c for c in dated if _name_stems(c) & (said | verb)]
+    if len(dated) != 1 or not said <= _name_stems(dated[0]):
+        return None
+    noun = " ".join(name_words(dated[0].column.name))
+    return f"What {m.group('verb').lower()} the {noun} of {' '.join(words[:cut])}?"
+
+
+def _name_stems(col: Col) -> set[str]:
+    return {stem(w) for w in name_words(col.column.name)}
 
 
 def _the_column(vocab: Vocabulary, subject: str, fits: Callable[[Col], bool]) -> Col | None:

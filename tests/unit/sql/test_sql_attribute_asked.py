@@ -109,3 +109,47 @@ def test_no_column_or_a_tie_leaves_the_question_as_asked() -> None:
 )
 def test_other_forms_are_not_read_as_a_question_word_attribute(question: str) -> None:
     assert attribute_asked(WORDS, question) is None
+
+
+MARINA = Catalog(
+    "marina",
+    (
+        TableInfo(
+            "public",
+            "boats",
+            columns=(
+                _key("boat_id"),
+                col("name", "text", ("Aurora", "Selkie")),
+                col("date_on_register", "date"),
+                col("date_sold", "timestamp without time zone"),
+                col("berths"),
+            ),
+            primary_key=("boat_id",),
+        ),
+    ),
+)
+BOATS = Vocabulary(MARINA, JoinGraph(MARINA))
+
+
+def test_when_asks_for_the_date_column_the_predicate_names() -> None:
+    assert attribute_asked(BOATS, "When was each boat put on the register?") == (
+        "What was the date on register of each boat?"
+    )
+    assert attribute_asked(BOATS, "When were the boats sold?") == (
+        "What were the date sold of the boats?"
+    )
+    tree = linked_statement("When was each boat put on the register?", MARINA, TODAY)
+    assert "date_on_register" in _shown(tree)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When was the boat sold in 2019?",  # the predicate says a condition besides the date
+        "When was the boat with 4 berths sold?",  # so does the subject's phrase
+        "When was the boat repaired?",  # two date columns, neither named by the predicate
+        "When is the marina open?",  # no table named
+    ],
+)
+def test_when_reads_as_asked_a_predicate_that_says_more(question: str) -> None:
+    assert attribute_asked(BOATS, question) is None
