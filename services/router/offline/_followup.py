@@ -182,11 +182,12 @@ _LAST_IT = re.compile(r"\b(?P<p>it)\W*$", re.IGNORECASE)
 # "what's that user's email?": the contracted "is" before the pointer.
 _CONTRACTED_POINTER = re.compile(r"'s\s+(?P<p>(?:that|this)\s+[a-z]{3,})\b", re.IGNORECASE)
 # "which of them", "those deals", "these", "their", "them", "they".
-# "those", "these documents": a plural noun after the demonstrative is what it names.
+# "those", "these documents", "those people": a plural noun after the demonstrative is
+# what it names.
 # "those five", "these 3 teachers": a count between them says how many rows are meant.
 _DEMONSTRATIVE = re.compile(
     r"\b(?P<det>those|these)(?: (?P<count>\d{1,3}|two|three|four|five|six|seven|eight|nine|ten)"
-    r"\b)?(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s))?\b",
+    r"\b)?(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s|people))?\b",
     re.IGNORECASE,
 )
 _PART_OF = re.compile(r"\b(which|how many|any|each|all|none|some) of (?:them|those|these)\b", re.I)

@@ -305,6 +305,17 @@ def test_a_result_reference_is_the_statements_rows_never_a_pasted_list(question)
     assert "Ann Lee" not in resolution.question and "previous answer" in resolution.question
 
 
+def test_those_people_points_at_the_rows_with_its_noun():
+    """ "those people": "people" is the plural of "person", the demonstrative's noun as
+    "those customers" is one (issue 45, s58); it was left behind, "…rows people"."""
+    asked = "how many purchases did those people make altogether?"
+    resolution = resolve(asked, [TOP])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert "people people" not in resolution.question
+    assert "rows people" not in resolution.question
+    assert "the previous answer's people" in resolution.question
+
+
 def test_a_place_said_as_there_is_the_statements_rows():
     """ "How much did visitors spend there?" after "How many museums opened in 2011?": the
     counted museums, as a sub-query; read alone it was a question about every museum."""

@@ -205,6 +205,16 @@ def test_the_database_wide_prefix_is_not_read_as_a_word():
         ),
         ("How much was spent there in total?", "How much was spent at the customers in total?"),
         ("and orders from there?", "and orders from the customers?"),
+        # "people", the plural of "person", points as "those ones" does (issue 45, s58)
+        (
+            "how many purchases did those people make altogether?",
+            "how many purchases did the customers make altogether?",
+        ),
+        # ... and only after the pointer: the "people" counted is left as said
+        (
+            "how many people did those customers refer?",
+            "how many people did the customers refer?",
+        ),
     ],
 )
 def test_a_reference_points_at_the_subject_table(question, expected):
