@@ -190,6 +190,14 @@ _DEMONSTRATIVE = re.compile(
     r"\b)?(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s|people))?\b",
     re.IGNORECASE,
 )
+# "that group", "this list": a collective noun after a singular demonstrative points at
+# the earlier rows together, as "those" does (not "this list of …", "that group by …",
+# which say what they name).
+_COLLECTIVE = re.compile(
+    r"\b(?P<det>that|this)(?P<count>) (?:group|set|list|bunch|lot|batch)(?P<noun>)\b"
+    r"(?! (?:of|by)\b)",
+    re.IGNORECASE,
+)
 _PART_OF = re.compile(r"\b(which|how many|any|each|all|none|some) of (?:them|those|these)\b", re.I)
 _PRONOUN = re.compile(r"\b(?P<p>their|them|they)\b", re.IGNORECASE)
 _SINGULAR = re.compile(r"\b(?P<p>its|it)\b", re.IGNORECASE)
@@ -1143,7 +1151,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             condition = f"in {condition}"
         return Resolution(FollowUpKind.FILTER, f"{_body(prior.resolved_question)} {condition}?")
 
-    demonstrative = _DEMONSTRATIVE.search(asked)
+    demonstrative = _DEMONSTRATIVE.search(asked) or _COLLECTIVE.search(asked)
     said_count = demonstrative.group("count") if demonstrative else None
     if said_count and prior.row_count:
         meant = _NUMBER_WORDS.get(said_count.lower()) or int(said_count)
@@ -1323,7 +1331,7 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
             # "how many of them are in healthcare?" after a count: the count, narrowed.
             return f"{_body(prior.resolved_question)} {condition.strip(' ?')}?"
         return text[: which.start()] + f"{which.group(1)} of {target}" + text[which.end() :]
-    demonstrative = _DEMONSTRATIVE.search(text)
+    demonstrative = _DEMONSTRATIVE.search(text) or _COLLECTIVE.search(text)
     if demonstrative:
         return text[: demonstrative.start()] + target + text[demonstrative.end() :]
     pronoun = _has_unanchored_pronoun(text)

@@ -337,6 +337,8 @@ _REFERENCE = re.compile(
     # a plural noun after the pointer: one in -s, or "people", English's plural of "person"
     r"|(?P<det>those|these)(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s|people))?\b"
     r"|(?P<them>them|they|it)\b"
+    # "that group", "this list": the earlier rows together (not "that group by …")
+    r"|(?P<group>(?:that|this) (?:group|set|list|bunch|lot|batch))\b(?! (?:of|by)\b)"
     # "spend there": the place the earlier rows are; not "are there", "there were"
     r"|(?<!\bare )(?<!\bis )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!'s )(?P<there>there)\b"
     r"(?!\s+(?:is|are|was|were|be|been|will|has|have|had|exists?|remains?)\b)(?!'))",
@@ -379,7 +381,7 @@ def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
             noun = match.group("noun")
             # "those documents" keeps the user's noun; "those", "those ones" name the table.
             return f"the {noun}" if noun and noun.lower() not in _POINTERS else f"the {name}"
-        if match.group("them"):
+        if match.group("them") or match.group("group"):
             return f"the {name}"
         if match.group("there"):
             before = question[: match.start()]
