@@ -188,11 +188,20 @@ _LAST_IT = re.compile(r"\b(?P<p>it)\W*$", re.IGNORECASE)
 # "what's that user's email?": the contracted "is" before the pointer.
 _CONTRACTED_POINTER = re.compile(r"'s\s+(?P<p>(?:that|this)\s+[a-z]{3,})\b", re.IGNORECASE)
 # "which of them", "those deals", "these", "their", "them", "they".
-# "those", "these documents": a plural noun after the demonstrative is what it names.
+# "those", "these documents", "those people": a plural noun after the demonstrative is
+# what it names.
 # "those five", "these 3 teachers": a count between them says how many rows are meant.
 _DEMONSTRATIVE = re.compile(
     r"\b(?P<det>those|these)(?: (?P<count>\d{1,3}|two|three|four|five|six|seven|eight|nine|ten)"
-    r"\b)?(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s))?\b",
+    r"\b)?(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s|people))?\b",
+    re.IGNORECASE,
+)
+# "that group", "this list": a collective noun after a singular demonstrative points at
+# the earlier rows together, as "those" does (not "this list of …", "that group by …",
+# which say what they name).
+_COLLECTIVE = re.compile(
+    r"\b(?P<det>that|this)(?P<count>) (?:group|set|list|bunch|lot|batch)(?P<noun>)\b"
+    r"(?! (?:of|by)\b)",
     re.IGNORECASE,
 )
 _PART_OF = re.compile(r"\b(which|how many|any|each|all|none|some) of (?:them|those|these)\b", re.I)
@@ -1177,7 +1186,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             condition = f"in {condition}"
         return Resolution(FollowUpKind.FILTER, f"{_body(prior.resolved_question)} {condition}?")
 
-    demonstrative = _DEMONSTRATIVE.search(asked)
+    demonstrative = _DEMONSTRATIVE.search(asked) or _COLLECTIVE.search(asked)
     said_count = demonstrative.group("count") if demonstrative else None
     if said_count and prior.row_count:
         meant = _NUMBER_WORDS.get(said_count.lower()) or int(said_count)
@@ -1369,7 +1378,7 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
             # "how many of them are in healthcare?" after a count: the count, narrowed.
             return f"{_body(prior.resolved_question)} {condition.strip(' ?')}?"
         return text[: which.start()] + f"{which.group(1)} of {target}" + text[which.end() :]
-    demonstrative = _DEMONSTRATIVE.search(text)
+    demonstrative = _DEMONSTRATIVE.search(text) or _COLLECTIVE.search(text)
     if demonstrative:
         return text[: demonstrative.start()] + target + text[demonstrative.end() :]
     pronoun = _has_unanchored_pronoun(text)

@@ -362,14 +362,21 @@ def shows_only_rows(question: str, linked_sql: str, about: Subject, catalog: Cat
 _REFERENCE = re.compile(
     r"\b(?:(?P<which>which|how many|any|each|all|none|some) of (?:them|those|these)\b"
     r"|(?P<their>their|its)\b"
-    r"|(?P<det>those|these)(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s))?\b"
+    # a plural noun after the pointer: one in -s, or "people", English's plural of "person"
+    r"|(?P<det>those|these)(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s|people))?\b"
     r"|(?P<them>them|they|it)\b"
+    # "that group", "this list": the earlier rows together (not "that group by …")
+    r"|(?P<group>(?:that|this) (?:group|set|list|bunch|lot|batch))\b(?! (?:of|by)\b)"
     # "spend there": the place the earlier rows are; not "are there", "there were"
     r"|(?<!\bare )(?<!\bis )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!'s )(?P<there>there)\b"
     r"(?!\s+(?:is|are|was|were|be|been|will|has|have|had|exists?|remains?)\b)(?!'))",
     re.IGNORECASE,
 )
-_POINTERS = frozenset({"ones", "results", "rows", "records", "entries", "items"})
+# Nouns that name no table's rows but point at the earlier ones whatever they are ("those
+# people" after a list of customers: the customers).
+_POINTERS = frozenset(
+    {"ones", "results", "rows", "records", "entries", "items", "people", "persons"}
+)
 # One earlier row pointed at (the router sends these only after an answer of one row):
 # "which museums did he visit?", "what grade does she teach?", "how old is that
 # teacher?", said after an auxiliary or a preposition (or the "'s" of "what's that
@@ -402,7 +409,7 @@ def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
             noun = match.group("noun")
             # "those documents" keeps the user's noun; "those", "those ones" name the table.
             return f"the {noun}" if noun and noun.lower() not in _POINTERS else f"the {name}"
-        if match.group("them"):
+        if match.group("them") or match.group("group"):
             return f"the {name}"
         if match.group("there"):
             before = question[: match.start()]

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from services.sql.catalog import is_number
 from services.sql.linker._agents import agent_asked, agent_nouns, agent_table, shown_instead
+from services.sql.linker._asked import attribute_asked
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
@@ -84,6 +85,7 @@ __all__ = [
     "agent_asked",
     "agent_nouns",
     "agent_table",
+    "attribute_asked",
     "column_states",
     "comment_names",
     "find_meanings",

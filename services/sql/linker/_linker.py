@@ -12,6 +12,7 @@ from datetime import date
 from services.sql.catalog import JoinGraph, is_number
 from services.sql.definitions import GlossaryEntry, inline_definitions
 from services.sql.linker._agents import agent_asked, agent_table, shown_instead
+from services.sql.linker._asked import attribute_asked
 from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
@@ -88,7 +89,9 @@ class QuestionLinker:
         two sentences, the second saying what to show ("…? List the country name."): its
         first sentence, showing what the second names (``_shown``); and "Who teaches
         Science?", whose verb's agent noun is a table's name, as "Which teacher teaches
-        Science?" (``_agents.agent_table``). As asked first: a question read that way
+        Science?" (``_agents.agent_table``). An attribute asked by a question word ("How
+        old is the teacher?") is read first as asked by its noun ("What is the age of the
+        teacher?", ``_asked``): as asked, no reader places the word. Otherwise as asked first: a question read that way
         keeps its reading. A place named in full and read as the code its column stores
         is said in the interpretation (``_places``)."""
         linked = self._read()
@@ -98,6 +101,12 @@ class QuestionLinker:
         return replace(linked, explanation=f"{linked.explanation} {read}") if read else linked
 
     def _read(self) -> Linked:
+        asked = attribute_asked(self._inputs[1], self._inputs[0])
+        if asked is not None:
+            try:
+                return self._as_if_asked(asked)
+            except LinkError:
+                pass
         try:
             linked = self._link()
         except LinkError as refused:

@@ -305,6 +305,30 @@ def test_a_result_reference_is_the_statements_rows_never_a_pasted_list(question)
     assert "Ann Lee" not in resolution.question and "previous answer" in resolution.question
 
 
+def test_those_people_points_at_the_rows_with_its_noun():
+    """ "those people": "people" is the plural of "person", the demonstrative's noun as
+    "those customers" is one (issue 45, s58); it was left behind, "…rows people"."""
+    asked = "how many purchases did those people make altogether?"
+    resolution = resolve(asked, [TOP])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert "people people" not in resolution.question
+    assert "rows people" not in resolution.question
+    assert "the previous answer's people" in resolution.question
+
+
+def test_that_group_points_at_the_rows_together():
+    """ "how many transactions did that group make?": a collective noun after "that" is
+    the earlier rows (issue 45, s58); it was read as a question of its own, about every
+    customer. "that group of …" says what it names, and is no pointer."""
+    asked = "how many transactions did that group make?"
+    resolution = resolve(asked, [TOP])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.builds_on == BuildsOn(TOP.sql, Relation.RESULT_SET, question=asked)
+    assert "that group" not in resolution.question and "previous answer" in resolution.question
+    other = resolve("how many transactions did that group of stores make?", [TOP])
+    assert other.kind is not FollowUpKind.RESULT_REFERENCE
+
+
 def test_a_place_said_as_there_is_the_statements_rows():
     """ "How much did visitors spend there?" after "How many museums opened in 2011?": the
     counted museums, as a sub-query; read alone it was a question about every museum."""

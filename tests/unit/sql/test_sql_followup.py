@@ -220,6 +220,21 @@ def test_the_database_wide_prefix_is_not_read_as_a_word():
         ),
         ("How much was spent there in total?", "How much was spent at the customers in total?"),
         ("and orders from there?", "and orders from the customers?"),
+        # "people", the plural of "person", points as "those ones" does (issue 45, s58)
+        (
+            "how many purchases did those people make altogether?",
+            "how many purchases did the customers make altogether?",
+        ),
+        # a collective noun after "that"/"this": the rows together (s58)
+        (
+            "how many transactions did that group make?",
+            "how many transactions did the customers make?",
+        ),
+        # ... and only after the pointer: the "people" counted is left as said
+        (
+            "how many people did those customers refer?",
+            "how many people did the customers refer?",
+        ),
     ],
 )
 def test_a_reference_points_at_the_subject_table(question, expected):
@@ -248,7 +263,8 @@ def test_one_row_pointed_at_points_at_the_subject_table(question, expected):
 @pytest.mark.parametrize(
     "question",
     ["Which customers that joined in 2020 ordered?", "what is that in dollars?",
-     "what's that in dollars?", "what's this month's revenue?"],
+     "what's that in dollars?", "what's this month's revenue?",
+     "which customers are in that group of accounts?", "count that set by region"],
 )  # fmt: skip
 def test_a_relative_or_pronoun_that_points_at_no_row(question):
     assert not refers(question)
