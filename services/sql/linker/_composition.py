@@ -12,7 +12,7 @@ from sqlglot import exp
 from services.sql.catalog import Edge, TableInfo
 from services.sql.linker._context import LinkContext
 from services.sql.linker._coverage import check_coverage
-from services.sql.linker._lookup import fact_candidates
+from services.sql.linker._lookup import fact_candidates, refers_to_rows
 from services.sql.linker._naming import explain_plan, output_names, slot
 from services.sql.linker._plan import (
     Linked,
@@ -92,6 +92,8 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         and fans_out(ctx.graph, plan.dims[0].col.table, {t.qualified for t in ordered})
     ):
         plan.distinct = True  # as the clause reader lists rows through referring rows
+    if not plan.measures and not plan.having and not plan.limit and codes_only(ctx, plan):
+        plan.distinct = True
     joins = ctx.graph.tree(base.qualified, [t.qualified for t in ordered[1:]])
     if joins is None:
         raise LinkError("no join path connects the tables the question names")
@@ -386,3 +388,21 @@ def measure_sql(
     if m.func == "SUM" and outer:
         return f"COALESCE(SUM({col}){filt}, 0)"
     return f"{m.func}({col}){filt}"
+
+
+def codes_only(ctx: LinkContext, plan: Plan) -> bool:
+    """Whether the listing shows, of one table, only columns that hold other tables' keys
+    ("which destinations did flights from JFK go to?" shows ``flights.dest``). What is
+    asked for is the referred rows (the airports), and a listing that shows nothing else of
+    the referring rows (no key, no label) cannot tell one of them from another: a code
+    repeated once per flight is a duplicate that only inflates the answer, so each is
+    listed once. A listing that shows any other column keeps one row per row."""
+    if not plan.dims:
+        return False
+    table = plan.dims[0].col.table
+    return all(
+        d.col.table is table
+        and d.col.column.name not in table.primary_key
+        and refers_to_rows(ctx, d.col)
+        for d in plan.dims
+    )

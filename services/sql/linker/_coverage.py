@@ -19,6 +19,7 @@ from services.sql.words import (
     do_support_verb,
     irregular_past,
     lemma,
+    said_as_name,
     stem,
     stored_as_verb,
     tokenize,
@@ -136,6 +137,7 @@ def unexplained(
         if (
             relation_word(tok.low)
             and not predicate
+            and not said_as_name(question, tok.start, tok.text)
             and not (columns is not None and _compound(question, tok.start, tok.end))
             and not vocab.values.get(tok.low)
         ):

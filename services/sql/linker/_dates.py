@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
+from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
 from services.sql.linker._lookup import fact_candidates
 from services.sql.linker._plan import LinkError, Measure, Plan, is_temporal, lit
@@ -80,6 +81,24 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
             if best is None or score > best[0]:
                 best = (score, col)
     return best[1] if best else None
+
+
+# The parts a table may spell its rows' dates out in, coarsest first.
+CALENDAR_PARTS = ("year", "quarter", "month", "week", "day")
+
+
+def calendar_part(table: TableInfo, grain: str) -> Col | None:
+    """The column of ``table`` that stores the ``grain`` of each row's date, where the
+    table spells its dates out in parts (``flights.year``, ``month``, ``day`` beside
+    ``time_hour``): "in each month" groups by the stored ``month``, the calendar the data
+    keeps, not by a month cut from the timestamp, a different value for the same month.
+    A lone ``year`` (``cars.year``, the year a car was made) is no part of a date and is
+    not taken: at least two parts, the grain among them, say the table keeps a calendar."""
+    named = {c.name.lower(): c for c in table.columns if not is_temporal(c.data_type)}
+    parts = [p for p in CALENDAR_PARTS if p in named]
+    if grain not in parts or len(parts) < 2:
+        return None
+    return Col(table, named[grain])
 
 
 # Years a column may hold for its values to be years: a span outside them is a count, a

@@ -7,7 +7,7 @@ import re
 
 from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
-from services.sql.linker._dates import GRAINS, RECENCY, date_column
+from services.sql.linker._dates import GRAINS, RECENCY, calendar_part, date_column
 from services.sql.linker._lookup import find_column, label_columns
 from services.sql.linker._measures import read_arith, read_measure
 from services.sql.linker._plan import (
@@ -93,7 +93,11 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
         grain = GRAINS.get(words[0]) if len(words) == 1 else None
         if grain:
             col = date_column(ctx, plan)
-            if col is not None and not any(d.grain == grain for d in plan.dims):
+            part = calendar_part(col.table, grain) if col is not None else None
+            if part is not None:
+                if not any(d.col.key == part.key for d in plan.dims):
+                    plan.dims.insert(0, Dim(part))
+            elif col is not None and not any(d.grain == grain for d in plan.dims):
                 plan.dims.insert(0, Dim(col, grain))
             continue
         if any(ctx.vocab.column_score(words, d.col) >= 0.5 for d in plan.dims):

@@ -14,6 +14,7 @@ from services.sql.words._calendar import (
     written_date,
 )
 from services.sql.words._directions import FROM, TO, name_direction, question_directions
+from services.sql.words._names import said_as_name
 from services.sql.words._parts import said_in_part, value_words_said
 from services.sql.words._words import (
     GRAMMAR_WORDS,
@@ -59,6 +60,7 @@ __all__ = [
     "name_direction",
     "name_words",
     "question_directions",
+    "said_as_name",
     "said_in_part",
     "shift",
     "stem",

@@ -17,6 +17,7 @@ from services.sql.linker._vocabulary import Vocabulary, column_states
 from services.sql.words import (
     do_support_verb,
     irregular_past,
+    said_as_name,
     stored_as_verb,
     value_forms,
     word_match,
@@ -215,6 +216,8 @@ def is_glue(ctx: LinkContext, token: Token) -> bool:
         return not stored_as_verb(token.low, ctx.vocab.values) and not _names_a_column(
             ctx.vocab, token
         )
+    if said_as_name(ctx.question, token.start, token.text) and token.low not in _GRAMMAR:
+        return False  # "did United run": a name said, not a relating "-ed" verb
     return _glue_word(ctx.vocab, token)
 
 
