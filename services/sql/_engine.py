@@ -46,6 +46,7 @@ from services.sql.conversation import (
     labels,
     listed_once,
     pointed,
+    points_at_a_place,
     refers,
     restrict,
     same_query,
@@ -456,6 +457,11 @@ class SqlEngine:
                     if linked.answer is None:
                         span.set_attribute("sql.follow_up.outcome", linked.outcome.name)
                         return linked
+                    if points_at_a_place(question):
+                        raise FollowUpError(
+                            "'there' points at a place the previous question named; a question "
+                            "about the previous rows does not keep the previous conditions"
+                        )
                     if shows_only_rows(question, linked.answer.verdict.normalized_sql, about,
                                        catalog):  # fmt: skip
                         raise FollowUpError(

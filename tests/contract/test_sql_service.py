@@ -463,16 +463,32 @@ async def test_ask_about_the_earlier_rows_scopes_by_a_sub_query(running):
         timeout=10,
     )  # fmt: skip
     assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
-    # the earlier rows' names, the industry asked for, and the column that chose those rows
-    # (the ranking's first key), as the question spelled out shows it
+    # the earlier rows' key and names, the industry asked for, and the column that chose
+    # those rows (the ranking's first key), as the question spelled out shows it
     gold = await _rows(
         running.stub,
-        "SELECT c.name, c.industry, c.employee_count FROM companies AS c WHERE c.company_id IN "
+        "SELECT c.company_id, c.name, c.industry, c.employee_count FROM companies AS c "
+        "WHERE c.company_id IN "
         f"(SELECT company_id FROM ({TOP_COMPANIES}) AS t)",
     )
     assert sorted(_result_rows(reply.result)) == sorted(gold)
     assert "IN (SELECT" in reply.result.sql
-    assert not any(str(row[0]) in reply.result.sql for row in gold)  # no pasted names
+    assert not any(str(row[1]) in reply.result.sql for row in gold)  # no pasted names
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_about_the_earlier_rows_there_is_refused_naming_the_place_word(running):
+    # "there" points at a place of the earlier question; a question about the earlier rows
+    # keeps their keys, not the earlier conditions, so it is refused, not answered without it
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="What are their industries there?",
+            prior=_prior(TOP_COMPANIES, pb.PRIOR_RELATION_RESULT_SET),
+        ),
+        timeout=10,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE, reply.result.sql
+    assert "'there'" in reply.message
 
 
 @pytest.mark.rpc(ASK)
