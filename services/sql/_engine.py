@@ -43,6 +43,7 @@ from services.sql.conversation import (
     bounded,
     built,
     deciding,
+    kept_there,
     labels,
     listed_once,
     pointed,
@@ -457,11 +458,6 @@ class SqlEngine:
                     if linked.answer is None:
                         span.set_attribute("sql.follow_up.outcome", linked.outcome.name)
                         return linked
-                    if points_at_a_place(question):
-                        raise FollowUpError(
-                            "'there' points at a place the previous question named; a question "
-                            "about the previous rows does not keep the previous conditions"
-                        )
                     if shows_only_rows(question, linked.answer.verdict.normalized_sql, about,
                                        catalog):  # fmt: skip
                         raise FollowUpError(
@@ -473,6 +469,8 @@ class SqlEngine:
                     sql = restrict(linked.answer.verdict.normalized_sql, earlier.normalized_sql,
                                    about, shown, chosen_by, catalog=catalog)  # fmt: skip
                     sql = listed_once(sql, catalog)
+                    if points_at_a_place(question):
+                        sql = kept_there(sql, earlier.normalized_sql)
                     explanation = f"{linked.answer.explanation}, among the previous answer's rows"
                 else:
 

@@ -477,21 +477,6 @@ async def test_ask_about_the_earlier_rows_scopes_by_a_sub_query(running):
 
 
 @pytest.mark.rpc(ASK)
-async def test_ask_about_the_earlier_rows_there_is_refused_naming_the_place_word(running):
-    # "there" points at a place of the earlier question; a question about the earlier rows
-    # keeps their keys, not the earlier conditions, so it is refused, not answered without it
-    reply = await running.stub.AskQuestion(
-        pb.AskQuestionRequest(
-            tenant_id="acme", question="What are their industries there?",
-            prior=_prior(TOP_COMPANIES, pb.PRIOR_RELATION_RESULT_SET),
-        ),
-        timeout=10,
-    )  # fmt: skip
-    assert reply.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE, reply.result.sql
-    assert "'there'" in reply.message
-
-
-@pytest.mark.rpc(ASK)
 async def test_ask_which_of_these_past_a_bare_number_bounds_the_earlier_measure(running):
     counts = sorted({int(str(n)) for _, n in await _rows(running.stub, BY_INDUSTRY)})
     assert len(counts) > 1  # a bound some groups pass and some do not

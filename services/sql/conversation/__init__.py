@@ -15,7 +15,6 @@ from services.sql.conversation._followup import (
     edited,
     labels,
     pointed,
-    points_at_a_place,
     refers,
     restrict,
     shows_only_rows,
@@ -25,6 +24,7 @@ from services.sql.conversation._measure import bounded
 from services.sql.conversation._once import listed_once
 from services.sql.conversation._periods import Window, new_window, time_filters
 from services.sql.conversation._statement import FollowUpError, adds_only_keys, same_query
+from services.sql.conversation._there import kept_there, points_at_a_place
 
 __all__ = [
     "MAX_PRIOR_CHARS",
@@ -39,6 +39,7 @@ __all__ = [
     "built",
     "deciding",
     "edited",
+    "kept_there",
     "labels",
     "listed_once",
     "new_window",

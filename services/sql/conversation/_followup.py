@@ -396,28 +396,6 @@ def refers(question: str) -> bool:
     return _REFERENCE.search(question) is not None or _ONE.search(question) is not None
 
 
-# "there" as a place pointed back at ("how many flights did they have there?"), not the
-# "there" of "is there", "are there any", "there were": a form of "be" beside it.
-_BE = frozenset({"is", "are", "was", "were", "be", "been", "being", "isn't", "aren't", "wasn't",
-                 "weren't"})  # fmt: skip
-
-
-def points_at_a_place(question: str) -> bool:
-    """Whether ``question`` says "there" of a place the conversation named before. A
-    result reference is read about the earlier rows (their keys), not the earlier
-    statement's conditions: "how many flights did each of them have there?" after the
-    carriers that flew to DEN would count every flight of those carriers. The place is
-    not carried, so such a question is refused rather than answered without it."""
-    words = re.findall(r"[\w']+", question.lower())
-    for i, word in enumerate(words):
-        if word != "there":
-            continue
-        beside = {words[i - 1] if i else "", words[i + 1] if i + 1 < len(words) else ""}
-        if not beside & _BE:
-            return True
-    return False
-
-
 def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
     """``question`` with its references to the earlier rows naming ``table`` instead, so
     the linker reads it about that table ("what are their emails" → "what are the emails

@@ -20,7 +20,6 @@ from services.sql.conversation._followup import (
     edited,
     labels,
     pointed,
-    points_at_a_place,
     refers,
     regrouped,
     restrict,
@@ -715,18 +714,3 @@ def test_rows_that_refer_to_the_ranked_rows_are_not_shown_with_their_measure():
     )
     sql = restrict(linked, _TOP_CUSTOMER, subject(_TOP_CUSTOMER, CATALOG), catalog=CATALOG)
     assert "earlier.count" not in sql and " IN (SELECT earlier.id FROM (" in sql
-
-
-@pytest.mark.parametrize(
-    ("question", "place"),
-    [
-        ("how many flights did each of them have there?", True),
-        ("who works there?", True),
-        ("how many flights are there?", False),
-        ("are there any late ones?", False),
-        ("how many were there in 2013?", False),
-        ("what are their names?", False),
-    ],
-)
-def test_there_said_of_a_place_is_told_from_the_there_of_being(question: str, place: bool) -> None:
-    assert points_at_a_place(question) is place
