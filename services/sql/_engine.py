@@ -45,7 +45,6 @@ from services.sql.conversation import (
     deciding,
     kept_there,
     labels,
-    listed_once,
     pointed,
     points_at_a_place,
     refers,
@@ -468,7 +467,6 @@ class SqlEngine:
                     chosen_by = deciding(earlier.normalized_sql, about, catalog)
                     sql = restrict(linked.answer.verdict.normalized_sql, earlier.normalized_sql,
                                    about, shown, chosen_by, catalog=catalog)  # fmt: skip
-                    sql = listed_once(sql, catalog)
                     if points_at_a_place(question):
                         sql = kept_there(sql, earlier.normalized_sql)
                     explanation = f"{linked.answer.explanation}, among the previous answer's rows"

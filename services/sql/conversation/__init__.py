@@ -21,7 +21,6 @@ from services.sql.conversation._followup import (
     subject,
 )
 from services.sql.conversation._measure import bounded
-from services.sql.conversation._once import listed_once
 from services.sql.conversation._periods import Window, new_window, time_filters
 from services.sql.conversation._statement import FollowUpError, adds_only_keys, same_query
 from services.sql.conversation._there import kept_there, points_at_a_place
@@ -41,7 +40,6 @@ __all__ = [
     "edited",
     "kept_there",
     "labels",
-    "listed_once",
     "new_window",
     "pointed",
     "points_at_a_place",

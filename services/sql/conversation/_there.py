@@ -16,7 +16,7 @@ import re
 
 from sqlglot import exp
 
-from services.sql.conversation._statement import FollowUpError, parse
+from services.sql.conversation._statement import FollowUpError, parse, sources
 from services.sql.tree import conjuncts
 
 # "there" beside a form of "be" is the "there" of being ("are there any", "there were").
@@ -37,14 +37,8 @@ def points_at_a_place(question: str) -> bool:
 
 
 def _aliases(select: exp.Select) -> dict[str, str]:
-    """The table each alias of ``select``'s own FROM and JOINs reads, by alias."""
-    read = [select.args.get("from_"), *(select.args.get("joins") or [])]
-    found: dict[str, str] = {}
-    for source in read:
-        table = source.this if source is not None else None
-        if isinstance(table, exp.Table):
-            found[table.alias_or_name] = table.name.lower()
-    return found
+    """The table each alias of ``select``'s own FROM and JOINs reads (its name), by alias."""
+    return {table.alias_or_name: table.name.lower() for table in sources(select)}
 
 
 def kept_there(sql: str, earlier_sql: str) -> str:
