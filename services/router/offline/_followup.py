@@ -1309,6 +1309,13 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             and not _statement_slots(prior)
             and len(value.split()) <= 2
         ):
+            renumbered = _renumbered(prior.resolved_question, value)
+            if renumbered is not None:
+                return Resolution(
+                    FollowUpKind.VALUE_SWAP,
+                    renumbered,
+                    builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
+                )
             # "what about retail?" after a question with no lowercase value: a narrowing.
             return Resolution(
                 FollowUpKind.VALUE_SWAP,
@@ -1338,6 +1345,29 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
                 f"the previous question names nothing that '{value}' could replace",
             )
     return Resolution(FollowUpKind.STANDALONE, asked)
+
+
+_NAMED_NUMBER = re.compile(
+    r"^(?P<words>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+(?P<n>\d+(?:\.\d+)?)$", re.I
+)
+
+
+def _renumbered(question: str, value: str) -> str | None:
+    """ "switch to grade 5" after "Which teachers teach grade 1?": the words before the
+    new number say the earlier question's words before its number once, so they name
+    the same thing and only the number is replaced. Without this, a question whose
+    statement is unknown (its turn was refused) was read as narrowed "in grade 5" and
+    kept grade 1 beside it. None where the words are not said once before a number."""
+    named = _NAMED_NUMBER.match(value.strip())
+    if named is None:
+        return None
+    body = _body(question)
+    words = r"\s+".join(re.escape(w) for w in named.group("words").split())
+    found = list(re.finditer(rf"(?<![\w-]){words}\s+(\d+(?:\.\d+)?)(?![\w.-])", body, re.I))
+    if len(found) != 1:
+        return None
+    start, end = found[0].span(1)
+    return f"{body[:start]}{named.group('n')}{body[end:]}?"
 
 
 def _switched_to(asked: str) -> re.Match[str] | None:
