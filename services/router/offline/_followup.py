@@ -1332,7 +1332,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         if len(value.split()) <= 4 and not re.match(
             r"^(?:how|what|which|who|when|where|why|is|are|do|does|list|show)\b", value, re.I
         ):
-            swapped = _swap(prior, value, history, prep)
+            swapped = _swap(prior, value, history, prep) or _carried_swap(prior, value, history)
             if swapped is not None:
                 return Resolution(
                     FollowUpKind.VALUE_SWAP,
@@ -1345,6 +1345,28 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
                 f"the previous question names nothing that '{value}' could replace",
             )
     return Resolution(FollowUpKind.STANDALONE, asked)
+
+
+def _carried_swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | None:
+    """ "switch to SEA" after "how many flights did each of them have there?" (itself after
+    "Which carriers flew to DEN?"): the previous question says no value, read about the
+    earlier rows, but its statement compares one, carried from the question that said
+    it. That value is the one replaced (the statement is edited where it compares it,
+    ``conversation.swapped``); the question says so. Only where the statement compares
+    one text value, an earlier question of the conversation said it, and the new value
+    has its shape (a code for a code). None otherwise, and the swap stays unresolved."""
+    said = {
+        (m.group(1) or "").replace("''", "'") for m in _LITERAL.finditer(prior.sql) if m.group(1)
+    }
+    if len(said) != 1:
+        return None
+    literal = said.pop()
+    if bool(_CODE.match(literal)) != bool(_CODE.match(value)) or literal.lower() == value.lower():
+        return None
+    named = re.compile(rf"(?<![\w-]){re.escape(literal)}(?![\w-])", re.I)
+    if not any(named.search(turn.resolved_question) for turn in history):
+        return None
+    return f"{_body(prior.resolved_question)}, with {value} in place of {literal}?"
 
 
 _NAMED_NUMBER = re.compile(
