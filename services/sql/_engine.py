@@ -45,6 +45,7 @@ from services.sql.conversation import (
     deciding,
     kept_there,
     labels,
+    named_as_before,
     pointed,
     points_at_a_place,
     refers,
@@ -467,6 +468,7 @@ class SqlEngine:
                     chosen_by = deciding(earlier.normalized_sql, about, catalog)
                     sql = restrict(linked.answer.verdict.normalized_sql, earlier.normalized_sql,
                                    about, shown, chosen_by, catalog=catalog)  # fmt: skip
+                    sql = named_as_before(sql, earlier.normalized_sql, about, catalog)
                     if points_at_a_place(question):
                         sql = kept_there(sql, earlier.normalized_sql)
                     explanation = f"{linked.answer.explanation}, among the previous answer's rows"

@@ -1309,6 +1309,13 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             and not _statement_slots(prior)
             and len(value.split()) <= 2
         ):
+            renumbered = _renumbered(prior.resolved_question, value)
+            if renumbered is not None:
+                return Resolution(
+                    FollowUpKind.VALUE_SWAP,
+                    renumbered,
+                    builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
+                )
             # "what about retail?" after a question with no lowercase value: a narrowing.
             return Resolution(
                 FollowUpKind.VALUE_SWAP,
@@ -1325,7 +1332,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         if len(value.split()) <= 4 and not re.match(
             r"^(?:how|what|which|who|when|where|why|is|are|do|does|list|show)\b", value, re.I
         ):
-            swapped = _swap(prior, value, history, prep)
+            swapped = _swap(prior, value, history, prep) or _carried_swap(prior, value, history)
             if swapped is not None:
                 return Resolution(
                     FollowUpKind.VALUE_SWAP,
@@ -1338,6 +1345,51 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
                 f"the previous question names nothing that '{value}' could replace",
             )
     return Resolution(FollowUpKind.STANDALONE, asked)
+
+
+def _carried_swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | None:
+    """ "switch to SEA" after "how many flights did each of them have there?" (itself after
+    "Which carriers flew to DEN?"): the previous question says no value, read about the
+    earlier rows, but its statement compares one, carried from the question that said
+    it. That value is the one replaced (the statement is edited where it compares it,
+    ``conversation.swapped``); the question says so. Only where the statement compares
+    one text value, an earlier question of the conversation said it, and the new value
+    has its shape (a code for a code). None otherwise, and the swap stays unresolved."""
+    said = {
+        (m.group(1) or "").replace("''", "'") for m in _LITERAL.finditer(prior.sql) if m.group(1)
+    }
+    if len(said) != 1:
+        return None
+    literal = said.pop()
+    if bool(_CODE.match(literal)) != bool(_CODE.match(value)) or literal.lower() == value.lower():
+        return None
+    named = re.compile(rf"(?<![\w-]){re.escape(literal)}(?![\w-])", re.I)
+    if not any(named.search(turn.resolved_question) for turn in history):
+        return None
+    return f"{_body(prior.resolved_question)}, with {value} in place of {literal}?"
+
+
+_NAMED_NUMBER = re.compile(
+    r"^(?P<words>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+(?P<n>\d+(?:\.\d+)?)$", re.I
+)
+
+
+def _renumbered(question: str, value: str) -> str | None:
+    """ "switch to grade 5" after "Which teachers teach grade 1?": the words before the
+    new number say the earlier question's words before its number once, so they name
+    the same thing and only the number is replaced. Without this, a question whose
+    statement is unknown (its turn was refused) was read as narrowed "in grade 5" and
+    kept grade 1 beside it. None where the words are not said once before a number."""
+    named = _NAMED_NUMBER.match(value.strip())
+    if named is None:
+        return None
+    body = _body(question)
+    words = r"\s+".join(re.escape(w) for w in named.group("words").split())
+    found = list(re.finditer(rf"(?<![\w-]){words}\s+(\d+(?:\.\d+)?)(?![\w.-])", body, re.I))
+    if len(found) != 1:
+        return None
+    start, end = found[0].span(1)
+    return f"{body[:start]}{named.group('n')}{body[end:]}?"
 
 
 def _switched_to(asked: str) -> re.Match[str] | None:

@@ -21,6 +21,7 @@ from services.sql.conversation._followup import (
     subject,
 )
 from services.sql.conversation._measure import bounded
+from services.sql.conversation._named import named_as_before
 from services.sql.conversation._periods import Window, new_window, time_filters
 from services.sql.conversation._statement import FollowUpError, adds_only_keys, same_query
 from services.sql.conversation._there import kept_there, points_at_a_place
@@ -40,6 +41,7 @@ __all__ = [
     "edited",
     "kept_there",
     "labels",
+    "named_as_before",
     "new_window",
     "pointed",
     "points_at_a_place",

@@ -988,6 +988,7 @@ def swapped(sql: str, value: str, catalog: Catalog) -> str:
     compared = [c for c in comparisons(select, catalog) if c.literal.is_string]
     for form in _forms(value):
         hits = [(c, stored) for c in compared if (stored := _stored_by(c, form)) is not None]
+        hits = _one_value(hits)
         if len(hits) > 1:
             raise FollowUpError(f"'{value}' could replace more than one earlier value")
         if hits:
@@ -1000,6 +1001,32 @@ def swapped(sql: str, value: str, catalog: Catalog) -> str:
             item.literal.replace(exp.Literal.string(f"{head}{text}{tail}"))
             return select.sql(dialect="postgres")
     raise FollowUpError(f"no compared column of the earlier statement stores '{value}'")
+
+
+def _one_value(hits: list[tuple[Comparison, str]]) -> list[tuple[Comparison, str]]:
+    """One of ``hits`` where every one compares the same literal with the same column of
+    the same table: one value said once and carried by the conversation into a
+    sub-query ("how many flights did each of them have there?" after the carriers that
+    flew to DEN keeps 'DEN' in the earlier rows' sub-query and on the new rows), so a
+    swap replaces it everywhere, as the question spelled out says the new value of both.
+    Left as they are otherwise (two values, or one value of two columns, is ambiguous)."""
+    if len(hits) < 2:
+        return hits
+    first = hits[0][0]
+    shape = ({t.qualified for t in first.owners}, first.column.lower(), first.literal.this)
+    if any(
+        ({t.qualified for t in c.owners}, c.column.lower(), c.literal.this) != shape
+        for c, _ in hits[1:]
+    ):
+        return hits
+    for item, stored in hits[1:]:
+        # each literal keeps its own shape, as :func:`swapped` keeps the first one's
+        text = stored.lower() if item.folded else stored
+        said = item.literal.this
+        head = "%" if said.startswith("%") else ""
+        tail = "%" if said.endswith("%") and len(said) > 1 else ""
+        item.literal.replace(exp.Literal.string(f"{head}{text}{tail}"))
+    return hits[:1]
 
 
 def _stored_by(item: Comparison, value: str) -> str | None:
