@@ -530,6 +530,29 @@ async def test_ask_regroup_and_value_swap_edit_the_earlier_statement(running):
 
 
 @pytest.mark.rpc(ASK)
+async def test_ask_value_swap_reaches_the_value_a_reference_said_again(running):
+    """A statement about earlier rows keeps them by a sub-query of the earlier statement
+    and says its condition again: "switch to <industry>" replaces the one value in both
+    places, as the earlier statement asked anew would."""
+    industries = [str(i) for i, _ in await _rows(running.stub, BY_INDUSTRY)]
+    kept = (
+        "SELECT c.name, c.employee_count FROM companies AS c WHERE c.company_id IN "
+        "(SELECT earlier.company_id FROM (SELECT e.company_id FROM companies AS e "
+        f"WHERE e.industry = '{industries[0]}') AS earlier) AND c.industry = '{industries[0]}'"
+    )
+    swapped = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question=f"switch to {industries[1]}",
+            prior=_prior(kept, pb.PRIOR_RELATION_VALUE_SWAP, value=industries[1].upper()),
+        ),
+        timeout=10,
+    )  # fmt: skip
+    assert swapped.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, swapped.message
+    gold = await _rows(running.stub, kept.replace(industries[0], industries[1]))
+    assert gold and sorted(_result_rows(swapped.result)) == sorted(gold)
+
+
+@pytest.mark.rpc(ASK)
 async def test_ask_follow_up_that_cannot_build_on_the_statement_is_refused(running):
     reply = await running.stub.AskQuestion(
         pb.AskQuestionRequest(
