@@ -10,6 +10,7 @@ from services.sql.linker.clauses._cues import (
     BOUNDARY,
     COMPARE,
     COUNT_HEADS,
+    DIMENSIONS,
     LIST_HEADS,
     RANKED,
     ROWS_END,
@@ -53,6 +54,13 @@ def read_head(reading: Reading, start: int = 0) -> tuple[str, int]:
         reading.use(0, at + 2)
         return "when", at + 2
     raise Decline("the question's form is not one the reader knows")
+
+
+def compared_rows(reading: Reading, k: int) -> bool:
+    """ "List the teachers older than 30.": the rows, then a comparative that says a
+    condition of theirs (a relative clause without its "who are"), as "with" or "who"
+    after the rows does; the rows are listed by their label."""
+    return reading.low(k) in DIMENSIONS and reading.low(k + 1) == "than"
 
 
 def read_items(reading: Reading, read: Read, at: int) -> int:
@@ -131,7 +139,12 @@ def read_items(reading: Reading, read: Read, at: int) -> int:
             elif not read.items and (
                 read.kind == "which"
                 or (
-                    read.kind == "list" and not read.when and reading.low(tables[0].end) in ROWS_END
+                    read.kind == "list"
+                    and not read.when
+                    and (
+                        reading.low(tables[0].end) in ROWS_END
+                        or compared_rows(reading, tables[0].end)
+                    )
                 )
             ):
                 # "which airlines …", "give the airline with …": the rows, by their label
