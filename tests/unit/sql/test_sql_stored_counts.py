@@ -1,7 +1,7 @@
 """A "number of <things>" a column stores (issue 45, s59): "the average length of boats
 for each number of masts" groups by ``boats.masts``, the count each boat stores, and is
-no longer refused for counting nothing; a "number of" no stored count answers still
-needs its count."""
+no longer refused for counting nothing, and "the average number of crew" averages
+``boats.num_of_crew``; a "number of" no stored count answers still needs its count."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ FLEET = Catalog(
                 col("length"),
                 col("num_of_crew"),
                 col("rig", "text", ("sloop", "ketch")),
+                ColumnInfo("year", "integer", True, span=(1960, 2020)),
             ),
             primary_key=("boat_id",),
         ),
@@ -43,6 +44,17 @@ def test_a_number_of_things_a_column_stores_is_that_column() -> None:
     )
     assert [c.name for c in tree.args["group"].expressions] == ["masts"]
     assert tree.find(exp.Avg) is not None
+
+
+def test_an_aggregate_of_a_number_a_column_stores_reads_that_column() -> None:
+    # "number of crew" is ``num_of_crew``, not a count of its distinct values: the
+    # average stays the column's, with the condition after it
+    tree = linked_statement(
+        "What is the average number of crew of boats built before 2000?", FLEET, TODAY
+    )
+    average = tree.find(exp.Avg)
+    assert average is not None and average.this.name == "num_of_crew"
+    assert "t0.year < 2000" in tree.args["where"].sql(dialect="postgres")
 
 
 def test_a_number_of_things_no_column_stores_still_needs_a_count() -> None:
