@@ -20,6 +20,8 @@ One module per step, in the order a question goes through them:
 - ``_lookup``: words to tables, columns and stored values;
 - ``_mentions``: every span of a question that names a table, a column, a value;
 - ``_meanings``: words no name spells, linked by meaning through the question embedder;
+- ``_gradable``: a gradable word ("most expensive", "weigh the most") read as the
+  measure it ranks by, linked by meaning;
 - ``_clauses``: the clause reader (head, items, clauses) for questions as people ask;
 - ``_dates``: time windows and which date column a question means;
 - ``_measures``: counts, sums, averages, arithmetic, elapsed time, ranks;

@@ -21,6 +21,9 @@ class Meaning:
     table: str
     column: str = ""  # empty: the table itself
     similarity: float = 0.0
+    # a gradable phrase's measure ("most expensive": ``cars.cost``): whether it ranks by
+    # the "highest" or "lowest" value (``_gradable``); empty for a word
+    ranks: str = ""
 
     def text(self) -> str:
         name = f"{self.table.rsplit('.', 1)[-1]}.{self.column}" if self.column else self.table

@@ -17,6 +17,7 @@ from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._dates import date_column, day_kinds
+from services.sql.linker._gradable import gradable_asked
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._measures import fits_phrase, read_arith, read_measure
 from services.sql.linker._outputs import is_covered, merge_elliptic, read_item, split_output
@@ -91,7 +92,10 @@ class QuestionLinker:
         Science?", whose verb's agent noun is a table's name, as "Which teacher teaches
         Science?" (``_agents.agent_table``). An attribute asked by a question word ("How
         old is the teacher?") is read first as asked by its noun ("What is the age of the
-        teacher?", ``_asked``): as asked, no reader places the word. Otherwise as asked first: a question read that way
+        teacher?", ``_asked``): as asked, no reader places the word. A question refused
+        for a gradable word ("the 5 most expensive cars") is read with the measure the
+        embedder linked it to said instead ("the 5 cars with the highest cost",
+        ``_gradable``). Otherwise as asked first: a question read that way
         keeps its reading. A place named in full and read as the code its column stores
         is said in the interpretation (``_places``)."""
         linked = self._read()
@@ -123,6 +127,12 @@ class QuestionLinker:
             agent = self._read_agent()
             if agent is not None:
                 return agent
+            ranked = gradable_asked(self._inputs[1], question, self._inputs[5])
+            if ranked is not None:
+                try:
+                    return self._as_if_asked(ranked)
+                except LinkError:
+                    pass
             doer = agent_table(self._inputs[1], question)
             if doer is not None:
                 try:

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from services.sql.linker._agents import agent_asked
 from services.sql.linker._context import Meaning
+from services.sql.linker._gradable import gradable_meanings
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._mentions import chart
 from services.sql.linker._vocabulary import Vocabulary
@@ -59,8 +60,10 @@ async def find_meanings(
     """The question's unplaced words linked by meaning; none when every word is placed,
     when the embedder fails (the question is then read by names alone), or when no
     word is close enough to one name. The verb of a "who <verb> the <noun>" question is
-    linked too, to the column that says who did it (``_agents``)."""
+    linked too, to the column that says who did it (``_agents``), and a gradable phrase
+    ("most expensive") to the measure it ranks by (``_gradable``)."""
     found = list(await _word_meanings(embedder, vocab, question))
+    found += await gradable_meanings(embedder, vocab, question)
     if not any(m.word == (agent_asked(question) or ("",))[0] for m in found):
         agent = await _agent_meaning(embedder, vocab, question)
         if agent is not None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 
+from services.sql.catalog import is_number
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._facts import StatementFacts, numbers_shown
 from services.sql.verify._numbers import TIME_UNITS
+from services.sql.words import measure_name, name_words, stem
 
 _AVERAGE = re.compile(r"\b(?:average|avg|mean)\b")
 # "the number of days between ...": an elapsed time, not a count
@@ -30,15 +32,23 @@ def check_than_average(text: str, facts: StatementFacts) -> None:
         raise LinkError("comparing with an average needs a subquery the linker did not build")
 
 
-def check_aggregate_words(text: str, facts: StatementFacts, reads: set[str]) -> None:
-    """Each aggregate word has its aggregate: "average" an AVG, "how many" a count,
-    "total" a sum or count ("in total" even where "total" also spells a column), "how
-    much" an aggregate or a number shown."""
+def check_aggregate_words(
+    text: str, facts: StatementFacts, reads: set[str], ctx: LinkContext
+) -> None:
+    """Each aggregate word has its aggregate: "average" an AVG, "how many" a count
+    (or the column that stores the count said, :func:`stored_count`), "total" a sum or
+    count ("in total" even where "total" also spells a column), "how much" an aggregate
+    or a number shown."""
     average = _AVERAGE.search(text)
     if average and "AVG" not in facts.aggregates and average.group(0) not in reads:
         raise LinkError(f"the statement computes no {average.group(0)!r}")
     count = _COUNT.search(text)
-    if count and not facts.aggregates & {"COUNT", "SUM"} and not reads & {"number", "count", "num"}:
+    if (
+        count
+        and not facts.aggregates & {"COUNT", "SUM"}
+        and not reads & {"number", "count", "num"}
+        and not stored_count(ctx, text, facts)
+    ):
         raise LinkError(f"the statement counts nothing for {count.group(0)!r}")
     total = _TOTAL.search(text)
     # "in total" asks for a sum even where "total" also spells a column ("how much did
@@ -58,3 +68,29 @@ def check_how_much(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     payment methods of March listed: no amount, summed or stored, answers "how much"."""
     if _HOW_MUCH.match(text) and not facts.aggregates and not numbers_shown(ctx, facts):
         raise LinkError("the statement returns no amount for 'how much'")
+
+
+_NUMBER_OF = re.compile(r"\bnumber of (?:the )?([a-z]+)")
+
+
+def stored_count(ctx: LinkContext, text: str, facts: StatementFacts) -> bool:
+    """Whether each "number of <things>" names a column the statement reads that stores
+    how many things each row has: a number column (no key) called the things
+    (``cars_data.cylinders``: "the average weight for each number of cylinders" groups
+    by it), or one whose name says it counts them (``num_of_staff``). Counting rows
+    there would count the rows, not the things; a "number of" whose things no such
+    column stores still needs its count."""
+    said = _NUMBER_OF.findall(text)
+    if not said:
+        return False
+    stored: set[str] = set()
+    for col in ctx.vocab.columns:
+        if col.key not in facts.columns or not is_number(col.column.data_type):
+            continue
+        name = col.column.name
+        if col.table.primary_key == (name,) or name.lower().endswith("id"):
+            continue
+        words = [stem(w) for w in name_words(name)]
+        if len(words) == 1 or measure_name(name):
+            stored.add(words[-1])
+    return all(stem(w) in stored for w in said)

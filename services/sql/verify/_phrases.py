@@ -18,6 +18,7 @@ named):
 - aggregate words (``_aggregates``): "average", "how many", "total", "how much",
   "than the average" are computed;
 - negation (``_negation``): a "not" negates something;
+- comparatives (``_comparatives``): "older than", "more than" compare something;
 - grouping words (``_grouping``): "each"/"per" groups, by what it names; one value asked
   is one value; "distinct" and "order" are kept;
 - every name word names a table or column the statement uses (``unexplained``, here);
@@ -54,6 +55,7 @@ from services.sql.verify._aggregates import (
 from services.sql.verify._alternatives import check_either_or, check_one_value_per_row
 from services.sql.verify._bounded import check_bounded_event
 from services.sql.verify._bridge_path import check_bridge_beside_reference
+from services.sql.verify._comparatives import check_comparatives
 from services.sql.verify._counted import check_counted
 from services.sql.verify._degenerate import (
     check_aggregate_of_a_group,
@@ -97,7 +99,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_superlatives(text, facts, reads)
     check_than_average(text, facts)
     check_negation(text, facts)
-    check_aggregate_words(text, facts, reads)
+    check_aggregate_words(text, facts, reads, ctx)
     check_when(ctx, text, facts)
     check_how_much(ctx, text, facts)
     check_grouping(ctx, text, facts)
@@ -123,6 +125,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_restricted(tree, nodes, ctx.graph)
     check_table_named_as_a_value(ctx, nodes)
     check_value_said_in_part(ctx, nodes)
+    check_comparatives(text, tree)
     check_shows_its_own_literal(tree, nodes)  # after the checks that say why
     check_either_or(text, tree)
     check_outputs(ctx, tree, nodes)

@@ -3,7 +3,8 @@ schemas of their own (no dev set's), "have N <quantity>" is the rows whose quant
 column holds N, as "with N <quantity>" is; "list the N <superlative> <rows>" lists the
 rows, ranked and cut at N; "onto" is a preposition like "into"; "Who <verb> X?" asks for
 the rows of the one table named by the verb's agent noun ("teach" -> ``teacher``); and a
-group of rows shows the column called what its table is called beside its name."""
+group of rows shows the column called what its table is called beside its name; "list
+the <rows> older than N" lists the rows the comparative says (s59)."""
 
 from __future__ import annotations
 
@@ -161,3 +162,12 @@ def test_a_group_of_rows_shows_the_column_called_what_its_table_is_called() -> N
     tree = linked_statement("How many hulls does each boat builder have?", YARDS, TODAY)
     shown = [e.alias_or_name for e in tree.expressions]
     assert {"fullname", "builder", "count"} <= set(shown)
+
+
+def test_rows_then_a_comparative_list_the_rows_that_compare() -> None:
+    # "the skippers older than 40": a relative clause without its "who are"
+    tree = linked_statement("List the skippers older than 40.", HARBOUR, TODAY)
+    assert _where(tree) == "WHERE (t0.age > 40)"
+    assert "name" in [e.alias_or_name for e in tree.expressions]
+    tree = linked_statement("Show the skippers younger than 40.", HARBOUR, TODAY)
+    assert _where(tree) == "WHERE (t0.age < 40)"

@@ -4,12 +4,14 @@ answer shows, up to the first word that starts a clause.
 
 from __future__ import annotations
 
+from services.sql.catalog import is_number
 from services.sql.linker._mentions import Mention
 from services.sql.linker.clauses._cues import (
     AGGREGATES,
     BOUNDARY,
     COMPARE,
     COUNT_HEADS,
+    DIMENSIONS,
     LIST_HEADS,
     RANKED,
     ROWS_END,
@@ -23,6 +25,7 @@ from services.sql.linker.clauses._reading import (
     Reading,
     table_first,
 )
+from services.sql.words import measure_name
 
 
 def read_head(reading: Reading, start: int = 0) -> tuple[str, int]:
@@ -55,6 +58,34 @@ def read_head(reading: Reading, start: int = 0) -> tuple[str, int]:
     raise Decline("the question's form is not one the reader knows")
 
 
+def compared_rows(reading: Reading, k: int) -> bool:
+    """ "List the teachers older than 30.": the rows, then a comparative that says a
+    condition of theirs (a relative clause without its "who are"), as "with" or "who"
+    after the rows does; the rows are listed by their label."""
+    return reading.low(k) in DIMENSIONS and reading.low(k + 1) == "than"
+
+
+def stored_count(reading: Reading, i: int) -> list[Mention] | None:
+    """ "number of staff" at ``i`` said of a number column whose name says it stores that
+    count (``museum.num_of_staff``): the column's mentions, where "number of" would
+    otherwise count distinct values of the column (and leave an aggregate before it,
+    "the average number of staff", with no column). None when the words after it name
+    anything else: a table's rows, or a column that stores no count."""
+    said = reading.match(i, ("number of", "count of"))
+    if not said:
+        return None
+    j = reading.skip(i + len(said.split()), frozenset({"the"}))
+    columns = reading.longest(j, ("column",))
+    if not columns or reading.longest(j, ("table",)):
+        return None
+    if not all(
+        m.col is not None and is_number(m.col.column.data_type) and measure_name(m.col.column.name)
+        for m in columns
+    ):
+        return None
+    return columns
+
+
 def read_items(reading: Reading, read: Read, at: int) -> int:
     """The items up to the first clause word; returns where the clauses start."""
     pending: list[str] = []  # aggregates waiting for their column ("average and maximum")
@@ -82,6 +113,15 @@ def read_items(reading: Reading, read: Read, at: int) -> int:
             pending.append(AGGREGATES[low])
             reading.use(i, i + 1)
             i = reading.skip(i + 1, frozenset({"of", "the"}))
+            continue
+        stored = stored_count(reading, i)
+        if stored is not None:
+            # "the average number of staff": the count each row stores (``num_of_staff``)
+            for func in pending or [""]:
+                read.items.append(Item(func, i, stored[-1].end, stored))
+            pending = []
+            reading.use(i, stored[-1].end)
+            i = stored[-1].end
             continue
         counted = reading.match(i, ("number of", "count of", "numbers of", "counts of"))
         if counted:
@@ -131,7 +171,12 @@ def read_items(reading: Reading, read: Read, at: int) -> int:
             elif not read.items and (
                 read.kind == "which"
                 or (
-                    read.kind == "list" and not read.when and reading.low(tables[0].end) in ROWS_END
+                    read.kind == "list"
+                    and not read.when
+                    and (
+                        reading.low(tables[0].end) in ROWS_END
+                        or compared_rows(reading, tables[0].end)
+                    )
                 )
             ):
                 # "which airlines …", "give the airline with …": the rows, by their label
