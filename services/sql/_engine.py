@@ -572,9 +572,12 @@ class SqlEngine:
         reading = spelled.answer.verdict.normalized_sql
         if not same_query(reading, built_sql, catalog):
             return None
-        if relation is Relation.ROW_LIMIT and adds_only_keys(reading, built_sql, catalog):
-            # A row limit is the earlier answer cut short: its rows keep the columns they
-            # were shown with, and a rewrite ("…, top 1 only?") that the linker reads with
+        if relation in (Relation.ROW_LIMIT, Relation.TIME_SHIFT) and adds_only_keys(
+            reading, built_sql, catalog
+        ):
+            # A row limit is the earlier answer cut short, a time shift the earlier answer
+            # over another period: its rows keep the columns they were shown with, and a
+            # rewrite ("…, top 1 only?", "… opened for 2010?") that the linker reads with
             # the key beside the name is no closer to the question asked alone.
             return None
         return spelled

@@ -656,6 +656,39 @@ async def test_ask_row_limit_keeps_the_columns_the_earlier_answer_showed(running
 
 
 @pytest.mark.rpc(ASK)
+async def test_ask_time_shift_keeps_the_columns_the_earlier_answer_showed(running):
+    # The earlier answer named the companies created in one year; the rewrite for another
+    # year, asked alone, shows the key beside the name. A time shift is the earlier answer
+    # over another period: the key is no more than the linker's way with that phrasing,
+    # so the earlier columns stay (issue 45, s59).
+    named = (
+        "SELECT c.name FROM companies AS c "
+        "WHERE c.created_at >= '2024-01-01' AND c.created_at < '2025-01-01'"
+    )
+    spelled = "Which companies were created in 2023?"
+    alone = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id="acme", question=spelled), timeout=30
+    )
+    assert alone.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, alone.message
+    assert "company_id" in [c.name for c in alone.result.columns]  # what it adds
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question=spelled,
+            prior=_prior(named, pb.PRIOR_RELATION_TIME_SHIFT, period="2023"),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    assert [c.name for c in reply.result.columns] == ["name"]
+    assert sorted(_result_rows(reply.result)) == sorted(
+        await _rows(
+            running.stub,
+            named.replace("2025", "2024").replace("'2024-01-01' AND", "'2023-01-01' AND"),
+        )
+    )
+
+
+@pytest.mark.rpc(ASK)
 async def test_ask_follow_up_answers_as_its_spelled_out_question_when_it_computes_the_same(
     running,
 ):
