@@ -1215,6 +1215,8 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     if one is not None and not (demonstrative or pronoun):
         word = one.group("p")
         if not (prior.sql or prior.members or prior.row_count or prior.cited):
+            if (named := _pointed_at_described(asked, one, prior)) is not None:
+                return Resolution(FollowUpKind.RESULT_REFERENCE, _finish(named))
             # "which museums did he visit?" after a refusal: read alone it would ask
             # about every visitor's museums.
             return Resolution(
@@ -1345,6 +1347,50 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
                 f"the previous question names nothing that '{value}' could replace",
             )
     return Resolution(FollowUpKind.STANDALONE, asked)
+
+
+# The person or thing a personal pronoun or a demonstrative with its noun points at
+# ("he", "him", "his", "that teacher"); a bare "that"/"this"/"it" can point at an event
+# or an amount as well ("at which museums was that?"), so it is left out.
+_PERSONAL = frozenset({"he", "she", "him", "his"})
+_PLURAL_VERB = {"is": "are", "was": "were", "does": "do", "has": "have"}
+
+
+def _pointed_at_described(asked: str, one: re.Match[str], prior: PriorTurn) -> str | None:
+    """ "where is he from?" after "Which teachers teach grade 5?" was refused: the
+    pointer names the one row the earlier question asked for, which is the set that
+    question described ("Where are the teachers that teach grade 5 from?"), so it is
+    asked about that set rather than refused. Only a personal pronoun or "that/this
+    <noun>" after a verb or preposition, and only when the earlier question named a
+    plural set it listed ("Which customer joined first?" names no set, "the customer
+    joined first" reads as nothing; a count lists no row), so a question read alone
+    never drops the reference. The verb the pointer was the subject of takes the
+    plural ("is he" → "are the …")."""
+    if one.re is not _ONE_REFERENCE:
+        return None
+    word = one.group("p")
+    if word.lower() not in _PERSONAL and not re.match(r"^(?:that|this)\s", word, re.I):
+        return None
+    if re.match(r"^how (?:many|much)\b", _body(prior.resolved_question), re.I):
+        return None  # a count showed one number, no row for "he" to be
+    described = _described_set(prior.resolved_question)
+    if described is None:
+        return None
+    found, rest = described
+    head = found.split()[-1]
+    if head.lower() in _NOT_PLURAL or not _PLURAL_WORD.fullmatch(head):
+        return None
+    target = _clean(f"the {found} {rest}")
+    before, after = asked[: one.start("p")], asked[one.end("p") :]
+    if word.lower() == "his":
+        owned = _POSSESSED.match(after)
+        if owned is None:
+            return None
+        return f"{before}the {owned.group(1)} of {target}{after[owned.end() :]}"
+    verb = re.search(r"\b(\w+)\s+$", before)
+    if verb is not None and (plural := _PLURAL_VERB.get(verb.group(1).lower())) is not None:
+        before = f"{before[: verb.start(1)]}{plural}{before[verb.end(1) :]}"
+    return f"{before}{target}{after}"
 
 
 def _carried_swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) -> str | None:
