@@ -252,6 +252,8 @@ _SET_PATTERNS = (
         re.IGNORECASE,
     ),
     re.compile(r"^(?:which|what) (?P<set>.+?)(?P<rest>)\??$", re.IGNORECASE),
+    # "Who are the top 3 salespeople by revenue?": the copula's complement is the set
+    re.compile(r"^who (?:are|were) (?:the )?(?P<set>.+?)(?P<rest>)\??$", re.IGNORECASE),
 )
 _CAPITALISED = re.compile(r"\b[A-Z][\w&'.-]*(?: (?:[A-Z][\w&'.-]*|of|and|&))*(?<! of)(?<! and)")
 _PREPOSITION_VALUE = re.compile(

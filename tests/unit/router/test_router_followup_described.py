@@ -79,3 +79,18 @@ def test_a_question_that_names_its_own_referent_stays_standalone(question: str) 
     resolution = resolve(question, [LISTED])
     assert resolution.kind is FollowUpKind.STANDALONE
     assert resolution.question == question
+
+
+def test_their_after_a_refused_who_are_question_names_the_set_it_asked_for() -> None:
+    # "Who are the …?" asks for a set as "Which …?" does: the copula's complement names it
+    prior = _refused("Who are the top 3 nurses by overtime?")
+    resolution = resolve("and their phone numbers?", [prior])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.question == "The phone numbers of the top 3 nurses by overtime?"
+
+
+@pytest.mark.parametrize("prior", ["Who is the oldest nurse?", "Who trained the nurses on ward 3?"])
+def test_a_who_question_that_asks_for_no_set_names_none(prior: str) -> None:
+    # "who is" asks for one person, "who trained …" for the subject of a verb: no set
+    resolution = resolve("and their phone numbers?", [_refused(prior)])
+    assert resolution.kind is FollowUpKind.UNRESOLVED
