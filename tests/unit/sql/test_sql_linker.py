@@ -1031,9 +1031,14 @@ def test_the_template_of_the_document_with_the_most_paragraphs_ranks_documents()
 def test_an_attribute_of_the_ranked_rows_is_grouped_by_their_key() -> None:
     """ "the template id of the document with the most paragraphs": the ranked document's
     own column, grouped by the document's key (by the value alone, every document
-    holding it was counted together)."""
+    holding it was counted together). The document it groups by is shown before its
+    template id (key, then name), as a follow-up about the ranked document shows it
+    (``results.group_labels``)."""
     sql = _sql("What is the template id of the document with the most paragraphs?", DOCUMENTS)
-    assert sql.startswith("SELECT t1.template_id AS template_id, COUNT(*) AS count FROM")
+    assert sql.startswith(
+        "SELECT t1.document_id AS document_id, t1.document_name AS document_name, "
+        "t1.template_id AS template_id, COUNT(*) AS count FROM"
+    )
     assert "GROUP BY t1.template_id, t1.document_id" in sql
 
 
@@ -1500,9 +1505,11 @@ PILOTS = Catalog(
 
 def test_an_irregular_past_form_relates_rows_as_an_ed_form_does() -> None:
     """ "flew" is a past form no suffix shows: it relates pilots to planes as "operated"
-    would; it was an unexplained word ("nothing in the schema matches 'flew'")."""
+    would; it was an unexplained word ("nothing in the schema matches 'flew'"). One row
+    per pilot (their key under the DISTINCT that drops the planes' repeats)."""
     assert _sql("Which pilots flew the A320?", PILOTS) == (
-        "SELECT DISTINCT t0.name AS name FROM public.pilot AS t0 JOIN public.plane AS t1 "
+        "SELECT DISTINCT t0.pilot_id AS pilot_id, t0.name AS name FROM public.pilot AS t0 "
+        "JOIN public.plane AS t1 "
         "ON t1.pilot_id = t0.pilot_id WHERE (t1.model = 'A320')"
     )
     assert "NOT EXISTS" in _sql("What are the names of pilots who never flew a plane?", PILOTS)
