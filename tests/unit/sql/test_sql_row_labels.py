@@ -341,3 +341,45 @@ def test_a_grouped_answer_not_grouped_by_an_entity_is_left_alone():
         "JOIN public.visitor AS t1 ON t1.id = t0.visitor_id GROUP BY t1.age, t1.id"
     )
     assert with_labels(ages, unnamed) == ages
+
+
+CAR_MAKERS = Catalog(
+    "cars",
+    (
+        TableInfo(
+            "public",
+            "car_makers",
+            columns=(
+                col("id"),
+                col("maker", "text", ("amc", "volkswagen")),
+                col("fullname", "text", ("American Motor Company", "Volkswagen")),
+            ),
+            primary_key=("id",),
+        ),
+        TableInfo(
+            "public",
+            "model_list",
+            columns=(col("modelid"), col("maker"), col("model", "text", ("amc", "audi"))),
+            primary_key=("modelid",),
+            foreign_keys=(ForeignKeyInfo(("maker",), "public.car_makers", ("id",)),),
+        ),
+    ),
+)
+
+
+def test_a_ranking_shows_its_entity_by_every_name_as_the_grouped_answer_does():
+    """ "Which 2 car makers have the most models?" is "How many models does each car maker
+    have?" cut to two ("keep the leading two"): one group per maker either way, so both
+    show the maker by every column that names it (``maker`` beside ``fullname``), not by
+    whichever the question's noun was read as before the ranking grouped the answer.
+    Columns the key decides split no group: the rows are the same rows."""
+    each = linked_statement("How many models does each car maker have?", CAR_MAKERS, TODAY)
+    ranked = linked_statement("Which 2 car makers have the most models?", CAR_MAKERS, TODAY)
+    assert _shown(ranked) == _shown(each) == ["id", "fullname", "maker"]
+    assert ranked.args["limit"] is not None
+    group = {e.name for e in ranked.args["group"].expressions}
+    assert {"id", "fullname", "maker"} <= group
+    # groups kept by a condition on them, not cut by a ranking, keep the names as read
+    kept = linked_statement("Which car makers have more than 3 models?", CAR_MAKERS, TODAY)
+    assert kept.args["having"] is not None
+    assert _shown(kept) == ["id", "fullname"]
