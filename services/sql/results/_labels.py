@@ -299,6 +299,65 @@ def group_labels(select: exp.Select, catalog: Catalog) -> tuple[list[exp.Column]
     return [], 0
 
 
+def _referenced_names(select: exp.Select, catalog: Catalog) -> bool:
+    """A statement grouped by one column that references another table's one-column key
+    ("How many flights to DEN did each carrier have?": ``flights.carrier`` →
+    ``airlines``) shows that table's names beside it, read by a LEFT JOIN on the key; in
+    place, whether it did.
+
+    Its groups are the referenced rows (each carrier), and a follow-up about them
+    ("how many flights did each of them have there?") shows them as rows of that table,
+    key and names (``conversation``'s referenced subject). A join matching at most one
+    row by its whole key repeats none, and LEFT keeps a value nothing matches: the rows
+    are the same rows, one column more. Only a declared reference, only where the
+    statement reads none of that table and groups by nothing else."""
+    group = select.args.get("group")
+    if group is None or len(group.expressions) != 1:
+        return False
+    grouped = group.expressions[0]
+    tables = own_tables(select, catalog)
+    if not isinstance(grouped, exp.Column) or not grouped.table:
+        return False
+    table = tables.get(grouped.table.lower())
+    shown = [
+        i for i, e in enumerate(select.expressions)
+        if isinstance(e.unalias(), exp.Column) and e.unalias() == grouped
+    ]  # fmt: skip
+    if table is None or not shown:
+        return False
+    for key in table.foreign_keys:
+        if key.columns != (grouped.name,) and [c.lower() for c in key.columns] != [
+            grouped.name.lower()
+        ]:
+            continue
+        parent = catalog.table(key.referenced_table)
+        if (
+            parent is None
+            or tuple(parent.primary_key) != tuple(key.referenced_columns)
+            or any(t is parent for t in tables.values())
+        ):
+            return False
+        names = name_columns(parent)
+        if not names:
+            return False
+        taken = {t.alias_or_name.lower() for t in select.find_all(exp.Table)}
+        alias = next(f"r{n}" for n in range(len(taken) + 1) if f"r{n}" not in taken)
+        on = exp.EQ(
+            this=exp.column(_identifier(key.referenced_columns[0]), table=_identifier(alias)),
+            expression=grouped.copy(),
+        )
+        joined = exp.Table(
+            this=_identifier(parent.name),
+            db=_identifier(parent.schema),
+            alias=exp.TableAlias(this=_identifier(alias)),
+        )
+        select.append("joins", exp.Join(this=joined, on=on, side="LEFT"))
+        columns = [exp.column(_identifier(n), table=_identifier(alias)) for n in names]
+        group.set("expressions", [*group.expressions, *(c.copy() for c in columns)])
+        return show_labels(select, columns, shown[0] + 1)
+    return False
+
+
 def with_labels(sql: str, catalog: Catalog) -> str:
     """``sql`` showing the key and names of the rows it lists before what it asks
     (unchanged text when :func:`label_columns` finds none to add), and a grouped
@@ -306,7 +365,8 @@ def with_labels(sql: str, catalog: Catalog) -> str:
 
     def edit(select: exp.Select) -> bool:
         if select.args.get("group"):
-            return show_labels(select, *group_labels(select, catalog))
+            labelled = show_labels(select, *group_labels(select, catalog))
+            return _referenced_names(select, catalog) or labelled
         return show_labels(select, label_columns(select, catalog), _first_name_at(select, catalog))
 
     return edited(sql, edit)

@@ -383,3 +383,67 @@ def test_a_ranking_shows_its_entity_by_every_name_as_the_grouped_answer_does():
     kept = linked_statement("Which car makers have more than 3 models?", CAR_MAKERS, TODAY)
     assert kept.args["having"] is not None
     assert _shown(kept) == ["id", "fullname"]
+
+
+FLIGHTS = Catalog(
+    "flights",
+    (
+        TableInfo(
+            "public",
+            "airlines",
+            columns=(col("carrier", "text", ("UA", "AA")), col("name", "text", ("United",))),
+            primary_key=("carrier",),
+        ),
+        TableInfo(
+            "public",
+            "flights",
+            columns=(
+                col("id"),
+                col("carrier", "text", ("UA", "AA")),
+                col("dest", "text", ("DEN", "SEA")),
+            ),
+            primary_key=("id",),
+            foreign_keys=(ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),),
+        ),
+    ),
+)
+_PER_CARRIER = (
+    "SELECT t0.carrier AS carrier, COUNT(*) AS count FROM public.flights AS t0 "
+    "WHERE (t0.dest = 'DEN') GROUP BY t0.carrier"
+)
+
+
+def test_groups_of_a_reference_show_the_referenced_rows_names():
+    """ "How many flights to DEN did each carrier have?" groups flights by the carrier
+    they reference: each group is an airline, shown by its code and name, as "how many
+    flights did each of them have there?" after the carriers shows the airlines. A LEFT
+    JOIN on the airline's whole key repeats no flight and drops none: the same groups
+    and counts, one column more."""
+    shown = sqlglot.parse_one(with_labels(_PER_CARRIER, FLIGHTS), dialect="postgres")
+    assert [e.alias_or_name for e in shown.expressions] == ["carrier", "name", "count"]
+    (join,) = shown.args["joins"]
+    assert join.side == "LEFT" and join.this.name == "airlines"
+    assert {e.name for e in shown.args["group"].expressions} == {"carrier", "name"}
+    assert shown.args["where"] is not None
+    linked = linked_statement("How many flights to DEN did each carrier have?", FLIGHTS, TODAY)
+    assert [e.alias_or_name for e in linked.expressions] == ["carrier", "name", "count"]
+
+
+def test_groups_of_a_reference_read_otherwise_are_left_alone():
+    """Not where the statement reads the referenced table already (it chose what to
+    show of it), groups by more than the reference, or the reference is not declared."""
+    undeclared = Catalog(
+        "flights",
+        (
+            FLIGHTS.tables[0],
+            TableInfo("public", "flights", columns=FLIGHTS.tables[1].columns, primary_key=("id",)),
+        ),
+    )
+    assert with_labels(_PER_CARRIER, undeclared) == _PER_CARRIER
+    for sql in (
+        "SELECT t0.carrier AS carrier, t0.dest AS dest, COUNT(*) AS count "
+        "FROM public.flights AS t0 GROUP BY t0.carrier, t0.dest",
+        "SELECT t0.carrier AS carrier, COUNT(*) AS count FROM public.flights AS t0 "
+        "JOIN public.airlines AS t1 ON t1.carrier = t0.carrier GROUP BY t0.carrier",
+    ):
+        assert with_labels(sql, FLIGHTS) == sql
