@@ -10,9 +10,13 @@ the same columns.
 
 Only columns are added, of rows already returned, and only where that cannot change the
 rows: a statement that groups, aggregates or drops duplicates is left alone (another
-column would split its groups or its distinct values). Rows picked by their name or key
-("the email of patient 3", "the age of John Smith") are left alone too: the question
-said whose.
+column would split its groups or its distinct values), with two exceptions that read an
+entity's rows one way on both paths. A grouped statement shows the key and names of the
+entity it groups by (columns it groups by split no group: ``group_labels``); a DISTINCT
+that only drops the repeats its joins make shows its rows' key, so two teachers of one
+age, or two museums of one name, stay two rows, as a follow-up about them shows them
+(``_distinct_through_joins``). Rows picked by their name or key ("the email of patient
+3", "the age of John Smith") are left alone too: the question said whose.
 
 A listing that labels its rows by name (beside another value of theirs) shows their key
 before the names, as a grouped answer shows an entity (its key, then what names it:
@@ -90,18 +94,88 @@ def _picked_by(select: exp.Select, alias: str, identifying: set[str]) -> bool:
     return False
 
 
+def _repeats(join: exp.Join, tables: dict[str, TableInfo]) -> bool:
+    """Whether ``join`` can repeat the rows before it: it does not match the joined
+    table's one row by its whole primary key (a visit per visitor repeats the visitor; a
+    document's template is one template)."""
+    table = join.this
+    info = tables.get(table.alias_or_name.lower()) if isinstance(table, exp.Table) else None
+    if info is None or not info.primary_key:
+        return True
+    alias = table.alias_or_name.lower()
+    matched = set()
+    on = join.args.get("on")
+    for part in conjuncts(on) if on is not None else []:
+        if not isinstance(part, exp.EQ):
+            continue
+        for side, other in ((part.this, part.expression), (part.expression, part.this)):
+            if (
+                isinstance(side, exp.Column)
+                and side.table.lower() == alias
+                and isinstance(other, exp.Column)
+                and other.table.lower() != alias
+            ):
+                matched.add(side.name.lower())
+    return not {k.lower() for k in info.primary_key} <= matched
+
+
+def _distinct_through_joins(select: exp.Select, alias: str, tables: dict[str, TableInfo]) -> bool:
+    """A DISTINCT that only undoes the joins' repeats: it shows columns of its first
+    table alone, read through joins to other tables (which visitors' visits, which
+    courses' arrangements), without groups or aggregates. Its rows are that table's rows
+    that have a match ("the museums the visitors with level 6 visited"), so each is one
+    such row, told apart by its key, not one distinct value (a follow-up about earlier
+    rows reads them so: one row per museum, ``conversation.restrict``). Only where it
+    shows the rows' names or their measures (an age, a date) and a join can repeat a
+    row: a DISTINCT of a text kind (a state), over one table, or through joins to what
+    each row references (a document's one template) is distinct values the question
+    asked for, and is left alone."""
+    if (
+        not select.args.get("distinct")
+        or select.args["distinct"].args.get("on") is not None
+        or not select.args.get("joins")
+        or select.args.get("group")
+        or any(e.find(exp.AggFunc) is not None for e in select.expressions)
+    ):
+        return False
+    listed = tables[alias]
+    if not any(_repeats(join, tables) for join in select.args["joins"]):
+        return False  # joins to what each row references repeat no row: DISTINCT was asked
+    names = {n.lower() for n in name_columns(listed)}
+    for projection in select.expressions:
+        column = projection.unalias()
+        if not isinstance(column, exp.Column) or owner(column, tables) is not listed:
+            return False
+        if column.table and column.table.lower() != alias:
+            return False
+        info = listed.column(column.name)
+        if (
+            info is not None
+            and info.data_type.startswith(TEXT_TYPES)
+            and column.name.lower() not in names
+            and column.name not in listed.primary_key
+        ):
+            # a text value that is not the rows' name nor key (a state, a type) is a
+            # kind the rows fall in: "which states do those doctors live in" asks for the states
+            return False
+    return True
+
+
 def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     """The columns of the table ``select`` lists (its first) that say whose each row is,
     to show before what it asks: its one-column key (where not shown already and the
     names label another value shown), then its
     name columns (where it shows none of them). None when it is no listing, shows none
     of that table's columns, or picks its rows by name or key."""
-    if not is_listing(select) or any(isinstance(e, exp.Star) for e in select.expressions):
+    if any(isinstance(e, exp.Star) for e in select.expressions):
         return []
     tables = own_tables(select, catalog)
     if not tables:
         return []
     alias, listed = next(iter(tables.items()))
+    through = _distinct_through_joins(select, alias, tables)
+    if not is_listing(select) and not through:
+        return []
     names = name_columns(listed)
     if not names:
         return []
@@ -121,19 +195,38 @@ def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     # (a height, a date): a listing of the names alone ("the names of the documents
     # that ...") answers with the names, as the question spelled out does.
     labelling = len(own) < len(select.expressions) or not set(own) <= lowered
-    if len(listed.primary_key) == 1 and listed.primary_key[0].lower() not in own and labelling:
+    # DISTINCT over joins keeps one row per listed row only with its key: without it two
+    # museums of one name, or two teachers of one age, are one row
+    if through and not labelling:
+        added = []
+    if (
+        len(listed.primary_key) == 1
+        and listed.primary_key[0].lower() not in own
+        and (labelling or through)
+    ):
         added = [listed.primary_key[0], *added]
     return [exp.column(_identifier(name), table=_identifier(alias)) for name in added]
 
 
 def _first_name_at(select: exp.Select, catalog: Catalog) -> int:
     """Where the listed table's first shown name column stands (0 when none is shown):
-    its key goes just before it, as every reading shows an entity."""
+    its key goes just before it, as every reading shows an entity; names added beside a
+    key shown already go just after it (key, then names)."""
     tables = own_tables(select, catalog)
     if not tables:
         return 0
     listed = next(iter(tables.values()))
     names = {n.lower() for n in name_columns(listed)}
+    key = {k.lower() for k in listed.primary_key} if len(listed.primary_key) == 1 else set()
+    for at, projection in enumerate(select.expressions):
+        column = projection.unalias()
+        if (
+            at == 0
+            and isinstance(column, exp.Column)
+            and column.name.lower() in key
+            and owner(column, tables) is listed
+        ):
+            return 1
     for at, projection in enumerate(select.expressions):
         column = projection.unalias()
         if (
@@ -163,12 +256,117 @@ def show_labels(select: exp.Select, columns: list[exp.Column], at: int = 0) -> b
     return True
 
 
+def group_labels(select: exp.Select, catalog: Catalog) -> tuple[list[exp.Column], int]:
+    """The key and name columns of an entity a grouped statement groups by but does not
+    show, beside a value of that entity it does show, and where they go (before that
+    entity's first shown column).
+
+    "How old is the visitor who bought the most tickets?" groups by the visitor (key and
+    name, so two visitors of one age stay two) and shows the age and the total; the same
+    question about earlier rows ("how old is this person?" after "only the biggest
+    buyer") shows the visitor's key, name and age beside the total. A column the
+    statement groups by is one value per group: showing it splits no group and adds no
+    row, so both readers show the entity the same way. Only a one-column key, and only
+    where the entity's shown columns are not its key and names alone (then nothing is
+    labelled)."""
+    group = select.args.get("group")
+    if not isinstance(select, exp.Select) or group is None:
+        return [], 0
+    tables = own_tables(select, catalog)
+    for alias, table in tables.items():
+        if len(table.primary_key) != 1:
+            continue
+
+        def mine(column: exp.Expr, alias: str = alias, table: TableInfo = table) -> bool:
+            return isinstance(column, exp.Column) and (
+                column.table.lower() == alias if column.table else owner(column, tables) is table
+            )
+
+        grouped = [e.name for e in group.expressions if mine(e)]
+        key = table.primary_key[0]
+        if key.lower() not in {g.lower() for g in grouped} or not name_columns(table):
+            continue  # no name: nothing says whose, as a listing (label_columns)
+        at = [i for i, e in enumerate(select.expressions) if mine(e.unalias())]
+        shown = {select.expressions[i].unalias().name.lower() for i in at}
+        names = [n for n in name_columns(table) if n.lower() in {g.lower() for g in grouped}]
+        labelled = shown - {key.lower()} - {n.lower() for n in name_columns(table)}
+        if not at or not labelled:
+            continue
+        added = [n for n in (key, *names) if n.lower() not in shown]
+        if added:
+            columns = [exp.column(_identifier(n), table=_identifier(alias)) for n in added]
+            return columns, at[0]
+    return [], 0
+
+
+def _referenced_names(select: exp.Select, catalog: Catalog) -> bool:
+    """A statement grouped by one column that references another table's one-column key
+    ("How many flights to DEN did each carrier have?": ``flights.carrier`` →
+    ``airlines``) shows that table's names beside it, read by a LEFT JOIN on the key; in
+    place, whether it did.
+
+    Its groups are the referenced rows (each carrier), and a follow-up about them
+    ("how many flights did each of them have there?") shows them as rows of that table,
+    key and names (``conversation``'s referenced subject). A join matching at most one
+    row by its whole key repeats none, and LEFT keeps a value nothing matches: the rows
+    are the same rows, one column more. Only a declared reference, only where the
+    statement reads none of that table and groups by nothing else."""
+    group = select.args.get("group")
+    if group is None or len(group.expressions) != 1:
+        return False
+    grouped = group.expressions[0]
+    tables = own_tables(select, catalog)
+    if not isinstance(grouped, exp.Column) or not grouped.table:
+        return False
+    table = tables.get(grouped.table.lower())
+    shown = [
+        i for i, e in enumerate(select.expressions)
+        if isinstance(e.unalias(), exp.Column) and e.unalias() == grouped
+    ]  # fmt: skip
+    if table is None or not shown:
+        return False
+    for key in table.foreign_keys:
+        if key.columns != (grouped.name,) and [c.lower() for c in key.columns] != [
+            grouped.name.lower()
+        ]:
+            continue
+        parent = catalog.table(key.referenced_table)
+        if (
+            parent is None
+            or tuple(parent.primary_key) != tuple(key.referenced_columns)
+            or any(t is parent for t in tables.values())
+        ):
+            return False
+        names = name_columns(parent)
+        if not names:
+            return False
+        taken = {t.alias_or_name.lower() for t in select.find_all(exp.Table)}
+        alias = next(f"r{n}" for n in range(len(taken) + 1) if f"r{n}" not in taken)
+        on = exp.EQ(
+            this=exp.column(_identifier(key.referenced_columns[0]), table=_identifier(alias)),
+            expression=grouped.copy(),
+        )
+        joined = exp.Table(
+            this=_identifier(parent.name),
+            db=_identifier(parent.schema),
+            alias=exp.TableAlias(this=_identifier(alias)),
+        )
+        select.append("joins", exp.Join(this=joined, on=on, side="LEFT"))
+        columns = [exp.column(_identifier(n), table=_identifier(alias)) for n in names]
+        group.set("expressions", [*group.expressions, *(c.copy() for c in columns)])
+        return show_labels(select, columns, shown[0] + 1)
+    return False
+
+
 def with_labels(sql: str, catalog: Catalog) -> str:
     """``sql`` showing the key and names of the rows it lists before what it asks
-    (unchanged text when :func:`label_columns` finds none to add)."""
-    return edited(
-        sql,
-        lambda select: show_labels(
-            select, label_columns(select, catalog), _first_name_at(select, catalog)
-        ),
-    )
+    (unchanged text when :func:`label_columns` finds none to add), and a grouped
+    statement the key and names of the entity it groups by (:func:`group_labels`)."""
+
+    def edit(select: exp.Select) -> bool:
+        if select.args.get("group"):
+            labelled = show_labels(select, *group_labels(select, catalog))
+            return _referenced_names(select, catalog) or labelled
+        return show_labels(select, label_columns(select, catalog), _first_name_at(select, catalog))
+
+    return edited(sql, edit)

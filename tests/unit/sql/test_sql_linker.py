@@ -1031,9 +1031,14 @@ def test_the_template_of_the_document_with_the_most_paragraphs_ranks_documents()
 def test_an_attribute_of_the_ranked_rows_is_grouped_by_their_key() -> None:
     """ "the template id of the document with the most paragraphs": the ranked document's
     own column, grouped by the document's key (by the value alone, every document
-    holding it was counted together)."""
+    holding it was counted together). The document it groups by is shown before its
+    template id (key, then name), as a follow-up about the ranked document shows it
+    (``results.group_labels``)."""
     sql = _sql("What is the template id of the document with the most paragraphs?", DOCUMENTS)
-    assert sql.startswith("SELECT t1.template_id AS template_id, COUNT(*) AS count FROM")
+    assert sql.startswith(
+        "SELECT t1.document_id AS document_id, t1.document_name AS document_name, "
+        "t1.template_id AS template_id, COUNT(*) AS count FROM"
+    )
     assert "GROUP BY t1.template_id, t1.document_id" in sql
 
 
@@ -1065,10 +1070,13 @@ def test_a_count_compared_with_a_number_word_is_read() -> None:
 
 def test_rows_counted_per_value_of_their_own_column_are_not_grouped_by_their_key() -> None:
     """Grouped by ``paragraph_id`` too, every group held one paragraph (and the verifier
-    refused the statement)."""
+    refused the statement). The documents the ids reference are named beside them
+    (``results._referenced_names``: a LEFT JOIN on their key, the same groups)."""
     assert _sql("List all document ids with at least two paragraphs.", DOCUMENTS) == (
-        "SELECT t0.document_id AS document_id FROM public.paragraphs AS t0 "
-        "GROUP BY t0.document_id HAVING COUNT(*) >= 2"
+        "SELECT t0.document_id AS document_id, r0.document_name AS document_name "
+        "FROM public.paragraphs AS t0 "
+        "LEFT JOIN public.documents AS r0 ON r0.document_id = t0.document_id "
+        "GROUP BY t0.document_id, r0.document_name HAVING COUNT(*) >= 2"
     )
 
 
@@ -1500,9 +1508,11 @@ PILOTS = Catalog(
 
 def test_an_irregular_past_form_relates_rows_as_an_ed_form_does() -> None:
     """ "flew" is a past form no suffix shows: it relates pilots to planes as "operated"
-    would; it was an unexplained word ("nothing in the schema matches 'flew'")."""
+    would; it was an unexplained word ("nothing in the schema matches 'flew'"). One row
+    per pilot (their key under the DISTINCT that drops the planes' repeats)."""
     assert _sql("Which pilots flew the A320?", PILOTS) == (
-        "SELECT DISTINCT t0.name AS name FROM public.pilot AS t0 JOIN public.plane AS t1 "
+        "SELECT DISTINCT t0.pilot_id AS pilot_id, t0.name AS name FROM public.pilot AS t0 "
+        "JOIN public.plane AS t1 "
         "ON t1.pilot_id = t0.pilot_id WHERE (t1.model = 'A320')"
     )
     assert "NOT EXISTS" in _sql("What are the names of pilots who never flew a plane?", PILOTS)
@@ -1709,11 +1719,14 @@ def test_a_two_letter_word_no_reading_explains_is_refused(code: str) -> None:
 def test_the_verb_after_did_that_a_place_follows_relates_rows_too() -> None:
     """ "how many flights did each carrier operate from EWR?": the verb ends its clause,
     not the question; what follows it is a place. It was refused ("nothing in the schema
-    matches 'operate'"), as if the airport code were the verb."""
+    matches 'operate'"), as if the airport code were the verb. Each carrier is named
+    (``results._referenced_names``: a LEFT JOIN on the airline's key, the same groups)."""
     assert _sql("How many flights did each carrier operate from EWR?", FLIGHTS) == (
-        "SELECT t0.carrier AS carrier, COUNT(*) AS count FROM public.flights AS t0 "
-        "JOIN public.airports AS t1 ON t1.faa = t0.origin WHERE (t1.faa = 'EWR') "
-        "GROUP BY t0.carrier"
+        "SELECT t0.carrier AS carrier, r0.name AS name, COUNT(*) AS count "
+        "FROM public.flights AS t0 "
+        "JOIN public.airports AS t1 ON t1.faa = t0.origin "
+        "LEFT JOIN public.airlines AS r0 ON r0.carrier = t0.carrier WHERE (t1.faa = 'EWR') "
+        "GROUP BY t0.carrier, r0.name"
     )
 
 

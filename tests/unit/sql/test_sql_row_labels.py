@@ -13,7 +13,7 @@ from datetime import date
 import sqlglot
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, TableInfo
+from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
 from services.sql.conversation import deciding, labels, restrict, subject
 from services.sql.results import name_columns, with_labels
 from tests.unit.sql.schemas import col, linked_statement
@@ -179,3 +179,271 @@ def test_a_listing_of_the_names_alone_answers_with_the_names():
         "WHERE t0.patient_id IN (SELECT t1.patient_id FROM public.patients AS t1)",
     ):
         assert with_labels(sql, PATIENTS) == sql
+
+
+TEACHING = Catalog(
+    "school",
+    (
+        TableInfo(
+            "public",
+            "teacher",
+            columns=(
+                col("teacher_id"),
+                col("name", "text", ("Joseph Huts", "Gustaaf Deloor")),
+                col("age"),
+                col("hometown", "text", ("Blackrod Urban District", "Bolton County Borough")),
+            ),
+            primary_key=("teacher_id",),
+        ),
+        TableInfo(
+            "public",
+            "course",
+            columns=(col("course_id"), col("course", "text", ("Music", "Math", "Science"))),
+            primary_key=("course_id",),
+        ),
+        TableInfo(
+            "public",
+            "course_arrange",
+            columns=(col("course_id"), col("teacher_id"), col("grade")),
+            primary_key=("course_id", "teacher_id", "grade"),
+            foreign_keys=(
+                ForeignKeyInfo(("course_id",), "public.course", ("course_id",)),
+                ForeignKeyInfo(("teacher_id",), "public.teacher", ("teacher_id",)),
+            ),
+        ),
+    ),
+)
+VISITS = Catalog(
+    "museums",
+    (
+        TableInfo(
+            "public",
+            "visitor",
+            columns=(
+                col("id"),
+                col("name", "text", ("Gonzalo Higuaín", "Fernando Gago")),
+                col("age"),
+            ),
+            primary_key=("id",),
+        ),
+        TableInfo(
+            "public",
+            "visit",
+            columns=(col("museum_id"), col("visitor_id"), col("num_of_ticket")),
+            primary_key=("museum_id", "visitor_id"),
+            foreign_keys=(ForeignKeyInfo(("visitor_id",), "public.visitor", ("id",)),),
+        ),
+    ),
+)
+_THROUGH = (
+    "FROM public.teacher AS t0 JOIN public.course_arrange AS t1 ON t1.teacher_id = t0.teacher_id "
+    "JOIN public.course AS t2 ON t2.course_id = t1.course_id WHERE (t2.course = 'Music')"
+)
+
+
+def test_distinct_rows_read_through_joins_are_one_row_per_listed_row():
+    """ "How old are the teachers who teach Music?" reads teachers through their
+    arrangements, so the linker drops the arrangements' repeats with DISTINCT: without
+    the key two teachers of one age are one row. Each teacher is shown as a follow-up
+    about the earlier teachers shows them ("how old is that teacher?": one row per
+    teacher, key and name, then the age); names alone get the key, so two museums of one
+    name stay two."""
+    ages = linked_statement("How old are the teachers who teach Music?", TEACHING, TODAY)
+    assert ages.args.get("distinct") is not None
+    assert _shown(ages) == ["teacher_id", "name", "age"]
+    named = f"SELECT DISTINCT t0.name AS name {_THROUGH}"
+    assert _shown(sqlglot.parse_one(with_labels(named, TEACHING))) == ["teacher_id", "name"]
+    # a key shown first gets its names after it: key, then names, as everywhere
+    keyed = f"SELECT DISTINCT t0.teacher_id AS teacher_id {_THROUGH}"
+    assert _shown(sqlglot.parse_one(with_labels(keyed, TEACHING))) == ["teacher_id", "name"]
+
+
+def test_distinct_values_asked_for_stay_distinct_values():
+    """A text kind the rows fall in ("which hometowns do the teachers of Music come
+    from") asks for the kinds; joins to what each row references (a document's one
+    template) repeat no row, so their DISTINCT was asked; a DISTINCT of several tables'
+    columns is no listing of one table's rows."""
+    for sql in (
+        f"SELECT DISTINCT t0.hometown AS hometown {_THROUGH}",
+        "SELECT DISTINCT t1.age AS age FROM public.course_arrange AS t0 "
+        "JOIN public.teacher AS t1 ON t1.teacher_id = t0.teacher_id",
+        f"SELECT DISTINCT t0.age AS age, t2.course AS course {_THROUGH}",
+    ):
+        assert with_labels(sql, TEACHING) == sql
+    documents = Catalog(
+        "templates",
+        (
+            TableInfo(
+                "public",
+                "documents",
+                columns=(col("document_id"), col("document_name", "text"), col("template_id")),
+                primary_key=("document_id",),
+                foreign_keys=(
+                    ForeignKeyInfo(("template_id",), "public.templates", ("template_id",)),
+                ),
+            ),
+            TableInfo(
+                "public",
+                "templates",
+                columns=(col("template_id"), col("version_number")),
+                primary_key=("template_id",),
+            ),
+        ),
+    )
+    asked = (
+        "SELECT DISTINCT t0.document_name AS document_name FROM public.documents AS t0 "
+        "JOIN public.templates AS t1 ON t1.template_id = t0.template_id "
+        "WHERE (t1.version_number = 1)"
+    )
+    assert with_labels(asked, documents) == asked
+
+
+def test_a_grouped_answer_shows_the_entity_it_groups_by_beside_its_value():
+    """ "How old is the visitor who bought the most tickets in total?" groups by the
+    visitor (key and name) but asked for the age: it shows the visitor's key and name
+    before the age, as "how old is this person?" after "only the biggest buyer" does.
+    Columns it groups by split no group: the rows are the same rows."""
+    ranked = linked_statement(
+        "How old is the visitor who bought the most tickets in total?", VISITS, TODAY
+    )
+    assert _shown(ranked) == ["id", "name", "age"]
+    assert ranked.args["group"] is not None and ranked.args["limit"] is not None
+    earlier = _sql("Which visitor bought the most tickets in total?", VISITS)
+    about = subject(earlier, VISITS)
+    asked = _sql("How old is the visitor?", VISITS)
+    follow_up = restrict(
+        asked, earlier, about, labels(earlier, about, VISITS), deciding(earlier, about, VISITS)
+    )
+    assert _shown(sqlglot.parse_one(follow_up, dialect="postgres"))[:3] == _shown(ranked)
+
+
+def test_a_grouped_answer_not_grouped_by_an_entity_is_left_alone():
+    """Grouped by a value alone (no key), or showing only the entity's key and names, or
+    of a table without a name, nothing is added."""
+    for sql in (
+        "SELECT t1.age AS age, SUM(t0.num_of_ticket) AS total FROM public.visit AS t0 "
+        "JOIN public.visitor AS t1 ON t1.id = t0.visitor_id GROUP BY t1.age",
+        "SELECT t1.name AS name, SUM(t0.num_of_ticket) AS total FROM public.visit AS t0 "
+        "JOIN public.visitor AS t1 ON t1.id = t0.visitor_id GROUP BY t1.id, t1.name",
+        "SELECT t0.museum_id AS museum_id, COUNT(*) AS count FROM public.visit AS t0 "
+        "GROUP BY t0.museum_id, t0.visitor_id",
+    ):
+        assert with_labels(sql, VISITS) == sql
+    unnamed = Catalog(
+        "museums",
+        (
+            VISITS.tables[1],
+            TableInfo("public", "visitor", columns=(col("id"), col("age")), primary_key=("id",)),
+        ),
+    )
+    ages = (
+        "SELECT t1.age AS age, SUM(t0.num_of_ticket) AS total FROM public.visit AS t0 "
+        "JOIN public.visitor AS t1 ON t1.id = t0.visitor_id GROUP BY t1.age, t1.id"
+    )
+    assert with_labels(ages, unnamed) == ages
+
+
+CAR_MAKERS = Catalog(
+    "cars",
+    (
+        TableInfo(
+            "public",
+            "car_makers",
+            columns=(
+                col("id"),
+                col("maker", "text", ("amc", "volkswagen")),
+                col("fullname", "text", ("American Motor Company", "Volkswagen")),
+            ),
+            primary_key=("id",),
+        ),
+        TableInfo(
+            "public",
+            "model_list",
+            columns=(col("modelid"), col("maker"), col("model", "text", ("amc", "audi"))),
+            primary_key=("modelid",),
+            foreign_keys=(ForeignKeyInfo(("maker",), "public.car_makers", ("id",)),),
+        ),
+    ),
+)
+
+
+def test_a_ranking_shows_its_entity_by_every_name_as_the_grouped_answer_does():
+    """ "Which 2 car makers have the most models?" is "How many models does each car maker
+    have?" cut to two ("keep the leading two"): one group per maker either way, so both
+    show the maker by every column that names it (``maker`` beside ``fullname``), not by
+    whichever the question's noun was read as before the ranking grouped the answer.
+    Columns the key decides split no group: the rows are the same rows."""
+    each = linked_statement("How many models does each car maker have?", CAR_MAKERS, TODAY)
+    ranked = linked_statement("Which 2 car makers have the most models?", CAR_MAKERS, TODAY)
+    assert _shown(ranked) == _shown(each) == ["id", "fullname", "maker"]
+    assert ranked.args["limit"] is not None
+    group = {e.name for e in ranked.args["group"].expressions}
+    assert {"id", "fullname", "maker"} <= group
+    # groups kept by a condition on them, not cut by a ranking, keep the names as read
+    kept = linked_statement("Which car makers have more than 3 models?", CAR_MAKERS, TODAY)
+    assert kept.args["having"] is not None
+    assert _shown(kept) == ["id", "fullname"]
+
+
+FLIGHTS = Catalog(
+    "flights",
+    (
+        TableInfo(
+            "public",
+            "airlines",
+            columns=(col("carrier", "text", ("UA", "AA")), col("name", "text", ("United",))),
+            primary_key=("carrier",),
+        ),
+        TableInfo(
+            "public",
+            "flights",
+            columns=(
+                col("id"),
+                col("carrier", "text", ("UA", "AA")),
+                col("dest", "text", ("DEN", "SEA")),
+            ),
+            primary_key=("id",),
+            foreign_keys=(ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),),
+        ),
+    ),
+)
+_PER_CARRIER = (
+    "SELECT t0.carrier AS carrier, COUNT(*) AS count FROM public.flights AS t0 "
+    "WHERE (t0.dest = 'DEN') GROUP BY t0.carrier"
+)
+
+
+def test_groups_of_a_reference_show_the_referenced_rows_names():
+    """ "How many flights to DEN did each carrier have?" groups flights by the carrier
+    they reference: each group is an airline, shown by its code and name, as "how many
+    flights did each of them have there?" after the carriers shows the airlines. A LEFT
+    JOIN on the airline's whole key repeats no flight and drops none: the same groups
+    and counts, one column more."""
+    shown = sqlglot.parse_one(with_labels(_PER_CARRIER, FLIGHTS), dialect="postgres")
+    assert [e.alias_or_name for e in shown.expressions] == ["carrier", "name", "count"]
+    (join,) = shown.args["joins"]
+    assert join.side == "LEFT" and join.this.name == "airlines"
+    assert {e.name for e in shown.args["group"].expressions} == {"carrier", "name"}
+    assert shown.args["where"] is not None
+    linked = linked_statement("How many flights to DEN did each carrier have?", FLIGHTS, TODAY)
+    assert [e.alias_or_name for e in linked.expressions] == ["carrier", "name", "count"]
+
+
+def test_groups_of_a_reference_read_otherwise_are_left_alone():
+    """Not where the statement reads the referenced table already (it chose what to
+    show of it), groups by more than the reference, or the reference is not declared."""
+    undeclared = Catalog(
+        "flights",
+        (
+            FLIGHTS.tables[0],
+            TableInfo("public", "flights", columns=FLIGHTS.tables[1].columns, primary_key=("id",)),
+        ),
+    )
+    assert with_labels(_PER_CARRIER, undeclared) == _PER_CARRIER
+    for sql in (
+        "SELECT t0.carrier AS carrier, t0.dest AS dest, COUNT(*) AS count "
+        "FROM public.flights AS t0 GROUP BY t0.carrier, t0.dest",
+        "SELECT t0.carrier AS carrier, COUNT(*) AS count FROM public.flights AS t0 "
+        "JOIN public.airlines AS t1 ON t1.carrier = t0.carrier GROUP BY t0.carrier",
+    ):
+        assert with_labels(sql, FLIGHTS) == sql

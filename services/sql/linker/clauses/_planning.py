@@ -359,6 +359,22 @@ def _identified(ctx: LinkContext, plan: Plan) -> None:
         return
     if not all(d.col.key in labels for d in shown):
         return
+    # every name a grouped entity is shown by ("Which 2 car makers have the most
+    # models?" shows ``maker`` beside ``fullname``, as "How many models does each car
+    # maker have?" does): which names were read before the ranking grouped the answer
+    # must not decide the columns (a column the key decides splits no group). Only a
+    # ranking's cut rows: groups kept by a condition (HAVING) keep the names as read, as
+    # the output check judges them (shown more, a misread "at least 2 models and more
+    # than 3 car makers? List the id and the maker" passed it, a confident wrong)
+    after = plan.dims.index(shown[-1]) + 1
+    present = {d.col.key for d in plan.dims}
+    missing = [c for c in _labels(ctx, entity, grouped=True) if c.key not in present]
+    missing = [c for c in missing if c.column is not key] if plan.limit else []
+    plan.dims[after:after] = [Dim(c) for c in missing]
+    plan.order = [
+        (f"d{int(t[1:]) + len(missing)}" if t.startswith("d") and int(t[1:]) >= after else t, d)
+        for t, d in plan.order
+    ]
     # before the names, as every reading shows an entity (its key, then what names it);
     # ties at a cut are still broken by the name (keys sort last there)
     at = plan.dims.index(shown[0])
