@@ -23,6 +23,7 @@ from services.sql.words import (
     stem,
     stored_as_verb,
     tokenize,
+    units_of,
     word_match,
 )
 
@@ -43,10 +44,21 @@ def check_coverage(ctx: LinkContext, alias: dict[str, str], plan: Plan) -> None:
         [v for cond in conditions for v in re.findall(r"'([^']*)'", cond)],
         divides=any(m.func in ("EXPR", "SHARE") for m in plan.measures),
         terms=ctx.applied,
-        forgiven=prose_of_definitions(ctx) | ctx.known,
+        forgiven=prose_of_definitions(ctx)
+        | ctx.known
+        | units_of(ctx.question, _numbers(conditions)),
     )
     if word is not None:
         raise LinkError(f"nothing in the schema matches {word!r}", phrase=word)
+
+
+def _numbers(conditions: Iterable[str]) -> set[float]:
+    """The numbers the plan's conditions compare with (outside quoted values)."""
+    return {
+        float(n)
+        for cond in conditions
+        for n in re.findall(r"(?<![\w.'])\d+(?:\.\d+)?(?![\w'])", re.sub(r"'[^']*'", "", cond))
+    }
 
 
 RATIO_WORDS = frozenset(["percentage", "percent", "ratio", "rate", "share", "proportion"])

@@ -20,7 +20,9 @@ named):
 - negation (``_negation``): a "not" negates something;
 - grouping words (``_grouping``): "each"/"per" groups, by what it names; one value asked
   is one value; "distinct" and "order" are kept;
-- every name word names a table or column the statement uses (``unexplained``, here);
+- every name word names a table or column the statement uses (``unexplained``, here),
+  a unit written after a number the statement compares ("60 minutes") excepted
+  (``services.sql.words.units_of``);
 - alternatives (``_alternatives``): "either … or" has alternatives; two values of one
   column are not both required of one row;
 - directions (``_directions``): ``origin``/``dest`` read as the question's direction says;
@@ -84,6 +86,7 @@ from services.sql.verify._table_values import check_table_named_as_a_value
 from services.sql.verify._terms import check_terms_computed
 from services.sql.verify._time import check_months, check_time_used, check_when
 from services.sql.verify._unasked_join import check_unasked_join
+from services.sql.words import units_of
 
 
 def verify_statement(ctx: LinkContext, sql: str) -> None:
@@ -109,7 +112,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
         facts.strings,
         divides="/" in sql,
         terms=ctx.applied,
-        forgiven=prose_of_definitions(ctx) | ctx.known,
+        forgiven=prose_of_definitions(ctx) | ctx.known | units_of(ctx.question, facts.numbers),
         columns=facts.columns,
     )
     if word is not None:
