@@ -122,6 +122,7 @@ def unexplained(
     value_lemmas = {lemma(w) for w in value_words}
     known = set(extra) | set(forgiven)
     known |= {stem(w) for term in terms for w in re.findall(r"[a-z0-9]+", term.lower())}
+    coded = any(_text_key_read(vocab, name, columns) for name in tables)
     toks = tokenize(question)
     verb = do_support_verb(question)
     # "across all treatments", "over all customers": the scope of an aggregate, all rows
@@ -141,6 +142,8 @@ def unexplained(
             continue
         if (divides and w in RATIO_WORDS) or tok.text in terms or w in known or tok.low in known:
             continue
+        if coded and tok.low in ("code", "codes"):
+            continue  # "the carrier code": the text key the rows are known by, read
         # "have been archived?": a state asked about, not a relation (at the clause's end)
         ends = index + 1 == len(toks) or bool(
             re.match(r"\s*[?.!,;]", question[tok.end : toks[index + 1].start])
@@ -175,6 +178,19 @@ def unexplained(
 
 # Two-letter words of a question's grammar that the stop words leave out.
 _SHORT_GRAMMAR = frozenset({"no", "up", "if", "so", "ok", "vs", "am", "pm", "he", "id", "eg", "ie"})
+
+
+def _text_key_read(vocab: Vocabulary, name: str, columns: set[tuple[str, str]] | None) -> bool:
+    """Whether ``name`` is a table known by a text key (``airlines.carrier``: 'UA') that
+    the statement reads (with ``columns``, the strict reading, among those used): a
+    text key is the code its rows are known by, so the word "code" names it."""
+    table = vocab.catalog.table(name)
+    if table is None or len(table.primary_key) != 1:
+        return False
+    key = table.column(table.primary_key[0])
+    if key is None or key.data_type not in ("text", "character varying", "character"):
+        return False
+    return columns is None or (name, key.name) in columns
 
 
 def _explains(word: str, parts: Sequence[str]) -> bool:

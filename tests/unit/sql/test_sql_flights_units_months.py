@@ -33,6 +33,15 @@ FLIGHTS = Catalog(
     (
         TableInfo(
             "public",
+            "airlines",
+            columns=(
+                _col("carrier", "text", ("UA", "B6")),
+                _col("name", "text", ("United Air Lines Inc.", "JetBlue Airways")),
+            ),
+            primary_key=("carrier",),
+        ),
+        TableInfo(
+            "public",
             "airports",
             columns=(
                 _col("faa", "text", ("EWR", "JFK", "DEN")),
@@ -50,11 +59,13 @@ FLIGHTS = Catalog(
                 _col("dep_delay"),
                 _col("flight"),
                 _col("tailnum", "text", ("N14228", "N24211")),
+                _col("carrier", "text", ("UA", "B6")),
                 _col("origin", "text", ("EWR", "JFK")),
                 _col("dest", "text", ("DEN", "ATL")),
             ),
             primary_key=("flight_id",),
             foreign_keys=(
+                ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
                 ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
                 ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
             ),
@@ -65,6 +76,19 @@ FLIGHTS = Catalog(
             columns=(_col("origin", "text", ("EWR", "JFK")), *_calendar(), _col("temp", "real")),
             primary_key=("origin", "time_hour"),
             foreign_keys=(ForeignKeyInfo(("origin",), "public.airports", ("faa",)),),
+        ),
+    ),
+)
+
+# Rooms known by an integer key: "code" names nothing of theirs.
+ROOMS = Catalog(
+    "rooms",
+    (
+        TableInfo(
+            "public",
+            "rooms",
+            columns=(_col("id"), _col("name", "text", ("Blue", "Red")), _col("beds")),
+            primary_key=("id",),
         ),
     ),
 )
@@ -152,3 +176,21 @@ def test_flight_numbers_read_the_stored_flight_number() -> None:
 def test_flight_numbers_shown_as_another_column_are_refused() -> None:
     """No reading that shows ``flights.flight``: refused naming the flight number."""
     assert "flight number" in _refused("Which flight numbers flew from JFK to DEN in May?")
+
+
+@pytest.mark.parametrize(
+    ("question", "shown"),
+    [
+        ("What is the carrier code of JetBlue Airways?", "t0.carrier AS carrier"),
+        ("Show the code and name of every airline.", "t0.carrier AS carrier, t0.name AS name"),
+    ],
+)
+def test_code_names_the_text_key_read(question: str, shown: str) -> None:
+    """``airlines`` is known by a text key (``carrier``: 'UA'): "code" names it."""
+    sql = _sql(question)
+    assert sql.startswith(f"SELECT {shown} FROM public.airlines AS t0")
+
+
+def test_code_of_rows_known_by_a_number_is_refused() -> None:
+    """Rooms are known by an integer id: "code" is no part of them, still refused."""
+    assert "code" in _refused("What is the code of the Blue room?", ROOMS)
