@@ -12,6 +12,7 @@ import re
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._facts import StatementFacts, numbers_shown
 from services.sql.verify._numbers import TIME_UNITS
+from services.sql.words import stem
 
 _AVERAGE = re.compile(r"\b(?:average|avg|mean)\b")
 # "the number of days between ...": an elapsed time, not a count
@@ -23,6 +24,30 @@ _HOW_MUCH = re.compile(r"\s*how much\b")
 _THAN_AVERAGE = re.compile(r"\bthan (?:the )?(?:average|mean)\b")
 
 
+# "the average number of seats": the number a column stores, aggregated as asked
+_NUMBER_OF = re.compile(
+    r"\b(?:average|avg|mean|maximum|max|minimum|min|highest|largest|lowest|smallest)\s+number of\s+([a-z]+)"
+)
+
+
+def _stored_number(
+    ctx: LinkContext, count: re.Match[str], text: str, facts: StatementFacts, reads: set[str]
+) -> bool:
+    """Whether "number of X" is the number a column X stores ("the average number of
+    seats" of planes with a ``seats`` column): said after an aggregate word the statement
+    computes over the rows, and X names a column it reads and no table (the average
+    number of flights per carrier counts flights), it counts nothing."""
+    said = next(
+        (m for m in _NUMBER_OF.finditer(text) if m.end() > count.start() >= m.start()), None
+    )
+    if said is None or not facts.aggregates & {"AVG", "MAX", "MIN"}:
+        return False
+    word = said.group(1)
+    if ctx.vocab.tables_named([stem(word)]):
+        return False
+    return bool({word, stem(word), word.removesuffix("s")} & reads)
+
+
 def check_than_average(text: str, facts: StatementFacts) -> None:
     """ "above the average" compares with a value the statement computes in a
     subquery."""
@@ -30,14 +55,18 @@ def check_than_average(text: str, facts: StatementFacts) -> None:
         raise LinkError("comparing with an average needs a subquery the linker did not build")
 
 
-def check_aggregate_words(text: str, facts: StatementFacts, reads: set[str]) -> None:
+def check_aggregate_words(
+    ctx: LinkContext, text: str, facts: StatementFacts, reads: set[str]
+) -> None:
     """Each aggregate word has its aggregate: "average" an AVG, "how many" a count,
     "total" a sum or count ("in total" even where "total" also spells a column), "how
     much" an aggregate or a number shown."""
     average = _AVERAGE.search(text)
     if average and "AVG" not in facts.aggregates and average.group(0) not in reads:
         raise LinkError(f"the statement computes no {average.group(0)!r}")
-    count = _COUNT.search(text)
+    count = next(
+        (m for m in _COUNT.finditer(text) if not _stored_number(ctx, m, text, facts, reads)), None
+    )
     if count and not facts.aggregates & {"COUNT", "SUM"} and not reads & {"number", "count", "num"}:
         raise LinkError(f"the statement counts nothing for {count.group(0)!r}")
     total = _TOTAL.search(text)

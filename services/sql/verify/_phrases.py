@@ -103,7 +103,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_superlatives(text, facts, reads)
     check_than_average(text, facts)
     check_negation(text, facts)
-    check_aggregate_words(text, facts, reads)
+    check_aggregate_words(ctx, text, facts, reads)
     check_when(ctx, text, facts)
     check_how_much(ctx, text, facts)
     check_grouping(ctx, text, facts)
