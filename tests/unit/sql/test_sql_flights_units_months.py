@@ -93,6 +93,25 @@ ROOMS = Catalog(
     ),
 )
 
+# Planes with a count of engines beside the text kind of engine, and their seats.
+PLANES = Catalog(
+    "planes",
+    (
+        TableInfo(
+            "public",
+            "planes",
+            columns=(
+                _col("tailnum", "text", ("N10156", "N102UW")),
+                _col("manufacturer", "text", ("BOEING", "AIRBUS")),
+                _col("engines"),
+                _col("seats"),
+                _col("engine", "text", ("Turbo-fan", "Turbo-jet")),
+            ),
+            primary_key=("tailnum",),
+        ),
+    ),
+)
+
 # Orders kept by a timestamp alone: a month without a year names no stored month.
 ORDERS = Catalog(
     "orders",
@@ -194,3 +213,23 @@ def test_code_names_the_text_key_read(question: str, shown: str) -> None:
 def test_code_of_rows_known_by_a_number_is_refused() -> None:
     """Rooms are known by an integer id: "code" is no part of them, still refused."""
     assert "code" in _refused("What is the code of the Blue room?", ROOMS)
+
+
+def test_a_number_before_a_column_compares_the_column_of_numbers() -> None:
+    """ "with 4 engines" beside a text ``engine``: ``engines = 4`` (before: the condition
+    was dropped and the question refused for its number)."""
+    sql = _sql("List the tail numbers of planes with 4 engines.", PLANES)
+    assert sql.endswith("WHERE (t0.engines = 4)")
+
+
+def test_the_average_number_of_a_stored_quantity_is_its_average() -> None:
+    """ "the average number of seats" is ``AVG(seats)``: the number each plane stores,
+    no count (before: refused as counting nothing)."""
+    sql = _sql("What is the average number of seats of planes made by BOEING?", PLANES)
+    assert sql.startswith("SELECT AVG(t0.seats)") and "'BOEING'" in sql
+
+
+def test_the_average_number_of_rows_is_still_a_count() -> None:
+    """ "the average number of flights per carrier" counts flights (a table): an average
+    of ``flights.flight`` is refused."""
+    assert "number of" in _refused("What is the average number of flights per carrier?")
