@@ -15,6 +15,7 @@ from services.sql.words import (
     GRAMMAR_WORDS,
     MONTHS,
     STOP_WORDS,
+    Tok,
     cover,
     do_support_verb,
     irregular_past,
@@ -123,6 +124,7 @@ def unexplained(
     known = set(extra) | set(forgiven)
     known |= {stem(w) for term in terms for w in re.findall(r"[a-z0-9]+", term.lower())}
     coded = any(_text_key_read(vocab, name, columns) for name in tables)
+    whole_name = any(_whole_name_read(vocab, name, columns) for name in tables)
     toks = tokenize(question)
     verb = do_support_verb(question)
     # "across all treatments", "over all customers": the scope of an aggregate, all rows
@@ -142,6 +144,8 @@ def unexplained(
             continue
         if (divides and w in RATIO_WORDS) or tok.text in terms or w in known or tok.low in known:
             continue
+        if whole_name and tok.low == "full" and _next_is(toks, index, ("name", "names")):
+            continue  # "the full name": the one ``name`` column holds the whole name
         if coded and tok.low in ("code", "codes"):
             continue  # "the carrier code": the text key the rows are known by, read
         # "have been archived?": a state asked about, not a relation (at the clause's end)
@@ -191,6 +195,27 @@ def _text_key_read(vocab: Vocabulary, name: str, columns: set[tuple[str, str]] |
     if key is None or key.data_type not in ("text", "character varying", "character"):
         return False
     return columns is None or (name, key.name) in columns
+
+
+# Columns that hold a part of a name: where a table has one, "full name" asks for more
+# than any single column.
+_NAME_PARTS = frozenset({"first", "last", "middle", "given", "family", "surname", "fname", "lname"})
+
+
+def _whole_name_read(vocab: Vocabulary, name: str, columns: set[tuple[str, str]] | None) -> bool:
+    """Whether ``name`` is a table whose ``name`` column, read by the statement (with
+    ``columns``, among those used), holds the whole name: no column of the table holds
+    a part of one (``first_name``), so "full name" is that column, nothing to add."""
+    table = vocab.catalog.table(name)
+    if table is None or table.column("name") is None:
+        return False
+    if any(_NAME_PARTS & set(re.findall(r"[a-z]+", c.name.lower())) for c in table.columns):
+        return False
+    return columns is None or (name, "name") in columns
+
+
+def _next_is(toks: Sequence[Tok], index: int, words: tuple[str, ...]) -> bool:
+    return index + 1 < len(toks) and toks[index + 1].low in words
 
 
 def _explains(word: str, parts: Sequence[str]) -> bool:

@@ -112,6 +112,24 @@ PLANES = Catalog(
     ),
 )
 
+# Pilots with a name and its parts: "full name" is more than ``name`` alone.
+PILOTS = Catalog(
+    "pilots",
+    (
+        TableInfo(
+            "public",
+            "pilots",
+            columns=(
+                _col("id"),
+                _col("name", "text", ("Ann", "Bob")),
+                _col("last_name", "text", ("Smith", "Jones")),
+                _col("age"),
+            ),
+            primary_key=("id",),
+        ),
+    ),
+)
+
 # Orders kept by a timestamp alone: a month without a year names no stored month.
 ORDERS = Catalog(
     "orders",
@@ -233,3 +251,15 @@ def test_the_average_number_of_rows_is_still_a_count() -> None:
     """ "the average number of flights per carrier" counts flights (a table): an average
     of ``flights.flight`` is refused."""
     assert "number of" in _refused("What is the average number of flights per carrier?")
+
+
+def test_full_name_is_the_one_name_column() -> None:
+    """``airlines.name`` holds the whole name (no part of one beside it): "the full name
+    of the airline" is that column (before: refused for "full")."""
+    sql = _sql("What is the full name of the airline with the most flights?")
+    assert sql.startswith("SELECT t1.name AS name, COUNT(*)")
+
+
+def test_full_name_beside_name_parts_is_refused() -> None:
+    """Beside ``last_name``, ``name`` is no full name: still refused for "full"."""
+    assert "full" in _refused("What is the full name of the oldest pilot?", PILOTS)
