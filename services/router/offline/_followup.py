@@ -643,7 +643,10 @@ _NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "twenty": 20, "a single": 1,
 }  # fmt: skip
-_LOWEST = ("bottom", "worst", "lowest", "smallest", "least", "fewest", "last")
+# "best" and "worst" say no direction: the worst months of delays are those with the most
+# delays, the worst sellers those with the fewest sales; which end is bad is the measure's
+# meaning, which no words of the request tell, so neither reads as a limit's end.
+_LOWEST = ("bottom", "lowest", "smallest", "least", "fewest", "last")
 # "only the top 2", "just 3", "show me the first 10 instead", "bottom 5", "top three only".
 _LIMIT = re.compile(
     r"^(?:(?P<verb>(?:limit|cut|trim|reduce|shorten|extend|widen|expand|increase|bring|change)"
@@ -651,7 +654,7 @@ _LIMIT = re.compile(
     r"|make (?:it|that|this)\s+(?:(?:a|an)\s+)?"
     r"|(?P<fewer>fewer|less|more)\s*[-\u2013\u2014:,]?\s*)?(?:(?:only|just)\s+)?"
     r"(?:(?:show|give|list|keep|return)(?:\s+me)?\s+)?(?:(?:only|just)\s+)?(?:the\s+)?"
-    r"(?P<dir>top|first|best|highest|largest|biggest|most|leading|" + "|".join(_LOWEST) + r")?\s*"
+    r"(?P<dir>top|first|highest|largest|biggest|most|leading|" + "|".join(_LOWEST) + r")?\s*"
     r"(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")"
     r"(?:\s+(?:ones?|results?|rows?|items?|entries|records|of (?:them|those|these)))?"
     r"(?P<tail>(?:\s+(?:only|instead|then|(?:is|are) (?:enough|fine|plenty)|(?:will|would|"
@@ -784,7 +787,7 @@ def _limit(text: str) -> tuple[int, bool] | None:
 # "the 5 lowest", "3 highest ones": a row count with the end of the ranking it keeps.
 _COUNT_FIRST = re.compile(
     r"^(?:(?:only|just)\s+)?(?:the\s+)?(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")\s+"
-    r"(?P<dir>top|highest|largest|biggest|best|most|" + "|".join(_LOWEST) + r")"
+    r"(?P<dir>top|highest|largest|biggest|most|" + "|".join(_LOWEST) + r")"
     r"(?:\s+(?:ones?|results?|rows?))?(?:\s+(?:only|instead))?$",
     re.IGNORECASE,
 )

@@ -15,6 +15,7 @@ from services.sql.words import (
     GRAMMAR_WORDS,
     MONTHS,
     STOP_WORDS,
+    Tok,
     cover,
     do_support_verb,
     irregular_past,
@@ -23,6 +24,7 @@ from services.sql.words import (
     stem,
     stored_as_verb,
     tokenize,
+    units_of,
     word_match,
 )
 
@@ -43,10 +45,21 @@ def check_coverage(ctx: LinkContext, alias: dict[str, str], plan: Plan) -> None:
         [v for cond in conditions for v in re.findall(r"'([^']*)'", cond)],
         divides=any(m.func in ("EXPR", "SHARE") for m in plan.measures),
         terms=ctx.applied,
-        forgiven=prose_of_definitions(ctx) | ctx.known,
+        forgiven=prose_of_definitions(ctx)
+        | ctx.known
+        | units_of(ctx.question, _numbers(conditions)),
     )
     if word is not None:
         raise LinkError(f"nothing in the schema matches {word!r}", phrase=word)
+
+
+def _numbers(conditions: Iterable[str]) -> set[float]:
+    """The numbers the plan's conditions compare with (outside quoted values)."""
+    return {
+        float(n)
+        for cond in conditions
+        for n in re.findall(r"(?<![\w.'])\d+(?:\.\d+)?(?![\w'])", re.sub(r"'[^']*'", "", cond))
+    }
 
 
 RATIO_WORDS = frozenset(["percentage", "percent", "ratio", "rate", "share", "proportion"])
@@ -110,6 +123,8 @@ def unexplained(
     value_lemmas = {lemma(w) for w in value_words}
     known = set(extra) | set(forgiven)
     known |= {stem(w) for term in terms for w in re.findall(r"[a-z0-9]+", term.lower())}
+    coded = any(_text_key_read(vocab, name, columns) for name in tables)
+    whole_name = any(_whole_name_read(vocab, name, columns) for name in tables)
     toks = tokenize(question)
     verb = do_support_verb(question)
     # "across all treatments", "over all customers": the scope of an aggregate, all rows
@@ -129,6 +144,10 @@ def unexplained(
             continue
         if (divides and w in RATIO_WORDS) or tok.text in terms or w in known or tok.low in known:
             continue
+        if whole_name and tok.low == "full" and _next_is(toks, index, ("name", "names")):
+            continue  # "the full name": the one ``name`` column holds the whole name
+        if coded and tok.low in ("code", "codes"):
+            continue  # "the carrier code": the text key the rows are known by, read
         # "have been archived?": a state asked about, not a relation (at the clause's end)
         ends = index + 1 == len(toks) or bool(
             re.match(r"\s*[?.!,;]", question[tok.end : toks[index + 1].start])
@@ -163,6 +182,40 @@ def unexplained(
 
 # Two-letter words of a question's grammar that the stop words leave out.
 _SHORT_GRAMMAR = frozenset({"no", "up", "if", "so", "ok", "vs", "am", "pm", "he", "id", "eg", "ie"})
+
+
+def _text_key_read(vocab: Vocabulary, name: str, columns: set[tuple[str, str]] | None) -> bool:
+    """Whether ``name`` is a table known by a text key (``airlines.carrier``: 'UA') that
+    the statement reads (with ``columns``, the strict reading, among those used): a
+    text key is the code its rows are known by, so the word "code" names it."""
+    table = vocab.catalog.table(name)
+    if table is None or len(table.primary_key) != 1:
+        return False
+    key = table.column(table.primary_key[0])
+    if key is None or key.data_type not in ("text", "character varying", "character"):
+        return False
+    return columns is None or (name, key.name) in columns
+
+
+# Columns that hold a part of a name: where a table has one, "full name" asks for more
+# than any single column.
+_NAME_PARTS = frozenset({"first", "last", "middle", "given", "family", "surname", "fname", "lname"})
+
+
+def _whole_name_read(vocab: Vocabulary, name: str, columns: set[tuple[str, str]] | None) -> bool:
+    """Whether ``name`` is a table whose ``name`` column, read by the statement (with
+    ``columns``, among those used), holds the whole name: no column of the table holds
+    a part of one (``first_name``), so "full name" is that column, nothing to add."""
+    table = vocab.catalog.table(name)
+    if table is None or table.column("name") is None:
+        return False
+    if any(_NAME_PARTS & set(re.findall(r"[a-z]+", c.name.lower())) for c in table.columns):
+        return False
+    return columns is None or (name, "name") in columns
+
+
+def _next_is(toks: Sequence[Tok], index: int, words: tuple[str, ...]) -> bool:
+    return index + 1 < len(toks) and toks[index + 1].low in words
 
 
 def _explains(word: str, parts: Sequence[str]) -> bool:

@@ -253,6 +253,7 @@ def date_filters(ctx: LinkContext, plan: Plan) -> None:
         end = date(year + (1 if qn == 4 else 0), 1 if qn == 4 else 3 * qn + 1, 1)
         windows = [w for w in windows if abs(w[2] - quarter.start()) > 40]
         windows.append((lit(start.isoformat()), lit(end.isoformat()), quarter.start()))
+    month_filters(ctx, plan)
     if not windows:
         return
     for low_bound, high_bound, at in windows:
@@ -268,6 +269,22 @@ def date_filters(ctx: LinkContext, plan: Plan) -> None:
         if high_bound:
             cond.append(f"{{c}} < {high_bound}")
         plan.filters.append((col, " AND ".join(cond)))
+
+
+def month_filters(ctx: LinkContext, plan: Plan) -> None:
+    """A month said without a year ("in July") bounds the month the table stores, where
+    the table spells its dates out (:func:`calendar_part`): ``month = 7`` is July of every
+    year the data holds, what the words say. Left unread otherwise (a timestamp has no
+    month without a year), so the verifier refuses the question naming the month."""
+    low = ctx.low
+    for m in re.finditer(r"\b(?:in|during)\s+(?:the\s+month\s+of\s+)?([a-z]{3,9})\b", low):
+        month = MONTHS.get(m.group(1))
+        if month is None or re.match(r"\s*,?\s*(?:of\s+)?\d", low[m.end() :]):
+            continue  # "in July 2013", "in May 5": the windows read those whole
+        col = date_column(ctx, plan, near=low[max(0, m.start() - 40) : m.start()])
+        part = calendar_part(col.table, "month") if col is not None else None
+        if part is not None:
+            plan.filters.append((part, f"{{c}} = {month}"))
 
 
 def year_filter(

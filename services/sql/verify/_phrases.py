@@ -21,7 +21,11 @@ named):
 - comparatives (``_comparatives``): "older than", "more than" compare something;
 - grouping words (``_grouping``): "each"/"per" groups, by what it names; one value asked
   is one value; "distinct" and "order" are kept;
-- every name word names a table or column the statement uses (``unexplained``, here);
+- every name word names a table or column the statement uses (``unexplained``, here),
+  a unit written after a number the statement compares ("60 minutes") excepted
+  (``services.sql.words.units_of``);
+- a "<name> number" is the column of that name where a table read stores one
+  (``_numbered``);
 - alternatives (``_alternatives``): "either … or" has alternatives; two values of one
   column are not both required of one row;
 - directions (``_directions``): ``origin``/``dest`` read as the question's direction says;
@@ -70,6 +74,7 @@ from services.sql.verify._facts import (
 )
 from services.sql.verify._grouping import check_grouping
 from services.sql.verify._negation import check_negation
+from services.sql.verify._numbered import check_named_number
 from services.sql.verify._numbers import check_numbers
 from services.sql.verify._outputs import check_outputs
 from services.sql.verify._partial_values import check_value_said_in_part
@@ -86,6 +91,7 @@ from services.sql.verify._table_values import check_table_named_as_a_value
 from services.sql.verify._terms import check_terms_computed
 from services.sql.verify._time import check_months, check_time_used, check_when
 from services.sql.verify._unasked_join import check_unasked_join
+from services.sql.words import units_of
 
 
 def verify_statement(ctx: LinkContext, sql: str) -> None:
@@ -111,12 +117,13 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
         facts.strings,
         divides="/" in sql,
         terms=ctx.applied,
-        forgiven=prose_of_definitions(ctx) | ctx.known,
+        forgiven=prose_of_definitions(ctx) | ctx.known | units_of(ctx.question, facts.numbers),
         columns=facts.columns,
     )
     if word is not None:
         raise LinkError(f"the statement uses nothing {word!r} names")
     check_one_value_per_row(facts)
+    check_named_number(ctx, text, facts)
     check_time_used(ctx, text, sql, facts)
     check_directions(ctx, facts)
     tree = parse_statements(sql, shared=True)[0]

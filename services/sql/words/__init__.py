@@ -16,6 +16,7 @@ from services.sql.words._calendar import (
 from services.sql.words._directions import FROM, TO, name_direction, question_directions
 from services.sql.words._names import said_as_name
 from services.sql.words._parts import said_in_part, value_words_said
+from services.sql.words._units import units_of
 from services.sql.words._words import (
     GRAMMAR_WORDS,
     SHORT_FORMS,
@@ -68,6 +69,7 @@ __all__ = [
     "tokenize",
     "truncate",
     "undoubled",
+    "units_of",
     "value_forms",
     "value_words_said",
     "word_match",

@@ -338,6 +338,12 @@ def value_clause(reading: Reading, read: Read, i: int) -> int | None:
             after = numeric
         if number is None or not after or start == i:
             return None
+        if not having:
+            # "with 4 engines" beside a text ``engine``: the number is of the column that
+            # holds numbers, where the words name one of each
+            after = [
+                m for m in after if m.col is None or is_number(m.col.column.data_type)
+            ] or after
         group.append(Condition(start, after[0].end, after, "=", _literal(number)))
     reading.use(start, group[-1].end)
     if len(group) == 1:
