@@ -79,9 +79,11 @@ def stored_count(ctx: LinkContext, text: str, facts: StatementFacts) -> bool:
     (``cars_data.cylinders``: "the average weight for each number of cylinders" groups
     by it), or one whose name says it counts them (``num_of_staff``). Counting rows
     there would count the rows, not the things; a "number of" whose things no such
-    column stores still needs its count."""
+    column stores still needs its count, and so does one whose things a table holds
+    ("the average number of flights per carrier" counts flights, even where
+    ``flights.flight`` stores a number)."""
     said = _NUMBER_OF.findall(text)
-    if not said:
+    if not said or any(ctx.vocab.tables_named([stem(w)]) for w in said):
         return False
     stored: set[str] = set()
     for col in ctx.vocab.columns:
