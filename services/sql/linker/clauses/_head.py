@@ -61,7 +61,11 @@ def read_head(reading: Reading, start: int = 0) -> tuple[str, int]:
 def compared_rows(reading: Reading, k: int) -> bool:
     """ "List the teachers older than 30.": the rows, then a comparative that says a
     condition of theirs (a relative clause without its "who are"), as "with" or "who"
-    after the rows does; the rows are listed by their label."""
+    after the rows does; the rows are listed by their label. So is "over"/"under" and a
+    number ("List the singers under 35."): the compare clause reads it as the rows'
+    age, placed only where a column stores one (``_conditions._of_rows``)."""
+    if reading.low(k) in ("over", "under") and reading.number(k + 1) is not None:
+        return True
     return reading.low(k) in DIMENSIONS and reading.low(k + 1) == "than"
 
 
