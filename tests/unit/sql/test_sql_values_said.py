@@ -1,0 +1,137 @@
+"""First questions refused because a value or a condition is said otherwise than the
+schema stores or the readers know it (issue 45, s59), on schemas of their own (no dev
+set's): a stored code joined by "_" or "-" said with spaces ("credit card" for
+'credit_card'); rows bounded by "over"/"under" and a number, their age; "Name the …" as
+"List the …"; "took place" as "happened". And what none of these may do: fold a code
+that is no words, take "age" from the end of "average", or read a place that is one."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from sqlglot import exp
+
+from services.sql.catalog import Catalog, ColumnInfo, JoinGraph, TableInfo
+from services.sql.linker import LinkError, Vocabulary
+from tests.unit.sql.schemas import col, linked_statement
+
+TODAY = date(2026, 11, 30)
+
+
+def _key(name: str) -> ColumnInfo:
+    return ColumnInfo(name, "integer", False)
+
+
+SHOP = Catalog(
+    "shop",
+    (
+        TableInfo(
+            "public",
+            "payments",
+            columns=(
+                _key("payment_id"),
+                col("amount", "numeric"),
+                col("method", "text", ("bank_transfer", "cash", "credit_card")),
+                col("plan_code", "text", ("A-1", "B-2")),
+            ),
+            primary_key=("payment_id",),
+        ),
+        TableInfo(
+            "public",
+            "refunds",
+            columns=(
+                _key("refund_id"),
+                col("amount", "numeric"),
+                col("method", "text", ("cash", "credit_card")),
+            ),
+            primary_key=("refund_id",),
+        ),
+    ),
+)
+
+CHOIR = Catalog(
+    "choir",
+    (
+        TableInfo(
+            "public",
+            "singer",
+            columns=(_key("singer_id"), col("name", "text", ("Ines", "Ravi")), col("age")),
+            primary_key=("singer_id",),
+        ),
+        TableInfo(
+            "public",
+            "hall",
+            columns=(
+                _key("hall_id"),
+                col("name", "text", ("Apollo", "Lyric")),
+                col("location", "text", ("Leeds", "York")),
+                col("average"),
+                col("capacity"),
+            ),
+            primary_key=("hall_id",),
+        ),
+        TableInfo(
+            "public",
+            "recital",
+            columns=(_key("recital_id"), col("title", "text", ("Dawn", "Dusk")), col("year")),
+            primary_key=("recital_id",),
+        ),
+    ),
+)
+
+
+def _where(tree: exp.Select) -> str:
+    where = tree.args.get("where")
+    return where.sql(dialect="postgres") if where is not None else ""
+
+
+def test_a_stored_code_joined_by_an_underscore_is_found_as_said_with_spaces() -> None:
+    tree = linked_statement("What is the total amount of credit card payments?", SHOP, TODAY)
+    assert tree.find(exp.Sum) is not None
+    assert _where(tree) == "WHERE (t0.method = 'credit_card')"
+    tree = linked_statement("How many payments were made by bank transfer?", SHOP, TODAY)
+    assert _where(tree) == "WHERE (t0.method = 'bank_transfer')"
+
+
+def test_only_codes_of_letter_words_are_said_with_spaces() -> None:
+    words = Vocabulary(SHOP, JoinGraph(SHOP)).names
+    assert {(c.table.name, v) for c, v in words["credit card"]} == {
+        ("payments", "credit_card"),
+        ("refunds", "credit_card"),
+    }
+    assert "a 1" not in words  # 'A-1' is a code, not words: it is said as written
+    assert "credit_card" in words  # as stored, still found
+
+
+def test_rows_over_or_under_a_number_are_bounded_by_their_age() -> None:
+    tree = linked_statement("List the singers under 35.", CHOIR, TODAY)
+    assert _where(tree) == "WHERE (t0.age < 35)"
+    assert "name" in [e.alias_or_name for e in tree.expressions]
+    tree = linked_statement("Show the singers over 40.", CHOIR, TODAY)
+    assert _where(tree) == "WHERE (t0.age > 40)"
+
+
+def test_rows_without_an_age_are_not_bounded_by_a_column_ending_in_age() -> None:
+    # ``hall.average`` ends in "age" and says none: refused, never "average > 5000"
+    for question in ("List the halls over 5000.", "Which halls are older than 30?"):
+        with pytest.raises(LinkError):
+            linked_statement(question, CHOIR, TODAY)
+
+
+def test_name_the_rows_asks_for_them_as_list_the_rows_does() -> None:
+    tree = linked_statement("Name the singers older than 30.", CHOIR, TODAY)
+    assert _where(tree) == "WHERE (t0.age > 30)"
+    assert "name" in [e.alias_or_name for e in tree.expressions]
+
+
+def test_took_place_is_an_idiom_of_happening() -> None:
+    tree = linked_statement("Which recitals took place in 2015?", CHOIR, TODAY)
+    assert _where(tree) == "WHERE (t0.year = 2015)"
+    assert {t.name for t in tree.find_all(exp.Table)} == {"recital"}
+
+
+def test_a_place_said_as_a_place_is_still_read() -> None:
+    # "place" outside the idiom is a word like any other: it must be placed or refused
+    with pytest.raises(LinkError):
+        linked_statement("Which recitals had a place in 2015?", CHOIR, TODAY)
