@@ -12,7 +12,7 @@ from datetime import date
 import pytest
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, ColumnInfo, JoinGraph, TableInfo
+from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
 from services.sql.linker import LinkError, Vocabulary
 from tests.unit.sql.schemas import col, linked_statement
 
@@ -135,3 +135,72 @@ def test_a_place_said_as_a_place_is_still_read() -> None:
     # "place" outside the idiom is a word like any other: it must be placed or refused
     with pytest.raises(LinkError):
         linked_statement("Which recitals had a place in 2015?", CHOIR, TODAY)
+
+
+def _lettings(*, second_kinds: bool = False) -> Catalog:
+    """Homes with a kind code a lookup table describes; ``second_kinds`` gives the
+    listings a kind column of their own holding the same words."""
+    kinds = ("Flat", "House", "Shop")
+    listing_columns = (_key("listing_id"), _key("home_id"))
+    if second_kinds:
+        listing_columns += (col("listing_type", "text", kinds),)
+    described = ("Flat, Apartment, etc.", "House, Bungalow, etc.")
+    return Catalog(
+        "lettings",
+        (
+            TableInfo(
+                "public",
+                "ref_home_types",
+                columns=(
+                    col("home_type_code", "text", kinds),
+                    col("home_type_description", "text", described),
+                ),
+                primary_key=("home_type_code",),
+            ),
+            TableInfo(
+                "public",
+                "homes",
+                columns=(
+                    _key("home_id"),
+                    col("home_type_code", "text", kinds),
+                    col("home_name", "text", ("Alder", "Birch")),
+                    col("owner", "text", ("Ash", "Rowan")),
+                    col("room_count"),
+                ),
+                primary_key=("home_id",),
+                foreign_keys=(
+                    ForeignKeyInfo(
+                        ("home_type_code",), "public.ref_home_types", ("home_type_code",)
+                    ),
+                ),
+            ),
+            TableInfo(
+                "public",
+                "listings",
+                columns=listing_columns,
+                primary_key=("listing_id",),
+                foreign_keys=(ForeignKeyInfo(("home_id",), "public.homes", ("home_id",)),),
+            ),
+        ),
+    )
+
+
+def test_a_common_noun_stored_as_a_kind_names_the_rows_of_that_kind() -> None:
+    # 'House' is stored in ``homes.home_type_code`` and in the lookup table it references:
+    # the referencing column holds the rows (not the one row describing the kind)
+    for question in ("How many houses are listed?", "How many houses are there?"):
+        tree = linked_statement(question, _lettings(), TODAY)
+        assert tree.find(exp.Count) is not None
+        assert {t.name for t in tree.find_all(exp.Table)} == {"homes"}
+        assert _where(tree) == "WHERE (t0.home_type_code = 'House')"
+
+
+def test_a_kind_two_columns_store_is_not_guessed() -> None:
+    with pytest.raises(LinkError):
+        linked_statement("How many houses are listed?", _lettings(second_kinds=True), TODAY)
+
+
+def test_a_noun_stored_in_a_column_of_no_kinds_is_no_kind() -> None:
+    # 'Rowan' is an owner's name, not a kind of home: "rowans" names no rows
+    with pytest.raises(LinkError):
+        linked_statement("How many rowans are listed?", _lettings(), TODAY)
