@@ -141,7 +141,7 @@ def _lettings(*, second_kinds: bool = False) -> Catalog:
     """Homes with a kind code a lookup table describes; ``second_kinds`` gives the
     listings a kind column of their own holding the same words."""
     kinds = ("Flat", "House", "Shop")
-    listing_columns = (_key("listing_id"), _key("home_id"))
+    listing_columns: tuple[ColumnInfo, ...] = (_key("listing_id"), _key("home_id"))
     if second_kinds:
         listing_columns += (col("listing_type", "text", kinds),)
     described = ("Flat, Apartment, etc.", "House, Bungalow, etc.")
