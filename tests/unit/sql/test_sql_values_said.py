@@ -204,3 +204,18 @@ def test_a_noun_stored_in_a_column_of_no_kinds_is_no_kind() -> None:
     # 'Rowan' is an owner's name, not a kind of home: "rowans" names no rows
     with pytest.raises(LinkError):
         linked_statement("How many rowans are listed?", _lettings(), TODAY)
+
+
+def test_a_condition_after_values_joined_by_or_is_not_guessed() -> None:
+    # "houses or flats with more than 2 rooms": every one, or the flats alone? Unsaid
+    with pytest.raises(LinkError):
+        linked_statement(
+            "Which homes are House or Flat with room count above 2?", _lettings(), TODAY
+        )
+
+
+def test_values_joined_by_or_and_one_value_with_a_condition_are_still_read() -> None:
+    tree = linked_statement("Which homes are House or Flat?", _lettings(), TODAY)
+    assert " OR " in _where(tree)
+    tree = linked_statement("Which homes are House with room count above 2?", _lettings(), TODAY)
+    assert "t0.room_count > 2" in _where(tree) and "'House'" in _where(tree)
