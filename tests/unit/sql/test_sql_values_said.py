@@ -219,3 +219,70 @@ def test_values_joined_by_or_and_one_value_with_a_condition_are_still_read() -> 
     assert " OR " in _where(tree)
     tree = linked_statement("Which homes are House with room count above 2?", _lettings(), TODAY)
     assert "t0.room_count > 2" in _where(tree) and "'House'" in _where(tree)
+
+
+DEPOT = Catalog(
+    "depot",
+    (
+        TableInfo(
+            "public",
+            "crates",
+            columns=(
+                _key("crate_id"),
+                col("label", "text", ("Anchor", "Buoy")),
+                col("weight"),
+                ColumnInfo("year", "integer", True, span=(1990, 2020)),
+            ),
+            primary_key=("crate_id",),
+        ),
+    ),
+)
+
+
+def test_a_superlative_before_its_own_dimension_is_that_dimension_at_its_extreme() -> None:
+    # "the heaviest crate weight" says what "the maximum crate weight" says
+    tree = linked_statement("What was the heaviest crate weight in 2019?", DEPOT, TODAY)
+    found = tree.find(exp.Max)
+    assert found is not None and found.this.name == "weight"
+    assert _where(tree) == "WHERE (t0.year = 2019)"
+    assert tree.args.get("limit") is None
+
+
+def test_a_superlative_before_rows_still_ranks_them() -> None:
+    tree = linked_statement("List the 2 heaviest crates.", DEPOT, TODAY)
+    assert tree.find(exp.Max) is None
+    assert tree.args["limit"].expression.name == "2"
+
+
+SCHOOL = Catalog(
+    "school",
+    (
+        TableInfo(
+            "public",
+            "instructor",
+            columns=(_key("instructor_id"), col("name", "text", ("Mara", "Tove")), col("age")),
+            primary_key=("instructor_id",),
+        ),
+        TableInfo(
+            "public",
+            "lesson_plan",
+            columns=(_key("instructor_id"), _key("lesson_id"), col("grade")),
+            primary_key=("instructor_id", "lesson_id"),
+            foreign_keys=(
+                ForeignKeyInfo(("instructor_id",), "public.instructor", ("instructor_id",)),
+            ),
+        ),
+    ),
+)
+
+
+def test_a_column_then_a_number_ending_the_question_is_a_condition() -> None:
+    # "grade 1" names the rows whose grade is 1, as "in grade 1" does
+    tree = linked_statement("Which instructors instruct grade 1?", SCHOOL, TODAY)
+    assert _where(tree) == "WHERE (t1.grade = 1)"
+    assert "grade" not in [e.alias_or_name for e in tree.expressions]
+
+
+def test_a_column_then_a_number_among_the_things_shown_is_not_read_as_one() -> None:
+    with pytest.raises(LinkError):
+        linked_statement("List the instructors and grade 1.", SCHOOL, TODAY)
