@@ -286,3 +286,41 @@ def test_a_column_then_a_number_ending_the_question_is_a_condition() -> None:
 def test_a_column_then_a_number_among_the_things_shown_is_not_read_as_one() -> None:
     with pytest.raises(LinkError):
         linked_statement("List the instructors and grade 1.", SCHOOL, TODAY)
+
+
+def _gallery(*, second_spent: bool = False) -> Catalog:
+    """Visits to a gallery, each with what its visitor spent; ``second_spent`` gives the
+    visits a second number column named by the same verb."""
+    spent: tuple[ColumnInfo, ...] = (col("total_spent", "numeric"),)
+    if second_spent:
+        spent += (col("fee_spent", "numeric"),)
+    return Catalog(
+        "gallery",
+        (
+            TableInfo(
+                "public",
+                "patron",
+                columns=(_key("id"), col("name", "text", ("Ines Sola", "Ravi Arun")), col("age")),
+                primary_key=("id",),
+            ),
+            TableInfo(
+                "public",
+                "visit",
+                columns=(_key("visit_id"), _key("patron_id"), *spent),
+                primary_key=("visit_id",),
+                foreign_keys=(ForeignKeyInfo(("patron_id",), "public.patron", ("id",)),),
+            ),
+        ),
+    )
+
+
+def test_how_much_someone_verbed_is_the_sum_of_the_column_the_verb_names() -> None:
+    tree = linked_statement("How much did Ines Sola spend in total?", _gallery(), TODAY)
+    found = tree.find(exp.Sum)
+    assert found is not None and found.this.name == "total_spent"
+    assert "'Ines Sola'" in _where(tree)
+
+
+def test_how_much_with_a_verb_two_columns_name_is_not_guessed() -> None:
+    with pytest.raises(LinkError):
+        linked_statement("How much did Ines Sola spend?", _gallery(second_spent=True), TODAY)
