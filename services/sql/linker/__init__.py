@@ -34,7 +34,9 @@ One module per step, in the order a question goes through them:
 - ``_coverage``: every content word explained, or the question refused;
 - ``_composition``: the plan as one SELECT, joined along the join graph;
 - ``_rephrasing``: a question refused as asked, said again in the readers' grammar
-  (a fronted phrase moved to the end of its sentence);
+  (a fronted phrase moved to the end of its sentence, "Name the …", "took place");
+- ``_how_much``: "How much did <someone> <verb>?" read as the total of the one number
+  column the verb names;
 - ``_linker``: the orchestrator.
 
 The statement is composed as text from catalog identifiers (quoted where needed) and

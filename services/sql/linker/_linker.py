@@ -18,6 +18,7 @@ from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._dates import date_column, day_kinds
 from services.sql.linker._gradable import gradable_asked
+from services.sql.linker._how_much import how_much_asked
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._measures import fits_phrase, read_arith, read_measure
 from services.sql.linker._outputs import is_covered, merge_elliptic, read_item, split_output
@@ -137,6 +138,12 @@ class QuestionLinker:
             if doer is not None:
                 try:
                     return self._as_if_asked(doer)
+                except LinkError:
+                    pass
+            summed = how_much_asked(self._inputs[1], question)
+            if summed is not None:
+                try:
+                    return self._as_if_asked(summed)
                 except LinkError:
                     pass
             raise refused from None

@@ -320,6 +320,8 @@ def _values(vocab: Vocabulary, span: list[Token], i: int, j: int, text: str) -> 
     if not hits and len(span) == 1 and span[0].stem != span[0].low:
         # "cats" for the stored 'cat': a plural of a lower-case stored word
         hits = [(c, v) for c, v in vocab.names.get(span[0].stem, []) if v.islower()]
+    if not hits and len(span) == 1 and span[0].text.islower():
+        hits = kind_noun(vocab, span[0])
     if not hits:
         return []
     if len(span) == 1:
@@ -422,3 +424,36 @@ def _column_parts(
         vocab.weight(p) for p in parts
     )
     return (0.7 * exact, with_table) if len(parts) >= 3 and weight >= 0.5 else None
+
+
+# The last words of a name that say its column stores a kind of row ("property_type_code",
+# "room_category"): its values are nouns for the rows ("a house", "the apartments").
+_KIND_WORDS = frozenset({"type", "kind", "category", "class", "genre"})
+
+
+def kind_noun(vocab: Vocabulary, token: Token) -> list[tuple[Col, str]]:
+    """A common noun, singular or plural, said in lower case, that is a one-word value
+    stored capitalised in a column of kinds ("houses" -> ``property_type_code`` 'House'):
+    the rows of that kind. Only where exactly one column stores it, a lookup table's copy
+    of a code (the key another column references) aside: two columns of kinds holding it
+    say two things the word could mean, and that is not guessed."""
+    found: dict[tuple[str, str], tuple[Col, str]] = {}
+    for form in dict.fromkeys((token.low, token.stem)):
+        for col, value in vocab.names.get(form, []):
+            if value.isalpha() and not value.islower() and _of_kinds(col):
+                found.setdefault(col.key, (col, value))
+    referenced = {
+        (e.parent, e.parent_columns[0])
+        for col, _ in found.values()
+        for e in vocab.graph.edges_of(col.table.qualified)
+        if e.child == col.table.qualified
+        and e.child_columns == (col.column.name,)
+        and len(e.parent_columns) == 1
+    }
+    left = [pair for key, pair in found.items() if key not in referenced]
+    return left if len(left) == 1 else []
+
+
+def _of_kinds(col: Col) -> bool:
+    words = [w.lower() for w in re.split(r"[_\W]+", col.column.name) if w]
+    return any(w in _KIND_WORDS for w in words)

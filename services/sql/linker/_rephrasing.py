@@ -9,6 +9,11 @@ the question was refused for a form, not for a name:
   many concerts are there for each stadium?" says; the phrase stands before the head,
   where neither reader looks, so it is moved to the end of the sentence it qualifies.
 
+- an imperative the readers do not open with: "Name the singers under 35." asks what
+  "List the singers under 35." asks (the rows, by their label);
+- an idiom of happening: "Which concerts took place in 2015?" says what "Which concerts
+  happened in 2015?" says; "place" there names no place.
+
 Each is a change of grammar only: every word that may name something is still read, and
 still has to be placed; the linker reads a question rephrased only when the question as
 asked is refused (``QuestionLinker.link``).
@@ -35,7 +40,27 @@ _END = re.compile(r"\s*[?.!](?=\s|$)")
 def rephrased(question: str) -> str:
     """``question`` in the readers' grammar (see the module's docstring); a question
     already in it as it is."""
-    return fronted_last(question)
+    return plain_idioms(named_as_listed(fronted_last(question)))
+
+
+# "Name the …" / "Name all the …": a request for rows, as "List the …" is.
+_NAME_HEAD = re.compile(r"^(\s*)name(\s+(?:all\s+)?the\b)", re.IGNORECASE)
+# "take place" and its forms: an idiom for happening, not a place.
+_TAKE_PLACE = {"take": "happen", "takes": "happens", "took": "happened", "taken": "happened",
+               "taking": "happening"}  # fmt: skip
+_PLACE_IDIOM = re.compile(r"\b(take|takes|took|taken|taking)\s+place\b", re.IGNORECASE)
+
+
+def named_as_listed(question: str) -> str:
+    """ "Name the singers under 35." -> "List the singers under 35."; any other question
+    as it is."""
+    return _NAME_HEAD.sub(r"\1List\2", question, count=1)
+
+
+def plain_idioms(question: str) -> str:
+    """ "Which concerts took place in 2015?" -> "Which concerts happened in 2015?"; any
+    other question as it is."""
+    return _PLACE_IDIOM.sub(lambda m: _TAKE_PLACE[m.group(1).lower()], question)
 
 
 def fronted_last(question: str) -> str:

@@ -102,6 +102,7 @@ class Vocabulary:
                     for w in words:
                         if len(w) > 2 and w not in STOP_WORDS:
                             self.value_words.setdefault(lemma(w), []).append((col, value))
+        self._add_spaced()
         # places named in full where the column stores their standard code ("Texas" ->
         # customers.state 'TX'), read as that stored value; a name some column stores as
         # written keeps that reading alone
@@ -118,6 +119,19 @@ class Vocabulary:
             self.names[name] = [(col, code) for col, code, _ in places]
             for _, code, _ in places:
                 self.code_words.setdefault(code.lower(), set()).update(name.split())
+
+    def _add_spaced(self) -> None:
+        """Stored words joined by ``_`` or ``-`` ('credit_card', 'Jet-black') also found
+        as said, with a space ("credit card"): a question never writes a code's joiner.
+        Only where every joined part is a word of letters (a phone number or a model
+        code like 'CX-5' stays as written), and never over a value stored with spaces
+        (that one is what the words say)."""
+        spaced: dict[str, list[tuple[Col, str]]] = {}
+        for low, held in self.names.items():
+            said = spaced_value(low)
+            if said is not None and said not in self.names:
+                spaced.setdefault(said, []).extend(held)
+        self.names.update(spaced)
 
     @functools.cached_property
     def held_words(self) -> dict[str, dict[tuple[str, str], list[tuple[Col, str]]]]:
@@ -291,3 +305,15 @@ def _comment_values(comment: str) -> list[str]:
     if not match:
         return []
     return [v.strip(" .'\"") for v in match.group(1).split(",") if v.strip(" .'\"")]
+
+
+_JOINED = re.compile(r"[a-z]+(?:[_-][a-z]+)+")
+
+
+def spaced_value(value: str) -> str | None:
+    """A stored value of letter words joined by ``_`` or ``-``, as said with spaces
+    ("credit_card" -> "credit card"); None for any other value."""
+    low = value.lower()
+    if not _JOINED.fullmatch(low):
+        return None
+    return re.sub(r"[_-]", " ", low)

@@ -246,6 +246,9 @@ def _than_average(
     return end
 
 
+# Words that open a condition on the rows a noun phrase names ("… with 3 rooms", "… that
+# cost more", "… whose price").
+_MODIFIERS = frozenset({"with", "that", "who", "whose", "which", "having", "where"})
 _SPAN_ENDS = frozenset({"to", "until", "till", "through", "thru", "and", "-", "onwards", "on"})
 
 
@@ -312,6 +315,10 @@ def value_clause(reading: Reading, read: Read, i: int) -> int | None:
                 j = nxt
                 continue
         break
+    if len(group) > 1 and reading.low(j) in _MODIFIERS:
+        # "houses or apartments with more than 1 room": the condition may bound the last
+        # value alone or every one; which is not said, so it is not guessed
+        raise Decline("a condition after values joined by 'or'")
     if excluded:
         if not group:
             return None  # "excluding the current month": a date window's, not a value's

@@ -25,7 +25,7 @@ from services.sql.linker.clauses._reading import (
     Reading,
     table_first,
 )
-from services.sql.words import measure_name
+from services.sql.words import measure_name, name_words
 
 
 def read_head(reading: Reading, start: int = 0) -> tuple[str, int]:
@@ -61,8 +61,36 @@ def read_head(reading: Reading, start: int = 0) -> tuple[str, int]:
 def compared_rows(reading: Reading, k: int) -> bool:
     """ "List the teachers older than 30.": the rows, then a comparative that says a
     condition of theirs (a relative clause without its "who are"), as "with" or "who"
-    after the rows does; the rows are listed by their label."""
+    after the rows does; the rows are listed by their label. So is "over"/"under" and a
+    number ("List the singers under 35."): the compare clause reads it as the rows'
+    age, placed only where a column stores one (``_conditions._of_rows``)."""
+    if reading.low(k) in ("over", "under") and reading.number(k + 1) is not None:
+        return True
     return reading.low(k) in DIMENSIONS and reading.low(k + 1) == "than"
+
+
+def says_dimension(reading: Reading, j: int, word: str) -> bool:
+    """Whether the column said at ``j`` is the dimension a superlative ranks by ("the
+    heaviest car weight": ``weight``): its name has the word as a whole part. The
+    superlative is then its extreme value, not a ranking of rows."""
+    return any(
+        m.col is not None and word in name_words(m.col.column.name)
+        for m in reading.longest(j, ("column",))
+    )
+
+
+def numbered(reading: Reading, read: Read, columns: list[Mention], pending: list[str]) -> bool:
+    """ "Which teachers teach grade 1?": after the rows asked for, a column's word then a
+    number ends the question ("grade 1", "gate 5"): the column holding that number, a
+    condition, not a second thing shown."""
+    end = columns[0].end
+    return (
+        bool(read.items)
+        and not pending
+        and end == reading.size - 1
+        and reading.tokens[end].number is not None
+        and all(m.col is not None and is_number(m.col.column.data_type) for m in columns)
+    )
 
 
 def stored_count(reading: Reading, i: int) -> list[Mention] | None:
@@ -113,6 +141,12 @@ def read_items(reading: Reading, read: Read, at: int) -> int:
             pending.append(AGGREGATES[low])
             reading.use(i, i + 1)
             i = reading.skip(i + 1, frozenset({"of", "the"}))
+            continue
+        if low in RANKED and says_dimension(reading, i + 1, RANKED[low][0]):
+            # "the heaviest car weight": the weight's maximum, as "the maximum weight" is
+            pending.append("MAX" if RANKED[low][1] else "MIN")
+            reading.use(i, i + 1)
+            i += 1
             continue
         stored = stored_count(reading, i)
         if stored is not None:
@@ -193,6 +227,8 @@ def read_items(reading: Reading, read: Read, at: int) -> int:
             if predicate:
                 break  # the column's word opens the comparison clause
             continue
+        if columns and numbered(reading, read, columns, pending):
+            break  # "teach grade 1": the value clause reads the column and its number
         if columns:
             funcs = pending or [""]
             for func in funcs:

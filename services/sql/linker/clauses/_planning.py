@@ -32,7 +32,7 @@ from services.sql.linker._plan import (
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses._cues import RELATIVE
 from services.sql.linker.clauses._reading import Condition, Decline, Item, Rank, Read, Reading
-from services.sql.words import measure_name
+from services.sql.words import measure_name, name_words
 
 
 def make_plan(reading: Reading, read: Read) -> Plan:
@@ -245,9 +245,10 @@ class _Resolver:
         exact = [Col(t, c) for t in tables for c in t.columns if c.name.lower() == word]
         if len(exact) == 1:
             return exact[0]
+        # the word as a whole part of the name (``song_release_year``, ``ReleaseYear``),
+        # never the end of another word: ``average`` says no age
         for table in tables:
-            found = [c for c in table.columns if word in c.name.lower().split("_")
-                     or c.name.lower().endswith(word)]  # fmt: skip
+            found = [c for c in table.columns if word in name_words(c.name)]
             if len(found) == 1:
                 return Col(table, found[0])
         raise Decline(f"no column says {word!r}")
