@@ -155,6 +155,9 @@ def _score(answer: pb.Answer, gold: Sequence[Rows | str], question: str) -> dict
         "answered": answered,
         "correct": bool(correct),
         "rows": rows,
+        # what a refusal said (it names what it could not place): read per turn on the
+        # study scripts, never on the blind ones
+        "message": "" if answered else answer.text,
     }
 
 

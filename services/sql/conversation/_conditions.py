@@ -121,18 +121,22 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
     select = parse(sql)
     said = said_numbers(condition)
     tried = False
-    for table in _own_tables(select, catalog):
-        named = readable(table, catalog)
-        words = in_full(_without_subject(condition, named))
-        for rows in subjects(named):
-            for frame in _FRAMES:
-                linked = await link(frame.format(rows=rows, condition=words))
-                if linked is None:
-                    continue
-                tried = True
-                placed = _placed(select, linked, catalog)
-                if placed is not None and set(said) <= _compared_numbers(placed.conditions):
-                    return placed
+    conditions = [condition]
+    if (unnamed := _without_own_word_for_rows(condition, catalog)) is not None:
+        conditions.append(unnamed)
+    for said_as in conditions:
+        for table in _own_tables(select, catalog):
+            named = readable(table, catalog)
+            words = in_full(_without_subject(said_as, named))
+            for rows in subjects(named):
+                for frame in _FRAMES:
+                    linked = await link(frame.format(rows=rows, condition=words))
+                    if linked is None:
+                        continue
+                    tried = True
+                    placed = _placed(select, linked, catalog)
+                    if placed is not None and set(said) <= _compared_numbers(placed.conditions):
+                        return placed
     if tried:
         raise FollowUpError(f"'{condition}' links to a condition the previous answer cannot take")
     raise FollowUpError(f"no column of the previous answer's tables fits '{condition}'")
@@ -147,6 +151,57 @@ def _without_subject(condition: str, named: str) -> str:
     if len(words) > len(names) and head == [stem(n) for n in names]:
         return " ".join(words[len(names) :])
     return condition
+
+
+# What may follow the rows' own noun in a condition: a preposition or a relative word
+# ("the readings in December", "readings with a wind speed above 10", "trips that ...").
+_AFTER_ROWS = frozenset(
+    [
+        "in",
+        "from",
+        "with",
+        "without",
+        "that",
+        "which",
+        "who",
+        "whose",
+        "where",
+        "above",
+        "below",
+        "over",
+        "under",
+        "at",
+        "on",
+        "during",
+        "before",
+        "after",
+        "since",
+        "between",
+    ]
+)
+
+
+def _without_own_word_for_rows(condition: str, catalog: Catalog) -> str | None:
+    """The condition without a plural noun it starts with that names no table and no
+    column of the schema, when a preposition or relative word follows it: the user's own
+    word for the earlier rows ("just the readings in December" after an average over
+    ``weather`` → "in December"). None otherwise: a noun the schema names is a condition
+    on those rows ("flights in December" about airports counts their flights), and is
+    read as said. Tried only after the condition as said links to nothing."""
+    words = condition.split()
+    if len(words) < 3 or words[1].lower() not in _AFTER_ROWS:
+        return None
+    noun = words[0].lower()
+    if not (noun.isalpha() and noun.endswith("s") and len(noun) > 3):
+        return None
+    named = {
+        stem(w)
+        for table in catalog.tables
+        for name in (table.name, *(c.name for c in table.columns))
+        for w in re.split(r"[^a-z0-9]+", name.lower())
+        if w
+    }
+    return None if stem(noun) in named else " ".join(words[1:])
 
 
 def _own_tables(select: exp.Select, catalog: Catalog) -> list[TableInfo]:

@@ -425,3 +425,24 @@ def test_a_question_naming_other_things_linked_to_the_rows_keys_alone_answers_no
     assert not shows_only_rows("which customers ordered?", keys, about, CATALOG)
     assert not shows_only_rows("which orders did he place?", "SELECT t0.id, t0.customer_id "
                                "FROM orders AS t0", about, CATALOG)  # fmt: skip
+
+
+async def test_the_users_own_word_for_the_rows_is_left_out_when_the_schema_names_nothing_so():
+    """'just the purchases over 100' after a count of orders per status: 'purchases' names
+    no table or column, so it is the user's word for the rows counted and the condition
+    is 'over 100' (before: refused, no column fits 'purchases over 100')."""
+    linker = Linker({"orders are over 100": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 100"})
+    _same(
+        await _filtered(PER_STATUS, "purchases over 100", linker),
+        "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.amount > 100) GROUP BY o.status",
+    )
+    assert linker.asked[0] == "Which orders are purchases over 100?"
+
+
+async def test_a_noun_the_schema_names_stays_part_of_the_condition():
+    """'customers in France' about orders names the customers table: it is a condition on
+    the orders' customers, never dropped to 'in France'."""
+    linker = Linker({"orders are in France": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 1"})
+    with pytest.raises(FollowUpError):
+        await _filtered(PER_STATUS, "customers in France", linker)
+    assert not any(q.endswith("are in France?") for q in linker.asked)
