@@ -155,30 +155,10 @@ def _without_subject(condition: str, named: str) -> str:
 
 # What may follow the rows' own noun in a condition: a preposition or a relative word
 # ("the readings in December", "readings with a wind speed above 10", "trips that ...").
-_AFTER_ROWS = frozenset(
-    [
-        "in",
-        "from",
-        "with",
-        "without",
-        "that",
-        "which",
-        "who",
-        "whose",
-        "where",
-        "above",
-        "below",
-        "over",
-        "under",
-        "at",
-        "on",
-        "during",
-        "before",
-        "after",
-        "since",
-        "between",
-    ]
-)
+_AFTER_ROWS = frozenset((
+    "in", "from", "with", "without", "that", "which", "who", "whose", "where", "above",
+    "below", "over", "under", "at", "on", "during", "before", "after", "since", "between",
+))  # fmt: skip
 
 
 def _without_own_word_for_rows(condition: str, catalog: Catalog) -> str | None:
