@@ -14,7 +14,12 @@ refer to them, and not the values of a column the question never names.
   of the question says ("tie" is no "times") counts rows the question never asked
   about; ``COUNT(*)`` counts the rows.
 
-Both read the question's words, the statement and the catalog's keys and references;
+- **Values of a column that stores a count.** "How many rooms does each property with
+  AirCon have?" answered with ``COUNT(room_count)``: a column whose name says it holds a
+  count (``room_count``, ``num_of_staff``) already is the number asked; counting its
+  values counts the rows that have one, a number nobody asked for.
+
+All read the question's words, the statement and the catalog's keys and references;
 nothing here knows a schema.
 """
 
@@ -27,7 +32,14 @@ from sqlglot import exp
 from services.sql.catalog import TableInfo
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._statement import StatementNodes, column_name, is_key
-from services.sql.words import GRAMMAR_WORDS, STOP_WORDS, stem, tokenize, word_match
+from services.sql.words import (
+    GRAMMAR_WORDS,
+    STOP_WORDS,
+    measure_name,
+    stem,
+    tokenize,
+    word_match,
+)
 
 # "how many players", "the number of distinct players", "count the players"
 _COUNTED_NOUN = re.compile(
@@ -39,12 +51,14 @@ _KEY_PARTS = frozenset({"id", "ids", "key", "code", "no", "num", "number"})
 
 
 def check_counted(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) -> None:
-    """Refuse (:class:`LinkError`) a count of rows that refer to the noun counted, and a
-    count of a plain column the question never names."""
+    """Refuse (:class:`LinkError`) a count of rows that refer to the noun counted, a
+    count of a plain column the question never names, and a count of the values of a
+    column that stores a count."""
     if not isinstance(tree, exp.Select) or ctx.applied or ctx.instructions.strip():
         return  # definitions name things in their own words
     _counted_referring_rows(ctx, tree, nodes)
     _counted_column_unsaid(ctx, tree, nodes)
+    _counted_a_stored_count(tree, nodes)
 
 
 def _strong(word: str, parts: list[str]) -> bool:
@@ -127,4 +141,21 @@ def _counted_column_unsaid(ctx: LinkContext, tree: exp.Select, nodes: StatementN
         raise LinkError(
             f"the statement counts the rows with a value of {table.name}.{name}, a column "
             "the question does not name"
+        )
+
+
+def _counted_a_stored_count(tree: exp.Select, nodes: StatementNodes) -> None:
+    for count in tree.find_all(exp.Count):
+        inner = count.this
+        if isinstance(inner, exp.Distinct):
+            inner = next(iter(inner.expressions), None)
+        if not isinstance(inner, exp.Column):
+            continue
+        table = nodes.owner(inner)
+        name = column_name(inner)
+        if table is None or table.column(name) is None or not measure_name(name):
+            continue
+        raise LinkError(
+            f"the statement counts the values of {table.name}.{name}, which holds a count "
+            "itself: the number asked is the one it stores"
         )
