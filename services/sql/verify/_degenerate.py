@@ -3,7 +3,11 @@
 - An aggregate of a column the statement also groups by: within each group the column
   holds one value, so its MAX, MIN, AVG or SUM (of one distinct value) only repeats or
   multiplies the group's own value, never the measure asked across the rows ("the
-  maximum age of singers in each country" grouped by country *and* age lists every age).
+  maximum age of singers in each country" grouped by country *and* age lists every age);
+  and its ``COUNT(DISTINCT …)`` is 1 in every group, shown, kept by HAVING or ordered by
+  ("How many concerts did each of the singers under 35 sing in?" read as ``HAVING
+  COUNT(DISTINCT singer_id) < 35`` per singer keeps every singer: "under 35" was their
+  age).
 - A literal compared by equality with the very column the statement shows, and shows
   alone: every row it returns is that literal ("Which models does ford make?" read as
   ``SELECT model … WHERE model = 'ford'`` where 'ford' is stored as a model *and* as a
@@ -26,17 +30,25 @@ _FOLDING = (exp.Max, exp.Min, exp.Avg, exp.Sum)
 
 
 def check_aggregate_of_a_group(tree: exp.Expr) -> None:
-    """Refuse a MAX/MIN/AVG/SUM over a column the same SELECT groups by."""
+    """Refuse a MAX/MIN/AVG/SUM, or a COUNT(DISTINCT …), over a column the same SELECT
+    groups by, wherever the SELECT computes it (shown, in HAVING or in ORDER BY)."""
     for select in tree.find_all(exp.Select):
         group = select.args.get("group")
         if group is None:
             continue
         grouped = {e.sql() for e in group.expressions if isinstance(e, exp.Column)}
-        for output in select.expressions:
-            for node in output.find_all(*_FOLDING):
+        places = [*select.expressions, select.args.get("having"), select.args.get("order")]
+        for place in places:
+            if place is None:
+                continue
+            for node in place.find_all(*_FOLDING, exp.Count):
                 if node.find_ancestor(exp.Select) is not select:
                     continue  # a subquery's aggregate, its own grouping
                 arg = node.this
+                if isinstance(node, exp.Count):
+                    if not isinstance(arg, exp.Distinct) or len(arg.expressions) != 1:
+                        continue  # COUNT(col) counts the group's rows with a value
+                    arg = arg.expressions[0]
                 if isinstance(arg, exp.Column) and arg.sql() in grouped:
                     raise LinkError(
                         f"the statement takes the {node.key.upper()} of {arg.name} while "

@@ -176,6 +176,32 @@ def test_an_aggregate_of_a_grouped_column_is_refused() -> None:
     )
 
 
+def test_a_distinct_count_of_a_grouped_column_is_refused_wherever_it_stands() -> None:
+    """ "How many pages does each report have, for reports under 35?" read as ``HAVING
+    COUNT(DISTINCT report_id) < 35`` per report (as Spider v4 concert_singer-x3#2
+    spelled out, "each of the singers under 35", was, s59): the count is 1 in every
+    group, so HAVING keeps every report and "under 35" was never read. Shown or ordered
+    by, it is as degenerate."""
+    vocabulary = Vocabulary(LIBRARY, JoinGraph(LIBRARY))
+    ctx = read_question(
+        "How many pages does each report have, for reports under 35?", vocabulary, TODAY
+    )
+    base = (
+        "SELECT t0.title, COUNT(*) AS count FROM public.report AS t0"
+        " JOIN public.page AS t1 ON t1.report_id = t0.report_id"
+        " GROUP BY t0.title, t0.report_id"
+    )
+    for tail in (
+        " HAVING COUNT(DISTINCT t0.report_id) < 35",
+        " HAVING COUNT(*) < 35 ORDER BY COUNT(DISTINCT t0.report_id) DESC",
+    ):
+        with pytest.raises(LinkError, match="COUNT of report_id while grouping by report_id"):
+            verify_statement(ctx, base + tail)
+    with pytest.raises(LinkError, match="COUNT of report_id while grouping"):
+        shown = base.replace("COUNT(*) AS", "COUNT(DISTINCT t0.report_id) AS")
+        verify_statement(ctx, shown + " HAVING COUNT(*) < 35")
+
+
 def test_a_relative_clause_said_of_absent_rows_is_not_read_outside_the_absence() -> None:
     """ "reports that do not have a page that has more than 300 words": read as a clause
     of its own, the relative clause required a page the absence then denied, an answer
