@@ -149,3 +149,36 @@ def test_a_column_said_by_its_own_name_stays() -> None:
     assert sql.endswith("GROUP BY t0.dst")
 
 
+@pytest.mark.parametrize(
+    ("question", "stored"),
+    [
+        ("How many flights did United operate from EWR?", "United Air Lines Inc."),
+        ("How many flights did JetBlue operate from EWR?", "JetBlue Airways"),
+        ("How many flights did American Airlines operate from EWR?", "American Airlines Inc."),
+        # 'Delta' also begins two airports' names, but the statement reads no airport
+        ("How many flights did Delta operate from EWR?", "Delta Air Lines Inc."),
+        ("What is the carrier code of Delta?", "Delta Air Lines Inc."),
+    ],
+)
+def test_a_name_said_by_its_leading_words_is_the_stored_name(question: str, stored: str) -> None:
+    """A capitalised name that is the leading whole words of one stored name is compared
+    as that name; it was refused ("found 'Delta' ... but could not read the question")."""
+    sql = _sql(question)
+    assert f"(t1.name = '{stored}')" in sql or f"(t0.name = '{stored}')" in sql
+
+
+def test_a_name_leading_names_in_two_columns_is_refused_naming_both() -> None:
+    """ "American" begins an airline's name and a manufacturer's: either reading is
+    possible, so neither is guessed."""
+    with pytest.raises(LinkError) as refused:
+        _sql("How many flights did American operate from EWR?")
+    assert "'American Airlines Inc.'" in str(refused.value)
+    assert "'AMERICAN AIRCRAFT INC'" in str(refused.value)
+
+
+def test_a_name_leading_a_name_of_a_table_read_is_refused() -> None:
+    """The statement reads the airports, two of whose names 'Delta' begins too: the
+    airline's name is not taken."""
+    with pytest.raises(LinkError):
+        _sql("Which airports have Delta in their name?")
+
