@@ -13,6 +13,7 @@ import sqlglot
 from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.linker.clauses import Decline, read_clauses
 from services.sql.verify import verify_statement
 
 TODAY = date(2026, 11, 30)
@@ -182,3 +183,23 @@ def test_a_name_leading_a_name_of_a_table_read_is_refused() -> None:
     with pytest.raises(LinkError):
         _sql("Which airports have Delta in their name?")
 
+
+def test_a_grouping_said_with_its_direction_is_read() -> None:
+    """ "to BOS from each origin airport": "from" is the grouping's own word, since
+    ``flights.origin`` says that direction; it was left unread and the question refused."""
+    sql = _sql("How many flights went to BOS from each origin airport?")
+    assert "WHERE (t0.dest = 'BOS') GROUP BY t0.origin" in sql
+
+
+def test_a_grouping_against_its_direction_is_not_read_so() -> None:
+    """ "from each destination": the column says "to"; the clause reader leaves it."""
+    vocabulary = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
+    linker = QuestionLinker(
+        "How many flights went to BOS from each destination?",
+        vocabulary,
+        TODAY,
+        (),
+        check=verify_statement,
+    )
+    with pytest.raises(Decline, match="from"):
+        read_clauses(linker.context)
