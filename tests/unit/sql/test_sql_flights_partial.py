@@ -1,7 +1,8 @@
 """nycflights13 first turns (ISSUE-45, s59): "each destination airport" read as the
 airports' daylight-saving flag ``dst`` (a confident wrong), and airlines named by the
-leading words of their stored names ("Delta" for 'Delta Air Lines Inc.'). Shown on a
-catalog shaped as nycflights13 is, through the real linker and verifier."""
+leading words of their stored names ("Delta" for 'Delta Air Lines Inc.'), and "to BOS
+from each origin airport" refused for its "from". Shown on a catalog shaped as
+nycflights13 is, through the real linker and verifier."""
 
 from __future__ import annotations
 
