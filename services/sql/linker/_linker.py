@@ -19,6 +19,7 @@ from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._dates import date_column, day_kinds
 from services.sql.linker._gradable import gradable_asked
 from services.sql.linker._how_much import how_much_asked
+from services.sql.linker._leading import ambiguity, led_names, said_whole, tables_read
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._measures import fits_phrase, read_arith, read_measure
 from services.sql.linker._outputs import is_covered, merge_elliptic, read_item, split_output
@@ -73,6 +74,9 @@ class QuestionLinker:
         # terms whose words replaced the question's: whether they changed the statement is
         # a question (a definition written in SQL is in the statement when applied)
         self._expanded = frozenset(self.context.applied)
+        # whether a name said by its leading words may be read said whole (``_read_led``):
+        # not again in a question that already says it whole
+        self._led = True
 
     def link(self) -> Linked:
         """The statement, or :class:`LinkError` naming what did not link or what the
@@ -116,6 +120,9 @@ class QuestionLinker:
             linked = self._link()
         except LinkError as refused:
             question = self._inputs[0]
+            led = self._read_led()
+            if led is not None:
+                return led
             moved = rephrased(question)
             if moved != question:
                 try:
@@ -153,6 +160,42 @@ class QuestionLinker:
             if term not in self._expanded or self._changed_by(term, linked.sql)
         )
         return replace(linked, applied=applied) if applied != linked.applied else linked
+
+    def _read_led(self) -> Linked | None:
+        """The question with a name said by its leading words ("Delta") said as the one
+        stored value it begins ('Delta Air Lines Inc.', ``_leading``); None when it says
+        no such name or the full name is refused too. Of several values the words begin,
+        the one whose reading reads no table holding another is taken; more than one such
+        is a :class:`LinkError` naming two, none leaves the refusal as asked."""
+        question, vocab = self._inputs[0], self._inputs[1]
+        found = led_names(vocab, question) if self._led else []
+        if not found:
+            return None
+        led = found[0]
+        by_column: dict[tuple[str, str], list[str]] = {}
+        for col, value in led.values:
+            by_column.setdefault(col.key, []).append(value)
+        readings: list[Linked] = []
+        for col, value in led.values:
+            if len(by_column[col.key]) != 1:
+                continue
+            _, _, today, glossary, instructions, meanings = self._inputs
+            whole = QuestionLinker(said_whole(question, led, value), vocab, today, glossary,
+                                   instructions, check=self._check, meanings=meanings)  # fmt: skip
+            whole._led = False  # said whole: no name in it to lengthen again
+            try:
+                linked = whole._read()
+            except LinkError:
+                continue
+            read = tables_read(linked.sql)
+            if any(c.table.name.lower() in read for c, v in led.values if v != value):
+                continue
+            readings.append(
+                replace(linked, explanation=f"{linked.explanation} Read {led.said!r} as {value!r}.")
+            )
+        if len(readings) > 1:
+            raise LinkError(ambiguity(led))
+        return readings[0] if readings else None
 
     def _read_apart(self) -> Linked | None:
         """A question in two sentences ("…? List the country name.") read as its first
@@ -196,9 +239,11 @@ class QuestionLinker:
         """``question`` linked in this one's place: the same schema, day, definitions,
         instructions, meanings and checks (a rephrasing, or one sentence of two)."""
         _, vocab, today, glossary, instructions, meanings = self._inputs
-        return QuestionLinker(
+        asked = QuestionLinker(
             question, vocab, today, glossary, instructions, check=self._check, meanings=meanings
-        )._read()
+        )
+        asked._led = self._led
+        return asked._read()
 
     def _changed_by(self, term: str, sql: str) -> bool:
         question, vocab, today, glossary, instructions, meanings = self._inputs

@@ -19,6 +19,7 @@ from services.sql.linker._plan import (
     refines,
     same_measure,
 )
+from services.sql.linker._references import reference_named
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses import PREPOSITIONS
 from services.sql.words import (
@@ -105,6 +106,8 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
         if not plan.measures:
             continue
         col = find_column(ctx, words)
+        if col is not None:
+            col = reference_named(ctx, words, col)
         tables = ctx.vocab.tables_named(words)
         measured = {m.table.qualified for m in plan.measures if m.table is not None}
         measured |= {m.col.table.qualified for m in plan.measures if m.col is not None}

@@ -15,6 +15,7 @@ from services.sql.linker.clauses._cues import (
     RELATIVE,
 )
 from services.sql.linker.clauses._reading import Item, Rank, Read, Reading, table_first
+from services.sql.words import FROM, TO, name_direction
 
 _VERB_WORDS = 3  # "who has performed in the most concerts": the words a verb may take
 
@@ -171,3 +172,36 @@ def rank_clause(reading: Reading, read: Read, i: int) -> int | None:
         reading.use(i, columns[0].end)
         return columns[0].end
     return None
+
+
+_DIRECTED = {"from": FROM, "to": TO}
+
+
+def directed_group_clause(reading: Reading, read: Read, i: int) -> int | None:
+    """ "flights to BOS from each origin airport": a preposition of motion before a
+    grouping whose column says that same direction (``flights.origin`` says "from") is
+    the grouping's own word, not a condition missing its end point. Any other column, a
+    table, or a direction the column does not say is left to the other clauses."""
+    way = _DIRECTED.get(reading.low(i))
+    if way is None or not reading.match(i + 1, GROUP_PHRASES):
+        return None
+    groups, tables = len(read.groups), list(read.tables)
+    used = set(reading.used)
+    after = group_clause(reading, read, i + 1)
+    if after is None:
+        return None
+    said = read.groups[groups:]
+    columns = [m.col for mentions in said for m in mentions if m.col is not None]
+    if (
+        len(said) != 1
+        or not columns
+        or any(m.table is not None and m.col is None for m in said[0])
+        or any(name_direction(c.column.name) != way for c in columns)
+    ):
+        del read.groups[groups:]
+        read.tables[:] = tables
+        reading.used.clear()
+        reading.used.update(used)
+        return None
+    reading.use(i, i + 1)
+    return after

@@ -33,7 +33,13 @@ from services.sql.linker.clauses._events import (
 )
 from services.sql.linker.clauses._head import counted_head, read_head, read_items
 from services.sql.linker.clauses._planning import make_plan
-from services.sql.linker.clauses._ranking import group_clause, order_clause, rank_clause, top_clause
+from services.sql.linker.clauses._ranking import (
+    directed_group_clause,
+    group_clause,
+    order_clause,
+    rank_clause,
+    top_clause,
+)
 from services.sql.linker.clauses._reading import Decline, Read, Reading
 
 
@@ -88,6 +94,7 @@ def _clauses(reading: Reading, read: Read, at: int) -> None:
         scope_clause,
         event_clause,
         order_clause,
+        directed_group_clause,
         group_clause,
         top_clause,
         rank_clause,

@@ -1,0 +1,50 @@
+"""A column a reference names better than the table's own abbreviated column: "each
+destination airport" is ``flights.dest`` (which holds airports' keys), not
+``airports.dst`` (daylight saving), whose name only shares the letters of
+"destination" and wins on the table word "airport" alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from services.sql.linker._context import LinkContext
+from services.sql.linker._vocabulary import Col
+
+# At most this the words name a column only by abbreviation (letters picked in order,
+# ``dst`` of "destination"); ``word_match`` gives a whole prefix ("dest") 0.85.
+ABBREVIATED = 0.8
+
+
+def holds_keys_of(ctx: LinkContext, col: Col, table: str) -> bool:
+    """Whether ``col`` holds keys of ``table`` (a declared or inferred key edge)."""
+    return any(
+        e.child == col.table.qualified and e.parent == table and col.column.name in e.child_columns
+        for e in ctx.graph.edges_of(col.table.qualified)
+    )
+
+
+def reference_named(ctx: LinkContext, words: Sequence[str], col: Col) -> Col:
+    """The one column of another table that holds keys of ``col``'s table and that the
+    words other than the table's name say better than they say ``col``; ``col`` itself
+    when its name is said as well as an abbreviation can be, or no such column (or more
+    than one) exists. The table word then says what the reference points at."""
+    vocab = ctx.vocab
+    table_words = [w for w in words if vocab.table_score([w], col.table) > 0]
+    rest = [w for w in words if w not in table_words]
+    if not table_words or not rest:
+        return col
+    own = vocab.column_score(rest, col)
+    if own > ABBREVIATED:
+        return col
+    better = [
+        (score, c)
+        for c in vocab.columns
+        if c.table.qualified != col.table.qualified
+        and holds_keys_of(ctx, c, col.table.qualified)
+        and (score := vocab.column_score(rest, c)) > own
+    ]
+    if not better:
+        return col
+    top = max(s for s, _ in better)
+    best = [c for s, c in better if abs(s - top) < 1e-9]
+    return best[0] if len(best) == 1 else col
