@@ -38,6 +38,7 @@ from services.sql.linker import (
     Vocabulary,
     find_meanings,
     nearest_names,
+    unplaced_meanings,
 )
 from services.sql.verify import verify_statement
 
@@ -138,6 +139,14 @@ class OfflineGenerator:
             return reading
         explainer = RefusalExplainer(vocabulary)
         unplaced = explainer.unplaced(reading.error)
+        if unplaced:
+            nouns = await unplaced_meanings(
+                self._embedder, vocabulary, question, unplaced, meanings
+            )
+            if nouns:
+                last = self.read(question, schema, (*meanings, *nouns))
+                if last.sql or last.error is None:
+                    return last
         nearby = await nearest_names(self._embedder, vocabulary, unplaced) if unplaced else {}
         if not nearby:
             return reading

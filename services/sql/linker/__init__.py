@@ -22,6 +22,8 @@ One module per step, in the order a question goes through them:
 - ``_meanings``: words no name spells, linked by meaning through the question embedder;
 - ``_gradable``: a gradable word ("most expensive", "weigh the most") read as the
   measure it ranks by, linked by meaning;
+- ``_unplaced``: a noun a refusal could not place, linked by meaning with a margin to
+  an element of the question's tables (the last reading tried);
 - ``_clauses``: the clause reader (head, items, clauses) for questions as people ask;
 - ``_dates``: time windows and which date column a question means;
 - ``_measures``: counts, sums, averages, arithmetic, elapsed time, ranks;
@@ -67,6 +69,7 @@ from services.sql.linker._meanings import (
 from services.sql.linker._measures import AGG_WORDS, COUNT_CUES
 from services.sql.linker._plan import Linked, LinkError, is_temporal
 from services.sql.linker._terms import prose_of_definitions
+from services.sql.linker._unplaced import unplaced_meanings
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
 from services.sql.linker.clauses import form_words
 
@@ -102,4 +105,5 @@ __all__ = [
     "read_question",
     "shown_instead",
     "unexplained",
+    "unplaced_meanings",
 ]

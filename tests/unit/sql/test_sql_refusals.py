@@ -134,15 +134,16 @@ def test_a_refusal_without_a_phrase_is_said_as_it_was():
 
 
 class _Embedder:
-    """Unit vectors by text: 'attendance' 0.6 alike to orders.quantity (near, too far to
-    be read as it), every other name on an axis of its own."""
+    """Unit vectors by text: 'attendance' 0.6 alike to orders.quantity and 0.55 to the
+    orders table (near both, too near a tie to be read as either), every other name on
+    an axis of its own."""
 
     async def embed_phrases(self, texts: Sequence[str]) -> np.ndarray:
         rows = []
         for text in texts:
             row = np.zeros(4, dtype=np.float32)
             if text == "attendance":
-                row[0], row[3] = 0.6, 0.8
+                row[0], row[1], row[3] = 0.6, 0.55, 0.58
             else:
                 row[0 if text == "quantity" else 1 if text == "order" else 2] = 1
             rows.append(row)
@@ -156,7 +157,7 @@ async def test_the_offline_generator_says_the_names_near_in_meaning():
     assert offline.reason.startswith("could not place 'attendance'")
     reading = await OfflineGenerator(_Embedder()).reading(question, view)
     assert not reading.sql
-    assert reading.reason == "could not place 'attendance' — nearest: orders.quantity?"
+    assert reading.reason == "could not place 'attendance' — nearest: orders.quantity, orders?"
 
 
 def test_the_plain_check_finds_a_refusal_calling_a_name_absent():
