@@ -114,7 +114,7 @@ def _common_noun(question: str, word: str) -> bool:
         if m.group(0)[:1].isupper() and before and before[-1] not in ".?!":
             return False
         if before.split()[-1:] and before.split()[-1].lower() in _VERB_BEFORE:
-            return False  # "did they receive", "to sign": a verb
+            return False  # "to fund", "did receive": a verb right after its auxiliary
     return True
 
 

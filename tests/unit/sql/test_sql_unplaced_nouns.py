@@ -103,3 +103,28 @@ async def test_a_participle_is_no_noun_however_near(real_embedder: Embedder) -> 
         _Phrases(real_embedder), vocab, "Which projects were funded?", ["funded"]
     )
     assert found == ()
+
+
+async def test_a_noun_may_name_a_column_of_a_table_joined_to_the_ones_placed(
+    real_embedder: Embedder,
+) -> None:
+    """ "the total funds of employees": only ``employees`` is placed, and the funds are
+    the budgets of the projects that refer to them; among the placed table's own columns
+    alone nothing is near enough (``salary`` 0.33)."""
+    vocab = Vocabulary(WORKS, JoinGraph(WORKS))
+    (meaning,) = await unplaced_meanings(
+        _Phrases(real_embedder), vocab, "What is the total funds of employees?", ["funds"]
+    )
+    assert (meaning.table, meaning.column) == ("public.projects", "budget")
+
+
+async def test_a_word_after_to_is_a_verb_and_links_nothing(real_embedder: Embedder) -> None:
+    """ "projects to fund": after "to" the word is a verb, a condition on the projects,
+    not the budget it is near as a noun ("the fund of each project" links it)."""
+    vocab = Vocabulary(WORKS, JoinGraph(WORKS))
+    phrases = _Phrases(real_embedder)
+    assert (
+        await unplaced_meanings(phrases, vocab, "Which projects are there to fund?", ["fund"]) == ()
+    )
+    (noun,) = await unplaced_meanings(phrases, vocab, "What is the fund of each project?", ["fund"])
+    assert noun.column == "budget"
