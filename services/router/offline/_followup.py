@@ -689,6 +689,15 @@ _NARROW_VERB = re.compile(
     r"\s+(?:(?:me|the|those|these|ones|them)\s+)*(?P<f>.+?)(?:\s+(?:ones?|only))?$",
     re.IGNORECASE,
 )
+# "keep the ones with more than 2 transactions", "keep those over 50000", "keep the
+# vendors we paid more than 10000": the rows to keep, said with what qualifies them (a
+# row count, "keep the top 3", is read before).
+_KEEP = re.compile(
+    r"^(?:(?:and|but|now)\s+)*keep\s+(?:only\s+)?(?P<f>(?:the ones|those|ones|the\s+[a-z][\w'-]*s)"
+    r"\s+(?:with|without|that|which|who|where|whose|in|from|over|under|above|below|more|less"
+    r"|fewer|older|younger|after|before|since|we|they|you)\b.+)$",
+    re.IGNORECASE,
+)
 _NARROW_AFTER = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:those|the ones|ones|them)\s+(?P<f>.+?)(?:\s+only)?$",
     re.IGNORECASE,
@@ -1124,6 +1133,7 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
         # "of those, which are privately insured?": the ones that are
         return _narrowed(prior.resolved_question, f"that are {which.group('c')}")
     match = _AMONG.match(text) or _NARROW.match(text) or _NARROW_VERB.match(text)
+    match = match or _KEEP.match(text)
     match = match or _NARROW_AFTER.match(text)
     match = match or _NARROW_TAIL.match(text)
     if match is not None and not re.match(r"^(?:how|what|which|who|why)\b", match.group("f"), re.I):

@@ -128,3 +128,33 @@ def test_what_about_those_with_a_condition_not_said_before_adds_it():
     )
     # no condition after "those": still a question about the rows
     assert resolve("what about those?", [FEMALE]).kind is FollowUpKind.RESULT_REFERENCE
+
+
+PER_CUSTOMER = PriorTurn(
+    "How many transactions has each customer made?",
+    "How many transactions has each customer made?",
+    row_count=18,
+    sql="SELECT c.name, COUNT(*) FROM customers AS c JOIN transactions AS t "
+    "ON t.customer_id = c.id GROUP BY c.id, c.name",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("keep the ones with more than 2 transactions", "with more than 2 transactions"),
+        ("keep those over 50000", "over 50000"),
+        ("keep the vendors we paid more than 10000", "vendors we paid more than 10000"),
+    ],
+)
+def test_keep_with_a_qualified_object_narrows_the_rows(question, condition):
+    resolution = resolve(question, [PER_CUSTOMER])
+    assert resolution.kind is FollowUpKind.FILTER
+    assert resolution.builds_on == BuildsOn(PER_CUSTOMER.sql, Relation.FILTER, condition=condition)
+
+
+@pytest.mark.parametrize("question", ["keep the same", "keep the customers", "keep going"])
+def test_keep_without_a_qualifier_is_no_narrowing(question):
+    assert resolve(question, [PER_CUSTOMER]).kind is not FollowUpKind.FILTER
+    # a row count said with "keep" stays one
+    assert resolve("keep the top 3", [PER_CUSTOMER]).kind is FollowUpKind.LIMIT
