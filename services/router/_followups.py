@@ -24,7 +24,13 @@ from services.common.llm import (
     ResolveFollowUpRequest,
     Usage,
 )
-from services.router.offline import DETERMINISTIC_MODEL, Resolution, changes_row_count, resolve
+from services.router.offline import (
+    DETERMINISTIC_MODEL,
+    Resolution,
+    changes_row_count,
+    hides_rows,
+    resolve,
+)
 
 
 @dataclass(frozen=True)
@@ -46,10 +52,15 @@ class FollowUps:
 
     async def resolve(self, question: str, history: tuple[PriorTurn, ...]) -> Resolved:
         started = time.perf_counter()
-        if write_request(question) is not None and not changes_row_count(question, history):
+        if (
+            write_request(question) is not None
+            and not changes_row_count(question, history)
+            and not hides_rows(question, history)
+        ):
             # A request to change data is declined whatever it refers to ("delete them"):
             # nothing to resolve, and no reference to nothing to report instead. "Reduce
-            # that to 1" after a list of rows changes only how many of them are shown.
+            # that to 1" after a list of rows changes only how many of them are shown;
+            # "drop the suspended ones" only which of them are.
             return Resolved(Resolution(FollowUpKind.STANDALONE, question), 0.0)
         with self._tracer.start_as_current_span("router.resolve_follow_up") as span:
             resolution = resolve(question, history)

@@ -22,6 +22,7 @@ from services.router.offline._followup import (
     Relation,
     Resolution,
     changes_row_count,
+    hides_rows,
     resolve,
 )
 from services.router.offline._provider import DETERMINISTIC_MODEL, DeterministicProvider
@@ -38,6 +39,7 @@ __all__ = [
     "changes_row_count",
     "cited_row",
     "framing",
+    "hides_rows",
     "resolve",
     "sql_refusal_note",
     "unplaced_note",

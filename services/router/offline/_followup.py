@@ -689,6 +689,15 @@ _NARROW_VERB = re.compile(
     r"\s+(?:(?:me|the|those|these|ones|them)\s+)*(?P<f>.+?)(?:\s+(?:ones?|only))?$",
     re.IGNORECASE,
 )
+# "keep the ones with more than 2 transactions", "keep those over 50000", "keep the
+# vendors we paid more than 10000": the rows to keep, said with what qualifies them (a
+# row count, "keep the top 3", is read before).
+_KEEP = re.compile(
+    r"^(?:(?:and|but|now)\s+)*keep\s+(?:only\s+)?(?P<f>(?:the ones|those|ones|the\s+[a-z][\w'-]*s)"
+    r"\s+(?:with|without|that|which|who|where|whose|in|from|over|under|above|below|more|less"
+    r"|fewer|older|younger|after|before|since|we|they|you)\b.+)$",
+    re.IGNORECASE,
+)
 _NARROW_AFTER = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:those|the ones|ones|them)\s+(?P<f>.+?)(?:\s+only)?$",
     re.IGNORECASE,
@@ -720,10 +729,23 @@ _COMPARISON = re.compile(
     r"(?:\s+than)?\s+\$?\d",
     re.IGNORECASE,
 )
-# "exclude placebo treatments", "without the cancelled ones".
+# "exclude placebo treatments", "without the cancelled ones"; the verb's particle may
+# follow its object: "leave the placebo treatments out", "take the refunds out".
 _EXCLUDE = re.compile(
-    r"^(?:(?:and|but|now)\s+)*(?:exclude|excluding|without|except(?: for)?|leave out|remove|"
-    r"drop|ignore|not counting|minus|not)\s+(?:the\s+)?(?P<f>.+?)(?:\s+ones)?$",
+    r"^(?:(?:and|but|now)\s+)*(?:(?P<verb>exclude|excluding|without|except(?: for)?|leave out|"
+    r"take out|filter out|remove|drop|ignore|not counting|minus|not)\s+(?:the\s+)?"
+    r"(?P<f>.+?)(?:\s+ones)?"
+    r"|(?:leave|take|filter|keep)\s+(?:the\s+)?(?P<g>(?!(?:it|that|this|them)\b).+?)"
+    r"(?:\s+ones)?\s+out)$",
+    re.IGNORECASE,
+)
+# "drop the suspended ones", "remove those that failed": a verb of removing whose object
+# is part of the previous rows, said by a qualifier on "ones" or "those"; after an answer
+# of several rows it hides some of them. "drop them", "delete the cancelled orders" name
+# no part of the answer (or name data): requests to change data, declined.
+_HIDES_PART = re.compile(
+    r"^(?:(?:and|but|now)\s+)*(?:drop|remove)\s+(?:(?:the\s+)?\S.*\s+ones|(?:the ones|those)"
+    r"\s+(?:that|which|who|with|without|in|from|where|whose)\s+\S.*)$",
     re.IGNORECASE,
 )
 # "only", "just", "top": the words that make "the first one" a row count, not a pick.
@@ -1055,6 +1077,18 @@ def changes_row_count(question: str, history: Sequence[PriorTurn]) -> bool:
     return match is not None and bool(match.group("verb")) and _limit(_plain(question)) is not None
 
 
+def hides_rows(question: str, history: Sequence[PriorTurn]) -> bool:
+    """Whether a request worded like a change of data ("drop the suspended ones", "remove
+    those that failed") hides part of the previous answer's rows: its object is a
+    qualified part of them ("the … ones", "those that …") and the previous answer listed
+    several rows of a statement. "Drop them" or "delete the cancelled orders" name no
+    part of the answer, and stay requests to change data."""
+    prior = next((t for t in reversed(history) if not t.unresolved), None)
+    if prior is None or not prior.sql or prior.row_count < 2:
+        return False
+    return _HIDES_PART.match(_plain(question)) is not None
+
+
 def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
     """Row-count changes, regroupings and narrowings, read from the request's shape
     whatever its politeness or case."""
@@ -1087,13 +1121,19 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
             builds_on=BuildsOn(prior.sql, Relation.REGROUP, dimension=dim, add=add),
         )
     if (match := _EXCLUDE.match(text)) is not None:
-        excluded = _condition_words(match.group("f"))
+        excluded = _condition_words(match.group("f") or match.group("g"))
         return Resolution(
             FollowUpKind.FILTER,
             f"{_body(prior.resolved_question)} excluding {excluded}?",
             builds_on=BuildsOn("", Relation.FILTER, condition=excluded, exclude=True),
         )
+    if (among := _AMONG.match(text)) is not None and (
+        which := _WHICH_ARE.match(_clean(among.group("f")))
+    ) is not None:
+        # "of those, which are privately insured?": the ones that are
+        return _narrowed(prior.resolved_question, f"that are {which.group('c')}")
     match = _AMONG.match(text) or _NARROW.match(text) or _NARROW_VERB.match(text)
+    match = match or _KEEP.match(text)
     match = match or _NARROW_AFTER.match(text)
     match = match or _NARROW_TAIL.match(text)
     if match is not None and not re.match(r"^(?:how|what|which|who|why)\b", match.group("f"), re.I):
@@ -1108,6 +1148,48 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
     ):
         return _narrowed(prior.resolved_question, _clean(match.group("f")))
     return None
+
+
+# "which are privately insured", "who were born in Texas": after "of those", the rows a
+# state or a qualifier picks out. Not a question about the rows themselves: "which are
+# the cheapest", "who are their doctors", "which is it", a second verb ("which are
+# sold by whom").
+_WHICH_ARE = re.compile(
+    r"^(?:which|who)\s+(?:ones\s+)?(?:are|were|is|was)\s+"
+    r"(?P<c>(?!(?:the|a|an|their|its|his|her|our|my|your|them|it|most|least|more|less"
+    r"|what|which|who|how|[a-z]+est)\b)[\w'.&-]+(?:\s+(?!(?:is|are|was|were|do|does|did|has|"
+    r"have|had|by whom)\b)[\w'.&-]+){0,4})$",
+    re.IGNORECASE,
+)
+# "what about those born after 1985?", "how about the ones older than 50?": another
+# condition on the rows in place of the previous one of that shape, or one added.
+_ABOUT_THOSE = re.compile(
+    rf"^{_LEAD}(?:what|how) about (?:those|these|the ones|ones)\s+(?P<c>\S.*?)\s*\??$",
+    re.IGNORECASE,
+)
+_SAID_BOUND = re.compile(rf"\b{_BOUND}\s+(?:19|20)\d\d\b", re.IGNORECASE)
+
+
+def _other_condition(asked: str, prior: PriorTurn) -> Resolution | None:
+    """ "what about those born after 1985?" after "… born before 1985 …": the bound or
+    comparison the previous question said, replaced (a value swap, read on the statement
+    as another condition on the same column); where it said none of that shape, the
+    condition added (a narrowing)."""
+    match = _ABOUT_THOSE.match(asked)
+    if match is None or not _CONDITION_HEAD.match(match.group("c")):
+        return None
+    said = _clean(match.group("c"))
+    body = _body(prior.resolved_question)
+    for shape in (_SAID_BOUND, _SAID_COMPARISON):
+        new = shape.search(said)
+        old = list(shape.finditer(body))
+        if new is not None and len(old) == 1:
+            return Resolution(
+                FollowUpKind.VALUE_SWAP,
+                f"{body[: old[0].start()]}{new.group(0)}{body[old[0].end() :]}?",
+                builds_on=BuildsOn("", Relation.VALUE_SWAP, value=said),
+            )
+    return _narrowed(prior.resolved_question, said)
 
 
 _AUXILIARY_AFTER = re.compile(
@@ -1191,6 +1273,8 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             condition = f"in {condition}"
         return Resolution(FollowUpKind.FILTER, f"{_body(prior.resolved_question)} {condition}?")
 
+    if (other := _other_condition(asked, prior)) is not None:
+        return other
     demonstrative = _DEMONSTRATIVE.search(asked) or _COLLECTIVE.search(asked)
     said_count = demonstrative.group("count") if demonstrative else None
     if said_count and prior.row_count:

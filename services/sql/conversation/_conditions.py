@@ -49,6 +49,9 @@ class Linked:
     conditions: tuple[exp.Expr, ...]
     joins: tuple[exp.Join, ...]
     columns: frozenset[tuple[str, str]]  # (alias in the earlier statement, column)
+    # conditions on each group's aggregate ("with more than 3 transactions" after a count
+    # per customer): the earlier statement's HAVING, see :func:`_placed_on_groups`
+    having: tuple[exp.Expr, ...] = ()
 
 
 def subjects(words: str) -> list[str]:
@@ -135,7 +138,10 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
                         continue
                     tried = True
                     placed = _placed(select, linked, catalog)
-                    if placed is not None and set(said) <= _compared_numbers(placed.conditions):
+                    compared = (
+                        _compared_numbers((*placed.conditions, *placed.having)) if placed else set()
+                    )
+                    if placed is not None and set(said) <= compared:
                         return placed
     if tried:
         raise FollowUpError(f"'{condition}' links to a condition the previous answer cannot take")
@@ -201,8 +207,10 @@ def _placed(select: exp.Select, linked_sql: str, catalog: Catalog) -> Linked | N
         linked = sqlglot.parse_one(linked_sql, dialect="postgres")
     except sqlglot.errors.ParseError:
         return None
-    if not isinstance(linked, exp.Select) or linked.args.get("having"):
+    if not isinstance(linked, exp.Select):
         return None
+    if linked.args.get("having"):
+        return _placed_on_groups(select, linked, catalog)
     where = linked.args.get("where")
     if where is None:
         return None
@@ -260,6 +268,91 @@ def _placed(select: exp.Select, linked_sql: str, catalog: Catalog) -> Linked | N
     return Linked(tuple(verify.conjuncts(condition)), tuple(joins), frozenset(columns))
 
 
+def _placed_on_groups(select: exp.Select, linked: exp.Select, catalog: Catalog) -> Linked | None:
+    """A condition on each group's aggregate ("with more than 3 transactions"), which the
+    linker reads as ``GROUP BY <the rows' key> HAVING COUNT(...) > 3``, as the earlier
+    statement's own HAVING: only where the earlier statement already groups the same rows
+    the same way over the same tables joined by the same keys, so the aggregate counts
+    (or sums) in each earlier group exactly the rows it counted in the linked one. Every
+    linked table is one the earlier statement reads once; the linked grouping, placed,
+    is part of the earlier one and the rest of the earlier grouping are columns of a table
+    whose whole key the linked one groups by (a customer's name beside its id). None
+    otherwise: a count per customer is no condition on a count per state."""
+    group = select.args.get("group")
+    linked_group = linked.args.get("group")
+    if group is None or linked_group is None or linked.args.get("where") is not None:
+        return None
+    earlier: dict[str, str] = {}
+    infos: dict[str, TableInfo] = {}
+    for source in sources(select):
+        info = table_for(catalog, source)
+        if info is None or info.qualified in earlier:
+            return None  # a table met twice: which one is meant is not known
+        earlier[info.qualified] = source.alias_or_name
+        infos[source.alias_or_name] = info
+    aliases: dict[str, str] = {}
+    for source in sources(linked):
+        info = table_for(catalog, source)
+        if info is None or info.qualified not in earlier or source.alias_or_name in aliases:
+            return None
+        aliases[source.alias_or_name] = earlier[info.qualified]
+    if len(aliases) != len(earlier):
+        return None  # other rows joined (or left out): the aggregate would count others
+
+    def placed(node: exp.Expr) -> exp.Expr | None:
+        copied = node.copy()
+        for column in copied.find_all(exp.Column):
+            if column.table not in aliases:
+                return None
+            column.set("table", exp.to_identifier(aliases[column.table]))
+        return copied
+
+    def pairs(statement: exp.Select, rename: bool) -> set[frozenset[tuple[str, str]]] | None:
+        found: set[frozenset[tuple[str, str]]] = set()
+        for join in statement.args.get("joins") or ():
+            on = join.args.get("on")
+            if on is None or join.args.get("side") or join.args.get("kind"):
+                return None
+            on = placed(on) if rename else on
+            if on is None:
+                return None
+            for equality in verify.conjuncts(on):
+                if not isinstance(equality, exp.EQ):
+                    return None
+                sides = (equality.this, equality.expression)
+                if not all(isinstance(c, exp.Column) for c in sides):
+                    return None
+                found.add(frozenset((c.table.lower(), c.name.lower()) for c in sides))
+        return found
+
+    mine, theirs = pairs(linked, rename=True), pairs(select, rename=False)
+    if mine is None or theirs is None or mine != theirs:
+        return None
+    grouped = {
+        (c.table.lower(), c.name.lower()) for c in group.expressions if isinstance(c, exp.Column)
+    }
+    if len(grouped) != len(group.expressions):
+        return None
+    said: set[tuple[str, str]] = set()
+    for column in linked_group.expressions:
+        moved = placed(column) if isinstance(column, exp.Column) else None
+        if not isinstance(moved, exp.Column):
+            return None
+        said.add((moved.table.lower(), moved.name.lower()))
+    if not said <= grouped:
+        return None
+    for table, _name in grouped - said:
+        info = next((i for a, i in infos.items() if a.lower() == table), None)
+        key = {(table, k.lower()) for k in info.primary_key} if info is not None else set()
+        if not key or not key <= said:
+            return None
+    having = placed(linked.args["having"].this)
+    if having is None:
+        return None
+    columns = {(c.table, c.name) for c in having.find_all(exp.Column)}
+    return Linked((), (), frozenset(columns), tuple(verify.conjuncts(having)))
+
+
 def _to_one(
     linked: exp.Select, alias: str, mine: dict[str, TableInfo | None], placed: dict[str, str]
 ) -> exp.Join | None:
@@ -313,6 +406,8 @@ def with_conditions(
     ``exclude``, those they do not); with ``instead`` its own conditions on the same
     columns are dropped first ("what about older than 40?" after "older than 30")."""
     select = parse(sql)
+    if linked.having:
+        return _with_having(select, linked, exclude=exclude, instead=instead)
     kept = where_conjuncts(select)
     if instead:
         kept = [c for c in kept if not (columns_of(c) and columns_of(c) <= linked.columns)]
@@ -328,6 +423,23 @@ def with_conditions(
         select.append("joins", join.copy())
     parts = [*(c.copy() for c in kept), added]
     select.set("where", exp.Where(this=_and(parts)))
+    return select.sql(dialect="postgres")
+
+
+def _with_having(select: exp.Select, linked: Linked, *, exclude: bool, instead: bool) -> str:
+    """The earlier statement with ``linked``'s conditions on each group's aggregate added
+    to its HAVING (negated with ``exclude``; with ``instead`` in place of its own)."""
+    own = select.args.get("having")
+    kept = [] if own is None else verify.conjuncts(own.this)
+    if instead:
+        if not kept:
+            raise FollowUpError("the previous answer has no condition on what the words name")
+        kept = []
+    new = [c.copy() for c in linked.having]
+    added: exp.Expr = exp.and_(*new) if len(new) > 1 else new[0]
+    if exclude:
+        added = exp.Not(this=exp.Paren(this=added))
+    select.set("having", exp.Having(this=_and([*(c.copy() for c in kept), added])))
     return select.sql(dialect="postgres")
 
 

@@ -114,6 +114,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_defog",
         "conversations_defog_v2",
         "conversations_defog_v3",
+        "conversations_defog_v4",
     ]
     # a dev set named after its folder: its study script, then its blind one
     assert [p.stem for p in scripts_for(Path("sql-unseen"))] == [

@@ -446,3 +446,45 @@ async def test_a_noun_the_schema_names_stays_part_of_the_condition():
     with pytest.raises(FollowUpError):
         await _filtered(PER_STATUS, "customers in France", linker)
     assert not any(q.endswith("are in France?") for q in linker.asked)
+
+
+PER_CUSTOMER = (
+    "SELECT c.name, COUNT(*) AS n FROM customers AS c JOIN orders AS o "
+    "ON o.customer_id = c.id GROUP BY c.id, c.name"
+)
+MORE_THAN_3 = (
+    "SELECT t0.id, t0.name FROM customers AS t0 JOIN orders AS t1 ON t1.customer_id = t0.id "
+    "GROUP BY t0.id, t0.name HAVING COUNT(DISTINCT t1.id) > 3"
+)
+
+
+async def test_a_condition_on_each_groups_count_becomes_the_earlier_statements_having():
+    """'keep only customers with over 3 orders' after a count per customer: the linker
+    reads a HAVING over the same rows grouped the same way, so it is the earlier
+    statement's HAVING (its measure and grouping stay)."""
+    linker = Linker({"customers": MORE_THAN_3})
+    _same(
+        await _filtered(PER_CUSTOMER, "with over 3 orders", linker),
+        PER_CUSTOMER + " HAVING (COUNT(DISTINCT o.id) > 3)",
+    )
+    _same(
+        await _filtered(PER_CUSTOMER, "with over 3 orders", linker, exclude=True),
+        PER_CUSTOMER + " HAVING NOT (COUNT(DISTINCT o.id) > 3)",
+    )
+
+
+async def test_a_count_per_other_groups_or_over_other_rows_is_no_condition_on_these():
+    # a count per customer is no condition on a count per country
+    per_country = (
+        "SELECT c.country, COUNT(*) FROM customers AS c JOIN orders AS o "
+        "ON o.customer_id = c.id GROUP BY c.country"
+    )
+    with pytest.raises(FollowUpError, match="cannot take"):
+        await _filtered(per_country, "with over 3 orders", Linker({"customers": MORE_THAN_3}))
+    # nor on a listing that counts nothing, nor on groups that never read the orders
+    listing = "SELECT c.name FROM customers AS c"
+    with pytest.raises(FollowUpError, match="cannot take"):
+        await _filtered(listing, "with over 3 orders", Linker({"customers": MORE_THAN_3}))
+    per_name = "SELECT c.name, COUNT(*) FROM customers AS c GROUP BY c.id, c.name"
+    with pytest.raises(FollowUpError, match="cannot take"):
+        await _filtered(per_name, "with over 3 orders", Linker({"customers": MORE_THAN_3}))
