@@ -9,7 +9,7 @@ import re
 
 from services.sql.catalog import is_number
 from services.sql.linker._context import LinkContext
-from services.sql.linker._dates import date_column, date_filters, year_column
+from services.sql.linker._dates import date_column, date_filters, year_column, year_or_date
 from services.sql.linker._lookup import (
     fact_candidates,
     find_column,
@@ -443,6 +443,8 @@ def comparisons(ctx: LinkContext, plan: Plan) -> None:
             continue
         near = ctx.low[max(0, m.start() - 40) : m.start()]
         col = date_column(ctx, plan, near=near)
+        if col is not None and year_or_date(ctx, plan, col, near):
+            col = None  # the words name the table's year column, not its date
         if col is None:
             # a year column whose values are all years: the year said, compared as said
             held = year_column(ctx, plan, near=near)

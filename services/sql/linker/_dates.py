@@ -258,6 +258,9 @@ def date_filters(ctx: LinkContext, plan: Plan) -> None:
         return
     for low_bound, high_bound, at in windows:
         col = date_column(ctx, plan, near=low[max(0, at - 40) : at])
+        whole = not any(b and whole_year(b) is None for b in (low_bound, high_bound))
+        if col is not None and whole and year_or_date(ctx, plan, col, low[max(0, at - 40) : at]):
+            col = None  # the words name the year column: whole years on it
         if col is None:
             plan.filters.append(
                 year_filter(ctx, plan, low[max(0, at - 40) : at], low_bound, high_bound)
@@ -269,6 +272,28 @@ def date_filters(ctx: LinkContext, plan: Plan) -> None:
         if high_bound:
             cond.append(f"{{c}} < {high_bound}")
         plan.filters.append((col, " AND ".join(cond)))
+
+
+def year_or_date(ctx: LinkContext, plan: Plan, col: Col, near: str) -> bool:
+    """Whether whole years said ("after 2021") bound the year column of ``col``'s table
+    rather than its date column ``col``: True where the words before the years (``near``)
+    name the year column and not the date; False where they name the date, or where the
+    table keeps no year column. Named by neither, a table that
+    keeps both a date (``cars.crtd_ts``, when the row was written) and a year
+    (``cars.year``, the model year) is refused naming both: "the cars built after 2021"
+    is the one or the other, and which the words do not say."""
+    years = year_column(ctx, plan, near)
+    if years is None or years.table.qualified != col.table.qualified:
+        return False
+    words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS]
+    said = {c.column.name: ctx.vocab.column_score(words, c) > 0 for c in (col, years)}
+    if said[years.column.name] != said[col.column.name]:
+        return said[years.column.name]
+    table = col.table.name
+    raise LinkError(
+        f"the years said may bound {table}.{years.column.name} or {table}.{col.column.name}"
+        ", and the question names neither"
+    )
 
 
 def month_filters(ctx: LinkContext, plan: Plan) -> None:
