@@ -320,6 +320,11 @@ _DETERMINERS = re.compile(r"^(?:(?:the|all|its|their|his|her|each|every)\s+)+")
 _MEASURE_WORDS = frozenset(AGG_WORDS) | {w for cue in COUNT_CUES for w in cue.split()} | {"count"}
 
 
+# "List the coupon codes … with their discount value": what the rows are listed with,
+# said as theirs, is asked for as an item of the list is.
+_WITH_THEIR = re.compile(r"\bwith (?:their|its) ([a-z][a-z ]*?)(?=\s*(?:[?.!,;]|$|\band\b))")
+
+
 def _listed_column_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
     """An item of the question's list that spells the whole name of a column of a table
     the statement reads ("give its carrier, flight number and delay": ``carrier``) is
@@ -327,7 +332,8 @@ def _listed_column_not_shown(ctx: LinkContext, tree: exp.Select, nodes: Statemen
     whichever table's ``name`` the statement picked), or one the statement equates with
     an output (``sales.car_id = cars.id``, ``cars.id`` shown), or one whose name ends in
     the item's words ("the name" of a concert shown as ``concert_name``), must be among the
-    outputs. Only exact whole names are held ("flight number" spells no column and holds
+    outputs. What the rows are listed "with their …" is such an item ("the coupon codes …
+    with their discount value": ``discount_value``). Only exact whole names are held ("flight number" spells no column and holds
     nothing), and items that say a measure ("the average", "the number") are left to the
     measure checks: a column may be named ``average``."""
     read = {t.qualified: t for t in nodes.tables.values()}
@@ -352,7 +358,7 @@ def _listed_column_not_shown(ctx: LinkContext, tree: exp.Select, nodes: Statemen
         if len(pair) == 2 and (pair[0] in shown_columns or pair[1] in shown_columns):
             shown_columns.update(pair)
     shown = {tuple(ctx.vocab.column_words.get(key, ())) for key in shown_columns}
-    for item in asked_items(ctx.low):
+    for item in [*asked_items(ctx.low), *_WITH_THEIR.findall(ctx.low)]:
         said = _DETERMINERS.sub("", item).split()
         if not said or _MEASURE_WORDS & set(said):
             continue
