@@ -278,13 +278,17 @@ def year_or_date(ctx: LinkContext, plan: Plan, col: Col, near: str) -> bool:
     """Whether whole years said ("after 2021") bound the year column of ``col``'s table
     rather than its date column ``col``: True where the words before the years (``near``)
     name the year column and not the date; False where they name the date, or where the
-    table keeps no year column. Named by neither, a table that
-    keeps both a date (``cars.crtd_ts``, when the row was written) and a year
-    (``cars.year``, the model year) is refused naming both: "the cars built after 2021"
-    is the one or the other, and which the words do not say."""
+    table keeps no year column. Named by neither, a table that keeps both a date
+    (``cars.crtd_ts``, when the row was written) and a year (``cars.year``, the model
+    year) is refused naming both: "the cars built after 2021" is the one or the other,
+    and which the words do not say. A year the table spells out with the other parts of
+    its date (``weather.year`` beside ``month``, ``day`` and ``time_hour``) is the same
+    date, no second reading."""
     years = year_column(ctx, plan, near)
     if years is None or years.table.qualified != col.table.qualified:
         return False
+    if calendar_part(col.table, "year") is not None:
+        return False  # the year of the row's own date, spelled out beside it: one date
     words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS]
     said = {c.column.name: ctx.vocab.column_score(words, c) > 0 for c in (col, years)}
     if said[years.column.name] != said[col.column.name]:

@@ -49,3 +49,28 @@ def test_a_table_with_one_of_them_keeps_its_reading() -> None:
     assert "crtd_ts" in only_stamp.sql()
     only_year = linked_statement("Which cars were built after 2021?", _garage(stamp=False), TODAY)
     assert "year" in only_year.sql()
+
+
+def test_a_year_spelled_out_beside_the_other_parts_of_the_date_is_the_same_date() -> None:
+    """``weather.year`` beside ``month``, ``day`` and ``time_hour`` is the year of the
+    reading's own time: no second reading, "of 2013" is read as before."""
+    weather = Catalog(
+        "weather",
+        (
+            TableInfo(
+                "public",
+                "weather",
+                columns=(
+                    ColumnInfo("reading_id", "integer", False),
+                    replace(col("year"), span=(2013, 2013)),
+                    col("month"),
+                    col("day"),
+                    col("temp", "numeric"),
+                    ColumnInfo("time_hour", "timestamp with time zone", False),
+                ),
+                primary_key=("reading_id",),
+            ),
+        ),
+    )
+    sql = linked_statement("What was the average temp in each month of 2013?", weather, TODAY).sql()
+    assert "AVG(" in sql and "2013" in sql, sql
