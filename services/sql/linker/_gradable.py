@@ -15,7 +15,7 @@ Three forms are read, each from its grammar:
 - "<rows> <verb> the most|least" at the end of the question.
 
 The column is the number column (no key) of the tables the question names closest in
-meaning to the word, at least :data:`NEAR_MIN` alike and :data:`MARGIN` ahead of the
+meaning to the word, at least :data:`CLEAR_MIN` alike and :data:`CLEAR_MARGIN` ahead of the
 next such column: a near tie is no measure ("hold" is as near a stadium's capacity as
 anything else it stores). A verb says no direction ("weigh the least" is the least
 weight), an adjective does: "expensive" is a high cost, "cheap" a low one. The direction
@@ -45,10 +45,13 @@ from services.sql.words import STOP_WORDS, name_words, stem
 
 _log = logging.getLogger("tandem.sql.meanings")
 
-# Set on the development sets' study halves: "expensive" sits 0.75 from ``cars.cost``
-# and 0.15 ahead of ``cars.price``; unrelated words sit near 0.3 to any name.
-NEAR_MIN = 0.5
-MARGIN = 0.08
+# A link tried only as the last reading of a refused question, among the few columns of
+# the tables it names (a gradable word's measure here; an unplaced noun, ``_unplaced``):
+# the nearest this alike and this far ahead of the next. Set on the study halves'
+# refusals: "expensive" sits 0.75 from ``cars.cost`` and 0.15 ahead of ``cars.price``;
+# unrelated words sit near 0.3 to any name.
+CLEAR_MIN = 0.5
+CLEAR_MARGIN = 0.08
 # "expensive" is 0.07 nearer "high cost" than "low cost", "cheap" 0.07 nearer "low
 # cost"; "costly" (0.02) and "affordable" (0.00) say no direction clearly enough.
 POLE_MARGIN = 0.04
@@ -159,7 +162,9 @@ async def gradable_meanings(
     scores = vectors[1:] @ vectors[0]
     order = [int(i) for i in np.argsort(-scores)]
     best = order[0]
-    if scores[best] < NEAR_MIN or (len(order) > 1 and scores[best] - scores[order[1]] < MARGIN):
+    if scores[best] < CLEAR_MIN or (
+        len(order) > 1 and scores[best] - scores[order[1]] < CLEAR_MARGIN
+    ):
         return ()
     most = m.group("most").lower() == "most"
     if form == "verb":

@@ -7,7 +7,8 @@ the catalog; a noun a schema spells with another word sits lower than that, and 
 question is refused naming the noun and its nearest names. This is the last reading,
 tried only when every other one refused and on the nouns that refusal could not place:
 each is linked to the element the question embedder puts clearly nearest, at least
-:data:`FLOOR` alike and :data:`MARGIN` ahead of the next element, where the elements are
+:data:`~services.sql.linker._gradable.CLEAR_MIN` alike and
+:data:`~services.sql.linker._gradable.CLEAR_MARGIN` ahead of the next element, where the elements are
 the tables the question's other words already place and the tables they join to
 directly ("customers who made a purchase": the purchase is a row of ``sales``, which
 refers to ``customers``), all tables when they place none, and those tables' number and
@@ -23,8 +24,9 @@ import logging
 import re
 from collections.abc import Sequence
 
-from services.sql.catalog import is_number
+from services.sql.catalog import TEXT_TYPES, is_number
 from services.sql.linker._context import Meaning
+from services.sql.linker._gradable import CLEAR_MARGIN, CLEAR_MIN
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._meanings import PhraseEmbedder, names_of
 from services.sql.linker._plan import is_key
@@ -36,16 +38,9 @@ _log = logging.getLogger("tandem.sql.meanings")
 # Measured with the real model on the study halves' refusals (ISSUE-45, s59): the right
 # elements sat 0.51 to 0.73 and 0.16 to 0.20 ahead ("origin" ``singer.country``,
 # "purchase" ``sales``); the wrong ones never 0.08 ahead ("signups" ``customers.email``
-# 0.50 but 0.06 ahead, "rate" a transaction's price 0.54 but 0.04 ahead). The same floor
-# and margin as a gradable word's (``_gradable``).
-FLOOR = 0.5
-MARGIN = 0.08
+# 0.50 but 0.06 ahead, "rate" a transaction's price 0.54 but 0.04 ahead): the setting a
+# gradable word's measure is linked by (``CLEAR_MIN``, ``CLEAR_MARGIN``).
 _MAX_WORDS = 3
-
-
-def _is_text(data_type: str) -> bool:
-    low = data_type.lower()
-    return "char" in low or "text" in low
 
 
 async def unplaced_meanings(
@@ -88,7 +83,7 @@ async def unplaced_meanings(
             continue
         best = float(scores[ranked[0]])
         runner = float(scores[ranked[1]]) if len(ranked) > 1 else -1.0
-        if best < FLOOR or best - runner < MARGIN:
+        if best < CLEAR_MIN or best - runner < CLEAR_MARGIN:
             continue
         table, column = names.labels[ranked[0]]
         found.append(Meaning(word, table, column, round(best, 4)))
@@ -126,4 +121,4 @@ def _stored(vocab: Vocabulary, table: str, column: str) -> bool:
     )
     if col is None or is_key(col):
         return False
-    return is_number(col.column.data_type) or _is_text(col.column.data_type)
+    return is_number(col.column.data_type) or col.column.data_type.startswith(TEXT_TYPES)
