@@ -19,6 +19,16 @@ def col(name: str, data_type: str = "integer", samples: tuple[str, ...] = ()) ->
     return ColumnInfo(name, data_type, True, sample_values=samples)
 
 
+def linked_sql(question: str, catalog: Catalog, today: date) -> str:
+    """The SQL the linker answers ``question`` with, checked by the verifier and parsed as
+    Postgres, on one line (a refusal raises ``LinkError``): what tests compare to the
+    letter, whatever the composer's line breaks."""
+    vocabulary = Vocabulary(catalog, JoinGraph(catalog))
+    linked = QuestionLinker(question, vocabulary, today, check=verify_statement).link()
+    sqlglot.parse_one(linked.sql, dialect="postgres")
+    return " ".join(linked.sql.split())
+
+
 def linked_statement(question: str, catalog: Catalog, today: date) -> exp.Select:
     """The statement the linker answers ``question`` with, checked by the verifier
     (a refusal raises ``LinkError``)."""

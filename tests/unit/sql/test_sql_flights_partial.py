@@ -9,122 +9,32 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-import sqlglot
 
-from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
-from services.sql.catalog._joins import JoinGraph
+from services.sql.catalog import Catalog, ForeignKeyInfo, JoinGraph, TableInfo
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary
 from services.sql.linker.clauses import Decline, read_clauses
 from services.sql.verify import verify_statement
+from tests.unit.sql.flights import FLIGHTS
+from tests.unit.sql.schemas import col, linked_sql
 
 TODAY = date(2026, 11, 30)
 
 
-def _col(name: str, data_type: str = "integer", known: tuple[str, ...] = ()) -> ColumnInfo:
-    return ColumnInfo(name, data_type, True, sample_values=known, known_values=known)
-
-
-FLIGHTS = Catalog(
-    "flights",
-    (
-        TableInfo(
-            "public",
-            "airlines",
-            columns=(
-                _col("carrier", "text", ("UA", "B6", "DL", "AA")),
-                _col(
-                    "name",
-                    "text",
-                    (
-                        "United Air Lines Inc.",
-                        "JetBlue Airways",
-                        "Delta Air Lines Inc.",
-                        "American Airlines Inc.",
-                    ),
-                ),
-            ),
-            primary_key=("carrier",),
-        ),
-        TableInfo(
-            "public",
-            "airports",
-            columns=(
-                _col("faa", "text", ("EWR", "JFK", "LGA", "BOS", "DTA", "DLT")),
-                # a long list of names: read in full, never sampled
-                ColumnInfo(
-                    "name",
-                    "text",
-                    True,
-                    known_values=(
-                        "Newark Liberty Intl",
-                        "Delta County Airport",
-                        "Delta Municipal Airport",
-                    ),
-                ),
-                _col("dst", "text", ("A", "N")),
-            ),
-            primary_key=("faa",),
-        ),
-        TableInfo(
-            "public",
-            "planes",
-            columns=(
-                _col("tailnum", "text", ("N10156", "N102UW")),
-                ColumnInfo(
-                    "manufacturer", "text", True, known_values=("AMERICAN AIRCRAFT INC", "BOEING")
-                ),
-            ),
-            primary_key=("tailnum",),
-        ),
-        TableInfo(
-            "public",
-            "flights",
-            columns=(
-                _col("flight_id"),
-                _col("month"),
-                _col("carrier", "text", ("UA", "B6", "DL", "AA")),
-                _col("tailnum", "text", ("N10156", "N102UW")),
-                _col("origin", "text", ("EWR", "JFK", "LGA")),
-                _col("dest", "text", ("BOS", "ATL")),
-            ),
-            primary_key=("flight_id",),
-            foreign_keys=(
-                ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
-                ForeignKeyInfo(("tailnum",), "public.planes", ("tailnum",)),
-                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
-                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
-            ),
-        ),
-    ),
-)
-
-
 def _sql(question: str, catalog: Catalog = FLIGHTS) -> str:
-    vocabulary = Vocabulary(catalog, JoinGraph(catalog))
-    linked = QuestionLinker(question, vocabulary, TODAY, (), check=verify_statement).link()
-    sqlglot.parse_one(linked.sql, dialect="postgres")
-    return " ".join(linked.sql.split())
+    return linked_sql(question, catalog, TODAY)
 
 
-# The airports as a flight's origin and destination, with the daylight-saving flag
-# ``dst`` whose letters "destination" holds in order.
+# The airports and flights that hold their codes unsampled: an airport said by its code
+# ("EWR") is reached through the key, and the daylight-saving flag ``dst`` holds the
+# letters of "destination" in order.
 AIRPORTS = Catalog(
     "airports",
     (
-        TableInfo(
-            "public",
-            "airports",
-            columns=(
-                _col("faa", "text", ("EWR", "LGA")),
-                _col("name", "text", ("Honolulu Intl", "La Guardia")),
-                _col("dst", "text", ("A", "N")),
-            ),
-            primary_key=("faa",),
-        ),
+        *(t for t in FLIGHTS.tables if t.name == "airports"),
         TableInfo(
             "public",
             "flights",
-            columns=(_col("flight_id"), _col("origin", "text"), _col("dest", "text")),
+            columns=(col("flight_id"), col("origin", "text"), col("dest", "text")),
             primary_key=("flight_id",),
             foreign_keys=(
                 ForeignKeyInfo(("origin",), "public.airports", ("faa",)),

@@ -8,61 +8,15 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-import sqlglot
 
-from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
-from services.sql.catalog._joins import JoinGraph
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary
-from services.sql.verify import verify_statement
+from services.sql.catalog import Catalog, TableInfo
+from services.sql.linker import LinkError
 from services.sql.words import said_as_name
+from tests.unit.sql.flights import FLIGHTS
+from tests.unit.sql.schemas import col as _col
+from tests.unit.sql.schemas import linked_sql
 
 TODAY = date(2026, 11, 30)
-
-
-def _col(name: str, data_type: str = "integer", samples: tuple[str, ...] = ()) -> ColumnInfo:
-    return ColumnInfo(name, data_type, True, sample_values=samples)
-
-
-FLIGHTS = Catalog(
-    "flights",
-    (
-        TableInfo(
-            "public",
-            "airlines",
-            columns=(
-                _col("carrier", "text", ("UA", "B6")),
-                _col("name", "text", ("United Air Lines Inc.", "JetBlue Airways")),
-            ),
-            primary_key=("carrier",),
-        ),
-        TableInfo(
-            "public",
-            "airports",
-            columns=(_col("faa", "text", ("EWR", "JFK", "DEN")), _col("name", "text")),
-            primary_key=("faa",),
-        ),
-        TableInfo(
-            "public",
-            "flights",
-            columns=(
-                _col("flight_id"),
-                _col("year"),
-                _col("month"),
-                _col("day"),
-                _col("carrier", "text", ("UA", "B6")),
-                _col("origin", "text", ("EWR", "JFK")),
-                _col("dest", "text", ("DEN", "ATL")),
-                _col("time_hour", "timestamp with time zone"),
-            ),
-            primary_key=("flight_id",),
-            foreign_keys=(
-                ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
-                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
-                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
-            ),
-        ),
-    ),
-)
 
 # Cars with the year they were made and the time they were added: a lone ``year`` is no
 # part of a date.
@@ -85,10 +39,7 @@ CARS = Catalog(
 
 
 def _sql(question: str, catalog: Catalog) -> str:
-    vocabulary = Vocabulary(catalog, JoinGraph(catalog))
-    linked = QuestionLinker(question, vocabulary, TODAY, (), check=verify_statement).link()
-    sqlglot.parse_one(linked.sql, dialect="postgres")
-    return " ".join(linked.sql.split())
+    return linked_sql(question, catalog, TODAY)
 
 
 def test_codes_of_many_rows_are_listed_once() -> None:

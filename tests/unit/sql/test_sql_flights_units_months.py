@@ -9,76 +9,15 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-import sqlglot
 
-from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
-from services.sql.catalog._joins import JoinGraph
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary
-from services.sql.verify import verify_statement
+from services.sql.catalog import Catalog, TableInfo
+from services.sql.linker import LinkError
 from services.sql.words import units_of
+from tests.unit.sql.flights import FLIGHTS
+from tests.unit.sql.schemas import col as _col
+from tests.unit.sql.schemas import linked_sql
 
 TODAY = date(2026, 11, 30)
-
-
-def _col(name: str, data_type: str = "integer", samples: tuple[str, ...] = ()) -> ColumnInfo:
-    return ColumnInfo(name, data_type, True, sample_values=samples)
-
-
-def _calendar() -> tuple[ColumnInfo, ...]:
-    return (_col("year"), _col("month"), _col("day"), _col("time_hour", "timestamp with time zone"))
-
-
-FLIGHTS = Catalog(
-    "flights",
-    (
-        TableInfo(
-            "public",
-            "airlines",
-            columns=(
-                _col("carrier", "text", ("UA", "B6")),
-                _col("name", "text", ("United Air Lines Inc.", "JetBlue Airways")),
-            ),
-            primary_key=("carrier",),
-        ),
-        TableInfo(
-            "public",
-            "airports",
-            columns=(
-                _col("faa", "text", ("EWR", "JFK", "DEN")),
-                _col("name", "text"),
-                _col("alt"),
-            ),
-            primary_key=("faa",),
-        ),
-        TableInfo(
-            "public",
-            "flights",
-            columns=(
-                _col("flight_id"),
-                *_calendar(),
-                _col("dep_delay"),
-                _col("flight"),
-                _col("tailnum", "text", ("N14228", "N24211")),
-                _col("carrier", "text", ("UA", "B6")),
-                _col("origin", "text", ("EWR", "JFK")),
-                _col("dest", "text", ("DEN", "ATL")),
-            ),
-            primary_key=("flight_id",),
-            foreign_keys=(
-                ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
-                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
-                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
-            ),
-        ),
-        TableInfo(
-            "public",
-            "weather",
-            columns=(_col("origin", "text", ("EWR", "JFK")), *_calendar(), _col("temp", "real")),
-            primary_key=("origin", "time_hour"),
-            foreign_keys=(ForeignKeyInfo(("origin",), "public.airports", ("faa",)),),
-        ),
-    ),
-)
 
 # Rooms known by an integer key: "code" names nothing of theirs.
 ROOMS = Catalog(
@@ -89,25 +28,6 @@ ROOMS = Catalog(
             "rooms",
             columns=(_col("id"), _col("name", "text", ("Blue", "Red")), _col("beds")),
             primary_key=("id",),
-        ),
-    ),
-)
-
-# Planes with a count of engines beside the text kind of engine, and their seats.
-PLANES = Catalog(
-    "planes",
-    (
-        TableInfo(
-            "public",
-            "planes",
-            columns=(
-                _col("tailnum", "text", ("N10156", "N102UW")),
-                _col("manufacturer", "text", ("BOEING", "AIRBUS")),
-                _col("engines"),
-                _col("seats"),
-                _col("engine", "text", ("Turbo-fan", "Turbo-jet")),
-            ),
-            primary_key=("tailnum",),
         ),
     ),
 )
@@ -145,10 +65,7 @@ ORDERS = Catalog(
 
 
 def _sql(question: str, catalog: Catalog = FLIGHTS) -> str:
-    vocabulary = Vocabulary(catalog, JoinGraph(catalog))
-    linked = QuestionLinker(question, vocabulary, TODAY, (), check=verify_statement).link()
-    sqlglot.parse_one(linked.sql, dialect="postgres")
-    return " ".join(linked.sql.split())
+    return linked_sql(question, catalog, TODAY)
 
 
 def _refused(question: str, catalog: Catalog = FLIGHTS) -> str:
@@ -236,14 +153,14 @@ def test_code_of_rows_known_by_a_number_is_refused() -> None:
 def test_a_number_before_a_column_compares_the_column_of_numbers() -> None:
     """ "with 4 engines" beside a text ``engine``: ``engines = 4`` (before: the condition
     was dropped and the question refused for its number)."""
-    sql = _sql("List the tail numbers of planes with 4 engines.", PLANES)
+    sql = _sql("List the tail numbers of planes with 4 engines.")
     assert sql.endswith("WHERE (t0.engines = 4)")
 
 
 def test_the_average_number_of_a_stored_quantity_is_its_average() -> None:
     """ "the average number of seats" is ``AVG(seats)``: the number each plane stores,
     no count (before: refused as counting nothing)."""
-    sql = _sql("What is the average number of seats of planes made by BOEING?", PLANES)
+    sql = _sql("What is the average number of seats of planes made by BOEING?")
     assert sql.startswith("SELECT AVG(t0.seats)") and "'BOEING'" in sql
 
 

