@@ -101,7 +101,8 @@ class QuestionLinker:
         for a gradable word ("the 5 most expensive cars") is read with the measure the
         embedder linked it to said instead ("the 5 cars with the highest cost",
         ``_gradable``). Otherwise as asked first: a question read that way
-        keeps its reading. A place named in full and read as the code its column stores
+        keeps its reading. The readings and their order are the tables
+        ``BEFORE_AS_ASKED`` and ``AFTER_REFUSAL`` at the foot of this module. A place named in full and read as the code its column stores
         is said in the interpretation (``_places``)."""
         linked = self._read()
         sql = with_labels(with_deciding(linked.sql, self.context.catalog), self.context.catalog)
@@ -110,49 +111,21 @@ class QuestionLinker:
         return replace(linked, explanation=f"{linked.explanation} {read}") if read else linked
 
     def _read(self) -> Linked:
-        asked = attribute_asked(self._inputs[1], self._inputs[0])
-        if asked is not None:
-            try:
-                return self._as_if_asked(asked)
-            except LinkError:
-                pass
+        """The first reading that links: each of ``BEFORE_AS_ASKED`` in turn, then the
+        question as asked, then, where that is refused, each of ``AFTER_REFUSAL`` in
+        turn; the refusal as asked stands when none of them links. A reading may refuse
+        outright (``_read_led`` naming two values) rather than give way to the next."""
+        for reading in BEFORE_AS_ASKED:
+            read = reading(self)
+            if read is not None:
+                return read
         try:
             linked = self._link()
         except LinkError as refused:
-            question = self._inputs[0]
-            led = self._read_led()
-            if led is not None:
-                return led
-            moved = rephrased(question)
-            if moved != question:
-                try:
-                    return self._as_if_asked(moved)
-                except LinkError:
-                    pass
-            apart = self._read_apart()
-            if apart is not None:
-                return apart
-            agent = self._read_agent()
-            if agent is not None:
-                return agent
-            ranked = gradable_asked(self._inputs[1], question, self._inputs[5])
-            if ranked is not None:
-                try:
-                    return self._as_if_asked(ranked)
-                except LinkError:
-                    pass
-            doer = agent_table(self._inputs[1], question)
-            if doer is not None:
-                try:
-                    return self._as_if_asked(doer)
-                except LinkError:
-                    pass
-            summed = how_much_asked(self._inputs[1], question)
-            if summed is not None:
-                try:
-                    return self._as_if_asked(summed)
-                except LinkError:
-                    pass
+            for reading in AFTER_REFUSAL:
+                read = reading(self)
+                if read is not None:
+                    return read
             raise refused from None
         applied = tuple(
             term
@@ -160,6 +133,47 @@ class QuestionLinker:
             if term not in self._expanded or self._changed_by(term, linked.sql)
         )
         return replace(linked, applied=applied) if applied != linked.applied else linked
+
+    def _read_said(self, said: str | None) -> Linked | None:
+        """The question ``said`` otherwise, linked in this one's place (``_as_if_asked``);
+        None when a reading has no other saying of it, or that saying is refused too."""
+        if said is None:
+            return None
+        try:
+            return self._as_if_asked(said)
+        except LinkError:
+            return None
+
+    def _read_attribute(self) -> Linked | None:
+        """An attribute asked by a question word ("How old is the teacher?") read as
+        asked by its noun ("What is the age of the teacher?", ``_asked``). Tried before
+        the question as asked: as asked, no reader places the word."""
+        return self._read_said(attribute_asked(self._inputs[1], self._inputs[0]))
+
+    def _read_rephrased(self) -> Linked | None:
+        """A question in a grammar the readers do not know ("In 1980, how many cars were
+        made?") read said in one they know (``_rephrasing``); None when it is in theirs
+        already."""
+        question = self._inputs[0]
+        moved = rephrased(question)
+        return self._read_said(moved if moved != question else None)
+
+    def _read_gradable(self) -> Linked | None:
+        """A question refused for a gradable word ("the 5 most expensive cars") read with
+        the measure the embedder linked it to said instead ("the 5 cars with the highest
+        cost", ``_gradable``); None without such a word or its meaning."""
+        question, vocab, *_, meanings = self._inputs
+        return self._read_said(gradable_asked(vocab, question, meanings))
+
+    def _read_agent_table(self) -> Linked | None:
+        """ "Who teaches Science?", whose verb's agent noun is a table's name, read as
+        "Which teacher teaches Science?" (``_agents.agent_table``)."""
+        return self._read_said(agent_table(self._inputs[1], self._inputs[0]))
+
+    def _read_how_much(self) -> Linked | None:
+        """ "How much did Fernando Gago spend?" read with its verb's number column said as
+        a noun ("What is the total spent by Fernando Gago?", ``_how_much``)."""
+        return self._read_said(how_much_asked(self._inputs[1], self._inputs[0]))
 
     def _read_led(self) -> Linked | None:
         """The question with a name said by its leading words ("Delta") said as the one
@@ -460,3 +474,24 @@ def _summed_in_total(ctx: LinkContext, resolved: list[Dim | Measure]) -> list[Di
     # the tables the question names come along ("spend at the museums": per visit of one)
     named = tuple(t for t in ctx.named if t is not only.col.table)
     return [Measure("SUM", col=only.col, label=f"total {only.col.column.name}", tables=named)]
+
+
+# How a question is read once more, the linker in hand: the statement, or None where the
+# reading does not apply or is refused (the next is tried), or a LinkError that refuses
+# the question outright.
+Reading = Callable[[QuestionLinker], Linked | None]
+
+# Tried in this order before the question as asked: the first that links is the answer.
+BEFORE_AS_ASKED: tuple[Reading, ...] = (QuestionLinker._read_attribute,)
+
+# Tried in this order once the question as asked is refused: the first that links is the
+# answer; when none does, the refusal as asked stands. A new reading is one line here.
+AFTER_REFUSAL: tuple[Reading, ...] = (
+    QuestionLinker._read_led,
+    QuestionLinker._read_rephrased,
+    QuestionLinker._read_apart,
+    QuestionLinker._read_agent,
+    QuestionLinker._read_gradable,
+    QuestionLinker._read_agent_table,
+    QuestionLinker._read_how_much,
+)
