@@ -19,6 +19,11 @@ def col(name: str, data_type: str = "integer", samples: tuple[str, ...] = ()) ->
     return ColumnInfo(name, data_type, True, sample_values=samples)
 
 
+def key(name: str) -> ColumnInfo:
+    """A key column: a whole number, never null."""
+    return ColumnInfo(name, "integer", False)
+
+
 def linked_sql(question: str, catalog: Catalog, today: date) -> str:
     """The SQL the linker answers ``question`` with, checked by the verifier and parsed as
     Postgres, on one line (a refusal raises ``LinkError``): what tests compare to the

@@ -10,15 +10,11 @@ from datetime import date
 import pytest
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
+from services.sql.catalog import Catalog, ForeignKeyInfo, JoinGraph, TableInfo
 from services.sql.linker import Vocabulary, attribute_asked
-from tests.unit.sql.schemas import col, linked_statement
+from tests.unit.sql.schemas import col, key, linked_statement
 
 TODAY = date(2026, 11, 30)
-
-
-def _key(name: str) -> ColumnInfo:
-    return ColumnInfo(name, "integer", False)
 
 
 ACADEMY = Catalog(
@@ -28,7 +24,7 @@ ACADEMY = Catalog(
             "public",
             "instructor",
             columns=(
-                _key("instructor_id"),
+                key("instructor_id"),
                 col("name", "text", ("Mara", "Tove")),
                 col("age"),
                 col("home_town", "text", ("Oslo", "Porto")),
@@ -38,13 +34,13 @@ ACADEMY = Catalog(
         TableInfo(
             "public",
             "subject",
-            columns=(_key("subject_id"), col("subject", "text", ("Chemistry", "Latin"))),
+            columns=(key("subject_id"), col("subject", "text", ("Chemistry", "Latin"))),
             primary_key=("subject_id",),
         ),
         TableInfo(
             "public",
             "lesson_plan",
-            columns=(_key("instructor_id"), _key("subject_id"), col("level")),
+            columns=(key("instructor_id"), key("subject_id"), col("level")),
             primary_key=("instructor_id", "subject_id"),
             foreign_keys=(
                 ForeignKeyInfo(("instructor_id",), "public.instructor", ("instructor_id",)),
@@ -55,7 +51,7 @@ ACADEMY = Catalog(
             "public",
             "pupil",
             columns=(
-                _key("pupil_id"),
+                key("pupil_id"),
                 col("name", "text", ("Ada", "Bo")),
                 col("birth_city", "text", ("Lyon", "Gent")),
                 col("birth_country", "text", ("France", "Belgium")),
@@ -118,7 +114,7 @@ MARINA = Catalog(
             "public",
             "boats",
             columns=(
-                _key("boat_id"),
+                key("boat_id"),
                 col("name", "text", ("Aurora", "Selkie")),
                 col("date_on_register", "date"),
                 col("date_sold", "timestamp without time zone"),

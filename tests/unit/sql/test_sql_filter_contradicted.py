@@ -8,6 +8,7 @@ import sqlglot
 from sqlglot import exp
 
 from services.sql.conversation._conditions import Linked, with_conditions
+from tests.unit.sql.statements import assert_same_sql
 
 FOUR = "SELECT COUNT(*) FROM planes AS t0 WHERE t0.engines = 4 AND t0.year > 2000"
 
@@ -19,14 +20,8 @@ def _linked(condition: str) -> Linked:
     return Linked((where,), (), columns)
 
 
-def _same(left: str, right: str) -> None:
-    assert sqlglot.parse_one(left, dialect="postgres") == sqlglot.parse_one(
-        right, dialect="postgres"
-    ), left
-
-
 def test_another_value_for_a_compared_column_replaces_it() -> None:
-    _same(
+    assert_same_sql(
         with_conditions(FOUR, _linked("t0.engines = 1")),
         "SELECT COUNT(*) FROM planes AS t0 WHERE (t0.year > 2000) AND (t0.engines = 1)",
     )
@@ -35,13 +30,13 @@ def test_another_value_for_a_compared_column_replaces_it() -> None:
 def test_a_condition_that_can_hold_with_the_earlier_one_is_added() -> None:
     # the same value, another comparison, another column: all narrow the rows
     for condition in ("t0.engines = 4", "t0.engines > 1", "t0.seats = 100"):
-        _same(
+        assert_same_sql(
             with_conditions(FOUR, _linked(condition)),
             f"SELECT COUNT(*) FROM planes AS t0 WHERE (t0.engines = 4) AND (t0.year > 2000) "
             f"AND ({condition})",
         )
     # leaving out the rows of another value keeps the earlier condition
-    _same(
+    assert_same_sql(
         with_conditions(FOUR, _linked("t0.engines = 1"), exclude=True),
         "SELECT COUNT(*) FROM planes AS t0 WHERE (t0.engines = 4) AND (t0.year > 2000) "
         "AND NOT (t0.engines = 1)",

@@ -14,13 +14,9 @@ from sqlglot import exp
 
 from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
 from services.sql.linker import LinkError, Vocabulary, agent_nouns, agent_table
-from tests.unit.sql.schemas import col, linked_statement
+from tests.unit.sql.schemas import col, key, linked_statement
 
 TODAY = date(2026, 11, 30)
-
-
-def _key(name: str) -> ColumnInfo:
-    return ColumnInfo(name, "integer", False)
 
 
 HARBOUR = Catalog(
@@ -30,7 +26,7 @@ HARBOUR = Catalog(
             "public",
             "boats",
             columns=(
-                _key("boat_id"),
+                key("boat_id"),
                 col("name", "text", ("Aurora", "Selkie")),
                 col("engines"),
                 col("berths"),
@@ -44,7 +40,7 @@ HARBOUR = Catalog(
         TableInfo(
             "public",
             "skippers",
-            columns=(_key("skipper_id"), col("name", "text", ("Ines", "Ravi")), col("age")),
+            columns=(key("skipper_id"), col("name", "text", ("Ines", "Ravi")), col("age")),
             primary_key=("skipper_id",),
         ),
     ),
@@ -56,19 +52,19 @@ ACADEMY = Catalog(
         TableInfo(
             "public",
             "instructor",
-            columns=(_key("instructor_id"), col("name", "text", ("Mara", "Tove")), col("age")),
+            columns=(key("instructor_id"), col("name", "text", ("Mara", "Tove")), col("age")),
             primary_key=("instructor_id",),
         ),
         TableInfo(
             "public",
             "subject",
-            columns=(_key("subject_id"), col("subject", "text", ("Chemistry", "Latin"))),
+            columns=(key("subject_id"), col("subject", "text", ("Chemistry", "Latin"))),
             primary_key=("subject_id",),
         ),
         TableInfo(
             "public",
             "lesson_plan",
-            columns=(_key("instructor_id"), _key("subject_id"), col("level")),
+            columns=(key("instructor_id"), key("subject_id"), col("level")),
             primary_key=("instructor_id", "subject_id"),
             foreign_keys=(
                 ForeignKeyInfo(("instructor_id",), "public.instructor", ("instructor_id",)),
@@ -140,7 +136,7 @@ YARDS = Catalog(
             "public",
             "boat_builders",
             columns=(
-                _key("id"),
+                key("id"),
                 col("builder", "text", ("feadship", "lurssen")),
                 col("fullname", "text", ("Koninklijke De Vries", "Lurssen Werft")),
             ),
@@ -149,7 +145,7 @@ YARDS = Catalog(
         TableInfo(
             "public",
             "hulls",
-            columns=(_key("hull_id"), col("builder"), col("length")),
+            columns=(key("hull_id"), col("builder"), col("length")),
             primary_key=("hull_id",),
             foreign_keys=(ForeignKeyInfo(("builder",), "public.boat_builders", ("id",)),),
         ),

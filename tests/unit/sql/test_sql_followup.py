@@ -30,6 +30,7 @@ from services.sql.conversation._followup import (
 from services.sql.conversation._measure import bounded
 from services.sql.conversation._statement import FollowUpError
 from tests.unit.sql.flights import FLIGHTS as NYCFLIGHTS
+from tests.unit.sql.statements import assert_same_sql
 
 REGIONS = TableInfo(
     "public", "regions",
@@ -71,20 +72,16 @@ TOP_SPENDERS = (
 )
 
 
-def _same(left: str, right: str) -> None:
-    assert sqlglot.parse_one(left, dialect="postgres") == sqlglot.parse_one(
-        right, dialect="postgres"
-    ), left
-
-
 def test_row_limit_keeps_the_order_and_replaces_the_limit():
-    _same(with_limit(TOP_SPENDERS, 2), TOP_SPENDERS.replace("LIMIT 5", "LIMIT 2"))
+    assert_same_sql(with_limit(TOP_SPENDERS, 2), TOP_SPENDERS.replace("LIMIT 5", "LIMIT 2"))
 
 
 def test_row_limit_ranks_a_breakdown_by_its_first_aggregate():
     plain = BY_COUNTRY.replace(" ORDER BY c.country", "")
-    _same(with_limit(plain, 3), plain + " ORDER BY n DESC NULLS LAST, country LIMIT 3")
-    _same(with_limit(plain, 3, ascending=True), plain + " ORDER BY n ASC, country LIMIT 3")
+    assert_same_sql(with_limit(plain, 3), plain + " ORDER BY n DESC NULLS LAST, country LIMIT 3")
+    assert_same_sql(
+        with_limit(plain, 3, ascending=True), plain + " ORDER BY n ASC, country LIMIT 3"
+    )
 
 
 def test_row_limit_breaks_ties_at_the_cut_as_the_linker_does():
@@ -96,7 +93,7 @@ def test_row_limit_breaks_ties_at_the_cut_as_the_linker_does():
         "SELECT c.id AS id, c.name AS name, COUNT(*) AS count FROM customers AS c "
         "JOIN orders AS o ON o.customer_id = c.id GROUP BY c.id, c.name"
     )
-    _same(
+    assert_same_sql(
         with_limit(per_customer, 2, catalog=CATALOG),
         per_customer + " ORDER BY count DESC NULLS LAST, name, id LIMIT 2",
     )
@@ -153,14 +150,14 @@ def test_rows_grouped_by_a_reference_are_about_the_table_it_references():
     restricted = restrict(
         "SELECT a.name FROM public.airlines AS a", ranked, about, labels(ranked, about, catalog)
     )
-    _same(
+    assert_same_sql(
         restricted,
         "SELECT a.name FROM public.airlines AS a WHERE a.carrier IN (SELECT earlier.carrier "
         f"FROM ({ranked}) AS earlier)",
     )
     # a follow-up read on the referencing table alone is restricted by the same column
     counted = restrict("SELECT COUNT(*) FROM public.flights AS f", ranked, about)
-    _same(
+    assert_same_sql(
         counted,
         "SELECT COUNT(*) FROM public.flights AS f WHERE f.carrier IN (SELECT earlier.carrier "
         f"FROM ({ranked}) AS earlier)",
@@ -267,7 +264,7 @@ def test_the_question_is_restricted_by_a_sub_query_not_a_list_of_names():
     shown = labels(TOP_SPENDERS, about, CATALOG)
     sql = restrict("SELECT t0.email FROM customers AS t0", TOP_SPENDERS, about, shown)
     # the earlier ranking's groups joined (one per name), its measure shown beside
-    _same(
+    assert_same_sql(
         sql,
         "SELECT t0.name, t0.email, earlier.spent AS spent FROM customers AS t0 "
         f"JOIN ({TOP_SPENDERS}) AS earlier ON earlier.name = t0.name",
@@ -284,14 +281,14 @@ def test_rows_the_earlier_answer_showed_by_key_are_given_no_name_it_never_showed
     assert labels(by_key, about, CATALOG) == []
     sql = restrict("SELECT t0.email FROM customers AS t0", by_key, about,
                    labels(by_key, about, CATALOG))  # fmt: skip
-    _same(sql, "SELECT t0.email FROM customers AS t0 WHERE t0.country = 'Canada'")
+    assert_same_sql(sql, "SELECT t0.email FROM customers AS t0 WHERE t0.country = 'Canada'")
 
 
 def test_a_count_restricts_by_the_key_of_the_rows_it_counted():
     counted = "SELECT COUNT(*) FROM customers AS c WHERE c.country = 'Canada' ORDER BY 1 LIMIT 9"
     about = subject(counted, CATALOG)
     sql = restrict("SELECT COUNT(*) FROM customers WHERE state = 'Ohio'", counted, about, ["name"])
-    _same(
+    assert_same_sql(
         sql,
         "SELECT COUNT(*) FROM customers WHERE state = 'Ohio' AND customers.id IN "
         "(SELECT c.id FROM customers AS c WHERE c.country = 'Canada')",
@@ -305,11 +302,13 @@ def test_a_question_read_about_another_table_is_not_restricted():
 
 
 def test_regroup_replaces_the_grouping_everywhere():
-    _same(regrouped(BY_COUNTRY, "state", CATALOG), BY_COUNTRY.replace("c.country", "c.state"))
+    assert_same_sql(
+        regrouped(BY_COUNTRY, "state", CATALOG), BY_COUNTRY.replace("c.country", "c.state")
+    )
 
 
 def test_regroup_groups_a_total():
-    _same(
+    assert_same_sql(
         regrouped("SELECT COUNT(*) FROM customers AS c", "countries", CATALOG),
         "SELECT c.country, COUNT(*) FROM customers AS c GROUP BY c.country",
     )
@@ -317,7 +316,7 @@ def test_regroup_groups_a_total():
 
 def test_regroup_reaches_a_named_table_through_its_key():
     # rows of a table, shown as the same question asked alone shows them: key, then name
-    _same(
+    assert_same_sql(
         regrouped("SELECT COUNT(*) FROM customers AS c", "region", CATALOG),
         "SELECT grouped.region_id, grouped.region_name, COUNT(*) FROM customers AS c JOIN "
         "public.regions AS grouped ON grouped.region_id = c.region_id GROUP BY "
@@ -362,14 +361,16 @@ def test_regroup_by_words_no_column_spells_is_refused():
     [("Refunded", "refunded"), ("refunded ones", "refunded"), ("sells", "sell")],
 )
 def test_value_swap_replaces_the_compared_value_of_the_column_that_stores_it(value, stored):
-    _same(swapped(BY_COUNTRY, value, CATALOG), BY_COUNTRY.replace("cancelled", stored))
+    assert_same_sql(swapped(BY_COUNTRY, value, CATALOG), BY_COUNTRY.replace("cancelled", stored))
 
 
 def test_value_swap_keeps_codes_apostrophes_and_the_literal_shape():
     code = "SELECT COUNT(*) FROM orders WHERE TRIM(airport) = 'Stark''s Park'"
-    _same(swapped(code, "abz", CATALOG), "SELECT COUNT(*) FROM orders WHERE TRIM(airport) = ' ABZ'")
+    assert_same_sql(
+        swapped(code, "abz", CATALOG), "SELECT COUNT(*) FROM orders WHERE TRIM(airport) = ' ABZ'"
+    )
     folded = "SELECT COUNT(*) FROM orders AS o WHERE LOWER(o.status) LIKE '%cancel%'"
-    _same(
+    assert_same_sql(
         swapped(folded, "Refunded", CATALOG),
         "SELECT COUNT(*) FROM orders AS o WHERE LOWER(o.status) LIKE '%refunded%'",
     )
@@ -425,7 +426,7 @@ def test_rows_named_but_grouped_by_key_are_matched_by_key():
     about = subject(ranked, CATALOG)
     assert (about.column, about.key_from) == ("id", "c")
     sql = restrict("SELECT t0.email FROM customers AS t0", ranked, about, ["name"])
-    _same(
+    assert_same_sql(
         sql,
         "SELECT t0.name, t0.email, earlier.n AS n FROM customers AS t0 JOIN "
         f"({ranked.replace(' FROM customers', ', c.id AS tandem_key FROM customers')}) "
@@ -440,7 +441,7 @@ def test_names_are_shown_only_where_the_subject_is_what_the_question_lists():
 
 
 def test_regroup_adds_a_column_beside_the_grouping_when_asked():
-    _same(
+    assert_same_sql(
         regrouped(BY_COUNTRY, "state", CATALOG, add=True),
         BY_COUNTRY.replace("SELECT c.country,", "SELECT c.country, c.state,").replace(
             "GROUP BY c.country", "GROUP BY c.country, c.state"
@@ -491,12 +492,12 @@ def test_regroup_through_one_of_two_keys_to_a_table_goes_by_the_key_the_words_na
 
 
 def test_the_lowest_rows_of_a_ranking_from_the_highest_are_its_other_end():
-    _same(
+    assert_same_sql(
         with_limit(TOP_SPENDERS, 2, ascending=True),
         TOP_SPENDERS.replace("spent DESC LIMIT 5", "spent ASC NULLS LAST LIMIT 2"),
     )
     cheapest = TOP_SPENDERS.replace("DESC", "ASC")
-    _same(with_limit(cheapest, 2, ascending=True), cheapest.replace("LIMIT 5", "LIMIT 2"))
+    assert_same_sql(with_limit(cheapest, 2, ascending=True), cheapest.replace("LIMIT 5", "LIMIT 2"))
 
 
 def test_the_earlier_statement_is_nested_under_aliases_of_its_own():
@@ -517,7 +518,7 @@ def test_the_earlier_statement_is_nested_under_aliases_of_its_own():
     for table in sqlglot.parse_one(sql, dialect="postgres").find_all(sqlglot.exp.Table):
         tables.setdefault(table.alias_or_name, set()).add(table.name)
     assert all(len(names) == 1 for names in tables.values()), tables
-    _same(
+    assert_same_sql(
         sql,
         f"{linked} WHERE t0.id IN (SELECT earlier_t0.id FROM orders AS earlier_t0 JOIN "
         "customers AS earlier_t1 ON earlier_t1.id = earlier_t0.customer_id "
@@ -548,7 +549,7 @@ PER_CARRIER = (
     ["which of these operated more than 500?", "Which of them have more than 500 flights?"],
 )
 def test_which_of_these_past_a_bare_number_bounds_the_one_measure(question):
-    _same(
+    assert_same_sql(
         bounded(question, PER_CARRIER, AIR) or "",
         "SELECT f.carrier FROM flights AS f WHERE f.origin = 'JFK' GROUP BY f.carrier "
         "HAVING COUNT(*) > 500 ORDER BY COUNT(*) DESC",
@@ -592,7 +593,7 @@ def test_rows_of_the_same_table_by_key_are_the_earlier_conditions_with_another_p
     question spelled out reads), and a later time shift or filter finds its conditions."""
     about = subject(earlier, CATALOG)
     sql = restrict("SELECT t0.email FROM customers AS t0", earlier, about)
-    _same(
+    assert_same_sql(
         sql,
         "SELECT t0.email FROM customers AS t0 WHERE t0.country = 'Canada' AND t0.state = 'Ohio'",
     )
@@ -630,7 +631,7 @@ def test_a_listing_of_the_top_groups_rows_shows_the_measure_they_were_ranked_by(
     )
     sql = restrict("SELECT t0.email AS email FROM customers AS t0", earlier,
                    subject(earlier, CATALOG))  # fmt: skip
-    _same(
+    assert_same_sql(
         sql,
         f"SELECT t0.email AS email, earlier.count AS count FROM customers AS t0 "
         f"JOIN ({earlier}) AS earlier ON earlier.id = t0.id",
@@ -668,7 +669,7 @@ def test_the_row_each_ranked_row_refers_to_is_shown_with_its_measure():
         "JOIN customers AS t1 ON t1.region_id = r.region_id"
     )
     sql = restrict(linked, _TOP_CUSTOMER, subject(_TOP_CUSTOMER, CATALOG), catalog=CATALOG)
-    _same(
+    assert_same_sql(
         sql,
         linked.replace(" FROM", ", earlier.count AS count FROM")
         + f" JOIN ({_TOP_CUSTOMER}) AS earlier ON earlier.id = t1.id",

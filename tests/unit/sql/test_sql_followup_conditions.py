@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-import sqlglot
 
 from services.sql.catalog._catalog import (
     Catalog,
@@ -28,6 +27,7 @@ from services.sql.conversation import (
     time_filters,
 )
 from services.sql.conversation._followup import regrouped
+from tests.unit.sql.statements import assert_same_sql
 
 CUSTOMERS = TableInfo(
     "public", "customers",
@@ -65,12 +65,6 @@ IN_APRIL = (
 )
 
 
-def _same(left: str, right: str) -> None:
-    assert sqlglot.parse_one(left, dialect="postgres") == sqlglot.parse_one(
-        right, dialect="postgres"
-    ), left
-
-
 class Linker:
     """The linker's seam: each question it is asked, and the statement it answers for the
     first question that contains one of its keys (None for the rest)."""
@@ -91,7 +85,7 @@ async def _filtered(sql: str, condition: str, linker: Linker, *, exclude: bool =
 
 async def test_a_filter_adds_the_condition_its_words_link_to_and_keeps_the_rest():
     linker = Linker({"orders": "SELECT t0.id FROM public.orders AS t0 WHERE t0.amount > 100"})
-    _same(
+    assert_same_sql(
         await _filtered(PER_STATUS, "over 100", linker),
         "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.amount > 100) GROUP BY o.status",
     )
@@ -102,7 +96,7 @@ async def test_a_number_said_with_a_scale_is_asked_in_full():
     """'over 30k': the frames say 30000, so a linker that reads a suffix otherwise (or
     not at all) is asked the number the words say."""
     linker = Linker({"30000": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 30000"})
-    _same(
+    assert_same_sql(
         await _filtered(PER_STATUS, "over 30k", linker),
         "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.amount > 30000) "
         "GROUP BY o.status",
@@ -112,7 +106,7 @@ async def test_a_number_said_with_a_scale_is_asked_in_full():
 
 async def test_an_exclusion_keeps_the_rows_the_condition_does_not_hold_for():
     linker = Linker({"orders": "SELECT t0.id FROM orders AS t0 WHERE t0.status = 'cancelled'"})
-    _same(
+    assert_same_sql(
         await _filtered(PER_STATUS, "cancelled", linker, exclude=True),
         "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE NOT (o.status = 'cancelled') "
         "GROUP BY o.status",
@@ -124,7 +118,7 @@ async def test_a_condition_on_another_table_joins_it_by_its_key():
         "orders": "SELECT t0.id FROM orders AS t0 JOIN customers AS t1 ON t1.id = t0.customer_id "
         "WHERE t1.country = 'France'"
     })  # fmt: skip
-    _same(
+    assert_same_sql(
         await _filtered(PER_STATUS, "in France", linker),
         "SELECT o.status, COUNT(*) AS n FROM orders AS o JOIN customers AS f_t1 "
         "ON f_t1.id = o.customer_id WHERE (f_t1.country = 'France') GROUP BY o.status",
@@ -159,7 +153,7 @@ async def test_another_comparison_replaces_the_one_on_the_same_column():
     over_100 = "SELECT o.id FROM orders AS o WHERE o.amount > 100 AND o.status = 'shipped'"
     linker = Linker({"orders": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 500"})
     prior = Prior(over_100, Relation.VALUE_SWAP, value="over 500")
-    _same(
+    assert_same_sql(
         (await built(over_100, prior, CATALOG, linker))[0],
         "SELECT o.id FROM orders AS o WHERE (o.status = 'shipped') AND (o.amount > 500)",
     )
@@ -212,7 +206,7 @@ async def _shifted(sql: str, period: str, linker: Linker | None = None) -> str:
 
 
 async def test_a_time_shift_moves_the_window_on_its_own_column():
-    _same(
+    assert_same_sql(
         await _shifted(IN_APRIL, "the month before"),
         "SELECT SUM(o.amount) FROM orders AS o WHERE o.status = 'shipped' AND "
         "o.placed_at >= '2023-03-01' AND o.placed_at < '2023-04-01'",
@@ -220,18 +214,18 @@ async def test_a_time_shift_moves_the_window_on_its_own_column():
 
 
 async def test_a_year_held_as_a_number_stays_a_number():
-    _same(
+    assert_same_sql(
         await _shifted("SELECT COUNT(*) FROM concert WHERE year = 2014", "the year after"),
         "SELECT COUNT(*) FROM concert WHERE year = 2015",
     )
-    _same(
+    assert_same_sql(
         await _shifted("SELECT COUNT(*) FROM concert WHERE year < 2010", "before 2009"),
         "SELECT COUNT(*) FROM concert WHERE year < 2009",
     )
 
 
 async def test_a_year_compared_through_extract_keeps_its_form():
-    _same(
+    assert_same_sql(
         await _shifted(
             "SELECT COUNT(*) FROM customers AS c WHERE EXTRACT(YEAR FROM c.joined) = 2020", "2021"
         ),
@@ -244,7 +238,7 @@ async def test_todays_period_is_the_linkers_reading_moved_onto_the_column():
         "orders": "SELECT t0.id FROM orders AS t0 WHERE t0.placed_at >= '2025-01-01' "
         "AND t0.placed_at < '2026-01-01'"
     })  # fmt: skip
-    _same(
+    assert_same_sql(
         await _shifted(IN_APRIL, "last year", linker),
         "SELECT SUM(o.amount) FROM orders AS o WHERE o.status = 'shipped' AND "
         "o.placed_at >= '2025-01-01' AND o.placed_at < '2026-01-01'",
@@ -257,7 +251,7 @@ async def test_a_period_on_a_statement_without_one_is_a_new_condition():
         "AND t0.placed_at < '2023-01-01'"
     })  # fmt: skip
     shifted = await _shifted(PER_STATUS, "2022", linker)
-    _same(
+    assert_same_sql(
         shifted,
         "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.placed_at >= '2022-01-01' "
         "AND o.placed_at < '2023-01-01') GROUP BY o.status",
@@ -269,15 +263,15 @@ async def test_a_period_no_column_was_read_for_goes_on_the_rows_one_date():
     """'just for 1982' after 'concerts per …': the linker places the period on no column,
     and the concerts have one time column, so it is that one's (as a year number)."""
     per_year = "SELECT COUNT(*) FROM concert AS c"
-    _same(
+    assert_same_sql(
         await _shifted(per_year, "for 1982"),
         "SELECT COUNT(*) FROM concert AS c WHERE c.year = 1982",
     )
-    _same(
+    assert_same_sql(
         await _filtered(per_year, "from 1982", Linker({})),
         "SELECT COUNT(*) FROM concert AS c WHERE c.year = 1982",
     )
-    _same(
+    assert_same_sql(
         await _filtered(PER_STATUS, "before 2010", Linker({})),
         "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE o.placed_at < '2010-01-01' "
         "GROUP BY o.status",
@@ -303,11 +297,11 @@ async def test_words_beside_a_period_choose_the_date_they_name():
     """'placed before 2010' among an order's and a customer's dates: the one its words
     name (by name or comment); words that name neither leave the period unplaced."""
     both = "SELECT COUNT(*) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id"
-    _same(
+    assert_same_sql(
         await _filtered(both, "the ones placed before 2010", Linker({})),
         f"{both} WHERE o.placed_at < '2010-01-01'",
     )
-    _same(
+    assert_same_sql(
         await _filtered(both, "customers who joined in 2020", Linker({})),
         f"{both} WHERE c.joined >= '2020-01-01' AND c.joined < '2021-01-01'",
     )
@@ -368,7 +362,7 @@ SALES = TableInfo(
 
 def test_a_regroup_by_a_table_shows_every_name_of_its_rows_and_groups_by_its_key():
     catalog = Catalog("cars", (SALESPEOPLE, SALES))
-    _same(
+    assert_same_sql(
         regrouped("SELECT SUM(s.price) FROM sales AS s", "salesperson", catalog),
         "SELECT grouped.id, grouped.first_name, grouped.last_name, SUM(s.price) FROM sales AS s "
         "JOIN public.salespersons AS grouped ON grouped.id = s.salesperson_id "
@@ -432,7 +426,7 @@ async def test_the_users_own_word_for_the_rows_is_left_out_when_the_schema_names
     no table or column, so it is the user's word for the rows counted and the condition
     is 'over 100' (before: refused, no column fits 'purchases over 100')."""
     linker = Linker({"orders are over 100": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 100"})
-    _same(
+    assert_same_sql(
         await _filtered(PER_STATUS, "purchases over 100", linker),
         "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.amount > 100) GROUP BY o.status",
     )
@@ -463,11 +457,11 @@ async def test_a_condition_on_each_groups_count_becomes_the_earlier_statements_h
     reads a HAVING over the same rows grouped the same way, so it is the earlier
     statement's HAVING (its measure and grouping stay)."""
     linker = Linker({"customers": MORE_THAN_3})
-    _same(
+    assert_same_sql(
         await _filtered(PER_CUSTOMER, "with over 3 orders", linker),
         PER_CUSTOMER + " HAVING (COUNT(DISTINCT o.id) > 3)",
     )
-    _same(
+    assert_same_sql(
         await _filtered(PER_CUSTOMER, "with over 3 orders", linker, exclude=True),
         PER_CUSTOMER + " HAVING NOT (COUNT(DISTINCT o.id) > 3)",
     )

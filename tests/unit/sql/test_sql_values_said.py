@@ -14,13 +14,9 @@ from sqlglot import exp
 
 from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
 from services.sql.linker import LinkError, Vocabulary
-from tests.unit.sql.schemas import col, linked_statement
+from tests.unit.sql.schemas import col, key, linked_statement
 
 TODAY = date(2026, 11, 30)
-
-
-def _key(name: str) -> ColumnInfo:
-    return ColumnInfo(name, "integer", False)
 
 
 SHOP = Catalog(
@@ -30,7 +26,7 @@ SHOP = Catalog(
             "public",
             "payments",
             columns=(
-                _key("payment_id"),
+                key("payment_id"),
                 col("amount", "numeric"),
                 col("method", "text", ("bank_transfer", "cash", "credit_card")),
                 col("plan_code", "text", ("A-1", "B-2")),
@@ -41,7 +37,7 @@ SHOP = Catalog(
             "public",
             "refunds",
             columns=(
-                _key("refund_id"),
+                key("refund_id"),
                 col("amount", "numeric"),
                 col("method", "text", ("cash", "credit_card")),
             ),
@@ -56,14 +52,14 @@ CHOIR = Catalog(
         TableInfo(
             "public",
             "singer",
-            columns=(_key("singer_id"), col("name", "text", ("Ines", "Ravi")), col("age")),
+            columns=(key("singer_id"), col("name", "text", ("Ines", "Ravi")), col("age")),
             primary_key=("singer_id",),
         ),
         TableInfo(
             "public",
             "hall",
             columns=(
-                _key("hall_id"),
+                key("hall_id"),
                 col("name", "text", ("Apollo", "Lyric")),
                 col("location", "text", ("Leeds", "York")),
                 col("average"),
@@ -74,7 +70,7 @@ CHOIR = Catalog(
         TableInfo(
             "public",
             "recital",
-            columns=(_key("recital_id"), col("title", "text", ("Dawn", "Dusk")), col("year")),
+            columns=(key("recital_id"), col("title", "text", ("Dawn", "Dusk")), col("year")),
             primary_key=("recital_id",),
         ),
     ),
@@ -141,7 +137,7 @@ def _lettings(*, second_kinds: bool = False) -> Catalog:
     """Homes with a kind code a lookup table describes; ``second_kinds`` gives the
     listings a kind column of their own holding the same words."""
     kinds = ("Flat", "House", "Shop")
-    listing_columns: tuple[ColumnInfo, ...] = (_key("listing_id"), _key("home_id"))
+    listing_columns: tuple[ColumnInfo, ...] = (key("listing_id"), key("home_id"))
     if second_kinds:
         listing_columns += (col("listing_type", "text", kinds),)
     described = ("Flat, Apartment, etc.", "House, Bungalow, etc.")
@@ -161,7 +157,7 @@ def _lettings(*, second_kinds: bool = False) -> Catalog:
                 "public",
                 "homes",
                 columns=(
-                    _key("home_id"),
+                    key("home_id"),
                     col("home_type_code", "text", kinds),
                     col("home_name", "text", ("Alder", "Birch")),
                     col("owner", "text", ("Ash", "Rowan")),
@@ -228,7 +224,7 @@ DEPOT = Catalog(
             "public",
             "crates",
             columns=(
-                _key("crate_id"),
+                key("crate_id"),
                 col("label", "text", ("Anchor", "Buoy")),
                 col("weight"),
                 ColumnInfo("year", "integer", True, span=(1990, 2020)),
@@ -260,13 +256,13 @@ SCHOOL = Catalog(
         TableInfo(
             "public",
             "instructor",
-            columns=(_key("instructor_id"), col("name", "text", ("Mara", "Tove")), col("age")),
+            columns=(key("instructor_id"), col("name", "text", ("Mara", "Tove")), col("age")),
             primary_key=("instructor_id",),
         ),
         TableInfo(
             "public",
             "lesson_plan",
-            columns=(_key("instructor_id"), _key("lesson_id"), col("grade")),
+            columns=(key("instructor_id"), key("lesson_id"), col("grade")),
             primary_key=("instructor_id", "lesson_id"),
             foreign_keys=(
                 ForeignKeyInfo(("instructor_id",), "public.instructor", ("instructor_id",)),
@@ -300,13 +296,13 @@ def _gallery(*, second_spent: bool = False) -> Catalog:
             TableInfo(
                 "public",
                 "patron",
-                columns=(_key("id"), col("name", "text", ("Ines Sola", "Ravi Arun")), col("age")),
+                columns=(key("id"), col("name", "text", ("Ines Sola", "Ravi Arun")), col("age")),
                 primary_key=("id",),
             ),
             TableInfo(
                 "public",
                 "visit",
-                columns=(_key("visit_id"), _key("patron_id"), *spent),
+                columns=(key("visit_id"), key("patron_id"), *spent),
                 primary_key=("visit_id",),
                 foreign_keys=(ForeignKeyInfo(("patron_id",), "public.patron", ("id",)),),
             ),
