@@ -81,3 +81,21 @@ STRONG_ROLES = {Role.PLAN, Role.REPLAN, Role.GENERATE_SQL, Role.REPAIR_SQL, Role
 async def call(provider: LlmProvider, role: Role) -> Any:
     method = getattr(provider, role.value)
     return await method(REQUESTS[role])
+
+
+# One valid route reply written as models write it when they ignore the format asked for:
+# each is repaired without a re-ask, by either provider.
+MALFORMED_ROUTES = {
+    "code-fenced": (
+        '```json\n{"action": "retrieve", "question_class": "semantic", "search_query": "g"}\n```'
+    ),
+    "think-wrapped": (
+        "<think>The user asks about {pricing}. I will retrieve.</think>\n"
+        '{"action": "retrieve", "question_class": "semantic", "search_query": "g"}'
+    ),
+    "trailing-comma": '{"action": "retrieve", "question_class": "semantic", "search_query": "g",}',
+    "prose-and-case": (
+        'Sure! Here is the JSON:\n{"action": "RETRIEVE", "question_class": "Semantic", '
+        '"search_query": "g", "confidence": 1}\nHope this helps.'
+    ),
+}

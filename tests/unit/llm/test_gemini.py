@@ -27,7 +27,7 @@ from services.common.llm import (
 from services.router.offline import DeterministicProvider
 from tests.fakes.gemini import FakeGemini, Reply
 from tests.unit.llm.conftest import gemini_settings
-from tests.unit.llm.fix_roles import QUESTION, REQUESTS, STRONG_ROLES, VALID, call
+from tests.unit.llm.fix_roles import MALFORMED_ROUTES, QUESTION, REQUESTS, STRONG_ROLES, VALID, call
 
 
 async def test_each_role_runs_on_its_tier(gemini: GeminiProvider, fake_gemini: FakeGemini) -> None:
@@ -62,18 +62,7 @@ async def test_request_asks_for_json_against_the_output_schema(
     assert request.system_text.startswith("Task: route.")
 
 
-@pytest.mark.parametrize(
-    "raw",
-    [
-        '```json\n{"action": "retrieve", "question_class": "semantic", "search_query": "g"}\n```',
-        "<think>The user asks about {pricing}. I will retrieve.</think>\n"
-        '{"action": "retrieve", "question_class": "semantic", "search_query": "g"}',
-        '{"action": "retrieve", "question_class": "semantic", "search_query": "g",}',
-        'Sure! Here is the JSON:\n{"action": "RETRIEVE", "question_class": "Semantic", '
-        '"search_query": "g", "confidence": 1}\nHope this helps.',
-    ],
-    ids=["code-fenced", "think-wrapped", "trailing-comma", "prose-and-case"],
-)
+@pytest.mark.parametrize("raw", MALFORMED_ROUTES.values(), ids=MALFORMED_ROUTES.keys())
 async def test_malformed_json_is_repaired_without_a_reask(
     gemini: GeminiProvider, fake_gemini: FakeGemini, raw: str
 ) -> None:

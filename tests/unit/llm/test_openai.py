@@ -37,7 +37,7 @@ from tests.conftest import TelemetrySink
 from tests.fakes.openai import FakeOpenAI, Reply
 from tests.privacy import assert_no_canary, captured_logs, new_canary
 from tests.unit.llm.conftest import gemini_settings, openai_settings
-from tests.unit.llm.fix_roles import QUESTION, REQUESTS, STRONG_ROLES, VALID, call
+from tests.unit.llm.fix_roles import MALFORMED_ROUTES, QUESTION, REQUESTS, STRONG_ROLES, VALID, call
 
 
 def dead_url() -> str:
@@ -127,18 +127,7 @@ async def test_without_a_schema_on_the_wire_the_prompt_carries_it(
     assert '"question_class"' in request.system_text and "JSON Schema" in request.system_text
 
 
-@pytest.mark.parametrize(
-    "raw",
-    [
-        '```json\n{"action": "retrieve", "question_class": "semantic", "search_query": "g"}\n```',
-        "<think>The user asks about {pricing}. I will retrieve.</think>\n"
-        '{"action": "retrieve", "question_class": "semantic", "search_query": "g"}',
-        '{"action": "retrieve", "question_class": "semantic", "search_query": "g",}',
-        'Sure! Here is the JSON:\n{"action": "RETRIEVE", "question_class": "Semantic", '
-        '"search_query": "g", "confidence": 1}\nHope this helps.',
-    ],
-    ids=["code-fenced", "think-wrapped", "trailing-comma", "prose-and-case"],
-)
+@pytest.mark.parametrize("raw", MALFORMED_ROUTES.values(), ids=MALFORMED_ROUTES.keys())
 async def test_a_server_that_ignores_response_format_is_repaired_without_a_reask(
     openai: OpenAIProvider, fake_openai: FakeOpenAI, raw: str
 ) -> None:
