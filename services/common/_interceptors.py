@@ -206,6 +206,21 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
         budget = self._default_deadline_s if left is None else max(float(left), 0.0)
         return budget if self._max_deadline_s is None else min(budget, self._max_deadline_s)
 
+    def _admit(
+        self, method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        """What every call goes through before its handler, unary or streamed: its trace
+        id, the request parsed whole, the guard, and, where this server takes them, the
+        caller's principal and read-after position. Raises (or aborts) to refuse it."""
+        _set_trace_id(context)
+        _check_parsed(request)
+        if self._guard is not None:
+            self._guard(method, request, context)
+        if self._accept_principal:
+            metadata = context.invocation_metadata()
+            current_principal.set(parse_principal(metadata))
+            read_after.set(lsn_from_metadata(metadata))
+
     def _wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
         async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             started = time.perf_counter()
@@ -213,14 +228,7 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             budget = self._budget(context)
             token = enter_remote_context(context.invocation_metadata()) if self._carry else None
             try:
-                _set_trace_id(context)
-                _check_parsed(request)
-                if self._guard is not None:
-                    self._guard(method, request, context)
-                if self._accept_principal:
-                    metadata = context.invocation_metadata()
-                    current_principal.set(parse_principal(metadata))
-                    read_after.set(lsn_from_metadata(metadata))
+                self._admit(method, request, context)
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         return await behavior(request, context)
@@ -246,14 +254,7 @@ class RuntimeInterceptor(grpc.aio.ServerInterceptor):
             partial: list[Partial] = []
             reporting = _PARTIAL.set(partial)
             try:
-                _set_trace_id(context)
-                _check_parsed(request)
-                if self._guard is not None:
-                    self._guard(method, request, context)
-                if self._accept_principal:
-                    metadata = context.invocation_metadata()
-                    current_principal.set(parse_principal(metadata))
-                    read_after.set(lsn_from_metadata(metadata))
+                self._admit(method, request, context)
                 with deadline_scope(budget):
                     async with asyncio.timeout(budget):
                         result = behavior(request, context)

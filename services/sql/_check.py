@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,7 @@ import psycopg
 
 from services.common import SettingsError, embedded_server_url
 from services.sql._settings import DEFAULT_TARGET, SqlSettings
-from services.sql.catalog import describe, describe_families, load_catalog
+from services.sql.catalog import Catalog, describe, describe_families, load_catalog
 from services.sql.demo import reader_url
 from services.sql.targets import (
     ANY_TENANT,
@@ -170,6 +171,13 @@ async def _schema(conn: psycopg.AsyncConnection[Any], config: TargetConfig) -> l
     catalog, problems = await load_catalog(
         conn, config.name, exclude=config.exclude, joins=config.joins
     )
+    return _catalog_lines(config, catalog, problems)
+
+
+def _catalog_lines(config: TargetConfig, catalog: Catalog, problems: Sequence[str]) -> list[str]:
+    """What the check says of a loaded catalog, whichever engine serves it: the tables
+    left out, the look-alike families, the keys and joins the service would use, and the
+    glossary's joins it could not resolve."""
     lines = (
         [f"excluded: {', '.join(config.exclude)} (SQL_EXCLUDE_TABLES)"] if config.exclude else []
     )
@@ -201,11 +209,7 @@ async def _check_file(config: TargetConfig, tenants: str) -> DatabaseCheck:
         return DatabaseCheck(config.name, "unreachable", tenants, (str(exc),))
     finally:
         await target.close()
-    lines = (
-        [f"excluded: {', '.join(config.exclude)} (SQL_EXCLUDE_TABLES)"] if config.exclude else []
-    )
-    lines += describe_families(catalog) + describe(catalog)
-    lines += [f"glossary join ignored: {p}" for p in problems]
+    lines = _catalog_lines(config, catalog, problems)
     engine = file_engine(config.url)
     assert engine is not None
     reasons = [f"{engine[0].value} file opened read-only at the connection"]
@@ -247,11 +251,7 @@ async def _check_mysql(config: TargetConfig, tenants: str) -> DatabaseCheck:
         return DatabaseCheck(config.name, "unreachable", tenants, (str(exc),))
     finally:
         await target.close()
-    lines = (
-        [f"excluded: {', '.join(config.exclude)} (SQL_EXCLUDE_TABLES)"] if config.exclude else []
-    )
-    lines += describe_families(catalog) + describe(catalog)
-    lines += [f"glossary join ignored: {p}" for p in problems]
+    lines = _catalog_lines(config, catalog, problems)
     reasons = [_explain(c) for c in target.capabilities]
     reasons.append("statements run in a READ ONLY transaction with the statement timeout")
     return DatabaseCheck(config.name, "serve", tenants, tuple(reasons), tuple(lines))
