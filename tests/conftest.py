@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,6 +61,30 @@ async def retrieval(pg_url, embedding, telemetry_sink) -> AsyncIterator[Retrieva
     )
     yield service
     await service.close()
+
+
+@pytest.fixture
+async def make_retrieval(
+    pg_url, embedding, telemetry_sink
+) -> AsyncIterator[Callable[..., Awaitable[Retrieval]]]:
+    """``await make_retrieval(RETRIEVAL_X="…")``: a retrieval server with those settings,
+    read from the environment the way the service reads them at start (the tests of
+    extraction limits and isolation each start one or more, configured differently)."""
+    from services.retrieval import RetrievalSettings
+    from tests.integration.retrieval.stack import start_retrieval
+
+    started: list[Retrieval] = []
+    address = embedding.server.address
+
+    async def make(**environ: str) -> Retrieval:
+        settings = RetrievalSettings.from_env({"EMBEDDING_ADDR": address, **environ})
+        telemetry = telemetry_sink("retrieval").telemetry
+        started.append(await start_retrieval(pg_url, address, telemetry, settings=settings))
+        return started[-1]
+
+    yield make
+    for running in started:
+        await running.close()
 
 
 @pytest.fixture

@@ -17,24 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 import psutil
 import pytest
 
-from services.common import Telemetry
-from services.retrieval import RetrievalSettings
 from tandem.v1 import retrieval_service_pb2 as pb
 from tests.documents import amplified_docx, policy_docx, quadratic_html
 from tests.faults.inprocess import pg_url
 from tests.integration.retrieval.stack import (
-    EmbeddingService,
     Retrieval,
     new_tenant,
-    start_embedding,
-    start_retrieval,
 )
 
 __all__ = ["pg_url"]
@@ -43,31 +38,6 @@ pytestmark = pytest.mark.integration
 
 AMPLIFIED_PARAGRAPHS = 150_000  # the file: 73 KB, 5 MiB of XML, 134:1
 SLOW_PARAGRAPHS = 90_000  # under the paragraph limit: seconds of CPU, legal
-
-
-@pytest.fixture
-async def embedding(real_embedder: Any, telemetry_sink: Any) -> AsyncIterator[EmbeddingService]:
-    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
-    yield service
-    await service.close()
-
-
-@pytest.fixture
-async def make_retrieval(
-    pg_url: str, embedding: EmbeddingService, telemetry_sink: Any
-) -> AsyncIterator[Callable[..., Any]]:
-    started: list[Retrieval] = []
-    address = embedding.server.address
-
-    async def make(**environ: str) -> Retrieval:
-        settings = RetrievalSettings.from_env({"EMBEDDING_ADDR": address, **environ})
-        telemetry: Telemetry = telemetry_sink("retrieval").telemetry
-        started.append(await start_retrieval(pg_url, address, telemetry, settings=settings))
-        return started[-1]
-
-    yield make
-    for retrieval in started:
-        await retrieval.close()
 
 
 def _file(document_id: str, data: bytes, name: str) -> pb.DocumentInput:

@@ -14,24 +14,18 @@ import asyncio
 import random
 import shutil
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import psutil
 import pytest
 from PIL import Image
 
-from services.common import Telemetry
-from services.retrieval import RetrievalSettings
 from tandem.v1 import retrieval_service_pb2 as pb
 from tests.documents import image_bytes
 from tests.faults.inprocess import pg_url
 from tests.integration.retrieval.stack import (
-    EmbeddingService,
-    Retrieval,
     new_tenant,
-    start_embedding,
-    start_retrieval,
 )
 
 __all__ = ["pg_url"]
@@ -44,31 +38,6 @@ pytestmark = [
     ),
 ]
 WAIT_S = 20.0
-
-
-@pytest.fixture
-async def embedding(real_embedder: Any, telemetry_sink: Any) -> AsyncIterator[EmbeddingService]:
-    service = await start_embedding(real_embedder, telemetry_sink("embedding").telemetry)
-    yield service
-    await service.close()
-
-
-@pytest.fixture
-async def make_retrieval(
-    pg_url: str, embedding: EmbeddingService, telemetry_sink: Any
-) -> AsyncIterator[Callable[..., Any]]:
-    started: list[Retrieval] = []
-    address = embedding.server.address
-
-    async def make(**environ: str) -> Retrieval:
-        settings = RetrievalSettings.from_env({"EMBEDDING_ADDR": address, **environ})
-        telemetry: Telemetry = telemetry_sink("retrieval").telemetry
-        started.append(await start_retrieval(pg_url, address, telemetry, settings=settings))
-        return started[-1]
-
-    yield make
-    for retrieval in started:
-        await retrieval.close()
 
 
 def _speckle(width: int = 1700, height: int = 2200, seed: int = 7) -> bytes:

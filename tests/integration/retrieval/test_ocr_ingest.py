@@ -10,12 +10,11 @@ PNG and TIFF as unsupported types: nothing of them could be found.
 from __future__ import annotations
 
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from services.retrieval import RetrievalSettings
 from tandem.v1 import retrieval_service_pb2 as pb
 from tests.documents import (
     LIBTASN1_CODING,
@@ -27,12 +26,10 @@ from tests.documents import (
     tiff_pages,
 )
 from tests.integration.retrieval.stack import (
-    EmbeddingService,
     Retrieval,
     ingest,
     new_tenant,
     query_one,
-    start_retrieval,
 )
 
 pytestmark = [
@@ -42,24 +39,6 @@ pytestmark = [
         reason="no tesseract: `make ocr` (part of `make setup`, as root) installs it",
     ),
 ]
-
-
-@pytest.fixture
-async def make_retrieval(
-    pg_url: str, embedding_service: EmbeddingService, telemetry_sink: Any
-) -> AsyncIterator[Callable[..., Any]]:
-    started: list[Retrieval] = []
-    address = embedding_service.server.address
-
-    async def make(**environ: str) -> Retrieval:
-        settings = RetrievalSettings.from_env({"EMBEDDING_ADDR": address, **environ})
-        telemetry = telemetry_sink("retrieval").telemetry
-        started.append(await start_retrieval(pg_url, address, telemetry, settings=settings))
-        return started[-1]
-
-    yield make
-    for retrieval in started:
-        await retrieval.close()
 
 
 def _file(document_id: str, data: bytes, name: str) -> pb.DocumentInput:
