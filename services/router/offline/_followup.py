@@ -952,6 +952,35 @@ _OPPOSITE = {"most": "least", "highest": "lowest", "largest": "smallest", "bigge
              "best": "worst", "top": "bottom"}  # fmt: skip
 
 
+_PHRASE_BOUNDARY = r"in|on|at|from|to|for|with|during|over|since|before|after|between|by|of|and|or"
+_VERB_AFTER = r"have|has|had|is|are|was|were|do|does|did"
+_NEXT_NOUN = re.compile(
+    rf"\s+(?P<n>(?!(?:{_PHRASE_BOUNDARY}|{_VERB_AFTER}|the|a|an|last|this|next|that|which"
+    rf"|who|only|alone|instead|too)\b)[a-z][\w-]*)"
+    rf"(?=\s*(?:[?.!,;]|$|\b(?P<b>{_PHRASE_BOUNDARY}|{_VERB_AFTER}|last|this|next)\b))",
+    re.IGNORECASE,
+)
+_AUXILIARY = re.compile(r"\b(?:do|does|did|can|could|will|would)\b", re.IGNORECASE)
+
+
+def _grouping_end(body: str, found: re.Match[str]) -> int:
+    """Where the grouping's noun phrase ends: past a second noun ("each origin airport",
+    "per product category"), which a regroup replaces with the grouping said, not only
+    its first word ("each carrier airport"). The word after the grouping is a noun when
+    a preposition, a verb like "have", or the question's end follows it; it is the verb
+    itself where an auxiliary before the grouping waits for one ("did each carrier
+    operate from EWR")."""
+    end = found.end("g")
+    after = _NEXT_NOUN.match(body, end)
+    if after is None or " of " in found.group("g"):
+        return end
+    waits_for_verb = _AUXILIARY.search(body[: found.start()]) is not None
+    verb_follows = (after.group("b") or "").lower() in _VERB_AFTER.split("|")
+    if waits_for_verb and not verb_follows:
+        return end
+    return after.end("n")
+
+
 def _regrouped(question: str, dim: str, *, add: bool) -> str:
     """The previous question grouped by ``dim`` instead of its own grouping (or as well)."""
     body = _body(question)
@@ -959,7 +988,7 @@ def _regrouped(question: str, dim: str, *, add: bool) -> str:
     found = found or list(_GROUPING.finditer(body))
     if found and not add:
         last = found[-1]
-        return f"{body[: last.start('g')]}{dim}{body[last.end('g') :]}?"
+        return f"{body[: last.start('g')]}{dim}{body[_grouping_end(body, last) :]}?"
     if found:
         return f"{body} and by {dim}?"
     return f"{body} by {dim}?"
