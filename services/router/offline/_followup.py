@@ -1161,6 +1161,14 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
     ) is not None:
         # "of those, which are privately insured?": the ones that are
         return _narrowed(prior.resolved_question, f"that are {which.group('c')}")
+    if (
+        (among := _AMONG.match(text)) is not None
+        and (counted := _HOW_MANY_ARE.match(_clean(among.group("f")))) is not None
+        and _one_count(prior)
+    ):
+        # "of those, how many were Envoy Air flights?" after a count: the same count
+        # of the ones that are
+        return _narrowed(prior.resolved_question, f"that are {counted.group('c')}")
     match = _AMONG.match(text) or _NARROW.match(text) or _NARROW_VERB.match(text)
     match = match or _KEEP.match(text)
     match = match or _NARROW_AFTER.match(text)
@@ -1190,6 +1198,27 @@ _WHICH_ARE = re.compile(
     r"have|had|by whom)\b)[\w'.&-]+){0,4})$",
     re.IGNORECASE,
 )
+# "how many were Envoy Air flights", after "of those": the rows a state picks out,
+# counted, as "which were …" lists them (the same words are excluded after the verb).
+_HOW_MANY_ARE = re.compile(
+    _WHICH_ARE.pattern.replace(r"^(?:which|who)\s+(?:ones\s+)?", r"^how many\s+"),
+    re.IGNORECASE,
+)
+_COUNT = re.compile(r"\bCOUNT\s*\(", re.IGNORECASE)
+_GROUP_BY = re.compile(r"\bGROUP\s+BY\b", re.IGNORECASE)
+
+
+def _one_count(prior: PriorTurn) -> bool:
+    """Whether the previous answer was one count of rows (no groups): "how many of
+    those …" then counts fewer of the same rows, not something about each row."""
+    return (
+        bool(prior.sql)
+        and prior.row_count <= 1
+        and bool(_COUNT.search(prior.sql))
+        and not (_GROUP_BY.search(prior.sql))
+    )
+
+
 # "what about those born after 1985?", "how about the ones older than 50?": another
 # condition on the rows in place of the previous one of that shape, or one added.
 _ABOUT_THOSE = re.compile(
