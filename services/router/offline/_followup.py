@@ -451,6 +451,19 @@ def _statement_slots(prior: PriorTurn) -> list[tuple[int, int, str]]:
     return sorted(spans)
 
 
+def _literals(sql: str, *, numeric: bool) -> int:
+    """How many values (strings, or numbers that are no year) a statement compares: one
+    said in the question is the one a swap replaces only when it is the only one; a name
+    said otherwise ("United" for 'United Air Lines Inc.') is another the question holds."""
+    found = {
+        (m.group(1) or m.group(2)).lower()
+        for m in _LITERAL.finditer(sql)
+        if bool(m.group(2)) == numeric
+        and not (m.group(2) and re.fullmatch(r"(?:19|20)\d\d", m.group(2)))
+    }
+    return len(found)
+
+
 def _trimmed_value(value: str, body: str, end: int) -> str:
     """``value`` without the words the question already says after the slot ("topical
     drugs" for "a biologic drug" → "topical") or that only point back ("failed ones")."""
@@ -485,7 +498,7 @@ def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn], prep: str 
     value = _without_said_context(value, body, _statement_slots(prior))
     numeric = bool(re.fullmatch(r"\d+(?:\.\d+)?", value))
     compared = [s for s in _statement_slots(prior) if s[2].replace(".", "").isdigit() == numeric]
-    if len(compared) == 1:
+    if len(compared) == 1 and _literals(prior.sql, numeric=numeric) <= 1:
         start, end, _ = compared[0]
         return f"{body[:start]}{_trimmed_value(value, body, end)}{body[end:]}?"
     slots = _slots(prior.resolved_question)
@@ -540,7 +553,9 @@ def _fitting_slots(
     if not _PERIOD_SLOT.match(value):
         timeless = [s for s in slots if not _PERIOD_SLOT.match(s[2])]
         slots = timeless or slots
-    shaped = [s for s in slots if bool(_CODE.match(s[2])) == bool(_CODE.match(value))]
+    # "from LGA" is a code said with its preposition
+    bare = re.sub(r"^(?:from|to|at|in|for|of|by|on|with)\s+", "", value, flags=re.I)
+    shaped = [s for s in slots if bool(_CODE.match(s[2])) == bool(_CODE.match(bare))]
     return shaped or slots
 
 
