@@ -451,6 +451,19 @@ def _statement_slots(prior: PriorTurn) -> list[tuple[int, int, str]]:
     return sorted(spans)
 
 
+def _literals(sql: str, *, numeric: bool) -> int:
+    """How many values (strings, or numbers that are no year) a statement compares: one
+    said in the question is the one a swap replaces only when it is the only one; a name
+    said otherwise ("United" for 'United Air Lines Inc.') is another the question holds."""
+    found = {
+        (m.group(1) or m.group(2)).lower()
+        for m in _LITERAL.finditer(sql)
+        if bool(m.group(2)) == numeric
+        and not (m.group(2) and re.fullmatch(r"(?:19|20)\d\d", m.group(2)))
+    }
+    return len(found)
+
+
 def _trimmed_value(value: str, body: str, end: int) -> str:
     """``value`` without the words the question already says after the slot ("topical
     drugs" for "a biologic drug" → "topical") or that only point back ("failed ones")."""
@@ -485,7 +498,7 @@ def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn], prep: str 
     value = _without_said_context(value, body, _statement_slots(prior))
     numeric = bool(re.fullmatch(r"\d+(?:\.\d+)?", value))
     compared = [s for s in _statement_slots(prior) if s[2].replace(".", "").isdigit() == numeric]
-    if len(compared) == 1:
+    if len(compared) == 1 and _literals(prior.sql, numeric=numeric) <= 1:
         start, end, _ = compared[0]
         return f"{body[:start]}{_trimmed_value(value, body, end)}{body[end:]}?"
     slots = _slots(prior.resolved_question)
@@ -540,7 +553,9 @@ def _fitting_slots(
     if not _PERIOD_SLOT.match(value):
         timeless = [s for s in slots if not _PERIOD_SLOT.match(s[2])]
         slots = timeless or slots
-    shaped = [s for s in slots if bool(_CODE.match(s[2])) == bool(_CODE.match(value))]
+    # "from LGA" is a code said with its preposition
+    bare = re.sub(r"^(?:from|to|at|in|for|of|by|on|with)\s+", "", value, flags=re.I)
+    shaped = [s for s in slots if bool(_CODE.match(s[2])) == bool(_CODE.match(bare))]
     return shaped or slots
 
 
@@ -952,6 +967,35 @@ _OPPOSITE = {"most": "least", "highest": "lowest", "largest": "smallest", "bigge
              "best": "worst", "top": "bottom"}  # fmt: skip
 
 
+_PHRASE_BOUNDARY = r"in|on|at|from|to|for|with|during|over|since|before|after|between|by|of|and|or"
+_VERB_AFTER = r"have|has|had|is|are|was|were|do|does|did"
+_NEXT_NOUN = re.compile(
+    rf"\s+(?P<n>(?!(?:{_PHRASE_BOUNDARY}|{_VERB_AFTER}|the|a|an|last|this|next|that|which"
+    rf"|who|only|alone|instead|too)\b)[a-z][\w-]*)"
+    rf"(?=\s*(?:[?.!,;]|$|\b(?P<b>{_PHRASE_BOUNDARY}|{_VERB_AFTER}|last|this|next)\b))",
+    re.IGNORECASE,
+)
+_AUXILIARY = re.compile(r"\b(?:do|does|did|can|could|will|would)\b", re.IGNORECASE)
+
+
+def _grouping_end(body: str, found: re.Match[str]) -> int:
+    """Where the grouping's noun phrase ends: past a second noun ("each origin airport",
+    "per product category"), which a regroup replaces with the grouping said, not only
+    its first word ("each carrier airport"). The word after the grouping is a noun when
+    a preposition, a verb like "have", or the question's end follows it; it is the verb
+    itself where an auxiliary before the grouping waits for one ("did each carrier
+    operate from EWR")."""
+    end = found.end("g")
+    after = _NEXT_NOUN.match(body, end)
+    if after is None or " of " in found.group("g"):
+        return end
+    waits_for_verb = _AUXILIARY.search(body[: found.start()]) is not None
+    verb_follows = (after.group("b") or "").lower() in _VERB_AFTER.split("|")
+    if waits_for_verb and not verb_follows:
+        return end
+    return after.end("n")
+
+
 def _regrouped(question: str, dim: str, *, add: bool) -> str:
     """The previous question grouped by ``dim`` instead of its own grouping (or as well)."""
     body = _body(question)
@@ -959,7 +1003,7 @@ def _regrouped(question: str, dim: str, *, add: bool) -> str:
     found = found or list(_GROUPING.finditer(body))
     if found and not add:
         last = found[-1]
-        return f"{body[: last.start('g')]}{dim}{body[last.end('g') :]}?"
+        return f"{body[: last.start('g')]}{dim}{body[_grouping_end(body, last) :]}?"
     if found:
         return f"{body} and by {dim}?"
     return f"{body} by {dim}?"
@@ -1132,6 +1176,14 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
     ) is not None:
         # "of those, which are privately insured?": the ones that are
         return _narrowed(prior.resolved_question, f"that are {which.group('c')}")
+    if (
+        (among := _AMONG.match(text)) is not None
+        and (counted := _HOW_MANY_ARE.match(_clean(among.group("f")))) is not None
+        and _one_count(prior)
+    ):
+        # "of those, how many were Envoy Air flights?" after a count: the same count
+        # of the ones that are
+        return _narrowed(prior.resolved_question, f"that are {counted.group('c')}")
     match = _AMONG.match(text) or _NARROW.match(text) or _NARROW_VERB.match(text)
     match = match or _KEEP.match(text)
     match = match or _NARROW_AFTER.match(text)
@@ -1161,6 +1213,27 @@ _WHICH_ARE = re.compile(
     r"have|had|by whom)\b)[\w'.&-]+){0,4})$",
     re.IGNORECASE,
 )
+# "how many were Envoy Air flights", after "of those": the rows a state picks out,
+# counted, as "which were …" lists them (the same words are excluded after the verb).
+_HOW_MANY_ARE = re.compile(
+    _WHICH_ARE.pattern.replace(r"^(?:which|who)\s+(?:ones\s+)?", r"^how many\s+"),
+    re.IGNORECASE,
+)
+_COUNT = re.compile(r"\bCOUNT\s*\(", re.IGNORECASE)
+_GROUP_BY = re.compile(r"\bGROUP\s+BY\b", re.IGNORECASE)
+
+
+def _one_count(prior: PriorTurn) -> bool:
+    """Whether the previous answer was one count of rows (no groups): "how many of
+    those …" then counts fewer of the same rows, not something about each row."""
+    return (
+        bool(prior.sql)
+        and prior.row_count <= 1
+        and bool(_COUNT.search(prior.sql))
+        and not (_GROUP_BY.search(prior.sql))
+    )
+
+
 # "what about those born after 1985?", "how about the ones older than 50?": another
 # condition on the rows in place of the previous one of that shape, or one added.
 _ABOUT_THOSE = re.compile(

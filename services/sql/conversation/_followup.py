@@ -49,6 +49,7 @@ from services.sql.catalog import (
     table_for,
 )
 from services.sql.conversation._conditions import Link, link_condition, with_conditions
+from services.sql.conversation._leading import led_value
 from services.sql.conversation._periods import dated, time_shifted
 from services.sql.conversation._statement import (
     FollowUpError,
@@ -988,6 +989,9 @@ def swapped(sql: str, value: str, catalog: Catalog) -> str:
     compared = [c for c in comparisons(select, catalog) if c.literal.is_string]
     for form in _forms(value):
         hits = [(c, stored) for c in compared if (stored := _stored_by(c, form)) is not None]
+        # a name said by its leading words ("Delta" for 'Delta Air Lines Inc.'), as the
+        # linker reads it, where no compared column stores the words as said
+        hits = hits or [(c, led) for c in compared if (led := _led_by(c, form)) is not None]
         hits = _one_value(hits)
         if len(hits) > 1:
             raise FollowUpError(f"'{value}' could replace more than one earlier value")
@@ -1033,6 +1037,12 @@ def _stored_by(item: Comparison, value: str) -> str | None:
     return next(
         (s for t in item.owners if (s := stored_spelling(t, item.column, value)) is not None),
         None,
+    )
+
+
+def _led_by(item: Comparison, value: str) -> str | None:
+    return next(
+        (s for t in item.owners if (s := led_value(t, item.column, value)) is not None), None
     )
 
 

@@ -369,7 +369,12 @@ async def time_shifted(sql: str, period: str, catalog: Catalog, link: Link) -> s
             "the previous answer limits more than one date; which one moves is unclear"
         )
     old = found[0] if found else None
-    window = new_window(period, old.window if old is not None else None)
+    try:
+        window = new_window(period, old.window if old is not None else None)
+    except FollowUpError as no_year:
+        if old is not None:
+            raise
+        return await _on_a_month_number(sql, period, catalog, link, no_year)
     if old is None:
         # No window to move: the period is a new condition, on the column the linker
         # reads it about; else on the one date the statement's rows have.
@@ -394,6 +399,29 @@ async def time_shifted(sql: str, period: str, catalog: Catalog, link: Link) -> s
         "where", exp.Where(this=exp.and_(*parts)) if len(parts) > 1 else exp.Where(this=parts[0])
     )
     return select.sql(dialect="postgres")
+
+
+async def _on_a_month_number(
+    sql: str, period: str, catalog: Catalog, link: Link, no_year: FollowUpError
+) -> str:
+    """A month said without a year ("and in December?") on a statement with no date
+    window, whose rows hold the month as a number (``weather.month``, read so in the
+    first question: "in January" is ``month = 1``): the linker's reading of the month,
+    in place of the statement's own month where it said one. There is no year to take,
+    and none is needed. Read on a date column instead, the month is still refused
+    (``no_year``): which year's December is unsaid."""
+    try:
+        linked = await link_condition(sql, _condition(period), catalog, link)
+    except FollowUpError:
+        raise no_year from None
+    select = parse(sql)
+    tables = {s.alias_or_name: table_for(catalog, s) for s in sources(select)}
+    for alias, name in linked.columns:
+        table = tables.get(alias)
+        info = table.column(name) if table is not None else None
+        if info is None or _is_date(info.data_type) or linked.joins:
+            raise no_year
+    return with_conditions(sql, linked)
 
 
 @dataclass(frozen=True)

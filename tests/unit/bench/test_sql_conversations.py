@@ -122,6 +122,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_sql-unseen_blind",
         "conversations_sql-unseen_v2",
         "conversations_sql-unseen_v3",
+        "conversations_sql-unseen_v4",
     ]
 
 
