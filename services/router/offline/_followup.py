@@ -1508,7 +1508,34 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
                 asked,
                 f"the previous question names nothing that '{value}' could replace",
             )
+    if (elliptical := _elliptical_count(asked, prior)) is not None:
+        # "and how many of type Other?" after "How many houses are listed?": the count
+        # names no rows of its own, so they are the previous count's, with another value
+        again = _resolve(f"what about {elliptical}?", history)
+        if again.kind in (FollowUpKind.VALUE_SWAP, FollowUpKind.TIME_SHIFT):
+            return again
     return Resolution(FollowUpKind.STANDALONE, asked)
+
+
+# "how many" said with no noun of its own: a preposition follows it at once ("and how
+# many of type Other?", "how many in 2014?"). A partitive names its rows ("how many of
+# the students ..."), and "of them" points at the previous rows (read before).
+_ELLIPTICAL_COUNT = re.compile(
+    rf"{_LEAD}how many\s+(?P<rest>(?:of|in|from|with|at|on)\s+(?!(?:the|all|our|my|your|"
+    r"their|its|his|her|them|those|these|this|that|it|each|every)\b)[^?]+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _elliptical_count(asked: str, prior: PriorTurn) -> str | None:
+    """What an elliptical "how many" asks about ("of type Other") when the previous
+    question was a count too; None otherwise."""
+    match = _ELLIPTICAL_COUNT.match(asked)
+    if match is None or len(match.group("rest").split()) > 5:
+        return None
+    if not re.match(r"^how many\b", _body(prior.resolved_question), re.IGNORECASE):
+        return None
+    return match.group("rest")
 
 
 # The person or thing a personal pronoun or a demonstrative with its noun points at

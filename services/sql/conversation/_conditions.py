@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from services.sql import verify
 from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.conversation._inhabitants import as_place
 from services.sql.conversation._statement import FollowUpError, parse, readable, sources
 from services.sql.words import stem
 
@@ -127,6 +128,8 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
     conditions = [condition]
     if (unnamed := _without_own_word_for_rows(condition, catalog)) is not None:
         conditions.append(unnamed)
+    if (place := as_place(condition, catalog)) is not None:
+        conditions.append(place)  # "Californians" → "in California" (see _inhabitants)
     for said_as in conditions:
         for table in _own_tables(select, catalog):
             named = readable(table, catalog)

@@ -58,6 +58,7 @@ from services.sql.conversation._statement import (
     readable,
     sources,
 )
+from services.sql.conversation._valued import valued
 from services.sql.gate import identifier
 from services.sql.results import deciding_columns, show_deciding
 from services.sql.words import STOP_WORDS, name_words, stem, word_match
@@ -1054,11 +1055,15 @@ async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[s
         try:
             linked = await link_condition(sql, prior.condition, catalog, link)
         except FollowUpError as unread:
-            if prior.exclude:
-                raise
-            return dated(sql, prior.condition, catalog, unread), (
-                "the previous statement, over the period said"
-            )
+            # "worth more than 20": a comparison on the value the earlier rows show
+            worth = valued(sql, prior.condition, catalog)
+            if worth is None:
+                if prior.exclude:
+                    raise
+                return dated(sql, prior.condition, catalog, unread), (
+                    "the previous statement, over the period said"
+                )
+            linked = worth
         return with_conditions(sql, linked, exclude=prior.exclude), (
             "the previous statement, without the rows the condition names"
             if prior.exclude
