@@ -83,6 +83,30 @@ def label_columns(ctx: LinkContext, table: TableInfo) -> list[Col]:
     return cols
 
 
+def content_words(ctx: LinkContext, text: str) -> list[str]:
+    """The stems of the text's content words, where a stop word is kept when it is part
+    of a column's name said whole: "value" and "record" carry no schema meaning in
+    general ("the value of each order"), but "discount value" spells
+    ``discount_value`` word for word, and without its "value" it names
+    ``discount_type`` just as well (a tie read as whichever comes first)."""
+    raw = re.findall(r"[a-z0-9]+", text.lower())
+    stems = [stem(w) for w in raw]
+    kept: set[int] = set()
+    for parts in ctx.vocab.column_words.values():
+        width = len(parts)
+        said = [p in STOP_WORDS for p in parts]
+        if width < 2 or all(said) or not any(said):
+            continue  # one word, no stop word to keep, or nothing but stop words
+        for i in range(len(stems) - width + 1):
+            if stems[i : i + width] == list(parts):
+                kept.update(range(i, i + width))
+    return [
+        s
+        for i, (w, s) in enumerate(zip(raw, stems, strict=True))
+        if w not in STOP_WORDS or i in kept
+    ]
+
+
 def find_column(
     ctx: LinkContext,
     words: Sequence[str],

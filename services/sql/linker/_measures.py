@@ -245,8 +245,11 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
         near = values_nearest(ctx, value_word, [found.table])
         if len(near) > 1:
             return None  # equally near the measured rows: not guessed
-        if near:
-            condition = (near[0][0], f"{{c}} = {lit(near[0][1])}")
+        # none: no join reaches the value from the measured rows, so it is no condition
+        # on them ("the total amount of transactions": 'transaction' is a kind of
+        # notification, a table the wallet's transactions do not join; the word names the
+        # measured rows themselves), as the counted path above already holds
+        condition = (near[0][0], f"{{c}} = {lit(near[0][1])}") if near else None
     return finish(Measure(func, col=found, label=rest, filter=condition), label, joined)
 
 
