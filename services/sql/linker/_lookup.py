@@ -8,7 +8,15 @@ from collections.abc import Iterable, Sequence
 
 from services.sql.catalog import TableInfo, is_number
 from services.sql.linker._context import LinkContext
-from services.sql.linker._plan import Measure, Plan, is_key, is_temporal, lit, name_columns
+from services.sql.linker._plan import (
+    Measure,
+    Plan,
+    is_key,
+    is_temporal,
+    lit,
+    name_columns,
+    person_name,
+)
 from services.sql.linker._vocabulary import Col, Vocabulary
 from services.sql.words import (
     GRAMMAR_WORDS,
@@ -61,8 +69,13 @@ def label_columns(ctx: LinkContext, table: TableInfo) -> list[Col]:
         if pk:
             cols.append(Col(table, pk))
     own = set(ctx.vocab.table_words[table.qualified])
+    # a person named in two columns: another "…name" column names something else of
+    # theirs (a doctor's ``med_school_name``), as the clause reader has it
+    person = {c.key for c in person_name(table)}
     for column in table.columns:
         words = ctx.vocab.column_words[(table.qualified, column.name)]
+        if person and (table.qualified, column.name) not in person and "name" in words:
+            continue
         if "name" in words or "title" in words or "symbol" in words:
             cols.append(Col(table, column))
         elif "code" in words and all(w in own for w in words if w != "code"):
@@ -105,6 +118,31 @@ def content_words(ctx: LinkContext, text: str) -> list[str]:
         for i, (w, s) in enumerate(zip(raw, stems, strict=True))
         if w not in STOP_WORDS or i in kept
     ]
+
+
+def name_spans(ctx: LinkContext, text: str) -> list[tuple[int, int]]:
+    """Where the text spells whole a stored name of several words ("American Airlines
+    Inc."), longest first and not overlapping."""
+    low = text.lower()
+    spans: list[tuple[int, int]] = []
+    for name in sorted(ctx.vocab.names, key=len, reverse=True):
+        if " " not in name.strip() or name not in low:
+            continue
+        for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", low):
+            if not any(a < m.end() and m.start() < b for a, b in spans):
+                spans.append((m.start(), m.end()))
+    return spans
+
+
+def without_names(ctx: LinkContext, text: str) -> str:
+    """The text less the stored names of several words it spells whole ("number of
+    American Airlines Inc. flights" -> "number of flights"): a name is a condition on
+    the rows, read by the conditions, and its words are not the noun counted ("Airlines"
+    names the airlines table, but the flights are what is counted)."""
+    low = text.lower()
+    for a, b in sorted(name_spans(ctx, text), reverse=True):
+        low = low[:a] + " " + low[b:]
+    return " ".join(low.split())
 
 
 def find_column(

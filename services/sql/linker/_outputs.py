@@ -13,6 +13,7 @@ from services.sql.linker._lookup import (
     each_entity,
     find_column,
     label_columns,
+    name_spans,
 )
 from services.sql.linker._measures import AGG_WORDS, read_arith, read_measure, read_ranked
 from services.sql.linker._plan import BE, Dim, Measure, is_key, only_table
@@ -134,13 +135,23 @@ def count_noun(ctx: LinkContext, rest: str) -> str:
     """What "how many" counts: the words up to a verb, a grammar word or a table's
     name ("meetings" of "meetings happened this quarter")."""
     noun: list[str] = []
+    # "how many American Airlines Inc. flights": a stored name's words are no table's
+    # noun, the noun follows the name
+    names = name_spans(ctx, rest)
+    at = named = 0
     for w in rest.split():
+        at = rest.index(w, at)
+        start, at = at, at + len(w)
+        if any(a <= start < b for a, b in names):
+            noun.append(w)
+            named += 1
+            continue
         if w.lower() in BE or w.lower() in ("do", "does", "did", "have", "has", "had"):
             break
         if noun and (w.lower().strip("?,.") in GRAMMAR_WORDS or w.lower() in STOP_WORDS):
             break  # "meetings happened this quarter": the noun has ended
         noun.append(w)
-        if ctx.vocab.tables_named([stem(w.strip("?,."))]) or len(noun) >= 5:
+        if ctx.vocab.tables_named([stem(w.strip("?,."))]) or len(noun) - named >= 5:
             break
     return " ".join(noun)
 
