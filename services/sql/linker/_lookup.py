@@ -125,9 +125,8 @@ def name_spans(ctx: LinkContext, text: str) -> list[tuple[int, int]]:
     Inc."), longest first and not overlapping."""
     low = text.lower()
     spans: list[tuple[int, int]] = []
-    for name in sorted(ctx.vocab.names, key=len, reverse=True):
-        if " " not in name.strip() or name not in low:
-            continue
+    said = [name for name in ctx.vocab.names if name in low and " " in name.strip()]
+    for name in sorted(said, key=len, reverse=True):
         for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", low):
             if not any(a < m.end() and m.start() < b for a, b in spans):
                 spans.append((m.start(), m.end()))
