@@ -179,7 +179,7 @@ def decompose(question: str, max_parts: int = 6) -> list[SubQuestion]:
     """Split compound and comparative questions into sub-questions, in run order."""
     text = re.sub(r"\s+", " ", question).strip()
     parts: list[SubQuestion] = []
-    for index, sentence in enumerate(_sentences(text)):
+    for index, sentence in enumerate(_joined_listings(_sentences(text))):
         pieces = _decompose_one(sentence)
         if index > 0 and len(pieces) == 1 and not pieces[0].after_previous:
             pieces = [_follow_up(pieces[0].text)]
@@ -190,6 +190,37 @@ def decompose(question: str, max_parts: int = 6) -> list[SubQuestion]:
 def _sentences(text: str) -> list[str]:
     pieces = re.split(r"(?<=\?)\s+|(?<=[.!])\s+(?=[A-Z])", text)
     return [p.strip() for p in pieces if len(p.strip()) > 2]
+
+
+# "Give their first names, last names and insurance type.": a sentence that only says
+# which columns of the rows just asked for to show (a listing verb, then theirs), no
+# documents among them
+_LISTING_THEIRS = re.compile(
+    r"^(?:please\s+)?(?:give|list|show|return|display|include)\s+(?:me\s+)?(?:their|its)\s+",
+    re.IGNORECASE,
+)
+# "…, and how many?": a count with no noun of its own
+_ELLIPTIC_COUNT = re.compile(r"^(?:and\s+)?how (?:many|much)\s*[?.!]*$", re.IGNORECASE)
+
+
+def _joined_listings(sentences: list[str]) -> list[str]:
+    """Sentences with a listing one ("Which female patients have private insurance?
+    Give their first names, last names and insurance type.") kept with the one before
+    it: it says what to show of those rows, all of them, and the records service reads
+    the two as one question. Split, the second was asked of the first row's label alone
+    and the rows came without the columns asked for."""
+    joined: list[str] = []
+    for sentence in sentences:
+        if (
+            joined
+            and _LISTING_THEIRS.match(sentence)
+            and not _POSSESSIVE_DOCS.search(sentence)
+            and semantic_score(sentence) == 0
+        ):
+            joined[-1] = f"{joined[-1]} {sentence}"
+        else:
+            joined.append(sentence)
+    return joined
 
 
 def _decompose_one(text: str) -> list[SubQuestion]:
@@ -215,6 +246,10 @@ def _decompose_one(text: str) -> list[SubQuestion]:
                 return [SubQuestion(f"{z} for {a}"), SubQuestion(f"{z} for {b}")]
             return [SubQuestion(f"Tell me about {a}"), SubQuestion(f"Tell me about {b}")]
     pieces = [p for p in _SPLIT_ACTION.split(text) if p and p.strip()]
+    if len(pieces) > 1 and _ELLIPTIC_COUNT.match(pieces[-1].strip()):
+        # "Which customers have made more than 3 transactions, and how many?": the count
+        # has no noun but the one before it, one question (not a bare "how many?")
+        pieces = [*pieces[:-2], text[text.find(pieces[-2]) :]] if len(pieces) > 2 else [text]
     if len(pieces) > 1:
         return [SubQuestion(_trim(pieces[0])), *(_follow_up(p) for p in pieces[1:])]
     return [SubQuestion(_trim(text))]

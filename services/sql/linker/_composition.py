@@ -12,6 +12,7 @@ from sqlglot import exp
 from services.sql.catalog import Edge, TableInfo
 from services.sql.linker._context import LinkContext
 from services.sql.linker._coverage import check_coverage
+from services.sql.linker._elided import show_elided_count
 from services.sql.linker._lookup import fact_candidates, refers_to_rows
 from services.sql.linker._naming import explain_plan, output_names, slot
 from services.sql.linker._plan import (
@@ -42,6 +43,7 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         if t is not None and t not in tables:
             tables.append(t)
 
+    show_elided_count(ctx, plan)
     counted = [m.table for m in plan.measures if m.func in ("COUNT", "COUNT_DISTINCT") and m.table]
     counted += [h[0].table for h in plan.having if h[0].table is not None]
     if (

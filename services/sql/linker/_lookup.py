@@ -8,7 +8,15 @@ from collections.abc import Iterable, Sequence
 
 from services.sql.catalog import TableInfo, is_number
 from services.sql.linker._context import LinkContext
-from services.sql.linker._plan import Measure, Plan, is_key, is_temporal, lit, name_columns
+from services.sql.linker._plan import (
+    Measure,
+    Plan,
+    is_key,
+    is_temporal,
+    lit,
+    name_columns,
+    person_name,
+)
 from services.sql.linker._vocabulary import Col, Vocabulary
 from services.sql.words import (
     GRAMMAR_WORDS,
@@ -61,8 +69,13 @@ def label_columns(ctx: LinkContext, table: TableInfo) -> list[Col]:
         if pk:
             cols.append(Col(table, pk))
     own = set(ctx.vocab.table_words[table.qualified])
+    # a person named in two columns: another "…name" column names something else of
+    # theirs (a doctor's ``med_school_name``), as the clause reader has it
+    person = {c.key for c in person_name(table)}
     for column in table.columns:
         words = ctx.vocab.column_words[(table.qualified, column.name)]
+        if person and (table.qualified, column.name) not in person and "name" in words:
+            continue
         if "name" in words or "title" in words or "symbol" in words:
             cols.append(Col(table, column))
         elif "code" in words and all(w in own for w in words if w != "code"):
@@ -81,6 +94,54 @@ def label_columns(ctx: LinkContext, table: TableInfo) -> list[Col]:
         if labelled is not None:
             cols.append(Col(table, labelled))
     return cols
+
+
+def content_words(ctx: LinkContext, text: str) -> list[str]:
+    """The stems of the text's content words, where a stop word is kept when it is part
+    of a column's name said whole: "value" and "record" carry no schema meaning in
+    general ("the value of each order"), but "discount value" spells
+    ``discount_value`` word for word, and without its "value" it names
+    ``discount_type`` just as well (a tie read as whichever comes first)."""
+    raw = re.findall(r"[a-z0-9]+", text.lower())
+    stems = [stem(w) for w in raw]
+    kept: set[int] = set()
+    for parts in ctx.vocab.column_words.values():
+        width = len(parts)
+        said = [p in STOP_WORDS for p in parts]
+        if width < 2 or all(said) or not any(said):
+            continue  # one word, no stop word to keep, or nothing but stop words
+        for i in range(len(stems) - width + 1):
+            if stems[i : i + width] == list(parts):
+                kept.update(range(i, i + width))
+    return [
+        s
+        for i, (w, s) in enumerate(zip(raw, stems, strict=True))
+        if w not in STOP_WORDS or i in kept
+    ]
+
+
+def name_spans(ctx: LinkContext, text: str) -> list[tuple[int, int]]:
+    """Where the text spells whole a stored name of several words ("American Airlines
+    Inc."), longest first and not overlapping."""
+    low = text.lower()
+    spans: list[tuple[int, int]] = []
+    said = [name for name in ctx.vocab.names if name in low and " " in name.strip()]
+    for name in sorted(said, key=len, reverse=True):
+        for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", low):
+            if not any(a < m.end() and m.start() < b for a, b in spans):
+                spans.append((m.start(), m.end()))
+    return spans
+
+
+def without_names(ctx: LinkContext, text: str) -> str:
+    """The text less the stored names of several words it spells whole ("number of
+    American Airlines Inc. flights" -> "number of flights"): a name is a condition on
+    the rows, read by the conditions, and its words are not the noun counted ("Airlines"
+    names the airlines table, but the flights are what is counted)."""
+    low = text.lower()
+    for a, b in sorted(name_spans(ctx, text), reverse=True):
+        low = low[:a] + " " + low[b:]
+    return " ".join(low.split())
 
 
 def find_column(

@@ -16,6 +16,7 @@ from services.sql.linker._lookup import (
     measure_tables,
     tables_headed,
     values_nearest,
+    without_names,
 )
 from services.sql.linker._plan import (
     Measure,
@@ -157,6 +158,11 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
             rest = rest[: having.start()]
             joined = [hits[0][0]]
     words = [stem(w) for w in re.findall(r"[a-z0-9]+", rest) if w not in STOP_WORDS]
+    if func == "COUNT":
+        unnamed = [stem(w) for w in re.findall(r"[a-z0-9]+", without_names(ctx, rest))]
+        unnamed = [w for w in unnamed if w not in STOP_WORDS and w not in ("number", "count")]
+        if unnamed:
+            words = unnamed  # the rows a name is said of are counted, not the name's table
     words = [w for w in words if w not in ("number", "count")]
     cue_word = low.split()[0] if low.split() else ""
     threshold = 0.5
@@ -245,8 +251,11 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
         near = values_nearest(ctx, value_word, [found.table])
         if len(near) > 1:
             return None  # equally near the measured rows: not guessed
-        if near:
-            condition = (near[0][0], f"{{c}} = {lit(near[0][1])}")
+        # none: no join reaches the value from the measured rows, so it is no condition
+        # on them ("the total amount of transactions": 'transaction' is a kind of
+        # notification, a table the wallet's transactions do not join; the word names the
+        # measured rows themselves), as the counted path above already holds
+        condition = (near[0][0], f"{{c}} = {lit(near[0][1])}") if near else None
     return finish(Measure(func, col=found, label=rest, filter=condition), label, joined)
 
 

@@ -8,7 +8,13 @@ from collections.abc import Sequence
 
 from services.sql.linker._context import LinkContext
 from services.sql.linker._dates import RECENCY
-from services.sql.linker._lookup import each_entity, find_column, label_columns
+from services.sql.linker._lookup import (
+    content_words,
+    each_entity,
+    find_column,
+    label_columns,
+    name_spans,
+)
 from services.sql.linker._measures import AGG_WORDS, read_arith, read_measure, read_ranked
 from services.sql.linker._plan import BE, Dim, Measure, is_key, only_table
 from services.sql.linker._reading import GENERIC, clean_item, cut_relative, split_items
@@ -51,6 +57,7 @@ def split_output(ctx: LinkContext, text: str) -> tuple[str, str, str]:
     if returns:
         m = returns[-1]
         out, tail = cut_relative(text[m.end() :])
+        out, tail = _listed_with_their(out, tail)
         head_text = text[: m.start()]
         head = ""
         h = re.search(
@@ -107,17 +114,44 @@ def split_output(ctx: LinkContext, text: str) -> tuple[str, str, str]:
     return "", text, text
 
 
+# "List the coupon codes with their discount value": what the rows are listed with, said
+# as theirs, up to the end of the sentence
+_WITH_THEIR = re.compile(r"\s*\bwith (?:their|its) ([a-z][a-z ,]*?)\s*(?=[?.!;]|$)", re.I)
+
+
+def _listed_with_their(out: str, tail: str) -> tuple[str, str]:
+    """What the rows of a list are listed "with their …" is asked for as an item of the
+    list is ("the coupon codes with their discount value": the codes and the discount
+    value), not a condition on them ("coupons with a discount value above 20" is one:
+    no possessive). The relative-clause cut leaves it in the tail, where the conditions
+    read it as a column said and nothing showed it."""
+    found = _WITH_THEIR.search(tail)
+    if found is None or not out.strip():
+        return out, tail
+    return f"{out}, {found.group(1)}", tail[: found.start()] + tail[found.end() :]
+
+
 def count_noun(ctx: LinkContext, rest: str) -> str:
     """What "how many" counts: the words up to a verb, a grammar word or a table's
     name ("meetings" of "meetings happened this quarter")."""
     noun: list[str] = []
+    # "how many American Airlines Inc. flights": a stored name's words are no table's
+    # noun, the noun follows the name
+    names = name_spans(ctx, rest)
+    at = named = 0
     for w in rest.split():
+        at = rest.index(w, at)
+        start, at = at, at + len(w)
+        if any(a <= start < b for a, b in names):
+            noun.append(w)
+            named += 1
+            continue
         if w.lower() in BE or w.lower() in ("do", "does", "did", "have", "has", "had"):
             break
         if noun and (w.lower().strip("?,.") in GRAMMAR_WORDS or w.lower() in STOP_WORDS):
             break  # "meetings happened this quarter": the noun has ended
         noun.append(w)
-        if ctx.vocab.tables_named([stem(w.strip("?,."))]) or len(noun) >= 5:
+        if ctx.vocab.tables_named([stem(w.strip("?,."))]) or len(noun) - named >= 5:
             break
     return " ".join(noun)
 
@@ -160,7 +194,7 @@ def read_item(ctx: LinkContext, phrase: str) -> list[Dim | Measure] | None:
     measure = read_measure(ctx, low)
     if measure is not None:
         return [measure]
-    words = [stem(w) for w in re.findall(r"[a-z0-9]+", low) if w not in STOP_WORDS]
+    words = content_words(ctx, low)
     if not words:
         return []
     if words == ["id"]:
