@@ -39,6 +39,9 @@ One module per step, in the order a question goes through them:
   (a fronted phrase moved to the end of its sentence, "Name the …", "took place");
 - ``_how_much``: "How much did <someone> <verb>?" read as the total of the one number
   column the verb names;
+- ``_event_verbs``: a verb whose column lives on the table recording its event ("who
+  bought the cars?", "what did they sell for?", "how many purchases…") read through
+  that table (a lexicon of events, their nouns and their doers);
 - ``_linker``: the orchestrator.
 
 The statement is composed as text from catalog identifiers (quoted where needed) and

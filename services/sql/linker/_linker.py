@@ -17,6 +17,7 @@ from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._dates import date_column, day_kinds
+from services.sql.linker._event_verbs import event_asked
 from services.sql.linker._gradable import gradable_asked
 from services.sql.linker._how_much import how_much_asked
 from services.sql.linker._leading import ambiguity, led_names, said_whole, tables_read
@@ -153,6 +154,14 @@ class QuestionLinker:
                     return self._as_if_asked(summed)
                 except LinkError:
                     pass
+            recorded = event_asked(self._inputs[1], question)
+            if recorded is not None:
+                try:
+                    linked = self._as_if_asked(recorded[0])
+                except LinkError:
+                    pass
+                else:
+                    return replace(linked, explanation=f"{linked.explanation} {recorded[1]}")
             raise refused from None
         applied = tuple(
             term
