@@ -56,6 +56,7 @@ from services.sql.linker._asked import attribute_asked
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
+from services.sql.linker._event_verbs import Recorded, event_asked
 from services.sql.linker._linker import (
     QuestionLinker,
     StatementCheck,
@@ -90,6 +91,7 @@ __all__ = [
     "Meaning",
     "PhraseEmbedder",
     "QuestionLinker",
+    "Recorded",
     "StatementCheck",
     "Vocabulary",
     "agent_asked",
@@ -98,6 +100,7 @@ __all__ = [
     "attribute_asked",
     "column_states",
     "comment_names",
+    "event_asked",
     "find_meanings",
     "form_words",
     "is_number",

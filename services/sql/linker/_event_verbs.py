@@ -21,13 +21,18 @@ asked is refused (``QuestionLinker.link``):
   ("make a purchase" is to purchase), said as "have".
 
 Each holds only where the event table references the rows' table (the event joins the
-rows to their doer or price); a verb with no such table is still refused, naming it.
+rows to their doer or price), and only when the statement read from the words said again
+shows what the verb asked (the doer's rows, the money column: :meth:`Recorded.answered_by`);
+otherwise the question is still refused, naming the verb.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
 
 from services.sql.catalog import TableInfo, is_number
 from services.sql.linker._lookup import named_tables
@@ -147,14 +152,49 @@ _WENT_FOR = re.compile(
 _LIGHT = re.compile(r"\b(?:did|do|does)\s[^?]{1,60}?\s(?P<verb>make)\b", re.IGNORECASE)
 
 
-def event_asked(vocab: Vocabulary, question: str) -> tuple[str, str] | None:
-    """(the question said through the table that records its verb's event, a note for
-    the interpretation), or None when none of the module docstring's three readings
-    applies."""
+@dataclass(frozen=True)
+class Recorded:
+    """A question said through the table recording its verb's event: the words, a note
+    for the interpretation, and what its statement must show (a table, or one of its
+    columns; nothing for an event noun said as another)."""
+
+    question: str
+    note: str
+    table: str = ""
+    column: str = ""
+
+    def answered_by(self, sql: str) -> bool:
+        """Whether ``sql`` shows what the verb asked: a column of the doer's table ("who
+        bought": the customers, not the cars they bought), or the money column."""
+        if not self.table:
+            return True
+        try:
+            tree = sqlglot.parse_one(sql, dialect="postgres")
+        except sqlglot.errors.ParseError:
+            return False
+        if not isinstance(tree, exp.Select):
+            return False
+        schema, _, name = self.table.rpartition(".")
+        aliases = {
+            t.alias_or_name.lower()
+            for t in tree.find_all(exp.Table)
+            if t.name.lower() == name and (t.db or "public").lower() == schema
+        }
+        return any(
+            isinstance(c := p.unalias(), exp.Column)
+            and c.table.lower() in aliases
+            and (not self.column or c.name == self.column)
+            for p in tree.expressions
+        )
+
+
+def event_asked(vocab: Vocabulary, question: str) -> Recorded | None:
+    """The question said through the table that records its verb's event, or None when
+    none of the module docstring's three readings applies."""
     return _doer(vocab, question) or _price(vocab, question) or _event_noun(vocab, question)
 
 
-def _doer(vocab: Vocabulary, question: str) -> tuple[str, str] | None:
+def _doer(vocab: Vocabulary, question: str) -> Recorded | None:
     m = _WHO.match(question)
     if m is None:
         return None
@@ -173,10 +213,10 @@ def _doer(vocab: Vocabulary, question: str) -> tuple[str, str] | None:
         return None
     noun = " ".join(vocab.table_words[named[0].qualified])
     note = f"Read who {verb!r} as the {noun} of {recording.name}."
-    return f"Which {noun} {verb} {rest}?", note
+    return Recorded(f"Which {noun} {verb} {rest}?", note, named[0].qualified)
 
 
-def _price(vocab: Vocabulary, question: str) -> tuple[str, str] | None:
+def _price(vocab: Vocabulary, question: str) -> Recorded | None:
     m = _WENT_FOR.match(question)
     if m is None:
         return None
@@ -197,10 +237,10 @@ def _price(vocab: Vocabulary, question: str) -> tuple[str, str] | None:
         return None
     words = " ".join(vocab.column_words[(recording.qualified, money[0].name)])
     note = f"Read what {rest!r} {verb!r} for as {recording.name}.{money[0].name}."
-    return f"What were the {words} of {rest}?", note
+    return Recorded(f"What were the {words} of {rest}?", note, recording.qualified, money[0].name)
 
 
-def _event_noun(vocab: Vocabulary, question: str) -> tuple[str, str] | None:
+def _event_noun(vocab: Vocabulary, question: str) -> Recorded | None:
     for token in tokenize(question):
         noun = stem(token.low)
         event = next((e for e in EVENTS if noun in e.nouns), None)
@@ -224,5 +264,5 @@ def _event_noun(vocab: Vocabulary, question: str) -> tuple[str, str] | None:
             text = text[: light.start("verb")] + "have" + text[light.end("verb") :]
             notes.append(f"Read 'make' with {name!r} as a light verb.")
         if text != question:
-            return text, " ".join(notes)
+            return Recorded(text, " ".join(notes))
     return None

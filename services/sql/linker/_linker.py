@@ -157,11 +157,12 @@ class QuestionLinker:
             recorded = event_asked(self._inputs[1], question)
             if recorded is not None:
                 try:
-                    linked = self._as_if_asked(recorded[0])
+                    linked = self._as_if_asked(recorded.question)
                 except LinkError:
                     pass
                 else:
-                    return replace(linked, explanation=f"{linked.explanation} {recorded[1]}")
+                    if recorded.answered_by(linked.sql):
+                        return replace(linked, explanation=f"{linked.explanation} {recorded.note}")
             raise refused from None
         applied = tuple(
             term

@@ -14,7 +14,7 @@ import pytest
 
 from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
 from services.sql.conversation import labels, restrict, subject
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary, event_asked
 from services.sql.verify import verify_statement
 
 TODAY = date(2026, 11, 30)
@@ -117,6 +117,23 @@ def test_a_verb_whose_event_no_table_records_is_still_refused_naming_it() -> Non
     assert _refused("Who bought the bikes?", STOCK).phrase == "bought"
     assert "sell" in _refused("What did the bikes sell for?", STOCK).phrase
     assert "sales" in _refused("How many sales did the clients make?", STOCK).phrase
+
+
+def test_a_reading_not_showing_what_the_verb_asked_is_not_taken() -> None:
+    words = Vocabulary(SHOP, JoinGraph(SHOP))
+    doer = event_asked(words, "Who bought the bikes made by Trek?")
+    assert doer is not None and doer.question == "Which client bought the bikes made by Trek?"
+    # the bikes' keys where the clients were asked for: what was bought, not who bought
+    bikes = (
+        "SELECT DISTINCT t0.id AS id FROM public.bikes AS t0 JOIN public.purchases AS t1 "
+        "ON t1.bike_id = t0.id JOIN public.clients AS t2 ON t2.id = t1.client_id"
+    )
+    assert not doer.answered_by(bikes)
+    assert doer.answered_by(bikes.replace("SELECT DISTINCT t0.id", "SELECT DISTINCT t2.id"))
+    price = event_asked(words, "What did the bikes sell for?")
+    assert price is not None and not price.answered_by(
+        "SELECT t0.id AS id FROM public.purchases AS t0"
+    )
 
 
 def test_a_follow_up_on_what_the_earlier_rows_sold_for_keeps_them() -> None:
