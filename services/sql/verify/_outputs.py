@@ -55,6 +55,8 @@ counts is the rows the question counts.
   Refused naming the verb: no agent was placed, and the question is read again with its
   words linked by meaning. A table read twice is exempt: in a self-join ("who manages
   the employees") its other reading holds the agent.
+  A verb that takes its object with a preposition ("who paid for the cars?") is read
+  the same, its object after the preposition.
 - **What was done, answered with who did it.** "What did the cars from 2021 sell for?"
   asks for the object of the verb ("what" is its object: a price, the things bought),
   something other than its subject: a question that is only "what did/does/do <subject>
@@ -497,6 +499,10 @@ def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: Statement
 
 # "who <verb> the X …": the verb, then the object up to the first word that starts a clause
 _WHO_VERB = re.compile(r"^\s*who\s+([a-z]+)\s+(.*?)(?=[,.?!;]|$)")
+# the preposition a verb takes its object with ("paid for", "worked on"), before the object
+_VERB_PREPOSITION = re.compile(
+    r"^(?:for|on|in|at|with|to|from|about|into|over)\s+(?=the\b|these\b|those\b|all\b|each\b|every\b)"
+)
 _NOT_AGENT_VERBS = frozenset(
     "is are was were be been am do does did can could will would shall should may might "
     "must among of in from with".split()
@@ -511,11 +517,10 @@ def _agent_answered_by_its_object(
     asked = _WHO_VERB.match(re.sub(r"'[^']*'|\"[^\"]*\"", " ", ctx.original.lower()))
     if asked is None or asked.group(1) in _NOT_AGENT_VERBS:
         return
-    clause = _CLAUSE.search(asked.group(2))
-    said = {
-        stem(w): w
-        for w in re.findall(r"[a-z]+", asked.group(2)[: clause.start() if clause else None])
-    }
+    # a verb's own preposition starts no clause: "who paid for the cars" pays for them
+    obj = _VERB_PREPOSITION.sub("", asked.group(2), count=1)
+    clause = _CLAUSE.search(obj)
+    said = {stem(w): w for w in re.findall(r"[a-z]+", obj[: clause.start() if clause else None])}
     objects = {t for t, parts in ctx.vocab.table_words.items() if parts and parts[-1] in said}
     if not objects:
         return

@@ -98,3 +98,25 @@ def test_how_much_answered_with_an_amount_passes() -> None:
     _verify("How much did the boats rent for?", FEES)
     # a key shown beside the amount: the amount answers
     _verify("How much does each boat weigh?", "SELECT t0.id, t0.weight FROM public.boats AS t0")
+
+
+WHO_PAID = "Who paid for the boats?"
+
+
+def test_who_paid_for_answered_with_the_objects_is_refused() -> None:
+    sql = (
+        "SELECT DISTINCT t0.boat_id AS boat_id FROM public.inspections AS t0 "
+        "JOIN public.boats AS t1 ON t1.id = t0.boat_id"
+    )
+    with pytest.raises(LinkError, match="who paid the boats") as refused:
+        _verify(WHO_PAID, sql)
+    assert refused.value.phrase == "paid"
+
+
+def test_who_paid_for_answered_with_the_payers_passes() -> None:
+    sql = (
+        "SELECT DISTINCT t0.id, t0.name FROM public.customers AS t0 "
+        "JOIN public.rentals AS t1 ON t1.customer_id = t0.id "
+        "JOIN public.boats AS t2 ON t2.id = t1.boat_id"
+    )
+    _verify("Who paid for the boats?", sql)
