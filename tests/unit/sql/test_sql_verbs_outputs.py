@@ -120,3 +120,26 @@ def test_who_paid_for_answered_with_the_payers_passes() -> None:
         "JOIN public.boats AS t2 ON t2.id = t1.boat_id"
     )
     _verify("Who paid for the boats?", sql)
+
+
+WHICH_CUSTOMERS = "Which customers rented the boats made by Acme?"
+JOINED = (
+    "FROM public.boats AS t0 JOIN public.rentals AS t1 ON t1.boat_id = t0.id "
+    "JOIN public.customers AS t2 ON t2.id = t1.customer_id WHERE t0.make = 'Acme'"
+)
+
+
+def test_which_rows_answered_with_other_rows_is_refused() -> None:
+    with pytest.raises(LinkError, match="asks which customers") as refused:
+        _verify(WHICH_CUSTOMERS, f"SELECT DISTINCT t0.id AS id {JOINED}")
+    assert refused.value.phrase == "customers"
+
+
+def test_which_rows_shown_or_referred_to_passes() -> None:
+    _verify(WHICH_CUSTOMERS, f"SELECT DISTINCT t2.id, t2.name {JOINED}")
+    # the rentals' reference to the customers identifies them
+    _verify(WHICH_CUSTOMERS, f"SELECT DISTINCT t1.customer_id {JOINED}")
+    # "which country": a column shown, not a table of countries
+    _verify(
+        "Which country has customers?", "SELECT DISTINCT t0.country FROM public.customers AS t0"
+    )
