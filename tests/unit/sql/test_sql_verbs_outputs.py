@@ -143,3 +143,26 @@ def test_which_rows_shown_or_referred_to_passes() -> None:
     _verify(
         "Which country has customers?", "SELECT DISTINCT t0.country FROM public.customers AS t0"
     )
+
+
+RENTAL_NOTES = (
+    "SELECT COUNT(*) AS count FROM public.notifications AS t0 "
+    "JOIN public.customers AS t1 ON t1.id = t0.customer_id WHERE t0.kind = 'rental'"
+)
+
+
+def test_counted_noun_read_as_a_value_of_another_table_is_refused() -> None:
+    with pytest.raises(LinkError, match="counts rentals, rows of rentals") as refused:
+        _verify("How many rentals did the customers make?", RENTAL_NOTES)
+    assert refused.value.phrase == "rentals"
+
+
+def test_counted_noun_no_table_names_may_be_a_value() -> None:
+    # no table of rentals: the notifications of that kind are the only rentals said
+    _verify("How many rentals did the customers make?", RENTAL_NOTES, NO_RENTALS)
+    # the table the noun names counted: passes
+    _verify(
+        "How many rentals did the customers make?",
+        "SELECT COUNT(*) AS count FROM public.rentals AS t0 "
+        "JOIN public.customers AS t1 ON t1.id = t0.customer_id",
+    )
