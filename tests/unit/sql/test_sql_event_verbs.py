@@ -99,6 +99,18 @@ def test_what_the_rows_went_for_is_the_event_tables_money_column() -> None:
     assert "purchases.purchase_price" in said
 
 
+def test_how_much_the_rows_went_for_as_a_first_question_is_the_money_column() -> None:
+    # as asked, the first-question readers showed the bikes' ids: no amount, so the
+    # question is read through the table recording the sale
+    sql, said = _linked("How much did the bikes sell for?")
+    assert "t0.purchase_price" in sql and "JOIN public.bikes" in sql
+    assert "purchases.purchase_price" in said
+    # no table records a sale: refused, not answered with the bikes
+    assert "no amount" in str(_refused("How much did the bikes sell for?", STOCK))
+    # who paid: the payer is no bike, and nothing here says who paid
+    assert _refused("Who paid for the bikes?").phrase == "paid"
+
+
 def test_an_event_noun_no_table_is_named_by_reads_as_the_events_table() -> None:
     sql, said = _linked("How many sales did the clients make altogether?")
     assert sql.startswith("SELECT COUNT(*) AS count FROM public.purchases")
