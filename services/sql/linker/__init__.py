@@ -39,6 +39,9 @@ One module per step, in the order a question goes through them:
   (a fronted phrase moved to the end of its sentence, "Name the …", "took place");
 - ``_how_much``: "How much did <someone> <verb>?" read as the total of the one number
   column the verb names;
+- ``_event_verbs``: a verb whose column lives on the table recording its event ("who
+  bought the cars?", "what did they sell for?", "how many purchases…") read through
+  that table (a lexicon of events, their nouns and their doers);
 - ``_linker``: the orchestrator.
 
 The statement is composed as text from catalog identifiers (quoted where needed) and
@@ -53,6 +56,7 @@ from services.sql.linker._asked import attribute_asked
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
+from services.sql.linker._event_verbs import Recorded, event_asked
 from services.sql.linker._linker import (
     QuestionLinker,
     StatementCheck,
@@ -87,6 +91,7 @@ __all__ = [
     "Meaning",
     "PhraseEmbedder",
     "QuestionLinker",
+    "Recorded",
     "StatementCheck",
     "Vocabulary",
     "agent_asked",
@@ -95,6 +100,7 @@ __all__ = [
     "attribute_asked",
     "column_states",
     "comment_names",
+    "event_asked",
     "find_meanings",
     "form_words",
     "is_number",

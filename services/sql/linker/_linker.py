@@ -17,6 +17,7 @@ from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._dates import date_column, day_kinds
+from services.sql.linker._event_verbs import event_asked
 from services.sql.linker._gradable import gradable_asked
 from services.sql.linker._how_much import how_much_asked
 from services.sql.linker._leading import ambiguity, led_names, said_whole, tables_read
@@ -174,6 +175,22 @@ class QuestionLinker:
         """ "How much did Fernando Gago spend?" read with its verb's number column said as
         a noun ("What is the total spent by Fernando Gago?", ``_how_much``)."""
         return self._read_said(how_much_asked(self._inputs[1], self._inputs[0]))
+
+    def _read_event(self) -> Linked | None:
+        """ "Who bought the cars?", "what did the cars sell for?": a verb read through the
+        table that records its event (``_event_verbs``), taken only when the statement
+        shows what the verb asked (the doer's rows, the money column) and said so in the
+        interpretation; None when no such table references the rows' table."""
+        recorded = event_asked(self._inputs[1], self._inputs[0])
+        if recorded is None:
+            return None
+        try:
+            linked = self._as_if_asked(recorded.question)
+        except LinkError:
+            return None
+        if not recorded.answered_by(linked.sql):
+            return None
+        return replace(linked, explanation=f"{linked.explanation} {recorded.note}")
 
     def _read_led(self) -> Linked | None:
         """The question with a name said by its leading words ("Delta") said as the one
@@ -494,4 +511,5 @@ AFTER_REFUSAL: tuple[Reading, ...] = (
     QuestionLinker._read_gradable,
     QuestionLinker._read_agent_table,
     QuestionLinker._read_how_much,
+    QuestionLinker._read_event,
 )

@@ -18,6 +18,12 @@ refer to them, and not the values of a column the question never names.
   AirCon have?" answered with ``COUNT(room_count)``: a column whose name says it holds a
   count (``room_count``, ``num_of_staff``) already is the number asked; counting its
   values counts the rows that have one, a number nobody asked for.
+- **The noun counted, read as a value of another table's rows.** "How many
+  transactions did the users make?" answered with the notifications whose ``type`` is
+  'transaction': where a table's name says the noun counted
+  (``wallet_transactions_daily``), the rows counted are that table's, not the rows of
+  another table that hold the noun as a value ("how many comedies", where no table is
+  named for them, may count the films of that genre).
 
 All read the question's words, the statement and the catalog's keys and references;
 nothing here knows a schema.
@@ -31,6 +37,7 @@ from sqlglot import exp
 
 from services.sql.catalog import TableInfo
 from services.sql.linker import LinkContext, LinkError
+from services.sql.verify._facts import without_quotes
 from services.sql.verify._statement import StatementNodes, column_name, is_key
 from services.sql.words import (
     GRAMMAR_WORDS,
@@ -57,6 +64,7 @@ def check_counted(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) -> No
     if not isinstance(tree, exp.Select) or ctx.applied or ctx.instructions.strip():
         return  # definitions name things in their own words
     _counted_referring_rows(ctx, tree, nodes)
+    _counted_noun_as_a_value(ctx, tree, nodes)
     _counted_column_unsaid(ctx, tree, nodes)
     _counted_a_stored_count(tree, nodes)
 
@@ -98,6 +106,50 @@ def _counted_referring_rows(ctx: LinkContext, tree: exp.Select, nodes: Statement
             f"{table.name}.{column}: the question counts {said.group(1)}, not the rows "
             "that refer to them"
         )
+
+
+def _counted_noun_as_a_value(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
+    """ "How many transactions did the users make?" answered with the notifications whose
+    ``type`` is 'transaction': the counted noun was placed as a value of a column of the
+    counted table, while another table's name says the noun (``wallet_transactions_daily``).
+    The rows the question counts are that table's; the notifications about them are other
+    rows. "How many comedies are there?" counted as the films of that genre stands: no
+    table is named by "comedy", so the value is the only place the noun has."""
+    counts = [c for c in tree.find_all(exp.Count) if isinstance(c.this, exp.Star)]
+    said = _COUNTED_NOUN.search(without_quotes(ctx.low))
+    first = tree.args.get("from_")
+    if len(counts) != 1 or said is None or first is None or not isinstance(first.this, exp.Table):
+        return
+    counted = nodes.tables.get(first.this.alias_or_name)
+    if counted is None:
+        return
+    noun = stem(said.group(1))
+    if noun in ctx.vocab.table_words.get(counted.qualified, []):
+        return  # the counted table's own noun
+    valued = [
+        literal
+        for literal in nodes.literals
+        if isinstance(literal.parent, exp.EQ | exp.In)
+        and isinstance(literal.parent.this, exp.Column)
+        and getattr(nodes.owner(literal.parent.this), "qualified", None) == counted.qualified
+        and [stem(w) for w in re.findall(r"[a-z]+", literal.this.lower())] == [noun]
+    ]
+    if not valued:
+        return
+    others = sorted(
+        t.name
+        for t in ctx.catalog.tables
+        if t.qualified != counted.qualified and noun in ctx.vocab.table_words.get(t.qualified, [])
+    )
+    if not others:
+        return
+    compared = valued[0].parent
+    column = column_name(compared.this) if compared is not None else ""
+    raise LinkError(
+        f"the question counts {said.group(1)}, rows of {others[0]}; the statement counts "
+        f"{counted.name} rows whose {column} is {valued[0].this!r}",
+        phrase=said.group(1),
+    )
 
 
 def _references(ctx: LinkContext, table: TableInfo) -> list[tuple[str, str]]:

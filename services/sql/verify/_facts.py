@@ -162,5 +162,16 @@ def dated_condition(sql: str, facts: StatementFacts) -> bool:
 
 
 def numbers_shown(ctx: LinkContext, facts: StatementFacts) -> bool:
-    """Whether a column the statement shows holds numbers."""
-    return any(c.key in facts.outputs and is_number(c.column.data_type) for c in ctx.vocab.columns)
+    """Whether a column the statement shows holds amounts: numbers that are no label. A
+    key of its table (``cars.id``) or a reference to another table's rows
+    (``sales.car_id``) is a number that names a row; "how much did the cars sell for?"
+    answered with the cars' ids shows no amount."""
+    labels = {(e.child, e.child_columns[0]) for e in ctx.graph.edges if len(e.child_columns) == 1}
+    return any(
+        c.key in facts.outputs
+        and is_number(c.column.data_type)
+        and c.table.primary_key != (c.column.name,)
+        and (c.column.name,) not in c.table.unique_keys
+        and c.key not in labels
+        for c in ctx.vocab.columns
+    )

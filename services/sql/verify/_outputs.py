@@ -55,6 +55,13 @@ counts is the rows the question counts.
   Refused naming the verb: no agent was placed, and the question is read again with its
   words linked by meaning. A table read twice is exempt: in a self-join ("who manages
   the employees") its other reading holds the agent.
+  A verb that takes its object with a preposition ("who paid for the cars?") is read
+  the same, its object after the preposition.
+- **Which rows, answered with other rows.** "Which customers bought the cars made by
+  Toyota?" answered with the cars' ids: "which <noun>" asks for the rows of the table
+  the noun names; a statement that reads that table but shows nothing of it (no column
+  of it, none referring to it, none equated with one of its) shows other rows. Not held
+  where the noun names a column shown too ("which country": ``singer.country``).
 - **What was done, answered with who did it.** "What did the cars from 2021 sell for?"
   asks for the object of the verb ("what" is its object: a price, the things bought),
   something other than its subject: a question that is only "what did/does/do <subject>
@@ -122,6 +129,7 @@ def check_outputs(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes | None
     _coordinated_tables_joined(ctx, tree, nodes)
     _agent_answered_by_its_object(ctx, tree, nodes)
     _object_answered_by_its_subject(ctx, tree, nodes)
+    _which_rows_not_shown(ctx, tree, nodes)
     _referring_column_listed(ctx, tree, nodes)
 
 
@@ -497,6 +505,10 @@ def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: Statement
 
 # "who <verb> the X …": the verb, then the object up to the first word that starts a clause
 _WHO_VERB = re.compile(r"^\s*who\s+([a-z]+)\s+(.*?)(?=[,.?!;]|$)")
+# the preposition a verb takes its object with ("paid for", "worked on"), before the object
+_VERB_PREPOSITION = re.compile(
+    r"^(?:for|on|in|at|with|to|from|about|into|over)\s+(?=the\b|these\b|those\b|all\b|each\b|every\b)"
+)
 _NOT_AGENT_VERBS = frozenset(
     "is are was were be been am do does did can could will would shall should may might "
     "must among of in from with".split()
@@ -511,11 +523,10 @@ def _agent_answered_by_its_object(
     asked = _WHO_VERB.match(re.sub(r"'[^']*'|\"[^\"]*\"", " ", ctx.original.lower()))
     if asked is None or asked.group(1) in _NOT_AGENT_VERBS:
         return
-    clause = _CLAUSE.search(asked.group(2))
-    said = {
-        stem(w): w
-        for w in re.findall(r"[a-z]+", asked.group(2)[: clause.start() if clause else None])
-    }
+    # a verb's own preposition starts no clause: "who paid for the cars" pays for them
+    obj = _VERB_PREPOSITION.sub("", asked.group(2), count=1)
+    clause = _CLAUSE.search(obj)
+    said = {stem(w): w for w in re.findall(r"[a-z]+", obj[: clause.start() if clause else None])}
     objects = {t for t, parts in ctx.vocab.table_words.items() if parts and parts[-1] in said}
     if not objects:
         return
@@ -649,3 +660,59 @@ def _referring_column_listed(ctx: LinkContext, tree: exp.Select, nodes: Statemen
             f"condition, beside the rows {table.name} refers to: each is listed once per "
             f"{table.name} row"
         )
+
+
+_WHICH_TABLE = re.compile(r"^\s*(?:and\s+|so\s+)?which\s+([a-z]+)\b")
+
+
+def _which_rows_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
+    """ "Which customers bought the cars made by Toyota?" answered with the cars' ids:
+    "which <noun>" asks for rows of the table the noun names, and a statement that reads
+    that table (joined, to choose the rows by) but shows nothing of it, no column of it,
+    no column referring to it and none the statement equates with one of its, answers with
+    other rows. Held only where the noun names a table the statement reads and no column
+    shown ("which country" shown as ``singer.country``); a table read twice (a self-join)
+    is exempt, as in the agent check."""
+    asked = _WHICH_TABLE.match(re.sub(r"'[^']*'|\"[^\"]*\"", " ", ctx.original.lower()))
+    if asked is None:
+        return
+    noun = stem(asked.group(1))
+    read = [nodes.tables.get(t.alias_or_name) for t in tree.find_all(exp.Table)]
+    named = {
+        t.qualified
+        for t in read
+        if t and ctx.vocab.table_words.get(t.qualified, [""])[-1:] == [noun]
+    }
+    if len(named) != 1 or sum(1 for t in read if t and t.qualified in named) > 1:
+        return
+    shown: set[tuple[str, str]] = set()
+    for output in tree.expressions:
+        for node in output.find_all(exp.Column):
+            found = _column(nodes, node)
+            if found is None:
+                return  # a column the catalog does not know: nothing to hold it to
+            shown.add((found[0].qualified, found[1]))
+    if not shown:
+        return
+    for equality in nodes.equalities:
+        ends = [_column(nodes, side) for side in (equality.this, equality.expression)]
+        pair = [(e[0].qualified, e[1]) for e in ends if e is not None]
+        if len(pair) == 2 and (pair[0] in shown or pair[1] in shown):
+            shown.update(pair)
+    for table, column in shown:
+        refers = {
+            e.parent
+            for e in ctx.graph.edges_of(table)
+            if e.child == table and e.child_columns == (column,)
+        }
+        if table in named or named & refers:
+            return
+        if ctx.vocab.column_words.get((table, column), [""])[-1:] == [noun]:
+            return  # the noun names a column shown as well
+    table = next(iter(named)).rsplit(".", 1)[-1]
+    what = ", ".join(sorted(f"{t.rsplit('.', 1)[-1]}.{c}" for t, c in shown))
+    raise LinkError(
+        f"the question asks which {asked.group(1)}; the statement reads {table} but "
+        f"shows only {what}",
+        phrase=asked.group(1),
+    )

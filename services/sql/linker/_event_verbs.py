@@ -1,0 +1,268 @@
+"""Verbs whose column lives on the table that records their event.
+
+"Who bought those cars?", "what did the cars sell for?", "how many purchases did the
+customers make?": the verb, or the noun made from it, names no column of the rows asked
+about. A sale is a row of its own, in a table named for the event (``sales``) that
+references the cars and the customers alike; the name-reading readers find no "bought"
+or "purchases" in the schema and refuse. English names an event by a noun made from its
+verb (sell -> sale, book -> booking, visit -> visit, pay -> payment), some events have two
+verbs, one per side (a purchase is a sale seen from the buyer), and the one who does each
+side has nouns of its own (a buyer is a customer or a client, a seller a vendor or a
+salesperson). :data:`EVENTS` is that small lexicon, English's and no schema's. Through it,
+three questions are said again in words the readers know, each only when the question as
+asked is refused (``QuestionLinker.link``):
+
+- "Who <verb> the <rows>?": the one table among the event table's parents that the
+  verb's side names its doer by, "Which customers bought the cars?";
+- "What did the <rows> <verb> for?" (a price: "sell for", "rent for"): the event table's
+  one money column, "What were the sale price of the cars?";
+- an event noun no table is named by ("purchases"), where another noun of the same event
+  names one ("sales"): that noun; "make" or "have" with an event noun is a light verb
+  ("make a purchase" is to purchase), said as "have".
+
+Each holds only where the event table references the rows' table (the event joins the
+rows to their doer or price), and only when the statement read from the words said again
+shows what the verb asked (the doer's rows, the money column: :meth:`Recorded.answered_by`);
+otherwise the question is still refused, naming the verb.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from services.sql.catalog import TableInfo, is_number
+from services.sql.linker._lookup import named_tables
+from services.sql.linker._mentions import OPTIONAL_TABLE_PARTS
+from services.sql.linker._vocabulary import Vocabulary
+from services.sql.words import lemma, stem, tokenize
+
+
+@dataclass(frozen=True)
+class Event:
+    """One kind of event: its verbs (each with the side whose doer is its subject), the
+    nouns that name it, and the nouns for each side's doer."""
+
+    verbs: dict[str, str]
+    nouns: frozenset[str]
+    doers: dict[str, frozenset[str]]
+
+
+def _event(verbs: dict[str, str], nouns: str, doers: dict[str, str]) -> Event:
+    return Event(
+        verbs, frozenset(nouns.split()), {s: frozenset(d.split()) for s, d in doers.items()}
+    )
+
+
+# English's events whose record is commonly a table of its own. Nouns are singular stems.
+EVENTS: tuple[Event, ...] = (
+    _event(
+        {"buy": "buyer", "purchase": "buyer", "sell": "seller"},
+        "sale purchase",
+        {
+            "buyer": "buyer purchaser customer client shopper",
+            "seller": "seller vendor salesperson salesman saleswoman merchant dealer",
+        },
+    ),
+    _event({"order": "buyer"}, "order", {"buyer": "buyer customer client"}),
+    _event(
+        {"book": "guest", "reserve": "guest"},
+        "booking reservation",
+        {"guest": "guest customer client passenger traveler traveller"},
+    ),
+    _event({"visit": "visitor"}, "visit", {"visitor": "visitor guest patient customer"}),
+    _event({"pay": "payer"}, "payment", {"payer": "payer customer client"}),
+    _event(
+        {"rent": "renter", "hire": "renter", "lease": "renter"},
+        "rental lease hire",
+        {"renter": "renter tenant lessee customer client"},
+    ),
+    _event({"ship": "shipper", "deliver": "shipper"}, "shipment delivery", {"shipper": "shipper"}),
+    _event(
+        {"enroll": "student", "enrol": "student"}, "enrollment enrolment", {"student": "student"}
+    ),
+)
+
+# Column words that say an amount of money: what an event "went for".
+_MONEY = frozenset("price amount cost paid fee total value charge".split())
+
+
+def _verb_base(word: str) -> str:
+    """The verb's base form: irregular pasts read ("bought" -> buy), a regular past's
+    ending dropped ("visited" -> visit, "booked" -> book)."""
+    base = lemma(word.lower())
+    if base.endswith("ed") and len(base) > 4:
+        base = base[:-2]
+    return base
+
+
+def _noun(table: TableInfo, vocab: Vocabulary) -> str | None:
+    """The one noun a table is named by (a lookup table's unsaid parts aside), as a
+    singular stem; None for a name of several words."""
+    parts = [p for p in vocab.table_words[table.qualified] if p not in OPTIONAL_TABLE_PARTS]
+    return stem(parts[0]) if len(parts) == 1 else None
+
+
+def _event_tables(vocab: Vocabulary, event: Event) -> list[TableInfo]:
+    return [t for t in vocab.catalog.tables if _noun(t, vocab) in event.nouns]
+
+
+def _parents(vocab: Vocabulary, table: TableInfo) -> dict[str, TableInfo]:
+    """The tables ``table`` references (by a declared or key-inferred edge)."""
+    found = {}
+    for edge in vocab.graph.edges_of(table.qualified):
+        if edge.child == table.qualified and edge.parent != table.qualified:
+            parent = vocab.catalog.table(edge.parent)
+            if parent is not None:
+                found[parent.qualified] = parent
+    return found
+
+
+def _recorded(vocab: Vocabulary, verb: str, rest: str) -> tuple[Event, TableInfo, TableInfo] | None:
+    """(the verb's event, the one table recording it that references the rows ``rest``
+    names, those rows' table); None when the verb is no event's, or no single such table."""
+    base = _verb_base(verb)
+    event = next((e for e in EVENTS if base in e.verbs), None)
+    if event is None:
+        return None
+    rows = named_tables(vocab, tokenize(rest))
+    if len(rows) != 1:
+        return None
+    recording = [t for t in _event_tables(vocab, event) if rows[0].qualified in _parents(vocab, t)]
+    if len(recording) != 1:
+        return None
+    return event, recording[0], rows[0]
+
+
+_WHO = re.compile(
+    r"^\s*who\s+(?P<verb>[a-z]+)\s+(?P<rest>(?:the|these|those|all|each|every)\s[^?]+?)"
+    r"\s*[?.]?\s*$",
+    re.IGNORECASE,
+)
+_WENT_FOR = re.compile(
+    r"^\s*(?:what|how\s+much)\s+(?:did|do|does|was|were|is|are)\s+(?P<rest>(?:the|these|those)"
+    r"\s[^?]+?)\s+(?P<verb>[a-z]+)\s+for\s*[?.]?\s*$",
+    re.IGNORECASE,
+)
+# "make" after "did <subject>": light with an event noun said before it ("how many
+# purchases did they make": to purchase)
+_LIGHT = re.compile(r"\b(?:did|do|does)\s[^?]{1,60}?\s(?P<verb>make)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A question said through the table recording its verb's event: the words, a note
+    for the interpretation, and what its statement must show (a table, or one of its
+    columns; nothing for an event noun said as another)."""
+
+    question: str
+    note: str
+    table: str = ""
+    column: str = ""
+
+    def answered_by(self, sql: str) -> bool:
+        """Whether ``sql`` shows what the verb asked: a column of the doer's table ("who
+        bought": the customers, not the cars they bought), or the money column."""
+        if not self.table:
+            return True
+        try:
+            tree = sqlglot.parse_one(sql, dialect="postgres")
+        except sqlglot.errors.ParseError:
+            return False
+        if not isinstance(tree, exp.Select):
+            return False
+        schema, _, name = self.table.rpartition(".")
+        aliases = {
+            t.alias_or_name.lower()
+            for t in tree.find_all(exp.Table)
+            if t.name.lower() == name and (t.db or "public").lower() == schema
+        }
+        return any(
+            isinstance(c := p.unalias(), exp.Column)
+            and c.table.lower() in aliases
+            and (not self.column or c.name == self.column)
+            for p in tree.expressions
+        )
+
+
+def event_asked(vocab: Vocabulary, question: str) -> Recorded | None:
+    """The question said through the table that records its verb's event, or None when
+    none of the module docstring's three readings applies."""
+    return _doer(vocab, question) or _price(vocab, question) or _event_noun(vocab, question)
+
+
+def _doer(vocab: Vocabulary, question: str) -> Recorded | None:
+    m = _WHO.match(question)
+    if m is None:
+        return None
+    verb, rest = m.group("verb"), m.group("rest")
+    found = _recorded(vocab, verb, rest)
+    if found is None:
+        return None
+    event, recording, rows = found
+    doers = event.doers[event.verbs[_verb_base(verb)]]
+    named = [
+        t
+        for q, t in _parents(vocab, recording).items()
+        if q != rows.qualified and _noun(t, vocab) in doers
+    ]
+    if len(named) != 1:
+        return None
+    noun = " ".join(vocab.table_words[named[0].qualified])
+    note = f"Read who {verb!r} as the {noun} of {recording.name}."
+    return Recorded(f"Which {noun} {verb} {rest}?", note, named[0].qualified)
+
+
+def _price(vocab: Vocabulary, question: str) -> Recorded | None:
+    m = _WENT_FOR.match(question)
+    if m is None:
+        return None
+    verb, rest = m.group("verb"), m.group("rest")
+    found = _recorded(vocab, verb, rest)
+    if found is None:
+        return None
+    _, recording, _ = found
+    keys = set(recording.primary_key) | {c for fk in recording.foreign_keys for c in fk.columns}
+    money = [
+        c
+        for c in recording.columns
+        if c.name not in keys
+        and is_number(c.data_type)
+        and _MONEY & set(vocab.column_words[(recording.qualified, c.name)])
+    ]
+    if len(money) != 1:
+        return None
+    words = " ".join(vocab.column_words[(recording.qualified, money[0].name)])
+    note = f"Read what {rest!r} {verb!r} for as {recording.name}.{money[0].name}."
+    return Recorded(f"What were the {words} of {rest}?", note, recording.qualified, money[0].name)
+
+
+def _event_noun(vocab: Vocabulary, question: str) -> Recorded | None:
+    for token in tokenize(question):
+        noun = stem(token.low)
+        event = next((e for e in EVENTS if noun in e.nouns), None)
+        if token.quoted or event is None:
+            continue
+        tables = _event_tables(vocab, event)
+        if len(tables) != 1:
+            continue
+        table = tables[0]
+        name = " ".join(vocab.table_words[table.qualified])
+        text, notes = question, []
+        if _noun(table, vocab) != noun:
+            if any(_noun(t, vocab) == noun for t in vocab.catalog.tables):
+                continue
+            # said in the number the question says it in ("purchases" -> "sales")
+            word = name if token.low != noun or not name.endswith("s") else name[:-1]
+            text = question[: token.start] + word + question[token.end :]
+            notes.append(f"Read {token.text!r} as {table.name}.")
+        light = _LIGHT.search(text, token.start)
+        if light is not None:
+            text = text[: light.start("verb")] + "have" + text[light.end("verb") :]
+            notes.append(f"Read 'make' with {name!r} as a light verb.")
+        if text != question:
+            return Recorded(text, " ".join(notes))
+    return None
