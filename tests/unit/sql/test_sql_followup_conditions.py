@@ -488,3 +488,21 @@ async def test_a_count_per_other_groups_or_over_other_rows_is_no_condition_on_th
     with pytest.raises(FollowUpError, match="cannot take"):
         await _filtered(per_name, "with over 3 orders", Linker({"customers": MORE_THAN_3}))
 
+
+async def test_a_value_swapped_as_a_kind_of_row_is_asked_without_ones():
+    """ "and the Spanish ones?" after the French customers: no column stores "Spanish",
+    so the words are read as a condition in place of the country — asked as "Spanish",
+    since "ones" stands for the rows and is no word a column's values hold."""
+    french = "SELECT c.name FROM customers AS c WHERE c.country = 'France'"
+    linker = Linker(
+        {"are Spanish?": "SELECT t0.id FROM customers AS t0 WHERE t0.country = 'Spain'"}
+    )
+    prior = Prior(french, Relation.VALUE_SWAP, value="the Spanish ones")
+    assert_same_sql(
+        (await built(french, prior, CATALOG, linker))[0],
+        "SELECT c.name FROM customers AS c WHERE (c.country = 'Spain')",
+    )
+    # words that are not a condition stay refused
+    with pytest.raises(FollowUpError):
+        await built(french, Prior(french, Relation.VALUE_SWAP, value="the other ones"), CATALOG,
+                    linker)  # fmt: skip
