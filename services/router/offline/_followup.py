@@ -1044,6 +1044,18 @@ def _narrowed(question: str, condition: str) -> Resolution:
     )
 
 
+def _relative_after_those(text: str, match: re.Match[str]) -> bool:
+    """Whether a narrowing's "who"/"which" opens a relative clause on the rows, not a
+    question: said right after "those" or "the ones" ("just those who performed in 2015",
+    "only the ones which sold out") it says which of the rows are kept, as "those that …"
+    does; "only which ones …?" and "just who …?" still ask."""
+    before = text[: match.start("f")]
+    return (
+        re.match(r"^(?:who|which)\s+\S", match.group("f"), re.I) is not None
+        and re.search(r"\b(?:those|the ones)\s+$", before, re.I) is not None
+    )
+
+
 _LISTED = re.compile(
     rf"^(?P<head>(?:which|what)\s+(?:[\w'-]+\s+){{0,2}}?{_PLURAL_NOUN})\s+(?P<rest>\S.*)$", re.I
 )
@@ -1188,7 +1200,10 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
     match = match or _KEEP.match(text)
     match = match or _NARROW_AFTER.match(text)
     match = match or _NARROW_TAIL.match(text)
-    if match is not None and not re.match(r"^(?:how|what|which|who|why)\b", match.group("f"), re.I):
+    if match is not None and (
+        not re.match(r"^(?:how|what|which|who|why)\b", match.group("f"), re.I)
+        or _relative_after_those(text, match)
+    ):
         return _narrowed(prior.resolved_question, _clean(match.group("f")))
     # "where do they live?" asks; "where the price is under 100" qualifies
     if (match := _CLAUSE.match(text)) is not None and (

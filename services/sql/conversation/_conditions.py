@@ -10,7 +10,8 @@ conditions of the statement linked for it are moved onto the earlier statement â
 measure, grouping, order and limit stay as they were. A condition on a table the earlier
 statement does not read joins that table by the key the linked statement joined it by,
 only where each earlier row meets at most one of its rows (the rows counted stay the
-rows counted). Nothing is read from the earlier question's text.
+rows counted); a table each earlier row meets many of is the earlier row's having one
+(``_semijoin``). Nothing is read from the earlier question's text.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sqlglot import exp
 from services.sql import verify
 from services.sql.catalog import Catalog, TableInfo, table_for
 from services.sql.conversation._inhabitants import as_place
+from services.sql.conversation._semijoin import rival, semi_joined
 from services.sql.conversation._statement import FollowUpError, parse, readable, sources
 from services.sql.words import stem
 
@@ -243,6 +245,7 @@ def _placed(select: exp.Select, linked_sql: str, catalog: Catalog) -> Linked | N
     for alias, info in mine.items():
         if info is not None and earlier.get(info.qualified):
             aliases[alias] = earlier[info.qualified]
+    own = dict(aliases)  # the earlier statement's own tables, before any join
     joins: list[exp.Join] = []
     needed = {c.table for c in where.find_all(exp.Column) if c.table in mine}
     for _ in range(len(mine)):
@@ -256,7 +259,11 @@ def _placed(select: exp.Select, linked_sql: str, catalog: Catalog) -> Linked | N
             joins.append(join)
             aliases[alias] = alias
     if needed - set(aliases):
-        return None
+        # rows each earlier row has many of: the earlier row's having one (a semi-join)
+        semi = semi_joined(linked, own, mine, catalog)
+        if semi is None:
+            return None
+        return Linked(tuple(semi[0]), (), frozenset(semi[1]))
     condition = where.this.copy()
     columns: set[tuple[str, str]] = set()
     for column in condition.find_all(exp.Column):
@@ -418,6 +425,8 @@ def with_conditions(
             raise FollowUpError("the previous answer has no condition on what the words name")
     elif not exclude:
         kept = [c for c in kept if not _contradicted(c, linked)]
+        if any(rival(c, new) for c in kept for new in linked.conditions):
+            raise FollowUpError("the words may add to the related rows asked for or replace them")
     new = [c.copy() for c in linked.conditions]
     added: exp.Expr = exp.and_(*new) if len(new) > 1 else new[0]
     if exclude:

@@ -1047,6 +1047,18 @@ def _led_by(item: Comparison, value: str) -> str | None:
     )
 
 
+# "the Asian ones", "those in Europe": the words around a value a swap says it with
+_ONES = re.compile(r"^(?:(?:the|those|these)\s+)?(?P<v>.+?)(?:\s+ones?)?$", re.IGNORECASE)
+
+
+def _as_condition(value: str) -> str:
+    """A swapped value said as a kind of row ("and the Asian ones?") as the condition it
+    names ("Asian"): the rows' stand-in "ones" is no word a column's values hold, and
+    asked with it ("Which car makers are the Asian ones?") the linker places nothing."""
+    match = _ONES.match(value.strip())
+    return match.group("v") if match is not None and match.group("v") else value
+
+
 async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[str, str]:
     """(the statement, how it was built) for the relations that edit the statement; a
     filter's condition and a period said as today's are read by ``link`` (the schema
@@ -1080,7 +1092,7 @@ async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[s
             # Not a stored value ("what about older than 40?"): the condition the words
             # link to, in place of the statement's own on that column.
             try:
-                linked = await link_condition(sql, prior.value, catalog, link)
+                linked = await link_condition(sql, _as_condition(prior.value), catalog, link)
                 changed = with_conditions(sql, linked, instead=True)
             except FollowUpError:
                 raise stored from None

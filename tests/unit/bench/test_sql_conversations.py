@@ -109,6 +109,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_spider_v2",
         "conversations_spider_v3",
         "conversations_spider_v4",
+        "conversations_spider_v5",
     ]
     assert [p.stem for p in scripts_for(Path("sql"))] == [
         "conversations_defog",

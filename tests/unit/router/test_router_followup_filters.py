@@ -158,3 +158,30 @@ def test_keep_without_a_qualifier_is_no_narrowing(question):
     assert resolve(question, [PER_CUSTOMER]).kind is not FollowUpKind.FILTER
     # a row count said with "keep" stays one
     assert resolve("keep the top 3", [PER_CUSTOMER]).kind is FollowUpKind.LIMIT
+
+
+FRENCH = PriorTurn(
+    "How many singers are from France?",
+    "How many singers are from France?",
+    row_count=1,
+    sql="SELECT COUNT(*) FROM singer WHERE country = 'France'",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("just those who performed at a concert in 2015", "who performed at a concert in 2015"),
+        ("only the ones which sold out", "which sold out"),
+    ],
+)
+def test_who_or_which_after_those_is_a_relative_clause_that_narrows(question, condition):
+    resolution = resolve(question, [FRENCH])
+    assert resolution.kind is FollowUpKind.FILTER
+    assert resolution.builds_on == BuildsOn(FRENCH.sql, Relation.FILTER, condition=condition)
+
+
+@pytest.mark.parametrize("question", ["just who performed?", "only which ones are French?"])
+def test_who_or_which_not_after_those_still_asks(question):
+    built = resolve(question, [FRENCH]).builds_on
+    assert built is None or built.relation is not Relation.FILTER

@@ -125,14 +125,19 @@ async def test_a_condition_on_another_table_joins_it_by_its_key():
     )
 
 
-async def test_a_condition_that_would_multiply_the_rows_is_refused():
+async def test_a_condition_that_would_multiply_the_rows_counts_each_row_once():
+    # joined, a customer would be counted once per cancelled order: the condition is the
+    # customer's having one (see test_sql_followup_semijoin)
     per_country = "SELECT c.country, COUNT(*) FROM customers AS c GROUP BY c.country"
     linker = Linker({
         "customers": "SELECT t0.id FROM customers AS t0 JOIN orders AS t1 "
         "ON t1.customer_id = t0.id WHERE t1.status = 'cancelled'"
     })  # fmt: skip
-    with pytest.raises(FollowUpError, match="cannot take"):
-        await _filtered(per_country, "cancelled", linker)
+    assert_same_sql(
+        await _filtered(per_country, "cancelled", linker),
+        "SELECT c.country, COUNT(*) FROM customers AS c WHERE (EXISTS (SELECT 1 FROM orders AS "
+        "f_t1 WHERE f_t1.customer_id = c.id AND f_t1.status = 'cancelled')) GROUP BY c.country",
+    )
 
 
 async def test_a_number_read_otherwise_than_said_is_no_reading():
@@ -482,3 +487,22 @@ async def test_a_count_per_other_groups_or_over_other_rows_is_no_condition_on_th
     per_name = "SELECT c.name, COUNT(*) FROM customers AS c GROUP BY c.id, c.name"
     with pytest.raises(FollowUpError, match="cannot take"):
         await _filtered(per_name, "with over 3 orders", Linker({"customers": MORE_THAN_3}))
+
+
+async def test_a_value_swapped_as_a_kind_of_row_is_asked_without_ones():
+    """ "and the Spanish ones?" after the French customers: no column stores "Spanish",
+    so the words are read as a condition in place of the country — asked as "Spanish",
+    since "ones" stands for the rows and is no word a column's values hold."""
+    french = "SELECT c.name FROM customers AS c WHERE c.country = 'France'"
+    linker = Linker(
+        {"are Spanish?": "SELECT t0.id FROM customers AS t0 WHERE t0.country = 'Spain'"}
+    )
+    prior = Prior(french, Relation.VALUE_SWAP, value="the Spanish ones")
+    assert_same_sql(
+        (await built(french, prior, CATALOG, linker))[0],
+        "SELECT c.name FROM customers AS c WHERE (c.country = 'Spain')",
+    )
+    # words that are not a condition stay refused
+    with pytest.raises(FollowUpError):
+        await built(french, Prior(french, Relation.VALUE_SWAP, value="the other ones"), CATALOG,
+                    linker)  # fmt: skip
