@@ -117,3 +117,72 @@ def test_rows_their_own_table_names_or_the_question_picks_are_left_alone():
     bare = TableInfo("public", "cars_data", columns=_DATA_COLUMNS, primary_key=("id",))
     unrelated = Catalog("car_1", (_NAMES, _MODELS, bare), joins=())
     assert with_labels(_HEAVIEST, unrelated) == _HEAVIEST
+
+
+def _ticker(symbols: tuple[str, ...], names: tuple[str, ...]) -> TableInfo:
+    return TableInfo(
+        "public",
+        "sbticker",
+        columns=(
+            col("sbtickerid", "character varying(20)"),
+            col("sbtickersymbol", "character varying(10)", symbols),
+            col("sbtickername", "character varying(100)", names),
+            col("sbtickertype", "character varying(20)", ("etf", "stock")),
+            col("sbtickerexchangecode", "character varying(10)", ("NQ", "NY", "NX")),
+        ),
+        primary_key=("sbtickerid",),
+    )
+
+
+_TRANSACTIONS = TableInfo(
+    "public",
+    "sbtransaction",
+    columns=(
+        col("sbtxid", "character varying(50)"),
+        col("sbtxcustid", "character varying(20)"),
+        col("sbtxtickerid", "character varying(20)"),
+        col("sbtxshares", "numeric(10,2)"),
+        col("sbtxtype", "character varying(20)", ("buy", "sell")),
+    ),
+    primary_key=("sbtxid",),
+    foreign_keys=(
+        ForeignKeyInfo(("sbtxtickerid",), "public.sbticker", ("sbtickerid",)),
+        ForeignKeyInfo(("sbtxcustid",), "public.sbcustomer", ("sbcustid",)),
+    ),
+)
+_CUSTOMERS = TableInfo(
+    "public",
+    "sbcustomer",
+    columns=(
+        col("sbcustid", "character varying(20)"),
+        col("sbcustname", "character varying(100)", ("Ada", "Bo")),
+        col("sbcustcountry", "character varying(50)", ("Canada", "USA")),
+        col("sbcustjoindate", "date"),
+    ),
+    primary_key=("sbcustid",),
+)
+_SYMBOLS = ("AAPL", "MSFT", "VTI", "SPY", "QQQ")
+_TICKER_NAMES = ("Apple Inc.", "Microsoft", "Vanguard Total", "SPDR S&P 500", "Invesco QQQ")
+
+
+def test_a_ranking_of_tickers_shows_their_symbol_as_a_listing_does():
+    """ "Which 4 tickers had the most shares traded?" groups transactions by ticker and
+    shows each ticker by what names it: its name, and its symbol, a text key as varied
+    as the name, as "Which 4 tickers have the highest average ..." shows it. A code of
+    something else the ticker has (its exchange's) and a kind (its type) name no ticker."""
+    broker = Catalog("broker", (_CUSTOMERS, _ticker(_SYMBOLS, _TICKER_NAMES), _TRANSACTIONS))
+    ranked = linked_statement("Which 4 tickers had the most shares traded?", broker, TODAY)
+    shown = _shown(ranked)
+    assert "sbtickersymbol" in shown and "sbtickername" in shown
+    assert "sbtickertype" not in shown and "sbtickerexchangecode" not in shown
+    assert ranked.args["limit"] is not None
+    assert "sbtickersymbol" in {e.name for e in ranked.args["group"].expressions}
+
+
+def test_a_symbol_fewer_rows_share_than_a_name_is_no_label():
+    """A "symbol" many tickers share (two values over five names) is a kind of row, not
+    what it is called: the ranking shows the name alone."""
+    broker = Catalog("broker", (_CUSTOMERS, _ticker(("A", "B"), _TICKER_NAMES), _TRANSACTIONS))
+    ranked = linked_statement("Which 4 tickers had the most shares traded?", broker, TODAY)
+    assert "sbtickersymbol" not in _shown(ranked)
+    assert "sbtickername" in _shown(ranked)
