@@ -11,6 +11,7 @@ from services.sql.linker._context import LinkContext
 from services.sql.linker._plan import (
     Measure,
     Plan,
+    code_labels,
     is_key,
     is_temporal,
     lit,
@@ -68,20 +69,17 @@ def label_columns(ctx: LinkContext, table: TableInfo) -> list[Col]:
         pk = table.column(table.primary_key[0])
         if pk:
             cols.append(Col(table, pk))
-    own = set(ctx.vocab.table_words[table.qualified])
     # a person named in two columns: another "…name" column names something else of
     # theirs (a doctor's ``med_school_name``), as the clause reader has it
     person = {c.key for c in person_name(table)}
+    # a text key said beside the name (a ticker's symbol, an airport's own code): one
+    # reader for every path that says what names a row (``code_labels``)
+    codes = {c.key for c in code_labels(table)}
     for column in table.columns:
         words = ctx.vocab.column_words[(table.qualified, column.name)]
         if person and (table.qualified, column.name) not in person and "name" in words:
             continue
-        if "name" in words or "title" in words or "symbol" in words:
-            cols.append(Col(table, column))
-        elif "code" in words and all(w in own for w in words if w != "code"):
-            # a code of the row itself (``airport_code`` of an airport, a bare ``code``);
-            # a code of something else the row has (a customer's ``zip_code``, a
-            # template's ``template_type_code``) describes it, it does not name it
+        if "name" in words or "title" in words or (table.qualified, column.name) in codes:
             cols.append(Col(table, column))
     if len(cols) <= 1:
         # no column whose words say "name": one whose name ends in it all the same

@@ -23,6 +23,8 @@ from services.sql.linker._mentions import OPTIONAL_TABLE_PARTS
 from services.sql.linker._vocabulary import Col, Vocabulary
 from services.sql.words import (
     STOP_WORDS,
+    common_prefix,
+    name_words,
     stem,
     word_match,
 )
@@ -302,6 +304,57 @@ def name_columns(table: TableInfo) -> list[Col]:
                       and not _name_part(c.name, FIRST_NAMES + LAST_NAMES)]  # fmt: skip
     names = names or [c for c in table.columns if c.name.lower().endswith("title")]
     return [Col(table, c) for c in names] or named_as_table(table)
+
+
+def code_labels(table: TableInfo) -> list[Col]:
+    """Text keys that name a row beside its name: a ``symbol``, or a ``code`` of the row
+    itself (``airport_code`` of an airport, a bare ``code``), said without the prefix the
+    table gives every column (``sbTickerSymbol`` -> "symbol"), that tells the rows apart
+    as well as their name does.
+
+    A ticker is said by its symbol as much as by its name, and every reader of what
+    names a row (a listing's labels, a grouped answer's, ``_lookup.label_columns``)
+    asks here, so a ranking of tickers shows the symbol whichever path built it. A code
+    of something else the row has (a customer's ``zip_code``, a template's
+    ``template_type_code``) describes the row, and a code many rows share (a type) is
+    a kind of row: neither names it."""
+    names = [c.name for c in table.columns]
+    prefix = common_prefix(names, minimum=3) if len(names) >= 4 else ""
+    own = {stem(w) for w in name_words(table.name)}
+    found = []
+    for column in table.columns:
+        cut = len(prefix) if prefix and len(column.name) > len(prefix) else 0
+        words = [stem(w) for w in name_words(column.name[cut:])]
+        said = "symbol" in words or (
+            "code" in words and all(w in own for w in words if w != "code")
+        )
+        if (
+            said
+            and column.name not in table.primary_key
+            and column.data_type.startswith(TEXT_TYPES)
+            and _tells_rows_apart(table, column)
+        ):
+            found.append(Col(table, column))
+    return found
+
+
+def _distinct(column: ColumnInfo) -> int:
+    return len(set(column.known_values or column.sample_values))
+
+
+def _tells_rows_apart(table: TableInfo, column: ColumnInfo) -> bool:
+    """Whether a text key tells the rows apart, as far as the catalog knows: declared
+    unique, values not read (a catalog built by hand: its name alone says so), as many
+    distinct values read as rows (or as the catalog reads), or as many as the rows'
+    name holds (broker's symbols repeat where its names do: a listed fund
+    twice). A code three values long over many rows is a kind of row, not its label."""
+    values = _distinct(column)
+    if (column.name,) in table.unique_keys or values == 0:
+        return True  # declared, or the data unread: the name says it, as joins by names
+    if values >= SAMPLE_VALUES or 0 < table.row_estimate <= values:
+        return True
+    named = [_distinct(c.column) for c in name_columns(table) if c.column is not column]
+    return bool(named) and values >= max(named) > 0
 
 
 def named_as_table(table: TableInfo, *, head: bool = False) -> list[Col]:

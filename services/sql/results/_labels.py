@@ -358,6 +358,113 @@ def _referenced_names(select: exp.Select, catalog: Catalog) -> bool:
     return False
 
 
+# How a column of numbers stored as text says "no value" (Spider's ``horsepower``).
+_MISSING = frozenset({"", "null", "none", "na", "n/a", "nan", "-"})
+
+
+def _numbers(values: tuple[str, ...]) -> bool:
+    """Whether text values are numbers, but for the word some say "no value" by."""
+    read = [v for v in values if v.strip().lower() not in _MISSING]
+    try:
+        [float(v) for v in read]
+    except ValueError:
+        return False
+    return bool(read)
+
+
+def _references(catalog: Catalog, table: TableInfo) -> list[tuple[str, str, str]]:
+    """Every reference (declared or inferred) between one column of ``table`` and one of
+    another table, as (column of ``table``, other table's qualified name, its column)."""
+    found = [
+        (fk.columns[0], fk.referenced_table, fk.referenced_columns[0])
+        for fk in table.foreign_keys
+        if len(fk.columns) == 1
+    ]
+    for join in catalog.joins or ():
+        if len(join.child_columns) != 1:
+            continue
+        if join.child == table.qualified:
+            found.append((join.child_columns[0], join.parent, join.parent_columns[0]))
+        elif join.parent == table.qualified:
+            found.append((join.parent_columns[0], join.child, join.child_columns[0]))
+    return found
+
+
+def _own_text(catalog: Catalog, table: TableInfo) -> list[str]:
+    """The text columns that name ``table``'s rows where none says "name": those holding
+    words (not numbers stored as text, like Spider's ``mpg``), neither its key nor a
+    reference to another table's rows (a car's ``model`` is a model's), two at most."""
+    refs = {column.lower() for column, _, _ in _references(catalog, table)}
+    found = [
+        c.name
+        for c in table.columns
+        if c.data_type.startswith(TEXT_TYPES)
+        and c.name not in table.primary_key
+        and c.name.lower() not in refs
+        and (c.sample_values or c.known_values)
+        and not _numbers(c.sample_values or c.known_values)
+    ]
+    return found[:2]
+
+
+def _extension_names(select: exp.Select, catalog: Catalog) -> bool:
+    """A listing of a table with no label of its own (no name, no text but numbers)
+    whose one-column key is one-to-one with another table's key shows that table's
+    names, read by a LEFT JOIN on the keys; in place, whether it did.
+
+    Spider's ``cars_data`` holds a car's measures, and its ``id`` is a ``car_names``
+    ``makeid``: "which car is the heaviest?" is answered by an id no reader can say,
+    where the row is one car that ``car_names`` names. Key to key, the join matches at
+    most one row and LEFT keeps a row nothing matches: the same rows, their names
+    beside them (after the key). Declared or inferred reference, either direction;
+    only where the listing shows the key or another column of the table, and picks its
+    rows by neither (the question said whose)."""
+    if not is_listing(select) or any(isinstance(e, exp.Star) for e in select.expressions):
+        return False
+    tables = own_tables(select, catalog)
+    if not tables:
+        return False
+    alias, listed = next(iter(tables.items()))
+    if len(listed.primary_key) != 1 or name_columns(listed) or _own_text(catalog, listed):
+        return False
+    key = listed.primary_key[0]
+    shown = [
+        i for i, e in enumerate(select.expressions)
+        if isinstance(e.unalias(), exp.Column) and owner(e.unalias(), tables) is listed
+    ]  # fmt: skip
+    if not shown or _picked_by(select, alias, {key.lower()}):
+        return False
+    for column, other, other_column in _references(catalog, listed):
+        parent = catalog.table(other)
+        if (
+            column.lower() != key.lower()
+            or parent is None
+            or parent is listed
+            or [k.lower() for k in parent.primary_key] != [other_column.lower()]
+            or any(t is parent for t in tables.values())
+        ):
+            continue
+        names = name_columns(parent) or _own_text(catalog, parent)
+        if not names:
+            continue
+        taken = {t.alias_or_name.lower() for t in select.find_all(exp.Table)}
+        joined_alias = next(f"r{n}" for n in range(len(taken) + 1) if f"r{n}" not in taken)
+        on = exp.EQ(
+            this=exp.column(_identifier(parent.primary_key[0]), table=_identifier(joined_alias)),
+            expression=exp.column(_identifier(key), table=_identifier(alias)),
+        )
+        joined = exp.Table(
+            this=_identifier(parent.name),
+            db=_identifier(parent.schema),
+            alias=exp.TableAlias(this=_identifier(joined_alias)),
+        )
+        select.append("joins", exp.Join(this=joined, on=on, side="LEFT"))
+        columns = [exp.column(_identifier(n), table=_identifier(joined_alias)) for n in names]
+        keyed = [i for i in shown if select.expressions[i].unalias().name.lower() == key.lower()]
+        return show_labels(select, columns, keyed[0] + 1 if keyed else shown[0])
+    return False
+
+
 def with_labels(sql: str, catalog: Catalog) -> str:
     """``sql`` showing the key and names of the rows it lists before what it asks
     (unchanged text when :func:`label_columns` finds none to add), and a grouped
@@ -367,6 +474,9 @@ def with_labels(sql: str, catalog: Catalog) -> str:
         if select.args.get("group"):
             labelled = show_labels(select, *group_labels(select, catalog))
             return _referenced_names(select, catalog) or labelled
-        return show_labels(select, label_columns(select, catalog), _first_name_at(select, catalog))
+        labels = label_columns(select, catalog)
+        if not labels:
+            return _extension_names(select, catalog)
+        return show_labels(select, labels, _first_name_at(select, catalog))
 
     return edited(sql, edit)

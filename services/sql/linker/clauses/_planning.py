@@ -18,6 +18,7 @@ from services.sql.linker._plan import (
     Dim,
     Measure,
     Plan,
+    code_labels,
     fans_out,
     is_key,
     is_temporal,
@@ -327,7 +328,9 @@ def _labels(ctx: LinkContext, table: TableInfo, *, grouped: bool = False) -> lis
     if grouped and names:
         # a column called what the table is called names its rows too (``car_makers``'
         # ``maker`` beside ``fullname``): which one is for the engine no more to guess
-        return names + [c for c in named_as_table(table, head=True) if c not in names]
+        names += [c for c in named_as_table(table, head=True) if c not in names]
+        # a text key said beside the name (a ticker's symbol), as every reader shows it
+        return names + [c for c in code_labels(table) if c not in names]
     if len(names) == 1:
         return names
     if not names and (leading := leading_text(table)):
