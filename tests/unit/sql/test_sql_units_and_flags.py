@@ -5,7 +5,9 @@
   kept in minutes): refused naming the unit unless the column's name says the unit, or
   its extent rules out every finer one;
 - a word naming a yes/no column beside the table's noun ("male singers") let through
-  as part of the noun while nothing reads ``is_male``: refused naming the word.
+  as part of the noun while nothing reads ``is_male``: refused naming the word;
+- and one refusal: "with a humidity above 80" could not compare ``humid``, a measure
+  read as a key for its name's last letters.
 
 Through the real linker and verifier on catalogs shaped as the databases are."""
 
@@ -17,7 +19,8 @@ import pytest
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.linker import Col, LinkError, QuestionLinker, Vocabulary
+from services.sql.linker._plan import is_key
 from services.sql.verify import verify_statement
 
 TODAY = date(2026, 11, 30)
@@ -103,6 +106,28 @@ OUTCOMES = Catalog(
 )
 
 
+WEATHER = Catalog(
+    "weather",
+    (
+        TableInfo(
+            "public",
+            "weather",
+            columns=(
+                _col("origin", "text", ("EWR", "JFK", "LGA")),
+                _col("temp", "double precision"),
+                _col("humid", "double precision"),
+                _col("wind_speed", "double precision"),
+            ),
+        ),
+        TableInfo(
+            "public",
+            "students",
+            columns=(_col("stuid"), _col("name", "text", ("Ann", "Bob")), _col("age")),
+        ),
+    ),
+)
+
+
 def _sql(question: str, catalog: Catalog = FLIGHTS) -> str:
     vocabulary = Vocabulary(catalog, JoinGraph(catalog))
     linked = QuestionLinker(question, vocabulary, TODAY, (), check=verify_statement).link()
@@ -172,3 +197,17 @@ def test_a_word_of_another_column_beside_the_noun_stays_part_of_it() -> None:
     outcomes ("assessment" is no yes/no), read where the statement shows it."""
     sql = _sql("List the assessment of outcome assessments with a score above 5.", OUTCOMES)
     assert "t0.assessment" in sql
+
+
+def test_a_fractional_measure_named_with_id_letters_is_compared() -> None:
+    """``humid`` (double precision) is a measure: "with a humidity above 80" compares it
+    (before: read as a key and the question refused)."""
+    sql = _sql("What was the highest temperature at EWR with a humidity above 80?", WEATHER)
+    assert "t0.humid > 80" in sql and "MAX(t0.temp)" in sql
+
+
+def test_a_whole_number_column_named_for_an_id_is_still_a_key() -> None:
+    """``stuid`` (integer) stays an identifier: no comparison of a number with it."""
+    col = Col(WEATHER.tables[1], WEATHER.tables[1].columns[0])
+    assert is_key(col)
+    assert not is_key(Col(WEATHER.tables[0], WEATHER.tables[0].columns[2]))
