@@ -59,8 +59,8 @@ def check_units(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) -> None
                         f"{written!r}: {info.name} counts {'/'.join(sorted(stored))}s",
                     )
                 continue
-            if info.extent is None:
-                continue
+            if info.extent is None or value == 0:
+                continue  # no extent read; or nothing, which is nothing in any unit
             low, high = info.extent
             for finer, many in finer_units(unit):
                 if low <= value * many <= high:

@@ -18,6 +18,7 @@ from services.sql.words._names import said_as_name
 from services.sql.words._parts import said_in_part, value_words_said
 from services.sql.words._units import (
     finer_units,
+    is_unit,
     numbers_with_units,
     same_measure,
     units_named,
@@ -62,6 +63,7 @@ __all__ = [
     "explicit_dates",
     "finer_units",
     "irregular_past",
+    "is_unit",
     "lemma",
     "maybe_covers",
     "measure_name",

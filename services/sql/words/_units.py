@@ -104,6 +104,14 @@ def numbers_with_units(question: str) -> list[tuple[float, str, str]]:
     ]
 
 
+_UNIT_WORD = re.compile(rf"(?:{_UNITS})s?", re.I)
+
+
+def is_unit(word: str) -> bool:
+    """A unit of measure as written ("minutes", "feet", "miles")."""
+    return _UNIT_WORD.fullmatch(word) is not None
+
+
 def finer_units(unit: str) -> tuple[tuple[str, float], ...]:
     """The finer units of ``unit``'s measure and system, each with how many make one."""
     return _FINER.get(unit, ())

@@ -61,6 +61,8 @@ def _flights(*, extents: bool = True) -> Catalog:
                     _col("dep_delay", extent=ext(-43, 1301)),
                     _col("air_time", "double precision", extent=ext(20, 695)),
                     _col("taxi_time_mins", extent=ext(1, 90)),
+                    _col("arr_delay", extent=ext(-86, 1272)),
+                    _col("dest", "text", ("MIA", "LAX")),
                     _col("origin", "text", ("EWR", "JFK")),
                 ),
                 primary_key=("flight_id",),
@@ -211,3 +213,22 @@ def test_a_whole_number_column_named_for_an_id_is_still_a_key() -> None:
     col = Col(WEATHER.tables[1], WEATHER.tables[1].columns[0])
     assert is_key(col)
     assert not is_key(Col(WEATHER.tables[0], WEATHER.tables[0].columns[2]))
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("How many flights to MIA had an arrival delay of 0 minutes or less?", "arr_delay <= 0"),
+        ("How many flights to MIA had an arrival delay of 60 minutes or more?", "arr_delay >= 60"),
+    ],
+)
+def test_a_bound_after_a_number_and_its_unit(question: str, condition: str) -> None:
+    """ "0 minutes or less": the unit between the number and its bound is the number's
+    (before: "minutes" read nothing and the question was refused). Nothing is nothing
+    in any unit: 0 compared as said."""
+    assert condition in _sql(question)
+
+
+def test_a_bound_after_a_coarser_unit_is_still_refused() -> None:
+    """ "2 hours or more" could be 120 minutes of a delay reaching 1272: refused."""
+    _refused("How many flights to MIA had an arrival delay of 2 hours or more?")
