@@ -293,7 +293,7 @@ def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
             tables.append(table)
             continue
         columns = tuple(
-            replace(c, sample_values=(), known_values=(), span=None) if filtered else c
+            replace(c, sample_values=(), known_values=(), span=None, extent=None) if filtered else c
             for c in table.columns
             if c.name not in hidden
         )

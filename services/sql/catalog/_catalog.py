@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from services.sql.catalog._extents import numeric_extents
 from services.sql.catalog._rows import ROW_COUNT_CAP, count_rows, row_count
 from services.sql.catalog._years import year_span
 from services.sql.words import stem
@@ -96,6 +97,9 @@ class ColumnInfo:
     # a year (``year_id``, ``release_year``), read from the data: whether every value is
     # a plausible year decides if "in 2015" may be a condition on it. None when unread.
     span: tuple[int, int] | None = None
+    # The least and greatest stored value of a numeric column (``_extents``): whether a
+    # number said in a unit ("3 hours") could be meant in a finer one the column counts.
+    extent: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -408,6 +412,13 @@ async def read_values(
             tables.append(table)
             continue
         schema, name, estimate = table.schema, table.name, table.row_estimate
+        extents = await numeric_extents(
+            conn,
+            schema,
+            name,
+            [(c.name, c.data_type) for c in table.columns],
+            statement_timeout=_VALUE_INDEX_TIMEOUT,
+        )
         column_infos = []
         for column in table.columns:
             samples: tuple[str, ...] = ()
@@ -431,7 +442,13 @@ async def read_values(
                 statement_timeout=_VALUE_INDEX_TIMEOUT,
             )
             column_infos.append(
-                replace(column, sample_values=samples, known_values=known, span=span)
+                replace(
+                    column,
+                    sample_values=samples,
+                    known_values=known,
+                    span=span,
+                    extent=extents.get(column.name),
+                )
             )
         tables.append(replace(table, columns=tuple(column_infos)))
     return replace(catalog, tables=tuple(tables))

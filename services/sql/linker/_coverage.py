@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from services.sql.catalog import ColumnInfo
 from services.sql.linker._context import LinkContext
 from services.sql.linker._plan import BE, LinkError, Plan, measures_in
 from services.sql.linker._terms import prose_of_definitions
@@ -20,6 +21,7 @@ from services.sql.words import (
     do_support_verb,
     irregular_past,
     lemma,
+    name_words,
     said_as_name,
     stem,
     stored_as_verb,
@@ -98,8 +100,12 @@ def unexplained(
             own[name] = [*vocab.table_words.get(name, [])]
             near[name] = []
             for column in table.columns:
-                near[name] += vocab.column_words[(name, column.name)]
-                if columns is not None and (name, column.name) not in columns:
+                used = columns is None or (name, column.name) in columns
+                if used or not _flag(column):
+                    # a flag not used ("is_male") is a condition left out, never part
+                    # of the noun's name: "male singers" counted all singers
+                    near[name] += vocab.column_words[(name, column.name)]
+                if not used:
                     continue
                 own[name] += vocab.column_words[(name, column.name)]
                 parts += vocab.column_words[(name, column.name)]
@@ -212,6 +218,25 @@ def _whole_name_read(vocab: Vocabulary, name: str, columns: set[tuple[str, str]]
     if any(_NAME_PARTS & set(re.findall(r"[a-z]+", c.name.lower())) for c in table.columns):
         return False
     return columns is None or (name, "name") in columns
+
+
+# The values of a yes/no column stored as text ('T'/'F', 'Y'/'N', 'yes'/'no').
+_YES_NO = (
+    frozenset({"t", "f"}),
+    frozenset({"y", "n"}),
+    frozenset({"yes", "no"}),
+    frozenset({"true", "false"}),
+)
+
+
+def _flag(column: ColumnInfo) -> bool:
+    """A yes/no column: boolean, named as a predicate ("is_male", "has_garden"), or
+    holding only the two values of a yes/no. Its name word states a condition on the
+    rows ("male singers"), so it explains a question's word only where it is used."""
+    if column.data_type == "boolean" or name_words(column.name)[:1] in (["is"], ["has"]):
+        return True
+    stored = {v.strip().lower() for v in column.sample_values}
+    return any(stored and stored <= pair for pair in _YES_NO)
 
 
 def _next_is(toks: Sequence[Tok], index: int, words: tuple[str, ...]) -> bool:

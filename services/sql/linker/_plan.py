@@ -156,9 +156,19 @@ def is_temporal(data_type: str) -> bool:
     return data_type == "date" or data_type.startswith("timestamp")
 
 
+# Types of measured quantities: a key or reference is a whole number or a text.
+_FRACTIONAL = ("real", "double precision", "float")
+
+
 def is_key(col: Col) -> bool:
+    """A key or reference column: the primary key, or one named for an id ("stuid",
+    "customer_id"). A fractional column is a measure whatever its name's last letters
+    ("humid", a relative humidity): read as a key, "with a humidity above 80" could not
+    compare it and the question was refused."""
     name = col.column.name.lower()
-    return col.table.primary_key == (col.column.name,) or name.endswith("id") or name == "id"
+    if col.table.primary_key == (col.column.name,):
+        return True
+    return name.endswith("id") and not col.column.data_type.startswith(_FRACTIONAL)
 
 
 def only_table(

@@ -6,7 +6,7 @@ Two kinds, at two moments:
 - **the question's phrases** (``_phrases``, the entry), while the offline linker
   composes, on the statement's facts read back once (``_facts``): every phrase that
   changes an answer is in the statement, one module per kind of phrase: numbers
-  (``_numbers``), time (``_time``: months, grains, "when"), rankings (``_rankings``:
+  (``_numbers``) said in a unit the compared column counts (``_units``), time (``_time``: months, grains, "when"), rankings (``_rankings``:
   superlatives, "first"/"last", a ranking by a count or by a date), aggregate words
   (``_aggregates``), negation (``_negation``), grouping words (``_grouping``: "each",
   one value asked, "distinct", "order"), alternatives (``_alternatives``: "either … or",

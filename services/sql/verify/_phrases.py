@@ -23,7 +23,8 @@ named):
   is one value; "distinct" and "order" are kept;
 - every name word names a table or column the statement uses (``unexplained``, here),
   a unit written after a number the statement compares ("60 minutes") excepted
-  (``services.sql.words.units_of``);
+  (``services.sql.words.units_of``) — and that unit is one the compared column counts
+  (``_units``: its name, else its extent rules out a finer unit);
 - a "<name> number" is the column of that name where a table read stores one
   (``_numbered``);
 - alternatives (``_alternatives``): "either … or" has alternatives; two values of one
@@ -91,6 +92,7 @@ from services.sql.verify._table_values import check_table_named_as_a_value
 from services.sql.verify._terms import check_terms_computed
 from services.sql.verify._time import check_months, check_time_used, check_when
 from services.sql.verify._unasked_join import check_unasked_join
+from services.sql.verify._units import check_units
 from services.sql.words import units_of
 
 
@@ -129,6 +131,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     tree = parse_statements(sql, shared=True)[0]
     check_aggregate_of_a_group(tree)
     nodes = read_statement(tree, ctx.catalog)
+    check_units(ctx, tree, nodes)
     check_restricted(tree, nodes, ctx.graph)
     check_table_named_as_a_value(ctx, nodes)
     check_value_said_in_part(ctx, nodes)

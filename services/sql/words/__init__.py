@@ -16,7 +16,14 @@ from services.sql.words._calendar import (
 from services.sql.words._directions import FROM, TO, name_direction, question_directions
 from services.sql.words._names import said_as_name
 from services.sql.words._parts import said_in_part, value_words_said
-from services.sql.words._units import units_of
+from services.sql.words._units import (
+    finer_units,
+    is_unit,
+    numbers_with_units,
+    same_measure,
+    units_named,
+    units_of,
+)
 from services.sql.words._words import (
     GRAMMAR_WORDS,
     SHORT_FORMS,
@@ -54,21 +61,26 @@ __all__ = [
     "cover",
     "do_support_verb",
     "explicit_dates",
+    "finer_units",
     "irregular_past",
+    "is_unit",
     "lemma",
     "maybe_covers",
     "measure_name",
     "name_direction",
     "name_words",
+    "numbers_with_units",
     "question_directions",
     "said_as_name",
     "said_in_part",
+    "same_measure",
     "shift",
     "stem",
     "stored_as_verb",
     "tokenize",
     "truncate",
     "undoubled",
+    "units_named",
     "units_of",
     "value_forms",
     "value_words_said",

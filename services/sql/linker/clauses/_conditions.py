@@ -24,6 +24,7 @@ from services.sql.linker.clauses._cues import (
     PREPOSITIONS,
     SPLIT_COMPARATIVES,
     TRAILING_COMPARE,
+    unit_after_number,
 )
 from services.sql.linker.clauses._reading import (
     Condition,
@@ -299,10 +300,12 @@ def value_clause(reading: Reading, read: Read, i: int) -> int | None:
         if named:
             group[-1].dimension = "name"
         j = end
-        bound = reading.match(j, tuple(OR_BOUND))
+        # "0 minutes or less": the unit between the number and its bound is the number's
+        unit = 1 if group[-1].value and unit_after_number(reading.tokens, j) else 0
+        bound = reading.match(j + unit, tuple(OR_BOUND))
         if bound and len(group) == 1 and group[0].value:
             group[0].op = OR_BOUND[bound]
-            j += len(bound.split())
+            j += unit + len(bound.split())
             group[0].end = j
             break
         if reading.low(j) == "or" or (reading.low(j) == "," and reading.low(j + 1) != "and"):

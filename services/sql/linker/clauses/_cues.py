@@ -17,6 +17,7 @@ from services.sql.linker._vocabulary import Vocabulary, column_states
 from services.sql.words import (
     do_support_verb,
     irregular_past,
+    is_unit,
     said_as_name,
     stored_as_verb,
     value_forms,
@@ -183,7 +184,14 @@ def unplaced_words(
         and not (t.low == verb and not stored_as_verb(t.low, vocab.values))
         and not could_mention(vocab, t, meanings)
         and not _person_name_part(tokens, k)
+        and not unit_after_number(tokens, k)
     ]
+
+
+def unit_after_number(tokens: Sequence[Token], k: int) -> bool:
+    """ "minutes" of "0 minutes or less": a unit says what the number before it counts,
+    read with the bound after it (``value_clause``), no name of the schema."""
+    return 0 < k < len(tokens) and tokens[k - 1].number is not None and is_unit(tokens[k].low)
 
 
 def _person_name_part(tokens: Sequence[Token], k: int) -> bool:

@@ -23,7 +23,13 @@ from services.sql.linker.clauses._conditions import (
     table_clause,
     value_clause,
 )
-from services.sql.linker.clauses._cues import NUMBER_WORDS, cue_words, is_glue, unplaced_words
+from services.sql.linker.clauses._cues import (
+    NUMBER_WORDS,
+    cue_words,
+    is_glue,
+    unit_after_number,
+    unplaced_words,
+)
 from services.sql.linker.clauses._events import (
     event_clause,
     event_column,
@@ -59,6 +65,8 @@ def read_clauses(ctx: LinkContext) -> Plan:
     # a word no mention covers and no clause could use: decline before reading on
     for i, t in enumerate(reading.tokens[at:], at):
         if t.quoted or t.number is not None or t.low in cue_words() or is_glue(ctx, t):
+            continue
+        if unit_after_number(reading.tokens, i):
             continue
         if not reading.chart.covering(i) and event_column(reading, i) is None:
             raise Decline(f"nothing read {t.text!r}")

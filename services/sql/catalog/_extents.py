@@ -1,0 +1,69 @@
+"""The least and greatest value of each numeric column, read from the data.
+
+A number said with a unit ("more than 3 hours") is compared raw only where the column
+cannot hold a finer unit of the same measure: a delay column holding values up to 1301
+may count minutes, so "3 hours" read as ``> 3`` is a confident wrong answer. Whether the
+finer reading (180) is one the column can hold is read off its extent, once per catalog
+load, in one statement per table. A read that fails (a timeout, a column the role cannot
+read) leaves the table's columns without an extent, so the catalog still loads and a unit
+is then judged by the column's name alone (``verify._units``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+_log = logging.getLogger("tandem.sql.catalog")
+
+NUMERIC_TYPES = ("smallint", "integer", "bigint", "numeric", "real", "double precision")
+
+
+def is_numeric(data_type: str) -> bool:
+    """A column type whose values a number said with a unit may be compared with."""
+    return data_type.startswith(NUMERIC_TYPES)
+
+
+async def numeric_extents(
+    conn: psycopg.AsyncConnection[Any],
+    schema: str,
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    *,
+    statement_timeout: str,
+) -> dict[str, tuple[float, float]]:
+    """``{column: (least, greatest)}`` for the numeric ones among ``columns`` (name,
+    type) holding any value, read under ``statement_timeout``; empty when the read
+    fails."""
+    names = [name for name, data_type in columns if is_numeric(data_type)]
+    if not names:
+        return {}
+    parts = [
+        sql.SQL("min({c})::float8, max({c})::float8").format(c=sql.Identifier(name))
+        for name in names
+    ]
+    statement = sql.SQL("SELECT {parts} FROM {tbl}").format(
+        parts=sql.SQL(", ").join(parts), tbl=sql.Identifier(schema, table)
+    )
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL statement_timeout = '{statement_timeout}'")
+            row = await (await conn.execute(statement)).fetchone()
+    except psycopg.Error as exc:
+        _log.info(
+            "numeric extents skipped a table",
+            extra={"fields": {"error.type": type(exc).__name__}},
+        )
+        return {}
+    if row is None:
+        return {}
+    found: dict[str, tuple[float, float]] = {}
+    for i, name in enumerate(names):
+        low, high = row[2 * i], row[2 * i + 1]
+        if low is not None and high is not None:
+            found[name] = (float(low), float(high))
+    return found

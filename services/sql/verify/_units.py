@@ -1,0 +1,97 @@
+"""A number said with a unit is compared raw only with a column counting that unit.
+
+"Flights with a departure delay of more than 3 hours" read as ``dep_delay > 3`` is a
+confident wrong answer where the delay is kept in minutes. Word coverage cannot see it:
+the comparison explains the unit (``words.units_of``). So each comparison of a column
+with a number the question says in a unit is checked against what the schema and data
+say of the column's unit:
+
+- its name or comment names a unit of the same measure ("delay_mins", "in minutes"):
+  the unit said must be that one;
+- else its extent (least and greatest stored value, ``catalog._extents``) must rule out
+  every finer unit of the measure: a column whose values reach 1301 may count the 180
+  minutes of "3 hours", while "7000 feet" on a column no higher than 9078 cannot be
+  84000 inches. A column without a read extent is judged by its name alone.
+
+Otherwise the question is refused naming the unit. Converting is left out on purpose:
+where the name says the unit, another unit said is refused as well, never rescaled by a
+guess at the conversion the data could not confirm.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from services.sql.linker import LinkContext, LinkError
+from services.sql.verify._statement import StatementNodes, column_name
+from services.sql.words import (
+    finer_units,
+    name_words,
+    numbers_with_units,
+    same_measure,
+    units_named,
+)
+
+_COMPARISONS = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)
+
+
+def check_units(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) -> None:
+    """Refuse (:class:`LinkError`) a number said in a unit the compared column does not
+    count (see the module's docstring)."""
+    said = numbers_with_units(ctx.question)
+    if not said:
+        return
+    for column, number in _compared(tree):
+        for value, unit, written in said:
+            if value != number:
+                continue
+            table = nodes.owner(column)
+            info = table.column(column_name(column)) if table is not None else None
+            if info is None:
+                continue
+            words = [*name_words(info.name), *re.findall(r"[a-z]+", info.comment.lower())]
+            stored = {u for u in units_named(words) if same_measure(u, unit)}
+            if stored:
+                if unit not in stored:
+                    raise LinkError(
+                        f"{written!r}: {info.name} counts {'/'.join(sorted(stored))}s",
+                    )
+                continue
+            if info.extent is None or value == 0:
+                continue  # no extent read; or nothing, which is nothing in any unit
+            low, high = info.extent
+            for finer, many in finer_units(unit):
+                if low <= value * many <= high:
+                    raise LinkError(
+                        f"{written!r}: which unit {info.name} counts is unsaid, and "
+                        f"{value:g} {written} could be {value * many:g} {finer}s there",
+                    )
+
+
+def _compared(tree: exp.Expr) -> list[tuple[exp.Column, float]]:
+    """Each column compared with a number (``col > 3``, ``3 < col``, BETWEEN bounds)."""
+    found: list[tuple[exp.Column, float]] = []
+    for node in tree.find_all(*_COMPARISONS, exp.Between):
+        if isinstance(node, exp.Between):
+            sides = [(node.this, node.args.get("low")), (node.this, node.args.get("high"))]
+        else:
+            sides = [(node.this, node.expression), (node.expression, node.this)]
+        for left, right in sides:
+            number = _number(right)
+            if isinstance(left, exp.Column) and number is not None:
+                found.append((left, number))
+    return found
+
+
+def _number(node: exp.Expr | None) -> float | None:
+    if isinstance(node, exp.Neg):
+        inner = _number(node.this)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            return float(node.this)
+        except ValueError:
+            return None
+    return None

@@ -1,0 +1,46 @@
+"""Numeric columns reach the catalog with their extent (least and greatest value), read
+from the data: what decides whether "3 hours" may be meant as minutes the column counts
+(``verify._units``). Text columns get none."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+
+from services.sql import introspect
+from services.sql.demo._warehouse import database_url
+
+pytestmark = pytest.mark.integration
+
+_SCHEMA = [
+    "CREATE TABLE flight (id int, dep_delay int, air_time real, origin text, note int)",
+    "INSERT INTO flight SELECT g, g * 7 - 43, g * 1.5, 'JFK', NULL FROM generate_series(1, 100) g",
+]
+
+
+@pytest.fixture
+async def flights(pg_url: str) -> AsyncIterator[psycopg.AsyncConnection[object]]:
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        await admin.execute("DROP DATABASE IF EXISTS tandem_extents")
+        await admin.execute("CREATE DATABASE tandem_extents")
+    async with await psycopg.AsyncConnection.connect(
+        database_url(pg_url, "tandem_extents"), autocommit=True
+    ) as conn:
+        for statement in _SCHEMA:
+            await conn.execute(statement)
+        yield conn
+
+
+async def test_numeric_columns_carry_their_extent(flights) -> None:
+    table = (await introspect(flights, "extents")).table("flight")
+    assert table is not None
+    extents = {c.name: c.extent for c in table.columns}
+    assert extents == {
+        "id": (1.0, 100.0),
+        "dep_delay": (-36.0, 657.0),
+        "air_time": (1.5, 150.0),
+        "origin": None,  # text: no extent
+        "note": None,  # no value stored
+    }
