@@ -34,6 +34,7 @@ from services.sql.catalog._inference import infer_joins
 from services.sql.catalog._joins import Edge, JoinGraph, describe, resolve_joins
 from services.sql.catalog._load import load_catalog
 from services.sql.catalog._narrowing import CatalogIndex, Narrowed, index_of
+from services.sql.catalog._rows import ROW_COUNT_CAP
 from services.sql.catalog._stored import (
     Comparison,
     StoredValues,
@@ -45,6 +46,7 @@ from services.sql.catalog._stored import (
 )
 
 __all__ = [
+    "ROW_COUNT_CAP",
     "SAMPLE_VALUES",
     "TEXT_TYPES",
     "Catalog",

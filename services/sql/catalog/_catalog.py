@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from services.sql.catalog._extents import numeric_extents
+from services.sql.catalog._extents import numeric_extents, stat_extents
 from services.sql.catalog._rows import ROW_COUNT_CAP, count_rows, row_count
 from services.sql.catalog._years import year_span
 from services.sql.words import stem
@@ -412,13 +412,13 @@ async def read_values(
             tables.append(table)
             continue
         schema, name, estimate = table.schema, table.name, table.row_estimate
-        extents = await numeric_extents(
-            conn,
-            schema,
-            name,
-            [(c.name, c.data_type) for c in table.columns],
-            statement_timeout=_VALUE_INDEX_TIMEOUT,
-        )
+        numeric = [(c.name, c.data_type) for c in table.columns]
+        if 0 <= estimate < ROW_COUNT_CAP:
+            extents = await numeric_extents(
+                conn, schema, name, numeric, statement_timeout=_VALUE_INDEX_TIMEOUT
+            )
+        else:  # min/max over a large table is a full scan: read the planner's sample
+            extents = stat_extents(numeric, {c: stats.get((schema, name, c)) for c, _ in numeric})
         column_infos = []
         for column in table.columns:
             samples: tuple[str, ...] = ()

@@ -12,7 +12,7 @@ is then judged by the column's name alone (``verify._units``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -66,4 +66,29 @@ async def numeric_extents(
         low, high = row[2 * i], row[2 * i + 1]
         if low is not None and high is not None:
             found[name] = (float(low), float(high))
+    return found
+
+
+def stat_extents(
+    columns: Sequence[tuple[str, str]],
+    stats: Mapping[str, tuple[float, list[str]] | None],
+) -> dict[str, tuple[float, float]]:
+    """``{column: (least, greatest)}`` for the numeric ones among ``columns`` read off
+    the planner's sample (``pg_stats``' common values and histogram bounds, ``stats`` by
+    column) instead of the data: a table too large to scan once per catalog load. The
+    sample's bounds may fall inside the true extent, never outside it; a column with no
+    statistics keeps none (a unit is then judged by its name alone)."""
+    found: dict[str, tuple[float, float]] = {}
+    for name, data_type in columns:
+        stat = stats.get(name)
+        if stat is None or not is_numeric(data_type):
+            continue
+        numbers = []
+        for value in stat[1]:
+            try:
+                numbers.append(float(value))
+            except ValueError:
+                continue
+        if numbers:
+            found[name] = (min(numbers), max(numbers))
     return found

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from services.sql import introspect
+from services.sql.catalog import ROW_COUNT_CAP
 from services.sql.demo._warehouse import database_url
 
 pytestmark = pytest.mark.integration
@@ -44,3 +45,25 @@ async def test_numeric_columns_carry_their_extent(flights) -> None:
         "origin": None,  # text: no extent
         "note": None,  # no value stored
     }
+
+
+async def test_a_large_table_takes_its_extent_from_the_planners_sample(flights) -> None:
+    """A table of ROW_COUNT_CAP rows or more is not scanned for its extents once per load
+    (a full scan of every numeric column of a warehouse's largest tables): the extent is
+    the analysed sample's. A value stored after ANALYZE is outside it, which a scan would
+    have read."""
+    await flights.execute(
+        "CREATE TABLE leg (id int, delay int)",
+    )
+    await flights.execute(
+        "INSERT INTO leg SELECT g, g %% 500 FROM generate_series(1, %s) g",
+        (ROW_COUNT_CAP + 1000,),
+    )
+    await flights.execute("ANALYZE leg")
+    await flights.execute("INSERT INTO leg VALUES (0, 999999)")
+    table = (await introspect(flights, "extents")).table("leg")
+    assert table is not None
+    extents = {c.name: c.extent for c in table.columns}
+    low, high = extents["delay"] or (None, None)
+    assert low is not None and high is not None
+    assert low >= 0 and high <= 499  # the sample's bounds, not the late outlier
