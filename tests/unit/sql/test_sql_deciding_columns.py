@@ -116,7 +116,7 @@ SINGERS = Catalog(
                 key("singer_id"),
                 col("name", "text", ("Joe Sharp", "Rose White")),
                 col("age"),
-            ),  # fmt: skip
+            ),
             primary_key=("singer_id",),
         ),
         TableInfo(
@@ -126,7 +126,7 @@ SINGERS = Catalog(
                 key("concert_id"),
                 col("concert_name", "text", ("Auditions", "Super bootcamp")),
                 col("year"),
-            ),  # fmt: skip
+            ),
             primary_key=("concert_id",),
         ),
         TableInfo(
