@@ -1094,6 +1094,32 @@ def _document_question(question: str) -> bool:
     return semantic_score(question) > aggregation_score(question)[0]
 
 
+# A noun naming a kind of record, said before the one meant ("in the document Customer
+# reviews", "the sheet Budget"): it says where a value is, not what any text says.
+_RECORD_NOUN = re.compile(r"\b(?:the |a |an )?(?:document|sheet|article|wiki)s?\b", re.I)
+
+# How a follow-up edits the earlier statement: another condition, value, period, row
+# count or grouping (not a question about its rows, which may ask what their text says).
+_EDITS = frozenset({Relation.FILTER, Relation.VALUE_SWAP, Relation.TIME_SHIFT,
+                    Relation.ROW_LIMIT, Relation.REGROUP})  # fmt: skip
+
+
+def _leaves_sql(question: str, resolution: Resolution) -> bool:
+    """Whether a follow-up to a SQL answer leaves its statement for the documents. One
+    that edits the statement (narrows it to a value, swaps one) stays on it unless it
+    asks about content with more than a record's kind: "only in the document Customer
+    reviews" after "How many paragraphs are there?" narrows the count to a value the
+    schema may store (the SQL service reads it there, or refuses), where "only those
+    whose notes mention pricing" asks what text says."""
+    built = resolution.builds_on
+    if built is None or built.relation not in _EDITS:
+        return _document_question(question)
+    if built.value:
+        # the value swapped in is data, not a cue: a title reads "How to write a CV"
+        question = re.sub(re.escape(built.value), " ", question, flags=re.I)
+    return _document_question(_RECORD_NOUN.sub(" ", question))
+
+
 def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     """The standalone question to answer for ``question`` after ``history`` (oldest
     first); pure and fast (a few regular expressions), so it adds well under a
@@ -1107,7 +1133,7 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         or not prior.sql
         or resolution.kind in (FollowUpKind.STANDALONE, FollowUpKind.UNRESOLVED,
                                FollowUpKind.ORDINAL)
-        or _document_question(question)
+        or _leaves_sql(question, resolution)
     ):  # fmt: skip
         if resolution.builds_on is not None and (prior is None or not prior.sql):
             return replace(resolution, builds_on=None)
@@ -1508,9 +1534,13 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
                 _with_comparison(prior.resolved_question, value),
                 builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
             )
-        if len(value.split()) <= 4 and not re.match(
+        # A capitalised value after a preposition is a name however its words read ("and
+        # in How to write a CV?": a document's title): no question follows "in" capitalised
+        # mid-sentence, and a title may be longer than a value said in passing.
+        titled = bool(prep) and value[:1].isupper()
+        if titled or (len(value.split()) <= 4 and not re.match(
             r"^(?:how|what|which|who|when|where|why|is|are|do|does|list|show)\b", value, re.I
-        ):
+        )):  # fmt: skip
             swapped = _swap(prior, value, history, prep) or _carried_swap(prior, value, history)
             if swapped is not None:
                 return Resolution(

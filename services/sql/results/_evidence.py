@@ -7,7 +7,11 @@ heaviest, the year each song came out. Those columns are shown beside what was a
 the answer carries the evidence its rows were chosen by. An equality adds nothing (each
 row holds the value the question said), and a statement that groups or aggregates shows
 groups, not rows, and a DISTINCT listing shows the distinct values of what it asks
-(another column would split them), so none of these is touched.
+(another column would split them), so none of these is touched; but a DISTINCT that
+only undoes its joins' repeats lists one row per row of its first table, told apart by
+its key (``keyed_distinct``), so a column of that table splits nothing and is shown:
+"singers older than 30 who sang at the Auditions concert" shows the ages, as the
+follow-up that narrows "singers older than 30" to that concert does.
 
 One rule for every path that ends in a listing: the linker applies it to the statement
 it composed, and a follow-up about the earlier rows ("what year is it from?" after the
@@ -23,6 +27,7 @@ from collections.abc import Sequence
 from sqlglot import exp
 
 from services.sql.catalog import Catalog, TableInfo, is_number
+from services.sql.results._labels import keyed_distinct
 from services.sql.results._select import edited, is_listing, own_tables, owner
 from services.sql.tree import conjuncts
 
@@ -50,8 +55,12 @@ def deciding_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     by a range (``<``, ``>``, ``<=``, ``>=``) with a value or a sub-query's value, and the
     column a ranking cut by a LIMIT is ordered by first (an output named there read as
     its column; later keys only break ties at the cut), shown or not. None for a
-    statement that groups or drops duplicates."""
-    if not is_listing(select):
+    statement that groups, and for a DISTINCT all but those of the table whose rows it
+    lists one each of (``keyed_distinct``: "the singers older than 30 who sang at the
+    Auditions concert" shows each singer's age, as the follow-up "only the ones who sang
+    at the Auditions concert" after "singers older than 30" does)."""
+    entity = None if is_listing(select) else keyed_distinct(select, catalog)
+    if not is_listing(select) and entity is None:
         return []
     tables = own_tables(select, catalog)
     found: list[exp.Column] = []
@@ -76,6 +85,9 @@ def deciding_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
             column = named.get(column.name.lower(), column)
         if isinstance(column, exp.Column):
             found.append(column)
+    if entity is not None:
+        # a column of another table (a concert's year) is one value per joined row
+        return [c for c in found if owner(c, tables) is tables[entity]]
     return found
 
 
@@ -92,8 +104,10 @@ def _shown(select: exp.Select) -> set[tuple[str, str]]:
 def show_deciding(select: exp.Select, columns: Sequence[exp.Column]) -> bool:
     """``select`` (a listing) showing each of ``columns`` it does not show yet, after what
     it shows; whether any was added. In place."""
-    if not is_listing(select):
-        return False
+    return is_listing(select) and _append(select, columns)
+
+
+def _append(select: exp.Select, columns: Sequence[exp.Column]) -> bool:
     shown = _shown(select)
     added = False
     for column in columns:
@@ -111,4 +125,5 @@ def show_deciding(select: exp.Select, columns: Sequence[exp.Column]) -> bool:
 def with_deciding(sql: str, catalog: Catalog) -> str:
     """``sql`` showing the columns that chose its rows (unchanged text when it shows them
     already, or is no listing)."""
-    return edited(sql, lambda select: show_deciding(select, deciding_columns(select, catalog)))
+    # deciding_columns reads which statements may show more columns (a keyed DISTINCT too)
+    return edited(sql, lambda select: _append(select, deciding_columns(select, catalog)))

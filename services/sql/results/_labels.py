@@ -161,6 +161,26 @@ def _distinct_through_joins(select: exp.Select, alias: str, tables: dict[str, Ta
     return True
 
 
+def keyed_distinct(select: exp.Select, catalog: Catalog) -> str | None:
+    """The alias of the table a DISTINCT over joins lists one row of each, told apart by
+    its key (shown already, or a one-column key :func:`label_columns` shows): None for
+    any other statement. Such a DISTINCT only undoes the joins' repeats, so another
+    column of that table (one value per row of it) splits no row of its answer."""
+    tables = own_tables(select, catalog)
+    if not tables:
+        return None
+    alias, listed = next(iter(tables.items()))
+    if not _distinct_through_joins(select, alias, tables) or not listed.primary_key:
+        return None
+    shown = {
+        e.unalias().name.lower() for e in select.expressions
+        if isinstance(e.unalias(), exp.Column)
+    }  # fmt: skip
+    if len(listed.primary_key) == 1 or {k.lower() for k in listed.primary_key} <= shown:
+        return alias
+    return None
+
+
 def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     """The columns of the table ``select`` lists (its first) that say whose each row is,
     to show before what it asks: its one-column key (where not shown already and the

@@ -12,11 +12,11 @@ from datetime import date
 import sqlglot
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, TableInfo
+from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
 from services.sql.conversation import deciding, labels, restrict, subject
 from services.sql.conversation._followup import with_limit
 from services.sql.results import with_deciding
-from tests.unit.sql.schemas import col, linked_statement
+from tests.unit.sql.schemas import col, key, linked_statement
 
 TODAY = date(2026, 11, 30)
 
@@ -104,3 +104,73 @@ def test_what_the_question_states_or_a_grouping_shows_nothing_more():
         "SELECT t0.name FROM public.museum AS t0 ORDER BY t0.num_of_staff DESC, t0.name LIMIT 2"
     )
     assert _shown(sqlglot.parse_one(with_deciding(ranked, MUSEUMS))) == ["name", "num_of_staff"]
+
+
+SINGERS = Catalog(
+    "singers",
+    (
+        TableInfo(
+            "public",
+            "singer",
+            columns=(
+                key("singer_id"),
+                col("name", "text", ("Joe Sharp", "Rose White")),
+                col("age"),
+            ),
+            primary_key=("singer_id",),
+        ),
+        TableInfo(
+            "public",
+            "concert",
+            columns=(
+                key("concert_id"),
+                col("concert_name", "text", ("Auditions", "Super bootcamp")),
+                col("year"),
+            ),
+            primary_key=("concert_id",),
+        ),
+        TableInfo(
+            "public",
+            "singer_in_concert",
+            columns=(key("concert_id"), key("singer_id")),
+            primary_key=("concert_id", "singer_id"),
+            foreign_keys=(
+                ForeignKeyInfo(("concert_id",), "public.concert", ("concert_id",)),
+                ForeignKeyInfo(("singer_id",), "public.singer", ("singer_id",)),
+            ),
+        ),
+    ),
+)
+
+
+def test_a_distinct_over_joins_shows_its_rows_deciding_column_as_the_follow_up_does():
+    """ "List the names of singers older than 30 who sang at the Auditions concert." is a
+    DISTINCT over the joins to the concerts, one row per singer (told apart by the key):
+    each singer's age is one value of that row, so it is shown, as the follow-up that
+    narrows "singers older than 30" to that concert (an EXISTS, the earlier columns)
+    shows it."""
+    alone = linked_statement(
+        "List the names of singers older than 30 who are in the Auditions concert.", SINGERS, TODAY
+    )
+    assert alone.args.get("distinct") is not None  # the joined reading, not an EXISTS
+    first = linked_statement("List the names of singers older than 30.", SINGERS, TODAY)
+    assert _shown(alone) == _shown(first) == ["singer_id", "name", "age"]
+
+
+def test_a_distinct_over_joins_shows_no_column_of_a_joined_table():
+    """ "singers who sang at a concert held after 2014": the year is a concert's, one
+    value per concert a singer sang at; shown, it would split a singer into a row per
+    year, so the DISTINCT's rows (one per singer) show no year."""
+    tree = sqlglot.parse_one(
+        "SELECT DISTINCT t0.singer_id, t0.name FROM public.singer AS t0 JOIN"
+        " public.singer_in_concert AS t1 ON t1.singer_id = t0.singer_id JOIN public.concert AS t2"
+        " ON t2.concert_id = t1.concert_id WHERE t2.year > 2014 AND t0.age > 30",
+        dialect="postgres",
+    )
+    shown = _shown(
+        sqlglot.parse_one(with_deciding(tree.sql("postgres"), SINGERS), dialect="postgres")
+    )
+    assert shown == ["singer_id", "name", "age"]
+    # a DISTINCT of values the question asked for (no joins that repeat a row) stays as is
+    plain = "SELECT DISTINCT t0.name FROM public.singer AS t0 WHERE t0.age > 30"
+    assert with_deciding(plain, SINGERS) == plain
