@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from services.sql import verify
 from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.conversation._existence import at_least_one, existence_words
 from services.sql.conversation._inhabitants import as_place
 from services.sql.conversation._semijoin import rival, semi_joined
 from services.sql.conversation._statement import FollowUpError, parse, readable, sources
@@ -142,7 +143,7 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
                     if linked is None:
                         continue
                     tried = True
-                    placed = _placed(select, linked, catalog)
+                    placed = _placed(select, linked, catalog, existence_words(said_as))
                     compared = (
                         _compared_numbers((*placed.conditions, *placed.having)) if placed else set()
                     )
@@ -204,10 +205,17 @@ def _own_tables(select: exp.Select, catalog: Catalog) -> list[TableInfo]:
     return found
 
 
-def _placed(select: exp.Select, linked_sql: str, catalog: Catalog) -> Linked | None:
+def _placed(
+    select: exp.Select,
+    linked_sql: str,
+    catalog: Catalog,
+    named: tuple[str, ...] | None = None,
+) -> Linked | None:
     """The linked statement's WHERE conditions on the earlier statement's aliases (None
     when it has none, or one needs a table that cannot be joined without changing the
-    rows: a table met more than once, a join to many rows)."""
+    rows: a table met more than once, a join to many rows). ``named``: the noun of words
+    that say only that a related row exists (``_existence``), whose reading has no
+    condition but the join itself."""
     try:
         linked = sqlglot.parse_one(linked_sql, dialect="postgres")
     except sqlglot.errors.ParseError:
@@ -215,9 +223,14 @@ def _placed(select: exp.Select, linked_sql: str, catalog: Catalog) -> Linked | N
     if not isinstance(linked, exp.Select):
         return None
     if linked.args.get("having"):
-        return _placed_on_groups(select, linked, catalog)
+        on_groups = _placed_on_groups(select, linked, catalog)
+        if on_groups is not None or named is None or not at_least_one(linked):
+            return on_groups
+        # "that have at least one concert": a count of one or more is the having of one
+        linked.set("group", None)
+        linked.set("having", None)
     where = linked.args.get("where")
-    if where is None:
+    if where is None and named is None:
         return None
     # Every alias of the linked statement gets a name of its own, so a sub-query's
     # aliases never meet the earlier statement's.
@@ -247,6 +260,9 @@ def _placed(select: exp.Select, linked_sql: str, catalog: Catalog) -> Linked | N
             aliases[alias] = earlier[info.qualified]
     own = dict(aliases)  # the earlier statement's own tables, before any join
     joins: list[exp.Join] = []
+    if where is None:
+        bare = semi_joined(linked, own, mine, catalog, named)
+        return None if bare is None else Linked(tuple(bare[0]), (), frozenset(bare[1]))
     needed = {c.table for c in where.find_all(exp.Column) if c.table in mine}
     for _ in range(len(mine)):
         missing = needed - set(aliases)

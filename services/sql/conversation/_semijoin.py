@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from services.sql import verify
 from services.sql.catalog import Catalog, JoinGraph, TableInfo
+from services.sql.conversation._existence import names_tables
 from services.sql.conversation._statement import sources
 
 # (linked alias, column) on each side of one join equality
@@ -40,21 +41,28 @@ def semi_joined(
     mapped: dict[str, str],
     mine: dict[str, TableInfo | None],
     catalog: Catalog,
+    named: tuple[str, ...] | None = None,
 ) -> tuple[list[exp.Expr], set[tuple[str, str]]] | None:
     """(the conditions for the earlier statement, the (alias, column)s they compare) for
     a linked statement whose condition needs tables the earlier one does not read:
     ``mapped`` maps the linked aliases of the earlier statement's own tables to their
     aliases there, ``mine`` every linked alias to its table. None when the linked joins
     are not all key equalities of the join graph, or do not hang the other tables off
-    the earlier ones in one connected piece."""
+    the earlier ones in one connected piece. With ``named`` (the noun of "only those
+    with a visit", see ``_existence``) the related row need meet no condition: the
+    having of one is the condition, when the noun names every joined table."""
     if linked.args.get("group") or linked.args.get("having") or linked.args.get("limit"):
         return None
     where = linked.args.get("where")
-    if where is None or any(info is None for info in mine.values()):
+    if (where is None and named is None) or any(info is None for info in mine.values()):
         return None
     inside = [alias for alias in mine if alias not in mapped]
     pairs = _key_pairs(linked, mine, catalog)
     if not inside or pairs is None:
+        return None
+    if named is not None and (
+        where is not None or not names_tables(named, [i for a in inside if (i := mine[a])])
+    ):
         return None
     inner = [p for p in pairs if p[0][0] in inside and p[1][0] in inside]
     linking = [p for p in pairs if (p[0][0] in inside) != (p[1][0] in inside)]
@@ -81,12 +89,12 @@ def semi_joined(
     correlated = [_eq(p) for p in linking] + [_eq(p) for i, p in enumerate(inner) if i not in used]
     outside: list[exp.Expr] = []
     within: list[exp.Expr] = []
-    for condition in verify.conjuncts(where.this):
-        named = {c.table for c in condition.find_all(exp.Column)}
-        if not named or "" in named or not named <= set(mine):
+    for condition in verify.conjuncts(where.this) if where is not None else ():
+        compared = {c.table for c in condition.find_all(exp.Column)}
+        if not compared or "" in compared or not compared <= set(mine):
             return None
-        (within if named & set(inside) else outside).append(condition.copy())
-    if not within:
+        (within if compared & set(inside) else outside).append(condition.copy())
+    if not within and named is None:
         return None
     sub.set("where", exp.Where(this=_and([*correlated, *within])))
     conditions: list[exp.Expr] = [*outside, exp.Exists(this=sub)]
