@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from services.common.llm import FollowUpKind, PriorTurn
+from services.router.offline._picked import picked_condition
 from services.router.offline._rules import aggregation_score, semantic_score
 from services.router.offline._text import lowered_stems, stem
 
@@ -705,12 +706,13 @@ _NARROW_VERB = re.compile(
     re.IGNORECASE,
 )
 # "keep the ones with more than 2 transactions", "keep those over 50000", "keep the
-# vendors we paid more than 10000": the rows to keep, said with what qualifies them (a
+# vendors we paid more than 10000", "keep the ones using a Book template" ("using" and
+# "having" qualify as "with" does): the rows to keep, said with what qualifies them (a
 # row count, "keep the top 3", is read before).
 _KEEP = re.compile(
     r"^(?:(?:and|but|now)\s+)*keep\s+(?:only\s+)?(?P<f>(?:the ones|those|ones|the\s+[a-z][\w'-]*s)"
     r"\s+(?:with|without|that|which|who|where|whose|in|from|over|under|above|below|more|less"
-    r"|fewer|older|younger|after|before|since|we|they|you)\b.+)$",
+    r"|fewer|older|younger|after|before|since|we|they|you|using|having)\b.+)$",
     re.IGNORECASE,
 )
 _NARROW_AFTER = re.compile(
@@ -770,7 +772,7 @@ _QUALIFIER_TAIL = re.compile(r"\s+(?:alone|only|instead|too|as well|then)$", re.
 _CONDITION_HEAD = re.compile(
     r"^(?:in|from|with|without|at|for|that|which|who|where|whose|over|under|above|below|"
     r"older|younger|more|less|greater|fewer|before|after|between|since|during|born|made|"
-    r"created|having|not)\b",
+    r"created|having|using|not)\b",
     re.IGNORECASE,
 )
 _GROUPING = re.compile(
@@ -1209,6 +1211,9 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
             f"{_body(prior.resolved_question)} excluding {excluded}?",
             builds_on=BuildsOn("", Relation.FILTER, condition=excluded, exclude=True),
         )
+    if (picked := picked_condition(text, prior.sql)) is not None:
+        # "which of them visited X?": the earlier rows that did, not a question about them
+        return _narrowed(prior.resolved_question, picked)
     if (among := _AMONG.match(text)) is not None and (
         which := _WHICH_ARE.match(_clean(among.group("f")))
     ) is not None:
