@@ -23,8 +23,9 @@ grammar; otherwise the reader declines and the older, list-oriented reading is t
 What the reader cannot place exactly it never guesses.
 
 One module per part: the cue words (``_cues``), what is read (``_reading``), the head and
-items (``_head``), the clauses by kind (``_events``, ``_ranking``, ``_conditions``), the
-plan made of them (``_planning``), and the reader that runs them in order (``_reader``).
+items (``_head``), the clauses by kind (``_events``, ``_ranking``, ``_conditions``), whose
+rows an item is said of (``_rows_of``), the plan made of them (``_planning``), and the
+reader that runs them in order (``_reader``).
 """
 
 from __future__ import annotations

@@ -33,11 +33,13 @@ from services.sql.linker._plan import (
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses._cues import RELATIVE
 from services.sql.linker.clauses._reading import Condition, Decline, Item, Rank, Read, Reading
+from services.sql.linker.clauses._rows_of import hold_to_rows
 from services.sql.words import measure_name, name_words
 
 
 def make_plan(reading: Reading, read: Read) -> Plan:
     ctx = reading.ctx
+    hold_to_rows(reading, read, ctx.graph)
     entity = _owner_of_items(read) or read.entity
     if entity is None:
         entity = _entity_of_items(read)
