@@ -34,6 +34,8 @@ named):
   question's noun for the rows;
 - outputs (``_outputs``), counts a join restricts (``_restricted``) and defined terms
   (``_terms``): what it shows is what was asked;
+- whose names (``_whose_names``): "the names of the <rows>" shows a name of theirs, not
+  of a table that only joins to them;
 - counts (``_counted``): a count counts the noun asked, not rows that refer to it nor
   the values of a column nobody named;
 - joins unasked (``_unasked_join``): an inner join used only to keep the rows that have
@@ -93,6 +95,7 @@ from services.sql.verify._terms import check_terms_computed
 from services.sql.verify._time import check_months, check_time_used, check_when
 from services.sql.verify._unasked_join import check_unasked_join
 from services.sql.verify._units import check_units
+from services.sql.verify._whose_names import check_whose_names
 from services.sql.words import units_of
 
 
@@ -139,6 +142,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_shows_its_own_literal(tree, nodes)  # after the checks that say why
     check_either_or(text, tree)
     check_outputs(ctx, tree, nodes)
+    check_whose_names(ctx, tree, nodes)
     check_terms_computed(ctx, tree)
     check_ranked_by_a_count(text, tree)
     check_ranked_by_the_date_said(ctx, tree, nodes)

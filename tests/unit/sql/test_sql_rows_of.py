@@ -1,8 +1,9 @@
 """The attribute of the rows said (issue 45, s60): in "the <attribute> of the <rows>"
 and "the <rows> <attribute>" the column shown is one of the rows' own, or of a table each
 of their rows refers to, never of a table that only joins to them; "names" of rows with
-no column called that is what names them, and any other attribute they lack is refused.
-On a schema of its own (no dev set's)."""
+no column called that is what names them, and any other attribute they lack is refused;
+the verifier refuses names shown of a table that only joins to the rows asked, whoever
+proposed the statement. On a schema of its own (no dev set's)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from datetime import date
 
 import pytest
 
-from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
-from services.sql.linker import LinkError
+from services.sql.catalog import Catalog, ForeignKeyInfo, JoinGraph, TableInfo
+from services.sql.linker import LinkError, Vocabulary, read_question
+from services.sql.verify import verify_statement
 from tests.unit.sql.schemas import col, key, linked_sql
 
 TODAY = date(2026, 11, 30)
@@ -130,3 +132,43 @@ def test_the_name_of_a_row_each_row_refers_to_is_the_rows_own() -> None:
     sql = _sql("List the names of the players.", CLUB)
     assert "t0.name AS name" in sql and "public.person AS t0" in sql
     assert "public.player" in sql
+
+
+def _verify(question: str, sql: str, catalog: Catalog = SCHOOL) -> None:
+    verify_statement(read_question(question, Vocabulary(catalog, JoinGraph(catalog)), TODAY), sql)
+
+
+_INSTRUCTORS_OF_WORKSHOPS = (
+    "SELECT DISTINCT t0.instructor_id, t0.name FROM public.instructor AS t0 "
+    "JOIN public.workshop_arrange AS t1 ON t1.instructor_id = t0.instructor_id "
+    "JOIN public.workshop AS t2 ON t2.workshop_id = t1.workshop_id"
+)
+
+
+@pytest.mark.parametrize(
+    "question", ["List the names of all workshops.", "What are the workshop names?"]
+)
+def test_the_verifier_refuses_names_of_a_table_that_only_joins_to_the_rows(question: str) -> None:
+    with pytest.raises(LinkError, match="names of workshop"):
+        _verify(question, _INSTRUCTORS_OF_WORKSHOPS)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What are the names of the instructors of each workshop?",
+        "What is the name of each workshop's instructor?",
+        "List the names of the instructors.",
+    ],
+)
+def test_the_verifier_lets_names_of_the_rows_asked_or_their_possessor_pass(question: str) -> None:
+    _verify(question, _INSTRUCTORS_OF_WORKSHOPS)
+
+
+def test_the_verifier_lets_the_name_of_a_row_each_row_refers_to_pass() -> None:
+    _verify(
+        "List the names of the players.",
+        "SELECT t0.name FROM public.person AS t0 JOIN public.player AS t1 "
+        "ON t1.person_id = t0.person_id",
+        CLUB,
+    )
