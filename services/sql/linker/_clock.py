@@ -30,6 +30,16 @@ _BOUNDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\b(?:after|later\s+than)\s+{_TIME}"), ">"),
 )
 _ANY_TIME = re.compile(rf"(?<![\d:]){_TIME}(?![\d:])")
+# A part of the day is a span of clock hours, as a month is a span of days: the morning
+# before noon, the afternoon from noon until six, the evening from six on. "Night" is
+# left out: whether it runs past midnight, and from when, is not agreed.
+_PARTS: dict[str, tuple[str, list[tuple[int, int]]]] = {
+    "morning": ("<", [(12, 0)]),
+    "afternoon": ("between", [(12, 0), (17, 59)]),
+    "evening": (">=", [(18, 0)]),
+}
+PARTS_OF_DAY = frozenset(_PARTS)
+_PART = re.compile(rf"\b({'|'.join(_PARTS)})s?\b(?:\s+([a-z]+))?")
 
 
 def clock_filters(ctx: LinkContext, plan: Plan) -> None:
@@ -42,6 +52,28 @@ def clock_filters(ctx: LinkContext, plan: Plan) -> None:
     for at, op, times in said:
         col = _clock_column(ctx, plan, ctx.low[max(0, at - 40) : at])
         plan.filters.append((col, _condition(col, op, times)))
+    _parts_of_day(ctx, plan)
+
+
+def _parts_of_day(ctx: LinkContext, plan: Plan) -> None:
+    """ "the morning departures", "the afternoon readings": the part of the day's span of
+    hours on the one clock column the word after it (or the words before) names, or the
+    only one read; where no stored value holds the word (a shift named 'morning' is that
+    value). Where no one such column is named the question is refused: word coverage
+    forgave the word, and "flights in the morning" was answered over the whole day."""
+    for m in _PART.finditer(ctx.low):
+        part = m.group(1)
+        if any(part in cond.lower() for _, cond in plan.filters):
+            continue  # a stored value that holds the word reads it
+        near = f"{ctx.low[max(0, m.start() - 40) : m.start()]} {m.group(2) or ''}"
+        try:
+            col = _clock_column(ctx, plan, near)
+        except LinkError as unread:
+            # read over the whole day before: "flights in the morning" counted them all
+            raise LinkError(f"{part!r}: {unread}") from None
+        op, times = _PARTS[part]
+        plan.filters.append((col, _condition(col, op, times)))
+        ctx.known.update({part, stem(part)})
 
 
 def _bounds(low: str) -> Iterator[tuple[int, str, list[tuple[int, int]]]]:
@@ -76,6 +108,11 @@ def is_hhmm(col: Col) -> bool:
     return named and integer and extent is not None and extent[0] >= 0 and 1439 < extent[1] <= 2400
 
 
+def is_clock(col: Col) -> bool:
+    """A column that holds the time of day: an hour of the day or an hhmm clock time."""
+    return is_hour(col) or is_hhmm(col)
+
+
 def _tables(ctx: LinkContext, plan: Plan) -> list[TableInfo]:
     cols = [m.col for m in plan.measures] + [d.col for d in plan.dims]
     cols += [c for c, _ in plan.filters]
@@ -88,7 +125,7 @@ def _clock_column(ctx: LinkContext, plan: Plan, near: str) -> Col:
         Col(table, column)
         for table in _tables(ctx, plan)
         for column in table.columns
-        if is_hour(Col(table, column)) or is_hhmm(Col(table, column))
+        if is_clock(Col(table, column))
     ]
     if not clocks:
         raise LinkError("the time of day said is held by no column read as an hour or a clock time")

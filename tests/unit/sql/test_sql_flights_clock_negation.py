@@ -117,3 +117,33 @@ def test_with_a_number_of_a_table_is_no_column_value() -> None:
     except LinkError as refused:
         sql_or_refusal = str(refused)
     assert "= 2)" not in sql_or_refusal
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        (
+            "How many flights that are morning departures did JetBlue Airways operate from JFK?",
+            "t0.dep_time < 1200",
+        ),
+        ("How many flights from EWR are evening departures?", "t0.dep_time >= 1800"),
+        ("What was the average temp at EWR in the afternoon?", "t0.hour BETWEEN 12 AND 17"),
+    ],
+)
+def test_a_part_of_the_day_is_a_span_of_clock_hours(question: str, condition: str) -> None:
+    """The morning is before noon, the afternoon noon to 17:59, the evening from 18:00,
+    on the one clock column the words name (or the only one): refused before."""
+    assert condition in _sql(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # three clock columns, none named: was answered over the whole day
+        "How many flights from JFK in the morning?",
+        # no column holds a time of day
+        "How many planes made by BOEING in the morning?",
+    ],
+)
+def test_a_part_of_the_day_no_one_clock_column_holds_is_refused(question: str) -> None:
+    assert "'morning'" in _refused(question)
