@@ -53,6 +53,7 @@ from __future__ import annotations
 from services.sql.catalog import is_number
 from services.sql.linker._agents import agent_asked, agent_nouns, agent_table, shown_instead
 from services.sql.linker._asked import attribute_asked
+from services.sql.linker._clock import PARTS_OF_DAY, is_clock
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
@@ -84,6 +85,7 @@ __all__ = [
     "GRAINS",
     "MEANING_MIN",
     "NEAR_MIN",
+    "PARTS_OF_DAY",
     "Col",
     "LinkContext",
     "LinkError",
@@ -103,6 +105,7 @@ __all__ = [
     "event_asked",
     "find_meanings",
     "form_words",
+    "is_clock",
     "is_number",
     "is_temporal",
     "link_question",

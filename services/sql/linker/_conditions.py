@@ -8,6 +8,7 @@ import itertools
 import re
 
 from services.sql.catalog import is_number
+from services.sql.linker._clock import clock_filters
 from services.sql.linker._context import LinkContext
 from services.sql.linker._dates import date_column, date_filters, year_column, year_or_date
 from services.sql.linker._lookup import (
@@ -78,6 +79,8 @@ def link_conditions(ctx: LinkContext, plan: Plan, text: str, toks: list[Tok]) ->
         if found is not None:
             plan.filters.append(found)
             used.add(tok.low)
+    negated_values(ctx, plan)
+    clock_filters(ctx, plan)
     comparisons(ctx, plan)
     sql_conditions(ctx, plan)
     link_flags(ctx, plan)
@@ -417,6 +420,7 @@ def comparisons(ctx: LinkContext, plan: Plan) -> None:
             continue
         counted = Measure("COUNT", table=hits[0][0], label=m.group(3))
         plan.having.append((counted, ops[m.group(1)], int(m.group(2))))
+    with_counts(ctx, plan)
     for m in re.finditer(
         r"\b([a-z][a-z ]*?)\s+(over|above|greater than|more than|exceeding|under|below|less than|at least|at most)\s+\$?([\d,]+(?:\.\d+)?)",
         ctx.low,
@@ -460,3 +464,60 @@ def comparisons(ctx: LinkContext, plan: Plan) -> None:
         ]
         first = year + 1 if m.group(1) == "after" else year
         plan.filters.append((col, f"{{c}} {bound} {lit(f'{first}-01-01')}"))
+
+
+def with_counts(ctx: LinkContext, plan: Plan) -> None:
+    """ "planes with 2 engines": a number, then a column of the named table that holds
+    numbers, is that column's value (``engines = 2``), as the clause reader reads it;
+    read here too because a question the clause reader declines for another phrase
+    ("… were built before 1990") came here without it, refused for the number it lost.
+    Words naming a table instead count its rows ("customers with 5 orders"), not this;
+    a bound before the number ("with at least 5") is read above."""
+    for m in re.finditer(r"\bwith\s+(\d+)\s+([a-z]+(?:\s[a-z]+)?)", ctx.low):
+        words = [stem(w) for w in m.group(2).split() if w not in STOP_WORDS]
+        if not words or ctx.vocab.tables_named(words[:1]):
+            continue
+        named = {t.qualified for t in ctx.named}
+        col = find_column(ctx, words[:1], numeric=True, threshold=1.0)
+        if col is None or col.table.qualified not in named or refers_to_rows(ctx, col):
+            continue
+        plan.filters.append((col, f"{{c}} = {int(m.group(1))}"))
+
+
+# "not operated by", "not from", "not made by": a "not" before a verb (or none) and the
+# preposition that introduces the value the row does not have
+_NOT_BEFORE_VALUE = re.compile(
+    r"\bnot\s+(?:[a-z]+(?:ed|en|t)\s+)?(?:by|from|in|at|to)\s+(?:the\s+)?$"
+)
+
+
+def negated_values(ctx: LinkContext, plan: Plan) -> None:
+    """ "flights not operated by American Airlines Inc.": a stored value said right after
+    a negated verb and its preposition is the one value the rows do not have
+    (``<> 'American Airlines Inc.'``), where each row has one such value: the column is
+    of a table the question's rows reference (``flights.carrier`` to ``airlines``), or of
+    that table itself. A table that references the value's instead holds many per row
+    ("airlines not flying to BOS": none of their flights, or some not?), and is left as
+    read, for the verifier to refuse the unapplied "not"; so is a value said in a list
+    ("not from France or Spain"), which no one inequality says."""
+    for k, (col, cond) in enumerate(plan.filters):
+        m = re.fullmatch(r"\{c\} = '((?:[^']|'')*)'", cond)
+        if m is None:
+            continue
+        value = m.group(1).replace("''", "'").lower()
+        at = ctx.low.find(value)
+        if at < 0 or ctx.low.find(value, at + 1) >= 0 or not _NOT_BEFORE_VALUE.search(ctx.low[:at]):
+            continue
+        after = ctx.low[at + len(value) :]
+        if re.match(r"\s*(?:,|or\b|and\b|nor\b)", after) or any(
+            other.key == col.key for j, (other, _) in enumerate(plan.filters) if j != k
+        ):
+            continue  # "not from France or Spain": not one inequality
+        rows = next((t for t in ctx.named if t.qualified != col.table.qualified), None)
+        table = col.table.qualified
+        if rows is not None and not any(
+            e.child == rows.qualified and e.parent == table and not e.inferred
+            for e in ctx.graph.edges_of(rows.qualified)
+        ):
+            continue
+        plan.filters[k] = (col, f"{{c}} <> '{m.group(1)}'")

@@ -300,20 +300,34 @@ def year_or_date(ctx: LinkContext, plan: Plan, col: Col, near: str) -> bool:
     )
 
 
+# "in July", "during the month of July", "in June, July or August": a month or a list of
+# months (joined by commas, "or", "and") said without a year; a list ends at its last
+# month, so "in June and the delays" is June alone.
+_MONTH_NAME = rf"(?:{'|'.join(sorted(MONTHS, key=len, reverse=True))})"
+_MONTHS_SAID = re.compile(
+    rf"\b(?:in|during)\s+(?:the\s+months?\s+of\s+)?"
+    rf"({_MONTH_NAME}(?:\s*(?:,\s*(?:or\s+|and\s+)?|\s+or\s+|\s+and\s+){_MONTH_NAME})*)\b"
+)
+
+
 def month_filters(ctx: LinkContext, plan: Plan) -> None:
     """A month said without a year ("in July") bounds the month the table stores, where
     the table spells its dates out (:func:`calendar_part`): ``month = 7`` is July of every
     year the data holds, what the words say. Left unread otherwise (a timestamp has no
     month without a year), so the verifier refuses the question naming the month."""
     low = ctx.low
-    for m in re.finditer(r"\b(?:in|during)\s+(?:the\s+month\s+of\s+)?([a-z]{3,9})\b", low):
-        month = MONTHS.get(m.group(1))
-        if month is None or re.match(r"\s*,?\s*(?:of\s+)?\d", low[m.end() :]):
+    for m in _MONTHS_SAID.finditer(low):
+        named = [MONTHS[word] for word in re.findall(r"[a-z]+", m.group(1)) if word in MONTHS]
+        if len(named) != len(set(named)) or re.match(r"\s*,?\s*(?:of\s+)?\d", low[m.end() :]):
             continue  # "in July 2013", "in May 5": the windows read those whole
         col = date_column(ctx, plan, near=low[max(0, m.start() - 40) : m.start()])
         part = calendar_part(col.table, "month") if col is not None else None
-        if part is not None:
-            plan.filters.append((part, f"{{c}} = {month}"))
+        if part is None:
+            continue
+        if len(named) == 1:
+            plan.filters.append((part, f"{{c}} = {named[0]}"))
+        else:
+            plan.filters.append((part, f"{{c}} IN ({', '.join(str(n) for n in named)})"))
 
 
 def year_filter(

@@ -27,6 +27,7 @@ def check_numbers(text: str, facts: StatementFacts, reads: set[str], *, dated: b
     are the date module's — when the statement bounds anything in time at all: "2 months
     before the review with id 3" answered as the review alone dropped its window."""
     text = ISO_DATE.sub(" ", WRITTEN_DATE.sub(" ", text))
+    text = _CLOCK.sub(lambda m: " " if _clock_used(m, facts) else m.group(0), text)
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 30,000
     if dated:
         text = re.sub(rf"\b\d+(?:\.\d+)?\s+(?:calendar\s+)?{TIME_UNITS}\b", " ", text)
@@ -50,3 +51,17 @@ def check_numbers(text: str, facts: StatementFacts, reads: set[str], *, dated: b
         if len(number) == 4 and {int(number), int(number) + 1} & years:
             continue  # "after 2020": from 2021-01-01
         raise LinkError(f"the statement does not use the number {number}")
+
+
+# A time of day said as HH:MM ("before 12:00")
+_CLOCK = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])")
+
+
+def _clock_used(m: re.Match[str], facts: StatementFacts) -> bool:
+    """A time of day is used as the hhmm integer a clock-time column holds (12:00 as
+    1200), or, on the hour or its last minute, as the hour an hour column holds (12:00 and
+    17:59 as 12 and 17): its two numbers are not each looked for apart."""
+    hours, minutes = int(m.group(1)), int(m.group(2))
+    if float(hours * 100 + minutes) in facts.numbers:
+        return True
+    return minutes in (0, 59) and float(hours) in facts.numbers

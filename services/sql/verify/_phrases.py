@@ -92,7 +92,12 @@ from services.sql.verify._restricted import check_restricted
 from services.sql.verify._statement import read_statement
 from services.sql.verify._table_values import check_table_named_as_a_value
 from services.sql.verify._terms import check_terms_computed
-from services.sql.verify._time import check_months, check_time_used, check_when
+from services.sql.verify._time import (
+    check_months,
+    check_parts_of_day,
+    check_time_used,
+    check_when,
+)
 from services.sql.verify._unasked_join import check_unasked_join
 from services.sql.verify._units import check_units
 from services.sql.verify._whose_names import check_whose_names
@@ -107,6 +112,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     reads = column_words(ctx, facts)
     check_numbers(text, facts, reads, dated=dated_condition(sql, facts))
     check_months(ctx.original, sql, facts, reads)
+    check_parts_of_day(ctx, text, facts)
     check_superlatives(text, facts, reads)
     check_than_average(text, facts)
     check_negation(text, facts)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from services.sql.linker import GRAINS, LinkContext, LinkError
+from services.sql.linker import GRAINS, PARTS_OF_DAY, LinkContext, LinkError, is_clock
 from services.sql.verify._facts import (
     StatementFacts,
     dated,
@@ -79,3 +79,22 @@ def check_months(question: str, sql: str, facts: StatementFacts, reads: set[str]
         if re.search(rf"\b{re.escape(low)}", stored) or low in reads:
             continue
         raise LinkError(f"the statement does not bound the month {word!r}")
+
+
+_PART_WORD = re.compile(rf"\b({'|'.join(sorted(PARTS_OF_DAY))})s?\b")
+
+
+def check_parts_of_day(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
+    """ "How many flights left JFK in the morning?" answered over the whole day: word
+    coverage forgives a time word, so a part of the day said needs the statement to read
+    a column that holds the time of day (an hour, an hhmm clock time), unless a stored
+    value the statement compares holds the word (a shift named 'morning')."""
+    said = _PART_WORD.search(text)
+    if said is None:
+        return
+    stored = " ".join(facts.strings).lower()
+    if said.group(1) in stored:
+        return
+    clocks = {c.key for c in ctx.vocab.columns if is_clock(c)}
+    if not clocks & facts.columns:
+        raise LinkError(f"the statement reads no time of day for {said.group(1)!r}")

@@ -21,10 +21,20 @@ def _known(
     data_type: str = "integer",
     values: tuple[str, ...] = (),
     span: tuple[int, int] | None = None,
+    extent: tuple[float, float] | None = None,
 ) -> ColumnInfo:
     """A column whose few stored values the catalog both sampled and read in full
-    (``span``: the least and greatest number it holds)."""
-    return ColumnInfo(name, data_type, True, sample_values=values, known_values=values, span=span)
+    (``span``: the least and greatest number it holds; ``extent``: the same read for
+    any numeric column)."""
+    return ColumnInfo(
+        name,
+        data_type,
+        True,
+        sample_values=values,
+        known_values=values,
+        span=span,
+        extent=extent,
+    )
 
 
 def _calendar() -> tuple[ColumnInfo, ...]:
@@ -104,6 +114,10 @@ FLIGHTS = Catalog(
             columns=(
                 _known("flight_id"),
                 *_calendar(),
+                # clock times kept as hhmm integers, and the scheduled hour of the day
+                _known("dep_time", extent=(1, 2400)),
+                _known("sched_dep_time", extent=(106, 2359)),
+                _known("hour", extent=(1, 23)),
                 _known("dep_delay"),
                 _known("carrier", "text", _CARRIERS),
                 _known("flight"),
@@ -126,6 +140,7 @@ FLIGHTS = Catalog(
             columns=(
                 _known("origin", "text", ("EWR", "JFK")),
                 *_calendar(),
+                _known("hour", extent=(0, 23)),
                 _known("temp", "real"),
             ),
             primary_key=("origin", "time_hour"),
