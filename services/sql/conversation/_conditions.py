@@ -181,9 +181,12 @@ def _without_own_word_for_rows(condition: str, catalog: Catalog) -> str | None:
     on those rows ("flights in December" about airports counts their flights), and is
     read as said. Tried only after the condition as said links to nothing."""
     words = condition.split()
-    if len(words) < 3 or words[1].lower() not in _AFTER_ROWS:
+    if len(words) == 2 and words[0].isalpha():
+        noun, rest = words[1].lower(), words[0]  # "afternoon readings" → "afternoon"
+    elif len(words) >= 3 and words[1].lower() in _AFTER_ROWS:
+        noun, rest = words[0].lower(), " ".join(words[1:])
+    else:
         return None
-    noun = words[0].lower()
     if not (noun.isalpha() and noun.endswith("s") and len(noun) > 3):
         return None
     named = {
@@ -193,7 +196,7 @@ def _without_own_word_for_rows(condition: str, catalog: Catalog) -> str | None:
         for w in re.split(r"[^a-z0-9]+", name.lower())
         if w
     }
-    return None if stem(noun) in named else " ".join(words[1:])
+    return None if stem(noun) in named else rest
 
 
 def _own_tables(select: exp.Select, catalog: Catalog) -> list[TableInfo]:
