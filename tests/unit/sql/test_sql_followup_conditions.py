@@ -554,7 +554,9 @@ async def test_a_swapped_value_of_the_row_already_picked_by_a_value_is_not_added
         "SELECT SUM(o.amount) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id "
         "WHERE c.name = 'Ann'"
     )
-    linker = Linker({"are France?": "SELECT t0.id FROM customers AS t0 WHERE t0.country = 'France'"})
+    linker = Linker(
+        {"are France?": "SELECT t0.id FROM customers AS t0 WHERE t0.country = 'France'"}
+    )
     with pytest.raises(FollowUpError):
         await built(anns, Prior(anns, Relation.VALUE_SWAP, value="France"), CATALOG, linker)
     germany = {"are Germany?": "SELECT t0.id FROM orders AS t0 JOIN customers AS t1 ON "
