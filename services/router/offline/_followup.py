@@ -1119,7 +1119,20 @@ def _leaves_sql(question: str, resolution: Resolution) -> bool:
     if built.value:
         # the value swapped in is data, not a cue: a title reads "How to write a CV"
         question = re.sub(re.escape(built.value), " ", question, flags=re.I)
+    if built.relation is Relation.FILTER and (one := _HAVING_ONE.match(built.condition)):
+        # "just those with a feature": a kind of related row the earlier rows have (the
+        # SQL service reads it as their having one, or refuses), not what text says
+        question = re.sub(rf"\b{re.escape(one.group('noun'))}\b", " ", question, flags=re.I)
     return _document_question(_RECORD_NOUN.sub(" ", question))
+
+
+# A filter that says only that a related row exists ("with a feature", "that have at
+# least one visit"), and its noun: no value, no text, just the having of one.
+_HAVING_ONE = re.compile(
+    r"^(?:(?:that|which|who)\s+)?(?:have|has|had|having|with)\s+"
+    r"(?:at\s+least\s+one|one\s+or\s+more|a|an|any|some)\s+(?P<noun>[a-z][a-z ]*?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
 
 
 def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:

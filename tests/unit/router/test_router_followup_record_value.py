@@ -66,3 +66,35 @@ def test_a_follow_up_about_what_text_says_leaves_the_statement(follow_up: str):
 @pytest.mark.parametrize("follow_up", ["and in which year?", "and in how many documents?"])
 def test_a_question_after_and_in_is_no_swap(follow_up: str):
     assert resolve(follow_up, [COUNT, NARROWED]).kind is FollowUpKind.STANDALONE
+
+
+LISTED = PriorTurn(
+    "List the names of properties with fewer than 5 rooms.",
+    "List the names of properties with fewer than 5 rooms.",
+    members=("Longacre", "Parc East"),
+    row_count=2,
+    sql="SELECT t0.property_name FROM public.properties AS t0 WHERE (t0.room_count < 5)",
+)
+
+
+@pytest.mark.parametrize(
+    "follow_up", ["just those with a feature", "only the ones that have at least one feature"]
+)
+def test_a_filter_saying_only_that_a_related_row_exists_keeps_the_statement(follow_up: str):
+    """'feature' is a reading cue ("product features"), but said as the having of one
+    related row it names a kind of row, not text: the SQL service reads it (before: the
+    follow-up left the statement for the documents and was refused)."""
+    resolution = resolve(follow_up, [LISTED])
+    assert resolution.builds_on is not None
+    assert (resolution.builds_on.relation, resolution.builds_on.sql) == (
+        Relation.FILTER,
+        LISTED.sql,
+    )
+
+
+@pytest.mark.parametrize(
+    "follow_up", ["only those whose notes mention a feature", "just those with feature requests"]
+)
+def test_a_filter_naming_text_beside_having_one_still_leaves_the_statement(follow_up: str):
+    resolution = resolve(follow_up, [LISTED])
+    assert resolution.builds_on is None or not resolution.builds_on.sql
