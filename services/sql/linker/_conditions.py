@@ -427,6 +427,8 @@ def comparisons(ctx: LinkContext, plan: Plan) -> None:
     ):
         words = [stem(w) for w in m.group(1).split() if w not in STOP_WORDS][-3:]
         col = find_column(ctx, words, numeric=True) if words else None
+        if col is not None and any(c.key == col.key for c, _ in plan.filters):
+            col = _own_noun(ctx, m.end())
         if col is None or is_key(col) or refers_to_rows(ctx, col):
             continue
         plan.filters.append((col, f"{{c}} {ops[m.group(2)]} {m.group(3).replace(',', '')}"))
@@ -464,6 +466,23 @@ def comparisons(ctx: LinkContext, plan: Plan) -> None:
         ]
         first = year + 1 if m.group(1) == "after" else year
         plan.filters.append((col, f"{{c}} {bound} {lit(f'{first}-01-01')}"))
+
+
+def _own_noun(ctx: LinkContext, end: int) -> Col | None:
+    """ "planes with 2 engines had more than 100 seats": the column the words before a
+    comparison name ("engines") already has its own number ("with 2 engines"), so this
+    number is another column's; the one its own noun, said right after it, names
+    exactly (``seats``), on a table the question names. None (the number unread, the
+    question refused) where that noun names no such column: before, the comparison
+    went to the column before it (``engines > 100``)."""
+    after = re.match(r"\s+([a-z]+)", ctx.low[end:])
+    if after is None or after.group(1) in STOP_WORDS:
+        return None
+    col = find_column(ctx, [stem(after.group(1))], numeric=True, threshold=1.0)
+    named = {t.qualified for t in ctx.named}
+    if col is None or col.table.qualified not in named:
+        return None
+    return col
 
 
 def with_counts(ctx: LinkContext, plan: Plan) -> None:

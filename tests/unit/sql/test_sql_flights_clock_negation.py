@@ -147,3 +147,20 @@ def test_a_part_of_the_day_is_a_span_of_clock_hours(question: str, condition: st
 )
 def test_a_part_of_the_day_no_one_clock_column_holds_is_refused(question: str) -> None:
     assert "'morning'" in _refused(question)
+
+
+def test_each_number_goes_to_the_column_its_own_noun_names() -> None:
+    """ "planes with 2 engines had more than 100 seats": "engines" has its own number, so
+    100 is the seats' (the noun said after it), not ``engines > 100`` (before: that
+    reading, refused only by the verifier's check on "seats")."""
+    sql = _sql("How many planes with 2 engines had more than 100 seats before 1990?")
+    assert "t0.engines = 2" in sql and "t0.seats > 100" in sql and "t0.year < 1990" in sql
+    assert "engines > 100" not in sql
+
+
+def test_a_number_whose_own_noun_names_no_column_is_not_given_to_another() -> None:
+    """The column before the comparison has its own number and the word after this one
+    names no column of the planes ("100 passengers"): the number is left unread and the
+    question refused, never compared with the engines."""
+    refusal = _refused("How many planes with 2 engines had more than 100 passengers before 1990?")
+    assert "engines > 100" not in refusal
