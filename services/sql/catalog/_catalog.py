@@ -25,7 +25,7 @@ from psycopg import sql
 
 from services.sql.catalog._extents import numeric_extents, stat_extents
 from services.sql.catalog._rows import ROW_COUNT_CAP, count_rows, row_count
-from services.sql.catalog._years import year_span
+from services.sql.catalog._years import names_year, year_span
 from services.sql.words import stem
 
 _log = logging.getLogger("tandem.sql.catalog")
@@ -413,7 +413,8 @@ async def read_values(
             continue
         schema, name, estimate = table.schema, table.name, table.row_estimate
         numeric = [(c.name, c.data_type) for c in table.columns]
-        if 0 <= estimate < ROW_COUNT_CAP:
+        scanned = 0 <= estimate < ROW_COUNT_CAP
+        if scanned:
             extents = await numeric_extents(
                 conn, schema, name, numeric, statement_timeout=_VALUE_INDEX_TIMEOUT
             )
@@ -433,21 +434,26 @@ async def read_values(
                 if not samples and values.index_left > 0 and _indexable(stat[0], estimate):
                     values.index_left -= 1
                     known = await _known_values(conn, schema, name, column.name)
-            span = await year_span(  # None but for a column named for a year (``_years``)
-                conn,
-                schema,
-                name,
-                column.name,
-                column.data_type,
-                statement_timeout=_VALUE_INDEX_TIMEOUT,
-            )
+            extent = extents.get(column.name)
+            if scanned and extent is not None and names_year(column.name, column.data_type):
+                # the data's own least and greatest value, already read with the extents
+                span: tuple[int, int] | None = (int(extent[0]), int(extent[1]))
+            else:
+                span = await year_span(  # None but for a column named for a year (``_years``)
+                    conn,
+                    schema,
+                    name,
+                    column.name,
+                    column.data_type,
+                    statement_timeout=_VALUE_INDEX_TIMEOUT,
+                )
             column_infos.append(
                 replace(
                     column,
                     sample_values=samples,
                     known_values=known,
                     span=span,
-                    extent=extents.get(column.name),
+                    extent=extent,
                 )
             )
         tables.append(replace(table, columns=tuple(column_infos)))
