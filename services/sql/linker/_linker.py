@@ -16,6 +16,7 @@ from services.sql.linker._asked import attribute_asked
 from services.sql.linker._composition import compose
 from services.sql.linker._conditions import link_conditions, link_semi
 from services.sql.linker._context import LinkContext, Meaning
+from services.sql.linker._converted import compares_converted, converted_asked
 from services.sql.linker._dates import date_column, day_kinds
 from services.sql.linker._event_verbs import event_asked
 from services.sql.linker._gradable import gradable_asked
@@ -150,6 +151,20 @@ class QuestionLinker:
         asked by its noun ("What is the age of the teacher?", ``_asked``). Tried before
         the question as asked: as asked, no reader places the word."""
         return self._read_said(attribute_asked(self._inputs[1], self._inputs[0]))
+
+    def _read_converted(self) -> Linked | None:
+        """A number said in a unit another than the one the compared column declares
+        ("1 hour" on ``taxi_time_mins``) read said in the column's unit ("60 minutes",
+        ``_converted``), kept only where the statement compares the converted number with
+        a column declaring that unit; said in the interpretation."""
+        found = converted_asked(self._inputs[1].catalog, self._inputs[0])
+        if found is None:
+            return None
+        linked = self._read_said(found.question)
+        if linked is None or not compares_converted(linked.sql, found.moved):
+            return None
+        note = f"Read {', '.join(found.notes)}."
+        return replace(linked, explanation=f"{linked.explanation} {note}")
 
     def _read_rephrased(self) -> Linked | None:
         """A question in a grammar the readers do not know ("In 1980, how many cars were
@@ -504,6 +519,7 @@ BEFORE_AS_ASKED: tuple[Reading, ...] = (QuestionLinker._read_attribute,)
 # Tried in this order once the question as asked is refused: the first that links is the
 # answer; when none does, the refusal as asked stands. A new reading is one line here.
 AFTER_REFUSAL: tuple[Reading, ...] = (
+    QuestionLinker._read_converted,
     QuestionLinker._read_led,
     QuestionLinker._read_rephrased,
     QuestionLinker._read_apart,

@@ -6,33 +6,25 @@ the comparison explains the unit (``words.units_of``). So each comparison of a c
 with a number the question says in a unit is checked against what the schema and data
 say of the column's unit:
 
-- its name or comment names a unit of the same measure ("delay_mins", "in minutes"):
-  the unit said must be that one;
+- its name or comment names a unit ("delay_mins", "in minutes"): the unit said must be
+  that one (another unit of its measure is first said again in it, ``linker._converted``;
+  a unit of another measure, "3 pounds" of a distance in miles, is refused);
 - else its extent (least and greatest stored value, ``catalog._extents``) must rule out
   every finer unit of the measure: a column whose values reach 1301 may count the 180
   minutes of "3 hours", while "7000 feet" on a column no higher than 9078 cannot be
   84000 inches. A column without a read extent is judged by its name alone.
 
-Otherwise the question is refused naming the unit. Converting is left out on purpose:
-where the name says the unit, another unit said is refused as well, never rescaled by a
-guess at the conversion the data could not confirm.
+Otherwise the question is refused naming the unit. A column declaring no unit is never
+rescaled: which unit it counts is unsaid.
 """
 
 from __future__ import annotations
-
-import re
 
 from sqlglot import exp
 
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._statement import StatementNodes, column_name
-from services.sql.words import (
-    finer_units,
-    name_words,
-    numbers_with_units,
-    same_measure,
-    units_named,
-)
+from services.sql.words import declared_units, finer_units, numbers_with_units, same_measure
 
 _COMPARISONS = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)
 
@@ -51,8 +43,13 @@ def check_units(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) -> None
             info = table.column(column_name(column)) if table is not None else None
             if info is None:
                 continue
-            words = [*name_words(info.name), *re.findall(r"[a-z]+", info.comment.lower())]
-            stored = {u for u in units_named(words) if same_measure(u, unit)}
+            declared = declared_units(info.name, info.comment)
+            stored = {u for u in declared if same_measure(u, unit)}
+            # a unit of a measure (time, length, mass) the column declares none of
+            if declared and not stored and same_measure(unit, unit):
+                raise LinkError(
+                    f"{written!r}: {info.name} counts {'/'.join(sorted(declared))}s",
+                )
             if stored:
                 if unit not in stored:
                     raise LinkError(

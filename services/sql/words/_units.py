@@ -8,9 +8,9 @@ names are, never a schema's words."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from services.sql.words._words import stem
+from services.sql.words._words import name_words, stem
 
 _UNITS = (
     "second|minute|hour|day|week|month|year|"
@@ -125,6 +125,78 @@ def units_named(words: Iterable[str]) -> set[str]:
         if any(unit in measure for measure in _MEASURES):
             found.add(unit)
     return found
+
+
+# Each unit in its measure's base (seconds, meters, grams): exact, so a unit a column
+# declares converts the one said ("3 hours" on a column counting minutes is 180). A month,
+# a year and a ton are left out: their length or weight is not one agreed number.
+_IN_BASE: dict[str, float] = {
+    "second": 1,
+    "minute": 60,
+    "hour": 3600,
+    "day": 86400,
+    "week": 604800,
+    "inch": 0.0254,
+    "foot": 0.3048,
+    "yard": 0.9144,
+    "mile": 1609.344,
+    "meter": 1,
+    "kilometer": 1000,
+    "gram": 1,
+    "kilogram": 1000,
+    "pound": 453.59237,
+}
+
+
+def converted(value: float, unit: str, to: str) -> float | None:
+    """``value`` said in ``unit`` counted in ``to`` (3 hours -> 180 minutes), rounded to
+    a whole number where it is one to within a millionth; None across measures or for a
+    unit whose size is not one agreed number (month, year, ton)."""
+    if unit not in _IN_BASE or to not in _IN_BASE or not same_measure(unit, to):
+        return None
+    result = value * _IN_BASE[unit] / _IN_BASE[to]
+    whole = round(result)
+    return float(whole) if abs(result - whole) < 1e-6 * max(1.0, abs(result)) else result
+
+
+def plural(unit: str) -> str:
+    """A canonical unit's plural as a question says it ("foot" -> "feet")."""
+    return {"foot": "feet", "inch": "inches"}.get(unit, f"{unit}s")
+
+
+def declared_units(name: str, comment: str) -> set[str]:
+    """The units a column says it counts, by its name's words or its comment's
+    ("taxi_time_mins" -> minute; "distance, in miles" -> mile). A name that is one unit
+    in the singular ("hour", "year") is a part of the clock or calendar the column holds,
+    not an amount it counts in that unit."""
+    words = name_words(name)
+    if len(words) == 1 and canonical_unit(words[0]) == words[0]:
+        words = []
+    return units_named([*words, *re.findall(r"[a-z]+", comment.lower())])
+
+
+# "more than an hour", "under a mile": one of the unit, said by its article.
+_ONE_UNIT = re.compile(rf"\b(?:an?|one)\s+(?=(?:{_UNITS})\b)", re.I)
+
+
+def one_said_as_number(question: str) -> str:
+    """``question`` with one unit said by its article written as the number 1 ("more
+    than an hour" -> "more than 1 hour"), so it reads as any number with a unit does."""
+    return _ONE_UNIT.sub("1 ", question)
+
+
+def restated(question: str, unit_for: Callable[[float, str], tuple[float, str] | None]) -> str:
+    """``question`` with each number said in a unit restated as ``unit_for`` gives it
+    (``(180.0, "minute")`` for 3 hours), or as said where it gives None."""
+
+    def each(m: re.Match[str]) -> str:
+        found = unit_for(float(m.group(1)), canonical_unit(m.group(2)))
+        if found is None:
+            return m.group(0)
+        value, unit = found
+        return f"{value:.10g} {plural(unit)}"
+
+    return _AFTER_NUMBER.sub(each, re.sub(r"(?<=\d),(?=\d{3}\b)", "", question))
 
 
 def same_measure(unit: str, other: str) -> bool:

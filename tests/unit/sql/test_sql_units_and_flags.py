@@ -31,8 +31,9 @@ def _col(
     data_type: str = "integer",
     samples: tuple[str, ...] = (),
     extent: tuple[float, float] | None = None,
+    comment: str = "",
 ) -> ColumnInfo:
-    return ColumnInfo(name, data_type, True, sample_values=samples, extent=extent)
+    return ColumnInfo(name, data_type, True, comment=comment, sample_values=samples, extent=extent)
 
 
 def _flights(*, extents: bool = True) -> Catalog:
@@ -170,9 +171,11 @@ def test_a_unit_no_finer_one_fits_is_compared_as_said(question: str, condition: 
     assert condition in _sql(question)
 
 
-def test_a_unit_other_than_the_named_one_is_refused() -> None:
-    """``taxi_time_mins`` counts minutes: "1 hour" compared as 1 is refused, not rescaled."""
-    assert "'hour'" in _refused("How many flights had a taxi time of more than 1 hour?")
+def test_a_unit_other_than_the_named_one_is_said_in_it() -> None:
+    """``taxi_time_mins`` counts minutes: "1 hour" is 60 of them (compared as 1 it was
+    refused; never compared raw)."""
+    sql = _sql("How many flights had a taxi time of more than 1 hour?")
+    assert "taxi_time_mins > 60" in sql
 
 
 def test_a_column_without_an_extent_is_judged_by_its_name_alone() -> None:
@@ -232,3 +235,67 @@ def test_a_bound_after_a_number_and_its_unit(question: str, condition: str) -> N
 def test_a_bound_after_a_coarser_unit_is_still_refused() -> None:
     """ "2 hours or more" could be 120 minutes of a delay reaching 1272: refused."""
     _refused("How many flights to MIA had an arrival delay of 2 hours or more?")
+
+
+# The same flights with their units declared as a database's metadata declares them (a
+# column comment: the glossary defog's metadata carries is read into it), and a schema
+# declaring minutes and seconds both.
+DECLARED = Catalog(
+    "flights",
+    (
+        TableInfo(
+            "public",
+            "flights",
+            columns=(
+                _col("flight_id", extent=(1, 30000)),
+                _col("dep_delay", extent=(-43, 1301), comment="Departure delay, in minutes"),
+                _col("distance", extent=(17, 4983), comment="Distance flown, in miles"),
+                _col("dest", "text", ("MIA", "LAX")),
+            ),
+            primary_key=("flight_id",),
+        ),
+    ),
+)
+TWO_TIME_UNITS = Catalog(
+    "rides",
+    (
+        TableInfo(
+            "public",
+            "rides",
+            columns=(
+                _col("ride_id", extent=(1, 900)),
+                _col("wait_mins", extent=(0, 90)),
+                _col("duration_secs", extent=(30, 9000)),
+            ),
+            primary_key=("ride_id",),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("How many flights had a departure delay of more than 3 hours?", "dep_delay > 180"),
+        ("How many flights had a departure delay of more than an hour?", "dep_delay > 60"),
+        ("How many flights had a distance of more than 1000 km?", "distance > 621.3712"),
+        ("How many flights had a distance of more than 1000 miles?", "distance > 1000"),
+    ],
+)
+def test_a_unit_the_column_declares_another_of_is_converted(question: str, condition: str) -> None:
+    """The comment says what the column counts: "3 hours" is 180 of its minutes, "1000
+    km" 621.3712 of its miles (before: both refused naming the unit)."""
+    assert condition in _sql(question, DECLARED)
+
+
+def test_a_unit_of_another_measure_than_the_declared_one_is_refused() -> None:
+    """ "3 pounds" of a distance in miles is no distance: refused naming the unit (it
+    was compared as 3)."""
+    question = "How many flights had a distance of more than 3 pounds?"
+    assert "'pounds'" in _refused(question, DECLARED)
+
+
+def test_an_undeclared_unit_is_not_converted() -> None:
+    """A schema declaring minutes on one column and seconds on another says nothing of
+    which an hour is to be counted in: "1 hour" stays refused, never rescaled."""
+    _refused("How many rides had a wait of more than 1 hour?", TWO_TIME_UNITS)
