@@ -21,6 +21,7 @@ from services.sql.linker._dates import date_column, day_kinds
 from services.sql.linker._event_verbs import event_asked
 from services.sql.linker._gradable import gradable_asked
 from services.sql.linker._how_much import how_much_asked
+from services.sql.linker._lateness import lateness_asked
 from services.sql.linker._leading import ambiguity, led_names, said_whole, tables_read
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._measures import fits_phrase, read_arith, read_measure
@@ -151,6 +152,19 @@ class QuestionLinker:
         asked by its noun ("What is the age of the teacher?", ``_asked``). Tried before
         the question as asked: as asked, no reader places the word."""
         return self._read_said(attribute_asked(self._inputs[1], self._inputs[0]))
+
+    def _read_lateness(self) -> Linked | None:
+        """ "Flights that did not arrive late" read as a comparison of the event's signed
+        delay ("… that had an arr delay of 0 or less", ``_lateness``), said in the
+        interpretation. Tried before the question as asked, which reads no condition for
+        the phrase; a phrase said whose reading is refused refuses the question (as asked
+        it would be answered without it)."""
+        late = lateness_asked(self._inputs[1].catalog, self._inputs[0])
+        if late is None:
+            return None
+        linked = self._as_if_asked(late.question)
+        note = f"Read {late.said!r} as a condition on {late.column}."
+        return replace(linked, explanation=f"{linked.explanation} {note}")
 
     def _read_converted(self) -> Linked | None:
         """A number said in a unit another than the one the compared column declares
@@ -514,7 +528,10 @@ def _summed_in_total(ctx: LinkContext, resolved: list[Dim | Measure]) -> list[Di
 Reading = Callable[[QuestionLinker], Linked | None]
 
 # Tried in this order before the question as asked: the first that links is the answer.
-BEFORE_AS_ASKED: tuple[Reading, ...] = (QuestionLinker._read_attribute,)
+BEFORE_AS_ASKED: tuple[Reading, ...] = (
+    QuestionLinker._read_lateness,
+    QuestionLinker._read_attribute,
+)
 
 # Tried in this order once the question as asked is refused: the first that links is the
 # answer; when none does, the refusal as asked stands. A new reading is one line here.

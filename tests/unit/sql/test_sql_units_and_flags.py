@@ -299,3 +299,52 @@ def test_an_undeclared_unit_is_not_converted() -> None:
     """A schema declaring minutes on one column and seconds on another says nothing of
     which an hour is to be counted in: "1 hour" stays refused, never rescaled."""
     _refused("How many rides had a wait of more than 1 hour?", TWO_TIME_UNITS)
+
+
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("How many flights to MIA did not arrive late?", "arr_delay <= 0"),
+        ("How many flights to MIA arrived late?", "arr_delay > 0"),
+        ("How many flights to MIA departed early?", "dep_delay < 0"),
+        ("How many flights to MIA left on time?", "dep_delay <= 0"),
+        ("How many flights arrived more than 120 minutes late?", "arr_delay > 120"),
+    ],
+)
+def test_late_and_early_are_the_sign_of_the_events_delay(question: str, condition: str) -> None:
+    """The verb names the event (arrive: arrival, leave: departure); the one signed
+    column whose name says it keeps where it fell: late above 0, not late or on time 0
+    or less, early below 0 (before: "could not place 'late'"; "left on time" was
+    answered over every flight)."""
+    assert condition in _sql(question)
+
+
+def test_an_hour_late_on_a_delay_declaring_minutes_is_sixty() -> None:
+    """ "left more than an hour late": 60 where the delay declares minutes; refused
+    naming the unit where it declares none (the extent allows 60 minutes)."""
+    assert "dep_delay > 60" in _sql("How many flights left more than an hour late?", DECLARED)
+    assert "'hour'" in _refused("How many flights left more than an hour late?")
+
+
+def test_late_on_a_delay_that_is_never_negative_is_refused() -> None:
+    """A delay that is never below 0 shows no sign to read (the column may count
+    something else), and a schema keeps no arrival delay: refused naming the phrase, not
+    answered without it."""
+    unsigned = Catalog(
+        "flights",
+        (
+            TableInfo(
+                "public",
+                "flights",
+                columns=(
+                    _col("flight_id", extent=(1, 300)),
+                    _col("dest", "text", ("MIA", "LAX")),
+                    _col("arr_delay", extent=(0, 1272)),
+                ),
+                primary_key=("flight_id",),
+            ),
+        ),
+    )
+    assert "arrive late" in _refused("How many flights to MIA did not arrive late?", unsigned)
+    # no arrival column at all: "arrived on time" is not answered over every flight
+    assert "arrived on time" in _refused("How many flights to MIA arrived on time?", DECLARED)
