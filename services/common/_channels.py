@@ -93,6 +93,12 @@ def channel_options(
         # Reconnect quickly after a dependency restarts instead of backing off for minutes.
         ("grpc.initial_reconnect_backoff_ms", 100),
         ("grpc.max_reconnect_backoff_ms", 2_000),
+        # Each channel its own connections: gRPC otherwise shares them process-wide by
+        # address, so a new channel to a dependency now listening where another one was
+        # (a restarted pod's address, a reused port) inherits the reconnect backoff of a
+        # channel still open to the one that went away, and its first calls fail
+        # UNAVAILABLE in a fraction of a second, retries and all.
+        ("grpc.use_local_subchannel_pool", 1),
     ]
 
 

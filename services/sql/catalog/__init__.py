@@ -4,7 +4,8 @@ inferred from names and data where none are declared (``_joins``); the values st
 text columns and which column holds a word (``_stored``); the standard code system (ISO
 3166) a column's values are codes of, and the places they stand for (``_codes``); the
 span of integer columns named for a year (``_years``) and the extent of numeric ones
-(``_extents``: what unit a number said may be in); which tables are copies of
+(``_extents``: what unit a number said may be in), both read under one bounded read
+of the data (``_bounded``); which tables are copies of
 another (``_families``); one load in the order that keeps a wide warehouse cheap
 (``_load``), kept current in the background (``_cache``); the tables each question is
 linked against (``_narrowing``).

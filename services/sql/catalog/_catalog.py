@@ -435,8 +435,9 @@ async def read_values(
                     values.index_left -= 1
                     known = await _known_values(conn, schema, name, column.name)
             extent = extents.get(column.name)
-            if scanned and extent is not None and names_year(column.name, column.data_type):
-                # the data's own least and greatest value, already read with the extents
+            if extent is not None and names_year(column.name, column.data_type):
+                # already read with the extents: the data's own least and greatest value,
+                # or on a table too large to scan the planner's sample of them (``_years``)
                 span: tuple[int, int] | None = (int(extent[0]), int(extent[1]))
             else:
                 span = await year_span(  # None but for a column named for a year (``_years``)

@@ -11,14 +11,13 @@ is then judged by the column's name alone (``verify._units``).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-_log = logging.getLogger("tandem.sql.catalog")
+from services.sql.catalog._bounded import bounded_row
 
 NUMERIC_TYPES = ("smallint", "integer", "bigint", "numeric", "real", "double precision")
 
@@ -49,16 +48,12 @@ async def numeric_extents(
     statement = sql.SQL("SELECT {parts} FROM {tbl}").format(
         parts=sql.SQL(", ").join(parts), tbl=sql.Identifier(schema, table)
     )
-    try:
-        async with conn.transaction():
-            await conn.execute(f"SET LOCAL statement_timeout = '{statement_timeout}'")
-            row = await (await conn.execute(statement)).fetchone()
-    except psycopg.Error as exc:
-        _log.info(
-            "numeric extents skipped a table",
-            extra={"fields": {"error.type": type(exc).__name__}},
-        )
-        return {}
+    row = await bounded_row(
+        conn,
+        statement,
+        statement_timeout=statement_timeout,
+        skipped="numeric extents skipped a table",
+    )
     if row is None:
         return {}
     found: dict[str, tuple[float, float]] = {}

@@ -28,7 +28,7 @@ from services.sql.catalog import (
     table_for,
 )
 from services.sql.conversation._conditions import Linked
-from services.sql.conversation._statement import parse, sources
+from services.sql.conversation._statement import aliased, parse, sources
 
 
 def adds_a_value(sql: str, linked: Linked, catalog: Catalog) -> bool:
@@ -37,7 +37,7 @@ def adds_a_value(sql: str, linked: Linked, catalog: Catalog) -> bool:
     if linked.having or not linked.conditions:
         return False
     select = parse(sql)
-    tables = _aliases(select, catalog)
+    tables = aliased(select, catalog, nested=True)
     for join in linked.joins:
         if isinstance(join.this, exp.Table) and (info := table_for(catalog, join.this)):
             tables[join.this.alias_or_name.lower()] = info
@@ -89,15 +89,6 @@ def adds_a_value(sql: str, linked: Linked, catalog: Catalog) -> bool:
             ):
                 return False  # a value of the kind already compared: a swap, not a filter
     return True
-
-
-def _aliases(select: exp.Select, catalog: Catalog) -> dict[str, TableInfo]:
-    found: dict[str, TableInfo] = {}
-    for table in select.find_all(exp.Table):
-        info = table_for(catalog, table)
-        if info is not None:
-            found[table.alias_or_name.lower()] = info
-    return found
 
 
 def _column_of(literal: exp.Literal) -> exp.Column | None:

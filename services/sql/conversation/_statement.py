@@ -32,6 +32,22 @@ def sources(select: exp.Select) -> list[exp.Table]:
     return [c.this for c in clauses if c is not None and isinstance(c.this, exp.Table)]
 
 
+def aliased(select: exp.Select, catalog: Catalog, *, nested: bool) -> dict[str, TableInfo]:
+    """The catalog's table behind each alias (or bare name) of the statement: only those
+    it reads itself (``sources``), keyed as written, where its own columns are what a
+    follow-up compares; or with ``nested`` every table it reads, sub-queries' too, keyed
+    lowercased, where any column the statement names anywhere must be placed. A table
+    the catalog does not hold is left out."""
+    tables = select.find_all(exp.Table) if nested else sources(select)
+    found: dict[str, TableInfo] = {}
+    for table in tables:
+        info = table_for(catalog, table)
+        if info is not None:
+            alias = table.alias_or_name
+            found[alias.lower() if nested else alias] = info
+    return found
+
+
 def readable(table: TableInfo, catalog: Catalog) -> str:
     """A table's name as words, without the prefix every table of the database shares
     ("sbCustomer" among sbTransaction, sbTicker … → "customer")."""

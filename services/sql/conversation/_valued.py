@@ -17,9 +17,9 @@ import re
 
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.catalog import Catalog, TableInfo
 from services.sql.conversation._conditions import Linked, said_numbers
-from services.sql.conversation._statement import parse, sources
+from services.sql.conversation._statement import aliased, parse
 from services.sql.gate import identifier
 from services.sql.words import name_words
 
@@ -73,7 +73,7 @@ def valued(sql: str, condition: str, catalog: Catalog) -> Linked | None:
     literal = exp.Literal.number(int(number) if number == int(number) else number)
     compare = _operator(match.group("cmp"))
     select = parse(sql)
-    tables = _tables(select, catalog)
+    tables = aliased(select, catalog, nested=False)
     shown = _shown_values(select, tables)
     if len(shown) == 1:
         alias, name = shown[0]
@@ -86,15 +86,6 @@ def valued(sql: str, condition: str, catalog: Catalog) -> Linked | None:
         return None  # a count ("worth more than 3" of a count per status) is no value
     having = compare(this=measures[0].copy(), expression=literal)
     return Linked((), (), frozenset(), (having,))
-
-
-def _tables(select: exp.Select, catalog: Catalog) -> dict[str, TableInfo]:
-    found: dict[str, TableInfo] = {}
-    for source in sources(select):
-        info = table_for(catalog, source)
-        if info is not None:
-            found[source.alias_or_name] = info
-    return found
 
 
 def _value(column: exp.Column, tables: dict[str, TableInfo]) -> bool:

@@ -59,6 +59,8 @@ from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
 from services.sql.linker._event_verbs import Recorded, event_asked
 from services.sql.linker._linker import (
+    AFTER_REFUSAL,
+    BEFORE_AS_ASKED,
     QuestionLinker,
     StatementCheck,
     link_question,
@@ -79,7 +81,9 @@ from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comm
 from services.sql.linker.clauses import form_words
 
 __all__ = [
+    "AFTER_REFUSAL",
     "AGG_WORDS",
+    "BEFORE_AS_ASKED",
     "COUNT_CUES",
     "DATE_NAME_WORDS",
     "GRAINS",

@@ -194,15 +194,27 @@ def event_asked(vocab: Vocabulary, question: str) -> Recorded | None:
     return _doer(vocab, question) or _price(vocab, question) or _event_noun(vocab, question)
 
 
-def _doer(vocab: Vocabulary, question: str) -> Recorded | None:
-    m = _WHO.match(question)
+def _matched(
+    vocab: Vocabulary, said: re.Pattern[str], question: str
+) -> tuple[str, str, Event, TableInfo, TableInfo] | None:
+    """The verb and the rows' words of a question ``said`` matches, with the event its
+    verb names, the table recording it and the rows' table (``_recorded``); None when
+    the question is not so said or no table records the verb's event on its rows."""
+    m = said.match(question)
     if m is None:
         return None
     verb, rest = m.group("verb"), m.group("rest")
     found = _recorded(vocab, verb, rest)
     if found is None:
         return None
-    event, recording, rows = found
+    return verb, rest, *found
+
+
+def _doer(vocab: Vocabulary, question: str) -> Recorded | None:
+    matched = _matched(vocab, _WHO, question)
+    if matched is None:
+        return None
+    verb, rest, event, recording, rows = matched
     doers = event.doers[event.verbs[_verb_base(verb)]]
     named = [
         t
@@ -217,14 +229,10 @@ def _doer(vocab: Vocabulary, question: str) -> Recorded | None:
 
 
 def _price(vocab: Vocabulary, question: str) -> Recorded | None:
-    m = _WENT_FOR.match(question)
-    if m is None:
+    matched = _matched(vocab, _WENT_FOR, question)
+    if matched is None:
         return None
-    verb, rest = m.group("verb"), m.group("rest")
-    found = _recorded(vocab, verb, rest)
-    if found is None:
-        return None
-    _, recording, _ = found
+    verb, rest, _, recording, _ = matched
     keys = set(recording.primary_key) | {c for fk in recording.foreign_keys for c in fk.columns}
     money = [
         c

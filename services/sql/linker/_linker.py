@@ -535,6 +535,8 @@ BEFORE_AS_ASKED: tuple[Reading, ...] = (
 
 # Tried in this order once the question as asked is refused: the first that links is the
 # answer; when none does, the refusal as asked stands. A new reading is one line here.
+# The order is pinned, with why each neighbour sits where it does, by
+# tests/unit/sql/test_sql_reading_order.py: a reading added or moved changes it there too.
 AFTER_REFUSAL: tuple[Reading, ...] = (
     QuestionLinker._read_converted,
     QuestionLinker._read_led,

@@ -82,6 +82,17 @@ def _document(document_id: str) -> pb.DocumentInput:
     )
 
 
+def _outcomes(summary: pb.IngestSummary) -> str:
+    """Each document's outcome and, where it failed, its error: what an assertion that
+    a document was included says when it was not (a failure seen once in CI said only
+    ``0 == 1``)."""
+    return "; ".join(
+        f"{d.document_id}: {pb.DocumentOutcome.Name(d.outcome)}"
+        + (f" {d.error.reason} (code {d.error.code}): {d.error.message}" if d.error.reason else "")
+        for d in summary.documents
+    )
+
+
 async def _ingest(service: Retrieval, tenant: str, document_id: str) -> int:
     """Ingest one document; the ``x-tandem-lsn`` the call's trailer carried."""
     call = service.stub.IngestDocuments(
@@ -89,7 +100,8 @@ async def _ingest(service: Retrieval, tenant: str, document_id: str) -> int:
         timeout=60,
     )
     events = [event async for event in call]
-    assert events[-1].summary.documents_included == 1
+    summary = events[-1].summary
+    assert summary.documents_included == 1, _outcomes(summary)
     trailer = dict(await call.trailing_metadata() or ())
     return int(trailer.get(LSN_HEADER, 0))
 
@@ -236,7 +248,8 @@ async def test_through_the_gateway_a_write_is_read_at_once_by_another_replica(
         replicated.pause()
         ingest = gpb.GatewayServiceIngestDocumentsRequest(documents=[_document("airship")])
         events = [e async for e in gateway.stub.IngestDocuments(ingest, metadata=bearer(key))]
-        assert events[-1].summary.documents_included == 1
+        summary = events[-1].summary
+        assert summary.documents_included == 1, _outcomes(summary)
         assert service.reads is not None
         service.reads._written = WritePositions()  # another replica: it never saw the write
         search = gpb.GatewayServiceSearchRequest(query=WORD, mode=pb.SEARCH_MODE_SPARSE)

@@ -67,3 +67,28 @@ async def test_a_large_table_takes_its_extent_from_the_planners_sample(flights) 
     low, high = extents["delay"] or (None, None)
     assert low is not None and high is not None
     assert low >= 0 and high <= 499  # the sample's bounds, not the late outlier
+
+
+async def test_a_large_tables_year_span_is_the_planners_sample(flights) -> None:
+    """A year column of a table of ROW_COUNT_CAP rows or more takes its span from the
+    analysed sample, as the table's extents do, not from a min()/max() scan per load: a
+    year stored after ANALYZE stays outside it. A table never analysed (no sample) is
+    still read from the data."""
+    await flights.execute("CREATE TABLE season (id int, season_year int)")
+    await flights.execute(
+        "INSERT INTO season SELECT g, 2000 + g %% 20 FROM generate_series(1, %s) g",
+        (ROW_COUNT_CAP + 1000,),
+    )
+    await flights.execute("ANALYZE season")
+    await flights.execute("INSERT INTO season VALUES (0, 2150)")
+    await flights.execute("CREATE TABLE unread (id int, season_year int)")
+    await flights.execute(
+        "INSERT INTO unread SELECT g, 2000 + g %% 20 FROM generate_series(1, %s) g",
+        (ROW_COUNT_CAP + 1000,),
+    )
+    catalog = await introspect(flights, "extents")
+    season, unread = catalog.table("season"), catalog.table("unread")
+    assert season is not None and unread is not None
+    spans = {c.name: c.span for c in season.columns}
+    assert spans == {"id": None, "season_year": (2000, 2019)}  # not the late 2150
+    assert {c.name: c.span for c in unread.columns}["season_year"] == (2000, 2019)
