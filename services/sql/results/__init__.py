@@ -14,7 +14,7 @@ from services.sql.results._evidence import deciding_columns, show_deciding, with
 from services.sql.results._labels import label_columns, name_columns, show_labels, with_labels
 from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
 from services.sql.results._ranking import ranking_cut
-from services.sql.results._semijoin import semi_join, with_semijoins
+from services.sql.results._semijoin import as_asked, joined, semi_join, with_semijoins
 from services.sql.results._values import (
     column_kind,
     decode,
@@ -27,6 +27,7 @@ from services.sql.results._values import (
 __all__ = [
     "NameClaims",
     "aggregate_name",
+    "as_asked",
     "choose_chart",
     "column_kind",
     "deciding_columns",
@@ -34,6 +35,7 @@ __all__ = [
     "encode",
     "encoded_size",
     "fingerprint",
+    "joined",
     "label_columns",
     "name_columns",
     "ranking_cut",

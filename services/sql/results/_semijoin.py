@@ -24,16 +24,33 @@ Only where the rewrite keeps the rows: a DISTINCT that only undoes its joins' re
 rows fall in, a table with no key), an outer or non-equality join, a self-join (which
 alias's rows are listed is not the table's to say), or a column, aggregate, group or
 order from a joined table is left as composed.
+
+A follow-up reads a linked statement's tables and how they join (the rows a reference
+points at are restricted through the joined table; a value swap replaces the literal a
+joined table's column is compared with): :func:`joined` reads the semi-join back as the
+joins it stands for, and :func:`as_asked` writes what the follow-up built on them as the
+question asked outright is written, so both paths answer in one shape.
 """
 
 from __future__ import annotations
 
+import re
+
+import sqlglot
 from sqlglot import exp
 
 from services.sql.catalog import Catalog
-from services.sql.results._labels import distinct_through_joins, label_columns, repeats
+from services.sql.results._labels import (
+    distinct_through_joins,
+    label_columns,
+    repeats,
+    with_labels,
+)
 from services.sql.results._select import edited, own_tables
 from services.sql.tree import conjuncts
+
+# the aliases the linker gives the tables it composes (a follow-up's are ``f_t1``, …)
+_LINKED = re.compile(r"^t\d+$")
 
 
 def _aliases(node: exp.Expr) -> set[str]:
@@ -230,3 +247,114 @@ def with_semijoins(sql: str, catalog: Catalog) -> str:
     """``sql`` with joins that only restrict its listed rows written as ``EXISTS``
     (unchanged text when :func:`semi_join` does not apply)."""
     return edited(sql, lambda select: semi_join(select, catalog))
+
+
+def _joined(select: exp.Select, catalog: Catalog) -> bool:
+    """``select``'s one ``EXISTS`` (as :func:`semi_join` writes it) read back as the joins
+    it stands for, a DISTINCT where a join repeats a row; in place, whether it was."""
+    if select.args.get("joins") or select.args.get("group") or select.args.get("distinct"):
+        return False
+    source = select.args.get("from_")
+    where = select.args.get("where")
+    if source is None or not isinstance(source.this, exp.Table) or where is None:
+        return False
+    alias = source.this.alias_or_name.lower()
+    parts = conjuncts(where.this)
+    found = [p for p in parts if isinstance(p, exp.Exists)]
+    if len(found) != 1 or not isinstance(sub := found[0].this, exp.Select):
+        return False
+    first = sub.args.get("from_")
+    tables = [first.this if first is not None else None]
+    ons: list[list[exp.Expr]] = [[]]
+    for join in sub.args.get("joins") or []:
+        tables.append(join.this)
+        on = join.args.get("on")
+        ons.append(conjuncts(on) if on is not None else [])
+    if (
+        [e.sql() for e in sub.expressions] != ["1"]
+        or sub.args.get("where") is None
+        or any(sub.args.get(k) for k in ("group", "having", "limit", "distinct"))
+        or not all(isinstance(t, exp.Table) for t in tables)
+    ):
+        return False
+    aliases = [t.alias_or_name.lower() for t in tables if t is not None]
+    if alias in aliases or not all(_LINKED.match(a) for a in aliases):
+        return False  # not the linker's tables: a follow-up's own semi-join stays one
+    rest: list[exp.Expr] = []
+    for test in conjuncts(sub.args["where"].this):
+        used = _aliases(test)
+        # a correlation goes to the ON of the last table it names
+        if isinstance(test, exp.EQ) and alias in used and {alias} < used <= {alias, *aliases}:
+            ons[max(aliases.index(a) for a in used - {alias})].append(test)
+        else:
+            rest.append(test)
+    if any(not on for on in ons):
+        return False
+    joins = [
+        exp.Join(this=t.copy(), on=_and([p.copy() for p in on]))
+        for t, on in zip(tables, ons, strict=True)
+        if t is not None
+    ]
+    kept = [p.copy() for p in parts if p is not found[0]] + [p.copy() for p in rest]
+    select.set("joins", joins)
+    select.set("where", exp.Where(this=_and(kept)) if kept else None)
+    if any(repeats(j, own_tables(select, catalog)) for j in joins):
+        select.set("distinct", exp.Distinct())
+    return True
+
+
+def joined(sql: str, catalog: Catalog) -> str:
+    """``sql`` with the one ``EXISTS`` :func:`with_semijoins` wrote read back as the joins
+    the linker composed (a DISTINCT where a join repeats a row, the rows' key shown as a
+    DISTINCT shows it: ``_labels``); unchanged text otherwise.
+
+    What a follow-up reads from a linked statement is its tables and how they join:
+    "which stadiums were they at?" restricts the concerts the stadiums are joined to to
+    the earlier rows, "only those with a Pool" places the joined feature table's
+    condition, "now the ones with AirCon" swaps the value it compared. Those readers
+    read joins; the answer to a question asked outright keeps the semi-join."""
+    written = edited(sql, lambda select: _joined(select, catalog))
+    return written if written == sql else with_labels(written, catalog)
+
+
+def as_asked(sql: str, asked: str, catalog: Catalog) -> str:
+    """A follow-up's statement, built on the joins :func:`joined` read back, written as
+    the question asked outright is: its restricting joins as a semi-join, and the listed
+    rows' key shown only where ``asked`` (the statement it edits or answers beside)
+    shows it or the label rule shows it (``_labels``: beside another value of theirs).
+    The key :func:`joined` showed under its DISTINCT was a label of that reading only."""
+    written = with_semijoins(sql, catalog)
+    if written == sql:
+        return sql
+
+    def unkeyed(select: exp.Select) -> bool:
+        tables = own_tables(select, catalog)
+        if not tables:
+            return False
+        alias, listed = next(iter(tables.items()))
+        if len(listed.primary_key) != 1:
+            return False
+        key = listed.primary_key[0].lower()
+        try:
+            before = sqlglot.parse_one(asked, dialect="postgres")
+        except sqlglot.errors.ParseError:
+            return False
+        if not isinstance(before, exp.Select) or any(
+            isinstance(e.unalias(), exp.Column) and e.unalias().name.lower() == key
+            for e in before.expressions
+        ):
+            return False
+        kept = [
+            e for e in select.expressions
+            if not (
+                isinstance(e.unalias(), exp.Column)
+                and e.unalias().name.lower() == key
+                and e.unalias().table.lower() == alias
+            )
+        ]  # fmt: skip
+        if len(kept) in (0, len(select.expressions)):
+            return False
+        select.set("expressions", kept)
+        return True
+
+    return with_labels(edited(written, unkeyed), catalog)

@@ -11,7 +11,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from services.sql.results import with_labels, with_semijoins
+from services.sql.results import as_asked, joined, with_labels, with_semijoins
 from tests.unit.sql.schemas import linked_statement
 from tests.unit.sql.statements import assert_same_sql
 from tests.unit.sql.test_sql_followup_existence import JOINED
@@ -125,3 +125,55 @@ async def test_a_follow_up_places_the_written_semi_join_as_it_placed_the_join():
     got = await _filtered(STADIUMS, "with a concert", Linker({"stadium": written}))
     joined = await _filtered(STADIUMS, "with a concert", Linker({"stadium": JOINED}))
     assert_same_sql(got, joined)
+
+
+@pytest.mark.parametrize(
+    ("sql", "catalog"),
+    [
+        (
+            f"SELECT DISTINCT t0.teacher_id AS teacher_id, t0.name AS name {_THROUGH} "
+            "WHERE t0.age > 30 AND t2.course = 'Music'",
+            TEACHING,
+        ),
+        (
+            "SELECT t0.year AS year FROM concert AS t0 JOIN stadium AS t1 "
+            "ON t1.stadium_id = t0.stadium_id WHERE t1.capacity > 5000",
+            VENUES,
+        ),
+    ],
+)
+def test_a_follow_up_reads_the_joins_the_semi_join_stands_for(sql, catalog):
+    """A follow-up reads a linked statement's tables and joins ("which stadiums were they
+    at?" restricts the joined concerts; "now the ones with AirCon" swaps the joined
+    feature's value): ``joined`` gives it the statement as composed, the key shown under
+    the DISTINCT as before."""
+    written = with_semijoins(sql, catalog)
+    assert written != sql
+    assert_same_sql(joined(written, catalog), sql)
+    # an EXISTS the rewrite did not write (a NOT EXISTS, a statement with joins) stays
+    for other in (
+        "SELECT t0.name FROM public.teacher AS t0 WHERE NOT EXISTS (SELECT 1 FROM "
+        "public.course_arrange AS x WHERE x.teacher_id = t0.teacher_id)",
+        sql,
+    ):
+        assert joined(other, catalog) == other
+
+
+def test_a_follow_up_built_on_the_joins_is_written_as_the_question_asked_outright():
+    """ "now the ones who teach Art" after "the names of the teachers who teach Music":
+    the swap edits the joined reading (the key shown under its DISTINCT) and is written
+    back as the question asked outright is, the key shown only where the label rule shows
+    it (beside another value of the rows, an age), not beside the names alone."""
+    music = f"SELECT DISTINCT t0.name AS name {_THROUGH} WHERE t2.course = 'Music'"
+    art = music.replace("'Music'", "'Art'")
+    asked = with_semijoins(music, TEACHING)
+    edited = joined(asked, TEACHING).replace("'Music'", "'Art'")
+    assert_same_sql(as_asked(edited, asked, TEACHING), with_semijoins(art, TEACHING))
+    aged = f"SELECT DISTINCT t0.teacher_id, t0.name, t0.age {_THROUGH} WHERE t2.course = 'Art'"
+    shown = sqlglot.parse_one(as_asked(aged, asked, TEACHING)).expressions
+    assert [e.alias_or_name for e in shown] == ["teacher_id", "name", "age"]
+    # a key the statement it edits shows stays
+    keyed = "SELECT t0.teacher_id AS teacher_id, t0.name AS name FROM public.teacher AS t0"
+    listed = f"SELECT DISTINCT t0.teacher_id AS teacher_id, t0.name AS name {_THROUGH}"
+    got = sqlglot.parse_one(as_asked(listed, keyed, TEACHING))
+    assert [e.alias_or_name for e in got.expressions] == ["teacher_id", "name"]
