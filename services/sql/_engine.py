@@ -74,6 +74,7 @@ from services.sql.memory import (
     memory_disabled,
     parse_uuid,
 )
+from services.sql.results import as_asked, joined
 from services.sql.targets import Target, TargetRegistry
 from services.sql.verify import CheckResult, StatementChecker, notes
 
@@ -458,19 +459,22 @@ class SqlEngine:
                     if linked.answer is None:
                         span.set_attribute("sql.follow_up.outcome", linked.outcome.name)
                         return linked
-                    if shows_only_rows(question, linked.answer.verdict.normalized_sql, about,
-                                       catalog):  # fmt: skip
+                    # the linked statement's joins, as composed (an answer asked
+                    # outright writes them as a semi-join: ``results.joined``)
+                    reading = joined(linked.answer.verdict.normalized_sql, catalog)
+                    if shows_only_rows(question, reading, about, catalog):
                         raise FollowUpError(
                             "the question asks something about the previous rows that no "
                             "column of theirs was read as"
                         )
                     shown = labels(earlier.normalized_sql, about, catalog)
                     chosen_by = deciding(earlier.normalized_sql, about, catalog)
-                    sql = restrict(linked.answer.verdict.normalized_sql, earlier.normalized_sql,
+                    sql = restrict(reading, earlier.normalized_sql,
                                    about, shown, chosen_by, catalog=catalog)  # fmt: skip
                     sql = named_as_before(sql, earlier.normalized_sql, about, catalog)
                     if points_at_a_place(question):
                         sql = kept_there(sql, earlier.normalized_sql)
+                    sql = as_asked(sql, linked.answer.verdict.normalized_sql, catalog)
                     explanation = f"{linked.answer.explanation}, among the previous answer's rows"
                 else:
 
@@ -482,9 +486,16 @@ class SqlEngine:
                             text, target, catalog, limits,
                             instructions=instructions, glossary=target.glossary,
                         )  # fmt: skip
-                        return probe.answer.verdict.normalized_sql if probe.answer else None
+                        if probe.answer is None:
+                            return None
+                        return joined(probe.answer.verdict.normalized_sql, catalog)
 
-                    sql, explanation = await built(earlier.normalized_sql, prior, catalog, link)
+                    # edited on the joins a semi-join of the earlier answer stands for,
+                    # written back as the question asked outright writes it
+                    sql, explanation = await built(
+                        joined(earlier.normalized_sql, catalog), prior, catalog, link
+                    )
+                    sql = as_asked(sql, earlier.normalized_sql, catalog)
             except FollowUpError as exc:
                 if prior.relation in (Relation.REGROUP, Relation.VALUE_SWAP):
                     # Nothing in the statement fits the words: read the follow-up spelled

@@ -46,7 +46,7 @@ from services.sql.linker._shown import shown_as_asked, two_sentences
 from services.sql.linker._terms import expand_terms
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.linker.clauses import Decline, read_clauses
-from services.sql.results import with_deciding, with_labels
+from services.sql.results import with_deciding, with_labels, with_semijoins
 from services.sql.words import STOP_WORDS, question_directions, stem, tokenize
 
 # Checks a composed statement against the question, raising LinkError naming what it
@@ -90,7 +90,9 @@ class QuestionLinker:
         (``results.with_deciding``): composed statements show them before they are
         checked, and a reading that changes what one shows (an agent's column, a second
         sentence's) shows them again here, as a follow-up about earlier rows does
-        (``conversation.deciding``).
+        (``conversation.deciding``). Joins that only restrict the rows it shows are
+        written as their having a match first (``results.with_semijoins``), as a
+        follow-up that narrows earlier rows to those with one writes them.
 
         A question refused as asked in a grammar the readers do not know ("In 1980, how
         many cars were made?") is read once more said in one they know (``_rephrasing``);
@@ -108,7 +110,8 @@ class QuestionLinker:
         ``BEFORE_AS_ASKED`` and ``AFTER_REFUSAL`` at the foot of this module. A place named in full and read as the code its column stores
         is said in the interpretation (``_places``)."""
         linked = self._read()
-        sql = with_labels(with_deciding(linked.sql, self.context.catalog), self.context.catalog)
+        catalog = self.context.catalog
+        sql = with_labels(with_deciding(with_semijoins(linked.sql, catalog), catalog), catalog)
         linked = replace(linked, sql=sql) if sql != linked.sql else linked
         read = places_read(self.context.vocab, self.context.question, linked.sql)
         return replace(linked, explanation=f"{linked.explanation} {read}") if read else linked

@@ -3,7 +3,8 @@ named the same way everywhere (``_names``), and a chart chosen by fixed rules
 (``_charts``), a ranking as it would run without its row cut (``_ranking``), and the
 columns that chose a listing's rows shown beside what it asks (``_evidence``), and the
 names of the rows it lists before it (``_labels``): these two read and edit a statement
-one way (``_select``).
+one way (``_select``). A statement that joins only to restrict the rows it shows is
+written as their having a match (``_semijoin``), as a follow-up narrowing them is.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from services.sql.results._evidence import deciding_columns, show_deciding, with
 from services.sql.results._labels import label_columns, name_columns, show_labels, with_labels
 from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
 from services.sql.results._ranking import ranking_cut
+from services.sql.results._semijoin import as_asked, joined, semi_join, with_semijoins
 from services.sql.results._values import (
     column_kind,
     decode,
@@ -25,6 +27,7 @@ from services.sql.results._values import (
 __all__ = [
     "NameClaims",
     "aggregate_name",
+    "as_asked",
     "choose_chart",
     "column_kind",
     "deciding_columns",
@@ -32,13 +35,16 @@ __all__ = [
     "encode",
     "encoded_size",
     "fingerprint",
+    "joined",
     "label_columns",
     "name_columns",
     "ranking_cut",
     "register_loaders",
+    "semi_join",
     "show_deciding",
     "show_labels",
     "shown_column_name",
     "with_deciding",
     "with_labels",
+    "with_semijoins",
 ]

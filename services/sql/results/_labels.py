@@ -15,7 +15,7 @@ entity's rows one way on both paths. A grouped statement shows the key and names
 entity it groups by (columns it groups by split no group: ``group_labels``); a DISTINCT
 that only drops the repeats its joins make shows its rows' key, so two teachers of one
 age, or two museums of one name, stay two rows, as a follow-up about them shows them
-(``_distinct_through_joins``). Rows picked by their name or key ("the email of patient
+(``distinct_through_joins``). Rows picked by their name or key ("the email of patient
 3", "the age of John Smith") are left alone too: the question said whose.
 
 A listing that labels its rows by name (beside another value of theirs) shows their key
@@ -94,7 +94,7 @@ def _picked_by(select: exp.Select, alias: str, identifying: set[str]) -> bool:
     return False
 
 
-def _repeats(join: exp.Join, tables: dict[str, TableInfo]) -> bool:
+def repeats(join: exp.Join, tables: dict[str, TableInfo]) -> bool:
     """Whether ``join`` can repeat the rows before it: it does not match the joined
     table's one row by its whole primary key (a visit per visitor repeats the visitor; a
     document's template is one template)."""
@@ -119,7 +119,7 @@ def _repeats(join: exp.Join, tables: dict[str, TableInfo]) -> bool:
     return not {k.lower() for k in info.primary_key} <= matched
 
 
-def _distinct_through_joins(select: exp.Select, alias: str, tables: dict[str, TableInfo]) -> bool:
+def distinct_through_joins(select: exp.Select, alias: str, tables: dict[str, TableInfo]) -> bool:
     """A DISTINCT that only undoes the joins' repeats: it shows columns of its first
     table alone, read through joins to other tables (which visitors' visits, which
     courses' arrangements), without groups or aggregates. Its rows are that table's rows
@@ -139,7 +139,7 @@ def _distinct_through_joins(select: exp.Select, alias: str, tables: dict[str, Ta
     ):
         return False
     listed = tables[alias]
-    if not any(_repeats(join, tables) for join in select.args["joins"]):
+    if not any(repeats(join, tables) for join in select.args["joins"]):
         return False  # joins to what each row references repeat no row: DISTINCT was asked
     names = {n.lower() for n in name_columns(listed)}
     for projection in select.expressions:
@@ -170,7 +170,7 @@ def keyed_distinct(select: exp.Select, catalog: Catalog) -> str | None:
     if not tables:
         return None
     alias, listed = next(iter(tables.items()))
-    if not _distinct_through_joins(select, alias, tables) or not listed.primary_key:
+    if not distinct_through_joins(select, alias, tables) or not listed.primary_key:
         return None
     shown = {
         e.unalias().name.lower() for e in select.expressions
@@ -193,7 +193,7 @@ def label_columns(select: exp.Select, catalog: Catalog) -> list[exp.Column]:
     if not tables:
         return []
     alias, listed = next(iter(tables.items()))
-    through = _distinct_through_joins(select, alias, tables)
+    through = distinct_through_joins(select, alias, tables)
     if not is_listing(select) and not through:
         return []
     names = name_columns(listed)

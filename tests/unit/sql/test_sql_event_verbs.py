@@ -85,11 +85,11 @@ def _refused(question: str, catalog: Catalog = SHOP) -> LinkError:
 
 def test_who_did_the_verb_is_the_parent_its_side_names_its_doer_by() -> None:
     bought, said = _linked("Who bought the bikes?")
-    assert "FROM public.clients AS t0 JOIN public.purchases" in bought
+    assert "FROM public.clients AS t0 WHERE EXISTS(SELECT 1 FROM public.purchases" in bought
     assert "public.bikes" in bought and "vendors" not in bought
     assert "as the client of purchases" in said
     sold, _ = _linked("Who sold the bikes?")
-    assert "FROM public.vendors AS t0 JOIN public.purchases" in sold
+    assert "FROM public.vendors AS t0 WHERE EXISTS(SELECT 1 FROM public.purchases" in sold
     assert "clients" not in sold
 
 

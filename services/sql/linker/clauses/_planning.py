@@ -344,6 +344,15 @@ def _labels(ctx: LinkContext, table: TableInfo, *, grouped: bool = False) -> lis
     raise Decline(f"nothing names a row of {table.name}")
 
 
+def _existence(measure: Measure, op: str, number: int) -> bool:
+    """Whether a HAVING test says only that a group has a row: a plain count at least 1."""
+    return (
+        measure.func in ("COUNT", "COUNT_DISTINCT")
+        and measure.filter is None
+        and ((op == ">=" and number == 1) or (op == ">" and number == 0))
+    )
+
+
 def _identified(ctx: LinkContext, plan: Plan) -> None:
     """A row of an entity table shown as a group of the answer is identified by its key
     beside its name: the statement groups by the key already, so the rows are the same,
@@ -354,6 +363,11 @@ def _identified(ctx: LinkContext, plan: Plan) -> None:
     as composed, where DISTINCT (under which a key could change the rows) is decided."""
     entity = plan.entity
     if entity is None or not (plan.measures or plan.having) or len(entity.primary_key) != 1:
+        return
+    if not plan.measures and all(_existence(m, op, n) for m, op, n in plan.having):
+        # "the teachers that have at least one course arrangement": the groups are the
+        # rows having a match, listed as such (``results.with_semijoins``), shown as a
+        # listing shows them (``results.with_labels``), not as groups
         return
     key = entity.column(entity.primary_key[0])
     shown = [d for d in plan.dims if d.col.table is entity and not d.grain]
