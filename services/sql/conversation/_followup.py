@@ -666,6 +666,27 @@ def _references(
     return found
 
 
+def _key_columns(table: TableInfo, catalog: Catalog) -> set[str]:
+    """A table's columns that hold keys, its own or another table's: declared, or one
+    number column the catalog found joined to another table's key (a warehouse that
+    declares none). Grouping by one groups by numbers the user never sees; "per
+    country" over car makers whose ``country`` holds a countries key means the
+    countries, named by their name, not the key numbers."""
+    keys = {c for fk in table.foreign_keys for c in fk.columns} | set(table.primary_key)
+    types = {c.name: c.data_type for c in table.columns}
+    for join in catalog.joins or ():
+        parent = catalog.table(join.parent)
+        if (
+            join.child == table.qualified
+            and len(join.child_columns) == 1
+            and not types.get(join.child_columns[0], "").startswith(TEXT_TYPES)
+            and parent is not None
+            and tuple(join.parent_columns) == tuple(parent.primary_key)
+        ):
+            keys.add(join.child_columns[0])
+    return keys
+
+
 def _names_of(table: TableInfo) -> list[str]:
     """The text columns that name a table's rows, as the linker shows an entity: every
     name, title, symbol or code (a first and a last name; a type's code), else its
@@ -712,9 +733,10 @@ def _via_reference(
             if parent is None:
                 continue
             parent_name = readable(parent, catalog)
+            parent_keys = _key_columns(parent, catalog)
             named = [
                 c.name for c in parent.columns
-                if c.name not in parent.primary_key
+                if c.name not in parent_keys
                 and _covers(words, column_name(parent, c.name))
                 and _spelled(words, f"{column_name(parent, c.name)} {parent_name}") >= 0.99
             ]  # fmt: skip
@@ -738,7 +760,12 @@ def _via_reference(
                     continue
             alias = _alias_of(select, parent)
             if alias is None:
-                alias = "grouped"
+                # a name no table of the statement has (a regroup of a regroup joins again)
+                taken = {t.alias_or_name for t in select.find_all(exp.Table)}
+                alias = next(
+                    a for n in range(1, len(taken) + 2)
+                    if (a := "grouped" if n == 1 else f"grouped{n}") not in taken
+                )  # fmt: skip
                 on = exp.and_(*(
                     exp.column(identifier(r), table=alias).eq(
                         exp.column(identifier(c), table=identifier(source.alias_or_name)))
@@ -791,7 +818,7 @@ def _grouping_column(
         if info is None or (info.qualified, source.alias_or_name) in seen:
             continue
         seen.add((info.qualified, source.alias_or_name))
-        keys = {c for fk in info.foreign_keys for c in fk.columns} | set(info.primary_key)
+        keys = _key_columns(info, catalog)
         table_name = readable(info, catalog)
         for column in info.columns:
             said = column_name(info, column.name)
@@ -1121,9 +1148,22 @@ def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:
             f"the previous statement, {prior.limit} rows"
         )
     if prior.relation is Relation.REGROUP:
-        return regrouped(sql, prior.dimension, catalog, add=prior.add), (
-            "the previous statement, regrouped"
-        )
+        try:
+            return regrouped(sql, prior.dimension, catalog, add=prior.add), (
+                "the previous statement, regrouped"
+            )
+        except FollowUpError as unnamed:
+            # "and by honda?" after cars made by toyota: "by" said who made them, and the
+            # words name no column but a value stored where the statement compares one
+            # (the maker's name): another value, not another grouping.
+            if prior.add:
+                raise
+            try:
+                return swapped(sql, prior.dimension, catalog), (
+                    "the previous statement, another value"
+                )
+            except FollowUpError:
+                raise unnamed from None
     if prior.relation is Relation.VALUE_SWAP:
         return swapped(sql, prior.value, catalog), "the previous statement, another value"
     raise FollowUpError(f"{prior.relation.value} does not edit the statement")

@@ -351,6 +351,75 @@ def test_regroup_uses_joins_the_catalog_inferred_without_declared_keys():
     assert "JOIN public.regions" in regrouped("SELECT COUNT(*) FROM customers", "region", catalog)
 
 
+def _chain(declared: bool) -> Catalog:
+    """cars → makers → countries → continents, a maker's ``country`` and a country's
+    ``continent`` holding the next table's key: declared, or joins the catalog inferred."""
+    continents = TableInfo(
+        "public", "continents",
+        columns=(ColumnInfo("contid", "integer", False), ColumnInfo("continent", "text", False)),
+        primary_key=("contid",),
+    )  # fmt: skip
+    countries = TableInfo(
+        "public", "countries",
+        columns=(ColumnInfo("countryid", "integer", False),
+                 ColumnInfo("countryname", "text", False),
+                 ColumnInfo("continent", "integer", False)),
+        primary_key=("countryid",),
+        foreign_keys=(ForeignKeyInfo(("continent",), "public.continents", ("contid",)),)
+        if declared else (),
+    )  # fmt: skip
+    makers = TableInfo(
+        "public", "car_makers",
+        columns=(ColumnInfo("id", "integer", False), ColumnInfo("maker", "text", False),
+                 ColumnInfo("country", "integer", False)),
+        primary_key=("id",),
+        foreign_keys=(ForeignKeyInfo(("country",), "public.countries", ("countryid",)),)
+        if declared else (),
+    )  # fmt: skip
+    cars = TableInfo(
+        "public", "cars",
+        columns=(ColumnInfo("id", "integer", False), ColumnInfo("maker", "integer", False),
+                 ColumnInfo("weight", "integer", False)),
+        primary_key=("id",),
+        foreign_keys=(ForeignKeyInfo(("maker",), "public.car_makers", ("id",)),),
+    )  # fmt: skip
+    joins = () if declared else (
+        JoinInfo("public.car_makers", ("country",), "public.countries", ("countryid",),
+                 JoinOrigin.INFERRED),
+        JoinInfo("public.countries", ("continent",), "public.continents", ("contid",),
+                 JoinOrigin.INFERRED),
+    )  # fmt: skip
+    return Catalog("cars", (cars, makers, countries, continents), joins=joins)
+
+
+PER_MAKER = (
+    "SELECT m.maker, COUNT(*) AS count FROM cars AS c JOIN car_makers AS m ON m.id = c.maker "
+    "GROUP BY m.maker"
+)
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_regroup_by_a_column_holding_another_tables_key_groups_by_that_table(declared: bool):
+    # "and per country instead?" after cars per maker: the countries by name, never the
+    # key numbers the makers' ``country`` column holds (issue 45, s61)
+    catalog = _chain(declared)
+    by_country = regrouped(PER_MAKER, "country", catalog)
+    assert_same_sql(
+        by_country,
+        "SELECT grouped.countryid, grouped.countryname, COUNT(*) AS count FROM cars AS c "
+        "JOIN car_makers AS m ON m.id = c.maker JOIN public.countries AS grouped "
+        "ON grouped.countryid = m.country GROUP BY grouped.countryname, grouped.countryid",
+    )
+    # a second step along the chain joins the next table under a name of its own
+    assert_same_sql(
+        regrouped(by_country, "continent", catalog),
+        "SELECT grouped2.continent, COUNT(*) AS count FROM cars AS c "
+        "JOIN car_makers AS m ON m.id = c.maker JOIN public.countries AS grouped "
+        "ON grouped.countryid = m.country JOIN public.continents AS grouped2 "
+        "ON grouped2.contid = grouped.continent GROUP BY grouped2.continent",
+    )
+
+
 def test_regroup_by_words_no_column_spells_is_refused():
     with pytest.raises(FollowUpError, match="no column"):
         regrouped(BY_COUNTRY, "weather", CATALOG)
@@ -393,6 +462,22 @@ def test_edited_dispatches_on_the_relation():
     assert "c.state" in edited(BY_COUNTRY, regroup, CATALOG)[0]
     with pytest.raises(FollowUpError):
         edited(TOP_SPENDERS, Prior(TOP_SPENDERS, Relation.RESULT_SET), CATALOG)
+
+
+def test_a_regroup_by_a_stored_value_of_a_compared_column_swaps_the_value():
+    # "and by refunded?" names no column but a value the compared status stores: "by"
+    # said whose rows, not how to group them (issue 45, s61) ...
+    by_value = Prior(BY_COUNTRY, Relation.REGROUP, dimension="refunded")
+    assert_same_sql(
+        edited(BY_COUNTRY, by_value, CATALOG)[0], BY_COUNTRY.replace("cancelled", "refunded")
+    )
+    # ... while words that name neither a column nor a compared value stay refused, and
+    # a grouping added beside stays a grouping
+    with pytest.raises(FollowUpError, match="no column"):
+        edited(BY_COUNTRY, Prior(BY_COUNTRY, Relation.REGROUP, dimension="Germany"), CATALOG)
+    added = Prior(BY_COUNTRY, Relation.REGROUP, dimension="refunded", add=True)
+    with pytest.raises(FollowUpError, match="no column"):
+        edited(BY_COUNTRY, added, CATALOG)
 
 
 def test_regroup_prefers_the_named_table_to_a_column_named_in_part():
