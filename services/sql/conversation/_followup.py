@@ -1012,11 +1012,13 @@ def _forms(value: str) -> list[str]:
     return [" ".join(words[:n]) for n in range(len(words), 0, -1)]
 
 
-def swapped(sql: str, value: str, catalog: Catalog) -> str:
-    """``sql`` with ``value`` in place of the literal compared with the column storing it."""
+def swapped(sql: str, value: str, catalog: Catalog, *, whole: bool = False) -> str:
+    """``sql`` with ``value`` in place of the literal compared with the column storing it;
+    with ``whole``, only the value as said (no trailing words dropped)."""
     select = parse(sql)
     compared = [c for c in comparisons(select, catalog) if c.literal.is_string]
-    for form in _forms(value):
+    said_words = value.split()
+    for form in _forms(value)[:1] if whole else _forms(value):
         hits = [(c, stored) for c in compared if (stored := _stored_by(c, form)) is not None]
         # a name said by its leading words ("Delta" for 'Delta Air Lines Inc.'), as the
         # linker reads it, where no compared column stores the words as said
@@ -1024,6 +1026,15 @@ def swapped(sql: str, value: str, catalog: Catalog) -> str:
         hits = _one_value(hits)
         if len(hits) > 1:
             raise FollowUpError(f"'{value}' could replace more than one earlier value")
+        dropped = " ".join(said_words[len(form.split()) :])
+        if (
+            hits
+            and dropped
+            and any(_stored_by(c, dropped) for c in compared if c is not hits[0][0])
+        ):
+            # "John Doe" after Jane Smith: the words left off are another compared
+            # column's value (a last name), not words that only say what the value qualifies
+            raise FollowUpError(f"'{value}' names more than one earlier value")
         if hits:
             item, stored = hits[0]
             # The literal keeps its own shape: LIKE wildcards, a lower-cased compare.
@@ -1159,7 +1170,7 @@ def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:
             if prior.add:
                 raise
             try:
-                return swapped(sql, prior.dimension, catalog), (
+                return swapped(sql, prior.dimension, catalog, whole=True), (
                     "the previous statement, another value"
                 )
             except FollowUpError:

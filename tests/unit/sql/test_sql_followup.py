@@ -480,6 +480,32 @@ def test_a_regroup_by_a_stored_value_of_a_compared_column_swaps_the_value():
         edited(BY_COUNTRY, added, CATALOG)
 
 
+def test_a_full_name_swapped_for_a_first_and_last_name_is_never_half_swapped():
+    # "and by John Doe?" after Jane Smith's sales: 'John' is a stored first name, but
+    # 'Doe', the words a shorter form would drop, is the compared last name's value:
+    # swapping the first name alone answers for John Smith (issue 45, s61)
+    people = TableInfo(
+        "public", "salespersons",
+        columns=(ColumnInfo("id", "integer", False),
+                 ColumnInfo("first_name", "text", False, sample_values=("Jane", "John")),
+                 ColumnInfo("last_name", "text", False, sample_values=("Doe", "Smith"))),
+        primary_key=("id",),
+    )  # fmt: skip
+    catalog = Catalog("shop", (people,))
+    jane = (
+        "SELECT COUNT(*) FROM salespersons AS s "
+        "WHERE s.first_name = 'Jane' AND s.last_name = 'Smith'"
+    )
+    for prior in (
+        Prior(jane, Relation.VALUE_SWAP, value="John Doe"),
+        Prior(jane, Relation.REGROUP, dimension="John Doe"),
+    ):
+        with pytest.raises(FollowUpError):
+            edited(jane, prior, catalog)
+    # one name said alone is still swapped
+    assert_same_sql(swapped(jane, "John", catalog), jane.replace("Jane", "John"))
+
+
 def test_regroup_prefers_the_named_table_to_a_column_named_in_part():
     drugs = TableInfo(
         "public", "drugs",
