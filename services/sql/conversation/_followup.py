@@ -1014,11 +1014,13 @@ def _forms(value: str) -> list[str]:
 
 def swapped(sql: str, value: str, catalog: Catalog, *, whole: bool = False) -> str:
     """``sql`` with ``value`` in place of the literal compared with the column storing it;
-    with ``whole``, only the value as said (no trailing words dropped)."""
+    with ``whole``, only the value as said (no trailing words dropped). A value no one
+    compared column stores, whose words split into two compared columns' values ("John
+    Doe" after first name 'Jane' and last name 'Smith'), replaces both."""
     select = parse(sql)
     compared = [c for c in comparisons(select, catalog) if c.literal.is_string]
     said_words = value.split()
-    for form in _forms(value)[:1] if whole else _forms(value):
+    for index, form in enumerate(_forms(value)[:1] if whole else _forms(value)):
         hits = [(c, stored) for c in compared if (stored := _stored_by(c, form)) is not None]
         # a name said by its leading words ("Delta" for 'Delta Air Lines Inc.'), as the
         # linker reads it, where no compared column stores the words as said
@@ -1026,6 +1028,10 @@ def swapped(sql: str, value: str, catalog: Catalog, *, whole: bool = False) -> s
         hits = _one_value(hits)
         if len(hits) > 1:
             raise FollowUpError(f"'{value}' could replace more than one earlier value")
+        if not hits and index == 0 and (pair := _two_values(compared, said_words)):
+            for item, stored in pair:
+                _put(item, stored)
+            return select.sql(dialect="postgres")
         dropped = " ".join(said_words[len(form.split()) :])
         if (
             hits
@@ -1036,15 +1042,35 @@ def swapped(sql: str, value: str, catalog: Catalog, *, whole: bool = False) -> s
             # column's value (a last name), not words that only say what the value qualifies
             raise FollowUpError(f"'{value}' names more than one earlier value")
         if hits:
-            item, stored = hits[0]
-            # The literal keeps its own shape: LIKE wildcards, a lower-cased compare.
-            text = stored.lower() if item.folded else stored
-            said = item.literal.this
-            head = "%" if said.startswith("%") else ""
-            tail = "%" if said.endswith("%") and len(said) > 1 else ""
-            item.literal.replace(exp.Literal.string(f"{head}{text}{tail}"))
+            _put(*hits[0])
             return select.sql(dialect="postgres")
     raise FollowUpError(f"no compared column of the earlier statement stores '{value}'")
+
+
+def _put(item: Comparison, stored: str) -> None:
+    """The stored value in place of the compared literal, which keeps its own shape: LIKE
+    wildcards, a lower-cased compare."""
+    text = stored.lower() if item.folded else stored
+    said = item.literal.this
+    head = "%" if said.startswith("%") else ""
+    tail = "%" if said.endswith("%") and len(said) > 1 else ""
+    item.literal.replace(exp.Literal.string(f"{head}{text}{tail}"))
+
+
+def _two_values(
+    compared: Sequence[Comparison], words: Sequence[str]
+) -> list[tuple[Comparison, str]] | None:
+    """The one split of ``words`` into leading and trailing words that two different
+    compared columns each store (a first and a last name), as (comparison, stored)
+    pairs; None where no split, or more than one, fits."""
+    found: list[list[tuple[Comparison, str]]] = []
+    for cut in range(1, len(words)):
+        head, tail = " ".join(words[:cut]), " ".join(words[cut:])
+        heads = [(c, v) for c in compared if (v := _stored_by(c, head)) is not None]
+        tails = [(c, v) for c in compared if (v := _stored_by(c, tail)) is not None]
+        if len(heads) == 1 and len(tails) == 1 and heads[0][0] is not tails[0][0]:
+            found.append([heads[0], tails[0]])
+    return found[0] if len(found) == 1 else None
 
 
 def _one_value(hits: list[tuple[Comparison, str]]) -> list[tuple[Comparison, str]]:
