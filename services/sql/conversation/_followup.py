@@ -740,9 +740,26 @@ def _via_reference(
                 and _covers(words, column_name(parent, c.name))
                 and _spelled(words, f"{column_name(parent, c.name)} {parent_name}") >= 0.99
             ]  # fmt: skip
+            # "per support rep": the words spell the key itself (``support_rep_id``, its
+            # "id" unsaid), so they name the row it refers to, whatever that table is called;
+            # a number key only: a code (flights' ``origin``) is shown as it is stored
+            numbers = not any(
+                (col := parent.column(r)) is None or col.data_type.startswith(TEXT_TYPES)
+                for r in remote
+            )
+            key_said = (
+                " ".join(n for c in local for n in name_words(column_name(info, c)) if n != "id")
+                if numbers
+                else ""
+            )
+            by_key = (
+                bool(key_said) and _spelled(words, key_said) >= 0.99 and _covers(words, key_said)
+            )
             if len(named) == 1:
                 shown = named
-            elif _spelled(words, parent_name) >= 0.99 and (named_by := _names_of(parent)):
+            elif (_spelled(words, parent_name) >= 0.99 or by_key) and (
+                named_by := _names_of(parent)
+            ):
                 shown = named_by
             else:
                 continue

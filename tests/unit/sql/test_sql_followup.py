@@ -420,6 +420,37 @@ def test_regroup_by_a_column_holding_another_tables_key_groups_by_that_table(dec
     )
 
 
+def test_regroup_by_the_words_of_a_key_groups_by_the_row_it_refers_to():
+    # "per support rep instead" names ``support_rep_id`` (its "id" unsaid), which refers
+    # to an employee: the employees by name and key, though no table is called "support
+    # rep" (issue 45, s61)
+    employees = TableInfo(
+        "public", "employees",
+        columns=(ColumnInfo("employee_id", "integer", False),
+                 ColumnInfo("first_name", "text", False), ColumnInfo("last_name", "text", False)),
+        primary_key=("employee_id",),
+    )  # fmt: skip
+    clients = TableInfo(
+        "public", "clients",
+        columns=(ColumnInfo("client_id", "integer", False), ColumnInfo("city", "text", False),
+                 ColumnInfo("support_rep_id", "integer", True)),
+        primary_key=("client_id",),
+        foreign_keys=(ForeignKeyInfo(("support_rep_id",), "public.employees", ("employee_id",)),),
+    )  # fmt: skip
+    catalog = Catalog("store", (clients, employees))
+    per_city = "SELECT c.city, COUNT(*) AS n FROM clients AS c GROUP BY c.city"
+    assert_same_sql(
+        regrouped(per_city, "support rep", catalog),
+        "SELECT grouped.employee_id, grouped.first_name, grouped.last_name, COUNT(*) AS n "
+        "FROM clients AS c JOIN public.employees AS grouped "
+        "ON grouped.employee_id = c.support_rep_id "
+        "GROUP BY grouped.first_name, grouped.last_name, grouped.employee_id",
+    )
+    # words that spell only part of the key name nothing
+    with pytest.raises(FollowUpError):
+        regrouped(per_city, "support", catalog)
+
+
 def test_regroup_by_words_no_column_spells_is_refused():
     with pytest.raises(FollowUpError, match="no column"):
         regrouped(BY_COUNTRY, "weather", CATALOG)
