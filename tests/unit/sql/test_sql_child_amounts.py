@@ -236,8 +236,18 @@ GALLERIES = Catalog(
                 col("name", "text", ("Plaza Museum", "RiverPark Museum")),
                 col("num_of_staff"),
                 col("open_year"),
+                col("city_id"),
             ),
             primary_key=("museum_id",),
+            # a thing of its own that refers to another: its count stays its own
+            foreign_keys=(_fk("city_id", "city", "city_id"),),
+        ),
+        TableInfo(
+            "public",
+            "city",
+            row_estimate=5,
+            columns=(col("city_id"), col("city_name", "text", ("Louisville",))),
+            primary_key=("city_id",),
         ),
         TableInfo(
             "public",
@@ -266,7 +276,8 @@ def test_how_many_of_a_count_the_event_rows_store_is_their_sum(question: str) ->
 
 
 def test_how_many_of_a_things_own_count_stays_that_things_number() -> None:
-    # the museum's own count of staff: a table that refers to nothing holds it per row
+    # the museum's own count of staff: a named thing holds it per row, though the museum
+    # refers to its city as the visits refer to the museum
     tree = linked_statement("How many staff does Plaza Museum have?", GALLERIES, TODAY)
     assert not _aggregates(tree)
     assert "num_of_staff" in {c.name for c in tree.expressions[0].find_all(exp.Column)}

@@ -447,13 +447,21 @@ def _summed_over_rows(ctx: LinkContext, read: Read, col: Col) -> bool:
     the count the rows store, added up over the rows asked about, one number, as a
     "how many" question asks. Listed, the answer was one visit's tickets per row. Only a
     column whose name says it counts, in a table whose rows refer to others (the record
-    of an event, not a thing with its own count: "how many staff does Plaza Museum
-    have?" stays the museum's own number)."""
+    of an event, no named thing of its own: "how many staff does Plaza Museum have?" or
+    "how many rooms does each of them have?" stays each row's own number)."""
     if read.kind != "count" or read.groups or not is_number(col.column.data_type):
         return False
     if not measure_name(col.column.name):
         return False
-    return any(e.child == col.table.qualified for e in ctx.graph.edges_of(col.table.qualified))
+    table = col.table
+    named = any(
+        {"name", "title"} & set(ctx.vocab.column_words[(table.qualified, c.name)])
+        for c in table.columns
+        if not is_number(c.data_type)
+    )
+    if len(table.primary_key) == 1 and named:
+        return False  # a thing of its own, named by its rows (a property's room count)
+    return any(e.child == table.qualified for e in ctx.graph.edges_of(table.qualified))
 
 
 def _attributes_only(ctx: LinkContext, plan: Plan, entity: TableInfo) -> bool:
