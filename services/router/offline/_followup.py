@@ -889,6 +889,14 @@ _ONLY_THE_TOP = re.compile(
     + r"\s+(?P<noun>[a-z]+)$",
     re.IGNORECASE,
 )
+# "just the one with the most", "only the stadium with the highest": the same one row,
+# the group named by a noun and the superlative put after "with" (its measure unsaid,
+# or said again in the earlier question's words).
+_THE_ONE_WITH = re.compile(
+    r"^(?:(?:show|give|keep|list)(?:\s+me)?\s+)?(?:only|just)\s+the\s+(?P<noun>[a-z]+)"
+    r"\s+with\s+the\s+" + _MAGNITUDE + r"(?P<rest>(?:\s+[\w'-]+){0,2})$",
+    re.IGNORECASE,
+)
 _AGGREGATE = re.compile(r"\b(?:COUNT|SUM|AVG|MIN|MAX)\s*\(", re.IGNORECASE)
 
 
@@ -929,11 +937,11 @@ def _top_of_groups(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
     "which one had the most awards?" after tickets per visitor asks about something else."""
     if not _measured_groups(prior):
         return None
-    match = _WHICH_MOST.match(text)
+    match = _WHICH_MOST.match(text) or _THE_ONE_WITH.match(text)
     if match is not None:
         noun, rest = match.group("noun"), match.group("rest")
         said = {s for _, s in lowered_stems(prior.resolved_question)}
-        if noun and not _names_groups(noun, prior):
+        if noun and noun.lower() != "one" and not _names_groups(noun, prior):
             return None
         if not re.fullmatch(r"\s*(?:of (?:them|those|these))?", rest) and any(
             stem(w) not in said for w in re.findall(r"[a-z][\w'-]*", rest.lower())

@@ -666,6 +666,27 @@ def _references(
     return found
 
 
+def _key_columns(table: TableInfo, catalog: Catalog) -> set[str]:
+    """A table's columns that hold keys, its own or another table's: declared, or one
+    number column the catalog found joined to another table's key (a warehouse that
+    declares none). Grouping by one groups by numbers the user never sees; "per
+    country" over car makers whose ``country`` holds a countries key means the
+    countries, named by their name, not the key numbers."""
+    keys = {c for fk in table.foreign_keys for c in fk.columns} | set(table.primary_key)
+    types = {c.name: c.data_type for c in table.columns}
+    for join in catalog.joins or ():
+        parent = catalog.table(join.parent)
+        if (
+            join.child == table.qualified
+            and len(join.child_columns) == 1
+            and not types.get(join.child_columns[0], "").startswith(TEXT_TYPES)
+            and parent is not None
+            and tuple(join.parent_columns) == tuple(parent.primary_key)
+        ):
+            keys.add(join.child_columns[0])
+    return keys
+
+
 def _names_of(table: TableInfo) -> list[str]:
     """The text columns that name a table's rows, as the linker shows an entity: every
     name, title, symbol or code (a first and a last name; a type's code), else its
@@ -712,15 +733,33 @@ def _via_reference(
             if parent is None:
                 continue
             parent_name = readable(parent, catalog)
+            parent_keys = _key_columns(parent, catalog)
             named = [
                 c.name for c in parent.columns
-                if c.name not in parent.primary_key
+                if c.name not in parent_keys
                 and _covers(words, column_name(parent, c.name))
                 and _spelled(words, f"{column_name(parent, c.name)} {parent_name}") >= 0.99
             ]  # fmt: skip
+            # "per support rep": the words spell the key itself (``support_rep_id``, its
+            # "id" unsaid), so they name the row it refers to, whatever that table is called;
+            # a number key only: a code (flights' ``origin``) is shown as it is stored
+            numbers = not any(
+                (col := parent.column(r)) is None or col.data_type.startswith(TEXT_TYPES)
+                for r in remote
+            )
+            key_said = (
+                " ".join(n for c in local for n in name_words(column_name(info, c)) if n != "id")
+                if numbers
+                else ""
+            )
+            by_key = (
+                bool(key_said) and _spelled(words, key_said) >= 0.99 and _covers(words, key_said)
+            )
             if len(named) == 1:
                 shown = named
-            elif _spelled(words, parent_name) >= 0.99 and (named_by := _names_of(parent)):
+            elif (_spelled(words, parent_name) >= 0.99 or by_key) and (
+                named_by := _names_of(parent)
+            ):
                 shown = named_by
             else:
                 continue
@@ -738,7 +777,12 @@ def _via_reference(
                     continue
             alias = _alias_of(select, parent)
             if alias is None:
-                alias = "grouped"
+                # a name no table of the statement has (a regroup of a regroup joins again)
+                taken = {t.alias_or_name for t in select.find_all(exp.Table)}
+                alias = next(
+                    a for n in range(1, len(taken) + 2)
+                    if (a := "grouped" if n == 1 else f"grouped{n}") not in taken
+                )  # fmt: skip
                 on = exp.and_(*(
                     exp.column(identifier(r), table=alias).eq(
                         exp.column(identifier(c), table=identifier(source.alias_or_name)))
@@ -791,7 +835,7 @@ def _grouping_column(
         if info is None or (info.qualified, source.alias_or_name) in seen:
             continue
         seen.add((info.qualified, source.alias_or_name))
-        keys = {c for fk in info.foreign_keys for c in fk.columns} | set(info.primary_key)
+        keys = _key_columns(info, catalog)
         table_name = readable(info, catalog)
         for column in info.columns:
             said = column_name(info, column.name)
@@ -985,11 +1029,15 @@ def _forms(value: str) -> list[str]:
     return [" ".join(words[:n]) for n in range(len(words), 0, -1)]
 
 
-def swapped(sql: str, value: str, catalog: Catalog) -> str:
-    """``sql`` with ``value`` in place of the literal compared with the column storing it."""
+def swapped(sql: str, value: str, catalog: Catalog, *, whole: bool = False) -> str:
+    """``sql`` with ``value`` in place of the literal compared with the column storing it;
+    with ``whole``, only the value as said (no trailing words dropped). A value no one
+    compared column stores, whose words split into two compared columns' values ("John
+    Doe" after first name 'Jane' and last name 'Smith'), replaces both."""
     select = parse(sql)
     compared = [c for c in comparisons(select, catalog) if c.literal.is_string]
-    for form in _forms(value):
+    said_words = value.split()
+    for index, form in enumerate(_forms(value)[:1] if whole else _forms(value)):
         hits = [(c, stored) for c in compared if (stored := _stored_by(c, form)) is not None]
         # a name said by its leading words ("Delta" for 'Delta Air Lines Inc.'), as the
         # linker reads it, where no compared column stores the words as said
@@ -997,16 +1045,49 @@ def swapped(sql: str, value: str, catalog: Catalog) -> str:
         hits = _one_value(hits)
         if len(hits) > 1:
             raise FollowUpError(f"'{value}' could replace more than one earlier value")
+        if not hits and index == 0 and (pair := _two_values(compared, said_words)):
+            for item, stored in pair:
+                _put(item, stored)
+            return select.sql(dialect="postgres")
+        dropped = " ".join(said_words[len(form.split()) :])
+        if (
+            hits
+            and dropped
+            and any(_stored_by(c, dropped) for c in compared if c is not hits[0][0])
+        ):
+            # "John Doe" after Jane Smith: the words left off are another compared
+            # column's value (a last name), not words that only say what the value qualifies
+            raise FollowUpError(f"'{value}' names more than one earlier value")
         if hits:
-            item, stored = hits[0]
-            # The literal keeps its own shape: LIKE wildcards, a lower-cased compare.
-            text = stored.lower() if item.folded else stored
-            said = item.literal.this
-            head = "%" if said.startswith("%") else ""
-            tail = "%" if said.endswith("%") and len(said) > 1 else ""
-            item.literal.replace(exp.Literal.string(f"{head}{text}{tail}"))
+            _put(*hits[0])
             return select.sql(dialect="postgres")
     raise FollowUpError(f"no compared column of the earlier statement stores '{value}'")
+
+
+def _put(item: Comparison, stored: str) -> None:
+    """The stored value in place of the compared literal, which keeps its own shape: LIKE
+    wildcards, a lower-cased compare."""
+    text = stored.lower() if item.folded else stored
+    said = item.literal.this
+    head = "%" if said.startswith("%") else ""
+    tail = "%" if said.endswith("%") and len(said) > 1 else ""
+    item.literal.replace(exp.Literal.string(f"{head}{text}{tail}"))
+
+
+def _two_values(
+    compared: Sequence[Comparison], words: Sequence[str]
+) -> list[tuple[Comparison, str]] | None:
+    """The one split of ``words`` into leading and trailing words that two different
+    compared columns each store (a first and a last name), as (comparison, stored)
+    pairs; None where no split, or more than one, fits."""
+    found: list[list[tuple[Comparison, str]]] = []
+    for cut in range(1, len(words)):
+        head, tail = " ".join(words[:cut]), " ".join(words[cut:])
+        heads = [(c, v) for c in compared if (v := _stored_by(c, head)) is not None]
+        tails = [(c, v) for c in compared if (v := _stored_by(c, tail)) is not None]
+        if len(heads) == 1 and len(tails) == 1 and heads[0][0] is not tails[0][0]:
+            found.append([heads[0], tails[0]])
+    return found[0] if len(found) == 1 else None
 
 
 def _one_value(hits: list[tuple[Comparison, str]]) -> list[tuple[Comparison, str]]:
@@ -1121,9 +1202,22 @@ def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:
             f"the previous statement, {prior.limit} rows"
         )
     if prior.relation is Relation.REGROUP:
-        return regrouped(sql, prior.dimension, catalog, add=prior.add), (
-            "the previous statement, regrouped"
-        )
+        try:
+            return regrouped(sql, prior.dimension, catalog, add=prior.add), (
+                "the previous statement, regrouped"
+            )
+        except FollowUpError as unnamed:
+            # "and by honda?" after cars made by toyota: "by" said who made them, and the
+            # words name no column but a value stored where the statement compares one
+            # (the maker's name): another value, not another grouping.
+            if prior.add:
+                raise
+            try:
+                return swapped(sql, prior.dimension, catalog, whole=True), (
+                    "the previous statement, another value"
+                )
+            except FollowUpError:
+                raise unnamed from None
     if prior.relation is Relation.VALUE_SWAP:
         return swapped(sql, prior.value, catalog), "the previous statement, another value"
     raise FollowUpError(f"{prior.relation.value} does not edit the statement")

@@ -110,12 +110,14 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_spider_v3",
         "conversations_spider_v4",
         "conversations_spider_v5",
+        "conversations_spider_v6",
     ]
     assert [p.stem for p in scripts_for(Path("sql"))] == [
         "conversations_defog",
         "conversations_defog_v2",
         "conversations_defog_v3",
         "conversations_defog_v4",
+        "conversations_defog_v5",
     ]
     # a dev set named after its folder: its study script, then its blind one
     assert [p.stem for p in scripts_for(Path("sql-unseen"))] == [

@@ -52,6 +52,9 @@ EXPENSIVE = PriorTurn(
         (PER_VISITOR, "who bought the most?", False),
         (PER_VISITOR, "only the biggest buyer", False),
         (PER_VISITOR, "just the smallest visitor", True),
+        # the superlative after "with" (s61): the same one row
+        (PER_CONCERT, "just the one with the most", False),
+        (PER_CONCERT, "only the concert with the fewest singers", True),
     ],
 )
 def test_one_group_asked_for_by_its_measure_is_the_breakdowns_first_row(
@@ -71,6 +74,8 @@ def test_one_group_asked_for_by_its_measure_is_the_breakdowns_first_row(
         (PER_CONCERT, "which singer had the most concerts?"),
         (PER_VISITOR, "which museum had the most?"),
         (PER_VISITOR, "only the biggest museum"),
+        (PER_VISITOR, "just the museum with the most"),
+        (PER_CONCERT, "only the one with the most awards"),
         # a measure the earlier question never said
         (PER_CONCERT, "which one had the most awards?"),
         # no breakdown to rank: a list, or a ranking cut already

@@ -222,3 +222,62 @@ def test_a_code_of_something_the_row_has_does_not_name_the_row() -> None:
     # the row's own code names it
     airports = linked_statement("List the airports.", DEALER, TODAY)
     assert "airport_code" in {e.alias_or_name for e in airports.expressions}
+
+
+GALLERIES = Catalog(
+    "galleries",
+    (
+        TableInfo(
+            "public",
+            "museum",
+            row_estimate=8,
+            columns=(
+                col("museum_id"),
+                col("name", "text", ("Plaza Museum", "RiverPark Museum")),
+                col("num_of_staff"),
+                col("open_year"),
+                col("city_id"),
+            ),
+            primary_key=("museum_id",),
+            # a thing of its own that refers to another: its count stays its own
+            foreign_keys=(_fk("city_id", "city", "city_id"),),
+        ),
+        TableInfo(
+            "public",
+            "city",
+            row_estimate=5,
+            columns=(col("city_id"), col("city_name", "text", ("Louisville",))),
+            primary_key=("city_id",),
+        ),
+        TableInfo(
+            "public",
+            "visit",
+            row_estimate=30,
+            columns=(col("museum_id"), col("num_of_ticket"), col("total_spent", "real")),
+            foreign_keys=(_fk("museum_id", "museum", "museum_id"),),
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many tickets were bought?",
+        "How many tickets were bought at museums that opened after 2009?",
+    ],
+)
+def test_how_many_of_a_count_the_event_rows_store_is_their_sum(question: str) -> None:
+    # tickets stored as a count per visit, asked "how many" with no grouping: one total
+    # (issue 45, s61), not each visit's count listed as if it were the answer
+    tree = linked_statement(question, GALLERIES, TODAY)
+    assert _aggregates(tree) == {"SUM": {"num_of_ticket"}}
+    assert not _grouped_by(tree)
+
+
+def test_how_many_of_a_things_own_count_stays_that_things_number() -> None:
+    # the museum's own count of staff: a named thing holds it per row, though the museum
+    # refers to its city as the visits refer to the museum
+    tree = linked_statement("How many staff does Plaza Museum have?", GALLERIES, TODAY)
+    assert not _aggregates(tree)
+    assert "num_of_staff" in {c.name for c in tree.expressions[0].find_all(exp.Column)}

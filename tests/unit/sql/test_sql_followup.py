@@ -351,6 +351,106 @@ def test_regroup_uses_joins_the_catalog_inferred_without_declared_keys():
     assert "JOIN public.regions" in regrouped("SELECT COUNT(*) FROM customers", "region", catalog)
 
 
+def _chain(declared: bool) -> Catalog:
+    """cars → makers → countries → continents, a maker's ``country`` and a country's
+    ``continent`` holding the next table's key: declared, or joins the catalog inferred."""
+    continents = TableInfo(
+        "public", "continents",
+        columns=(ColumnInfo("contid", "integer", False), ColumnInfo("continent", "text", False)),
+        primary_key=("contid",),
+    )  # fmt: skip
+    countries = TableInfo(
+        "public", "countries",
+        columns=(ColumnInfo("countryid", "integer", False),
+                 ColumnInfo("countryname", "text", False),
+                 ColumnInfo("continent", "integer", False)),
+        primary_key=("countryid",),
+        foreign_keys=(ForeignKeyInfo(("continent",), "public.continents", ("contid",)),)
+        if declared else (),
+    )  # fmt: skip
+    makers = TableInfo(
+        "public", "car_makers",
+        columns=(ColumnInfo("id", "integer", False), ColumnInfo("maker", "text", False),
+                 ColumnInfo("country", "integer", False)),
+        primary_key=("id",),
+        foreign_keys=(ForeignKeyInfo(("country",), "public.countries", ("countryid",)),)
+        if declared else (),
+    )  # fmt: skip
+    cars = TableInfo(
+        "public", "cars",
+        columns=(ColumnInfo("id", "integer", False), ColumnInfo("maker", "integer", False),
+                 ColumnInfo("weight", "integer", False)),
+        primary_key=("id",),
+        foreign_keys=(ForeignKeyInfo(("maker",), "public.car_makers", ("id",)),),
+    )  # fmt: skip
+    joins = () if declared else (
+        JoinInfo("public.car_makers", ("country",), "public.countries", ("countryid",),
+                 JoinOrigin.INFERRED),
+        JoinInfo("public.countries", ("continent",), "public.continents", ("contid",),
+                 JoinOrigin.INFERRED),
+    )  # fmt: skip
+    return Catalog("cars", (cars, makers, countries, continents), joins=joins)
+
+
+PER_MAKER = (
+    "SELECT m.maker, COUNT(*) AS count FROM cars AS c JOIN car_makers AS m ON m.id = c.maker "
+    "GROUP BY m.maker"
+)
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_regroup_by_a_column_holding_another_tables_key_groups_by_that_table(declared: bool):
+    # "and per country instead?" after cars per maker: the countries by name, never the
+    # key numbers the makers' ``country`` column holds (issue 45, s61)
+    catalog = _chain(declared)
+    by_country = regrouped(PER_MAKER, "country", catalog)
+    assert_same_sql(
+        by_country,
+        "SELECT grouped.countryid, grouped.countryname, COUNT(*) AS count FROM cars AS c "
+        "JOIN car_makers AS m ON m.id = c.maker JOIN public.countries AS grouped "
+        "ON grouped.countryid = m.country GROUP BY grouped.countryname, grouped.countryid",
+    )
+    # a second step along the chain joins the next table under a name of its own
+    assert_same_sql(
+        regrouped(by_country, "continent", catalog),
+        "SELECT grouped2.continent, COUNT(*) AS count FROM cars AS c "
+        "JOIN car_makers AS m ON m.id = c.maker JOIN public.countries AS grouped "
+        "ON grouped.countryid = m.country JOIN public.continents AS grouped2 "
+        "ON grouped2.contid = grouped.continent GROUP BY grouped2.continent",
+    )
+
+
+def test_regroup_by_the_words_of_a_key_groups_by_the_row_it_refers_to():
+    # "per support rep instead" names ``support_rep_id`` (its "id" unsaid), which refers
+    # to an employee: the employees by name and key, though no table is called "support
+    # rep" (issue 45, s61)
+    employees = TableInfo(
+        "public", "employees",
+        columns=(ColumnInfo("employee_id", "integer", False),
+                 ColumnInfo("first_name", "text", False), ColumnInfo("last_name", "text", False)),
+        primary_key=("employee_id",),
+    )  # fmt: skip
+    clients = TableInfo(
+        "public", "clients",
+        columns=(ColumnInfo("client_id", "integer", False), ColumnInfo("city", "text", False),
+                 ColumnInfo("support_rep_id", "integer", True)),
+        primary_key=("client_id",),
+        foreign_keys=(ForeignKeyInfo(("support_rep_id",), "public.employees", ("employee_id",)),),
+    )  # fmt: skip
+    catalog = Catalog("store", (clients, employees))
+    per_city = "SELECT c.city, COUNT(*) AS n FROM clients AS c GROUP BY c.city"
+    assert_same_sql(
+        regrouped(per_city, "support rep", catalog),
+        "SELECT grouped.employee_id, grouped.first_name, grouped.last_name, COUNT(*) AS n "
+        "FROM clients AS c JOIN public.employees AS grouped "
+        "ON grouped.employee_id = c.support_rep_id "
+        "GROUP BY grouped.first_name, grouped.last_name, grouped.employee_id",
+    )
+    # words that spell only part of the key name nothing
+    with pytest.raises(FollowUpError):
+        regrouped(per_city, "support", catalog)
+
+
 def test_regroup_by_words_no_column_spells_is_refused():
     with pytest.raises(FollowUpError, match="no column"):
         regrouped(BY_COUNTRY, "weather", CATALOG)
@@ -393,6 +493,49 @@ def test_edited_dispatches_on_the_relation():
     assert "c.state" in edited(BY_COUNTRY, regroup, CATALOG)[0]
     with pytest.raises(FollowUpError):
         edited(TOP_SPENDERS, Prior(TOP_SPENDERS, Relation.RESULT_SET), CATALOG)
+
+
+def test_a_regroup_by_a_stored_value_of_a_compared_column_swaps_the_value():
+    # "and by refunded?" names no column but a value the compared status stores: "by"
+    # said whose rows, not how to group them (issue 45, s61) ...
+    by_value = Prior(BY_COUNTRY, Relation.REGROUP, dimension="refunded")
+    assert_same_sql(
+        edited(BY_COUNTRY, by_value, CATALOG)[0], BY_COUNTRY.replace("cancelled", "refunded")
+    )
+    # ... while words that name neither a column nor a compared value stay refused, and
+    # a grouping added beside stays a grouping
+    with pytest.raises(FollowUpError, match="no column"):
+        edited(BY_COUNTRY, Prior(BY_COUNTRY, Relation.REGROUP, dimension="Germany"), CATALOG)
+    added = Prior(BY_COUNTRY, Relation.REGROUP, dimension="refunded", add=True)
+    with pytest.raises(FollowUpError, match="no column"):
+        edited(BY_COUNTRY, added, CATALOG)
+
+
+def test_a_full_name_swaps_the_first_and_the_last_name_together():
+    # "and by John Doe?" after Jane Smith's sales: 'John' is a stored first name and
+    # 'Doe', the words a shorter form would drop, the compared last name's value:
+    # swapping the first name alone answered for John Smith (issue 45, s61)
+    people = TableInfo(
+        "public", "salespersons",
+        columns=(ColumnInfo("id", "integer", False),
+                 ColumnInfo("first_name", "text", False, sample_values=("Jane", "John")),
+                 ColumnInfo("last_name", "text", False, sample_values=("Doe", "Smith"))),
+        primary_key=("id",),
+    )  # fmt: skip
+    catalog = Catalog("shop", (people,))
+    jane = (
+        "SELECT COUNT(*) FROM salespersons AS s "
+        "WHERE s.first_name = 'Jane' AND s.last_name = 'Smith'"
+    )
+    john_doe = jane.replace("Jane", "John").replace("Smith", "Doe")
+    for prior in (
+        Prior(jane, Relation.VALUE_SWAP, value="John Doe"),
+        Prior(jane, Relation.REGROUP, dimension="John Doe"),
+    ):
+        # both names swapped, each into the column that stores it
+        assert_same_sql(edited(jane, prior, catalog)[0], john_doe)
+    # one name said alone is still swapped
+    assert_same_sql(swapped(jane, "John", catalog), jane.replace("Jane", "John"))
 
 
 def test_regroup_prefers_the_named_table_to_a_column_named_in_part():

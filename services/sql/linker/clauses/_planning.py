@@ -423,7 +423,9 @@ def _add_item(
             plan.dims += [Dim(c) for c in cols]
         return
     col = resolve.column(item.mentions)
-    if not item.func and _summed_per_group(ctx, resolve.read, col):
+    if not item.func and (
+        _summed_per_group(ctx, resolve.read, col) or _summed_over_rows(ctx, resolve.read, col)
+    ):
         plan.measures.append(Measure("SUM", col=col, label=col.column.name))
         return
     if item.func == "COUNT_DISTINCT":
@@ -452,6 +454,28 @@ def _summed_per_group(ctx: LinkContext, read: Read, col: Col) -> bool:
         e.child == col.table.qualified and e.parent in grouped
         for e in ctx.graph.edges_of(col.table.qualified)
     )
+
+
+def _summed_over_rows(ctx: LinkContext, read: Read, col: Col) -> bool:
+    """ "How many tickets were bought at museums that opened after 2009?", no grouping:
+    the count the rows store, added up over the rows asked about, one number, as a
+    "how many" question asks. Listed, the answer was one visit's tickets per row. Only a
+    column whose name says it counts, in a table whose rows refer to others (the record
+    of an event, no named thing of its own: "how many staff does Plaza Museum have?" or
+    "how many rooms does each of them have?" stays each row's own number)."""
+    if read.kind != "count" or read.groups or not is_number(col.column.data_type):
+        return False
+    if not measure_name(col.column.name):
+        return False
+    table = col.table
+    named = any(
+        {"name", "title"} & set(ctx.vocab.column_words[(table.qualified, c.name)])
+        for c in table.columns
+        if not is_number(c.data_type)
+    )
+    if len(table.primary_key) == 1 and named:
+        return False  # a thing of its own, named by its rows (a property's room count)
+    return any(e.child == table.qualified for e in ctx.graph.edges_of(table.qualified))
 
 
 def _attributes_only(ctx: LinkContext, plan: Plan, entity: TableInfo) -> bool:
