@@ -75,3 +75,16 @@ def test_the_key_stays_where_it_tells_groups_apart_or_is_asked_for():
     assert "museum_id" in _shown(grouped)
     asked = linked_statement("List the ids and names of all museums.", MUSEUMS, TODAY)
     assert _shown(asked)[:2] == ["museum_id", "name"]
+
+
+def test_a_text_key_and_a_key_beside_stated_names_stay():
+    """An airport's ``faa`` is what airports are said by, not a row number; and "the
+    museums called Plaza Museum" states the names, so the key is what the answer shows."""
+    from tests.unit.sql.flights import FLIGHTS
+
+    airports = linked_statement(
+        "Which airports are in the America/Chicago time zone?", FLIGHTS, TODAY
+    )
+    assert _shown(airports)[:2] == ["faa", "name"]
+    called = linked_statement("Which museums are called Plaza Museum?", MUSEUMS, TODAY)
+    assert _shown(called) == ["museum_id", "name"]
