@@ -29,6 +29,7 @@ from services.sql.linker._plan import (
     table_sql,
 )
 from services.sql.linker._terms import render_sql
+from services.sql.linker._unasked import without_unasked_keys
 from services.sql.linker._vocabulary import Col
 from services.sql.results import with_deciding
 from services.sql.words import (
@@ -44,6 +45,7 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
             tables.append(t)
 
     show_elided_count(ctx, plan)
+    without_unasked_keys(plan)
     counted = [m.table for m in plan.measures if m.func in ("COUNT", "COUNT_DISTINCT") and m.table]
     counted += [h[0].table for h in plan.having if h[0].table is not None]
     if (

@@ -19,6 +19,7 @@ from services.sql.linker._measures import AGG_WORDS, read_arith, read_measure, r
 from services.sql.linker._plan import BE, Dim, Measure, is_key, only_table
 from services.sql.linker._reading import GENERIC, clean_item, cut_relative, split_items
 from services.sql.linker._terms import without_conditions
+from services.sql.linker._unasked import naming_number
 from services.sql.linker._vocabulary import Col
 from services.sql.words import (
     GRAMMAR_WORDS,
@@ -221,7 +222,9 @@ def read_item(ctx: LinkContext, phrase: str) -> list[Dim | Measure] | None:
         return shown_for(ctx, col, words)
     if table_hits:
         table = table_hits[0][0]
-        return [Dim(c) for c in label_columns(ctx, table)]
+        # a row number read as what names the row: shown by the label rule (``_unasked``);
+        # a text key (an airport's ``faa``) is a value the rows are said by, kept
+        return [Dim(c, naming_key=naming_number(c)) for c in label_columns(ctx, table)]
     return None
 
 

@@ -82,6 +82,9 @@ class Dim:
     col: Col
     grain: str = ""
     pending: bool = False  # a time grain whose date column is not chosen yet
+    # the table's key read as what names its rows ("which museums"), not asked for by
+    # the words: a listing shows it by the label rule, not by the wording (``_unasked``)
+    naming_key: bool = False
 
 
 @dataclass

@@ -15,7 +15,11 @@ joins say only which rows of the first table are listed: a semi-join. Written as
 on either path, the answer is the same statement shape and the same columns:
 
     SELECT t0.name FROM museum AS t0
-    WHERE EXISTS (SELECT 1 FROM visit AS t1 WHERE t1.museum_id = t0.museum_id)
+    WHERE EXISTS (SELECT 1 FROM visit AS sj1 WHERE sj1.museum_id = t0.museum_id)
+
+The sub-query's tables are named by the rewrite (``sj1``, …), whatever the statement
+called them: the mark by which a follow-up knows an EXISTS this rewrite wrote
+(:func:`joined`) from one it composed itself.
 
 Only where the rewrite keeps the rows: a DISTINCT that only undoes its joins' repeats
 (``_labels.distinct_through_joins``) and whose rows are told apart by the table's key
@@ -35,6 +39,7 @@ question asked outright is written, so both paths answer in one shape.
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -49,8 +54,12 @@ from services.sql.results._labels import (
 from services.sql.results._select import edited, own_tables
 from services.sql.tree import conjuncts
 
-# the aliases the linker gives the tables it composes (a follow-up's are ``f_t1``, …)
-_LINKED = re.compile(r"^t\d+$")
+# The aliases the rewrite gives the tables of the sub-query it writes, whatever the
+# statement called them (the linker's ``t1``, a follow-up's ``f_t1``, the joins
+# :func:`joined` read back): the mark by which :func:`joined` knows its own EXISTS. An
+# EXISTS another writer composed (a follow-up's narrowing, a NOT EXISTS) is not one.
+OWN_PREFIX = "sj"
+_OWN = re.compile(rf"^{OWN_PREFIX}\d+$")
 
 
 def _aliases(node: exp.Expr) -> set[str]:
@@ -141,6 +150,39 @@ def _grouped_by_rows(select: exp.Select, alias: str, key: tuple[str, ...]) -> bo
     return all(_existence(test, joins) for test in conjuncts(having.this))
 
 
+def _own_names(
+    select: exp.Select, tables: list[exp.Table], conditions: list[exp.Expr]
+) -> dict[str, str] | None:
+    """The rewrite's own alias for each table moved into its sub-query (``sj1``, …, in
+    the joins' order); None where a name is taken already (a table of the statement, or
+    one a sub-query of a moved condition declares: renaming its columns would reach
+    into that sub-query's own scope)."""
+    names = {t.alias_or_name.lower(): f"{OWN_PREFIX}{n}" for n, t in enumerate(tables, 1)}
+    taken = {t.alias_or_name.lower() for t in select.find_all(exp.Table)} - set(names)
+    if set(names.values()) & taken:
+        return None
+    for condition in conditions:
+        for query in condition.find_all(exp.Select):
+            if {t.alias_or_name.lower() for t in query.find_all(exp.Table)} & set(names):
+                return None
+    return names
+
+
+_Node = TypeVar("_Node", bound=exp.Expr)
+
+
+def _renamed(node: _Node, names: dict[str, str]) -> _Node:
+    """A copy of ``node`` with the tables and columns of ``names`` called by their new
+    aliases."""
+    node = node.copy()
+    if isinstance(node, exp.Table) and node.alias_or_name.lower() in names:
+        node.set("alias", exp.TableAlias(this=exp.to_identifier(names[node.alias_or_name.lower()])))
+    for column in node.find_all(exp.Column):
+        if column.table.lower() in names:
+            column.set("table", exp.to_identifier(names[column.table.lower()]))
+    return node
+
+
 def semi_join(select: exp.Select, catalog: Catalog) -> bool:
     """``select`` with its restricting joins written as ``EXISTS`` (in place); whether it
     was rewritten. See the module's docstring for which statements are."""
@@ -224,6 +266,12 @@ def semi_join(select: exp.Select, catalog: Catalog) -> bool:
         if "" in used:
             return False  # a column whose table is not said: which side it is on is not known
         (within if used & joined else outside).append(condition)
+    renames = _own_names(select, [t for t, _ in inner], [*correlated, *within])
+    if renames is None:
+        return False
+    inner = [(_renamed(t, renames), [_renamed(p, renames) for p in on]) for t, on in inner]
+    correlated = [_renamed(p, renames) for p in correlated]
+    within = [_renamed(c, renames) for c in within]
     sub = exp.Select(expressions=[exp.Literal.number(1)])
     first, first_on = inner[0]
     sub.set("from_", exp.From(this=first.copy()))
@@ -278,8 +326,8 @@ def _joined(select: exp.Select, catalog: Catalog) -> bool:
     ):
         return False
     aliases = [t.alias_or_name.lower() for t in tables if t is not None]
-    if alias in aliases or not all(_LINKED.match(a) for a in aliases):
-        return False  # not the linker's tables: a follow-up's own semi-join stays one
+    if alias in aliases or not all(_OWN.match(a) for a in aliases):
+        return False  # not the rewrite's own: a follow-up's own semi-join stays one
     rest: list[exp.Expr] = []
     for test in conjuncts(sub.args["where"].this):
         used = _aliases(test)
@@ -290,12 +338,22 @@ def _joined(select: exp.Select, catalog: Catalog) -> bool:
             rest.append(test)
     if any(not on for on in ons):
         return False
+    # the joined tables called as the linker calls them (``sj1`` → ``t1``), where those
+    # names are free: the joins as composed
+    outer = {t.alias_or_name.lower() for t in select.find_all(exp.Table)} - set(aliases)
+    names = {a: f"t{a[len(OWN_PREFIX) :]}" for a in aliases}
+    if set(names.values()) & outer or any(
+        {t.alias_or_name.lower() for t in q.find_all(exp.Table)} & set(names)
+        for test in rest
+        for q in test.find_all(exp.Select)
+    ):
+        names = {}
     joins = [
-        exp.Join(this=t.copy(), on=_and([p.copy() for p in on]))
+        exp.Join(this=_renamed(t, names), on=_and([_renamed(p, names) for p in on]))
         for t, on in zip(tables, ons, strict=True)
         if t is not None
     ]
-    kept = [p.copy() for p in parts if p is not found[0]] + [p.copy() for p in rest]
+    kept = [p.copy() for p in parts if p is not found[0]] + [_renamed(p, names) for p in rest]
     select.set("joins", joins)
     select.set("where", exp.Where(this=_and(kept)) if kept else None)
     if any(repeats(j, own_tables(select, catalog)) for j in joins):

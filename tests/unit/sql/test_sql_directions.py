@@ -72,7 +72,7 @@ def test_rows_listed_through_referring_rows_along_the_direction_said_are_each_li
         check=verify_statement,
     ).link()
     sql = " ".join(linked.sql.split())
-    assert "= t1.dest" in sql  # the direction said, not the first reference
+    assert "= sj1.dest" in sql  # the direction said, not the first reference
     # an airline once, not once per flight: the airlines having such a flight
     assert sql.startswith("SELECT t0.name AS name FROM public.airlines AS t0 WHERE EXISTS")
 

@@ -205,7 +205,7 @@ def test_stored_values_link_to_the_column_that_holds_them() -> None:
     )
     # the customers having such a transaction, each once (an EXISTS: results.with_semijoins)
     assert sql.startswith("SELECT t0.sbcustid") and "WHERE EXISTS(SELECT 1 FROM" in sql
-    assert "t1.sbtxtype = 'buy'" in sql
+    assert "sj1.sbtxtype = 'buy'" in sql
 
 
 def test_without_any_is_an_anti_join() -> None:
@@ -479,9 +479,9 @@ def test_top_categories_by_product_count_group_and_join() -> None:
 
 def test_a_value_is_matched_in_the_column_that_holds_it_through_the_linking_table() -> None:
     sql = _sql("Which suppliers sell products in the category 'Garden'?", SHOP)
-    assert "EXISTS(SELECT 1 FROM public.supplies AS t1 JOIN public.product AS t2" in sql
-    assert "ON t2.pid = t1.pid" in sql and "WHERE t1.sid = t0.sid" in sql
-    assert "t3.name = 'Garden'" in sql and "ILIKE" not in sql
+    assert "EXISTS(SELECT 1 FROM public.supplies AS sj1 JOIN public.product AS sj2" in sql
+    assert "ON sj2.pid = sj1.pid" in sql and "WHERE sj1.sid = t0.sid" in sql
+    assert "sj3.name = 'Garden'" in sql and "ILIKE" not in sql
 
 
 def test_each_year_groups_by_the_year_without_inventing_filters() -> None:
@@ -971,7 +971,7 @@ def test_a_comparative_reaches_the_row_the_entity_refers_to() -> None:
 
 def test_a_column_called_the_word_comes_before_one_that_contains_it() -> None:
     sql = _sql("What are the names of the singers who performed in a concert in 2014?", TRAVEL)
-    assert sql.endswith("AND t2.year = 2014)") and "song_release_year" not in sql
+    assert sql.endswith("AND sj2.year = 2014)") and "song_release_year" not in sql
 
 
 def test_counts_per_named_row_of_another_table_group_by_its_key_too() -> None:
@@ -1338,7 +1338,7 @@ def test_a_last_name_is_the_column_a_schema_shortens_it_to() -> None:
     sql = _sql("What is the id of the pet owned by the student whose last name is 'Smith'?",
                OWNERS)  # fmt: skip
     assert sql.startswith("SELECT t0.petid AS petid FROM public.pets AS t0 WHERE EXISTS")
-    assert sql.endswith("AND t2.lname = 'Smith')")
+    assert sql.endswith("AND sj2.lname = 'Smith')")
 
 
 def test_a_condition_said_of_the_previous_ones_row_is_on_its_table() -> None:
@@ -1470,7 +1470,7 @@ def test_an_irregular_past_form_relates_rows_as_an_ed_form_does() -> None:
     per pilot (the pilots having such a plane, ``results.with_semijoins``)."""
     assert _sql("Which pilots flew the A320?", PILOTS) == (
         "SELECT t0.name AS name FROM public.pilot AS t0 WHERE EXISTS(SELECT 1 FROM "
-        "public.plane AS t1 WHERE t1.pilot_id = t0.pilot_id AND t1.model = 'A320')"
+        "public.plane AS sj1 WHERE sj1.pilot_id = t0.pilot_id AND sj1.model = 'A320')"
     )
     assert "NOT EXISTS" in _sql("What are the names of pilots who never flew a plane?", PILOTS)
 

@@ -119,7 +119,7 @@ def test_proper_names_from_the_value_index(view):
     statement = sql("List the contacts at Cobalt Academy", view)
     # the contacts whose company is that one (one company each: written as having it)
     assert "EXISTS(SELECT 1 FROM public.companies" in statement
-    assert "t1.name = 'Cobalt Academy'" in statement
+    assert "sj1.name = 'Cobalt Academy'" in statement
     owner = sql("Who is the account owner of Kingsley Logistics?", view)
     # a reference shows the row it points to by name, not its key (each owner once: the
     # owners are listed through the companies that refer to them)

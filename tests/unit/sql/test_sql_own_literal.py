@@ -58,7 +58,7 @@ def test_a_value_the_shown_column_also_holds_is_placed_on_the_other_column() -> 
     # 'guinness'; the brewer that holds it is the one meant, as for 'heineken'
     for brewer in ("guinness", "heineken"):
         sql = _sql(f"Which beers does {brewer} brew?")
-        assert f"t1.brewer = '{brewer}'" in sql
+        assert f"sj1.brewer = '{brewer}'" in sql
         assert "t0.beer =" not in sql
 
 

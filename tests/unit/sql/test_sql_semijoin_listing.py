@@ -23,8 +23,8 @@ _THROUGH = (
     "JOIN public.course AS t2 ON t2.course_id = t1.course_id"
 )
 _HAVING = (
-    "EXISTS (SELECT 1 FROM public.course_arrange AS t1 JOIN public.course AS t2 "
-    "ON t2.course_id = t1.course_id WHERE t1.teacher_id = t0.teacher_id AND t2.course = 'Music')"
+    "EXISTS (SELECT 1 FROM public.course_arrange AS sj1 JOIN public.course AS sj2 ON "
+    "sj2.course_id = sj1.course_id WHERE sj1.teacher_id = t0.teacher_id AND sj2.course = 'Music')"
 )
 
 
@@ -49,7 +49,7 @@ def test_groups_kept_for_having_at_least_one_row_are_the_rows_having_a_match():
     assert_same_sql(
         with_semijoins(sql, TEACHING),
         "SELECT t0.name AS name FROM public.teacher AS t0 WHERE EXISTS (SELECT 1 FROM "
-        "public.course_arrange AS t1 WHERE t1.teacher_id = t0.teacher_id)",
+        "public.course_arrange AS sj1 WHERE sj1.teacher_id = t0.teacher_id)",
     )
 
 
@@ -75,8 +75,8 @@ def test_joins_to_what_each_row_references_are_a_match_too():
     )
     assert_same_sql(
         with_semijoins(sql, VENUES),
-        "SELECT t0.year AS year FROM concert AS t0 WHERE EXISTS (SELECT 1 FROM stadium AS t1 "
-        "WHERE t1.stadium_id = t0.stadium_id AND t1.capacity > 5000)",
+        "SELECT t0.year AS year FROM concert AS t0 WHERE EXISTS (SELECT 1 FROM stadium AS sj1 "
+        "WHERE sj1.stadium_id = t0.stadium_id AND sj1.capacity > 5000)",
     )
 
 
@@ -116,7 +116,7 @@ def test_statements_the_joined_tables_shape_are_left_as_composed(sql):
 async def test_a_follow_up_places_the_written_semi_join_as_it_placed_the_join():
     """The follow-up path links its words with the same linker: "with a concert" now
     comes back written as an EXISTS and is placed on the earlier statement as the joined
-    reading was."""
+    reading was (its tables named as the rewrite names them)."""
     from tests.unit.sql.test_sql_followup_conditions import Linker
     from tests.unit.sql.test_sql_followup_semijoin import STADIUMS, _filtered
 
@@ -124,7 +124,7 @@ async def test_a_follow_up_places_the_written_semi_join_as_it_placed_the_join():
     assert sqlglot.parse_one(written).find(exp.Exists) is not None
     got = await _filtered(STADIUMS, "with a concert", Linker({"stadium": written}))
     joined = await _filtered(STADIUMS, "with a concert", Linker({"stadium": JOINED}))
-    assert_same_sql(got, joined)
+    assert_same_sql(got.replace("f_sj", "f_t"), joined)
 
 
 @pytest.mark.parametrize(
@@ -177,3 +177,28 @@ def test_a_follow_up_built_on_the_joins_is_written_as_the_question_asked_outrigh
     listed = f"SELECT DISTINCT t0.teacher_id AS teacher_id, t0.name AS name {_THROUGH}"
     got = sqlglot.parse_one(as_asked(listed, keyed, TEACHING))
     assert [e.alias_or_name for e in got.expressions] == ["teacher_id", "name"]
+
+
+def test_the_rewrite_marks_its_own_exists_whatever_the_statement_called_its_tables():
+    """``joined`` reads back only an EXISTS the rewrite wrote, known by the names the
+    rewrite gives its sub-query's tables, not by the linker's ``t1``, ``t2``: a statement
+    whose joins are called otherwise (a follow-up's, a caller's) is read back all the
+    same, and an EXISTS over ``t1`` another writer composed stays as written."""
+    sql = (
+        "SELECT DISTINCT c.name AS name FROM public.teacher AS c JOIN public.course_arrange "
+        "AS a ON a.teacher_id = c.teacher_id JOIN public.course AS k ON k.course_id = a.course_id "
+        "WHERE k.course = 'Music'"
+    )
+    written = with_semijoins(sql, TEACHING)
+    inner = sqlglot.parse_one(written).find(exp.Exists)
+    assert inner is not None
+    named = {t.alias_or_name for t in inner.find_all(exp.Table)}
+    assert named and not named & {"a", "k"}
+    back = sqlglot.parse_one(joined(written, TEACHING))
+    assert back.find(exp.Exists) is None and len(back.args["joins"]) == 2
+    assert "'Music'" in back.sql()
+    composed = (
+        "SELECT t0.name AS name FROM public.teacher AS t0 WHERE EXISTS (SELECT 1 FROM "
+        "public.course_arrange AS t1 WHERE t1.teacher_id = t0.teacher_id)"
+    )
+    assert joined(composed, TEACHING) == composed

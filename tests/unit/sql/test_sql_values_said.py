@@ -275,7 +275,7 @@ SCHOOL = Catalog(
 def test_a_column_then_a_number_ending_the_question_is_a_condition() -> None:
     # "grade 1" names the rows whose grade is 1, as "in grade 1" does
     tree = linked_statement("Which instructors instruct grade 1?", SCHOOL, TODAY)
-    assert _where(tree).endswith("WHERE t1.instructor_id = t0.instructor_id AND t1.grade = 1)")
+    assert _where(tree).endswith("WHERE sj1.instructor_id = t0.instructor_id AND sj1.grade = 1)")
     assert "grade" not in [e.alias_or_name for e in tree.expressions]
 
 
