@@ -23,6 +23,7 @@ from services.sql.linker._references import reference_named
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses import PREPOSITIONS
 from services.sql.words import (
+    IRREGULAR_PARTICIPLES,
     STOP_WORDS,
     stem,
 )
@@ -77,7 +78,7 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
         if (
             m.group(0).startswith("by")
             and before
-            and (before[-1] in PARTICIPLES or re.fullmatch(r"[a-z]{3,}ed", before[-1]))
+            and (before[-1] in IRREGULAR_PARTICIPLES or re.fullmatch(r"[a-z]{3,}ed", before[-1]))
         ):
             continue  # "made by customers" names who did it, not a grouping
         each_last = re.match(
@@ -332,24 +333,3 @@ def many_of(ctx: LinkContext, table: TableInfo, plan: Plan) -> bool:
             return False
         here = edge.parent
     return True
-
-
-PARTICIPLES = frozenset(
-    [
-        "made",
-        "sent",
-        "sold",
-        "bought",
-        "paid",
-        "done",
-        "given",
-        "taken",
-        "written",
-        "placed",
-        "owned",
-        "held",
-        "run",
-        "led",
-        "kept",
-    ]
-)
