@@ -79,8 +79,11 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
             m.group(0).startswith("by")
             and before
             and (before[-1] in IRREGULAR_PARTICIPLES or re.fullmatch(r"[a-z]{3,}ed", before[-1]))
+            and not re.match(r"(?:each|every)\b", phrase)
         ):
-            continue  # "made by customers" names who did it, not a grouping
+            # "made by customers" names who did it, not a grouping; "spent by each
+            # customer" still asks for one value per customer
+            continue
         each_last = re.match(
             r"(?:last|past|previous)\s+(?:\d+\s+)?(?:calendar\s+)?(day|week|month|quarter|year)s?\b",
             phrase,

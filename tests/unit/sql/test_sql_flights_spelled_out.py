@@ -93,8 +93,34 @@ def test_flown_by_names_who_flew_not_a_grouping(question: str, condition: str) -
     assert "GROUP BY" not in sql
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        # the list-oriented reader's own grouping ("by flights" read as one per flight)
+        "What was the total distance flown by flights of United Air Lines Inc.?",
+        "What was the total distance flown by flights from LGA to DEN in June 2013?",
+    ],
+)
+def test_flown_by_is_no_grouping_in_the_list_oriented_reader(question: str) -> None:
+    """The reader that groups had its own shorter list of participles, without
+    "flown": refused before ("asks for one value, the statement computes one per
+    group")."""
+    assert "GROUP BY" not in _sql(question)
+
+
 def test_by_after_a_noun_still_groups() -> None:
     assert "GROUP BY" in _sql("What was the total distance of flights from LGA by carrier?")
+
+
+def test_by_each_after_a_participle_still_groups() -> None:
+    """ "flown by each carrier" asks for one value per carrier: the agent's "each"
+    groups (with "flown" read as a passive alone, a Chinook blind right was lost)."""
+    for question in (
+        "What was the total distance flown by each carrier from LGA?",
+        # a month and its year: read by the list-oriented reader, where "flown" is new
+        "What was the total distance flown by each carrier from LGA in June 2013?",
+    ):
+        assert "GROUP BY t0.carrier" in _sql(question)
 
 
 def test_a_month_list_bounds_the_stored_month_in_the_clause_reader() -> None:
@@ -133,3 +159,37 @@ def test_longer_than_a_duration_is_no_distance() -> None:
     except LinkError:
         return
     assert "distance" not in sql
+
+
+def test_a_negated_value_beside_another_of_its_column_is_no_inequality() -> None:
+    """ "carriers that flew from LGA but not from JFK" is a difference of carriers; one
+    inequality beside the equality (``origin = 'LGA' AND origin <> 'JFK'``) says nothing
+    (a confident wrong the clause reader gave once it read such negations)."""
+    try:
+        sql = _sql("Which carriers flew from LGA but not from JFK?")
+    except LinkError:
+        return
+    assert "<> 'JFK'" not in sql
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many JetBlue Airways flights went from JFK to DEN?",
+        # v4 c15's spelled-out shape, read by the clause reader once "Inc." was found
+        "How many Delta Air Lines Inc. flights went from JFK to DEN in each month?",
+    ],
+)
+def test_a_value_before_the_counted_noun_says_which_rows(question: str) -> None:
+    """ "How many <airline> flights": the flights are counted, not the distinct airlines
+    (``COUNT(DISTINCT carrier)``, one per group: a confident wrong)."""
+    sql = _sql(question)
+    assert "COUNT(*)" in sql
+    assert "DISTINCT" not in sql
+    assert "t0.origin = 'JFK'" in sql
+
+
+def test_a_value_that_is_the_counted_noun_counts_its_own_rows() -> None:
+    sql = _sql("How many Turbo-fan planes are there?")
+    assert "COUNT(*)" in sql
+    assert "t0.engine = 'Turbo-fan'" in sql

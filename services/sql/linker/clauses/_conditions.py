@@ -398,6 +398,16 @@ def negated_value_clause(reading: Reading, read: Read, i: int) -> int | None:
     kept = [m for m in values if m.col is not None and one_per_row(reading.ctx, m.col)]
     if not kept:
         raise Decline("a negated value a row may hold many of")
+    beside = {
+        m.col.key
+        for m in reading.chart.mentions
+        if m.kind == "value" and m.col is not None and not j <= m.start < end
+    }
+    if any(m.col is not None and m.col.key in beside for m in kept):
+        # "carriers that flew from LGA but not from JFK": another value of the column is
+        # said too, so the "not" is said of the carriers (a set difference), not of
+        # each flight, where one inequality beside the equality would change nothing
+        raise Decline("a negated value beside another of its column")
     condition = Condition(i, end, [], "<>", "")
     condition.mentions = kept
     read.conditions.append(condition)
