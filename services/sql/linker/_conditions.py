@@ -22,6 +22,7 @@ from services.sql.linker._lookup import (
     refers_to_rows,
     text_column,
 )
+from services.sql.linker._negated import NOT_BEFORE_VALUE, one_per_row
 from services.sql.linker._plan import (
     Measure,
     Plan,
@@ -505,11 +506,6 @@ def with_counts(ctx: LinkContext, plan: Plan) -> None:
 
 # "not operated by", "not from", "not made by": a "not" before a verb (or none) and the
 # preposition that introduces the value the row does not have
-_NOT_BEFORE_VALUE = re.compile(
-    r"\bnot\s+(?:[a-z]+(?:ed|en|t)\s+)?(?:by|from|in|at|to)\s+(?:the\s+)?$"
-)
-
-
 def negated_values(ctx: LinkContext, plan: Plan) -> None:
     """ "flights not operated by American Airlines Inc.": a stored value said right after
     a negated verb and its preposition is the one value the rows do not have
@@ -525,18 +521,13 @@ def negated_values(ctx: LinkContext, plan: Plan) -> None:
             continue
         value = m.group(1).replace("''", "'").lower()
         at = ctx.low.find(value)
-        if at < 0 or ctx.low.find(value, at + 1) >= 0 or not _NOT_BEFORE_VALUE.search(ctx.low[:at]):
+        if at < 0 or ctx.low.find(value, at + 1) >= 0 or not NOT_BEFORE_VALUE.search(ctx.low[:at]):
             continue
         after = ctx.low[at + len(value) :]
         if re.match(r"\s*(?:,|or\b|and\b|nor\b)", after) or any(
             other.key == col.key for j, (other, _) in enumerate(plan.filters) if j != k
         ):
             continue  # "not from France or Spain": not one inequality
-        rows = next((t for t in ctx.named if t.qualified != col.table.qualified), None)
-        table = col.table.qualified
-        if rows is not None and not any(
-            e.child == rows.qualified and e.parent == table and not e.inferred
-            for e in ctx.graph.edges_of(rows.qualified)
-        ):
+        if not one_per_row(ctx, col):
             continue
         plan.filters[k] = (col, f"{{c}} <> '{m.group(1)}'")

@@ -317,6 +317,10 @@ def _values(vocab: Vocabulary, span: list[Token], i: int, j: int, text: str) -> 
     sportabout (sw)"); a lower-case single word only when it is no function word."""
     written = re.sub(r"\s+", " ", text[span[0].start : span[-1].end]).lower()
     hits = vocab.names.get(written, []) or vocab.names.get(" ".join(t.low for t in span), [])
+    if not hits and text[span[-1].end : span[-1].end + 1] == ".":
+        # "United Air Lines Inc.": a stored value's closing period is the question's
+        # full stop too, and the tokens leave it out
+        hits = vocab.names.get(written + ".", [])
     if not hits and len(span) == 1 and span[0].stem != span[0].low:
         # "cats" for the stored 'cat': a plural of a lower-case stored word
         hits = [(c, v) for c, v in vocab.names.get(span[0].stem, []) if v.islower()]

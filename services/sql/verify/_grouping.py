@@ -14,7 +14,7 @@ import re
 
 from services.sql.linker import GRAINS, LinkContext, LinkError
 from services.sql.verify._facts import StatementFacts, without_quotes
-from services.sql.words import stem
+from services.sql.words import IRREGULAR_PARTICIPLES, stem
 
 _EACH = re.compile(r"\b(?:each|per|for every)\b")
 _DISTINCT = re.compile(r"\b(?:distinct|different|unique)\b")
@@ -42,12 +42,6 @@ _GROUPING = re.compile(
 # past participle names who did it (the passive's agent), not what to group by. The
 # participles that arrange rows ("grouped by", "sorted by", "broken down by") keep it.
 _AGENT_BY = re.compile(r"\b([a-z]+) by\b")
-_IRREGULAR_PARTICIPLES = frozenset(
-    "flown made sold paid held built bought run won led sent spent kept taught caught "
-    "brought done written driven given taken chosen eaten spoken seen shown known drawn "
-    "grown thrown worn born borne begun sung told found lost met hit set put read "
-    "left".split()
-)
 _ARRANGING = re.compile(
     r"(?:group|order|sort|rank|arrang|list|categori[sz]|classifi|bucket|segment|partition|"
     r"aggregat|summari[sz]|organi[sz]|separat|divid|count|total+|tall|cluster|index|key)ed"
@@ -95,7 +89,7 @@ def _grouping(text: str) -> re.Match[str] | None:
     def agent(match: re.Match[str]) -> str:
         word = match.group(1)
         passive = (word.endswith("ed") and not _ARRANGING.fullmatch(word)) or (
-            word in _IRREGULAR_PARTICIPLES
+            word in IRREGULAR_PARTICIPLES
         )
         return f"{word} _" if passive else match.group(0)
 

@@ -15,6 +15,7 @@ from services.sql.words._calendar import (
 )
 from services.sql.words._directions import FROM, TO, name_direction, question_directions
 from services.sql.words._names import said_as_name
+from services.sql.words._participles import IRREGULAR_PARTICIPLES
 from services.sql.words._parts import said_in_part, value_words_said
 from services.sql.words._units import (
     canonical_unit,
@@ -55,6 +56,7 @@ from services.sql.words._words import (
 __all__ = [
     "FROM",
     "GRAMMAR_WORDS",
+    "IRREGULAR_PARTICIPLES",
     "ISO_DATE",
     "MONTHS",
     "SHORT_FORMS",

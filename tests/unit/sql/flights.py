@@ -87,6 +87,9 @@ FLIGHTS = Catalog(
                         "Delta Municipal Airport",
                     ),
                 ),
+                # "longer" begins ``lon``: a column's abbreviation a comparative may say
+                _known("lat", "double precision"),
+                _known("lon", "double precision"),
                 _known("alt"),
                 _known("dst", "text", ("A", "N")),
                 _known("tzone", "text", ("Pacific/Honolulu", "America/Chicago")),

@@ -10,12 +10,15 @@ from services.sql.linker._lookup import refers_to_rows
 from services.sql.linker._mentions import (
     Mention,
 )
+from services.sql.linker._negated import PREPOSITIONS as NEGATED_PREPOSITIONS
+from services.sql.linker._negated import is_participle, one_per_row
 from services.sql.linker._plan import (
     is_key,
 )
 from services.sql.linker.clauses._cues import (
     CLAUSE_START,
     COMPARE,
+    DIMENSION_UNITS,
     DIMENSIONS,
     EXCLUSIONS,
     HAVING,
@@ -35,6 +38,7 @@ from services.sql.linker.clauses._reading import (
     is_year,
     table_first,
 )
+from services.sql.words import canonical_unit, same_measure
 
 
 def _comparison(reading: Reading, i: int) -> tuple[str, int] | None:
@@ -87,6 +91,13 @@ def compare_clause(reading: Reading, read: Read, i: int) -> int | None:
     if number is None:
         return None
     end = j + 1
+    if dimension and unit_after_number(reading.tokens, end):
+        # "longer than 1000 miles": the unit is the number's, of the adjective's measure
+        # (left to the unit check); of another measure ("longer than 3 hours": a
+        # duration) the adjective names no column that holds it
+        if not same_measure(canonical_unit(reading.low(end)), DIMENSION_UNITS[dimension]):
+            raise Decline(f"{reading.low(end)!r} measures no {dimension}")
+        end += 1
     after_tables = reading.longest(end, ("table",))
     after_columns = reading.longest(end, ("column",))
     if (
@@ -361,6 +372,48 @@ def value_clause(reading: Reading, read: Read, i: int) -> int | None:
     else:
         read.ors.append(group)
     return group[-1].end
+
+
+def negated_value_clause(reading: Reading, read: Read, i: int) -> int | None:
+    """ "not operated by American Airlines Inc.": one stored value after "not", a
+    participle and its preposition, is the value the rows do not have (``<>``) where each
+    row has one (``_negated``); read as an absence instead, the phrase ran on and took the
+    next clause's table ("… did each origin airport have?") for the absent rows. A list
+    after it ("not from France or Spain") or a value a row may hold many of is declined,
+    for the list-oriented reader to leave the "not" unapplied and the verifier to refuse."""
+    if reading.low(i) != "not":
+        return None
+    j = i + 1
+    if is_participle(reading.low(j)) and reading.low(j + 1) in NEGATED_PREPOSITIONS:
+        j += 1
+    if reading.low(j) not in NEGATED_PREPOSITIONS:
+        return None
+    j = reading.skip(j + 1, frozenset({"the"}))
+    values = reading.longest(j, ("value",))
+    if not values:
+        return None
+    end = values[0].end
+    if reading.low(end) in ("or", "and", "nor", ","):
+        raise Decline("a negated list of values")
+    kept = [m for m in values if m.col is not None and one_per_row(reading.ctx, m.col)]
+    if not kept:
+        raise Decline("a negated value a row may hold many of")
+    beside = {
+        m.col.key
+        for m in reading.chart.mentions
+        if m.kind == "value" and m.col is not None and not j <= m.start < end
+    }
+    if any(m.col is not None and m.col.key in beside for m in kept):
+        # "carriers that flew from LGA but not from JFK": another value of the column is
+        # said too, so the "not" is said of the carriers (a set difference), not of
+        # each flight, where one inequality beside the equality would change nothing
+        raise Decline("a negated value beside another of its column")
+    condition = Condition(i, end, [], "<>", "")
+    condition.mentions = kept
+    read.conditions.append(condition)
+    reading.use(i, end)
+    reading.ctx.known.update(t.low for t in reading.tokens[i:j])  # read as the inequality
+    return end
 
 
 def absent_clause(reading: Reading, read: Read, i: int) -> int | None:

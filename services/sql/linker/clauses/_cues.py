@@ -90,6 +90,16 @@ DIMENSIONS = {
 }
 
 
+# A dimension said by its adjective and the nouns that name it in a schema: the length of
+# a trip is its distance ("flights longer than 1000 miles": ``distance``); the others
+# are named by their own noun.
+DIMENSION_NOUNS = {"length": ("length", "distance")}
+
+# The measure of each dimension, by one of its units: a unit said after the number
+# must measure the same ("longer than 3 hours" is a duration, no length).
+DIMENSION_UNITS = {"age": "year", "weight": "pound", "height": "foot", "length": "mile"}
+
+
 # Superlative adjectives: the dimension they rank and whether the highest value wins.
 RANKED = {
     "oldest": ("age", True),

@@ -278,6 +278,17 @@ def _counted_kind(reading: Reading, read: Read, i: int) -> int | None:
         return None
     table = values[0].col.table  # type: ignore[union-attr]
     end = values[0].end
+    nouns = reading.longest(end, ("table",))
+    if nouns and nouns[0].table is not None and nouns[0].table is not table:
+        # "How many JetBlue Airways flights": the value says which of the rows the noun
+        # after it names; those are counted (was the distinct airlines, one)
+        counted = nouns[0].table
+        read.items.append(Item("COUNT", end, nouns[0].end, table=counted))
+        read.conditions.append(Condition(i, end, values, "=", ""))
+        read.mention_table(counted)
+        read.entity = read.entity or counted
+        reading.use(i, nouns[0].end)
+        return nouns[0].end
     read.items.append(Item("COUNT", i, end, table=table))
     read.conditions.append(Condition(i, end, values, "=", ""))
     read.mention_table(table)

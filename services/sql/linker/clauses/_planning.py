@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from services.sql.catalog import JoinGraph, TableInfo, is_number
 from services.sql.linker._context import LinkContext
+from services.sql.linker._dates import calendar_part
 from services.sql.linker._mentions import (
     Mention,
 )
@@ -31,7 +32,7 @@ from services.sql.linker._plan import (
     table_sql,
 )
 from services.sql.linker._vocabulary import Col
-from services.sql.linker.clauses._cues import RELATIVE
+from services.sql.linker.clauses._cues import DIMENSION_NOUNS, RELATIVE
 from services.sql.linker.clauses._reading import Condition, Decline, Item, Rank, Read, Reading
 from services.sql.linker.clauses._rows_of import hold_to_rows
 from services.sql.words import measure_name, name_words
@@ -245,16 +246,29 @@ class _Resolver:
         tables += [t for t in self.referenced if t not in tables]
         # a column called just that, of any table in scope, before one that has the word
         # in its name ("concerts in 2014": ``concert.year``, not ``song_release_year``)
-        exact = [Col(t, c) for t in tables for c in t.columns if c.name.lower() == word]
+        nouns = DIMENSION_NOUNS.get(word, (word,))
+        exact = [Col(t, c) for t in tables for c in t.columns if c.name.lower() in nouns]
         if len(exact) == 1:
             return exact[0]
         # the word as a whole part of the name (``song_release_year``, ``ReleaseYear``),
         # never the end of another word: ``average`` says no age
         for table in tables:
-            found = [c for c in table.columns if word in name_words(c.name)]
+            found = [c for c in table.columns if set(nouns) & set(name_words(c.name))]
             if len(found) == 1:
                 return Col(table, found[0])
         raise Decline(f"no column says {word!r}")
+
+    def month(self) -> Col:
+        """The stored month a month said without a year bounds (``_months``): the rows'
+        table's where it stores one, else the one table in scope that does."""
+        tables = [self.entity, *(t for t in self.read.tables if t is not self.entity)]
+        tables += [t for t in self.referenced if t not in tables]
+        parts = [p for t in tables if t is not None and (p := calendar_part(t, "month"))]
+        if self.entity is not None and parts and parts[0].table is self.entity:
+            return parts[0]
+        if len(parts) != 1:
+            raise Decline("no one table in scope stores the month")
+        return parts[0]
 
     def condition(self, condition: Condition) -> Col:
         if condition.col is not None:
@@ -266,6 +280,8 @@ class _Resolver:
             if len(labels) != 1:
                 raise Decline("a name, but no one name column")
             return labels[0]
+        if condition.dimension == "month" and not columns:
+            return self.month()
         if condition.dimension and not columns:
             return self.dimension(condition.dimension)
         stored = [m for m in values if m.col is not None]

@@ -19,11 +19,13 @@ from services.sql.linker._plan import (
 from services.sql.linker.clauses._conditions import (
     absent_clause,
     compare_clause,
+    negated_value_clause,
     present_clause,
     table_clause,
     value_clause,
 )
 from services.sql.linker.clauses._cues import (
+    DIMENSIONS,
     NUMBER_WORDS,
     cue_words,
     is_glue,
@@ -38,6 +40,7 @@ from services.sql.linker.clauses._events import (
     when_event,
 )
 from services.sql.linker.clauses._head import counted_head, read_head, read_items
+from services.sql.linker.clauses._months import is_month, month_clause
 from services.sql.linker.clauses._planning import make_plan
 from services.sql.linker.clauses._ranking import (
     directed_group_clause,
@@ -58,15 +61,17 @@ def read_clauses(ctx: LinkContext) -> Plan:
     # the form first: it needs no mentions
     kind, at = read_head(Reading(ctx, Chart(tokens)), fronted)
     unplaced = unplaced_words(ctx.vocab, tokens[at:], ctx.meanings, ctx.question)
+    unplaced = [t for t in unplaced if not is_month(t)]  # read by ``month_clause``
     if unplaced:  # a word nothing could place: decline before any lookup
         raise Decline(f"nothing read {unplaced[0].text!r}")
     reading = Reading(ctx, chart(ctx.vocab, ctx.question, ctx.meanings))
+    _comparatives_name_nothing(reading)
     reading.use(0, at)
     # a word no mention covers and no clause could use: decline before reading on
     for i, t in enumerate(reading.tokens[at:], at):
         if t.quoted or t.number is not None or t.low in cue_words() or is_glue(ctx, t):
             continue
-        if unit_after_number(reading.tokens, i):
+        if unit_after_number(reading.tokens, i) or is_month(t):
             continue
         if not reading.chart.covering(i) and event_column(reading, i) is None:
             raise Decline(f"nothing read {t.text!r}")
@@ -95,6 +100,24 @@ def read_clauses(ctx: LinkContext) -> Plan:
     return make_plan(reading, read)
 
 
+def _comparatives_name_nothing(reading: Reading) -> None:
+    """ "longer than", "older than": a comparative adjective before "than" compares a
+    dimension (``compare_clause``); a name it only resembles (``airports.lon``, begun by
+    "longer") is no mention of it, or the item reader took "flights longer" for a column
+    and left "than" unread. A name the adjective spells exactly stays."""
+    adjectives = {
+        i
+        for i in range(reading.size - 1)
+        if reading.low(i) in DIMENSIONS and reading.low(i + 1) == "than"
+    }
+    if adjectives:
+        reading.chart.mentions = [
+            m
+            for m in reading.chart.mentions
+            if not (m.start in adjectives and m.size == 1 and m.score < 1.0)
+        ]
+
+
 def _clauses(reading: Reading, read: Read, at: int) -> None:
     recognisers = (
         when_event,
@@ -106,8 +129,10 @@ def _clauses(reading: Reading, read: Read, at: int) -> None:
         group_clause,
         top_clause,
         rank_clause,
+        negated_value_clause,
         absent_clause,
         compare_clause,
+        month_clause,
         value_clause,
         present_clause,
         table_clause,
