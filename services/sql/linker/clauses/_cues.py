@@ -480,6 +480,8 @@ GROUP_PHRASES = (
     "per",
     "for every",
     "by each",
+    "from each",
+    "from every",
     "grouped by",
     "group by",
     "each",
