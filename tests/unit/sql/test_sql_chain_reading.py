@@ -12,8 +12,10 @@ import sqlglot
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql.catalog._joins import JoinGraph
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
+from services.sql.linker.clauses import Decline, read_clauses
 from services.sql.verify import verify_statement
+from tests.unit.sql.flights import FLIGHTS
 
 TODAY = date(2026, 11, 30)
 
@@ -148,6 +150,20 @@ def test_from_each_groups_along_the_chain(grouped: str, key: str) -> None:
     sql = _sql(f"How many cars are there from each {grouped}?", CARS)
     assert "GROUP BY" in sql and f".{key}" in sql.split("GROUP BY")[1]
     assert "COUNT(*)" in sql and "FROM public.cars_data AS t0" in sql
+
+
+def test_from_each_table_is_left_to_the_columns_where_a_column_says_a_direction() -> None:
+    """ "flights from each airport": ``origin`` and ``dest`` both refer to airports and
+    say a direction; the clause reader does not take "from each" as a bare grouping there
+    (the other reading joins by ``origin``, the column that says "from")."""
+    ctx = read_question(
+        "How many flights are there from each airport?",
+        Vocabulary(FLIGHTS, JoinGraph(FLIGHTS)),
+        TODAY,
+    )
+    with pytest.raises(Decline, match="from"):
+        read_clauses(ctx)
+    assert "= t0.origin" in _sql("How many flights are there from each airport?", FLIGHTS)
 
 
 def test_made_by_places_the_value_on_the_verbs_agent() -> None:

@@ -480,8 +480,6 @@ GROUP_PHRASES = (
     "per",
     "for every",
     "by each",
-    "from each",
-    "from every",
     "grouped by",
     "group by",
     "each",
