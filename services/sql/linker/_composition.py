@@ -132,8 +132,19 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
     if grouped:
         group += [ref(c) for c in plan.ties if ref(c) not in group]
     places = re.search(r"\brounded?\s+(?:off\s+)?to\s+(\d)\s+decimal(?:\s+places?)?", ctx.low)
+    # rows counted through a table that refers to them many times are counted once each,
+    # in one number whose noun is the counted table's name ("how many patients …", which
+    # the fan-out check refuses as a row count); not beside a HAVING test, which counts
+    # per group, nor grouped, nor where the noun is another word ("how many dog pets"):
+    # those kept their row counts (a Spider-blind answer was lost when they did not)
+    once = (
+        not plan.having
+        and not plan.dims
+        and _counts_the_table(ctx, base)
+        and _fanned_out(ctx, base, alias)
+    )
     for i, m in enumerate(plan.measures):
-        text = measure_sql(ctx, m, base, alias, ref, outer=outer)
+        text = measure_sql(ctx, m, base, alias, ref, outer=outer, once=once)
         if places and m.func not in ("RANK", "COUNT", "COUNT_DISTINCT", "COUNT_COL"):
             text = f"ROUND(CAST({text} AS NUMERIC), {int(places.group(1))})"
             ctx.known.update({"rounded", "round", "decimal", "places", "place"})
@@ -305,6 +316,34 @@ def _row_key(alias: str, table: TableInfo) -> str:
     return columns[0] if len(columns) == 1 else f"({', '.join(columns)})"
 
 
+_COUNTED_NOUN = re.compile(
+    r"\b(?:how many|number of)\s+(?:the\s+|distinct\s+|different\s+)?([a-z]+)"
+)
+
+
+def _counts_the_table(ctx: LinkContext, base: TableInfo) -> bool:
+    """The question counts ``base`` by its own name: the noun after "how many" or "number
+    of" is the last word of the table's name ("how many patients" of ``patients``)."""
+    said = _COUNTED_NOUN.search(ctx.low)
+    words = ctx.vocab.table_words[base.qualified]
+    return said is not None and bool(words) and stem(said.group(1)) == words[-1]
+
+
+def _fanned_out(ctx: LinkContext, base: TableInfo, alias: dict[str, str]) -> bool:
+    """Whether a table joined beside the counted one refers to it many times over: "how
+    many patients did Jane Smith treat?" joins treatments, whose rows name a patient once
+    per treatment, so a row count counts treatments; the patients are their distinct keys.
+    A reference that is the referring table's own key (one row each) multiplies nothing."""
+    for e in ctx.graph.edges_of(base.qualified):
+        if e.parent != base.qualified or e.child == base.qualified or e.child not in alias:
+            continue
+        child = ctx.catalog.table(e.child)
+        if child is not None and set(child.primary_key) <= set(e.child_columns):
+            continue
+        return True
+    return False
+
+
 def count_key(ctx: LinkContext, base: TableInfo, t: TableInfo) -> str:
     for e in ctx.graph.edges_of(base.qualified):
         if e.child == base.qualified and e.parent == t.qualified and len(e.child_columns) == 1:
@@ -343,7 +382,10 @@ def measure_sql(
     ref: object,
     *,
     outer: bool = False,
+    once: bool = False,
 ) -> str:
+    """``once``: the base's rows are joined to rows that refer to them many times
+    (``_fanned_out``), so a count of the base's rows counts their distinct keys."""
     refer = ref
     filt = ""
     if m.filter is not None:
@@ -373,7 +415,7 @@ def measure_sql(
         return f"RANK() OVER ({over}ORDER BY {inner} {direction})"
     if m.func in ("COUNT", "COUNT_DISTINCT") and m.table is not None:
         if m.table.qualified == base.qualified:
-            if m.func == "COUNT_DISTINCT" and base.primary_key:
+            if base.primary_key and (m.func == "COUNT_DISTINCT" or once):
                 return f"COUNT(DISTINCT {_row_key('t0', base)}){filt}"
             return f"COUNT(*){filt}"
         key = count_key(ctx, base, m.table)

@@ -32,7 +32,9 @@ from services.sql.linker._plan import (
     table_sql,
 )
 from services.sql.linker._vocabulary import Col
+from services.sql.linker.clauses._by_agent import by_agent
 from services.sql.linker.clauses._cues import DIMENSION_NOUNS, RELATIVE
+from services.sql.linker.clauses._full_names import full_names
 from services.sql.linker.clauses._reading import Condition, Decline, Item, Rank, Read, Reading
 from services.sql.linker.clauses._rows_of import hold_to_rows
 from services.sql.words import measure_name, name_words
@@ -53,7 +55,12 @@ def make_plan(reading: Reading, read: Read) -> Plan:
         _add_item(ctx, plan, resolve, item, distinct=read.distinct)
     resolve.shown = plan  # what the plan shows, which no stored value is placed on
     resolved: list[tuple[Col, Condition]] = []
+    named = full_names(read.conditions)  # "Jane Smith": both words one row's name
+    named |= {k: c for k, c in by_agent(reading, read.conditions).items() if k not in named}
     for condition in read.conditions:
+        if id(condition) in named:
+            resolved.append((named[id(condition)], condition))
+            continue
         # "a cat that is age 3": a condition said of the row the previous one picked
         # (a pet's age, not the student's)
         before = resolved[-1] if resolved else None

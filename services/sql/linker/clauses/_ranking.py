@@ -5,6 +5,8 @@ superlatives ("the youngest", "the most concerts", "the most common").
 from __future__ import annotations
 
 from services.sql.catalog import TableInfo
+from services.sql.linker._mentions import Mention
+from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses._cues import (
     AMOUNT,
     DIRECTIONS,
@@ -177,6 +179,20 @@ def rank_clause(reading: Reading, read: Read, i: int) -> int | None:
 _DIRECTED = {"from": FROM, "to": TO}
 
 
+def _from_each_table(
+    reading: Reading, way: str, said: list[list[Mention]], columns: list[Col]
+) -> bool:
+    """ "cars from each country": "from" before a grouping by a table the rows come from
+    through their references (a car's maker's country) is the grouping's word, where no
+    column of the schema says a direction: with ``origin`` and ``dest`` beside each other
+    "from each airport" says which reference, and is left to the column reading."""
+    if way != FROM or len(said) != 1 or columns or not said[0]:
+        return False
+    if any(m.table is None or m.col is not None for m in said[0]):
+        return False
+    return not any(name_direction(c.name) for t in reading.ctx.catalog.tables for c in t.columns)
+
+
 def directed_group_clause(reading: Reading, read: Read, i: int) -> int | None:
     """ "flights to BOS from each origin airport": a preposition of motion before a
     grouping whose column says that same direction (``flights.origin`` says "from") is
@@ -192,6 +208,9 @@ def directed_group_clause(reading: Reading, read: Read, i: int) -> int | None:
         return None
     said = read.groups[groups:]
     columns = [m.col for mentions in said for m in mentions if m.col is not None]
+    if _from_each_table(reading, way, said, columns):
+        reading.use(i, i + 1)
+        return after
     if (
         len(said) != 1
         or not columns
