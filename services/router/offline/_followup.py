@@ -1158,14 +1158,13 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     millisecond before planning. A follow-up to a SQL answer stays on the SQL route and,
     where its meaning is structural (another row count, another grouping, a question
     about the rows), says which statement it builds on. "Same but X" is read as X said
-    after the previous answer ("by state", "only buys"), else as "what about X"."""
+    after the previous answer ("by state", "only buys", "top 3"); an X that alone reads
+    as a new question ("from LGA") stays one, as "same but" alone says no value swap."""
     same = _SAME_BUT.match(question)
     if same and history:
-        change = question[same.end() :]
-        for said in (change, f"what about {change}"):
-            changed = resolve(said, history)
-            if changed.kind not in (FollowUpKind.STANDALONE, FollowUpKind.UNRESOLVED):
-                return changed
+        changed = resolve(question[same.end() :], history)
+        if changed.kind not in (FollowUpKind.STANDALONE, FollowUpKind.UNRESOLVED):
+            return changed
     resolution = _resolve(question, history)
     prior = next((t for t in reversed(history) if not t.unresolved), None)
     if (

@@ -49,9 +49,9 @@ def check_referenced_only(ctx: LinkContext, text: str, facts: StatementFacts) ->
 
 def _head_noun(text: str) -> str | None:
     """The question's first word that is not a listing verb or an article."""
-    for word in re.findall(r"[a-z]+", text):
-        if word not in _LEAD:
-            return word
+    for match in re.finditer(r"[a-z]+", text):
+        if match.group(0) not in _LEAD:
+            return str(match.group(0))
     return None
 
 
