@@ -46,6 +46,8 @@ _ARRANGING = re.compile(
     r"(?:group|order|sort|rank|arrang|list|categori[sz]|classifi|bucket|segment|partition|"
     r"aggregat|summari[sz]|organi[sz]|separat|divid|count|total+|tall|cluster|index|key)ed"
 )
+# "planes per manufacturer": the word after "per" (articles skipped)
+_PER_WORD = re.compile(r"\bper\s+(?:(?:the|one|single|each|every)\s+)*([a-z]+)")
 _EACH_WORD = re.compile(
     r"\b(?:each|for every)\s+(?:(?:of|the|one|single|individual|last|past|\d+)\s+)*([a-z]+)"
 )
@@ -65,8 +67,10 @@ def check_grouping(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
         raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
     if facts.grouped:
         _groups_by_each(ctx, text, facts)
-    elif not facts.aggregates and _COUNT_HEAD.match(text):
-        _counted_each_listed(ctx, text, facts)
+    elif not facts.aggregates:
+        _listed_per(ctx, text, facts)
+        if _COUNT_HEAD.match(text):
+            _counted_each_listed(ctx, text, facts)
     if facts.grouped and _COUNT_HEAD.match(text) and not _grouping(text):
         raise LinkError("the question asks for one count, the statement counts per group")
     if facts.grouped and "COUNT" in facts.aggregates and _one_row_per_group(ctx, facts):
@@ -117,6 +121,24 @@ def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     for each in words:
         if stem(each) in known and stem(each) not in said:
             raise LinkError(f"the statement does not group by {each!r}")
+
+
+def _listed_per(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
+    """ "planes built before 1990 per manufacturer", "flights per origin": "per" and a
+    word of the catalog ask for one value per group (a count where no measure is said);
+    a statement that neither groups nor aggregates lists rows, one per plane, or the
+    manufacturers alone, none of them the number asked. Refused. A rate that a column's
+    own name carries ("price_per_night" read) is that column, not a grouping."""
+    read = {column.lower() for _, column in facts.columns}
+    known = {stem(w) for parts in ctx.vocab.column_words.values() for w in parts}
+    known |= {w for parts in ctx.vocab.table_words.values() for w in parts}
+    known |= set(GRAINS)
+    for match in _PER_WORD.finditer(text):
+        word = match.group(1)
+        if any(f"per_{word}" in column for column in read):
+            continue
+        if stem(word) in known:
+            raise LinkError(f"the statement does not group by what follows 'per {word}'")
 
 
 def _counted_each_listed(ctx: LinkContext, text: str, facts: StatementFacts) -> None:

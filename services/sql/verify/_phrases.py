@@ -19,8 +19,11 @@ named):
   "than the average" are computed;
 - negation (``_negation``): a "not" negates something;
 - comparatives (``_comparatives``): "older than", "more than" compare something;
-- grouping words (``_grouping``): "each"/"per" groups, by what it names; one value asked
-  is one value; "distinct" and "order" are kept;
+- grouping words (``_grouping``): "each"/"per" groups, by what it names ("per" a
+  catalog word with nothing aggregated lists rows, not a value per group); one value
+  asked is one value; "distinct" and "order" are kept;
+- rows asked (``_referenced_only``): a listing of the rows the question opens with
+  shows more of them than their references to other tables;
 - every name word names a table or column the statement uses (``unexplained``, here),
   a unit written after a number the statement compares ("60 minutes") excepted
   (``services.sql.words.units_of``) — and that unit is one the compared column counts
@@ -88,6 +91,7 @@ from services.sql.verify._rankings import (
     check_ranks_the_rows_said,
     check_superlatives,
 )
+from services.sql.verify._referenced_only import check_referenced_only
 from services.sql.verify._restricted import check_restricted
 from services.sql.verify._statement import read_statement
 from services.sql.verify._table_values import check_table_named_as_a_value
@@ -120,6 +124,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_when(ctx, text, facts)
     check_how_much(ctx, text, facts)
     check_grouping(ctx, text, facts)
+    check_referenced_only(ctx, text, facts)
     tables = sorted({t for t, _ in facts.columns} | facts.tables)
     word = unexplained(
         ctx.question,

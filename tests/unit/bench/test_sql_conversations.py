@@ -111,6 +111,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_spider_v4",
         "conversations_spider_v5",
         "conversations_spider_v6",
+        "conversations_spider_v7",
     ]
     assert [p.stem for p in scripts_for(Path("sql"))] == [
         "conversations_defog",
@@ -118,6 +119,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_defog_v3",
         "conversations_defog_v4",
         "conversations_defog_v5",
+        "conversations_defog_v6",
     ]
     # a dev set named after its folder: its study script, then its blind one
     assert [p.stem for p in scripts_for(Path("sql-unseen"))] == [
@@ -126,6 +128,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_sql-unseen_v2",
         "conversations_sql-unseen_v3",
         "conversations_sql-unseen_v4",
+        "conversations_sql-unseen_v5",
     ]
 
 
