@@ -30,6 +30,7 @@ from services.sql.conversation._existence import at_least_one, existence_words
 from services.sql.conversation._inhabitants import as_place
 from services.sql.conversation._semijoin import rival, semi_joined
 from services.sql.conversation._statement import FollowUpError, parse, readable, sources
+from services.sql.linker import unsaid_season
 from services.sql.words import stem
 
 # A question to its statement (None when it does not link): the ask pipeline's reading.
@@ -149,6 +150,9 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
                     )
                     if placed is not None and set(said) <= compared:
                         return placed
+    # a season no reading placed: its months are unsaid, where the rows keep them
+    if (season := unsaid_season(condition, _own_tables(select, catalog))) is not None:
+        raise FollowUpError(season)
     if tried:
         raise FollowUpError(f"'{condition}' links to a condition the previous answer cannot take")
     raise FollowUpError(f"no column of the previous answer's tables fits '{condition}'")

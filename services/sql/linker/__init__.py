@@ -31,6 +31,7 @@ One module per step, in the order a question goes through them:
 - ``_shape``: grouping, ordering and limits;
 - ``_conditions``: filters, anti- and semi-joins, text patterns, flags and states;
 - ``_shares``: shares of a whole and ratios of two counts;
+- ``_seasons``: a season said where the data keeps months, refused naming them;
 - ``_naming``: result-column names and the plain-words interpretation;
 - ``_places``: places named in full read as their stored code, said in the interpretation;
 - ``_coverage``: every content word explained, or the question refused;
@@ -75,6 +76,7 @@ from services.sql.linker._meanings import (
 )
 from services.sql.linker._measures import AGG_WORDS, COUNT_CUES
 from services.sql.linker._plan import Linked, LinkError, is_temporal
+from services.sql.linker._seasons import unsaid_season
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._unplaced import unplaced_meanings
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
@@ -119,4 +121,5 @@ __all__ = [
     "shown_instead",
     "unexplained",
     "unplaced_meanings",
+    "unsaid_season",
 ]

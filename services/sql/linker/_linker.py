@@ -40,6 +40,7 @@ from services.sql.linker._plan import (
 )
 from services.sql.linker._reading import RESULT_WORDS, clean_item, split_items
 from services.sql.linker._rephrasing import rephrased
+from services.sql.linker._seasons import unsaid_season
 from services.sql.linker._shape import link_groups, link_ordering, read_limit
 from services.sql.linker._shares import link_share
 from services.sql.linker._shown import shown_as_asked, two_sentences
@@ -346,6 +347,10 @@ class QuestionLinker:
         try:
             linked = link_question(self.context)
         except LinkError:
+            # a season no reading placed: its months are unsaid (``_seasons``)
+            tables = self.context.named or self.context.vocab.catalog.tables
+            if (season := unsaid_season(self.context.question, tables)) is not None:
+                raise LinkError(season) from None
             # a statement the check refused says more than a reading that found none
             if checked is not None:
                 raise checked from None

@@ -171,6 +171,27 @@ def test_a_unit_no_finer_one_fits_is_compared_as_said(question: str, condition: 
     assert condition in _sql(question)
 
 
+@pytest.mark.parametrize(
+    ("question", "condition"),
+    [
+        ("Which airports have an altitude higher than 7000 feet?", "alt > 7000"),
+        ("How many flights had a departure delay greater than 60 minutes?", "dep_delay > 60"),
+        ("How many flights had a taxi time greater than 1 hour?", "taxi_time_mins > 60"),
+    ],
+)
+def test_a_unit_after_a_comparative_with_the_column_is_the_numbers(
+    question: str, condition: str
+) -> None:
+    """ "an altitude higher than 7000 feet" was refused ("could not place 'feet'"): the
+    clause reader left the unit unread after a named column's comparative, though "an
+    altitude above 7000 feet" was answered; the unit check decides as for that one."""
+    assert condition in _sql(question)
+
+
+def test_a_coarser_unit_after_a_comparative_with_the_column_is_still_refused() -> None:
+    assert "'hours'" in _refused("How many flights had a departure delay greater than 3 hours?")
+
+
 def test_a_unit_other_than_the_named_one_is_said_in_it() -> None:
     """``taxi_time_mins`` counts minutes: "1 hour" is 60 of them (compared as 1 it was
     refused; never compared raw)."""

@@ -98,6 +98,11 @@ def compare_clause(reading: Reading, read: Read, i: int) -> int | None:
         if not same_measure(canonical_unit(reading.low(end)), DIMENSION_UNITS[dimension]):
             raise Decline(f"{reading.low(end)!r} measures no {dimension}")
         end += 1
+    elif columns and unit_after_number(reading.tokens, end):
+        # "an altitude higher than 5000 feet": the unit is the number's, as in "an
+        # altitude above 5000 feet" (the other reader's); whether the column counts it is
+        # the unit check's (converted where declared, else raw or refused by its extent)
+        end += 1
     after_tables = reading.longest(end, ("table",))
     after_columns = reading.longest(end, ("column",))
     if (
