@@ -79,9 +79,9 @@ _SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "bill
 # A number past twelve said in words ("thirty", "forty-five", "nineteen"): the linker
 # reads the small ones a count is said with ("more than two"), not these; a follow-up's
 # condition says them as a busy writer does ("only the ones under thirty").
-_TEENS = "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
-_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-_UNITS = "one two three four five six seven eight nine".split()
+_TEENS = ["thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_UNITS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 _WORD_NUMBER = re.compile(
     r"(?<![\w-])(?:(?P<teen>" + "|".join(_TEENS) + r")|(?P<tens>" + "|".join(_TENS) + r")"
     r"(?:[- ](?P<unit>" + "|".join(_UNITS) + r"))?)(?![\w-])",

@@ -129,13 +129,13 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         key = f"{alias.get(plan.entity.qualified, 't0')}.{quote(plan.entity.primary_key[0])}"
         if plan.entity.qualified in alias and key not in group:
             group.append(key)
-            shown = [i for i, d in enumerate(plan.dims) if d.col.table is plan.entity]
-            if shown and _said_by_key(plan.entity):
+            labelled = [i for i, d in enumerate(plan.dims) if d.col.table is plan.entity]
+            if labelled and _said_by_key(plan.entity):
                 # "top 5 destinations by number of flights": the airports grouped by
                 # their code are said by it ('LAX'), as a listing keeps it (``_unasked``):
                 # shown beside their names, not only grouped by
                 name = quote(plan.entity.primary_key[0])
-                select.insert(shown[0], f"{key} AS {name}")
+                select.insert(labelled[0], f"{key} AS {name}")
     if grouped:
         group += [ref(c) for c in plan.ties if ref(c) not in group]
     places = re.search(r"\brounded?\s+(?:off\s+)?to\s+(\d)\s+decimal(?:\s+places?)?", ctx.low)

@@ -117,7 +117,7 @@ async def test_a_number_past_twelve_said_in_words_is_asked_in_digits(said: str, 
         f"SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.amount < {digits}) "
         "GROUP BY o.status",
     )
-    assert linker.asked[0] == f"Which orders are {said.split()[0]} {digits}?"
+    assert linker.asked[0] == f"Which orders are {said.split(maxsplit=1)[0]} {digits}?"
 
 
 async def test_a_number_said_in_words_read_as_another_is_no_reading():
