@@ -33,6 +33,7 @@ from services.sql.linker._unasked import without_unasked_keys
 from services.sql.linker._vocabulary import Col
 from services.sql.results import with_deciding
 from services.sql.words import (
+    name_words,
     stem,
 )
 
@@ -130,7 +131,7 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         if plan.entity.qualified in alias and key not in group:
             group.append(key)
             labelled = [i for i, d in enumerate(plan.dims) if d.col.table is plan.entity]
-            if labelled and _said_by_key(plan.entity):
+            if labelled and _said_by_key(plan.entity) and not _asked(ctx, plan, labelled):
                 # "top 5 destinations by number of flights": the airports grouped by
                 # their code are said by it ('LAX'), as a listing keeps it (``_unasked``):
                 # shown beside their names, not only grouped by
@@ -441,6 +442,13 @@ def measure_sql(
     if m.func == "SUM" and outer:
         return f"COALESCE(SUM({col}){filt}, 0)"
     return f"{m.func}({col}){filt}"
+
+
+def _asked(ctx: LinkContext, plan: Plan, at: list[int]) -> bool:
+    """Whether the question names a column of those shown ("the full name of the
+    airline with the most flights"): what it asks is shown, and no key beside it."""
+    said = {stem(w) for w in re.findall(r"[a-z]+", ctx.low)}
+    return any(stem(w) in said for i in at for w in name_words(plan.dims[i].col.column.name))
 
 
 def _said_by_key(table: TableInfo) -> bool:
