@@ -77,8 +77,37 @@ _NUMBER = re.compile(
 _SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
 
 
+# A number past twelve said in words ("thirty", "forty-five", "nineteen"): the linker
+# reads the small ones a count is said with ("more than two"), not these; a follow-up's
+# condition says them as a busy writer does ("only the ones under thirty").
+_TEENS = ["thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_UNITS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+_WORD_NUMBER = re.compile(
+    r"(?<![\w-])(?:(?P<teen>" + "|".join(_TEENS) + r")|(?P<tens>" + "|".join(_TENS) + r")"
+    r"(?:[- ](?P<unit>" + "|".join(_UNITS) + r"))?)(?![\w-])",
+    re.I,
+)
+
+
+def in_digits(words: str) -> str:
+    """``words`` with each number past twelve said in words written as digits ("under
+    thirty" → "under 30", "forty-five" → "45"), so the frames ask the linker the number
+    as it reads numbers, and the check that every number said is compared sees it."""
+
+    def digits(match: re.Match[str]) -> str:
+        if match.group("teen"):
+            return str(13 + _TEENS.index(match.group("teen").lower()))
+        value = 20 + 10 * _TENS.index(match.group("tens").lower())
+        unit = match.group("unit")
+        return str(value + 1 + _UNITS.index(unit.lower()) if unit else value)
+
+    return _WORD_NUMBER.sub(digits, words)
+
+
 def said_numbers(words: str) -> list[float]:
     """The numbers ``words`` say, scaled as said ("30k" is 30000)."""
+    words = in_digits(words)
     found = []
     for match in _NUMBER.finditer(words):
         value = float(match.group("n").replace(",", ""))
@@ -98,7 +127,7 @@ def in_full(words: str) -> str:
         value *= _SCALES.get((match.group("scale") or "").lower(), 1)
         return str(int(value)) if value == int(value) else str(value)
 
-    return _NUMBER.sub(full, words)
+    return _NUMBER.sub(full, in_digits(words))
 
 
 def _compared_numbers(conditions: Sequence[exp.Expr]) -> set[float]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
-from services.sql.catalog import Edge, TableInfo
+from services.sql.catalog import Edge, TableInfo, is_number
 from services.sql.linker._context import LinkContext
 from services.sql.linker._coverage import check_coverage
 from services.sql.linker._elided import show_elided_count
@@ -33,6 +33,7 @@ from services.sql.linker._unasked import without_unasked_keys
 from services.sql.linker._vocabulary import Col
 from services.sql.results import with_deciding
 from services.sql.words import (
+    name_words,
     stem,
 )
 
@@ -129,6 +130,13 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         key = f"{alias.get(plan.entity.qualified, 't0')}.{quote(plan.entity.primary_key[0])}"
         if plan.entity.qualified in alias and key not in group:
             group.append(key)
+            labelled = [i for i, d in enumerate(plan.dims) if d.col.table is plan.entity]
+            if labelled and _said_by_key(plan.entity) and not _asked(ctx, plan, labelled):
+                # "top 5 destinations by number of flights": the airports grouped by
+                # their code are said by it ('LAX'), as a listing keeps it (``_unasked``):
+                # shown beside their names, not only grouped by
+                name = quote(plan.entity.primary_key[0])
+                select.insert(labelled[0], f"{key} AS {name}")
     if grouped:
         group += [ref(c) for c in plan.ties if ref(c) not in group]
     places = re.search(r"\brounded?\s+(?:off\s+)?to\s+(\d)\s+decimal(?:\s+places?)?", ctx.low)
@@ -434,6 +442,22 @@ def measure_sql(
     if m.func == "SUM" and outer:
         return f"COALESCE(SUM({col}){filt}, 0)"
     return f"{m.func}({col}){filt}"
+
+
+def _asked(ctx: LinkContext, plan: Plan, at: list[int]) -> bool:
+    """Whether the question names a column of those shown ("the full name of the
+    airline with the most flights"): what it asks is shown, and no key beside it."""
+    said = {stem(w) for w in re.findall(r"[a-z]+", ctx.low)}
+    return any(stem(w) in said for i in at for w in name_words(plan.dims[i].col.column.name))
+
+
+def _said_by_key(table: TableInfo) -> bool:
+    """Whether ``table``'s rows are said by their one-column text key (an airport's
+    ``faa``, a ticker's symbol), not numbered by it (``_unasked.naming_number``)."""
+    if len(table.primary_key) != 1:
+        return False
+    column = next((c for c in table.columns if c.name == table.primary_key[0]), None)
+    return column is not None and not is_number(column.data_type)
 
 
 def codes_only(ctx: LinkContext, plan: Plan) -> bool:

@@ -131,13 +131,42 @@ def name_spans(ctx: LinkContext, text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def led_spans(ctx: LinkContext, text: str) -> list[tuple[int, int]]:
+    """Where the text says a stored name of several words by its leading two or more
+    whole words ("united air lines" of 'United Air Lines Inc.'), as people name a thing;
+    longest first, not overlapping. Read only to take those words off a counted noun:
+    which value they name is the conditions' to decide."""
+    low = text.lower()
+    words = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"[a-z0-9&']+", low)]
+    leads: set[tuple[str, ...]] = set()
+    for name in ctx.vocab.names:
+        parts = tuple(re.findall(r"[a-z0-9&']+", name))
+        for size in range(2, len(parts)):
+            leads.add(parts[:size])
+    spans: list[tuple[int, int]] = []
+    for size in range(min(len(words), max((len(lead) for lead in leads), default=0)), 1, -1):
+        for i in range(len(words) - size + 1):
+            run = words[i : i + size]
+            a, b = run[0][0], run[-1][1]
+            if tuple(w for _, _, w in run) not in leads:
+                continue
+            if not any(x < b and a < y for x, y in spans):
+                spans.append((a, b))
+    return spans
+
+
 def without_names(ctx: LinkContext, text: str) -> str:
     """The text less the stored names of several words it spells whole ("number of
     American Airlines Inc. flights" -> "number of flights"): a name is a condition on
     the rows, read by the conditions, and its words are not the noun counted ("Airlines"
-    names the airlines table, but the flights are what is counted)."""
+    names the airlines table, but the flights are what is counted). So is a name said by
+    its leading words ("United Air Lines flights", ``led_spans``): its "Air Lines" named
+    the airlines table, and the distinct airlines were counted (one per group, a
+    confident wrong)."""
     low = text.lower()
-    for a, b in sorted(name_spans(ctx, text), reverse=True):
+    spans = name_spans(ctx, text)
+    spans += [s for s in led_spans(ctx, text) if not any(a < s[1] and s[0] < b for a, b in spans)]
+    for a, b in sorted(spans, reverse=True):
         low = low[:a] + " " + low[b:]
     return " ".join(low.split())
 

@@ -60,13 +60,14 @@ def _without_bounds(text: str, *, ordered: bool) -> str:
     """The text less phrases that read like superlatives but bound a comparison ("at
     most 3", "at least") or are part of a name ("first name"); in an ordered statement
     also those that say the order ("from most to least", "lowest score first")."""
-    text = re.sub(r"\bat (?:most|least)\b|\b(?:first|last)\b", " ", text)
     if ordered:
+        # before "first" goes: "oldest first" says the order only while "first" is read
+        # (removed first, the phrase was never found and "oldest first" was refused)
         sup = _SUPERLATIVE.pattern
         text = re.sub(rf"(?:\bfrom\s+)?{sup}\s+to\s+(?:the\s+)?{sup}", " ", text)
         text = re.sub(rf"{sup}(?=[^.?;,]{{0,40}}\bfirst\b)", " ", text)
         text = re.sub(rf"\b(?:order|sort|rank|arrange)\w*\s+(?:\w+\s+){{0,4}}?{sup}", " ", text)
-    return text
+    return re.sub(r"\bat (?:most|least)\b|\b(?:first|last)\b", " ", text)
 
 
 def check_ranked_by_a_count(text: str, tree: exp.Expr) -> None:

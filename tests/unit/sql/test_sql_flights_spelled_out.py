@@ -193,3 +193,46 @@ def test_a_value_that_is_the_counted_noun_counts_its_own_rows() -> None:
     sql = _sql("How many Turbo-fan planes are there?")
     assert "COUNT(*)" in sql
     assert "t0.engine = 'Turbo-fan'" in sql
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many United Air Lines flights per origin?",
+        "Number of United Air Lines flights per origin",
+    ],
+)
+def test_a_name_said_by_its_leading_words_is_no_counted_noun(question: str) -> None:
+    """ "United Air Lines flights per origin": the name ('United Air Lines Inc.') is
+    said by its leading words; its "Air Lines" named the airlines table, and the
+    distinct airlines were counted per origin (``COUNT(DISTINCT carrier)``, one per
+    group: a confident wrong). The flights are counted."""
+    sql = _sql(question)
+    assert "COUNT(*)" in sql
+    assert "DISTINCT" not in sql
+    assert "'United Air Lines Inc.'" in sql
+
+
+def test_counting_the_named_table_itself_is_kept() -> None:
+    """Negative: a table's own name said alone ("airlines") is no stored name's lead:
+    the airlines are what is counted."""
+    sql = _sql("How many airlines flew from JFK?")
+    assert "FROM public.airlines AS t0" in sql
+    assert "COUNT(DISTINCT t0.carrier)" in sql
+
+
+def test_rows_grouped_by_their_text_key_show_it() -> None:
+    """ "top 5 destinations by number of flights": the airports are grouped by their
+    code ``faa`` and were shown by name alone; a text key is what the rows are said by
+    ('LAX'), so it is shown beside the names, as a listing keeps it."""
+    sql = _sql("top 5 destinations from jfk by number of flights")
+    assert sql.startswith("SELECT t1.faa AS faa, t1.name AS name, COUNT(*)")
+    assert "GROUP BY t1.name, t1.faa" in sql
+
+
+def test_a_text_key_already_shown_is_not_shown_twice() -> None:
+    """Negative: grouped by the flights' own ``dest`` (the code the airports are said
+    by), the code is shown once, from the flights, and no key of the airports is added."""
+    sql = _sql("number of flights per destination")
+    assert sql.startswith("SELECT t0.dest AS dest, r0.name AS name, COUNT(*)")
+    assert "faa AS" not in sql

@@ -104,6 +104,30 @@ async def test_a_number_said_with_a_scale_is_asked_in_full():
     assert linker.asked[0] == "Which orders are over 30000?"
 
 
+@pytest.mark.parametrize(
+    ("said", "digits"),
+    [("under thirty", "30"), ("over forty-five", "45"), ("under nineteen", "19")],
+)
+async def test_a_number_past_twelve_said_in_words_is_asked_in_digits(said: str, digits: str):
+    """ "only the ones under thirty": the linker reads numbers past twelve only as
+    digits; the frames ask it the number the words say (refused before: no column fit)."""
+    linker = Linker({digits: f"SELECT t0.id FROM orders AS t0 WHERE t0.amount < {digits}"})
+    assert_same_sql(
+        await _filtered(PER_STATUS, said, linker),
+        f"SELECT o.status, COUNT(*) AS n FROM orders AS o WHERE (o.amount < {digits}) "
+        "GROUP BY o.status",
+    )
+    assert linker.asked[0] == f"Which orders are {said.split(maxsplit=1)[0]} {digits}?"
+
+
+async def test_a_number_said_in_words_read_as_another_is_no_reading():
+    """Negative: "over forty" read as anything but 40 (a count the linker made of "forty
+    …", say) is refused, as a number said in digits is."""
+    linker = Linker({"orders": "SELECT t0.id FROM orders AS t0 WHERE t0.amount > 4"})
+    with pytest.raises(FollowUpError):
+        await _filtered(PER_STATUS, "over forty", linker)
+
+
 async def test_an_exclusion_keeps_the_rows_the_condition_does_not_hold_for():
     linker = Linker({"orders": "SELECT t0.id FROM orders AS t0 WHERE t0.status = 'cancelled'"})
     assert_same_sql(

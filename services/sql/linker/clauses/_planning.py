@@ -91,7 +91,7 @@ def make_plan(reading: Reading, read: Read) -> Plan:
         elif counted.table is not entity:
             plan.entity = entity if any(d.col.table is entity for d in plan.dims) else None
     for rank in read.ranks:
-        _add_rank(ctx, plan, resolve, rank, limit=read.limit or 1)
+        _add_rank(ctx, plan, resolve, rank, limit=read.limit or rank.limit)
     for mentions, descending in read.order:
         target = _target(plan, resolve.column(mentions))
         plan.order.append((target, descending))

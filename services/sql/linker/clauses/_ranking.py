@@ -125,6 +125,13 @@ def top_clause(reading: Reading, read: Read, i: int) -> int | None:
 
 def rank_clause(reading: Reading, read: Read, i: int) -> int | None:
     low = reading.low(i)
+    if low in RANKED and reading.low(i + 1) == "first":
+        # "singers from France, oldest first": the superlative says the order only, the
+        # rows whose dimension is highest (or lowest) first; every row is kept
+        dimension, descending = RANKED[low]
+        read.ranks.append(Rank(i, [], descending, limit=0, dimension=dimension))
+        reading.use(i, i + 2)
+        return i + 2
     if low in RANKED:
         dimension, descending = RANKED[low]
         j = i + 1

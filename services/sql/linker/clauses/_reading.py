@@ -54,7 +54,7 @@ class Condition:
 @dataclass
 class Rank:
     """A superlative: order by a column (or by a count of a table's rows) and keep the
-    first ``limit`` rows."""
+    first ``limit`` rows (every row where ``limit`` is 0: "oldest first" orders only)."""
 
     start: int
     mentions: list[Mention]
