@@ -134,15 +134,6 @@ class JoinGraph:
                 found[pair] = {way: e[0] for way, e in ways.items()}
         return found
 
-    def measures(self, child: str) -> list[str]:
-        """The child's columns whose names say a direction but that refer to nothing
-        (``flights.dep_delay``): words naming them say no role of a reference."""
-        table = self.catalog.table(child)
-        if table is None:
-            return []
-        refs = {c for e in self.edges if e.child == child for c in e.child_columns}
-        return [c.name for c in table.columns if c.name not in refs and name_direction(c.name)]
-
     def toward(self, way: str) -> JoinGraph:
         """This graph, preferring of two parallel references the one whose name says
         ``way`` ("flights to Denver" joins ``airports`` on ``flights.dest``); the same

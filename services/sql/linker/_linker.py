@@ -48,7 +48,7 @@ from services.sql.linker._terms import expand_terms
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.linker.clauses import Decline, read_clauses
 from services.sql.results import with_deciding, with_labels, with_semijoins
-from services.sql.words import STOP_WORDS, measured_parts, question_directions, stem, tokenize
+from services.sql.words import STOP_WORDS, question_directions, stem, tokenize
 
 # Checks a composed statement against the question, raising LinkError naming what it
 # leaves out (``services.sql.verify.verify_statement``): the linker proposes readings in
@@ -426,9 +426,8 @@ def _directed(vocab: Vocabulary, question: str) -> JoinGraph | None:
     if not graph.directed:
         return None
     ways = set()
-    for child, parent in graph.directed:
-        nouns = frozenset(vocab.table_words.get(parent, ()))
-        ways |= question_directions(question, nouns, measured_parts(graph.measures(child)))
+    for _child, parent in graph.directed:
+        ways |= question_directions(question, frozenset(vocab.table_words.get(parent, ())))
     if len(ways) != 1:
         return None
     return graph.toward(ways.pop())

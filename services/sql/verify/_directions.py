@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._facts import StatementFacts
-from services.sql.words import measured_parts, question_directions
+from services.sql.words import question_directions
 
 
 def check_directions(ctx: LinkContext, facts: StatementFacts) -> None:
@@ -24,9 +24,7 @@ def check_directions(ctx: LinkContext, facts: StatementFacts) -> None:
         used = {way for way, e in edges.items() if (child, e.child_column) in facts.columns}
         if not used:
             continue
-        nouns = frozenset(ctx.vocab.table_words.get(parent, ()))
-        measured = measured_parts(ctx.graph.measures(child))
-        said = question_directions(ctx.question, nouns, measured)
+        said = question_directions(ctx.question, frozenset(ctx.vocab.table_words.get(parent, ())))
         if not said and len(used) == 1 and parent in facts.tables:
             name = child.rsplit(".", 1)[-1]
             both = " or ".join(f"{name}.{e.child_column}" for _, e in sorted(edges.items()))

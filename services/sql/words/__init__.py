@@ -13,13 +13,7 @@ from services.sql.words._calendar import (
     truncate,
     written_date,
 )
-from services.sql.words._directions import (
-    FROM,
-    TO,
-    measured_parts,
-    name_direction,
-    question_directions,
-)
+from services.sql.words._directions import FROM, TO, name_direction, question_directions
 from services.sql.words._names import said_as_name
 from services.sql.words._participles import IRREGULAR_PARTICIPLES
 from services.sql.words._parts import said_in_part, value_words_said
@@ -84,7 +78,6 @@ __all__ = [
     "lemma",
     "maybe_covers",
     "measure_name",
-    "measured_parts",
     "name_direction",
     "name_words",
     "numbers_with_units",

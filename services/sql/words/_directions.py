@@ -27,11 +27,6 @@ _NAME_PARTS = {
 }
 
 
-def _names_a_column(rest: str, measured: frozenset[str]) -> bool:
-    word = re.match(r"\s+([A-Za-z]+)", rest)
-    return word is not None and stem(word.group(1).lower()) in measured
-
-
 def name_direction(column: str) -> str | None:
     """The direction a column's name says (FROM, TO), or None when it says neither or
     both."""
@@ -74,31 +69,10 @@ _NEXT_PREPOSITION = frozenset(
 )  # fmt: skip
 
 
-def measured_parts(columns: list[str]) -> frozenset[str]:
-    """Of columns whose names say a direction but refer to nothing (``dep_delay``,
-    ``arr_time``), the stems of the other name parts (``delay``, ``time``): "departure
-    delay" names such a column, not the role of a reference."""
-    return frozenset(
-        stem(part)
-        for column in columns
-        if name_direction(column) is not None
-        for part in re.split(r"[^a-z]+", column.lower())
-        if part and name_direction(part) is None
-    )
-
-
-def question_directions(
-    question: str, nouns: frozenset[str], measured: frozenset[str] = frozenset()
-) -> set[str]:
+def question_directions(question: str, nouns: frozenset[str]) -> set[str]:
     """The directions the question says (FROM, TO); ``nouns`` are the stems of the
-    words that name the referenced table (``airport``); ``measured`` those a direction
-    word may stand before to name a column instead (see ``measured_parts``)."""
-    found = {
-        way
-        for way, says in _SAYS.items()
-        for match in says.finditer(question)
-        if not _names_a_column(question[match.end() :], measured)
-    }
+    words that name the referenced table (``airport``)."""
+    found = {way for way, says in _SAYS.items() if says.search(question)}
     for way, preposition in _PREPOSITIONS.items():
         if way in found:
             continue

@@ -12,7 +12,7 @@ import pytest
 from services.sql.catalog import JoinGraph
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
 from services.sql.verify import verify_statement
-from services.sql.words import FROM, TO, measured_parts, name_direction, question_directions
+from services.sql.words import FROM, TO, name_direction, question_directions
 from tests.unit.sql.flights import FLIGHTS
 
 VOCABULARY = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
@@ -58,31 +58,6 @@ def test_a_question_says_a_direction_by_its_verbs_and_prepositions(
     question: str, said: set[str]
 ) -> None:
     assert question_directions(question, frozenset({"airport"})) == said
-
-
-def test_a_direction_word_naming_a_measured_column_says_no_role() -> None:
-    """ "departure delay" names ``flights.dep_delay``: it says nothing of which airport;
-    "departed from", "arriving at" still say their direction beside it."""
-    measured = measured_parts(JoinGraph(FLIGHTS).measures("public.flights"))
-    assert "delay" in measured and "origin" not in measured
-    airport = frozenset({"airport"})
-    delay = "What is the average departure delay of flights in the America/Denver time zone?"
-    assert question_directions(delay, airport, measured) == set()
-    assert question_directions(delay, airport) == {FROM}
-    arriving = "What is the average departure delay of flights arriving at Denver?"
-    assert question_directions(arriving, airport, measured) == {TO}
-
-
-def test_a_delay_by_airport_zone_is_not_joined_on_the_origin_by_a_word_naming_the_delay() -> None:
-    question = "What is the average departure delay of flights in the Pacific/Honolulu zone?"
-    ctx = read_question(question, VOCABULARY, TODAY)
-    with pytest.raises(LinkError) as refused:
-        verify_statement(
-            ctx,
-            "SELECT AVG(t0.dep_delay) AS avg_dep_delay FROM public.flights AS t0 JOIN "
-            "public.airports AS t1 ON t1.faa = t0.origin WHERE t1.tzone = 'Pacific/Honolulu'",
-        )
-    assert "flights.origin or flights.dest" in str(refused.value)
 
 
 def test_a_question_joins_along_the_reference_its_direction_names() -> None:
