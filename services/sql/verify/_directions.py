@@ -1,7 +1,8 @@
 """The direction the question says, read in the statement: of two references to one
 table whose names say which way (``flights.origin``, ``flights.dest``), the statement
 reads the one the question's direction says ("arrived at", "to Denver"), and both
-where it says both ("from JFK … flew to")."""
+where it says both ("from JFK … flew to"); where it says none, neither is picked for it
+(the statement that joins on one is refused naming both)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,21 @@ def check_directions(ctx: LinkContext, facts: StatementFacts) -> None:
     table whose names say which way (``origin``/``dest``, ``sourceairport``/
     ``destairport``), the references the statement reads must be those the question's
     direction says: the one it says, or both when it says both. A question that says no
-    direction is left alone (which reference is meant is then not read from words)."""
+    direction joins along neither by default: a statement that joins the referenced
+    table on one of the two is refused naming both ("the airports with flights by
+    JetBlue" are the airports flown from or those flown to; the words do not say)."""
     for (child, parent), edges in ctx.graph.directed.items():
         used = {way for way, e in edges.items() if (child, e.child_column) in facts.columns}
         if not used:
             continue
         said = question_directions(ctx.question, frozenset(ctx.vocab.table_words.get(parent, ())))
+        if not said and len(used) == 1 and parent in facts.tables:
+            name = child.rsplit(".", 1)[-1]
+            both = " or ".join(f"{name}.{e.child_column}" for _, e in sorted(edges.items()))
+            raise LinkError(
+                f"{parent.rsplit('.', 1)[-1]} is reached from {name} by two references and "
+                f"the question does not say which: {both}?"
+            )
         missing = said - used
         if missing and (said != {"from", "to"} or len(used) < 2):
             name = child.rsplit(".", 1)[-1]

@@ -57,6 +57,16 @@ _PREPOSITIONS = {
 }
 _ARTICLE = re.compile(r"\s*(?:the\s+|a\s+|an\s+)?", re.I)
 _POINTER = frozenset({"it", "them", "which", "where", "there", "here"})
+# A preposition followed straight by another has no object of its own: it is stranded,
+# its end point the head of the relative clause it closes ("the airports JetBlue flew
+# to from JFK", "the airports flights came from in May"), as a preposition before
+# nothing is. Grammar, not any schema's words.
+_NEXT_PREPOSITION = frozenset(
+    {
+        "from", "to", "into", "in", "on", "at", "during", "by", "with", "for", "of",
+        "before", "after", "since", "between", "via", "out", "through", "within",
+    }
+)  # fmt: skip
 
 
 def question_directions(question: str, nouns: frozenset[str]) -> set[str]:
@@ -77,6 +87,7 @@ def question_directions(question: str, nouns: frozenset[str]) -> set[str]:
                 or word[0].isdigit()
                 or stem(word.lower()) in nouns
                 or word.lower() in _POINTER
+                or word.lower() in _NEXT_PREPOSITION
             ):
                 found.add(way)
                 break

@@ -45,6 +45,10 @@ def test_names_say_the_direction_of_a_reference() -> None:
         ("Give each destination airport and the number of flights to it.", {TO}),
         ("How many flights departed from La Guardia?", {FROM}),
         ("What are the airports that flights from JFK flew to?", {FROM, TO}),
+        # a preposition straight before another is stranded: its end point is the
+        # relative clause's head, as before nothing
+        ("What are the names of the airports JetBlue Airways flew to from JFK?", {FROM, TO}),
+        ("Which airports did flights come from in May?", {FROM}),
         # prepositions before no end point say nothing
         ("List the airports from highest to lowest altitude.", set()),
         ("How many flights belong to each airline?", set()),
@@ -106,13 +110,37 @@ def test_a_statement_reads_the_reference_the_direction_says(
     verify_statement(ctx, right)
 
 
-def test_a_question_that_says_no_direction_is_left_alone() -> None:
+def test_a_question_that_says_no_direction_joins_along_neither_by_default() -> None:
     ctx = read_question("How many flights are there per airport?", VOCABULARY, TODAY)
+    with pytest.raises(LinkError) as refused:
+        verify_statement(
+            ctx,
+            "SELECT t1.name, COUNT(*) AS count FROM public.flights AS t0 JOIN public.airports "
+            "AS t1 ON t1.faa = t0.origin GROUP BY t1.name, t1.faa",
+        )
+    assert "flights.origin or flights.dest" in str(refused.value)
+
+
+def test_a_question_that_says_no_direction_and_reaches_no_airport_is_left_alone() -> None:
+    ctx = read_question("How many flights did JetBlue Airways operate?", VOCABULARY, TODAY)
     verify_statement(
         ctx,
-        "SELECT t1.name, COUNT(*) AS count FROM public.flights AS t0 JOIN public.airports AS "
-        "t1 ON t1.faa = t0.origin GROUP BY t1.name, t1.faa",
+        "SELECT COUNT(*) AS count FROM public.flights AS t0 JOIN public.airlines AS t1 ON "
+        "t1.carrier = t0.carrier WHERE t1.name = 'JetBlue Airways'",
     )
+
+
+def test_airports_flown_to_from_a_named_one_are_not_read_through_the_origin() -> None:
+    """ "flew to from JFK": the stranded "to" says where the listed airports are; a
+    statement joining them on ``flights.origin`` (JFK itself) is never answered."""
+    with pytest.raises(LinkError) as refused:
+        QuestionLinker(
+            "What are the names of the airports JetBlue Airways flew to from JFK?",
+            VOCABULARY,
+            TODAY,
+            check=verify_statement,
+        ).link()
+    assert "flights.dest" in str(refused.value)
 
 
 def test_only_references_whose_names_say_a_direction_are_paired() -> None:
