@@ -55,7 +55,11 @@ _PREPOSITIONS = {
     FROM: re.compile(r"\b(?:from|out of)\b", re.I),
     TO: re.compile(r"\b(?:to|into)\b", re.I),
 }
-_ARTICLE = re.compile(r"\s*(?:the\s+|a\s+|an\s+)?", re.I)
+# An article or a determiner before the end point ("from each airport", "to every
+# airport"): the noun after it says the end point, as after "the".
+_ARTICLE = re.compile(
+    r"\s*(?:(?:the|a|an|each|every|all|any|its|their|that|this|these|those)\s+)?", re.I
+)
 _POINTER = frozenset({"it", "them", "which", "where", "there", "here"})
 # A preposition followed straight by another has no object of its own: it is stranded,
 # its end point the head of the relative clause it closes ("the airports JetBlue flew
