@@ -13,7 +13,7 @@ from services.sql.catalog import Edge, TableInfo, is_number
 from services.sql.linker._context import LinkContext
 from services.sql.linker._coverage import check_coverage
 from services.sql.linker._elided import show_elided_count
-from services.sql.linker._lookup import fact_candidates, refers_to_rows
+from services.sql.linker._lookup import fact_candidates, refers_to_rows, without_names
 from services.sql.linker._naming import explain_plan, output_names, slot
 from services.sql.linker._plan import (
     Linked,
@@ -331,8 +331,10 @@ _COUNTED_NOUN = re.compile(
 
 def _counts_the_table(ctx: LinkContext, base: TableInfo) -> bool:
     """The question counts ``base`` by its own name: the noun after "how many" or "number
-    of" is the last word of the table's name ("how many patients" of ``patients``)."""
-    said = _COUNTED_NOUN.search(ctx.low)
+    of" is the last word of the table's name ("how many patients" of ``patients``). A
+    stored name said before the noun ("how many American Airlines planes") is a condition
+    on the rows, not the noun (``without_names``): read past it, the planes are counted."""
+    said = _COUNTED_NOUN.search(without_names(ctx, ctx.low))
     words = ctx.vocab.table_words[base.qualified]
     return said is not None and bool(words) and stem(said.group(1)) == words[-1]
 

@@ -38,7 +38,7 @@ from services.sql.linker.clauses._reading import (
     is_year,
     table_first,
 )
-from services.sql.words import canonical_unit, same_measure
+from services.sql.words import canonical_unit, name_words, same_measure
 
 
 def _comparison(reading: Reading, i: int) -> tuple[str, int] | None:
@@ -110,6 +110,7 @@ def compare_clause(reading: Reading, read: Read, i: int) -> int | None:
         and not columns
         and not dimension
         and (not after_columns or after_tables[0].size >= after_columns[0].size)
+        and not _aged_rows(reading, start, number)
     ):
         table = after_tables[0].table
         assert table is not None
@@ -132,6 +133,31 @@ def compare_clause(reading: Reading, read: Read, i: int) -> int | None:
     )
     reading.use(start, end)
     return end
+
+
+def _aged_rows(reading: Reading, i: int, number: float) -> bool:
+    """Whether "over"/"under" at ``i`` bounds the rows said just before it by their
+    stored age: "singers under 30 sang at concerts" is the singers' ``age`` below 30,
+    not 30 concert rows counted (a table read after the number, "sang" for the singers,
+    took the bound as a count: a confident wrong). Only where that table stores one age
+    column whose least and greatest values hold the number; a count has no column, and
+    a number out of every age's range is left to the count."""
+    if not _of_rows(reading, i):
+        return False
+    before = reading.longest(i - 1, ("table",))
+    table = before[0].table if before else None
+    if table is None:
+        return False
+    ages = [
+        c
+        for c in table.columns
+        if is_number(c.data_type) and "age" in name_words(c.name) and c.extent is not None
+    ]
+    return (
+        len(ages) == 1
+        and ages[0].extent is not None
+        and (ages[0].extent[0] <= number <= ages[0].extent[1])
+    )
 
 
 def _of_rows(reading: Reading, i: int) -> bool:

@@ -31,6 +31,7 @@ from services.sql.linker._plan import (
     quote,
     table_sql,
 )
+from services.sql.linker._references import reference_named
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses._by_agent import by_agent
 from services.sql.linker.clauses._cues import DIMENSION_NOUNS, RELATIVE
@@ -81,7 +82,7 @@ def make_plan(reading: Reading, read: Read) -> Plan:
             alternatives.append((col, _condition_sql(ctx, col, condition)))
         plan.ors.append(alternatives)
     for mentions in read.groups:
-        _add_group(ctx, plan, resolve, mentions)
+        _add_group(ctx, plan, resolve, mentions, reading)
     for counted in read.counted:
         plan.having.append((Measure("COUNT", table=counted.table, label=counted.table.name),
                             counted.op, counted.number))  # fmt: skip
@@ -516,7 +517,13 @@ def _attributes_only(ctx: LinkContext, plan: Plan, entity: TableInfo) -> bool:
     return not any(d.col.key in labels or d.col.column.name in keys for d in plan.dims)
 
 
-def _add_group(ctx: LinkContext, plan: Plan, resolve: _Resolver, mentions: list[Mention]) -> None:
+def _add_group(
+    ctx: LinkContext,
+    plan: Plan,
+    resolve: _Resolver,
+    mentions: list[Mention],
+    reading: Reading,
+) -> None:
     tables = _nearest_groups(ctx, resolve.entity, mentions)
     if tables:
         table = tables[0]
@@ -525,9 +532,28 @@ def _add_group(ctx: LinkContext, plan: Plan, resolve: _Resolver, mentions: list[
         if not any(d.col.table is table for d in plan.dims):
             plan.dims += [Dim(c) for c in _labels(ctx, table, grouped=True)]
         return
-    col = resolve.column(mentions)
+    col = _by_reference(ctx, reading, mentions, resolve.column(mentions))
     if not any(d.col.key == col.key for d in plan.dims):
         plan.dims.append(Dim(col))
+
+
+def _by_reference(ctx: LinkContext, reading: Reading, mentions: list[Mention], col: Col) -> Col:
+    """ "each destination airport": the span names ``airports.dst`` (the daylight-saving
+    flag) only by letters "destination" holds in order, and wins on the table word
+    "airport" alone, which the mention of ``flights.dest`` (a whole prefix, holding the
+    airports' keys) lacks. The words after the table's are then read as a reference to
+    it (``reference_named``, as the older linker's groups do): the flights grouped by
+    where they went, not by a one-letter flag. A column said well by its own name
+    ("each dst") stays."""
+    said = [m for m in mentions if m.col is not None and m.col.key == col.key and m.with_table]
+    if not said:
+        return col
+    words = [t.stem for t in reading.tokens[said[0].start : said[0].end]]
+    found = reference_named(ctx, words, col)
+    if found is not col:
+        # the table word says what the reference points at: read, not left unexplained
+        ctx.known.update(w for w in words if ctx.vocab.table_score([w], col.table) > 0)
+    return found
 
 
 def _nearest_groups(
