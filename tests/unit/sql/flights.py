@@ -13,7 +13,13 @@ say a direction (``origin``, ``dest``), and a year held by both the flights and 
 
 from __future__ import annotations
 
-from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from datetime import date
+
+import pytest
+
+from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.verify import verify_statement
 
 
 def _known(
@@ -151,3 +157,21 @@ FLIGHTS = Catalog(
         ),
     ),
 )
+
+
+FLIGHTS_TODAY = date(2026, 11, 30)
+
+
+def flights_sql(question: str) -> str:
+    """The statement the linker, with the verifier, writes for ``question`` on
+    ``FLIGHTS``, on one line."""
+    vocabulary = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
+    linked = QuestionLinker(question, vocabulary, FLIGHTS_TODAY, (), check=verify_statement).link()
+    return " ".join(linked.sql.split())
+
+
+def flights_refused(question: str) -> str:
+    """The refusal ``question`` gets on ``FLIGHTS`` (fails the test where it is answered)."""
+    with pytest.raises(LinkError) as refused:
+        flights_sql(question)
+    return str(refused.value)

@@ -16,28 +16,10 @@ catalog:
 
 from __future__ import annotations
 
-from datetime import date
-
 import pytest
 
-from services.sql.catalog._joins import JoinGraph
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary
-from services.sql.verify import verify_statement
-from tests.unit.sql.flights import FLIGHTS
-
-TODAY = date(2026, 11, 30)
-VOCABULARY = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
-
-
-def _sql(question: str) -> str:
-    linked = QuestionLinker(question, VOCABULARY, TODAY, (), check=verify_statement).link()
-    return " ".join(linked.sql.split())
-
-
-def _refused(question: str) -> str:
-    with pytest.raises(LinkError) as refused:
-        _sql(question)
-    return str(refused.value)
+from services.sql.linker import LinkError
+from tests.unit.sql.flights import flights_sql as _sql
 
 
 def test_a_negated_name_inside_a_per_group_count() -> None:
