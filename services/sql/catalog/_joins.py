@@ -134,19 +134,44 @@ class JoinGraph:
                 found[pair] = {way: e[0] for way, e in ways.items()}
         return found
 
+    @functools.cached_property
+    def parallel(self) -> dict[tuple[str, str], tuple[Edge, ...]]:
+        """Parallel references whose names say no direction: (child, parent) -> the
+        child's references to that parent (``matches.home_team_id`` and
+        ``matches.away_team_id`` to ``teams``; ``friend.student_id`` and
+        ``friend.friend_id`` to ``highschooler``), in column order. Which one a question
+        means is said by its words, never by the order (``verify/_directions``); pairs
+        whose names say a direction are in :attr:`directed`."""
+        groups: dict[tuple[str, str], list[Edge]] = {}
+        for edge in self.edges:
+            if edge.kind != "overlap" and len(edge.child_columns) == 1:
+                groups.setdefault((edge.child, edge.parent), []).append(edge)
+        return {
+            pair: tuple(edges)
+            for pair, edges in groups.items()
+            if len(edges) > 1 and pair not in self.directed
+        }
+
     def toward(self, way: str) -> JoinGraph:
         """This graph, preferring of two parallel references the one whose name says
         ``way`` ("flights to Denver" joins ``airports`` on ``flights.dest``); the same
-        graph when it has no such pair. A shallow copy: edges and caches are shared."""
-        prefer = frozenset(
-            (edges[way].child, edges[way].child_column)
-            for edges in self.directed.values()
-            if way in edges
+        graph when it has no such pair."""
+        return self.preferring(
+            frozenset(
+                (edges[way].child, edges[way].child_column)
+                for edges in self.directed.values()
+                if way in edges
+            )
         )
-        if not prefer:
+
+    def preferring(self, columns: frozenset[tuple[str, str]]) -> JoinGraph:
+        """This graph, preferring of parallel references those on ``columns`` (child,
+        column): the direction or the role a question says; the same graph when there
+        are none. A shallow copy: edges and caches are shared."""
+        if not columns:
             return self
         view = copy.copy(self)
-        view._toward = prefer
+        view._toward = self._toward | columns
         return view
 
     def edges_of(self, table: str, *, overlap: bool = False) -> list[Edge]:

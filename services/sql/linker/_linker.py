@@ -48,7 +48,14 @@ from services.sql.linker._terms import expand_terms
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.linker.clauses import Decline, read_clauses
 from services.sql.results import with_deciding, with_labels, with_semijoins
-from services.sql.words import STOP_WORDS, question_directions, stem, tokenize
+from services.sql.words import (
+    STOP_WORDS,
+    question_directions,
+    role_words,
+    says_role,
+    stem,
+    tokenize,
+)
 
 # Checks a composed statement against the question, raising LinkError naming what it
 # leaves out (``services.sql.verify.verify_statement``): the linker proposes readings in
@@ -412,25 +419,34 @@ def read_question(
         in_names=in_names,
         applied=applied,
         meanings=tuple(meanings),
-        directed=_directed(vocab, expanded),
+        directed=_directed(vocab, expanded, words),
     )
 
 
-def _directed(vocab: Vocabulary, question: str) -> JoinGraph | None:
+def _directed(vocab: Vocabulary, question: str, words: Sequence[str]) -> JoinGraph | None:
     """The graph this question joins along, where the catalog has parallel references
     that say their direction and the question says exactly one ("how many flights
     arrived at Los Angeles Intl?" joins ``airports`` on ``flights.dest``, not on the
-    child's first reference, ``origin``); None otherwise. Both directions said ("from
-    JFK … flew to") is left to the verifier, which holds the statement to both."""
+    child's first reference, ``origin``), or references whose names say a role the
+    question says ("home matches" joins ``teams`` on ``matches.home_team_id``); None
+    otherwise. Both directions said ("from JFK … flew to") is left to the verifier,
+    which holds the statement to both."""
     graph = vocab.graph
-    if not graph.directed:
+    if not graph.directed and not graph.parallel:
         return None
     ways = set()
     for _child, parent in graph.directed:
         ways |= question_directions(question, frozenset(vocab.table_words.get(parent, ())))
-    if len(ways) != 1:
-        return None
-    return graph.toward(ways.pop())
+    if len(ways) == 1:
+        graph = graph.toward(ways.pop())
+    roles = set()
+    for (child, parent), edges in vocab.graph.parallel.items():
+        tables = {*vocab.table_words.get(child, ()), *vocab.table_words.get(parent, ())}
+        said = [e for e in edges if says_role(role_words(e.child_column, tables), words)]
+        if len(said) == 1:
+            roles.add((child, said[0].child_column))
+    graph = graph.preferring(frozenset(roles))
+    return graph if graph is not vocab.graph else None
 
 
 def link_question(ctx: LinkContext) -> Linked:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._facts import StatementFacts
-from services.sql.words import question_directions
+from services.sql.words import question_directions, role_words, says_role
 
 
 def check_directions(ctx: LinkContext, facts: StatementFacts) -> None:
@@ -41,3 +41,44 @@ def check_directions(ctx: LinkContext, facts: StatementFacts) -> None:
                 f"the question says where {' and '.join(sorted(said))}: {wanted}; the "
                 f"statement reads {read}"
             )
+
+
+def check_roles(ctx: LinkContext, facts: StatementFacts) -> None:
+    """ "How many matches did each team play?" joined to ``teams`` on
+    ``matches.home_team_id`` counts the home games only: where a table has several
+    references to one table whose names say no direction (home/away, employee/manager,
+    a friend's two students), the one the statement joins on must be said by the
+    question: the words its own name adds to the tables' ("home", "manager"), or a verb
+    whose agent it names ("managed" for ``manager_id``). Said another's words, or none,
+    the statement is refused naming the references. One default stands, from the
+    table's own grammar: a table named for a relation whose one reference carries the
+    relation's name (``friend.friend_id``, ``likes.liked_id``) records that relation of
+    its other reference, the row's subject ("the friends of each student")."""
+    words = frozenset(ctx.words)
+    for (child, parent), edges in ctx.graph.parallel.items():
+        used = [e for e in edges if (child, e.child_column) in facts.columns]
+        if len(used) != 1 or parent not in facts.tables:
+            continue
+        parents = ctx.vocab.table_words.get(parent, ())
+        tables = {*ctx.vocab.table_words.get(child, ()), *parents}
+        own = {e.child_column: role_words(e.child_column, tables) for e in edges}
+        said = [e for e in edges if says_role(own[e.child_column], words)]
+        if used[0] in said:
+            continue
+        name = child.rsplit(".", 1)[-1]
+        if said:
+            wanted = ", ".join(f"{name}.{e.child_column}" for e in said)
+            raise LinkError(
+                f"the question names {wanted}; the statement reads {name}.{used[0].child_column}"
+            )
+        # the relation's object: a reference named by the child table alone
+        named = [
+            e for e in edges if not own[e.child_column] and role_words(e.child_column, parents)
+        ]
+        if len(edges) == 2 and len(named) == 1 and used[0] is not named[0]:
+            continue  # the relation's subject: its other reference carries the table's name
+        both = " or ".join(f"{name}.{e.child_column}" for e in edges)
+        raise LinkError(
+            f"{parent.rsplit('.', 1)[-1]} is reached from {name} by {len(edges)} references "
+            f"and the question does not say which: {both}?"
+        )

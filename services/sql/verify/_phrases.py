@@ -71,7 +71,7 @@ from services.sql.verify._degenerate import (
     check_aggregate_of_a_group,
     check_shows_its_own_literal,
 )
-from services.sql.verify._directions import check_directions
+from services.sql.verify._directions import check_directions, check_roles
 from services.sql.verify._facts import (
     column_words,
     dated_condition,
@@ -142,6 +142,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_named_number(ctx, text, facts)
     check_time_used(ctx, text, sql, facts)
     check_directions(ctx, facts)
+    check_roles(ctx, facts)
     tree = parse_statements(sql, shared=True)[0]
     check_aggregate_of_a_group(tree)
     nodes = read_statement(tree, ctx.catalog)

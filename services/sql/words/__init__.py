@@ -17,6 +17,7 @@ from services.sql.words._directions import FROM, TO, name_direction, question_di
 from services.sql.words._names import said_as_name
 from services.sql.words._participles import IRREGULAR_PARTICIPLES
 from services.sql.words._parts import said_in_part, value_words_said
+from services.sql.words._roles import role_words, says_role
 from services.sql.words._units import (
     canonical_unit,
     converted,
@@ -85,9 +86,11 @@ __all__ = [
     "plural",
     "question_directions",
     "restated",
+    "role_words",
     "said_as_name",
     "said_in_part",
     "same_measure",
+    "says_role",
     "shift",
     "stem",
     "stored_as_verb",

@@ -12,7 +12,7 @@ import pytest
 from services.sql.catalog import JoinGraph
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
 from services.sql.verify import verify_statement
-from services.sql.words import FROM, TO, name_direction, question_directions
+from services.sql.words import FROM, TO, name_direction, question_directions, role_words, says_role
 from tests.unit.sql.flights import FLIGHTS
 
 VOCABULARY = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
@@ -151,3 +151,22 @@ def test_only_references_whose_names_say_a_direction_are_paired() -> None:
         FROM: "origin",
         TO: "dest",
     }
+
+
+def test_a_reference_says_its_role_by_the_words_its_name_adds_to_the_tables() -> None:
+    assert role_words("home_team_id", {"match", "team"}) == {"home"}
+    assert role_words("manager_id", {"review", "employee"}) == {"manager"}
+    assert role_words("employee_id", {"review", "employee"}) == frozenset()
+    # the relation's object carries the child table's name: "liked" of ``likes``
+    assert role_words("friend_id", {"friend", "highschooler"}) == frozenset()
+    assert role_words("liked_id", {"like", "highschooler"}) == frozenset()
+    assert role_words("student_id", {"friend", "highschooler"}) == {"student"}
+
+
+def test_a_question_says_a_role_by_its_word_or_the_verb_whose_agent_it_names() -> None:
+    assert says_role(frozenset({"home"}), ("home", "match", "team"))
+    assert says_role(frozenset({"manager"}), ("review", "managed", "employee"))
+    assert says_role(frozenset({"seller"}), ("sells", "car"))
+    assert not says_role(frozenset({"away"}), ("home", "match"))
+    # a short stem says nothing by accident: "buyer" is not "buses"
+    assert not says_role(frozenset({"buyer"}), ("buses",))
