@@ -44,6 +44,7 @@ from services.sql.verify._checks import (
     failure,
 )
 from services.sql.verify._joins import join_pairs, join_refusal
+from services.sql.verify._other_reference import Swapped, found_nothing, swapped_references
 from services.sql.verify._rows import refusal as rows_refusal
 from services.sql.verify._rows import relaxations
 from services.sql.verify._statement import read_statement
@@ -185,7 +186,34 @@ class StatementChecker:
             if reason:
                 joins = CheckResult(JOINS, False, reason)
                 break
+        if joins.passed and rows.passed and found_nothing(result):
+            swapped = swapped_references(tree, nodes, derived.graph)
+            joins = await self._other_reference(swapped, result, target, catalog, limits)
         return (values, cut, rows, joins)
+
+    async def _other_reference(
+        self,
+        swapped: list[Swapped],
+        result: ResultSet,
+        target: Target,
+        catalog: Catalog,
+        limits: Limits,
+    ) -> CheckResult:
+        """A statement that found nothing through one of a table's several references to
+        the table it joins, where rows meet its conditions through another, is refused
+        naming that one (``_other_reference``): one probe for all its such joins."""
+        probes = [p for s in swapped for p in s.probes]
+        if not probes:
+            return CheckResult(JOINS, True)
+        answers = await self._probe(probes, target, catalog, self._limits(result, probes, limits))
+        if answers is None:
+            return CheckResult(JOINS, True)
+        for one in swapped:
+            mine, answers = answers[: len(one.probes)], answers[len(one.probes) :]
+            reason = one.refusal(mine)
+            if reason:
+                return CheckResult(JOINS, False, reason)
+        return CheckResult(JOINS, True)
 
     def _limits(self, result: ResultSet, expressions: list[str], limits: Limits) -> Limits:
         """A probe's limits: time in proportion to the statement's (``_budget``)."""

@@ -45,6 +45,17 @@ CREATE TABLE reviews (
   manager_id int NOT NULL REFERENCES employees (employee_id),
   score int NOT NULL
 );
+CREATE TABLE ports (port_code text PRIMARY KEY, name text NOT NULL, zone text NOT NULL);
+CREATE TABLE routes (
+  route_id int PRIMARY KEY,
+  origin text NOT NULL REFERENCES ports (port_code),
+  dest text NOT NULL REFERENCES ports (port_code),
+  dep_delay int NOT NULL
+);
+INSERT INTO ports VALUES ('AAA', 'Alder', 'East'), ('BBB', 'Birch', 'East'),
+  ('CCC', 'Cedar', 'West'), ('DDD', 'Dogwood', 'West'), ('EEE', 'Elm', 'North');
+INSERT INTO routes SELECT g, (ARRAY['AAA', 'BBB'])[1 + g % 2],
+  (ARRAY['BBB', 'CCC', 'DDD', 'AAA'])[1 + g % 4], g % 17 FROM generate_series(1, 40) g;
 INSERT INTO teams VALUES (1, 'Rovers', 'Leeds'), (2, 'United', 'York'), (3, 'Athletic', 'Hull'),
   (4, 'Wanderers', 'Bath');
 INSERT INTO matches SELECT g, 1 + g % 4, 1 + (g + 1 + g % 3) % 4, DATE '2024-01-01' + g,
@@ -91,6 +102,34 @@ async def _ask(stub: pb_grpc.SqlServiceAsyncStub, question: str) -> pb.AskQuesti
     request = pb.AskQuestionRequest(tenant_id="acme", question=question)
     reply: pb.AskQuestionResponse = await stub.AskQuestion(request, timeout=60)
     return reply
+
+
+async def test_nothing_through_the_reference_joined_and_rows_through_the_other_is_refused(
+    stub,
+) -> None:
+    """ "departure" says where from, but no route leaves a port of the West zone (every
+    origin is in the East): joined on ``routes.origin`` the average is over nothing, a
+    confident "none" where routes arrive there. The stored values point at
+    ``routes.dest``: refused naming it."""
+    reply = await _ask(stub, "What is the average departure delay of routes in the West zone?")
+    assert reply.outcome != pb.SQL_ASK_OUTCOME_ANSWERED, reply.result.sql
+    assert "routes.origin" in reply.message and "routes.dest" in reply.message
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # rows through the reference joined: answered as before
+        "What is the average departure delay of routes in the East zone?",
+        # rows through neither (no route touches the North): not this check's to say
+        "What is the average departure delay of routes in the North zone?",
+    ],
+)
+async def test_a_condition_the_joined_reference_meets_or_none_does_is_not_swapped(
+    stub, question
+) -> None:
+    reply = await _ask(stub, question)
+    assert "routes.dest" not in reply.message, reply.message
 
 
 def _rows(url: str, sql: str) -> set[tuple[object, ...]]:
