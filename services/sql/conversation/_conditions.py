@@ -25,9 +25,10 @@ import sqlglot
 from sqlglot import exp
 
 from services.sql import verify
-from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.catalog import Catalog, JoinGraph, TableInfo, table_for
 from services.sql.conversation._existence import at_least_one, existence_words
 from services.sql.conversation._inhabitants import as_place
+from services.sql.conversation._leading import name_holders, names_capitalised
 from services.sql.conversation._semijoin import rival, semi_joined
 from services.sql.conversation._statement import FollowUpError, parse, readable, sources
 from services.sql.linker import unsaid_season
@@ -163,6 +164,8 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
         conditions.append(unnamed)
     if (place := as_place(condition, catalog)) is not None:
         conditions.append(place)  # "Californians" → "in California" (see _inhabitants)
+    if (named := names_capitalised(condition, catalog.tables)) is not None:
+        conditions.append(named)  # "united" → "United", a stored name's lead (_leading)
     for said_as in conditions:
         for table in _own_tables(select, catalog):
             named = readable(table, catalog)
@@ -179,12 +182,36 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
                     )
                     if placed is not None and set(said) <= compared:
                         return placed
+    if (twice := _met_twice(condition, select, catalog)) is not None:
+        raise FollowUpError(twice)
     # a season no reading placed: its months are unsaid, where the rows keep them
     if (season := unsaid_season(condition, _own_tables(select, catalog))) is not None:
         raise FollowUpError(season)
     if tried:
         raise FollowUpError(f"'{condition}' links to a condition the previous answer cannot take")
     raise FollowUpError(f"no column of the previous answer's tables fits '{condition}'")
+
+
+def _met_twice(condition: str, select: exp.Select, catalog: Catalog) -> str | None:
+    """The refusal for a condition naming (in lower case) a stored name of a table the
+    earlier statement's table reaches by two references ("newark" of an airport's name
+    after a count of flights: the flights' origin or their destination?), naming both;
+    None otherwise. Said only once no reading placed the words: which reference is meant
+    is never guessed, and the refusal says what would decide it."""
+    graph = JoinGraph(catalog)
+    own = _own_tables(select, catalog)
+    for held in name_holders(condition, catalog.tables):
+        if held in {t.qualified for t in own}:
+            continue
+        for table in own:
+            edges = graph.between(table.qualified, held)
+            if len(edges) > 1:
+                said = " or ".join(f"{table.name}.{e.column_of(table.qualified)}" for e in edges)
+                return (
+                    f"'{condition}' names {held.rsplit('.', 1)[-1]}, reached from {table.name} "
+                    f"by {len(edges)} references and the words do not say which: {said}?"
+                )
+    return None
 
 
 def _without_subject(condition: str, named: str) -> str:
