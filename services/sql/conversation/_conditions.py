@@ -91,9 +91,20 @@ _WORD_NUMBER = re.compile(
 )
 
 
+# A small number said in words before the plural noun it counts ("with two engines",
+# "three seats"): a count the rows store in a column the noun names, which the linker
+# reads only in digits; "more than two" with no noun after it is the linker's own.
+_SMALL = ["two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+          "twelve"]  # fmt: skip
+_SMALL_COUNT = re.compile(
+    r"(?<![\w-])(?P<n>" + "|".join(_SMALL) + r")(?=\s+[A-Za-z]+s\b)", re.IGNORECASE
+)
+
+
 def in_digits(words: str) -> str:
     """``words`` with each number past twelve said in words written as digits ("under
-    thirty" → "under 30", "forty-five" → "45"), so the frames ask the linker the number
+    thirty" → "under 30", "forty-five" → "45"), and each smaller one before the plural
+    noun it counts ("two engines" → "2 engines"), so the frames ask the linker the number
     as it reads numbers, and the check that every number said is compared sees it."""
 
     def digits(match: re.Match[str]) -> str:
@@ -103,6 +114,7 @@ def in_digits(words: str) -> str:
         unit = match.group("unit")
         return str(value + 1 + _UNITS.index(unit.lower()) if unit else value)
 
+    words = _SMALL_COUNT.sub(lambda m: str(2 + _SMALL.index(m.group("n").lower())), words)
     return _WORD_NUMBER.sub(digits, words)
 
 

@@ -93,3 +93,19 @@ async def test_a_bare_phrase_no_value_of_the_compared_column_is_not_a_condition(
         await built(UNITED_PER_ORIGIN, prior, FLIGHTS, _link, "jfk?")
     sql, _ = await built(UNITED_PER_ORIGIN, prior, FLIGHTS, _link, "what about jfk?")
     assert ("flights", "JFK") in _compared(sql)
+
+
+PLANES_PER_MAKER = (
+    "SELECT t0.manufacturer AS manufacturer, COUNT(*) AS count FROM public.planes AS t0 "
+    "WHERE t0.year < 1990 GROUP BY t0.manufacturer"
+)
+
+
+@pytest.mark.parametrize(("condition", "engines"), [("with two engines", "2"),
+                                                    ("with four engines", "4")])  # fmt: skip
+async def test_a_small_number_said_in_words_before_its_noun_is_compared(condition, engines):
+    """ "only ones with two engines" (nycflights13 v5 n4#2): the number of engines a plane
+    stores, said in a word; the linker reads it in digits only."""
+    prior = Prior(PLANES_PER_MAKER, Relation.FILTER, condition=condition)
+    sql, _ = await built(PLANES_PER_MAKER, prior, FLIGHTS, _link)
+    assert ("planes", engines) in {(t, v) for t, v in _compared(sql)}
