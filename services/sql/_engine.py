@@ -493,7 +493,7 @@ class SqlEngine:
                     # edited on the joins a semi-join of the earlier answer stands for,
                     # written back as the question asked outright writes it
                     sql, explanation = await built(
-                        joined(earlier.normalized_sql, catalog), prior, catalog, link
+                        joined(earlier.normalized_sql, catalog), prior, catalog, link, question
                     )
                     sql = as_asked(sql, earlier.normalized_sql, catalog)
             except FollowUpError as exc:

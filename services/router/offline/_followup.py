@@ -1165,6 +1165,12 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         changed = resolve(question[same.end() :], history)
         if changed.kind not in (FollowUpKind.STANDALONE, FollowUpKind.UNRESOLVED):
             return changed
+        # "same but from lga": the change is a value of the previous request said with
+        # its preposition, as "what about from lga?" says it ("same but" asks for the
+        # previous request changed, never a new one); only a value swap is taken.
+        about = resolve(f"what about {question[same.end() :]}", history)
+        if about.kind is FollowUpKind.VALUE_SWAP:
+            return about
     resolution = _resolve(question, history)
     prior = next((t for t in reversed(history) if not t.unresolved), None)
     if (
@@ -1601,7 +1607,46 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         again = _resolve(f"what about {elliptical}?", history)
         if again.kind in (FollowUpKind.VALUE_SWAP, FollowUpKind.TIME_SHIFT):
             return again
+    if (bare := _bare_value(asked, prior)) is not None:
+        return bare
     return Resolution(FollowUpKind.STANDALONE, asked)
+
+
+# A phrase said alone, as a value is ("delta?", "jetblue", "New York"): a few words with
+# no question word, verb or number of their own.
+_BARE = re.compile(r"^(?P<v>[A-Za-z][\w&'-]*(?: [A-Za-z][\w&'-]*){0,2})\s*[?.!]*$")
+_NOT_BARE = frozenset((
+    "how", "what", "which", "who", "whom", "whose", "when", "where", "why", "is", "are",
+    "was", "were", "do", "does", "did", "can", "could", "list", "show", "give", "count",
+    "tell", "find", "get", "yes", "no", "ok", "okay", "thanks", "thank", "hi", "hello",
+    "help", "more", "again", "all", "everything", "them", "those", "these", "it", "this",
+    "that", "the", "a", "an", "and", "but", "or", "not", "no", "only", "just", "except",
+    "same", "top", "bottom", "first", "last", "per", "by", "from", "to", "in", "at", "on",
+    "of", "for", "with", "without", "over", "under", "before", "after", "instead", "then",
+    "now", "also", "ones", "one", "each", "every", "total", "average", "sum",
+))  # fmt: skip
+# A text value compared in the statement (``name = 'United Air Lines Inc.'``).
+_COMPARED_TEXT = re.compile(r"(?:=|\bIN\s*\(|\bLIKE)\s*'", re.IGNORECASE)
+
+
+def _bare_value(asked: str, prior: PriorTurn) -> Resolution | None:
+    """A bare phrase after an answer whose statement compares a text value ("delta?"
+    after the United flights per origin) as a value swap of that statement, said as
+    asked: whether the phrase is a value of the compared column is the SQL service's to
+    read from the stored values, and where it is none the phrase is read as asked, as a
+    question of its own (what it was before). The router never reads a schema, so the
+    swap is only offered; no question is rewritten around the phrase."""
+    match = _BARE.match(asked.strip())
+    if match is None or not prior.sql or not _COMPARED_TEXT.search(prior.sql):
+        return None
+    value = match.group("v")
+    if any(w.lower() in _NOT_BARE for w in value.split()):
+        return None
+    return Resolution(
+        FollowUpKind.VALUE_SWAP,
+        asked,
+        builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
+    )
 
 
 # "how many" said with no noun of its own: a preposition follows it at once ("and how

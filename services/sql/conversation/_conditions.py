@@ -25,9 +25,10 @@ import sqlglot
 from sqlglot import exp
 
 from services.sql import verify
-from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.catalog import Catalog, JoinGraph, TableInfo, table_for
 from services.sql.conversation._existence import at_least_one, existence_words
 from services.sql.conversation._inhabitants import as_place
+from services.sql.conversation._leading import name_holders, names_capitalised
 from services.sql.conversation._semijoin import rival, semi_joined
 from services.sql.conversation._statement import FollowUpError, parse, readable, sources
 from services.sql.linker import unsaid_season
@@ -90,9 +91,20 @@ _WORD_NUMBER = re.compile(
 )
 
 
+# A small number said in words before the plural noun it counts ("with two engines",
+# "three seats"): a count the rows store in a column the noun names, which the linker
+# reads only in digits; "more than two" with no noun after it is the linker's own.
+_SMALL = ["two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+          "twelve"]  # fmt: skip
+_SMALL_COUNT = re.compile(
+    r"(?<![\w-])(?P<n>" + "|".join(_SMALL) + r")(?=\s+[A-Za-z]+s\b)", re.IGNORECASE
+)
+
+
 def in_digits(words: str) -> str:
     """``words`` with each number past twelve said in words written as digits ("under
-    thirty" → "under 30", "forty-five" → "45"), so the frames ask the linker the number
+    thirty" → "under 30", "forty-five" → "45"), and each smaller one before the plural
+    noun it counts ("two engines" → "2 engines"), so the frames ask the linker the number
     as it reads numbers, and the check that every number said is compared sees it."""
 
     def digits(match: re.Match[str]) -> str:
@@ -102,6 +114,7 @@ def in_digits(words: str) -> str:
         unit = match.group("unit")
         return str(value + 1 + _UNITS.index(unit.lower()) if unit else value)
 
+    words = _SMALL_COUNT.sub(lambda m: str(2 + _SMALL.index(m.group("n").lower())), words)
     return _WORD_NUMBER.sub(digits, words)
 
 
@@ -163,6 +176,8 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
         conditions.append(unnamed)
     if (place := as_place(condition, catalog)) is not None:
         conditions.append(place)  # "Californians" → "in California" (see _inhabitants)
+    if (named := names_capitalised(condition, catalog.tables)) is not None:
+        conditions.append(named)  # "united" → "United", a stored name's lead (_leading)
     for said_as in conditions:
         for table in _own_tables(select, catalog):
             named = readable(table, catalog)
@@ -179,12 +194,36 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
                     )
                     if placed is not None and set(said) <= compared:
                         return placed
+    if (twice := _met_twice(condition, select, catalog)) is not None:
+        raise FollowUpError(twice)
     # a season no reading placed: its months are unsaid, where the rows keep them
     if (season := unsaid_season(condition, _own_tables(select, catalog))) is not None:
         raise FollowUpError(season)
     if tried:
         raise FollowUpError(f"'{condition}' links to a condition the previous answer cannot take")
     raise FollowUpError(f"no column of the previous answer's tables fits '{condition}'")
+
+
+def _met_twice(condition: str, select: exp.Select, catalog: Catalog) -> str | None:
+    """The refusal for a condition naming (in lower case) a stored name of a table the
+    earlier statement's table reaches by two references ("newark" of an airport's name
+    after a count of flights: the flights' origin or their destination?), naming both;
+    None otherwise. Said only once no reading placed the words: which reference is meant
+    is never guessed, and the refusal says what would decide it."""
+    graph = JoinGraph(catalog)
+    own = _own_tables(select, catalog)
+    for held in name_holders(condition, catalog.tables):
+        if held in {t.qualified for t in own}:
+            continue
+        for table in own:
+            edges = graph.between(table.qualified, held)
+            if len(edges) > 1:
+                said = " or ".join(f"{table.name}.{e.column_of(table.qualified)}" for e in edges)
+                return (
+                    f"'{condition}' names {held.rsplit('.', 1)[-1]}, reached from {table.name} "
+                    f"by {len(edges)} references and the words do not say which: {said}?"
+                )
+    return None
 
 
 def _without_subject(condition: str, named: str) -> str:

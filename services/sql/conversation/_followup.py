@@ -1141,10 +1141,14 @@ def _as_condition(value: str) -> str:
     return match.group("v") if match is not None and match.group("v") else value
 
 
-async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[str, str]:
+async def built(
+    sql: str, prior: Prior, catalog: Catalog, link: Link, question: str = ""
+) -> tuple[str, str]:
     """(the statement, how it was built) for the relations that edit the statement; a
     filter's condition and a period said as today's are read by ``link`` (the schema
-    linker, through the ask pipeline)."""
+    linker, through the ask pipeline). ``question``: the follow-up as the router sent it;
+    a value swap that is the whole of it ("delta?") is one only where the value is
+    stored in a compared column (see :func:`said_alone`)."""
     if prior.relation is Relation.FILTER:
         try:
             linked = await link_condition(sql, prior.condition, catalog, link)
@@ -1171,6 +1175,8 @@ async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[s
         try:
             return edited(sql, prior, catalog)
         except FollowUpError as stored:
+            if said_alone(question, prior.value):
+                raise
             # Not a stored value ("what about older than 40?"): the condition the words
             # link to, in place of the statement's own on that column.
             try:
@@ -1180,6 +1186,16 @@ async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[s
                 raise stored from None
             return changed, "the previous statement, another condition"
     return edited(sql, prior, catalog)
+
+
+def said_alone(question: str, value: str) -> bool:
+    """Whether the follow-up is the swapped value and nothing else ("delta?"): a phrase
+    the router offers as a swap only because it is bare. It swaps a value the statement
+    compares when the stored values say it is one of that column's (the same column, a
+    value of it or its leading words); otherwise it is read as asked, never as a
+    condition the words might link to, which a phrase said alone does not say."""
+    words = re.findall(r"[\w&'-]+", question.lower())
+    return bool(words) and words == re.findall(r"[\w&'-]+", value.lower())
 
 
 def _in_place_or_added(sql: str, linked: Linked, catalog: Catalog) -> str:

@@ -40,7 +40,33 @@ _END = re.compile(r"\s*[?.!](?=\s|$)")
 def rephrased(question: str) -> str:
     """``question`` in the readers' grammar (see the module's docstring); a question
     already in it as it is."""
-    return plain_idioms(named_as_listed(fronted_last(question)))
+    return counted_per(plain_idioms(named_as_listed(fronted_last(question))))
+
+
+# A question that opens with its rows' plural noun and asks for them "per" something,
+# with no head ("planes built before 1990 per manufacturer"): a telegraphic count.
+_ROWS_PER = re.compile(
+    r"^\s*(?P<noun>[A-Za-z]+[^sS\W]s|[A-Za-z]+ies)\b(?P<rest>.*\bper\s+[A-Za-z].*)$"
+)
+# Words that already say what is shown or measured: the question is no bare count.
+_MEASURED = re.compile(
+    r"\b(?:how|what|which|who|list|show|count|counts|number|numbers|total|totals|sum|sums|"
+    r"average|averages|avg|mean|maximum|minimum|max|min|most|least|share|percentage|"
+    r"percent|ratio|rate|rates)\b",
+    re.IGNORECASE,
+)
+
+
+def counted_per(question: str) -> str:
+    """ "planes built before 1990 per manufacturer" -> "Number of planes built before 1990
+    per manufacturer": rows named by their plural noun, "per" a grouping and nothing
+    said of them is how a busy writer asks for the number of them in each group (the
+    verifier refuses the question as asked: a listing of planes is no value per
+    manufacturer). Any other question as it is; the readers still place every word."""
+    m = _ROWS_PER.match(question)
+    if m is None or _MEASURED.search(question):
+        return question
+    return f"Number of {m.group('noun').lower()}{m.group('rest')}"
 
 
 # "Name the …" / "Name all the …": a request for rows, as "List the …" is.

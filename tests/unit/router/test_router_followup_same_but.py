@@ -1,10 +1,11 @@
 """A follow-up led by "same but" (ISSUE-45, s61 fresh script): the previous request with
 what follows "but" changed, read as that change said alone ("by customer state", "only
 buys", "top 3"). Before, "same but by customer state" was a new question and refused
-("could not place 'but'"). A change that alone reads as a new question ("from LGA")
-stays one (read as "what about from LGA" it swapped values, and on the fresh script
-carried a first turn's wrong rows into two more answers); "but" without "same", and
-"same" words that are no such lead, stay as they were."""
+("could not place 'but'"). A change that alone reads as a new question ("from lga") is
+a value of the previous request said with its preposition, read as "what about from
+lga?" says it (s62: dropped in s61 only because the first turn it swapped on was wrong,
+which it no longer is); "but" without "same", and "same" words that are no such lead,
+stay as they were."""
 
 from __future__ import annotations
 
@@ -46,9 +47,16 @@ def test_same_but_changes_the_previous_request(
     assert resolution.builds_on is not None and resolution.builds_on.sql == prior.sql
 
 
+def test_same_but_a_value_with_its_preposition_swaps_the_value() -> None:
+    resolution = resolve("same but from lga", [FROM_JFK])
+    assert resolution.kind is FollowUpKind.VALUE_SWAP
+    assert resolution.builds_on is not None and resolution.builds_on.value.lower() == "lga"
+    assert resolution.builds_on.sql == FROM_JFK.sql
+    assert "from lga" in resolution.question and "jfk" not in resolution.question
+
+
 @pytest.mark.parametrize(
-    "question",
-    ["but from lga", "same day flights but not from jfk", "same but by state", "same but from lga"],
+    "question", ["but from lga", "same day flights but not from jfk", "same but by state"]
 )
 def test_other_leads_are_left_as_they_were(question: str) -> None:
     """ "but" alone, a "same" that qualifies a noun, "same but" with nothing before it,

@@ -70,9 +70,11 @@ TEMPLATES = Catalog(
 
 def test_rows_listed_for_a_per_grouping_are_refused() -> None:
     """ "per manufacturer" with nothing counted asks for one number per manufacturer (how
-    many planes); a statement that lists the planes (or the manufacturers) is refused."""
+    many planes); a statement that lists the planes (or the manufacturers) is refused.
+    (Said bare, "planes built before 1990 per manufacturer" is read as their number since
+    s62: ``test_sql_counted_per``.)"""
     with pytest.raises(LinkError, match="per manufacturer"):
-        linked_sql("planes built before 1990 per manufacturer", FLIGHTS, TODAY)
+        linked_sql("List the planes built before 1990 per manufacturer", FLIGHTS, TODAY)
 
 
 def test_a_count_per_a_grouping_is_still_answered() -> None:
