@@ -13,9 +13,16 @@ from __future__ import annotations
 from services.sql.results._charts import choose_chart
 from services.sql.results._evidence import deciding_columns, show_deciding, with_deciding
 from services.sql.results._exists import conjoined, exists
-from services.sql.results._labels import label_columns, name_columns, show_labels, with_labels
+from services.sql.results._labels import (
+    label_columns,
+    name_columns,
+    repeats,
+    show_labels,
+    with_labels,
+)
 from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
 from services.sql.results._ranking import ranking_cut
+from services.sql.results._select import own_tables
 from services.sql.results._semijoin import as_asked, joined, semi_join, with_semijoins
 from services.sql.results._values import (
     column_kind,
@@ -42,8 +49,10 @@ __all__ = [
     "joined",
     "label_columns",
     "name_columns",
+    "own_tables",
     "ranking_cut",
     "register_loaders",
+    "repeats",
     "semi_join",
     "show_deciding",
     "show_labels",
