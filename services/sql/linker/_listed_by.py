@@ -10,7 +10,9 @@ grammar), or, where X is a column of a table the listed rows refer to, with X sa
 theirs ("… and their company's industry, ordered by industry"). Kept only where the statement
 lists rows (no grouping, no aggregate), shows the column X names and orders by it, and
 joins only tables each listed row meets once (its references, by their key): the rows
-stay the rows asked for. Where no saying gives that, the question is refused naming X:
+stay the rows asked for. A reference column X names ("by maker" on models whose
+``maker`` holds a car maker's id) is not shown for it unless X says the code ("by
+company id"): the number is not the maker. Where no saying gives that, the question is refused naming X:
 a listing that silently drops "by X" is not what was asked.
 
 Only where X is the whole name of a column (its words, stemmed): "songs by singers"
@@ -29,7 +31,7 @@ from sqlglot import exp
 
 from services.sql.catalog import Catalog
 from services.sql.linker._vocabulary import Vocabulary
-from services.sql.results import own_tables, repeats
+from services.sql.results import own_tables, repeats, with_labels
 from services.sql.words import IRREGULAR_PARTICIPLES, STOP_WORDS, name_words, stem
 
 # "… by industry?" at the end of the question (its last clause)
@@ -43,6 +45,8 @@ _NOT_A_LISTING = re.compile(
     r"percentage|percent|proportion|share|ratio|rate|per|each|every|order|ordered|sort|sorted|"
     r"rank|ranked|group|grouped|broken|breakdown|split|ascending|descending)\b"
 )
+# Words that ask for a reference's code itself ("by company id").
+_CODE_WORDS = frozenset({"id", "ids", "code", "codes", "number", "key"})
 # Heads that ask for rows to be listed.
 _LISTING_HEAD = re.compile(
     r"^\s*(?:list|show|display|give|get|find|return|name|print|what are|which|who are)\b"
@@ -125,7 +129,8 @@ def ordered_by(
 ) -> str | None:
     """``sql`` ordered by X from the lowest, where it lists the rows of the table
     ``rows`` (no grouping, no aggregate, no row cut, no sub-query) through joins that
-    repeat none of them, shows the column ``listed`` names and orders by it first; None
+    repeat none of them, shows them (a column of theirs besides X) and the column
+    ``listed`` names, and orders by it first; None
     otherwise. "By X" arranges, it does not rank: the order reader's direction for a
     column it takes as a measure ("ordered by level", highest first) is not asked."""
     tree = _select(sql)
@@ -156,6 +161,23 @@ def ordered_by(
     info = tables.get(first.table.lower())
     if info is None or not _names(vocab, (info.qualified, first.name), listed.words):
         return None
+    references = (
+        e for e in vocab.graph.edges_of(info.qualified) if e.child == info.qualified
+    )  # declared or inferred to a key: the column holds another table's key
+    if not _CODE_WORDS & set(listed.said.split()) and any(
+        first.name.lower() in (c.lower() for c in e.child_columns) for e in references
+    ):
+        return None  # a reference's code: "by maker" means the maker, not its number
+    # the rows shown as the answer will show them (the label rule names listed rows)
+    labelled = _select(with_labels(sql, catalog))
+    listed_alias = next(iter(tables))
+    if labelled is None or not any(
+        isinstance(c := e.unalias(), exp.Column)
+        and c.table.lower() == listed_alias
+        and c.name.lower() != first.name.lower()
+        for e in labelled.expressions
+    ):
+        return None  # X alone: the rows asked for are not shown
     if not key.args.get("desc"):
         return sql
     key.set("desc", False)
