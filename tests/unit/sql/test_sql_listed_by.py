@@ -11,15 +11,11 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
 from services.sql.linker import LinkError
 from tests.unit.sql.schemas import col, key, linked_sql
 
 TODAY = date(2026, 11, 30)
-
-
-def _text(name: str, samples: tuple[str, ...] = ()) -> ColumnInfo:
-    return ColumnInfo(name, "text", True, sample_values=samples)
 
 
 CRM = Catalog(
@@ -30,9 +26,9 @@ CRM = Catalog(
             "companies",
             columns=(
                 key("company_id"),
-                _text("name"),
-                _text("industry", ("Retail", "Software")),
-                _text("country", ("France", "Germany", "Portugal")),
+                col("name", "text"),
+                col("industry", "text", ("Retail", "Software")),
+                col("country", "text", ("France", "Germany", "Portugal")),
                 col("employees"),
                 col("level_of_membership"),
             ),
@@ -41,7 +37,12 @@ CRM = Catalog(
         TableInfo(
             "public",
             "contacts",
-            columns=(key("contact_id"), _text("full_name"), col("company_id"), _text("title")),
+            columns=(
+                key("contact_id"),
+                col("full_name", "text"),
+                col("company_id"),
+                col("title", "text"),
+            ),
             primary_key=("contact_id",),
             foreign_keys=(ForeignKeyInfo(("company_id",), "public.companies", ("company_id",)),),
         ),
@@ -113,13 +114,18 @@ MODELS = Catalog(
         TableInfo(
             "public",
             "car_makers",
-            columns=(key("id"), _text("maker"), _text("fullname"), _text("country")),
+            columns=(
+                key("id"),
+                col("maker", "text"),
+                col("fullname", "text"),
+                col("country", "text"),
+            ),
             primary_key=("id",),
         ),
         TableInfo(
             "public",
             "model_list",
-            columns=(key("modelid"), col("maker"), _text("model")),
+            columns=(key("modelid"), col("maker"), col("model", "text")),
             primary_key=("modelid",),
             foreign_keys=(ForeignKeyInfo(("maker",), "public.car_makers", ("id",)),),
         ),
