@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -752,6 +753,36 @@ async def test_ask_time_shift_keeps_the_columns_the_earlier_answer_showed(runnin
             named.replace("2025", "2024").replace("'2024-01-01' AND", "'2023-01-01' AND"),
         )
     )
+
+
+@pytest.mark.rpc(ASK)
+async def test_ask_listing_by_a_column_shows_it_and_orders_by_it(running):
+    # "by industry" on a listing counts nothing: the companies are listed with their
+    # industry, one industry's together (issue 45, s62). s61 refused it; before, the
+    # words were dropped. Counted, "by industry" stays a grouping.
+    listed = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="Show the companies in Germany by industry"
+        ),
+        timeout=30,
+    )
+    assert listed.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, listed.message
+    columns = [c.name for c in listed.result.columns]
+    assert "name" in columns and "industry" in columns
+    at = columns.index("industry")
+    industries = [row[at] for row in _result_rows(listed.result)]
+    runs = [industry for industry, _ in itertools.groupby(industries)]
+    assert len(runs) == len(set(runs)) > 1  # each industry's companies together
+    expected = await _rows(running.stub, "SELECT count(*) FROM companies WHERE country = 'Germany'")
+    assert len(industries) == expected[0][0]
+    counted = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="How many companies are in Germany by industry?"
+        ),
+        timeout=30,
+    )
+    assert counted.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, counted.message
+    assert len(_result_rows(counted.result)) == len(set(industries))
 
 
 @pytest.mark.rpc(ASK)

@@ -490,9 +490,11 @@ async def test_a_value_only_hidden_rows_hold_reads_as_one_no_row_holds(world: Wo
     templates = (
         "How many companies are in {}?",
         "Which companies are in {}?",
-        # grouped: "Show the companies in X by industry" listed the companies and dropped
-        # "by industry" until s61; it is refused now, naming the word
+        # grouped: "how many … by industry" counts per industry
         "How many companies are in {} by industry?",
+        # a listing "by industry" (s62): the companies with their industry, ordered by it
+        # (until s61 the words were dropped; s61 refused them)
+        "Show the companies in {} by industry",
     )
     for template in templates:
         full = await stub.AskSql(

@@ -31,6 +31,7 @@ from services.sql import verify
 from services.sql.catalog import Catalog, JoinGraph, TableInfo
 from services.sql.conversation._existence import names_tables
 from services.sql.conversation._statement import sources
+from services.sql.results import exists
 
 # (linked alias, column) on each side of one join equality
 _Pair = tuple[tuple[str, str], tuple[str, str]]
@@ -70,8 +71,7 @@ def semi_joined(
         return None  # the reading joins the earlier tables to each other: not "having one"
     tables = {t.alias_or_name: t for t in sources(linked)}
     start = next(a for pair in linking for a, _ in pair if a in inside)
-    sub = exp.Select(expressions=[exp.Literal.number(1)])
-    sub.set("from_", exp.From(this=tables[start].copy()))
+    joins: list[tuple[exp.Table, list[exp.Expr]]] = []
     placed = {start}
     used: set[int] = set()
     while len(placed) < len(inside):
@@ -83,8 +83,7 @@ def semi_joined(
             return None  # a linked table hangs off nothing the earlier rows reach
         on = [i for i, p in enumerate(inner) if _meets(p, step, placed)]
         used.update(on)
-        on_clause = _and([_eq(inner[i]) for i in on])
-        sub.append("joins", exp.Join(this=tables[step].copy(), on=on_clause))
+        joins.append((tables[step], [_eq(inner[i]) for i in on]))
         placed.add(step)
     correlated = [_eq(p) for p in linking] + [_eq(p) for i, p in enumerate(inner) if i not in used]
     outside: list[exp.Expr] = []
@@ -96,8 +95,7 @@ def semi_joined(
         (within if compared & set(inside) else outside).append(condition.copy())
     if not within and named is None:
         return None
-    sub.set("where", exp.Where(this=_and([*correlated, *within])))
-    conditions: list[exp.Expr] = [*outside, exp.Exists(this=sub)]
+    conditions: list[exp.Expr] = [*outside, exists(tables[start], joins, [*correlated, *within])]
     columns: set[tuple[str, str]] = set()
     for condition in conditions:
         for column in condition.find_all(exp.Column):
@@ -145,10 +143,6 @@ def _meets(pair: _Pair, alias: str, placed: set[str]) -> bool:
 def _eq(pair: _Pair) -> exp.Expr:
     (a, ac), (b, bc) = pair
     return exp.EQ(this=exp.column(ac, table=a), expression=exp.column(bc, table=b))
-
-
-def _and(parts: list[exp.Expr]) -> exp.Expr:
-    return exp.and_(*parts) if len(parts) > 1 else parts[0]
 
 
 def rival(earlier: exp.Expr, added: exp.Expr) -> bool:

@@ -23,6 +23,7 @@ from services.sql.linker._gradable import gradable_asked
 from services.sql.linker._how_much import how_much_asked
 from services.sql.linker._lateness import lateness_asked
 from services.sql.linker._leading import ambiguity, led_names, said_whole, tables_read
+from services.sql.linker._listed_by import listed_by, listed_table, ordered_by
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._measures import fits_phrase, read_arith, read_measure
 from services.sql.linker._outputs import is_covered, merge_elliptic, read_item, split_output
@@ -157,6 +158,32 @@ class QuestionLinker:
             return self._as_if_asked(said)
         except LinkError:
             return None
+
+    def _read_listed_by(self) -> Linked | None:
+        """A listing said "by X", X a column's name ("Show the companies in Germany by
+        industry"), read as its rows with X shown and ordered by it (``_listed_by``),
+        said in the interpretation. Tried before the question as asked, which would
+        drop the words or refuse them; where no saying shows and orders by X over the
+        rows asked for, refused naming X."""
+        question, vocab = self._inputs[0], self._inputs[1]
+        listed = listed_by(vocab, question)
+        if listed is None:
+            return None
+        catalog = self.context.catalog
+        rows = self._read_said(listed.rows)
+        table = listed_table(rows.sql, catalog) if rows is not None else None
+        if table is None:
+            return None  # the rows themselves are not read: the refusal as asked stands
+        for saying in listed.sayings:
+            linked = self._read_said(saying)
+            sql = ordered_by(linked.sql, listed, table, vocab, catalog) if linked else None
+            if linked is not None and sql is not None:
+                note = f"Read 'by {listed.said}' as showing it and ordering by it."
+                return replace(linked, sql=sql, explanation=f"{linked.explanation} {note}")
+        raise LinkError(
+            f"'by {listed.said}' on a listing asks to show and order by it; no column of "
+            "the listed rows, or of a row each refers to, was read as it"
+        )
 
     def _read_attribute(self) -> Linked | None:
         """An attribute asked by a question word ("How old is the teacher?") read as
@@ -555,6 +582,7 @@ Reading = Callable[[QuestionLinker], Linked | None]
 BEFORE_AS_ASKED: tuple[Reading, ...] = (
     QuestionLinker._read_lateness,
     QuestionLinker._read_attribute,
+    QuestionLinker._read_listed_by,
 )
 
 # Tried in this order once the question as asked is refused: the first that links is the

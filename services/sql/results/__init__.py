@@ -4,16 +4,25 @@ named the same way everywhere (``_names``), and a chart chosen by fixed rules
 columns that chose a listing's rows shown beside what it asks (``_evidence``), and the
 names of the rows it lists before it (``_labels``): these two read and edit a statement
 one way (``_select``). A statement that joins only to restrict the rows it shows is
-written as their having a match (``_semijoin``), as a follow-up narrowing them is.
+written as their having a match (``_semijoin``), as a follow-up narrowing them is: one
+builder writes that sub-query for both (``_exists``).
 """
 
 from __future__ import annotations
 
 from services.sql.results._charts import choose_chart
 from services.sql.results._evidence import deciding_columns, show_deciding, with_deciding
-from services.sql.results._labels import label_columns, name_columns, show_labels, with_labels
+from services.sql.results._exists import conjoined, exists
+from services.sql.results._labels import (
+    label_columns,
+    name_columns,
+    repeats,
+    show_labels,
+    with_labels,
+)
 from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
 from services.sql.results._ranking import ranking_cut
+from services.sql.results._select import own_tables
 from services.sql.results._semijoin import as_asked, joined, semi_join, with_semijoins
 from services.sql.results._values import (
     column_kind,
@@ -30,16 +39,20 @@ __all__ = [
     "as_asked",
     "choose_chart",
     "column_kind",
+    "conjoined",
     "deciding_columns",
     "decode",
     "encode",
     "encoded_size",
+    "exists",
     "fingerprint",
     "joined",
     "label_columns",
     "name_columns",
+    "own_tables",
     "ranking_cut",
     "register_loaders",
+    "repeats",
     "semi_join",
     "show_deciding",
     "show_labels",

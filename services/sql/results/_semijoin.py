@@ -45,6 +45,7 @@ import sqlglot
 from sqlglot import exp
 
 from services.sql.catalog import Catalog
+from services.sql.results._exists import conjoined, exists
 from services.sql.results._labels import (
     distinct_through_joins,
     label_columns,
@@ -82,10 +83,6 @@ def _equalities(on: exp.Expr | None) -> list[exp.Expr] | None:
         ):
             return None
     return parts
-
-
-def _and(parts: list[exp.Expr]) -> exp.Expr:
-    return exp.and_(*parts) if len(parts) > 1 else parts[0]
 
 
 def _existence(test: exp.Expr, joins: list[exp.Join]) -> bool:
@@ -272,22 +269,14 @@ def semi_join(select: exp.Select, catalog: Catalog) -> bool:
     inner = [(_renamed(t, renames), [_renamed(p, renames) for p in on]) for t, on in inner]
     correlated = [_renamed(p, renames) for p in correlated]
     within = [_renamed(c, renames) for c in within]
-    sub = exp.Select(expressions=[exp.Literal.number(1)])
     first, first_on = inner[0]
-    sub.set("from_", exp.From(this=first.copy()))
-    for table, on in inner[1:]:
-        if on:
-            sub.append("joins", exp.Join(this=table.copy(), on=_and([p.copy() for p in on])))
-        else:
-            sub.append("joins", exp.Join(this=table.copy(), kind="CROSS"))
-    tests = [*(p.copy() for p in first_on), *(p.copy() for p in correlated)]
-    sub.set("where", exp.Where(this=_and([*tests, *(c.copy() for c in within)])))
+    written = exists(first, inner[1:], [*first_on, *correlated, *within])
     kept = [c.copy() for c in outside]
     select.set("joins", None)
     select.set("distinct", None)
     select.set("group", None)
     select.set("having", None)
-    select.set("where", exp.Where(this=_and([*kept, exp.Exists(this=sub)])))
+    select.set("where", exp.Where(this=conjoined([*kept, written])))
     return True
 
 
@@ -349,13 +338,13 @@ def _joined(select: exp.Select, catalog: Catalog) -> bool:
     ):
         names = {}
     joins = [
-        exp.Join(this=_renamed(t, names), on=_and([_renamed(p, names) for p in on]))
+        exp.Join(this=_renamed(t, names), on=conjoined([_renamed(p, names) for p in on]))
         for t, on in zip(tables, ons, strict=True)
         if t is not None
     ]
     kept = [p.copy() for p in parts if p is not found[0]] + [_renamed(p, names) for p in rest]
     select.set("joins", joins)
-    select.set("where", exp.Where(this=_and(kept)) if kept else None)
+    select.set("where", exp.Where(this=conjoined(kept)) if kept else None)
     if any(repeats(j, own_tables(select, catalog)) for j in joins):
         select.set("distinct", exp.Distinct())
     return True
