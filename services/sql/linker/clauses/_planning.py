@@ -19,14 +19,13 @@ from services.sql.linker._plan import (
     Dim,
     Measure,
     Plan,
-    code_labels,
     fans_out,
+    grouped_labels,
     is_key,
     is_temporal,
     leading_text,
     lit,
     name_columns,
-    named_as_table,
     person_name,
     quote,
     table_sql,
@@ -346,17 +345,13 @@ def _labels(ctx: LinkContext, table: TableInfo, *, grouped: bool = False) -> lis
     row of ``table`` (the statement groups by its key), so name columns that tie (two
     "…name" columns, none called just ``name``) are all shown: which one names the row
     is not for the engine to guess, and showing both changes no row."""
+    if grouped and (found := grouped_labels(table)):
+        return found  # the one rule a regrouped follow-up shows an entity by too
     if not any(c.name.lower() == "name" for c in table.columns):
         person = person_name(table)
         if person:
             return person
     names = name_columns(table)
-    if grouped and names:
-        # a column called what the table is called names its rows too (``car_makers``'
-        # ``maker`` beside ``fullname``): which one is for the engine no more to guess
-        names += [c for c in named_as_table(table, head=True) if c not in names]
-        # a text key said beside the name (a ticker's symbol), as every reader shows it
-        return names + [c for c in code_labels(table) if c not in names]
     if len(names) == 1:
         return names
     if not names and (leading := leading_text(table)):
