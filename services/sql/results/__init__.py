@@ -3,8 +3,9 @@ named the same way everywhere (``_names``), and a chart chosen by fixed rules
 (``_charts``), a ranking as it would run without its row cut (``_ranking``), and the
 columns that chose a listing's rows shown beside what it asks (``_evidence``), and the
 names of the rows it lists before it (``_labels``): these two read and edit a statement
-one way (``_select``). A statement that joins only to restrict the rows it shows is
-written as their having a match (``_semijoin``), as a follow-up narrowing them is.
+one way (``_select``), and every path asks them in one place (``_shown``). A statement
+that joins only to restrict the rows it shows is written as their having a match
+(``_semijoin``), as a follow-up narrowing them is.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from services.sql.results._labels import label_columns, name_columns, show_label
 from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
 from services.sql.results._ranking import ranking_cut
 from services.sql.results._semijoin import as_asked, joined, semi_join, with_semijoins
+from services.sql.results._shown import with_shown
 from services.sql.results._values import (
     column_kind,
     decode,
@@ -47,4 +49,5 @@ __all__ = [
     "with_deciding",
     "with_labels",
     "with_semijoins",
+    "with_shown",
 ]
