@@ -19,6 +19,7 @@ from services.sql.linker._plan import (
     Dim,
     Measure,
     Plan,
+    code_description,
     fans_out,
     grouped_labels,
     is_key,
@@ -390,6 +391,20 @@ def _identified(ctx: LinkContext, plan: Plan) -> None:
         return
     key = entity.column(entity.primary_key[0])
     shown = [d for d in plan.dims if d.col.table is entity and not d.grain]
+    if key is not None and plan.limit and [d.col.column for d in shown] == [key]:
+        # a ranking's rows shown by their code alone ("which template type has the
+        # most paragraphs?"): what the code means goes beside it, as a grouped answer
+        # shows that entity (``grouped_labels``); one value per key, so no group splits
+        present = {d.col.key for d in plan.dims}
+        described = [c for c in code_description(entity) if c.key not in present]
+        after = plan.dims.index(shown[0]) + 1
+        plan.dims[after:after] = [Dim(c) for c in described]
+        plan.order = [
+            (f"d{int(t[1:]) + len(described)}" if t.startswith("d") and int(t[1:]) >= after
+             else t, d)
+            for t, d in plan.order
+        ]  # fmt: skip
+        return
     if key is None or not shown or any(d.col.column is key for d in shown):
         return
     try:
