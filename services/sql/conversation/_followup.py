@@ -61,6 +61,7 @@ from services.sql.conversation._statement import (
 )
 from services.sql.conversation._valued import valued
 from services.sql.gate import identifier
+from services.sql.linker import entity_columns
 from services.sql.results import deciding_columns, show_deciding
 from services.sql.words import STOP_WORDS, name_words, stem, word_match
 
@@ -687,18 +688,31 @@ def _key_columns(table: TableInfo, catalog: Catalog) -> set[str]:
     return keys
 
 
-def _names_of(table: TableInfo) -> list[str]:
-    """The text columns that name a table's rows, as the linker shows an entity: every
-    name, title, symbol or code (a first and a last name; a type's code), else its
-    label column."""
-    named = [
-        c.name
-        for c in table.columns
-        if {"name", "title", "symbol", "code"} & set(name_words(column_name(table, c.name)))
-        and c.data_type.startswith(TEXT_TYPES)
-    ]
-    label = _label(table)
-    return named or ([label] if label else [])
+def _entity(table: TableInfo, alias: str) -> tuple[list[exp.Column], list[exp.Column]] | None:
+    """(the columns shown, the key grouped by besides) for rows of ``table`` under
+    ``alias``: what names each row and its one-column key, by the rule the linker shows
+    a grouped entity by (``linker.entity_columns``), so "and per continent?" shows what
+    "How many cars does each continent have?" shows. A table keyed by a code and named
+    by nothing else is shown by its code; None where nothing but a number key names a
+    row (no label to group by)."""
+    columns = entity_columns(table)
+    keyed = len(table.primary_key) == 1
+    names = columns[1:] if keyed else columns
+    key = [exp.column(identifier(table.primary_key[0]), table=identifier(alias))] if keyed else []
+    if not names:
+        column = table.column(table.primary_key[0]) if keyed else None
+        if column is None or not column.data_type.startswith(TEXT_TYPES):
+            return None
+        return key, key
+    return [exp.column(identifier(n), table=identifier(alias)) for n in names], key
+
+
+def _names_table(words: list[str], table: TableInfo, catalog: Catalog) -> bool:
+    """Whether ``words`` say the table itself ("car maker" → ``car_makers``), so a
+    regroup by them groups its rows (by key, shown by what names them), not the values of
+    one column that happens to be called as the table is (``car_makers.maker``)."""
+    name = readable(table, catalog)
+    return _spelled(words, name) >= 0.99 and _covers(words, name)
 
 
 def _label(table: TableInfo) -> str | None:
@@ -755,15 +769,11 @@ def _via_reference(
             by_key = (
                 bool(key_said) and _spelled(words, key_said) >= 0.99 and _covers(words, key_said)
             )
-            if len(named) == 1:
+            said = _spelled(words, parent_name) >= 0.99 or by_key
+            whole = said and (len(named) != 1 or named[0] in entity_columns(parent))
+            if len(named) == 1 and not whole:
                 shown = named
-            elif (_spelled(words, parent_name) >= 0.99 or by_key) and (
-                named_by := _names_of(parent)
-            ):
-                shown = named_by
-            else:
-                continue
-            if not shown:
+            elif not whole or _entity(parent, "_") is None:
                 continue
             rivals = list(dict.fromkeys(r[0] for r in references if r[1] == referenced))
             if len(rivals) > 1:
@@ -790,12 +800,10 @@ def _via_reference(
                 ))  # fmt: skip
                 target = exp.Table(this=identifier(parent.name), db=identifier(parent.schema))
                 select.join(target.as_(alias), on=on, copy=False)
-            found = [exp.column(identifier(c), table=identifier(alias)) for c in shown]
-            if len(named) != 1 and len(parent.primary_key) == 1:
+            if whole:
                 # rows of a table: grouped by its key too, so two of the same name stay two
-                key = exp.column(identifier(parent.primary_key[0]), table=identifier(alias))
-                return found, [key]
-            return found, []
+                return _entity(parent, alias)
+            return [exp.column(identifier(c), table=identifier(alias)) for c in shown], []
     return None
 
 
@@ -830,11 +838,13 @@ def _grouping_column(
     exact: list[tuple[bool, bool, int, str, str]] = []
     partial: list[tuple[bool, bool, int, str, str]] = []
     seen: set[tuple[str, str]] = set()
+    owners: dict[str, TableInfo] = {}
     for source in sources(select):
         info = table_for(catalog, source)
         if info is None or (info.qualified, source.alias_or_name) in seen:
             continue
         seen.add((info.qualified, source.alias_or_name))
+        owners[source.alias_or_name] = info
         keys = _key_columns(info, catalog)
         table_name = readable(info, catalog)
         for column in info.columns:
@@ -853,6 +863,13 @@ def _grouping_column(
         best = max(exact)
         if [e for e in exact if e[:3] == best[:3] and e[4] != best[4]]:
             raise FollowUpError(f"more than one column of the earlier tables is '{dimension}'")
+        owner = owners[best[3]]
+        if _names_table(words, owner, catalog) and best[4] in entity_columns(owner):
+            # "per car maker": the makers, by key and what names them (``maker`` and
+            # ``fullname``), as the question spelled out groups them
+            entity = _entity(owner, best[3])
+            if entity is not None:
+                return entity
         return [exp.column(identifier(best[4]), table=identifier(best[3]))], []
     found = _via_reference(select, words, catalog, phrase)
     if found is None and partial:
@@ -906,6 +923,7 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
         return select.sql(dialect="postgres")
     old = {e.sql(dialect="postgres") for e in group.expressions}
     owners = {e.table for e in group.expressions if isinstance(e, exp.Column)}
+    freed = set(owners)
     if len(old) != 1 and not (
         len(owners) == 1 and all(isinstance(e, exp.Column) for e in group.expressions)
     ):
@@ -942,31 +960,46 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
         for ordered in order.expressions:
             if ordered.this.sql(dialect="postgres") in old:
                 ordered.set("this", shown.copy())
-    _drop_unused_joins(select, catalog)
+    _drop_unused_joins(select, catalog, freed - {n.table for n in news})
     return select.sql(dialect="postgres")
 
 
-def _drop_unused_joins(select: exp.Select, catalog: Catalog) -> None:
+def _drop_unused_joins(select: exp.Select, catalog: Catalog, freed: set[str]) -> None:
     """Joins the regrouped statement no longer reads, where dropping them keeps its rows:
     a table joined by its whole key through a declared, non-null foreign key meets every
-    row exactly once."""
+    row exactly once. A table only the replaced grouping read (``freed``: "per car maker
+    instead" after cars per country) was joined to say the groups, not to choose rows:
+    joined by its whole key it repeats none, and the question spelled out ("How many
+    cars does each car maker have?") never joins it, so it goes, as the joins after it
+    that only reached it do."""
     joins = list(select.args.get("joins") or ())
-    for join in joins:
-        table = join.this
-        if not isinstance(table, exp.Table) or join.args.get("kind") or join.args.get("side"):
-            continue
-        alias = table.alias_or_name
-        inside = {id(c) for c in join.find_all(exp.Column)}
-        others = [
-            c for c in select.find_all(exp.Column) if c.table == alias and id(c) not in inside
-        ]
-        if others or not _meets_once(select, join, catalog):
-            continue
-        joins.remove(join)
+    dropped = True
+    while dropped:
+        dropped = False
+        for join in joins:
+            table = join.this
+            if not isinstance(table, exp.Table) or join.args.get("kind") or join.args.get("side"):
+                continue
+            alias = table.alias_or_name
+            inside = {id(c) for c in join.find_all(exp.Column)}
+            others = [
+                c for c in select.find_all(exp.Column) if c.table == alias and id(c) not in inside
+            ]
+            if others or not _meets_once(select, join, catalog, read_for_groups=alias in freed):
+                continue
+            joins.remove(join)
+            select.set("joins", joins)
+            dropped = True
+            break
     select.set("joins", joins)
 
 
-def _meets_once(select: exp.Select, join: exp.Join, catalog: Catalog) -> bool:
+def _meets_once(
+    select: exp.Select, join: exp.Join, catalog: Catalog, *, read_for_groups: bool = False
+) -> bool:
+    """Whether ``join`` matches each row at most once (by the joined table's whole key)
+    and, unless the table was ``read_for_groups`` only, exactly once (a declared,
+    non-null reference)."""
     joined = table_for(catalog, join.this)
     on = join.args.get("on")
     if joined is None or on is None or not joined.primary_key:
@@ -988,6 +1021,8 @@ def _meets_once(select: exp.Select, join: exp.Join, catalog: Catalog) -> bool:
         pairs[own[0].name] = (info, other[0].name)
     if set(pairs) != set(joined.primary_key):
         return False
+    if read_for_groups:
+        return True
     for key, (info, local) in pairs.items():
         column = info.column(local)
         declared = any(

@@ -75,7 +75,7 @@ from services.sql.linker._meanings import (
     nearest_names,
 )
 from services.sql.linker._measures import AGG_WORDS, COUNT_CUES
-from services.sql.linker._plan import Linked, LinkError, is_temporal
+from services.sql.linker._plan import Linked, LinkError, entity_columns, is_temporal
 from services.sql.linker._seasons import unsaid_season
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._unplaced import unplaced_meanings
@@ -108,6 +108,7 @@ __all__ = [
     "attribute_asked",
     "column_states",
     "comment_names",
+    "entity_columns",
     "event_asked",
     "find_meanings",
     "form_words",

@@ -72,12 +72,18 @@ def label_columns(ctx: LinkContext, table: TableInfo) -> list[Col]:
     # a person named in two columns: another "…name" column names something else of
     # theirs (a doctor's ``med_school_name``), as the clause reader has it
     person = {c.key for c in person_name(table)}
+    # a column called just ``name`` is what names the row: another "…name" column names
+    # something else of its (a singer's ``song_name``), as the clause reader has it
+    # (``_plan.name_columns``), so both readers show a singer the same way
+    called = any(c.name.lower() == "name" for c in table.columns)
     # a text key said beside the name (a ticker's symbol, an airport's own code): one
     # reader for every path that says what names a row (``code_labels``)
     codes = {c.key for c in code_labels(table)}
     for column in table.columns:
         words = ctx.vocab.column_words[(table.qualified, column.name)]
         if person and (table.qualified, column.name) not in person and "name" in words:
+            continue
+        if called and column.name.lower() != "name" and "name" in words:
             continue
         if "name" in words or "title" in words or (table.qualified, column.name) in codes:
             cols.append(Col(table, column))

@@ -310,6 +310,62 @@ def _numeral(value: str) -> bool:
     return True
 
 
+def grouped_labels(table: TableInfo) -> list[Col]:
+    """What names a row of ``table`` in an answer with one row per row of it (grouped by
+    its key): a person's first and last name, else every column that names the row (its
+    name, the column called what the table is, a code of its own), else the text a
+    numbered row is said by (``leading_text``); none when nothing names it.
+
+    One rule for every path that shows an entity per row: the clause reader's groups
+    (``clauses._planning``) and a follow-up regrouped onto a table ("and per continent?",
+    ``conversation.regrouped``) ask here, so the follow-up shows the columns its question
+    spelled out shows, and changes no row doing it (each is one value per key)."""
+    if not any(c.name.lower() == "name" for c in table.columns):
+        person = person_name(table)
+        if person:
+            return person
+    names = name_columns(table)
+    if names:
+        # a column called what the table is called names its rows too (``car_makers``'
+        # ``maker`` beside ``fullname``): which one is for the engine no more to guess
+        names += [c for c in named_as_table(table, head=True) if c not in names]
+        # a text key said beside the name (a ticker's symbol), as every reader shows it
+        return names + [c for c in code_labels(table) if c not in names]
+    return leading_text(table) or code_description(table)
+
+
+def code_description(table: TableInfo) -> list[Col]:
+    """What a row kept by a code is said by: a reference table keyed by a text code
+    (``ref_template_types.template_type_code``) and named by nothing else keeps what each
+    code means in the column its key's words call a description
+    (``template_type_description``, or a bare ``description``). The code is how the
+    data refers to the row; "which template type has the most paragraphs?" is told what
+    the type is, beside its code (the key, shown as every grouped entity shows it). Only
+    the key's own description: another table's (a document's ``document_description``)
+    is free text about something else."""
+    if len(table.primary_key) != 1:
+        return []
+    key = table.column(table.primary_key[0])
+    if key is None or not key.data_type.startswith(TEXT_TYPES):
+        return []
+    words = name_words(key.name)
+    if len(words) < 2 or words[-1] != "code":
+        return []
+    said = ([*words[:-1], "description"], ["description"])
+    return [
+        Col(table, c) for c in table.columns
+        if c.data_type.startswith(TEXT_TYPES) and name_words(c.name) in said
+    ][:1]  # fmt: skip
+
+
+def entity_columns(table: TableInfo) -> list[str]:
+    """The columns an answer with one row per row of ``table`` shows for it: its
+    one-column key, then what names it (:func:`grouped_labels`), as a grouped answer
+    read from the question shows an entity (``clauses._planning._identified``)."""
+    key = list(table.primary_key[:1]) if len(table.primary_key) == 1 else []
+    return key + [c.column.name for c in grouped_labels(table) if c.column.name not in key]
+
+
 def name_columns(table: TableInfo) -> list[Col]:
     """Columns that name a row: called ``name`` or ending in it, else a title."""
     names = [c for c in table.columns if c.name.lower() == "name"]

@@ -3,9 +3,10 @@ named the same way everywhere (``_names``), and a chart chosen by fixed rules
 (``_charts``), a ranking as it would run without its row cut (``_ranking``), and the
 columns that chose a listing's rows shown beside what it asks (``_evidence``), and the
 names of the rows it lists before it (``_labels``): these two read and edit a statement
-one way (``_select``). A statement that joins only to restrict the rows it shows is
-written as their having a match (``_semijoin``), as a follow-up narrowing them is: one
-builder writes that sub-query for both (``_exists``).
+one way (``_select``), and every path asks them in one place (``_shown``). A statement
+that joins only to restrict the rows it shows is written as their having a match
+(``_semijoin``), as a follow-up narrowing them is: one builder writes that sub-query for
+both (``_exists``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from services.sql.results._names import NameClaims, aggregate_name, shown_column
 from services.sql.results._ranking import ranking_cut
 from services.sql.results._select import own_tables
 from services.sql.results._semijoin import as_asked, joined, semi_join, with_semijoins
+from services.sql.results._shown import with_shown
 from services.sql.results._values import (
     column_kind,
     decode,
@@ -60,4 +62,5 @@ __all__ = [
     "with_deciding",
     "with_labels",
     "with_semijoins",
+    "with_shown",
 ]

@@ -371,7 +371,7 @@ def _chain(declared: bool) -> Catalog:
     makers = TableInfo(
         "public", "car_makers",
         columns=(ColumnInfo("id", "integer", False), ColumnInfo("maker", "text", False),
-                 ColumnInfo("country", "integer", False)),
+                 ColumnInfo("fullname", "text", False), ColumnInfo("country", "integer", True)),
         primary_key=("id",),
         foreign_keys=(ForeignKeyInfo(("country",), "public.countries", ("countryid",)),)
         if declared else (),
@@ -410,13 +410,33 @@ def test_regroup_by_a_column_holding_another_tables_key_groups_by_that_table(dec
         "JOIN car_makers AS m ON m.id = c.maker JOIN public.countries AS grouped "
         "ON grouped.countryid = m.country GROUP BY grouped.countryname, grouped.countryid",
     )
-    # a second step along the chain joins the next table under a name of its own
+    # a second step along the chain joins the next table under a name of its own, and
+    # shows the continents as "How many cars does each continent have?" does: by key and
+    # the column named as the table (the linker's rule for a grouped entity; issue 45, s62)
     assert_same_sql(
         regrouped(by_country, "continent", catalog),
-        "SELECT grouped2.continent, COUNT(*) AS count FROM cars AS c "
+        "SELECT grouped2.contid, grouped2.continent, COUNT(*) AS count FROM cars AS c "
         "JOIN car_makers AS m ON m.id = c.maker JOIN public.countries AS grouped "
         "ON grouped.countryid = m.country JOIN public.continents AS grouped2 "
-        "ON grouped2.contid = grouped.continent GROUP BY grouped2.continent",
+        "ON grouped2.contid = grouped.continent "
+        "GROUP BY grouped2.continent, grouped2.contid",
+    )
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_regroup_by_words_naming_a_table_groups_its_rows_and_drops_the_joins_it_freed(
+    declared: bool,
+):
+    # "per car maker instead" after cars per country: the makers as the question spelled
+    # out shows them (key, fullname, maker: the linker's rule, not the one column called
+    # "maker"), and the countries, joined only to say the groups replaced, are no longer
+    # joined, though a maker's country may be missing (issue 45, s62)
+    catalog = _chain(declared)
+    by_country = regrouped(PER_MAKER, "country", catalog)
+    assert_same_sql(
+        regrouped(by_country, "car maker", catalog),
+        "SELECT m.id, m.fullname, m.maker, COUNT(*) AS count FROM cars AS c "
+        "JOIN car_makers AS m ON m.id = c.maker GROUP BY m.fullname, m.maker, m.id",
     )
 
 

@@ -427,3 +427,32 @@ def test_groups_of_a_reference_read_otherwise_are_left_alone():
         "JOIN public.airlines AS t1 ON t1.carrier = t0.carrier GROUP BY t0.carrier",
     ):
         assert with_labels(sql, FLIGHTS) == sql
+
+
+def test_each_of_these_rows_is_named_as_each_row_is():
+    """ "how many concerts did each of these singers sing in?" (a follow-up's question,
+    pointed at the earlier singers) and "How many concerts did each singer sing in?" read
+    through different readers; both show a singer by key and ``name``, never the name of
+    the singer's song (issue 45, s62: ``song_name`` was shown by one of them only)."""
+    singer = SINGERS.tables[0]
+    concert = TableInfo(
+        "public", "concert",
+        columns=(col("concert_id"), col("concert_name", "text", ("Auditions", "Bootcamp")),
+                 col("year")),
+        primary_key=("concert_id",),
+    )  # fmt: skip
+    sang = TableInfo(
+        "public", "singer_in_concert",
+        columns=(col("concert_id"), col("singer_id")),
+        primary_key=("concert_id", "singer_id"),
+        foreign_keys=(
+            ForeignKeyInfo(("concert_id",), "public.concert", ("concert_id",)),
+            ForeignKeyInfo(("singer_id",), "public.singer", ("singer_id",)),
+        ),
+    )  # fmt: skip
+    catalog = Catalog("concerts", (singer, concert, sang))
+    pointed = linked_statement(
+        "How many concerts did each of these singers sing in?", catalog, TODAY
+    )
+    alone = linked_statement("How many concerts did each singer sing in?", catalog, TODAY)
+    assert _shown(pointed) == _shown(alone) == ["singer_id", "name"], pointed.sql()

@@ -19,14 +19,14 @@ from services.sql.linker._plan import (
     Dim,
     Measure,
     Plan,
-    code_labels,
+    code_description,
     fans_out,
+    grouped_labels,
     is_key,
     is_temporal,
     leading_text,
     lit,
     name_columns,
-    named_as_table,
     person_name,
     quote,
     table_sql,
@@ -346,17 +346,13 @@ def _labels(ctx: LinkContext, table: TableInfo, *, grouped: bool = False) -> lis
     row of ``table`` (the statement groups by its key), so name columns that tie (two
     "…name" columns, none called just ``name``) are all shown: which one names the row
     is not for the engine to guess, and showing both changes no row."""
+    if grouped and (found := grouped_labels(table)):
+        return found  # the one rule a regrouped follow-up shows an entity by too
     if not any(c.name.lower() == "name" for c in table.columns):
         person = person_name(table)
         if person:
             return person
     names = name_columns(table)
-    if grouped and names:
-        # a column called what the table is called names its rows too (``car_makers``'
-        # ``maker`` beside ``fullname``): which one is for the engine no more to guess
-        names += [c for c in named_as_table(table, head=True) if c not in names]
-        # a text key said beside the name (a ticker's symbol), as every reader shows it
-        return names + [c for c in code_labels(table) if c not in names]
     if len(names) == 1:
         return names
     if not names and (leading := leading_text(table)):
@@ -395,6 +391,20 @@ def _identified(ctx: LinkContext, plan: Plan) -> None:
         return
     key = entity.column(entity.primary_key[0])
     shown = [d for d in plan.dims if d.col.table is entity and not d.grain]
+    if key is not None and plan.limit and [d.col.column for d in shown] == [key]:
+        # a ranking's rows shown by their code alone ("which template type has the
+        # most paragraphs?"): what the code means goes beside it, as a grouped answer
+        # shows that entity (``grouped_labels``); one value per key, so no group splits
+        present = {d.col.key for d in plan.dims}
+        described = [c for c in code_description(entity) if c.key not in present]
+        after = plan.dims.index(shown[0]) + 1
+        plan.dims[after:after] = [Dim(c) for c in described]
+        plan.order = [
+            (f"d{int(t[1:]) + len(described)}" if t.startswith("d") and int(t[1:]) >= after
+             else t, d)
+            for t, d in plan.order
+        ]  # fmt: skip
+        return
     if key is None or not shown or any(d.col.column is key for d in shown):
         return
     try:
