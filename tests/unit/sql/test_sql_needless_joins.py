@@ -162,7 +162,11 @@ def test_each_type_of_the_counted_rows_is_the_type_they_refer_to(order: int) -> 
     catalog = Catalog("houses", HOUSES.tables[::order])
     tree = _statement("How many houses are there of each type?", catalog)
     assert _tables(tree) == {"houses", "ref_house_types"}
-    assert _grouped(tree) == {"ref_house_types.house_type_code"}
+    # the code key, named by its own description column (``results.with_shown``)
+    assert _grouped(tree) == {
+        "ref_house_types.house_type_code",
+        "ref_house_types.house_type_description",
+    }
 
 
 # Visits to galleries, each storing how many tickets were bought on it.
