@@ -51,6 +51,7 @@ from services.sql.catalog import (
 from services.sql.conversation._added import adds_a_value
 from services.sql.conversation._conditions import Link, Linked, link_condition, with_conditions
 from services.sql.conversation._leading import led_value
+from services.sql.conversation._own_noun import agent_or_manner, amount_compared
 from services.sql.conversation._periods import dated, time_shifted
 from services.sql.conversation._statement import (
     FollowUpError,
@@ -1149,8 +1150,11 @@ async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[s
         try:
             linked = await link_condition(sql, prior.condition, catalog, link)
         except FollowUpError as unread:
+            # "payments made by credit card", "transactions above 100": the measured
+            # rows named by their own noun (``_own_noun``)
+            own = await _by_own_noun(sql, prior.condition, catalog, link)
             # "worth more than 20": a comparison on the value the earlier rows show
-            worth = valued(sql, prior.condition, catalog)
+            worth = own or valued(sql, prior.condition, catalog)
             if worth is None:
                 if prior.exclude:
                     raise
@@ -1180,6 +1184,19 @@ async def built(sql: str, prior: Prior, catalog: Catalog, link: Link) -> tuple[s
                 raise stored from None
             return changed, "the previous statement, another condition"
     return edited(sql, prior, catalog)
+
+
+async def _by_own_noun(sql: str, condition: str, catalog: Catalog, link: Link) -> Linked | None:
+    """The condition read on the rows its noun names, the earlier statement's measured
+    table (``_own_noun``): the agent or manner of their verb asked of that table alone,
+    or a number compared with their amount; None where the words are neither."""
+    if (said := agent_or_manner(sql, condition, catalog)) is not None:
+        table, phrase = said
+        try:
+            return await link_condition(sql, phrase, catalog, link, about=table)
+        except FollowUpError:
+            return None
+    return amount_compared(sql, condition, catalog)
 
 
 def _in_place_or_added(sql: str, linked: Linked, catalog: Catalog) -> str:
