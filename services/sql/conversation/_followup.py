@@ -907,6 +907,7 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
         return select.sql(dialect="postgres")
     old = {e.sql(dialect="postgres") for e in group.expressions}
     owners = {e.table for e in group.expressions if isinstance(e, exp.Column)}
+    owners -= _named_by_grouped_key(select, catalog)
     if len(old) != 1 and not (
         len(owners) == 1 and all(isinstance(e, exp.Column) for e in group.expressions)
     ):
@@ -945,6 +946,40 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
                 ordered.set("this", shown.copy())
     _drop_unused_joins(select, catalog)
     return select.sql(dialect="postgres")
+
+
+def _named_by_grouped_key(select: exp.Select, catalog: Catalog) -> set[str]:
+    """The aliases of tables joined by their whole one-column key to a column the
+    statement groups by ("per salesperson": ``sales.salesperson_id`` grouped, the
+    salespersons' names beside it): each such table's columns name the one row the key
+    picks, so grouping by them too is still one grouping, the key's, and a regroup
+    replaces them all with it."""
+    group = select.args.get("group")
+    if group is None:
+        return set()
+    grouped = {
+        (e.table, e.name) for e in group.expressions if isinstance(e, exp.Column) and e.table
+    }
+    found: set[str] = set()
+    for join in select.args.get("joins") or ():
+        table, on = join.this, join.args.get("on")
+        info = table_for(catalog, table) if isinstance(table, exp.Table) else None
+        if info is None or len(info.primary_key) != 1 or not isinstance(on, exp.EQ):
+            continue
+        alias = table.alias_or_name
+        sides = [on.this, on.expression]
+        if not all(isinstance(c, exp.Column) for c in sides):
+            continue
+        own = [c for c in sides if c.table == alias]
+        other = [c for c in sides if c.table != alias]
+        if (
+            len(own) == 1
+            and len(other) == 1
+            and own[0].name == info.primary_key[0]
+            and (other[0].table, other[0].name) in grouped
+        ):
+            found.add(alias)
+    return found
 
 
 def _drop_unused_joins(select: exp.Select, catalog: Catalog) -> None:

@@ -5,7 +5,10 @@ never on ``payments_made`` whose name the words also spell; "keep only transacti
 above 100" compares each transaction's amount. A noun that names no measured table, or
 another table the statement reads too, is not moved onto the measured rows. The linker
 is a fake of its seam (``Linker``): it answers the questions it is given statements for
-and reads nothing else, as the real one read nothing of the words as said."""
+and reads nothing else, as the real one read nothing of the words as said.
+
+Also the regroup of a grouping by a key whose names come from the table the key refers
+to ("per salesperson" shown by name): one grouping, replaced whole."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pytest
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql.conversation import FollowUpError, Prior, Relation, built
+from services.sql.conversation._followup import regrouped
 from tests.unit.sql.statements import assert_same_sql
 
 SALESPERSONS = TableInfo(
@@ -213,3 +217,23 @@ async def test_rows_with_two_amounts_and_no_measured_one_are_refused():
 async def test_another_tables_noun_compared_with_a_number_is_not_the_measured_amount():
     with pytest.raises(FollowUpError, match="coupons above 10"):
         await _filtered(TOTAL_PER_STATUS, "coupons above 10", EWALLET, Linker({}))
+
+
+def test_a_regroup_replaces_a_key_grouping_shown_by_the_names_of_the_row_it_refers_to():
+    assert_same_sql(
+        regrouped(PER_SALESPERSON, "car make", DEALERSHIP),
+        "SELECT grouped.make, SUM(t0.payment_amount) AS sum_payment_amount "
+        "FROM public.payments_received AS t0 JOIN public.sales AS t1 ON t1.id = t0.sale_id "
+        "LEFT JOIN public.salespersons AS r0 ON r0.id = t1.salesperson_id "
+        "JOIN public.cars AS grouped ON grouped.id = t1.car_id GROUP BY grouped.make",
+    )
+
+
+def test_a_grouping_by_columns_of_two_unkeyed_tables_is_still_more_than_one_thing():
+    two = (
+        "SELECT t1.salesperson_id, t0.payment_method, SUM(t0.payment_amount) "
+        "FROM public.payments_received AS t0 JOIN public.sales AS t1 ON t1.id = t0.sale_id "
+        "GROUP BY t1.salesperson_id, t0.payment_method"
+    )
+    with pytest.raises(FollowUpError, match="more than one thing"):
+        regrouped(two, "car make", DEALERSHIP)
