@@ -907,7 +907,8 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
         return select.sql(dialect="postgres")
     old = {e.sql(dialect="postgres") for e in group.expressions}
     owners = {e.table for e in group.expressions if isinstance(e, exp.Column)}
-    owners -= _named_by_grouped_key(select, catalog)
+    labelled = _named_by_grouped_key(select, catalog)
+    owners -= labelled
     if len(old) != 1 and not (
         len(owners) == 1 and all(isinstance(e, exp.Column) for e in group.expressions)
     ):
@@ -924,10 +925,17 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
             continue
         kept.append(projection)
     at = 0 if at is None else at
-    if keys and _codes(removed, select, catalog) and not _keys(removed, select, catalog):
+    by_name = any(c.table in labelled for c in removed)
+    if (
+        keys
+        and not by_name
+        and _codes(removed, select, catalog)
+        and not _keys(removed, select, catalog)
+    ):
         # They were shown by a code that refers to another table's key (flights per
         # carrier): the new ones are shown by their code too (airports by faa), as the
-        # same question asked alone shows them.
+        # same question asked alone shows them; shown by the code and the name of the
+        # row it refers to (a carrier's code and its airline's name), by both.
         news = keys
     elif keys:
         # Rows of a table, grouped by its key: shown by their key and name, as the same
@@ -944,7 +952,7 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
         for ordered in order.expressions:
             if ordered.this.sql(dialect="postgres") in old:
                 ordered.set("this", shown.copy())
-    _drop_unused_joins(select, catalog)
+    _drop_unused_joins(select, catalog, labelled)
     return select.sql(dialect="postgres")
 
 
@@ -982,21 +990,27 @@ def _named_by_grouped_key(select: exp.Select, catalog: Catalog) -> set[str]:
     return found
 
 
-def _drop_unused_joins(select: exp.Select, catalog: Catalog) -> None:
+def _drop_unused_joins(
+    select: exp.Select, catalog: Catalog, labelled: set[str] | frozenset[str] = frozenset()
+) -> None:
     """Joins the regrouped statement no longer reads, where dropping them keeps its rows:
     a table joined by its whole key through a declared, non-null foreign key meets every
-    row exactly once."""
+    row exactly once; a table ``labelled`` (see :func:`_named_by_grouped_key`) left
+    joined by its whole key meets each row at most once and drops none."""
     joins = list(select.args.get("joins") or ())
-    for join in joins:
+    for join in list(joins):
         table = join.this
-        if not isinstance(table, exp.Table) or join.args.get("kind") or join.args.get("side"):
+        if not isinstance(table, exp.Table) or join.args.get("kind"):
             continue
         alias = table.alias_or_name
+        left = str(join.args.get("side") or "").upper() == "LEFT"
+        if join.args.get("side") and not (left and alias in labelled):
+            continue
         inside = {id(c) for c in join.find_all(exp.Column)}
         others = [
             c for c in select.find_all(exp.Column) if c.table == alias and id(c) not in inside
         ]
-        if others or not _meets_once(select, join, catalog):
+        if others or not (left or _meets_once(select, join, catalog)):
             continue
         joins.remove(join)
     select.set("joins", joins)

@@ -8,7 +8,8 @@ is a fake of its seam (``Linker``): it answers the questions it is given stateme
 and reads nothing else, as the real one read nothing of the words as said.
 
 Also the regroup of a grouping by a key whose names come from the table the key refers
-to ("per salesperson" shown by name): one grouping, replaced whole."""
+to ("per salesperson" shown by name): one grouping, replaced whole, and the new one shown
+by key and name as the earlier one was."""
 
 from __future__ import annotations
 
@@ -224,7 +225,6 @@ def test_a_regroup_replaces_a_key_grouping_shown_by_the_names_of_the_row_it_refe
         regrouped(PER_SALESPERSON, "car make", DEALERSHIP),
         "SELECT grouped.make, SUM(t0.payment_amount) AS sum_payment_amount "
         "FROM public.payments_received AS t0 JOIN public.sales AS t1 ON t1.id = t0.sale_id "
-        "LEFT JOIN public.salespersons AS r0 ON r0.id = t1.salesperson_id "
         "JOIN public.cars AS grouped ON grouped.id = t1.car_id GROUP BY grouped.make",
     )
 
@@ -237,3 +237,43 @@ def test_a_grouping_by_columns_of_two_unkeyed_tables_is_still_more_than_one_thin
     )
     with pytest.raises(FollowUpError, match="more than one thing"):
         regrouped(two, "car make", DEALERSHIP)
+
+
+AIRLINES = TableInfo(
+    "public", "airlines",
+    columns=(ColumnInfo("carrier", "text", False), ColumnInfo("name", "text", False)),
+    primary_key=("carrier",),
+)  # fmt: skip
+AIRPORTS = TableInfo(
+    "public", "airports",
+    columns=(ColumnInfo("faa", "text", False), ColumnInfo("name", "text", False)),
+    primary_key=("faa",),
+)  # fmt: skip
+FLIGHTS = TableInfo(
+    "public", "flights",
+    columns=(
+        ColumnInfo("id", "integer", False),
+        ColumnInfo("carrier", "text", False),
+        ColumnInfo("origin", "text", False),
+    ),
+    primary_key=("id",),
+    foreign_keys=(
+        ForeignKeyInfo(("carrier",), "public.airlines", ("carrier",)),
+        ForeignKeyInfo(("origin",), "public.airports", ("faa",)),
+    ),
+)  # fmt: skip
+
+
+def test_a_grouping_shown_by_code_and_name_is_regrouped_by_code_and_name_alone():
+    per_carrier = (
+        "SELECT t0.carrier, r0.name, COUNT(*) AS count FROM public.flights AS t0 "
+        "LEFT JOIN public.airlines AS r0 ON r0.carrier = t0.carrier GROUP BY t0.carrier, r0.name"
+    )
+    # the airports by their code and name, as the earlier answer showed the carriers; the
+    # airlines, left joined by their key and read no more, are no longer joined
+    assert_same_sql(
+        regrouped(per_carrier, "origin airport", Catalog("flights", (AIRLINES, AIRPORTS, FLIGHTS))),
+        "SELECT grouped.faa, grouped.name, COUNT(*) AS count FROM public.flights AS t0 "
+        "JOIN public.airports AS grouped ON grouped.faa = t0.origin "
+        "GROUP BY grouped.name, grouped.faa",
+    )
