@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from services.sql.catalog import Catalog, TableInfo, table_for
 from services.sql.conversation._conditions import Linked, said_numbers
-from services.sql.conversation._statement import parse, sources
+from services.sql.conversation._statement import parse, readable, sources
 from services.sql.conversation._valued import is_value
 from services.sql.gate import identifier
 from services.sql.words import IRREGULAR_PARTICIPLES, name_words, stem
@@ -83,13 +83,16 @@ def _names_measured(
         return None
     said = stem(word.lower())
     _, table = found
-    if said not in {stem(w) for w in name_words(table.name)}:
+
+    def words(info: TableInfo) -> set[str]:
+        # as named, and as read without the prefix every table shares ("sbtransaction")
+        return {stem(w) for w in (*name_words(info.name), *readable(info, catalog).split())}
+
+    if said not in words(table):
         return None
     for source in sources(select):
         other = table_for(catalog, source)
-        if other is None or other.qualified == table.qualified:
-            continue
-        if said in {stem(w) for w in name_words(other.name)}:
+        if other is not None and other.qualified != table.qualified and said in words(other):
             return None
     return found
 

@@ -277,3 +277,34 @@ def test_a_grouping_shown_by_code_and_name_is_regrouped_by_code_and_name_alone()
         "JOIN public.airports AS grouped ON grouped.faa = t0.origin "
         "GROUP BY grouped.name, grouped.faa",
     )
+
+
+async def test_the_noun_of_a_table_named_with_the_schemas_shared_prefix_is_read_without_it():
+    # Postgres folds "sbTransaction" to one word; every table's name starts "sb"
+    transaction = TableInfo(
+        "public", "sbtransaction",
+        columns=(
+            ColumnInfo("sbtxid", "text", False),
+            ColumnInfo("sbtxtype", "text", False),
+            ColumnInfo("sbtxamount", "numeric", False),
+            ColumnInfo("sbtxprice", "numeric", False),
+        ),
+        primary_key=("sbtxid",),
+    )  # fmt: skip
+    customer = TableInfo(
+        "public", "sbcustomer", columns=(ColumnInfo("sbcustid", "text", False),),
+        primary_key=("sbcustid",),
+    )  # fmt: skip
+    per_type = (
+        "SELECT t0.sbtxtype, SUM(t0.sbtxamount) FROM public.sbtransaction AS t0 "
+        "GROUP BY t0.sbtxtype"
+    )
+    ticker = TableInfo(
+        "public", "sbticker", columns=(ColumnInfo("sbtickerid", "text", False),),
+        primary_key=("sbtickerid",),
+    )  # fmt: skip
+    catalog = Catalog("broker", (transaction, customer, ticker))
+    filtered = await _filtered(per_type, "transactions over 1000", catalog, Linker({}))
+    assert_same_sql(
+        filtered, per_type.replace(" GROUP BY", " WHERE (t0.sbtxamount > 1000) GROUP BY")
+    )
