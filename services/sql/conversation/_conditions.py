@@ -163,11 +163,14 @@ def _compared_numbers(conditions: Sequence[exp.Expr]) -> set[float]:
     return found
 
 
-async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link) -> Linked:
+async def link_condition(
+    sql: str, condition: str, catalog: Catalog, link: Link, *, about: TableInfo | None = None
+) -> Linked:
     """The conditions ``condition`` links to about the earlier statement's rows, asked of
-    each of its tables in turn (its first table first): the first reading whose every
-    condition can be placed on the earlier statement and compares every number the
-    words say, as said (a "30k" read as 30 is no reading of it)."""
+    each of its tables in turn (its first table first; only ``about`` where given: the
+    rows the words named): the first reading whose every condition can be placed on the
+    earlier statement and compares every number the words say, as said (a "30k" read as
+    30 is no reading of it)."""
     select = parse(sql)
     said = said_numbers(condition)
     tried = False
@@ -180,6 +183,8 @@ async def link_condition(sql: str, condition: str, catalog: Catalog, link: Link)
         conditions.append(named)  # "united" → "United", a stored name's lead (_leading)
     for said_as in conditions:
         for table in _own_tables(select, catalog):
+            if about is not None and table.qualified != about.qualified:
+                continue
             named = readable(table, catalog)
             words = in_full(_without_subject(said_as, named))
             for rows in subjects(named):

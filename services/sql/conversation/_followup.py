@@ -51,6 +51,7 @@ from services.sql.catalog import (
 from services.sql.conversation._added import adds_a_value
 from services.sql.conversation._conditions import Link, Linked, link_condition, with_conditions
 from services.sql.conversation._leading import led_value
+from services.sql.conversation._own_noun import agent_or_manner, amount_compared
 from services.sql.conversation._periods import dated, time_shifted
 from services.sql.conversation._statement import (
     FollowUpError,
@@ -924,6 +925,8 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
     old = {e.sql(dialect="postgres") for e in group.expressions}
     owners = {e.table for e in group.expressions if isinstance(e, exp.Column)}
     freed = set(owners)
+    labelled = _named_by_grouped_key(select, catalog)
+    owners -= labelled
     if len(old) != 1 and not (
         len(owners) == 1 and all(isinstance(e, exp.Column) for e in group.expressions)
     ):
@@ -940,10 +943,17 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
             continue
         kept.append(projection)
     at = 0 if at is None else at
-    if keys and _codes(removed, select, catalog) and not _keys(removed, select, catalog):
+    by_name = any(c.table in labelled for c in removed)
+    if (
+        keys
+        and not by_name
+        and _codes(removed, select, catalog)
+        and not _keys(removed, select, catalog)
+    ):
         # They were shown by a code that refers to another table's key (flights per
         # carrier): the new ones are shown by their code too (airports by faa), as the
-        # same question asked alone shows them.
+        # same question asked alone shows them; shown by the code and the name of the
+        # row it refers to (a carrier's code and its airline's name), by both.
         news = keys
     elif keys:
         # Rows of a table, grouped by its key: shown by their key and name, as the same
@@ -960,32 +970,77 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
         for ordered in order.expressions:
             if ordered.this.sql(dialect="postgres") in old:
                 ordered.set("this", shown.copy())
-    _drop_unused_joins(select, catalog, freed - {n.table for n in news})
+    _drop_unused_joins(select, catalog, freed - {n.table for n in news}, labelled)
     return select.sql(dialect="postgres")
 
 
-def _drop_unused_joins(select: exp.Select, catalog: Catalog, freed: set[str]) -> None:
+def _named_by_grouped_key(select: exp.Select, catalog: Catalog) -> set[str]:
+    """The aliases of tables joined by their whole one-column key to a column the
+    statement groups by ("per salesperson": ``sales.salesperson_id`` grouped, the
+    salespersons' names beside it): each such table's columns name the one row the key
+    picks, so grouping by them too is still one grouping, the key's, and a regroup
+    replaces them all with it."""
+    group = select.args.get("group")
+    if group is None:
+        return set()
+    grouped = {
+        (e.table, e.name) for e in group.expressions if isinstance(e, exp.Column) and e.table
+    }
+    found: set[str] = set()
+    for join in select.args.get("joins") or ():
+        table, on = join.this, join.args.get("on")
+        info = table_for(catalog, table) if isinstance(table, exp.Table) else None
+        if info is None or len(info.primary_key) != 1 or not isinstance(on, exp.EQ):
+            continue
+        alias = table.alias_or_name
+        sides = [on.this, on.expression]
+        if not all(isinstance(c, exp.Column) for c in sides):
+            continue
+        own = [c for c in sides if c.table == alias]
+        other = [c for c in sides if c.table != alias]
+        if (
+            len(own) == 1
+            and len(other) == 1
+            and own[0].name == info.primary_key[0]
+            and (other[0].table, other[0].name) in grouped
+        ):
+            found.add(alias)
+    return found
+
+
+def _drop_unused_joins(
+    select: exp.Select,
+    catalog: Catalog,
+    freed: set[str],
+    labelled: set[str] | frozenset[str] = frozenset(),
+) -> None:
     """Joins the regrouped statement no longer reads, where dropping them keeps its rows:
     a table joined by its whole key through a declared, non-null foreign key meets every
     row exactly once. A table only the replaced grouping read (``freed``: "per car maker
     instead" after cars per country) was joined to say the groups, not to choose rows:
     joined by its whole key it repeats none, and the question spelled out ("How many
     cars does each car maker have?") never joins it, so it goes, as the joins after it
-    that only reached it do."""
+    that only reached it do. A table ``labelled`` (see :func:`_named_by_grouped_key`)
+    left joined by its whole key meets each row at most once and drops none."""
     joins = list(select.args.get("joins") or ())
     dropped = True
     while dropped:
         dropped = False
         for join in joins:
             table = join.this
-            if not isinstance(table, exp.Table) or join.args.get("kind") or join.args.get("side"):
+            if not isinstance(table, exp.Table) or join.args.get("kind"):
                 continue
             alias = table.alias_or_name
+            left = str(join.args.get("side") or "").upper() == "LEFT"
+            if join.args.get("side") and not (left and alias in labelled):
+                continue
             inside = {id(c) for c in join.find_all(exp.Column)}
             others = [
                 c for c in select.find_all(exp.Column) if c.table == alias and id(c) not in inside
             ]
-            if others or not _meets_once(select, join, catalog, read_for_groups=alias in freed):
+            if others or not (
+                left or _meets_once(select, join, catalog, read_for_groups=alias in freed)
+            ):
                 continue
             joins.remove(join)
             select.set("joins", joins)
@@ -1188,8 +1243,11 @@ async def built(
         try:
             linked = await link_condition(sql, prior.condition, catalog, link)
         except FollowUpError as unread:
+            # "payments made by credit card", "transactions above 100": the measured
+            # rows named by their own noun (``_own_noun``)
+            own = await _by_own_noun(sql, prior.condition, catalog, link)
             # "worth more than 20": a comparison on the value the earlier rows show
-            worth = valued(sql, prior.condition, catalog)
+            worth = own or valued(sql, prior.condition, catalog)
             if worth is None:
                 if prior.exclude:
                     raise
@@ -1231,6 +1289,19 @@ def said_alone(question: str, value: str) -> bool:
     condition the words might link to, which a phrase said alone does not say."""
     words = re.findall(r"[\w&'-]+", question.lower())
     return bool(words) and words == re.findall(r"[\w&'-]+", value.lower())
+
+
+async def _by_own_noun(sql: str, condition: str, catalog: Catalog, link: Link) -> Linked | None:
+    """The condition read on the rows its noun names, the earlier statement's measured
+    table (``_own_noun``): the agent or manner of their verb asked of that table alone,
+    or a number compared with their amount; None where the words are neither."""
+    if (said := agent_or_manner(sql, condition, catalog)) is not None:
+        table, phrase = said
+        try:
+            return await link_condition(sql, phrase, catalog, link, about=table)
+        except FollowUpError:
+            return None
+    return amount_compared(sql, condition, catalog)
 
 
 def _in_place_or_added(sql: str, linked: Linked, catalog: Catalog) -> str:

@@ -88,7 +88,7 @@ def valued(sql: str, condition: str, catalog: Catalog) -> Linked | None:
     return Linked((), (), frozenset(), (having,))
 
 
-def _value(column: exp.Column, tables: dict[str, TableInfo]) -> bool:
+def is_value(column: exp.Column, tables: dict[str, TableInfo]) -> bool:
     """Whether ``column`` is a number stored as a value: no key, no reference to another
     table, no count and no year."""
     info = tables.get(column.table)
@@ -112,7 +112,7 @@ def _of_a_value(measure: exp.Expr, tables: dict[str, TableInfo]) -> bool:
     if not isinstance(measure, exp.Sum | exp.Avg | exp.Min | exp.Max):
         return False
     inner = measure.this
-    return isinstance(inner, exp.Column) and _value(inner, tables)
+    return isinstance(inner, exp.Column) and is_value(inner, tables)
 
 
 def _shown_values(select: exp.Select, tables: dict[str, TableInfo]) -> list[tuple[str, str]]:
@@ -120,7 +120,7 @@ def _shown_values(select: exp.Select, tables: dict[str, TableInfo]) -> list[tupl
     found: list[tuple[str, str]] = []
     for projection in select.expressions:
         column = projection.unalias()
-        shown = isinstance(column, exp.Column) and column.table and _value(column, tables)
+        shown = isinstance(column, exp.Column) and column.table and is_value(column, tables)
         if shown and (column.table, column.name) not in found:
             found.append((column.table, column.name))
     return found
