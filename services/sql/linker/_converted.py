@@ -4,7 +4,9 @@ measure: said again in the column's unit.
 "Flights with a taxi time of more than 1 hour" where ``taxi_time_mins`` counts minutes:
 compared as 1 it is a confident wrong answer, and the unit check refuses it
 (``verify._units``). The column says what it counts, by its name's words or its comment
-(the glossary a database's metadata carries is read into the comment), and an hour is 60
+(the glossary a database's metadata carries is read into the comment), or where neither
+says one, the stored data (a difference of two time columns, ``catalog._differences``)
+or the database's glossary ("dep_delay: in minutes", ``catalog._stated``); an hour is 60
 minutes, a mile 1.609344 km, exactly: the question is said again with "60 minutes" and
 linked as any question is. Only a unit declared by the numeric columns of the schema, and
 only one such unit of the measure said (two columns declaring minutes and seconds leave
@@ -24,7 +26,6 @@ from sqlglot import exp
 from services.sql.catalog import Catalog, ColumnInfo, is_number
 from services.sql.words import (
     converted,
-    declared_units,
     numbers_with_units,
     one_said_as_number,
     plural,
@@ -47,7 +48,7 @@ def converted_asked(catalog: Catalog, question: str) -> Converted | None:
     """``question`` with each number said in a unit another than the one the schema's
     columns declare for its measure restated in that unit; None where none is."""
     text = one_said_as_number(question)
-    declared = [(c, declared_units(c.name, c.comment)) for c in _numeric(catalog)]
+    declared = [(c, c.units) for c in _numeric(catalog)]
     moved: dict[float, set[str]] = {}
     notes: list[str] = []
 
@@ -62,9 +63,12 @@ def converted_asked(catalog: Catalog, question: str) -> Converted | None:
         if number is None:
             return None
         number = round(number, 4)  # "1000 km" is 621.3712 miles, as a question says it
-        moved[number] = {c.name.lower() for c, units in declared if to in units}
+        declaring = [c for c, units in declared if to in units]
+        moved[number] = {c.name.lower() for c in declaring}
+        sources = "; ".join(sorted({f"{c.name}: {c.units_source}" for c in declaring}))
         notes.append(
             f"{value:g} {unit if value == 1 else plural(unit)} as {number:.10g} {plural(to)}"
+            f" (the unit declared by {sources})"
         )
         return number, to
 
