@@ -37,11 +37,27 @@ from services.sql.words import (
 @dataclass(frozen=True)
 class Converted:
     """The question said in the declared units; each converted number with the columns
-    declaring its unit (lower-cased names); what was converted, for the interpretation."""
+    declaring its unit (lower-cased names); what was converted, and where each declaring
+    column's unit was read (lower-cased name -> "its name or comment", "the data: …", "the
+    glossary (…)"), for the interpretation."""
 
     question: str
     moved: dict[float, set[str]]
     notes: tuple[str, ...]
+    sources: dict[str, str]
+
+    def explained(self, sql: str) -> str:
+        """The interpretation's note: what was converted, and the source of the unit of
+        each column the statement compares a converted number with."""
+        compared = _compared_with(sql)
+        named = sorted(
+            {
+                f"{name}: {self.sources[name]}"
+                for number, names in self.moved.items()
+                for name in names & compared.get(number, set())
+            }
+        )
+        return f"Read {', '.join(self.notes)} (the unit declared by {'; '.join(named)})."
 
 
 def converted_asked(catalog: Catalog, question: str) -> Converted | None:
@@ -51,6 +67,7 @@ def converted_asked(catalog: Catalog, question: str) -> Converted | None:
     declared = [(c, c.units) for c in _numeric(catalog)]
     moved: dict[float, set[str]] = {}
     notes: list[str] = []
+    sources: dict[str, str] = {}
 
     def unit_for(value: float, unit: str) -> tuple[float, str] | None:
         of_measure = {u for _, units in declared for u in units if same_measure(u, unit)}
@@ -65,21 +82,27 @@ def converted_asked(catalog: Catalog, question: str) -> Converted | None:
         number = round(number, 4)  # "1000 km" is 621.3712 miles, as a question says it
         declaring = [c for c, units in declared if to in units]
         moved[number] = {c.name.lower() for c in declaring}
-        sources = "; ".join(sorted({f"{c.name}: {c.units_source}" for c in declaring}))
+        sources.update({c.name.lower(): c.units_source for c in declaring})
         notes.append(
             f"{value:g} {unit if value == 1 else plural(unit)} as {number:.10g} {plural(to)}"
-            f" (the unit declared by {sources})"
         )
         return number, to
 
     if not numbers_with_units(text):
         return None
     said = restated(text, unit_for)
-    return Converted(said, moved, tuple(notes)) if moved else None
+    return Converted(said, moved, tuple(notes), sources) if moved else None
 
 
 def compares_converted(sql: str, moved: dict[float, set[str]]) -> bool:
     """Each converted number is compared with a column declaring its unit."""
+    found = _compared_with(sql)
+    return all(found.get(number, set()) & names for number, names in moved.items())
+
+
+def _compared_with(sql: str) -> dict[float, set[str]]:
+    """Each number the statement compares, with the columns (lower-cased names) of the
+    comparisons it is in."""
     tree: exp.Expr = exp.maybe_parse(sql, dialect="postgres")
     found: dict[float, set[str]] = {}
     for node in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ, exp.Between):
@@ -91,7 +114,7 @@ def compares_converted(sql: str, moved: dict[float, set[str]]) -> bool:
                 found.setdefault(float(literal.this), set()).update(columns)
             except ValueError:
                 continue
-    return all(found.get(number, set()) & names for number, names in moved.items())
+    return found
 
 
 def _numeric(catalog: Catalog) -> list[ColumnInfo]:

@@ -164,10 +164,12 @@ READ = _flights("minute", "the data: dep_delay = dep_time - sched_dep_time")
     ],
 )
 def test_a_unit_read_from_the_data_converts_the_one_said(question: str, condition: str) -> None:
-    """Before (no unit declared): refused, "1 hour could be 60 minutes there"."""
+    """Before (no unit declared): refused, "1 hour could be 60 minutes there". The
+    interpretation names the source of the compared column's unit, that column's alone."""
     sql, explanation = _sql(question, READ)
     assert condition in sql
-    assert "the data: " in explanation
+    column = condition.split(maxsplit=1)[0]
+    assert f"(the unit declared by {column}: the data: {column} = " in explanation
 
 
 def test_a_column_no_unit_was_read_for_is_still_refused() -> None:
