@@ -105,63 +105,79 @@ def difference_units(
 ) -> list[DifferenceUnit]:
     """The numeric columns among ``columns`` (name, type; the rows' columns in order)
     that the sampled ``rows`` show to be the difference of two of the others, which are
-    clock times written hhmm or time-typed, each with its unit."""
+    clock times written hhmm or time-typed, each with its unit. Each pair of times is
+    subtracted once, and a column is dropped as another pair's difference at the first
+    misses past what agreement allows: a wide table's sample is judged in milliseconds."""
     values = {name: [row[i] for row in rows] for i, (name, _) in enumerate(columns)}
     typed = dict(columns)
     clocks = [name for name, t in columns if t in _INTEGER_TYPES and is_hhmm(values[name])]
     timed = [name for name, t in columns if is_time_type(t)]
+    pairs: dict[tuple[str, str, bool], list[float | None]] = {}
+    for times, clock in ((clocks, True), (timed, False)):
+        for later in times:
+            for earlier in times:
+                if later != earlier and (clock or typed[later] == typed[earlier]):
+                    pairs[(later, earlier, clock)] = [
+                        _seconds_apart(a, b, clock)
+                        for a, b in zip(values[later], values[earlier], strict=True)
+                    ]
     found: list[DifferenceUnit] = []
     for name, data_type in columns:
         if not is_numeric(data_type) or name in clocks:
             continue
         units: set[tuple[str, str, str, bool]] = set()
-        for times, clock in ((clocks, True), (timed, False)):
-            for later in times:
-                for earlier in times:
-                    if later == earlier or (not clock and typed[later] != typed[earlier]):
-                        continue
-                    unit = _unit_of(values[name], values[later], values[earlier], clock)
-                    if unit is not None:
-                        units.add((unit, later, earlier, clock))
+        for (later, earlier, clock), apart in pairs.items():
+            if name in (later, earlier):
+                continue
+            unit = _unit_of(values[name], apart, clock)
+            if unit is not None:
+                units.add((unit, later, earlier, clock))
         if len({u for u, *_ in units}) == 1:
             unit, later, earlier, clock = sorted(units)[0]
             found.append(DifferenceUnit(name, unit, later, earlier, clock))
     return found
 
 
-def _unit_of(
-    differences: Sequence[Any], later: Sequence[Any], earlier: Sequence[Any], clock: bool
-) -> str | None:
-    """The one unit in which ``differences`` are ``later - earlier`` on nearly every
-    row holding all three, or None."""
-    rows = [
-        (d, a, b)
-        for d, a, b in zip(differences, later, earlier, strict=True)
-        if d is not None and a is not None and b is not None
-    ]
-    if len(rows) < _MIN_ROWS or sum(1 for d, *_ in rows if d != 0) < _MIN_NONZERO:
-        return None
+def _unit_of(differences: Sequence[Any], apart: Sequence[float | None], clock: bool) -> str | None:
+    """The one unit in which ``differences`` are the times ``apart`` (seconds) on nearly
+    every row holding both, or None."""
     agreeing: list[str] = []
-    for unit, seconds in _UNITS if not clock else (("minute", 60),):
-        matched = sum(1 for d, a, b in rows if _agrees(float(d), a, b, seconds, clock))
-        if matched >= _AGREEMENT * len(rows):
-            agreeing.append(unit)
+    most_missed = (1 - _AGREEMENT) * len(differences)  # of every row: a bound
+    for unit, seconds in (("minute", 60),) if clock else _UNITS:
+        complete = nonzero = missed = 0
+        for d, gap in zip(differences, apart, strict=True):
+            if d is None or gap is None:
+                continue
+            complete += 1
+            nonzero += d != 0
+            if not _agrees(float(d), gap, seconds, clock):
+                missed += 1
+                if missed > most_missed:
+                    break
+        else:
+            if (
+                complete >= _MIN_ROWS
+                and nonzero >= _MIN_NONZERO
+                and missed <= (1 - _AGREEMENT) * complete
+            ):
+                agreeing.append(unit)
     return agreeing[0] if len(agreeing) == 1 else None
 
 
-def _agrees(d: float, later: Any, earlier: Any, seconds: int, clock: bool) -> bool:
-    if clock:
-        minutes = (later // 100 * 60 + later % 100) - (earlier // 100 * 60 + earlier % 100)
-        return bool((minutes - d) % _DAY_MINUTES == 0)
-    apart = _seconds_apart(later, earlier)
-    if apart is None:
-        return False
+def _agrees(d: float, apart: float, seconds: int, clock: bool) -> bool:
+    if clock:  # clock times: the difference is the minutes between them, modulo a day
+        return (apart / 60 - d) % _DAY_MINUTES == 0
     return abs(apart / seconds - d) < 1
 
 
-def _seconds_apart(later: Any, earlier: Any) -> float | None:
-    """``later - earlier`` in seconds (a time of day's modulo a day); None for values of
-    no time type."""
+def _seconds_apart(later: Any, earlier: Any, clock: bool) -> float | None:
+    """``later - earlier`` in seconds (a time of day's modulo a day; hhmm clock times'
+    as written, the day left to :func:`_agrees`); None for a missing value or one of no
+    time type."""
+    if later is None or earlier is None:
+        return None
+    if clock:
+        return float(((later // 100 - earlier // 100) * 60 + later % 100 - earlier % 100) * 60)
     if isinstance(later, datetime) and isinstance(earlier, datetime):
         if (later.tzinfo is None) != (earlier.tzinfo is None):
             return None
