@@ -36,3 +36,23 @@ async def bounded_row(
         _log.info(skipped, extra={"fields": {"error.type": type(exc).__name__}})
         return None
     return row
+
+
+async def bounded_rows(
+    conn: psycopg.AsyncConnection[Any],
+    statement: sql.Composed,
+    *,
+    statement_timeout: str,
+    skipped: str,
+) -> list[tuple[Any, ...]]:
+    """The statement's rows, read under ``statement_timeout``; none when it fails, the
+    failure logged as ``skipped`` with its error type (a caller bounds the rows by its
+    statement's LIMIT)."""
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL statement_timeout = '{statement_timeout}'")
+            rows: list[tuple[Any, ...]] = await (await conn.execute(statement)).fetchall()
+    except psycopg.Error as exc:
+        _log.info(skipped, extra={"fields": {"error.type": type(exc).__name__}})
+        return []
+    return rows

@@ -23,10 +23,11 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from services.sql.catalog._differences import read_difference_units
 from services.sql.catalog._extents import numeric_extents, stat_extents
 from services.sql.catalog._rows import ROW_COUNT_CAP, count_rows, row_count
 from services.sql.catalog._years import names_year, year_span
-from services.sql.words import stem
+from services.sql.words import declared_units, stem
 
 _log = logging.getLogger("tandem.sql.catalog")
 
@@ -100,6 +101,26 @@ class ColumnInfo:
     # The least and greatest stored value of a numeric column (``_extents``): whether a
     # number said in a unit ("3 hours") could be meant in a finer one the column counts.
     extent: tuple[float, float] | None = None
+    # The unit the column counts where neither its name nor its comment says one, and
+    # where that was read: the data (a difference of two time columns, ``_differences``)
+    # or the database's glossary ("dep_delay is in minutes", ``_glossary_units``).
+    unit: str = ""
+    unit_source: str = ""
+
+    @property
+    def units(self) -> set[str]:
+        """The units the column declares (canonical: "minute"): its name's or comment's
+        words ("taxi_time_mins"), else :attr:`unit`. A number said in another unit of
+        the measure is converted to it (``linker._converted``), one said raw is checked
+        against it (``verify._units``)."""
+        return declared_units(self.name, self.comment) or ({self.unit} if self.unit else set())
+
+    @property
+    def units_source(self) -> str:
+        """Where :attr:`units` were read, as the interpretation says it."""
+        if declared_units(self.name, self.comment):
+            return "its name or comment"
+        return self.unit_source
 
 
 @dataclass(frozen=True)
@@ -420,6 +441,16 @@ async def read_values(
             )
         else:  # min/max over a large table is a full scan: read the planner's sample
             extents = stat_extents(numeric, {c: stats.get((schema, name, c)) for c, _ in numeric})
+        differences = {
+            found.column: found
+            for found in await read_difference_units(
+                conn,
+                schema,
+                name,
+                [(c, t, extents.get(c)) for c, t in numeric],
+                statement_timeout=_VALUE_INDEX_TIMEOUT,
+            )
+        }
         column_infos = []
         for column in table.columns:
             samples: tuple[str, ...] = ()
@@ -455,6 +486,10 @@ async def read_values(
                     known_values=known,
                     span=span,
                     extent=extent,
+                    unit=differences[column.name].unit if column.name in differences else "",
+                    unit_source=(
+                        differences[column.name].evidence if column.name in differences else ""
+                    ),
                 )
             )
         tables.append(replace(table, columns=tuple(column_infos)))

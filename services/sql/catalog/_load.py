@@ -30,7 +30,8 @@ from services.sql.catalog._inference import infer_joins
 from services.sql.catalog._joins import resolve_joins
 from services.sql.catalog._narrowing import index_of
 from services.sql.catalog._rows import count_rows, row_count
-from services.sql.definitions import JoinSpec
+from services.sql.catalog._stated import with_stated_units
+from services.sql.definitions import GlossaryEntry, JoinSpec
 
 
 async def load_catalog(
@@ -40,6 +41,7 @@ async def load_catalog(
     exclude: Sequence[str] = (),
     joins: Sequence[JoinSpec] = (),
     structure: Catalog | None = None,
+    glossary: Sequence[GlossaryEntry] = (),
 ) -> tuple[Catalog, list[str]]:
     """The database's catalog as the SQL service serves it, and the glossary joins that
     could not be resolved (each in words). ``structure``: the tables as another engine
@@ -50,7 +52,10 @@ async def load_catalog(
     On Postgres the row counts of the tables questions are linked to (and of the
     look-alikes only rows can tell apart) are counted (``_rows``), not taken from
     ``pg_class``: what the catalog states and reads must not change with whether
-    autovacuum has analysed the tables yet."""
+    autovacuum has analysed the tables yet.
+
+    The units the ``glossary`` states ("dep_delay: in minutes") are recorded on the columns
+    its entries name (``_stated``), beside those read from the data (``_differences``)."""
     statistics = structure is None
     if structure is None:
         structure = await introspect(conn, database, exclude=exclude, values=False)
@@ -80,7 +85,7 @@ async def load_catalog(
     inferred = await infer_joins(conn, linked, declared)
     keyed = {t.qualified: t for t in inferred.tables}
     tables = tuple(keyed.get(t.qualified, t) for t in valued.tables)
-    catalog = replace(valued, tables=tables, joins=inferred.joins)
+    catalog = with_stated_units(replace(valued, tables=tables, joins=inferred.joins), glossary)
     index_of(catalog)  # built while loading, not by the first question
     return catalog, problems
 

@@ -12,6 +12,7 @@ from services.sql.definitions._text import (
     parse_definitions,
     trim_definition,
 )
+from services.sql.definitions._units import stated_unit
 
 __all__ = [
     "GlossaryEntry",
@@ -21,5 +22,6 @@ __all__ = [
     "load_glossary",
     "load_glossary_file",
     "parse_definitions",
+    "stated_unit",
     "trim_definition",
 ]

@@ -215,8 +215,7 @@ class QuestionLinker:
         linked = self._read_said(found.question)
         if linked is None or not compares_converted(linked.sql, found.moved):
             return None
-        note = f"Read {', '.join(found.notes)}."
-        return replace(linked, explanation=f"{linked.explanation} {note}")
+        return replace(linked, explanation=f"{linked.explanation} {found.explained(linked.sql)}")
 
     def _read_rephrased(self) -> Linked | None:
         """A question in a grammar the readers do not know ("In 1980, how many cars were

@@ -366,7 +366,11 @@ class Target:
         async with await self._connect() as conn:
             await self._check_role(conn)
             catalog, unresolved = await load_catalog(
-                conn, self.name, exclude=self.config.exclude, joins=self.config.joins
+                conn,
+                self.name,
+                exclude=self.config.exclude,
+                joins=self.config.joins,
+                glossary=self.config.glossary,
             )
             for problem in unresolved:
                 _log.warning(

@@ -278,7 +278,7 @@ class EngineWarehouse:
     # --- the catalog ------------------------------------------------------------------
 
     async def load_catalog(
-        self, exclude: Sequence[str], joins: Sequence[Any]
+        self, exclude: Sequence[str], joins: Sequence[Any], glossary: Sequence[Any] = ()
     ) -> tuple[Catalog, list[str]]:
         structure = await self.call(lambda: self.engine.structure(self.database, exclude))
         types: dict[str, set[str]] = {}
@@ -292,6 +292,7 @@ class EngineWarehouse:
             exclude=exclude,
             joins=joins,
             structure=structure,
+            glossary=glossary,
         )
 
     async def fingerprint(self, exclude: Sequence[str]) -> str:
@@ -461,7 +462,7 @@ class EngineTarget(Target):
         try:
             await self._check_grants()
             catalog, unresolved = await self.warehouse.load_catalog(
-                self.config.exclude, self.config.joins
+                self.config.exclude, self.config.joins, self.config.glossary
             )
         except StatementError as exc:
             raise psycopg.OperationalError(exc.message) from None

@@ -6,7 +6,8 @@ the comparison explains the unit (``words.units_of``). So each comparison of a c
 with a number the question says in a unit is checked against what the schema and data
 say of the column's unit:
 
-- its name or comment names a unit ("delay_mins", "in minutes"): the unit said must be
+- its name or comment names a unit ("delay_mins", "in minutes"), or the data or the
+  database's glossary declares one (``ColumnInfo.units``): the unit said must be
   that one (another unit of its measure is first said again in it, ``linker._converted``;
   a unit of another measure, "3 pounds" of a distance in miles, is refused);
 - else its extent (least and greatest stored value, ``catalog._extents``) must rule out
@@ -24,7 +25,7 @@ from sqlglot import exp
 
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._statement import StatementNodes, column_name
-from services.sql.words import declared_units, finer_units, numbers_with_units, same_measure
+from services.sql.words import finer_units, numbers_with_units, same_measure
 
 _COMPARISONS = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)
 
@@ -43,7 +44,7 @@ def check_units(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes) -> None
             info = table.column(column_name(column)) if table is not None else None
             if info is None:
                 continue
-            declared = declared_units(info.name, info.comment)
+            declared = info.units
             stored = {u for u in declared if same_measure(u, unit)}
             # a unit of a measure (time, length, mass) the column declares none of
             if declared and not stored and same_measure(unit, unit):
