@@ -8,7 +8,6 @@ the interpretation. The catalog loads that read them run on Postgres in
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -191,10 +190,11 @@ def test_a_glossary_unit_converts_and_says_so() -> None:
         _sql("How many flights left more than an hour late?", _flights())
 
 
-def test_a_wide_tables_sample_is_judged_within_a_catalog_loads_budget() -> None:
-    """Ten timestamps, six clocks and thirty numbers, none a difference: each pair is
-    subtracted once and each column dropped at its first misses past the bar (judging
-    every triple row by row took 4.8 s here; a catalog has 2 s)."""
+def test_a_wide_tables_numbers_that_are_no_difference_get_no_unit() -> None:
+    """Ten timestamps, six clocks and thirty numbers, none a difference: no column gets a
+    unit. (Its speed — each pair subtracted once, each column dropped at its first misses
+    past the bar — is measured in ISSUE-45 "(s62, units)", not timed here: judging every
+    triple row by row took 4.8 s, now 0.05 s.)"""
     rng = random.Random(1)
     start = datetime(2024, 1, 1)
     rows = []
@@ -211,6 +211,4 @@ def test_a_wide_tables_sample_is_judged_within_a_catalog_loads_budget() -> None:
         *((f"t{i}", "timestamp without time zone") for i in range(10)),
         *((f"n{i}", "integer") for i in range(36)),
     ]
-    began = time.perf_counter()
     assert difference_units(columns, rows) == []
-    assert time.perf_counter() - began < 1.5
