@@ -16,8 +16,10 @@ from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, T
 from services.sql.catalog._joins import JoinGraph
 from services.sql.conversation._followup import regrouped, restrict, subject
 from services.sql.conversation._statement import FollowUpError
-from services.sql.linker import LinkError, QuestionLinker, Vocabulary
+from services.sql.linker import LinkError, QuestionLinker, Vocabulary, read_question
 from services.sql.linker._rephrasing import counted_bare
+from services.sql.linker._shape import _named_apart
+from services.sql.linker._vocabulary import Col
 from services.sql.verify import verify_statement
 
 TODAY = date(2026, 11, 29)
@@ -40,7 +42,7 @@ SINGERS = Catalog(
 PLANES = Catalog(
     "air",
     (_table("planes", _col("tailnum"), _col("year", "integer"), _col("type"),
-            _col("manufacturer"), _col("engine"), _col("seats", "integer")),),
+            _col("manufacturer"), _col("engine"), _col("model"), _col("seats", "integer")),),
 )  # fmt: skip
 DEALER = Catalog(
     "dealer",
@@ -158,3 +160,15 @@ def test_groups_read_without_conditions_are_kept_by_their_values_alone() -> None
     about = subject(plain, USERS)
     sql = restrict("SELECT t0.username FROM users AS t0", plain, about)
     assert "status" not in sql and "t0.country IN" in sql
+
+
+def test_only_a_noun_of_kinds_makes_a_two_column_phrase_ambiguous() -> None:
+    """ "model year" on a table with ``model`` and ``year`` is the year (a defog
+    follow-up, 'and by model year as well', is right so); "engine type" is refused."""
+    planes = PLANES.tables[0]
+    by_name = {c.name: c for c in planes.columns}
+    context = Vocabulary(PLANES, JoinGraph(PLANES))
+    ctx = read_question("how many planes per model year", context, TODAY)
+    _named_apart(ctx, "model year", ["model", "year"], Col(planes, by_name["year"]))
+    with pytest.raises(LinkError, match="may name"):
+        _named_apart(ctx, "engine type", ["engine", "type"], Col(planes, by_name["type"]))
