@@ -115,7 +115,10 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
                     plan.dims.insert(0, Dim(part))
             elif col is not None and not any(d.grain == grain for d in plan.dims):
                 plan.dims.insert(0, Dim(col, grain))
-            continue
+            if col is not None or not plan.measures:
+                continue
+            # no date to take the grain of ("average weight per year" of ``cars_data``,
+            # whose year is a whole-number column): the column the word names, below
         if any(ctx.vocab.column_score(words, d.col) >= 0.5 for d in plan.dims):
             continue
         if not plan.measures:
@@ -126,8 +129,15 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
         tables = ctx.vocab.tables_named(words)
         measured = {m.table.qualified for m in plan.measures if m.table is not None}
         measured |= {m.col.table.qualified for m in plan.measures if m.col is not None}
-        if m.group(0).startswith("per") and tables and tables[0][0].qualified in measured:
-            continue  # "amount per treatment" is a rate over the measured rows
+        if (
+            m.group(0).startswith("per")
+            and tables
+            and tables[0][0].qualified in measured
+            and (col is None or only_table(words, tables, ctx.vocab))
+        ):
+            # "amount per treatment" is a rate over the measured rows; "price per property
+            # type" names a column of them too (``property_type_code``), and groups by it
+            continue
         if col is not None and col.table.qualified not in measured:
             col = _on_measured(ctx, words, col, measured)
         if col is not None:

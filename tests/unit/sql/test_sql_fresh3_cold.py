@@ -172,3 +172,39 @@ def test_only_a_noun_of_kinds_makes_a_two_column_phrase_ambiguous() -> None:
     _named_apart(ctx, "model year", ["model", "year"], Col(planes, by_name["year"]))
     with pytest.raises(LinkError, match="may name"):
         _named_apart(ctx, "engine type", ["engine", "type"], Col(planes, by_name["type"]))
+
+
+CARS_DATA = Catalog(
+    "cars",
+    (_table("cars_data", _col("id", "integer"), _col("cylinders", "integer"),
+            _col("weight", "integer"), ColumnInfo("year", "integer", True, span=(1970, 1982))),),
+)  # fmt: skip
+PROPERTIES = Catalog(
+    "estate",
+    (_table("properties", _col("property_id", "integer"), _col("property_type_code"),
+            _col("property_name"), _col("room_count", "integer"),
+            _col("agreed_selling_price", "numeric")),),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("question", ["avg weight per year", "average weight per year"])
+def test_a_calendar_word_on_rows_without_a_date_groups_by_its_column(question: str) -> None:
+    """ "per year" of ``cars_data``, which has no date, is its ``year`` column."""
+    assert _sql(question, CARS_DATA).endswith("GROUP BY t0.year")
+
+
+def test_a_calendar_word_on_dated_rows_still_takes_their_date() -> None:
+    sql = _sql("How many payments received per year?", DEALER)
+    assert "DATE_TRUNC('year', t0.payment_date)" in sql
+
+
+def test_per_a_column_named_after_the_measured_table_groups_by_the_column() -> None:
+    """ "per property type" names ``property_type_code`` of the measured rows, not a rate
+    over them ("per property")."""
+    sql = _sql("avg agreed selling price per property type", PROPERTIES)
+    assert sql.endswith("GROUP BY t0.property_type_code")
+
+
+def test_per_the_measured_table_alone_is_still_a_rate() -> None:
+    with pytest.raises(LinkError, match="per"):
+        _sql("average room count per property", PROPERTIES)
