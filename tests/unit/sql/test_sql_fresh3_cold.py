@@ -208,3 +208,32 @@ def test_per_a_column_named_after_the_measured_table_groups_by_the_column() -> N
 def test_per_the_measured_table_alone_is_still_a_rate() -> None:
     with pytest.raises(LinkError, match="per"):
         _sql("average room count per property", PROPERTIES)
+
+
+LISTED = Catalog(
+    "estate",
+    (_table("properties", _col("property_id", "integer"), _col("property_type_code"),
+            _col("agreed_selling_price", "numeric"),
+            _col("date_on_market", "timestamp without time zone")),),
+)  # fmt: skip
+_ASKED = "avg agreed selling price per property type {} 2000?"
+
+
+@pytest.mark.parametrize(
+    ("words", "bound"),
+    [
+        ("since the start of", "WHERE (t0.date_on_market >= '2000-01-01') GROUP BY"),
+        ("after the beginning of", "WHERE (t0.date_on_market >= '2000-01-01') GROUP BY"),
+        ("before the start of", "WHERE (t0.date_on_market < '2000-01-01') GROUP BY"),
+        ("since", "WHERE (t0.date_on_market >= '2000-01-01') GROUP BY"),
+    ],
+)
+def test_the_start_of_a_year_is_a_bound_not_the_year(words: str, bound: str) -> None:
+    """ "since the start of 2000" was read as the year 2000 alone ("of 2000"), a wrong;
+    a grouping phrase ends before "since" / "before" as it ends before "in"."""
+    assert bound in _sql(_ASKED.format(words), LISTED)
+
+
+def test_in_a_year_is_still_that_year() -> None:
+    sql = _sql(_ASKED.format("in"), LISTED)
+    assert "'2000-01-01' AND t0.date_on_market < '2001-01-01'" in sql
