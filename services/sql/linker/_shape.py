@@ -71,7 +71,7 @@ def read_limit(ctx: LinkContext) -> tuple[int, bool | None]:
 
 def link_groups(ctx: LinkContext, plan: Plan) -> None:
     for m in re.finditer(
-        r"\b(?:per|for each|for every|in each|each|by)\s+(?:of\s+the\s+)?([a-z][a-z0-9 ]*?)(?=[,.?;]|\s+(?:and|in|for|who|that|which|from|between|during|with|where|inclusive|excluding|including|not|over|since|before|after|until)\b|$)",
+        r"\b(?:per|for each|for every|in each|each|by)\s+(?:of\s+the\s+)?([a-z][a-z0-9 ]*?)(?=[,.?;]|\s+(?:and|in|for|who|that|which|from|between|during|with|where|inclusive|excluding|including|not|over)\b|$)",
         ctx.low,
     ):
         phrase = m.group(1).strip()
