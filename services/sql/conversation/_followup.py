@@ -64,7 +64,7 @@ from services.sql.conversation._valued import valued
 from services.sql.gate import identifier
 from services.sql.linker import entity_columns
 from services.sql.results import deciding_columns, show_deciding
-from services.sql.words import STOP_WORDS, name_words, stem, word_match
+from services.sql.words import KIND_NOUNS, STOP_WORDS, name_words, stem, word_match
 
 MAX_PRIOR_CHARS = 20_000
 MAX_PRIOR_WORDS = 200
@@ -498,6 +498,9 @@ def restrict(
         inner = exp.select(exp.column(identifier(about.output), table="earlier")).from_(
             earlier.subquery("earlier")
         )
+        kept = _grouped_rows_kept(alias, prior_sql, about)
+        if kept is not None:
+            tree = tree.where(kept, copy=False)
     else:
         # No output column: the rows the earlier statement counted, by the table's key.
         source = _alias_of(earlier, about.table) or about.table.name
@@ -605,6 +608,37 @@ def _merged(tree: exp.Select, alias: str, prior_sql: str, about: Subject) -> exp
             return None
         column.set("table", identifier(alias))
     return tree.where(condition, copy=False)
+
+
+def _grouped_rows_kept(alias: str, prior_sql: str, about: Subject) -> exp.Expression | None:
+    """ "list their usernames" after "active users per country": the earlier rows are
+    groups of the subject's own rows, and the rows in them are the ones its conditions
+    kept (the active users), not every row that shares a group's value (every user of
+    those countries, inactive too). Where the earlier statement groups the subject's
+    table read alone, with plain conditions on its own columns, those conditions (on the
+    follow-up's alias) are kept beside the groups' values; None otherwise (a join, a
+    sub-query, no condition, no grouping: the groups' values alone say the rows)."""
+    earlier = parse(prior_sql)
+    read = sources(earlier)
+    where = earlier.args.get("where")
+    if (
+        not earlier.args.get("group")
+        or where is None
+        or len(read) != 1
+        or read[0].name.lower() != about.table.name.lower()
+        or earlier.args.get("joins")
+        or earlier.args.get("with")
+    ):
+        return None
+    condition: exp.Expression = where.this.copy()
+    if condition.find(exp.Select, exp.Subquery) is not None:
+        return None
+    own = read[0].alias_or_name
+    for column in condition.find_all(exp.Column):
+        if column.table and column.table != own:
+            return None
+        column.set("table", identifier(alias))
+    return condition
 
 
 def _own_aliases(earlier: exp.Select, taken: set[str]) -> dict[str, str]:
@@ -879,6 +913,40 @@ def _grouping_column(
     return found
 
 
+def _head_alone(
+    select: exp.Select,
+    dropped: list[str],
+    news: list[exp.Column],
+    catalog: Catalog,
+    dimension: str,
+) -> None:
+    """A phrase read by its head ("model year" → ``year``) leaves its first words unread;
+    where one of them is itself the whole name of another column of the head's table
+    ("engine type" on ``planes``, with ``engine`` and ``type``), the words say two
+    columns and which one groups is not in them: refused naming both, not grouped by the
+    head. Only a head that is a noun of kinds (``KIND_NOUNS``: "X type" is the kind of X,
+    which a column named X may hold); "model year" is the year. A left word that names
+    no column of that table ("model" beside ``year`` on a
+    table without ``model``) leaves the head's reading as it is."""
+    if not dropped or len(news) != 1 or stem(news[0].name.lower()) not in KIND_NOUNS:
+        return
+    chosen = news[0]
+    aliases = {s.alias_or_name: s for s in sources(select)}
+    source = aliases.get(chosen.table)
+    info = table_for(catalog, source) if source is not None else None
+    if info is None:
+        return
+    left = set(dropped)
+    for column in info.columns:
+        if column.name == chosen.name:
+            continue
+        named = _words(column.name)
+        if len(named) == 1 and named[0] in left:
+            raise FollowUpError(
+                f"'{dimension}' may name {info.name}.{column.name} or {info.name}.{chosen.name}"
+            )
+
+
 def _covers(words: list[str], name: str) -> bool:
     """Whether ``words`` spell every word of a name (nothing of it left unsaid)."""
     return _spelled(_words(name), " ".join(words)) >= 0.99
@@ -902,6 +970,7 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
     if not found:
         raise FollowUpError(f"no column of the earlier tables is named '{dimension}'")
     news, keys = found
+    _head_alone(select, words[:start], news, catalog, dimension)
     # a key that is itself what names the rows (a type's code) is shown once
     named = {n.sql(dialect="postgres") for n in news}
     keys = [k for k in keys if k.sql(dialect="postgres") not in named]

@@ -444,8 +444,14 @@ def comparisons(ctx: LinkContext, plan: Plan) -> None:
         col = find_column(ctx, words)
         if col is not None and not is_key(col):
             plan.filters.append((col, "{c} IS NULL"))
-    for m in re.finditer(r"\b(before|after|since|until|prior to)\s+(\d{4})\b(?!-)", ctx.low):
-        year = int(m.group(2))
+    # "since the start of 2000": the year's first day is the bound, whichever the word
+    for m in re.finditer(
+        r"\b(before|after|since|until|prior to)\s+(?P<start>the\s+(?:start|beginning)\s+of\s+)?"
+        r"(?P<year>\d{4})\b(?!-)",
+        ctx.low,
+    ):
+        year = int(m.group("year"))
+        start = bool(m.group("start"))
         if not 1900 <= year <= 2200:
             continue
         near = ctx.low[max(0, m.start() - 40) : m.start()]
@@ -460,12 +466,13 @@ def comparisons(ctx: LinkContext, plan: Plan) -> None:
                 ctx.low,
             ):  # "after 2013 or before 2008": one of two, not both; left to be refused
                 op = {"before": "<", "until": "<", "prior to": "<", "after": ">", "since": ">="}
-                plan.filters.append((held, f"{{c}} {op[m.group(1)]} {year}"))
+                said = ">=" if start and m.group(1) == "after" else op[m.group(1)]
+                plan.filters.append((held, f"{{c}} {said} {year}"))
             continue
         bound = {"before": "<", "until": "<", "prior to": "<", "after": ">=", "since": ">="}[
             m.group(1)
         ]
-        first = year + 1 if m.group(1) == "after" else year
+        first = year + 1 if m.group(1) == "after" and not start else year
         plan.filters.append((col, f"{{c}} {bound} {lit(f'{first}-01-01')}"))
 
 

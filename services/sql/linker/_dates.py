@@ -230,6 +230,8 @@ def date_filters(ctx: LinkContext, plan: Plan) -> None:
             windows.append((lit(d.isoformat()), lit((d + timedelta(days=1)).isoformat()), at))
     for m in re.finditer(r"\b(?:in|during|for|of)\s+(?:the\s+year\s+)?(\d{4})\b", low):
         year = int(m.group(1))
+        if re.search(r"\b(?:start|beginning)\s*$", low[: m.start()]):
+            continue  # "since the start of 2000": a bound (``_conditions``), not the year
         if 1900 <= year <= 2200 and not any(abs(w[2] - m.start()) < 30 for w in windows):
             windows.append((lit(f"{year}-01-01"), lit(f"{year + 1}-01-01"), m.start()))
     if date_column(ctx, plan) is None:

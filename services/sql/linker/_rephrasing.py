@@ -13,6 +13,12 @@ the question was refused for a form, not for a name:
   "List the singers under 35." asks (the rows, by their label);
 - an idiom of happening: "Which concerts took place in 2015?" says what "Which concerts
   happened in 2015?" says; "place" there names no place.
+- a headless breakdown: "transactions per ticker type", "singers by country" (a plural
+  noun and what to group it by, no head, no measure) is how a busy user types "How many
+  transactions are there per ticker type?"; it is read with "how many" before it. The
+  measure it says is a count of the rows its noun names, so the counted noun still has
+  to be a table's name and the grouping a column's (the linker and the verifier hold it
+  to both).
 
 Each is a change of grammar only: every word that may name something is still read, and
 still has to be placed; the linker reads a question rephrased only when the question as
@@ -22,6 +28,8 @@ asked is refused (``QuestionLinker.link``).
 from __future__ import annotations
 
 import re
+
+from services.sql.words import IRREGULAR_PARTICIPLES
 
 # A prepositional phrase (no clause punctuation inside) closed by a comma, then the head
 # of a question or a request.
@@ -40,33 +48,69 @@ _END = re.compile(r"\s*[?.!](?=\s|$)")
 def rephrased(question: str) -> str:
     """``question`` in the readers' grammar (see the module's docstring); a question
     already in it as it is."""
-    return counted_per(plain_idioms(named_as_listed(fronted_last(question))))
+    return counted_bare(plain_idioms(named_as_listed(fronted_last(question))))
 
 
-# A question that opens with its rows' plural noun and asks for them "per" something,
-# with no head ("planes built before 1990 per manufacturer"): a telegraphic count.
-_ROWS_PER = re.compile(
-    r"^\s*(?P<noun>[A-Za-z]+[^sS\W]s|[A-Za-z]+ies)\b(?P<rest>.*\bper\s+[A-Za-z].*)$"
+# What a question may open with that is not the noun it counts: a question word, a
+# request, a measure or a ranking says its own head; "the" / "all" are skipped.
+_HEADS = frozenset(
+    "how what which who whom whose when where why is are was were do does did can could "
+    "would will should list show give find return tell count display name get fetch "
+    "compute calculate number total sum avg average mean max maximum min minimum median "
+    "top bottom highest lowest most least first last each every per by for in of".split()
 )
-# Words that already say what is shown or measured: the question is no bare count.
+_OPENING = re.compile(r"^\s*(?:(?:the|all)\s+)?([a-z]+)\b", re.IGNORECASE)
+# "per X" anywhere ("flights to LAX per carrier"); "by X" only right after a noun phrase
+# of one or two words that opens the question ("singers by country"): after a longer one
+# "by" is as likely a passive's agent ("planes made by Boeing"), which groups nothing.
+_PER = re.compile(r"\bper\s+[a-z]", re.IGNORECASE)
+_QUALIFIED = re.compile(r"\b(?:with|whose|that|which|where|having)\b", re.IGNORECASE)
+_ARTICLE = re.compile(r"^\s*(?:the|all)\s+", re.IGNORECASE)
+# A "per" phrase that ends the question ("… with 2 engines per manufacturer") groups; one
+# followed by more ("a price per night over 100") is a rate said of the rows.
+_LAST = re.compile(r"^per\s+[a-z]+(?:\s+[a-z]+)?\s*[?.!]?\s*$", re.IGNORECASE)
+# Words that say what is shown or measured anywhere in it: no bare count.
 _MEASURED = re.compile(
     r"\b(?:how|what|which|who|list|show|count|counts|number|numbers|total|totals|sum|sums|"
     r"average|averages|avg|mean|maximum|minimum|max|min|most|least|share|percentage|"
     r"percent|ratio|rate|rates)\b",
     re.IGNORECASE,
 )
+_NOUN_BY = re.compile(r"^\s*(?:(?:the|all)\s+)?[a-z]+(?:\s+[a-z]+)?\s+by\s+[a-z]", re.IGNORECASE)
 
 
-def counted_per(question: str) -> str:
-    """ "planes built before 1990 per manufacturer" -> "Number of planes built before 1990
-    per manufacturer": rows named by their plural noun, "per" a grouping and nothing
-    said of them is how a busy writer asks for the number of them in each group (the
-    verifier refuses the question as asked: a listing of planes is no value per
-    manufacturer). Any other question as it is; the readers still place every word."""
-    m = _ROWS_PER.match(question)
-    if m is None or _MEASURED.search(question):
+def counted_bare(question: str) -> str:
+    """ "transactions per ticker type" -> "How many transactions per ticker type"; a
+    question with a head, or with no "per" / opening "by", as it is. An opening word
+    that is a participle ("made by …") is a passive, not a noun, and left alone."""
+    opening = _OPENING.match(question)
+    if opening is None or opening.group(1).lower() in _HEADS or _MEASURED.search(question):
         return question
-    return f"Number of {m.group('noun').lower()}{m.group('rest')}"
+    if not _plural(opening.group(1)):
+        return question  # "class per student": no rows' plural noun to count
+    per = _PER.search(question)
+    if not (per or _NOUN_BY.match(question)):
+        return question
+    if (
+        per
+        and _QUALIFIED.search(question[: per.start()])
+        and not _LAST.match(question[per.start() :])
+    ):
+        return question  # "rooms with a price per night over 100": a rate, not a breakdown
+    second = re.match(r"^\s*(?:(?:the|all)\s+)?[a-z]+\s+([a-z]+)\s+by\b", question, re.I)
+    if second and not _PER.search(question) and _passive(second.group(1)):
+        return question
+    body = _ARTICLE.sub("", question).strip()
+    return f"How many {body[0].lower()}{body[1:]}"
+
+
+def _plural(word: str) -> bool:
+    low = word.lower()
+    return (low.endswith("s") and not low.endswith("ss")) or low.endswith("ies")
+
+
+def _passive(word: str) -> bool:
+    return word.lower().endswith("ed") or word.lower() in IRREGULAR_PARTICIPLES
 
 
 # "Name the …" / "Name all the …": a request for rows, as "List the …" is.

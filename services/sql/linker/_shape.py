@@ -24,6 +24,7 @@ from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses import PREPOSITIONS
 from services.sql.words import (
     IRREGULAR_PARTICIPLES,
+    KIND_NOUNS,
     STOP_WORDS,
     stem,
 )
@@ -114,7 +115,10 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
                     plan.dims.insert(0, Dim(part))
             elif col is not None and not any(d.grain == grain for d in plan.dims):
                 plan.dims.insert(0, Dim(col, grain))
-            continue
+            if col is not None or not plan.measures:
+                continue
+            # no date to take the grain of ("average weight per year" of ``cars_data``,
+            # whose year is a whole-number column): the column the word names, below
         if any(ctx.vocab.column_score(words, d.col) >= 0.5 for d in plan.dims):
             continue
         if not plan.measures:
@@ -125,10 +129,19 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
         tables = ctx.vocab.tables_named(words)
         measured = {m.table.qualified for m in plan.measures if m.table is not None}
         measured |= {m.col.table.qualified for m in plan.measures if m.col is not None}
-        if m.group(0).startswith("per") and tables and tables[0][0].qualified in measured:
-            continue  # "amount per treatment" is a rate over the measured rows
+        if (
+            m.group(0).startswith("per")
+            and tables
+            and tables[0][0].qualified in measured
+            and (col is None or only_table(words, tables, ctx.vocab))
+        ):
+            # "amount per treatment" is a rate over the measured rows; "price per property
+            # type" names a column of them too (``property_type_code``), and groups by it
+            continue
         if col is not None and col.table.qualified not in measured:
             col = _on_measured(ctx, words, col, measured)
+        if col is not None:
+            _named_apart(ctx, phrase, words, col)
         if tables and (col is None or only_table(words, tables, ctx.vocab)):
             plan.entity = tables[0][0]
             for c in label_columns(ctx, tables[0][0]):
@@ -150,6 +163,32 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
                 )
             ):
                 plan.entity = table
+
+
+def _named_apart(ctx: LinkContext, phrase: str, words: list[str], col: Col) -> None:
+    """ "per engine type" on ``planes`` with columns ``engine`` and ``type``: the phrase's
+    words name two columns of one table, each whole, and the grouping found is one of
+    them; which one the user meant ("the type of engine" is ``engine``'s values, "the
+    plane's type" is ``type``'s) is not in the words. Refused naming both, not grouped by
+    the one that scored higher. Only a phrase whose head is a noun of kinds ("type",
+    "kind", "category", "class": ``KIND_NOUNS``) says this: "X type" is the kind of X,
+    which a column named X may hold; "model year" is the year, whatever ``model`` holds.
+    A column named by the words together (``sbtickertype`` for "ticker type") or by one
+    of them while the other names no column of its own ("payment method") is no such
+    case."""
+    if len(words) < 2 or words[-1] not in KIND_NOUNS:
+        return
+    chosen = {stem(w) for w in re.findall(r"[a-z]+", col.column.name.lower())}
+    for other in col.table.columns:
+        name = other.name.lower()
+        if name == col.column.name.lower() or not re.fullmatch(r"[a-z]+", name):
+            continue
+        if stem(name) in words and stem(name) not in chosen:
+            raise LinkError(
+                f"{phrase!r} may name {col.table.name}.{other.name} or "
+                f"{col.table.name}.{col.column.name}",
+                phrase=phrase,
+            )
 
 
 def _on_measured(ctx: LinkContext, words: list[str], col: Col, measured: set[str]) -> Col:

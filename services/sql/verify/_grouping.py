@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from services.sql.linker import GRAINS, LinkContext, LinkError
+from services.sql.linker import GRAINS, LinkContext, LinkError, is_temporal
 from services.sql.verify._facts import StatementFacts, without_quotes
 from services.sql.words import IRREGULAR_PARTICIPLES, stem
 
@@ -67,8 +67,10 @@ def check_grouping(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
         raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
     if facts.grouped:
         _groups_by_each(ctx, text, facts)
+        _grain_elsewhere(ctx, text, facts)
     elif not facts.aggregates:
         _listed_per(ctx, text, facts)
+        _listed_by(ctx, text, facts)
         if _COUNT_HEAD.match(text):
             _counted_each_listed(ctx, text, facts)
     if facts.grouped and _COUNT_HEAD.match(text) and not _grouping(text):
@@ -123,6 +125,36 @@ def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
             raise LinkError(f"the statement does not group by {each!r}")
 
 
+_GRAIN_ASKED = re.compile(r"\b(?:per|each|every|by)\s+(year|month|day|week|quarter)s?\b")
+
+
+def _grain_elsewhere(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
+    """ "How many payments received per year?" grouped by ``cars.year`` (the model year
+    of the car each payment's sale sold, two joins away) is another answer: the payments'
+    own year is the year of their date. A calendar word ("per year", "each month") that
+    the statement answers by a column of that name on another table than the one it
+    counts, while the counted table holds a date of its own, is refused. A counted table
+    with no date ("average weight per year" of ``cars_data``, whose year is a column)
+    and a column of the counted table itself pass."""
+    if facts.grains or not facts.base:
+        return
+    base = ctx.catalog.table(facts.base)
+    if base is None or not any(is_temporal(c.data_type) for c in base.columns):
+        return
+    for asked in _GRAIN_ASKED.finditer(text):
+        grain = asked.group(1)
+        saying = [(t, c) for t, c in facts.groups if c.lower() == grain]
+        if saying and all(t != facts.base for t, _ in saying):
+            table = saying[0][0].rpartition(".")[2]
+            raise LinkError(
+                f"'{asked.group(0)}' is grouped by {table}.{grain}, not the year of the "
+                f"counted rows' own date"
+                if grain == "year"
+                else f"'{asked.group(0)}' is grouped by {table}.{grain}, not by the counted "
+                "rows' own date"
+            )
+
+
 def _listed_per(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     """ "planes built before 1990 per manufacturer", "flights per origin": "per" and a
     word of the catalog ask for one value per group (a count where no measure is said);
@@ -139,6 +171,30 @@ def _listed_per(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
             continue
         if stem(word) in known:
             raise LinkError(f"the statement does not group by what follows 'per {word}'")
+
+
+# "singers by country": a question that opens with a plural noun and "by", no head
+_OPENING_BY = re.compile(
+    r"^\s*(?:(?:the|all)\s+)?(?:[a-z]+\s+)?([a-z]+)\s+by\s+([a-z]+(?:\s+[a-z]+)?)"
+)
+
+
+def _listed_by(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
+    """ "singers by country", "patients by insurance type": a headless question that
+    names a table's rows and a column to break them down by asks how many there are per
+    value, as "per" does (``_listed_per``); a listing of the rows beside the column shows
+    each row, none of them the number per country. Refused (the count is read by the
+    linker's rephrasing). Held only where the noun before "by" is a table's name and the
+    word after it a column's: "planes made by Boeing" (a passive's agent) opens with no
+    table noun before "by", and "list singers by country" has a head of its own."""
+    m = _OPENING_BY.match(text)
+    if m is None:
+        return
+    noun, by = stem(m.group(1)), {stem(w) for w in m.group(2).split()}
+    tables = {stem(parts[-1]) for parts in ctx.vocab.table_words.values() if parts}
+    columns = {stem(w) for parts in ctx.vocab.column_words.values() for w in parts}
+    if noun in tables and by & columns:
+        raise LinkError(f"the statement does not count {m.group(1)!r} by {m.group(2)!r}")
 
 
 def _counted_each_listed(ctx: LinkContext, text: str, facts: StatementFacts) -> None:

@@ -34,6 +34,7 @@ from services.sql.words._units import (
 )
 from services.sql.words._words import (
     GRAMMAR_WORDS,
+    KIND_NOUNS,
     SHORT_FORMS,
     SOFT_WORDS,
     STOP_WORDS,
@@ -59,6 +60,7 @@ __all__ = [
     "GRAMMAR_WORDS",
     "IRREGULAR_PARTICIPLES",
     "ISO_DATE",
+    "KIND_NOUNS",
     "MONTHS",
     "SHORT_FORMS",
     "SOFT_WORDS",

@@ -12,6 +12,9 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 # Words that carry no schema meaning in a question (function words and question verbs).
+# Nouns that say "the kind of": "engine type", "payment kind", "product category" name the
+# kind of the thing before them, which a column named for that thing may hold.
+KIND_NOUNS = frozenset({"type", "kind", "category", "class", "sort", "variety"})
 STOP_WORDS = frozenset(
     """
     a an the of in on at for to by per with and or is are was were be been being do does did

@@ -112,6 +112,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_spider_v5",
         "conversations_spider_v6",
         "conversations_spider_v7",
+        "conversations_spider_v8",
     ]
     assert [p.stem for p in scripts_for(Path("sql"))] == [
         "conversations_defog",
@@ -120,6 +121,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_defog_v4",
         "conversations_defog_v5",
         "conversations_defog_v6",
+        "conversations_defog_v7",
     ]
     # a dev set named after its folder: its study script, then its blind one
     assert [p.stem for p in scripts_for(Path("sql-unseen"))] == [
@@ -129,6 +131,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_sql-unseen_v3",
         "conversations_sql-unseen_v4",
         "conversations_sql-unseen_v5",
+        "conversations_sql-unseen_v6",
     ]
 
 

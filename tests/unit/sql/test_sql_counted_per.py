@@ -1,7 +1,7 @@
 """A telegraphic count (ISSUE-45, s62, nycflights13 v5 n4#1): rows named by their plural
 noun, "per" a grouping and nothing said of them ("planes built before 1990 per
 manufacturer") ask for the number of them in each group. Refused before (a listing of
-planes is no value per manufacturer); read again as "Number of …" once refused as asked,
+planes is no value per manufacturer); read again as "How many …" once refused as asked,
 through the real linker and verifier on the nycflights13 shape. A question that says
 what it shows or measures ("List the planes …", "average seats …") is left as it is."""
 
@@ -11,7 +11,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from services.sql.linker._rephrasing import counted_per
+from services.sql.linker._rephrasing import counted_bare
 from tests.unit.sql.flights import flights_refused, flights_sql
 
 
@@ -45,7 +45,7 @@ def test_rows_per_a_grouping_with_nothing_said_of_them_are_counted(
     ],
 )
 def test_a_question_that_says_what_it_shows_is_left_as_it_is(question: str) -> None:
-    assert counted_per(question) == question
+    assert counted_bare(question) == question
 
 
 def test_a_listing_asked_per_grouping_is_still_refused() -> None:

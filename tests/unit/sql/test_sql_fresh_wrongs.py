@@ -10,8 +10,9 @@ from datetime import date
 
 import pytest
 
-from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
-from services.sql.linker import LinkError
+from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
+from services.sql.linker import LinkError, Vocabulary, read_question
+from services.sql.verify import verify_statement
 from tests.unit.sql.flights import FLIGHTS
 from tests.unit.sql.schemas import col, key, linked_sql
 
@@ -68,13 +69,21 @@ TEMPLATES = Catalog(
 )
 
 
+def _vocabulary() -> Vocabulary:
+    return Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
+
+
 def test_rows_listed_for_a_per_grouping_are_refused() -> None:
     """ "per manufacturer" with nothing counted asks for one number per manufacturer (how
-    many planes); a statement that lists the planes (or the manufacturers) is refused.
-    (Said bare, "planes built before 1990 per manufacturer" is read as their number since
-    s62: ``test_sql_counted_per``.)"""
+    many planes); a statement that lists the planes (or the manufacturers) is refused,
+    and the headless breakdown is read as the count it asks (s62, ``_rephrasing``)."""
     with pytest.raises(LinkError, match="per manufacturer"):
-        linked_sql("List the planes built before 1990 per manufacturer", FLIGHTS, TODAY)
+        verify_statement(
+            read_question("planes built before 1990 per manufacturer", _vocabulary(), TODAY),
+            "SELECT t0.tailnum, t0.manufacturer FROM public.planes AS t0 WHERE t0.year < 1990",
+        )
+    sql = linked_sql("planes built before 1990 per manufacturer", FLIGHTS, TODAY)
+    assert "COUNT(*)" in sql and "GROUP BY t0.manufacturer" in sql and "t0.year < 1990" in sql
 
 
 def test_a_count_per_a_grouping_is_still_answered() -> None:
