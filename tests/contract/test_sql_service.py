@@ -510,10 +510,10 @@ async def test_ask_regroup_and_value_swap_edit_the_earlier_statement(running):
     assert sorted(_result_rows(regrouped.result)) == sorted(
         await _rows(
             running.stub,
-            # a region is identified by its key beside its code and name, as the linker
-            # shows a row grouped by
-            "SELECT r.region_id, r.code, r.name, COUNT(*) FROM companies c JOIN regions r "
-            "ON r.region_id = c.region_id GROUP BY r.region_id, r.code, r.name",
+            # a region is identified by its key beside its name and code, as the linker
+            # shows a row grouped by ("How many companies are there in each region?")
+            "SELECT r.region_id, r.name, r.code, COUNT(*) FROM companies c JOIN regions r "
+            "ON r.region_id = c.region_id GROUP BY r.region_id, r.name, r.code",
         )
     )
     industries = [str(i) for i, _ in await _rows(running.stub, BY_INDUSTRY)]

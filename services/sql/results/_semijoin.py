@@ -53,7 +53,7 @@ from services.sql.results._labels import (
     with_labels,
 )
 from services.sql.results._select import edited, own_tables
-from services.sql.results._shown import with_shown
+from services.sql.results._shown import with_edit_shown, with_shown
 from services.sql.tree import conjuncts
 
 # The aliases the rewrite gives the tables of the sub-query it writes, whatever the
@@ -373,9 +373,9 @@ def as_asked(sql: str, asked: str, catalog: Catalog) -> str:
     The key :func:`joined` showed under its DISTINCT was a label of that reading only."""
     written = with_semijoins(sql, catalog)
     if written == sql:
-        # no semi-join to write: the columns shown, as the linker decides them for the
-        # question spelled out (``with_shown``: a range the edit added, its column shown)
-        return with_shown(sql, catalog)
+        # no semi-join to write: the earlier columns, and what the edit brought in shown
+        # as the question spelled out shows it (``with_edit_shown``: a range's column)
+        return with_edit_shown(sql, catalog)
 
     def unkeyed(select: exp.Select) -> bool:
         tables = own_tables(select, catalog)

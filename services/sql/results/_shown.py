@@ -24,3 +24,16 @@ def with_shown(sql: str, catalog: Catalog) -> str:
     """``sql`` showing the columns that chose its rows, then those that say whose each
     row is (unchanged text where it shows them already)."""
     return with_labels(with_deciding(sql, catalog), catalog)
+
+
+def with_edit_shown(sql: str, catalog: Catalog) -> str:
+    """An edited follow-up's ``sql`` showing what its edit brought in, and nothing else.
+
+    The earlier statement's columns are what the user saw, whoever wrote it (the linker,
+    a model, a confirmed answer): a limit, a swapped value or a filter on a value already
+    shown keeps them as they were. Where the edit chose rows by a column the earlier
+    answer did not show (a range added: "only the ones under thirty"), that column is
+    shown as the question spelled out shows it, and then the names that say whose each
+    value is (``_labels``: a key beside a name labelling another value)."""
+    deciding = with_deciding(sql, catalog)
+    return sql if deciding == sql else with_labels(deciding, catalog)
