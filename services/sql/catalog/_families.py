@@ -144,7 +144,8 @@ def unqualified_names(tables: Sequence[TableInfo]) -> dict[str, list[tuple[str, 
     more (one word left, "payments" of ``payments_made``, may be the head noun, not the
     table); a look-alike neither gets a shorter name nor keeps its table from one (a
     copy is linked only when named), and two tables left with the same words, or one
-    whose whole name those words say, leave both unnamed: never a silent choice."""
+    whose name holds those words or is said by them (``wallet_transactions_monthly``,
+    ``wallet_transactions``), leave the shorter name unsaid: never a silent choice."""
     own = [t for t in tables if not t.lookalike_of]
     words = {t.qualified: table_words(t) for t in own}
     nouns = {w[0] for w in words.values() if len(w) == 1}
@@ -164,7 +165,7 @@ def unqualified_names(tables: Sequence[TableInfo]) -> dict[str, list[tuple[str, 
         for short in sorted(candidates):
             said = set(short)
             if taken[short] == 1 and not any(
-                other != name and set(w) <= said for other, w in words.items()
+                other != name and (set(w) <= said or said <= set(w)) for other, w in words.items()
             ):
                 found.setdefault(name, []).append(short)
     return found
