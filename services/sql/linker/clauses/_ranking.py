@@ -17,7 +17,7 @@ from services.sql.linker.clauses._cues import (
     RELATIVE,
 )
 from services.sql.linker.clauses._reading import Item, Rank, Read, Reading, table_first
-from services.sql.words import FROM, TO, name_direction
+from services.sql.words import FROM, IRREGULAR_PARTICIPLES, TO, name_direction
 
 _VERB_WORDS = 3  # "who has performed in the most concerts": the words a verb may take
 
@@ -123,6 +123,9 @@ def count_by_clause(reading: Reading, read: Read, i: int) -> int | None:
     read so."""
     if read.kind != "count" or reading.low(i) != "by":
         return None
+    before = reading.low(i - 1)
+    if before.endswith("ed") or before in IRREGULAR_PARTICIPLES:
+        return None  # a passive's agent ("dogs owned by students"), not a grouping
     j = reading.skip(i + 1, frozenset({"the", "their", "its"}))
     columns = reading.longest(j, ("column",))
     tables = reading.longest(j, ("table",))
