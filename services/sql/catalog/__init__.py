@@ -30,7 +30,12 @@ from services.sql.catalog._catalog import (
     render,
 )
 from services.sql.catalog._codes import CodeSystem, code_system, place_names
-from services.sql.catalog._families import Family, describe_families, families_of
+from services.sql.catalog._families import (
+    Family,
+    describe_families,
+    families_of,
+    unqualified_names,
+)
 from services.sql.catalog._inference import infer_joins
 from services.sql.catalog._joins import Edge, JoinGraph, describe, resolve_joins
 from services.sql.catalog._load import load_catalog
@@ -85,4 +90,5 @@ __all__ = [
     "stored_spelling",
     "table_for",
     "type_family",
+    "unqualified_names",
 ]

@@ -131,6 +131,46 @@ def lookalike_groups(tables: Sequence[TableInfo]) -> list[list[TableInfo]]:
     ]
 
 
+def unqualified_names(tables: Sequence[TableInfo]) -> dict[str, list[tuple[str, ...]]]:
+    """Each table's name less its qualifier word, where that shorter name is the table's
+    alone: ``wallet_transactions_daily`` is "wallet transactions" when ``daily`` ends
+    other names of the catalog too (``wallet_user_balance_daily``) and no other table is
+    named by "wallet transactions". People name a table by its noun and leave out the
+    grain or layer it is kept in, as they leave out ``stg`` or ``2019`` of a copy.
+
+    A qualifier is recognised as the families recognise affixes, from the structure: a
+    word at the same end (first or last) of two or more names of several words, that is
+    no table's whole name (a noun is never an affix). What remains must keep two words or
+    more (one word left, "payments" of ``payments_made``, may be the head noun, not the
+    table); a look-alike neither gets a shorter name nor keeps its table from one (a
+    copy is linked only when named), and two tables left with the same words, or one
+    whose name holds those words or is said by them (``wallet_transactions_monthly``,
+    ``wallet_transactions``), leave the shorter name unsaid: never a silent choice."""
+    own = [t for t in tables if not t.lookalike_of]
+    words = {t.qualified: table_words(t) for t in own}
+    nouns = {w[0] for w in words.values() if len(w) == 1}
+    ends: Counter[tuple[int, str]] = Counter()
+    for w in words.values():
+        if len(w) > 1:
+            ends.update({(0, w[0]), (-1, w[-1])})
+    qualifiers = {end for end, n in ends.items() if n > 1 and end[1] not in nouns}
+    shorter: dict[str, set[tuple[str, ...]]] = {}
+    for name, w in words.items():
+        for end in (0, -1):
+            if len(w) > 2 and (end, w[end]) in qualifiers:
+                shorter.setdefault(name, set()).add(w[1:] if end == 0 else w[:-1])
+    taken = Counter(s for found in shorter.values() for s in found)
+    found: dict[str, list[tuple[str, ...]]] = {}
+    for name, candidates in shorter.items():
+        for short in sorted(candidates):
+            said = set(short)
+            if taken[short] == 1 and not any(
+                other != name and (set(w) <= said or said <= set(w)) for other, w in words.items()
+            ):
+                found.setdefault(name, []).append(short)
+    return found
+
+
 def referenced_tables(catalog: Catalog, joins: Iterable[JoinInfo] = ()) -> set[str]:
     """Tables other tables reference: by a declared foreign key, or by ``joins``."""
     found = set()

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, CodeSystem, ColumnInfo, JoinGraph, TableInfo, place_names
+from services.sql.catalog import (
+    Catalog,
+    CodeSystem,
+    ColumnInfo,
+    JoinGraph,
+    TableInfo,
+    place_names,
+    unqualified_names,
+)
 from services.sql.definitions import GlossaryEntry
 from services.sql.words import (
     SOFT_WORDS,
@@ -85,6 +93,11 @@ class Vocabulary:
                 self.columns.append(Col(table, column))
                 for w in set(words).union(*aliases):
                     counts[w] = counts.get(w, 0) + 1
+        # a name said without its qualifier ("wallet transactions" for
+        # wallet_transactions_daily), where the shorter name is that table's alone
+        for qualified, shorter in unqualified_names(catalog.tables).items():
+            own = set(self.table_words[qualified])
+            self.table_aliases[qualified] += [list(s) for s in shorter if set(s) <= own]
         total = max(len(self.columns), 1)
         self.idf = {w: math.log(1 + total / n) for w, n in counts.items()}
         self.values: dict[str, list[tuple[Col, str]]] = {}

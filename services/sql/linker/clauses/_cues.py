@@ -356,6 +356,10 @@ COUNT_HEADS = (
     "what is the total number of",
     "what are the number of",
     "what is the count of",
+    # a count said as a noun phrase first ("count of X by Y"), as "number of X" is: the
+    # verb "count" would leave "of X" to the items
+    "the count of",
+    "count of",
     "what's the number of",
     "find the number of",
     "find the total number of",

@@ -17,7 +17,7 @@ from services.sql.linker.clauses._cues import (
     RELATIVE,
 )
 from services.sql.linker.clauses._reading import Item, Rank, Read, Reading, table_first
-from services.sql.words import FROM, TO, name_direction
+from services.sql.words import FROM, IRREGULAR_PARTICIPLES, TO, name_direction
 
 _VERB_WORDS = 3  # "who has performed in the most concerts": the words a verb may take
 
@@ -113,6 +113,35 @@ def group_clause(reading: Reading, read: Read, i: int) -> int | None:
     if phrase == "each" and reading.low(j) in ("one", "of", "type", "kind"):
         return None
     return None
+
+
+def count_by_clause(reading: Reading, read: Read, i: int) -> int | None:
+    """ "count of wallet transactions by status", "how many flights by carrier": in a
+    count, "by" and a column or table that ends the question is the grouping "per" says.
+    Elsewhere "by" orders ("sorted by"), names an agent ("made by Ford") or ranks ("top
+    5 by amount"), so only a count's last phrase, and only a name (never a value), is
+    read so."""
+    if read.kind != "count" or reading.low(i) != "by":
+        return None
+    before = reading.low(i - 1)
+    if before.endswith("ed") or before in IRREGULAR_PARTICIPLES:
+        return None  # a passive's agent ("dogs owned by students"), not a grouping
+    j = reading.skip(i + 1, frozenset({"the", "their", "its"}))
+    columns = reading.longest(j, ("column",))
+    tables = reading.longest(j, ("table",))
+    ends = [m.end for m in (*columns[:1], *tables[:1])]
+    if not ends or max(ends) < reading.size:
+        return None
+    if tables and (not columns or tables[0].size >= columns[0].size):
+        read.groups.append(tables)
+        top = {m.table.qualified for m in tables if m.table and m.score == tables[0].score}
+        if len(top) == 1 and tables[0].table is not None:
+            read.mention_table(tables[0].table)
+        reading.use(i, tables[0].end)
+        return tables[0].end
+    read.groups.append(columns)
+    reading.use(i, columns[0].end)
+    return columns[0].end
 
 
 def top_clause(reading: Reading, read: Read, i: int) -> int | None:

@@ -43,6 +43,7 @@ from services.sql.linker.clauses._head import counted_head, read_head, read_item
 from services.sql.linker.clauses._months import is_month, month_clause
 from services.sql.linker.clauses._planning import make_plan
 from services.sql.linker.clauses._ranking import (
+    count_by_clause,
     directed_group_clause,
     group_clause,
     order_clause,
@@ -127,6 +128,7 @@ def _clauses(reading: Reading, read: Read, at: int) -> None:
         order_clause,
         directed_group_clause,
         group_clause,
+        count_by_clause,
         top_clause,
         rank_clause,
         negated_value_clause,
