@@ -319,6 +319,47 @@ def group_labels(select: exp.Select, catalog: Catalog) -> tuple[list[exp.Column]
     return [], 0
 
 
+def _key_before_names(select: exp.Select, catalog: Catalog) -> bool:
+    """A grouped entity shown by its key and names shows the key first, then the names
+    (in place; whether any column moved).
+
+    Every reader shows an entity so (:func:`group_labels`, a grouped answer's
+    ``linker.clauses._planning``, a follow-up about earlier rows), but a question that
+    asks another value of the ranked row ("what type of ticker is the ticker with the
+    most shares traded?") was composed name first, key after: the same rows read as
+    other rows beside the follow-up that asked it of the earlier answer. Moving a column
+    changes no row; only a one-column key shown after a name column of its own table."""
+    group = select.args.get("group")
+    order = select.args.get("order")
+    positions = [
+        *(group.expressions if group is not None else []),
+        *(o.this for o in (order.expressions if order is not None else [])),
+    ]
+    if any(isinstance(e, exp.Literal) for e in positions):
+        return False  # a position names a column: moving one would move what it names
+    tables = own_tables(select, catalog)
+    expressions = list(select.expressions)
+    for alias, table in tables.items():
+        if len(table.primary_key) != 1:
+            continue
+        key, names = table.primary_key[0].lower(), {n.lower() for n in name_columns(table)}
+
+        def mine(at: int, alias: str = alias) -> str | None:
+            column = expressions[at].unalias()
+            if isinstance(column, exp.Column) and column.table.lower() == alias:
+                return column.name.lower()
+            return None
+
+        keyed = [i for i in range(len(expressions)) if mine(i) == key]
+        named = [i for i in range(len(expressions)) if mine(i) in names]
+        if len(keyed) == 1 and named and named[0] < keyed[0]:
+            moved = expressions.pop(keyed[0])
+            expressions.insert(named[0], moved)
+            select.set("expressions", expressions)
+            return True
+    return False
+
+
 def _referenced_names(select: exp.Select, catalog: Catalog) -> bool:
     """A statement grouped by one column that references another table's one-column key
     ("How many flights to DEN did each carrier have?": ``flights.carrier`` →
@@ -536,7 +577,8 @@ def with_labels(sql: str, catalog: Catalog) -> str:
     def edit(select: exp.Select) -> bool:
         if select.args.get("group"):
             labelled = show_labels(select, *group_labels(select, catalog))
-            return _referenced_names(select, catalog) or labelled
+            labelled = _referenced_names(select, catalog) or labelled
+            return _key_before_names(select, catalog) or labelled
         labels = label_columns(select, catalog)
         if not labels:
             return _extension_names(select, catalog)
