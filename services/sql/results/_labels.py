@@ -319,6 +319,47 @@ def group_labels(select: exp.Select, catalog: Catalog) -> tuple[list[exp.Column]
     return [], 0
 
 
+def _key_before_names(select: exp.Select, catalog: Catalog) -> bool:
+    """A grouped entity shown by its key and names shows the key first, then the names
+    (in place; whether any column moved).
+
+    Every reader shows an entity so (:func:`group_labels`, a grouped answer's
+    ``linker.clauses._planning``, a follow-up about earlier rows), but a question that
+    asks another value of the ranked row ("what type of ticker is the ticker with the
+    most shares traded?") was composed name first, key after: the same rows read as
+    other rows beside the follow-up that asked it of the earlier answer. Moving a column
+    changes no row; only a one-column key shown after a name column of its own table."""
+    group = select.args.get("group")
+    order = select.args.get("order")
+    positions = [
+        *(group.expressions if group is not None else []),
+        *(o.this for o in (order.expressions if order is not None else [])),
+    ]
+    if any(isinstance(e, exp.Literal) for e in positions):
+        return False  # a position names a column: moving one would move what it names
+    tables = own_tables(select, catalog)
+    expressions = list(select.expressions)
+    for alias, table in tables.items():
+        if len(table.primary_key) != 1:
+            continue
+        key, names = table.primary_key[0].lower(), {n.lower() for n in name_columns(table)}
+
+        def mine(at: int, alias: str = alias) -> str | None:
+            column = expressions[at].unalias()
+            if isinstance(column, exp.Column) and column.table.lower() == alias:
+                return column.name.lower()
+            return None
+
+        keyed = [i for i in range(len(expressions)) if mine(i) == key]
+        named = [i for i in range(len(expressions)) if mine(i) in names]
+        if len(keyed) == 1 and named and named[0] < keyed[0]:
+            moved = expressions.pop(keyed[0])
+            expressions.insert(named[0], moved)
+            select.set("expressions", expressions)
+            return True
+    return False
+
+
 def _referenced_names(select: exp.Select, catalog: Catalog) -> bool:
     """A statement grouped by one column that references another table's one-column key
     ("How many flights to DEN did each carrier have?": ``flights.carrier`` →
@@ -330,7 +371,9 @@ def _referenced_names(select: exp.Select, catalog: Catalog) -> bool:
     key and names (``conversation``'s referenced subject). A join matching at most one
     row by its whole key repeats none, and LEFT keeps a value nothing matches: the rows
     are the same rows, one column more. Only a declared reference, only where the
-    statement reads none of that table and groups by nothing else."""
+    statement groups by nothing else and reads none of that table, or joins it by the
+    key alone and reads nothing of it (:func:`_joined_for_nothing`: "per origin
+    airport" read "airport" as the table; its names come from that join)."""
     group = select.args.get("group")
     if group is None or len(group.expressions) != 1:
         return False
@@ -351,14 +394,21 @@ def _referenced_names(select: exp.Select, catalog: Catalog) -> bool:
         ]:
             continue
         parent = catalog.table(key.referenced_table)
-        if (
-            parent is None
-            or tuple(parent.primary_key) != tuple(key.referenced_columns)
-            or any(t is parent for t in tables.values())
-        ):
+        if parent is None or tuple(parent.primary_key) != tuple(key.referenced_columns):
             return False
         names = name_columns(parent)
         if not names:
+            return False
+        bare = _joined_for_nothing(select, tables, parent, grouped)
+        if bare is not None:
+            # the grouping's word read as a table too ("per origin *airport*"): that join
+            # matched each group's one row and chose nothing to show; its names are shown
+            # as the same grouping read without the join shows them (one rule, not the
+            # other words of the question, decides)
+            columns = [exp.column(_identifier(n), table=_identifier(bare)) for n in names]
+            group.set("expressions", [*group.expressions, *(c.copy() for c in columns)])
+            return show_labels(select, columns, shown[0] + 1)
+        if any(t is parent for t in tables.values()):
             return False
         taken = {t.alias_or_name.lower() for t in select.find_all(exp.Table)}
         alias = next(f"r{n}" for n in range(len(taken) + 1) if f"r{n}" not in taken)
@@ -376,6 +426,40 @@ def _referenced_names(select: exp.Select, catalog: Catalog) -> bool:
         group.set("expressions", [*group.expressions, *(c.copy() for c in columns)])
         return show_labels(select, columns, shown[0] + 1)
     return False
+
+
+def _joined_for_nothing(
+    select: exp.Select, tables: dict[str, TableInfo], parent: TableInfo, grouped: exp.Column
+) -> str | None:
+    """The alias under which ``select`` joins ``parent`` by its whole one-column key to
+    ``grouped`` alone and reads nothing else of it (no column shown, compared, grouped or
+    ordered by): a join that only says the grouped value is one of ``parent``'s rows, as
+    a word naming the table reads it. None for any other join of it: one that shows or
+    compares its columns chose what the answer says of it, and is left as asked."""
+    (key,) = parent.primary_key
+    for join in select.args.get("joins") or []:
+        table = join.this
+        if not isinstance(table, exp.Table):
+            continue
+        alias = table.alias_or_name.lower()
+        on = join.args.get("on")
+        if tables.get(alias) is not parent or not isinstance(on, exp.EQ):
+            continue
+        sides = [(on.this, on.expression), (on.expression, on.this)]
+        if not any(
+            isinstance(mine, exp.Column)
+            and mine.table.lower() == alias
+            and mine.name.lower() == key.lower()
+            and other == grouped
+            for mine, other in sides
+        ):
+            continue
+        elsewhere = [
+            c for c in select.find_all(exp.Column)
+            if c.table.lower() == alias and c.find_ancestor(exp.Join) is not join
+        ]  # fmt: skip
+        return None if elsewhere else alias
+    return None
 
 
 # How a column of numbers stored as text says "no value" (Spider's ``horsepower``).
@@ -493,7 +577,8 @@ def with_labels(sql: str, catalog: Catalog) -> str:
     def edit(select: exp.Select) -> bool:
         if select.args.get("group"):
             labelled = show_labels(select, *group_labels(select, catalog))
-            return _referenced_names(select, catalog) or labelled
+            labelled = _referenced_names(select, catalog) or labelled
+            return _key_before_names(select, catalog) or labelled
         labels = label_columns(select, catalog)
         if not labels:
             return _extension_names(select, catalog)

@@ -186,3 +186,45 @@ def test_a_symbol_fewer_rows_share_than_a_name_is_no_label():
     ranked = linked_statement("Which 4 tickers had the most shares traded?", broker, TODAY)
     assert "sbtickersymbol" not in _shown(ranked)
     assert "sbtickername" in _shown(ranked)
+
+
+def test_a_ranked_entity_asked_another_value_of_shows_its_key_then_its_name():
+    """ "What type of ticker is the ticker with the most shares traded?" was composed
+    name first, key after, where the ranking it spells out ("Which 4 tickers had the
+    most shares traded?") and the follow-up asking it of that answer ("what type of
+    ticker is that?") show the key, then the name: the same row read as another. A
+    grouped entity shows its key before its names, whichever reader composed it; moving
+    a column changes no row."""
+    broker = Catalog("broker", (_CUSTOMERS, _ticker(_SYMBOLS, _TICKER_NAMES), _TRANSACTIONS))
+    asked = "What type of ticker is the ticker with the most shares traded?"
+    typed = _shown(linked_statement(asked, broker, TODAY))
+    ranked = _shown(linked_statement("Which 4 tickers had the most shares traded?", broker, TODAY))
+    assert typed[:3] == ["sbtickerid", "sbtickername", "sbtickertype"]
+    assert ranked[:2] == typed[:2]
+    name_first = (
+        "SELECT t1.sbtickername AS sbtickername, t1.sbtickerid AS sbtickerid, "
+        "SUM(t0.sbtxshares) AS total FROM public.sbtransaction AS t0 JOIN public.sbticker AS t1 "
+        "ON t1.sbtickerid = t0.sbtxtickerid GROUP BY t1.sbtickerid, t1.sbtickername"
+    )
+    moved = sqlglot.parse_one(with_labels(name_first, broker), dialect="postgres")
+    assert isinstance(moved, exp.Select)
+    assert _shown(moved) == ["sbtickerid", "sbtickername", "total"]
+
+
+def test_a_key_shown_first_or_named_by_position_is_not_moved():
+    """A key already before its names, a key of another table than the names', and a
+    statement whose GROUP BY or ORDER BY names columns by position (moving one would
+    change what the position names) are left as they are."""
+    broker = Catalog("broker", (_CUSTOMERS, _ticker(_SYMBOLS, _TICKER_NAMES), _TRANSACTIONS))
+    for sql in (
+        "SELECT t1.sbtickerid AS sbtickerid, t1.sbtickername AS sbtickername, "
+        "SUM(t0.sbtxshares) AS total FROM public.sbtransaction AS t0 JOIN public.sbticker AS t1 "
+        "ON t1.sbtickerid = t0.sbtxtickerid GROUP BY t1.sbtickerid, t1.sbtickername",
+        "SELECT t1.sbtickername AS sbtickername, t1.sbtickerid AS sbtickerid, "
+        "SUM(t0.sbtxshares) AS total FROM public.sbtransaction AS t0 JOIN public.sbticker AS t1 "
+        "ON t1.sbtickerid = t0.sbtxtickerid GROUP BY 1, 2",
+        "SELECT t1.sbtickername AS sbtickername, t0.sbtxid AS sbtxid FROM "
+        "public.sbtransaction AS t0 JOIN public.sbticker AS t1 "
+        "ON t1.sbtickerid = t0.sbtxtickerid GROUP BY t1.sbtickername, t0.sbtxid",
+    ):
+        assert with_labels(sql, broker) == sql

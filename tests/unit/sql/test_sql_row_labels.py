@@ -409,9 +409,35 @@ def test_groups_of_a_reference_show_the_referenced_rows_names():
     assert [e.alias_or_name for e in linked.expressions] == ["carrier", "name", "count"]
 
 
+def test_groups_of_a_reference_joined_by_their_word_show_the_same_names():
+    """ "number of flights per origin airport" reads "airport" as the table too: an
+    inner join to airports by the key the grouped ``origin`` holds, reading nothing of
+    it. The same grouping read without that join ("per destination airport", or with
+    other words beside it) shows each airport's name; one rule decides, not the other
+    words: the names come from the join the statement has (the rows stay its rows)."""
+    joined = (
+        "SELECT t0.origin AS origin, COUNT(*) AS count FROM public.flights AS t0 "
+        "JOIN public.airports AS t1 ON t1.faa = t0.origin GROUP BY t0.origin"
+    )
+    shown = sqlglot.parse_one(with_labels(joined, FLIGHTS), dialect="postgres")
+    assert [e.alias_or_name for e in shown.expressions] == ["origin", "name", "count"]
+    (join,) = shown.args["joins"]
+    assert join.side != "LEFT" and join.this.name == "airports"
+    assert {e.sql() for e in shown.args["group"].expressions} == {"t0.origin", "t1.name"}
+    for question in (
+        "number of flights per origin airport",
+        "Number of Delta Air Lines flights per origin airport",
+        "Number of United Air Lines flights per origin airport",
+        "number of flights per destination airport",
+    ):
+        linked = linked_statement(question, FLIGHTS, TODAY)
+        assert [e.alias_or_name for e in linked.expressions][1:] == ["name", "count"]
+
+
 def test_groups_of_a_reference_read_otherwise_are_left_alone():
     """Not where the statement reads the referenced table already (it chose what to
-    show of it), groups by more than the reference, or the reference is not declared."""
+    show or compare of it, or joins it by another column), groups by more than the
+    reference, or the reference is not declared."""
     undeclared = Catalog(
         "flights",
         (
@@ -424,7 +450,13 @@ def test_groups_of_a_reference_read_otherwise_are_left_alone():
         "SELECT t0.carrier AS carrier, t0.dest AS dest, COUNT(*) AS count "
         "FROM public.flights AS t0 GROUP BY t0.carrier, t0.dest",
         "SELECT t0.carrier AS carrier, COUNT(*) AS count FROM public.flights AS t0 "
-        "JOIN public.airlines AS t1 ON t1.carrier = t0.carrier GROUP BY t0.carrier",
+        "JOIN public.airlines AS t1 ON t1.carrier = t0.carrier "
+        "WHERE (t1.name LIKE 'U%') GROUP BY t0.carrier",
+        "SELECT t0.carrier AS carrier, COUNT(*) AS count FROM public.flights AS t0 "
+        "JOIN public.airlines AS t1 ON t1.carrier = t0.carrier GROUP BY t0.carrier "
+        "ORDER BY MAX(t1.name)",
+        "SELECT t0.origin AS origin, COUNT(*) AS count FROM public.flights AS t0 "
+        "JOIN public.airports AS t1 ON t1.faa = t0.dest GROUP BY t0.origin",
     ):
         assert with_labels(sql, FLIGHTS) == sql
 
