@@ -1,0 +1,117 @@
+"""Confident wrongs that probes of first questions found on the study databases
+(ISSUE-45, s62): "how many patients did each doctor treat?" counted treatments, one per
+visit, not patients; "did delays fall in June?" listed June's days. Shown on catalogs
+shaped as derm_treatment, concert_singer, course_teach and nycflights13 are, through the
+real linker and verifier."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
+from services.sql.linker import LinkError
+from tests.unit.sql.flights import flights_refused, flights_sql
+from tests.unit.sql.schemas import col, key, linked_sql
+
+TODAY = date(2026, 11, 30)
+
+
+def _person(name: str, ident: str) -> TableInfo:
+    return TableInfo(
+        "public",
+        name,
+        columns=(
+            key(ident),
+            col("first_name", "text", ("Jane", "Paul")),
+            col("last_name", "text", ("Smith", "Jones")),
+        ),
+        primary_key=(ident,),
+    )
+
+
+# treatments: one row per treatment, keyed by its own id, each naming a patient and a
+# doctor (a patient is treated many times by the same doctor)
+CLINIC = Catalog(
+    "clinic",
+    (
+        _person("doctors", "doc_id"),
+        _person("patients", "patient_id"),
+        TableInfo(
+            "public",
+            "treatments",
+            columns=(key("treatment_id"), key("patient_id"), key("doc_id"), col("start_dt", "date")),
+            primary_key=("treatment_id",),
+            foreign_keys=(
+                ForeignKeyInfo(("patient_id",), "public.patients", ("patient_id",)),
+                ForeignKeyInfo(("doc_id",), "public.doctors", ("doc_id",)),
+            ),
+        ),
+    ),
+)
+
+# course_arrange: pairs of a course and a teacher, keyed by the pair and a grade
+SCHOOL = Catalog(
+    "school",
+    (
+        TableInfo(
+            "public",
+            "course",
+            columns=(key("course_id"), col("course", "text", ("Math", "Art"))),
+            primary_key=("course_id",),
+        ),
+        TableInfo(
+            "public",
+            "teacher",
+            columns=(key("teacher_id"), col("name", "text", ("Anne Walker",))),
+            primary_key=("teacher_id",),
+        ),
+        TableInfo(
+            "public",
+            "course_arrange",
+            columns=(key("course_id"), key("teacher_id"), key("grade")),
+            primary_key=("course_id", "teacher_id", "grade"),
+            foreign_keys=(
+                ForeignKeyInfo(("course_id",), "public.course", ("course_id",)),
+                ForeignKeyInfo(("teacher_id",), "public.teacher", ("teacher_id",)),
+            ),
+        ),
+    ),
+)
+
+
+def test_rows_counted_per_group_through_events_are_counted_once_each() -> None:
+    """ "How many patients did each doctor treat?": the patients are reached through
+    treatments (many per patient and doctor), so ``COUNT(*)`` per doctor counted
+    treatments; each patient is counted once, by key."""
+    sql = linked_sql("How many patients did each doctor treat?", CLINIC, TODAY)
+    assert "COUNT(DISTINCT t0.patient_id)" in sql
+    assert "GROUP BY" in sql and "doc_id" in sql
+
+
+def test_the_events_themselves_keep_their_row_count() -> None:
+    """Counting the events per group is a row count: nothing refers to them."""
+    sql = linked_sql("How many treatments did each doctor give?", CLINIC, TODAY)
+    assert "COUNT(*)" in sql and "DISTINCT" not in sql
+
+
+def test_rows_counted_through_a_table_of_pairs_keep_their_row_count() -> None:
+    """A table keyed by the references it pairs (and a grade) is no table of events:
+    "how many courses does each teacher teach?" keeps its row count."""
+    sql = linked_sql("How many courses does each teacher teach?", SCHOOL, TODAY)
+    assert "COUNT(*)" in sql and "DISTINCT" not in sql
+
+
+def test_a_question_whether_a_figure_fell_is_refused_naming_the_verb() -> None:
+    """ "Did delays fall in June?" asks for a comparison of two periods; the verb was
+    excused as the one relating the rows, and June's days were listed."""
+    assert "'fall'" in flights_refused("Did delays fall in June?")
+    assert "changed" in flights_refused("Did departure delays rise in July?")
+
+
+def test_a_verb_that_relates_rows_is_still_excused() -> None:
+    """ "How many flights did JetBlue operate?": an ordinary verb relates the rows."""
+    assert "COUNT(*)" in flights_sql("How many flights did JetBlue operate?")
+    with pytest.raises(LinkError):
+        flights_sql("Did arrival delays increase in 2013?")
