@@ -33,6 +33,7 @@ from services.sql.words._units import (
     units_of,
 )
 from services.sql.words._words import (
+    CHANGE_VERBS,
     GRAMMAR_WORDS,
     SHORT_FORMS,
     SOFT_WORDS,
@@ -40,7 +41,6 @@ from services.sql.words._words import (
     Tok,
     common_prefix,
     cover,
-    CHANGE_VERBS,
     do_support_verb,
     irregular_past,
     lemma,
@@ -56,6 +56,7 @@ from services.sql.words._words import (
 )
 
 __all__ = [
+    "CHANGE_VERBS",
     "FROM",
     "GRAMMAR_WORDS",
     "IRREGULAR_PARTICIPLES",
@@ -72,7 +73,6 @@ __all__ = [
     "converted",
     "cover",
     "declared_units",
-    "CHANGE_VERBS",
     "do_support_verb",
     "explicit_dates",
     "finer_units",
