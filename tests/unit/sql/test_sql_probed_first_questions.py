@@ -41,7 +41,12 @@ CLINIC = Catalog(
         TableInfo(
             "public",
             "treatments",
-            columns=(key("treatment_id"), key("patient_id"), key("doc_id"), col("start_dt", "date")),
+            columns=(
+                key("treatment_id"),
+                key("patient_id"),
+                key("doc_id"),
+                col("start_dt", "date"),
+            ),
             primary_key=("treatment_id",),
             foreign_keys=(
                 ForeignKeyInfo(("patient_id",), "public.patients", ("patient_id",)),
@@ -115,3 +120,50 @@ def test_a_verb_that_relates_rows_is_still_excused() -> None:
     assert "COUNT(*)" in flights_sql("How many flights did JetBlue operate?")
     with pytest.raises(LinkError):
         flights_sql("Did arrival delays increase in 2013?")
+
+
+# visit: one row per museum and visitor, keyed by the two references
+MUSEUMS = Catalog(
+    "museums",
+    (
+        TableInfo(
+            "public",
+            "museum",
+            columns=(key("museum_id"), col("name", "text", ("Plaza Museum",)), col("open_year")),
+            primary_key=("museum_id",),
+        ),
+        TableInfo(
+            "public",
+            "visitor",
+            columns=(key("id"), col("name", "text", ("Gonzalo Higuain",)), col("age")),
+            primary_key=("id",),
+        ),
+        TableInfo(
+            "public",
+            "visit",
+            columns=(key("museum_id"), key("visitor_id"), col("num_of_ticket")),
+            primary_key=("museum_id", "visitor_id"),
+            foreign_keys=(
+                ForeignKeyInfo(("museum_id",), "public.museum", ("museum_id",)),
+                ForeignKeyInfo(("visitor_id",), "public.visitor", ("id",)),
+            ),
+        ),
+    ),
+)
+
+
+def test_a_rate_per_measured_row_is_not_grouped_by_a_part_of_its_key() -> None:
+    """ "What is the average number of tickets per visit?": the visits are the rows
+    averaged; grouped "per visit" by the first part of their key, the answer was one
+    average per museum. Answered, it is one figure; otherwise refused."""
+    try:
+        sql = linked_sql("What is the average number of tickets per visit?", MUSEUMS, TODAY)
+    except LinkError:
+        return
+    assert "GROUP BY" not in sql
+
+
+def test_a_rate_per_another_table_is_still_grouped() -> None:
+    """ "per museum" names the rows the visits refer to: one average per museum."""
+    sql = linked_sql("What is the average number of tickets per museum?", MUSEUMS, TODAY)
+    assert "AVG(t0.num_of_ticket)" in sql and "GROUP BY t1.museum_id" in sql
