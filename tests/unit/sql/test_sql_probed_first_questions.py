@@ -167,3 +167,35 @@ def test_a_rate_per_another_table_is_still_grouped() -> None:
     """ "per museum" names the rows the visits refer to: one average per museum."""
     sql = linked_sql("What is the average number of tickets per museum?", MUSEUMS, TODAY)
     assert "AVG(t0.num_of_ticket)" in sql and "GROUP BY t1.museum_id" in sql
+
+
+# sales: events keyed by their own id, each naming a car (a row sold again and again)
+DEALER = Catalog(
+    "dealer",
+    (
+        TableInfo(
+            "public",
+            "cars",
+            columns=(key("id"), col("make", "text", ("Toyota", "Ford")), col("cost", "numeric")),
+            primary_key=("id",),
+        ),
+        _person("salespersons", "id"),
+        TableInfo(
+            "public",
+            "sales",
+            columns=(key("id"), key("car_id"), key("salesperson_id"), col("sale_price", "numeric")),
+            primary_key=("id",),
+            foreign_keys=(
+                ForeignKeyInfo(("car_id",), "public.cars", ("id",)),
+                ForeignKeyInfo(("salesperson_id",), "public.salespersons", ("id",)),
+            ),
+        ),
+    ),
+)
+
+
+def test_things_counted_per_group_through_events_count_each_event() -> None:
+    """ "How many cars did each salesperson sell?": a car is a thing, no party; each
+    sale of it is a unit sold, so the row count of the sales is kept."""
+    sql = linked_sql("How many cars did each salesperson sell?", DEALER, TODAY)
+    assert "COUNT(*)" in sql and "DISTINCT" not in sql
