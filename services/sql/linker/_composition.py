@@ -145,11 +145,21 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
     # the fan-out check refuses as a row count); not beside a HAVING test, which counts
     # per group, nor grouped, nor where the noun is another word ("how many dog pets"):
     # those kept their row counts (a Spider-blind answer was lost when they did not)
+    # Grouped, only where the rows counted are parties (people or firms one can
+    # contact) and the rows that refer to them are events, each its own row under a key
+    # of its own ("how many patients did each doctor treat?" joins treatments, one per
+    # visit): a row count per doctor counts treatments. A thing reached through events
+    # ("how many cars did each salesperson sell?") is counted per event, a unit sold
+    # each time (a defog follow-up's right answer); a table of pairs keyed by its
+    # references (singers in concerts) lists each pair once, and its row count is kept.
     once = (
         not plan.having
-        and not plan.dims
         and _counts_the_table(ctx, base)
-        and _fanned_out(ctx, base, alias)
+        and (
+            _fanned_out(ctx, base, alias)
+            if not plan.dims
+            else _party(base) and _fanned_by_events(ctx, base, alias)
+        )
     )
     for i, m in enumerate(plan.measures):
         text = measure_sql(ctx, m, base, alias, ref, outer=outer, once=once)
@@ -351,6 +361,33 @@ def _fanned_out(ctx: LinkContext, base: TableInfo, alias: dict[str, str]) -> boo
         if child is not None and set(child.primary_key) <= set(e.child_columns):
             continue
         return True
+    return False
+
+
+def _party(table: TableInfo) -> bool:
+    """Whether the rows of ``table`` are parties: people named by a first and a last
+    name, or anyone the data keeps an e-mail address or a phone number for (a customer,
+    a merchant; read in the name as written, ``sbcustemail`` folded to lower case). A party is one however many events name it; a thing (a car) is not
+    told so, and the events that name it count units of it."""
+    return bool(person_name(table)) or any(
+        part in c.name.lower() for c in table.columns for part in ("email", "phone")
+    )
+
+
+def _fanned_by_events(ctx: LinkContext, base: TableInfo, alias: dict[str, str]) -> bool:
+    """Whether a table joined beside the counted one refers to it once per event: its
+    rows are keyed by one column of their own (``treatment_id``), not by the references
+    they hold, so one counted row (a patient) stands in many of them within a group (a
+    doctor's treatments). A table keyed by its references (``singer_in_concert``) or
+    by them with another part (a grade) is a table of pairs, left as it counts."""
+    for e in ctx.graph.edges_of(base.qualified):
+        if e.parent != base.qualified or e.child == base.qualified or e.child not in alias:
+            continue
+        child = ctx.catalog.table(e.child)
+        if child is None or len(child.primary_key) != 1:
+            continue
+        if child.primary_key[0] not in e.child_columns:
+            return True
     return False
 
 

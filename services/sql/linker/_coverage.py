@@ -13,6 +13,7 @@ from services.sql.linker._plan import BE, LinkError, Plan, measures_in
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.words import (
+    CHANGE_VERBS,
     GRAMMAR_WORDS,
     MONTHS,
     STOP_WORDS,
@@ -51,6 +52,12 @@ def check_coverage(ctx: LinkContext, alias: dict[str, str], plan: Plan) -> None:
         | ctx.known
         | units_of(ctx.question, _numbers(conditions)),
     )
+    if word is not None and word.lower() in CHANGE_VERBS:
+        raise LinkError(
+            f"the question asks whether a figure changed ({word!r}): ask for the figure "
+            "in each period to compare them",
+            phrase=word,
+        )
     if word is not None:
         raise LinkError(f"nothing in the schema matches {word!r}", phrase=word)
 
@@ -167,7 +174,11 @@ def unexplained(
             and not vocab.values.get(tok.low)
         ):
             continue
-        if tok.low == verb and not stored_as_verb(tok.low, vocab.values):
+        if (
+            tok.low == verb
+            and tok.low not in CHANGE_VERBS
+            and not stored_as_verb(tok.low, vocab.values)
+        ):
             continue  # "how many flights did JetBlue operate?": the verb relates them
         if w in value_words or any(w.startswith(v) for v in value_words if len(v) >= 4):
             continue

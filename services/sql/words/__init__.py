@@ -33,6 +33,7 @@ from services.sql.words._units import (
     units_of,
 )
 from services.sql.words._words import (
+    CHANGE_VERBS,
     GRAMMAR_WORDS,
     KIND_NOUNS,
     SHORT_FORMS,
@@ -56,6 +57,7 @@ from services.sql.words._words import (
 )
 
 __all__ = [
+    "CHANGE_VERBS",
     "FROM",
     "GRAMMAR_WORDS",
     "IRREGULAR_PARTICIPLES",

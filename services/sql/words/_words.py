@@ -177,6 +177,17 @@ def do_support_verb(question: str) -> str | None:
     return verbs[-1] if verbs else (m.group(1).lower() if m else None)
 
 
+# Verbs that ask whether a figure changed over time ("did delays fall in June?"): the
+# answer compares a figure between two periods, a comparison no listing of the rows of
+# one period makes, so such a verb is never excused as the verb that relates rows.
+CHANGE_VERBS = frozenset(
+    """
+    fall rise increase decrease drop grow decline climb shrink improve worsen
+    fell rose grew dropped increased decreased declined climbed shrank improved worsened
+    """.split()
+)
+
+
 def stored_as_verb(verb: str, values: Container[str]) -> bool:
     """Whether a base verb ("close") is a state some column stores, as said or in its
     past form ('closed'): then it states a condition, it relates nothing."""

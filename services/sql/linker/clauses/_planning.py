@@ -535,6 +535,8 @@ def _add_group(
     reading: Reading,
 ) -> None:
     tables = _nearest_groups(ctx, resolve.entity, mentions)
+    if tables and _rate_over_own_rows(plan, tables[0]):
+        return
     if tables:
         table = tables[0]
         resolve.read.mention_table(table)
@@ -545,6 +547,21 @@ def _add_group(
     col = _by_reference(ctx, reading, mentions, resolve.column(mentions))
     if not any(d.col.key == col.key for d in plan.dims):
         plan.dims.append(Dim(col))
+
+
+def _rate_over_own_rows(plan: Plan, table: TableInfo) -> bool:
+    """Whether the group names the very rows a column's aggregate reads ("the average
+    number of tickets per visit" over ``visit.num_of_ticket``): one group per measured
+    row makes every group's figure that row's own value, and a table keyed by two
+    references (a visit: museum and visitor) was grouped by the first of them, the
+    museum. The figure asked is a rate over those rows: one aggregate, no grouping (as
+    ``_shape.link_groups`` reads "amount per treatment")."""
+    return bool(plan.measures) and all(
+        m.col is not None
+        and m.col.table.qualified == table.qualified
+        and m.func in ("AVG", "SUM", "MIN", "MAX")
+        for m in plan.measures
+    )
 
 
 def _by_reference(ctx: LinkContext, reading: Reading, mentions: list[Mention], col: Col) -> Col:
