@@ -17,7 +17,7 @@ from services.sql.linker.clauses._cues import (
     RELATIVE,
 )
 from services.sql.linker.clauses._reading import Item, Rank, Read, Reading, table_first
-from services.sql.words import FROM, TO, name_direction
+from services.sql.words import FROM, TO, name_direction, names_agent
 
 _VERB_WORDS = 3  # "who has performed in the most concerts": the words a verb may take
 
@@ -90,7 +90,7 @@ def order_clause(reading: Reading, read: Read, i: int) -> int | None:
 
 
 def group_clause(reading: Reading, read: Read, i: int) -> int | None:
-    phrase = reading.match(i, GROUP_PHRASES)
+    phrase = reading.match(i, GROUP_PHRASES) or _measured_by(reading, read, i)
     if not phrase:
         return None
     n = len(phrase.split())
@@ -106,13 +106,27 @@ def group_clause(reading: Reading, read: Read, i: int) -> int | None:
             read.mention_table(table)
         reading.use(i, tables[0].end)
         return tables[0].end
-    if columns:
+    if columns and phrase != "by":
         read.groups.append(columns)
         reading.use(i, columns[0].end)
         return columns[0].end
     if phrase == "each" and reading.low(j) in ("one", "of", "type", "kind"):
         return None
     return None
+
+
+def _measured_by(reading: Reading, read: Read, i: int) -> str | None:
+    """ "How many companies are there by region?": "by" before a table's noun in a
+    counted or measured question groups by that table's rows, as "in each region" does
+    (read by the same clause, not a copy); taken as a mention of the table alone it was
+    a join, and the count one number over every region (ISSUE-45, s62). After a past
+    participle "by" names an agent ("models made by ford", "ordered by age"): no
+    grouping. A column after "by" ("by industry") is left to the other readings."""
+    if reading.low(i) != "by" or names_agent(reading.low(i - 1)):
+        return None
+    if read.kind != "count" and not any(item.func for item in read.items):
+        return None
+    return "by"
 
 
 def top_clause(reading: Reading, read: Read, i: int) -> int | None:
