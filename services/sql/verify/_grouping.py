@@ -103,10 +103,12 @@ def _by_table_ungrouped(ctx: LinkContext, text: str) -> None:
     held to a GROUP BY as "each"/"per" are; a passive's "by" ("models made by ford",
     "ordered by age", ``names_agent``) names an agent or an order, no grouping. Only a
     table's noun is held here: "by" before anything else ("by 2020", "by more than") may
-    be no grouping at all."""
-    if not _MEASURED.search(text):
+    be no grouping at all. The measure is said before the "by": "song names by singers
+    above the average age" lists songs by their singers, its average a condition's."""
+    measured = _MEASURED.search(text)
+    if measured is None:
         return
-    for m in _BY_WORDS.finditer(text):
+    for m in _BY_WORDS.finditer(text, measured.end()):
         before, after = m.group(1), m.group(2).split()
         if names_agent(before) and before != "grouped":
             continue
