@@ -104,7 +104,9 @@ def _by_table_ungrouped(ctx: LinkContext, text: str) -> None:
     "ordered by age", ``names_agent``) names an agent or an order, no grouping. Only a
     table's noun is held here: "by" before anything else ("by 2020", "by more than") may
     be no grouping at all. The measure is said before the "by": "song names by singers
-    above the average age" lists songs by their singers, its average a condition's."""
+    above the average age" lists songs by their singers, its average a condition's.
+    The noun ends the question or its clause (a comma): "the sales of songs by singers
+    born before 1940" restricts the singers and names no grouping."""
     measured = _MEASURED.search(text)
     if measured is None:
         return
@@ -112,11 +114,17 @@ def _by_table_ungrouped(ctx: LinkContext, text: str) -> None:
         before, after = m.group(1), m.group(2).split()
         if names_agent(before) and before != "grouped":
             continue
-        for width in range(len(after), 0, -1):
-            words = [stem(w) for w in after[:width]]
-            if ctx.vocab.tables_named(words):
-                phrase = " ".join(["by", *after[:width]])
-                raise LinkError(f"the statement does not group by what {phrase!r} names")
+        # the fewest words that name a table ("car makers"), then what follows them
+        width = next(
+            (w for w in range(1, len(after) + 1) if ctx.vocab.tables_named(
+                [stem(x) for x in after[:w]])),
+            0,
+        )  # fmt: skip
+        rest = text[m.start(2) :].split(maxsplit=width)
+        if not width or (len(rest) > width and not rest[width - 1].endswith(",")):
+            continue  # no table's noun, or more said of its rows: "by" names no grouping
+        phrase = " ".join(["by", *after[:width]])
+        raise LinkError(f"the statement does not group by what {phrase!r} names")
 
 
 def _grouping(text: str) -> re.Match[str] | None:

