@@ -786,6 +786,28 @@ async def test_ask_listing_by_a_column_shows_it_and_orders_by_it(running):
 
 
 @pytest.mark.rpc(ASK)
+async def test_ask_count_by_a_table_noun_groups_by_its_rows(running):
+    # "by region" names a table, not a column: main answered one count over companies
+    # joined to regions, the grouping dropped (a confident wrong, issue 45, s62). It is
+    # read as "in each region" is: one count per region, its key, name and code shown.
+    gold = await _rows(
+        running.stub,
+        "SELECT r.region_id, r.name, r.code, COUNT(*) FROM companies c JOIN regions r "
+        "ON r.region_id = c.region_id GROUP BY r.region_id, r.name, r.code",
+    )
+    for question in (
+        "How many companies are there by region?",
+        "How many companies are there in each region?",
+    ):
+        reply = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question=question), timeout=30
+        )
+        assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+        assert len(gold) > 1
+        assert sorted(map(str, _result_rows(reply.result))) == sorted(map(str, gold))
+
+
+@pytest.mark.rpc(ASK)
 async def test_ask_follow_up_answers_as_its_spelled_out_question_when_it_computes_the_same(
     running,
 ):

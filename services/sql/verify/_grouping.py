@@ -14,7 +14,7 @@ import re
 
 from services.sql.linker import GRAINS, LinkContext, LinkError, is_temporal
 from services.sql.verify._facts import StatementFacts, without_quotes
-from services.sql.words import IRREGULAR_PARTICIPLES, stem
+from services.sql.words import IRREGULAR_PARTICIPLES, names_agent, stem
 
 _EACH = re.compile(r"\b(?:each|per|for every)\b")
 _DISTINCT = re.compile(r"\b(?:distinct|different|unique)\b")
@@ -65,6 +65,8 @@ def check_grouping(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     each = _EACH.search(text)
     if each and facts.aggregates and not facts.grouped and not facts.ranked and not one_value:
         raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
+    if facts.aggregates and not facts.grouped and not facts.ranked:
+        _by_table_ungrouped(ctx, text)
     if facts.grouped:
         _groups_by_each(ctx, text, facts)
         _grain_elsewhere(ctx, text, facts)
@@ -86,6 +88,43 @@ def check_grouping(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     order = _ORDER.search(text)
     if order and not facts.ordered:
         raise LinkError(f"the statement does not order as {order.group(0)!r} asks")
+
+
+# "how many … by <noun>", "the total … by <noun>": a measured question's "by" (articles
+# skipped) and up to three words after it
+_MEASURED = re.compile(r"\b(?:how many|number of|count|total|average|avg|mean|sum)\b")
+_BY_WORDS = re.compile(r"\b([a-z]+) by\s+(?:(?:the|a|an)\s+)?([a-z]+(?:\s+[a-z]+){0,2})")
+
+
+def _by_table_ungrouped(ctx: LinkContext, text: str) -> None:
+    """ "How many companies are there by region?" answered with one count over companies
+    joined to regions: the grouping phrase accounted for by a join, not a grouping, a
+    confident wrong (ISSUE-45, s62). A measured question's "by" before a table's noun is
+    held to a GROUP BY as "each"/"per" are; a passive's "by" ("models made by ford",
+    "ordered by age", ``names_agent``) names an agent or an order, no grouping. Only a
+    table's noun is held here: "by" before anything else ("by 2020", "by more than") may
+    be no grouping at all. The measure is said before the "by": "song names by singers
+    above the average age" lists songs by their singers, its average a condition's.
+    The noun ends the question or its clause (a comma): "the sales of songs by singers
+    born before 1940" restricts the singers and names no grouping."""
+    measured = _MEASURED.search(text)
+    if measured is None:
+        return
+    for m in _BY_WORDS.finditer(text, measured.end()):
+        before, after = m.group(1), m.group(2).split()
+        if names_agent(before) and before != "grouped":
+            continue
+        # the fewest words that name a table ("car makers"), then what follows them
+        width = next(
+            (w for w in range(1, len(after) + 1) if ctx.vocab.tables_named(
+                [stem(x) for x in after[:w]])),
+            0,
+        )  # fmt: skip
+        rest = text[m.start(2) :].split(maxsplit=width)
+        if not width or (len(rest) > width and not rest[width - 1].endswith(",")):
+            continue  # no table's noun, or more said of its rows: "by" names no grouping
+        phrase = " ".join(["by", *after[:width]])
+        raise LinkError(f"the statement does not group by what {phrase!r} names")
 
 
 def _grouping(text: str) -> re.Match[str] | None:

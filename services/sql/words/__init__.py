@@ -15,7 +15,7 @@ from services.sql.words._calendar import (
 )
 from services.sql.words._directions import FROM, TO, name_direction, question_directions
 from services.sql.words._names import said_as_name
-from services.sql.words._participles import IRREGULAR_PARTICIPLES
+from services.sql.words._participles import IRREGULAR_PARTICIPLES, names_agent
 from services.sql.words._parts import said_in_part, value_words_said
 from services.sql.words._roles import role_words, says_role
 from services.sql.words._units import (
@@ -85,6 +85,7 @@ __all__ = [
     "measure_name",
     "name_direction",
     "name_words",
+    "names_agent",
     "numbers_with_units",
     "one_said_as_number",
     "plural",

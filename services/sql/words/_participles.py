@@ -6,6 +6,8 @@ as one group per flight and the check refused that (ISSUE-45, s61)."""
 
 from __future__ import annotations
 
+import re
+
 IRREGULAR_PARTICIPLES = frozenset(
     [
         "flown",
@@ -54,3 +56,12 @@ IRREGULAR_PARTICIPLES = frozenset(
         "left",
     ]
 )
+
+
+def names_agent(word: str) -> bool:
+    """Whether "by" after ``word`` names a passive's agent ("made by Boeing", "operated by
+    Delta", "ordered by age"): a past participle, irregular or in "-ed". After any other
+    word ("companies by region", "how many flights are there by airline") "by" in a
+    measured question names what to group by. Said once for the readers that group and
+    the check that holds a statement to its grouping words (ISSUE-45, s62)."""
+    return word in IRREGULAR_PARTICIPLES or re.fullmatch(r"[a-z]{3,}ed", word) is not None

@@ -17,7 +17,7 @@ from services.sql.linker.clauses._cues import (
     RELATIVE,
 )
 from services.sql.linker.clauses._reading import Item, Rank, Read, Reading, table_first
-from services.sql.words import FROM, IRREGULAR_PARTICIPLES, TO, name_direction
+from services.sql.words import FROM, TO, name_direction, names_agent
 
 _VERB_WORDS = 3  # "who has performed in the most concerts": the words a verb may take
 
@@ -90,13 +90,15 @@ def order_clause(reading: Reading, read: Read, i: int) -> int | None:
 
 
 def group_clause(reading: Reading, read: Read, i: int) -> int | None:
-    phrase = reading.match(i, GROUP_PHRASES)
+    phrase = reading.match(i, GROUP_PHRASES) or _measured_by(reading, read, i)
     if not phrase:
         return None
     n = len(phrase.split())
     j = reading.skip(i + n, frozenset({"the", "a", "an", "different", "distinct"}))
     columns = reading.longest(j, ("column",))
     tables = reading.longest(j, ("table",))
+    if tables and phrase == "by" and not _ends_phrase(reading, tables[0].end):
+        return None
     if tables and (not columns or tables[0].size >= columns[0].size):
         table = tables[0].table
         assert table is not None
@@ -106,7 +108,7 @@ def group_clause(reading: Reading, read: Read, i: int) -> int | None:
             read.mention_table(table)
         reading.use(i, tables[0].end)
         return tables[0].end
-    if columns:
+    if columns and phrase != "by":
         read.groups.append(columns)
         reading.use(i, columns[0].end)
         return columns[0].end
@@ -117,31 +119,45 @@ def group_clause(reading: Reading, read: Read, i: int) -> int | None:
 
 def count_by_clause(reading: Reading, read: Read, i: int) -> int | None:
     """ "count of wallet transactions by status", "how many flights by carrier": in a
-    count, "by" and a column or table that ends the question is the grouping "per" says.
+    count, "by" and a column that ends the question is the grouping "per" says. A table's
+    noun after it is read by :func:`group_clause` (``_measured_by``), as "in each" is.
     Elsewhere "by" orders ("sorted by"), names an agent ("made by Ford") or ranks ("top
     5 by amount"), so only a count's last phrase, and only a name (never a value), is
     read so."""
-    if read.kind != "count" or reading.low(i) != "by":
-        return None
-    before = reading.low(i - 1)
-    if before.endswith("ed") or before in IRREGULAR_PARTICIPLES:
-        return None  # a passive's agent ("dogs owned by students"), not a grouping
+    if read.kind != "count" or reading.low(i) != "by" or names_agent(reading.low(i - 1)):
+        return None  # after a participle: a passive's agent ("dogs owned by students")
     j = reading.skip(i + 1, frozenset({"the", "their", "its"}))
     columns = reading.longest(j, ("column",))
-    tables = reading.longest(j, ("table",))
-    ends = [m.end for m in (*columns[:1], *tables[:1])]
-    if not ends or max(ends) < reading.size:
+    if not columns or columns[0].end < reading.size:
         return None
-    if tables and (not columns or tables[0].size >= columns[0].size):
-        read.groups.append(tables)
-        top = {m.table.qualified for m in tables if m.table and m.score == tables[0].score}
-        if len(top) == 1 and tables[0].table is not None:
-            read.mention_table(tables[0].table)
-        reading.use(i, tables[0].end)
-        return tables[0].end
     read.groups.append(columns)
     reading.use(i, columns[0].end)
     return columns[0].end
+
+
+def _measured_by(reading: Reading, read: Read, i: int) -> str | None:
+    """ "How many companies are there by region?": "by" before a table's noun in a
+    counted or measured question groups by that table's rows, as "in each region" does
+    (read by the same clause, not a copy); taken as a mention of the table alone it was
+    a join, and the count one number over every region (ISSUE-45, s62). After a past
+    participle "by" names an agent ("models made by ford", "ordered by age"): no
+    grouping. A column after "by" ("by industry") is left to the other readings."""
+    if reading.low(i) != "by" or names_agent(reading.low(i - 1)):
+        return None
+    if read.kind != "count" and not any(item.func for item in read.items):
+        return None
+    return "by"
+
+
+def _ends_phrase(reading: Reading, end: int) -> bool:
+    """ "… by region?" or "… by region, …": the table's noun ends what "by" says. One
+    said further ("the sales of songs by singers born before 1940", "flights by airline
+    JetBlue") names the rows of the songs' singers, whose own rows are restricted: no
+    grouping (reading it as one cost a Spider blind first turn, totals only)."""
+    if end >= reading.size:
+        return True
+    question = reading.ctx.question
+    return "," in question[reading.tokens[end - 1].end : reading.tokens[end].start]
 
 
 def top_clause(reading: Reading, read: Read, i: int) -> int | None:
