@@ -787,17 +787,21 @@ def drops_condition(question: str, history: Sequence[PriorTurn]) -> str | None:
     service removes the condition the words name, through the statement's parts, or
     refuses naming its conditions."""
     prior = next((t for t in reversed(history) if not t.unresolved), None)
-    if prior is None or not prior.sql or not re.search(r"\bWHERE\b", prior.sql, re.I):
+    where = re.search(r"\bWHERE\b", prior.sql, re.I) if prior is not None else None
+    if prior is None or where is None:
         return None
     text = _plain(question)
     if (match := _DROPS_CONDITION.match(text)) is not None:
         said = " ".join(f"{match.group('before') or ''} {match.group('after') or ''}".split())
         return said or "filter"
     if (match := _ALL_NOT_JUST.match(text)) is not None:
-        value = match.group("value")
-        where = prior.sql[re.search(r"\bWHERE\b", prior.sql, re.I).end() :]  # type: ignore[union-attr]
-        if re.search(rf"'{re.escape(value)}'|\b{re.escape(value)}\b(?=\s*(?:$|[)\s]))",
-                     where, re.I) and re.search(r"\d|'", where):  # fmt: skip
+        # the value as a literal the statement compares with: a quoted string or a number
+        value, conditions = match.group("value"), prior.sql[where.end() :]
+        quoted = re.search(rf"'{re.escape(value)}'", conditions, re.I)
+        number = re.fullmatch(r"\d+(?:\.\d+)?", value) and re.search(
+            rf"(?<![\w.']){re.escape(value)}(?![\w.'])", conditions
+        )
+        if quoted or number:
             return value
     return None
 
