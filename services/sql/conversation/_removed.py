@@ -151,4 +151,27 @@ def without_condition(sql: str, words: str, catalog: Catalog) -> str:
         select.set("where", exp.Where(this=joined))
     else:
         select.set("where", None)
+    _drop_joins_only_for(select, {alias for c in matched for alias, _ in columns_of(c)})
     return select.sql(dialect="postgres")
+
+
+def _drop_joins_only_for(select: exp.Select, aliases: set[str]) -> None:
+    """The joins of the removed conditions' tables that nothing else of the statement
+    reads: joined only for the condition (a semi-join read as a join), they would still
+    keep (or repeat) the rows the condition kept; with it gone they go too."""
+    changed = True
+    while changed:
+        changed = False
+        joins = list(select.args.get("joins") or ())
+        for join in joins:
+            alias = join.this.alias_or_name if isinstance(join.this, exp.Table) else ""
+            if alias not in aliases:
+                continue
+            used = [
+                c for c in select.find_all(exp.Column)
+                if c.table == alias and c.find_ancestor(exp.Join) is not join
+            ]  # fmt: skip
+            if not used:
+                select.set("joins", [j for j in joins if j is not join] or None)
+                changed = True
+                break

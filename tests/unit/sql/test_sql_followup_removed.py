@@ -81,6 +81,28 @@ async def test_the_filter_of_a_statement_with_one_condition_is_that_condition():
     )
 
 
+async def test_a_table_joined_only_for_the_removed_condition_goes_with_it():
+    """Kept, the join would still keep only (or repeat) the rows the condition kept; a
+    table the statement also shows stays."""
+    assert_same_sql(
+        await _removed(
+            "SELECT f.origin, COUNT(*) FROM flights AS f JOIN flights AS g ON g.id = f.id "
+            "WHERE g.status = 'landed' GROUP BY f.origin",
+            "landed",
+        ),
+        "SELECT f.origin, COUNT(*) FROM flights AS f GROUP BY f.origin",
+    )
+    assert_same_sql(
+        await _removed(
+            "SELECT g.status, COUNT(*) FROM flights AS f JOIN flights AS g ON g.id = f.id "
+            "WHERE g.status = 'landed' GROUP BY g.status",
+            "landed",
+        ),
+        "SELECT g.status, COUNT(*) FROM flights AS f JOIN flights AS g ON g.id = f.id "
+        "GROUP BY g.status",
+    )
+
+
 @pytest.mark.parametrize(
     ("words", "named"),
     [
