@@ -211,6 +211,7 @@ class GrpcSqlTool:
                     add=prior.add,
                     condition=prior.condition[:200],
                     exclude=prior.exclude,
+                    remove=prior.remove,
                     period=prior.period[:200],
                 )
             )

@@ -28,6 +28,7 @@ from services.router.offline import (
     DETERMINISTIC_MODEL,
     Resolution,
     changes_row_count,
+    drops_condition,
     hides_rows,
     resolve,
 )
@@ -56,11 +57,13 @@ class FollowUps:
             write_request(question) is not None
             and not changes_row_count(question, history)
             and not hides_rows(question, history)
+            and drops_condition(question, history) is None
         ):
             # A request to change data is declined whatever it refers to ("delete them"):
             # nothing to resolve, and no reference to nothing to report instead. "Reduce
             # that to 1" after a list of rows changes only how many of them are shown;
-            # "drop the suspended ones" only which of them are.
+            # "drop the suspended ones" only which of them are; "drop the delay filter" only
+            # which condition the previous statement keeps.
             return Resolved(Resolution(FollowUpKind.STANDALONE, question), 0.0)
         with self._tracer.start_as_current_span("router.resolve_follow_up") as span:
             resolution = resolve(question, history)

@@ -319,5 +319,5 @@ def prior_from_pb(request: pb.AskQuestionRequest) -> Prior:
     given = request.prior
     return Prior(given.sql, relation, limit=given.limit, ascending=given.ascending,
                  dimension=given.dimension, value=given.value, add=given.add,
-                 condition=given.condition, exclude=given.exclude,
+                 condition=given.condition, exclude=given.exclude, remove=given.remove,
                  period=given.period)  # fmt: skip

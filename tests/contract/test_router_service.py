@@ -470,6 +470,37 @@ async def test_the_group_with_the_most_and_a_row_count_said_with_reduce_cut_the_
     assert again.refusal_reason == "SQL_READ_ONLY"
 
 
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(STREAM)
+async def test_dropping_a_filter_removes_it_and_a_request_to_change_data_stays_declined(
+    stub, tenant
+):
+    """ "drop the country filter" after a narrowing is the earlier breakdown again, not a
+    request to change data (issue 45, s62); "delete …", "drop the … table", "remove the
+    cancelled …" stay declined on Ask and StreamAsk, with and without an earlier answer."""
+    first = await _turn(stub, tenant, "How many companies are there in each industry?", [])
+    narrowed = await _turn(stub, tenant, "only those in France", [first.turn])
+    assert "'France'" in narrowed.sql_results[0].result.sql
+    dropped = await _turn(stub, tenant, "drop the country filter", [first.turn, narrowed.turn])
+    assert dropped.resolution.kind == pb.FOLLOW_UP_KIND_FILTER and not dropped.refusal_reason
+    assert "'France'" not in dropped.sql_results[0].result.sql
+    rows = [[v.int_value for v in r.values[-1:]] for r in first.sql_results[0].result.rows]
+    again = [[v.int_value for v in r.values[-1:]] for r in dropped.sql_results[0].result.rows]
+    assert sorted(again) == sorted(rows)
+    for question in (
+        "Delete all cancelled orders", "drop the orders table", "remove the cancelled orders"
+    ):  # fmt: skip
+        for history in ([], [first.turn, narrowed.turn]):
+            asked = await _turn(stub, tenant, question, history)
+            assert asked.refusal_reason == "SQL_READ_ONLY", question
+            events = [e async for e in stub.StreamAsk(
+                pb.StreamAskRequest(tenant_id=tenant, question=question,
+                                    conversation_id="c-4", history=history),
+                timeout=30,
+            )]  # fmt: skip
+            assert events[-1].final_answer.refusal_reason == "SQL_READ_ONLY", question
+
+
 @pytest.mark.rpc(STREAM)
 async def test_stream_ask_resolves_and_an_unresolvable_reference_is_said_not_guessed(stub, tenant):
     count = pb.ConversationTurn(

@@ -611,6 +611,55 @@ async def test_ask_filter_adds_the_condition_its_words_link_to(running):
     )
 
 
+@pytest.mark.rpc(ASK)
+async def test_ask_filter_with_remove_drops_the_condition_its_words_name(running):
+    """ "drop the date filter" (issue 45, s62): the earlier statement's conditions on the
+    column the words name go, the rest stays; words naming no condition are refused
+    naming the statement's conditions, never answered from a guess."""
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="How many companies are there by industry?",
+            prior=_prior(PER_INDUSTRY_IN_2024, pb.PRIOR_RELATION_FILTER, condition="date",
+                         remove=True),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    gold = await _rows(running.stub, "SELECT industry, COUNT(*) FROM companies GROUP BY industry")
+    assert sorted(_result_rows(reply.result)) == sorted(gold)
+    refused = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="How many companies are there by industry?",
+            prior=_prior(PER_INDUSTRY_IN_2024, pb.PRIOR_RELATION_FILTER, condition="revenue",
+                         remove=True),
+        ),
+        timeout=30,
+    )  # fmt: skip
+    assert refused.outcome == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+    assert "created_at" in refused.message and not refused.HasField("result")
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.parametrize(
+    "question",
+    ["Delete all cancelled orders", "drop the orders table", "remove the cancelled orders"],
+)
+async def test_ask_a_request_to_change_data_after_an_answer_gets_the_read_only_answer(
+    running, question
+):
+    """A follow-up that asks to change data is declined as it is alone (issue 45, s62):
+    removing a condition is only ever a field of the prior statement, never its words."""
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question=question,
+            prior=_prior(PER_INDUSTRY_IN_2024, pb.PRIOR_RELATION_FILTER, condition="date",
+                         remove=True),
+        ),
+        timeout=10,
+    )  # fmt: skip
+    assert reply.refusal_reason == "SQL_READ_ONLY" and not reply.HasField("result")
+
+
 # Inhabitants' nouns of places the demo's companies.country stores (test data): nouns
 # whose spelling is not near enough the place's for the linker alone to place them.
 _INHABITANTS = {"Canada": "Canadians", "Brazil": "Brazilians", "Mexico": "Mexicans"}

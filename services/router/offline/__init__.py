@@ -22,6 +22,7 @@ from services.router.offline._followup import (
     Relation,
     Resolution,
     changes_row_count,
+    drops_condition,
     hides_rows,
     resolve,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "Resolution",
     "changes_row_count",
     "cited_row",
+    "drops_condition",
     "framing",
     "hides_rows",
     "resolve",

@@ -59,6 +59,7 @@ class BuildsOn:
     condition: str = ""
     exclude: bool = False
     period: str = ""
+    remove: bool = False  # FILTER: the statement's own condition ``condition`` names, removed
 
 
 @dataclass(frozen=True)
@@ -756,6 +757,55 @@ _EXCLUDE = re.compile(
     r"(?:\s+ones)?\s+out)$",
     re.IGNORECASE,
 )
+# "drop the delay filter", "remove the 2023 filter", "without the date condition", "no
+# filter on status", "lift the restriction": a verb of removing whose object is a condition
+# (by the noun "filter", "condition" …, with the words that say which before it or after
+# "on"); "all of them, not just JFK": the value the previous statement kept its rows to.
+_CONDITION_NOUN = r"(?:filters?|conditions?|restrictions?|constraints?|criteria|criterion)"
+_DROPS_CONDITION = re.compile(
+    r"^(?:(?:and|but|now|ok|okay|so|then|just|please)[,]?\s+)*"
+    r"(?:drop|remove|lose|ignore|forget|clear|skip|lift|undo|get rid of|take off|take away|"
+    r"without|no|with no|not)\s+"
+    r"(?:(?:the|that|this|those|these|any|its|their|your)\s+)?"
+    rf"(?P<before>(?:[\w'.-]+\s+){{0,3}}?){_CONDITION_NOUN}"
+    r"(?:\s+(?:on|for|of|by)\s+(?:the\s+)?(?P<after>[\w'.-]+(?:\s+[\w'.-]+){0,2}))?"
+    r"(?:\s+(?:please|now|too|as well))?$",
+    re.IGNORECASE,
+)
+_ALL_NOT_JUST = re.compile(
+    r"^(?:(?:and|but|now|ok|okay|so)[,]?\s+)*all\s+(?:of\s+)?(?:them|(?:the\s+)?[\w-]+)"
+    r"\s*,?\s+not\s+(?:just|only)\s+(?:the\s+)?(?P<value>[\w'.&-]+(?:\s+[\w'.&-]+){0,3})$",
+    re.IGNORECASE,
+)
+
+
+def drops_condition(question: str, history: Sequence[PriorTurn]) -> str | None:
+    """The words naming the previous statement's condition a follow-up removes ("delay"
+    for "drop the delay filter", "filter" for "drop the filter"), or None. Only after an
+    answer of a statement with a condition: "drop the orders table" or "remove the
+    cancelled orders" name no condition (data), and stay requests to change data; the SQL
+    service removes the condition the words name, through the statement's parts, or
+    refuses naming its conditions."""
+    prior = next((t for t in reversed(history) if not t.unresolved), None)
+    where = re.search(r"\bWHERE\b", prior.sql, re.I) if prior is not None else None
+    if prior is None or where is None:
+        return None
+    text = _plain(question)
+    if (match := _DROPS_CONDITION.match(text)) is not None:
+        said = " ".join(f"{match.group('before') or ''} {match.group('after') or ''}".split())
+        return said or "filter"
+    if (match := _ALL_NOT_JUST.match(text)) is not None:
+        # the value as a literal the statement compares with: a quoted string or a number
+        value, conditions = match.group("value"), prior.sql[where.end() :]
+        quoted = re.search(rf"'{re.escape(value)}'", conditions, re.I)
+        number = re.fullmatch(r"\d+(?:\.\d+)?", value) and re.search(
+            rf"(?<![\w.']){re.escape(value)}(?![\w.'])", conditions
+        )
+        if quoted or number:
+            return value
+    return None
+
+
 # "drop the suspended ones", "remove those that failed": a verb of removing whose object
 # is part of the previous rows, said by a qualifier on "ones" or "those"; after an answer
 # of several rows it hides some of them. "drop them", "delete the cancelled orders" name
@@ -1246,6 +1296,13 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
             FollowUpKind.BREAKDOWN,
             _regrouped(prior.resolved_question, dim, add=add),
             builds_on=BuildsOn(prior.sql, Relation.REGROUP, dimension=dim, add=add),
+        )
+    if (dropped := drops_condition(asked, [prior])) is not None:
+        return Resolution(
+            FollowUpKind.FILTER,
+            f"{_body(prior.resolved_question)} without "
+            f"{'its condition' if dropped == 'filter' else f'the {dropped} condition'}?",
+            builds_on=BuildsOn("", Relation.FILTER, condition=dropped, remove=True),
         )
     if (match := _EXCLUDE.match(text)) is not None:
         excluded = _condition_words(match.group("f") or match.group("g"))

@@ -53,6 +53,7 @@ from services.sql.conversation._conditions import Link, Linked, link_condition, 
 from services.sql.conversation._leading import led_value
 from services.sql.conversation._own_noun import agent_or_manner, amount_compared
 from services.sql.conversation._periods import dated, time_shifted
+from services.sql.conversation._removed import without_condition
 from services.sql.conversation._statement import (
     FollowUpError,
     column_name,
@@ -92,6 +93,7 @@ class Prior:
     add: bool = False
     condition: str = ""  # FILTER: the condition in the user's words ("older than 40")
     exclude: bool = False  # FILTER: keep the rows the condition does not hold for
+    remove: bool = False  # FILTER: remove the statement's own condition the words name
     period: str = ""  # TIME_SHIFT: the period in the user's words ("2015", "the year after")
 
 
@@ -1308,6 +1310,11 @@ async def built(
     linker, through the ask pipeline). ``question``: the follow-up as the router sent it;
     a value swap that is the whole of it ("delta?") is one only where the value is
     stored in a compared column (see :func:`said_alone`)."""
+    if prior.relation is Relation.FILTER and prior.remove:
+        # "drop the delay filter": one of the statement's own conditions, named
+        return without_condition(sql, prior.condition, catalog), (
+            "the previous statement, without the condition the words name"
+        )
     if prior.relation is Relation.FILTER:
         try:
             linked = await link_condition(sql, prior.condition, catalog, link)
