@@ -201,6 +201,16 @@ _LISTING_THEIRS = re.compile(
 )
 # "…, and how many?": a count with no noun of its own
 _ELLIPTIC_COUNT = re.compile(r"^(?:and\s+)?how (?:many|much)\s*[?.!]*$", re.IGNORECASE)
+# "How many sales and how much revenue did each salesperson make in 2023?": a measure
+# with no verb of its own ("how many sales") shares the verb, the grouping and the period
+# of the measure after it (coordination ellipsis). A verb is told by the auxiliaries and
+# copulas an English wh-question inverts or leans on, a closed class of the grammar.
+_BARE_MEASURE = re.compile(r"^how (?:many|much)(?:\s+[\w'-]+){1,4}$", re.IGNORECASE)
+_AUXILIARY = re.compile(
+    r"\b(?:is|are|was|were|be|been|do|does|did|has|have|had|will|would|can|could|shall|"
+    r"should|may|might|must|there)\b",
+    re.IGNORECASE,
+)
 
 
 def _joined_listings(sentences: list[str]) -> list[str]:
@@ -250,9 +260,21 @@ def _decompose_one(text: str) -> list[SubQuestion]:
         # "Which customers have made more than 3 transactions, and how many?": the count
         # has no noun but the one before it, one question (not a bare "how many?")
         pieces = [*pieces[:-2], text[text.find(pieces[-2]) :]] if len(pieces) > 2 else [text]
+    if len(pieces) > 1 and _is_bare_measure(pieces[0]):
+        # Split, the first part was asked as a whole count of its rows, with the
+        # grouping and the period the sentence says after it dropped: a confident
+        # wrong answer beside a refusal. One question, it is answered whole or refused
+        # naming what is left over.
+        return [SubQuestion(_trim(text))]
     if len(pieces) > 1:
         return [SubQuestion(_trim(pieces[0])), *(_follow_up(p) for p in pieces[1:])]
     return [SubQuestion(_trim(text))]
+
+
+def _is_bare_measure(piece: str) -> bool:
+    """ "how many sales": a measure whose verb lies in the part after it."""
+    trimmed = _trim(piece).rstrip("?.!")
+    return bool(_BARE_MEASURE.match(trimmed)) and not _AUXILIARY.search(trimmed)
 
 
 def _follow_up(text: str) -> SubQuestion:

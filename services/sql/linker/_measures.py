@@ -214,6 +214,14 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
             counted.filter = (col, f"{{c}} = {lit(value)}")
             return finish(counted, label, joined)
         named = find_column(ctx, words)
+        if named is not None and named.table in partial and len(rest.split()) == 1:
+            # "how many payments" with payments_made and payments_received: the one word
+            # names the rows of more than one table, so it counts rows — of the table
+            # whose column it came nearest — not the non-null values of payment_date,
+            # the same count a follow-up that regroups "payments received" makes ("how
+            # many payment dates" says the column and counts its values)
+            func = "COUNT_DISTINCT" if distinct else "COUNT"
+            return finish(Measure(func, table=named.table, label=rest), label, joined)
         if named is not None:
             func = "COUNT_DISTINCT" if distinct else "COUNT_COL"
             return finish(Measure(func, col=named, label=rest), label, joined)
