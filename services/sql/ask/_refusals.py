@@ -25,7 +25,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from services.sql.catalog import TableInfo
 from services.sql.linker import Col, LinkError, Vocabulary
 from services.sql.words import (
     GRAMMAR_WORDS,
@@ -43,7 +42,6 @@ from services.sql.words import (
 Nearby = Mapping[str, Sequence[tuple[str, str, float]]]
 
 _SHOWN = 3  # names offered per word
-_VALUES_SHOWN = 4  # a column near in meaning is offered with its values up to this many
 _WORDS = 2  # unplaced words named in one refusal
 _QUOTED = 60  # characters of a phrase quoted
 _NAMES = 0.9  # how well a word must match a name part to name it (inflections, abbreviations)
@@ -249,8 +247,7 @@ class RefusalExplainer:
         for qualified, column, similarity in by_meaning:
             table = vocab.catalog.table(qualified)
             if table is not None:
-                label = f"{table.name}.{column}" if column else table.name
-                scored.append((similarity, label + _values_of(table, column)))
+                scored.append((similarity, f"{table.name}.{column}" if column else table.name))
         base = stem(word.low)
         for table in vocab.catalog.tables:
             score = max((_near(base, p) for parts in vocab.table_names(table) for p in parts),
@@ -273,18 +270,6 @@ class RefusalExplainer:
             col, stored = stored_values[value][0]
             labels.append(f"'{stored}' ({col.table.name}.{col.column.name})")
         return list(dict.fromkeys(labels))[:_SHOWN]
-
-
-def _values_of(table: TableInfo, column: str) -> str:
-    """ " ('Female', 'Male')": the stored values of a column a word is near in meaning
-    ("men" to ``patients.gender``), where the catalog read them all and they are few. A
-    word is not mapped to one of them — no list of what words mean which values — so the
-    refusal stands, and says what the column holds, for the question to be asked in its
-    values."""
-    info = next((c for c in table.columns if c.name == column), None) if column else None
-    if info is None or not info.sample_values or len(info.sample_values) > _VALUES_SHOWN:
-        return ""
-    return " (" + ", ".join(f"'{v}'" for v in info.sample_values) + ")"
 
 
 def _spells(stems: Sequence[str], parts: Sequence[str], whole: bool, joined: bool) -> bool:

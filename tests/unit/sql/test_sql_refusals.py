@@ -126,26 +126,6 @@ def test_names_near_in_meaning_come_first_and_words_that_name_nothing_get_none()
     assert EXPLAIN.unplaced(LinkError("x", phrase="shipped but rerouted")) == ("rerouted",)
 
 
-def test_a_column_near_in_meaning_is_offered_with_its_few_stored_values():
-    """Issue 45 (s62): "what about men" near ``patients.gender`` in meaning is not mapped
-    to 'Male' (no list of what words mean which values); the refusal says the values the
-    column holds, so the question can be asked in them."""
-    error = LinkError("nothing in the schema matches 'fate'", phrase="fate")
-    nearby = {"fate": [("public.orders", "status", 0.7)]}
-    assert EXPLAIN.explain(error, nearby) == (
-        "could not place 'fate' — nearest: orders.status ('cancelled', 'placed', 'shipped')?"
-    )
-
-
-def test_a_column_near_in_meaning_without_sampled_values_is_offered_by_name_alone():
-    error = LinkError("nothing in the schema matches 'client'", phrase="client")
-    nearby = {"client": [("public.customers", "name", 0.7)]}  # known values: an index
-    assert EXPLAIN.explain(error, nearby).startswith(
-        "could not place 'client' — nearest: customers.name"
-    )
-    assert "Ada" not in EXPLAIN.explain(error, nearby)
-
-
 def test_a_refusal_without_a_phrase_is_said_as_it_was():
     error = LinkError("no join path connects the tables the question names")
     assert EXPLAIN.explain(error) == str(error)
