@@ -601,15 +601,8 @@ def _merged(tree: exp.Select, alias: str, prior_sql: str, about: Subject) -> exp
     where = earlier.args.get("where")
     if where is None:
         return tree
-    condition = where.this.copy()
-    if condition.find(exp.Select, exp.Subquery) is not None:
-        return None
-    own = read[0].alias_or_name
-    for column in condition.find_all(exp.Column):
-        if column.table and column.table != own:
-            return None
-        column.set("table", identifier(alias))
-    return tree.where(condition, copy=False)
+    condition = _rebound(where.this, read[0].alias_or_name, alias)
+    return None if condition is None else tree.where(condition, copy=False)
 
 
 def _grouped_rows_kept(alias: str, prior_sql: str, about: Subject) -> exp.Expression | None:
@@ -632,15 +625,21 @@ def _grouped_rows_kept(alias: str, prior_sql: str, about: Subject) -> exp.Expres
         or earlier.args.get("with")
     ):
         return None
-    condition: exp.Expression = where.this.copy()
-    if condition.find(exp.Select, exp.Subquery) is not None:
+    return _rebound(where.this, read[0].alias_or_name, alias)
+
+
+def _rebound(condition: exp.Expression, own: str, alias: str) -> exp.Expression | None:
+    """The earlier statement's plain ``condition`` on its one table (``own``), said of the
+    follow-up's ``alias`` instead; None where it holds a sub-query or reads another table
+    (then it is not the same rows' condition to move)."""
+    moved = condition.copy()
+    if moved.find(exp.Select, exp.Subquery) is not None:
         return None
-    own = read[0].alias_or_name
-    for column in condition.find_all(exp.Column):
+    for column in moved.find_all(exp.Column):
         if column.table and column.table != own:
             return None
         column.set("table", identifier(alias))
-    return condition
+    return moved
 
 
 def _own_aliases(earlier: exp.Select, taken: set[str]) -> dict[str, str]:
