@@ -1589,6 +1589,14 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         if titled or (len(value.split()) <= 4 and not re.match(
             r"^(?:how|what|which|who|when|where|why|is|are|do|does|list|show)\b", value, re.I
         )):  # fmt: skip
+            if (recounted := _recounted(prior.resolved_question, value)) is not None:
+                # the value as the question now says it ("4 cylinder"), which the
+                # statement's condition is linked from again
+                return Resolution(
+                    FollowUpKind.VALUE_SWAP,
+                    recounted[0],
+                    builds_on=BuildsOn("", Relation.VALUE_SWAP, value=recounted[1]),
+                )
             swapped = _swap(prior, value, history, prep) or _carried_swap(prior, value, history)
             if swapped is not None:
                 return Resolution(
@@ -1757,6 +1765,32 @@ def _renumbered(question: str, value: str) -> str | None:
         return None
     start, end = found[0].span(1)
     return f"{body[:start]}{named.group('n')}{body[end:]}?"
+
+
+_NUMBER_NOUN = re.compile(r"^(?P<n>\d+(?:\.\d+)?)[\s-]+(?P<noun>[a-z][a-z]+?)(?:e?s)?$", re.I)
+
+
+def _recounted(question: str, value: str) -> tuple[str, str] | None:
+    """ "now 4 cylinders" after "… with 8 cylinder cars": a number said with its noun
+    names the same measure as the earlier question's number before that noun, however
+    the noun is inflected or joined ("8 cylinder", "8-cylinder", "8 cylinders"), so only
+    the number is replaced. Without this the whole "4 cylinders" was put in place of
+    a word of the question and the old number stayed beside it. None where the earlier
+    question does not say a number before that noun exactly once; else the question and
+    the new value said as the question says it ("4 cylinder")."""
+    said = re.sub(r"\s+(?:ones?|too|instead|as well)$", "", value.strip(), flags=re.I)
+    counted = _NUMBER_NOUN.match(said)
+    if counted is None:
+        return None
+    body = _body(question)
+    noun = re.escape(counted.group("noun"))
+    said_before = rf"(?<![\w.-])(\d+(?:\.\d+)?)[\s-]+{noun}(?:e?s)?(?![\w-])"
+    found = list(re.finditer(said_before, body, re.I))
+    if len(found) != 1 or found[0].group(1) == counted.group("n"):
+        return None
+    start, end = found[0].span(1)
+    said = f"{counted.group('n')}{body[end : found[0].end()]}"
+    return f"{body[:start]}{counted.group('n')}{body[end:]}?", said
 
 
 def _switched_to(asked: str) -> re.Match[str] | None:
