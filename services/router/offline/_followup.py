@@ -1615,9 +1615,42 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         again = _resolve(f"what about {elliptical}?", history)
         if again.kind in (FollowUpKind.VALUE_SWAP, FollowUpKind.TIME_SHIFT):
             return again
+    if (group := _one_group(asked, prior)) is not None:
+        return Resolution(FollowUpKind.RESULT_REFERENCE, group)
     if (bare := _bare_value(asked, prior)) is not None:
         return bare
     return Resolution(FollowUpKind.STANDALONE, asked)
+
+
+# "how many countries per continent": the counted noun and the grouping's noun
+_COUNT_PER = re.compile(
+    r"^how many (?P<noun>[a-z][\w-]*(?: [a-z][\w-]*)?)(?: are there)?"
+    r" (?:per|for each|in each|by) (?P<dim>[a-z][\w-]*(?: [a-z][\w-]*)?)$",
+    re.IGNORECASE,
+)
+# "list the europe ones": a group's value said as the kind of the rows listed
+_GROUP_ONES = re.compile(
+    r"^(?:(?:and|now)\s+)?(?:list|show(?:\s+me)?|which are|what are)\s+(?:the|those)\s+"
+    r"(?P<v>[\w'-]+(?:\s[\w'-]+)?)\s+ones\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _one_group(asked: str, prior: PriorTurn) -> str | None:
+    """ "list the europe ones" after "how many countries per continent": "ones" stands for
+    the counted rows, and the value before it names one group, so the question lists the
+    counted noun's rows of that group ("list the countries whose continent is europe?"),
+    asked anew. It was read alone, where "ones" names nothing, and refused. None unless
+    the previous statement counts per group and its question says "how many X per Y"."""
+    said = _GROUP_ONES.match(asked.strip())
+    counted = _COUNT_PER.match(_body(prior.resolved_question))
+    if said is None or counted is None or not prior.sql:
+        return None
+    if not re.search(r"\bCOUNT\(", prior.sql, re.I) or not re.search(
+        r"\bGROUP BY\b", prior.sql, re.I
+    ):
+        return None
+    return f"list the {counted.group('noun')} whose {counted.group('dim')} is {said.group('v')}?"
 
 
 # A phrase said alone, as a value is ("delta?", "jetblue", "New York"): a few words with
