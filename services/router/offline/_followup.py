@@ -1646,6 +1646,14 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         if titled or (len(value.split()) <= 4 and not re.match(
             r"^(?:how|what|which|who|when|where|why|is|are|do|does|list|show)\b", value, re.I
         )):  # fmt: skip
+            if (recounted := _recounted(prior.resolved_question, value)) is not None:
+                # the value as the question now says it ("4 cylinder"), which the
+                # statement's condition is linked from again
+                return Resolution(
+                    FollowUpKind.VALUE_SWAP,
+                    recounted[0],
+                    builds_on=BuildsOn("", Relation.VALUE_SWAP, value=recounted[1]),
+                )
             swapped = _swap(prior, value, history, prep) or _carried_swap(prior, value, history)
             if swapped is not None:
                 return Resolution(
@@ -1664,9 +1672,42 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         again = _resolve(f"what about {elliptical}?", history)
         if again.kind in (FollowUpKind.VALUE_SWAP, FollowUpKind.TIME_SHIFT):
             return again
+    if (group := _one_group(asked, prior)) is not None:
+        return Resolution(FollowUpKind.RESULT_REFERENCE, group)
     if (bare := _bare_value(asked, prior)) is not None:
         return bare
     return Resolution(FollowUpKind.STANDALONE, asked)
+
+
+# "how many countries per continent": the counted noun and the grouping's noun
+_COUNT_PER = re.compile(
+    r"^how many (?P<noun>[a-z][\w-]*(?: [a-z][\w-]*)?)(?: are there)?"
+    r" (?:per|for each|in each|by) (?P<dim>[a-z][\w-]*(?: [a-z][\w-]*)?)$",
+    re.IGNORECASE,
+)
+# "list the europe ones": a group's value said as the kind of the rows listed
+_GROUP_ONES = re.compile(
+    r"^(?:(?:and|now)\s+)?(?:list|show(?:\s+me)?|which are|what are)\s+(?:the|those)\s+"
+    r"(?P<v>[\w'-]+(?:\s[\w'-]+)?)\s+ones\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _one_group(asked: str, prior: PriorTurn) -> str | None:
+    """ "list the europe ones" after "how many countries per continent": "ones" stands for
+    the counted rows, and the value before it names one group, so the question lists the
+    counted noun's rows of that group ("list the countries whose continent is europe?"),
+    asked anew. It was read alone, where "ones" names nothing, and refused. None unless
+    the previous statement counts per group and its question says "how many X per Y"."""
+    said = _GROUP_ONES.match(asked.strip())
+    counted = _COUNT_PER.match(_body(prior.resolved_question))
+    if said is None or counted is None or not prior.sql:
+        return None
+    if not re.search(r"\bCOUNT\(", prior.sql, re.I) or not re.search(
+        r"\bGROUP BY\b", prior.sql, re.I
+    ):
+        return None
+    return f"list the {counted.group('noun')} whose {counted.group('dim')} is {said.group('v')}?"
 
 
 # A phrase said alone, as a value is ("delta?", "jetblue", "New York"): a few words with
@@ -1814,6 +1855,32 @@ def _renumbered(question: str, value: str) -> str | None:
         return None
     start, end = found[0].span(1)
     return f"{body[:start]}{named.group('n')}{body[end:]}?"
+
+
+_NUMBER_NOUN = re.compile(r"^(?P<n>\d+(?:\.\d+)?)[\s-]+(?P<noun>[a-z][a-z]+?)(?:e?s)?$", re.I)
+
+
+def _recounted(question: str, value: str) -> tuple[str, str] | None:
+    """ "now 4 cylinders" after "… with 8 cylinder cars": a number said with its noun
+    names the same measure as the earlier question's number before that noun, however
+    the noun is inflected or joined ("8 cylinder", "8-cylinder", "8 cylinders"), so only
+    the number is replaced. Without this the whole "4 cylinders" was put in place of
+    a word of the question and the old number stayed beside it. None where the earlier
+    question does not say a number before that noun exactly once; else the question and
+    the new value said as the question says it ("4 cylinder")."""
+    said = re.sub(r"\s+(?:ones?|too|instead|as well)$", "", value.strip(), flags=re.I)
+    counted = _NUMBER_NOUN.match(said)
+    if counted is None:
+        return None
+    body = _body(question)
+    noun = re.escape(counted.group("noun"))
+    said_before = rf"(?<![\w.-])(\d+(?:\.\d+)?)[\s-]+{noun}(?:e?s)?(?![\w-])"
+    found = list(re.finditer(said_before, body, re.I))
+    if len(found) != 1 or found[0].group(1) == counted.group("n"):
+        return None
+    start, end = found[0].span(1)
+    said = f"{counted.group('n')}{body[end : found[0].end()]}"
+    return f"{body[:start]}{counted.group('n')}{body[end:]}?", said
 
 
 def _switched_to(asked: str) -> re.Match[str] | None:

@@ -54,6 +54,7 @@ from services.sql.conversation._leading import led_value
 from services.sql.conversation._own_noun import agent_or_manner, amount_compared
 from services.sql.conversation._periods import dated, time_shifted
 from services.sql.conversation._removed import without_condition
+from services.sql.conversation._renumbered import renumbered
 from services.sql.conversation._statement import (
     FollowUpError,
     column_name,
@@ -1416,5 +1417,11 @@ def edited(sql: str, prior: Prior, catalog: Catalog) -> tuple[str, str]:
             except FollowUpError:
                 raise unnamed from None
     if prior.relation is Relation.VALUE_SWAP:
-        return swapped(sql, prior.value, catalog), "the previous statement, another value"
+        try:
+            return swapped(sql, prior.value, catalog), "the previous statement, another value"
+        except FollowUpError:
+            # "4 cylinder": a number said with the noun of the column it is compared with
+            if (again := renumbered(sql, prior.value)) is None:
+                raise
+            return again, "the previous statement, another number"
     raise FollowUpError(f"{prior.relation.value} does not edit the statement")
