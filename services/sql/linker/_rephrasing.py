@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from services.sql.words import IRREGULAR_PARTICIPLES
+from services.sql.words import names_agent
 
 # A prepositional phrase (no clause punctuation inside) closed by a comma, then the head
 # of a question or a request.
@@ -98,7 +98,7 @@ def counted_bare(question: str) -> str:
     ):
         return question  # "rooms with a price per night over 100": a rate, not a breakdown
     second = re.match(r"^\s*(?:(?:the|all)\s+)?[a-z]+\s+([a-z]+)\s+by\b", question, re.I)
-    if second and not _PER.search(question) and _passive(second.group(1)):
+    if second and not _PER.search(question) and names_agent(second.group(1).lower()):
         return question
     body = _ARTICLE.sub("", question).strip()
     return f"How many {body[0].lower()}{body[1:]}"
@@ -107,10 +107,6 @@ def counted_bare(question: str) -> str:
 def _plural(word: str) -> bool:
     low = word.lower()
     return (low.endswith("s") and not low.endswith("ss")) or low.endswith("ies")
-
-
-def _passive(word: str) -> bool:
-    return word.lower().endswith("ed") or word.lower() in IRREGULAR_PARTICIPLES
 
 
 # "Name the …" / "Name all the …": a request for rows, as "List the …" is.
