@@ -3,9 +3,12 @@
 A key reads ``tdm_<key id>_<secret>``: the recognisable prefix lets secret scanners find
 leaked keys, the key id is the database lookup, and the secret never touches storage or
 logs. A verified key is served from memory for ``cache_ttl_s`` only while the gateway
-listens for key changes (``_key_changes``): a revocation, by any path, drops it there as
-its transaction commits, so a revoked key still stops at once. Not listening, or with the
-memory off, every call reads the database.
+listens for key changes (``_key_changes``): a revocation, by any path, is announced as its
+transaction commits and drops the key there. A revoked key stops within the time this
+gateway takes to hear the announcement, milliseconds: Postgres delivers it to the
+listener after the commit, and every memory answer first applies the announcements that
+have already arrived (``KeyChanges.caught_up``), so a busy event loop adds nothing to that
+window. Not listening, or with the memory off, every call reads the database.
 
 One exception keeps callers served through a Postgres failover: when the listener was
 lost *and* the database cannot be reached, a key that was in memory at the loss (or read
@@ -175,7 +178,8 @@ class ApiKeys:
 
     def listen(self, listening: Callable[[], bool]) -> None:
         """Serve verified keys from memory while ``listening()`` (key changes reach
-        :meth:`forget` meanwhile)."""
+        :meth:`forget` meanwhile). It is asked before every memory answer, so it may apply
+        the changes already received first (``KeyChanges.caught_up`` does)."""
         self._listening = listening
 
     def forget(self, key_id: str) -> None:
@@ -236,7 +240,7 @@ class ApiKeys:
 
     async def set_scopes(self, key_id: str, scopes: Iterable[Scope]) -> tuple[Scope, ...]:
         """Replace a key's scopes. Like a revocation it is a key change: gateways drop the
-        key from memory as the update commits, so a narrowed key is refused at once."""
+        key from memory as they hear the update commit (milliseconds), and this one at once."""
         granted = parse_scopes(scopes)
         async with self._db.connection() as conn:
             cur = await conn.execute(

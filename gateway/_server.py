@@ -898,7 +898,7 @@ async def run_until_signalled() -> None:
             changes = KeyChanges(url, keys.forget, on_lost=keys.lost)
             await changes.start()
             opened.append(changes)
-            keys.listen(lambda: changes.live)
+            keys.listen(changes.caught_up)
         deps = GatewayDeps(
             settings=settings,
             keys=keys,

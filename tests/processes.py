@@ -471,8 +471,12 @@ class ProcessStack:
 
         return self._async(create(), 60.0)
 
-    def revoke_key(self, api_key: str) -> None:
-        """Revoke ``api_key``; it stops authenticating at once."""
+    def revoke_key(self, api_key: str, heard_within_s: float = 10.0) -> None:
+        """Revoke ``api_key`` in the key store, as ``tandem keys revoke`` does: not through
+        the gateway process, whose memory drops the key when it hears the announcement.
+        When the gateway serves keys from memory this returns once its log says it heard
+        this key's change (``key change heard``), StackError after ``heard_within_s``: a
+        test asserts on the next call and never retries it."""
         key_id = api_key.removeprefix("tdm_").split("_", 1)[0]
 
         async def revoke() -> None:
@@ -481,7 +485,38 @@ class ProcessStack:
             async with self._key_store() as database:
                 await ApiKeys(database, self.pepper.encode()).revoke(key_id)
 
+        log = self.log_path("gateway")
+        start = log.stat().st_size if log.exists() else 0
         self._async(revoke(), 60.0)
+        if self.is_running("gateway") and self._gateway_listens():
+            self._wait_heard(key_id, start, heard_within_s)
+
+    def _gateway_listens(self) -> bool:
+        """Whether the gateway keeps verified keys in memory (and so listens for changes)."""
+        from gateway import GatewaySettings
+
+        return GatewaySettings.from_env(self.environment("gateway")).key_cache_ttl_s > 0
+
+    def _wait_heard(self, key_id: str, offset: int, timeout_s: float) -> None:
+        """Until the gateway log, from ``offset`` on, has ``key change heard`` for ``key_id``."""
+        deadline = time.monotonic() + timeout_s
+        log = self.log_path("gateway")
+        while True:
+            with log.open("rb") as lines:
+                lines.seek(offset)
+                for line in lines:
+                    with contextlib.suppress(ValueError):  # a line still being written
+                        entry = json.loads(line)
+                        # "*": every key may have changed (the table was truncated)
+                        heard = entry.get("api_key.id") in {key_id, "*"}
+                        if heard and entry.get("msg") == "key change heard":
+                            return
+            if time.monotonic() > deadline:
+                raise StackError(
+                    f"the gateway did not hear key {key_id} change within {timeout_s:g} s:\n"
+                    + self.log_tail("gateway")
+                )
+            time.sleep(0.02)
 
     def load_demo_documents(
         self, tenant: str, documents: Sequence[DemoDocument] | None = None

@@ -404,6 +404,12 @@ class SqlEngine:
             )
         if prior.relation is Relation.ROW_LIMIT and not 1 <= prior.limit <= rows:
             raise InvalidArgument.field("prior.limit", f"must be between 1 and {rows}")
+        if prior.remove and prior.relation is not Relation.FILTER:
+            # Removing edits the conditions a FILTER adds; with another relation it would
+            # be dropped without a word, and the caller answered as if it never asked.
+            raise InvalidArgument.field(
+                "prior.remove", f"is only meaningful with FILTER, not {prior.relation.name}"
+            )
         for name, words, relation in (
             ("prior.dimension", prior.dimension, Relation.REGROUP),
             ("prior.value", prior.value, Relation.VALUE_SWAP),

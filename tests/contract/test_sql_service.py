@@ -911,10 +911,21 @@ async def test_ask_filter_no_column_fits_is_refused_with_the_reason(running):
         (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_FILTER, condition="x" * 201), "prior.condition"),
         (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_TIME_SHIFT), "prior.period"),
         (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_TIME_SHIFT, period="in\x00 2023"), "prior.period"),
+        # `remove` edits a FILTER's conditions; with any other relation it is refused,
+        # never silently dropped (each prior otherwise valid)
+        (_prior(TOP_COMPANIES, pb.PRIOR_RELATION_RESULT_SET, remove=True), "prior.remove"),
+        (_prior(TOP_COMPANIES, pb.PRIOR_RELATION_ROW_LIMIT, limit=2, remove=True), "prior.remove"),
+        (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_REGROUP, dimension="region", remove=True),
+         "prior.remove"),
+        (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_VALUE_SWAP, value="Retail", remove=True),
+         "prior.remove"),
+        (_prior(BY_INDUSTRY, pb.PRIOR_RELATION_TIME_SHIFT, period="2023", remove=True),
+         "prior.remove"),
     ],
     ids=["no-relation", "no-sql", "sql-long", "sql-nul", "sql-refused", "no-limit",
          "limit-over", "no-dimension", "blank-value", "value-long", "no-condition",
-         "condition-long", "no-period", "period-nul"],
+         "condition-long", "no-period", "period-nul", "remove-result-set", "remove-row-limit",
+         "remove-regroup", "remove-value-swap", "remove-time-shift"],
 )  # fmt: skip
 async def test_ask_follow_up_invalid_arguments(running, prior, field):
     request = pb.AskQuestionRequest(tenant_id="acme", question="and?", prior=prior)

@@ -222,6 +222,8 @@ def test_without_a_key_or_with_a_wrong_or_revoked_one_the_call_is_unauthenticate
     request = gpb.GatewayServiceSearchRequest(query="pricing policy")
     revoked = tenants.stack.create_key(TENANT_A, label="to revoke")
     tenants.stub.Search(request, metadata=bearer(revoked), timeout=30)
+    # Revoked in the key store, not through the gateway: this returns once the gateway's
+    # log says it heard the change (a revoked key stops within that time); never a retry.
     tenants.stack.revoke_key(revoked)
     wrong = tenants.key_a[:-4] + ("AAAA" if not tenants.key_a.endswith("AAAA") else "BBBB")
     for metadata in ((), bearer(wrong), bearer("not-a-key"), bearer(revoked)):

@@ -5,12 +5,14 @@ a key it verified within ``cache_ttl_s`` without reading the database; a change 
 path (another gateway or ``tandem keys``, an UPDATE or DELETE typed by hand) drops it
 from memory as it commits. The database reads are counted on the wire (a protocol-
 reading relay); a test waits for the change to be *heard* (``ApiKeys.changes``), never
-retries the call it asserts on.
+retries the call it asserts on. An announcement that has reached the gateway but not yet
+its listening task is applied before the memory answers (``KeyChanges.caught_up``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -88,7 +90,7 @@ async def memory(pg_url: str) -> AsyncIterator[Memory]:
 
     changes = KeyChanges(pg_url, heard, on_lost=lost, retry_s=0.05)
     await changes.start()
-    keys.listen(lambda: changes.live)
+    keys.listen(changes.caught_up)  # as the gateway wires it
     try:
         yield Memory(keys, db, changes, relay, clock, ApiKeys(admin_db, PEPPER), heard)
     finally:
@@ -138,6 +140,26 @@ async def test_a_change_by_any_path_stops_the_remembered_key_at_once(memory, pg_
     await memory.heard.until(lambda: memory.keys.changes > before)
     with pytest.raises(Unauthenticated):
         await memory.keys.verify(issued.secret)
+
+
+async def test_an_announcement_not_yet_read_by_the_listener_stops_the_key(memory, pg_url):
+    """The loop is held from the revocation to the call (a synchronous connection, then a
+    blocking wait for the announcement to reach the listener's socket): the listening task
+    never runs in between, and the memory reads the announcement off the socket itself."""
+    issued = await memory.admin.create("acme")
+    assert await memory.keys.verify(issued.secret) == "acme"
+    assert await _reads(memory, issued.secret) == 0  # remembered
+    heard = memory.changes.heard
+    listener = memory.changes._conn
+    assert listener is not None
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # `tandem keys revoke`, elsewhere
+        conn.execute("UPDATE api_keys SET revoked_at = now() WHERE key_id = %s", (issued.key_id,))
+    readable, _, _ = select.select([listener.pgconn.socket], [], [], 5.0)
+    assert readable, "the announcement never reached the listener"
+    assert memory.changes.heard == heard  # the listening task has not run
+    with pytest.raises(Unauthenticated):
+        await memory.keys.verify(issued.secret)
+    assert memory.changes.heard == heard + 1
 
 
 async def test_a_narrowed_scope_stops_the_remembered_key_at_once(memory):
