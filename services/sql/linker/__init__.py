@@ -74,7 +74,7 @@ from services.sql.linker._meanings import (
     find_meanings,
     nearest_names,
 )
-from services.sql.linker._measures import AGG_WORDS, COUNT_CUES
+from services.sql.linker._measures import COUNT_CUES
 from services.sql.linker._plan import Linked, LinkError, entity_columns, is_temporal
 from services.sql.linker._seasons import unsaid_season
 from services.sql.linker._terms import prose_of_definitions
@@ -84,7 +84,6 @@ from services.sql.linker.clauses import form_words
 
 __all__ = [
     "AFTER_REFUSAL",
-    "AGG_WORDS",
     "BEFORE_AS_ASKED",
     "COUNT_CUES",
     "DATE_NAME_WORDS",

@@ -30,29 +30,13 @@ from services.sql.linker._reading import clean_item
 from services.sql.linker._terms import is_condition, sql_measure
 from services.sql.linker._vocabulary import Col
 from services.sql.words import (
+    AGGREGATE_WORDS,
     STOP_WORDS,
     stem,
     word_match,
 )
 
 COUNT_CUES = ("number of", "count of", "how many", "num of", "no. of", "total count of")
-
-
-AGG_WORDS = {
-    "total": "SUM",
-    "sum": "SUM",
-    "average": "AVG",
-    "avg": "AVG",
-    "mean": "AVG",
-    "maximum": "MAX",
-    "max": "MAX",
-    "highest": "MAX",
-    "largest": "MAX",
-    "minimum": "MIN",
-    "min": "MIN",
-    "lowest": "MIN",
-    "smallest": "MIN",
-}
 
 
 def read_ranked(ctx: LinkContext, phrase: str) -> Measure | None:
@@ -117,12 +101,11 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
             func, rest = "COUNT", re.sub(r"^total\s+", "", m.group(1))
         else:
             m = re.match(
-                r"(?:the\s+)?(?:\w+\s+){0,2}?(total|sum|average|avg|mean|maximum|max|highest|"
-                r"largest|minimum|min|lowest|smallest)\s+(?:of\s+)?(.*)",
+                rf"(?:the\s+)?(?:\w+\s+){{0,2}}?({'|'.join(AGGREGATE_WORDS)})\s+(?:of\s+)?(.*)",
                 low,
             )
             if m:
-                func = AGG_WORDS[m.group(1)]
+                func = AGGREGATE_WORDS[m.group(1)]
                 rest = m.group(2)
                 low = f"{m.group(1)} {rest}"
             else:

@@ -15,13 +15,14 @@ from services.sql.linker._lookup import (
     label_columns,
     name_spans,
 )
-from services.sql.linker._measures import AGG_WORDS, read_arith, read_measure, read_ranked
+from services.sql.linker._measures import read_arith, read_measure, read_ranked
 from services.sql.linker._plan import BE, Dim, Measure, is_key, only_table
 from services.sql.linker._reading import GENERIC, clean_item, cut_relative, split_items
 from services.sql.linker._terms import without_conditions
 from services.sql.linker._unasked import naming_number
 from services.sql.linker._vocabulary import Col
 from services.sql.words import (
+    AGGREGATE_WORDS,
     GRAMMAR_WORDS,
     STOP_WORDS,
     stem,
@@ -32,15 +33,15 @@ def is_covered(ctx: LinkContext, phrase: str, resolved: list[Dim | Measure]) -> 
     """An output item already answered by a measure the question spelled out in full
     ("maximum itch score" after "maximum itch VAS score at day 100")."""
     low = clean_item(phrase).lower()
-    cue = next((w for w in low.split() if w in AGG_WORDS), "")
+    cue = next((w for w in low.split() if w in AGGREGATE_WORDS), "")
     if not cue:
         return False
-    func = AGG_WORDS[cue]
+    func = AGGREGATE_WORDS[cue]
     words = {stem(w) for w in re.findall(r"[a-z0-9]+", low) if w not in STOP_WORDS}
     for r in resolved:
         if isinstance(r, Measure) and r.func == func and r.col is not None:
             label = {stem(w) for w in re.findall(r"[a-z0-9]+", r.label)}
-            if words - set(AGG_WORDS) <= label | set(ctx.vocab.column_words[r.col.key]):
+            if words - set(AGGREGATE_WORDS) <= label | set(ctx.vocab.column_words[r.col.key]):
                 return True
     return False
 

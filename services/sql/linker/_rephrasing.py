@@ -31,13 +31,18 @@ import re
 
 from services.sql.words import names_agent
 
+# What a question or a request opens with when it says what it asks: a question word,
+# an auxiliary ("Is there …", "Did …") or a request.
+_QUESTION_HEADS = (
+    "how what which who whom whose when where list show give find return tell count display "
+    "is are was were do does did"
+).split()
 # A prepositional phrase (no clause punctuation inside) closed by a comma, then the head
 # of a question or a request.
 _FRONTED = re.compile(
     r"^\s*(?P<phrase>(?:for|in|during|at|on|from|within|across|over|after|before|since)"
     r"\s+[^,?.;!'\"]{1,60}?)\s*,\s*"
-    r"(?P<rest>(?:how|what|which|who|whom|whose|when|where|list|show|give|find|return|tell"
-    r"|count|display|is|are|was|were|do|does|did)\b.*)$",
+    rf"(?P<rest>(?:{'|'.join(_QUESTION_HEADS)})\b.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 # The end of the first sentence: a stop followed by a space or the end (not the point of
@@ -51,13 +56,20 @@ def rephrased(question: str) -> str:
     return counted_bare(plain_idioms(named_as_listed(fronted_last(question))))
 
 
-# What a question may open with that is not the noun it counts: a question word, a
-# request, a measure or a ranking says its own head; "the" / "all" are skipped.
-_HEADS = frozenset(
-    "how what which who whom whose when where why is are was were do does did can could "
-    "would will should list show give find return tell count display name get fetch "
-    "compute calculate number total sum avg average mean max maximum min minimum median "
-    "top bottom highest lowest most least first last each every per by for in of".split()
+# Words that say what is shown or measured, anywhere in the question: no bare count.
+_MEASURED_WORDS = (
+    "how what which who list show count counts number numbers total totals sum sums average "
+    "averages avg mean maximum minimum max min most least share percentage percent ratio "
+    "rate rates"
+).split()
+_MEASURED = re.compile(rf"\b(?:{'|'.join(_MEASURED_WORDS)})\b", re.IGNORECASE)
+# What a question may open with that is not the noun it counts: a question's or a
+# request's head, a modal, a ranking or a grouping says its own head; "the" / "all" are
+# skipped. A measure word is not listed again: ``_MEASURED`` finds it anywhere, the
+# opening word too.
+_HEADS = (frozenset(_QUESTION_HEADS) - frozenset(_MEASURED_WORDS)) | frozenset(
+    "why can could would will should name get fetch compute calculate median top bottom "
+    "highest lowest first last each every per by for in of".split()
 )
 _OPENING = re.compile(r"^\s*(?:(?:the|all)\s+)?([a-z]+)\b", re.IGNORECASE)
 # "per X" anywhere ("flights to LAX per carrier"); "by X" only right after a noun phrase
@@ -69,13 +81,6 @@ _ARTICLE = re.compile(r"^\s*(?:the|all)\s+", re.IGNORECASE)
 # A "per" phrase that ends the question ("… with 2 engines per manufacturer") groups; one
 # followed by more ("a price per night over 100") is a rate said of the rows.
 _LAST = re.compile(r"^per\s+[a-z]+(?:\s+[a-z]+)?\s*[?.!]?\s*$", re.IGNORECASE)
-# Words that say what is shown or measured anywhere in it: no bare count.
-_MEASURED = re.compile(
-    r"\b(?:how|what|which|who|list|show|count|counts|number|numbers|total|totals|sum|sums|"
-    r"average|averages|avg|mean|maximum|minimum|max|min|most|least|share|percentage|"
-    r"percent|ratio|rate|rates)\b",
-    re.IGNORECASE,
-)
 _NOUN_BY = re.compile(r"^\s*(?:(?:the|all)\s+)?[a-z]+(?:\s+[a-z]+)?\s+by\s+[a-z]", re.IGNORECASE)
 
 

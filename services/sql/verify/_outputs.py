@@ -88,7 +88,7 @@ import re
 from sqlglot import exp
 
 from services.sql.catalog import TEXT_TYPES, TableInfo
-from services.sql.linker import AGG_WORDS, COUNT_CUES, LinkContext, LinkError
+from services.sql.linker import COUNT_CUES, LinkContext, LinkError
 from services.sql.verify._statement import (
     StatementNodes,
     column_name,
@@ -97,7 +97,7 @@ from services.sql.verify._statement import (
     ranking_key,
     read_statement,
 )
-from services.sql.words import stem, word_match
+from services.sql.words import AGGREGATE_WORDS, stem, word_match
 
 _NAMES_ASKED = re.compile(r"\b(?:names?|titles?)\b")
 # Where the items of a question end: the first word that starts a clause.
@@ -325,7 +325,9 @@ def _asked_again_not_shown(ctx: LinkContext, tree: exp.Select, nodes: StatementN
 
 
 _DETERMINERS = re.compile(r"^(?:(?:the|all|its|their|his|her|each|every)\s+)+")
-_MEASURE_WORDS = frozenset(AGG_WORDS) | {w for cue in COUNT_CUES for w in cue.split()} | {"count"}
+_MEASURE_WORDS = (
+    frozenset(AGGREGATE_WORDS) | {w for cue in COUNT_CUES for w in cue.split()} | {"count"}
+)
 
 
 # "List the coupon codes … with their discount value": what the rows are listed with,

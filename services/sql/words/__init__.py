@@ -33,6 +33,7 @@ from services.sql.words._units import (
     units_of,
 )
 from services.sql.words._words import (
+    AGGREGATE_WORDS,
     CHANGE_VERBS,
     GRAMMAR_WORDS,
     KIND_NOUNS,
@@ -57,6 +58,7 @@ from services.sql.words._words import (
 )
 
 __all__ = [
+    "AGGREGATE_WORDS",
     "CHANGE_VERBS",
     "FROM",
     "GRAMMAR_WORDS",

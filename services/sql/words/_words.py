@@ -416,6 +416,24 @@ GRAMMAR_WORDS = frozenset(
 )
 
 
+# The words that say an aggregate of a measure, and its SQL function ("the total
+# amount", "the average price", "the largest balance"): the measure reader's, the head
+# reader's and the verifier's one table.
+AGGREGATE_WORDS = {
+    "total": "SUM",
+    "sum": "SUM",
+    "average": "AVG",
+    "avg": "AVG",
+    "mean": "AVG",
+    "maximum": "MAX",
+    "max": "MAX",
+    "highest": "MAX",
+    "largest": "MAX",
+    "minimum": "MIN",
+    "min": "MIN",
+    "lowest": "MIN",
+    "smallest": "MIN",
+}
 SOFT_WORDS = frozenset(
     """
     name id number total amount count average avg maximum max minimum min sum mean

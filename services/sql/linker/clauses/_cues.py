@@ -15,6 +15,7 @@ from services.sql.linker._mentions import (
 )
 from services.sql.linker._vocabulary import Vocabulary, column_states
 from services.sql.words import (
+    AGGREGATE_WORDS,
     do_support_verb,
     irregular_past,
     is_unit,
@@ -24,23 +25,9 @@ from services.sql.words import (
     word_match,
 )
 
-AGGREGATES = {
-    "average": "AVG",
-    "avg": "AVG",
-    "mean": "AVG",
-    "maximum": "MAX",
-    "max": "MAX",
-    "highest": "MAX",
-    "largest": "MAX",
-    "biggest": "MAX",
-    "greatest": "MAX",
-    "minimum": "MIN",
-    "min": "MIN",
-    "lowest": "MIN",
-    "smallest": "MIN",
-    "total": "SUM",
-    "sum": "SUM",
-}
+# A head reads "biggest" and "greatest" as a maximum too; the measure reader's table
+# (``AGGREGATE_WORDS``) does not hold them.
+AGGREGATES = {**AGGREGATE_WORDS, "biggest": "MAX", "greatest": "MAX"}
 
 
 COMPARE = {

@@ -90,42 +90,66 @@ def order_clause(reading: Reading, read: Read, i: int) -> int | None:
 
 
 def group_clause(reading: Reading, read: Read, i: int) -> int | None:
-    phrase = reading.match(i, GROUP_PHRASES) or _measured_by(reading, read, i)
+    phrase = reading.match(i, GROUP_PHRASES)
     if not phrase:
         return None
     n = len(phrase.split())
-    j = reading.skip(i + n, frozenset({"the", "a", "an", "different", "distinct"}))
+    j = reading.skip(i + n, _GROUP_SKIPPED)
     columns = reading.longest(j, ("column",))
     tables = reading.longest(j, ("table",))
-    if tables and phrase == "by" and not _ends_phrase(reading, tables[0].end):
-        return None
     if tables and (not columns or tables[0].size >= columns[0].size):
-        table = tables[0].table
-        assert table is not None
-        read.groups.append(tables)
-        top = {m.table.qualified for m in tables if m.table and m.score == tables[0].score}
-        if len(top) == 1:  # several tables said equally: the plan picks one (or none)
-            read.mention_table(table)
-        reading.use(i, tables[0].end)
-        return tables[0].end
-    if columns and phrase != "by":
+        return _grouped_by_table(reading, read, i, tables)
+    if columns:
         read.groups.append(columns)
         reading.use(i, columns[0].end)
         return columns[0].end
-    if phrase == "each" and reading.low(j) in ("one", "of", "type", "kind"):
-        return None
     return None
 
 
+_GROUP_SKIPPED = frozenset({"the", "a", "an", "different", "distinct"})
+
+
+def _grouped_by_table(reading: Reading, read: Read, i: int, tables: list[Mention]) -> int:
+    """The rows of the table ``tables`` names are the groups, read from ``i`` to the
+    end of its noun; one grouping reading for "in each region" and "by region"."""
+    table = tables[0].table
+    assert table is not None
+    read.groups.append(tables)
+    top = {m.table.qualified for m in tables if m.table and m.score == tables[0].score}
+    if len(top) == 1:  # several tables said equally: the plan picks one (or none)
+        read.mention_table(table)
+    reading.use(i, tables[0].end)
+    return tables[0].end
+
+
 def count_by_clause(reading: Reading, read: Read, i: int) -> int | None:
-    """ "count of wallet transactions by status", "how many flights by carrier": in a
-    count, "by" and a column that ends the question is the grouping "per" says. A table's
-    noun after it is read by :func:`group_clause` (``_measured_by``), as "in each" is.
-    Elsewhere "by" orders ("sorted by"), names an agent ("made by Ford") or ranks ("top
-    5 by amount"), so only a count's last phrase, and only a name (never a value), is
-    read so."""
-    if read.kind != "count" or reading.low(i) != "by" or names_agent(reading.low(i - 1)):
-        return None  # after a participle: a passive's agent ("dogs owned by students")
+    """ "How many companies are there by region?", "count of wallet transactions by
+    status": in a counted or measured question, "by" and a name that ends what it says
+    is the grouping "in each" / "per" says. Elsewhere "by" orders ("sorted by"), names an
+    agent ("made by Ford", "dogs owned by students": after a past participle, as the
+    verifier reads it) or ranks ("top 5 by amount"), so it is read here, once, with two
+    outcomes:
+
+    - a table's noun (in a count or a measure): that table's rows are the groups, as
+      "in each region" reads them; taken as a mention of the table alone it was a join,
+      and the count one number over every region (ISSUE-45, s62, byregion);
+    - a column that ends the question (in a count only): the column is the grouping
+      (ISSUE-45, s62, daily). Only a name, never a value, is read so.
+    """
+    if reading.low(i) != "by" or names_agent(reading.low(i - 1)):
+        return None
+    if read.kind == "count" or any(item.func for item in read.items):
+        j = reading.skip(i + 1, _GROUP_SKIPPED)
+        tables = reading.longest(j, ("table",))
+        columns = reading.longest(j, ("column",))
+        if (
+            tables
+            and _ends_phrase(reading, tables[0].end)
+            and (not columns or tables[0].size >= columns[0].size)
+        ):
+            return _grouped_by_table(reading, read, i, tables)
+    if read.kind != "count":
+        return None
     j = reading.skip(i + 1, frozenset({"the", "their", "its"}))
     columns = reading.longest(j, ("column",))
     if not columns or columns[0].end < reading.size:
@@ -133,20 +157,6 @@ def count_by_clause(reading: Reading, read: Read, i: int) -> int | None:
     read.groups.append(columns)
     reading.use(i, columns[0].end)
     return columns[0].end
-
-
-def _measured_by(reading: Reading, read: Read, i: int) -> str | None:
-    """ "How many companies are there by region?": "by" before a table's noun in a
-    counted or measured question groups by that table's rows, as "in each region" does
-    (read by the same clause, not a copy); taken as a mention of the table alone it was
-    a join, and the count one number over every region (ISSUE-45, s62). After a past
-    participle "by" names an agent ("models made by ford", "ordered by age"): no
-    grouping. A column after "by" ("by industry") is left to the other readings."""
-    if reading.low(i) != "by" or names_agent(reading.low(i - 1)):
-        return None
-    if read.kind != "count" and not any(item.func for item in read.items):
-        return None
-    return "by"
 
 
 def _ends_phrase(reading: Reading, end: int) -> bool:
