@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from services.sql.catalog import Catalog, ColumnInfo, JoinGraph, TableInfo
 from services.sql.gate import identifier
-from services.sql.results import aggregate_name, shown_column_name
+from services.sql.results import aggregate_name, period_node, shown_column_name
 
 DEFAULT_TOP_N = 10
 
@@ -392,10 +392,9 @@ def _group_select(scope: _Scope, intent: Intent) -> exp.Select:
                     f"intent.group_by[{index}].time_grain", "needs a date or timestamp column"
                 )
             unit = _GRAIN_UNITS[group.grain]
-            node = exp.Cast(
-                this=exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(unit), node]),
-                to=exp.DataType.build("date"),
-            )
+            node = period_node(unit, node)
+            if group.grain is not TimeGrain.YEAR:  # a first day, without a time of day
+                node = exp.Cast(this=node, to=exp.DataType.build("date"))
             alias = f"{ref.column.name}_{unit}"
         keys.append((node, alias))
     aliases = [a for _, a in keys]

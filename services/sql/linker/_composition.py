@@ -22,7 +22,6 @@ from services.sql.linker._plan import (
     Plan,
     fans_out,
     is_key,
-    lit,
     name_columns,
     person_name,
     quote,
@@ -31,7 +30,7 @@ from services.sql.linker._plan import (
 from services.sql.linker._terms import render_sql
 from services.sql.linker._unasked import without_unasked_keys
 from services.sql.linker._vocabulary import Col
-from services.sql.results import with_deciding
+from services.sql.results import period_sql, with_deciding
 from services.sql.words import (
     name_words,
     stem,
@@ -122,7 +121,7 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
     for i, d in enumerate(plan.dims):
         expr = ref(d.col)
         if d.grain:
-            expr = f"DATE_TRUNC({lit(d.grain)}, {expr})"
+            expr = period_sql(d.grain, expr)
         select.append(f"{expr} AS {slot(f'd{i}')}")
         group.append(expr)
     grouped = bool(plan.measures or plan.having)

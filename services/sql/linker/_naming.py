@@ -8,14 +8,15 @@ import re
 from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
 from services.sql.linker._plan import Measure, Plan
-from services.sql.results import NameClaims, aggregate_name, shown_column_name
+from services.sql.results import NameClaims, aggregate_name, period_words, shown_column_name
 
 
 def explain_plan(ctx: LinkContext, plan: Plan, base: TableInfo) -> str:
     """What the statement computes, in words (names and values, never the question)."""
     measures = [describe_measure(m) for m in plan.measures]
     dims = [
-        f"{d.grain} of {d.col.column.name}" if d.grain else d.col.column.name for d in plan.dims
+        period_words(d.grain, d.col.column.name) if d.grain else d.col.column.name
+        for d in plan.dims
     ]
     if measures and not dims and len(measures) == 1 and plan.measures[0].table is base:
         text = f"Counts {base.name}"

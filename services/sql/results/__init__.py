@@ -2,7 +2,8 @@
 named the same way everywhere (``_names``), and a chart chosen by fixed rules
 (``_charts``), a ranking as it would run without its row cut (``_ranking``), and the
 columns that chose a listing's rows shown beside what it asks (``_evidence``), and the
-names of the rows it lists before it (``_labels``): these two read and edit a statement
+names of the rows it lists before it (``_labels``), a time grouping shown as a year's
+number or a period's first day (``_periods``): these two read and edit a statement
 one way (``_select``), and every path asks them in one place (``_shown``). A statement
 that joins only to restrict the rows it shows is written as their having a match
 (``_semijoin``), as a follow-up narrowing them is: one builder writes that sub-query for
@@ -22,6 +23,7 @@ from services.sql.results._labels import (
     with_labels,
 )
 from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
+from services.sql.results._periods import period_grain, period_node, period_sql, period_words
 from services.sql.results._ranking import ranking_cut
 from services.sql.results._select import own_tables
 from services.sql.results._semijoin import as_asked, joined, semi_join, with_semijoins
@@ -52,6 +54,10 @@ __all__ = [
     "label_columns",
     "name_columns",
     "own_tables",
+    "period_grain",
+    "period_node",
+    "period_sql",
+    "period_words",
     "ranking_cut",
     "register_loaders",
     "repeats",

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from services.sql.gate import parse_statements
 from services.sql.linker import DATE_NAME_WORDS, LinkContext, LinkError, is_number, is_temporal
+from services.sql.results import period_grain
 from services.sql.verify._statement import conjuncts
 from services.sql.words import ISO_DATE, stem
 
@@ -40,7 +41,8 @@ class StatementFacts:
     ranked: bool = False
     # equality conditions ANDed in one WHERE: (table, column) -> values
     required: dict[tuple[str, str], list[str]] = field(default_factory=dict)
-    # what the outer GROUP BY groups by: (table, column), and the grain of a DATE_TRUNC
+    # what the outer GROUP BY groups by: (table, column), and the grain of a period
+    # (``period_grain``: a DATE_TRUNC or an EXTRACT)
     groups: set[tuple[str, str]] = field(default_factory=set)
     grains: set[str] = field(default_factory=set)
     # the columns the outer SELECT returns, bare or inside an expression: (table, column)
@@ -118,8 +120,8 @@ def statement_facts(sql: str) -> StatementFacts:
         for column in key.find_all(exp.Column):
             if column.table in aliases:
                 facts.groups.add((aliases[column.table], column.name))
-        for trunc in key.find_all(exp.DateTrunc, exp.TimestampTrunc):
-            facts.grains.add(str(trunc.args.get("unit") or "").strip("'").lower())
+        if period_grain(key):
+            facts.grains.add(period_grain(key))
         for literal in key.find_all(exp.Literal):
             facts.grains.add(literal.this.lower())
     where = tree.args.get("where")
