@@ -60,6 +60,7 @@ from services.sql.linker import LinkContext, LinkError, prose_of_definitions, un
 from services.sql.verify._aggregates import (
     check_aggregate_words,
     check_how_much,
+    check_share_divided,
     check_than_average,
 )
 from services.sql.verify._alternatives import check_either_or, check_one_value_per_row
@@ -123,6 +124,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_aggregate_words(text, facts, reads, ctx)
     check_when(ctx, text, facts)
     check_how_much(ctx, text, facts)
+    check_share_divided(ctx, text, sql)
     check_grouping(ctx, text, facts)
     check_referenced_only(ctx, text, facts)
     tables = sorted({t for t, _ in facts.columns} | facts.tables)
