@@ -11,7 +11,7 @@ import re
 
 from services.sql.catalog import is_number
 from services.sql.linker import LinkContext, LinkError
-from services.sql.verify._facts import StatementFacts, numbers_shown
+from services.sql.verify._facts import StatementFacts, numbers_shown, without_quotes
 from services.sql.verify._numbers import TIME_UNITS
 from services.sql.words import measure_name, name_words, stem
 
@@ -61,6 +61,35 @@ def check_aggregate_words(
     ):
         said = in_total.group(0) if in_total else total.group(0)
         raise LinkError(f"the statement adds nothing up for {said!r}")
+
+
+# "what share of transactions failed": a part of some rows, said before the rows' noun
+_SHARE_OF = re.compile(
+    r"\b(percentage|percent|share|proportion|fraction)\s+of\s+(?:all\s+|the\s+)?"
+    r"([a-z]+(?:\s+[a-z]+){0,2})"
+)
+
+
+def check_share_divided(ctx: LinkContext, text: str, sql: str) -> None:
+    """ "What share of transactions failed?" answered with the failed transactions'
+    ``sbtxshares`` listed (ISSUE-45, probes round 3): the word that asks for a part of
+    the rows spelled a column, and coverage was content. A proportion word, "of", a
+    table's noun and more words (what the part of them does) ask for some rows per all
+    of them: a statement that divides nothing is refused. "The market share of each
+    company" (no table noun straight after "of") and "the share of transactions" (nothing
+    said of them) are left to the other checks."""
+    if "/" in without_quotes(sql):
+        return
+    for m in _SHARE_OF.finditer(text):
+        after = m.group(2).split()
+        width = next(
+            (w for w in range(1, len(after)) if ctx.vocab.tables_named(
+                [stem(x) for x in after[:w]])),
+            0,
+        )  # fmt: skip
+        if width:
+            phrase = " ".join([m.group(1), "of", *after[:width]])
+            raise LinkError(f"the statement divides nothing for {phrase!r}")
 
 
 def check_how_much(ctx: LinkContext, text: str, facts: StatementFacts) -> None:

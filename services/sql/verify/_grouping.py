@@ -70,7 +70,9 @@ def check_grouping(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     if facts.grouped:
         _groups_by_each(ctx, text, facts)
         _grain_elsewhere(ctx, text, facts)
-    elif not facts.aggregates:
+    elif facts.limited and not facts.ranked and not facts.nested:
+        _picked_over_all(ctx, text, facts)
+    if not facts.grouped and not facts.aggregates:
         _listed_per(ctx, text, facts)
         _listed_by(ctx, text, facts)
         if _COUNT_HEAD.match(text):
@@ -165,6 +167,28 @@ def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
 
 
 _GRAIN_ASKED = re.compile(r"\b(?:per|each|every|by)\s+(year|month|day|week|quarter)s?\b")
+
+
+def _picked_over_all(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
+    """ "What is the most expensive car of each make?" answered with the one most
+    expensive car of all (ISSUE-45, probes round 3): a pick asked within each group
+    (a top row, the first N) is not one cut over every row. A statement that cuts its
+    rows (LIMIT) with no grouping, no window and no sub-query picks over all of them, so
+    "each" / "for every" / "per" before a word of the catalog is refused there. A word
+    that names the picked rows' own table ("each car" of cars) asks for nothing per
+    group and passes; so do words the catalog does not hold ("each one")."""
+    words = [m.group(1) for m in _EACH_WORD.finditer(text)]
+    words += [m.group(1) for m in _PER_WORD.finditer(text)]
+    if not words:
+        return
+    own: set[str] = set(ctx.vocab.table_words.get(facts.base, []))
+    own.update(w for name in ctx.vocab.table_aliases.get(facts.base, []) for w in name)
+    known = {stem(w) for parts in ctx.vocab.column_words.values() for w in parts}
+    known |= {w for parts in ctx.vocab.table_words.values() for w in parts}
+    known |= set(GRAINS)
+    for word in words:
+        if stem(word) in known and stem(word) not in own:
+            raise LinkError(f"the statement picks over all rows, not within each {word!r}")
 
 
 def _grain_elsewhere(ctx: LinkContext, text: str, facts: StatementFacts) -> None:

@@ -60,6 +60,7 @@ from services.sql.linker import LinkContext, LinkError, prose_of_definitions, un
 from services.sql.verify._aggregates import (
     check_aggregate_words,
     check_how_much,
+    check_share_divided,
     check_than_average,
 )
 from services.sql.verify._alternatives import check_either_or, check_one_value_per_row
@@ -94,6 +95,7 @@ from services.sql.verify._rankings import (
 from services.sql.verify._referenced_only import check_referenced_only
 from services.sql.verify._restricted import check_restricted
 from services.sql.verify._statement import read_statement
+from services.sql.verify._superlative_row import check_superlative_row
 from services.sql.verify._table_values import check_table_named_as_a_value
 from services.sql.verify._terms import check_terms_computed
 from services.sql.verify._time import (
@@ -123,6 +125,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_aggregate_words(text, facts, reads, ctx)
     check_when(ctx, text, facts)
     check_how_much(ctx, text, facts)
+    check_share_divided(ctx, text, sql)
     check_grouping(ctx, text, facts)
     check_referenced_only(ctx, text, facts)
     tables = sorted({t for t, _ in facts.columns} | facts.tables)
@@ -154,6 +157,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_shows_its_own_literal(tree, nodes)  # after the checks that say why
     check_either_or(text, tree)
     check_outputs(ctx, tree, nodes)
+    check_superlative_row(ctx, tree)
     check_whose_names(ctx, tree, nodes)
     check_terms_computed(ctx, tree)
     check_ranked_by_a_count(text, tree)
