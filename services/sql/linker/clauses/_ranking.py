@@ -17,7 +17,7 @@ from services.sql.linker.clauses._cues import (
     RELATIVE,
 )
 from services.sql.linker.clauses._reading import Item, Rank, Read, Reading, table_first
-from services.sql.words import FROM, TO, name_direction, names_agent
+from services.sql.words import FROM, TO, bare_agent_said, name_direction, names_agent, stem
 
 _VERB_WORDS = 3  # "who has performed in the most concerts": the words a verb may take
 
@@ -141,12 +141,24 @@ def _measured_by(reading: Reading, read: Read, i: int) -> str | None:
     (read by the same clause, not a copy); taken as a mention of the table alone it was
     a join, and the count one number over every region (ISSUE-45, s62). After a past
     participle "by" names an agent ("models made by ford", "ordered by age"): no
-    grouping. A column after "by" ("by industry") is left to the other readings."""
-    if reading.low(i) != "by" or names_agent(reading.low(i - 1)):
+    grouping. A column after "by" ("by industry") is left to the other readings. A
+    passive's "by" before a bare singular noun that ends the phrase ("flights operated
+    by airline?", ``words.bare_agent_said``) names no one agent: it groups as "per airline"."""
+    if reading.low(i) != "by":
+        return None
+    if names_agent(reading.low(i - 1)) and not _bare_table_agent(reading, reading.low(i - 1)):
         return None
     if read.kind != "count" and not any(item.func for item in read.items):
         return None
     return "by"
+
+
+def _bare_table_agent(reading: Reading, participle: str) -> bool:
+    """Whether the passive after ``participle`` has a bare agent (``bare_agent_said``,
+    as the user wrote it) whose words name a table by its own name: a word only near a
+    table in meaning ("by boeing") is no table's rows to group by."""
+    words = bare_agent_said(reading.ctx.original, participle)
+    return bool(words) and bool(reading.ctx.vocab.tables_named([stem(w) for w in words]))
 
 
 def _ends_phrase(reading: Reading, end: int) -> bool:
