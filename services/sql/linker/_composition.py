@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sqlglot import exp
 
@@ -160,7 +161,8 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
             else _party(base) and _fanned_by_events(ctx, base, alias)
         )
     )
-    for i, m in enumerate(plan.measures):
+    for i, said in enumerate(plan.measures):
+        m = replace(said, func="COUNT_DISTINCT") if plan.dims and _counts_values(said) else said
         text = measure_sql(ctx, m, base, alias, ref, outer=outer, once=once)
         if places and m.func not in ("RANK", "COUNT", "COUNT_DISTINCT", "COUNT_COL"):
             text = f"ROUND(CAST({text} AS NUMERIC), {int(places.group(1))})"
@@ -418,6 +420,20 @@ def expr_sql(
     if op == "/":
         return f"({a}) * 1.0 / NULLIF({b}, 0)"
     return f"({a} {op} {b})"
+
+
+def _counts_values(m: Measure) -> bool:
+    """ "destinations per carrier", "how many destinations does each carrier fly to?":
+    a count of a column's noun (no table is named by it) per group counts the different
+    values the group's rows hold there, not its rows with a value (``COUNT(dest)`` is
+    every flight of the carrier). Held to a text column of no key of its own table (a
+    code, a place, a name) and to a grouped answer: a number column counted ("number of
+    shares") is a quantity read elsewhere, and one count over every row ("how many car
+    models are there?") was measured to count rows in Spider's gold (ISSUE-45, s62)."""
+    if m.func != "COUNT_COL" or m.col is None:
+        return False
+    column = m.col.column
+    return not is_number(column.data_type) and column.name not in m.col.table.primary_key
 
 
 def measure_sql(

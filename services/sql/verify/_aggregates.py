@@ -13,7 +13,7 @@ from services.sql.catalog import is_number
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._facts import StatementFacts, numbers_shown, without_quotes
 from services.sql.verify._numbers import TIME_UNITS
-from services.sql.words import measure_name, name_words, stem
+from services.sql.words import STOP_WORDS, measure_name, name_words, stem
 
 _AVERAGE = re.compile(r"\b(?:average|avg|mean)\b")
 # "the number of days between ...": an elapsed time, not a count
@@ -90,6 +90,36 @@ def check_share_divided(ctx: LinkContext, text: str, sql: str) -> None:
         if width:
             phrase = " ".join([m.group(1), "of", *after[:width]])
             raise LinkError(f"the statement divides nothing for {phrase!r}")
+# "… and the total sale price": a total said of something other than a count
+_TOTAL_OF = re.compile(r"\btotal\s+(?!(?:number|count|amount of|of)\b)([a-z]+(?:\s+[a-z]+)?)")
+
+
+def check_total_beside_count(
+    text: str, facts: StatementFacts, reads: set[str], ctx: LinkContext
+) -> None:
+    """ "How many sales and the total sale price did each salesperson make?" answered
+    with the count alone: "total" was accounted for by the count "how many" asks for,
+    and the second measure, said as a noun, dropped (ISSUE-45, s63). Where a count and
+    a total of something are both said, the total needs a sum of its own; a total of a
+    table's rows ("the total sales", "total active customers": its last word names the
+    table) or one said a count ("total sales count") is a count, and a column named for
+    its total (``total_spent``) read is the total stored."""
+    count = _COUNT.search(text)
+    total = _TOTAL_OF.search(text)
+    if not (count and total) or "SUM" in facts.aggregates or "total" in reads:
+        return
+    if _IN_TOTAL.search(text):
+        return
+    words: list[str] = []
+    for word in total.group(1).split():
+        if word in STOP_WORDS:
+            break
+        words.append(word)
+    if not words or {"count", "number"} & set(words):
+        return  # "the total sales count": a count
+    if ctx.vocab.tables_named([stem(words[-1])]):
+        return  # "the total (active) customers": how many rows, a count
+    raise LinkError(f"the statement adds nothing up for {'total ' + ' '.join(words)!r}")
 
 
 def check_how_much(ctx: LinkContext, text: str, facts: StatementFacts) -> None:

@@ -14,7 +14,7 @@ import re
 
 from services.sql.linker import GRAINS, LinkContext, LinkError, is_temporal
 from services.sql.verify._facts import StatementFacts, without_quotes
-from services.sql.words import IRREGULAR_PARTICIPLES, names_agent, stem
+from services.sql.words import IRREGULAR_PARTICIPLES, bare_agent_said, names_agent, stem
 
 _EACH = re.compile(r"\b(?:each|per|for every)\b")
 _DISTINCT = re.compile(r"\b(?:distinct|different|unique)\b")
@@ -61,7 +61,9 @@ def check_grouping(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     # "the average AMB" with AMB defined as "the average balance per user" asks for one
     # average of the per-user values: a definition's "per" groups inside the measure, not
     # the answer; the question as asked says whether it wants one value
-    one_value = bool(_MEASURE_HEAD.match(asked) and not _grouping(asked))
+    # "flights operated by airline": a passive's bare agent groups (``_bare_agent``)
+    bare = _bare_agent(ctx)
+    one_value = bool(_MEASURE_HEAD.match(asked) and not (_grouping(asked) or bare))
     each = _EACH.search(text)
     if each and facts.aggregates and not facts.grouped and not facts.ranked and not one_value:
         raise LinkError(f"the statement does not group by what follows {each.group(0)!r}")
@@ -77,12 +79,14 @@ def check_grouping(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
         _listed_by(ctx, text, facts)
         if _COUNT_HEAD.match(text):
             _counted_each_listed(ctx, text, facts)
-    if facts.grouped and _COUNT_HEAD.match(text) and not _grouping(text):
+    if facts.grouped and _COUNT_HEAD.match(text) and not (_grouping(text) or bare):
         raise LinkError("the question asks for one count, the statement counts per group")
     if facts.grouped and "COUNT" in facts.aggregates and _one_row_per_group(ctx, facts):
         raise LinkError("the statement counts one row per group: it groups by the key of the "
                         "rows it counts")  # fmt: skip
-    if facts.grouped and (one_value or (_MEASURE_HEAD.match(text) and not _grouping(text))):
+    if facts.grouped and (
+        one_value or (_MEASURE_HEAD.match(text) and not (_grouping(text) or bare))
+    ):
         raise LinkError("the question asks for one value, the statement computes one per group")
     distinct = _DISTINCT.search(text)
     if distinct and not (facts.distinct or facts.grouped):
@@ -114,7 +118,7 @@ def _by_table_ungrouped(ctx: LinkContext, text: str) -> None:
         return
     for m in _BY_WORDS.finditer(text, measured.end()):
         before, after = m.group(1), m.group(2).split()
-        if names_agent(before) and before != "grouped":
+        if names_agent(before) and before != "grouped" and not _bare_agent(ctx, before):
             continue
         # the fewest words that name a table ("car makers"), then what follows them
         width = next(
@@ -127,6 +131,15 @@ def _by_table_ungrouped(ctx: LinkContext, text: str) -> None:
             continue  # no table's noun, or more said of its rows: "by" names no grouping
         phrase = " ".join(["by", *after[:width]])
         raise LinkError(f"the statement does not group by what {phrase!r} names")
+
+
+def _bare_agent(ctx: LinkContext, participle: str = "") -> bool:
+    """ "How many flights were operated by airline?": a passive's "by" before a bare
+    singular noun as the user wrote it (``words.bare_agent_said``) names no one agent;
+    it groups, as "by region" does, and is held to a grouping as that is. Only words
+    that name a table by its own name count (a name read in meaning is no grouping)."""
+    words = bare_agent_said(ctx.original, participle)
+    return bool(words) and bool(ctx.vocab.tables_named([stem(w) for w in words]))
 
 
 def _grouping(text: str) -> re.Match[str] | None:

@@ -62,6 +62,7 @@ from services.sql.verify._aggregates import (
     check_how_much,
     check_share_divided,
     check_than_average,
+    check_total_beside_count,
 )
 from services.sql.verify._alternatives import check_either_or, check_one_value_per_row
 from services.sql.verify._bounded import check_bounded_event
@@ -107,6 +108,7 @@ from services.sql.verify._time import (
 from services.sql.verify._unasked_join import check_unasked_join
 from services.sql.verify._units import check_units
 from services.sql.verify._whose_names import check_whose_names
+from services.sql.verify._year_window import check_year_window
 from services.sql.words import units_of
 
 
@@ -123,6 +125,8 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_than_average(text, facts)
     check_negation(text, facts)
     check_aggregate_words(text, facts, reads, ctx)
+    check_total_beside_count(text, facts, reads, ctx)
+    check_year_window(ctx, text, facts)
     check_when(ctx, text, facts)
     check_how_much(ctx, text, facts)
     check_share_divided(ctx, text, sql)

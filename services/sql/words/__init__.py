@@ -15,7 +15,12 @@ from services.sql.words._calendar import (
 )
 from services.sql.words._directions import FROM, TO, name_direction, question_directions
 from services.sql.words._names import said_as_name
-from services.sql.words._participles import IRREGULAR_PARTICIPLES, names_agent
+from services.sql.words._participles import (
+    IRREGULAR_PARTICIPLES,
+    bare_agent,
+    bare_agent_said,
+    names_agent,
+)
 from services.sql.words._parts import said_in_part, value_words_said
 from services.sql.words._roles import role_words, says_role
 from services.sql.words._units import (
@@ -72,6 +77,8 @@ __all__ = [
     "TO",
     "WRITTEN_DATE",
     "Tok",
+    "bare_agent",
+    "bare_agent_said",
     "canonical_unit",
     "common_prefix",
     "converted",

@@ -17,7 +17,7 @@ from services.sql.linker.clauses._cues import (
     RELATIVE,
 )
 from services.sql.linker.clauses._reading import Item, Rank, Read, Reading, table_first
-from services.sql.words import FROM, TO, name_direction, names_agent
+from services.sql.words import FROM, TO, bare_agent_said, name_direction, names_agent, stem
 
 _VERB_WORDS = 3  # "who has performed in the most concerts": the words a verb may take
 
@@ -135,8 +135,16 @@ def count_by_clause(reading: Reading, read: Read, i: int) -> int | None:
       and the count one number over every region (ISSUE-45, s62, byregion);
     - a column that ends the question (in a count only): the column is the grouping
       (ISSUE-45, s62, daily). Only a name, never a value, is read so.
+
+    After a past participle "by" names an agent, except before a bare singular noun
+    that names a table by its own name ("flights operated by airline?",
+    ``words.bare_agent_said``): no one agent is said, so it groups as "per airline"
+    (ISSUE-45, s63, measure2), and only the table outcome reads it.
     """
-    if reading.low(i) != "by" or names_agent(reading.low(i - 1)):
+    if reading.low(i) != "by":
+        return None
+    passive = names_agent(reading.low(i - 1))
+    if passive and not _bare_table_agent(reading, reading.low(i - 1)):
         return None
     if read.kind == "count" or any(item.func for item in read.items):
         j = reading.skip(i + 1, _GROUP_SKIPPED)
@@ -148,7 +156,7 @@ def count_by_clause(reading: Reading, read: Read, i: int) -> int | None:
             and (not columns or tables[0].size >= columns[0].size)
         ):
             return _grouped_by_table(reading, read, i, tables)
-    if read.kind != "count":
+    if read.kind != "count" or passive:
         return None
     j = reading.skip(i + 1, frozenset({"the", "their", "its"}))
     columns = reading.longest(j, ("column",))
@@ -157,6 +165,14 @@ def count_by_clause(reading: Reading, read: Read, i: int) -> int | None:
     read.groups.append(columns)
     reading.use(i, columns[0].end)
     return columns[0].end
+
+
+def _bare_table_agent(reading: Reading, participle: str) -> bool:
+    """Whether the passive after ``participle`` has a bare agent (``bare_agent_said``,
+    as the user wrote it) whose words name a table by its own name: a word only near a
+    table in meaning ("by boeing") is no table's rows to group by."""
+    words = bare_agent_said(reading.ctx.original, participle)
+    return bool(words) and bool(reading.ctx.vocab.tables_named([stem(w) for w in words]))
 
 
 def _ends_phrase(reading: Reading, end: int) -> bool:
