@@ -40,7 +40,7 @@ from services.sql.linker._plan import (
     same_measure,
 )
 from services.sql.linker._reading import RESULT_WORDS, clean_item, split_items
-from services.sql.linker._rephrasing import rephrased
+from services.sql.linker._rephrasing import listed_bare, rephrased
 from services.sql.linker._seasons import unsaid_season
 from services.sql.linker._shape import link_groups, link_ordering, read_limit
 from services.sql.linker._shares import link_share
@@ -184,6 +184,16 @@ class QuestionLinker:
             f"'by {listed.said}' on a listing asks to show and order by it; no column of "
             "the listed rows, or of a row each refers to, was read as it"
         )
+
+    def _read_listed_bare(self) -> Linked | None:
+        """A headless listing ("teachers older than 35") read as the listing it is typed
+        for ("List teachers older than 35", ``_rephrasing.listed_bare``): the one reading
+        of "list <rows> …", not a second one. Tried before the question as asked, where
+        the clause reader knows no such form and the list-oriented reading drops a
+        comparative it cannot place; refused said so, the question is read as asked."""
+        question = self._inputs[0]
+        listed = listed_bare(question)
+        return self._read_said(listed if listed != question else None)
 
     def _read_attribute(self) -> Linked | None:
         """An attribute asked by a question word ("How old is the teacher?") read as
@@ -579,6 +589,7 @@ Reading = Callable[[QuestionLinker], Linked | None]
 
 # Tried in this order before the question as asked: the first that links is the answer.
 BEFORE_AS_ASKED: tuple[Reading, ...] = (
+    QuestionLinker._read_listed_bare,
     QuestionLinker._read_lateness,
     QuestionLinker._read_attribute,
     QuestionLinker._read_listed_by,

@@ -23,6 +23,14 @@ the question was refused for a form, not for a name:
 Each is a change of grammar only: every word that may name something is still read, and
 still has to be placed; the linker reads a question rephrased only when the question as
 asked is refused (``QuestionLinker.link``).
+
+One more saying is read before the question as asked, not after: a headless listing
+("teachers older than 35", "flights from JFK in June": a plural noun and what qualifies
+it, no head, no measure, no breakdown) is how a busy user types "List teachers older
+than 35". It is read with "List" before it (``listed_bare``), the one reading of "list
+<rows> …" (as asked, the clause reader knows no such form and the list-oriented reading
+drops a comparative it cannot place), so the noun still has to be a table's name and
+every word after it placed. A noun alone ("teachers") is not read as a request.
 """
 
 from __future__ import annotations
@@ -107,6 +115,26 @@ def counted_bare(question: str) -> str:
         return question
     body = _ARTICLE.sub("", question).strip()
     return f"How many {body[0].lower()}{body[1:]}"
+
+
+# The plural noun that opens a headless listing, then at least one word that qualifies it.
+_QUALIFIED_NOUN = re.compile(r"^\s*(?:(?:the|all)\s+)?([a-z]+)\s+\S", re.IGNORECASE)
+
+
+def listed_bare(question: str) -> str:
+    """ "teachers older than 35" -> "List teachers older than 35"; a question with a
+    head, a measure, or a noun with nothing after it, as it is. The rows are what the
+    phrase names, as "List …" names them: the listing reader holds the noun to a
+    table's name and each following word to a condition, or refuses."""
+    opening = _QUALIFIED_NOUN.match(question)
+    if opening is None or opening.group(1).lower() in _HEADS or _MEASURED.search(question):
+        return question
+    if counted_bare(question) != question:
+        return question  # "singers by country": a breakdown, counted
+    if not _plural(opening.group(1)):
+        return question  # "course older than 35": no rows' plural noun to list
+    body = _ARTICLE.sub("", question).strip()
+    return f"List {body[0].lower()}{body[1:]}"
 
 
 def _plural(word: str) -> bool:
