@@ -21,6 +21,7 @@ from services.sql.catalog import (
 from services.sql.gate import identifier
 from services.sql.linker._mentions import OPTIONAL_TABLE_PARTS
 from services.sql.linker._vocabulary import Col, Vocabulary
+from services.sql.results import code_description as shown_description
 from services.sql.words import (
     STOP_WORDS,
     common_prefix,
@@ -335,27 +336,10 @@ def grouped_labels(table: TableInfo) -> list[Col]:
 
 
 def code_description(table: TableInfo) -> list[Col]:
-    """What a row kept by a code is said by: a reference table keyed by a text code
-    (``ref_template_types.template_type_code``) and named by nothing else keeps what each
-    code means in the column its key's words call a description
-    (``template_type_description``, or a bare ``description``). The code is how the
-    data refers to the row; "which template type has the most paragraphs?" is told what
-    the type is, beside its code (the key, shown as every grouped entity shows it). Only
-    the key's own description: another table's (a document's ``document_description``)
-    is free text about something else."""
-    if len(table.primary_key) != 1:
-        return []
-    key = table.column(table.primary_key[0])
-    if key is None or not key.data_type.startswith(TEXT_TYPES):
-        return []
-    words = name_words(key.name)
-    if len(words) < 2 or words[-1] != "code":
-        return []
-    said = ([*words[:-1], "description"], ["description"])
-    return [
-        Col(table, c) for c in table.columns
-        if c.data_type.startswith(TEXT_TYPES) and name_words(c.name) in said
-    ][:1]  # fmt: skip
+    """What a row kept by a code is said by (its description beside the code): the one
+    rule, ``results.code_description``, which the label rule also reads for a grouping
+    by a column that refers to such a table."""
+    return [Col(table, c) for c in table.columns if c.name in shown_description(table)]
 
 
 def entity_columns(table: TableInfo) -> list[str]:

@@ -16,6 +16,7 @@ from services.sql.results._charts import choose_chart
 from services.sql.results._evidence import deciding_columns, show_deciding, with_deciding
 from services.sql.results._exists import conjoined, exists
 from services.sql.results._labels import (
+    code_description,
     label_columns,
     name_columns,
     repeats,
@@ -42,6 +43,7 @@ __all__ = [
     "aggregate_name",
     "as_asked",
     "choose_chart",
+    "code_description",
     "column_kind",
     "conjoined",
     "deciding_columns",

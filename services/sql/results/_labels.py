@@ -61,7 +61,7 @@ def name_columns(table: TableInfo) -> list[str]:
     found = []
     for column in table.columns:
         cut = len(prefix) if prefix and len(column.name) > len(prefix) else 0
-        words = name_words(column.name[cut:])
+        words = _glued_name(name_words(column.name[cut:]), own_words)
         if (
             column.name not in table.primary_key
             and column.data_type.startswith(TEXT_TYPES)
@@ -70,6 +70,46 @@ def name_columns(table: TableInfo) -> list[str]:
         ):
             found.append(column.name)
     return found
+
+
+def code_description(table: TableInfo) -> list[str]:
+    """What a row kept by a code is said by: a reference table keyed by a text code
+    (``ref_template_types.template_type_code``) keeps what each code means in the column
+    its key's words call a description (``template_type_description``, or a bare
+    ``description``). The code is how the data refers to the row; an answer per code is
+    told what the code means beside it, wherever the code is read from (the reference
+    table's key, or the column of another table that refers to it: one rule, so
+    "per property type" shows a type one way on every path). Only the key's own
+    description: another table's (a document's ``document_description``) is free text
+    about something else."""
+    if len(table.primary_key) != 1:
+        return []
+    key = table.column(table.primary_key[0])
+    if key is None or not key.data_type.startswith(TEXT_TYPES):
+        return []
+    words = name_words(key.name)
+    if len(words) < 2 or words[-1] != "code":
+        return []
+    said = ([*words[:-1], "description"], ["description"])
+    return [
+        c.name for c in table.columns
+        if c.data_type.startswith(TEXT_TYPES) and name_words(c.name) in said
+    ][:1]  # fmt: skip
+
+
+def _glued_name(words: list[str], own_words: set[str]) -> list[str]:
+    """``words`` with the table's own noun glued onto "name" split off (a schema written
+    in one case loses its word breaks: ``CountryName`` of ``countries`` is stored as
+    ``countryname``), so it is read as ``country_name`` is: the rows' name. Only the
+    table's own noun: another word glued on is left whole (``songname`` names a song, and
+    ``fullname`` beside a ``maker`` column is no more the row's name than the maker)."""
+    last = words[-1] if words else ""
+    if len(last) <= len("name") or not last.endswith("name"):
+        return words
+    glued = last[: -len("name")]
+    if stem(glued) not in own_words:
+        return words
+    return [*words[:-1], glued, "name"]
 
 
 def _picked_by(select: exp.Select, alias: str, identifying: set[str]) -> bool:
@@ -396,7 +436,9 @@ def _referenced_names(select: exp.Select, catalog: Catalog) -> bool:
         parent = catalog.table(key.referenced_table)
         if parent is None or tuple(parent.primary_key) != tuple(key.referenced_columns):
             return False
-        names = name_columns(parent)
+        # a code-keyed reference table is said by its description, as a grouped answer
+        # read from that table shows it (``linker.entity_columns``)
+        names = name_columns(parent) or code_description(parent)
         if not names:
             return False
         bare = _joined_for_nothing(select, tables, parent, grouped)
