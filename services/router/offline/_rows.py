@@ -16,6 +16,7 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from services.common.llm import AnswerSentence, Cell, RowSet
+from services.common.periods import reads_as_years
 
 MAX_ROWS_STATED = 10
 
@@ -109,10 +110,15 @@ def _step_name(shape: str) -> str:
 
 
 def _shape(name: str, values: Sequence[Cell]) -> str:
-    """How a column reads: ``time:<grain>``, ``measure``, or ``plain``."""
+    """How a column reads: ``time:<grain>``, ``measure``, or ``plain``. A column of year
+    numbers (a grouping "per year" shows 2023, not 2023-01-01) is time at the year's
+    grain, as the chart reads it (``reads_as_years``): stated as stored, put in time
+    order, its trend said."""
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, str) and _ISO_TIME.match(v) for v in present):
         return "time:" + _grain(name, [_parse(str(v)) for v in present])
+    if reads_as_years(name, present):
+        return "time:year"
     numeric = all(_number(v) is not None for v in present)
     if present and numeric and _MEASURE.search(name) and not _IDENTIFIER.search(name):
         return "measure"
@@ -143,7 +149,7 @@ def _render(value: Cell, shape: str) -> str:
         return "none"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if shape.startswith("time:") and isinstance(value, str):
+    if shape.startswith("time:") and isinstance(value, str) and _ISO_TIME.match(value):
         return _bucket(_parse(value), shape.removeprefix("time:"))
     if shape == "measure":
         number = _number(value)

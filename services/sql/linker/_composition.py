@@ -203,6 +203,11 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
             for m, op, n in plan.having
         ]
         sql += " HAVING " + " AND ".join(tests)
+    timed = [f"d{i}" for i, d in enumerate(plan.dims) if d.grain]
+    if not plan.order and grouped and timed:
+        # a grouping by a period ("per year", "per month") reads in time order, on every
+        # client: the statement says it, as the intents path does (``_group_select``)
+        sql += " ORDER BY " + ", ".join(f"{slot(t)} ASC NULLS LAST" for t in timed)
     if plan.order:
         parts = []
         for target, desc in plan.order:

@@ -10,6 +10,7 @@ render.
 |---|---|
 | no rows; one value; more than three columns | none, and why |
 | a time column and a measure (± one category of ≤ 10 values) | line (one per category) |
+| (a time column: a date, or a column of year numbers, ``reads_as_years``) | |
 | one category and a measure | bar, largest first, beyond 20 the rest as "Other" |
 | one category and a share (percentage, share, ratio, rate) | bar with a percent axis |
 | two measures (± one category, as the tooltip) | scatter (≥ 3 rows) |
@@ -23,6 +24,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from services.common.periods import reads_as_years
 
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 # Bars drawn before the rest are summed as "Other".
@@ -65,7 +68,10 @@ def choose_chart(columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any
     if len(columns) > MAX_COLUMNS:
         return ChartChoice("none", None, f"{len(columns)} columns: a table reads better")
     fields = _fields([name for name, _ in columns])
-    roles = [_role(name, data_type) for name, data_type in columns]
+    # a column of year numbers ("per year" is the year's number, 2023) is time, not a
+    # category: it is drawn on a time axis, read as years (``reads_as_years``)
+    years = {i for i, (name, _) in enumerate(columns) if reads_as_years(name, [r[i] for r in rows])}
+    roles = ["temporal" if i in years else _role(n, t) for i, (n, t) in enumerate(columns)]
     times = [i for i, role in enumerate(roles) if role == "temporal"]
     measures = [i for i, role in enumerate(roles) if role == "quantitative"]
     categories = [i for i, role in enumerate(roles) if role == "nominal"]
@@ -78,6 +84,7 @@ def choose_chart(columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any
             categories=categories,
             values=values,
             columns=columns,
+            years=times[0] in years,
         )
     if len(categories) == 1 and len(measures) == 1 and not times:
         names = dict(zip(fields, (name for name, _ in columns), strict=True))
@@ -135,11 +142,18 @@ def _line(
     categories: Sequence[int],
     values: list[dict[str, Any]],
     columns: Sequence[tuple[str, str]],
+    years: bool = False,
 ) -> ChartChoice:
+    """``years``: the time column holds year numbers (2023), which Vega-Lite would read
+    as milliseconds since 1970 unless told they are years."""
     spec = _base("line", sorted(values, key=lambda v: str(v[fields[time]])))
     spec["mark"]["point"] = True
+    x: dict[str, Any] = {"field": fields[time], "type": "temporal", "title": columns[time][0]}
+    if years:
+        spec["data"]["format"] = {"parse": {fields[time]: "date:'%Y'"}}
+        x["timeUnit"] = "year"
     spec["encoding"] = {
-        "x": {"field": fields[time], "type": "temporal", "title": columns[time][0]},
+        "x": x,
         "y": {"field": fields[measure], "type": "quantitative", "title": columns[measure][0]},
     }
     reason = f"{columns[measure][0]} over {columns[time][0]}"

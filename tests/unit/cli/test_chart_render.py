@@ -57,3 +57,14 @@ def test_the_cli_draws_to_the_file_it_was_given(tmp_path):
     out = tmp_path / "chart.png"
     assert describe_chart(chart, out) == f"Chart: bar — count per industry; drawn to {out}"
     assert out.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_per_year_line_is_drawn_on_an_axis_of_years():
+    """Year numbers (a grouping per year shows 2023) read as years on the time axis: left
+    to Vega-Lite's default they are milliseconds after 1970 (an axis of ".024")."""
+    choice = choose_chart(
+        [("year", "integer"), ("count", "bigint")], [(2024, 3), (2022, 1), (2023, 2)]
+    )
+    svg = render_chart(choice.vega_lite(), ".svg").decode("utf-8")
+    assert '<g class="mark-line' in svg
+    assert re.findall(r">(\d{4})</text>", svg) == ["2022", "2023", "2024"]

@@ -143,3 +143,26 @@ def test_a_share_of_a_whole_reads_as_percentages():
     assert y["title"] == "percentage (%)" and "axis" not in y
     plain = choose_chart([("region", "text"), ("total", "numeric")], [("EMEA", 0.5), ("APAC", 1)])
     assert "axis" not in _valid(plain.spec)["encoding"]["y"]
+
+
+def test_a_per_year_grouping_of_year_numbers_draws_a_time_axis():
+    """ "Per year" shows the year's number (an integer, 2023): drawn as a line over time
+    read as years, not bars of a category nor milliseconds after 1970."""
+    rows = [(2024, 31), (2022, 12), (2023, 20)]
+    choice = choose_chart([("year", "integer"), ("count", "bigint")], rows)
+    assert (choice.kind, choice.reason) == ("line", "count over year")
+    spec = _valid(choice.spec)
+    assert [v["year"] for v in spec["data"]["values"]] == [2022, 2023, 2024]
+    assert spec["data"]["format"] == {"parse": {"year": "date:'%Y'"}}
+    assert spec["encoding"]["x"] == {
+        "field": "year",
+        "type": "temporal",
+        "title": "year",
+        "timeUnit": "year",
+    }
+
+
+def test_integers_not_named_a_year_or_not_years_stay_categories():
+    rows = [(3, 4), (5, 6), (7, 9)]
+    assert choose_chart([("years_working", "integer"), ("count", "bigint")], rows).kind == "scatter"
+    assert choose_chart([("year", "integer"), ("count", "bigint")], [(1, 4), (2, 6)]).kind == "bar"

@@ -72,7 +72,9 @@ def test_a_lone_year_column_is_no_calendar() -> None:
     """``cars.year`` is the year a car was made: "added in each year" is still the year
     of the timestamp."""
     sql = _sql("How many cars were added in each year?", CARS)
-    assert sql.endswith("GROUP BY CAST(EXTRACT(YEAR FROM t0.crtd_ts) AS INTEGER)")
+    assert sql.endswith(
+        "GROUP BY CAST(EXTRACT(YEAR FROM t0.crtd_ts) AS INTEGER) ORDER BY year ASC NULLS LAST"
+    )
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ def test_per_year_groups_by_the_years_number_and_says_so() -> None:
     give; a day would read as a day."""
     sql, interpretation = _linked("How many payments were received per year?")
     assert sql.startswith(f"SELECT {YEAR} AS year, COUNT(*)")
-    assert sql.endswith(f"GROUP BY {YEAR}")
+    assert sql.endswith(f"GROUP BY {YEAR} ORDER BY year ASC NULLS LAST")
     assert "DATE_TRUNC" not in sql
     assert "year of payment_date (as a number)" in interpretation
 
@@ -59,6 +59,7 @@ def test_per_month_keeps_its_year_as_the_months_first_day() -> None:
     assert "DATE_TRUNC('month', t0.payment_date) AS month" in sql
     assert "EXTRACT" not in sql
     assert "month of payment_date (its first day)" in interpretation
+    assert sql.endswith("ORDER BY month ASC NULLS LAST")  # time order, said by the statement
 
 
 def test_the_intents_path_groups_a_year_by_its_number() -> None:
@@ -95,4 +96,4 @@ def test_in_each_year_is_read_back_as_a_grouping_by_the_year() -> None:
     """The checks read the period of an ``EXTRACT`` back as they read a ``DATE_TRUNC``'s:
     "in each year" is answered by the year's number, not refused as grouped by no year."""
     sql, _ = _linked("How many payments were received in each year?")
-    assert sql.endswith(f"GROUP BY {YEAR}")
+    assert sql.endswith(f"GROUP BY {YEAR} ORDER BY year ASC NULLS LAST")

@@ -90,3 +90,33 @@ def test_identifiers_and_years_stay_as_stored_and_lone_values_read_as_labels():
         "2 rows: name: Acme; name: Globex."
     )
     assert _said(RowSet("r", ("a",), ())) == "The query returned no rows."
+
+
+def test_a_per_year_grouping_of_year_numbers_reads_as_time():
+    """A grouping per year shows the year's number (2023, ``EXTRACT(YEAR …)``), not a date:
+    still put in time order, stated as stored and its trend said, like a date's year."""
+    per_year = RowSet(
+        "r",
+        ("year", "count"),
+        ((2024, 31), (2022, 12), (2023, "20")),
+    )
+    assert _said(per_year, "How many payments were received per year?") == (
+        "3 rows: year: 2022, count: 12; year: 2023, count: 20; year: 2024, count: 31. "
+        "Highest: 2024 (31); lowest: 2022 (12); rising every year."
+    )
+    # the intents' name for it (``sale_date_year``) reads the same
+    named = RowSet("r", ("sale_date_year", "total"), ((2024, 1), (2023, 2), (2022, 3)))
+    assert _said(named).endswith("falling every year.")
+
+
+@pytest.mark.parametrize(
+    ("column", "values"),
+    [("years_working", (12, 3, 7)), ("year", (3, 1, 2)), ("fiscal", (2024, 2022, 2023))],
+    ids=["a-count-of-years", "not-four-digit-years", "not-named-a-year"],
+)
+def test_a_number_is_time_only_when_named_a_year_and_holding_years(column, values):
+    said = _said(RowSet("r", (column, "count"), tuple((v, i) for i, v in enumerate(values))))
+    label = column.replace("_", " ")
+    first, second = (f"{label}: {v}," for v in values[:2])
+    assert said.index(first) < said.index(second)  # the statement's order, not sorted
+    assert "every" not in said
