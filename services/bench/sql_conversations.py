@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from services.bench.reserve import reserved
 from services.bench.sql_dataset import (
     MAX_ROWS,
     Cell,
@@ -40,6 +41,7 @@ from services.bench.sql_dataset import (
     LoadOptions,
     blind_databases,
     cell,
+    database_names,
     finish_loading,
     gold_results,
     load_databases,
@@ -415,17 +417,20 @@ async def evaluate(dataset_dir: Path, scripts: Sequence[Path]) -> list[dict[str,
     if len(set(ids)) != len(ids):
         raise ValueError("two scripts of one dev set share a conversation id")
     admin = await asyncio.to_thread(resolve_url, DatabaseSettings.from_env())
-    urls = await load_databases(admin, dataset)
-    gold = await check_gold(admin, questions)
-    await finish_loading(admin, dataset, LoadOptions())
-    targets = [TargetConfig(db, url, tenants=frozenset({TENANT})) for db, url in urls.items()]
     reports = []
-    async with eval_stack((), TENANT, databases=targets) as stack:
-        for script, conversations in scripted:
-            report = summarise(await run(stack, conversations, gold), blind)
-            report["dataset"] = str(dataset_dir)
-            report["script"] = str(script)
-            reports.append(report)
+    # The dev set's databases are this run's until its last turn: another eval on the
+    # same server waits rather than drops them under its conversations.
+    async with reserved(admin, database_names(dataset, LoadOptions())):
+        urls = await load_databases(admin, dataset)
+        gold = await check_gold(admin, questions)
+        await finish_loading(admin, dataset, LoadOptions())
+        targets = [TargetConfig(db, url, tenants=frozenset({TENANT})) for db, url in urls.items()]
+        async with eval_stack((), TENANT, databases=targets) as stack:
+            for script, conversations in scripted:
+                report = summarise(await run(stack, conversations, gold), blind)
+                report["dataset"] = str(dataset_dir)
+                report["script"] = str(script)
+                reports.append(report)
     return reports
 
 

@@ -48,6 +48,7 @@ from psycopg import sql
 from services.bench import sql_engines, sql_wide
 from services.bench._embedding import start_embedding
 from services.bench.mariadb import running_mariadb
+from services.bench.reserve import reserved
 from services.bench.sql_fresh import NO_AUTOVACUUM
 from services.common import (
     ServerSettings,
@@ -401,11 +402,28 @@ async def load_databases(
     """Re-create and load each database, grant the reader role SELECT only; returns each
     dataset database's read-only URL by name. Keys are dropped later (see
     :func:`finish_loading`), once the gold queries have run on the data as published."""
+    async with reserved(admin_url, database_names(dataset, options)):
+        return await _load_databases(admin_url, dataset, options)
+
+
+def database_names(dataset: Dataset, options: LoadOptions) -> list[str]:
+    """Every database a run with ``options`` drops and re-creates: what it reserves
+    against another run on the same server (services/bench/reserve.py)."""
+    names = [options.prefix + db for db in dataset.databases]
+    if options.wide:
+        names += [WIDE_TEMPLATE, *(_WIDE_SOURCE_PREFIX + db for db in dataset.databases)]
+    return names
+
+
+async def _load_databases(admin_url: str, dataset: Dataset, options: LoadOptions) -> dict[str, str]:
     psql = psql_path()
     urls: dict[str, str] = {}
     template = await _wide_template(admin_url, dataset, options) if options.wide else None
     async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as admin:
-        await ensure_reader_role(admin, READER_ROLE)
+        # One role for every run: two runs altering it at once fail ("tuple concurrently
+        # updated"), so it is set up by one at a time.
+        async with reserved(admin_url, [f"role {READER_ROLE}"]):
+            await ensure_reader_role(admin, READER_ROLE)
         for db in dataset.databases:
             name = options.prefix + db
             ident = sql.Identifier(name)
@@ -441,12 +459,13 @@ async def load_databases(
 
 
 WIDE_TEMPLATE = DATABASE_PREFIX + "wide_template"
+_WIDE_SOURCE_PREFIX = DATABASE_PREFIX + "widesrc_"
 
 
 async def _wide_template(admin_url: str, dataset: Dataset, options: LoadOptions) -> str:
     """The template every wide database is created from: copies of every dataset table
     under warehouse-style names (the databases are loaded once, plainly, to read them)."""
-    source_prefix = DATABASE_PREFIX + "widesrc_"
+    source_prefix = _WIDE_SOURCE_PREFIX
     sources: list[sql_wide.SourceTable] = []
     psql = psql_path()
     async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as admin:
@@ -575,6 +594,30 @@ async def evaluate(
     spells by meaning, as deployed."""
     if options.engine not in sql_engines.ENGINES:
         raise ValueError(f"engine must be one of {', '.join(sql_engines.ENGINES)}")
+    # The databases are this run's from loading to the last answer: another run on the
+    # same server waits rather than drops them under this one's questions.
+    async with reserved(admin_url, database_names(dataset, options)):
+        return await _evaluate(
+            dataset,
+            admin_url=admin_url,
+            settings=settings,
+            generator=generator,
+            progress=progress,
+            options=options,
+            embedding_addr=embedding_addr,
+        )
+
+
+async def _evaluate(
+    dataset: Dataset,
+    *,
+    admin_url: str,
+    settings: SqlSettings | None,
+    generator: SqlGenerator | None,
+    progress: Callable[[str], None] | None,
+    options: LoadOptions,
+    embedding_addr: str | None,
+) -> dict[str, Any]:
     urls = await load_databases(admin_url, dataset, options)
     gold = await gold_results(admin_url, dataset.questions, prefix=options.prefix)
     await finish_loading(admin_url, dataset, options)
@@ -951,7 +994,11 @@ def publish(report: dict[str, Any], table: str, out: Path) -> None:
     """Print an eval's table and write its report as JSON to ``out``."""
     print(table)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, default=str))
+    # Written beside and renamed: two runs given one path leave one whole report, never
+    # the two interleaved.
+    partial = out.with_name(f".{out.name}.{os.getpid()}")
+    partial.write_text(json.dumps(report, indent=2, default=str))
+    partial.replace(out)
     print(f"\nwrote {out}")
 
 

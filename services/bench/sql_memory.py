@@ -30,11 +30,14 @@ from typing import Any
 import grpc
 
 from services.bench._embedding import start_embedding
+from services.bench.reserve import reserved
 from services.bench.sql_dataset import (
     MAX_ROWS,
     Dataset,
     DatasetQuestion,
+    LoadOptions,
     cell,
+    database_names,
     gold_results,
     load_databases,
     load_dataset,
@@ -287,6 +290,29 @@ async def evaluate(
     progress: Any = None,
 ) -> dict[str, Any]:
     """Load the databases, start the embedding and SQL services, teach, ask, score."""
+    # The databases and the eval tenant's memory are this run's until the last answer:
+    # another run on the same server waits rather than reloads or forgets them.
+    names = [*database_names(dataset, LoadOptions()), f"memory {TENANT}"]
+    async with reserved(admin_url, names):
+        return await _evaluate(
+            dataset,
+            variants_path,
+            admin_url=admin_url,
+            settings=settings,
+            memory_settings=memory_settings,
+            progress=progress,
+        )
+
+
+async def _evaluate(
+    dataset: Dataset,
+    variants_path: Path,
+    *,
+    admin_url: str,
+    settings: SqlSettings | None,
+    memory_settings: MemorySettings | None,
+    progress: Any,
+) -> dict[str, Any]:
     urls = await load_databases(admin_url, dataset)
     sets = load_variants(variants_path, dataset)
     taught_ids = bases(variants_path)

@@ -31,9 +31,12 @@ from typing import Any
 
 import psycopg
 
+from services.bench.reserve import reserved
 from services.bench.sql_dataset import (
     DATABASE_PREFIX,
     Dataset,
+    LoadOptions,
+    database_names,
     evaluate,
     load_dataset,
     load_halves,
@@ -153,8 +156,10 @@ async def _one(folder: Path, admin_url: str, embedding_addr: str | None) -> dict
     dataset = load_dataset(folder)
     if load_halves(folder):
         dataset = only_half(dataset, "study")
-    report = await evaluate(dataset, admin_url=admin_url, embedding_addr=embedding_addr)
-    names = await schema_names(admin_url, dataset)
+    # held past the eval, while the loaded databases' names are read
+    async with reserved(admin_url, database_names(dataset, LoadOptions())):
+        report = await evaluate(dataset, admin_url=admin_url, embedding_addr=embedding_addr)
+        names = await schema_names(admin_url, dataset)
     return check(report["items"], {q.id: q.question for q in dataset.questions}, names)
 
 

@@ -78,6 +78,10 @@ def embedded_server_url(data_dir: Path, database: str = "postgres") -> str:
     import pgserver  # noqa: PLC0415 - heavy import, only for the embedded default
 
     pgdata = data_dir.resolve() / "pg"
+    # pgserver makes the folder with exist_ok=False after seeing it absent, outside its
+    # inter-process lock: two processes starting on a fresh data dir at once (two evals of
+    # one checkout) would fail with "File exists". Made here first, it never makes it.
+    pgdata.mkdir(parents=True, exist_ok=True)
     server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     uri: str = server.get_uri(database)
     return uri
