@@ -84,6 +84,7 @@ EVENTS: tuple[Event, ...] = (
     _event(
         {"enroll": "student", "enrol": "student"}, "enrollment enrolment", {"student": "student"}
     ),
+    _event({"fly": "passenger"}, "flight", {"passenger": "passenger traveler traveller"}),
 )
 
 # Column words that say an amount of money: what an event "went for".
@@ -104,6 +105,22 @@ def _noun(table: TableInfo, vocab: Vocabulary) -> str | None:
     singular stem; None for a name of several words."""
     parts = [p for p in vocab.table_words[table.qualified] if p not in OPTIONAL_TABLE_PARTS]
     return stem(parts[0]) if len(parts) == 1 else None
+
+
+def names_event_of(vocab: Vocabulary, word: str, table: TableInfo) -> bool:
+    """Whether ``word``, read as a verb, names the event ``table`` records: a verb of an
+    event :data:`EVENTS` names the table by ("sold": ``sales``, "flew": ``flights``), or
+    the verb the table's one noun is made from by a suffix ("treated": ``treatments``,
+    "shipped": ``shipments``). Used where a year said with the verb ("sold in 2023")
+    must be the event's time, not a year of the rows the event reaches."""
+    noun = _noun(table, vocab)
+    if noun is None:
+        return False
+    base = _verb_base(word)
+    event = next((e for e in EVENTS if base in e.verbs), None)
+    if event is not None:
+        return noun in event.nouns
+    return len(base) >= 4 and noun.startswith(base) and len(noun) > len(base) + 1
 
 
 def _event_tables(vocab: Vocabulary, event: Event) -> list[TableInfo]:
