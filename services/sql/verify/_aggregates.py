@@ -90,6 +90,8 @@ def check_share_divided(ctx: LinkContext, text: str, sql: str) -> None:
         if width:
             phrase = " ".join([m.group(1), "of", *after[:width]])
             raise LinkError(f"the statement divides nothing for {phrase!r}")
+
+
 # "… and the total sale price": a total said of something other than a count
 _TOTAL_OF = re.compile(r"\btotal\s+(?!(?:number|count|amount of|of)\b)([a-z]+(?:\s+[a-z]+)?)")
 

@@ -16,7 +16,8 @@ year of the counted rows read alone ("How many cars were sold in 2023?" answered
 ``cars.year``) is refused naming both columns when that table refers to the counted rows
 and keeps a date; so is a date of a table that the event's rows refer to, bounded by the
 year while the event's rows are read ("doctors treated patients in 2025" answered with
-``patients.date_of_birth``). A verb that names no such table ("made", "built", "opened",
+``patients.date_of_birth``), and so is the counted rows' own date said with their
+event's verb ("patients were treated in 2025" answered by their birth dates). A verb that names no such table ("made", "built", "opened",
 "born") leaves the year where it was."""
 
 from __future__ import annotations
@@ -143,7 +144,12 @@ def check_year_window(ctx: LinkContext, text: str, facts: StatementFacts, sql: s
             table = ctx.catalog.table(name)
             if table is None:
                 continue
-            dated = {c: v for c, v in _dated_referrers(ctx, name).items() if c in facts.tables}
+            referrers = _dated_referrers(ctx, name)
+            dated = {c: v for c, v in referrers.items() if c in facts.tables}
+            if name == facts.base and not dated:
+                # the counted rows' own date, said with the verb of their event
+                # ("patients were treated in 2025": not their birth date)
+                dated = referrers
             events = _events_named(ctx, text, year, dated)
             if events:
                 _refuse(year, table, column, [dated[c] for c in events])

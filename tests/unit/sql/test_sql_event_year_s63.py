@@ -9,13 +9,14 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+import sqlglot
 
 from services.sql.catalog import Catalog, ForeignKeyInfo, JoinGraph, TableInfo
 from services.sql.linker import LinkError, Vocabulary, names_event_of, read_question
 from services.sql.verify import verify_statement
 from tests.unit.sql.flights import FLIGHTS
-from tests.unit.sql.schemas import col, key
-from tests.unit.sql.test_sql_first_question_wrongs_s63 import DEALER_WORDS
+from tests.unit.sql.schemas import col, key, linked_sql
+from tests.unit.sql.test_sql_first_question_wrongs_s63 import DEALER, DEALER_WORDS
 
 TODAY = date(2026, 11, 30)
 FLIGHT_WORDS = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
@@ -148,3 +149,30 @@ def test_a_date_said_with_its_own_verb_stands() -> None:
     # "born in 2025": the year's verb is the birth's, on the patients' rows
     ctx = read_question("How many doctors treated patients born in 2025?", CLINIC_WORDS, TODAY)
     verify_statement(ctx, BORN)
+
+
+def test_the_counted_rows_own_date_said_with_their_events_verb_is_refused() -> None:
+    sql = (
+        "SELECT COUNT(*) AS count FROM public.patients AS t0 "
+        "WHERE (t0.date_of_birth >= '2025-01-01' AND t0.date_of_birth < '2026-01-01')"
+    )
+    ctx = read_question("How many patients were treated in 2025?", CLINIC_WORDS, TODAY)
+    with pytest.raises(LinkError, match=r"patients\.date_of_birth.*treatments\.start_dt"):
+        verify_statement(ctx, sql)
+    verify_statement(
+        read_question("How many patients were born in 2025?", CLINIC_WORDS, TODAY), sql
+    )
+
+
+def test_rows_counted_in_their_events_year_are_counted_through_the_event() -> None:
+    # said again as "How many cars had sales in 2023?": each car once, by the sale date
+    tree = sqlglot.parse_one(linked_sql("How many cars were sold in 2023?", DEALER, TODAY))
+    assert (
+        tree.sql()
+        == sqlglot.parse_one(
+            "SELECT COUNT(DISTINCT t0.car_id) AS count FROM public.sales AS t0 "
+            "WHERE (t0.sale_date >= '2023-01-01' AND t0.sale_date < '2024-01-01')"
+        ).sql()
+    )
+    # the year's verb names no event: the cars' own year, as asked
+    assert "t0.year = 2023" in linked_sql("How many cars were made in 2023?", DEALER, TODAY)
