@@ -58,7 +58,7 @@ from services.sql.linker._clock import PARTS_OF_DAY, is_clock
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
-from services.sql.linker._event_verbs import Recorded, event_asked
+from services.sql.linker._event_verbs import Recorded, event_asked, names_event_of
 from services.sql.linker._linker import (
     AFTER_REFUSAL,
     BEFORE_AS_ASKED,
@@ -115,6 +115,7 @@ __all__ = [
     "is_number",
     "is_temporal",
     "link_question",
+    "names_event_of",
     "nearest_names",
     "prose_of_definitions",
     "read_question",

@@ -9,7 +9,7 @@ verb (sell -> sale, book -> booking, visit -> visit, pay -> payment), some event
 verbs, one per side (a purchase is a sale seen from the buyer), and the one who does each
 side has nouns of its own (a buyer is a customer or a client, a seller a vendor or a
 salesperson). :data:`EVENTS` is that small lexicon, English's and no schema's. Through it,
-three questions are said again in words the readers know, each only when the question as
+four questions are said again in words the readers know, each only when the question as
 asked is refused (``QuestionLinker.link``):
 
 - "Who <verb> the <rows>?": the one table among the event table's parents that the
@@ -18,7 +18,10 @@ asked is refused (``QuestionLinker.link``):
   one money column, "What were the sale price of the cars?";
 - an event noun no table is named by ("purchases"), where another noun of the same event
   names one ("sales"): that noun; "make" or "have" with an event noun is a light verb
-  ("make a purchase" is to purchase), said as "have".
+  ("make a purchase" is to purchase), said as "have";
+- "How many <rows> were <verb> in <year>?" ("cars sold in 2023"): "How many <rows> had
+  <event table> in <year>?", the rows counted through the one dated table that refers
+  to them and records the verb's event (:func:`names_event_of`), the year its date.
 
 Each holds only where the event table references the rows' table (the event joins the
 rows to their doer or price), and only when the statement read from the words said again
@@ -37,6 +40,7 @@ from sqlglot import exp
 from services.sql.catalog import TableInfo, is_number
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._mentions import OPTIONAL_TABLE_PARTS
+from services.sql.linker._plan import is_temporal
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.words import lemma, stem, tokenize
 
@@ -84,6 +88,7 @@ EVENTS: tuple[Event, ...] = (
     _event(
         {"enroll": "student", "enrol": "student"}, "enrollment enrolment", {"student": "student"}
     ),
+    _event({"fly": "passenger"}, "flight", {"passenger": "passenger traveler traveller"}),
 )
 
 # Column words that say an amount of money: what an event "went for".
@@ -104,6 +109,22 @@ def _noun(table: TableInfo, vocab: Vocabulary) -> str | None:
     singular stem; None for a name of several words."""
     parts = [p for p in vocab.table_words[table.qualified] if p not in OPTIONAL_TABLE_PARTS]
     return stem(parts[0]) if len(parts) == 1 else None
+
+
+def names_event_of(vocab: Vocabulary, word: str, table: TableInfo) -> bool:
+    """Whether ``word``, read as a verb, names the event ``table`` records: a verb of an
+    event :data:`EVENTS` names the table by ("sold": ``sales``, "flew": ``flights``), or
+    the verb the table's one noun is made from by a suffix ("treated": ``treatments``,
+    "shipped": ``shipments``). Used where a year said with the verb ("sold in 2023")
+    must be the event's time, not a year of the rows the event reaches."""
+    noun = _noun(table, vocab)
+    if noun is None:
+        return False
+    base = _verb_base(word)
+    event = next((e for e in EVENTS if base in e.verbs), None)
+    if event is not None:
+        return noun in event.nouns
+    return len(base) >= 4 and noun.startswith(base) and len(noun) > len(base) + 1
 
 
 def _event_tables(vocab: Vocabulary, event: Event) -> list[TableInfo]:
@@ -135,6 +156,42 @@ def _recorded(vocab: Vocabulary, verb: str, rest: str) -> tuple[Event, TableInfo
     if len(recording) != 1:
         return None
     return event, recording[0], rows[0]
+
+
+# "How many cars were sold in 2023?": a count of rows, their event's verb, a year
+_COUNT_IN_YEAR = re.compile(
+    r"^\s*how\s+many\s+(?P<rest>[a-z][a-z ]*?)\s+(?:(?:were|was|have\s+been|had\s+been)\s+)?"
+    r"(?P<verb>[a-z]+)\s+(?P<window>(?:in|during)\s+\d{4})\s*[?.]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _event_window(vocab: Vocabulary, question: str) -> Recorded | None:
+    """ "How many cars were sold in 2023?" said as "How many cars had sales in 2023?":
+    the rows counted through the one table that refers to them, keeps a date, and
+    records the verb's event (:func:`names_event_of`), so that the year is that
+    table's date and the rows are counted once each however often they were sold."""
+    said = _COUNT_IN_YEAR.match(question)
+    if said is None:
+        return None
+    rows = named_tables(vocab, tokenize(said["rest"]))
+    if len(rows) != 1:
+        return None
+    recording = [
+        t
+        for t in vocab.catalog.tables
+        if rows[0].qualified in _parents(vocab, t)
+        and any(is_temporal(c.data_type) for c in t.columns)
+        and names_event_of(vocab, said["verb"], t)
+    ]
+    if len(recording) != 1:
+        return None
+    name = " ".join(vocab.table_words[recording[0].qualified])
+    return Recorded(
+        f"How many {said['rest']} had {name} {said['window']}?",
+        f"Read {said['verb']!r} {said['window']} as the {recording[0].name} of the "
+        f"{rows[0].name} in that time.",
+    )
 
 
 _WHO = re.compile(
@@ -190,8 +247,13 @@ class Recorded:
 
 def event_asked(vocab: Vocabulary, question: str) -> Recorded | None:
     """The question said through the table that records its verb's event, or None when
-    none of the module docstring's three readings applies."""
-    return _doer(vocab, question) or _price(vocab, question) or _event_noun(vocab, question)
+    none of the module docstring's four readings applies."""
+    return (
+        _doer(vocab, question)
+        or _price(vocab, question)
+        or _event_noun(vocab, question)
+        or _event_window(vocab, question)
+    )
 
 
 def _matched(

@@ -126,7 +126,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_negation(text, facts)
     check_aggregate_words(text, facts, reads, ctx)
     check_total_beside_count(text, facts, reads, ctx)
-    check_year_window(ctx, text, facts)
+    check_year_window(ctx, text, facts, sql)
     check_when(ctx, text, facts)
     check_how_much(ctx, text, facts)
     check_share_divided(ctx, text, sql)

@@ -7,28 +7,120 @@ of the statement's own rows (``flights.year``) is their time and stands, as does
 of a table that refers to dated rows (an award's year, its player born on a date);
 one of a joined table referred to by rows read that keep a date or timestamp (a car
 sold on a date) is refused, naming the year said and the column compared (never
-claiming a column absent)."""
+claiming a column absent).
+
+The year's own verb decides the rest (s63, evtyear): the nearest verb before "in 2023"
+("sold", "flew", "treated patients in …") names, where it names one, the table that
+records its event (``linker.names_event_of``: ``sales``, ``flights``, ``treatments``). A
+year of the counted rows read alone ("How many cars were sold in 2023?" answered with
+``cars.year``) is refused naming both columns when that table refers to the counted rows
+and keeps a date; so is a date of a table that the event's rows refer to, bounded by the
+year while the event's rows are read ("doctors treated patients in 2025" answered with
+``patients.date_of_birth``), and so is the counted rows' own date said with their
+event's verb ("patients were treated in 2025" answered by their birth dates). A verb that names no such table ("made", "built", "opened",
+"born") leaves the year where it was."""
 
 from __future__ import annotations
 
 import re
 
-from services.sql.catalog import is_number
-from services.sql.linker import LinkContext, LinkError, is_temporal
+from sqlglot import exp
+
+from services.sql.catalog import TableInfo, is_number
+from services.sql.gate import parse_statements
+from services.sql.linker import LinkContext, LinkError, is_temporal, names_event_of
 from services.sql.verify._facts import StatementFacts
+from services.sql.words import irregular_past
 
 # "in 2023", "during 2023": a window of time; "from 2023", "of 2023" may name a kind
 _IN_YEAR = re.compile(r"\b(?:in|during)\s+(?:the\s+year\s+)?(\d{4})\b(?!-)")
+_WORD = re.compile(r"[a-z]+")
+# how far back from "in 2023" the year's verb is looked for ("sell cars to in 2023")
+_REACH = 4
 
 
-def check_year_window(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
-    """Refuse a window year compared with a joined table's year number while another
-    table the statement reads has dates."""
+def _dated_referrers(ctx: LinkContext, name: str) -> dict[str, tuple[TableInfo, list[str]]]:
+    """Tables that refer to ``name``'s rows and keep a date or timestamp: the events those
+    rows take part in (cars -> sales), with their date columns."""
+    found = {}
+    for edge in ctx.vocab.graph.edges_of(name):
+        if edge.parent != name or edge.child == name:
+            continue
+        table = ctx.catalog.table(edge.child)
+        if table is None:
+            continue
+        dates = [c.name for c in table.columns if is_temporal(c.data_type)]
+        if dates:
+            found[edge.child] = (table, dates)
+    return found
+
+
+def _year_verb(text: str, year: str) -> list[str]:
+    """The words said before "in <year>", nearest first, up to and including the first
+    past form (the verb the year is said with: "born", "sold"), at most a few."""
+    found = []
+    for m in _IN_YEAR.finditer(text):
+        if m.group(1) != year:
+            continue
+        for word in reversed(_WORD.findall(text[: m.start()])[-_REACH:]):
+            found.append(word)
+            if word.endswith("ed") or irregular_past(word):
+                break
+    return found
+
+
+def _events_named(
+    ctx: LinkContext, text: str, year: str, dated: dict[str, tuple[TableInfo, list[str]]]
+) -> list[str]:
+    """Of ``dated``, the tables the year's verb names as its event."""
+    words = _year_verb(text, year)
+    return [c for c, (t, _) in dated.items() if any(names_event_of(ctx.vocab, w, t) for w in words)]
+
+
+def _date_bounds(sql: str, years: set[str]) -> dict[str, set[tuple[str, str]]]:
+    """year -> the (table, column) a statement bounds by a date literal of that year
+    (``sale_date >= '2023-01-01'``)."""
+    statements = parse_statements(sql, shared=True)
+    if len(statements) != 1:
+        return {}
+    tree = statements[0]
+    aliases = {
+        t.alias_or_name: f"{t.db}.{t.name}" if t.db else t.name for t in tree.find_all(exp.Table)
+    }
+    bounds: dict[str, set[tuple[str, str]]] = {}
+    for node in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ):
+        column, literal = node.this, node.expression
+        if not (isinstance(column, exp.Column) and isinstance(literal, exp.Literal)):
+            continue
+        if not literal.is_string or column.table not in aliases:
+            continue
+        year = literal.this[:4]
+        if year in years and literal.this[4:5] == "-":
+            bounds.setdefault(year, set()).add((aliases[column.table], column.name))
+    return bounds
+
+
+def _refuse(
+    year: str, table: TableInfo, column: str, events: list[tuple[TableInfo, list[str]]]
+) -> None:
+    """Name the year said, the column compared and the event's date columns."""
+    named = ", ".join(f"{t.name}.{dates[0]}" for t, dates in events)
+    raise LinkError(
+        f"'in {year}' is a time: the statement compares {table.name}.{column}, "
+        f"of the {table.name} rows, not a date of the rows that record "
+        f"what happened to them ({named})"
+    )
+
+
+def check_year_window(ctx: LinkContext, text: str, facts: StatementFacts, sql: str = "") -> None:
+    """Refuse a window year compared with a table's year number or date where rows that
+    refer to that table keep dates of their own and are the year's event (see the
+    module's docstring)."""
     years = {m.group(1) for m in _IN_YEAR.finditer(text)}
     if not years:
         return
     for (name, column), values in facts.required.items():
-        if name == facts.base or not years & set(values):
+        if not years & set(values):
             continue
         table = ctx.catalog.table(name)
         if table is None:
@@ -36,21 +128,28 @@ def check_year_window(ctx: LinkContext, text: str, facts: StatementFacts) -> Non
         info = next((c for c in table.columns if c.name == column), None)
         if info is None or not is_number(info.data_type):
             continue
-        # rows read that refer to the year's table and carry a date: the events the
-        # year's rows (cars) take part in (sales); a table the year's rows refer to
-        # (an award's player, born on a date) is an attribute's, and the year stands
-        dated = [
-            edge.child
-            for edge in ctx.vocab.graph.edges_of(name)
-            if edge.parent == name
-            and edge.child != name
-            and edge.child in facts.tables
-            and (t := ctx.catalog.table(edge.child)) is not None
-            and any(is_temporal(c.data_type) for c in t.columns)
-        ]
-        if dated:
-            year = next(iter(years & set(values)))
-            raise LinkError(
-                f"'in {year}' is a time: the statement compares {table.name}.{column}, "
-                f"a year of the {table.name} rows, not a date of the rows it counts"
-            )
+        year = next(iter(years & set(values)))
+        dated = _dated_referrers(ctx, name)
+        # a table the year's rows refer to (an award's player, born on a date) is an
+        # attribute's, and the year stands; rows read that refer to them are events
+        read = [child for child in dated if child in facts.tables]
+        if name == facts.base and not read:
+            # the counted rows' own year (``flights.year``) is their time, unless the
+            # year's verb names a dated table that refers to them as its event
+            read = _events_named(ctx, text, year, dated)
+        if read:
+            _refuse(year, table, column, [dated[c] for c in read])
+    for year, bounded in _date_bounds(sql, years).items() if sql else ():
+        for name, column in bounded:
+            table = ctx.catalog.table(name)
+            if table is None:
+                continue
+            referrers = _dated_referrers(ctx, name)
+            dated = {c: v for c, v in referrers.items() if c in facts.tables}
+            if name == facts.base and not dated:
+                # the counted rows' own date, said with the verb of their event
+                # ("patients were treated in 2025": not their birth date)
+                dated = referrers
+            events = _events_named(ctx, text, year, dated)
+            if events:
+                _refuse(year, table, column, [dated[c] for c in events])
