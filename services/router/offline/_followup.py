@@ -1558,7 +1558,20 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
             # a pasted list of the names it returned.
             noun = demonstrative.group("noun") if demonstrative else None
             rows = f"the previous answer's {noun or 'rows'}"
-            text = _PART_OF.sub(lambda m: f"{m.group(1)} of {rows}", asked, count=1)
+            part = _PART_OF.search(asked)
+            if (
+                part is not None
+                and demonstrative is not None
+                and noun is not None
+                and (part.start() <= demonstrative.start() < part.end())
+            ):
+                # "which of those drugs": the demonstrative's noun is the rows' noun, said
+                # once ("the previous answer's drugs", never "… drugs drugs", which the
+                # linker reads as a second noun and shows the key beside the name)
+                said = f"{part.group(1)} of {rows}"
+                text = asked[: part.start()] + said + asked[demonstrative.end() :]
+            else:
+                text = _PART_OF.sub(lambda m: f"{m.group(1)} of {rows}", asked, count=1)
             if text == asked:
                 text = _refer(asked, rows, replace(prior, members=()))
             return Resolution(

@@ -368,7 +368,9 @@ def shows_only_rows(question: str, linked_sql: str, about: Subject, catalog: Cat
 
 
 _REFERENCE = re.compile(
-    r"\b(?:(?P<which>which|how many|any|each|all|none|some) of (?:them|those|these)\b"
+    r"\b(?:(?P<which>which|how many|any|each|all|none|some) of (?:them|those|these)"
+    # "which of those drugs": the user's noun for the rows, said once after the pointer
+    r"(?: (?!(?:was|is|has|does|its|us)\b)(?P<part_noun>[a-z]{2,}s|people))?\b"
     r"|(?P<their>their|its)\b"
     # a plural noun after the pointer: one in -s, or "people", English's plural of "person"
     r"|(?P<det>those|these)(?: (?!(?:was|is|has|does|its|us)\b)(?P<noun>[a-z]{2,}s|people))?\b"
@@ -412,7 +414,11 @@ def pointed(question: str, table: TableInfo, catalog: Catalog) -> str:
 
     def replace(match: re.Match[str]) -> str:
         if match.group("which"):
-            return f"{match.group('which')} of the {name}"
+            # "which of those drugs" keeps the user's noun, said once ("which of the
+            # drugs drugs" was read with a second noun, the key shown beside the name)
+            noun = match.group("part_noun")
+            said = noun if noun and noun.lower() not in _POINTERS else name
+            return f"{match.group('which')} of the {said}"
         if match.group("det"):
             noun = match.group("noun")
             # "those documents" keeps the user's noun; "those", "those ones" name the table.

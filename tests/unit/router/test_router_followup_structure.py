@@ -526,3 +526,12 @@ def test_a_row_count_says_which_end_of_the_ranking_it_keeps(question, rows, lowe
 def test_a_narrowing_said_with_a_verb_is_a_filter(question, condition):
     resolution = resolve(question, [STATES])
     assert resolution.builds_on == BuildsOn(STATES.sql, Relation.FILTER, condition=condition)
+
+
+def test_part_of_those_with_a_noun_says_the_noun_once():
+    """ "which of those drugs": the earlier rows named by the demonstrative's noun, once
+    (issue 45, s63 women); it was "the previous answer's drugs drugs", which the linker
+    read with the drugs' key shown beside their names, unlike the question spelled out."""
+    resolution = resolve("which of those drugs are biologics", [TOP])
+    assert resolution.kind is FollowUpKind.RESULT_REFERENCE
+    assert resolution.question == "Which of the previous answer's drugs are biologics?"

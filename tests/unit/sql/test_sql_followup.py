@@ -215,6 +215,13 @@ def test_the_database_wide_prefix_is_not_read_as_a_word():
             "how many people did those customers refer?",
             "how many people did the customers refer?",
         ),
+        # "which of those <noun>": the noun said once, never "of the customers customers"
+        # (issue 45, s63 women: the linker showed the key beside the name)
+        (
+            "which of those customers are in Ohio",
+            "which of the customers are in Ohio",
+        ),
+        ("how many of those people are in Ohio", "how many of the customers are in Ohio"),
     ],
 )
 def test_a_reference_points_at_the_subject_table(question, expected):
