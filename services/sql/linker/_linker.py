@@ -48,7 +48,7 @@ from services.sql.linker._shown import shown_as_asked, two_sentences
 from services.sql.linker._terms import expand_terms
 from services.sql.linker._vocabulary import Vocabulary
 from services.sql.linker.clauses import Decline, read_clauses
-from services.sql.results import with_semijoins, with_shown
+from services.sql.results import with_pairs, with_semijoins, with_shown
 from services.sql.words import (
     STOP_WORDS,
     question_directions,
@@ -120,7 +120,7 @@ class QuestionLinker:
         is said in the interpretation (``_places``)."""
         linked = self._read()
         catalog = self.context.catalog
-        sql = with_shown(with_semijoins(linked.sql, catalog), catalog)
+        sql = with_shown(with_semijoins(with_pairs(linked.sql, catalog), catalog), catalog)
         linked = replace(linked, sql=sql) if sql != linked.sql else linked
         read = places_read(self.context.vocab, self.context.question, linked.sql)
         return replace(linked, explanation=f"{linked.explanation} {read}") if read else linked

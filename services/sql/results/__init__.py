@@ -24,6 +24,7 @@ from services.sql.results._labels import (
     with_labels,
 )
 from services.sql.results._names import NameClaims, aggregate_name, shown_column_name
+from services.sql.results._pairs import with_pairs
 from services.sql.results._periods import period_grain, period_node, period_sql, period_words
 from services.sql.results._ranking import ranking_cut
 from services.sql.results._select import own_tables
@@ -69,6 +70,7 @@ __all__ = [
     "shown_column_name",
     "with_deciding",
     "with_labels",
+    "with_pairs",
     "with_semijoins",
     "with_shown",
 ]

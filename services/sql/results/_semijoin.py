@@ -52,6 +52,7 @@ from services.sql.results._labels import (
     repeats,
     with_labels,
 )
+from services.sql.results._pairs import with_pairs
 from services.sql.results._select import edited, own_tables
 from services.sql.results._shown import with_edit_shown, with_shown
 from services.sql.tree import conjuncts
@@ -370,7 +371,10 @@ def as_asked(sql: str, asked: str, catalog: Catalog) -> str:
     the question asked outright is: its restricting joins as a semi-join, and the listed
     rows' key shown only where ``asked`` (the statement it edits or answers beside)
     shows it or the label rule shows it (``_labels``: beside another value of theirs).
-    The key :func:`joined` showed under its DISTINCT was a label of that reading only."""
+    The key :func:`joined` showed under its DISTINCT was a label of that reading only.
+    Rows listed through a table of pairs from several rows a range chose show those rows'
+    names first, as the question asked outright does (``_pairs``)."""
+    sql = with_pairs(sql, catalog)
     written = with_semijoins(sql, catalog)
     if written == sql:
         # no semi-join to write: the earlier columns, and what the edit brought in shown
