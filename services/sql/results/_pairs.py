@@ -30,6 +30,7 @@ from sqlglot import exp
 
 from services.sql.catalog import Catalog
 from services.sql.results._labels import name_columns
+from services.sql.results._names import shown_column_name
 from services.sql.results._select import edited, own_tables
 from services.sql.tree import conjuncts
 
@@ -84,8 +85,23 @@ def _paired(select: exp.Select, catalog: Catalog) -> bool:
             names = [n for n in name_columns(side) if not _shows(select, other, n)]
             if not names or len(names) != len(name_columns(side)):
                 continue
-            labels = [exp.column(n, table=other).as_(n) for n in names]
-            select.set("expressions", [*labels, *select.expressions])
+            taken = {e.alias_or_name.lower() for e in select.expressions}
+            shared = {n.lower() for n in names} & taken
+            labels = [
+                exp.column(n, table=other).as_(
+                    shown_column_name(side.name, n, shared=n.lower() in shared)
+                )
+                for n in names
+            ]
+            kept = [
+                e.unalias().as_(
+                    shown_column_name(tables[listed].name, e.alias_or_name, shared=True)
+                )
+                if e.alias_or_name.lower() in shared
+                else e
+                for e in select.expressions
+            ]
+            select.set("expressions", [*labels, *kept])
             return True
     return False
 
