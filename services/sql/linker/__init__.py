@@ -58,7 +58,12 @@ from services.sql.linker._clock import PARTS_OF_DAY, is_clock
 from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
-from services.sql.linker._event_verbs import Recorded, event_asked, names_event_of
+from services.sql.linker._event_verbs import (
+    Recorded,
+    dated_referrers,
+    event_asked,
+    names_event_of,
+)
 from services.sql.linker._linker import (
     AFTER_REFUSAL,
     BEFORE_AS_ASKED,
@@ -107,6 +112,7 @@ __all__ = [
     "attribute_asked",
     "column_states",
     "comment_names",
+    "dated_referrers",
     "entity_columns",
     "event_asked",
     "find_meanings",

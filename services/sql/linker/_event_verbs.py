@@ -127,6 +127,24 @@ def names_event_of(vocab: Vocabulary, word: str, table: TableInfo) -> bool:
     return len(base) >= 4 and noun.startswith(base) and len(noun) > len(base) + 1
 
 
+def dated_referrers(vocab: Vocabulary, name: str) -> dict[str, tuple[TableInfo, list[str]]]:
+    """Tables that refer to ``name``'s rows (by a declared or key-inferred edge) and keep
+    a date or timestamp, with their date columns: the events those rows take part in
+    (cars -> sales). Where a year said with an event's verb ("cars sold in 2023") is
+    sought, by this module's rewrite and by the verifier's year-window check alike."""
+    found = {}
+    for edge in vocab.graph.edges_of(name):
+        if edge.parent != name or edge.child == name:
+            continue
+        table = vocab.catalog.table(edge.child)
+        if table is None:
+            continue
+        dates = [c.name for c in table.columns if is_temporal(c.data_type)]
+        if dates:
+            found[edge.child] = (table, dates)
+    return found
+
+
 def _event_tables(vocab: Vocabulary, event: Event) -> list[TableInfo]:
     return [t for t in vocab.catalog.tables if _noun(t, vocab) in event.nouns]
 
@@ -179,10 +197,8 @@ def _event_window(vocab: Vocabulary, question: str) -> Recorded | None:
         return None
     recording = [
         t
-        for t in vocab.catalog.tables
-        if rows[0].qualified in _parents(vocab, t)
-        and any(is_temporal(c.data_type) for c in t.columns)
-        and names_event_of(vocab, said["verb"], t)
+        for t, _ in dated_referrers(vocab, rows[0].qualified).values()
+        if names_event_of(vocab, said["verb"], t)
     ]
     if len(recording) != 1:
         return None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from services.sql.catalog import TableInfo
 from services.sql.linker._context import Meaning
 from services.sql.linker._vocabulary import Col, Vocabulary
-from services.sql.words import SHORT_FORMS, STOP_WORDS, cover, stem, word_match
+from services.sql.words import SHORT_FORMS, STOP_WORDS, Tok, cover, stem, word_match
 
 # Name parts a table's name may carry that people never say: a lookup table's prefix,
 # a generic last word ("model_list", "course_arrange" is no such: it is said).
@@ -69,17 +69,8 @@ _TOKEN = re.compile(
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:[-'][A-Za-z]+)*")
 
 
-@dataclass(frozen=True)
-class Token:
-    """One word, number or quoted string of the question."""
-
-    text: str
-    low: str
-    stem: str
-    start: int
-    end: int
-    quoted: bool = False
-    number: float | None = None
+# The readers' one token type; the chart's tokens are read by ``question_tokens`` below
+Token = Tok
 
 
 def question_tokens(text: str) -> list[Token]:

@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from services.sql.catalog import TableInfo, is_number
 from services.sql.gate import parse_statements
-from services.sql.linker import LinkContext, LinkError, is_temporal, names_event_of
+from services.sql.linker import LinkContext, LinkError, dated_referrers, names_event_of
 from services.sql.verify._facts import StatementFacts
 from services.sql.words import irregular_past
 
@@ -37,22 +37,6 @@ _IN_YEAR = re.compile(r"\b(?:in|during)\s+(?:the\s+year\s+)?(\d{4})\b(?!-)")
 _WORD = re.compile(r"[a-z]+")
 # how far back from "in 2023" the year's verb is looked for ("sell cars to in 2023")
 _REACH = 4
-
-
-def _dated_referrers(ctx: LinkContext, name: str) -> dict[str, tuple[TableInfo, list[str]]]:
-    """Tables that refer to ``name``'s rows and keep a date or timestamp: the events those
-    rows take part in (cars -> sales), with their date columns."""
-    found = {}
-    for edge in ctx.vocab.graph.edges_of(name):
-        if edge.parent != name or edge.child == name:
-            continue
-        table = ctx.catalog.table(edge.child)
-        if table is None:
-            continue
-        dates = [c.name for c in table.columns if is_temporal(c.data_type)]
-        if dates:
-            found[edge.child] = (table, dates)
-    return found
 
 
 def _year_verb(text: str, year: str) -> list[str]:
@@ -129,7 +113,7 @@ def check_year_window(ctx: LinkContext, text: str, facts: StatementFacts, sql: s
         if info is None or not is_number(info.data_type):
             continue
         year = next(iter(years & set(values)))
-        dated = _dated_referrers(ctx, name)
+        dated = dated_referrers(ctx.vocab, name)
         # a table the year's rows refer to (an award's player, born on a date) is an
         # attribute's, and the year stands; rows read that refer to them are events
         read = [child for child in dated if child in facts.tables]
@@ -144,7 +128,7 @@ def check_year_window(ctx: LinkContext, text: str, facts: StatementFacts, sql: s
             table = ctx.catalog.table(name)
             if table is None:
                 continue
-            referrers = _dated_referrers(ctx, name)
+            referrers = dated_referrers(ctx.vocab, name)
             dated = {c: v for c, v in referrers.items() if c in facts.tables}
             if name == facts.base and not dated:
                 # the counted rows' own date, said with the verb of their event

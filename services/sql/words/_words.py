@@ -441,14 +441,20 @@ SOFT_WORDS = frozenset(
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Tok:
+    """One word, number or quoted string of a question: what it says, where it stands.
+    The one token type of the SQL readers: :func:`tokenize` makes the plain ones, the
+    mention chart (``linker._mentions.question_tokens``) its own, which read numbers
+    (``number``), inner hyphens and possessives, from the same question."""
+
     text: str
     low: str
     stem: str
     start: int
     end: int
     quoted: bool = False
+    number: float | None = None
 
 
 def tokenize(text: str) -> list[Tok]:

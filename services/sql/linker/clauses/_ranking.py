@@ -107,6 +107,11 @@ def group_clause(reading: Reading, read: Read, i: int) -> int | None:
 
 
 _GROUP_SKIPPED = frozenset({"the", "a", "an", "different", "distinct"})
+# Skipped before a column that ends a count ("by their status", "by its type"): the
+# counted rows' own column. The two sets differ: "by their region" is read only as a
+# column, "by a different region" only as a table's rows; one set would move what either
+# outcome reads (ISSUE-45, s63 tidy3, s64 tidy4).
+_COLUMN_SKIPPED = frozenset({"the", "their", "its"})
 
 
 def _grouped_by_table(reading: Reading, read: Read, i: int, tables: list[Mention]) -> int:
@@ -158,7 +163,7 @@ def count_by_clause(reading: Reading, read: Read, i: int) -> int | None:
             return _grouped_by_table(reading, read, i, tables)
     if read.kind != "count" or passive:
         return None
-    j = reading.skip(i + 1, frozenset({"the", "their", "its"}))
+    j = reading.skip(i + 1, _COLUMN_SKIPPED)
     columns = reading.longest(j, ("column",))
     if not columns or columns[0].end < reading.size:
         return None
