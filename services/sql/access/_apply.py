@@ -78,6 +78,17 @@ def enforce(tree: exp.Expr, catalog: object, principal: Principal | None) -> Enf
     (:func:`check`) as the text that will run."""
     key = view_key(principal)
     bound = bound_policy(catalog)
+    if (
+        principal is not None
+        and bound is None
+        and isinstance(catalog, Catalog)
+        and catalog.access_view
+    ):
+        # A principal's view of a load (``restricted``) always carries its policy; one
+        # that lost it (a catalog rebuilt from it without ``Catalog.narrowed``) would let
+        # the statement run with no row filter: refused, never run unfiltered.
+        return Enforced(key, denials=(Denial("policy", "the principal's access policy "
+                                             "was not found beside their catalog"),))  # fmt: skip
     if principal is None or bound is None:
         return Enforced(key)
     view = bound.view(principal)

@@ -22,12 +22,13 @@ from sqlglot import exp
 from services.common import Principal
 from services.sql.access._policy import AccessPolicy, RowFilter
 from services.sql.access._sources import ROW_SECURITY_KEY, SOURCES_KEY
-from services.sql.catalog import Catalog, TableInfo
+from services.sql.catalog import ACCESS_KEY, Catalog, TableInfo
 
 # At most this many principals' views (and restricted catalogs) kept per catalog load.
 _VIEWS_MAX = 4096
 _CATALOGS_MAX = 256
-DERIVED_KEY = "access"
+# where a catalog keeps the policy it is bound to (carried into its narrowings)
+DERIVED_KEY = ACCESS_KEY
 
 
 def view_key(principal: Principal | None) -> str:
@@ -271,7 +272,8 @@ def substitute(row_filter: RowFilter, principal: Principal) -> exp.Expr | str:
 
 
 def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
-    """``catalog`` less what ``view`` hides, with no stored values of filtered tables."""
+    """``catalog`` less what ``view`` hides, with no stored values (nor the row count) of
+    filtered tables."""
     hidden_tables = view.hidden_tables
 
     def gone(table: str, columns: tuple[str, ...] = ()) -> bool:
@@ -311,6 +313,8 @@ def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
                 ),
                 lookalike_of="" if gone(table.lookalike_of) else table.lookalike_of,
                 lookalike_evidence="" if gone(table.lookalike_of) else table.lookalike_evidence,
+                # every row's count, other people's with theirs: "rows unknown" instead
+                row_estimate=-1 if filtered else table.row_estimate,
                 row_filtered=filtered,
             )
         )

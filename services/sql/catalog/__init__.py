@@ -16,6 +16,7 @@ from __future__ import annotations
 from services.sql.catalog._cache import CatalogCache
 from services.sql.catalog._candidates import is_number, type_family
 from services.sql.catalog._catalog import (
+    ACCESS_KEY,
     SAMPLE_VALUES,
     TEXT_TYPES,
     Catalog,
@@ -52,6 +53,7 @@ from services.sql.catalog._stored import (
 )
 
 __all__ = [
+    "ACCESS_KEY",
     "ROW_COUNT_CAP",
     "SAMPLE_VALUES",
     "TEXT_TYPES",

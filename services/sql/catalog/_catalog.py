@@ -167,6 +167,13 @@ class TableInfo:
         return None
 
 
+# ``Catalog.derived`` keys that say who reads a catalog, not what it holds: the access
+# policy a principal's view is bound to (``services.sql.access``). A catalog narrowed to
+# some of its tables is read by the same principal and carries them (:meth:`narrowed`).
+ACCESS_KEY = "access"
+READER_KEYS = frozenset({ACCESS_KEY})
+
+
 @dataclass(frozen=True)
 class Catalog:
     """Every readable table of one database, in (schema, name) order."""
@@ -186,8 +193,22 @@ class Catalog:
     # service key left would link a principal's question with other people's values.
     access_view: str = ""
     # What other steps derive from this load and keep with it (the narrowing's word
-    # index): built once per catalog, never copied into a catalog made from this one.
+    # index): built once per catalog, never copied into a catalog made from this one —
+    # except, into a catalog of some of its tables (:meth:`narrowed`), what says who reads
+    # it rather than what it holds (:data:`READER_KEYS`).
     derived: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def narrowed(
+        self, tables: tuple[TableInfo, ...], joins: tuple[JoinInfo, ...] | None
+    ) -> Catalog:
+        """This catalog with only ``tables`` (a question's narrowing): the same load read
+        by the same principal, so the access policy it is bound to goes with it. Without
+        it the gate would check a principal's statement against a catalog bound to no
+        policy and write no row filter into it (on a wide warehouse every question is
+        linked among a narrowed catalog)."""
+        found = replace(self, tables=tables, joins=joins)
+        found.derived.update((k, v) for k, v in self.derived.items() if k in READER_KEYS)
+        return found
 
     @property
     def memo_key(self) -> tuple[str, float, str]:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from services.sql.catalog._catalog import Catalog, TableInfo
 from services.sql.catalog._families import qualified_words, table_words
@@ -213,7 +213,7 @@ class CatalogIndex:
             if name in chosen
         }
         return Narrowed(
-            replace(self.catalog, tables=tables, joins=joins),
+            self.catalog.narrowed(tables, joins),
             passed,
             {t.qualified: t.lookalike_of for t in named},
         )

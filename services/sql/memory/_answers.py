@@ -35,6 +35,7 @@ from services.common import (
     SettingsError,
     TandemError,
     Unavailable,
+    current_principal,
     embedded_server_url,
 )
 from services.common.spans import node_span
@@ -612,6 +613,8 @@ class AnswerMemory:
         the nearest pairs come back as examples for the pipeline's generator."""
         started = time.perf_counter()
         found, near = await self.find(tenant_id, target.name, catalog, question)
+        # examples a model may copy words from: only pairs this principal may be shown
+        near = [n for n in near if may_name(n.pair)]
         if found is None:
             return None, tuple(near)
         lookup = time.perf_counter() - started
@@ -657,6 +660,7 @@ class AnswerMemory:
                     return None, tuple(near)
             span.set_attribute("sql.memory.reused", True)
         total = time.perf_counter() - started
+        named = may_name(found.near.pair)
         answered = AskResult(
             outcome=AskOutcome.ANSWERED,
             database=target.name,
@@ -679,8 +683,8 @@ class AnswerMemory:
                 pair_id=found.near.pair.pair_id,
                 similarity=found.near.similarity,
                 substitutions=found.substitutions,
-                question=found.near.pair.question,
-                replaced=found.replaced,
+                question=found.near.pair.question if named else "",
+                replaced=found.replaced if named else (),
             ),
             checks=checks,
         )
@@ -727,8 +731,21 @@ class AnswerMemory:
         if not near or not modelled or result.answer is None or result.degraded_llm:
             return result
         top = near[0]
-        use = PairUse(top.pair.pair_id, top.similarity, 0, top.pair.question, mode=2)
+        question = top.pair.question if may_name(top.pair) else ""
+        use = PairUse(top.pair.pair_id, top.similarity, 0, question, mode=2)
         return replace(result, reused=use)
+
+
+def may_name(pair: ConfirmedPair) -> bool:
+    """Whether an answer may show the current request's principal ``pair``'s own words
+    (its question, the values its statement held): only a pair they could list
+    (``store.list_pairs``), one they taught or one a service key taught for everyone.
+    Another principal's pair is still reused (that statement, this principal's filters
+    written into it), but its question is someone else's words, and the value it
+    compared may lie only in rows outside this principal's row filter ("companies in
+    Germany", taught by someone whose rows hold Germany, adapted to "in Canada")."""
+    principal = current_principal.get()
+    return principal is None or pair.taught_by is None or pair.taught_by == principal.id
 
 
 # The words of a question's form (head, cues, grammar) as content words compare.

@@ -692,3 +692,160 @@ async def test_role_mode_links_only_the_values_the_roles_rows_hold(secured):
         said[city] = (reply.outcome, reply.refusal_reason, message, len(reply.attempts))
     assert said["Oslo"] == said["Porto"]
     assert said["Oslo"][0] == pb.SQL_ASK_OUTCOME_UNANSWERABLE
+
+
+async def test_a_pair_another_principal_taught_is_reused_without_its_words(remembering):
+    """bob's confirmed question names a country only his rows hold; alice's question on a
+    country of her own is answered by adapting bob's statement (her filter applied), and
+    her reply names neither bob's question nor the value it held: the pair is his, not
+    one she may list, and its value lies in rows outside her filter. bob, asking the same
+    of his own pair, is shown both as before."""
+    import uuid
+
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    only_2 = await remembering.owner(
+        "SELECT country FROM companies GROUP BY country "
+        "HAVING bool_and(region_id = 2) ORDER BY count(*) DESC LIMIT 1"
+    )
+    only_1 = await remembering.owner(
+        "SELECT country FROM companies GROUP BY country "
+        "HAVING bool_and(region_id = 1) ORDER BY count(*) DESC LIMIT 1"
+    )
+    assert only_1 and only_2
+    theirs, mine = only_2[0][0], only_1[0][0]
+    question = "How many companies are in {}?"
+    await remembering.stub.TeachSql(
+        pb.TeachSqlRequest(
+            tenant_id=tenant,
+            question=question.format(theirs),
+            sql=f"SELECT count(*) AS companies FROM companies WHERE country = '{theirs}'",
+        ),
+        metadata=_headers(BOB),
+        timeout=20,
+    )
+    expected = (await remembering.owner(
+        f"SELECT count(*) FROM companies WHERE country = '{mine}' AND region_id = 1"
+    ))[0][0]  # fmt: skip
+    alice = await remembering.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id=tenant, question=question.format(mine)),
+        metadata=_headers(ALICE),
+        timeout=20,
+    )
+    assert alice.HasField("confirmed_pair"), alice.message  # bob's pair, adapted
+    assert _rows(alice.result) == [(expected,)]
+    assert theirs not in str(alice), "a value of rows outside alice's filter was shown"
+    assert question.format(theirs) not in str(alice)
+    # bob's own pair, adapted for bob: his question and the value swapped are shown
+    other = (await remembering.owner(
+        "SELECT country FROM companies WHERE region_id = 2 AND country <> "
+        f"'{theirs}' GROUP BY country ORDER BY count(*) DESC LIMIT 1"
+    ))[0][0]  # fmt: skip
+    bob = await remembering.stub.AskQuestion(
+        pb.AskQuestionRequest(tenant_id=tenant, question=question.format(other)),
+        metadata=_headers(BOB),
+        timeout=20,
+    )
+    assert bob.HasField("confirmed_pair"), bob.message
+    assert [(r.before, r.after) for r in bob.confirmed_pair.replaced] == [(theirs, other)]
+    assert question.format(theirs) in [c.quote for c in bob.citations]
+
+
+@pytest.fixture
+async def wide(
+    pg_url: str, warehouse: Warehouse, telemetry_sink, tmp_path: Path
+) -> AsyncIterator[Running]:
+    """A database of more tables than a question is linked among whole (so each question
+    is linked among the tables its words point at): ``leads`` filtered by region, alice's
+    (region 1) in Lyon, everyone else's in Trondheim, beside twenty tables of other things."""
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute("DROP DATABASE IF EXISTS wide_leads")
+        await conn.execute("CREATE DATABASE wide_leads")
+    admin = database_url(pg_url, "wide_leads")
+    others = (
+        "invoices", "shipments", "suppliers", "warehouses", "employees", "payments", "refunds",
+        "coupons", "vendors", "tickets", "carriers", "budgets", "audits", "licenses", "devices",
+        "patents", "recipes", "vehicles", "parcels", "tariffs",
+    )  # fmt: skip
+    async with await psycopg.AsyncConnection.connect(admin, autocommit=True) as conn:
+        await conn.execute(
+            "CREATE TABLE leads (lead_id int PRIMARY KEY, region_id int NOT NULL, city text)"
+        )
+        await conn.execute(
+            "INSERT INTO leads SELECT i, CASE WHEN i % 3 = 0 THEN 1 ELSE 2 END,"
+            " CASE WHEN i % 3 = 0 THEN 'Lyon' ELSE 'Trondheim' END FROM generate_series(1, 30) i"
+        )
+        for name in others:
+            await conn.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, label text)")
+            await conn.execute(f"INSERT INTO {name} VALUES (1, 'one'), (2, 'two')")
+        await conn.execute("ANALYZE")
+        await grant_read_only(conn, "wide_leads", warehouse.reader_role, schemas=["public"])
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"row_filters": {"leads": "region_id = {principal.region_id}"}}))
+    deps: SqlDeps = await build_deps(
+        replace(SqlSettings(), reference_date=date(2025, 6, 30)),
+        telemetry_sink("sql").telemetry,
+        configs=[
+            TargetConfig(
+                "warehouse",
+                psycopg.conninfo.make_conninfo(warehouse.reader_url, dbname="wide_leads"),
+                tenants=frozenset({"*"}),
+                access=load_access_policy(policy),
+            )
+        ],
+    )
+    server, servicer = await create_server(server_settings("sql"), telemetry_sink().telemetry)
+    await ready(server, servicer, deps)
+    channel = create_channel(server.address)
+    yield Running(pb_grpc.SqlServiceStub(channel), admin)
+    await channel.close()
+    await server.stop(0)
+    await deps.close()
+
+
+async def test_a_wide_database_answers_a_principal_from_their_own_rows(wide):
+    """Where a question is linked among some of the tables (the catalog narrowed to
+    them), the statement that runs is still alice's: her filter is written into it, so
+    her count is her rows' and no city of another region's rows is shown; a city only
+    those rows hold reads exactly as one no row holds."""
+
+    async def ask(principal: Principal | None, question: str) -> pb.AskQuestionResponse:
+        reply: pb.AskQuestionResponse = await wide.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id="acme", question=question),
+            metadata=_headers(principal),
+            timeout=20,
+        )
+        return reply
+
+    everyone = await ask(None, "How many leads are there?")
+    assert _rows(everyone.result) == [(30,)], everyone.message
+    count = await ask(ALICE, "How many leads are there?")
+    assert count.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, count.message
+    assert _rows(count.result) == [(10,)]
+    per_city = await ask(ALICE, "How many leads are there per city?")
+    assert per_city.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, per_city.message
+    assert _rows(per_city.result) == [("Lyon", 10)]
+    assert "Trondheim" not in str(per_city)
+    said = {}
+    for city in ("Trondheim", "Porto"):
+        reply = await ask(ALICE, f"How many leads are in {city}?")
+        message = reply.message.replace(city, "<value>")
+        said[city] = (reply.outcome, reply.refusal_reason, message, len(reply.attempts))
+        if city == "Porto":
+            assert "Trondheim" not in str(reply)
+    assert said["Trondheim"] == said["Porto"]
+    # a misspelt city is offered the stored one nearest in spelling: alice's rows' only
+    typo = await ask(None, "How many leads are in Trondhem?")
+    assert "'Trondheim'" in typo.message, typo.message  # the full view's offer
+    assert "Trondheim" not in str(await ask(ALICE, "How many leads are in Trondhem?"))
+    # the table's row count counts other regions' rows too: not shown to alice
+    described = {}
+    for who in (ALICE, None):
+        reply = await wide.stub.DescribeSchema(
+            pb.DescribeSchemaRequest(tenant_id="acme", max_chars=100_000, tables=["leads"]),
+            metadata=_headers(who),
+            timeout=10,
+        )
+        described[who] = reply
+    assert described[None].tables[0].row_estimate == 30
+    assert described[ALICE].tables[0].row_estimate == -1
+    assert "30 rows" not in described[ALICE].catalog_text

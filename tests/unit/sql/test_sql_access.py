@@ -534,3 +534,68 @@ async def test_role_mode_reads_a_row_secured_tables_values_as_the_role(tmp_path)
     assert regions == {"alice": ("EMEA",), "bob": ("US",)}
     assert alice.memo_key != bob.memo_key  # same shape, another role: other values
     assert await linked(None) is catalog and read_for == ["alice", "bob"]
+
+
+# --- a principal's catalog narrowed to a question's tables ------------------------------
+
+
+def test_a_narrowed_view_keeps_the_principals_filter(catalog):
+    """On a wide warehouse a question is linked and gated among some of the tables (the
+    narrowing): the catalog of those tables is still the principal's, bound to their
+    policy, so their filter is written into the statement that runs."""
+    seen = _as(ALICE, catalog_view, catalog)
+    tables = tuple(t for t in seen.tables if t.name == "opportunities" and t.schema == "public")
+    narrowed = seen.narrowed(tables, None)
+    assert [t.qualified for t in narrowed.tables] == ["public.opportunities"]
+    assert bound_policy(narrowed) is bound_policy(catalog)
+    verdict = _as(ALICE, lambda: SqlGate().check("SELECT count(*) FROM opportunities", narrowed))
+    assert verdict.valid, verdict.violations
+    assert "WHERE region = 'EMEA' OFFSET 0" in verdict.executed_sql
+    # what the load derived about its contents stays with the catalog it describes
+    seen.derived["index"] = object()
+    assert "index" not in seen.narrowed(tables, None).derived
+
+
+def test_a_principals_catalog_that_lost_its_policy_runs_nothing(catalog):
+    """A principal's view rebuilt without its policy (a copy made around
+    ``Catalog.narrowed``) would gate statements with no filter to write: refused."""
+    from dataclasses import replace
+
+    seen = _as(ALICE, catalog_view, catalog)
+    bare = replace(seen, tables=seen.tables)
+    assert bound_policy(bare) is None and bare.access_view
+    verdict = _as(ALICE, lambda: SqlGate().check("SELECT count(*) FROM opportunities", bare))
+    assert not verdict.valid
+    assert verdict.first_rule is GateRule.ACCESS_DENIED
+    # a catalog no policy was ever bound to (a database without one) is read as it is
+    plain = Catalog("warehouse", seen.tables)
+    assert _as(ALICE, lambda: SqlGate().check("SELECT count(*) FROM accounts", plain)).valid
+
+
+def test_a_filtered_tables_row_count_is_not_shown_to_a_principal(tmp_path):
+    """A filtered table's row estimate counts every row, other people's too: a principal
+    under the filter is told the count is unknown; an exempt group sees it."""
+    catalog = Catalog(
+        "warehouse",
+        (
+            replace_rows(_table("opportunities", ["id", "region", "amount", "account"]), 120),
+            replace_rows(_table("accounts", ["id", "name"]), 40),
+            _table("employees", ["id", "name", "department", "salary"]),
+            _table("payroll", ["id", "amount"]),
+            _table("opportunities", ["id", "region", "amount"], schema="archive"),
+        ),
+    )
+    catalog.derived[ROW_SECURITY_KEY] = frozenset()
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps(POLICY))
+    bind(catalog, load_access_policy(path))
+    seen = _as(ALICE, catalog_view, catalog)
+    assert seen.table("public.opportunities").row_estimate == -1
+    assert seen.table("accounts").row_estimate == 40
+    assert _as(OPS, catalog_view, catalog).table("public.opportunities").row_estimate == 120
+
+
+def replace_rows(table: TableInfo, rows: int) -> TableInfo:
+    from dataclasses import replace
+
+    return replace(table, row_estimate=rows)

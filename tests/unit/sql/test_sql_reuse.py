@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -600,3 +601,60 @@ async def test_a_word_exchanged_for_another_is_another_question(catalog: Catalog
                              min_agreement=0.0)  # fmt: skip
     assert await _reused(catalog, taught, "Give the number of companies that moved to Germany.",
                          min_agreement=0.0)  # fmt: skip
+
+
+def test_a_reused_pair_is_named_only_to_whom_may_list_it():
+    """An answer shows a pair's question and the values it held only to a principal who
+    could list the pair (its teacher, or anyone for a service key's pair): another
+    principal's pair answers with their statement but not their words, whose values may
+    lie in rows outside the asker's filter."""
+    import contextvars
+
+    from services.common import Principal, current_principal
+    from services.sql.memory._answers import may_name
+
+    def pair(taught_by: str | None) -> ConfirmedPair:
+        return ConfirmedPair("6f1c1a52-1b51-4d5e-9d2e-1a1a1a1a1a1a", "warehouse", "q", "s",
+                             PairSource.TAUGHT, datetime.now(UTC), taught_by=taught_by)  # fmt: skip
+
+    def as_(principal: Principal | None, taught_by: str | None) -> bool:
+        def run() -> bool:
+            current_principal.set(principal)
+            return may_name(pair(taught_by))
+
+        return contextvars.copy_context().run(run)
+
+    alice = Principal.of("alice", ["sales"], {"region_id": "1"})
+    assert as_(alice, "alice") and as_(alice, None)
+    assert not as_(alice, "bob")
+    assert as_(None, "bob")  # a service key reads the tenant's full view
+
+
+async def test_a_model_is_given_as_examples_only_pairs_the_asker_may_be_shown(catalog: Catalog):
+    """On a miss the nearest pairs are examples for a model, which may copy their words
+    (a value only rows outside the asker's filter hold) into the statement or its
+    interpretation: a principal is given only pairs they may list."""
+    import asyncio
+
+    from services.common import Principal, current_principal
+
+    bobs = NearPair(replace(GERMANY.pair, taught_by="bob"), GERMANY.similarity)
+    memory = AnswerMemory(
+        FakeStore([bobs]),  # type: ignore[arg-type]
+        CountingEmbedder(), gate=SqlGate(), runner=RecordingRunner(),  # type: ignore[arg-type]
+        few_shot=True,
+    )  # fmt: skip
+
+    async def near_for(principal: Principal | None) -> tuple[NearPair, ...]:
+        async def run() -> tuple[NearPair, ...]:
+            current_principal.set(principal)
+            _, near = await memory.reuse(
+                "acme", TARGET, catalog, "Which deals closed last quarter by owner?", LIMITS
+            )
+            return near
+
+        return await asyncio.create_task(run())
+
+    assert await near_for(None) == (bobs,)  # the service key: every pair, as before
+    assert await near_for(Principal.of("bob", ["sales"], {})) == (bobs,)
+    assert await near_for(Principal.of("alice", ["sales"], {})) == ()
