@@ -23,6 +23,7 @@ from services.sql.linker._lookup import (
     text_column,
 )
 from services.sql.linker._negated import NOT_BEFORE_VALUE, one_per_row
+from services.sql.linker._never import negated_events
 from services.sql.linker._plan import (
     Measure,
     Plan,
@@ -68,6 +69,7 @@ def link_conditions(ctx: LinkContext, plan: Plan, text: str, toks: list[Tok]) ->
         )
         if hits and hits[0][0] not in plan.anti:
             plan.anti.append(hits[0][0])
+    negated_events(ctx, plan)
     used |= patterns(ctx, plan)
     key_literals(ctx, plan)
     spans = term_spans(ctx)

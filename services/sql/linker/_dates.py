@@ -9,6 +9,7 @@ from datetime import date, timedelta
 
 from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
+from services.sql.linker._event_verbs import made_from_verb
 from services.sql.linker._lookup import fact_candidates
 from services.sql.linker._plan import LinkError, Measure, Plan, is_temporal, lit
 from services.sql.linker._vocabulary import Col
@@ -16,6 +17,7 @@ from services.sql.words import (
     MONTHS,
     STOP_WORDS,
     explicit_dates,
+    irregular_past,
     lemma,
     shift,
     stem,
@@ -63,6 +65,7 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
     tables = fact_candidates(ctx, plan)
     tables += [t for t in ctx.named if t not in tables]
     near_words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS]
+    near_verbs = [w for w in re.findall(r"[a-z]+", near) if w.endswith("ed") or irregular_past(w)]
     state_words = words_of_states(ctx)
     best: tuple[float, Col] | None = None
     for rank, table in enumerate(tables):
@@ -75,12 +78,23 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
                 score -= 0.25  # a date set only in some state ("closed_at") is no timeline
             if near_words:
                 score += 3 * ctx.vocab.column_score(near_words, col)
+            if near_verbs and _named_by_verb(ctx, near_verbs, col):
+                score += 3
             if state_words:
                 # "won in 2024" with stage 'Closed Won': the date of closing
                 score += ctx.vocab.column_score(state_words, col)
             if best is None or score > best[0]:
                 best = (score, col)
     return best[1] if best else None
+
+
+def _named_by_verb(ctx: LinkContext, verbs: list[str], col: Col) -> bool:
+    """Whether a past form said before the date ("registered in 2022") is the verb a word
+    of the column's name is made from (``date_of_registration``): the date of that event,
+    not another date of the same rows (``date_of_birth``). The verb's noun is found by its
+    suffix (:func:`made_from_verb`), so the column need not spell the verb as said."""
+    parts = ctx.vocab.column_words[col.key]
+    return any(made_from_verb(v, p) for v in verbs for p in parts)
 
 
 # The parts a table may spell its rows' dates out in, coarsest first.

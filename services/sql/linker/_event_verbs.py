@@ -145,6 +145,20 @@ def dated_referrers(vocab: Vocabulary, name: str) -> dict[str, tuple[TableInfo, 
     return found
 
 
+def made_from_verb(word: str, noun: str) -> bool:
+    """Whether ``noun`` is the verb ``word``'s own noun, made from its base by a suffix
+    ("treated": treatment, "shipped": shipment), the base's last letters changed as
+    English changes them before one ("registered": registration, "created": creation,
+    "closed": closure). Grammar, no list; a base under four letters ("led") is too short
+    to tell."""
+    base = _verb_base(word)
+    if base.endswith("e"):
+        base = base[:-1]  # create -> creat-ion, close -> clos-ure
+    elif base.endswith("er"):
+        base = base[:-2] + "r"  # register -> registr-ation, enter -> entr-y
+    return len(base) >= 4 and noun.startswith(base) and len(noun) > len(base) + 1
+
+
 def _event_tables(vocab: Vocabulary, event: Event) -> list[TableInfo]:
     return [t for t in vocab.catalog.tables if _noun(t, vocab) in event.nouns]
 

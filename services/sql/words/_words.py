@@ -89,6 +89,10 @@ def common_prefix(names: Sequence[str], *, minimum: int = 2) -> str:
 
 def stem(word: str) -> str:
     word = word.lower()
+    if len(word) >= 7 and word.endswith("sis"):
+        # a Greek noun's singular ("diagnosis", "analysis") stems as its plural
+        # ("diagnoses" -> "diagnose"): one noun, whichever number is said
+        return word[:-2] + "e"
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 4 and word.endswith(("sses", "xes", "ches", "shes")):

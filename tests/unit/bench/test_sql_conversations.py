@@ -122,6 +122,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_defog_v5",
         "conversations_defog_v6",
         "conversations_defog_v7",
+        "conversations_defog_v8",
     ]
     # a dev set named after its folder: its study script, then its blind one
     assert [p.stem for p in scripts_for(Path("sql-unseen"))] == [
