@@ -640,8 +640,9 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "customers",
-            cols(("customer_id", "integer"), ("customer_code", "text"),
-                 *((n, "text") for n in party)),  # fmt: skip
+            cols(
+                ("customer_id", "integer"), ("customer_code", "text"), *((n, "text") for n in party)
+            ),
             ("customer_id",),
             [(r["id"], r["customerKey"], *party_row(r)) for r in by_id("customers")],
         ),
@@ -661,9 +662,18 @@ def northwind_tables() -> list[Table]:
             ),
             ("product_id",),
             [
-                (r["id"], r["name"], r["supplierId"], r["categoryId"], r["quantityPerUnit"],
-                 r["unitPrice"], r["unitsInStock"], r["unitsOnOrder"], r["reorderLevel"],
-                 bool(r["discontinued"]))  # fmt: skip
+                (
+                    r["id"],
+                    r["name"],
+                    r["supplierId"],
+                    r["categoryId"],
+                    r["quantityPerUnit"],
+                    r["unitPrice"],
+                    r["unitsInStock"],
+                    r["unitsOnOrder"],
+                    r["reorderLevel"],
+                    bool(r["discontinued"]),
+                )
                 for r in by_id("products")
             ],
             (
@@ -690,10 +700,21 @@ def northwind_tables() -> list[Table]:
             ),
             ("order_id",),
             [
-                (r["id"], r["customerId"], r["shipperId"], _day(r["orderDate"]),
-                 _day(r["requiredDate"]), _day(r["shippedDate"]), r["freight"],
-                 _text(r["shipName"]), _text(r["shipStreet"]), _text(r["shipCity"]),
-                 _text(r["shipRegion"]), _text(r["shipPostalCode"]), _text(r["shipCountry"]))  # fmt: skip
+                (
+                    r["id"],
+                    r["customerId"],
+                    r["shipperId"],
+                    _day(r["orderDate"]),
+                    _day(r["requiredDate"]),
+                    _day(r["shippedDate"]),
+                    r["freight"],
+                    _text(r["shipName"]),
+                    _text(r["shipStreet"]),
+                    _text(r["shipCity"]),
+                    _text(r["shipRegion"]),
+                    _text(r["shipPostalCode"]),
+                    _text(r["shipCountry"]),
+                )
                 for r in by_id("orders")
             ],
             (
