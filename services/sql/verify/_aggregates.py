@@ -32,6 +32,17 @@ def check_than_average(text: str, facts: StatementFacts) -> None:
         raise LinkError("comparing with an average needs a subquery the linker did not build")
 
 
+def _column_number(text: str, match: re.Match[str], reads: set[str]) -> bool:
+    """ "the phone number of every shipper": a "number of" that follows a word of a
+    column the statement reads is that column's name in full (a phone number is the
+    ``phone``), not a count. A word of no column read ("the total number of orders")
+    leaves it a count."""
+    if not match.group(0).startswith("number"):
+        return False
+    before = re.findall(r"[a-z]+", text[: match.start()])
+    return bool(before) and (before[-1] in reads or stem(before[-1]) in reads)
+
+
 def check_aggregate_words(
     text: str, facts: StatementFacts, reads: set[str], ctx: LinkContext
 ) -> None:
@@ -42,7 +53,7 @@ def check_aggregate_words(
     average = _AVERAGE.search(text)
     if average and "AVG" not in facts.aggregates and average.group(0) not in reads:
         raise LinkError(f"the statement computes no {average.group(0)!r}")
-    count = _COUNT.search(text)
+    count = next((m for m in _COUNT.finditer(text) if not _column_number(text, m, reads)), None)
     if (
         count
         and not facts.aggregates & {"COUNT", "SUM"}

@@ -193,14 +193,21 @@ def _which_names(ctx: LinkContext, shown: set[tuple[str, str]]) -> bool:
 
 
 _COORDINATED = re.compile(
-    r"\b([a-z]+)\s+(?:and|or|as well as)\s+(?:the\s+|all\s+)?([a-z]+)\b(?:\s+([a-z]+))?"
+    r"\b(?:(an?|any)\s+)?([a-z]+)\s+(?:and|or|as well as|but\s+not|but\s+no)\s+"
+    r"(?:(the|all|an?|any)\s+)?([a-z]+)\b(?:\s+([a-z]+))?"
 )
+_INDEFINITE = frozenset(("a", "an", "any"))
 
 
 def _coordinated_tables_joined(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
     """ "the first names of employees and customers" answered by a join (see the
-    module's docstring)."""
-    if not tree.args.get("joins"):
+    module's docstring); also "the countries that have a customer or a supplier" and
+    "the cities that have customers but no suppliers": two tables' rows coordinated,
+    answered by relating each customer to suppliers through the keys between them (a
+    join, or a subquery correlated on a key), not by the rows of each table."""
+    joined = bool(tree.args.get("joins"))
+    related = _related_by_keys(ctx, nodes)
+    if not joined and not related:
         return
     tables = {t.qualified: t for t in nodes.tables.values()}
 
@@ -209,21 +216,57 @@ def _coordinated_tables_joined(ctx: LinkContext, tree: exp.Select, nodes: Statem
 
     text = re.sub(r"'[^']*'|\"[^\"]*\"", " ", ctx.original.lower())
     for match in _COORDINATED.finditer(text):
-        if any(stem(w) == w for w in match.group(1, 2)):
+        one, two = match.group(2, 4)
+        indefinite = match.group(1) in _INDEFINITE and match.group(3) in _INDEFINITE
+        if not indefinite and any(stem(w) == w for w in (one, two)):
             continue  # "the airline and the flight number": items, not rows listed
-        first, second = nouns(match.group(1)), nouns(match.group(2))
-        after = stem(match.group(3) or "")
+        first, second = nouns(one), nouns(two)
+        after = stem(match.group(5) or "")
         for a in first:
             for b in second - {a}:
+                if not joined and frozenset((a, b)) not in related:
+                    continue  # each table's rows read apart: not related row by row
                 words = {
                     w for (t, _), parts in ctx.vocab.column_words.items() if t == b for w in parts
                 }
                 if after and after in words:
                     continue  # "albums and artist names": a column of the second
                 raise LinkError(
-                    f"the question lists {match.group(1)} and {match.group(2)}, rows of two "
+                    f"the question lists {one} and {two}, rows of two "
                     f"tables; the statement joins {tables[a].name} to {tables[b].name}"
                 )
+
+
+def _related_by_keys(ctx: LinkContext, nodes: StatementNodes) -> set[frozenset[str]]:
+    """The pairs of tables the statement's column equalities tie together along key
+    edges of the join graph (in a join or a correlated subquery), directly or through
+    other tables; equalities of two values that are no key (``a.city = b.city``) relate
+    no rows by reference and are left out."""
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def root(node: tuple[str, str]) -> tuple[str, str]:
+        while parent.get(node, node) != node:
+            node = parent[node]
+        return node
+
+    for eq in nodes.equalities:
+        left, right = eq.this, eq.expression
+        lt, rt = nodes.table_of(left), nodes.table_of(right)
+        if lt is None or rt is None or lt.qualified == rt.qualified:
+            continue
+        lc, rc = column_name(left), column_name(right)
+        if not any(
+            {(e.child, e.child_columns), (e.parent, e.parent_columns)}
+            == {(lt.qualified, (lc,)), (rt.qualified, (rc,))}
+            for e in ctx.graph.edges_of(lt.qualified)
+        ):
+            continue
+        a, b = (left.table, lt.qualified), (right.table, rt.qualified)
+        parent[root(a)] = root(b)
+    groups: dict[tuple[str, str], set[str]] = {}
+    for node in {*parent, *parent.values()}:
+        groups.setdefault(root(node), set()).add(node[1])
+    return {frozenset((x, y)) for g in groups.values() for x in g for y in g if x != y}
 
 
 def _column(nodes: StatementNodes, column: exp.Column) -> tuple[TableInfo, str] | None:

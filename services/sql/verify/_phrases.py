@@ -81,6 +81,7 @@ from services.sql.verify._facts import (
     statement_facts,
     without_quotes,
 )
+from services.sql.verify._fanned_measure import check_fanned_measure
 from services.sql.verify._grouping import check_grouping
 from services.sql.verify._negation import check_negation
 from services.sql.verify._numbered import check_named_number
@@ -172,5 +173,6 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_ranks_the_rows_said(ctx, tree, nodes)
     check_counted(ctx, tree, nodes)
     check_unasked_join(ctx, tree, nodes)
+    check_fanned_measure(ctx, tree, nodes)
     check_bridge_beside_reference(ctx, tree, nodes)
     check_bounded_event(ctx, tree, nodes)
