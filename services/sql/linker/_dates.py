@@ -16,6 +16,7 @@ from services.sql.words import (
     MONTHS,
     STOP_WORDS,
     explicit_dates,
+    irregular_past,
     lemma,
     shift,
     stem,
@@ -27,6 +28,37 @@ GRAINS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", 
 # Words that make a column's name say when something happened (``open_year``,
 # ``sbCustJoinDate``, ``created_time``).
 DATE_NAME_WORDS = ("date", "year", "month", "time", "day")
+
+
+def past_base(word: str) -> str | None:
+    """The base of a verb's past form ("departed" -> depart, "sold" -> sell), or None
+    for a word that is no past form."""
+    low = word.lower()
+    if irregular_past(low):
+        return lemma(low)
+    if low.endswith("ed") and len(low) > 4:
+        return low[:-2]
+    return None
+
+
+def verb_names_part(base: str, part: str) -> bool:
+    """Whether a verb (its base) names a column's name part: the part is the verb's
+    start ("dep" of depart, "appr" of approve), the verb the part's ("treat" of
+    treatment), or both share a long start ("register", "registration")."""
+    if len(part) < 3 or len(base) < 4 or part in DATE_NAME_WORDS:
+        return False
+    if base.startswith(part) or part.startswith(base):
+        return True
+    shared = next((i for i, (a, b) in enumerate(zip(base, part, strict=False)) if a != b), 0)
+    return shared >= 6
+
+
+def said_with_its_verb(ctx: LinkContext, near: str, col: Col) -> bool:
+    """Whether a past form said before a time window names ``col`` (``_named_time``):
+    "patients registered in 2023" names ``date_of_registration``, not ``date_of_birth``."""
+    parts = ctx.vocab.column_words.get(col.key, [])
+    bases = [b for w in re.findall(r"[a-z]+", near) if (b := past_base(w)) is not None]
+    return any(verb_names_part(b, p) for b in bases for p in parts)
 
 
 RECENCY = re.compile(r"\b(?:most\s+recent(?:ly)?|latest|newest|oldest|earliest)\b")
@@ -75,6 +107,8 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
                 score -= 0.25  # a date set only in some state ("closed_at") is no timeline
             if near_words:
                 score += 3 * ctx.vocab.column_score(near_words, col)
+                if said_with_its_verb(ctx, near, col):
+                    score += 3  # "registered in 2023": the registration's date
             if state_words:
                 # "won in 2024" with stage 'Closed Won': the date of closing
                 score += ctx.vocab.column_score(state_words, col)

@@ -74,6 +74,7 @@ from services.sql.verify._degenerate import (
     check_shows_its_own_literal,
 )
 from services.sql.verify._directions import check_directions, check_roles
+from services.sql.verify._event_rows import check_event_rows
 from services.sql.verify._facts import (
     column_words,
     dated_condition,
@@ -127,6 +128,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_aggregate_words(text, facts, reads, ctx)
     check_total_beside_count(text, facts, reads, ctx)
     check_year_window(ctx, text, facts, sql)
+    check_event_rows(ctx, text, facts)
     check_when(ctx, text, facts)
     check_how_much(ctx, text, facts)
     check_share_divided(ctx, text, sql)
