@@ -9,7 +9,6 @@ from datetime import date, timedelta
 
 from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
-from services.sql.linker._event_verbs import made_from_verb
 from services.sql.linker._lookup import fact_candidates
 from services.sql.linker._plan import LinkError, Measure, Plan, is_temporal, lit
 from services.sql.linker._vocabulary import Col
@@ -29,6 +28,37 @@ GRAINS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", 
 # Words that make a column's name say when something happened (``open_year``,
 # ``sbCustJoinDate``, ``created_time``).
 DATE_NAME_WORDS = ("date", "year", "month", "time", "day")
+
+
+def past_base(word: str) -> str | None:
+    """The base of a verb's past form ("departed" -> depart, "sold" -> sell), or None
+    for a word that is no past form."""
+    low = word.lower()
+    if irregular_past(low):
+        return lemma(low)
+    if low.endswith("ed") and len(low) > 4:
+        return low[:-2]
+    return None
+
+
+def verb_names_part(base: str, part: str) -> bool:
+    """Whether a verb (its base) names a column's name part: the part is the verb's
+    start ("dep" of depart, "appr" of approve), the verb the part's ("treat" of
+    treatment), or both share a long start ("register", "registration")."""
+    if len(part) < 3 or len(base) < 4 or part in DATE_NAME_WORDS:
+        return False
+    if base.startswith(part) or part.startswith(base):
+        return True
+    shared = next((i for i, (a, b) in enumerate(zip(base, part, strict=False)) if a != b), 0)
+    return shared >= 6
+
+
+def said_with_its_verb(ctx: LinkContext, near: str, col: Col) -> bool:
+    """Whether a past form said before a time window names ``col`` (``_named_time``):
+    "patients registered in 2023" names ``date_of_registration``, not ``date_of_birth``."""
+    parts = ctx.vocab.column_words.get(col.key, [])
+    bases = [b for w in re.findall(r"[a-z]+", near) if (b := past_base(w)) is not None]
+    return any(verb_names_part(b, p) for b in bases for p in parts)
 
 
 RECENCY = re.compile(r"\b(?:most\s+recent(?:ly)?|latest|newest|oldest|earliest)\b")
@@ -65,7 +95,6 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
     tables = fact_candidates(ctx, plan)
     tables += [t for t in ctx.named if t not in tables]
     near_words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS]
-    near_verbs = [w for w in re.findall(r"[a-z]+", near) if w.endswith("ed") or irregular_past(w)]
     state_words = words_of_states(ctx)
     best: tuple[float, Col] | None = None
     for rank, table in enumerate(tables):
@@ -78,23 +107,14 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
                 score -= 0.25  # a date set only in some state ("closed_at") is no timeline
             if near_words:
                 score += 3 * ctx.vocab.column_score(near_words, col)
-            if near_verbs and _named_by_verb(ctx, near_verbs, col):
-                score += 3
+                if said_with_its_verb(ctx, near, col):
+                    score += 3  # "registered in 2023": the registration's date
             if state_words:
                 # "won in 2024" with stage 'Closed Won': the date of closing
                 score += ctx.vocab.column_score(state_words, col)
             if best is None or score > best[0]:
                 best = (score, col)
     return best[1] if best else None
-
-
-def _named_by_verb(ctx: LinkContext, verbs: list[str], col: Col) -> bool:
-    """Whether a past form said before the date ("registered in 2022") is the verb a word
-    of the column's name is made from (``date_of_registration``): the date of that event,
-    not another date of the same rows (``date_of_birth``). The verb's noun is found by its
-    suffix (:func:`made_from_verb`), so the column need not spell the verb as said."""
-    parts = ctx.vocab.column_words[col.key]
-    return any(made_from_verb(v, p) for v in verbs for p in parts)
 
 
 # The parts a table may spell its rows' dates out in, coarsest first.

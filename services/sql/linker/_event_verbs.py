@@ -9,7 +9,7 @@ verb (sell -> sale, book -> booking, visit -> visit, pay -> payment), some event
 verbs, one per side (a purchase is a sale seen from the buyer), and the one who does each
 side has nouns of its own (a buyer is a customer or a client, a seller a vendor or a
 salesperson). :data:`EVENTS` is that small lexicon, English's and no schema's. Through it,
-four questions are said again in words the readers know, each only when the question as
+five questions are said again in words the readers know, each only when the question as
 asked is refused (``QuestionLinker.link``):
 
 - "Who <verb> the <rows>?": the one table among the event table's parents that the
@@ -21,7 +21,11 @@ asked is refused (``QuestionLinker.link``):
   ("make a purchase" is to purchase), said as "have";
 - "How many <rows> were <verb> in <year>?" ("cars sold in 2023"): "How many <rows> had
   <event table> in <year>?", the rows counted through the one dated table that refers
-  to them and records the verb's event (:func:`names_event_of`), the year its date.
+  to them and records the verb's event (:func:`names_event_of`), the year its date;
+  where that still reads a year of the rows, "How many distinct <reference> of <event
+  table> in <year>?";
+- "How many <rows> were <verb>?" ("cars from 2022 were sold"): "How many <rows> had
+  <event table>?", the rows' own words ("from 2022") kept theirs.
 
 Each holds only where the event table references the rows' table (the event joins the
 rows to their doer or price), and only when the statement read from the words said again
@@ -38,6 +42,7 @@ import sqlglot
 from sqlglot import exp
 
 from services.sql.catalog import TableInfo, is_number
+from services.sql.linker._dates import DATE_NAME_WORDS, past_base, verb_names_part
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._mentions import OPTIONAL_TABLE_PARTS
 from services.sql.linker._plan import is_temporal
@@ -97,11 +102,42 @@ _MONEY = frozenset("price amount cost paid fee total value charge".split())
 
 def _verb_base(word: str) -> str:
     """The verb's base form: irregular pasts read ("bought" -> buy), a regular past's
-    ending dropped ("visited" -> visit, "booked" -> book)."""
+    ending dropped ("visited" -> visit, "booked" -> book), and its "e" given back where
+    the lexicon knows the verb only with it ("purchased" -> purchase)."""
     base = lemma(word.lower())
     if base.endswith("ed") and len(base) > 4:
         base = base[:-2]
+        if not any(base in e.verbs for e in EVENTS) and any(base + "e" in e.verbs for e in EVENTS):
+            base += "e"
     return base
+
+
+def is_past(word: str) -> bool:
+    """Whether ``word`` is a verb's past form: a regular one, or one English irregulars."""
+    return past_base(word) is not None
+
+
+def names_event_by_column(vocab: Vocabulary, word: str, table: TableInfo) -> bool:
+    """Whether ``word``, a verb's past form, names a column of ``table`` that says when
+    something happened — a date or timestamp, or a name holding a time word (``dep_time``,
+    ``arr_time``, ``assess_dt``) — by one of the column's name parts (``verb_names_part``:
+    "departed": dep, "arrived": arr, "treated": treatment_date). A table that keeps the
+    time of the verb records its event, whatever the table is called (no ``departures``
+    table: the flights' ``dep_time``); a measure of the event (``dep_delay``) is not its
+    time and names nothing."""
+    base = past_base(word)
+    if base is None:
+        return False
+    keys = set(table.primary_key) | {c for fk in table.foreign_keys for c in fk.columns}
+    for column in table.columns:
+        if column.name in keys:
+            continue
+        words = vocab.column_words.get((table.qualified, column.name), [])
+        if not (is_temporal(column.data_type) or any(w in DATE_NAME_WORDS for w in words)):
+            continue
+        if any(verb_names_part(base, part) for part in words):
+            return True
+    return False
 
 
 def _noun(table: TableInfo, vocab: Vocabulary) -> str | None:
@@ -115,15 +151,18 @@ def names_event_of(vocab: Vocabulary, word: str, table: TableInfo) -> bool:
     """Whether ``word``, read as a verb, names the event ``table`` records: a verb of an
     event :data:`EVENTS` names the table by ("sold": ``sales``, "flew": ``flights``), or
     the verb the table's one noun is made from by a suffix ("treated": ``treatments``,
-    "shipped": ``shipments``). Used where a year said with the verb ("sold in 2023")
+    "shipped": ``shipments``), or a column of the table keeps the verb's time
+    (:func:`names_event_by_column`: "departed", ``flights.dep_time``). Used where a year said with the verb ("sold in 2023")
     must be the event's time, not a year of the rows the event reaches."""
     noun = _noun(table, vocab)
-    if noun is None:
-        return False
     base = _verb_base(word)
     event = next((e for e in EVENTS if base in e.verbs), None)
-    if event is not None:
-        return noun in event.nouns
+    if event is not None and noun is not None and noun in event.nouns:
+        return True
+    if names_event_by_column(vocab, word, table):
+        return True
+    if event is not None or noun is None:
+        return False
     return len(base) >= 4 and noun.startswith(base) and len(noun) > len(base) + 1
 
 
@@ -143,20 +182,6 @@ def dated_referrers(vocab: Vocabulary, name: str) -> dict[str, tuple[TableInfo, 
         if dates:
             found[edge.child] = (table, dates)
     return found
-
-
-def made_from_verb(word: str, noun: str) -> bool:
-    """Whether ``noun`` is the verb ``word``'s own noun, made from its base by a suffix
-    ("treated": treatment, "shipped": shipment), the base's last letters changed as
-    English changes them before one ("registered": registration, "created": creation,
-    "closed": closure). Grammar, no list; a base under four letters ("led") is too short
-    to tell."""
-    base = _verb_base(word)
-    if base.endswith("e"):
-        base = base[:-1]  # create -> creat-ion, close -> clos-ure
-    elif base.endswith("er"):
-        base = base[:-2] + "r"  # register -> registr-ation, enter -> entr-y
-    return len(base) >= 4 and noun.startswith(base) and len(noun) > len(base) + 1
 
 
 def _event_tables(vocab: Vocabulary, event: Event) -> list[TableInfo]:
@@ -198,21 +223,68 @@ _COUNT_IN_YEAR = re.compile(
 )
 
 
+# "How many doctors treated patients in 2025?": the doers, their verb, the other side's
+# table named bare, a year
+_DOERS_IN_YEAR = re.compile(
+    r"^\s*how\s+many\s+(?P<words>[a-z]+(?:\s+[a-z]+){2,4})\s+"
+    r"(?P<window>(?:in|during)\s+\d{4})\s*[?.]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _doers_said(question: str) -> dict[str, str] | None:
+    """The doers' words, their verb (the first past form after them), the other side's
+    words and the window of "How many doctors treated patients in 2025?"."""
+    said = _DOERS_IN_YEAR.match(question)
+    if said is None:
+        return None
+    words = said["words"].split()
+    for i in range(1, len(words) - 1):
+        if is_past(words[i]):
+            return {
+                "rest": " ".join(words[:i]),
+                "verb": words[i],
+                "object": " ".join(words[i + 1 :]),
+                "window": said["window"],
+            }
+    return None
+
+
+def _bare_table(vocab: Vocabulary, words: str) -> TableInfo | None:
+    """The one table ``words`` name with nothing said beside its name ("patients", not
+    "female patients": a qualifier the count through the event would drop)."""
+    tables = named_tables(vocab, tokenize(words))
+    if len(tables) != 1:
+        return None
+    own = {stem(p) for p in vocab.table_words[tables[0].qualified]}
+    return tables[0] if {stem(w) for w in words.lower().split()} <= own else None
+
+
 def _event_window(vocab: Vocabulary, question: str) -> Recorded | None:
     """ "How many cars were sold in 2023?" said as "How many cars had sales in 2023?":
     the rows counted through the one table that refers to them, keeps a date, and
     records the verb's event (:func:`names_event_of`), so that the year is that
-    table's date and the rows are counted once each however often they were sold."""
-    said = _COUNT_IN_YEAR.match(question)
+    table's date and the rows are counted once each however often they were sold. The
+    doers said with the other side named bare ("doctors treated patients in 2025") are
+    counted the same way where the event's table refers to that side too: every event
+    row has its other side, so the bare name restricts nothing."""
+    said: re.Match[str] | dict[str, str] | None = _COUNT_IN_YEAR.match(question)
+    other: TableInfo | None = None
+    doers = _doers_said(question)
+    if doers is not None:
+        other = _bare_table(vocab, doers["object"])
+        if other is not None:
+            said = doers
     if said is None:
         return None
     rows = named_tables(vocab, tokenize(said["rest"]))
-    if len(rows) != 1:
+    if len(rows) != 1 or rows[0] == other:
         return None
     recording = [
         t
         for t, _ in dated_referrers(vocab, rows[0].qualified).values()
-        if names_event_of(vocab, said["verb"], t)
+        if (other is None or other.qualified in _parents(vocab, t))
+        and names_event_of(vocab, said["verb"], t)
     ]
     if len(recording) != 1:
         return None
@@ -221,6 +293,65 @@ def _event_window(vocab: Vocabulary, question: str) -> Recorded | None:
         f"How many {said['rest']} had {name} {said['window']}?",
         f"Read {said['verb']!r} {said['window']} as the {recording[0].name} of the "
         f"{rows[0].name} in that time.",
+        otherwise=_distinct_referred(vocab, recording[0], rows[0], said["window"]),
+    )
+
+
+def _distinct_referred(
+    vocab: Vocabulary, event: TableInfo, rows: TableInfo, window: str
+) -> tuple[str, ...]:
+    """ "How many distinct <reference> of <event table> <window>?": the rows counted as
+    the distinct values of the one column by which the event's rows refer to them
+    (``flights.tailnum`` for planes), read where "<rows> had <event table>" still reads a
+    year of the rows themselves (``planes.year``, the year a plane was built); nothing
+    where the event refers to the rows by several columns or several edges."""
+    edges = [
+        e
+        for e in vocab.graph.edges_of(event.qualified)
+        if e.child == event.qualified and e.parent == rows.qualified
+    ]
+    if len(edges) != 1 or len(edges[0].child_columns) != 1:
+        return ()
+    words = " ".join(vocab.column_words[(event.qualified, edges[0].child_columns[0])])
+    name = " ".join(vocab.table_words[event.qualified])
+    return (f"How many distinct {words} of {name} {window}?",)
+
+
+# "How many cars from 2022 were sold?", "… planes from 2004 departed?": a count of rows,
+# their event's verb last (a past form, checked apart)
+_COUNT_PASSIVE = re.compile(
+    r"^\s*how\s+many\s+(?P<rest>[a-z0-9][a-z0-9 ]*?)\s+(?:(?:were|was|have\s+been|had\s+been)\s+)?"
+    r"(?P<verb>[a-z]+)\s*[?.]?\s*$",
+    re.IGNORECASE,
+)
+
+
+# "houses are listed": a present state of the rows, no event that happened to them
+STATIVE = frozenset({"are", "is", "be", "been", "being"})
+
+
+def _event_rows(vocab: Vocabulary, question: str) -> Recorded | None:
+    """ "How many cars from 2022 were sold?" said as "How many cars from 2022 had
+    sales?": the rows the event happened to, counted through the one table that refers
+    to them and records the verb's event (:func:`names_event_of`); what the rows' words
+    say of them ("from 2022", the cars' own year) stays theirs."""
+    said = _COUNT_PASSIVE.match(question)
+    if said is None or not is_past(said["verb"]) or said["rest"].split()[-1].lower() in STATIVE:
+        return None
+    rows = named_tables(vocab, tokenize(said["rest"]))
+    if len(rows) != 1 or names_event_by_column(vocab, said["verb"], rows[0]):
+        return None
+    recording = [
+        t
+        for t in vocab.catalog.tables
+        if rows[0].qualified in _parents(vocab, t) and names_event_of(vocab, said["verb"], t)
+    ]
+    if len(recording) != 1:
+        return None
+    name = " ".join(vocab.table_words[recording[0].qualified])
+    return Recorded(
+        f"How many {said['rest']} had {name}?",
+        f"Read {said['verb']!r} as the {rows[0].name} having {recording[0].name}.",
     )
 
 
@@ -249,6 +380,8 @@ class Recorded:
     note: str
     table: str = ""
     column: str = ""
+    # other sayings, each tried in turn where the ones before it are refused
+    otherwise: tuple[str, ...] = ()
 
     def answered_by(self, sql: str) -> bool:
         """Whether ``sql`` shows what the verb asked: a column of the doer's table ("who
@@ -277,12 +410,13 @@ class Recorded:
 
 def event_asked(vocab: Vocabulary, question: str) -> Recorded | None:
     """The question said through the table that records its verb's event, or None when
-    none of the module docstring's four readings applies."""
+    none of the module docstring's five readings applies."""
     return (
         _doer(vocab, question)
         or _price(vocab, question)
         or _event_noun(vocab, question)
         or _event_window(vocab, question)
+        or _event_rows(vocab, question)
     )
 
 

@@ -256,17 +256,21 @@ class QuestionLinker:
         """ "Who bought the cars?", "what did the cars sell for?": a verb read through the
         table that records its event (``_event_verbs``), taken only when the statement
         shows what the verb asked (the doer's rows, the money column) and said so in the
-        interpretation; None when no such table references the rows' table."""
+        interpretation; None when no such table references the rows' table. Where the
+        first saying is refused its other sayings (``Recorded.otherwise``) are tried in
+        turn."""
         recorded = event_asked(self._inputs[1], self._inputs[0])
         if recorded is None:
             return None
-        try:
-            linked = self._as_if_asked(recorded.question)
-        except LinkError:
-            return None
-        if not recorded.answered_by(linked.sql):
-            return None
-        return replace(linked, explanation=f"{linked.explanation} {recorded.note}")
+        for question in (recorded.question, *recorded.otherwise):
+            try:
+                linked = self._as_if_asked(question)
+            except LinkError:
+                continue
+            if not recorded.answered_by(linked.sql):
+                return None
+            return replace(linked, explanation=f"{linked.explanation} {recorded.note}")
+        return None
 
     def _read_led(self) -> Linked | None:
         """The question with a name said by its leading words ("Delta") said as the one

@@ -74,7 +74,7 @@ from services.sql.verify._degenerate import (
     check_shows_its_own_literal,
 )
 from services.sql.verify._directions import check_directions, check_roles
-from services.sql.verify._event_unread import check_event_read
+from services.sql.verify._event_rows import check_event_read
 from services.sql.verify._facts import (
     column_words,
     dated_condition,

@@ -18,7 +18,10 @@ and keeps a date; so is a date of a table that the event's rows refer to, bounde
 year while the event's rows are read ("doctors treated patients in 2025" answered with
 ``patients.date_of_birth``), and so is the counted rows' own date said with their
 event's verb ("patients were treated in 2025" answered by their birth dates). A verb that names no such table ("made", "built", "opened",
-"born") leaves the year where it was."""
+"born") leaves the year where it was, and so does a verb that names a time column of
+the counted rows themselves (s64, events: "merchants created in 2023" is their own
+``created_at``, whatever coupons keep). The verb names its table by the lexicon, by a
+noun made from it, or by a column keeping its time (``flights.dep_time``: "departed")."""
 
 from __future__ import annotations
 
@@ -28,7 +31,13 @@ from sqlglot import exp
 
 from services.sql.catalog import TableInfo, is_number
 from services.sql.gate import parse_statements
-from services.sql.linker import LinkContext, LinkError, dated_referrers, names_event_of
+from services.sql.linker import (
+    LinkContext,
+    LinkError,
+    dated_referrers,
+    names_event_by_column,
+    names_event_of,
+)
 from services.sql.verify._facts import StatementFacts
 from services.sql.words import irregular_past
 
@@ -54,10 +63,18 @@ def _year_verb(text: str, year: str) -> list[str]:
 
 
 def _events_named(
-    ctx: LinkContext, text: str, year: str, dated: dict[str, tuple[TableInfo, list[str]]]
+    ctx: LinkContext,
+    text: str,
+    year: str,
+    dated: dict[str, tuple[TableInfo, list[str]]],
+    own: TableInfo | None = None,
 ) -> list[str]:
-    """Of ``dated``, the tables the year's verb names as its event."""
+    """Of ``dated``, the tables the year's verb names as its event; none where the verb
+    names a time column of ``own``, the counted rows' table ("merchants created in 2023":
+    their own ``created_at``, not their coupons')."""
     words = _year_verb(text, year)
+    if own is not None and any(names_event_by_column(ctx.vocab, w, own) for w in words):
+        return []
     return [c for c, (t, _) in dated.items() if any(names_event_of(ctx.vocab, w, t) for w in words)]
 
 
@@ -120,7 +137,7 @@ def check_year_window(ctx: LinkContext, text: str, facts: StatementFacts, sql: s
         if name == facts.base and not read:
             # the counted rows' own year (``flights.year``) is their time, unless the
             # year's verb names a dated table that refers to them as its event
-            read = _events_named(ctx, text, year, dated)
+            read = _events_named(ctx, text, year, dated, table)
         if read:
             _refuse(year, table, column, [dated[c] for c in read])
     for year, bounded in _date_bounds(sql, years).items() if sql else ():
@@ -130,10 +147,11 @@ def check_year_window(ctx: LinkContext, text: str, facts: StatementFacts, sql: s
                 continue
             referrers = dated_referrers(ctx.vocab, name)
             dated = {c: v for c, v in referrers.items() if c in facts.tables}
+            own = None
             if name == facts.base and not dated:
                 # the counted rows' own date, said with the verb of their event
                 # ("patients were treated in 2025": not their birth date)
-                dated = referrers
-            events = _events_named(ctx, text, year, dated)
+                dated, own = referrers, table
+            events = _events_named(ctx, text, year, dated, own)
             if events:
                 _refuse(year, table, column, [dated[c] for c in events])

@@ -12,7 +12,7 @@ import pytest
 
 from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
 from services.sql.linker import LinkError
-from services.sql.linker._event_verbs import made_from_verb
+from services.sql.linker._dates import past_base, verb_names_part
 from services.sql.words import stem
 from tests.unit.sql.schemas import col, key, linked_sql
 from tests.unit.sql.test_sql_first_question_wrongs_s63 import DEALER
@@ -70,7 +70,8 @@ TREATMENTS = Catalog(
     ],
 )
 def test_a_verb_makes_its_noun_by_a_suffix(word: str, noun: str, made: bool) -> None:
-    assert made_from_verb(word, noun) is made
+    base = past_base(word)
+    assert (base is not None and verb_names_part(base, noun)) is made
 
 
 def test_a_year_said_with_a_verb_bounds_the_date_named_by_it() -> None:
