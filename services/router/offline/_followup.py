@@ -733,6 +733,29 @@ _NARROW_TAIL = re.compile(
     r"(?:\s+ones?)?\s+only$",
     re.IGNORECASE,
 )
+# "unread ones", "the 2023 ones": a qualifier said of "ones", the earlier rows' stand-in,
+# and nothing else (not a word that only points: "those ones", "the other ones"). Read as
+# a narrowing only after a statement that compares nothing (see ``_qualified_ones``):
+# after one that does, "the Asian ones" may be another value.
+_QUALIFIED_ONES = re.compile(
+    r"^(?:(?:and|but|now)\s+)*(?:(?:the|those|these)\s+)?"
+    r"(?P<f>(?!(?:the|those|these|other|same|all|any|some|both|which|what|such)\b)"
+    r"[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)\s+ones$",
+    re.IGNORECASE,
+)
+_WHERE = re.compile(r"\bWHERE\b", re.IGNORECASE)
+
+
+def _qualified_ones(text: str, prior: PriorTurn) -> re.Match[str] | None:
+    """ "unread ones" after notifications per type: the earlier rows that are unread. Only
+    where the previous statement compares nothing, so the qualifier can be no value put in
+    place of one it compares (that stays a value swap, read with the stored values); a
+    qualifier no column holds is refused by the SQL service, which reads every word."""
+    if _WHERE.search(prior.sql):
+        return None
+    return _QUALIFIED_ONES.match(text)
+
+
 # "where the price is under 100", "with more than 5 rooms", "whose age is over 40": a
 # clause that qualifies the previous answer's rows, said on its own.
 _CLAUSE = re.compile(
@@ -772,6 +795,27 @@ _DROPS_CONDITION = re.compile(
     r"(?:\s+(?:please|now|too|as well))?$",
     re.IGNORECASE,
 )
+# "forget the method, count them all", "ignore the status": a verb of removing whose
+# object is the name of a column the previous statement's condition compares (no noun
+# "filter" said); the request may end by asking for the rows again, all of them.
+_DROPS_COLUMN = re.compile(
+    r"^(?:(?:and|but|now|ok|okay|so|then|just|please)[,]?\s+)*"
+    r"(?:drop|remove|ignore|forget|skip|lift|undo|forget about|never mind)\s+"
+    r"(?:(?:the|that|its|their)\s+)?(?P<col>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)"
+    r"(?:\s*,?\s*(?:and\s+)?(?:count|show|list|give me)\s+(?:them|it|those|these|everything)"
+    r"(?:\s+all)?|\s*,?\s*all of them)?$",
+    re.IGNORECASE,
+)
+_IDENTIFIER = re.compile(r"'(?:[^']|'')*'|(?P<name>[a-z_][\w.]*)", re.IGNORECASE)
+
+
+def _compared_name_words(conditions: str) -> set[str]:
+    """The words of the names (tables, columns) a WHERE clause's text says, split on
+    "_" and "."; its quoted values are no names."""
+    names = (m.group("name") for m in _IDENTIFIER.finditer(conditions) if m.group("name"))
+    return {w for n in names for w in re.split(r"[_.]", n.lower()) if len(w) > 2}
+
+
 _ALL_NOT_JUST = re.compile(
     r"^(?:(?:and|but|now|ok|okay|so)[,]?\s+)*all\s+(?:of\s+)?(?:them|(?:the\s+)?[\w-]+)"
     r"\s*,?\s+not\s+(?:just|only)\s+(?:the\s+)?(?P<value>[\w'.&-]+(?:\s+[\w'.&-]+){0,3})$",
@@ -794,6 +838,12 @@ def drops_condition(question: str, history: Sequence[PriorTurn]) -> str | None:
     if (match := _DROPS_CONDITION.match(text)) is not None:
         said = " ".join(f"{match.group('before') or ''} {match.group('after') or ''}".split())
         return said or "filter"
+    if (match := _DROPS_COLUMN.match(text)) is not None:
+        # "forget the method": every word a word of a name the conditions compare
+        # ("payment_method"), so the object is a condition, not data ("drop the orders")
+        words = match.group("col").lower().split()
+        if set(words) <= _compared_name_words(prior.sql[where.end() :]):
+            return " ".join(words)
     if (match := _ALL_NOT_JUST.match(text)) is not None:
         # the value as a literal the statement compares with: a quoted string or a number
         value, conditions = match.group("value"), prior.sql[where.end() :]
@@ -1331,6 +1381,7 @@ def _structural(asked: str, prior: PriorTurn) -> Resolution | None:
     match = match or _KEEP.match(text)
     match = match or _NARROW_AFTER.match(text)
     match = match or _NARROW_TAIL.match(text)
+    match = match or _qualified_ones(text, prior)
     if match is not None and (
         not re.match(r"^(?:how|what|which|who|why)\b", match.group("f"), re.I)
         or _relative_after_those(text, match)

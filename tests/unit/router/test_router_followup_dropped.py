@@ -37,6 +37,9 @@ WRITES = ("Delete all cancelled orders", "drop the orders table", "remove the ca
         ("no filter on status", "status"),
         ("ok, lift the restriction", "filter"),
         ("all of them, not just JFK", "JFK"),
+        # the name of a compared column, no "filter" said (issue 45 s64 car_dealership-p2#2)
+        ("forget the origin, count them all", "origin"),
+        ("ignore the arr delay", "arr delay"),
     ],
 )
 def test_removing_a_condition_builds_on_the_statement(question: str, words: str):
@@ -53,6 +56,8 @@ def test_removing_a_condition_builds_on_the_statement(question: str, words: str)
         ((UNFILTERED,), "drop the delay filter"),  # a statement without a condition
         ((PriorTurn("q", "q", row_count=2),), "drop the delay filter"),  # no statement
         ((LATE,), "all of them, not just Delta"),  # a value it does not keep its rows to
+        ((LATE,), "forget the carrier"),  # no column its conditions compare
+        ((LATE,), "forget the JFK"),  # a value, not the name of a compared column
         *(((LATE,), write) for write in WRITES),  # data, not a condition
     ],
 )

@@ -134,6 +134,28 @@ def test_a_narrowing_is_read_from_its_form_whatever_its_words(question, conditio
     )
 
 
+@pytest.mark.parametrize("question", ["unread ones", "the inactive ones?", "and the 2023 ones"])
+def test_a_qualifier_of_ones_narrows_a_statement_that_compares_nothing(question):
+    """ "unread ones" after customers per state (issue 45 s64 ewallet-p1#2): "ones" is the
+    earlier rows, the words before it what they are; the SQL service reads the words."""
+    resolution = resolve(question, [STATES])
+    assert resolution.kind is FollowUpKind.FILTER
+    assert resolution.builds_on is not None
+    assert resolution.builds_on.relation in (Relation.FILTER, Relation.TIME_SHIFT)
+
+
+@pytest.mark.parametrize("question", ["the other ones", "the same ones", "which ones"])
+def test_a_word_that_only_points_is_no_qualifier_of_ones(question):
+    assert resolve(question, [STATES]).kind is not FollowUpKind.FILTER
+
+
+def test_a_qualifier_of_ones_after_a_compared_value_is_not_added_beside_it():
+    """ "the unread ones" after a statement that compares a value may be another value of
+    it (a swap, read with the stored values), never a second condition added blindly."""
+    resolution = resolve("the unread ones", [STATUS])
+    assert resolution.builds_on is None or resolution.builds_on.relation is not Relation.FILTER
+
+
 @pytest.mark.parametrize(
     "question", ["where do they live?", "who makes them?", "where are they located?"]
 )
