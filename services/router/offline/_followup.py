@@ -734,13 +734,14 @@ _NARROW_TAIL = re.compile(
     re.IGNORECASE,
 )
 # "unread ones", "the 2023 ones": a qualifier said of "ones", the earlier rows' stand-in,
-# and nothing else (not a word that only points: "those ones", "the other ones"). Read as
+# and nothing else (not a word that only points: "those ones", "the other ones"; no
+# determiner inside: "list the europe ones" is a request, its verb no qualifier). Read as
 # a narrowing only after a statement that compares nothing (see ``_qualified_ones``):
 # after one that does, "the Asian ones" may be another value.
 _QUALIFIED_ONES = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:(?:the|those|these)\s+)?"
     r"(?P<f>(?!(?:the|those|these|other|same|all|any|some|both|which|what|such)\b)"
-    r"[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)\s+ones$",
+    r"[\w'.&-]+(?:\s+(?!(?:the|those|these|a|an)\b)[\w'.&-]+){0,2}?)\s+ones$",
     re.IGNORECASE,
 )
 _WHERE = re.compile(r"\bWHERE\b", re.IGNORECASE)

@@ -144,7 +144,9 @@ def test_a_qualifier_of_ones_narrows_a_statement_that_compares_nothing(question)
     assert resolution.builds_on.relation in (Relation.FILTER, Relation.TIME_SHIFT)
 
 
-@pytest.mark.parametrize("question", ["the other ones", "the same ones", "which ones"])
+@pytest.mark.parametrize(
+    "question", ["the other ones", "the same ones", "which ones", "list the europe ones"]
+)
 def test_a_word_that_only_points_is_no_qualifier_of_ones(question):
     assert resolve(question, [STATES]).kind is not FollowUpKind.FILTER
 
