@@ -495,6 +495,8 @@ def restrict(
         key = exp.column(identifier(about.column), table=identifier(key_from))
         earlier.set("expressions", [*earlier.expressions, exp.alias_(key, KEY)])
     measure = _ranked_by(earlier, about) if _one_per_subject(tree, alias, catalog) else None
+    if measure is not None and _merges_ranked_rows(tree, earlier):
+        measure = None  # distinct rows, not one per ranked row: matched by key, no measure
     if measure is not None:
         # one earlier row per subject row: joined, each row shows the measure it was
         # ranked by, as the question spelled out shows it
@@ -544,6 +546,21 @@ def _one_per_subject(tree: exp.Select, alias: str, catalog: Catalog | None) -> b
         if (first.alias_or_name, key) in sides and len(sides) == 2:
             return True
     return False
+
+
+def _merges_ranked_rows(tree: exp.Select, earlier: exp.Select) -> bool:
+    """Whether ``tree``'s DISTINCT can merge ranked rows: it lists distinct rows of the
+    table the ranked rows refer to ("who supplies them?" after the top 5 products), and
+    the earlier cut kept more than one row. Two ranked rows of one supplier are one
+    distinct row; the measure each was ranked by would split them again (one row per
+    product, two for that supplier), rows the question spelled out ("Which suppliers
+    supply the 5 products …?") does not return. One ranked row (LIMIT 1) merges
+    nothing: its measure is shown as before."""
+    if not tree.args.get("distinct"):
+        return False
+    limit = earlier.args.get("limit")
+    cut = limit.expression if isinstance(limit, exp.Limit) else None
+    return not (isinstance(cut, exp.Literal) and cut.is_int and int(cut.this) <= 1)
 
 
 def _ranked_by(earlier: exp.Select, about: Subject) -> str | None:

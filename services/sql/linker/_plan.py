@@ -359,6 +359,24 @@ def name_columns(table: TableInfo) -> list[Col]:
     return [Col(table, c) for c in names] or named_as_table(table)
 
 
+def row_name(table: TableInfo, names: list[Col]) -> list[Col]:
+    """Of several columns that name a row (``company_name``, ``contact_name`` of a
+    customer), the one the row is called by: the first declared whose stored values are
+    one per row (as many distinct values as the table has rows), as a schema puts what
+    it calls a row by first. A name many rows share (a match's ``tourney_name``, its
+    ``winner_name``) names something else the row has, and none is picked: the key
+    stays what names the row. Read from the data (the catalog's values and row count),
+    so a table whose values were not read keeps its key."""
+    rows = table.row_estimate
+    if rows <= 0:
+        return []
+    for col in names:
+        values = set(col.column.known_values or col.column.sample_values)
+        if len(values) >= rows:
+            return [col]
+    return []
+
+
 def code_labels(table: TableInfo) -> list[Col]:
     """Text keys that name a row beside its name: a ``symbol``, or a ``code`` of the row
     itself (``airport_code`` of an airport, a bare ``code``), said without the prefix the

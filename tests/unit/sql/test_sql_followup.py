@@ -854,3 +854,22 @@ def test_rows_that_refer_to_the_ranked_rows_are_not_shown_with_their_measure():
     )
     sql = restrict(linked, _TOP_CUSTOMER, subject(_TOP_CUSTOMER, CATALOG), catalog=CATALOG)
     assert "earlier.count" not in sql and " IN (SELECT earlier.id FROM (" in sql
+
+
+_TOP_TWO_CUSTOMERS = _TOP_CUSTOMER.replace("LIMIT 1", "LIMIT 2")
+
+
+def test_distinct_rows_the_ranked_rows_refer_to_are_not_split_by_their_measure():
+    """ "which regions are they in?" after the 2 customers with the most orders lists
+    distinct regions: two top customers of one region are one row, as "Which regions are
+    the 2 customers with the most orders in?" answers. Each customer's count beside the
+    region would split that row in two (issue 45, s64 nw1: "who supplies them?" after
+    the top 5 products), so the rows are matched by key and no measure is shown."""
+    linked = (
+        "SELECT DISTINCT r.region_name AS region_name FROM regions AS r "
+        "JOIN customers AS t1 ON t1.region_id = r.region_id"
+    )
+    sql = restrict(
+        linked, _TOP_TWO_CUSTOMERS, subject(_TOP_TWO_CUSTOMERS, CATALOG), catalog=CATALOG
+    )
+    assert "earlier.count" not in sql and " IN (SELECT earlier.id FROM (" in sql

@@ -29,6 +29,7 @@ from services.sql.linker._plan import (
     name_columns,
     person_name,
     quote,
+    row_name,
     table_sql,
 )
 from services.sql.linker._references import reference_named
@@ -357,6 +358,8 @@ def _labels(ctx: LinkContext, table: TableInfo, *, grouped: bool = False) -> lis
         return names
     if not names and (leading := leading_text(table)):
         return leading
+    if len(names) > 1 and (named := row_name(table, names)):
+        return named  # several names tie: the one unique per row, first declared
     if table.primary_key:
         key = table.column(table.primary_key[0])
         if key is not None:
