@@ -59,13 +59,12 @@ from services.sql.linker._context import LinkContext, Meaning
 from services.sql.linker._coverage import unexplained
 from services.sql.linker._dates import DATE_NAME_WORDS, GRAINS
 from services.sql.linker._event_verbs import (
-    STATIVE,
     Recorded,
     dated_referrers,
     event_asked,
-    is_past,
     names_event_by_column,
     names_event_of,
+    passive_count_said,
 )
 from services.sql.linker._linker import (
     AFTER_REFUSAL,
@@ -99,7 +98,6 @@ __all__ = [
     "MEANING_MIN",
     "NEAR_MIN",
     "PARTS_OF_DAY",
-    "STATIVE",
     "Col",
     "LinkContext",
     "LinkError",
@@ -123,12 +121,12 @@ __all__ = [
     "form_words",
     "is_clock",
     "is_number",
-    "is_past",
     "is_temporal",
     "link_question",
     "names_event_by_column",
     "names_event_of",
     "nearest_names",
+    "passive_count_said",
     "prose_of_definitions",
     "read_question",
     "shown_instead",

@@ -318,7 +318,7 @@ def _distinct_referred(
 
 
 # "How many cars from 2022 were sold?", "… planes from 2004 departed?": a count of rows,
-# their event's verb last (a past form, checked apart)
+# their event's verb last (a past form, checked in :func:`passive_count_said`)
 _COUNT_PASSIVE = re.compile(
     r"^\s*how\s+many\s+(?P<rest>[a-z0-9][a-z0-9 ]*?)\s+(?:(?:were|was|have\s+been|had\s+been)\s+)?"
     r"(?P<verb>[a-z]+)\s*[?.]?\s*$",
@@ -330,28 +330,40 @@ _COUNT_PASSIVE = re.compile(
 STATIVE = frozenset({"are", "is", "be", "been", "being"})
 
 
+def passive_count_said(question: str) -> tuple[str, str] | None:
+    """The rows' words and the past form of "How many <rows> were <verb>?" ("cars from
+    2022", "sold"); None for another shape, a verb in no past form, or a present state
+    ("How many houses are listed?"). Read by this module's rewrite and by the verifier's
+    check that such a count reads the event's table, alike."""
+    said = _COUNT_PASSIVE.match(question)
+    if said is None or not is_past(said["verb"]) or said["rest"].split()[-1].lower() in STATIVE:
+        return None
+    return str(said["rest"]), str(said["verb"])
+
+
 def _event_rows(vocab: Vocabulary, question: str) -> Recorded | None:
     """ "How many cars from 2022 were sold?" said as "How many cars from 2022 had
     sales?": the rows the event happened to, counted through the one table that refers
     to them and records the verb's event (:func:`names_event_of`); what the rows' words
     say of them ("from 2022", the cars' own year) stays theirs."""
-    said = _COUNT_PASSIVE.match(question)
-    if said is None or not is_past(said["verb"]) or said["rest"].split()[-1].lower() in STATIVE:
+    said = passive_count_said(question)
+    if said is None:
         return None
-    rows = named_tables(vocab, tokenize(said["rest"]))
-    if len(rows) != 1 or names_event_by_column(vocab, said["verb"], rows[0]):
+    rest, verb = said
+    rows = named_tables(vocab, tokenize(rest))
+    if len(rows) != 1 or names_event_by_column(vocab, verb, rows[0]):
         return None
     recording = [
         t
         for t in vocab.catalog.tables
-        if rows[0].qualified in _parents(vocab, t) and names_event_of(vocab, said["verb"], t)
+        if rows[0].qualified in _parents(vocab, t) and names_event_of(vocab, verb, t)
     ]
     if len(recording) != 1:
         return None
     name = " ".join(vocab.table_words[recording[0].qualified])
     return Recorded(
-        f"How many {said['rest']} had {name}?",
-        f"Read {said['verb']!r} as the {rows[0].name} having {recording[0].name}.",
+        f"How many {rest} had {name}?",
+        f"Read {verb!r} as the {rows[0].name} having {recording[0].name}.",
     )
 
 

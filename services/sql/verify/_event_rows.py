@@ -22,12 +22,11 @@ import re
 
 from services.sql.catalog import TableInfo
 from services.sql.linker import (
-    STATIVE,
     LinkContext,
     LinkError,
-    is_past,
     names_event_by_column,
     names_event_of,
+    passive_count_said,
 )
 from services.sql.verify._facts import StatementFacts
 from services.sql.words import irregular_past, stem
@@ -35,11 +34,6 @@ from services.sql.words import irregular_past, stem
 _WORD = re.compile(r"[a-z]+")
 # what may stand between the rows' noun and the verb: "cars (that were) sold"
 _BETWEEN = frozenset({"that", "which", "were", "was", "been", "have", "has", "got"})
-# "How many cars from 2022 were sold?": the count's rows, then their event's verb last
-_PASSIVE_COUNT = re.compile(
-    r"^\s*how\s+many\s+(?P<rest>[a-z0-9][a-z0-9 ]*?)\s+(?:(?:were|was|have\s+been|had\s+been)\s+)?"
-    r"(?P<verb>[a-z]+)\s*[?.]?\s*$"
-)
 
 
 def _verbs_after(text: str, noun: str) -> list[str]:
@@ -59,22 +53,14 @@ def _verbs_after(text: str, noun: str) -> list[str]:
     return found
 
 
-def _passive_verb(text: str) -> str | None:
-    """The past form a passive count ends in, unless it says a state of the rows."""
-    said = _PASSIVE_COUNT.match(text)
-    if said is None or not is_past(said["verb"]) or said["rest"].split()[-1] in STATIVE:
-        return None
-    return str(said["verb"])
-
-
 def _said_verbs(ctx: LinkContext, text: str, facts: StatementFacts, base: TableInfo) -> list[str]:
     verbs = []
     parts = ctx.vocab.table_words.get(base.qualified, [])
     if not facts.tables - {base.qualified} and len(parts) == 1:
         verbs += _verbs_after(text, parts[0])
-    passive = _passive_verb(text)
-    if passive is not None and passive not in verbs:
-        verbs.append(passive)
+    passive = passive_count_said(text)
+    if passive is not None and passive[1] not in verbs:
+        verbs.append(passive[1])
     # the rows keep the verb's time themselves ("users were created": their created_at)
     return [v for v in verbs if not names_event_by_column(ctx.vocab, v, base)]
 
