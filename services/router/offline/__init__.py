@@ -5,8 +5,9 @@ The router hands ``DeterministicProvider`` to ``services.common.llm.create_provi
 the per-call fallback (and uses it alone when no key is set), and reads RETRIEVE answers
 and last-resort fallbacks from it directly. Modules: ``_text`` (tokens, stems, sentence
 splitting), ``_rules`` (classification, decomposition, search queries), ``_followup``
-(follow-up resolution), ``_extractive`` (grading, rewriting, synthesis), ``_cells``
-(answers from table cells), ``_provider`` (the roles wired together).
+(follow-up resolution, a package of one module a reading step), ``_extractive`` (grading,
+rewriting, synthesis), ``_cells`` (answers from table cells), ``_provider`` (the roles
+wired together).
 """
 
 from services.router.offline._cells import CitedRow, cited_row
