@@ -43,17 +43,22 @@ _RESTRICTIVE = re.compile(r"\b(?:only|just|top)\b", re.IGNORECASE)
 
 
 # "show just the first", "only the top": the one row a ranking puts first, said with no
-# count ("only the first one" has its count).
+# count ("only the first one" has its count). "just the highest", "only the lowest": a
+# superlative alone is the same one row, from the end it says, by the answer's own
+# measure ("just the highest one" says its count). Not "the last" alone, which picks the
+# last member listed, nor "best"/"worst", which say no end.
 _FIRST_ALONE = re.compile(
-    r"(?:(?:show|give|list|keep)(?:\s+me)?\s+)?(?:only|just)\s+the\s+(?:first|top)(?:\s+only)?",
+    r"(?:(?:show|give|list|keep)(?:\s+me)?\s+)?(?:only|just)\s+the\s+"
+    r"(?P<dir>first|top|highest|largest|biggest|greatest|most|bottom|lowest|smallest|least"
+    r"|fewest)(?:\s+only)?",
     re.IGNORECASE,
 )
 
 
 def _limit(text: str) -> tuple[int, bool] | None:
     """(rows, lowest first) for a row-count change; a year is a period, not a count."""
-    if _FIRST_ALONE.fullmatch(text):
-        return 1, False
+    if (alone := _FIRST_ALONE.fullmatch(text)) is not None:
+        return 1, alone.group("dir").lower() in _LOWEST
     if (first := _COUNT_FIRST.match(text)) is not None:
         number = first.group("n").lower()
         rows = _NUMBER_WORDS.get(number) or int(number)

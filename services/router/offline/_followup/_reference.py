@@ -7,11 +7,13 @@ spelled out, and a pointer with nothing to point at is refused.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 from services.common.llm import FollowUpKind, PriorTurn
 from services.router.offline._followup._kinds import BuildsOn, Relation, Resolution
 from services.router.offline._followup._route import _document_question
+from services.router.offline._followup._turn import named_turn
 from services.router.offline._followup._words import (
     _CLAUSE_BOUNDARY,
     _NOT_PLURAL,
@@ -302,12 +304,16 @@ _POSSESSED = re.compile(
 )
 
 
-def referred(asked: str, prior: PriorTurn) -> Resolution | None:
+def referred(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) -> Resolution | None:
     """The question with its reference to the earlier rows resolved ("which of those
     drugs …", "their call notes …", "what year is it from?" after one row); refused where the
     reference has nothing to point at or says a count the answer does not have; None when
-    the request refers to no earlier row."""
+    the request refers to no earlier row. A demonstrative's noun may name an earlier
+    answer's rows than the latest's ("those products" after their suppliers): that answer
+    is the one referred to (``named_turn``)."""
     demonstrative = _DEMONSTRATIVE.search(asked) or _COLLECTIVE.search(asked)
+    if demonstrative is not None and demonstrative.group("noun"):
+        prior = named_turn(demonstrative.group("noun"), prior, history)
     said_count = demonstrative.group("count") if demonstrative else None
     if said_count and prior.row_count:
         meant = _NUMBER_WORDS.get(said_count.lower()) or int(said_count)

@@ -64,7 +64,9 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
     built = resolution.builds_on
     return replace(
         resolution,
-        builds_on=replace(built, sql=prior.sql) if built is not None else BuildsOn(prior.sql),
+        builds_on=replace(built, sql=built.sql or prior.sql)
+        if built is not None
+        else BuildsOn(prior.sql),
     )
 
 
@@ -91,7 +93,7 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         return narrowed
     if (other := _other_condition(asked, prior)) is not None:
         return other
-    if (reference := referred(asked, prior)) is not None:
+    if (reference := referred(asked, prior, history)) is not None:
         return reference
     if (swapped := value_swapped(asked, prior, history)) is not None:
         return swapped
