@@ -3,7 +3,13 @@ one had the most?" and "only the biggest buyer" after a breakdown are its first 
 its own measure; "reduce that to 1" after a list of rows changes how many are shown, not
 the data. Each has its negatives: a noun that names other rows, a measure the earlier
 question never said, an answer that is no breakdown, a superlative of another column,
-and a change that names what it changes."""
+and a change that names what it changes.
+
+A superlative said alone (s65) is the same one row: "just the highest" after "average
+freight per shipper" (narrowed to orders going to France) was read as a condition ("… that
+are highest?") and refused, as no column holds "highest"; "just the highest one" and "only
+the top" already were a row limit of one. "best"/"worst" say no end, and "the last" alone
+still picks a listed member."""
 
 from __future__ import annotations
 
@@ -35,6 +41,24 @@ TOP_USERS = PriorTurn(
     sql="SELECT u.username, COUNT(*) AS count FROM sessions AS s JOIN users AS u "
     "ON u.uid = s.user_id GROUP BY u.username ORDER BY count DESC LIMIT 3",
 )
+PER_SHIPPER = PriorTurn(
+    "only orders going to France",
+    "average freight per shipper that are orders going to France?",
+    row_count=3,
+    sql="SELECT t1.shipper_id AS shipper_id, t1.company_name AS company_name, "
+    "AVG(t0.freight) AS avg_freight FROM public.orders AS t0 JOIN public.shippers AS t1 "
+    "ON t1.shipper_id = t0.shipper_id WHERE (t0.ship_country = 'France') "
+    "GROUP BY t1.shipper_id, t1.company_name",
+)
+TOP_PRODUCTS = PriorTurn(
+    "top 5 products by quantity sold",
+    "top 5 products by quantity sold",
+    members=("Camembert", "Raclette", "Gorgonzola", "Gnocchi", "Pavlova"),
+    row_count=5,
+    sql="SELECT t1.product_name, SUM(t0.quantity) AS sum_quantity FROM order_details AS t0 "
+    "JOIN products AS t1 ON t1.product_id = t0.product_id GROUP BY t1.product_name "
+    "ORDER BY sum_quantity DESC LIMIT 5",
+)
 EXPENSIVE = PriorTurn(
     "Which cars cost more than 50000?",
     "Which cars cost more than 50000?",
@@ -55,6 +79,19 @@ EXPENSIVE = PriorTurn(
         # the superlative after "with" (s61): the same one row
         (PER_CONCERT, "just the one with the most", False),
         (PER_CONCERT, "only the concert with the fewest singers", True),
+        # a superlative alone (s65): the same one row, after any answer, from the end said
+        *[
+            (prior, question, lowest)
+            for prior in (PER_SHIPPER, TOP_PRODUCTS)
+            for question, lowest in (
+                ("just the highest", False),
+                ("only the biggest", False),
+                ("just the largest please", False),
+                ("only the lowest", True),
+                ("just the smallest?", True),
+                ("show me only the fewest", True),
+            )
+        ],
     ],
 )
 def test_one_group_asked_for_by_its_measure_is_the_breakdowns_first_row(
@@ -140,3 +177,24 @@ def test_what_a_contracted_pointer_owns_is_said_of_the_rows() -> None:
     resolution = resolve("what's that user's email?", [one])
     assert resolution.kind is FollowUpKind.RESULT_REFERENCE
     assert resolution.question == "What's the email of the previous answer's rows?"
+
+
+@pytest.mark.parametrize(
+    ("question", "rows"),
+    [("top 3 only", 3), ("only the top one", 1), ("only the top", 1), ("just the highest one", 1)],
+)
+def test_a_said_count_is_still_read_as_before(question: str, rows: int) -> None:
+    resolution = resolve(question, [PER_SHIPPER])
+    assert resolution.builds_on == BuildsOn(PER_SHIPPER.sql, Relation.ROW_LIMIT, limit=rows)
+
+
+@pytest.mark.parametrize("question", ["just the best", "only the worst"])
+def test_best_or_worst_alone_say_no_end(question: str) -> None:
+    resolution = resolve(question, [PER_SHIPPER])
+    assert resolution.builds_on is None or resolution.builds_on.relation is not Relation.ROW_LIMIT
+
+
+def test_the_last_alone_still_picks_the_last_member() -> None:
+    resolution = resolve("and the last?", [TOP_PRODUCTS])
+    assert resolution.kind is FollowUpKind.ORDINAL
+    assert "Pavlova" in resolution.question
