@@ -91,6 +91,10 @@ async def running(pg_url, embedding, telemetry_sink, channel_to) -> AsyncIterato
     await run.deps.close()
 
 
+def _rows(result: pb.SqlResult) -> list[list[str]]:
+    return [[str(v) for v in row.values] for row in result.rows]
+
+
 def tenant() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
 
@@ -543,30 +547,108 @@ async def test_a_pair_says_who_taught_it_and_a_principal_lists_its_own_and_the_s
 
 
 @pytest.mark.rpc(TEACH)
-async def test_a_principal_cannot_replace_a_pair_another_taught(running):
+@pytest.mark.rpc(LIST)
+async def test_a_question_another_principal_taught_is_taught_as_a_fresh_one(running):
+    """Teaching must not tell bob that alice taught the same question (a reason naming
+    "someone else" did): his pair is stored beside hers, as any question he teaches
+    first; each teacher replaces only their own, and each lists only their own."""
     who = tenant()
-    alices = await running.stub.TeachSql(
-        pb.TeachSqlRequest(tenant_id=who, question=GERMANY, sql=GERMANY_SQL), metadata=ALICE
-    )
-    code, _, reason, _ = await _error(
-        running.stub.TeachSql(
-            pb.TeachSqlRequest(tenant_id=who, question=GERMANY, sql="SELECT 1 AS companies"),
-            metadata=BOB,
+
+    async def teach(question: str, sql: str, metadata: Any = None) -> Any:
+        reply = await running.stub.TeachSql(
+            pb.TeachSqlRequest(tenant_id=who, question=question, sql=sql), metadata=metadata
         )
-    )
-    assert (code, reason) == (
-        grpc.StatusCode.FAILED_PRECONDITION,
-        "CONFIRMED_PAIR_TAUGHT_BY_ANOTHER",
-    )
-    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=who))
-    assert [(p.pair_id, p.sql) for p in listed.pairs] == [(alices.pair.pair_id, alices.pair.sql)]
-    # Its teacher, and a service key, may.
-    again = await running.stub.TeachSql(
-        pb.TeachSqlRequest(tenant_id=who, question=GERMANY, sql=GERMANY_SQL), metadata=ALICE
-    )
-    assert again.pair.taught_by == "alice"
+        return reply.pair
+
+    async def listed(metadata: Any = None) -> dict[str, tuple[str, str]]:
+        reply = await running.stub.ListConfirmedPairs(
+            pb.ListConfirmedPairsRequest(tenant_id=who), metadata=metadata
+        )
+        return {p.pair_id: (p.question, p.sql) for p in reply.pairs}
+
+    alices = await teach(GERMANY, GERMANY_SQL, ALICE)
+    bobs = await teach(GERMANY, "SELECT 1 AS companies", BOB)
+    fresh = await teach("How many companies are in France?", "SELECT 2 AS companies", BOB)
+    for pair in (bobs, fresh):  # the same reply whether or not alice taught it first
+        assert (pair.taught_by, pair.use_count, pair.source) == (
+            "bob", 0, pb.CONFIRMED_PAIR_SOURCE_TAUGHT
+        )  # fmt: skip
+    assert bobs.pair_id != alices.pair_id
+    assert await listed(ALICE) == {alices.pair_id: (GERMANY, alices.sql)}
+    assert set(await listed(BOB)) == {bobs.pair_id, fresh.pair_id}
+    # Its teacher replaces its own (the same pair), no one else's.
+    again = await teach(GERMANY, GERMANY_SQL, BOB)
+    assert again.pair_id == bobs.pair_id and again.sql != bobs.sql
+    assert await listed(ALICE) == {alices.pair_id: (GERMANY, alices.sql)}
+    # A service key's teaching is its own too; it lists every pair.
     service = await _teach(running.stub, who)
     assert service.taught_by == ""
+    assert set(await listed()) == {alices.pair_id, bobs.pair_id, fresh.pair_id, service.pair_id}
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(FEEDBACK)
+async def test_a_principal_is_answered_as_if_no_other_principal_had_taught_anything(running):
+    """alice's pair is hers: bob's question is answered exactly as in a tenant where
+    nobody taught it (no reused pair, the same statement), his HELPFUL rating stores his
+    own pair as it would there, and alice's pair counts none of bob's questions."""
+    who, nobody = tenant(), tenant()
+    alices = (
+        await running.stub.TeachSql(
+            pb.TeachSqlRequest(tenant_id=who, question=GERMANY, sql="SELECT 7 AS companies"),
+            metadata=ALICE,
+        )
+    ).pair
+    replies = {}
+    for where in (who, nobody):
+        replies[where] = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id=where, question=GERMANY), metadata=BOB
+        )
+    assert replies[who].outcome == pb.SQL_ASK_OUTCOME_ANSWERED
+    assert not replies[who].HasField("confirmed_pair")
+    assert not replies[who].citations
+    assert replies[who].result.sql == replies[nobody].result.sql
+    assert _rows(replies[who].result) == _rows(replies[nobody].result)
+    assert replies[who].interpretation == replies[nobody].interpretation
+    rated = {}
+    for where in (who, nobody):
+        rated[where] = await running.stub.SubmitFeedback(
+            pb.SubmitFeedbackRequest(
+                tenant_id=where,
+                answer_id=replies[where].answer_id,
+                rating=pb.FEEDBACK_RATING_HELPFUL,
+            ),
+            metadata=BOB,
+        )
+    assert rated[who].pair.taught_by == rated[nobody].pair.taught_by == "bob"
+    assert rated[who].pair.sql == rated[nobody].pair.sql
+    listed = await running.stub.ListConfirmedPairs(pb.ListConfirmedPairsRequest(tenant_id=who))
+    uses = {p.pair_id: p.use_count for p in listed.pairs}
+    assert uses == {alices.pair_id: 0, rated[who].pair.pair_id: 0}
+
+
+@pytest.mark.rpc(ASK)
+@pytest.mark.rpc(LIST)
+async def test_a_principal_is_not_told_how_often_others_reused_a_shared_pair(running):
+    """A service key's pair is reused for every principal; its count of uses, listed to
+    bob, would tell him how often others asked: he sees 0, a service key the count."""
+    who = tenant()
+    service = await _teach(running.stub, who)
+    for _ in range(2):
+        reply = await running.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id=who, question="How many companies are in France?"),
+            metadata=ALICE,
+        )
+        assert reply.confirmed_pair.pair_id == service.pair_id
+
+    async def uses(metadata: Any = None) -> list[int]:
+        reply = await running.stub.ListConfirmedPairs(
+            pb.ListConfirmedPairsRequest(tenant_id=who), metadata=metadata
+        )
+        return [p.use_count for p in reply.pairs]
+
+    assert await uses() == [2]
+    assert await uses(BOB) == [0]
 
 
 @pytest.mark.rpc(DELETE)

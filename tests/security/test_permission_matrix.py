@@ -530,9 +530,28 @@ async def test_a_value_only_hidden_rows_hold_reads_as_one_no_row_holds(world: Wo
     assert_none_of(seen(told), hidden, "alice's misspelling")
 
 
-async def test_a_pair_one_principal_taught_runs_with_anothers_filters(world: World):
+async def test_a_shared_pair_runs_with_each_principals_filters_and_anothers_is_not_reused(
+    world: World,
+):
     stub = world.stub
     counts = region_count(world.stack)
+    shared = await stub.TeachSql(
+        gpb.GatewayServiceTeachSqlRequest(
+            question=COUNT, sql="SELECT count(*) AS companies FROM companies"
+        ),
+        metadata=world.service(),
+        timeout=60,
+    )
+    assert shared.pair.taught_by == ""
+    for person in ("alice", "bob", "carol"):
+        reply = await stub.AskSql(
+            gpb.GatewayServiceAskSqlRequest(question=COUNT),
+            metadata=world.as_(person),
+            timeout=60,
+        )
+        assert reply.confirmed_pair.pair_id == shared.pair.pair_id, person
+        assert first_number(reply.result) == counts[person], person
+    # alice's own pair (the same question) is hers: reused for her, never for bob.
     taught = await stub.TeachSql(
         gpb.GatewayServiceTeachSqlRequest(
             question=COUNT, sql="SELECT count(*) AS companies FROM companies"
@@ -541,14 +560,13 @@ async def test_a_pair_one_principal_taught_runs_with_anothers_filters(world: Wor
         timeout=60,
     )
     assert taught.pair.taught_by == "alice"
-    for person in ("alice", "bob", "carol"):
+    for person, pair in (("alice", taught.pair), ("bob", shared.pair)):
         reply = await stub.AskSql(
             gpb.GatewayServiceAskSqlRequest(question=COUNT),
             metadata=world.as_(person),
             timeout=60,
         )
-        assert reply.confirmed_pair.pair_id == taught.pair.pair_id, person
-        assert first_number(reply.result) == counts[person], person
+        assert reply.confirmed_pair.pair_id == pair.pair_id, person
     # bob neither lists, deletes nor rates what is alice's.
     listed = await stub.ListConfirmedPairs(
         gpb.GatewayServiceListConfirmedPairsRequest(), metadata=world.as_("bob"), timeout=30

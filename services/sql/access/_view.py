@@ -22,7 +22,13 @@ from sqlglot import exp
 from services.common import Principal
 from services.sql.access._policy import AccessPolicy, RowFilter
 from services.sql.access._sources import ROW_SECURITY_KEY, SOURCES_KEY
-from services.sql.catalog import ACCESS_KEY, Catalog, TableInfo
+from services.sql.catalog import (
+    ACCESS_KEY,
+    COUNTS_WITHHELD,
+    Catalog,
+    TableInfo,
+    without_counts,
+)
 
 # At most this many principals' views (and restricted catalogs) kept per catalog load.
 _VIEWS_MAX = 4096
@@ -272,9 +278,12 @@ def substitute(row_filter: RowFilter, principal: Principal) -> exp.Expr | str:
 
 
 def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
-    """``catalog`` less what ``view`` hides, with no stored values (nor the row count) of
-    filtered tables."""
+    """``catalog`` less what ``view`` hides, with no stored values of filtered tables nor
+    any count read over all their rows: the row count, and the counts an inferred key or
+    join was believed by (withheld, not recounted under the filter: they are the reason
+    the key was inferred from every row, which a count of the principal's rows is not)."""
     hidden_tables = view.hidden_tables
+    filtered_tables = set(view.filters) | set(view.secured)
 
     def gone(table: str, columns: tuple[str, ...] = ()) -> bool:
         resolved = catalog.table(table)
@@ -315,13 +324,21 @@ def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
                 lookalike_evidence="" if gone(table.lookalike_of) else table.lookalike_evidence,
                 # every row's count, other people's with theirs: "rows unknown" instead
                 row_estimate=-1 if filtered else table.row_estimate,
+                key_evidence=(
+                    f"never null and never repeating; {COUNTS_WITHHELD}"
+                    if filtered and table.key_evidence
+                    else table.key_evidence
+                ),
                 row_filtered=filtered,
             )
         )
     joins = catalog.joins
     if joins is not None:
         joins = tuple(
-            j for j in joins
+            replace(j, evidence=without_counts(j.evidence))
+            if {_qualified(catalog, j.child), _qualified(catalog, j.parent)} & filtered_tables
+            else j
+            for j in joins
             if not gone(j.child, j.child_columns) and not gone(j.parent, j.parent_columns)
         )  # fmt: skip
     result = Catalog(
@@ -329,6 +346,11 @@ def restricted(catalog: Catalog, view: View, bound: BoundPolicy) -> Catalog:
     )
     result.derived[DERIVED_KEY] = bound
     return result
+
+
+def _qualified(catalog: Catalog, name: str) -> str:
+    resolved = catalog.table(name)
+    return resolved.qualified if resolved is not None else name
 
 
 def _refers_to_hidden(table: TableInfo, gone: object) -> bool:

@@ -38,7 +38,14 @@ from services.sql.catalog._families import (
     unqualified_names,
 )
 from services.sql.catalog._inference import infer_joins
-from services.sql.catalog._joins import Edge, JoinGraph, describe, resolve_joins
+from services.sql.catalog._joins import (
+    COUNTS_WITHHELD,
+    Edge,
+    JoinGraph,
+    describe,
+    resolve_joins,
+    without_counts,
+)
 from services.sql.catalog._load import load_catalog
 from services.sql.catalog._narrowing import CatalogIndex, Narrowed, index_of
 from services.sql.catalog._rows import ROW_COUNT_CAP
@@ -54,6 +61,7 @@ from services.sql.catalog._stored import (
 
 __all__ = [
     "ACCESS_KEY",
+    "COUNTS_WITHHELD",
     "ROW_COUNT_CAP",
     "SAMPLE_VALUES",
     "TEXT_TYPES",
@@ -93,4 +101,5 @@ __all__ = [
     "table_for",
     "type_family",
     "unqualified_names",
+    "without_counts",
 ]

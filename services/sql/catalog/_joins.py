@@ -271,6 +271,21 @@ def declared_edges(catalog: Catalog) -> list[Edge]:
     return edges
 
 
+# What an inferred key or join says in place of its counts to a reader under a row filter.
+COUNTS_WITHHELD = "counted over every row, not shown under a row filter"
+
+
+def without_counts(evidence: str) -> str:
+    """An inferred join's ``evidence`` less every part that holds a number ("30 of 31
+    distinct values found in …", "(120 rows read)"), for a reader who may see only some
+    of the tables' rows: the counts were read over every row, other people's too. The
+    parts that hold none stay (the names' reason; an overlap's kind is read from it)."""
+    parts = [p for p in evidence.split("; ") if not any(ch.isdigit() for ch in p)]
+    if len(parts) == len(evidence.split("; ")):
+        return evidence
+    return "; ".join([*(parts or ["read from the data"]), COUNTS_WITHHELD])
+
+
 def _edge(info: JoinInfo) -> Edge:
     if info.origin is JoinOrigin.GLOSSARY:
         kind = "glossary"

@@ -319,24 +319,18 @@ class AnswerMemory:
         if answer is None:
             raise NotFound("no such answer for this tenant", reason="ANSWER_NOT_FOUND")
         pair: ConfirmedPair | None = None
-        try:
-            if corrected_sql.strip():
-                target, catalog = await catalog_for(answer.database)
-                pair = await self.teach(
-                    tenant_id, target, catalog, answer.question, corrected_sql,
-                    source=PairSource.CORRECTED, field="corrected_sql",
-                )  # fmt: skip
-            elif verdict is Rating.HELPFUL and answer.sql:
-                target, catalog = await catalog_for(answer.database)
-                pair = await self.teach(
-                    tenant_id, target, catalog, answer.question, answer.sql,
-                    source=PairSource.HELPFUL, intent=answer.intent,
-                )  # fmt: skip
-        except FailedPrecondition as exc:
-            # Another principal taught this question: the rating is still recorded, the
-            # pair everyone reuses stays theirs.
-            if exc.reason != "CONFIRMED_PAIR_TAUGHT_BY_ANOTHER":
-                raise
+        if corrected_sql.strip():
+            target, catalog = await catalog_for(answer.database)
+            pair = await self.teach(
+                tenant_id, target, catalog, answer.question, corrected_sql,
+                source=PairSource.CORRECTED, field="corrected_sql",
+            )  # fmt: skip
+        elif verdict is Rating.HELPFUL and answer.sql:
+            target, catalog = await catalog_for(answer.database)
+            pair = await self.teach(
+                tenant_id, target, catalog, answer.question, answer.sql,
+                source=PairSource.HELPFUL, intent=answer.intent,
+            )  # fmt: skip
         feedback_id = await self.store.record_feedback(
             tenant_id,
             answer_id=answer_key,
@@ -740,10 +734,11 @@ def may_name(pair: ConfirmedPair) -> bool:
     """Whether an answer may show the current request's principal ``pair``'s own words
     (its question, the values its statement held): only a pair they could list
     (``store.list_pairs``), one they taught or one a service key taught for everyone.
-    Another principal's pair is still reused (that statement, this principal's filters
-    written into it), but its question is someone else's words, and the value it
-    compared may lie only in rows outside this principal's row filter ("companies in
-    Germany", taught by someone whose rows hold Germany, adapted to "in Canada")."""
+    The store reuses no other for a principal (``_store._LISTABLE``): another principal's
+    question is someone else's words, the value it compared may lie only in rows outside
+    this principal's row filter ("companies in Germany", taught by someone whose rows
+    hold Germany, adapted to "in Canada"), and its reuse alone would say that someone
+    asked it. Kept as the check at the point of showing (and of few-shot examples)."""
     principal = current_principal.get()
     return principal is None or pair.taught_by is None or pair.taught_by == principal.id
 

@@ -20,7 +20,7 @@ import enum
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -153,6 +153,13 @@ def _viewer() -> str | None:
     return None if principal is None else principal.id
 
 
+# The pairs a principal's requests may read, list and reuse: those it taught and those a
+# service key taught for everyone (``%(p)s`` the viewer; NULL, a service key, reads all).
+# Another principal's pair is theirs (SYSTEM.md: taught pairs belong to principals): an
+# answer adapted from it would tell the asker that someone asked and confirmed it.
+_LISTABLE = "(%(p)s::text IS NULL OR taught_by IS NULL OR taught_by = %(p)s)"
+
+
 def _pair(row: Sequence[Any]) -> ConfirmedPair:
     return ConfirmedPair(
         pair_id=str(row[0]),
@@ -251,9 +258,10 @@ class MemoryStore(TenantStore):
         intent: dict[str, Any] | None = None,
     ) -> ConfirmedPair:
         """Store a pair taught by the current principal; the same question on the same
-        database replaces the older one when the same principal (or a service key)
-        teaches it. A principal cannot replace a pair someone else taught: that would
-        change what everyone's answers reuse (FAILED_PRECONDITION)."""
+        database replaces the older one its teacher (that principal, or a service key)
+        taught. Each teacher's pair is their own: a principal teaching a question someone
+        else taught stores theirs beside it, exactly as a fresh question, so nobody learns
+        from teaching that anyone else asked it."""
         taught_by = _viewer()
         self._empty.pop((tenant_id, database), None)
         async with self._tx(tenant_id) as conn:
@@ -262,25 +270,17 @@ class MemoryStore(TenantStore):
                 "INSERT INTO sql_confirmed_pairs (tenant_id, pair_id, database, question, "
                 "template, sql, intent, source, model_name, embedding, taught_by) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (tenant_id, database, question) DO UPDATE SET "
+                "ON CONFLICT (tenant_id, database, question, taught_by) DO UPDATE SET "
                 "sql = EXCLUDED.sql, template = EXCLUDED.template, intent = EXCLUDED.intent, "
                 "source = EXCLUDED.source, model_name = EXCLUDED.model_name, "
-                "embedding = EXCLUDED.embedding, use_count = 0, create_time = now(), "
-                "taught_by = EXCLUDED.taught_by "
-                "WHERE EXCLUDED.taught_by IS NULL "
-                "OR sql_confirmed_pairs.taught_by IS NOT DISTINCT FROM EXCLUDED.taught_by "
+                "embedding = EXCLUDED.embedding, use_count = 0, create_time = now() "
                 f"RETURNING {_PAIR_COLUMNS}",
                 (tenant_id, str(uuid.uuid4()), database, question, template, sql,
                  Jsonb(intent) if intent else None, source.value, model_name, embedding,
                  taught_by),
             )  # fmt: skip
             row = await cur.fetchone()
-        if row is None:
-            raise FailedPrecondition(
-                "a confirmed pair for this question was taught by someone else; only its "
-                "teacher or a service key can replace it",
-                reason="CONFIRMED_PAIR_TAUGHT_BY_ANOTHER",
-            )
+        assert row is not None  # an insert or its teacher's own row updated
         return _pair(row)
 
     async def _purge(self, conn: psycopg.AsyncConnection[Any], tenant_id: str) -> None:
@@ -326,16 +326,18 @@ class MemoryStore(TenantStore):
         limit: int,
         min_similarity: float,
     ) -> list[NearPair]:
-        """The tenant's pairs on ``database`` closest to ``embedding`` (same model only),
-        most similar first, at least ``min_similarity``."""
+        """The tenant's pairs on ``database`` the current principal may reuse
+        (``_LISTABLE``) closest to ``embedding`` (same model only), most similar first,
+        at least ``min_similarity``."""
         async with self._tx(tenant_id) as conn:
             cur = await conn.execute(
                 f"SELECT {_PAIR_COLUMNS}, 1 - (embedding <=> %(v)s) AS similarity "
                 "FROM sql_confirmed_pairs WHERE tenant_id = %(t)s AND database = %(d)s "
                 "AND model_name = %(m)s AND create_time > now() - %(r)s::interval "
+                f"AND {_LISTABLE} "
                 "ORDER BY embedding <=> %(v)s LIMIT %(k)s",
                 {"v": embedding, "t": tenant_id, "d": database, "m": model_name,
-                 "r": self._retention, "k": limit},
+                 "r": self._retention, "k": limit, "p": _viewer()},
             )  # fmt: skip
             rows = await cur.fetchall()
         return [
@@ -366,31 +368,38 @@ class MemoryStore(TenantStore):
     async def survey(
         self, tenant_id: str, database: str, template: str, *, limit: int = SURVEY_LIMIT
     ) -> Survey:
-        """The tenant's live pairs on ``database`` (those whose template equals
-        ``template`` first: a value swap of a confirmed question needs no embedding),
-        at most ``limit``. A tenant seen without pairs on ``database`` within the last
-        ``empty_ttl_s`` is not asked again."""
+        """The tenant's live pairs on ``database`` the current principal may reuse
+        (``_LISTABLE``; those whose template equals ``template`` first, its own before a
+        service key's: a value swap of a confirmed question needs no embedding), at most
+        ``limit``. A tenant seen without pairs on ``database`` within the last
+        ``empty_ttl_s`` is not asked again: only a tenant with none at all, not one whose
+        pairs are all other principals' (the next asker may be one of them)."""
         key = (tenant_id, database)
         now = self._clock()
         if self._empty.get(key, 0.0) > now:
             return Survey((), (), complete=True)
         async with self._tx(tenant_id) as conn:
+            # The listable pairs sort first: the limit counts only them, and a row that is
+            # not listable is read only to tell "no pairs here" from "none of yours".
             cur = await conn.execute(
-                f"SELECT {_PAIR_COLUMNS}, template = %(q)s FROM sql_confirmed_pairs "
-                "WHERE tenant_id = %(t)s AND database = %(d)s "
+                f"SELECT {_PAIR_COLUMNS}, template = %(q)s, {_LISTABLE} "
+                "FROM sql_confirmed_pairs WHERE tenant_id = %(t)s AND database = %(d)s "
                 "AND create_time > now() - %(r)s::interval "
-                "ORDER BY template = %(q)s DESC, create_time DESC LIMIT %(k)s",
+                f"ORDER BY {_LISTABLE} DESC, template = %(q)s DESC, "
+                "taught_by IS NOT DISTINCT FROM %(p)s::text DESC, create_time DESC "
+                "LIMIT %(k)s",
                 {"q": template, "t": tenant_id, "d": database, "r": self._retention,
-                 "k": limit + 1},
+                 "k": limit + 1, "p": _viewer()},
             )  # fmt: skip
             rows = await cur.fetchall()
-        pairs = tuple(_pair(row) for row in rows[:limit])
-        same = tuple(p for p, row in zip(pairs, rows, strict=False) if row[_AFTER_PAIR])
+        listable = [row for row in rows if row[_AFTER_PAIR + 1]]
+        pairs = tuple(_pair(row) for row in listable[:limit])
+        same = tuple(p for p, row in zip(pairs, listable, strict=False) if row[_AFTER_PAIR])
         if not rows and self._empty_ttl_s > 0:
             if len(self._empty) >= _EMPTY_MAX:
                 self._empty.clear()
             self._empty[key] = now + self._empty_ttl_s
-        return Survey(pairs, same, complete=len(rows) <= limit)
+        return Survey(pairs, same, complete=len(listable) <= limit)
 
     async def list_pairs(
         self, tenant_id: str, *, database: str, page_size: int, page_token: str
@@ -402,7 +411,7 @@ class MemoryStore(TenantStore):
             f"SELECT {_PAIR_COLUMNS} FROM sql_confirmed_pairs WHERE tenant_id = %(t)s "
             "AND create_time > now() - %(r)s::interval "
             "AND (%(d)s = '' OR database = %(d)s) "
-            "AND (%(p)s::text IS NULL OR taught_by IS NULL OR taught_by = %(p)s) "
+            f"AND {_LISTABLE} "
         )
         params: dict[str, Any] = {"t": tenant_id, "r": self._retention, "d": database,
                                   "k": page_size + 1, "p": _viewer()}  # fmt: skip
@@ -413,7 +422,8 @@ class MemoryStore(TenantStore):
         async with self._tx(tenant_id) as conn:
             cur = await conn.execute(query, params)
             rows = await cur.fetchall()
-        pairs = [_pair(row) for row in rows[:page_size]]
+        viewer = _viewer()
+        pairs = [_own_uses(_pair(row), viewer) for row in rows[:page_size]]
         token = ""
         if len(rows) > page_size and pairs:
             token = _encode_token(pairs[-1].create_time, pairs[-1].pair_id)
@@ -443,6 +453,15 @@ class MemoryStore(TenantStore):
                 reason="CONFIRMED_PAIR_TAUGHT_BY_ANOTHER",
             )
         return bool(row[0])
+
+
+def _own_uses(pair: ConfirmedPair, viewer: str | None) -> ConfirmedPair:
+    """``pair`` as ``viewer`` lists it: a pair a service key taught is reused by every
+    principal, so its count of uses would tell one principal that others asked; it lists
+    as unused to a principal (its own pairs count only its own and service keys' uses)."""
+    if viewer is None or pair.taught_by == viewer:
+        return pair
+    return replace(pair, use_count=0)
 
 
 def _encode_token(create_time: datetime, pair_id: str) -> str:

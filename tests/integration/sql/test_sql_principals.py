@@ -472,7 +472,7 @@ async def remembering(
     await embed_channel.close()
 
 
-async def test_a_pair_taught_by_one_principal_is_reused_for_another_with_their_filter(
+async def test_a_pair_a_service_key_taught_is_reused_for_each_principal_with_their_filter(
     remembering,
 ):
     import uuid
@@ -482,7 +482,7 @@ async def test_a_pair_taught_by_one_principal_is_reused_for_another_with_their_f
     sql = "SELECT count(*) AS companies FROM companies"
     taught = await remembering.stub.TeachSql(
         pb.TeachSqlRequest(tenant_id=tenant, question=question, sql=sql),
-        metadata=_headers(ALICE),
+        metadata=_headers(None),
         timeout=20,
     )
     # stored as asked: no principal's filter in it
@@ -694,15 +694,15 @@ async def test_role_mode_links_only_the_values_the_roles_rows_hold(secured):
     assert said["Oslo"][0] == pb.SQL_ASK_OUTCOME_UNANSWERABLE
 
 
-async def test_a_pair_another_principal_taught_is_reused_without_its_words(remembering):
-    """bob's confirmed question names a country only his rows hold; alice's question on a
-    country of her own is answered by adapting bob's statement (her filter applied), and
-    her reply names neither bob's question nor the value it held: the pair is his, not
-    one she may list, and its value lies in rows outside her filter. bob, asking the same
-    of his own pair, is shown both as before."""
+async def test_a_pair_another_principal_taught_is_not_reused(remembering):
+    """bob's confirmed question names a country only his rows hold. alice's question on
+    a country of her own is answered exactly as in a tenant where nobody taught anything:
+    no reused pair, none of bob's words nor his value, the same statement and rows (a
+    reuse, even with its words withheld, would tell her someone asked it). bob, asking
+    the same of his own pair, is shown his question and the value swapped."""
     import uuid
 
-    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    tenant, nobody = f"t-{uuid.uuid4().hex[:10]}", f"t-{uuid.uuid4().hex[:10]}"
     only_2 = await remembering.owner(
         "SELECT country FROM companies GROUP BY country "
         "HAVING bool_and(region_id = 2) ORDER BY count(*) DESC LIMIT 1"
@@ -723,18 +723,21 @@ async def test_a_pair_another_principal_taught_is_reused_without_its_words(remem
         metadata=_headers(BOB),
         timeout=20,
     )
-    expected = (await remembering.owner(
-        f"SELECT count(*) FROM companies WHERE country = '{mine}' AND region_id = 1"
-    ))[0][0]  # fmt: skip
-    alice = await remembering.stub.AskQuestion(
-        pb.AskQuestionRequest(tenant_id=tenant, question=question.format(mine)),
-        metadata=_headers(ALICE),
-        timeout=20,
-    )
-    assert alice.HasField("confirmed_pair"), alice.message  # bob's pair, adapted
-    assert _rows(alice.result) == [(expected,)]
+    replies = {}
+    for where in (tenant, nobody):
+        replies[where] = await remembering.stub.AskQuestion(
+            pb.AskQuestionRequest(tenant_id=where, question=question.format(mine)),
+            metadata=_headers(ALICE),
+            timeout=20,
+        )
+    alice, fresh = replies[tenant], replies[nobody]
+    assert not alice.HasField("confirmed_pair") and not alice.citations
     assert theirs not in str(alice), "a value of rows outside alice's filter was shown"
     assert question.format(theirs) not in str(alice)
+    assert (alice.outcome, alice.message, alice.interpretation, alice.result.sql) == (
+        fresh.outcome, fresh.message, fresh.interpretation, fresh.result.sql
+    )  # fmt: skip
+    assert _rows(alice.result) == _rows(fresh.result)
     # bob's own pair, adapted for bob: his question and the value swapped are shown
     other = (await remembering.owner(
         "SELECT country FROM companies WHERE region_id = 2 AND country <> "
@@ -774,13 +777,21 @@ async def wide(
             "INSERT INTO leads SELECT i, CASE WHEN i % 3 = 0 THEN 1 ELSE 2 END,"
             " CASE WHEN i % 3 = 0 THEN 'Lyon' ELSE 'Trondheim' END FROM generate_series(1, 30) i"
         )
+        # no declared key nor foreign key: both are inferred from every row's values
+        await conn.execute("CREATE TABLE calls (call_id int NOT NULL, lead_id int, region_id int)")
+        await conn.execute(
+            "INSERT INTO calls SELECT i, l.lead_id, l.region_id FROM generate_series(1, 40) i "
+            "JOIN leads l ON l.lead_id = i % 30 + 1"
+        )
         for name in others:
             await conn.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, label text)")
             await conn.execute(f"INSERT INTO {name} VALUES (1, 'one'), (2, 'two')")
         await conn.execute("ANALYZE")
         await grant_read_only(conn, "wide_leads", warehouse.reader_role, schemas=["public"])
     policy = tmp_path / "policy.json"
-    policy.write_text(json.dumps({"row_filters": {"leads": "region_id = {principal.region_id}"}}))
+    policy.write_text(json.dumps({"row_filters": {
+        "leads": "region_id = {principal.region_id}", "calls": "region_id = {principal.region_id}"
+    }}))  # fmt: skip
     deps: SqlDeps = await build_deps(
         replace(SqlSettings(), reference_date=date(2025, 6, 30)),
         telemetry_sink("sql").telemetry,
@@ -849,3 +860,35 @@ async def test_a_wide_database_answers_a_principal_from_their_own_rows(wide):
     assert described[None].tables[0].row_estimate == 30
     assert described[ALICE].tables[0].row_estimate == -1
     assert "30 rows" not in described[ALICE].catalog_text
+
+
+async def test_describe_gives_a_filtered_principal_no_count_an_inferred_key_was_read_by(wide):
+    """``calls`` declares no key: its key and its join to ``leads`` are inferred from
+    every row's values, and the evidence counts them (40 rows, 30 of 30 values). alice
+    reads a third of those rows: she is told the key and the join are inferred, with no
+    count of other regions' rows (withheld, not recounted: the key was inferred from
+    every row); the full view keeps the counts."""
+
+    async def described(principal: Principal | None) -> pb.DescribeSchemaResponse:
+        reply: pb.DescribeSchemaResponse = await wide.stub.DescribeSchema(
+            pb.DescribeSchemaRequest(
+                tenant_id="acme", max_chars=100_000, tables=["calls", "leads"]
+            ),
+            metadata=_headers(principal),
+            timeout=10,
+        )
+        return reply
+
+    def evidence(reply: pb.DescribeSchemaResponse) -> tuple[list[str], str, list[str]]:
+        calls = next(t for t in reply.tables if t.name == "calls")
+        joins = [j.evidence for j in reply.joins if "calls" in j.child_table]
+        return list(calls.primary_key_columns), calls.primary_key_evidence, joins
+
+    key, why, joins = evidence(await described(None))
+    assert key == ["call_id"] and "40 rows" in why, why
+    assert joins and any(ch.isdigit() for ch in joins[0]), joins
+    key, why, joins = evidence(alice := await described(ALICE))
+    assert key == ["call_id"] and why, "the key is still said to be inferred"
+    assert not any(ch.isdigit() for ch in why), why
+    assert joins and not any(any(ch.isdigit() for ch in j) for j in joins), joins
+    assert "40" not in alice.catalog_text

@@ -595,6 +595,63 @@ def test_a_filtered_tables_row_count_is_not_shown_to_a_principal(tmp_path):
     assert _as(OPS, catalog_view, catalog).table("public.opportunities").row_estimate == 120
 
 
+def test_an_inferred_keys_and_joins_counts_are_not_shown_to_a_filtered_principal(tmp_path):
+    """A key or join inferred from the data says how many rows and values it was read
+    over: every row of a filtered table, other people's too. A principal under the filter
+    is told the key and join are inferred, with no count; the overlap's reason (the kind
+    of join) stays; a join between unfiltered tables and an exempt group keep theirs."""
+    from dataclasses import replace
+
+    from services.sql.catalog import JoinGraph
+    from services.sql.catalog._catalog import JoinInfo, JoinOrigin
+
+    opportunities = replace(
+        _table("opportunities", ["id", "region", "amount", "account"]),
+        primary_key=("id",),
+        key_evidence="id is never null and never repeats in 120 rows",
+    )
+    joins = (
+        JoinInfo("public.opportunities", ("account",), "public.accounts", ("id",),
+                 JoinOrigin.INFERRED,
+                 "same name and shared values; 38 of 40 distinct values found in public.accounts"),
+        JoinInfo("public.employees", ("id",), "public.accounts", ("id",), JoinOrigin.INFERRED,
+                 "the only key holding them; 12 of 12 distinct values found in public.accounts"),
+    )  # fmt: skip
+    catalog = Catalog(
+        "warehouse",
+        (
+            opportunities,
+            replace(_table("accounts", ["id", "name"]), primary_key=("id",)),
+            _table("employees", ["id", "name", "department", "salary"]),
+            _table("payroll", ["id", "amount"]),
+            _table("opportunities", ["id", "region", "amount"], schema="archive"),
+        ),
+        joins=joins,
+    )
+    catalog.derived[ROW_SECURITY_KEY] = frozenset()
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps(POLICY))
+    bind(catalog, load_access_policy(path))
+
+    def evidence(principal: Principal) -> tuple[str, dict[str, tuple[str, str]]]:
+        seen = _as(principal, catalog_view, catalog)
+        table = seen.table("public.opportunities")
+        assert table is not None and table.primary_key == ("id",)
+        return table.key_evidence, {
+            e.child: (e.kind, e.evidence) for e in JoinGraph(seen).edges if e.kind != "declared"
+        }
+
+    key, edges = evidence(ALICE)
+    assert key and not any(ch.isdigit() for ch in key), key
+    kind, why = edges["public.opportunities"]
+    assert kind == "overlap" and why.startswith("same name and shared values")
+    assert not any(ch.isdigit() for ch in why), why
+    assert edges["public.employees"][1] == joins[1].evidence  # no filtered table in it
+    key, edges = evidence(OPS)
+    assert key == opportunities.key_evidence
+    assert edges["public.opportunities"][1] == joins[0].evidence
+
+
 def replace_rows(table: TableInfo, rows: int) -> TableInfo:
     from dataclasses import replace
 
