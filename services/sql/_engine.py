@@ -50,6 +50,7 @@ from services.sql.conversation import (
     points_at_a_place,
     refers,
     restrict,
+    rows_asked,
     same_query,
     shows_only_rows,
     subject,
@@ -463,25 +464,33 @@ class SqlEngine:
                         instructions=instructions, glossary=target.glossary,
                     ), narrowed)  # fmt: skip
                     if linked.answer is None:
-                        span.set_attribute("sql.follow_up.outcome", linked.outcome.name)
-                        return linked
-                    # the linked statement's joins, as composed (an answer asked
-                    # outright writes them as a semi-join: ``results.joined``)
-                    reading = joined(linked.answer.verdict.normalized_sql, catalog)
-                    if shows_only_rows(question, reading, about, catalog):
-                        raise FollowUpError(
-                            "the question asks something about the previous rows that no "
-                            "column of theirs was read as"
+                        # words the linker placed nowhere may still ask about the
+                        # earlier rows by their keys and types (``conversation.rows_asked``)
+                        rows = rows_asked(question, earlier.normalized_sql, catalog)
+                        if rows is None:
+                            span.set_attribute("sql.follow_up.outcome", linked.outcome.name)
+                            return linked
+                        (sql, explanation), linked = rows, None
+                    else:
+                        # the linked statement's joins, as composed (an answer asked
+                        # outright writes them as a semi-join: ``results.joined``)
+                        reading = joined(linked.answer.verdict.normalized_sql, catalog)
+                        if shows_only_rows(question, reading, about, catalog):
+                            raise FollowUpError(
+                                "the question asks something about the previous rows that no "
+                                "column of theirs was read as"
+                            )
+                        shown = labels(earlier.normalized_sql, about, catalog)
+                        chosen_by = deciding(earlier.normalized_sql, about, catalog)
+                        sql = restrict(reading, earlier.normalized_sql,
+                                       about, shown, chosen_by, catalog=catalog)  # fmt: skip
+                        sql = named_as_before(sql, earlier.normalized_sql, about, catalog)
+                        if points_at_a_place(question):
+                            sql = kept_there(sql, earlier.normalized_sql)
+                        sql = as_asked(sql, linked.answer.verdict.normalized_sql, catalog)
+                        explanation = (
+                            f"{linked.answer.explanation}, among the previous answer's rows"
                         )
-                    shown = labels(earlier.normalized_sql, about, catalog)
-                    chosen_by = deciding(earlier.normalized_sql, about, catalog)
-                    sql = restrict(reading, earlier.normalized_sql,
-                                   about, shown, chosen_by, catalog=catalog)  # fmt: skip
-                    sql = named_as_before(sql, earlier.normalized_sql, about, catalog)
-                    if points_at_a_place(question):
-                        sql = kept_there(sql, earlier.normalized_sql)
-                    sql = as_asked(sql, linked.answer.verdict.normalized_sql, catalog)
-                    explanation = f"{linked.answer.explanation}, among the previous answer's rows"
                 else:
 
                     async def link(text: str) -> str | None:

@@ -566,6 +566,27 @@ async def test_ask_follow_up_that_cannot_build_on_the_statement_is_refused(runni
     assert "not a ranking" in reply.message and not reply.HasField("result")
 
 
+@pytest.mark.rpc(ASK)
+async def test_ask_about_the_earlier_rows_the_linker_placed_no_word_of_reads_their_keys(running):
+    # "what do they add up to" after a count: no word of it names a column, so the linker
+    # places none; the counted rows' one amount, summed over the same rows (s65, fol2)
+    industries = [str(i) for i, _ in await _rows(running.stub, BY_INDUSTRY)]
+    counted = f"SELECT COUNT(*) AS n FROM companies AS c WHERE c.industry = '{industries[0]}'"
+    reply = await running.stub.AskQuestion(
+        pb.AskQuestionRequest(
+            tenant_id="acme", question="what do they add up to",
+            prior=_prior(counted, pb.PRIOR_RELATION_RESULT_SET),
+        ),
+        timeout=10,
+    )  # fmt: skip
+    assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
+    gold = await _rows(
+        running.stub,
+        f"SELECT SUM(c.annual_revenue) FROM companies AS c WHERE c.industry = '{industries[0]}'",
+    )
+    assert _result_rows(reply.result) == gold
+
+
 PER_INDUSTRY_IN_2024 = (
     "SELECT c.industry, COUNT(*) AS n FROM companies AS c WHERE c.created_at >= '2024-01-01' "
     "AND c.created_at < '2025-01-01' GROUP BY c.industry"

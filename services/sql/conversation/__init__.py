@@ -23,6 +23,7 @@ from services.sql.conversation._followup import (
 from services.sql.conversation._measure import bounded
 from services.sql.conversation._named import named_as_before
 from services.sql.conversation._periods import Window, new_window, time_filters
+from services.sql.conversation._rows import rows_asked
 from services.sql.conversation._statement import FollowUpError, adds_only_keys, same_query
 from services.sql.conversation._there import kept_there, points_at_a_place
 
@@ -47,6 +48,7 @@ __all__ = [
     "points_at_a_place",
     "refers",
     "restrict",
+    "rows_asked",
     "same_query",
     "shows_only_rows",
     "subject",
