@@ -9,7 +9,7 @@ verb (sell -> sale, book -> booking, visit -> visit, pay -> payment), some event
 verbs, one per side (a purchase is a sale seen from the buyer), and the one who does each
 side has nouns of its own (a buyer is a customer or a client, a seller a vendor or a
 salesperson). :data:`EVENTS` is that small lexicon, English's and no schema's. Through it,
-five questions are said again in words the readers know, each only when the question as
+seven questions are said again in words the readers know, each only when the question as
 asked is refused (``QuestionLinker.link``):
 
 - "Who <verb> the <rows>?": the one table among the event table's parents that the
@@ -25,7 +25,11 @@ asked is refused (``QuestionLinker.link``):
   where that still reads a year of the rows, "How many distinct <reference> of <event
   table> in <year>?";
 - "How many <rows> were <verb>?" ("cars from 2022 were sold"): "How many <rows> had
-  <event table>?", the rows' own words ("from 2022") kept theirs.
+  <event table>?", the rows' own words ("from 2022") kept theirs;
+- "<rows> <verb> per <X>" ("cars sold per make"): "<event table> per <X>", each event
+  row counted once, grouped by the rows' column it reaches by its key;
+- "<rows> who never <verb> a <object>" ("visitors who never visited a museum"): "<rows>
+  with no <event table>", the event's table referring to both.
 
 Each holds only where the event table references the rows' table (the event joins the
 rows to their doer or price), and only when the statement read from the words said again
@@ -341,6 +345,98 @@ def passive_count_said(question: str) -> tuple[str, str] | None:
     return str(said["rest"]), str(said["verb"])
 
 
+# "cars sold per make", "How many cars were sold per color?", "number of cars sold by
+# each salesperson": a count of rows (its cue optional), their event's verb, a grouping
+_PER_GROUP = re.compile(
+    r"^\s*(?P<lead>(?:(?:what\s+is\s+)?(?:the\s+)?(?:total\s+)?number\s+of|how\s+many|count\s+of)"
+    r"\s+)?(?P<rows>[a-z]+)\s+(?:(?:that|which)\s+)?(?:(?:were|was|have\s+been|had\s+been)\s+)?"
+    r"(?P<verb>[a-z]+)\s+(?P<rest>(?:per|by|for\s+each|for\s+every|in\s+each)\s[^?]+?)\s*[?.]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _event_per_group(vocab: Vocabulary, question: str) -> Recorded | None:
+    """ "cars sold per make" said as "sales per make": the rows said with their event's
+    verb are counted as the rows of the one table that refers to them and records that
+    event (:func:`names_event_of`: ``sales`` for "sold"), each event once, grouped as
+    the words group them (``cars.make``, reached from each sale by its key). Read only
+    where the rows are said bare (their table's one noun, no qualifier the event's
+    count would drop), the verb is no time of the rows' own ("users created per
+    month": their ``created_at``), and exactly one table records the event for them;
+    otherwise the refusal naming the event stands."""
+    said = _PER_GROUP.match(question)
+    if said is None or not is_past(said["verb"]):
+        return None
+    rows = _bare_table(vocab, said["rows"])
+    if rows is None or names_event_by_column(vocab, said["verb"], rows):
+        return None
+    recording = [
+        t
+        for t in vocab.catalog.tables
+        if rows.qualified in _parents(vocab, t) and names_event_of(vocab, said["verb"], t)
+    ]
+    if len(recording) != 1:
+        return None
+    name = " ".join(vocab.table_words[recording[0].qualified])
+    return Recorded(
+        f"{said['lead'] or ''}{name} {said['rest']}",
+        f"Read {said['rows']!r} {said['verb']!r} as the {recording[0].name} of the "
+        f"{rows.name}, one per {recording[0].name} row.",
+    )
+
+
+# "visitors who never visited a museum", "How many customers have not bought a car?":
+# the rows (said before the negation), the event's verb, its object named bare
+_NEVER_DID = re.compile(
+    r"^(?P<lead>.*?)\b(?P<rows>[a-z]+)\s+(?:(?:who|that|which)\s+)?(?:(?:have|has|had)\s+)?"
+    r"(?:never|not|did\s+not|didn't|have\s+not|has\s+not|haven't|hasn't)\s+(?:(?:ever|been)\s+)?"
+    r"(?P<verb>[a-z]+)\s+(?:(?:a|an|any|the)\s+)?(?P<object>[a-z]+)\s*[?.]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def negated_object(vocab: Vocabulary, verb: str, noun: str) -> tuple[TableInfo, TableInfo] | None:
+    """(the table the object ``noun`` names, the one table recording ``verb``'s event
+    that refers to it) for "… never <verb> a <noun>"; None when the noun names no table
+    bare or no single table records the event on its rows."""
+    obj = _bare_table(vocab, noun)
+    if obj is None:
+        return None
+    recording = [
+        t
+        for t in vocab.catalog.tables
+        if t != obj and obj.qualified in _parents(vocab, t) and names_event_of(vocab, verb, t)
+    ]
+    return (obj, recording[0]) if len(recording) == 1 else None
+
+
+def _never_did(vocab: Vocabulary, question: str) -> Recorded | None:
+    """ "visitors who never visited a museum" said as "visitors with no visit": the rows
+    listed are those the words before the negation name (``visitor``), and what they
+    never did is a row of the one table that records the verb's event and refers both to
+    them and to the verb's object (``visit``: its visitor and its museum). Every such row
+    has its object, so the object said bare ("a museum", "any museum") restricts nothing
+    and the anti-join is to the event's table alone. Read only where the rows and the
+    object are each one table's bare noun, different tables; a subject naming no table
+    ("visitors" with no visitor table) leaves the refusal (``_never``) standing."""
+    said = _NEVER_DID.match(question)
+    if said is None:
+        return None
+    rows = _bare_table(vocab, said["rows"])
+    found = negated_object(vocab, said["verb"], said["object"])
+    if rows is None or found is None or rows == found[0]:
+        return None
+    event = found[1]
+    if rows.qualified not in _parents(vocab, event):
+        return None
+    name = " ".join(vocab.table_words[event.qualified])
+    return Recorded(
+        f"{said['lead']}{said['rows']} with no {name}",
+        f"Read {said['rows']!r} that never {said['verb']!r} a {said['object']!r} as the "
+        f"{rows.name} rows no {event.name} row refers to.",
+    )
+
+
 def _event_rows(vocab: Vocabulary, question: str) -> Recorded | None:
     """ "How many cars from 2022 were sold?" said as "How many cars from 2022 had
     sales?": the rows the event happened to, counted through the one table that refers
@@ -422,13 +518,15 @@ class Recorded:
 
 def event_asked(vocab: Vocabulary, question: str) -> Recorded | None:
     """The question said through the table that records its verb's event, or None when
-    none of the module docstring's five readings applies."""
+    none of the module docstring's seven readings applies."""
     return (
         _doer(vocab, question)
         or _price(vocab, question)
         or _event_noun(vocab, question)
         or _event_window(vocab, question)
         or _event_rows(vocab, question)
+        or _event_per_group(vocab, question)
+        or _never_did(vocab, question)
     )
 
 

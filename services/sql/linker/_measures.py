@@ -31,12 +31,22 @@ from services.sql.linker._terms import is_condition, sql_measure
 from services.sql.linker._vocabulary import Col
 from services.sql.words import (
     AGGREGATE_WORDS,
+    MONTHS,
     STOP_WORDS,
     stem,
     word_match,
 )
 
 COUNT_CUES = ("number of", "count of", "how many", "num of", "no. of", "total count of")
+
+# A month or quarter said in a measure's words ("buys per ticker in april 2023", "buys in
+# Q1 2023 per ticker", "… in the first quarter of 2023"): the date reader's window, no
+# word of the rows counted nor of the grouping a "per" phrase names. A bare year is left
+# to the words (a year column may be what they count by).
+_WINDOW = re.compile(
+    r"\s+(?:in|during)\s+(?:the\s+)?(?:(?:first|second|third|fourth)\s+quarter\s+of\s+"
+    rf"|q[1-4]\s+|(?:{'|'.join(sorted(MONTHS, key=len, reverse=True))})\s+(?:of\s+)?)\d{{4}}\b"
+)
 
 
 def read_ranked(ctx: LinkContext, phrase: str) -> Measure | None:
@@ -125,6 +135,7 @@ def read_measure(ctx: LinkContext, low: str, *, depth: int = 0) -> Measure | Non
     if m:
         distinct, rest = True, m.group(2)
     label = rest
+    rest = _WINDOW.sub("", rest)
     per = re.search(r"\s+(?:per|for each|for every)\s+((?:\w+\s+){0,2}\w+)$", rest)
     prefer: list[TableInfo] = []
     if per:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 
 from services.sql.linker._context import LinkContext
-from services.sql.linker._event_verbs import names_event_of
-from services.sql.linker._plan import Plan
+from services.sql.linker._event_verbs import names_event_of, negated_object
+from services.sql.linker._plan import LinkError, Plan
 from services.sql.words import irregular_past, stem
 
 # "never sold", "not been treated", "nobody has visited", "no one ever traded"
@@ -33,6 +33,7 @@ def negated_events(ctx: LinkContext, plan: Plan) -> None:
         verb = m.group(1)
         if not (verb.endswith("ed") or irregular_past(verb)):
             continue
+        _object_not_rows(ctx, m)
         found = [t for t in ctx.catalog.tables if names_event_of(ctx.vocab, verb, t)]
         if not found:
             found = [t for t, _ in ctx.vocab.tables_named([stem(verb[:-2])])][:1]
@@ -42,3 +43,28 @@ def negated_events(ctx: LinkContext, plan: Plan) -> None:
         if found[0] not in plan.anti:
             plan.anti.append(found[0])
         ctx.known.update({"nobody", "one"} & set(m.group(0).split()))
+
+
+# the verb's object named right after it: "never visited a museum", "not bought any cars"
+_OBJECT = re.compile(r"\s+(?:(?:a|an|any|the)\s+)?([a-z]+)\s*[?.]?\s*$")
+
+
+def _object_not_rows(ctx: LinkContext, m: re.Match[str]) -> None:
+    """Refuse a negated event whose object is named right after the verb ("visitors who
+    never visited a museum"): the rows asked for are those said before the negation,
+    each with no row of the event's table; the other readers here and in
+    ``_conditions`` take the named object's table for the negated rows or for the rows
+    listed (the museums never visited), a confident wrong answer. The event's reading
+    (``_event_verbs``, "visitors with no visit") is tried after this refusal, where the
+    words before the negation name a table the event refers to."""
+    said = _OBJECT.match(ctx.low, m.end())
+    if said is None:
+        return
+    found = negated_object(ctx.vocab, m.group(1), said.group(1))
+    if found is None:
+        return
+    obj, event = found
+    raise LinkError(
+        f"could not place the rows that {m.group(0).strip()} {said.group(1)} (the "
+        f"{event.name} rows record it of the {obj.name} rows and of the rows asked for)"
+    )

@@ -29,6 +29,7 @@ def check_numbers(text: str, facts: StatementFacts, reads: set[str], *, dated: b
     text = ISO_DATE.sub(" ", WRITTEN_DATE.sub(" ", text))
     text = _CLOCK.sub(lambda m: " " if _clock_used(m, facts) else m.group(0), text)
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 30,000
+    text = _THOUSANDS.sub(_thousands, text)  # 30k
     if dated:
         text = re.sub(rf"\b\d+(?:\.\d+)?\s+(?:calendar\s+)?{TIME_UNITS}\b", " ", text)
     text = re.sub(r"\bq[1-4]\b|\b\d+(?:st|nd|rd|th)\b", " ", text)
@@ -51,6 +52,17 @@ def check_numbers(text: str, facts: StatementFacts, reads: set[str], *, dated: b
         if len(number) == 4 and {int(number), int(number) + 1} & years:
             continue  # "after 2020": from 2021-01-01
         raise LinkError(f"the statement does not use the number {number}")
+
+
+# A number written in thousands ("over 30k", "2.5k"): the number it stands for, so that
+# a statement that compares nothing with 30000 does not pass for one that drops it (the
+# "k" glued to the digits hid the number from the search below).
+_THOUSANDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)k\b", re.IGNORECASE)
+
+
+def _thousands(m: re.Match[str]) -> str:
+    value = float(m.group(1)) * 1000
+    return str(int(value)) if value.is_integer() else str(value)
 
 
 # A time of day said as HH:MM ("before 12:00")

@@ -11,11 +11,12 @@ from datetime import date
 import pytest
 
 from services.sql.catalog import Catalog, ForeignKeyInfo, TableInfo
-from services.sql.linker import LinkError
+from services.sql.linker import LinkError, read_question
 from services.sql.linker._dates import past_base, verb_names_part
+from services.sql.verify import verify_statement
 from services.sql.words import stem
 from tests.unit.sql.schemas import col, key, linked_sql
-from tests.unit.sql.test_sql_first_question_wrongs_s63 import DEALER
+from tests.unit.sql.test_sql_first_question_wrongs_s63 import DEALER, DEALER_WORDS
 from tests.unit.sql.test_sql_linker import MUSEUMS
 
 TODAY = date(2026, 11, 30)
@@ -105,14 +106,23 @@ def test_rows_per_a_greek_noun_are_counted_per_it() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "question", ["cars sold per make", "How many cars were sold per make?", "which cars were sold"]
-)
+# what main answered "cars sold per make" with before the rule: every car, sold or not
+CARS_ALONE = "SELECT t0.make AS make, COUNT(*) AS count FROM public.cars AS t0 GROUP BY t0.make"
+
+
+@pytest.mark.parametrize("question", ["cars sold per make", "How many cars were sold per make?"])
 def test_rows_said_with_their_events_verb_are_not_every_row(question: str) -> None:
     """Without the rule: ``SELECT t0.make, COUNT(*) FROM cars GROUP BY t0.make``, every
-    car counted whether sold or not."""
+    car counted whether sold or not. (The linker now reads these through the sales,
+    s65 events2; the check still holds the statement that reads the cars alone.)"""
+    ctx = read_question(question, DEALER_WORDS, TODAY)
     with pytest.raises(LinkError, match=r"'sold' is what the sales rows record"):
-        linked_sql(question, DEALER, TODAY)
+        verify_statement(ctx, CARS_ALONE)
+
+
+def test_rows_listed_with_their_events_verb_are_not_every_row() -> None:
+    with pytest.raises(LinkError, match=r"'sold' is what the sales rows record"):
+        linked_sql("which cars were sold", DEALER, TODAY)
 
 
 @pytest.mark.parametrize("question", ["cars per make", "cars made in 2020 per make"])
@@ -138,8 +148,13 @@ def test_rows_no_event_happened_to_are_an_anti_join(
     assert anti in linked_sql(question, catalog, TODAY)
 
 
-def test_a_negated_event_between_two_named_tables_is_left_refused() -> None:
+def test_a_negated_event_between_two_named_tables_lists_the_rows_said_first() -> None:
     """ "customers who never bought a car" names customers and cars: read with the
-    anti-join, the composer listed the cars never sold (a confident wrong)."""
-    with pytest.raises(LinkError):
-        linked_sql("customers who never bought a car", DEALER, TODAY)
+    anti-join, the composer listed the cars never sold (a confident wrong), so it was
+    refused; since s65 events2 the customers, said before the negation, are listed with
+    no sale (``_event_verbs._never_did``), the car said bare restricting nothing."""
+    assert linked_sql("customers who never bought a car", DEALER, TODAY) == (
+        "SELECT t0.first_name AS first_name, t0.last_name AS last_name "
+        "FROM public.customers AS t0 WHERE (NOT EXISTS (SELECT 1 FROM public.sales AS x "
+        "WHERE x.customer_id = t0.id))"
+    )
