@@ -86,7 +86,7 @@ class OfflineGenerator:
     def _vocabulary(self, catalog: Catalog) -> Vocabulary:
         # the principal's view too (``Catalog.memo_key``): a view's catalog has the full
         # one's database, load time and tables but not its stored values
-        key = (*catalog.memo_key, tuple(t.qualified for t in catalog.tables))
+        key = catalog.contents_key
         vocabulary = self._vocabularies.get(key)
         if vocabulary is None:
             if len(self._vocabularies) >= _VOCABULARIES_MAX:

@@ -150,8 +150,10 @@ class TableInfo:
     # stored-value probe answers "no evidence" instead).
     row_filtered: bool = False
 
-    @property
+    @cached_property
     def qualified(self) -> str:
+        """``schema.name``, written once: every step of a question asks for it, many
+        times per table (the key of every table map, on a thousand-table warehouse too)."""
         return f"{self.schema}.{self.name}"
 
     @cached_property
@@ -215,6 +217,13 @@ class Catalog:
         """What a memo of this catalog's contents is keyed by (with the tables, where a
         narrowed catalog of the same load is memoised apart)."""
         return (self.database, self.refreshed_at.timestamp(), self.access_view)
+
+    @cached_property
+    def contents_key(self) -> tuple[object, ...]:
+        """What a memo of what this catalog's tables hold is keyed by: :attr:`memo_key`
+        and the tables (a narrowed catalog of the same load is memoised apart). Built
+        once per catalog: the generator and the checks ask for it on every question."""
+        return (*self.memo_key, tuple(t.qualified for t in self.tables))
 
     # Lookups built once per catalog (a catalog is immutable): a warehouse of a thousand
     # tables is asked for tables by name many times per question.
@@ -672,6 +681,20 @@ def rank_tables(catalog: Catalog, question: str) -> list[tuple[TableInfo, float]
     return sorted(scored, key=lambda pair: -pair[1])
 
 
+# ``Catalog.derived``: every table of the catalog rendered, one after another.
+_WHOLE_TEXT = "rendered"
+
+
+def _whole_text(catalog: Catalog) -> str:
+    """Every table of the catalog as the generator reads it, joined once per catalog (a
+    catalog is immutable; every question's schema view over all of it shows it again)."""
+    found = catalog.derived.get(_WHOLE_TEXT)
+    if not isinstance(found, str):
+        found = "\n\n".join(t.rendered for t in catalog.tables)
+        catalog.derived[_WHOLE_TEXT] = found
+    return found
+
+
 def render(
     catalog: Catalog,
     *,
@@ -686,13 +709,18 @@ def render(
     neighbours) are kept first; whatever still does not fit is omitted, and a single
     table larger than the cap is cut.
     """
-    candidates = list(tables) if tables is not None else list(catalog.tables)
-    chosen_names = {t.qualified for t in candidates}
-    omitted_by_filter = [t.qualified for t in catalog.tables if t.qualified not in chosen_names]
-    blocks = {t.qualified: t.rendered for t in candidates}
-    full = "\n\n".join(blocks[t.qualified] for t in candidates)
+    if tables is None:
+        candidates = list(catalog.tables)
+        omitted_by_filter: list[str] = []
+        full = _whole_text(catalog)
+    else:
+        candidates = list(tables)
+        chosen_names = {t.qualified for t in candidates}
+        omitted_by_filter = [t.qualified for t in catalog.tables if t.qualified not in chosen_names]
+        full = "\n\n".join(t.rendered for t in candidates)
     if len(full) <= max_chars:
         return RenderedCatalog(full, False, tuple(candidates), tuple(omitted_by_filter))
+    blocks = {t.qualified: t.rendered for t in candidates}
     order = candidates
     if question:
         order = _relevance_order(catalog, candidates, question)

@@ -147,6 +147,16 @@ class Vocabulary:
         self.names.update(spaced)
 
     @functools.cached_property
+    def named_words(self) -> frozenset[str]:
+        """Every word a column or table of the catalog is named by, stemmed as a
+        question's words are compared. Built on first use and kept with this vocabulary
+        (one per catalog load and view: a refreshed catalog gets a new one), since the
+        verifier's grouping checks ask for it on every statement they check."""
+        known = {stem(w) for parts in self.column_words.values() for w in parts}
+        known.update(w for parts in self.table_words.values() for w in parts)
+        return frozenset(known)
+
+    @functools.cached_property
     def held_words(self) -> dict[str, dict[tuple[str, str], list[tuple[Col, str]]]]:
         """The columns whose read values (known and sampled) hold each word of a
         multi-word value ("denver" -> airports.name for 'Denver Intl', airports.tzone for

@@ -156,15 +156,14 @@ def _grouping(text: str) -> re.Match[str] | None:
     return _GROUPING.search(_AGENT_BY.sub(agent, text))
 
 
-def _catalog_words(ctx: LinkContext) -> set[str]:
-    """Every word a column or table of the catalog is named by, stemmed as the question's
-    words are compared, and the time grains: what a word after "each" / "per" must be to
+def _catalog_holds(ctx: LinkContext, word: str) -> bool:
+    """``word`` (stemmed as the question's words are compared) is one a column or table of
+    the catalog is named by, or a time grain: what a word after "each" / "per" must be to
     ask for a group here. A word the catalog does not hold ("each one") asks for none,
-    so the three grouping checks that read such a word hold it to the same words."""
-    known = {stem(w) for parts in ctx.vocab.column_words.values() for w in parts}
-    known |= {w for parts in ctx.vocab.table_words.values() for w in parts}
-    known |= set(GRAINS)
-    return known
+    so the three grouping checks that read such a word hold it to the same words. The
+    catalog's part is the vocabulary's (:attr:`Vocabulary.named_words`, built once per
+    catalog), not rebuilt per statement."""
+    return word in ctx.vocab.named_words or word in GRAINS
 
 
 def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
@@ -182,9 +181,8 @@ def _groups_by_each(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
         said.update(ctx.vocab.table_words.get(table, []))
         said.update(w for name in ctx.vocab.table_aliases.get(table, []) for w in name)
     said = {stem(w) for w in said}
-    known = _catalog_words(ctx)
     for each in words:
-        if stem(each) in known and stem(each) not in said:
+        if _catalog_holds(ctx, stem(each)) and stem(each) not in said:
             raise LinkError(f"the statement does not group by {each!r}")
 
 
@@ -205,9 +203,8 @@ def _picked_over_all(ctx: LinkContext, text: str, facts: StatementFacts) -> None
         return
     own: set[str] = set(ctx.vocab.table_words.get(facts.base, []))
     own.update(w for name in ctx.vocab.table_aliases.get(facts.base, []) for w in name)
-    known = _catalog_words(ctx)
     for word in words:
-        if stem(word) in known and stem(word) not in own:
+        if _catalog_holds(ctx, stem(word)) and stem(word) not in own:
             raise LinkError(f"the statement picks over all rows, not within each {word!r}")
 
 
@@ -245,12 +242,11 @@ def _listed_per(ctx: LinkContext, text: str, facts: StatementFacts) -> None:
     manufacturers alone, none of them the number asked. Refused. A rate that a column's
     own name carries ("price_per_night" read) is that column, not a grouping."""
     read = {column.lower() for _, column in facts.columns}
-    known = _catalog_words(ctx)
     for match in _PER_WORD.finditer(text):
         word = match.group(1)
         if any(f"per_{word}" in column for column in read):
             continue
-        if stem(word) in known:
+        if _catalog_holds(ctx, stem(word)):
             raise LinkError(f"the statement does not group by what follows 'per {word}'")
 
 

@@ -18,6 +18,7 @@ that do hold it, when the catalog knows any.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
@@ -109,7 +110,7 @@ def _alternatives(literal: exp.Literal) -> int:
     return found
 
 
-def settled(tests: list[ValueTest], held: list[bool | None]) -> ValueTest | None:
+def settled(tests: Sequence[ValueTest], held: Sequence[bool | None]) -> ValueTest | None:
     """The first test that refuses the statement: one that is not held (``held[i]``:
     held, not held, or undecided) and has no held alternative."""
     groups: dict[int, bool] = {}
