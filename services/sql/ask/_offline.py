@@ -38,7 +38,9 @@ from services.sql.linker import (
     Vocabulary,
     find_meanings,
     nearest_names,
+    said_as_values,
     unplaced_meanings,
+    value_meanings,
 )
 from services.sql.verify import verify_statement
 
@@ -147,6 +149,14 @@ class OfflineGenerator:
                 last = self.read(question, schema, (*meanings, *nouns))
                 if last.sql or last.error is None:
                     return last
+            # a noun saying a stored value in other words ("women": 'Female'), said as
+            # that value and read again (``linker._valued``)
+            valued = await value_meanings(self._embedder, vocabulary, question, unplaced)
+            if valued:
+                again = self.read(said_as_values(question, valued), schema, meanings)
+                if again.sql:
+                    said = "; ".join(m.text() for m in valued)
+                    return replace(again, interpretation=f"{again.interpretation} ({said})")
         nearby = await nearest_names(self._embedder, vocabulary, unplaced) if unplaced else {}
         if not nearby:
             return reading

@@ -1,0 +1,168 @@
+"""A noun that says a stored value in other words, read as that value by meaning:
+"women" is ``patients.gender = 'Female'``, "men" is ``'Male'``.
+
+The linker finds a value only where the question spells it (or a word of it); a noun a
+column's few stored values say in other words is refused ("could not place 'women'").
+This is the last reading, tried only when every other one refused and on the nouns that
+refusal could not place (as :mod:`~services.sql.linker._unplaced` is): each is compared
+by the question embedder with the sampled values of the text columns of the tables the
+question's other words place (and the tables they join to directly; every table when
+they place none), keys aside, and read as the one value clearly nearest — as alike as
+a name must be to be linked catalog-wide (:data:`~services.sql.linker._meanings.MEANING_MIN`)
+and :data:`~services.sql.linker._meanings.MEANING_MARGIN` ahead of every other value of
+every such column, so a word two values or two columns could hold links nothing. The
+floor is the catalog-wide one, not the lower one an element of the question's tables is
+linked by: with the real model "women" sits 0.69 from 'Female' and "men" 0.67 from
+'Male', while "adults" sits 0.54 from 'Male' and 0.11 ahead of 'Female' — no value it
+says. Only sampled
+values are candidates: a column with few distinct values is a category a word can name;
+the value index of proper names (``known_values``) is never read by meaning. The value
+is said where the word was and the question read again, so the linker places it as it
+places any stored value; the interpretation says which word was read as which value.
+
+The values' vectors are paid for once per vocabulary (one catalog load, one principal's
+view of it), not per question: every question this rule reaches is one a reading refused,
+and embedding up to :data:`_MAX_VALUES` values again on each refusal was CPU and an
+embedding round trip per refused question (the fault matrix's Ask ran past its deadline).
+A question embeds, in one call beside its own words, only those of its candidate values
+no earlier question embedded (:class:`_ValueVectors`); a question whose tables' values
+are all held asks the embedder for its words alone. Nothing is embedded ahead of need: a
+catalog whose questions never reach this rule never pays for its values. An embedder
+that fails makes the rule step aside (the question stays refused, as without it) and
+keeps nothing, so the next question asks again.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from services.sql.catalog import TEXT_TYPES
+from services.sql.linker._lookup import named_tables
+from services.sql.linker._meanings import MEANING_MARGIN, MEANING_MIN, PhraseEmbedder, Vectors
+from services.sql.linker._plan import is_key
+from services.sql.linker._unplaced import common_noun
+from services.sql.linker._vocabulary import Vocabulary
+from services.sql.words import tokenize
+
+_log = logging.getLogger("tandem.sql.meanings")
+
+_MAX_WORDS = 3
+# more candidates than a few categorical columns hold is no question of which value a
+# word means: nothing is embedded
+_MAX_VALUES = 200
+# the most value vectors one vocabulary keeps (a catalog samples far fewer text values);
+# past it the memory starts again, so no sequence of questions grows it without bound
+_HELD_MAX = 20_000
+_MEMO_KEY = ("value vectors", "")
+
+
+class _ValueVectors:
+    """The vectors of the sampled values embedded so far for one vocabulary, by text
+    (the model gives a text one vector, whichever column stores it)."""
+
+    def __init__(self) -> None:
+        self.by_text: dict[str, Vectors] = {}
+
+    @staticmethod
+    def of(vocab: Vocabulary) -> _ValueVectors:
+        held = vocab.word_memo.get(_MEMO_KEY)
+        if isinstance(held, _ValueVectors):
+            return held
+        fresh = _ValueVectors()
+        vocab.remember(_MEMO_KEY, fresh)
+        return fresh
+
+    async def embed(
+        self, embedder: PhraseEmbedder, words: Sequence[str], values: Sequence[str]
+    ) -> tuple[Vectors, Vectors]:
+        """The words' vectors and the values' (in order), in one call for the words and
+        the values not held yet; raises as the embedder does (nothing is kept then)."""
+        missing = [v for v in dict.fromkeys(values) if v not in self.by_text]
+        vectors = await embedder.embed_phrases([*words, *missing])
+        fresh = dict(zip(missing, vectors[len(words) :], strict=True))
+        held = [fresh[v] if v in fresh else self.by_text[v] for v in values]
+        if len(self.by_text) + len(fresh) > _HELD_MAX:
+            self.by_text.clear()
+        self.by_text.update(fresh)
+        return vectors[: len(words)], np.stack(held) if held else vectors[:0]
+
+
+@dataclass(frozen=True)
+class ValueMeaning:
+    """A word read as a stored value: the question embedder put them ``similarity`` alike."""
+
+    word: str
+    table: str
+    column: str
+    value: str
+    similarity: float
+
+    def text(self) -> str:
+        return (
+            f"{self.word!r} read as {self.table.rsplit('.', 1)[-1]}.{self.column} = "
+            f"'{self.value}' (similarity {self.similarity:.2f})"
+        )
+
+
+async def value_meanings(
+    embedder: PhraseEmbedder, vocab: Vocabulary, question: str, words: Sequence[str]
+) -> tuple[ValueMeaning, ...]:
+    """``words`` (the nouns a refusal could not place) each read as the sampled value
+    the embedder puts clearly nearest (see the module's docstring); a word with no clear
+    value is left out. Empty when the embedder fails (the question stays refused)."""
+    words = list(dict.fromkeys(w.lower() for w in words if w and common_noun(question, w)))
+    if not words or len(words) > _MAX_WORDS:
+        return ()
+    placed = {t.qualified for t in named_tables(vocab, tokenize(question))}
+    keep = placed | {e.other(t) for t in placed for e in vocab.graph.edges_of(t)}
+    keep = keep or {t.qualified for t in vocab.catalog.tables}
+    candidates = [
+        (col.table.qualified, col.column.name, value)
+        for col in vocab.columns
+        if col.table.qualified in keep
+        and col.column.data_type.startswith(TEXT_TYPES)
+        and not is_key(col)
+        for value in dict.fromkeys(col.column.sample_values)
+        if re.search(r"[A-Za-z]", value)
+    ]
+    if len(candidates) < 2 or len(candidates) > _MAX_VALUES:
+        return ()
+    try:
+        vectors, values = await _ValueVectors.of(vocab).embed(
+            embedder, words, [v for _, _, v in candidates]
+        )
+    except Exception as exc:  # optional: the question stays refused
+        _log.info(
+            "value meanings skipped: the embedder failed",
+            extra={"fields": {"error.type": type(exc).__name__}},
+        )
+        return ()
+    found = []
+    for i, word in enumerate(words):
+        scores = values @ vectors[i]
+        ranked = sorted(range(len(candidates)), key=lambda j: -float(scores[j]))
+        best, runner = float(scores[ranked[0]]), float(scores[ranked[1]])
+        said = candidates[ranked[0]][2].lower()
+        if best < MEANING_MIN or best - runner < MEANING_MARGIN or said == word:
+            continue
+        table, column, value = candidates[ranked[0]]
+        found.append(ValueMeaning(word, table, column, value, round(best, 4)))
+    return tuple(found)
+
+
+def said_as_values(question: str, meanings: Sequence[ValueMeaning]) -> str:
+    """The question with each word said as the stored value it was read as."""
+    for m in meanings:
+        # the value as a literal replacement: a backslash in it is no group reference
+        question = re.sub(
+            rf"\b{re.escape(m.word)}\b",
+            m.value.replace("\\", "\\\\"),
+            question,
+            flags=re.IGNORECASE,
+        )
+    return question
