@@ -24,12 +24,12 @@ The values' vectors are paid for once per vocabulary (one catalog load, one prin
 view of it), not per question: every question this rule reaches is one a reading refused,
 and embedding up to :data:`_MAX_VALUES` values again on each refusal was CPU and an
 embedding round trip per refused question (the fault matrix's Ask ran past its deadline).
-A question embeds, in one call beside its own words, only those of its candidate values
-no earlier question embedded (:class:`_ValueVectors`); a question whose tables' values
-are all held asks the embedder for its words alone. Nothing is embedded ahead of need: a
-catalog whose questions never reach this rule never pays for its values. An embedder
-that fails makes the rule step aside (the question stays refused, as without it) and
-keeps nothing, so the next question asks again.
+A question embeds, in one call, only those of its words and candidate values no earlier
+question embedded (:class:`_HeldVectors`); a question whose tables' values are all held
+asks the embedder for its new words alone, and one asked again asks nothing. Nothing is
+embedded ahead of need: a catalog whose questions never reach this rule never pays for
+its values. An embedder that fails makes the rule step aside (the question stays
+refused, as without it) and keeps nothing, so the next question asks again.
 """
 
 from __future__ import annotations
@@ -55,41 +55,44 @@ _MAX_WORDS = 3
 # more candidates than a few categorical columns hold is no question of which value a
 # word means: nothing is embedded
 _MAX_VALUES = 200
-# the most value vectors one vocabulary keeps (a catalog samples far fewer text values);
+# the most vectors one vocabulary keeps (a catalog samples far fewer text values);
 # past it the memory starts again, so no sequence of questions grows it without bound
 _HELD_MAX = 20_000
 _MEMO_KEY = ("value vectors", "")
 
 
-class _ValueVectors:
-    """The vectors of the sampled values embedded so far for one vocabulary, by text
-    (the model gives a text one vector, whichever column stores it)."""
+class _HeldVectors:
+    """The vectors embedded so far for one vocabulary, by text: the sampled values this
+    rule compared words with, and the words (a refused question asked again, as a person
+    or a retrying client does, asks the embedder nothing). The model gives a text one
+    vector whichever column stores it or question says it."""
 
     def __init__(self) -> None:
         self.by_text: dict[str, Vectors] = {}
 
     @staticmethod
-    def of(vocab: Vocabulary) -> _ValueVectors:
+    def of(vocab: Vocabulary) -> _HeldVectors:
         held = vocab.word_memo.get(_MEMO_KEY)
-        if isinstance(held, _ValueVectors):
+        if isinstance(held, _HeldVectors):
             return held
-        fresh = _ValueVectors()
+        fresh = _HeldVectors()
         vocab.remember(_MEMO_KEY, fresh)
         return fresh
 
-    async def embed(
-        self, embedder: PhraseEmbedder, words: Sequence[str], values: Sequence[str]
-    ) -> tuple[Vectors, Vectors]:
-        """The words' vectors and the values' (in order), in one call for the words and
-        the values not held yet; raises as the embedder does (nothing is kept then)."""
-        missing = [v for v in dict.fromkeys(values) if v not in self.by_text]
-        vectors = await embedder.embed_phrases([*words, *missing])
-        fresh = dict(zip(missing, vectors[len(words) :], strict=True))
-        held = [fresh[v] if v in fresh else self.by_text[v] for v in values]
+    async def embed(self, embedder: PhraseEmbedder, texts: Sequence[str]) -> Vectors:
+        """One vector per text, in order, the texts not held yet embedded in one call;
+        raises as the embedder does (nothing is kept then)."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self.by_text]
+        fresh = (
+            dict(zip(missing, await embedder.embed_phrases(missing), strict=True))
+            if missing
+            else {}
+        )
+        rows = [fresh[t] if t in fresh else self.by_text[t] for t in texts]
         if len(self.by_text) + len(fresh) > _HELD_MAX:
             self.by_text.clear()
         self.by_text.update(fresh)
-        return vectors[: len(words)], np.stack(held) if held else vectors[:0]
+        return np.stack(rows)
 
 
 @dataclass(frozen=True)
@@ -133,8 +136,8 @@ async def value_meanings(
     if len(candidates) < 2 or len(candidates) > _MAX_VALUES:
         return ()
     try:
-        vectors, values = await _ValueVectors.of(vocab).embed(
-            embedder, words, [v for _, _, v in candidates]
+        vectors = await _HeldVectors.of(vocab).embed(
+            embedder, [*words, *(v for _, _, v in candidates)]
         )
     except Exception as exc:  # optional: the question stays refused
         _log.info(
@@ -142,6 +145,7 @@ async def value_meanings(
             extra={"fields": {"error.type": type(exc).__name__}},
         )
         return ()
+    values = vectors[len(words) :]
     found = []
     for i, word in enumerate(words):
         scores = values @ vectors[i]

@@ -206,3 +206,17 @@ async def test_under_a_row_filter_only_values_the_principals_rows_hold_are_read(
     assert "Female" not in reason
     sql, _ = await as_principal("How many patients by insurance type are men?")
     assert "t0.gender = 'Male'" in sql
+
+
+async def test_a_refused_question_asked_again_asks_the_embedder_nothing(
+    real_embedder: Embedder,
+) -> None:
+    """A client retrying a refused question (the fault matrix's callers, a person asking
+    again) costs this rule no embedding at all: its words are held beside the values."""
+    counting = _Counting(real_embedder)
+    vocab = Vocabulary(CLINIC, JoinGraph(CLINIC))
+    question = "How many patients are adults?"
+    assert await value_meanings(counting, vocab, question, ["adults"]) == ()
+    assert set(counting.texts) == {"adults", *STORED}
+    assert await value_meanings(counting, vocab, question, ["adults"]) == ()
+    assert len(counting.texts) == len(STORED) + 1
