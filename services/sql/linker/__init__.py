@@ -81,7 +81,12 @@ from services.sql.linker._plan import Linked, LinkError, entity_columns, is_temp
 from services.sql.linker._seasons import unsaid_season
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._unplaced import unplaced_meanings
-from services.sql.linker._valued import ValueMeaning, said_as_values, value_meanings
+from services.sql.linker._valued import (
+    ValueMeaning,
+    ValueVectors,
+    said_as_values,
+    value_meanings,
+)
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
 from services.sql.linker.clauses import form_words
 
@@ -104,6 +109,7 @@ __all__ = [
     "Recorded",
     "StatementCheck",
     "ValueMeaning",
+    "ValueVectors",
     "Vocabulary",
     "agent_asked",
     "agent_nouns",

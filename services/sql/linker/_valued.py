@@ -24,16 +24,17 @@ The values' vectors are paid for once per vocabulary (one catalog load, one prin
 view of it), not per question: every question this rule reaches is one a reading refused,
 and embedding up to :data:`_MAX_VALUES` values again on each refusal was CPU and an
 embedding round trip per refused question (the fault matrix's Ask ran past its deadline).
-A question embeds, in one call, only those of its words and candidate values no earlier
-question embedded (:class:`_HeldVectors`); a question whose tables' values are all held
-asks the embedder for its new words alone, and one asked again asks nothing. Nothing is
-embedded ahead of need: a catalog whose questions never reach this rule never pays for
-its values. An embedder that fails makes the rule step aside (the question stays
+The catalog's values are embedded in the background when its first question is asked
+(:meth:`ValueVectors.prefill`), in tasks no question's deadline cancels; a question
+awaits only the batches holding its own words and values, and one asked again asks the
+embedder nothing. An embedder that fails makes the rule step aside (the question stays
 refused, as without it) and keeps nothing, so the next question asks again.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import re
 from collections.abc import Sequence
@@ -58,41 +59,81 @@ _MAX_VALUES = 200
 # the most vectors one vocabulary keeps (a catalog samples far fewer text values);
 # past it the memory starts again, so no sequence of questions grows it without bound
 _HELD_MAX = 20_000
+# a catalog sampling at most this many candidate values has them all embedded in the
+# background when its first question is asked; texts per embedding call
+_PREFILL_MAX = 2_000
+_BATCH = 64
 _MEMO_KEY = ("value vectors", "")
 
 
-class _HeldVectors:
-    """The vectors embedded so far for one vocabulary, by text: the sampled values this
-    rule compared words with, and the words (a refused question asked again, as a person
-    or a retrying client does, asks the embedder nothing). The model gives a text one
-    vector whichever column stores it or question says it."""
+class ValueVectors:
+    """The vectors embedded so far for one catalog load (one principal's view of it), by
+    text: the sampled values this rule compares words with, and the words (a refused
+    question asked again, as a person or a retrying client does, asks the embedder
+    nothing). The model gives a text one vector whichever column stores it or question
+    says it, so a narrowed catalog of the load shares them.
+
+    Texts are embedded in tasks of their own, shared by every question that needs them
+    while they run and never cancelled with the question that started them: a question
+    cut off by its deadline still leaves the vectors for the next one, instead of each
+    retry embedding the same values again and being cut off again (the fault matrix's
+    Ask with retrieval killed). :meth:`prefill` starts the catalog's values when its
+    first question is asked, in the background; a question waits only for the batches
+    holding its own texts. A failed batch keeps nothing (the next question asks again)."""
 
     def __init__(self) -> None:
         self.by_text: dict[str, Vectors] = {}
+        self._running: dict[str, tuple[asyncio.Task[Vectors], int]] = {}
+        self._tasks: set[asyncio.Task[Vectors]] = set()
+        self._prefilled = False
 
-    @staticmethod
-    def of(vocab: Vocabulary) -> _HeldVectors:
-        held = vocab.word_memo.get(_MEMO_KEY)
-        if isinstance(held, _HeldVectors):
-            return held
-        fresh = _HeldVectors()
-        vocab.remember(_MEMO_KEY, fresh)
-        return fresh
+    def prefill(self, embedder: PhraseEmbedder, vocab: Vocabulary) -> None:
+        """Start embedding every candidate value of ``vocab``'s catalog (once per
+        memory; nothing for a catalog sampling more than :data:`_PREFILL_MAX` of them,
+        whose questions embed their own tables' values as they come)."""
+        if self._prefilled:
+            return
+        self._prefilled = True
+        values = list(dict.fromkeys(v for _, _, v in _candidates(vocab, None)))
+        if len(values) <= _PREFILL_MAX:
+            self._start(embedder, [v for v in values if v not in self.by_text])
 
     async def embed(self, embedder: PhraseEmbedder, texts: Sequence[str]) -> Vectors:
-        """One vector per text, in order, the texts not held yet embedded in one call;
-        raises as the embedder does (nothing is kept then)."""
-        missing = [t for t in dict.fromkeys(texts) if t not in self.by_text]
-        fresh = (
-            dict(zip(missing, await embedder.embed_phrases(missing), strict=True))
-            if missing
-            else {}
-        )
-        rows = [fresh[t] if t in fresh else self.by_text[t] for t in texts]
-        if len(self.by_text) + len(fresh) > _HELD_MAX:
+        """One vector per text, in order: held ones at once, running ones awaited, the
+        rest started (in batches of :data:`_BATCH`) and awaited; raises as the embedder
+        does."""
+        wanted = list(dict.fromkeys(texts))
+        self._start(embedder, [t for t in wanted if t not in self.by_text])
+        rows = {t: self.by_text[t] for t in wanted if t in self.by_text}
+        waits = {t: self._running[t] for t in wanted if t not in rows}
+        for text, (task, index) in waits.items():
+            # shielded: a question cancelled here leaves the batch running for others
+            rows[text] = (await asyncio.shield(task))[index]
+        return np.stack([rows[t] for t in texts])
+
+    def _start(self, embedder: PhraseEmbedder, texts: Sequence[str]) -> None:
+        texts = [t for t in texts if t not in self._running]
+        for begin in range(0, len(texts), _BATCH):
+            batch = texts[begin : begin + _BATCH]
+            task = asyncio.get_running_loop().create_task(embedder.embed_phrases(batch))
+            self._tasks.add(task)
+            for index, text in enumerate(batch):
+                self._running[text] = (task, index)
+            task.add_done_callback(functools.partial(self._finished, batch=batch))
+
+    def _finished(self, task: asyncio.Task[Vectors], *, batch: list[str]) -> None:
+        self._tasks.discard(task)
+        for text in batch:
+            self._running.pop(text, None)
+        if task.cancelled() or task.exception() is not None:
+            _log.info("value vectors not kept: the embedder failed")
+            return
+        vectors = task.result()
+        if len(vectors) != len(batch):
+            return
+        if len(self.by_text) + len(batch) > _HELD_MAX:
             self.by_text.clear()
-        self.by_text.update(fresh)
-        return np.stack(rows)
+        self.by_text.update(zip(batch, vectors, strict=True))
 
 
 @dataclass(frozen=True)
@@ -113,32 +154,28 @@ class ValueMeaning:
 
 
 async def value_meanings(
-    embedder: PhraseEmbedder, vocab: Vocabulary, question: str, words: Sequence[str]
+    embedder: PhraseEmbedder,
+    vocab: Vocabulary,
+    question: str,
+    words: Sequence[str],
+    memory: ValueVectors | None = None,
 ) -> tuple[ValueMeaning, ...]:
     """``words`` (the nouns a refusal could not place) each read as the sampled value
     the embedder puts clearly nearest (see the module's docstring); a word with no clear
-    value is left out. Empty when the embedder fails (the question stays refused)."""
+    value is left out. Empty when the embedder fails (the question stays refused).
+    ``memory``: the catalog load's :class:`ValueVectors` (the vocabulary's own when
+    none is given)."""
     words = list(dict.fromkeys(w.lower() for w in words if w and common_noun(question, w)))
     if not words or len(words) > _MAX_WORDS:
         return ()
     placed = {t.qualified for t in named_tables(vocab, tokenize(question))}
     keep = placed | {e.other(t) for t in placed for e in vocab.graph.edges_of(t)}
-    keep = keep or {t.qualified for t in vocab.catalog.tables}
-    candidates = [
-        (col.table.qualified, col.column.name, value)
-        for col in vocab.columns
-        if col.table.qualified in keep
-        and col.column.data_type.startswith(TEXT_TYPES)
-        and not is_key(col)
-        for value in dict.fromkeys(col.column.sample_values)
-        if re.search(r"[A-Za-z]", value)
-    ]
+    candidates = _candidates(vocab, keep or None)
     if len(candidates) < 2 or len(candidates) > _MAX_VALUES:
         return ()
+    held = memory if memory is not None else _memory_of(vocab)
     try:
-        vectors = await _HeldVectors.of(vocab).embed(
-            embedder, [*words, *(v for _, _, v in candidates)]
-        )
+        vectors = await held.embed(embedder, [*words, *(v for _, _, v in candidates)])
     except Exception as exc:  # optional: the question stays refused
         _log.info(
             "value meanings skipped: the embedder failed",
@@ -157,6 +194,29 @@ async def value_meanings(
         table, column, value = candidates[ranked[0]]
         found.append(ValueMeaning(word, table, column, value, round(best, 4)))
     return tuple(found)
+
+
+def _candidates(vocab: Vocabulary, tables: set[str] | None) -> list[tuple[str, str, str]]:
+    """(table, column, value) for each sampled value with a letter of the text columns
+    (keys aside) of ``tables`` (every table when None)."""
+    return [
+        (col.table.qualified, col.column.name, value)
+        for col in vocab.columns
+        if (tables is None or col.table.qualified in tables)
+        and col.column.data_type.startswith(TEXT_TYPES)
+        and not is_key(col)
+        for value in dict.fromkeys(col.column.sample_values)
+        if re.search(r"[A-Za-z]", value)
+    ]
+
+
+def _memory_of(vocab: Vocabulary) -> ValueVectors:
+    held = vocab.word_memo.get(_MEMO_KEY)
+    if isinstance(held, ValueVectors):
+        return held
+    fresh = ValueVectors()
+    vocab.remember(_MEMO_KEY, fresh)
+    return fresh
 
 
 def said_as_values(question: str, meanings: Sequence[ValueMeaning]) -> str:

@@ -23,7 +23,7 @@ from services.sql.access import asking_view, bind, load_access_policy
 from services.sql.ask import SchemaView
 from services.sql.ask._offline import OfflineGenerator
 from services.sql.catalog import Catalog, ColumnInfo, JoinGraph, TableInfo
-from services.sql.linker import Vocabulary, value_meanings
+from services.sql.linker import ValueVectors, Vocabulary, value_meanings
 from tests.unit.sql.schemas import col
 
 TODAY = date(2026, 11, 30)
@@ -220,3 +220,61 @@ async def test_a_refused_question_asked_again_asks_the_embedder_nothing(
     assert set(counting.texts) == {"adults", *STORED}
     assert await value_meanings(counting, vocab, question, ["adults"]) == ()
     assert len(counting.texts) == len(STORED) + 1
+
+
+class _Gated(_Counting):
+    """The real model behind a gate: a call waits until the test opens it, as a loaded
+    embedding service keeps a question waiting past its deadline."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        super().__init__(embedder)
+        self.gate = asyncio.Event()
+        self.called = asyncio.Event()
+
+    async def embed_phrases(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += texts
+        self.called.set()
+        await self.gate.wait()
+        return await _Phrases.embed_phrases(self, texts)
+
+
+async def test_a_question_cut_off_while_values_embed_leaves_them_for_the_next(
+    real_embedder: Embedder,
+) -> None:
+    """A question cancelled by its deadline while the values are being embedded does not
+    cancel the embedding: the next question finds them held. Two questions at once share
+    one embedding of the values."""
+    gated = _Gated(real_embedder)
+    vocab = Vocabulary(CLINIC, JoinGraph(CLINIC))
+    memory = ValueVectors()
+    question = "How many patients are women?"
+    first = asyncio.create_task(value_meanings(gated, vocab, question, ["women"], memory))
+    second = asyncio.create_task(value_meanings(gated, vocab, question, ["women"], memory))
+    await gated.called.wait()
+    first.cancel()  # the deadline
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    gated.gate.set()
+    assert [m.value for m in await second] == ["Female"]
+    assert all(gated.texts.count(v) == 1 for v in STORED)
+    embedded = len(gated.texts)
+    found = await value_meanings(gated, vocab, question, ["women"], memory)
+    assert [m.value for m in found] == ["Female"] and len(gated.texts) == embedded
+
+
+async def test_the_catalogs_values_are_embedded_in_the_background_from_its_first_question(
+    real_embedder: Embedder,
+) -> None:
+    """The first question of a catalog load, answered or not, starts its values in the
+    background and does not wait for them; a refused question later asks only its word."""
+    gated = _Gated(real_embedder)
+    generator = OfflineGenerator(gated)
+    answered = await generator.reading("How many patients are there?", VIEW)
+    assert answered.sql  # not held up by the values, still waiting behind the gate
+    await gated.called.wait()
+    assert set(STORED) <= set(gated.texts)
+    gated.gate.set()
+    before = len(gated.texts)
+    women = await generator.reading("How many patients are women?", VIEW)
+    assert "gender = 'Female'" in women.sql
+    assert not set(gated.texts[before:]) & set(STORED)
