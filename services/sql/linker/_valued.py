@@ -34,7 +34,7 @@ refused, as without it) and keeps nothing, so the next question asks again.
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextvars
 import logging
 import re
 from collections.abc import Sequence
@@ -62,7 +62,7 @@ _HELD_MAX = 20_000
 # a catalog sampling at most this many candidate values has them all embedded in the
 # background when its first question is asked; texts per embedding call
 _PREFILL_MAX = 2_000
-_BATCH = 64
+_BATCH = 32
 _MEMO_KEY = ("value vectors", "")
 
 
@@ -73,18 +73,20 @@ class ValueVectors:
     nothing). The model gives a text one vector whichever column stores it or question
     says it, so a narrowed catalog of the load shares them.
 
-    Texts are embedded in tasks of their own, shared by every question that needs them
-    while they run and never cancelled with the question that started them: a question
-    cut off by its deadline still leaves the vectors for the next one, instead of each
+    Texts are embedded by one background task per call, batch after batch (never a
+    burst of calls that queue every other question's embedding behind them), outside
+    any request: not under the asking request's deadline, which outgoing calls inherit
+    (``services.common.effective_timeout``), and never cancelled with it. A question cut
+    off by its deadline still leaves the vectors for the next one, instead of each
     retry embedding the same values again and being cut off again (the fault matrix's
     Ask with retrieval killed). :meth:`prefill` starts the catalog's values when its
-    first question is asked, in the background; a question waits only for the batches
-    holding its own texts. A failed batch keeps nothing (the next question asks again)."""
+    first question is asked; a question waits only for the batches holding its own
+    texts. A failed batch keeps nothing (the next question asks again)."""
 
     def __init__(self) -> None:
         self.by_text: dict[str, Vectors] = {}
-        self._running: dict[str, tuple[asyncio.Task[Vectors], int]] = {}
-        self._tasks: set[asyncio.Task[Vectors]] = set()
+        self._running: dict[str, tuple[asyncio.Future[Vectors], int]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self._prefilled = False
 
     def prefill(self, embedder: PhraseEmbedder, vocab: Vocabulary) -> None:
@@ -100,40 +102,57 @@ class ValueVectors:
 
     async def embed(self, embedder: PhraseEmbedder, texts: Sequence[str]) -> Vectors:
         """One vector per text, in order: held ones at once, running ones awaited, the
-        rest started (in batches of :data:`_BATCH`) and awaited; raises as the embedder
-        does."""
+        rest started and awaited; raises as the embedder does."""
         wanted = list(dict.fromkeys(texts))
         self._start(embedder, [t for t in wanted if t not in self.by_text])
         rows = {t: self.by_text[t] for t in wanted if t in self.by_text}
         waits = {t: self._running[t] for t in wanted if t not in rows}
-        for text, (task, index) in waits.items():
-            # shielded: a question cancelled here leaves the batch running for others
-            rows[text] = (await asyncio.shield(task))[index]
+        for text, (batch, index) in waits.items():
+            # shielded: a question cancelled here leaves the batch to finish for others
+            rows[text] = (await asyncio.shield(batch))[index]
         return np.stack([rows[t] for t in texts])
 
     def _start(self, embedder: PhraseEmbedder, texts: Sequence[str]) -> None:
         texts = [t for t in texts if t not in self._running]
+        if not texts:
+            return
+        loop = asyncio.get_running_loop()
+        batches: list[tuple[list[str], asyncio.Future[Vectors]]] = []
         for begin in range(0, len(texts), _BATCH):
-            batch = texts[begin : begin + _BATCH]
-            task = asyncio.get_running_loop().create_task(embedder.embed_phrases(batch))
-            self._tasks.add(task)
+            batch, future = texts[begin : begin + _BATCH], loop.create_future()
+            # a failure nobody awaits is no "exception never retrieved" warning
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())
             for index, text in enumerate(batch):
-                self._running[text] = (task, index)
-            task.add_done_callback(functools.partial(self._finished, batch=batch))
+                self._running[text] = (future, index)
+            batches.append((batch, future))
+        # an empty context: no request's deadline, trace or principal rides along
+        task = loop.create_task(self._fill(embedder, batches), context=contextvars.Context())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
-    def _finished(self, task: asyncio.Task[Vectors], *, batch: list[str]) -> None:
-        self._tasks.discard(task)
-        for text in batch:
-            self._running.pop(text, None)
-        if task.cancelled() or task.exception() is not None:
-            _log.info("value vectors not kept: the embedder failed")
-            return
-        vectors = task.result()
-        if len(vectors) != len(batch):
-            return
-        if len(self.by_text) + len(batch) > _HELD_MAX:
-            self.by_text.clear()
-        self.by_text.update(zip(batch, vectors, strict=True))
+    async def _fill(
+        self, embedder: PhraseEmbedder, batches: list[tuple[list[str], asyncio.Future[Vectors]]]
+    ) -> None:
+        for batch, future in batches:
+            try:
+                vectors = await embedder.embed_phrases(batch)
+                if len(vectors) != len(batch):
+                    raise ValueError("the embedder returned another number of vectors")
+            except Exception as exc:
+                _log.info(
+                    "value vectors not kept: the embedder failed",
+                    extra={"fields": {"error.type": type(exc).__name__}},
+                )
+                future.set_exception(exc)
+            else:
+                if len(self.by_text) + len(batch) > _HELD_MAX:
+                    self.by_text.clear()
+                self.by_text.update(zip(batch, vectors, strict=True))
+                future.set_result(vectors)
+            finally:
+                for text in batch:
+                    if self._running.get(text, (None,))[0] is future:
+                        del self._running[text]
 
 
 @dataclass(frozen=True)

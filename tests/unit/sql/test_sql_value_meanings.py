@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from services.common import Principal, current_principal
+from services.common import Principal, current_principal, deadline_scope, remaining
 from services.embedding import Embedder
 from services.sql.access import asking_view, bind, load_access_policy
 from services.sql.ask import SchemaView
@@ -278,3 +278,31 @@ async def test_the_catalogs_values_are_embedded_in_the_background_from_its_first
     women = await generator.reading("How many patients are women?", VIEW)
     assert "gender = 'Female'" in women.sql
     assert not set(gated.texts[before:]) & set(STORED)
+
+
+class _Seeing(_Phrases):
+    """The real model, noting the request deadline each call would inherit."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        super().__init__(embedder)
+        self.left: list[float | None] = []
+
+    async def embed_phrases(self, texts: Sequence[str]) -> np.ndarray:
+        self.left.append(remaining())
+        return await super().embed_phrases(texts)
+
+
+async def test_values_are_embedded_outside_the_asking_requests_deadline(
+    real_embedder: Embedder,
+) -> None:
+    """Outgoing calls take the current request's remaining time as their timeout: an
+    embedding made for every later question must not be cut off by the deadline of the
+    one that happened to start it."""
+    seeing = _Seeing(real_embedder)
+    with deadline_scope(30.0):
+        found = await value_meanings(
+            seeing, Vocabulary(CLINIC, JoinGraph(CLINIC)), "How many patients are women?",
+            ["women"], ValueVectors(),
+        )  # fmt: skip
+    assert [m.value for m in found] == ["Female"]
+    assert seeing.left and seeing.left == [None] * len(seeing.left)
