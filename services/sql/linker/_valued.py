@@ -27,8 +27,11 @@ embedding round trip per refused question (the fault matrix's Ask ran past its d
 The catalog's values are embedded in the background when its first question is asked
 (:meth:`ValueVectors.prefill`), in tasks no question's deadline cancels; a question
 awaits only the batches holding its own words and values, and one asked again asks the
-embedder nothing. An embedder that fails makes the rule step aside (the question stays
-refused, as without it) and keeps nothing, so the next question asks again.
+embedder nothing. Within a request, a question waits for its vectors at most half of
+the time it has left (:data:`_WAIT_SHARE`), then steps aside while they go on being
+embedded for the next question. An embedder that fails makes the rule step aside (the
+question stays refused, as without it) and keeps nothing, so the next question asks
+again.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from services.common import remaining
 from services.sql.catalog import TEXT_TYPES
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._meanings import MEANING_MARGIN, MEANING_MIN, PhraseEmbedder, Vectors
@@ -63,6 +67,8 @@ _HELD_MAX = 20_000
 # background when its first question is asked; texts per embedding call
 _PREFILL_MAX = 2_000
 _BATCH = 32
+# the most of a request's remaining time a question waits for the vectors it needs
+_WAIT_SHARE = 0.5
 _MEMO_KEY = ("value vectors", "")
 
 
@@ -193,8 +199,15 @@ async def value_meanings(
     if len(candidates) < 2 or len(candidates) > _MAX_VALUES:
         return ()
     held = memory if memory is not None else _memory_of(vocab)
+    left = remaining()
     try:
-        vectors = await held.embed(embedder, [*words, *(v for _, _, v in candidates)])
+        # within a request, waited for no longer than a share of what is left of it:
+        # the question is then answered as without the rule, never cut off
+        async with asyncio.timeout(None if left is None else max(left * _WAIT_SHARE, 0.0)):
+            vectors = await held.embed(embedder, [*words, *(v for _, _, v in candidates)])
+    except TimeoutError:
+        _log.info("value meanings skipped: the values are still being embedded")
+        return ()
     except Exception as exc:  # optional: the question stays refused
         _log.info(
             "value meanings skipped: the embedder failed",

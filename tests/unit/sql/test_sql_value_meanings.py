@@ -306,3 +306,21 @@ async def test_values_are_embedded_outside_the_asking_requests_deadline(
         )  # fmt: skip
     assert [m.value for m in found] == ["Female"]
     assert seeing.left and seeing.left == [None] * len(seeing.left)
+
+
+async def test_a_question_short_of_time_steps_aside_and_the_values_go_on_embedding(
+    real_embedder: Embedder,
+) -> None:
+    """Within a request a question waits for its values at most half of what it has
+    left, then reads as without the rule (refused, not cut off); the embedding goes on
+    and the next question finds the vectors held."""
+    gated = _Gated(real_embedder)
+    vocab = Vocabulary(CLINIC, JoinGraph(CLINIC))
+    memory = ValueVectors()
+    question = "How many patients are women?"
+    with deadline_scope(0.0):  # nothing left: the gate is shut, so nothing could arrive
+        assert await value_meanings(gated, vocab, question, ["women"], memory) == ()
+    gated.gate.set()
+    found = await value_meanings(gated, vocab, question, ["women"], memory)
+    assert [m.value for m in found] == ["Female"]
+    assert all(gated.texts.count(v) == 1 for v in STORED)
