@@ -28,8 +28,9 @@ The catalog's values are embedded in the background when its first question is a
 (:meth:`ValueVectors.prefill`), in tasks no question's deadline cancels; a question
 awaits only the batches holding its own words and values, and one asked again asks the
 embedder nothing. Within a request, a question waits for its vectors at most half of
-the time it has left (:data:`_WAIT_SHARE`), then steps aside while they go on being
-embedded for the next question. An embedder that fails makes the rule step aside (the
+the time it has left and never into its last two seconds (:data:`_WAIT_SHARE`,
+:data:`_WAIT_RESERVE_S`), then steps aside while they go on being embedded for the
+next question. An embedder that fails makes the rule step aside (the
 question stays refused, as without it) and keeps nothing, so the next question asks
 again.
 """
@@ -67,8 +68,11 @@ _HELD_MAX = 20_000
 # background when its first question is asked; texts per embedding call
 _PREFILL_MAX = 2_000
 _BATCH = 32
-# the most of a request's remaining time a question waits for the vectors it needs
+# the most of a request's remaining time a question waits for the vectors it needs,
+# and what it keeps for the rest of its reading (a request with less left never
+# waits: a client's tight deadline, the router's last seconds)
 _WAIT_SHARE = 0.5
+_WAIT_RESERVE_S = 2.0
 _MEMO_KEY = ("value vectors", "")
 
 
@@ -200,10 +204,11 @@ async def value_meanings(
         return ()
     held = memory if memory is not None else _memory_of(vocab)
     left = remaining()
+    # within a request, waited for no longer than a share of what is left of it, and
+    # not at all with little left: the question is then read as without the rule
+    wait = None if left is None else max(min(left * _WAIT_SHARE, left - _WAIT_RESERVE_S), 0.0)
     try:
-        # within a request, waited for no longer than a share of what is left of it:
-        # the question is then answered as without the rule, never cut off
-        async with asyncio.timeout(None if left is None else max(left * _WAIT_SHARE, 0.0)):
+        async with asyncio.timeout(wait):
             vectors = await held.embed(embedder, [*words, *(v for _, _, v in candidates)])
     except TimeoutError:
         _log.info("value meanings skipped: the values are still being embedded")

@@ -324,3 +324,29 @@ async def test_a_question_short_of_time_steps_aside_and_the_values_go_on_embeddi
     found = await value_meanings(gated, vocab, question, ["women"], memory)
     assert [m.value for m in found] == ["Female"]
     assert all(gated.texts.count(v) == 1 for v in STORED)
+
+
+class _Prompt(_Counting):
+    """The real model, answering after one turn of the event loop."""
+
+    async def embed_phrases(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += texts
+        await asyncio.sleep(0)
+        return await _Phrases.embed_phrases(self, texts)
+
+
+async def test_a_request_with_little_time_left_never_waits_for_value_vectors(
+    real_embedder: Embedder,
+) -> None:
+    """A request with under two seconds left (a client's tight deadline, as the fault
+    matrix's 1.5 s Ask) reads as without the rule rather than wait even for vectors about
+    to arrive; they are held for the next question."""
+    prompt = _Prompt(real_embedder)
+    vocab = Vocabulary(CLINIC, JoinGraph(CLINIC))
+    memory = ValueVectors()
+    question = "How many patients are women?"
+    with deadline_scope(1.5):
+        assert await value_meanings(prompt, vocab, question, ["women"], memory) == ()
+    found = await value_meanings(prompt, vocab, question, ["women"], memory)
+    assert [m.value for m in found] == ["Female"]
+    assert all(prompt.texts.count(v) == 1 for v in STORED)
