@@ -20,6 +20,17 @@ the value index of proper names (``known_values``) is never read by meaning. The
 is said where the word was and the question read again, so the linker places it as it
 places any stored value; the interpretation says which word was read as which value.
 
+A noun for a kind or a member of a category is no name of it: "hospitals" sits 0.69
+from ``industry = 'Healthcare'`` and "banks" 0.67 from 'Financial Services' — as near
+as "women" to 'Female' — but a count of banks is not the count of financial-services
+companies. A name of a value says its column too ("women" is a gender: 0.63 from the
+column's words "gender", "men" 0.58), while a kind of row says its own kind and not the
+column's ("hospitals" 0.44 from "industry", "banks" 0.37, "schools" 0.41): the word must
+also sit at least :data:`~services.sql.linker._gradable.CLEAR_MIN` from the words of the
+value's column, the floor a word links a column of the question's tables by
+(:func:`_names_its_column`). A column whose name says nothing of its values ("type",
+"category", "sex" 0.42 from "women") then reads nothing by meaning: refused, as before.
+
 The values' vectors are paid for once per vocabulary (one catalog load, one principal's
 view of it), not per question: every question this rule reaches is one a reading refused,
 and embedding up to :data:`_MAX_VALUES` values again on each refusal was CPU and an
@@ -48,6 +59,7 @@ import numpy as np
 
 from services.common import remaining
 from services.sql.catalog import TEXT_TYPES
+from services.sql.linker._gradable import CLEAR_MIN
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._meanings import MEANING_MARGIN, MEANING_MIN, PhraseEmbedder, Vectors
 from services.sql.linker._plan import is_key
@@ -106,9 +118,11 @@ class ValueVectors:
         if self._prefilled:
             return
         self._prefilled = True
-        values = list(dict.fromkeys(v for _, _, v in _candidates(vocab, None)))
+        candidates = _candidates(vocab, None)
+        values = list(dict.fromkeys(v for _, _, v in candidates))
         if len(values) <= _PREFILL_MAX:
-            self._start(embedder, [v for v in values if v not in self.by_text])
+            texts = [*values, *_column_texts(vocab, candidates).values()]
+            self._start(embedder, [t for t in dict.fromkeys(texts) if t not in self.by_text])
 
     async def embed(self, embedder: PhraseEmbedder, texts: Sequence[str]) -> Vectors:
         """One vector per text, in order: held ones at once, running ones awaited, the
@@ -207,9 +221,12 @@ async def value_meanings(
     # within a request, waited for no longer than a share of what is left of it, and
     # not at all with little left: the question is then read as without the rule
     wait = None if left is None else max(min(left * _WAIT_SHARE, left - _WAIT_RESERVE_S), 0.0)
+    columns = _column_texts(vocab, candidates)
     try:
         async with asyncio.timeout(wait):
-            vectors = await held.embed(embedder, [*words, *(v for _, _, v in candidates)])
+            vectors = await held.embed(
+                embedder, [*words, *(v for _, _, v in candidates), *columns.values()]
+            )
     except TimeoutError:
         _log.info("value meanings skipped: the values are still being embedded")
         return ()
@@ -219,7 +236,8 @@ async def value_meanings(
             extra={"fields": {"error.type": type(exc).__name__}},
         )
         return ()
-    values = vectors[len(words) :]
+    values = vectors[len(words) : len(words) + len(candidates)]
+    column_of = dict(zip(columns, vectors[len(words) + len(candidates) :], strict=True))
     found = []
     for i, word in enumerate(words):
         scores = values @ vectors[i]
@@ -229,6 +247,8 @@ async def value_meanings(
         if best < MEANING_MIN or best - runner < MEANING_MARGIN or said == word:
             continue
         table, column, value = candidates[ranked[0]]
+        if not _names_its_column(vectors[i], column_of[(table, column)]):
+            continue
         found.append(ValueMeaning(word, table, column, value, round(best, 4)))
     return tuple(found)
 
@@ -245,6 +265,23 @@ def _candidates(vocab: Vocabulary, tables: set[str] | None) -> list[tuple[str, s
         for value in dict.fromkeys(col.column.sample_values)
         if re.search(r"[A-Za-z]", value)
     ]
+
+
+def _column_texts(
+    vocab: Vocabulary, candidates: Sequence[tuple[str, str, str]]
+) -> dict[tuple[str, str], str]:
+    """The words of each candidate value's column, as the linker names it, by column."""
+    return {
+        (table, column): " ".join(vocab.column_words[(table, column)])
+        for table, column, _ in candidates
+    }
+
+
+def _names_its_column(word: Vectors, column: Vectors) -> bool:
+    """Whether the word says the value's column as well as the value: a name of the
+    value ("women": gender), not a kind of row that falls under it ("hospitals",
+    "banks": no industry). See the module's docstring for the measured similarities."""
+    return float(word @ column) >= CLEAR_MIN
 
 
 def _memory_of(vocab: Vocabulary) -> ValueVectors:

@@ -95,6 +95,69 @@ async def test_a_proper_name_is_never_read_as_a_value_by_meaning(
     assert found == ()
 
 
+# --- a noun for part of a category is no name of it (s65, valmean2) ----------------------
+
+INDUSTRIES = (
+    "Healthcare",
+    "Financial Services",
+    "Manufacturing",
+    "Retail",
+    "Technology",
+    "Education",
+    "Logistics",
+    "Energy",
+    "Media",
+    "Government",
+)
+# the demo warehouse's companies, as its catalog samples them
+FIRMS = Catalog(
+    "firms",
+    (
+        TableInfo(
+            "public",
+            "companies",
+            columns=(
+                ColumnInfo("company_id", "integer", False),
+                col("industry", "text", INDUSTRIES),
+                col("region", "text", ("North America", "Europe", "Asia Pacific", "Latin America")),
+            ),
+            primary_key=("company_id",),
+        ),
+    ),
+)
+FIRMS_VIEW = SchemaView("firms", FIRMS, FIRMS.tables, "", TODAY)
+
+
+@pytest.mark.parametrize("word", ["hospitals", "banks"])
+async def test_a_noun_for_part_of_a_category_is_not_read_as_the_category(
+    real_embedder: Embedder, word: str
+) -> None:
+    """The word "hospitals" sits 0.69 from 'Healthcare' and "banks" 0.67 from 'Financial
+    Services', each well ahead of every other industry — but a count of banks is not the
+    count of financial-services companies. Neither word says the column ("industry": 0.44, 0.37),
+    as "women" says "gender" (0.63): nothing is read, the question stays refused naming
+    the word."""
+    question = f"How many companies are {word}?"
+    vocab = Vocabulary(FIRMS, JoinGraph(FIRMS))
+    assert await value_meanings(_Phrases(real_embedder), vocab, question, [word]) == ()
+    reading = await OfflineGenerator(_Phrases(real_embedder)).reading(question, FIRMS_VIEW)
+    assert not reading.sql
+    assert word in reading.reason
+    assert "industry" not in reading.reason  # no existing column claimed absent or named
+
+
+async def test_a_noun_that_names_a_category_and_its_column_is_read(
+    real_embedder: Embedder,
+) -> None:
+    """The column rule keeps a category's own name: "manufacturers" sits 0.79 from
+    'Manufacturing' and 0.72 from "industry"."""
+    vocab = Vocabulary(FIRMS, JoinGraph(FIRMS))
+    found = await value_meanings(
+        _Phrases(real_embedder), vocab, "How many companies are manufacturers?", ["manufacturers"]
+    )
+    assert [(m.column, m.value) for m in found] == [("industry", "Manufacturing")]
+
+
 # --- the values' vectors paid for once (s64, valmean) ------------------------------------
 
 
@@ -122,6 +185,8 @@ class _Dead:
 
 
 STORED = ("Ann", "Bob", "Female", "Male", "private", "medicare", "medicaid")
+# the words of the values' columns, embedded with them (a value's word must say its column)
+COLUMN_WORDS = ("first name", "gender", "ins type")
 
 
 async def test_the_values_vectors_are_embedded_once_per_catalog_not_per_question(
@@ -140,7 +205,7 @@ async def test_the_values_vectors_are_embedded_once_per_catalog_not_per_question
     assert "gender = 'Male'" in men.sql
     again = counting.texts[first:]
     assert "men" in again
-    assert not set(again) & set(STORED)  # no value embedded twice
+    assert not set(again) & {*STORED, *COLUMN_WORDS}  # no value nor column embedded twice
 
 
 async def test_a_dead_embedder_makes_the_rule_step_aside_and_keeps_nothing(
@@ -217,9 +282,9 @@ async def test_a_refused_question_asked_again_asks_the_embedder_nothing(
     vocab = Vocabulary(CLINIC, JoinGraph(CLINIC))
     question = "How many patients are adults?"
     assert await value_meanings(counting, vocab, question, ["adults"]) == ()
-    assert set(counting.texts) == {"adults", *STORED}
+    assert set(counting.texts) == {"adults", *STORED, *COLUMN_WORDS}
     assert await value_meanings(counting, vocab, question, ["adults"]) == ()
-    assert len(counting.texts) == len(STORED) + 1
+    assert len(counting.texts) == len(STORED) + len(COLUMN_WORDS) + 1
 
 
 class _Gated(_Counting):
