@@ -35,15 +35,15 @@ The values' vectors are paid for once per vocabulary (one catalog load, one prin
 view of it), not per question: every question this rule reaches is one a reading refused,
 and embedding up to :data:`_MAX_VALUES` values again on each refusal was CPU and an
 embedding round trip per refused question (the fault matrix's Ask ran past its deadline).
-The catalog's values are embedded in the background when its first question is asked
-(:meth:`ValueVectors.prefill`), in tasks no question's deadline cancels; a question
-awaits only the batches holding its own words and values, and one asked again asks the
-embedder nothing. Within a request, a question waits for its vectors at most half of
-the time it has left and never into its last two seconds (:data:`_WAIT_SHARE`,
-:data:`_WAIT_RESERVE_S`), then steps aside while they go on being embedded for the
-next question. An embedder that fails makes the rule step aside (the
-question stays refused, as without it) and keeps nothing, so the next question asks
-again.
+The catalog's values are embedded in the background when its first question with more
+than :data:`_WAIT_RESERVE_S` left is asked (:meth:`ValueVectors.prefill`), in tasks no
+question's deadline cancels; a question awaits only the batches holding its own words
+and values, and one asked again asks the embedder nothing. Within a request, a question
+waits for its vectors at most half of the time it has left and never into its last two
+seconds (:data:`_WAIT_SHARE`, :data:`_WAIT_RESERVE_S`), then steps aside while they go
+on being embedded for the next question; a request with less than that left starts no
+embedding at all. An embedder that fails makes the rule step aside (the question stays
+refused, as without it) and keeps nothing, so the next question asks again.
 """
 
 from __future__ import annotations
@@ -114,8 +114,9 @@ class ValueVectors:
     def prefill(self, embedder: PhraseEmbedder, vocab: Vocabulary) -> None:
         """Start embedding every candidate value of ``vocab``'s catalog (once per
         memory; nothing for a catalog sampling more than :data:`_PREFILL_MAX` of them,
-        whose questions embed their own tables' values as they come)."""
-        if self._prefilled:
+        whose questions embed their own tables' values as they come). A request that
+        could not wait for them starts nothing: the next one with time does."""
+        if self._prefilled or not _may_wait():
             return
         self._prefilled = True
         candidates = _candidates(vocab, None)
@@ -209,7 +210,9 @@ async def value_meanings(
     ``memory``: the catalog load's :class:`ValueVectors` (the vocabulary's own when
     none is given)."""
     words = list(dict.fromkeys(w.lower() for w in words if w and common_noun(question, w)))
-    if not words or len(words) > _MAX_WORDS:
+    if not words or len(words) > _MAX_WORDS or not _may_wait():
+        # no time to wait for any vector: nothing is started for a request that could
+        # not use it (the router's last seconds, a client's tight deadline)
         return ()
     placed = {t.qualified for t in named_tables(vocab, tokenize(question))}
     keep = placed | {e.other(t) for t in placed for e in vocab.graph.edges_of(t)}
@@ -265,6 +268,16 @@ def _candidates(vocab: Vocabulary, tables: set[str] | None) -> list[tuple[str, s
         for value in dict.fromkeys(col.column.sample_values)
         if re.search(r"[A-Za-z]", value)
     ]
+
+
+def _may_wait() -> bool:
+    """Whether the current request (if any) has more than :data:`_WAIT_RESERVE_S` left:
+    one with less never waits for value vectors, so it starts no embedding either. A
+    burst of such requests (the fault matrix's 1.5 s Asks, the router's last seconds)
+    embedding a catalog's values in the background took the CPU their own answers
+    needed: 8 to 31 of them ran past their deadline where main had 4 to 12."""
+    left = remaining()
+    return left is None or left > _WAIT_RESERVE_S
 
 
 def _column_texts(
