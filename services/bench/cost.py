@@ -93,6 +93,16 @@ COUNTABLE = [
     "What is the total amount of closed won deals?",
 ]
 
+# Refused on the demo warehouse, each after the linker's readings by meaning (a noun no
+# name or stored value says, compared with names and with the sampled values).
+REFUSED = [
+    "How many companies are universities?",
+    "How many contacts are engineers?",
+    "How many opportunities are victories?",
+    "How many activities are phone conversations?",
+]
+# What a run measures unless --only names others.
+OPTIONAL_SCENARIOS = frozenset({"ask_sql_refused"})
 
 SCENARIOS = (
     Scenario(
@@ -124,6 +134,15 @@ SCENARIOS = (
         "AskSql",
         "tandem.v1.GatewayService.AskSql",
         [{"question": q} for q in COUNTABLE],
+    ),
+    # AskSql on questions the SQL service refuses after every reading, the last ones by
+    # meaning (issue 45 s64: a refusal once embedded the sampled values each time):
+    # named with --only, not in the default run
+    Scenario(
+        "ask_sql_refused",
+        "AskSql (refused)",
+        "tandem.v1.GatewayService.AskSql",
+        [{"question": q} for q in REFUSED],
     ),
     Scenario(
         "stream_ask",
@@ -370,7 +389,7 @@ class CostSettings:
     duration_s: float = 10.0
     warm_up_s: float = 2.0
     rounds: int = 1
-    scenarios: tuple[str, ...] = tuple(s.key for s in SCENARIOS)
+    scenarios: tuple[str, ...] = tuple(s.key for s in SCENARIOS if s.key not in OPTIONAL_SCENARIOS)
     baseline: Path | None = None
     data_dir: Path = Path(".tandem/bench-cost")
     through: str = "edge"

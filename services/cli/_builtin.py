@@ -79,7 +79,8 @@ def register(commands: Commands) -> None:
         nargs="+",
         default=None,
         metavar="RPC",
-        help="search search_http ask_retrieve ask_auto_sql ask_sql stream_ask (default: all)",
+        help="search search_http ask_retrieve ask_auto_sql ask_sql stream_ask, ask_sql_refused "
+        "(default: all but ask_sql_refused)",
     )
     cost.add_argument(
         "--baseline",
@@ -495,7 +496,7 @@ def _bench_cost(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             duration_s=args.duration,
             rounds=args.rounds,
-            scenarios=tuple(args.only) if args.only else keys,
+            scenarios=tuple(args.only) if args.only else CostSettings.scenarios,
             baseline=args.baseline,
             data_dir=args.data_dir,
             through=args.through,

@@ -35,10 +35,13 @@ from services.sql.linker import (
     Meaning,
     PhraseEmbedder,
     QuestionLinker,
+    ValueVectors,
     Vocabulary,
     find_meanings,
     nearest_names,
+    said_as_values,
     unplaced_meanings,
+    value_meanings,
 )
 from services.sql.verify import verify_statement
 
@@ -78,6 +81,9 @@ class OfflineGenerator:
         self._embedder = embedder
         self._meanings: dict[tuple[object, ...], tuple[Meaning, ...]] = {}
         self._vocabularies: dict[tuple[object, ...], Vocabulary] = {}
+        # the sampled values' vectors per catalog load (``linker._valued``), embedded in
+        # the background from its first question on
+        self._value_vectors: dict[tuple[object, ...], ValueVectors] = {}
         # The pipeline asks three roles about one question: it is read once. Keyed by
         # everything a reading depends on (catalogs are per database) and by the
         # request's tenant (a question another tenant asked is read afresh), bounded.
@@ -94,6 +100,15 @@ class OfflineGenerator:
             vocabulary = Vocabulary(catalog, JoinGraph(catalog))
             self._vocabularies[key] = vocabulary
         return vocabulary
+
+    def _values_of(self, catalog: Catalog) -> ValueVectors:
+        # one memory per load and principal's view, whichever tables a question narrows to
+        memory = self._value_vectors.get(catalog.memo_key)
+        if memory is None:
+            if len(self._value_vectors) >= _VOCABULARIES_MAX:
+                del self._value_vectors[next(iter(self._value_vectors))]
+            memory = self._value_vectors[catalog.memo_key] = ValueVectors()
+        return memory
 
     def read(
         self, question: str, schema: SchemaView, meanings: tuple[Meaning, ...] = ()
@@ -122,6 +137,10 @@ class OfflineGenerator:
         no name spells linked by meaning (when there is an embedder and such words), and
         a refusal still left names the tables and columns nearest in meaning to the
         words it could not place."""
+        if self._embedder is not None:
+            self._values_of(schema.catalog).prefill(
+                self._embedder, self._vocabulary(schema.catalog)
+            )
         reading = self.read(question, schema)
         if reading.sql or reading.refusal or self._embedder is None:
             return reading
@@ -147,6 +166,16 @@ class OfflineGenerator:
                 last = self.read(question, schema, (*meanings, *nouns))
                 if last.sql or last.error is None:
                     return last
+            # a noun saying a stored value in other words ("women": 'Female'), said as
+            # that value and read again (``linker._valued``)
+            valued = await value_meanings(
+                self._embedder, vocabulary, question, unplaced, self._values_of(schema.catalog)
+            )
+            if valued:
+                again = self.read(said_as_values(question, valued), schema, meanings)
+                if again.sql:
+                    said = "; ".join(m.text() for m in valued)
+                    return replace(again, interpretation=f"{again.interpretation} ({said})")
         nearby = await nearest_names(self._embedder, vocabulary, unplaced) if unplaced else {}
         if not nearby:
             return reading

@@ -24,6 +24,8 @@ One module per step, in the order a question goes through them:
   measure it ranks by, linked by meaning;
 - ``_unplaced``: a noun a refusal could not place, linked by meaning with a margin to
   an element of the question's tables (the last reading tried);
+- ``_valued``: such a noun read as the sampled stored value clearly nearest it in
+  meaning ("women" as ``gender = 'Female'``), tried after ``_unplaced``;
 - ``_clauses``: the clause reader (head, items, clauses) for questions as people ask;
 - ``_dates``: time windows and which date column a question means;
 - ``_measures``: counts, sums, averages, arithmetic, elapsed time, ranks;
@@ -86,6 +88,12 @@ from services.sql.linker._plan import Linked, LinkError, entity_columns, is_temp
 from services.sql.linker._seasons import unsaid_season
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._unplaced import unplaced_meanings
+from services.sql.linker._valued import (
+    ValueMeaning,
+    ValueVectors,
+    said_as_values,
+    value_meanings,
+)
 from services.sql.linker._vocabulary import Col, Vocabulary, column_states, comment_names
 from services.sql.linker.clauses import form_words
 
@@ -107,6 +115,8 @@ __all__ = [
     "QuestionLinker",
     "Recorded",
     "StatementCheck",
+    "ValueMeaning",
+    "ValueVectors",
     "Vocabulary",
     "agent_asked",
     "agent_nouns",
@@ -129,8 +139,10 @@ __all__ = [
     "passive_count_said",
     "prose_of_definitions",
     "read_question",
+    "said_as_values",
     "shown_instead",
     "unexplained",
     "unplaced_meanings",
     "unsaid_season",
+    "value_meanings",
 ]

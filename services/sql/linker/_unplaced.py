@@ -14,7 +14,7 @@ directly ("customers who made a purchase": the purchase is a row of ``sales``, w
 refers to ``customers``), all tables when they place none, and those tables' number and
 text columns (keys aside: a noun names what is stored, not an identifier). Only a word
 that can be a common noun is linked: a proper name is a stored value, and a superlative,
-a participle or a verb names a rank or a condition (:func:`_common_noun`). A near tie links nothing, and the refusal names both; the word linked is
+a participle or a verb names a rank or a condition (:func:`common_noun`). A near tie links nothing, and the refusal names both; the word linked is
 said in the interpretation ("'purchase' read as sales").
 """
 
@@ -54,7 +54,7 @@ async def unplaced_meanings(
     embedder puts clearly nearest among the question's tables (see the module's
     docstring); a word with no clear element, or one ``linked`` already links, is left
     out. Empty when the embedder fails (the question stays refused)."""
-    words = list(dict.fromkeys(w.lower() for w in words if w and _common_noun(question, w)))
+    words = list(dict.fromkeys(w.lower() for w in words if w and common_noun(question, w)))
     words = [w for w in words if not any(m.word == w for m in linked)]
     if not words or len(words) > _MAX_WORDS:
         return ()
@@ -96,7 +96,7 @@ _VERB_BEFORE = frozenset(
 )
 
 
-def _common_noun(question: str, word: str) -> bool:
+def common_noun(question: str, word: str) -> bool:
     """Whether the word can be a common noun as the question writes it: not capitalised
     inside the sentence (a proper name, "Gmail", is a stored value, never a table or a
     column), and not with the ending of a superlative, a participle or an adverb
