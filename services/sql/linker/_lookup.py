@@ -337,12 +337,15 @@ def find_value(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) -> tuple
     context = [t.stem for t in toks if abs(t.start - tok.start) < 40 and t is not tok]
     index = toks.index(tok)
     following = [t.stem for t in toks[index + 1 : index + 3] if not t.quoted]
+    held_by = _noun_placing(toks, index)
     tables = fact_candidates(ctx, plan)
 
     def score(pair: tuple[Col, str]) -> float:
         col, _ = pair
         s = ctx.vocab.column_score(context, col) + ctx.vocab.table_score(context, col.table)
         s += 1.5 * max((ctx.vocab.table_score([w], col.table) for w in following), default=0)
+        if held_by is not None:
+            s += 2.0 * ctx.vocab.table_score([held_by], col.table)
         if col.table in tables:
             s += 0.5
         return s
@@ -359,6 +362,21 @@ def find_value(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) -> tuple
     if not tok.quoted and not unique and score((col, value)) < 0.5 and col.table not in tables:
         return None
     return col, f"{{c}} = {lit(value)}"
+
+
+# The prepositions that place a noun's rows at a value: "the customers in Argentina",
+# "suppliers from Japan", "the airports at Denver". Grammar, no word of a schema.
+_PLACING = frozenset(["in", "from", "at"])
+
+
+def _noun_placing(toks: list[Tok], index: int) -> str | None:
+    """The noun said right before "in/from/at <value>" ("customers" in "the customers in
+    Argentina"): the value is a property of that noun's rows, so where the value is stored
+    in several tables ('Argentina' in ``customers.country`` and ``orders.ship_country``)
+    the named table's column holds it, not the counted table's."""
+    if index < 2 or toks[index - 1].low not in _PLACING or toks[index - 2].quoted:
+        return None
+    return toks[index - 2].stem
 
 
 def joins_plan(ctx: LinkContext, plan: Plan | Measure, table: TableInfo) -> bool:

@@ -65,6 +65,48 @@ def test_no_condition_of_an_earlier_statement_named_is_no_removal(history, quest
     assert drops_condition(question, history) is None
 
 
+BUYS = PriorTurn(
+    "number of buys per ticker in Q1 2023?",
+    "number of buys per ticker in Q1 2023?",
+    row_count=4,
+    sql="SELECT t.sbtickersymbol, COUNT(*) FROM sbtransaction AS x JOIN sbticker AS t "
+    "ON x.sbtxtickerid = t.sbtickerid WHERE x.sbtxdatetime >= '2023-01-01' "
+    "AND x.sbtxdatetime < '2023-04-01' AND x.sbtxtype = 'buy' GROUP BY t.sbtickersymbol",
+)
+CATEGORY = PriorTurn(
+    "products per store in the toy category",
+    "products per store in the toy category",
+    row_count=2,
+    sql="SELECT store, COUNT(*) FROM products WHERE category = 'Toy' AND kind = 'Sales' "
+    "GROUP BY store",
+)
+
+
+@pytest.mark.parametrize(
+    ("prior", "question", "literal"),
+    [
+        # the value said in the plural of the literal the statement compares with
+        # (issue 45 s65 defog v8 broker-p2#3): the literal as the statement spells it
+        (BUYS, "all types, not just buys", "buy"),
+        (CATEGORY, "all of them, not just toys", "Toy"),
+        # a literal stored in the plural is the value said, not a singular of it
+        (CATEGORY, "all kinds, not just Sales", "Sales"),
+    ],
+)
+def test_not_just_a_plural_of_a_compared_value_removes_its_condition(prior, question, literal):
+    assert drops_condition(question, [prior]) == literal
+    resolution = resolve(question, [prior])
+    assert resolution.kind is FollowUpKind.FILTER
+    assert resolution.builds_on == BuildsOn(
+        prior.sql, Relation.FILTER, condition=literal, remove=True
+    )
+
+
+@pytest.mark.parametrize("question", ["all types, not just sells", "all types, not just bus"])
+def test_not_just_a_value_the_statement_does_not_compare_is_no_removal(question):
+    assert drops_condition(question, [BUYS]) is None
+
+
 @pytest.mark.parametrize("history", [(), (LATE,)])
 @pytest.mark.parametrize("question", WRITES)
 async def test_a_request_to_change_data_needs_no_resolving_before_or_after_an_answer(

@@ -78,10 +78,38 @@ def drops_condition(question: str, history: Sequence[PriorTurn]) -> str | None:
     if (match := _ALL_NOT_JUST.match(text)) is not None:
         # the value as a literal the statement compares with: a quoted string or a number
         value, conditions = match.group("value"), prior.sql[where.end() :]
-        quoted = re.search(rf"'{re.escape(value)}'", conditions, re.I)
+        if (literal := _compared_literal(value, conditions)) is not None:
+            return literal
         number = re.fullmatch(r"\d+(?:\.\d+)?", value) and re.search(
             rf"(?<![\w.']){re.escape(value)}(?![\w.'])", conditions
         )
-        if quoted or number:
+        if number:
             return value
+    return None
+
+
+def _singulars(word: str) -> list[str]:
+    """``word`` and the singular forms its English plural ending may stand for ("buys" →
+    buy, "boxes" → box, "categories" → category): rows are counted in the plural of the
+    value that marks them ("number of buys" for ``type = 'buy'``). Grammar of the
+    language, no word of a schema."""
+    forms = [word]
+    lowered = word.lower()
+    if lowered.endswith("ies") and len(word) > 4:
+        forms.append(f"{word[:-3]}y")
+    if lowered.endswith("es") and len(word) > 3:
+        forms.append(word[:-2])
+    if lowered.endswith("s") and not lowered.endswith("ss") and len(word) > 2:
+        forms.append(word[:-1])
+    return forms
+
+
+def _compared_literal(value: str, conditions: str) -> str | None:
+    """The quoted literal of ``conditions`` the said value is, exactly or as its plural
+    ("not just buys" for ``sbtxtype = 'buy'``), as the statement spells it (the SQL
+    service finds the condition by that literal); None when it compares none. The exact
+    form is tried first, so a stored plural ("Sales") is never read as another value."""
+    for form in _singulars(value):
+        if (found := re.search(rf"'({re.escape(form)})'", conditions, re.I)) is not None:
+            return found.group(1) if form != value else value
     return None

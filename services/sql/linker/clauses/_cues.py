@@ -518,3 +518,6 @@ SPLIT_COMPARATIVES = {
 
 
 RELATIVE = frozenset({"that", "which", "who", "whose", "with"})
+# Prepositions that place a noun's rows at a value ("the customers in Argentina",
+# "suppliers from Japan", "airports at Denver"): grammar, no word of a schema.
+PLACING = frozenset({"in", "from", "at"})

@@ -35,7 +35,7 @@ from services.sql.linker._plan import (
 from services.sql.linker._references import reference_named
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses._by_agent import by_agent
-from services.sql.linker.clauses._cues import DIMENSION_NOUNS, RELATIVE
+from services.sql.linker.clauses._cues import DIMENSION_NOUNS, PLACING, RELATIVE
 from services.sql.linker.clauses._full_names import full_names
 from services.sql.linker.clauses._reading import Condition, Decline, Item, Rank, Read, Reading
 from services.sql.linker.clauses._rows_of import hold_to_rows
@@ -312,9 +312,13 @@ def _relative_head(reading: Reading, start: int) -> TableInfo | None:
     ``start`` ("flights flown by planes *whose* year is before 1960", "planes *with*
     year …"): the condition is said of that table's rows, so of two joined tables that
     both hold the column (a flight's year, a plane's) it is the one meant. None when no
-    table is named there."""
-    k = start - 1 if reading.low(start) not in RELATIVE else start
-    if reading.low(k) not in RELATIVE:
+    table is named there. A preposition that places rows at a value works alike ("the
+    customers *in* Argentina", "suppliers *from* Japan"): the value is said of the rows
+    of the table named just before it, so of two tables storing it ('Argentina' in
+    ``customers.country`` and ``orders.ship_country``) that table's column is meant."""
+    opening = RELATIVE | PLACING
+    k = start - 1 if reading.low(start) not in opening else start
+    if reading.low(k) not in opening:
         return None
     for j in range(k - 1, max(-1, k - 4), -1):
         tables = [m for m in reading.longest(j, ("table",)) if m.end == k and m.table]
