@@ -51,6 +51,14 @@ from services.sql.catalog import (
 from services.sql.conversation._added import adds_a_value
 from services.sql.conversation._conditions import Link, Linked, link_condition, with_conditions
 from services.sql.conversation._leading import led_value
+from services.sql.conversation._nouns import (
+    content_words,
+    covers,
+    names_table,
+    references_of,
+    shown_entity,
+    spelled_share,
+)
 from services.sql.conversation._own_noun import agent_or_manner, amount_compared
 from services.sql.conversation._periods import dated, time_shifted
 from services.sql.conversation._removed import without_condition
@@ -66,7 +74,7 @@ from services.sql.conversation._valued import valued
 from services.sql.gate import identifier
 from services.sql.linker import entity_columns
 from services.sql.results import deciding_columns, show_deciding
-from services.sql.words import KIND_NOUNS, STOP_WORDS, name_words, stem, word_match
+from services.sql.words import KIND_NOUNS, name_words, stem
 
 MAX_PRIOR_CHARS = 20_000
 MAX_PRIOR_WORDS = 200
@@ -351,7 +359,7 @@ def shows_only_rows(question: str, linked_sql: str, about: Subject, catalog: Cat
             # another table's column referring to the earlier rows' key is their key too
             if any(
                 parent == about.table.qualified and column.name in local
-                for local, parent, _ in _references(owner, catalog)
+                for local, parent, _ in references_of(owner, catalog)
             ):
                 continue
             return False
@@ -699,34 +707,6 @@ def _alias_of(select: exp.Select, table: TableInfo) -> str | None:
     return None
 
 
-def _words(text: str) -> list[str]:
-    return [w for w in name_words(text) if w not in STOP_WORDS]
-
-
-def _spelled(words: list[str], column: str) -> float:
-    """How fully ``words`` spell a column's name (1.0: each word matches a name word)."""
-    names = name_words(column)
-    if not words or not names:
-        return 0.0
-
-    def match(word: str, name: str) -> float:
-        return 1.0 if stem(word) == stem(name) else word_match(word, name)
-
-    return sum(max(match(w, n) for n in names) for w in words) / len(words)
-
-
-def _references(
-    table: TableInfo, catalog: Catalog
-) -> list[tuple[tuple[str, ...], str, tuple[str, ...]]]:
-    """(local columns, referenced table, its columns): declared keys, then the joins the
-    catalog inferred from the data (a warehouse that declares none)."""
-    found = [(fk.columns, fk.referenced_table, fk.referenced_columns) for fk in table.foreign_keys]
-    for join in catalog.joins or ():
-        if join.child == table.qualified:
-            found.append((join.child_columns, join.parent, join.parent_columns))
-    return found
-
-
 def _key_columns(table: TableInfo, catalog: Catalog) -> set[str]:
     """A table's columns that hold keys, its own or another table's: declared, or one
     number column the catalog found joined to another table's key (a warehouse that
@@ -746,33 +726,6 @@ def _key_columns(table: TableInfo, catalog: Catalog) -> set[str]:
         ):
             keys.add(join.child_columns[0])
     return keys
-
-
-def _entity(table: TableInfo, alias: str) -> tuple[list[exp.Column], list[exp.Column]] | None:
-    """(the columns shown, the key grouped by besides) for rows of ``table`` under
-    ``alias``: what names each row and its one-column key, by the rule the linker shows
-    a grouped entity by (``linker.entity_columns``), so "and per continent?" shows what
-    "How many cars does each continent have?" shows. A table keyed by a code and named
-    by nothing else is shown by its code; None where nothing but a number key names a
-    row (no label to group by)."""
-    columns = entity_columns(table)
-    keyed = len(table.primary_key) == 1
-    names = columns[1:] if keyed else columns
-    key = [exp.column(identifier(table.primary_key[0]), table=identifier(alias))] if keyed else []
-    if not names:
-        column = table.column(table.primary_key[0]) if keyed else None
-        if column is None or not column.data_type.startswith(TEXT_TYPES):
-            return None
-        return key, key
-    return [exp.column(identifier(n), table=identifier(alias)) for n in names], key
-
-
-def _names_table(words: list[str], table: TableInfo, catalog: Catalog) -> bool:
-    """Whether ``words`` say the table itself ("car maker" → ``car_makers``), so a
-    regroup by them groups its rows (by key, shown by what names them), not the values of
-    one column that happens to be called as the table is (``car_makers.maker``)."""
-    name = readable(table, catalog)
-    return _spelled(words, name) >= 0.99 and _covers(words, name)
 
 
 def _label(table: TableInfo) -> str | None:
@@ -801,7 +754,7 @@ def _via_reference(
         info = table_for(catalog, source)
         if info is None:
             continue
-        references = _references(info, catalog)
+        references = references_of(info, catalog)
         for local, referenced, remote in references:
             parent = catalog.table(referenced)
             if parent is None:
@@ -811,8 +764,8 @@ def _via_reference(
             named = [
                 c.name for c in parent.columns
                 if c.name not in parent_keys
-                and _covers(words, column_name(parent, c.name))
-                and _spelled(words, f"{column_name(parent, c.name)} {parent_name}") >= 0.99
+                and covers(words, column_name(parent, c.name))
+                and spelled_share(words, f"{column_name(parent, c.name)} {parent_name}") >= 0.99
             ]  # fmt: skip
             # "per support rep": the words spell the key itself (``support_rep_id``, its
             # "id" unsaid), so they name the row it refers to, whatever that table is called;
@@ -827,13 +780,15 @@ def _via_reference(
                 else ""
             )
             by_key = (
-                bool(key_said) and _spelled(words, key_said) >= 0.99 and _covers(words, key_said)
+                bool(key_said)
+                and spelled_share(words, key_said) >= 0.99
+                and covers(words, key_said)
             )
-            said = _spelled(words, parent_name) >= 0.99 or by_key
+            said = spelled_share(words, parent_name) >= 0.99 or by_key
             whole = said and (len(named) != 1 or named[0] in entity_columns(parent))
             if len(named) == 1 and not whole:
                 shown = named
-            elif not whole or _entity(parent, "_") is None:
+            elif not whole or shown_entity(parent, "_") is None:
                 continue
             rivals = list(dict.fromkeys(r[0] for r in references if r[1] == referenced))
             if len(rivals) > 1:
@@ -862,7 +817,7 @@ def _via_reference(
                 select.join(target.as_(alias), on=on, copy=False)
             if whole:
                 # rows of a table: grouped by its key too, so two of the same name stay two
-                return _entity(parent, alias)
+                return shown_entity(parent, alias)
             return [exp.column(identifier(c), table=identifier(alias)) for c in shown], []
     return None
 
@@ -877,11 +832,11 @@ def _key_named(
     same table) that a word of ``said`` names, the words naming that table left out
     ("origin airport": origin, not dest); None when no key or more than one is named."""
     table_words = name_words(parent_name)
-    rest = [w for w in said if _spelled([w], " ".join(table_words)) < 0.9]
+    rest = [w for w in said if spelled_share([w], " ".join(table_words)) < 0.9]
 
     def names(key: tuple[str, ...]) -> bool:
         parts = [n for c in key for n in name_words(column_name(info, c))]
-        return any(_spelled([w], n) >= 0.8 for w in rest for n in parts)  # "dest": 0.85
+        return any(spelled_share([w], n) >= 0.8 for w in rest for n in parts)  # "dest": 0.85
 
     named = [key for key in rivals if names(key)]
     return named[0] if len(named) == 1 else None
@@ -912,22 +867,22 @@ def _grouping_column(
             names = name_words(said)
             if column.name in keys or "id" in names:
                 continue  # a key groups by codes, not by what the user named
-            spelled = _spelled(words, f"{said} {table_name}")
-            if spelled < 0.99 or _spelled(words, said) == 0:
+            spelled = spelled_share(words, f"{said} {table_name}")
+            if spelled < 0.99 or spelled_share(words, said) == 0:
                 continue
             # text first, then a column whose unsaid word is "name" (the label), shorter
             entry = (column.data_type.startswith(TEXT_TYPES), "name" in names, -len(names),
                      source.alias_or_name, column.name)  # fmt: skip
-            (exact if _covers(words, said) else partial).append(entry)
+            (exact if covers(words, said) else partial).append(entry)
     if exact:
         best = max(exact)
         if [e for e in exact if e[:3] == best[:3] and e[4] != best[4]]:
             raise FollowUpError(f"more than one column of the earlier tables is '{dimension}'")
         owner = owners[best[3]]
-        if _names_table(words, owner, catalog) and best[4] in entity_columns(owner):
+        if names_table(words, owner, catalog) and best[4] in entity_columns(owner):
             # "per car maker": the makers, by key and what names them (``maker`` and
             # ``fullname``), as the question spelled out groups them
-            entity = _entity(owner, best[3])
+            entity = shown_entity(owner, best[3])
             if entity is not None:
                 return entity
         return [exp.column(identifier(best[4]), table=identifier(best[3]))], []
@@ -965,16 +920,11 @@ def _head_alone(
     for column in info.columns:
         if column.name == chosen.name:
             continue
-        named = _words(column.name)
+        named = content_words(column.name)
         if len(named) == 1 and named[0] in left:
             raise FollowUpError(
                 f"'{dimension}' may name {info.name}.{column.name} or {info.name}.{chosen.name}"
             )
-
-
-def _covers(words: list[str], name: str) -> bool:
-    """Whether ``words`` spell every word of a name (nothing of it left unsaid)."""
-    return _spelled(_words(name), " ".join(words)) >= 0.99
 
 
 def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) -> str:
@@ -986,7 +936,7 @@ def regrouped(sql: str, dimension: str, catalog: Catalog, *, add: bool = False) 
     replaced is one column, or the columns that name one table's rows (its key and
     name)."""
     select = parse(sql)
-    words = _words(dimension)
+    words = content_words(dimension)
     found: tuple[list[exp.Column], list[exp.Column]] | None = None
     for start in range(len(words)):
         found = _grouping_column(select, words[start:], catalog, dimension, words)
@@ -1202,7 +1152,7 @@ def _codes(columns: Sequence[exp.Column], select: exp.Select, catalog: Catalog) 
         c.name
         for c in columns
         if (t := tables.get(c.table)) is not None
-        and any(c.name in local for local, _, _ in _references(t, catalog))
+        and any(c.name in local for local, _, _ in references_of(t, catalog))
     }
 
 

@@ -30,11 +30,12 @@ is refused naming what could not be placed, never answered from a guess.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from sqlglot import exp
 
 from services.sql.catalog import Catalog, TableInfo, table_for
-from services.sql.conversation._followup import _entity, _names_table, _references, _words
+from services.sql.conversation._nouns import content_words, names_table, references_of, shown_entity
 from services.sql.conversation._statement import FollowUpError, parse, readable, sources
 from services.sql.gate import identifier
 
@@ -131,11 +132,31 @@ def _summed(select: exp.Select, table: TableInfo, alias: str) -> tuple[str, str]
     )
 
 
+def _keyed_to(
+    shown: Sequence[exp.Expr], table: TableInfo, alias: str, column: str, inner: exp.Select
+) -> str:
+    """``SELECT <shown> FROM <table> AS <alias> WHERE <alias>.<column> IN (<inner>)``: the
+    rows matched to the earlier rows by a key through a sub-query, never a pasted list of
+    keys, however the earlier rows were read (the table they refer to, or the rows that
+    refer to them)."""
+    built = (
+        exp.select(*shown)
+        .from_(exp.to_table(table.qualified).as_(alias))
+        .where(
+            exp.In(
+                this=exp.column(identifier(column), table=identifier(alias)),
+                query=exp.Subquery(this=inner),
+            )
+        )
+    )
+    return built.sql(dialect="postgres")
+
+
 def _referenced_named(noun: str, table: TableInfo, catalog: Catalog) -> bool:
-    words = _words(noun)
+    words = content_words(noun)
     return any(
-        (parent := catalog.table(name)) is not None and _names_table(words, parent, catalog)
-        for _, name, _ in _references(table, catalog)
+        (parent := catalog.table(name)) is not None and names_table(words, parent, catalog)
+        for _, name, _ in references_of(table, catalog)
     )
 
 
@@ -144,11 +165,11 @@ def _referred(
 ) -> tuple[str, str]:
     """The rows of the one table the earlier rows refer to (the one ``noun`` names)."""
     paths: dict[str, set[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
-    for here, name, there in _references(table, catalog):
+    for here, name, there in references_of(table, catalog):
         parent = catalog.table(name)
         if parent is None or parent.qualified == table.qualified:
             continue
-        if noun is not None and not _names_table(_words(noun), parent, catalog):
+        if noun is not None and not names_table(content_words(noun), parent, catalog):
             continue
         paths.setdefault(parent.qualified, set()).add((tuple(here), tuple(there)))
     if len(paths) != 1:
@@ -166,26 +187,16 @@ def _referred(
             "one key: which one is meant is not said"
         )
     (((local,), (remote,)),) = keys
-    shown = _entity(parent, "t0")
+    shown = shown_entity(parent, "t0")
     if shown is None:
         raise FollowUpError(f"nothing but a number key names the rows of {parent.name}")
     inner = _rows(select, exp.column(identifier(local), table=identifier(alias)))
     outer = _free_alias(inner)
-    shown = _entity(parent, outer)
+    shown = shown_entity(parent, outer)
     assert shown is not None
     names, _ = shown
-    built = (
-        exp.select(*names)
-        .from_(exp.to_table(parent.qualified).as_(outer))
-        .where(
-            exp.In(
-                this=exp.column(identifier(remote), table=identifier(outer)),
-                query=exp.Subquery(this=inner),
-            )
-        )
-    )
     return (
-        built.sql(dialect="postgres"),
+        _keyed_to(names, parent, outer, remote, inner),
         f"the {readable(parent, catalog)} the previous answer's {table.name} rows refer to",
     )
 
@@ -196,15 +207,15 @@ def _counted(
     """The count of the rows of the table ``noun`` names that refer to the earlier rows
     by one key; None where the noun names the earlier rows' own table or none."""
     said = noun.split()
-    named = [t for t in catalog.tables if _names_table(_words(noun), t, catalog)]
+    named = [t for t in catalog.tables if names_table(content_words(noun), t, catalog)]
     if not named and len(said) > 1:
-        named = [t for t in catalog.tables if _names_table(_words(said[0]), t, catalog)]
+        named = [t for t in catalog.tables if names_table(content_words(said[0]), t, catalog)]
     if len(named) != 1 or named[0].qualified == table.qualified:
         return None
     child = named[0]
     keys = {
         (tuple(local), tuple(remote))
-        for local, name, remote in _references(child, catalog)
+        for local, name, remote in references_of(child, catalog)
         if name == table.qualified
     }
     if len(keys) != 1 or len(next(iter(keys))[0]) != 1:
@@ -215,18 +226,9 @@ def _counted(
     (((local,), (remote,)),) = keys
     inner = _rows(select, exp.column(identifier(remote), table=identifier(alias)))
     outer = _free_alias(inner)
-    built = (
-        exp.select(exp.alias_(exp.Count(this=exp.Star()), "count"))
-        .from_(exp.to_table(child.qualified).as_(outer))
-        .where(
-            exp.In(
-                this=exp.column(identifier(local), table=identifier(outer)),
-                query=exp.Subquery(this=inner),
-            )
-        )
-    )
+    count = exp.alias_(exp.Count(this=exp.Star()), "count")
     return (
-        built.sql(dialect="postgres"),
+        _keyed_to([count], child, outer, local, inner),
         f"the count of {readable(child, catalog)} whose {local} is one of the previous "
         f"answer's {table.name} rows",
     )

@@ -107,7 +107,10 @@ _MONEY = frozenset("price amount cost paid fee total value charge".split())
 def _verb_base(word: str) -> str:
     """The verb's base form: irregular pasts read ("bought" -> buy), a regular past's
     ending dropped ("visited" -> visit, "booked" -> book), and its "e" given back where
-    the lexicon knows the verb only with it ("purchased" -> purchase)."""
+    the lexicon knows the verb only with it ("purchased" -> purchase). Not
+    ``_dates.past_base``, which reads past forms only (None for any other word: it is the
+    past-form test too); this reads any form a verb is said in ("shipping" -> ship, "buy"),
+    so "who buy …" and "shipping" name their event as "bought" and "shipped" do."""
     base = lemma(word.lower())
     if base.endswith("ed") and len(base) > 4:
         base = base[:-2]
@@ -217,6 +220,19 @@ def _recorded(vocab: Vocabulary, verb: str, rest: str) -> tuple[Event, TableInfo
     if len(recording) != 1:
         return None
     return event, recording[0], rows[0]
+
+
+def _recording_table(vocab: Vocabulary, verb: str, rows: TableInfo) -> TableInfo | None:
+    """The one table that refers to ``rows`` (by a declared or key-inferred edge, never
+    ``rows`` itself) and records ``verb``'s event (:func:`names_event_of`); None where no
+    table or several do, since counting through either of two would be a guess. One
+    reading for every rewrite that counts, groups or anti-joins rows through their event."""
+    recording = [
+        t
+        for t in vocab.catalog.tables
+        if rows.qualified in _parents(vocab, t) and names_event_of(vocab, verb, t)
+    ]
+    return recording[0] if len(recording) == 1 else None
 
 
 # "How many cars were sold in 2023?": a count of rows, their event's verb, a year
@@ -370,18 +386,14 @@ def _event_per_group(vocab: Vocabulary, question: str) -> Recorded | None:
     rows = _bare_table(vocab, said["rows"])
     if rows is None or names_event_by_column(vocab, said["verb"], rows):
         return None
-    recording = [
-        t
-        for t in vocab.catalog.tables
-        if rows.qualified in _parents(vocab, t) and names_event_of(vocab, said["verb"], t)
-    ]
-    if len(recording) != 1:
+    recording = _recording_table(vocab, said["verb"], rows)
+    if recording is None:
         return None
-    name = " ".join(vocab.table_words[recording[0].qualified])
+    name = " ".join(vocab.table_words[recording.qualified])
     return Recorded(
         f"{said['lead'] or ''}{name} {said['rest']}",
-        f"Read {said['rows']!r} {said['verb']!r} as the {recording[0].name} of the "
-        f"{rows.name}, one per {recording[0].name} row.",
+        f"Read {said['rows']!r} {said['verb']!r} as the {recording.name} of the "
+        f"{rows.name}, one per {recording.name} row.",
     )
 
 
@@ -402,12 +414,8 @@ def negated_object(vocab: Vocabulary, verb: str, noun: str) -> tuple[TableInfo, 
     obj = _bare_table(vocab, noun)
     if obj is None:
         return None
-    recording = [
-        t
-        for t in vocab.catalog.tables
-        if t != obj and obj.qualified in _parents(vocab, t) and names_event_of(vocab, verb, t)
-    ]
-    return (obj, recording[0]) if len(recording) == 1 else None
+    recording = _recording_table(vocab, verb, obj)
+    return None if recording is None else (obj, recording)
 
 
 def _never_did(vocab: Vocabulary, question: str) -> Recorded | None:
@@ -449,17 +457,13 @@ def _event_rows(vocab: Vocabulary, question: str) -> Recorded | None:
     rows = named_tables(vocab, tokenize(rest))
     if len(rows) != 1 or names_event_by_column(vocab, verb, rows[0]):
         return None
-    recording = [
-        t
-        for t in vocab.catalog.tables
-        if rows[0].qualified in _parents(vocab, t) and names_event_of(vocab, verb, t)
-    ]
-    if len(recording) != 1:
+    recording = _recording_table(vocab, verb, rows[0])
+    if recording is None:
         return None
-    name = " ".join(vocab.table_words[recording[0].qualified])
+    name = " ".join(vocab.table_words[recording.qualified])
     return Recorded(
         f"How many {rest} had {name}?",
-        f"Read {verb!r} as the {rows[0].name} having {recording[0].name}.",
+        f"Read {verb!r} as the {rows[0].name} having {recording.name}.",
     )
 
 

@@ -54,3 +54,12 @@ class Resolution:
     @property
     def resolved(self) -> bool:
         return self.kind is not FollowUpKind.UNRESOLVED
+
+
+def value_swap(question: str, value: str) -> Resolution:
+    """A value swap read: ``question`` said standalone, and the earlier statement (filled
+    in by the resolver) to be answered with ``value`` in place of the value it compares —
+    one way of saying it for every reading that finds one."""
+    return Resolution(
+        FollowUpKind.VALUE_SWAP, question, builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value)
+    )

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from services.common.llm import FollowUpKind, PriorTurn
-from services.router.offline._followup._kinds import BuildsOn, Relation, Resolution
+from services.router.offline._followup._kinds import BuildsOn, Relation, Resolution, value_swap
 from services.router.offline._followup._period import _BOUND, _TIME_IN_QUESTION, _with_time
 from services.router.offline._followup._swap import _SAID_COMPARISON
 from services.router.offline._followup._words import _LEAD, _PLURAL_NOUN, _body, _clean, _plain
@@ -267,10 +267,8 @@ def _other_condition(asked: str, prior: PriorTurn) -> Resolution | None:
         new = shape.search(said)
         old = list(shape.finditer(body))
         if new is not None and len(old) == 1:
-            return Resolution(
-                FollowUpKind.VALUE_SWAP,
-                f"{body[: old[0].start()]}{new.group(0)}{body[old[0].end() :]}?",
-                builds_on=BuildsOn("", Relation.VALUE_SWAP, value=said),
+            return value_swap(
+                f"{body[: old[0].start()]}{new.group(0)}{body[old[0].end() :]}?", said
             )
     return _narrowed(prior.resolved_question, said)
 

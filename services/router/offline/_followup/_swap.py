@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from services.common.llm import FollowUpKind, PriorTurn
-from services.router.offline._followup._kinds import BuildsOn, Relation, Resolution
+from services.router.offline._followup._kinds import Resolution, value_swap
 from services.router.offline._followup._period import _MONTH
 from services.router.offline._followup._words import (
     _ABOUT,
@@ -271,11 +271,7 @@ def _bare_value(asked: str, prior: PriorTurn) -> Resolution | None:
     value = match.group("v")
     if any(w.lower() in _NOT_BARE for w in value.split()):
         return None
-    return Resolution(
-        FollowUpKind.VALUE_SWAP,
-        asked,
-        builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
-    )
+    return value_swap(asked, value)
 
 
 # "how many" said with no noun of its own: a preposition follows it at once ("and how
@@ -417,11 +413,7 @@ def value_swapped(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) ->
                 f"the previous question does not say '{said}' once, so nothing is replaced",
             )
         where = found[0]
-        return Resolution(
-            FollowUpKind.VALUE_SWAP,
-            f"{body[: where.start()]}{value}{body[where.end() :]}?",
-            builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
-        )
+        return value_swap(f"{body[: where.start()]}{value}{body[where.end() :]}?", value)
     match = _SWAP.match(asked)
     if match is None and (instead := _INSTEAD.match(_plain(asked))) is not None:
         match = _SWAP.match(f"what about {instead.group('v')}?")
@@ -445,24 +437,12 @@ def value_swapped(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) ->
         ):
             renumbered = _renumbered(prior.resolved_question, value)
             if renumbered is not None:
-                return Resolution(
-                    FollowUpKind.VALUE_SWAP,
-                    renumbered,
-                    builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
-                )
+                return value_swap(renumbered, value)
             # "what about retail?" after a question with no lowercase value: a narrowing.
-            return Resolution(
-                FollowUpKind.VALUE_SWAP,
-                f"{_body(prior.resolved_question)} in {value}?",
-                builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
-            )
+            return value_swap(f"{_body(prior.resolved_question)} in {value}?", value)
         if _COMPARISON.match(value):
             # "what about older than 40?": another comparison where the previous one was
-            return Resolution(
-                FollowUpKind.VALUE_SWAP,
-                _with_comparison(prior.resolved_question, value),
-                builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
-            )
+            return value_swap(_with_comparison(prior.resolved_question, value), value)
         # A capitalised value after a preposition is a name however its words read ("and
         # in How to write a CV?": a document's title): no question follows "in" capitalised
         # mid-sentence, and a title may be longer than a value said in passing.
@@ -473,18 +453,10 @@ def value_swapped(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) ->
             if (recounted := _recounted(prior.resolved_question, value)) is not None:
                 # the value as the question now says it ("4 cylinder"), which the
                 # statement's condition is linked from again
-                return Resolution(
-                    FollowUpKind.VALUE_SWAP,
-                    recounted[0],
-                    builds_on=BuildsOn("", Relation.VALUE_SWAP, value=recounted[1]),
-                )
+                return value_swap(recounted[0], recounted[1])
             swapped = _swap(prior, value, history, prep) or _carried_swap(prior, value, history)
             if swapped is not None:
-                return Resolution(
-                    FollowUpKind.VALUE_SWAP,
-                    swapped,
-                    builds_on=BuildsOn("", Relation.VALUE_SWAP, value=value),
-                )
+                return value_swap(swapped, value)
             return Resolution(
                 FollowUpKind.UNRESOLVED,
                 asked,
