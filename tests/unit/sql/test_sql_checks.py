@@ -24,6 +24,7 @@ from services.sql.verify._statement import StatementNodes, read_statement
 from services.sql.verify._ties import ties_test
 from services.sql.verify._values import ValueTest, settled, value_tests
 from services.sql.words import measure_name
+from tests.unit.sql.dealer import DEALER_WORDS
 
 
 def _col(name: str, data_type: str = "integer", **kw: object) -> ColumnInfo:
@@ -663,3 +664,16 @@ def test_which_rows_is_not_answered_with_what_it_filters_by_alone() -> None:
     # the noun after "which" names the column: the capacities are what is asked
     ctx = read_question("Which capacities of stadiums are over 5000?", vocabulary, today)
     check_outputs(ctx, _tree("SELECT t0.capacity" + chosen))
+
+
+def test_a_number_in_thousands_must_be_in_the_statement() -> None:
+    """Without the rule the statement that drops "over 30k" passed the verifier: the
+    follow-up "only ones that went for over 30k" answered every sale per color."""
+    question = "cars sold per color that went for over 30k?"
+    ctx = read_question(question, DEALER_WORDS, date(2026, 11, 30))
+    with pytest.raises(LinkError, match="does not use the number 30000"):
+        verify_statement(
+            ctx,
+            "SELECT t1.color AS color, COUNT(*) AS count FROM public.sales AS t0 "
+            "JOIN public.cars AS t1 ON t1.id = t0.car_id GROUP BY t1.color",
+        )

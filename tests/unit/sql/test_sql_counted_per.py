@@ -3,9 +3,15 @@ noun, "per" a grouping and nothing said of them ("planes built before 1990 per
 manufacturer") ask for the number of them in each group. Refused before (a listing of
 planes is no value per manufacturer); read again as "How many …" once refused as asked,
 through the real linker and verifier on the nycflights13 shape. A question that says
-what it shows or measures ("List the planes …", "average seats …") is left as it is."""
+what it shows or measures ("List the planes …", "average seats …") is left as it is.
+
+A month or quarter said with such a count ("number of buys per ticker in april 2023",
+ISSUE-45, s65 events2, defog v8) is the date reader's window, no word of the counted rows
+or of their grouping (``linker._measures``), on the broker shape."""
 
 from __future__ import annotations
+
+from datetime import date
 
 import pytest
 import sqlglot
@@ -13,6 +19,10 @@ from sqlglot import exp
 
 from services.sql.linker._rephrasing import counted_bare
 from tests.unit.sql.flights import flights_refused, flights_sql
+from tests.unit.sql.schemas import linked_sql
+from tests.unit.sql.test_sql_linker import BROKER
+
+TODAY = date(2026, 11, 30)
 
 
 @pytest.mark.parametrize(
@@ -52,3 +62,30 @@ def test_a_listing_asked_per_grouping_is_still_refused() -> None:
     assert "per manufacturer" in flights_refused(
         "List the planes built before 1990 per manufacturer"
     )
+
+
+BUYS_PER_TICKER = (
+    "SELECT t1.sbtickerid AS sbtickerid, t1.sbtickersymbol AS sbtickersymbol, "
+    "t1.sbtickername AS sbtickername, COUNT(*) AS count FROM public.sbtransaction AS t0 "
+    "JOIN public.sbticker AS t1 ON t1.sbtickerid = t0.sbtxtickerid "
+    "WHERE (t0.sbtxdatetime >= '{0}' AND t0.sbtxdatetime < '{1}') AND (t0.sbtxtype = 'buy') "
+    "GROUP BY t1.sbtickerid, t1.sbtickersymbol, t1.sbtickername"
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "window"),
+    [
+        ("number of buys per ticker in april 2023", ("2023-04-01", "2023-05-01")),
+        ("number of buys in april 2023 per ticker", ("2023-04-01", "2023-05-01")),
+        ("number of buys per ticker in Q1 2023", ("2023-01-01", "2023-04-01")),
+        ("how many buys per ticker in the first quarter of 2023", ("2023-01-01", "2023-04-01")),
+    ],
+)
+def test_a_month_window_is_no_word_of_the_counted_rows_or_their_grouping(
+    question: str, window: tuple[str, str]
+) -> None:
+    """Without the rule: refused, "the question names a time window but no date column
+    is in scope" — the window's words kept in the measure's made "per ticker in april
+    2023" no grouping, and the tickers (no date of theirs) the counted rows."""
+    assert linked_sql(question, BROKER, TODAY) == BUYS_PER_TICKER.format(*window)

@@ -4,7 +4,14 @@ clients and vendors), "who bought the bikes?" shows the clients, "who sold them?
 vendors, "what did the bikes sell for?" the purchase price, "how many sales did the
 clients make?" counts the purchases; a verb whose event no table records ("painted"),
 or a shop with no table of purchases, is still refused naming the verb. A follow-up
-("what did those bikes sell for?") keeps the earlier answer's bikes."""
+("what did those bikes sell for?") keeps the earlier answer's bikes.
+
+Two readings of rows said with their event's verb (ISSUE-45, s65 events2, on the
+car_dealership and museum_visit shapes): "cars sold per make" counts the sales per make
+(refused before, naming sales), and "visitors who never visited a museum" lists the
+visitors with no visit, never the verb's object (the museums never visited, a confident
+wrong on a schema with no visitor table, is refused). Each held statement is what the
+engine answered, or the refusal it gave, before the rule."""
 
 from __future__ import annotations
 
@@ -16,6 +23,10 @@ from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph,
 from services.sql.conversation import labels, restrict, subject
 from services.sql.linker import LinkError, QuestionLinker, Vocabulary, event_asked
 from services.sql.verify import verify_statement
+from tests.unit.sql.dealer import DEALER
+from tests.unit.sql.schemas import linked_sql
+from tests.unit.sql.test_sql_linker import MUSEUMS as MUSEUMS_NO_VISITORS
+from tests.unit.sql.test_sql_naming_key import MUSEUMS
 
 TODAY = date(2026, 11, 30)
 
@@ -155,3 +166,70 @@ def test_a_follow_up_on_what_the_earlier_rows_sold_for_keeps_them() -> None:
     linked, _ = _linked("What did the bikes sell for?")
     sql = restrict(linked, earlier, about, labels(earlier, about, SHOP), catalog=SHOP)
     assert "purchase_price" in sql and "2021" in sql
+
+
+SALES_PER = (
+    "SELECT t1.{0} AS {0}, COUNT(*) AS count FROM public.sales AS t0 "
+    "JOIN public.cars AS t1 ON t1.id = t0.car_id GROUP BY t1.{0}"
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "column"),
+    [
+        ("cars sold per make", "make"),
+        ("number of cars sold per make", "make"),
+        ("How many cars were sold per color?", "color"),
+    ],
+)
+def test_rows_said_with_their_events_verb_per_a_column_count_the_events(
+    question: str, column: str
+) -> None:
+    """Without the rule: refused, "'sold' is what the sales rows record of the cars
+    rows, and the statement does not read sales" (s64 probes4's check)."""
+    assert linked_sql(question, DEALER, TODAY) == SALES_PER.format(column)
+
+
+def test_rows_said_with_a_qualifier_and_their_events_verb_stay_refused() -> None:
+    # "red cars sold per make": the sales said instead would drop "red"
+    with pytest.raises(LinkError, match="'sold' is what the sales rows record"):
+        linked_sql("red cars sold per make", DEALER, TODAY)
+
+
+VISITORS_WITH_NO_VISIT = (
+    "SELECT {0} FROM public.visitor AS t0 WHERE (NOT EXISTS (SELECT 1 FROM public.visit AS x "
+    "WHERE x.visitor_id = t0.id))"
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "shown"),
+    [
+        ("visitors who never visited a museum", "t0.name AS name"),
+        ("list visitors that have not visited any museum", "t0.name AS name"),
+        ("Find the visitors who did not visit any museum", "t0.name AS name"),
+        ("How many visitors never visited a museum?", "COUNT(*) AS count"),
+    ],
+)
+def test_rows_that_never_did_the_event_are_those_said_before_the_negation(
+    question: str, shown: str
+) -> None:
+    """Without the reading: refused ("the statement shows what the visitors refer to,
+    not the visitors", "no direct key links visitor and museum"); the statement read as
+    asked listed the visits' museum ids with no museum."""
+    assert linked_sql(question, MUSEUMS, TODAY) == VISITORS_WITH_NO_VISIT.format(shown)
+
+
+def test_the_verbs_object_is_not_taken_for_the_rows_never_visited() -> None:
+    """Without the refusal: ``SELECT t0.name FROM museum AS t0 WHERE NOT EXISTS (SELECT 1
+    FROM visit …)``, the museums never visited for "visitors who never visited a museum"
+    on a schema with no visitor table — a confident wrong answer."""
+    with pytest.raises(LinkError, match="could not place the rows that never visited museum"):
+        linked_sql("visitors who never visited a museum", MUSEUMS_NO_VISITORS, TODAY)
+
+
+def test_rows_never_said_with_an_object_keep_their_reading() -> None:
+    assert linked_sql("museums that were never visited", MUSEUMS, TODAY) == (
+        "SELECT t0.name AS name FROM public.museum AS t0 WHERE (NOT EXISTS (SELECT 1 "
+        "FROM public.visit AS x WHERE x.museum_id = t0.museum_id))"
+    )

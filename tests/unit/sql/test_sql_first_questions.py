@@ -11,16 +11,36 @@
   flights" counts flights, not airlines);
 - a person named in two columns is labelled by them, not by another "…name" column of
   theirs (a doctor's ``med_school_name``);
-- a closing "and how many?" shows the count the question compares."""
+- a closing "and how many?" shows the count the question compares.
+
+And three kinds answered confidently and wrongly (s63), on the car_dealership and
+nycflights13 shapes (``dealer``, ``flights``):
+
+- a second measure said as a noun ("How many sales and the total sale price …")
+  answered with the count alone: refused, naming the total left out;
+- a passive's "by" before a bare singular noun ("flights operated by airline") answered
+  with one count: grouped by that table's rows, as "by airline" is;
+- "destinations per carrier" answered with ``COUNT(dest)`` (every flight): the count of a
+  text column's noun per group counts its different values;
+- "customers … in 2023" answered by the cars' model year (``cars.year = 2023``) where the
+  sales read carry their date: refused, naming the year and the column compared.
+
+The negative tests keep what was right answered."""
 
 from __future__ import annotations
 
 from datetime import date
 
+import pytest
+import sqlglot
 from sqlglot import exp
 
-from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
-from tests.unit.sql.schemas import col, linked_statement
+from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, JoinGraph, TableInfo
+from services.sql.linker import LinkError, Vocabulary, read_question
+from services.sql.verify import verify_statement
+from tests.unit.sql.dealer import DEALER, DEALER_WORDS
+from tests.unit.sql.flights import FLIGHTS
+from tests.unit.sql.schemas import col, linked_sql, linked_statement
 
 TODAY = date(2026, 11, 30)
 
@@ -124,7 +144,7 @@ def test_with_and_no_possessive_is_still_a_condition() -> None:
     assert "WHERE (t0.discount_value > 20)" in sql
 
 
-FLIGHTS = Catalog(
+CARRIER_FLIGHTS = Catalog(
     "flights",
     (
         TableInfo(
@@ -153,14 +173,14 @@ FLIGHTS = Catalog(
 
 def test_a_name_of_several_words_is_no_counted_noun() -> None:
     for name in ("American Airlines Inc.", "Delta Air Lines Inc."):
-        tree = linked_statement(f"How many {name} flights left JFK?", FLIGHTS, TODAY)
+        tree = linked_statement(f"How many {name} flights left JFK?", CARRIER_FLIGHTS, TODAY)
         counts = list(tree.find_all(exp.Count))
         assert len(counts) == 1 and isinstance(counts[0].this, exp.Star), tree.sql()
         assert f"t1.name = '{name}'" in tree.sql()
 
 
 def test_the_rows_a_name_is_not_said_of_are_counted_as_before() -> None:
-    tree = linked_statement("How many flights left JFK?", FLIGHTS, TODAY)
+    tree = linked_statement("How many flights left JFK?", CARRIER_FLIGHTS, TODAY)
     assert "airlines" not in tree.sql() and "COUNT(*)" in tree.sql()
 
 
@@ -232,3 +252,143 @@ def test_without_it_the_rows_come_alone() -> None:
     tree = linked_statement("Which clients have made more than 3 trades?", BROKER, TODAY)
     assert not [e for e in tree.expressions if e.find(exp.Count) is not None]
     assert "HAVING" in tree.sql()
+
+
+FLIGHT_WORDS = Vocabulary(FLIGHTS, JoinGraph(FLIGHTS))
+
+# what main answered the two-measure question with: the count alone
+COUNT_ALONE = (
+    "SELECT t0.salesperson_id AS salesperson_id, COUNT(*) AS count FROM public.sales AS t0 "
+    "WHERE (t0.sale_date >= '2023-01-01' AND t0.sale_date < '2024-01-01') "
+    "GROUP BY t0.salesperson_id"
+)
+
+
+def _tree(question: str, catalog: Catalog) -> exp.Select:
+    tree = sqlglot.parse_one(linked_sql(question, catalog, TODAY), dialect="postgres")
+    assert isinstance(tree, exp.Select)
+    return tree
+
+
+def test_a_total_said_beside_a_count_is_held_to_a_sum() -> None:
+    ctx = read_question(
+        "How many sales and the total sale price did each salesperson make in 2023?",
+        DEALER_WORDS,
+        TODAY,
+    )
+    with pytest.raises(LinkError, match="total sale price"):
+        verify_statement(ctx, COUNT_ALONE)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many sales did each salesperson make in 2023?",
+        "What is the total number of sales per salesperson in 2023?",
+        "How many sales did each salesperson make in total in 2023?",
+    ],
+)
+def test_a_count_alone_or_a_total_count_stands(question: str) -> None:
+    verify_statement(read_question(question, DEALER_WORDS, TODAY), COUNT_ALONE)
+
+
+def test_both_measures_answered_stand() -> None:
+    tree = _tree("How many sales and the total sale price did each salesperson make?", DEALER)
+    assert tree.find(exp.Sum) and tree.find(exp.Count)
+
+
+def _grouped_by(tree: exp.Select) -> set[str]:
+    group = tree.args.get("group")
+    return {c.name for c in group.find_all(exp.Column)} if group else set()
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many flights were operated by airline?",
+        "What is the total distance flown by airline?",
+    ],
+)
+def test_a_passive_by_a_bare_singular_noun_groups(question: str) -> None:
+    assert "carrier" in _grouped_by(_tree(question, FLIGHTS))
+
+
+def test_the_verifier_holds_a_bare_agent_to_a_grouping() -> None:
+    ctx = read_question("How many flights were operated by airline?", FLIGHT_WORDS, TODAY)
+    with pytest.raises(LinkError, match="by airline"):
+        verify_statement(
+            ctx,
+            "SELECT COUNT(*) AS count FROM public.flights AS t0 "
+            "JOIN public.airlines AS t1 ON t1.carrier = t0.carrier",
+        )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many flights were operated by the airline?",
+        "How many flights were operated by airlines?",
+    ],
+)
+def test_a_passive_by_a_determiner_or_a_plural_stays_an_agent(question: str) -> None:
+    assert not _grouped_by(_tree(question, FLIGHTS))
+
+
+@pytest.mark.parametrize(
+    ("question", "catalog", "column"),
+    [
+        ("destinations per carrier", FLIGHTS, "dest"),
+        ("How many destinations does each carrier fly to?", FLIGHTS, "dest"),
+        ("number of colors per make", DEALER, "color"),
+    ],
+)
+def test_a_column_noun_counted_per_group_counts_its_values(
+    question: str, catalog: Catalog, column: str
+) -> None:
+    count = _tree(question, catalog).find(exp.Count)
+    assert count is not None
+    assert isinstance(count.this, exp.Distinct)
+    assert count.this.expressions[0].name == column
+
+
+def test_a_table_noun_counted_per_group_counts_its_rows() -> None:
+    count = _tree("number of flights per carrier", FLIGHTS).find(exp.Count)
+    assert count is not None and isinstance(count.this, exp.Star)
+
+
+# what main answered "How many customers bought cars in 2023?" with: the cars' model year
+MODEL_YEAR = (
+    "SELECT COUNT(DISTINCT t0.id) AS count FROM public.customers AS t0 "
+    "JOIN public.sales AS t1 ON t1.customer_id = t0.id "
+    "JOIN public.cars AS t2 ON t2.id = t1.car_id WHERE (t2.year = 2023)"
+)
+
+
+def test_a_year_window_on_a_joined_year_number_is_refused() -> None:
+    ctx = read_question("How many customers bought cars in 2023?", DEALER_WORDS, TODAY)
+    with pytest.raises(LinkError, match=r"'in 2023'.*cars\.year"):
+        verify_statement(ctx, MODEL_YEAR)
+
+
+def test_a_year_said_as_a_kind_or_on_the_counted_rows_stands() -> None:
+    # "cars from 2023" names the cars' year, not a window
+    ctx = read_question("How many customers bought cars from 2023?", DEALER_WORDS, TODAY)
+    verify_statement(ctx, MODEL_YEAR)
+    # the counted rows' own year column is their time
+    ctx = read_question("How many flights were there in 2013?", FLIGHT_WORDS, TODAY)
+    verify_statement(
+        ctx, "SELECT COUNT(*) AS count FROM public.flights AS t0 WHERE (t0.year = 2013)"
+    )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # a defined measure spelled out (defog's TAC, TSC): counts of rows
+        "How many sales are there, as total sales?",
+        "How many sales are there, as the total sales count?",
+    ],
+)
+def test_a_total_of_rows_or_a_total_count_is_a_count(question: str) -> None:
+    ctx = read_question(question, DEALER_WORDS, TODAY)
+    verify_statement(ctx, "SELECT COUNT(*) AS count FROM public.sales AS t0")

@@ -15,8 +15,8 @@ from services.sql.linker import LinkError, read_question
 from services.sql.linker._dates import past_base, verb_names_part
 from services.sql.verify import verify_statement
 from services.sql.words import stem
+from tests.unit.sql.dealer import DEALER, DEALER_WORDS
 from tests.unit.sql.schemas import col, key, linked_sql
-from tests.unit.sql.test_sql_first_question_wrongs_s63 import DEALER, DEALER_WORDS
 from tests.unit.sql.test_sql_linker import MUSEUMS
 
 TODAY = date(2026, 11, 30)
