@@ -197,6 +197,10 @@ class Catalog:
     # :attr:`memo_key`, never by database and load time alone — else a vocabulary the
     # service key left would link a principal's question with other people's values.
     access_view: str = ""
+    # Why this load's keys and joins are fewer than its data shows, in words ("" when
+    # inference did all its work): a guard stopped reads on a server too slow for them
+    # (``_inference_work``). Printed by ``tandem sql-check``, warned in the log.
+    incomplete: str = ""
     # What other steps derive from this load and keep with it (the narrowing's word
     # index): built once per catalog, never copied into a catalog made from this one —
     # except, into a catalog of some of its tables (:meth:`narrowed`), what says who reads

@@ -9,14 +9,14 @@ sample: at least 90 % of the child's distinct values must be values of the paren
 column (a few orphans are dirty data; a name that only looks like a reference is
 refuted). A candidate the data cannot be read for stays, marked so. Columns no name ties
 to a key (an unnamed reference, a text code) are tried against the one key holding their
-values. Every read is bounded: sampled, under a short timeout, within
-:data:`INFERENCE_SECONDS_MAX`.
+values. Every read is bounded: sampled, and counted against the load's work
+(``_inference_work``: reads and rows, never seconds, so the same database infers the same
+keys and joins on an idle and on a busy server).
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -33,14 +33,12 @@ from services.sql.catalog._candidates import (
     type_family,
 )
 from services.sql.catalog._catalog import Catalog, ColumnInfo, JoinInfo, JoinOrigin, TableInfo
+from services.sql.catalog._inference_work import InferenceReads
 from services.sql.catalog._joins import declared_edges
 from services.sql.words import measure_name, name_words, stem
 
-_log = logging.getLogger("tandem.sql.joins")
-
-
-# Bounds of the data reads when the catalog loads: rows sampled per table for keys,
-# distinct child values checked per edge, each read's timeout, and the whole budget.
+# Bounds of each data read when the catalog loads: rows sampled per table for keys,
+# distinct child values checked per edge (the load's work: ``_inference_work``).
 KEY_SAMPLE_ROWS = 100_000
 JOIN_SAMPLE_VALUES = 1000
 CONTAINMENT_MIN = 0.9
@@ -48,8 +46,6 @@ CONTAINMENT_MIN = 0.9
 # key is sparse over the column's range (ids 1025..1934 with gaps, not 1..406).
 DENSITY_MAX = 0.5
 OVERLAP_MIN = 0.5
-_READ_TIMEOUT = "2s"
-INFERENCE_SECONDS_MAX = 20.0
 _OWN_ENDINGS = ("id", "code", "key", "no")
 # Endings key names have: preferred when several columns of a table are unique.
 _KEY_ENDINGS = ("id", "code", "key", "_no", "num", "number")
@@ -64,15 +60,16 @@ async def infer_joins(
 ) -> Catalog:
     """The catalog with keys inferred for tables that declare none, and its joins: the
     ``declared`` ones (a glossary's) first, then the name candidates the data confirms.
-    Bounded: sampled reads under a short timeout, within :data:`INFERENCE_SECONDS_MAX`;
-    what cannot be read keeps the names' word for it."""
-    deadline = clock() + INFERENCE_SECONDS_MAX
+    Bounded by work (``_inference_work``: reads and rows scanned), not by the clock;
+    what cannot be read keeps the names' word for it. ``clock`` times only the guard
+    that marks a load incomplete on a server too slow for that work."""
+    reads = InferenceReads(conn, catalog, clock=clock)
     owners = _Owners(catalog.tables)
     tables = []
     for table in catalog.tables:
         keyed_table = table
-        if not table.primary_key and clock() < deadline:
-            keyed_table = await _infer_key(conn, table, owners)
+        if not table.primary_key:
+            keyed_table = await _infer_key(reads, table, owners)
         tables.append(keyed_table)
     keyed = replace(catalog, tables=tuple(tables))
     joined = {frozenset((e.child, e.parent)) for e in declared_edges(keyed)}
@@ -83,29 +80,29 @@ async def infer_joins(
         if frozenset((candidate.child, candidate.parent)) in joined:
             continue
         overlap = candidate.evidence == OVERLAP_EVIDENCE
-        if overlap and clock() < deadline:  # one side never repeats: the other refers to it
+        if overlap:  # one side never repeats: the other refers to it
             unique = await _unique_reference(
-                conn, keyed, candidate, counts
-            ) or await _unique_reference(conn, keyed, _reversed(candidate), counts)
+                reads, keyed, candidate, counts
+            ) or await _unique_reference(reads, keyed, _reversed(candidate), counts)
             if unique is not None:
                 confirmed.append(unique)
                 continue
-        share = await _containment(conn, keyed, candidate) if clock() < deadline else None
+        share = await _containment(reads, keyed, candidate)
         if share is None:
             if not data_only:
                 confirmed.append(replace(candidate, evidence=f"{candidate.evidence}; {UNCHECKED}"))
             continue
         needed = OVERLAP_MIN if overlap else CONTAINMENT_MIN
         if not overlap and share[1] and OVERLAP_MIN <= share[0] / share[1] < needed:
-            listed = await _listed_subset(conn, keyed, candidate, share, counts)
+            listed = await _listed_subset(reads, keyed, candidate, share, counts)
             if listed is not None:
                 confirmed.append(listed)
                 continue
         if share[1] and share[0] / share[1] >= needed:
             pair = None
             if overlap:  # either table may be the one whose rows the pair names
-                pair = await _pair_reference(conn, keyed, candidate) or await _pair_reference(
-                    conn, keyed, _reversed(candidate)
+                pair = await _pair_reference(reads, keyed, candidate) or await _pair_reference(
+                    reads, keyed, _reversed(candidate)
                 )
             if pair is not None:
                 confirmed.append(pair)
@@ -121,16 +118,12 @@ async def infer_joins(
         if _owns(key.name, parent.name) >= 2
     ]
 
-    def in_time() -> bool:
-        return clock() < deadline
-
     confirmed += await _held_by_keys(
-        conn,
+        reads,
         keyed,
         _unnamed_references(keyed, referencing),
         joined,
         entity_keys=entity_keys,
-        in_time=in_time,
     )
     text_keys = [
         (parent, key)
@@ -142,36 +135,32 @@ async def infer_joins(
     # two codes of one table may both hold the key (origin, dest): the pairs joined so
     # far stay as they are while codes are tried
     confirmed += await _held_by_keys(
-        conn,
+        reads,
         keyed,
         _coded_references(keyed, referencing),
         set(joined),
         entity_keys=text_keys,
-        in_time=in_time,
         grow=False,
     )
-    return replace(keyed, joins=tuple(confirmed))
+    return replace(keyed, joins=tuple(confirmed), incomplete=reads.incomplete())
 
 
 async def _held_by_keys(
-    conn: psycopg.AsyncConnection[Any],
+    reads: InferenceReads,
     catalog: Catalog,
     columns: Sequence[tuple[TableInfo, ColumnInfo]],
     joined: set[frozenset[str]],
     *,
     entity_keys: Sequence[tuple[TableInfo, ColumnInfo]],
-    in_time: Callable[[], bool],
     grow: bool = True,
 ) -> list[JoinInfo]:
     """The references found for ``columns``, each to the one key among ``entity_keys``
-    that holds its values (``_only_key_holding``), while time lasts. With ``grow`` a pair
-    of tables joined by one find is not tried again for the next column."""
+    that holds its values (``_only_key_holding``). With ``grow`` a pair of tables joined
+    by one find is not tried again for the next column."""
     found: list[JoinInfo] = []
     for child, column in columns:
-        if not in_time():
-            break
         join = await _only_key_holding(
-            conn, catalog, child, column, joined, entity_keys=entity_keys, in_time=in_time
+            reads, catalog, child, column, joined, entity_keys=entity_keys
         )
         if join is not None:
             found.append(join)
@@ -220,19 +209,20 @@ def _unnamed_references(
 
 
 async def _only_key_holding(
-    conn: psycopg.AsyncConnection[Any],
+    reads: InferenceReads,
     catalog: Catalog,
     child: TableInfo,
     column: ColumnInfo,
     joined: set[frozenset[str]],
     *,
     entity_keys: Sequence[tuple[TableInfo, ColumnInfo]],
-    in_time: Callable[[], bool],
 ) -> JoinInfo | None:
     """The join to the one entity key (``id``, or named for its own table) of another
     table holding at least 90 % of the column's values; None when none does, or more than
-    one does (small integer ids fit many keys: ambiguity is no evidence), or when the
-    reads ran out of time before every key was tried."""
+    one does (small integer ids fit many keys: ambiguity is no evidence), or when a read
+    of some key was not made (the work left did not cover it): the one key found may
+    not be the only one."""
+    stopped = reads.stopped()
     holding: list[JoinInfo] = []
     family = type_family(column.data_type)
     for parent, key in entity_keys:
@@ -240,8 +230,6 @@ async def _only_key_holding(
             continue
         if type_family(key.data_type) != family:
             continue
-        if not in_time():
-            return None
         candidate = JoinInfo(
             child.qualified,
             (column.name,),
@@ -252,21 +240,21 @@ async def _only_key_holding(
         )
         # every distinct value, not a sample: the first values read are often the
         # smallest, and small ids fit many keys
-        share = await _containment(conn, catalog, candidate, sample=None)
+        share = await _containment(reads, catalog, candidate, sample=None)
         if share is None or share[1] < 2 or share[0] / share[1] < CONTAINMENT_MIN:
             continue
         if type_family(key.data_type) == "int":
-            density = await _density(conn, catalog, candidate)
+            density = await _density(reads, catalog, candidate)
             if density is None or density > DENSITY_MAX:
                 continue  # 1..22 sits inside any dense 1..406: chance, not evidence
         found = f"{share[0]} of {share[1]} distinct values found in {parent.qualified}"
         holding.append(replace(candidate, evidence=f"the only key holding them; {found}"))
+    if reads.stopped() != stopped:
+        return None
     return holding[0] if len(holding) == 1 else None
 
 
-async def _density(
-    conn: psycopg.AsyncConnection[Any], catalog: Catalog, join: JoinInfo
-) -> float | None:
+async def _density(reads: InferenceReads, catalog: Catalog, join: JoinInfo) -> float | None:
     """How densely the parent's integer key fills the range of the child's values (1.0:
     every integer in it is a key, so any values there would be "found")."""
     names = _join_names(catalog, join)
@@ -277,15 +265,13 @@ async def _density(
         "WHERE p.{pcol} BETWEEN r.lo AND r.hi) "
         "FROM (SELECT min({ccol}) AS lo, max({ccol}) AS hi FROM {child}) AS r"
     ).format(**names)
-    row = await _read_one(conn, statement, ())
+    row = await reads.one(statement, (), (join.child, join.parent))
     if row is None or row[0] is None or row[1] is None:
         return None
     return float(row[2]) / float(int(row[1]) - int(row[0]) + 1)
 
 
-async def _infer_key(
-    conn: psycopg.AsyncConnection[Any], table: TableInfo, owners: _Owners
-) -> TableInfo:
+async def _infer_key(reads: InferenceReads, table: TableInfo, owners: _Owners) -> TableInfo:
     """``table`` with the key its data shows, unchanged when none or the read fails.
 
     Of the never-null, never-repeating columns: one named for the table itself (``id``,
@@ -304,7 +290,7 @@ async def _infer_key(
         ident = sql.Identifier(c.name)
         parts += [sql.SQL("count({})").format(ident), sql.SQL("count(DISTINCT {})").format(ident)]
     statement = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(parts), sample)
-    row = await _read_one(conn, statement, (KEY_SAMPLE_ROWS,))
+    row = await reads.one(statement, (KEY_SAMPLE_ROWS,), (table.qualified,), limit=KEY_SAMPLE_ROWS)
     if row is None or row[0] < 2:
         return table
     rows = row[0]
@@ -328,7 +314,9 @@ async def _infer_key(
                 "SELECT count(*), count(DISTINCT ({a}, {b})) FROM {s} "
                 "WHERE {a} IS NOT NULL AND {b} IS NOT NULL"
             ).format(a=sql.Identifier(a.name), b=sql.Identifier(b.name), s=sample)
-            got = await _read_one(conn, pair, (KEY_SAMPLE_ROWS,))
+            got = await reads.one(
+                pair, (KEY_SAMPLE_ROWS,), (table.qualified,), limit=KEY_SAMPLE_ROWS
+            )
             if got is not None and got[0] == rows and got[1] == rows:
                 return replace(
                     table,
@@ -392,7 +380,7 @@ class _Owners:
 
 
 async def _containment(
-    conn: psycopg.AsyncConnection[Any],
+    reads: InferenceReads,
     catalog: Catalog,
     join: JoinInfo,
     *,
@@ -400,16 +388,19 @@ async def _containment(
 ) -> tuple[int, int] | None:
     """(distinct child values found in the parent column, distinct child values checked)
     over a sample of ``sample`` distinct values (all of them for None, within the read's
-    timeout), or None when the read fails."""
+    timeout), or None when the read fails. Every value is read without a ``LIMIT``:
+    Postgres and DuckDB take ``LIMIT NULL`` for all, SQLite rejects it, so on a SQLite
+    warehouse no column was ever found held by a key."""
     names = _join_names(catalog, join)
     if names is None:
         return None
     statement = sql.SQL(
         "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM {parent} AS p "
         "WHERE p.{pcol} = s.v)), count(*) "
-        "FROM (SELECT DISTINCT {ccol} AS v FROM {child} WHERE {ccol} IS NOT NULL LIMIT %s) AS s"
-    ).format(**names)
-    row = await _read_one(conn, statement, (sample,))
+        "FROM (SELECT DISTINCT {ccol} AS v FROM {child} WHERE {ccol} IS NOT NULL{limit}) AS s"
+    ).format(**names, limit=sql.SQL(" LIMIT %s" if sample is not None else ""))
+    params = (sample,) if sample is not None else ()
+    row = await reads.one(statement, params, (join.child, join.parent))
     return None if row is None else (int(row[0]), int(row[1]))
 
 
@@ -428,7 +419,7 @@ def _reversed(join: JoinInfo) -> JoinInfo:
 
 
 async def _listed_subset(
-    conn: psycopg.AsyncConnection[Any],
+    reads: InferenceReads,
     catalog: Catalog,
     join: JoinInfo,
     share: tuple[int, int],
@@ -448,10 +439,10 @@ async def _listed_subset(
     parent = catalog.table(join.parent)
     if parent is None:
         return None
-    top = await _repeats(conn, parent, join.parent_columns[0], counts)
+    top = await _repeats(reads, parent, join.parent_columns[0], counts)
     if top is None or top[0] < 2 or not top[0] == top[1] == top[2]:
         return None
-    back = await _containment(conn, catalog, _reversed(join))
+    back = await _containment(reads, catalog, _reversed(join))
     if back is None or not back[1] or back[0] / back[1] < CONTAINMENT_MIN:
         return None
     return replace(
@@ -463,7 +454,7 @@ async def _listed_subset(
 
 
 async def _pair_reference(
-    conn: psycopg.AsyncConnection[Any], catalog: Catalog, join: JoinInfo
+    reads: InferenceReads, catalog: Catalog, join: JoinInfo
 ) -> JoinInfo | None:
     """A reference of two columns behind a join on shared values: ``salaries.team_id``
     shares its values with ``teams.team_id``, which repeats (one row per team and
@@ -495,7 +486,9 @@ async def _pair_reference(
             "{b} IS NOT NULL), count(*) FILTER (WHERE {a} IS NULL OR {b} IS NULL) "
             "FROM (SELECT {a}, {b} FROM {t} LIMIT %s) AS s"
         ).format(a=a, b=b, t=sql.Identifier(parent.schema, parent.name))
-        row = await _read_one(conn, unique, (KEY_SAMPLE_ROWS,))
+        row = await reads.one(
+            unique, (KEY_SAMPLE_ROWS,), (parent.qualified,), limit=KEY_SAMPLE_ROWS
+        )
         if row is None or row[0] < 2 or row[2] or row[1] != row[0]:
             continue
         contained = sql.SQL(
@@ -508,7 +501,9 @@ async def _pair_reference(
             p=sql.Identifier(parent.schema, parent.name),
             c=sql.Identifier(child.schema, child.name),
         )
-        share = await _read_one(conn, contained, (JOIN_SAMPLE_VALUES,))
+        share = await reads.one(
+            contained, (JOIN_SAMPLE_VALUES,), (child.qualified, parent.qualified)
+        )
         if share is None or not share[1] or share[0] / share[1] < CONTAINMENT_MIN:
             continue
         return JoinInfo(
@@ -524,7 +519,7 @@ async def _pair_reference(
 
 
 async def _unique_reference(
-    conn: psycopg.AsyncConnection[Any],
+    reads: InferenceReads,
     catalog: Catalog,
     join: JoinInfo,
     counts: dict[tuple[str, str], tuple[int, int, int] | None],
@@ -541,13 +536,13 @@ async def _unique_reference(
     child, parent = catalog.table(join.child), catalog.table(join.parent)
     if child is None or parent is None:
         return None
-    top = await _repeats(conn, parent, join.parent_columns[0], counts)
+    top = await _repeats(reads, parent, join.parent_columns[0], counts)
     if top is None or top[0] < 2 or not top[0] == top[1] == top[2]:
         return None
-    below = await _repeats(conn, child, join.child_columns[0], counts)
+    below = await _repeats(reads, child, join.child_columns[0], counts)
     if below is None or below[2] >= below[1]:
         return None
-    share = await _containment(conn, catalog, join)
+    share = await _containment(reads, catalog, join)
     if share is None or not share[1] or share[0] / share[1] < CONTAINMENT_MIN:
         return None
     return replace(
@@ -558,7 +553,7 @@ async def _unique_reference(
 
 
 async def _repeats(
-    conn: psycopg.AsyncConnection[Any],
+    reads: InferenceReads,
     table: TableInfo,
     column: str,
     counts: dict[tuple[str, str], tuple[int, int, int] | None],
@@ -569,23 +564,11 @@ async def _repeats(
             "SELECT count(*), count({c}), count(DISTINCT {c}) FROM (SELECT {c} FROM {t} "
             "LIMIT %s) AS s"
         ).format(c=sql.Identifier(column), t=sql.Identifier(table.schema, table.name))
-        row = await _read_one(conn, statement, (KEY_SAMPLE_ROWS,))
+        row = await reads.one(
+            statement, (KEY_SAMPLE_ROWS,), (table.qualified,), limit=KEY_SAMPLE_ROWS
+        )
         counts[(table.qualified, column)] = None if row is None else (row[0], row[1], row[2])
     return counts[(table.qualified, column)]
-
-
-async def _read_one(
-    conn: psycopg.AsyncConnection[Any], statement: sql.Composed, params: tuple[Any, ...]
-) -> tuple[Any, ...] | None:
-    try:
-        async with conn.transaction():
-            await conn.execute(f"SET LOCAL statement_timeout = '{_READ_TIMEOUT}'")
-            return await (await conn.execute(statement, params)).fetchone()
-    except psycopg.Error as exc:
-        _log.info(
-            "join inference skipped a read", extra={"fields": {"error.type": type(exc).__name__}}
-        )
-        return None
 
 
 def _join_names(catalog: Catalog, join: JoinInfo) -> dict[str, sql.Identifier] | None:

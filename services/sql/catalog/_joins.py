@@ -355,7 +355,7 @@ def describe(catalog: Catalog) -> list[str]:
         )
         why = f": {edge.evidence}" if edge.evidence and edge.kind != "glossary" else ""
         lines.append(f"join {child} -> {parent} ({origin}{why})")
-    return lines
+    return lines + ([catalog.incomplete] if catalog.incomplete else [])
 
 
 def _family(table: TableInfo, column: str) -> str:

@@ -85,7 +85,10 @@ async def load_catalog(
     inferred = await infer_joins(conn, linked, declared)
     keyed = {t.qualified: t for t in inferred.tables}
     tables = tuple(keyed.get(t.qualified, t) for t in valued.tables)
-    catalog = with_stated_units(replace(valued, tables=tables, joins=inferred.joins), glossary)
+    catalog = with_stated_units(
+        replace(valued, tables=tables, joins=inferred.joins, incomplete=inferred.incomplete),
+        glossary,
+    )
     index_of(catalog)  # built while loading, not by the first question
     return catalog, problems
 

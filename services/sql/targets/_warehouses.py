@@ -371,6 +371,8 @@ class CatalogConnection:
         try:
             return _Rows(await self._warehouse.call(work))
         except StatementError as exc:
+            if exc.kind is FailureKind.TIMEOUT:  # as Postgres cancels it: a guard stopped it
+                raise psycopg.errors.QueryCanceled(exc.message) from None
             raise psycopg.OperationalError(exc.message) from None
 
 
