@@ -129,6 +129,13 @@ class RecordQueue:
             self._writer = loop.create_task(self._drain(), context=contextvars.Context())
         await done
 
+    async def drained(self) -> None:
+        """Return once every record queued so far is written (or failed): a store that
+        closes its pool waits for this first, so no answer already given loses its
+        record to the shutdown."""
+        while self._writer is not None:
+            await asyncio.wait({self._writer})
+
     async def _drain(self) -> None:
         batch: list[tuple[Params, asyncio.Future[None]]] = []
         try:

@@ -206,6 +206,10 @@ class MemoryStore(TenantStore):
         # Answers recorded together while a record is being written: one commit for all.
         self._records = RecordQueue(self._write_records)
 
+    async def close(self) -> None:
+        await self._records.drained()  # the answers given are recorded before the pool goes
+        await super().close()
+
     async def record_answer(
         self,
         tenant_id: str,

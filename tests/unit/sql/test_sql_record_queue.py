@@ -118,3 +118,19 @@ async def test_the_writer_carries_no_callers_context():
     store.gate.set()
     await asyncio.gather(first, second)
     assert store.callers == ["", ""]
+
+
+async def test_a_closing_store_waits_for_the_records_queued():
+    store = _Store()
+    queue = RecordQueue(store.write)
+    first = asyncio.create_task(queue.record([b"a"]))
+    await _settled()
+    second = asyncio.create_task(queue.record([b"b"]))
+    await _settled()
+    drained = asyncio.create_task(queue.drained())
+    await _settled()
+    assert not drained.done()  # a write in flight, another queued
+    store.gate.set()
+    await drained
+    assert store.stored == [b"a", b"b"]
+    await asyncio.gather(first, second)
