@@ -93,6 +93,22 @@ class PreparedStatements:
         sent.append(Sent(Step.RUN, statement, name))
         return sent
 
+    def send_each(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        statement: bytes,
+        batch: Sequence[Sequence[bytes | None]],
+    ) -> list[Sent]:
+        """Queue one run of ``statement`` per parameter list of ``batch`` in the same
+        pipeline, prepared at most once (by the first: the others run what its Parse,
+        ahead of them in the pipeline, prepares)."""
+        sent = self.send(conn, statement, batch[0])
+        name = sent[-1].name
+        for params in batch[1:]:
+            conn.pgconn.send_query_prepared(name, params)
+            sent.append(Sent(Step.RUN, statement, name))
+        return sent
+
     def forget(self, conn: psycopg.AsyncConnection[Any]) -> None:
         """Hold nothing for ``conn``: the next use of each statement prepares it afresh."""
         self._held.pop(conn, None)

@@ -41,7 +41,7 @@ from services.common import (
     load_migrations,
     role_conninfo,
 )
-from services.sql.memory._record import parameters, record
+from services.sql.memory._record import Params, RecordQueue, parameters, record
 from tandem.v1 import embedding_service_pb2 as epb
 from tandem.v1 import embedding_service_pb2_grpc as epb_grpc
 
@@ -203,6 +203,12 @@ class MemoryStore(TenantStore):
         self._empty_ttl_s = empty_ttl_s
         self._clock = clock
         self._empty: dict[tuple[str, str], float] = {}
+        # Answers recorded together while a record is being written: one commit for all.
+        self._records = RecordQueue(self._write_records)
+
+    async def close(self) -> None:
+        await self._records.drained()  # the answers given are recorded before the pool goes
+        await super().close()
 
     async def record_answer(
         self,
@@ -219,14 +225,19 @@ class MemoryStore(TenantStore):
         answer_id = str(uuid.uuid4())
         # Every answer pays for this write: one statement alone, instead of BEGIN, the
         # tenant, the INSERT (and the UPDATE) and COMMIT pipelined; sent on the libpq
-        # connection (``_record``), not through a cursor.
+        # connection (``_record``), not through a cursor, in one commit with the records
+        # of the answers that finished meanwhile.
         params = parameters(
             tenant_id, answer_id=answer_id, database=database, question=question, sql=sql,
             intent=intent, principal_id=_viewer(), used_pair=used_pair,
         )  # fmt: skip
-        async with self._unavailable(), self._db.autocommit() as conn:
-            await record(conn, params)
+        await self._records.record(params)
         return answer_id
+
+    async def _write_records(self, batch: Sequence[Params]) -> None:
+        """A batch of answers' records in one transaction (``RecordQueue``)."""
+        async with self._unavailable(), self._db.autocommit() as conn:
+            await record(conn, *batch)
 
     async def answer(self, tenant_id: str, answer_id: str) -> RecordedAnswer | None:
         """The answer, when the current principal was the one given it (a service key:

@@ -6,6 +6,7 @@ opens it."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import numpy as np
@@ -133,5 +134,54 @@ async def test_a_connection_that_lost_the_statement_still_records_the_answer(pg_
         )
         recorded = await store.answer(tenant, answer_id)
         assert recorded is not None and recorded.sql == "SELECT 2"
+    finally:
+        await store.close()
+
+
+async def test_answers_finishing_together_are_recorded_in_one_transaction(pg_url, tmp_path):
+    # Records that arrive while one is queued or being written go out together: one
+    # pipeline, one Sync (one implicit transaction, one commit and WAL flush for all);
+    # each caller returns once its own record is stored, in its own tenant's view (each
+    # record sets its tenant before its insert, inside the shared transaction).
+    relay = WaitCounter(pg_url)
+    store = await open_memory(await relay.start(), tmp_path, MemorySettings(), pool_max_size=2)
+    tenants = [f"b-{uuid.uuid4().hex[:10]}", f"c-{uuid.uuid4().hex[:10]}"]
+    try:
+        async with store.database.connection() as conn:
+            await conn.execute("SELECT 1")
+        relay.waits = relay.statements = 0
+        ids = await asyncio.gather(*(
+            store.record_answer(tenants[i % 2], database="demo", question=f"q{i}",
+                                sql=f"SELECT {i}", intent=None)
+            for i in range(6)
+        ))  # fmt: skip
+        assert (relay.waits, relay.statements) == (1, 6)
+        for i, answer_id in enumerate(ids):
+            recorded = await store.answer(tenants[i % 2], answer_id)
+            assert recorded is not None and recorded.sql == f"SELECT {i}"
+            assert await store.answer(tenants[(i + 1) % 2], answer_id) is None
+    finally:
+        await store.close()
+        await relay.close()
+
+
+async def test_a_record_that_fails_in_a_batch_fails_alone(pg_url, tmp_path):
+    # The batch is all or none, so a record the table refuses (no database named) would
+    # take the others with it: the batch is sent again one by one, the bad one raises
+    # to its own caller (who answers without an answer id), the others are stored.
+    store = await open_memory(pg_url, tmp_path, MemorySettings(), pool_max_size=2)
+    tenant = f"f-{uuid.uuid4().hex[:10]}"
+    try:
+        outcomes = await asyncio.gather(*(
+            store.record_answer(tenant, database=None if i == 2 else "demo",  # type: ignore[arg-type]
+                                question=f"q{i}", sql=f"SELECT {i}", intent=None)
+            for i in range(4)
+        ), return_exceptions=True)  # fmt: skip
+        assert isinstance(outcomes[2], TandemError)
+        for i in (0, 1, 3):
+            answer_id = outcomes[i]
+            assert isinstance(answer_id, str)
+            recorded = await store.answer(tenant, answer_id)
+            assert recorded is not None and recorded.sql == f"SELECT {i}"
     finally:
         await store.close()
