@@ -124,9 +124,10 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
                 score += 3 * max(0.0, ctx.vocab.column_score(near_words, col))
                 if said_with_its_verb(ctx, near, col):
                     score += 3  # "registered in 2023": the registration's date
-            if state_words:
+            states = state_words.get(table.qualified)
+            if states:
                 # "won in 2024" with stage 'Closed Won': the date of closing
-                score += ctx.vocab.column_score(state_words, col)
+                score += ctx.vocab.column_score(states, col)
             if best is None or score > best[0]:
                 best = (score, col)
     return best[1] if best else None
@@ -196,17 +197,25 @@ def whole_year(bound: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def words_of_states(ctx: LinkContext, grouped: frozenset[str] = frozenset()) -> list[str]:
+def words_of_states(
+    ctx: LinkContext, grouped: frozenset[str] = frozenset()
+) -> dict[str, list[str]]:
     """The words of the multi-word stored values the question names by one of their
-    words ("won" -> closed, won): they say which of several dates the question means.
-    A word that names a column the statement groups by (``grouped``) is that column's:
-    "ship countries" says no shipper's 'Federal Shipping'."""
-    found: list[str] = []
+    words ("won" -> closed, won), by the table that stores them: they say which of that
+    table's dates the question means. A value stored in another table says nothing of
+    this one's dates: "orders shipped by Federal Shipping … in 1996" names a shipper,
+    whose name's 'shipping' is no state of the order (the window went to
+    ``orders.shipped_date``). A word that names a column the statement groups by
+    (``grouped``) is that column's: "ship countries" says no shipper's 'Federal
+    Shipping'."""
+    found: dict[str, list[str]] = {}
     for tok in tokenize(ctx.question):
         if tok.quoted or len(tok.low) < 3 or stem(tok.low) in grouped:
             continue
-        for _, value in set(ctx.vocab.value_words.get(lemma(tok.low), [])):
-            found += [stem(w) for w in re.findall(r"[a-z]+", value.lower())]
+        for col, value in set(ctx.vocab.value_words.get(lemma(tok.low), [])):
+            found.setdefault(col.table.qualified, []).extend(
+                stem(w) for w in re.findall(r"[a-z]+", value.lower())
+            )
     return found
 
 
