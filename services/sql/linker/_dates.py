@@ -92,10 +92,25 @@ def day_kinds(ctx: LinkContext, plan: Plan) -> None:
 
 
 def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
+    """The date a time window or a grain is taken of: among the measured and named
+    tables' dates, the one the words before the window name (``near``), said with its
+    verb, or named by a stored state; else the first of the first table.
+
+    A word spent on a column the statement groups by names that column, not a date
+    ("which 3 ship countries had the most orders in 1998": 'ship' is ``ship_country``'s,
+    the year is the orders', not ``shipped_date``'s; ``_grouped_words``). A date the words
+    partly name is never placed below one they do not name at all: the name score of a
+    column whose other words go unexplained can fall under zero, where an unnamed
+    column's is zero ("orders … placed in each month of 1996" went to ``required_date``
+    over ``order_date``)."""
     tables = fact_candidates(ctx, plan)
     tables += [t for t in ctx.named if t not in tables]
-    near_words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS]
-    state_words = words_of_states(ctx)
+    grouped = _grouped_words(ctx, plan)
+    near_words = [
+        stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS
+        and stem(w) not in grouped
+    ]  # fmt: skip
+    state_words = words_of_states(ctx, grouped)
     best: tuple[float, Col] | None = None
     for rank, table in enumerate(tables):
         for index, column in enumerate(table.columns):
@@ -106,15 +121,27 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
             if column.nullable:
                 score -= 0.25  # a date set only in some state ("closed_at") is no timeline
             if near_words:
-                score += 3 * ctx.vocab.column_score(near_words, col)
+                score += 3 * max(0.0, ctx.vocab.column_score(near_words, col))
                 if said_with_its_verb(ctx, near, col):
                     score += 3  # "registered in 2023": the registration's date
-            if state_words:
+            states = state_words.get(table.qualified)
+            if states:
                 # "won in 2024" with stage 'Closed Won': the date of closing
-                score += ctx.vocab.column_score(state_words, col)
+                score += ctx.vocab.column_score(states, col)
             if best is None or score > best[0]:
                 best = (score, col)
     return best[1] if best else None
+
+
+def _grouped_words(ctx: LinkContext, plan: Plan) -> frozenset[str]:
+    """The name words of the columns the statement groups by that are no time of their
+    own: words the question spent on them."""
+    return frozenset(
+        w
+        for d in plan.dims
+        if not d.grain and not is_temporal(d.col.column.data_type)
+        for w in ctx.vocab.column_words.get(d.col.key, [])
+    )
 
 
 # The parts a table may spell its rows' dates out in, coarsest first.
@@ -170,15 +197,25 @@ def whole_year(bound: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def words_of_states(ctx: LinkContext) -> list[str]:
+def words_of_states(
+    ctx: LinkContext, grouped: frozenset[str] = frozenset()
+) -> dict[str, list[str]]:
     """The words of the multi-word stored values the question names by one of their
-    words ("won" -> closed, won): they say which of several dates the question means."""
-    found: list[str] = []
+    words ("won" -> closed, won), by the table that stores them: they say which of that
+    table's dates the question means. A value stored in another table says nothing of
+    this one's dates: "orders shipped by Federal Shipping … in 1996" names a shipper,
+    whose name's 'shipping' is no state of the order (the window went to
+    ``orders.shipped_date``). A word that names a column the statement groups by
+    (``grouped``) is that column's: "ship countries" says no shipper's 'Federal
+    Shipping'."""
+    found: dict[str, list[str]] = {}
     for tok in tokenize(ctx.question):
-        if tok.quoted or len(tok.low) < 3:
+        if tok.quoted or len(tok.low) < 3 or stem(tok.low) in grouped:
             continue
-        for _, value in set(ctx.vocab.value_words.get(lemma(tok.low), [])):
-            found += [stem(w) for w in re.findall(r"[a-z]+", value.lower())]
+        for col, value in set(ctx.vocab.value_words.get(lemma(tok.low), [])):
+            found.setdefault(col.table.qualified, []).extend(
+                stem(w) for w in re.findall(r"[a-z]+", value.lower())
+            )
     return found
 
 

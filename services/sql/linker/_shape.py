@@ -7,7 +7,14 @@ import re
 
 from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
-from services.sql.linker._dates import GRAINS, RECENCY, calendar_part, date_column
+from services.sql.linker._dates import (
+    GRAINS,
+    RECENCY,
+    calendar_part,
+    date_column,
+    past_base,
+    verb_names_part,
+)
 from services.sql.linker._lookup import find_column, label_columns
 from services.sql.linker._measures import read_arith, read_measure
 from services.sql.linker._plan import (
@@ -15,6 +22,7 @@ from services.sql.linker._plan import (
     LinkError,
     Measure,
     Plan,
+    is_key,
     only_table,
     refines,
     same_measure,
@@ -101,6 +109,14 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
         )
         if each_last:
             phrase = each_last.group(1)
+        # "in each month of 1996": the grain, its year a window the date reader bounds
+        # (``date_filters`` reads "of 1996"); the phrase is the grain alone, as "per
+        # month in 1996" is
+        grain_of_year = re.fullmatch(
+            r"(day|week|month|quarter)s?\s+of\s+(?:the\s+year\s+)?\d{4}", phrase
+        )
+        if grain_of_year:
+            phrase = grain_of_year.group(1)
         if m.group(0).startswith("by") and plan.measures and read_measure(ctx, phrase) is not None:
             continue
         words = [stem(w) for w in phrase.split() if w not in STOP_WORDS]
@@ -139,7 +155,7 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
             # type" names a column of them too (``property_type_code``), and groups by it
             continue
         if col is not None and col.table.qualified not in measured:
-            col = _on_measured(ctx, words, col, measured)
+            col = _on_measured(ctx, words, col, measured, before[-3:])
         if col is not None:
             _named_apart(ctx, phrase, words, col)
         if tables and (col is None or only_table(words, tables, ctx.vocab)):
@@ -191,21 +207,47 @@ def _named_apart(ctx: LinkContext, phrase: str, words: list[str], col: Col) -> N
             )
 
 
-def _on_measured(ctx: LinkContext, words: list[str], col: Col, measured: set[str]) -> Col:
+def _on_measured(
+    ctx: LinkContext, words: list[str], col: Col, measured: set[str], said_before: list[str]
+) -> Col:
     """ "the average temperature in each month": ``weather.month`` beside the measured
     ``weather.temp``, not ``flights.month`` two joins away. A column of the measured table
     that the words name as well as the one found groups the measured rows themselves;
     the other is reached by joins the question never asked for, which pair each measured
     row with every row of the other table that shares a key (each reading once per
     flight from its airport). Only an equal or better name is taken: a better-named
-    column elsewhere still wins."""
+    column elsewhere still wins.
+
+    Better named counts the words said just before the grouping word (``said_before``,
+    a past form by its base): "orders shipped to each country" names ``orders.ship_country``
+    whole ('ship' said as "shipped", 'country' after "each"), where ``customers.country``
+    is named by the noun alone: the rows' own column, the place each was shipped to, not
+    their customer's."""
     score = ctx.vocab.column_score(words, col)
     found = [
         c
         for c in ctx.vocab.columns
         if c.table.qualified in measured and ctx.vocab.column_score(words, c) >= score - 1e-9
     ]
-    return found[0] if len(found) == 1 else col
+    if len(found) == 1:
+        return found[0]
+    said = set(words) | {stem(w) for w in said_before}
+    bases = [b for w in said_before if (b := past_base(w)) is not None]
+
+    def named(part: str) -> bool:
+        return part in said or any(verb_names_part(b, part) for b in bases)
+
+    own = set(ctx.vocab.column_words.get(col.key, []))
+    whole = [
+        c
+        for c in ctx.vocab.columns
+        if c.table.qualified in measured
+        and not is_key(c)
+        and ctx.vocab.column_score(words, c) > 0
+        and not set(ctx.vocab.column_words.get(c.key, [])) <= own
+        and all(named(p) for p in ctx.vocab.column_words.get(c.key, []))
+    ]
+    return whole[0] if len(whole) == 1 else col
 
 
 def link_ordering(ctx: LinkContext, plan: Plan, desc: bool | None) -> None:
