@@ -7,6 +7,16 @@ done waits for it within its own deadline (else UNAVAILABLE, reason CATALOG_LOAD
 a retry delay), and once a catalog is cached it is always served at once: after the TTL a
 cheap fingerprint of the schema is compared in the background, and only a changed one is
 reloaded, the old catalog serving meanwhile.
+
+What other steps derive from a load and must not be paid for by a question (the value
+vectors of ``services.sql.linker._valued``) is prepared inside the load
+(:meth:`CatalogCache.prepare_with`): a catalog is served only once its preparations ran,
+so a question asked while they run waits for the catalog as for any first load (or is
+told CATALOG_LOADING), and one asked after reads the same catalog with the same
+derivations: no answer depends on whether a background task had finished. A refresh
+prepares the new catalog while the old one, already prepared, serves. A preparation
+that could not finish (its dependency down) leaves the catalog served without it, and
+the next check of the schema prepares it again, the schema unchanged or not.
 """
 
 from __future__ import annotations
@@ -19,6 +29,9 @@ from collections.abc import Awaitable, Callable
 
 from services.common import Unavailable, remaining
 from services.sql.catalog._catalog import Catalog
+
+# What is derived from a load before it is served; True when it is complete.
+Prepare = Callable[[Catalog], Awaitable[bool]]
 
 _log = logging.getLogger("tandem.sql.catalog")
 
@@ -57,6 +70,13 @@ class CatalogCache:
         self._checked_at = 0.0
         self._loading: asyncio.Task[Catalog] | None = None
         self._refreshing: asyncio.Task[None] | None = None
+        self._prepares: list[Prepare] = []
+        self._prepared = True  # whether the cached catalog's preparations all completed
+
+    def prepare_with(self, prepare: Prepare) -> None:
+        """Run ``prepare`` on every catalog this cache loads, before it is served (see
+        the module docstring). Registered before the first load starts."""
+        self._prepares.append(prepare)
 
     @property
     def cached(self) -> Catalog | None:
@@ -110,6 +130,8 @@ class CatalogCache:
                 and await self._fingerprint() == self._seen
             )
             if unchanged:
+                if not self._prepared and self._catalog is not None:
+                    self._prepared = await self._prepare(self._catalog)
                 self._checked_at = self._clock()
                 return
             await self._read()
@@ -150,7 +172,9 @@ class CatalogCache:
         # read before the catalog: a change made during the load is seen on the next check
         seen = await self._fingerprint() if self._fingerprint is not None else None
         catalog = await self._load()
+        prepared = await self._prepare(catalog)
         self._catalog, self._seen, self._checked_at = catalog, seen, self._clock()
+        self._prepared = prepared
         _log.info(
             "catalog loaded",
             extra={
@@ -162,3 +186,9 @@ class CatalogCache:
             },
         )
         return catalog
+
+    async def _prepare(self, catalog: Catalog) -> bool:
+        complete = True
+        for prepare in self._prepares:
+            complete = await prepare(catalog) and complete
+        return complete
