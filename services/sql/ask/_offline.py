@@ -33,6 +33,7 @@ from services.sql.catalog import Catalog, JoinGraph
 from services.sql.definitions import parse_definitions
 from services.sql.gate import memo_scope
 from services.sql.linker import (
+    PENDING,
     LinkError,
     Meaning,
     PhraseEmbedder,
@@ -179,6 +180,7 @@ class OfflineGenerator:
             return reading
         explainer = RefusalExplainer(vocabulary)
         unplaced = explainer.unplaced(reading.error)
+        pending = False
         if unplaced:
             nouns = await unplaced_meanings(
                 self._embedder, vocabulary, question, unplaced, meanings
@@ -189,18 +191,21 @@ class OfflineGenerator:
                     return last
             # a noun saying a stored value in other words ("women": 'Female'), said as
             # that value and read again (``linker._valued``)
-            valued = await value_meanings(
-                self._embedder, vocabulary, question, unplaced, self._values_of(schema.catalog)
-            )
+            loaded = self._values_of(schema.catalog)
+            valued = await value_meanings(self._embedder, vocabulary, question, unplaced, loaded)
             if valued:
                 again = self.read(said_as_values(question, valued), schema, meanings)
                 if again.sql:
                     said = "; ".join(m.text() for m in valued)
                     return replace(again, interpretation=f"{again.interpretation} ({said})")
+            # the load's vectors not in yet: said, so the asker knows to ask again
+            pending = loaded is not None and not loaded.ready
         nearby = await nearest_names(self._embedder, vocabulary, unplaced) if unplaced else {}
-        if not nearby:
-            return reading
-        return replace(reading, reason=explainer.explain(reading.error, nearby))
+        if nearby:
+            reading = replace(reading, reason=explainer.explain(reading.error, nearby))
+        if pending:
+            reading = replace(reading, reason=f"{reading.reason} ({PENDING})")
+        return reading
 
     def _read(self, question: str, schema: SchemaView, meanings: tuple[Meaning, ...]) -> Reading:
         language = detect_language(question)

@@ -15,8 +15,10 @@ so a question asked while they run waits for the catalog as for any first load (
 told CATALOG_LOADING), and one asked after reads the same catalog with the same
 derivations: no answer depends on whether a background task had finished. A refresh
 prepares the new catalog while the old one, already prepared, serves. A preparation
-that could not finish (its dependency down) leaves the catalog served without it, and
-the next check of the schema prepares it again, the schema unchanged or not.
+that could not finish (its dependency down or too busy) leaves the catalog served
+without it, and it is run again in the background, :data:`PREPARE_RETRY_S` later and
+then twice as long after each failure (at most :data:`PREPARE_RETRY_MAX_S`), until it
+completes or the catalog is replaced; no question starts or waits for it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ _log = logging.getLogger("tandem.sql.catalog")
 ANSWER_RESERVE_S = 1.0
 # The retry delay a CATALOG_LOADING refusal suggests.
 LOADING_RETRY_S = 2.0
+# When a catalog served without its preparations has them run again: after this, then
+# twice as long after each failure, at most the second figure apart.
+PREPARE_RETRY_S = 2.0
+PREPARE_RETRY_MAX_S = 60.0
 
 
 class CatalogCache:
@@ -72,6 +78,7 @@ class CatalogCache:
         self._refreshing: asyncio.Task[None] | None = None
         self._prepares: list[Prepare] = []
         self._prepared = True  # whether the cached catalog's preparations all completed
+        self._preparing: asyncio.Task[None] | None = None
 
     def prepare_with(self, prepare: Prepare) -> None:
         """Run ``prepare`` on every catalog this cache loads, before it is served (see
@@ -130,8 +137,6 @@ class CatalogCache:
                 and await self._fingerprint() == self._seen
             )
             if unchanged:
-                if not self._prepared and self._catalog is not None:
-                    self._prepared = await self._prepare(self._catalog)
                 self._checked_at = self._clock()
                 return
             await self._read()
@@ -144,7 +149,7 @@ class CatalogCache:
 
     async def close(self) -> None:
         """Stop a load or refresh still running (the service is stopping)."""
-        for task in (self._loading, self._refreshing):
+        for task in (self._loading, self._refreshing, self._preparing):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(BaseException):  # stopping: whatever it ended with
@@ -175,6 +180,8 @@ class CatalogCache:
         prepared = await self._prepare(catalog)
         self._catalog, self._seen, self._checked_at = catalog, seen, self._clock()
         self._prepared = prepared
+        if not prepared and (self._preparing is None or self._preparing.done()):
+            self._preparing = asyncio.create_task(self._prepare_again(catalog))
         _log.info(
             "catalog loaded",
             extra={
@@ -192,3 +199,18 @@ class CatalogCache:
         for prepare in self._prepares:
             complete = await prepare(catalog) and complete
         return complete
+
+    async def _prepare_again(self, catalog: Catalog) -> None:
+        delay = PREPARE_RETRY_S
+        while self._catalog is catalog and not self._prepared:
+            await asyncio.sleep(delay)
+            if self._catalog is not catalog:
+                return  # replaced by a newer load, prepared with it
+            self._prepared = await self._prepare(catalog)
+            delay = min(delay * 2, PREPARE_RETRY_MAX_S)
+
+    async def preparation(self) -> None:
+        """Wait for a preparation run again in the background, if one is running (tests,
+        and a caller that wants the catalog's derivations in before it goes on)."""
+        if self._preparing is not None:
+            await asyncio.shield(self._preparing)

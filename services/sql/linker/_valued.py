@@ -46,13 +46,16 @@ warehouse's look-alike copies store the same values, so they add few texts). A q
 whose candidates hold a text the load did not embed reads nothing by this rule, on every
 load alike. The question's own words are embedded with the question (one call of at most
 :data:`_MAX_WORDS` words, held, so a refused question asked again asks the embedder
-nothing). An embedder that fails makes the rule step aside (the question stays refused,
-as without it); a load whose values could not be embedded reads nothing until the
-catalog's next check embeds them again.
+nothing). A batch the embedder fails is asked again a few times (:data:`_ATTEMPTS`: a
+service busy at start); an embedder that still fails makes the rule step aside (the
+question stays refused, as without it, its reason saying the values' meanings are not
+loaded yet: :data:`PENDING`), and the catalog, served without the vectors, has them
+embedded again in the background (``CatalogCache``), never by a question.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -82,6 +85,19 @@ LOAD_TEXTS_MAX = 2_000
 # the most question words one load keeps; past it they start again
 _WORDS_MAX = 20_000
 _BATCH = 32
+# each batch is asked this many times before the load gives up, waiting twice as long
+# before each try: the embedding service's 2 s call deadline is missed while every
+# database's load (and a stack's document ingestion) asks it at once at start
+_ATTEMPTS = 3
+_RETRY_S = 0.5
+
+
+# What a refusal adds when the load's vectors are not in (its embedding failed and is
+# being tried again in the background): the question may read otherwise once they are.
+PENDING = (
+    "the meanings of the stored values are still being loaded, so a word that says a "
+    "stored value in other words could not be read; ask again shortly"
+)
 
 
 class ValueVectors:
@@ -101,19 +117,25 @@ class ValueVectors:
         nothing (the rule reads nothing on this load until it is loaded again)."""
         texts = load_texts(catalog)
         found: dict[str, Vectors] = {}
-        try:
-            for begin in range(0, len(texts), _BATCH):
-                batch = texts[begin : begin + _BATCH]
-                vectors = await embedder.embed_phrases(batch)
-                if len(vectors) != len(batch):
-                    raise ValueError("the embedder returned another number of vectors")
-                found.update(zip(batch, vectors, strict=True))
-        except Exception as exc:
-            _log.info(
-                "value vectors not kept: the embedder failed",
-                extra={"fields": {"error.type": type(exc).__name__}},
-            )
-            return False
+        for begin in range(0, len(texts), _BATCH):
+            batch = texts[begin : begin + _BATCH]
+            for attempt in range(_ATTEMPTS):
+                try:
+                    vectors = await embedder.embed_phrases(batch)
+                    if len(vectors) != len(batch):
+                        raise ValueError("the embedder returned another number of vectors")
+                except Exception as exc:
+                    if attempt + 1 == _ATTEMPTS:
+                        _log.info(
+                            "value vectors not kept: the embedder failed",
+                            extra={"fields": {"error.type": type(exc).__name__}},
+                        )
+                        return False
+                    # a service busy at start (every database's load at once) answers later
+                    await asyncio.sleep(_RETRY_S * 2**attempt)
+                else:
+                    found.update(zip(batch, vectors, strict=True))
+                    break
         self.by_text, self.ready = found, True
         return True
 

@@ -24,6 +24,7 @@ from services.sql.access import asking_view, bind, load_access_policy
 from services.sql.ask import SchemaView
 from services.sql.ask._offline import OfflineGenerator
 from services.sql.catalog import Catalog, CatalogCache, ColumnInfo, JoinGraph, TableInfo
+from services.sql.catalog import _cache as cache_module
 from services.sql.linker import ValueVectors, Vocabulary, value_meanings
 from services.sql.linker import _valued as valued
 from tests.unit.sql.schemas import col
@@ -231,6 +232,14 @@ async def test_the_values_vectors_are_embedded_once_per_load_not_per_question(
     assert not set(again) & {*STORED, *COLUMN_WORDS}  # no value nor column embedded again
 
 
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed batch asked again at once (the retries' waits are the service's, not the
+    rule's; no test sleeps)."""
+    monkeypatch.setattr(valued, "_RETRY_S", 0.0)
+
+
+@pytest.mark.usefixtures("no_backoff")
 async def test_a_dead_embedder_makes_the_rule_step_aside_and_keeps_nothing(
     real_embedder: Embedder,
 ) -> None:
@@ -242,7 +251,7 @@ async def test_a_dead_embedder_makes_the_rule_step_aside_and_keeps_nothing(
     question = "How many patients are women?"
     memory = ValueVectors()
     assert not await memory.load(dead, CLINIC)
-    assert dead.calls == 1 and not memory.ready and not memory.by_text
+    assert dead.calls == valued._ATTEMPTS and not memory.ready and not memory.by_text
     assert await value_meanings(dead, vocab, question, ["women"], memory) == ()
     generator = OfflineGenerator(_Dead())
     assert not await generator.prepare(CLINIC)
@@ -409,36 +418,55 @@ async def test_a_refresh_serves_the_prepared_load_while_the_next_one_embeds(
 
 
 class _Flaky(_Counting):
-    """The real model behind a service that is down until the test brings it back."""
+    """The real model behind a service that is down until the test brings it back, or
+    (``failing``) that misses its first few calls, as a busy one at start."""
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, failing: int = 0) -> None:
         super().__init__(embedder)
-        self.down = True
+        self.down = not failing
+        self.failing = failing
+        self.calls = 0
+        self.loads = 0  # calls embedding the catalog's values
 
     async def embed_phrases(self, texts: Sequence[str]) -> np.ndarray:
-        if self.down:
+        self.calls += 1
+        self.loads += bool(set(texts) & set(STORED))
+        if self.down or self.calls <= self.failing:
             raise ConnectionError("embedding service unavailable")
         return await super().embed_phrases(texts)
 
 
-async def test_a_load_whose_values_could_not_be_embedded_embeds_them_at_the_next_check(
+@pytest.mark.usefixtures("no_backoff")
+async def test_a_batch_the_embedder_misses_at_start_is_asked_again(
     real_embedder: Embedder,
 ) -> None:
-    """The embedding service down while the catalog loads: the catalog is served (the
-    rule is optional) and reads nothing by value meaning; the next check of the schema,
-    unchanged, embeds the load's values, and the question is read."""
+    """Every database's load asks the embedding service at once when the service starts,
+    and a call can miss its deadline: the batch is asked again, and the load completes."""
+    busy = _Flaky(real_embedder, failing=valued._ATTEMPTS - 1)
+    memory = ValueVectors()
+    assert await memory.load(busy, CLINIC)
+    assert set(memory.by_text) == {*STORED, *COLUMN_WORDS}
+
+
+@pytest.mark.usefixtures("no_backoff")
+async def test_a_load_served_without_its_values_has_them_embedded_again_in_the_background(
+    real_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedding service down through the load: the catalog is served without the
+    vectors (never held up by them), a question the rule could read is refused saying
+    the values' meanings are still being loaded (stated, to be asked again), and the
+    cache embeds them again in the background, no question starting or waiting for it;
+    once they are in the question is read."""
+    monkeypatch.setattr(cache_module, "PREPARE_RETRY_S", 0.0)
     flaky = _Flaky(real_embedder)
     generator = OfflineGenerator(flaky)
     cache = _cached(generator, CLINIC)
-
-    async def fingerprint() -> str:
-        return "unchanged"
-
-    cache._fingerprint = fingerprint
-    assert await _ask(cache, generator, WOMEN) == ""  # served, refused as without the rule
+    catalog = await cache.get()  # served at once though its values are not in
+    view = SchemaView("clinic", catalog, catalog.tables, "", TODAY)
+    refused = await generator.reading(WOMEN, view)
+    assert not refused.sql and "women" in refused.reason and valued.PENDING in refused.reason
     flaky.down = False
-    await cache.refresh()
-    assert cache.cached is CLINIC  # not loaded again: only its values embedded
+    await cache.preparation()  # the cache's own retries, started by the load
     assert "t0.gender = 'Female'" in await _ask(cache, generator, WOMEN)
 
 
