@@ -321,6 +321,10 @@ async def build_deps(
         ],
         settings.default_database,
     )
+    offline = OfflineGenerator(phrase_embedder)
+    for name in targets.names:
+        # the value vectors are part of each catalog load, so no question waits for them
+        targets.get(name).catalog.prepare_with(offline.prepare)
     try:
         await targets.open()
     except BaseException:
@@ -332,7 +336,6 @@ async def build_deps(
     # No statement may build a value larger than the largest result it could return.
     gate = SqlGate(max_chars=settings.max_sql_chars, max_built=settings.max_result_bytes)
     runner = StatementRunner(tracer=tracer, meter=meter)
-    offline = OfflineGenerator(phrase_embedder)
     checker = (
         StatementChecker(gate, runner, mode=settings.verify, tracer=tracer)
         if settings.verify is not None

@@ -68,11 +68,17 @@ async def test_a_noun_nearest_one_column_by_a_margin_is_read_as_it(
     """ "sector" is too far from ``industry`` for the catalog-wide meaning floor and was
     refused offering it; as the last reading (``linker/_unplaced``, s59) it is clearly
     nearest among the companies' columns and read as it, said in the interpretation.
-    Without the embedding service the question is refused naming the word."""
+    Without the embedding service the question is refused naming the word, and saying
+    that the stored values' meanings are not loaded yet (the catalog's load could not
+    embed them; they are embedded again in the background, s66 vecload)."""
     question = "List the sector of each company"
     reply = await _ask(pg_url, telemetry_sink, channel_to, embedding.server.address, question)
     assert reply.outcome == pb.SQL_ASK_OUTCOME_ANSWERED, reply.message
     assert "industry" in reply.result.sql and "FROM public.companies" in reply.result.sql
     assert "'sector' read as" in reply.interpretation and "industry" in reply.interpretation
     alone = await _ask(pg_url, telemetry_sink, channel_to, "127.0.0.1:1", question)
-    assert alone.message == "could not place 'sector' (no table, column or stored value is near it)"
+    assert alone.message == (
+        "could not place 'sector' (no table, column or stored value is near it) (the "
+        "meanings of the stored values are still being loaded, so a word that says a "
+        "stored value in other words could not be read; ask again shortly)"
+    )

@@ -9,6 +9,8 @@ phrase it could not link. The statement still goes through the gate like any oth
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import logging
 import time
 from dataclasses import dataclass, replace
@@ -31,6 +33,7 @@ from services.sql.catalog import Catalog, JoinGraph
 from services.sql.definitions import parse_definitions
 from services.sql.gate import memo_scope
 from services.sql.linker import (
+    PENDING,
     LinkError,
     Meaning,
     PhraseEmbedder,
@@ -51,6 +54,8 @@ _log = logging.getLogger("tandem.sql.offline")
 # or per candidate set a wide catalog's questions are narrowed to, the oldest dropped.
 _VOCABULARIES_MAX = 64
 _READINGS_MAX = 64
+# value vectors kept per database: the load serving and the one being prepared
+_LOADS_KEPT = 2
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,11 @@ class Reading:
     error: LinkError | None = None
 
 
+def _load_of(catalog: Catalog) -> tuple[str, float]:
+    """One catalog load, whichever principal's view or narrowing of it."""
+    return (catalog.database, catalog.refreshed_at.timestamp())
+
+
 class OfflineGenerator:
     """The deterministic :class:`~services.sql.ask._pipeline.SqlGenerator`: the schema linker."""
 
@@ -81,9 +91,9 @@ class OfflineGenerator:
         self._embedder = embedder
         self._meanings: dict[tuple[object, ...], tuple[Meaning, ...]] = {}
         self._vocabularies: dict[tuple[object, ...], Vocabulary] = {}
-        # the sampled values' vectors per catalog load (``linker._valued``), embedded in
-        # the background from its first question on
-        self._value_vectors: dict[tuple[object, ...], ValueVectors] = {}
+        # the sampled values' vectors per catalog load (``linker._valued``), embedded while
+        # the load is prepared (:meth:`prepare`), by (database, load time)
+        self._value_vectors: dict[tuple[str, float], ValueVectors] = {}
         # The pipeline asks three roles about one question: it is read once. Keyed by
         # everything a reading depends on (catalogs are per database) and by the
         # request's tenant (a question another tenant asked is read afresh), bounded.
@@ -101,14 +111,30 @@ class OfflineGenerator:
             self._vocabularies[key] = vocabulary
         return vocabulary
 
-    def _values_of(self, catalog: Catalog) -> ValueVectors:
-        # one memory per load and principal's view, whichever tables a question narrows to
-        memory = self._value_vectors.get(catalog.memo_key)
-        if memory is None:
-            if len(self._value_vectors) >= _VOCABULARIES_MAX:
-                del self._value_vectors[next(iter(self._value_vectors))]
-            memory = self._value_vectors[catalog.memo_key] = ValueVectors()
-        return memory
+    async def prepare(self, catalog: Catalog) -> bool:
+        """Embed what the value-meaning rule compares words with, for ``catalog``'s load,
+        before the catalog is served (``CatalogCache.prepare_with``); True when it is all
+        in (or there is no embedder to ask). Outside any request: a load a question
+        started does not run under that question's deadline, which outgoing calls
+        inherit (``services.common.effective_timeout``)."""
+        if self._embedder is None:
+            return True
+        memory = ValueVectors()
+        loading = asyncio.get_running_loop().create_task(
+            memory.load(self._embedder, catalog), context=contextvars.Context()
+        )
+        complete = await loading
+        key = _load_of(catalog)
+        self._value_vectors[key] = memory
+        # the load being prepared and the one serving meanwhile: older ones are done with
+        loads = sorted(k for k in self._value_vectors if k[0] == key[0])
+        for old in loads[:-_LOADS_KEPT]:
+            del self._value_vectors[old]
+        return complete
+
+    def _values_of(self, catalog: Catalog) -> ValueVectors | None:
+        # one memory per load, whichever principal's view or tables a question reads
+        return self._value_vectors.get(_load_of(catalog))
 
     def read(
         self, question: str, schema: SchemaView, meanings: tuple[Meaning, ...] = ()
@@ -137,10 +163,6 @@ class OfflineGenerator:
         no name spells linked by meaning (when there is an embedder and such words), and
         a refusal still left names the tables and columns nearest in meaning to the
         words it could not place."""
-        if self._embedder is not None:
-            self._values_of(schema.catalog).prefill(
-                self._embedder, self._vocabulary(schema.catalog)
-            )
         reading = self.read(question, schema)
         if reading.sql or reading.refusal or self._embedder is None:
             return reading
@@ -158,6 +180,7 @@ class OfflineGenerator:
             return reading
         explainer = RefusalExplainer(vocabulary)
         unplaced = explainer.unplaced(reading.error)
+        pending = False
         if unplaced:
             nouns = await unplaced_meanings(
                 self._embedder, vocabulary, question, unplaced, meanings
@@ -168,18 +191,21 @@ class OfflineGenerator:
                     return last
             # a noun saying a stored value in other words ("women": 'Female'), said as
             # that value and read again (``linker._valued``)
-            valued = await value_meanings(
-                self._embedder, vocabulary, question, unplaced, self._values_of(schema.catalog)
-            )
+            loaded = self._values_of(schema.catalog)
+            valued = await value_meanings(self._embedder, vocabulary, question, unplaced, loaded)
             if valued:
                 again = self.read(said_as_values(question, valued), schema, meanings)
                 if again.sql:
                     said = "; ".join(m.text() for m in valued)
                     return replace(again, interpretation=f"{again.interpretation} ({said})")
+            # the load's vectors not in yet: said, so the asker knows to ask again
+            pending = loaded is not None and not loaded.ready
         nearby = await nearest_names(self._embedder, vocabulary, unplaced) if unplaced else {}
-        if not nearby:
-            return reading
-        return replace(reading, reason=explainer.explain(reading.error, nearby))
+        if nearby:
+            reading = replace(reading, reason=explainer.explain(reading.error, nearby))
+        if pending:
+            reading = replace(reading, reason=f"{reading.reason} ({PENDING})")
+        return reading
 
     def _read(self, question: str, schema: SchemaView, meanings: tuple[Meaning, ...]) -> Reading:
         language = detect_language(question)

@@ -7,6 +7,18 @@ done waits for it within its own deadline (else UNAVAILABLE, reason CATALOG_LOAD
 a retry delay), and once a catalog is cached it is always served at once: after the TTL a
 cheap fingerprint of the schema is compared in the background, and only a changed one is
 reloaded, the old catalog serving meanwhile.
+
+What other steps derive from a load and must not be paid for by a question (the value
+vectors of ``services.sql.linker._valued``) is prepared inside the load
+(:meth:`CatalogCache.prepare_with`): a catalog is served only once its preparations ran,
+so a question asked while they run waits for the catalog as for any first load (or is
+told CATALOG_LOADING), and one asked after reads the same catalog with the same
+derivations: no answer depends on whether a background task had finished. A refresh
+prepares the new catalog while the old one, already prepared, serves. A preparation
+that could not finish (its dependency down or too busy) leaves the catalog served
+without it, and it is run again in the background, :data:`PREPARE_RETRY_S` later and
+then twice as long after each failure (at most :data:`PREPARE_RETRY_MAX_S`), until it
+completes or the catalog is replaced; no question starts or waits for it.
 """
 
 from __future__ import annotations
@@ -20,6 +32,9 @@ from collections.abc import Awaitable, Callable
 from services.common import Unavailable, remaining
 from services.sql.catalog._catalog import Catalog
 
+# What is derived from a load before it is served; True when it is complete.
+Prepare = Callable[[Catalog], Awaitable[bool]]
+
 _log = logging.getLogger("tandem.sql.catalog")
 
 # A question that waits for its database's first catalog keeps this much of its deadline
@@ -27,6 +42,10 @@ _log = logging.getLogger("tandem.sql.catalog")
 ANSWER_RESERVE_S = 1.0
 # The retry delay a CATALOG_LOADING refusal suggests.
 LOADING_RETRY_S = 2.0
+# When a catalog served without its preparations has them run again: after this, then
+# twice as long after each failure, at most the second figure apart.
+PREPARE_RETRY_S = 2.0
+PREPARE_RETRY_MAX_S = 60.0
 
 
 class CatalogCache:
@@ -57,6 +76,14 @@ class CatalogCache:
         self._checked_at = 0.0
         self._loading: asyncio.Task[Catalog] | None = None
         self._refreshing: asyncio.Task[None] | None = None
+        self._prepares: list[Prepare] = []
+        self._prepared = True  # whether the cached catalog's preparations all completed
+        self._preparing: asyncio.Task[None] | None = None
+
+    def prepare_with(self, prepare: Prepare) -> None:
+        """Run ``prepare`` on every catalog this cache loads, before it is served (see
+        the module docstring). Registered before the first load starts."""
+        self._prepares.append(prepare)
 
     @property
     def cached(self) -> Catalog | None:
@@ -122,7 +149,7 @@ class CatalogCache:
 
     async def close(self) -> None:
         """Stop a load or refresh still running (the service is stopping)."""
-        for task in (self._loading, self._refreshing):
+        for task in (self._loading, self._refreshing, self._preparing):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(BaseException):  # stopping: whatever it ended with
@@ -150,7 +177,11 @@ class CatalogCache:
         # read before the catalog: a change made during the load is seen on the next check
         seen = await self._fingerprint() if self._fingerprint is not None else None
         catalog = await self._load()
+        prepared = await self._prepare(catalog)
         self._catalog, self._seen, self._checked_at = catalog, seen, self._clock()
+        self._prepared = prepared
+        if not prepared and (self._preparing is None or self._preparing.done()):
+            self._preparing = asyncio.create_task(self._prepare_again(catalog))
         _log.info(
             "catalog loaded",
             extra={
@@ -162,3 +193,24 @@ class CatalogCache:
             },
         )
         return catalog
+
+    async def _prepare(self, catalog: Catalog) -> bool:
+        complete = True
+        for prepare in self._prepares:
+            complete = await prepare(catalog) and complete
+        return complete
+
+    async def _prepare_again(self, catalog: Catalog) -> None:
+        delay = PREPARE_RETRY_S
+        while self._catalog is catalog and not self._prepared:
+            await asyncio.sleep(delay)
+            if self._catalog is not catalog:
+                return  # replaced by a newer load, prepared with it
+            self._prepared = await self._prepare(catalog)
+            delay = min(delay * 2, PREPARE_RETRY_MAX_S)
+
+    async def preparation(self) -> None:
+        """Wait for a preparation run again in the background, if one is running (tests,
+        and a caller that wants the catalog's derivations in before it goes on)."""
+        if self._preparing is not None:
+            await asyncio.shield(self._preparing)

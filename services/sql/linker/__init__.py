@@ -89,6 +89,7 @@ from services.sql.linker._seasons import unsaid_season
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._unplaced import unplaced_meanings
 from services.sql.linker._valued import (
+    PENDING,
     ValueMeaning,
     ValueVectors,
     said_as_values,
@@ -106,6 +107,7 @@ __all__ = [
     "MEANING_MIN",
     "NEAR_MIN",
     "PARTS_OF_DAY",
+    "PENDING",
     "Col",
     "LinkContext",
     "LinkError",

@@ -31,25 +31,31 @@ value's column, the floor a word links a column of the question's tables by
 (:func:`_names_its_column`). A column whose name says nothing of its values ("type",
 "category", "sex" 0.42 from "women") then reads nothing by meaning: refused, as before.
 
-The values' vectors are paid for once per vocabulary (one catalog load, one principal's
-view of it), not per question: every question this rule reaches is one a reading refused,
-and embedding up to :data:`_MAX_VALUES` values again on each refusal was CPU and an
-embedding round trip per refused question (the fault matrix's Ask ran past its deadline).
-The catalog's values are embedded in the background when its first question with more
-than :data:`_WAIT_RESERVE_S` left is asked (:meth:`ValueVectors.prefill`), in tasks no
-question's deadline cancels; a question awaits only the batches holding its own words
-and values, and one asked again asks the embedder nothing. Within a request, a question
-waits for its vectors at most half of the time it has left and never into its last two
-seconds (:data:`_WAIT_SHARE`, :data:`_WAIT_RESERVE_S`), then steps aside while they go
-on being embedded for the next question; a request with less than that left starts no
-embedding at all. An embedder that fails makes the rule step aside (the question stays
-refused, as without it) and keeps nothing, so the next question asks again.
+The values' vectors are part of the catalog's load, not of any question: every
+question this rule reaches is one a reading refused, and embedding up to
+:data:`_MAX_VALUES` values on a refusal was CPU and an embedding round trip per refused
+question; embedded in the background from the first question instead, a question had to
+wait for them or step aside, so the same question was answered or refused by how far a
+background task had got (s65: up to 9 s of waiting under load). :meth:`ValueVectors.load`
+embeds the candidate values of a whole catalog, and the words of their columns, while the
+catalog loads (``services.sql.catalog.CatalogCache.prepare_with``): the catalog is served
+only once they are in, so every question of a load reads the same vectors. The load is
+bounded by work, not by seconds: at most :data:`LOAD_TEXTS_MAX` texts, taken table by
+table in the catalog's order, a table whose texts no longer fit skipped whole (a wide
+warehouse's look-alike copies store the same values, so they add few texts). A question
+whose candidates hold a text the load did not embed reads nothing by this rule, on every
+load alike. The question's own words are embedded with the question (one call of at most
+:data:`_MAX_WORDS` words, held, so a refused question asked again asks the embedder
+nothing). A batch the embedder fails is asked again a few times (:data:`_ATTEMPTS`: a
+service busy at start); an embedder that still fails makes the rule step aside (the
+question stays refused, as without it, its reason saying the values' meanings are not
+loaded yet: :data:`PENDING`), and the catalog, served without the vectors, has them
+embedded again in the background (``CatalogCache``), never by a question.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import re
 from collections.abc import Sequence
@@ -57,127 +63,114 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from services.common import remaining
-from services.sql.catalog import TEXT_TYPES
+from services.sql.catalog import TEXT_TYPES, Catalog
 from services.sql.linker._gradable import CLEAR_MIN
 from services.sql.linker._lookup import named_tables
 from services.sql.linker._meanings import MEANING_MARGIN, MEANING_MIN, PhraseEmbedder, Vectors
 from services.sql.linker._plan import is_key
 from services.sql.linker._unplaced import common_noun
-from services.sql.linker._vocabulary import Vocabulary
+from services.sql.linker._vocabulary import Col, Vocabulary, column_words
 from services.sql.words import tokenize
 
 _log = logging.getLogger("tandem.sql.meanings")
 
 _MAX_WORDS = 3
 # more candidates than a few categorical columns hold is no question of which value a
-# word means: nothing is embedded
+# word means: nothing is read
 _MAX_VALUES = 200
-# the most vectors one vocabulary keeps (a catalog samples far fewer text values);
-# past it the memory starts again, so no sequence of questions grows it without bound
-_HELD_MAX = 20_000
-# a catalog sampling at most this many candidate values has them all embedded in the
-# background when its first question is asked; texts per embedding call
-_PREFILL_MAX = 2_000
+# the most texts (values and the words of their columns) one catalog load embeds: 2,000
+# is what s64 embedded in the background for a whole catalog; a catalog holding more
+# (a wide warehouse) has its first tables' in the catalog's order
+LOAD_TEXTS_MAX = 2_000
+# the most question words one load keeps; past it they start again
+_WORDS_MAX = 20_000
 _BATCH = 32
-# the most of a request's remaining time a question waits for the vectors it needs,
-# and what it keeps for the rest of its reading (a request with less left never
-# waits: a client's tight deadline, the router's last seconds)
-_WAIT_SHARE = 0.5
-_WAIT_RESERVE_S = 2.0
-_MEMO_KEY = ("value vectors", "")
+# each batch is asked this many times before the load gives up, waiting twice as long
+# before each try: the embedding service's 2 s call deadline is missed while every
+# database's load (and a stack's document ingestion) asks it at once at start
+_ATTEMPTS = 3
+_RETRY_S = 0.5
+
+
+# What a refusal adds when the load's vectors are not in (its embedding failed and is
+# being tried again in the background): the question may read otherwise once they are.
+PENDING = (
+    "the meanings of the stored values are still being loaded, so a word that says a "
+    "stored value in other words could not be read; ask again shortly"
+)
 
 
 class ValueVectors:
-    """The vectors embedded so far for one catalog load (one principal's view of it), by
-    text: the sampled values this rule compares words with, and the words (a refused
-    question asked again, as a person or a retrying client does, asks the embedder
-    nothing). The model gives a text one vector whichever column stores it or question
-    says it, so a narrowed catalog of the load shares them.
-
-    Texts are embedded by one background task per call, batch after batch (never a
-    burst of calls that queue every other question's embedding behind them), outside
-    any request: not under the asking request's deadline, which outgoing calls inherit
-    (``services.common.effective_timeout``), and never cancelled with it. A question cut
-    off by its deadline still leaves the vectors for the next one, instead of each
-    retry embedding the same values again and being cut off again (the fault matrix's
-    Ask with retrieval killed). :meth:`prefill` starts the catalog's values when its
-    first question is asked; a question waits only for the batches holding its own
-    texts. A failed batch keeps nothing (the next question asks again)."""
+    """The vectors of one catalog load: its candidate values' and their columns' words,
+    embedded by :meth:`load` while the catalog loads, and the words questions asked about
+    since. The model gives a text one vector whichever column stores it or question says
+    it, so every catalog of the load (a narrowed one, a principal's view) reads them."""
 
     def __init__(self) -> None:
         self.by_text: dict[str, Vectors] = {}
-        self._running: dict[str, tuple[asyncio.Future[Vectors], int]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._prefilled = False
+        self.words: dict[str, Vectors] = {}
+        self.ready = False  # the load's texts are all in ``by_text``
 
-    def prefill(self, embedder: PhraseEmbedder, vocab: Vocabulary) -> None:
-        """Start embedding every candidate value of ``vocab``'s catalog (once per
-        memory; nothing for a catalog sampling more than :data:`_PREFILL_MAX` of them,
-        whose questions embed their own tables' values as they come). A request that
-        could not wait for them starts nothing: the next one with time does."""
-        if self._prefilled or not _may_wait():
-            return
-        self._prefilled = True
-        candidates = _candidates(vocab, None)
-        values = list(dict.fromkeys(v for _, _, v in candidates))
-        if len(values) <= _PREFILL_MAX:
-            texts = [*values, *_column_texts(vocab, candidates).values()]
-            self._start(embedder, [t for t in dict.fromkeys(texts) if t not in self.by_text])
-
-    async def embed(self, embedder: PhraseEmbedder, texts: Sequence[str]) -> Vectors:
-        """One vector per text, in order: held ones at once, running ones awaited, the
-        rest started and awaited; raises as the embedder does."""
-        wanted = list(dict.fromkeys(texts))
-        self._start(embedder, [t for t in wanted if t not in self.by_text])
-        rows = {t: self.by_text[t] for t in wanted if t in self.by_text}
-        waits = {t: self._running[t] for t in wanted if t not in rows}
-        for text, (batch, index) in waits.items():
-            # shielded: a question cancelled here leaves the batch to finish for others
-            rows[text] = (await asyncio.shield(batch))[index]
-        return np.stack([rows[t] for t in texts])
-
-    def _start(self, embedder: PhraseEmbedder, texts: Sequence[str]) -> None:
-        texts = [t for t in texts if t not in self._running]
-        if not texts:
-            return
-        loop = asyncio.get_running_loop()
-        batches: list[tuple[list[str], asyncio.Future[Vectors]]] = []
+    async def load(self, embedder: PhraseEmbedder, catalog: Catalog) -> bool:
+        """Embed the catalog's candidate values and their columns' words (see the
+        module's docstring), batch after batch; True when all are in. A failure keeps
+        nothing (the rule reads nothing on this load until it is loaded again)."""
+        texts = load_texts(catalog)
+        found: dict[str, Vectors] = {}
         for begin in range(0, len(texts), _BATCH):
-            batch, future = texts[begin : begin + _BATCH], loop.create_future()
-            # a failure nobody awaits is no "exception never retrieved" warning
-            future.add_done_callback(lambda f: f.cancelled() or f.exception())
-            for index, text in enumerate(batch):
-                self._running[text] = (future, index)
-            batches.append((batch, future))
-        # an empty context: no request's deadline, trace or principal rides along
-        task = loop.create_task(self._fill(embedder, batches), context=contextvars.Context())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+            batch = texts[begin : begin + _BATCH]
+            for attempt in range(_ATTEMPTS):
+                try:
+                    vectors = await embedder.embed_phrases(batch)
+                    if len(vectors) != len(batch):
+                        raise ValueError("the embedder returned another number of vectors")
+                except Exception as exc:
+                    if attempt + 1 == _ATTEMPTS:
+                        _log.info(
+                            "value vectors not kept: the embedder failed",
+                            extra={"fields": {"error.type": type(exc).__name__}},
+                        )
+                        return False
+                    # a service busy at start (every database's load at once) answers later
+                    await asyncio.sleep(_RETRY_S * 2**attempt)
+                else:
+                    found.update(zip(batch, vectors, strict=True))
+                    break
+        self.by_text, self.ready = found, True
+        return True
 
-    async def _fill(
-        self, embedder: PhraseEmbedder, batches: list[tuple[list[str], asyncio.Future[Vectors]]]
-    ) -> None:
-        for batch, future in batches:
-            try:
-                vectors = await embedder.embed_phrases(batch)
-                if len(vectors) != len(batch):
-                    raise ValueError("the embedder returned another number of vectors")
-            except Exception as exc:
-                _log.info(
-                    "value vectors not kept: the embedder failed",
-                    extra={"fields": {"error.type": type(exc).__name__}},
-                )
-                future.set_exception(exc)
-            else:
-                if len(self.by_text) + len(batch) > _HELD_MAX:
-                    self.by_text.clear()
-                self.by_text.update(zip(batch, vectors, strict=True))
-                future.set_result(vectors)
-            finally:
-                for text in batch:
-                    if self._running.get(text, (None,))[0] is future:
-                        del self._running[text]
+    async def words_of(self, embedder: PhraseEmbedder, words: Sequence[str]) -> Vectors:
+        """One vector per word, in order: held ones at once, the rest embedded (one call,
+        within the asking request); raises as the embedder does."""
+        wanted = [w for w in dict.fromkeys(words) if w not in self.words]
+        if wanted:
+            vectors = await embedder.embed_phrases(wanted)
+            if len(vectors) != len(wanted):
+                raise ValueError("the embedder returned another number of vectors")
+            if len(self.words) + len(wanted) > _WORDS_MAX:
+                self.words.clear()
+            self.words.update(zip(wanted, vectors, strict=True))
+        return np.stack([self.words[w] for w in words])
+
+
+def load_texts(catalog: Catalog) -> list[str]:
+    """What one load embeds: every candidate value of the catalog and the words of its
+    column, table by table in the catalog's order, at most :data:`LOAD_TEXTS_MAX` distinct
+    texts; a table whose new texts do not fit in what is left is skipped whole, and the
+    next tables are still taken (the same catalog always gives the same texts)."""
+    taken: dict[str, None] = {}
+    for table in catalog.tables:
+        words = column_words(table)
+        own: dict[str, None] = {}
+        for column in table.columns:
+            values = _column_candidates(Col(table, column))
+            if values:
+                own.update(dict.fromkeys(values))
+                own[" ".join(words[column.name])] = None
+        new = [t for t in own if t not in taken]
+        if len(taken) + len(new) <= LOAD_TEXTS_MAX:
+            taken.update(dict.fromkeys(new))
+    return list(taken)
 
 
 @dataclass(frozen=True)
@@ -202,82 +195,68 @@ async def value_meanings(
     vocab: Vocabulary,
     question: str,
     words: Sequence[str],
-    memory: ValueVectors | None = None,
+    memory: ValueVectors | None,
 ) -> tuple[ValueMeaning, ...]:
     """``words`` (the nouns a refusal could not place) each read as the sampled value
     the embedder puts clearly nearest (see the module's docstring); a word with no clear
-    value is left out. Empty when the embedder fails (the question stays refused).
-    ``memory``: the catalog load's :class:`ValueVectors` (the vocabulary's own when
-    none is given)."""
+    value is left out. ``memory``: the vectors of the load ``vocab``'s catalog comes
+    from; nothing is read when there is none (a catalog no load prepared), when it holds
+    not every candidate's vector (beyond the load's bound, or its embedding failed), or
+    when the embedder fails on the words (the question stays refused)."""
     words = list(dict.fromkeys(w.lower() for w in words if w and common_noun(question, w)))
-    if not words or len(words) > _MAX_WORDS or not _may_wait():
-        # no time to wait for any vector: nothing is started for a request that could
-        # not use it (the router's last seconds, a client's tight deadline)
+    if not words or len(words) > _MAX_WORDS or memory is None or not memory.ready:
         return ()
     placed = {t.qualified for t in named_tables(vocab, tokenize(question))}
     keep = placed | {e.other(t) for t in placed for e in vocab.graph.edges_of(t)}
     candidates = _candidates(vocab, keep or None)
     if len(candidates) < 2 or len(candidates) > _MAX_VALUES:
         return ()
-    held = memory if memory is not None else _memory_of(vocab)
-    left = remaining()
-    # within a request, waited for no longer than a share of what is left of it, and
-    # not at all with little left: the question is then read as without the rule
-    wait = None if left is None else max(min(left * _WAIT_SHARE, left - _WAIT_RESERVE_S), 0.0)
     columns = _column_texts(vocab, candidates)
-    try:
-        async with asyncio.timeout(wait):
-            vectors = await held.embed(
-                embedder, [*words, *(v for _, _, v in candidates), *columns.values()]
-            )
-    except TimeoutError:
-        _log.info("value meanings skipped: the values are still being embedded")
+    texts = [*(v for _, _, v in candidates), *columns.values()]
+    if any(t not in memory.by_text for t in texts):
+        # a table past the load's bound: the same on every load of this catalog
         return ()
+    try:
+        said = await memory.words_of(embedder, words)
     except Exception as exc:  # optional: the question stays refused
         _log.info(
             "value meanings skipped: the embedder failed",
             extra={"fields": {"error.type": type(exc).__name__}},
         )
         return ()
-    values = vectors[len(words) : len(words) + len(candidates)]
-    column_of = dict(zip(columns, vectors[len(words) + len(candidates) :], strict=True))
+    values = np.stack([memory.by_text[v] for _, _, v in candidates])
+    column_of = {key: memory.by_text[text] for key, text in columns.items()}
     found = []
     for i, word in enumerate(words):
-        scores = values @ vectors[i]
+        scores = values @ said[i]
         ranked = sorted(range(len(candidates)), key=lambda j: -float(scores[j]))
         best, runner = float(scores[ranked[0]]), float(scores[ranked[1]])
-        said = candidates[ranked[0]][2].lower()
-        if best < MEANING_MIN or best - runner < MEANING_MARGIN or said == word:
+        value_said = candidates[ranked[0]][2].lower()
+        if best < MEANING_MIN or best - runner < MEANING_MARGIN or value_said == word:
             continue
         table, column, value = candidates[ranked[0]]
-        if not _names_its_column(vectors[i], column_of[(table, column)]):
+        if not _names_its_column(said[i], column_of[(table, column)]):
             continue
         found.append(ValueMeaning(word, table, column, value, round(best, 4)))
     return tuple(found)
 
 
 def _candidates(vocab: Vocabulary, tables: set[str] | None) -> list[tuple[str, str, str]]:
-    """(table, column, value) for each sampled value with a letter of the text columns
-    (keys aside) of ``tables`` (every table when None)."""
+    """(table, column, value) for each candidate value (:func:`_column_candidates`) of
+    the columns of ``tables`` (every table when None)."""
     return [
         (col.table.qualified, col.column.name, value)
         for col in vocab.columns
-        if (tables is None or col.table.qualified in tables)
-        and col.column.data_type.startswith(TEXT_TYPES)
-        and not is_key(col)
-        for value in dict.fromkeys(col.column.sample_values)
-        if re.search(r"[A-Za-z]", value)
+        if tables is None or col.table.qualified in tables
+        for value in _column_candidates(col)
     ]
 
 
-def _may_wait() -> bool:
-    """Whether the current request (if any) has more than :data:`_WAIT_RESERVE_S` left:
-    one with less never waits for value vectors, so it starts no embedding either. A
-    burst of such requests (the fault matrix's 1.5 s Asks, the router's last seconds)
-    embedding a catalog's values in the background took the CPU their own answers
-    needed: 8 to 31 of them ran past their deadline where main had 4 to 12."""
-    left = remaining()
-    return left is None or left > _WAIT_RESERVE_S
+def _column_candidates(col: Col) -> tuple[str, ...]:
+    """The sampled values with a letter of a text column that is no key."""
+    if not col.column.data_type.startswith(TEXT_TYPES) or is_key(col):
+        return ()
+    return tuple(v for v in dict.fromkeys(col.column.sample_values) if re.search(r"[A-Za-z]", v))
 
 
 def _column_texts(
@@ -295,15 +274,6 @@ def _names_its_column(word: Vectors, column: Vectors) -> bool:
     value ("women": gender), not a kind of row that falls under it ("hospitals",
     "banks": no industry). See the module's docstring for the measured similarities."""
     return float(word @ column) >= CLEAR_MIN
-
-
-def _memory_of(vocab: Vocabulary) -> ValueVectors:
-    held = vocab.word_memo.get(_MEMO_KEY)
-    if isinstance(held, ValueVectors):
-        return held
-    fresh = ValueVectors()
-    vocab.remember(_MEMO_KEY, fresh)
-    return fresh
 
 
 def said_as_values(question: str, meanings: Sequence[ValueMeaning]) -> str:

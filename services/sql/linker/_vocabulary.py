@@ -45,6 +45,22 @@ class Col:
         return (self.table.qualified, self.column.name)
 
 
+def column_words(table: TableInfo) -> dict[str, list[str]]:
+    """The words of each column's name as the linker reads them (stemmed, a prefix every
+    column of the table shares dropped), by column: a table's own, whichever catalog of
+    its load holds it, so what is derived from them once per load (the value vectors of
+    ``linker._valued``) is what every narrowed vocabulary of that load reads."""
+    names = [c.name for c in table.columns]
+    col_prefix = common_prefix(names, minimum=3) if len(names) >= 4 else ""
+    found: dict[str, list[str]] = {}
+    for column in table.columns:
+        cname = column.name
+        if col_prefix and len(cname) > len(col_prefix):
+            cname = cname[len(col_prefix) :]
+        found[column.name] = [stem(w) for w in name_words(cname)]
+    return found
+
+
 class Vocabulary:
     """Name parts of every table and column, their weights, and the stored-value index.
 
@@ -77,14 +93,10 @@ class Vocabulary:
                 name = name[len(table_prefix) :]
             self.table_words[table.qualified] = [stem(w) for w in name_words(name)]
             self.table_aliases[table.qualified] = comment_names(table.comment, head=True)
-            names = [c.name for c in table.columns]
-            col_prefix = common_prefix(names, minimum=3) if len(names) >= 4 else ""
             keys = set(table.primary_key) | {c for fk in table.foreign_keys for c in fk.columns}
+            own_words = column_words(table)
             for column in table.columns:
-                cname = column.name
-                if col_prefix and len(cname) > len(col_prefix):
-                    cname = cname[len(col_prefix) :]
-                words = [stem(w) for w in name_words(cname)]
+                words = own_words[column.name]
                 self.column_words[(table.qualified, column.name)] = words
                 aliases = [] if column.name in keys else comment_names(column.comment)
                 # "(calls, meetings, demos)" lists rows by a stored value: examples
