@@ -517,8 +517,6 @@ _COUNTED = (
 
 
 def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
-    if tree.args.get("group") is not None:
-        return
     # the tables the counting SELECT itself reads: a table read only inside a subquery
     # ("owners that do not have any animals", NOT EXISTS over animal) multiplies no row
     tables = {a: t for (select, a), t in nodes.scoped.items() if select == id(tree)}
@@ -541,11 +539,45 @@ def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: Statement
     others = {t.qualified for t in tables.values()} - {table.qualified}
     for edge in ctx.graph.edges_of(table.qualified):
         if edge.parent == table.qualified and edge.child in others:
+            if _grouped_by_events(tree, nodes, tables, edge.child, table.qualified):
+                continue
             child = edge.child.rsplit(".", 1)[-1]
             raise LinkError(
                 f"the statement counts {table.name} joined to {child}, whose rows refer to "
                 f"them: each {table.name} row is counted once per {child} row"
             )
+
+
+def _grouped_by_events(
+    tree: exp.Select,
+    nodes: StatementNodes,
+    tables: dict[str, TableInfo],
+    child: str,
+    counted: str,
+) -> bool:
+    """Whether a grouped count's groups are sets of the referring rows (events): some
+    grouping column is of the referring table, or of another table joined to it (not the
+    counted one). "How many
+    courses does each teacher teach?" over ``course`` joined to ``course_arrange``,
+    grouped by the teacher reached through the arrangements, counts one row per course
+    taught, as Spider's gold reads it; grouped by nothing, or by the counted table's own
+    columns or a table it refers to itself ("how many orders has each customer placed",
+    over ``orders`` joined to ``order_details`` and grouped by the customer), each
+    counted row is repeated once per referring row."""
+    group = tree.args.get("group")
+    if group is None:
+        return False
+    children = {a for a, t in tables.items() if t.qualified == child}
+    beside = set(children)
+    for eq in nodes.equalities:
+        left, right = eq.this, eq.expression
+        if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+            if left.table in children:
+                beside.add(right.table)
+            if right.table in children:
+                beside.add(left.table)
+    beside -= {a for a, t in tables.items() if t.qualified == counted}
+    return any(c.table in beside for c in group.find_all(exp.Column))
 
 
 # "who <verb> the X …": the verb, then the object up to the first word that starts a clause
