@@ -41,7 +41,8 @@ counts is the rows the question counts.
 - **A count the joins multiply.** "How many templates of type CV" counted over documents
   joined to templates counts documents: a count of rows is wrong when the statement joins
   the counted table to a table whose rows refer to it (one template, many documents),
-  unless it groups. Likewise one count of a reference column, not distinct and ungrouped
+  unless it groups by a column of the referring rows or of a table joined to them (the
+  counted table's own: the referring rows per counted row). Likewise one count of a reference column, not distinct and ungrouped
   (``COUNT(car_names.model)``), counts the referring rows, not the rows referred to.
 - **Who did it, answered with what was done.** "Who makes the biologic drugs?" asks for
   the agent of a relation, someone other than its object: a question that opens "who"
@@ -539,7 +540,7 @@ def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: Statement
     others = {t.qualified for t in tables.values()} - {table.qualified}
     for edge in ctx.graph.edges_of(table.qualified):
         if edge.parent == table.qualified and edge.child in others:
-            if _grouped_by_events(tree, nodes, tables, edge.child, table.qualified):
+            if _grouped_by_events(tree, nodes, tables, edge.child):
                 continue
             child = edge.child.rsplit(".", 1)[-1]
             raise LinkError(
@@ -549,21 +550,17 @@ def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: Statement
 
 
 def _grouped_by_events(
-    tree: exp.Select,
-    nodes: StatementNodes,
-    tables: dict[str, TableInfo],
-    child: str,
-    counted: str,
+    tree: exp.Select, nodes: StatementNodes, tables: dict[str, TableInfo], child: str
 ) -> bool:
-    """Whether a grouped count's groups are sets of the referring rows (events): some
-    grouping column is of the referring table, or of another table joined to it (not the
-    counted one). "How many
-    courses does each teacher teach?" over ``course`` joined to ``course_arrange``,
-    grouped by the teacher reached through the arrangements, counts one row per course
-    taught, as Spider's gold reads it; grouped by nothing, or by the counted table's own
-    columns or a table it refers to itself ("how many orders has each customer placed",
-    over ``orders`` joined to ``order_details`` and grouped by the customer), each
-    counted row is repeated once per referring row."""
+    """Whether a grouped count's groups are sets of the referring rows: some grouping
+    column is of the referring table or of a table joined to it. "How many courses does
+    each teacher teach?" over ``course`` joined to ``course_arrange``, grouped by the
+    teacher reached through the arrangements, counts one row per course taught, as
+    Spider's gold reads it; grouped by the counted table's own columns it counts the
+    referring rows of each ("the car makers of each country"). Grouped by nothing, or
+    by a table only the counted table reaches ("how many orders has each customer
+    placed", over ``order_details`` joined to ``orders`` and grouped by the customer the
+    orders refer to), each counted row is repeated once per referring row."""
     group = tree.args.get("group")
     if group is None:
         return False
@@ -576,7 +573,6 @@ def _grouped_by_events(
                 beside.add(right.table)
             if right.table in children:
                 beside.add(left.table)
-    beside -= {a for a, t in tables.items() if t.qualified == counted}
     return any(c.table in beside for c in group.find_all(exp.Column))
 
 
