@@ -45,6 +45,14 @@ def test_a_count_of_orders_grouped_by_their_customer_over_their_lines_is_refused
             "JOIN public.products AS t2 ON t2.product_id = t1.product_id "
             "GROUP BY t2.product_name",
         ),
+        (  # groups reached through the lines, two joins on (the singers per stadium shape)
+            "How many orders contain products from each supplier?",
+            "SELECT t3.company_name AS company_name, COUNT(*) AS count FROM public.orders AS t0 "
+            "JOIN public.order_details AS t1 ON t1.order_id = t0.order_id "
+            "JOIN public.products AS t2 ON t2.product_id = t1.product_id "
+            "JOIN public.suppliers AS t3 ON t3.supplier_id = t2.supplier_id "
+            "GROUP BY t3.company_name",
+        ),
     ],
 )
 def test_orders_counted_themselves_or_per_what_their_lines_refer_to_pass(
