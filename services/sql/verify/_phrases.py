@@ -97,6 +97,7 @@ from services.sql.verify._rankings import (
 )
 from services.sql.verify._referenced_only import check_referenced_only
 from services.sql.verify._restricted import check_restricted
+from services.sql.verify._self_reference import check_named_through_self_reference
 from services.sql.verify._statement import read_statement
 from services.sql.verify._superlative_row import check_superlative_row
 from services.sql.verify._table_values import check_table_named_as_a_value
@@ -166,6 +167,7 @@ def verify_statement(ctx: LinkContext, sql: str) -> None:
     check_outputs(ctx, tree, nodes)
     check_superlative_row(ctx, tree)
     check_whose_names(ctx, tree, nodes)
+    check_named_through_self_reference(ctx, tree, nodes)
     check_terms_computed(ctx, tree)
     check_ranked_by_a_count(text, tree)
     check_ranked_by_the_date_said(ctx, tree, nodes)
