@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
 from services.sql.linker._vocabulary import Col
 
@@ -48,3 +49,23 @@ def reference_named(ctx: LinkContext, words: Sequence[str], col: Col) -> Col:
     top = max(s for s, _ in better)
     best = [c for s, c in better if abs(s - top) < 1e-9]
     return best[0] if len(best) == 1 else col
+
+
+def names_only_its_target(
+    ctx: LinkContext, words: Sequence[str], col: Col, table: TableInfo
+) -> bool:
+    """Whether the words name ``col`` only by naming the table it holds keys of ("each
+    customer placed": ``orders.customer_id`` holds customers' keys, and "customer" is all
+    the words say of it). The grouping is then the rows of that table, shown by their
+    labels, as "each customer" alone is read: the key column is only the way to them.
+
+    Without this the reading rested on how much of the column's name the table word
+    covers, which is weighed against every other column name of the database: adding
+    three tables with ``_id`` columns lowered the weight of ``id``, raised
+    ``customer_id``'s score past the lookup's threshold, and "How many orders has each
+    customer placed? Give the company name" lost its customers (grouped by the bare key,
+    the company name no longer reached)."""
+    if col.table.qualified == table.qualified or not holds_keys_of(ctx, col, table.qualified):
+        return False
+    rest = [w for w in words if ctx.vocab.table_score([w], table) <= 0]
+    return len(rest) < len(words) and (not rest or ctx.vocab.column_score(rest, col) == 0)

@@ -27,7 +27,7 @@ from services.sql.linker._plan import (
     refines,
     same_measure,
 )
-from services.sql.linker._references import reference_named
+from services.sql.linker._references import names_only_its_target, reference_named
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses import PREPOSITIONS
 from services.sql.words import (
@@ -143,6 +143,8 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
         if col is not None:
             col = reference_named(ctx, words, col)
         tables = ctx.vocab.tables_named(words)
+        if col is not None and tables and names_only_its_target(ctx, words, col, tables[0][0]):
+            col = None  # "each customer placed": the customers, not orders.customer_id
         measured = {m.table.qualified for m in plan.measures if m.table is not None}
         measured |= {m.col.table.qualified for m in plan.measures if m.col is not None}
         if (
