@@ -4,7 +4,10 @@ Fuller?": the employees whose ``reports_to`` is Fuller's key), the value compare
 referred row and the referring rows shown by their key and names. Found on northwind's
 employees (services/bench/golden/conversations_sql-unseen_v8.json, northwind-e2); the
 schema here is invented in its shape. Where the self-joined statement does not answer the
-question (a count the as-asked reading did not count), the refusal stands."""
+question (a count the as-asked reading did not count), the refusal stands. A phrase that
+names the referred row ("the name of the person they are mentored by") shows its names
+beside each row listed (northwind-e4), and a follow-up's condition on such an answer is
+on the rows listed, not on the row each refers to."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from datetime import date
 import pytest
 
 from services.sql.catalog._catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
+from services.sql.conversation import Prior, Relation, built
 from services.sql.linker import LinkError
 from tests.unit.sql.schemas import linked_sql
 
@@ -90,3 +94,26 @@ def test_a_count_beside_the_referred_row_is_not_read_so() -> None:
             _staff(declared=True),
             TODAY,
         )
+
+
+class _Linker:
+    """The linker's seam for a follow-up's condition: the statement it reads "in Oslo"
+    as, over the staff table alone."""
+
+    async def __call__(self, question: str) -> str | None:
+        if "Oslo" not in question:
+            return None
+        return "SELECT t0.staff_id FROM public.staff AS t0 WHERE t0.office = 'Oslo'"
+
+
+async def test_a_follow_up_condition_on_a_self_joined_answer_is_on_its_own_rows() -> None:
+    # "only the ones in Oslo" after the staff listed beside their mentors: the rows listed
+    # are the referring ones (t0); the mentor joined as t1 is not what "the ones" are
+    earlier = (
+        "SELECT t0.given_name, t0.family_name, t1.given_name AS mentored_by_given_name "
+        "FROM public.staff AS t0 JOIN public.staff AS t1 ON t1.staff_id = t0.mentored_by"
+    )
+    prior = Prior(earlier, Relation.FILTER, condition="in Oslo")
+    sql = (await built(earlier, prior, _staff(declared=True), _Linker()))[0]
+    assert "t0.office = 'Oslo'" in " ".join(sql.split())
+    assert "t1.office" not in sql
