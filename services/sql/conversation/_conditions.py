@@ -31,7 +31,7 @@ from services.sql.conversation._inhabitants import as_place
 from services.sql.conversation._leading import name_holders, names_capitalised
 from services.sql.conversation._semijoin import rival, semi_joined
 from services.sql.conversation._statement import FollowUpError, parse, readable, sources
-from services.sql.linker import unsaid_season
+from services.sql.linker import referred_aliases, unsaid_season
 from services.sql.words import stem
 
 # A question to its statement (None when it does not link): the ask pipeline's reading.
@@ -325,9 +325,10 @@ def _placed(
         if column.table and column.table.lower() in renamed:
             column.set("table", exp.to_identifier(renamed[column.table.lower()]))
     earlier: dict[str, str] = {}  # qualified table → its alias in the earlier statement
+    referred = referred_aliases(select, catalog)  # a self-join's other row: not the rows
     for source in sources(select):
         info = table_for(catalog, source)
-        if info is None:
+        if info is None or source.alias_or_name in referred:
             continue
         if info.qualified in earlier:
             earlier[info.qualified] = ""  # met twice: which one is meant is not known

@@ -34,6 +34,8 @@ One module per step, in the order a question goes through them:
 - ``_conditions``: filters, anti- and semi-joins, text patterns, flags and states;
 - ``_shares``: shares of a whole and ratios of two counts;
 - ``_seasons``: a season said where the data keeps months, refused naming them;
+- ``_self_join``: a table's reference to itself said in the question ("who reports to
+  Andrew Fuller?", "the person they report to") read through the table joined to itself;
 - ``_naming``: result-column names and the plain-words interpretation;
 - ``_places``: places named in full read as their stored code, said in the interpretation;
 - ``_coverage``: every content word explained, or the question refused;
@@ -86,6 +88,12 @@ from services.sql.linker._meanings import (
 from services.sql.linker._measures import COUNT_CUES
 from services.sql.linker._plan import Linked, LinkError, entity_columns, is_temporal
 from services.sql.linker._seasons import unsaid_season
+from services.sql.linker._self_join import (
+    SelfReference,
+    referred_aliases,
+    said_after,
+    self_references,
+)
 from services.sql.linker._terms import prose_of_definitions
 from services.sql.linker._unplaced import unplaced_meanings
 from services.sql.linker._valued import (
@@ -116,6 +124,7 @@ __all__ = [
     "PhraseEmbedder",
     "QuestionLinker",
     "Recorded",
+    "SelfReference",
     "StatementCheck",
     "ValueMeaning",
     "ValueVectors",
@@ -141,7 +150,10 @@ __all__ = [
     "passive_count_said",
     "prose_of_definitions",
     "read_question",
+    "referred_aliases",
+    "said_after",
     "said_as_values",
+    "self_references",
     "shown_instead",
     "unexplained",
     "unplaced_meanings",

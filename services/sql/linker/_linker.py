@@ -42,6 +42,7 @@ from services.sql.linker._plan import (
 from services.sql.linker._reading import RESULT_WORDS, clean_item, split_items
 from services.sql.linker._rephrasing import listed_bare, rephrased
 from services.sql.linker._seasons import unsaid_season
+from services.sql.linker._self_join import referred_asked, referred_shown, self_joined
 from services.sql.linker._shape import link_groups, link_ordering, read_limit
 from services.sql.linker._shares import link_share
 from services.sql.linker._shown import shown_as_asked, two_sentences
@@ -346,6 +347,41 @@ class QuestionLinker:
             return None
         return replace(rows, sql=sql, explanation=f"{rows.explanation} Read {meaning.text()}.")
 
+    def _read_self_joined(self) -> Linked | None:
+        """A table's reference to itself said in the question, read through the table
+        joined to itself (``_self_join``): a value said after the reference's words
+        ("who reports to Andrew Fuller?") compared on the row referred to, where the
+        as-asked statement compares it on the rows answered and is refused for it; or a
+        phrase naming the referred row ("with the name of the person they report to")
+        shown beside each row the rest of the question lists. Each is checked like any
+        other statement and said in the interpretation; None without such words."""
+        question, vocab, today, glossary, instructions, meanings = self._inputs
+        catalog = vocab.catalog
+        if not catalog.joins and not any(t.foreign_keys for t in catalog.tables):
+            return None
+        referred = referred_asked(catalog, question)
+        asked = referred.rest if referred is not None else question
+        unchecked = QuestionLinker(
+            asked, vocab, today, glossary, instructions, check=_unchecked, meanings=meanings
+        )
+        try:
+            linked = unchecked._link()
+        except LinkError:
+            return None
+        if referred is not None:
+            found = referred_shown(catalog, referred, linked.sql)
+            if found is not None:
+                self.context.known.add(referred.noun)
+        else:
+            found = self_joined(catalog, self.context.low, linked.sql)
+        if found is None:
+            return None
+        try:
+            self._check(self.context, found.sql)
+        except LinkError:
+            return None
+        return replace(linked, sql=found.sql, explanation=f"{linked.explanation} {found.note}")
+
     def _as_if_asked(self, question: str) -> Linked:
         """``question`` linked in this one's place: the same schema, day, definitions,
         instructions, meanings and checks (a rephrasing, or one sentence of two)."""
@@ -404,6 +440,10 @@ class QuestionLinker:
             raise
         self._check(self.context, linked.sql)
         return linked
+
+
+def _unchecked(ctx: LinkContext, sql: str) -> None:
+    """No check: a reading that says a refused statement otherwise checks what it says."""
 
 
 def uses_definitions(ctx: LinkContext) -> bool:
@@ -604,6 +644,7 @@ BEFORE_AS_ASKED: tuple[Reading, ...] = (
 # The order is pinned, with why each neighbour sits where it does, by
 # tests/unit/sql/test_sql_reading_order.py: a reading added or moved changes it there too.
 AFTER_REFUSAL: tuple[Reading, ...] = (
+    QuestionLinker._read_self_joined,
     QuestionLinker._read_converted,
     QuestionLinker._read_led,
     QuestionLinker._read_rephrased,

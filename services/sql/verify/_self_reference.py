@@ -13,21 +13,16 @@ and that alias is not the referred-to side of a join through the reference
 (``e.reports_to = m.employee_id`` with the name on ``m`` is the right reading). The
 reference is any single-column reference from a table to itself, declared or among the
 catalog's read joins; its words are its column's name, each part matched by its stem ("report"
-in "reports to", "report to").
+in "reports to", "report to"). Both are read as the linker's ``_self_join`` reads them,
+which says such a question through the table joined to itself.
 """
 
 from __future__ import annotations
 
-import re
-
 from sqlglot import exp
 
-from services.sql.catalog import Catalog
-from services.sql.linker import LinkContext, LinkError
+from services.sql.linker import LinkContext, LinkError, said_after, self_references
 from services.sql.verify._statement import StatementNodes, column_name
-from services.sql.words import name_words, stem
-
-_LEAD = r"\s+(?:the\s+|a\s+|an\s+)?"
 
 
 def check_named_through_self_reference(
@@ -37,8 +32,9 @@ def check_named_through_self_reference(
     compared on the rows answered (see the module's docstring)."""
     if not isinstance(tree, exp.Select):
         return
-    for table, child, parent in self_references(ctx.catalog):
-        after = _said_after(ctx.low, child)
+    for ref in self_references(ctx.catalog):
+        table, child, parent = ref.table, ref.child, ref.parent
+        after = said_after(ctx.low, child)
         if not after:
             continue
         for alias, value in _outer_values(tree, nodes, table):
@@ -51,39 +47,6 @@ def check_named_through_self_reference(
                 f"'{value}' follows the words of {name}.{child}, so it names the row {child} "
                 "refers to; the statement filters the rows it answers with by it instead"
             )
-
-
-def self_references(catalog: Catalog) -> list[tuple[str, str, str]]:
-    """(table, referring column, referred column) of each single-column reference from a
-    table to its own rows: declared, or among the catalog's read joins (the join graph
-    leaves these out: a path never runs through them)."""
-    found: list[tuple[str, str, str]] = []
-    for table in catalog.tables:
-        for fk in table.foreign_keys:
-            parent = catalog.table(fk.referenced_table)
-            if (
-                parent is not None
-                and parent.qualified == table.qualified
-                and len(fk.columns) == 1
-                and len(fk.referenced_columns) == 1
-            ):
-                found.append((table.qualified, fk.columns[0], fk.referenced_columns[0]))
-    for join in catalog.joins or ():
-        if join.child == join.parent and len(join.child_columns) == 1:
-            one = (join.child, join.child_columns[0], join.parent_columns[0])
-            if one not in found:
-                found.append(one)
-    return found
-
-
-def _said_after(low: str, column: str) -> list[str]:
-    """The question's text right after each place it says the column's name, part by
-    part ("reports to" / "report to" for ``reports_to``)."""
-    parts = [stem(p) for p in name_words(column)]
-    if not parts:
-        return []
-    said = r"\b" + r"\s+".join(re.escape(p) + r"\w*" for p in parts) + _LEAD
-    return [low[m.end() :] for m in re.finditer(said, low)]
 
 
 def _outer_values(tree: exp.Select, nodes: StatementNodes, table: str) -> list[tuple[str, str]]:

@@ -33,6 +33,11 @@ TODAY = date(2026, 11, 30)
 # shapes that do not meet, or meet only through ``_as_if_asked``, whose inner readings
 # reach the same statement either way.
 AFTER_REFUSAL_ORDER = {
+    ("_read_self_joined", "_read_converted"): (
+        "first: it says the as-asked statement otherwise (a value after a self-reference's "
+        "words moved to the row referred to) and reads no other question; where it does "
+        "not apply it returns None at once, so it changes no other reading's question"
+    ),
     ("_read_converted", "_read_led"): (
         "apart: a number said in another unit than its column declares reads the same "
         "question with the number restated; it names no value two stored names begin"
