@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf import json_format
 
 from services.cli._client import render_table
-from services.cli._plumbing import CliError, _common, _handler, _metadata, _stub
+from services.cli._plumbing import CliError, call_metadata, common_arguments, gateway_stub, handled
 from tandem.v1 import gateway_service_pb2 as gpb
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def register(commands: Commands) -> None:
     audit.add_argument("--since", default="", help="from this ISO time on, e.g. 2026-01-31")
     audit.add_argument("--until", default="", help="before this ISO time")
     audit.add_argument("--limit", type=int, default=0, help="at most this many events (0: all)")
-    _common(audit)
+    common_arguments(audit)
     audit.set_defaults(handler=_audit)
 
 
@@ -91,12 +91,12 @@ def row(event: gpb.AuditEvent) -> list[str]:
     ]  # fmt: skip
 
 
-@_handler
+@handled
 def _audit(args: argparse.Namespace) -> int:
-    channel, stub = _stub(args)
+    channel, stub = gateway_stub(args)
     found: list[gpb.AuditEvent] = []
     with channel:
-        for event in events(stub, request_for(args), _metadata(args), args.timeout):
+        for event in events(stub, request_for(args), call_metadata(args), args.timeout):
             found.append(event)
             if args.json:
                 sys.stdout.write(json.dumps(json_format.MessageToDict(event)) + "\n")

@@ -16,13 +16,13 @@ import grpc
 
 from services.cli._client import ASK_MODES, render_answer
 from services.cli._plumbing import (
-    _common,
-    _enum,
-    _handler,
-    _json,
-    _metadata,
-    _stub,
+    call_metadata,
+    common_arguments,
     describe_rpc_error,
+    enum_name,
+    gateway_stub,
+    handled,
+    print_json,
 )
 from tandem.v1 import gateway_service_pb2 as gpb
 from tandem.v1 import gateway_service_pb2_grpc as gpb_grpc
@@ -51,7 +51,7 @@ def register(commands: Commands) -> None:
         default="auto",
         help="auto: plan; retrieve: one search; agentic: RAG loop; sql",
     )
-    _common(chat)
+    common_arguments(chat)
     chat.set_defaults(handler=_chat)
 
     conversations = commands.top.add_parser(
@@ -60,11 +60,11 @@ def register(commands: Commands) -> None:
     actions = conversations.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="most recently active first")
     listing.add_argument("--page-size", type=int, default=50)
-    _common(listing)
+    common_arguments(listing)
     listing.set_defaults(handler=_list)
     delete = actions.add_parser("delete", help="delete one conversation and its turns")
     delete.add_argument("conversation_id")
-    _common(delete)
+    common_arguments(delete)
     delete.set_defaults(handler=_delete)
 
 
@@ -119,15 +119,15 @@ def chat_loop(
     return conversation_id
 
 
-@_handler
+@handled
 def _chat(args: argparse.Namespace) -> int:
-    channel, stub = _stub(args)
+    channel, stub = gateway_stub(args)
     with channel:
         interactive = sys.stdin.isatty()
         if interactive:
             print("Ask a question; follow-ups are answered in context. 'exit' stops.")
         conversation_id = chat_loop(
-            stub, sys.stdin, sys.stdout, metadata=_metadata(args),
+            stub, sys.stdin, sys.stdout, metadata=call_metadata(args),
             conversation_id=args.conversation, timeout=args.timeout,
             address=str(args.gateway or ""), prompt=interactive,
             mode=args.mode, database=args.database,
@@ -137,16 +137,16 @@ def _chat(args: argparse.Namespace) -> int:
     return 0
 
 
-@_handler
+@handled
 def _list(args: argparse.Namespace) -> int:
-    channel, stub = _stub(args)
+    channel, stub = gateway_stub(args)
     with channel:
         reply = stub.ListConversations(
             gpb.GatewayServiceListConversationsRequest(page_size=args.page_size),
-            metadata=_metadata(args), timeout=args.timeout,
+            metadata=call_metadata(args), timeout=args.timeout,
         )  # fmt: skip
     if args.json:
-        _json(reply, sys.stdout)
+        print_json(reply, sys.stdout)
         return 0
     for item in reply.conversations:
         when = item.update_time.ToDatetime().strftime("%Y-%m-%d %H:%M")
@@ -156,16 +156,16 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-@_handler
+@handled
 def _delete(args: argparse.Namespace) -> int:
-    channel, stub = _stub(args)
+    channel, stub = gateway_stub(args)
     with channel:
         reply = stub.DeleteConversation(
             gpb.GatewayServiceDeleteConversationRequest(conversation_id=args.conversation_id),
-            metadata=_metadata(args), timeout=args.timeout,
+            metadata=call_metadata(args), timeout=args.timeout,
         )  # fmt: skip
     if args.json:
-        _json(reply, sys.stdout)
+        print_json(reply, sys.stdout)
     else:
         print(f"deleted {args.conversation_id} ({reply.turns_deleted} turns)")
     return 0
@@ -173,4 +173,4 @@ def _delete(args: argparse.Namespace) -> int:
 
 def kind_name(kind: int) -> str:
     """A follow-up kind as the CLI prints it."""
-    return _enum(qpb.FollowUpKind, kind, "FOLLOW_UP_KIND_").lower()
+    return enum_name(qpb.FollowUpKind, kind, "FOLLOW_UP_KIND_").lower()

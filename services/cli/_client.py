@@ -27,14 +27,14 @@ from grpc_status import rpc_status
 from services.cli import _sql_memory
 from services.cli._plumbing import (
     CliError,
-    _common,
-    _enum,
-    _handler,
-    _json,
-    _metadata,
-    _ms,
-    _stub,
-    _timings,
+    as_ms,
+    call_metadata,
+    common_arguments,
+    enum_name,
+    gateway_stub,
+    handled,
+    print_json,
+    timings_text,
 )
 from services.common.formats import extracted_suffixes, formats_phrase, suffixes
 from tandem.v1 import common_pb2 as cpb
@@ -108,7 +108,7 @@ def register(commands: Commands) -> None:
         metavar="ID",
         help="continue this conversation (follow-ups like 'and in 2024?' are resolved in it)",
     )
-    _common(ask)
+    common_arguments(ask)
     ask.set_defaults(handler=_ask)
 
     search = commands.top.add_parser(
@@ -120,7 +120,7 @@ def register(commands: Commands) -> None:
     search.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
     search.add_argument("--top-k", type=int, default=10, help="hits to return (at most 100)")
     search.add_argument("--category", action="append", default=[], help="only this category")
-    _common(search)
+    common_arguments(search)
     search.set_defaults(handler=_search)
 
     sql = commands.top.add_parser(
@@ -151,7 +151,7 @@ def register(commands: Commands) -> None:
     sql.add_argument("--corrected-sql", default="", help="feedback wrong: the right statement")
     sql.add_argument("--note", default="", help="feedback: a short note (500 characters)")
     _chart_option(sql)
-    _common(sql)
+    common_arguments(sql)
     sql.set_defaults(handler=_sql)
 
     ingest = commands.top.add_parser(
@@ -175,7 +175,7 @@ def register(commands: Commands) -> None:
         "IP_ADDRESS (secrets are always redacted)",
     )
     ingest.add_argument("--batch", type=int, default=32, help="documents per request")
-    _common(ingest)
+    common_arguments(ingest)
     # A batch may take as long as the gateway allows ingest (GATEWAY_INGEST_DEADLINE_S,
     # 300 s): the common 60 s once cut a large file off with nothing stored.
     ingest.set_defaults(handler=_ingest, timeout=300.0)
@@ -247,15 +247,15 @@ def _ask_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-@_handler
+@handled
 def _ask(args: argparse.Namespace) -> int:
-    channel, stub = _stub(args)
+    channel, stub = gateway_stub(args)
     with channel:
         if args.stream:
             return _ask_stream(args, stub, sys.stdout)
         reply = stub.Ask(
             gpb.GatewayServiceAskRequest(**_ask_options(args)),
-            metadata=_metadata(args),
+            metadata=call_metadata(args),
             timeout=args.timeout,
         )
     if args.chart is not None:
@@ -263,7 +263,7 @@ def _ask(args: argparse.Namespace) -> int:
         chosen = drawn[0] if drawn else spb.Chart(reason="no SQL result to draw")
         print(describe_chart(chosen, args.chart), file=sys.stderr)
     if args.json:
-        _json(reply, sys.stdout)
+        print_json(reply, sys.stdout)
     elif args.format == "csv":
         return _write_csv(reply.answer, sys.stdout)
     else:
@@ -275,7 +275,7 @@ def _ask(args: argparse.Namespace) -> int:
 
 def describe_chart(chart: spb.Chart, path: Path | None) -> str:
     """One line on the result's chart; with ``path``, its Vega-Lite spec written there."""
-    kind = _enum(spb.ChartKind, chart.kind, "CHART_KIND_").lower()
+    kind = enum_name(spb.ChartKind, chart.kind, "CHART_KIND_").lower()
     if not chart.vega_lite:
         return f"Chart: none ({chart.reason or 'none drawn'})"
     if path is None:
@@ -333,7 +333,7 @@ def write_rows_csv(result: spb.SqlResult, out: TextIO) -> None:
 def _ask_stream(args: argparse.Namespace, stub: gpb_grpc.GatewayServiceStub, out: TextIO) -> int:
     events = stub.StreamAsk(
         gpb.GatewayServiceStreamAskRequest(**_ask_options(args)),
-        metadata=_metadata(args),
+        metadata=call_metadata(args),
         timeout=args.timeout,
     )
     streamed_text = False
@@ -345,15 +345,17 @@ def _ask_stream(args: argparse.Namespace, stub: gpb_grpc.GatewayServiceStub, out
         kind = event.WhichOneof("event")
         if kind == "plan":
             steps = ", ".join(
-                f"{s.step_id}:{_enum(qpb.Tool, s.tool, 'TOOL_')}" for s in event.plan.steps
+                f"{s.step_id}:{enum_name(qpb.Tool, s.tool, 'TOOL_')}" for s in event.plan.steps
             )
             print(f"· plan r{event.plan.revision}: {steps}", file=sys.stderr, flush=True)
         elif kind == "step_started":
             print(f"· {event.step_started.step_id} started", file=sys.stderr, flush=True)
         elif kind == "step_finished":
             record = event.step_finished.step
-            status = _enum(qpb.StepStatus, record.status, "STEP_STATUS_")
-            print(f"· {record.step_id} {status.lower()} ({_ms(record.duration)})", file=sys.stderr)
+            status = enum_name(qpb.StepStatus, record.status, "STEP_STATUS_")
+            print(
+                f"· {record.step_id} {status.lower()} ({as_ms(record.duration)})", file=sys.stderr
+            )
         elif kind == "answer_delta":
             out.write(event.answer_delta.text)
             out.flush()
@@ -391,32 +393,32 @@ def render_answer(answer: qpb.Answer, *, include_text: bool = True) -> str:
                 title += f", {citation.section}"
             lines.append(f"  [{citation.passage_id}] {title}" + (f" — {where}" if where else ""))
         lines.append("")
-    route = _enum(qpb.Route, answer.route, "ROUTE_")
-    outcome = _enum(qpb.AnswerOutcome, answer.outcome, "ANSWER_OUTCOME_")
+    route = enum_name(qpb.Route, answer.route, "ROUTE_")
+    outcome = enum_name(qpb.AnswerOutcome, answer.outcome, "ANSWER_OUTCOME_")
     why = f" ({answer.refusal_reason})" if answer.refusal_reason else ""
     lines.append(
-        f"Route: {route.lower()} · mode {_enum(qpb.AskMode, answer.mode, 'ASK_MODE_').lower()}"
+        f"Route: {route.lower()} · mode {enum_name(qpb.AskMode, answer.mode, 'ASK_MODE_').lower()}"
         f" · outcome {outcome.lower()}{why} · confidence {answer.confidence:.2f}"
         f" · tool calls {answer.tool_calls}"
     )
     if answer.timings:
         lines.append(
-            "Timings: " + " · ".join(f"{t.stage} {_ms(t.duration)}" for t in answer.timings)
+            "Timings: " + " · ".join(f"{t.stage} {as_ms(t.duration)}" for t in answer.timings)
         )
     if answer.conversation_id:
-        kind = _enum(qpb.FollowUpKind, resolution.kind, "FOLLOW_UP_KIND_").lower()
+        kind = enum_name(qpb.FollowUpKind, resolution.kind, "FOLLOW_UP_KIND_").lower()
         lines.append(f"Conversation: {answer.conversation_id} · {kind}")
     if answer.degraded:
         reasons = ", ".join(
-            f"{d.component}: {_enum(cpb.DegradationReason, d.reason, 'DEGRADATION_REASON_')}"
+            f"{d.component}: {enum_name(cpb.DegradationReason, d.reason, 'DEGRADATION_REASON_')}"
             for d in answer.degradations
         )
         lines.append(f"Degraded: {reasons or 'yes'}")
     for step in answer.trajectory:
-        status = _enum(qpb.StepStatus, step.status, "STEP_STATUS_").lower()
+        status = enum_name(qpb.StepStatus, step.status, "STEP_STATUS_").lower()
         lines.append(
-            f"  step {step.step_id} {_enum(qpb.Tool, step.tool, 'TOOL_').lower()} {status} "
-            f"{_ms(step.duration)} results={step.result_count} ({step.argument_summary})"
+            f"  step {step.step_id} {enum_name(qpb.Tool, step.tool, 'TOOL_').lower()} {status} "
+            f"{as_ms(step.duration)} results={step.result_count} ({step.argument_summary})"
         )
     return "\n".join(lines) + "\n"
 
@@ -424,9 +426,9 @@ def render_answer(answer: qpb.Answer, *, include_text: bool = True) -> str:
 # -- search and sql -------------------------------------------------------------------
 
 
-@_handler
+@handled
 def _search(args: argparse.Namespace) -> int:
-    channel, stub = _stub(args)
+    channel, stub = gateway_stub(args)
     with channel:
         reply = stub.Search(
             gpb.GatewayServiceSearchRequest(
@@ -435,11 +437,11 @@ def _search(args: argparse.Namespace) -> int:
                 top_k=args.top_k,
                 filter=rpb.SearchFilter(categories=args.category),
             ),
-            metadata=_metadata(args),
+            metadata=call_metadata(args),
             timeout=args.timeout,
         )
     if args.json:
-        _json(reply, sys.stdout)
+        print_json(reply, sys.stdout)
         return 0
     if reply.degraded:
         reasons = ", ".join(f"{d.component}: {d.message}" for d in reply.degradations)
@@ -453,7 +455,7 @@ def _search(args: argparse.Namespace) -> int:
         snippet = " ".join(hit.text.split())
         print(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
     if reply.timings:
-        print(_timings(reply.timings))
+        print(timings_text(reply.timings))
     return 0
 
 
@@ -478,11 +480,11 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line, rule, *body])
 
 
-@_handler
+@handled
 def _sql(args: argparse.Namespace) -> int:
     if _sql_memory.is_command(args.question):
         return _sql_memory.run(args)
-    channel, stub = _stub(args)
+    channel, stub = gateway_stub(args)
     with channel:
         reply = stub.AskSql(
             gpb.GatewayServiceAskSqlRequest(
@@ -491,13 +493,13 @@ def _sql(args: argparse.Namespace) -> int:
                 max_rows=args.max_rows,
                 instructions=args.instructions,
             ),
-            metadata=_metadata(args),
+            metadata=call_metadata(args),
             timeout=args.timeout,
         )
     if args.json:
-        _json(reply, sys.stdout)
+        print_json(reply, sys.stdout)
         return 0
-    outcome = _enum(spb.SqlAskOutcome, reply.outcome, "SQL_ASK_OUTCOME_").lower()
+    outcome = enum_name(spb.SqlAskOutcome, reply.outcome, "SQL_ASK_OUTCOME_").lower()
     if reply.outcome != spb.SQL_ASK_OUTCOME_ANSWERED:
         why = f" ({reply.refusal_reason})" if reply.refusal_reason else ""
         print(f"Outcome: {outcome}{why}. {reply.message}")
@@ -530,7 +532,7 @@ def _sql(args: argparse.Namespace) -> int:
             + ")"
         )
     if reply.timings:
-        print(_timings(reply.timings))
+        print(timings_text(reply.timings))
     if reply.answer_id:
         print(f"answer {reply.answer_id}: `tandem sql feedback {reply.answer_id} helpful|wrong`")
     return 0
@@ -753,14 +755,15 @@ def keeping_hint(kinds: Sequence[str], category: str) -> str:
 
 
 def _finding_line(finding: rpb.RedactionFinding) -> str:
-    kind = _enum(rpb.RedactionKind, finding.kind, "REDACTION_KIND_")
+    kind = enum_name(rpb.RedactionKind, finding.kind, "REDACTION_KIND_")
     return f"{finding.field} line {finding.line}: {kind} {finding.preview}"
 
 
 def _redactions(document: rpb.DocumentResult) -> dict[str, int]:
     """Redactions applied to one document, by kind name (``EMAIL_ADDRESS``)."""
     return {
-        _enum(rpb.RedactionKind, r.kind, "REDACTION_KIND_"): r.count for r in document.redactions
+        enum_name(rpb.RedactionKind, r.kind, "REDACTION_KIND_"): r.count
+        for r in document.redactions
     }
 
 
@@ -903,7 +906,7 @@ class ProgressBar:
             self.out.flush()
 
 
-@_handler
+@handled
 def _ingest(args: argparse.Namespace) -> int:
     if not 1 <= args.batch <= 256:
         raise CliError("--batch must be between 1 and 256")
@@ -935,7 +938,7 @@ def _ingest(args: argparse.Namespace) -> int:
             if skipped
             else "no PDF, Word, PowerPoint, Excel, CSV, HTML, markdown or text files found"
         )
-    metadata = _metadata(args)
+    metadata = call_metadata(args)
     policy = keep_policy(args.keep)
     totals = {"included": 0, "unchanged": 0, "excluded": 0, "failed": 0, "chunks": 0}
     failures: list[str] = []
@@ -943,7 +946,7 @@ def _ingest(args: argparse.Namespace) -> int:
     bar = ProgressBar(len(docs))
     done = 0
     bar.update(0)
-    channel, stub = _stub(args)
+    channel, stub = gateway_stub(args)
     small = [d for d in docs if d.ByteSize() <= MAX_FILE_BYTES]
     big = [d for d in docs if d.ByteSize() > MAX_FILE_BYTES]
 
@@ -1090,7 +1093,7 @@ def _with_keys(run: Callable[[Any], Any]) -> Any:
         raise CliError(f"{exc.code.name}: {exc.message}") from None
 
 
-@_handler
+@handled
 def _keys_create(args: argparse.Namespace) -> int:
     scopes = _scopes(args.scope or ["ask"])
     issued = _with_keys(lambda keys: keys.create(args.tenant, label=args.label, scopes=scopes))
@@ -1117,7 +1120,7 @@ def _keys_create(args: argparse.Namespace) -> int:
     return 0
 
 
-@_handler
+@handled
 def _keys_list(args: argparse.Namespace) -> int:
     records = _with_keys(lambda keys: keys.list(args.tenant))
     if args.json:
@@ -1168,7 +1171,7 @@ def _scopes(values: list[str]) -> tuple[Any, ...]:
         raise CliError(f"--scope: {exc.message} (ask, ingest, teach, admin, all, act_as)") from None
 
 
-@_handler
+@handled
 def _keys_scope(args: argparse.Namespace) -> int:
     key_id = args.key_id.removeprefix("tdm_").split("_", 1)[0]
     scopes = _scopes(args.scopes)
@@ -1182,7 +1185,7 @@ def _keys_scope(args: argparse.Namespace) -> int:
     return 0
 
 
-@_handler
+@handled
 def _keys_revoke(args: argparse.Namespace) -> int:
     key_id = args.key_id.removeprefix("tdm_").split("_", 1)[0]
 

@@ -149,9 +149,9 @@ def _load(args: argparse.Namespace) -> int:
 def bench_commands(out: Path) -> list[tuple[str, list[str]]]:
     """Every registered ``tandem bench`` target except the report, quick where it can be
     (read from the CLI's own command tree, built lazily)."""
-    from services.cli._main import _parser  # noqa: PLC0415 - the tree registers this module
+    from services.cli._main import build_parser  # noqa: PLC0415 - the tree registers this module
 
-    parser = _parser()
+    parser = build_parser()
     top = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     bench = top.choices["bench"]
     sub = next(a for a in bench._actions if isinstance(a, argparse._SubParsersAction))

@@ -44,7 +44,7 @@ class Commands:
     eval: SubParsers
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tandem", description=__doc__.split("\n")[0])
     parser.add_argument(
         _DEBUG_FLAG, action="store_true", help="show the traceback of a known error too"
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Anywhere on the line, not only before the subcommand: it is what a user adds last.
     debug = _DEBUG_FLAG in argv
-    args = _parser().parse_args([a for a in argv if a != _DEBUG_FLAG])
+    args = build_parser().parse_args([a for a in argv if a != _DEBUG_FLAG])
     handler: Handler = args.handler
     try:
         return handler(args)

@@ -27,7 +27,7 @@ class CliError(Exception):
     """A failure to report in one line (exit code 1), not a traceback."""
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the response as JSON")
     parser.add_argument("--api-key", default=None, help="API key (default: $TANDEM_API_KEY)")
     parser.add_argument(
@@ -38,7 +38,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="deadline in seconds")
 
 
-def _handler(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+def handled(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     def handle(args: argparse.Namespace) -> int:
         try:
             return run(args)
@@ -61,7 +61,7 @@ def _address(args: argparse.Namespace) -> str:
     )
 
 
-def _metadata(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+def call_metadata(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
     key = args.api_key or os.environ.get("TANDEM_API_KEY", "")
     if not key:
         raise CliError(
@@ -71,7 +71,7 @@ def _metadata(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {key}"),)
 
 
-def _stub(args: argparse.Namespace) -> tuple[grpc.Channel, gpb_grpc.GatewayServiceStub]:
+def gateway_stub(args: argparse.Namespace) -> tuple[grpc.Channel, gpb_grpc.GatewayServiceStub]:
     channel = grpc.insecure_channel(_address(args))
     return channel, gpb_grpc.GatewayServiceStub(channel)
 
@@ -107,17 +107,17 @@ def _has_rich_status(exc: Any) -> bool:
     return any(item[0] == "grpc-status-details-bin" for item in trailers)
 
 
-def _json(message: Message, out: TextIO) -> None:
+def print_json(message: Message, out: TextIO) -> None:
     out.write(json_format.MessageToJson(message, indent=2) + "\n")
 
 
-def _ms(duration: Any) -> str:
+def as_ms(duration: Any) -> str:
     return f"{duration.ToTimedelta().total_seconds() * 1000:.0f} ms"
 
 
-def _timings(timings: Sequence[cpb.Timing]) -> str:
-    return "Timings: " + " · ".join(f"{t.stage} {_ms(t.duration)}" for t in timings)
+def timings_text(timings: Sequence[cpb.Timing]) -> str:
+    return "Timings: " + " · ".join(f"{t.stage} {as_ms(t.duration)}" for t in timings)
 
 
-def _enum(enum: Any, value: int, prefix: str) -> str:
+def enum_name(enum: Any, value: int, prefix: str) -> str:
     return str(enum.Name(value)).removeprefix(prefix)

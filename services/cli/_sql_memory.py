@@ -45,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pair_line(pair: spb.ConfirmedPair) -> str:
-    source = client._enum(spb.ConfirmedPairSource, pair.source, "CONFIRMED_PAIR_SOURCE_").lower()
+    source = client.enum_name(
+        spb.ConfirmedPairSource, pair.source, "CONFIRMED_PAIR_SOURCE_"
+    ).lower()
     created = pair.create_time.ToDatetime().strftime("%Y-%m-%d %H:%M")
     return (
         f"{pair.pair_id}  {pair.database}  {source:<9} used {pair.use_count}x  {created}\n"
@@ -54,22 +56,22 @@ def _pair_line(pair: spb.ConfirmedPair) -> str:
 
 
 def _teach(args: argparse.Namespace, question: str, sql: str) -> int:
-    channel, stub = client._stub(args)
+    channel, stub = client.gateway_stub(args)
     with channel:
         reply = stub.TeachSql(
             gpb.GatewayServiceTeachSqlRequest(database=args.database, question=question, sql=sql),
-            metadata=client._metadata(args),
+            metadata=client.call_metadata(args),
             timeout=args.timeout,
         )
     if args.json:
-        client._json(reply, sys.stdout)
+        client.print_json(reply, sys.stdout)
     else:
         print("taught:\n" + _pair_line(reply.pair))
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    channel, stub = client._stub(args)
+    channel, stub = client.gateway_stub(args)
     pairs: list[spb.ConfirmedPair] = []
     token = ""
     with channel:
@@ -78,7 +80,7 @@ def _list(args: argparse.Namespace) -> int:
                 gpb.GatewayServiceListConfirmedPairsRequest(
                     database=args.database, page_size=200, page_token=token
                 ),
-                metadata=client._metadata(args),
+                metadata=client.call_metadata(args),
                 timeout=args.timeout,
             )
             pairs += reply.pairs
@@ -86,7 +88,7 @@ def _list(args: argparse.Namespace) -> int:
             if not token:
                 break
     if args.json:
-        client._json(gpb.GatewayServiceListConfirmedPairsResponse(pairs=pairs), sys.stdout)
+        client.print_json(gpb.GatewayServiceListConfirmedPairsResponse(pairs=pairs), sys.stdout)
         return 0
     for pair in pairs:
         print(_pair_line(pair))
@@ -95,11 +97,11 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace, pair_id: str) -> int:
-    channel, stub = client._stub(args)
+    channel, stub = client.gateway_stub(args)
     with channel:
         stub.DeleteConfirmedPair(
             gpb.GatewayServiceDeleteConfirmedPairRequest(pair_id=pair_id),
-            metadata=client._metadata(args),
+            metadata=client.call_metadata(args),
             timeout=args.timeout,
         )
     print(f"deleted {pair_id}")
@@ -107,7 +109,7 @@ def _delete(args: argparse.Namespace, pair_id: str) -> int:
 
 
 def _feedback(args: argparse.Namespace, answer_id: str, rating: str) -> int:
-    channel, stub = client._stub(args)
+    channel, stub = client.gateway_stub(args)
     with channel:
         reply = stub.SubmitSqlFeedback(
             gpb.GatewayServiceSubmitSqlFeedbackRequest(
@@ -118,11 +120,11 @@ def _feedback(args: argparse.Namespace, answer_id: str, rating: str) -> int:
                 corrected_sql=args.corrected_sql,
                 note=args.note,
             ),
-            metadata=client._metadata(args),
+            metadata=client.call_metadata(args),
             timeout=args.timeout,
         )
     if args.json:
-        client._json(reply, sys.stdout)
+        client.print_json(reply, sys.stdout)
     elif reply.HasField("pair"):
         print("thanks; confirmed for reuse:\n" + _pair_line(reply.pair))
     else:

@@ -8,6 +8,10 @@
   create or serve its server): evals and benchmarks live under ``services/bench``.
 - No import cycle between packages, nor between modules (a module importing its own
   package's face aside).
+- No module takes a sibling module's private name (``from ._words import _plain`` beside
+  ``_words``, or ``words._plain`` of ``from . import _words as words``): a helper two
+  modules of a package share gets a public name in the module that owns it, so what is
+  shared is said where it is written.
 
 Each rule holds today except for the debts listed here (issue 37 moves them out); a new
 violation fails with its place, and a listed debt that is gone fails too, so the lists
@@ -140,6 +144,54 @@ def server_starters(sources: Mapping[str, str]) -> set[str]:
     }
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _sibling(modules: Mapping[str, Path], parent: str, module: str | None) -> bool:
+    """Whether ``module`` is a module (not a package's face) of the package ``parent``."""
+    return (
+        module is not None
+        and module in modules
+        and modules[module].name != "__init__.py"
+        and module.rsplit(".", 1)[0] == parent
+    )
+
+
+def sibling_private_names(root: Path = ROOT) -> set[tuple[str, str, str]]:
+    """(importing module, sibling module, name) for each underscore name (no dunder) a
+    module takes from another module of its own package (not the package's face):
+    imported by name, or read off the sibling module imported whole
+    (``from services.cli import _plumbing as client`` … ``client._stub``)."""
+    modules = _modules(root)
+    found = set()
+    for name, path in modules.items():
+        if path.name == "__init__.py":
+            continue
+        parent = name.rsplit(".", 1)[0]
+
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            module = _absolute(node, name, path)
+            for a in node.names:
+                if _sibling(modules, parent, module) and _private(a.name):
+                    found.add((name, str(module), a.name))
+                elif module is not None and _sibling(modules, parent, f"{module}.{a.name}"):
+                    aliases[a.asname or a.name] = f"{module}.{a.name}"
+        found |= {
+            (name, aliases[node.value.id], node.attr)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and _private(node.attr)
+        }
+    return found
+
+
 def _sources(root: Path = ROOT) -> dict[str, str]:
     return {name: path.read_text(encoding="utf-8") for name, path in _modules(root).items()}
 
@@ -231,6 +283,10 @@ def test_no_import_cycle_between_modules():
     _check(module_cycles(imports()), frozenset(), "module cycles")
 
 
+def test_no_module_imports_a_sibling_modules_private_name():
+    _check(sibling_private_names(), frozenset(), "private names imported from a sibling module")
+
+
 def _plant(root: Path, files: Mapping[str, str]) -> None:
     for relative, text in files.items():
         path = root / relative
@@ -298,5 +354,23 @@ def test_each_rule_catches_a_planted_violation(tmp_path: Path):
     assert any(
         {"services.cli._plumbing", "services.cli._client"} <= c for c in module_cycles(looped)
     )
+    # A sibling's private name, absolute or relative; its public name, the package's
+    # face and another package's module are no sibling's private name.
+    _plant(
+        tmp_path,
+        {
+            "services/router/_words.py": "_plain = _clean = str\nplain = str\n",
+            "services/router/_reads.py": (
+                "from ._words import _plain, plain\n"
+                "from services.router._words import _plain as again\n"
+                "from services.router import _words\nfrom . import _words as words\n"
+                "from ..sql._engine import Engine\nwords._clean(_words.plain(Engine._x))\n"
+            ),
+        },
+    )
+    assert sibling_private_names(tmp_path) == {
+        ("services.router._reads", "services.router._words", "_plain"),
+        ("services.router._reads", "services.router._words", "_clean"),
+    }
     # The public face is allowed: the same import through ``services.sql`` is no debt.
     assert not private_imports({"services.router._x": {"services.sql"}})

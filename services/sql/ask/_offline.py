@@ -41,6 +41,7 @@ from services.sql.linker import (
     ValueVectors,
     Vocabulary,
     find_meanings,
+    has_candidates,
     nearest_names,
     said_as_values,
     unplaced_meanings,
@@ -198,8 +199,13 @@ class OfflineGenerator:
                 if again.sql:
                     said = "; ".join(m.text() for m in valued)
                     return replace(again, interpretation=f"{again.interpretation} ({said})")
-            # the load's vectors not in yet: said, so the asker knows to ask again
-            pending = loaded is not None and not loaded.ready
+            # the load's vectors not in yet, and the rule had a word and values to read
+            # with them: said, so the asker knows to ask again
+            pending = (
+                loaded is not None
+                and not loaded.ready
+                and has_candidates(vocabulary, question, unplaced)
+            )
         nearby = await nearest_names(self._embedder, vocabulary, unplaced) if unplaced else {}
         if nearby:
             reading = replace(reading, reason=explainer.explain(reading.error, nearby))

@@ -100,6 +100,7 @@ from services.sql.linker._valued import (
     PENDING,
     ValueMeaning,
     ValueVectors,
+    has_candidates,
     said_as_values,
     value_meanings,
 )
@@ -140,6 +141,7 @@ __all__ = [
     "event_asked",
     "find_meanings",
     "form_words",
+    "has_candidates",
     "is_clock",
     "is_number",
     "is_temporal",

@@ -121,10 +121,6 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
             if column.nullable:
                 score -= 0.25  # a date set only in some state ("closed_at") is no timeline
             if near_words:
-                # a name said in part among many other words scores below zero (each
-                # unexplained word costs a little); a date named in part is still no less
-                # the one said than a date not named at all ("how many orders did Margaret
-                # Peacock take in 1997" keeps ``order_date``, not ``required_date``)
                 score += 3 * max(0.0, ctx.vocab.column_score(near_words, col))
                 if said_with_its_verb(ctx, near, col):
                     score += 3  # "registered in 2023": the registration's date

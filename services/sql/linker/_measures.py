@@ -4,7 +4,7 @@ time between two dates, ranks, and measures a definition names."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from services.sql.catalog import TableInfo, is_number
 from services.sql.definitions import trim_definition
@@ -376,29 +376,24 @@ def read_arith(ctx: LinkContext, low: str) -> Measure | None:
                 tables.append(t)
         return ("m", m)
 
-    def term() -> object | None:
+    def chained(operand: Callable[[], object | None], ops: tuple[str, str]) -> object | None:
+        # operands joined left to right by one precedence level's operators
         nonlocal position
-        left = factor()
-        while left is not None and peek() in ("*", "/"):
+        left = operand()
+        while left is not None and peek() in ops:
             op = peek()
             position += 1
-            right = factor()
+            right = operand()
             if right is None:
                 return None
             left = ("op", op, left, right)
         return left
 
+    def term() -> object | None:
+        return chained(factor, ("*", "/"))
+
     def expr() -> object | None:
-        nonlocal position
-        left = term()
-        while left is not None and peek() in ("+", "-"):
-            op = peek()
-            position += 1
-            right = term()
-            if right is None:
-                return None
-            left = ("op", op, left, right)
-        return left
+        return chained(term, ("+", "-"))
 
     tree = expr()
     if tree is None or position != len(tokens) or not tables:

@@ -49,7 +49,8 @@ load alike. The question's own words are embedded with the question (one call of
 nothing). A batch the embedder fails is asked again a few times (:data:`_ATTEMPTS`: a
 service busy at start); an embedder that still fails makes the rule step aside (the
 question stays refused, as without it, its reason saying the values' meanings are not
-loaded yet: :data:`PENDING`), and the catalog, served without the vectors, has them
+loaded yet: :data:`PENDING`, where the rule had a word and values to read with them,
+:func:`has_candidates`), and the catalog, served without the vectors, has them
 embedded again in the background (``CatalogCache``), never by a question.
 """
 
@@ -203,13 +204,10 @@ async def value_meanings(
     from; nothing is read when there is none (a catalog no load prepared), when it holds
     not every candidate's vector (beyond the load's bound, or its embedding failed), or
     when the embedder fails on the words (the question stays refused)."""
-    words = list(dict.fromkeys(w.lower() for w in words if w and common_noun(question, w)))
-    if not words or len(words) > _MAX_WORDS or memory is None or not memory.ready:
+    if memory is None or not memory.ready:
         return ()
-    placed = {t.qualified for t in named_tables(vocab, tokenize(question))}
-    keep = placed | {e.other(t) for t in placed for e in vocab.graph.edges_of(t)}
-    candidates = _candidates(vocab, keep or None)
-    if len(candidates) < 2 or len(candidates) > _MAX_VALUES:
+    words, candidates = _to_read(vocab, question, words)
+    if not candidates:
         return ()
     columns = _column_texts(vocab, candidates)
     texts = [*(v for _, _, v in candidates), *columns.values()]
@@ -239,6 +237,33 @@ async def value_meanings(
             continue
         found.append(ValueMeaning(word, table, column, value, round(best, 4)))
     return tuple(found)
+
+
+def has_candidates(vocab: Vocabulary, question: str, words: Sequence[str]) -> bool:
+    """Whether the rule has a word and values to compare it with, before any vector:
+    only then could the load's vectors, once in, change the refusal, so only then does
+    it say the values' meanings are still being loaded (:data:`PENDING`). A refusal whose
+    unplaced words are no common nouns, or whose tables hold no few stored values to
+    read, is what it is on every load."""
+    return bool(_to_read(vocab, question, words)[1])
+
+
+def _to_read(
+    vocab: Vocabulary, question: str, words: Sequence[str]
+) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """The common nouns of ``words`` the rule reads and the candidate values it compares
+    them with (those of the tables the question's other words place and the tables they
+    join to directly; every table when they place none); no candidates when there is no
+    such noun, more nouns than it reads, or not two to :data:`_MAX_VALUES` values."""
+    words = list(dict.fromkeys(w.lower() for w in words if w and common_noun(question, w)))
+    if not words or len(words) > _MAX_WORDS:
+        return words, []
+    placed = {t.qualified for t in named_tables(vocab, tokenize(question))}
+    keep = placed | {e.other(t) for t in placed for e in vocab.graph.edges_of(t)}
+    candidates = _candidates(vocab, keep or None)
+    if len(candidates) < 2 or len(candidates) > _MAX_VALUES:
+        return words, []
+    return words, candidates
 
 
 def _candidates(vocab: Vocabulary, tables: set[str] | None) -> list[tuple[str, str, str]]:

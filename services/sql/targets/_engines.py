@@ -82,7 +82,7 @@ _DATA_STATES = (
 )
 
 
-def _data_state(message: str) -> str:
+def data_state(message: str) -> str:
     return next((state for pattern, state in _DATA_STATES if pattern.search(message)), "42000")
 
 
@@ -235,7 +235,7 @@ def _sqlite_error(exc: sqlite3.Error) -> StatementError:
         return StatementError(FailureKind.UNAVAILABLE, "08006", "database unavailable")
     if "memory" in lowered or "too big" in lowered:
         return StatementError(FailureKind.RESOURCE, "53200", message)
-    return StatementError(FailureKind.DATA, _data_state(message), message)
+    return StatementError(FailureKind.DATA, data_state(message), message)
 
 
 class SqliteEngine:
@@ -350,7 +350,7 @@ class SqliteEngine:
                         unique_keys=tuple(unique),
                     )
                 )
-        return _resolve_foreign_keys(Catalog(database=database, tables=tuple(tables)))
+        return resolve_foreign_keys(Catalog(database=database, tables=tuple(tables)))
 
     @staticmethod
     def _foreign_keys(conn: sqlite3.Connection, quoted: str) -> tuple[ForeignKeyInfo, ...]:
@@ -388,7 +388,7 @@ class SqliteEngine:
         return digest.hexdigest()
 
 
-def _resolve_foreign_keys(catalog: Catalog) -> Catalog:
+def resolve_foreign_keys(catalog: Catalog) -> Catalog:
     """A foreign key written without the parent's columns references its primary key;
     table names are matched as the engines match them (ignoring case). The tables come
     in (schema, name) order by code point, as Postgres's catalog lists them under the C
@@ -497,7 +497,7 @@ def _duckdb_error(exc: duckdb.Error) -> StatementError:
         return StatementError(FailureKind.UNAVAILABLE, "08006", "database unavailable")
     if "read-only" in message.lower() or "read only" in message.lower():
         return StatementError(FailureKind.PERMISSION, "25006", message)
-    return StatementError(FailureKind.DATA, _data_state(message), message)
+    return StatementError(FailureKind.DATA, data_state(message), message)
 
 
 class DuckdbEngine:
@@ -657,7 +657,7 @@ class DuckdbEngine:
             for schema, name, comment, size in relations
             if not excluded((str(schema), str(name)), exclude)
         )
-        return _resolve_foreign_keys(Catalog(database=database, tables=tables))
+        return resolve_foreign_keys(Catalog(database=database, tables=tables))
 
     def capabilities(self) -> list[Capability]:
         return []  # opened read-only: nothing it connects with can write

@@ -27,7 +27,7 @@ import pymysql.constants.FIELD_TYPE as FT
 
 from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo, excluded
 from services.sql.gate import FailureKind, StatementError
-from services.sql.targets._engines import EngineConnection, _data_state, _resolve_foreign_keys
+from services.sql.targets._engines import EngineConnection, data_state, resolve_foreign_keys
 from services.sql.targets._targets import Capability, Severity
 
 _MESSAGE_CHARS = 200
@@ -98,7 +98,7 @@ def mysql_error(exc: BaseException) -> StatementError:
         )
     ):
         return StatementError(FailureKind.UNAVAILABLE, "08006", "database unavailable")
-    return StatementError(FailureKind.DATA, _data_state(message), message)
+    return StatementError(FailureKind.DATA, data_state(message), message)
 
 
 def connect_args(url: str) -> dict[str, Any]:
@@ -335,7 +335,7 @@ class MysqlEngine:
             for name, comment, rows in relations
             if not excluded((schema, str(name)), exclude)
         )
-        return _resolve_foreign_keys(Catalog(database=database, tables=tables))
+        return resolve_foreign_keys(Catalog(database=database, tables=tables))
 
     def fingerprint(self, exclude: Sequence[str]) -> str:
         digest = hashlib.sha256()

@@ -19,7 +19,7 @@ from services.sql.verify._statement import StatementNodes, is_key, ranking_key
 from services.sql.words import stem, word_match
 
 # Adjectives whose "-est" and "-er" forms compare rows; "most"/"least" and the like.
-_SUPERLATIVE = re.compile(
+SUPERLATIVE = re.compile(
     r"\b(?:most|least|highest|lowest|largest|smallest|biggest|greatest|fewest|maximum|"
     r"minimum|max|min|top|bottom|best|worst|oldest|youngest|newest|latest|earliest|"
     r"longest|shortest|heaviest|lightest|cheapest|fastest|slowest|richest|poorest|"
@@ -42,7 +42,7 @@ def check_superlatives(text: str, facts: StatementFacts, reads: set[str]) -> Non
     """A superlative orders and limits, or takes a MIN / MAX (or ranks in a window),
     unless the word names a column the statement reads; a "first"/"last" ending a
     clause orders."""
-    superlative = _SUPERLATIVE.search(_without_bounds(text, ordered=facts.ordered))
+    superlative = SUPERLATIVE.search(_without_bounds(text, ordered=facts.ordered))
     if (
         superlative
         and not (
@@ -63,7 +63,7 @@ def _without_bounds(text: str, *, ordered: bool) -> str:
     if ordered:
         # before "first" goes: "oldest first" says the order only while "first" is read
         # (removed first, the phrase was never found and "oldest first" was refused)
-        sup = _SUPERLATIVE.pattern
+        sup = SUPERLATIVE.pattern
         text = re.sub(rf"(?:\bfrom\s+)?{sup}\s+to\s+(?:the\s+)?{sup}", " ", text)
         text = re.sub(rf"{sup}(?=[^.?;,]{{0,40}}\bfirst\b)", " ", text)
         text = re.sub(rf"\b(?:order|sort|rank|arrange)\w*\s+(?:\w+\s+){{0,4}}?{sup}", " ", text)

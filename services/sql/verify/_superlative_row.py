@@ -24,7 +24,7 @@ from sqlglot import exp
 from services.sql.catalog import TableInfo
 from services.sql.linker import LinkContext, LinkError
 from services.sql.verify._facts import without_quotes
-from services.sql.verify._rankings import _SUPERLATIVE as SUPERLATIVE
+from services.sql.verify._rankings import SUPERLATIVE
 from services.sql.verify._statement import ranking_key
 from services.sql.words import stem
 

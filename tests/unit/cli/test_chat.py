@@ -89,11 +89,11 @@ def test_every_turn_carries_the_chosen_database_and_mode():
 
 
 def test_chat_takes_database_and_mode_options():
-    from services.cli._main import _parser
+    from services.cli._main import build_parser
 
-    args = _parser().parse_args(["chat", "--database", "shop", "--mode", "retrieve"])
+    args = build_parser().parse_args(["chat", "--database", "shop", "--mode", "retrieve"])
     assert (args.database, args.mode) == ("shop", "retrieve")
-    assert _parser().parse_args(["chat"]).mode == "auto"
+    assert build_parser().parse_args(["chat"]).mode == "auto"
 
 
 def test_a_declined_answer_says_why_beside_its_outcome():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import services.cli._builtin as builtin
-from services.cli._main import _parser, main
+from services.cli._main import build_parser, main
 from services.embedding._errors import EmbeddingModelError
 
 
@@ -24,7 +24,7 @@ def _leaves(
     return leaves
 
 
-LEAVES = _leaves(_parser())
+LEAVES = _leaves(build_parser())
 
 
 def test_the_command_tree_is_not_empty() -> None:
@@ -42,32 +42,32 @@ def test_every_command_has_help_and_a_handler(
 
 def test_a_missing_subcommand_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_info:
-        _parser().parse_args(["bench"])
+        build_parser().parse_args(["bench"])
     assert exit_info.value.code == 2
 
 
 def test_eval_sql_takes_a_dataset_or_a_golden_file_not_both() -> None:
-    args = _parser().parse_args(["eval", "sql", "--dataset", "../shared/datasets/sql"])
+    args = build_parser().parse_args(["eval", "sql", "--dataset", "../shared/datasets/sql"])
     assert str(args.dataset) == "../shared/datasets/sql" and args.out is None
     with pytest.raises(SystemExit):
-        _parser().parse_args(["eval", "sql", "--dataset", "d", "--golden", "g.json"])
+        build_parser().parse_args(["eval", "sql", "--dataset", "d", "--golden", "g.json"])
 
 
 def test_eval_documents_runs_the_dev_set_in_retrieve_and_auto() -> None:
-    args = _parser().parse_args(["eval", "documents"])
+    args = build_parser().parse_args(["eval", "documents"])
     assert args.dataset == Path("services/bench/devsets/documents")
     assert args.modes == "retrieve,auto" and args.limit is None
-    wrong = _parser().parse_args(["eval", "documents", "--modes", "agentic"])
+    wrong = build_parser().parse_args(["eval", "documents", "--modes", "agentic"])
     with pytest.raises(SystemExit, match="unknown agentic"):
         builtin._eval_documents(wrong)
 
 
 def test_sql_takes_instructions() -> None:
-    args = _parser().parse_args(
+    args = build_parser().parse_args(
         ["sql", "What is the CPC?", "--instructions", "CPC = cost / clicks"]
     )
     assert args.instructions == "CPC = cost / clicks"
-    assert _parser().parse_args(["sql", "q"]).instructions == ""
+    assert build_parser().parse_args(["sql", "q"]).instructions == ""
 
 
 def _run_main(argv: list[str]) -> int:
@@ -185,7 +185,7 @@ def test_tandem_run_port_base_moves_every_port_at_once() -> None:
     assert "between 1024 and 65529" in (port_base_problem(65533) or "")
     assert "between 1024 and 64829" in (port_base_problem(65000, replicas=8) or "")
     assert port_base_problem(80) is not None
-    args = _parser().parse_args(["run", "--port-base", "41000"])
+    args = build_parser().parse_args(["run", "--port-base", "41000"])
     assert args.port_base == 41000
 
 

@@ -29,13 +29,13 @@ def test_the_role_and_database_default_to_libpqs_environment(
 ) -> None:
     # compose's monitor sets PGUSER/PGDATABASE (the superuser is `tandem` there): a
     # default of `postgres` written into the conninfo would override them.
-    from services.cli._main import _parser
+    from services.cli._main import build_parser
 
     monkeypatch.setenv("PGUSER", "tandem")
     monkeypatch.setenv("PGDATABASE", "tandem")
-    args = _parser().parse_args(["postgres", "supervise", "--node", "a:1", "--node", "b:2"])
+    args = build_parser().parse_args(["postgres", "supervise", "--node", "a:1", "--node", "b:2"])
     assert (args.user, args.dbname) == ("tandem", "tandem")
     monkeypatch.delenv("PGUSER")
     monkeypatch.delenv("PGDATABASE")
-    args = _parser().parse_args(["postgres", "supervise", "--node", "a:1", "--node", "b:2"])
+    args = build_parser().parse_args(["postgres", "supervise", "--node", "a:1", "--node", "b:2"])
     assert (args.user, args.dbname) == ("postgres", "postgres")

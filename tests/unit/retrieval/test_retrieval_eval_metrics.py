@@ -21,7 +21,7 @@ from services.bench.retrieval_eval import (
     recall_at_k,
     render_collections,
 )
-from services.cli._main import _parser
+from services.cli._main import build_parser
 from services.retrieval._validation import check_tenant_id
 
 
@@ -124,14 +124,14 @@ def test_a_title_only_document_is_ingested_with_its_title_as_text():
 
 
 def test_eval_retrieval_takes_several_datasets_or_one():
-    args = _parser().parse_args(
+    args = build_parser().parse_args(
         ["eval", "retrieval", "--datasets", "ir/cisi", "ir/med", "--baselines", "B.md"]
     )
     assert args.datasets == [Path("ir/cisi"), Path("ir/med")] and args.dataset is None
     assert args.baselines == Path("B.md")
-    assert _parser().parse_args(["eval", "retrieval"]).datasets == []
+    assert build_parser().parse_args(["eval", "retrieval"]).datasets == []
     with pytest.raises(SystemExit):
-        _parser().parse_args(["eval", "retrieval", "--dataset", "a", "--datasets", "b"])
+        build_parser().parse_args(["eval", "retrieval", "--dataset", "a", "--datasets", "b"])
 
 
 def test_each_dataset_is_evaluated_in_a_tenant_named_after_it():

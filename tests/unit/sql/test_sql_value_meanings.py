@@ -470,6 +470,35 @@ async def test_a_load_served_without_its_values_has_them_embedded_again_in_the_b
     assert "t0.gender = 'Female'" in await _ask(cache, generator, WOMEN)
 
 
+# a table beside the patients that holds no stored text: nothing the rule could read
+WARDS = TableInfo(
+    "public",
+    "wards",
+    columns=(ColumnInfo("ward_id", "integer", False), col("beds", "integer")),
+    primary_key=("ward_id",),
+)
+CLINIC_AND_WARDS = Catalog("clinic", (*CLINIC.tables, WARDS))
+
+
+@pytest.mark.usefixtures("no_backoff")
+async def test_a_refusal_the_values_could_not_change_does_not_say_they_are_loading(
+    real_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vectors not in, a refusal says they are still being loaded only where the rule
+    had values to read the unplaced word as: "women" among the wards (no stored text, no
+    table joined to them) would be refused with every vector in, so "ask again shortly"
+    would be a false promise; among the patients it is said."""
+    monkeypatch.setattr(cache_module, "PREPARE_RETRY_S", 0.0)
+    generator = OfflineGenerator(_Flaky(real_embedder))
+    catalog = await _cached(generator, CLINIC_AND_WARDS).get()
+    view = SchemaView("clinic", catalog, catalog.tables, "", TODAY)
+    wards = await generator.reading("How many beds do the wards for women have?", view)
+    assert not wards.sql and "women" in wards.reason
+    assert valued.PENDING not in wards.reason
+    patients = await generator.reading(WOMEN, view)
+    assert not patients.sql and valued.PENDING in patients.reason
+
+
 class _Seeing(_Phrases):
     """The real model, noting the request deadline each call would inherit."""
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from services.common.llm import PriorTurn
-from services.router.offline._followup._words import _plain
+from services.router.offline._followup._words import plain
 
 # "drop the delay filter", "remove the 2023 filter", "without the date condition", "no
 # filter on status", "lift the restriction": a verb of removing whose object is a condition
@@ -65,7 +65,7 @@ def drops_condition(question: str, history: Sequence[PriorTurn]) -> str | None:
     where = re.search(r"\bWHERE\b", prior.sql, re.I) if prior is not None else None
     if prior is None or where is None:
         return None
-    text = _plain(question)
+    text = plain(question)
     if (match := _DROPS_CONDITION.match(text)) is not None:
         said = " ".join(f"{match.group('before') or ''} {match.group('after') or ''}".split())
         return said or "filter"

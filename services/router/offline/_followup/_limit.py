@@ -10,11 +10,11 @@ from collections.abc import Sequence
 
 from services.common.llm import PriorTurn
 from services.router.offline._followup._words import (
-    _GROUPING,
-    _NUMBER_WORDS,
-    _PLURAL_WORD,
-    _body,
-    _plain,
+    GROUPING,
+    NUMBER_WORDS,
+    PLURAL_WORD,
+    plain,
+    question_body,
 )
 from services.router.offline._text import lowered_stems, stem
 
@@ -30,7 +30,7 @@ _LIMIT = re.compile(
     r"|(?P<fewer>fewer|less|more)\s*[-\u2013\u2014:,]?\s*)?(?:(?:only|just)\s+)?"
     r"(?:(?:show|give|list|keep|return)(?:\s+me)?\s+)?(?:(?:only|just)\s+)?(?:the\s+)?"
     r"(?P<dir>top|first|highest|largest|biggest|most|leading|" + "|".join(_LOWEST) + r")?\s*"
-    r"(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")"
+    r"(?P<n>\d{1,4}|" + "|".join(NUMBER_WORDS) + r")"
     r"(?:\s+(?:ones?|results?|rows?|items?|entries|records|of (?:them|those|these)))?"
     r"(?P<tail>(?:\s+(?:only|instead|then|(?:is|are) (?:enough|fine|plenty)|(?:will|would|"
     r"should) do))*)$",
@@ -39,7 +39,7 @@ _LIMIT = re.compile(
 # "split that by region", "by category instead", "break it down by state", "now per month".
 _LIMIT_CUE = re.compile(r"^(?:only|just|show|give|keep|list|limit|cut|make)\b", re.I)
 # "only", "just", "top": the words that make "the first one" a row count, not a pick.
-_RESTRICTIVE = re.compile(r"\b(?:only|just|top)\b", re.IGNORECASE)
+RESTRICTIVE = re.compile(r"\b(?:only|just|top)\b", re.IGNORECASE)
 
 
 # "show just the first", "only the top": the one row a ranking puts first, said with no
@@ -55,19 +55,19 @@ _FIRST_ALONE = re.compile(
 )
 
 
-def _limit(text: str) -> tuple[int, bool] | None:
+def row_limit(text: str) -> tuple[int, bool] | None:
     """(rows, lowest first) for a row-count change; a year is a period, not a count."""
     if (alone := _FIRST_ALONE.fullmatch(text)) is not None:
         return 1, alone.group("dir").lower() in _LOWEST
     if (first := _COUNT_FIRST.match(text)) is not None:
         number = first.group("n").lower()
-        rows = _NUMBER_WORDS.get(number) or int(number)
+        rows = NUMBER_WORDS.get(number) or int(number)
         return (rows, first.group("dir").lower() in _LOWEST) if rows >= 1 else None
     match = _LIMIT.match(text)
     if match is None:
         return None
     number = match.group("n").lower()
-    rows = _NUMBER_WORDS.get(number) or int(number)
+    rows = NUMBER_WORDS.get(number) or int(number)
     cue = (
         match.group("dir")
         or match.group("tail")
@@ -84,20 +84,20 @@ def _limit(text: str) -> tuple[int, bool] | None:
 # question said (its own superlative), cut to another number of rows.
 # "the 5 lowest", "3 highest ones": a row count with the end of the ranking it keeps.
 _COUNT_FIRST = re.compile(
-    r"^(?:(?:only|just)\s+)?(?:the\s+)?(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")\s+"
+    r"^(?:(?:only|just)\s+)?(?:the\s+)?(?P<n>\d{1,4}|" + "|".join(NUMBER_WORDS) + r")\s+"
     r"(?P<dir>top|highest|largest|biggest|most|" + "|".join(_LOWEST) + r")"
     r"(?:\s+(?:ones?|results?|rows?))?(?:\s+(?:only|instead))?$",
     re.IGNORECASE,
 )
 _RANKED_LIMIT = re.compile(
     r"^(?:(?:only|just)\s+)?(?:(?:show|give|list|keep)(?:\s+me)?\s+)?(?:the\s+)?"
-    r"(?P<rank>[a-z]{3,}est|most \w+)\s+(?P<n>\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")"
+    r"(?P<rank>[a-z]{3,}est|most \w+)\s+(?P<n>\d{1,4}|" + "|".join(NUMBER_WORDS) + r")"
     r"(?:\s+(?:ones?|results?|rows?|of (?:them|those|these)))?(?:\s+(?:only|instead))?$",
     re.IGNORECASE,
 )
 
 
-def _same_ranking_limit(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
+def same_ranking_limit(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
     """(rows, False) when the request cuts the previous question's own ranking, named by
     the superlative that question used; another superlative is another ranking."""
     match = _RANKED_LIMIT.match(text)
@@ -106,25 +106,25 @@ def _same_ranking_limit(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
     ):
         return None
     number = match.group("n").lower()
-    rows = _NUMBER_WORDS.get(number) or int(number)
+    rows = NUMBER_WORDS.get(number) or int(number)
     return (rows, False) if rows >= 1 else None
 
 
-def _bare_count(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
+def bare_count(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
     """ "5" (or "5 please") after a ranking cut by a LIMIT: that many rows of it."""
-    number = _NUMBER_WORDS.get(text.lower()) or (int(text) if re.fullmatch(r"\d{1,3}", text) else 0)
+    number = NUMBER_WORDS.get(text.lower()) or (int(text) if re.fullmatch(r"\d{1,3}", text) else 0)
     if number < 1 or not re.search(r"\bLIMIT\s+\d+\s*;?\s*$", prior.sql, re.I):
         return None
     return number, False
 
 
-def _limit_of_named_rows(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
+def limit_of_named_rows(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
     """ "just the top 3 airlines" after "… by airline": a row count that names the rows
     in a word of the previous question."""
     head, _, last = text.rstrip(" ?.!").rpartition(" ")
     if not head or stem(last) not in {s for _, s in lowered_stems(prior.resolved_question)}:
         return None
-    return _limit(head)
+    return row_limit(head)
 
 
 # A superlative of size, which ranks by the earlier answer's own measure ("the most",
@@ -177,7 +177,7 @@ def _names_groups(noun: str, prior: PriorTurn) -> bool:
     after "… did each visitor buy"). "Which singer had the most concerts?" after singers
     per concert names other rows and asks anew."""
     grouped = {
-        stem(m.group("g").split()[-1].lower()) for m in _GROUPING.finditer(prior.resolved_question)
+        stem(m.group("g").split()[-1].lower()) for m in GROUPING.finditer(prior.resolved_question)
     }
     word = stem(noun.lower())
     if word in grouped:
@@ -187,7 +187,7 @@ def _names_groups(noun: str, prior: PriorTurn) -> bool:
     return agent != word and (agent in said or f"{agent}e" in said)
 
 
-def _top_of_groups(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
+def top_of_groups(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
     """(1, lowest first) for a request for the one group the earlier breakdown's measure
     ranks first: "which one had the most?" after "How many singers performed in each
     concert?", "only the biggest buyer" after "How many tickets did each visitor buy?".
@@ -208,17 +208,17 @@ def _top_of_groups(text: str, prior: PriorTurn) -> tuple[int, bool] | None:
             return None
     else:
         match = _ONLY_THE_TOP.match(text)
-        if match is None or _PLURAL_WORD.fullmatch(match.group("noun")):
+        if match is None or PLURAL_WORD.fullmatch(match.group("noun")):
             return None
         if match.group("noun").lower() != "one" and not _names_groups(match.group("noun"), prior):
             return None
     return 1, match.group("sup").lower() in _LOW_MAGNITUDE
 
 
-def _with_limit(question: str, rows: int, lowest: bool) -> str:
+def with_limit(question: str, rows: int, lowest: bool) -> str:
     """The previous question asking for ``rows`` rows (for reading; the SQL service
     changes the statement itself)."""
-    body = _body(question)
+    body = question_body(question)
     ranked = re.search(r"\b(top|first|bottom|last)\s+(\d+)\b", body, re.I) or re.search(
         r"\b(which|what|the)\s+(\d+)\b", body, re.I
     )
@@ -246,5 +246,7 @@ def changes_row_count(question: str, history: Sequence[PriorTurn]) -> bool:
     prior = next((t for t in reversed(history) if not t.unresolved), None)
     if prior is None or not prior.sql or prior.row_count < 2:
         return False
-    match = _LIMIT.match(_plain(question))
-    return match is not None and bool(match.group("verb")) and _limit(_plain(question)) is not None
+    match = _LIMIT.match(plain(question))
+    return (
+        match is not None and bool(match.group("verb")) and row_limit(plain(question)) is not None
+    )

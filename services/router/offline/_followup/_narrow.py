@@ -10,24 +10,24 @@ from collections.abc import Sequence
 
 from services.common.llm import FollowUpKind, PriorTurn
 from services.router.offline._followup._kinds import BuildsOn, Relation, Resolution, value_swap
-from services.router.offline._followup._period import _BOUND, _TIME_IN_QUESTION, _with_time
-from services.router.offline._followup._swap import _SAID_COMPARISON
-from services.router.offline._followup._words import _LEAD, _PLURAL_NOUN, _body, _clean, _plain
+from services.router.offline._followup._period import BOUND, TIME_IN_QUESTION, with_time
+from services.router.offline._followup._swap import SAID_COMPARISON
+from services.router.offline._followup._words import LEAD, PLURAL_NOUN, clean, plain, question_body
 
 _FILTER = re.compile(
-    rf"^{_LEAD}(?:only|just)(?: (?:show|count|keep|list))? (?:the |those |ones )?(?P<f>.+?)"
+    rf"^{LEAD}(?:only|just)(?: (?:show|count|keep|list))? (?:the |those |ones )?(?P<f>.+?)"
     r"(?: ones| deals| opportunities| companies| accounts)?\s*\??\s*$",
     re.IGNORECASE,
 )
 # "only those in California", "just the ones from 2023", "only the active ones".
-_NARROW = re.compile(
+NARROW = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:(?:only|just)\s+)(?:(?:show|count|keep|list|include|"
     r"consider)\s+)?(?:(?:me|the|those|these|ones|them)\s+)*(?P<f>.+?)"
     r"(?:\s+(?:ones?|only))?$",
     re.IGNORECASE,
 )
 # "keep only the stocks", "show only the ETFs", "restrict it to CA", "filter to 2023".
-_NARROW_VERB = re.compile(
+NARROW_VERB = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:(?:keep|show|list|count|include)\s+only"
     r"|(?:restrict|filter|narrow|limit)(?:ed)?(?:\s+(?:it|that|this|them|those|these))?"
     r"(?:\s+down)?\s+to)"
@@ -38,25 +38,25 @@ _NARROW_VERB = re.compile(
 # vendors we paid more than 10000", "keep the ones using a Book template" ("using" and
 # "having" qualify as "with" does): the rows to keep, said with what qualifies them (a
 # row count, "keep the top 3", is read before).
-_KEEP = re.compile(
+KEEP = re.compile(
     r"^(?:(?:and|but|now)\s+)*keep\s+(?:only\s+)?(?P<f>(?:the ones|those|ones|the\s+[a-z][\w'-]*s)"
     r"\s+(?:with|without|that|which|who|where|whose|in|from|over|under|above|below|more|less"
     r"|fewer|older|younger|after|before|since|we|they|you|using|having)\b.+)$",
     re.IGNORECASE,
 )
-_NARROW_AFTER = re.compile(
+NARROW_AFTER = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:those|the ones|ones|them)\s+(?P<f>.+?)(?:\s+only)?$",
     re.IGNORECASE,
 )
 # "among them, the ones with private insurance", "of those, only the active ones".
-_AMONG = re.compile(
+AMONG = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:among|of|from|out of|within)\s+(?:them|those|these|the results?"
     r"|that)\s*,?\s*(?:(?:only|just)\s+)?(?:(?:the ones|those|ones|the)\s+)?(?P<f>.+?)"
     r"(?:\s+(?:ones?|only))?$",
     re.IGNORECASE,
 )
 # "female only", "the 2023 ones only": a condition the request ends on "only".
-_NARROW_TAIL = re.compile(
+NARROW_TAIL = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:(?:the|those)\s+)?(?P<f>[\w'.&-]+(?:\s+[\w'.&-]+){0,3}?)"
     r"(?:\s+ones?)?\s+only$",
     re.IGNORECASE,
@@ -64,7 +64,7 @@ _NARROW_TAIL = re.compile(
 # "unread ones", "the 2023 ones": a qualifier said of "ones", the earlier rows' stand-in,
 # and nothing else (not a word that only points: "those ones", "the other ones"; no
 # determiner inside: "list the europe ones" is a request, its verb no qualifier). Read as
-# a narrowing only after a statement that compares nothing (see ``_qualified_ones``):
+# a narrowing only after a statement that compares nothing (see ``qualified_ones``):
 # after one that does, "the Asian ones" may be another value.
 _QUALIFIED_ONES = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:(?:the|those|these)\s+)?"
@@ -75,7 +75,7 @@ _QUALIFIED_ONES = re.compile(
 _WHERE = re.compile(r"\bWHERE\b", re.IGNORECASE)
 
 
-def _qualified_ones(text: str, prior: PriorTurn) -> re.Match[str] | None:
+def qualified_ones(text: str, prior: PriorTurn) -> re.Match[str] | None:
     """ "unread ones" after notifications per type: the earlier rows that are unread. Only
     where the previous statement compares nothing, so the qualifier can be no value put in
     place of one it compares (that stays a value swap, read with the stored values); a
@@ -87,14 +87,14 @@ def _qualified_ones(text: str, prior: PriorTurn) -> re.Match[str] | None:
 
 # "where the price is under 100", "with more than 5 rooms", "whose age is over 40": a
 # clause that qualifies the previous answer's rows, said on its own.
-_CLAUSE = re.compile(
+CLAUSE = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:(?:the ones|those|ones)\s+)?(?P<f>(?:where|whose|with|having|"
     r"that|which|who)\s+.+)$",
     re.IGNORECASE,
 )
 # "exclude placebo treatments", "without the cancelled ones"; the verb's particle may
 # follow its object: "leave the placebo treatments out", "take the refunds out".
-_EXCLUDE = re.compile(
+EXCLUDE = re.compile(
     r"^(?:(?:and|but|now)\s+)*(?:(?P<verb>exclude|excluding|without|except(?: for)?|leave out|"
     r"take out|filter out|remove|drop|ignore|not counting|minus|not)\s+(?:the\s+)?"
     r"(?P<f>.+?)(?:\s+ones)?"
@@ -121,18 +121,18 @@ _CONDITION_HEAD = re.compile(
 )
 
 
-def _narrowed(question: str, condition: str) -> Resolution:
+def narrowed(question: str, condition: str) -> Resolution:
     """The previous question with a condition added."""
     condition = re.sub(
         r"^(?:ones\s+|that are\s+|who are\s+|which are\s+)", "", condition, flags=re.I
     )
-    if _TIME_IN_QUESTION.fullmatch(condition) or re.fullmatch(
+    if TIME_IN_QUESTION.fullmatch(condition) or re.fullmatch(
         r"(?:in|from|during|for)\s+(?:19|20)\d\d", condition, re.I
     ):
         time = re.sub(r"^from\s+", "in ", condition, flags=re.I)
         return Resolution(
             FollowUpKind.FILTER,
-            _with_time(question, time),
+            with_time(question, time),
             builds_on=BuildsOn("", Relation.TIME_SHIFT, period=time),
         )
     if re.match(r"^\d+(?:\.\d+)?\s+[a-z]", condition, re.I):
@@ -145,18 +145,20 @@ def _narrowed(question: str, condition: str) -> Resolution:
         # "cars that cost more than 30k": the condition is what follows the noun.
         condition = " ".join(words[head:])
     elif head is None:
-        body = _body(question).lower()
+        body = question_body(question).lower()
         if len(words) > 1 and re.search(rf"\b{re.escape(words[-1].lower())}\b", body):
             words = words[:-1]  # "female patients" after a question about patients
         said = " ".join(words)
         condition = f"that are {said}"
-    built = BuildsOn("", Relation.FILTER, condition=_condition_words(said))
+    built = BuildsOn("", Relation.FILTER, condition=condition_words(said))
     return Resolution(
-        FollowUpKind.FILTER, _after_subject(_body(question), condition) + "?", builds_on=built
+        FollowUpKind.FILTER,
+        _after_subject(question_body(question), condition) + "?",
+        builds_on=built,
     )
 
 
-def _relative_after_those(text: str, match: re.Match[str]) -> bool:
+def relative_after_those(text: str, match: re.Match[str]) -> bool:
     """Whether a narrowing's "who"/"which" opens a relative clause on the rows, not a
     question: said right after "those" or "the ones" ("just those who performed in 2015",
     "only the ones which sold out") it says which of the rows are kept, as "those that …"
@@ -169,7 +171,7 @@ def _relative_after_those(text: str, match: re.Match[str]) -> bool:
 
 
 _LISTED = re.compile(
-    rf"^(?P<head>(?:which|what)\s+(?:[\w'-]+\s+){{0,2}}?{_PLURAL_NOUN})\s+(?P<rest>\S.*)$", re.I
+    rf"^(?P<head>(?:which|what)\s+(?:[\w'-]+\s+){{0,2}}?{PLURAL_NOUN})\s+(?P<rest>\S.*)$", re.I
 )
 
 
@@ -178,7 +180,7 @@ _NOT_NOUNS = frozenset({"is", "was", "has", "does", "this", "its", "his", "as", 
 
 _COUNTED = re.compile(
     r"^(?P<head>(?:list|show(?: me)?|give me|name|find|how many)\s+(?:(?:all|the|every)\s+)?"
-    rf"(?:[\w'-]+\s+){{0,2}}?{_PLURAL_NOUN})\s+(?P<rest>\S.*)$",
+    rf"(?:[\w'-]+\s+){{0,2}}?{PLURAL_NOUN})\s+(?P<rest>\S.*)$",
     re.I,
 )
 
@@ -209,14 +211,14 @@ def hides_rows(question: str, history: Sequence[PriorTurn]) -> bool:
     prior = next((t for t in reversed(history) if not t.unresolved), None)
     if prior is None or not prior.sql or prior.row_count < 2:
         return False
-    return _HIDES_PART.match(_plain(question)) is not None
+    return _HIDES_PART.match(plain(question)) is not None
 
 
 # "which are privately insured", "who were born in Texas": after "of those", the rows a
 # state or a qualifier picks out. Not a question about the rows themselves: "which are
 # the cheapest", "who are their doctors", "which is it", a second verb ("which are
 # sold by whom").
-_WHICH_ARE = re.compile(
+WHICH_ARE = re.compile(
     r"^(?:which|who)\s+(?:ones\s+)?(?:are|were|is|was)\s+"
     r"(?P<c>(?!(?:the|a|an|their|its|his|her|our|my|your|them|it|most|least|more|less"
     r"|what|which|who|how|[a-z]+est)\b)[\w'.&-]+(?:\s+(?!(?:is|are|was|were|do|does|did|has|"
@@ -225,15 +227,15 @@ _WHICH_ARE = re.compile(
 )
 # "how many were Envoy Air flights", after "of those": the rows a state picks out,
 # counted, as "which were …" lists them (the same words are excluded after the verb).
-_HOW_MANY_ARE = re.compile(
-    _WHICH_ARE.pattern.replace(r"^(?:which|who)\s+(?:ones\s+)?", r"^how many\s+"),
+HOW_MANY_ARE = re.compile(
+    WHICH_ARE.pattern.replace(r"^(?:which|who)\s+(?:ones\s+)?", r"^how many\s+"),
     re.IGNORECASE,
 )
 _COUNT = re.compile(r"\bCOUNT\s*\(", re.IGNORECASE)
 _GROUP_BY = re.compile(r"\bGROUP\s+BY\b", re.IGNORECASE)
 
 
-def _one_count(prior: PriorTurn) -> bool:
+def one_count(prior: PriorTurn) -> bool:
     """Whether the previous answer was one count of rows (no groups): "how many of
     those …" then counts fewer of the same rows, not something about each row."""
     return (
@@ -247,13 +249,13 @@ def _one_count(prior: PriorTurn) -> bool:
 # "what about those born after 1985?", "how about the ones older than 50?": another
 # condition on the rows in place of the previous one of that shape, or one added.
 _ABOUT_THOSE = re.compile(
-    rf"^{_LEAD}(?:what|how) about (?:those|these|the ones|ones)\s+(?P<c>\S.*?)\s*\??$",
+    rf"^{LEAD}(?:what|how) about (?:those|these|the ones|ones)\s+(?P<c>\S.*?)\s*\??$",
     re.IGNORECASE,
 )
-_SAID_BOUND = re.compile(rf"\b{_BOUND}\s+(?:19|20)\d\d\b", re.IGNORECASE)
+_SAID_BOUND = re.compile(rf"\b{BOUND}\s+(?:19|20)\d\d\b", re.IGNORECASE)
 
 
-def _other_condition(asked: str, prior: PriorTurn) -> Resolution | None:
+def other_condition(asked: str, prior: PriorTurn) -> Resolution | None:
     """ "what about those born after 1985?" after "… born before 1985 …": the bound or
     comparison the previous question said, replaced (a value swap, read on the statement
     as another condition on the same column); where it said none of that shape, the
@@ -261,27 +263,27 @@ def _other_condition(asked: str, prior: PriorTurn) -> Resolution | None:
     match = _ABOUT_THOSE.match(asked)
     if match is None or not _CONDITION_HEAD.match(match.group("c")):
         return None
-    said = _clean(match.group("c"))
-    body = _body(prior.resolved_question)
-    for shape in (_SAID_BOUND, _SAID_COMPARISON):
+    said = clean(match.group("c"))
+    body = question_body(prior.resolved_question)
+    for shape in (_SAID_BOUND, SAID_COMPARISON):
         new = shape.search(said)
         old = list(shape.finditer(body))
         if new is not None and len(old) == 1:
             return value_swap(
                 f"{body[: old[0].start()]}{new.group(0)}{body[old[0].end() :]}?", said
             )
-    return _narrowed(prior.resolved_question, said)
+    return narrowed(prior.resolved_question, said)
 
 
-_AUXILIARY_AFTER = re.compile(
+AUXILIARY_AFTER = re.compile(
     r"^\w+\s+(?:do|does|did|is|are|was|were|can|could|will|would|should|has|have|had)\b", re.I
 )
 
 
-def _condition_words(words: str) -> str:
+def condition_words(words: str) -> str:
     """A condition as the SQL service reads it: without the words that only point at the
     previous rows ("the failed ones" → "failed")."""
-    words = _clean(words)
+    words = clean(words)
     words = re.sub(r"^(?:(?:the ones|the|those|these|ones|them)\s+)+", "", words, flags=re.I)
     words = re.sub(r"^(?:that|who|which) (?:are|were|is|was)\s+", "", words, flags=re.I)
     words = re.sub(r"^(?:if|when) (?:they|it) (?:are|were|is|was)\s+", "", words, flags=re.I)
@@ -292,10 +294,12 @@ def filtered(asked: str, prior: PriorTurn) -> Resolution | None:
     """ "only healthcare", "just those with a feature": the previous question with the
     condition said after "only"/"just" put at its end, when no statement edit read it."""
     if match := _FILTER.match(asked):
-        condition = _clean(match.group("f"))
+        condition = clean(match.group("f"))
         condition = re.sub(r"^(?:the|those|ones)\s+", "", condition, flags=re.I)
         if not re.match(r"^(?:in|from|with|at|for|that|which|where|whose|over|under|above|"
                         r"below|more|less|closed|created|owned)\b", condition, re.I):  # fmt: skip
             condition = f"in {condition}"
-        return Resolution(FollowUpKind.FILTER, f"{_body(prior.resolved_question)} {condition}?")
+        return Resolution(
+            FollowUpKind.FILTER, f"{question_body(prior.resolved_question)} {condition}?"
+        )
     return None

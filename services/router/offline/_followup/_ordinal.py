@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from services.common.llm import FollowUpKind, PriorTurn
 from services.router.offline._followup._kinds import Resolution
-from services.router.offline._followup._limit import _RESTRICTIVE, _limit
-from services.router.offline._followup._swap import _swap
-from services.router.offline._followup._words import _ABOUT, _LEAD, _clean, _finish, _plain
+from services.router.offline._followup._limit import RESTRICTIVE, row_limit
+from services.router.offline._followup._swap import swapped_question
+from services.router.offline._followup._words import ABOUT, LEAD, clean, finish, plain
 
 _ORDINALS = {
     "first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3,
@@ -22,7 +22,7 @@ _ORDINALS = {
 # An ordinal points into an earlier answer only as a referent of its own: "the second
 # one", "the third company", "the last?", "the first of them", "number 3". "The first
 # person in space" is an adjective inside a standalone question, not a reference.
-_ORDINAL = re.compile(
+ORDINAL = re.compile(
     r"\bthe (?P<n>" + "|".join(_ORDINALS) + r")(?:(?: (?:one|company|account|deal|opportunity"
     r"|item|result|row|entry)\b)|(?=\s*(?:[?.!,;]|$|of (?:them|those|these|the list)\b"
     r"|(?:have|has|had|do|does|did|is|was|are|were)\b)))"
@@ -35,12 +35,12 @@ def picked_member(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) ->
     """The member an ordinal picks ("the second one" → the second name listed), the
     question asked about it; None when the request says no ordinal, or says one with "only"
     or "just" as a row count ("only the first 2")."""
-    ordinal = _ORDINAL.search(asked)
+    ordinal = ORDINAL.search(asked)
     if (
         ordinal
         and (prior.sql or not prior.members)
-        and _RESTRICTIVE.search(asked)
-        and _limit(_plain(asked))
+        and RESTRICTIVE.search(asked)
+        and row_limit(plain(asked))
     ):
         # "only the first one", "just the first 2": fewer rows, not a pick; after an answer
         # that listed nothing to pick from (a refused ranking) too
@@ -62,12 +62,12 @@ def picked_member(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) ->
                 f"the previous answer {count}, so '{ordinal.group(0)}' points at nothing",
             )
         member = members[index]
-        rest = _clean(asked[: ordinal.start()] + member + asked[ordinal.end() :])
-        if re.fullmatch(rf"{_LEAD}(?:{_ABOUT} )?{re.escape(member)}\s*\??", rest, re.I):
+        rest = clean(asked[: ordinal.start()] + member + asked[ordinal.end() :])
+        if re.fullmatch(rf"{LEAD}(?:{ABOUT} )?{re.escape(member)}\s*\??", rest, re.I):
             # "and the second one?": the previous question, about that member.
             # "and the fourth one?" after "How many contacts does the second one have?":
             # the latest question, about the newly picked member.
-            swapped = _swap(latest, member, history) if latest is not listed else None
+            swapped = swapped_question(latest, member, history) if latest is not listed else None
             rest = swapped or f"What do we know about {member}?"
-        return Resolution(FollowUpKind.ORDINAL, _finish(rest))
+        return Resolution(FollowUpKind.ORDINAL, finish(rest))
     return None

@@ -10,15 +10,15 @@ import re
 from services.common.llm import FollowUpKind, PriorTurn
 from services.router.offline._followup._kinds import BuildsOn, Relation, Resolution
 from services.router.offline._followup._words import (
-    _ABOUT,
-    _LEAD,
-    _QUALIFIER_TAIL,
-    _body,
-    _clean,
-    _plain,
+    ABOUT,
+    LEAD,
+    QUALIFIER_TAIL,
+    clean,
+    plain,
+    question_body,
 )
 
-_MONTH = (
+MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may(?= \d)|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
@@ -26,7 +26,7 @@ _TIME_VALUE = (
     r"(?:(?:in|for|during|since|from|on) )?(?:the )?"
     r"(?:(?:19|20)\d\d|q[1-4](?: (?:19|20)\d\d)?|(?:last|this|next|previous|past) "
     r"(?:year|quarter|month|week|\d+ (?:days|weeks|months|years))|(?:19|20)\d\d-\d\d"
-    rf"|{_MONTH}(?: \d{{1,2}}(?:st|nd|rd|th)?)?(?:,? (?:19|20)\d\d)?"
+    rf"|{MONTH}(?: \d{{1,2}}(?:st|nd|rd|th)?)?(?:,? (?:19|20)\d\d)?"
     r"|ytd|year to date)"
 )
 # A period said relative to the one the previous answer counted: "the year after", "the
@@ -38,10 +38,10 @@ _MOVED = (
     rf"|(?:the )?{_GRAIN_WORD} (?:before|after|earlier|later|prior)(?: that)?"
     rf"|(?:a|an|one|two|three|\d) {_GRAIN_WORD}s? (?:earlier|later|before|after)"
 )
-_BOUND = r"(?:before|after|until|till|prior to|earlier than|later than|up to|through)"
-_PERIOD = rf"(?:{_MOVED}|(?:{_BOUND} )?{_TIME_VALUE})"
-_TIME_ONLY = re.compile(rf"^{_LEAD}(?:{_ABOUT} )?(?P<time>{_PERIOD})\s*\??\s*$", re.IGNORECASE)
-_TIME_IN_QUESTION = re.compile(rf"\b(?:{_BOUND} )?{_TIME_VALUE}\b", re.IGNORECASE)
+BOUND = r"(?:before|after|until|till|prior to|earlier than|later than|up to|through)"
+_PERIOD = rf"(?:{_MOVED}|(?:{BOUND} )?{_TIME_VALUE})"
+_TIME_ONLY = re.compile(rf"^{LEAD}(?:{ABOUT} )?(?P<time>{_PERIOD})\s*\??\s*$", re.IGNORECASE)
+TIME_IN_QUESTION = re.compile(rf"\b(?:{BOUND} )?{_TIME_VALUE}\b", re.IGNORECASE)
 
 
 _STEPS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3}
@@ -57,21 +57,21 @@ _MOVE = re.compile(
 def _moved(question: str, period: str) -> str | None:
     """The previous question's year, quarter or month moved as ``period`` says ("the
     year after" 2014 is 2015), when the question says one of that grain."""
-    move = _MOVE.match(_clean(period))
+    move = _MOVE.match(clean(period))
     if move is None:
         return None
     grain = (move.group("g1") or move.group("g2")).lower()
     word = (move.group("pre") or move.group("post")).lower()
     steps = _STEPS.get((move.group("n") or "one").lower()) or int(move.group("n"))
     steps = -steps if word in ("previous", "prior", "preceding", "before", "earlier") else steps
-    body = _body(question)
+    body = question_body(question)
     if grain == "year" and len(set(re.findall(r"\b(?:19|20)\d\d\b", body))) == 1:
         year = re.search(r"\b(?:19|20)\d\d\b", body)
         assert year is not None
         return f"{body[: year.start()]}{int(year.group(0)) + steps}{body[year.end() :]}?"
     if grain in ("month", "quarter"):
         unit = 1 if grain == "month" else 3
-        said = re.search(rf"\b(?P<m>{_MONTH})\w*,? (?P<y>(?:19|20)\d\d)\b", body, re.I)
+        said = re.search(rf"\b(?P<m>{MONTH})\w*,? (?P<y>(?:19|20)\d\d)\b", body, re.I)
         quarter = re.search(r"\bq(?P<q>[1-4]) (?P<y>(?:19|20)\d\d)\b", body, re.I)
         if grain == "quarter" and quarter:
             index = int(quarter.group("y")) * 4 + int(quarter.group("q")) - 1 + steps
@@ -86,19 +86,19 @@ def _moved(question: str, period: str) -> str | None:
     return None
 
 
-def _with_time(question: str, time: str) -> str:
+def with_time(question: str, time: str) -> str:
     """``question`` asked about ``time`` instead of its own period (or with one added)."""
-    time = _clean(time)
+    time = clean(time)
     if (moved := _moved(question, time)) is not None:
         return moved
     if not re.match(
-        rf"^(?:in|for|during|since|from|on|last|this|next|previous|past|the|{_BOUND})\b", time, re.I
+        rf"^(?:in|for|during|since|from|on|last|this|next|previous|past|the|{BOUND})\b", time, re.I
     ):
         time = f"in {time}"
-    body = _body(question)
-    if old := _TIME_IN_QUESTION.search(body):
+    body = question_body(question)
+    if old := TIME_IN_QUESTION.search(body):
         year = re.search(r"\b(?:19|20)\d\d\b", old.group(0))
-        if year and re.search(_MONTH, time, re.I) and not re.search(r"\b(?:19|20)\d\d\b", time):
+        if year and re.search(MONTH, time, re.I) and not re.search(r"\b(?:19|20)\d\d\b", time):
             time = f"{time} {year.group(0)}"  # "and february?" after "in January 2023"
         body = body[: old.start()] + time + body[old.end() :]
     else:
@@ -109,11 +109,11 @@ def _with_time(question: str, time: str) -> str:
 def time_shifted(asked: str, prior: PriorTurn) -> Resolution | None:
     """The previous question over the period a request says alone ("and in 2024?",
     "the year after"); None for any other request."""
-    if match := _TIME_ONLY.match(asked) or _TIME_ONLY.match(_QUALIFIER_TAIL.sub("", _plain(asked))):
-        period = _clean(match.group("time"))
+    if match := _TIME_ONLY.match(asked) or _TIME_ONLY.match(QUALIFIER_TAIL.sub("", plain(asked))):
+        period = clean(match.group("time"))
         return Resolution(
             FollowUpKind.TIME_SHIFT,
-            _with_time(prior.resolved_question, period),
+            with_time(prior.resolved_question, period),
             builds_on=BuildsOn("", Relation.TIME_SHIFT, period=period),
         )
     return None

@@ -12,19 +12,19 @@ from dataclasses import replace
 
 from services.common.llm import FollowUpKind, PriorTurn
 from services.router.offline._followup._kinds import BuildsOn, Relation, Resolution
-from services.router.offline._followup._route import _document_question
+from services.router.offline._followup._route import document_question
 from services.router.offline._followup._turn import named_turn
 from services.router.offline._followup._words import (
-    _CLAUSE_BOUNDARY,
-    _NOT_PLURAL,
-    _NUMBER_WORDS,
-    _PLURAL_BEFORE,
-    _PLURAL_WORD,
-    _body,
-    _clean,
-    _described_set,
-    _finish,
-    _names,
+    CLAUSE_BOUNDARY,
+    NOT_PLURAL,
+    NUMBER_WORDS,
+    PLURAL_BEFORE,
+    PLURAL_WORD,
+    clean,
+    described_set,
+    finish,
+    joined_names,
+    question_body,
 )
 
 # One earlier row pointed at: "he", "she", "his age", "that singer", "this person". Said
@@ -92,12 +92,12 @@ def _reference_target(prior: PriorTurn) -> str | None:
     """How to name the prior result set: its members when it listed any, else the set
     its question described."""
     if prior.members:
-        return _names(prior.members)
-    described = _described_set(prior.resolved_question)
+        return joined_names(prior.members)
+    described = described_set(prior.resolved_question)
     if described is None:
         return None
     found, rest = described
-    return _clean(f"the {found} {rest}") if rest else f"the {found}"
+    return clean(f"the {found} {rest}") if rest else f"the {found}"
 
 
 def _unowned_its(question: str) -> re.Match[str] | None:
@@ -111,7 +111,7 @@ def _unowned_its(question: str) -> re.Match[str] | None:
     before = re.sub(
         r"^\W*(?:which|who|whose|where|when)\b", "", question[: match.start()], flags=re.I
     )
-    if _CLAUSE_BOUNDARY.search(before) or _OWNER_BEFORE.search(before):
+    if CLAUSE_BOUNDARY.search(before) or _OWNER_BEFORE.search(before):
         return None
     return match
 
@@ -140,7 +140,7 @@ def _unowned_last_it(question: str) -> re.Match[str] | None:
     before = re.sub(
         r"^\W*(?:which|who|whose|where|when|what)\b", "", question[: match.start()], flags=re.I
     )
-    if _CLAUSE_BOUNDARY.search(before) or _OWNER_BEFORE.search(before):
+    if CLAUSE_BOUNDARY.search(before) or _OWNER_BEFORE.search(before):
         return None
     return match
 
@@ -158,12 +158,12 @@ def _has_unanchored_pronoun(question: str) -> re.Match[str] | None:
             # An object pronoun never means a noun of its own clause ("flights" in "how
             # many flights went to them?": that would be "themselves"); only a noun of an
             # earlier clause can be its antecedent ("list the products and who bought them").
-            starts = [b.start() for b in _CLAUSE_BOUNDARY.finditer(before)]
+            starts = [b.start() for b in CLAUSE_BOUNDARY.finditer(before)]
             before = before[: starts[-1]] if starts else ""
         nouns = [
             m.group(0)
-            for m in _PLURAL_BEFORE.finditer(before)
-            if m.group(0).lower() not in _NOT_PLURAL
+            for m in PLURAL_BEFORE.finditer(before)
+            if m.group(0).lower() not in NOT_PLURAL
             # "who makes them": the word after a subject "who" is its verb, no noun
             and not re.search(r"\bwho\s+$", before[: m.start()], re.I)
         ]
@@ -186,14 +186,14 @@ _GROUP_ONES = re.compile(
 )
 
 
-def _one_group(asked: str, prior: PriorTurn) -> str | None:
+def one_group(asked: str, prior: PriorTurn) -> str | None:
     """ "list the europe ones" after "how many countries per continent": "ones" stands for
     the counted rows, and the value before it names one group, so the question lists the
     counted noun's rows of that group ("list the countries whose continent is europe?"),
     asked anew. It was read alone, where "ones" names nothing, and refused. None unless
     the previous statement counts per group and its question says "how many X per Y"."""
     said = _GROUP_ONES.match(asked.strip())
-    counted = _COUNT_PER.match(_body(prior.resolved_question))
+    counted = _COUNT_PER.match(question_body(prior.resolved_question))
     if said is None or counted is None or not prior.sql:
         return None
     if not re.search(r"\bCOUNT\(", prior.sql, re.I) or not re.search(
@@ -225,16 +225,16 @@ def _pointed_at_described(asked: str, one: re.Match[str], prior: PriorTurn) -> s
     word = one.group("p")
     if word.lower() not in _PERSONAL and not re.match(r"^(?:that|this)\s", word, re.I):
         return None
-    if re.match(r"^how (?:many|much)\b", _body(prior.resolved_question), re.I):
+    if re.match(r"^how (?:many|much)\b", question_body(prior.resolved_question), re.I):
         return None  # a count showed one number, no row for "he" to be
-    described = _described_set(prior.resolved_question)
+    described = described_set(prior.resolved_question)
     if described is None:
         return None
     found, rest = described
     head = found.split()[-1]
-    if head.lower() in _NOT_PLURAL or not _PLURAL_WORD.fullmatch(head):
+    if head.lower() in NOT_PLURAL or not PLURAL_WORD.fullmatch(head):
         return None
-    target = _clean(f"the {found} {rest}")
+    target = clean(f"the {found} {rest}")
     before, after = asked[: one.start("p")], asked[one.end("p") :]
     if word.lower() == "his":
         owned = _POSSESSED.match(after)
@@ -256,7 +256,7 @@ def _refer(asked: str, target: str, prior: PriorTurn) -> str:
         condition = re.sub(r"^\s*(?:are|were|is|have|had)\b\s*", "", text[which.end() :])
         if not named and condition.strip(" ?"):
             # "how many of them are in healthcare?" after a count: the count, narrowed.
-            return f"{_body(prior.resolved_question)} {condition.strip(' ?')}?"
+            return f"{question_body(prior.resolved_question)} {condition.strip(' ?')}?"
         return text[: which.start()] + f"{which.group(1)} of {target}" + text[which.end() :]
     demonstrative = _DEMONSTRATIVE.search(text) or _COLLECTIVE.search(text)
     if demonstrative:
@@ -316,7 +316,7 @@ def referred(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) -> Reso
         prior = named_turn(demonstrative.group("noun"), prior, history)
     said_count = demonstrative.group("count") if demonstrative else None
     if said_count and prior.row_count:
-        meant = _NUMBER_WORDS.get(said_count.lower()) or int(said_count)
+        meant = NUMBER_WORDS.get(said_count.lower()) or int(said_count)
         if meant != prior.row_count:
             # "those three" after five rows: which three is not said
             return Resolution(
@@ -343,7 +343,7 @@ def referred(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) -> Reso
         word = one.group("p")
         if not (prior.sql or prior.members or prior.row_count or prior.cited):
             if (named := _pointed_at_described(asked, one, prior)) is not None:
-                return Resolution(FollowUpKind.RESULT_REFERENCE, _finish(named))
+                return Resolution(FollowUpKind.RESULT_REFERENCE, finish(named))
             # "which museums did he visit?" after a refusal: read alone it would ask
             # about every visitor's museums.
             return Resolution(
@@ -370,9 +370,9 @@ def referred(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) -> Reso
         narrows_count = (
             not prior.members
             and _PART_OF.search(asked) is not None
-            and re.match(r"^how many\b", _body(prior.resolved_question), re.I) is not None
+            and re.match(r"^how many\b", question_body(prior.resolved_question), re.I) is not None
         )
-        if prior.sql and not _document_question(asked) and not narrows_count:
+        if prior.sql and not document_question(asked) and not narrows_count:
             # The rows of the earlier statement, as a sub-query in the SQL service: never
             # a pasted list of the names it returned.
             noun = demonstrative.group("noun") if demonstrative else None
@@ -395,7 +395,7 @@ def referred(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) -> Reso
                 text = _refer(asked, rows, replace(prior, members=()))
             return Resolution(
                 FollowUpKind.RESULT_REFERENCE,
-                _finish(text),
+                finish(text),
                 builds_on=BuildsOn(prior.sql, Relation.RESULT_SET, question=asked),
             )
         target = _reference_target(prior)
@@ -407,5 +407,5 @@ def referred(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) -> Reso
                 asked,
                 f"the previous answer named no result set for '{word}' to refer to",
             )
-        return Resolution(FollowUpKind.RESULT_REFERENCE, _finish(_refer(asked, target, prior)))
+        return Resolution(FollowUpKind.RESULT_REFERENCE, finish(_refer(asked, target, prior)))
     return None

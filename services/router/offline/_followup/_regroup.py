@@ -8,16 +8,16 @@ import re
 
 from services.common.llm import FollowUpKind, PriorTurn
 from services.router.offline._followup._kinds import Resolution
-from services.router.offline._followup._words import _GROUPING, _LEAD, _body, _clean
+from services.router.offline._followup._words import GROUPING, LEAD, clean, question_body
 
 _BREAKDOWN = re.compile(
-    rf"^{_LEAD}(?:(?:can you |could you |please )?(?:break|split) (?:it|that|this|them|those"
+    rf"^{LEAD}(?:(?:can you |could you |please )?(?:break|split) (?:it|that|this|them|those"
     r"|these)? ?(?:down|up|out)? ?(?:by|per|across)|(?:group(?:ed)?|broken down|split) "
     r"(?:it |that |them )?by|(?:and )?(?:by|per|for each))"
     r" (?P<dim>[\w -]+?)\s*\??\s*$",
     re.IGNORECASE,
 )
-_REGROUP = re.compile(
+REGROUP = re.compile(
     r"^(?:(?:and|also|now|then|what about|how about)\s+)*"
     r"(?:(?:break|split|group|divide|segment|slice)\s+(?:(?:it|that|this|them|those|these|"
     r"the \w+)\s+)?(?:(?:down|up|out)\s+)?|(?:broken down|split up|split|grouped|divided)\s+"
@@ -59,11 +59,11 @@ def _grouping_end(body: str, found: re.Match[str]) -> int:
     return after.end("n")
 
 
-def _regrouped(question: str, dim: str, *, add: bool) -> str:
+def regrouped(question: str, dim: str, *, add: bool) -> str:
     """The previous question grouped by ``dim`` instead of its own grouping (or as well)."""
-    body = _body(question)
-    found = [m for m in _GROUPING.finditer(body) if m.group("p").lower() != "by"]
-    found = found or list(_GROUPING.finditer(body))
+    body = question_body(question)
+    found = [m for m in GROUPING.finditer(body) if m.group("p").lower() != "by"]
+    found = found or list(GROUPING.finditer(body))
     if found and not add:
         last = found[-1]
         return f"{body[: last.start('g')]}{dim}{body[_grouping_end(body, last) :]}?"
@@ -76,6 +76,8 @@ def broken_down(asked: str, prior: PriorTurn) -> Resolution | None:
     """ "by region?", "and per state": the previous question grouped by the dimension
     said, when no statement edit read the request; None otherwise."""
     if match := _BREAKDOWN.match(asked):
-        dim = _clean(match.group("dim"))
-        return Resolution(FollowUpKind.BREAKDOWN, f"{_body(prior.resolved_question)} by {dim}?")
+        dim = clean(match.group("dim"))
+        return Resolution(
+            FollowUpKind.BREAKDOWN, f"{question_body(prior.resolved_question)} by {dim}?"
+        )
     return None

@@ -11,15 +11,15 @@ from dataclasses import replace
 
 from services.common.llm import FollowUpKind, PriorTurn
 from services.router.offline._followup._kinds import BuildsOn, Resolution
-from services.router.offline._followup._narrow import _other_condition, filtered
-from services.router.offline._followup._ordinal import _ORDINAL, picked_member
+from services.router.offline._followup._narrow import filtered, other_condition
+from services.router.offline._followup._ordinal import ORDINAL, picked_member
 from services.router.offline._followup._period import time_shifted
-from services.router.offline._followup._reference import _one_group, referred
+from services.router.offline._followup._reference import one_group, referred
 from services.router.offline._followup._regroup import broken_down
-from services.router.offline._followup._route import _leaves_sql
-from services.router.offline._followup._structural import _structural
-from services.router.offline._followup._swap import _bare_value, _elliptical_count, value_swapped
-from services.router.offline._followup._words import _clean
+from services.router.offline._followup._route import leaves_sql
+from services.router.offline._followup._structural import structural_reading
+from services.router.offline._followup._swap import bare_value, elliptical_count, value_swapped
+from services.router.offline._followup._words import clean
 
 # "same but by state", "same thing, but from LGA": the previous request with what follows
 # "but" changed; "but" alone leads many a new question, "same … but" none.
@@ -56,7 +56,7 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         or not prior.sql
         or resolution.kind in (FollowUpKind.STANDALONE, FollowUpKind.UNRESOLVED,
                                FollowUpKind.ORDINAL)
-        or _leaves_sql(question, resolution)
+        or leaves_sql(question, resolution)
     ):  # fmt: skip
         if resolution.builds_on is not None and (prior is None or not prior.sql):
             return replace(resolution, builds_on=None)
@@ -71,9 +71,9 @@ def resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
 
 
 def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
-    asked = _clean(question)
+    asked = clean(question)
     prior = next((t for t in reversed(history) if not t.unresolved), None)
-    ordinal = _ORDINAL.search(asked)
+    ordinal = ORDINAL.search(asked)
     if prior is None:
         if ordinal:
             return Resolution(
@@ -85,26 +85,26 @@ def _resolve(question: str, history: Sequence[PriorTurn]) -> Resolution:
         return picked
     if (shifted := time_shifted(asked, prior)) is not None:
         return shifted
-    if (structural := _structural(asked, prior)) is not None:
+    if (structural := structural_reading(asked, prior)) is not None:
         return structural
     if (regrouped := broken_down(asked, prior)) is not None:
         return regrouped
     if (narrowed := filtered(asked, prior)) is not None:
         return narrowed
-    if (other := _other_condition(asked, prior)) is not None:
+    if (other := other_condition(asked, prior)) is not None:
         return other
     if (reference := referred(asked, prior, history)) is not None:
         return reference
     if (swapped := value_swapped(asked, prior, history)) is not None:
         return swapped
-    if (elliptical := _elliptical_count(asked, prior)) is not None:
+    if (elliptical := elliptical_count(asked, prior)) is not None:
         # "and how many of type Other?" after "How many houses are listed?": the count
         # names no rows of its own, so they are the previous count's, with another value
         again = _resolve(f"what about {elliptical}?", history)
         if again.kind in (FollowUpKind.VALUE_SWAP, FollowUpKind.TIME_SHIFT):
             return again
-    if (group := _one_group(asked, prior)) is not None:
+    if (group := one_group(asked, prior)) is not None:
         return Resolution(FollowUpKind.RESULT_REFERENCE, group)
-    if (bare := _bare_value(asked, prior)) is not None:
+    if (bare := bare_value(asked, prior)) is not None:
         return bare
     return Resolution(FollowUpKind.STANDALONE, asked)

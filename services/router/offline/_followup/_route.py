@@ -10,7 +10,7 @@ from services.router.offline._followup._kinds import Relation, Resolution
 from services.router.offline._rules import aggregation_score, semantic_score
 
 
-def _document_question(question: str) -> bool:
+def document_question(question: str) -> bool:
     """A follow-up that names document content ("what do their notes say …") leaves the
     SQL route; anything countable or listable stays."""
     return semantic_score(question) > aggregation_score(question)[0]
@@ -26,7 +26,7 @@ _EDITS = frozenset({Relation.FILTER, Relation.VALUE_SWAP, Relation.TIME_SHIFT,
                     Relation.ROW_LIMIT, Relation.REGROUP})  # fmt: skip
 
 
-def _leaves_sql(question: str, resolution: Resolution) -> bool:
+def leaves_sql(question: str, resolution: Resolution) -> bool:
     """Whether a follow-up to a SQL answer leaves its statement for the documents. One
     that edits the statement (narrows it to a value, swaps one) stays on it unless it
     asks about content with more than a record's kind: "only in the document Customer
@@ -35,7 +35,7 @@ def _leaves_sql(question: str, resolution: Resolution) -> bool:
     whose notes mention pricing" asks what text says."""
     built = resolution.builds_on
     if built is None or built.relation not in _EDITS:
-        return _document_question(question)
+        return document_question(question)
     if built.value:
         # the value swapped in is data, not a cue: a title reads "How to write a CV"
         question = re.sub(re.escape(built.value), " ", question, flags=re.I)
@@ -43,7 +43,7 @@ def _leaves_sql(question: str, resolution: Resolution) -> bool:
         # "just those with a feature": a kind of related row the earlier rows have (the
         # SQL service reads it as their having one, or refuses), not what text says
         question = re.sub(rf"\b{re.escape(one.group('noun'))}\b", " ", question, flags=re.I)
-    return _document_question(_RECORD_NOUN.sub(" ", question))
+    return document_question(_RECORD_NOUN.sub(" ", question))
 
 
 # A filter that says only that a related row exists ("with a feature", "that have at

@@ -10,41 +10,41 @@ from collections.abc import Sequence
 
 from services.common.llm import FollowUpKind, PriorTurn
 from services.router.offline._followup._kinds import Resolution, value_swap
-from services.router.offline._followup._period import _MONTH
+from services.router.offline._followup._period import MONTH
 from services.router.offline._followup._words import (
-    _ABOUT,
-    _LEAD,
-    _PLURAL_END,
-    _QUESTION_HEAD,
-    _body,
-    _clean,
-    _plain,
+    ABOUT,
+    LEAD,
+    PLURAL_END,
+    QUESTION_HEAD,
+    clean,
+    plain,
+    question_body,
 )
 
 _SWAP = re.compile(
-    rf"^{_LEAD}{_ABOUT} (?:(?P<prep>for|in|with|at|from|to|of|on|by) )?(?P<v>.+?)\s*\??\s*$",
+    rf"^{LEAD}{ABOUT} (?:(?P<prep>for|in|with|at|from|to|of|on|by) )?(?P<v>.+?)\s*\??\s*$",
     re.IGNORECASE,
 )
 # "Turton Urban District instead", "the United States ones instead", "template 11 then":
 # a value said in place of the previous question's, with nothing but "instead" around it.
 _INSTEAD = re.compile(
-    rf"^{_LEAD}(?:(?:the|those|these)\s+)?(?P<v>[^?]+?)(?:\s+ones?)?\s+(?:instead|then)"
+    rf"^{LEAD}(?:(?:the|those|these)\s+)?(?P<v>[^?]+?)(?:\s+ones?)?\s+(?:instead|then)"
     r"\s*[?.!]*$",
     re.IGNORECASE,
 )
 # "swap Science for Music", "replace 2014 with 2015", "Music instead of Science": the value
 # to take out is said, so it is the one replaced.
 _CHANGE = re.compile(
-    rf"^{_LEAD}(?:swap|replace|switch|change|exchange)\s+(?P<old>[^?]+?)\s+(?:for|with|to)\s+"
+    rf"^{LEAD}(?:swap|replace|switch|change|exchange)\s+(?P<old>[^?]+?)\s+(?:for|with|to)\s+"
     r"(?P<new>[^?]+?)\s*[?.!]*$"
-    rf"|^{_LEAD}(?P<new2>[^?]+?)\s+(?:instead of|rather than|in place of)\s+(?P<old2>[^?]+?)"
+    rf"|^{LEAD}(?P<new2>[^?]+?)\s+(?:instead of|rather than|in place of)\s+(?P<old2>[^?]+?)"
     r"\s*[?.!]*$",
     re.IGNORECASE,
 )
 # "switch to Delta", "change to 2 engines", "move over to Boston": the new value said with
 # a verb of changing and no old one, which is the value "what about ..." would say.
 _SWITCH_TO = re.compile(
-    rf"^{_LEAD}(?:switch|change|swap|move)(?: over)? to (?P<v>[^?]+?)\s*[?.!]*$",
+    rf"^{LEAD}(?:switch|change|swap|move)(?: over)? to (?P<v>[^?]+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 _CAPITALISED = re.compile(r"\b[A-Z][\w&'.-]*(?: (?:[A-Z][\w&'.-]*|of|and|&))*(?<! of)(?<! and)")
@@ -59,7 +59,7 @@ _PREPOSITION_VALUE = re.compile(
 # ("deals does": a verb or pronoun ending in "s" is no plural noun.)
 _NOT_NOUN_S = r"(?:does|says|this|thus|whats|thats|lets|heres|theres|hows|whos)\b"
 _ADJECTIVE_VALUE = re.compile(
-    rf"\b(?P<v>[a-z][\w-]+) (?=(?!{_NOT_NOUN_S})[a-z]{{3,}}{_PLURAL_END}\b)"
+    rf"\b(?P<v>[a-z][\w-]+) (?=(?!{_NOT_NOUN_S})[a-z]{{3,}}{PLURAL_END}\b)"
     r"|\bthat are (?P<w>[a-z][\w-]+)\b"
 )
 _NOT_VALUES = frozenset(
@@ -77,7 +77,7 @@ _NOT_VALUES = frozenset(
 def _slots(question: str) -> list[tuple[int, int, str]]:
     """Spans of a question that hold a named value: capitalised phrases past the first
     word, and lowercase values after a preposition ("in healthcare")."""
-    body = _body(question)
+    body = question_body(question)
     spans: list[tuple[int, int, str]] = []
     for match in _CAPITALISED.finditer(body):
         start, end = match.span()
@@ -111,7 +111,7 @@ def _statement_slots(prior: PriorTurn) -> list[tuple[int, int, str]]:
     previous plan says which words were values, whatever their case or shape."""
     if not prior.sql:
         return []
-    body = _body(prior.resolved_question)
+    body = question_body(prior.resolved_question)
     spans: list[tuple[int, int, str]] = []
     for match in _LITERAL.finditer(prior.sql):
         literal = (match.group(1) or match.group(2)).replace("''", "'").strip()
@@ -163,11 +163,13 @@ def _without_said_context(value: str, body: str, slots: Sequence[tuple[int, int,
     return value
 
 
-def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn], prep: str = "") -> str | None:
+def swapped_question(
+    prior: PriorTurn, value: str, history: Sequence[PriorTurn], prep: str = ""
+) -> str | None:
     """The prior question with one named value replaced by ``value``: the value its
     statement compared when one fits (a number for a number), else a slot read from the
     question's shape."""
-    body = _body(prior.resolved_question)
+    body = question_body(prior.resolved_question)
     value = _without_said_context(value, body, _statement_slots(prior))
     numeric = bool(re.fullmatch(r"\d+(?:\.\d+)?", value))
     compared = [s for s in _statement_slots(prior) if s[2].replace(".", "").isdigit() == numeric]
@@ -202,7 +204,7 @@ def _swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn], prep: str 
     return f"{body[:start]}{_trimmed_value(value, body, end)}{body[end:]}?"
 
 
-_PERIOD_SLOT = re.compile(rf"^(?:{_MONTH}|(?:19|20)\d\d|q[1-4])\b", re.IGNORECASE)
+_PERIOD_SLOT = re.compile(rf"^(?:{MONTH}|(?:19|20)\d\d|q[1-4])\b", re.IGNORECASE)
 _CODE = re.compile(r"^[A-Z0-9]{2,5}$")
 
 
@@ -258,7 +260,7 @@ _NOT_BARE = frozenset((
 _COMPARED_TEXT = re.compile(r"(?:=|\bIN\s*\(|\bLIKE)\s*'", re.IGNORECASE)
 
 
-def _bare_value(asked: str, prior: PriorTurn) -> Resolution | None:
+def bare_value(asked: str, prior: PriorTurn) -> Resolution | None:
     """A bare phrase after an answer whose statement compares a text value ("delta?"
     after the United flights per origin) as a value swap of that statement, said as
     asked: whether the phrase is a value of the compared column is the SQL service's to
@@ -278,19 +280,19 @@ def _bare_value(asked: str, prior: PriorTurn) -> Resolution | None:
 # many of type Other?", "how many in 2014?"). A partitive names its rows ("how many of
 # the students ..."), and "of them" points at the previous rows (read before).
 _ELLIPTICAL_COUNT = re.compile(
-    rf"{_LEAD}how many\s+(?P<rest>(?:of|in|from|with|at|on)\s+(?!(?:the|all|our|my|your|"
+    rf"{LEAD}how many\s+(?P<rest>(?:of|in|from|with|at|on)\s+(?!(?:the|all|our|my|your|"
     r"their|its|his|her|them|those|these|this|that|it|each|every)\b)[^?]+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
 
 
-def _elliptical_count(asked: str, prior: PriorTurn) -> str | None:
+def elliptical_count(asked: str, prior: PriorTurn) -> str | None:
     """What an elliptical "how many" asks about ("of type Other") when the previous
     question was a count too; None otherwise."""
     match = _ELLIPTICAL_COUNT.match(asked)
     if match is None or len(match.group("rest").split()) > 5:
         return None
-    if not re.match(r"^how many\b", _body(prior.resolved_question), re.IGNORECASE):
+    if not re.match(r"^how many\b", question_body(prior.resolved_question), re.IGNORECASE):
         return None
     return match.group("rest")
 
@@ -314,7 +316,7 @@ def _carried_swap(prior: PriorTurn, value: str, history: Sequence[PriorTurn]) ->
     named = re.compile(rf"(?<![\w-]){re.escape(literal)}(?![\w-])", re.I)
     if not any(named.search(turn.resolved_question) for turn in history):
         return None
-    return f"{_body(prior.resolved_question)}, with {value} in place of {literal}?"
+    return f"{question_body(prior.resolved_question)}, with {value} in place of {literal}?"
 
 
 _NAMED_NUMBER = re.compile(
@@ -331,7 +333,7 @@ def _renumbered(question: str, value: str) -> str | None:
     named = _NAMED_NUMBER.match(value.strip())
     if named is None:
         return None
-    body = _body(question)
+    body = question_body(question)
     words = r"\s+".join(re.escape(w) for w in named.group("words").split())
     found = list(re.finditer(rf"(?<![\w-]){words}\s+(\d+(?:\.\d+)?)(?![\w.-])", body, re.I))
     if len(found) != 1:
@@ -355,7 +357,7 @@ def _recounted(question: str, value: str) -> tuple[str, str] | None:
     counted = _NUMBER_NOUN.match(said)
     if counted is None:
         return None
-    body = _body(question)
+    body = question_body(question)
     noun = re.escape(counted.group("noun"))
     said_before = rf"(?<![\w.-])(\d+(?:\.\d+)?)[\s-]+{noun}(?:e?s)?(?![\w-])"
     found = list(re.finditer(said_before, body, re.I))
@@ -370,13 +372,13 @@ def _switched_to(asked: str) -> re.Match[str] | None:
     """ "switch to X" read as "what about X?": the value put in place of the previous
     question's, so it is replaced where the previous question compared it; None for any
     other form."""
-    switch = _SWITCH_TO.match(_plain(asked))
-    if switch is None or _QUESTION_HEAD.match(switch.group("v")):
+    switch = _SWITCH_TO.match(plain(asked))
+    if switch is None or QUESTION_HEAD.match(switch.group("v")):
         return None
     return _SWAP.match(f"what about {switch.group('v')}?")
 
 
-_SAID_COMPARISON = re.compile(
+SAID_COMPARISON = re.compile(
     r"\b(?:[a-z]+er|more|less|fewer|greater|over|under|above|below|at least|at most)"
     r"(?:\s+than)?\s+\$?\d[\d,.]*",
     re.IGNORECASE,
@@ -386,8 +388,8 @@ _SAID_COMPARISON = re.compile(
 def _with_comparison(question: str, comparison: str) -> str:
     """The previous question with its comparison replaced by ``comparison`` (or with it
     added)."""
-    body = _body(question)
-    found = list(_SAID_COMPARISON.finditer(body))
+    body = question_body(question)
+    found = list(SAID_COMPARISON.finditer(body))
     if len(found) == 1:
         return f"{body[: found[0].start()]}{comparison}{body[found[0].end() :]}?"
     return f"{body} {comparison}?"
@@ -397,14 +399,14 @@ def value_swapped(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) ->
     """The previous question with one value replaced ("swap X for Y", "what about Y?",
     "Y instead", "switch to Y"); refused where the value to replace is not said once or
     nothing could be replaced; None when the request names no value in place of another."""
-    change = _CHANGE.match(_plain(asked))
+    change = _CHANGE.match(plain(asked))
     if change is not None:
-        said = _clean(change.group("old") or change.group("old2"))
-        value = _clean(change.group("new") or change.group("new2"))
-        if max(len(said.split()), len(value.split())) > 4 or _QUESTION_HEAD.match(value):
+        said = clean(change.group("old") or change.group("old2"))
+        value = clean(change.group("new") or change.group("new2"))
+        if max(len(said.split()), len(value.split())) > 4 or QUESTION_HEAD.match(value):
             change = None  # "which customers prefer tea rather than coffee?" asks anew
     if change is not None:
-        body = _body(prior.resolved_question)
+        body = question_body(prior.resolved_question)
         found = list(re.finditer(rf"(?<![\w-]){re.escape(said)}(?![\w-])", body, re.I))
         if len(found) != 1:
             return Resolution(
@@ -415,12 +417,12 @@ def value_swapped(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) ->
         where = found[0]
         return value_swap(f"{body[: where.start()]}{value}{body[where.end() :]}?", value)
     match = _SWAP.match(asked)
-    if match is None and (instead := _INSTEAD.match(_plain(asked))) is not None:
+    if match is None and (instead := _INSTEAD.match(plain(asked))) is not None:
         match = _SWAP.match(f"what about {instead.group('v')}?")
     if match is None:
         match = _switched_to(asked)
     if match:
-        value = _clean(match.group("v"))
+        value = clean(match.group("v"))
         prep = (match.group("prep") or "").lower()
         if prep in ("from", "to") and not re.search(
             rf"\b{prep}\s+\S", prior.resolved_question, re.I
@@ -439,7 +441,7 @@ def value_swapped(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) ->
             if renumbered is not None:
                 return value_swap(renumbered, value)
             # "what about retail?" after a question with no lowercase value: a narrowing.
-            return value_swap(f"{_body(prior.resolved_question)} in {value}?", value)
+            return value_swap(f"{question_body(prior.resolved_question)} in {value}?", value)
         if _COMPARISON.match(value):
             # "what about older than 40?": another comparison where the previous one was
             return value_swap(_with_comparison(prior.resolved_question, value), value)
@@ -454,7 +456,9 @@ def value_swapped(asked: str, prior: PriorTurn, history: Sequence[PriorTurn]) ->
                 # the value as the question now says it ("4 cylinder"), which the
                 # statement's condition is linked from again
                 return value_swap(recounted[0], recounted[1])
-            swapped = _swap(prior, value, history, prep) or _carried_swap(prior, value, history)
+            swapped = swapped_question(prior, value, history, prep) or _carried_swap(
+                prior, value, history
+            )
             if swapped is not None:
                 return value_swap(swapped, value)
             return Resolution(

@@ -11,26 +11,26 @@ from collections.abc import Sequence
 # Members named in one rewritten question: enough for "their call notes" over a short
 # list, short enough that the question still reads as one.
 MAX_NAMED_MEMBERS = 8
-_LEAD = r"^(?:and|but|ok(?:ay)?|so|then|also|now)?[, ]*"
-_ABOUT = (
+LEAD = r"^(?:and|but|ok(?:ay)?|so|then|also|now)?[, ]*"
+ABOUT = (
     r"(?:what about|how about|and|what of|same for|and what about|now|"
     r"(?:and )?(?:the )?same (?:thing |question |again )?(?:for|in|with)?)"
 )
-_QUESTION_HEAD = re.compile(
+QUESTION_HEAD = re.compile(
     r"^(?:how|what|which|who|whom|whose|when|where|why|is|are|was|were|do|does|did|list|show"
     r"|give|find|count|name)\b",
     re.IGNORECASE,
 )
-_CLAUSE_BOUNDARY = re.compile(
+CLAUSE_BOUNDARY = re.compile(
     r"[,;]|\b(?:and|or|but|that|which|who|whom|whose|where|when|while)\b", re.IGNORECASE
 )
 # A plural noun: "users", not "business", "famous" or "analysis" (the letter before the
 # final "s" is looked at before it is consumed, so "ss" is "(?<!s)s").
-_PLURAL_END = r"(?<!s)(?<!ou)(?<!i)s"
-_PLURAL_NOUN = rf"[\w'-]+{_PLURAL_END}"
-_PLURAL_BEFORE = re.compile(rf"\b[a-z]{{3,}}{_PLURAL_END}\b", re.IGNORECASE)
-_PLURAL_WORD = re.compile(rf"\b{_PLURAL_NOUN}\b", re.IGNORECASE)
-_NOT_PLURAL = frozenset(
+PLURAL_END = r"(?<!s)(?<!ou)(?<!i)s"
+PLURAL_NOUN = rf"[\w'-]+{PLURAL_END}"
+PLURAL_BEFORE = re.compile(rf"\b[a-z]{{3,}}{PLURAL_END}\b", re.IGNORECASE)
+PLURAL_WORD = re.compile(rf"\b{PLURAL_NOUN}\b", re.IGNORECASE)
+NOT_PLURAL = frozenset(
     {"does", "has", "was", "is", "this", "its", "us", "notes", "says", "status", "sales",
      "whats", "thats", "lets", "heres", "theres", "hows", "whos"}
 )  # fmt: skip
@@ -54,25 +54,25 @@ _SET_PATTERNS = (
 )
 
 
-def _clean(text: str) -> str:
+def clean(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _body(question: str) -> str:
+def question_body(question: str) -> str:
     """The question without its final punctuation."""
-    return _clean(question).rstrip(" ?.!")
+    return clean(question).rstrip(" ?.!")
 
 
-def _names(members: Sequence[str]) -> str:
+def joined_names(members: Sequence[str]) -> str:
     named = list(members[:MAX_NAMED_MEMBERS])
     if len(named) == 1:
         return named[0]
     return ", ".join(named[:-1]) + " and " + named[-1]
 
 
-def _described_set(question: str) -> tuple[str, str] | None:
+def described_set(question: str) -> tuple[str, str] | None:
     """(the set a count or listing question described, the rest of its condition)."""
-    body = _body(question)
+    body = question_body(question)
     for index, pattern in enumerate(_SET_PATTERNS):
         match = pattern.match(body)
         if match and match.group("set").strip():
@@ -99,8 +99,8 @@ def _as_noun_phrase(words: str) -> tuple[str, str]:
     make"). Spliced in verbatim, "What engines do the are the 3 most expensive cars
     have?" is no question anyone can read."""
     words = _COPULA_HEAD.sub("", words, count=1)
-    for noun in _PLURAL_WORD.finditer(words):
-        if noun.group(0).lower() in _NOT_PLURAL:
+    for noun in PLURAL_WORD.finditer(words):
+        if noun.group(0).lower() in NOT_PLURAL:
             continue
         rest = words[noun.end() :].strip()
         if not rest or _PREPOSITION_HEAD.match(rest):
@@ -122,29 +122,29 @@ _POLITE_HEAD = re.compile(
     re.IGNORECASE,
 )
 _POLITE_TAIL = re.compile(r"(?:[,\s]+(?:please|thanks|thank you|for me))*[\s?.!]*$", re.I)
-_NUMBER_WORDS = {
+NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "twenty": 20, "a single": 1,
 }  # fmt: skip
-_GROUPING = re.compile(
+GROUPING = re.compile(
     r"\b(?P<p>for each|for every|in each|of each|per|each|by)\s+(?P<g>[a-z][\w-]*"
     r"(?:\s+of\s+[a-z][\w-]*)?)",
     re.IGNORECASE,
 )
 
 
-def _plain(question: str) -> str:
+def plain(question: str) -> str:
     """The request without politeness, filler and final punctuation."""
-    body = _POLITE_TAIL.sub("", _clean(question))
+    body = _POLITE_TAIL.sub("", clean(question))
     return _POLITE_HEAD.sub("", body, count=1).strip(" ,")
 
 
-def _finish(text: str) -> str:
-    text = _clean(text)
-    text = re.sub(rf"{_LEAD}", "", text, count=1, flags=re.I) or text
+def finish(text: str) -> str:
+    text = clean(text)
+    text = re.sub(rf"{LEAD}", "", text, count=1, flags=re.I) or text
     text = text[:1].upper() + text[1:]
     return text if text.endswith("?") else text.rstrip(".!") + "?"
 
 
 # What a follow-up may end on without changing its meaning: "in 2023 alone".
-_QUALIFIER_TAIL = re.compile(r"\s+(?:alone|only|instead|too|as well|then)$", re.IGNORECASE)
+QUALIFIER_TAIL = re.compile(r"\s+(?:alone|only|instead|too|as well|then)$", re.IGNORECASE)

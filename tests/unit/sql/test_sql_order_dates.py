@@ -1,11 +1,15 @@
-"""Issue 45 (s66, nwmonth): northwind v7's spelled-out questions, read on a store's orders
-that keep three dates (ordered, required, shipped) and the country each was shipped to.
+"""Which of a store's dates a window or a grain is placed on (issue 45, s66: nwmonth and
+resref), read on orders that keep three dates (ordered, required, shipped).
 
+- a date the words name in part is never placed below one they do not name at all: each
+  unexplained word lowers a column's name score, so among many words a date named in part
+  ("orders" of ``order_date``) scored below zero, under dates not named
+  (``required_date``): "how many orders did Margaret Peacock take in 1997" counted the
+  orders due in 1997 (northwind's employees, services/bench/golden/
+  conversations_sql-unseen_v8.json, northwind-e7), and "orders … placed in 1996" went to
+  ``required_date``.
 - "in each month of 1996": the grain, its year the window (was refused: "the statement does
   not group by what follows 'each'", the phrase read as "month of 1996").
-- the date of a window is never one the words do not name over one they partly name: a
-  column's name score falls under zero when other words go unexplained, an unnamed
-  column's is zero ("orders … placed in 1996" went to ``required_date``).
 - a word spent on a grouped column names no date: "ship countries … in 1998" is the
   orders' year, not ``shipped_date``'s (and no shipper's 'Federal Shipping' says which).
 - "orders shipped to each country" groups by the rows' own ``ship_country`` (the noun and
@@ -152,3 +156,34 @@ def test_another_tables_stored_value_names_no_date_of_the_counted_rows():
     chosen = date_column(ctx, Plan(measures=[Measure("COUNT", table=PARCELS)]))
     assert chosen is not None
     assert chosen.column.name == "sent_date"
+
+
+EMPLOYEES = TableInfo(
+    "public", "employees",
+    columns=(
+        key("employee_id"), col("last_name", "text", ("Peacock", "Fuller")),
+        col("first_name", "text", ("Margaret", "Andrew")),
+    ),
+    primary_key=("employee_id",),
+)  # fmt: skip
+STAFFED_ORDERS = TableInfo(
+    "public", "orders",
+    columns=(
+        key("order_id"), key("employee_id"), col("order_date", "date"),
+        col("required_date", "date"), col("shipped_date", "date"), col("freight", "numeric"),
+    ),
+    primary_key=("order_id",),
+    foreign_keys=(ForeignKeyInfo(("employee_id",), "public.employees", ("employee_id",)),),
+)  # fmt: skip
+STAFFED_STORE = Catalog("store", (EMPLOYEES, STAFFED_ORDERS))
+
+
+def test_a_year_after_many_words_bounds_the_date_they_name_in_part() -> None:
+    sql = linked_sql("how many orders did Margaret Peacock take in 1997", STAFFED_STORE, TODAY)
+    assert "t0.order_date >= '1997-01-01'" in sql, sql
+    assert "required_date" not in sql, sql
+
+
+def test_a_date_named_outright_still_wins() -> None:
+    sql = linked_sql("how many orders were shipped in 1997", STAFFED_STORE, TODAY)
+    assert "shipped_date >= '1997-01-01'" in sql, sql
