@@ -27,6 +27,7 @@ from services.sql.linker._plan import (
     leading_text,
     lit,
     name_columns,
+    numbered_description,
     person_name,
     quote,
     row_name,
@@ -360,7 +361,7 @@ def _labels(ctx: LinkContext, table: TableInfo, *, grouped: bool = False) -> lis
     names = name_columns(table)
     if len(names) == 1:
         return names
-    if not names and (leading := leading_text(table)):
+    if not names and (leading := leading_text(table) or numbered_description(table)):
         return leading
     if len(names) > 1 and (named := row_name(table, names)):
         return named  # several names tie: the one unique per row, first declared
