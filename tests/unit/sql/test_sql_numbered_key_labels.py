@@ -6,7 +6,9 @@ territory; the table's description does, whatever the key's name ends in
 (``results.numbered_key``). An employee is shown by first and last name on every path:
 "average freight per employee" (the entity reader, ``_lookup.label_columns``) and the
 same question spelled out with a filter (the clause reader, ``grouped_labels``) show the
-same columns, not the job titles many employees share."""
+same columns, not the job titles many employees share. A table the rows refer to, named
+by a word that names a column of theirs too ("orders *shipped*": ``shippers`` and the
+orders' ``ship_name``) and used for nothing, is not joined (``clauses._referred``)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from datetime import date
 
 from services.sql.catalog import Catalog, ColumnInfo, ForeignKeyInfo, TableInfo
 from services.sql.linker import entity_columns
-from tests.unit.sql.schemas import col, key, linked_statement
+from tests.unit.sql.schemas import col, key, linked_sql, linked_statement
 
 TODAY = date(2026, 12, 1)
 
@@ -29,12 +31,24 @@ EMPLOYEES = TableInfo(
     primary_key=("employee_id",),
     row_estimate=9,
 )  # fmt: skip
+SHIPPERS = TableInfo(
+    "public", "shippers",
+    columns=(key("shipper_id"),
+             col("company_name", "text", ("Speedy Express", "United Package", "Federal Shipping")),
+             col("phone", "text", ("(503) 555-9831", "(503) 555-3199", "(503) 555-9931"))),
+    primary_key=("shipper_id",),
+    row_estimate=3,
+)  # fmt: skip
 ORDERS = TableInfo(
     "public", "orders",
-    columns=(key("order_id"), col("employee_id"), col("freight", "numeric(10,2)"),
+    columns=(key("order_id"), col("employee_id"), col("shipper_id"),
+             col("shipped_date", "date"),
+             col("ship_name", "text", ("Alfreds Futterkiste", "Ernst Handel")),
+             col("freight", "numeric(10,2)"),
              col("ship_country", "text", ("Germany", "France", "Brazil"))),
     primary_key=("order_id",),
-    foreign_keys=(ForeignKeyInfo(("employee_id",), "public.employees", ("employee_id",)),),
+    foreign_keys=(ForeignKeyInfo(("employee_id",), "public.employees", ("employee_id",)),
+                  ForeignKeyInfo(("shipper_id",), "public.shippers", ("shipper_id",))),
     row_estimate=830,
 )  # fmt: skip
 TERRITORIES = TableInfo(
@@ -56,7 +70,7 @@ COVERS = TableInfo(
         ForeignKeyInfo(("territory_id",), "public.territories", ("territory_id",)),
     ),
 )  # fmt: skip
-STORE = Catalog("store", (EMPLOYEES, ORDERS, TERRITORIES, COVERS))
+STORE = Catalog("store", (EMPLOYEES, SHIPPERS, ORDERS, TERRITORIES, COVERS))
 
 
 def _shown(question: str) -> list[str]:
@@ -85,3 +99,16 @@ def test_an_employee_is_shown_by_name_on_both_readers():
     alone = _shown("average freight per employee")
     spelled = _shown("What is the average freight of the orders shipped to Germany, per employee?")
     assert alone == spelled == ["employee_id", "first_name", "last_name", "avg_freight"]
+
+
+def test_a_table_the_rows_refer_to_named_and_used_for_nothing_is_not_joined():
+    # "shipped" names the shippers too; each order refers to its one shipper, so the join
+    # would only drop orders without one, which no word asked
+    sql = linked_sql("What is the average freight of the orders shipped to Germany?", STORE, TODAY)
+    assert "shippers" not in sql, sql
+    assert "ship_country = 'Germany'" in sql, sql
+
+
+def test_rows_said_to_have_a_row_of_the_table_they_refer_to_keep_the_restriction():
+    sql = linked_sql("Which orders have a shipper?", STORE, TODAY)
+    assert "shippers" in sql, sql
