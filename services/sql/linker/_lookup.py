@@ -11,12 +11,11 @@ from services.sql.linker._context import LinkContext
 from services.sql.linker._plan import (
     Measure,
     Plan,
-    code_labels,
+    grouped_labels,
     is_key,
     is_temporal,
     lit,
     name_columns,
-    person_name,
 )
 from services.sql.linker._vocabulary import Col, Vocabulary
 from services.sql.words import (
@@ -63,30 +62,18 @@ def each_entity(ctx: LinkContext) -> TableInfo | None:
 
 
 def label_columns(ctx: LinkContext, table: TableInfo) -> list[Col]:
-    """What names an entity: its key and its name-like columns."""
+    """What names an entity: its key and what names its rows (``_plan.grouped_labels``).
+
+    One definition for every reader that shows an entity: "average freight per
+    employee" (read here) and the same question spelled out with its filter (read by
+    the clause reader) show an employee by the same columns, first and last name, not
+    the job ``title`` and ``title_of_courtesy`` many employees share."""
     cols = []
     if table.primary_key:
         pk = table.column(table.primary_key[0])
         if pk:
             cols.append(Col(table, pk))
-    # a person named in two columns: another "…name" column names something else of
-    # theirs (a doctor's ``med_school_name``), as the clause reader has it
-    person = {c.key for c in person_name(table)}
-    # a column called just ``name`` is what names the row: another "…name" column names
-    # something else of its (a singer's ``song_name``), as the clause reader has it
-    # (``_plan.name_columns``), so both readers show a singer the same way
-    called = any(c.name.lower() == "name" for c in table.columns)
-    # a text key said beside the name (a ticker's symbol, an airport's own code): one
-    # reader for every path that says what names a row (``code_labels``)
-    codes = {c.key for c in code_labels(table)}
-    for column in table.columns:
-        words = ctx.vocab.column_words[(table.qualified, column.name)]
-        if person and (table.qualified, column.name) not in person and "name" in words:
-            continue
-        if called and column.name.lower() != "name" and "name" in words:
-            continue
-        if "name" in words or "title" in words or (table.qualified, column.name) in codes:
-            cols.append(Col(table, column))
+    cols += [c for c in grouped_labels(table) if c.key not in {k.key for k in cols}]
     if len(cols) <= 1:
         # no column whose words say "name": one whose name ends in it all the same
         # (``username``, ``fullname``), as the clause reader decides what names a row

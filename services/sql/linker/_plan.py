@@ -22,6 +22,7 @@ from services.sql.gate import identifier
 from services.sql.linker._mentions import OPTIONAL_TABLE_PARTS
 from services.sql.linker._vocabulary import Col, Vocabulary
 from services.sql.results import code_description as shown_description
+from services.sql.results import numbered_key
 from services.sql.words import (
     STOP_WORDS,
     common_prefix,
@@ -340,6 +341,13 @@ def code_description(table: TableInfo) -> list[Col]:
     rule, ``results.code_description``, which the label rule also reads for a grouping
     by a column that refers to such a table."""
     return [Col(table, c) for c in table.columns if c.name in shown_description(table)]
+
+
+def numbered_description(table: TableInfo) -> list[Col]:
+    """What a row whose key is text of numbers alone is listed by: its description
+    (:func:`code_description`), not the digits ('01581' says no territory; 'Westboro'
+    does). A key of words or letter codes is read as it is stored and stays the label."""
+    return code_description(table) if numbered_key(table) else []
 
 
 def entity_columns(table: TableInfo) -> list[str]:

@@ -81,20 +81,37 @@ def code_description(table: TableInfo) -> list[str]:
     table's key, or the column of another table that refers to it: one rule, so
     "per property type" shows a type one way on every path). Only the key's own
     description: another table's (a document's ``document_description``) is free text
-    about something else."""
+    about something else.
+
+    A text key that stores only numbers (northwind's ``territory_id``: '01581', '01730')
+    is the same shape whatever its name ends in: digits are how the data refers to the
+    row, not what a person reads it by, and its description is (:func:`numbered_key`)."""
     if len(table.primary_key) != 1:
         return []
     key = table.column(table.primary_key[0])
     if key is None or not key.data_type.startswith(TEXT_TYPES):
         return []
     words = name_words(key.name)
-    if len(words) < 2 or words[-1] != "code":
+    if len(words) < 2 or (words[-1] != "code" and not numbered_key(table)):
         return []
     said = ([*words[:-1], "description"], ["description"])
     return [
         c.name for c in table.columns
         if c.data_type.startswith(TEXT_TYPES) and name_words(c.name) in said
     ][:1]  # fmt: skip
+
+
+def numbered_key(table: TableInfo) -> bool:
+    """Whether ``table``'s one-column key is text whose stored values (as the catalog
+    read them) are all numbers: a postal code or a zero-padded number kept as text
+    ('01581'), which tells rows apart without saying what any of them is. Read from the
+    data, so a key of words or letter codes ('AD', 'JFK', 'T001') is not one."""
+    if len(table.primary_key) != 1:
+        return False
+    key = table.column(table.primary_key[0])
+    if key is None or not key.data_type.startswith(TEXT_TYPES):
+        return False
+    return _numbers(tuple(key.known_values or key.sample_values))
 
 
 def _glued_name(words: list[str], own_words: set[str]) -> list[str]:

@@ -65,11 +65,11 @@ def test_a_listing_asked_per_grouping_is_still_refused() -> None:
 
 
 BUYS_PER_TICKER = (
-    "SELECT t1.sbtickerid AS sbtickerid, t1.sbtickersymbol AS sbtickersymbol, "
-    "t1.sbtickername AS sbtickername, COUNT(*) AS count FROM public.sbtransaction AS t0 "
+    "SELECT t1.sbtickerid AS sbtickerid, t1.sbtickername AS sbtickername, "
+    "t1.sbtickersymbol AS sbtickersymbol, COUNT(*) AS count FROM public.sbtransaction AS t0 "
     "JOIN public.sbticker AS t1 ON t1.sbtickerid = t0.sbtxtickerid "
     "WHERE (t0.sbtxdatetime >= '{0}' AND t0.sbtxdatetime < '{1}') AND (t0.sbtxtype = 'buy') "
-    "GROUP BY t1.sbtickerid, t1.sbtickersymbol, t1.sbtickername"
+    "GROUP BY t1.sbtickerid, t1.sbtickername, t1.sbtickersymbol"
 )
 
 

@@ -27,6 +27,7 @@ from services.sql.linker._plan import (
     leading_text,
     lit,
     name_columns,
+    numbered_description,
     person_name,
     quote,
     row_name,
@@ -38,6 +39,7 @@ from services.sql.linker.clauses._by_agent import by_agent
 from services.sql.linker.clauses._cues import DIMENSION_NOUNS, PLACING, RELATIVE
 from services.sql.linker.clauses._full_names import full_names
 from services.sql.linker.clauses._reading import Condition, Decline, Item, Rank, Read, Reading
+from services.sql.linker.clauses._referred import said_of_columns
 from services.sql.linker.clauses._rows_of import hold_to_rows
 from services.sql.words import measure_name, name_words
 
@@ -120,8 +122,11 @@ def make_plan(reading: Reading, read: Read) -> Plan:
         _add_absent(ctx, plan, entity, table, conditions)
     used = _tables_used(plan) | {t.qualified for t in plan.anti}
     used |= {t.qualified for t, _ in read.anti}
+    had = {t.qualified for t in read.semi}  # "that have a …": the rows' restriction, said
     for table in read.tables + read.semi:
         if table.qualified not in used and table is not entity:
+            if table.qualified not in had and said_of_columns(reading, used, table):
+                continue  # its word names the rows' own column: no restriction asked
             plan.semi.append(table)
             used.add(table.qualified)
     if not plan.dims and not plan.measures:
@@ -360,7 +365,7 @@ def _labels(ctx: LinkContext, table: TableInfo, *, grouped: bool = False) -> lis
     names = name_columns(table)
     if len(names) == 1:
         return names
-    if not names and (leading := leading_text(table)):
+    if not names and (leading := leading_text(table) or numbered_description(table)):
         return leading
     if len(names) > 1 and (named := row_name(table, names)):
         return named  # several names tie: the one unique per row, first declared
