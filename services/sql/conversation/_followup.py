@@ -51,6 +51,7 @@ from services.sql.catalog import (
 from services.sql.conversation._added import adds_a_value
 from services.sql.conversation._conditions import Link, Linked, link_condition, with_conditions
 from services.sql.conversation._leading import led_value
+from services.sql.conversation._measure import bare_bound
 from services.sql.conversation._nouns import (
     content_words,
     covers,
@@ -1297,6 +1298,8 @@ async def built(
             own = await _by_own_noun(sql, prior.condition, catalog, link)
             # "worth more than 20": a comparison on the value the earlier rows show
             worth = own or valued(sql, prior.condition, catalog)
+            # "only those with more than 40": a bare bound on the one measure shown
+            worth = worth or bare_bound(sql, prior.condition, catalog)
             if worth is None:
                 if prior.exclude:
                     raise

@@ -23,6 +23,7 @@ import re
 from sqlglot import exp
 
 from services.sql.catalog import Catalog, TableInfo, table_for
+from services.sql.conversation._conditions import Linked
 from services.sql.conversation._statement import column_name, parse, readable, sources
 from services.sql.words import STOP_WORDS, name_words, stem, word_match
 
@@ -108,3 +109,54 @@ def _names_a_column(word: str, tables: list[TableInfo]) -> bool:
         for column in table.columns
         for name in name_words(column_name(table, column.name))
     )
+
+
+# A filter's bare bound: "with more than 40", "having over 3", "at least 10" — a
+# comparison and a number, nothing after the number to say what it counts or measures.
+_BARE = re.compile(
+    r"^\W*(?:(?:the\s+)?ones\s+|those\s+)?(?:(?:that|which|who)\s+)?"
+    r"(?:with|having|have|has|had)?\s*"
+    r"(?P<cmp>more than|over|above|at least|fewer than|less than|under|below|at most)\s+"
+    r"(?P<n>\d[\d,]*(?:\.\d+)?)\s*\??\s*$",
+    re.IGNORECASE,
+)
+
+
+def bare_bound(sql: str, condition: str, catalog: Catalog) -> Linked | None:
+    """A filter's condition that is a bare bound ("only those with more than 40" after
+    "how many different customers did each employee sell to in 1997") as a ``HAVING``
+    on the earlier statement's one measure, the groups and the measure still shown: the
+    words name no column (the linker placed nothing), and the one figure each earlier
+    row carries is what a number with nothing after it is compared with. None where
+    the statement does not group, is cut by a limit (a bound before the cut keeps other
+    rows), or shows no measure or more than one (which one is meant is not said), or
+    shows a stored number beside its measure (the bound might be that number's)."""
+    match = _BARE.match(" ".join(condition.split()))
+    if match is None:
+        return None
+    select = parse(sql)
+    if select.args.get("group") is None or select.args.get("limit"):
+        return None
+    measures = [e.unalias() for e in select.expressions if e.find(exp.AggFunc) is not None]
+    if len(measures) != 1:
+        return None
+    tables = {s.alias_or_name: t for s in sources(select) if (t := table_for(catalog, s))}
+    for projection in select.expressions:
+        column = projection.unalias()
+        if isinstance(column, exp.Column) and _stored_number(column, tables):
+            return None
+    number = match.group("n").replace(",", "")
+    bound = _OPERATORS[match.group("cmp").lower()](
+        this=measures[0].copy(), expression=exp.Literal.number(number)
+    )
+    return Linked((), (), frozenset(), (bound,))
+
+
+def _stored_number(column: exp.Column, tables: dict[str, TableInfo]) -> bool:
+    """Whether ``column`` is a shown number that is no key of its table."""
+    table = tables.get(column.table)
+    stored = table.column(column.name) if table is not None else None
+    if table is None or stored is None or column.name in table.primary_key:
+        return False
+    return stored.data_type.startswith(("numeric", "decimal", "integer", "bigint",
+                                        "smallint", "real", "double", "money"))  # fmt: skip

@@ -4,12 +4,13 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import date, timedelta
 
 from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
-from services.sql.linker._lookup import fact_candidates
+from services.sql.linker._lookup import fact_candidates, measure_tables
 from services.sql.linker._plan import LinkError, Measure, Plan, is_temporal, lit
 from services.sql.linker._vocabulary import Col
 from services.sql.words import (
@@ -103,8 +104,7 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
     column whose other words go unexplained can fall under zero, where an unnamed
     column's is zero ("orders … placed in each month of 1996" went to ``required_date``
     over ``order_date``)."""
-    tables = fact_candidates(ctx, plan)
-    tables += [t for t in ctx.named if t not in tables]
+    tables = dated_in_order(ctx, plan)
     grouped = _grouped_words(ctx, plan)
     near_words = [
         stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS
@@ -131,6 +131,53 @@ def date_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
             if best is None or score > best[0]:
                 best = (score, col)
     return best[1] if best else None
+
+
+def dated_in_order(ctx: LinkContext, plan: Plan) -> list[TableInfo]:
+    """The tables whose dates a window or a grain may be taken of, nearest the measured
+    rows first: the measured tables, then the tables that relate them to the grouped ones,
+    then the grouped and the named tables.
+
+    "How many different customers did each employee sell to in 1998" counts customers per
+    employee; a customer meets an employee only through an order, so the rows the count
+    stands on are the orders, and 1998 is theirs (``orders.order_date``), not a date of
+    the grouped employee (``employees.birth_date``, refused by the data) nor of the
+    counted customer. A table between the measured and the grouped ones is one only where
+    it refers to a table beside it on the path (a record relating the two); a table both
+    its neighbours refer to (a city both customers and employees live in) relates them by
+    sharing, and its dates are no event of theirs. A date the words name still wins
+    (``date_column`` scores what is said above this order)."""
+    tables = fact_candidates(ctx, plan)
+    measured = list(dict.fromkeys(t for m in plan.measures for t in measure_tables(m)))
+    grouped = [d.col.table for d in plan.dims if d.col.table not in measured]
+    between: list[TableInfo] = []
+    for start in measured:
+        for goal in grouped:
+            for table in _relating(ctx, start, goal):
+                if table not in tables and table not in between:
+                    between.append(table)
+    ordered = [*measured, *between, *(t for t in tables if t not in measured)]
+    return ordered + [t for t in ctx.named if t not in ordered]
+
+
+def _relating(ctx: LinkContext, start: TableInfo, goal: TableInfo) -> list[TableInfo]:
+    """The tables strictly inside the join path from ``start`` to ``goal`` that refer to
+    a table beside them on it (see :func:`dated_in_order`)."""
+    if start.qualified == goal.qualified:
+        return []
+    path = ctx.graph.path(start.qualified, goal.qualified)
+    if not path:
+        return []
+    found: list[TableInfo] = []
+    here = start.qualified
+    for before, after in itertools.pairwise(path):
+        here = before.other(here)  # the table the two edges meet at
+        if here not in (before.child, after.child):
+            continue  # a table both neighbours refer to: shared, no record of theirs
+        table = ctx.catalog.table(here)
+        if table is not None:
+            found.append(table)
+    return found
 
 
 def _grouped_words(ctx: LinkContext, plan: Plan) -> frozenset[str]:
@@ -172,8 +219,7 @@ def year_column(ctx: LinkContext, plan: Plan, near: str = "") -> Col | None:
     scope: one whose name says it holds a year and whose every stored value (its span,
     read by the catalog) is a plausible year. Chosen among the tables in scope as
     :func:`date_column` chooses a date."""
-    tables = fact_candidates(ctx, plan)
-    tables += [t for t in ctx.named if t not in tables]
+    tables = dated_in_order(ctx, plan)
     near_words = [stem(w) for w in re.findall(r"[a-z]+", near) if w not in STOP_WORDS]
     best: tuple[float, Col] | None = None
     for rank, table in enumerate(tables):

@@ -315,6 +315,8 @@ def _values(vocab: Vocabulary, span: list[Token], i: int, j: int, text: str) -> 
     if not hits and len(span) == 1 and span[0].stem != span[0].low:
         # "cats" for the stored 'cat': a plural of a lower-case stored word
         hits = [(c, v) for c, v in vocab.names.get(span[0].stem, []) if v.islower()]
+    if not hits and len(span) > 1:
+        hits = _plural_of_several(vocab, span, text)
     if not hits and len(span) == 1 and span[0].text.islower():
         hits = kind_noun(vocab, span[0])
     if not hits:
@@ -326,6 +328,20 @@ def _values(vocab: Vocabulary, span: list[Token], i: int, j: int, text: str) -> 
     exact = all(v == " ".join(t.text for t in span) for _, v in hits)
     score = 1.0 if exact or not span[0].text.islower() else 0.8
     return [Mention("value", i, j, score, col=col, value=value) for col, value in hits]
+
+
+def _plural_of_several(vocab: Vocabulary, span: list[Token], text: str) -> list[tuple[Col, str]]:
+    """Stored values of several words said in the plural: "sales representatives" for
+    'Sales Representative' (a title, a category, a kind of several words). English makes
+    a phrase plural on its last word only, so the span with its last word in the singular
+    is looked up as any span is (case and spacing aside). Unlike a single word, capitals
+    are no bar: a stored phrase of several words whose singular the question says whole
+    is that value, whichever case the column stores it in."""
+    last = span[-1]
+    if last.stem == last.low or not last.low.endswith("s"):
+        return []
+    head = re.sub(r"\s+", " ", text[span[0].start : last.start]).lower()
+    return list(vocab.names.get(head + last.stem, []))
 
 
 def table_score(vocab: Vocabulary, words: list[str], table: TableInfo) -> float:

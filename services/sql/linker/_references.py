@@ -64,8 +64,19 @@ def names_only_its_target(
     three tables with ``_id`` columns lowered the weight of ``id``, raised
     ``customer_id``'s score past the lookup's threshold, and "How many orders has each
     customer placed? Give the company name" lost its customers (grouped by the bare key,
-    the company name no longer reached)."""
-    if col.table.qualified == table.qualified or not holds_keys_of(ctx, col, table.qualified):
+    the company name no longer reached).
+
+    The table's own key is named the same way: "each employee sell to" (the words up to
+    a year, "… sell to in 1998") names ``employees.employee_id`` by "employee" alone, the
+    verb naming nothing of it; the grouping is the employees shown by their labels, as
+    "each employee" is, not the bare key (which only the words "employee id" ask for).
+    Any other column of the named table is never replaced ("each customer city")."""
+    own_key = col.table.qualified == table.qualified and tuple(table.primary_key) == (
+        col.column.name,
+    )
+    if not own_key and (
+        col.table.qualified == table.qualified or not holds_keys_of(ctx, col, table.qualified)
+    ):
         return False
     rest = [w for w in words if ctx.vocab.table_score([w], table) <= 0]
     return len(rest) < len(words) and (not rest or ctx.vocab.column_score(rest, col) == 0)

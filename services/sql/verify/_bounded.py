@@ -42,6 +42,8 @@ def check_bounded_event(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes)
             continue
         if table_said(ctx, bounded, tree, nodes, words=words):
             continue
+        if _relates_named(ctx, bounded, words):
+            continue
         for other in tables.values():
             if other.qualified == bounded.qualified or not table_said(ctx, other, words=words):
                 continue
@@ -52,6 +54,28 @@ def check_bounded_event(ctx: LinkContext, tree: exp.Expr, nodes: StatementNodes)
                     f"question names, where the question names {other.name}, which has a "
                     f"time of its own ({other.name}.{times[0]})"
                 )
+
+
+def _relates_named(ctx: LinkContext, bounded: TableInfo, words: list[str]) -> bool:
+    """Whether ``bounded`` refers to two or more tables the question names: its rows are
+    what relates them, the event the words say by naming both ("how many different
+    customers did each employee sell to in 1998": an order is an employee's sale to a
+    customer, and 1998 is the orders'), whatever its own name and whether or not the
+    statement joins both (a count of distinct ``orders.customer_id`` reads no customers
+    table). A time of one of the named tables is then an attribute of that table's rows
+    (``employees.birth_date``), not the event's. A table that refers to one named table
+    only (people beside their awards) is still another event."""
+    referred = {
+        edge.parent
+        for edge in ctx.graph.edges_of(bounded.qualified)
+        if edge.child == bounded.qualified and edge.parent != bounded.qualified
+    }
+    named = [
+        t
+        for q in sorted(referred)
+        if (t := ctx.catalog.table(q)) is not None and table_said(ctx, t, words=words)
+    ]
+    return len(named) >= 2
 
 
 def _dated(ctx: LinkContext, table: TableInfo, column: str) -> bool:
