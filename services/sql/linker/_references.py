@@ -1,7 +1,10 @@
-"""A column a reference names better than the table's own abbreviated column: "each
-destination airport" is ``flights.dest`` (which holds airports' keys), not
-``airports.dst`` (daylight saving), whose name only shares the letters of
-"destination" and wins on the table word "airport" alone."""
+"""What the words of a grouping ("each X", "per X") name through a key column: a column a
+reference names better than the table's own abbreviated column ("each destination
+airport" is ``flights.dest``, which holds airports' keys, not ``airports.dst``, daylight
+saving, whose name only shares the letters of "destination" and wins on the table word
+"airport" alone), or the rows of the table a key column points at, where the words name
+the column only by naming that table ("each customer placed", "per shipper of orders").
+Both readers take this one step (``grouped_rows``)."""
 
 from __future__ import annotations
 
@@ -69,3 +72,24 @@ def names_only_its_target(
         return False
     rest = [w for w in words if ctx.vocab.table_score([w], table) <= 0]
     return len(rest) < len(words) and (not rest or ctx.vocab.column_score(rest, col) == 0)
+
+
+def grouped_rows(ctx: LinkContext, words: Sequence[str], col: Col) -> Col | TableInfo:
+    """What a grouping's ``words`` group by, given ``col``, the column found for them:
+    the reference they name better (``reference_named``); else the rows of a table the
+    words name whole that the column holds keys of, where they name the column only by
+    naming that table (``names_only_its_target``); else ``col``. "shipper of orders"
+    names ``orders.shipper_id`` with its own table's word, and "shipper" is all they say
+    of the column: the shippers, shown by their labels, as "per shipper" alone is read,
+    not the bare key (which shows numbers and groups as the shippers' rows would only
+    by chance of their labels).
+
+    One step for both readers: the list reader (``_shape.link_groups``) and the clause
+    reader (``clauses._planning``) read "each X" the same way."""
+    col = reference_named(ctx, words, col)
+    hits = [
+        table
+        for table, _ in ctx.vocab.tables_named(words)
+        if names_only_its_target(ctx, words, col, table)
+    ]
+    return hits[0] if len(hits) == 1 else col
