@@ -141,15 +141,15 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
             continue
         col = find_column(ctx, words)
         tables = ctx.vocab.tables_named(words)
+        measured = {m.table.qualified for m in plan.measures if m.table is not None}
+        measured |= {m.col.table.qualified for m in plan.measures if m.col is not None}
         if col is not None:
-            rows = grouped_rows(ctx, words, col)
+            rows = grouped_rows(ctx, words, col, measured)
             if not isinstance(rows, Col):
                 # "each customer placed": the customers, not orders.customer_id
                 col, tables = None, [t for t in tables if t[0] is rows]
             else:
                 col = rows
-        measured = {m.table.qualified for m in plan.measures if m.table is not None}
-        measured |= {m.col.table.qualified for m in plan.measures if m.col is not None}
         if (
             m.group(0).startswith("per")
             and tables

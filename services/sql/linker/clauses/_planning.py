@@ -545,7 +545,9 @@ def _add_group(
     if tables and _rate_over_own_rows(plan, tables[0]):
         return
     found: Col | TableInfo = (
-        tables[0] if tables else _by_reference(ctx, reading, mentions, resolve.column(mentions))
+        tables[0]
+        if tables
+        else _by_reference(ctx, reading, mentions, resolve.column(mentions), resolve.entity)
     )
     if isinstance(found, TableInfo):
         resolve.read.mention_table(found)
@@ -573,7 +575,7 @@ def _rate_over_own_rows(plan: Plan, table: TableInfo) -> bool:
 
 
 def _by_reference(
-    ctx: LinkContext, reading: Reading, mentions: list[Mention], col: Col
+    ctx: LinkContext, reading: Reading, mentions: list[Mention], col: Col, entity: TableInfo
 ) -> Col | TableInfo:
     """ "each destination airport": the span names ``airports.dst`` (the daylight-saving
     flag) only by letters "destination" holds in order, and wins on the table word
@@ -582,12 +584,13 @@ def _by_reference(
     it, as the older linker's groups do (``grouped_rows``): the flights grouped by
     where they went, not by a one-letter flag. A column said well by its own name
     ("each dst") stays. "per shipper of orders" names ``orders.shipper_id`` only by
-    the table it points at: the shippers' rows, as "per shipper" alone."""
+    the table it points at: the shippers' rows, as "per shipper" alone (``entity``, the
+    rows the question is about, is the measured rows' table)."""
     said = [m for m in mentions if m.col is not None and m.col.key == col.key and m.with_table]
     if not said:
         return col
     words = [t.stem for t in reading.tokens[said[0].start : said[0].end]]
-    found = grouped_rows(ctx, words, col)
+    found = grouped_rows(ctx, words, col, {entity.qualified})
     if isinstance(found, Col) and found is not col:
         # the table word says what the reference points at: read, not left unexplained
         ctx.known.update(w for w in words if ctx.vocab.table_score([w], col.table) > 0)
