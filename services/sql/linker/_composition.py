@@ -161,12 +161,16 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
             else _party(base) and _fanned_by_events(ctx, base, alias)
         )
     )
-    for i, said in enumerate(plan.measures):
+    texts: list[str] = []
+    for said in plan.measures:
         m = replace(said, func="COUNT_DISTINCT") if plan.dims and _counts_values(said) else said
         text = measure_sql(ctx, m, base, alias, ref, outer=outer, once=once)
         if places and m.func not in ("RANK", "COUNT", "COUNT_DISTINCT", "COUNT_COL"):
             text = f"ROUND(CAST({text} AS NUMERIC), {int(places.group(1))})"
             ctx.known.update({"rounded", "round", "decimal", "places", "place"})
+        texts.append(text)
+    texts = one_column_each(plan, texts)
+    for i, text in enumerate(texts):
         select.append(f"{text} AS {slot(f'm{i}')}")
     where: list[str] = []
     for c, cond in plan.filters:
@@ -236,6 +240,39 @@ def compose(ctx: LinkContext, plan: Plan) -> Linked:
         explain_plan(ctx, plan, base),
         tuple(ctx.applied),
     )
+
+
+def one_column_each(plan: Plan, texts: list[str]) -> list[str]:
+    """The measures' SQL (``texts``, one per measure of ``plan``), each expression once.
+
+    "Which 3 ship countries had the most orders, and how many?" asks for one count twice:
+    the ranking ranks by it and "how many" shows it. Two identical expressions over the
+    same rows are one value, so they are one column: the later one is dropped from the
+    plan and whatever ordered by it orders by the first. Shown twice, the answer has a
+    column no other reading of the question has (a follow-up that adds "top 3 only" to
+    the counts shows it once), and a reader sees two figures where there is one."""
+    first: dict[str, int] = {}
+    kept: list[str] = []
+    moved: dict[str, str] = {}
+    measures = []
+    for i, text in enumerate(texts):
+        if text in first:
+            moved[f"m{i}"] = f"m{first[text]}"
+            continue
+        first[text] = len(kept)
+        moved[f"m{i}"] = f"m{len(kept)}"
+        kept.append(text)
+        measures.append(plan.measures[i])
+    if len(kept) == len(texts):
+        return texts
+    plan.measures[:] = measures
+    order: list[tuple[str, bool]] = []
+    for said, desc in plan.order:
+        target = moved.get(said, said)
+        if not any(t == target for t, _ in order):
+            order.append((target, desc))
+    plan.order[:] = order
+    return kept
 
 
 def lift_condition(plan: Plan) -> None:

@@ -1,11 +1,14 @@
-"""A column a reference names better than the table's own abbreviated column: "each
-destination airport" is ``flights.dest`` (which holds airports' keys), not
-``airports.dst`` (daylight saving), whose name only shares the letters of
-"destination" and wins on the table word "airport" alone."""
+"""What the words of a grouping ("each X", "per X") name through a key column: a column a
+reference names better than the table's own abbreviated column ("each destination
+airport" is ``flights.dest``, which holds airports' keys, not ``airports.dst``, daylight
+saving, whose name only shares the letters of "destination" and wins on the table word
+"airport" alone), or the rows of the table a key column points at, where the words name
+the column only by naming that table ("each customer placed", "per shipper of orders").
+Both readers take this one step (``grouped_rows``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from services.sql.catalog import TableInfo
 from services.sql.linker._context import LinkContext
@@ -80,3 +83,35 @@ def names_only_its_target(
         return False
     rest = [w for w in words if ctx.vocab.table_score([w], table) <= 0]
     return len(rest) < len(words) and (not rest or ctx.vocab.column_score(rest, col) == 0)
+
+
+def grouped_rows(
+    ctx: LinkContext, words: Sequence[str], col: Col, rows: Collection[str]
+) -> Col | TableInfo:
+    """What a grouping's ``words`` group by, given ``col``, the column found for them, and
+    ``rows``, the tables whose rows are measured (qualified names): the reference the
+    words name better (``reference_named``); else the rows of a table the words name
+    whole that the column holds keys of, where they name the column only by naming that
+    table (``names_only_its_target``); else ``col``.
+
+    "shipper of orders" names ``orders.shipper_id`` with its own table's word, the
+    measured orders, and "shipper" is all it says of the column: the shippers, shown by
+    their labels, as "per shipper" alone is read, not the bare key. A word naming the
+    column's own table where that table is not the measured rows' ("the quantity sold
+    for each product category", order lines measured) says the way to the target runs
+    through it: the grouping is the column of that table the words name, as read before
+    (the verifier asks that table's word to be grouped).
+
+    One step for both readers: the list reader (``_shape.link_groups``) and the clause
+    reader (``clauses._planning``) read "each X" the same way."""
+    col = reference_named(ctx, words, col)
+    if col.table.qualified not in rows and any(
+        ctx.vocab.table_score([w], col.table) > 0 for w in words
+    ):
+        return col
+    hits = [
+        table
+        for table, _ in ctx.vocab.tables_named(words)
+        if names_only_its_target(ctx, words, col, table)
+    ]
+    return hits[0] if len(hits) == 1 else col

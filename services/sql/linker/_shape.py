@@ -27,7 +27,7 @@ from services.sql.linker._plan import (
     refines,
     same_measure,
 )
-from services.sql.linker._references import names_only_its_target, reference_named
+from services.sql.linker._references import grouped_rows
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses import PREPOSITIONS
 from services.sql.words import (
@@ -140,13 +140,16 @@ def link_groups(ctx: LinkContext, plan: Plan) -> None:
         if not plan.measures:
             continue
         col = find_column(ctx, words)
-        if col is not None:
-            col = reference_named(ctx, words, col)
         tables = ctx.vocab.tables_named(words)
-        if col is not None and tables and names_only_its_target(ctx, words, col, tables[0][0]):
-            col = None  # "each customer placed": the customers, not orders.customer_id
         measured = {m.table.qualified for m in plan.measures if m.table is not None}
         measured |= {m.col.table.qualified for m in plan.measures if m.col is not None}
+        if col is not None:
+            rows = grouped_rows(ctx, words, col, measured)
+            if not isinstance(rows, Col):
+                # "each customer placed": the customers, not orders.customer_id
+                col, tables = None, [t for t in tables if t[0] is rows]
+            else:
+                col = rows
         if (
             m.group(0).startswith("per")
             and tables

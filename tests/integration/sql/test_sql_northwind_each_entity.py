@@ -36,3 +36,25 @@ async def test_each_customer_placed_groups_by_the_customers_with_their_company_n
     assert "FROM public.orders AS t0 JOIN public.customers AS t1" in sql
     assert "t1.company_name" in sql
     assert "order_details" not in sql
+
+
+async def test_per_shipper_of_orders_groups_by_the_shippers_as_per_shipper_alone(
+    pg_url: str,
+) -> None:
+    """Issue 45 (s67): the spelled-out form of northwind v7's c4#2 grouped by the bare key
+    ``orders.shipper_id`` (the clause reader took "shipper of orders" as that column);
+    "per shipper" names the shippers, shown by their names (``_references.grouped_rows``).
+    The count ranked by and asked for ("the most orders …, and how many?") is one column
+    (``_composition.one_column_each``)."""
+    urls = await load_databases(pg_url, load_dataset(HERE))
+    async with await psycopg.AsyncConnection.connect(urls["northwind"]) as conn:
+        catalog, _ = await load_catalog(conn, "northwind")
+    today = date(2026, 12, 1)
+    sql = linked_sql(
+        "What is the average freight per shipper of orders shipped to France?", catalog, today
+    )
+    assert "GROUP BY t1.shipper_id, t1.company_name" in sql
+    ranked = linked_sql(
+        "Which 3 ship countries had the most orders in 1998, and how many?", catalog, today
+    )
+    assert ranked.count("COUNT(*)") == 1

@@ -33,7 +33,7 @@ from services.sql.linker._plan import (
     row_name,
     table_sql,
 )
-from services.sql.linker._references import reference_named
+from services.sql.linker._references import grouped_rows
 from services.sql.linker._vocabulary import Col
 from services.sql.linker.clauses._by_agent import by_agent
 from services.sql.linker.clauses._cues import DIMENSION_NOUNS, PLACING, RELATIVE
@@ -549,16 +549,19 @@ def _add_group(
     tables = _nearest_groups(ctx, resolve.entity, mentions)
     if tables and _rate_over_own_rows(plan, tables[0]):
         return
-    if tables:
-        table = tables[0]
-        resolve.read.mention_table(table)
-        plan.entity = table
-        if not any(d.col.table is table for d in plan.dims):
-            plan.dims += [Dim(c) for c in _labels(ctx, table, grouped=True)]
+    found: Col | TableInfo = (
+        tables[0]
+        if tables
+        else _by_reference(ctx, reading, mentions, resolve.column(mentions), resolve.entity)
+    )
+    if isinstance(found, TableInfo):
+        resolve.read.mention_table(found)
+        plan.entity = found
+        if not any(d.col.table is found for d in plan.dims):
+            plan.dims += [Dim(c) for c in _labels(ctx, found, grouped=True)]
         return
-    col = _by_reference(ctx, reading, mentions, resolve.column(mentions))
-    if not any(d.col.key == col.key for d in plan.dims):
-        plan.dims.append(Dim(col))
+    if not any(d.col.key == found.key for d in plan.dims):
+        plan.dims.append(Dim(found))
 
 
 def _rate_over_own_rows(plan: Plan, table: TableInfo) -> bool:
@@ -576,20 +579,24 @@ def _rate_over_own_rows(plan: Plan, table: TableInfo) -> bool:
     )
 
 
-def _by_reference(ctx: LinkContext, reading: Reading, mentions: list[Mention], col: Col) -> Col:
+def _by_reference(
+    ctx: LinkContext, reading: Reading, mentions: list[Mention], col: Col, entity: TableInfo
+) -> Col | TableInfo:
     """ "each destination airport": the span names ``airports.dst`` (the daylight-saving
     flag) only by letters "destination" holds in order, and wins on the table word
     "airport" alone, which the mention of ``flights.dest`` (a whole prefix, holding the
     airports' keys) lacks. The words after the table's are then read as a reference to
-    it (``reference_named``, as the older linker's groups do): the flights grouped by
+    it, as the older linker's groups do (``grouped_rows``): the flights grouped by
     where they went, not by a one-letter flag. A column said well by its own name
-    ("each dst") stays."""
+    ("each dst") stays. "per shipper of orders" names ``orders.shipper_id`` only by
+    the table it points at: the shippers' rows, as "per shipper" alone (``entity``, the
+    rows the question is about, is the measured rows' table)."""
     said = [m for m in mentions if m.col is not None and m.col.key == col.key and m.with_table]
     if not said:
         return col
     words = [t.stem for t in reading.tokens[said[0].start : said[0].end]]
-    found = reference_named(ctx, words, col)
-    if found is not col:
+    found = grouped_rows(ctx, words, col, {entity.qualified})
+    if isinstance(found, Col) and found is not col:
         # the table word says what the reference points at: read, not left unexplained
         ctx.known.update(w for w in words if ctx.vocab.table_score([w], col.table) > 0)
     return found
