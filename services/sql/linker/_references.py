@@ -54,6 +54,11 @@ def reference_named(ctx: LinkContext, words: Sequence[str], col: Col) -> Col:
     return best[0] if len(best) == 1 else col
 
 
+def is_own_key(col: Col) -> bool:
+    """Whether ``col`` is the whole primary key of its own table."""
+    return tuple(col.table.primary_key) == (col.column.name,)
+
+
 def names_only_its_target(
     ctx: LinkContext, words: Sequence[str], col: Col, table: TableInfo
 ) -> bool:
@@ -74,9 +79,7 @@ def names_only_its_target(
     verb naming nothing of it; the grouping is the employees shown by their labels, as
     "each employee" is, not the bare key (which only the words "employee id" ask for).
     Any other column of the named table is never replaced ("each customer city")."""
-    own_key = col.table.qualified == table.qualified and tuple(table.primary_key) == (
-        col.column.name,
-    )
+    own_key = col.table.qualified == table.qualified and is_own_key(col)
     if not own_key and (
         col.table.qualified == table.qualified or not holds_keys_of(ctx, col, table.qualified)
     ):
@@ -100,12 +103,13 @@ def grouped_rows(
     column's own table where that table is not the measured rows' ("the quantity sold
     for each product category", order lines measured) says the way to the target runs
     through it: the grouping is the column of that table the words name, as read before
-    (the verifier asks that table's word to be grouped).
+    (the verifier asks that table's word to be grouped). A table's own key is not such a
+    way through: "each employee sell to" names the employees themselves.
 
     One step for both readers: the list reader (``_shape.link_groups``) and the clause
     reader (``clauses._planning``) read "each X" the same way."""
     col = reference_named(ctx, words, col)
-    if col.table.qualified not in rows and any(
+    if not is_own_key(col) and col.table.qualified not in rows and any(
         ctx.vocab.table_score([w], col.table) > 0 for w in words
     ):
         return col
