@@ -177,7 +177,7 @@ def ask_response(result: AskResult) -> pb.AskQuestionResponse:
     for attempt in result.attempts:
         added = response.attempts.add(
             attempt=attempt.number,
-            outcome=attempt.outcome.value,  # type: ignore[arg-type]
+            outcome=attempt.outcome.value,
             sql=attempt.sql,
             violations=[violation(v) for v in attempt.violations],
             sqlstate=attempt.sqlstate,
@@ -235,8 +235,8 @@ def put_usage(out: cpb.Usage, calls: Iterable[ModelCall]) -> None:
         grouped.setdefault(key, []).append(call)
     for (role, tier, name), items in grouped.items():
         entry = out.entries.add(
-            role=role,  # type: ignore[arg-type]
-            tier=tier,  # type: ignore[arg-type]
+            role=role,
+            tier=tier,
             model_name=name,
             calls=len(items),
             input_tokens=sum(c.input_tokens for c in items),
