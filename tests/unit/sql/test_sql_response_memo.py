@@ -9,7 +9,7 @@ from google.protobuf import duration_pb2
 from services.sql import _convert as convert
 from services.sql.ask import GeneratorRole, ModelCall, ModelTier
 from services.sql.gate import ResultSet
-from services.sql.results import fingerprint
+from services.sql.results import choose_chart, fingerprint
 from tandem.v1 import common_pb2 as cpb
 from tandem.v1 import sql_service_pb2 as pb
 
@@ -34,13 +34,13 @@ def _result(*rows: tuple[str, int]) -> ResultSet:
 
 def test_a_result_seen_again_is_not_charted_again(monkeypatch):
     chosen: list[int] = []
-    real = convert.choose_chart
+    real = choose_chart
 
     def counted(columns, rows):
         chosen.append(len(rows))
         return real(columns, rows)
 
-    monkeypatch.setattr(convert, "choose_chart", counted)
+    monkeypatch.setattr("services.sql._convert.choose_chart", counted)
     monkeypatch.setattr(convert, "_CHARTS", type(convert._CHARTS)())
     first = convert._result_chart(_result(("Retail", 4), ("Health", 9)))
     again = convert._result_chart(_result(("Retail", 4), ("Health", 9)))
