@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
@@ -13,7 +14,7 @@ from services.sql._results import Described, Executed
 from services.sql.ask import AskResult, GeneratorRole, ModelCall
 from services.sql.catalog import Edge, TableInfo
 from services.sql.conversation import Prior, Relation
-from services.sql.gate import Verdict, Violation
+from services.sql.gate import ResultSet, Verdict, Violation
 from services.sql.intents import intent_to_pb
 from services.sql.memory import ConfirmedPair
 from services.sql.results import choose_chart, decode
@@ -28,10 +29,29 @@ _ROLES = {
 }
 
 
+_NANOS_PER_SECOND = 1_000_000_000
+# Charts of results seen before, by the result's fingerprint (a hash of its columns and
+# rows, from which alone the chart is chosen); only charts whose spec is at most
+# ``_CHART_KEPT_CHARS`` long are kept, so the memo holds at most a few megabytes.
+_CHARTS: OrderedDict[str, pb.Chart] = OrderedDict()
+_CHARTS_MAX = 256
+_CHART_KEPT_CHARS = 16_000
+
+
 def duration(seconds: float) -> duration_pb2.Duration:
+    """``seconds`` (never negative) as a Duration (:func:`put_duration`)."""
     out = duration_pb2.Duration()
-    out.FromNanoseconds(max(int(seconds * 1e9), 0))
+    put_duration(out, seconds)
     return out
+
+
+def put_duration(out: duration_pb2.Duration, seconds: float) -> None:
+    """Write ``seconds`` (never negative) into ``out``, a message's own field, as its two
+    fields: the well-known type's ``FromNanoseconds`` is Python code that normalises on
+    every call, and a Duration built apart is copied once more into its message; an
+    answer carries ten of them."""
+    nanos = max(int(seconds * 1e9), 0)
+    out.seconds, out.nanos = divmod(nanos, _NANOS_PER_SECOND)
 
 
 def seconds(value: duration_pb2.Duration) -> float:
@@ -70,9 +90,26 @@ def sql_result(executed: Executed, out: pb.SqlResult | None = None) -> pb.SqlRes
     out.truncated = result.truncated
     out.truncation_reason = result.truncation_reason
     out.fingerprint = result.fingerprint
-    out.execution_duration.FromNanoseconds(max(int(result.duration_s * 1e9), 0))
-    out.chart.CopyFrom(chart(result.columns, result.rows))
+    put_duration(out.execution_duration, result.duration_s)
+    out.chart.CopyFrom(_result_chart(result))
     return out
+
+
+def _result_chart(result: ResultSet) -> pb.Chart:
+    """:func:`chart` for ``result``, chosen once per distinct result: the same question
+    asked again (a dashboard's, a repeated one) has the same rows and so the same chart,
+    whose choice decodes every value and writes the spec's JSON."""
+    key = result.fingerprint
+    known = _CHARTS.get(key) if key else None
+    if known is not None:
+        _CHARTS.move_to_end(key)
+        return known
+    drawn = chart(result.columns, result.rows)
+    if key and len(drawn.vega_lite) <= _CHART_KEPT_CHARS:
+        while len(_CHARTS) >= _CHARTS_MAX:
+            _CHARTS.popitem(last=False)
+        _CHARTS[key] = drawn
+    return drawn
 
 
 _CHART_KINDS = {
@@ -117,12 +154,14 @@ def ask_response(result: AskResult) -> pb.AskQuestionResponse:
         repairs=result.repairs,
         message=result.message,
         degraded=result.degraded_llm,
-        usage=usage(result.calls),
-        timings=[cpb.Timing(stage=k, duration=duration(v)) for k, v in result.timings.items()],
         definitions_applied=list(result.definitions_applied),
         definitions_ignored=list(result.definitions_ignored),
         refusal_reason=result.refusal,
     )
+    put_usage(response.usage, result.calls)
+    add_timing = response.timings.add
+    for stage, seconds in result.timings.items():
+        put_duration(add_timing(stage=stage).duration, seconds)
     if result.answer is not None:
         sql_result(
             Executed(
@@ -136,17 +175,15 @@ def ask_response(result: AskResult) -> pb.AskQuestionResponse:
     if result.intent is not None:
         response.intent.CopyFrom(intent_to_pb(result.intent))
     for attempt in result.attempts:
-        response.attempts.append(
-            pb.SqlAttempt(
-                attempt=attempt.number,
-                outcome=attempt.outcome.value,  # type: ignore[arg-type]
-                sql=attempt.sql,
-                violations=[violation(v) for v in attempt.violations],
-                sqlstate=attempt.sqlstate,
-                message=attempt.message,
-                duration=duration(attempt.duration_s),
-            )
+        added = response.attempts.add(
+            attempt=attempt.number,
+            outcome=attempt.outcome.value,
+            sql=attempt.sql,
+            violations=[violation(v) for v in attempt.violations],
+            sqlstate=attempt.sqlstate,
+            message=attempt.message,
         )
+        put_duration(added.duration, attempt.duration_s)
     response.checks.extend(
         pb.SqlCheck(name=c.name, passed=c.passed, reason=c.reason) for c in result.checks
     )
@@ -183,30 +220,34 @@ def ask_response(result: AskResult) -> pb.AskQuestionResponse:
 
 
 def usage(calls: Iterable[ModelCall]) -> cpb.Usage:
+    out = cpb.Usage()
+    put_usage(out, calls)
+    return out
+
+
+def put_usage(out: cpb.Usage, calls: Iterable[ModelCall]) -> None:
+    """The model calls' usage per role, tier and model, written into ``out`` (a
+    response's own field: built apart, every entry was copied once more)."""
+    out.SetInParent()  # present, as an answer's usage always is, even with no calls
     grouped: dict[tuple[int, int, str], list[ModelCall]] = {}
     for call in calls:
         key = (_ROLES[call.role], call.tier.value, call.model_name)
         grouped.setdefault(key, []).append(call)
-    entries = [
-        cpb.UsageEntry(
-            role=role,  # type: ignore[arg-type]
-            tier=tier,  # type: ignore[arg-type]
+    for (role, tier, name), items in grouped.items():
+        entry = out.entries.add(
+            role=role,
+            tier=tier,
             model_name=name,
             calls=len(items),
             input_tokens=sum(c.input_tokens for c in items),
             output_tokens=sum(c.output_tokens for c in items),
             estimated_cost_usd=sum(c.cost_usd for c in items),
-            duration=duration(sum(c.duration_s for c in items)),
         )
-        for (role, tier, name), items in grouped.items()
-    ]
-    return cpb.Usage(
-        input_tokens=sum(e.input_tokens for e in entries),
-        output_tokens=sum(e.output_tokens for e in entries),
-        estimated_cost_usd=sum(e.estimated_cost_usd for e in entries),
-        calls=sum(e.calls for e in entries),
-        entries=entries,
-    )
+        put_duration(entry.duration, sum(c.duration_s for c in items))
+        out.input_tokens += entry.input_tokens
+        out.output_tokens += entry.output_tokens
+        out.estimated_cost_usd += entry.estimated_cost_usd
+        out.calls += entry.calls
 
 
 # --- describe -------------------------------------------------------------------------

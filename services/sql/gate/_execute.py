@@ -475,7 +475,13 @@ async def _on_connection(
         setup.append(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
     if safeguards.server_timeout:
         millis = max(int(budget_s * 1000), 1)
-        setup.append(f"SET LOCAL statement_timeout = {millis}")
+        timeout = f"SET LOCAL statement_timeout = {millis}"
+        # The limit's own text repeats from answer to answer and stays prepared; a budget
+        # cut to the caller's deadline is a new text almost every time, so it goes out
+        # unprepared (a SET has no parameters, and the reader role may not call
+        # set_config): prepared, each would cost a Parse and, past the cap, a DEALLOCATE,
+        # and push a repeated statement's cursor out of the connection's prepared ones.
+        setup.append(sql.SQL(timeout) if deadline_bound else timeout)
     if limits.work_mem_kb > 0 and limits.work_mem_kb != session_work_mem_kb(conn.pgconn.options):
         # Not already the connection's own (``memory_options``, set when it was opened):
         # set for this transaction.
@@ -596,7 +602,8 @@ async def _fetch(
     encoding = conn.info.encoding
     statements = [_as_bytes(s, conn, encoding) for s in setup]
     # Plain-text setup repeats from answer to answer (keywords and integers); composed
-    # ones (a role, the acceptance check's unique names) are sent as they are.
+    # ones (a role, the acceptance check's unique names, a deadline's timeout) are sent
+    # as they are.
     preparable = [isinstance(s, str) for s in setup]
     statements.append((_DECLARE + wrapped).encode(encoding))
     statements.append(f"{_FETCH}{int(want)}{_FROM_CURSOR}".encode(encoding))

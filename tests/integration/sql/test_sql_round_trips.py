@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from services.common import deadline_scope
 from services.sql import Limits, Safeguards
 from services.sql.gate._execute import (
     OutputColumn,
@@ -191,3 +192,33 @@ async def test_a_described_statements_transaction_is_one_wait_on_the_connection(
     ]
     assert [Decimal(r.values[2].decimal_value) for r in result.rows] == [h for *_, h in expected]
     assert len(result.rows) == 10 and result.truncated
+
+
+async def test_one_prepared_timeout_serves_every_deadline(pg_url, open_pool):
+    """A budget cut to the caller's deadline is a new ``SET LOCAL statement_timeout`` text
+    almost every time: it goes out unprepared, so however many deadlines the callers
+    bring, a connection holds one prepared timeout (the limit's), and the statements it
+    holds prepared are not pushed out by them."""
+    pool = await open_pool(pg_url)
+    limits = Limits(max_rows=10, statement_timeout_s=5.0)
+    text = "SELECT g FROM generate_series(1, 3) AS g"
+    names: dict[tuple[str, int], str] = {}
+    outputs: list[OutputColumn] = []  # described once, as the runner remembers it
+    await execute_unvetted(pool, text, limits, Safeguards(), type_names=names, learned=outputs)
+    rows = []
+    for seconds in (60.0, 60.0, 4.0, 3.5, 3.0, 2.5, 2.0):
+        with deadline_scope(seconds):
+            result = await execute_unvetted(
+                pool, text, limits, Safeguards(), type_names=names, described=outputs
+            )
+        rows.append(len(result.rows))
+    held: set[str] = set()
+    async with pool.connection() as one, pool.connection() as other:
+        for conn in (one, other):
+            cursor = await conn.execute(
+                "SELECT statement FROM pg_prepared_statements "
+                "WHERE name LIKE 'tandem\\_%' AND statement LIKE 'SET LOCAL statement_timeout%'"
+            )
+            held |= {row[0] for row in await cursor.fetchall()}
+    assert rows == [3] * 7
+    assert held == {"SET LOCAL statement_timeout = 5000"}
