@@ -109,8 +109,10 @@ def grouped_rows(
     One step for both readers: the list reader (``_shape.link_groups``) and the clause
     reader (``clauses._planning``) read "each X" the same way."""
     col = reference_named(ctx, words, col)
-    if not is_own_key(col) and col.table.qualified not in rows and any(
-        ctx.vocab.table_score([w], col.table) > 0 for w in words
+    if (
+        not is_own_key(col)
+        and col.table.qualified not in rows
+        and any(ctx.vocab.table_score([w], col.table) > 0 for w in words)
     ):
         return col
     hits = [
