@@ -9,9 +9,11 @@ sample: at least 90 % of the child's distinct values must be values of the paren
 column (a few orphans are dirty data; a name that only looks like a reference is
 refuted). A candidate the data cannot be read for stays, marked so. Columns no name ties
 to a key (an unnamed reference, a text code) are tried against the one key holding their
-values. Every read is bounded: sampled, and counted against the load's work
-(``_inference_work``: reads and rows, never seconds, so the same database infers the same
-keys and joins on an idle and on a busy server).
+values. A table's reference to its own rows that no name says (``reports_to``) is
+found from the shape of a hierarchy in its data (``_hierarchy``). Every read is
+bounded: sampled, and counted against the load's work (``_inference_work``: reads and
+rows, never seconds, so the same database infers the same keys and joins on an idle and
+on a busy server).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from services.sql.catalog._candidates import (
     type_family,
 )
 from services.sql.catalog._catalog import Catalog, ColumnInfo, JoinInfo, JoinOrigin, TableInfo
+from services.sql.catalog._hierarchy import self_references
 from services.sql.catalog._inference_work import InferenceReads
 from services.sql.catalog._joins import declared_edges
 from services.sql.words import measure_name, name_words, stem
@@ -142,6 +145,10 @@ async def infer_joins(
         entity_keys=text_keys,
         grow=False,
     )
+    # a table's reference to its own rows (``reports_to``), which no name ties to a key:
+    # tried last, on the columns no step above found referring to another table
+    referencing = {(j.child, j.child_columns) for j in confirmed}
+    confirmed += await self_references(reads, keyed, referencing)
     return replace(keyed, joins=tuple(confirmed), incomplete=reads.incomplete())
 
 

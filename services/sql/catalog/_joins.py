@@ -355,7 +355,29 @@ def describe(catalog: Catalog) -> list[str]:
         )
         why = f": {edge.evidence}" if edge.evidence and edge.kind != "glossary" else ""
         lines.append(f"join {child} -> {parent} ({origin}{why})")
+    lines += _self_references(catalog)
     return lines + ([catalog.incomplete] if catalog.incomplete else [])
+
+
+def _self_references(catalog: Catalog) -> list[str]:
+    """The references from a table to its own rows, in :func:`describe`'s words: the join
+    graph leaves them out (no path between tables runs through one), but the readers use
+    them (``employees.reports_to``), and an inferred one should show its evidence."""
+    lines = []
+    for table in catalog.tables:
+        for fk in table.foreign_keys:
+            referred = catalog.table(fk.referenced_table)
+            if referred is not None and referred.qualified == table.qualified:
+                child = ", ".join(f"{table.qualified}.{c}" for c in fk.columns)
+                parent = ", ".join(f"{table.qualified}.{c}" for c in fk.referenced_columns)
+                lines.append(f"join {child} -> {parent} (declared)")
+    for join in catalog.joins or ():
+        if join.child == join.parent:
+            child = ", ".join(f"{join.child}.{c}" for c in join.child_columns)
+            parent = ", ".join(f"{join.parent}.{c}" for c in join.parent_columns)
+            why = f": {join.evidence}" if join.evidence else ""
+            lines.append(f"join {child} -> {parent} (inferred{why})")
+    return lines
 
 
 def _family(table: TableInfo, column: str) -> str:
