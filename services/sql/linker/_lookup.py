@@ -302,6 +302,8 @@ def find_value(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) -> tuple
     shouted = tok.text.isupper() and len(tok.text) >= 2
     if not tok.quoted and not shouted and (tok.low in STOP_WORDS or len(tok.low) < 2):
         return None
+    if not tok.quoted and _ends_column_name(ctx, tok, toks):
+        return None
     candidates = list(ctx.vocab.values.get(tok.low, []))
     if not candidates and not tok.quoted and tok.text[:-1].isupper() and tok.low[-1:] == "s":
         candidates = list(ctx.vocab.values.get(tok.low[:-1], []))  # "CTOs" -> 'CTO'
@@ -349,6 +351,17 @@ def find_value(ctx: LinkContext, tok: Tok, toks: list[Tok], plan: Plan) -> tuple
     if not tok.quoted and not unique and score((col, value)) < 0.5 and col.table not in tables:
         return None
     return col, f"{{c}} = {lit(value)}"
+
+
+def _ends_column_name(ctx: LinkContext, tok: Tok, toks: list[Tok]) -> bool:
+    """Whether ``tok`` and the word before it spell a column's name ("employee id" is
+    ``employee_id``): the word says which column, it is no stored value of another one
+    ('Id', a region's code)."""
+    index = toks.index(tok)
+    if index == 0 or toks[index - 1].quoted:
+        return False
+    name = f"{toks[index - 1].low}_{tok.low}"
+    return any(c.column.name.lower() == name for c in ctx.vocab.columns)
 
 
 # The prepositions that place a noun's rows at a value: "the customers in Argentina",
