@@ -76,7 +76,7 @@ def link_conditions(ctx: LinkContext, plan: Plan, text: str, toks: list[Tok]) ->
     used |= proper_names(ctx, plan, toks, used, spans)
     # quoted and stored values
     for tok in toks:
-        if tok.low in used or any(a <= tok.start < b for a, b in spans):
+        if tok.low in used or tok.low in ctx.computed or any(a <= tok.start < b for a, b in spans):
             continue
         found = find_value(ctx, tok, toks, plan)
         if found is not None:

@@ -53,6 +53,9 @@ class LinkContext:
     applied: list[str] = field(default_factory=list)
     # words a composed feature explains (e.g. "weekend" once a day-of-week filter is in)
     known: set[str] = field(default_factory=set)
+    # words that name a measure the question spells as arithmetic ("total sales …, price
+    # times quantity"): the name of what is computed, not a stored value to filter on
+    computed: set[str] = field(default_factory=set)
     # words no name spells, linked by meaning (see ``_meanings``)
     meanings: tuple[Meaning, ...] = ()
     # the join graph as this question reads it: of two parallel references, the one its

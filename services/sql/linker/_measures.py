@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from sqlglot import exp
+
 from services.sql.catalog import TableInfo, is_number
 from services.sql.definitions import trim_definition
 from services.sql.linker._context import LinkContext
@@ -399,6 +401,178 @@ def read_arith(ctx: LinkContext, low: str) -> Measure | None:
     if tree is None or position != len(tokens) or not tables:
         return None
     return Measure("EXPR", label=low, tables=tuple(tables), expr=[tree])
+
+
+# Operators said in words: the same arithmetic the symbols write. "less than" compares
+# two values, it takes nothing away.
+_SPELLED = (
+    (r"\s+(?:times|multiplied by)\s+", " * "),
+    (r"\s+divided by\s+", " / "),
+    (r",?\s+(?:minus|less)\s+(?!than\b)(?:the\s+)?", " - "),
+    (r"\s+plus\s+", " + "),
+)
+_ROW_FUNCS = {"SUM", "AVG", "MIN", "MAX"}
+
+
+def spelled_arith(low: str) -> str:
+    """``low`` with its spelled operators as symbols ("price times quantity less
+    discount" -> "price * quantity - discount"); unchanged when it says none."""
+    for said, op in _SPELLED:
+        low = re.sub(said, op, low)
+    return low
+
+
+def read_row_arith(ctx: LinkContext, low: str, func: str) -> Measure | None:
+    """``func`` over arithmetic of the columns of one row ("total of price times
+    quantity less discount": ``SUM(unit_price * quantity * (1 - discount))``): the
+    product of columns, not of their sums, which is what a quantity priced per unit
+    means. Every phrase is one numeric column, all on one table or on a table it refers
+    to (one row each); a phrase two columns there fit equally is not guessed. A
+    discount taken from a product is a fraction of it when every stored value of the
+    subtracted column lies in [0, 1], an amount otherwise."""
+    if func not in _ROW_FUNCS:
+        return None
+    tokens = arith_tokens(low)
+    phrases = [t for t in tokens if t not in "()+-*/" and not re.fullmatch(r"\d+(\.\d+)?", t)]
+    if not phrases or any(re.search(rf"\b(?:{'|'.join(AGGREGATE_WORDS)})\b", p) for p in phrases):
+        return None  # an operand that names its own aggregate is a measure (read_arith)
+    fits = [_numeric_fits(ctx, p) for p in phrases]
+    if not all(fits):
+        return None
+    placed = _one_row(ctx, fits)
+    if placed is None:
+        return None
+    by_phrase = dict(zip(phrases, placed, strict=True))
+    columns: dict[int, Col] = {}
+    position = 0
+
+    def peek() -> str:
+        return tokens[position] if position < len(tokens) else ""
+
+    def factor() -> exp.Expr | None:
+        nonlocal position
+        tok = peek()
+        if tok == "(":
+            position += 1
+            inner = expr()
+            if peek() != ")":
+                return None
+            position += 1
+            return exp.Paren(this=inner) if inner is not None else None
+        if not tok or tok in ")+-*/":
+            return None
+        position += 1
+        if re.fullmatch(r"\d+(\.\d+)?", tok):
+            return exp.Literal.number(tok)
+        node = exp.column(by_phrase[tok].column.name)
+        columns[id(node)] = by_phrase[tok]
+        return node
+
+    def term() -> exp.Expr | None:
+        nonlocal position
+        left = factor()
+        while left is not None and peek() in ("*", "/"):
+            op = peek()
+            position += 1
+            right = factor()
+            if right is None:
+                return None
+            left = (
+                exp.Mul(this=left, expression=right)
+                if op == "*"
+                else exp.Div(this=left, expression=right)
+            )
+        return left
+
+    def expr() -> exp.Expr | None:
+        nonlocal position
+        left = term()
+        while left is not None and peek() in ("+", "-"):
+            op = peek()
+            position += 1
+            right = term()
+            if right is None:
+                return None
+            if op == "-" and isinstance(left, exp.Mul) and _fraction(right, columns):
+                # "price times quantity less discount": the product less its fraction
+                share = exp.Paren(this=exp.Sub(this=exp.Literal.number(1), expression=right))
+                left = exp.Mul(this=left, expression=share)
+            elif op == "-":
+                left = exp.Sub(this=left, expression=right)
+            else:
+                left = exp.Add(this=left, expression=right)
+        return left
+
+    tree = expr()
+    if tree is None or position != len(tokens) or len(columns) < 2:
+        return None
+    aggregate = {"SUM": exp.Sum, "AVG": exp.Avg, "MIN": exp.Min, "MAX": exp.Max}[func]
+    tables = tuple(dict.fromkeys(c.table for c in columns.values()))
+    return Measure("SQLEXPR", label=low, expr=[aggregate(this=tree), columns], tables=tables)
+
+
+def asked_aggregate(ctx: LinkContext, phrase: str) -> str:
+    """The aggregate the question asks of a measure ``phrase`` spells without one ("total
+    sales per employee, price times quantity"): the first aggregate word said outside the
+    phrase; a sum when none is (an amount per row, asked per group, adds up)."""
+    rest = ctx.low.replace(phrase, " ") if phrase else ctx.low
+    said = re.search(rf"\b({'|'.join(AGGREGATE_WORDS)})\s+(?:of\s+(?:the\s+)?)?(\w+)", rest)
+    if said is None:
+        return "SUM"
+    if not find_column(ctx, [stem(said.group(2))], numeric=True, threshold=0.99):
+        # "total sales": the name of what is computed, said by the arithmetic
+        ctx.computed.update({said.group(2), stem(said.group(2))})
+        ctx.known.update({said.group(2), stem(said.group(2))})
+    return AGGREGATE_WORDS[said.group(1)]
+
+
+def _numeric_fits(ctx: LinkContext, phrase: str) -> list[Col]:
+    """The numeric columns ``phrase`` names best (ties kept: a choice for the row)."""
+    words = [stem(w) for w in re.findall(r"[a-z0-9]+", phrase) if w not in STOP_WORDS]
+    if not words:
+        return []
+    scored = [
+        (ctx.vocab.column_score(words, c), c)
+        for c in ctx.vocab.columns
+        if is_number(c.column.data_type) and not is_key(c)
+    ]
+    best = max((s for s, _ in scored), default=0.0)
+    return [c for s, c in scored if s >= 0.5 and s == best] if best >= 0.5 else []
+
+
+def _one_row(ctx: LinkContext, fits: list[list[Col]]) -> list[Col] | None:
+    """One column per phrase, all read from one row: a table that holds some of them,
+    with the others on tables it refers to (one row each). None when no table, or more
+    than one, places every phrase exactly once."""
+    tables = {c.table.qualified: c.table for cols in fits for c in cols}
+    found: list[tuple[str, list[Col]]] = []
+    for name in tables:
+        parents = {e.parent for e in ctx.graph.edges if e.child == name}
+        placed = []
+        for cols in fits:
+            here = [c for c in cols if c.table.qualified == name]
+            if not here:
+                here = [c for c in cols if c.table.qualified in parents]
+            if len(here) != 1:
+                break
+            placed.append(here[0])
+        else:
+            if any(c.table.qualified == name for c in placed):
+                found.append((name, placed))
+    if not found:
+        return None
+    # the table that holds the most of them is the row; a tie between rows is not guessed
+    held = [sum(c.table.qualified == name for c in placed) for name, placed in found]
+    best = [placed for (_, placed), h in zip(found, held, strict=True) if h == max(held)]
+    return best[0] if len(best) == 1 else None
+
+
+def _fraction(node: exp.Expr, columns: dict[int, Col]) -> bool:
+    """Whether ``node`` is one column whose stored values all lie in [0, 1] (read from
+    the data: the column's extent), so taking it from a product takes a share of it."""
+    col = columns.get(id(node))
+    extent = col.column.extent if col is not None else None
+    return extent is not None and extent[0] >= 0 and extent[1] <= 1
 
 
 def arith_tokens(text: str) -> list[str]:

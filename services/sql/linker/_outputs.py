@@ -15,7 +15,14 @@ from services.sql.linker._lookup import (
     label_columns,
     name_spans,
 )
-from services.sql.linker._measures import read_arith, read_measure, read_ranked
+from services.sql.linker._measures import (
+    asked_aggregate,
+    read_arith,
+    read_measure,
+    read_ranked,
+    read_row_arith,
+    spelled_arith,
+)
 from services.sql.linker._plan import BE, Dim, Measure, is_key, only_table
 from services.sql.linker._reading import GENERIC, clean_item, cut_relative, split_items
 from services.sql.linker._terms import without_conditions
@@ -181,6 +188,9 @@ def read_item(ctx: LinkContext, phrase: str) -> list[Dim | Measure] | None:
         # the date column is chosen once the measures say which table it is
         anchor = Col(ctx.catalog.tables[0], ctx.catalog.tables[0].columns[0])
         return [Dim(anchor, grain.group(1), pending=True)]
+    row = read_row_arith(ctx, spelled_arith(low), asked_aggregate(ctx, low))
+    if row is not None:
+        return [row]
     # arithmetic definitions inline ("(total sales amount / number of sales)")
     if re.search(r"[/*]|\s-\s", low):
         m = read_arith(ctx, low)
