@@ -151,3 +151,15 @@ def test_a_word_that_ends_a_column_name_is_no_stored_value():
     sql = linked_sql("how many orders per employee id in 1997", store(), TODAY)
     assert "ship_region" not in sql
     assert "GROUP BY t0.employee_id" in sql
+
+
+def test_an_aside_that_spells_arithmetic_is_not_split_into_items():
+    """northwind-28: split at its comma, "less the discount" grouped by the discount and
+    summed price times quantity alone, a confident wrong answer; the aside is refused."""
+    with pytest.raises(LinkError):
+        linked_sql(
+            "What are the total sales (unit price times quantity, less the discount) of each "
+            "product category?",
+            store(),
+            TODAY,
+        )
